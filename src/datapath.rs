@@ -1,0 +1,1 @@
+//! Live datapath thread (placeholder).

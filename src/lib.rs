@@ -1,0 +1,46 @@
+//! bloatbox: a bufferbloat emulator appliance.
+//!
+//! A daemon bridges two TAP interfaces, each in its own network namespace, and
+//! makes the path between them behave like a real bottleneck link: line rate,
+//! propagation delay, NIC interrupt coalescing, a driver TX ring with or
+//! without BQL, and Linux's queueing disciplines run in userspace.
+//!
+//! ```text
+//! TAP(left ns) -read-> classify -> qdisc tree -> TX ring (+BQL) -> serializer (rate)
+//!    -> propagation delay -> RX coalescing (usecs/frames) -write-> TAP(right ns)
+//! ```
+//!
+//! The core (`packet`, `qdisc`, `link`, `bridge`) is pure: it takes `now` as an
+//! argument, never reads a clock and does no I/O. Two drivers run it: the live
+//! `datapath` thread (TAP fds, CLOCK_MONOTONIC, an absolute timerfd deadline)
+//! and the `sim` discrete-event simulator (simulated clock, seeded sources).
+//!
+//! | thread   | owns                                         | runtime |
+//! |----------|----------------------------------------------|---------|
+//! | datapath | the Bridge, both ports, buffer pool, timerfd | plain thread, timer slack 1 ns |
+//! | control  | Unix socket, signals                         | blocking thread |
+//! | main     | config, set-up, then the TUI or a headless wait | synchronous |
+//!
+//! Modules: `time` (Instant, clocks), `units` (tc units), `packet` (frames,
+//! classifier, ECN, pool, drop reasons), `qdisc` (disciplines), `link` (ring,
+//! BQL, serializer, delay, coalescing, the per-direction `Path`), `bridge`
+//! (two paths), `tc` (tc command front end and `tc -s -d show` printer),
+//! `config` (TOML schema and validation), `sim` (simulator), `port`
+//! (FramePort: TAP or socketpair), `netns` (namespaces and cleanup),
+//! `datapath` (the live driver thread), `control` (the daemon's socket),
+//! `tui` (terminal UI).
+
+pub mod bridge;
+pub mod config;
+pub mod control;
+pub mod datapath;
+pub mod link;
+pub mod netns;
+pub mod packet;
+pub mod port;
+pub mod qdisc;
+pub mod sim;
+pub mod tc;
+pub mod time;
+pub mod tui;
+pub mod units;

@@ -1,0 +1,1 @@
+//! coalesce (placeholder: filled in by its owner).

@@ -1,0 +1,1 @@
+//! delay (placeholder: filled in by its owner).

@@ -1,0 +1,1 @@
+//! ring (placeholder: filled in by its owner).

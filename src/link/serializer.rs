@@ -1,0 +1,1 @@
+//! serializer (placeholder: filled in by its owner).

@@ -1,0 +1,203 @@
+//! Frames as the core sees them: the bytes, the length every qdisc accounts
+//! (`qdisc_pkt_len`, the L2 frame without FCS), and the metadata the classifier
+//! extracts once at ingress. Also the drop vocabulary: every frame the core
+//! frees goes to a `Drops` sink with a `DropReason`, so that nothing is lost
+//! silently.
+//!
+//! Submodules: `classify` (parse Ethernet/VLAN/IP/L4 once, flow key and hash),
+//! `ecn` (CE marking with checksum fix), `pool` (the bounded buffer pool).
+
+pub mod classify;
+pub mod ecn;
+pub mod pool;
+
+use crate::time::Instant;
+
+/// The network-layer protocol of a frame, with the offset of its header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum L3 {
+    /// Not IP (ARP, LLDP, ...), or IP too short to parse.
+    #[default]
+    Other,
+    Ipv4 {
+        offset: u16,
+    },
+    Ipv6 {
+        offset: u16,
+    },
+}
+
+/// The 5-tuple a flow is identified by. IPv4 addresses are stored as
+/// IPv4-mapped IPv6 addresses so that one key type serves both families.
+/// Non-IP frames have an all-zero key (one flow, like the kernel's hash 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct FlowKey {
+    pub src: [u8; 16],
+    pub dst: [u8; 16],
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub proto: u8,
+}
+
+/// What the classifier learnt about a frame, plus the timestamps the core adds.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PacketMeta {
+    /// Sequence number given at ingress, per direction (traces, order checks).
+    pub id: u64,
+    /// When the frame entered the emulated link.
+    pub arrival: Instant,
+    /// When the frame was last enqueued into a qdisc (CoDel's timestamp).
+    pub enqueue_time: Instant,
+    pub l3: L3,
+    pub flow: FlowKey,
+    /// Unkeyed flow hash of `flow`; qdiscs mix in their own perturbation.
+    pub hash: u32,
+    /// The DS field (TOS / traffic class byte), ECN bits included.
+    pub dsfield: u8,
+    /// `skb->priority`: for IPv4 `rt_tos2priority(tos)`, else 0; filters and
+    /// skbedit may overwrite it.
+    pub priority: u32,
+    /// TX queue for mq (chosen by flow hash at ingress).
+    pub queue_mapping: u16,
+}
+
+impl PacketMeta {
+    /// The two ECN bits of the DS field (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE).
+    pub fn ecn(&self) -> u8 {
+        self.dsfield & 0x3
+    }
+}
+
+/// A frame in the core. `data` holds the bytes from the Ethernet header on;
+/// `len` is what every counter and rate computation uses. In the live path
+/// `len == data.len()`; the simulator may carry only the headers in `data`
+/// and a larger `len`.
+#[derive(Debug)]
+pub struct Packet {
+    pub data: Vec<u8>,
+    pub len: u32,
+    pub meta: PacketMeta,
+}
+
+impl Packet {
+    /// A frame whose accounted length is its byte length.
+    pub fn from_frame(data: Vec<u8>, arrival: Instant) -> Packet {
+        let mut meta = classify::classify(&data);
+        meta.arrival = arrival;
+        meta.enqueue_time = arrival;
+        Packet {
+            len: data.len() as u32,
+            data,
+            meta,
+        }
+    }
+}
+
+/// Why the core freed a frame. Every variant is a counter in the stats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    /// Tail drop of the arriving frame: a FIFO, a band, a flow slot or a
+    /// direct queue was at its limit.
+    QueueFull,
+    /// pfifo_head_drop / SFQ headdrop: the oldest frame made room.
+    HeadDrop,
+    /// CoDel's control law dropped the frame at dequeue.
+    Codel,
+    /// fq_codel's overflow drop from the head of the fattest flow (limit).
+    FqCodelOverlimit,
+    /// fq_codel's overflow drop from the fattest flow (memory_limit).
+    FqCodelMemory,
+    /// SFQ dropped from the longest slot, or found no free slot.
+    SfqOverflow,
+    /// TBF: the frame is larger than the bucket (max_size).
+    TbfOversize,
+    /// QFQ/filters: no class matched and there is no default.
+    Unclassified,
+    /// The qdisc was reset, deleted or its limit lowered.
+    QdiscReset,
+    /// The packet pool is at its hard cap.
+    PoolExhausted,
+    /// Frame shorter than an Ethernet header.
+    Runt,
+    /// Frame longer than the link's MTU allows.
+    Oversize,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 12] = [
+        DropReason::QueueFull,
+        DropReason::HeadDrop,
+        DropReason::Codel,
+        DropReason::FqCodelOverlimit,
+        DropReason::FqCodelMemory,
+        DropReason::SfqOverflow,
+        DropReason::TbfOversize,
+        DropReason::Unclassified,
+        DropReason::QdiscReset,
+        DropReason::PoolExhausted,
+        DropReason::Runt,
+        DropReason::Oversize,
+    ];
+
+    pub fn index(self) -> usize {
+        DropReason::ALL
+            .iter()
+            .position(|r| *r == self)
+            .expect("ALL lists every reason")
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::QueueFull => "queue_full",
+            DropReason::HeadDrop => "head_drop",
+            DropReason::Codel => "codel",
+            DropReason::FqCodelOverlimit => "fq_codel_overlimit",
+            DropReason::FqCodelMemory => "fq_codel_memory",
+            DropReason::SfqOverflow => "sfq_overflow",
+            DropReason::TbfOversize => "tbf_oversize",
+            DropReason::Unclassified => "unclassified",
+            DropReason::QdiscReset => "qdisc_reset",
+            DropReason::PoolExhausted => "pool_exhausted",
+            DropReason::Runt => "runt",
+            DropReason::Oversize => "oversize",
+        }
+    }
+}
+
+/// The kernel's `to_free` list: qdiscs push what they drop, the owner of the
+/// path drains it, counts each frame by reason and recycles its buffer.
+/// Classful qdiscs learn what a child dropped from the growth of `len()`
+/// across the call (drops in a child count in every ancestor).
+#[derive(Debug, Default)]
+pub struct Drops {
+    list: Vec<(Packet, DropReason)>,
+}
+
+impl Drops {
+    pub fn new() -> Self {
+        Drops {
+            list: Vec::with_capacity(256),
+        }
+    }
+    pub fn push(&mut self, pkt: Packet, reason: DropReason) {
+        self.list.push((pkt, reason));
+    }
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+    /// Total accounted bytes of the entries from index `from` on.
+    pub fn bytes_since(&self, from: usize) -> u64 {
+        self.list[from..].iter().map(|(p, _)| p.len as u64).sum()
+    }
+    /// The entries from index `from` on.
+    pub fn since(&self, from: usize) -> &[(Packet, DropReason)] {
+        &self.list[from..]
+    }
+    pub fn drain(&mut self) -> std::vec::Drain<'_, (Packet, DropReason)> {
+        self.list.drain(..)
+    }
+}

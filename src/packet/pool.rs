@@ -1,0 +1,1 @@
+//! Packet buffer pool (placeholder).

@@ -1,0 +1,1 @@
+//! codel (placeholder: filled in by its owner).

@@ -1,0 +1,1 @@
+//! fq_codel (placeholder: filled in by its owner).

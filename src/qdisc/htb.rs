@@ -1,0 +1,1 @@
+//! htb (placeholder: filled in by its owner).

@@ -1,0 +1,210 @@
+//! Queueing disciplines, each behind the one `Qdisc` trait and faithful to the
+//! Linux algorithm of the same name (see shared/reference/LINUX-TC.md). A qdisc
+//! is pure: it receives `now`, never reads a clock, and pushes every frame it
+//! frees into the `Drops` sink with a reason. Classful disciplines own their
+//! children as `Box<dyn Qdisc>` and also implement `Classful`.
+//!
+//! One file per discipline; `codel.rs` is the CoDel core that `codel` and
+//! `fq_codel` share; `tree.rs` builds and edits a tree from tc commands;
+//! `dump.rs` is the data `tc -s -d show`, the TUI and the control socket read.
+
+pub mod codel;
+pub mod dump;
+pub mod fifo;
+pub mod fq_codel;
+pub mod htb;
+pub mod mq;
+pub mod pfifo_fast;
+pub mod qfq;
+pub mod sfq;
+pub mod tbf;
+pub mod tree;
+#[cfg(test)]
+pub mod testutil;
+
+pub use dump::{ClassDump, QdiscDump};
+
+use crate::packet::{Drops, Packet};
+use crate::time::Instant;
+
+/// A tc handle or class id: major in the high 16 bits, minor in the low 16.
+pub type Handle = u32;
+/// `TC_H_ROOT`: the parent of a root qdisc.
+pub const TC_H_ROOT: Handle = 0xFFFF_FFFF;
+
+pub const fn tc_h_make(major: u16, minor: u16) -> Handle {
+    ((major as u32) << 16) | minor as u32
+}
+pub const fn tc_h_major(h: Handle) -> u16 {
+    (h >> 16) as u16
+}
+pub const fn tc_h_minor(h: Handle) -> u16 {
+    (h & 0xFFFF) as u16
+}
+
+/// What the device below the qdisc tells a qdisc when it is created: the
+/// values the kernel takes from `dev` (txqueuelen, psched_mtu) and the
+/// handle it was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QdiscCtx {
+    /// This qdisc's handle (major:0).
+    pub handle: Handle,
+    /// Its parent (TC_H_ROOT or a class id).
+    pub parent: Handle,
+    /// `dev->tx_queue_len`.
+    pub txqueuelen: u32,
+    /// `psched_mtu(dev)` = MTU + 14.
+    pub psched_mtu: u32,
+    /// Seed for hash perturbation and other randomness (deterministic in the
+    /// simulator).
+    pub seed: u64,
+}
+
+impl Default for QdiscCtx {
+    fn default() -> Self {
+        QdiscCtx {
+            handle: tc_h_make(0x8001, 0),
+            parent: TC_H_ROOT,
+            txqueuelen: 1000,
+            psched_mtu: 1514,
+            seed: 0,
+        }
+    }
+}
+
+/// The generic counters of `tc -s`: `Sent <bytes> bytes <packets> pkt
+/// (dropped, overlimits, requeues)` and `backlog <bytes>b <qlen>p`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct QdiscStats {
+    pub bytes: u64,
+    pub packets: u64,
+    pub drops: u64,
+    pub overlimits: u64,
+    pub requeues: u64,
+    pub backlog: u64,
+    pub qlen: u32,
+}
+
+impl QdiscStats {
+    /// Counts a frame as Sent (at dequeue, or at bypass).
+    pub fn count_sent(&mut self, len: u32) {
+        self.bytes += len as u64;
+        self.packets += 1;
+    }
+}
+
+/// Result of an enqueue, the kernel's NET_XMIT_* codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Queued (NET_XMIT_SUCCESS).
+    Queued,
+    /// The arriving frame itself was dropped (NET_XMIT_DROP); it is in `drops`.
+    Dropped,
+    /// Queued, but the qdisc dropped something of the same flow to make room
+    /// (NET_XMIT_CN).
+    Congested,
+}
+
+/// A tc-style error: the message tc would print, naming the bad token.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TcError(pub String);
+
+impl TcError {
+    pub fn new(msg: impl Into<String>) -> Self {
+        TcError(msg.into())
+    }
+}
+
+/// One queueing discipline instance.
+pub trait Qdisc: Send {
+    /// The tc kind: "pfifo_fast", "fq_codel", ...
+    fn kind(&self) -> &'static str;
+
+    /// Offers a frame. Whatever is dropped (the frame itself or others) goes
+    /// to `drops`; the qdisc's own `drops` counter and backlog are updated.
+    fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict;
+
+    /// Takes the next frame to hand to the device, or `None` if empty or
+    /// throttled (then `next_wakeup` says when to try again). Counts it Sent.
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet>;
+
+    /// The frame `dequeue` would return, without counting it Sent. Like the
+    /// kernel's `qdisc_peek_dequeued`, AQM qdiscs may run their dequeue logic
+    /// here and park the frame; it still counts in qlen/backlog.
+    fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet>;
+
+    /// When a throttled (shaping) qdisc may next release a frame. `None` when
+    /// it is empty or work-conserving. Never earlier than `now`.
+    fn next_wakeup(&self, _now: Instant) -> Option<Instant> {
+        None
+    }
+
+    /// Frames held (including parked and requeued ones).
+    fn qlen(&self) -> u32;
+    /// Bytes held.
+    fn backlog(&self) -> u64;
+
+    /// The generic counters, with `qlen`/`backlog` filled in.
+    fn stats(&self) -> QdiscStats;
+
+    /// TCQ_F_CAN_BYPASS: an empty instance may let a frame skip the queue.
+    fn can_bypass(&self) -> bool {
+        false
+    }
+    /// Counts a frame that bypassed this (empty) qdisc as Sent.
+    fn count_bypass(&mut self, len: u32);
+
+    /// Drops everything held (reason `QdiscReset`) and clears queue state,
+    /// keeping the counters.
+    fn reset(&mut self, drops: &mut Drops);
+
+    /// `tc qdisc change`: applies the options in `args` (tc tokens after the
+    /// kind). Invalid options leave the qdisc untouched. A lowered limit
+    /// drops into `drops`.
+    fn change(&mut self, args: &[&str], now: Instant, drops: &mut Drops) -> Result<(), TcError> {
+        let _ = (args, now, drops);
+        Err(TcError::new("Error: Change operation not supported by specified qdisc."))
+    }
+
+    /// Everything `tc -s -d qdisc show` / `class show` print about this qdisc
+    /// and, for classful ones, its classes and child qdiscs.
+    fn dump(&self, now: Instant) -> QdiscDump;
+
+    /// The class-management side of classful qdiscs.
+    fn as_classful(&mut self) -> Option<&mut dyn Classful> {
+        None
+    }
+
+    /// Takes every held frame out, in dequeue order where the discipline has
+    /// one, without counting drops or Sent. Used to move frames into a
+    /// replacement qdisc so a switch loses nothing in flight.
+    fn drain_all(&mut self) -> Vec<Packet>;
+}
+
+/// Class operations of classful qdiscs (HTB, QFQ, TBF, mq).
+pub trait Classful {
+    /// `tc class add ... classid C parent P <kind> args`.
+    fn add_class(&mut self, classid: Handle, parent: Handle, args: &[&str]) -> Result<(), TcError>;
+    /// `tc class change`.
+    fn change_class(&mut self, classid: Handle, args: &[&str]) -> Result<(), TcError>;
+    /// `tc class del`.
+    fn delete_class(&mut self, classid: Handle, drops: &mut Drops) -> Result<(), TcError>;
+    /// Attaches `child` under `classid`, returning the qdisc it replaces.
+    fn graft(
+        &mut self,
+        classid: Handle,
+        child: Box<dyn Qdisc>,
+    ) -> Result<Option<Box<dyn Qdisc>>, TcError>;
+    /// The qdisc attached under `classid`.
+    fn child_mut(&mut self, classid: Handle) -> Option<&mut Box<dyn Qdisc>>;
+    /// The child qdiscs, for walking the tree (by handle lookups).
+    fn children_mut(&mut self) -> Vec<&mut Box<dyn Qdisc>>;
+    /// `tc filter add ... flowid C`: steer matching frames to class `C`.
+    fn add_filter(&mut self, filter: crate::packet::classify::Filter) -> Result<(), TcError> {
+        let _ = filter;
+        Err(TcError::new("Error: Class doesn't support filters."))
+    }
+    /// The ctx children get (txqueuelen, mtu, seed).
+    fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx;
+}

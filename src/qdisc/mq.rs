@@ -1,0 +1,1 @@
+//! mq (placeholder: filled in by its owner).

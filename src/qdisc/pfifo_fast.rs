@@ -1,0 +1,215 @@
+//! pfifo_fast, the default root qdisc of a single-queue device (LINUX-TC.md
+//! section 2): three strict-priority bands chosen by `skb->priority` through a
+//! fixed priomap, each band a FIFO of `txqueuelen` packets (per band, as since
+//! Linux 4.16). Band 0 is served first; band 2 can starve.
+
+use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
+use crate::packet::{DropReason, Drops, Packet};
+use crate::time::Instant;
+use serde_json::json;
+use std::collections::VecDeque;
+
+/// The fixed priomap: band for `priority & 15`.
+pub const PRIOMAP: [u8; 16] = [1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1];
+const BANDS: usize = 3;
+
+pub struct PfifoFast {
+    handle: Handle,
+    parent: Handle,
+    band_limit: usize,
+    bands: [VecDeque<Packet>; BANDS],
+    backlog: u64,
+    stats: QdiscStats,
+}
+
+impl PfifoFast {
+    pub fn new(ctx: QdiscCtx) -> Self {
+        PfifoFast {
+            handle: ctx.handle,
+            parent: ctx.parent,
+            band_limit: ctx.txqueuelen as usize,
+            bands: Default::default(),
+            backlog: 0,
+            stats: QdiscStats::default(),
+        }
+    }
+
+    /// `tc qdisc add ... pfifo_fast` takes no options.
+    pub fn from_args(ctx: QdiscCtx, args: &[&str]) -> Result<Self, TcError> {
+        if let Some(tok) = args.first() {
+            return Err(TcError::new(format!(
+                "Error: pfifo_fast takes no options (got \"{tok}\")."
+            )));
+        }
+        Ok(PfifoFast::new(ctx))
+    }
+
+    /// The band a frame with this `skb->priority` goes to.
+    pub fn band_of(priority: u32) -> usize {
+        PRIOMAP[(priority & 15) as usize] as usize
+    }
+
+    /// Frames held per band, for the TUI.
+    pub fn band_lens(&self) -> [usize; BANDS] {
+        [self.bands[0].len(), self.bands[1].len(), self.bands[2].len()]
+    }
+}
+
+impl Qdisc for PfifoFast {
+    fn kind(&self) -> &'static str {
+        "pfifo_fast"
+    }
+
+    fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
+        let band = PfifoFast::band_of(pkt.meta.priority);
+        if self.bands[band].len() >= self.band_limit {
+            self.stats.drops += 1;
+            drops.push(pkt, DropReason::QueueFull);
+            return Verdict::Dropped;
+        }
+        pkt.meta.enqueue_time = now;
+        self.backlog += pkt.len as u64;
+        self.bands[band].push_back(pkt);
+        Verdict::Queued
+    }
+
+    fn dequeue(&mut self, _now: Instant, _drops: &mut Drops) -> Option<Packet> {
+        let p = self.bands.iter_mut().find_map(|b| b.pop_front())?;
+        self.backlog -= p.len as u64;
+        self.stats.count_sent(p.len);
+        Some(p)
+    }
+
+    fn peek(&mut self, _now: Instant, _drops: &mut Drops) -> Option<&Packet> {
+        self.bands.iter().find_map(|b| b.front())
+    }
+
+    fn qlen(&self) -> u32 {
+        self.bands.iter().map(|b| b.len() as u32).sum()
+    }
+
+    fn backlog(&self) -> u64 {
+        self.backlog
+    }
+
+    fn stats(&self) -> QdiscStats {
+        QdiscStats {
+            backlog: self.backlog,
+            qlen: self.qlen(),
+            ..self.stats
+        }
+    }
+
+    fn can_bypass(&self) -> bool {
+        true
+    }
+
+    fn count_bypass(&mut self, len: u32) {
+        self.stats.count_sent(len);
+    }
+
+    fn reset(&mut self, drops: &mut Drops) {
+        for p in self.drain_all() {
+            drops.push(p, DropReason::QdiscReset);
+        }
+    }
+
+    fn dump(&self, _now: Instant) -> QdiscDump {
+        let map: Vec<String> = PRIOMAP.iter().map(|b| b.to_string()).collect();
+        let options = format!("bands {} priomap {}", BANDS, map.join(" "));
+        let mut options_json = serde_json::Map::new();
+        options_json.insert("bands".into(), json!(BANDS));
+        options_json.insert("priomap".into(), json!(PRIOMAP));
+        QdiscDump {
+            kind: "pfifo_fast".into(),
+            handle: self.handle,
+            parent: self.parent,
+            options: options.clone(),
+            options_detail: options,
+            options_json,
+            stats: self.stats(),
+            ..QdiscDump::default()
+        }
+    }
+
+    fn drain_all(&mut self) -> Vec<Packet> {
+        self.backlog = 0;
+        self.bands.iter_mut().flat_map(|b| b.drain(..)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::testutil::tos_pkt;
+
+    #[test]
+    fn vector_p1_tos_to_band() {
+        let cases: [(u8, usize); 20] = [
+            (0x00, 1),
+            (0x02, 1),
+            (0x04, 1),
+            (0x08, 2),
+            (0x10, 0),
+            (0x18, 1),
+            (0x20, 1),
+            (0x28, 2),
+            (0x48, 2),
+            (0x68, 2),
+            (0x88, 2),
+            (0x30, 0),
+            (0x50, 0),
+            (0x90, 0),
+            (0x38, 1),
+            (0x58, 1),
+            (0x98, 1),
+            (0xb8, 1),
+            (0xc0, 1),
+            (0xe0, 1),
+        ];
+        for (tos, band) in cases {
+            let prio = crate::packet::classify::rt_tos2priority(tos);
+            assert_eq!(PfifoFast::band_of(prio), band, "tos {tos:#04x}");
+        }
+    }
+
+    #[test]
+    fn vector_p2_strict_priority() {
+        let mut q = PfifoFast::new(QdiscCtx::default());
+        let mut d = Drops::new();
+        let t = Instant::ZERO;
+        q.enqueue(tos_pkt(1, 100, 0x08), t, &mut d); // X band 2
+        q.enqueue(tos_pkt(2, 100, 0x00), t, &mut d); // Y band 1
+        q.enqueue(tos_pkt(3, 100, 0x10), t, &mut d); // Z band 0
+        let order: Vec<u64> = (0..3).map(|_| q.dequeue(t, &mut d).unwrap().meta.id).collect();
+        assert_eq!(order, vec![3, 2, 1]);
+    }
+
+    #[test]
+    fn per_band_limit_is_txqueuelen() {
+        let ctx = QdiscCtx {
+            txqueuelen: 2,
+            ..QdiscCtx::default()
+        };
+        let mut q = PfifoFast::new(ctx);
+        let mut d = Drops::new();
+        let t = Instant::ZERO;
+        for i in 0..3 {
+            q.enqueue(tos_pkt(i, 100, 0x00), t, &mut d);
+        }
+        assert_eq!(d.len(), 1);
+        // A full band 1 does not block band 0.
+        assert_eq!(q.enqueue(tos_pkt(9, 100, 0x10), t, &mut d), Verdict::Queued);
+        assert_eq!(q.qlen(), 3);
+        assert_eq!(q.stats().drops, 1);
+    }
+
+    #[test]
+    fn prints_like_tc() {
+        let q = PfifoFast::new(QdiscCtx::default());
+        assert_eq!(
+            q.dump(Instant::ZERO).options,
+            "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1"
+        );
+    }
+}

@@ -1,0 +1,1 @@
+//! qfq (placeholder: filled in by its owner).

@@ -1,0 +1,1 @@
+//! sfq (placeholder: filled in by its owner).

@@ -1,0 +1,1 @@
+//! tbf (placeholder: filled in by its owner).

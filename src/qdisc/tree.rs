@@ -1,0 +1,1 @@
+//! tree (placeholder: filled in by its owner).
