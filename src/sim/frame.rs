@@ -1,0 +1,322 @@
+//! Real header bytes for simulated frames: Ethernet II + IPv4/IPv6 + TCP/UDP,
+//! written with etherparse into recycled buffers, so the classifier, the flow
+//! hash and ECN marking see what they would see on a TAP. A frame carries only
+//! its headers (plus a 4-byte UDP payload); `Packet.len` is the full size.
+//!
+//! Every frame carries the simulator's 32-bit tag (the slot of its side-table
+//! entry): in the TCP timestamp option's TSval, or in the first four bytes of
+//! the UDP payload. `read_tag` and `read_ecn` find them again after the frame
+//! crossed the link.
+
+use etherparse::{
+    EtherType, Ethernet2Header, IpNumber, Ipv4Dscp, Ipv4Ecn, Ipv4Header, Ipv6FlowLabel,
+    Ipv6Header, TcpHeader, TcpOptionElement, UdpHeader,
+};
+use std::net::{IpAddr, SocketAddr};
+
+/// Ethernet header length.
+pub const ETH_LEN: usize = 14;
+/// TCP header with the NOP NOP TS option every simulated segment carries.
+pub const TCP_HDR_LEN: usize = 32;
+/// UDP header plus the 4-byte tag.
+pub const UDP_HDR_LEN: usize = 12;
+
+/// MAC address of the host on the left (the right one ends in 2).
+const MAC_LEFT: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
+const MAC_RIGHT: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
+
+/// The transport protocol of a simulated frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    Tcp,
+    Udp,
+}
+
+/// Addresses of one direction of a flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Endpoints {
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    /// True when `src` is the left host (sets the MAC addresses).
+    pub from_left: bool,
+}
+
+impl Endpoints {
+    /// The same flow seen from the other end.
+    pub fn reversed(&self) -> Endpoints {
+        Endpoints {
+            src: self.dst,
+            dst: self.src,
+            from_left: !self.from_left,
+        }
+    }
+
+    /// Length of the IP header for this address family.
+    pub fn ip_len(&self) -> usize {
+        match self.src {
+            SocketAddr::V4(_) => Ipv4Header::MIN_LEN,
+            SocketAddr::V6(_) => Ipv6Header::LEN,
+        }
+    }
+
+    /// The smallest frame this flow can send with `proto`.
+    pub fn min_frame(&self, proto: Proto) -> usize {
+        ETH_LEN
+            + self.ip_len()
+            + match proto {
+                Proto::Tcp => TCP_HDR_LEN,
+                Proto::Udp => UDP_HDR_LEN,
+            }
+    }
+}
+
+/// The transport header fields of one frame.
+#[derive(Clone, Copy, Debug)]
+pub enum L4 {
+    Tcp {
+        seq: u32,
+        ack: Option<u32>,
+        ece: bool,
+        cwr: bool,
+        tsecr: u32,
+        /// Up to three SACK blocks (left, right) in sequence space.
+        sack: [Option<(u32, u32)>; 3],
+    },
+    Udp,
+}
+
+/// Writes the headers of a frame of accounted length `frame_len` into `buf`
+/// (cleared first). `dsfield` is the whole TOS / traffic-class byte.
+/// `frame_len` must be at least `ep.min_frame(..)` plus any SACK option;
+/// shorter values are raised to that minimum and the used length returned.
+pub fn write_frame(
+    buf: &mut Vec<u8>,
+    ep: &Endpoints,
+    dsfield: u8,
+    frame_len: usize,
+    tag: u32,
+    l4: &L4,
+) -> usize {
+    buf.clear();
+    let (smac, dmac) = if ep.from_left {
+        (MAC_LEFT, MAC_RIGHT)
+    } else {
+        (MAC_RIGHT, MAC_LEFT)
+    };
+    let ether_type = match ep.src {
+        SocketAddr::V4(_) => EtherType::IPV4,
+        SocketAddr::V6(_) => EtherType::IPV6,
+    };
+    let tcp = match *l4 {
+        L4::Tcp {
+            seq,
+            ack,
+            ece,
+            cwr,
+            tsecr,
+            sack,
+        } => {
+            let mut h = TcpHeader::new(ep.src.port(), ep.dst.port(), seq, 0xFFFF);
+            h.ack = ack.is_some();
+            h.acknowledgment_number = ack.unwrap_or(0);
+            h.ece = ece;
+            h.cwr = cwr;
+            let ts = TcpOptionElement::Timestamp(tag, tsecr);
+            let opts = match sack {
+                [Some(first), rest @ ..] => h.set_options(&[
+                    TcpOptionElement::Noop,
+                    TcpOptionElement::Noop,
+                    ts,
+                    TcpOptionElement::Noop,
+                    TcpOptionElement::Noop,
+                    TcpOptionElement::SelectiveAcknowledgement(first, [rest[0], rest[1], None]),
+                ]),
+                _ => h.set_options(&[TcpOptionElement::Noop, TcpOptionElement::Noop, ts]),
+            };
+            debug_assert!(opts.is_ok(), "at most 3 SACK blocks fit with TS");
+            Some(h)
+        }
+        L4::Udp => None,
+    };
+    let l4_len = tcp.as_ref().map_or(UDP_HDR_LEN, |h| h.header_len());
+    let frame_len = frame_len.max(ETH_LEN + ep.ip_len() + l4_len).min(65_535);
+    let ip_payload = frame_len - ETH_LEN - ep.ip_len();
+    let proto = if tcp.is_some() {
+        IpNumber::TCP
+    } else {
+        IpNumber::UDP
+    };
+    // Writing into a Vec<u8> cannot fail.
+    let _ = Ethernet2Header {
+        source: smac,
+        destination: dmac,
+        ether_type,
+    }
+    .write(buf);
+    match (ep.src, ep.dst) {
+        (SocketAddr::V4(s), SocketAddr::V4(d)) => {
+            let mut ip = Ipv4Header {
+                dscp: Ipv4Dscp::try_new(dsfield >> 2).unwrap_or_default(),
+                ecn: Ipv4Ecn::try_new(dsfield & 3).unwrap_or_default(),
+                total_len: (Ipv4Header::MIN_LEN + ip_payload) as u16,
+                identification: tag as u16,
+                dont_fragment: true,
+                time_to_live: 64,
+                protocol: proto,
+                source: s.ip().octets(),
+                destination: d.ip().octets(),
+                ..Ipv4Header::default()
+            };
+            ip.header_checksum = ip.calc_header_checksum();
+            let _ = ip.write(buf);
+        }
+        (s, d) => {
+            let ip = Ipv6Header {
+                traffic_class: dsfield,
+                flow_label: Ipv6FlowLabel::ZERO,
+                payload_length: ip_payload as u16,
+                next_header: proto,
+                hop_limit: 64,
+                source: v6_octets(s.ip()),
+                destination: v6_octets(d.ip()),
+            };
+            let _ = ip.write(buf);
+        }
+    }
+    match tcp {
+        Some(h) => {
+            let _ = h.write(buf);
+        }
+        None => {
+            let _ = UdpHeader {
+                source_port: ep.src.port(),
+                destination_port: ep.dst.port(),
+                length: ip_payload as u16,
+                checksum: 0,
+            }
+            .write(buf);
+            buf.extend_from_slice(&tag.to_be_bytes());
+        }
+    }
+    frame_len
+}
+
+fn v6_octets(ip: IpAddr) -> [u8; 16] {
+    match ip {
+        IpAddr::V6(a) => a.octets(),
+        IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
+    }
+}
+
+/// Offset of the L4 header and the IP protocol of a frame written by
+/// `write_frame`.
+fn l4_of(data: &[u8]) -> Option<(usize, u8)> {
+    match data.get(12..14)? {
+        [0x08, 0x00] => Some((ETH_LEN + Ipv4Header::MIN_LEN, *data.get(23)?)),
+        [0x86, 0xdd] => Some((ETH_LEN + Ipv6Header::LEN, *data.get(20)?)),
+        _ => None,
+    }
+}
+
+/// The simulator's tag of a frame written by `write_frame`.
+pub fn read_tag(data: &[u8]) -> Option<u32> {
+    let (l4, proto) = l4_of(data)?;
+    let at = match proto {
+        // NOP NOP kind len, then TSval.
+        6 => l4 + 24,
+        17 => l4 + 8,
+        _ => return None,
+    };
+    Some(u32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// The ECN field (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE) of a frame.
+pub fn read_ecn(data: &[u8]) -> Option<u8> {
+    match data.get(12..14)? {
+        [0x08, 0x00] => Some(data.get(15)? & 3),
+        [0x86, 0xdd] => Some((data.get(15)? >> 4) & 3),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etherparse::{NetSlice, SlicedPacket, TransportSlice};
+
+    fn ep(src: &str, dst: &str) -> Endpoints {
+        Endpoints {
+            src: src.parse().unwrap(),
+            dst: dst.parse().unwrap(),
+            from_left: true,
+        }
+    }
+
+    #[test]
+    fn tcp_v4_frame_parses_back() {
+        let mut buf = Vec::new();
+        let e = ep("10.0.0.1:10000", "10.0.0.2:5201");
+        let l4 = L4::Tcp {
+            seq: 1000,
+            ack: Some(77),
+            ece: true,
+            cwr: false,
+            tsecr: 9,
+            sack: [Some((5, 10)), Some((20, 30)), None],
+        };
+        let len = write_frame(&mut buf, &e, 0x02, 1514, 0xDEAD_BEEF, &l4);
+        assert_eq!(len, 1514);
+        assert_eq!(read_tag(&buf), Some(0xDEAD_BEEF));
+        assert_eq!(read_ecn(&buf), Some(2));
+        let s = SlicedPacket::from_ethernet(&buf).unwrap_err();
+        // Only headers are present: the IP total length says 1500.
+        let _ = s;
+        let (ip, _) = Ipv4Header::from_slice(&buf[ETH_LEN..]).unwrap();
+        assert_eq!(ip.total_len, 1500);
+        assert_eq!(ip.header_checksum, ip.calc_header_checksum());
+        let (tcp, _) = TcpHeader::from_slice(&buf[34..]).unwrap();
+        assert!(tcp.ece && tcp.ack && !tcp.cwr);
+        assert_eq!(tcp.acknowledgment_number, 77);
+        assert_eq!(buf.len(), 14 + 20 + tcp.header_len());
+    }
+
+    #[test]
+    fn udp_v6_frame_parses_back() {
+        let mut buf = Vec::new();
+        let e = ep("[fd00::1]:7000", "[fd00::2]:7");
+        let len = write_frame(&mut buf, &e, 0xB8 | 1, 200, 42, &L4::Udp);
+        assert_eq!(len, 200);
+        assert_eq!(read_tag(&buf), Some(42));
+        assert_eq!(read_ecn(&buf), Some(1));
+        let (ip, rest) = Ipv6Header::from_slice(&buf[ETH_LEN..]).unwrap();
+        assert_eq!(ip.payload_length, 200 - 54);
+        assert_eq!(ip.traffic_class, 0xB9);
+        let (udp, _) = UdpHeader::from_slice(rest).unwrap();
+        assert_eq!(udp.destination_port, 7);
+    }
+
+    #[test]
+    fn short_frames_grow_to_headers() {
+        let mut buf = Vec::new();
+        let e = ep("10.0.0.1:1", "10.0.0.2:2");
+        assert_eq!(write_frame(&mut buf, &e, 0, 10, 1, &L4::Udp), 46);
+        assert_eq!(e.min_frame(Proto::Udp), 46);
+        assert_eq!(e.min_frame(Proto::Tcp), 66);
+        let full = {
+            let mut b = buf.clone();
+            b.resize(46, 0);
+            b
+        };
+        let s = SlicedPacket::from_ethernet(&full).unwrap();
+        assert!(matches!(s.net, Some(NetSlice::Ipv4(_))));
+        assert!(matches!(s.transport, Some(TransportSlice::Udp(_))));
+    }
+
+    #[test]
+    fn foreign_frames_have_no_tag() {
+        assert_eq!(read_tag(&[]), None);
+        assert_eq!(read_tag(&[0u8; 60]), None);
+        assert_eq!(read_ecn(&[0u8; 13]), None);
+    }
+}
