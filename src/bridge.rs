@@ -156,3 +156,126 @@ impl Bridge {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::LinkParams;
+    use crate::qdisc::fifo::{Fifo, FifoKind};
+    use crate::qdisc::QdiscCtx;
+
+    fn bridge() -> Bridge {
+        let path = |delay_ms| {
+            Path::new(
+                LinkParams {
+                    delay_ns: delay_ms * crate::time::NS_PER_MS,
+                    ..LinkParams::default()
+                },
+                Box::new(Fifo::new(FifoKind::Pfifo, QdiscCtx::default())),
+            )
+        };
+        Bridge::new(path(10), path(20))
+    }
+
+    fn frame(len: usize, tag: Option<u16>) -> Vec<u8> {
+        let mut f = vec![0u8; len];
+        f[12..14].copy_from_slice(&tag.unwrap_or(0x0800).to_be_bytes());
+        if tag.is_some() {
+            f[16..18].copy_from_slice(&0x0800u16.to_be_bytes());
+        }
+        f
+    }
+
+    /// (direction, frame id, delivery time) of every delivered frame.
+    type Delivered = Vec<(Dir, u64, Instant)>;
+
+    fn run(b: &mut Bridge) -> (Delivered, Vec<Vec<u8>>) {
+        let (mut out, mut freed, mut got) = (Vec::new(), Vec::new(), Vec::new());
+        while let Some(t) = b.poll_at() {
+            b.poll(t, &mut out, &mut freed);
+            got.extend(out.drain(..).map(|(d, p): (Dir, Packet)| (d, p.meta.id, t)));
+        }
+        (got, freed)
+    }
+
+    #[test]
+    fn directions_are_independent_and_numbered() {
+        let mut b = bridge();
+        b.ingress(Dir::LeftToRight, frame(100, None), Instant::ZERO);
+        b.ingress(Dir::RightToLeft, frame(100, None), Instant::ZERO);
+        b.ingress(Dir::LeftToRight, frame(100, None), Instant::ZERO);
+        let (got, freed) = run(&mut b);
+        assert!(freed.is_empty());
+        let l2r: Vec<u64> = got
+            .iter()
+            .filter(|g| g.0 == Dir::LeftToRight)
+            .map(|g| g.1)
+            .collect();
+        assert_eq!(l2r, vec![0, 1]);
+        let r2l: Vec<_> = got.iter().filter(|g| g.0 == Dir::RightToLeft).collect();
+        assert_eq!(r2l.len(), 1);
+        assert_eq!(r2l[0].1, 0);
+        // 100 B at 12.5 MB/s = 8 us, then 20 ms of delay.
+        assert_eq!(r2l[0].2, Instant::from_nanos(8_000 + 20_000_000));
+        let s = b.snapshot(Instant::from_millis(1000));
+        assert_eq!(s.path(Dir::LeftToRight).counters.frames_out, 2);
+        assert_eq!(s.path(Dir::RightToLeft).counters.frames_out, 1);
+    }
+
+    #[test]
+    fn runts_and_oversize_frames_are_dropped_and_returned() {
+        let mut b = bridge();
+        b.ingress(Dir::LeftToRight, vec![0u8; 13], Instant::ZERO);
+        b.ingress(Dir::LeftToRight, frame(1515, None), Instant::ZERO);
+        b.ingress(Dir::LeftToRight, frame(1514, None), Instant::ZERO);
+        b.ingress(Dir::RightToLeft, frame(1518, Some(0x8100)), Instant::ZERO);
+        b.ingress(Dir::RightToLeft, frame(1519, Some(0x8100)), Instant::ZERO);
+        b.ingress(Dir::RightToLeft, Vec::new(), Instant::ZERO);
+        assert_eq!(
+            b.poll_at(),
+            Some(Instant::ZERO),
+            "rejected buffers are pending"
+        );
+        let (got, freed) = run(&mut b);
+        assert_eq!(got.len(), 2);
+        assert_eq!(freed.len(), 4);
+        let s = b.snapshot(Instant::ZERO);
+        let l2r = &s.path(Dir::LeftToRight).counters;
+        assert_eq!(l2r.drops[DropReason::Runt.index()], 1);
+        assert_eq!(l2r.drops[DropReason::Oversize.index()], 1);
+        assert_eq!(l2r.frames_in, 3);
+        let r2l = &s.path(Dir::RightToLeft).counters;
+        assert_eq!(r2l.drops[DropReason::Runt.index()], 1);
+        assert_eq!(r2l.drops[DropReason::Oversize.index()], 1);
+        for dir in Dir::ALL {
+            let p = s.path(dir);
+            assert_eq!(
+                p.counters.frames_in,
+                p.counters.frames_out + p.counters.total_drops()
+            );
+        }
+        assert!(serde_json::to_string(&s).is_ok());
+    }
+
+    #[test]
+    fn vlan_tags_are_counted() {
+        assert_eq!(vlan_tag_bytes(&frame(100, None)), 0);
+        assert_eq!(vlan_tag_bytes(&frame(100, Some(0x8100))), 4);
+        let mut qinq = frame(100, Some(0x88A8));
+        qinq[16..18].copy_from_slice(&0x8100u16.to_be_bytes());
+        assert_eq!(vlan_tag_bytes(&qinq), 8);
+        // A tag cut short by the end of the frame does not panic.
+        assert_eq!(vlan_tag_bytes(&[0x81; 13]), 0);
+        let mut short = [0u8; 14];
+        short[12] = 0x81;
+        assert_eq!(vlan_tag_bytes(&short), 4);
+    }
+
+    #[test]
+    fn dir_names_and_indices() {
+        assert_eq!(Dir::LeftToRight.index(), 0);
+        assert_eq!(Dir::RightToLeft.index(), 1);
+        assert_eq!(Dir::LeftToRight.reverse(), Dir::RightToLeft);
+        assert_ne!(Dir::LeftToRight.name(), Dir::RightToLeft.name());
+    }
+}

@@ -196,6 +196,10 @@ impl TxRing {
     pub fn dql(&self) -> Option<&Dql> {
         self.bql.as_ref()
     }
+    /// The DQL for sysfs-style tuning (`limit_min`, `limit_max`, `hold_time`).
+    pub fn dql_mut(&mut self) -> Option<&mut Dql> {
+        self.bql.as_mut()
+    }
 
     /// The TX queue is not stopped: a free slot (no DRV_XOFF) and, with BQL,
     /// no STACK_XOFF.
