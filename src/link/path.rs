@@ -120,7 +120,7 @@ impl Path {
             batch: Vec::with_capacity(DEV_TX_WEIGHT as usize + 1),
             counters: PathCounters::default(),
             now: Instant::ZERO,
-            qdisc_ready: false,
+            qdisc_ready: true,
             qdisc_wakeup: None,
         }
     }
@@ -526,6 +526,42 @@ mod tests {
         assert!(s.bql_limit.unwrap() > 0);
         // The link stayed busy: ~100 ms worth of frames left.
         assert!(s.counters.frames_out >= 820, "{}", s.counters.frames_out);
+    }
+
+    /// Saturates a 100 Mbit/s BQL path for 300 ms and returns the BQL
+    /// limit and the largest ring occupancy in bytes.
+    fn saturated_bql(tx_usecs: u32, tx_frames: u32) -> (u32, u64) {
+        let params = LinkParams {
+            rate_bytes_ps: 12_500_000,
+            tx_usecs,
+            tx_frames,
+            ..LinkParams::default()
+        };
+        let mut p = Path::new(params, fifo(100_000));
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        let mut max_ring = 0;
+        for i in 0..5_000u64 {
+            let t = Instant::from_nanos(i * 60_560);
+            p.poll(t, &mut out, &mut freed);
+            p.ingress(pkt(i, 1514), t);
+            max_ring = max_ring.max(p.snapshot(t).ring_bytes);
+        }
+        (p.snapshot(Instant::ZERO).bql_limit.unwrap(), max_ring)
+    }
+
+    /// TX completion coalescing inflates the BQL limit to about twice the
+    /// bytes completed per completion event (LINUX-TC.md 11.2, 13.17).
+    #[test]
+    fn tx_coalescing_inflates_bql_limit() {
+        let (limit1, ring1) = saturated_bql(0, 1);
+        let (limit8, ring8) = saturated_bql(1_000, 8);
+        let per_completion = 8 * 1514;
+        assert!(limit1 <= 2 * 1514, "per-frame completions: limit {limit1}");
+        assert!(
+            limit8 >= per_completion && limit8 <= 3 * per_completion,
+            "limit {limit8} vs {per_completion} B per completion"
+        );
+        assert!(ring8 > 3 * ring1, "ring {ring8} vs {ring1}");
     }
 
     fn bulk_setup(tx_ring: u32, bulk: bool) -> Path {
