@@ -564,6 +564,125 @@ mod tests {
         assert!(ring8 > 3 * ring1, "ring {ring8} vs {ring1}");
     }
 
+    /// A shaping qdisc for tests: one frame per `gap_ns`, announcing its
+    /// wake-up only if `announce`.
+    struct Paced {
+        queue: VecDeque<Packet>,
+        gap_ns: u64,
+        next: Instant,
+        announce: bool,
+    }
+
+    impl Qdisc for Paced {
+        fn kind(&self) -> &'static str {
+            "paced"
+        }
+        fn enqueue(&mut self, pkt: Packet, _: Instant, _: &mut Drops) -> crate::qdisc::Verdict {
+            self.queue.push_back(pkt);
+            crate::qdisc::Verdict::Queued
+        }
+        fn dequeue(&mut self, now: Instant, _: &mut Drops) -> Option<Packet> {
+            if self.queue.is_empty() || now < self.next {
+                return None;
+            }
+            self.next = now + self.gap_ns;
+            self.queue.pop_front()
+        }
+        fn peek(&mut self, _: Instant, _: &mut Drops) -> Option<&Packet> {
+            self.queue.front()
+        }
+        fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+            (self.announce && !self.queue.is_empty()).then(|| self.next.max(now))
+        }
+        fn qlen(&self) -> u32 {
+            self.queue.len() as u32
+        }
+        fn backlog(&self) -> u64 {
+            self.queue.iter().map(|p| p.len as u64).sum()
+        }
+        fn stats(&self) -> crate::qdisc::QdiscStats {
+            crate::qdisc::QdiscStats::default()
+        }
+        fn count_bypass(&mut self, _: u32) {}
+        fn reset(&mut self, drops: &mut Drops) {
+            for p in self.queue.drain(..) {
+                drops.push(p, DropReason::QdiscReset);
+            }
+        }
+        fn dump(&self, _: Instant) -> QdiscDump {
+            QdiscDump::default()
+        }
+        fn drain_all(&mut self) -> Vec<Packet> {
+            self.queue.drain(..).collect()
+        }
+    }
+
+    fn paced(gap_ns: u64, announce: bool) -> Box<dyn Qdisc> {
+        Box::new(Paced {
+            queue: VecDeque::new(),
+            gap_ns,
+            next: Instant::ZERO,
+            announce,
+        })
+    }
+
+    #[test]
+    fn throttled_qdisc_wakes_the_path() {
+        let params = LinkParams {
+            rate_bytes_ps: 125_000_000,
+            ..LinkParams::default()
+        };
+        let mut p = Path::new(params, paced(NS_PER_MS, true));
+        for i in 0..3 {
+            p.ingress(pkt(i, 1514), Instant::ZERO);
+        }
+        let times: Vec<u64> = drain(&mut p).iter().map(|(_, t)| t.nanos()).collect();
+        assert_eq!(
+            times,
+            vec![12_112, NS_PER_MS + 12_112, 2 * NS_PER_MS + 12_112]
+        );
+    }
+
+    #[test]
+    fn qdisc_wakeup_ignored_while_the_ring_is_full() {
+        let params = LinkParams {
+            rate_bytes_ps: 302_800, // 1514 B = 5 ms
+            tx_ring: 1,
+            bql: false,
+            ..LinkParams::default()
+        };
+        let mut p = Path::new(params, paced(NS_PER_MS, true));
+        p.ingress(pkt(0, 1514), Instant::ZERO);
+        p.ingress(pkt(1, 1514), Instant::ZERO);
+        assert_eq!(
+            p.poll_at(),
+            Some(Instant::from_millis(5)),
+            "not the 1 ms wake-up"
+        );
+        assert_eq!(drain(&mut p).len(), 2);
+    }
+
+    #[test]
+    fn qdisc_without_wakeup_does_not_spin() {
+        let mut p = Path::new(LinkParams::default(), paced(NS_PER_MS, false));
+        p.ingress(pkt(0, 100), Instant::ZERO);
+        p.ingress(pkt(1, 100), Instant::ZERO);
+        assert_eq!(drain(&mut p).len(), 1);
+        assert_eq!(p.poll_at(), None);
+        assert_eq!(p.held(), 1);
+        // The next arrival runs the qdisc again.
+        p.ingress(pkt(2, 100), Instant::from_millis(3));
+        assert_eq!(drain(&mut p).len(), 1);
+        assert_eq!(p.held(), 1);
+    }
+
+    #[test]
+    fn path_and_bridge_can_move_to_the_datapath_thread() {
+        fn assert_send<T: Send>() {}
+        assert_send::<Path>();
+        assert_send::<crate::bridge::Bridge>();
+    }
+
     fn bulk_setup(tx_ring: u32, bulk: bool) -> Path {
         let params = LinkParams {
             rate_bytes_ps: 125_000_000,
@@ -814,7 +933,7 @@ mod tests {
             Ingress { len: u32, dt: u64 },
             Advance { dt: u64 },
             SetParams(LinkParams),
-            Replace { limit: u64 },
+            Replace { limit: u64, paced: bool },
         }
 
         fn params() -> impl Strategy<Value = LinkParams> {
@@ -852,7 +971,7 @@ mod tests {
                 6 => (1u32..3000, 0u64..200_000).prop_map(|(len, dt)| Op::Ingress { len, dt }),
                 2 => (0u64..2_000_000).prop_map(|dt| Op::Advance { dt }),
                 1 => params().prop_map(Op::SetParams),
-                1 => (0u64..40).prop_map(|limit| Op::Replace { limit }),
+                1 => (0u64..40, any::<bool>()).prop_map(|(limit, paced)| Op::Replace { limit, paced }),
             ]
         }
 
@@ -895,8 +1014,11 @@ mod tests {
                             Op::Ingress { len, .. } => p.ingress(pkt(id, *len), now),
                             Op::Advance { .. } => {}
                             Op::SetParams(params) => p.set_params(*params, now),
-                            Op::Replace { limit } => {
+                            Op::Replace { limit, paced: false } => {
                                 p.replace_qdisc(fifo(*limit), now);
+                            }
+                            Op::Replace { limit, paced: true } => {
+                                p.replace_qdisc(super::paced(*limit * 10_000, true), now);
                             }
                         }
                         let c = p.counters();
