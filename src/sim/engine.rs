@@ -49,7 +49,7 @@ enum What {
     Data { seg: u64, cwr: bool },
     Ack(super::tcp::AckInfo),
     Datagram,
-    PingRequest { seq: u64 },
+    PingRequest,
     PingReply { request_sent: Instant },
 }
 
@@ -194,13 +194,20 @@ impl Sim {
             if t <= self.now {
                 same_instant += 1;
                 if same_instant > STALL_LIMIT {
-                    return Err(SimError::Stalled { at_ns: self.now.nanos() });
+                    return Err(SimError::Stalled {
+                        at_ns: self.now.nanos(),
+                    });
                 }
             } else {
                 same_instant = 0;
                 self.now = t;
             }
-            while let Some(timer) = self.timers.peek().filter(|t| t.0.at <= self.now).map(|t| t.0) {
+            while let Some(timer) = self
+                .timers
+                .peek()
+                .filter(|t| t.0.at <= self.now)
+                .map(|t| t.0)
+            {
                 self.timers.pop();
                 self.fire(timer);
             }
@@ -268,10 +275,9 @@ impl Sim {
                 self.schedule(next, i as u32, TimerKind::Source);
             }
             Source::Ping(ping) => {
-                let seq = ping.next_seq;
                 ping.next_seq += 1;
                 let (size, next) = (ping.size, now + ping.interval_ns);
-                self.emit(i, dir, false, &ep, tos, size, L4::Udp, What::PingRequest { seq });
+                self.emit(i, dir, false, &ep, tos, size, L4::Udp, What::PingRequest);
                 self.schedule(next, i as u32, TimerKind::Source);
             }
             Source::Packets(p) => {
@@ -279,8 +285,7 @@ impl Sim {
                     return;
                 }
                 p.left -= 1;
-                let (size, proto, more, next) =
-                    (p.size, p.proto, p.left > 0, now + p.interval_ns);
+                let (size, proto, more, next) = (p.size, p.proto, p.left > 0, now + p.interval_ns);
                 let l4 = match proto {
                     Proto::Udp => L4::Udp,
                     Proto::Tcp => L4::Tcp {
@@ -320,7 +325,11 @@ impl Sim {
         let (isn, mss, ecn, total) = (tcp.isn, tcp.mss, tcp.ecn, tcp.total);
         for s in segs.drain(..) {
             let payload = seg_bytes(total, mss, s.seg);
-            let ds = if ecn && !s.retransmit { tos & !3 | 2 } else { tos & !3 };
+            let ds = if ecn && !s.retransmit {
+                tos & !3 | 2
+            } else {
+                tos & !3
+            };
             let l4 = L4::Tcp {
                 seq: isn.wrapping_add((s.seg * mss as u64) as u32),
                 ack: Some(1),
@@ -330,7 +339,19 @@ impl Sim {
                 sack: [None; 3],
             };
             let size = ep.min_frame(Proto::Tcp) as u32 + payload;
-            self.emit(i, dir, false, &ep, ds, size, l4, What::Data { seg: s.seg, cwr: s.cwr });
+            self.emit(
+                i,
+                dir,
+                false,
+                &ep,
+                ds,
+                size,
+                l4,
+                What::Data {
+                    seg: s.seg,
+                    cwr: s.cwr,
+                },
+            );
         }
         self.segs = segs;
         let Source::Tcp(tcp) = &mut self.flows[i].source else {
@@ -539,7 +560,7 @@ impl Sim {
                 self.tcp_transmit(i);
             }
             What::Datagram => {}
-            What::PingRequest { .. } => {
+            What::PingRequest => {
                 let flow = &self.flows[i];
                 let (ep, tos, back) = (flow.ep.reversed(), flow.tos, 1 - flow.dir);
                 let size = match &flow.source {
@@ -562,7 +583,8 @@ impl Sim {
             What::PingReply { request_sent } => {
                 if let Source::Ping(p) = &mut self.flows[i].source {
                     p.replies += 1;
-                    p.rtt.saturating_record(now.saturating_since(request_sent).max(1));
+                    p.rtt
+                        .saturating_record(now.saturating_since(request_sent).max(1));
                 }
             }
         }
@@ -571,11 +593,7 @@ impl Sim {
     /// The results, with the qdisc statistics of both directions.
     pub fn report(&self, sc: &Scenario) -> SimReport {
         let end = self.end;
-        let flows = self
-            .flows
-            .iter()
-            .map(|f| FlowReport::new(f, end))
-            .collect();
+        let flows = self.flows.iter().map(|f| FlowReport::new(f, end)).collect();
         let directions = [0, 1].map(|d| {
             DirReport::new(
                 DIR_NAMES[d],

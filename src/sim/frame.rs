@@ -9,8 +9,8 @@
 //! crossed the link.
 
 use etherparse::{
-    EtherType, Ethernet2Header, IpNumber, Ipv4Dscp, Ipv4Ecn, Ipv4Header, Ipv6FlowLabel,
-    Ipv6Header, TcpHeader, TcpOptionElement, UdpHeader,
+    EtherType, Ethernet2Header, IpNumber, Ipv4Dscp, Ipv4Ecn, Ipv4Header, Ipv6FlowLabel, Ipv6Header,
+    TcpHeader, TcpOptionElement, UdpHeader,
 };
 use std::net::{IpAddr, SocketAddr};
 

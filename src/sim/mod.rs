@@ -41,7 +41,9 @@ pub enum SimError {
         msg: String,
     },
     /// The event loop made no progress at one instant.
-    #[error("simulation stalled at {at_ns} ns: the path keeps asking to be polled without progress")]
+    #[error(
+        "simulation stalled at {at_ns} ns: the path keeps asking to be polled without progress"
+    )]
     Stalled { at_ns: u64 },
     #[error("writing the trace: {0}")]
     Io(#[from] std::io::Error),

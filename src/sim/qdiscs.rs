@@ -47,7 +47,10 @@ pub fn build_qdisc(
                         .strip_suffix(':')
                         .and_then(|m| u16::from_str_radix(m, 16).ok())
                         .ok_or_else(|| {
-                            err(line, format!("invalid handle \"{h}\": expected hex major, e.g. 1:"))
+                            err(
+                                line,
+                                format!("invalid handle \"{h}\": expected hex major, e.g. 1:"),
+                            )
                         })?;
                     ctx.handle = tc_h_make(major, 0);
                     rest
@@ -89,6 +92,13 @@ mod tests {
         build_qdisc("left_to_right", &lines, &LinkParams::default(), 1)
     }
 
+    fn build_err(lines: &[&str]) -> String {
+        match build(lines) {
+            Ok(q) => panic!("built {}", q.kind()),
+            Err(e) => e.to_string(),
+        }
+    }
+
     #[test]
     fn default_is_pfifo_fast() {
         assert_eq!(build(&[]).unwrap().kind(), "pfifo_fast");
@@ -105,13 +115,13 @@ mod tests {
 
     #[test]
     fn errors_name_the_line() {
-        let e = build(&["tc qdisc add dev left root pfifo limit x"]).unwrap_err().to_string();
+        let e = build_err(&["tc qdisc add dev left root pfifo limit x"]);
         assert!(e.contains("left_to_right") && e.contains("limit x"), "{e}");
-        let e = build(&["qdisc add"]).unwrap_err().to_string();
+        let e = build_err(&["qdisc add"]);
         assert!(e.contains("expected"), "{e}");
-        let e = build(&["tc qdisc add dev left root handle zz: pfifo"]).unwrap_err().to_string();
+        let e = build_err(&["tc qdisc add dev left root handle zz: pfifo"]);
         assert!(e.contains("zz:"), "{e}");
-        let e = build(&["tc qdisc add dev left root"]).unwrap_err().to_string();
+        let e = build_err(&["tc qdisc add dev left root"]);
         assert!(e.contains("missing qdisc kind"), "{e}");
     }
 }

@@ -200,7 +200,17 @@ impl SimReport {
         let _ = writeln!(
             s,
             "{:<12} {:<6} {:<4} {:>8} {:>8} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9}",
-            "flow", "kind", "dir", "sent", "deliv", "drop", "ce", "Mbit/s", "owd ms", "rtt p50", "rtt p99"
+            "flow",
+            "kind",
+            "dir",
+            "sent",
+            "deliv",
+            "drop",
+            "ce",
+            "Mbit/s",
+            "owd ms",
+            "rtt p50",
+            "rtt p99"
         );
         for f in &self.flows {
             let (p50, p99) = f.rtt.map_or(("-".into(), "-".into()), |r| {
@@ -217,7 +227,8 @@ impl SimReport {
                 f.forward.dropped_pkts + f.reverse.dropped_pkts,
                 f.forward.ce_marks,
                 f.goodput_bps.unwrap_or(f.throughput_bps) / 1e6,
-                f.owd_mean_ns.map_or("-".into(), |o| format!("{:.2}", o / 1e6)),
+                f.owd_mean_ns
+                    .map_or("-".into(), |o| format!("{:.2}", o / 1e6)),
                 p50,
                 p99
             );

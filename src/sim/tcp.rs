@@ -93,6 +93,8 @@ pub struct TcpSender {
     ecn: bool,
     ecn_recover: u64,
     cwr_pending: bool,
+    /// The first retransmission of a recovery is owed.
+    fast_retransmit: bool,
     cubic: Cubic,
     pub stats: TcpStats,
 }
@@ -132,6 +134,7 @@ impl TcpSender {
             ecn,
             ecn_recover: 0,
             cwr_pending: false,
+            fast_retransmit: false,
             cubic: Cubic::default(),
             stats: TcpStats::default(),
         }
@@ -179,7 +182,9 @@ impl TcpSender {
     /// The next segment to transmit now, if the window allows one. Call
     /// until `None`.
     pub fn next_segment(&mut self, now: Instant) -> Option<Segment> {
-        if self.pipe() as f64 >= self.cwnd.max(1.0).floor() {
+        // The fast retransmit itself ignores the window (RFC 6675 step 4.3).
+        let forced = std::mem::take(&mut self.fast_retransmit);
+        if !forced && self.pipe() as f64 >= self.cwnd.max(1.0).floor() {
             return None;
         }
         if self.lost > 0 {
@@ -383,9 +388,11 @@ impl TcpSender {
         if self.in_loss && self.snd_una >= self.recover {
             self.in_loss = false;
         }
+        let mut exited = false;
         if self.in_recovery && self.snd_una >= self.recover {
             self.in_recovery = false;
             self.cwnd = self.ssthresh;
+            exited = true;
         }
         let mut entered = false;
         if !self.in_recovery
@@ -405,18 +412,22 @@ impl TcpSender {
                 self.sb[0] |= LOST;
                 self.lost += 1;
                 self.retx_cursor = self.snd_una;
+                self.fast_retransmit = true;
             }
         }
         if self.in_recovery && (entered || newly_sacked > 0) {
             self.mark_losses();
         }
-        if acked > 0 && !self.in_recovery {
-            if ece && self.ecn && self.snd_una > self.ecn_recover {
-                self.ssthresh = self.on_congestion();
-                self.cwnd = self.ssthresh;
-                self.ecn_recover = self.high_tx;
-                self.cwr_pending = true;
-                self.stats.ecn_reductions += 1;
+        if acked > 0 && !self.in_recovery && !exited {
+            if ece && self.ecn {
+                // Reduce once per window; never grow on ECE (RFC 3168 6.1.2).
+                if self.snd_una > self.ecn_recover {
+                    self.ssthresh = self.on_congestion();
+                    self.cwnd = self.ssthresh;
+                    self.ecn_recover = self.high_tx;
+                    self.cwr_pending = true;
+                    self.stats.ecn_reductions += 1;
+                }
             } else {
                 self.grow(acked, now);
             }
@@ -723,7 +734,7 @@ mod tests {
         assert_eq!(s.stats.ecn_reductions, 1);
         // Window: 8 in flight > 5, nothing to send yet.
         assert!(drain(&mut s, t(10)).is_empty());
-        for k in 3..=5 {
+        for k in 3..=7 {
             s.on_ack(k, &[], false, t(11));
         }
         let segs = drain(&mut s, t(11));
