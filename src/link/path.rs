@@ -8,7 +8,13 @@
 //! of an empty work-conserving qdisc (LINUX-TC.md 1.2), nothing dequeued
 //! while the TX queue is stopped (ring full or BQL STACK_XOFF), bulk dequeue
 //! bounded by `dql_avail` and the quota (1.3, 11.3), and requeue of a batch
-//! remainder that did not fit in the ring.
+//! remainder that did not fit in the ring. The whole batch is handed to the
+//! NIC at one instant (the `xmit_more` doorbell delay is not modelled).
+//!
+//! At one instant stages run in pipeline order: departures, TX completions
+//! (freeing slots and feeding BQL), the qdisc, arrivals from the delay line,
+//! RX delivery; so a frame reaching the RX NIC exactly when its coalescing
+//! timer fires is part of that batch.
 
 use super::coalesce::Coalescer;
 use super::delay::DelayLine;

@@ -158,8 +158,11 @@ impl Dql {
 }
 
 /// N TX descriptors, one per frame; a slot is busy from the moment the driver
-/// posts the frame until its completion is reaped. With BQL the DQL limit
-/// also stops the queue; without it only the ring does.
+/// posts the frame until its completion is reaped. The queue stops (DRV_XOFF)
+/// when every slot is busy; real drivers stop ~20 descriptors early to fit a
+/// fully fragmented skb, which single-descriptor frames never need. With BQL
+/// the DQL limit also stops the queue (STACK_XOFF); without it only the ring
+/// does.
 #[derive(Clone, Debug)]
 pub struct TxRing {
     size: u32,
