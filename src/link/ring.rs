@@ -95,11 +95,6 @@ impl Dql {
         self.min_limit = min_limit.min(self.max_limit);
     }
 
-    /// sysfs `hold_time`, in ns.
-    pub fn set_hold_time(&mut self, ns: u64) {
-        self.slack_hold_time = ns;
-    }
-
     /// `dql_queued` (from `netdev_tx_sent_queue`): the driver posted `bytes`.
     /// The queue stops after the packet that crosses the limit.
     pub fn queued(&mut self, bytes: u32) {
@@ -158,8 +153,11 @@ impl Dql {
 }
 
 /// N TX descriptors, one per frame; a slot is busy from the moment the driver
-/// posts the frame until its completion is reaped. With BQL the DQL limit
-/// also stops the queue; without it only the ring does.
+/// posts the frame until its completion is reaped. The queue stops (DRV_XOFF)
+/// when every slot is busy; real drivers stop ~20 descriptors early to fit a
+/// fully fragmented skb, which single-descriptor frames never need. With BQL
+/// the DQL limit also stops the queue (STACK_XOFF); without it only the ring
+/// does.
 #[derive(Clone, Debug)]
 pub struct TxRing {
     size: u32,
@@ -397,6 +395,46 @@ mod tests {
         assert!(at.nanos() <= NS_PER_SEC + 2 * NS_PER_MS, "{at:?}");
         // 30000 - 26000 = 4000 after the first shrink.
         assert!(d.limit() <= 4_000, "limit {}", d.limit());
+    }
+
+    /// A hand-computed trace through both starvation rules and the slack
+    /// rule (one 1514 B frame per completion, refilled to XOFF each time).
+    #[test]
+    fn dql_exact_trace() {
+        let ms = Instant::from_millis;
+        let mut d = Dql::new(Instant::ZERO);
+        d.queued(1514);
+        // Over the limit and empty after: starved, limit 0 -> 1514.
+        d.completed(1514, ms(1));
+        assert_eq!((d.limit(), d.avail()), (1514, 1514));
+        d.queued(1514);
+        d.queued(1514);
+        assert!(d.is_stopped());
+        // Over the limit but not empty, nothing in flight before: no change.
+        d.completed(1514, ms(2));
+        assert_eq!((d.limit(), d.prev_ovlimit, d.avail()), (1514, 1514, 0));
+        d.queued(1514);
+        // Over the limit last time and everything queued then is done:
+        // starved, limit += prev_ovlimit.
+        d.completed(1514, ms(3));
+        assert_eq!(
+            (d.limit(), d.prev_ovlimit, d.slack_start_time),
+            (3028, 0, ms(3))
+        );
+        d.queued(1514);
+        d.queued(1514);
+        // All previously queued completed, no prev_ovlimit: neither branch.
+        d.completed(1514, ms(4));
+        assert_eq!((d.limit(), d.prev_ovlimit), (3028, 1514));
+        d.queued(1514);
+        // Busy all interval: slack = max(3028 + 1514 - 2 * 1514,
+        // 1514 - 1514) = 1514; the limit shrinks only strictly after the
+        // 1 s hold time since the last starvation (3 ms).
+        let mut at_hold = d.clone();
+        at_hold.completed(1514, ms(3) + NS_PER_SEC);
+        assert_eq!((at_hold.limit(), at_hold.lowest_slack), (3028, 1514));
+        d.completed(1514, ms(3) + NS_PER_SEC + 1);
+        assert_eq!((d.limit(), d.lowest_slack), (1514, u32::MAX));
     }
 
     #[test]
