@@ -11,7 +11,7 @@ use super::qdiscs::build_qdisc;
 use super::report::{DirReport, FlowReport, SimReport};
 use super::scenario::Scenario;
 use super::sources::{build_flows, latency_histogram, seg_bytes, Flow, Source};
-use super::trace::{EventKind, Trace, TraceEvent, DIR_NAMES};
+use super::trace::{Dir, EventKind, Trace, TraceEvent};
 use super::SimError;
 use crate::link::Path;
 use crate::packet::classify::classify;
@@ -184,8 +184,8 @@ impl Sim {
         let mut same_instant = 0u64;
         loop {
             let next_timer = self.timers.peek().map(|t| t.0.at);
-            let next_path = earliest(self.paths[0].poll_at(), self.paths[1].poll_at());
-            let Some(t) = earliest(next_timer, next_path) else {
+            let path_due = [self.paths[0].poll_at(), self.paths[1].poll_at()];
+            let Some(t) = earliest(next_timer, earliest(path_due[0], path_due[1])) else {
                 break;
             };
             if t > self.end {
@@ -211,8 +211,10 @@ impl Sim {
                 self.timers.pop();
                 self.fire(timer);
             }
-            for dir in 0..2 {
-                if self.paths[dir].poll_at().is_some_and(|t| t <= self.now) {
+            // A path that became due through an ingress above is polled in
+            // the next round, at the same instant.
+            for (dir, due) in path_due.into_iter().enumerate() {
+                if due.is_some_and(|t| t <= self.now) {
                     self.poll(dir);
                 }
             }
@@ -426,7 +428,7 @@ impl Sim {
         self.trace.record(TraceEvent {
             t: now.nanos(),
             ev: EventKind::Enqueue,
-            dir: DIR_NAMES[dir],
+            dir: Dir::ALL[dir],
             flow: flow as u32,
             pkt: trace_id,
             size: len,
@@ -488,7 +490,7 @@ impl Sim {
         self.trace.record(TraceEvent {
             t: self.now.nanos(),
             ev: EventKind::Drop,
-            dir: DIR_NAMES[dir],
+            dir: Dir::ALL[dir],
             flow: info.flow,
             pkt: info.trace_id,
             size: pkt.len,
@@ -522,7 +524,7 @@ impl Sim {
         let base = TraceEvent {
             t: now.nanos(),
             ev: EventKind::Deliver,
-            dir: DIR_NAMES[dir],
+            dir: Dir::ALL[dir],
             flow: info.flow,
             pkt: info.trace_id,
             size: len,
@@ -596,7 +598,7 @@ impl Sim {
         let flows = self.flows.iter().map(|f| FlowReport::new(f, end)).collect();
         let directions = [0, 1].map(|d| {
             DirReport::new(
-                DIR_NAMES[d],
+                Dir::ALL[d].name(),
                 &self.paths[d].snapshot(end),
                 &self.dirs[d].owd,
                 self.dirs[d].ce_marks,

@@ -1,14 +1,22 @@
 //! The per-packet event trace: one JSON object per line (`t` in ns, `ev`,
 //! `dir`, `flow`, `pkt`, `size`, and `reason` for drops), optionally written
 //! to a sink, always folded into a hash so that runs can be compared for
-//! determinism without keeping the trace.
+//! determinism without keeping the trace. The hash is a word-wise
+//! multiply-rotate fold (the FxHash step): fixed, fast and platform
+//! independent, which is all a run fingerprint needs.
 
 use serde::Serialize;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write;
 
+/// The FxHash multiplier.
+const FX_K: u64 = 0x517c_c1b7_2722_0a95;
+
+fn fx(h: u64, word: u64) -> u64 {
+    (h.rotate_left(5) ^ word).wrapping_mul(FX_K)
+}
+
 /// What happened to a packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
     /// Handed to the path (enters the qdisc, or bypasses it).
@@ -21,13 +29,32 @@ pub enum EventKind {
     Deliver,
 }
 
+/// A path: left→right or right→left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Dir {
+    #[serde(rename = "l2r")]
+    L2r,
+    #[serde(rename = "r2l")]
+    R2l,
+}
+
+impl Dir {
+    /// By path index (0: left→right).
+    pub const ALL: [Dir; 2] = [Dir::L2r, Dir::R2l];
+    pub fn name(self) -> &'static str {
+        match self {
+            Dir::L2r => "l2r",
+            Dir::R2l => "r2l",
+        }
+    }
+}
+
 /// One trace line.
-#[derive(Clone, Copy, Debug, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize)]
 pub struct TraceEvent {
     pub t: u64,
     pub ev: EventKind,
-    /// "l2r" or "r2l".
-    pub dir: &'static str,
+    pub dir: Dir,
     pub flow: u32,
     pub pkt: u64,
     pub size: u32,
@@ -35,12 +62,9 @@ pub struct TraceEvent {
     pub reason: Option<&'static str>,
 }
 
-/// Direction names as the trace prints them.
-pub const DIR_NAMES: [&str; 2] = ["l2r", "r2l"];
-
 /// Where events go.
 pub struct Trace {
-    hasher: DefaultHasher,
+    hash: u64,
     sink: Option<Box<dyn Write>>,
     events: u64,
     error: Option<std::io::Error>,
@@ -50,7 +74,7 @@ impl Trace {
     /// A trace that only hashes (and counts).
     pub fn hash_only() -> Self {
         Trace {
-            hasher: DefaultHasher::new(),
+            hash: 0,
             sink: None,
             events: 0,
             error: None,
@@ -67,7 +91,14 @@ impl Trace {
 
     pub fn record(&mut self, ev: TraceEvent) {
         self.events += 1;
-        ev.hash(&mut self.hasher);
+        let mut h = fx(self.hash, ev.t);
+        h = fx(h, ev.pkt);
+        h = fx(h, (ev.flow as u64) << 32 | ev.size as u64);
+        h = fx(h, ev.ev as u64 | (ev.dir as u64) << 8);
+        for b in ev.reason.unwrap_or("").bytes() {
+            h = fx(h, b as u64);
+        }
+        self.hash = h;
         if let Some(w) = self.sink.as_mut() {
             let r = serde_json::to_writer(&mut *w, &ev)
                 .map_err(std::io::Error::from)
@@ -87,7 +118,7 @@ impl Trace {
 
     /// Hash of every event so far.
     pub fn hash(&self) -> u64 {
-        self.hasher.finish()
+        self.hash
     }
 
     /// Flushes the sink; returns the first write error, if any.
@@ -123,7 +154,7 @@ mod tests {
         TraceEvent {
             t,
             ev: kind,
-            dir: DIR_NAMES[0],
+            dir: Dir::L2r,
             flow: 1,
             pkt: 2,
             size: 1514,
