@@ -1,5 +1,4 @@
-//! Simulator basics: a lone Reno flow fills an empty link; runs are
-//! deterministic.
+//! Simulator basics: a lone Reno flow fills an empty link.
 
 use bloatbox::sim::{self, Scenario};
 
@@ -23,17 +22,4 @@ fn reno_alone_fills_an_empty_10mbit_link() {
     );
     assert_eq!(r.foreign_frames, 0);
     assert_eq!(l2r.unexplained_drops, 0);
-}
-
-#[test]
-fn pfifo_fast_bloat_probe() {
-    let sc = load("bloat_pfifo_fast.toml");
-    let t = std::time::Instant::now();
-    let r = sim::run(&sc).unwrap();
-    println!(
-        "{}\nwall {:?} events {}",
-        r.table(),
-        t.elapsed(),
-        r.trace_events
-    );
 }

@@ -27,7 +27,7 @@ use std::collections::BinaryHeap;
 const STALL_LIMIT: u64 = 10_000_000;
 
 /// What a timer does when it fires.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TimerKind {
     /// Start a flow, or the next departure of a UDP/ping/packet source.
     Source,
@@ -35,12 +35,36 @@ enum TimerKind {
     DelayedAck,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// A queued timer. Ordered by `key` alone: the time in the high 64 bits,
+/// the insertion sequence in the low ones (unique, so ties are impossible).
+#[derive(Clone, Copy, Debug)]
 struct Timer {
-    at: Instant,
-    seq: u64,
+    key: u128,
     flow: u32,
     kind: TimerKind,
+}
+
+impl Timer {
+    fn at(&self) -> Instant {
+        Instant::from_nanos((self.key >> 64) as u64)
+    }
+}
+
+impl PartialEq for Timer {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+impl Eq for Timer {}
+impl PartialOrd for Timer {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Timer {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
+    }
 }
 
 /// What a frame in flight is, kept in the side table.
@@ -172,8 +196,7 @@ impl Sim {
     fn schedule(&mut self, at: Instant, flow: u32, kind: TimerKind) {
         self.timer_seq += 1;
         self.timers.push(Reverse(Timer {
-            at,
-            seq: self.timer_seq,
+            key: (at.nanos() as u128) << 64 | self.timer_seq as u128,
             flow,
             kind,
         }));
@@ -183,7 +206,7 @@ impl Sim {
     pub fn run(&mut self) -> Result<(), SimError> {
         let mut same_instant = 0u64;
         loop {
-            let next_timer = self.timers.peek().map(|t| t.0.at);
+            let next_timer = self.timers.peek().map(|t| t.0.at());
             let path_due = [self.paths[0].poll_at(), self.paths[1].poll_at()];
             let Some(t) = earliest(next_timer, earliest(path_due[0], path_due[1])) else {
                 break;
@@ -205,7 +228,7 @@ impl Sim {
             while let Some(timer) = self
                 .timers
                 .peek()
-                .filter(|t| t.0.at <= self.now)
+                .filter(|t| t.0.at() <= self.now)
                 .map(|t| t.0)
             {
                 self.timers.pop();
@@ -235,7 +258,7 @@ impl Sim {
                 let Source::Tcp(tcp) = &mut self.flows[i].source else {
                     return;
                 };
-                if tcp.rto_event == Some(timer.at) {
+                if tcp.rto_event == Some(timer.at()) {
                     tcp.rto_event = None;
                 }
                 if tcp.sender.rto_at().is_some_and(|t| t <= now) {
@@ -247,7 +270,7 @@ impl Sim {
                 let Source::Tcp(tcp) = &mut self.flows[i].source else {
                     return;
                 };
-                if tcp.delack_event == Some(timer.at) {
+                if tcp.delack_event == Some(timer.at()) {
                     tcp.delack_event = None;
                 }
                 if tcp.receiver.delack_at().is_some_and(|t| t <= now) {
