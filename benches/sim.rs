@@ -28,14 +28,18 @@ poisson = true
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("sim");
     g.sample_size(10);
-    for qdisc in ["pfifo_fast"] {
+    for qdisc in ["pfifo_fast", "pfifo limit 1000"] {
         let sc = scenario(qdisc);
         let r = sim::run(&sc).expect("bench scenario runs");
         let frames: u64 = r.directions.iter().map(|d| d.frames_in).sum();
         g.throughput(Throughput::Elements(frames));
-        g.bench_function(format!("{qdisc}_1024_udp_flows"), |b| {
-            b.iter(|| sim::run(&sc).expect("bench scenario runs"))
-        });
+        g.bench_function(
+            format!(
+                "{}_1024_udp_flows",
+                qdisc.split_whitespace().next().unwrap_or(qdisc)
+            ),
+            |b| b.iter(|| sim::run(&sc).expect("bench scenario runs")),
+        );
     }
     g.finish();
 }
