@@ -692,6 +692,60 @@ mod tests {
     }
 
     #[test]
+    fn sack_recovery_repairs_several_holes_in_one_round() {
+        let mut s = TcpSender::new(CcAlgo::Reno, None, 20, 1000, 200_000_000, false);
+        drain(&mut s, t(0));
+        // Segments 2, 5 and 9 are lost; everything else up to 19 arrives.
+        let mut recv = TcpReceiver::new(false, 40_000_000);
+        for seg in (0..20).filter(|x| ![2, 5, 9].contains(x)) {
+            recv.on_data(seg, false, false, t(10));
+            let a = recv.make_ack();
+            s.on_ack(a.ack, a.sack_blocks(), false, t(10));
+        }
+        assert!(s.in_recovery());
+        let retx: Vec<u64> = drain(&mut s, t(10))
+            .iter()
+            .filter(|x| x.retransmit)
+            .map(|x| x.seg)
+            .collect();
+        assert_eq!(retx, vec![2, 5, 9], "all holes resent in one round");
+        for seg in [2, 5, 9] {
+            recv.on_data(seg, false, false, t(20));
+            let a = recv.make_ack();
+            s.on_ack(a.ack, a.sack_blocks(), false, t(20));
+        }
+        assert_eq!(recv.rcv_nxt(), 20);
+        assert!(s.snd_una() >= 20);
+        assert_eq!(s.stats.fast_recoveries, 1);
+        assert_eq!(s.stats.timeouts, 0);
+        assert_eq!(s.stats.retransmits, 3);
+    }
+
+    #[test]
+    fn no_second_reduction_before_recover_is_acked() {
+        let mut s = TcpSender::new(CcAlgo::Reno, None, 10, 1000, 200_000_000, false);
+        drain(&mut s, t(0));
+        s.on_ack(0, &[(1, 4)], false, t(10));
+        let first = s.ssthresh();
+        // Partial ACK, then more SACKs above a second hole in the same window.
+        s.on_ack(2, &[(3, 8)], false, t(20));
+        assert!(s.in_recovery());
+        assert_eq!(s.ssthresh(), first);
+        assert_eq!(s.stats.fast_recoveries, 1);
+    }
+
+    #[test]
+    fn acks_beyond_what_was_sent_are_ignored() {
+        let mut s = TcpSender::new(CcAlgo::Reno, None, 2, 1000, 200_000_000, false);
+        drain(&mut s, t(0));
+        s.on_ack(50, &[(60, 70)], false, t(1));
+        assert_eq!(s.snd_una(), 0);
+        // SACK blocks outside the window are clipped.
+        s.on_ack(1, &[(0, 1000)], false, t(2));
+        assert_eq!(s.snd_una(), 1);
+    }
+
+    #[test]
     fn duplicate_acks_without_sack_also_trigger() {
         let mut s = TcpSender::new(CcAlgo::Reno, None, 4, 1000, 200_000_000, false);
         drain(&mut s, t(0));

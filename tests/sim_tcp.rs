@@ -1,0 +1,38 @@
+//! TCP through the real path: finite transfers complete with every byte
+//! acknowledged, over IPv4 and IPv6, in both directions.
+
+use bloatbox::sim::{self, Scenario};
+
+fn load(name: &str) -> Scenario {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios")
+        .join(name);
+    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn finite_transfers_complete_in_both_directions() {
+    let r = sim::run(&load("tcp_transfers.toml")).unwrap();
+    println!("{}", r.table());
+    let v4 = r.flow("v4").unwrap();
+    let v6 = r.flow("v6").unwrap();
+    let back = r.flow("back").unwrap();
+    assert_eq!(v4.tcp.unwrap().acked_bytes, 1 << 20);
+    assert_eq!(v6.tcp.unwrap().acked_bytes, 2_000_000);
+    // Delayed ACKs: about one ACK per two segments.
+    let segs = v4.forward.delivered_pkts;
+    assert!(
+        v4.reverse.sent_pkts * 10 < segs * 7,
+        "{} acks for {segs} segments",
+        v4.reverse.sent_pkts
+    );
+    // Without delayed ACKs: one ACK per segment.
+    assert_eq!(v6.reverse.sent_pkts, v6.forward.delivered_pkts);
+    assert_eq!(back.dir, "r2l");
+    assert!(back.goodput_bps.unwrap() > 30e6, "{:?}", back.goodput_bps);
+    // A transfer of 1 MiB at 50 Mbit/s with 40 ms RTT takes well under 1 s
+    // after slow start; the flow's last delivery says when it ended.
+    let done = v4.forward.last_delivery.unwrap().nanos();
+    assert!(done < 1_500_000_000, "v4 finished at {done} ns");
+    assert_eq!(r.directions[0].ce_marks, 0);
+}
