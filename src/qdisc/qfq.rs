@@ -60,7 +60,8 @@ struct Class {
     /// The `select` pass that found the child unable to send (e.g. a
     /// throttled shaper below); such a class is skipped for that pass.
     blocked_pass: u64,
-    /// Basic counters (`Sent`), counted at dequeue.
+    /// The class's basic counters (`Sent`). As in the kernel, a class counts
+    /// a frame when its child accepts it (the qdisc counts at dequeue).
     bytes: u64,
     packets: u64,
 }
@@ -175,6 +176,19 @@ impl Qfq {
             )));
         }
         Ok(wsum)
+    }
+
+    /// `maxpkt` as given, else psched_mtu, which must be in range too.
+    fn lmax_or_default(&self, lmax: Option<u32>) -> Result<u32, TcError> {
+        let mtu = self.ctx.psched_mtu;
+        match lmax {
+            Some(l) => Ok(l),
+            None if (QFQ_MIN_LMAX..=QFQ_MAX_LMAX).contains(&mtu) => Ok(mtu),
+            None => Err(TcError::new(format!(
+                "Error: qfq: MTU size out of bounds for qfq (psched_mtu {mtu}, allowed \
+                 {QFQ_MIN_LMAX}..{QFQ_MAX_LMAX}): give \"maxpkt BYTES\"."
+            ))),
+        }
     }
 
     /// skb->priority naming a class, else the filters; `None`: unclassified.
@@ -329,9 +343,14 @@ impl Qdisc for Qfq {
             }
             self.raise_lmax(i, pkt.len);
         }
+        let len = pkt.len;
         let before = drops.len();
         let verdict = self.classes[i].child.enqueue(pkt, now, drops);
         self.stats.drops += (drops.len() - before) as u64;
+        if verdict == Verdict::Queued {
+            self.classes[i].bytes += len as u64;
+            self.classes[i].packets += 1;
+        }
         if !self.classes[i].active && self.classes[i].child.qlen() > 0 {
             self.activate(i);
         }
@@ -348,10 +367,7 @@ impl Qdisc for Qfq {
             self.end_turn(i);
             return None;
         };
-        let c = &mut self.classes[i];
-        c.served += pkt.len as u64;
-        c.bytes += pkt.len as u64;
-        c.packets += 1;
+        self.classes[i].served += pkt.len as u64;
         self.vtime += pkt.len as u128 * self.iwsum;
         self.stats.count_sent(pkt.len);
         if self.classes[i].child.qlen() == 0 {
@@ -455,13 +471,14 @@ impl Classful for Qfq {
         };
         let opts = parse_class_opts(args)?;
         let weight = opts.weight.unwrap_or(1);
+        let lmax = self.lmax_or_default(opts.lmax)?;
         let wsum = self.checked_wsum(0, weight)?;
         let child = Fifo::new(FifoKind::Pfifo, self.child_ctx(0, classid));
         let mut class = Class {
             classid,
             weight,
             inv_w: 0,
-            lmax: opts.lmax.unwrap_or(self.ctx.psched_mtu),
+            lmax,
             child: Box::new(child),
             start: 0,
             finish: 0,
@@ -492,7 +509,7 @@ impl Classful for Qfq {
         })?;
         let opts = parse_class_opts(args)?;
         let weight = opts.weight.unwrap_or(1);
-        let lmax = opts.lmax.unwrap_or(self.ctx.psched_mtu);
+        let lmax = self.lmax_or_default(opts.lmax)?;
         let wsum = self.checked_wsum(self.classes[i].weight, weight)?;
         self.set_wsum(wsum);
         let in_service = self.in_service == Some(i);
@@ -505,6 +522,10 @@ impl Classful for Qfq {
         Ok(())
     }
 
+    /// Purges the class's frames (`QdiscReset`, counted as qdisc drops) and
+    /// frees its weight. Unlike the kernel ("QFQ class in use"), a class
+    /// that filters point to may be deleted: those frames then go
+    /// unclassified, since filters cannot be deleted through `Classful`.
     fn delete_class(&mut self, classid: Handle, drops: &mut Drops) -> Result<(), TcError> {
         let i = self.find(classid).map_err(|_| {
             TcError::new(format!(
@@ -954,7 +975,8 @@ mod tests {
         assert_eq!(c.options_json["weight"], 10);
         assert_eq!(c.options_json["maxpkt"], 2000);
         let s = c.stats.unwrap();
-        assert_eq!((s.bytes, s.packets, s.qlen, s.backlog), (500, 1, 1, 700));
+        // The class counts at enqueue, the qdisc at dequeue.
+        assert_eq!((s.bytes, s.packets, s.qlen, s.backlog), (1200, 2, 1, 700));
         assert_eq!(dump.classes[0].options, "weight 1 maxpkt 1514");
         assert_eq!(dump.children.len(), 2);
         assert_eq!(dump.children[1].kind, "pfifo");
@@ -990,6 +1012,13 @@ mod tests {
             assert!(e.contains(needle), "{args}: {e}");
         }
         assert!(q.classes.is_empty());
+        let mut tiny = Qfq::new(QdiscCtx {
+            psched_mtu: 300,
+            ..ctx()
+        });
+        let e = tiny.add_class(cid(1), H, &[]).unwrap_err().0;
+        assert!(e.contains("MTU size out of bounds"), "{e}");
+        tiny.add_class(cid(1), H, &["maxpkt", "512"]).unwrap();
         q.add_class(cid(1), TC_H_ROOT, &["weight", "1024", "maxpkt", "65536"])
             .unwrap();
         assert!(q
