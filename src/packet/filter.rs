@@ -259,7 +259,7 @@ impl Filter {
                 "parent" => parent = Some(parse_classid(t.value("parent")?)?),
                 "root" => parent = Some(TC_H_ROOT),
                 "protocol" => protocol = Some(FilterProtocol::parse(t.value("protocol")?)?),
-                "prio" | "pref" | "priority" => {
+                "prio" | "pref" | "priority" | "preference" => {
                     let v = t.value(tok)?;
                     prio = parse_c_number(v)
                         .and_then(|n| u16::try_from(n).ok())
@@ -277,6 +277,12 @@ impl Filter {
                             "Error: chain \"{v}\" is not supported: only chain 0 exists."
                         )));
                     }
+                }
+                "handle" | "estimator" => {
+                    return Err(TcError::new(format!(
+                        "Error: \"{tok}\" is not supported: filters are numbered automatically \
+                         and have no rate estimator; leave it out."
+                    )))
                 }
                 "u32" => break FilterKind::U32,
                 "matchall" => break FilterKind::Matchall,
@@ -716,6 +722,12 @@ impl FilterChain {
         self.filters.is_empty()
     }
 
+    /// Whether a filter sends frames to `classid` (the kernel's "class in
+    /// use").
+    pub fn targets(&self, classid: Handle) -> bool {
+        self.filters.iter().any(|f| f.flowid == classid)
+    }
+
     /// The first matching filter's `(flowid, skbedit priority)`.
     pub fn classify(&self, meta: &PacketMeta) -> Option<(Handle, Option<u32>)> {
         self.filters
@@ -1006,6 +1018,10 @@ mod tests {
             ("parent 1: u32 match u32 0 0 flowid 1:1", "protocol"),
             ("protocol ip u32 match ip src 1.2.3.4", "flowid"),
             ("protocol ip", "kind"),
+            (
+                "protocol ip handle 800::1 u32 flowid 1:1",
+                "\"handle\" is not supported",
+            ),
         ];
         for (line, needle) in cases {
             let e = parse(line).unwrap_err().0;

@@ -523,9 +523,8 @@ impl Classful for Qfq {
     }
 
     /// Purges the class's frames (`QdiscReset`, counted as qdisc drops) and
-    /// frees its weight. Unlike the kernel ("QFQ class in use"), a class
-    /// that filters point to may be deleted: those frames then go
-    /// unclassified, since filters cannot be deleted through `Classful`.
+    /// frees its weight. Like the kernel, refuses while a filter points to
+    /// the class.
     fn delete_class(&mut self, classid: Handle, drops: &mut Drops) -> Result<(), TcError> {
         let i = self.find(classid).map_err(|_| {
             TcError::new(format!(
@@ -534,6 +533,14 @@ impl Classful for Qfq {
                 tc_h_minor(classid)
             ))
         })?;
+        if self.filters.targets(classid) {
+            return Err(TcError::new(format!(
+                "Error: qfq: QFQ class in use: filters send frames to {:x}:{:x}; delete them \
+                 first (tc filter del ... prio N).",
+                tc_h_major(classid),
+                tc_h_minor(classid)
+            )));
+        }
         if self.in_service == Some(i) {
             self.in_service = None;
         }
@@ -583,6 +590,14 @@ impl Classful for Qfq {
 
     fn add_filter(&mut self, filter: Filter) -> Result<(), TcError> {
         self.filters.add(filter)
+    }
+
+    fn delete_filters(&mut self, prio: Option<u16>) -> Result<usize, TcError> {
+        Ok(self.filters.delete(prio))
+    }
+
+    fn filters(&self) -> Option<&FilterChain> {
+        Some(&self.filters)
     }
 
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {
@@ -835,6 +850,14 @@ mod tests {
         // skb->priority selects before the filters do.
         q.enqueue(to_class(3, 100, 2), t, &mut d);
         assert_eq!(q.dump(t).classes[1].stats.unwrap().qlen, 1);
+        // A class filters point to cannot be deleted until they go.
+        let e = q.delete_class(cid(2), &mut d).unwrap_err().0;
+        assert!(e.contains("QFQ class in use"), "{e}");
+        assert_eq!(q.filters().unwrap().filters().len(), 2);
+        assert_eq!(q.delete_filters(Some(1)).unwrap(), 1);
+        q.delete_class(cid(2), &mut d).unwrap();
+        assert!(q.filters().unwrap().print(H).contains("matchall"));
+        assert_eq!(q.delete_filters(None).unwrap(), 1);
     }
 
     #[test]
