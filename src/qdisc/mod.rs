@@ -4,11 +4,13 @@
 //! frees into the `Drops` sink with a reason. Classful disciplines own their
 //! children as `Box<dyn Qdisc>` and also implement `Classful`.
 //!
-//! One file per discipline; `codel.rs` is the CoDel core that `codel` and
+//! One file per discipline; `codel.rs` is the CoDel core that `codel`
+//! (`codel_qdisc.rs`) and
 //! `fq_codel` share; `tree.rs` builds and edits a tree from tc commands;
 //! `dump.rs` is the data `tc -s -d show`, the TUI and the control socket read.
 
 pub mod codel;
+pub mod codel_qdisc;
 pub mod dump;
 pub mod fifo;
 pub mod fq_codel;
@@ -18,9 +20,9 @@ pub mod pfifo_fast;
 pub mod qfq;
 pub mod sfq;
 pub mod tbf;
-pub mod tree;
 #[cfg(test)]
 pub mod testutil;
+pub mod tree;
 
 pub use dump::{ClassDump, QdiscDump};
 
@@ -164,7 +166,9 @@ pub trait Qdisc: Send {
     /// drops into `drops`.
     fn change(&mut self, args: &[&str], now: Instant, drops: &mut Drops) -> Result<(), TcError> {
         let _ = (args, now, drops);
-        Err(TcError::new("Error: Change operation not supported by specified qdisc."))
+        Err(TcError::new(
+            "Error: Change operation not supported by specified qdisc.",
+        ))
     }
 
     /// Everything `tc -s -d qdisc show` / `class show` print about this qdisc
