@@ -14,6 +14,7 @@ use super::codel::{
     CodelQueue, CodelStats, CodelVars, CODEL_DISABLED_THRESHOLD,
 };
 use super::dump::{ClassDump, FlowDump};
+use super::keyed_flow_hash;
 use super::{
     tc_h_major, tc_h_minor, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict,
 };
@@ -325,7 +326,7 @@ impl FqCodel {
         if tc_h_major(prio) == tc_h_major(self.handle) && minor > 0 && minor <= self.flows_cnt() {
             return (minor - 1) as usize;
         }
-        let hash = keyed_hash(pkt.meta.hash, self.hash_key);
+        let hash = keyed_flow_hash(pkt.meta.hash, self.hash_key);
         ((hash as u64 * self.flows_cnt() as u64) >> 32) as usize
     }
 
@@ -546,17 +547,6 @@ impl FqCodel {
         j.insert("drop_batch".into(), json!(self.drop_batch));
         (o, j)
     }
-}
-
-/// Mixes the unkeyed flow hash with this instance's key (murmur3's
-/// finaliser): the stand-in for the kernel's per-boot keyed flow hash.
-fn keyed_hash(hash: u32, key: u32) -> u32 {
-    let mut h = hash ^ key;
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85eb_ca6b);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xc2b2_ae35);
-    h ^ (h >> 16)
 }
 
 impl Qdisc for FqCodel {

@@ -44,6 +44,18 @@ pub const fn tc_h_minor(h: Handle) -> u16 {
     (h & 0xFFFF) as u16
 }
 
+/// Mixes a frame's unkeyed flow hash (`meta.hash`) with a per-instance key
+/// (murmur3's finaliser): the keyed flow hash SFQ (perturbation) and
+/// fq_codel (per-boot seed) bucket by, until the classifier offers one.
+pub fn keyed_flow_hash(hash: u32, key: u32) -> u32 {
+    let mut h = hash ^ key;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^ (h >> 16)
+}
+
 /// What the device below the qdisc tells a qdisc when it is created: the
 /// values the kernel takes from `dev` (txqueuelen, psched_mtu) and the
 /// handle it was given.
