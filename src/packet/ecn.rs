@@ -238,4 +238,24 @@ mod tests {
         };
         assert!(!mark_ce(&mut p));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics_on_garbage(data in proptest::collection::vec(proptest::num::u8::ANY, 0..80), off in 0u16..100, v6 in proptest::bool::ANY) {
+            let mut p = Packet {
+                len: data.len() as u32,
+                data,
+                meta: PacketMeta {
+                    l3: if v6 { L3::Ipv6 { offset: off } } else { L3::Ipv4 { offset: off } },
+                    ..PacketMeta::default()
+                },
+            };
+            let before = p.data.clone();
+            if !mark_ce(&mut p) {
+                proptest::prop_assert_eq!(p.data, before);
+            } else {
+                proptest::prop_assert_eq!(p.meta.dsfield & 3, 3);
+            }
+        }
+    }
 }

@@ -1083,6 +1083,40 @@ mod tests {
         assert!(d.len() >= 8);
     }
 
+    /// C-6 last point: flow A only ever holds one old frame; it is dropped
+    /// only when other flows make the qdisc-wide backlog exceed one MTU.
+    fn lone_old_frame_drops(with_bulk: bool) -> (u64, u64) {
+        let mut q = FqCodel::from_args(ctx(), &["noecn"]).unwrap();
+        let mut d = Drops::new();
+        let mut id = 0;
+        for t in 30..600u64 {
+            let now = ms(t);
+            if q.flows[0].queue.is_empty() {
+                q.enqueue(bpkt(id, 1514, 0), ms(t - 20), &mut d);
+                id += 1;
+            }
+            if with_bulk {
+                while q.flows[1].queue.len() < 4 {
+                    q.enqueue(bpkt(id, 1514, 1), now, &mut d);
+                    id += 1;
+                }
+                for p in q.flows[1].queue.iter_mut() {
+                    p.meta.enqueue_time = now;
+                }
+            }
+            q.dequeue(now, &mut d);
+        }
+        (q.flows[0].drops, q.flows[1].drops)
+    }
+
+    #[test]
+    fn codel_mtu_test_uses_qdisc_backlog() {
+        assert_eq!(lone_old_frame_drops(false), (0, 0));
+        let (a, b) = lone_old_frame_drops(true);
+        assert!(a > 0, "flow A dropped {a}");
+        assert_eq!(b, 0);
+    }
+
     #[test]
     fn f6_class_dump_while_dropping() {
         let mut q = FqCodel::new(ctx());
@@ -1223,5 +1257,69 @@ mod tests {
         // Usable again afterwards.
         q.enqueue(bpkt(9, 100, 0), ms(0), &mut d);
         assert_eq!(q.dequeue(ms(0), &mut d).unwrap().meta.id, 9);
+    }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Enq { bucket: u16, len: u32, ecn: u8 },
+            Deq,
+            Peek,
+            Wait(u64),
+            Change(u32),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                4 => (0u16..6, 60u32..1515, 0u8..4).prop_map(|(bucket, len, ecn)| Op::Enq { bucket, len, ecn }),
+                3 => Just(Op::Deq),
+                1 => Just(Op::Peek),
+                2 => (0u64..30).prop_map(Op::Wait),
+                1 => (0u32..40).prop_map(Op::Change),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn frames_are_conserved_and_counters_agree(ops in proptest::collection::vec(op(), 1..400)) {
+                let mut q = FqCodel::from_args(ctx(), &["limit", "30", "memory_limit", "40000", "drop_batch", "3"]).unwrap();
+                let mut d = Drops::new();
+                let mut now = 0u64;
+                let (mut enq, mut sent) = (0u64, 0u64);
+                for (i, o) in ops.into_iter().enumerate() {
+                    let t = Instant::from_millis(now);
+                    match o {
+                        Op::Enq { bucket, len, ecn } => {
+                            enq += 1;
+                            q.enqueue(ect_bpkt(i as u64, len, bucket, ecn), t, &mut d);
+                        }
+                        Op::Deq => sent += q.dequeue(t, &mut d).is_some() as u64,
+                        Op::Peek => { q.peek(t, &mut d); }
+                        Op::Wait(ms) => now += ms,
+                        Op::Change(limit) => {
+                            let l = limit.to_string();
+                            q.change(&["limit", &l], t, &mut d).unwrap();
+                        }
+                    }
+                    let held: u32 = q.flows.iter().map(|f| f.queue.len() as u32).sum();
+                    let bytes: u64 = q.flows.iter().map(|f| f.backlog).sum();
+                    let true_bytes: u64 = q.flows.iter().flat_map(|f| f.queue.iter()).map(|p| p.len as u64).sum();
+                    prop_assert_eq!(held, q.qlen);
+                    prop_assert_eq!(bytes, q.backlog);
+                    prop_assert_eq!(true_bytes, q.backlog);
+                    let mem: u64 = q.flows.iter().flat_map(|f| f.queue.iter()).map(|p| truesize(p.len) as u64).sum();
+                    prop_assert_eq!(mem, q.memory_usage);
+                    prop_assert_eq!(enq, sent + d.len() as u64 + q.qlen() as u64);
+                    prop_assert_eq!(q.stats().drops, d.len() as u64);
+                    prop_assert!(q.qlen() <= q.limit.max(1));
+                    let listed = q.new_flows.len() + q.old_flows.len();
+                    prop_assert_eq!(listed, q.flows.iter().filter(|f| f.list != ListTag::None).count());
+                    prop_assert!(q.flows.iter().all(|f| f.queue.is_empty() || f.list != ListTag::None));
+                }
+            }
+        }
     }
 }

@@ -1066,4 +1066,108 @@ mod tests {
         p.meta.priority = tc_h_make(0x8001, 17);
         assert!(q.classify(&p) < 16);
     }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Enq { flow: u16, len: u32 },
+            Deq,
+            Peek,
+            Wait(u64),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                5 => (0u16..12, 60u32..1515).prop_map(|(flow, len)| Op::Enq { flow, len }),
+                3 => Just(Op::Deq),
+                1 => Just(Op::Peek),
+                1 => (0u64..700).prop_map(Op::Wait),
+            ]
+        }
+
+        fn check(args: &[&str], ops: Vec<Op>, perturb: bool) -> Result<(), TestCaseError> {
+            let mut q = sfq(args);
+            let mut d = Drops::new();
+            let mut now = 0u64;
+            let (mut enq, mut sent) = (0u64, 0u64);
+            let mut last_out: std::collections::HashMap<u16, u64> = Default::default();
+            for (i, o) in ops.into_iter().enumerate() {
+                let t = Instant::from_millis(now);
+                match o {
+                    Op::Enq { flow, len } => {
+                        enq += 1;
+                        let mut p = flow_pkt(i as u64, len, flow);
+                        p.meta.id = i as u64;
+                        q.enqueue(p, t, &mut d);
+                    }
+                    Op::Deq => {
+                        if let Some(p) = q.dequeue(t, &mut d) {
+                            sent += 1;
+                            // Per-flow FIFO order holds, perturbation or not.
+                            let flow = p.meta.flow.src_port;
+                            let prev = last_out.insert(flow, p.meta.id);
+                            prop_assert!(prev.is_none_or(|x| x < p.meta.id));
+                        }
+                    }
+                    Op::Peek => {
+                        q.peek(t, &mut d);
+                    }
+                    Op::Wait(ms) => now += ms,
+                }
+                let active: Vec<usize> =
+                    q.ht.iter()
+                        .filter(|x| **x != EMPTY)
+                        .map(|x| *x as usize)
+                        .collect();
+                let held: usize = active.iter().map(|x| q.slots[*x].queue.len()).sum();
+                let bytes: u64 = active.iter().map(|x| q.slots[*x].backlog).sum();
+                prop_assert_eq!(held as u32, q.qlen);
+                prop_assert_eq!(bytes, q.backlog);
+                prop_assert!(active.iter().all(|x| !q.slots[*x].queue.is_empty()));
+                prop_assert!(active
+                    .iter()
+                    .all(|x| q.slots[*x].queue.len() <= q.maxdepth as usize));
+                prop_assert_eq!(active.len() + q.free.len(), q.maxflows as usize);
+                prop_assert!(q.qlen() <= q.limit);
+                prop_assert_eq!(enq, sent + d.len() as u64 + q.qlen() as u64);
+                if !perturb {
+                    prop_assert_eq!(q.stats().drops, d.len() as u64);
+                }
+                // The round visits exactly the active slots.
+                let mut ring = 0;
+                if let Some(t) = q.tail {
+                    let mut x = t;
+                    loop {
+                        ring += 1;
+                        x = q.slots[x as usize].next;
+                        if x == t || ring > q.maxflows {
+                            break;
+                        }
+                    }
+                }
+                prop_assert_eq!(ring as usize, active.len());
+            }
+            Ok(())
+        }
+
+        proptest! {
+            #[test]
+            fn invariants_hold(ops in proptest::collection::vec(op(), 1..400)) {
+                check(&["limit", "20", "depth", "6", "flows", "5", "divisor", "8"], ops, false)?;
+            }
+
+            #[test]
+            fn invariants_hold_with_headdrop(ops in proptest::collection::vec(op(), 1..400)) {
+                check(&["limit", "20", "depth", "6", "headdrop", "divisor", "16"], ops, false)?;
+            }
+
+            #[test]
+            fn invariants_hold_with_perturb(ops in proptest::collection::vec(op(), 1..400)) {
+                check(&["limit", "20", "depth", "6", "flows", "5", "divisor", "8", "perturb", "1"], ops, true)?;
+            }
+        }
+    }
 }
