@@ -413,7 +413,9 @@ impl FqCodel {
             self.stats.drops += dropped;
             match pkt {
                 Some(p) => {
-                    flow.deficit -= p.len as i32;
+                    flow.deficit = flow
+                        .deficit
+                        .saturating_sub(p.len.min(i32::MAX as u32) as i32);
                     flow.sent_bytes += p.len as u64;
                     return Some(p);
                 }

@@ -417,7 +417,7 @@ impl Sfq {
         s.backlog -= p.len as u64;
         let emptied = s.queue.is_empty();
         if !emptied {
-            s.allot -= p.len as i32;
+            s.allot = s.allot.saturating_sub(p.len.min(i32::MAX as u32) as i32);
         }
         let next_a = s.next;
         self.touch(a);
