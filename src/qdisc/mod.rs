@@ -6,8 +6,7 @@
 //!
 //! One file per discipline; `codel.rs` is the CoDel core that `codel`
 //! (`codel_qdisc.rs`) and `fq_codel` share; `tree.rs` builds and edits a
-//! tree from tc commands;
-//! `dump.rs` is the data `tc -s -d show`, the TUI and the control socket read.
+//! tree from tc commands; `dump.rs` is the data `tc -s -d show`, the TUI and the control socket read.
 
 pub mod codel;
 pub mod codel_qdisc;
@@ -20,9 +19,9 @@ pub mod pfifo_fast;
 pub mod qfq;
 pub mod sfq;
 pub mod tbf;
+pub mod tree;
 #[cfg(test)]
 pub mod testutil;
-pub mod tree;
 
 pub use dump::{ClassDump, QdiscDump};
 
@@ -178,9 +177,7 @@ pub trait Qdisc: Send {
     /// drops into `drops`.
     fn change(&mut self, args: &[&str], now: Instant, drops: &mut Drops) -> Result<(), TcError> {
         let _ = (args, now, drops);
-        Err(TcError::new(
-            "Error: Change operation not supported by specified qdisc.",
-        ))
+        Err(TcError::new("Error: Change operation not supported by specified qdisc."))
     }
 
     /// Everything `tc -s -d qdisc show` / `class show` print about this qdisc
