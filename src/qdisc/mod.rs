@@ -6,7 +6,8 @@
 //!
 //! One file per discipline; `codel.rs` is the CoDel core that `codel`
 //! (`codel_qdisc.rs`) and `fq_codel` share; `tree.rs` builds and edits a
-//! tree from tc commands; `dump.rs` is the data `tc -s -d show`, the TUI and the control socket read.
+//! tree from tc commands; `dump.rs` is the data `tc -s -d show`, the TUI
+//! and the control socket read.
 
 pub mod codel;
 pub mod codel_qdisc;
