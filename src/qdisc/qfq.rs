@@ -290,7 +290,8 @@ impl Qfq {
         }
     }
 
-    /// Drops and deactivates every class's frames (reset and delete paths).
+    /// Takes every class out of the scheduler (their children were just
+    /// emptied by `reset` or `drain_all`).
     fn forget_schedule(&mut self) {
         self.in_service = None;
         for c in &mut self.classes {
@@ -299,25 +300,24 @@ impl Qfq {
         }
     }
 
-    fn class_dump(&self, c: &Class, now: Instant) -> ClassDump {
-        let child = c.child.stats();
+    /// A class as `tc class show` prints it; `child` is its qdisc's dump.
+    fn class_dump(c: &Class, child: &QdiscDump) -> ClassDump {
         let options = format!("weight {} maxpkt {}", c.weight, c.lmax);
         let mut options_json = serde_json::Map::new();
         options_json.insert("weight".into(), json!(c.weight));
         options_json.insert("maxpkt".into(), json!(c.lmax));
-        let leaf = c.child.dump(now).handle;
         ClassDump {
             kind: "qfq".into(),
             classid: c.classid,
             parent: TC_H_ROOT,
-            leaf: (leaf != 0).then_some(leaf),
+            leaf: (child.handle != 0).then_some(child.handle),
             options: options.clone(),
             options_detail: options,
             options_json,
             stats: Some(QdiscStats {
                 bytes: c.bytes,
                 packets: c.packets,
-                ..child
+                ..child.stats
             }),
             ..ClassDump::default()
         }
@@ -416,6 +416,7 @@ impl Qdisc for Qfq {
     }
 
     fn dump(&self, now: Instant) -> QdiscDump {
+        let children: Vec<QdiscDump> = self.classes.iter().map(|c| c.child.dump(now)).collect();
         QdiscDump {
             kind: "qfq".into(),
             handle: self.ctx.handle,
@@ -424,9 +425,10 @@ impl Qdisc for Qfq {
             classes: self
                 .classes
                 .iter()
-                .map(|c| self.class_dump(c, now))
+                .zip(&children)
+                .map(|(c, child)| Qfq::class_dump(c, child))
                 .collect(),
-            children: self.classes.iter().map(|c| c.child.dump(now)).collect(),
+            children,
             ..QdiscDump::default()
         }
     }
