@@ -10,8 +10,10 @@
 //! offsets: `match ip sport` therefore also matches IPv4 packets with options,
 //! and `match ip6 dport` IPv6 packets with extension headers, where the
 //! kernel's fixed u32 offsets would not. An `ip` key only matches IPv4
-//! frames and an `ip6` key only IPv6 frames. Raw `match u32|u16|u8 V M` keys
-//! are supported with mask 0 (the "match everything" idiom) only.
+//! frames and an `ip6` key only IPv6 frames. `protocol ip|ipv6` looks at the
+//! IP layer inside VLAN tags (like a kernel with VLAN offload). Raw
+//! `match u32|u16|u8 V M` keys are supported with mask 0 (the "match
+//! everything" idiom) only.
 
 use super::{PacketMeta, L3};
 use crate::qdisc::{Handle, TcError, TC_H_ROOT};
