@@ -86,9 +86,9 @@ impl ConfigError {
     /// missing) from the source text the path points into.
     pub fn locate(mut self, origin: &str, text: &str, index: &SpanIndex) -> Self {
         self.origin = origin.to_string();
-        if let Some(span) = index.span_of(&self.path) {
+        if let Some((span, is_value)) = index.span_of(&self.path) {
             self.position = Some(Position::of_offset(text, span.start));
-            if self.value.is_none() {
+            if self.value.is_none() && is_value {
                 self.value = text.get(span).map(excerpt);
             }
         }
@@ -103,10 +103,12 @@ impl ConfigError {
         let mut value = None;
         if let Some(span) = err.span() {
             position = Some(Position::of_offset(text, span.start));
-            path = index.path_at(span.start).unwrap_or_default().to_string();
             if let Some(field) = backticked_after(raw, "unknown field ") {
-                path = join_path(parent_of(&path, text, &span, field), field);
+                path = index
+                    .key_path_at(field, span.start)
+                    .map_or_else(|| field.to_string(), str::to_string);
             } else {
+                path = index.path_at(span.start).unwrap_or_default().to_string();
                 value = text.get(span).map(excerpt).filter(|v| !v.is_empty());
             }
         }
@@ -118,25 +120,6 @@ impl ConfigError {
             value,
             message,
         }
-    }
-}
-
-/// For an unknown-field error the span covers the key; the innermost indexed
-/// path then is the key itself (dotted keys) or its table.
-fn parent_of<'a>(path: &'a str, text: &str, span: &std::ops::Range<usize>, field: &str) -> &'a str {
-    let key_text = text.get(span.clone()).unwrap_or("");
-    match path.rsplit_once('.') {
-        Some((parent, last)) if last == field && key_text.contains(field) => parent,
-        _ if path == field => "",
-        _ => path,
-    }
-}
-
-fn join_path(parent: &str, field: &str) -> String {
-    if parent.is_empty() {
-        field.to_string()
-    } else {
-        format!("{parent}.{field}")
     }
 }
 
@@ -171,6 +154,8 @@ fn explain_toml_message(raw: &str) -> String {
         format!("{one_line}; fix: remove the key or correct its spelling")
     } else if one_line.starts_with("unknown variant") {
         format!("{one_line}; fix: use one of the listed names")
+    } else if one_line.starts_with("invalid value") {
+        format!("{one_line}; fix: write a value of the expected type and range")
     } else if one_line.starts_with("invalid type") {
         format!("{one_line}; fix: write a value of the expected type")
     } else if one_line.starts_with("missing field") {

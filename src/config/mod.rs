@@ -488,6 +488,12 @@ impl Config {
         Ok(params)
     }
 
+    /// TX queues of `dir`'s device (more than 1: mq with a qdisc per queue).
+    pub fn tx_queues(&self, dir: Direction) -> u32 {
+        self.pick(dir, "tx_queues", |l| &l.tx_queues)
+            .map_or(1, |s| s.value)
+    }
+
     /// The effective link parameters of `dir` (core units), ethtool lines
     /// applied. On a validated configuration this is exact; a line that
     /// fails is skipped.

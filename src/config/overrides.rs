@@ -124,9 +124,10 @@ fn coerce(raw: &str, current: Option<&Value>) -> Result<Value, String> {
         .ok()
         .and_then(|mut t| t.remove("v"));
     match (current, parsed) {
-        (Some(Value::String(_)) | None, Some(v @ (Value::Table(_) | Value::String(_)))) => Ok(v),
-        (Some(Value::String(_)) | None, _) => Ok(Value::String(raw.to_string())),
-        (Some(_), Some(v)) => Ok(v),
+        (Some(Value::String(_)), Some(v @ (Value::Table(_) | Value::String(_)))) => Ok(v),
+        (Some(Value::String(_)), _) => Ok(Value::String(raw.to_string())),
+        (_, Some(v)) => Ok(v),
+        (None, None) => Ok(Value::String(raw.to_string())),
         (Some(cur), None) => Err(format!(
             "expected {}; fix: write e.g. {}",
             cur.type_str(),

@@ -139,19 +139,23 @@ impl QdiscSpec {
     }
 
     /// Checks the parts tc will not: known kind, HTB class ids and parents,
-    /// classless leaves. The error is the message (the caller adds the path).
-    pub fn check(&self) -> Result<(), String> {
+    /// classless leaves. The error names the field inside the qdisc
+    /// (`class[1].parent`, empty for the qdisc itself) and the message.
+    pub fn check(&self) -> Result<(), (String, String)> {
         match self {
-            QdiscSpec::Line(line) => check_kind(line.split_whitespace().next().unwrap_or("")),
+            QdiscSpec::Line(line) => check_kind(line.split_whitespace().next().unwrap_or(""))
+                .map_err(|m| (String::new(), m)),
             QdiscSpec::Table(QdiscTable::Htb {
                 default, classes, ..
             }) => {
                 if let Some(d) = default {
-                    parse_minor(d).map_err(|e| format!("default: {e}"))?;
+                    parse_minor(d).map_err(|m| ("default".to_string(), m))?;
                 }
                 let mut seen: Vec<&str> = Vec::new();
                 for (i, class) in classes.iter().enumerate() {
-                    class.check(&seen).map_err(|e| format!("class[{i}]: {e}"))?;
+                    class
+                        .check(&seen)
+                        .map_err(|(field, m)| (format!("class[{i}].{field}"), m))?;
                     seen.push(&class.classid);
                 }
                 Ok(())
@@ -330,41 +334,41 @@ impl QdiscTable {
 }
 
 impl HtbClass {
-    fn check(&self, earlier: &[&str]) -> Result<(), String> {
+    fn check(&self, earlier: &[&str]) -> Result<(), (String, String)> {
         let minor = |id: &str| -> Result<u32, String> {
             let rest = id.strip_prefix(ROOT_HANDLE).ok_or_else(|| {
                 format!("class id \"{id}\" is not under the root {ROOT_HANDLE}; fix: write 1:MINOR such as 1:10")
             })?;
             parse_minor(rest)
         };
-        if minor(&self.classid)? == 0 {
-            return Err(format!(
+        if minor(&self.classid).map_err(at("classid"))? == 0 {
+            return Err(at("classid")(format!(
                 "classid \"{}\": minor 0 is the qdisc itself; fix: use 1:1 .. 1:ffff",
                 self.classid
-            ));
+            )));
         }
         if earlier.contains(&self.classid.as_str()) {
-            return Err(format!(
+            return Err(at("classid")(format!(
                 "classid \"{}\" is defined twice; fix: give each class its own id",
                 self.classid
-            ));
+            )));
         }
         if let Some(parent) = &self.parent {
             let is_root = parent == ROOT_HANDLE || parent == "1:0";
             if !is_root && !earlier.contains(&parent.as_str()) {
-                return Err(format!(
+                return Err(at("parent")(format!(
                     "parent \"{parent}\" is neither the root 1: nor a class defined above; fix: define the parent class first"
-                ));
+                )));
             }
         }
         if let Some(leaf) = &self.qdisc {
             if leaf.is_classful() {
-                return Err(format!(
+                return Err(at("qdisc")(format!(
                     "leaf qdisc \"{}\" is classful; fix: use a classless leaf (sfq, fq_codel, pfifo...) or write tc lines",
                     leaf.kind()
-                ));
+                )));
             }
-            leaf.check()?;
+            leaf.check().map_err(|(_, m)| ("qdisc".to_string(), m))?;
         }
         Ok(())
     }
@@ -409,6 +413,11 @@ fn check_kind(kind: &str) -> Result<(), String> {
             KINDS.join(", ")
         ))
     }
+}
+
+/// Attaches the field name to a check message.
+fn at(field: &'static str) -> impl Fn(String) -> (String, String) {
+    move |m| (field.to_string(), m)
 }
 
 /// A tc minor number: hexadecimal, 0..=ffff.
@@ -578,24 +587,33 @@ qdisc = { kind = "sfq", perturb = 10 }
     #[test]
     fn htb_tree_checks_ids_parents_and_leaves() {
         let bad_parent = spec("qdisc = { kind = \"htb\", class = [{ classid = \"1:10\", parent = \"1:1\", rate = \"1mbit\" }] }").unwrap();
-        assert!(bad_parent
-            .check()
-            .unwrap_err()
-            .contains("class[0]: parent \"1:1\""));
+        let (field, message) = bad_parent.check().unwrap_err();
+        assert_eq!(field, "class[0].parent");
+        assert!(message.starts_with("parent \"1:1\" is neither"));
+        let err = |text: &str| spec(text).unwrap().check().unwrap_err();
         let bad_id =
-            spec("qdisc = { kind = \"htb\", class = [{ classid = \"2:10\", rate = \"1mbit\" }] }")
-                .unwrap();
-        assert!(bad_id.check().unwrap_err().contains("not under the root"));
+            err("qdisc = { kind = \"htb\", class = [{ classid = \"2:10\", rate = \"1mbit\" }] }");
+        assert_eq!(bad_id.0, "class[0].classid");
+        assert!(bad_id.1.contains("not under the root"));
         let bad_minor =
-            spec("qdisc = { kind = \"htb\", class = [{ classid = \"1:xyz\", rate = \"1mbit\" }] }")
-                .unwrap();
-        assert!(bad_minor.check().unwrap_err().contains("hexadecimal"));
-        let twice = spec("qdisc = { kind = \"htb\", class = [{ classid = \"1:1\", rate = \"1mbit\" }, { classid = \"1:1\", rate = \"1mbit\" }] }").unwrap();
-        assert!(twice.check().unwrap_err().contains("defined twice"));
-        let classful_leaf = spec("qdisc = { kind = \"htb\", class = [{ classid = \"1:1\", rate = \"1mbit\", qdisc = \"qfq\" }] }").unwrap();
-        assert!(classful_leaf.check().unwrap_err().contains("classful"));
-        let bad_default = spec("qdisc = { kind = \"htb\", default = \"zz\" }").unwrap();
-        assert!(bad_default.check().unwrap_err().starts_with("default:"));
+            err("qdisc = { kind = \"htb\", class = [{ classid = \"1:xyz\", rate = \"1mbit\" }] }");
+        assert!(bad_minor.1.contains("hexadecimal"));
+        let zero =
+            err("qdisc = { kind = \"htb\", class = [{ classid = \"1:0\", rate = \"1mbit\" }] }");
+        assert!(zero.1.contains("minor 0 is the qdisc itself"));
+        let twice = err("qdisc = { kind = \"htb\", class = [{ classid = \"1:1\", rate = \"1mbit\" }, { classid = \"1:1\", rate = \"1mbit\" }] }");
+        assert_eq!(
+            twice,
+            (
+                "class[1].classid".to_string(),
+                "classid \"1:1\" is defined twice; fix: give each class its own id".to_string()
+            )
+        );
+        let classful_leaf = err("qdisc = { kind = \"htb\", class = [{ classid = \"1:1\", rate = \"1mbit\", qdisc = \"qfq\" }] }");
+        assert_eq!(classful_leaf.0, "class[0].qdisc");
+        assert!(classful_leaf.1.contains("classful"));
+        let bad_default = err("qdisc = { kind = \"htb\", default = \"zz\" }");
+        assert_eq!(bad_default.0, "default");
     }
 
     #[test]

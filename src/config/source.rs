@@ -3,10 +3,8 @@
 //! parse with `toml::Spanned`, and the conversion of a byte offset into a
 //! 1-based line and column. Errors use it to point at the offending value.
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use std::fmt;
 use std::ops::Range;
-use toml::Spanned;
+use toml_edit::{ImDocument, Item, TableLike, Value};
 
 /// A 1-based line and column in a text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,7 +28,15 @@ impl Position {
 /// Spans of every key's value in a TOML document, by dotted path.
 #[derive(Debug, Default)]
 pub struct SpanIndex {
-    entries: Vec<(String, Range<usize>)>,
+    entries: Vec<Entry>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    path: String,
+    span: Range<usize>,
+    /// False for `[table]` headers and implicit tables: their text is no value.
+    is_value: bool,
 }
 
 impl SpanIndex {
@@ -38,104 +44,99 @@ impl SpanIndex {
     /// parse error itself is reported by the typed pass).
     pub fn build(text: &str) -> SpanIndex {
         let mut index = SpanIndex::default();
-        if let Ok(root) = toml::from_str::<Node>(text) {
-            index.walk("", &root);
+        if let Ok(doc) = ImDocument::parse(text) {
+            index.table("", doc.as_table());
         }
         index
     }
 
-    fn walk(&mut self, prefix: &str, node: &Node) {
-        match node {
-            Node::Table(items) => {
-                for (key, value) in items {
-                    let path = if prefix.is_empty() {
-                        key.clone()
-                    } else {
-                        format!("{prefix}.{key}")
-                    };
-                    self.entries.push((path.clone(), value.span()));
-                    self.walk(&path, value.get_ref());
-                }
+    fn push(&mut self, path: &str, span: Range<usize>, is_value: bool) {
+        self.entries.push(Entry {
+            path: path.to_string(),
+            span,
+            is_value,
+        });
+    }
+
+    fn table(&mut self, prefix: &str, table: &dyn TableLike) {
+        for (key, item) in table.iter() {
+            let path = if prefix.is_empty() {
+                key.to_string()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            // Implicit tables (`[a.b]` without `[a]`) have no span of their own.
+            let is_value = item.is_value();
+            let span = item
+                .span()
+                .or_else(|| table.key(key).and_then(|k| k.span()));
+            if let Some(span) = span {
+                self.push(&path, span, is_value);
             }
-            Node::Array(items) => {
-                for (i, value) in items.iter().enumerate() {
-                    let path = format!("{prefix}[{i}]");
-                    self.entries.push((path.clone(), value.span()));
-                    self.walk(&path, value.get_ref());
-                }
-            }
-            Node::Leaf => {}
+            self.item(&path, item);
         }
     }
 
-    /// The span of the value at `path`, if the text has it.
-    pub fn span_of(&self, path: &str) -> Option<Range<usize>> {
+    fn item(&mut self, path: &str, item: &Item) {
+        match item {
+            Item::Table(t) => self.table(path, t),
+            Item::ArrayOfTables(tables) => {
+                for (i, t) in tables.iter().enumerate() {
+                    let element = format!("{path}[{i}]");
+                    if let Some(span) = t.span() {
+                        self.push(&element, span, false);
+                    }
+                    self.table(&element, t);
+                }
+            }
+            Item::Value(v) => self.value(path, v),
+            Item::None => {}
+        }
+    }
+
+    fn value(&mut self, path: &str, value: &Value) {
+        match value {
+            Value::InlineTable(t) => self.table(path, t),
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    let element = format!("{path}[{i}]");
+                    if let Some(span) = v.span() {
+                        self.push(&element, span, true);
+                    }
+                    self.value(&element, v);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The span of the value at `path` (of the header for a `[table]`),
+    /// and whether that text is a value.
+    pub fn span_of(&self, path: &str) -> Option<(Range<usize>, bool)> {
         self.entries
             .iter()
-            .find(|(p, _)| p == path)
-            .map(|(_, s)| s.clone())
+            .find(|e| e.path == path)
+            .map(|e| (e.span.clone(), e.is_value))
+    }
+
+    /// The path of key `key` written at byte `offset`: the first indexed
+    /// entry with that last segment whose value starts at or after it.
+    pub fn key_path_at(&self, key: &str, offset: usize) -> Option<&str> {
+        let dotted = format!(".{key}");
+        self.entries
+            .iter()
+            .filter(|e| e.span.start >= offset && (e.path == key || e.path.ends_with(&dotted)))
+            .min_by_key(|e| e.span.start)
+            .map(|e| e.path.as_str())
     }
 
     /// The innermost path whose value contains byte `offset`.
     pub fn path_at(&self, offset: usize) -> Option<&str> {
         self.entries
             .iter()
-            .filter(|(_, s)| s.start <= offset && offset < s.end.max(s.start + 1))
-            .min_by_key(|(_, s)| s.end - s.start)
-            .map(|(p, _)| p.as_str())
-    }
-}
-
-/// A TOML value reduced to its shape, with spans on every child.
-enum Node {
-    Table(Vec<(String, Spanned<Node>)>),
-    Array(Vec<Spanned<Node>>),
-    Leaf,
-}
-
-impl<'de> Deserialize<'de> for Node {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(NodeVisitor)
-    }
-}
-
-struct NodeVisitor;
-
-impl<'de> Visitor<'de> for NodeVisitor {
-    type Value = Node;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any TOML value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Node, E> {
-        Ok(Node::Leaf)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Node, E> {
-        Ok(Node::Leaf)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Node, E> {
-        Ok(Node::Leaf)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Node, E> {
-        Ok(Node::Leaf)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Node, E> {
-        Ok(Node::Leaf)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element::<Spanned<Node>>()? {
-            items.push(item);
-        }
-        Ok(Node::Array(items))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
-        let mut items = Vec::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let value = map.next_value::<Spanned<Node>>()?;
-            items.push((key, value));
-        }
-        Ok(Node::Table(items))
+            .filter(|e| e.span.start <= offset && offset < e.span.end.max(e.span.start + 1))
+            .min_by_key(|e| e.span.end - e.span.start)
+            .map(|e| e.path.as_str())
     }
 }
 
@@ -148,17 +149,26 @@ mod tests {
     #[test]
     fn paths_map_to_value_spans() {
         let index = SpanIndex::build(TEXT);
-        let span = index.span_of("link.rate").unwrap();
+        let (span, is_value) = index.span_of("link.rate").unwrap();
+        assert!(is_value);
         assert_eq!(&TEXT[span.clone()], "\"100mbit\"");
         assert_eq!(
             Position::of_offset(TEXT, span.start),
             Position { line: 3, column: 8 }
         );
-        let tc1 = index.span_of("link.tc[1]").unwrap();
+        let (tc1, _) = index.span_of("link.tc[1]").unwrap();
         assert_eq!(&TEXT[tc1.clone()], "\"tc b\"");
         assert_eq!(index.path_at(tc1.start + 2), Some("link.tc[1]"));
-        let delay = index.span_of("link.left_to_right.delay").unwrap();
+        let (delay, _) = index.span_of("link.left_to_right.delay").unwrap();
+        assert!(!index.span_of("link.left_to_right").unwrap().1);
         assert_eq!(&TEXT[delay], "\"5ms\"");
+        let implicit = SpanIndex::build("[a.b]\nc = [{ d = 1 }]\n[[e]]\nf = 2\n");
+        assert_eq!(implicit.span_of("a.b.c[0].d"), Some((17..18, true)));
+        assert_eq!(implicit.span_of("a"), Some((1..2, false)));
+        assert!(implicit.span_of("e[0].f").is_some());
+        let dotted = SpanIndex::build("x = 1\na.b.c = 2\n");
+        assert_eq!(dotted.key_path_at("c", 10), Some("a.b.c"));
+        assert_eq!(dotted.key_path_at("x", 0), Some("x"));
         assert!(index.span_of("link.nope").is_none());
     }
 

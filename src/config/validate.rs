@@ -252,8 +252,14 @@ fn link_table(prefix: &str, t: &LinkSettings) -> Result<(), ConfigError> {
         }
     }
     if let Some(q) = &t.qdisc {
-        q.check()
-            .map_err(|m| ConfigError::field(p("qdisc"), None, m))?;
+        q.check().map_err(|(field, m)| {
+            let path = if field.is_empty() {
+                p("qdisc")
+            } else {
+                format!("{prefix}.qdisc.{field}")
+            };
+            ConfigError::field(path, None, m)
+        })?;
     }
     for (i, line) in t.tc.iter().enumerate() {
         literal_direction(line).map_err(|m| {
