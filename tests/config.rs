@@ -433,6 +433,32 @@ fn bad_overrides_explain_and_change_nothing() {
 }
 
 #[test]
+fn toml_errors_point_at_the_key_or_value() {
+    let text = "[link.qdisc]\nkind = \"htb\"\n[[link.qdisc.class]]\nclassid = \"1:1\"\nrate = \"1mbit\"\nfoo = 1\n";
+    assert!(
+        parse_err(text).starts_with("test.toml:6:7: link.qdisc.class[0].foo: unknown field `foo`")
+    );
+    assert!(
+        parse_err("[left]\nfoo = 1\n").starts_with("test.toml:2:1: left.foo: unknown field `foo`")
+    );
+    assert!(parse_err("left = 5\n").contains(
+        "left = 5: invalid type: integer `5`, expected a table with namespace, tap, ipv4, ipv6;"
+    ));
+    let dup = parse_err("[link]\nrate = \"100mbit\"\nrate = \"1mbit\"\n");
+    assert!(
+        dup.starts_with("test.toml:3:1: duplicate key `rate` in table `link`"),
+        "{dup}"
+    );
+    let missing = parse_err("[link]\nqdisc = { kind = \"tbf\", rate = \"1mbit\" }\n");
+    assert!(missing.contains("link.qdisc = { kind = \"tbf\", rate = \"1mbit\" }: missing field `burst`; fix: add the key"));
+    assert!(
+        parse_err("[link]\ntc = [\"tc qdisc add dev left root sfq\", 5]\n")
+            .starts_with("test.toml:2:41: link.tc[1] = 5: invalid type")
+    );
+    assert!(parse_err("[link]\ntx_ring = 4294967296\n").contains("expected u32"));
+}
+
+#[test]
 fn nested_direction_tables_and_tap_names_are_rejected() {
     assert!(parse_err("[left]\ntap = \"bbr0\"\n")
         .contains("right.tap = \"bbr0\": both sides use the same TAP name"));

@@ -104,11 +104,18 @@ impl ConfigError {
         if let Some(span) = err.span() {
             position = Some(Position::of_offset(text, span.start));
             if let Some(field) = backticked_after(raw, "unknown field ") {
-                path = index
-                    .key_path_at(field, span.start)
-                    .map_or_else(|| field.to_string(), str::to_string);
-            } else {
-                path = index.path_at(span.start).unwrap_or_default().to_string();
+                let found = index.key_path_at(field, span.start);
+                path = found.map_or_else(|| field.to_string(), str::to_string);
+                // Inside a buffered table (qdisc) toml points at the whole
+                // table; the key's own line is more precise.
+                let whole_table = text.get(span.clone()).is_some_and(|t| t.contains('\n'));
+                if let (true, Some((key_span, _))) =
+                    (whole_table, found.and_then(|p| index.span_of(p)))
+                {
+                    position = Some(Position::of_offset(text, key_span.start));
+                }
+            } else if let Some(found) = index.path_at(span.start) {
+                path = found.to_string();
                 value = text.get(span).map(excerpt).filter(|v| !v.is_empty());
             }
         }

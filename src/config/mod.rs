@@ -136,7 +136,10 @@ pub struct Endpoint {
 
 /// An `[left]`/`[right]` table as written: missing keys take the side's default.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table with namespace, tap, ipv4, ipv6"
+)]
 struct EndpointPatch {
     namespace: Option<String>,
     tap: Option<String>,
@@ -187,7 +190,11 @@ impl Endpoint {
 
 /// Settings of both TAP interfaces.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(
+    default,
+    deny_unknown_fields,
+    expecting = "a table with mtu, txqueuelen"
+)]
 pub struct TapSettings {
     /// MTU of the TAPs and of the emulated devices, 68..=9000.
     pub mtu: u32,
@@ -208,7 +215,10 @@ impl Default for TapSettings {
 /// direction overrides; unset values fall back to the shared table, then to
 /// `LinkSettings::builtin()`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table of link settings (rate, delay, ...)"
+)]
 pub struct LinkSettings {
     /// Line rate (tc units), "0" or "unlimited" for none; ≤ 100gbit.
     pub rate: Option<LinkRate>,
@@ -281,7 +291,11 @@ impl LinkSettings {
 
 /// Settings of the running daemon.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(
+    default,
+    deny_unknown_fields,
+    expecting = "a table with control_socket, snapshot_hz, spin_us, pool_size"
+)]
 pub struct DaemonSettings {
     /// Control socket; unset = /run/bloatbox/<left namespace>.sock.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -42,7 +42,12 @@ pub enum QdiscSpec {
 /// The structured qdisc form. Times and rates use tc units; a bare time is
 /// µs as in tc, so write units.
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    deny_unknown_fields,
+    expecting = "a qdisc table with a kind"
+)]
 pub enum QdiscTable {
     PfifoFast,
     Pfifo {
@@ -101,7 +106,10 @@ pub enum QdiscTable {
 
 /// One HTB class under the root `1:` (`[[link.qdisc.class]]`).
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an HTB class table (classid, rate, ...)"
+)]
 pub struct HtbClass {
     /// `1:10` (minor in hex, as tc).
     pub classid: String,
