@@ -459,10 +459,17 @@ impl Config {
         }
     }
 
-    /// The ethtool lines that name `dir`'s device, with their paths, in the
-    /// order they apply: `[link]` first, then the direction table.
-    pub(crate) fn ethtool_lines(&self, dir: Direction) -> Vec<Sourced<&str>> {
-        let mut lines = Vec::new();
+    /// Lines of one list (`tc` or `ethtool`) that belong to `dir`, with
+    /// their paths, in the order they apply: `[link]` first, then the
+    /// direction table. `names` tells which direction a line names; lines it
+    /// cannot tell are attributed to every direction so validation reports them.
+    fn directed_lines(
+        &self,
+        dir: Direction,
+        list: &str,
+        get: fn(&LinkSettings) -> &[String],
+        names: fn(&str) -> Option<Direction>,
+    ) -> Vec<Sourced<&str>> {
         let tables = [
             ("link".to_string(), Some(&self.link)),
             (
@@ -470,25 +477,29 @@ impl Config {
                 self.link.direction(dir),
             ),
         ];
+        let mut lines = Vec::new();
         for (prefix, table) in tables {
-            for (i, line) in table
-                .map(|t| t.ethtool.as_slice())
-                .unwrap_or_default()
-                .iter()
-                .enumerate()
-            {
-                let names_dir = parse_ethtool(line).map(|c| c.direction == dir);
-                // Lines that do not parse are attributed to every direction so
-                // that validation reports them.
-                if names_dir.unwrap_or(true) {
+            let Some(table) = table else { continue };
+            for (i, line) in get(table).iter().enumerate() {
+                if names(line).is_none_or(|d| d == dir) {
                     lines.push(Sourced {
                         value: line.as_str(),
-                        path: format!("{prefix}.ethtool[{i}]"),
+                        path: format!("{prefix}.{list}[{i}]"),
                     });
                 }
             }
         }
         lines
+    }
+
+    /// The ethtool lines of `dir`'s device.
+    pub(crate) fn ethtool_lines(&self, dir: Direction) -> Vec<Sourced<&str>> {
+        self.directed_lines(
+            dir,
+            "ethtool",
+            |t| &t.ethtool,
+            |l| parse_ethtool(l).ok().map(|c| c.direction),
+        )
     }
 
     /// `base_link_params` with the ethtool lines applied.
@@ -528,35 +539,9 @@ impl Config {
             .collect()
     }
 
-    /// The literal tc lines that name `dir`'s device, with their paths.
+    /// The literal tc lines of `dir`'s device.
     pub(crate) fn literal_tc_lines(&self, dir: Direction) -> Vec<Sourced<&str>> {
-        let mut lines = Vec::new();
-        let tables = [
-            ("link".to_string(), Some(&self.link)),
-            (
-                format!("link.{}", dir.table_key()),
-                self.link.direction(dir),
-            ),
-        ];
-        for (prefix, table) in tables {
-            for (i, line) in table
-                .map(|t| t.tc.as_slice())
-                .unwrap_or_default()
-                .iter()
-                .enumerate()
-            {
-                if qdisc::literal_direction(line)
-                    .map(|d| d == dir)
-                    .unwrap_or(true)
-                {
-                    lines.push(Sourced {
-                        value: line.as_str(),
-                        path: format!("{prefix}.tc[{i}]"),
-                    });
-                }
-            }
-        }
-        lines
+        self.directed_lines(dir, "tc", |t| &t.tc, |l| qdisc::literal_direction(l).ok())
     }
 
     /// tc lines of `dir` with the path each comes from.
