@@ -238,7 +238,12 @@ fn trim_exp(s: &str) -> String {
     match s.split_once('e') {
         Some((m, e)) => {
             let exp: i32 = e.parse().unwrap_or(0);
-            format!("{}e{}{:02}", trim_zeros(m), if exp < 0 { '-' } else { '+' }, exp.abs())
+            format!(
+                "{}e{}{:02}",
+                trim_zeros(m),
+                if exp < 0 { '-' } else { '+' },
+                exp.abs()
+            )
         }
         None => s.to_string(),
     }
@@ -289,17 +294,14 @@ impl PschedRate {
     pub fn new(rate_bytes_ps: u64) -> Self {
         let mut mult: u32 = 0;
         let mut shift: u8 = 0;
-        if rate_bytes_ps > 0 {
-            let mut factor: u64 = 1_000_000_000;
-            loop {
-                let m = factor / rate_bytes_ps;
-                mult = m.min(u32::MAX as u64) as u32;
-                if mult & (1 << 31) != 0 || factor & (1 << 63) != 0 {
-                    break;
-                }
-                factor <<= 1;
-                shift += 1;
+        let mut factor: u64 = 1_000_000_000;
+        while let Some(m) = factor.checked_div(rate_bytes_ps) {
+            mult = m.min(u32::MAX as u64) as u32;
+            if mult & (1 << 31) != 0 || factor & (1 << 63) != 0 {
+                break;
             }
+            factor <<= 1;
+            shift += 1;
         }
         PschedRate {
             rate_bytes_ps,
@@ -320,7 +322,9 @@ impl PschedRate {
 
     /// `psched_l2t_ns`: nanoseconds to send `len` bytes.
     pub fn l2t_ns(&self, len: u64) -> u64 {
-        let mut len = (len as i64 + self.overhead as i64).max(self.mpu as i64).max(0) as u64;
+        let mut len = (len as i64 + self.overhead as i64)
+            .max(self.mpu as i64)
+            .max(0) as u64;
         if self.linklayer == LinkLayer::Atm {
             len = len.div_ceil(48) * 53;
         }
