@@ -159,7 +159,7 @@ fn seed_configs_mean_what_they_say() {
         htb.tc_lines(R)[2],
         "tc qdisc add dev right parent 1:10 handle 10: sfq perturb 10"
     );
-    assert_eq!(seed("qfq-100mbit.toml").tc_lines(R).len(), 6);
+    assert_eq!(seed("qfq-100mbit.toml").tc_lines(R).len(), 10);
 
     for (file, usecs) in [("rx-usecs-20.toml", 20), ("rx-usecs-1.toml", 1)] {
         let c = seed(file);
