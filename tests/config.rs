@@ -508,3 +508,21 @@ proptest! {
         prop_assert!(p.tx_usecs > 0 || p.tx_frames > 0);
     }
 }
+
+/// The seed's filter lines are ones the filter parser accepts (the tc front
+/// end will run them; QFQ drops what no filter classifies).
+#[test]
+fn qfq_seed_filters_parse() {
+    use bloatbox::packet::filter::Filter;
+    let check = |line: &str| -> Result<(), String> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["tc", "filter", "add", "dev", _, rest @ ..] => {
+                Filter::parse(rest).map(|_| ()).map_err(|e| e.0)
+            }
+            _ => Ok(()),
+        }
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/qfq-100mbit.toml");
+    Config::load_with(&path, Some(&check)).unwrap_or_else(|e| panic!("{e}"));
+}
