@@ -11,7 +11,7 @@ fn scenario(qdisc: &str) -> Scenario {
         r#"
 seed = 1
 duration = "500ms"
-[left_to_right]
+[link.left_to_right]
 rate = "1gbit"
 delay = "1ms"
 tc = ["tc qdisc add dev left root {qdisc}"]

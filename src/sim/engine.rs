@@ -9,7 +9,7 @@
 use super::frame::{self, Endpoints, Proto, L4};
 use super::qdiscs::build_qdisc;
 use super::report::{DirReport, FlowReport, SimReport};
-use super::scenario::Scenario;
+use super::scenario::{Direction, Scenario};
 use super::sources::{build_flows, latency_histogram, seg_bytes, Flow, Source};
 use super::trace::{Dir, EventKind, Trace, TraceEvent};
 use super::SimError;
@@ -153,13 +153,14 @@ impl Sim {
     /// Builds the paths, qdiscs and flows of a scenario.
     pub fn new(sc: &Scenario, trace: Trace) -> Result<Sim, SimError> {
         let mut rng = SmallRng::seed_from_u64(sc.seed);
-        let mut make_path = |name: &'static str, spec: &super::scenario::DirectionSpec| {
-            let params = spec.link_params();
-            let qdisc = build_qdisc(name, &spec.tc, &params, rng.next_u64())?;
+        let cfg = sc.config();
+        let mut make_path = |dir: Direction| {
+            let params = cfg.link_params(dir);
+            let qdisc = build_qdisc(dir.table_key(), &cfg.tc_lines(dir), &params, rng.next_u64())?;
             Ok::<_, SimError>(Path::new(params, qdisc))
         };
-        let l2r = make_path("left_to_right", &sc.left_to_right)?;
-        let r2l = make_path("right_to_left", &sc.right_to_left)?;
+        let l2r = make_path(Direction::LeftToRight)?;
+        let r2l = make_path(Direction::RightToLeft)?;
         let flows = build_flows(sc, &mut rng)?;
         let dir_state = || DirState {
             owd: latency_histogram(),

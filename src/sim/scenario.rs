@@ -1,13 +1,17 @@
-//! The scenario file of `bloatbox sim`: seed, duration, the link and qdisc of
-//! each direction, and the traffic (TCP bulk flows, constant-rate and on/off
-//! UDP, ping-like probes, explicit packets). TOML read with serde,
-//! `deny_unknown_fields` everywhere; units are tc's ("100mbit", "5ms", bare
-//! time = µs). Parse errors carry line and column; checks that need several
-//! fields name the entry (`tcp[1].mss`) and its line.
+//! The scenario file of `bloatbox sim`: seed, duration, the link exactly as
+//! the daemon's configuration writes it (`[tap]` and `[link]` with its
+//! `left_to_right` / `right_to_left` overrides, `tc` and `ethtool` lines and
+//! the structured `qdisc` forms, resolved by `crate::config`), and the
+//! traffic (TCP bulk flows, constant-rate and on/off UDP, ping-like probes,
+//! explicit packets). TOML read with serde, `deny_unknown_fields`
+//! everywhere; units are tc's ("100mbit", "5ms", bare time = µs). Parse
+//! errors carry line and column; checks that need several fields name the
+//! entry (`tcp[1].mss`) and its line.
 
 use super::frame::{Endpoints, Proto};
 use super::SimError;
-use crate::link::LinkParams;
+pub use crate::config::Direction;
+use crate::config::{Config, LinkSettings, TapSettings};
 use crate::units;
 use serde::{Deserialize, Deserializer};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -21,19 +25,6 @@ impl<'de> Deserialize<'de> for SimTime {
         let s = String::deserialize(d)?;
         units::parse_time_ns(&s)
             .map(SimTime)
-            .map_err(serde::de::Error::custom)
-    }
-}
-
-/// A rate in bytes/s; written as a tc rate string ("100mbit").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Rate(pub u64);
-
-impl<'de> Deserialize<'de> for Rate {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        units::parse_rate(&s)
-            .map(Rate)
             .map_err(serde::de::Error::custom)
     }
 }
@@ -59,23 +50,16 @@ impl<'de> Deserialize<'de> for Size {
     }
 }
 
-/// Which way a flow's data (or a probe's requests) go.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    #[default]
-    LeftToRight,
-    RightToLeft,
+/// Index of the path a direction's frames use: 0 left→right, 1 right→left.
+pub fn path_index(dir: Direction) -> usize {
+    match dir {
+        Direction::LeftToRight => 0,
+        Direction::RightToLeft => 1,
+    }
 }
 
-impl Direction {
-    /// Index of the path the data uses: 0 left→right, 1 right→left.
-    pub fn index(self) -> usize {
-        match self {
-            Direction::LeftToRight => 0,
-            Direction::RightToLeft => 1,
-        }
-    }
+fn left_to_right() -> Direction {
+    Direction::LeftToRight
 }
 
 /// The whole scenario.
@@ -86,10 +70,14 @@ pub struct Scenario {
     pub seed: u64,
     /// Simulated time to run.
     pub duration: SimTime,
+    /// MTU of both devices, as in the configuration.
     #[serde(default)]
-    pub left_to_right: DirectionSpec,
+    pub tap: TapSettings,
+    /// The link of both directions, as in the configuration (unset values
+    /// take the configuration's built-in defaults: 100 Mbit/s, 5 ms,
+    /// pfifo_fast).
     #[serde(default)]
-    pub right_to_left: DirectionSpec,
+    pub link: LinkSettings,
     #[serde(default)]
     pub tcp: Vec<toml::Spanned<TcpSpec>>,
     #[serde(default)]
@@ -101,69 +89,6 @@ pub struct Scenario {
     /// Source text, for line numbers in later checks.
     #[serde(skip)]
     source: String,
-}
-
-/// The link and qdisc of one direction. Defaults are `LinkParams::default()`
-/// and the device's default root qdisc (pfifo_fast).
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DirectionSpec {
-    pub rate: Rate,
-    pub delay: SimTime,
-    pub overhead: u32,
-    pub tx_ring: u32,
-    pub bql: bool,
-    pub tx_usecs: SimTime,
-    pub tx_frames: u32,
-    pub rx_usecs: SimTime,
-    pub rx_frames: u32,
-    pub bulk_dequeue: bool,
-    pub mtu: u32,
-    pub txqueuelen: u32,
-    /// tc commands building the qdisc tree of this direction's device, e.g.
-    /// `["tc qdisc add dev left root fq_codel"]`. Empty: pfifo_fast.
-    pub tc: Vec<String>,
-}
-
-impl Default for DirectionSpec {
-    fn default() -> Self {
-        let p = LinkParams::default();
-        DirectionSpec {
-            rate: Rate(p.rate_bytes_ps),
-            delay: SimTime(p.delay_ns),
-            overhead: p.overhead,
-            tx_ring: p.tx_ring,
-            bql: p.bql,
-            tx_usecs: SimTime(p.tx_usecs as u64 * 1000),
-            tx_frames: p.tx_frames,
-            rx_usecs: SimTime(p.rx_usecs as u64 * 1000),
-            rx_frames: p.rx_frames,
-            bulk_dequeue: p.bulk_dequeue,
-            mtu: p.mtu,
-            txqueuelen: p.txqueuelen,
-            tc: Vec::new(),
-        }
-    }
-}
-
-impl DirectionSpec {
-    /// The core's link parameters.
-    pub fn link_params(&self) -> LinkParams {
-        LinkParams {
-            rate_bytes_ps: self.rate.0,
-            overhead: self.overhead,
-            delay_ns: self.delay.0,
-            tx_ring: self.tx_ring,
-            bql: self.bql,
-            tx_usecs: (self.tx_usecs.0 / 1000).min(u32::MAX as u64) as u32,
-            tx_frames: self.tx_frames,
-            rx_usecs: (self.rx_usecs.0 / 1000).min(u32::MAX as u64) as u32,
-            rx_frames: self.rx_frames,
-            bulk_dequeue: self.bulk_dequeue,
-            mtu: self.mtu,
-            txqueuelen: self.txqueuelen,
-        }
-    }
 }
 
 /// Congestion control of a TCP flow.
@@ -205,7 +130,7 @@ pub struct TcpSpec {
     pub name: Option<String>,
     #[serde(default)]
     pub cc: CcAlgo,
-    #[serde(default)]
+    #[serde(default = "left_to_right")]
     pub direction: Direction,
     #[serde(default)]
     pub start: SimTime,
@@ -249,15 +174,15 @@ pub struct TcpSpec {
 pub struct UdpSpec {
     #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
+    #[serde(default = "left_to_right")]
     pub direction: Direction,
     #[serde(default)]
     pub start: SimTime,
     pub stop: Option<SimTime>,
     #[serde(default = "one")]
     pub count: u32,
-    /// Rate while on (frame bytes per second).
-    pub rate: Rate,
+    /// Rate while on, bytes/s of frames (tc rate string).
+    pub rate: crate::config::TcRate,
     /// Frame size (bytes, Ethernet header included).
     #[serde(default = "default_frame")]
     pub size: u32,
@@ -284,7 +209,7 @@ pub struct UdpSpec {
 pub struct PingSpec {
     #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
+    #[serde(default = "left_to_right")]
     pub direction: Direction,
     #[serde(default)]
     pub start: SimTime,
@@ -309,7 +234,7 @@ pub struct PingSpec {
 pub struct PacketSpec {
     #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
+    #[serde(default = "left_to_right")]
     pub direction: Direction,
     pub time: SimTime,
     #[serde(default = "default_proto")]
@@ -400,29 +325,21 @@ impl Scenario {
                 "must be greater than 0 (e.g. duration = \"10s\")".into(),
             ));
         }
-        for (name, d) in [
-            ("left_to_right", &self.left_to_right),
-            ("right_to_left", &self.right_to_left),
-        ] {
-            if !(68..=65_535 - 14).contains(&d.mtu) {
-                return Err(bad(
-                    &format!("{name}.mtu"),
-                    format!("{} is out of range: allowed 68..=65521", d.mtu),
-                ));
-            }
-            if d.tx_ring == 0 {
-                return Err(bad(
-                    &format!("{name}.tx_ring"),
-                    "must be at least 1 descriptor".into(),
-                ));
-            }
+        if let Err(e) = self.config().validate() {
+            // The configuration's checks name the field path; point at the
+            // [link] table it lives in.
+            let line = self.source.find("[link").map(|at| self.line_of(at));
+            return Err(SimError::Scenario(match line {
+                Some(line) => format!("line {line} ([link]): {e}"),
+                None => e.to_string(),
+            }));
         }
         let mut flows: u64 = 0;
         for (i, t) in self.tcp.iter().enumerate() {
             let what = |f: &str| format!("tcp[{i}].{f}");
             let spec = t.get_ref();
             flows += spec.count as u64;
-            let mtu = self.direction_spec(spec.direction).mtu;
+            let mtu = self.tap.mtu;
             let ep = self.endpoints(&spec.addr(), spec.direction, Proto::Tcp, 0)?;
             let max_mss = (mtu as usize + 14).saturating_sub(ep.min_frame(Proto::Tcp));
             let mss = spec.mss.unwrap_or(max_mss as u32);
@@ -457,9 +374,8 @@ impl Scenario {
                 spec.size,
                 &ep,
                 Proto::Udp,
-                spec.direction,
             )?;
-            if spec.rate.0 == 0 {
+            if spec.rate.value() == 0 {
                 return Err(self.err_at(u.span(), format!("udp[{i}].rate"), "must be > 0".into()));
             }
             if spec.on.is_some() != spec.off.is_some() {
@@ -483,7 +399,6 @@ impl Scenario {
                 spec.size,
                 &ep,
                 Proto::Udp,
-                spec.direction,
             )?;
             if spec.interval.0 == 0 {
                 return Err(self.err_at(
@@ -503,7 +418,6 @@ impl Scenario {
                 spec.size,
                 &ep,
                 spec.proto,
-                spec.direction,
             )?;
             if spec.count > 1 && spec.interval.0 == 0 {
                 return Err(self.err_at(
@@ -529,10 +443,9 @@ impl Scenario {
         size: u32,
         ep: &Endpoints,
         proto: Proto,
-        dir: Direction,
     ) -> Result<(), SimError> {
         let min = ep.min_frame(proto);
-        let max = self.direction_spec(dir).mtu as usize + 14;
+        let max = self.tap.mtu as usize + 14;
         if (size as usize) < min || size as usize > max {
             return Err(self.err_at(
                 span,
@@ -543,11 +456,13 @@ impl Scenario {
         Ok(())
     }
 
-    /// The link and qdisc spec of the path with index `dir` (0: l2r).
-    pub fn direction_spec(&self, dir: Direction) -> &DirectionSpec {
-        match dir {
-            Direction::LeftToRight => &self.left_to_right,
-            Direction::RightToLeft => &self.right_to_left,
+    /// The daemon configuration this scenario's link corresponds to
+    /// (endpoints and daemon settings at their defaults).
+    pub fn config(&self) -> Config {
+        Config {
+            tap: self.tap.clone(),
+            link: self.link.clone(),
+            ..Config::default()
         }
     }
 
@@ -603,7 +518,7 @@ mod tests {
 seed = 7
 duration = "2s"
 
-[left_to_right]
+[link.left_to_right]
 rate = "10mbit"
 delay = "5ms"
 tc = ["tc qdisc add dev left root pfifo limit 100"]
@@ -621,14 +536,24 @@ interval = "10ms"
         let s = Scenario::from_toml(BASIC).unwrap();
         assert_eq!(s.seed, 7);
         assert_eq!(s.duration.0, 2_000_000_000);
-        assert_eq!(s.left_to_right.rate.0, 1_250_000);
-        assert_eq!(s.left_to_right.delay.0, 5_000_000);
-        assert_eq!(s.right_to_left.rate.0, LinkParams::default().rate_bytes_ps);
+        let cfg = s.config();
+        let l2r = cfg.link_params(Direction::LeftToRight);
+        assert_eq!(l2r.rate_bytes_ps, 1_250_000);
+        assert_eq!(l2r.delay_ns, 5_000_000);
+        assert_eq!(l2r.mtu, 1500);
+        // Unset values take the configuration's built-in defaults.
+        assert_eq!(
+            cfg.link_params(Direction::RightToLeft).rate_bytes_ps,
+            12_500_000
+        );
+        assert_eq!(
+            cfg.tc_lines(Direction::LeftToRight),
+            vec!["tc qdisc add dev left root pfifo limit 100".to_string()]
+        );
         assert_eq!(s.tcp[0].get_ref().cc, CcAlgo::Reno);
         assert_eq!(s.tcp[0].get_ref().count, 2);
         assert_eq!(s.ping[0].get_ref().interval.0, 10_000_000);
         assert_eq!(s.ping[0].get_ref().size, 98);
-        assert_eq!(s.left_to_right.link_params().delay_ns, 5_000_000);
     }
 
     #[test]
@@ -644,6 +569,19 @@ interval = "10ms"
         let text = BASIC.replace("\"10mbit\"", "\"10 furlongs\"");
         let e = Scenario::from_toml(&text).unwrap_err().to_string();
         assert!(e.contains("10 furlongs") && e.contains("line 6"), "{e}");
+    }
+
+    #[test]
+    fn link_errors_come_from_the_configuration_checks() {
+        let text = BASIC.replace("delay = \"5ms\"", "delay = \"5ms\"\ntx_ring = 0");
+        let e = Scenario::from_toml(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("link.left_to_right.tx_ring") && e.contains("line 5"),
+            "{e}"
+        );
+        let text = BASIC.replace("dev left", "dev middle");
+        let e = Scenario::from_toml(&text).unwrap_err().to_string();
+        assert!(e.contains("middle"), "{e}");
     }
 
     #[test]

@@ -190,7 +190,7 @@ pub fn build_flows(sc: &Scenario, rng: &mut SmallRng) -> Result<Vec<Flow>, SimEr
                 source: Source| {
         flows.push(Flow {
             name,
-            dir: dir.index(),
+            dir: super::scenario::path_index(dir),
             ep,
             tos,
             start,
@@ -202,8 +202,7 @@ pub fn build_flows(sc: &Scenario, rng: &mut SmallRng) -> Result<Vec<Flow>, SimEr
     for (i, spec) in sc.tcp.iter().map(|s| s.get_ref()).enumerate() {
         for copy in 0..spec.count {
             let ep = sc.endpoints(&spec.addr(), spec.direction, Proto::Tcp, flows.len() as u32)?;
-            let max_mss =
-                sc.direction_spec(spec.direction).mtu + 14 - ep.min_frame(Proto::Tcp) as u32;
+            let max_mss = sc.tap.mtu + 14 - ep.min_frame(Proto::Tcp) as u32;
             let mss = spec.mss.unwrap_or(max_mss);
             let total = spec.bytes.map(|b| b.0);
             let limit = total.map(|t| t.div_ceil(mss as u64));
@@ -247,7 +246,7 @@ pub fn build_flows(sc: &Scenario, rng: &mut SmallRng) -> Result<Vec<Flow>, SimEr
         for copy in 0..spec.count {
             let ep = sc.endpoints(&spec.addr(), spec.direction, Proto::Udp, flows.len() as u32)?;
             let src = UdpSource {
-                gap_ns: spec.size as f64 * NS_PER_SEC as f64 / spec.rate.0 as f64,
+                gap_ns: spec.size as f64 * NS_PER_SEC as f64 / spec.rate.value() as f64,
                 size: spec.size,
                 on_off: spec.on.zip(spec.off).map(|(a, b)| (a.0, b.0)),
                 poisson: spec.poisson,
