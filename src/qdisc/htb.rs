@@ -837,42 +837,39 @@ impl Htb {
         let mut cur = start;
         let (slot, pkt) = loop {
             let slot = cur?;
-            if self.leaf_qlen(slot) == 0 {
-                self.deactivate(slot);
-                if self.row_mask[level] & (1 << prio) == 0 {
-                    return None;
+            if self.leaf_qlen(slot) > 0 {
+                if let Some((Some(pkt), _)) = self.leaf_op(slot, drops, |q, d| q.dequeue(now, d)) {
+                    break (slot, pkt);
                 }
-                let next = self.lookup_leaf(level, prio);
-                if cur == start {
-                    start = next;
-                }
-                cur = next;
-                continue;
-            }
-            let pkt = self.leaf_op(slot, drops, |q, d| q.dequeue(now, d));
-            if let Some((Some(pkt), _)) = pkt {
-                break (slot, pkt);
-            }
-            if self.leaf_qlen(slot) == 0 {
-                // The child dropped its last frames (AQM): the kernel's
-                // qlen_notify deactivates, which also moves the pointer.
-                self.deactivate(slot);
-                if self.row_mask[level] & (1 << prio) == 0 {
-                    return None;
-                }
-            } else {
-                if !self.cl(slot).non_work_conserving {
-                    self.cl_mut(slot).non_work_conserving = true;
-                    if !self.non_wc.contains(&slot) {
-                        self.non_wc.push(slot);
+                if self.leaf_qlen(slot) > 0 {
+                    // A shaping child held its frames back: try the next.
+                    if !self.cl(slot).non_work_conserving {
+                        self.cl_mut(slot).non_work_conserving = true;
+                        if !self.non_wc.contains(&slot) {
+                            self.non_wc.push(slot);
+                        }
                     }
+                    self.next_in_drr(slot, level, prio);
+                    cur = self.lookup_leaf(level, prio);
+                    if cur == start {
+                        return None;
+                    }
+                    continue;
                 }
-                self.next_in_drr(slot, level, prio);
+                // Otherwise the child dropped its last frames (AQM at
+                // dequeue); like the kernel's qlen_notify, deactivate.
             }
-            cur = self.lookup_leaf(level, prio);
-            if cur == start {
+            // An empty leaf (drops inside the child, or a graft): deactivate
+            // and skip it.
+            self.deactivate(slot);
+            if self.row_mask[level] & (1 << prio) == 0 {
                 return None;
             }
+            let next = self.lookup_leaf(level, prio);
+            if cur == start {
+                start = next;
+            }
+            cur = next;
         };
         let len = pkt.len as u64;
         let cl = self.cl_mut(slot);
