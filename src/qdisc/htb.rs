@@ -23,6 +23,7 @@ use super::{
     tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, Handle, Qdisc, QdiscCtx, QdiscDump,
     QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
+use crate::packet::filter::{Filter, FilterChain};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::{Instant, NS_PER_SEC};
 use crate::units::{
@@ -291,6 +292,9 @@ struct Class {
     deficit: [i64; MAXDEPTH],
     /// Feeds of borrowing descendants per prio (inner classes only).
     feeds: [ActiveSet; NUMPRIO],
+    /// Filters attached to the class (`tc filter add ... parent <class>`),
+    /// consulted when classification reaches it as an inner class.
+    filters: FilterChain,
     /// The leaf returned nothing while holding frames (a shaping child):
     /// its `next_wakeup` joins ours.
     non_work_conserving: bool,
@@ -429,6 +433,8 @@ pub struct Htb {
     classes: Vec<Option<Class>>,
     free_slots: Vec<usize>,
     ids: HashMap<u32, usize>,
+    /// Filters attached to the qdisc itself.
+    filters: FilterChain,
     rows: [[ActiveSet; NUMPRIO]; MAXDEPTH],
     row_mask: [u8; MAXDEPTH],
     wait_pq: [BTreeSet<(i64, u64, usize)>; MAXDEPTH],
@@ -500,6 +506,7 @@ impl Htb {
             classes: Vec::new(),
             free_slots: Vec::new(),
             ids: HashMap::new(),
+            filters: FilterChain::new(),
             rows: Default::default(),
             row_mask: [0; MAXDEPTH],
             wait_pq: Default::default(),
@@ -920,17 +927,40 @@ impl Htb {
 
     // ----- enqueue (5.6) -----
 
-    /// `htb_classify` without filters: `skb->priority` naming the qdisc
-    /// (direct) or a leaf, else the default class, else direct.
-    fn classify(&self, pkt: &Packet) -> Target {
+    /// `htb_classify`: `skb->priority` naming the qdisc (direct) or a leaf;
+    /// else the filters of the qdisc (or of the inner class `priority`
+    /// names), following flowids of inner classes into their filters; else
+    /// the default class; else the direct queue. A filter's `skbedit
+    /// priority` action rewrites `skb->priority`.
+    fn classify(&self, pkt: &mut Packet) -> Target {
         let priority = pkt.meta.priority;
         if priority == self.ctx.handle {
             return Target::Direct;
         }
+        let mut chain = &self.filters;
         if let Some(slot) = self.find(priority) {
             if self.cl(slot).level == 0 {
                 return Target::Leaf(slot);
             }
+            chain = &self.cl(slot).filters;
+        }
+        for _ in 0..MAXDEPTH {
+            let Some((flowid, skbedit)) = chain.classify(&pkt.meta) else {
+                break;
+            };
+            if let Some(p) = skbedit {
+                pkt.meta.priority = p;
+            }
+            if flowid == self.ctx.handle {
+                return Target::Direct;
+            }
+            let Some(slot) = self.find(flowid) else {
+                break;
+            };
+            if self.cl(slot).level == 0 {
+                return Target::Leaf(slot);
+            }
+            chain = &self.cl(slot).filters;
         }
         let def = tc_h_make(tc_h_major(self.ctx.handle), self.defcls as u16);
         match self.find(def) {
@@ -1108,7 +1138,7 @@ impl Qdisc for Htb {
         self.resync();
         self.clock = self.clock.max(now);
         self.stalled = false;
-        match self.classify(&pkt) {
+        match self.classify(&mut pkt) {
             Target::Direct => {
                 if (self.direct.len() as u64) < self.direct_qlen as u64 {
                     pkt.meta.enqueue_time = now;
@@ -1381,6 +1411,7 @@ impl Classful for Htb {
             leaf: Some(Box::new(Fifo::new(FifoKind::Pfifo, self.leaf_ctx(classid)))),
             deficit: [0; MAXDEPTH],
             feeds: Default::default(),
+            filters: FilterChain::new(),
             non_work_conserving: false,
             bytes: 0,
             packets: 0,
@@ -1530,6 +1561,32 @@ impl Classful for Htb {
 
     fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.warnings)
+    }
+
+    /// Attaches a filter to the qdisc (`parent 1:` or none) or to a class
+    /// (`parent 1:1`, used when classification reaches that inner class).
+    fn add_filter(&mut self, filter: Filter) -> Result<(), TcError> {
+        let major = tc_h_major(self.ctx.handle);
+        match filter.parent {
+            None => self.filters.add(filter),
+            Some(p) if p == TC_H_ROOT || p == self.ctx.handle => self.filters.add(filter),
+            Some(p) => {
+                let p = self.full_id(p);
+                if tc_h_major(p) != major {
+                    return Err(TcError::new(format!(
+                        "Error: filter parent {} is not this htb ({major:x}:).",
+                        fmt_classid(p)
+                    )));
+                }
+                let slot = self.find(p).ok_or_else(|| {
+                    TcError::new(format!(
+                        "Error: filter parent class {} does not exist (add the class first).",
+                        fmt_classid(p)
+                    ))
+                })?;
+                self.cl_mut(slot).filters.add(filter)
+            }
+        }
     }
 }
 
@@ -2276,6 +2333,121 @@ mod tests {
         let held = q.drain_all();
         assert_eq!(held.len() as u64, offered - sent - d.len() as u64);
         assert_eq!(q.backlog(), 0);
+    }
+
+    fn filter(line: &str) -> Filter {
+        Filter::parse(&line.split_whitespace().collect::<Vec<_>>()).unwrap()
+    }
+
+    fn ip_pkt(id: u64, dport: u16) -> Packet {
+        let mut p = pkt(id, 100);
+        p.meta.l3 = crate::packet::L3::Ipv4 { offset: 14 };
+        p.meta.flow.dst_port = dport;
+        p
+    }
+
+    /// Enqueues one frame and reports where it went.
+    fn landed(q: &mut Htb, p: Packet) -> Option<Handle> {
+        let mut d = Drops::new();
+        let direct = q.direct_packets();
+        q.enqueue(p, Instant::ZERO, &mut d);
+        if q.direct_packets() > direct {
+            return None;
+        }
+        let dump = q.dump(Instant::ZERO);
+        let c = dump
+            .classes
+            .iter()
+            .find(|c| c.stats.unwrap().qlen > 0)
+            .unwrap();
+        let id = c.classid;
+        q.reset(&mut d);
+        Some(id)
+    }
+
+    #[test]
+    fn filters_steer_to_leaves_through_inner_classes() {
+        let mut q = htb("default 30");
+        add(&mut q, "1:1", "1:", "rate 10mbit");
+        add(&mut q, "1:10", "1:1", "rate 1mbit");
+        add(&mut q, "1:20", "1:1", "rate 1mbit");
+        add(&mut q, "1:30", "1:", "rate 1mbit");
+        q.add_filter(filter(
+            "parent 1: protocol ip prio 1 u32 match ip dport 5001 0xffff flowid 1:10",
+        ))
+        .unwrap();
+        q.add_filter(filter(
+            "parent 1: protocol ip prio 2 u32 match ip dport 22 0xffff flowid 1:",
+        ))
+        .unwrap();
+        q.add_filter(filter(
+            "parent 1: protocol ip prio 3 u32 match ip dport 80 0xffff flowid 1:1",
+        ))
+        .unwrap();
+        q.add_filter(filter(
+            "parent 1: protocol ip prio 4 u32 match ip dport 443 0xffff flowid 1:20 action skbedit priority 7",
+        ))
+        .unwrap();
+        q.add_filter(filter(
+            "parent 1:1 protocol all prio 1 matchall flowid 1:20",
+        ))
+        .unwrap();
+        assert_eq!(landed(&mut q, ip_pkt(1, 5001)), Some(cid("1:10")));
+        assert_eq!(
+            landed(&mut q, ip_pkt(2, 22)),
+            None,
+            "flowid 1: is the direct queue"
+        );
+        assert_eq!(
+            landed(&mut q, ip_pkt(3, 80)),
+            Some(cid("1:20")),
+            "inner class filters"
+        );
+        assert_eq!(landed(&mut q, ip_pkt(4, 9)), Some(cid("1:30")), "default");
+        // skb->priority naming an inner class starts at its filters.
+        let mut p = ip_pkt(5, 9);
+        p.meta.priority = cid("1:1");
+        assert_eq!(landed(&mut q, p), Some(cid("1:20")));
+        // skbedit rewrites skb->priority.
+        let mut d = Drops::new();
+        q.enqueue(ip_pkt(6, 443), Instant::ZERO, &mut d);
+        assert_eq!(q.dequeue(Instant::ZERO, &mut d).unwrap().meta.priority, 7);
+        let e = q.add_filter(filter(
+            "parent 1:99 protocol all prio 1 matchall flowid 1:20",
+        ));
+        assert!(e.unwrap_err().0.contains("does not exist"));
+    }
+
+    #[test]
+    fn aqm_child_drops_count_in_htb() {
+        let mut q = htb("default 10");
+        add(&mut q, "1:10", "1:", "rate 1mbit");
+        let ctx = q.child_ctx(cid("10:"), cid("1:10"));
+        let codel = crate::qdisc::codel_qdisc::CodelQdisc::from_args(ctx, &[]).unwrap();
+        q.graft(cid("1:10"), Box::new(codel)).unwrap();
+        let mut d = Drops::new();
+        for id in 0..150 {
+            q.enqueue(pkt(id, 1514), Instant::ZERO, &mut d);
+        }
+        let mut t = Instant::ZERO;
+        let mut sent = 0;
+        while let Some(w) = q.next_wakeup(t) {
+            assert!(w >= t);
+            t = w;
+            while q.dequeue(t, &mut d).is_some() {
+                sent += 1;
+            }
+            assert_eq!(150, sent + d.len() as u64 + q.qlen() as u64);
+        }
+        assert!(!d.is_empty(), "CoDel dropped at dequeue");
+        assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::Codel));
+        assert_eq!(q.stats().drops, d.len() as u64);
+        assert_eq!((q.qlen(), q.backlog()), (0, 0));
+        assert_eq!(
+            q.dump(t).classes[0].stats.unwrap().drops,
+            0,
+            "class drops are enqueue drops"
+        );
     }
 
     #[test]
