@@ -1061,16 +1061,12 @@ impl Htb {
         }
     }
 
-    fn class_dump(&self, cl: &Class, now: Instant) -> ClassDump {
+    /// One class as `tc -s -d class show` prints it; `leaf` is the handle
+    /// of its qdisc when that is visible (non-zero).
+    fn class_dump(&self, cl: &Class, leaf: Option<Handle>) -> ClassDump {
         let (options, options_json) = cl.options_text(false);
         let (options_detail, _) = cl.options_text(true);
-        let (qlen, backlog, leaf) = match &cl.leaf {
-            Some(q) => {
-                let h = q.dump(now).handle;
-                (q.qlen(), q.backlog(), (h != 0).then_some(h))
-            }
-            None => (0, 0, None),
-        };
+        let (qlen, backlog) = cl.leaf.as_ref().map_or((0, 0), |q| (q.qlen(), q.backlog()));
         let tokens = ns_to_ticks(cl.tokens).clamp(i32::MIN as i64, i32::MAX as i64);
         let ctokens = ns_to_ticks(cl.ctokens).clamp(i32::MIN as i64, i32::MAX as i64);
         let mut xstats_json = Map::new();
@@ -1286,14 +1282,18 @@ impl Qdisc for Htb {
         options_json.insert("direct_qlen".into(), json!(self.direct_qlen));
         let mut order: Vec<&Class> = self.classes.iter().flatten().collect();
         order.sort_by_key(|c| c.classid);
-        let classes = order.iter().map(|c| self.class_dump(c, now)).collect();
-        // Default pfifo leaves (handle 0) are invisible in `tc qdisc show`.
-        let children = order
-            .iter()
-            .filter_map(|c| c.leaf.as_ref())
-            .map(|q| q.dump(now))
-            .filter(|d| d.handle != 0)
-            .collect();
+        let mut classes = Vec::with_capacity(order.len());
+        let mut children = Vec::new();
+        for cl in order {
+            // Default pfifo leaves (handle 0) are invisible in `tc qdisc show`.
+            let child = cl
+                .leaf
+                .as_ref()
+                .map(|q| q.dump(now))
+                .filter(|d| d.handle != 0);
+            classes.push(self.class_dump(cl, child.as_ref().map(|d| d.handle)));
+            children.extend(child);
+        }
         QdiscDump {
             kind: "htb".into(),
             handle: self.ctx.handle,
@@ -1679,7 +1679,6 @@ mod tests {
         let mut d = Drops::new();
         let mut t = from;
         let until = from + dur;
-        let mut inq: HashMap<Handle, u32> = HashMap::new();
         let mut r = Run {
             bytes: HashMap::new(),
             end: t,
@@ -1687,19 +1686,19 @@ mod tests {
         };
         let mut id = 0;
         let mut idle_polls = 0u64;
-        while t < until {
-            for &c in backlogged {
-                let n = inq.entry(c).or_default();
-                while *n < 8 {
-                    q.enqueue(to(c, id, len), t, &mut d);
-                    id += 1;
-                    *n += 1;
-                }
+        for &c in backlogged {
+            for _ in 0..8 {
+                q.enqueue(to(c, id, len), t, &mut d);
+                id += 1;
             }
+        }
+        while t < until {
             match q.dequeue(t, &mut d) {
                 Some(p) => {
+                    // Keep the class backlogged: a new frame replaces it.
                     let c = p.meta.priority;
-                    *inq.entry(c).or_default() -= 1;
+                    q.enqueue(to(c, id, len), t, &mut d);
+                    id += 1;
                     *r.bytes.entry(c).or_default() += p.len as u64;
                     r.log.push((t.nanos(), c, p.len));
                     t += gig(p.len);
@@ -1898,6 +1897,11 @@ mod tests {
         let d = q.dump(r.end);
         let (ca, root) = (class(&d, "1:10"), class(&d, "1:1"));
         let lended = xstat(ca, "lended");
+        eprintln!(
+            "H-3: A {ra:.3} Mbit/s, B {rb:.3} Mbit/s, A lended {lended} borrowed {}, root lended {}",
+            xstat(ca, "borrowed"),
+            xstat(root, "lended")
+        );
         assert!((lended - 2477).abs() < 30, "A lended {lended}");
         assert!(
             xstat(ca, "borrowed") * 100 <= lended,
@@ -1922,6 +1926,7 @@ mod tests {
         let (cb, root) = (class(&d, "1:20"), class(&d, "1:1"));
         let (lended, borrowed) = (xstat(cb, "lended"), xstat(cb, "borrowed"));
         let share = lended as f64 / (lended + borrowed) as f64;
+        eprintln!("H-4: B {rb:.3} Mbit/s, lended {lended} borrowed {borrowed} ({share:.4})");
         assert!((share - 0.70).abs() < 0.02, "lended share {share}");
         assert_eq!(xstat(root, "lended"), borrowed);
         assert_eq!(xstat(root, "borrowed"), 0);
@@ -1937,6 +1942,7 @@ mod tests {
         let r = run(&mut q, Instant::ZERO, SEC, &[a, b], 1514);
         let ns = r.end.nanos();
         let (ra, rb) = (mbit(r.bytes[&a], ns), mbit(r.bytes[&b], ns));
+        eprintln!("prio: prio-1 class {ra:.3} Mbit/s, prio-0 class {rb:.3} Mbit/s");
         assert!((ra - 10.0).abs() < 0.3, "prio 1 gets only its rate: {ra}");
         assert!((rb - 90.0).abs() < 1.0, "prio 0 takes all excess: {rb}");
     }
@@ -1952,6 +1958,7 @@ mod tests {
         let r = run(&mut q, Instant::ZERO, SEC, &[a, b], 1514);
         let ns = r.end.nanos();
         let (ra, rb) = (mbit(r.bytes[&a], ns), mbit(r.bytes[&b], ns));
+        eprintln!("quantum 3:1: A {ra:.3} Mbit/s, B {rb:.3} Mbit/s");
         assert!((ra - 70.0).abs() < 1.5, "A {ra}");
         assert!((rb - 30.0).abs() < 1.5, "B {rb}");
     }
@@ -1996,6 +2003,7 @@ mod tests {
         let rate = mbit(r.bytes[&leaf], r.end.nanos());
         assert!((rate - 100.0).abs() < 1.0, "{rate}");
         let d = q.dump(r.end);
+        eprintln!("chain: leaf {rate:.3} Mbit/s");
         let (l, mid, root) = (class(&d, "1:20"), class(&d, "1:2"), class(&d, "1:1"));
         let total = r.log.len() as i64;
         // ~1% at the leaf's rate, ~9% from 1:2, ~90% from the root.
