@@ -989,6 +989,46 @@ mod tests {
         assert_eq!((q.qlen(), r.len()), (0, 1));
     }
 
+    #[test]
+    fn atm_linklayer_charges_whole_cells() {
+        // 100 B = 3 cells = 159 B on the wire; burst 1000 B = 21 cells = 1113 B.
+        let mut q = tbf("rate 1mbit burst 1000 limit 10000 linklayer atm");
+        assert_eq!(q.p.buffer, 1113 * 8000);
+        let mut d = Drops::new();
+        for id in 0..9 {
+            q.enqueue(pkt(id, 100), Instant::ZERO, &mut d);
+        }
+        let out = drain(&mut q, Instant::ZERO);
+        let times: Vec<u64> = out.iter().map(|(t, _)| t.nanos()).collect();
+        assert_eq!(times, vec![0, 0, 0, 0, 0, 0, 0, 1_272_000, 2_544_000]);
+    }
+
+    #[test]
+    fn aqm_child_drops_at_peek_count_in_tbf() {
+        let mut q = tbf("rate 1mbit burst 3000 limit 100000");
+        let ctx = q.child_ctx(0x0010_0000, 0x8001_0001);
+        let codel = crate::qdisc::codel_qdisc::CodelQdisc::from_args(ctx, &[]).unwrap();
+        q.graft(0x8001_0001, Box::new(codel)).unwrap();
+        let mut d = Drops::new();
+        for id in 0..60 {
+            q.enqueue(pkt(id, 1514), Instant::ZERO, &mut d);
+        }
+        let mut t = Instant::ZERO;
+        let mut sent = 0;
+        while let Some(w) = q.next_wakeup(t) {
+            assert!(w >= t);
+            t = w;
+            while q.dequeue(t, &mut d).is_some() {
+                sent += 1;
+            }
+            assert_eq!(60, sent + d.len() + q.qlen() as usize);
+        }
+        assert!(!d.is_empty(), "CoDel dropped standing-queue frames");
+        assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::Codel));
+        assert_eq!(q.stats().drops, d.len() as u64);
+        assert_eq!((q.qlen(), q.backlog()), (0, 0));
+    }
+
     /// Random arrivals: next_wakeup never in the past, conservation holds,
     /// and in every window the bytes sent are at most rate×window + burst.
     #[test]
