@@ -2459,6 +2459,30 @@ mod tests {
     }
 
     #[test]
+    fn extreme_configs_do_not_overflow() {
+        let mut q = htb("default 1 r2q 4294967295");
+        add(
+            &mut q,
+            "1:1",
+            "1:",
+            "rate 8bit burst 4294967295 cburst 4294967295 overhead 65535 mpu 65535 linklayer atm",
+        );
+        add(&mut q, "1:2", "1:", "rate 100tbit quantum 4294967295");
+        let mut d = Drops::new();
+        for id in 0..3 {
+            q.enqueue(pkt(id, 1514), Instant::ZERO, &mut d);
+            q.enqueue(to(cid("1:2"), id, 1514), Instant::ZERO, &mut d);
+        }
+        for t in [0, 1, 1 << 40, 1 << 62] {
+            let t = Instant::from_nanos(t);
+            while q.dequeue(t, &mut d).is_some() {}
+            let w = q.next_wakeup(t);
+            assert!(w.is_none_or(|w| w >= t && w <= t + 5 * SEC));
+        }
+        let _ = q.dump(Instant::ZERO);
+    }
+
+    #[test]
     fn thousand_classes_share_fairly() {
         let mut q = htb("");
         add(&mut q, "1:1", "1:", "rate 1000mbit");

@@ -76,6 +76,11 @@ pub(crate) fn linklayer_name(l: LinkLayer) -> &'static str {
 pub(crate) const LINKLAYER_ALLOWED: &str = "ethernet, atm or adsl";
 pub(crate) const U16_ALLOWED: &str = "an integer 0..65535";
 
+/// `psched_l2t_ns` as a signed bucket quantity.
+fn l2t(rate: &PschedRate, len: u64) -> i64 {
+    i64::try_from(rate.l2t_ns(len)).unwrap_or(i64::MAX)
+}
+
 /// Psched ticks (64 ns) of a nanosecond value, as the kernel dumps them.
 pub(crate) fn ns_to_ticks(ns: i64) -> i64 {
     ns >> 6
@@ -291,7 +296,7 @@ impl TbfParams {
         };
         let rate = framing(opts.rate);
         let mut max_size = opts.burst.min(u32::MAX as u64);
-        let buffer = rate.l2t_ns(max_size) as i64;
+        let buffer = l2t(&rate, max_size);
         let (peak, mtu) = if opts.peakrate != 0 {
             if opts.peakrate <= opts.rate {
                 return Err(TcError::new(format!(
@@ -303,7 +308,7 @@ impl TbfParams {
             let peak = framing(opts.peakrate);
             let pburst = opts.mtu.min(u32::MAX as u64);
             max_size = max_size.min(pburst);
-            (Some(peak), peak.l2t_ns(pburst) as i64)
+            (Some(peak), l2t(&peak, pburst))
         } else {
             (None, 0)
         };
@@ -407,9 +412,15 @@ impl Tbf {
         let elapsed = now.signed_since(self.t_c).min(self.p.buffer);
         let mut ptoks = 0i64;
         if let Some(peak) = &self.p.peak {
-            ptoks = (elapsed + self.ptokens).min(self.p.mtu) - peak.l2t_ns(len) as i64;
+            ptoks = elapsed
+                .saturating_add(self.ptokens)
+                .min(self.p.mtu)
+                .saturating_sub(l2t(peak, len));
         }
-        let toks = (elapsed + self.tokens).min(self.p.buffer) - self.p.rate.l2t_ns(len) as i64;
+        let toks = elapsed
+            .saturating_add(self.tokens)
+            .min(self.p.buffer)
+            .saturating_sub(l2t(&self.p.rate, len));
         if toks >= 0 && ptoks >= 0 {
             let before = drops.len();
             let pkt = self.child.dequeue(now, drops);
@@ -1027,6 +1038,26 @@ mod tests {
         assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::Codel));
         assert_eq!(q.stats().drops, d.len() as u64);
         assert_eq!((q.qlen(), q.backlog()), (0, 0));
+    }
+
+    #[test]
+    fn extreme_configs_do_not_overflow() {
+        for args in [
+            "rate 8bit burst 4294967295 limit 4294967295 linklayer atm overhead 65535 mpu 65535",
+            "rate 8bit burst 4294967295 limit 1 peakrate 16bit mtu 4294967295",
+            "rate 100tbit burst 1 limit 1",
+        ] {
+            let mut q = tbf(args);
+            let mut d = Drops::new();
+            q.enqueue(pkt(1, 1), Instant::ZERO, &mut d);
+            q.enqueue(pkt(2, 1), Instant::ZERO, &mut d);
+            for t in [0, 1, u64::MAX / 2, u64::MAX] {
+                let t = Instant::from_nanos(t);
+                q.dequeue(t, &mut d);
+                assert!(q.next_wakeup(t).is_none_or(|w| w >= t));
+            }
+            let _ = q.dump(Instant::MAX);
+        }
     }
 
     /// Random arrivals: next_wakeup never in the past, conservation holds,
