@@ -1101,12 +1101,17 @@ impl Htb {
         }
     }
 
-    fn options_text(&self, detail: bool) -> String {
-        let default = if self.defcls == 0 {
+    /// `default` as tc prints it (`%#llx`: `0` or `0x20`).
+    fn default_text(&self) -> String {
+        if self.defcls == 0 {
             "0".to_string()
         } else {
             format!("{:#x}", self.defcls)
-        };
+        }
+    }
+
+    fn options_text(&self, detail: bool) -> String {
+        let default = self.default_text();
         let ver = if detail {
             format!(" ver {}.{}", HTB_VER.0, HTB_VER.1)
         } else {
@@ -1277,7 +1282,7 @@ impl Qdisc for Htb {
     fn dump(&self, now: Instant) -> QdiscDump {
         let mut options_json = Map::new();
         options_json.insert("r2q".into(), json!(self.r2q));
-        options_json.insert("default".into(), json!(format!("{:#x}", self.defcls)));
+        options_json.insert("default".into(), json!(self.default_text()));
         options_json.insert("direct_packets_stat".into(), json!(self.direct_pkts));
         options_json.insert("direct_qlen".into(), json!(self.direct_qlen));
         let mut order: Vec<&Class> = self.classes.iter().flatten().collect();
