@@ -2487,6 +2487,34 @@ mod tests {
         let _ = q.dump(Instant::ZERO);
     }
 
+    /// Leaves under two inner classes borrow from the root through two
+    /// levels of feeds: DRR over the nested feed pointers gives each leaf
+    /// the same share of the excess.
+    #[test]
+    fn nested_feeds_share_excess_evenly() {
+        let mut q = htb("");
+        add(&mut q, "1:1", "1:", "rate 100mbit");
+        add(&mut q, "1:a", "1:1", "rate 10mbit ceil 100mbit");
+        add(&mut q, "1:b", "1:1", "rate 10mbit ceil 100mbit");
+        let leaves = ["1:a1", "1:a2", "1:b1", "1:b2"];
+        for l in leaves {
+            add(&mut q, l, &l[..3], "rate 1mbit ceil 100mbit quantum 1514");
+        }
+        let ids: Vec<Handle> = leaves.iter().map(|l| cid(l)).collect();
+        let r = run(&mut q, Instant::ZERO, SEC, &ids, 1514);
+        let rates: Vec<f64> = ids
+            .iter()
+            .map(|c| mbit(r.bytes[c], r.end.nanos()))
+            .collect();
+        eprintln!("nested feeds: {rates:?}");
+        for rate in &rates {
+            assert!((rate - 25.0).abs() < 0.5, "{rates:?}");
+        }
+        let d = q.dump(r.end);
+        let (a, root) = (class(&d, "1:a"), class(&d, "1:1"));
+        assert!(xstat(a, "lended") > 0 && xstat(root, "lended") > xstat(a, "lended"));
+    }
+
     #[test]
     fn thousand_classes_share_fairly() {
         let mut q = htb("");
