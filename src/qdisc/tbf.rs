@@ -714,6 +714,11 @@ impl Classful for Tbf {
             ..self.ctx
         }
     }
+
+    /// The kernel's "burst is lower than device mtu" log lines.
+    fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
 }
 
 #[cfg(test)]
