@@ -28,7 +28,7 @@ poisson = true
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("sim");
     g.sample_size(10);
-    for qdisc in ["pfifo_fast", "pfifo limit 1000"] {
+    for qdisc in ["fq_codel", "pfifo_fast"] {
         let sc = scenario(qdisc);
         let r = sim::run(&sc).expect("bench scenario runs");
         let frames: u64 = r.directions.iter().map(|d| d.frames_in).sum();

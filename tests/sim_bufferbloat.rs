@@ -83,7 +83,6 @@ fn pfifo_fast_inflates_ping_by_the_queue_drain_time() {
 }
 
 #[test]
-#[ignore = "needs fq_codel and sfq from main"]
 fn fq_codel_and_sfq_keep_ping_near_base_rtt() {
     let mut rows = Vec::new();
     for name in [

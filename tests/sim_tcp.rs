@@ -36,3 +36,33 @@ fn finite_transfers_complete_in_both_directions() {
     assert!(done < 1_500_000_000, "v4 finished at {done} ns");
     assert_eq!(r.directions[0].ce_marks, 0);
 }
+
+#[test]
+fn ecn_capable_flows_get_marks_instead_of_drops() {
+    let r = sim::run(&load("ecn_fq_codel.toml")).unwrap();
+    println!("{}", r.table());
+    let l2r = &r.directions[0];
+    assert!(l2r.ce_marks > 100, "marks {}", l2r.ce_marks);
+    let codel_drops = l2r.drops.get("codel").copied().unwrap_or(0);
+    assert!(
+        codel_drops * 10 < l2r.ce_marks,
+        "{codel_drops} drops vs {} marks",
+        l2r.ce_marks
+    );
+    for f in r.flows.iter().filter(|f| f.kind == "tcp") {
+        let tcp = f.tcp.unwrap();
+        assert!(tcp.stats.ecn_reductions > 0, "{}: {:?}", f.name, tcp.stats);
+        assert!(f.forward.ce_marks > 0, "{}", f.name);
+    }
+    assert!(l2r.utilisation > 0.9, "{}", l2r.utilisation);
+    let ping = r.flow("ping").unwrap().rtt.unwrap();
+    assert!(ping.p50 < 12_000_000, "ping p50 {} ns", ping.p50);
+    // The same flows without ECN are dropped instead.
+    let mut plain = load("ecn_fq_codel.toml");
+    for t in &mut plain.tcp {
+        t.get_mut().ecn = false;
+    }
+    let p = sim::run(&plain).unwrap();
+    assert_eq!(p.directions[0].ce_marks, 0);
+    assert!(p.directions[0].drops.get("codel").copied().unwrap_or(0) > 100);
+}

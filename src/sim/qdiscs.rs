@@ -4,8 +4,14 @@
 
 use super::SimError;
 use crate::link::LinkParams;
+use crate::qdisc::codel_qdisc::CodelQdisc;
 use crate::qdisc::fifo::{Fifo, FifoKind};
+use crate::qdisc::fq_codel::FqCodel;
+use crate::qdisc::htb::Htb;
 use crate::qdisc::pfifo_fast::PfifoFast;
+use crate::qdisc::qfq::Qfq;
+use crate::qdisc::sfq::Sfq;
+use crate::qdisc::tbf::Tbf;
 use crate::qdisc::{tc_h_make, Qdisc, QdiscCtx, TcError, TC_H_ROOT};
 
 /// The qdisc described by `lines` for a device with `params`; `seed` feeds
@@ -70,8 +76,14 @@ pub fn build_qdisc(
                 "pfifo_head_drop" => {
                     Fifo::from_args(FifoKind::PfifoHeadDrop, ctx, args).map(|q| Box::new(q) as _)
                 }
+                "fq_codel" => FqCodel::from_args(ctx, args).map(|q| Box::new(q) as _),
+                "codel" => CodelQdisc::from_args(ctx, args).map(|q| Box::new(q) as _),
+                "sfq" => Sfq::from_args(ctx, args).map(|q| Box::new(q) as _),
+                "tbf" => Tbf::from_args(ctx, args).map(|q| Box::new(q) as _),
+                "htb" => Htb::from_args(ctx, args).map(|q| Box::new(q) as _),
+                "qfq" => Qfq::from_args(ctx, args).map(|q| Box::new(q) as _),
                 other => Err(TcError::new(format!(
-                    "qdisc \"{other}\" is not available: use pfifo_fast, pfifo, bfifo or pfifo_head_drop"
+                    "qdisc \"{other}\" is not available: use pfifo_fast, pfifo, bfifo, pfifo_head_drop, fq_codel, codel, sfq, tbf, htb or qfq"
                 ))),
             };
             built.map_err(|e| err(line, e.to_string()))
