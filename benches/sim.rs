@@ -33,13 +33,9 @@ fn bench(c: &mut Criterion) {
         let r = sim::run(&sc).expect("bench scenario runs");
         let frames: u64 = r.directions.iter().map(|d| d.frames_in).sum();
         g.throughput(Throughput::Elements(frames));
-        g.bench_function(
-            format!(
-                "{}_1024_udp_flows",
-                qdisc.split_whitespace().next().unwrap_or(qdisc)
-            ),
-            |b| b.iter(|| sim::run(&sc).expect("bench scenario runs")),
-        );
+        g.bench_function(format!("{qdisc}_1024_udp_flows"), |b| {
+            b.iter(|| sim::run(&sc).expect("bench scenario runs"))
+        });
     }
     g.finish();
 }
