@@ -7,6 +7,7 @@
 //! frame is, and header buffers are recycled.
 
 use super::frame::{self, Endpoints, Proto, L4};
+use super::observe::{Departure, DequeueLog, Observed};
 use super::qdiscs::build_qdisc;
 use super::report::{DirReport, FlowReport, SimReport};
 use super::scenario::{Direction, Scenario};
@@ -86,6 +87,8 @@ struct PktInfo {
     /// True for ACKs and ping replies (the flow's reverse direction).
     reverse: bool,
     sent: Instant,
+    /// Accounted frame length.
+    len: u32,
     ecn_sent: u8,
     what: What,
 }
@@ -110,6 +113,9 @@ impl Slab {
             }
         }
     }
+    fn get(&self, tag: u32) -> Option<&PktInfo> {
+        self.slots.get(tag as usize)?.as_ref()
+    }
     fn take(&mut self, tag: u32) -> Option<PktInfo> {
         let info = self.slots.get_mut(tag as usize)?.take()?;
         self.free.push(tag);
@@ -119,6 +125,8 @@ impl Slab {
 
 /// Per-direction results beyond the path's own counters.
 struct DirState {
+    /// Departures from this direction's qdisc not yet traced.
+    dequeues: DequeueLog,
     owd: Histogram<u64>,
     ce_marks: u64,
     /// Drop counters as of the last poll, to name the reason of each freed
@@ -143,6 +151,7 @@ pub struct Sim {
     freed: Vec<Packet>,
     reasons: Vec<DropReason>,
     segs: Vec<super::tcp::Segment>,
+    departures: Vec<Departure>,
     dirs: [DirState; 2],
     trace: Trace,
     next_trace_id: u64,
@@ -154,15 +163,18 @@ impl Sim {
     pub fn new(sc: &Scenario, trace: Trace) -> Result<Sim, SimError> {
         let mut rng = SmallRng::seed_from_u64(sc.seed);
         let cfg = sc.config();
-        let mut make_path = |dir: Direction| {
+        let logs = [DequeueLog::default(), DequeueLog::default()];
+        let mut make_path = |dir: Direction, log: &DequeueLog| {
             let params = cfg.link_params(dir);
             let qdisc = build_qdisc(dir.table_key(), &cfg.tc_lines(dir), &params, rng.next_u64())?;
-            Ok::<_, SimError>(Path::new(params, qdisc))
+            let observed = Box::new(Observed::new(qdisc, log.clone()));
+            Ok::<_, SimError>(Path::new(params, observed))
         };
-        let l2r = make_path(Direction::LeftToRight)?;
-        let r2l = make_path(Direction::RightToLeft)?;
+        let l2r = make_path(Direction::LeftToRight, &logs[0])?;
+        let r2l = make_path(Direction::RightToLeft, &logs[1])?;
         let flows = build_flows(sc, &mut rng)?;
-        let dir_state = || DirState {
+        let dir_state = |dequeues: DequeueLog| DirState {
+            dequeues,
             owd: latency_histogram(),
             ce_marks: 0,
             seen_drops: [0; DropReason::ALL.len()],
@@ -182,7 +194,8 @@ impl Sim {
             freed: Vec::new(),
             reasons: Vec::new(),
             segs: Vec::new(),
-            dirs: [dir_state(), dir_state()],
+            departures: Vec::new(),
+            dirs: logs.map(dir_state),
             trace,
             next_trace_id: 0,
             foreign_frames: 0,
@@ -438,11 +451,15 @@ impl Sim {
             dir: dir as u8,
             reverse,
             sent: now,
+            len: 0,
             ecn_sent: dsfield & 3,
             what,
         });
         let mut buf = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(128));
         let len = frame::write_frame(&mut buf, ep, dsfield, size as usize, tag, &l4) as u32;
+        if let Some(Some(info)) = self.slab.slots.get_mut(tag as usize) {
+            info.len = len;
+        }
         let mut meta = classify(&buf);
         meta.arrival = now;
         meta.enqueue_time = now;
@@ -466,12 +483,40 @@ impl Sim {
             },
             now,
         );
+        self.trace_dequeues(dir, Some((trace_id, flow as u32, len)));
+    }
+
+    /// Traces the departures path `dir`'s qdisc logged; a bypass belongs to
+    /// `ingressed` (trace id, flow, length), the frame just handed over.
+    fn trace_dequeues(&mut self, dir: usize, ingressed: Option<(u64, u32, u32)>) {
+        let mut deps = std::mem::take(&mut self.departures);
+        self.dirs[dir].dequeues.drain_into(&mut deps);
+        for (at, tag) in deps.drain(..) {
+            let (t, who) = match tag {
+                Some(tag) => (at, self.slab.get(tag).map(|i| (i.trace_id, i.flow, i.len))),
+                None => (self.now, ingressed),
+            };
+            let Some((pkt, flow, size)) = who else {
+                continue;
+            };
+            self.trace.record(TraceEvent {
+                t: t.nanos(),
+                ev: EventKind::Dequeue,
+                dir: Dir::ALL[dir],
+                flow,
+                pkt,
+                size,
+                reason: None,
+            });
+        }
+        self.departures = deps;
     }
 
     /// Collects what path `dir` delivered and freed up to now.
     fn poll(&mut self, dir: usize) {
         let now = self.now;
         self.paths[dir].poll(now, &mut self.out, &mut self.freed);
+        self.trace_dequeues(dir, None);
         if !self.freed.is_empty() {
             self.explain_drops(dir);
             let mut freed = std::mem::take(&mut self.freed);

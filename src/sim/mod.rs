@@ -10,11 +10,13 @@
 //!
 //! Submodules: `scenario` (the TOML file), `frame` (real header bytes),
 //! `tcp` (Reno/CUBIC sender, SACK receiver), `sources` (flows and their
-//! sources), `qdiscs` (qdisc from tc lines), `engine` (the event loop),
+//! sources), `qdiscs` (qdisc from tc lines), `observe` (sees frames leave
+//! the qdisc), `engine` (the event loop),
 //! `trace` (JSON-lines events and their hash), `report` (summary and table).
 
 pub mod engine;
 pub mod frame;
+pub mod observe;
 pub mod qdiscs;
 pub mod report;
 pub mod scenario;

@@ -21,6 +21,8 @@ fn fx(h: u64, word: u64) -> u64 {
 pub enum EventKind {
     /// Handed to the path (enters the qdisc, or bypasses it).
     Enqueue,
+    /// Left the qdisc for the TX ring (immediately for a bypass).
+    Dequeue,
     /// Freed by the path; `reason` says why.
     Drop,
     /// Arrived with CE set although sent without it.
