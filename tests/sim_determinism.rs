@@ -87,11 +87,28 @@ fn written_trace_matches_the_hashed_run() {
         if v["ev"] == "drop" {
             assert!(v["reason"].is_string(), "{line}");
         }
-        *kinds
-            .entry(v["ev"].as_str().unwrap().to_string())
-            .or_default() += 1;
+        let ev = v["ev"].as_str().unwrap();
+        *kinds.entry(ev.to_string()).or_default() += 1;
+        life.entry(v["pkt"].as_u64().unwrap())
+            .or_default()
+            .push(match ev {
+                "enqueue" => 'E',
+                "dequeue" => 'Q',
+                "ecn_mark" => 'M',
+                "deliver" => 'D',
+                "drop" => 'X',
+                other => panic!("unknown event {other}"),
+            });
         lines += 1;
     }
+    // enqueue, then dequeue (unless dropped in the qdisc), then an
+    // optional ECN mark and the delivery; or a drop.
+    for (pkt, seen) in &life {
+        let ok = matches!(seen.as_str(), "E" | "EQ" | "EQD" | "EQMD" | "EX");
+        assert!(ok, "packet {pkt}: {seen}");
+    }
+    assert!(life.values().any(|s| s == "EQD"));
+    assert!(life.values().any(|s| s == "EX"));
     assert_eq!(lines, r.trace_events);
     assert!(kinds["drop"] > 0, "{kinds:?}");
     assert!(kinds["enqueue"] >= kinds["dequeue"]);
