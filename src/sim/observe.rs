@@ -8,27 +8,47 @@ use super::frame::read_tag;
 use crate::packet::{Drops, Packet};
 use crate::qdisc::{Classful, Qdisc, QdiscDump, QdiscStats, TcError, Verdict};
 use crate::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// One frame leaving the qdisc: its tag, or `None` for a frame that
 /// bypassed the empty qdisc (the one being ingressed).
 pub type Departure = (Instant, Option<u32>);
 
-/// The log shared by an `Observed` qdisc and the engine.
+/// The log shared by an `Observed` qdisc and the engine (the qdisc must be
+/// `Send`, hence a mutex; `pending` lets the engine skip it when empty).
 #[derive(Clone, Default)]
-pub struct DequeueLog(Arc<Mutex<Vec<Departure>>>);
+pub struct DequeueLog(Arc<LogInner>);
+
+#[derive(Default)]
+struct LogInner {
+    pending: AtomicUsize,
+    entries: Mutex<Vec<Departure>>,
+}
 
 impl DequeueLog {
     fn push(&self, d: Departure) {
-        self.0
+        let mut entries = self
+            .0
+            .entries
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(d);
+            .unwrap_or_else(PoisonError::into_inner);
+        entries.push(d);
+        self.0.pending.store(entries.len(), Ordering::Relaxed);
     }
 
     /// Moves every logged departure into `into` (in order).
     pub fn drain_into(&self, into: &mut Vec<Departure>) {
-        into.append(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner));
+        if self.0.pending.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let mut entries = self
+            .0
+            .entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        into.append(&mut entries);
+        self.0.pending.store(0, Ordering::Relaxed);
     }
 }
 
