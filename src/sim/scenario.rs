@@ -7,6 +7,40 @@
 //! everywhere; units are tc's ("100mbit", "5ms", bare time = µs). Parse
 //! errors carry line and column; checks that need several fields name the
 //! entry (`tcp[1].mss`) and its line.
+//!
+//! ```toml
+//! seed = 42                 # every random choice derives from it
+//! duration = "20s"
+//!
+//! [link]                    # as in the daemon's configuration
+//! rate = "100mbit"
+//! delay = "5ms"
+//! [link.left_to_right]
+//! tc = ["tc qdisc add dev left root fq_codel"]
+//!
+//! [[tcp]]                   # bulk TCP: cc reno|cubic, count, start,
+//! cc = "cubic"              # start_jitter, stop, bytes, mss, init_cwnd,
+//! count = 8                 # rwnd, ecn, delayed_ack, delack_timeout,
+//! start_jitter = "100ms"    # min_rto, tos, direction, src/dst/ipv6
+//!
+//! [[udp]]                   # rate, size, on/off, poisson, count, ...
+//! rate = "2mbit"
+//! on = "200ms"
+//! off = "300ms"
+//!
+//! [[ping]]                  # request/response probe: interval, size
+//! interval = "100ms"
+//!
+//! [[packet]]                # explicit frames: time, proto, size, tos,
+//! time = "1s"               # count, interval, src/dst
+//! size = 200
+//! tos = 0xb8
+//! src = "10.0.0.1:4000"
+//! dst = "10.0.0.2:53"
+//! ```
+//!
+//! `direction` is `left_to_right` (default) or `right_to_left`: data and
+//! requests go that way, ACKs and replies come back the other way.
 
 use super::frame::{Endpoints, Proto};
 use super::SimError;
