@@ -633,6 +633,24 @@ interval = "10ms"
     }
 
     #[test]
+    fn the_module_doc_example_is_valid() {
+        let src = include_str!("scenario.rs");
+        let text: String = src
+            .lines()
+            .map_while(|l| l.strip_prefix("//!"))
+            .skip_while(|l| !l.contains("```toml"))
+            .skip(1)
+            .take_while(|l| !l.contains("```"))
+            .map(|l| format!("{}\n", l.strip_prefix(' ').unwrap_or(l)))
+            .collect();
+        let s = Scenario::from_toml(&text).unwrap();
+        assert_eq!(
+            (s.tcp.len(), s.udp.len(), s.ping.len(), s.packet.len()),
+            (1, 1, 1, 1)
+        );
+    }
+
+    #[test]
     fn addresses_and_families() {
         let text = r#"
 seed = 1
