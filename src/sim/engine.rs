@@ -314,7 +314,6 @@ impl Sim {
                 self.schedule(next, i as u32, TimerKind::Source);
             }
             Source::Ping(ping) => {
-                ping.next_seq += 1;
                 let (size, next) = (ping.size, now + ping.interval_ns);
                 self.emit(i, dir, false, &ep, tos, size, L4::Udp, What::PingRequest);
                 self.schedule(next, i as u32, TimerKind::Source);
@@ -653,7 +652,6 @@ impl Sim {
             }
             What::PingReply { request_sent } => {
                 if let Source::Ping(p) = &mut self.flows[i].source {
-                    p.replies += 1;
                     p.rtt
                         .saturating_record(now.saturating_since(request_sent).max(1));
                 }

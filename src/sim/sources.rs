@@ -89,8 +89,6 @@ impl UdpSource {
 pub struct PingSource {
     pub interval_ns: u64,
     pub size: u32,
-    pub next_seq: u64,
-    pub replies: u64,
     pub rtt: Histogram<u64>,
 }
 
@@ -271,8 +269,6 @@ pub fn build_flows(sc: &Scenario, rng: &mut SmallRng) -> Result<Vec<Flow>, SimEr
         let src = PingSource {
             interval_ns: spec.interval.0,
             size: spec.size,
-            next_seq: 0,
-            replies: 0,
             rtt: latency_histogram(),
         };
         push(
