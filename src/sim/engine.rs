@@ -490,15 +490,20 @@ impl Sim {
     fn trace_dequeues(&mut self, dir: usize, ingressed: Option<(u64, u32, u32)>) {
         let mut deps = std::mem::take(&mut self.departures);
         self.dirs[dir].dequeues.drain_into(&mut deps);
-        for (at, tag) in deps.drain(..) {
-            let (t, who) = match tag {
-                Some(tag) => (at, self.slab.get(tag).map(|i| (i.trace_id, i.flow, i.len))),
-                None => (self.now, ingressed),
+        for d in deps.drain(..) {
+            let (t, who) = match d.tag {
+                Some(tag) => (
+                    d.at,
+                    self.slab
+                        .get(tag)
+                        .map(|i| (i.trace_id, i.flow, i.len, i.ecn_sent == 3)),
+                ),
+                None => (self.now, ingressed.map(|(p, f, l)| (p, f, l, true))),
             };
-            let Some((pkt, flow, size)) = who else {
+            let Some((pkt, flow, size, sent_ce)) = who else {
                 continue;
             };
-            self.trace.record(TraceEvent {
+            let ev = TraceEvent {
                 t: t.nanos(),
                 ev: EventKind::Dequeue,
                 dir: Dir::ALL[dir],
@@ -506,7 +511,14 @@ impl Sim {
                 pkt,
                 size,
                 reason: None,
-            });
+            };
+            if d.ce && !sent_ce {
+                self.trace.record(TraceEvent {
+                    ev: EventKind::EcnMark,
+                    ..ev
+                });
+            }
+            self.trace.record(ev);
         }
         self.departures = deps;
     }
@@ -589,7 +601,7 @@ impl Sim {
         c.owd_max_ns = c.owd_max_ns.max(owd);
         c.first_delivery.get_or_insert(now);
         c.last_delivery = Some(now);
-        let base = TraceEvent {
+        self.trace.record(TraceEvent {
             t: now.nanos(),
             ev: EventKind::Deliver,
             dir: Dir::ALL[dir],
@@ -597,16 +609,12 @@ impl Sim {
             pkt: info.trace_id,
             size: len,
             reason: None,
-        };
+        });
         if marked {
+            // Traced when it left the qdisc marked.
             c.ce_marks += 1;
             self.dirs[dir].ce_marks += 1;
-            self.trace.record(TraceEvent {
-                ev: EventKind::EcnMark,
-                ..base
-            });
         }
-        self.trace.record(base);
         match info.what {
             What::Data { seg, cwr } => {
                 let Source::Tcp(tcp) = &mut self.flows[i].source else {

@@ -4,16 +4,23 @@
 //! simulator tag and time) and each bypass into a shared `DequeueLog`,
 //! drained by the engine after every call into the path.
 
-use super::frame::read_tag;
+use super::frame::{read_ecn, read_tag};
 use crate::packet::{Drops, Packet};
 use crate::qdisc::{Classful, Qdisc, QdiscDump, QdiscStats, TcError, Verdict};
 use crate::time::Instant;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// One frame leaving the qdisc: its tag, or `None` for a frame that
-/// bypassed the empty qdisc (the one being ingressed).
-pub type Departure = (Instant, Option<u32>);
+/// One frame leaving the qdisc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Departure {
+    pub at: Instant,
+    /// The frame's tag; `None` for a frame that bypassed the empty qdisc
+    /// (the one being ingressed).
+    pub tag: Option<u32>,
+    /// It carries CE (set by the qdisc, or already when sent).
+    pub ce: bool,
+}
 
 /// The log shared by an `Observed` qdisc and the engine (the qdisc must be
 /// `Send`, hence a mutex; `pending` lets the engine skip it when empty).
@@ -73,7 +80,11 @@ impl Qdisc for Observed {
     }
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
         let pkt = self.inner.dequeue(now, drops)?;
-        self.log.push((now, read_tag(&pkt.data)));
+        self.log.push(Departure {
+            at: now,
+            tag: read_tag(&pkt.data),
+            ce: read_ecn(&pkt.data) == Some(3),
+        });
         Some(pkt)
     }
     fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
@@ -98,7 +109,11 @@ impl Qdisc for Observed {
         self.inner.count_bypass(len);
         // Bypass happens inside `Path::ingress`, for the frame being handed
         // over; the engine knows which one.
-        self.log.push((Instant::ZERO, None));
+        self.log.push(Departure {
+            at: Instant::ZERO,
+            tag: None,
+            ce: false,
+        });
     }
     fn reset(&mut self, drops: &mut Drops) {
         self.inner.reset(drops)

@@ -25,7 +25,7 @@ pub enum EventKind {
     Dequeue,
     /// Freed by the path; `reason` says why.
     Drop,
-    /// Arrived with CE set although sent without it.
+    /// Left the qdisc with CE set although sent without it.
     EcnMark,
     /// Handed to the receiving host.
     Deliver,
