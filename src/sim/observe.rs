@@ -140,13 +140,17 @@ mod tests {
     use crate::sim::frame::{write_frame, Endpoints, L4};
 
     fn frame(tag: u32) -> Packet {
+        frame_tos(tag, 0)
+    }
+
+    fn frame_tos(tag: u32, tos: u8) -> Packet {
         let ep = Endpoints {
             src: "10.0.0.1:1".parse().unwrap(),
             dst: "10.0.0.2:2".parse().unwrap(),
             from_left: true,
         };
         let mut buf = Vec::new();
-        let len = write_frame(&mut buf, &ep, 0, 100, tag, &L4::Udp) as u32;
+        let len = write_frame(&mut buf, &ep, tos, 100, tag, &L4::Udp) as u32;
         let mut p = Packet::from_frame(buf, Instant::ZERO);
         p.len = len;
         p
@@ -166,13 +170,22 @@ mod tests {
         q.count_bypass(100);
         let mut got = Vec::new();
         log.drain_into(&mut got);
+        let seen: Vec<_> = got.iter().map(|d| (d.at, d.tag, d.ce)).collect();
         assert_eq!(
-            got,
-            vec![(Instant::from_micros(5), Some(7)), (Instant::ZERO, None)]
+            seen,
+            vec![
+                (Instant::from_micros(5), Some(7), false),
+                (Instant::ZERO, None, false)
+            ]
         );
         assert_eq!(q.stats().packets, 2);
         assert_eq!(q.drain_all().len(), 1);
         log.drain_into(&mut got);
         assert_eq!(got.len(), 2, "drain_all is not a departure");
+        q.enqueue(frame_tos(9, 3), Instant::from_micros(6), &mut drops);
+        q.dequeue(Instant::from_micros(6), &mut drops);
+        got.clear();
+        log.drain_into(&mut got);
+        assert_eq!((got[0].tag, got[0].ce), (Some(9), true));
     }
 }
