@@ -398,7 +398,8 @@ impl TcpSender {
         if !self.in_recovery
             && !self.in_loss
             && (self.dupacks >= DUP_THRESH || self.sacked >= DUP_THRESH)
-            && (self.snd_una >= self.recover || self.stats.fast_recoveries == 0)
+            // RFC 6582: a new recovery only once `recover` is acknowledged.
+            && self.snd_una >= self.recover
         {
             self.ssthresh = self.on_congestion();
             self.cwnd = self.ssthresh;
