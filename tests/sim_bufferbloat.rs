@@ -80,6 +80,10 @@ fn pfifo_fast_inflates_ping_by_the_queue_drain_time() {
         row.base_ms
     );
     assert!(row.util > 0.95, "utilisation {:.3}", row.util);
+    // The queue is on the way there, not on the way back.
+    let [there, back] = r.flow("ping").unwrap().ping_owd.unwrap();
+    assert!(there.unwrap().p50 > 60_000_000, "{there:?}");
+    assert!(back.unwrap().p99 < 5_500_000, "{back:?}");
 }
 
 #[test]

@@ -639,6 +639,9 @@ impl Sim {
             }
             What::Datagram => {}
             What::PingRequest => {
+                if let Source::Ping(p) = &mut self.flows[i].source {
+                    p.owd[0].saturating_record(owd.max(1));
+                }
                 let flow = &self.flows[i];
                 let (ep, tos, back) = (flow.ep.reversed(), flow.tos, 1 - flow.dir);
                 let size = match &flow.source {
@@ -662,6 +665,7 @@ impl Sim {
                 if let Source::Ping(p) = &mut self.flows[i].source {
                     p.rtt
                         .saturating_record(now.saturating_since(request_sent).max(1));
+                    p.owd[1].saturating_record(owd.max(1));
                 }
             }
         }

@@ -69,6 +69,8 @@ pub struct FlowReport {
     pub owd_max_ns: u64,
     /// Ping round-trip times.
     pub rtt: Option<Percentiles>,
+    /// Ping one-way delays: requests, replies.
+    pub ping_owd: Option<[Option<Percentiles>; 2]>,
     pub tcp: Option<TcpReport>,
 }
 
@@ -110,6 +112,10 @@ impl FlowReport {
             owd_max_ns: fwd.owd_max_ns,
             rtt: match &f.source {
                 Source::Ping(p) => Percentiles::of(&p.rtt),
+                _ => None,
+            },
+            ping_owd: match &f.source {
+                Source::Ping(p) => Some([Percentiles::of(&p.owd[0]), Percentiles::of(&p.owd[1])]),
                 _ => None,
             },
             tcp,

@@ -84,12 +84,15 @@ impl UdpSource {
     }
 }
 
-/// The ping-like probe: requests every `interval`, RTT histogram.
+/// The ping-like probe: requests every `interval`; RTT and one-way delay
+/// histograms.
 #[derive(Debug)]
 pub struct PingSource {
     pub interval_ns: u64,
     pub size: u32,
     pub rtt: Histogram<u64>,
+    /// One-way delays of requests and of replies.
+    pub owd: [Histogram<u64>; 2],
 }
 
 /// Explicit packets: `left` more, every `interval_ns`.
@@ -270,6 +273,7 @@ pub fn build_flows(sc: &Scenario, rng: &mut SmallRng) -> Result<Vec<Flow>, SimEr
             interval_ns: spec.interval.0,
             size: spec.size,
             rtt: latency_histogram(),
+            owd: [latency_histogram(), latency_histogram()],
         };
         push(
             &mut flows,
