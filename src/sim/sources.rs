@@ -109,7 +109,7 @@ pub struct PacketSource {
 pub enum Source {
     Tcp(Box<TcpFlow>),
     Udp(UdpSource),
-    Ping(PingSource),
+    Ping(Box<PingSource>),
     Packets(PacketSource),
 }
 
