@@ -283,7 +283,7 @@ pub fn build_flows(sc: &Scenario, rng: &mut SmallRng) -> Result<Vec<Flow>, SimEr
             spec.tos,
             time(spec.start),
             spec.stop,
-            Source::Ping(src),
+            Source::Ping(Box::new(src)),
         );
     }
     for (i, spec) in sc.packet.iter().map(|s| s.get_ref()).enumerate() {
