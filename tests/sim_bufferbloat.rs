@@ -1,7 +1,8 @@
 //! The point of the tool, at 100 Mbit/s with eight CUBIC bulk flows and a
 //! sparse ping (10 ms base RTT, 20 s): behind pfifo_fast (txqueuelen 1000)
 //! the ping waits for the whole queue (~120 ms); behind fq_codel and SFQ it
-//! stays near the base RTT. Prints a small table.
+//! stays near the base RTT; and fq_codel above a deep TX ring without BQL
+//! is bloated again. Prints a small table.
 
 use bloatbox::sim::{self, Scenario, SimReport};
 
@@ -87,19 +88,23 @@ fn pfifo_fast_inflates_ping_by_the_queue_drain_time() {
 }
 
 #[test]
-fn fq_codel_and_sfq_keep_ping_near_base_rtt() {
+fn fq_codel_and_sfq_keep_ping_near_base_rtt_but_not_above_a_deep_ring() {
     let mut rows = Vec::new();
     for name in [
         "bloat_pfifo_fast.toml",
         "bloat_fq_codel.toml",
         "bloat_sfq.toml",
+        "bloat_ring_nobql.toml",
     ] {
-        let (row, r) = measure(name);
+        let (mut row, r) = measure(name);
         println!("{}", r.table());
+        if name == "bloat_ring_nobql.toml" {
+            row.qdisc += "+ring";
+        }
         rows.push(row);
     }
     print(&rows);
-    for row in &rows[1..] {
+    for row in &rows[1..3] {
         let inflation = row.p50_ms - row.base_ms;
         assert!(
             inflation < 10.0,
@@ -113,4 +118,11 @@ fn fq_codel_and_sfq_keep_ping_near_base_rtt() {
             row.util
         );
     }
+    // A deep ring without BQL moves the queue below fq_codel.
+    let ring = &rows[3];
+    let inflation = ring.p50_ms - ring.base_ms;
+    assert!(
+        inflation > 60.0,
+        "fq_codel above a deep ring: {inflation:.2} ms"
+    );
 }
