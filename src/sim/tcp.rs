@@ -6,7 +6,10 @@
 //! min_rto)`), and ECN (RFC 3168: ECT(0) data, ECE echoed by the receiver
 //! until CWR, one window reduction per round trip). The receiver keeps the
 //! out-of-order map, sends SACK blocks, and optionally delays ACKs (every
-//! second segment or a timeout). No handshake: flows start established.
+//! second segment or a timeout). CUBIC leaves slow start early on a rising
+//! RTT as Linux's HyStart does (delay detection: the minimum RTT of a
+//! round's first eight ACKs above the flow's minimum plus a clamped eighth).
+//! No handshake: flows start established.
 //!
 //! Pure: every call takes `now`; the simulator owns timers and packets.
 
@@ -28,6 +31,12 @@ const INITIAL_RTO_NS: u64 = NS_PER_SEC;
 /// CUBIC constants (RFC 8312).
 const CUBIC_C: f64 = 0.4;
 const CUBIC_BETA: f64 = 0.7;
+/// HyStart (Linux tcp_cubic.c): active from this window, samples per
+/// round, and the clamp of the delay threshold.
+const HYSTART_LOW_WINDOW: f64 = 16.0;
+const HYSTART_MIN_SAMPLES: u32 = 8;
+const HYSTART_DELAY_MIN_NS: u64 = 4_000_000;
+const HYSTART_DELAY_MAX_NS: u64 = 16_000_000;
 
 /// Counters of one sender.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -37,6 +46,8 @@ pub struct TcpStats {
     pub fast_recoveries: u64,
     pub timeouts: u64,
     pub ecn_reductions: u64,
+    /// Slow starts CUBIC's HyStart ended on a rising RTT.
+    pub hystart_exits: u64,
 }
 
 /// One segment the sender wants on the wire.
@@ -46,6 +57,29 @@ pub struct Segment {
     pub retransmit: bool,
     /// Congestion Window Reduced: first new segment after an ECE reaction.
     pub cwr: bool,
+}
+
+/// HyStart's per-round state.
+#[derive(Clone, Copy, Debug)]
+struct HyStart {
+    /// The round ends when this segment is acknowledged.
+    round_end: u64,
+    /// Minimum RTT of the current round's first samples.
+    curr_rtt: u64,
+    samples: u32,
+    /// The flow's minimum RTT.
+    delay_min: u64,
+}
+
+impl Default for HyStart {
+    fn default() -> Self {
+        HyStart {
+            round_end: 0,
+            curr_rtt: u64::MAX,
+            samples: 0,
+            delay_min: u64::MAX,
+        }
+    }
 }
 
 /// CUBIC's per-epoch state.
@@ -71,6 +105,8 @@ pub struct TcpSender {
     high_tx: u64,
     /// Flags of the segments `snd_una..high_tx`.
     sb: VecDeque<u8>,
+    /// First transmission time of the same segments.
+    sent_at: VecDeque<Instant>,
     sacked: u64,
     /// Segments marked lost and not yet retransmitted.
     lost: u64,
@@ -96,6 +132,7 @@ pub struct TcpSender {
     /// The first retransmission of a recovery is owed.
     fast_retransmit: bool,
     cubic: Cubic,
+    hystart: HyStart,
     pub stats: TcpStats,
 }
 
@@ -115,6 +152,7 @@ impl TcpSender {
             snd_una: 0,
             high_tx: 0,
             sb: VecDeque::new(),
+            sent_at: VecDeque::new(),
             sacked: 0,
             lost: 0,
             retx_cursor: 0,
@@ -136,6 +174,7 @@ impl TcpSender {
             cwr_pending: false,
             fast_retransmit: false,
             cubic: Cubic::default(),
+            hystart: HyStart::default(),
             stats: TcpStats::default(),
         }
     }
@@ -221,6 +260,7 @@ impl TcpSender {
         let seg = self.high_tx;
         self.high_tx += 1;
         self.sb.push_back(0);
+        self.sent_at.push_back(now);
         if self.rtt_probe.is_none() {
             self.rtt_probe = Some((seg, now));
         }
@@ -318,6 +358,34 @@ impl TcpSender {
         self.cwnd = self.cwnd.min(self.rwnd_segs as f64);
     }
 
+    /// HyStart delay detection (CUBIC in slow start only): ends slow start
+    /// when this round's early RTTs exceed the minimum by the threshold.
+    fn hystart_update(&mut self, rtt: u64) {
+        let h = &mut self.hystart;
+        h.delay_min = h.delay_min.min(rtt.max(1));
+        if self.cc != CcAlgo::Cubic || self.cwnd >= self.ssthresh {
+            return;
+        }
+        if self.snd_una > h.round_end {
+            h.round_end = self.high_tx;
+            h.curr_rtt = u64::MAX;
+            h.samples = 0;
+        }
+        if self.cwnd < HYSTART_LOW_WINDOW {
+            return;
+        }
+        if h.samples < HYSTART_MIN_SAMPLES {
+            h.curr_rtt = h.curr_rtt.min(rtt);
+            h.samples += 1;
+            return;
+        }
+        let thresh = (h.delay_min / 8).clamp(HYSTART_DELAY_MIN_NS, HYSTART_DELAY_MAX_NS);
+        if h.curr_rtt > h.delay_min.saturating_add(thresh) {
+            self.ssthresh = self.cwnd;
+            self.stats.hystart_exits += 1;
+        }
+    }
+
     /// Marks as lost every unSACKed segment with at least DupThresh SACKed
     /// segments above it (RFC 6675 IsLost).
     fn mark_losses(&mut self) {
@@ -343,8 +411,10 @@ impl TcpSender {
         let mut acked = 0;
         if ack > self.snd_una {
             acked = ack - self.snd_una;
+            let mut newest: Option<(u8, Instant)> = None;
             for _ in 0..acked {
                 let f = self.sb.pop_front().unwrap_or(0);
+                newest = self.sent_at.pop_front().map(|t| (f, t));
                 if f & SACKED != 0 {
                     self.sacked -= 1;
                 } else if f & LOST != 0 && f & RETX == 0 {
@@ -353,6 +423,11 @@ impl TcpSender {
             }
             self.snd_una = ack;
             self.retx_cursor = self.retx_cursor.max(ack);
+            // Per-ACK RTT of the newest segment acknowledged, unless it was
+            // retransmitted (Karn).
+            if let Some((_, sent)) = newest.filter(|(f, _)| f & RETX == 0) {
+                self.hystart_update(now.saturating_since(sent));
+            }
             if let Some((seg, sent)) = self.rtt_probe {
                 if ack > seg {
                     self.rtt_probe = None;
@@ -826,6 +901,35 @@ mod tests {
             s.on_ack(una, &[], false, t(now));
         }
         assert!(s.cwnd() > 100.0, "{}", s.cwnd());
+    }
+
+    #[test]
+    fn hystart_ends_cubic_slow_start_when_the_rtt_rises() {
+        let run = |cc| {
+            let mut s = TcpSender::new(cc, None, 10, 100_000, 200_000_000, false);
+            let mut sent: VecDeque<(u64, Instant)> = VecDeque::new();
+            // A path with a 10 ms base RTT whose queue adds 1 ms per 10
+            // segments in flight beyond 20.
+            let mut now = 0u64;
+            while s.cwnd() < s.ssthresh() && now < 2_000_000_000 {
+                for seg in std::iter::from_fn(|| s.next_segment(Instant::from_nanos(now))) {
+                    sent.push_back((seg.seg, Instant::from_nanos(now)));
+                }
+                let inflight = sent.len() as u64;
+                let (seg, at) = sent.pop_front().unwrap();
+                let rtt = 10_000_000 + inflight.saturating_sub(20) * 100_000;
+                now = now.max(at.nanos() + rtt);
+                s.on_ack(seg + 1, &[], false, Instant::from_nanos(now));
+            }
+            s
+        };
+        let cubic = run(CcAlgo::Cubic);
+        assert_eq!(cubic.stats.hystart_exits, 1);
+        assert!(cubic.ssthresh() < 200.0, "left at {}", cubic.ssthresh());
+        assert!(cubic.ssthresh() >= HYSTART_LOW_WINDOW);
+        let reno = run(CcAlgo::Reno);
+        assert_eq!(reno.stats.hystart_exits, 0);
+        assert_eq!(reno.ssthresh(), f64::MAX, "Reno stays in slow start");
     }
 
     #[test]
