@@ -151,7 +151,8 @@ impl Scenario {
         s
     }
 
-    fn add_standard_loads(&mut self) {
+    /// The loads of `pfifo_fast_under_load`.
+    pub fn add_standard_loads(&mut self) {
         let rate = link_params().rate_bytes_ps;
         self.add_load(Load {
             dir: Dir::LeftToRight,
