@@ -5,12 +5,10 @@
 
 use bloatbox::bridge::Dir;
 use bloatbox::link::LinkParams;
-use bloatbox::packet::filter::Filter;
 use bloatbox::qdisc::fifo::{Fifo, FifoKind};
 use bloatbox::qdisc::fq_codel::FqCodel;
 use bloatbox::qdisc::pfifo_fast::PfifoFast;
-use bloatbox::qdisc::qfq::Qfq;
-use bloatbox::qdisc::{tc_h_make, Classful, QdiscCtx};
+use bloatbox::qdisc::{tc_h_make, QdiscCtx};
 use bloatbox::time::NS_PER_MS;
 use bloatbox::tui::fixtures::{app_after, link_params, root_ctx, Scenario};
 use bloatbox::tui::state::{EventKind, Focus, EVENTS_LEN, HISTORY_LEN};
@@ -223,40 +221,9 @@ fn the_event_log_is_bounded_and_replies_are_logged() {
     assert_eq!(app.status.as_deref(), Some("error: Unknown qdisc \"frob\""));
 }
 
-/// QFQ root 1: with classes 1:1 (fq_codel 10: attached) and 1:2 (default
-/// pfifo), a u32 filter sending port 5202 to 1:2 and matchall to 1:1.
-fn qfq_scenario() -> Scenario {
-    let mut q = Qfq::from_args(root_ctx(1), &[]).unwrap();
-    q.add_class(tc_h_make(1, 1), tc_h_make(1, 0), &["weight", "3"])
-        .unwrap();
-    q.add_class(tc_h_make(1, 2), tc_h_make(1, 0), &["weight", "1"])
-        .unwrap();
-    let f = |s: &str| Filter::parse(&s.split_whitespace().collect::<Vec<_>>()).unwrap();
-    q.add_filter(f(
-        "parent 1: protocol all prio 1 u32 match ip dport 5202 0xffff flowid 1:2",
-    ))
-    .unwrap();
-    q.add_filter(f("parent 1: protocol all prio 2 matchall flowid 1:1"))
-        .unwrap();
-    let child_ctx = QdiscCtx {
-        handle: tc_h_make(0x10, 0),
-        parent: tc_h_make(1, 1),
-        ..QdiscCtx::default()
-    };
-    q.graft(tc_h_make(1, 1), Box::new(FqCodel::new(child_ctx)))
-        .unwrap();
-    let mut s = Scenario::new(
-        Box::new(q),
-        Box::new(PfifoFast::new(root_ctx(0))),
-        link_params(),
-    );
-    s.add_standard_loads();
-    s
-}
-
 #[test]
 fn a_class_tree_is_flattened_in_tc_order_with_flows_of_the_child() {
-    let mut s = qfq_scenario();
+    let mut s = Scenario::qfq_under_load();
     let mut app = app_after(&mut s, 10, STEP);
     let tree: Vec<(usize, bool, String, String)> = app.dirs[0]
         .tree

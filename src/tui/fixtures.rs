@@ -9,11 +9,13 @@
 use super::{Action, Control, LinkField, Preset, Snapshot};
 use crate::bridge::{Bridge, Dir};
 use crate::link::{LinkParams, Path};
+use crate::packet::filter::Filter;
 use crate::packet::Packet;
 use crate::qdisc::fq_codel::FqCodel;
 use crate::qdisc::pfifo_fast::PfifoFast;
+use crate::qdisc::qfq::Qfq;
 use crate::qdisc::sfq::Sfq;
-use crate::qdisc::{tc_h_make, Qdisc, QdiscCtx, TC_H_ROOT};
+use crate::qdisc::{tc_h_make, Classful, Qdisc, QdiscCtx, TC_H_ROOT};
 use crate::time::{Instant, NS_PER_MS, NS_PER_SEC};
 use etherparse::{IpHeaders, IpNumber, Ipv4Ecn, Ipv4Header, PacketBuilder};
 
@@ -145,6 +147,44 @@ impl Scenario {
         let mut s = Scenario::new(
             Box::new(FqCodel::new(root_ctx(0x8001))),
             Box::new(FqCodel::new(root_ctx(0x8002))),
+            link_params(),
+        );
+        s.add_standard_loads();
+        s
+    }
+
+    /// A class tree under the same traffic left→right: QFQ root `1:` with
+    /// classes 1:1 (weight 3, fq_codel `10:` attached) and 1:2 (weight 1,
+    /// default pfifo), a u32 filter sending destination port 5202 to 1:2
+    /// and matchall the rest to 1:1; pfifo_fast right→left.
+    pub fn qfq_under_load() -> Scenario {
+        let class = |minor| tc_h_make(1, minor);
+        let mut q = Qfq::from_args(root_ctx(1), &[]).expect("no options");
+        let filter = |s: &str| {
+            Filter::parse(&s.split_whitespace().collect::<Vec<_>>()).expect("a valid filter")
+        };
+        let built = q
+            .add_class(class(1), class(0), &["weight", "3"])
+            .and_then(|_| q.add_class(class(2), class(0), &["weight", "1"]))
+            .and_then(|_| {
+                q.add_filter(filter(
+                    "parent 1: protocol all prio 1 u32 match ip dport 5202 0xffff flowid 1:2",
+                ))
+            })
+            .and_then(|_| {
+                q.add_filter(filter("parent 1: protocol all prio 2 matchall flowid 1:1"))
+            });
+        built.expect("a valid class set-up");
+        let child = QdiscCtx {
+            handle: tc_h_make(0x10, 0),
+            parent: class(1),
+            ..QdiscCtx::default()
+        };
+        q.graft(class(1), Box::new(FqCodel::new(child)))
+            .expect("class 1:1 exists");
+        let mut s = Scenario::new(
+            Box::new(q),
+            Box::new(PfifoFast::new(root_ctx(0))),
             link_params(),
         );
         s.add_standard_loads();

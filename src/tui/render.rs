@@ -228,42 +228,36 @@ fn centred(area: Rect, w: u16, h: u16) -> Rect {
     )
 }
 
+/// The help screen: keys and what they do.
 pub const HELP: &[(&str, &str)] = &[
     ("q, Ctrl-C", "quit (the daemon keeps running)"),
-    ("?", "this help (Esc closes)"),
+    ("?, Esc", "open / close this help"),
     ("p, space", "pause / resume the display"),
     ("d, 1, 2", "switch direction, or pick L→R / R→L"),
-    (
-        "tab",
-        "move focus between the flow table and the qdisc tree",
-    ),
-    ("↑↓ j k PgUp PgDn Home End", "select a flow or a class"),
-    ("s, S", "next sort column, reverse the order"),
-    (
-        "r, l, g, c",
-        "set rate, delay, ring depth, rx-usecs (prompt)",
-    ),
-    ("e, :", "set prompt: FIELD VALUE, e.g. tx-frames 16"),
+    ("tab", "focus the flow table or the qdisc tree"),
+    ("↑↓ j k", "select a flow or a class"),
+    ("PgUp PgDn", "move the selection by 10"),
+    ("Home End", "first / last flow or class"),
+    ("s, S", "next sort column / reverse the order"),
+    ("r l g c", "prompt: rate, delay, ring depth, rx-usecs"),
+    ("e, :", "prompt: FIELD VALUE, e.g. tx-frames 16"),
     ("b", "toggle BQL"),
-    (
-        "m",
-        "root qdisc presets: pfifo_fast fq_codel sfq htb+sfq tbf",
-    ),
+    ("m", "root qdisc: pfifo_fast fq_codel sfq htb+sfq tbf"),
 ];
 
 fn draw_help(frame: &mut Frame, area: Rect) {
-    let box_area = centred(area, 76, HELP.len() as u16 + 4);
+    let box_area = centred(area, 64, HELP.len() as u16 + 3);
     let mut lines: Vec<Line> = HELP
         .iter()
         .map(|(k, v)| {
             Line::from(vec![
-                Span::styled(format!("{k:>26}  "), TITLE),
+                Span::styled(format!("{k:>10}  "), TITLE),
                 Span::raw(*v),
             ])
         })
         .collect();
     lines.push(Line::styled(
-        "changes go to the selected direction; results appear in the event log",
+        "changes apply to the selected direction; see the event log",
         Style::new().fg(Color::DarkGray),
     ));
     frame.render_widget(Clear, box_area);
