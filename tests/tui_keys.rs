@@ -462,3 +462,60 @@ fn link_field_values_parse_and_print() {
     assert_eq!(described, "set R→L rate 5Mbit");
     assert_eq!(Action::Tc("a\nb".into()).describe(), "a; b");
 }
+
+mod any_input {
+    use super::*;
+    use bloatbox::tui::text_capture;
+    use proptest::prelude::*;
+
+    fn any_key() -> impl Strategy<Value = KeyEvent> {
+        let codes = prop_oneof![
+            any::<char>().prop_map(KeyCode::Char),
+            proptest::sample::select(vec![
+                KeyCode::Enter,
+                KeyCode::Esc,
+                KeyCode::Tab,
+                KeyCode::BackTab,
+                KeyCode::Backspace,
+                KeyCode::Up,
+                KeyCode::Down,
+                KeyCode::PageUp,
+                KeyCode::PageDown,
+                KeyCode::Home,
+                KeyCode::End,
+                KeyCode::Char('m'),
+                KeyCode::Char('e'),
+                KeyCode::Char('s'),
+            ]),
+        ];
+        (codes, any::<bool>()).prop_map(|(c, shift)| {
+            let m = if shift {
+                KeyModifiers::SHIFT
+            } else {
+                KeyModifiers::NONE
+            };
+            KeyEvent::new(c, m)
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Any key sequence at any terminal size: no panic, selections in
+        /// range, the screen exactly the terminal's size.
+        #[test]
+        fn keys_and_sizes_never_panic(
+            keys in proptest::collection::vec(any_key(), 0..40),
+            w in 1u16..200,
+            h in 1u16..70,
+        ) {
+            let mut app = fq_app();
+            for k in keys {
+                let _ = app.on_key(k);
+                prop_assert!(app.flow_sel < app.view().flows.len().max(1));
+                prop_assert!(app.tree_sel < app.view().tree.len().max(1));
+            }
+            let text = text_capture(&app, w, h);
+            prop_assert_eq!(text.lines().count(), h as usize);
+        }
+    }
+}

@@ -361,6 +361,9 @@ impl FlowTable<'_> {
     /// row and the detail line take three.
     pub fn window(height: u16, rows: usize, selected: usize) -> std::ops::Range<usize> {
         let cap = (height as usize).saturating_sub(3);
+        if cap == 0 {
+            return 0..0;
+        }
         let start = (selected + 1).saturating_sub(cap).min(rows);
         start..(start + cap).min(rows)
     }
