@@ -152,7 +152,7 @@ fn row(i: u32, backlog: u64) -> FlowRow {
         sojourn_ns: backlog * 1000,
         deficit: 1514,
         codel_count: i % 3,
-        dropping: i % 7 == 0,
+        dropping: i.is_multiple_of(7),
         drops: 1,
         ecn_marks: 2,
         throughput_bps: 1000,
@@ -422,7 +422,7 @@ fn event_log_shows_the_newest_that_fit() {
     let events: VecDeque<Event> = (0..10u64)
         .map(|i| Event {
             at: Instant::from_millis(i * 1500),
-            dir: (i % 2 == 0).then_some(Dir::RightToLeft),
+            dir: i.is_multiple_of(2).then_some(Dir::RightToLeft),
             kind: EventKind::Config,
             text: format!("event {i}"),
         })
