@@ -253,3 +253,24 @@ fn a_class_tree_is_flattened_in_tc_order_with_flows_of_the_child() {
     assert_eq!(app.tree_sel, 3);
     assert_eq!(app.dirs[0].tree[app.tree_sel].id, "1:2");
 }
+
+#[test]
+fn the_selected_flow_shows_its_queue_xstats() {
+    let mut s = Scenario::fq_codel_under_load();
+    let app = app_after(&mut s, 10, STEP);
+    let row = &app.dirs[0].flows[0];
+    let x = app.flow_xstats(row).unwrap();
+    assert!(
+        x.starts_with(&format!(
+            "deficit {} count {}",
+            row.deficit, row.codel_count
+        )),
+        "{x}"
+    );
+    assert!(x.contains("lastcount") && x.contains("ldelay"), "{x}");
+    assert_eq!(x.contains("dropping drop_next"), row.dropping, "{x}");
+    // A row of a qdisc not in the snapshot has none.
+    let mut other = row.clone();
+    other.qdisc = tc_h_make(0x99, 0);
+    assert_eq!(app.flow_xstats(&other), None);
+}

@@ -138,6 +138,10 @@ pub fn draw(frame: &mut Frame, app: &App) {
             focused: flows_focus,
             sort: app.sort,
             sort_desc: app.sort_desc,
+            selected_xstats: view
+                .flows
+                .get(app.flow_sel)
+                .and_then(|r| app.flow_xstats(r)),
         },
         flows_inner,
     );

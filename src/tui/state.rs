@@ -246,6 +246,22 @@ impl App {
         self.latest.as_ref().map(|s| s.bridge.path(self.dir))
     }
 
+    /// The xstats of the flow queue's pseudo-class (`handle | bucket+1`, as
+    /// fq_codel and SFQ number them): fq_codel's `deficit count lastcount
+    /// ldelay [dropping drop_next]`, SFQ's `allot`.
+    pub fn flow_xstats(&self, row: &FlowRow) -> Option<String> {
+        let mut stack = vec![&self.path()?.qdisc];
+        while let Some(q) = stack.pop() {
+            if q.handle == row.qdisc {
+                let classid = row.qdisc | row.bucket.wrapping_add(1);
+                let c = q.classes.iter().find(|c| c.classid == classid)?;
+                return Some(trimmed(&c.xstats).join(" ")).filter(|x| !x.is_empty());
+            }
+            stack.extend(q.children.iter());
+        }
+        None
+    }
+
     /// Takes in a new snapshot: rates over the interval since the previous
     /// one, history samples, flows, tree and events. Ignored (counted) while
     /// paused.

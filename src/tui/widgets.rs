@@ -354,6 +354,9 @@ pub struct FlowTable<'a> {
     pub focused: bool,
     pub sort: SortKey,
     pub sort_desc: bool,
+    /// The selected flow's queue xstats (`App::flow_xstats`), shown in the
+    /// detail line instead of its deficit and CoDel count.
+    pub selected_xstats: Option<String>,
 }
 
 impl FlowTable<'_> {
@@ -477,16 +480,21 @@ impl Widget for FlowTable<'_> {
                 .flow
                 .as_ref()
                 .map_or_else(|| "unknown flow".into(), super::state::flow_label);
+            let state = self.selected_xstats.clone().unwrap_or_else(|| {
+                format!(
+                    "deficit {} codel count {}{}",
+                    r.deficit,
+                    r.codel_count,
+                    if r.dropping { " dropping" } else { "" }
+                )
+            });
             lines.push(Line::styled(
                 format!(
-                    "#{} of {}: {label}  qdisc {} bucket {}  deficit {}  codel count {}{}",
+                    "#{} of {}: {label}  {} bucket {}  {state}",
                     self.selected + 1,
                     self.rows.len(),
                     super::state::handle_id(r.qdisc, false),
                     r.bucket,
-                    r.deficit,
-                    r.codel_count,
-                    if r.dropping { " dropping" } else { "" }
                 ),
                 LABEL,
             ));
