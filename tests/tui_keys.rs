@@ -459,8 +459,20 @@ fn link_field_values_parse_and_print() {
         value: 625_000,
     }
     .describe();
-    assert_eq!(described, "set R→L rate 5Mbit");
+    assert_eq!(described, "set rate 5Mbit");
     assert_eq!(Action::Tc("a\nb".into()).describe(), "a; b");
+    let tc = |s: &str| Action::Tc(s.into()).dir();
+    assert_eq!(
+        tc("tc qdisc replace dev right root sfq"),
+        Some(Dir::RightToLeft)
+    );
+    assert_eq!(
+        tc("tc qdisc replace dev left root sfq\ntc class add dev left"),
+        Some(Dir::LeftToRight)
+    );
+    assert_eq!(tc("tc qdisc show"), None);
+    assert_eq!(tc("tc qdisc add dev"), None);
+    assert_eq!(Action::Quit.dir(), None);
 }
 
 mod any_input {

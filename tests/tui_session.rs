@@ -114,6 +114,14 @@ fn pfifo_fast_to_fq_codel_through_the_preset_menu() {
     assert!(!l2r.params.bql);
     assert!(!app.dirs[0].flows.is_empty(), "fq_codel reports its flows");
 
+    assert!(
+        app.events
+            .iter()
+            .filter(|e| e.kind == EventKind::Command)
+            .all(|e| e.dir == Some(Dir::LeftToRight)),
+        "{:?}",
+        app.events
+    );
     let texts = |kind| -> Vec<String> {
         app.events
             .iter()
@@ -125,8 +133,8 @@ fn pfifo_fast_to_fq_codel_through_the_preset_menu() {
         texts(EventKind::Command),
         vec![
             "tc qdisc replace dev left root fq_codel",
-            "set L→R rate 5Mbit",
-            "set L→R bql off"
+            "set rate 5Mbit",
+            "set bql off"
         ]
     );
     let config = texts(EventKind::Config);

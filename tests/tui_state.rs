@@ -274,3 +274,84 @@ fn the_selected_flow_shows_its_queue_xstats() {
     other.qdisc = tc_h_make(0x99, 0);
     assert_eq!(app.flow_xstats(&other), None);
 }
+
+#[test]
+fn a_codel_root_entering_dropping_is_logged_by_handle() {
+    use bloatbox::qdisc::codel_qdisc::CodelQdisc;
+    let mut s = Scenario::new(
+        Box::new(CodelQdisc::new(root_ctx(0x8001))),
+        Box::new(PfifoFast::new(root_ctx(0))),
+        link_params(),
+    );
+    s.add_standard_loads();
+    let mut app = app_after(&mut s, 20, STEP);
+    let codel = texts(&app, EventKind::Codel);
+    assert!(
+        codel.contains(&"codel 8001: entered dropping".to_string()),
+        "{codel:?}"
+    );
+    s.clear_loads();
+    for snap in s.snapshots(30, STEP) {
+        app.on_snapshot(snap);
+    }
+    let codel = texts(&app, EventKind::Codel);
+    assert_eq!(
+        codel.last().unwrap(),
+        "codel 8001: left dropping",
+        "{codel:?}"
+    );
+}
+
+#[test]
+fn htb_classes_show_their_mode_derived_from_tokens() {
+    use bloatbox::qdisc::{ClassDump, QdiscDump, QdiscStats};
+    use serde_json::json;
+    let class = |minor: u16, parent: u32, tokens: i64, ctokens: i64| {
+        let mut x = serde_json::Map::new();
+        x.insert("lended".into(), json!(3));
+        x.insert("borrowed".into(), json!(1));
+        x.insert("tokens".into(), json!(tokens));
+        x.insert("ctokens".into(), json!(ctokens));
+        ClassDump {
+            kind: "htb".into(),
+            classid: tc_h_make(1, minor),
+            parent,
+            options: "rate 5Mbit ceil 10Mbit burst 1600b cburst 1600b".into(),
+            stats: Some(QdiscStats::default()),
+            xstats: vec![
+                " lended: 3 borrowed: 1 giants: 0".into(),
+                format!(" tokens: {tokens} ctokens: {ctokens}"),
+            ],
+            xstats_json: x,
+            ..ClassDump::default()
+        }
+    };
+    let mut s = Scenario::fq_codel_under_load();
+    let mut snap = s.snapshots(1, STEP).remove(0);
+    snap.bridge.paths[0].qdisc = QdiscDump {
+        kind: "htb".into(),
+        handle: tc_h_make(1, 0),
+        parent: u32::MAX,
+        classes: vec![
+            class(1, u32::MAX, 100, 100),
+            class(0x10, tc_h_make(1, 1), -5, 7),
+            class(0x20, tc_h_make(1, 1), -5, -1),
+        ],
+        ..QdiscDump::default()
+    };
+    let mut app = bloatbox::tui::App::new();
+    app.on_snapshot(snap);
+    let tree = &app.dirs[0].tree;
+    let ids: Vec<(&str, usize)> = tree.iter().map(|n| (n.id.as_str(), n.depth)).collect();
+    assert_eq!(ids, vec![("1:", 0), ("1:1", 1), ("1:10", 2), ("1:20", 2)]);
+    let modes: Vec<&str> = tree[1..]
+        .iter()
+        .map(|n| n.xstats.last().unwrap().as_str())
+        .collect();
+    assert_eq!(
+        modes,
+        vec!["mode can_send", "mode may_borrow", "mode cant_send"]
+    );
+    assert_eq!(tree[2].xstats[0], "lended: 3 borrowed: 1 giants: 0");
+    assert_eq!(tree[2].parent, "parent 1:1");
+}

@@ -216,15 +216,29 @@ pub enum Action {
 }
 
 impl Action {
+    /// The direction the action changes: a link setting's, or the device a
+    /// tc line names (`dev left` is left→right).
+    pub fn dir(&self) -> Option<Dir> {
+        match self {
+            Action::SetLink { dir, .. } => Some(*dir),
+            Action::Tc(lines) => {
+                let dev = lines.split_whitespace().skip_while(|w| *w != "dev").nth(1);
+                match dev {
+                    Some("left") => Some(Dir::LeftToRight),
+                    Some("right") => Some(Dir::RightToLeft),
+                    _ => None,
+                }
+            }
+            Action::Quit => None,
+        }
+    }
+
     /// One line for the event log.
     pub fn describe(&self) -> String {
         match self {
-            Action::SetLink { dir, field, value } => format!(
-                "set {} {} {}",
-                dir_label(*dir),
-                field.name(),
-                field.show(*value)
-            ),
+            Action::SetLink { field, value, .. } => {
+                format!("set {} {}", field.name(), field.show(*value))
+            }
             Action::Tc(lines) => lines.lines().collect::<Vec<_>>().join("; "),
             Action::Quit => "quit".into(),
         }

@@ -286,18 +286,13 @@ impl App {
     /// Records the daemon's answer to an action in the event log.
     pub fn on_reply(&mut self, action: &Action, reply: Result<String, String>) {
         let at = self.latest.as_ref().map_or(Instant::ZERO, |s| s.bridge.at);
-        let what = action.describe();
+        let (what, dir) = (action.describe(), action.dir());
         match reply {
-            Ok(r) if r.trim().is_empty() => self.log(at, None, EventKind::Command, what),
-            Ok(r) => self.log(
-                at,
-                None,
-                EventKind::Command,
-                format!("{what}: {}", r.trim()),
-            ),
+            Ok(r) if r.trim().is_empty() => self.log(at, dir, EventKind::Command, what),
+            Ok(r) => self.log(at, dir, EventKind::Command, format!("{what}: {}", r.trim())),
             Err(e) => {
                 self.status = Some(format!("error: {e}"));
-                self.log(at, None, EventKind::Error, format!("{what} failed: {e}"));
+                self.log(at, dir, EventKind::Error, format!("{what} failed: {e}"));
             }
         }
     }
@@ -815,6 +810,10 @@ fn flatten_class(
     placed: &mut [bool],
     out: &mut Vec<TreeNode>,
 ) {
+    let mut xstats = trimmed(&c.xstats);
+    if let Some(mode) = htb_mode(c) {
+        xstats.push(format!("mode {mode}"));
+    }
     out.push(TreeNode {
         depth,
         is_class: true,
@@ -823,7 +822,7 @@ fn flatten_class(
         parent: parent_label(c.parent),
         options: c.options.clone(),
         stats: c.stats.unwrap_or(c.queue),
-        xstats: trimmed(&c.xstats),
+        xstats,
     });
     // Class ids are unique in a qdisc; the depth bound guards against a
     // malformed dump whose parents form a loop.
@@ -839,6 +838,24 @@ fn flatten_class(
             flatten(ch, depth + 1, out);
         }
     }
+}
+
+/// An HTB class's mode as `htb_class_mode` derives it from the signs of
+/// its tokens and ctokens (tc does not print it): `cant_send` when ctokens
+/// are negative, else `may_borrow` when tokens are, else `can_send`.
+fn htb_mode(c: &ClassDump) -> Option<&'static str> {
+    if c.kind != "htb" {
+        return None;
+    }
+    let get = |k: &str| c.xstats_json.get(k).and_then(|v| v.as_i64());
+    let (tokens, ctokens) = (get("tokens")?, get("ctokens")?);
+    Some(if ctokens < 0 {
+        "cant_send"
+    } else if tokens < 0 {
+        "may_borrow"
+    } else {
+        "can_send"
+    })
 }
 
 fn trimmed(lines: &[String]) -> Vec<String> {
