@@ -355,3 +355,28 @@ fn htb_classes_show_their_mode_derived_from_tokens() {
     assert_eq!(tree[2].xstats[0], "lended: 3 borrowed: 1 giants: 0");
     assert_eq!(tree[2].parent, "parent 1:1");
 }
+
+#[test]
+fn the_root_node_lists_qdisc_drops_by_reason() {
+    let mut s = Scenario::fq_codel_under_load();
+    let app = app_after(&mut s, 10, STEP);
+    let p = app.latest.as_ref().unwrap().bridge.path(Dir::LeftToRight);
+    let codel = p.drops_by_reason["codel"];
+    assert_eq!(
+        app.dirs[0].tree[0].xstats[0],
+        format!("dropped by reason: codel {codel}")
+    );
+    // Ingress rejects are the link's, not the qdisc's.
+    let mut s = Scenario::pfifo_fast_under_load();
+    let mut app = app_after(&mut s, 1, STEP);
+    let now = s.now();
+    s.bridge_mut().ingress(Dir::LeftToRight, vec![0u8; 10], now);
+    app.on_snapshot(s.snapshots(1, STEP).remove(0));
+    assert!(
+        app.dirs[0].tree[0].xstats.is_empty(),
+        "{:?}",
+        app.dirs[0].tree[0].xstats
+    );
+    let p = app.latest.as_ref().unwrap().bridge.path(Dir::LeftToRight);
+    assert_eq!(p.drops_by_reason["runt"], 1);
+}

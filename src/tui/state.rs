@@ -556,6 +556,13 @@ impl DirState {
 
         self.tree.clear();
         flatten(&cur.qdisc, 0, &mut self.tree);
+        if let Some(root) = self.tree.first_mut() {
+            let by_reason = qdisc_drops_by_reason(cur);
+            if !by_reason.is_empty() {
+                root.xstats
+                    .insert(0, format!("dropped by reason: {by_reason}"));
+            }
+        }
         self.collect_flows(cur);
         self.codel_events(&cur.qdisc, events);
 
@@ -719,6 +726,25 @@ fn overflow_events(p: &PathSnapshot, c: &PathSnapshot, events: &mut Vec<(EventKi
     if !parts.is_empty() {
         events.push((EventKind::Overflow, format!("dropped {}", parts.join(", "))));
     }
+}
+
+/// The path's drops whose reason lies in the qdisc tree (not the ingress
+/// checks nor the buffer pool): `codel 12, queue_full 3`.
+fn qdisc_drops_by_reason(p: &PathSnapshot) -> String {
+    let outside = [
+        DropReason::Runt,
+        DropReason::Oversize,
+        DropReason::PoolExhausted,
+    ];
+    DropReason::ALL
+        .iter()
+        .filter(|r| !outside.contains(r))
+        .filter_map(|r| {
+            let n = p.counters.drops[r.index()];
+            (n > 0).then(|| format!("{} {n}", r.name()))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Backlog of the qdisc and ring drained at the line rate, µs.
