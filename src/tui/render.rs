@@ -93,7 +93,11 @@ pub fn draw(frame: &mut Frame, app: &App) {
     .areas(middle);
     let tree_focus = app.focus == Focus::Tree;
     let tree_block = panel(
-        format!(" qdisc tree ({} nodes) ", view.tree.len()),
+        format!(
+            " qdisc tree ({} node{}) ",
+            view.tree.len(),
+            if view.tree.len() == 1 { "" } else { "s" }
+        ),
         tree_focus,
     );
     let tree_inner = tree_block.inner(tree);
