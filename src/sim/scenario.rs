@@ -318,6 +318,10 @@ fn default_proto() -> Proto {
 
 /// Upper bound on flows (each `count` expands), to keep memory bounded.
 pub const MAX_FLOWS: u32 = 100_000;
+/// Upper bound on a TCP flow's initial window, segments.
+pub const MAX_INIT_CWND: u32 = 10_000;
+/// Upper bound on the frames UDP, ping and packet sources may generate.
+pub const MAX_SOURCE_FRAMES: f64 = 1e9;
 
 impl Scenario {
     /// Parses and checks a scenario. Errors carry line and column.
@@ -369,6 +373,7 @@ impl Scenario {
             }));
         }
         let mut flows: u64 = 0;
+        let mut frames_total = 0f64;
         for (i, t) in self.tcp.iter().enumerate() {
             let what = |f: &str| format!("tcp[{i}].{f}");
             let spec = t.get_ref();
@@ -384,8 +389,15 @@ impl Scenario {
                     format!("{mss} does not fit: allowed 1..={max_mss} for MTU {mtu}"),
                 ));
             }
-            if spec.init_cwnd == 0 {
-                return Err(self.err_at(t.span(), what("init_cwnd"), "must be ≥ 1".into()));
+            if !(1..=MAX_INIT_CWND).contains(&spec.init_cwnd) {
+                return Err(self.err_at(
+                    t.span(),
+                    what("init_cwnd"),
+                    format!(
+                        "{} is out of range: allowed 1..={MAX_INIT_CWND} segments",
+                        spec.init_cwnd
+                    ),
+                ));
             }
             if spec.rwnd.0 < mss as u64 {
                 return Err(self.err_at(
@@ -412,6 +424,8 @@ impl Scenario {
             if spec.rate.value() == 0 {
                 return Err(self.err_at(u.span(), format!("udp[{i}].rate"), "must be > 0".into()));
             }
+            let frames = spec.rate.value() as f64 / spec.size as f64 * self.duration.0 as f64 / 1e9;
+            frames_total += frames * spec.count as f64;
             if spec.on.is_some() != spec.off.is_some() {
                 return Err(self.err_at(
                     u.span(),
@@ -441,6 +455,7 @@ impl Scenario {
                     "must be > 0".into(),
                 ));
             }
+            frames_total += self.duration.0 as f64 / spec.interval.0 as f64;
         }
         for (i, p) in self.packet.iter().enumerate() {
             let spec = p.get_ref();
@@ -460,6 +475,15 @@ impl Scenario {
                     "must be > 0 when count > 1".into(),
                 ));
             }
+            frames_total += spec.count as f64;
+        }
+        if frames_total > MAX_SOURCE_FRAMES {
+            return Err(bad(
+                "udp/ping/packet",
+                format!(
+                    "the sources would send {frames_total:.0} frames: at most {MAX_SOURCE_FRAMES:.0} are allowed; lower rates, counts or the duration"
+                ),
+            ));
         }
         if flows > MAX_FLOWS as u64 {
             return Err(bad(
@@ -628,6 +652,15 @@ interval = "10ms"
         assert!(e.contains("ping[0].size") && e.contains("46..=1514"), "{e}");
         let e = Scenario::from_toml("seed = 1\nduration = \"0s\"").unwrap_err();
         assert!(e.to_string().contains("duration"));
+        let text = BASIC.replace("count = 2", "count = 2\ninit_cwnd = 4000000000");
+        let e = Scenario::from_toml(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("tcp[0].init_cwnd") && e.contains("1..=10000"),
+            "{e}"
+        );
+        let text = "seed = 1\nduration = \"1000s\"\n[[udp]]\nrate = \"100gbit\"\nsize = 64\n";
+        let e = Scenario::from_toml(text).unwrap_err().to_string();
+        assert!(e.contains("at most 1000000000"), "{e}");
         let e = Scenario::from_toml("seed = 1").unwrap_err();
         assert!(e.to_string().contains("duration"), "{e}");
     }
