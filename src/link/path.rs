@@ -15,24 +15,36 @@
 //! (freeing slots and feeding BQL), the qdisc, arrivals from the delay line,
 //! RX delivery; so a frame reaching the RX NIC exactly when its coalescing
 //! timer fires is part of that batch.
+//!
+//! `LinkShape` adds to this: the framing and the schedule act in the
+//! serializer; impairments act on each frame as it leaves the serializer,
+//! after its TX completion is recorded and before the delay line (see
+//! `impair`). A duplicated frame adds one frame to the path, so
+//! conservation reads `frames_in + duplicated = frames_out + drops + held`.
 
 use super::coalesce::Coalescer;
 use super::delay::DelayLine;
+use super::impair::{Fate, Impair, Impairments};
 use super::ring::{BulkBudget, TxRing, DEV_TX_WEIGHT};
 use super::serializer::Serializer;
-use super::LinkParams;
+use super::{LinkParams, LinkShape, ShapeError};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::qdisc::{Qdisc, QdiscDump};
 use crate::time::{earliest, Instant};
 use std::collections::{BTreeMap, VecDeque};
 
-/// Per-direction conservation counters: `frames_in = frames_out + drops + held`.
+/// Per-direction conservation counters:
+/// `frames_in + duplicated = frames_out + drops + held`.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct PathCounters {
     pub frames_in: u64,
     pub bytes_in: u64,
     pub frames_out: u64,
     pub bytes_out: u64,
+    /// Extra copies made by the duplication impairment.
+    pub duplicated: u64,
+    /// Frames delivered with a flipped bit by the corruption impairment.
+    pub corrupted: u64,
     /// Indexed by `DropReason::index()`.
     pub drops: [u64; DropReason::ALL.len()],
 }
@@ -50,6 +62,8 @@ impl PathCounters {
 pub struct PathSnapshot {
     pub at: Instant,
     pub params: LinkParams,
+    /// Seed of the impairments' random generator.
+    pub seed: u64,
     pub counters: PathCounters,
     /// Drops by `DropReason::name()`, only the non-zero ones.
     pub drops_by_reason: BTreeMap<&'static str, u64>,
@@ -77,6 +91,10 @@ pub struct PathSnapshot {
 
 pub struct Path {
     params: LinkParams,
+    shape: LinkShape,
+    impair: Impair,
+    /// Frames leaving the impairment stage, reused per departure.
+    wire: Vec<(Packet, Fate)>,
     qdisc: Box<dyn Qdisc>,
     /// The kernel's `gso_skb` list: frames the driver refused, sent first.
     requeued: VecDeque<Packet>,
@@ -112,6 +130,9 @@ impl Path {
     pub fn new(params: LinkParams, qdisc: Box<dyn Qdisc>) -> Path {
         Path {
             params,
+            shape: LinkShape::default(),
+            impair: Impair::new(Impairments::default()),
+            wire: Vec::with_capacity(2),
             qdisc,
             requeued: VecDeque::new(),
             requeues: 0,
@@ -135,6 +156,43 @@ impl Path {
         &self.params
     }
 
+    pub fn shape(&self) -> &LinkShape {
+        &self.shape
+    }
+
+    /// Installs impairments, schedule and framing at `now`. Frames on the
+    /// wire keep their departure, frames in propagation their arrival; the
+    /// schedule starts at `now`, the random generator from the seed.
+    pub fn set_shape(&mut self, shape: LinkShape, now: Instant) -> Result<(), ShapeError> {
+        shape.validate()?;
+        self.advance(now);
+        let t = self.now;
+        self.serializer.set_framing(shape.framing);
+        self.serializer.set_schedule(shape.schedule.clone(), t);
+        self.impair = Impair::new(shape.impairments.clone());
+        self.delay.set_reorder(self.impair.reorders());
+        self.shape = shape;
+        self.qdisc_ready = true;
+        self.advance(t);
+        Ok(())
+    }
+
+    /// Replaces only the impairments (schedule and framing stay).
+    pub fn set_impairments(&mut self, imp: Impairments, now: Instant) -> Result<(), ShapeError> {
+        let mut shape = self.shape.clone();
+        shape.impairments = imp;
+        if self.shape.schedule == shape.schedule {
+            // Keep the running schedule's start and trace position.
+            shape.impairments.validate()?;
+            self.advance(now);
+            self.impair = Impair::new(shape.impairments.clone());
+            self.delay.set_reorder(self.impair.reorders());
+            self.shape = shape;
+            return Ok(());
+        }
+        self.set_shape(shape, now)
+    }
+
     pub fn qdisc(&self) -> &dyn Qdisc {
         &*self.qdisc
     }
@@ -143,7 +201,7 @@ impl Path {
         &self.counters
     }
 
-    /// Frames inside the path: `frames_in - frames_out - drops`.
+    /// Frames inside the path: `frames_in + duplicated - frames_out - drops`.
     pub fn held(&self) -> u64 {
         self.qdisc.qlen() as u64
             + self.requeued.len() as u64
@@ -268,6 +326,7 @@ impl Path {
         PathSnapshot {
             at: now,
             params: self.params,
+            seed: self.shape.impairments.seed,
             counters: self.counters.clone(),
             drops_by_reason,
             held: self.held(),
@@ -328,7 +387,18 @@ impl Path {
         let t = self.now;
         while let Some((pkt, departed)) = self.serializer.pop(t) {
             self.tx_done.push(pkt.len, departed);
-            self.delay.push(pkt, departed);
+            let delay = self.serializer.scheduled_delay(departed);
+            self.delay.set_delay(delay.unwrap_or(self.params.delay_ns));
+            let effects = self.impair.transmit(pkt, &mut self.wire);
+            self.counters.duplicated += effects.duplicated as u64;
+            self.counters.corrupted += effects.corrupted as u64;
+            for (pkt, fate) in self.wire.drain(..) {
+                match fate {
+                    Fate::Lost => self.drops.push(pkt, DropReason::WireLoss),
+                    Fate::Delayed(extra) => self.delay.push(pkt, departed, extra),
+                }
+            }
+            absorb(&mut self.drops, &mut self.counters, &mut self.freed);
         }
         let (mut frames, mut bytes) = (0u32, 0u64);
         if let Some(at) = self.tx_done.fire(t, |len| {
@@ -427,7 +497,7 @@ mod tests {
     fn assert_conserved(p: &Path) {
         let c = p.counters();
         assert_eq!(
-            c.frames_in,
+            c.frames_in + c.duplicated,
             c.frames_out + c.total_drops() + p.held(),
             "conservation: {c:?} held {}",
             p.held()
@@ -1059,9 +1129,10 @@ mod tests {
                         prop_assert!(t >= now, "poll_at {t:?} before {now:?}");
                         exact.poll(t, &mut out, &mut freed);
                         now = t;
+                        let c = exact.counters();
                         prop_assert_eq!(
-                            exact.counters().frames_in,
-                            exact.counters().frames_out + exact.counters().total_drops() + exact.held()
+                            c.frames_in + c.duplicated,
+                            c.frames_out + c.total_drops() + exact.held()
                         );
                     }
                     now = target;
@@ -1079,7 +1150,10 @@ mod tests {
                             }
                         }
                         let c = p.counters();
-                        prop_assert_eq!(c.frames_in, c.frames_out + c.total_drops() + p.held());
+                        prop_assert_eq!(
+                            c.frames_in + c.duplicated,
+                            c.frames_out + c.total_drops() + p.held()
+                        );
                     }
                     if matches!(op, Op::Ingress { .. }) {
                         id += 1;
@@ -1103,7 +1177,7 @@ mod tests {
                     }
                     prop_assert_eq!(p.held(), 0);
                     let c = p.counters();
-                    prop_assert_eq!(c.frames_in, c.frames_out + c.total_drops());
+                    prop_assert_eq!(c.frames_in + c.duplicated, c.frames_out + c.total_drops());
                 }
                 let total_freed = freed.len() as u64;
                 prop_assert_eq!(

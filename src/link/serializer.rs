@@ -1,18 +1,29 @@
 //! The line-rate serializer: frames posted to the TX ring go onto the wire
 //! one at a time at `rate_bytes_ps`, each occupying `len + overhead` bytes
-//! (preamble, FCS, inter-frame gap). Times are logical: a frame starts at
-//! `max(posted, previous departure)` and departs `(len + overhead) / rate`
-//! later, carried as an exact rational (ns plus a remainder), so late polls
-//! and non-integer frame times never accumulate drift.
+//! (preamble, FCS, inter-frame gap), adjusted by the link-layer `Framing`
+//! (extra overhead, mpu, ATM cells: `PschedRate::wire_len`). Times are
+//! logical: a frame starts at `max(posted, previous departure)` and departs
+//! `wire_len / rate` later, carried as an exact rational (ns plus a
+//! remainder), so late polls and non-integer frame times never accumulate
+//! drift. With a schedule installed, the schedule's `Timeline` gives the
+//! departure instead (rate steps or trace delivery opportunities).
 
+use super::schedule::{Schedule, Timeline};
+use super::Framing;
 use crate::packet::Packet;
 use crate::time::{Instant, NS_PER_SEC};
+use crate::units::PschedRate;
 use std::collections::VecDeque;
 
 #[derive(Debug)]
 pub struct Serializer {
-    rate_bytes_ps: u64,
-    overhead: u32,
+    /// The link's overhead (`LinkParams::overhead`) and framing.
+    link_overhead: u32,
+    framing: Framing,
+    /// Line rate and the wire length arithmetic.
+    wire: PschedRate,
+    /// The schedule in force, replacing the line rate.
+    timeline: Option<Timeline>,
     /// Frames posted but not yet on the wire, with the time they were posted.
     waiting: VecDeque<(Packet, Instant)>,
     /// The frame on the wire and when its last bit leaves.
@@ -26,9 +37,12 @@ pub struct Serializer {
 impl Serializer {
     /// A wire of `rate_bytes_ps` (0 = unlimited) and `overhead` bytes/frame.
     pub fn new(rate_bytes_ps: u64, overhead: u32) -> Serializer {
+        let framing = Framing::default();
         Serializer {
-            rate_bytes_ps,
-            overhead,
+            link_overhead: overhead,
+            framing,
+            wire: wire(rate_bytes_ps, overhead, framing),
+            timeline: None,
             waiting: VecDeque::new(),
             on_wire: None,
             busy_until: Instant::ZERO,
@@ -39,11 +53,30 @@ impl Serializer {
     /// Changes rate and overhead for frames that have not started yet; the
     /// frame on the wire keeps its departure.
     pub fn set_rate(&mut self, rate_bytes_ps: u64, overhead: u32) {
-        if rate_bytes_ps != self.rate_bytes_ps {
+        if rate_bytes_ps != self.wire.rate_bytes_ps {
             self.busy_rem = 0;
         }
-        self.rate_bytes_ps = rate_bytes_ps;
-        self.overhead = overhead;
+        self.link_overhead = overhead;
+        self.wire = wire(rate_bytes_ps, overhead, self.framing);
+    }
+
+    /// Changes the link-layer framing for frames not started yet.
+    pub fn set_framing(&mut self, framing: Framing) {
+        self.framing = framing;
+        self.wire = wire(self.wire.rate_bytes_ps, self.link_overhead, framing);
+    }
+
+    /// Installs (or removes) a schedule starting at `now`, for frames not
+    /// started yet; a valid schedule is expected.
+    pub fn set_schedule(&mut self, schedule: Option<Schedule>, now: Instant) {
+        self.busy_rem = 0;
+        self.timeline = schedule.map(|s| Timeline::new(s, now));
+    }
+
+    /// The propagation delay the schedule sets for a frame departing at
+    /// `t`, if any.
+    pub fn scheduled_delay(&self, t: Instant) -> Option<u64> {
+        self.timeline.as_ref().and_then(|tl| tl.delay_at(t))
     }
 
     /// Frames posted and not departed (waiting plus on the wire).
@@ -69,10 +102,12 @@ impl Serializer {
             self.busy_until = posted;
             self.busy_rem = 0;
         }
-        if self.rate_bytes_ps > 0 {
-            let bytes = pkt.len as u128 + self.overhead as u128;
-            let total = self.busy_rem as u128 + bytes * NS_PER_SEC as u128;
-            let rate = self.rate_bytes_ps as u128;
+        let bytes = self.wire.wire_len(pkt.len as u64);
+        if let Some(tl) = &mut self.timeline {
+            (self.busy_until, self.busy_rem) = tl.finish(self.busy_until, self.busy_rem, bytes);
+        } else if self.wire.rate_bytes_ps > 0 {
+            let total = self.busy_rem as u128 + bytes as u128 * NS_PER_SEC as u128;
+            let rate = self.wire.rate_bytes_ps as u128;
             let ns = (total / rate).min(u64::MAX as u128) as u64;
             self.busy_until += ns;
             self.busy_rem = (total % rate) as u64;
@@ -97,6 +132,13 @@ impl Serializer {
         }
         Some((pkt, departed))
     }
+}
+
+/// The wire arithmetic for a rate, the link's overhead and a framing.
+fn wire(rate_bytes_ps: u64, overhead: u32, framing: Framing) -> PschedRate {
+    let overhead =
+        (overhead as i64 + framing.overhead as i64).clamp(i32::MIN as i64, i32::MAX as i64);
+    PschedRate::new(rate_bytes_ps).with_framing(overhead as i32, framing.mpu, framing.linklayer)
 }
 
 #[cfg(test)]
