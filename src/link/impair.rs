@@ -56,7 +56,8 @@ pub enum Loss {
     #[default]
     None,
     /// Each frame is lost with `percent`; `correlation` mixes in the
-    /// previous random value as netem does.
+    /// previous random value as netem does (which clusters losses and, as
+    /// in netem, lowers the loss rate below `percent`).
     Random { percent: f64, correlation: f64 },
     /// Gilbert–Elliott: `p` good→bad, `r` bad→good, `one_minus_h` loss in
     /// the bad state, `one_minus_k` loss in the good state. A frame's fate
@@ -843,5 +844,405 @@ impl Impair {
             }
         };
         v.clamp(0, u64::MAX as i128) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::testutil::pkt;
+
+    /// Sends `n` frames through a stage; None = lost, Some(extra latency).
+    fn run(imp: &Impairments, n: usize) -> Vec<Option<u64>> {
+        let mut stage = Impair::new(imp.clone());
+        let mut out = Vec::new();
+        let mut fates = Vec::with_capacity(n);
+        for i in 0..n {
+            stage.transmit(pkt(i as u64, 100), &mut out);
+            fates.extend(out.drain(..).map(|(_, f)| match f {
+                Fate::Lost => None,
+                Fate::Delayed(d) => Some(d),
+            }));
+        }
+        fates
+    }
+
+    /// Loss rate and mean length of runs of consecutive losses.
+    fn loss_stats(fates: &[Option<u64>]) -> (f64, f64) {
+        let lost = fates.iter().filter(|f| f.is_none()).count();
+        let bursts = fates
+            .windows(2)
+            .filter(|w| w[0].is_some() && w[1].is_none())
+            .count()
+            + fates.first().is_some_and(|f| f.is_none()) as usize;
+        (
+            lost as f64 / fates.len() as f64,
+            lost as f64 / bursts.max(1) as f64,
+        )
+    }
+
+    fn with(args: &str) -> Impairments {
+        parse_netem(&args.split_whitespace().collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn parses_the_tc_netem_grammar() {
+        let imp = with(
+            "delay 10ms 2ms 25% distribution normal loss 1% 25% duplicate 1% corrupt 0.1% reorder 5% 50% gap 3 seed 42",
+        );
+        assert_eq!(imp.delay_ns, 10_000_000);
+        assert_eq!(imp.jitter_ns, 2_000_000);
+        assert_eq!(imp.jitter_correlation, 25.0);
+        assert_eq!(imp.distribution, Distribution::Normal);
+        assert_eq!(
+            imp.loss,
+            Loss::Random {
+                percent: 1.0,
+                correlation: 25.0
+            }
+        );
+        assert_eq!((imp.duplicate, imp.corrupt), (1.0, 0.1));
+        assert_eq!(
+            imp.reorder,
+            Some(Reorder {
+                percent: 5.0,
+                correlation: 50.0,
+                gap: 3
+            })
+        );
+        assert_eq!(imp.seed, 42);
+        // The rendering parses back to the same settings.
+        let again = with(&format_netem(&imp).replace("gemodel p", "gemodel"));
+        assert_eq!(again.loss, imp.loss);
+        assert_eq!(
+            (again.delay_ns, again.jitter_ns),
+            (imp.delay_ns, imp.jitter_ns)
+        );
+
+        assert_eq!(
+            with("loss gemodel 1% 10% 70% 0.1%").loss,
+            Loss::GilbertElliott {
+                p: 1.0,
+                r: 10.0,
+                one_minus_h: 70.0,
+                one_minus_k: 0.1
+            }
+        );
+        assert_eq!(
+            with("loss gemodel 2%").loss,
+            Loss::GilbertElliott {
+                p: 2.0,
+                r: 98.0,
+                one_minus_h: 100.0,
+                one_minus_k: 0.0
+            }
+        );
+        assert_eq!(
+            with("loss state 1% 30% 20% 5% 0.5%").loss,
+            Loss::FourState {
+                p13: 1.0,
+                p31: 30.0,
+                p32: 20.0,
+                p23: 5.0,
+                p14: 0.5
+            }
+        );
+        assert_eq!(
+            with("drop state 4").loss,
+            Loss::FourState {
+                p13: 4.0,
+                p31: 96.0,
+                p32: 0.0,
+                p23: 100.0,
+                p14: 0.0
+            }
+        );
+        assert_eq!(
+            with("loss random 3").loss,
+            Loss::Random {
+                percent: 3.0,
+                correlation: 0.0
+            }
+        );
+        // Bare times are µs as in tc; a bare reorder allows overtaking.
+        let imp = with("delay 100 reorder");
+        assert_eq!(imp.delay_ns, 100_000);
+        assert_eq!(imp.reorder.map(|r| (r.percent, r.gap)), Some((0.0, 1)));
+        assert!(with("").is_none());
+    }
+
+    #[test]
+    fn netem_errors_name_the_token_and_the_fix() {
+        let err = |s: &str| parse_netem(&s.split_whitespace().collect::<Vec<_>>()).unwrap_err();
+        assert!(err("loss 101%").contains("\"101%\""));
+        assert!(err("loss 101%").contains("0..=100"));
+        assert!(err("loss").contains("needs a percentage"));
+        assert!(err("delay").contains("needs a value"));
+        assert!(err("delay 10furlongs").contains("10furlongs"));
+        assert!(err("delay 10ms distribution normal").contains("needs a jitter"));
+        assert!(err("delay 10ms 1ms distribution weibull").contains("weibull"));
+        assert!(err("reorder 10%").contains("delay > 0"));
+        assert!(err("rate 10mbit").contains("link parameters"));
+        assert!(err("jitter 5ms").contains("unknown option \"jitter\""));
+        assert!(err("loss state 60% 50% 60%").contains("p31+p32"));
+        assert!(err("loss gemodel").contains("at least p"));
+        assert!(err("reorder gap x").contains("\"x\""));
+        assert!(err("seed -1").contains("\"-1\""));
+    }
+
+    #[test]
+    fn validation_names_field_value_and_range() {
+        let imp = Impairments {
+            duplicate: 150.0,
+            ..Impairments::default()
+        };
+        let e = imp.validate().unwrap_err();
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("duplicate", "150"));
+        assert!(e.to_string().contains("0..=100"));
+        let imp = Impairments {
+            distribution: Distribution::Table(vec![]),
+            jitter_ns: 1,
+            ..Impairments::default()
+        };
+        assert_eq!(imp.validate().unwrap_err().field, "distribution");
+        let e = Loss::gilbert_elliott_bursty(5.0, 0.5).unwrap_err();
+        assert_eq!(e.field, "loss.mean_burst");
+        let e = Loss::gilbert_elliott_bursty(60.0, 1.0).unwrap_err();
+        assert_eq!(e.field, "loss.percent");
+        assert!(e.allowed.contains("50.0000%"), "{}", e.allowed);
+    }
+
+    #[test]
+    fn same_seed_same_sequence_different_seed_differs() {
+        let mut imp = with("delay 5ms 1ms distribution paretonormal loss 10% duplicate 5% seed 7");
+        let a = run(&imp, 5_000);
+        let b = run(&imp, 5_000);
+        assert_eq!(a, b);
+        imp.seed = 8;
+        let c = run(&imp, 5_000);
+        assert_ne!(a, c);
+        let lost = |v: &[Option<u64>]| v.iter().filter(|f| f.is_none()).count();
+        assert!(lost(&a) > 400 && lost(&c) > 400);
+    }
+
+    #[test]
+    fn random_loss_rate() {
+        let fates = run(&with("loss 2% seed 3"), 100_000);
+        let (loss, burst) = loss_stats(&fates);
+        assert!((loss - 0.02).abs() < 0.002, "loss {loss}");
+        assert!((burst - 1.0 / 0.98).abs() < 0.05, "burst {burst}");
+        assert_eq!(run(&with("loss 0%"), 1000).iter().flatten().count(), 1000);
+        assert_eq!(run(&with("loss 100%"), 1000).iter().flatten().count(), 0);
+    }
+
+    /// netem's correlation mixes the previous value in: losses cluster
+    /// (longer runs than independent draws at the same measured rate), and,
+    /// as in netem, the mixed values gather around the middle, so the loss
+    /// rate falls below the configured one.
+    #[test]
+    fn correlated_loss_clusters() {
+        let (loss, burst) = loss_stats(&run(&with("loss 10% 25% seed 5"), 100_000));
+        assert!(loss > 0.01 && loss < 0.1, "{loss}");
+        // P(loss | previous frame lost) well above the loss rate.
+        let again = 1.0 - 1.0 / burst;
+        assert!(again > 3.0 * loss, "burst {burst} at loss {loss}");
+    }
+
+    #[test]
+    fn gilbert_elliott_by_mean_loss_and_burst() {
+        for (loss_pct, burst_len, seed) in [(5.0, 4.0, 1), (1.0, 2.0, 2), (20.0, 10.0, 3)] {
+            let imp = Impairments {
+                seed,
+                loss: Loss::gilbert_elliott_bursty(loss_pct, burst_len).unwrap(),
+                ..Impairments::default()
+            };
+            let (loss, burst) = loss_stats(&run(&imp, 100_000));
+            let target = loss_pct / 100.0;
+            assert!(
+                (loss - target).abs() / target < 0.06,
+                "loss {loss} vs {target}"
+            );
+            assert!(
+                (burst - burst_len).abs() / burst_len < 0.06,
+                "burst {burst} vs {burst_len}"
+            );
+        }
+    }
+
+    /// The netem p/r/1-h/1-k form: stationary loss is
+    /// pi_good·(1-k) + pi_bad·(1-h) with pi_bad = p/(p+r).
+    #[test]
+    fn gilbert_elliott_netem_form_stationary_loss() {
+        let (p, r, h1, k1) = (0.02, 0.25, 0.6, 0.01);
+        let fates = run(&with("loss gemodel 2% 25% 60% 1% seed 11"), 300_000);
+        let (loss, _) = loss_stats(&fates);
+        let bad = p / (p + r);
+        let expected = (1.0 - bad) * k1 + bad * h1;
+        assert!(
+            (loss - expected).abs() / expected < 0.05,
+            "loss {loss} vs {expected}"
+        );
+    }
+
+    /// The stationary distribution of the 4-state chain (power iteration
+    /// of its transition matrix) gives the loss rate pi3 + pi4.
+    #[test]
+    fn four_state_stationary_loss() {
+        let (p13, p31, p32, p23, p14) = (0.02, 0.3, 0.2, 0.1, 0.01);
+        let m = [
+            [1.0 - p13 - p14, 0.0, p13, p14],
+            [0.0, 1.0 - p23, p23, 0.0],
+            [p31, p32, 1.0 - p31 - p32, 0.0],
+            [1.0, 0.0, 0.0, 0.0],
+        ];
+        let mut pi = [0.25; 4];
+        for _ in 0..10_000 {
+            let mut next = [0.0; 4];
+            for (i, row) in m.iter().enumerate() {
+                for (j, pij) in row.iter().enumerate() {
+                    next[j] += pi[i] * pij;
+                }
+            }
+            pi = next;
+        }
+        let expected = pi[2] + pi[3];
+        let (loss, burst) = loss_stats(&run(&with("loss state 2% 30% 20% 10% 1% seed 4"), 100_000));
+        assert!(
+            (loss - expected).abs() / expected < 0.06,
+            "loss {loss} vs {expected}"
+        );
+        assert!(burst > 1.2, "bursty: {burst}");
+        // Only isolated losses: p13 = 0, every loss is state 4, alone.
+        let (loss, burst) = loss_stats(&run(&with("loss state 0% 0% 0% 0% 3% seed 4"), 100_000));
+        assert!((loss - 0.03 / 1.03).abs() < 0.003, "{loss}");
+        assert_eq!(burst, 1.0);
+    }
+
+    fn mean_std_of(v: &[u64]) -> (f64, f64) {
+        let f: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+        mean_std(&f)
+    }
+
+    #[test]
+    fn jitter_distributions_have_the_configured_mean_and_spread() {
+        let delay = 50_000_000.0;
+        let sigma = 5_000_000.0;
+        for (name, sd) in [
+            ("uniform", sigma / 3f64.sqrt()),
+            ("normal", sigma),
+            ("pareto", sigma),
+            ("paretonormal", sigma),
+        ] {
+            let imp = with(&format!("delay 50ms 5ms distribution {name} seed 9"));
+            let d: Vec<u64> = run(&imp, 100_000).into_iter().flatten().collect();
+            let (m, s) = mean_std_of(&d);
+            assert!((m - delay).abs() < 0.02 * sigma, "{name}: mean {m}");
+            assert!((s - sd).abs() / sd < 0.03, "{name}: std {s} vs {sd}");
+            let min = *d.iter().min().unwrap() as f64;
+            let max = *d.iter().max().unwrap() as f64;
+            assert!(min >= delay - 4.0 * sigma - 1.0 && max <= delay + 4.0 * sigma + 1.0);
+            if name == "pareto" {
+                // Heavy right tail: the mean is above the median.
+                let mut sorted = d.clone();
+                sorted.sort_unstable();
+                assert!((sorted[d.len() / 2] as f64) < m - 0.1 * sigma);
+            }
+        }
+    }
+
+    #[test]
+    fn user_table_and_negative_delays_clamp_to_zero() {
+        let imp = Impairments {
+            delay_ns: 1_000,
+            jitter_ns: 1_000,
+            distribution: Distribution::Table(vec![-8192 * 3, 4096, 8192]),
+            ..Impairments::default()
+        };
+        let d: Vec<u64> = run(&imp, 3_000).into_iter().flatten().collect();
+        let count = |v: u64| d.iter().filter(|&&x| x == v).count();
+        // 1 us - 3 us clamps to 0; 1.5 us; 2 us; each about a third.
+        for v in [0, 1_500, 2_000] {
+            assert!((800..1200).contains(&count(v)), "{v}: {}", count(v));
+        }
+        assert_eq!(count(0) + count(1_500) + count(2_000), 3_000);
+        assert_eq!(
+            parse_dist_table("# netem\n-8192 0\n 8192 # end\n").unwrap(),
+            vec![-8192, 0, 8192]
+        );
+        assert!(parse_dist_table("1 2 40000").unwrap_err().contains("40000"));
+        assert!(parse_dist_table("# nothing\n").is_err());
+    }
+
+    #[test]
+    fn built_tables_are_standardized() {
+        for d in [
+            Distribution::Normal,
+            Distribution::Pareto,
+            Distribution::ParetoNormal,
+        ] {
+            let t = build_table(&d).unwrap();
+            assert_eq!(t.len(), TABLE_SIZE);
+            assert!(
+                t.windows(2).all(|w| w[0] <= w[1]),
+                "{d:?} is a quantile table"
+            );
+            let f: Vec<f64> = t.iter().map(|&x| x as f64 / 8192.0).collect();
+            let (m, s) = mean_std(&f);
+            assert!(m.abs() < 0.01 && (s - 1.0).abs() < 0.01, "{d:?}: {m} {s}");
+        }
+        // The normal table's quartiles sit at ±0.674 sigma.
+        let t = build_table(&Distribution::Normal).unwrap();
+        let q3 = t[3 * TABLE_SIZE / 4] as f64 / 8192.0;
+        assert!((q3 - 0.6745).abs() < 0.002, "{q3}");
+        assert!(build_table(&Distribution::Uniform).is_none());
+    }
+
+    #[test]
+    fn duplication_and_corruption_counts() {
+        let imp = with("duplicate 10% corrupt 5% seed 21");
+        let mut stage = Impair::new(imp);
+        let mut out = Vec::new();
+        let (mut dups, mut corrupted, mut flipped) = (0, 0, 0);
+        let original: Vec<u8> = (0..64u8).collect();
+        for i in 0..20_000 {
+            let mut p = pkt(i, 64);
+            p.data = original.clone();
+            let e = stage.transmit(p, &mut out);
+            dups += e.duplicated;
+            corrupted += e.corrupted;
+            assert_eq!(out.len(), 1 + e.duplicated as usize);
+            for (p, fate) in out.drain(..) {
+                assert_eq!(fate, Fate::Delayed(0));
+                let bits: u32 = p
+                    .data
+                    .iter()
+                    .zip(&original)
+                    .map(|(a, b)| (a ^ b).count_ones())
+                    .sum();
+                assert!(bits <= 1);
+                assert_eq!(p.data[..ETH_HLEN], original[..ETH_HLEN], "header untouched");
+                flipped += bits;
+            }
+        }
+        assert_eq!(flipped, corrupted);
+        assert!((1_800..2_200).contains(&dups), "{dups}");
+        // Each copy draws on its own: 5% of 22000 copies.
+        assert!((950..1_250).contains(&corrupted), "{corrupted}");
+        // A frame without payload bytes cannot be corrupted.
+        let mut stage = Impair::new(with("corrupt 100%"));
+        assert_eq!(stage.transmit(pkt(0, 1500), &mut out).corrupted, 0);
+    }
+
+    #[test]
+    fn reorder_gap_sends_every_nth_frame_without_delay() {
+        let d: Vec<u64> = run(&with("delay 10ms reorder 100% gap 4"), 12)
+            .into_iter()
+            .flatten()
+            .collect();
+        let ten = 10_000_000;
+        assert_eq!(d, [[ten, ten, ten, 0]; 3].concat());
+        let imp = with("delay 10ms reorder 25%");
+        let fast = run(&imp, 10_000).iter().filter(|f| **f == Some(0)).count();
+        assert!((2_300..2_700).contains(&fast), "{fast}");
     }
 }
