@@ -412,3 +412,194 @@ fn period_capacity(steps: &[Step], period: u64) -> Option<u128> {
     }
     Some(cap)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::serializer::Serializer;
+    use crate::qdisc::testutil::pkt;
+
+    /// A serializer on `schedule` from `origin`, frames of `lens` posted at
+    /// `posted`; returns the departures in ns.
+    fn departures(schedule: Schedule, origin: Instant, frames: &[(u32, Instant)]) -> Vec<u64> {
+        let mut s = Serializer::new(12_500_000, 0);
+        s.set_schedule(Some(schedule), origin);
+        let mut out = Vec::new();
+        for (i, &(len, at)) in frames.iter().enumerate() {
+            while let Some((_, t)) = s.pop(at) {
+                out.push(t.nanos());
+            }
+            s.post(pkt(i as u64, len), at);
+        }
+        while let Some((_, t)) = s.pop(Instant::MAX) {
+            out.push(t.nanos());
+        }
+        out
+    }
+
+    fn at_zero(lens: &[u32]) -> Vec<(u32, Instant)> {
+        lens.iter().map(|&l| (l, Instant::ZERO)).collect()
+    }
+
+    const MS: u64 = NS_PER_MS;
+
+    #[test]
+    fn mahimahi_trace_delivery_times_and_average_rate() {
+        // 10 opportunities in 10 ms, repeating: 1504 B/ms = 12.032 Mbit/s.
+        let trace = Schedule::parse_mahimahi("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n").unwrap();
+        let d = departures(trace.clone(), Instant::ZERO, &at_zero(&[1504; 25]));
+        let expected: Vec<u64> = (1..=25).map(|i| i * MS).collect();
+        assert_eq!(d, expected);
+        let rate = 25.0 * 1504.0 / (d[24] as f64 / 1e9);
+        assert!((rate - 1_504_000.0).abs() < 1.0, "{rate} B/s");
+
+        // Small frames share an opportunity; a frame larger than 1504 B
+        // spans two; what an opportunity has left after the queue drained
+        // is lost.
+        let frames = [
+            (500, Instant::ZERO),
+            (500, Instant::ZERO),
+            (500, Instant::ZERO),
+            (500, Instant::ZERO),
+            (3000, Instant::ZERO),
+            (100, Instant::from_micros(5_500)),
+        ];
+        let d = departures(trace.clone(), Instant::ZERO, &frames);
+        // 1500 B in opportunity 1; 4 B + 496 B in 2; 3000 = 1008 (2) +
+        // 1504 (3) + 488 (4); the late frame waits for the 6 ms one.
+        assert_eq!(d, vec![MS, MS, MS, 2 * MS, 4 * MS, 6 * MS]);
+
+        // The trace starts when installed, and an idle link skips the
+        // opportunities it did not use.
+        let d = departures(
+            trace,
+            Instant::from_millis(100),
+            &[
+                (1504, Instant::from_micros(103_500)),
+                (1504, Instant::from_micros(103_500)),
+            ],
+        );
+        assert_eq!(d, vec![104 * MS, 105 * MS]);
+    }
+
+    #[test]
+    fn mahimahi_repeated_timestamps_and_parse_errors() {
+        // Two opportunities at 3 ms, one at 7 ms; period 7 ms.
+        let trace = Schedule::parse_mahimahi("3\n3\n7\n").unwrap();
+        let d = departures(trace, Instant::ZERO, &at_zero(&[1504; 6]));
+        assert_eq!(d, vec![3 * MS, 3 * MS, 7 * MS, 10 * MS, 10 * MS, 14 * MS]);
+        let e = Schedule::parse_mahimahi("1\n2\nx\n").unwrap_err();
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("trace line 3", "x"));
+        assert!(Schedule::parse_mahimahi("5\n4\n").is_err());
+        assert!(Schedule::parse_mahimahi("0\n0\n").is_err());
+        assert!(Schedule::parse_mahimahi("").is_err());
+    }
+
+    #[test]
+    fn native_rate_steps_take_effect_at_the_right_time() {
+        // 1 Mbit/s = 125000 B/s: 1250 B = 10 ms; 0.1 Mbit/s from 15 ms.
+        let s = Schedule::parse_native("0us 1mbit\n15ms 100kbit # slower\n").unwrap();
+        let d = departures(s, Instant::ZERO, &at_zero(&[1250, 1250, 1250]));
+        // The second frame sends 625 B before the step and 625 B after it
+        // at 12500 B/s (50 ms): it leaves at 65 ms; the third 100 ms later.
+        assert_eq!(d, vec![10 * MS, 65 * MS, 165 * MS]);
+
+        // Outage and repeat: 1 Mbit/s for 10 ms, down for 10 ms, again.
+        let s = Schedule::parse_native("0 1mbit\n10ms down\nrepeat 20ms\n").unwrap();
+        let d = departures(s, Instant::ZERO, &at_zero(&[625, 1250, 1250]));
+        assert_eq!(d, vec![5 * MS, 25 * MS, 45 * MS]);
+
+        // Unlimited steps send at once.
+        let s = Schedule::parse_native("0 unlimited\n1ms 1mbit").unwrap();
+        let d = departures(s, Instant::ZERO, &at_zero(&[1000, 1000]));
+        assert_eq!(d, vec![0, 0]);
+    }
+
+    /// A schedule that repeats the same rate every 1 ms departs exactly as
+    /// the constant-rate serializer (no drift at step boundaries), even for
+    /// frames that span many periods.
+    #[test]
+    fn repeating_steps_add_no_drift() {
+        let s = Schedule::parse_native("0 12mbit\n300us 12mbit\nrepeat 1ms").unwrap();
+        let mut constant = Serializer::new(1_500_000, 0);
+        let mut lens = Vec::new();
+        for i in 0..400u32 {
+            let len = 60 + (i * 7919) % 9000;
+            constant.post(pkt(i as u64, len), Instant::ZERO);
+            lens.push(len);
+        }
+        let expected: Vec<u64> = std::iter::from_fn(|| constant.pop(Instant::MAX))
+            .map(|(_, t)| t.nanos())
+            .collect();
+        assert_eq!(departures(s, Instant::ZERO, &at_zero(&lens)), expected);
+        assert_eq!(expected[0], 40_000, "60 B at 1.5 MB/s");
+    }
+
+    #[test]
+    fn scheduled_delay_follows_departure_time() {
+        let s = Schedule::parse_native("0 1mbit delay 5ms\n20ms\n40ms delay 1ms\n").unwrap();
+        let tl = Timeline::new(s, Instant::from_millis(10));
+        assert_eq!(tl.delay_at(Instant::from_millis(10)), Some(5 * MS));
+        assert_eq!(tl.delay_at(Instant::from_millis(35)), Some(5 * MS));
+        assert_eq!(tl.delay_at(Instant::from_millis(50)), Some(MS));
+        let s = Schedule::parse_native("0 1mbit\n1s 2mbit delay 3ms").unwrap();
+        let tl = Timeline::new(s, Instant::ZERO);
+        assert_eq!(
+            tl.delay_at(Instant::from_millis(999)),
+            None,
+            "the link's delay"
+        );
+        assert_eq!(tl.delay_at(Instant::from_millis(1000)), Some(3 * MS));
+        assert_eq!(
+            Timeline::new(Schedule::parse_mahimahi("1").unwrap(), Instant::ZERO)
+                .delay_at(Instant::ZERO),
+            None
+        );
+    }
+
+    #[test]
+    fn native_parse_errors_name_line_and_value() {
+        let err = |t: &str| Schedule::parse_native(t).unwrap_err();
+        let e = err("0 1mbit\n5ms fast\n");
+        assert_eq!(
+            (e.field.as_str(), e.value.as_str()),
+            ("schedule line 2 rate", "fast")
+        );
+        assert_eq!(err("0 delay 5ms").field, "schedule line 1 rate");
+        assert_eq!(err("1ms 1mbit").field, "schedule first step");
+        assert_eq!(
+            err("0 1mbit\n5ms 2mbit\n5ms 3mbit").field,
+            "schedule step time"
+        );
+        assert_eq!(
+            err("0 1mbit\n5ms 2mbit\nrepeat 5ms").field,
+            "schedule repeat"
+        );
+        assert_eq!(err("0 1mbit\n5ms down").field, "schedule last step rate");
+        assert_eq!(err("0 down\nrepeat 1s").field, "schedule rate");
+        assert_eq!(err("0 1mbit delay").field, "schedule line 1 delay");
+        assert_eq!(err("").field, "schedule");
+        assert_eq!(err("soon 1mbit").field, "schedule line 1 time");
+        let ok = Schedule::parse_native("# comment\n\n0us 100mbit\n1500ms 10mbit\n").unwrap();
+        assert_eq!(
+            ok,
+            Schedule::Steps {
+                steps: vec![
+                    Step {
+                        at_ns: 0,
+                        rate: StepRate::BytesPerSec(12_500_000),
+                        delay_ns: None
+                    },
+                    Step {
+                        at_ns: 1_500 * MS,
+                        rate: StepRate::BytesPerSec(1_250_000),
+                        delay_ns: None
+                    },
+                ],
+                repeat_ns: None
+            }
+        );
+        let json = serde_json::to_string(&ok).unwrap();
+        assert_eq!(serde_json::from_str::<Schedule>(&json).unwrap(), ok);
+    }
+}

@@ -233,4 +233,67 @@ mod tests {
         s.set_rate(2_000_000, 0);
         assert_eq!(departures(&mut s, Instant::MAX), vec![100_000, 150_000]);
     }
+
+    /// tc stab's ATM framing: a 1514-byte frame takes 32 cells = 1696
+    /// bytes, exactly 1 ms at 1.696 MB/s.
+    #[test]
+    fn atm_framing_changes_serialization_exactly() {
+        use crate::units::LinkLayer;
+        let mut s = Serializer::new(1_696_000, 0);
+        s.post(pkt(1, 1514), Instant::ZERO);
+        // Ethernet: 1514 B = 892688.67 ns.
+        assert_eq!(s.pop(Instant::MAX).unwrap().1.nanos(), 892_688);
+        s.set_framing(Framing {
+            linklayer: LinkLayer::Atm,
+            ..Framing::default()
+        });
+        s.post(pkt(2, 1514), Instant::from_millis(10));
+        s.post(pkt(3, 1514), Instant::from_millis(10));
+        assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_millis(11));
+        assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_millis(12));
+        // 49 B is two cells (106 B); the link overhead counts before cells.
+        s.set_rate(1_696_000, 0);
+        s.post(pkt(4, 49), Instant::from_millis(20));
+        assert_eq!(s.pop(Instant::MAX).unwrap().1.nanos(), 20_000_000 + 62_500);
+        s.set_rate(1_696_000, 47);
+        s.post(pkt(5, 1), Instant::from_millis(30));
+        assert_eq!(s.pop(Instant::MAX).unwrap().1.nanos(), 30_000_000 + 31_250);
+    }
+
+    #[test]
+    fn presets_mpu_and_negative_overhead() {
+        // pppoe-llcsnap: +40 B on ATM: 1554 B = 33 cells = 1749 B.
+        let f = Framing::parse(&["pppoe-llcsnap"]).unwrap();
+        let mut s = Serializer::new(1_749_000, 0);
+        s.set_framing(f);
+        s.post(pkt(1, 1514), Instant::ZERO);
+        assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_millis(1));
+        // mpu 100 on Ethernet: a 60-byte frame counts 100 B.
+        s.set_framing(Framing::parse(&["mpu", "100", "linklayer", "ethernet"]).unwrap());
+        s.set_rate(100_000, 0);
+        s.post(pkt(2, 60), Instant::from_millis(5));
+        assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_millis(6));
+        // A negative overhead cannot make a frame shorter than nothing.
+        s.set_framing(Framing::parse(&["overhead", "-1000"]).unwrap());
+        s.post(pkt(3, 60), Instant::from_millis(7));
+        assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_millis(7));
+        // linklayer pppoe: Ethernet framing with 8 bytes more.
+        let f = Framing::parse(&["linklayer", "pppoe", "mpu", "64"]).unwrap();
+        assert_eq!((f.overhead, f.mpu), (8, 64));
+    }
+
+    #[test]
+    fn framing_parse_errors_name_field_and_range() {
+        let e = Framing::parse(&["overhead", "5000"]).unwrap_err();
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("overhead", "5000"));
+        assert!(e.allowed.contains("-1000..=1000"));
+        assert_eq!(Framing::parse(&["mpu"]).unwrap_err().field, "mpu");
+        assert_eq!(
+            Framing::parse(&["linklayer", "token-ring"])
+                .unwrap_err()
+                .value,
+            "token-ring"
+        );
+        assert_eq!(Framing::parse(&["cells"]).unwrap_err().value, "cells");
+    }
 }
