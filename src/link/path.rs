@@ -477,6 +477,7 @@ impl Path {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::Schedule;
     use crate::qdisc::fifo::{Fifo, FifoKind};
     use crate::qdisc::testutil::pkt;
     use crate::qdisc::QdiscCtx;
@@ -1051,6 +1052,223 @@ mod tests {
         assert_eq!(drain(&mut p).len(), 2);
     }
 
+    fn netem(args: &str) -> Impairments {
+        crate::link::parse_netem(&args.split_whitespace().collect::<Vec<_>>()).unwrap()
+    }
+
+    /// Frames every `gap_ns` through a path (polled at every event), as
+    /// (id, delivery time).
+    fn feed(p: &mut Path, n: u64, gap_ns: u64, len: u32) -> Vec<(u64, Instant)> {
+        let (mut out, mut freed, mut got) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..n {
+            let t = Instant::from_nanos(i * gap_ns);
+            while let Some(due) = p.poll_at().filter(|d| *d <= t) {
+                p.poll(due, &mut out, &mut freed);
+                got.extend(out.drain(..).map(|pk: Packet| (pk.meta.id, due)));
+            }
+            p.ingress(pkt(i, len), t);
+            assert_conserved(p);
+        }
+        got.extend(drain(p));
+        got
+    }
+
+    #[test]
+    fn wire_loss_is_a_counted_drop_after_the_tx_completion() {
+        let mut p = path(LinkParams {
+            rate_bytes_ps: 12_500_000,
+            ..LinkParams::default()
+        });
+        p.set_impairments(netem("loss 30% seed 99"), Instant::ZERO)
+            .unwrap();
+        let got = feed(&mut p, 2_000, 200_000, 1000);
+        let c = p.counters().clone();
+        let lost = c.drops[DropReason::WireLoss.index()];
+        assert_eq!(c.total_drops(), lost);
+        assert!((500..700).contains(&lost), "{lost}");
+        assert_eq!(got.len() as u64 + lost, 2_000);
+        // The sender saw every frame completed: the ring is empty, the
+        // qdisc sent them all.
+        let s = p.snapshot(Instant::from_millis(1_000));
+        assert_eq!((s.ring_used, s.held), (0, 0));
+        assert_eq!(s.qdisc.stats.packets, 2_000);
+        assert_eq!(s.drops_by_reason.get("wire_loss"), Some(&lost));
+        assert_eq!(s.seed, 99);
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(json.contains("\"seed\":99") && json.contains("\"duplicated\":0"));
+        // Lost frames are handed back as freed buffers.
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        let mut q = path(LinkParams::default());
+        q.set_impairments(netem("loss 100%"), Instant::ZERO)
+            .unwrap();
+        q.ingress(pkt(0, 100), Instant::ZERO);
+        q.poll(Instant::from_millis(1), &mut out, &mut freed);
+        assert_eq!((out.len(), freed.len()), (0, 1));
+    }
+
+    #[test]
+    fn jitter_never_reorders_unless_allowed() {
+        let params = LinkParams {
+            rate_bytes_ps: 125_000_000,
+            delay_ns: NS_PER_MS,
+            ..LinkParams::default()
+        };
+        let mut p = path(params);
+        p.set_impairments(
+            netem("delay 10ms 5ms distribution normal seed 1"),
+            Instant::ZERO,
+        )
+        .unwrap();
+        let got = feed(&mut p, 3_000, 100_000, 1000);
+        let ids: Vec<u64> = got.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, (0..3_000).collect::<Vec<_>>(), "FIFO by default");
+        // Latency: 1 ms link + 10 ms netem + 8 us wire, at least.
+        let latency = |(id, t): &(u64, Instant)| t.nanos() - id * 100_000;
+        assert!(got.iter().all(|g| latency(g) >= NS_PER_MS + 8_000));
+        let mean = got.iter().map(latency).sum::<u64>() as f64 / 3_000.0;
+        assert!(mean > 11.0e6, "{mean}");
+
+        let mut p = path(params);
+        p.set_impairments(
+            netem("delay 10ms 5ms distribution normal reorder seed 1"),
+            Instant::ZERO,
+        )
+        .unwrap();
+        let got = feed(&mut p, 3_000, 100_000, 1000);
+        let overtaken = got.windows(2).filter(|w| w[1].0 < w[0].0).count();
+        assert!(overtaken > 100, "{overtaken}");
+        assert!(
+            got.windows(2).all(|w| w[0].1 <= w[1].1),
+            "delivered in time order"
+        );
+        let mut ids: Vec<u64> = got.iter().map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..3_000).collect::<Vec<_>>());
+        // Latency is delay + jitter exactly (no FIFO push-back).
+        let (m, _) = mean_sd(got.iter().map(latency));
+        assert!((m - 11.008e6).abs() < 0.2e6, "{m}");
+    }
+
+    fn mean_sd(v: impl Iterator<Item = u64>) -> (f64, f64) {
+        let v: Vec<f64> = v.map(|x| x as f64).collect();
+        let m = v.iter().sum::<f64>() / v.len() as f64;
+        let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len() as f64;
+        (m, var.sqrt())
+    }
+
+    #[test]
+    fn duplicates_keep_conservation() {
+        let mut p = path(LinkParams {
+            rate_bytes_ps: 12_500_000,
+            delay_ns: 2 * NS_PER_MS,
+            ..LinkParams::default()
+        });
+        p.set_impairments(
+            netem("duplicate 20% loss 5% corrupt 1% seed 5"),
+            Instant::ZERO,
+        )
+        .unwrap();
+        let got = feed(&mut p, 5_000, 100_000, 1000);
+        let c = p.counters();
+        assert!((850..1_150).contains(&c.duplicated), "{}", c.duplicated);
+        assert_eq!(c.frames_in + c.duplicated, c.frames_out + c.total_drops());
+        assert_eq!(got.len() as u64, c.frames_out);
+        assert!(c.frames_out > c.frames_in, "more out than in: {c:?}");
+        // A duplicate arrives with its original, in order.
+        assert!(got.windows(2).all(|w| w[0].0 <= w[1].0));
+        assert_eq!(c.corrupted, 0, "test frames carry no payload bytes");
+    }
+
+    #[test]
+    fn schedule_rate_and_delay_through_the_path() {
+        let mut p = path(LinkParams {
+            rate_bytes_ps: 125_000_000,
+            delay_ns: 3 * NS_PER_MS,
+            bql: false,
+            ..LinkParams::default()
+        });
+        let schedule =
+            Schedule::parse_native("0 1mbit\n15ms 100kbit delay 20ms\nrepeat 1s").unwrap();
+        let shape = LinkShape {
+            schedule: Some(schedule),
+            ..LinkShape::default()
+        };
+        p.set_shape(shape.clone(), Instant::ZERO).unwrap();
+        assert_eq!(p.shape(), &shape);
+        for i in 0..3 {
+            p.ingress(pkt(i, 1250), Instant::ZERO);
+        }
+        let times: Vec<u64> = drain(&mut p)
+            .iter()
+            .map(|(_, t)| t.nanos() / NS_PER_MS)
+            .collect();
+        // Departures at 10, 65, 165 ms; the link's 3 ms before the step,
+        // the schedule's 20 ms after it.
+        assert_eq!(times, vec![13, 85, 185]);
+
+        // A mahimahi trace gates departures; impairments keep it running.
+        let trace = Schedule::parse_mahimahi("2\n4\n").unwrap();
+        p.set_shape(
+            LinkShape {
+                schedule: Some(trace),
+                ..LinkShape::default()
+            },
+            Instant::from_millis(200),
+        )
+        .unwrap();
+        p.set_impairments(netem("delay 1ms"), Instant::from_millis(200))
+            .unwrap();
+        for i in 3..6 {
+            p.ingress(pkt(i, 1504), Instant::from_millis(200));
+        }
+        let times: Vec<u64> = drain(&mut p)
+            .iter()
+            .map(|(_, t)| t.nanos() / NS_PER_MS)
+            .collect();
+        assert_eq!(times, vec![206, 208, 210]);
+    }
+
+    #[test]
+    fn atm_framing_through_the_path_and_invalid_shapes_change_nothing() {
+        let mut p = path(LinkParams {
+            rate_bytes_ps: 1_696_000,
+            ..LinkParams::default()
+        });
+        let shape = LinkShape {
+            framing: crate::link::Framing::parse(&["linklayer", "atm"]).unwrap(),
+            ..LinkShape::default()
+        };
+        p.set_shape(shape.clone(), Instant::ZERO).unwrap();
+        p.ingress(pkt(0, 1514), Instant::ZERO);
+        assert_eq!(drain(&mut p), vec![(0, Instant::from_millis(1))]);
+        let bad = LinkShape {
+            impairments: Impairments {
+                corrupt: -1.0,
+                ..Impairments::default()
+            },
+            ..LinkShape::default()
+        };
+        let e = p.set_shape(bad, Instant::from_millis(2)).unwrap_err();
+        assert_eq!(e.field, "corrupt");
+        let e = p
+            .set_impairments(
+                Impairments {
+                    loss: crate::link::impair::Loss::Random {
+                        percent: 200.0,
+                        correlation: 0.0,
+                    },
+                    ..Impairments::default()
+                },
+                Instant::from_millis(2),
+            )
+            .unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.value.as_str()),
+            ("loss.percent", "200")
+        );
+        assert_eq!(p.shape(), &shape);
+    }
+
     mod prop {
         use super::*;
         use proptest::prelude::*;
@@ -1061,6 +1279,53 @@ mod tests {
             Advance { dt: u64 },
             SetParams(LinkParams),
             Replace { limit: u64, paced: bool },
+            Shape(Box<LinkShape>),
+        }
+
+        /// Random impairments, schedule and framing (all valid).
+        fn shape() -> impl Strategy<Value = LinkShape> {
+            (
+                (0u32..30, 0u32..30, 0u32..5),
+                (0u64..3_000, 1u64..3_000, any::<bool>(), any::<u64>()),
+                prop_oneof![
+                    Just(None),
+                    (1u64..20, 1u64..5).prop_map(|(a, b)| Some(format!("{a}\n{}\n", a + b))),
+                    (1u64..50_000_000, 1u64..50_000_000, 1u64..2_000).prop_map(|(r1, r2, d)| Some(
+                        format!("0 {}bps\n{d}us down\n{}us {}bps delay {d}us\nrepeat 5ms", r1, d + 1, r2)
+                    )),
+                ],
+                (-30i32..60, 0u32..100, any::<bool>()),
+            )
+                .prop_map(|((loss, dup, corrupt), (delay, jitter, reorder, seed), sched, (oh, mpu, atm))| {
+                    let args = format!(
+                        "loss {loss}% duplicate {dup}% corrupt {corrupt}% delay {delay}us {jitter}us distribution pareto seed {seed}{}",
+                        if reorder && delay > 0 { " reorder 10%" } else { "" }
+                    );
+                    let impairments = crate::link::parse_netem(
+                        &args.split_whitespace().collect::<Vec<_>>(),
+                    )
+                    .unwrap();
+                    let schedule = sched.map(|text| {
+                        if text.contains("bps") {
+                            Schedule::parse_native(&text).unwrap()
+                        } else {
+                            Schedule::parse_mahimahi(&text).unwrap()
+                        }
+                    });
+                    LinkShape {
+                        impairments,
+                        schedule,
+                        framing: crate::link::Framing {
+                            overhead: oh,
+                            mpu,
+                            linklayer: if atm {
+                                crate::units::LinkLayer::Atm
+                            } else {
+                                crate::units::LinkLayer::Ethernet
+                            },
+                        },
+                    }
+                })
         }
 
         fn params() -> impl Strategy<Value = LinkParams> {
@@ -1099,6 +1364,7 @@ mod tests {
                 2 => (0u64..2_000_000).prop_map(|dt| Op::Advance { dt }),
                 1 => params().prop_map(Op::SetParams),
                 1 => (0u64..40, any::<bool>()).prop_map(|(limit, paced)| Op::Replace { limit, paced }),
+                1 => shape().prop_map(|s| Op::Shape(Box::new(s))),
             ]
         }
 
@@ -1147,6 +1413,9 @@ mod tests {
                             }
                             Op::Replace { limit, paced: true } => {
                                 p.replace_qdisc(super::paced(*limit * 10_000, true), now);
+                            }
+                            Op::Shape(shape) => {
+                                prop_assert!(p.set_shape((**shape).clone(), now).is_ok());
                             }
                         }
                         let c = p.counters();
