@@ -305,12 +305,23 @@ impl<'a> Tokens<'a> {
         }
     }
 
-    /// Up to `names.len()` optional percentages.
-    fn percents(&mut self, names: &[&str]) -> Result<Vec<f64>, String> {
+    /// Up to `labels.len()` optional percentages of `what`, each possibly
+    /// preceded by its label (tc prints `gemodel p 1% r 10% ...`).
+    fn percents(&mut self, what: &str, labels: &[&str]) -> Result<Vec<f64>, String> {
         let mut v = Vec::new();
-        for name in names {
+        for label in labels {
+            let name = if label.is_empty() {
+                what.to_string()
+            } else {
+                format!("{what} {label}")
+            };
+            let labelled = !label.is_empty() && self.peek() == Some(*label);
+            if labelled {
+                self.next();
+            }
             match self.number() {
-                Some(t) => v.push(parse_percent(t, name)?),
+                Some(t) => v.push(parse_percent(t, &name)?),
+                None if labelled => return Err(format!("netem: \"{name}\" needs a percentage")),
                 None => break,
             }
         }
@@ -372,7 +383,7 @@ pub fn parse_netem(args: &[&str]) -> Result<Impairments, String> {
                 }
             }
             "reorder" => {
-                let v = it.percents(&["reorder", "reorder correlation"])?;
+                let v = it.percents("reorder", &["", ""])?;
                 let mut r = Reorder {
                     percent: v.first().copied().unwrap_or(0.0),
                     correlation: v.get(1).copied().unwrap_or(0.0),
@@ -418,7 +429,7 @@ fn parse_loss(it: &mut Tokens) -> Result<Loss, String> {
     match it.peek() {
         Some("gemodel") => {
             it.next();
-            let v = it.percents(&["gemodel p", "gemodel r", "gemodel 1-h", "gemodel 1-k"])?;
+            let v = it.percents("gemodel", &["p", "r", "1-h", "1-k"])?;
             let p = *v
                 .first()
                 .ok_or("netem: \"loss gemodel\" needs at least p")?;
@@ -431,13 +442,7 @@ fn parse_loss(it: &mut Tokens) -> Result<Loss, String> {
         }
         Some("state") => {
             it.next();
-            let v = it.percents(&[
-                "state p13",
-                "state p31",
-                "state p32",
-                "state p23",
-                "state p14",
-            ])?;
+            let v = it.percents("state", &["p13", "p31", "p32", "p23", "p14"])?;
             let p13 = *v
                 .first()
                 .ok_or("netem: \"loss state\" needs at least p13")?;
@@ -453,7 +458,7 @@ fn parse_loss(it: &mut Tokens) -> Result<Loss, String> {
             if next == Some("random") {
                 it.next();
             }
-            let v = it.percents(&["loss", "loss correlation"])?;
+            let v = it.percents("loss", &["", ""])?;
             let percent = *v
                 .first()
                 .ok_or("netem: \"loss\" needs a percentage: loss [random] PERCENT [CORRELATION]")?;
@@ -466,7 +471,8 @@ fn parse_loss(it: &mut Tokens) -> Result<Loss, String> {
 }
 
 /// Renders the settings as netem options (the reverse of `parse_netem`,
-/// for dumps and reports).
+/// for dumps and reports; a user table prints as `distribution table`,
+/// which only the config can set).
 pub fn format_netem(imp: &Impairments) -> String {
     let mut s = Vec::new();
     if imp.delay_ns > 0 || imp.jitter_ns > 0 {
@@ -475,6 +481,16 @@ pub fn format_netem(imp: &Impairments) -> String {
             s.push(sprint_time(imp.jitter_ns / 1000));
             if imp.jitter_correlation > 0.0 {
                 s.push(format!("{}%", imp.jitter_correlation));
+            }
+            let name = match imp.distribution {
+                Distribution::Uniform => None,
+                Distribution::Normal => Some("normal"),
+                Distribution::Pareto => Some("pareto"),
+                Distribution::ParetoNormal => Some("paretonormal"),
+                Distribution::Table(_) => Some("table"),
+            };
+            if let Some(name) = name {
+                s.push(format!("distribution {name}"));
             }
         }
     }
@@ -507,14 +523,26 @@ pub fn format_netem(imp: &Impairments) -> String {
             "loss state p13 {p13}% p31 {p31}% p32 {p32}% p23 {p23}% p14 {p14}%"
         )),
     }
+    let with_correlation = |s: &mut Vec<String>, what: &str, p: f64, c: f64| {
+        s.push(format!("{what} {p}%"));
+        if c > 0.0 {
+            s.push(format!("{c}%"));
+        }
+    };
     if imp.duplicate > 0.0 {
-        s.push(format!("duplicate {}%", imp.duplicate));
+        with_correlation(
+            &mut s,
+            "duplicate",
+            imp.duplicate,
+            imp.duplicate_correlation,
+        );
     }
     if imp.corrupt > 0.0 {
-        s.push(format!("corrupt {}%", imp.corrupt));
+        with_correlation(&mut s, "corrupt", imp.corrupt, imp.corrupt_correlation);
     }
     if let Some(r) = &imp.reorder {
-        s.push(format!("reorder {}% gap {}", r.percent, r.gap));
+        with_correlation(&mut s, "reorder", r.percent, r.correlation);
+        s.push(format!("gap {}", r.gap));
     }
     s.push(format!("seed {}", imp.seed));
     s.join(" ")
@@ -912,11 +940,24 @@ mod tests {
         );
         assert_eq!(imp.seed, 42);
         // The rendering parses back to the same settings.
-        let again = with(&format_netem(&imp).replace("gemodel p", "gemodel"));
+        let again = with(&format_netem(&imp));
         assert_eq!(again.loss, imp.loss);
         assert_eq!(
             (again.delay_ns, again.jitter_ns),
             (imp.delay_ns, imp.jitter_ns)
+        );
+        for args in [
+            "loss gemodel 1% 10% 70% 0.1% seed 3",
+            "loss state 1% 30% 20% 5% 0.5% duplicate 2% 10% corrupt 1% 5%",
+            "delay 1ms 300us 20% distribution pareto reorder 5% 50% gap 2",
+            "loss 1% 25% delay 2s",
+        ] {
+            let imp = with(args);
+            assert_eq!(with(&format_netem(&imp)), imp, "{}", format_netem(&imp));
+        }
+        assert_eq!(
+            with("loss gemodel p 5% r 50%").loss,
+            with("loss gemodel 5% 50%").loss
         );
 
         assert_eq!(
@@ -986,6 +1027,7 @@ mod tests {
         assert!(err("jitter 5ms").contains("unknown option \"jitter\""));
         assert!(err("loss state 60% 50% 60%").contains("p31+p32"));
         assert!(err("loss gemodel").contains("at least p"));
+        assert!(err("loss gemodel p 1% r").contains("\"gemodel r\" needs"));
         assert!(err("reorder gap x").contains("\"x\""));
         assert!(err("seed -1").contains("\"-1\""));
     }

@@ -288,6 +288,7 @@ impl Timeline {
     /// 1/rate ns of the step in force) past it; returns when its last bit
     /// leaves and the new remainder.
     pub fn finish(&mut self, start: Instant, rem: u64, bytes: u64) -> (Instant, u64) {
+        let start = start.max(self.origin);
         match &self.schedule {
             Schedule::Steps { steps, repeat_ns } => {
                 self.finish_steps(steps, *repeat_ns, start, rem, bytes)
@@ -391,7 +392,9 @@ fn finish_trace(
     let period = ops[ops.len() - 1] * NS_PER_MS;
     let off = start.saturating_since(origin);
     let within = off % period;
-    let first_at = (off / period) * len + ops.partition_point(|&ms| ms * NS_PER_MS < within) as u64;
+    let first_at = (off / period)
+        .saturating_mul(len)
+        .saturating_add(ops.partition_point(|&ms| ms * NS_PER_MS < within) as u64);
     let first = cursor.last.map_or(first_at, |l| first_at.max(l + 1));
     let n = left.div_ceil(MAHIMAHI_MTU);
     let g = first + n - 1;
