@@ -1219,7 +1219,7 @@ mod tests {
         p.set_impairments(netem("delay 1ms"), Instant::from_millis(200))
             .unwrap();
         for i in 3..6 {
-            p.ingress(pkt(i, 1504), Instant::from_millis(200));
+            p.ingress(pkt(i, 1514), Instant::from_millis(200));
         }
         let times: Vec<u64> = drain(&mut p)
             .iter()

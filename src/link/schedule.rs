@@ -4,9 +4,13 @@
 //! Formats:
 //! - mahimahi traces, as they are: one delivery opportunity per line, a
 //!   millisecond timestamp; each opportunity carries up to 1504 bytes of
-//!   queued frames (a frame may span opportunities, several small frames
+//!   queued packets (a packet may span opportunities, several small ones
 //!   may share one; what a drained queue leaves unused is lost); the trace
-//!   repeats with a period equal to its last timestamp.
+//!   repeats with a period equal to its last timestamp. mahimahi counts the
+//!   bytes it reads from its TUN device: the IP packet plus a 4-byte packet
+//!   information header; a frame here is counted the same way (`len - 14 +
+//!   4`), so a 1514-byte Ethernet frame fills one opportunity. Link-layer
+//!   framing does not apply to traces.
 //! - the native format: lines `<time> [<rate>|unlimited|down] [delay
 //!   <time>]` with tc units (`0us 100mbit`, `1500ms 10mbit delay 20ms`),
 //!   times from the start of the schedule (bare = µs as in tc), the first
@@ -26,8 +30,15 @@ use super::ShapeError;
 use crate::time::{Instant, NS_PER_MS, NS_PER_SEC};
 use crate::units::{parse_rate, parse_time_ns};
 
-/// Bytes one mahimahi delivery opportunity carries.
+/// Bytes one mahimahi delivery opportunity carries (its TUN MTU).
 pub const MAHIMAHI_MTU: u64 = 1504;
+
+/// The bytes mahimahi would count for an Ethernet frame of `len`: the IP
+/// packet (frame minus the 14-byte header) plus the TUN packet
+/// information header (4 bytes), at least 1.
+fn tun_bytes(len: u32) -> u64 {
+    (len as u64 + 4).saturating_sub(14).max(1)
+}
 
 /// The rate of a step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -284,25 +295,32 @@ impl Timeline {
         }
     }
 
-    /// A frame of `bytes` on the wire starts at `start`, `rem` (in units of
-    /// 1/rate ns of the step in force) past it; returns when its last bit
-    /// leaves and the new remainder.
-    pub fn finish(&mut self, start: Instant, rem: u64, bytes: u64) -> (Instant, u64) {
+    /// A frame of `len` bytes, `wire_bytes` with framing, starts on the
+    /// wire at `start`, `rem` (in units of 1/rate ns of the step in force)
+    /// past it; returns when its last bit leaves and the new remainder.
+    pub fn finish(
+        &mut self,
+        start: Instant,
+        rem: u64,
+        len: u32,
+        wire_bytes: u64,
+    ) -> (Instant, u64) {
         let start = start.max(self.origin);
         match &self.schedule {
             Schedule::Steps { steps, repeat_ns } => {
-                self.finish_steps(steps, *repeat_ns, start, rem, bytes)
+                self.finish_steps(steps, *repeat_ns, start, rem, wire_bytes)
             }
-            Schedule::Trace { opportunities_ms } => (
-                finish_trace(
+            Schedule::Trace { opportunities_ms } => {
+                let bytes = tun_bytes(len);
+                let t = finish_trace(
                     self.origin,
                     opportunities_ms,
                     &mut self.cursor,
                     start,
                     bytes,
-                ),
-                0,
-            ),
+                );
+                (t, 0)
+            }
         }
     }
 
@@ -376,7 +394,7 @@ fn finish_trace(
     start: Instant,
     bytes: u64,
 ) -> Instant {
-    let mut left = bytes.max(1);
+    let mut left = bytes;
     if let Some(last) = cursor.last {
         // Frames waiting when the previous one left share its opportunity.
         if cursor.leftover > 0 && opportunity(origin, ops, last) >= start {
@@ -450,7 +468,7 @@ mod tests {
     fn mahimahi_trace_delivery_times_and_average_rate() {
         // 10 opportunities in 10 ms, repeating: 1504 B/ms = 12.032 Mbit/s.
         let trace = Schedule::parse_mahimahi("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n").unwrap();
-        let d = departures(trace.clone(), Instant::ZERO, &at_zero(&[1504; 25]));
+        let d = departures(trace.clone(), Instant::ZERO, &at_zero(&[1514; 25]));
         let expected: Vec<u64> = (1..=25).map(|i| i * MS).collect();
         assert_eq!(d, expected);
         let rate = 25.0 * 1504.0 / (d[24] as f64 / 1e9);
@@ -459,13 +477,15 @@ mod tests {
         // Small frames share an opportunity; a frame larger than 1504 B
         // spans two; what an opportunity has left after the queue drained
         // is lost.
+        // (A 510-byte frame counts 500 B: 496 B of IP and the 4-byte
+        // TUN header.)
         let frames = [
-            (500, Instant::ZERO),
-            (500, Instant::ZERO),
-            (500, Instant::ZERO),
-            (500, Instant::ZERO),
-            (3000, Instant::ZERO),
-            (100, Instant::from_micros(5_500)),
+            (510, Instant::ZERO),
+            (510, Instant::ZERO),
+            (510, Instant::ZERO),
+            (510, Instant::ZERO),
+            (3010, Instant::ZERO),
+            (110, Instant::from_micros(5_500)),
         ];
         let d = departures(trace.clone(), Instant::ZERO, &frames);
         // 1500 B in opportunity 1; 4 B + 496 B in 2; 3000 = 1008 (2) +
@@ -478,8 +498,8 @@ mod tests {
             trace,
             Instant::from_millis(100),
             &[
-                (1504, Instant::from_micros(103_500)),
-                (1504, Instant::from_micros(103_500)),
+                (1514, Instant::from_micros(103_500)),
+                (1514, Instant::from_micros(103_500)),
             ],
         );
         assert_eq!(d, vec![104 * MS, 105 * MS]);
@@ -489,8 +509,16 @@ mod tests {
     fn mahimahi_repeated_timestamps_and_parse_errors() {
         // Two opportunities at 3 ms, one at 7 ms; period 7 ms.
         let trace = Schedule::parse_mahimahi("3\n3\n7\n").unwrap();
-        let d = departures(trace, Instant::ZERO, &at_zero(&[1504; 6]));
+        let d = departures(trace, Instant::ZERO, &at_zero(&[1514; 6]));
         assert_eq!(d, vec![3 * MS, 3 * MS, 7 * MS, 10 * MS, 10 * MS, 14 * MS]);
+        // A VLAN-tagged full frame (1518 B, 1508 B in mahimahi's count)
+        // needs 4 B of a second opportunity; a 1500-byte frame fits in the
+        // 1500 B left, a full one more needs 4 B of the third.
+        let trace = Schedule::parse_mahimahi("1\n2\n3\n").unwrap();
+        let d = departures(trace.clone(), Instant::ZERO, &at_zero(&[1518, 1500]));
+        assert_eq!(d, vec![2 * MS, 2 * MS]);
+        let d = departures(trace, Instant::ZERO, &at_zero(&[1518, 1514]));
+        assert_eq!(d, vec![2 * MS, 3 * MS]);
         let e = Schedule::parse_mahimahi("1\n2\nx\n").unwrap_err();
         assert_eq!((e.field.as_str(), e.value.as_str()), ("trace line 3", "x"));
         assert!(Schedule::parse_mahimahi("5\n4\n").is_err());

@@ -104,7 +104,8 @@ impl Serializer {
         }
         let bytes = self.wire.wire_len(pkt.len as u64);
         if let Some(tl) = &mut self.timeline {
-            (self.busy_until, self.busy_rem) = tl.finish(self.busy_until, self.busy_rem, bytes);
+            (self.busy_until, self.busy_rem) =
+                tl.finish(self.busy_until, self.busy_rem, pkt.len, bytes);
         } else if self.wire.rate_bytes_ps > 0 {
             let total = self.busy_rem as u128 + bytes as u128 * NS_PER_SEC as u128;
             let rate = self.wire.rate_bytes_ps as u128;
