@@ -162,13 +162,17 @@ impl Path {
 
     /// Installs impairments, schedule and framing at `now`. Frames on the
     /// wire keep their departure, frames in propagation their arrival; the
-    /// schedule starts at `now`, the random generator from the seed.
+    /// random generator restarts from the seed; a new schedule starts at
+    /// `now` (one equal to the running schedule keeps running, with its
+    /// start and trace position).
     pub fn set_shape(&mut self, shape: LinkShape, now: Instant) -> Result<(), ShapeError> {
         shape.validate()?;
         self.advance(now);
         let t = self.now;
         self.serializer.set_framing(shape.framing);
-        self.serializer.set_schedule(shape.schedule.clone(), t);
+        if shape.schedule != self.shape.schedule {
+            self.serializer.set_schedule(shape.schedule.clone(), t);
+        }
         self.impair = Impair::new(shape.impairments.clone());
         self.delay.set_reorder(self.impair.reorders());
         self.shape = shape;
@@ -179,17 +183,10 @@ impl Path {
 
     /// Replaces only the impairments (schedule and framing stay).
     pub fn set_impairments(&mut self, imp: Impairments, now: Instant) -> Result<(), ShapeError> {
-        let mut shape = self.shape.clone();
-        shape.impairments = imp;
-        if self.shape.schedule == shape.schedule {
-            // Keep the running schedule's start and trace position.
-            shape.impairments.validate()?;
-            self.advance(now);
-            self.impair = Impair::new(shape.impairments.clone());
-            self.delay.set_reorder(self.impair.reorders());
-            self.shape = shape;
-            return Ok(());
-        }
+        let shape = LinkShape {
+            impairments: imp,
+            ..self.shape.clone()
+        };
         self.set_shape(shape, now)
     }
 
@@ -1226,6 +1223,34 @@ mod tests {
             .map(|(_, t)| t.nanos() / NS_PER_MS)
             .collect();
         assert_eq!(times, vec![206, 208, 210]);
+    }
+
+    /// Changing impairments keeps the running trace's grid; a new trace
+    /// starts when installed.
+    #[test]
+    fn set_impairments_keeps_the_running_schedule() {
+        let mut p = path(LinkParams::default());
+        let trace = || Schedule::parse_mahimahi("2\n4\n").unwrap();
+        let shape = LinkShape {
+            schedule: Some(trace()),
+            ..LinkShape::default()
+        };
+        p.set_shape(shape, Instant::ZERO).unwrap();
+        p.set_impairments(netem("seed 3"), Instant::from_millis(5))
+            .unwrap();
+        p.ingress(pkt(0, 1514), Instant::from_millis(5));
+        assert_eq!(drain(&mut p), vec![(0, Instant::from_millis(6))]);
+        p.set_shape(
+            LinkShape {
+                schedule: Some(Schedule::parse_mahimahi("2\n5\n").unwrap()),
+                ..LinkShape::default()
+            },
+            Instant::from_millis(10),
+        )
+        .unwrap();
+        p.ingress(pkt(1, 1514), Instant::from_millis(10));
+        assert_eq!(drain(&mut p), vec![(1, Instant::from_millis(12))]);
+        assert_eq!(p.snapshot(Instant::from_millis(20)).seed, 3);
     }
 
     #[test]
