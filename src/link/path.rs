@@ -1243,7 +1243,7 @@ mod tests {
         p.set_shape(
             LinkShape {
                 schedule: Some(Schedule::parse_mahimahi("2\n5\n").unwrap()),
-                ..LinkShape::default()
+                ..p.shape().clone()
             },
             Instant::from_millis(10),
         )
