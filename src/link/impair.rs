@@ -1275,6 +1275,80 @@ mod tests {
         assert_eq!(stage.transmit(pkt(0, 1500), &mut out).corrupted, 0);
     }
 
+    /// Delay correlation makes consecutive delays alike (lag-1
+    /// autocorrelation well above that of independent draws).
+    #[test]
+    fn correlated_jitter_is_autocorrelated() {
+        let lag1 = |args: &str| {
+            let d: Vec<f64> = run(&with(args), 50_000)
+                .into_iter()
+                .flatten()
+                .map(|x| x as f64)
+                .collect();
+            let (m, s) = mean_std(&d);
+            let cov =
+                d.windows(2).map(|w| (w[0] - m) * (w[1] - m)).sum::<f64>() / (d.len() - 1) as f64;
+            cov / (s * s)
+        };
+        let independent = lag1("delay 10ms 2ms distribution normal seed 2");
+        let correlated = lag1("delay 10ms 2ms 75% distribution normal seed 2");
+        assert!(independent.abs() < 0.02, "{independent}");
+        assert!(correlated > 0.5, "{correlated}");
+    }
+
+    /// The settings as a config file would hold them (TOML through serde).
+    #[test]
+    fn link_shape_from_toml() {
+        use crate::link::{Framing, LinkShape};
+        use crate::units::LinkLayer;
+        let shape: LinkShape = toml::from_str(
+            r#"
+            [impairments]
+            seed = 7
+            delay_ns = 1000000
+            jitter_ns = 200000
+            distribution = { table = [-8192, 0, 8192] }
+            duplicate = 0.5
+            [impairments.loss]
+            model = "gilbert_elliott"
+            p = 1.0
+            r = 10.0
+            one_minus_h = 100.0
+            one_minus_k = 0.0
+            [impairments.reorder]
+            percent = 0.0
+            correlation = 0.0
+            gap = 1
+            [schedule]
+            kind = "trace"
+            opportunities_ms = [1, 2, 3]
+            [framing]
+            overhead = 8
+            linklayer = "atm"
+            "#,
+        )
+        .unwrap();
+        assert!(shape.validate().is_ok());
+        assert_eq!(shape.impairments.seed, 7);
+        assert_eq!(
+            shape.impairments.distribution,
+            Distribution::Table(vec![-8192, 0, 8192])
+        );
+        assert!(matches!(shape.impairments.loss, Loss::GilbertElliott { r, .. } if r == 10.0));
+        assert_eq!(
+            shape.framing,
+            Framing {
+                overhead: 8,
+                mpu: 0,
+                linklayer: LinkLayer::Atm
+            }
+        );
+        let json = serde_json::to_string(&shape).unwrap();
+        assert_eq!(serde_json::from_str::<LinkShape>(&json).unwrap(), shape);
+        let bad: LinkShape = toml::from_str("[impairments]\ncorrupt = 120.0\n").unwrap();
+        assert_eq!(bad.validate().unwrap_err().field, "corrupt");
+    }
+
     #[test]
     fn reorder_gap_sends_every_nth_frame_without_delay() {
         let d: Vec<u64> = run(&with("delay 10ms reorder 100% gap 4"), 12)
