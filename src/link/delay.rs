@@ -112,4 +112,28 @@ mod tests {
             Instant::from_micros(1)
         );
     }
+
+    #[test]
+    fn extra_latency_holds_back_followers_unless_reordering() {
+        let exits = |reorder: bool| {
+            let mut d = DelayLine::new(1_000);
+            d.set_reorder(reorder);
+            d.push(pkt(1, 1), Instant::ZERO, 5_000);
+            d.push(pkt(2, 1), Instant::from_nanos(10), 0);
+            d.push(pkt(3, 1), Instant::from_nanos(20), 4_980);
+            d.push(pkt(4, 1), Instant::from_nanos(30), 0);
+            std::iter::from_fn(|| d.pop(Instant::MAX))
+                .map(|(p, t)| (p.meta.id, t.nanos()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            exits(false),
+            vec![(1, 6_000), (2, 6_000), (3, 6_000), (4, 6_000)]
+        );
+        // Sorted by exit time; 1 and 3 tie at 6000 ns and keep their order.
+        assert_eq!(
+            exits(true),
+            vec![(2, 1_010), (4, 1_030), (1, 6_000), (3, 6_000)]
+        );
+    }
 }
