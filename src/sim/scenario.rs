@@ -649,7 +649,7 @@ interval = "10ms"
         assert!(e.contains("tcp[0].mss") && e.contains("line 10"), "{e}");
         let text = BASIC.replace("interval = \"10ms\"", "size = 20");
         let e = Scenario::from_toml(&text).unwrap_err().to_string();
-        assert!(e.contains("ping[0].size") && e.contains("46..=1514"), "{e}");
+        assert!(e.contains("ping[0].size") && e.contains("50..=1514"), "{e}");
         let e = Scenario::from_toml("seed = 1\nduration = \"0s\"").unwrap_err();
         assert!(e.to_string().contains("duration"));
         let text = BASIC.replace("count = 2", "count = 2\ninit_cwnd = 4000000000");
