@@ -181,7 +181,13 @@ impl Sim {
             let params = cfg.link_params(dir);
             let qdisc = build_qdisc(dir.table_key(), &cfg.tc_lines(dir), &params, rng.next_u64())?;
             let observed = Box::new(Observed::new(qdisc, log.clone()));
-            Ok::<_, SimError>(Path::new(params, observed))
+            let mut path = Path::new(params, observed);
+            if let Some(mut imp) = sc.impairments(dir)? {
+                imp.seed = rng.next_u64();
+                path.set_impairments(imp, Instant::ZERO)
+                    .map_err(|e| SimError::Scenario(format!("netem.{}: {e}", dir.table_key())))?;
+            }
+            Ok::<_, SimError>(path)
         };
         let l2r = make_path(Direction::LeftToRight, &logs[0])?;
         let r2l = make_path(Direction::RightToLeft, &logs[1])?;
