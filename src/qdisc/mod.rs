@@ -18,9 +18,9 @@ pub mod pfifo_fast;
 pub mod qfq;
 pub mod sfq;
 pub mod tbf;
-pub mod tree;
 #[cfg(test)]
 pub mod testutil;
+pub mod tree;
 
 pub use dump::{ClassDump, QdiscDump};
 
@@ -164,7 +164,9 @@ pub trait Qdisc: Send {
     /// drops into `drops`.
     fn change(&mut self, args: &[&str], now: Instant, drops: &mut Drops) -> Result<(), TcError> {
         let _ = (args, now, drops);
-        Err(TcError::new("Error: Change operation not supported by specified qdisc."))
+        Err(TcError::new(
+            "Error: Change operation not supported by specified qdisc.",
+        ))
     }
 
     /// Everything `tc -s -d qdisc show` / `class show` print about this qdisc
