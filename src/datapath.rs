@@ -165,12 +165,19 @@ impl Datapath {
         cfg: DatapathConfig,
     ) -> Result<Datapath, DatapathError> {
         let (tx, rx) = sync_channel(COMMAND_QUEUE);
-        let wake = Arc::new(EventFd::from_flags(
-            EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC,
-        )
-        .map_err(io::Error::from)?);
+        let wake = Arc::new(
+            EventFd::from_flags(EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC)
+                .map_err(io::Error::from)?,
+        );
         let snapshots = SnapshotReader::default();
-        let mut driver = Driver::new(bridge, [left, right], cfg, rx, wake.clone(), snapshots.clone())?;
+        let mut driver = Driver::new(
+            bridge,
+            [left, right],
+            cfg,
+            rx,
+            wake.clone(),
+            snapshots.clone(),
+        )?;
         let thread = std::thread::Builder::new()
             .name("bloatbox-datapath".into())
             .spawn(move || driver.run())?;
@@ -289,10 +296,16 @@ impl Driver {
             TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
         )?;
         for (i, port) in ports.iter().enumerate() {
-            epoll.add(borrow(port.raw_fd()), EpollEvent::new(EpollFlags::EPOLLIN, i as u64))?;
+            epoll.add(
+                borrow(port.raw_fd()),
+                EpollEvent::new(EpollFlags::EPOLLIN, i as u64),
+            )?;
         }
         epoll.add(&timer, EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_TIMER))?;
-        epoll.add(wake.as_fd(), EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_COMMAND))?;
+        epoll.add(
+            wake.as_fd(),
+            EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_COMMAND),
+        )?;
         let lateness = Histogram::new_with_bounds(1, 10 * NS_PER_SEC, 3)
             .map_err(|e| io::Error::other(format!("lateness histogram: {e}")))?;
         Ok(Driver {
@@ -423,8 +436,10 @@ impl Driver {
             (wake_at.nanos() / NS_PER_SEC) as i64,
             (wake_at.nanos() % NS_PER_SEC) as i64,
         );
-        self.timer
-            .set(Expiration::OneShot(ts), TimerSetTimeFlags::TFD_TIMER_ABSTIME)?;
+        self.timer.set(
+            Expiration::OneShot(ts),
+            TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+        )?;
         self.armed = Some(deadline);
         Ok(())
     }
@@ -443,7 +458,8 @@ impl Driver {
             std::hint::spin_loop();
             now = self.clock.now();
         }
-        self.lateness.saturating_record(now.saturating_since(deadline).max(1));
+        self.lateness
+            .saturating_record(now.saturating_since(deadline).max(1));
     }
 
     /// Applies queued commands; true if the thread must stop.
