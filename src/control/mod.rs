@@ -58,7 +58,10 @@ impl ControlServer {
         let bound = UnixListener::bind(path);
         nix::sys::stat::umask(old);
         let listener = bound.map_err(|e| {
-            io::Error::new(e.kind(), format!("binding control socket {}: {e}", path.display()))
+            io::Error::new(
+                e.kind(),
+                format!("binding control socket {}: {e}", path.display()),
+            )
         })?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -131,7 +134,9 @@ fn reply_to(request: &str, snapshots: &SnapshotReader) -> String {
                 .unwrap_or_else(|e| error_json(&format!("serializing stats: {e}"))),
             None => error_json("no snapshot yet: the datapath is starting, retry in a moment"),
         },
-        other => error_json(&format!("unknown request {other:?}: the only request is \"stats\"")),
+        other => error_json(&format!(
+            "unknown request {other:?}: the only request is \"stats\""
+        )),
     }
 }
 
@@ -184,6 +189,12 @@ mod tests {
         let r = SnapshotReader::default();
         assert!(reply_to("frobnicate", &r).contains("unknown request"));
         let v: serde_json::Value = serde_json::from_str(&reply_to(r#"{"cmd":"x"}"#, &r)).unwrap();
-        assert!(v["error"].as_str().unwrap().contains("unknown request \"x\""), "{v}");
+        assert!(
+            v["error"]
+                .as_str()
+                .unwrap()
+                .contains("unknown request \"x\""),
+            "{v}"
+        );
     }
 }
