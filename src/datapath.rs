@@ -514,6 +514,18 @@ mod tests {
         assert_eq!(port_towards(dir_from(1)), 0);
     }
 
+    fn idle_bridge() -> Bridge {
+        use crate::link::{LinkParams, Path};
+        use crate::qdisc::{pfifo_fast::PfifoFast, QdiscCtx};
+        let path = || {
+            Path::new(
+                LinkParams::default(),
+                Box::new(PfifoFast::new(QdiscCtx::default())),
+            )
+        };
+        Bridge::new(path(), path())
+    }
+
     #[test]
     fn snapshot_slot_skips_instead_of_waiting() {
         let reader = SnapshotReader::default();
@@ -522,7 +534,7 @@ mod tests {
         // With the slot held, offering must return at once (and skip).
         let snap = LiveSnapshot {
             at: Instant::from_millis(1),
-            bridge: BridgeSnapshot::default(),
+            bridge: idle_bridge().snapshot(Instant::from_millis(1)),
             lateness: LatenessSummary::default(),
             wakeups: Wakeups::default(),
             left_port: PortCounters::default(),
