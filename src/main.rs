@@ -1,1 +1,81 @@
-fn main() {}
+//! The `bloatbox` command line: parses arguments with clap and hands over to
+//! `bloatbox::app`, which implements each subcommand.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use bloatbox::app::{self, Side};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "bloatbox", version, about = "A bufferbloat emulator appliance")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Create the namespaces and TAPs and run the emulated link until
+    /// SIGINT/SIGTERM (needs root).
+    Up {
+        /// Configuration file (default: the embedded default).
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Remove namespaces and TAPs a killed run left behind (needs root).
+    Down {
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Run a command inside the left or right namespace; its exit code is
+    /// passed through.
+    Exec {
+        side: Side,
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        cmd: Vec<String>,
+    },
+    /// Validate a configuration file and print what it sets up.
+    Check {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Print the running daemon's counters.
+    Stats {
+        /// The raw snapshot as JSON.
+        #[arg(long)]
+        json: bool,
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Up { config } => app::up(config.as_deref()).map(|()| 0),
+        Cmd::Down { config } => app::down(config.as_deref()).map(|()| 0),
+        Cmd::Exec { side, config, cmd } => app::exec(side, config.as_deref(), &cmd),
+        Cmd::Check { file } => app::check(&file).map(|()| 0),
+        Cmd::Stats { json, config } => app::stats(config.as_deref(), json).map(|()| 0),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
