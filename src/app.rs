@@ -190,7 +190,140 @@ pub fn stats(config: Option<&Path>, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The stats snapshot as a text table.
+/// The stats snapshot as text: one block per direction, then the datapath's
+/// own figures. Works on the JSON form, which is what the socket carries.
 fn render_stats(snap: &serde_json::Value) -> String {
-    serde_json::to_string_pretty(snap).unwrap_or_default()
+    use std::fmt::Write;
+    let num = |v: &serde_json::Value, key: &str| v.get(key).and_then(|x| x.as_u64()).unwrap_or(0);
+    let mut out = String::new();
+    let paths = snap["bridge"]["paths"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for (name, p) in ["left -> right", "right -> left"].iter().zip(&paths) {
+        let c = &p["counters"];
+        let (fin, fout, held) = (num(c, "frames_in"), num(c, "frames_out"), num(p, "held"));
+        let drops: u64 = c["drops"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_u64()).sum())
+            .unwrap_or(0);
+        let _ = writeln!(out, "{name}");
+        let _ = writeln!(
+            out,
+            "  frames in {fin}  out {fout}  held {held}  dropped {drops}  (bytes in {}  out {})",
+            num(c, "bytes_in"),
+            num(c, "bytes_out")
+        );
+        let by_reason = p["drops_by_reason"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| format!("{k} {}", v.as_u64().unwrap_or(0)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  drops by reason: {}",
+            if by_reason.is_empty() {
+                "none"
+            } else {
+                &by_reason
+            }
+        );
+        let bql = match p["bql_limit"].as_u64() {
+            Some(limit) => format!("limit {limit} B, in flight {} B", num(p, "bql_inflight")),
+            None => "off".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "  ring {}/{} descriptors ({} B)  BQL {bql}",
+            num(p, "ring_used"),
+            num(p, "ring_size"),
+            num(p, "ring_bytes")
+        );
+        let ok = fin == fout + drops + held;
+        let _ = writeln!(
+            out,
+            "  conservation: in {fin} = out {fout} + dropped {drops} + held {held}: {}",
+            if ok { "ok" } else { "VIOLATED" }
+        );
+    }
+    let l = &snap["lateness"];
+    let w = &snap["wakeups"];
+    let _ = writeln!(
+        out,
+        "datapath\n  wake-up lateness p50 {:.1} us  p99 {:.1} us  p99.9 {:.1} us  max {:.1} us ({} samples)",
+        num(l, "p50_ns") as f64 / 1e3,
+        num(l, "p99_ns") as f64 / 1e3,
+        num(l, "p999_ns") as f64 / 1e3,
+        num(l, "max_ns") as f64 / 1e3,
+        num(l, "samples")
+    );
+    let _ = writeln!(
+        out,
+        "  wake-ups {} (timer {}, I/O {})",
+        num(w, "total"),
+        num(w, "timer"),
+        num(w, "io")
+    );
+    for (name, key) in [("left", "left_port"), ("right", "right_port")] {
+        let pc = &snap[key];
+        let _ = writeln!(
+            out,
+            "  {name} port: rx {} tx {} frames, full-device drops {}, errors rx {} tx {}",
+            num(pc, "rx_frames"),
+            num(pc, "tx_frames"),
+            num(pc, "tx_full_drops"),
+            num(pc, "rx_errors"),
+            num(pc, "tx_errors")
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_text_shows_counters_and_flags_a_conservation_violation() {
+        let snap = serde_json::json!({
+            "bridge": { "paths": [
+                { "counters": { "frames_in": 10, "frames_out": 7, "drops": [1, 0, 0],
+                                "bytes_in": 1000, "bytes_out": 700 },
+                  "held": 2, "drops_by_reason": { "queue_full": 1 },
+                  "ring_used": 1, "ring_size": 256, "ring_bytes": 100,
+                  "bql_limit": 3028, "bql_inflight": 100 },
+                { "counters": { "frames_in": 5, "frames_out": 3, "drops": [0] },
+                  "held": 1, "drops_by_reason": {}, "bql_limit": null }
+            ]},
+            "lateness": { "p50_ns": 4000, "p99_ns": 12000, "p999_ns": 30000, "max_ns": 90000, "samples": 9 },
+            "wakeups": { "total": 20, "timer": 9, "io": 11 },
+            "left_port": { "rx_frames": 10 }, "right_port": {}
+        });
+        let text = render_stats(&snap);
+        assert!(
+            text.contains("frames in 10  out 7  held 2  dropped 1"),
+            "{text}"
+        );
+        assert!(text.contains("drops by reason: queue_full 1"), "{text}");
+        assert!(text.contains("BQL limit 3028 B"), "{text}");
+        assert!(
+            text.contains("in 10 = out 7 + dropped 1 + held 2: ok"),
+            "{text}"
+        );
+        assert!(text.contains("BQL off"), "{text}");
+        assert!(text.contains("held 1: VIOLATED"), "{text}");
+        assert!(text.contains("p99 12.0 us"), "{text}");
+    }
+
+    #[test]
+    fn setup_maps_the_default_config() {
+        let s = setup(&Config::embedded_default()).unwrap();
+        assert_ne!(s.topology.left.netns, s.topology.right.netns);
+        assert_eq!(s.topology.left.addrs.len(), 2);
+        assert!(s.datapath.publish_interval_ns > 0);
+    }
 }
