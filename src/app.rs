@@ -10,7 +10,7 @@ use anyhow::Context;
 use crate::bridge::Bridge;
 use crate::config::{Config, Direction, Endpoint};
 use crate::control::{request_stats, ControlServer};
-use crate::datapath::{Datapath, DatapathConfig};
+use crate::datapath::{Datapath, DatapathConfig, FRAME_OVERHEAD};
 use crate::link::Path as LinkPath;
 use crate::netns::{self, SideSpec, TerminationSignals, Topology};
 use crate::port::TapSpec;
@@ -69,6 +69,8 @@ fn setup(cfg: &Config) -> anyhow::Result<Setup> {
         datapath: DatapathConfig {
             spin_us: cfg.daemon.spin_us,
             publish_interval_ns: NS_PER_SEC / u64::from(cfg.daemon.snapshot_hz.max(1)),
+            frame_buf: cfg.tap.mtu as usize + FRAME_OVERHEAD,
+            pool_buffers: cfg.daemon.pool_size as usize,
             ..DatapathConfig::default()
         },
     })
@@ -267,6 +269,12 @@ fn render_stats(snap: &serde_json::Value) -> String {
         num(w, "total"),
         num(w, "timer"),
         num(w, "io")
+    );
+    let _ = writeln!(
+        out,
+        "  frame buffers in use {}, requests refused at the cap {}",
+        num(&snap["pool"], "in_use"),
+        num(&snap["pool"], "refused")
     );
     for (name, key) in [("left", "left_port"), ("right", "right_port")] {
         let pc = &snap[key];

@@ -8,10 +8,12 @@
 //! (time woken minus deadline) in an HDR histogram.
 //!
 //! One loop iteration: drain commands, read up to `batch` frames from each
-//! readable port, hand them to the bridge with `now` from `MonotonicClock`,
+//! readable port into buffers of the bounded `PacketPool` (when it is
+//! exhausted the frame is read into a scratch buffer and counted as a
+//! `PoolExhausted` drop), hand them to the bridge with `now` from `MonotonicClock`,
 //! poll the bridge, write what it releases to the opposite port (a frame that
-//! travels `Dir::LeftToRight` is written to the right port), then re-arm the
-//! timer.
+//! travels `Dir::LeftToRight` is written to the right port), return every
+//! sent or dropped buffer to the pool, then re-arm the timer.
 //!
 //! Readers never share a lock with the hot path: at a fixed period the thread
 //! builds a `LiveSnapshot` and offers it to a one-slot `SnapshotReader` with
@@ -32,6 +34,8 @@ use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
 use crate::bridge::{Bridge, BridgeSnapshot, Dir};
+use crate::packet::pool::PacketPool;
+use crate::packet::DropReason;
 use crate::port::{FramePort, PortCounters};
 use crate::time::{Clock, Instant, MonotonicClock, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 
@@ -41,9 +45,11 @@ const TOKEN_RIGHT: u64 = 1;
 const TOKEN_TIMER: u64 = 2;
 const TOKEN_COMMAND: u64 = 3;
 
-/// Largest frame a port read can return (a TAP never returns more than
-/// MTU + link header; 64 KiB covers every MTU Linux allows on a TAP).
-const MAX_FRAME: usize = 65_536;
+/// Ethernet header plus two VLAN tags: the most a frame exceeds the MTU by.
+pub const FRAME_OVERHEAD: usize = 14 + 8;
+
+/// Scratch space to read (and drop) a frame when the pool is exhausted.
+const DISCARD_BUF: usize = 65_536;
 
 /// Depth of the command queue.
 const COMMAND_QUEUE: usize = 16;
@@ -57,6 +63,10 @@ pub struct DatapathConfig {
     pub batch: usize,
     /// How often a snapshot is published, ns.
     pub publish_interval_ns: u64,
+    /// Size of each frame buffer: the MTU plus `FRAME_OVERHEAD`.
+    pub frame_buf: usize,
+    /// Most frame buffers in existence (the pool's hard cap).
+    pub pool_buffers: usize,
 }
 
 impl Default for DatapathConfig {
@@ -65,6 +75,8 @@ impl Default for DatapathConfig {
             spin_us: 0,
             batch: 64,
             publish_interval_ns: 100 * NS_PER_MS,
+            frame_buf: 1500 + FRAME_OVERHEAD,
+            pool_buffers: 65_536,
         }
     }
 }
@@ -108,6 +120,15 @@ pub struct Wakeups {
     pub io: u64,
 }
 
+/// The frame buffer pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PoolCounters {
+    pub in_use: u64,
+    /// Buffer requests refused at the cap (the frames lost to it are the
+    /// `pool_exhausted` drops of each direction).
+    pub refused: u64,
+}
+
 /// What the datapath publishes for readers.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct LiveSnapshot {
@@ -119,6 +140,7 @@ pub struct LiveSnapshot {
     /// Port I/O counters (reads, writes, full-device drops, errors).
     pub left_port: PortCounters,
     pub right_port: PortCounters,
+    pub pool: PoolCounters,
 }
 
 /// The one-slot mailbox snapshots are published into.
@@ -276,7 +298,9 @@ struct Driver {
     lateness: Histogram<u64>,
     wakeups: Wakeups,
     next_publish: Instant,
-    scratch: Vec<u8>,
+    pool: PacketPool,
+    /// Where a frame is read to be dropped when the pool is exhausted.
+    discard: Vec<u8>,
     out: Vec<(Dir, crate::packet::Packet)>,
     freed: Vec<Vec<u8>>,
 }
@@ -323,7 +347,8 @@ impl Driver {
             lateness,
             wakeups: Wakeups::default(),
             next_publish: Instant::ZERO,
-            scratch: vec![0; MAX_FRAME],
+            pool: PacketPool::new(cfg.frame_buf, cfg.pool_buffers),
+            discard: vec![0; DISCARD_BUF],
             out: Vec::with_capacity(256),
             freed: Vec::with_capacity(256),
         })
@@ -396,17 +421,34 @@ impl Driver {
     /// if the batch limit was hit (more may be waiting).
     fn read_port(&mut self, i: usize, now: Instant) -> bool {
         for _ in 0..self.cfg.batch {
-            match self.ports[i].recv(&mut self.scratch) {
-                Ok(Some(n)) => {
-                    // Plain allocation until the shared packet pool lands.
-                    let frame = self.scratch[..n].to_vec();
-                    self.bridge.ingress(dir_from(i), frame, now);
+            let Some(mut buf) = self.pool.get() else {
+                match self.ports[i].recv(&mut self.discard) {
+                    Ok(Some(n)) => {
+                        let len = u32::try_from(n).unwrap_or(u32::MAX);
+                        self.bridge
+                            .path_mut(dir_from(i))
+                            .count_rejected(len, DropReason::PoolExhausted);
+                        continue;
+                    }
+                    Ok(None) => return false,
+                    Err(e) => {
+                        self.disable_port(i, &e);
+                        return false;
+                    }
                 }
-                Ok(None) => return false,
+            };
+            match self.ports[i].recv(&mut buf) {
+                Ok(Some(n)) => {
+                    buf.truncate(n);
+                    self.bridge.ingress(dir_from(i), buf, now);
+                }
+                Ok(None) => {
+                    self.pool.put(buf);
+                    return false;
+                }
                 Err(e) => {
-                    tracing::error!(port = i, "reading frames failed, port disabled: {e}");
-                    self.port_live[i] = false;
-                    let _ = self.epoll.delete(borrow(self.ports[i].raw_fd()));
+                    self.pool.put(buf);
+                    self.disable_port(i, &e);
                     return false;
                 }
             }
@@ -414,15 +456,27 @@ impl Driver {
         true
     }
 
-    /// Writes what the bridge released; errors are counted by the port.
+    /// A port whose reads fail is taken out of epoll (it would wake us in a
+    /// loop); its counters keep the error.
+    fn disable_port(&mut self, i: usize, e: &io::Error) {
+        tracing::error!(port = i, "reading frames failed, port disabled: {e}");
+        self.port_live[i] = false;
+        let _ = self.epoll.delete(borrow(self.ports[i].raw_fd()));
+    }
+
+    /// Writes what the bridge released (errors are counted by the port) and
+    /// returns every buffer to the pool.
     fn write_out(&mut self) {
         for (dir, pkt) in self.out.drain(..) {
             let to = port_towards(dir);
             if self.port_live[to] {
                 let _ = self.ports[to].send(&pkt.data);
             }
+            self.pool.put(pkt.data);
         }
-        self.freed.clear();
+        for buf in self.freed.drain(..) {
+            self.pool.put(buf);
+        }
     }
 
     /// Arms the timer for `deadline` (minus the spin margin) unless it
@@ -464,14 +518,13 @@ impl Driver {
 
     /// Applies queued commands; true if the thread must stop.
     fn drain_commands(&mut self) -> bool {
-        loop {
-            match self.commands.try_recv() {
-                Ok(Command::Shutdown) => return true,
-                Err(TryRecvError::Empty) => return false,
-                // The handle is gone: nobody can stop us later, so stop now.
-                Err(TryRecvError::Disconnected) => return true,
+        while let Ok(cmd) = self.commands.try_recv() {
+            match cmd {
+                Command::Shutdown => return true,
             }
         }
+        // The handle is gone: nobody can stop us later, so stop now.
+        matches!(self.commands.try_recv(), Err(TryRecvError::Disconnected))
     }
 
     fn snapshot(&self, now: Instant) -> LiveSnapshot {
@@ -489,6 +542,10 @@ impl Driver {
             wakeups: self.wakeups,
             left_port: self.ports[0].counters(),
             right_port: self.ports[1].counters(),
+            pool: PoolCounters {
+                in_use: self.pool.in_use() as u64,
+                refused: self.pool.exhausted(),
+            },
         }
     }
 
@@ -539,6 +596,7 @@ mod tests {
             wakeups: Wakeups::default(),
             left_port: PortCounters::default(),
             right_port: PortCounters::default(),
+            pool: PoolCounters::default(),
         };
         reader.offer(snap.clone());
         drop(held);

@@ -232,3 +232,49 @@ fn a_runt_frame_is_counted_not_forwarded() {
     assert_eq!(p.drops_by_reason.get("runt"), Some(&1));
     assert_conserved(&snap, Dir::LeftToRight);
 }
+
+#[test]
+fn an_exhausted_pool_drops_and_counts_but_keeps_forwarding() {
+    let (dp_left, mut host_left) = SocketPairPort::pair().unwrap();
+    let (dp_right, mut host_right) = SocketPairPort::pair().unwrap();
+    let cfg = DatapathConfig {
+        pool_buffers: 4,
+        ..DatapathConfig::default()
+    };
+    let dp = Datapath::spawn(bridge(), Box::new(dp_left), Box::new(dp_right), cfg).unwrap();
+    // 40 frames at once: at 10 Mbit/s only a few buffers free up meanwhile.
+    let burst: Vec<Vec<u8>> = (0..40).map(|i| frame(i, 1000)).collect();
+    let t0 = StdInstant::now();
+    let [_, first] = exchange(
+        &mut [&mut host_left, &mut host_right],
+        [burst, vec![]],
+        [0, 4],
+        t0,
+    );
+    std::thread::sleep(Duration::from_millis(50));
+    let [_, later] = exchange(
+        &mut [&mut host_left, &mut host_right],
+        [vec![frame(99, 1000)], vec![]],
+        [0, 1],
+        StdInstant::now(),
+    );
+    let snap = dp.shutdown().unwrap();
+    let p = snap.bridge.path(Dir::LeftToRight);
+    let exhausted = p
+        .drops_by_reason
+        .get("pool_exhausted")
+        .copied()
+        .unwrap_or(0);
+    eprintln!(
+        "first burst: {} through, {exhausted} dropped for want of a buffer",
+        first.len()
+    );
+    assert!(
+        exhausted > 0,
+        "a 4-buffer pool cannot take a 40-frame burst"
+    );
+    assert!(snap.pool.refused >= exhausted);
+    assert_eq!(later.last().map(|x| x.0), Some(99), "forwarding resumes");
+    assert_eq!(snap.pool.in_use, 0, "every buffer came home");
+    assert_conserved(&snap, Dir::LeftToRight);
+}
