@@ -516,15 +516,16 @@ impl Driver {
             .saturating_record(now.saturating_since(deadline).max(1));
     }
 
-    /// Applies queued commands; true if the thread must stop.
+    /// Applies the next queued command; true if the thread must stop. (The
+    /// only command so far is `Shutdown`, so one look at the queue settles
+    /// it; commands that change the link will be applied in a loop here.)
     fn drain_commands(&mut self) -> bool {
-        while let Ok(cmd) = self.commands.try_recv() {
-            match cmd {
-                Command::Shutdown => return true,
-            }
+        match self.commands.try_recv() {
+            Ok(Command::Shutdown) => true,
+            Err(TryRecvError::Empty) => false,
+            // The handle is gone: nobody can stop us later, so stop now.
+            Err(TryRecvError::Disconnected) => true,
         }
-        // The handle is gone: nobody can stop us later, so stop now.
-        matches!(self.commands.try_recv(), Err(TryRecvError::Disconnected))
     }
 
     fn snapshot(&self, now: Instant) -> LiveSnapshot {
