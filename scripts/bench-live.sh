@@ -14,8 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DUR=${DUR:-5}
-# RT=1 runs the daemon under `chrt -f 20` (SCHED_FIFO), to see what a
-# loaded machine's scheduler costs the datapath.
+# RT=1 runs the datapath thread under SCHED_FIFO 20 (`bloatbox up --realtime
+# 20`), to see what a loaded machine's scheduler costs the datapath.
 RT=${RT:-0}
 WRITE=0
 [ "${1:-}" = "--write" ] && WRITE=1
@@ -93,7 +93,7 @@ EOF
 
 start_daemon() {
   if [ "$RT" = 1 ]; then
-    chrt -f 20 "$BIN" up -c "$1" 2>"$TMP/daemon.log" &
+    "$BIN" up -c "$1" --realtime 20 2>"$TMP/daemon.log" &
   else
     "$BIN" up -c "$1" 2>"$TMP/daemon.log" &
   fi

@@ -92,12 +92,13 @@ fn build_bridge(cfg: &Config) -> Bridge {
     Bridge::new(path(Direction::LeftToRight), path(Direction::RightToLeft))
 }
 
-/// `bloatbox up`: runs until SIGINT/SIGTERM or until the datapath stops,
+/// `bloatbox up`: runs until SIGINT/SIGTERM/SIGHUP or until the datapath stops,
 /// then removes everything it created (also on error and on panic, through
 /// the guards' Drop).
-pub fn up(config: Option<&Path>) -> anyhow::Result<()> {
+pub fn up(config: Option<&Path>, realtime: Option<u8>) -> anyhow::Result<()> {
     let cfg = load(config)?;
-    let setup = setup(&cfg)?;
+    let mut setup = setup(&cfg)?;
+    setup.datapath.realtime_priority = realtime;
     netns::require_privileges()?;
     let bridge = build_bridge(&cfg);
     // Before any thread exists, so that all inherit the blocked mask.

@@ -67,6 +67,10 @@ pub struct DatapathConfig {
     pub frame_buf: usize,
     /// Most frame buffers in existence (the pool's hard cap).
     pub pool_buffers: usize,
+    /// Run the thread under SCHED_FIFO at this priority (1..=99); None keeps
+    /// the normal scheduler. On a busy machine this is what keeps wake-ups
+    /// on time (see BENCHMARKS.md).
+    pub realtime_priority: Option<u8>,
 }
 
 impl Default for DatapathConfig {
@@ -77,6 +81,7 @@ impl Default for DatapathConfig {
             publish_interval_ns: 100 * NS_PER_MS,
             frame_buf: 1500 + FRAME_OVERHEAD,
             pool_buffers: 65_536,
+            realtime_priority: None,
         }
     }
 }
@@ -358,6 +363,11 @@ impl Driver {
         if let Err(e) = nix::sys::prctl::set_timerslack(1) {
             tracing::warn!("could not set timer slack to 1 ns: {e}");
         }
+        if let Some(prio) = self.cfg.realtime_priority {
+            if let Err(e) = set_fifo_priority(prio) {
+                tracing::warn!("could not switch the datapath to SCHED_FIFO {prio}: {e}");
+            }
+        }
         let mut events = [EpollEvent::empty(); 8];
         // Ports to read this iteration: readable per epoll, or left with
         // frames when the batch limit was hit.
@@ -552,6 +562,20 @@ impl Driver {
 
     fn publish(&self, now: Instant) {
         self.snapshots.offer(self.snapshot(now));
+    }
+}
+
+/// Puts the calling thread under SCHED_FIFO at `prio`.
+fn set_fifo_priority(prio: u8) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: i32::from(prio),
+    };
+    // SAFETY: `param` is a valid sched_param; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 

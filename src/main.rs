@@ -23,6 +23,10 @@ enum Cmd {
         /// Configuration file (default: the embedded default).
         #[arg(short, long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Run the datapath thread under SCHED_FIFO at this priority
+        /// (1..=99): keeps pacing exact on a busy machine.
+        #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
+        realtime: Option<u8>,
     },
     /// Remove namespaces and TAPs a killed run left behind (needs root).
     Down {
@@ -65,7 +69,7 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Cmd::Up { config } => app::up(config.as_deref()).map(|()| 0),
+        Cmd::Up { config, realtime } => app::up(config.as_deref(), realtime).map(|()| 0),
         Cmd::Down { config } => app::down(config.as_deref()).map(|()| 0),
         Cmd::Exec { side, config, cmd } => app::exec(side, config.as_deref(), &cmd),
         Cmd::Check { file } => app::check(&file).map(|()| 0),

@@ -8,8 +8,8 @@
 //!
 //! Everything created is recorded in a `LinkGuard` that removes it on drop,
 //! which also runs while unwinding from a panic. Signals are handled without
-//! running cleanup in a signal handler: the daemon blocks SIGINT/SIGTERM and
-//! reads them from a signalfd (`TerminationSignals`), then drops the guard
+//! running cleanup in a signal handler: the daemon blocks SIGINT, SIGTERM and
+//! SIGHUP and reads them from a signalfd (`TerminationSignals`), then drops the guard
 //! from ordinary code. A run killed with SIGKILL leaves its namespaces behind
 //! (its TAPs die with their descriptors): `detect_leftovers` finds them and
 //! `down` removes them.
@@ -249,7 +249,7 @@ pub fn exec_in(ns: &str, cmd: &[String]) -> Result<ExitStatus, NetnsError> {
         })
 }
 
-/// SIGINT and SIGTERM, blocked for the whole process and readable from a
+/// SIGINT, SIGTERM and SIGHUP, blocked for the whole process and readable from a
 /// signalfd, so that cleanup runs in ordinary code rather than in a handler.
 /// Create it before spawning threads: they inherit the blocked mask.
 pub struct TerminationSignals {
@@ -261,18 +261,19 @@ impl TerminationSignals {
         let mut mask = SigSet::empty();
         mask.add(Signal::SIGINT);
         mask.add(Signal::SIGTERM);
+        mask.add(Signal::SIGHUP);
         let io_err = |what: &str, e: nix::Error| NetnsError::Io {
             what: what.to_string(),
             source: e.into(),
         };
         mask.thread_block()
-            .map_err(|e| io_err("blocking SIGINT/SIGTERM", e))?;
+            .map_err(|e| io_err("blocking SIGINT/SIGTERM/SIGHUP", e))?;
         let fd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
             .map_err(|e| io_err("creating a signalfd", e))?;
         Ok(TerminationSignals { fd })
     }
 
-    /// Waits up to `timeout_ms` for SIGINT or SIGTERM; returns the signal
+    /// Waits up to `timeout_ms` for one of them; returns the signal
     /// number if one arrived.
     pub fn wait(&mut self, timeout_ms: u16) -> Option<i32> {
         use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
