@@ -4,11 +4,13 @@
 //! frees into the `Drops` sink with a reason. Classful disciplines own their
 //! children as `Box<dyn Qdisc>` and also implement `Classful`.
 //!
-//! One file per discipline; `codel.rs` is the CoDel core that `codel` and
-//! `fq_codel` share; `tree.rs` builds and edits a tree from tc commands;
-//! `dump.rs` is the data `tc -s -d show`, the TUI and the control socket read.
+//! One file per discipline; `codel.rs` is the CoDel core that `codel`
+//! (`codel_qdisc.rs`) and `fq_codel` share; `tree.rs` builds and edits a
+//! tree from tc commands; `dump.rs` is the data `tc -s -d show`, the TUI
+//! and the control socket read.
 
 pub mod codel;
+pub mod codel_qdisc;
 pub mod dump;
 pub mod fifo;
 pub mod fq_codel;
@@ -40,6 +42,18 @@ pub const fn tc_h_major(h: Handle) -> u16 {
 }
 pub const fn tc_h_minor(h: Handle) -> u16 {
     (h & 0xFFFF) as u16
+}
+
+/// Mixes a frame's unkeyed flow hash (`meta.hash`) with a per-instance key
+/// (murmur3's finaliser): the keyed flow hash SFQ (perturbation) and
+/// fq_codel (per-boot seed) bucket by, until the classifier offers one.
+pub fn keyed_flow_hash(hash: u32, key: u32) -> u32 {
+    let mut h = hash ^ key;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^ (h >> 16)
 }
 
 /// What the device below the qdisc tells a qdisc when it is created: the
@@ -206,6 +220,16 @@ pub trait Classful {
     fn add_filter(&mut self, filter: crate::packet::filter::Filter) -> Result<(), TcError> {
         let _ = filter;
         Err(TcError::new("Error: Class doesn't support filters."))
+    }
+    /// `tc filter del ... [prio N]`: removes the filters of that prio (all
+    /// with `None`), returning how many went.
+    fn delete_filters(&mut self, prio: Option<u16>) -> Result<usize, TcError> {
+        let _ = prio;
+        Err(TcError::new("Error: Class doesn't support filters."))
+    }
+    /// The filters, for `tc filter show` (`FilterChain::print`).
+    fn filters(&self) -> Option<&crate::packet::filter::FilterChain> {
+        None
     }
     /// The ctx children get (txqueuelen, mtu, seed).
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx;
