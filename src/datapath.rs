@@ -243,9 +243,12 @@ impl Datapath {
 
     fn stop(&mut self) -> Result<LiveSnapshot, DatapathError> {
         let thread = self.thread.take().ok_or(DatapathError::Stopped)?;
-        // The thread may already have stopped; then the queue is gone and
-        // joining returns its result.
-        let _ = self.command(Command::Shutdown);
+        // Blocks only while the queue is full (the thread drains it at least
+        // once per publish period). If the thread already stopped, the queue
+        // is gone and joining returns its result.
+        if self.commands.send(Command::Shutdown).is_ok() {
+            let _ = self.wake.write(1);
+        }
         match thread.join() {
             Ok(result) => Ok(result?),
             Err(panic) => Err(DatapathError::Panicked(
