@@ -17,6 +17,8 @@ DUR=${DUR:-5}
 # RT=1 runs the datapath thread under SCHED_FIFO 20 (`bloatbox up --realtime
 # 20`), to see what a loaded machine's scheduler costs the datapath.
 RT=${RT:-0}
+# SPIN=N sets daemon.spin_us (spin the last N µs before each deadline).
+SPIN=${SPIN:-0}
 WRITE=0
 [ "${1:-}" = "--write" ] && WRITE=1
 [ "$(id -u)" = 0 ] || { echo "bench-live.sh needs root" >&2; exit 1; }
@@ -87,6 +89,7 @@ delay = "$3"
 
 [daemon]
 control_socket = "$TMP/$1.sock"
+spin_us = $SPIN
 EOF
   echo "$f"
 }
@@ -193,7 +196,7 @@ ADDED_RTT=$(awk -v b="$B_RTT" -v v="$V_RTT" 'BEGIN {printf "%.0f", (b-v)*1000}')
 
 REPORT=$(cat <<EOF
 
-## $(date -u '+%Y-%m-%d %H:%M UTC') — \`sudo scripts/bench-live.sh\` (DUR=$DUR s, RT=$RT, load average $(cut -d' ' -f1 /proc/loadavg) at the end, $(nproc) cores, kernel $(uname -r))
+## $(date -u '+%Y-%m-%d %H:%M UTC') — \`sudo scripts/bench-live.sh\` (DUR=$DUR s, RT=$RT, SPIN=$SPIN, load average $(cut -d' ' -f1 /proc/loadavg) at the end, $(nproc) cores, kernel $(uname -r))
 
 | measurement | veth pair | bloatbox | target |
 |---|---|---|---|
