@@ -34,6 +34,7 @@ use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
 use crate::bridge::{Bridge, BridgeSnapshot, Dir};
+use crate::link::LinkParams;
 use crate::packet::pool::PacketPool;
 use crate::packet::DropReason;
 use crate::port::{FramePort, PortCounters};
@@ -86,11 +87,16 @@ impl Default for DatapathConfig {
     }
 }
 
-/// Requests to the running datapath.
+/// Requests to the running datapath, applied at the top of a loop
+/// iteration at the current time.
 #[derive(Debug)]
 pub enum Command {
     /// Publish a final snapshot and return.
     Shutdown,
+    /// Replace the link parameters of one direction (rate, delay, ring, BQL,
+    /// coalescing...); frames in flight keep their schedule where the link
+    /// allows it (see `Path::set_params`).
+    SetLink { dir: Dir, params: LinkParams },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -529,15 +535,19 @@ impl Driver {
             .saturating_record(now.saturating_since(deadline).max(1));
     }
 
-    /// Applies the next queued command; true if the thread must stop. (The
-    /// only command so far is `Shutdown`, so one look at the queue settles
-    /// it; commands that change the link will be applied in a loop here.)
+    /// Applies every queued command; true if the thread must stop.
     fn drain_commands(&mut self) -> bool {
-        match self.commands.try_recv() {
-            Ok(Command::Shutdown) => true,
-            Err(TryRecvError::Empty) => false,
-            // The handle is gone: nobody can stop us later, so stop now.
-            Err(TryRecvError::Disconnected) => true,
+        loop {
+            match self.commands.try_recv() {
+                Ok(Command::Shutdown) => return true,
+                Ok(Command::SetLink { dir, params }) => {
+                    let now = self.clock.now();
+                    self.bridge.path_mut(dir).set_params(params, now);
+                }
+                Err(TryRecvError::Empty) => return false,
+                // The handle is gone: nobody can stop us later, so stop now.
+                Err(TryRecvError::Disconnected) => return true,
+            }
         }
     }
 

@@ -278,3 +278,63 @@ fn an_exhausted_pool_drops_and_counts_but_keeps_forwarding() {
     assert_eq!(snap.pool.in_use, 0, "every buffer came home");
     assert_conserved(&snap, Dir::LeftToRight);
 }
+
+#[test]
+fn set_link_changes_the_rate_of_a_running_link() {
+    use bloatbox::datapath::Command;
+    let (dp_left, mut host_left) = SocketPairPort::pair().unwrap();
+    let (dp_right, mut host_right) = SocketPairPort::pair().unwrap();
+    let dp = Datapath::spawn(
+        bridge(),
+        Box::new(dp_left),
+        Box::new(dp_right),
+        DatapathConfig::default(),
+    )
+    .unwrap();
+    // 10 Mbit/s and 2 ms become 1 Gbit/s and no delay.
+    let fast = LinkParams {
+        rate_bytes_ps: 125_000_000,
+        delay_ns: 0,
+        ..LinkParams::default()
+    };
+    dp.command(Command::SetLink {
+        dir: Dir::LeftToRight,
+        params: fast,
+    })
+    .unwrap();
+    let reader = dp.snapshots();
+    let t0 = StdInstant::now();
+    while reader
+        .latest()
+        .is_none_or(|s| s.bridge.path(Dir::LeftToRight).params.rate_bytes_ps != fast.rate_bytes_ps)
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the change never showed"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let frames: Vec<Vec<u8>> = (0..FRAMES).map(|i| frame(i, FRAME_LEN)).collect();
+    let t0 = StdInstant::now();
+    let [_, got] = exchange(
+        &mut [&mut host_left, &mut host_right],
+        [frames, vec![]],
+        [0, FRAMES as usize],
+        t0,
+    );
+    let snap = dp.shutdown().unwrap();
+    assert_eq!(got.len(), FRAMES as usize);
+    let last = got.last().unwrap().2;
+    // 200 kB at 10 Mbit/s would take 160 ms; at 1 Gbit/s 1.6 ms.
+    eprintln!("200 frames after the change crossed in {last:?}");
+    assert!(
+        last < Duration::from_millis(120),
+        "still at the old rate: {last:?}"
+    );
+    assert_eq!(
+        snap.bridge.path(Dir::RightToLeft).params.rate_bytes_ps,
+        RATE_BYTES_PS,
+        "the other direction is unchanged"
+    );
+    assert_conserved(&snap, Dir::LeftToRight);
+}
