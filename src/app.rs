@@ -1,22 +1,28 @@
 //! The subcommands behind `bloatbox`'s command line: `up` (set up the
-//! namespaces and TAPs, run the datapath and the control socket until
-//! SIGINT/SIGTERM, then remove everything), `down`, `exec`, `check` and
-//! `stats`. `main.rs` only parses arguments and calls these.
+//! namespaces and TAPs, run the datapath, the control socket and optionally
+//! the TUI until a signal or the TUI quits, then remove everything), `down`,
+//! `exec`, `check` and `stats`. `main.rs` only parses arguments and calls
+//! these.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
 use crate::bridge::Bridge;
+use crate::bridge::Dir;
 use crate::config::{Config, Direction, Endpoint};
 use crate::control::{request_stats, ControlServer};
-use crate::datapath::{Datapath, DatapathConfig, FRAME_OVERHEAD};
+use crate::datapath::{
+    Command, Commander, Datapath, DatapathConfig, SnapshotReader, FRAME_OVERHEAD,
+};
+use crate::link::LinkParams;
 use crate::link::Path as LinkPath;
 use crate::netns::{self, SideSpec, TerminationSignals, Topology};
 use crate::port::TapSpec;
 use crate::qdisc::pfifo_fast::PfifoFast;
 use crate::qdisc::QdiscCtx;
-use crate::time::NS_PER_SEC;
+use crate::time::{Instant, NS_PER_SEC, NS_PER_US};
+use crate::tui::{Action, LinkField};
 
 /// Which namespace `exec` runs in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -92,13 +98,22 @@ fn build_bridge(cfg: &Config) -> Bridge {
     Bridge::new(path(Direction::LeftToRight), path(Direction::RightToLeft))
 }
 
-/// `bloatbox up`: runs until SIGINT/SIGTERM/SIGHUP or until the datapath stops,
-/// then removes everything it created (also on error and on panic, through
-/// the guards' Drop).
-pub fn up(config: Option<&Path>, realtime: Option<u8>) -> anyhow::Result<()> {
+/// How `bloatbox up` runs once the link is up.
+#[derive(Clone, Debug, Default)]
+pub struct UpOptions {
+    /// SCHED_FIFO priority of the datapath thread.
+    pub realtime: Option<u8>,
+    /// Show the TUI on this terminal (the daemon stops when it quits).
+    pub tui: bool,
+}
+
+/// `bloatbox up`: runs until SIGINT/SIGTERM/SIGHUP, until the TUI quits or
+/// until the datapath stops, then removes everything it created (also on
+/// error and on panic, through the guards' Drop).
+pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     let cfg = load(config)?;
     let mut setup = setup(&cfg)?;
-    setup.datapath.realtime_priority = realtime;
+    setup.datapath.realtime_priority = opts.realtime;
     netns::require_privileges()?;
     let bridge = build_bridge(&cfg);
     // Before any thread exists, so that all inherit the blocked mask.
@@ -112,6 +127,17 @@ pub fn up(config: Option<&Path>, realtime: Option<u8>) -> anyhow::Result<()> {
         control = %setup.control_socket.display(),
         "link up; stop with Ctrl-C (try `bloatbox exec left -- ping ...`)"
     );
+    let tui = if opts.tui {
+        let mut local = LocalControl::new(&datapath);
+        let hz = cfg.daemon.snapshot_hz;
+        Some(
+            std::thread::Builder::new()
+                .name("bloatbox-tui".into())
+                .spawn(move || crate::tui::run(&mut local, hz))?,
+        )
+    } else {
+        None
+    };
     let stopped_by = loop {
         if let Some(sig) = signals.wait(WATCH_INTERVAL_MS) {
             break format!("signal {sig}");
@@ -119,7 +145,23 @@ pub fn up(config: Option<&Path>, realtime: Option<u8>) -> anyhow::Result<()> {
         if datapath.is_finished() {
             break "the datapath thread stopping".to_string();
         }
+        if tui.as_ref().is_some_and(|t| t.is_finished()) {
+            break "the TUI quitting".to_string();
+        }
     };
+    if let Some(t) = tui {
+        if t.is_finished() {
+            match t.join() {
+                Ok(Err(e)) => tracing::error!("TUI: {e:#}"),
+                Err(_) => tracing::error!("the TUI thread panicked"),
+                Ok(Ok(())) => {}
+            }
+        } else {
+            // Stopped by a signal while the TUI owns the terminal: give the
+            // terminal back; the TUI thread ends with the process.
+            ratatui::restore();
+        }
+    }
     tracing::info!("shutting down after {stopped_by}");
     drop(control);
     let last = datapath.shutdown();
@@ -292,6 +334,94 @@ fn render_stats(snap: &serde_json::Value) -> String {
     out
 }
 
+/// The TUI's view of the daemon it runs in: snapshots straight from the
+/// datapath's slot, link changes through its command queue.
+struct LocalControl {
+    commander: Commander,
+    snapshots: SnapshotReader,
+    /// Time of the last snapshot handed to the TUI.
+    last: Option<Instant>,
+    /// The link parameters as this TUI last set them, per direction (seeded
+    /// from the first snapshot), so that quick successive changes build on
+    /// each other rather than on a snapshot that may be a period old.
+    params: Option<[LinkParams; 2]>,
+}
+
+impl LocalControl {
+    fn new(datapath: &Datapath) -> LocalControl {
+        LocalControl {
+            commander: datapath.commander(),
+            snapshots: datapath.snapshots(),
+            last: None,
+            params: None,
+        }
+    }
+}
+
+/// Sets one link field (core units, as `LinkField::parse` gives them).
+fn set_link_field(p: &mut LinkParams, field: LinkField, value: u64) -> Result<(), String> {
+    let small = || u32::try_from(value).map_err(|_| format!("{} {value}: too large", field.name()));
+    match field {
+        LinkField::Rate => p.rate_bytes_ps = value,
+        LinkField::Delay => p.delay_ns = value,
+        LinkField::TxRing => p.tx_ring = small()?,
+        LinkField::Bql => p.bql = value != 0,
+        LinkField::TxUsecs => p.tx_usecs = small()?,
+        LinkField::TxFrames => p.tx_frames = small()?,
+        LinkField::RxUsecs => p.rx_usecs = small()?,
+        LinkField::RxFrames => p.rx_frames = small()?,
+    }
+    Ok(())
+}
+
+impl crate::tui::Control for LocalControl {
+    fn send(&mut self, action: &Action) -> Result<String, String> {
+        match action {
+            Action::Quit => Ok(String::new()),
+            Action::SetLink { dir, field, value } => {
+                if self.params.is_none() {
+                    let snap = self.snapshots.latest().ok_or("no snapshot yet: retry")?;
+                    self.params = Some(Dir::ALL.map(|d| snap.bridge.path(d).params));
+                }
+                let all = self.params.as_mut().ok_or("no link parameters")?;
+                let mut p = all[dir.index()];
+                set_link_field(&mut p, *field, *value)?;
+                self.commander
+                    .send(Command::SetLink {
+                        dir: *dir,
+                        params: p,
+                    })
+                    .map_err(|e| e.to_string())?;
+                all[dir.index()] = p;
+                Ok(format!("{} {}", field.name(), field.show(*value)))
+            }
+            Action::Tc(_) => Err(
+                "tc commands are not wired to the live daemon yet: set the qdisc in the config"
+                    .into(),
+            ),
+        }
+    }
+
+    fn snapshot(&mut self) -> Option<crate::tui::Snapshot> {
+        let s = self.snapshots.latest()?;
+        if self.last == Some(s.at) {
+            return None;
+        }
+        self.last = Some(s.at);
+        let us = |ns: u64| ns / NS_PER_US;
+        Some(crate::tui::Snapshot {
+            bridge: s.bridge.clone(),
+            lateness_us: [
+                us(s.lateness.p50_ns),
+                us(s.lateness.p99_ns),
+                us(s.lateness.p999_ns),
+            ],
+            wakeups: s.wakeups.total,
+            taken_at: s.at,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,6 +456,17 @@ mod tests {
         assert!(text.contains("BQL off"), "{text}");
         assert!(text.contains("held 1: VIOLATED"), "{text}");
         assert!(text.contains("p99 12.0 us"), "{text}");
+    }
+
+    #[test]
+    fn tui_link_fields_set_their_parameter_and_refuse_overflow() {
+        let mut p = LinkParams::default();
+        set_link_field(&mut p, LinkField::Rate, 1_000).unwrap();
+        set_link_field(&mut p, LinkField::Bql, 0).unwrap();
+        set_link_field(&mut p, LinkField::RxUsecs, 50).unwrap();
+        assert_eq!((p.rate_bytes_ps, p.bql, p.rx_usecs), (1_000, false, 50));
+        let err = set_link_field(&mut p, LinkField::TxRing, u64::MAX).unwrap_err();
+        assert!(err.contains("ring"), "{err}");
     }
 
     #[test]

@@ -180,10 +180,30 @@ impl SnapshotReader {
     }
 }
 
-/// Handle to the running datapath thread. Dropping it shuts the thread down.
-pub struct Datapath {
+/// A cloneable way to queue commands for the datapath (for threads other
+/// than the one holding the `Datapath`, e.g. the TUI).
+#[derive(Clone)]
+pub struct Commander {
     commands: SyncSender<Command>,
     wake: Arc<EventFd>,
+}
+
+impl Commander {
+    /// Queues a command without blocking.
+    pub fn send(&self, cmd: Command) -> Result<(), DatapathError> {
+        match self.commands.try_send(cmd) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => return Err(DatapathError::QueueFull),
+            Err(TrySendError::Disconnected(_)) => return Err(DatapathError::Stopped),
+        }
+        self.wake.write(1).map_err(io::Error::from)?;
+        Ok(())
+    }
+}
+
+/// Handle to the running datapath thread. Dropping it shuts the thread down.
+pub struct Datapath {
+    commander: Commander,
     thread: Option<JoinHandle<io::Result<LiveSnapshot>>>,
     snapshots: SnapshotReader,
 }
@@ -215,8 +235,7 @@ impl Datapath {
             .name("bloatbox-datapath".into())
             .spawn(move || driver.run())?;
         Ok(Datapath {
-            commands: tx,
-            wake,
+            commander: Commander { commands: tx, wake },
             thread: Some(thread),
             snapshots,
         })
@@ -228,13 +247,11 @@ impl Datapath {
 
     /// Queues a command without blocking.
     pub fn command(&self, cmd: Command) -> Result<(), DatapathError> {
-        match self.commands.try_send(cmd) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => return Err(DatapathError::QueueFull),
-            Err(TrySendError::Disconnected(_)) => return Err(DatapathError::Stopped),
-        }
-        self.wake.write(1).map_err(io::Error::from)?;
-        Ok(())
+        self.commander.send(cmd)
+    }
+
+    pub fn commander(&self) -> Commander {
+        self.commander.clone()
     }
 
     /// The thread has returned (after a shutdown, an error or a panic).
@@ -252,8 +269,8 @@ impl Datapath {
         // Blocks only while the queue is full (the thread drains it at least
         // once per publish period). If the thread already stopped, the queue
         // is gone and joining returns its result.
-        if self.commands.send(Command::Shutdown).is_ok() {
-            let _ = self.wake.write(1);
+        if self.commander.commands.send(Command::Shutdown).is_ok() {
+            let _ = self.commander.wake.write(1);
         }
         match thread.join() {
             Ok(result) => Ok(result?),

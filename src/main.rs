@@ -27,6 +27,13 @@ enum Cmd {
         /// (1..=99): keeps pacing exact on a busy machine.
         #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
         realtime: Option<u8>,
+        /// Show the terminal UI; quitting it stops the daemon. Logs go to
+        /// the --log file meanwhile.
+        #[arg(long)]
+        tui: bool,
+        /// Where logs go while the TUI owns the terminal.
+        #[arg(long, value_name = "FILE", default_value = "/tmp/bloatbox.log")]
+        log: PathBuf,
     },
     /// Remove namespaces and TAPs a killed run left behind (needs root).
     Down {
@@ -58,18 +65,46 @@ enum Cmd {
     },
 }
 
+/// Logs to stderr, or to `file` while the TUI owns the terminal.
+fn init_logs(file: Option<&std::path::Path>) -> std::io::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt().with_env_filter(filter);
+    match file {
+        Some(path) => {
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?;
+            logs.with_writer(std::sync::Mutex::new(f))
+                .with_ansi(false)
+                .init()
+        }
+        None => logs
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .init(),
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
     let cli = Cli::parse();
+    let log_file = match &cli.command {
+        Cmd::Up { tui: true, log, .. } => Some(log.as_path()),
+        _ => None,
+    };
+    if let Err(e) = init_logs(log_file) {
+        eprintln!("error: cannot open the log file: {e}");
+        return ExitCode::FAILURE;
+    }
     let result = match cli.command {
-        Cmd::Up { config, realtime } => app::up(config.as_deref(), realtime).map(|()| 0),
+        Cmd::Up {
+            config,
+            realtime,
+            tui,
+            log: _,
+        } => app::up(config.as_deref(), &app::UpOptions { realtime, tui }).map(|()| 0),
         Cmd::Down { config } => app::down(config.as_deref()).map(|()| 0),
         Cmd::Exec { side, config, cmd } => app::exec(side, config.as_deref(), &cmd),
         Cmd::Check { file } => app::check(&file).map(|()| 0),
