@@ -103,7 +103,9 @@ pub struct SimClock {
 
 impl SimClock {
     pub fn new(start: Instant) -> Self {
-        SimClock { now: Cell::new(start) }
+        SimClock {
+            now: Cell::new(start),
+        }
     }
     /// Moves the clock forward; never backwards.
     pub fn advance_to(&self, t: Instant) {

@@ -238,7 +238,12 @@ fn trim_exp(s: &str) -> String {
     match s.split_once('e') {
         Some((m, e)) => {
             let exp: i32 = e.parse().unwrap_or(0);
-            format!("{}e{}{:02}", trim_zeros(m), if exp < 0 { '-' } else { '+' }, exp.abs())
+            format!(
+                "{}e{}{:02}",
+                trim_zeros(m),
+                if exp < 0 { '-' } else { '+' },
+                exp.abs()
+            )
         }
         None => s.to_string(),
     }
@@ -320,7 +325,9 @@ impl PschedRate {
 
     /// `psched_l2t_ns`: nanoseconds to send `len` bytes.
     pub fn l2t_ns(&self, len: u64) -> u64 {
-        let mut len = (len as i64 + self.overhead as i64).max(self.mpu as i64).max(0) as u64;
+        let mut len = (len as i64 + self.overhead as i64)
+            .max(self.mpu as i64)
+            .max(0) as u64;
         if self.linklayer == LinkLayer::Atm {
             len = len.div_ceil(48) * 53;
         }

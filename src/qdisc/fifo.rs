@@ -126,7 +126,9 @@ fn parse_limit(kind: FifoKind, args: &[&str]) -> Result<Option<u64>, TcError> {
                     v.parse::<u64>().ok()
                 };
                 limit = Some(parsed.ok_or_else(|| {
-                    TcError::new(format!("Error: argument \"{v}\" is wrong: \"limit\" is invalid"))
+                    TcError::new(format!(
+                        "Error: argument \"{v}\" is wrong: \"limit\" is invalid"
+                    ))
                 })?);
             }
             other => {
@@ -262,7 +264,10 @@ mod tests {
         assert_eq!(d.since(0)[0].0.meta.id, 3);
         assert_eq!(q.dequeue(t, &mut d).unwrap().meta.id, 1);
         let s = q.stats();
-        assert_eq!((s.packets, s.bytes, s.drops, s.qlen, s.backlog), (1, 100, 1, 1, 100));
+        assert_eq!(
+            (s.packets, s.bytes, s.drops, s.qlen, s.backlog),
+            (1, 100, 1, 1, 100)
+        );
     }
 
     #[test]

@@ -18,9 +18,9 @@ pub mod pfifo_fast;
 pub mod qfq;
 pub mod sfq;
 pub mod tbf;
-pub mod tree;
 #[cfg(test)]
 pub mod testutil;
+pub mod tree;
 
 pub use dump::{ClassDump, QdiscDump};
 
@@ -164,7 +164,9 @@ pub trait Qdisc: Send {
     /// drops into `drops`.
     fn change(&mut self, args: &[&str], now: Instant, drops: &mut Drops) -> Result<(), TcError> {
         let _ = (args, now, drops);
-        Err(TcError::new("Error: Change operation not supported by specified qdisc."))
+        Err(TcError::new(
+            "Error: Change operation not supported by specified qdisc.",
+        ))
     }
 
     /// Everything `tc -s -d qdisc show` / `class show` print about this qdisc
@@ -180,6 +182,12 @@ pub trait Qdisc: Send {
     /// one, without counting drops or Sent. Used to move frames into a
     /// replacement qdisc so a switch loses nothing in flight.
     fn drain_all(&mut self) -> Vec<Packet>;
+
+    /// The tc tree of a device: only `tree::QdiscTree` (the root a `Path`
+    /// holds) answers, so tc commands reach it through `dyn Qdisc`.
+    fn as_tree(&mut self) -> Option<&mut tree::QdiscTree> {
+        None
+    }
 }
 
 /// Class operations of classful qdiscs (HTB, QFQ, TBF, mq).

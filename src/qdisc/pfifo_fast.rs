@@ -51,7 +51,11 @@ impl PfifoFast {
 
     /// Frames held per band, for the TUI.
     pub fn band_lens(&self) -> [usize; BANDS] {
-        [self.bands[0].len(), self.bands[1].len(), self.bands[2].len()]
+        [
+            self.bands[0].len(),
+            self.bands[1].len(),
+            self.bands[2].len(),
+        ]
     }
 }
 
@@ -181,7 +185,9 @@ mod tests {
         q.enqueue(tos_pkt(1, 100, 0x08), t, &mut d); // X band 2
         q.enqueue(tos_pkt(2, 100, 0x00), t, &mut d); // Y band 1
         q.enqueue(tos_pkt(3, 100, 0x10), t, &mut d); // Z band 0
-        let order: Vec<u64> = (0..3).map(|_| q.dequeue(t, &mut d).unwrap().meta.id).collect();
+        let order: Vec<u64> = (0..3)
+            .map(|_| q.dequeue(t, &mut d).unwrap().meta.id)
+            .collect();
         assert_eq!(order, vec![3, 2, 1]);
     }
 
