@@ -1,2 +1,281 @@
-//! Two `Path`s, left→right and right→left, and the classifier in front of
-//! them (placeholder API; the link work fills it in).
+//! The two directions of the emulated link, left→right and right→left, and
+//! the ingress checks in front of them: frames shorter than an Ethernet
+//! header (runts) and frames longer than the MTU allows (14 bytes of header
+//! plus 4 per VLAN tag) are dropped and counted in their direction; the rest
+//! are classified once and handed to that direction's `Path`.
+
+use crate::link::path::PathSnapshot;
+use crate::link::Path;
+use crate::packet::{DropReason, Packet};
+use crate::time::{earliest, Instant};
+
+/// Ethernet header without FCS.
+const ETH_HLEN: usize = 14;
+const VLAN_HLEN: usize = 4;
+/// 802.1Q and 802.1ad (QinQ) tag protocol identifiers.
+const ETH_P_8021Q: u16 = 0x8100;
+const ETH_P_8021AD: u16 = 0x88A8;
+
+/// A direction through the bridge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Dir {
+    LeftToRight,
+    RightToLeft,
+}
+
+impl Dir {
+    pub const ALL: [Dir; 2] = [Dir::LeftToRight, Dir::RightToLeft];
+
+    pub fn index(self) -> usize {
+        match self {
+            Dir::LeftToRight => 0,
+            Dir::RightToLeft => 1,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Dir::LeftToRight => "left_to_right",
+            Dir::RightToLeft => "right_to_left",
+        }
+    }
+
+    pub fn reverse(self) -> Dir {
+        match self {
+            Dir::LeftToRight => Dir::RightToLeft,
+            Dir::RightToLeft => Dir::LeftToRight,
+        }
+    }
+}
+
+/// Both directions at one instant, indexed by `Dir::index()`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BridgeSnapshot {
+    pub at: Instant,
+    pub paths: [PathSnapshot; 2],
+}
+
+impl BridgeSnapshot {
+    pub fn path(&self, dir: Dir) -> &PathSnapshot {
+        &self.paths[dir.index()]
+    }
+}
+
+pub struct Bridge {
+    paths: [Path; 2],
+    /// Per-direction sequence numbers given to frames at ingress.
+    next_id: [u64; 2],
+    /// Buffers of frames refused at ingress, returned by the next `poll`.
+    rejected: Vec<Vec<u8>>,
+    /// Scratch lists reused by `poll`.
+    out_scratch: Vec<Packet>,
+    freed_scratch: Vec<Packet>,
+    now: Instant,
+}
+
+/// Bytes of VLAN tags after the MAC addresses (nested tags allowed).
+fn vlan_tag_bytes(frame: &[u8]) -> usize {
+    let mut off = 12;
+    while let Some(tpid) = frame.get(off..off + 2) {
+        let tpid = u16::from_be_bytes([tpid[0], tpid[1]]);
+        if tpid != ETH_P_8021Q && tpid != ETH_P_8021AD {
+            break;
+        }
+        off += VLAN_HLEN;
+    }
+    off - 12
+}
+
+impl Bridge {
+    pub fn new(l2r: Path, r2l: Path) -> Bridge {
+        Bridge {
+            paths: [l2r, r2l],
+            next_id: [0; 2],
+            rejected: Vec::new(),
+            out_scratch: Vec::new(),
+            freed_scratch: Vec::new(),
+            now: Instant::ZERO,
+        }
+    }
+
+    pub fn path(&self, dir: Dir) -> &Path {
+        &self.paths[dir.index()]
+    }
+
+    pub fn path_mut(&mut self, dir: Dir) -> &mut Path {
+        &mut self.paths[dir.index()]
+    }
+
+    /// A frame read from the `dir` sending side at `now`.
+    pub fn ingress(&mut self, dir: Dir, frame: Vec<u8>, now: Instant) {
+        self.now = self.now.max(now);
+        let path = &mut self.paths[dir.index()];
+        let len = frame.len();
+        let max_len = path.params().mtu as usize + ETH_HLEN + vlan_tag_bytes(&frame);
+        let reject = if len < ETH_HLEN {
+            Some(DropReason::Runt)
+        } else if len > max_len {
+            Some(DropReason::Oversize)
+        } else {
+            None
+        };
+        if let Some(reason) = reject {
+            path.count_rejected(len.min(u32::MAX as usize) as u32, reason);
+            self.rejected.push(frame);
+            return;
+        }
+        let mut pkt = Packet::from_frame(frame, now);
+        let id = &mut self.next_id[dir.index()];
+        pkt.meta.id = *id;
+        *id += 1;
+        path.ingress(pkt, now);
+    }
+
+    /// Advances both directions to `now`: frames to write to the receiving
+    /// side go to `out` with their direction, buffers to recycle to `freed`.
+    pub fn poll(&mut self, now: Instant, out: &mut Vec<(Dir, Packet)>, freed: &mut Vec<Vec<u8>>) {
+        self.now = self.now.max(now);
+        freed.append(&mut self.rejected);
+        for dir in Dir::ALL {
+            self.paths[dir.index()].poll(now, &mut self.out_scratch, &mut self.freed_scratch);
+            out.extend(self.out_scratch.drain(..).map(|p| (dir, p)));
+            freed.extend(self.freed_scratch.drain(..).map(|p| p.data));
+        }
+    }
+
+    /// The next time `poll` has something to do.
+    pub fn poll_at(&self) -> Option<Instant> {
+        let pending = (!self.rejected.is_empty()).then_some(self.now);
+        self.paths.iter().map(Path::poll_at).fold(pending, earliest)
+    }
+
+    pub fn snapshot(&self, now: Instant) -> BridgeSnapshot {
+        BridgeSnapshot {
+            at: now,
+            paths: [self.paths[0].snapshot(now), self.paths[1].snapshot(now)],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::LinkParams;
+    use crate::qdisc::fifo::{Fifo, FifoKind};
+    use crate::qdisc::QdiscCtx;
+
+    fn bridge() -> Bridge {
+        let path = |delay_ms| {
+            Path::new(
+                LinkParams {
+                    delay_ns: delay_ms * crate::time::NS_PER_MS,
+                    ..LinkParams::default()
+                },
+                Box::new(Fifo::new(FifoKind::Pfifo, QdiscCtx::default())),
+            )
+        };
+        Bridge::new(path(10), path(20))
+    }
+
+    fn frame(len: usize, tag: Option<u16>) -> Vec<u8> {
+        let mut f = vec![0u8; len];
+        f[12..14].copy_from_slice(&tag.unwrap_or(0x0800).to_be_bytes());
+        if tag.is_some() {
+            f[16..18].copy_from_slice(&0x0800u16.to_be_bytes());
+        }
+        f
+    }
+
+    /// (direction, frame id, delivery time) of every delivered frame.
+    type Delivered = Vec<(Dir, u64, Instant)>;
+
+    fn run(b: &mut Bridge) -> (Delivered, Vec<Vec<u8>>) {
+        let (mut out, mut freed, mut got) = (Vec::new(), Vec::new(), Vec::new());
+        while let Some(t) = b.poll_at() {
+            b.poll(t, &mut out, &mut freed);
+            got.extend(out.drain(..).map(|(d, p): (Dir, Packet)| (d, p.meta.id, t)));
+        }
+        (got, freed)
+    }
+
+    #[test]
+    fn directions_are_independent_and_numbered() {
+        let mut b = bridge();
+        b.ingress(Dir::LeftToRight, frame(100, None), Instant::ZERO);
+        b.ingress(Dir::RightToLeft, frame(100, None), Instant::ZERO);
+        b.ingress(Dir::LeftToRight, frame(100, None), Instant::ZERO);
+        let (got, freed) = run(&mut b);
+        assert!(freed.is_empty());
+        let l2r: Vec<u64> = got
+            .iter()
+            .filter(|g| g.0 == Dir::LeftToRight)
+            .map(|g| g.1)
+            .collect();
+        assert_eq!(l2r, vec![0, 1]);
+        let r2l: Vec<_> = got.iter().filter(|g| g.0 == Dir::RightToLeft).collect();
+        assert_eq!(r2l.len(), 1);
+        assert_eq!(r2l[0].1, 0);
+        // 100 B at 12.5 MB/s = 8 us, then 20 ms of delay.
+        assert_eq!(r2l[0].2, Instant::from_nanos(8_000 + 20_000_000));
+        let s = b.snapshot(Instant::from_millis(1000));
+        assert_eq!(s.path(Dir::LeftToRight).counters.frames_out, 2);
+        assert_eq!(s.path(Dir::RightToLeft).counters.frames_out, 1);
+    }
+
+    #[test]
+    fn runts_and_oversize_frames_are_dropped_and_returned() {
+        let mut b = bridge();
+        b.ingress(Dir::LeftToRight, vec![0u8; 13], Instant::ZERO);
+        b.ingress(Dir::LeftToRight, frame(1515, None), Instant::ZERO);
+        b.ingress(Dir::LeftToRight, frame(1514, None), Instant::ZERO);
+        b.ingress(Dir::RightToLeft, frame(1518, Some(0x8100)), Instant::ZERO);
+        b.ingress(Dir::RightToLeft, frame(1519, Some(0x8100)), Instant::ZERO);
+        b.ingress(Dir::RightToLeft, Vec::new(), Instant::ZERO);
+        assert_eq!(
+            b.poll_at(),
+            Some(Instant::ZERO),
+            "rejected buffers are pending"
+        );
+        let (got, freed) = run(&mut b);
+        assert_eq!(got.len(), 2);
+        assert_eq!(freed.len(), 4);
+        let s = b.snapshot(Instant::ZERO);
+        let l2r = &s.path(Dir::LeftToRight).counters;
+        assert_eq!(l2r.drops[DropReason::Runt.index()], 1);
+        assert_eq!(l2r.drops[DropReason::Oversize.index()], 1);
+        assert_eq!(l2r.frames_in, 3);
+        let r2l = &s.path(Dir::RightToLeft).counters;
+        assert_eq!(r2l.drops[DropReason::Runt.index()], 1);
+        assert_eq!(r2l.drops[DropReason::Oversize.index()], 1);
+        for dir in Dir::ALL {
+            let p = s.path(dir);
+            assert_eq!(
+                p.counters.frames_in,
+                p.counters.frames_out + p.counters.total_drops()
+            );
+        }
+        assert!(serde_json::to_string(&s).is_ok());
+    }
+
+    #[test]
+    fn vlan_tags_are_counted() {
+        assert_eq!(vlan_tag_bytes(&frame(100, None)), 0);
+        assert_eq!(vlan_tag_bytes(&frame(100, Some(0x8100))), 4);
+        let mut qinq = frame(100, Some(0x88A8));
+        qinq[16..18].copy_from_slice(&0x8100u16.to_be_bytes());
+        assert_eq!(vlan_tag_bytes(&qinq), 8);
+        // A tag cut short by the end of the frame does not panic.
+        assert_eq!(vlan_tag_bytes(&[0x81; 13]), 0);
+        let mut short = [0u8; 14];
+        short[12] = 0x81;
+        assert_eq!(vlan_tag_bytes(&short), 4);
+    }
+
+    #[test]
+    fn dir_names_and_indices() {
+        assert_eq!(Dir::LeftToRight.index(), 0);
+        assert_eq!(Dir::RightToLeft.index(), 1);
+        assert_eq!(Dir::LeftToRight.reverse(), Dir::RightToLeft);
+        assert_ne!(Dir::LeftToRight.name(), Dir::RightToLeft.name());
+    }
+}

@@ -294,17 +294,14 @@ impl PschedRate {
     pub fn new(rate_bytes_ps: u64) -> Self {
         let mut mult: u32 = 0;
         let mut shift: u8 = 0;
-        if rate_bytes_ps > 0 {
-            let mut factor: u64 = 1_000_000_000;
-            loop {
-                let m = factor / rate_bytes_ps;
-                mult = m.min(u32::MAX as u64) as u32;
-                if mult & (1 << 31) != 0 || factor & (1 << 63) != 0 {
-                    break;
-                }
-                factor <<= 1;
-                shift += 1;
+        let mut factor: u64 = 1_000_000_000;
+        while let Some(m) = factor.checked_div(rate_bytes_ps) {
+            mult = m.min(u32::MAX as u64) as u32;
+            if mult & (1 << 31) != 0 || factor & (1 << 63) != 0 {
+                break;
             }
+            factor <<= 1;
+            shift += 1;
         }
         PschedRate {
             rate_bytes_ps,

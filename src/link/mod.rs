@@ -10,7 +10,7 @@ pub mod path;
 pub mod ring;
 pub mod serializer;
 
-pub use path::{Path, PathCounters};
+pub use path::{Path, PathCounters, PathSnapshot};
 
 /// Parameters of one direction of the link, in core units (bytes/s, ns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -5,10 +5,12 @@
 //! silently.
 //!
 //! Submodules: `classify` (parse Ethernet/VLAN/IP/L4 once, flow key and hash),
-//! `ecn` (CE marking with checksum fix), `pool` (the bounded buffer pool).
+//! `ecn` (CE marking with checksum fix), `filter` (tc u32/matchall filters
+//! steering frames to classes), `pool` (the bounded buffer pool).
 
 pub mod classify;
 pub mod ecn;
+pub mod filter;
 pub mod pool;
 
 use crate::time::Instant;

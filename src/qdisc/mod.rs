@@ -209,7 +209,7 @@ pub trait Classful {
     /// The child qdiscs, for walking the tree (by handle lookups).
     fn children_mut(&mut self) -> Vec<&mut Box<dyn Qdisc>>;
     /// `tc filter add ... flowid C`: steer matching frames to class `C`.
-    fn add_filter(&mut self, filter: crate::packet::classify::Filter) -> Result<(), TcError> {
+    fn add_filter(&mut self, filter: crate::packet::filter::Filter) -> Result<(), TcError> {
         let _ = filter;
         Err(TcError::new("Error: Class doesn't support filters."))
     }

@@ -1,0 +1,90 @@
+//! Enqueue + dequeue cost per packet for each discipline at 1, 100 and 10,000
+//! flows, with a standing queue (the qdisc is kept about half full, as under
+//! load). Run: `cargo bench --bench qdisc`. Results go to BENCHMARKS.md.
+
+use bloatbox::packet::{Drops, FlowKey, Packet, PacketMeta};
+use bloatbox::qdisc::{Qdisc, QdiscCtx};
+use bloatbox::time::Instant;
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+
+const BATCH: u64 = 4096;
+
+fn frames(flows: u32, n: u64) -> Vec<Packet> {
+    (0..n)
+        .map(|i| {
+            let f = (i % flows as u64) as u32;
+            let mut key = FlowKey {
+                proto: 6,
+                src_port: (f & 0xffff) as u16,
+                dst_port: (f >> 16) as u16 + 80,
+                ..FlowKey::default()
+            };
+            key.src[15] = 1;
+            key.dst[15] = 2;
+            Packet {
+                data: Vec::new(),
+                len: 1514,
+                meta: PacketMeta {
+                    id: i,
+                    flow: key,
+                    hash: bloatbox::packet::classify::flow_hash(&key, 0),
+                    ..PacketMeta::default()
+                },
+            }
+        })
+        .collect()
+}
+
+/// Builds a qdisc from the tc tokens after the kind.
+type Build = fn(QdiscCtx) -> Box<dyn Qdisc>;
+
+fn disciplines() -> Vec<(&'static str, Build)> {
+    use bloatbox::qdisc::fifo::{Fifo, FifoKind};
+    use bloatbox::qdisc::pfifo_fast::PfifoFast;
+    vec![
+        ("pfifo", |c| {
+            Box::new(Fifo::with_limit(FifoKind::Pfifo, c, 100_000))
+        }),
+        ("pfifo_fast", |c| Box::new(PfifoFast::new(c))),
+    ]
+}
+
+fn bench(c: &mut Criterion) {
+    let ctx = QdiscCtx {
+        txqueuelen: 100_000,
+        ..QdiscCtx::default()
+    };
+    for (name, build) in disciplines() {
+        let mut group = c.benchmark_group(name);
+        group.throughput(Throughput::Elements(BATCH));
+        for flows in [1u32, 100, 10_000] {
+            group.bench_function(format!("{flows}_flows"), |b| {
+                let mut q = build(ctx);
+                let mut drops = Drops::new();
+                let mut now = Instant::from_millis(1);
+                // A standing queue: one frame per flow (at least 64) held.
+                for p in frames(flows, (flows as u64).max(64)) {
+                    q.enqueue(p, now, &mut drops);
+                }
+                b.iter_batched(
+                    || frames(flows, BATCH),
+                    |batch| {
+                        for p in batch {
+                            now += 121_120; // 1514 B at 100 Mbit/s
+                            q.enqueue(p, now, &mut drops);
+                            if let Some(out) = q.dequeue(now, &mut drops) {
+                                std::hint::black_box(out);
+                            }
+                        }
+                        drops.drain().for_each(drop);
+                    },
+                    BatchSize::LargeInput,
+                );
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

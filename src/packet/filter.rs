@@ -1,0 +1,840 @@
+//! tc filters that steer frames to classes (HTB, QFQ): the u32 selectors
+//! people use for that (`match ip|ip6 src|dst|sport|dport|protocol|tos|...`),
+//! `matchall`, `flowid`, and `action skbedit priority`, parsed from the tokens
+//! of `tc filter add dev X <these tokens>` with tc's number rules and errors.
+//! A `FilterChain` holds a qdisc's filters in the kernel's order (prio, then
+//! insertion) and classifies a frame with no allocation.
+//!
+//! Matching is on the fields the classifier parsed (`PacketMeta`), not on raw
+//! offsets: `match ip sport` therefore also matches IPv4 packets with options,
+//! and `match ip6 dport` IPv6 packets with extension headers, where the
+//! kernel's fixed u32 offsets would not. An `ip` key only matches IPv4
+//! frames and an `ip6` key only IPv6 frames. Raw `match u32|u16|u8 V M` keys
+//! are supported with mask 0 (the "match everything" idiom) only.
+
+use super::{PacketMeta, L3};
+use crate::qdisc::{Handle, TcError, TC_H_ROOT};
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// The `protocol` a filter applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FilterProtocol {
+    /// `all` (ETH_P_ALL): every frame.
+    All,
+    /// `ip` (ETH_P_IP).
+    Ip,
+    /// `ipv6` (ETH_P_IPV6).
+    Ipv6,
+}
+
+impl FilterProtocol {
+    /// `ll_proto_a2n`: a name or an ethertype number.
+    fn parse(tok: &str) -> Result<Self, TcError> {
+        let by_number = parse_c_number(tok).and_then(|n| match n {
+            0x0003 => Some(FilterProtocol::All),
+            0x0800 => Some(FilterProtocol::Ip),
+            0x86dd => Some(FilterProtocol::Ipv6),
+            _ => None,
+        });
+        match tok.to_ascii_lowercase().as_str() {
+            "all" => Ok(FilterProtocol::All),
+            "ip" => Ok(FilterProtocol::Ip),
+            "ipv6" => Ok(FilterProtocol::Ipv6),
+            _ => by_number.ok_or_else(|| {
+                TcError::new(format!(
+                    "Error: protocol \"{tok}\" is not supported: use ip, ipv6 or all."
+                ))
+            }),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FilterProtocol::All => "all",
+            FilterProtocol::Ip => "ip",
+            FilterProtocol::Ipv6 => "ipv6",
+        }
+    }
+
+    fn admits(self, l3: L3) -> bool {
+        match self {
+            FilterProtocol::All => true,
+            FilterProtocol::Ip => matches!(l3, L3::Ipv4 { .. }),
+            FilterProtocol::Ipv6 => matches!(l3, L3::Ipv6 { .. }),
+        }
+    }
+}
+
+/// Which classifier the filter came from (for printing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FilterKind {
+    U32,
+    Matchall,
+}
+
+impl FilterKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FilterKind::U32 => "u32",
+            FilterKind::Matchall => "matchall",
+        }
+    }
+}
+
+/// The address family a selector reads (`match ip` or `match ip6`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    V4,
+    V6,
+}
+
+/// The packet field a selector compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    Src,
+    Dst,
+    Sport,
+    Dport,
+    /// IPv4 protocol / IPv6 final next header.
+    Protocol,
+    /// The TOS byte / IPv6 traffic class (`tos`, `dsfield`, `ip6 priority`).
+    Dsfield,
+}
+
+/// One selector: a frame of `family` matches when
+/// `field & mask == value` (`value` is stored already masked).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Match {
+    pub family: Family,
+    pub field: Field,
+    pub value: u128,
+    pub mask: u128,
+}
+
+impl Match {
+    fn new(family: Family, field: Field, value: u128, mask: u128) -> Self {
+        Match {
+            family,
+            field,
+            value: value & mask,
+            mask,
+        }
+    }
+
+    pub fn matches(&self, meta: &PacketMeta) -> bool {
+        let family_ok = matches!(
+            (self.family, meta.l3),
+            (Family::V4, L3::Ipv4 { .. }) | (Family::V6, L3::Ipv6 { .. })
+        );
+        if !family_ok {
+            return false;
+        }
+        let address = |a: &[u8; 16]| match self.family {
+            Family::V4 => u32::from_be_bytes([a[12], a[13], a[14], a[15]]) as u128,
+            Family::V6 => u128::from_be_bytes(*a),
+        };
+        let field = match self.field {
+            Field::Src => address(&meta.flow.src),
+            Field::Dst => address(&meta.flow.dst),
+            Field::Sport => meta.flow.src_port as u128,
+            Field::Dport => meta.flow.dst_port as u128,
+            Field::Protocol => meta.flow.proto as u128,
+            Field::Dsfield => meta.dsfield as u128,
+        };
+        field & self.mask == self.value
+    }
+}
+
+/// One `tc filter`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filter {
+    /// `parent X:` / `root` as given (`None`: not given; tc then means root).
+    pub parent: Option<Handle>,
+    pub protocol: FilterProtocol,
+    /// `prio`/`pref`; 0 until a `FilterChain` assigns the kernel's automatic
+    /// one (49152, then one less than the first filter's).
+    pub prio: u16,
+    pub kind: FilterKind,
+    /// All must match (an empty list matches every frame of `protocol`).
+    pub matches: Vec<Match>,
+    /// `flowid`/`classid`; 0 when only an action was given.
+    pub flowid: Handle,
+    /// `action skbedit priority X`: the new `skb->priority`.
+    pub skbedit_priority: Option<u32>,
+}
+
+const USAGE: &str = "Usage: ... filter add dev DEV parent CLASSID protocol {ip|ipv6|all} prio N \
+u32 match {ip|ip6} {src|dst} ADDR[/LEN] | {sport|dport} PORT MASK | protocol N MASK | \
+{tos|dsfield|priority} VALUE MASK [match ...] flowid CLASSID [action skbedit priority PRIO]\n\
+  or: ... matchall flowid CLASSID [action ...]";
+
+impl Filter {
+    /// Parses the tokens after `tc filter add dev X`.
+    pub fn parse(args: &[&str]) -> Result<Filter, TcError> {
+        let mut t = Tokens { args, pos: 0 };
+        let mut parent = None;
+        let mut protocol = None;
+        let mut prio = 0u16;
+        let kind = loop {
+            let Some(tok) = t.next() else {
+                return Err(TcError::new(format!(
+                    "Error: a filter kind (u32 or matchall) is required.\n{USAGE}"
+                )));
+            };
+            match tok {
+                "parent" => parent = Some(parse_classid(t.value("parent")?)?),
+                "root" => parent = Some(TC_H_ROOT),
+                "protocol" => protocol = Some(FilterProtocol::parse(t.value("protocol")?)?),
+                "prio" | "pref" | "priority" => {
+                    let v = t.value(tok)?;
+                    prio = parse_c_number(v)
+                        .and_then(|n| u16::try_from(n).ok())
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| {
+                            TcError::new(format!(
+                                "Illegal \"priority\": \"{v}\" (allowed 1..65535)"
+                            ))
+                        })?;
+                }
+                "chain" => {
+                    let v = t.value("chain")?;
+                    if parse_c_number(v) != Some(0) {
+                        return Err(TcError::new(format!(
+                            "Error: chain \"{v}\" is not supported: only chain 0 exists."
+                        )));
+                    }
+                }
+                "u32" => break FilterKind::U32,
+                "matchall" => break FilterKind::Matchall,
+                other => {
+                    return Err(TcError::new(format!(
+                        "Unknown filter \"{other}\", hence option \"{}\" is unparsable \
+                         (supported kinds: u32, matchall)",
+                        t.peek().unwrap_or("")
+                    )))
+                }
+            }
+        };
+        let protocol = protocol.ok_or_else(|| {
+            TcError::new(
+                "Error: Filter kind and protocol must be specified (add \"protocol ip|ipv6|all\").",
+            )
+        })?;
+        let mut filter = Filter {
+            parent,
+            protocol,
+            prio,
+            kind,
+            matches: Vec::new(),
+            flowid: 0,
+            skbedit_priority: None,
+        };
+        filter.parse_options(&mut t)?;
+        if filter.flowid == 0 && filter.skbedit_priority.is_none() {
+            return Err(TcError::new(
+                "Error: the filter needs \"flowid CLASSID\" (or an action) to have an effect.",
+            ));
+        }
+        Ok(filter)
+    }
+
+    /// The options after the kind.
+    fn parse_options(&mut self, t: &mut Tokens<'_>) -> Result<(), TcError> {
+        while let Some(tok) = t.next() {
+            match tok {
+                "match" if self.kind == FilterKind::U32 => {
+                    if let Some(m) = parse_selector(t)? {
+                        self.matches.push(m);
+                    }
+                }
+                "flowid" | "classid" => self.flowid = parse_classid(t.value(tok)?)?,
+                "action" | "actions" => self.skbedit_priority = Some(parse_action(t)?),
+                "skip_hw" => {}
+                other => {
+                    return Err(TcError::new(format!(
+                        "What is \"{other}\"? ({} options: {})",
+                        self.kind.name(),
+                        match self.kind {
+                            FilterKind::U32 => "match, flowid, classid, action, skip_hw",
+                            FilterKind::Matchall => "flowid, classid, action, skip_hw",
+                        }
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the frame is of the filter's protocol and every key matches.
+    pub fn matches(&self, meta: &PacketMeta) -> bool {
+        self.protocol.admits(meta.l3) && self.matches.iter().all(|m| m.matches(meta))
+    }
+}
+
+/// A cursor over the argument tokens.
+struct Tokens<'a> {
+    args: &'a [&'a str],
+    pos: usize,
+}
+
+impl<'a> Tokens<'a> {
+    fn next(&mut self) -> Option<&'a str> {
+        let tok = self.args.get(self.pos).copied();
+        self.pos += tok.is_some() as usize;
+        tok
+    }
+    fn peek(&self) -> Option<&'a str> {
+        self.args.get(self.pos).copied()
+    }
+    /// The value after `key`, or tc's error for a missing argument.
+    fn value(&mut self, key: &str) -> Result<&'a str, TcError> {
+        self.next()
+            .ok_or_else(|| TcError::new(format!("Error: argument \"{key}\" is required")))
+    }
+}
+
+/// `match ip|ip6|u32|u16|u8 ...`; `None` for a key that matches everything.
+fn parse_selector(t: &mut Tokens<'_>) -> Result<Option<Match>, TcError> {
+    let sel = t.value("match")?;
+    let family = match sel {
+        "ip" => Family::V4,
+        "ip6" => Family::V6,
+        "u32" | "u16" | "u8" => {
+            let bits = match sel {
+                "u32" => 32,
+                "u16" => 16,
+                _ => 8,
+            };
+            let (value, mask) = value_and_mask(t, sel, bits)?;
+            if t.peek() == Some("at") {
+                t.next();
+                t.value("at")?;
+            }
+            if mask != 0 {
+                return Err(TcError::new(format!(
+                    "Illegal \"match\": raw \"{sel} {value:#x} {mask:#x}\" keys are not supported \
+                     (only mask 0, match everything); use match ip/ip6 src|dst|sport|dport|protocol|tos"
+                )));
+            }
+            return Ok(None);
+        }
+        other => {
+            return Err(TcError::new(format!(
+                "Illegal \"match\": selector \"{other}\" is not supported (use ip, ip6, or u32 0 0)"
+            )))
+        }
+    };
+    let field_tok = t.value(sel)?;
+    let m = match (family, field_tok) {
+        (_, "src") => prefix(t, family, Field::Src)?,
+        (_, "dst") => prefix(t, family, Field::Dst)?,
+        (_, "sport") | (_, "dport") => {
+            let field = if field_tok == "sport" {
+                Field::Sport
+            } else {
+                Field::Dport
+            };
+            let (v, m) = value_and_mask(t, &format!("{sel} {field_tok}"), 16)?;
+            Match::new(family, field, v as u128, m as u128)
+        }
+        (_, "protocol") => {
+            let (v, m) = value_and_mask(t, &format!("{sel} protocol"), 8)?;
+            Match::new(family, Field::Protocol, v as u128, m as u128)
+        }
+        (Family::V4, "tos" | "dsfield") | (Family::V6, "priority") => {
+            let (v, m) = value_and_mask(t, &format!("{sel} {field_tok}"), 8)?;
+            Match::new(family, Field::Dsfield, v as u128, m as u128)
+        }
+        (_, other) => {
+            let fields = match family {
+                Family::V4 => "src, dst, sport, dport, protocol, tos, dsfield",
+                Family::V6 => "src, dst, sport, dport, protocol, priority",
+            };
+            return Err(TcError::new(format!(
+                "Illegal \"match\": \"{sel} {other}\" is not supported (fields: {fields})"
+            )));
+        }
+    };
+    Ok(Some(m))
+}
+
+/// `ADDR[/LEN]` for `src`/`dst`.
+fn prefix(t: &mut Tokens<'_>, family: Family, field: Field) -> Result<Match, TcError> {
+    let what = if field == Field::Src { "src" } else { "dst" };
+    let tok = t.value(what)?;
+    let (addr, len) = match tok.split_once('/') {
+        Some((a, l)) => (a, Some(l)),
+        None => (tok, None),
+    };
+    let (value, bits) = match family {
+        Family::V4 => (
+            addr.parse::<Ipv4Addr>().map(|a| u32::from(a) as u128).ok(),
+            32,
+        ),
+        Family::V6 => (addr.parse::<Ipv6Addr>().map(u128::from).ok(), 128),
+    };
+    let bad = || {
+        TcError::new(format!(
+            "Illegal \"match\": \"{tok}\" is not an {} address or prefix (e.g. {})",
+            if family == Family::V4 { "IPv4" } else { "IPv6" },
+            if family == Family::V4 {
+                "10.0.0.0/8"
+            } else {
+                "2001:db8::/32"
+            },
+        ))
+    };
+    let value = value.ok_or_else(bad)?;
+    let len = match len {
+        Some(l) => l
+            .parse::<u32>()
+            .ok()
+            .filter(|&l| l <= bits)
+            .ok_or_else(bad)?,
+        None => bits,
+    };
+    let full: u128 = if bits == 32 {
+        u32::MAX as u128
+    } else {
+        u128::MAX
+    };
+    let mask = if len == 0 {
+        0
+    } else {
+        full & !((1u128 << (bits - len)) - 1)
+    };
+    Ok(Match::new(family, field, value, mask))
+}
+
+/// `VALUE MASK` as tc's parse_u8/u16/u32: the value in C notation (decimal,
+/// 0x hex, 0 octal), the mask in hex.
+fn value_and_mask(t: &mut Tokens<'_>, what: &str, bits: u32) -> Result<(u32, u32), TcError> {
+    let max = if bits == 32 {
+        u32::MAX as u64
+    } else {
+        (1u64 << bits) - 1
+    };
+    let example = match bits {
+        32 => "0 0",
+        16 => "80 0xffff",
+        _ => "6 0xff",
+    };
+    let err = |tok: &str| {
+        TcError::new(format!(
+            "Illegal \"match\": \"{what}\" needs a value and a hex mask of at most {max:#x} \
+             (got \"{tok}\"), e.g. \"match {what} {example}\""
+        ))
+    };
+    let v = t.next().ok_or_else(|| err(""))?;
+    let value = parse_c_number(v)
+        .filter(|&n| n <= max)
+        .ok_or_else(|| err(v))?;
+    let m = t.next().ok_or_else(|| err(""))?;
+    let hex = m
+        .strip_prefix("0x")
+        .or_else(|| m.strip_prefix("0X"))
+        .unwrap_or(m);
+    let mask = u64::from_str_radix(hex, 16)
+        .ok()
+        .filter(|&n| n <= max)
+        .ok_or_else(|| err(m))?;
+    Ok((value as u32, mask as u32))
+}
+
+/// `action skbedit priority X [pipe|pass|ok|continue]`, returning X.
+fn parse_action(t: &mut Tokens<'_>) -> Result<u32, TcError> {
+    let kind = t.value("action")?;
+    if kind != "skbedit" {
+        return Err(TcError::new(format!(
+            "Error: action \"{kind}\" is not supported (only \"skbedit priority X\")."
+        )));
+    }
+    let opt = t.value("skbedit")?;
+    if opt != "priority" {
+        return Err(TcError::new(format!(
+            "Error: skbedit option \"{opt}\" is not supported (only \"priority X\")."
+        )));
+    }
+    let priority = parse_classid(t.value("priority")?)?;
+    if matches!(t.peek(), Some("pipe" | "pass" | "ok" | "continue")) {
+        t.next();
+    }
+    Ok(priority)
+}
+
+/// iproute2's `get_tc_classid`: `root`, `none`, `M:m`, `M:` or a bare hex
+/// number (all hex).
+pub fn parse_classid(tok: &str) -> Result<Handle, TcError> {
+    let bad = || {
+        TcError::new(format!(
+            "Error: invalid class ID \"{tok}\": expected MAJOR:MINOR in hex (e.g. 1:10), \"root\" or \"none\"."
+        ))
+    };
+    let hex16 = |s: &str| -> Result<u32, TcError> {
+        if s.is_empty() {
+            return Ok(0);
+        }
+        u32::from_str_radix(s, 16)
+            .ok()
+            .filter(|&n| n <= 0xffff)
+            .ok_or_else(bad)
+    };
+    match tok {
+        "root" => Ok(TC_H_ROOT),
+        "none" => Ok(0),
+        _ => match tok.split_once(':') {
+            Some((maj, min)) => Ok((hex16(maj)? << 16) | hex16(min)?),
+            None => u32::from_str_radix(tok, 16).map_err(|_| bad()),
+        },
+    }
+}
+
+/// A number as C's `strtoul(s, NULL, 0)` reads it (the whole token).
+fn parse_c_number(s: &str) -> Option<u64> {
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else if s.len() > 1 && s.starts_with('0') {
+        u64::from_str_radix(&s[1..], 8).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
+/// The filters of one qdisc, in classification order.
+#[derive(Clone, Debug, Default)]
+pub struct FilterChain {
+    filters: Vec<Filter>,
+}
+
+/// The kernel's first automatic priority (`TC_H_MAJ(0xC0000000)`).
+const AUTO_PRIO_FIRST: u16 = 0xC000;
+
+impl FilterChain {
+    pub fn new() -> Self {
+        FilterChain::default()
+    }
+
+    /// Adds a filter after those of lower or equal prio. A filter without a
+    /// prio gets the kernel's automatic one: 49152 on an empty chain, else
+    /// one less than the first filter's.
+    pub fn add(&mut self, mut filter: Filter) -> Result<(), TcError> {
+        if filter.prio == 0 {
+            filter.prio = match self.filters.first() {
+                None => AUTO_PRIO_FIRST,
+                Some(first) if first.prio > 1 => first.prio - 1,
+                Some(_) => {
+                    return Err(TcError::new(
+                        "Error: no automatic priority is left below 1: give \"prio N\".",
+                    ))
+                }
+            };
+        }
+        let at = self.filters.partition_point(|f| f.prio <= filter.prio);
+        self.filters.insert(at, filter);
+        Ok(())
+    }
+
+    /// `tc filter del ... [prio N]`: removes the filters of that prio (all
+    /// with `None`), returning how many were removed.
+    pub fn delete(&mut self, prio: Option<u16>) -> usize {
+        let before = self.filters.len();
+        self.filters.retain(|f| prio.is_some_and(|p| f.prio != p));
+        before - self.filters.len()
+    }
+
+    pub fn filters(&self) -> &[Filter] {
+        &self.filters
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.filters.is_empty()
+    }
+
+    /// The first matching filter's `(flowid, skbedit priority)`.
+    pub fn classify(&self, meta: &PacketMeta) -> Option<(Handle, Option<u32>)> {
+        self.filters
+            .iter()
+            .find(|f| f.matches(meta))
+            .map(|f| (f.flowid, f.skbedit_priority))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::FlowKey;
+
+    fn parse(line: &str) -> Result<Filter, TcError> {
+        let toks: Vec<&str> = line.split_whitespace().collect();
+        Filter::parse(&toks)
+    }
+
+    fn v4(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, proto: u8, tos: u8) -> PacketMeta {
+        let map = |a: [u8; 4]| {
+            let mut o = [0u8; 16];
+            o[10] = 0xff;
+            o[11] = 0xff;
+            o[12..].copy_from_slice(&a);
+            o
+        };
+        PacketMeta {
+            l3: L3::Ipv4 { offset: 14 },
+            flow: FlowKey {
+                src: map(src),
+                dst: map(dst),
+                src_port: sport,
+                dst_port: dport,
+                proto,
+            },
+            dsfield: tos,
+            ..PacketMeta::default()
+        }
+    }
+
+    fn v6(src: &str, dst: &str, sport: u16, dport: u16, tclass: u8) -> PacketMeta {
+        PacketMeta {
+            l3: L3::Ipv6 { offset: 14 },
+            flow: FlowKey {
+                src: src.parse::<Ipv6Addr>().unwrap().octets(),
+                dst: dst.parse::<Ipv6Addr>().unwrap().octets(),
+                src_port: sport,
+                dst_port: dport,
+                proto: 17,
+            },
+            dsfield: tclass,
+            ..PacketMeta::default()
+        }
+    }
+
+    #[test]
+    fn parses_the_classic_u32_line() {
+        let f = parse(
+            "parent 1: protocol ip prio 1 u32 match ip src 10.0.0.0/8 match ip dport 80 0xffff flowid 1:10",
+        )
+        .unwrap();
+        assert_eq!(f.parent, Some(0x0001_0000));
+        assert_eq!(
+            (f.protocol, f.prio, f.kind),
+            (FilterProtocol::Ip, 1, FilterKind::U32)
+        );
+        assert_eq!(f.flowid, 0x0001_0010);
+        assert_eq!(f.matches.len(), 2);
+        assert_eq!(f.matches[0].mask, 0xff00_0000);
+        assert_eq!(f.matches[0].value, 0x0a00_0000);
+        assert!(f.matches(&v4([10, 9, 8, 7], [1, 1, 1, 1], 1000, 80, 6, 0)));
+        assert!(!f.matches(&v4([11, 9, 8, 7], [1, 1, 1, 1], 1000, 80, 6, 0)));
+        assert!(!f.matches(&v4([10, 9, 8, 7], [1, 1, 1, 1], 1000, 81, 6, 0)));
+        assert!(!f.matches(&v6("::1", "::2", 1000, 80, 0)), "protocol ip");
+    }
+
+    #[test]
+    fn ip_fields() {
+        let m = v4([192, 168, 1, 5], [8, 8, 8, 8], 5000, 53, 17, 0xb8);
+        let yes = [
+            "match ip dst 8.8.8.8",
+            "match ip dst 8.8.0.0/16",
+            "match ip src 0.0.0.0/0",
+            "match ip sport 5000 0xffff",
+            "match ip sport 0x1388 ffff",
+            "match ip protocol 17 0xff",
+            "match ip tos 0xb8 0xfc",
+            "match ip dsfield 0xb8 0xff",
+            "match ip tos 0xb9 0xfc",
+            "match ip dport 0 0",
+            "match u32 0 0",
+            "match u32 0 0 at 0",
+        ];
+        for sel in yes {
+            let f = parse(&format!("protocol ip prio 2 u32 {sel} flowid 1:2")).unwrap();
+            assert!(f.matches(&m), "{sel}");
+        }
+        let no = [
+            "match ip dst 8.8.8.9",
+            "match ip src 192.168.2.0/24",
+            "match ip sport 5001 0xffff",
+            "match ip protocol 6 0xff",
+            "match ip tos 0x10 0xff",
+        ];
+        for sel in no {
+            let f = parse(&format!("protocol ip prio 2 u32 {sel} flowid 1:2")).unwrap();
+            assert!(!f.matches(&m), "{sel}");
+        }
+    }
+
+    #[test]
+    fn ip6_fields() {
+        let m = v6("2001:db8::1", "2001:db8:1::2", 40000, 443, 0x28);
+        let yes = [
+            "match ip6 src 2001:db8::/32",
+            "match ip6 dst 2001:db8:1::2/128",
+            "match ip6 dst 2001:db8:1::2",
+            "match ip6 dport 443 0xffff",
+            "match ip6 sport 40000 0xffff",
+            "match ip6 protocol 17 0xff",
+            "match ip6 priority 0x28 0xff",
+        ];
+        for sel in yes {
+            let f = parse(&format!("protocol ipv6 prio 2 u32 {sel} flowid 1:2")).unwrap();
+            assert!(f.matches(&m), "{sel}");
+        }
+        let f = parse("protocol ipv6 prio 2 u32 match ip6 src 2001:db9::/32 flowid 1:2").unwrap();
+        assert!(!f.matches(&m));
+        // An ip key never matches IPv6, even under protocol all.
+        let f = parse("protocol all prio 2 u32 match ip dport 443 0xffff flowid 1:2").unwrap();
+        assert!(!f.matches(&m));
+    }
+
+    #[test]
+    fn matchall_and_protocols() {
+        let f = parse("parent 1: protocol all prio 9 matchall classid 1:3").unwrap();
+        assert_eq!(f.kind, FilterKind::Matchall);
+        assert!(
+            f.matches(&PacketMeta::default()),
+            "ARP matches protocol all"
+        );
+        assert!(f.matches(&v6("::1", "::2", 1, 2, 0)));
+        let f = parse("protocol 0x0800 matchall flowid 1:3").unwrap();
+        assert_eq!(f.protocol, FilterProtocol::Ip);
+        assert!(!f.matches(&PacketMeta::default()));
+        let f = parse("protocol ip u32 match u32 0 0 flowid 1:1").unwrap();
+        assert!(f.matches(&v4([1, 1, 1, 1], [2, 2, 2, 2], 0, 0, 1, 0)));
+        assert!(!f.matches(&v6("::1", "::2", 1, 2, 0)));
+    }
+
+    #[test]
+    fn skbedit_and_classids() {
+        let f = parse(
+            "parent 1: protocol ip prio 3 u32 match ip tos 0x10 0xff action skbedit priority 1:20",
+        )
+        .unwrap();
+        assert_eq!((f.flowid, f.skbedit_priority), (0, Some(0x0001_0020)));
+        let f = parse("protocol ip u32 match u32 0 0 flowid 1:1 action skbedit priority 10 pipe")
+            .unwrap();
+        assert_eq!(
+            f.skbedit_priority,
+            Some(0x10),
+            "skbedit priority is hex like a classid"
+        );
+        assert_eq!(parse_classid("ffff:ffff").unwrap(), 0xffff_ffff);
+        assert_eq!(parse_classid("root").unwrap(), TC_H_ROOT);
+        assert_eq!(parse_classid(":5").unwrap(), 5);
+        assert_eq!(parse_classid("2:").unwrap(), 0x2_0000);
+        assert!(parse_classid("1:10000").is_err());
+        assert!(parse_classid("x:1").is_err());
+        assert!(parse_classid("1:2:3").is_err());
+    }
+
+    #[test]
+    fn numbers_follow_tc() {
+        // Values in C notation, masks in hex.
+        let f = parse("protocol ip u32 match ip dport 010 ff flowid 1:1").unwrap();
+        assert_eq!(f.matches[0].value, 8, "leading 0 is octal");
+        assert_eq!(f.matches[0].mask, 0xff);
+        assert!(
+            parse("protocol ip u32 match ip protocol 6 255 flowid 1:1").is_err(),
+            "mask 0x255 > 0xff"
+        );
+        assert!(parse("protocol ip u32 match ip sport 70000 0xffff flowid 1:1").is_err());
+        assert!(parse("protocol ip u32 match ip sport 80 flowid 1:1").is_err());
+    }
+
+    #[test]
+    fn errors_name_the_token() {
+        let cases = [
+            (
+                "protocol ip u32 match ip src 10.0.0.300/8 flowid 1:1",
+                "10.0.0.300/8",
+            ),
+            (
+                "protocol ip u32 match ip src 10.0.0.0/33 flowid 1:1",
+                "10.0.0.0/33",
+            ),
+            ("protocol ip u32 match ip ttl 1 0xff flowid 1:1", "ip ttl"),
+            ("protocol ip u32 match ip6 tos 1 0xff flowid 1:1", "ip6 tos"),
+            ("protocol ip u32 match tcp dst 80 0xffff flowid 1:1", "tcp"),
+            (
+                "protocol ip u32 match u32 1 0xff flowid 1:1",
+                "u32 0x1 0xff",
+            ),
+            (
+                "protocol ip u32 match ip dport 80 0xffff flowid 1:1 bogus",
+                "bogus",
+            ),
+            ("protocol ip fw flowid 1:1", "fw"),
+            ("protocol arp u32 match u32 0 0 flowid 1:1", "arp"),
+            ("protocol ip prio 0 u32 flowid 1:1", "\"0\""),
+            ("protocol ip prio 70000 u32 flowid 1:1", "70000"),
+            ("protocol ip u32 flowid 1:x", "1:x"),
+            ("protocol ip u32 flowid 1:1 action mirred egress", "mirred"),
+            ("protocol ip u32 flowid 1:1 action skbedit mark 5", "mark"),
+            ("protocol ip u32 flowid", "flowid"),
+            ("protocol ip chain 2 u32 flowid 1:1", "chain \"2\""),
+            ("parent 1: u32 match u32 0 0 flowid 1:1", "protocol"),
+            ("protocol ip u32 match ip src 1.2.3.4", "flowid"),
+            ("protocol ip", "kind"),
+        ];
+        for (line, needle) in cases {
+            let e = parse(line).unwrap_err().0;
+            assert!(e.contains(needle), "{line}: {e}");
+        }
+    }
+
+    #[test]
+    fn chain_orders_by_prio_then_insertion() {
+        let mut c = FilterChain::new();
+        c.add(parse("protocol ip prio 5 u32 match ip dport 80 0xffff flowid 1:5").unwrap())
+            .unwrap();
+        c.add(parse("protocol ip prio 1 u32 match ip sport 1 0xffff flowid 1:1").unwrap())
+            .unwrap();
+        c.add(parse("protocol ip prio 5 u32 match u32 0 0 flowid 1:6").unwrap())
+            .unwrap();
+        c.add(parse("protocol all prio 1 matchall flowid 1:7").unwrap())
+            .unwrap();
+        let order: Vec<Handle> = c.filters().iter().map(|f| f.flowid & 0xffff).collect();
+        assert_eq!(order, vec![1, 7, 5, 6]);
+        let m = v4([1, 1, 1, 1], [2, 2, 2, 2], 1, 80, 6, 0);
+        assert_eq!(c.classify(&m), Some((0x1_0001, None)));
+        let m = v4([1, 1, 1, 1], [2, 2, 2, 2], 2, 80, 6, 0);
+        assert_eq!(c.classify(&m), Some((0x1_0007, None)));
+        assert_eq!(c.delete(Some(1)), 2);
+        assert_eq!(c.classify(&m), Some((0x1_0005, None)));
+        let m = v4([1, 1, 1, 1], [2, 2, 2, 2], 2, 81, 6, 0);
+        assert_eq!(c.classify(&m), Some((0x1_0006, None)));
+        assert_eq!(c.classify(&PacketMeta::default()), None);
+        assert_eq!(c.delete(None), 2);
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn automatic_prio_like_the_kernel() {
+        let mut c = FilterChain::new();
+        c.add(parse("protocol ip u32 match ip dport 1 0xffff flowid 1:1").unwrap())
+            .unwrap();
+        c.add(parse("protocol ip u32 match u32 0 0 flowid 1:2").unwrap())
+            .unwrap();
+        let prios: Vec<u16> = c.filters().iter().map(|f| f.prio).collect();
+        assert_eq!(prios, vec![49151, 49152]);
+        // The later automatic filter is consulted first.
+        let m = v4([1, 1, 1, 1], [2, 2, 2, 2], 9, 1, 6, 0);
+        assert_eq!(c.classify(&m).unwrap().0, 0x1_0002);
+        let mut c = FilterChain::new();
+        c.add(parse("protocol ip prio 1 matchall flowid 1:1").unwrap())
+            .unwrap();
+        assert!(c
+            .add(parse("protocol ip matchall flowid 1:1").unwrap())
+            .is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parse_never_panics(toks in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "parent", "1:", "protocol", "ip", "ipv6", "all", "prio", "5", "u32", "matchall",
+                "match", "ip", "ip6", "src", "dst", "sport", "dport", "80", "0xffff", "tos",
+                "10.0.0.0/8", "::1/64", "flowid", "1:10", "action", "skbedit", "priority", "u8",
+                "at", "0", "x", "/", ":", "0x", "-1", "",
+            ]), 0..14)) {
+            let _ = Filter::parse(&toks);
+        }
+    }
+}
