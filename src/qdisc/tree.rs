@@ -40,6 +40,7 @@ use super::{
     Verdict, TC_H_ROOT,
 };
 use crate::link::LinkParams;
+use crate::packet::filter::Filter;
 use crate::packet::{Drops, Packet};
 use crate::tc::{registry, show, Dev, Object, TcCommand, Verb};
 use crate::time::Instant;
@@ -261,8 +262,9 @@ impl QdiscTree {
             (Object::Qdisc, Verb::Delete) => self.delete_qdisc(cmd, now, drops).map(|()| None),
             (Object::Qdisc, _) => self.modify_qdisc(cmd, now, drops).map(|()| None),
             (Object::Class, _) => self.modify_class(cmd, now, drops).map(|()| None),
+            (Object::Filter, Verb::Add | Verb::Replace) => self.add_filter(cmd, now).map(|()| None),
             (Object::Filter, _) => Err(err(
-                "Error: tc filter is not available yet (the filter module has not landed)",
+                "Error: bloatbox supports \"tc filter add\" only (filters stay until the qdisc goes)",
             )),
         }
     }
@@ -639,7 +641,10 @@ impl QdiscTree {
                     "give the new class an id with \"classid M:m\"".into(),
                 ));
             }
-            cl.add_class(clid, portid, &args)
+            // No parent (0) means a top-level class, which the kernel's
+            // disciplines treat like TC_H_ROOT.
+            let parent = if portid == 0 { TC_H_ROOT } else { portid };
+            cl.add_class(clid, parent, &args)
         };
         match cmd.verb {
             Verb::Add if exists => Err(rtnl(
@@ -656,6 +661,45 @@ impl QdiscTree {
             Verb::Change | Verb::Delete => Err(missing()),
             Verb::Replace | Verb::Link | Verb::Show => Err(err("Error: unsupported class verb")),
         }
+    }
+
+    /// `tc filter add` (`tc_new_tfilter`): the filter goes to the qdisc named
+    /// by the parent's major (the root when none is given), which must be
+    /// classful and, for `parent M:m`, have that class.
+    fn add_filter(&mut self, cmd: &TcCommand, now: Instant) -> Result<(), TcError> {
+        let filter = Filter::parse(&cmd.arg_strs())?;
+        let d = self.root.dump(now);
+        let parent = cmd.parent.filter(|&p| p != 0 && p != TC_H_ROOT);
+        let q = match parent {
+            None => Found {
+                path: Vec::new(),
+                dump: &d,
+            },
+            Some(p) => find(&d, p & 0xFFFF_0000).ok_or_else(|| {
+                TcError::new(format!(
+                    "Error: Parent Qdisc doesn't exists.\n(no qdisc {} on dev {})",
+                    fmt_handle(p & 0xFFFF_0000),
+                    self.dev.dev.name()
+                ))
+            })?,
+        };
+        if let Some(p) = parent.filter(|&p| tc_h_minor(p) != 0) {
+            if !q.dump.classes.iter().any(|c| c.classid == p) {
+                return Err(TcError::new(format!(
+                    "Error: Specified class doesn't exist.\n(no class {} under {} {})",
+                    fmt_handle(p),
+                    q.dump.kind,
+                    fmt_handle(q.dump.handle)
+                )));
+            }
+        }
+        let kind = q.dump.kind.clone();
+        let cl = classful_at(&mut self.root, &q.path).ok_or_else(|| {
+            TcError::new(format!(
+                "Error: Qdisc not classful.\n({kind} cannot take filters; attach them to htb, qfq, ...)"
+            ))
+        })?;
+        cl.add_filter(filter)
     }
 
     /// Puts `new` at the root, moving the old root's frames into it.

@@ -14,3 +14,6 @@ pub mod show;
 
 pub use command::{Dev, Flags, Object, TcCommand, Verb};
 pub use registry::new_qdisc;
+
+#[cfg(test)]
+mod session_tests;

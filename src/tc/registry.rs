@@ -5,11 +5,19 @@
 use crate::qdisc::fifo::{Fifo, FifoKind};
 use crate::qdisc::mq::Mq;
 use crate::qdisc::pfifo_fast::PfifoFast;
+use crate::qdisc::qfq::Qfq;
 use crate::qdisc::tree::DevSpec;
 use crate::qdisc::{Qdisc, QdiscCtx, TcError};
 
 /// The kinds `new_qdisc` knows, in the order error messages list them.
-pub const KINDS: &[&str] = &["pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "mq"];
+pub const KINDS: &[&str] = &[
+    "pfifo_fast",
+    "pfifo",
+    "bfifo",
+    "pfifo_head_drop",
+    "mq",
+    "qfq",
+];
 
 /// Classless kinds a device may use as its default qdisc
 /// (`net.core.default_qdisc`) and as the per-queue children of mq.
@@ -54,6 +62,7 @@ pub fn new_qdisc(
         "mq" => Box::new(Mq::from_args(ctx, dev.tx_queues, args, &mut |c| {
             default_leaf(c, dev)
         })?),
+        "qfq" => Box::new(Qfq::from_args(ctx, args)?),
         _ => return Err(unknown_kind(kind, args)),
     };
     Ok(q)

@@ -1,0 +1,230 @@
+//! tc text sessions: command sequences as they appear on netdev threads and
+//! mailing lists, applied to a device's tree, then `tc show` compared to the
+//! text iproute2 prints (VECTORS.md U-*, M-1; LINUX-TC.md 1.5, 10).
+
+use crate::packet::Drops;
+use crate::qdisc::testutil::flow_pkt;
+use crate::qdisc::tree::{DevSpec, QdiscTree};
+use crate::qdisc::Qdisc;
+use crate::tc::{Dev, TcCommand};
+use crate::time::Instant;
+
+const T: Instant = Instant::ZERO;
+
+/// Runs each line; returns the output of the last one.
+fn session(tree: &mut QdiscTree, lines: &str, drops: &mut Drops) -> String {
+    let mut out = String::new();
+    for line in lines.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let cmd = TcCommand::parse(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        out = tree
+            .apply(&cmd, T, drops)
+            .unwrap_or_else(|e| panic!("{line}: {e}"))
+            .unwrap_or_default();
+    }
+    out
+}
+
+fn left(tx_queues: u16) -> QdiscTree {
+    QdiscTree::new(DevSpec {
+        tx_queues,
+        ..DevSpec::new(Dev::Left)
+    })
+    .unwrap()
+}
+
+#[test]
+fn fresh_tap_shows_pfifo_fast() {
+    let mut t = left(1);
+    let out = session(&mut t, "tc -s qdisc show dev left", &mut Drops::new());
+    assert_eq!(
+        out,
+        "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 \n\
+         \x20Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n\
+         \x20backlog 0b 0p requeues 0\n"
+    );
+}
+
+#[test]
+fn vector_m1_mq_sums_children_and_lists_them_newest_first() {
+    let mut t = left(4);
+    let mut d = Drops::new();
+    for q in 0..4u16 {
+        for k in 0..=q as u64 {
+            let mut p = flow_pkt(q as u64 * 10 + k, 1000, q);
+            p.meta.queue_mapping = q;
+            t.enqueue(p, T, &mut d);
+        }
+    }
+    while t.dequeue(T, &mut d).is_some() {}
+    let out = session(&mut t, "tc -s qdisc show dev left", &mut d);
+    let prio = "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 ";
+    let child = |n: u32, bytes: u32| {
+        format!(
+            "qdisc pfifo_fast 0: parent :{n} {prio}\n Sent {bytes} bytes {} pkt (dropped 0, \
+             overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n",
+            bytes / 1000
+        )
+    };
+    let expected = format!(
+        "qdisc mq 0: root \n Sent 10000 bytes 10 pkt (dropped 0, overlimits 0 requeues 0) \n \
+         backlog 0b 0p requeues 0\n{}{}{}{}",
+        child(4, 4000),
+        child(3, 3000),
+        child(2, 2000),
+        child(1, 1000)
+    );
+    assert_eq!(out, expected);
+    let classes = session(&mut t, "tc class show dev left", &mut d);
+    assert_eq!(
+        classes,
+        "class mq :1 root \nclass mq :2 root \nclass mq :3 root \nclass mq :4 root \n"
+    );
+}
+
+#[test]
+fn mq_child_replaced_from_a_thread() {
+    // "tc qdisc add dev eth0 parent :3 pfifo" style on the default mq.
+    let mut t = left(4);
+    let out = session(
+        &mut t,
+        "tc qdisc add dev left parent :3 handle 30: pfifo limit 100
+         tc qdisc show dev left",
+        &mut Drops::new(),
+    );
+    let prio = "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 ";
+    // The handle-0 defaults share hash bucket 0 (newest first); 30: sits in
+    // a later bucket, so it is listed after them.
+    assert_eq!(
+        out,
+        format!(
+            "qdisc mq 0: root \n\
+             qdisc pfifo_fast 0: parent :4 {prio}\n\
+             qdisc pfifo_fast 0: parent :2 {prio}\n\
+             qdisc pfifo_fast 0: parent :1 {prio}\n\
+             qdisc pfifo 30: parent :3 limit 100p\n"
+        )
+    );
+    let classes = session(
+        &mut t,
+        "tc class show dev left classid :3",
+        &mut Drops::new(),
+    );
+    assert_eq!(classes, "class mq :3 root leaf 30: \n");
+}
+
+#[test]
+fn qfq_session_with_filter_and_leaf() {
+    let mut t = left(1);
+    let mut d = Drops::new();
+    let out = session(
+        &mut t,
+        "tc qdisc add dev left root handle 1: qfq
+         tc class add dev left parent 1: classid 1:1 qfq weight 10
+         tc class add dev left parent 1: classid 1:2 qfq weight 20 maxpkt 2000
+         tc qdisc add dev left parent 1:2 handle 20: pfifo limit 50
+         tc filter add dev left parent 1: protocol all prio 1 matchall flowid 1:2
+         tc qdisc show dev left",
+        &mut d,
+    );
+    assert_eq!(
+        out,
+        "qdisc qfq 1: root refcnt 2 \nqdisc pfifo 20: parent 1:2 limit 50p\n"
+    );
+    for id in 0..3 {
+        t.enqueue(flow_pkt(id, 500, 0), T, &mut d);
+    }
+    assert!(t.dequeue(T, &mut d).is_some());
+    let classes = session(&mut t, "tc -s class show dev left", &mut d);
+    assert_eq!(
+        classes,
+        "class qfq 1:1 root weight 10 maxpkt 1514 \n \
+         Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n \
+         backlog 0b 0p requeues 0\n\
+         class qfq 1:2 root leaf 20: weight 20 maxpkt 2000 \n \
+         Sent 500 bytes 1 pkt (dropped 0, overlimits 0 requeues 0) \n \
+         backlog 1000b 2p requeues 0\n"
+    );
+    // change a class, delete a class, then the root
+    session(
+        &mut t,
+        "tc class change dev left classid 1:1 qfq weight 5
+         tc class del dev left classid 1:1",
+        &mut d,
+    );
+    let out = session(&mut t, "tc class show dev left", &mut d);
+    assert_eq!(out, "class qfq 1:2 root leaf 20: weight 20 maxpkt 2000 \n");
+    session(&mut t, "tc qdisc del dev left root", &mut d);
+    // the two held frames moved into the default pfifo_fast
+    assert_eq!((t.kind(), t.qlen()), ("pfifo_fast", 2));
+}
+
+#[test]
+fn class_errors_like_the_kernel() {
+    let mut t = left(1);
+    let mut d = Drops::new();
+    session(
+        &mut t,
+        "tc qdisc add dev left root handle 1: qfq
+         tc class add dev left parent 1: classid 1:1 qfq",
+        &mut d,
+    );
+    let run =
+        |t: &mut QdiscTree, l: &str| t.apply(&TcCommand::parse(l).unwrap(), T, &mut Drops::new());
+    let e = run(
+        &mut t,
+        "tc class add dev left parent 1: classid 1:1 qfq weight 2",
+    )
+    .unwrap_err();
+    assert!(e.0.starts_with("RTNETLINK answers: File exists"), "{e}");
+    let e = run(&mut t, "tc class change dev left classid 1:7 qfq weight 2").unwrap_err();
+    assert!(
+        e.0.starts_with("RTNETLINK answers: No such file or directory"),
+        "{e}"
+    );
+    let e = run(&mut t, "tc class add dev left parent 2: classid 1:3 qfq").unwrap_err();
+    assert!(
+        e.0.starts_with("RTNETLINK answers: Invalid argument"),
+        "{e}"
+    );
+    // replace creates, then changes
+    run(&mut t, "tc class replace dev left classid 1:3 qfq weight 3").unwrap();
+    run(&mut t, "tc class replace dev left classid 1:3 qfq weight 4").unwrap();
+    let out = session(&mut t, "tc class show dev left classid 1:3", &mut d);
+    assert_eq!(out, "class qfq 1:3 root weight 4 maxpkt 1514 \n");
+    let e = run(
+        &mut t,
+        "tc filter add dev left parent 1:9 protocol all matchall flowid 1:1",
+    )
+    .unwrap_err();
+    assert!(
+        e.0.starts_with("Error: Specified class doesn't exist."),
+        "{e}"
+    );
+    let e = run(
+        &mut t,
+        "tc filter add dev left parent 7: protocol all matchall flowid 1:1",
+    )
+    .unwrap_err();
+    assert!(
+        e.0.starts_with("Error: Parent Qdisc doesn't exists."),
+        "{e}"
+    );
+    let e = run(&mut t, "tc filter del dev left parent 1: prio 1").unwrap_err();
+    assert!(e.0.contains("filter add"), "{e}");
+}
+
+#[test]
+fn json_session() {
+    let mut t = left(1);
+    let out = session(
+        &mut t,
+        "tc qdisc add dev left root handle 1: pfifo limit 10
+         tc -s -j qdisc show dev left",
+        &mut Drops::new(),
+    );
+    assert_eq!(
+        out,
+        "[{\"kind\":\"pfifo\",\"handle\":\"1:\",\"root\":true,\"refcnt\":2,\"options\":{\"limit\":10},\
+         \"bytes\":0,\"packets\":0,\"drops\":0,\"overlimits\":0,\"requeues\":0,\"backlog\":0,\"qlen\":0}]\n"
+    );
+}
