@@ -1059,3 +1059,121 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod props {
+    //! Random tc command sequences: nothing panics, a failed command leaves
+    //! the tree and the drop sink untouched, and the counters stay coherent.
+    use super::*;
+    use crate::qdisc::testutil::flow_pkt;
+    use proptest::prelude::*;
+
+    const WORDS: &[&str] = &[
+        "qdisc",
+        "class",
+        "filter",
+        "add",
+        "change",
+        "replace",
+        "link",
+        "del",
+        "show",
+        "dev",
+        "left",
+        "right",
+        "root",
+        "parent",
+        "handle",
+        "classid",
+        "1:",
+        "1:1",
+        "1:2",
+        ":1",
+        ":3",
+        "8001:",
+        "2:",
+        "none",
+        "pfifo",
+        "bfifo",
+        "pfifo_fast",
+        "pfifo_head_drop",
+        "mq",
+        "qfq",
+        "limit",
+        "5",
+        "0",
+        "10kb",
+        "queues",
+        "2",
+        "4",
+        "weight",
+        "10",
+        "maxpkt",
+        "2000",
+        "protocol",
+        "all",
+        "matchall",
+        "flowid",
+        "prio",
+        "-s",
+        "-j",
+        "invisible",
+        "bogus",
+    ];
+
+    fn command() -> impl Strategy<Value = String> {
+        let word = proptest::sample::select(WORDS);
+        let head = proptest::sample::select(
+            &[
+                "tc qdisc add dev left",
+                "tc qdisc replace dev left",
+                "tc qdisc change dev left",
+                "tc qdisc del dev left",
+                "tc class add dev left",
+                "tc class change dev left",
+                "tc class del dev left",
+                "tc filter add dev left",
+                "tc -s qdisc show dev left",
+                "tc class show dev left",
+            ][..],
+        );
+        (head, proptest::collection::vec(word, 0..8))
+            .prop_map(|(h, ws)| format!("{h} {}", ws.join(" ")))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn random_sessions_never_panic_and_fail_atomically(
+            cmds in proptest::collection::vec(command(), 1..25),
+            queues in 1u16..4,
+        ) {
+            let mut t = QdiscTree::new(DevSpec { tx_queues: queues, ..DevSpec::new(Dev::Left) }).unwrap();
+            let mut drops = Drops::new();
+            let now = Instant::ZERO;
+            for (i, line) in cmds.iter().enumerate() {
+                let mut p = flow_pkt(i as u64, 100 + i as u32, (i % 3) as u16);
+                p.meta.queue_mapping = i as u16;
+                p.meta.priority = 0x0001_0001;
+                t.enqueue(p, now, &mut drops);
+                let Ok(cmd) = TcCommand::parse(line) else { continue };
+                let before = format!("{:?}", t.dump(now));
+                let dropped = drops.len();
+                if t.apply(&cmd, now, &mut drops).is_err() {
+                    prop_assert_eq!(&before, &format!("{:?}", t.dump(now)), "{}", line);
+                    prop_assert_eq!(dropped, drops.len());
+                }
+                let s = t.stats();
+                prop_assert_eq!((s.qlen, s.backlog), (t.qlen(), t.backlog()));
+            }
+            // Conservation: every frame offered is held, sent or dropped.
+            let offered = cmds.len() as u64;
+            let mut sent = 0u64;
+            while t.dequeue(now, &mut drops).is_some() {
+                sent += 1;
+            }
+            prop_assert_eq!(t.qlen(), 0);
+            prop_assert_eq!(sent + drops.len() as u64, offered);
+        }
+    }
+}
