@@ -39,13 +39,28 @@ fn frames(flows: u32, n: u64) -> Vec<Packet> {
 type Build = fn(QdiscCtx) -> Box<dyn Qdisc>;
 
 fn disciplines() -> Vec<(&'static str, Build)> {
+    use bloatbox::qdisc::codel_qdisc::CodelQdisc;
     use bloatbox::qdisc::fifo::{Fifo, FifoKind};
+    use bloatbox::qdisc::fq_codel::FqCodel;
     use bloatbox::qdisc::pfifo_fast::PfifoFast;
+    use bloatbox::qdisc::sfq::Sfq;
     vec![
         ("pfifo", |c| {
             Box::new(Fifo::with_limit(FifoKind::Pfifo, c, 100_000))
         }),
         ("pfifo_fast", |c| Box::new(PfifoFast::new(c))),
+        ("codel", |c| {
+            Box::new(CodelQdisc::from_args(c, &["limit", "100000"]).unwrap())
+        }),
+        ("fq_codel", |c| {
+            Box::new(FqCodel::from_args(c, &[]).unwrap())
+        }),
+        ("sfq", |c| {
+            Box::new(
+                Sfq::from_args(c, &["limit", "65535", "flows", "65535", "divisor", "65536"])
+                    .unwrap(),
+            )
+        }),
     ]
 }
 

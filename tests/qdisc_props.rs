@@ -7,7 +7,7 @@
 //! rate × window + burst (+ one frame of HTB overdraft).
 
 use bloatbox::packet::{Drops, FlowKey, Packet, PacketMeta};
-use bloatbox::qdisc::{Qdisc, QdiscCtx};
+use bloatbox::qdisc::{Qdisc, QdiscCtx, TcError};
 use bloatbox::time::Instant;
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -28,8 +28,11 @@ fn ctx() -> QdiscCtx {
 }
 
 fn subjects() -> Vec<Subject> {
+    use bloatbox::qdisc::codel_qdisc::CodelQdisc;
     use bloatbox::qdisc::fifo::{Fifo, FifoKind};
+    use bloatbox::qdisc::fq_codel::FqCodel;
     use bloatbox::qdisc::pfifo_fast::PfifoFast;
+    use bloatbox::qdisc::sfq::Sfq;
     vec![
         Subject {
             name: "pfifo",
@@ -51,7 +54,48 @@ fn subjects() -> Vec<Subject> {
             build: || Box::new(PfifoFast::new(ctx())),
             shaping: None,
         },
+        Subject {
+            name: "codel",
+            build: || {
+                Box::new(tc(
+                    CodelQdisc::from_args,
+                    "limit 20 target 1ms interval 5ms",
+                ))
+            },
+            shaping: None,
+        },
+        Subject {
+            name: "fq_codel",
+            build: || {
+                Box::new(tc(
+                    FqCodel::from_args,
+                    "limit 24 flows 16 target 1ms interval 5ms drop_batch 4",
+                ))
+            },
+            shaping: None,
+        },
+        Subject {
+            name: "fq_codel_memory",
+            build: || Box::new(tc(FqCodel::from_args, "memory_limit 20000 noecn")),
+            shaping: None,
+        },
+        Subject {
+            name: "sfq",
+            build: || Box::new(tc(Sfq::from_args, "limit 20 depth 6 flows 8 divisor 16")),
+            shaping: None,
+        },
+        Subject {
+            name: "sfq_headdrop",
+            build: || Box::new(tc(Sfq::from_args, "limit 10 depth 3 headdrop perturb 1")),
+            shaping: None,
+        },
     ]
+}
+
+/// Builds a qdisc from tc option tokens, as `tc qdisc add ... KIND ARGS`.
+fn tc<Q>(from_args: fn(QdiscCtx, &[&str]) -> Result<Q, TcError>, args: &str) -> Q {
+    let tokens: Vec<&str> = args.split_whitespace().collect();
+    from_args(ctx(), &tokens).expect("valid tc options")
 }
 
 #[derive(Clone, Debug)]

@@ -1,1 +1,1327 @@
-//! fq_codel (placeholder: filled in by its owner).
+//! fq_codel (Linux `sch_fq_codel`, LINUX-TC.md section 8): frames are hashed
+//! into `flows` buckets, each a FIFO with its own CoDel state; buckets are
+//! served by deficit round robin from two lists, new flows before old ones
+//! (sparse-flow priority for one quantum). Overflow (packet `limit` or
+//! `memory_limit`) drops up to `drop_batch` frames from the head of the
+//! fattest flow. ECN-capable frames are CE-marked instead of dropped when
+//! `ecn` is on (the default).
+//!
+//! Memory accounting uses a model of the kernel's `skb->truesize` for a
+//! frame the TAP driver received (see `truesize`).
+
+use super::codel::{
+    codel_to_us, missing_arg, parse_codel_time, parse_u32, print_codel_time, CodelParams,
+    CodelQueue, CodelStats, CodelVars, CODEL_DISABLED_THRESHOLD,
+};
+use super::dump::{ClassDump, FlowDump};
+use super::keyed_flow_hash;
+use super::{
+    tc_h_major, tc_h_minor, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict,
+};
+use crate::packet::{DropReason, Drops, FlowKey, Packet};
+use crate::time::Instant;
+use crate::units::{parse_size, sprint_size, sprint_time, sprint_time_signed};
+use serde_json::json;
+use std::collections::VecDeque;
+
+pub const DEFAULT_LIMIT: u32 = 10240;
+pub const DEFAULT_FLOWS: u32 = 1024;
+pub const MAX_FLOWS: u32 = 65536;
+pub const DEFAULT_MEMORY_LIMIT: u32 = 32 << 20;
+pub const DEFAULT_DROP_BATCH: u32 = 64;
+/// `FQ_CODEL_QUANTUM_MAX`.
+pub const QUANTUM_MAX: u32 = 1 << 20;
+const QUANTUM_MIN: u32 = 256;
+
+const USAGE: &str = "Usage: ... fq_codel [ limit PACKETS ] [ flows NUMBER ]\n\t\t\t[ memory_limit BYTES ]\n\t\t\t[ target TIME ] [ interval TIME ]\n\t\t\t[ quantum BYTES ] [ [no]ecn ]\n\t\t\t[ ce_threshold TIME ]\n\t\t\t[ ce_threshold_selector VALUE/MASK ]\n\t\t\t[ drop_batch SIZE ]";
+
+/// The kernel's `skb->truesize` for a frame of `len` bytes as the TAP driver
+/// allocates it: the data buffer holds NET_SKB_PAD (64) headroom plus the
+/// frame, cache-line aligned, plus `struct skb_shared_info` (320 B); it comes
+/// from the next kmalloc size class; add the aligned `struct sk_buff` (256 B).
+/// 1514 B → 2304, 64 B → 768. GRO/TSO aggregates are not modelled.
+pub fn truesize(len: u32) -> u32 {
+    const NET_SKB_PAD: u32 = 64;
+    const SHINFO: u32 = 320;
+    const SKB_HEAD: u32 = 256;
+    let data = (len.saturating_add(NET_SKB_PAD))
+        .div_ceil(64)
+        .saturating_mul(64)
+        + SHINFO;
+    let slab = match data {
+        0..=32 => 32,
+        33..=64 => 64,
+        65..=96 => 96,
+        97..=128 => 128,
+        129..=192 => 192,
+        _ => data.checked_next_power_of_two().unwrap_or(u32::MAX),
+    };
+    slab.saturating_add(SKB_HEAD)
+}
+
+/// Which list a flow is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ListTag {
+    None,
+    New,
+    Old,
+}
+
+/// One bucket (`struct fq_codel_flow` plus its `backlogs[]` entry).
+struct Flow {
+    queue: VecDeque<Packet>,
+    backlog: u64,
+    deficit: i32,
+    cvars: CodelVars,
+    list: ListTag,
+    /// The 5-tuple of the last frame queued here (TUI).
+    key: Option<FlowKey>,
+    drops: u64,
+    ecn_marks: u64,
+    sent_bytes: u64,
+}
+
+impl Flow {
+    fn new() -> Self {
+        Flow {
+            queue: VecDeque::new(),
+            backlog: 0,
+            deficit: 0,
+            cvars: CodelVars::default(),
+            list: ListTag::None,
+            key: None,
+            drops: 0,
+            ecn_marks: 0,
+            sent_bytes: 0,
+        }
+    }
+}
+
+/// A flow's queue as CoDel sees it: pops update the flow's and the qdisc's
+/// backlog and memory; `backlog()` is the qdisc-wide backlog.
+struct FlowQueue<'a> {
+    queue: &'a mut VecDeque<Packet>,
+    flow_backlog: &'a mut u64,
+    qlen: &'a mut u32,
+    backlog: &'a mut u64,
+    memory_usage: &'a mut u64,
+}
+
+impl CodelQueue for FlowQueue<'_> {
+    fn pop_head(&mut self) -> Option<Packet> {
+        let p = self.queue.pop_front()?;
+        *self.flow_backlog -= p.len as u64;
+        *self.qlen -= 1;
+        *self.backlog -= p.len as u64;
+        *self.memory_usage -= truesize(p.len) as u64;
+        Some(p)
+    }
+    fn backlog(&self) -> u64 {
+        *self.backlog
+    }
+}
+
+/// The tc options given (absent ones keep the current value; tc does not
+/// send zero limit/flows/quantum/target/interval/memory_limit/drop_batch).
+#[derive(Default)]
+struct FqCodelArgs {
+    limit: Option<u32>,
+    flows: Option<u32>,
+    quantum: Option<u32>,
+    target: Option<u32>,
+    interval: Option<u32>,
+    ecn: Option<bool>,
+    ce_threshold: Option<u32>,
+    ce_selector: Option<(u8, u8)>,
+    memory_limit: Option<u32>,
+    drop_batch: Option<u32>,
+}
+
+fn nonzero(v: u32) -> Option<u32> {
+    Some(v).filter(|v| *v != 0)
+}
+
+fn parse_u8(s: &str) -> Option<u8> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u8::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+fn parse_args(args: &[&str]) -> Result<FqCodelArgs, TcError> {
+    let mut a = FqCodelArgs::default();
+    let mut it = args.iter();
+    while let Some(tok) = it.next() {
+        match *tok {
+            "limit" => a.limit = nonzero(parse_u32("limit", it.next())?),
+            "flows" => a.flows = nonzero(parse_u32("flows", it.next())?),
+            "quantum" => a.quantum = nonzero(parse_u32("quantum", it.next())?),
+            "drop_batch" => a.drop_batch = nonzero(parse_u32("drop_batch", it.next())?),
+            "target" => a.target = nonzero(parse_codel_time("target", it.next())?),
+            "interval" => a.interval = nonzero(parse_codel_time("interval", it.next())?),
+            "ce_threshold" => a.ce_threshold = Some(parse_codel_time("ce_threshold", it.next())?),
+            "ce_threshold_selector" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| missing_arg("ce_threshold_selector"))?;
+                let parsed = v
+                    .split_once('/')
+                    .and_then(|(val, mask)| Some((parse_u8(val)?, parse_u8(mask)?)));
+                a.ce_selector = Some(parsed.ok_or_else(|| {
+                    TcError::new(format!(
+                        "Illegal \"ce_threshold_selector\" (\"{v}\": expected VALUE/MASK, two 8-bit numbers such as 0x01/0x03)"
+                    ))
+                })?);
+            }
+            "memory_limit" => {
+                let v = it.next().ok_or_else(|| missing_arg("memory_limit"))?;
+                let bytes = parse_size(v)
+                    .map_err(|e| TcError::new(format!("Illegal \"memory_limit\" ({e})")))?;
+                a.memory_limit = nonzero(bytes.min(u32::MAX as u64) as u32);
+            }
+            "ecn" => a.ecn = Some(true),
+            "noecn" => a.ecn = Some(false),
+            other => return Err(TcError::new(format!("What is \"{other}\"?\n{USAGE}"))),
+        }
+    }
+    Ok(a)
+}
+
+/// C's `%#x`.
+fn c_hex(v: u8) -> String {
+    if v == 0 {
+        "0".into()
+    } else {
+        format!("{v:#x}")
+    }
+}
+
+pub struct FqCodel {
+    handle: Handle,
+    parent: Handle,
+    limit: u32,
+    quantum: u32,
+    memory_limit: u32,
+    drop_batch: u32,
+    params: CodelParams,
+    cstats: CodelStats,
+    hash_key: u32,
+    flows: Vec<Flow>,
+    new_flows: VecDeque<u32>,
+    old_flows: VecDeque<u32>,
+    /// Frames in the flows (the parked one not included).
+    qlen: u32,
+    /// Bytes in the flows (the parked one not included).
+    backlog: u64,
+    memory_usage: u64,
+    drop_overlimit: u64,
+    drop_overmemory: u64,
+    new_flow_count: u64,
+    /// A frame dequeued by `peek` (qdisc_peek_dequeued), still counted.
+    parked: Option<Packet>,
+    stats: QdiscStats,
+}
+
+impl FqCodel {
+    pub fn new(ctx: QdiscCtx) -> Self {
+        let seed = ctx.seed ^ 0x6671_5f63_6f64_656c; // "fq_codel"
+        FqCodel {
+            handle: ctx.handle,
+            parent: ctx.parent,
+            limit: DEFAULT_LIMIT,
+            quantum: ctx.psched_mtu.max(QUANTUM_MIN),
+            memory_limit: DEFAULT_MEMORY_LIMIT,
+            drop_batch: DEFAULT_DROP_BATCH,
+            params: CodelParams::new(ctx.psched_mtu, true),
+            cstats: CodelStats::default(),
+            hash_key: (seed ^ (seed >> 32)) as u32,
+            flows: (0..DEFAULT_FLOWS).map(|_| Flow::new()).collect(),
+            new_flows: VecDeque::new(),
+            old_flows: VecDeque::new(),
+            qlen: 0,
+            backlog: 0,
+            memory_usage: 0,
+            drop_overlimit: 0,
+            drop_overmemory: 0,
+            new_flow_count: 0,
+            parked: None,
+            stats: QdiscStats::default(),
+        }
+    }
+
+    /// `tc qdisc add ... fq_codel [limit N] [flows N] [quantum B] [target T]
+    /// [interval T] [ecn|noecn] [ce_threshold T] [ce_threshold_selector V/M]
+    /// [memory_limit B] [drop_batch N]`.
+    pub fn from_args(ctx: QdiscCtx, args: &[&str]) -> Result<Self, TcError> {
+        let a = parse_args(args)?;
+        let mut q = FqCodel::new(ctx);
+        if let Some(flows) = a.flows {
+            if flows > MAX_FLOWS {
+                return Err(TcError::new(format!(
+                    "RTNETLINK answers: Invalid argument (flows {flows}: allowed 1..{MAX_FLOWS})"
+                )));
+            }
+            q.flows = (0..flows).map(|_| Flow::new()).collect();
+        }
+        q.apply(&a)?;
+        Ok(q)
+    }
+
+    /// Validates then applies `a` (nothing changes on error).
+    fn apply(&mut self, a: &FqCodelArgs) -> Result<(), TcError> {
+        if let Some(qu) = a.quantum {
+            if qu > QUANTUM_MAX {
+                return Err(TcError::new(format!(
+                    "Error: Invalid quantum. (quantum {qu}: allowed up to {QUANTUM_MAX} bytes)"
+                )));
+            }
+        }
+        if let Some(v) = a.limit {
+            self.limit = v;
+        }
+        if let Some(v) = a.quantum {
+            self.quantum = v.max(QUANTUM_MIN);
+        }
+        if let Some(v) = a.target {
+            self.params.target = v;
+        }
+        if let Some(v) = a.interval {
+            self.params.interval = v;
+        }
+        if let Some(v) = a.ecn {
+            self.params.ecn = v;
+        }
+        if let Some(v) = a.ce_threshold {
+            self.params.ce_threshold = v;
+        }
+        if let Some((val, mask)) = a.ce_selector {
+            self.params.ce_threshold_selector = val;
+            self.params.ce_threshold_mask = mask;
+        }
+        if let Some(v) = a.memory_limit {
+            self.memory_limit = v.min(1 << 31);
+        }
+        if let Some(v) = a.drop_batch {
+            self.drop_batch = v.max(1);
+        }
+        Ok(())
+    }
+
+    /// The number of buckets.
+    pub fn flows_cnt(&self) -> u32 {
+        self.flows.len() as u32
+    }
+
+    /// Memory charged for queued frames (truesize model), bytes.
+    pub fn memory_usage(&self) -> u64 {
+        self.memory_usage
+    }
+
+    /// The bucket of a frame (`fq_codel_classify` without filters): a
+    /// `skb->priority` of `handle:N` selects bucket N-1 directly; otherwise
+    /// the top bits of the keyed flow hash.
+    pub fn classify(&self, pkt: &Packet) -> usize {
+        let prio = pkt.meta.priority;
+        let minor = tc_h_minor(prio) as u32;
+        if tc_h_major(prio) == tc_h_major(self.handle) && minor > 0 && minor <= self.flows_cnt() {
+            return (minor - 1) as usize;
+        }
+        let hash = keyed_flow_hash(pkt.meta.hash, self.hash_key);
+        ((hash as u64 * self.flows_cnt() as u64) >> 32) as usize
+    }
+
+    /// `fq_codel_drop`: drops from the head of the fattest flow up to
+    /// `drop_batch` frames or half its bytes. Returns the bucket and whether
+    /// `arriving` (a bucket) lost its newest frame (the one just queued).
+    fn drop_fattest(
+        &mut self,
+        arriving: usize,
+        memory_limited: bool,
+        drops: &mut Drops,
+    ) -> (usize, bool) {
+        let mut idx = arriving;
+        let mut max = 0;
+        for (i, f) in self.flows.iter().enumerate() {
+            if f.backlog > max {
+                max = f.backlog;
+                idx = i;
+            }
+        }
+        let reason = if memory_limited {
+            DropReason::FqCodelMemory
+        } else {
+            DropReason::FqCodelOverlimit
+        };
+        let threshold = max >> 1;
+        let flow = &mut self.flows[idx];
+        let held = flow.queue.len();
+        let mut len = 0u64;
+        let mut n = 0u32;
+        while let Some(p) = flow.queue.pop_front() {
+            len += p.len as u64;
+            self.memory_usage -= truesize(p.len) as u64;
+            n += 1;
+            drops.push(p, reason);
+            if n >= self.drop_batch || len >= threshold {
+                break;
+            }
+        }
+        flow.cvars.count = flow.cvars.count.wrapping_add(n);
+        flow.backlog -= len;
+        flow.drops += n as u64;
+        self.backlog -= len;
+        self.qlen -= n;
+        self.stats.drops += n as u64;
+        self.drop_overlimit += n as u64;
+        if memory_limited {
+            self.drop_overmemory += n as u64;
+        }
+        (idx, n as usize == held && held > 0)
+    }
+
+    /// The DRR + CoDel dequeue (`fq_codel_dequeue`) without Sent counting.
+    fn dequeue_inner(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        loop {
+            let (idx, from_new) = match (self.new_flows.front(), self.old_flows.front()) {
+                (Some(&i), _) => (i as usize, true),
+                (None, Some(&i)) => (i as usize, false),
+                (None, None) => return None,
+            };
+            let flow = &mut self.flows[idx];
+            if flow.deficit <= 0 {
+                flow.deficit += self.quantum as i32;
+                self.pop_list_head(from_new);
+                self.flows[idx].list = ListTag::Old;
+                self.old_flows.push_back(idx as u32);
+                continue;
+            }
+            let drops_before = self.cstats.drop_count;
+            let marks_before = self.cstats.ecn_mark + self.cstats.ce_mark;
+            let mut fq = FlowQueue {
+                queue: &mut flow.queue,
+                flow_backlog: &mut flow.backlog,
+                qlen: &mut self.qlen,
+                backlog: &mut self.backlog,
+                memory_usage: &mut self.memory_usage,
+            };
+            let pkt = flow
+                .cvars
+                .dequeue(&mut fq, &self.params, &mut self.cstats, now, drops);
+            let dropped = self.cstats.drop_count - drops_before;
+            flow.drops += dropped;
+            flow.ecn_marks += self.cstats.ecn_mark + self.cstats.ce_mark - marks_before;
+            self.stats.drops += dropped;
+            match pkt {
+                Some(p) => {
+                    flow.deficit = flow
+                        .deficit
+                        .saturating_sub(p.len.min(i32::MAX as u32) as i32);
+                    flow.sent_bytes += p.len as u64;
+                    return Some(p);
+                }
+                None => {
+                    self.pop_list_head(from_new);
+                    if from_new && !self.old_flows.is_empty() {
+                        self.flows[idx].list = ListTag::Old;
+                        self.old_flows.push_back(idx as u32);
+                    } else {
+                        self.flows[idx].list = ListTag::None;
+                    }
+                }
+            }
+        }
+    }
+
+    fn pop_list_head(&mut self, from_new: bool) {
+        if from_new {
+            self.new_flows.pop_front();
+        } else {
+            self.old_flows.pop_front();
+        }
+    }
+
+    fn total_qlen(&self) -> u32 {
+        self.qlen + self.parked.is_some() as u32
+    }
+
+    fn class_dump(&self, idx: usize, flow: &Flow, now: Instant) -> ClassDump {
+        let v = &flow.cvars;
+        let ldelay = codel_to_us(v.ldelay);
+        let mut line = format!(
+            "  deficit {} count {} lastcount {} ldelay {}",
+            flow.deficit,
+            v.count,
+            v.lastcount,
+            sprint_time(ldelay)
+        );
+        let mut xj = serde_json::Map::new();
+        xj.insert("deficit".into(), json!(flow.deficit));
+        xj.insert("count".into(), json!(v.count));
+        xj.insert("lastcount".into(), json!(v.lastcount));
+        xj.insert("ldelay".into(), json!(ldelay));
+        if v.dropping {
+            let dn = v.drop_next_us(now);
+            line.push_str(&format!(" dropping drop_next {}", sprint_time_signed(dn)));
+            xj.insert("dropping".into(), json!(true));
+            xj.insert("drop_next".into(), json!(dn));
+        }
+        ClassDump {
+            kind: "fq_codel".into(),
+            classid: self.handle | (idx as u32 + 1),
+            parent: self.handle,
+            leaf: None,
+            stats: None,
+            queue: QdiscStats {
+                backlog: flow.backlog,
+                qlen: flow.queue.len() as u32,
+                ..QdiscStats::default()
+            },
+            xstats: vec![line],
+            xstats_json: xj,
+            ..ClassDump::default()
+        }
+    }
+
+    fn flow_dump(idx: usize, flow: &Flow, now: Instant) -> FlowDump {
+        FlowDump {
+            bucket: idx as u32,
+            flow: flow.key,
+            backlog: flow.backlog,
+            qlen: flow.queue.len() as u32,
+            head_sojourn_ns: flow
+                .queue
+                .front()
+                .map_or(0, |p| now.saturating_since(p.meta.enqueue_time)),
+            deficit: flow.deficit as i64,
+            codel_count: flow.cvars.count,
+            codel_dropping: flow.cvars.dropping,
+            drops: flow.drops,
+            ecn_marks: flow.ecn_marks,
+            sent_bytes: flow.sent_bytes,
+        }
+    }
+
+    fn options(&self) -> (String, serde_json::Map<String, serde_json::Value>) {
+        let p = &self.params;
+        let mut o = format!(
+            "limit {}p flows {} quantum {} target {}",
+            self.limit,
+            self.flows_cnt(),
+            self.quantum,
+            print_codel_time(p.target)
+        );
+        let mut j = serde_json::Map::new();
+        j.insert("limit".into(), json!(self.limit));
+        j.insert("flows".into(), json!(self.flows_cnt()));
+        j.insert("quantum".into(), json!(self.quantum));
+        j.insert("target".into(), json!(codel_to_us(p.target)));
+        if p.ce_threshold != CODEL_DISABLED_THRESHOLD {
+            o.push_str(&format!(
+                " ce_threshold {}",
+                print_codel_time(p.ce_threshold)
+            ));
+            j.insert("ce_threshold".into(), json!(codel_to_us(p.ce_threshold)));
+        }
+        if p.ce_threshold_mask != 0 {
+            o.push_str(&format!(
+                " ce_threshold_selector {}/{}",
+                c_hex(p.ce_threshold_selector),
+                c_hex(p.ce_threshold_mask)
+            ));
+            j.insert(
+                "ce_threshold_selector".into(),
+                json!(p.ce_threshold_selector),
+            );
+            j.insert("ce_threshold_mask".into(), json!(p.ce_threshold_mask));
+        }
+        o.push_str(&format!(
+            " interval {} memory_limit {}",
+            print_codel_time(p.interval),
+            sprint_size(self.memory_limit as u64)
+        ));
+        j.insert("interval".into(), json!(codel_to_us(p.interval)));
+        j.insert("memory_limit".into(), json!(self.memory_limit));
+        if p.ecn {
+            o.push_str(" ecn");
+            j.insert("ecn".into(), json!(true));
+        }
+        o.push_str(&format!(" drop_batch {}", self.drop_batch));
+        j.insert("drop_batch".into(), json!(self.drop_batch));
+        (o, j)
+    }
+}
+
+impl Qdisc for FqCodel {
+    fn kind(&self) -> &'static str {
+        "fq_codel"
+    }
+
+    fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
+        let idx = self.classify(&pkt);
+        pkt.meta.enqueue_time = now;
+        let len = pkt.len;
+        let flow = &mut self.flows[idx];
+        flow.key = Some(pkt.meta.flow);
+        flow.queue.push_back(pkt);
+        flow.backlog += len as u64;
+        self.backlog += len as u64;
+        if flow.list == ListTag::None {
+            flow.list = ListTag::New;
+            flow.deficit = self.quantum as i32;
+            self.new_flows.push_back(idx as u32);
+            self.new_flow_count += 1;
+        }
+        self.memory_usage += truesize(len) as u64;
+        self.qlen += 1;
+        let memory_limited = self.memory_usage > self.memory_limit as u64;
+        if self.total_qlen() <= self.limit && !memory_limited {
+            return Verdict::Queued;
+        }
+        let (fattest, own_lost) = self.drop_fattest(idx, memory_limited, drops);
+        match (fattest == idx, own_lost) {
+            (true, true) => Verdict::Dropped,
+            (true, false) => Verdict::Congested,
+            _ => Verdict::Queued,
+        }
+    }
+
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        let p = match self.parked.take() {
+            Some(p) => p,
+            None => self.dequeue_inner(now, drops)?,
+        };
+        self.stats.count_sent(p.len);
+        Some(p)
+    }
+
+    fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
+        if self.parked.is_none() {
+            self.parked = self.dequeue_inner(now, drops);
+        }
+        self.parked.as_ref()
+    }
+
+    fn qlen(&self) -> u32 {
+        self.total_qlen()
+    }
+
+    fn backlog(&self) -> u64 {
+        self.backlog + self.parked.as_ref().map_or(0, |p| p.len as u64)
+    }
+
+    fn stats(&self) -> QdiscStats {
+        QdiscStats {
+            backlog: self.backlog(),
+            qlen: self.qlen(),
+            ..self.stats
+        }
+    }
+
+    fn can_bypass(&self) -> bool {
+        self.limit >= 1
+    }
+
+    fn count_bypass(&mut self, len: u32) {
+        self.stats.count_sent(len);
+    }
+
+    fn reset(&mut self, drops: &mut Drops) {
+        for p in self.drain_all() {
+            drops.push(p, DropReason::QdiscReset);
+        }
+        for f in &mut self.flows {
+            f.cvars = CodelVars::default();
+            f.deficit = 0;
+        }
+    }
+
+    fn change(&mut self, args: &[&str], now: Instant, drops: &mut Drops) -> Result<(), TcError> {
+        let a = parse_args(args)?;
+        if let Some(f) = a.flows {
+            return Err(TcError::new(format!(
+                "RTNETLINK answers: Invalid argument (flows {f}: the number of flows can only be set when the qdisc is created; delete and re-add it)"
+            )));
+        }
+        self.apply(&a)?;
+        while self.total_qlen() > self.limit || self.memory_usage > self.memory_limit as u64 {
+            let p = match self.parked.take() {
+                Some(p) => p,
+                None => match self.dequeue_inner(now, drops) {
+                    Some(p) => p,
+                    None => break,
+                },
+            };
+            self.stats.drops += 1;
+            drops.push(p, DropReason::QdiscReset);
+        }
+        Ok(())
+    }
+
+    fn dump(&self, now: Instant) -> QdiscDump {
+        let (options, options_json) = self.options();
+        let mut line1 = format!(
+            "  maxpacket {} drop_overlimit {} new_flow_count {} ecn_mark {}",
+            self.cstats.maxpacket, self.drop_overlimit, self.new_flow_count, self.cstats.ecn_mark
+        );
+        let mut xj = serde_json::Map::new();
+        xj.insert("maxpacket".into(), json!(self.cstats.maxpacket));
+        xj.insert("drop_overlimit".into(), json!(self.drop_overlimit));
+        xj.insert("new_flow_count".into(), json!(self.new_flow_count));
+        xj.insert("ecn_mark".into(), json!(self.cstats.ecn_mark));
+        for (name, v) in [
+            ("ce_mark", self.cstats.ce_mark),
+            ("memory_used", self.memory_usage),
+            ("drop_overmemory", self.drop_overmemory),
+        ] {
+            if v != 0 {
+                line1.push_str(&format!(" {name} {v}"));
+                xj.insert(name.into(), json!(v));
+            }
+        }
+        let line2 = format!(
+            "  new_flows_len {} old_flows_len {}",
+            self.new_flows.len(),
+            self.old_flows.len()
+        );
+        xj.insert("new_flows_len".into(), json!(self.new_flows.len()));
+        xj.insert("old_flows_len".into(), json!(self.old_flows.len()));
+        let listed = || {
+            self.flows
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.list != ListTag::None)
+        };
+        QdiscDump {
+            kind: "fq_codel".into(),
+            handle: self.handle,
+            parent: self.parent,
+            options: options.clone(),
+            options_detail: options,
+            options_json,
+            stats: self.stats(),
+            xstats: vec![line1, line2],
+            xstats_json: xj,
+            classes: listed().map(|(i, f)| self.class_dump(i, f, now)).collect(),
+            children: Vec::new(),
+            flows: listed()
+                .map(|(i, f)| FqCodel::flow_dump(i, f, now))
+                .collect(),
+        }
+    }
+
+    fn drain_all(&mut self) -> Vec<Packet> {
+        let mut out: Vec<Packet> = self.parked.take().into_iter().collect();
+        let order: Vec<u32> = self
+            .new_flows
+            .drain(..)
+            .chain(self.old_flows.drain(..))
+            .collect();
+        for idx in order {
+            let f = &mut self.flows[idx as usize];
+            out.extend(f.queue.drain(..));
+            f.backlog = 0;
+            f.list = ListTag::None;
+        }
+        // Frames can only sit in listed flows, but be thorough.
+        for f in &mut self.flows {
+            out.extend(f.queue.drain(..));
+            f.backlog = 0;
+        }
+        self.qlen = 0;
+        self.backlog = 0;
+        self.memory_usage = 0;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::L3;
+    use crate::qdisc::tc_h_make;
+    use crate::qdisc::testutil::flow_pkt;
+    use crate::time::NS_PER_MS;
+
+    fn ctx() -> QdiscCtx {
+        QdiscCtx::default()
+    }
+
+    /// A frame steered into `bucket` by `skb->priority = 8001:(bucket+1)`.
+    fn bpkt(id: u64, len: u32, bucket: u16) -> Packet {
+        let mut p = flow_pkt(id, len, bucket);
+        p.meta.priority = tc_h_make(0x8001, bucket + 1);
+        p
+    }
+
+    /// The same with an IPv4 header carrying ECN bits `ecn`.
+    fn ect_bpkt(id: u64, len: u32, bucket: u16, ecn: u8) -> Packet {
+        let mut p = bpkt(id, len, bucket);
+        let mut data = vec![0u8; 34];
+        data[14] = 0x45;
+        data[15] = ecn;
+        p.data = data;
+        p.meta.l3 = L3::Ipv4 { offset: 14 };
+        p.meta.dsfield = ecn;
+        p
+    }
+
+    fn ms(t: u64) -> Instant {
+        Instant::from_millis(t)
+    }
+
+    fn ids(q: &mut FqCodel, n: usize, now: Instant, d: &mut Drops) -> Vec<u64> {
+        (0..n)
+            .filter_map(|_| q.dequeue(now, d))
+            .map(|p| p.meta.id)
+            .collect()
+    }
+
+    #[test]
+    fn f1_default_printout() {
+        let q = FqCodel::from_args(ctx(), &[]).unwrap();
+        let d = q.dump(Instant::ZERO);
+        assert_eq!(
+            d.options,
+            "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64"
+        );
+        assert_eq!(
+            d.xstats,
+            vec![
+                "  maxpacket 0 drop_overlimit 0 new_flow_count 0 ecn_mark 0".to_string(),
+                "  new_flows_len 0 old_flows_len 0".to_string(),
+            ]
+        );
+        assert!(d.classes.is_empty());
+        assert!(q.can_bypass());
+        assert_eq!(d.options_json["memory_limit"], json!(33554432));
+    }
+
+    #[test]
+    fn options_parse_print_and_validate() {
+        let q = FqCodel::from_args(
+            ctx(),
+            &[
+                "limit",
+                "100",
+                "flows",
+                "16",
+                "quantum",
+                "300",
+                "target",
+                "2ms",
+                "interval",
+                "20ms",
+                "noecn",
+                "ce_threshold",
+                "4ms",
+                "ce_threshold_selector",
+                "0x1/0x3",
+                "memory_limit",
+                "1mb",
+                "drop_batch",
+                "0",
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            q.dump(Instant::ZERO).options,
+            "limit 100p flows 16 quantum 300 target 2ms ce_threshold 4ms ce_threshold_selector 0x1/0x3 interval 20ms memory_limit 1Mb drop_batch 64"
+        );
+        // quantum below 256 is raised; memory_limit capped at 2^31.
+        let q = FqCodel::from_args(ctx(), &["quantum", "100", "memory_limit", "4gb"]).unwrap();
+        assert_eq!(q.quantum, 256);
+        assert_eq!(q.memory_limit, 1 << 31);
+        let e = FqCodel::from_args(ctx(), &["quantum", "2000000"])
+            .err()
+            .unwrap();
+        assert!(e.0.starts_with("Error: Invalid quantum."), "{e}");
+        let e = FqCodel::from_args(ctx(), &["flows", "70000"])
+            .err()
+            .unwrap();
+        assert!(e.0.contains("flows 70000"), "{e}");
+        let e = FqCodel::from_args(ctx(), &["limit", "many"]).err().unwrap();
+        assert!(e.0.starts_with("Illegal \"limit\""), "{e}");
+        let e = FqCodel::from_args(ctx(), &["ce_threshold_selector", "1"])
+            .err()
+            .unwrap();
+        assert!(e.0.contains("VALUE/MASK"), "{e}");
+        let e = FqCodel::from_args(ctx(), &["perturb", "10"]).err().unwrap();
+        assert!(e.0.starts_with("What is \"perturb\"?"), "{e}");
+        assert!(FqCodel::from_args(ctx(), &["target"]).is_err());
+    }
+
+    #[test]
+    fn f3_drr_order() {
+        let mut q = FqCodel::new(ctx());
+        let mut d = Drops::new();
+        for i in 0..10 {
+            q.enqueue(bpkt(100 + i, 1500, 0), ms(0), &mut d);
+        }
+        for i in 0..10 {
+            q.enqueue(bpkt(200 + i, 100, 1), ms(0), &mut d);
+        }
+        let order: String = ids(&mut q, 20, ms(0), &mut d)
+            .iter()
+            .map(|id| if *id < 200 { 'A' } else { 'B' })
+            .collect();
+        assert_eq!(order, "AABBBBBBBBBBAAAAAAAA");
+        assert!(d.is_empty());
+        assert_eq!(q.stats().packets, 20);
+    }
+
+    #[test]
+    fn byte_fairness_between_big_and_small_packets() {
+        let mut q = FqCodel::new(ctx());
+        let mut d = Drops::new();
+        let (mut a_bytes, mut b_bytes) = (0u64, 0u64);
+        let mut id = 0;
+        for _ in 0..20_000 {
+            while q.flows[0].queue.len() < 5 {
+                q.enqueue(bpkt(id, 1500, 0), ms(0), &mut d);
+                id += 1;
+            }
+            while q.flows[1].queue.len() < 5 {
+                q.enqueue(bpkt(id, 100, 1), ms(0), &mut d);
+                id += 1;
+            }
+            let p = q.dequeue(ms(0), &mut d).unwrap();
+            if p.len == 1500 {
+                a_bytes += 1500;
+            } else {
+                b_bytes += 100;
+            }
+        }
+        let share = a_bytes as f64 / (a_bytes + b_bytes) as f64;
+        assert!((share - 0.5).abs() < 0.01, "share {share}");
+    }
+
+    #[test]
+    fn sparse_flow_is_served_next() {
+        let mut q = FqCodel::new(ctx());
+        let mut d = Drops::new();
+        for i in 0..20 {
+            q.enqueue(bpkt(i, 1500, 0), ms(0), &mut d);
+            q.enqueue(bpkt(100 + i, 1500, 1), ms(0), &mut d);
+        }
+        ids(&mut q, 6, ms(0), &mut d);
+        assert!(q.dump(ms(0)).xstats[1].ends_with("new_flows_len 0 old_flows_len 2"));
+        q.enqueue(bpkt(999, 84, 7), ms(0), &mut d);
+        assert_eq!(q.dequeue(ms(0), &mut d).unwrap().meta.id, 999);
+    }
+
+    #[test]
+    fn new_flow_priority_lasts_one_quantum() {
+        let mut q = FqCodel::new(ctx());
+        let mut d = Drops::new();
+        for i in 0..10 {
+            q.enqueue(bpkt(i, 1500, 0), ms(0), &mut d);
+        }
+        ids(&mut q, 3, ms(0), &mut d); // A is now on the old list.
+        for i in 0..5 {
+            q.enqueue(bpkt(100 + i, 1000, 3), ms(0), &mut d);
+        }
+        // C: 1514 → 514 → -486: one quantum spent, it moves to the old
+        // list (+1514) and from then on takes DRR turns with A.
+        assert_eq!(ids(&mut q, 2, ms(0), &mut d), vec![100, 101]);
+        assert!(q.dump(ms(0)).xstats[1].ends_with("new_flows_len 1 old_flows_len 1"));
+        assert_eq!(ids(&mut q, 1, ms(0), &mut d), vec![102]);
+        assert!(q.dump(ms(0)).xstats[1].ends_with("new_flows_len 0 old_flows_len 2"));
+        assert_eq!(ids(&mut q, 3, ms(0), &mut d), vec![103, 3, 104]);
+    }
+
+    #[test]
+    fn emptied_new_flow_parks_in_old_list() {
+        let mut q = FqCodel::new(ctx());
+        let mut d = Drops::new();
+        for i in 0..30 {
+            q.enqueue(bpkt(i, 100, 0), ms(0), &mut d);
+        }
+        // 16 frames use A's first quantum; the 17th rotates A to the old list
+        // with a fresh quantum (1428 → 1328 left).
+        ids(&mut q, 17, ms(0), &mut d);
+        q.enqueue(bpkt(500, 100, 5), ms(0), &mut d);
+        assert_eq!(q.new_flow_count, 2);
+        assert_eq!(q.dequeue(ms(0), &mut d).unwrap().meta.id, 500);
+        // Next dequeue finds C empty at the head of new_flows: parked at the
+        // tail of old_flows, not removed; A (positive deficit) sends.
+        assert_eq!(q.dequeue(ms(0), &mut d).unwrap().meta.id, 17);
+        assert!(q.dump(ms(0)).xstats[1].ends_with("new_flows_len 0 old_flows_len 2"));
+        assert_eq!(q.dump(ms(0)).classes.len(), 2);
+        // A packet for C now gets no new-flow priority and no new_flow_count.
+        q.enqueue(bpkt(501, 100, 5), ms(0), &mut d);
+        assert_eq!(q.new_flow_count, 2);
+        assert_eq!(q.dequeue(ms(0), &mut d).unwrap().meta.id, 18);
+    }
+
+    #[test]
+    fn overflow_drops_from_fattest_flow_head() {
+        let mut q = FqCodel::from_args(ctx(), &["limit", "10"]).unwrap();
+        let mut d = Drops::new();
+        for i in 0..8 {
+            assert_eq!(q.enqueue(bpkt(i, 1000, 0), ms(0), &mut d), Verdict::Queued);
+        }
+        q.enqueue(bpkt(100, 1000, 1), ms(0), &mut d);
+        q.enqueue(bpkt(101, 1000, 1), ms(0), &mut d);
+        // 11th frame: A holds 8000 B, threshold 4000 → 4 head drops.
+        assert_eq!(
+            q.enqueue(bpkt(102, 1000, 1), ms(0), &mut d),
+            Verdict::Queued
+        );
+        let dropped: Vec<u64> = d.since(0).iter().map(|(p, _)| p.meta.id).collect();
+        assert_eq!(dropped, vec![0, 1, 2, 3]);
+        assert!(d
+            .since(0)
+            .iter()
+            .all(|(_, r)| *r == DropReason::FqCodelOverlimit));
+        assert_eq!(q.flows[0].cvars.count, 4);
+        assert_eq!(q.qlen(), 7);
+        assert_eq!(q.backlog(), 7000);
+        assert_eq!(q.stats().drops, 4);
+        assert!(q.dump(ms(0)).xstats[0].contains("drop_overlimit 4 "));
+        // Arriving into the fattest flow: NET_XMIT_CN.
+        for i in 0..3 {
+            q.enqueue(bpkt(10 + i, 1000, 0), ms(0), &mut d);
+        }
+        assert_eq!(
+            q.enqueue(bpkt(20, 1000, 0), ms(0), &mut d),
+            Verdict::Congested
+        );
+        assert_eq!(q.qlen(), 7);
+        assert_eq!(q.flows[0].queue.back().unwrap().meta.id, 20);
+    }
+
+    #[test]
+    fn drop_batch_caps_overflow_drops() {
+        let mut q = FqCodel::from_args(ctx(), &["limit", "20", "drop_batch", "2"]).unwrap();
+        let mut d = Drops::new();
+        for i in 0..21 {
+            q.enqueue(bpkt(i, 100, 0), ms(0), &mut d);
+        }
+        assert_eq!(d.len(), 2);
+        assert_eq!(q.qlen(), 19);
+    }
+
+    #[test]
+    fn limit_zero_drops_everything_and_disables_bypass() {
+        let mut q = FqCodel::new(ctx());
+        q.limit = 0;
+        assert!(!q.can_bypass());
+        let mut d = Drops::new();
+        assert_eq!(q.enqueue(bpkt(1, 100, 0), ms(0), &mut d), Verdict::Dropped);
+        assert_eq!(q.qlen(), 0);
+        assert_eq!(q.memory_usage(), 0);
+        assert_eq!(d.len(), 1);
+    }
+
+    #[test]
+    fn memory_limit_drops() {
+        assert_eq!(truesize(1514), 2304);
+        assert_eq!(truesize(64), 768);
+        let mut q = FqCodel::from_args(ctx(), &["memory_limit", "10000"]).unwrap();
+        let mut d = Drops::new();
+        for i in 0..4 {
+            q.enqueue(bpkt(i, 1514, 0), ms(0), &mut d);
+        }
+        assert!(d.is_empty());
+        q.enqueue(bpkt(4, 1514, 1), ms(0), &mut d);
+        assert_eq!(d.len(), 2, "half of flow 0's 6056 B = 2 frames");
+        assert!(d
+            .since(0)
+            .iter()
+            .all(|(_, r)| *r == DropReason::FqCodelMemory));
+        let x = &q.dump(ms(0)).xstats[0];
+        assert!(
+            x.ends_with("ecn_mark 0 memory_used 6912 drop_overmemory 2"),
+            "{x}"
+        );
+        assert!(x.contains("drop_overlimit 2"));
+    }
+
+    /// A standing queue of `n` frames with 10 ms sojourn in bucket 0,
+    /// dequeued every ms for `dur` ms.
+    fn standing(q: &mut FqCodel, ecn: u8, dur: u64, d: &mut Drops) -> u64 {
+        let mut id = 0;
+        let mut delivered = 0;
+        for t in 20..20 + dur {
+            while q.flows[0].queue.len() < 4 {
+                let enq = Instant::from_nanos(t * NS_PER_MS - 10 * NS_PER_MS);
+                q.enqueue(ect_bpkt(id, 1514, 0, ecn), enq, d);
+                id += 1;
+            }
+            // Re-stamp so every head has exactly 10 ms sojourn.
+            for p in q.flows[0].queue.iter_mut() {
+                p.meta.enqueue_time = Instant::from_nanos(t * NS_PER_MS - 10 * NS_PER_MS);
+            }
+            if q.dequeue(ms(t), d).is_some() {
+                delivered += 1;
+            }
+        }
+        delivered
+    }
+
+    #[test]
+    fn ecn_marks_instead_of_drops() {
+        let mut q = FqCodel::new(ctx());
+        let mut d = Drops::new();
+        standing(&mut q, 2, 500, &mut d);
+        assert!(d.is_empty());
+        assert!(q.cstats.ecn_mark >= 8);
+        assert!(q.dump(ms(520)).xstats[0].contains(&format!("ecn_mark {}", q.cstats.ecn_mark)));
+        assert_eq!(q.flows[0].ecn_marks, q.cstats.ecn_mark);
+
+        // Not-ECT frames are dropped.
+        let mut q = FqCodel::new(ctx());
+        let mut d = Drops::new();
+        standing(&mut q, 0, 500, &mut d);
+        assert!(d.len() >= 8);
+        assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::Codel));
+        assert_eq!(q.stats().drops as usize, d.len());
+        assert_eq!(q.cstats.ecn_mark, 0);
+
+        // noecn: ECT frames are dropped too.
+        let mut q = FqCodel::from_args(ctx(), &["noecn"]).unwrap();
+        let mut d = Drops::new();
+        standing(&mut q, 2, 500, &mut d);
+        assert!(d.len() >= 8);
+    }
+
+    /// C-6 last point: flow A only ever holds one old frame; it is dropped
+    /// only when other flows make the qdisc-wide backlog exceed one MTU.
+    fn lone_old_frame_drops(with_bulk: bool) -> (u64, u64) {
+        let mut q = FqCodel::from_args(ctx(), &["noecn"]).unwrap();
+        let mut d = Drops::new();
+        let mut id = 0;
+        for t in 30..600u64 {
+            let now = ms(t);
+            if q.flows[0].queue.is_empty() {
+                q.enqueue(bpkt(id, 1514, 0), ms(t - 20), &mut d);
+                id += 1;
+            }
+            if with_bulk {
+                while q.flows[1].queue.len() < 4 {
+                    q.enqueue(bpkt(id, 1514, 1), now, &mut d);
+                    id += 1;
+                }
+                for p in q.flows[1].queue.iter_mut() {
+                    p.meta.enqueue_time = now;
+                }
+            }
+            q.dequeue(now, &mut d);
+        }
+        (q.flows[0].drops, q.flows[1].drops)
+    }
+
+    #[test]
+    fn codel_mtu_test_uses_qdisc_backlog() {
+        assert_eq!(lone_old_frame_drops(false), (0, 0));
+        let (a, b) = lone_old_frame_drops(true);
+        assert!(a > 0, "flow A dropped {a}");
+        assert_eq!(b, 0);
+    }
+
+    #[test]
+    fn f6_class_dump_while_dropping() {
+        let mut q = FqCodel::new(ctx());
+        let mut d = Drops::new();
+        // Same C-3-like load, steered into bucket 0x3b0.
+        let mut id = 0;
+        for t in 20..400u64 {
+            while q.flows[0x3b0].queue.len() < 4 {
+                let enq = Instant::from_nanos(t * NS_PER_MS - 10 * NS_PER_MS);
+                q.enqueue(bpkt(id, 1514, 0x3b0), enq, &mut d);
+                id += 1;
+            }
+            for p in q.flows[0x3b0].queue.iter_mut() {
+                p.meta.enqueue_time = Instant::from_nanos(t * NS_PER_MS - 10 * NS_PER_MS);
+            }
+            q.dequeue(ms(t), &mut d);
+        }
+        let dump = q.dump(ms(400));
+        assert_eq!(dump.classes.len(), 1);
+        let c = &dump.classes[0];
+        assert_eq!(c.classid, 0x8001_03b1);
+        assert_eq!(c.parent, 0x8001_0000);
+        assert!(c.stats.is_none());
+        assert_eq!((c.queue.qlen, c.queue.backlog), (3, 3 * 1514));
+        // Drops at 121, 221, 271, 328, 377 ms (C-3 shifted by 20 ms): count 5.
+        assert_eq!(d.len(), 5);
+        assert!(
+            c.xstats[0].starts_with("  deficit ")
+                && c.xstats[0].contains(" count 5 lastcount 1 ldelay 10ms dropping drop_next "),
+            "{}",
+            c.xstats[0]
+        );
+        assert_eq!(dump.flows.len(), 1);
+        assert_eq!(dump.flows[0].bucket, 0x3b0);
+        assert!(dump.flows[0].codel_dropping);
+        assert_eq!(dump.flows[0].drops, 5);
+    }
+
+    #[test]
+    fn peek_parks_frame_and_counts_it() {
+        let mut q = FqCodel::new(ctx());
+        let mut d = Drops::new();
+        q.enqueue(bpkt(1, 500, 0), ms(0), &mut d);
+        q.enqueue(bpkt(2, 500, 1), ms(0), &mut d);
+        assert_eq!(q.peek(ms(0), &mut d).unwrap().meta.id, 1);
+        assert_eq!(q.peek(ms(0), &mut d).unwrap().meta.id, 1);
+        assert_eq!((q.qlen(), q.backlog()), (2, 1000));
+        assert_eq!(q.stats().packets, 0);
+        assert_eq!(q.dequeue(ms(0), &mut d).unwrap().meta.id, 1);
+        assert_eq!(q.stats().packets, 1);
+        assert_eq!(q.dequeue(ms(0), &mut d).unwrap().meta.id, 2);
+        assert!(q.dequeue(ms(0), &mut d).is_none());
+    }
+
+    #[test]
+    fn classify_by_priority_and_hash() {
+        let q = FqCodel::new(ctx());
+        assert_eq!(q.classify(&bpkt(1, 100, 5)), 5);
+        // Out-of-range minor or a foreign major falls back to the hash.
+        let mut p = flow_pkt(1, 100, 3);
+        p.meta.priority = tc_h_make(0x8001, 2000);
+        assert!(q.classify(&p) < 1024);
+        p.meta.priority = tc_h_make(0x1, 1);
+        let h = q.classify(&p);
+        p.meta.priority = 0;
+        assert_eq!(q.classify(&p), h);
+        // Many flows spread over many buckets.
+        let buckets: std::collections::HashSet<usize> =
+            (0..200).map(|f| q.classify(&flow_pkt(0, 100, f))).collect();
+        assert!(buckets.len() > 150);
+        // A handle-0 instance treats priority 1..flows as a bucket.
+        let q0 = FqCodel::new(QdiscCtx { handle: 0, ..ctx() });
+        let mut p = flow_pkt(1, 100, 3);
+        p.meta.priority = 6;
+        assert_eq!(q0.classify(&p), 5);
+    }
+
+    #[test]
+    fn change_at_runtime() {
+        let mut q = FqCodel::new(ctx());
+        let mut d = Drops::new();
+        for i in 0..10 {
+            q.enqueue(bpkt(i, 1000, 0), ms(0), &mut d);
+            q.enqueue(bpkt(100 + i, 1000, 1), ms(0), &mut d);
+        }
+        let e = q.change(&["flows", "2048"], ms(0), &mut d).err().unwrap();
+        assert!(e.0.contains("only be set when the qdisc is created"));
+        let e = q
+            .change(&["limit", "5", "quantum", "9999999"], ms(0), &mut d)
+            .err()
+            .unwrap();
+        assert!(e.0.contains("Invalid quantum"));
+        assert_eq!(q.limit, 10240, "a failed change leaves the qdisc untouched");
+        // Lower the limit: drops in dequeue order (DRR: A A B B ...).
+        q.change(&["limit", "16", "quantum", "2000"], ms(0), &mut d)
+            .unwrap();
+        assert_eq!(q.qlen(), 16);
+        let dropped: Vec<u64> = d.since(0).iter().map(|(p, _)| p.meta.id).collect();
+        assert_eq!(dropped, vec![0, 1, 100, 101]);
+        assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::QdiscReset));
+        assert_eq!(q.stats().drops, 4);
+        assert!(q
+            .dump(ms(0))
+            .options
+            .starts_with("limit 16p flows 1024 quantum 2000 "));
+        // Lower memory_limit.
+        q.change(&["memory_limit", "20000"], ms(0), &mut d).unwrap();
+        assert!(q.memory_usage() <= 20000);
+        assert_eq!(q.qlen() as u64 * truesize(1000) as u64, q.memory_usage());
+        // Target/interval/ecn switch without disturbing the queue.
+        let before = q.qlen();
+        q.change(&["target", "1ms", "noecn"], ms(0), &mut d)
+            .unwrap();
+        assert_eq!(q.qlen(), before);
+        assert!(!q.dump(ms(0)).options.contains(" ecn"));
+    }
+
+    #[test]
+    fn reset_and_drain() {
+        let mut q = FqCodel::new(ctx());
+        let mut d = Drops::new();
+        for i in 0..6 {
+            q.enqueue(bpkt(i, 100, (i % 3) as u16), ms(0), &mut d);
+        }
+        q.peek(ms(0), &mut d);
+        let drained = q.drain_all();
+        assert_eq!(drained.len(), 6);
+        assert_eq!(drained[0].meta.id, 0);
+        assert_eq!((q.qlen(), q.backlog(), q.memory_usage()), (0, 0, 0));
+        assert!(q.dump(ms(0)).classes.is_empty());
+        for i in 0..4 {
+            q.enqueue(bpkt(i, 100, 0), ms(0), &mut d);
+        }
+        q.reset(&mut d);
+        assert_eq!(d.len(), 4);
+        assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::QdiscReset));
+        assert_eq!(q.qlen(), 0);
+        // Usable again afterwards.
+        q.enqueue(bpkt(9, 100, 0), ms(0), &mut d);
+        assert_eq!(q.dequeue(ms(0), &mut d).unwrap().meta.id, 9);
+    }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Enq { bucket: u16, len: u32, ecn: u8 },
+            Deq,
+            Peek,
+            Wait(u64),
+            Change(u32),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                4 => (0u16..6, 60u32..1515, 0u8..4).prop_map(|(bucket, len, ecn)| Op::Enq { bucket, len, ecn }),
+                3 => Just(Op::Deq),
+                1 => Just(Op::Peek),
+                2 => (0u64..30).prop_map(Op::Wait),
+                1 => (0u32..40).prop_map(Op::Change),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn frames_are_conserved_and_counters_agree(ops in proptest::collection::vec(op(), 1..400)) {
+                let mut q = FqCodel::from_args(ctx(), &["limit", "30", "memory_limit", "40000", "drop_batch", "3"]).unwrap();
+                let mut d = Drops::new();
+                let mut now = 0u64;
+                let (mut enq, mut sent) = (0u64, 0u64);
+                for (i, o) in ops.into_iter().enumerate() {
+                    let t = Instant::from_millis(now);
+                    match o {
+                        Op::Enq { bucket, len, ecn } => {
+                            enq += 1;
+                            q.enqueue(ect_bpkt(i as u64, len, bucket, ecn), t, &mut d);
+                        }
+                        Op::Deq => sent += q.dequeue(t, &mut d).is_some() as u64,
+                        Op::Peek => { q.peek(t, &mut d); }
+                        Op::Wait(ms) => now += ms,
+                        Op::Change(limit) => {
+                            let l = limit.to_string();
+                            q.change(&["limit", &l], t, &mut d).unwrap();
+                        }
+                    }
+                    let held: u32 = q.flows.iter().map(|f| f.queue.len() as u32).sum();
+                    let bytes: u64 = q.flows.iter().map(|f| f.backlog).sum();
+                    let true_bytes: u64 = q.flows.iter().flat_map(|f| f.queue.iter()).map(|p| p.len as u64).sum();
+                    prop_assert_eq!(held, q.qlen);
+                    prop_assert_eq!(bytes, q.backlog);
+                    prop_assert_eq!(true_bytes, q.backlog);
+                    let mem: u64 = q.flows.iter().flat_map(|f| f.queue.iter()).map(|p| truesize(p.len) as u64).sum();
+                    prop_assert_eq!(mem, q.memory_usage);
+                    prop_assert_eq!(enq, sent + d.len() as u64 + q.qlen() as u64);
+                    prop_assert_eq!(q.stats().drops, d.len() as u64);
+                    prop_assert!(q.qlen() <= q.limit.max(1));
+                    let listed = q.new_flows.len() + q.old_flows.len();
+                    prop_assert_eq!(listed, q.flows.iter().filter(|f| f.list != ListTag::None).count());
+                    prop_assert!(q.flows.iter().all(|f| f.queue.is_empty() || f.list != ListTag::None));
+                }
+            }
+        }
+    }
+}

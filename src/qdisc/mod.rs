@@ -4,11 +4,13 @@
 //! frees into the `Drops` sink with a reason. Classful disciplines own their
 //! children as `Box<dyn Qdisc>` and also implement `Classful`.
 //!
-//! One file per discipline; `codel.rs` is the CoDel core that `codel` and
-//! `fq_codel` share; `tree.rs` builds and edits a tree from tc commands;
-//! `dump.rs` is the data `tc -s -d show`, the TUI and the control socket read.
+//! One file per discipline; `codel.rs` is the CoDel core that `codel`
+//! (`codel_qdisc.rs`) and `fq_codel` share; `tree.rs` builds and edits a
+//! tree from tc commands; `dump.rs` is the data `tc -s -d show`, the TUI
+//! and the control socket read.
 
 pub mod codel;
+pub mod codel_qdisc;
 pub mod dump;
 pub mod fifo;
 pub mod fq_codel;
@@ -40,6 +42,18 @@ pub const fn tc_h_major(h: Handle) -> u16 {
 }
 pub const fn tc_h_minor(h: Handle) -> u16 {
     (h & 0xFFFF) as u16
+}
+
+/// Mixes a frame's unkeyed flow hash (`meta.hash`) with a per-instance key
+/// (murmur3's finaliser): the keyed flow hash SFQ (perturbation) and
+/// fq_codel (per-boot seed) bucket by, until the classifier offers one.
+pub fn keyed_flow_hash(hash: u32, key: u32) -> u32 {
+    let mut h = hash ^ key;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^ (h >> 16)
 }
 
 /// What the device below the qdisc tells a qdisc when it is created: the

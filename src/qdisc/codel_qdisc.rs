@@ -1,0 +1,476 @@
+//! The single-queue `codel` qdisc (Linux `sch_codel`, LINUX-TC.md 7.5): one
+//! FIFO managed by the CoDel core, tail drop of the arriving frame at `limit`
+//! packets. Defaults: limit 1000p, target 5ms, interval 100ms, noecn.
+
+use super::codel::{
+    codel_to_us, parse_codel_time, parse_u32, print_codel_time, CodelParams, CodelQueue,
+    CodelStats, CodelVars, CODEL_DISABLED_THRESHOLD,
+};
+use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
+use crate::packet::{DropReason, Drops, Packet};
+use crate::time::Instant;
+use crate::units::sprint_time_signed;
+use serde_json::json;
+use std::collections::VecDeque;
+
+/// `DEFAULT_CODEL_LIMIT`.
+pub const DEFAULT_LIMIT: u32 = 1000;
+
+const USAGE: &str = "Usage: ... codel [ limit PACKETS ] [ target TIME ]\n\t\t [ interval TIME ] [ ecn | noecn ]\n\t\t [ ce_threshold TIME ]";
+
+/// The options tc sends (absent/zero ones are not sent and keep the current
+/// value, as in iproute2's q_codel.c).
+#[derive(Default)]
+struct CodelArgs {
+    limit: Option<u32>,
+    target: Option<u32>,
+    interval: Option<u32>,
+    ecn: Option<bool>,
+    ce_threshold: Option<u32>,
+}
+
+fn parse_args(args: &[&str]) -> Result<CodelArgs, TcError> {
+    let mut out = CodelArgs::default();
+    let mut it = args.iter();
+    while let Some(tok) = it.next() {
+        match *tok {
+            "limit" => out.limit = Some(parse_u32("limit", it.next())?).filter(|v| *v != 0),
+            "target" => {
+                out.target = Some(parse_codel_time("target", it.next())?).filter(|v| *v != 0)
+            }
+            "interval" => {
+                out.interval = Some(parse_codel_time("interval", it.next())?).filter(|v| *v != 0)
+            }
+            "ce_threshold" => out.ce_threshold = Some(parse_codel_time("ce_threshold", it.next())?),
+            "ecn" => out.ecn = Some(true),
+            "noecn" => out.ecn = Some(false),
+            other => return Err(TcError::new(format!("What is \"{other}\"?\n{USAGE}"))),
+        }
+    }
+    Ok(out)
+}
+
+/// The FIFO plus the backlog CoDel reads.
+struct Fifo {
+    queue: VecDeque<Packet>,
+    backlog: u64,
+}
+
+impl CodelQueue for Fifo {
+    fn pop_head(&mut self) -> Option<Packet> {
+        let p = self.queue.pop_front()?;
+        self.backlog -= p.len as u64;
+        Some(p)
+    }
+    fn backlog(&self) -> u64 {
+        self.backlog
+    }
+}
+
+pub struct CodelQdisc {
+    handle: Handle,
+    parent: Handle,
+    limit: u32,
+    params: CodelParams,
+    vars: CodelVars,
+    cstats: CodelStats,
+    drop_overlimit: u64,
+    fifo: Fifo,
+    /// A frame dequeued by `peek` (qdisc_peek_dequeued), still counted.
+    parked: Option<Packet>,
+    stats: QdiscStats,
+}
+
+impl CodelQdisc {
+    pub fn new(ctx: QdiscCtx) -> Self {
+        CodelQdisc {
+            handle: ctx.handle,
+            parent: ctx.parent,
+            limit: DEFAULT_LIMIT,
+            params: CodelParams::new(ctx.psched_mtu, false),
+            vars: CodelVars::default(),
+            cstats: CodelStats::default(),
+            drop_overlimit: 0,
+            fifo: Fifo {
+                queue: VecDeque::new(),
+                backlog: 0,
+            },
+            parked: None,
+            stats: QdiscStats::default(),
+        }
+    }
+
+    /// `tc qdisc add ... codel [limit N] [target T] [interval T] [ecn|noecn] [ce_threshold T]`.
+    pub fn from_args(ctx: QdiscCtx, args: &[&str]) -> Result<Self, TcError> {
+        let a = parse_args(args)?;
+        let mut q = CodelQdisc::new(ctx);
+        q.apply(&a);
+        Ok(q)
+    }
+
+    fn apply(&mut self, a: &CodelArgs) {
+        if let Some(v) = a.limit {
+            self.limit = v;
+        }
+        if let Some(v) = a.target {
+            self.params.target = v;
+        }
+        if let Some(v) = a.interval {
+            self.params.interval = v;
+        }
+        if let Some(v) = a.ecn {
+            self.params.ecn = v;
+        }
+        if let Some(v) = a.ce_threshold {
+            self.params.ce_threshold = v;
+        }
+    }
+
+    /// CoDel state, for the TUI.
+    pub fn vars(&self) -> &CodelVars {
+        &self.vars
+    }
+
+    fn run_codel(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        let before = self.cstats.drop_count;
+        let p = self
+            .vars
+            .dequeue(&mut self.fifo, &self.params, &mut self.cstats, now, drops);
+        self.stats.drops += self.cstats.drop_count - before;
+        p
+    }
+
+    fn take_next(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        match self.parked.take() {
+            Some(p) => Some(p),
+            None => self.run_codel(now, drops),
+        }
+    }
+}
+
+impl Qdisc for CodelQdisc {
+    fn kind(&self) -> &'static str {
+        "codel"
+    }
+
+    fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
+        if self.qlen() < self.limit {
+            pkt.meta.enqueue_time = now;
+            self.fifo.backlog += pkt.len as u64;
+            self.fifo.queue.push_back(pkt);
+            return Verdict::Queued;
+        }
+        self.drop_overlimit += 1;
+        self.stats.drops += 1;
+        drops.push(pkt, DropReason::QueueFull);
+        Verdict::Dropped
+    }
+
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        let p = self.take_next(now, drops)?;
+        self.stats.count_sent(p.len);
+        Some(p)
+    }
+
+    fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
+        if self.parked.is_none() {
+            self.parked = self.run_codel(now, drops);
+        }
+        self.parked.as_ref()
+    }
+
+    fn qlen(&self) -> u32 {
+        (self.fifo.queue.len() + self.parked.is_some() as usize) as u32
+    }
+
+    fn backlog(&self) -> u64 {
+        self.fifo.backlog + self.parked.as_ref().map_or(0, |p| p.len as u64)
+    }
+
+    fn stats(&self) -> QdiscStats {
+        QdiscStats {
+            backlog: self.backlog(),
+            qlen: self.qlen(),
+            ..self.stats
+        }
+    }
+
+    fn can_bypass(&self) -> bool {
+        self.limit >= 1
+    }
+
+    fn count_bypass(&mut self, len: u32) {
+        self.stats.count_sent(len);
+    }
+
+    fn reset(&mut self, drops: &mut Drops) {
+        for p in self.drain_all() {
+            drops.push(p, DropReason::QdiscReset);
+        }
+        self.vars = CodelVars::default();
+    }
+
+    fn change(&mut self, args: &[&str], _now: Instant, drops: &mut Drops) -> Result<(), TcError> {
+        let a = parse_args(args)?;
+        self.apply(&a);
+        // sch_codel trims from the head, bypassing CoDel.
+        while self.qlen() > self.limit {
+            let Some(p) = self.parked.take().or_else(|| self.fifo.pop_head()) else {
+                break;
+            };
+            self.stats.drops += 1;
+            drops.push(p, DropReason::QdiscReset);
+        }
+        Ok(())
+    }
+
+    fn dump(&self, now: Instant) -> QdiscDump {
+        let p = &self.params;
+        let mut opts = format!(
+            "limit {}p target {}",
+            self.limit,
+            print_codel_time(p.target)
+        );
+        let mut oj = serde_json::Map::new();
+        oj.insert("limit".into(), json!(self.limit));
+        oj.insert("target".into(), json!(codel_to_us(p.target)));
+        if p.ce_threshold != CODEL_DISABLED_THRESHOLD {
+            opts.push_str(&format!(
+                " ce_threshold {}",
+                print_codel_time(p.ce_threshold)
+            ));
+            oj.insert("ce_threshold".into(), json!(codel_to_us(p.ce_threshold)));
+        }
+        opts.push_str(&format!(" interval {}", print_codel_time(p.interval)));
+        oj.insert("interval".into(), json!(codel_to_us(p.interval)));
+        if p.ecn {
+            opts.push_str(" ecn");
+            oj.insert("ecn".into(), json!(true));
+        }
+
+        let v = &self.vars;
+        let drop_next = v.drop_next_us(now);
+        let ldelay = codel_to_us(v.ldelay);
+        let mut line1 = format!(
+            "  count {} lastcount {} ldelay {}",
+            v.count,
+            v.lastcount,
+            crate::units::sprint_time(ldelay)
+        );
+        if v.dropping {
+            line1.push_str(" dropping");
+        }
+        line1.push_str(&format!(" drop_next {}", sprint_time_signed(drop_next)));
+        let mut line2 = format!(
+            "  maxpacket {} ecn_mark {} drop_overlimit {}",
+            self.cstats.maxpacket, self.cstats.ecn_mark, self.drop_overlimit
+        );
+        if self.cstats.ce_mark != 0 {
+            line2.push_str(&format!(" ce_mark {}", self.cstats.ce_mark));
+        }
+        let mut xj = serde_json::Map::new();
+        xj.insert("count".into(), json!(v.count));
+        xj.insert("lastcount".into(), json!(v.lastcount));
+        xj.insert("ldelay".into(), json!(ldelay));
+        if v.dropping {
+            xj.insert("dropping".into(), json!(true));
+        }
+        xj.insert("drop_next".into(), json!(drop_next));
+        xj.insert("maxpacket".into(), json!(self.cstats.maxpacket));
+        xj.insert("ecn_mark".into(), json!(self.cstats.ecn_mark));
+        xj.insert("drop_overlimit".into(), json!(self.drop_overlimit));
+        if self.cstats.ce_mark != 0 {
+            xj.insert("ce_mark".into(), json!(self.cstats.ce_mark));
+        }
+
+        QdiscDump {
+            kind: "codel".into(),
+            handle: self.handle,
+            parent: self.parent,
+            options: opts.clone(),
+            options_detail: opts,
+            options_json: oj,
+            stats: self.stats(),
+            xstats: vec![line1, line2],
+            xstats_json: xj,
+            ..QdiscDump::default()
+        }
+    }
+
+    fn drain_all(&mut self) -> Vec<Packet> {
+        let mut out: Vec<Packet> = self.parked.take().into_iter().collect();
+        out.extend(self.fifo.queue.drain(..));
+        self.fifo.backlog = 0;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::testutil::pkt;
+    use crate::time::NS_PER_MS;
+
+    fn ms(t: u64) -> Instant {
+        Instant::from_millis(t)
+    }
+
+    #[test]
+    fn defaults_print() {
+        let q = CodelQdisc::from_args(QdiscCtx::default(), &[]).unwrap();
+        let d = q.dump(Instant::ZERO);
+        assert_eq!(d.options, "limit 1000p target 5ms interval 100ms");
+        assert_eq!(
+            d.xstats,
+            vec![
+                "  count 0 lastcount 0 ldelay 0us drop_next 0us".to_string(),
+                "  maxpacket 0 ecn_mark 0 drop_overlimit 0".to_string()
+            ]
+        );
+        assert!(q.can_bypass());
+    }
+
+    #[test]
+    fn options_parse_and_print() {
+        let q = CodelQdisc::from_args(
+            QdiscCtx::default(),
+            &[
+                "limit",
+                "50",
+                "target",
+                "2ms",
+                "interval",
+                "30ms",
+                "ecn",
+                "ce_threshold",
+                "1ms",
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            q.dump(Instant::ZERO).options,
+            // 1000 µs → 976 units → dumped 999 µs, as the kernel does.
+            "limit 50p target 2ms ce_threshold 999us interval 30ms ecn"
+        );
+        // U-7: a bare time is µs.
+        let q = CodelQdisc::from_args(QdiscCtx::default(), &["target", "5"]).unwrap();
+        assert_eq!(q.params.target, 4);
+        assert!(q.dump(Instant::ZERO).options.contains("target 4us"));
+        let e = CodelQdisc::from_args(QdiscCtx::default(), &["target", "5 parsecs"])
+            .err()
+            .unwrap();
+        assert!(e.0.starts_with("Illegal \"target\""), "{e}");
+        let e = CodelQdisc::from_args(QdiscCtx::default(), &["bogus"])
+            .err()
+            .unwrap();
+        assert!(e.0.starts_with("What is \"bogus\"?"));
+        assert!(CodelQdisc::from_args(QdiscCtx::default(), &["limit"]).is_err());
+        assert!(CodelQdisc::from_args(QdiscCtx::default(), &["limit", "-1"]).is_err());
+    }
+
+    #[test]
+    fn tail_drop_at_limit() {
+        let mut q = CodelQdisc::from_args(QdiscCtx::default(), &["limit", "3"]).unwrap();
+        let mut d = Drops::new();
+        for i in 0..5 {
+            q.enqueue(pkt(i, 100), ms(0), &mut d);
+        }
+        assert_eq!(q.qlen(), 3);
+        assert_eq!(d.len(), 2);
+        assert_eq!(d.since(0)[0].0.meta.id, 3);
+        assert_eq!(d.since(0)[0].1, DropReason::QueueFull);
+        assert!(q.dump(ms(0)).xstats[1].contains("drop_overlimit 2"));
+        assert_eq!(q.stats().drops, 2);
+    }
+
+    #[test]
+    fn standing_queue_gets_dropped_and_counted() {
+        // 1514 B frames arrive every 1 ms, leave every 1.2 ms: a growing
+        // standing queue; CoDel must drop, and counters must add up.
+        let mut q = CodelQdisc::new(QdiscCtx::default());
+        let mut d = Drops::new();
+        let mut sent = 0u64;
+        let mut id = 0;
+        let mut next_tx = 0u64;
+        for us in 0..2_000_000u64 {
+            if us % 1000 == 0 {
+                q.enqueue(pkt(id, 1514), Instant::from_micros(us), &mut d);
+                id += 1;
+            }
+            if us >= next_tx && us % 1200 == 0 {
+                if q.dequeue(Instant::from_micros(us), &mut d).is_some() {
+                    sent += 1;
+                }
+                next_tx = us + 1200;
+            }
+        }
+        let s = q.stats();
+        assert!(s.drops > 0);
+        assert_eq!(s.drops as usize, d.len());
+        assert_eq!(sent + s.drops + s.qlen as u64, id);
+        assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::Codel));
+        let x = q.dump(Instant::from_micros(2_000_000)).xstats;
+        assert!(x[1].starts_with("  maxpacket 1514 "));
+    }
+
+    #[test]
+    fn peek_parks_and_dequeue_returns_it() {
+        let mut q = CodelQdisc::new(QdiscCtx::default());
+        let mut d = Drops::new();
+        q.enqueue(pkt(1, 100), ms(0), &mut d);
+        q.enqueue(pkt(2, 100), ms(0), &mut d);
+        assert_eq!(q.peek(ms(1), &mut d).unwrap().meta.id, 1);
+        assert_eq!(q.qlen(), 2);
+        assert_eq!(q.backlog(), 200);
+        assert_eq!(q.stats().packets, 0);
+        assert_eq!(q.dequeue(ms(1), &mut d).unwrap().meta.id, 1);
+        assert_eq!(q.stats().packets, 1);
+        assert_eq!(q.drain_all().len(), 1);
+    }
+
+    #[test]
+    fn change_lowers_limit_and_switches_ecn() {
+        let mut q = CodelQdisc::new(QdiscCtx::default());
+        let mut d = Drops::new();
+        for i in 0..10 {
+            q.enqueue(pkt(i, 100), ms(0), &mut d);
+        }
+        q.change(&["limit", "4", "ecn"], ms(0), &mut d).unwrap();
+        assert_eq!(q.qlen(), 4);
+        assert_eq!(d.len(), 6);
+        assert_eq!(d.since(0)[0].0.meta.id, 0, "trimmed from the head");
+        assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::QdiscReset));
+        assert!(q.dump(ms(0)).options.ends_with(" ecn"));
+        assert!(q.change(&["limit", "x"], ms(0), &mut d).is_err());
+        assert_eq!(q.limit, 4);
+        q.reset(&mut d);
+        assert_eq!(q.qlen(), 0);
+        assert_eq!(d.len(), 10);
+    }
+
+    #[test]
+    fn dropping_state_in_xstats() {
+        let mut q = CodelQdisc::new(QdiscCtx::default());
+        let mut d = Drops::new();
+        // Standing 10 ms queue, dequeues every ms.
+        let mut id = 0;
+        for t in 20..200u64 {
+            while q.qlen() < 10 {
+                q.enqueue(
+                    pkt(id, 1514),
+                    Instant::from_nanos(t * NS_PER_MS - 10 * NS_PER_MS),
+                    &mut d,
+                );
+                id += 1;
+            }
+            q.dequeue(ms(t), &mut d);
+        }
+        let x = q.dump(ms(200)).xstats;
+        // Each frame waits 10 ms before arriving plus ~9 dequeue slots;
+        // first drop at 121 ms, next due 99.998 ms later.
+        assert_eq!(
+            x[0],
+            "  count 1 lastcount 1 ldelay 19ms dropping drop_next 21ms"
+        );
+    }
+}
