@@ -2,10 +2,13 @@
 //! tc tokens after its kind. A kind missing here gives tc's "Unknown qdisc"
 //! (or, without options, the kernel's "Specified qdisc kind is unknown").
 
+use crate::qdisc::codel_qdisc::CodelQdisc;
 use crate::qdisc::fifo::{Fifo, FifoKind};
+use crate::qdisc::fq_codel::FqCodel;
 use crate::qdisc::mq::Mq;
 use crate::qdisc::pfifo_fast::PfifoFast;
 use crate::qdisc::qfq::Qfq;
+use crate::qdisc::sfq::Sfq;
 use crate::qdisc::tree::DevSpec;
 use crate::qdisc::{Qdisc, QdiscCtx, TcError};
 
@@ -15,13 +18,24 @@ pub const KINDS: &[&str] = &[
     "pfifo",
     "bfifo",
     "pfifo_head_drop",
+    "sfq",
+    "codel",
+    "fq_codel",
     "mq",
     "qfq",
 ];
 
 /// Classless kinds a device may use as its default qdisc
 /// (`net.core.default_qdisc`) and as the per-queue children of mq.
-pub const DEFAULT_QDISC_KINDS: &[&str] = &["pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop"];
+pub const DEFAULT_QDISC_KINDS: &[&str] = &[
+    "pfifo_fast",
+    "pfifo",
+    "bfifo",
+    "pfifo_head_drop",
+    "sfq",
+    "codel",
+    "fq_codel",
+];
 
 pub fn is_known(kind: &str) -> bool {
     KINDS.contains(&kind)
@@ -62,6 +76,9 @@ pub fn new_qdisc(
         "mq" => Box::new(Mq::from_args(ctx, dev.tx_queues, args, &mut |c| {
             default_leaf(c, dev)
         })?),
+        "sfq" => Box::new(Sfq::from_args(ctx, args)?),
+        "codel" => Box::new(CodelQdisc::from_args(ctx, args)?),
+        "fq_codel" => Box::new(FqCodel::from_args(ctx, args)?),
         "qfq" => Box::new(Qfq::from_args(ctx, args)?),
         _ => return Err(unknown_kind(kind, args)),
     };

@@ -228,3 +228,102 @@ fn json_session() {
          \"bytes\":0,\"packets\":0,\"drops\":0,\"overlimits\":0,\"requeues\":0,\"backlog\":0,\"qlen\":0}]\n"
     );
 }
+
+#[test]
+fn vector_f1_fq_codel_default_printout() {
+    let mut t = left(1);
+    let out = session(
+        &mut t,
+        "tc qdisc add dev left root fq_codel
+         tc -s qdisc show dev left",
+        &mut Drops::new(),
+    );
+    assert_eq!(
+        out,
+        "qdisc fq_codel 8001: root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms \
+         interval 100ms memory_limit 32Mb ecn drop_batch 64 \n \
+         Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n \
+         backlog 0b 0p requeues 0\n  \
+         maxpacket 0 drop_overlimit 0 new_flow_count 0 ecn_mark 0\n  \
+         new_flows_len 0 old_flows_len 0\n"
+    );
+}
+
+#[test]
+fn vector_s6_sfq_printout() {
+    // SFQ has no `change` (LINUX-TC.md 13.11): same-kind replace is refused.
+    let mut t = left(1);
+    let out = session(
+        &mut t,
+        "tc qdisc add dev left root sfq
+         tc qdisc show dev left",
+        &mut Drops::new(),
+    );
+    assert_eq!(
+        out,
+        "qdisc sfq 8001: root refcnt 2 limit 127p quantum 1514b depth 127 divisor 1024 \n"
+    );
+    let cmd = TcCommand::parse("tc qdisc replace dev left root sfq perturb 10").unwrap();
+    assert!(t.apply(&cmd, T, &mut Drops::new()).is_err());
+    let out = session(
+        &mut t,
+        "tc qdisc del dev left root
+         tc qdisc add dev left root sfq perturb 10
+         tc -d qdisc show dev left",
+        &mut Drops::new(),
+    );
+    assert_eq!(
+        out,
+        "qdisc sfq 8002: root refcnt 2 limit 127p quantum 1514b depth 127 flows 128 divisor 1024 \
+         perturb 10sec \n"
+    );
+}
+
+#[test]
+fn vector_m1_with_fq_codel_as_default_qdisc() {
+    let mut t = QdiscTree::new(DevSpec {
+        tx_queues: 2,
+        default_qdisc: "fq_codel".into(),
+        ..DevSpec::new(Dev::Left)
+    })
+    .unwrap();
+    let out = session(&mut t, "tc qdisc show dev left", &mut Drops::new());
+    let fq = "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb \
+              ecn drop_batch 64 ";
+    assert_eq!(
+        out,
+        format!(
+            "qdisc mq 0: root \nqdisc fq_codel 0: parent :2 {fq}\nqdisc fq_codel 0: parent :1 {fq}\n"
+        )
+    );
+}
+
+#[test]
+fn fq_codel_change_and_codel_leaf_under_qfq() {
+    let mut t = left(1);
+    let mut d = Drops::new();
+    let out = session(
+        &mut t,
+        "tc qdisc add dev left root fq_codel
+         tc qdisc change dev left root fq_codel limit 100 target 10ms
+         tc qdisc show dev left",
+        &mut d,
+    );
+    assert!(
+        out.starts_with("qdisc fq_codel 8001: root refcnt 2 limit 100p"),
+        "{out}"
+    );
+    assert!(out.contains("target 10ms"), "{out}");
+    let out = session(
+        &mut t,
+        "tc qdisc replace dev left root handle 1: qfq
+         tc class add dev left parent 1: classid 1:1 qfq
+         tc qdisc add dev left parent 1:1 codel
+         tc qdisc show dev left",
+        &mut d,
+    );
+    assert!(
+        out.starts_with("qdisc qfq 1: root refcnt 2 \nqdisc codel 8002: parent 1:1 limit"),
+        "{out}"
+    );
+}
