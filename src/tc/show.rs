@@ -15,6 +15,9 @@
 //! `kind handle root|parent refcnt options bytes packets drops overlimits
 //! requeues backlog qlen`, then the xstats keys at the same level).
 //!
+//! With `-s`, an empty line follows every HTB class (iproute2's
+//! `htb_print_xstats` ends with its own newline).
+//!
 //! Order: the kernel dumps the root, then every other qdisc of the device as
 //! it sits in the device's qdisc hash: 16 buckets by `hash_32(handle, 4)`,
 //! newest first within a bucket. Creation order is approximated by tree
@@ -211,6 +214,11 @@ fn class_text(out: &mut String, c: &ClassDump, dev: Option<Dev>, flags: Flags) {
     if flags.stats {
         stats_lines(out, c.stats.as_ref(), c.stats.as_ref().unwrap_or(&c.queue));
         xstats_lines(out, &c.xstats);
+        if c.kind == "htb" && !c.xstats.is_empty() {
+            // htb_print_xstats ends with its own newline before print_class
+            // adds one: an empty line follows every HTB class.
+            out.push('\n');
+        }
     }
 }
 
@@ -472,6 +480,15 @@ mod tests {
             ],
             ..ClassDump::default()
         };
+        let htb_blank = render(
+            &cmd("tc -s class show dev left"),
+            &one(&QdiscDump {
+                classes: vec![class.clone()],
+                ..QdiscDump::default()
+            }),
+        )
+        .unwrap();
+        assert!(htb_blank.ends_with(" tokens: 6667 ctokens: 2000\n\n"));
         let pseudo = ClassDump {
             kind: "fq_codel".into(),
             classid: tc_h_make(0x8001, 0x3b1),
@@ -500,6 +517,7 @@ mod tests {
              \x20backlog 0b 0p requeues 0\n\
              \x20lended: 2 borrowed: 0 giants: 0\n\
              \x20tokens: 6667 ctokens: 2000\n\
+             \n\
              class fq_codel 8001:3b1 parent 8001: \n\
              \x20(dropped 0, overlimits 0 requeues 0) \n\
              \x20backlog 1514b 1p requeues 0\n\
