@@ -23,13 +23,13 @@
 //!   attaches the default child there (the device default under mq, a pfifo
 //!   under other classful parents).
 //!
-//! Deviations, chosen for an emulator: when the *root* is replaced or deleted
-//! the frames it holds move into the new root (`drain_all`, then enqueue;
-//! frames it refuses are counted as drops) instead of being freed, so a
-//! switch loses nothing in flight. A qdisc replaced under a class is reset
-//! (its frames dropped with `QdiscReset`) like the kernel does. Moving an
-//! existing qdisc to another parent (`replace ... handle H:` where `H:` lives
-//! elsewhere) is refused.
+//! Deviations, chosen for an emulator: a replaced or deleted qdisc's frames
+//! are not freed as in the kernel but moved on, so a switch loses nothing in
+//! flight: the old root's frames go into the new root; the frames of a qdisc
+//! taken out from under a class are enqueued again at the root, which
+//! classifies them anew (so every ancestor accounts for them). Frames the
+//! receiver refuses are counted as drops. Moving an existing qdisc to another
+//! parent (`replace ... handle H:` where `H:` lives elsewhere) is refused.
 //!
 //! A command that fails leaves the tree untouched: new qdiscs are built before
 //! anything is swapped, and disciplines apply `change` atomically.
@@ -456,9 +456,8 @@ impl QdiscTree {
                     .ok_or_else(|| err("Error: Parent qdisc is not classful."))?;
                 let ctx = cl.child_ctx(new_handle, classid);
                 let new = registry::new_qdisc(kind, ctx, &self.dev, &args)?;
-                if let Some(mut old) = cl.graft(classid, new)? {
-                    old.reset(drops);
-                }
+                let old = cl.graft(classid, new)?;
+                self.requeue_at_root(old, now, drops);
             }
         }
         self.autohandle = counter;
@@ -547,9 +546,8 @@ impl QdiscTree {
                 } else {
                     Box::new(Fifo::new(FifoKind::Pfifo, ctx))
                 };
-                if let Some(mut old) = cl.graft(classid, replacement)? {
-                    old.reset(drops);
-                }
+                let old = cl.graft(classid, replacement)?;
+                self.requeue_at_root(old, now, drops);
             }
         }
         Ok(())
@@ -700,6 +698,17 @@ impl QdiscTree {
             ))
         })?;
         cl.add_filter(filter)
+    }
+
+    /// Hands the frames of a qdisc taken out from under a class back to the
+    /// root, which classifies them again (so every ancestor accounts for
+    /// them); what is refused is counted as dropped.
+    fn requeue_at_root(&mut self, old: Option<Box<dyn Qdisc>>, now: Instant, drops: &mut Drops) {
+        if let Some(mut old) = old {
+            for pkt in old.drain_all() {
+                self.root.enqueue(pkt, now, drops);
+            }
+        }
     }
 
     /// Puts `new` at the root, moving the old root's frames into it.

@@ -327,3 +327,33 @@ fn fq_codel_change_and_codel_leaf_under_qfq() {
         "{out}"
     );
 }
+
+#[test]
+fn grafting_under_a_class_keeps_the_frames() {
+    let mut t = left(1);
+    let mut d = Drops::new();
+    session(
+        &mut t,
+        "tc qdisc add dev left root handle 1: qfq
+         tc class add dev left parent 1: classid 1:1 qfq
+         tc filter add dev left parent 1: protocol all matchall flowid 1:1",
+        &mut d,
+    );
+    for id in 0..4 {
+        t.enqueue(flow_pkt(id, 300, 0), T, &mut d);
+    }
+    // a smaller leaf takes over: 2 frames fit, 2 are dropped
+    session(
+        &mut t,
+        "tc qdisc add dev left parent 1:1 handle 10: pfifo limit 2",
+        &mut d,
+    );
+    assert_eq!((t.qlen(), d.len()), (2, 2));
+    // deleting it puts the default pfifo back, frames included
+    session(&mut t, "tc qdisc del dev left parent 1:1", &mut d);
+    assert_eq!(t.qlen(), 2);
+    let ids: Vec<u64> = std::iter::from_fn(|| t.dequeue(T, &mut d))
+        .map(|p| p.meta.id)
+        .collect();
+    assert_eq!(ids, vec![0, 1]);
+}
