@@ -357,3 +357,37 @@ fn grafting_under_a_class_keeps_the_frames() {
         .collect();
     assert_eq!(ids, vec![0, 1]);
 }
+
+#[test]
+fn show_selectors() {
+    let mut t = left(1);
+    let mut d = Drops::new();
+    session(
+        &mut t,
+        "tc qdisc add dev left root handle 1: qfq
+         tc class add dev left parent 1: classid 1:1 qfq
+         tc class add dev left parent 1: classid 1:2 qfq
+         tc qdisc add dev left parent 1:2 handle 20: fq_codel",
+        &mut d,
+    );
+    let only = |t: &mut QdiscTree, l: &str| session(t, l, &mut Drops::new());
+    assert_eq!(
+        only(&mut t, "tc qdisc show dev left root"),
+        "qdisc qfq 1: root refcnt 2 \n"
+    );
+    assert!(only(&mut t, "tc qdisc show dev left handle 20:")
+        .starts_with("qdisc fq_codel 20: parent 1:2 limit"));
+    assert!(only(&mut t, "tc qdisc show dev left parent 1:2").starts_with("qdisc fq_codel 20:"));
+    assert_eq!(only(&mut t, "tc qdisc show dev left handle 30:"), "");
+    // invisible lists the default pfifo of 1:1 too
+    let all = only(&mut t, "tc qdisc show dev left invisible");
+    assert!(
+        all.contains("qdisc pfifo 0: parent 1:1 limit 1000p\n"),
+        "{all}"
+    );
+    let classes = only(&mut t, "tc class show dev left parent 1:");
+    assert_eq!(classes.lines().count(), 2);
+    assert_eq!(only(&mut t, "tc class show dev left parent 20:"), "");
+    // the whole device listing names it
+    assert!(only(&mut t, "tc qdisc").starts_with("qdisc qfq 1: dev left root refcnt 2 \n"));
+}
