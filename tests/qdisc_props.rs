@@ -89,7 +89,38 @@ fn subjects() -> Vec<Subject> {
             build: || Box::new(tc(Sfq::from_args, "limit 10 depth 3 headdrop perturb 1")),
             shaping: None,
         },
+        Subject {
+            name: "qfq",
+            build: qfq,
+            shaping: None,
+        },
     ]
+}
+
+/// QFQ with two classes; a matchall filter steers every frame to 1:1,
+/// whose maxpkt 512 the frames keep raising.
+fn qfq() -> Box<dyn Qdisc> {
+    use bloatbox::packet::filter::Filter;
+    use bloatbox::qdisc::qfq::Qfq;
+    let ctx = QdiscCtx {
+        handle: 0x1_0000,
+        ..ctx()
+    };
+    let mut q = Qfq::from_args(ctx, &[]).expect("qfq");
+    let classes = q.as_classful().expect("classful");
+    classes
+        .add_class(0x1_0001, 0x1_0000, &["weight", "2", "maxpkt", "512"])
+        .expect("class 1:1");
+    classes
+        .add_class(0x1_0002, 0x1_0000, &[])
+        .expect("class 1:2");
+    let filter = Filter::parse(&[
+        "parent", "1:", "protocol", "all", "matchall", "flowid", "1:1",
+    ]);
+    classes
+        .add_filter(filter.expect("filter"))
+        .expect("add filter");
+    Box::new(q)
 }
 
 /// Builds a qdisc from tc option tokens, as `tc qdisc add ... KIND ARGS`.

@@ -3,14 +3,17 @@
 //! `matchall`, `flowid`, and `action skbedit priority`, parsed from the tokens
 //! of `tc filter add dev X <these tokens>` with tc's number rules and errors.
 //! A `FilterChain` holds a qdisc's filters in the kernel's order (prio, then
-//! insertion) and classifies a frame with no allocation.
+//! insertion), classifies a frame with no allocation, and prints them as
+//! `tc filter show` does (u32 handles, raw keys packed like iproute2).
 //!
 //! Matching is on the fields the classifier parsed (`PacketMeta`), not on raw
 //! offsets: `match ip sport` therefore also matches IPv4 packets with options,
 //! and `match ip6 dport` IPv6 packets with extension headers, where the
 //! kernel's fixed u32 offsets would not. An `ip` key only matches IPv4
-//! frames and an `ip6` key only IPv6 frames. Raw `match u32|u16|u8 V M` keys
-//! are supported with mask 0 (the "match everything" idiom) only.
+//! frames and an `ip6` key only IPv6 frames. `protocol ip|ipv6` looks at the
+//! IP layer inside VLAN tags (like a kernel with VLAN offload). Raw
+//! `match u32|u16|u8 V M` keys are supported with mask 0 (the "match
+//! everything" idiom) only.
 
 use super::{PacketMeta, L3};
 use crate::qdisc::{Handle, TcError, TC_H_ROOT};
@@ -157,10 +160,83 @@ pub struct Filter {
     pub kind: FilterKind,
     /// All must match (an empty list matches every frame of `protocol`).
     pub matches: Vec<Match>,
+    /// The same selectors as the kernel's u32 classifier stores them
+    /// (merged per offset), for `tc filter show`.
+    pub keys: Vec<U32Key>,
     /// `flowid`/`classid`; 0 when only an action was given.
     pub flowid: Handle,
     /// `action skbedit priority X`: the new `skb->priority`.
     pub skbedit_priority: Option<u32>,
+    /// The kernel handle a `FilterChain` gives it (u32 `800::800`,
+    /// matchall 1); 0 until added.
+    pub handle: u32,
+    /// The skbedit action's index (given by the chain; 0 without action).
+    pub action_index: u32,
+}
+
+/// One key of the kernel's u32 selector: the 32-bit word at `off` from the
+/// network header, masked, must equal `val` (both in host order here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct U32Key {
+    pub val: u32,
+    pub mask: u32,
+    pub off: i32,
+}
+
+impl Match {
+    /// The kernel keys iproute2 packs this selector into.
+    fn for_each_key(&self, mut pack: impl FnMut(u32, u32, i32, u32)) {
+        let (v, m) = (self.value, self.mask);
+        match (self.family, self.field) {
+            (Family::V4, Field::Src) => pack(v as u32, m as u32, 12, 32),
+            (Family::V4, Field::Dst) => pack(v as u32, m as u32, 16, 32),
+            (Family::V4, Field::Sport) => pack(v as u32, m as u32, 20, 16),
+            (Family::V4, Field::Dport) => pack(v as u32, m as u32, 22, 16),
+            (Family::V4, Field::Protocol) => pack(v as u32, m as u32, 9, 8),
+            (Family::V4, Field::Dsfield) => pack(v as u32, m as u32, 1, 8),
+            (Family::V6, Field::Src | Field::Dst) => {
+                let base = if self.field == Field::Src { 8 } else { 24 };
+                for word in 0..4i32 {
+                    let shift = 96 - 32 * word;
+                    let wm = (m >> shift) as u32;
+                    if wm != 0 {
+                        pack((v >> shift) as u32, wm, base + 4 * word, 32);
+                    }
+                }
+            }
+            (Family::V6, Field::Sport) => pack(v as u32, m as u32, 40, 16),
+            (Family::V6, Field::Dport) => pack(v as u32, m as u32, 42, 16),
+            (Family::V6, Field::Protocol) => pack(v as u32, m as u32, 6, 8),
+            (Family::V6, Field::Dsfield) => pack((v as u32) << 20, (m as u32) << 20, 0, 32),
+        }
+    }
+}
+
+/// iproute2's pack_key8/16/32: places a `bits`-wide value at byte offset
+/// `off` into its aligned 32-bit word and merges it with a key already on
+/// that word; `false` when the two contradict or the offset is unaligned.
+fn pack_key(keys: &mut Vec<U32Key>, val: u32, mask: u32, off: i32, bits: u32) -> bool {
+    let shift = match bits {
+        32 => 0,
+        16 if off & 3 == 0 => 16,
+        16 => 0,
+        _ => 8 * (3 - (off & 3) as u32),
+    };
+    let (val, mask) = ((val << shift) & (mask << shift), mask << shift);
+    let off = if bits == 32 { off } else { off & !3 };
+    if let Some(k) = keys.iter_mut().find(|k| k.off == off) {
+        if (k.val ^ val) & (k.mask & mask) != 0 {
+            return false;
+        }
+        k.val |= val;
+        k.mask |= mask;
+        return true;
+    }
+    if off % 4 != 0 || keys.len() >= 128 {
+        return false;
+    }
+    keys.push(U32Key { val, mask, off });
+    true
 }
 
 const USAGE: &str = "Usage: ... filter add dev DEV parent CLASSID protocol {ip|ipv6|all} prio N \
@@ -185,7 +261,7 @@ impl Filter {
                 "parent" => parent = Some(parse_classid(t.value("parent")?)?),
                 "root" => parent = Some(TC_H_ROOT),
                 "protocol" => protocol = Some(FilterProtocol::parse(t.value("protocol")?)?),
-                "prio" | "pref" | "priority" => {
+                "prio" | "pref" | "priority" | "preference" => {
                     let v = t.value(tok)?;
                     prio = parse_c_number(v)
                         .and_then(|n| u16::try_from(n).ok())
@@ -203,6 +279,12 @@ impl Filter {
                             "Error: chain \"{v}\" is not supported: only chain 0 exists."
                         )));
                     }
+                }
+                "handle" | "estimator" => {
+                    return Err(TcError::new(format!(
+                        "Error: \"{tok}\" is not supported: filters are numbered automatically \
+                         and have no rate estimator; leave it out."
+                    )))
                 }
                 "u32" => break FilterKind::U32,
                 "matchall" => break FilterKind::Matchall,
@@ -226,8 +308,11 @@ impl Filter {
             prio,
             kind,
             matches: Vec::new(),
+            keys: Vec::new(),
             flowid: 0,
             skbedit_priority: None,
+            handle: 0,
+            action_index: 0,
         };
         filter.parse_options(&mut t)?;
         if filter.flowid == 0 && filter.skbedit_priority.is_none() {
@@ -242,11 +327,7 @@ impl Filter {
     fn parse_options(&mut self, t: &mut Tokens<'_>) -> Result<(), TcError> {
         while let Some(tok) = t.next() {
             match tok {
-                "match" if self.kind == FilterKind::U32 => {
-                    if let Some(m) = parse_selector(t)? {
-                        self.matches.push(m);
-                    }
-                }
+                "match" if self.kind == FilterKind::U32 => self.parse_selector(t)?,
                 "flowid" | "classid" => self.flowid = parse_classid(t.value(tok)?)?,
                 "action" | "actions" => self.skbedit_priority = Some(parse_action(t)?),
                 "skip_hw" => {}
@@ -293,69 +374,105 @@ impl<'a> Tokens<'a> {
     }
 }
 
-/// `match ip|ip6|u32|u16|u8 ...`; `None` for a key that matches everything.
-fn parse_selector(t: &mut Tokens<'_>) -> Result<Option<Match>, TcError> {
-    let sel = t.value("match")?;
-    let family = match sel {
-        "ip" => Family::V4,
-        "ip6" => Family::V6,
-        "u32" | "u16" | "u8" => {
-            let bits = match sel {
-                "u32" => 32,
-                "u16" => 16,
-                _ => 8,
-            };
-            let (value, mask) = value_and_mask(t, sel, bits)?;
-            if t.peek() == Some("at") {
-                t.next();
-                t.value("at")?;
+impl Filter {
+    /// `match ip|ip6|u32|u16|u8 ...`: adds the selector to `matches` (raw
+    /// keys with mask 0 match everything and only go to `keys`).
+    fn parse_selector(&mut self, t: &mut Tokens<'_>) -> Result<(), TcError> {
+        let sel = t.value("match")?;
+        let family = match sel {
+            "ip" => Family::V4,
+            "ip6" => Family::V6,
+            "u32" | "u16" | "u8" => {
+                let bits = match sel {
+                    "u32" => 32,
+                    "u16" => 16,
+                    _ => 8,
+                };
+                let (value, mask) = value_and_mask(t, sel, bits)?;
+                let mut off = 0;
+                if t.peek() == Some("at") {
+                    t.next();
+                    let v = t.value("at")?;
+                    off = parse_c_number(v)
+                        .and_then(|n| i32::try_from(n).ok())
+                        .ok_or_else(|| {
+                            TcError::new(format!(
+                                "Illegal \"match\": offset \"at {v}\" is not a number (nexthdr+ is not supported)"
+                            ))
+                        })?;
+                }
+                if mask != 0 {
+                    return Err(TcError::new(format!(
+                        "Illegal \"match\": raw \"{sel} {value:#x} {mask:#x}\" keys are not supported \
+                         (only mask 0, match everything); use match ip/ip6 src|dst|sport|dport|protocol|tos"
+                    )));
+                }
+                return self.pack(sel, 0, 0, off, bits);
             }
-            if mask != 0 {
+            other => {
                 return Err(TcError::new(format!(
-                    "Illegal \"match\": raw \"{sel} {value:#x} {mask:#x}\" keys are not supported \
-                     (only mask 0, match everything); use match ip/ip6 src|dst|sport|dport|protocol|tos"
+                    "Illegal \"match\": selector \"{other}\" is not supported (use ip, ip6, or u32 0 0)"
+                )))
+            }
+        };
+        let field_tok = t.value(sel)?;
+        let m = match (family, field_tok) {
+            (_, "src") => prefix(t, family, Field::Src)?,
+            (_, "dst") => prefix(t, family, Field::Dst)?,
+            (_, "sport") | (_, "dport") => {
+                let field = if field_tok == "sport" {
+                    Field::Sport
+                } else {
+                    Field::Dport
+                };
+                let (v, m) = value_and_mask(t, &format!("{sel} {field_tok}"), 16)?;
+                Match::new(family, field, v as u128, m as u128)
+            }
+            (_, "protocol") => {
+                let (v, m) = value_and_mask(t, &format!("{sel} protocol"), 8)?;
+                Match::new(family, Field::Protocol, v as u128, m as u128)
+            }
+            (Family::V4, "tos" | "dsfield") | (Family::V6, "priority") => {
+                let (v, m) = value_and_mask(t, &format!("{sel} {field_tok}"), 8)?;
+                Match::new(family, Field::Dsfield, v as u128, m as u128)
+            }
+            (_, other) => {
+                let fields = match family {
+                    Family::V4 => "src, dst, sport, dport, protocol, tos, dsfield",
+                    Family::V6 => "src, dst, sport, dport, protocol, priority",
+                };
+                return Err(TcError::new(format!(
+                    "Illegal \"match\": \"{sel} {other}\" is not supported (fields: {fields})"
                 )));
             }
-            return Ok(None);
-        }
-        other => {
+        };
+        let mut ok = true;
+        m.for_each_key(|v, mask, off, bits| ok &= pack_key(&mut self.keys, v, mask, off, bits));
+        if !ok {
             return Err(TcError::new(format!(
-                "Illegal \"match\": selector \"{other}\" is not supported (use ip, ip6, or u32 0 0)"
-            )))
-        }
-    };
-    let field_tok = t.value(sel)?;
-    let m = match (family, field_tok) {
-        (_, "src") => prefix(t, family, Field::Src)?,
-        (_, "dst") => prefix(t, family, Field::Dst)?,
-        (_, "sport") | (_, "dport") => {
-            let field = if field_tok == "sport" {
-                Field::Sport
-            } else {
-                Field::Dport
-            };
-            let (v, m) = value_and_mask(t, &format!("{sel} {field_tok}"), 16)?;
-            Match::new(family, field, v as u128, m as u128)
-        }
-        (_, "protocol") => {
-            let (v, m) = value_and_mask(t, &format!("{sel} protocol"), 8)?;
-            Match::new(family, Field::Protocol, v as u128, m as u128)
-        }
-        (Family::V4, "tos" | "dsfield") | (Family::V6, "priority") => {
-            let (v, m) = value_and_mask(t, &format!("{sel} {field_tok}"), 8)?;
-            Match::new(family, Field::Dsfield, v as u128, m as u128)
-        }
-        (_, other) => {
-            let fields = match family {
-                Family::V4 => "src, dst, sport, dport, protocol, tos, dsfield",
-                Family::V6 => "src, dst, sport, dport, protocol, priority",
-            };
-            return Err(TcError::new(format!(
-                "Illegal \"match\": \"{sel} {other}\" is not supported (fields: {fields})"
+                "Illegal \"match\": \"{sel} {field_tok}\" contradicts an earlier match on the same field"
             )));
         }
-    };
-    Ok(Some(m))
+        self.matches.push(m);
+        Ok(())
+    }
+
+    fn pack(
+        &mut self,
+        what: &str,
+        val: u32,
+        mask: u32,
+        off: i32,
+        bits: u32,
+    ) -> Result<(), TcError> {
+        if pack_key(&mut self.keys, val, mask, off, bits) {
+            Ok(())
+        } else {
+            Err(TcError::new(format!(
+                "Illegal \"match\": \"{what}\" at offset {off}: u32 keys need an offset that is a multiple of 4"
+            )))
+        }
+    }
 }
 
 /// `ADDR[/LEN]` for `src`/`dst`.
@@ -504,10 +621,18 @@ fn parse_c_number(s: &str) -> Option<u64> {
 #[derive(Clone, Debug, Default)]
 pub struct FilterChain {
     filters: Vec<Filter>,
+    /// Hash-table ids handed to u32 prio groups after the first (the
+    /// kernel's cyclic `gen_new_htid`: 801, 802, ...).
+    next_ht: u32,
+    /// skbedit action indexes handed out so far.
+    actions: u32,
 }
 
 /// The kernel's first automatic priority (`TC_H_MAJ(0xC0000000)`).
 const AUTO_PRIO_FIRST: u16 = 0xC000;
+/// The u32 root hash table of the first group, and the first node id.
+const U32_ROOT_HT: u32 = 0x800;
+const U32_FIRST_NODE: u32 = 0x800;
 
 impl FilterChain {
     pub fn new() -> Self {
@@ -516,7 +641,9 @@ impl FilterChain {
 
     /// Adds a filter after those of lower or equal prio. A filter without a
     /// prio gets the kernel's automatic one: 49152 on an empty chain, else
-    /// one less than the first filter's.
+    /// one less than the first filter's. Filters sharing a prio must share
+    /// protocol and kind, and a matchall prio holds one filter (as in the
+    /// kernel, where a prio is one classifier instance).
     pub fn add(&mut self, mut filter: Filter) -> Result<(), TcError> {
         if filter.prio == 0 {
             filter.prio = match self.filters.first() {
@@ -528,6 +655,53 @@ impl FilterChain {
                     ))
                 }
             };
+        }
+        let group: Vec<&Filter> = self
+            .filters
+            .iter()
+            .filter(|f| f.prio == filter.prio)
+            .collect();
+        if let Some(g) = group.first() {
+            if g.protocol != filter.protocol || g.kind != filter.kind {
+                return Err(TcError::new(format!(
+                    "Error: prio {} already holds {} {} filters: use another prio for {} {}.",
+                    filter.prio,
+                    g.protocol.name(),
+                    g.kind.name(),
+                    filter.protocol.name(),
+                    filter.kind.name()
+                )));
+            }
+            if g.kind == FilterKind::Matchall {
+                return Err(TcError::new(format!(
+                    "Error: prio {} already holds a matchall filter (one per prio).",
+                    filter.prio
+                )));
+            }
+        }
+        filter.handle = match filter.kind {
+            FilterKind::Matchall => 1,
+            FilterKind::U32 => {
+                let ht = match group.first() {
+                    Some(g) => g.handle >> 20,
+                    None if self.filters.iter().all(|f| f.kind != FilterKind::U32) => {
+                        self.next_ht = 0;
+                        U32_ROOT_HT
+                    }
+                    None => {
+                        self.next_ht = self.next_ht % 0x7fe + 1;
+                        U32_ROOT_HT | self.next_ht
+                    }
+                };
+                let node = (U32_FIRST_NODE..)
+                    .find(|n| group.iter().all(|f| f.handle & 0xfff != *n))
+                    .unwrap_or(U32_FIRST_NODE);
+                (ht << 20) | node
+            }
+        };
+        if filter.skbedit_priority.is_some() {
+            self.actions += 1;
+            filter.action_index = self.actions;
         }
         let at = self.filters.partition_point(|f| f.prio <= filter.prio);
         self.filters.insert(at, filter);
@@ -550,12 +724,86 @@ impl FilterChain {
         self.filters.is_empty()
     }
 
+    /// Whether a filter sends frames to `classid` (the kernel's "class in
+    /// use").
+    pub fn targets(&self, classid: Handle) -> bool {
+        self.filters.iter().any(|f| f.flowid == classid)
+    }
+
     /// The first matching filter's `(flowid, skbedit priority)`.
     pub fn classify(&self, meta: &PacketMeta) -> Option<(Handle, Option<u32>)> {
         self.filters
             .iter()
             .find(|f| f.matches(meta))
             .map(|f| (f.flowid, f.skbedit_priority))
+    }
+
+    /// What `tc filter show dev X parent <qdisc>` prints: per prio the
+    /// classifier line, for u32 its hash table, then one entry per filter
+    /// with its raw keys (tc without `-p`). The action block follows
+    /// iproute2's skbedit layout **[unverified against a real run]**.
+    pub fn print(&self, qdisc: Handle) -> String {
+        let mut out = String::new();
+        for (i, f) in self.filters.iter().enumerate() {
+            let head = format!(
+                "filter parent {} protocol {} pref {} {} chain 0 ",
+                classid_str(qdisc),
+                f.protocol.name(),
+                f.prio,
+                f.kind.name()
+            );
+            let first_of_prio = i == 0 || self.filters[i - 1].prio != f.prio;
+            if first_of_prio {
+                out += &format!("{head}\n");
+            }
+            match f.kind {
+                FilterKind::U32 => {
+                    let ht = f.handle >> 20;
+                    if first_of_prio {
+                        out += &format!("{head}fh {ht:x}: ht divisor 1 \n");
+                    }
+                    let node = f.handle & 0xfff;
+                    out += &format!("{head}fh {ht:x}::{node:x} order {node} key ht {ht:x} bkt 0 ");
+                    if f.flowid != 0 {
+                        out += &format!("flowid {} ", classid_str(f.flowid));
+                    } else {
+                        out += "terminal flowid ";
+                    }
+                    out += "not_in_hw ";
+                    for k in &f.keys {
+                        out += &format!("\n  match {:08x}/{:08x} at {}", k.val, k.mask, k.off);
+                    }
+                }
+                FilterKind::Matchall => {
+                    out += &format!("{head}handle 0x{:x} ", f.handle);
+                    if f.flowid != 0 {
+                        out += &format!("flowid {} ", classid_str(f.flowid));
+                    }
+                    out += "\n  not_in_hw";
+                }
+            }
+            if let Some(p) = f.skbedit_priority {
+                out += &format!(
+                    "\n\taction order 1: skbedit  priority {} pipe\n\t index {} ref 1 bind 1\n",
+                    classid_str(p),
+                    f.action_index
+                );
+            }
+            out += "\n";
+        }
+        out
+    }
+}
+
+/// iproute2's `sprint_tc_classid`.
+fn classid_str(h: Handle) -> String {
+    let (major, minor) = (h >> 16, h & 0xffff);
+    match h {
+        TC_H_ROOT => "root".into(),
+        0 => "none".into(),
+        _ if major == 0 => format!("{minor:x}"),
+        _ if minor == 0 => format!("{major:x}:"),
+        _ => format!("{major:x}:{minor:x}"),
     }
 }
 
@@ -772,6 +1020,10 @@ mod tests {
             ("parent 1: u32 match u32 0 0 flowid 1:1", "protocol"),
             ("protocol ip u32 match ip src 1.2.3.4", "flowid"),
             ("protocol ip", "kind"),
+            (
+                "protocol ip handle 800::1 u32 flowid 1:1",
+                "\"handle\" is not supported",
+            ),
         ];
         for (line, needle) in cases {
             let e = parse(line).unwrap_err().0;
@@ -788,7 +1040,7 @@ mod tests {
             .unwrap();
         c.add(parse("protocol ip prio 5 u32 match u32 0 0 flowid 1:6").unwrap())
             .unwrap();
-        c.add(parse("protocol all prio 1 matchall flowid 1:7").unwrap())
+        c.add(parse("protocol ip prio 1 u32 match u32 0 0 flowid 1:7").unwrap())
             .unwrap();
         let order: Vec<Handle> = c.filters().iter().map(|f| f.flowid & 0xffff).collect();
         assert_eq!(order, vec![1, 7, 5, 6]);
@@ -836,5 +1088,129 @@ mod tests {
             ]), 0..14)) {
             let _ = Filter::parse(&toks);
         }
+    }
+
+    fn keys(line: &str) -> Vec<String> {
+        parse(line)
+            .unwrap()
+            .keys
+            .iter()
+            .map(|k| format!("{:08x}/{:08x} at {}", k.val, k.mask, k.off))
+            .collect()
+    }
+
+    #[test]
+    fn keys_are_packed_like_iproute2() {
+        assert_eq!(
+            keys("protocol ip u32 match ip src 10.0.0.0/8 match ip dport 80 0xffff flowid 1:1"),
+            ["0a000000/ff000000 at 12", "00000050/0000ffff at 20"]
+        );
+        assert_eq!(
+            keys("protocol ip u32 match ip sport 80 0xffff match ip dport 443 0xffff flowid 1:1"),
+            ["005001bb/ffffffff at 20"]
+        );
+        assert_eq!(
+            keys("protocol ip u32 match ip tos 0x10 0xff match ip protocol 6 0xff flowid 1:1"),
+            ["00100000/00ff0000 at 0", "00060000/00ff0000 at 8"]
+        );
+        assert_eq!(
+            keys("protocol ipv6 u32 match ip6 dst 2001:db8::/32 match ip6 priority 0x28 0xff flowid 1:1"),
+            ["20010db8/ffffffff at 24", "02800000/0ff00000 at 0"]
+        );
+        assert_eq!(
+            keys("protocol ipv6 u32 match ip6 src ::1/128 flowid 1:1"),
+            [
+                "00000000/ffffffff at 8",
+                "00000000/ffffffff at 12",
+                "00000000/ffffffff at 16",
+                "00000001/ffffffff at 20"
+            ]
+        );
+        assert_eq!(
+            keys("protocol ipv6 u32 match ip6 protocol 17 0xff match ip6 dport 443 0xffff flowid 1:1"),
+            ["00001100/0000ff00 at 4", "000001bb/0000ffff at 40"]
+        );
+        assert_eq!(
+            keys("protocol all u32 match u32 0 0 flowid 1:1"),
+            ["00000000/00000000 at 0"]
+        );
+        assert_eq!(
+            keys("protocol all u32 match u8 0 0 at 13 flowid 1:1"),
+            ["00000000/00000000 at 12"]
+        );
+        let e =
+            parse("protocol ip u32 match ip sport 80 0xffff match ip sport 81 0xffff flowid 1:1");
+        assert!(e.unwrap_err().0.contains("contradicts"));
+        let e = parse("protocol all u32 match u32 0 0 at 2 flowid 1:1");
+        assert!(e.unwrap_err().0.contains("multiple of 4"));
+        // Same word, compatible: merged.
+        assert_eq!(
+            keys("protocol ip u32 match ip sport 80 0xffff match ip sport 80 0xff00 flowid 1:1"),
+            ["00500000/ffff0000 at 20"]
+        );
+    }
+
+    #[test]
+    fn prio_groups_follow_the_kernel() {
+        let mut c = FilterChain::new();
+        c.add(parse("protocol ip prio 1 u32 match u32 0 0 flowid 1:1").unwrap())
+            .unwrap();
+        let e = c.add(parse("protocol ipv6 prio 1 u32 match u32 0 0 flowid 1:1").unwrap());
+        assert!(e.unwrap_err().0.contains("prio 1 already holds ip u32"));
+        let e = c.add(parse("protocol ip prio 1 matchall flowid 1:1").unwrap());
+        assert!(e.is_err());
+        c.add(parse("protocol all prio 2 matchall flowid 1:1").unwrap())
+            .unwrap();
+        let e = c.add(parse("protocol all prio 2 matchall flowid 1:2").unwrap());
+        assert!(e.unwrap_err().0.contains("one per prio"));
+    }
+
+    #[test]
+    fn show_prints_like_tc() {
+        let mut c = FilterChain::new();
+        c.add(parse("parent 1: protocol ip prio 1 u32 match ip src 10.0.0.0/8 match ip dport 80 0xffff flowid 1:10").unwrap())
+            .unwrap();
+        c.add(
+            parse("parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff flowid 1:20")
+                .unwrap(),
+        )
+        .unwrap();
+        c.add(
+            parse("parent 1: protocol ipv6 prio 3 u32 match ip6 dport 53 0xffff flowid 1:30")
+                .unwrap(),
+        )
+        .unwrap();
+        c.add(parse("parent 1: protocol all prio 9 matchall classid 1:a").unwrap())
+            .unwrap();
+        let expected = "\
+filter parent 1: protocol ip pref 1 u32 chain 0 
+filter parent 1: protocol ip pref 1 u32 chain 0 fh 800: ht divisor 1 
+filter parent 1: protocol ip pref 1 u32 chain 0 fh 800::800 order 2048 key ht 800 bkt 0 flowid 1:10 not_in_hw 
+  match 0a000000/ff000000 at 12
+  match 00000050/0000ffff at 20
+filter parent 1: protocol ip pref 1 u32 chain 0 fh 800::801 order 2049 key ht 800 bkt 0 flowid 1:20 not_in_hw 
+  match 00110000/00ff0000 at 8
+filter parent 1: protocol ipv6 pref 3 u32 chain 0 
+filter parent 1: protocol ipv6 pref 3 u32 chain 0 fh 801: ht divisor 1 
+filter parent 1: protocol ipv6 pref 3 u32 chain 0 fh 801::800 order 2048 key ht 801 bkt 0 flowid 1:30 not_in_hw 
+  match 00000035/0000ffff at 40
+filter parent 1: protocol all pref 9 matchall chain 0 
+filter parent 1: protocol all pref 9 matchall chain 0 handle 0x1 flowid 1:a 
+  not_in_hw
+";
+        assert_eq!(c.print(0x1_0000), expected);
+        // Deleting every u32 filter gives the next group table 800 again.
+        c.delete(Some(1));
+        c.delete(Some(3));
+        c.add(
+            parse("protocol ip prio 4 u32 match u32 0 0 flowid 1:1 action skbedit priority 1:5")
+                .unwrap(),
+        )
+        .unwrap();
+        let out = c.print(0x1_0000);
+        assert!(out.contains("fh 800::800 order 2048 key ht 800 bkt 0 flowid 1:1 not_in_hw \n  match 00000000/00000000 at 0\n\taction order 1: skbedit  priority 1:5 pipe\n\t index 1 ref 1 bind 1\n"), "{out}");
+        assert_eq!(classid_str(TC_H_ROOT), "root");
+        assert_eq!(classid_str(0), "none");
+        assert_eq!(classid_str(0x12), "12");
     }
 }

@@ -227,6 +227,16 @@ pub trait Classful {
         let _ = filter;
         Err(TcError::new("Error: Class doesn't support filters."))
     }
+    /// `tc filter del ... [prio N]`: removes the filters of that prio (all
+    /// with `None`), returning how many went.
+    fn delete_filters(&mut self, prio: Option<u16>) -> Result<usize, TcError> {
+        let _ = prio;
+        Err(TcError::new("Error: Class doesn't support filters."))
+    }
+    /// The filters, for `tc filter show` (`FilterChain::print`).
+    fn filters(&self) -> Option<&crate::packet::filter::FilterChain> {
+        None
+    }
     /// The ctx children get (txqueuelen, mtu, seed).
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx;
 }

@@ -60,7 +60,8 @@ struct Class {
     /// The `select` pass that found the child unable to send (e.g. a
     /// throttled shaper below); such a class is skipped for that pass.
     blocked_pass: u64,
-    /// Basic counters (`Sent`), counted at dequeue.
+    /// The class's basic counters (`Sent`). As in the kernel, a class counts
+    /// a frame when its child accepts it (the qdisc counts at dequeue).
     bytes: u64,
     packets: u64,
 }
@@ -177,6 +178,19 @@ impl Qfq {
         Ok(wsum)
     }
 
+    /// `maxpkt` as given, else psched_mtu, which must be in range too.
+    fn lmax_or_default(&self, lmax: Option<u32>) -> Result<u32, TcError> {
+        let mtu = self.ctx.psched_mtu;
+        match lmax {
+            Some(l) => Ok(l),
+            None if (QFQ_MIN_LMAX..=QFQ_MAX_LMAX).contains(&mtu) => Ok(mtu),
+            None => Err(TcError::new(format!(
+                "Error: qfq: MTU size out of bounds for qfq (psched_mtu {mtu}, allowed \
+                 {QFQ_MIN_LMAX}..{QFQ_MAX_LMAX}): give \"maxpkt BYTES\"."
+            ))),
+        }
+    }
+
     /// skb->priority naming a class, else the filters; `None`: unclassified.
     fn classify(&self, pkt: &mut Packet) -> Option<usize> {
         let prio = pkt.meta.priority;
@@ -276,7 +290,8 @@ impl Qfq {
         }
     }
 
-    /// Drops and deactivates every class's frames (reset and delete paths).
+    /// Takes every class out of the scheduler (their children were just
+    /// emptied by `reset` or `drain_all`).
     fn forget_schedule(&mut self) {
         self.in_service = None;
         for c in &mut self.classes {
@@ -285,25 +300,24 @@ impl Qfq {
         }
     }
 
-    fn class_dump(&self, c: &Class, now: Instant) -> ClassDump {
-        let child = c.child.stats();
+    /// A class as `tc class show` prints it; `child` is its qdisc's dump.
+    fn class_dump(c: &Class, child: &QdiscDump) -> ClassDump {
         let options = format!("weight {} maxpkt {}", c.weight, c.lmax);
         let mut options_json = serde_json::Map::new();
         options_json.insert("weight".into(), json!(c.weight));
         options_json.insert("maxpkt".into(), json!(c.lmax));
-        let leaf = c.child.dump(now).handle;
         ClassDump {
             kind: "qfq".into(),
             classid: c.classid,
             parent: TC_H_ROOT,
-            leaf: (leaf != 0).then_some(leaf),
+            leaf: (child.handle != 0).then_some(child.handle),
             options: options.clone(),
             options_detail: options,
             options_json,
             stats: Some(QdiscStats {
                 bytes: c.bytes,
                 packets: c.packets,
-                ..child
+                ..child.stats
             }),
             ..ClassDump::default()
         }
@@ -329,9 +343,14 @@ impl Qdisc for Qfq {
             }
             self.raise_lmax(i, pkt.len);
         }
+        let len = pkt.len;
         let before = drops.len();
         let verdict = self.classes[i].child.enqueue(pkt, now, drops);
         self.stats.drops += (drops.len() - before) as u64;
+        if verdict == Verdict::Queued {
+            self.classes[i].bytes += len as u64;
+            self.classes[i].packets += 1;
+        }
         if !self.classes[i].active && self.classes[i].child.qlen() > 0 {
             self.activate(i);
         }
@@ -348,10 +367,7 @@ impl Qdisc for Qfq {
             self.end_turn(i);
             return None;
         };
-        let c = &mut self.classes[i];
-        c.served += pkt.len as u64;
-        c.bytes += pkt.len as u64;
-        c.packets += 1;
+        self.classes[i].served += pkt.len as u64;
         self.vtime += pkt.len as u128 * self.iwsum;
         self.stats.count_sent(pkt.len);
         if self.classes[i].child.qlen() == 0 {
@@ -400,6 +416,7 @@ impl Qdisc for Qfq {
     }
 
     fn dump(&self, now: Instant) -> QdiscDump {
+        let children: Vec<QdiscDump> = self.classes.iter().map(|c| c.child.dump(now)).collect();
         QdiscDump {
             kind: "qfq".into(),
             handle: self.ctx.handle,
@@ -408,9 +425,10 @@ impl Qdisc for Qfq {
             classes: self
                 .classes
                 .iter()
-                .map(|c| self.class_dump(c, now))
+                .zip(&children)
+                .map(|(c, child)| Qfq::class_dump(c, child))
                 .collect(),
-            children: self.classes.iter().map(|c| c.child.dump(now)).collect(),
+            children,
             ..QdiscDump::default()
         }
     }
@@ -455,13 +473,14 @@ impl Classful for Qfq {
         };
         let opts = parse_class_opts(args)?;
         let weight = opts.weight.unwrap_or(1);
+        let lmax = self.lmax_or_default(opts.lmax)?;
         let wsum = self.checked_wsum(0, weight)?;
         let child = Fifo::new(FifoKind::Pfifo, self.child_ctx(0, classid));
         let mut class = Class {
             classid,
             weight,
             inv_w: 0,
-            lmax: opts.lmax.unwrap_or(self.ctx.psched_mtu),
+            lmax,
             child: Box::new(child),
             start: 0,
             finish: 0,
@@ -492,7 +511,7 @@ impl Classful for Qfq {
         })?;
         let opts = parse_class_opts(args)?;
         let weight = opts.weight.unwrap_or(1);
-        let lmax = opts.lmax.unwrap_or(self.ctx.psched_mtu);
+        let lmax = self.lmax_or_default(opts.lmax)?;
         let wsum = self.checked_wsum(self.classes[i].weight, weight)?;
         self.set_wsum(wsum);
         let in_service = self.in_service == Some(i);
@@ -505,6 +524,9 @@ impl Classful for Qfq {
         Ok(())
     }
 
+    /// Purges the class's frames (`QdiscReset`, counted as qdisc drops) and
+    /// frees its weight. Like the kernel, refuses while a filter points to
+    /// the class.
     fn delete_class(&mut self, classid: Handle, drops: &mut Drops) -> Result<(), TcError> {
         let i = self.find(classid).map_err(|_| {
             TcError::new(format!(
@@ -513,6 +535,14 @@ impl Classful for Qfq {
                 tc_h_minor(classid)
             ))
         })?;
+        if self.filters.targets(classid) {
+            return Err(TcError::new(format!(
+                "Error: qfq: QFQ class in use: filters send frames to {:x}:{:x}; delete them \
+                 first (tc filter del ... prio N).",
+                tc_h_major(classid),
+                tc_h_minor(classid)
+            )));
+        }
         if self.in_service == Some(i) {
             self.in_service = None;
         }
@@ -562,6 +592,14 @@ impl Classful for Qfq {
 
     fn add_filter(&mut self, filter: Filter) -> Result<(), TcError> {
         self.filters.add(filter)
+    }
+
+    fn delete_filters(&mut self, prio: Option<u16>) -> Result<usize, TcError> {
+        Ok(self.filters.delete(prio))
+    }
+
+    fn filters(&self) -> Option<&FilterChain> {
+        Some(&self.filters)
     }
 
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {
@@ -814,6 +852,14 @@ mod tests {
         // skb->priority selects before the filters do.
         q.enqueue(to_class(3, 100, 2), t, &mut d);
         assert_eq!(q.dump(t).classes[1].stats.unwrap().qlen, 1);
+        // A class filters point to cannot be deleted until they go.
+        let e = q.delete_class(cid(2), &mut d).unwrap_err().0;
+        assert!(e.contains("QFQ class in use"), "{e}");
+        assert_eq!(q.filters().unwrap().filters().len(), 2);
+        assert_eq!(q.delete_filters(Some(1)).unwrap(), 1);
+        q.delete_class(cid(2), &mut d).unwrap();
+        assert!(q.filters().unwrap().print(H).contains("matchall"));
+        assert_eq!(q.delete_filters(None).unwrap(), 1);
     }
 
     #[test]
@@ -954,7 +1000,8 @@ mod tests {
         assert_eq!(c.options_json["weight"], 10);
         assert_eq!(c.options_json["maxpkt"], 2000);
         let s = c.stats.unwrap();
-        assert_eq!((s.bytes, s.packets, s.qlen, s.backlog), (500, 1, 1, 700));
+        // The class counts at enqueue, the qdisc at dequeue.
+        assert_eq!((s.bytes, s.packets, s.qlen, s.backlog), (1200, 2, 1, 700));
         assert_eq!(dump.classes[0].options, "weight 1 maxpkt 1514");
         assert_eq!(dump.children.len(), 2);
         assert_eq!(dump.children[1].kind, "pfifo");
@@ -990,6 +1037,13 @@ mod tests {
             assert!(e.contains(needle), "{args}: {e}");
         }
         assert!(q.classes.is_empty());
+        let mut tiny = Qfq::new(QdiscCtx {
+            psched_mtu: 300,
+            ..ctx()
+        });
+        let e = tiny.add_class(cid(1), H, &[]).unwrap_err().0;
+        assert!(e.contains("MTU size out of bounds"), "{e}");
+        tiny.add_class(cid(1), H, &["maxpkt", "512"]).unwrap();
         q.add_class(cid(1), TC_H_ROOT, &["weight", "1024", "maxpkt", "65536"])
             .unwrap();
         assert!(q
