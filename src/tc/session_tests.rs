@@ -134,6 +134,7 @@ fn qfq_session_with_filter_and_leaf() {
         t.enqueue(flow_pkt(id, 500, 0), T, &mut d);
     }
     assert!(t.dequeue(T, &mut d).is_some());
+    // (the kernel's QFQ counts class bytes at enqueue)
     let classes = session(&mut t, "tc -s class show dev left", &mut d);
     assert_eq!(
         classes,
@@ -141,7 +142,7 @@ fn qfq_session_with_filter_and_leaf() {
          Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n \
          backlog 0b 0p requeues 0\n\
          class qfq 1:2 root leaf 20: weight 20 maxpkt 2000 \n \
-         Sent 500 bytes 1 pkt (dropped 0, overlimits 0 requeues 0) \n \
+         Sent 1500 bytes 3 pkt (dropped 0, overlimits 0 requeues 0) \n \
          backlog 1000b 2p requeues 0\n"
     );
     // change a class, delete a class, then the root
