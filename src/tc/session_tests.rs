@@ -392,3 +392,19 @@ fn show_selectors() {
     // the whole device listing names it
     assert!(only(&mut t, "tc qdisc").starts_with("qdisc qfq 1: dev left root refcnt 2 \n"));
 }
+
+#[test]
+fn vector_f6_fq_codel_flow_classes() {
+    let mut t = left(1);
+    let mut d = Drops::new();
+    session(&mut t, "tc qdisc add dev left root fq_codel", &mut d);
+    t.enqueue(flow_pkt(1, 1514, 7), T, &mut d);
+    let out = session(&mut t, "tc -s class show dev left", &mut d);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    assert!(lines[0].starts_with("class fq_codel 8001:"), "{out}");
+    assert!(lines[0].ends_with(" parent 8001: "), "{out}");
+    assert_eq!(lines[1], " (dropped 0, overlimits 0 requeues 0) ");
+    assert_eq!(lines[2], " backlog 1514b 1p requeues 0");
+    assert!(lines[3].starts_with("  deficit "), "{out}");
+}
