@@ -1,1 +1,588 @@
-//! (placeholder: filled in by its owner)
+//! The TOML configuration: the two namespaces with their TAPs and addresses,
+//! the emulated link (shared settings plus `left_to_right`/`right_to_left`
+//! overrides), the qdisc of each direction (structured or as literal tc
+//! lines, both turned into tc command lines), ethtool-style link settings and
+//! the daemon settings. Loading validates everything and reports precise
+//! errors (file:line:col, field path, value, allowed range, fix).
+//!
+//! Submodules: `values` (typed leaf values: tc quantities, addresses),
+//! `qdisc` (qdisc forms → tc lines), `ethtool` (`ethtool -C/-G/-K` lines →
+//! `LinkParams`), `validate` (ranges and cross-field rules), `overrides`
+//! (`--set key=value`), `report` (`bloatbox check`), `error` and `source`
+//! (error type, positions).
+//!
+//! ```toml
+//! [left]                      # namespace bb-left, TAP bbl0, addresses
+//! [right]
+//! [tap]                       # mtu, the TAPs' own (small) txqueuelen
+//! [link]                      # shared by both directions
+//! rate = "100mbit"
+//! qdisc = "fq_codel"          # or { kind = "fq_codel", ecn = true }
+//! tc = ["tc qdisc add dev left root fq_codel"]   # literal form, by device
+//! ethtool = ["ethtool -C left rx-usecs 20 rx-frames 0"]
+//! [link.left_to_right]        # overrides for the left→right direction
+//! [daemon]
+//! ```
+//!
+//! Precedence per direction: a value in `link.left_to_right` (or
+//! `right_to_left`) beats `link`, which beats the built-in default; ethtool
+//! lines are applied after that, in order. Literal tc lines for a device
+//! replace the structured qdisc of that direction.
+
+mod error;
+pub mod ethtool;
+mod overrides;
+pub mod qdisc;
+mod report;
+mod source;
+mod validate;
+pub mod values;
+
+pub use error::ConfigError;
+pub use ethtool::{apply_ethtool, parse_ethtool, EthtoolCommand, EthtoolSetting};
+pub use qdisc::{HtbClass, QdiscSpec, QdiscTable};
+pub use report::check_report;
+pub use source::Position;
+pub use values::{Delay, IfAddr, LinkRate, Size, TcRate, TcTime};
+
+use crate::link::LinkParams;
+use serde::{Deserialize, Deserializer, Serialize};
+use source::SpanIndex;
+use std::path::{Path, PathBuf};
+
+/// The embedded default configuration (configs/default.toml).
+pub const DEFAULT_TOML: &str = include_str!("../../configs/default.toml");
+
+/// A check of one tc command line by the tc front end (`Err` = its message).
+pub type TcCheck<'a> = &'a dyn Fn(&str) -> Result<(), String>;
+
+/// One direction of the link, named after the device whose egress it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Egress of device `left`: frames from the left namespace to the right.
+    LeftToRight,
+    /// Egress of device `right`.
+    RightToLeft,
+}
+
+impl Direction {
+    pub const BOTH: [Direction; 2] = [Direction::LeftToRight, Direction::RightToLeft];
+
+    /// The device name tc and ethtool lines use: `left` or `right`.
+    pub fn dev(self) -> &'static str {
+        match self {
+            Direction::LeftToRight => "left",
+            Direction::RightToLeft => "right",
+        }
+    }
+
+    /// The direction whose egress device is `dev`.
+    pub fn from_dev(dev: &str) -> Option<Direction> {
+        match dev {
+            "left" => Some(Direction::LeftToRight),
+            "right" => Some(Direction::RightToLeft),
+            _ => None,
+        }
+    }
+
+    /// The key of its override table under `[link]`.
+    pub fn table_key(self) -> &'static str {
+        match self {
+            Direction::LeftToRight => "left_to_right",
+            Direction::RightToLeft => "right_to_left",
+        }
+    }
+
+    /// `left→right` / `right→left`, for people.
+    pub fn arrow(self) -> &'static str {
+        match self {
+            Direction::LeftToRight => "left→right",
+            Direction::RightToLeft => "right→left",
+        }
+    }
+}
+
+/// The whole configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(
+        default = "Endpoint::default_left",
+        deserialize_with = "Endpoint::deserialize_left"
+    )]
+    pub left: Endpoint,
+    #[serde(
+        default = "Endpoint::default_right",
+        deserialize_with = "Endpoint::deserialize_right"
+    )]
+    pub right: Endpoint,
+    #[serde(default)]
+    pub tap: TapSettings,
+    #[serde(default)]
+    pub link: LinkSettings,
+    #[serde(default)]
+    pub daemon: DaemonSettings,
+}
+
+/// One side: its network namespace, TAP and addresses.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Endpoint {
+    pub namespace: String,
+    pub tap: String,
+    pub ipv4: IfAddr,
+    pub ipv6: IfAddr,
+}
+
+/// An `[left]`/`[right]` table as written: missing keys take the side's default.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table with namespace, tap, ipv4, ipv6"
+)]
+struct EndpointPatch {
+    namespace: Option<String>,
+    tap: Option<String>,
+    ipv4: Option<IfAddr>,
+    ipv6: Option<IfAddr>,
+}
+
+impl Endpoint {
+    fn side(namespace: &str, tap: &str, ipv4: &str, ipv6: &str) -> Endpoint {
+        let addr = |text: &str| {
+            IfAddr::parse(text).unwrap_or(IfAddr {
+                addr: std::net::Ipv4Addr::UNSPECIFIED.into(),
+                prefix: 0,
+            })
+        };
+        Endpoint {
+            namespace: namespace.into(),
+            tap: tap.into(),
+            ipv4: addr(ipv4),
+            ipv6: addr(ipv6),
+        }
+    }
+
+    pub fn default_left() -> Endpoint {
+        Endpoint::side("bb-left", "bbl0", "10.77.0.1/24", "fd00:77::1/64")
+    }
+
+    pub fn default_right() -> Endpoint {
+        Endpoint::side("bb-right", "bbr0", "10.77.0.2/24", "fd00:77::2/64")
+    }
+
+    fn patched(mut self, patch: EndpointPatch) -> Endpoint {
+        self.namespace = patch.namespace.unwrap_or(self.namespace);
+        self.tap = patch.tap.unwrap_or(self.tap);
+        self.ipv4 = patch.ipv4.unwrap_or(self.ipv4);
+        self.ipv6 = patch.ipv6.unwrap_or(self.ipv6);
+        self
+    }
+
+    fn deserialize_left<'de, D: Deserializer<'de>>(d: D) -> Result<Endpoint, D::Error> {
+        EndpointPatch::deserialize(d).map(|p| Endpoint::default_left().patched(p))
+    }
+
+    fn deserialize_right<'de, D: Deserializer<'de>>(d: D) -> Result<Endpoint, D::Error> {
+        EndpointPatch::deserialize(d).map(|p| Endpoint::default_right().patched(p))
+    }
+}
+
+/// Settings of both TAP interfaces.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    default,
+    deny_unknown_fields,
+    expecting = "a table with mtu, txqueuelen"
+)]
+pub struct TapSettings {
+    /// MTU of the TAPs and of the emulated devices, 68..=9000.
+    pub mtu: u32,
+    /// The TAPs' own kernel txqueuelen: small, so that it hides no buffer.
+    pub txqueuelen: u32,
+}
+
+impl Default for TapSettings {
+    fn default() -> Self {
+        TapSettings {
+            mtu: 1500,
+            txqueuelen: 16,
+        }
+    }
+}
+
+/// Link settings. The same table type serves `[link]` (shared) and its
+/// direction overrides; unset values fall back to the shared table, then to
+/// `LinkSettings::builtin()`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table of link settings (rate, delay, ...)"
+)]
+pub struct LinkSettings {
+    /// Line rate (tc units), "0" or "unlimited" for none; ≤ 100gbit.
+    pub rate: Option<LinkRate>,
+    /// Extra bytes per frame on the wire (24 = preamble + FCS + IFG).
+    pub overhead: Option<u32>,
+    /// One-way propagation delay, ≤ 60s.
+    pub delay: Option<Delay>,
+    /// TX ring descriptors, 1..=4096.
+    pub tx_ring: Option<u32>,
+    /// Byte queue limits on the TX queue.
+    pub bql: Option<bool>,
+    /// TX completion coalescing (ethtool -C tx-usecs / tx-frames).
+    pub tx_usecs: Option<u32>,
+    pub tx_frames: Option<u32>,
+    /// RX interrupt coalescing (ethtool -C rx-usecs / rx-frames).
+    pub rx_usecs: Option<u32>,
+    pub rx_frames: Option<u32>,
+    /// Qdisc bulk dequeue.
+    pub bulk_dequeue: Option<bool>,
+    /// txqueuelen of the emulated device, 1..=100000.
+    pub txqueuelen: Option<u32>,
+    /// TX queues; more than 1 puts an mq root above one qdisc per queue.
+    pub tx_queues: Option<u32>,
+    /// The structured qdisc form.
+    pub qdisc: Option<QdiscSpec>,
+    /// Literal tc lines; `dev left` configures left→right, `dev right` its mirror.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tc: Vec<String>,
+    /// ethtool lines, by device like `tc`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ethtool: Vec<String>,
+    /// Overrides for left→right (only in `[link]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_to_right: Option<Box<LinkSettings>>,
+    /// Overrides for right→left (only in `[link]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub right_to_left: Option<Box<LinkSettings>>,
+}
+
+impl LinkSettings {
+    /// The built-in defaults: every value set, no tc or ethtool lines.
+    pub fn builtin() -> LinkSettings {
+        let base = LinkParams::default();
+        LinkSettings {
+            rate: LinkRate::parse("100mbit").ok(),
+            overhead: Some(base.overhead),
+            delay: Delay::parse("5ms").ok(),
+            tx_ring: Some(base.tx_ring),
+            bql: Some(base.bql),
+            tx_usecs: Some(base.tx_usecs),
+            tx_frames: Some(base.tx_frames),
+            rx_usecs: Some(base.rx_usecs),
+            rx_frames: Some(base.rx_frames),
+            bulk_dequeue: Some(base.bulk_dequeue),
+            txqueuelen: Some(base.txqueuelen),
+            tx_queues: Some(1),
+            qdisc: Some(QdiscSpec::pfifo_fast()),
+            ..LinkSettings::default()
+        }
+    }
+
+    /// The override table of `dir`, if written.
+    pub fn direction(&self, dir: Direction) -> Option<&LinkSettings> {
+        match dir {
+            Direction::LeftToRight => self.left_to_right.as_deref(),
+            Direction::RightToLeft => self.right_to_left.as_deref(),
+        }
+    }
+}
+
+/// Settings of the running daemon.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    default,
+    deny_unknown_fields,
+    expecting = "a table with control_socket, snapshot_hz, spin_us, pool_size"
+)]
+pub struct DaemonSettings {
+    /// Control socket; unset = /run/bloatbox/<left namespace>.sock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control_socket: Option<String>,
+    /// Snapshots published per second, 1..=1000.
+    pub snapshot_hz: u32,
+    /// Spin this many µs before a timer deadline (0 = off), ≤ 10000.
+    pub spin_us: u32,
+    /// Frame buffers in the pool, 64..=1048576.
+    pub pool_size: u32,
+}
+
+impl Default for DaemonSettings {
+    fn default() -> Self {
+        DaemonSettings {
+            control_socket: None,
+            snapshot_hz: 20,
+            spin_us: 0,
+            pool_size: 65536,
+        }
+    }
+}
+
+impl Default for Config {
+    /// Identical to configs/default.toml (a test keeps them equal).
+    fn default() -> Self {
+        Config {
+            left: Endpoint::default_left(),
+            right: Endpoint::default_right(),
+            tap: TapSettings::default(),
+            link: LinkSettings::builtin(),
+            daemon: DaemonSettings::default(),
+        }
+    }
+}
+
+/// Where a resolved link value came from: its dotted path.
+pub(crate) struct Sourced<T> {
+    pub value: T,
+    pub path: String,
+}
+
+impl Config {
+    /// Reads and validates a configuration file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
+        Config::load_with(path, None)
+    }
+
+    /// Like `load`, also checking every tc line with the tc front end.
+    pub fn load_with(
+        path: impl AsRef<Path>,
+        tc_check: Option<TcCheck>,
+    ) -> Result<Config, ConfigError> {
+        let origin = path.as_ref().display().to_string();
+        let text =
+            std::fs::read_to_string(path.as_ref()).map_err(|e| ConfigError::io(&origin, &e))?;
+        Config::from_str_with(&text, &origin, tc_check)
+    }
+
+    /// Parses and validates a configuration text; `origin` names it in errors.
+    pub fn from_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        Config::from_str_with(text, origin, None)
+    }
+
+    /// Like `from_str`, also checking every tc line with the tc front end.
+    pub fn from_str_with(
+        text: &str,
+        origin: &str,
+        tc_check: Option<TcCheck>,
+    ) -> Result<Config, ConfigError> {
+        let index = SpanIndex::build(text);
+        let config: Config =
+            toml::from_str(text).map_err(|e| ConfigError::from_toml(&e, origin, text, &index))?;
+        config
+            .validate_with(tc_check)
+            .map_err(|e| e.locate(origin, text, &index))?;
+        Ok(config)
+    }
+
+    /// The configuration compiled into the binary (configs/default.toml).
+    pub fn embedded_default() -> Config {
+        Config::from_str(DEFAULT_TOML, "<embedded configs/default.toml>").unwrap_or_default()
+    }
+
+    /// Checks ranges and cross-field rules (done by every constructor; call
+    /// it again after editing fields by hand).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_with(None)
+    }
+
+    /// `validate`, also passing every tc line to `tc_check`.
+    pub fn validate_with(&self, tc_check: Option<TcCheck>) -> Result<(), ConfigError> {
+        validate::validate(self, tc_check)
+    }
+
+    /// The endpoint on the sending side of `dir`.
+    pub fn endpoint(&self, dir: Direction) -> &Endpoint {
+        match dir {
+            Direction::LeftToRight => &self.left,
+            Direction::RightToLeft => &self.right,
+        }
+    }
+
+    /// The control socket path.
+    pub fn control_socket(&self) -> PathBuf {
+        match &self.daemon.control_socket {
+            Some(path) => PathBuf::from(path),
+            None => PathBuf::from(format!("/run/bloatbox/{}.sock", self.left.namespace)),
+        }
+    }
+
+    /// A link value for `dir`: the direction table, else `[link]`, else the
+    /// built-in default; with the path it is (or would be) written at.
+    pub(crate) fn pick<T: Clone>(
+        &self,
+        dir: Direction,
+        key: &str,
+        get: impl Fn(&LinkSettings) -> &Option<T>,
+    ) -> Option<Sourced<T>> {
+        if let Some(v) = self.link.direction(dir).and_then(|t| get(t).clone()) {
+            return Some(Sourced {
+                value: v,
+                path: format!("link.{}.{key}", dir.table_key()),
+            });
+        }
+        let value = get(&self.link)
+            .clone()
+            .or_else(|| get(&LinkSettings::builtin()).clone())?;
+        Some(Sourced {
+            value,
+            path: format!("link.{key}"),
+        })
+    }
+
+    /// The link parameters of `dir` before ethtool lines.
+    fn base_link_params(&self, dir: Direction) -> LinkParams {
+        let d = LinkParams::default();
+        let num = |key: &str, get: fn(&LinkSettings) -> &Option<u32>, fallback: u32| {
+            self.pick(dir, key, get).map_or(fallback, |s| s.value)
+        };
+        let flag = |key: &str, get: fn(&LinkSettings) -> &Option<bool>, fallback: bool| {
+            self.pick(dir, key, get).map_or(fallback, |s| s.value)
+        };
+        LinkParams {
+            rate_bytes_ps: self
+                .pick(dir, "rate", |l| &l.rate)
+                .map_or(d.rate_bytes_ps, |s| s.value.value()),
+            overhead: num("overhead", |l| &l.overhead, d.overhead),
+            delay_ns: self
+                .pick(dir, "delay", |l| &l.delay)
+                .map_or(d.delay_ns, |s| s.value.value()),
+            tx_ring: num("tx_ring", |l| &l.tx_ring, d.tx_ring),
+            bql: flag("bql", |l| &l.bql, d.bql),
+            tx_usecs: num("tx_usecs", |l| &l.tx_usecs, d.tx_usecs),
+            tx_frames: num("tx_frames", |l| &l.tx_frames, d.tx_frames),
+            rx_usecs: num("rx_usecs", |l| &l.rx_usecs, d.rx_usecs),
+            rx_frames: num("rx_frames", |l| &l.rx_frames, d.rx_frames),
+            bulk_dequeue: flag("bulk_dequeue", |l| &l.bulk_dequeue, d.bulk_dequeue),
+            mtu: self.tap.mtu,
+            txqueuelen: num("txqueuelen", |l| &l.txqueuelen, d.txqueuelen),
+        }
+    }
+
+    /// Lines of one list (`tc` or `ethtool`) that belong to `dir`, with
+    /// their paths, in the order they apply: `[link]` first, then the
+    /// direction table. `names` tells which direction a line names; lines it
+    /// cannot tell are attributed to every direction so validation reports them.
+    fn directed_lines(
+        &self,
+        dir: Direction,
+        list: &str,
+        get: fn(&LinkSettings) -> &[String],
+        names: fn(&str) -> Option<Direction>,
+    ) -> Vec<Sourced<&str>> {
+        let tables = [
+            ("link".to_string(), Some(&self.link)),
+            (
+                format!("link.{}", dir.table_key()),
+                self.link.direction(dir),
+            ),
+        ];
+        let mut lines = Vec::new();
+        for (prefix, table) in tables {
+            let Some(table) = table else { continue };
+            for (i, line) in get(table).iter().enumerate() {
+                if names(line).is_none_or(|d| d == dir) {
+                    lines.push(Sourced {
+                        value: line.as_str(),
+                        path: format!("{prefix}.{list}[{i}]"),
+                    });
+                }
+            }
+        }
+        lines
+    }
+
+    /// The ethtool lines of `dir`'s device.
+    pub(crate) fn ethtool_lines(&self, dir: Direction) -> Vec<Sourced<&str>> {
+        self.directed_lines(
+            dir,
+            "ethtool",
+            |t| &t.ethtool,
+            |l| parse_ethtool(l).ok().map(|c| c.direction),
+        )
+    }
+
+    /// `base_link_params` with the ethtool lines applied.
+    pub(crate) fn try_link_params(&self, dir: Direction) -> Result<LinkParams, ConfigError> {
+        let mut params = self.base_link_params(dir);
+        for line in self.ethtool_lines(dir) {
+            apply_ethtool(line.value, &mut params).map_err(|e| {
+                ConfigError::field(line.path, Some(error::toml_text(line.value)), e.message)
+            })?;
+        }
+        Ok(params)
+    }
+
+    /// TX queues of `dir`'s device (more than 1: mq with a qdisc per queue).
+    pub fn tx_queues(&self, dir: Direction) -> u32 {
+        self.pick(dir, "tx_queues", |l| &l.tx_queues)
+            .map_or(1, |s| s.value)
+    }
+
+    /// The effective link parameters of `dir` (core units), ethtool lines
+    /// applied. On a validated configuration this is exact; a line that
+    /// fails is skipped.
+    pub fn link_params(&self, dir: Direction) -> LinkParams {
+        self.try_link_params(dir)
+            .unwrap_or_else(|_| self.base_link_params(dir))
+    }
+
+    /// Offload flags the ethtool lines of `dir` set (informational).
+    pub fn offloads(&self, dir: Direction) -> Vec<(String, bool)> {
+        self.ethtool_lines(dir)
+            .iter()
+            .filter_map(|l| match parse_ethtool(l.value).ok()?.setting {
+                EthtoolSetting::Offload(flags) => Some(flags),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    }
+
+    /// The literal tc lines of `dir`'s device.
+    pub(crate) fn literal_tc_lines(&self, dir: Direction) -> Vec<Sourced<&str>> {
+        self.directed_lines(dir, "tc", |t| &t.tc, |l| qdisc::literal_direction(l).ok())
+    }
+
+    /// tc lines of `dir` with the path each comes from.
+    pub(crate) fn try_tc_lines(&self, dir: Direction) -> Result<Vec<Sourced<String>>, ConfigError> {
+        let literal = self.literal_tc_lines(dir);
+        if !literal.is_empty() {
+            return Ok(literal
+                .into_iter()
+                .map(|l| Sourced {
+                    value: l.value.to_string(),
+                    path: l.path,
+                })
+                .collect());
+        }
+        let tx_queues = self
+            .pick(dir, "tx_queues", |l| &l.tx_queues)
+            .map_or(1, |s| s.value);
+        let Some(spec) = self.pick(dir, "qdisc", |l| &l.qdisc) else {
+            return Ok(Vec::new());
+        };
+        let lines = spec
+            .value
+            .tc_lines(dir.dev(), tx_queues)
+            .map_err(|msg| ConfigError::field(spec.path.clone(), None, msg))?;
+        Ok(lines
+            .into_iter()
+            .map(|value| Sourced {
+                value,
+                path: spec.path.clone(),
+            })
+            .collect())
+    }
+
+    /// The tc command lines that build `dir`'s qdisc (device `left` for
+    /// left→right, `right` for right→left), for the tc front end to run.
+    pub fn tc_lines(&self, dir: Direction) -> Vec<String> {
+        match self.try_tc_lines(dir) {
+            Ok(lines) => lines.into_iter().map(|l| l.value).collect(),
+            Err(_) => QdiscSpec::pfifo_fast()
+                .tc_lines(dir.dev(), 1)
+                .unwrap_or_default(),
+        }
+    }
+}

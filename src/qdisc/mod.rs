@@ -239,4 +239,10 @@ pub trait Classful {
     }
     /// The ctx children get (txqueuelen, mtu, seed).
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx;
+    /// Warnings the kernel attaches to successful class operations (tc
+    /// prints them as `Warning: ...`, e.g. HTB's "quantum of class 10010 is
+    /// big. Consider r2q change."), each returned once.
+    fn take_warnings(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }

@@ -1,0 +1,131 @@
+//! `check_report`: the effective configuration per direction in plain text,
+//! for `bloatbox check FILE`: endpoints, resolved link parameters (after
+//! overrides and ethtool lines), the worst-case queueing delay the TX ring
+//! adds without BQL, offloads and the tc lines that build each qdisc.
+
+use super::{Config, Direction};
+use crate::units::{print_rate, sprint_time};
+use std::fmt::Write;
+
+/// Ethernet header bytes on top of the MTU.
+const ETH_HEADER: u64 = 14;
+
+/// A human-readable summary of the effective configuration.
+pub fn check_report(config: &Config) -> String {
+    let mut out = String::new();
+    for (side, ep) in [("left", &config.left), ("right", &config.right)] {
+        let _ = writeln!(
+            out,
+            "{side:<5}  namespace {}  tap {}  {}  {}",
+            ep.namespace, ep.tap, ep.ipv4, ep.ipv6
+        );
+    }
+    let _ = writeln!(
+        out,
+        "taps   mtu {}  txqueuelen {}",
+        config.tap.mtu, config.tap.txqueuelen
+    );
+    for dir in Direction::BOTH {
+        direction(&mut out, config, dir);
+    }
+    let d = &config.daemon;
+    let _ = writeln!(
+        out,
+        "daemon control socket {}  snapshots {} Hz  spin {}  pool {} frames",
+        config.control_socket().display(),
+        d.snapshot_hz,
+        if d.spin_us == 0 {
+            "off".to_string()
+        } else {
+            format!("{}us", d.spin_us)
+        },
+        d.pool_size
+    );
+    out
+}
+
+fn direction(out: &mut String, config: &Config, dir: Direction) {
+    let p = config.link_params(dir);
+    let on = |b: bool| if b { "on" } else { "off" };
+    let tx_queues = config
+        .pick(dir, "tx_queues", |l| &l.tx_queues)
+        .map_or(1, |s| s.value);
+    let _ = writeln!(out, "{} (dev {}):", dir.arrow(), dir.dev());
+    let _ = writeln!(
+        out,
+        "  rate {}  overhead {} B  delay {}",
+        if p.rate_bytes_ps == 0 {
+            "unlimited".to_string()
+        } else {
+            print_rate(p.rate_bytes_ps)
+        },
+        p.overhead,
+        format_ns(p.delay_ns)
+    );
+    let _ = writeln!(
+        out,
+        "  tx ring {}  bql {}  bulk dequeue {}  txqueuelen {}  tx queues {}",
+        p.tx_ring,
+        on(p.bql),
+        on(p.bulk_dequeue),
+        p.txqueuelen,
+        tx_queues
+    );
+    let _ = writeln!(
+        out,
+        "  coalescing rx-usecs {} rx-frames {}  tx-usecs {} tx-frames {}",
+        p.rx_usecs, p.rx_frames, p.tx_usecs, p.tx_frames
+    );
+    if p.rate_bytes_ps > 0 {
+        let frame = p.mtu as u64 + ETH_HEADER + p.overhead as u64;
+        let ring_ns =
+            (p.tx_ring as u128 * frame as u128 * 1_000_000_000 / p.rate_bytes_ps as u128) as u64;
+        let _ = writeln!(
+            out,
+            "  full ring of {}-byte frames drains in {}{}",
+            frame,
+            format_ns(ring_ns),
+            if p.bql {
+                " (BQL keeps it far shorter)"
+            } else {
+                " (no BQL: this is queueing below the qdisc)"
+            }
+        );
+    }
+    let offloads = config.offloads(dir);
+    if !offloads.is_empty() {
+        let flags: Vec<String> = offloads
+            .iter()
+            .map(|(f, v)| format!("{f} {}", on(*v)))
+            .collect();
+        let _ = writeln!(out, "  offloads (informational) {}", flags.join(" "));
+    }
+    for line in config.tc_lines(dir) {
+        let _ = writeln!(out, "  {line}");
+    }
+}
+
+/// ns as tc prints times, with `ns` below a microsecond.
+fn format_ns(ns: u64) -> String {
+    if ns == 0 {
+        "0".into()
+    } else if ns < 1000 || !ns.is_multiple_of(1000) && ns < 10_000 {
+        format!("{ns}ns")
+    } else {
+        sprint_time(ns / 1000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_print_like_tc() {
+        assert_eq!(format_ns(0), "0");
+        assert_eq!(format_ns(250), "250ns");
+        assert_eq!(format_ns(1500), "1500ns");
+        assert_eq!(format_ns(5_000_000), "5ms");
+        assert_eq!(format_ns(31_129_600), "31.1ms");
+    }
+}

@@ -1,0 +1,431 @@
+//! Validation after parsing: value ranges, names, addresses, coalescing
+//! legality, the shape of tc and ethtool lines and their directions, and
+//! conflicts between the two qdisc forms. Each error names the field path,
+//! the value, the allowed range and a fix; the loader adds line and column.
+
+use super::error::{toml_text, ConfigError};
+use super::qdisc::literal_direction;
+use super::{Config, Direction, Endpoint, LinkSettings, TcCheck};
+use crate::units::print_rate;
+use std::ops::RangeInclusive;
+
+/// Coalescing limits shared with the ethtool parser.
+pub const MAX_USECS: u32 = 1_000_000;
+pub const MAX_FRAMES: u32 = 65_535;
+pub const TX_RING: RangeInclusive<u32> = 1..=4096;
+const MAX_RATE_BYTES_PS: u64 = 100_000_000_000 / 8;
+const MAX_DELAY_NS: u64 = 60_000_000_000;
+const MTU: RangeInclusive<u32> = 68..=9000;
+const TXQUEUELEN: RangeInclusive<u32> = 1..=100_000;
+const TX_QUEUES: RangeInclusive<u32> = 1..=64;
+const OVERHEAD: RangeInclusive<u32> = 0..=256;
+const SNAPSHOT_HZ: RangeInclusive<u32> = 1..=1000;
+const SPIN_US: RangeInclusive<u32> = 0..=10_000;
+const POOL_SIZE: RangeInclusive<u32> = 64..=1_048_576;
+/// Linux IFNAMSIZ − 1.
+const MAX_IFNAME: usize = 15;
+const MAX_NETNS_NAME: usize = 64;
+/// `sun_path` minus the terminating NUL.
+const MAX_SOCKET_PATH: usize = 107;
+
+/// Both coalescing values 0 would never interrupt.
+pub fn check_coalescing(
+    usecs_name: &str,
+    frames_name: &str,
+    usecs: u32,
+    frames: u32,
+) -> Result<(), String> {
+    if usecs == 0 && frames == 0 {
+        Err(format!(
+            "{usecs_name} and {frames_name} are both 0: the NIC would never interrupt; expected {frames_name} >= 1 or {usecs_name} >= 1; fix: set {frames_name} 1 (no coalescing) or {usecs_name} to a wait in µs"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+pub(super) fn validate(config: &Config, tc_check: Option<TcCheck>) -> Result<(), ConfigError> {
+    endpoints(config)?;
+    in_range("tap.mtu", config.tap.mtu, MTU, "bytes")?;
+    in_range(
+        "tap.txqueuelen",
+        config.tap.txqueuelen,
+        TXQUEUELEN,
+        "packets",
+    )?;
+    link_table("link", &config.link)?;
+    for dir in Direction::BOTH {
+        if let Some(table) = config.link.direction(dir) {
+            let prefix = format!("link.{}", dir.table_key());
+            if table.left_to_right.is_some() || table.right_to_left.is_some() {
+                return Err(ConfigError::field(
+                    prefix,
+                    None,
+                    "direction tables do not nest; fix: put left_to_right and right_to_left directly under [link]",
+                ));
+            }
+            link_table(&prefix, table)?;
+            lines_name_direction(&prefix, table, dir)?;
+        }
+        coalescing(config, dir)?;
+        config.try_link_params(dir)?;
+        qdisc_forms(config, dir)?;
+        for line in config.try_tc_lines(dir)? {
+            if let Some(check) = tc_check {
+                check(&line.value).map_err(|e| {
+                    ConfigError::field(
+                        line.path.clone(),
+                        Some(toml_text(line.value.as_str())),
+                        format!("tc rejects \"{}\": {e}", line.value),
+                    )
+                })?;
+            }
+        }
+    }
+    unused_shared_qdisc(config)?;
+    daemon(config)
+}
+
+fn in_range(
+    path: &str,
+    value: u32,
+    range: RangeInclusive<u32>,
+    unit: &str,
+) -> Result<(), ConfigError> {
+    if range.contains(&value) {
+        return Ok(());
+    }
+    let key = path.rsplit('.').next().unwrap_or(path);
+    let nearest = value.clamp(*range.start(), *range.end());
+    Err(ConfigError::field(
+        path,
+        Some(value.to_string()),
+        format!(
+            "out of range; expected {}..={} {unit}; fix: write {key} = {nearest}",
+            range.start(),
+            range.end()
+        ),
+    ))
+}
+
+fn endpoints(config: &Config) -> Result<(), ConfigError> {
+    for (side, ep) in [("left", &config.left), ("right", &config.right)] {
+        name(
+            &format!("{side}.namespace"),
+            &ep.namespace,
+            MAX_NETNS_NAME,
+            "bb-left",
+        )?;
+        name(&format!("{side}.tap"), &ep.tap, MAX_IFNAME, "bbl0")?;
+        family(&format!("{side}.ipv4"), ep, false)?;
+        family(&format!("{side}.ipv6"), ep, true)?;
+    }
+    let (l, r) = (&config.left, &config.right);
+    if l.namespace == r.namespace {
+        return Err(ConfigError::field(
+            "right.namespace",
+            Some(toml_text(r.namespace.as_str())),
+            "both sides use the same namespace; expected two different names; fix: write e.g. namespace = \"bb-right\"",
+        ));
+    }
+    if l.tap == r.tap {
+        return Err(ConfigError::field(
+            "right.tap",
+            Some(toml_text(r.tap.as_str())),
+            "both sides use the same TAP name; expected two different names; fix: write e.g. tap = \"bbr0\"",
+        ));
+    }
+    for (key, la, ra) in [("ipv4", l.ipv4, r.ipv4), ("ipv6", l.ipv6, r.ipv6)] {
+        if la.prefix != ra.prefix || la.network() != ra.network() {
+            return Err(ConfigError::field(
+                format!("right.{key}"),
+                Some(toml_text(ra.to_string())),
+                format!("not in the same subnet as left.{key} = \"{la}\"; expected both sides in one subnet with the same prefix length; fix: use addresses such as \"10.77.0.1/24\" and \"10.77.0.2/24\""),
+            ));
+        }
+        if la.addr == ra.addr {
+            return Err(ConfigError::field(
+                format!("right.{key}"),
+                Some(toml_text(ra.to_string())),
+                format!("the same address as left.{key}; expected two different hosts; fix: change the host part"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Interface and namespace names: 1..=max of letters, digits, `-`, `_`, `.`.
+fn name(path: &str, value: &str, max: usize, example: &str) -> Result<(), ConfigError> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let problem = if value.is_empty() {
+        Some("empty name".to_string())
+    } else if value.len() > max {
+        Some(format!("name too long ({} characters)", value.len()))
+    } else if !value.chars().all(allowed) || value == "." || value == ".." {
+        Some("invalid characters".to_string())
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(p) => {
+            let key = path.rsplit('.').next().unwrap_or(path);
+            Err(ConfigError::field(
+                path,
+                Some(toml_text(value)),
+                format!("{p}; expected 1..={max} characters of letters, digits, '-', '_' or '.'; fix: write e.g. {key} = \"{example}\""),
+            ))
+        }
+    }
+}
+
+fn family(path: &str, ep: &Endpoint, v6: bool) -> Result<(), ConfigError> {
+    let a = if v6 { ep.ipv6 } else { ep.ipv4 };
+    let (want, example) = if v6 {
+        ("IPv6", "fd00:77::1/64")
+    } else {
+        ("IPv4", "10.77.0.1/24")
+    };
+    let wrong_family = a.addr.is_ipv6() != v6;
+    let unusable = a.addr.is_unspecified() || a.addr.is_loopback() || a.addr.is_multicast();
+    let host_bits_edge = match a.addr {
+        std::net::IpAddr::V4(v4) if a.prefix <= 30 => {
+            let host_mask = u32::MAX >> a.prefix;
+            let host = u32::from(v4) & host_mask;
+            host == 0 || host == host_mask
+        }
+        _ => false,
+    };
+    let problem = if wrong_family {
+        format!("not an {want} address")
+    } else if unusable {
+        "unspecified, loopback or multicast address".to_string()
+    } else if host_bits_edge {
+        "the network or broadcast address of its subnet".to_string()
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError::field(
+        path,
+        Some(toml_text(a.to_string())),
+        format!("{problem}; expected a unicast {want} host address with prefix; fix: write e.g. \"{example}\""),
+    ))
+}
+
+/// Ranges of the values one link table sets.
+fn link_table(prefix: &str, t: &LinkSettings) -> Result<(), ConfigError> {
+    let p = |key: &str| format!("{prefix}.{key}");
+    if let Some(rate) = &t.rate {
+        if rate.value() > MAX_RATE_BYTES_PS {
+            return Err(ConfigError::field(
+                p("rate"),
+                Some(toml_text(rate.text())),
+                format!(
+                    "rate {} is above the maximum; expected at most 100gbit (or \"unlimited\"); fix: write rate = \"100gbit\"",
+                    print_rate(rate.value())
+                ),
+            ));
+        }
+    }
+    if let Some(delay) = &t.delay {
+        if delay.value() > MAX_DELAY_NS {
+            return Err(ConfigError::field(
+                p("delay"),
+                Some(toml_text(delay.text())),
+                "delay too long; expected at most 60s; fix: write delay = \"60s\" or less",
+            ));
+        }
+    }
+    let checks: [(&str, Option<u32>, RangeInclusive<u32>, &str); 8] = [
+        ("overhead", t.overhead, OVERHEAD, "bytes"),
+        ("tx_ring", t.tx_ring, TX_RING, "descriptors"),
+        ("tx_usecs", t.tx_usecs, 0..=MAX_USECS, "µs"),
+        ("rx_usecs", t.rx_usecs, 0..=MAX_USECS, "µs"),
+        ("tx_frames", t.tx_frames, 0..=MAX_FRAMES, "frames"),
+        ("rx_frames", t.rx_frames, 0..=MAX_FRAMES, "frames"),
+        ("txqueuelen", t.txqueuelen, TXQUEUELEN, "packets"),
+        ("tx_queues", t.tx_queues, TX_QUEUES, "queues"),
+    ];
+    for (key, value, range, unit) in checks {
+        if let Some(v) = value {
+            in_range(&p(key), v, range, unit)?;
+        }
+    }
+    if let Some(q) = &t.qdisc {
+        q.check().map_err(|(field, m)| {
+            let path = if field.is_empty() {
+                p("qdisc")
+            } else {
+                format!("{prefix}.qdisc.{field}")
+            };
+            ConfigError::field(path, None, m)
+        })?;
+    }
+    for (i, line) in t.tc.iter().enumerate() {
+        literal_direction(line).map_err(|m| {
+            ConfigError::field(
+                format!("{prefix}.tc[{i}]"),
+                Some(toml_text(line.as_str())),
+                m,
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// tc and ethtool lines inside a direction table must name its device.
+fn lines_name_direction(prefix: &str, t: &LinkSettings, dir: Direction) -> Result<(), ConfigError> {
+    let tc = t.tc.iter().map(|l| ("tc", l, literal_direction(l).ok()));
+    let eth = t.ethtool.iter().map(|l| {
+        (
+            "ethtool",
+            l,
+            super::parse_ethtool(l).ok().map(|c| c.direction),
+        )
+    });
+    let mut index = std::collections::HashMap::new();
+    for (list, line, named) in tc.chain(eth) {
+        let i = index.entry(list).or_insert(0usize);
+        if let Some(named) = named {
+            if named != dir {
+                return Err(ConfigError::field(
+                    format!("{prefix}.{list}[{i}]"),
+                    Some(toml_text(line.as_str())),
+                    format!(
+                        "names dev {} but sits in the {} table; expected dev {}; fix: write dev {} or move the line to [link]",
+                        named.dev(),
+                        dir.arrow(),
+                        dir.dev(),
+                        dir.dev()
+                    ),
+                ));
+            }
+        }
+        *i += 1;
+    }
+    Ok(())
+}
+
+/// The resolved coalescing pairs of `dir` must be able to interrupt.
+fn coalescing(config: &Config, dir: Direction) -> Result<(), ConfigError> {
+    for side in ["rx", "tx"] {
+        let usecs_key = format!("{side}_usecs");
+        let frames_key = format!("{side}_frames");
+        let usecs = config.pick(dir, &usecs_key, |l| {
+            if side == "rx" {
+                &l.rx_usecs
+            } else {
+                &l.tx_usecs
+            }
+        });
+        let frames = config.pick(dir, &frames_key, |l| {
+            if side == "rx" {
+                &l.rx_frames
+            } else {
+                &l.tx_frames
+            }
+        });
+        if let (Some(u), Some(f)) = (usecs, frames) {
+            check_coalescing(&usecs_key, &frames_key, u.value, f.value).map_err(|m| {
+                ConfigError::field(
+                    f.path,
+                    Some(f.value.to_string()),
+                    format!("for {} (with {} = {}): {m}", dir.arrow(), u.path, u.value),
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// A direction's own `qdisc` and literal tc lines for it exclude each other.
+fn qdisc_forms(config: &Config, dir: Direction) -> Result<(), ConfigError> {
+    let own_qdisc = config
+        .link
+        .direction(dir)
+        .is_some_and(|t| t.qdisc.is_some());
+    if let (true, Some(line)) = (own_qdisc, config.literal_tc_lines(dir).first()) {
+        return Err(ConfigError::field(
+            format!("link.{}.qdisc", dir.table_key()),
+            None,
+            format!(
+                "{} has both a qdisc and tc lines ({}); expected one form; fix: remove the qdisc or the tc lines for dev {}",
+                dir.arrow(),
+                line.path,
+                dir.dev()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A shared qdisc that tc lines override in both directions would be ignored.
+fn unused_shared_qdisc(config: &Config) -> Result<(), ConfigError> {
+    let covered = Direction::BOTH
+        .iter()
+        .all(|&d| !config.literal_tc_lines(d).is_empty());
+    if config.link.qdisc.is_some() && covered {
+        return Err(ConfigError::field(
+            "link.qdisc",
+            None,
+            "unused: tc lines configure both directions; expected either qdisc or tc lines; fix: remove qdisc",
+        ));
+    }
+    Ok(())
+}
+
+fn daemon(config: &Config) -> Result<(), ConfigError> {
+    let d = &config.daemon;
+    in_range("daemon.snapshot_hz", d.snapshot_hz, SNAPSHOT_HZ, "Hz")?;
+    in_range("daemon.spin_us", d.spin_us, SPIN_US, "µs")?;
+    in_range("daemon.pool_size", d.pool_size, POOL_SIZE, "frames")?;
+    if let Some(path) = &d.control_socket {
+        if !path.starts_with('/') || path.len() > MAX_SOCKET_PATH || path.ends_with('/') {
+            return Err(ConfigError::field(
+                "daemon.control_socket",
+                Some(toml_text(path.as_str())),
+                format!("expected an absolute file path of at most {MAX_SOCKET_PATH} bytes; fix: write e.g. control_socket = \"/run/bloatbox/bb-left.sock\" or remove the key"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_suggest_the_nearest_allowed_value() {
+        let e = in_range("link.tx_ring", 5000, TX_RING, "descriptors").unwrap_err();
+        assert_eq!(
+            e.message,
+            "out of range; expected 1..=4096 descriptors; fix: write tx_ring = 4096"
+        );
+        assert!(in_range("link.tx_ring", 0, TX_RING, "descriptors")
+            .unwrap_err()
+            .message
+            .ends_with("tx_ring = 1"));
+        assert!(in_range("x", 4096, TX_RING, "").is_ok());
+    }
+
+    #[test]
+    fn names_are_checked() {
+        assert!(name("left.tap", "bbl0", MAX_IFNAME, "bbl0").is_ok());
+        assert!(name("left.tap", "a-very-long-tap-name", MAX_IFNAME, "bbl0")
+            .unwrap_err()
+            .message
+            .starts_with("name too long (20 characters)"));
+        assert!(name("left.tap", "", MAX_IFNAME, "bbl0").is_err());
+        assert!(name("left.tap", "a/b", MAX_IFNAME, "bbl0").is_err());
+        assert!(name("left.tap", "..", MAX_IFNAME, "bbl0").is_err());
+        assert!(name("left.tap", "tap 0", MAX_IFNAME, "bbl0").is_err());
+    }
+
+    #[test]
+    fn coalescing_rule() {
+        assert!(check_coalescing("rx-usecs", "rx-frames", 0, 0).is_err());
+        assert!(check_coalescing("rx-usecs", "rx-frames", 0, 1).is_ok());
+        assert!(check_coalescing("rx-usecs", "rx-frames", 20, 0).is_ok());
+    }
+}
