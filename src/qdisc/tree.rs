@@ -231,6 +231,20 @@ impl QdiscTree {
         })
     }
 
+    /// A device built by tc lines (e.g. `Config::tc_lines`), applied in
+    /// order at time zero. The error names the failing line.
+    pub fn build<S: AsRef<str>>(dev: DevSpec, lines: &[S]) -> Result<QdiscTree, TcError> {
+        let mut tree = QdiscTree::new(dev)?;
+        let mut drops = Drops::new();
+        for line in lines {
+            let line = line.as_ref();
+            TcCommand::parse(line)
+                .and_then(|cmd| tree.apply(&cmd, Instant::ZERO, &mut drops))
+                .map_err(|e| TcError::new(format!("{line}\n{e}")))?;
+        }
+        Ok(tree)
+    }
+
     pub fn dev(&self) -> &DevSpec {
         &self.dev
     }
@@ -845,6 +859,33 @@ mod tests {
             ..DevSpec::new(Dev::Left)
         })
         .is_err());
+    }
+
+    #[test]
+    fn build_applies_lines_in_order() {
+        let dev = DevSpec {
+            tx_queues: 2,
+            ..DevSpec::new(Dev::Right)
+        };
+        let t = QdiscTree::build(
+            dev.clone(),
+            &[
+                "tc qdisc add dev right root handle 1: mq",
+                "tc qdisc add dev right parent 1:1 fq_codel",
+                "tc qdisc add dev right parent 1:2 fq_codel",
+            ],
+        )
+        .unwrap();
+        let d = t.dump(T);
+        assert_eq!(d.handle, tc_h_make(1, 0));
+        assert!(d.children.iter().all(|c| c.kind == "fq_codel"));
+        let e = QdiscTree::build(dev, &["tc qdisc add dev right parent 1:1 pfifo"])
+            .err()
+            .unwrap();
+        assert!(
+            e.0.starts_with("tc qdisc add dev right parent 1:1 pfifo\nError: Failed"),
+            "{e}"
+        );
     }
 
     #[test]
