@@ -272,15 +272,44 @@ impl QdiscTree {
             }
         }
         match (cmd.object, cmd.verb) {
-            (_, Verb::Show) => self.show(cmd, now).map(Some),
-            (Object::Qdisc, Verb::Delete) => self.delete_qdisc(cmd, now, drops).map(|()| None),
-            (Object::Qdisc, _) => self.modify_qdisc(cmd, now, drops).map(|()| None),
-            (Object::Class, _) => self.modify_class(cmd, now, drops).map(|()| None),
-            (Object::Filter, Verb::Add | Verb::Replace) => self.add_filter(cmd, now).map(|()| None),
-            (Object::Filter, _) => Err(err(
-                "Error: bloatbox supports \"tc filter add\" only (filters stay until the qdisc goes)",
-            )),
+            (Object::Filter, Verb::Show) => return self.show_filters(cmd, now).map(Some),
+            (_, Verb::Show) => return self.show(cmd, now).map(Some),
+            (Object::Qdisc, Verb::Delete) => self.delete_qdisc(cmd, now, drops)?,
+            (Object::Qdisc, _) => self.modify_qdisc(cmd, now, drops)?,
+            (Object::Class, _) => self.modify_class(cmd, now, drops)?,
+            (Object::Filter, Verb::Add | Verb::Replace) => self.add_filter(cmd, now)?,
+            (Object::Filter, Verb::Delete) => self.delete_filters(cmd, now)?,
+            (Object::Filter, _) => {
+                return Err(err(
+                    "Error: bloatbox supports tc filter add, del and show (no change/link)",
+                ))
+            }
         }
+        let warnings = self.take_warnings();
+        Ok((!warnings.is_empty()).then(|| warnings.concat()))
+    }
+
+    /// The warnings classful qdiscs left for the last command, as tc prints
+    /// kernel extack warnings (`Warning: sch_htb: ...`), one line each.
+    fn take_warnings(&mut self) -> Vec<String> {
+        fn walk(q: &mut Box<dyn Qdisc>, out: &mut Vec<String>) {
+            let kind = q.kind();
+            let Some(cl) = q.as_classful() else { return };
+            for w in cl.take_warnings() {
+                let module = if w.starts_with("sch_") {
+                    String::new()
+                } else {
+                    format!("sch_{kind}: ")
+                };
+                out.push(format!("Warning: {module}{w}\n"));
+            }
+            for c in cl.children_mut() {
+                walk(c, out);
+            }
+        }
+        let mut out = Vec::new();
+        walk(&mut self.root, &mut out);
+        out
     }
 
     /// `tc [-s] [-d] [-j] qdisc|class show dev <this device>`.
@@ -675,11 +704,46 @@ impl QdiscTree {
         }
     }
 
-    /// `tc filter add` (`tc_new_tfilter`): the filter goes to the qdisc named
-    /// by the parent's major (the root when none is given), which must be
-    /// classful and, for `parent M:m`, have that class.
+    /// `tc filter add`: the filter goes to the qdisc `filter_target` names.
     fn add_filter(&mut self, cmd: &TcCommand, now: Instant) -> Result<(), TcError> {
         let filter = Filter::parse(&cmd.arg_strs())?;
+        self.filter_target(cmd, now, |cl, _| cl.add_filter(filter))
+    }
+
+    /// `tc filter del dev X [parent P] [prio N]`: the filters of that prio
+    /// (all without one) go.
+    fn delete_filters(&mut self, cmd: &TcCommand, now: Instant) -> Result<(), TcError> {
+        let prio = filter_prio(&cmd.arg_strs())?;
+        self.filter_target(cmd, now, |cl, _| match cl.delete_filters(prio)? {
+            0 if prio.is_some() => Err(err(
+                "Error: Filter with specified priority/protocol not found.",
+            )),
+            _ => Ok(()),
+        })
+    }
+
+    /// `tc filter show dev X [parent P]`: the filters of that qdisc.
+    fn show_filters(&mut self, cmd: &TcCommand, now: Instant) -> Result<String, TcError> {
+        if cmd.dev.is_none() {
+            return Err(err("Error: tc filter show needs \"dev left|right\""));
+        }
+        let mut out = String::new();
+        self.filter_target(cmd, now, |cl, handle| {
+            out = cl.filters().map(|c| c.print(handle)).unwrap_or_default();
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Runs `op` on the classful qdisc a filter command names (`tc_new_tfilter`):
+    /// the qdisc of the parent's major (the root when none is given), which
+    /// must be classful and, for `parent M:m`, have that class.
+    fn filter_target(
+        &mut self,
+        cmd: &TcCommand,
+        now: Instant,
+        op: impl FnOnce(&mut dyn Classful, Handle) -> Result<(), TcError>,
+    ) -> Result<(), TcError> {
         let d = self.root.dump(now);
         let parent = cmd.parent.filter(|&p| p != 0 && p != TC_H_ROOT);
         let q = match parent {
@@ -705,13 +769,13 @@ impl QdiscTree {
                 )));
             }
         }
-        let kind = q.dump.kind.clone();
+        let (kind, handle) = (q.dump.kind.clone(), q.dump.handle);
         let cl = classful_at(&mut self.root, &q.path).ok_or_else(|| {
             TcError::new(format!(
                 "Error: Qdisc not classful.\n({kind} cannot take filters; attach them to htb, qfq, ...)"
             ))
         })?;
-        cl.add_filter(filter)
+        op(cl, handle)
     }
 
     /// Hands the frames of a qdisc taken out from under a class back to the
@@ -732,6 +796,22 @@ impl QdiscTree {
             self.root.enqueue(pkt, now, drops);
         }
     }
+}
+
+/// The `prio`/`pref`/`priority` of a filter command, if given.
+fn filter_prio(args: &[&str]) -> Result<Option<u16>, TcError> {
+    let Some(i) = args
+        .iter()
+        .position(|a| matches!(*a, "prio" | "pref" | "priority"))
+    else {
+        return Ok(None);
+    };
+    let v = args.get(i + 1).copied().unwrap_or("");
+    v.parse::<u16>()
+        .ok()
+        .filter(|&p| p > 0)
+        .map(Some)
+        .ok_or_else(|| TcError::new(format!("Illegal \"priority\": \"{v}\" (allowed 1..65535)")))
 }
 
 /// The root a device gets: its default qdisc, or mq on a multi-queue device.
@@ -1171,31 +1251,84 @@ mod props {
         "bogus",
     ];
 
-    fn command() -> impl Strategy<Value = String> {
-        let word = proptest::sample::select(WORDS);
-        let head = proptest::sample::select(
-            &[
-                "tc qdisc add dev left",
-                "tc qdisc replace dev left",
-                "tc qdisc change dev left",
-                "tc qdisc del dev left",
-                "tc class add dev left",
-                "tc class change dev left",
-                "tc class del dev left",
-                "tc filter add dev left",
-                "tc -s qdisc show dev left",
-                "tc class show dev left",
-            ][..],
-        );
-        (head, proptest::collection::vec(word, 0..8))
+    fn pick(words: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
+        proptest::sample::select(words)
+    }
+
+    /// Word soup after a command head.
+    fn soup() -> impl Strategy<Value = String> {
+        let head = pick(&[
+            "tc qdisc add dev left",
+            "tc qdisc replace dev left",
+            "tc qdisc change dev left",
+            "tc qdisc del dev left",
+            "tc class add dev left",
+            "tc class change dev left",
+            "tc class del dev left",
+            "tc filter add dev left",
+            "tc -s qdisc show dev left",
+            "tc class show dev left",
+        ]);
+        (head, proptest::collection::vec(pick(WORDS), 0..8))
             .prop_map(|(h, ws)| format!("{h} {}", ws.join(" ")))
     }
 
+    /// Commands shaped like real ones, so that most of them apply.
+    fn shaped() -> impl Strategy<Value = String> {
+        let qdisc = (
+            pick(&["add", "replace", "change", "del", "link"]),
+            pick(&[
+                "root",
+                "parent 1:1",
+                "parent 1:2",
+                "parent :1",
+                "parent 8001:1",
+                "",
+            ]),
+            pick(&["", "", "handle 1:", "handle 2:", "handle 10:"]),
+            pick(&[
+                "pfifo limit 3",
+                "bfifo limit 2kb",
+                "pfifo_fast",
+                "sfq",
+                "fq_codel limit 4",
+                "codel limit 5",
+                "tbf rate 1mbit burst 2kb limit 4kb",
+                "htb default 1",
+                "qfq",
+                "mq queues 2",
+                "",
+            ]),
+        )
+            .prop_map(|(v, loc, h, k)| format!("tc qdisc {v} dev left {loc} {h} {k}"));
+        let class = (
+            pick(&["add", "replace", "change", "del"]),
+            pick(&["parent 1:", "parent 1:1", "", "root"]),
+            pick(&["classid 1:1", "classid 1:2", "classid 2:1", ""]),
+            pick(&[
+                "htb rate 1mbit",
+                "htb rate 5mbit ceil 10mbit prio 2",
+                "qfq weight 3",
+                "",
+            ]),
+        )
+            .prop_map(|(v, p, c, k)| format!("tc class {v} dev left {p} {c} {k}"));
+        let filter = (
+            pick(&["add", "del"]),
+            pick(&["1:", "1:1", "2:"]),
+            pick(&["1:1", "1:2"]),
+        )
+            .prop_map(|(v, p, f)| {
+                format!("tc filter {v} dev left parent {p} protocol all prio 1 matchall flowid {f}")
+            });
+        prop_oneof![3 => qdisc, 3 => class, 1 => filter, 1 => soup()]
+    }
+
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(ProptestConfig::with_cases(512))]
         #[test]
         fn random_sessions_never_panic_and_fail_atomically(
-            cmds in proptest::collection::vec(command(), 1..25),
+            cmds in proptest::collection::vec(shaped(), 1..25),
             queues in 1u16..4,
         ) {
             let mut t = QdiscTree::new(DevSpec { tx_queues: queues, ..DevSpec::new(Dev::Left) }).unwrap();
@@ -1206,7 +1339,7 @@ mod props {
                 p.meta.queue_mapping = i as u16;
                 p.meta.priority = 0x0001_0001;
                 t.enqueue(p, now, &mut drops);
-                let Ok(cmd) = TcCommand::parse(line) else { continue };
+                let Ok(cmd) = TcCommand::parse(line.trim()) else { continue };
                 let before = format!("{:?}", t.dump(now));
                 let dropped = drops.len();
                 if t.apply(&cmd, now, &mut drops).is_err() {
@@ -1218,9 +1351,20 @@ mod props {
             }
             // Conservation: every frame offered is held, sent or dropped.
             let offered = cmds.len() as u64;
-            let mut sent = 0u64;
-            while t.dequeue(now, &mut drops).is_some() {
-                sent += 1;
+            let (mut sent, mut now) = (0u64, now);
+            for _ in 0..10_000 {
+                if t.dequeue(now, &mut drops).is_some() {
+                    sent += 1;
+                    continue;
+                }
+                // Shapers (tbf, htb) release later.
+                match t.next_wakeup(now) {
+                    Some(w) if t.qlen() > 0 => {
+                        prop_assert!(w >= now, "next_wakeup in the past");
+                        now = w.max(now + 1);
+                    }
+                    _ => break,
+                }
             }
             prop_assert_eq!(t.qlen(), 0);
             prop_assert_eq!(sent + drops.len() as u64, offered);

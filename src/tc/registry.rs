@@ -5,10 +5,12 @@
 use crate::qdisc::codel_qdisc::CodelQdisc;
 use crate::qdisc::fifo::{Fifo, FifoKind};
 use crate::qdisc::fq_codel::FqCodel;
+use crate::qdisc::htb::Htb;
 use crate::qdisc::mq::Mq;
 use crate::qdisc::pfifo_fast::PfifoFast;
 use crate::qdisc::qfq::Qfq;
 use crate::qdisc::sfq::Sfq;
+use crate::qdisc::tbf::Tbf;
 use crate::qdisc::tree::DevSpec;
 use crate::qdisc::{Qdisc, QdiscCtx, TcError};
 
@@ -21,6 +23,8 @@ pub const KINDS: &[&str] = &[
     "sfq",
     "codel",
     "fq_codel",
+    "tbf",
+    "htb",
     "mq",
     "qfq",
 ];
@@ -79,6 +83,8 @@ pub fn new_qdisc(
         "sfq" => Box::new(Sfq::from_args(ctx, args)?),
         "codel" => Box::new(CodelQdisc::from_args(ctx, args)?),
         "fq_codel" => Box::new(FqCodel::from_args(ctx, args)?),
+        "tbf" => Box::new(Tbf::from_args(ctx, args)?),
+        "htb" => Box::new(Htb::from_args(ctx, args)?),
         "qfq" => Box::new(Qfq::from_args(ctx, args)?),
         _ => return Err(unknown_kind(kind, args)),
     };
@@ -105,7 +111,12 @@ mod tests {
             ..DevSpec::new(Dev::Left)
         };
         for kind in KINDS {
-            let q = new_qdisc(kind, QdiscCtx::default(), &dev, &[]).unwrap();
+            // tbf has mandatory options
+            let args: &[&str] = match *kind {
+                "tbf" => &["rate", "1mbit", "burst", "10kb", "latency", "50ms"],
+                _ => &[],
+            };
+            let q = new_qdisc(kind, QdiscCtx::default(), &dev, args).unwrap();
             assert_eq!(q.kind(), *kind);
         }
     }
