@@ -552,3 +552,45 @@ fn htb_filter_steers_through_the_tree() {
     let s = session(&mut t, "tc -s class show dev left classid 1:20", &mut d);
     assert!(s.contains(" backlog 700b 1p requeues 0\n"), "{s}");
 }
+
+/// VECTORS.md U-1..U-12 end to end: typed on a tc line, printed back by show.
+#[test]
+fn vectors_u_through_the_front_end() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "tbf rate 1mbit burst 10kb latency 50ms",
+            "rate 1Mbit burst 10Kb",
+        ), // U-1, U-5
+        (
+            "tbf rate 100kbps burst 10k latency 50ms",
+            "rate 800Kbit burst 10Kb",
+        ), // U-2, U-6
+        (
+            "tbf rate 1.5mbit burst 10KB latency 50ms",
+            "rate 1500Kbit burst 10Kb",
+        ), // U-3, U-6
+        (
+            "tbf rate 100 burst 10kb limit 20kb",
+            "rate 96bit burst 10Kb",
+        ), // U-4
+        // U-7: 5 µs, not 5 ms; the kernel keeps 5000 ns >> 10 = 4 codel
+        // units and dumps 4 × 1024 ns = 4 µs (VECTORS.md's `5us` skips that).
+        ("fq_codel target 5", "target 4us"),
+        (
+            "fq_codel target 5ms interval 100ms",
+            "target 5ms interval 100ms",
+        ), // U-8, U-9
+        ("fq_codel memory_limit 32Mb", "memory_limit 32Mb"), // U-10
+        ("bfifo limit 1536", "limit 1536b"),                 // U-11
+        ("htb default 20", "default 0x20"),                  // U-12
+    ];
+    for (qdisc, printed) in cases {
+        let mut t = left(1);
+        let out = session(
+            &mut t,
+            &format!("tc qdisc add dev left root {qdisc}\ntc qdisc show dev left"),
+            &mut Drops::new(),
+        );
+        assert!(out.contains(printed), "{qdisc}: {out}");
+    }
+}
