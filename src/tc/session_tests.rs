@@ -594,3 +594,26 @@ fn vectors_u_through_the_front_end() {
         assert!(out.contains(printed), "{qdisc}: {out}");
     }
 }
+
+#[test]
+fn htb_default_leaves_are_invisible() {
+    let mut t = left(1);
+    let mut d = Drops::new();
+    let out = session(
+        &mut t,
+        "tc qdisc add dev left root handle 1: htb
+         tc class add dev left parent 1: classid 1:10 htb rate 1mbit
+         tc qdisc show dev left",
+        &mut d,
+    );
+    assert_eq!(
+        out,
+        "qdisc htb 1: root refcnt 2 r2q 10 default 0 direct_packets_stat 0 direct_qlen 1000\n"
+    );
+    let json = session(&mut t, "tc -j class show dev left", &mut d);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v[0]["class"], "htb");
+    assert_eq!(v[0]["handle"], "1:10");
+    assert_eq!(v[0]["root"], true);
+    assert!(v[0]["options"].is_object());
+}
