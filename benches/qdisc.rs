@@ -26,6 +26,9 @@ fn frames(flows: u32, n: u64) -> Vec<Packet> {
                 len: 1514,
                 meta: PacketMeta {
                     id: i,
+                    // Selects HTB leaf 1:(f % 1000 + 1); the others' handles
+                    // differ, so they ignore it.
+                    priority: 0x0001_0000 | (f % 1000 + 1),
                     flow: key,
                     hash: bloatbox::packet::classify::flow_hash(&key, 0),
                     ..PacketMeta::default()
@@ -44,6 +47,7 @@ fn disciplines() -> Vec<(&'static str, Build)> {
     use bloatbox::qdisc::fq_codel::FqCodel;
     use bloatbox::qdisc::pfifo_fast::PfifoFast;
     use bloatbox::qdisc::sfq::Sfq;
+    use bloatbox::qdisc::tbf::Tbf;
     vec![
         ("pfifo", |c| {
             Box::new(Fifo::with_limit(FifoKind::Pfifo, c, 100_000))
@@ -61,7 +65,39 @@ fn disciplines() -> Vec<(&'static str, Build)> {
                     .unwrap(),
             )
         }),
+        ("tbf", |c| {
+            Box::new(
+                Tbf::from_args(c, &["rate", "10gbit", "burst", "1mb", "limit", "100mb"]).unwrap(),
+            )
+        }),
+        ("htb_1000_classes", htb_1000_classes),
     ]
+}
+
+/// HTB 1: with a 10 Gbit/s root class and 1000 leaves of 10 Mbit/s (ceil
+/// 10 Gbit/s); frames pick their leaf through skb->priority (classid).
+fn htb_1000_classes(c: QdiscCtx) -> Box<dyn Qdisc> {
+    use bloatbox::qdisc::htb::Htb;
+    let c = QdiscCtx {
+        handle: 0x0001_0000,
+        ..c
+    };
+    let mut q = Htb::from_args(c, &["default", "1"]).unwrap();
+    let classful = q.as_classful().unwrap();
+    let major = c.handle & 0xFFFF_0000;
+    classful
+        .add_class(major | 0xFFFF, major, &["rate", "10gbit"])
+        .unwrap();
+    for minor in 1..=1000 {
+        classful
+            .add_class(
+                major | minor,
+                major | 0xFFFF,
+                &["rate", "10mbit", "ceil", "10gbit"],
+            )
+            .unwrap();
+    }
+    Box::new(q)
 }
 
 fn bench(c: &mut Criterion) {

@@ -7,6 +7,7 @@
 //! rate × window + burst (+ one frame of HTB overdraft).
 
 use bloatbox::packet::{Drops, FlowKey, Packet, PacketMeta};
+use bloatbox::qdisc::htb::Htb;
 use bloatbox::qdisc::{Qdisc, QdiscCtx, TcError};
 use bloatbox::time::Instant;
 use proptest::prelude::*;
@@ -33,6 +34,7 @@ fn subjects() -> Vec<Subject> {
     use bloatbox::qdisc::fq_codel::FqCodel;
     use bloatbox::qdisc::pfifo_fast::PfifoFast;
     use bloatbox::qdisc::sfq::Sfq;
+    use bloatbox::qdisc::tbf::Tbf;
     vec![
         Subject {
             name: "pfifo",
@@ -78,6 +80,26 @@ fn subjects() -> Vec<Subject> {
             name: "fq_codel_memory",
             build: || Box::new(tc(FqCodel::from_args, "memory_limit 20000 noecn")),
             shaping: None,
+        },
+        Subject {
+            name: "tbf",
+            build: || Box::new(tc(Tbf::from_args, "rate 8mbit burst 3000 limit 30000")),
+            shaping: Some((1_000_000, 3000)),
+        },
+        Subject {
+            name: "tbf_peakrate",
+            build: || {
+                Box::new(tc(
+                    Tbf::from_args,
+                    "rate 4mbit burst 6000 latency 20ms peakrate 16mbit mtu 1600",
+                ))
+            },
+            shaping: Some((500_000, 6000)),
+        },
+        Subject {
+            name: "htb",
+            build: htb_tree,
+            shaping: Some((1_000_000, 3200)),
         },
         Subject {
             name: "sfq",
@@ -127,6 +149,25 @@ fn qfq() -> Box<dyn Qdisc> {
 fn tc<Q>(from_args: fn(QdiscCtx, &[&str]) -> Result<Q, TcError>, args: &str) -> Q {
     let tokens: Vec<&str> = args.split_whitespace().collect();
     from_args(ctx(), &tokens).expect("valid tc options")
+}
+
+/// HTB with an 8 Mbit/s root class and two leaves (the default one may
+/// borrow up to the root's ceil).
+fn htb_tree() -> Box<dyn Qdisc> {
+    let mut q = tc(Htb::from_args, "default 20");
+    let classful = q.as_classful().expect("htb is classful");
+    let root = 0x8001_0001;
+    for (classid, parent, args) in [
+        (root, 0x8001_0000, "rate 8mbit"),
+        (0x8001_0010, root, "rate 2mbit ceil 8mbit"),
+        (0x8001_0020, root, "rate 6mbit ceil 8mbit"),
+    ] {
+        let tokens: Vec<&str> = args.split_whitespace().collect();
+        classful
+            .add_class(classid, parent, &tokens)
+            .expect("valid class");
+    }
+    Box::new(q)
 }
 
 #[derive(Clone, Debug)]
