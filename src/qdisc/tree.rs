@@ -42,7 +42,8 @@ use super::{
 use crate::link::LinkParams;
 use crate::packet::filter::Filter;
 use crate::packet::{Drops, Packet};
-use crate::tc::{registry, show, Dev, Object, TcCommand, Verb};
+use crate::tc::show::{self, tc_handle};
+use crate::tc::{registry, Dev, Object, TcCommand, Verb};
 use crate::time::Instant;
 
 /// What the kernel knows about the device below the tree.
@@ -198,10 +199,6 @@ fn rtnl(errno: &str, hint: String) -> TcError {
     TcError::new(format!("RTNETLINK answers: {errno}\n({hint})"))
 }
 
-fn fmt_handle(h: Handle) -> String {
-    show::tc_handle(h)
-}
-
 /// Where a new qdisc goes.
 enum Slot {
     Root,
@@ -254,8 +251,10 @@ impl QdiscTree {
         &*self.root
     }
 
-    /// Carries out one tc command at `now`. `show` returns its output; the
-    /// other verbs return `None`. Frames freed by the command go to `drops`.
+    /// Carries out one tc command at `now` and returns what tc would print:
+    /// the listing of a `show`, the `Warning: ...` lines a successful change
+    /// left (HTB quantum, TBF burst below the MTU), or `None`. Frames freed
+    /// by the command go to `drops`. On error nothing has changed.
     pub fn apply(
         &mut self,
         cmd: &TcCommand,
@@ -346,15 +345,15 @@ impl QdiscTree {
             return Err(TcError::new(format!(
                 "Error: Parent qdisc is not classful.\n({} {} has no classes to attach to)",
                 p.dump.kind,
-                fmt_handle(p.dump.handle)
+                tc_handle(p.dump.handle)
             )));
         }
         if !p.dump.classes.iter().any(|c| c.classid == classid) {
             return Err(TcError::new(format!(
                 "Error: Specified class not found.\n(no class {} under {} {})",
-                fmt_handle(classid),
+                tc_handle(classid),
                 p.dump.kind,
-                fmt_handle(p.dump.handle)
+                tc_handle(p.dump.handle)
             )));
         }
         Ok(())
@@ -380,8 +379,8 @@ impl QdiscTree {
                 let p = find(&d, clid & 0xFFFF_0000).ok_or_else(|| {
                     TcError::new(format!(
                         "Error: Failed to find specified qdisc.\n(no qdisc {} for parent {})",
-                        fmt_handle(clid & 0xFFFF_0000),
-                        fmt_handle(clid)
+                        tc_handle(clid & 0xFFFF_0000),
+                        tc_handle(clid)
                     ))
                 })?;
                 self.check_leaf(&p, clid)?;
@@ -424,7 +423,7 @@ impl QdiscTree {
                     return Err(TcError::new(format!(
                         "Error: qdisc {} already exists elsewhere in the tree; bloatbox does not \
                          move qdiscs between parents (delete it first)",
-                        fmt_handle(handle)
+                        tc_handle(handle)
                     )));
                 }
                 (slot, None)
@@ -450,7 +449,7 @@ impl QdiscTree {
             let q = find(&d, handle).ok_or_else(|| {
                 TcError::new(format!(
                     "Error: Specified qdisc not found.\n(no qdisc {})",
-                    fmt_handle(handle)
+                    tc_handle(handle)
                 ))
             })?;
             (Slot::Root, Some(q))
@@ -464,7 +463,7 @@ impl QdiscTree {
             if kind.is_some_and(|k| k != q.dump.kind) {
                 return Err(TcError::new(format!(
                     "Error: Invalid qdisc name.\n({} is a {}; use replace to swap kinds)",
-                    fmt_handle(q.dump.handle),
+                    tc_handle(q.dump.handle),
                     q.dump.kind
                 )));
             }
@@ -522,7 +521,7 @@ impl QdiscTree {
                 let p = find(&d, clid & 0xFFFF_0000).ok_or_else(|| {
                     TcError::new(format!(
                         "Error: Failed to find qdisc with specified classid.\n(no qdisc {})",
-                        fmt_handle(clid & 0xFFFF_0000)
+                        tc_handle(clid & 0xFFFF_0000)
                     ))
                 })?;
                 self.check_leaf(&p, clid)?;
@@ -542,8 +541,8 @@ impl QdiscTree {
                 return Err(TcError::new(format!(
                     "Error: Invalid handle.\n(the qdisc there is {} {}, not {})",
                     q.kind,
-                    fmt_handle(q.handle),
-                    fmt_handle(handle)
+                    tc_handle(q.handle),
+                    tc_handle(handle)
                 )));
             }
             (q, slot)
@@ -551,7 +550,7 @@ impl QdiscTree {
             let q = find(&d, handle).ok_or_else(|| {
                 TcError::new(format!(
                     "Error: Failed to find qdisc with specified handle.\n(no qdisc {})",
-                    fmt_handle(handle)
+                    tc_handle(handle)
                 ))
             })?;
             (q.dump, Slot::Root)
@@ -559,7 +558,7 @@ impl QdiscTree {
         if cmd.kind.as_deref().is_some_and(|k| k != q.kind) {
             return Err(TcError::new(format!(
                 "Error: Invalid qdisc name.\n({} is a {})",
-                fmt_handle(q.handle),
+                tc_handle(q.handle),
                 q.kind
             )));
         }
@@ -615,8 +614,8 @@ impl QdiscTree {
                         "Invalid argument",
                         format!(
                             "classid {} and parent {} belong to different qdiscs",
-                            fmt_handle(clid),
-                            fmt_handle(portid)
+                            tc_handle(clid),
+                            tc_handle(portid)
                         ),
                     ));
                 }
@@ -634,18 +633,14 @@ impl QdiscTree {
         let q = find(&d, qid).ok_or_else(|| {
             rtnl(
                 "No such file or directory",
-                format!(
-                    "no qdisc {} on dev {}",
-                    fmt_handle(qid),
-                    self.dev.dev.name()
-                ),
+                format!("no qdisc {} on dev {}", tc_handle(qid), self.dev.dev.name()),
             )
         })?;
         if let Some(k) = cmd.kind.as_deref() {
             if k != q.dump.kind {
                 return Err(rtnl(
                     "Invalid argument",
-                    format!("qdisc {} is {}, not {k}", fmt_handle(qid), q.dump.kind),
+                    format!("qdisc {} is {}, not {k}", tc_handle(qid), q.dump.kind),
                 ));
             }
         }
@@ -662,7 +657,7 @@ impl QdiscTree {
         let cl = classful_at(&mut self.root, &path).ok_or_else(|| {
             rtnl(
                 "Invalid argument",
-                format!("{kind} {} has no classes", fmt_handle(qid)),
+                format!("{kind} {} has no classes", tc_handle(qid)),
             )
         })?;
         let missing = || {
@@ -670,8 +665,8 @@ impl QdiscTree {
                 "No such file or directory",
                 format!(
                     "no class {} under {kind} {}",
-                    fmt_handle(clid),
-                    fmt_handle(qid)
+                    tc_handle(clid),
+                    tc_handle(qid)
                 ),
             )
         };
@@ -692,7 +687,7 @@ impl QdiscTree {
                 "File exists",
                 format!(
                     "class {} exists; use \"tc class change\" or \"replace\"",
-                    fmt_handle(clid)
+                    tc_handle(clid)
                 ),
             )),
             Verb::Add => add(cl),
@@ -754,7 +749,7 @@ impl QdiscTree {
             Some(p) => find(&d, p & 0xFFFF_0000).ok_or_else(|| {
                 TcError::new(format!(
                     "Error: Parent Qdisc doesn't exists.\n(no qdisc {} on dev {})",
-                    fmt_handle(p & 0xFFFF_0000),
+                    tc_handle(p & 0xFFFF_0000),
                     self.dev.dev.name()
                 ))
             })?,
@@ -763,9 +758,9 @@ impl QdiscTree {
             if !q.dump.classes.iter().any(|c| c.classid == p) {
                 return Err(TcError::new(format!(
                     "Error: Specified class doesn't exist.\n(no class {} under {} {})",
-                    fmt_handle(p),
+                    tc_handle(p),
                     q.dump.kind,
-                    fmt_handle(q.dump.handle)
+                    tc_handle(q.dump.handle)
                 )));
             }
         }
