@@ -617,3 +617,36 @@ fn htb_default_leaves_are_invisible() {
     assert_eq!(v[0]["root"], true);
     assert!(v[0]["options"].is_object());
 }
+
+#[test]
+fn tbf_with_fq_codel_child_recipe() {
+    let mut t = left(1);
+    let mut d = Drops::new();
+    let out = session(
+        &mut t,
+        "tc qdisc add dev left root handle 1: tbf rate 10mbit burst 10kb latency 50ms
+         tc qdisc add dev left parent 1:1 fq_codel
+         tc qdisc show dev left",
+        &mut d,
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert_eq!(
+        lines[0],
+        "qdisc tbf 1: root refcnt 2 rate 10Mbit burst 10Kb lat 50ms "
+    );
+    assert!(
+        lines[1].starts_with("qdisc fq_codel 8001: parent 1:1 limit 10240p"),
+        "{out}"
+    );
+    for id in 0..20 {
+        t.enqueue(flow_pkt(id, 1000, (id % 4) as u16), T, &mut d);
+    }
+    // the bucket (10 KiB) lets 10 frames go at once; the rest wait in fq_codel
+    let sent = std::iter::from_fn(|| t.dequeue(T, &mut d)).count();
+    assert_eq!(sent, 10);
+    let out = session(&mut t, "tc -s qdisc show dev left handle 8001:", &mut d);
+    assert!(out.contains(" backlog 10000b 10p requeues 0\n"), "{out}");
+    let root = session(&mut t, "tc -s qdisc show dev left root", &mut d);
+    assert!(root.contains(" Sent 10000 bytes 10 pkt"), "{root}");
+}
