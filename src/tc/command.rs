@@ -745,6 +745,18 @@ mod tests {
         assert!(err("tc qdisc show dev left foo").starts_with("What is \"foo\"?"));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_lines_never_panic(line in "\\PC{0,80}") {
+            let _ = TcCommand::parse(&line);
+        }
+
+        #[test]
+        fn arbitrary_handles_never_panic(s in "[0-9a-fA-Fx:+ -]{0,12}") {
+            let _ = (get_qdisc_handle(&s), get_tc_classid(&s));
+        }
+    }
+
     #[test]
     fn filter_keeps_tokens_for_the_filter_parser() {
         let c = parse(
