@@ -320,15 +320,21 @@ impl PschedRate {
         self
     }
 
-    /// `psched_l2t_ns`: nanoseconds to send `len` bytes.
-    pub fn l2t_ns(&self, len: u64) -> u64 {
-        let mut len = (len as i64 + self.overhead as i64)
+    /// The bytes a frame of `len` occupies on the wire: `len + overhead`,
+    /// at least `mpu`, in 53-byte cells per started 48 bytes on ATM.
+    pub fn wire_len(&self, len: u64) -> u64 {
+        let len = (len as i64 + self.overhead as i64)
             .max(self.mpu as i64)
             .max(0) as u64;
-        if self.linklayer == LinkLayer::Atm {
-            len = len.div_ceil(48) * 53;
+        match self.linklayer {
+            LinkLayer::Atm => len.div_ceil(48) * 53,
+            LinkLayer::Ethernet => len,
         }
-        ((len as u128 * self.mult as u128) >> self.shift) as u64
+    }
+
+    /// `psched_l2t_ns`: nanoseconds to send `len` bytes.
+    pub fn l2t_ns(&self, len: u64) -> u64 {
+        ((self.wire_len(len) as u128 * self.mult as u128) >> self.shift) as u64
     }
 }
 

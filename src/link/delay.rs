@@ -1,6 +1,9 @@
-//! The propagation delay line: every frame leaves `delay_ns` after it left
-//! the serializer. A link does not reorder, so after a delay decrease a
-//! frame never overtakes the one in front of it.
+//! The propagation delay line: every frame leaves `delay_ns` (plus the
+//! extra latency the impairments drew for it) after it left the
+//! serializer. A link does not reorder, so after a delay decrease or with
+//! jitter a frame never overtakes the one in front of it, unless
+//! reordering is allowed: then frames leave in order of their exit times
+//! (ties in order of entry).
 
 use crate::packet::Packet;
 use crate::time::Instant;
@@ -9,6 +12,8 @@ use std::collections::VecDeque;
 #[derive(Debug)]
 pub struct DelayLine {
     delay_ns: u64,
+    reorder: bool,
+    /// Sorted by exit time.
     in_flight: VecDeque<(Packet, Instant)>,
 }
 
@@ -16,6 +21,7 @@ impl DelayLine {
     pub fn new(delay_ns: u64) -> DelayLine {
         DelayLine {
             delay_ns,
+            reorder: false,
             in_flight: VecDeque::new(),
         }
     }
@@ -23,6 +29,11 @@ impl DelayLine {
     /// Applies to frames entering from now on.
     pub fn set_delay(&mut self, delay_ns: u64) {
         self.delay_ns = delay_ns;
+    }
+
+    /// Lets frames entering from now on overtake those in front.
+    pub fn set_reorder(&mut self, reorder: bool) {
+        self.reorder = reorder;
     }
 
     pub fn len(&self) -> usize {
@@ -33,13 +44,17 @@ impl DelayLine {
         self.in_flight.is_empty()
     }
 
-    /// A frame left the serializer at `departed`.
-    pub fn push(&mut self, pkt: Packet, departed: Instant) {
-        let mut exit = departed + self.delay_ns;
-        if let Some((_, last)) = self.in_flight.back() {
-            exit = exit.max(*last);
+    /// A frame left the serializer at `departed`; `extra_ns` is added to
+    /// the delay.
+    pub fn push(&mut self, pkt: Packet, departed: Instant, extra_ns: u64) {
+        let exit = departed + self.delay_ns + extra_ns;
+        if self.reorder {
+            let at = self.in_flight.partition_point(|(_, t)| *t <= exit);
+            self.in_flight.insert(at, (pkt, exit));
+        } else {
+            let last = self.in_flight.back().map_or(exit, |(_, t)| *t);
+            self.in_flight.push_back((pkt, exit.max(last)));
         }
-        self.in_flight.push_back((pkt, exit));
     }
 
     /// When the front frame reaches the far end.
@@ -64,8 +79,8 @@ mod tests {
     #[test]
     fn frames_exit_after_the_delay_in_order() {
         let mut d = DelayLine::new(10_000);
-        d.push(pkt(1, 100), Instant::from_nanos(5));
-        d.push(pkt(2, 100), Instant::from_nanos(7));
+        d.push(pkt(1, 100), Instant::from_nanos(5), 0);
+        d.push(pkt(2, 100), Instant::from_nanos(7), 0);
         assert_eq!(d.next_event(), Some(Instant::from_nanos(10_005)));
         assert!(d.pop(Instant::from_nanos(10_004)).is_none());
         let (p, t) = d.pop(Instant::from_nanos(20_000)).unwrap();
@@ -78,10 +93,10 @@ mod tests {
     #[test]
     fn delay_decrease_never_reorders() {
         let mut d = DelayLine::new(10_000);
-        d.push(pkt(1, 100), Instant::ZERO);
+        d.push(pkt(1, 100), Instant::ZERO, 0);
         d.set_delay(1_000);
-        d.push(pkt(2, 100), Instant::from_nanos(100));
-        d.push(pkt(3, 100), Instant::from_nanos(20_000));
+        d.push(pkt(2, 100), Instant::from_nanos(100), 0);
+        d.push(pkt(3, 100), Instant::from_nanos(20_000), 0);
         let exits: Vec<u64> = std::iter::from_fn(|| d.pop(Instant::MAX))
             .map(|(_, t)| t.nanos())
             .collect();
@@ -91,10 +106,34 @@ mod tests {
     #[test]
     fn zero_delay_passes_through() {
         let mut d = DelayLine::new(0);
-        d.push(pkt(1, 1), Instant::from_micros(1));
+        d.push(pkt(1, 1), Instant::from_micros(1), 0);
         assert_eq!(
             d.pop(Instant::from_micros(1)).unwrap().1,
             Instant::from_micros(1)
+        );
+    }
+
+    #[test]
+    fn extra_latency_holds_back_followers_unless_reordering() {
+        let exits = |reorder: bool| {
+            let mut d = DelayLine::new(1_000);
+            d.set_reorder(reorder);
+            d.push(pkt(1, 1), Instant::ZERO, 5_000);
+            d.push(pkt(2, 1), Instant::from_nanos(10), 0);
+            d.push(pkt(3, 1), Instant::from_nanos(20), 4_980);
+            d.push(pkt(4, 1), Instant::from_nanos(30), 0);
+            std::iter::from_fn(|| d.pop(Instant::MAX))
+                .map(|(p, t)| (p.meta.id, t.nanos()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            exits(false),
+            vec![(1, 6_000), (2, 6_000), (3, 6_000), (4, 6_000)]
+        );
+        // Sorted by exit time; 1 and 3 tie at 6000 ns and keep their order.
+        assert_eq!(
+            exits(true),
+            vec![(2, 1_010), (4, 1_030), (1, 6_000), (3, 6_000)]
         );
     }
 }

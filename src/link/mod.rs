@@ -1,16 +1,173 @@
 //! The emulated link below the qdisc, one direction at a time: the driver TX
 //! ring with BQL (`ring`), TX completion and RX interrupt coalescing
 //! (`coalesce`), the line-rate serializer (`serializer`), the propagation
-//! delay line (`delay`), and `Path`, which composes them behind a qdisc.
+//! delay line (`delay`), wire impairments (`impair`), rate/delay schedules
+//! and traces (`schedule`), and `Path`, which composes them behind a qdisc.
 //! Every stage is a pure state machine driven with explicit times.
+//!
+//! `LinkParams` (Copy) are the plain link settings; `LinkShape` holds what
+//! goes beyond them: impairments, a schedule and link-layer framing.
 
 pub mod coalesce;
 pub mod delay;
+pub mod impair;
 pub mod path;
 pub mod ring;
+pub mod schedule;
 pub mod serializer;
 
+pub use impair::{parse_netem, Impairments};
 pub use path::{Path, PathCounters, PathSnapshot};
+pub use schedule::Schedule;
+
+use crate::units::LinkLayer;
+use std::fmt;
+
+/// A rejected link setting: the field, its value and what is allowed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ShapeError {
+    pub field: String,
+    pub value: String,
+    pub allowed: String,
+}
+
+impl ShapeError {
+    pub fn new(field: &str, value: impl fmt::Display, allowed: impl Into<String>) -> Self {
+        ShapeError {
+            field: field.to_string(),
+            value: value.to_string(),
+            allowed: allowed.into(),
+        }
+    }
+}
+
+impl fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid {} \"{}\": expected {}",
+            self.field, self.value, self.allowed
+        )
+    }
+}
+
+/// Link-layer framing like tc's size table (`stab`): the serializer sends
+/// `max(len + LinkParams::overhead + overhead, mpu)` bytes, in 53-byte
+/// cells per 48 bytes on ATM. The arithmetic is `PschedRate::wire_len`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct Framing {
+    /// Added to every frame (may be negative, like stab's `overhead`).
+    pub overhead: i32,
+    /// Minimum accounted size.
+    pub mpu: u32,
+    pub linklayer: LinkLayer,
+}
+
+/// Named framings. `pppoe` is PPPoE over Ethernet (6-byte PPPoE header and
+/// 2-byte PPP protocol field); the ATM ones are the per-encapsulation
+/// overheads tc-cake(8) documents for ADSL (RFC 2684 bridging/routing,
+/// RFC 2364 PPPoA, RFC 2516 PPPoE), with ATM cells.
+pub const FRAMING_PRESETS: [(&str, i32, LinkLayer); 9] = [
+    ("pppoe", 8, LinkLayer::Ethernet),
+    ("ipoa-vcmux", 8, LinkLayer::Atm),
+    ("ipoa-llcsnap", 16, LinkLayer::Atm),
+    ("bridged-vcmux", 24, LinkLayer::Atm),
+    ("bridged-llcsnap", 32, LinkLayer::Atm),
+    ("pppoa-vcmux", 10, LinkLayer::Atm),
+    ("pppoa-llc", 14, LinkLayer::Atm),
+    ("pppoe-vcmux", 32, LinkLayer::Atm),
+    ("pppoe-llcsnap", 40, LinkLayer::Atm),
+];
+
+impl Framing {
+    /// Parses stab-style options: `overhead N`, `mpu N`, `linklayer
+    /// ethernet|atm|adsl|ppp|pppoe`, or one of `FRAMING_PRESETS` by name
+    /// (which sets overhead and link layer; a later `overhead` overrides).
+    /// `linklayer ppp`/`pppoe` is `pppoe`.
+    pub fn parse(args: &[&str]) -> Result<Framing, ShapeError> {
+        let mut f = Framing::default();
+        let mut it = args.iter();
+        let preset = |f: &mut Framing, name: &str| {
+            FRAMING_PRESETS
+                .iter()
+                .find(|(n, ..)| *n == name)
+                .map(|(_, o, l)| {
+                    f.overhead = *o;
+                    f.linklayer = *l;
+                })
+                .is_some()
+        };
+        while let Some(&tok) = it.next() {
+            let mut value = |allowed: &str| {
+                it.next()
+                    .copied()
+                    .ok_or_else(|| ShapeError::new(tok, "nothing", allowed.to_string()))
+            };
+            match tok {
+                "overhead" => {
+                    let v = value("an integer -1000..=1000")?;
+                    f.overhead = v
+                        .parse()
+                        .ok()
+                        .filter(|o: &i32| (-1000..=1000).contains(o))
+                        .ok_or_else(|| ShapeError::new("overhead", v, "an integer -1000..=1000"))?;
+                }
+                "mpu" => {
+                    let v = value("a size in bytes 0..=65535")?;
+                    f.mpu = v
+                        .parse()
+                        .ok()
+                        .filter(|m: &u32| *m <= 65535)
+                        .ok_or_else(|| ShapeError::new("mpu", v, "a size in bytes 0..=65535"))?;
+                }
+                "linklayer" => {
+                    const ALLOWED: &str = "ethernet, atm, adsl, ppp or pppoe";
+                    let v = value(ALLOWED)?;
+                    match v {
+                        "ethernet" => f.linklayer = LinkLayer::Ethernet,
+                        "atm" | "adsl" => f.linklayer = LinkLayer::Atm,
+                        "ppp" | "pppoe" => {
+                            preset(&mut f, "pppoe");
+                        }
+                        _ => return Err(ShapeError::new("linklayer", v, ALLOWED)),
+                    }
+                }
+                name if preset(&mut f, name) => {}
+                other => {
+                    return Err(ShapeError::new(
+                        "framing option",
+                        other,
+                        "overhead N, mpu N, linklayer ethernet|atm|adsl|ppp|pppoe, or a preset: pppoe ipoa-vcmux ipoa-llcsnap bridged-vcmux bridged-llcsnap pppoa-vcmux pppoa-llc pppoe-vcmux pppoe-llcsnap",
+                    ))
+                }
+            }
+        }
+        Ok(f)
+    }
+}
+
+/// What a link does beyond `LinkParams`: wire impairments, a time-varying
+/// rate/delay, and link-layer framing. Held by `Path`, settable at runtime.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct LinkShape {
+    pub impairments: Impairments,
+    /// While set, the schedule's rate (and delay, where it gives one)
+    /// replaces `LinkParams::rate_bytes_ps` (and `delay_ns`).
+    pub schedule: Option<Schedule>,
+    pub framing: Framing,
+}
+
+impl LinkShape {
+    pub fn validate(&self) -> Result<(), ShapeError> {
+        self.impairments.validate()?;
+        if let Some(s) = &self.schedule {
+            s.validate()?;
+        }
+        Ok(())
+    }
+}
 
 /// Parameters of one direction of the link, in core units (bytes/s, ns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -15,24 +15,36 @@
 //! (freeing slots and feeding BQL), the qdisc, arrivals from the delay line,
 //! RX delivery; so a frame reaching the RX NIC exactly when its coalescing
 //! timer fires is part of that batch.
+//!
+//! `LinkShape` adds to this: the framing and the schedule act in the
+//! serializer; impairments act on each frame as it leaves the serializer,
+//! after its TX completion is recorded and before the delay line (see
+//! `impair`). A duplicated frame adds one frame to the path, so
+//! conservation reads `frames_in + duplicated = frames_out + drops + held`.
 
 use super::coalesce::Coalescer;
 use super::delay::DelayLine;
+use super::impair::{Fate, Impair, Impairments};
 use super::ring::{BulkBudget, TxRing, DEV_TX_WEIGHT};
 use super::serializer::Serializer;
-use super::LinkParams;
+use super::{LinkParams, LinkShape, ShapeError};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::qdisc::{Qdisc, QdiscDump};
 use crate::time::{earliest, Instant};
 use std::collections::{BTreeMap, VecDeque};
 
-/// Per-direction conservation counters: `frames_in = frames_out + drops + held`.
+/// Per-direction conservation counters:
+/// `frames_in + duplicated = frames_out + drops + held`.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct PathCounters {
     pub frames_in: u64,
     pub bytes_in: u64,
     pub frames_out: u64,
     pub bytes_out: u64,
+    /// Extra copies made by the duplication impairment.
+    pub duplicated: u64,
+    /// Frames delivered with a flipped bit by the corruption impairment.
+    pub corrupted: u64,
     /// Indexed by `DropReason::index()`.
     pub drops: [u64; DropReason::ALL.len()],
 }
@@ -50,6 +62,8 @@ impl PathCounters {
 pub struct PathSnapshot {
     pub at: Instant,
     pub params: LinkParams,
+    /// Seed of the impairments' random generator.
+    pub seed: u64,
     pub counters: PathCounters,
     /// Drops by `DropReason::name()`, only the non-zero ones.
     pub drops_by_reason: BTreeMap<&'static str, u64>,
@@ -77,6 +91,10 @@ pub struct PathSnapshot {
 
 pub struct Path {
     params: LinkParams,
+    shape: LinkShape,
+    impair: Impair,
+    /// Frames leaving the impairment stage, reused per departure.
+    wire: Vec<(Packet, Fate)>,
     qdisc: Box<dyn Qdisc>,
     /// The kernel's `gso_skb` list: frames the driver refused, sent first.
     requeued: VecDeque<Packet>,
@@ -112,6 +130,9 @@ impl Path {
     pub fn new(params: LinkParams, qdisc: Box<dyn Qdisc>) -> Path {
         Path {
             params,
+            shape: LinkShape::default(),
+            impair: Impair::new(Impairments::default()),
+            wire: Vec::with_capacity(2),
             qdisc,
             requeued: VecDeque::new(),
             requeues: 0,
@@ -135,6 +156,40 @@ impl Path {
         &self.params
     }
 
+    pub fn shape(&self) -> &LinkShape {
+        &self.shape
+    }
+
+    /// Installs impairments, schedule and framing at `now`. Frames on the
+    /// wire keep their departure, frames in propagation their arrival; the
+    /// random generator restarts from the seed; a new schedule starts at
+    /// `now` (one equal to the running schedule keeps running, with its
+    /// start and trace position).
+    pub fn set_shape(&mut self, shape: LinkShape, now: Instant) -> Result<(), ShapeError> {
+        shape.validate()?;
+        self.advance(now);
+        let t = self.now;
+        self.serializer.set_framing(shape.framing);
+        if shape.schedule != self.shape.schedule {
+            self.serializer.set_schedule(shape.schedule.clone(), t);
+        }
+        self.impair = Impair::new(shape.impairments.clone());
+        self.delay.set_reorder(self.impair.reorders());
+        self.shape = shape;
+        self.qdisc_ready = true;
+        self.advance(t);
+        Ok(())
+    }
+
+    /// Replaces only the impairments (schedule and framing stay).
+    pub fn set_impairments(&mut self, imp: Impairments, now: Instant) -> Result<(), ShapeError> {
+        let shape = LinkShape {
+            impairments: imp,
+            ..self.shape.clone()
+        };
+        self.set_shape(shape, now)
+    }
+
     pub fn qdisc(&self) -> &dyn Qdisc {
         &*self.qdisc
     }
@@ -143,7 +198,7 @@ impl Path {
         &self.counters
     }
 
-    /// Frames inside the path: `frames_in - frames_out - drops`.
+    /// Frames inside the path: `frames_in + duplicated - frames_out - drops`.
     pub fn held(&self) -> u64 {
         self.qdisc.qlen() as u64
             + self.requeued.len() as u64
@@ -268,6 +323,7 @@ impl Path {
         PathSnapshot {
             at: now,
             params: self.params,
+            seed: self.shape.impairments.seed,
             counters: self.counters.clone(),
             drops_by_reason,
             held: self.held(),
@@ -328,7 +384,18 @@ impl Path {
         let t = self.now;
         while let Some((pkt, departed)) = self.serializer.pop(t) {
             self.tx_done.push(pkt.len, departed);
-            self.delay.push(pkt, departed);
+            let delay = self.serializer.scheduled_delay(departed);
+            self.delay.set_delay(delay.unwrap_or(self.params.delay_ns));
+            let effects = self.impair.transmit(pkt, &mut self.wire);
+            self.counters.duplicated += effects.duplicated as u64;
+            self.counters.corrupted += effects.corrupted as u64;
+            for (pkt, fate) in self.wire.drain(..) {
+                match fate {
+                    Fate::Lost => self.drops.push(pkt, DropReason::WireLoss),
+                    Fate::Delayed(extra) => self.delay.push(pkt, departed, extra),
+                }
+            }
+            absorb(&mut self.drops, &mut self.counters, &mut self.freed);
         }
         let (mut frames, mut bytes) = (0u32, 0u64);
         if let Some(at) = self.tx_done.fire(t, |len| {
@@ -407,6 +474,7 @@ impl Path {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::Schedule;
     use crate::qdisc::fifo::{Fifo, FifoKind};
     use crate::qdisc::testutil::pkt;
     use crate::qdisc::QdiscCtx;
@@ -427,7 +495,7 @@ mod tests {
     fn assert_conserved(p: &Path) {
         let c = p.counters();
         assert_eq!(
-            c.frames_in,
+            c.frames_in + c.duplicated,
             c.frames_out + c.total_drops() + p.held(),
             "conservation: {c:?} held {}",
             p.held()
@@ -981,6 +1049,251 @@ mod tests {
         assert_eq!(drain(&mut p).len(), 2);
     }
 
+    fn netem(args: &str) -> Impairments {
+        crate::link::parse_netem(&args.split_whitespace().collect::<Vec<_>>()).unwrap()
+    }
+
+    /// Frames every `gap_ns` through a path (polled at every event), as
+    /// (id, delivery time).
+    fn feed(p: &mut Path, n: u64, gap_ns: u64, len: u32) -> Vec<(u64, Instant)> {
+        let (mut out, mut freed, mut got) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..n {
+            let t = Instant::from_nanos(i * gap_ns);
+            while let Some(due) = p.poll_at().filter(|d| *d <= t) {
+                p.poll(due, &mut out, &mut freed);
+                got.extend(out.drain(..).map(|pk: Packet| (pk.meta.id, due)));
+            }
+            p.ingress(pkt(i, len), t);
+            assert_conserved(p);
+        }
+        got.extend(drain(p));
+        got
+    }
+
+    #[test]
+    fn wire_loss_is_a_counted_drop_after_the_tx_completion() {
+        let mut p = path(LinkParams {
+            rate_bytes_ps: 12_500_000,
+            ..LinkParams::default()
+        });
+        p.set_impairments(netem("loss 30% seed 99"), Instant::ZERO)
+            .unwrap();
+        let got = feed(&mut p, 2_000, 200_000, 1000);
+        let c = p.counters().clone();
+        let lost = c.drops[DropReason::WireLoss.index()];
+        assert_eq!(c.total_drops(), lost);
+        assert!((500..700).contains(&lost), "{lost}");
+        assert_eq!(got.len() as u64 + lost, 2_000);
+        // The sender saw every frame completed: the ring is empty, the
+        // qdisc sent them all.
+        let s = p.snapshot(Instant::from_millis(1_000));
+        assert_eq!((s.ring_used, s.held), (0, 0));
+        assert_eq!(s.qdisc.stats.packets, 2_000);
+        assert_eq!(s.drops_by_reason.get("wire_loss"), Some(&lost));
+        assert_eq!(s.seed, 99);
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(json.contains("\"seed\":99") && json.contains("\"duplicated\":0"));
+        // Lost frames are handed back as freed buffers.
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        let mut q = path(LinkParams::default());
+        q.set_impairments(netem("loss 100%"), Instant::ZERO)
+            .unwrap();
+        q.ingress(pkt(0, 100), Instant::ZERO);
+        q.poll(Instant::from_millis(1), &mut out, &mut freed);
+        assert_eq!((out.len(), freed.len()), (0, 1));
+    }
+
+    #[test]
+    fn jitter_never_reorders_unless_allowed() {
+        let params = LinkParams {
+            rate_bytes_ps: 125_000_000,
+            delay_ns: NS_PER_MS,
+            ..LinkParams::default()
+        };
+        let mut p = path(params);
+        p.set_impairments(
+            netem("delay 10ms 5ms distribution normal seed 1"),
+            Instant::ZERO,
+        )
+        .unwrap();
+        let got = feed(&mut p, 3_000, 100_000, 1000);
+        let ids: Vec<u64> = got.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, (0..3_000).collect::<Vec<_>>(), "FIFO by default");
+        // Latency: 1 ms link + 10 ms netem + 8 us wire, at least.
+        let latency = |(id, t): &(u64, Instant)| t.nanos() - id * 100_000;
+        assert!(got.iter().all(|g| latency(g) >= NS_PER_MS + 8_000));
+        let mean = got.iter().map(latency).sum::<u64>() as f64 / 3_000.0;
+        assert!(mean > 11.0e6, "{mean}");
+
+        let mut p = path(params);
+        p.set_impairments(
+            netem("delay 10ms 5ms distribution normal reorder seed 1"),
+            Instant::ZERO,
+        )
+        .unwrap();
+        let got = feed(&mut p, 3_000, 100_000, 1000);
+        let overtaken = got.windows(2).filter(|w| w[1].0 < w[0].0).count();
+        assert!(overtaken > 100, "{overtaken}");
+        assert!(
+            got.windows(2).all(|w| w[0].1 <= w[1].1),
+            "delivered in time order"
+        );
+        let mut ids: Vec<u64> = got.iter().map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..3_000).collect::<Vec<_>>());
+        // Latency is delay + jitter exactly (no FIFO push-back).
+        let (m, _) = mean_sd(got.iter().map(latency));
+        assert!((m - 11.008e6).abs() < 0.2e6, "{m}");
+    }
+
+    fn mean_sd(v: impl Iterator<Item = u64>) -> (f64, f64) {
+        let v: Vec<f64> = v.map(|x| x as f64).collect();
+        let m = v.iter().sum::<f64>() / v.len() as f64;
+        let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len() as f64;
+        (m, var.sqrt())
+    }
+
+    #[test]
+    fn duplicates_keep_conservation() {
+        let mut p = path(LinkParams {
+            rate_bytes_ps: 12_500_000,
+            delay_ns: 2 * NS_PER_MS,
+            ..LinkParams::default()
+        });
+        p.set_impairments(
+            netem("duplicate 20% loss 5% corrupt 1% seed 5"),
+            Instant::ZERO,
+        )
+        .unwrap();
+        let got = feed(&mut p, 5_000, 100_000, 1000);
+        let c = p.counters();
+        assert!((850..1_150).contains(&c.duplicated), "{}", c.duplicated);
+        assert_eq!(c.frames_in + c.duplicated, c.frames_out + c.total_drops());
+        assert_eq!(got.len() as u64, c.frames_out);
+        assert!(c.frames_out > c.frames_in, "more out than in: {c:?}");
+        // A duplicate arrives with its original, in order.
+        assert!(got.windows(2).all(|w| w[0].0 <= w[1].0));
+        assert_eq!(c.corrupted, 0, "test frames carry no payload bytes");
+    }
+
+    #[test]
+    fn schedule_rate_and_delay_through_the_path() {
+        let mut p = path(LinkParams {
+            rate_bytes_ps: 125_000_000,
+            delay_ns: 3 * NS_PER_MS,
+            bql: false,
+            ..LinkParams::default()
+        });
+        let schedule =
+            Schedule::parse_native("0 1mbit\n15ms 100kbit delay 20ms\nrepeat 1s").unwrap();
+        let shape = LinkShape {
+            schedule: Some(schedule),
+            ..LinkShape::default()
+        };
+        p.set_shape(shape.clone(), Instant::ZERO).unwrap();
+        assert_eq!(p.shape(), &shape);
+        for i in 0..3 {
+            p.ingress(pkt(i, 1250), Instant::ZERO);
+        }
+        let times: Vec<u64> = drain(&mut p)
+            .iter()
+            .map(|(_, t)| t.nanos() / NS_PER_MS)
+            .collect();
+        // Departures at 10, 65, 165 ms; the link's 3 ms before the step,
+        // the schedule's 20 ms after it.
+        assert_eq!(times, vec![13, 85, 185]);
+
+        // A mahimahi trace gates departures; impairments keep it running.
+        let trace = Schedule::parse_mahimahi("2\n4\n").unwrap();
+        p.set_shape(
+            LinkShape {
+                schedule: Some(trace),
+                ..LinkShape::default()
+            },
+            Instant::from_millis(200),
+        )
+        .unwrap();
+        p.set_impairments(netem("delay 1ms"), Instant::from_millis(200))
+            .unwrap();
+        for i in 3..6 {
+            p.ingress(pkt(i, 1514), Instant::from_millis(200));
+        }
+        let times: Vec<u64> = drain(&mut p)
+            .iter()
+            .map(|(_, t)| t.nanos() / NS_PER_MS)
+            .collect();
+        assert_eq!(times, vec![206, 208, 210]);
+    }
+
+    /// Changing impairments keeps the running trace's grid; a new trace
+    /// starts when installed.
+    #[test]
+    fn set_impairments_keeps_the_running_schedule() {
+        let mut p = path(LinkParams::default());
+        let trace = || Schedule::parse_mahimahi("2\n4\n").unwrap();
+        let shape = LinkShape {
+            schedule: Some(trace()),
+            ..LinkShape::default()
+        };
+        p.set_shape(shape, Instant::ZERO).unwrap();
+        p.set_impairments(netem("seed 3"), Instant::from_millis(5))
+            .unwrap();
+        p.ingress(pkt(0, 1514), Instant::from_millis(5));
+        assert_eq!(drain(&mut p), vec![(0, Instant::from_millis(6))]);
+        p.set_shape(
+            LinkShape {
+                schedule: Some(Schedule::parse_mahimahi("2\n5\n").unwrap()),
+                ..p.shape().clone()
+            },
+            Instant::from_millis(10),
+        )
+        .unwrap();
+        p.ingress(pkt(1, 1514), Instant::from_millis(10));
+        assert_eq!(drain(&mut p), vec![(1, Instant::from_millis(12))]);
+        assert_eq!(p.snapshot(Instant::from_millis(20)).seed, 3);
+    }
+
+    #[test]
+    fn atm_framing_through_the_path_and_invalid_shapes_change_nothing() {
+        let mut p = path(LinkParams {
+            rate_bytes_ps: 1_696_000,
+            ..LinkParams::default()
+        });
+        let shape = LinkShape {
+            framing: crate::link::Framing::parse(&["linklayer", "atm"]).unwrap(),
+            ..LinkShape::default()
+        };
+        p.set_shape(shape.clone(), Instant::ZERO).unwrap();
+        p.ingress(pkt(0, 1514), Instant::ZERO);
+        assert_eq!(drain(&mut p), vec![(0, Instant::from_millis(1))]);
+        let bad = LinkShape {
+            impairments: Impairments {
+                corrupt: -1.0,
+                ..Impairments::default()
+            },
+            ..LinkShape::default()
+        };
+        let e = p.set_shape(bad, Instant::from_millis(2)).unwrap_err();
+        assert_eq!(e.field, "corrupt");
+        let e = p
+            .set_impairments(
+                Impairments {
+                    loss: crate::link::impair::Loss::Random {
+                        percent: 200.0,
+                        correlation: 0.0,
+                    },
+                    ..Impairments::default()
+                },
+                Instant::from_millis(2),
+            )
+            .unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.value.as_str()),
+            ("loss.percent", "200")
+        );
+        assert_eq!(p.shape(), &shape);
+    }
+
     mod prop {
         use super::*;
         use proptest::prelude::*;
@@ -991,6 +1304,53 @@ mod tests {
             Advance { dt: u64 },
             SetParams(LinkParams),
             Replace { limit: u64, paced: bool },
+            Shape(Box<LinkShape>),
+        }
+
+        /// Random impairments, schedule and framing (all valid).
+        fn shape() -> impl Strategy<Value = LinkShape> {
+            (
+                (0u32..30, 0u32..30, 0u32..5),
+                (0u64..3_000, 1u64..3_000, any::<bool>(), any::<u64>()),
+                prop_oneof![
+                    Just(None),
+                    (1u64..20, 1u64..5).prop_map(|(a, b)| Some(format!("{a}\n{}\n", a + b))),
+                    (1u64..50_000_000, 1u64..50_000_000, 1u64..2_000).prop_map(|(r1, r2, d)| Some(
+                        format!("0 {}bps\n{d}us down\n{}us {}bps delay {d}us\nrepeat 5ms", r1, d + 1, r2)
+                    )),
+                ],
+                (-30i32..60, 0u32..100, any::<bool>()),
+            )
+                .prop_map(|((loss, dup, corrupt), (delay, jitter, reorder, seed), sched, (oh, mpu, atm))| {
+                    let args = format!(
+                        "loss {loss}% duplicate {dup}% corrupt {corrupt}% delay {delay}us {jitter}us distribution pareto seed {seed}{}",
+                        if reorder && delay > 0 { " reorder 10%" } else { "" }
+                    );
+                    let impairments = crate::link::parse_netem(
+                        &args.split_whitespace().collect::<Vec<_>>(),
+                    )
+                    .unwrap();
+                    let schedule = sched.map(|text| {
+                        if text.contains("bps") {
+                            Schedule::parse_native(&text).unwrap()
+                        } else {
+                            Schedule::parse_mahimahi(&text).unwrap()
+                        }
+                    });
+                    LinkShape {
+                        impairments,
+                        schedule,
+                        framing: crate::link::Framing {
+                            overhead: oh,
+                            mpu,
+                            linklayer: if atm {
+                                crate::units::LinkLayer::Atm
+                            } else {
+                                crate::units::LinkLayer::Ethernet
+                            },
+                        },
+                    }
+                })
         }
 
         fn params() -> impl Strategy<Value = LinkParams> {
@@ -1029,6 +1389,7 @@ mod tests {
                 2 => (0u64..2_000_000).prop_map(|dt| Op::Advance { dt }),
                 1 => params().prop_map(Op::SetParams),
                 1 => (0u64..40, any::<bool>()).prop_map(|(limit, paced)| Op::Replace { limit, paced }),
+                1 => shape().prop_map(|s| Op::Shape(Box::new(s))),
             ]
         }
 
@@ -1059,9 +1420,10 @@ mod tests {
                         prop_assert!(t >= now, "poll_at {t:?} before {now:?}");
                         exact.poll(t, &mut out, &mut freed);
                         now = t;
+                        let c = exact.counters();
                         prop_assert_eq!(
-                            exact.counters().frames_in,
-                            exact.counters().frames_out + exact.counters().total_drops() + exact.held()
+                            c.frames_in + c.duplicated,
+                            c.frames_out + c.total_drops() + exact.held()
                         );
                     }
                     now = target;
@@ -1077,9 +1439,15 @@ mod tests {
                             Op::Replace { limit, paced: true } => {
                                 p.replace_qdisc(super::paced(*limit * 10_000, true), now);
                             }
+                            Op::Shape(shape) => {
+                                prop_assert!(p.set_shape((**shape).clone(), now).is_ok());
+                            }
                         }
                         let c = p.counters();
-                        prop_assert_eq!(c.frames_in, c.frames_out + c.total_drops() + p.held());
+                        prop_assert_eq!(
+                            c.frames_in + c.duplicated,
+                            c.frames_out + c.total_drops() + p.held()
+                        );
                     }
                     if matches!(op, Op::Ingress { .. }) {
                         id += 1;
@@ -1103,7 +1471,7 @@ mod tests {
                     }
                     prop_assert_eq!(p.held(), 0);
                     let c = p.counters();
-                    prop_assert_eq!(c.frames_in, c.frames_out + c.total_drops());
+                    prop_assert_eq!(c.frames_in + c.duplicated, c.frames_out + c.total_drops());
                 }
                 let total_freed = freed.len() as u64;
                 prop_assert_eq!(

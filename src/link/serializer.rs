@@ -1,18 +1,29 @@
 //! The line-rate serializer: frames posted to the TX ring go onto the wire
 //! one at a time at `rate_bytes_ps`, each occupying `len + overhead` bytes
-//! (preamble, FCS, inter-frame gap). Times are logical: a frame starts at
-//! `max(posted, previous departure)` and departs `(len + overhead) / rate`
-//! later, carried as an exact rational (ns plus a remainder), so late polls
-//! and non-integer frame times never accumulate drift.
+//! (preamble, FCS, inter-frame gap), adjusted by the link-layer `Framing`
+//! (extra overhead, mpu, ATM cells: `PschedRate::wire_len`). Times are
+//! logical: a frame starts at `max(posted, previous departure)` and departs
+//! `wire_len / rate` later, carried as an exact rational (ns plus a
+//! remainder), so late polls and non-integer frame times never accumulate
+//! drift. With a schedule installed, the schedule's `Timeline` gives the
+//! departure instead (rate steps or trace delivery opportunities).
 
+use super::schedule::{Schedule, Timeline};
+use super::Framing;
 use crate::packet::Packet;
 use crate::time::{Instant, NS_PER_SEC};
+use crate::units::PschedRate;
 use std::collections::VecDeque;
 
 #[derive(Debug)]
 pub struct Serializer {
-    rate_bytes_ps: u64,
-    overhead: u32,
+    /// The link's overhead (`LinkParams::overhead`) and framing.
+    link_overhead: u32,
+    framing: Framing,
+    /// Line rate and the wire length arithmetic.
+    wire: PschedRate,
+    /// The schedule in force, replacing the line rate.
+    timeline: Option<Timeline>,
     /// Frames posted but not yet on the wire, with the time they were posted.
     waiting: VecDeque<(Packet, Instant)>,
     /// The frame on the wire and when its last bit leaves.
@@ -26,9 +37,12 @@ pub struct Serializer {
 impl Serializer {
     /// A wire of `rate_bytes_ps` (0 = unlimited) and `overhead` bytes/frame.
     pub fn new(rate_bytes_ps: u64, overhead: u32) -> Serializer {
+        let framing = Framing::default();
         Serializer {
-            rate_bytes_ps,
-            overhead,
+            link_overhead: overhead,
+            framing,
+            wire: wire(rate_bytes_ps, overhead, framing),
+            timeline: None,
             waiting: VecDeque::new(),
             on_wire: None,
             busy_until: Instant::ZERO,
@@ -39,11 +53,30 @@ impl Serializer {
     /// Changes rate and overhead for frames that have not started yet; the
     /// frame on the wire keeps its departure.
     pub fn set_rate(&mut self, rate_bytes_ps: u64, overhead: u32) {
-        if rate_bytes_ps != self.rate_bytes_ps {
+        if rate_bytes_ps != self.wire.rate_bytes_ps {
             self.busy_rem = 0;
         }
-        self.rate_bytes_ps = rate_bytes_ps;
-        self.overhead = overhead;
+        self.link_overhead = overhead;
+        self.wire = wire(rate_bytes_ps, overhead, self.framing);
+    }
+
+    /// Changes the link-layer framing for frames not started yet.
+    pub fn set_framing(&mut self, framing: Framing) {
+        self.framing = framing;
+        self.wire = wire(self.wire.rate_bytes_ps, self.link_overhead, framing);
+    }
+
+    /// Installs (or removes) a schedule starting at `now`, for frames not
+    /// started yet; a valid schedule is expected.
+    pub fn set_schedule(&mut self, schedule: Option<Schedule>, now: Instant) {
+        self.busy_rem = 0;
+        self.timeline = schedule.map(|s| Timeline::new(s, now));
+    }
+
+    /// The propagation delay the schedule sets for a frame departing at
+    /// `t`, if any.
+    pub fn scheduled_delay(&self, t: Instant) -> Option<u64> {
+        self.timeline.as_ref().and_then(|tl| tl.delay_at(t))
     }
 
     /// Frames posted and not departed (waiting plus on the wire).
@@ -69,10 +102,13 @@ impl Serializer {
             self.busy_until = posted;
             self.busy_rem = 0;
         }
-        if self.rate_bytes_ps > 0 {
-            let bytes = pkt.len as u128 + self.overhead as u128;
-            let total = self.busy_rem as u128 + bytes * NS_PER_SEC as u128;
-            let rate = self.rate_bytes_ps as u128;
+        let bytes = self.wire.wire_len(pkt.len as u64);
+        if let Some(tl) = &mut self.timeline {
+            (self.busy_until, self.busy_rem) =
+                tl.finish(self.busy_until, self.busy_rem, pkt.len, bytes);
+        } else if self.wire.rate_bytes_ps > 0 {
+            let total = self.busy_rem as u128 + bytes as u128 * NS_PER_SEC as u128;
+            let rate = self.wire.rate_bytes_ps as u128;
             let ns = (total / rate).min(u64::MAX as u128) as u64;
             self.busy_until += ns;
             self.busy_rem = (total % rate) as u64;
@@ -97,6 +133,13 @@ impl Serializer {
         }
         Some((pkt, departed))
     }
+}
+
+/// The wire arithmetic for a rate, the link's overhead and a framing.
+fn wire(rate_bytes_ps: u64, overhead: u32, framing: Framing) -> PschedRate {
+    let overhead =
+        (overhead as i64 + framing.overhead as i64).clamp(i32::MIN as i64, i32::MAX as i64);
+    PschedRate::new(rate_bytes_ps).with_framing(overhead as i32, framing.mpu, framing.linklayer)
 }
 
 #[cfg(test)]
@@ -190,5 +233,68 @@ mod tests {
         s.post(pkt(2, 100), Instant::ZERO);
         s.set_rate(2_000_000, 0);
         assert_eq!(departures(&mut s, Instant::MAX), vec![100_000, 150_000]);
+    }
+
+    /// tc stab's ATM framing: a 1514-byte frame takes 32 cells = 1696
+    /// bytes, exactly 1 ms at 1.696 MB/s.
+    #[test]
+    fn atm_framing_changes_serialization_exactly() {
+        use crate::units::LinkLayer;
+        let mut s = Serializer::new(1_696_000, 0);
+        s.post(pkt(1, 1514), Instant::ZERO);
+        // Ethernet: 1514 B = 892688.67 ns.
+        assert_eq!(s.pop(Instant::MAX).unwrap().1.nanos(), 892_688);
+        s.set_framing(Framing {
+            linklayer: LinkLayer::Atm,
+            ..Framing::default()
+        });
+        s.post(pkt(2, 1514), Instant::from_millis(10));
+        s.post(pkt(3, 1514), Instant::from_millis(10));
+        assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_millis(11));
+        assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_millis(12));
+        // 49 B is two cells (106 B); the link overhead counts before cells.
+        s.set_rate(1_696_000, 0);
+        s.post(pkt(4, 49), Instant::from_millis(20));
+        assert_eq!(s.pop(Instant::MAX).unwrap().1.nanos(), 20_000_000 + 62_500);
+        s.set_rate(1_696_000, 47);
+        s.post(pkt(5, 1), Instant::from_millis(30));
+        assert_eq!(s.pop(Instant::MAX).unwrap().1.nanos(), 30_000_000 + 31_250);
+    }
+
+    #[test]
+    fn presets_mpu_and_negative_overhead() {
+        // pppoe-llcsnap: +40 B on ATM: 1554 B = 33 cells = 1749 B.
+        let f = Framing::parse(&["pppoe-llcsnap"]).unwrap();
+        let mut s = Serializer::new(1_749_000, 0);
+        s.set_framing(f);
+        s.post(pkt(1, 1514), Instant::ZERO);
+        assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_millis(1));
+        // mpu 100 on Ethernet: a 60-byte frame counts 100 B.
+        s.set_framing(Framing::parse(&["mpu", "100", "linklayer", "ethernet"]).unwrap());
+        s.set_rate(100_000, 0);
+        s.post(pkt(2, 60), Instant::from_millis(5));
+        assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_millis(6));
+        // A negative overhead cannot make a frame shorter than nothing.
+        s.set_framing(Framing::parse(&["overhead", "-1000"]).unwrap());
+        s.post(pkt(3, 60), Instant::from_millis(7));
+        assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_millis(7));
+        // linklayer pppoe: Ethernet framing with 8 bytes more.
+        let f = Framing::parse(&["linklayer", "pppoe", "mpu", "64"]).unwrap();
+        assert_eq!((f.overhead, f.mpu), (8, 64));
+    }
+
+    #[test]
+    fn framing_parse_errors_name_field_and_range() {
+        let e = Framing::parse(&["overhead", "5000"]).unwrap_err();
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("overhead", "5000"));
+        assert!(e.allowed.contains("-1000..=1000"));
+        assert_eq!(Framing::parse(&["mpu"]).unwrap_err().field, "mpu");
+        assert_eq!(
+            Framing::parse(&["linklayer", "token-ring"])
+                .unwrap_err()
+                .value,
+            "token-ring"
+        );
+        assert_eq!(Framing::parse(&["cells"]).unwrap_err().value, "cells");
     }
 }

@@ -124,10 +124,13 @@ pub enum DropReason {
     Runt,
     /// Frame longer than the link's MTU allows.
     Oversize,
+    /// Lost on the wire by the link's impairment model (random, Gilbert–
+    /// Elliott or 4-state loss).
+    WireLoss,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 12] = [
+    pub const ALL: [DropReason; 13] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -140,6 +143,7 @@ impl DropReason {
         DropReason::PoolExhausted,
         DropReason::Runt,
         DropReason::Oversize,
+        DropReason::WireLoss,
     ];
 
     pub fn index(self) -> usize {
@@ -163,6 +167,7 @@ impl DropReason {
             DropReason::PoolExhausted => "pool_exhausted",
             DropReason::Runt => "runt",
             DropReason::Oversize => "oversize",
+            DropReason::WireLoss => "wire_loss",
         }
     }
 }

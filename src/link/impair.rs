@@ -1,0 +1,1364 @@
+//! Wire impairments in the manner of netem: loss (random with netem's
+//! correlation, Gilbert–Elliott, the 4-state model), duplication,
+//! corruption, delay variation (jitter) with a distribution table, and
+//! reordering. `Impairments` holds the settings (serde, part of
+//! `LinkShape`), `parse_netem` reads tc-netem(8) option strings, and
+//! `Impair` is the pure stage applying them with a seeded `SmallRng`.
+//!
+//! Where: `Path` hands every frame that leaves the serializer (after its
+//! TX completion is recorded, so the sender's ring and BQL see a normal
+//! transmission) to `Impair::transmit`; lost frames become `WireLoss`
+//! drops, the others enter the propagation delay line with the extra
+//! latency drawn here (netem delay + jitter) on top of the link's delay.
+//! Each copy of a duplicated frame draws its own loss, corruption and
+//! delay, like netem's clone that goes through netem again.
+//!
+//! The random draws happen in a fixed order (duplication, then per copy:
+//! loss, corruption, reordering, jitter), each only when its feature is
+//! configured, so the same settings and seed give the same sequence.
+
+use super::ShapeError;
+use crate::packet::Packet;
+use crate::units::{parse_time_ns, sprint_time};
+use rand::rngs::SmallRng;
+use rand::{RngCore, SeedableRng};
+
+/// netem's distribution tables: entries are signed, 8192 = one sigma.
+pub const DIST_SCALE: i64 = 8192;
+/// Entries of the tables built for `normal`, `pareto` and `paretonormal`.
+const TABLE_SIZE: usize = 4096;
+/// Bytes of the Ethernet header, never corrupted.
+const ETH_HLEN: usize = 14;
+
+/// The shape of the delay variation around `delay`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Distribution {
+    /// Uniform over `[delay - jitter, delay + jitter)` (netem's default).
+    #[default]
+    Uniform,
+    /// Normal with standard deviation `jitter`.
+    Normal,
+    /// Pareto (shape 3), centred and scaled to standard deviation `jitter`.
+    Pareto,
+    /// The quantile blend 1/4 normal + 3/4 pareto, centred and scaled to
+    /// standard deviation `jitter`.
+    ParetoNormal,
+    /// A user table in netem's `.dist` format: values drawn uniformly from
+    /// the table, 8192 = one `jitter`.
+    Table(Vec<i16>),
+}
+
+/// How frames are lost on the wire. Probabilities are in percent.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "model")]
+pub enum Loss {
+    #[default]
+    None,
+    /// Each frame is lost with `percent`; `correlation` mixes in the
+    /// previous random value as netem does (which clusters losses and, as
+    /// in netem, lowers the loss rate below `percent`).
+    Random { percent: f64, correlation: f64 },
+    /// Gilbert–Elliott: `p` good→bad, `r` bad→good, `one_minus_h` loss in
+    /// the bad state, `one_minus_k` loss in the good state. A frame's fate
+    /// is decided by the state it finds; the chain then moves.
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        one_minus_h: f64,
+        one_minus_k: f64,
+    },
+    /// netem's 4-state model: 1 = received in a gap, 2 = received in a
+    /// burst, 3 = lost in a burst, 4 = isolated loss. `pij` is the
+    /// transition probability from i to j; a frame is lost when the chain
+    /// enters state 3 or 4; 4 always goes back to 1.
+    FourState {
+        p13: f64,
+        p31: f64,
+        p32: f64,
+        p23: f64,
+        p14: f64,
+    },
+}
+
+impl Loss {
+    /// The simple Gilbert model with a mean loss rate (percent) and a mean
+    /// burst length (frames, >= 1): `r = 1/burst`, `p = loss·r/(1 - loss)`,
+    /// every frame lost in the bad state and none in the good one.
+    pub fn gilbert_elliott_bursty(loss_percent: f64, mean_burst: f64) -> Result<Loss, ShapeError> {
+        if !(mean_burst >= 1.0 && mean_burst.is_finite()) {
+            return Err(ShapeError::new(
+                "loss.mean_burst",
+                mean_burst,
+                "a mean burst length of at least 1 frame",
+            ));
+        }
+        let loss = loss_percent / 100.0;
+        let r = 1.0 / mean_burst;
+        let max_loss = 1.0 / (1.0 + r);
+        if !(0.0..=max_loss).contains(&loss) {
+            return Err(ShapeError::new(
+                "loss.percent",
+                loss_percent,
+                format!(
+                    "0..={:.4}% for a mean burst of {mean_burst} frames (p = loss·r/(1-loss) must stay <= 100%)",
+                    max_loss * 100.0
+                ),
+            ));
+        }
+        Ok(Loss::GilbertElliott {
+            p: 100.0 * loss * r / (1.0 - loss),
+            r: 100.0 * r,
+            one_minus_h: 100.0,
+            one_minus_k: 0.0,
+        })
+    }
+}
+
+/// netem's `reorder PERCENT [CORRELATION] [gap DISTANCE]`. Whenever it is
+/// set, frames may overtake each other (jitter reorders). With a non-zero
+/// `percent`, after `gap - 1` frames delayed normally a frame is sent with
+/// probability `percent` without the netem delay and jitter.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Reorder {
+    pub percent: f64,
+    pub correlation: f64,
+    pub gap: u32,
+}
+
+/// All wire impairments of one direction. The default impairs nothing.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct Impairments {
+    /// Seed of the random generator (reported in the path's snapshot).
+    pub seed: u64,
+    /// Extra latency on top of the link's propagation delay, ns.
+    pub delay_ns: u64,
+    /// Delay variation (sigma of the distribution), ns.
+    pub jitter_ns: u64,
+    /// netem delay correlation, percent.
+    pub jitter_correlation: f64,
+    pub distribution: Distribution,
+    pub loss: Loss,
+    /// Frames duplicated, percent, and the correlation of the draws.
+    pub duplicate: f64,
+    pub duplicate_correlation: f64,
+    /// Frames with one payload bit flipped, percent, and the correlation.
+    pub corrupt: f64,
+    pub corrupt_correlation: f64,
+    /// None: frames never overtake each other, whatever the jitter.
+    pub reorder: Option<Reorder>,
+}
+
+fn check_percent(field: &str, v: f64) -> Result<(), ShapeError> {
+    if (0.0..=100.0).contains(&v) {
+        Ok(())
+    } else {
+        Err(ShapeError::new(field, v, "a percentage in 0..=100"))
+    }
+}
+
+impl Impairments {
+    /// True when the settings change nothing.
+    pub fn is_none(&self) -> bool {
+        self.delay_ns == 0
+            && self.jitter_ns == 0
+            && self.loss == Loss::None
+            && self.duplicate == 0.0
+            && self.corrupt == 0.0
+            && self.reorder.is_none()
+    }
+
+    /// Checks every field; the error names the field, the value and the
+    /// allowed range.
+    pub fn validate(&self) -> Result<(), ShapeError> {
+        check_percent("jitter_correlation", self.jitter_correlation)?;
+        check_percent("duplicate", self.duplicate)?;
+        check_percent("duplicate_correlation", self.duplicate_correlation)?;
+        check_percent("corrupt", self.corrupt)?;
+        check_percent("corrupt_correlation", self.corrupt_correlation)?;
+        const MAX_NS: u64 = i64::MAX as u64 / 4;
+        for (field, v) in [("delay", self.delay_ns), ("jitter", self.jitter_ns)] {
+            if v > MAX_NS {
+                return Err(ShapeError::new(field, v, format!("0..={MAX_NS} ns")));
+            }
+        }
+        if let Distribution::Table(t) = &self.distribution {
+            if t.is_empty() {
+                return Err(ShapeError::new(
+                    "distribution",
+                    "an empty table",
+                    "a table of at least one value (netem .dist format)",
+                ));
+            }
+        }
+        match &self.loss {
+            Loss::None => {}
+            Loss::Random {
+                percent,
+                correlation,
+            } => {
+                check_percent("loss.percent", *percent)?;
+                check_percent("loss.correlation", *correlation)?;
+            }
+            Loss::GilbertElliott {
+                p,
+                r,
+                one_minus_h,
+                one_minus_k,
+            } => {
+                check_percent("loss.p", *p)?;
+                check_percent("loss.r", *r)?;
+                check_percent("loss.1-h", *one_minus_h)?;
+                check_percent("loss.1-k", *one_minus_k)?;
+            }
+            Loss::FourState {
+                p13,
+                p31,
+                p32,
+                p23,
+                p14,
+            } => {
+                for (f, v) in [
+                    ("loss.p13", p13),
+                    ("loss.p31", p31),
+                    ("loss.p32", p32),
+                    ("loss.p23", p23),
+                    ("loss.p14", p14),
+                ] {
+                    check_percent(f, *v)?;
+                }
+                if p13 + p14 > 100.0 {
+                    return Err(ShapeError::new(
+                        "loss.p13+p14",
+                        p13 + p14,
+                        "at most 100% (both leave state 1)",
+                    ));
+                }
+                if p31 + p32 > 100.0 {
+                    return Err(ShapeError::new(
+                        "loss.p31+p32",
+                        p31 + p32,
+                        "at most 100% (both leave state 3)",
+                    ));
+                }
+            }
+        }
+        if let Some(r) = &self.reorder {
+            check_percent("reorder.percent", r.percent)?;
+            check_percent("reorder.correlation", r.correlation)?;
+            if r.percent > 0.0 && self.delay_ns == 0 {
+                return Err(ShapeError::new(
+                    "reorder",
+                    r.percent,
+                    "reordering needs a delay to jump over: set delay > 0",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads a percentage as tc does: `1%`, `1` or `0.5%`.
+fn parse_percent(tok: &str, field: &str) -> Result<f64, String> {
+    let num = tok.strip_suffix('%').unwrap_or(tok);
+    match num.parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "invalid {field} \"{tok}\": expected a percentage in 0..=100 such as 1% or 0.5"
+        )),
+    }
+}
+
+/// The tokens of a netem option string, read front to back.
+struct Tokens<'a> {
+    args: &'a [&'a str],
+    at: usize,
+}
+
+impl<'a> Tokens<'a> {
+    fn next(&mut self) -> Option<&'a str> {
+        let t = self.args.get(self.at).copied();
+        self.at += t.is_some() as usize;
+        t
+    }
+
+    fn peek(&self) -> Option<&'a str> {
+        self.args.get(self.at).copied()
+    }
+
+    /// The value `what` needs.
+    fn value(&mut self, what: &str) -> Result<&'a str, String> {
+        self.next()
+            .ok_or_else(|| format!("netem: \"{what}\" needs a value"))
+    }
+
+    /// The next token if it is a number (optional positional values).
+    fn number(&mut self) -> Option<&'a str> {
+        let is_num = self
+            .peek()
+            .is_some_and(|t| t.starts_with(|c: char| c.is_ascii_digit() || c == '.'));
+        if is_num {
+            self.next()
+        } else {
+            None
+        }
+    }
+
+    /// Up to `labels.len()` optional percentages of `what`, each possibly
+    /// preceded by its label (tc prints `gemodel p 1% r 10% ...`).
+    fn percents(&mut self, what: &str, labels: &[&str]) -> Result<Vec<f64>, String> {
+        let mut v = Vec::new();
+        for label in labels {
+            let name = if label.is_empty() {
+                what.to_string()
+            } else {
+                format!("{what} {label}")
+            };
+            let labelled = !label.is_empty() && self.peek() == Some(*label);
+            if labelled {
+                self.next();
+            }
+            match self.number() {
+                Some(t) => v.push(parse_percent(t, &name)?),
+                None if labelled => return Err(format!("netem: \"{name}\" needs a percentage")),
+                None => break,
+            }
+        }
+        Ok(v)
+    }
+}
+
+/// Parses the netem options of tc-netem(8) (the tokens after `netem`):
+/// `delay TIME [JITTER [CORRELATION]]`, `distribution
+/// uniform|normal|pareto|paretonormal`, `loss [random] PERCENT
+/// [CORRELATION]`, `loss gemodel p [r [1-h [1-k]]]`, `loss state p13 [p31
+/// [p32 [p23 [p14]]]]`, `duplicate PERCENT [CORRELATION]`, `corrupt PERCENT
+/// [CORRELATION]`, `reorder [PERCENT [CORRELATION]] [gap DISTANCE]` and
+/// `seed N`. `drop` is an alias of `loss`. Defaults follow tc: gemodel
+/// with `p` only is r = 1-p, 1-h = 100%, 1-k = 0; state with `p13` only is
+/// p31 = 1-p13, p32 = 0, p23 = 100%, p14 = 0; `reorder` without `gap`
+/// has gap 1. Times without a unit are µs as in tc.
+pub fn parse_netem(args: &[&str]) -> Result<Impairments, String> {
+    let mut imp = Impairments::default();
+    let mut distribution_given = false;
+    let mut it = Tokens { args, at: 0 };
+    let time = |t: &str| parse_time_ns(t).map_err(|e| e.to_string());
+    while let Some(tok) = it.next() {
+        match tok {
+            "delay" | "latency" => {
+                imp.delay_ns = time(it.value(tok)?)?;
+                if let Some(j) = it.number() {
+                    imp.jitter_ns = time(j)?;
+                    if let Some(c) = it.number() {
+                        imp.jitter_correlation = parse_percent(c, "delay correlation")?;
+                    }
+                }
+            }
+            "distribution" => {
+                imp.distribution = match it.value(tok)? {
+                    "uniform" => Distribution::Uniform,
+                    "normal" => Distribution::Normal,
+                    "pareto" => Distribution::Pareto,
+                    "paretonormal" => Distribution::ParetoNormal,
+                    other => {
+                        return Err(format!(
+                            "netem: unknown distribution \"{other}\": expected uniform, normal, pareto or paretonormal (a custom .dist table is set through the config)"
+                        ))
+                    }
+                };
+                distribution_given = true;
+            }
+            "loss" | "drop" => imp.loss = parse_loss(&mut it)?,
+            "duplicate" | "corrupt" => {
+                let p = parse_percent(it.value(tok)?, tok)?;
+                let c = match it.number() {
+                    Some(c) => parse_percent(c, &format!("{tok} correlation"))?,
+                    None => 0.0,
+                };
+                if tok == "duplicate" {
+                    (imp.duplicate, imp.duplicate_correlation) = (p, c);
+                } else {
+                    (imp.corrupt, imp.corrupt_correlation) = (p, c);
+                }
+            }
+            "reorder" => {
+                let v = it.percents("reorder", &["", ""])?;
+                let mut r = Reorder {
+                    percent: v.first().copied().unwrap_or(0.0),
+                    correlation: v.get(1).copied().unwrap_or(0.0),
+                    gap: 1,
+                };
+                if it.peek() == Some("gap") {
+                    it.next();
+                    let g = it.value("gap")?;
+                    r.gap = g.parse().map_err(|_| {
+                        format!("invalid reorder gap \"{g}\": expected a frame count 0..=4294967295")
+                    })?;
+                }
+                imp.reorder = Some(r);
+            }
+            "seed" => {
+                let s = it.value(tok)?;
+                imp.seed = s.parse().map_err(|_| {
+                    format!("invalid seed \"{s}\": expected an integer 0..=18446744073709551615")
+                })?;
+            }
+            "limit" | "rate" | "slot" | "ecn" => {
+                return Err(format!(
+                    "netem: \"{tok}\" is not a wire impairment: set the link rate in the link parameters and the queue limit on the qdisc"
+                ))
+            }
+            other => {
+                return Err(format!(
+                    "netem: unknown option \"{other}\": expected delay, distribution, loss, duplicate, corrupt, reorder or seed"
+                ))
+            }
+        }
+    }
+    if distribution_given && imp.jitter_ns == 0 {
+        return Err(
+            "netem: a distribution needs a jitter: delay TIME JITTER distribution NAME".into(),
+        );
+    }
+    imp.validate().map_err(|e| e.to_string())?;
+    Ok(imp)
+}
+
+fn parse_loss(it: &mut Tokens) -> Result<Loss, String> {
+    match it.peek() {
+        Some("gemodel") => {
+            it.next();
+            let v = it.percents("gemodel", &["p", "r", "1-h", "1-k"])?;
+            let p = *v
+                .first()
+                .ok_or("netem: \"loss gemodel\" needs at least p")?;
+            Ok(Loss::GilbertElliott {
+                p,
+                r: v.get(1).copied().unwrap_or(100.0 - p),
+                one_minus_h: v.get(2).copied().unwrap_or(100.0),
+                one_minus_k: v.get(3).copied().unwrap_or(0.0),
+            })
+        }
+        Some("state") => {
+            it.next();
+            let v = it.percents("state", &["p13", "p31", "p32", "p23", "p14"])?;
+            let p13 = *v
+                .first()
+                .ok_or("netem: \"loss state\" needs at least p13")?;
+            Ok(Loss::FourState {
+                p13,
+                p31: v.get(1).copied().unwrap_or(100.0 - p13),
+                p32: v.get(2).copied().unwrap_or(0.0),
+                p23: v.get(3).copied().unwrap_or(100.0),
+                p14: v.get(4).copied().unwrap_or(0.0),
+            })
+        }
+        next => {
+            if next == Some("random") {
+                it.next();
+            }
+            let v = it.percents("loss", &["", ""])?;
+            let percent = *v
+                .first()
+                .ok_or("netem: \"loss\" needs a percentage: loss [random] PERCENT [CORRELATION]")?;
+            Ok(Loss::Random {
+                percent,
+                correlation: v.get(1).copied().unwrap_or(0.0),
+            })
+        }
+    }
+}
+
+/// Renders the settings as netem options (the reverse of `parse_netem`,
+/// for dumps and reports; a user table prints as `distribution table`,
+/// which only the config can set).
+pub fn format_netem(imp: &Impairments) -> String {
+    let mut s = Vec::new();
+    if imp.delay_ns > 0 || imp.jitter_ns > 0 {
+        s.push(format!("delay {}", sprint_time(imp.delay_ns / 1000)));
+        if imp.jitter_ns > 0 {
+            s.push(sprint_time(imp.jitter_ns / 1000));
+            if imp.jitter_correlation > 0.0 {
+                s.push(format!("{}%", imp.jitter_correlation));
+            }
+            let name = match imp.distribution {
+                Distribution::Uniform => None,
+                Distribution::Normal => Some("normal"),
+                Distribution::Pareto => Some("pareto"),
+                Distribution::ParetoNormal => Some("paretonormal"),
+                Distribution::Table(_) => Some("table"),
+            };
+            if let Some(name) = name {
+                s.push(format!("distribution {name}"));
+            }
+        }
+    }
+    match &imp.loss {
+        Loss::None => {}
+        Loss::Random {
+            percent,
+            correlation,
+        } => {
+            s.push(format!("loss {percent}%"));
+            if *correlation > 0.0 {
+                s.push(format!("{correlation}%"));
+            }
+        }
+        Loss::GilbertElliott {
+            p,
+            r,
+            one_minus_h,
+            one_minus_k,
+        } => s.push(format!(
+            "loss gemodel p {p}% r {r}% 1-h {one_minus_h}% 1-k {one_minus_k}%"
+        )),
+        Loss::FourState {
+            p13,
+            p31,
+            p32,
+            p23,
+            p14,
+        } => s.push(format!(
+            "loss state p13 {p13}% p31 {p31}% p32 {p32}% p23 {p23}% p14 {p14}%"
+        )),
+    }
+    let with_correlation = |s: &mut Vec<String>, what: &str, p: f64, c: f64| {
+        s.push(format!("{what} {p}%"));
+        if c > 0.0 {
+            s.push(format!("{c}%"));
+        }
+    };
+    if imp.duplicate > 0.0 {
+        with_correlation(
+            &mut s,
+            "duplicate",
+            imp.duplicate,
+            imp.duplicate_correlation,
+        );
+    }
+    if imp.corrupt > 0.0 {
+        with_correlation(&mut s, "corrupt", imp.corrupt, imp.corrupt_correlation);
+    }
+    if let Some(r) = &imp.reorder {
+        with_correlation(&mut s, "reorder", r.percent, r.correlation);
+        s.push(format!("gap {}", r.gap));
+    }
+    s.push(format!("seed {}", imp.seed));
+    s.join(" ")
+}
+
+/// Parses the content of a netem `.dist` file: whitespace-separated signed
+/// integers (8192 = one sigma), `#` comments.
+pub fn parse_dist_table(text: &str) -> Result<Vec<i16>, String> {
+    let mut table = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("");
+        for tok in line.split_whitespace() {
+            table.push(tok.parse::<i16>().map_err(|_| {
+                format!(
+                    "distribution table line {}: \"{tok}\" is not an integer in -32768..=32767",
+                    n + 1
+                )
+            })?);
+        }
+    }
+    if table.is_empty() {
+        return Err("distribution table: no values".into());
+    }
+    Ok(table)
+}
+
+/// A probability in percent as a threshold on a 32-bit random value.
+fn threshold(percent: f64) -> u64 {
+    (percent / 100.0 * (1u64 << 32) as f64).round() as u64
+}
+
+/// netem's correlated random numbers: each value is the fresh one mixed
+/// with the previous answer by `rho`.
+#[derive(Clone, Debug, Default)]
+struct Correlated {
+    rho: u64,
+    last: u64,
+}
+
+impl Correlated {
+    fn new(correlation_percent: f64) -> Self {
+        Correlated {
+            rho: threshold(correlation_percent),
+            last: 0,
+        }
+    }
+
+    fn next(&mut self, rng: &mut SmallRng) -> u64 {
+        let fresh = rng.next_u32() as u64;
+        if self.rho == 0 {
+            return fresh;
+        }
+        let mixed = (fresh * ((1u64 << 32) - self.rho) + self.last * self.rho) >> 32;
+        self.last = mixed;
+        mixed
+    }
+
+    /// True with probability `thr / 2^32`.
+    fn happens(&mut self, thr: u64, rng: &mut SmallRng) -> bool {
+        thr > 0 && self.next(rng) < thr
+    }
+}
+
+/// Builds the distribution table of a named distribution, standardized to
+/// mean 0 and standard deviation 1 (8192) after clipping to the i16 range.
+fn build_table(dist: &Distribution) -> Option<Vec<i16>> {
+    let n = TABLE_SIZE;
+    let q = |i: usize| (i as f64 + 0.5) / n as f64;
+    let pareto = |i: usize| (1.0 - q(i)).powf(-1.0 / 3.0);
+    let values: Vec<f64> = match dist {
+        Distribution::Uniform => return None,
+        Distribution::Table(t) => return Some(t.clone()),
+        Distribution::Normal => normal_quantiles(n),
+        Distribution::Pareto => (0..n).map(pareto).collect(),
+        Distribution::ParetoNormal => {
+            let normal = normal_quantiles(n);
+            let (pm, ps) = mean_std(&(0..n).map(pareto).collect::<Vec<_>>());
+            (0..n)
+                .map(|i| 0.25 * normal[i] + 0.75 * (pareto(i) - pm) / ps)
+                .collect()
+        }
+    };
+    let mut z = values;
+    let mut table = Vec::new();
+    // Clipping the tail shrinks the spread; rescale until it is 1 again.
+    for _ in 0..8 {
+        let (m, s) = mean_std(&z);
+        z.iter_mut().for_each(|v| *v = (*v - m) / s);
+        table = z
+            .iter()
+            .map(|v| (v * DIST_SCALE as f64).round().clamp(-32768.0, 32767.0) as i16)
+            .collect();
+        let clipped: Vec<f64> = table
+            .iter()
+            .map(|&t| t as f64 / DIST_SCALE as f64)
+            .collect();
+        let (cm, cs) = mean_std(&clipped);
+        if (cs - 1.0).abs() < 1e-3 && cm.abs() < 1e-3 {
+            break;
+        }
+        z = z
+            .iter()
+            .map(|v| v.clamp(-4.0, 4.0) / cs - cm / cs)
+            .collect();
+    }
+    Some(table)
+}
+
+fn mean_std(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / n;
+    (m, var.sqrt().max(f64::MIN_POSITIVE))
+}
+
+/// Quantiles of the standard normal at (i + 1/2)/n, by integrating the
+/// density (Simpson steps of 1e-4) and interpolating inside a step.
+fn normal_quantiles(n: usize) -> Vec<f64> {
+    let pdf = |x: f64| (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
+    let h = 1e-4;
+    let (mut x, mut cdf) = (-8.0f64, 0.0f64);
+    let step = |x: f64| h * (pdf(x) + 4.0 * pdf(x + h / 2.0) + pdf(x + h)) / 6.0;
+    let mut next = cdf + step(x);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let target = (i as f64 + 0.5) / n as f64;
+        while next < target && x < 8.0 {
+            x += h;
+            cdf = next;
+            next = cdf + step(x);
+        }
+        out.push(x + h * ((target - cdf) / (next - cdf)).clamp(0.0, 1.0));
+    }
+    out
+}
+
+/// What happened to a frame on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    Lost,
+    /// Goes on with this much extra latency (ns).
+    Delayed(u64),
+}
+
+/// Counts of what `Impair::transmit` did besides loss.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Effects {
+    pub duplicated: u32,
+    pub corrupted: u32,
+}
+
+/// The impairment stage: pure, seeded, one per direction.
+#[derive(Debug)]
+pub struct Impair {
+    params: Impairments,
+    rng: SmallRng,
+    loss_rnd: Correlated,
+    dup_rnd: Correlated,
+    corrupt_rnd: Correlated,
+    jitter_rnd: Correlated,
+    reorder_rnd: Correlated,
+    /// Gilbert–Elliott: 1 good, 2 bad; 4-state: 1..=4.
+    loss_state: u8,
+    table: Option<Vec<i16>>,
+    /// Frames delayed normally since the last reordered one.
+    reorder_count: u32,
+}
+
+impl Impair {
+    /// A stage for validated settings; the generator starts from the seed.
+    pub fn new(params: Impairments) -> Impair {
+        let table = if params.jitter_ns > 0 {
+            build_table(&params.distribution)
+        } else {
+            None
+        };
+        let corr = |c: f64| Correlated::new(c);
+        Impair {
+            rng: SmallRng::seed_from_u64(params.seed),
+            loss_rnd: match &params.loss {
+                Loss::Random { correlation, .. } => corr(*correlation),
+                _ => Correlated::default(),
+            },
+            dup_rnd: corr(params.duplicate_correlation),
+            corrupt_rnd: corr(params.corrupt_correlation),
+            jitter_rnd: corr(params.jitter_correlation),
+            reorder_rnd: corr(params.reorder.as_ref().map_or(0.0, |r| r.correlation)),
+            loss_state: 1,
+            table,
+            reorder_count: 0,
+            params,
+        }
+    }
+
+    pub fn params(&self) -> &Impairments {
+        &self.params
+    }
+
+    /// Whether frames may overtake each other in the delay line.
+    pub fn reorders(&self) -> bool {
+        self.params.reorder.is_some()
+    }
+
+    /// One frame leaves the serializer: appends it (and its duplicate) to
+    /// `out` with its fate.
+    pub fn transmit(&mut self, pkt: Packet, out: &mut Vec<(Packet, Fate)>) -> Effects {
+        let mut effects = Effects::default();
+        if self.params.is_none() {
+            out.push((pkt, Fate::Delayed(0)));
+            return effects;
+        }
+        let dup = self
+            .dup_rnd
+            .happens(threshold(self.params.duplicate), &mut self.rng);
+        let copy = dup.then(|| Packet {
+            data: pkt.data.clone(),
+            len: pkt.len,
+            meta: pkt.meta,
+        });
+        effects.duplicated = dup as u32;
+        for mut p in std::iter::once(pkt).chain(copy) {
+            if self.lose() {
+                out.push((p, Fate::Lost));
+                continue;
+            }
+            if self
+                .corrupt_rnd
+                .happens(threshold(self.params.corrupt), &mut self.rng)
+                && self.flip_bit(&mut p)
+            {
+                effects.corrupted += 1;
+            }
+            let fate = Fate::Delayed(self.latency());
+            out.push((p, fate));
+        }
+        effects
+    }
+
+    /// Flips one random bit beyond the Ethernet header; false when the
+    /// frame carries no such byte.
+    fn flip_bit(&mut self, p: &mut Packet) -> bool {
+        let payload = p.data.len().saturating_sub(ETH_HLEN);
+        if payload == 0 {
+            return false;
+        }
+        let r = self.rng.next_u64();
+        let byte = ETH_HLEN + (r % payload as u64) as usize;
+        p.data[byte] ^= 1 << ((r >> 32) % 8);
+        true
+    }
+
+    /// The loss decision of the configured model.
+    fn lose(&mut self) -> bool {
+        let rng = &mut self.rng;
+        match self.params.loss {
+            Loss::None => false,
+            Loss::Random { percent, .. } => self.loss_rnd.happens(threshold(percent), rng),
+            Loss::GilbertElliott {
+                p,
+                r,
+                one_minus_h,
+                one_minus_k,
+            } => {
+                let good = self.loss_state == 1;
+                let (leave, lose) = if good {
+                    (p, one_minus_k)
+                } else {
+                    (r, one_minus_h)
+                };
+                if (rng.next_u32() as u64) < threshold(leave) {
+                    self.loss_state = if good { 2 } else { 1 };
+                }
+                (rng.next_u32() as u64) < threshold(lose)
+            }
+            Loss::FourState {
+                p13,
+                p31,
+                p32,
+                p23,
+                p14,
+            } => {
+                let x = rng.next_u32() as u64;
+                let below = |a: f64| x < threshold(a);
+                self.loss_state = match self.loss_state {
+                    1 if below(p14) => 4,
+                    1 if below(p14 + p13) => 3,
+                    1 => 1,
+                    2 if below(p23) => 3,
+                    2 => 2,
+                    3 if below(p32) => 2,
+                    3 if below(p32 + p31) => 1,
+                    3 => 3,
+                    _ => 1,
+                };
+                self.loss_state >= 3
+            }
+        }
+    }
+
+    /// netem delay plus jitter for a delivered frame (0 for a reordered
+    /// one), never negative.
+    fn latency(&mut self) -> u64 {
+        if let Some(r) = &self.params.reorder {
+            if r.gap > 0
+                && self.reorder_count + 1 >= r.gap
+                && self
+                    .reorder_rnd
+                    .happens(threshold(r.percent), &mut self.rng)
+            {
+                self.reorder_count = 0;
+                return 0;
+            }
+            self.reorder_count = self.reorder_count.saturating_add(1);
+        }
+        let (mu, sigma) = (self.params.delay_ns as i128, self.params.jitter_ns as i128);
+        if sigma == 0 {
+            return mu as u64;
+        }
+        let rnd = self.jitter_rnd.next(&mut self.rng) as i128;
+        let v = match &self.table {
+            None => mu - sigma + ((rnd * 2 * sigma) >> 32),
+            Some(t) => {
+                let e = t[((rnd * t.len() as i128) >> 32) as usize] as i128;
+                let x = sigma * e;
+                let half = DIST_SCALE as i128 / 2;
+                mu + (if x >= 0 { x + half } else { x - half }) / DIST_SCALE as i128
+            }
+        };
+        v.clamp(0, u64::MAX as i128) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::testutil::pkt;
+
+    /// Sends `n` frames through a stage; None = lost, Some(extra latency).
+    fn run(imp: &Impairments, n: usize) -> Vec<Option<u64>> {
+        let mut stage = Impair::new(imp.clone());
+        let mut out = Vec::new();
+        let mut fates = Vec::with_capacity(n);
+        for i in 0..n {
+            stage.transmit(pkt(i as u64, 100), &mut out);
+            fates.extend(out.drain(..).map(|(_, f)| match f {
+                Fate::Lost => None,
+                Fate::Delayed(d) => Some(d),
+            }));
+        }
+        fates
+    }
+
+    /// Loss rate and mean length of runs of consecutive losses.
+    fn loss_stats(fates: &[Option<u64>]) -> (f64, f64) {
+        let lost = fates.iter().filter(|f| f.is_none()).count();
+        let bursts = fates
+            .windows(2)
+            .filter(|w| w[0].is_some() && w[1].is_none())
+            .count()
+            + fates.first().is_some_and(|f| f.is_none()) as usize;
+        (
+            lost as f64 / fates.len() as f64,
+            lost as f64 / bursts.max(1) as f64,
+        )
+    }
+
+    fn with(args: &str) -> Impairments {
+        parse_netem(&args.split_whitespace().collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn parses_the_tc_netem_grammar() {
+        let imp = with(
+            "delay 10ms 2ms 25% distribution normal loss 1% 25% duplicate 1% corrupt 0.1% reorder 5% 50% gap 3 seed 42",
+        );
+        assert_eq!(imp.delay_ns, 10_000_000);
+        assert_eq!(imp.jitter_ns, 2_000_000);
+        assert_eq!(imp.jitter_correlation, 25.0);
+        assert_eq!(imp.distribution, Distribution::Normal);
+        assert_eq!(
+            imp.loss,
+            Loss::Random {
+                percent: 1.0,
+                correlation: 25.0
+            }
+        );
+        assert_eq!((imp.duplicate, imp.corrupt), (1.0, 0.1));
+        assert_eq!(
+            imp.reorder,
+            Some(Reorder {
+                percent: 5.0,
+                correlation: 50.0,
+                gap: 3
+            })
+        );
+        assert_eq!(imp.seed, 42);
+        // The rendering parses back to the same settings.
+        let again = with(&format_netem(&imp));
+        assert_eq!(again.loss, imp.loss);
+        assert_eq!(
+            (again.delay_ns, again.jitter_ns),
+            (imp.delay_ns, imp.jitter_ns)
+        );
+        for args in [
+            "loss gemodel 1% 10% 70% 0.1% seed 3",
+            "loss state 1% 30% 20% 5% 0.5% duplicate 2% 10% corrupt 1% 5%",
+            "delay 1ms 300us 20% distribution pareto reorder 5% 50% gap 2",
+            "loss 1% 25% delay 2s",
+        ] {
+            let imp = with(args);
+            assert_eq!(with(&format_netem(&imp)), imp, "{}", format_netem(&imp));
+        }
+        assert_eq!(
+            with("loss gemodel p 5% r 50%").loss,
+            with("loss gemodel 5% 50%").loss
+        );
+
+        assert_eq!(
+            with("loss gemodel 1% 10% 70% 0.1%").loss,
+            Loss::GilbertElliott {
+                p: 1.0,
+                r: 10.0,
+                one_minus_h: 70.0,
+                one_minus_k: 0.1
+            }
+        );
+        assert_eq!(
+            with("loss gemodel 2%").loss,
+            Loss::GilbertElliott {
+                p: 2.0,
+                r: 98.0,
+                one_minus_h: 100.0,
+                one_minus_k: 0.0
+            }
+        );
+        assert_eq!(
+            with("loss state 1% 30% 20% 5% 0.5%").loss,
+            Loss::FourState {
+                p13: 1.0,
+                p31: 30.0,
+                p32: 20.0,
+                p23: 5.0,
+                p14: 0.5
+            }
+        );
+        assert_eq!(
+            with("drop state 4").loss,
+            Loss::FourState {
+                p13: 4.0,
+                p31: 96.0,
+                p32: 0.0,
+                p23: 100.0,
+                p14: 0.0
+            }
+        );
+        assert_eq!(
+            with("loss random 3").loss,
+            Loss::Random {
+                percent: 3.0,
+                correlation: 0.0
+            }
+        );
+        // Bare times are µs as in tc; a bare reorder allows overtaking.
+        let imp = with("delay 100 reorder");
+        assert_eq!(imp.delay_ns, 100_000);
+        assert_eq!(imp.reorder.map(|r| (r.percent, r.gap)), Some((0.0, 1)));
+        assert!(with("").is_none());
+    }
+
+    #[test]
+    fn netem_errors_name_the_token_and_the_fix() {
+        let err = |s: &str| parse_netem(&s.split_whitespace().collect::<Vec<_>>()).unwrap_err();
+        assert!(err("loss 101%").contains("\"101%\""));
+        assert!(err("loss 101%").contains("0..=100"));
+        assert!(err("loss").contains("needs a percentage"));
+        assert!(err("delay").contains("needs a value"));
+        assert!(err("delay 10furlongs").contains("10furlongs"));
+        assert!(err("delay 10ms distribution normal").contains("needs a jitter"));
+        assert!(err("delay 10ms 1ms distribution weibull").contains("weibull"));
+        assert!(err("reorder 10%").contains("delay > 0"));
+        assert!(err("rate 10mbit").contains("link parameters"));
+        assert!(err("jitter 5ms").contains("unknown option \"jitter\""));
+        assert!(err("loss state 60% 50% 60%").contains("p31+p32"));
+        assert!(err("loss gemodel").contains("at least p"));
+        assert!(err("loss gemodel p 1% r").contains("\"gemodel r\" needs"));
+        assert!(err("reorder gap x").contains("\"x\""));
+        assert!(err("seed -1").contains("\"-1\""));
+    }
+
+    #[test]
+    fn validation_names_field_value_and_range() {
+        let imp = Impairments {
+            duplicate: 150.0,
+            ..Impairments::default()
+        };
+        let e = imp.validate().unwrap_err();
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("duplicate", "150"));
+        assert!(e.to_string().contains("0..=100"));
+        let imp = Impairments {
+            distribution: Distribution::Table(vec![]),
+            jitter_ns: 1,
+            ..Impairments::default()
+        };
+        assert_eq!(imp.validate().unwrap_err().field, "distribution");
+        let e = Loss::gilbert_elliott_bursty(5.0, 0.5).unwrap_err();
+        assert_eq!(e.field, "loss.mean_burst");
+        let e = Loss::gilbert_elliott_bursty(60.0, 1.0).unwrap_err();
+        assert_eq!(e.field, "loss.percent");
+        assert!(e.allowed.contains("50.0000%"), "{}", e.allowed);
+    }
+
+    #[test]
+    fn same_seed_same_sequence_different_seed_differs() {
+        let mut imp = with("delay 5ms 1ms distribution paretonormal loss 10% duplicate 5% seed 7");
+        let a = run(&imp, 5_000);
+        let b = run(&imp, 5_000);
+        assert_eq!(a, b);
+        imp.seed = 8;
+        let c = run(&imp, 5_000);
+        assert_ne!(a, c);
+        let lost = |v: &[Option<u64>]| v.iter().filter(|f| f.is_none()).count();
+        assert!(lost(&a) > 400 && lost(&c) > 400);
+    }
+
+    #[test]
+    fn random_loss_rate() {
+        let fates = run(&with("loss 2% seed 3"), 100_000);
+        let (loss, burst) = loss_stats(&fates);
+        assert!((loss - 0.02).abs() < 0.002, "loss {loss}");
+        assert!((burst - 1.0 / 0.98).abs() < 0.05, "burst {burst}");
+        assert_eq!(run(&with("loss 0%"), 1000).iter().flatten().count(), 1000);
+        assert_eq!(run(&with("loss 100%"), 1000).iter().flatten().count(), 0);
+    }
+
+    /// netem's correlation mixes the previous value in: losses cluster
+    /// (longer runs than independent draws at the same measured rate), and,
+    /// as in netem, the mixed values gather around the middle, so the loss
+    /// rate falls below the configured one.
+    #[test]
+    fn correlated_loss_clusters() {
+        let (loss, burst) = loss_stats(&run(&with("loss 10% 25% seed 5"), 100_000));
+        assert!(loss > 0.01 && loss < 0.1, "{loss}");
+        // P(loss | previous frame lost) well above the loss rate.
+        let again = 1.0 - 1.0 / burst;
+        assert!(again > 3.0 * loss, "burst {burst} at loss {loss}");
+    }
+
+    #[test]
+    fn gilbert_elliott_by_mean_loss_and_burst() {
+        for (loss_pct, burst_len, seed) in [(5.0, 4.0, 1), (1.0, 2.0, 2), (20.0, 10.0, 3)] {
+            let imp = Impairments {
+                seed,
+                loss: Loss::gilbert_elliott_bursty(loss_pct, burst_len).unwrap(),
+                ..Impairments::default()
+            };
+            let (loss, burst) = loss_stats(&run(&imp, 100_000));
+            let target = loss_pct / 100.0;
+            assert!(
+                (loss - target).abs() / target < 0.06,
+                "loss {loss} vs {target}"
+            );
+            assert!(
+                (burst - burst_len).abs() / burst_len < 0.06,
+                "burst {burst} vs {burst_len}"
+            );
+        }
+    }
+
+    /// The netem p/r/1-h/1-k form: stationary loss is
+    /// pi_good·(1-k) + pi_bad·(1-h) with pi_bad = p/(p+r).
+    #[test]
+    fn gilbert_elliott_netem_form_stationary_loss() {
+        let (p, r, h1, k1) = (0.02, 0.25, 0.6, 0.01);
+        let fates = run(&with("loss gemodel 2% 25% 60% 1% seed 11"), 300_000);
+        let (loss, _) = loss_stats(&fates);
+        let bad = p / (p + r);
+        let expected = (1.0 - bad) * k1 + bad * h1;
+        assert!(
+            (loss - expected).abs() / expected < 0.05,
+            "loss {loss} vs {expected}"
+        );
+    }
+
+    /// The stationary distribution of the 4-state chain (power iteration
+    /// of its transition matrix) gives the loss rate pi3 + pi4.
+    #[test]
+    fn four_state_stationary_loss() {
+        let (p13, p31, p32, p23, p14) = (0.02, 0.3, 0.2, 0.1, 0.01);
+        let m = [
+            [1.0 - p13 - p14, 0.0, p13, p14],
+            [0.0, 1.0 - p23, p23, 0.0],
+            [p31, p32, 1.0 - p31 - p32, 0.0],
+            [1.0, 0.0, 0.0, 0.0],
+        ];
+        let mut pi = [0.25; 4];
+        for _ in 0..10_000 {
+            let mut next = [0.0; 4];
+            for (i, row) in m.iter().enumerate() {
+                for (j, pij) in row.iter().enumerate() {
+                    next[j] += pi[i] * pij;
+                }
+            }
+            pi = next;
+        }
+        let expected = pi[2] + pi[3];
+        let (loss, burst) = loss_stats(&run(&with("loss state 2% 30% 20% 10% 1% seed 4"), 100_000));
+        assert!(
+            (loss - expected).abs() / expected < 0.06,
+            "loss {loss} vs {expected}"
+        );
+        assert!(burst > 1.2, "bursty: {burst}");
+        // Only isolated losses: p13 = 0, every loss is state 4, alone.
+        let (loss, burst) = loss_stats(&run(&with("loss state 0% 0% 0% 0% 3% seed 4"), 100_000));
+        assert!((loss - 0.03 / 1.03).abs() < 0.003, "{loss}");
+        assert_eq!(burst, 1.0);
+    }
+
+    fn mean_std_of(v: &[u64]) -> (f64, f64) {
+        let f: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+        mean_std(&f)
+    }
+
+    #[test]
+    fn jitter_distributions_have_the_configured_mean_and_spread() {
+        let delay = 50_000_000.0;
+        let sigma = 5_000_000.0;
+        for (name, sd) in [
+            ("uniform", sigma / 3f64.sqrt()),
+            ("normal", sigma),
+            ("pareto", sigma),
+            ("paretonormal", sigma),
+        ] {
+            let imp = with(&format!("delay 50ms 5ms distribution {name} seed 9"));
+            let d: Vec<u64> = run(&imp, 100_000).into_iter().flatten().collect();
+            let (m, s) = mean_std_of(&d);
+            assert!((m - delay).abs() < 0.02 * sigma, "{name}: mean {m}");
+            assert!((s - sd).abs() / sd < 0.03, "{name}: std {s} vs {sd}");
+            let min = *d.iter().min().unwrap() as f64;
+            let max = *d.iter().max().unwrap() as f64;
+            assert!(min >= delay - 4.0 * sigma - 1.0 && max <= delay + 4.0 * sigma + 1.0);
+            if name == "pareto" {
+                // Heavy right tail: the mean is above the median.
+                let mut sorted = d.clone();
+                sorted.sort_unstable();
+                assert!((sorted[d.len() / 2] as f64) < m - 0.1 * sigma);
+            }
+        }
+    }
+
+    #[test]
+    fn user_table_and_negative_delays_clamp_to_zero() {
+        let imp = Impairments {
+            delay_ns: 1_000,
+            jitter_ns: 1_000,
+            distribution: Distribution::Table(vec![-8192 * 3, 4096, 8192]),
+            ..Impairments::default()
+        };
+        let d: Vec<u64> = run(&imp, 3_000).into_iter().flatten().collect();
+        let count = |v: u64| d.iter().filter(|&&x| x == v).count();
+        // 1 us - 3 us clamps to 0; 1.5 us; 2 us; each about a third.
+        for v in [0, 1_500, 2_000] {
+            assert!((800..1200).contains(&count(v)), "{v}: {}", count(v));
+        }
+        assert_eq!(count(0) + count(1_500) + count(2_000), 3_000);
+        assert_eq!(
+            parse_dist_table("# netem\n-8192 0\n 8192 # end\n").unwrap(),
+            vec![-8192, 0, 8192]
+        );
+        assert!(parse_dist_table("1 2 40000").unwrap_err().contains("40000"));
+        assert!(parse_dist_table("# nothing\n").is_err());
+    }
+
+    #[test]
+    fn built_tables_are_standardized() {
+        for d in [
+            Distribution::Normal,
+            Distribution::Pareto,
+            Distribution::ParetoNormal,
+        ] {
+            let t = build_table(&d).unwrap();
+            assert_eq!(t.len(), TABLE_SIZE);
+            assert!(
+                t.windows(2).all(|w| w[0] <= w[1]),
+                "{d:?} is a quantile table"
+            );
+            let f: Vec<f64> = t.iter().map(|&x| x as f64 / 8192.0).collect();
+            let (m, s) = mean_std(&f);
+            assert!(m.abs() < 0.01 && (s - 1.0).abs() < 0.01, "{d:?}: {m} {s}");
+        }
+        // The normal table's quartiles sit at ±0.674 sigma.
+        let t = build_table(&Distribution::Normal).unwrap();
+        let q3 = t[3 * TABLE_SIZE / 4] as f64 / 8192.0;
+        assert!((q3 - 0.6745).abs() < 0.002, "{q3}");
+        assert!(build_table(&Distribution::Uniform).is_none());
+    }
+
+    #[test]
+    fn duplication_and_corruption_counts() {
+        let imp = with("duplicate 10% corrupt 5% seed 21");
+        let mut stage = Impair::new(imp);
+        let mut out = Vec::new();
+        let (mut dups, mut corrupted, mut flipped) = (0, 0, 0);
+        let original: Vec<u8> = (0..64u8).collect();
+        for i in 0..20_000 {
+            let mut p = pkt(i, 64);
+            p.data = original.clone();
+            let e = stage.transmit(p, &mut out);
+            dups += e.duplicated;
+            corrupted += e.corrupted;
+            assert_eq!(out.len(), 1 + e.duplicated as usize);
+            for (p, fate) in out.drain(..) {
+                assert_eq!(fate, Fate::Delayed(0));
+                let bits: u32 = p
+                    .data
+                    .iter()
+                    .zip(&original)
+                    .map(|(a, b)| (a ^ b).count_ones())
+                    .sum();
+                assert!(bits <= 1);
+                assert_eq!(p.data[..ETH_HLEN], original[..ETH_HLEN], "header untouched");
+                flipped += bits;
+            }
+        }
+        assert_eq!(flipped, corrupted);
+        assert!((1_800..2_200).contains(&dups), "{dups}");
+        // Each copy draws on its own: 5% of 22000 copies.
+        assert!((950..1_250).contains(&corrupted), "{corrupted}");
+        // A frame without payload bytes cannot be corrupted.
+        let mut stage = Impair::new(with("corrupt 100%"));
+        assert_eq!(stage.transmit(pkt(0, 1500), &mut out).corrupted, 0);
+    }
+
+    /// Delay correlation makes consecutive delays alike (lag-1
+    /// autocorrelation well above that of independent draws).
+    #[test]
+    fn correlated_jitter_is_autocorrelated() {
+        let lag1 = |args: &str| {
+            let d: Vec<f64> = run(&with(args), 50_000)
+                .into_iter()
+                .flatten()
+                .map(|x| x as f64)
+                .collect();
+            let (m, s) = mean_std(&d);
+            let cov =
+                d.windows(2).map(|w| (w[0] - m) * (w[1] - m)).sum::<f64>() / (d.len() - 1) as f64;
+            cov / (s * s)
+        };
+        let independent = lag1("delay 10ms 2ms distribution normal seed 2");
+        let correlated = lag1("delay 10ms 2ms 75% distribution normal seed 2");
+        assert!(independent.abs() < 0.02, "{independent}");
+        assert!(correlated > 0.5, "{correlated}");
+    }
+
+    /// The settings as a config file would hold them (TOML through serde).
+    #[test]
+    fn link_shape_from_toml() {
+        use crate::link::{Framing, LinkShape};
+        use crate::units::LinkLayer;
+        let shape: LinkShape = toml::from_str(
+            r#"
+            [impairments]
+            seed = 7
+            delay_ns = 1000000
+            jitter_ns = 200000
+            distribution = { table = [-8192, 0, 8192] }
+            duplicate = 0.5
+            [impairments.loss]
+            model = "gilbert_elliott"
+            p = 1.0
+            r = 10.0
+            one_minus_h = 100.0
+            one_minus_k = 0.0
+            [impairments.reorder]
+            percent = 0.0
+            correlation = 0.0
+            gap = 1
+            [schedule]
+            kind = "trace"
+            opportunities_ms = [1, 2, 3]
+            [framing]
+            overhead = 8
+            linklayer = "atm"
+            "#,
+        )
+        .unwrap();
+        assert!(shape.validate().is_ok());
+        assert_eq!(shape.impairments.seed, 7);
+        assert_eq!(
+            shape.impairments.distribution,
+            Distribution::Table(vec![-8192, 0, 8192])
+        );
+        assert!(matches!(shape.impairments.loss, Loss::GilbertElliott { r, .. } if r == 10.0));
+        assert_eq!(
+            shape.framing,
+            Framing {
+                overhead: 8,
+                mpu: 0,
+                linklayer: LinkLayer::Atm
+            }
+        );
+        let json = serde_json::to_string(&shape).unwrap();
+        assert_eq!(serde_json::from_str::<LinkShape>(&json).unwrap(), shape);
+        let bad: LinkShape = toml::from_str("[impairments]\ncorrupt = 120.0\n").unwrap();
+        assert_eq!(bad.validate().unwrap_err().field, "corrupt");
+    }
+
+    #[test]
+    fn reorder_gap_sends_every_nth_frame_without_delay() {
+        let d: Vec<u64> = run(&with("delay 10ms reorder 100% gap 4"), 12)
+            .into_iter()
+            .flatten()
+            .collect();
+        let ten = 10_000_000;
+        assert_eq!(d, [[ten, ten, ten, 0]; 3].concat());
+        let imp = with("delay 10ms reorder 25%");
+        let fast = run(&imp, 10_000).iter().filter(|f| **f == Some(0)).count();
+        assert!((2_300..2_700).contains(&fast), "{fast}");
+    }
+}

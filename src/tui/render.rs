@@ -1,0 +1,329 @@
+//! The screen: `draw` lays the panels of `widgets` out for the terminal
+//! size (80×24 and up), adds the header, the footer (key hints, the set
+//! prompt, errors) and the help and preset overlays. It reads `App` only.
+//! `text_capture` renders into a test backend and returns the text, for
+//! snapshot tests and the README screenshot.
+
+use super::state::{App, Focus, Mode};
+use super::widgets::{fmt_at, Charts, EventLog, FlowTable, LinkPanel, TreePanel};
+use super::{dir_label, Preset};
+use crate::bridge::Dir;
+use ratatui::backend::TestBackend;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::{Frame, Terminal};
+
+/// The smallest screen the layout is made for.
+pub const MIN_WIDTH: u16 = 80;
+pub const MIN_HEIGHT: u16 = 24;
+
+const TITLE: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+
+/// A panel frame: a top rule carrying the title.
+fn panel(title: String, focused: bool) -> Block<'static> {
+    let style = if focused {
+        TITLE.add_modifier(Modifier::REVERSED)
+    } else {
+        TITLE
+    };
+    Block::new()
+        .borders(Borders::TOP)
+        .border_style(Style::new().fg(Color::DarkGray))
+        .title(Span::styled(title, style))
+}
+
+/// Heights of the middle (tree and charts), flow and event areas for a
+/// screen of `height` lines (header 1, link 5, footer 1).
+fn split_heights(height: u16) -> (u16, u16, u16) {
+    let events = if height < 30 { 3 } else { height / 6 };
+    let rest = height.saturating_sub(1 + 5 + 1 + events);
+    let middle = (rest * 2 / 5).max(6).min(rest);
+    (middle, rest - middle, events)
+}
+
+pub fn draw(frame: &mut Frame, app: &App) {
+    let area = frame.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let msg = format!(
+            "bloatbox: the terminal is {}×{}; the TUI needs at least {MIN_WIDTH}×{MIN_HEIGHT}. Enlarge it, or press q to quit.",
+            area.width, area.height
+        );
+        frame.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), area);
+        return;
+    }
+    let (mid_h, flows_h, events_h) = split_heights(area.height);
+    let [header, link, middle, flows, events, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(5),
+        Constraint::Length(mid_h),
+        Constraint::Length(flows_h),
+        Constraint::Length(events_h),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    draw_header(frame, app, header);
+
+    let view = app.view();
+    let link_block = panel(format!(" link {} ", dir_label(app.dir)), false);
+    let link_inner = link_block.inner(link);
+    frame.render_widget(link_block, link);
+    match (app.path(), &app.latest) {
+        (Some(path), Some(snap)) => frame.render_widget(
+            LinkPanel {
+                path,
+                achieved_bps: view.achieved_bps,
+                lateness_us: snap.lateness_us,
+                wakeups: snap.wakeups,
+            },
+            link_inner,
+        ),
+        _ => frame.render_widget(
+            Paragraph::new("waiting for the first snapshot from the daemon…"),
+            link_inner,
+        ),
+    }
+
+    let tree_pct = if area.width >= 140 { 60 } else { 52 };
+    let [tree, charts] = Layout::horizontal([
+        Constraint::Percentage(tree_pct),
+        Constraint::Percentage(100 - tree_pct),
+    ])
+    .areas(middle);
+    let tree_focus = app.focus == Focus::Tree;
+    let tree_block = panel(
+        format!(
+            " qdisc tree ({} node{}) ",
+            view.tree.len(),
+            if view.tree.len() == 1 { "" } else { "s" }
+        ),
+        tree_focus,
+    );
+    let tree_inner = tree_block.inner(tree);
+    frame.render_widget(tree_block, tree);
+    frame.render_widget(
+        TreePanel {
+            nodes: &view.tree,
+            selected: tree_focus.then_some(app.tree_sel),
+        },
+        tree_inner,
+    );
+    let charts_block = panel(format!(" history ({} samples) ", view.history.len()), false)
+        .borders(Borders::TOP | Borders::LEFT);
+    let charts_inner = charts_block.inner(charts);
+    frame.render_widget(charts_block, charts);
+    frame.render_widget(
+        Charts {
+            dir: app.dir,
+            history: [&app.dirs[0].history, &app.dirs[1].history],
+            latency_from_flows: view.latency_from_flows,
+        },
+        charts_inner,
+    );
+
+    let flows_focus = app.focus == Focus::Flows;
+    let flows_block = panel(
+        format!(
+            " flows {} ({}), sorted by {} {} ",
+            dir_label(app.dir),
+            view.flows.len(),
+            app.sort.name(),
+            if app.sort_desc { "↓" } else { "↑" }
+        ),
+        flows_focus,
+    );
+    let flows_inner = flows_block.inner(flows);
+    frame.render_widget(flows_block, flows);
+    frame.render_widget(
+        FlowTable {
+            rows: &view.flows,
+            selected: app.flow_sel,
+            focused: flows_focus,
+            sort: app.sort,
+            sort_desc: app.sort_desc,
+            selected_xstats: view
+                .flows
+                .get(app.flow_sel)
+                .and_then(|r| app.flow_xstats(r)),
+        },
+        flows_inner,
+    );
+
+    let events_block = panel(format!(" events ({}) ", app.events.len()), false);
+    let events_inner = events_block.inner(events);
+    frame.render_widget(events_block, events);
+    frame.render_widget(
+        EventLog {
+            events: &app.events,
+        },
+        events_inner,
+    );
+
+    draw_footer(frame, app, footer);
+    match &app.mode {
+        Mode::Help => draw_help(frame, area),
+        Mode::Presets { selected } => draw_presets(frame, app, *selected, area),
+        Mode::Normal | Mode::Set { .. } => {}
+    }
+}
+
+fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
+    let dir_span = |d: Dir| {
+        if d == app.dir {
+            Span::styled(
+                format!("[{}]", dir_label(d)),
+                Style::new().fg(Color::Black).bg(Color::Cyan),
+            )
+        } else {
+            Span::raw(format!(" {} ", dir_label(d)))
+        }
+    };
+    let mut spans = vec![
+        Span::styled(" bloatbox ", TITLE),
+        dir_span(Dir::LeftToRight),
+        Span::raw(" "),
+        dir_span(Dir::RightToLeft),
+    ];
+    if let Some(s) = &app.latest {
+        let root = &s.bridge.path(app.dir).qdisc.kind;
+        spans.push(Span::raw(format!(
+            "  t {}  root {root}",
+            fmt_at(s.bridge.at.nanos())
+        )));
+    }
+    if app.paused {
+        spans.push(Span::styled(
+            format!("  PAUSED ({} skipped)", app.skipped),
+            Style::new().fg(Color::Black).bg(Color::Yellow),
+        ));
+    }
+    spans.push(Span::styled(
+        "  ? help  q quit",
+        Style::new().fg(Color::DarkGray),
+    ));
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn draw_footer(frame: &mut Frame, app: &App, area: Rect) {
+    let line = match (&app.mode, &app.status) {
+        (Mode::Set { input }, _) => Line::from(vec![
+            Span::styled(format!("set {}> ", dir_label(app.dir)), TITLE),
+            Span::raw(format!("{input}█")),
+            Span::styled(
+                "  rate|delay|ring|bql|tx-usecs|tx-frames|rx-usecs|rx-frames VALUE, Enter/Esc",
+                Style::new().fg(Color::DarkGray),
+            ),
+        ]),
+        (_, Some(status)) => Line::styled(status.clone(), Style::new().fg(Color::LightRed)),
+        _ => Line::styled(
+            "d dir  tab focus  ↑↓ select  s/S sort  p pause  r rate  l delay  g ring  b bql  c coalesce  e set  m qdisc",
+            Style::new().fg(Color::DarkGray),
+        ),
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+/// A box of `w`×`h` centred in `area` (clipped to it).
+fn centred(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+/// The help screen: keys and what they do.
+pub const HELP: &[(&str, &str)] = &[
+    ("q, Ctrl-C", "quit (the daemon keeps running)"),
+    ("?, Esc", "open / close this help"),
+    ("p, space", "pause / resume the display"),
+    ("d, 1, 2", "switch direction, or pick L→R / R→L"),
+    ("tab", "focus the flow table or the qdisc tree"),
+    ("↑↓ j k", "select a flow or a class"),
+    ("PgUp PgDn", "move the selection by 10"),
+    ("Home End", "first / last flow or class"),
+    ("s, S", "next sort column / reverse the order"),
+    ("r l g c", "prompt: rate, delay, ring depth, rx-usecs"),
+    ("e, :", "prompt: FIELD VALUE, e.g. tx-frames 16"),
+    ("b", "toggle BQL"),
+    ("m", "root qdisc: pfifo_fast fq_codel sfq htb+sfq tbf"),
+];
+
+fn draw_help(frame: &mut Frame, area: Rect) {
+    let box_area = centred(area, 64, HELP.len() as u16 + 3);
+    let mut lines: Vec<Line> = HELP
+        .iter()
+        .map(|(k, v)| {
+            Line::from(vec![
+                Span::styled(format!("{k:>10}  "), TITLE),
+                Span::raw(*v),
+            ])
+        })
+        .collect();
+    lines.push(Line::styled(
+        "changes apply to the selected direction; see the event log",
+        Style::new().fg(Color::DarkGray),
+    ));
+    frame.render_widget(Clear, box_area);
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::bordered().title(Span::styled(" keys ", TITLE))),
+        box_area,
+    );
+}
+
+fn draw_presets(frame: &mut Frame, app: &App, selected: usize, area: Rect) {
+    let rate = app.path().map_or(0, |p| p.params.rate_bytes_ps);
+    let preset = Preset::ALL[selected.min(Preset::ALL.len() - 1)];
+    let tc = preset.tc_lines(app.dir, rate);
+    let box_area = centred(area, 78, Preset::ALL.len() as u16 + tc.len() as u16 + 5);
+    let mut lines: Vec<Line> = Preset::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let text = format!(" {} {}", i + 1, p.name());
+            if i == selected {
+                Line::styled(text, Style::new().add_modifier(Modifier::REVERSED))
+            } else {
+                Line::raw(text)
+            }
+        })
+        .collect();
+    lines.push(Line::raw(""));
+    lines.extend(
+        tc.into_iter()
+            .map(|l| Line::styled(l, Style::new().fg(Color::DarkGray))),
+    );
+    frame.render_widget(Clear, box_area);
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::bordered().title(Span::styled(
+            format!(" root qdisc of {} (1-5, Enter, Esc) ", dir_label(app.dir)),
+            TITLE,
+        ))),
+        box_area,
+    );
+}
+
+/// The screen `app` draws at `width`×`height`, as text: one line per row,
+/// trailing spaces removed.
+pub fn text_capture(app: &App, width: u16, height: u16) -> String {
+    let mut terminal =
+        Terminal::new(TestBackend::new(width, height)).expect("a test backend always opens");
+    terminal
+        .draw(|f| draw(f, app))
+        .expect("drawing into a test backend cannot fail");
+    let buf = terminal.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        let mut line = String::new();
+        for x in 0..buf.area.width {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,925 @@
+//! The TUI's pure state: what the screen shows, derived from successive
+//! snapshots (rates, per-flow throughput, bounded history rings, events
+//! such as CoDel entering or leaving its dropping state), and the key
+//! handling that turns key presses into state changes and `Action`s.
+//! Nothing here reads a clock or the terminal.
+
+use super::{Action, LinkField, Preset, Snapshot};
+use crate::bridge::Dir;
+use crate::link::PathSnapshot;
+use crate::packet::{DropReason, FlowKey};
+use crate::qdisc::{ClassDump, Handle, QdiscDump, QdiscStats, TC_H_ROOT};
+use crate::time::{Instant, NS_PER_SEC};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// Samples kept per direction for the time series.
+pub const HISTORY_LEN: usize = 300;
+/// Events kept in the log.
+pub const EVENTS_LEN: usize = 200;
+/// Above this many CoDel state changes in one snapshot, one summary event
+/// is logged instead of one per flow.
+const CODEL_EVENTS_PER_SNAPSHOT: usize = 4;
+/// Rows moved by PageUp/PageDown.
+const PAGE: usize = 10;
+
+/// What the flow table is sorted by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortKey {
+    Backlog,
+    Packets,
+    Sojourn,
+    Drops,
+    Marks,
+    Throughput,
+    Flow,
+}
+
+impl SortKey {
+    pub const ALL: [SortKey; 7] = [
+        SortKey::Backlog,
+        SortKey::Packets,
+        SortKey::Sojourn,
+        SortKey::Drops,
+        SortKey::Marks,
+        SortKey::Throughput,
+        SortKey::Flow,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SortKey::Backlog => "backlog",
+            SortKey::Packets => "packets",
+            SortKey::Sojourn => "sojourn",
+            SortKey::Drops => "drops",
+            SortKey::Marks => "ecn marks",
+            SortKey::Throughput => "throughput",
+            SortKey::Flow => "flow",
+        }
+    }
+
+    fn next(self) -> SortKey {
+        let i = SortKey::ALL.iter().position(|k| *k == self).unwrap_or(0);
+        SortKey::ALL[(i + 1) % SortKey::ALL.len()]
+    }
+
+    fn value(self, r: &FlowRow) -> u64 {
+        match self {
+            SortKey::Backlog => r.backlog,
+            SortKey::Packets => r.qlen as u64,
+            SortKey::Sojourn => r.sojourn_ns,
+            SortKey::Drops => r.drops,
+            SortKey::Marks => r.ecn_marks,
+            SortKey::Throughput => r.throughput_bps,
+            SortKey::Flow => r.bucket as u64,
+        }
+    }
+}
+
+/// Which list the arrow keys move in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Focus {
+    Flows,
+    Tree,
+}
+
+/// What keys currently mean.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Normal,
+    Help,
+    /// The `set` prompt: `rate 50mbit`, `bql off`, `rx-usecs 20`...
+    Set {
+        input: String,
+    },
+    /// The root qdisc preset menu, with the highlighted entry.
+    Presets {
+        selected: usize,
+    },
+}
+
+/// One flow queue as the table shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowRow {
+    /// The qdisc holding the flow queue, and its bucket there.
+    pub qdisc: Handle,
+    pub bucket: u32,
+    pub flow: Option<FlowKey>,
+    pub backlog: u64,
+    pub qlen: u32,
+    pub sojourn_ns: u64,
+    pub deficit: i64,
+    pub codel_count: u32,
+    pub dropping: bool,
+    pub drops: u64,
+    pub ecn_marks: u64,
+    /// Dequeued bits/s since the flow was last seen.
+    pub throughput_bps: u64,
+}
+
+/// One qdisc or class of the tree, flattened in display order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeNode {
+    pub depth: usize,
+    pub is_class: bool,
+    pub kind: String,
+    /// `8001:` for a qdisc, `1:10` for a class (hex, as tc prints them).
+    pub id: String,
+    /// `root` or `parent 1:10`.
+    pub parent: String,
+    pub options: String,
+    pub stats: QdiscStats,
+    /// The xstats lines, trimmed.
+    pub xstats: Vec<String>,
+}
+
+/// One point of a direction's time series.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sample {
+    pub at: Instant,
+    /// Highest head-of-queue sojourn among flows, or, for qdiscs without
+    /// flow queues, the backlog (qdisc and ring) drained at the line rate.
+    pub latency_us: u64,
+    /// Frames in the qdisc and the TX ring.
+    pub qlen: u64,
+    /// Bits/s delivered.
+    pub throughput_bps: u64,
+    /// Drops and ECN marks during the interval.
+    pub drops: u64,
+    pub marks: u64,
+}
+
+/// What an event is about (its colour in the log).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    Config,
+    Codel,
+    Overflow,
+    Command,
+    Error,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub at: Instant,
+    pub dir: Option<Dir>,
+    pub kind: EventKind,
+    pub text: String,
+}
+
+/// What one direction shows, derived from the latest snapshots.
+#[derive(Clone, Debug, Default)]
+pub struct DirState {
+    /// Every flow queue, sorted by the app's sort key.
+    pub flows: Vec<FlowRow>,
+    pub tree: Vec<TreeNode>,
+    pub history: VecDeque<Sample>,
+    /// Delivered bits/s over the last interval.
+    pub achieved_bps: u64,
+    /// Whether `Sample::latency_us` comes from flow sojourn times (else it
+    /// is estimated from the backlog).
+    pub latency_from_flows: bool,
+    /// Sent bytes of each flow and when it was last seen.
+    flow_sent: HashMap<(Handle, u32), (u64, Instant)>,
+    /// Flows (and codel qdiscs, bucket `u32::MAX`) in CoDel's dropping state.
+    dropping: HashSet<(Handle, u32)>,
+    /// ECN marks counted by the tree at the previous snapshot.
+    marks: u64,
+    /// Root qdisc and class layout, to notice tree changes.
+    signature: String,
+}
+
+/// The whole TUI state.
+#[derive(Clone, Debug)]
+pub struct App {
+    pub latest: Option<Snapshot>,
+    pub dirs: [DirState; 2],
+    pub dir: Dir,
+    pub focus: Focus,
+    pub sort: SortKey,
+    /// Largest first (the default) or smallest first.
+    pub sort_desc: bool,
+    /// Selected row of the flow table and node of the tree.
+    pub flow_sel: usize,
+    pub tree_sel: usize,
+    /// Frozen: snapshots are counted but not shown.
+    pub paused: bool,
+    pub skipped: u64,
+    pub mode: Mode,
+    pub events: VecDeque<Event>,
+    /// The footer message (errors of the set prompt, hints).
+    pub status: Option<String>,
+}
+
+impl Default for App {
+    fn default() -> Self {
+        App::new()
+    }
+}
+
+impl App {
+    pub fn new() -> App {
+        App {
+            latest: None,
+            dirs: Default::default(),
+            dir: Dir::LeftToRight,
+            focus: Focus::Flows,
+            sort: SortKey::Backlog,
+            sort_desc: true,
+            flow_sel: 0,
+            tree_sel: 0,
+            paused: false,
+            skipped: 0,
+            mode: Mode::Normal,
+            events: VecDeque::with_capacity(EVENTS_LEN),
+            status: None,
+        }
+    }
+
+    /// The selected direction's derived state.
+    pub fn view(&self) -> &DirState {
+        &self.dirs[self.dir.index()]
+    }
+
+    /// The selected direction's latest path snapshot.
+    pub fn path(&self) -> Option<&PathSnapshot> {
+        self.latest.as_ref().map(|s| s.bridge.path(self.dir))
+    }
+
+    /// The xstats of the flow queue's pseudo-class (`handle | bucket+1`, as
+    /// fq_codel and SFQ number them): fq_codel's `deficit count lastcount
+    /// ldelay [dropping drop_next]`, SFQ's `allot`.
+    pub fn flow_xstats(&self, row: &FlowRow) -> Option<String> {
+        let mut stack = vec![&self.path()?.qdisc];
+        while let Some(q) = stack.pop() {
+            if q.handle == row.qdisc {
+                let classid = row.qdisc | row.bucket.wrapping_add(1);
+                let c = q.classes.iter().find(|c| c.classid == classid)?;
+                return Some(trimmed(&c.xstats).join(" ")).filter(|x| !x.is_empty());
+            }
+            stack.extend(q.children.iter());
+        }
+        None
+    }
+
+    /// Takes in a new snapshot: rates over the interval since the previous
+    /// one, history samples, flows, tree and events. Ignored (counted) while
+    /// paused.
+    pub fn on_snapshot(&mut self, snap: Snapshot) {
+        if self.paused {
+            self.skipped += 1;
+            return;
+        }
+        for dir in Dir::ALL {
+            let prev = self.latest.as_ref().map(|s| s.bridge.path(dir));
+            let cur = snap.bridge.path(dir);
+            let mut events = Vec::new();
+            self.dirs[dir.index()].update(prev, cur, &mut events);
+            for (kind, text) in events {
+                self.log(cur.at, Some(dir), kind, text);
+            }
+        }
+        self.latest = Some(snap);
+        self.resort();
+    }
+
+    /// Records the daemon's answer to an action in the event log.
+    pub fn on_reply(&mut self, action: &Action, reply: Result<String, String>) {
+        let at = self.latest.as_ref().map_or(Instant::ZERO, |s| s.bridge.at);
+        let (what, dir) = (action.describe(), action.dir());
+        match reply {
+            Ok(r) if r.trim().is_empty() => self.log(at, dir, EventKind::Command, what),
+            Ok(r) => self.log(at, dir, EventKind::Command, format!("{what}: {}", r.trim())),
+            Err(e) => {
+                self.status = Some(format!("error: {e}"));
+                self.log(at, dir, EventKind::Error, format!("{what} failed: {e}"));
+            }
+        }
+    }
+
+    fn log(&mut self, at: Instant, dir: Option<Dir>, kind: EventKind, text: String) {
+        if self.events.len() == EVENTS_LEN {
+            self.events.pop_front();
+        }
+        self.events.push_back(Event {
+            at,
+            dir,
+            kind,
+            text,
+        });
+    }
+
+    /// Sorts both directions' flows and keeps the selections in range.
+    fn resort(&mut self) {
+        let (key, desc) = (self.sort, self.sort_desc);
+        for d in &mut self.dirs {
+            d.flows.sort_unstable_by(|a, b| {
+                let (x, y) = (key.value(a), key.value(b));
+                let ord = if desc { y.cmp(&x) } else { x.cmp(&y) };
+                ord.then(a.qdisc.cmp(&b.qdisc))
+                    .then(a.bucket.cmp(&b.bucket))
+            });
+        }
+        self.clamp_selection();
+    }
+
+    fn clamp_selection(&mut self) {
+        let v = &self.dirs[self.dir.index()];
+        self.flow_sel = self.flow_sel.min(v.flows.len().saturating_sub(1));
+        self.tree_sel = self.tree_sel.min(v.tree.len().saturating_sub(1));
+    }
+
+    /// Handles one key press; returns what to send to the daemon, if
+    /// anything.
+    pub fn on_key(&mut self, key: KeyEvent) -> Option<Action> {
+        if key.kind == KeyEventKind::Release {
+            return None;
+        }
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            return Some(Action::Quit);
+        }
+        match std::mem::replace(&mut self.mode, Mode::Normal) {
+            Mode::Normal => self.key_normal(key),
+            Mode::Help => self.key_help(key),
+            Mode::Set { input } => self.key_set(key, input),
+            Mode::Presets { selected } => self.key_presets(key, selected),
+        }
+    }
+
+    fn key_normal(&mut self, key: KeyEvent) -> Option<Action> {
+        self.status = None;
+        match key.code {
+            KeyCode::Char('q') => return Some(Action::Quit),
+            KeyCode::Char('?') => self.mode = Mode::Help,
+            KeyCode::Char('p') | KeyCode::Char(' ') => {
+                self.paused = !self.paused;
+                if !self.paused {
+                    self.skipped = 0;
+                }
+            }
+            KeyCode::Char('d') => self.select_dir(self.dir.reverse()),
+            KeyCode::Char('1') => self.select_dir(Dir::LeftToRight),
+            KeyCode::Char('2') => self.select_dir(Dir::RightToLeft),
+            KeyCode::Tab | KeyCode::BackTab => {
+                self.focus = match self.focus {
+                    Focus::Flows => Focus::Tree,
+                    Focus::Tree => Focus::Flows,
+                }
+            }
+            KeyCode::Up | KeyCode::Char('k') => self.move_selection(-1),
+            KeyCode::Down | KeyCode::Char('j') => self.move_selection(1),
+            KeyCode::PageUp => self.move_selection(-(PAGE as i64)),
+            KeyCode::PageDown => self.move_selection(PAGE as i64),
+            KeyCode::Home => self.move_selection(i64::MIN),
+            KeyCode::End => self.move_selection(i64::MAX),
+            KeyCode::Char('s') => {
+                self.sort = self.sort.next();
+                self.resort();
+            }
+            KeyCode::Char('S') => {
+                self.sort_desc = !self.sort_desc;
+                self.resort();
+            }
+            KeyCode::Char('r') => self.prompt("rate "),
+            KeyCode::Char('l') => self.prompt("delay "),
+            KeyCode::Char('g') => self.prompt("ring "),
+            KeyCode::Char('c') => self.prompt("rx-usecs "),
+            KeyCode::Char('e') | KeyCode::Char(':') => self.prompt(""),
+            KeyCode::Char('b') => {
+                let Some(p) = self.path() else {
+                    self.status = Some("no snapshot yet: BQL state unknown".into());
+                    return None;
+                };
+                return Some(Action::SetLink {
+                    dir: self.dir,
+                    field: LinkField::Bql,
+                    value: u64::from(!p.params.bql),
+                });
+            }
+            KeyCode::Char('m') => {
+                let kind = self.path().map(|p| p.qdisc.kind.as_str()).unwrap_or("");
+                let selected = Preset::ALL
+                    .iter()
+                    .position(|p| p.name() == kind)
+                    .unwrap_or(0);
+                self.mode = Mode::Presets { selected };
+            }
+            _ => {}
+        }
+        None
+    }
+
+    fn key_help(&mut self, key: KeyEvent) -> Option<Action> {
+        match key.code {
+            KeyCode::Char('q') => return Some(Action::Quit),
+            KeyCode::Char('?') | KeyCode::Esc | KeyCode::Enter => {}
+            _ => self.mode = Mode::Help,
+        }
+        None
+    }
+
+    fn key_set(&mut self, key: KeyEvent, mut input: String) -> Option<Action> {
+        match key.code {
+            KeyCode::Esc => return None,
+            KeyCode::Enter => match self.parse_set(&input) {
+                Ok(action) => return Some(action),
+                Err(e) => {
+                    self.status = Some(e);
+                    return None;
+                }
+            },
+            KeyCode::Backspace => {
+                input.pop();
+            }
+            KeyCode::Char(c) if input.len() < 64 => input.push(c),
+            _ => {}
+        }
+        self.mode = Mode::Set { input };
+        None
+    }
+
+    /// `FIELD VALUE` as typed at the set prompt.
+    fn parse_set(&self, input: &str) -> Result<Action, String> {
+        let names: Vec<&str> = LinkField::ALL.iter().map(|f| f.name()).collect();
+        let mut words = input.split_whitespace();
+        let (Some(name), Some(text), None) = (words.next(), words.next(), words.next()) else {
+            return Err(format!(
+                "set \"{input}\": expected FIELD VALUE with FIELD one of {}",
+                names.join(", ")
+            ));
+        };
+        let field = LinkField::ALL
+            .into_iter()
+            .find(|f| f.name() == name)
+            .ok_or_else(|| {
+                format!(
+                    "set: unknown field \"{name}\": expected one of {}",
+                    names.join(", ")
+                )
+            })?;
+        let value = field.parse(text)?;
+        Ok(Action::SetLink {
+            dir: self.dir,
+            field,
+            value,
+        })
+    }
+
+    fn key_presets(&mut self, key: KeyEvent, selected: usize) -> Option<Action> {
+        let n = Preset::ALL.len();
+        let pick = match key.code {
+            KeyCode::Esc | KeyCode::Char('m') | KeyCode::Char('q') => return None,
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.mode = Mode::Presets {
+                    selected: (selected + n - 1) % n,
+                };
+                return None;
+            }
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.mode = Mode::Presets {
+                    selected: (selected + 1) % n,
+                };
+                return None;
+            }
+            KeyCode::Enter => selected,
+            KeyCode::Char(c @ '1'..='9') if (c as usize - '1' as usize) < n => {
+                c as usize - '1' as usize
+            }
+            _ => {
+                self.mode = Mode::Presets { selected };
+                return None;
+            }
+        };
+        let rate = self.path().map_or(0, |p| p.params.rate_bytes_ps);
+        let lines = Preset::ALL[pick.min(n - 1)].tc_lines(self.dir, rate);
+        Some(Action::Tc(lines.join("\n")))
+    }
+
+    fn prompt(&mut self, prefill: &str) {
+        self.mode = Mode::Set {
+            input: prefill.to_string(),
+        };
+    }
+
+    fn select_dir(&mut self, dir: Dir) {
+        if dir != self.dir {
+            self.dir = dir;
+            self.flow_sel = 0;
+            self.tree_sel = 0;
+        }
+    }
+
+    fn move_selection(&mut self, by: i64) {
+        let v = &self.dirs[self.dir.index()];
+        let (sel, len) = match self.focus {
+            Focus::Flows => (&mut self.flow_sel, v.flows.len()),
+            Focus::Tree => (&mut self.tree_sel, v.tree.len()),
+        };
+        let max = len.saturating_sub(1) as i64;
+        *sel = (*sel as i64).saturating_add(by).clamp(0, max) as usize;
+    }
+}
+
+impl DirState {
+    /// Derives everything from the new snapshot `cur` and the previous one.
+    fn update(
+        &mut self,
+        prev: Option<&PathSnapshot>,
+        cur: &PathSnapshot,
+        events: &mut Vec<(EventKind, String)>,
+    ) {
+        let dt = prev.map_or(0, |p| cur.at.saturating_since(p.at));
+        let per_sec = |delta: u64| -> u64 {
+            if dt == 0 {
+                0
+            } else {
+                (delta as u128 * NS_PER_SEC as u128 / dt as u128) as u64
+            }
+        };
+        if let Some(p) = prev {
+            config_events(p, cur, events);
+            overflow_events(p, cur, events);
+        }
+        let signature = tree_signature(&cur.qdisc);
+        if prev.is_some() && signature != self.signature {
+            events.push((
+                EventKind::Config,
+                format!(
+                    "qdisc now {} {} {}",
+                    cur.qdisc.kind,
+                    handle_id(cur.qdisc.handle, false),
+                    cur.qdisc.options
+                ),
+            ));
+        }
+        self.signature = signature;
+
+        self.tree.clear();
+        flatten(&cur.qdisc, 0, &mut self.tree);
+        if let Some(root) = self.tree.first_mut() {
+            let by_reason = qdisc_drops_by_reason(cur);
+            if !by_reason.is_empty() {
+                root.xstats
+                    .insert(0, format!("dropped by reason: {by_reason}"));
+            }
+        }
+        self.collect_flows(cur);
+        self.codel_events(&cur.qdisc, events);
+
+        let marks = tree_marks(&cur.qdisc);
+        let bytes_out = prev.map_or(0, |p| {
+            cur.counters.bytes_out.saturating_sub(p.counters.bytes_out)
+        });
+        self.achieved_bps = per_sec(bytes_out * 8);
+        if let Some(p) = prev.filter(|_| dt > 0) {
+            self.latency_from_flows = !self.flows.is_empty();
+            let latency_us = if self.latency_from_flows {
+                self.flows.iter().map(|f| f.sojourn_ns).max().unwrap_or(0) / 1000
+            } else {
+                queue_delay_us(cur)
+            };
+            if self.history.len() == HISTORY_LEN {
+                self.history.pop_front();
+            }
+            self.history.push_back(Sample {
+                at: cur.at,
+                latency_us,
+                qlen: cur.qdisc.stats.qlen as u64 + cur.ring_used as u64,
+                throughput_bps: self.achieved_bps,
+                drops: cur
+                    .counters
+                    .total_drops()
+                    .saturating_sub(p.counters.total_drops()),
+                marks: marks.saturating_sub(self.marks),
+            });
+        }
+        self.marks = marks;
+    }
+
+    /// Rebuilds the flow rows, with throughput from each flow's sent bytes
+    /// since it was last seen.
+    fn collect_flows(&mut self, cur: &PathSnapshot) {
+        self.flows.clear();
+        let mut stack = vec![&cur.qdisc];
+        while let Some(q) = stack.pop() {
+            for f in &q.flows {
+                let key = (q.handle, f.bucket);
+                let throughput_bps = match self.flow_sent.get(&key) {
+                    Some(&(sent, at)) if cur.at > at => {
+                        let bits = f.sent_bytes.saturating_sub(sent) as u128 * 8;
+                        (bits * NS_PER_SEC as u128 / cur.at.saturating_since(at) as u128) as u64
+                    }
+                    _ => 0,
+                };
+                self.flow_sent.insert(key, (f.sent_bytes, cur.at));
+                self.flows.push(FlowRow {
+                    qdisc: q.handle,
+                    bucket: f.bucket,
+                    flow: f.flow,
+                    backlog: f.backlog,
+                    qlen: f.qlen,
+                    sojourn_ns: f.head_sojourn_ns,
+                    deficit: f.deficit,
+                    codel_count: f.codel_count,
+                    dropping: f.codel_dropping,
+                    drops: f.drops,
+                    ecn_marks: f.ecn_marks,
+                    throughput_bps,
+                });
+            }
+            stack.extend(q.children.iter());
+        }
+        // Bound the memory of flows not seen for a while.
+        if self.flow_sent.len() > 4 * self.flows.len() + 4096 {
+            let at = cur.at;
+            self.flow_sent.retain(|_, (_, seen)| *seen == at);
+        }
+    }
+
+    /// Compares CoDel's dropping state with the previous snapshot.
+    fn codel_events(&mut self, root: &QdiscDump, events: &mut Vec<(EventKind, String)>) {
+        let mut now: HashSet<(Handle, u32)> = self
+            .flows
+            .iter()
+            .filter(|f| f.dropping)
+            .map(|f| (f.qdisc, f.bucket))
+            .collect();
+        let mut stack = vec![root];
+        while let Some(q) = stack.pop() {
+            if q.xstats_json.get("dropping").and_then(|v| v.as_bool()) == Some(true) {
+                now.insert((q.handle, u32::MAX));
+            }
+            stack.extend(q.children.iter());
+        }
+        let mut entered: Vec<_> = now.difference(&self.dropping).copied().collect();
+        let mut left: Vec<_> = self.dropping.difference(&now).copied().collect();
+        entered.sort_unstable();
+        left.sort_unstable();
+        if entered.len() + left.len() > CODEL_EVENTS_PER_SNAPSHOT {
+            events.push((
+                EventKind::Codel,
+                format!(
+                    "codel: {} queues entered dropping, {} left",
+                    entered.len(),
+                    left.len()
+                ),
+            ));
+        } else {
+            let name = |&(h, bucket): &(Handle, u32)| -> String {
+                if bucket == u32::MAX {
+                    return format!("codel {}", handle_id(h, false));
+                }
+                let flow = self
+                    .flows
+                    .iter()
+                    .find(|f| f.qdisc == h && f.bucket == bucket)
+                    .and_then(|f| f.flow);
+                match flow {
+                    Some(k) => format!("flow {}", flow_label(&k)),
+                    None => format!("{} bucket {bucket}", handle_id(h, false)),
+                }
+            };
+            for k in &entered {
+                events.push((EventKind::Codel, format!("{} entered dropping", name(k))));
+            }
+            for k in &left {
+                events.push((EventKind::Codel, format!("{} left dropping", name(k))));
+            }
+        }
+        self.dropping = now;
+    }
+}
+
+/// Link parameter changes between two snapshots.
+fn config_events(p: &PathSnapshot, c: &PathSnapshot, events: &mut Vec<(EventKind, String)>) {
+    let (a, b) = (&p.params, &c.params);
+    let fields = [
+        (LinkField::Rate, a.rate_bytes_ps, b.rate_bytes_ps),
+        (LinkField::Delay, a.delay_ns, b.delay_ns),
+        (LinkField::TxRing, a.tx_ring as u64, b.tx_ring as u64),
+        (LinkField::Bql, a.bql as u64, b.bql as u64),
+        (LinkField::TxUsecs, a.tx_usecs as u64, b.tx_usecs as u64),
+        (LinkField::TxFrames, a.tx_frames as u64, b.tx_frames as u64),
+        (LinkField::RxUsecs, a.rx_usecs as u64, b.rx_usecs as u64),
+        (LinkField::RxFrames, a.rx_frames as u64, b.rx_frames as u64),
+    ];
+    for (f, old, new) in fields {
+        if old != new {
+            events.push((
+                EventKind::Config,
+                format!("{} {} → {}", f.name(), f.show(old), f.show(new)),
+            ));
+        }
+    }
+}
+
+/// Drops other than CoDel's during the interval, by reason.
+fn overflow_events(p: &PathSnapshot, c: &PathSnapshot, events: &mut Vec<(EventKind, String)>) {
+    let parts: Vec<String> = DropReason::ALL
+        .iter()
+        .filter(|r| **r != DropReason::Codel)
+        .filter_map(|r| {
+            let n = c.counters.drops[r.index()].saturating_sub(p.counters.drops[r.index()]);
+            (n > 0).then(|| format!("{n} {}", r.name()))
+        })
+        .collect();
+    if !parts.is_empty() {
+        events.push((EventKind::Overflow, format!("dropped {}", parts.join(", "))));
+    }
+}
+
+/// The path's drops whose reason lies in the qdisc tree (not the ingress
+/// checks nor the buffer pool): `codel 12, queue_full 3`.
+fn qdisc_drops_by_reason(p: &PathSnapshot) -> String {
+    let outside = [
+        DropReason::Runt,
+        DropReason::Oversize,
+        DropReason::PoolExhausted,
+    ];
+    DropReason::ALL
+        .iter()
+        .filter(|r| !outside.contains(r))
+        .filter_map(|r| {
+            let n = p.counters.drops[r.index()];
+            (n > 0).then(|| format!("{} {n}", r.name()))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Backlog of the qdisc and ring drained at the line rate, µs.
+fn queue_delay_us(p: &PathSnapshot) -> u64 {
+    let rate = p.params.rate_bytes_ps;
+    if rate == 0 {
+        return 0;
+    }
+    let bytes = p.qdisc.stats.backlog + p.ring_bytes;
+    (bytes as u128 * 1_000_000 / rate as u128) as u64
+}
+
+/// ECN marks counted anywhere in the tree (`ecn_mark` xstats).
+fn tree_marks(q: &QdiscDump) -> u64 {
+    let own = q
+        .xstats_json
+        .get("ecn_mark")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0);
+    own + q.children.iter().map(tree_marks).sum::<u64>()
+}
+
+/// The kinds, handles and options of the tree (not its counters).
+fn tree_signature(q: &QdiscDump) -> String {
+    let mut s = format!("{} {:x} {}|", q.kind, q.handle, q.options);
+    for c in q.classes.iter().filter(|c| c.stats.is_some()) {
+        s.push_str(&format!("{:x} {}|", c.classid, c.options));
+    }
+    for ch in &q.children {
+        s.push_str(&tree_signature(ch));
+    }
+    s
+}
+
+/// `8001:` for a qdisc handle, `1:10` for a class id (hex, as tc prints).
+pub fn handle_id(h: Handle, class: bool) -> String {
+    if h == TC_H_ROOT {
+        return "root".into();
+    }
+    let (major, minor) = (h >> 16, h & 0xFFFF);
+    if class || minor != 0 {
+        format!("{major:x}:{minor:x}")
+    } else {
+        format!("{major:x}:")
+    }
+}
+
+fn parent_label(h: Handle) -> String {
+    if h == TC_H_ROOT {
+        "root".into()
+    } else {
+        format!("parent {}", handle_id(h, false))
+    }
+}
+
+/// Appends `q`, its real classes (pseudo-classes of flow queues are shown
+/// in the flow table instead) and child qdiscs, depth first.
+fn flatten(q: &QdiscDump, depth: usize, out: &mut Vec<TreeNode>) {
+    out.push(TreeNode {
+        depth,
+        is_class: false,
+        kind: q.kind.clone(),
+        id: handle_id(q.handle, false),
+        parent: parent_label(q.parent),
+        options: q.options.clone(),
+        stats: q.stats,
+        xstats: trimmed(&q.xstats),
+    });
+    let classes: Vec<&ClassDump> = q.classes.iter().filter(|c| c.stats.is_some()).collect();
+    let mut placed = vec![false; q.children.len()];
+    for c in &classes {
+        let nested = classes.iter().any(|o| o.classid == c.parent);
+        if !nested {
+            flatten_class(q, &classes, c, depth + 1, &mut placed, out);
+        }
+    }
+    for (ch, done) in q.children.iter().zip(placed) {
+        if !done {
+            flatten(ch, depth + 1, out);
+        }
+    }
+}
+
+fn flatten_class(
+    q: &QdiscDump,
+    classes: &[&ClassDump],
+    c: &ClassDump,
+    depth: usize,
+    placed: &mut [bool],
+    out: &mut Vec<TreeNode>,
+) {
+    let mut xstats = trimmed(&c.xstats);
+    if let Some(mode) = htb_mode(c) {
+        xstats.push(format!("mode {mode}"));
+    }
+    out.push(TreeNode {
+        depth,
+        is_class: true,
+        kind: c.kind.clone(),
+        id: handle_id(c.classid, true),
+        parent: parent_label(c.parent),
+        options: c.options.clone(),
+        stats: c.stats.unwrap_or(c.queue),
+        xstats,
+    });
+    // Class ids are unique in a qdisc; the depth bound guards against a
+    // malformed dump whose parents form a loop.
+    if depth > 16 {
+        return;
+    }
+    for sub in classes.iter().filter(|o| o.parent == c.classid) {
+        flatten_class(q, classes, sub, depth + 1, placed, out);
+    }
+    for (i, ch) in q.children.iter().enumerate() {
+        if !placed[i] && (ch.parent == c.classid || c.leaf == Some(ch.handle)) {
+            placed[i] = true;
+            flatten(ch, depth + 1, out);
+        }
+    }
+}
+
+/// An HTB class's mode as `htb_class_mode` derives it from the signs of
+/// its tokens and ctokens (tc does not print it): `cant_send` when ctokens
+/// are negative, else `may_borrow` when tokens are, else `can_send`.
+fn htb_mode(c: &ClassDump) -> Option<&'static str> {
+    if c.kind != "htb" {
+        return None;
+    }
+    let get = |k: &str| c.xstats_json.get(k).and_then(|v| v.as_i64());
+    let (tokens, ctokens) = (get("tokens")?, get("ctokens")?);
+    Some(if ctokens < 0 {
+        "cant_send"
+    } else if tokens < 0 {
+        "may_borrow"
+    } else {
+        "can_send"
+    })
+}
+
+fn trimmed(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// `10.0.0.1:5201→10.0.0.2:40000 tcp`; IPv4-mapped addresses print as
+/// IPv4, non-IP flows as `non-IP`.
+pub fn flow_label(k: &FlowKey) -> String {
+    if *k == FlowKey::default() {
+        return "non-IP".into();
+    }
+    let addr = |a: &[u8; 16]| -> String {
+        let v6 = std::net::Ipv6Addr::from(*a);
+        match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => format!("[{v6}]"),
+        }
+    };
+    let proto = match k.proto {
+        6 => "tcp".to_string(),
+        17 => "udp".to_string(),
+        1 | 58 => "icmp".to_string(),
+        p => format!("proto {p}"),
+    };
+    if k.src_port == 0 && k.dst_port == 0 {
+        format!("{}→{} {proto}", addr(&k.src), addr(&k.dst))
+    } else {
+        format!(
+            "{}:{}→{}:{} {proto}",
+            addr(&k.src),
+            k.src_port,
+            addr(&k.dst),
+            k.dst_port
+        )
+    }
+}

@@ -1,0 +1,622 @@
+//! The TUI's panels as ratatui widgets, each rendering plain data from
+//! `state` into a buffer area (and clipping to it): the link figures, the
+//! qdisc tree, the per-flow table (a window of rows plus an aggregate row
+//! for the rest, so 10,000 flows cost one screen), the time series and the
+//! event log. Also the number formats they share.
+
+use super::dir_label;
+use super::state::{Event, EventKind, FlowRow, Sample, SortKey, TreeNode};
+use crate::bridge::Dir;
+use crate::link::PathSnapshot;
+use crate::time::NS_PER_SEC;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Sparkline, Widget};
+use std::collections::VecDeque;
+
+/// `value` scaled by 1000 or 1024 steps with one decimal under 100:
+/// `1.2M`, `512`, `34k`.
+fn scaled(value: u64, step: f64, units: &[&str]) -> String {
+    let mut v = value as f64;
+    let mut i = 0;
+    while v >= step && i + 1 < units.len() {
+        v /= step;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{value}{}", units[0])
+    } else if v < 100.0 {
+        format!("{v:.1}{}", units[i])
+    } else {
+        format!("{v:.0}{}", units[i])
+    }
+}
+
+/// Bytes: `1514B`, `18.2KB`, `3.4MB` (powers of 1024).
+pub fn fmt_bytes(b: u64) -> String {
+    scaled(b, 1024.0, &["B", "KB", "MB", "GB", "TB"])
+}
+
+/// Bits per second: `96bit`, `9.9Mbit` (powers of 1000, like tc).
+pub fn fmt_bits(bps: u64) -> String {
+    scaled(bps, 1000.0, &["bit", "Kbit", "Mbit", "Gbit", "Tbit"])
+}
+
+/// Counts: `950`, `12.3k`, `4.1M`.
+pub fn fmt_count(n: u64) -> String {
+    scaled(n, 1000.0, &["", "k", "M", "G", "T"])
+}
+
+/// Microseconds: `850us`, `12.3ms`, `1.50s`.
+pub fn fmt_us(us: u64) -> String {
+    if us < 1000 {
+        format!("{us}us")
+    } else if us < 100_000 {
+        format!("{:.1}ms", us as f64 / 1e3)
+    } else if us < 1_000_000 {
+        format!("{}ms", us / 1000)
+    } else {
+        format!("{:.2}s", us as f64 / 1e6)
+    }
+}
+
+/// Seconds with milliseconds: `12.345s`.
+pub fn fmt_at(ns: u64) -> String {
+    format!("{}.{:03}s", ns / NS_PER_SEC, ns % NS_PER_SEC / 1_000_000)
+}
+
+/// `text` cut or padded to exactly `w` columns (cut text ends in `…`).
+pub fn fit(text: &str, w: usize) -> String {
+    let n = text.chars().count();
+    if n <= w {
+        format!("{text:<w$}")
+    } else if w == 0 {
+        String::new()
+    } else {
+        let mut s: String = text.chars().take(w - 1).collect();
+        s.push('…');
+        s
+    }
+}
+
+/// `text` right-aligned in `w` columns (cut if longer).
+fn rfit(text: &str, w: usize) -> String {
+    if text.chars().count() > w {
+        fit(text, w)
+    } else {
+        format!("{text:>w$}")
+    }
+}
+
+const LABEL: Style = Style::new().fg(Color::DarkGray);
+const VALUE: Style = Style::new().add_modifier(Modifier::BOLD);
+
+fn kv<'a>(spans: &mut Vec<Span<'a>>, key: &'a str, value: String) {
+    spans.push(Span::styled(key, LABEL));
+    spans.push(Span::styled(value, VALUE));
+    spans.push(Span::raw("  "));
+}
+
+/// The link of one direction: rates, delay, ring and BQL, coalescing, the
+/// datapath's lateness, conservation counters and drops by reason.
+pub struct LinkPanel<'a> {
+    pub path: &'a PathSnapshot,
+    pub achieved_bps: u64,
+    pub lateness_us: [u64; 3],
+    pub wakeups: u64,
+}
+
+impl Widget for LinkPanel<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let p = self.path;
+        let params = &p.params;
+        let mut l1 = Vec::new();
+        let rate_bps = params.rate_bytes_ps * 8;
+        kv(
+            &mut l1,
+            "rate ",
+            if rate_bps == 0 {
+                "unlimited".into()
+            } else {
+                fmt_bits(rate_bps)
+            },
+        );
+        let util = (self.achieved_bps.saturating_mul(100))
+            .checked_div(rate_bps)
+            .map_or(String::new(), |pct| format!(" ({pct}%)"));
+        kv(
+            &mut l1,
+            "achieved ",
+            format!("{}{util}", fmt_bits(self.achieved_bps)),
+        );
+        kv(
+            &mut l1,
+            "delay ",
+            fmt_us(params.delay_ns / crate::time::NS_PER_US),
+        );
+        kv(&mut l1, "mtu ", params.mtu.to_string());
+        kv(&mut l1, "ovh ", format!("{}B", params.overhead));
+
+        let mut l2 = Vec::new();
+        kv(
+            &mut l2,
+            "ring ",
+            format!(
+                "{}/{} {}",
+                p.ring_used,
+                p.ring_size,
+                fmt_bytes(p.ring_bytes)
+            ),
+        );
+        match (p.bql_limit, p.bql_inflight) {
+            (Some(limit), Some(inflight)) => kv(
+                &mut l2,
+                "BQL ",
+                format!(
+                    "limit {} inflight {}",
+                    fmt_bytes(limit as u64),
+                    fmt_bytes(inflight as u64)
+                ),
+            ),
+            _ => kv(&mut l2, "BQL ", "off".into()),
+        }
+        kv(&mut l2, "requeues ", p.requeues.to_string());
+        kv(
+            &mut l2,
+            "wire/prop/rx ",
+            format!("{}/{}/{}", p.on_wire, p.in_flight, p.rx_held),
+        );
+
+        let mut l3 = Vec::new();
+        kv(
+            &mut l3,
+            "coal ",
+            format!(
+                "tx {}us/{}f rx {}us/{}f",
+                params.tx_usecs, params.tx_frames, params.rx_usecs, params.rx_frames
+            ),
+        );
+        let [p50, p99, p999] = self.lateness_us;
+        kv(
+            &mut l3,
+            "late ",
+            format!(
+                "p50 {} p99 {} p999 {}",
+                fmt_us(p50),
+                fmt_us(p99),
+                fmt_us(p999)
+            ),
+        );
+        kv(&mut l3, "wakeups ", fmt_count(self.wakeups));
+
+        let c = &p.counters;
+        let mut l4 = Vec::new();
+        kv(
+            &mut l4,
+            "in ",
+            format!("{}p {}", fmt_count(c.frames_in), fmt_bytes(c.bytes_in)),
+        );
+        kv(
+            &mut l4,
+            "out ",
+            format!("{}p {}", fmt_count(c.frames_out), fmt_bytes(c.bytes_out)),
+        );
+        kv(&mut l4, "held ", p.held.to_string());
+        l4.push(Span::styled("drops ", LABEL));
+        if p.drops_by_reason.is_empty() {
+            l4.push(Span::styled("0", VALUE));
+        }
+        for (i, (reason, n)) in p.drops_by_reason.iter().enumerate() {
+            if i > 0 {
+                l4.push(Span::raw(", "));
+            }
+            l4.push(Span::styled(
+                format!("{reason} {}", fmt_count(*n)),
+                Style::new().fg(Color::Red),
+            ));
+        }
+        let lines: Vec<Line> = [l1, l2, l3, l4].into_iter().map(Line::from).collect();
+        Paragraph::new(lines).render(area, buf);
+    }
+}
+
+/// The qdisc tree as tc describes it: per node a header line (kind, id,
+/// parent, options), a counters line and the xstats lines. Scrolls to keep
+/// the selected node visible; highlights it when `selected` is set.
+pub struct TreePanel<'a> {
+    pub nodes: &'a [TreeNode],
+    pub selected: Option<usize>,
+}
+
+impl TreePanel<'_> {
+    fn node_lines(n: &TreeNode, highlight: bool) -> Vec<Line<'static>> {
+        let indent = "  ".repeat(n.depth);
+        let what = if n.is_class { "class" } else { "qdisc" };
+        let head_style = if highlight {
+            Style::new().add_modifier(Modifier::REVERSED)
+        } else {
+            Style::new().fg(Color::Cyan)
+        };
+        let mut lines = vec![Line::from(vec![
+            Span::raw(indent.clone()),
+            Span::styled(
+                format!("{what} {} {} {}", n.kind, n.id, n.parent),
+                head_style.add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(format!(" {}", n.options), head_style),
+        ])];
+        let s = &n.stats;
+        lines.push(Line::from(vec![
+            Span::raw(format!("{indent}  ")),
+            Span::raw(format!(
+                "Sent {} {}p ",
+                fmt_bytes(s.bytes),
+                fmt_count(s.packets)
+            )),
+            Span::styled(
+                format!("drop {}", fmt_count(s.drops)),
+                if s.drops > 0 {
+                    Style::new().fg(Color::Red)
+                } else {
+                    Style::new()
+                },
+            ),
+            Span::raw(format!(
+                " over {} req {} ",
+                fmt_count(s.overlimits),
+                fmt_count(s.requeues)
+            )),
+            Span::styled(
+                format!("backlog {} {}p", fmt_bytes(s.backlog), s.qlen),
+                Style::new().fg(Color::Yellow),
+            ),
+        ]));
+        for x in &n.xstats {
+            lines.push(Line::styled(format!("{indent}  {x}"), LABEL));
+        }
+        lines
+    }
+}
+
+impl Widget for TreePanel<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let mut lines = Vec::new();
+        let mut sel_span = (0, 0);
+        for (i, n) in self.nodes.iter().enumerate() {
+            let highlight = self.selected == Some(i);
+            let nl = TreePanel::node_lines(n, highlight);
+            if highlight {
+                sel_span = (lines.len(), nl.len());
+            }
+            lines.extend(nl);
+        }
+        let h = area.height as usize;
+        let (start, len) = sel_span;
+        let offset = (start + len).saturating_sub(h).min(start);
+        let visible: Vec<Line> = lines.into_iter().skip(offset).take(h).collect();
+        Paragraph::new(visible).render(area, buf);
+    }
+}
+
+/// Column widths of the flow table; the flow column takes what is left.
+struct Columns {
+    flow: usize,
+    deficit: bool,
+}
+
+impl Columns {
+    /// Fixed columns: backlog 7, pkts 5, sojourn 7, codel 8, drops 6,
+    /// ecn 5, throughput 8 (+ deficit 7 on wide screens), one space each.
+    fn for_width(w: usize) -> Columns {
+        let deficit = w >= 110;
+        let fixed = 7 + 5 + 7 + 8 + 6 + 5 + 8 + 7 + if deficit { 8 } else { 0 };
+        Columns {
+            flow: w.saturating_sub(fixed).max(10),
+            deficit,
+        }
+    }
+
+    /// The cells of one row, padded to their columns and separated by a
+    /// space: flow, backlog, pkts, sojourn, [deficit,] codel, drops, ecn,
+    /// throughput. `cells` holds those nine values (deficit included).
+    fn cells(&self, cells: [&str; 9]) -> Vec<String> {
+        let widths = [self.flow, 7, 5, 7, 7, 8, 6, 5, 8];
+        let mut out = Vec::with_capacity(9);
+        for (i, (text, w)) in cells.iter().zip(widths).enumerate() {
+            if i == 4 && !self.deficit {
+                continue;
+            }
+            let cell = if i == 0 {
+                fit(text, w)
+            } else {
+                format!(" {}", rfit(text, w))
+            };
+            out.push(cell);
+        }
+        out
+    }
+
+    fn line(&self, cells: [&str; 9]) -> String {
+        self.cells(cells).concat()
+    }
+}
+
+/// The per-flow table: a header, a window of rows around the selection
+/// (the top rows by the sort key when the selection is at the top), one
+/// aggregate row for every other flow, and a detail line for the selected
+/// flow. Work is bounded by the window, plus one pass summing the rest.
+pub struct FlowTable<'a> {
+    pub rows: &'a [FlowRow],
+    pub selected: usize,
+    /// Highlight the selected row (the table has the focus).
+    pub focused: bool,
+    pub sort: SortKey,
+    pub sort_desc: bool,
+    /// The selected flow's queue xstats (`App::flow_xstats`), shown in the
+    /// detail line instead of its deficit and CoDel count.
+    pub selected_xstats: Option<String>,
+}
+
+impl FlowTable<'_> {
+    /// Rows shown in an area of `height` lines: the header, the aggregate
+    /// row and the detail line take three.
+    pub fn window(height: u16, rows: usize, selected: usize) -> std::ops::Range<usize> {
+        let cap = (height as usize).saturating_sub(3);
+        if cap == 0 {
+            return 0..0;
+        }
+        let start = (selected + 1).saturating_sub(cap).min(rows);
+        start..(start + cap).min(rows)
+    }
+}
+
+impl Widget for FlowTable<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let cols = Columns::for_width(area.width as usize);
+        let sorted_cell = match self.sort {
+            SortKey::Flow => 0,
+            SortKey::Backlog => 1,
+            SortKey::Packets => 2,
+            SortKey::Sojourn => 3,
+            SortKey::Drops => 6,
+            SortKey::Marks => 7,
+            SortKey::Throughput => 8,
+        };
+        let names = [
+            "flow", "backlog", "pkts", "sojourn", "deficit", "codel", "drops", "ecn", "tput",
+        ];
+        let head = Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED);
+        let mut cells = cols.cells(names);
+        // Without the deficit column, cells after it move one to the left.
+        let sorted = if !cols.deficit && sorted_cell > 4 {
+            sorted_cell - 1
+        } else {
+            sorted_cell
+        };
+        let header: Vec<Span> = cells
+            .drain(..)
+            .enumerate()
+            .map(|(i, c)| {
+                if i == sorted {
+                    Span::styled(c, head.fg(Color::Yellow))
+                } else {
+                    Span::styled(c, head)
+                }
+            })
+            .collect();
+        let mut lines = vec![Line::from(header)];
+        if self.rows.is_empty() {
+            lines.push(Line::styled(
+                "no flow queues: this qdisc keeps no per-flow state (try m → fq_codel)",
+                LABEL,
+            ));
+            Paragraph::new(lines).render(area, buf);
+            return;
+        }
+        let win = FlowTable::window(area.height, self.rows.len(), self.selected);
+        for (i, r) in self.rows[win.clone()].iter().enumerate() {
+            let label = r
+                .flow
+                .as_ref()
+                .map_or_else(|| format!("bucket {}", r.bucket), super::state::flow_label);
+            let codel = if r.dropping {
+                format!("drop {}", r.codel_count)
+            } else if r.codel_count > 0 {
+                r.codel_count.to_string()
+            } else {
+                "-".into()
+            };
+            let text = cols.line([
+                &label,
+                &fmt_bytes(r.backlog),
+                &r.qlen.to_string(),
+                &fmt_us(r.sojourn_ns / 1000),
+                &r.deficit.to_string(),
+                &codel,
+                &fmt_count(r.drops),
+                &fmt_count(r.ecn_marks),
+                &fmt_bits(r.throughput_bps),
+            ]);
+            let mut style = if r.dropping {
+                Style::new().fg(Color::Red)
+            } else {
+                Style::new()
+            };
+            if self.focused && win.start + i == self.selected {
+                style = style.add_modifier(Modifier::REVERSED);
+            }
+            lines.push(Line::styled(text, style));
+        }
+        let others = self.rows.len() - win.len();
+        if others > 0 {
+            let rest = self.rows[..win.start].iter().chain(&self.rows[win.end..]);
+            let (mut backlog, mut qlen, mut soj, mut drops, mut marks, mut tput) =
+                (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+            for r in rest {
+                backlog += r.backlog;
+                qlen += r.qlen as u64;
+                soj = soj.max(r.sojourn_ns);
+                drops += r.drops;
+                marks += r.ecn_marks;
+                tput += r.throughput_bps;
+            }
+            let text = cols.line([
+                &format!("+ {} other flows", fmt_count(others as u64)),
+                &fmt_bytes(backlog),
+                &fmt_count(qlen),
+                &format!("≤{}", fmt_us(soj / 1000)),
+                "",
+                "",
+                &fmt_count(drops),
+                &fmt_count(marks),
+                &fmt_bits(tput),
+            ]);
+            lines.push(Line::styled(text, LABEL.add_modifier(Modifier::ITALIC)));
+        }
+        if let Some(r) = self.rows.get(self.selected) {
+            let label = r
+                .flow
+                .as_ref()
+                .map_or_else(|| "unknown flow".into(), super::state::flow_label);
+            let state = self.selected_xstats.clone().unwrap_or_else(|| {
+                format!(
+                    "deficit {} codel count {}{}",
+                    r.deficit,
+                    r.codel_count,
+                    if r.dropping { " dropping" } else { "" }
+                )
+            });
+            lines.push(Line::styled(
+                format!(
+                    "#{} of {}: {label}  {} bucket {}  {state}",
+                    self.selected + 1,
+                    self.rows.len(),
+                    super::state::handle_id(r.qdisc, false),
+                    r.bucket,
+                ),
+                LABEL,
+            ));
+        }
+        Paragraph::new(lines).render(area, buf);
+    }
+}
+
+/// One labelled sparkline per series: latency, queue length, throughput of
+/// both directions, drops and marks of the selected direction.
+pub struct Charts<'a> {
+    pub dir: Dir,
+    pub history: [&'a VecDeque<Sample>; 2],
+    /// Latency comes from flow sojourn times (else a backlog estimate).
+    pub latency_from_flows: bool,
+}
+
+impl Widget for Charts<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        const LABEL_W: u16 = 24;
+        let own = self.history[self.dir.index()];
+        let other = self.dir.reverse();
+        type Series<'s> = (String, Box<dyn Fn(&Sample) -> u64 + 's>, Color, Dir);
+        let latest = |d: Dir| self.history[d.index()].back().copied().unwrap_or_default();
+        let peak = |f: &dyn Fn(&Sample) -> u64| own.iter().map(f).max().unwrap_or(0);
+        let cur = latest(self.dir);
+        let lat_name = if self.latency_from_flows {
+            "sojourn"
+        } else {
+            "q-delay≈"
+        };
+        let series: Vec<Series> = vec![
+            (
+                format!(
+                    "{lat_name} {} ^{}",
+                    fmt_us(cur.latency_us),
+                    fmt_us(peak(&|s| s.latency_us))
+                ),
+                Box::new(|s: &Sample| s.latency_us),
+                Color::Yellow,
+                self.dir,
+            ),
+            (
+                format!("queue {}p ^{}p", cur.qlen, peak(&|s| s.qlen)),
+                Box::new(|s: &Sample| s.qlen),
+                Color::Magenta,
+                self.dir,
+            ),
+            (
+                format!("{} {}", dir_label(self.dir), fmt_bits(cur.throughput_bps)),
+                Box::new(|s: &Sample| s.throughput_bps),
+                Color::Green,
+                self.dir,
+            ),
+            (
+                format!(
+                    "{} {}",
+                    dir_label(other),
+                    fmt_bits(latest(other).throughput_bps)
+                ),
+                Box::new(|s: &Sample| s.throughput_bps),
+                Color::Blue,
+                other,
+            ),
+            (
+                format!("drops {} marks {}", cur.drops, cur.marks),
+                Box::new(|s: &Sample| s.drops + s.marks),
+                Color::Red,
+                self.dir,
+            ),
+        ];
+        let n = series.len() as u16;
+        let rows = Layout::vertical(vec![Constraint::Ratio(1, n as u32); n as usize]).split(area);
+        for ((label, value, color, dir), row) in series.into_iter().zip(rows.iter()) {
+            if row.height == 0 {
+                continue;
+            }
+            let [l, r] =
+                Layout::horizontal([Constraint::Length(LABEL_W), Constraint::Min(1)]).areas(*row);
+            Paragraph::new(Line::styled(fit(&label, LABEL_W as usize - 1), LABEL)).render(l, buf);
+            let hist = self.history[dir.index()];
+            let w = r.width as usize;
+            let data: Vec<u64> = hist
+                .iter()
+                .skip(hist.len().saturating_sub(w))
+                .map(&value)
+                .collect();
+            Sparkline::default()
+                .data(&data)
+                .style(Style::new().fg(color))
+                .render(r, buf);
+        }
+    }
+}
+
+/// The newest events that fit, oldest first.
+pub struct EventLog<'a> {
+    pub events: &'a VecDeque<Event>,
+}
+
+impl Widget for EventLog<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let h = area.height as usize;
+        let lines: Vec<Line> = self
+            .events
+            .iter()
+            .skip(self.events.len().saturating_sub(h))
+            .map(|e| {
+                let color = match e.kind {
+                    EventKind::Config => Color::Cyan,
+                    EventKind::Codel => Color::Yellow,
+                    EventKind::Overflow => Color::Red,
+                    EventKind::Command => Color::Green,
+                    EventKind::Error => Color::LightRed,
+                };
+                Line::from(vec![
+                    Span::styled(format!("{:>10} ", fmt_at(e.at.nanos())), LABEL),
+                    Span::styled(format!("{} ", e.dir.map_or("   ", dir_label)), LABEL),
+                    Span::styled(e.text.clone(), Style::new().fg(color)),
+                ])
+            })
+            .collect();
+        Paragraph::new(lines).render(area, buf);
+    }
+}

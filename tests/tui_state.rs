@@ -1,0 +1,382 @@
+//! What the TUI derives from successive snapshots of the real core: rates,
+//! per-flow throughput, bounded history, the flattened qdisc tree, and the
+//! event log (configuration changes, CoDel entering and leaving its
+//! dropping state, overflow drops, command replies).
+
+use bloatbox::bridge::Dir;
+use bloatbox::link::LinkParams;
+use bloatbox::qdisc::fifo::{Fifo, FifoKind};
+use bloatbox::qdisc::fq_codel::FqCodel;
+use bloatbox::qdisc::pfifo_fast::PfifoFast;
+use bloatbox::qdisc::{tc_h_make, QdiscCtx};
+use bloatbox::time::NS_PER_MS;
+use bloatbox::tui::fixtures::{app_after, link_params, root_ctx, Scenario};
+use bloatbox::tui::state::{EventKind, Focus, EVENTS_LEN, HISTORY_LEN};
+use bloatbox::tui::{Action, App};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+const STEP: u64 = 100 * NS_PER_MS;
+
+fn texts(app: &App, kind: EventKind) -> Vec<String> {
+    app.events
+        .iter()
+        .filter(|e| e.kind == kind)
+        .map(|e| e.text.clone())
+        .collect()
+}
+
+#[test]
+fn achieved_rate_and_flow_throughput_follow_the_line_rate() {
+    let mut s = Scenario::fq_codel_under_load();
+    let app = app_after(&mut s, 20, STEP);
+    let v = &app.dirs[Dir::LeftToRight.index()];
+    let line = link_params().rate_bytes_ps * 8;
+    // Offered 1.25× the line rate: the link runs full.
+    assert!(
+        v.achieved_bps.abs_diff(line) < line / 20,
+        "{} vs {line}",
+        v.achieved_bps
+    );
+    let sum: u64 = v.flows.iter().map(|f| f.throughput_bps).sum();
+    assert!(sum.abs_diff(line) < line / 10, "flows {sum} vs {line}");
+    // The sparse ping flow gets what it offers (1000 B/s), no more.
+    let ping = v
+        .flows
+        .iter()
+        .find(|f| f.flow.is_some_and(|k| k.dst_port == 7))
+        .unwrap();
+    assert!(ping.throughput_bps <= 16_000, "{}", ping.throughput_bps);
+    // Right→left carries only ACK-sized frames, far under the line rate.
+    let r2l = &app.dirs[Dir::RightToLeft.index()];
+    assert!(
+        r2l.achieved_bps.abs_diff(480_000) < 48_000,
+        "{}",
+        r2l.achieved_bps
+    );
+    assert!(v.latency_from_flows);
+}
+
+#[test]
+fn pfifo_fast_latency_is_the_backlog_at_line_rate() {
+    let mut s = Scenario::pfifo_fast_under_load();
+    let app = app_after(&mut s, 20, STEP);
+    let v = &app.dirs[0];
+    assert!(v.flows.is_empty() && !v.latency_from_flows);
+    let last = v.history.back().unwrap();
+    let p = app.latest.as_ref().unwrap().bridge.path(Dir::LeftToRight);
+    let expect = (p.qdisc.stats.backlog + p.ring_bytes) * 1_000_000 / p.params.rate_bytes_ps;
+    assert_eq!(last.latency_us, expect);
+    assert!(
+        last.latency_us > 300_000,
+        "bufferbloat: {}us",
+        last.latency_us
+    );
+    assert_eq!(last.qlen, p.qdisc.stats.qlen as u64 + p.ring_used as u64);
+    // Samples keep growing while the queue fills.
+    let lat: Vec<u64> = v.history.iter().map(|s| s.latency_us).collect();
+    assert!(lat.windows(2).all(|w| w[0] <= w[1]), "{lat:?}");
+}
+
+#[test]
+fn history_is_a_bounded_ring() {
+    let mut s = Scenario::fq_codel_under_load();
+    let app = app_after(&mut s, HISTORY_LEN + 15, NS_PER_MS);
+    for d in &app.dirs {
+        assert_eq!(d.history.len(), HISTORY_LEN);
+        // The oldest samples went first: the newest is the last snapshot.
+        assert_eq!(d.history.back().unwrap().at, s.now());
+    }
+}
+
+#[test]
+fn first_snapshot_has_no_rates_and_no_sample() {
+    let mut s = Scenario::fq_codel_under_load();
+    let app = app_after(&mut s, 1, STEP);
+    assert_eq!(app.dirs[0].achieved_bps, 0);
+    assert!(app.dirs[0].history.is_empty());
+    assert!(app.events.is_empty());
+}
+
+#[test]
+fn link_changes_and_qdisc_switches_are_logged() {
+    let mut s = Scenario::pfifo_fast_under_load();
+    let mut app = app_after(&mut s, 2, STEP);
+    let now = s.now();
+    let path = s.bridge_mut().path_mut(Dir::RightToLeft);
+    let p = LinkParams {
+        rate_bytes_ps: 625_000,
+        bql: false,
+        rx_usecs: 20,
+        ..*path.params()
+    };
+    path.set_params(p, now);
+    s.bridge_mut()
+        .path_mut(Dir::LeftToRight)
+        .replace_qdisc(Box::new(FqCodel::new(root_ctx(0x8001))), now);
+    for snap in s.snapshots(1, STEP) {
+        app.on_snapshot(snap);
+    }
+    let config: Vec<(Option<Dir>, String)> = app
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Config)
+        .map(|e| (e.dir, e.text.clone()))
+        .collect();
+    assert!(
+        config.contains(&(Some(Dir::RightToLeft), "rate 10Mbit → 5Mbit".into())),
+        "{config:?}"
+    );
+    assert!(config.contains(&(Some(Dir::RightToLeft), "bql on → off".into())));
+    assert!(config.contains(&(Some(Dir::RightToLeft), "rx-usecs 0 → 20".into())));
+    let switched = config.iter().find(|(d, t)| {
+        *d == Some(Dir::LeftToRight) && t.starts_with("qdisc now fq_codel 8001: limit 10240p")
+    });
+    assert!(switched.is_some(), "{config:?}");
+    assert_eq!(config.len(), 4, "{config:?}");
+    // Nothing changed in the next interval: no more config events.
+    app.on_snapshot(s.snapshots(1, STEP).remove(0));
+    assert_eq!(texts(&app, EventKind::Config).len(), 4);
+}
+
+#[test]
+fn overflow_drops_are_logged_by_reason() {
+    let ctx = QdiscCtx {
+        txqueuelen: 20,
+        ..root_ctx(0)
+    };
+    let mut s = Scenario::new(
+        Box::new(Fifo::new(FifoKind::Pfifo, ctx)),
+        Box::new(PfifoFast::new(root_ctx(0))),
+        link_params(),
+    );
+    let mut app = App::new();
+    app.on_snapshot(s.snapshot());
+    s.burst_of_flows(Dir::LeftToRight, 60, 1000);
+    app.on_snapshot(s.snapshots(1, NS_PER_MS).remove(0));
+    let over = texts(&app, EventKind::Overflow);
+    // 60 frames: the ring takes some (BQL limit), the FIFO 20, the rest drop.
+    let p = app.latest.as_ref().unwrap().bridge.path(Dir::LeftToRight);
+    let dropped = p.drops_by_reason["queue_full"];
+    assert!(dropped > 0);
+    assert_eq!(over, vec![format!("dropped {dropped} queue_full")]);
+}
+
+#[test]
+fn codel_entering_and_leaving_dropping_is_derived_from_snapshots() {
+    let mut s = Scenario::fq_codel_under_load();
+    let mut app = app_after(&mut s, 10, STEP);
+    let entered = texts(&app, EventKind::Codel);
+    assert!(
+        entered.iter().any(|t| t.contains("entered dropping")),
+        "{entered:?}"
+    );
+    let dropping_now = app.dirs[0].flows.iter().filter(|f| f.dropping).count();
+    assert!(dropping_now > 0);
+    // Stop the load: the queues drain and CoDel leaves the dropping state.
+    s.clear_loads();
+    for snap in s.snapshots(30, STEP) {
+        app.on_snapshot(snap);
+    }
+    let all = texts(&app, EventKind::Codel);
+    // One event per queue ("... left dropping") or a summary ("..., N left").
+    let left: usize = all
+        .iter()
+        .map(|t| match t.strip_suffix(" left") {
+            Some(summary) => summary.rsplit(' ').next().unwrap().parse().unwrap(),
+            None => usize::from(t.ends_with("left dropping")),
+        })
+        .sum();
+    assert!(left > 0, "{all:?}");
+    assert!(app.dirs[0].flows.iter().all(|f| !f.dropping));
+}
+
+#[test]
+fn single_codel_changes_name_the_flow() {
+    let mut s = Scenario::fq_codel_under_load();
+    let app = app_after(&mut s, 40, STEP);
+    let named = texts(&app, EventKind::Codel)
+        .into_iter()
+        .filter(|t| t.starts_with("flow 10.77.0.1:"))
+        .count();
+    assert!(named > 0, "{:?}", texts(&app, EventKind::Codel));
+}
+
+#[test]
+fn the_event_log_is_bounded_and_replies_are_logged() {
+    let mut app = App::new();
+    for i in 0..EVENTS_LEN + 10 {
+        app.on_reply(&Action::Tc(format!("tc qdisc show {i}")), Ok(String::new()));
+    }
+    assert_eq!(app.events.len(), EVENTS_LEN);
+    assert_eq!(app.events.front().unwrap().text, "tc qdisc show 10");
+    app.on_reply(&Action::Quit, Ok("bye\n".into()));
+    assert_eq!(app.events.back().unwrap().text, "quit: bye");
+    app.on_reply(
+        &Action::Tc("tc qdisc frob".into()),
+        Err("Unknown qdisc \"frob\"".into()),
+    );
+    let last = app.events.back().unwrap();
+    assert_eq!(last.kind, EventKind::Error);
+    assert_eq!(last.text, "tc qdisc frob failed: Unknown qdisc \"frob\"");
+    assert_eq!(app.status.as_deref(), Some("error: Unknown qdisc \"frob\""));
+}
+
+#[test]
+fn a_class_tree_is_flattened_in_tc_order_with_flows_of_the_child() {
+    let mut s = Scenario::qfq_under_load();
+    let mut app = app_after(&mut s, 10, STEP);
+    let tree: Vec<(usize, bool, String, String)> = app.dirs[0]
+        .tree
+        .iter()
+        .map(|n| (n.depth, n.is_class, n.kind.clone(), n.id.clone()))
+        .collect();
+    assert_eq!(tree[0], (0, false, "qfq".into(), "1:".into()));
+    assert_eq!(tree[1], (1, true, "qfq".into(), "1:1".into()));
+    assert_eq!(tree[2], (2, false, "fq_codel".into(), "10:".into()));
+    assert_eq!(tree[3], (1, true, "qfq".into(), "1:2".into()));
+    assert_eq!(tree.len(), 5, "{tree:?}");
+    assert_eq!(tree[4].0, 2, "the default child of 1:2");
+    // The fq_codel child's flows are in the table, tagged with its handle.
+    let flows = &app.dirs[0].flows;
+    assert!(!flows.is_empty());
+    assert!(flows.iter().all(|f| f.qdisc == tc_h_make(0x10, 0)));
+    assert!(
+        flows.iter().all(|f| f.flow.unwrap().dst_port != 5202),
+        "5202 goes to 1:2"
+    );
+    // Selecting classes walks the nodes.
+    app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    assert_eq!(app.focus, Focus::Tree);
+    for _ in 0..3 {
+        app.on_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE));
+    }
+    assert_eq!(app.tree_sel, 3);
+    assert_eq!(app.dirs[0].tree[app.tree_sel].id, "1:2");
+}
+
+#[test]
+fn the_selected_flow_shows_its_queue_xstats() {
+    let mut s = Scenario::fq_codel_under_load();
+    let app = app_after(&mut s, 10, STEP);
+    let row = &app.dirs[0].flows[0];
+    let x = app.flow_xstats(row).unwrap();
+    assert!(
+        x.starts_with(&format!(
+            "deficit {} count {}",
+            row.deficit, row.codel_count
+        )),
+        "{x}"
+    );
+    assert!(x.contains("lastcount") && x.contains("ldelay"), "{x}");
+    assert_eq!(x.contains("dropping drop_next"), row.dropping, "{x}");
+    // A row of a qdisc not in the snapshot has none.
+    let mut other = row.clone();
+    other.qdisc = tc_h_make(0x99, 0);
+    assert_eq!(app.flow_xstats(&other), None);
+}
+
+#[test]
+fn a_codel_root_entering_dropping_is_logged_by_handle() {
+    use bloatbox::qdisc::codel_qdisc::CodelQdisc;
+    let mut s = Scenario::new(
+        Box::new(CodelQdisc::new(root_ctx(0x8001))),
+        Box::new(PfifoFast::new(root_ctx(0))),
+        link_params(),
+    );
+    s.add_standard_loads();
+    let mut app = app_after(&mut s, 20, STEP);
+    let codel = texts(&app, EventKind::Codel);
+    assert!(
+        codel.contains(&"codel 8001: entered dropping".to_string()),
+        "{codel:?}"
+    );
+    s.clear_loads();
+    for snap in s.snapshots(30, STEP) {
+        app.on_snapshot(snap);
+    }
+    let codel = texts(&app, EventKind::Codel);
+    assert_eq!(
+        codel.last().unwrap(),
+        "codel 8001: left dropping",
+        "{codel:?}"
+    );
+}
+
+#[test]
+fn htb_classes_show_their_mode_derived_from_tokens() {
+    use bloatbox::qdisc::{ClassDump, QdiscDump, QdiscStats};
+    use serde_json::json;
+    let class = |minor: u16, parent: u32, tokens: i64, ctokens: i64| {
+        let mut x = serde_json::Map::new();
+        x.insert("lended".into(), json!(3));
+        x.insert("borrowed".into(), json!(1));
+        x.insert("tokens".into(), json!(tokens));
+        x.insert("ctokens".into(), json!(ctokens));
+        ClassDump {
+            kind: "htb".into(),
+            classid: tc_h_make(1, minor),
+            parent,
+            options: "rate 5Mbit ceil 10Mbit burst 1600b cburst 1600b".into(),
+            stats: Some(QdiscStats::default()),
+            xstats: vec![
+                " lended: 3 borrowed: 1 giants: 0".into(),
+                format!(" tokens: {tokens} ctokens: {ctokens}"),
+            ],
+            xstats_json: x,
+            ..ClassDump::default()
+        }
+    };
+    let mut s = Scenario::fq_codel_under_load();
+    let mut snap = s.snapshots(1, STEP).remove(0);
+    snap.bridge.paths[0].qdisc = QdiscDump {
+        kind: "htb".into(),
+        handle: tc_h_make(1, 0),
+        parent: u32::MAX,
+        classes: vec![
+            class(1, u32::MAX, 100, 100),
+            class(0x10, tc_h_make(1, 1), -5, 7),
+            class(0x20, tc_h_make(1, 1), -5, -1),
+        ],
+        ..QdiscDump::default()
+    };
+    let mut app = bloatbox::tui::App::new();
+    app.on_snapshot(snap);
+    let tree = &app.dirs[0].tree;
+    let ids: Vec<(&str, usize)> = tree.iter().map(|n| (n.id.as_str(), n.depth)).collect();
+    assert_eq!(ids, vec![("1:", 0), ("1:1", 1), ("1:10", 2), ("1:20", 2)]);
+    let modes: Vec<&str> = tree[1..]
+        .iter()
+        .map(|n| n.xstats.last().unwrap().as_str())
+        .collect();
+    assert_eq!(
+        modes,
+        vec!["mode can_send", "mode may_borrow", "mode cant_send"]
+    );
+    assert_eq!(tree[2].xstats[0], "lended: 3 borrowed: 1 giants: 0");
+    assert_eq!(tree[2].parent, "parent 1:1");
+}
+
+#[test]
+fn the_root_node_lists_qdisc_drops_by_reason() {
+    let mut s = Scenario::fq_codel_under_load();
+    let app = app_after(&mut s, 10, STEP);
+    let p = app.latest.as_ref().unwrap().bridge.path(Dir::LeftToRight);
+    let codel = p.drops_by_reason["codel"];
+    assert_eq!(
+        app.dirs[0].tree[0].xstats[0],
+        format!("dropped by reason: codel {codel}")
+    );
+    // Ingress rejects are the link's, not the qdisc's.
+    let mut s = Scenario::pfifo_fast_under_load();
+    let mut app = app_after(&mut s, 1, STEP);
+    let now = s.now();
+    s.bridge_mut().ingress(Dir::LeftToRight, vec![0u8; 10], now);
+    app.on_snapshot(s.snapshots(1, STEP).remove(0));
+    assert!(
+        app.dirs[0].tree[0].xstats.is_empty(),
+        "{:?}",
+        app.dirs[0].tree[0].xstats
+    );
+    let p = app.latest.as_ref().unwrap().bridge.path(Dir::LeftToRight);
+    assert_eq!(p.drops_by_reason["runt"], 1);
+}
