@@ -8,7 +8,7 @@
 
 use super::frame::{self, Endpoints, Proto, L4};
 use super::observe::{Departure, DequeueLog, Observed};
-use super::qdiscs::build_qdisc;
+use super::qdiscs::{build_qdisc, dev_of, tc_show};
 use super::report::{DirReport, FlowReport, SimReport};
 use super::scenario::{Direction, Scenario};
 use super::sources::{build_flows, latency_histogram, seg_bytes, Flow, Source};
@@ -166,7 +166,8 @@ impl Sim {
         let logs = [DequeueLog::default(), DequeueLog::default()];
         let mut make_path = |dir: Direction, log: &DequeueLog| {
             let params = cfg.link_params(dir);
-            let qdisc = build_qdisc(dir.table_key(), &cfg.tc_lines(dir), &params, rng.next_u64())?;
+            let lines = cfg.tc_lines(dir);
+            let qdisc = build_qdisc(dir, &lines, &params, cfg.tx_queues(dir), rng.next_u64())?;
             let observed = Box::new(Observed::new(qdisc, log.clone()));
             Ok::<_, SimError>(Path::new(params, observed))
         };
@@ -674,15 +675,21 @@ impl Sim {
     /// The results, with the qdisc statistics of both directions.
     pub fn report(&self, sc: &Scenario) -> SimReport {
         let end = self.end;
+        let cfg = sc.config();
         let flows = self.flows.iter().map(|f| FlowReport::new(f, end)).collect();
         let directions = [0, 1].map(|d| {
+            let dir = Direction::BOTH[d];
+            let snap = self.paths[d].snapshot(end);
+            let tc = tc_show(dir, &snap.qdisc, cfg.tx_queues(dir));
             DirReport::new(
                 Dir::ALL[d].name(),
-                &self.paths[d].snapshot(end),
+                dev_of(dir).name(),
+                &snap,
                 &self.dirs[d].owd,
                 self.dirs[d].ce_marks,
                 self.dirs[d].unexplained_drops,
                 end,
+                tc,
             )
         });
         SimReport {
