@@ -1,1 +1,662 @@
-//! Live datapath thread (placeholder).
+//! The live driver: one plain thread that owns the `Bridge` and both ports.
+//!
+//! It sleeps in `epoll_wait` over the two port descriptors, an absolute
+//! CLOCK_MONOTONIC timerfd armed at the bridge's next deadline
+//! (`Bridge::poll_at`), and an eventfd that signals the bounded command queue.
+//! Timer slack is set to 1 ns; optionally the last `spin_us` before a deadline
+//! are spun instead of slept. Each wake-up by the timer records its lateness
+//! (time woken minus deadline) in an HDR histogram.
+//!
+//! One loop iteration: drain commands, read up to `batch` frames from each
+//! readable port into buffers of the bounded `PacketPool` (when it is
+//! exhausted the frame is read into a scratch buffer and counted as a
+//! `PoolExhausted` drop), hand them to the bridge with `now` from `MonotonicClock`,
+//! poll the bridge, write what it releases to the opposite port (a frame that
+//! travels `Dir::LeftToRight` is written to the right port), return every
+//! sent or dropped buffer to the pool, then re-arm the timer.
+//!
+//! Readers never share a lock with the hot path: at a fixed period the thread
+//! builds a `LiveSnapshot` and offers it to a one-slot `SnapshotReader` with
+//! `try_lock`. If a reader happens to hold the slot (only for as long as it
+//! takes to clone an `Arc`), this period's snapshot is skipped rather than
+//! waited for. Any number of readers (control socket, TUI) can share the slot.
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, RawFd};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError, TrySendError};
+use std::sync::{Arc, Mutex, TryLockError};
+use std::thread::JoinHandle;
+
+use hdrhistogram::Histogram;
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
+use nix::sys::eventfd::{EfdFlags, EventFd};
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
+
+use crate::bridge::{Bridge, BridgeSnapshot, Dir};
+use crate::link::LinkParams;
+use crate::packet::pool::PacketPool;
+use crate::packet::DropReason;
+use crate::port::{FramePort, PortCounters};
+use crate::time::{Clock, Instant, MonotonicClock, NS_PER_MS, NS_PER_SEC, NS_PER_US};
+
+/// epoll tokens.
+const TOKEN_LEFT: u64 = 0;
+const TOKEN_RIGHT: u64 = 1;
+const TOKEN_TIMER: u64 = 2;
+const TOKEN_COMMAND: u64 = 3;
+
+/// Ethernet header plus two VLAN tags: the most a frame exceeds the MTU by.
+pub const FRAME_OVERHEAD: usize = 14 + 8;
+
+/// Scratch space to read (and drop) a frame when the pool is exhausted.
+const DISCARD_BUF: usize = 65_536;
+
+/// Depth of the command queue.
+const COMMAND_QUEUE: usize = 16;
+
+/// Tuning of the datapath thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DatapathConfig {
+    /// Spin (instead of sleeping) for this long before each deadline; 0 = never.
+    pub spin_us: u32,
+    /// Most frames read from one port per loop iteration.
+    pub batch: usize,
+    /// How often a snapshot is published, ns.
+    pub publish_interval_ns: u64,
+    /// Size of each frame buffer: the MTU plus `FRAME_OVERHEAD`.
+    pub frame_buf: usize,
+    /// Most frame buffers in existence (the pool's hard cap).
+    pub pool_buffers: usize,
+    /// Run the thread under SCHED_FIFO at this priority (1..=99); None keeps
+    /// the normal scheduler. On a busy machine this is what keeps wake-ups
+    /// on time (see BENCHMARKS.md).
+    pub realtime_priority: Option<u8>,
+}
+
+impl Default for DatapathConfig {
+    fn default() -> Self {
+        DatapathConfig {
+            spin_us: 0,
+            batch: 64,
+            publish_interval_ns: 100 * NS_PER_MS,
+            frame_buf: 1500 + FRAME_OVERHEAD,
+            pool_buffers: 65_536,
+            realtime_priority: None,
+        }
+    }
+}
+
+/// Requests to the running datapath, applied at the top of a loop
+/// iteration at the current time.
+#[derive(Debug)]
+pub enum Command {
+    /// Publish a final snapshot and return.
+    Shutdown,
+    /// Replace the link parameters of one direction (rate, delay, ring, BQL,
+    /// coalescing...); frames in flight keep their schedule where the link
+    /// allows it (see `Path::set_params`).
+    SetLink { dir: Dir, params: LinkParams },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DatapathError {
+    #[error("the datapath command queue is full ({COMMAND_QUEUE} pending): retry")]
+    QueueFull,
+    #[error("the datapath thread has stopped")]
+    Stopped,
+    #[error("datapath thread panicked: {0}")]
+    Panicked(String),
+    #[error("datapath I/O: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Wake-up lateness (time woken by the timer minus the deadline), ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LatenessSummary {
+    pub samples: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+/// How often the thread woke, and why.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Wakeups {
+    pub total: u64,
+    /// Woken by the deadline timer.
+    pub timer: u64,
+    /// Woken by a readable port.
+    pub io: u64,
+}
+
+/// The frame buffer pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PoolCounters {
+    pub in_use: u64,
+    /// Buffer requests refused at the cap (the frames lost to it are the
+    /// `pool_exhausted` drops of each direction).
+    pub refused: u64,
+}
+
+/// What the datapath publishes for readers.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LiveSnapshot {
+    /// CLOCK_MONOTONIC time of the snapshot, ns.
+    pub at: Instant,
+    pub bridge: BridgeSnapshot,
+    pub lateness: LatenessSummary,
+    pub wakeups: Wakeups,
+    /// Port I/O counters (reads, writes, full-device drops, errors).
+    pub left_port: PortCounters,
+    pub right_port: PortCounters,
+    pub pool: PoolCounters,
+}
+
+/// The one-slot mailbox snapshots are published into.
+#[derive(Clone, Debug, Default)]
+pub struct SnapshotReader {
+    slot: Arc<Mutex<Option<Arc<LiveSnapshot>>>>,
+}
+
+impl SnapshotReader {
+    /// The most recent snapshot, if one was published yet.
+    pub fn latest(&self) -> Option<Arc<LiveSnapshot>> {
+        match self.slot.lock() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Offers a snapshot without ever waiting: skipped if a reader holds the
+    /// slot right now.
+    fn offer(&self, snap: LiveSnapshot) {
+        match self.slot.try_lock() {
+            Ok(mut g) => *g = Some(Arc::new(snap)),
+            Err(TryLockError::Poisoned(p)) => *p.into_inner() = Some(Arc::new(snap)),
+            Err(TryLockError::WouldBlock) => {}
+        }
+    }
+}
+
+/// A cloneable way to queue commands for the datapath (for threads other
+/// than the one holding the `Datapath`, e.g. the TUI).
+#[derive(Clone)]
+pub struct Commander {
+    commands: SyncSender<Command>,
+    wake: Arc<EventFd>,
+}
+
+impl Commander {
+    /// Queues a command without blocking.
+    pub fn send(&self, cmd: Command) -> Result<(), DatapathError> {
+        match self.commands.try_send(cmd) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => return Err(DatapathError::QueueFull),
+            Err(TrySendError::Disconnected(_)) => return Err(DatapathError::Stopped),
+        }
+        self.wake.write(1).map_err(io::Error::from)?;
+        Ok(())
+    }
+}
+
+/// Handle to the running datapath thread. Dropping it shuts the thread down.
+pub struct Datapath {
+    commander: Commander,
+    thread: Option<JoinHandle<io::Result<LiveSnapshot>>>,
+    snapshots: SnapshotReader,
+}
+
+impl Datapath {
+    /// Starts the thread. `left` and `right` are the ports on either side of
+    /// the bridge.
+    pub fn spawn(
+        bridge: Bridge,
+        left: Box<dyn FramePort>,
+        right: Box<dyn FramePort>,
+        cfg: DatapathConfig,
+    ) -> Result<Datapath, DatapathError> {
+        let (tx, rx) = sync_channel(COMMAND_QUEUE);
+        let wake = Arc::new(
+            EventFd::from_flags(EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC)
+                .map_err(io::Error::from)?,
+        );
+        let snapshots = SnapshotReader::default();
+        let mut driver = Driver::new(
+            bridge,
+            [left, right],
+            cfg,
+            rx,
+            wake.clone(),
+            snapshots.clone(),
+        )?;
+        let thread = std::thread::Builder::new()
+            .name("bloatbox-datapath".into())
+            .spawn(move || driver.run())?;
+        Ok(Datapath {
+            commander: Commander { commands: tx, wake },
+            thread: Some(thread),
+            snapshots,
+        })
+    }
+
+    pub fn snapshots(&self) -> SnapshotReader {
+        self.snapshots.clone()
+    }
+
+    /// Queues a command without blocking.
+    pub fn command(&self, cmd: Command) -> Result<(), DatapathError> {
+        self.commander.send(cmd)
+    }
+
+    pub fn commander(&self) -> Commander {
+        self.commander.clone()
+    }
+
+    /// The thread has returned (after a shutdown, an error or a panic).
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
+    }
+
+    /// Stops the thread and returns its final snapshot.
+    pub fn shutdown(mut self) -> Result<LiveSnapshot, DatapathError> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<LiveSnapshot, DatapathError> {
+        let thread = self.thread.take().ok_or(DatapathError::Stopped)?;
+        // Blocks only while the queue is full (the thread drains it at least
+        // once per publish period). If the thread already stopped, the queue
+        // is gone and joining returns its result.
+        if self.commander.commands.send(Command::Shutdown).is_ok() {
+            let _ = self.commander.wake.write(1);
+        }
+        match thread.join() {
+            Ok(result) => Ok(result?),
+            Err(panic) => Err(DatapathError::Panicked(
+                panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown payload".into()),
+            )),
+        }
+    }
+}
+
+impl Drop for Datapath {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            if let Err(e) = self.stop() {
+                tracing::warn!("datapath shutdown: {e}");
+            }
+        }
+    }
+}
+
+/// Which port a frame read from port `i` travels towards, and back.
+fn dir_from(port: usize) -> Dir {
+    if port == 0 {
+        Dir::LeftToRight
+    } else {
+        Dir::RightToLeft
+    }
+}
+
+fn port_towards(dir: Dir) -> usize {
+    match dir {
+        Dir::LeftToRight => 1,
+        Dir::RightToLeft => 0,
+    }
+}
+
+/// The state the datapath thread owns.
+struct Driver {
+    bridge: Bridge,
+    ports: [Box<dyn FramePort>; 2],
+    /// A port is still registered with epoll (one that failed is dropped).
+    port_live: [bool; 2],
+    cfg: DatapathConfig,
+    commands: Receiver<Command>,
+    wake: Arc<EventFd>,
+    snapshots: SnapshotReader,
+    epoll: Epoll,
+    timer: TimerFd,
+    /// The deadline the timer is armed for (the spin margin not subtracted).
+    armed: Option<Instant>,
+    clock: MonotonicClock,
+    lateness: Histogram<u64>,
+    wakeups: Wakeups,
+    next_publish: Instant,
+    pool: PacketPool,
+    /// Where a frame is read to be dropped when the pool is exhausted.
+    discard: Vec<u8>,
+    out: Vec<(Dir, crate::packet::Packet)>,
+    freed: Vec<Vec<u8>>,
+}
+
+impl Driver {
+    fn new(
+        bridge: Bridge,
+        ports: [Box<dyn FramePort>; 2],
+        cfg: DatapathConfig,
+        commands: Receiver<Command>,
+        wake: Arc<EventFd>,
+        snapshots: SnapshotReader,
+    ) -> io::Result<Driver> {
+        let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
+        let timer = TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
+        )?;
+        for (i, port) in ports.iter().enumerate() {
+            epoll.add(
+                borrow(port.raw_fd()),
+                EpollEvent::new(EpollFlags::EPOLLIN, i as u64),
+            )?;
+        }
+        epoll.add(&timer, EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_TIMER))?;
+        epoll.add(
+            wake.as_fd(),
+            EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_COMMAND),
+        )?;
+        let lateness = Histogram::new_with_bounds(1, 10 * NS_PER_SEC, 3)
+            .map_err(|e| io::Error::other(format!("lateness histogram: {e}")))?;
+        Ok(Driver {
+            bridge,
+            ports,
+            port_live: [true, true],
+            cfg,
+            commands,
+            wake,
+            snapshots,
+            epoll,
+            timer,
+            armed: None,
+            clock: MonotonicClock,
+            lateness,
+            wakeups: Wakeups::default(),
+            next_publish: Instant::ZERO,
+            pool: PacketPool::new(cfg.frame_buf, cfg.pool_buffers),
+            discard: vec![0; DISCARD_BUF],
+            out: Vec::with_capacity(256),
+            freed: Vec::with_capacity(256),
+        })
+    }
+
+    fn run(&mut self) -> io::Result<LiveSnapshot> {
+        if let Err(e) = nix::sys::prctl::set_timerslack(1) {
+            tracing::warn!("could not set timer slack to 1 ns: {e}");
+        }
+        if let Some(prio) = self.cfg.realtime_priority {
+            if let Err(e) = set_fifo_priority(prio) {
+                tracing::warn!("could not switch the datapath to SCHED_FIFO {prio}: {e}");
+            }
+        }
+        let mut events = [EpollEvent::empty(); 8];
+        // Ports to read this iteration: readable per epoll, or left with
+        // frames when the batch limit was hit.
+        let mut readable = [true, true];
+        loop {
+            let now = self.clock.now();
+            let mut backlog = false;
+            for (i, flag) in readable.iter_mut().enumerate() {
+                if *flag && self.port_live[i] {
+                    *flag = self.read_port(i, now);
+                    backlog |= *flag;
+                }
+            }
+            let now = self.clock.now();
+            self.bridge.poll(now, &mut self.out, &mut self.freed);
+            self.write_out();
+            if now >= self.next_publish {
+                self.publish(now);
+                self.next_publish = now + self.cfg.publish_interval_ns;
+            }
+            let deadline = crate::time::earliest(self.bridge.poll_at(), Some(self.next_publish))
+                .unwrap_or(self.next_publish);
+            let timeout = if backlog || deadline <= now {
+                EpollTimeout::ZERO
+            } else {
+                self.arm(deadline)?;
+                EpollTimeout::NONE
+            };
+            let n = match self.epoll.wait(&mut events, timeout) {
+                Ok(n) => n,
+                Err(nix::errno::Errno::EINTR) => 0,
+                Err(e) => return Err(e.into()),
+            };
+            if n > 0 {
+                self.wakeups.total += 1;
+            }
+            for ev in &events[..n] {
+                match ev.data() {
+                    TOKEN_LEFT | TOKEN_RIGHT => {
+                        readable[ev.data() as usize] = true;
+                        self.wakeups.io += 1;
+                    }
+                    TOKEN_TIMER => self.on_timer(),
+                    TOKEN_COMMAND => {
+                        // The counter only wakes us; the queue holds the commands.
+                        let _ = self.wake.read();
+                    }
+                    _ => {}
+                }
+            }
+            if self.drain_commands() {
+                let now = self.clock.now();
+                let snap = self.snapshot(now);
+                self.snapshots.offer(snap.clone());
+                return Ok(snap);
+            }
+        }
+    }
+
+    /// Reads up to `batch` frames from port `i` into the bridge. Returns true
+    /// if the batch limit was hit (more may be waiting).
+    fn read_port(&mut self, i: usize, now: Instant) -> bool {
+        for _ in 0..self.cfg.batch {
+            let Some(mut buf) = self.pool.get() else {
+                match self.ports[i].recv(&mut self.discard) {
+                    Ok(Some(n)) => {
+                        let len = u32::try_from(n).unwrap_or(u32::MAX);
+                        self.bridge
+                            .path_mut(dir_from(i))
+                            .count_rejected(len, DropReason::PoolExhausted);
+                        continue;
+                    }
+                    Ok(None) => return false,
+                    Err(e) => {
+                        self.disable_port(i, &e);
+                        return false;
+                    }
+                }
+            };
+            match self.ports[i].recv(&mut buf) {
+                Ok(Some(n)) => {
+                    buf.truncate(n);
+                    self.bridge.ingress(dir_from(i), buf, now);
+                }
+                Ok(None) => {
+                    self.pool.put(buf);
+                    return false;
+                }
+                Err(e) => {
+                    self.pool.put(buf);
+                    self.disable_port(i, &e);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// A port whose reads fail is taken out of epoll (it would wake us in a
+    /// loop); its counters keep the error.
+    fn disable_port(&mut self, i: usize, e: &io::Error) {
+        tracing::error!(port = i, "reading frames failed, port disabled: {e}");
+        self.port_live[i] = false;
+        let _ = self.epoll.delete(borrow(self.ports[i].raw_fd()));
+    }
+
+    /// Writes what the bridge released (errors are counted by the port) and
+    /// returns every buffer to the pool.
+    fn write_out(&mut self) {
+        for (dir, pkt) in self.out.drain(..) {
+            let to = port_towards(dir);
+            if self.port_live[to] {
+                let _ = self.ports[to].send(&pkt.data);
+            }
+            self.pool.put(pkt.data);
+        }
+        for buf in self.freed.drain(..) {
+            self.pool.put(buf);
+        }
+    }
+
+    /// Arms the timer for `deadline` (minus the spin margin) unless it
+    /// already is.
+    fn arm(&mut self, deadline: Instant) -> io::Result<()> {
+        if self.armed == Some(deadline) {
+            return Ok(());
+        }
+        let wake_at = deadline.saturating_sub(self.cfg.spin_us as u64 * NS_PER_US);
+        let ts = TimeSpec::new(
+            (wake_at.nanos() / NS_PER_SEC) as i64,
+            (wake_at.nanos() % NS_PER_SEC) as i64,
+        );
+        self.timer.set(
+            Expiration::OneShot(ts),
+            TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+        )?;
+        self.armed = Some(deadline);
+        Ok(())
+    }
+
+    /// The timer fired: finish with a spin if configured, then record how
+    /// late we are.
+    fn on_timer(&mut self) {
+        // Non-blocking read of the expiry count; EAGAIN only if a re-arm raced.
+        let _ = self.timer.wait();
+        self.wakeups.timer += 1;
+        let Some(deadline) = self.armed.take() else {
+            return;
+        };
+        let mut now = self.clock.now();
+        while now < deadline {
+            std::hint::spin_loop();
+            now = self.clock.now();
+        }
+        self.lateness
+            .saturating_record(now.saturating_since(deadline).max(1));
+    }
+
+    /// Applies every queued command; true if the thread must stop.
+    fn drain_commands(&mut self) -> bool {
+        loop {
+            match self.commands.try_recv() {
+                Ok(Command::Shutdown) => return true,
+                Ok(Command::SetLink { dir, params }) => {
+                    let now = self.clock.now();
+                    self.bridge.path_mut(dir).set_params(params, now);
+                }
+                Err(TryRecvError::Empty) => return false,
+                // The handle is gone: nobody can stop us later, so stop now.
+                Err(TryRecvError::Disconnected) => return true,
+            }
+        }
+    }
+
+    fn snapshot(&self, now: Instant) -> LiveSnapshot {
+        let h = &self.lateness;
+        LiveSnapshot {
+            at: now,
+            bridge: self.bridge.snapshot(now),
+            lateness: LatenessSummary {
+                samples: h.len(),
+                p50_ns: h.value_at_quantile(0.5),
+                p99_ns: h.value_at_quantile(0.99),
+                p999_ns: h.value_at_quantile(0.999),
+                max_ns: h.max(),
+            },
+            wakeups: self.wakeups,
+            left_port: self.ports[0].counters(),
+            right_port: self.ports[1].counters(),
+            pool: PoolCounters {
+                in_use: self.pool.in_use() as u64,
+                refused: self.pool.exhausted(),
+            },
+        }
+    }
+
+    fn publish(&self, now: Instant) {
+        self.snapshots.offer(self.snapshot(now));
+    }
+}
+
+/// Puts the calling thread under SCHED_FIFO at `prio`.
+fn set_fifo_priority(prio: u8) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: i32::from(prio),
+    };
+    // SAFETY: `param` is a valid sched_param; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Borrows a port's descriptor for epoll registration.
+fn borrow(fd: RawFd) -> BorrowedFd<'static> {
+    // SAFETY: the descriptor belongs to a port the Driver owns for its whole
+    // life, and it is only used for epoll_ctl while the Driver exists.
+    unsafe { BorrowedFd::borrow_raw(fd) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directions_map_to_the_opposite_port() {
+        assert_eq!(port_towards(dir_from(0)), 1);
+        assert_eq!(port_towards(dir_from(1)), 0);
+    }
+
+    fn idle_bridge() -> Bridge {
+        use crate::link::{LinkParams, Path};
+        use crate::qdisc::{pfifo_fast::PfifoFast, QdiscCtx};
+        let path = || {
+            Path::new(
+                LinkParams::default(),
+                Box::new(PfifoFast::new(QdiscCtx::default())),
+            )
+        };
+        Bridge::new(path(), path())
+    }
+
+    #[test]
+    fn snapshot_slot_skips_instead_of_waiting() {
+        let reader = SnapshotReader::default();
+        assert!(reader.latest().is_none());
+        let held = reader.slot.lock().unwrap();
+        // With the slot held, offering must return at once (and skip).
+        let snap = LiveSnapshot {
+            at: Instant::from_millis(1),
+            bridge: idle_bridge().snapshot(Instant::from_millis(1)),
+            lateness: LatenessSummary::default(),
+            wakeups: Wakeups::default(),
+            left_port: PortCounters::default(),
+            right_port: PortCounters::default(),
+            pool: PoolCounters::default(),
+        };
+        reader.offer(snap.clone());
+        drop(held);
+        assert!(reader.latest().is_none());
+        reader.offer(snap);
+        assert_eq!(reader.latest().unwrap().at, Instant::from_millis(1));
+    }
+}

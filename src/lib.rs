@@ -28,8 +28,10 @@
 //! `config` (TOML schema and validation), `sim` (simulator), `port`
 //! (FramePort: TAP or socketpair), `netns` (namespaces and cleanup),
 //! `datapath` (the live driver thread), `control` (the daemon's socket),
+//! `app` (the command-line subcommands),
 //! `tui` (terminal UI).
 
+pub mod app;
 pub mod bridge;
 pub mod config;
 pub mod control;

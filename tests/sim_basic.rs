@@ -21,7 +21,7 @@ fn reno_alone_fills_an_empty_10mbit_link() {
         "utilisation {:.3}",
         l2r.utilisation
     );
-    assert_eq!(r.foreign_frames, 0);
+    assert_eq!(r.unmatched_frames, 0);
     assert_eq!(l2r.unexplained_drops, 0);
 }
 

@@ -125,7 +125,7 @@ fn check_trace(name: &str, expect: &[&str]) {
 #[test]
 fn every_frame_is_accounted_for() {
     let r = sim::run(&load("mixed_sources.toml")).unwrap();
-    assert_eq!(r.foreign_frames, 0);
+    assert_eq!(r.unmatched_frames, 0);
     for d in 0..2 {
         let dir = &r.directions[d];
         assert_eq!(dir.unexplained_drops, 0);

@@ -82,7 +82,7 @@ proptest! {
         let text = scenario(qdisc, rate_mbit, delay_us, tcp, udp_kbit, ecn, bql);
         let sc = Scenario::from_toml(&text).unwrap();
         let r = sim::run(&sc).unwrap();
-        prop_assert_eq!(r.foreign_frames, 0);
+        prop_assert_eq!(r.unmatched_frames, 0);
         for dir in &r.directions {
             prop_assert_eq!(dir.unexplained_drops, 0);
             let (mut sent, mut delivered, mut dropped) = (0, 0, 0);

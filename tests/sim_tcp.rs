@@ -81,3 +81,26 @@ fn htb_shaper_with_fq_codel_leaf_sets_rate_and_keeps_latency() {
     assert!(tc.contains("qdisc fq_codel 10: parent 1:10"), "{tc}");
     assert!(tc.contains("class htb 1:10 root leaf 10:"), "{tc}");
 }
+
+#[test]
+fn tcp_survives_netem_loss_corruption_and_duplication() {
+    let sc = load("netem_lossy.toml");
+    let r = sim::run(&sc).unwrap();
+    println!("{}", r.table());
+    let l2r = &r.directions[0];
+    let transfer = r.flow("transfer").unwrap();
+    assert_eq!(transfer.tcp.unwrap().acked_bytes, 5 << 20);
+    assert!(transfer.tcp.unwrap().stats.retransmits > 0);
+    // About 1% of the frames are lost on the wire, 0.5% corrupted.
+    let lost = l2r.drops.get("wire_loss").copied().unwrap_or(0) as f64;
+    let rate = lost / l2r.frames_in as f64;
+    assert!((0.006..0.014).contains(&rate), "wire loss {rate}");
+    let corrupt = l2r.corrupt_discarded as f64 / l2r.frames_in as f64;
+    assert!((0.002..0.008).contains(&corrupt), "corrupt {corrupt}");
+    // Duplicates arrive after the original and match nothing.
+    assert!(r.unmatched_frames > 0);
+    // Jittered ACK path: one-way delay spreads around 15 ms.
+    let owd = r.directions[1].owd.unwrap();
+    assert!(owd.min >= 14_000_000 && owd.max <= 16_100_000, "{owd:?}");
+    assert_eq!(sim::run(&sc).unwrap().trace_hash, r.trace_hash);
+}

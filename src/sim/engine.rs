@@ -6,7 +6,7 @@
 //! real headers; a side table (slot = the frame's tag) remembers what each
 //! frame is, and header buffers are recycled.
 
-use super::frame::{self, Endpoints, Proto, L4};
+use super::frame::{self, Endpoints, Proto, Tag, L4};
 use super::observe::{Departure, DequeueLog, Observed};
 use super::qdiscs::{build_qdisc, dev_of, tc_show};
 use super::report::{DirReport, FlowReport, SimReport};
@@ -81,6 +81,8 @@ enum What {
 #[derive(Clone, Copy, Debug)]
 struct PktInfo {
     trace_id: u64,
+    /// `digest` of the frame as sent.
+    digest: u64,
     flow: u32,
     /// Path index the frame travels on.
     dir: u8,
@@ -93,7 +95,9 @@ struct PktInfo {
     what: What,
 }
 
-/// Side table of frames in flight; the slot index is the frame's tag.
+/// Side table of frames in flight; the slot index and the serial (the low
+/// bits of the trace id) form the frame's tag, so a duplicate arriving after
+/// its slot was reused is not mistaken for the new frame.
 #[derive(Default)]
 struct Slab {
     slots: Vec<Option<PktInfo>>,
@@ -113,12 +117,19 @@ impl Slab {
             }
         }
     }
-    fn get(&self, tag: u32) -> Option<&PktInfo> {
-        self.slots.get(tag as usize)?.as_ref()
+    fn get(&self, tag: Tag) -> Option<&PktInfo> {
+        self.slots
+            .get(tag.slot as usize)?
+            .as_ref()
+            .filter(|i| i.trace_id as u32 == tag.serial)
     }
-    fn take(&mut self, tag: u32) -> Option<PktInfo> {
-        let info = self.slots.get_mut(tag as usize)?.take()?;
-        self.free.push(tag);
+    fn get_mut(&mut self, slot: u32) -> Option<&mut PktInfo> {
+        self.slots.get_mut(slot as usize)?.as_mut()
+    }
+    fn take(&mut self, tag: Tag) -> Option<PktInfo> {
+        self.get(tag)?;
+        let info = self.slots.get_mut(tag.slot as usize)?.take()?;
+        self.free.push(tag.slot);
         Some(info)
     }
 }
@@ -134,6 +145,8 @@ struct DirState {
     seen_drops: [u64; DropReason::ALL.len()],
     /// Frames freed without a reason the counters could explain.
     unexplained_drops: u64,
+    /// Frames delivered corrupted, discarded by the receiving host.
+    corrupt_discarded: u64,
 }
 
 /// The simulator state.
@@ -155,7 +168,7 @@ pub struct Sim {
     dirs: [DirState; 2],
     trace: Trace,
     next_trace_id: u64,
-    foreign_frames: u64,
+    unmatched_frames: u64,
 }
 
 impl Sim {
@@ -169,7 +182,13 @@ impl Sim {
             let lines = cfg.tc_lines(dir);
             let qdisc = build_qdisc(dir, &lines, &params, cfg.tx_queues(dir), rng.next_u64())?;
             let observed = Box::new(Observed::new(qdisc, log.clone()));
-            Ok::<_, SimError>(Path::new(params, observed))
+            let mut path = Path::new(params, observed);
+            if let Some(mut imp) = sc.impairments(dir)? {
+                imp.seed = rng.next_u64();
+                path.set_impairments(imp, Instant::ZERO)
+                    .map_err(|e| SimError::Scenario(format!("netem.{}: {e}", dir.table_key())))?;
+            }
+            Ok::<_, SimError>(path)
         };
         let l2r = make_path(Direction::LeftToRight, &logs[0])?;
         let r2l = make_path(Direction::RightToLeft, &logs[1])?;
@@ -180,6 +199,7 @@ impl Sim {
             ce_marks: 0,
             seen_drops: [0; DropReason::ALL.len()],
             unexplained_drops: 0,
+            corrupt_discarded: 0,
         };
         let mut sim = Sim {
             now: Instant::ZERO,
@@ -199,7 +219,7 @@ impl Sim {
             dirs: logs.map(dir_state),
             trace,
             next_trace_id: 0,
-            foreign_frames: 0,
+            unmatched_frames: 0,
         };
         for i in 0..sim.flows.len() {
             let start = sim.flows[i].start;
@@ -332,7 +352,6 @@ impl Sim {
                         ack: None,
                         ece: false,
                         cwr: false,
-                        tsecr: 0,
                         sack: [None; 3],
                     },
                 };
@@ -374,7 +393,6 @@ impl Sim {
                 ack: Some(1),
                 ece: false,
                 cwr: s.cwr,
-                tsecr: 0,
                 sack: [None; 3],
             };
             let size = ep.min_frame(Proto::Tcp) as u32 + payload;
@@ -423,7 +441,6 @@ impl Sim {
             ack: Some(to_seq(info.ack)),
             ece: info.ece,
             cwr: false,
-            tsecr: 0,
             sack,
         };
         self.emit(i, dir, true, &ep, tos, 0, l4, What::Ack(info));
@@ -445,8 +462,9 @@ impl Sim {
         let now = self.now;
         let trace_id = self.next_trace_id;
         self.next_trace_id += 1;
-        let tag = self.slab.insert(PktInfo {
+        let slot = self.slab.insert(PktInfo {
             trace_id,
+            digest: 0,
             flow: flow as u32,
             dir: dir as u8,
             reverse,
@@ -456,9 +474,14 @@ impl Sim {
             what,
         });
         let mut buf = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(128));
+        let tag = Tag {
+            slot,
+            serial: trace_id as u32,
+        };
         let len = frame::write_frame(&mut buf, ep, dsfield, size as usize, tag, &l4) as u32;
-        if let Some(Some(info)) = self.slab.slots.get_mut(tag as usize) {
+        if let Some(info) = self.slab.get_mut(slot) {
             info.len = len;
+            info.digest = frame::digest(&buf);
         }
         let mut meta = classify(&buf);
         meta.arrival = now;
@@ -563,7 +586,7 @@ impl Sim {
 
     fn dropped(&mut self, dir: usize, pkt: Packet, reason: &'static str) {
         let Some(info) = frame::read_tag(&pkt.data).and_then(|t| self.slab.take(t)) else {
-            self.foreign_frames += 1;
+            self.unmatched_frames += 1;
             self.pool.push(pkt.data);
             return;
         };
@@ -583,16 +606,32 @@ impl Sim {
     fn deliver(&mut self, dir: usize, pkt: Packet) {
         let now = self.now;
         let Some(info) = frame::read_tag(&pkt.data).and_then(|t| self.slab.take(t)) else {
-            self.foreign_frames += 1;
+            self.unmatched_frames += 1;
             self.pool.push(pkt.data);
             return;
         };
         debug_assert_eq!(info.dir as usize, dir);
+        let i = info.flow as usize;
+        if frame::digest(&pkt.data) != info.digest {
+            // Corrupted on the wire: the receiver's checksum check drops it.
+            self.flows[i].counters[info.reverse as usize].discarded_pkts += 1;
+            self.dirs[dir].corrupt_discarded += 1;
+            self.trace.record(TraceEvent {
+                t: now.nanos(),
+                ev: EventKind::Drop,
+                dir: Dir::ALL[dir],
+                flow: info.flow,
+                pkt: info.trace_id,
+                size: pkt.len,
+                reason: Some("corrupt"),
+            });
+            self.pool.push(pkt.data);
+            return;
+        }
         let ce = frame::read_ecn(&pkt.data) == Some(3);
         let marked = ce && info.ecn_sent != 3;
         let len = pkt.len;
         self.pool.push(pkt.data);
-        let i = info.flow as usize;
         let owd = now.saturating_since(info.sent);
         self.dirs[dir].owd.saturating_record(owd.max(1));
         let c = &mut self.flows[i].counters[info.reverse as usize];
@@ -688,6 +727,7 @@ impl Sim {
                 &self.dirs[d].owd,
                 self.dirs[d].ce_marks,
                 self.dirs[d].unexplained_drops,
+                self.dirs[d].corrupt_discarded,
                 end,
                 tc,
             )
@@ -697,7 +737,7 @@ impl Sim {
             duration_ns: end.nanos(),
             trace_events: self.trace.events(),
             trace_hash: self.trace.hash(),
-            foreign_frames: self.foreign_frames,
+            unmatched_frames: self.unmatched_frames,
             flows,
             directions,
         }

@@ -3,10 +3,13 @@
 //! hash and ECN marking see what they would see on a TAP. A frame carries only
 //! its headers (plus a 4-byte UDP payload); `Packet.len` is the full size.
 //!
-//! Every frame carries the simulator's 32-bit tag (the slot of its side-table
-//! entry): in the TCP timestamp option's TSval, or in the first four bytes of
-//! the UDP payload. `read_tag` and `read_ecn` find them again after the frame
-//! crossed the link.
+//! Every frame carries the simulator's `Tag` (the slot of its side-table
+//! entry and a serial that tells a reused slot apart): in the TCP timestamp
+//! option (TSval, TSecr), or in the first eight bytes of the UDP payload.
+//! `read_tag` and `read_ecn` find them again after the frame crossed the
+//! link; `digest` fingerprints the bytes (ECN bits and the IPv4 checksum
+//! left out, since marking changes them) so that a frame corrupted on the
+//! wire can be recognised and discarded like a receiver would.
 
 use etherparse::{
     EtherType, Ethernet2Header, IpNumber, Ipv4Dscp, Ipv4Ecn, Ipv4Header, Ipv6FlowLabel, Ipv6Header,
@@ -18,8 +21,17 @@ use std::net::{IpAddr, SocketAddr};
 pub const ETH_LEN: usize = 14;
 /// TCP header with the NOP NOP TS option every simulated segment carries.
 pub const TCP_HDR_LEN: usize = 32;
-/// UDP header plus the 4-byte tag.
-pub const UDP_HDR_LEN: usize = 12;
+/// UDP header plus the 8-byte tag.
+pub const UDP_HDR_LEN: usize = 16;
+
+/// The simulator's identification of a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tag {
+    /// Side-table slot.
+    pub slot: u32,
+    /// Serial of the frame that holds the slot.
+    pub serial: u32,
+}
 
 /// MAC address of the host on the left (the right one ends in 2).
 const MAC_LEFT: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
@@ -79,7 +91,6 @@ pub enum L4 {
         ack: Option<u32>,
         ece: bool,
         cwr: bool,
-        tsecr: u32,
         /// Up to three SACK blocks (left, right) in sequence space.
         sack: [Option<(u32, u32)>; 3],
     },
@@ -95,7 +106,7 @@ pub fn write_frame(
     ep: &Endpoints,
     dsfield: u8,
     frame_len: usize,
-    tag: u32,
+    tag: Tag,
     l4: &L4,
 ) -> usize {
     buf.clear();
@@ -114,7 +125,6 @@ pub fn write_frame(
             ack,
             ece,
             cwr,
-            tsecr,
             sack,
         } => {
             let mut h = TcpHeader::new(ep.src.port(), ep.dst.port(), seq, 0xFFFF);
@@ -122,7 +132,7 @@ pub fn write_frame(
             h.acknowledgment_number = ack.unwrap_or(0);
             h.ece = ece;
             h.cwr = cwr;
-            let ts = TcpOptionElement::Timestamp(tag, tsecr);
+            let ts = TcpOptionElement::Timestamp(tag.slot, tag.serial);
             let opts = match sack {
                 [Some(first), rest @ ..] => h.set_options(&[
                     TcpOptionElement::Noop,
@@ -160,7 +170,7 @@ pub fn write_frame(
                 dscp: Ipv4Dscp::try_new(dsfield >> 2).unwrap_or_default(),
                 ecn: Ipv4Ecn::try_new(dsfield & 3).unwrap_or_default(),
                 total_len: (Ipv4Header::MIN_LEN + ip_payload) as u16,
-                identification: tag as u16,
+                identification: tag.serial as u16,
                 dont_fragment: true,
                 time_to_live: 64,
                 protocol: proto,
@@ -196,7 +206,8 @@ pub fn write_frame(
                 checksum: 0,
             }
             .write(buf);
-            buf.extend_from_slice(&tag.to_be_bytes());
+            buf.extend_from_slice(&tag.slot.to_be_bytes());
+            buf.extend_from_slice(&tag.serial.to_be_bytes());
         }
     }
     frame_len
@@ -220,15 +231,36 @@ fn l4_of(data: &[u8]) -> Option<(usize, u8)> {
 }
 
 /// The simulator's tag of a frame written by `write_frame`.
-pub fn read_tag(data: &[u8]) -> Option<u32> {
+pub fn read_tag(data: &[u8]) -> Option<Tag> {
     let (l4, proto) = l4_of(data)?;
     let at = match proto {
-        // NOP NOP kind len, then TSval.
+        // NOP NOP kind len, then TSval and TSecr.
         6 => l4 + 24,
         17 => l4 + 8,
         _ => return None,
     };
-    Some(u32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?))
+    let word = |i: usize| Some(u32::from_be_bytes(data.get(i..i + 4)?.try_into().ok()?));
+    Some(Tag {
+        slot: word(at)?,
+        serial: word(at + 4)?,
+    })
+}
+
+/// A fingerprint of a frame's bytes that ECN marking does not change (the
+/// ECN bits and the IPv4 header checksum are left out).
+pub fn digest(data: &[u8]) -> u64 {
+    let v4 = data.get(12..14) == Some(&[0x08, 0x00]);
+    let mut h = 0u64;
+    for (i, &b) in data.iter().enumerate() {
+        let b = match i {
+            15 if v4 => b & !3,
+            24 | 25 if v4 => 0,
+            15 => b & !0x30,
+            _ => b,
+        };
+        h = super::trace::fx(h, b as u64);
+    }
+    super::trace::fx(h, data.len() as u64)
 }
 
 /// The ECN field (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE) of a frame.
@@ -262,12 +294,15 @@ mod tests {
             ack: Some(77),
             ece: true,
             cwr: false,
-            tsecr: 9,
             sack: [Some((5, 10)), Some((20, 30)), None],
         };
-        let len = write_frame(&mut buf, &e, 0x02, 1514, 0xDEAD_BEEF, &l4);
+        let tag = Tag {
+            slot: 0xDEAD_BEEF,
+            serial: 9,
+        };
+        let len = write_frame(&mut buf, &e, 0x02, 1514, tag, &l4);
         assert_eq!(len, 1514);
-        assert_eq!(read_tag(&buf), Some(0xDEAD_BEEF));
+        assert_eq!(read_tag(&buf), Some(tag));
         assert_eq!(read_ecn(&buf), Some(2));
         let s = SlicedPacket::from_ethernet(&buf).unwrap_err();
         // Only headers are present: the IP total length says 1500.
@@ -285,9 +320,13 @@ mod tests {
     fn udp_v6_frame_parses_back() {
         let mut buf = Vec::new();
         let e = ep("[fd00::1]:7000", "[fd00::2]:7");
-        let len = write_frame(&mut buf, &e, 0xB8 | 1, 200, 42, &L4::Udp);
+        let tag = Tag {
+            slot: 42,
+            serial: 7,
+        };
+        let len = write_frame(&mut buf, &e, 0xB8 | 1, 200, tag, &L4::Udp);
         assert_eq!(len, 200);
-        assert_eq!(read_tag(&buf), Some(42));
+        assert_eq!(read_tag(&buf), Some(tag));
         assert_eq!(read_ecn(&buf), Some(1));
         let (ip, rest) = Ipv6Header::from_slice(&buf[ETH_LEN..]).unwrap();
         assert_eq!(ip.payload_length, 200 - 54);
@@ -300,12 +339,13 @@ mod tests {
     fn short_frames_grow_to_headers() {
         let mut buf = Vec::new();
         let e = ep("10.0.0.1:1", "10.0.0.2:2");
-        assert_eq!(write_frame(&mut buf, &e, 0, 10, 1, &L4::Udp), 46);
-        assert_eq!(e.min_frame(Proto::Udp), 46);
+        let tag = Tag { slot: 1, serial: 1 };
+        assert_eq!(write_frame(&mut buf, &e, 0, 10, tag, &L4::Udp), 50);
+        assert_eq!(e.min_frame(Proto::Udp), 50);
         assert_eq!(e.min_frame(Proto::Tcp), 66);
         let full = {
             let mut b = buf.clone();
-            b.resize(46, 0);
+            b.resize(50, 0);
             b
         };
         let s = SlicedPacket::from_ethernet(&full).unwrap();
@@ -314,7 +354,25 @@ mod tests {
     }
 
     #[test]
-    fn foreign_frames_have_no_tag() {
+    fn digest_ignores_ecn_marking_but_not_corruption() {
+        for (src, dst) in [("10.0.0.1:1", "10.0.0.2:2"), ("[fd00::1]:1", "[fd00::2]:2")] {
+            let mut buf = Vec::new();
+            let tag = Tag { slot: 3, serial: 4 };
+            write_frame(&mut buf, &ep(src, dst), 0x02, 1000, tag, &L4::Udp);
+            let d = digest(&buf);
+            let mut marked =
+                crate::packet::Packet::from_frame(buf.clone(), crate::time::Instant::ZERO);
+            assert!(crate::packet::ecn::mark_ce(&mut marked));
+            assert_eq!(read_ecn(&marked.data), Some(3));
+            assert_eq!(digest(&marked.data), d, "{src}");
+            let mut flipped = buf.clone();
+            flipped[30] ^= 0x10;
+            assert_ne!(digest(&flipped), d, "{src}");
+        }
+    }
+
+    #[test]
+    fn unmatched_frames_have_no_tag() {
         assert_eq!(read_tag(&[]), None);
         assert_eq!(read_tag(&[0u8; 60]), None);
         assert_eq!(read_ecn(&[0u8; 13]), None);

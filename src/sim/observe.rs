@@ -4,7 +4,7 @@
 //! simulator tag and time) and each bypass into a shared `DequeueLog`,
 //! drained by the engine after every call into the path.
 
-use super::frame::{read_ecn, read_tag};
+use super::frame::{read_ecn, read_tag, Tag};
 use crate::packet::{Drops, Packet};
 use crate::qdisc::{Classful, Qdisc, QdiscDump, QdiscStats, TcError, Verdict};
 use crate::time::Instant;
@@ -17,7 +17,7 @@ pub struct Departure {
     pub at: Instant,
     /// The frame's tag; `None` for a frame that bypassed the empty qdisc
     /// (the one being ingressed).
-    pub tag: Option<u32>,
+    pub tag: Option<Tag>,
     /// It carries CE (set by the qdisc, or already when sent).
     pub ce: bool,
 }
@@ -143,7 +143,8 @@ mod tests {
         frame_tos(tag, 0)
     }
 
-    fn frame_tos(tag: u32, tos: u8) -> Packet {
+    fn frame_tos(slot: u32, tos: u8) -> Packet {
+        let tag = Tag { slot, serial: 0 };
         let ep = Endpoints {
             src: "10.0.0.1:1".parse().unwrap(),
             dst: "10.0.0.2:2".parse().unwrap(),
@@ -174,7 +175,11 @@ mod tests {
         assert_eq!(
             seen,
             vec![
-                (Instant::from_micros(5), Some(7), false),
+                (
+                    Instant::from_micros(5),
+                    Some(Tag { slot: 7, serial: 0 }),
+                    false
+                ),
                 (Instant::ZERO, None, false)
             ]
         );
@@ -186,6 +191,6 @@ mod tests {
         q.dequeue(Instant::from_micros(6), &mut drops);
         got.clear();
         log.drain_into(&mut got);
-        assert_eq!((got[0].tag, got[0].ce), (Some(9), true));
+        assert_eq!((got[0].tag.map(|t| t.slot), got[0].ce), (Some(9), true));
     }
 }

@@ -138,6 +138,8 @@ pub struct DirReport {
     pub drops: BTreeMap<&'static str, u64>,
     /// Frames freed without a counted reason (should stay 0).
     pub unexplained_drops: u64,
+    /// Frames the link corrupted, discarded by the receiving host.
+    pub corrupt_discarded: u64,
     pub ce_marks: u64,
     /// One-way delay of every delivered frame.
     pub owd: Option<Percentiles>,
@@ -157,6 +159,7 @@ impl DirReport {
         owd: &Histogram<u64>,
         ce_marks: u64,
         unexplained_drops: u64,
+        corrupt_discarded: u64,
         end: Instant,
         tc: String,
     ) -> DirReport {
@@ -176,6 +179,7 @@ impl DirReport {
             },
             drops: snap.drops_by_reason.clone(),
             unexplained_drops,
+            corrupt_discarded,
             ce_marks,
             owd: Percentiles::of(owd),
             held: snap.held,
@@ -193,8 +197,10 @@ pub struct SimReport {
     pub trace_events: u64,
     /// Hash of the whole event trace (equal runs, equal hash).
     pub trace_hash: u64,
-    /// Frames the simulator could not attribute (should stay 0).
-    pub foreign_frames: u64,
+    /// Frames the simulator could not attribute: the second copy of a
+    /// duplicated frame, or one whose tag the link corrupted (0 without
+    /// netem duplication or corruption).
+    pub unmatched_frames: u64,
     pub flows: Vec<FlowReport>,
     pub directions: [DirReport; 2],
 }

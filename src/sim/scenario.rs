@@ -46,6 +46,7 @@ use super::frame::{Endpoints, Proto};
 use super::SimError;
 pub use crate::config::Direction;
 use crate::config::{Config, LinkSettings, TapSettings};
+use crate::link::impair::{parse_netem, Impairments};
 use crate::units;
 use serde::{Deserialize, Deserializer};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -112,6 +113,9 @@ pub struct Scenario {
     /// pfifo_fast).
     #[serde(default)]
     pub link: LinkSettings,
+    /// Wire impairments per direction, in tc-netem option syntax.
+    #[serde(default)]
+    pub netem: NetemSpec,
     #[serde(default)]
     pub tcp: Vec<toml::Spanned<TcpSpec>>,
     #[serde(default)]
@@ -123,6 +127,16 @@ pub struct Scenario {
     /// Source text, for line numbers in later checks.
     #[serde(skip)]
     source: String,
+}
+
+/// netem-style impairments (loss, delay variation, duplication, corruption,
+/// reordering) applied on the wire of each direction, e.g.
+/// `left_to_right = "delay 10ms 2ms loss 1%"`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetemSpec {
+    pub left_to_right: Option<String>,
+    pub right_to_left: Option<String>,
 }
 
 /// Congestion control of a TCP flow.
@@ -372,6 +386,9 @@ impl Scenario {
                 None => e.to_string(),
             }));
         }
+        for dir in Direction::BOTH {
+            self.impairments(dir)?;
+        }
         let mut flows: u64 = 0;
         let mut frames_total = 0f64;
         for (i, t) in self.tcp.iter().enumerate() {
@@ -514,6 +531,28 @@ impl Scenario {
         Ok(())
     }
 
+    /// The impairments of `dir`, if any (checked by `from_toml`).
+    pub fn impairments(&self, dir: Direction) -> Result<Option<Impairments>, SimError> {
+        let text = match dir {
+            Direction::LeftToRight => &self.netem.left_to_right,
+            Direction::RightToLeft => &self.netem.right_to_left,
+        };
+        let Some(text) = text else {
+            return Ok(None);
+        };
+        let args: Vec<&str> = text.split_whitespace().collect();
+        let imp = parse_netem(&args)
+            .and_then(|imp| imp.validate().map(|()| imp).map_err(|e| e.to_string()))
+            .map_err(|e| {
+                let line = self.source.find("[netem").map_or(0, |at| self.line_of(at));
+                SimError::Scenario(format!(
+                    "line {line}: netem.{} = \"{text}\": {e}",
+                    dir.table_key()
+                ))
+            })?;
+        Ok(Some(imp))
+    }
+
     /// The daemon configuration this scenario's link corresponds to
     /// (endpoints and daemon settings at their defaults).
     pub fn config(&self) -> Config {
@@ -643,13 +682,28 @@ interval = "10ms"
     }
 
     #[test]
+    fn netem_lines_parse_and_errors_name_them() {
+        let text = format!("{BASIC}\n[netem]\nleft_to_right = \"delay 10ms 2ms loss 1%\"\n");
+        let s = Scenario::from_toml(&text).unwrap();
+        let imp = s.impairments(Direction::LeftToRight).unwrap().unwrap();
+        assert_eq!((imp.delay_ns, imp.jitter_ns), (10_000_000, 2_000_000));
+        assert!(s.impairments(Direction::RightToLeft).unwrap().is_none());
+        let text = format!("{BASIC}\n[netem]\nright_to_left = \"loss lots\"\n");
+        let e = Scenario::from_toml(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("netem.right_to_left") && e.contains("lots") && e.contains("line 17"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn semantic_errors_name_field() {
         let text = BASIC.replace("count = 2", "count = 2\nmss = 9000");
         let e = Scenario::from_toml(&text).unwrap_err().to_string();
         assert!(e.contains("tcp[0].mss") && e.contains("line 10"), "{e}");
         let text = BASIC.replace("interval = \"10ms\"", "size = 20");
         let e = Scenario::from_toml(&text).unwrap_err().to_string();
-        assert!(e.contains("ping[0].size") && e.contains("46..=1514"), "{e}");
+        assert!(e.contains("ping[0].size") && e.contains("50..=1514"), "{e}");
         let e = Scenario::from_toml("seed = 1\nduration = \"0s\"").unwrap_err();
         assert!(e.to_string().contains("duration"));
         let text = BASIC.replace("count = 2", "count = 2\ninit_cwnd = 4000000000");

@@ -132,6 +132,8 @@ pub struct FlowCounters {
     pub delivered_pkts: u64,
     pub delivered_bytes: u64,
     pub dropped_pkts: u64,
+    /// Delivered corrupted and discarded by the receiver.
+    pub discarded_pkts: u64,
     pub ce_marks: u64,
     pub owd_sum_ns: u64,
     pub owd_max_ns: u64,

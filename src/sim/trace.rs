@@ -11,7 +11,8 @@ use std::io::Write;
 /// The FxHash multiplier.
 const FX_K: u64 = 0x517c_c1b7_2722_0a95;
 
-fn fx(h: u64, word: u64) -> u64 {
+/// One FxHash step (also used for frame digests).
+pub fn fx(h: u64, word: u64) -> u64 {
     (h.rotate_left(5) ^ word).wrapping_mul(FX_K)
 }
 

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# Live benchmark of bloatbox against a direct veth pair, side by side, in one run.
+#
+#   sudo scripts/bench-live.sh            # prints a Markdown table
+#   sudo scripts/bench-live.sh --write    # also appends it to BENCHMARKS.md
+#
+# Measures: unshaped forwarding (1 TCP flow, 4 TCP flows, 64-byte UDP pps),
+# idle ping RTT, the datapath's wake-up lateness (from `bloatbox stats`), and
+# the inter-departure spacing of full-size frames at 12 Mbit/s and 1.2 Gbit/s
+# as tcpdump sees them on the receiving TAP. Needs root, iproute2, iperf3,
+# ping, tcpdump, jq. Everything it creates is named bbb-* / bbb* and removed
+# on exit. It is a benchmark, not a test: it asserts nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DUR=${DUR:-5}
+# RT=1 runs the datapath thread under SCHED_FIFO 20 (`bloatbox up --realtime
+# 20`), to see what a loaded machine's scheduler costs the datapath.
+RT=${RT:-0}
+# SPIN=N sets daemon.spin_us (spin the last N µs before each deadline).
+SPIN=${SPIN:-0}
+WRITE=0
+[ "${1:-}" = "--write" ] && WRITE=1
+[ "$(id -u)" = 0 ] || { echo "bench-live.sh needs root" >&2; exit 1; }
+for t in ip iperf3 ping tcpdump jq; do
+  command -v "$t" >/dev/null || { echo "missing tool: $t" >&2; exit 1; }
+done
+
+cargo build --release -q
+BIN=$PWD/target/release/bloatbox
+TMP=$(mktemp -d)
+DAEMON=""
+
+cleanup() {
+  set +e
+  [ -n "$DAEMON" ] && kill -TERM "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null
+  for c in "$TMP"/*.toml; do [ -e "$c" ] && "$BIN" down -c "$c" >/dev/null 2>&1; done
+  for ns in bbb-vl bbb-vr; do ip netns del "$ns" 2>/dev/null; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+# ---- helpers ---------------------------------------------------------------
+
+# in NS CMD...: run in a namespace.
+in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+
+# Median of the RTTs (ms) of `ping -c 200 -i 0.01`.
+ping_median() {
+  in_ns "$1" ping -c 200 -i 0.01 -W 1 "$2" | sed -n 's/.*time=\([0-9.]*\) ms/\1/p' |
+    sort -g | awk '{v[NR]=$1} END {printf "%.3f", v[int((NR+1)/2)]}'
+}
+
+# Throughput figures through a pair of namespaces: prints
+# "tcp1_gbit tcp4_gbit udp64_kpps".
+throughput() {
+  local nsl=$1 nsr=$2 dst=$3
+  in_ns "$nsr" iperf3 -s -D -B "$dst" --pidfile "$TMP/iperf.pid" >/dev/null
+  sleep 0.5
+  local t1 t4 u
+  t1=$(in_ns "$nsl" iperf3 -c "$dst" -t "$DUR" -C cubic -J | jq '.end.sum_received.bits_per_second / 1e9')
+  t4=$(in_ns "$nsl" iperf3 -c "$dst" -t "$DUR" -C cubic -P 4 -J | jq '.end.sum_received.bits_per_second / 1e9')
+  u=$(in_ns "$nsl" iperf3 -c "$dst" -t "$DUR" -u -l 64 -b 0 -J |
+    jq '(.end.sum.packets - .end.sum.lost_packets) / .end.sum.seconds / 1e3')
+  kill "$(cat "$TMP/iperf.pid")" 2>/dev/null || true
+  sleep 0.3
+  printf "%.2f %.2f %.0f" "$t1" "$t4" "$u"
+}
+
+# Writes a bloatbox config: config NAME RATE DELAY -> path.
+config() {
+  local f="$TMP/$1.toml"
+  cat >"$f" <<EOF
+[left]
+namespace = "bbb-bl"
+tap = "bbbl0"
+ipv4 = "10.82.0.1/24"
+ipv6 = "fd00:82::1/64"
+
+[right]
+namespace = "bbb-br"
+tap = "bbbr0"
+ipv4 = "10.82.0.2/24"
+ipv6 = "fd00:82::2/64"
+
+[link]
+rate = "$2"
+delay = "$3"
+
+[daemon]
+control_socket = "$TMP/$1.sock"
+spin_us = $SPIN
+EOF
+  echo "$f"
+}
+
+start_daemon() {
+  if [ "$RT" = 1 ]; then
+    "$BIN" up -c "$1" --realtime 20 2>"$TMP/daemon.log" &
+  else
+    "$BIN" up -c "$1" 2>"$TMP/daemon.log" &
+  fi
+  DAEMON=$!
+  for _ in $(seq 100); do
+    "$BIN" stats -c "$1" --json >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  cat "$TMP/daemon.log" >&2
+  return 1
+}
+
+stop_daemon() {
+  kill -TERM "$DAEMON"
+  wait "$DAEMON" || true
+  DAEMON=""
+}
+
+# Lateness "p50 p99 p99.9" in µs from the running daemon.
+lateness() {
+  "$BIN" stats -c "$1" --json |
+    jq -r '.lateness | "\(.p50_ns / 1e3) \(.p99_ns / 1e3) \(.p999_ns / 1e3) \(.samples)"'
+}
+
+# Spacing of full-size frames on the right TAP while UDP at OFFERED is sent
+# left to right through a link of RATE: prints "p10 p50 p90 n" in µs.
+spacing() {
+  local cfg=$1 offered=$2 count=$3
+  in_ns bbb-br iperf3 -s -D -B 10.82.0.2 --pidfile "$TMP/iperf.pid" >/dev/null
+  sleep 0.5
+  in_ns bbb-br tcpdump -i bbbr0 -nn -q --time-stamp-precision=nano -w "$TMP/cap.pcap" \
+    -c "$count" 'udp and greater 1500' 2>/dev/null &
+  local td=$!
+  sleep 1
+  in_ns bbb-bl iperf3 -c 10.82.0.2 -u -l 1472 -b "$offered" -t 3 >/dev/null 2>&1 || true
+  sleep 0.5
+  kill "$td" 2>/dev/null || true
+  wait "$td" 2>/dev/null || true
+  kill "$(cat "$TMP/iperf.pid")" 2>/dev/null || true
+  tcpdump -r "$TMP/cap.pcap" -nn -tt --time-stamp-precision=nano 2>/dev/null |
+    awk '{print $1}' | awk 'NR>1 {printf "%.3f\n", ($1-p)*1e6} {p=$1}' |
+    sort -g | awk '{v[NR]=$1} END {if (NR == 0) {print "- - - 0"; exit}
+      printf "%.2f %.2f %.2f %d", v[int(NR*0.1)+1], v[int(NR*0.5)+1], v[int(NR*0.9)+1], NR}'
+}
+
+# ---- veth baseline ---------------------------------------------------------
+
+ip netns add bbb-vl
+ip netns add bbb-vr
+ip link add bbbvl0 type veth peer name bbbvr0
+ip link set bbbvl0 netns bbb-vl
+ip link set bbbvr0 netns bbb-vr
+in_ns bbb-vl ip addr add 10.81.0.1/24 dev bbbvl0
+in_ns bbb-vr ip addr add 10.81.0.2/24 dev bbbvr0
+for s in l r; do
+  in_ns bbb-v$s ip link set lo up
+  in_ns bbb-v$s ip link set bbbv${s}0 up
+done
+in_ns bbb-vl ping -c 1 -W 2 10.81.0.2 >/dev/null
+read -r V_T1 V_T4 V_U <<<"$(throughput bbb-vl bbb-vr 10.81.0.2)"
+V_RTT=$(ping_median bbb-vl 10.81.0.2)
+ip netns del bbb-vl
+ip netns del bbb-vr
+
+# ---- bloatbox, unshaped ----------------------------------------------------
+
+C=$(config unshaped unlimited 0ms)
+start_daemon "$C"
+in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null
+read -r B_T1 B_T4 B_U <<<"$(throughput bbb-bl bbb-br 10.82.0.2)"
+B_RTT=$(ping_median bbb-bl 10.82.0.2)
+stop_daemon
+
+# ---- bloatbox, pacing at 12 Mbit/s and 1.2 Gbit/s ---------------------------
+
+C=$(config r12m 12mbit 0ms)
+start_daemon "$C"
+in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null
+read -r S12_10 S12_50 S12_90 S12_N <<<"$(spacing "$C" 20M 2000)"
+read -r L12_50 L12_99 L12_999 L12_N <<<"$(lateness "$C")"
+stop_daemon
+
+C=$(config r1200m 1200mbit 0ms)
+start_daemon "$C"
+in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null
+read -r S1G_10 S1G_50 S1G_90 S1G_N <<<"$(spacing "$C" 2G 20000)"
+read -r L1G_50 L1G_99 L1G_999 L1G_N <<<"$(lateness "$C")"
+stop_daemon
+
+# ---- report ----------------------------------------------------------------
+
+IDEAL12=$(awk 'BEGIN {printf "%.2f", 1514*8/12e6*1e6}')
+IDEAL1G=$(awk 'BEGIN {printf "%.2f", 1514*8/1.2e9*1e6}')
+DEV12=$(awk -v a="$S12_10" -v b="$S12_90" -v i="$IDEAL12" 'BEGIN {
+  if (a == "-") {print "-"; exit} printf "%+.1f%% / %+.1f%%", (a/i-1)*100, (b/i-1)*100}')
+ADDED_RTT=$(awk -v b="$B_RTT" -v v="$V_RTT" 'BEGIN {printf "%.0f", (b-v)*1000}')
+
+REPORT=$(cat <<EOF
+
+## $(date -u '+%Y-%m-%d %H:%M UTC') — \`sudo scripts/bench-live.sh\` (DUR=$DUR s, RT=$RT, SPIN=$SPIN, load average $(cut -d' ' -f1 /proc/loadavg) at the end, $(nproc) cores, kernel $(uname -r))
+
+| measurement | veth pair | bloatbox | target |
+|---|---|---|---|
+| 1 TCP flow (cubic), Gbit/s | $V_T1 | $B_T1 | ≥ 2.5 |
+| 4 TCP flows (cubic), Gbit/s | $V_T4 | $B_T4 | |
+| UDP 64-byte payload, kpps received | $V_U | $B_U | |
+| idle ping RTT median, ms | $V_RTT | $B_RTT (+$ADDED_RTT µs) | ≤ +50 µs |
+| wake-up lateness p50 / p99 / p99.9, µs (12 Mbit/s run, $L12_N timer wake-ups) | | $L12_50 / $L12_99 / $L12_999 | p99 ≤ 20 |
+| wake-up lateness p50 / p99 / p99.9, µs (1.2 Gbit/s run, $L1G_N timer wake-ups) | | $L1G_50 / $L1G_99 / $L1G_999 | |
+| 1514-byte frame spacing at 12 Mbit/s p10 / p50 / p90, µs ($S12_N frames) | | $S12_10 / $S12_50 / $S12_90 (ideal $IDEAL12; p10/p90 $DEV12) | ±2 % at p10–p90 |
+| 1514-byte frame spacing at 1.2 Gbit/s p10 / p50 / p90, µs ($S1G_N frames) | | $S1G_10 / $S1G_50 / $S1G_90 (ideal $IDEAL1G) | |
+EOF
+)
+echo "$REPORT"
+if [ "$WRITE" = 1 ]; then
+  [ -f BENCHMARKS.md ] || printf '# Live benchmarks\n\nMeasured with `scripts/bench-live.sh`; newest last.\n' >BENCHMARKS.md
+  echo "$REPORT" >>BENCHMARKS.md
+fi

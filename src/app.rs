@@ -1,0 +1,479 @@
+//! The subcommands behind `bloatbox`'s command line: `up` (set up the
+//! namespaces and TAPs, run the datapath, the control socket and optionally
+//! the TUI until a signal or the TUI quits, then remove everything), `down`,
+//! `exec`, `check` and `stats`. `main.rs` only parses arguments and calls
+//! these.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::bridge::Bridge;
+use crate::bridge::Dir;
+use crate::config::{Config, Direction, Endpoint};
+use crate::control::{request_stats, ControlServer};
+use crate::datapath::{
+    Command, Commander, Datapath, DatapathConfig, SnapshotReader, FRAME_OVERHEAD,
+};
+use crate::link::LinkParams;
+use crate::link::Path as LinkPath;
+use crate::netns::{self, SideSpec, TerminationSignals, Topology};
+use crate::port::TapSpec;
+use crate::qdisc::pfifo_fast::PfifoFast;
+use crate::qdisc::QdiscCtx;
+use crate::time::{Instant, NS_PER_SEC, NS_PER_US};
+use crate::tui::{Action, LinkField};
+
+/// Which namespace `exec` runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Side {
+    Left,
+    Right,
+}
+
+/// How often `up` checks on the datapath thread while waiting for a signal.
+const WATCH_INTERVAL_MS: u16 = 200;
+
+/// The configuration file, or the embedded default without one.
+fn load(path: Option<&Path>) -> anyhow::Result<Config> {
+    match path {
+        Some(p) => Config::load(p).map_err(|e| anyhow::anyhow!("{e}")),
+        None => Ok(Config::embedded_default()),
+    }
+}
+
+/// What the live link is made of, derived from the configuration.
+struct Setup {
+    topology: Topology,
+    control_socket: PathBuf,
+    datapath: DatapathConfig,
+}
+
+/// Locally administered MACs of the two TAPs (02:62:62 = "bb").
+const MAC_LEFT: [u8; 6] = [0x02, 0x62, 0x62, 0x00, 0x00, 0x01];
+const MAC_RIGHT: [u8; 6] = [0x02, 0x62, 0x62, 0x00, 0x00, 0x02];
+
+fn setup(cfg: &Config) -> anyhow::Result<Setup> {
+    let mtu = u16::try_from(cfg.tap.mtu)
+        .with_context(|| format!("tap.mtu = {} does not fit a TAP (68..=9000)", cfg.tap.mtu))?;
+    let side = |e: &Endpoint, mac: [u8; 6]| SideSpec {
+        netns: e.namespace.clone(),
+        tap: TapSpec {
+            name: e.tap.clone(),
+            mtu,
+            mac,
+            txqueuelen: cfg.tap.txqueuelen,
+        },
+        addrs: vec![(e.ipv4.addr, e.ipv4.prefix), (e.ipv6.addr, e.ipv6.prefix)],
+    };
+    Ok(Setup {
+        topology: Topology {
+            left: side(&cfg.left, MAC_LEFT),
+            right: side(&cfg.right, MAC_RIGHT),
+        },
+        control_socket: cfg.control_socket(),
+        datapath: DatapathConfig {
+            spin_us: cfg.daemon.spin_us,
+            publish_interval_ns: NS_PER_SEC / u64::from(cfg.daemon.snapshot_hz.max(1)),
+            frame_buf: cfg.tap.mtu as usize + FRAME_OVERHEAD,
+            pool_buffers: cfg.daemon.pool_size as usize,
+            ..DatapathConfig::default()
+        },
+    })
+}
+
+/// The two paths of the link, per the configuration. The qdisc of each
+/// direction is pfifo_fast with the device's txqueuelen until the tc tree
+/// builder lands.
+fn build_bridge(cfg: &Config) -> Bridge {
+    let path = |dir: Direction| {
+        let params = cfg.link_params(dir);
+        let ctx = QdiscCtx {
+            txqueuelen: params.txqueuelen,
+            psched_mtu: params.mtu + 14,
+            ..QdiscCtx::default()
+        };
+        LinkPath::new(params, Box::new(PfifoFast::new(ctx)))
+    };
+    Bridge::new(path(Direction::LeftToRight), path(Direction::RightToLeft))
+}
+
+/// How `bloatbox up` runs once the link is up.
+#[derive(Clone, Debug, Default)]
+pub struct UpOptions {
+    /// SCHED_FIFO priority of the datapath thread.
+    pub realtime: Option<u8>,
+    /// Show the TUI on this terminal (the daemon stops when it quits).
+    pub tui: bool,
+}
+
+/// `bloatbox up`: runs until SIGINT/SIGTERM/SIGHUP, until the TUI quits or
+/// until the datapath stops, then removes everything it created (also on
+/// error and on panic, through the guards' Drop).
+pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
+    let cfg = load(config)?;
+    let mut setup = setup(&cfg)?;
+    setup.datapath.realtime_priority = opts.realtime;
+    netns::require_privileges()?;
+    let bridge = build_bridge(&cfg);
+    // Before any thread exists, so that all inherit the blocked mask.
+    let mut signals = TerminationSignals::block()?;
+    let (guard, left, right) = setup.topology.up()?;
+    let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
+    let control = ControlServer::start(&setup.control_socket, datapath.snapshots())?;
+    tracing::info!(
+        left = %setup.topology.left.netns,
+        right = %setup.topology.right.netns,
+        control = %setup.control_socket.display(),
+        "link up; stop with Ctrl-C (try `bloatbox exec left -- ping ...`)"
+    );
+    let tui = if opts.tui {
+        let mut local = LocalControl::new(&datapath);
+        let hz = cfg.daemon.snapshot_hz;
+        Some(
+            std::thread::Builder::new()
+                .name("bloatbox-tui".into())
+                .spawn(move || crate::tui::run(&mut local, hz))?,
+        )
+    } else {
+        None
+    };
+    let stopped_by = loop {
+        if let Some(sig) = signals.wait(WATCH_INTERVAL_MS) {
+            break format!("signal {sig}");
+        }
+        if datapath.is_finished() {
+            break "the datapath thread stopping".to_string();
+        }
+        if tui.as_ref().is_some_and(|t| t.is_finished()) {
+            break "the TUI quitting".to_string();
+        }
+    };
+    if let Some(t) = tui {
+        if t.is_finished() {
+            match t.join() {
+                Ok(Err(e)) => tracing::error!("TUI: {e:#}"),
+                Err(_) => tracing::error!("the TUI thread panicked"),
+                Ok(Ok(())) => {}
+            }
+        } else {
+            // Stopped by a signal while the TUI owns the terminal: give the
+            // terminal back; the TUI thread ends with the process.
+            ratatui::restore();
+        }
+    }
+    tracing::info!("shutting down after {stopped_by}");
+    drop(control);
+    let last = datapath.shutdown();
+    drop(guard);
+    let last = last?;
+    tracing::info!(
+        wakeups = last.wakeups.total,
+        lateness_p99_ns = last.lateness.p99_ns,
+        "link down, everything removed"
+    );
+    Ok(())
+}
+
+/// `bloatbox down`: removes what a killed run left behind.
+pub fn down(config: Option<&Path>) -> anyhow::Result<()> {
+    let cfg = load(config)?;
+    let setup = setup(&cfg)?;
+    netns::require_privileges()?;
+    let removed = netns::down(&setup.topology)?;
+    if removed.is_empty() {
+        println!("nothing to remove");
+    }
+    for r in removed {
+        println!("removed {r}");
+    }
+    if setup.control_socket.exists() && request_stats(&setup.control_socket).is_err() {
+        std::fs::remove_file(&setup.control_socket)?;
+        println!(
+            "removed stale control socket {}",
+            setup.control_socket.display()
+        );
+    }
+    Ok(())
+}
+
+/// `bloatbox exec left|right -- CMD...`: the command's exit code, or 128 +
+/// the signal that ended it.
+pub fn exec(side: Side, config: Option<&Path>, cmd: &[String]) -> anyhow::Result<u8> {
+    use std::os::unix::process::ExitStatusExt;
+    let cfg = load(config)?;
+    let setup = setup(&cfg)?;
+    let ns = match side {
+        Side::Left => &setup.topology.left.netns,
+        Side::Right => &setup.topology.right.netns,
+    };
+    let status = netns::exec_in(ns, cmd)?;
+    Ok(match (status.code(), status.signal()) {
+        (Some(code), _) => code as u8,
+        (None, Some(sig)) => 128u8.wrapping_add(sig as u8),
+        (None, None) => 1,
+    })
+}
+
+/// `bloatbox check FILE`.
+pub fn check(file: &Path) -> anyhow::Result<()> {
+    let cfg = Config::load(file).map_err(|e| anyhow::anyhow!("{e}"))?;
+    print!("{}", crate::config::check_report(&cfg));
+    Ok(())
+}
+
+/// `bloatbox stats`.
+pub fn stats(config: Option<&Path>, json: bool) -> anyhow::Result<()> {
+    let cfg = load(config)?;
+    let setup = setup(&cfg)?;
+    let snap = request_stats(&setup.control_socket)?;
+    if json {
+        println!("{snap}");
+    } else {
+        print!("{}", render_stats(&snap));
+    }
+    Ok(())
+}
+
+/// The stats snapshot as text: one block per direction, then the datapath's
+/// own figures. Works on the JSON form, which is what the socket carries.
+fn render_stats(snap: &serde_json::Value) -> String {
+    use std::fmt::Write;
+    let num = |v: &serde_json::Value, key: &str| v.get(key).and_then(|x| x.as_u64()).unwrap_or(0);
+    let mut out = String::new();
+    let paths = snap["bridge"]["paths"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for (name, p) in ["left -> right", "right -> left"].iter().zip(&paths) {
+        let c = &p["counters"];
+        let (fin, fout, held) = (num(c, "frames_in"), num(c, "frames_out"), num(p, "held"));
+        let drops: u64 = c["drops"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_u64()).sum())
+            .unwrap_or(0);
+        let _ = writeln!(out, "{name}");
+        let _ = writeln!(
+            out,
+            "  frames in {fin}  out {fout}  held {held}  dropped {drops}  (bytes in {}  out {})",
+            num(c, "bytes_in"),
+            num(c, "bytes_out")
+        );
+        let by_reason = p["drops_by_reason"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| format!("{k} {}", v.as_u64().unwrap_or(0)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  drops by reason: {}",
+            if by_reason.is_empty() {
+                "none"
+            } else {
+                &by_reason
+            }
+        );
+        let bql = match p["bql_limit"].as_u64() {
+            Some(limit) => format!("limit {limit} B, in flight {} B", num(p, "bql_inflight")),
+            None => "off".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "  ring {}/{} descriptors ({} B)  BQL {bql}",
+            num(p, "ring_used"),
+            num(p, "ring_size"),
+            num(p, "ring_bytes")
+        );
+        let ok = fin == fout + drops + held;
+        let _ = writeln!(
+            out,
+            "  conservation: in {fin} = out {fout} + dropped {drops} + held {held}: {}",
+            if ok { "ok" } else { "VIOLATED" }
+        );
+    }
+    let l = &snap["lateness"];
+    let w = &snap["wakeups"];
+    let _ = writeln!(
+        out,
+        "datapath\n  wake-up lateness p50 {:.1} us  p99 {:.1} us  p99.9 {:.1} us  max {:.1} us ({} samples)",
+        num(l, "p50_ns") as f64 / 1e3,
+        num(l, "p99_ns") as f64 / 1e3,
+        num(l, "p999_ns") as f64 / 1e3,
+        num(l, "max_ns") as f64 / 1e3,
+        num(l, "samples")
+    );
+    let _ = writeln!(
+        out,
+        "  wake-ups {} (timer {}, I/O {})",
+        num(w, "total"),
+        num(w, "timer"),
+        num(w, "io")
+    );
+    let _ = writeln!(
+        out,
+        "  frame buffers in use {}, requests refused at the cap {}",
+        num(&snap["pool"], "in_use"),
+        num(&snap["pool"], "refused")
+    );
+    for (name, key) in [("left", "left_port"), ("right", "right_port")] {
+        let pc = &snap[key];
+        let _ = writeln!(
+            out,
+            "  {name} port: rx {} tx {} frames, full-device drops {}, errors rx {} tx {}",
+            num(pc, "rx_frames"),
+            num(pc, "tx_frames"),
+            num(pc, "tx_full_drops"),
+            num(pc, "rx_errors"),
+            num(pc, "tx_errors")
+        );
+    }
+    out
+}
+
+/// The TUI's view of the daemon it runs in: snapshots straight from the
+/// datapath's slot, link changes through its command queue.
+struct LocalControl {
+    commander: Commander,
+    snapshots: SnapshotReader,
+    /// Time of the last snapshot handed to the TUI.
+    last: Option<Instant>,
+    /// The link parameters as this TUI last set them, per direction (seeded
+    /// from the first snapshot), so that quick successive changes build on
+    /// each other rather than on a snapshot that may be a period old.
+    params: Option<[LinkParams; 2]>,
+}
+
+impl LocalControl {
+    fn new(datapath: &Datapath) -> LocalControl {
+        LocalControl {
+            commander: datapath.commander(),
+            snapshots: datapath.snapshots(),
+            last: None,
+            params: None,
+        }
+    }
+}
+
+/// Sets one link field (core units, as `LinkField::parse` gives them).
+fn set_link_field(p: &mut LinkParams, field: LinkField, value: u64) -> Result<(), String> {
+    let small = || u32::try_from(value).map_err(|_| format!("{} {value}: too large", field.name()));
+    match field {
+        LinkField::Rate => p.rate_bytes_ps = value,
+        LinkField::Delay => p.delay_ns = value,
+        LinkField::TxRing => p.tx_ring = small()?,
+        LinkField::Bql => p.bql = value != 0,
+        LinkField::TxUsecs => p.tx_usecs = small()?,
+        LinkField::TxFrames => p.tx_frames = small()?,
+        LinkField::RxUsecs => p.rx_usecs = small()?,
+        LinkField::RxFrames => p.rx_frames = small()?,
+    }
+    Ok(())
+}
+
+impl crate::tui::Control for LocalControl {
+    fn send(&mut self, action: &Action) -> Result<String, String> {
+        match action {
+            Action::Quit => Ok(String::new()),
+            Action::SetLink { dir, field, value } => {
+                if self.params.is_none() {
+                    let snap = self.snapshots.latest().ok_or("no snapshot yet: retry")?;
+                    self.params = Some(Dir::ALL.map(|d| snap.bridge.path(d).params));
+                }
+                let all = self.params.as_mut().ok_or("no link parameters")?;
+                let mut p = all[dir.index()];
+                set_link_field(&mut p, *field, *value)?;
+                self.commander
+                    .send(Command::SetLink {
+                        dir: *dir,
+                        params: p,
+                    })
+                    .map_err(|e| e.to_string())?;
+                all[dir.index()] = p;
+                Ok(format!("{} {}", field.name(), field.show(*value)))
+            }
+            Action::Tc(_) => Err(
+                "tc commands are not wired to the live daemon yet: set the qdisc in the config"
+                    .into(),
+            ),
+        }
+    }
+
+    fn snapshot(&mut self) -> Option<crate::tui::Snapshot> {
+        let s = self.snapshots.latest()?;
+        if self.last == Some(s.at) {
+            return None;
+        }
+        self.last = Some(s.at);
+        let us = |ns: u64| ns / NS_PER_US;
+        Some(crate::tui::Snapshot {
+            bridge: s.bridge.clone(),
+            lateness_us: [
+                us(s.lateness.p50_ns),
+                us(s.lateness.p99_ns),
+                us(s.lateness.p999_ns),
+            ],
+            wakeups: s.wakeups.total,
+            taken_at: s.at,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_text_shows_counters_and_flags_a_conservation_violation() {
+        let snap = serde_json::json!({
+            "bridge": { "paths": [
+                { "counters": { "frames_in": 10, "frames_out": 7, "drops": [1, 0, 0],
+                                "bytes_in": 1000, "bytes_out": 700 },
+                  "held": 2, "drops_by_reason": { "queue_full": 1 },
+                  "ring_used": 1, "ring_size": 256, "ring_bytes": 100,
+                  "bql_limit": 3028, "bql_inflight": 100 },
+                { "counters": { "frames_in": 5, "frames_out": 3, "drops": [0] },
+                  "held": 1, "drops_by_reason": {}, "bql_limit": null }
+            ]},
+            "lateness": { "p50_ns": 4000, "p99_ns": 12000, "p999_ns": 30000, "max_ns": 90000, "samples": 9 },
+            "wakeups": { "total": 20, "timer": 9, "io": 11 },
+            "left_port": { "rx_frames": 10 }, "right_port": {}
+        });
+        let text = render_stats(&snap);
+        assert!(
+            text.contains("frames in 10  out 7  held 2  dropped 1"),
+            "{text}"
+        );
+        assert!(text.contains("drops by reason: queue_full 1"), "{text}");
+        assert!(text.contains("BQL limit 3028 B"), "{text}");
+        assert!(
+            text.contains("in 10 = out 7 + dropped 1 + held 2: ok"),
+            "{text}"
+        );
+        assert!(text.contains("BQL off"), "{text}");
+        assert!(text.contains("held 1: VIOLATED"), "{text}");
+        assert!(text.contains("p99 12.0 us"), "{text}");
+    }
+
+    #[test]
+    fn tui_link_fields_set_their_parameter_and_refuse_overflow() {
+        let mut p = LinkParams::default();
+        set_link_field(&mut p, LinkField::Rate, 1_000).unwrap();
+        set_link_field(&mut p, LinkField::Bql, 0).unwrap();
+        set_link_field(&mut p, LinkField::RxUsecs, 50).unwrap();
+        assert_eq!((p.rate_bytes_ps, p.bql, p.rx_usecs), (1_000, false, 50));
+        let err = set_link_field(&mut p, LinkField::TxRing, u64::MAX).unwrap_err();
+        assert!(err.contains("ring"), "{err}");
+    }
+
+    #[test]
+    fn setup_maps_the_default_config() {
+        let s = setup(&Config::embedded_default()).unwrap();
+        assert_ne!(s.topology.left.netns, s.topology.right.netns);
+        assert_eq!(s.topology.left.addrs.len(), 2);
+        assert!(s.datapath.publish_interval_ns > 0);
+    }
+}

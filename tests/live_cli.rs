@@ -1,0 +1,121 @@
+//! The `bloatbox` command line without a running daemon: exit codes and the
+//! messages that tell people what to do. No namespaces are created here.
+
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A configuration whose names no other test or daemon uses.
+fn private_config(dir: &std::path::Path) -> std::path::PathBuf {
+    let pid = std::process::id();
+    let path = dir.join("c.toml");
+    let text = format!(
+        "[left]\nnamespace = \"bbc-{pid}-l\"\ntap = \"bc{}l\"\n\n\
+         [right]\nnamespace = \"bbc-{pid}-r\"\ntap = \"bc{}r\"\n\n\
+         [daemon]\ncontrol_socket = \"{}\"\n",
+        pid % 100_000,
+        pid % 100_000,
+        dir.join("ctl.sock").display()
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn check_prints_the_report_or_the_error_with_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = private_config(dir.path());
+    let out = run(&["check", good.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains(&format!("bbc-{}-l", std::process::id())),
+        "{report}"
+    );
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[link]\nrate = \"fast\"\n").unwrap();
+    let out = run(&["check", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("link.rate") && err.contains("fast"), "{err}");
+
+    let out = run(&["check", dir.path().join("missing.toml").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn stats_and_exec_without_a_daemon_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = private_config(dir.path());
+    let cfg = cfg.to_str().unwrap();
+    let out = run(&["stats", "-c", cfg]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is `bloatbox up` running"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&["exec", "left", "-c", cfg, "--", "true"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("bloatbox up"), "{}", stderr(&out));
+    // exec needs a command after `--`.
+    let out = run(&["exec", "left", "-c", cfg]);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn up_without_privileges_refuses_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = private_config(dir.path());
+    let cfg = cfg.to_str().unwrap();
+    let out = if nix::unistd::geteuid().is_root() {
+        // Drop to nobody without capabilities.
+        let found = Command::new("sh")
+            .args(["-c", "command -v setpriv"])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        if !found {
+            eprintln!("SKIPPED: running as root and setpriv is missing");
+            return;
+        }
+        Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all",
+                BIN,
+                "up",
+                "-c",
+                cfg,
+            ])
+            .output()
+            .unwrap()
+    } else {
+        run(&["up", "-c", cfg])
+    };
+    if stderr(&out).starts_with("setpriv:") {
+        // e.g. nobody may not enter the directory the binary is in.
+        eprintln!(
+            "SKIPPED: setpriv could not run the binary: {}",
+            stderr(&out)
+        );
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("bloatbox up needs root or CAP_NET_ADMIN"),
+        "{}",
+        stderr(&out)
+    );
+}
