@@ -150,16 +150,21 @@ pub struct DirReport {
     pub tc: String,
 }
 
+/// What the simulator itself counted for one direction.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DirTally {
+    pub ce_marks: u64,
+    pub unexplained_drops: u64,
+    pub corrupt_discarded: u64,
+}
+
 impl DirReport {
-    #[allow(clippy::too_many_arguments)]
+    /// `name` l2r/r2l, `dev` its tc device, `tc` the rendered statistics.
     pub fn new(
-        name: &'static str,
-        dev: &'static str,
+        (name, dev): (&'static str, &'static str),
         snap: &PathSnapshot,
         owd: &Histogram<u64>,
-        ce_marks: u64,
-        unexplained_drops: u64,
-        corrupt_discarded: u64,
+        tally: DirTally,
         end: Instant,
         tc: String,
     ) -> DirReport {
@@ -178,9 +183,9 @@ impl DirReport {
                 0.0
             },
             drops: snap.drops_by_reason.clone(),
-            unexplained_drops,
-            corrupt_discarded,
-            ce_marks,
+            unexplained_drops: tally.unexplained_drops,
+            corrupt_discarded: tally.corrupt_discarded,
+            ce_marks: tally.ce_marks,
             owd: Percentiles::of(owd),
             held: snap.held,
             qdisc: snap.qdisc.clone(),
