@@ -1,4 +1,4 @@
-//! `run_cli`: writes the trace, the summary and the qdisc dumps; reports
+//! `run_cli`: writes the trace, the summary and `tc -s -d` statistics; reports
 //! scenario errors with their position.
 
 use bloatbox::sim;
@@ -22,11 +22,27 @@ fn writes_trace_summary_and_qdisc_stats() {
         summary["trace_events"].as_u64().unwrap()
     );
     assert_eq!(summary["flows"].as_array().unwrap().len(), 6);
-    let qdisc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("qdisc.json")).unwrap()).unwrap();
-    assert_eq!(qdisc[0]["kind"], "pfifo");
-    assert_eq!(qdisc[1]["kind"], "pfifo_fast");
-    assert!(qdisc[0]["stats"]["drops"].as_u64().unwrap() > 0);
+    assert_eq!(summary["directions"][0]["qdisc"]["kind"], "pfifo");
+    let tc = std::fs::read_to_string(out.join("tc.txt")).unwrap();
+    println!("{tc}");
+    assert!(
+        tc.contains("# l2r (left)\nqdisc pfifo 8001: root refcnt 2 limit 200p"),
+        "{tc}"
+    );
+    assert!(
+        tc.contains("# r2l (right)\nqdisc pfifo_fast 8001: root refcnt 2 bands 3"),
+        "{tc}"
+    );
+    // The counters tc prints are the path's.
+    let sent = summary["directions"][0]["frames_out"].as_u64().unwrap();
+    let dropped: u64 = summary["directions"][0]["drops"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert!(tc.contains(&format!("pkt (dropped {dropped}, ")), "{tc}");
+    assert!(sent > 0);
 }
 
 #[test]

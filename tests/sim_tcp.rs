@@ -68,6 +68,21 @@ fn ecn_capable_flows_get_marks_instead_of_drops() {
 }
 
 #[test]
+fn htb_shaper_with_fq_codel_leaf_sets_rate_and_keeps_latency() {
+    let r = sim::run(&load("htb_shaper.toml")).unwrap();
+    println!("{}\n{}", r.table(), r.directions[0].tc);
+    let goodput: f64 = r.flows.iter().filter_map(|f| f.goodput_bps).sum();
+    // 20 Mbit/s of frames, about 19 Mbit/s of TCP payload.
+    assert!((17e6..20e6).contains(&goodput), "goodput {goodput}");
+    let ping = r.flow("ping").unwrap().rtt.unwrap();
+    assert!(ping.p50 < 16_000_000, "ping p50 {} ns", ping.p50);
+    let tc = &r.directions[0].tc;
+    assert!(tc.contains("qdisc htb 1: root"), "{tc}");
+    assert!(tc.contains("qdisc fq_codel 10: parent 1:10"), "{tc}");
+    assert!(tc.contains("class htb 1:10 root leaf 10:"), "{tc}");
+}
+
+#[test]
 fn tcp_survives_netem_loss_corruption_and_duplication() {
     let sc = load("netem_lossy.toml");
     let r = sim::run(&sc).unwrap();

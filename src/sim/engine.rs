@@ -8,8 +8,8 @@
 
 use super::frame::{self, Endpoints, Proto, Tag, L4};
 use super::observe::{Departure, DequeueLog, Observed};
-use super::qdiscs::build_qdisc;
-use super::report::{DirReport, FlowReport, SimReport};
+use super::qdiscs::{build_qdisc, dev_of, tc_show};
+use super::report::{DirReport, DirTally, FlowReport, SimReport};
 use super::scenario::{Direction, Scenario};
 use super::sources::{build_flows, latency_histogram, seg_bytes, Flow, Source};
 use super::trace::{Dir, EventKind, Trace, TraceEvent};
@@ -139,14 +139,11 @@ struct DirState {
     /// Departures from this direction's qdisc not yet traced.
     dequeues: DequeueLog,
     owd: Histogram<u64>,
-    ce_marks: u64,
     /// Drop counters as of the last poll, to name the reason of each freed
     /// frame.
     seen_drops: [u64; DropReason::ALL.len()],
-    /// Frames freed without a reason the counters could explain.
-    unexplained_drops: u64,
-    /// Frames delivered corrupted, discarded by the receiving host.
-    corrupt_discarded: u64,
+    /// CE marks, unexplained drops, corrupted frames discarded.
+    tally: DirTally,
 }
 
 /// The simulator state.
@@ -179,7 +176,8 @@ impl Sim {
         let logs = [DequeueLog::default(), DequeueLog::default()];
         let mut make_path = |dir: Direction, log: &DequeueLog| {
             let params = cfg.link_params(dir);
-            let qdisc = build_qdisc(dir.table_key(), &cfg.tc_lines(dir), &params, rng.next_u64())?;
+            let lines = cfg.tc_lines(dir);
+            let qdisc = build_qdisc(dir, &lines, &params, cfg.tx_queues(dir), rng.next_u64())?;
             let observed = Box::new(Observed::new(qdisc, log.clone()));
             let mut path = Path::new(params, observed);
             if let Some(mut imp) = sc.impairments(dir)? {
@@ -195,10 +193,8 @@ impl Sim {
         let dir_state = |dequeues: DequeueLog| DirState {
             dequeues,
             owd: latency_histogram(),
-            ce_marks: 0,
             seen_drops: [0; DropReason::ALL.len()],
-            unexplained_drops: 0,
-            corrupt_discarded: 0,
+            tally: DirTally::default(),
         };
         let mut sim = Sim {
             now: Instant::ZERO,
@@ -580,7 +576,7 @@ impl Sim {
         }
         *seen = *counters;
         let missing = self.freed.len().saturating_sub(self.reasons.len());
-        self.dirs[dir].unexplained_drops += missing as u64;
+        self.dirs[dir].tally.unexplained_drops += missing as u64;
     }
 
     fn dropped(&mut self, dir: usize, pkt: Packet, reason: &'static str) {
@@ -614,7 +610,7 @@ impl Sim {
         if frame::digest(&pkt.data) != info.digest {
             // Corrupted on the wire: the receiver's checksum check drops it.
             self.flows[i].counters[info.reverse as usize].discarded_pkts += 1;
-            self.dirs[dir].corrupt_discarded += 1;
+            self.dirs[dir].tally.corrupt_discarded += 1;
             self.trace.record(TraceEvent {
                 t: now.nanos(),
                 ev: EventKind::Drop,
@@ -652,7 +648,7 @@ impl Sim {
         if marked {
             // Traced when it left the qdisc marked.
             c.ce_marks += 1;
-            self.dirs[dir].ce_marks += 1;
+            self.dirs[dir].tally.ce_marks += 1;
         }
         match info.what {
             What::Data { seg, cwr } => {
@@ -713,16 +709,19 @@ impl Sim {
     /// The results, with the qdisc statistics of both directions.
     pub fn report(&self, sc: &Scenario) -> SimReport {
         let end = self.end;
+        let cfg = sc.config();
         let flows = self.flows.iter().map(|f| FlowReport::new(f, end)).collect();
         let directions = [0, 1].map(|d| {
+            let dir = Direction::BOTH[d];
+            let snap = self.paths[d].snapshot(end);
+            let tc = tc_show(dir, &snap.qdisc, cfg.tx_queues(dir));
             DirReport::new(
-                Dir::ALL[d].name(),
-                &self.paths[d].snapshot(end),
+                (Dir::ALL[d].name(), dev_of(dir).name()),
+                &snap,
                 &self.dirs[d].owd,
-                self.dirs[d].ce_marks,
-                self.dirs[d].unexplained_drops,
-                self.dirs[d].corrupt_discarded,
+                self.dirs[d].tally,
                 end,
+                tc,
             )
         });
         SimReport {

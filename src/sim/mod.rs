@@ -35,13 +35,10 @@ pub enum SimError {
     /// The scenario file is invalid (the message names field and position).
     #[error("scenario: {0}")]
     Scenario(String),
-    /// A tc line of a direction could not be applied.
-    #[error("{dir}: \"{line}\": {msg}")]
-    Qdisc {
-        dir: String,
-        line: String,
-        msg: String,
-    },
+    /// A tc line of a direction could not be applied (the message quotes
+    /// the line and tc's error).
+    #[error("{dir}: {msg}")]
+    Qdisc { dir: String, msg: String },
     /// The event loop made no progress at one instant.
     #[error(
         "simulation stalled at {at_ns} ns: the path keeps asking to be polled without progress"
@@ -68,9 +65,10 @@ fn run_traced(scenario: &Scenario, trace: trace::Trace) -> Result<SimReport, Sim
 }
 
 /// `bloatbox sim SCENARIO [--out DIR]`: runs the scenario and prints the
-/// table and both directions' qdisc statistics. With `out_dir`, also writes
-/// `trace.jsonl` (every packet event), `summary.json` (the `SimReport`) and
-/// `qdisc.json` (the final qdisc dumps) there.
+/// table and both directions' `tc -s -d qdisc|class show`. With `out_dir`,
+/// also writes `trace.jsonl` (every packet event), `summary.json` (the
+/// `SimReport`, qdisc dumps included) and `tc.txt` (the tc statistics)
+/// there.
 pub fn run_cli(path: &std::path::Path, out_dir: Option<&std::path::Path>) -> anyhow::Result<()> {
     use anyhow::Context;
     let scenario = Scenario::from_file(path)?;
@@ -83,17 +81,14 @@ pub fn run_cli(path: &std::path::Path, out_dir: Option<&std::path::Path>) -> any
                 .with_context(|| format!("cannot create {}", trace_path.display()))?;
             let report = run_with_trace(&scenario, Box::new(std::io::BufWriter::new(file)))?;
             write_json(&dir.join("summary.json"), &report)?;
-            let dumps = [&report.directions[0].qdisc, &report.directions[1].qdisc];
-            write_json(&dir.join("qdisc.json"), &dumps)?;
+            let tc_path = dir.join("tc.txt");
+            std::fs::write(&tc_path, report.tc_text())
+                .with_context(|| format!("cannot write {}", tc_path.display()))?;
             report
         }
         None => run(&scenario)?,
     };
-    print!("{}", report.table());
-    for d in &report.directions {
-        println!("{} qdisc:", d.name);
-        println!("{}", serde_json::to_string_pretty(&d.qdisc)?);
-    }
+    print!("{}\n{}", report.table(), report.tc_text());
     Ok(())
 }
 

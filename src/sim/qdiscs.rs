@@ -1,111 +1,77 @@
-//! Builds the qdisc of one simulated direction from the scenario's tc
-//! lines (`tc qdisc add dev X root [handle H:] KIND [options]`). No lines
-//! means the device default, pfifo_fast.
+//! The qdisc side of a simulated direction, through the tc front end: the
+//! direction's tc lines (from the scenario's `[link]` section, resolved by
+//! `crate::config`) build a `QdiscTree` exactly as the daemon would, and at
+//! the end `tc -s -d qdisc show` / `class show` print its statistics.
 
 use super::SimError;
+use crate::config::Direction;
 use crate::link::LinkParams;
-use crate::qdisc::codel_qdisc::CodelQdisc;
-use crate::qdisc::fifo::{Fifo, FifoKind};
-use crate::qdisc::fq_codel::FqCodel;
-use crate::qdisc::htb::Htb;
-use crate::qdisc::pfifo_fast::PfifoFast;
-use crate::qdisc::qfq::Qfq;
-use crate::qdisc::sfq::Sfq;
-use crate::qdisc::tbf::Tbf;
-use crate::qdisc::{tc_h_make, Qdisc, QdiscCtx, TcError, TC_H_ROOT};
+use crate::qdisc::tree::{DevSpec, QdiscTree};
+use crate::qdisc::{Qdisc, QdiscDump};
+use crate::tc::show::{render, DevDump};
+use crate::tc::{Dev, TcCommand};
 
-/// The qdisc described by `lines` for a device with `params`; `seed` feeds
-/// hash perturbation. `dir` names the direction in errors.
+/// The tc device of a direction.
+pub fn dev_of(dir: Direction) -> Dev {
+    match dir {
+        Direction::LeftToRight => Dev::Left,
+        Direction::RightToLeft => Dev::Right,
+    }
+}
+
+/// The qdisc tree `lines` build on `dir`'s device; `seed` feeds hash
+/// perturbation. No lines: the device default (pfifo_fast).
 pub fn build_qdisc(
-    dir: &str,
+    dir: Direction,
     lines: &[String],
     params: &LinkParams,
+    tx_queues: u32,
     seed: u64,
 ) -> Result<Box<dyn Qdisc>, SimError> {
-    let mut ctx = QdiscCtx {
-        handle: 0,
-        parent: TC_H_ROOT,
-        txqueuelen: params.txqueuelen,
-        psched_mtu: params.mtu + 14,
+    let dev = DevSpec {
+        tx_queues: tx_queues.clamp(1, u16::MAX as u32) as u16,
         seed,
+        ..DevSpec::from_link(dev_of(dir), params)
     };
-    let err = |line: &str, msg: String| SimError::Qdisc {
-        dir: dir.to_string(),
-        line: line.to_string(),
-        msg,
-    };
-    match lines {
-        [] => Ok(Box::new(PfifoFast::new(ctx))),
-        [line] => {
-            let toks: Vec<&str> = line.split_whitespace().collect();
-            let rest = match toks.as_slice() {
-                ["tc", "qdisc", "add" | "replace", "dev", _, "root", rest @ ..] => rest,
-                _ => {
-                    return Err(err(
-                        line,
-                        "expected \"tc qdisc add dev DEV root [handle H:] KIND [options]\"".into(),
-                    ))
-                }
-            };
-            let rest = match rest {
-                ["handle", h, rest @ ..] => {
-                    let major = h
-                        .strip_suffix(':')
-                        .and_then(|m| u16::from_str_radix(m, 16).ok())
-                        .ok_or_else(|| {
-                            err(
-                                line,
-                                format!("invalid handle \"{h}\": expected hex major, e.g. 1:"),
-                            )
-                        })?;
-                    ctx.handle = tc_h_make(major, 0);
-                    rest
-                }
-                _ => {
-                    ctx.handle = tc_h_make(0x8001, 0);
-                    rest
-                }
-            };
-            let [kind, args @ ..] = rest else {
-                return Err(err(line, "missing qdisc kind".into()));
-            };
-            let built: Result<Box<dyn Qdisc>, TcError> = match *kind {
-                "pfifo_fast" => PfifoFast::from_args(ctx, args).map(|q| Box::new(q) as _),
-                "pfifo" => Fifo::from_args(FifoKind::Pfifo, ctx, args).map(|q| Box::new(q) as _),
-                "bfifo" => Fifo::from_args(FifoKind::Bfifo, ctx, args).map(|q| Box::new(q) as _),
-                "pfifo_head_drop" => {
-                    Fifo::from_args(FifoKind::PfifoHeadDrop, ctx, args).map(|q| Box::new(q) as _)
-                }
-                "fq_codel" => FqCodel::from_args(ctx, args).map(|q| Box::new(q) as _),
-                "codel" => CodelQdisc::from_args(ctx, args).map(|q| Box::new(q) as _),
-                "sfq" => Sfq::from_args(ctx, args).map(|q| Box::new(q) as _),
-                "tbf" => Tbf::from_args(ctx, args).map(|q| Box::new(q) as _),
-                "htb" => Htb::from_args(ctx, args).map(|q| Box::new(q) as _),
-                "qfq" => Qfq::from_args(ctx, args).map(|q| Box::new(q) as _),
-                other => Err(TcError::new(format!(
-                    "qdisc \"{other}\" is not available: use pfifo_fast, pfifo, bfifo, pfifo_head_drop, fq_codel, codel, sfq, tbf, htb or qfq"
-                ))),
-            };
-            built.map_err(|e| err(line, e.to_string()))
-        }
-        [_, second, ..] => Err(err(
-            second,
-            "only one root qdisc line is supported by this build".into(),
-        )),
-    }
+    let tree = QdiscTree::build(dev, lines).map_err(|e| SimError::Qdisc {
+        dir: dir.table_key().to_string(),
+        msg: e.to_string(),
+    })?;
+    Ok(Box::new(tree))
+}
+
+/// `tc -s -d qdisc show dev D` followed by `tc -s -d class show dev D`, as
+/// iproute2 prints them, from the final dump of `dir`'s tree.
+pub fn tc_show(dir: Direction, root: &QdiscDump, tx_queues: u32) -> String {
+    let dev = dev_of(dir);
+    let devs = [DevDump {
+        dev,
+        root,
+        tx_queues: tx_queues.clamp(1, u16::MAX as u32) as u16,
+    }];
+    ["qdisc", "class"]
+        .iter()
+        .map(|object| {
+            let line = format!("tc -s -d {object} show dev {}", dev.name());
+            TcCommand::parse(&line)
+                .and_then(|cmd| render(&cmd, &devs))
+                .unwrap_or_else(|e| format!("{line}: {e}\n"))
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::Instant;
 
-    fn build(lines: &[&str]) -> Result<Box<dyn Qdisc>, SimError> {
+    fn build(dir: Direction, lines: &[&str]) -> Result<Box<dyn Qdisc>, SimError> {
         let lines: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
-        build_qdisc("left_to_right", &lines, &LinkParams::default(), 1)
+        build_qdisc(dir, &lines, &LinkParams::default(), 1, 1)
     }
 
     fn build_err(lines: &[&str]) -> String {
-        match build(lines) {
+        match build(Direction::LeftToRight, lines) {
             Ok(q) => panic!("built {}", q.kind()),
             Err(e) => e.to_string(),
         }
@@ -113,27 +79,45 @@ mod tests {
 
     #[test]
     fn default_is_pfifo_fast() {
-        assert_eq!(build(&[]).unwrap().kind(), "pfifo_fast");
+        let q = build(Direction::RightToLeft, &[]).unwrap();
+        assert_eq!(q.kind(), "pfifo_fast");
+        let text = tc_show(Direction::RightToLeft, &q.dump(Instant::ZERO), 1);
+        assert!(
+            text.starts_with("qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap"),
+            "{text}"
+        );
+        assert!(
+            text.contains(" Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0)"),
+            "{text}"
+        );
     }
 
     #[test]
-    fn fifo_with_limit_and_handle() {
-        let q = build(&["tc qdisc add dev left root handle 1: pfifo limit 50"]).unwrap();
-        assert_eq!(q.kind(), "pfifo");
-        let d = q.dump(crate::time::Instant::ZERO);
-        assert_eq!(d.handle, tc_h_make(1, 0));
-        assert!(d.options.contains("limit 50p"), "{}", d.options);
+    fn htb_tree_from_several_lines_prints_classes() {
+        let q = build(
+            Direction::LeftToRight,
+            &[
+                "tc qdisc add dev left root handle 1: htb default 10",
+                "tc class add dev left parent 1: classid 1:10 htb rate 10mbit",
+                "tc qdisc add dev left parent 1:10 fq_codel",
+            ],
+        )
+        .unwrap();
+        assert_eq!(q.kind(), "htb");
+        let text = tc_show(Direction::LeftToRight, &q.dump(Instant::ZERO), 1);
+        assert!(text.contains("qdisc htb 1: root"), "{text}");
+        assert!(text.contains("qdisc fq_codel"), "{text}");
+        assert!(text.contains("class htb 1:10 root"), "{text}");
     }
 
     #[test]
-    fn errors_name_the_line() {
+    fn errors_name_direction_and_line() {
         let e = build_err(&["tc qdisc add dev left root pfifo limit x"]);
         assert!(e.contains("left_to_right") && e.contains("limit x"), "{e}");
-        let e = build_err(&["qdisc add"]);
-        assert!(e.contains("expected"), "{e}");
-        let e = build_err(&["tc qdisc add dev left root handle zz: pfifo"]);
-        assert!(e.contains("zz:"), "{e}");
-        let e = build_err(&["tc qdisc add dev left root"]);
-        assert!(e.contains("missing qdisc kind"), "{e}");
+        let e = build_err(&[
+            "tc qdisc add dev left root handle 1: htb",
+            "tc class add dev left parent 7: classid 7:1 htb rate 1mbit",
+        ]);
+        assert!(e.contains("parent 7:"), "{e}");
     }
 }

@@ -127,6 +127,8 @@ impl FlowReport {
 #[derive(Clone, Debug, Serialize)]
 pub struct DirReport {
     pub name: &'static str,
+    /// The tc device: `left` (left→right) or `right`.
+    pub dev: &'static str,
     pub rate_bytes_ps: u64,
     pub frames_in: u64,
     pub frames_out: u64,
@@ -144,22 +146,33 @@ pub struct DirReport {
     /// Frames still inside the path at the end.
     pub held: u64,
     pub qdisc: QdiscDump,
+    /// `tc -s -d qdisc show` and `class show` of the direction's device.
+    pub tc: String,
+}
+
+/// What the simulator itself counted for one direction.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DirTally {
+    pub ce_marks: u64,
+    pub unexplained_drops: u64,
+    pub corrupt_discarded: u64,
 }
 
 impl DirReport {
+    /// `name` l2r/r2l, `dev` its tc device, `tc` the rendered statistics.
     pub fn new(
-        name: &'static str,
+        (name, dev): (&'static str, &'static str),
         snap: &PathSnapshot,
         owd: &Histogram<u64>,
-        ce_marks: u64,
-        unexplained_drops: u64,
-        corrupt_discarded: u64,
+        tally: DirTally,
         end: Instant,
+        tc: String,
     ) -> DirReport {
         let secs = end.nanos() as f64 / NS_PER_SEC as f64;
         let rate = snap.params.rate_bytes_ps;
         DirReport {
             name,
+            dev,
             rate_bytes_ps: rate,
             frames_in: snap.counters.frames_in,
             frames_out: snap.counters.frames_out,
@@ -170,12 +183,13 @@ impl DirReport {
                 0.0
             },
             drops: snap.drops_by_reason.clone(),
-            unexplained_drops,
-            corrupt_discarded,
-            ce_marks,
+            unexplained_drops: tally.unexplained_drops,
+            corrupt_discarded: tally.corrupt_discarded,
+            ce_marks: tally.ce_marks,
             owd: Percentiles::of(owd),
             held: snap.held,
             qdisc: snap.qdisc.clone(),
+            tc,
         }
     }
 }
@@ -204,6 +218,14 @@ impl SimReport {
     /// The flow of this name.
     pub fn flow(&self, name: &str) -> Option<&FlowReport> {
         self.flows.iter().find(|f| f.name == name)
+    }
+
+    /// Both directions' tc statistics, each under a `# dev` heading.
+    pub fn tc_text(&self) -> String {
+        self.directions
+            .iter()
+            .map(|d| format!("# {} ({})\n{}", d.name, d.dev, d.tc))
+            .collect()
     }
 
     /// A small fixed-width table: one row per flow, one per direction.
