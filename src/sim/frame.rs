@@ -250,14 +250,26 @@ pub fn read_tag(data: &[u8]) -> Option<Tag> {
 /// ECN bits and the IPv4 header checksum are left out).
 pub fn digest(data: &[u8]) -> u64 {
     let v4 = data.get(12..14) == Some(&[0x08, 0x00]);
+    // Masks per 8-byte little-endian word: byte 15 holds the ECN bits (the
+    // low two of the IPv4 TOS, bits 4-5 of the IPv6 header's second
+    // byte), bytes 24-25 the IPv4 header checksum.
+    let (ecn_mask, csum_mask) = if v4 {
+        (!(0x03u64 << 56), !0xFFFFu64)
+    } else {
+        (!(0x30u64 << 56), !0u64)
+    };
+    let mut words = data.chunks_exact(8);
     let mut h = 0u64;
-    for (i, &b) in data.iter().enumerate() {
-        let b = match i {
-            15 if v4 => b & !3,
-            24 | 25 if v4 => 0,
-            15 => b & !0x30,
-            _ => b,
-        };
+    for (k, chunk) in words.by_ref().enumerate() {
+        let mut w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        match k {
+            1 => w &= ecn_mask,
+            3 => w &= csum_mask,
+            _ => {}
+        }
+        h = super::trace::fx(h, w);
+    }
+    for &b in words.remainder() {
         h = super::trace::fx(h, b as u64);
     }
     super::trace::fx(h, data.len() as u64)
