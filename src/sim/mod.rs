@@ -8,11 +8,18 @@
 //! the other, so ACK clocking and bufferbloat emerge instead of being
 //! modelled.
 //!
+//! The qdiscs are built by the tc front end (`QdiscTree`) from the same
+//! `[link]` section the daemon's configuration uses; optional netem-style
+//! impairments act on each path's wire. The outputs are a per-packet trace
+//! (JSON lines: enqueue, dequeue, drop with reason, ECN mark, delivery), a
+//! summary (`SimReport`: throughput, latency percentiles, drops, marks) and
+//! the final `tc -s -d qdisc|class show` of both devices.
+//!
 //! Submodules: `scenario` (the TOML file), `frame` (real header bytes),
 //! `tcp` (Reno/CUBIC sender, SACK receiver), `sources` (flows and their
-//! sources), `qdiscs` (qdisc from tc lines), `observe` (sees frames leave
-//! the qdisc), `engine` (the event loop),
-//! `trace` (JSON-lines events and their hash), `report` (summary and table).
+//! sources), `qdiscs` (qdisc tree from tc lines, tc show), `observe` (sees
+//! frames leave the qdisc), `engine` (the event loop), `trace` (JSON-lines
+//! events and their hash), `report` (summary and table).
 
 pub mod engine;
 pub mod frame;
