@@ -159,15 +159,26 @@ pub trait Qdisc: Send {
     /// Bytes held.
     fn backlog(&self) -> u64;
 
+    /// The counters this qdisc keeps: bytes, packets, drops, overlimits,
+    /// requeues (`qlen`/`backlog` are filled in by `stats`).
+    fn counters(&self) -> QdiscStats;
+
     /// The generic counters, with `qlen`/`backlog` filled in.
-    fn stats(&self) -> QdiscStats;
+    fn stats(&self) -> QdiscStats {
+        QdiscStats {
+            qlen: self.qlen(),
+            backlog: self.backlog(),
+            ..self.counters()
+        }
+    }
 
     /// TCQ_F_CAN_BYPASS: an empty instance may let a frame skip the queue.
     fn can_bypass(&self) -> bool {
         false
     }
-    /// Counts a frame that bypassed this (empty) qdisc as Sent.
-    fn count_bypass(&mut self, len: u32);
+    /// Counts a frame that bypassed this (empty) qdisc as Sent. Every qdisc
+    /// whose `can_bypass` can return true overrides this.
+    fn count_bypass(&mut self, _len: u32) {}
 
     /// Drops everything held (reason `QdiscReset`) and clears queue state,
     /// keeping the counters.

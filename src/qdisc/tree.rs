@@ -842,6 +842,9 @@ impl Qdisc for QdiscTree {
     fn backlog(&self) -> u64 {
         self.root.backlog()
     }
+    fn counters(&self) -> QdiscStats {
+        self.root.counters()
+    }
     fn stats(&self) -> QdiscStats {
         self.root.stats()
     }
