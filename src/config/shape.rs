@@ -92,7 +92,8 @@ impl Config {
     }
 
     /// The trace or schedule file of `dir`: the direction table's beats
-    /// `[link]`'s; one table may not name both.
+    /// `[link]`'s (an empty path there clears it); one table may not name
+    /// both.
     pub(crate) fn schedule_source(
         &self,
         dir: Direction,
@@ -123,6 +124,8 @@ impl Config {
                         },
                     )))
                 }
+                // Written but empty: this table clears the rate source.
+                _ if table.trace.is_some() || table.schedule.is_some() => return Ok(None),
                 _ => {}
             }
         }
@@ -171,13 +174,14 @@ impl Config {
         let Some((kind, file)) = self.schedule_source(dir)? else {
             return Ok(None);
         };
-        let fail = |m: String| {
-            ConfigError::field(file.path.clone(), Some(toml_text(file.value.as_str())), m)
-        };
+        // No value: the loader shows the path as written, the message the
+        // resolved one.
+        let fail = |m: String| ConfigError::field(file.path.clone(), None, m);
         let text = std::fs::read_to_string(&file.value).map_err(|e| {
             fail(format!(
-                "cannot read the {} file: {e}; expected a readable file, relative to the configuration file's directory; fix: correct the path or remove the key",
-                kind.key()
+                "cannot read the {} file {}: {e}; expected a readable file, relative to the configuration file's directory; fix: correct the path or remove the key",
+                kind.key(),
+                file.value
             ))
         })?;
         let parsed = match kind {
@@ -185,6 +189,7 @@ impl Config {
             ScheduleKind::Schedule => Schedule::parse_native(&text),
         };
         parsed.map(Some).map_err(|e| {
+            let e = format!("in {}: {e}", file.value);
             fail(match kind {
                 ScheduleKind::Trace => format!("{e}; fix: write one delivery time in ms per line, increasing (a mahimahi trace), or use schedule for the native format"),
                 ScheduleKind::Schedule => format!("{e}; fix: write lines such as \"0ms 100mbit\" and \"1500ms 10mbit delay 20ms\" (the native format), or use trace for a mahimahi trace"),
