@@ -738,12 +738,14 @@ fn check_report_shows_shape_and_seed() {
     assert!(
         line.starts_with("  trace ")
             && line.ends_with(
-                "configs/traces/12-6mbit.up (75 delivery opportunities, repeating every 100ms)"
+                "configs/traces/12-6mbit.up (75 delivery opportunities, repeating every 100ms; replaces the rate)"
             ),
         "{line}"
     );
     let sched = check_report(&seed("trace-schedule.toml"));
-    assert!(sched.contains("configs/traces/step-down.sched (3 steps, repeating every 6s)\n"));
+    assert!(sched.contains(
+        "configs/traces/step-down.sched (3 steps, repeating every 6s; replaces the rate)\n"
+    ));
     assert!(sched.contains("  framing overhead 8 mpu 0 linklayer ethernet\n"));
     assert!(!default.contains("framing"));
 }

@@ -140,7 +140,7 @@ fn shape(out: &mut String, config: &Config, dir: Direction) {
             ScheduleKind::Trace => "trace",
             ScheduleKind::Schedule => "schedule",
         };
-        let _ = writeln!(out, "  {key} {} ({what})", file.value);
+        let _ = writeln!(out, "  {key} {} ({what}; replaces the rate)", file.value);
     }
     let f = shape.framing;
     if f != Framing::default() {
