@@ -129,7 +129,7 @@ fn run(kind: usize, frames: &[(bool, Vec<u8>, u32)]) -> (u64, u64) {
     let mut t = Tally::default();
     let mut now = Instant::ZERO;
     for (i, (right, data, gap)) in frames.iter().enumerate() {
-        now = now + *gap as u64 * 1_000;
+        now += *gap as u64 * 1_000;
         if let Some(due) = b.poll_at() {
             if due <= now {
                 drain(&mut b, due, &mut t);
@@ -307,7 +307,7 @@ fn lldp(extra: usize) -> Vec<u8> {
     .concat();
     f.extend_from_slice(&[0x02, 0x07, 0x04]);
     f.extend_from_slice(&MAC_A);
-    f.extend(std::iter::repeat(0xab).take(extra.min(1400)));
+    f.extend(std::iter::repeat_n(0xab, extra.min(1400)));
     f.extend_from_slice(&[0, 0]);
     f
 }
@@ -457,17 +457,14 @@ fn corpus_through_every_root_qdisc() {
     }
     let start = WallClock::now();
     let mut executions = 0u64;
-    for kind in 0..TREES.len() {
+    for (kind, tree) in TREES.iter().enumerate() {
         let frames: Vec<(bool, Vec<u8>, u32)> = corpus
             .iter()
             .enumerate()
             .map(|(i, f)| (i % 3 == 0, f.clone(), (i % 7) as u32 * 50))
             .collect();
         let (delivered, dropped) = run(kind, &frames);
-        println!(
-            "{:>14}: {delivered} delivered, {dropped} dropped",
-            TREES[kind].0
-        );
+        println!("{:>14}: {delivered} delivered, {dropped} dropped", tree.0);
         assert!(
             delivered > 0 && dropped > 0,
             "the corpus reaches both outcomes"
