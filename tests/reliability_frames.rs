@@ -3,8 +3,9 @@
 //! 802.1Q and QinQ tags, ARP, LLDP) and then mutated (truncated, bytes
 //! flipped, IHL and lengths corrupted, padded past the MTU), plus runts and
 //! random bytes, are fed into `Bridge::ingress` at explicit times under every
-//! root qdisc kind. After every step each direction must conserve frames
-//! (`frames_in + duplicated = frames_out + drops + held`); after polling to
+//! root qdisc kind, and under fq_codel followed by netem impairments. After
+//! every step each direction must conserve frames (`frames_in + duplicated
+//! = frames_out + drops + held`); after polling to
 //! completion every frame offered was either delivered or returned as a
 //! freed buffer counted under a drop reason. cargo-fuzz needs a nightly
 //! toolchain this machine cannot fetch, so this is a proptest corpus run.
