@@ -1327,6 +1327,10 @@ impl Qdisc for Htb {
 }
 
 impl Classful for Htb {
+    fn flush_freed(&mut self, drops: &mut Drops) {
+        self.flush_purged(drops);
+    }
+
     fn add_class(&mut self, classid: Handle, parent: Handle, args: &[&str]) -> Result<(), TcError> {
         let classid = self.full_id(classid);
         let major = tc_h_major(self.ctx.handle);

@@ -221,6 +221,11 @@ pub trait Classful {
     fn add_class(&mut self, classid: Handle, parent: Handle, args: &[&str]) -> Result<(), TcError>;
     /// `tc class change`.
     fn change_class(&mut self, classid: Handle, args: &[&str]) -> Result<(), TcError>;
+    /// Hands frames that `add_class`/`change_class` purged (HTB turning a
+    /// leaf into an inner class) to `drops`.
+    fn flush_freed(&mut self, drops: &mut Drops) {
+        let _ = drops;
+    }
     /// `tc class del`.
     fn delete_class(&mut self, classid: Handle, drops: &mut Drops) -> Result<(), TcError>;
     /// Attaches `child` under `classid`, returning the qdisc it replaces.
