@@ -185,9 +185,10 @@ pub struct LiveLink {
 
 impl LiveLink {
     /// Brings the link of `cfg` up exactly as `up` does, without control
-    /// socket, signals or TUI.
-    pub fn start(cfg: &Config) -> anyhow::Result<LiveLink> {
-        let setup = setup(cfg)?;
+    /// socket, signals or TUI; `realtime` as `up --realtime`.
+    pub fn start(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<LiveLink> {
+        let mut setup = setup(cfg)?;
+        setup.datapath.realtime_priority = realtime;
         netns::require_privileges()?;
         let bridge = build_bridge(cfg);
         let (guard, left, right) = setup.topology.up()?;

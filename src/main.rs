@@ -109,6 +109,12 @@ struct LoadArgs {
     /// Let the TCP flows negotiate ECN (net.ipv4.tcp_ecn = 1 in both namespaces).
     #[arg(long)]
     ecn: bool,
+    /// SCHED_FIFO priority of the datapath thread (0 = normal scheduling).
+    /// On a busy machine a normally scheduled datapath reads the TAPs late,
+    /// their 16-frame queues overflow and TCP backs off before any
+    /// emulated queue fills.
+    #[arg(long, value_name = "PRIO", default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=99))]
+    realtime: u8,
     /// Write every result and sample as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -141,6 +147,7 @@ impl LoadArgs {
             ping_interval: (!self.ping_interval.is_zero()).then_some(self.ping_interval),
             udp_rr: !self.no_udp_rr,
             ecn: self.ecn,
+            realtime: (self.realtime > 0).then_some(self.realtime),
         })
     }
 }

@@ -48,6 +48,8 @@ pub struct TestOptions {
     pub ping_interval: Option<Duration>,
     pub udp_rr: bool,
     pub ecn: bool,
+    /// SCHED_FIFO priority of the datapath thread (as `up --realtime`).
+    pub realtime: Option<u8>,
 }
 
 impl Default for TestOptions {
@@ -62,6 +64,7 @@ impl Default for TestOptions {
             ping_interval: Some(Duration::from_millis(100)),
             udp_rr: true,
             ecn: false,
+            realtime: None,
         }
     }
 }
@@ -107,6 +110,10 @@ pub struct PathTotals {
     pub drops: u64,
     /// ECN CE marks by CoDel-based qdiscs anywhere in the tree.
     pub marks: u64,
+    /// Frames lost outside the emulated link: dropped by the sending TAP's
+    /// own kernel queue (the daemon did not read in time) plus those the
+    /// receiving TAP refused.
+    pub tap_drops: u64,
 }
 
 /// One configuration's result.
@@ -154,6 +161,24 @@ fn ipv4(addr: IpAddr, side: &str) -> anyhow::Result<std::net::Ipv4Addr> {
     }
 }
 
+/// Why a live test cannot run here (not root), or `None`.
+pub fn skip_reason() -> Option<String> {
+    crate::netns::require_privileges()
+        .err()
+        .map(|e| format!("skipped: {e}"))
+}
+
+/// TX drops of a TAP in its namespace (its kernel queue overflowing because
+/// the daemon did not read in time); 0 if `ip` cannot tell.
+fn tap_tx_dropped(ns: &str, tap: &str) -> u64 {
+    let out = std::process::Command::new("ip")
+        .args(["-n", ns, "-s", "-j", "link", "show", "dev", tap])
+        .output();
+    let Ok(out) = out else { return 0 };
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    v[0]["stats64"]["tx"]["dropped"].as_u64().unwrap_or(0)
+}
+
 /// Brings `cand` up under private names, runs the test, tears down (also on
 /// error).
 pub fn run_one(
@@ -177,8 +202,11 @@ pub fn run_one(
         udp_rr: opts.udp_rr,
         ecn: opts.ecn,
     };
-    let link = LiveLink::start(&cfg).with_context(|| format!("bringing up {}", cand.name))?;
+    let link = LiveLink::start(&cfg, opts.realtime)
+        .with_context(|| format!("bringing up {}", cand.name))?;
     let raw = rrul::run(&spec, progress);
+    // Before teardown: the sending TAPs' queue drops (left TAP sends L→R).
+    let sender_drops = [&cfg.left, &cfg.right].map(|e| tap_tx_dropped(&e.namespace, &e.tap));
     let last = link.stop();
     let raw = raw.with_context(|| format!("testing {}", cand.name))?;
     let last = last?;
@@ -188,6 +216,11 @@ pub fn run_one(
             qdisc: p.qdisc.kind.clone(),
             drops: p.counters.total_drops(),
             marks: ecn_marks(&p.qdisc),
+            tap_drops: sender_drops[d.index()]
+                + match d {
+                    Dir::LeftToRight => last.right_port.tx_full_drops,
+                    Dir::RightToLeft => last.left_port.tx_full_drops,
+                },
         }
     });
     Ok(ConfigResult {

@@ -1,7 +1,8 @@
 //! The comparison table of a test run, in the style of the netdev bufferbloat
 //! threads: ping's rtt min/avg/max/mdev, p50/p99 of ping and UDP_RR, UDP_RR
 //! transactions per second, TCP goodput per direction, and the daemon's
-//! drops and ECN marks per direction.
+//! drops (in the link + refused by the receiving TAP) and ECN marks per
+//! direction (`>` = left→right, `<` = right→left).
 
 use std::fmt::Write;
 
@@ -42,7 +43,7 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(
         out,
         "{:<22} {:<10} | {:>30} | {:>7} {:>7} | {:>15} {:>8} | {:>7} {:>7} | {:>13} | {:>9}",
-        "", "", "", "ms", "ms", "ms", "", "Mbit/s", "Mbit/s", "", ""
+        "", "", "", "ms", "ms", "ms", "", "Mbit/s", "Mbit/s", "link+tap", ""
     );
     for r in &report.results {
         let s = &r.summary;
@@ -80,7 +81,7 @@ pub fn render(report: &Report) -> String {
             tps,
             s.up_mbit,
             s.down_mbit,
-            format!("{}/{}", l2r.drops, r2l.drops),
+            format!("{}+{}/{}+{}", l2r.drops, l2r.tap_drops, r2l.drops, r2l.tap_drops),
             format!("{}/{}", l2r.marks, r2l.marks),
         );
     }

@@ -1,0 +1,64 @@
+//! Seed experiment 2 (root only): RX interrupt coalescing by time. With
+//! rx-usecs 20 every lone frame waits 20 µs at the receiving NIC, with
+//! rx-usecs 1 it waits 1 µs, so an idle request/response round trip (two
+//! receives) is about 2 × 19 µs longer. Idle link, UDP_RR and ping for 3 s
+//! each; the assertion is on the difference of medians within one run.
+
+use std::path::Path;
+use std::time::Duration;
+
+use bloatbox::experiment::{run_one, skip_reason, Candidate, TestOptions};
+
+#[test]
+fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
+    if let Some(why) = skip_reason() {
+        eprintln!("{why}");
+        return;
+    }
+    let cfg = |name: &str| {
+        Candidate::from_file(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("configs/{name}.toml")),
+        )
+        .unwrap()
+    };
+    let opts = TestOptions {
+        flows: 0,
+        duration: Duration::from_secs(3),
+        warmup: Duration::from_millis(500),
+        ping_interval: Some(Duration::from_millis(20)),
+        udp_rr: true,
+        realtime: Some(50),
+        ..TestOptions::default()
+    };
+    let r20 = run_one(&cfg("rx-usecs-20"), 200, &opts, &mut |_| {}).unwrap();
+    let r1 = run_one(&cfg("rx-usecs-1"), 201, &opts, &mut |_| {}).unwrap();
+    let rr = |r: &bloatbox::experiment::ConfigResult| {
+        r.summary
+            .udp_rr
+            .as_ref()
+            .expect("udp_rr ran")
+            .latency
+            .p50_ms
+            * 1e3
+    };
+    let ping = |r: &bloatbox::experiment::ConfigResult| {
+        r.summary.ping.as_ref().expect("ping ran").latency.p50_ms * 1e3
+    };
+    let per_receive = (rr(&r20) - rr(&r1)) / 2.0;
+    eprintln!(
+        "UDP_RR p50: rx-usecs 20 {:.1} us, rx-usecs 1 {:.1} us -> {per_receive:.1} us per receive \
+         (expected 19); ping p50 {:.1} vs {:.1} us",
+        rr(&r20),
+        rr(&r1),
+        ping(&r20),
+        ping(&r1)
+    );
+    assert!(
+        (9.5..=60.0).contains(&per_receive),
+        "{per_receive:.1} us per receive, expected about 19"
+    );
+    assert!(
+        ping(&r20) > ping(&r1),
+        "ping does not see the coalescing delay"
+    );
+}
