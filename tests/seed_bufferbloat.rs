@@ -45,7 +45,7 @@ fn ping_stays_near_idle_under_fq_codel_and_sfq_but_not_behind_a_deep_ring() {
         ..loaded.clone()
     };
     let tag = 100;
-    let fq = run_one(&cfg("fq-codel"), tag, &loaded, &mut |_| {}).unwrap();
+    let fq = run_one(&cfg("fq-codel"), tag, &loaded, &mut |_| true).unwrap();
     if fq.paths[0].qdisc != "fq_codel" {
         eprintln!(
             "skipped: the daemon built a {} root for fq-codel.toml (the tc tree builder is not merged yet)",
@@ -53,9 +53,12 @@ fn ping_stays_near_idle_under_fq_codel_and_sfq_but_not_behind_a_deep_ring() {
         );
         return;
     }
-    let idle = run_one(&cfg("fq-codel"), tag + 1, &idle_opts, &mut |_| {}).unwrap();
-    let sfq = run_one(&cfg("htb-sfq-100mbit"), tag + 2, &loaded, &mut |_| {}).unwrap();
-    let deep = run_one(&cfg("pfifo-fast-deep-ring"), tag + 3, &loaded, &mut |_| {}).unwrap();
+    let idle = run_one(&cfg("fq-codel"), tag + 1, &idle_opts, &mut |_| true).unwrap();
+    let sfq = run_one(&cfg("htb-sfq-100mbit"), tag + 2, &loaded, &mut |_| true).unwrap();
+    let deep = run_one(&cfg("pfifo-fast-deep-ring"), tag + 3, &loaded, &mut |_| {
+        true
+    })
+    .unwrap();
     let base = p50_ms(&idle);
     let rise = |r: &ConfigResult| p50_ms(r) - base;
     eprintln!(

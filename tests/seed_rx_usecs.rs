@@ -30,8 +30,8 @@ fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
         realtime: Some(50),
         ..TestOptions::default()
     };
-    let r20 = run_one(&cfg("rx-usecs-20"), 200, &opts, &mut |_| {}).unwrap();
-    let r1 = run_one(&cfg("rx-usecs-1"), 201, &opts, &mut |_| {}).unwrap();
+    let r20 = run_one(&cfg("rx-usecs-20"), 200, &opts, &mut |_| true).unwrap();
+    let r1 = run_one(&cfg("rx-usecs-1"), 201, &opts, &mut |_| true).unwrap();
     let rr = |r: &bloatbox::experiment::ConfigResult| {
         r.summary
             .udp_rr

@@ -30,8 +30,8 @@ fn udp_rr_transaction_rate_is_higher_with_coalescing_off() {
         realtime: Some(50),
         ..TestOptions::default()
     };
-    let on = run_one(&cfg("udp-rr-coalesce-on"), 500, &opts, &mut |_| {}).unwrap();
-    let off = run_one(&cfg("udp-rr-coalesce-off"), 501, &opts, &mut |_| {}).unwrap();
+    let on = run_one(&cfg("udp-rr-coalesce-on"), 500, &opts, &mut |_| true).unwrap();
+    let off = run_one(&cfg("udp-rr-coalesce-off"), 501, &opts, &mut |_| true).unwrap();
     let tps = |r: &ConfigResult| {
         r.summary
             .udp_rr

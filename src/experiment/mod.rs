@@ -185,7 +185,7 @@ pub fn run_one(
     cand: &Candidate,
     tag: usize,
     opts: &TestOptions,
-    progress: &mut dyn FnMut(f64),
+    progress: &mut dyn FnMut(f64) -> bool,
 ) -> anyhow::Result<ConfigResult> {
     let cfg = private_names(&cand.config, tag);
     let spec = RrulSpec {
@@ -232,7 +232,11 @@ pub fn run_one(
 }
 
 /// Runs every candidate in turn, with a progress line on a terminal.
+/// SIGINT, SIGTERM and SIGHUP stop the run cleanly (threads joined, link
+/// torn down) with an error.
 pub fn run_all(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Report> {
+    // Before any thread exists, so that all inherit the blocked mask.
+    let mut signals = crate::netns::TerminationSignals::block()?;
     let tty = std::io::stderr().is_terminal();
     let total = opts.duration.as_secs_f64();
     let mut results = Vec::new();
@@ -242,6 +246,10 @@ pub fn run_all(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Report
             eprintln!("{head}: {total:.0} s");
         }
         let mut progress = |t: f64| {
+            if let Some(sig) = signals.wait(0) {
+                eprintln!("\nstopping after signal {sig}");
+                return false;
+            }
             if tty {
                 let width = 30usize;
                 let done = ((t / total).clamp(0.0, 1.0) * width as f64) as usize;
@@ -252,6 +260,7 @@ pub fn run_all(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Report
                 );
                 let _ = std::io::stderr().flush();
             }
+            true
         };
         let r = run_one(c, i, opts, &mut progress);
         if tty {

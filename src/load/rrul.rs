@@ -96,8 +96,9 @@ impl RrulRaw {
 }
 
 /// Runs the test; `progress` gets the elapsed seconds about ten times a
-/// second. Every thread is stopped and joined on every path.
-pub fn run(spec: &RrulSpec, progress: &mut dyn FnMut(f64)) -> anyhow::Result<RrulRaw> {
+/// second and returns false to abort (an error). Every thread is stopped and
+/// joined on every path.
+pub fn run(spec: &RrulSpec, progress: &mut dyn FnMut(f64) -> bool) -> anyhow::Result<RrulRaw> {
     if spec.ecn {
         for ns in [&spec.left_ns, &spec.right_ns] {
             join(spawn_in(ns, "sysctl", || {
@@ -114,7 +115,7 @@ pub fn run(spec: &RrulSpec, progress: &mut dyn FnMut(f64)) -> anyhow::Result<Rru
 fn run_started(
     spec: &RrulSpec,
     run: &Run,
-    progress: &mut dyn FnMut(f64),
+    progress: &mut dyn FnMut(f64) -> bool,
 ) -> anyhow::Result<RrulRaw> {
     // Each part is stopped by `run.stop()` in `run` if a later one fails to
     // start; its threads end on their own within a poll interval.
@@ -179,19 +180,21 @@ fn run_started(
     let count = |b: &Option<Bulk>| b.as_ref().map_or(0, |b| b.bytes.load(Ordering::Relaxed));
     let mut raw = RrulRaw::default();
     let total = spec.duration.as_secs_f64();
-    loop {
+    let aborted = loop {
         let t = run.elapsed();
         raw.throughput.push(ThroughputSample {
             t,
             up_bytes: count(&up),
             down_bytes: count(&down),
         });
-        progress(t);
+        if !progress(t) {
+            break true;
+        }
         if t >= total {
-            break;
+            break false;
         }
         std::thread::sleep(SAMPLE_INTERVAL.min(Duration::from_secs_f64(total - t)));
-    }
+    };
     run.stop();
     // Join everything before reporting the first error.
     let ping = ping.map(Ping::finish).transpose();
@@ -202,5 +205,6 @@ fn run_started(
     raw.udp_rr = udp?;
     up?;
     down?;
+    anyhow::ensure!(!aborted, "interrupted");
     Ok(raw)
 }
