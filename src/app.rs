@@ -19,8 +19,6 @@ use crate::link::LinkParams;
 use crate::link::Path as LinkPath;
 use crate::netns::{self, SideSpec, TerminationSignals, Topology};
 use crate::port::TapSpec;
-use crate::qdisc::pfifo_fast::PfifoFast;
-use crate::qdisc::QdiscCtx;
 use crate::time::{Instant, NS_PER_SEC, NS_PER_US};
 use crate::tui::{Action, LinkField};
 
@@ -82,20 +80,25 @@ fn setup(cfg: &Config) -> anyhow::Result<Setup> {
     })
 }
 
-/// The two paths of the link, per the configuration. The qdisc of each
-/// direction is pfifo_fast with the device's txqueuelen until the tc tree
-/// builder lands.
-fn build_bridge(cfg: &Config) -> Bridge {
-    let path = |dir: Direction| {
+/// The two paths of the link, per the configuration: each direction's
+/// qdisc tree is built from its tc lines by the tc front end, as the
+/// simulator builds it.
+fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
+    let path = |dir: Direction| -> anyhow::Result<LinkPath> {
         let params = cfg.link_params(dir);
-        let ctx = QdiscCtx {
-            txqueuelen: params.txqueuelen,
-            psched_mtu: params.mtu + 14,
-            ..QdiscCtx::default()
-        };
-        LinkPath::new(params, Box::new(PfifoFast::new(ctx)))
+        let qdisc = crate::sim::qdiscs::build_qdisc(
+            dir,
+            &cfg.tc_lines(dir),
+            &params,
+            cfg.tx_queues(dir),
+            rand::random(),
+        )?;
+        Ok(LinkPath::new(params, qdisc))
     };
-    Bridge::new(path(Direction::LeftToRight), path(Direction::RightToLeft))
+    Ok(Bridge::new(
+        path(Direction::LeftToRight)?,
+        path(Direction::RightToLeft)?,
+    ))
 }
 
 /// How `bloatbox up` runs once the link is up.
@@ -115,7 +118,7 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     let mut setup = setup(&cfg)?;
     setup.datapath.realtime_priority = opts.realtime;
     netns::require_privileges()?;
-    let bridge = build_bridge(&cfg);
+    let bridge = build_bridge(&cfg)?;
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = TerminationSignals::block()?;
     let (guard, left, right) = setup.topology.up()?;
@@ -190,7 +193,7 @@ impl LiveLink {
         let mut setup = setup(cfg)?;
         setup.datapath.realtime_priority = realtime;
         netns::require_privileges()?;
-        let bridge = build_bridge(cfg);
+        let bridge = build_bridge(cfg)?;
         let (guard, left, right) = setup.topology.up()?;
         let mut link = LiveLink {
             datapath: None,
