@@ -72,6 +72,15 @@ enum Cmd {
         #[command(flatten)]
         load: LoadArgs,
     },
+    /// Run a simulation scenario (no root, no namespaces) and print its
+    /// report.
+    Sim {
+        #[arg(value_name = "SCENARIO")]
+        scenario: PathBuf,
+        /// Also write trace.jsonl, summary.json and qdisc.json here.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Print the running daemon's counters.
     Stats {
         /// The raw snapshot as JSON.
@@ -227,6 +236,7 @@ fn main() -> ExitCode {
             cands.and_then(|c| run_test(&c, &load))
         }
         Cmd::Demo { load } => experiment::Candidate::demo().and_then(|c| run_test(&c, &load)),
+        Cmd::Sim { scenario, out } => bloatbox::sim::run_cli(&scenario, out.as_deref()).map(|()| 0),
         Cmd::Stats { json, config } => app::stats(config.as_deref(), json).map(|()| 0),
     };
     match result {
