@@ -191,6 +191,62 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A link brought up in-process for a test run (`bloatbox test`): the
+/// datapath thread and the namespaces. `stop` (or drop) shuts the datapath
+/// down and removes the namespaces.
+pub struct LiveLink {
+    datapath: Option<Datapath>,
+    guard: Option<netns::LinkGuard>,
+}
+
+impl LiveLink {
+    /// Brings the link of `cfg` up exactly as `up` does, without control
+    /// socket, signals or TUI; `realtime` as `up --realtime`.
+    pub fn start(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<LiveLink> {
+        let mut setup = setup(cfg)?;
+        setup.datapath.realtime_priority = realtime;
+        netns::require_privileges()?;
+        let bridge = build_bridge(cfg)?;
+        let (guard, left, right) = setup.topology.up()?;
+        let mut link = LiveLink {
+            datapath: None,
+            guard: Some(guard),
+        };
+        link.datapath = Some(Datapath::spawn(
+            bridge,
+            Box::new(left),
+            Box::new(right),
+            setup.datapath,
+        )?);
+        Ok(link)
+    }
+
+    /// The datapath's latest published snapshot.
+    pub fn snapshot(&self) -> Option<std::sync::Arc<crate::datapath::LiveSnapshot>> {
+        self.datapath.as_ref()?.snapshots().latest()
+    }
+
+    /// Stops the datapath (returning its final snapshot) and removes the
+    /// namespaces.
+    pub fn stop(mut self) -> anyhow::Result<crate::datapath::LiveSnapshot> {
+        let last = match self.datapath.take() {
+            Some(d) => d.shutdown().map_err(anyhow::Error::from),
+            None => Err(anyhow::anyhow!("the datapath was not running")),
+        };
+        drop(self.guard.take());
+        last
+    }
+}
+
+impl Drop for LiveLink {
+    fn drop(&mut self) {
+        if let Some(d) = self.datapath.take() {
+            let _ = d.shutdown();
+        }
+        drop(self.guard.take());
+    }
+}
+
 /// `bloatbox down`: removes what a killed run left behind.
 pub fn down(config: Option<&Path>) -> anyhow::Result<()> {
     let cfg = load(config)?;

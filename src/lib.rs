@@ -35,7 +35,9 @@
 //! `config` (TOML schema and validation), `sim` (simulator), `port`
 //! (FramePort: TAP or socketpair), `netns` (namespaces and cleanup),
 //! `datapath` (the live driver thread), `control` (the daemon's socket),
-//! `app` (the command-line subcommands),
+//! `app` (the command-line subcommands), `load` (TCP/UDP_RR/ICMP generators
+//! and the RRUL-like test), `experiment` (`bloatbox test`/`demo`: runs over
+//! configs, comparison table, JSON, SVG plots),
 //! `tui` (terminal UI).
 
 pub mod app;
@@ -43,7 +45,9 @@ pub mod bridge;
 pub mod config;
 pub mod control;
 pub mod datapath;
+pub mod experiment;
 pub mod link;
+pub mod load;
 pub mod netns;
 pub mod packet;
 pub mod port;
