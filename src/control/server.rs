@@ -169,7 +169,12 @@ fn accept_loop(listener: UnixListener, shared: &Arc<Shared>, stop: &AtomicBool) 
 fn peer_allowed(stream: &UnixStream, uid: u32) -> io::Result<bool> {
     let cred = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
         .map_err(io::Error::from)?;
-    Ok(cred.uid() == 0 || cred.uid() == uid)
+    Ok(uid_allowed(cred.uid(), uid))
+}
+
+/// Root and the daemon's own user may use the socket.
+fn uid_allowed(peer: u32, daemon: u32) -> bool {
+    peer == 0 || peer == daemon
 }
 
 /// Answers request lines until the client closes, idles out, or sends a
@@ -356,5 +361,20 @@ fn subtract_baseline(snap: &mut LiveSnapshot, base: &[(PathCounters, u64); 2]) {
                 path.drops_by_reason.insert(reason.name(), n);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_root_and_the_daemons_user_are_served() {
+        assert!(uid_allowed(0, 1000));
+        assert!(uid_allowed(1000, 1000));
+        assert!(!uid_allowed(1001, 1000));
+        let (a, _b) = UnixStream::pair().unwrap();
+        let me = nix::unistd::geteuid().as_raw();
+        assert!(peer_allowed(&a, me).unwrap());
     }
 }
