@@ -472,3 +472,95 @@ fn a_read_only_server_refuses_commands_and_the_socket_is_exclusive() {
     let e = Client::connect(&path).err().unwrap().to_string();
     assert!(e.contains("is `bloatbox up` running"), "{e}");
 }
+
+#[test]
+fn the_tui_attaches_through_remote_control() {
+    use bloatbox::control::RemoteControl;
+    use bloatbox::tui::{Action, Control, LinkField, Preset};
+    let rig = Rig::start();
+    let mut rc = RemoteControl::connect(&rig.path).unwrap();
+    let s = rc.snapshot().expect("a first snapshot");
+    assert_eq!(s.bridge.paths[0].params.rate_bytes_ps, 1_250_000);
+    assert!(s.bridge.paths[0].qdisc.kind.contains("pfifo_fast"));
+    let reply = rc.send(&Action::SetLink {
+        dir: bloatbox::bridge::Dir::LeftToRight,
+        field: LinkField::Rate,
+        value: 3_000_000,
+    });
+    assert_eq!(reply, Ok("rate 24Mbit".to_string()));
+    let lines = Preset::HtbSfq.tc_lines(bloatbox::bridge::Dir::RightToLeft, 1_250_000);
+    rc.send(&Action::Tc(lines.join("\n"))).unwrap();
+    let err = rc
+        .send(&Action::Tc("tc qdisc replace dev left root bogus".into()))
+        .unwrap_err();
+    assert!(err.contains("bogus"), "{err}");
+    let t0 = StdInstant::now();
+    loop {
+        if let Some(s) = rc.snapshot() {
+            if s.bridge.paths[0].params.rate_bytes_ps == 3_000_000
+                && s.bridge.paths[1].qdisc.kind == "htb"
+            {
+                break;
+            }
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "changes not seen");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(rc.send(&Action::Quit), Ok(String::new()));
+}
+
+#[test]
+fn the_cli_clients_print_the_daemons_replies() {
+    let rig = Rig::start();
+    let config = rig.path.with_file_name("bloatbox.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[daemon]\ncontrol_socket = {:?}\n",
+            rig.path.display().to_string()
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bloatbox"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let cfg = config.to_str().unwrap();
+    let (code, out, err) = run(&["tc", "-c", cfg, "-s", "qdisc", "show", "dev", "left"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("qdisc pfifo_fast") && out.contains(" Sent "),
+        "{out}"
+    );
+    let (code, out, _) = run(&[
+        "tc", "-c", cfg, "qdisc", "replace", "dev", "left", "root", "fq_codel",
+    ]);
+    assert_eq!((code, out.as_str()), (Some(0), ""));
+    let (code, _, err) = run(&[
+        "tc", "-c", cfg, "qdisc", "replace", "dev", "left", "root", "bogus",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("bogus"), "{err}");
+    let (code, out, err) = run(&["set", "-c", cfg, "left.rate=10mbit", "right.delay=20ms"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(n(&v, "/right/delay_ns"), 20_000_000);
+    let (code, out, err) = run(&["set", "-c", cfg, "ethtool", "-C", "left", "rx-usecs", "20"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(n(&v, "/left/rx_usecs"), 20);
+    let (code, _, err) = run(&["set", "-c", cfg, "left.ring=0"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("ring"), "{err}");
+    let (code, out, err) = run(&["stats", "--json", "-c", cfg]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_conserved(&v);
+}
