@@ -17,7 +17,7 @@ use std::time::Duration;
 use super::proto::{error_line, ok_line, parse_request, ProtoError, Request, MAX_LINE};
 use crate::bridge::Dir;
 use crate::datapath::{Command, Commander, LiveSnapshot, SnapshotReader};
-use crate::link::{LinkParams, PathCounters};
+use crate::link::PathCounters;
 
 /// How long a connection may stay silent (mid-line or between requests).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -25,8 +25,8 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a reply may take to be written.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// How long a `tc` request waits for the datapath to apply the line.
-const TC_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a `tc` or `set` request waits for the datapath to apply it.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Most connections served at once; more are refused with an error line.
 const MAX_CLIENTS: usize = 32;
@@ -44,9 +44,6 @@ struct Shared {
     snapshots: SnapshotReader,
     /// None: a read-only server (no tc, set, shutdown).
     commander: Option<Commander>,
-    /// Link parameters as this server last set them (seeded from a
-    /// snapshot), so that quick successive `set`s build on each other.
-    params: Mutex<Option<[LinkParams; 2]>>,
     /// Counters and held frames at the last `reset_stats`, per direction.
     baseline: Mutex<Option<[(PathCounters, u64); 2]>>,
     clients: AtomicUsize,
@@ -95,7 +92,6 @@ impl ControlServer {
         let shared = Arc::new(Shared {
             snapshots,
             commander,
-            params: Mutex::new(None),
             baseline: Mutex::new(None),
             clients: AtomicUsize::new(0),
             uid: nix::unistd::geteuid().as_raw(),
@@ -269,29 +265,14 @@ fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
             Ok(serde_json::json!({ "output": output, "config": config }))
         }
         Request::Set { args } => {
-            let commander = commander(shared)?;
-            let mut guard = lock(&shared.params);
-            let current = match *guard {
-                Some(p) => p,
-                None => {
-                    let snap = latest(shared)?;
-                    Dir::ALL.map(|d| snap.bridge.path(d).params)
-                }
-            };
-            let mut next = current;
-            super::set::apply_set(&args, &mut next)?;
-            for dir in Dir::ALL {
-                if next[dir.index()] != current[dir.index()] {
-                    commander
-                        .send(Command::SetLink {
-                            dir,
-                            params: next[dir.index()],
-                        })
-                        .map_err(|e| e.to_string())?;
-                }
-            }
-            *guard = Some(next);
-            Ok(serde_json::json!({ "left": next[0], "right": next[1] }))
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            commander(shared)?
+                .send(Command::EditLink { args, reply: tx })
+                .map_err(|e| e.to_string())?;
+            let p = rx
+                .recv_timeout(COMMAND_TIMEOUT)
+                .map_err(|_| format!("the datapath did not answer within {COMMAND_TIMEOUT:?}"))??;
+            Ok(serde_json::json!({ "left": p[0], "right": p[1] }))
         }
         Request::Shutdown => {
             commander(shared)?
@@ -334,8 +315,8 @@ fn run_tc(commander: &Commander, line: &str) -> Result<String, String> {
             reply: tx,
         })
         .map_err(|e| e.to_string())?;
-    rx.recv_timeout(TC_TIMEOUT)
-        .map_err(|_| format!("the datapath did not answer within {TC_TIMEOUT:?}"))?
+    rx.recv_timeout(COMMAND_TIMEOUT)
+        .map_err(|_| format!("the datapath did not answer within {COMMAND_TIMEOUT:?}"))?
 }
 
 /// Counters since the reset: the baseline's counters subtracted, and the
