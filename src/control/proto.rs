@@ -3,13 +3,20 @@
 //!
 //! Requests (`cmd` names the kind; a bare word such as `stats` is accepted
 //! for the kinds without arguments, for `socat` users):
-//! - `{"cmd":"snapshot"}`: the latest datapath snapshot, raw;
-//! - `{"cmd":"stats"}`: the same with path counters counted since the last
-//!   `reset_stats`;
-//! - `{"cmd":"tc","line":"tc qdisc replace dev left root fq_codel"}`;
-//! - `{"cmd":"set","args":["left.rate=10mbit","right.delay=20ms"]}`, where an
-//!   argument may also be a whole `ethtool -C|-G left|right ...` line;
-//! - `{"cmd":"reset_stats"}`, `{"cmd":"shutdown"}`.
+//! - `{"cmd":"snapshot"}`: the latest datapath snapshot (`LiveSnapshot`), raw;
+//! - `{"cmd":"stats"}`: the same, with each path's counters counted since
+//!   the last `reset_stats`;
+//! - `{"cmd":"tc","line":"tc qdisc replace dev left root fq_codel"}`: one tc
+//!   line, applied atomically by the datapath; `{"output":TEXT,"config":TEXT}`
+//!   with tc's output and, for a change, `tc qdisc show` of that device;
+//! - `{"cmd":"set","args":["left.rate=10mbit","right.delay=20ms"]}` (an
+//!   argument may also be a whole `ethtool -C|-G left|right ...` line),
+//!   applied all or nothing; `{"left":LinkParams,"right":LinkParams}`;
+//! - `{"cmd":"reset_stats"}`: a baseline kept by the server (the datapath's
+//!   counters are never zeroed); `stats` subtracts it and counts the frames
+//!   held at the reset as arrived after it, so `frames_in + duplicated =
+//!   frames_out + drops + held` still holds; `snapshot` stays raw;
+//! - `{"cmd":"shutdown"}`: stops the datapath, and with it `bloatbox up`.
 //!
 //! Replies are `{"ok":VALUE}` or `{"error":"MESSAGE"}`. `parse_request` is
 //! pure (no I/O) so that it can be fuzzed.
