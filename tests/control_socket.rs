@@ -165,6 +165,22 @@ fn every_request_kind_is_answered() {
     );
     assert!(show["config"].is_null());
 
+    let both = c
+        .call(&Request::Tc {
+            line: "tc qdisc show".into(),
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        both["output"]
+            .as_str()
+            .unwrap()
+            .matches("qdisc pfifo_fast")
+            .count(),
+        2,
+        "{both}"
+    );
+
     let replaced = c
         .call(&Request::Tc {
             line: "tc qdisc replace dev right root fq_codel".into(),
@@ -313,6 +329,16 @@ fn bad_input_gets_a_clear_error_and_the_connection_or_server_survives() {
     let mut big = vec![b'x'; MAX_LINE + 10];
     big.push(b'\n');
     assert!(error_of(&raw(&rig.path, &big)).contains("longer than"));
+
+    // A silent client is disconnected after the idle timeout (5 s).
+    let silent = UnixStream::connect(&rig.path).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let t0 = StdInstant::now();
+    let mut line = String::new();
+    assert_eq!(BufReader::new(&silent).read_line(&mut line).unwrap(), 0);
+    assert!(t0.elapsed() >= Duration::from_secs(4), "{:?}", t0.elapsed());
 
     // Several requests on one connection, errors in between.
     let mut s = UnixStream::connect(&rig.path).unwrap();

@@ -247,20 +247,32 @@ fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
             Ok(serde_json::json!("counters reset"))
         }
         Request::Tc { line } => {
+            use crate::tc::{Dev, Object, TcCommand, Verb};
             let commander = commander(shared)?;
-            let output = run_tc(commander, &line)?;
-            // A change replies with the direction's effective qdisc tree.
-            let config = match crate::tc::TcCommand::parse(&line) {
-                Ok(cmd) if cmd.verb != crate::tc::Verb::Show => match cmd.dev {
-                    Some(crate::tc::Dev::Left) => {
-                        Some(run_tc(commander, "tc qdisc show dev left")?)
+            let parsed = TcCommand::parse(&line);
+            let (output, config) = match parsed {
+                // `tc qdisc show` without a device lists both, like tc.
+                Ok(cmd) if cmd.verb == Verb::Show && cmd.dev.is_none() => {
+                    if cmd.object != Object::Qdisc {
+                        return Err(format!("{line:?}: name a device: dev left or dev right"));
                     }
-                    Some(crate::tc::Dev::Right) => {
-                        Some(run_tc(commander, "tc qdisc show dev right")?)
-                    }
-                    None => None,
-                },
-                _ => None,
+                    let left = run_tc(commander, &format!("{line} dev left"))?;
+                    let right = run_tc(commander, &format!("{line} dev right"))?;
+                    (left + &right, None)
+                }
+                // A change replies with the device's effective qdisc tree.
+                Ok(cmd) if cmd.verb != Verb::Show => {
+                    let output = run_tc(commander, &line)?;
+                    let dev = if cmd.dev == Some(Dev::Right) {
+                        "right"
+                    } else {
+                        "left"
+                    };
+                    let show = format!("tc qdisc show dev {dev}");
+                    (output, Some(run_tc(commander, &show)?))
+                }
+                // Shows, and lines tc refuses (the datapath gives the error).
+                _ => (run_tc(commander, &line)?, None),
             };
             Ok(serde_json::json!({ "output": output, "config": config }))
         }
