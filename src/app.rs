@@ -89,7 +89,8 @@ fn setup(cfg: &Config) -> anyhow::Result<Setup> {
 
 /// The two paths of the link, per the configuration: each direction's
 /// qdisc tree is built by its tc lines on a device with that direction's
-/// txqueuelen, MTU and TX queues.
+/// txqueuelen, MTU and TX queues; its shape (netem, trace/schedule,
+/// framing, seed) is installed now, so a schedule starts with the link.
 fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
     let path = |dir: Direction, dev: Dev| -> anyhow::Result<LinkPath> {
         let params = cfg.link_params(dir);
@@ -101,7 +102,11 @@ fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
         };
         let tree = QdiscTree::build(spec, &cfg.tc_lines(dir))
             .map_err(|e| anyhow::anyhow!("building the qdisc of {}: {e}", dir.arrow()))?;
-        Ok(LinkPath::new(params, Box::new(tree)))
+        let mut link = LinkPath::new(params, Box::new(tree));
+        let now = crate::time::Clock::now(&crate::time::MonotonicClock);
+        link.set_shape(cfg.link_shape(dir), now)
+            .map_err(|e| anyhow::anyhow!("the link shape of {}: {e}", dir.arrow()))?;
+        Ok(link)
     };
     Ok(Bridge::new(
         path(Direction::LeftToRight, Dev::Left)?,

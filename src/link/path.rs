@@ -676,10 +676,9 @@ mod tests {
         fn backlog(&self) -> u64 {
             self.queue.iter().map(|p| p.len as u64).sum()
         }
-        fn stats(&self) -> crate::qdisc::QdiscStats {
+        fn counters(&self) -> crate::qdisc::QdiscStats {
             crate::qdisc::QdiscStats::default()
         }
-        fn count_bypass(&mut self, _: u32) {}
         fn reset(&mut self, drops: &mut Drops) {
             for p in self.queue.drain(..) {
                 drops.push(p, DropReason::QdiscReset);
