@@ -38,7 +38,7 @@ const WATCH_INTERVAL_MS: u16 = 200;
 const TC_REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The configuration file, or the embedded default without one.
-fn load(path: Option<&Path>) -> anyhow::Result<Config> {
+pub(crate) fn load(path: Option<&Path>) -> anyhow::Result<Config> {
     match path {
         Some(p) => {
             Config::load_with(p, Some(&crate::tc::check_line)).map_err(|e| anyhow::anyhow!("{e}"))
@@ -136,7 +136,11 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     let mut signals = TerminationSignals::block()?;
     let (guard, left, right) = setup.topology.up()?;
     let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
-    let control = ControlServer::start(&setup.control_socket, datapath.snapshots())?;
+    let control = ControlServer::start(
+        &setup.control_socket,
+        datapath.snapshots(),
+        Some(datapath.commander()),
+    )?;
     tracing::info!(
         left = %setup.topology.left.netns,
         right = %setup.topology.right.netns,
@@ -473,7 +477,11 @@ impl LocalControl {
 }
 
 /// Sets one link field (core units, as `LinkField::parse` gives them).
-fn set_link_field(p: &mut LinkParams, field: LinkField, value: u64) -> Result<(), String> {
+pub(crate) fn set_link_field(
+    p: &mut LinkParams,
+    field: LinkField,
+    value: u64,
+) -> Result<(), String> {
     let small = || u32::try_from(value).map_err(|_| format!("{} {value}: too large", field.name()));
     match field {
         LinkField::Rate => p.rate_bytes_ps = value,

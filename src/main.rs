@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bloatbox::app::{self, Side};
+use bloatbox::control::commands as control;
 use bloatbox::experiment;
 use clap::{Parser, Subcommand};
 
@@ -88,6 +89,31 @@ enum Cmd {
         json: bool,
         #[arg(short, long, value_name = "FILE")]
         config: Option<PathBuf>,
+    },
+    /// Run a tc command on the running daemon (`bloatbox tc -s qdisc show
+    /// dev left`); exit 2 with tc's error text on failure.
+    Tc {
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        args: Vec<String>,
+    },
+    /// Change the running link: `left.rate=10mbit right.delay=20ms ...` or
+    /// `ethtool -C left rx-usecs 20`; prints the effective parameters.
+    Set {
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        args: Vec<String>,
+    },
+    /// Attach the terminal UI to the running daemon (quitting leaves it
+    /// running).
+    Top {
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Where logs go while the TUI owns the terminal.
+        #[arg(long, value_name = "FILE", default_value = "/tmp/bloatbox.log")]
+        log: PathBuf,
     },
 }
 
@@ -204,7 +230,7 @@ fn init_logs(file: Option<&std::path::Path>) -> std::io::Result<()> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let log_file = match &cli.command {
-        Cmd::Up { tui: true, log, .. } => Some(log.as_path()),
+        Cmd::Up { tui: true, log, .. } | Cmd::Top { log, .. } => Some(log.as_path()),
         _ => None,
     };
     if let Err(e) = init_logs(log_file) {
@@ -238,6 +264,9 @@ fn main() -> ExitCode {
         Cmd::Demo { load } => experiment::Candidate::demo().and_then(|c| run_test(&c, &load)),
         Cmd::Sim { scenario, out } => bloatbox::sim::run_cli(&scenario, out.as_deref()).map(|()| 0),
         Cmd::Stats { json, config } => app::stats(config.as_deref(), json).map(|()| 0),
+        Cmd::Tc { config, args } => control::tc(config.as_deref(), &args),
+        Cmd::Set { config, args } => control::set(config.as_deref(), &args),
+        Cmd::Top { config, log: _ } => control::top(config.as_deref()),
     };
     match result {
         Ok(code) => ExitCode::from(code),
