@@ -35,7 +35,7 @@ pub enum Side {
 const WATCH_INTERVAL_MS: u16 = 200;
 
 /// The configuration file, or the embedded default without one.
-fn load(path: Option<&Path>) -> anyhow::Result<Config> {
+pub(crate) fn load(path: Option<&Path>) -> anyhow::Result<Config> {
     match path {
         Some(p) => Config::load(p).map_err(|e| anyhow::anyhow!("{e}")),
         None => Ok(Config::embedded_default()),
@@ -173,6 +173,33 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
         "link down, everything removed"
     );
     Ok(())
+}
+
+/// The link of `cfg`, up and running: the control socket, the datapath
+/// thread and the namespaces with their TAPs. Dropping it tears everything
+/// down in that order (the fields drop in declaration order). A hook for
+/// `crate::harness`, which runs links for `bloatbox run` and test suites.
+pub(crate) struct LiveLink {
+    pub control: ControlServer,
+    pub datapath: Datapath,
+    pub guard: netns::LinkGuard,
+    pub control_socket: PathBuf,
+}
+
+/// Brings the link of `cfg` up as `up` does, without signals or the TUI.
+pub(crate) fn start_link(cfg: &Config) -> anyhow::Result<LiveLink> {
+    let setup = setup(cfg)?;
+    netns::require_privileges()?;
+    let bridge = build_bridge(cfg);
+    let (guard, left, right) = setup.topology.up()?;
+    let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
+    let control = ControlServer::start(&setup.control_socket, datapath.snapshots())?;
+    Ok(LiveLink {
+        control,
+        datapath,
+        guard,
+        control_socket: setup.control_socket,
+    })
 }
 
 /// `bloatbox down`: removes what a killed run left behind.

@@ -28,7 +28,8 @@
 //! `config` (TOML schema and validation), `sim` (simulator), `port`
 //! (FramePort: TAP or socketpair), `netns` (namespaces and cleanup),
 //! `datapath` (the live driver thread), `control` (the daemon's socket),
-//! `app` (the command-line subcommands),
+//! `app` (the command-line subcommands), `harness` (the `Link` guard for
+//! test suites and `bloatbox run`),
 //! `tui` (terminal UI).
 
 pub mod app;
@@ -36,6 +37,7 @@ pub mod bridge;
 pub mod config;
 pub mod control;
 pub mod datapath;
+pub mod harness;
 pub mod link;
 pub mod netns;
 pub mod packet;

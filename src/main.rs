@@ -55,6 +55,10 @@ enum Cmd {
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
+    /// Bring up a link of its own (unique names), run a server on the right,
+    /// wait until it is ready, run a command on the left, exit with its code
+    /// and tear everything down (needs root).
+    Run(Box<bloatbox::harness::run::RunArgs>),
     /// Print the running daemon's counters.
     Stats {
         /// The raw snapshot as JSON.
@@ -109,6 +113,7 @@ fn main() -> ExitCode {
         Cmd::Exec { side, config, cmd } => app::exec(side, config.as_deref(), &cmd),
         Cmd::Check { file } => app::check(&file).map(|()| 0),
         Cmd::Stats { json, config } => app::stats(config.as_deref(), json).map(|()| 0),
+        Cmd::Run(args) => Ok(bloatbox::harness::run::run(&args)),
     };
     match result {
         Ok(code) => ExitCode::from(code),
