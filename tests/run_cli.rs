@@ -399,3 +399,83 @@ fn wait_cmd_retries_through_the_link_until_it_succeeds() {
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert_gone(&name);
 }
+
+/// Runs a netns/ script with `BB_NAME`; returns (exit code, stdout+stderr).
+fn script(name: &str, args: &[&str]) -> (i32, String) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("netns");
+    let out = Command::new(dir.join(args[0]))
+        .args(&args[1..])
+        .env("BB_NAME", name)
+        .output()
+        .unwrap();
+    (code(&out), text(&out))
+}
+
+#[test]
+fn netns_scripts_are_idempotent_and_exec_reaches_a_running_link() {
+    require!("ping");
+    let name = unique_name();
+    // Whatever happens, the names are removed at the end.
+    let _cleanup = Run {
+        name: name.clone(),
+        child: None,
+    };
+    for _ in 0..2 {
+        let (rc, out) = script(&name, &["up.sh"]);
+        assert_eq!(rc, 0, "{out}");
+    }
+    let (rc, out) = script(
+        &name,
+        &[
+            "exec.sh",
+            "right",
+            "echo $BLOATBOX_SIDE $BLOATBOX_PEER_V4 $BLOATBOX_DEV",
+        ],
+    );
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains(&format!("right 10.77.0.1 {name}r")), "{out}");
+    let (rc, out) = script(&name, &["exec.sh", "left", "sh", "-c", "exit 6"]);
+    assert_eq!(rc, 6, "exit code passed through: {out}");
+    for _ in 0..2 {
+        let (rc, out) = script(&name, &["down.sh"]);
+        assert_eq!(rc, 0, "{out}");
+    }
+    assert_gone(&name);
+    let (rc, out) = script(&name, &["exec.sh", "left", "true"]);
+    assert_eq!(rc, 1, "{out}");
+    assert!(out.contains("does not exist"), "{out}");
+
+    // exec.sh reaches the namespaces of a `bloatbox run` link by its name.
+    let left = marker_seconds();
+    let run_name = unique_name();
+    let run = Run {
+        name: run_name.clone(),
+        child: Some(
+            Command::new(BIN)
+                .args(["run", "--name", &run_name, "--", "sleep", &left])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        ),
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while processes_with(&left).is_empty() {
+        assert!(Instant::now() < deadline, "the run never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (rc, out) = script(
+        &run_name,
+        &["exec.sh", "left", "ping -c 1 -W 2 $BLOATBOX_PEER_V4"],
+    );
+    assert_eq!(rc, 0, "{out}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.pid()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let (out, _) = run.finish();
+    assert_eq!(code(&out), 143);
+    assert_gone(&run_name);
+}
