@@ -133,11 +133,11 @@ pub fn sprint_size(sz: u64) -> String {
         rem <= slack || unit - rem <= slack
     };
     if sz >= GIB && near(GIB, 1024) {
-        format!("{}Gb", fmt_g(sz as f64 / GIB as f64))
+        format!("{}Gb", fmt_g((sz as f64 / GIB as f64).round()))
     } else if sz >= MIB && near(MIB, 1024) {
-        format!("{}Mb", fmt_g(sz as f64 / MIB as f64))
+        format!("{}Mb", fmt_g((sz as f64 / MIB as f64).round()))
     } else if sz >= KIB && near(KIB, 16) {
-        format!("{}Kb", fmt_g(sz as f64 / KIB as f64))
+        format!("{}Kb", fmt_g((sz as f64 / KIB as f64).round()))
     } else {
         format!("{}b", sz)
     }

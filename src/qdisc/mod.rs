@@ -196,6 +196,12 @@ pub trait Qdisc: Send {
     /// one, without counting drops or Sent. Used to move frames into a
     /// replacement qdisc so a switch loses nothing in flight.
     fn drain_all(&mut self) -> Vec<Packet>;
+
+    /// The tc tree of a device: only `tree::QdiscTree` (the root a `Path`
+    /// holds) answers, so tc commands reach it through `dyn Qdisc`.
+    fn as_tree(&mut self) -> Option<&mut tree::QdiscTree> {
+        None
+    }
 }
 
 /// Class operations of classful qdiscs (HTB, QFQ, TBF, mq).

@@ -1,1 +1,1368 @@
-//! tree (placeholder: filled in by its owner).
+//! The qdisc tree of one emulated device (one direction of the link), edited
+//! by tc commands with the kernel's rules (`tc_modify_qdisc`, `tc_get_qdisc`,
+//! `tc_ctl_tclass` in net/sched/sch_api.c).
+//!
+//! Design: `QdiscTree` owns the root qdisc and *is* a `Qdisc` itself,
+//! delegating every datapath call to the root, so `link::Path` holds it as its
+//! `Box<dyn Qdisc>` like any other discipline. Commands reach it without a
+//! downcast through `Qdisc::as_tree()` (answered only by the tree), e.g.
+//! `path.edit_qdisc(now, |q, t, drops| q.as_tree().unwrap().apply(&cmd, t, drops))`.
+//!
+//! Rules carried over from the kernel:
+//! * A new device has its default qdisc with handle `0:` at the root
+//!   (pfifo_fast, or `default_qdisc`), or mq with one default child per TX
+//!   queue on a multi-queue device.
+//! * Handles not given are allocated `8001:`, `8002:`, ... (kernel's
+//!   `qdisc_alloc_handle`; the counter only moves forward and skips handles in
+//!   use). The kernel's counter is global; here it is per device.
+//! * `add` = create + exclusive, `replace` = create + replace, `change` = no
+//!   flags, `link` = replace only; the default (handle 0) qdisc counts as
+//!   absent, so `add root` works on a fresh device and fails with "Exclusivity
+//!   flag on, cannot modify." once a root was added.
+//! * `del root` restores the default root; deleting a qdisc under a class
+//!   attaches the default child there (the device default under mq, a pfifo
+//!   under other classful parents).
+//!
+//! Deviations, chosen for an emulator: a replaced or deleted qdisc's frames
+//! are not freed as in the kernel but moved on, so a switch loses nothing in
+//! flight: the old root's frames go into the new root; the frames of a qdisc
+//! taken out from under a class are enqueued again at the root, which
+//! classifies them anew (so every ancestor accounts for them). Frames the
+//! receiver refuses are counted as drops. Moving an existing qdisc to another
+//! parent (`replace ... handle H:` where `H:` lives elsewhere) is refused.
+//!
+//! A command that fails leaves the tree untouched: new qdiscs are built before
+//! anything is swapped, and disciplines apply `change` atomically.
+
+use super::fifo::{Fifo, FifoKind};
+use super::{
+    tc_h_make, tc_h_minor, Classful, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError,
+    Verdict, TC_H_ROOT,
+};
+use crate::link::LinkParams;
+use crate::packet::filter::Filter;
+use crate::packet::{Drops, Packet};
+use crate::tc::show::{self, tc_handle};
+use crate::tc::{registry, Dev, Object, TcCommand, Verb};
+use crate::time::Instant;
+
+/// What the kernel knows about the device below the tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DevSpec {
+    pub dev: Dev,
+    /// `dev->tx_queue_len`: default limits of pfifo_fast, pfifo, ...
+    pub txqueuelen: u32,
+    /// Device MTU (`psched_mtu` = MTU + 14).
+    pub mtu: u32,
+    /// TX queues: 1 gives the default qdisc at the root, more give mq.
+    pub tx_queues: u16,
+    /// `net.core.default_qdisc` (one of `registry::DEFAULT_QDISC_KINDS`).
+    pub default_qdisc: String,
+    /// Seed every qdisc created here derives its perturbation from.
+    pub seed: u64,
+}
+
+impl DevSpec {
+    /// A single-queue TAP: txqueuelen 1000, MTU 1500, pfifo_fast.
+    pub fn new(dev: Dev) -> DevSpec {
+        DevSpec {
+            dev,
+            txqueuelen: 1000,
+            mtu: 1500,
+            tx_queues: 1,
+            default_qdisc: "pfifo_fast".into(),
+            seed: 0,
+        }
+    }
+
+    /// The device described by the link parameters of its direction.
+    pub fn from_link(dev: Dev, params: &LinkParams) -> DevSpec {
+        DevSpec {
+            txqueuelen: params.txqueuelen,
+            mtu: params.mtu,
+            ..DevSpec::new(dev)
+        }
+    }
+
+    /// `psched_mtu(dev)`: MTU plus the Ethernet header.
+    pub fn psched_mtu(&self) -> u32 {
+        self.mtu + 14
+    }
+
+    /// The ctx a qdisc attached directly to the device gets.
+    pub fn ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {
+        QdiscCtx {
+            handle,
+            parent,
+            txqueuelen: self.txqueuelen,
+            psched_mtu: self.psched_mtu(),
+            seed: self.seed ^ (handle as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        }
+    }
+
+    fn validate(&self) -> Result<(), TcError> {
+        if !registry::DEFAULT_QDISC_KINDS.contains(&self.default_qdisc.as_str()) {
+            return Err(TcError::new(format!(
+                "Error: default qdisc \"{}\" is not allowed (use one of {})",
+                self.default_qdisc,
+                registry::DEFAULT_QDISC_KINDS.join(", ")
+            )));
+        }
+        if !(1..=super::mq::MAX_QUEUES).contains(&self.tx_queues) {
+            return Err(TcError::new(format!(
+                "Error: tx_queues {} is out of range (1..{})",
+                self.tx_queues,
+                super::mq::MAX_QUEUES
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The netlink flags a tc verb sends.
+#[derive(Clone, Copy)]
+struct NlmFlags {
+    create: bool,
+    excl: bool,
+    replace: bool,
+}
+
+impl NlmFlags {
+    fn of(verb: Verb) -> NlmFlags {
+        let (create, excl, replace) = match verb {
+            Verb::Add => (true, true, false),
+            Verb::Replace => (true, false, true),
+            Verb::Link => (false, false, true),
+            Verb::Change | Verb::Delete | Verb::Show => (false, false, false),
+        };
+        NlmFlags {
+            create,
+            excl,
+            replace,
+        }
+    }
+}
+
+/// A qdisc found in a dump: the class ids leading to it from the root.
+struct Found<'d> {
+    path: Vec<Handle>,
+    dump: &'d QdiscDump,
+}
+
+impl<'d> Found<'d> {
+    /// Path of the child attached at `classid` under this qdisc.
+    fn child_path(&self, classid: Handle) -> Vec<Handle> {
+        let mut p = self.path.clone();
+        p.push(classid);
+        p
+    }
+    fn child(&self, classid: Handle) -> Option<&'d QdiscDump> {
+        self.dump.children.iter().find(|c| c.parent == classid)
+    }
+}
+
+/// Pre-order search, root first (like `qdisc_lookup`).
+fn find<'d>(d: &'d QdiscDump, handle: Handle) -> Option<Found<'d>> {
+    if d.handle == handle {
+        return Some(Found {
+            path: Vec::new(),
+            dump: d,
+        });
+    }
+    d.children.iter().find_map(|c| {
+        find(c, handle).map(|mut f| {
+            f.path.insert(0, c.parent);
+            f
+        })
+    })
+}
+
+/// The live qdisc at `path` below `root`.
+fn node_at<'a>(root: &'a mut Box<dyn Qdisc>, path: &[Handle]) -> Option<&'a mut Box<dyn Qdisc>> {
+    let mut cur = root;
+    for &classid in path {
+        cur = cur.as_classful()?.child_mut(classid)?;
+    }
+    Some(cur)
+}
+
+fn classful_at<'a>(root: &'a mut Box<dyn Qdisc>, path: &[Handle]) -> Option<&'a mut dyn Classful> {
+    node_at(root, path)?.as_classful()
+}
+
+fn err(msg: &str) -> TcError {
+    TcError::new(msg)
+}
+
+/// An error the kernel reports without a message: tc prints the errno.
+fn rtnl(errno: &str, hint: String) -> TcError {
+    TcError::new(format!("RTNETLINK answers: {errno}\n({hint})"))
+}
+
+/// Where a new qdisc goes.
+enum Slot {
+    Root,
+    Class {
+        parent: Vec<Handle>,
+        classid: Handle,
+    },
+}
+
+/// The qdisc tree of one device.
+pub struct QdiscTree {
+    dev: DevSpec,
+    root: Box<dyn Qdisc>,
+    /// Last major handed out by the automatic allocator (starts at 0x8000).
+    autohandle: u16,
+}
+
+impl QdiscTree {
+    /// A device with its default root qdisc.
+    pub fn new(dev: DevSpec) -> Result<QdiscTree, TcError> {
+        dev.validate()?;
+        let root = default_root(&dev);
+        Ok(QdiscTree {
+            dev,
+            root,
+            autohandle: 0x8000,
+        })
+    }
+
+    /// A device built by tc lines (e.g. `Config::tc_lines`), applied in
+    /// order at time zero. The error names the failing line.
+    pub fn build<S: AsRef<str>>(dev: DevSpec, lines: &[S]) -> Result<QdiscTree, TcError> {
+        let mut tree = QdiscTree::new(dev)?;
+        let mut drops = Drops::new();
+        for line in lines {
+            let line = line.as_ref();
+            TcCommand::parse(line)
+                .and_then(|cmd| tree.apply(&cmd, Instant::ZERO, &mut drops))
+                .map_err(|e| TcError::new(format!("{line}\n{e}")))?;
+        }
+        Ok(tree)
+    }
+
+    pub fn dev(&self) -> &DevSpec {
+        &self.dev
+    }
+
+    /// The root qdisc.
+    pub fn root(&self) -> &dyn Qdisc {
+        &*self.root
+    }
+
+    /// Carries out one tc command at `now` and returns what tc would print:
+    /// the listing of a `show`, the `Warning: ...` lines a successful change
+    /// left (HTB quantum, TBF burst below the MTU), or `None`. Frames freed
+    /// by the command go to `drops`. On error nothing has changed.
+    pub fn apply(
+        &mut self,
+        cmd: &TcCommand,
+        now: Instant,
+        drops: &mut Drops,
+    ) -> Result<Option<String>, TcError> {
+        if let Some(dev) = cmd.dev {
+            if dev != self.dev.dev {
+                return Err(TcError::new(format!(
+                    "Error: a command for dev {} reached the tree of dev {}",
+                    dev.name(),
+                    self.dev.dev.name()
+                )));
+            }
+        }
+        match (cmd.object, cmd.verb) {
+            (Object::Filter, Verb::Show) => return self.show_filters(cmd, now).map(Some),
+            (_, Verb::Show) => return self.show(cmd, now).map(Some),
+            (Object::Qdisc, Verb::Delete) => self.delete_qdisc(cmd, now, drops)?,
+            (Object::Qdisc, _) => self.modify_qdisc(cmd, now, drops)?,
+            (Object::Class, _) => self.modify_class(cmd, now, drops)?,
+            (Object::Filter, Verb::Add | Verb::Replace) => self.add_filter(cmd, now)?,
+            (Object::Filter, Verb::Delete) => self.delete_filters(cmd, now)?,
+            (Object::Filter, _) => {
+                return Err(err(
+                    "Error: bloatbox supports tc filter add, del and show (no change/link)",
+                ))
+            }
+        }
+        let warnings = self.take_warnings();
+        Ok((!warnings.is_empty()).then(|| warnings.concat()))
+    }
+
+    /// The warnings classful qdiscs left for the last command, as tc prints
+    /// kernel extack warnings (`Warning: sch_htb: ...`), one line each.
+    fn take_warnings(&mut self) -> Vec<String> {
+        fn walk(q: &mut Box<dyn Qdisc>, out: &mut Vec<String>) {
+            let kind = q.kind();
+            let Some(cl) = q.as_classful() else { return };
+            for w in cl.take_warnings() {
+                let module = if w.starts_with("sch_") {
+                    String::new()
+                } else {
+                    format!("sch_{kind}: ")
+                };
+                out.push(format!("Warning: {module}{w}\n"));
+            }
+            for c in cl.children_mut() {
+                walk(c, out);
+            }
+        }
+        let mut out = Vec::new();
+        walk(&mut self.root, &mut out);
+        out
+    }
+
+    /// `tc [-s] [-d] [-j] qdisc|class show dev <this device>`.
+    pub fn show(&self, cmd: &TcCommand, now: Instant) -> Result<String, TcError> {
+        let root = self.root.dump(now);
+        show::render(
+            cmd,
+            &[show::DevDump {
+                dev: self.dev.dev,
+                root: &root,
+                tx_queues: self.dev.tx_queues,
+            }],
+        )
+    }
+
+    /// The next automatic handle not in use, and the counter after it.
+    fn alloc_handle(&self, d: &QdiscDump) -> Result<(Handle, u16), TcError> {
+        let mut major = self.autohandle;
+        for _ in 0..0x8000 {
+            major = if major >= 0xFFFE { 0x8000 } else { major + 1 };
+            let h = tc_h_make(major, 0);
+            if find(d, h).is_none() {
+                return Ok((h, major));
+            }
+        }
+        Err(err(
+            "Error: no free automatic qdisc handle (8000:..fffe: all in use).",
+        ))
+    }
+
+    /// Checks that `p` is classful and has class `classid` (`qdisc_leaf`).
+    fn check_leaf(&mut self, p: &Found<'_>, classid: Handle) -> Result<(), TcError> {
+        if classful_at(&mut self.root, &p.path).is_none() {
+            return Err(TcError::new(format!(
+                "Error: Parent qdisc is not classful.\n({} {} has no classes to attach to)",
+                p.dump.kind,
+                tc_handle(p.dump.handle)
+            )));
+        }
+        if !p.dump.classes.iter().any(|c| c.classid == classid) {
+            return Err(TcError::new(format!(
+                "Error: Specified class not found.\n(no class {} under {} {})",
+                tc_handle(classid),
+                p.dump.kind,
+                tc_handle(p.dump.handle)
+            )));
+        }
+        Ok(())
+    }
+
+    /// `tc qdisc add|change|replace|link` (`tc_modify_qdisc`).
+    fn modify_qdisc(
+        &mut self,
+        cmd: &TcCommand,
+        now: Instant,
+        drops: &mut Drops,
+    ) -> Result<(), TcError> {
+        let flags = NlmFlags::of(cmd.verb);
+        let d = self.root.dump(now);
+        let clid = cmd.parent.unwrap_or(0);
+        let handle = cmd.handle.unwrap_or(0);
+        let kind = cmd.kind.as_deref();
+        let args = cmd.arg_strs();
+
+        // Either the qdisc to change (its path and dump) or where to create.
+        let (slot, current): (Slot, Option<Found<'_>>) = if clid != 0 {
+            let (slot, at) = if clid != TC_H_ROOT {
+                let p = find(&d, clid & 0xFFFF_0000).ok_or_else(|| {
+                    TcError::new(format!(
+                        "Error: Failed to find specified qdisc.\n(no qdisc {} for parent {})",
+                        tc_handle(clid & 0xFFFF_0000),
+                        tc_handle(clid)
+                    ))
+                })?;
+                self.check_leaf(&p, clid)?;
+                let at = p.child(clid).map(|q| Found {
+                    path: p.child_path(clid),
+                    dump: q,
+                });
+                (
+                    Slot::Class {
+                        parent: p.path,
+                        classid: clid,
+                    },
+                    at,
+                )
+            } else {
+                let root = Found {
+                    path: Vec::new(),
+                    dump: &d,
+                };
+                (Slot::Root, Some(root))
+            };
+            // The default qdisc (handle 0) counts as absent.
+            let q = at.filter(|q| q.dump.handle != 0);
+            let same = q
+                .as_ref()
+                .is_some_and(|q| handle != 0 && q.dump.handle == handle);
+            if same {
+                (slot, q)
+            } else if handle != 0 {
+                if q.is_some() && !flags.replace {
+                    return Err(err("Error: NLM_F_REPLACE needed to override."));
+                }
+                if let Some(elsewhere) = find(&d, handle) {
+                    if flags.excl {
+                        return Err(err("Error: Exclusivity flag on, cannot override."));
+                    }
+                    if kind.is_some_and(|k| k != elsewhere.dump.kind) {
+                        return Err(err("Error: Invalid qdisc name."));
+                    }
+                    return Err(TcError::new(format!(
+                        "Error: qdisc {} already exists elsewhere in the tree; bloatbox does not \
+                         move qdiscs between parents (delete it first)",
+                        tc_handle(handle)
+                    )));
+                }
+                (slot, None)
+            } else {
+                match q {
+                    None => (slot, None),
+                    Some(q)
+                        if flags.create
+                            && flags.replace
+                            && (flags.excl || kind.is_some_and(|k| k != q.dump.kind)) =>
+                    {
+                        (slot, None)
+                    }
+                    Some(q) => (slot, Some(q)),
+                }
+            }
+        } else {
+            if handle == 0 {
+                return Err(err(
+                    "Error: Handle cannot be zero.\n(give \"root\", \"parent M:m\" or \"handle M:\")",
+                ));
+            }
+            let q = find(&d, handle).ok_or_else(|| {
+                TcError::new(format!(
+                    "Error: Specified qdisc not found.\n(no qdisc {})",
+                    tc_handle(handle)
+                ))
+            })?;
+            (Slot::Root, Some(q))
+        };
+
+        if let Some(q) = current {
+            // Change the parameters of an existing qdisc.
+            if flags.excl {
+                return Err(err("Error: Exclusivity flag on, cannot modify."));
+            }
+            if kind.is_some_and(|k| k != q.dump.kind) {
+                return Err(TcError::new(format!(
+                    "Error: Invalid qdisc name.\n({} is a {}; use replace to swap kinds)",
+                    tc_handle(q.dump.handle),
+                    q.dump.kind
+                )));
+            }
+            let node = node_at(&mut self.root, &q.path)
+                .ok_or_else(|| err("Error: qdisc vanished while applying the command"))?;
+            return node.change(&args, now, drops);
+        }
+
+        // Create a new qdisc and graft it.
+        if !flags.create {
+            return Err(err(
+                "Error: Qdisc not found. To create specify NLM_F_CREATE flag.",
+            ));
+        }
+        let kind = kind.ok_or_else(|| err("Error: Specified qdisc kind is unknown."))?;
+        if !registry::is_known(kind) {
+            return Err(registry::unknown_kind(kind, &args));
+        }
+        let (new_handle, counter) = if handle != 0 {
+            (handle, self.autohandle)
+        } else {
+            self.alloc_handle(&d)?
+        };
+        match slot {
+            Slot::Root => {
+                let ctx = self.dev.ctx(new_handle, TC_H_ROOT);
+                let new = registry::new_qdisc(kind, ctx, &self.dev, &args)?;
+                self.swap_root(new, now, drops);
+            }
+            Slot::Class { parent, classid } => {
+                let cl = classful_at(&mut self.root, &parent)
+                    .ok_or_else(|| err("Error: Parent qdisc is not classful."))?;
+                let ctx = cl.child_ctx(new_handle, classid);
+                let new = registry::new_qdisc(kind, ctx, &self.dev, &args)?;
+                let old = cl.graft(classid, new)?;
+                self.requeue_at_root(old, now, drops);
+            }
+        }
+        self.autohandle = counter;
+        Ok(())
+    }
+
+    /// `tc qdisc del` (`tc_get_qdisc` with RTM_DELQDISC).
+    fn delete_qdisc(
+        &mut self,
+        cmd: &TcCommand,
+        now: Instant,
+        drops: &mut Drops,
+    ) -> Result<(), TcError> {
+        let d = self.root.dump(now);
+        let clid = cmd.parent.unwrap_or(0);
+        let handle = cmd.handle.unwrap_or(0);
+        let (q, slot) = if clid != 0 {
+            let (q, slot) = if clid != TC_H_ROOT {
+                let p = find(&d, clid & 0xFFFF_0000).ok_or_else(|| {
+                    TcError::new(format!(
+                        "Error: Failed to find qdisc with specified classid.\n(no qdisc {})",
+                        tc_handle(clid & 0xFFFF_0000)
+                    ))
+                })?;
+                self.check_leaf(&p, clid)?;
+                (
+                    p.child(clid),
+                    Slot::Class {
+                        parent: p.path,
+                        classid: clid,
+                    },
+                )
+            } else {
+                (Some(&d), Slot::Root)
+            };
+            let q =
+                q.ok_or_else(|| err("Error: Cannot find specified qdisc on specified device."))?;
+            if handle != 0 && q.handle != handle {
+                return Err(TcError::new(format!(
+                    "Error: Invalid handle.\n(the qdisc there is {} {}, not {})",
+                    q.kind,
+                    tc_handle(q.handle),
+                    tc_handle(handle)
+                )));
+            }
+            (q, slot)
+        } else {
+            let q = find(&d, handle).ok_or_else(|| {
+                TcError::new(format!(
+                    "Error: Failed to find qdisc with specified handle.\n(no qdisc {})",
+                    tc_handle(handle)
+                ))
+            })?;
+            (q.dump, Slot::Root)
+        };
+        if cmd.kind.as_deref().is_some_and(|k| k != q.kind) {
+            return Err(TcError::new(format!(
+                "Error: Invalid qdisc name.\n({} is a {})",
+                tc_handle(q.handle),
+                q.kind
+            )));
+        }
+        if clid == 0 {
+            return Err(err(
+                "Error: Classid cannot be zero.\n(say where it is: \"root\" or \"parent M:m\")",
+            ));
+        }
+        if q.handle == 0 {
+            return Err(err("Error: Cannot delete qdisc with handle of zero."));
+        }
+        match slot {
+            Slot::Root => {
+                let new = default_root(&self.dev);
+                self.swap_root(new, now, drops);
+            }
+            Slot::Class { parent, classid } => {
+                let node = node_at(&mut self.root, &parent)
+                    .ok_or_else(|| err("Error: qdisc vanished while applying the command"))?;
+                let under_mq = node.kind() == "mq";
+                let cl = node
+                    .as_classful()
+                    .ok_or_else(|| err("Error: Parent qdisc is not classful."))?;
+                let ctx = cl.child_ctx(0, classid);
+                let replacement: Box<dyn Qdisc> = if under_mq {
+                    registry::default_leaf(ctx, &self.dev)
+                } else {
+                    Box::new(Fifo::new(FifoKind::Pfifo, ctx))
+                };
+                let old = cl.graft(classid, replacement)?;
+                self.requeue_at_root(old, now, drops);
+            }
+        }
+        Ok(())
+    }
+
+    /// `tc class add|change|replace|del` (`tc_ctl_tclass`).
+    fn modify_class(
+        &mut self,
+        cmd: &TcCommand,
+        now: Instant,
+        drops: &mut Drops,
+    ) -> Result<(), TcError> {
+        let d = self.root.dump(now);
+        let mut portid = cmd.parent.unwrap_or(0);
+        let mut clid = cmd.handle.unwrap_or(0);
+        let mut qid = clid & 0xFFFF_0000;
+        if portid != TC_H_ROOT {
+            let qid1 = portid & 0xFFFF_0000;
+            if qid != 0 && qid1 != 0 {
+                if qid != qid1 {
+                    return Err(rtnl(
+                        "Invalid argument",
+                        format!(
+                            "classid {} and parent {} belong to different qdiscs",
+                            tc_handle(clid),
+                            tc_handle(portid)
+                        ),
+                    ));
+                }
+            } else if qid1 != 0 {
+                qid = qid1;
+            } else if qid == 0 {
+                qid = d.handle;
+            }
+            if portid != 0 {
+                portid = qid | tc_h_minor(portid) as u32;
+            }
+        } else if qid == 0 {
+            qid = d.handle;
+        }
+        let q = find(&d, qid).ok_or_else(|| {
+            rtnl(
+                "No such file or directory",
+                format!("no qdisc {} on dev {}", tc_handle(qid), self.dev.dev.name()),
+            )
+        })?;
+        if let Some(k) = cmd.kind.as_deref() {
+            if k != q.dump.kind {
+                return Err(rtnl(
+                    "Invalid argument",
+                    format!("qdisc {} is {}, not {k}", tc_handle(qid), q.dump.kind),
+                ));
+            }
+        }
+        if clid == 0 {
+            if portid == TC_H_ROOT {
+                clid = qid;
+            }
+        } else {
+            clid = qid | tc_h_minor(clid) as u32;
+        }
+        let exists = clid != 0 && q.dump.classes.iter().any(|c| c.classid == clid);
+        let (kind, path) = (q.dump.kind.clone(), q.path);
+        let args = cmd.arg_strs();
+        let cl = classful_at(&mut self.root, &path).ok_or_else(|| {
+            rtnl(
+                "Invalid argument",
+                format!("{kind} {} has no classes", tc_handle(qid)),
+            )
+        })?;
+        let missing = || {
+            rtnl(
+                "No such file or directory",
+                format!(
+                    "no class {} under {kind} {}",
+                    tc_handle(clid),
+                    tc_handle(qid)
+                ),
+            )
+        };
+        let add = |cl: &mut dyn Classful| {
+            if clid == 0 {
+                return Err(rtnl(
+                    "Invalid argument",
+                    "give the new class an id with \"classid M:m\"".into(),
+                ));
+            }
+            // No parent (0) means a top-level class, which the kernel's
+            // disciplines treat like TC_H_ROOT.
+            let parent = if portid == 0 { TC_H_ROOT } else { portid };
+            cl.add_class(clid, parent, &args)
+        };
+        match cmd.verb {
+            Verb::Add if exists => Err(rtnl(
+                "File exists",
+                format!(
+                    "class {} exists; use \"tc class change\" or \"replace\"",
+                    tc_handle(clid)
+                ),
+            )),
+            Verb::Add => add(cl),
+            Verb::Replace if !exists => add(cl),
+            Verb::Change | Verb::Replace if exists => cl.change_class(clid, &args),
+            Verb::Delete if exists => cl.delete_class(clid, drops),
+            Verb::Change | Verb::Delete => Err(missing()),
+            Verb::Replace | Verb::Link | Verb::Show => Err(err("Error: unsupported class verb")),
+        }
+    }
+
+    /// `tc filter add`: the filter goes to the qdisc `filter_target` names.
+    fn add_filter(&mut self, cmd: &TcCommand, now: Instant) -> Result<(), TcError> {
+        let filter = Filter::parse(&cmd.arg_strs())?;
+        self.filter_target(cmd, now, |cl, _| cl.add_filter(filter))
+    }
+
+    /// `tc filter del dev X [parent P] [prio N]`: the filters of that prio
+    /// (all without one) go.
+    fn delete_filters(&mut self, cmd: &TcCommand, now: Instant) -> Result<(), TcError> {
+        let prio = filter_prio(&cmd.arg_strs())?;
+        self.filter_target(cmd, now, |cl, _| match cl.delete_filters(prio)? {
+            0 if prio.is_some() => Err(err(
+                "Error: Filter with specified priority/protocol not found.",
+            )),
+            _ => Ok(()),
+        })
+    }
+
+    /// `tc filter show dev X [parent P]`: the filters of that qdisc.
+    fn show_filters(&mut self, cmd: &TcCommand, now: Instant) -> Result<String, TcError> {
+        if cmd.dev.is_none() {
+            return Err(err("Error: tc filter show needs \"dev left|right\""));
+        }
+        let mut out = String::new();
+        self.filter_target(cmd, now, |cl, handle| {
+            out = cl.filters().map(|c| c.print(handle)).unwrap_or_default();
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Runs `op` on the classful qdisc a filter command names (`tc_new_tfilter`):
+    /// the qdisc of the parent's major (the root when none is given), which
+    /// must be classful and, for `parent M:m`, have that class.
+    fn filter_target(
+        &mut self,
+        cmd: &TcCommand,
+        now: Instant,
+        op: impl FnOnce(&mut dyn Classful, Handle) -> Result<(), TcError>,
+    ) -> Result<(), TcError> {
+        let d = self.root.dump(now);
+        let parent = cmd.parent.filter(|&p| p != 0 && p != TC_H_ROOT);
+        let q = match parent {
+            None => Found {
+                path: Vec::new(),
+                dump: &d,
+            },
+            Some(p) => find(&d, p & 0xFFFF_0000).ok_or_else(|| {
+                TcError::new(format!(
+                    "Error: Parent Qdisc doesn't exists.\n(no qdisc {} on dev {})",
+                    tc_handle(p & 0xFFFF_0000),
+                    self.dev.dev.name()
+                ))
+            })?,
+        };
+        if let Some(p) = parent.filter(|&p| tc_h_minor(p) != 0) {
+            if !q.dump.classes.iter().any(|c| c.classid == p) {
+                return Err(TcError::new(format!(
+                    "Error: Specified class doesn't exist.\n(no class {} under {} {})",
+                    tc_handle(p),
+                    q.dump.kind,
+                    tc_handle(q.dump.handle)
+                )));
+            }
+        }
+        let (kind, handle) = (q.dump.kind.clone(), q.dump.handle);
+        let cl = classful_at(&mut self.root, &q.path).ok_or_else(|| {
+            TcError::new(format!(
+                "Error: Qdisc not classful.\n({kind} cannot take filters; attach them to htb, qfq, ...)"
+            ))
+        })?;
+        op(cl, handle)
+    }
+
+    /// Hands the frames of a qdisc taken out from under a class back to the
+    /// root, which classifies them again (so every ancestor accounts for
+    /// them); what is refused is counted as dropped.
+    fn requeue_at_root(&mut self, old: Option<Box<dyn Qdisc>>, now: Instant, drops: &mut Drops) {
+        if let Some(mut old) = old {
+            for pkt in old.drain_all() {
+                self.root.enqueue(pkt, now, drops);
+            }
+        }
+    }
+
+    /// Puts `new` at the root, moving the old root's frames into it.
+    fn swap_root(&mut self, new: Box<dyn Qdisc>, now: Instant, drops: &mut Drops) {
+        let mut old = std::mem::replace(&mut self.root, new);
+        for pkt in old.drain_all() {
+            self.root.enqueue(pkt, now, drops);
+        }
+    }
+}
+
+/// The `prio`/`pref`/`priority` of a filter command, if given.
+fn filter_prio(args: &[&str]) -> Result<Option<u16>, TcError> {
+    let Some(i) = args
+        .iter()
+        .position(|a| matches!(*a, "prio" | "pref" | "priority"))
+    else {
+        return Ok(None);
+    };
+    let v = args.get(i + 1).copied().unwrap_or("");
+    v.parse::<u16>()
+        .ok()
+        .filter(|&p| p > 0)
+        .map(Some)
+        .ok_or_else(|| TcError::new(format!("Illegal \"priority\": \"{v}\" (allowed 1..65535)")))
+}
+
+/// The root a device gets: its default qdisc, or mq on a multi-queue device.
+fn default_root(dev: &DevSpec) -> Box<dyn Qdisc> {
+    let ctx = dev.ctx(0, TC_H_ROOT);
+    if dev.tx_queues > 1 {
+        if let Ok(q) = registry::new_qdisc("mq", ctx, dev, &[]) {
+            return q;
+        }
+    }
+    registry::default_leaf(ctx, dev)
+}
+
+impl Qdisc for QdiscTree {
+    fn kind(&self) -> &'static str {
+        self.root.kind()
+    }
+    fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
+        self.root.enqueue(pkt, now, drops)
+    }
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        self.root.dequeue(now, drops)
+    }
+    fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
+        self.root.peek(now, drops)
+    }
+    fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+        self.root.next_wakeup(now)
+    }
+    fn qlen(&self) -> u32 {
+        self.root.qlen()
+    }
+    fn backlog(&self) -> u64 {
+        self.root.backlog()
+    }
+    fn stats(&self) -> QdiscStats {
+        self.root.stats()
+    }
+    fn can_bypass(&self) -> bool {
+        self.root.can_bypass()
+    }
+    fn count_bypass(&mut self, len: u32) {
+        self.root.count_bypass(len)
+    }
+    fn reset(&mut self, drops: &mut Drops) {
+        self.root.reset(drops)
+    }
+    fn change(&mut self, args: &[&str], now: Instant, drops: &mut Drops) -> Result<(), TcError> {
+        self.root.change(args, now, drops)
+    }
+    fn dump(&self, now: Instant) -> QdiscDump {
+        self.root.dump(now)
+    }
+    fn as_classful(&mut self) -> Option<&mut dyn Classful> {
+        self.root.as_classful()
+    }
+    fn drain_all(&mut self) -> Vec<Packet> {
+        self.root.drain_all()
+    }
+    fn as_tree(&mut self) -> Option<&mut QdiscTree> {
+        Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::testutil::{flow_pkt, pkt};
+
+    const T: Instant = Instant::ZERO;
+
+    fn tree() -> QdiscTree {
+        QdiscTree::new(DevSpec::new(Dev::Left)).unwrap()
+    }
+
+    fn mq_tree(n: u16) -> QdiscTree {
+        QdiscTree::new(DevSpec {
+            tx_queues: n,
+            ..DevSpec::new(Dev::Left)
+        })
+        .unwrap()
+    }
+
+    fn run(t: &mut QdiscTree, line: &str) -> Result<Option<String>, TcError> {
+        let cmd = TcCommand::parse(line)?;
+        t.apply(&cmd, T, &mut Drops::new())
+    }
+
+    fn ok(t: &mut QdiscTree, line: &str) {
+        if let Err(e) = run(t, line) {
+            panic!("{line}: {e}");
+        }
+    }
+
+    fn fail(t: &mut QdiscTree, line: &str) -> String {
+        let before = t.dump(T);
+        let e = run(t, line).expect_err(line).0;
+        let after = t.dump(T);
+        // Atomicity: a failed command leaves the tree as it was.
+        assert_eq!(
+            format!("{before:?}"),
+            format!("{after:?}"),
+            "{line} changed the tree"
+        );
+        e
+    }
+
+    fn show(t: &mut QdiscTree, line: &str) -> String {
+        run(t, line).unwrap().unwrap()
+    }
+
+    #[test]
+    fn default_root_is_pfifo_fast_handle_0() {
+        let t = tree();
+        let d = t.dump(T);
+        assert_eq!(
+            (d.kind.as_str(), d.handle, d.parent),
+            ("pfifo_fast", 0, TC_H_ROOT)
+        );
+        let m = mq_tree(4).dump(T);
+        assert_eq!(m.kind, "mq");
+        assert_eq!(m.children.len(), 4);
+        assert!(QdiscTree::new(DevSpec {
+            default_qdisc: "htb".into(),
+            ..DevSpec::new(Dev::Left)
+        })
+        .is_err());
+    }
+
+    #[test]
+    fn build_applies_lines_in_order() {
+        let dev = DevSpec {
+            tx_queues: 2,
+            ..DevSpec::new(Dev::Right)
+        };
+        let t = QdiscTree::build(
+            dev.clone(),
+            &[
+                "tc qdisc add dev right root handle 1: mq",
+                "tc qdisc add dev right parent 1:1 fq_codel",
+                "tc qdisc add dev right parent 1:2 fq_codel",
+            ],
+        )
+        .unwrap();
+        let d = t.dump(T);
+        assert_eq!(d.handle, tc_h_make(1, 0));
+        assert!(d.children.iter().all(|c| c.kind == "fq_codel"));
+        let e = QdiscTree::build(dev, &["tc qdisc add dev right parent 1:1 pfifo"])
+            .err()
+            .unwrap();
+        assert!(
+            e.0.starts_with("tc qdisc add dev right parent 1:1 pfifo\nError: Failed"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn auto_handles_count_up_from_8001() {
+        let mut t = tree();
+        ok(&mut t, "tc qdisc add dev left root pfifo");
+        assert_eq!(t.dump(T).handle, tc_h_make(0x8001, 0));
+        ok(&mut t, "tc qdisc del dev left root");
+        assert_eq!(t.dump(T).handle, 0);
+        ok(&mut t, "tc qdisc add dev left root pfifo");
+        assert_eq!(t.dump(T).handle, tc_h_make(0x8002, 0));
+        // replace with another kind allocates the next one
+        ok(&mut t, "tc qdisc replace dev left root bfifo");
+        assert_eq!(t.dump(T).handle, tc_h_make(0x8003, 0));
+    }
+
+    #[test]
+    fn add_on_existing_root_is_exclusive() {
+        let mut t = tree();
+        ok(&mut t, "tc qdisc add dev left root handle 1: pfifo");
+        assert_eq!(
+            fail(&mut t, "tc qdisc add dev left root pfifo limit 5"),
+            "Error: Exclusivity flag on, cannot modify."
+        );
+        assert_eq!(
+            fail(&mut t, "tc qdisc add dev left root handle 1: pfifo"),
+            "Error: Exclusivity flag on, cannot modify."
+        );
+        assert_eq!(
+            fail(&mut t, "tc qdisc add dev left root handle 2: pfifo"),
+            "Error: NLM_F_REPLACE needed to override."
+        );
+    }
+
+    #[test]
+    fn change_and_replace_same_kind_changes_in_place() {
+        let mut t = tree();
+        ok(
+            &mut t,
+            "tc qdisc add dev left root handle 1: pfifo limit 10",
+        );
+        ok(&mut t, "tc qdisc change dev left root pfifo limit 20");
+        assert_eq!(t.dump(T).options, "limit 20p");
+        ok(&mut t, "tc qdisc replace dev left root pfifo limit 30");
+        let d = t.dump(T);
+        assert_eq!(
+            (d.handle, d.options.as_str()),
+            (tc_h_make(1, 0), "limit 30p")
+        );
+        ok(&mut t, "tc qdisc change dev left handle 1: pfifo limit 40");
+        assert_eq!(t.dump(T).options, "limit 40p");
+        assert!(fail(&mut t, "tc qdisc change dev left root bfifo limit 5")
+            .starts_with("Error: Invalid qdisc name."));
+        assert!(fail(&mut t, "tc qdisc change dev left root pfifo limit x").contains("limit"));
+        assert!(fail(&mut t, "tc qdisc change dev left handle 7: pfifo")
+            .starts_with("Error: Specified qdisc not found."));
+    }
+
+    #[test]
+    fn change_on_default_root_needs_create() {
+        let mut t = tree();
+        assert_eq!(
+            fail(&mut t, "tc qdisc change dev left root pfifo limit 5"),
+            "Error: Qdisc not found. To create specify NLM_F_CREATE flag."
+        );
+        assert!(fail(&mut t, "tc qdisc link dev left root pfifo")
+            .starts_with("Error: Qdisc not found."));
+    }
+
+    #[test]
+    fn unknown_kinds_and_bad_options_leave_tree_untouched() {
+        let mut t = tree();
+        assert!(fail(&mut t, "tc qdisc add dev left root bogus")
+            .starts_with("Error: Specified qdisc kind is unknown."));
+        assert!(fail(&mut t, "tc qdisc add dev left root pfifo limit many").contains("many"));
+        // the failed adds did not use up automatic handles
+        ok(&mut t, "tc qdisc add dev left root pfifo");
+        assert_eq!(t.dump(T).handle, tc_h_make(0x8001, 0));
+    }
+
+    #[test]
+    fn delete_rules() {
+        let mut t = tree();
+        assert_eq!(
+            fail(&mut t, "tc qdisc del dev left root"),
+            "Error: Cannot delete qdisc with handle of zero."
+        );
+        ok(&mut t, "tc qdisc add dev left root handle 1: pfifo");
+        assert!(fail(&mut t, "tc qdisc del dev left root handle 2:")
+            .starts_with("Error: Invalid handle."));
+        assert!(fail(&mut t, "tc qdisc del dev left root bfifo")
+            .starts_with("Error: Invalid qdisc name."));
+        assert!(fail(&mut t, "tc qdisc del dev left handle 1:")
+            .starts_with("Error: Classid cannot be zero."));
+        ok(&mut t, "tc qdisc del dev left root handle 1: pfifo");
+        assert_eq!(t.dump(T).kind, "pfifo_fast");
+    }
+
+    #[test]
+    fn replacing_the_root_moves_frames_and_counts_refusals() {
+        let mut t = tree();
+        let mut d = Drops::new();
+        for id in 0..5 {
+            t.enqueue(pkt(id, 100), T, &mut d);
+        }
+        let cmd = TcCommand::parse("tc qdisc replace dev left root pfifo limit 3").unwrap();
+        t.apply(&cmd, T, &mut d).unwrap();
+        assert_eq!(t.qlen(), 3);
+        assert_eq!(d.len(), 2);
+        assert_eq!(t.stats().drops, 2);
+        let ids: Vec<u64> = std::iter::from_fn(|| t.dequeue(T, &mut d))
+            .map(|p| p.meta.id)
+            .collect();
+        assert_eq!(ids, vec![0, 1, 2]);
+        // and del root moves them back into the default
+        t.enqueue(pkt(7, 100), T, &mut d);
+        let cmd = TcCommand::parse("tc qdisc del dev left root").unwrap();
+        t.apply(&cmd, T, &mut d).unwrap();
+        assert_eq!((t.kind(), t.qlen()), ("pfifo_fast", 1));
+    }
+
+    #[test]
+    fn mq_children_are_replaced_by_parent() {
+        let mut t = mq_tree(4);
+        ok(&mut t, "tc qdisc add dev left parent :3 pfifo limit 7");
+        let d = t.dump(T);
+        assert_eq!(d.children[2].kind, "pfifo");
+        assert_eq!(d.children[2].handle, tc_h_make(0x8001, 0));
+        assert_eq!(d.children[2].parent, 3);
+        assert!(fail(&mut t, "tc qdisc add dev left parent :9 pfifo")
+            .starts_with("Error: Specified class not found."));
+        assert!(fail(&mut t, "tc qdisc add dev left parent 5:1 pfifo")
+            .starts_with("Error: Failed to find specified qdisc."));
+        // change it through its handle and through its parent
+        ok(
+            &mut t,
+            "tc qdisc change dev left handle 8001: pfifo limit 8",
+        );
+        ok(&mut t, "tc qdisc change dev left parent :3 pfifo limit 9");
+        assert_eq!(t.dump(T).children[2].options, "limit 9p");
+        // delete it: the default child comes back
+        ok(&mut t, "tc qdisc del dev left parent :3");
+        let d = t.dump(T);
+        assert_eq!(
+            (d.children[2].kind.as_str(), d.children[2].handle),
+            ("pfifo_fast", 0)
+        );
+        assert_eq!(
+            fail(&mut t, "tc qdisc del dev left parent :3"),
+            "Error: Cannot delete qdisc with handle of zero."
+        );
+    }
+
+    #[test]
+    fn mq_on_a_single_queue_device_is_refused_unless_queues_given() {
+        let mut t = tree();
+        assert!(fail(&mut t, "tc qdisc add dev left root handle 1: mq")
+            .contains("Operation not supported"));
+        ok(&mut t, "tc qdisc add dev left root handle 1: mq queues 2");
+        ok(&mut t, "tc qdisc add dev left parent 1:2 bfifo");
+        let d = t.dump(T);
+        assert_eq!(d.children[1].parent, tc_h_make(1, 2));
+        assert_eq!(d.children[1].kind, "bfifo");
+        assert!(
+            fail(&mut t, "tc qdisc add dev left parent 8001:1 mq queues 2").contains("classful")
+        );
+    }
+
+    #[test]
+    fn classless_parent_and_class_commands_on_classless() {
+        let mut t = tree();
+        ok(&mut t, "tc qdisc add dev left root handle 1: pfifo");
+        assert!(fail(&mut t, "tc qdisc add dev left parent 1:1 pfifo")
+            .starts_with("Error: Parent qdisc is not classful."));
+        assert!(fail(
+            &mut t,
+            "tc class add dev left parent 1: classid 1:1 htb rate 1mbit"
+        )
+        .starts_with("RTNETLINK answers: Invalid argument"));
+        assert!(fail(&mut t, "tc class del dev left classid 2:1")
+            .starts_with("RTNETLINK answers: No such file or directory"));
+    }
+
+    #[test]
+    fn mq_classes_cannot_be_added_or_deleted() {
+        let mut t = tree();
+        ok(&mut t, "tc qdisc add dev left root handle 1: mq queues 2");
+        assert!(
+            fail(&mut t, "tc class del dev left classid 1:1").contains("Operation not supported")
+        );
+        assert!(fail(&mut t, "tc class del dev left classid 1:5")
+            .starts_with("RTNETLINK answers: No such file or directory"));
+    }
+
+    #[test]
+    fn commands_for_the_other_device_are_refused() {
+        let mut t = tree();
+        assert!(fail(&mut t, "tc qdisc add dev right root pfifo").contains("dev right"));
+    }
+
+    #[test]
+    fn datapath_goes_through_the_root() {
+        let mut t = mq_tree(2);
+        let mut d = Drops::new();
+        let mut p = flow_pkt(1, 100, 1);
+        p.meta.queue_mapping = 1;
+        assert_eq!(t.enqueue(p, T, &mut d), Verdict::Queued);
+        assert_eq!((t.qlen(), t.backlog()), (1, 100));
+        assert_eq!(t.peek(T, &mut d).unwrap().meta.id, 1);
+        assert_eq!(t.dequeue(T, &mut d).unwrap().meta.id, 1);
+        assert_eq!(t.stats().packets, 1);
+        assert!(t.as_tree().is_some());
+    }
+
+    #[test]
+    fn show_through_apply() {
+        let mut t = tree();
+        assert_eq!(
+            show(&mut t, "tc qdisc show dev left"),
+            "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 \n"
+        );
+    }
+}
+
+#[cfg(test)]
+mod props {
+    //! Random tc command sequences: nothing panics, a failed command leaves
+    //! the tree and the drop sink untouched, and the counters stay coherent.
+    use super::*;
+    use crate::qdisc::testutil::flow_pkt;
+    use proptest::prelude::*;
+
+    const WORDS: &[&str] = &[
+        "qdisc",
+        "class",
+        "filter",
+        "add",
+        "change",
+        "replace",
+        "link",
+        "del",
+        "show",
+        "dev",
+        "left",
+        "right",
+        "root",
+        "parent",
+        "handle",
+        "classid",
+        "1:",
+        "1:1",
+        "1:2",
+        ":1",
+        ":3",
+        "8001:",
+        "2:",
+        "none",
+        "pfifo",
+        "bfifo",
+        "pfifo_fast",
+        "pfifo_head_drop",
+        "mq",
+        "qfq",
+        "limit",
+        "5",
+        "0",
+        "10kb",
+        "queues",
+        "2",
+        "4",
+        "weight",
+        "10",
+        "maxpkt",
+        "2000",
+        "protocol",
+        "all",
+        "matchall",
+        "flowid",
+        "prio",
+        "-s",
+        "-j",
+        "invisible",
+        "bogus",
+    ];
+
+    fn pick(words: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
+        proptest::sample::select(words)
+    }
+
+    /// Word soup after a command head.
+    fn soup() -> impl Strategy<Value = String> {
+        let head = pick(&[
+            "tc qdisc add dev left",
+            "tc qdisc replace dev left",
+            "tc qdisc change dev left",
+            "tc qdisc del dev left",
+            "tc class add dev left",
+            "tc class change dev left",
+            "tc class del dev left",
+            "tc filter add dev left",
+            "tc -s qdisc show dev left",
+            "tc class show dev left",
+        ]);
+        (head, proptest::collection::vec(pick(WORDS), 0..8))
+            .prop_map(|(h, ws)| format!("{h} {}", ws.join(" ")))
+    }
+
+    /// Commands shaped like real ones, so that most of them apply.
+    fn shaped() -> impl Strategy<Value = String> {
+        let qdisc = (
+            pick(&["add", "replace", "change", "del", "link"]),
+            pick(&[
+                "root",
+                "parent 1:1",
+                "parent 1:2",
+                "parent :1",
+                "parent 8001:1",
+                "",
+            ]),
+            pick(&["", "", "handle 1:", "handle 2:", "handle 10:"]),
+            pick(&[
+                "pfifo limit 3",
+                "bfifo limit 2kb",
+                "pfifo_fast",
+                "sfq",
+                "fq_codel limit 4",
+                "codel limit 5",
+                "tbf rate 1mbit burst 2kb limit 4kb",
+                "htb default 1",
+                "qfq",
+                "mq queues 2",
+                "",
+            ]),
+        )
+            .prop_map(|(v, loc, h, k)| format!("tc qdisc {v} dev left {loc} {h} {k}"));
+        let class = (
+            pick(&["add", "replace", "change", "del"]),
+            pick(&["parent 1:", "parent 1:1", "", "root"]),
+            pick(&["classid 1:1", "classid 1:2", "classid 2:1", ""]),
+            pick(&[
+                "htb rate 1mbit",
+                "htb rate 5mbit ceil 10mbit prio 2",
+                "qfq weight 3",
+                "",
+            ]),
+        )
+            .prop_map(|(v, p, c, k)| format!("tc class {v} dev left {p} {c} {k}"));
+        let filter = (
+            pick(&["add", "del"]),
+            pick(&["1:", "1:1", "2:"]),
+            pick(&["1:1", "1:2"]),
+        )
+            .prop_map(|(v, p, f)| {
+                format!("tc filter {v} dev left parent {p} protocol all prio 1 matchall flowid {f}")
+            });
+        prop_oneof![3 => qdisc, 3 => class, 1 => filter, 1 => soup()]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn random_sessions_never_panic_and_fail_atomically(
+            cmds in proptest::collection::vec(shaped(), 1..25),
+            queues in 1u16..4,
+        ) {
+            let mut t = QdiscTree::new(DevSpec { tx_queues: queues, ..DevSpec::new(Dev::Left) }).unwrap();
+            let mut drops = Drops::new();
+            let now = Instant::ZERO;
+            for (i, line) in cmds.iter().enumerate() {
+                let mut p = flow_pkt(i as u64, 100 + i as u32, (i % 3) as u16);
+                p.meta.queue_mapping = i as u16;
+                p.meta.priority = 0x0001_0001;
+                t.enqueue(p, now, &mut drops);
+                let Ok(cmd) = TcCommand::parse(line.trim()) else { continue };
+                let before = format!("{:?}", t.dump(now));
+                let dropped = drops.len();
+                if t.apply(&cmd, now, &mut drops).is_err() {
+                    prop_assert_eq!(&before, &format!("{:?}", t.dump(now)), "{}", line);
+                    prop_assert_eq!(dropped, drops.len());
+                }
+                let s = t.stats();
+                prop_assert_eq!((s.qlen, s.backlog), (t.qlen(), t.backlog()));
+            }
+            // Conservation: every frame offered is held, sent or dropped.
+            let offered = cmds.len() as u64;
+            let (mut sent, mut now) = (0u64, now);
+            for _ in 0..10_000 {
+                if t.dequeue(now, &mut drops).is_some() {
+                    sent += 1;
+                    continue;
+                }
+                // Shapers (tbf, htb) release later.
+                match t.next_wakeup(now) {
+                    Some(w) if t.qlen() > 0 => {
+                        prop_assert!(w >= now, "next_wakeup in the past");
+                        now = w.max(now + 1);
+                    }
+                    _ => break,
+                }
+            }
+            prop_assert_eq!(t.qlen(), 0);
+            prop_assert_eq!(sent + drops.len() as u64, offered);
+        }
+    }
+}

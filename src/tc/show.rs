@@ -1,0 +1,576 @@
+//! `tc [-s] [-d] [-j [-p]] qdisc show` and `class show`, printed from
+//! `QdiscDump` snapshots exactly as iproute2 lays them out (LINUX-TC.md 1.5):
+//!
+//! ```text
+//! qdisc fq_codel 8001: root refcnt 2 limit 10240p flows 1024 ... drop_batch 64
+//!  Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0)
+//!  backlog 0b 0p requeues 0
+//!   maxpacket 0 drop_overlimit 0 new_flow_count 0 ecn_mark 0
+//! ```
+//!
+//! Each discipline renders its own option and xstats text; this module adds
+//! the head (`qdisc KIND H: [dev X ]root|parent P [refcnt N ]`), the trailing
+//! space iproute2's option printer leaves (every kind but the fifos and htb),
+//! the generic counter lines and the JSON objects of `-j` (keys as iproute2:
+//! `kind handle root|parent refcnt options bytes packets drops overlimits
+//! requeues backlog qlen`, then the xstats keys at the same level).
+//!
+//! With `-s`, an empty line follows every HTB class (iproute2's
+//! `htb_print_xstats` ends with its own newline).
+//!
+//! Order: the kernel dumps the root, then every other qdisc of the device as
+//! it sits in the device's qdisc hash: 16 buckets by `hash_32(handle, 4)`,
+//! newest first within a bucket. Creation order is approximated by tree
+//! pre-order, which gives the familiar `parent :4 ... parent :1` under mq.
+//! Default children with handle 0 (HTB/TBF/QFQ leaves nobody attached a qdisc
+//! to) are invisible unless `invisible` is asked for; mq's are visible.
+
+use super::command::{Dev, Flags, Object, TcCommand};
+use crate::qdisc::TC_H_ROOT;
+use crate::qdisc::{tc_h_major, tc_h_minor, ClassDump, Handle, QdiscDump, QdiscStats, TcError};
+use crate::units::sprint_size;
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{json, Map, Value};
+use std::fmt::Write;
+
+/// One device's tree, as the printer needs it.
+pub struct DevDump<'a> {
+    pub dev: Dev,
+    pub root: &'a QdiscDump,
+    /// TX queues of the device (a non-mq root is referenced once per queue
+    /// plus once by the device: `refcnt` = queues + 1).
+    pub tx_queues: u16,
+}
+
+/// iproute2 `print_tc_classid`: `root`, `none`, `:m`, `M:`, `M:m` in hex.
+pub fn tc_handle(h: Handle) -> String {
+    if h == TC_H_ROOT {
+        "root".into()
+    } else if h == 0 {
+        "none".into()
+    } else if tc_h_major(h) == 0 {
+        format!(":{:x}", tc_h_minor(h))
+    } else if tc_h_minor(h) == 0 {
+        format!("{:x}:", tc_h_major(h))
+    } else {
+        format!("{:x}:{:x}", tc_h_major(h), tc_h_minor(h))
+    }
+}
+
+/// Renders a `show` command over the given devices (`cmd.dev`, when set,
+/// selects one; without it every device is listed with `dev X`).
+pub fn render(cmd: &TcCommand, devs: &[DevDump<'_>]) -> Result<String, TcError> {
+    let devs: Vec<&DevDump<'_>> = devs
+        .iter()
+        .filter(|d| cmd.dev.is_none_or(|want| want == d.dev))
+        .collect();
+    let name_dev = cmd.dev.is_none();
+    let mut text = String::new();
+    let mut json = Vec::new();
+    for d in devs {
+        let dev = name_dev.then_some(d.dev);
+        match cmd.object {
+            Object::Qdisc => {
+                for q in dump_order(d.root, cmd.invisible) {
+                    if cmd.parent.is_some_and(|p| p != q.parent)
+                        || cmd.handle.is_some_and(|h| h != q.handle)
+                    {
+                        continue;
+                    }
+                    let refcnt = refcnt(q, d);
+                    if cmd.flags.json {
+                        json.push(qdisc_json(q, dev, refcnt, cmd.flags));
+                    } else {
+                        qdisc_text(&mut text, q, dev, refcnt, cmd.flags);
+                    }
+                }
+            }
+            Object::Class => {
+                for q in dump_order(d.root, false) {
+                    if cmd
+                        .parent
+                        .is_some_and(|p| p != TC_H_ROOT && p & 0xFFFF_0000 != q.handle)
+                    {
+                        continue;
+                    }
+                    for c in &q.classes {
+                        if cmd.handle.is_some_and(|h| h != c.classid) {
+                            continue;
+                        }
+                        if cmd.flags.json {
+                            json.push(class_json(c, dev, cmd.flags));
+                        } else {
+                            class_text(&mut text, c, dev, cmd.flags);
+                        }
+                    }
+                }
+            }
+            Object::Filter => {
+                return Err(TcError::new(
+                    "Error: \"tc filter show\" is not supported by bloatbox yet",
+                ))
+            }
+        }
+    }
+    if cmd.flags.json {
+        text = to_json(&json, cmd.flags.pretty);
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// The root first, then the rest in qdisc-hash order (see the module doc).
+fn dump_order(root: &QdiscDump, invisible: bool) -> Vec<&QdiscDump> {
+    fn collect<'a>(q: &'a QdiscDump, invisible: bool, out: &mut Vec<&'a QdiscDump>) {
+        for c in &q.children {
+            if invisible || c.handle != 0 || q.kind == "mq" {
+                out.push(c);
+            }
+            collect(c, invisible, out);
+        }
+    }
+    let mut rest = Vec::new();
+    collect(root, invisible, &mut rest);
+    rest.reverse();
+    rest.sort_by_key(|q| hash_bucket(q.handle));
+    std::iter::once(root).chain(rest).collect()
+}
+
+/// `hash_32(handle, 4)`: the bucket of the device's 16-bucket qdisc hash.
+fn hash_bucket(handle: Handle) -> u32 {
+    handle.wrapping_mul(0x61C8_8647) >> 28
+}
+
+/// `tcm_info`: a root is held by the device and by each TX queue it serves
+/// (mq by the device only); children once.
+fn refcnt(q: &QdiscDump, d: &DevDump<'_>) -> u32 {
+    if std::ptr::eq(q, d.root) && q.kind != "mq" {
+        d.tx_queues as u32 + 1
+    } else {
+        1
+    }
+}
+
+/// iproute2's option printers leave a trailing space, except these.
+fn options_end_with_space(kind: &str) -> bool {
+    !matches!(kind, "pfifo" | "bfifo" | "pfifo_head_drop" | "htb")
+}
+
+fn options<'a>(plain: &'a str, detail: &'a str, flags: Flags) -> &'a str {
+    let o = if flags.details && !detail.is_empty() {
+        detail
+    } else {
+        plain
+    };
+    o.trim_end()
+}
+
+fn qdisc_text(out: &mut String, q: &QdiscDump, dev: Option<Dev>, refcnt: u32, flags: Flags) {
+    let _ = write!(out, "qdisc {} {:x}: ", q.kind, tc_h_major(q.handle));
+    if let Some(d) = dev {
+        let _ = write!(out, "dev {} ", d.name());
+    }
+    if q.parent == TC_H_ROOT {
+        out.push_str("root ");
+    } else if q.parent != 0 {
+        let _ = write!(out, "parent {} ", tc_handle(q.parent));
+    }
+    if refcnt != 1 {
+        let _ = write!(out, "refcnt {refcnt} ");
+    }
+    let opts = options(&q.options, &q.options_detail, flags);
+    if !opts.is_empty() {
+        out.push_str(opts);
+        if options_end_with_space(&q.kind) {
+            out.push(' ');
+        }
+    }
+    out.push('\n');
+    if flags.stats {
+        stats_lines(out, Some(&q.stats), &q.stats);
+        xstats_lines(out, &q.xstats);
+    }
+}
+
+fn class_text(out: &mut String, c: &ClassDump, dev: Option<Dev>, flags: Flags) {
+    let _ = write!(out, "class {} {} ", c.kind, tc_handle(c.classid));
+    if let Some(d) = dev {
+        let _ = write!(out, "dev {} ", d.name());
+    }
+    if c.parent == TC_H_ROOT {
+        out.push_str("root ");
+    } else {
+        let _ = write!(out, "parent {} ", tc_handle(c.parent));
+    }
+    if let Some(leaf) = c.leaf.filter(|&l| l != 0) {
+        let _ = write!(out, "leaf {:x}: ", tc_h_major(leaf));
+    }
+    let opts = options(&c.options, &c.options_detail, flags);
+    if !opts.is_empty() {
+        out.push_str(opts);
+        out.push(' ');
+    }
+    out.push('\n');
+    if flags.stats {
+        stats_lines(out, c.stats.as_ref(), c.stats.as_ref().unwrap_or(&c.queue));
+        xstats_lines(out, &c.xstats);
+        if c.kind == "htb" && !c.xstats.is_empty() {
+            // htb_print_xstats ends with its own newline before print_class
+            // adds one: an empty line follows every HTB class.
+            out.push('\n');
+        }
+    }
+}
+
+/// The Sent (or bare dropped) line and the backlog line, as
+/// `print_tcstats2_attr` prints them with prefix " ".
+fn stats_lines(out: &mut String, basic: Option<&QdiscStats>, q: &QdiscStats) {
+    if let Some(b) = basic {
+        let _ = write!(out, " Sent {} bytes {} pkt", b.bytes, b.packets);
+    }
+    let _ = writeln!(
+        out,
+        " (dropped {}, overlimits {} requeues {}) ",
+        q.drops, q.overlimits, q.requeues
+    );
+    let _ = writeln!(
+        out,
+        " backlog {} {}p requeues {}",
+        sprint_size(q.backlog),
+        q.qlen,
+        q.requeues
+    );
+}
+
+fn xstats_lines(out: &mut String, lines: &[String]) {
+    for l in lines {
+        out.push_str(l);
+        out.push('\n');
+    }
+}
+
+/// A JSON object that keeps its keys in insertion order, as iproute2 prints.
+struct Obj(Vec<(String, Value)>);
+
+impl Obj {
+    fn put(&mut self, key: &str, v: Value) {
+        self.0.push((key.to_string(), v));
+    }
+    fn extend(&mut self, m: &Map<String, Value>) {
+        self.0.extend(m.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+}
+
+impl Serialize for Obj {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+fn to_json(objs: &[Obj], pretty: bool) -> String {
+    let mut buf = Vec::new();
+    let res = if pretty {
+        let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+        let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
+        objs.serialize(&mut ser)
+    } else {
+        objs.serialize(&mut serde_json::Serializer::new(&mut buf))
+    };
+    match res {
+        Ok(()) => String::from_utf8_lossy(&buf).into_owned(),
+        Err(e) => format!("[] /* JSON error: {e} */"),
+    }
+}
+
+fn head_json(o: &mut Obj, dev: Option<Dev>, parent: Handle) {
+    if let Some(d) = dev {
+        o.put("dev", json!(d.name()));
+    }
+    if parent == TC_H_ROOT {
+        o.put("root", json!(true));
+    } else if parent != 0 {
+        o.put("parent", json!(tc_handle(parent)));
+    }
+}
+
+fn stats_json(o: &mut Obj, basic: Option<&QdiscStats>, q: &QdiscStats) {
+    if let Some(b) = basic {
+        o.put("bytes", json!(b.bytes));
+        o.put("packets", json!(b.packets));
+    }
+    o.put("drops", json!(q.drops));
+    o.put("overlimits", json!(q.overlimits));
+    o.put("requeues", json!(q.requeues));
+    o.put("backlog", json!(q.backlog));
+    o.put("qlen", json!(q.qlen));
+}
+
+fn qdisc_json(q: &QdiscDump, dev: Option<Dev>, refcnt: u32, flags: Flags) -> Obj {
+    let mut o = Obj(Vec::new());
+    o.put("kind", json!(q.kind));
+    o.put("handle", json!(format!("{:x}:", tc_h_major(q.handle))));
+    head_json(&mut o, dev, q.parent);
+    if refcnt != 1 {
+        o.put("refcnt", json!(refcnt));
+    }
+    o.put("options", Value::Object(q.options_json.clone()));
+    if flags.stats {
+        stats_json(&mut o, Some(&q.stats), &q.stats);
+        o.extend(&q.xstats_json);
+    }
+    o
+}
+
+fn class_json(c: &ClassDump, dev: Option<Dev>, flags: Flags) -> Obj {
+    let mut o = Obj(Vec::new());
+    o.put("class", json!(c.kind));
+    o.put("handle", json!(tc_handle(c.classid)));
+    head_json(&mut o, dev, c.parent);
+    if let Some(leaf) = c.leaf.filter(|&l| l != 0) {
+        o.put("leaf", json!(format!("{:#x}", tc_h_major(leaf))));
+    }
+    o.put("options", Value::Object(c.options_json.clone()));
+    if flags.stats {
+        stats_json(
+            &mut o,
+            c.stats.as_ref(),
+            c.stats.as_ref().unwrap_or(&c.queue),
+        );
+        o.extend(&c.xstats_json);
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::tc_h_make;
+
+    fn cmd(line: &str) -> TcCommand {
+        TcCommand::parse(line).unwrap()
+    }
+
+    fn one<'a>(root: &'a QdiscDump) -> [DevDump<'a>; 1] {
+        [DevDump {
+            dev: Dev::Left,
+            root,
+            tx_queues: 1,
+        }]
+    }
+
+    fn fq_codel_like() -> QdiscDump {
+        let mut options_json = Map::new();
+        options_json.insert("limit".into(), json!(10240));
+        options_json.insert("flows".into(), json!(1024));
+        let mut xstats_json = Map::new();
+        xstats_json.insert("maxpacket".into(), json!(0));
+        let opts = "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64";
+        QdiscDump {
+            kind: "fq_codel".into(),
+            handle: tc_h_make(0x8001, 0),
+            parent: TC_H_ROOT,
+            options: opts.into(),
+            options_detail: opts.into(),
+            options_json,
+            xstats: vec![
+                "  maxpacket 0 drop_overlimit 0 new_flow_count 0 ecn_mark 0".into(),
+                "  new_flows_len 0 old_flows_len 0".into(),
+            ],
+            xstats_json,
+            ..QdiscDump::default()
+        }
+    }
+
+    #[test]
+    fn vector_f1_layout() {
+        let d = fq_codel_like();
+        let out = render(&cmd("tc -s qdisc show dev left"), &one(&d)).unwrap();
+        assert_eq!(
+            out,
+            "qdisc fq_codel 8001: root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64 \n\
+             \x20Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n\
+             \x20backlog 0b 0p requeues 0\n\
+             \x20\x20maxpacket 0 drop_overlimit 0 new_flow_count 0 ecn_mark 0\n\
+             \x20\x20new_flows_len 0 old_flows_len 0\n"
+        );
+        // without -s only the head line
+        let out = render(&cmd("tc qdisc show dev left"), &one(&d)).unwrap();
+        assert_eq!(out.lines().count(), 1);
+    }
+
+    #[test]
+    fn dev_is_named_when_not_filtering() {
+        let d = fq_codel_like();
+        let out = render(&cmd("tc qdisc show"), &one(&d)).unwrap();
+        assert!(out.starts_with("qdisc fq_codel 8001: dev left root refcnt 2 limit"));
+        let out = render(&cmd("tc qdisc show dev right"), &one(&d)).unwrap();
+        assert_eq!(out, "");
+    }
+
+    #[test]
+    fn fifo_and_htb_have_no_trailing_space_and_children_no_refcnt() {
+        let child = QdiscDump {
+            kind: "pfifo".into(),
+            handle: tc_h_make(0x10, 0),
+            parent: tc_h_make(1, 0x10),
+            options: "limit 1000p".into(),
+            ..QdiscDump::default()
+        };
+        let root = QdiscDump {
+            kind: "htb".into(),
+            handle: tc_h_make(1, 0),
+            parent: TC_H_ROOT,
+            options: "r2q 10 default 0x20 direct_packets_stat 0 direct_qlen 1000".into(),
+            children: vec![child],
+            ..QdiscDump::default()
+        };
+        let out = render(&cmd("tc qdisc show dev left"), &one(&root)).unwrap();
+        assert_eq!(
+            out,
+            "qdisc htb 1: root refcnt 2 r2q 10 default 0x20 direct_packets_stat 0 direct_qlen 1000\n\
+             qdisc pfifo 10: parent 1:10 limit 1000p\n"
+        );
+    }
+
+    #[test]
+    fn default_children_are_invisible_except_under_mq() {
+        let leaf = QdiscDump {
+            kind: "bfifo".into(),
+            handle: 0,
+            parent: tc_h_make(0x8001, 1),
+            options: "limit 16490b".into(),
+            ..QdiscDump::default()
+        };
+        let root = QdiscDump {
+            kind: "tbf".into(),
+            handle: tc_h_make(0x8001, 0),
+            parent: TC_H_ROOT,
+            options: "rate 1Mbit burst 10Kb lat 50ms".into(),
+            children: vec![leaf],
+            ..QdiscDump::default()
+        };
+        assert_eq!(
+            render(&cmd("tc qdisc show dev left"), &one(&root)).unwrap(),
+            "qdisc tbf 8001: root refcnt 2 rate 1Mbit burst 10Kb lat 50ms \n"
+        );
+        let all = render(&cmd("tc qdisc show dev left invisible"), &one(&root)).unwrap();
+        assert!(all.ends_with("qdisc bfifo 0: parent 8001:1 limit 16490b\n"));
+    }
+
+    #[test]
+    fn class_lines() {
+        let class = ClassDump {
+            kind: "htb".into(),
+            classid: tc_h_make(1, 0x10),
+            parent: tc_h_make(1, 1),
+            leaf: Some(tc_h_make(0x10, 0)),
+            options: "prio 0 rate 30Mbit ceil 100Mbit burst 1600b cburst 1600b".into(),
+            stats: Some(QdiscStats {
+                bytes: 123,
+                packets: 2,
+                ..QdiscStats::default()
+            }),
+            xstats: vec![
+                " lended: 2 borrowed: 0 giants: 0".into(),
+                " tokens: 6667 ctokens: 2000".into(),
+            ],
+            ..ClassDump::default()
+        };
+        let htb_blank = render(
+            &cmd("tc -s class show dev left"),
+            &one(&QdiscDump {
+                classes: vec![class.clone()],
+                ..QdiscDump::default()
+            }),
+        )
+        .unwrap();
+        assert!(htb_blank.ends_with(" tokens: 6667 ctokens: 2000\n\n"));
+        let pseudo = ClassDump {
+            kind: "fq_codel".into(),
+            classid: tc_h_make(0x8001, 0x3b1),
+            parent: tc_h_make(0x8001, 0),
+            stats: None,
+            queue: QdiscStats {
+                backlog: 1514,
+                qlen: 1,
+                ..QdiscStats::default()
+            },
+            xstats: vec!["  deficit 1342 count 0 lastcount 0 ldelay 2us".into()],
+            ..ClassDump::default()
+        };
+        let root = QdiscDump {
+            kind: "htb".into(),
+            handle: tc_h_make(1, 0),
+            parent: TC_H_ROOT,
+            classes: vec![class, pseudo],
+            ..QdiscDump::default()
+        };
+        let out = render(&cmd("tc -s class show dev left"), &one(&root)).unwrap();
+        assert_eq!(
+            out,
+            "class htb 1:10 parent 1:1 leaf 10: prio 0 rate 30Mbit ceil 100Mbit burst 1600b cburst 1600b \n\
+             \x20Sent 123 bytes 2 pkt (dropped 0, overlimits 0 requeues 0) \n\
+             \x20backlog 0b 0p requeues 0\n\
+             \x20lended: 2 borrowed: 0 giants: 0\n\
+             \x20tokens: 6667 ctokens: 2000\n\
+             \n\
+             class fq_codel 8001:3b1 parent 8001: \n\
+             \x20(dropped 0, overlimits 0 requeues 0) \n\
+             \x20backlog 1514b 1p requeues 0\n\
+             \x20\x20deficit 1342 count 0 lastcount 0 ldelay 2us\n"
+        );
+        let only = render(&cmd("tc class show dev left classid 1:10"), &one(&root)).unwrap();
+        assert_eq!(only.lines().count(), 1);
+    }
+
+    #[test]
+    fn json_keys_and_order() {
+        let d = fq_codel_like();
+        let out = render(&cmd("tc -s -j qdisc show dev left"), &one(&d)).unwrap();
+        assert_eq!(
+            out,
+            "[{\"kind\":\"fq_codel\",\"handle\":\"8001:\",\"root\":true,\"refcnt\":2,\
+             \"options\":{\"flows\":1024,\"limit\":10240},\"bytes\":0,\"packets\":0,\"drops\":0,\
+             \"overlimits\":0,\"requeues\":0,\"backlog\":0,\"qlen\":0,\"maxpacket\":0}]\n"
+        );
+        let v: Value =
+            serde_json::from_str(&render(&cmd("tc -j -p qdisc show"), &one(&d)).unwrap()).unwrap();
+        assert_eq!(v[0]["dev"], "left");
+        assert!(v[0].get("bytes").is_none());
+    }
+
+    #[test]
+    fn hash_order_puts_mq_children_newest_first() {
+        let kids: Vec<QdiscDump> = (1..=4)
+            .map(|i| QdiscDump {
+                kind: "pfifo_fast".into(),
+                handle: 0,
+                parent: i,
+                ..QdiscDump::default()
+            })
+            .collect();
+        let root = QdiscDump {
+            kind: "mq".into(),
+            handle: 0,
+            parent: TC_H_ROOT,
+            children: kids,
+            ..QdiscDump::default()
+        };
+        let parents: Vec<Handle> = dump_order(&root, false).iter().map(|q| q.parent).collect();
+        assert_eq!(parents, vec![TC_H_ROOT, 4, 3, 2, 1]);
+        assert_eq!(hash_bucket(tc_h_make(0x10, 0)), 6);
+    }
+
+    #[test]
+    fn handles_print_like_iproute2() {
+        assert_eq!(tc_handle(TC_H_ROOT), "root");
+        assert_eq!(tc_handle(0), "none");
+        assert_eq!(tc_handle(3), ":3");
+        assert_eq!(tc_handle(tc_h_make(0x8001, 0)), "8001:");
+        assert_eq!(tc_handle(tc_h_make(1, 0x10)), "1:10");
+    }
+}
