@@ -69,10 +69,11 @@ enum Cmd {
     },
 }
 
-/// Logs to stderr, or to `file` while the TUI owns the terminal.
-fn init_logs(file: Option<&std::path::Path>) -> std::io::Result<()> {
+/// Logs to stderr, or to `file` while the TUI owns the terminal; at
+/// `default` level unless RUST_LOG says otherwise.
+fn init_logs(file: Option<&std::path::Path>, default: &str) -> std::io::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let logs = tracing_subscriber::fmt().with_env_filter(filter);
     match file {
         Some(path) => {
@@ -98,7 +99,12 @@ fn main() -> ExitCode {
         Cmd::Up { tui: true, log, .. } => Some(log.as_path()),
         _ => None,
     };
-    if let Err(e) = init_logs(log_file) {
+    // `run` shares stderr with the commands it runs: only warnings.
+    let level = match &cli.command {
+        Cmd::Run(_) => "warn",
+        _ => "info",
+    };
+    if let Err(e) = init_logs(log_file, level) {
         eprintln!("error: cannot open the log file: {e}");
         return ExitCode::FAILURE;
     }

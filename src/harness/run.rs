@@ -7,6 +7,10 @@
 //! anything else left in the namespaces, the datapath and the namespaces.
 //! Optionally writes a JSON report.
 //!
+//! With a terminal on stdin the left command stays in bloatbox's process
+//! group (the terminal's foreground), so that a shell works as under
+//! mahimahi: Ctrl-C then reaches the command, which decides whether to end.
+//!
 //! Exit codes: the left command's own; 128 + N when it died of signal N, or
 //! when `bloatbox run` itself got signal N; 124 when the right side never
 //! became ready; 125 when bloatbox could not run (configuration, set-up).
@@ -387,8 +391,12 @@ fn drive(
         if let Some(status) = proc.poll(t0) {
             break Outcome::LeftExited(status);
         }
-        if let Some(sig) = signals.wait(POLL.as_millis() as u16) {
-            break Outcome::Signal(sig);
+        match signals.wait(POLL.as_millis() as u16) {
+            // Ctrl-C at the terminal reaches an interactive left command too
+            // (it shares our process group): it decides whether to end.
+            Some(sig) if !own_group && sig == Signal::SIGINT as i32 => {}
+            Some(sig) => break Outcome::Signal(sig),
+            None => {}
         }
         if let Some(r) = right.as_mut() {
             r.poll(t0);
