@@ -69,7 +69,7 @@ const KILL_GRACE: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(
         "link name {0:?}: use 1..={MAX_NAME} characters from a-z, A-Z, 0-9, '_' and '-' (the TAPs are NAME + 'l'/'r', at most 15 characters)"
@@ -83,7 +83,7 @@ pub enum HarnessError {
         #[source]
         source: io::Error,
     },
-    #[error("{0}")]
+    #[error(transparent)]
     Datapath(#[from] DatapathError),
     #[error("no snapshot from the datapath within {0:?}")]
     NoSnapshot(Duration),
@@ -199,9 +199,36 @@ impl LinkBuilder {
 
     /// Creates the namespaces and TAPs and starts the datapath (needs root,
     /// or CAP_NET_ADMIN and CAP_SYS_ADMIN).
+    ///
+    /// With a generated name, leftovers under that name are removed first:
+    /// the name holds this process's id, so they can only come from a dead
+    /// process whose id was reused (e.g. a SIGKILLed run in a container).
     pub fn up(self) -> Result<Link, HarnessError> {
         let (cfg, name) = self.resolve()?;
+        if self.name.is_none() {
+            remove_leftovers(&cfg);
+        }
         Link::start(cfg, name)
+    }
+}
+
+/// Removes the namespaces and root-namespace TAPs of `cfg` if they exist,
+/// killing what runs inside first.
+fn remove_leftovers(cfg: &Config) {
+    for e in [&cfg.left, &cfg.right] {
+        if Path::new(NETNS_DIR).join(&e.namespace).exists() {
+            tracing::warn!(netns = %e.namespace, "removing a leftover namespace of a dead process");
+            kill_netns_processes(&e.namespace);
+            let _ = Command::new("ip")
+                .args(["netns", "del", &e.namespace])
+                .status();
+        }
+        if Path::new("/sys/class/net").join(&e.tap).exists() {
+            tracing::warn!(tap = %e.tap, "removing a leftover TAP of a dead process");
+            let _ = Command::new("ip")
+                .args(["link", "del", "dev", &e.tap])
+                .status();
+        }
     }
 }
 

@@ -248,6 +248,16 @@ pub fn run(args: &RunArgs) -> u8 {
         Ok(code) => code,
         Err(e) => {
             eprintln!("bloatbox run: error: {e:#}");
+            if let Some(path) = &args.report {
+                // A CI job still finds out why, from the report alone.
+                let report = json!({
+                    "exit_code": EXIT_FAILED,
+                    "outcome": format!("failed: {e:#}"),
+                });
+                if let Err(w) = std::fs::write(path, format!("{report:#}\n")) {
+                    eprintln!("bloatbox run: writing the report {}: {w}", path.display());
+                }
+            }
             EXIT_FAILED
         }
     }
