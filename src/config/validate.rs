@@ -39,6 +39,10 @@ pub fn check_coalescing(
         Err(format!(
             "{usecs_name} and {frames_name} are both 0: the NIC would never interrupt; expected {frames_name} >= 1 or {usecs_name} >= 1; fix: set {frames_name} 1 (no coalescing) or {usecs_name} to a wait in µs"
         ))
+    } else if usecs == 0 && frames > 1 {
+        Err(format!(
+            "{frames_name} = {frames} with {usecs_name} = 0: with fewer than {frames} frames pending the interrupt would never fire (a lone ping, or BQL starting from a limit of 0, would stall for good); expected {usecs_name} >= 1 when {frames_name} > 1; fix: set {usecs_name} to the longest wait in µs, e.g. {usecs_name} 50"
+        ))
     } else {
         Ok(())
     }
@@ -427,5 +431,9 @@ mod tests {
         assert!(check_coalescing("rx-usecs", "rx-frames", 0, 0).is_err());
         assert!(check_coalescing("rx-usecs", "rx-frames", 0, 1).is_ok());
         assert!(check_coalescing("rx-usecs", "rx-frames", 20, 0).is_ok());
+        assert!(check_coalescing("rx-usecs", "rx-frames", 50, 32).is_ok());
+        let stall = check_coalescing("tx-usecs", "tx-frames", 0, 8).unwrap_err();
+        assert!(stall.contains("tx-frames = 8 with tx-usecs = 0"), "{stall}");
+        assert!(stall.contains("fix: set tx-usecs"), "{stall}");
     }
 }
