@@ -576,6 +576,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_link_can_be_shared_between_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<Link>();
+    }
+
+    #[test]
     fn generated_names_are_unique_valid_and_fit_a_tap() {
         let a = unique_name();
         let b = unique_name();
