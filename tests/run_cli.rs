@@ -377,6 +377,31 @@ fn readiness_times_out_with_124_and_a_dead_server_is_noticed() {
     let (out, _) = Run::start(&["--right", "exit 4", "--wait-port", "80", "--", "true"]).finish();
     assert_eq!(code(&out), 124, "{}", text(&out));
     assert!(text(&out).contains("exited (code 4)"), "{}", text(&out));
+    // A readiness command that hangs is bounded by --timeout and killed.
+    let probe = marker_seconds();
+    let started = Instant::now();
+    let (out, name) = Run::start(&[
+        "--wait-cmd",
+        &format!("sleep {probe}"),
+        "--timeout",
+        "1s",
+        "--",
+        "true",
+    ])
+    .finish();
+    assert_eq!(code(&out), 124, "{}", text(&out));
+    assert!(
+        text(&out).contains("--wait-cmd command never succeeded"),
+        "{}",
+        text(&out)
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        processes_with(&probe).is_empty(),
+        "{:?}",
+        processes_with(&probe)
+    );
+    assert_gone(&name);
 }
 
 #[test]
