@@ -1,0 +1,737 @@
+//! The discrete-event loop: two `Path`s (left→right, right→left) driven
+//! under a simulated clock that jumps to the next event (a source timer, a
+//! TCP timer, or `Path::poll_at`). Timers sit in a min-heap ordered by time
+//! then insertion sequence, so equal-time events run in a fixed order; all
+//! randomness comes from one `SmallRng` seeded by the scenario. Frames carry
+//! real headers; a side table (slot = the frame's tag) remembers what each
+//! frame is, and header buffers are recycled.
+
+use super::frame::{self, Endpoints, Proto, Tag, L4};
+use super::observe::{Departure, DequeueLog, Observed};
+use super::qdiscs::{build_qdisc, dev_of, tc_show};
+use super::report::{DirReport, DirTally, FlowReport, SimReport};
+use super::scenario::{Direction, Scenario};
+use super::sources::{build_flows, latency_histogram, seg_bytes, Flow, Source};
+use super::trace::{Dir, EventKind, Trace, TraceEvent};
+use super::SimError;
+use crate::link::Path;
+use crate::packet::classify::classify;
+use crate::packet::{DropReason, Packet};
+use crate::time::{earliest, Instant};
+use hdrhistogram::Histogram;
+use rand::rngs::SmallRng;
+use rand::{RngCore, SeedableRng};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Iterations at one instant after which the loop declares a stall.
+const STALL_LIMIT: u64 = 10_000_000;
+
+/// What a timer does when it fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TimerKind {
+    /// Start a flow, or the next departure of a UDP/ping/packet source.
+    Source,
+    Rto,
+    DelayedAck,
+}
+
+/// A queued timer. Ordered by `key` alone: the time in the high 64 bits,
+/// the insertion sequence in the low ones (unique, so ties are impossible).
+#[derive(Clone, Copy, Debug)]
+struct Timer {
+    key: u128,
+    flow: u32,
+    kind: TimerKind,
+}
+
+impl Timer {
+    fn at(&self) -> Instant {
+        Instant::from_nanos((self.key >> 64) as u64)
+    }
+}
+
+impl PartialEq for Timer {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+impl Eq for Timer {}
+impl PartialOrd for Timer {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Timer {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
+    }
+}
+
+/// What a frame in flight is, kept in the side table.
+#[derive(Clone, Copy, Debug)]
+enum What {
+    Data { seg: u64, cwr: bool },
+    Ack(super::tcp::AckInfo),
+    Datagram,
+    PingRequest,
+    PingReply { request_sent: Instant },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct PktInfo {
+    trace_id: u64,
+    /// `digest` of the frame as sent.
+    digest: u64,
+    flow: u32,
+    /// Path index the frame travels on.
+    dir: u8,
+    /// True for ACKs and ping replies (the flow's reverse direction).
+    reverse: bool,
+    sent: Instant,
+    /// Accounted frame length.
+    len: u32,
+    ecn_sent: u8,
+    what: What,
+}
+
+/// Side table of frames in flight; the slot index and the serial (the low
+/// bits of the trace id) form the frame's tag, so a duplicate arriving after
+/// its slot was reused is not mistaken for the new frame.
+#[derive(Default)]
+struct Slab {
+    slots: Vec<Option<PktInfo>>,
+    free: Vec<u32>,
+}
+
+impl Slab {
+    fn insert(&mut self, info: PktInfo) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = Some(info);
+                i
+            }
+            None => {
+                self.slots.push(Some(info));
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+    fn get(&self, tag: Tag) -> Option<&PktInfo> {
+        self.slots
+            .get(tag.slot as usize)?
+            .as_ref()
+            .filter(|i| i.trace_id as u32 == tag.serial)
+    }
+    fn get_mut(&mut self, slot: u32) -> Option<&mut PktInfo> {
+        self.slots.get_mut(slot as usize)?.as_mut()
+    }
+    fn take(&mut self, tag: Tag) -> Option<PktInfo> {
+        self.get(tag)?;
+        let info = self.slots.get_mut(tag.slot as usize)?.take()?;
+        self.free.push(tag.slot);
+        Some(info)
+    }
+}
+
+/// Per-direction results beyond the path's own counters.
+struct DirState {
+    /// Departures from this direction's qdisc not yet traced.
+    dequeues: DequeueLog,
+    owd: Histogram<u64>,
+    /// Drop counters as of the last poll, to name the reason of each freed
+    /// frame.
+    seen_drops: [u64; DropReason::ALL.len()],
+    /// CE marks, unexplained drops, corrupted frames discarded.
+    tally: DirTally,
+}
+
+/// The simulator state.
+pub struct Sim {
+    now: Instant,
+    end: Instant,
+    paths: [Path; 2],
+    timers: BinaryHeap<Reverse<Timer>>,
+    timer_seq: u64,
+    flows: Vec<Flow>,
+    slab: Slab,
+    pool: Vec<Vec<u8>>,
+    rng: SmallRng,
+    out: Vec<Packet>,
+    freed: Vec<Packet>,
+    reasons: Vec<DropReason>,
+    segs: Vec<super::tcp::Segment>,
+    departures: Vec<Departure>,
+    dirs: [DirState; 2],
+    trace: Trace,
+    next_trace_id: u64,
+    unmatched_frames: u64,
+}
+
+impl Sim {
+    /// Builds the paths, qdiscs and flows of a scenario.
+    pub fn new(sc: &Scenario, trace: Trace) -> Result<Sim, SimError> {
+        let mut rng = SmallRng::seed_from_u64(sc.seed);
+        let cfg = sc.config();
+        let logs = [DequeueLog::default(), DequeueLog::default()];
+        let mut make_path = |dir: Direction, log: &DequeueLog| {
+            let params = cfg.link_params(dir);
+            let lines = cfg.tc_lines(dir);
+            let qdisc = build_qdisc(dir, &lines, &params, cfg.tx_queues(dir), rng.next_u64())?;
+            let observed = Box::new(Observed::new(qdisc, log.clone()));
+            let mut path = Path::new(params, observed);
+            if let Some(mut imp) = sc.impairments(dir)? {
+                imp.seed = rng.next_u64();
+                path.set_impairments(imp, Instant::ZERO)
+                    .map_err(|e| SimError::Scenario(format!("netem.{}: {e}", dir.table_key())))?;
+            }
+            Ok::<_, SimError>(path)
+        };
+        let l2r = make_path(Direction::LeftToRight, &logs[0])?;
+        let r2l = make_path(Direction::RightToLeft, &logs[1])?;
+        let flows = build_flows(sc, &mut rng)?;
+        let dir_state = |dequeues: DequeueLog| DirState {
+            dequeues,
+            owd: latency_histogram(),
+            seen_drops: [0; DropReason::ALL.len()],
+            tally: DirTally::default(),
+        };
+        let mut sim = Sim {
+            now: Instant::ZERO,
+            end: Instant::from_nanos(sc.duration.0),
+            paths: [l2r, r2l],
+            timers: BinaryHeap::new(),
+            timer_seq: 0,
+            flows,
+            slab: Slab::default(),
+            pool: Vec::new(),
+            rng,
+            out: Vec::new(),
+            freed: Vec::new(),
+            reasons: Vec::new(),
+            segs: Vec::new(),
+            departures: Vec::new(),
+            dirs: logs.map(dir_state),
+            trace,
+            next_trace_id: 0,
+            unmatched_frames: 0,
+        };
+        for i in 0..sim.flows.len() {
+            let start = sim.flows[i].start;
+            sim.schedule(start, i as u32, TimerKind::Source);
+        }
+        Ok(sim)
+    }
+
+    fn schedule(&mut self, at: Instant, flow: u32, kind: TimerKind) {
+        self.timer_seq += 1;
+        self.timers.push(Reverse(Timer {
+            key: (at.nanos() as u128) << 64 | self.timer_seq as u128,
+            flow,
+            kind,
+        }));
+    }
+
+    /// Runs to the scenario's end.
+    pub fn run(&mut self) -> Result<(), SimError> {
+        let mut same_instant = 0u64;
+        loop {
+            let next_timer = self.timers.peek().map(|t| t.0.at());
+            let path_due = [self.paths[0].poll_at(), self.paths[1].poll_at()];
+            let Some(t) = earliest(next_timer, earliest(path_due[0], path_due[1])) else {
+                break;
+            };
+            if t > self.end {
+                break;
+            }
+            if t <= self.now {
+                same_instant += 1;
+                if same_instant > STALL_LIMIT {
+                    return Err(SimError::Stalled {
+                        at_ns: self.now.nanos(),
+                    });
+                }
+            } else {
+                same_instant = 0;
+                self.now = t;
+            }
+            while let Some(timer) = self
+                .timers
+                .peek()
+                .filter(|t| t.0.at() <= self.now)
+                .map(|t| t.0)
+            {
+                self.timers.pop();
+                self.fire(timer);
+            }
+            // A path that became due through an ingress above is polled in
+            // the next round, at the same instant.
+            for (dir, due) in path_due.into_iter().enumerate() {
+                if due.is_some_and(|t| t <= self.now) {
+                    self.poll(dir);
+                }
+            }
+        }
+        self.now = self.end;
+        for dir in 0..2 {
+            self.poll(dir);
+        }
+        self.trace.finish().map_err(SimError::Io)
+    }
+
+    fn fire(&mut self, timer: Timer) {
+        let i = timer.flow as usize;
+        let now = self.now;
+        match timer.kind {
+            TimerKind::Source => self.source_due(i),
+            TimerKind::Rto => {
+                let Source::Tcp(tcp) = &mut self.flows[i].source else {
+                    return;
+                };
+                if tcp.rto_event == Some(timer.at()) {
+                    tcp.rto_event = None;
+                }
+                if tcp.sender.rto_at().is_some_and(|t| t <= now) {
+                    tcp.sender.on_rto(now);
+                }
+                self.tcp_transmit(i);
+            }
+            TimerKind::DelayedAck => {
+                let Source::Tcp(tcp) = &mut self.flows[i].source else {
+                    return;
+                };
+                if tcp.delack_event == Some(timer.at()) {
+                    tcp.delack_event = None;
+                }
+                if tcp.receiver.delack_at().is_some_and(|t| t <= now) {
+                    self.send_ack(i);
+                }
+            }
+        }
+    }
+
+    /// A source's start or next departure.
+    fn source_due(&mut self, i: usize) {
+        let now = self.now;
+        if !self.flows[i].active(now) {
+            return;
+        }
+        let flow = &mut self.flows[i];
+        let (ep, tos, dir, start) = (flow.ep, flow.tos, flow.dir, flow.start);
+        match &mut flow.source {
+            Source::Tcp(tcp) => {
+                tcp.started = true;
+                self.tcp_transmit(i);
+            }
+            Source::Udp(udp) => {
+                let size = udp.size;
+                let next = udp.next_after(now, start, &mut self.rng);
+                self.emit(i, dir, false, &ep, tos, size, L4::Udp, What::Datagram);
+                self.schedule(next, i as u32, TimerKind::Source);
+            }
+            Source::Ping(ping) => {
+                let (size, next) = (ping.size, now + ping.interval_ns);
+                self.emit(i, dir, false, &ep, tos, size, L4::Udp, What::PingRequest);
+                self.schedule(next, i as u32, TimerKind::Source);
+            }
+            Source::Packets(p) => {
+                if p.left == 0 {
+                    return;
+                }
+                p.left -= 1;
+                let (size, proto, more, next) = (p.size, p.proto, p.left > 0, now + p.interval_ns);
+                let l4 = match proto {
+                    Proto::Udp => L4::Udp,
+                    Proto::Tcp => L4::Tcp {
+                        seq: 0,
+                        ack: None,
+                        ece: false,
+                        cwr: false,
+                        sack: [None; 3],
+                    },
+                };
+                self.emit(i, dir, false, &ep, tos, size, l4, What::Datagram);
+                if more {
+                    self.schedule(next, i as u32, TimerKind::Source);
+                }
+            }
+        }
+    }
+
+    /// Sends what the TCP sender's window allows and keeps its RTO timer
+    /// queued.
+    fn tcp_transmit(&mut self, i: usize) {
+        let now = self.now;
+        let active = self.flows[i].active(now);
+        let flow = &mut self.flows[i];
+        let (ep, tos, dir) = (flow.ep, flow.tos, flow.dir);
+        let Source::Tcp(tcp) = &mut flow.source else {
+            return;
+        };
+        if !tcp.started {
+            return;
+        }
+        let mut segs = std::mem::take(&mut self.segs);
+        if active {
+            segs.extend(std::iter::from_fn(|| tcp.sender.next_segment(now)));
+        }
+        let (isn, mss, ecn, total) = (tcp.isn, tcp.mss, tcp.ecn, tcp.total);
+        for s in segs.drain(..) {
+            let payload = seg_bytes(total, mss, s.seg);
+            let ds = if ecn && !s.retransmit {
+                tos & !3 | 2
+            } else {
+                tos & !3
+            };
+            let l4 = L4::Tcp {
+                seq: isn.wrapping_add((s.seg * mss as u64) as u32),
+                ack: Some(1),
+                ece: false,
+                cwr: s.cwr,
+                sack: [None; 3],
+            };
+            let size = ep.min_frame(Proto::Tcp) as u32 + payload;
+            self.emit(
+                i,
+                dir,
+                false,
+                &ep,
+                ds,
+                size,
+                l4,
+                What::Data {
+                    seg: s.seg,
+                    cwr: s.cwr,
+                },
+            );
+        }
+        self.segs = segs;
+        let Source::Tcp(tcp) = &mut self.flows[i].source else {
+            return;
+        };
+        if let Some(at) = tcp.sender.rto_at() {
+            if tcp.rto_event.is_none_or(|q| q > at) {
+                tcp.rto_event = Some(at);
+                self.schedule(at, i as u32, TimerKind::Rto);
+            }
+        }
+    }
+
+    /// The receiver of TCP flow `i` sends its ACK now.
+    fn send_ack(&mut self, i: usize) {
+        let flow = &mut self.flows[i];
+        let (ep, tos, dir) = (flow.ep.reversed(), flow.tos & !3, 1 - flow.dir);
+        let Source::Tcp(tcp) = &mut flow.source else {
+            return;
+        };
+        let info = tcp.receiver.make_ack();
+        let mss = tcp.mss as u64;
+        let to_seq = |seg: u64| tcp.isn.wrapping_add((seg * mss) as u32);
+        let mut sack = [None; 3];
+        for (k, b) in info.sack_blocks().iter().enumerate() {
+            sack[k] = Some((to_seq(b.0), to_seq(b.1)));
+        }
+        let l4 = L4::Tcp {
+            seq: 1,
+            ack: Some(to_seq(info.ack)),
+            ece: info.ece,
+            cwr: false,
+            sack,
+        };
+        self.emit(i, dir, true, &ep, tos, 0, l4, What::Ack(info));
+    }
+
+    /// Builds a frame and hands it to path `dir`.
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &mut self,
+        flow: usize,
+        dir: usize,
+        reverse: bool,
+        ep: &Endpoints,
+        dsfield: u8,
+        size: u32,
+        l4: L4,
+        what: What,
+    ) {
+        let now = self.now;
+        let trace_id = self.next_trace_id;
+        self.next_trace_id += 1;
+        let slot = self.slab.insert(PktInfo {
+            trace_id,
+            digest: 0,
+            flow: flow as u32,
+            dir: dir as u8,
+            reverse,
+            sent: now,
+            len: 0,
+            ecn_sent: dsfield & 3,
+            what,
+        });
+        let mut buf = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(128));
+        let tag = Tag {
+            slot,
+            serial: trace_id as u32,
+        };
+        let len = frame::write_frame(&mut buf, ep, dsfield, size as usize, tag, &l4) as u32;
+        if let Some(info) = self.slab.get_mut(slot) {
+            info.len = len;
+            info.digest = frame::digest(&buf);
+        }
+        let mut meta = classify(&buf);
+        meta.arrival = now;
+        meta.enqueue_time = now;
+        let c = &mut self.flows[flow].counters[reverse as usize];
+        c.sent_pkts += 1;
+        c.sent_bytes += len as u64;
+        self.trace.record(TraceEvent {
+            t: now.nanos(),
+            ev: EventKind::Enqueue,
+            dir: Dir::ALL[dir],
+            flow: flow as u32,
+            pkt: trace_id,
+            size: len,
+            reason: None,
+        });
+        self.paths[dir].ingress(
+            Packet {
+                data: buf,
+                len,
+                meta,
+            },
+            now,
+        );
+        self.trace_dequeues(dir, Some((trace_id, flow as u32, len)));
+    }
+
+    /// Traces the departures path `dir`'s qdisc logged; a bypass belongs to
+    /// `ingressed` (trace id, flow, length), the frame just handed over.
+    fn trace_dequeues(&mut self, dir: usize, ingressed: Option<(u64, u32, u32)>) {
+        let mut deps = std::mem::take(&mut self.departures);
+        self.dirs[dir].dequeues.drain_into(&mut deps);
+        for d in deps.drain(..) {
+            let (t, who) = match d.tag {
+                Some(tag) => (
+                    d.at,
+                    self.slab
+                        .get(tag)
+                        .map(|i| (i.trace_id, i.flow, i.len, i.ecn_sent == 3)),
+                ),
+                None => (self.now, ingressed.map(|(p, f, l)| (p, f, l, true))),
+            };
+            let Some((pkt, flow, size, sent_ce)) = who else {
+                continue;
+            };
+            let ev = TraceEvent {
+                t: t.nanos(),
+                ev: EventKind::Dequeue,
+                dir: Dir::ALL[dir],
+                flow,
+                pkt,
+                size,
+                reason: None,
+            };
+            if d.ce && !sent_ce {
+                self.trace.record(TraceEvent {
+                    ev: EventKind::EcnMark,
+                    ..ev
+                });
+            }
+            self.trace.record(ev);
+        }
+        self.departures = deps;
+    }
+
+    /// Collects what path `dir` delivered and freed up to now.
+    fn poll(&mut self, dir: usize) {
+        let now = self.now;
+        self.paths[dir].poll(now, &mut self.out, &mut self.freed);
+        self.trace_dequeues(dir, None);
+        if !self.freed.is_empty() {
+            self.explain_drops(dir);
+            let mut freed = std::mem::take(&mut self.freed);
+            for (k, pkt) in freed.drain(..).enumerate() {
+                let reason = self.reasons.get(k).map(|r| r.name()).unwrap_or("unknown");
+                self.dropped(dir, pkt, reason);
+            }
+            self.freed = freed;
+        }
+        let mut out = std::mem::take(&mut self.out);
+        for pkt in out.drain(..) {
+            self.deliver(dir, pkt);
+        }
+        self.out = out;
+    }
+
+    /// Turns the growth of the path's drop counters since the last poll
+    /// into one reason per freed frame (in `DropReason::ALL` order when
+    /// several reasons occurred in one poll).
+    fn explain_drops(&mut self, dir: usize) {
+        self.reasons.clear();
+        let counters = &self.paths[dir].counters().drops;
+        let seen = &mut self.dirs[dir].seen_drops;
+        for r in DropReason::ALL {
+            let n = counters[r.index()].saturating_sub(seen[r.index()]);
+            self.reasons.extend(std::iter::repeat_n(r, n as usize));
+        }
+        *seen = *counters;
+        let missing = self.freed.len().saturating_sub(self.reasons.len());
+        self.dirs[dir].tally.unexplained_drops += missing as u64;
+    }
+
+    fn dropped(&mut self, dir: usize, pkt: Packet, reason: &'static str) {
+        let Some(info) = frame::read_tag(&pkt.data).and_then(|t| self.slab.take(t)) else {
+            self.unmatched_frames += 1;
+            self.pool.push(pkt.data);
+            return;
+        };
+        self.flows[info.flow as usize].counters[info.reverse as usize].dropped_pkts += 1;
+        self.trace.record(TraceEvent {
+            t: self.now.nanos(),
+            ev: EventKind::Drop,
+            dir: Dir::ALL[dir],
+            flow: info.flow,
+            pkt: info.trace_id,
+            size: pkt.len,
+            reason: Some(reason),
+        });
+        self.pool.push(pkt.data);
+    }
+
+    fn deliver(&mut self, dir: usize, pkt: Packet) {
+        let now = self.now;
+        let Some(info) = frame::read_tag(&pkt.data).and_then(|t| self.slab.take(t)) else {
+            self.unmatched_frames += 1;
+            self.pool.push(pkt.data);
+            return;
+        };
+        debug_assert_eq!(info.dir as usize, dir);
+        let i = info.flow as usize;
+        if frame::digest(&pkt.data) != info.digest {
+            // Corrupted on the wire: the receiver's checksum check drops it.
+            self.flows[i].counters[info.reverse as usize].discarded_pkts += 1;
+            self.dirs[dir].tally.corrupt_discarded += 1;
+            self.trace.record(TraceEvent {
+                t: now.nanos(),
+                ev: EventKind::Drop,
+                dir: Dir::ALL[dir],
+                flow: info.flow,
+                pkt: info.trace_id,
+                size: pkt.len,
+                reason: Some("corrupt"),
+            });
+            self.pool.push(pkt.data);
+            return;
+        }
+        let ce = frame::read_ecn(&pkt.data) == Some(3);
+        let marked = ce && info.ecn_sent != 3;
+        let len = pkt.len;
+        self.pool.push(pkt.data);
+        let owd = now.saturating_since(info.sent);
+        self.dirs[dir].owd.saturating_record(owd.max(1));
+        let c = &mut self.flows[i].counters[info.reverse as usize];
+        c.delivered_pkts += 1;
+        c.delivered_bytes += len as u64;
+        c.owd_sum_ns += owd;
+        c.owd_max_ns = c.owd_max_ns.max(owd);
+        c.first_delivery.get_or_insert(now);
+        c.last_delivery = Some(now);
+        self.trace.record(TraceEvent {
+            t: now.nanos(),
+            ev: EventKind::Deliver,
+            dir: Dir::ALL[dir],
+            flow: info.flow,
+            pkt: info.trace_id,
+            size: len,
+            reason: None,
+        });
+        if marked {
+            // Traced when it left the qdisc marked.
+            c.ce_marks += 1;
+            self.dirs[dir].tally.ce_marks += 1;
+        }
+        match info.what {
+            What::Data { seg, cwr } => {
+                let Source::Tcp(tcp) = &mut self.flows[i].source else {
+                    return;
+                };
+                match tcp.receiver.on_data(seg, ce, cwr, now) {
+                    super::tcp::AckNow::Now => self.send_ack(i),
+                    super::tcp::AckNow::Delayed(at) => {
+                        if tcp.delack_event.is_none_or(|q| q > at) {
+                            tcp.delack_event = Some(at);
+                            self.schedule(at, i as u32, TimerKind::DelayedAck);
+                        }
+                    }
+                }
+            }
+            What::Ack(ack) => {
+                let Source::Tcp(tcp) = &mut self.flows[i].source else {
+                    return;
+                };
+                tcp.sender.on_ack(ack.ack, ack.sack_blocks(), ack.ece, now);
+                self.tcp_transmit(i);
+            }
+            What::Datagram => {}
+            What::PingRequest => {
+                if let Source::Ping(p) = &mut self.flows[i].source {
+                    p.owd[0].saturating_record(owd.max(1));
+                }
+                let flow = &self.flows[i];
+                let (ep, tos, back) = (flow.ep.reversed(), flow.tos, 1 - flow.dir);
+                let size = match &flow.source {
+                    Source::Ping(p) => p.size,
+                    _ => len,
+                };
+                self.emit(
+                    i,
+                    back,
+                    true,
+                    &ep,
+                    tos,
+                    size,
+                    L4::Udp,
+                    What::PingReply {
+                        request_sent: info.sent,
+                    },
+                );
+            }
+            What::PingReply { request_sent } => {
+                if let Source::Ping(p) = &mut self.flows[i].source {
+                    p.rtt
+                        .saturating_record(now.saturating_since(request_sent).max(1));
+                    p.owd[1].saturating_record(owd.max(1));
+                }
+            }
+        }
+    }
+
+    /// The results, with the qdisc statistics of both directions.
+    pub fn report(&self, sc: &Scenario) -> SimReport {
+        let end = self.end;
+        let cfg = sc.config();
+        let flows = self.flows.iter().map(|f| FlowReport::new(f, end)).collect();
+        let directions = [0, 1].map(|d| {
+            let dir = Direction::BOTH[d];
+            let snap = self.paths[d].snapshot(end);
+            let tc = tc_show(dir, &snap.qdisc, cfg.tx_queues(dir));
+            DirReport::new(
+                (Dir::ALL[d].name(), dev_of(dir).name()),
+                &snap,
+                &self.dirs[d].owd,
+                self.dirs[d].tally,
+                end,
+                tc,
+            )
+        });
+        SimReport {
+            seed: sc.seed,
+            duration_ns: end.nanos(),
+            trace_events: self.trace.events(),
+            trace_hash: self.trace.hash(),
+            unmatched_frames: self.unmatched_frames,
+            flows,
+            directions,
+        }
+    }
+}

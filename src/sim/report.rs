@@ -1,0 +1,288 @@
+//! What a simulation run produces besides the trace: per-flow throughput,
+//! latency percentiles (ping RTT, one-way delay), drops by reason, ECN
+//! marks, and each direction's final qdisc statistics; plus a small text
+//! table for people and tests.
+
+use super::sources::{Flow, FlowCounters, Source};
+use super::tcp::TcpStats;
+use crate::link::path::PathSnapshot;
+use crate::qdisc::QdiscDump;
+use crate::time::{Instant, NS_PER_SEC};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Latency percentiles in ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    pub count: u64,
+    pub min: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub max: u64,
+    pub mean: f64,
+}
+
+impl Percentiles {
+    pub fn of(h: &Histogram<u64>) -> Option<Percentiles> {
+        (!h.is_empty()).then(|| Percentiles {
+            count: h.len(),
+            min: h.min(),
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            max: h.max(),
+            mean: h.mean(),
+        })
+    }
+}
+
+/// TCP sender state at the end of the run.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct TcpReport {
+    pub cc: super::scenario::CcAlgo,
+    pub stats: TcpStats,
+    /// Payload bytes acknowledged.
+    pub acked_bytes: u64,
+    pub cwnd: f64,
+    pub srtt_ns: Option<u64>,
+}
+
+/// One flow's results.
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowReport {
+    pub name: String,
+    pub kind: &'static str,
+    pub dir: &'static str,
+    /// Data / requests.
+    pub forward: FlowCounters,
+    /// ACKs / replies.
+    pub reverse: FlowCounters,
+    /// Delivered forward frame bytes per second of the flow's life, bit/s.
+    pub throughput_bps: f64,
+    /// TCP: acknowledged payload per second, bit/s.
+    pub goodput_bps: Option<f64>,
+    /// Forward one-way delay, mean and max (ns).
+    pub owd_mean_ns: Option<f64>,
+    pub owd_max_ns: u64,
+    /// Ping round-trip times.
+    pub rtt: Option<Percentiles>,
+    /// Ping one-way delays: requests, replies.
+    pub ping_owd: Option<[Option<Percentiles>; 2]>,
+    pub tcp: Option<TcpReport>,
+}
+
+impl FlowReport {
+    pub fn new(f: &Flow, end: Instant) -> FlowReport {
+        let life_s = end.saturating_since(f.start.min(end)) as f64 / NS_PER_SEC as f64;
+        let per_s = |bytes: u64| {
+            if life_s > 0.0 {
+                bytes as f64 * 8.0 / life_s
+            } else {
+                0.0
+            }
+        };
+        let fwd = f.counters[0];
+        let tcp = match &f.source {
+            Source::Tcp(t) => {
+                let sent = t.sender.snd_una() * t.mss as u64;
+                let acked = t.total.map_or(sent, |total| sent.min(total));
+                Some(TcpReport {
+                    cc: t.cc,
+                    stats: t.sender.stats,
+                    acked_bytes: acked,
+                    cwnd: t.sender.cwnd(),
+                    srtt_ns: t.sender.srtt_ns(),
+                })
+            }
+            _ => None,
+        };
+        FlowReport {
+            name: f.name.clone(),
+            kind: f.source.kind(),
+            dir: super::trace::Dir::ALL[f.dir].name(),
+            forward: fwd,
+            reverse: f.counters[1],
+            throughput_bps: per_s(fwd.delivered_bytes),
+            goodput_bps: tcp.map(|t| per_s(t.acked_bytes)),
+            owd_mean_ns: (fwd.delivered_pkts > 0)
+                .then(|| fwd.owd_sum_ns as f64 / fwd.delivered_pkts as f64),
+            owd_max_ns: fwd.owd_max_ns,
+            rtt: match &f.source {
+                Source::Ping(p) => Percentiles::of(&p.rtt),
+                _ => None,
+            },
+            ping_owd: match &f.source {
+                Source::Ping(p) => Some([Percentiles::of(&p.owd[0]), Percentiles::of(&p.owd[1])]),
+                _ => None,
+            },
+            tcp,
+        }
+    }
+}
+
+/// One direction's results.
+#[derive(Clone, Debug, Serialize)]
+pub struct DirReport {
+    pub name: &'static str,
+    /// The tc device: `left` (left→right) or `right`.
+    pub dev: &'static str,
+    pub rate_bytes_ps: u64,
+    pub frames_in: u64,
+    pub frames_out: u64,
+    pub bytes_out: u64,
+    /// Delivered bytes over line rate × duration.
+    pub utilisation: f64,
+    pub drops: BTreeMap<&'static str, u64>,
+    /// Frames freed without a counted reason (should stay 0).
+    pub unexplained_drops: u64,
+    /// Frames the link corrupted, discarded by the receiving host.
+    pub corrupt_discarded: u64,
+    pub ce_marks: u64,
+    /// One-way delay of every delivered frame.
+    pub owd: Option<Percentiles>,
+    /// Frames still inside the path at the end.
+    pub held: u64,
+    pub qdisc: QdiscDump,
+    /// `tc -s -d qdisc show` and `class show` of the direction's device.
+    pub tc: String,
+}
+
+/// What the simulator itself counted for one direction.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DirTally {
+    pub ce_marks: u64,
+    pub unexplained_drops: u64,
+    pub corrupt_discarded: u64,
+}
+
+impl DirReport {
+    /// `name` l2r/r2l, `dev` its tc device, `tc` the rendered statistics.
+    pub fn new(
+        (name, dev): (&'static str, &'static str),
+        snap: &PathSnapshot,
+        owd: &Histogram<u64>,
+        tally: DirTally,
+        end: Instant,
+        tc: String,
+    ) -> DirReport {
+        let secs = end.nanos() as f64 / NS_PER_SEC as f64;
+        let rate = snap.params.rate_bytes_ps;
+        DirReport {
+            name,
+            dev,
+            rate_bytes_ps: rate,
+            frames_in: snap.counters.frames_in,
+            frames_out: snap.counters.frames_out,
+            bytes_out: snap.counters.bytes_out,
+            utilisation: if rate > 0 && secs > 0.0 {
+                snap.counters.bytes_out as f64 / (rate as f64 * secs)
+            } else {
+                0.0
+            },
+            drops: snap.drops_by_reason.clone(),
+            unexplained_drops: tally.unexplained_drops,
+            corrupt_discarded: tally.corrupt_discarded,
+            ce_marks: tally.ce_marks,
+            owd: Percentiles::of(owd),
+            held: snap.held,
+            qdisc: snap.qdisc.clone(),
+            tc,
+        }
+    }
+}
+
+/// Everything a run produces except the trace lines.
+#[derive(Clone, Debug, Serialize)]
+pub struct SimReport {
+    pub seed: u64,
+    pub duration_ns: u64,
+    pub trace_events: u64,
+    /// Hash of the whole event trace (equal runs, equal hash).
+    pub trace_hash: u64,
+    /// Frames the simulator could not attribute: the second copy of a
+    /// duplicated frame, or one whose tag the link corrupted (0 without
+    /// netem duplication or corruption).
+    pub unmatched_frames: u64,
+    pub flows: Vec<FlowReport>,
+    pub directions: [DirReport; 2],
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+impl SimReport {
+    /// The flow of this name.
+    pub fn flow(&self, name: &str) -> Option<&FlowReport> {
+        self.flows.iter().find(|f| f.name == name)
+    }
+
+    /// Both directions' tc statistics, each under a `# dev` heading.
+    pub fn tc_text(&self) -> String {
+        self.directions
+            .iter()
+            .map(|d| format!("# {} ({})\n{}", d.name, d.dev, d.tc))
+            .collect()
+    }
+
+    /// A small fixed-width table: one row per flow, one per direction.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{:<12} {:<6} {:<4} {:>8} {:>8} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9}",
+            "flow",
+            "kind",
+            "dir",
+            "sent",
+            "deliv",
+            "drop",
+            "ce",
+            "Mbit/s",
+            "owd ms",
+            "rtt p50",
+            "rtt p99"
+        );
+        for f in &self.flows {
+            let (p50, p99) = f.rtt.map_or(("-".into(), "-".into()), |r| {
+                (format!("{:.2}", ms(r.p50)), format!("{:.2}", ms(r.p99)))
+            });
+            let _ = writeln!(
+                s,
+                "{:<12} {:<6} {:<4} {:>8} {:>8} {:>6} {:>6} {:>9.3} {:>9} {:>9} {:>9}",
+                f.name,
+                f.kind,
+                f.dir,
+                f.forward.sent_pkts,
+                f.forward.delivered_pkts,
+                f.forward.dropped_pkts + f.reverse.dropped_pkts,
+                f.forward.ce_marks,
+                f.goodput_bps.unwrap_or(f.throughput_bps) / 1e6,
+                f.owd_mean_ns
+                    .map_or("-".into(), |o| format!("{:.2}", o / 1e6)),
+                p50,
+                p99
+            );
+        }
+        for d in &self.directions {
+            let drops: Vec<String> = d.drops.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(
+                s,
+                "{}: {} util {:.1}%  in {} out {}  drops [{}]  ce {}  owd p50 {} p99 {}",
+                d.name,
+                d.qdisc.kind,
+                d.utilisation * 100.0,
+                d.frames_in,
+                d.frames_out,
+                drops.join(" "),
+                d.ce_marks,
+                d.owd.map_or("-".into(), |o| format!("{:.2}ms", ms(o.p50))),
+                d.owd.map_or("-".into(), |o| format!("{:.2}ms", ms(o.p99))),
+            );
+        }
+        s
+    }
+}

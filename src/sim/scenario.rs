@@ -1,0 +1,761 @@
+//! The scenario file of `bloatbox sim`: seed, duration, the link exactly as
+//! the daemon's configuration writes it (`[tap]` and `[link]` with its
+//! `left_to_right` / `right_to_left` overrides, `tc` and `ethtool` lines and
+//! the structured `qdisc` forms, resolved by `crate::config`), and the
+//! traffic (TCP bulk flows, constant-rate and on/off UDP, ping-like probes,
+//! explicit packets). TOML read with serde, `deny_unknown_fields`
+//! everywhere; units are tc's ("100mbit", "5ms", bare time = µs). Parse
+//! errors carry line and column; checks that need several fields name the
+//! entry (`tcp[1].mss`) and its line.
+//!
+//! ```toml
+//! seed = 42                 # every random choice derives from it
+//! duration = "20s"
+//!
+//! [link]                    # as in the daemon's configuration
+//! rate = "100mbit"
+//! delay = "5ms"
+//! [link.left_to_right]
+//! tc = ["tc qdisc add dev left root fq_codel"]
+//!
+//! [[tcp]]                   # bulk TCP: cc reno|cubic, count, start,
+//! cc = "cubic"              # start_jitter, stop, bytes, mss, init_cwnd,
+//! count = 8                 # rwnd, ecn, delayed_ack, delack_timeout,
+//! start_jitter = "100ms"    # min_rto, tos, direction, src/dst/ipv6
+//!
+//! [[udp]]                   # rate, size, on/off, poisson, count, ...
+//! rate = "2mbit"
+//! on = "200ms"
+//! off = "300ms"
+//!
+//! [[ping]]                  # request/response probe: interval, size
+//! interval = "100ms"
+//!
+//! [[packet]]                # explicit frames: time, proto, size, tos,
+//! time = "1s"               # count, interval, src/dst
+//! size = 200
+//! tos = 0xb8
+//! src = "10.0.0.1:4000"
+//! dst = "10.0.0.2:53"
+//! ```
+//!
+//! `direction` is `left_to_right` (default) or `right_to_left`: data and
+//! requests go that way, ACKs and replies come back the other way.
+
+use super::frame::{Endpoints, Proto};
+use super::SimError;
+pub use crate::config::Direction;
+use crate::config::{Config, LinkSettings, TapSettings};
+use crate::link::impair::{parse_netem, Impairments};
+use crate::units;
+use serde::{Deserialize, Deserializer};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// A duration or point in simulated time, ns; written as a tc time string.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SimTime(pub u64);
+
+impl<'de> Deserialize<'de> for SimTime {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        units::parse_time_ns(&s)
+            .map(SimTime)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// A byte count; an integer or a tc size string ("64kb").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Size(pub u64);
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Int(n) => Ok(Size(n)),
+            Raw::Text(s) => units::parse_size(&s)
+                .map(Size)
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// Index of the path a direction's frames use: 0 left→right, 1 right→left.
+pub fn path_index(dir: Direction) -> usize {
+    match dir {
+        Direction::LeftToRight => 0,
+        Direction::RightToLeft => 1,
+    }
+}
+
+fn left_to_right() -> Direction {
+    Direction::LeftToRight
+}
+
+/// The whole scenario.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Seeds every random choice (sources, start jitter, qdisc hashes).
+    pub seed: u64,
+    /// Simulated time to run.
+    pub duration: SimTime,
+    /// MTU of both devices, as in the configuration.
+    #[serde(default)]
+    pub tap: TapSettings,
+    /// The link of both directions, as in the configuration (unset values
+    /// take the configuration's built-in defaults: 100 Mbit/s, 5 ms,
+    /// pfifo_fast).
+    #[serde(default)]
+    pub link: LinkSettings,
+    /// Wire impairments per direction, in tc-netem option syntax.
+    #[serde(default)]
+    pub netem: NetemSpec,
+    #[serde(default)]
+    pub tcp: Vec<toml::Spanned<TcpSpec>>,
+    #[serde(default)]
+    pub udp: Vec<toml::Spanned<UdpSpec>>,
+    #[serde(default)]
+    pub ping: Vec<toml::Spanned<PingSpec>>,
+    #[serde(default)]
+    pub packet: Vec<toml::Spanned<PacketSpec>>,
+    /// Source text, for line numbers in later checks.
+    #[serde(skip)]
+    source: String,
+}
+
+/// netem-style impairments (loss, delay variation, duplication, corruption,
+/// reordering) applied on the wire of each direction, e.g.
+/// `left_to_right = "delay 10ms 2ms loss 1%"`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetemSpec {
+    pub left_to_right: Option<String>,
+    pub right_to_left: Option<String>,
+}
+
+/// Congestion control of a TCP flow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CcAlgo {
+    Reno,
+    #[default]
+    Cubic,
+}
+
+/// Optional addresses of a flow (the `src`, `dst` and `ipv6` keys of each
+/// traffic entry): socket addresses, or the default IPv6 hosts. The sender
+/// is on the side `direction` starts from.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Addressing {
+    pub src: Option<SocketAddr>,
+    pub dst: Option<SocketAddr>,
+    pub ipv6: bool,
+}
+
+macro_rules! addressing {
+    ($($t:ty),*) => {$(
+        impl $t {
+            /// The entry's addressing keys.
+            pub fn addr(&self) -> Addressing {
+                Addressing { src: self.src, dst: self.dst, ipv6: self.ipv6 }
+            }
+        }
+    )*};
+}
+addressing!(TcpSpec, UdpSpec, PingSpec, PacketSpec);
+
+/// Bulk TCP flows (`count` identical ones).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpSpec {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub cc: CcAlgo,
+    #[serde(default = "left_to_right")]
+    pub direction: Direction,
+    #[serde(default)]
+    pub start: SimTime,
+    /// Random extra start delay, uniform in [0, start_jitter).
+    #[serde(default)]
+    pub start_jitter: SimTime,
+    pub stop: Option<SimTime>,
+    #[serde(default = "one")]
+    pub count: u32,
+    /// Bytes to send; unlimited (bulk) when absent.
+    pub bytes: Option<Size>,
+    /// Payload bytes per segment; default MTU − IP − TCP(32).
+    pub mss: Option<u32>,
+    #[serde(default = "ten")]
+    pub init_cwnd: u32,
+    /// Receive window in bytes (the receiver's buffer).
+    #[serde(default = "default_rwnd")]
+    pub rwnd: Size,
+    /// Negotiate ECN (ECT(0) on data, ECE/CWR).
+    #[serde(default)]
+    pub ecn: bool,
+    /// Receiver ACKs every second segment or after `delack_timeout`.
+    #[serde(default)]
+    pub delayed_ack: bool,
+    #[serde(default = "default_delack")]
+    pub delack_timeout: SimTime,
+    #[serde(default = "default_min_rto")]
+    pub min_rto: SimTime,
+    #[serde(default)]
+    pub tos: u8,
+    pub src: Option<SocketAddr>,
+    pub dst: Option<SocketAddr>,
+    /// Use the default IPv6 hosts instead of the IPv4 ones.
+    #[serde(default)]
+    pub ipv6: bool,
+}
+
+/// Constant-rate UDP, optionally on/off, optionally Poisson.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdpSpec {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default = "left_to_right")]
+    pub direction: Direction,
+    #[serde(default)]
+    pub start: SimTime,
+    pub stop: Option<SimTime>,
+    #[serde(default = "one")]
+    pub count: u32,
+    /// Rate while on, bytes/s of frames (tc rate string).
+    pub rate: crate::config::TcRate,
+    /// Frame size (bytes, Ethernet header included).
+    #[serde(default = "default_frame")]
+    pub size: u32,
+    /// On period; with `off`, the source alternates on/off.
+    pub on: Option<SimTime>,
+    pub off: Option<SimTime>,
+    /// Exponential inter-departure times (same mean rate) instead of
+    /// constant ones.
+    #[serde(default)]
+    pub poisson: bool,
+    #[serde(default)]
+    pub tos: u8,
+    pub src: Option<SocketAddr>,
+    pub dst: Option<SocketAddr>,
+    /// Use the default IPv6 hosts instead of the IPv4 ones.
+    #[serde(default)]
+    pub ipv6: bool,
+}
+
+/// A ping-like probe: a request every `interval`, answered at once by the
+/// far host; the RTT goes into the histogram.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PingSpec {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default = "left_to_right")]
+    pub direction: Direction,
+    #[serde(default)]
+    pub start: SimTime,
+    pub stop: Option<SimTime>,
+    #[serde(default = "default_interval")]
+    pub interval: SimTime,
+    /// Frame size of request and reply.
+    #[serde(default = "default_ping_size")]
+    pub size: u32,
+    #[serde(default)]
+    pub tos: u8,
+    pub src: Option<SocketAddr>,
+    pub dst: Option<SocketAddr>,
+    /// Use the default IPv6 hosts instead of the IPv4 ones.
+    #[serde(default)]
+    pub ipv6: bool,
+}
+
+/// An explicit packet (repeated `count` times every `interval`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PacketSpec {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default = "left_to_right")]
+    pub direction: Direction,
+    pub time: SimTime,
+    #[serde(default = "default_proto")]
+    pub proto: Proto,
+    pub size: u32,
+    /// The whole TOS / traffic-class byte (DSCP and ECN).
+    #[serde(default)]
+    pub tos: u8,
+    #[serde(default = "one")]
+    pub count: u32,
+    #[serde(default)]
+    pub interval: SimTime,
+    pub src: Option<SocketAddr>,
+    pub dst: Option<SocketAddr>,
+    /// Use the default IPv6 hosts instead of the IPv4 ones.
+    #[serde(default)]
+    pub ipv6: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+fn ten() -> u32 {
+    10
+}
+fn default_rwnd() -> Size {
+    Size(6 << 20)
+}
+fn default_delack() -> SimTime {
+    SimTime(40_000_000)
+}
+fn default_min_rto() -> SimTime {
+    SimTime(200_000_000)
+}
+fn default_frame() -> u32 {
+    1514
+}
+fn default_interval() -> SimTime {
+    SimTime(100_000_000)
+}
+fn default_ping_size() -> u32 {
+    98
+}
+fn default_proto() -> Proto {
+    Proto::Udp
+}
+
+/// Upper bound on flows (each `count` expands), to keep memory bounded.
+pub const MAX_FLOWS: u32 = 100_000;
+/// Upper bound on a TCP flow's initial window, segments.
+pub const MAX_INIT_CWND: u32 = 10_000;
+/// Upper bound on the frames UDP, ping and packet sources may generate.
+pub const MAX_SOURCE_FRAMES: f64 = 1e9;
+
+impl Scenario {
+    /// Parses and checks a scenario. Errors carry line and column.
+    pub fn from_toml(text: &str) -> Result<Scenario, SimError> {
+        let mut s: Scenario =
+            toml::from_str(text).map_err(|e| SimError::Scenario(e.to_string()))?;
+        s.source = text.to_string();
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Reads a scenario file.
+    pub fn from_file(path: &std::path::Path) -> Result<Scenario, SimError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| SimError::Scenario(format!("cannot read {}: {e}", path.display())))?;
+        Scenario::from_toml(&text).map_err(|e| match e {
+            SimError::Scenario(m) => SimError::Scenario(format!("{}: {m}", path.display())),
+            other => other,
+        })
+    }
+
+    /// Line (1-based) of a byte offset in the source text.
+    fn line_of(&self, offset: usize) -> usize {
+        self.source
+            .get(..offset)
+            .map_or(0, |s| s.bytes().filter(|b| *b == b'\n').count())
+            + 1
+    }
+
+    fn err_at(&self, span: std::ops::Range<usize>, what: String, msg: String) -> SimError {
+        SimError::Scenario(format!("line {}: {what}: {msg}", self.line_of(span.start)))
+    }
+
+    fn validate(&self) -> Result<(), SimError> {
+        let bad = |what: &str, msg: String| SimError::Scenario(format!("{what}: {msg}"));
+        if self.duration.0 == 0 {
+            return Err(bad(
+                "duration",
+                "must be greater than 0 (e.g. duration = \"10s\")".into(),
+            ));
+        }
+        if let Err(e) = self.config().validate_with(Some(&crate::tc::check_line)) {
+            // The configuration's checks name the field path; point at the
+            // [link] table it lives in.
+            let line = self.source.find("[link").map(|at| self.line_of(at));
+            return Err(SimError::Scenario(match line {
+                Some(line) => format!("line {line} ([link]): {e}"),
+                None => e.to_string(),
+            }));
+        }
+        for dir in Direction::BOTH {
+            self.impairments(dir)?;
+        }
+        let mut flows: u64 = 0;
+        let mut frames_total = 0f64;
+        for (i, t) in self.tcp.iter().enumerate() {
+            let what = |f: &str| format!("tcp[{i}].{f}");
+            let spec = t.get_ref();
+            flows += spec.count as u64;
+            let mtu = self.tap.mtu;
+            let ep = self.endpoints(&spec.addr(), spec.direction, Proto::Tcp, 0)?;
+            let max_mss = (mtu as usize + 14).saturating_sub(ep.min_frame(Proto::Tcp));
+            let mss = spec.mss.unwrap_or(max_mss as u32);
+            if mss == 0 || mss as usize > max_mss {
+                return Err(self.err_at(
+                    t.span(),
+                    what("mss"),
+                    format!("{mss} does not fit: allowed 1..={max_mss} for MTU {mtu}"),
+                ));
+            }
+            if !(1..=MAX_INIT_CWND).contains(&spec.init_cwnd) {
+                return Err(self.err_at(
+                    t.span(),
+                    what("init_cwnd"),
+                    format!(
+                        "{} is out of range: allowed 1..={MAX_INIT_CWND} segments",
+                        spec.init_cwnd
+                    ),
+                ));
+            }
+            if spec.rwnd.0 < mss as u64 {
+                return Err(self.err_at(
+                    t.span(),
+                    what("rwnd"),
+                    format!("{} is smaller than one segment ({mss} bytes)", spec.rwnd.0),
+                ));
+            }
+            if spec.min_rto.0 == 0 {
+                return Err(self.err_at(t.span(), what("min_rto"), "must be > 0".into()));
+            }
+        }
+        for (i, u) in self.udp.iter().enumerate() {
+            let spec = u.get_ref();
+            flows += spec.count as u64;
+            let ep = self.endpoints(&spec.addr(), spec.direction, Proto::Udp, 0)?;
+            self.check_size(
+                u.span(),
+                &format!("udp[{i}].size"),
+                spec.size,
+                &ep,
+                Proto::Udp,
+            )?;
+            if spec.rate.value() == 0 {
+                return Err(self.err_at(u.span(), format!("udp[{i}].rate"), "must be > 0".into()));
+            }
+            let frames = spec.rate.value() as f64 / spec.size as f64 * self.duration.0 as f64 / 1e9;
+            frames_total += frames * spec.count as f64;
+            if spec.on.is_some() != spec.off.is_some() {
+                return Err(self.err_at(
+                    u.span(),
+                    format!("udp[{i}].on/off"),
+                    "give both `on` and `off` (or neither)".into(),
+                ));
+            }
+            if spec.on.is_some_and(|t| t.0 == 0) {
+                return Err(self.err_at(u.span(), format!("udp[{i}].on"), "must be > 0".into()));
+            }
+        }
+        for (i, p) in self.ping.iter().enumerate() {
+            let spec = p.get_ref();
+            flows += 1;
+            let ep = self.endpoints(&spec.addr(), spec.direction, Proto::Udp, 0)?;
+            self.check_size(
+                p.span(),
+                &format!("ping[{i}].size"),
+                spec.size,
+                &ep,
+                Proto::Udp,
+            )?;
+            if spec.interval.0 == 0 {
+                return Err(self.err_at(
+                    p.span(),
+                    format!("ping[{i}].interval"),
+                    "must be > 0".into(),
+                ));
+            }
+            frames_total += self.duration.0 as f64 / spec.interval.0 as f64;
+        }
+        for (i, p) in self.packet.iter().enumerate() {
+            let spec = p.get_ref();
+            flows += 1;
+            let ep = self.endpoints(&spec.addr(), spec.direction, spec.proto, 0)?;
+            self.check_size(
+                p.span(),
+                &format!("packet[{i}].size"),
+                spec.size,
+                &ep,
+                spec.proto,
+            )?;
+            if spec.count > 1 && spec.interval.0 == 0 {
+                return Err(self.err_at(
+                    p.span(),
+                    format!("packet[{i}].interval"),
+                    "must be > 0 when count > 1".into(),
+                ));
+            }
+            frames_total += spec.count as f64;
+        }
+        if frames_total > MAX_SOURCE_FRAMES {
+            return Err(bad(
+                "udp/ping/packet",
+                format!(
+                    "the sources would send {frames_total:.0} frames: at most {MAX_SOURCE_FRAMES:.0} are allowed; lower rates, counts or the duration"
+                ),
+            ));
+        }
+        if flows > MAX_FLOWS as u64 {
+            return Err(bad(
+                "flows",
+                format!("{flows} flows in total: at most {MAX_FLOWS} are allowed"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_size(
+        &self,
+        span: std::ops::Range<usize>,
+        what: &str,
+        size: u32,
+        ep: &Endpoints,
+        proto: Proto,
+    ) -> Result<(), SimError> {
+        let min = ep.min_frame(proto);
+        let max = self.tap.mtu as usize + 14;
+        if (size as usize) < min || size as usize > max {
+            return Err(self.err_at(
+                span,
+                what.to_string(),
+                format!("{size} bytes is out of range: allowed {min}..={max} (Ethernet header included)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The impairments of `dir`, if any (checked by `from_toml`).
+    pub fn impairments(&self, dir: Direction) -> Result<Option<Impairments>, SimError> {
+        let text = match dir {
+            Direction::LeftToRight => &self.netem.left_to_right,
+            Direction::RightToLeft => &self.netem.right_to_left,
+        };
+        let Some(text) = text else {
+            return Ok(None);
+        };
+        let args: Vec<&str> = text.split_whitespace().collect();
+        let imp = parse_netem(&args)
+            .and_then(|imp| imp.validate().map(|()| imp).map_err(|e| e.to_string()))
+            .map_err(|e| {
+                let line = self.source.find("[netem").map_or(0, |at| self.line_of(at));
+                SimError::Scenario(format!(
+                    "line {line}: netem.{} = \"{text}\": {e}",
+                    dir.table_key()
+                ))
+            })?;
+        Ok(Some(imp))
+    }
+
+    /// The daemon configuration this scenario's link corresponds to
+    /// (endpoints and daemon settings at their defaults).
+    pub fn config(&self) -> Config {
+        Config {
+            tap: self.tap.clone(),
+            link: self.link.clone(),
+            ..Config::default()
+        }
+    }
+
+    /// The sender→receiver addresses of a flow; `port_index` makes default
+    /// source ports unique (10000 + index).
+    pub fn endpoints(
+        &self,
+        addr: &Addressing,
+        dir: Direction,
+        proto: Proto,
+        port_index: u32,
+    ) -> Result<Endpoints, SimError> {
+        let (left, right): (IpAddr, IpAddr) = if addr.ipv6 {
+            (
+                IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)),
+                IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2)),
+            )
+        } else {
+            (
+                IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+                IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+            )
+        };
+        let (s_host, d_host) = match dir {
+            Direction::LeftToRight => (left, right),
+            Direction::RightToLeft => (right, left),
+        };
+        let sport = (10_000 + port_index % 50_000) as u16;
+        let dport = match proto {
+            Proto::Tcp => 5201,
+            Proto::Udp => 5001,
+        };
+        let src = addr.src.unwrap_or(SocketAddr::new(s_host, sport));
+        let dst = addr.dst.unwrap_or(SocketAddr::new(d_host, dport));
+        if src.is_ipv4() != dst.is_ipv4() {
+            return Err(SimError::Scenario(format!(
+                "addresses {src} and {dst} mix IPv4 and IPv6: use one family"
+            )));
+        }
+        Ok(Endpoints {
+            src,
+            dst,
+            from_left: dir == Direction::LeftToRight,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASIC: &str = r#"
+seed = 7
+duration = "2s"
+
+[link.left_to_right]
+rate = "10mbit"
+delay = "5ms"
+tc = ["tc qdisc add dev left root pfifo limit 100"]
+
+[[tcp]]
+cc = "reno"
+count = 2
+
+[[ping]]
+interval = "10ms"
+"#;
+
+    #[test]
+    fn parses_units_and_defaults() {
+        let s = Scenario::from_toml(BASIC).unwrap();
+        assert_eq!(s.seed, 7);
+        assert_eq!(s.duration.0, 2_000_000_000);
+        let cfg = s.config();
+        let l2r = cfg.link_params(Direction::LeftToRight);
+        assert_eq!(l2r.rate_bytes_ps, 1_250_000);
+        assert_eq!(l2r.delay_ns, 5_000_000);
+        assert_eq!(l2r.mtu, 1500);
+        // Unset values take the configuration's built-in defaults.
+        assert_eq!(
+            cfg.link_params(Direction::RightToLeft).rate_bytes_ps,
+            12_500_000
+        );
+        assert_eq!(
+            cfg.tc_lines(Direction::LeftToRight),
+            vec!["tc qdisc add dev left root pfifo limit 100".to_string()]
+        );
+        assert_eq!(s.tcp[0].get_ref().cc, CcAlgo::Reno);
+        assert_eq!(s.tcp[0].get_ref().count, 2);
+        assert_eq!(s.ping[0].get_ref().interval.0, 10_000_000);
+        assert_eq!(s.ping[0].get_ref().size, 98);
+    }
+
+    #[test]
+    fn unknown_field_names_line_and_column() {
+        let text = BASIC.replace("cc = \"reno\"", "cc = \"reno\"\nwindow = 3");
+        let e = Scenario::from_toml(&text).unwrap_err().to_string();
+        assert!(e.contains("window"), "{e}");
+        assert!(e.contains("line 12"), "{e}");
+    }
+
+    #[test]
+    fn bad_unit_names_value_and_position() {
+        let text = BASIC.replace("\"10mbit\"", "\"10 furlongs\"");
+        let e = Scenario::from_toml(&text).unwrap_err().to_string();
+        assert!(e.contains("10 furlongs") && e.contains("line 6"), "{e}");
+    }
+
+    #[test]
+    fn link_errors_come_from_the_configuration_checks() {
+        let text = BASIC.replace("delay = \"5ms\"", "delay = \"5ms\"\ntx_ring = 0");
+        let e = Scenario::from_toml(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("link.left_to_right.tx_ring") && e.contains("line 5"),
+            "{e}"
+        );
+        let text = BASIC.replace("dev left", "dev middle");
+        let e = Scenario::from_toml(&text).unwrap_err().to_string();
+        assert!(e.contains("middle"), "{e}");
+    }
+
+    #[test]
+    fn netem_lines_parse_and_errors_name_them() {
+        let text = format!("{BASIC}\n[netem]\nleft_to_right = \"delay 10ms 2ms loss 1%\"\n");
+        let s = Scenario::from_toml(&text).unwrap();
+        let imp = s.impairments(Direction::LeftToRight).unwrap().unwrap();
+        assert_eq!((imp.delay_ns, imp.jitter_ns), (10_000_000, 2_000_000));
+        assert!(s.impairments(Direction::RightToLeft).unwrap().is_none());
+        let text = format!("{BASIC}\n[netem]\nright_to_left = \"loss lots\"\n");
+        let e = Scenario::from_toml(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("netem.right_to_left") && e.contains("lots") && e.contains("line 17"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn semantic_errors_name_field() {
+        let text = BASIC.replace("count = 2", "count = 2\nmss = 9000");
+        let e = Scenario::from_toml(&text).unwrap_err().to_string();
+        assert!(e.contains("tcp[0].mss") && e.contains("line 10"), "{e}");
+        let text = BASIC.replace("interval = \"10ms\"", "size = 20");
+        let e = Scenario::from_toml(&text).unwrap_err().to_string();
+        assert!(e.contains("ping[0].size") && e.contains("50..=1514"), "{e}");
+        let e = Scenario::from_toml("seed = 1\nduration = \"0s\"").unwrap_err();
+        assert!(e.to_string().contains("duration"));
+        let text = BASIC.replace("count = 2", "count = 2\ninit_cwnd = 4000000000");
+        let e = Scenario::from_toml(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("tcp[0].init_cwnd") && e.contains("1..=10000"),
+            "{e}"
+        );
+        let text = "seed = 1\nduration = \"1000s\"\n[[udp]]\nrate = \"100gbit\"\nsize = 64\n";
+        let e = Scenario::from_toml(text).unwrap_err().to_string();
+        assert!(e.contains("at most 1000000000"), "{e}");
+        let e = Scenario::from_toml("seed = 1").unwrap_err();
+        assert!(e.to_string().contains("duration"), "{e}");
+    }
+
+    #[test]
+    fn the_module_doc_example_is_valid() {
+        let src = include_str!("scenario.rs");
+        let text: String = src
+            .lines()
+            .map_while(|l| l.strip_prefix("//!"))
+            .skip_while(|l| !l.contains("```toml"))
+            .skip(1)
+            .take_while(|l| !l.contains("```"))
+            .map(|l| format!("{}\n", l.strip_prefix(' ').unwrap_or(l)))
+            .collect();
+        let s = Scenario::from_toml(&text).unwrap();
+        assert_eq!(
+            (s.tcp.len(), s.udp.len(), s.ping.len(), s.packet.len()),
+            (1, 1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn addresses_and_families() {
+        let text = r#"
+seed = 1
+duration = "1s"
+[[udp]]
+rate = "1mbit"
+src = "[fd00::5]:99"
+dst = "10.0.0.2:7"
+"#;
+        let e = Scenario::from_toml(text).unwrap_err().to_string();
+        assert!(e.contains("mix IPv4 and IPv6"), "{e}");
+        let text = "seed = 1\nduration = \"1s\"\n[[udp]]\nrate = \"1mbit\"\nipv6 = true\ndirection = \"right_to_left\"\n";
+        let s = Scenario::from_toml(text).unwrap();
+        let spec = s.udp[0].get_ref();
+        let ep = s
+            .endpoints(&spec.addr(), spec.direction, Proto::Udp, 3)
+            .unwrap();
+        assert_eq!(ep.src, "[fd00::2]:10003".parse().unwrap());
+        assert!(!ep.from_left);
+    }
+}

@@ -1,0 +1,66 @@
+//! `run_cli`: writes the trace, the summary and `tc -s -d` statistics; reports
+//! scenario errors with their position.
+
+use bloatbox::sim;
+
+fn scenario_path(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios")
+        .join(name)
+}
+
+#[test]
+fn writes_trace_summary_and_qdisc_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    sim::run_cli(&scenario_path("mixed_sources.toml"), Some(&out)).unwrap();
+    let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        trace.lines().count() as u64,
+        summary["trace_events"].as_u64().unwrap()
+    );
+    assert_eq!(summary["flows"].as_array().unwrap().len(), 6);
+    assert_eq!(summary["directions"][0]["qdisc"]["kind"], "pfifo");
+    let tc = std::fs::read_to_string(out.join("tc.txt")).unwrap();
+    println!("{tc}");
+    assert!(
+        tc.contains("# l2r (left)\nqdisc pfifo 8001: root refcnt 2 limit 200p"),
+        "{tc}"
+    );
+    assert!(
+        tc.contains("# r2l (right)\nqdisc pfifo_fast 8001: root refcnt 2 bands 3"),
+        "{tc}"
+    );
+    // The counters tc prints are the path's.
+    let sent = summary["directions"][0]["frames_out"].as_u64().unwrap();
+    let dropped: u64 = summary["directions"][0]["drops"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert!(tc.contains(&format!("pkt (dropped {dropped}, ")), "{tc}");
+    assert!(sent > 0);
+}
+
+#[test]
+fn scenario_errors_carry_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(
+        &path,
+        "seed = 1\nduration = \"1s\"\n[[tcp]]\ncc = \"vegas\"\n",
+    )
+    .unwrap();
+    let e = sim::run_cli(&path, None).unwrap_err().to_string();
+    assert!(
+        e.contains("bad.toml") && e.contains("line 4") && e.contains("vegas"),
+        "{e}"
+    );
+    let e = sim::run_cli(&dir.path().join("missing.toml"), None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("missing.toml"), "{e}");
+}

@@ -1,0 +1,45 @@
+//! Corner cases run to completion with sensible numbers: unlimited rate,
+//! zero delay, flows starting after the end, tiny windows and transfers, an
+//! overloaded byte FIFO, and a scenario without traffic.
+
+use bloatbox::sim::{self, Scenario};
+
+fn load(name: &str) -> Scenario {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios")
+        .join(name);
+    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn corner_cases_complete() {
+    let r = sim::run(&load("edge_cases.toml")).unwrap();
+    println!("{}", r.table());
+    let late = r.flow("late").unwrap();
+    assert_eq!(late.forward.sent_pkts, 0);
+    let tiny = r.flow("tiny").unwrap();
+    assert_eq!(tiny.forward.sent_pkts, 1);
+    assert_eq!(tiny.tcp.unwrap().acked_bytes, 1);
+    // 4 segments in flight at most; the ACKs share a 1 Mbit/s path with a
+    // 5 Mbit/s flood, so some are lost, but the flow moves.
+    let rwnd = r.flow("rwnd").unwrap();
+    assert!(rwnd.tcp.unwrap().acked_bytes > 4000, "{:?}", rwnd.tcp);
+    let r2l = &r.directions[1];
+    assert!(r2l.drops["queue_full"] > 100, "{:?}", r2l.drops);
+    assert!(
+        r2l.utilisation > 0.95 && r2l.utilisation < 1.01,
+        "{}",
+        r2l.utilisation
+    );
+    assert_eq!(r2l.qdisc.kind, "bfifo");
+}
+
+#[test]
+fn no_traffic_no_events() {
+    let sc = Scenario::from_toml("seed = 1\nduration = \"10s\"\n").unwrap();
+    let r = sim::run(&sc).unwrap();
+    assert_eq!(r.trace_events, 0);
+    assert!(r.flows.is_empty());
+    assert_eq!(r.directions[0].qdisc.kind, "pfifo_fast");
+    assert!(r.table().contains("l2r: pfifo_fast"));
+}
