@@ -186,9 +186,11 @@ pub(crate) struct LiveLink {
     pub control_socket: PathBuf,
 }
 
-/// Brings the link of `cfg` up as `up` does, without signals or the TUI.
-pub(crate) fn start_link(cfg: &Config) -> anyhow::Result<LiveLink> {
-    let setup = setup(cfg)?;
+/// Brings the link of `cfg` up as `up` does, without signals or the TUI;
+/// `realtime` as `UpOptions::realtime`.
+pub(crate) fn start_link(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<LiveLink> {
+    let mut setup = setup(cfg)?;
+    setup.datapath.realtime_priority = realtime;
     netns::require_privileges()?;
     let bridge = build_bridge(cfg);
     let (guard, left, right) = setup.topology.up()?;

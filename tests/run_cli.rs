@@ -174,7 +174,16 @@ fn min_rtt_ms(ping_output: &str) -> f64 {
 fn two_runs_in_parallel_each_ping_their_own_peer() {
     require!("ping");
     let ping = "ping -c 3 -i 0.2 -W 2 $BLOATBOX_PEER_V4";
-    let a = Run::start(&["--set", "link.delay=10ms", "--", "sh", "-c", ping]);
+    let a = Run::start(&[
+        "--realtime",
+        "10",
+        "--set",
+        "link.delay=10ms",
+        "--",
+        "sh",
+        "-c",
+        ping,
+    ]);
     let b = Run::start(&["--set", "link.delay=40ms", "--", "sh", "-c", ping]);
     let (oa, na) = a.finish();
     let (ob, nb) = b.finish();

@@ -152,6 +152,7 @@ pub struct LinkBuilder {
     config: Config,
     name: Option<String>,
     sets: Vec<String>,
+    realtime: Option<u8>,
 }
 
 impl Default for LinkBuilder {
@@ -160,6 +161,7 @@ impl Default for LinkBuilder {
             config: Config::embedded_default(),
             name: None,
             sets: Vec::new(),
+            realtime: None,
         }
     }
 }
@@ -186,6 +188,13 @@ impl LinkBuilder {
         self
     }
 
+    /// Run the datapath thread under SCHED_FIFO at this priority (1..=99),
+    /// as `bloatbox up --realtime`: keeps pacing exact on a busy machine.
+    pub fn realtime(mut self, priority: u8) -> Self {
+        self.realtime = Some(priority);
+        self
+    }
+
     /// The configuration the link would run with.
     pub fn resolve(&self) -> Result<(Config, String), HarnessError> {
         let name = self.name.clone().unwrap_or_else(unique_name);
@@ -208,7 +217,7 @@ impl LinkBuilder {
         if self.name.is_none() {
             remove_leftovers(&cfg);
         }
-        Link::start(cfg, name)
+        Link::start(cfg, name, self.realtime)
     }
 }
 
@@ -248,8 +257,8 @@ impl Link {
         LinkBuilder::default()
     }
 
-    fn start(config: Config, name: String) -> Result<Link, HarnessError> {
-        let live = crate::app::start_link(&config).map_err(HarnessError::Up)?;
+    fn start(config: Config, name: String, realtime: Option<u8>) -> Result<Link, HarnessError> {
+        let live = crate::app::start_link(&config, realtime).map_err(HarnessError::Up)?;
         let params = Mutex::new([
             config.link_params(Direction::LeftToRight),
             config.link_params(Direction::RightToLeft),

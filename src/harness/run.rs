@@ -76,6 +76,10 @@ pub struct RunArgs {
     /// by reason, ring/BQL, wake-up lateness and qdisc sojourn.
     #[arg(long, value_name = "FILE.json")]
     pub report: Option<PathBuf>,
+    /// Run the datapath thread under SCHED_FIFO at this priority (1..=99):
+    /// keeps pacing exact on a busy CI runner.
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub realtime: Option<u8>,
     /// The left command and its arguments, run without a shell (default:
     /// --left, else $SHELL).
     #[arg(last = true, value_name = "CMD")]
@@ -272,6 +276,9 @@ fn run_inner(args: &RunArgs) -> anyhow::Result<u8> {
     }
     for s in &args.sets {
         builder = builder.set(s);
+    }
+    if let Some(prio) = args.realtime {
+        builder = builder.realtime(prio);
     }
     let t0 = Instant::now();
     let link = builder.up()?;
