@@ -19,8 +19,8 @@ use crate::link::LinkParams;
 use crate::link::Path as LinkPath;
 use crate::netns::{self, SideSpec, TerminationSignals, Topology};
 use crate::port::TapSpec;
-use crate::qdisc::pfifo_fast::PfifoFast;
-use crate::qdisc::QdiscCtx;
+use crate::qdisc::tree::{DevSpec, QdiscTree};
+use crate::tc::Dev;
 use crate::time::{Instant, NS_PER_SEC, NS_PER_US};
 use crate::tui::{Action, LinkField};
 
@@ -34,10 +34,15 @@ pub enum Side {
 /// How often `up` checks on the datapath thread while waiting for a signal.
 const WATCH_INTERVAL_MS: u16 = 200;
 
+/// How long the TUI waits for the datapath to apply a tc line.
+const TC_REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The configuration file, or the embedded default without one.
 pub(crate) fn load(path: Option<&Path>) -> anyhow::Result<Config> {
     match path {
-        Some(p) => Config::load(p).map_err(|e| anyhow::anyhow!("{e}")),
+        Some(p) => {
+            Config::load_with(p, Some(&crate::tc::check_line)).map_err(|e| anyhow::anyhow!("{e}"))
+        }
         None => Ok(Config::embedded_default()),
     }
 }
@@ -82,20 +87,26 @@ fn setup(cfg: &Config) -> anyhow::Result<Setup> {
     })
 }
 
-/// The two paths of the link, per the configuration. The qdisc of each
-/// direction is pfifo_fast with the device's txqueuelen until the tc tree
-/// builder lands.
-fn build_bridge(cfg: &Config) -> Bridge {
-    let path = |dir: Direction| {
+/// The two paths of the link, per the configuration: each direction's
+/// qdisc tree is built by its tc lines on a device with that direction's
+/// txqueuelen, MTU and TX queues.
+fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
+    let path = |dir: Direction, dev: Dev| -> anyhow::Result<LinkPath> {
         let params = cfg.link_params(dir);
-        let ctx = QdiscCtx {
-            txqueuelen: params.txqueuelen,
-            psched_mtu: params.mtu + 14,
-            ..QdiscCtx::default()
+        let tx_queues = cfg.tx_queues(dir);
+        let spec = DevSpec {
+            tx_queues: u16::try_from(tx_queues)
+                .with_context(|| format!("tx_queues = {tx_queues} of {}", dir.arrow()))?,
+            ..DevSpec::from_link(dev, &params)
         };
-        LinkPath::new(params, Box::new(PfifoFast::new(ctx)))
+        let tree = QdiscTree::build(spec, &cfg.tc_lines(dir))
+            .map_err(|e| anyhow::anyhow!("building the qdisc of {}: {e}", dir.arrow()))?;
+        Ok(LinkPath::new(params, Box::new(tree)))
     };
-    Bridge::new(path(Direction::LeftToRight), path(Direction::RightToLeft))
+    Ok(Bridge::new(
+        path(Direction::LeftToRight, Dev::Left)?,
+        path(Direction::RightToLeft, Dev::Right)?,
+    ))
 }
 
 /// How `bloatbox up` runs once the link is up.
@@ -115,7 +126,7 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     let mut setup = setup(&cfg)?;
     setup.datapath.realtime_priority = opts.realtime;
     netns::require_privileges()?;
-    let bridge = build_bridge(&cfg);
+    let bridge = build_bridge(&cfg)?;
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = TerminationSignals::block()?;
     let (guard, left, right) = setup.topology.up()?;
@@ -192,7 +203,7 @@ pub(crate) fn start_link(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<L
     let mut setup = setup(cfg)?;
     setup.datapath.realtime_priority = realtime;
     netns::require_privileges()?;
-    let bridge = build_bridge(cfg);
+    let bridge = build_bridge(cfg)?;
     let (guard, left, right) = setup.topology.up()?;
     let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
     let control = ControlServer::start(&setup.control_socket, datapath.snapshots())?;
@@ -244,9 +255,12 @@ pub fn exec(side: Side, config: Option<&Path>, cmd: &[String]) -> anyhow::Result
     })
 }
 
-/// `bloatbox check FILE`.
+/// `bloatbox check FILE`: the configuration loads, every tc line passes the
+/// tc front end and both qdisc trees build.
 pub fn check(file: &Path) -> anyhow::Result<()> {
-    let cfg = Config::load(file).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let cfg = load(Some(file))?;
+    // Lines that pass one by one can still fail together (parents, classes).
+    build_bridge(&cfg)?;
     print!("{}", crate::config::check_report(&cfg));
     Ok(())
 }
@@ -255,13 +269,43 @@ pub fn check(file: &Path) -> anyhow::Result<()> {
 pub fn stats(config: Option<&Path>, json: bool) -> anyhow::Result<()> {
     let cfg = load(config)?;
     let setup = setup(&cfg)?;
-    let snap = request_stats(&setup.control_socket)?;
+    let mut snap = request_stats(&setup.control_socket)?;
+    // Frames the TAPs' own queues dropped before the datapath read them are
+    // invisible to the daemon; the kernel counts them.
+    snap["tap_tx_dropped"] = serde_json::json!({
+        "left": tap_tx_dropped(&setup.topology.left),
+        "right": tap_tx_dropped(&setup.topology.right),
+    });
     if json {
         println!("{snap}");
     } else {
         print!("{}", render_stats(&snap));
     }
     Ok(())
+}
+
+/// The kernel's TX drop counter of a side's TAP (frames its host sent that
+/// the TAP's queue dropped before the datapath read them), if readable.
+fn tap_tx_dropped(side: &SideSpec) -> Option<u64> {
+    let out = std::process::Command::new("ip")
+        .args([
+            "-n",
+            &side.netns,
+            "-s",
+            "-j",
+            "link",
+            "show",
+            "dev",
+            &side.tap.name,
+        ])
+        .output()
+        .ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    v.get(0)?
+        .get("stats64")?
+        .get("tx")?
+        .get("dropped")?
+        .as_u64()
 }
 
 /// The stats snapshot as text: one block per direction, then the datapath's
@@ -360,6 +404,15 @@ fn render_stats(snap: &serde_json::Value) -> String {
             num(pc, "tx_errors")
         );
     }
+    if let Some(t) = snap.get("tap_tx_dropped") {
+        let show = |v: &serde_json::Value| v.as_u64().map_or("?".to_string(), |n| n.to_string());
+        let _ = writeln!(
+            out,
+            "  dropped by the TAPs' own queues before the datapath read them: left {}, right {}",
+            show(&t["left"]),
+            show(&t["right"])
+        );
+    }
     out
 }
 
@@ -424,10 +477,23 @@ impl crate::tui::Control for LocalControl {
                 all[dir.index()] = p;
                 Ok(format!("{} {}", field.name(), field.show(*value)))
             }
-            Action::Tc(_) => Err(
-                "tc commands are not wired to the live daemon yet: set the qdisc in the config"
-                    .into(),
-            ),
+            Action::Tc(lines) => {
+                let mut replies = Vec::new();
+                for line in lines.lines().filter(|l| !l.trim().is_empty()) {
+                    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                    self.commander
+                        .send(Command::Tc {
+                            line: line.to_string(),
+                            reply: tx,
+                        })
+                        .map_err(|e| e.to_string())?;
+                    let reply = rx
+                        .recv_timeout(TC_REPLY_TIMEOUT)
+                        .map_err(|_| "the datapath did not answer within 2 s".to_string())?;
+                    replies.push(reply?);
+                }
+                Ok(replies.concat())
+            }
         }
     }
 
@@ -469,7 +535,8 @@ mod tests {
             ]},
             "lateness": { "p50_ns": 4000, "p99_ns": 12000, "p999_ns": 30000, "max_ns": 90000, "samples": 9 },
             "wakeups": { "total": 20, "timer": 9, "io": 11 },
-            "left_port": { "rx_frames": 10 }, "right_port": {}
+            "left_port": { "rx_frames": 10 }, "right_port": {},
+            "tap_tx_dropped": { "left": 3, "right": null }
         });
         let text = render_stats(&snap);
         assert!(
@@ -485,6 +552,33 @@ mod tests {
         assert!(text.contains("BQL off"), "{text}");
         assert!(text.contains("held 1: VIOLATED"), "{text}");
         assert!(text.contains("p99 12.0 us"), "{text}");
+        assert!(text.contains("read them: left 3, right ?"), "{text}");
+    }
+
+    #[test]
+    fn every_shipped_config_builds_both_qdisc_trees() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/configs");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let cfg = load(Some(&path)).unwrap();
+                build_bridge(&cfg).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+                seen += 1;
+            }
+        }
+        assert!(seen > 0, "no configs in {dir}");
+    }
+
+    #[test]
+    fn a_tc_tree_that_cannot_be_built_is_an_error_naming_the_line() {
+        let cfg = Config::from_str(
+            "[link]\ntc = [\"tc qdisc add dev left parent 1:1 handle 10: pfifo\"]\n",
+            "test",
+        )
+        .unwrap();
+        let err = format!("{:#}", build_bridge(&cfg).err().expect("no parent 1:"));
+        assert!(err.contains("parent 1:1"), "{err}");
     }
 
     #[test]

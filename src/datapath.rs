@@ -38,6 +38,7 @@ use crate::link::LinkParams;
 use crate::packet::pool::PacketPool;
 use crate::packet::DropReason;
 use crate::port::{FramePort, PortCounters};
+use crate::tc::{Dev, TcCommand};
 use crate::time::{Clock, Instant, MonotonicClock, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 
 /// epoll tokens.
@@ -97,6 +98,13 @@ pub enum Command {
     /// coalescing...); frames in flight keep their schedule where the link
     /// allows it (see `Path::set_params`).
     SetLink { dir: Dir, params: LinkParams },
+    /// One tc command line (`tc qdisc|class|filter ... dev left|right ...`)
+    /// for the qdisc tree of the direction its device names; the reply is
+    /// its output (`show`) or its error.
+    Tc {
+        line: String,
+        reply: SyncSender<Result<String, String>>,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -561,11 +569,35 @@ impl Driver {
                     let now = self.clock.now();
                     self.bridge.path_mut(dir).set_params(params, now);
                 }
+                Ok(Command::Tc { line, reply }) => {
+                    let now = self.clock.now();
+                    // The asker may have given up waiting: nothing to do then.
+                    let _ = reply.try_send(self.apply_tc(&line, now));
+                }
                 Err(TryRecvError::Empty) => return false,
                 // The handle is gone: nobody can stop us later, so stop now.
                 Err(TryRecvError::Disconnected) => return true,
             }
         }
+    }
+
+    /// Runs one tc line on the tree of the direction it names.
+    fn apply_tc(&mut self, line: &str, now: Instant) -> Result<String, String> {
+        let cmd = TcCommand::parse(line).map_err(|e| e.0)?;
+        let dir = match cmd.dev {
+            Some(Dev::Left) => Dir::LeftToRight,
+            Some(Dev::Right) => Dir::RightToLeft,
+            None => return Err(format!("{line:?}: name a device: dev left or dev right")),
+        };
+        self.bridge
+            .path_mut(dir)
+            .edit_qdisc(now, |qdisc, t, drops| match qdisc.as_tree() {
+                Some(tree) => tree
+                    .apply(&cmd, t, drops)
+                    .map(Option::unwrap_or_default)
+                    .map_err(|e| e.0),
+                None => Err("this direction's qdisc was not built as a tc tree".to_string()),
+            })
     }
 
     fn snapshot(&self, now: Instant) -> LiveSnapshot {

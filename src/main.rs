@@ -59,6 +59,15 @@ enum Cmd {
     /// wait until it is ready, run a command on the left, exit with its code
     /// and tear everything down (needs root).
     Run(Box<bloatbox::harness::run::RunArgs>),
+    /// Run a simulation scenario (no root, no namespaces) and print its
+    /// report.
+    Sim {
+        #[arg(value_name = "SCENARIO")]
+        scenario: PathBuf,
+        /// Also write trace.jsonl, summary.json and qdisc.json here.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Print the running daemon's counters.
     Stats {
         /// The raw snapshot as JSON.
@@ -118,6 +127,7 @@ fn main() -> ExitCode {
         Cmd::Down { config } => app::down(config.as_deref()).map(|()| 0),
         Cmd::Exec { side, config, cmd } => app::exec(side, config.as_deref(), &cmd),
         Cmd::Check { file } => app::check(&file).map(|()| 0),
+        Cmd::Sim { scenario, out } => bloatbox::sim::run_cli(&scenario, out.as_deref()).map(|()| 0),
         Cmd::Stats { json, config } => app::stats(config.as_deref(), json).map(|()| 0),
         Cmd::Run(args) => Ok(bloatbox::harness::run::run(&args)),
     };

@@ -352,3 +352,47 @@ fn set_link_changes_the_rate_of_a_running_link() {
     );
     assert_conserved(&snap, Dir::LeftToRight);
 }
+
+#[test]
+fn tc_commands_change_and_show_the_live_qdisc_tree() {
+    use bloatbox::datapath::Command;
+    use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
+    use bloatbox::tc::Dev;
+    let params = LinkParams {
+        rate_bytes_ps: RATE_BYTES_PS,
+        ..LinkParams::default()
+    };
+    let tree = |dev: Dev| {
+        let t = QdiscTree::build(DevSpec::from_link(dev, &params), &[] as &[&str]).unwrap();
+        Path::new(params, Box::new(t))
+    };
+    let (dp_left, _host_left) = SocketPairPort::pair().unwrap();
+    let (dp_right, _host_right) = SocketPairPort::pair().unwrap();
+    let dp = Datapath::spawn(
+        Bridge::new(tree(Dev::Left), tree(Dev::Right)),
+        Box::new(dp_left),
+        Box::new(dp_right),
+        DatapathConfig::default(),
+    )
+    .unwrap();
+    let tc = |line: &str| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        dp.command(Command::Tc {
+            line: line.into(),
+            reply: tx,
+        })
+        .unwrap();
+        rx.recv_timeout(Duration::from_secs(5)).unwrap()
+    };
+    tc("tc qdisc replace dev left root fq_codel").unwrap();
+    let shown = tc("tc qdisc show dev left").unwrap();
+    assert!(shown.contains("fq_codel"), "{shown}");
+    let other = tc("tc qdisc show dev right").unwrap();
+    assert!(other.contains("pfifo_fast"), "{other}");
+    let err = tc("tc qdisc replace dev left root frobnicate").unwrap_err();
+    assert!(err.contains("frobnicate"), "{err}");
+    let err = tc("tc qdisc show").unwrap_err();
+    assert!(err.contains("dev left or dev right"), "{err}");
+    let snap = dp.shutdown().unwrap();
+    assert_eq!(snap.bridge.path(Dir::LeftToRight).qdisc.kind, "fq_codel");
+}

@@ -119,3 +119,13 @@ fn up_without_privileges_refuses_clearly() {
         stderr(&out)
     );
 }
+
+#[test]
+fn sim_reports_a_bad_scenario_with_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "this is not a scenario\n").unwrap();
+    let out = run(&["sim", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("bad.toml"), "{}", stderr(&out));
+}

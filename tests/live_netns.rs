@@ -400,7 +400,10 @@ fn live_bulk_tcp_fills_a_20mbit_link() {
 fn live_idle_rtt_is_twice_the_delay_plus_serialization() {
     require!("ip", "ping");
     let _serial = serial();
-    let d = Daemon::start("rate = \"100mbit\"\ndelay = \"10ms\"");
+    // fq_codel from the config: the qdisc tree is built from tc lines.
+    let d = Daemon::start("rate = \"100mbit\"\ndelay = \"10ms\"\nqdisc = \"fq_codel\"");
+    let kind = &d.stats()["bridge"]["paths"][0]["qdisc"]["kind"];
+    assert_eq!(kind, "fq_codel");
     let dst = d.names.v4[1].clone();
     // Resolve the neighbour first so that no ARP exchange is measured.
     d.exec(Side::Left, &["ping", "-c", "1", "-W", "2", &dst]);

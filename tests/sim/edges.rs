@@ -2,14 +2,8 @@
 //! zero delay, flows starting after the end, tiny windows and transfers, an
 //! overloaded byte FIFO, and a scenario without traffic.
 
+use super::load;
 use bloatbox::sim::{self, Scenario};
-
-fn load(name: &str) -> Scenario {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scenarios")
-        .join(name);
-    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
 
 #[test]
 fn corner_cases_complete() {

@@ -1,14 +1,8 @@
 //! TCP through the real path: finite transfers complete with every byte
 //! acknowledged, over IPv4 and IPv6, in both directions.
 
-use bloatbox::sim::{self, Scenario};
-
-fn load(name: &str) -> Scenario {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scenarios")
-        .join(name);
-    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
+use super::load;
+use bloatbox::sim;
 
 #[test]
 fn finite_transfers_complete_in_both_directions() {

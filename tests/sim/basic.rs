@@ -1,14 +1,8 @@
 //! Simulator basics: a lone Reno flow fills an empty link.
 
+use super::load;
+use bloatbox::sim;
 use bloatbox::sim::scenario::CcAlgo;
-use bloatbox::sim::{self, Scenario};
-
-fn load(name: &str) -> Scenario {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scenarios")
-        .join(name);
-    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
 
 #[test]
 fn reno_alone_fills_an_empty_10mbit_link() {

@@ -2,16 +2,10 @@
 //! used); the written trace is the hashed one; and every frame is accounted
 //! for (sent = delivered + dropped + still in the path).
 
+use super::load;
 use bloatbox::sim::{self, Scenario};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-
-fn load(name: &str) -> Scenario {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scenarios")
-        .join(name);
-    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
 
 fn with_seed(name: &str, seed: u64) -> Scenario {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

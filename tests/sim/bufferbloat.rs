@@ -4,14 +4,8 @@
 //! stays near the base RTT; and fq_codel above a deep TX ring without BQL
 //! is bloated again. Prints a small table.
 
-use bloatbox::sim::{self, Scenario, SimReport};
-
-fn load(name: &str) -> Scenario {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scenarios")
-        .join(name);
-    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
+use super::load;
+use bloatbox::sim::{self, SimReport};
 
 /// Ping RTT p50 (ms) of the loaded run and of the same scenario without
 /// the bulk flows.
