@@ -100,6 +100,12 @@ impl Drop for Run {
         for side in ["l", "r"] {
             let ns = format!("{}{side}", self.name);
             if Path::new("/run/netns").join(&ns).exists() {
+                // A SIGKILLed run leaves its commands: kill them too.
+                if let Ok(out) = Command::new("ip").args(["netns", "pids", &ns]).output() {
+                    for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                        let _ = Command::new("kill").args(["-KILL", pid]).status();
+                    }
+                }
                 let _ = Command::new("ip").args(["netns", "del", &ns]).status();
             }
         }

@@ -343,19 +343,35 @@ impl Link {
         in_netns(&self.endpoint(side).namespace, f)
     }
 
-    /// `program` to be run inside `side`'s namespace (`ip netns exec`) with
-    /// the side's environment (`env`) and SIGINT/SIGTERM/SIGHUP unblocked;
-    /// add arguments and spawn it like any `Command`. Whatever is still
-    /// running in the namespace is killed when the link goes down.
+    /// `program` to be run inside `side`'s namespace with the side's
+    /// environment (`env`) and SIGINT/SIGTERM/SIGHUP unblocked; add
+    /// arguments and spawn it like any `Command`. The child enters the
+    /// namespace (setns) before exec, so once `spawn` returns it is inside
+    /// and is killed when the link goes down. Unlike `ip netns exec`, /sys
+    /// is not remounted and /etc/netns is not applied.
     pub fn command(&self, side: Side, program: impl AsRef<std::ffi::OsStr>) -> Command {
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.endpoint(side).namespace])
-            .arg(program)
-            .envs(self.env(side));
-        // SAFETY: only an async-signal-safe call (sigprocmask) between fork
-        // and exec.
-        unsafe {
-            cmd.pre_exec(|| unblock_termination_signals().map_err(io::Error::from));
+        let ns = &self.endpoint(side).namespace;
+        let mut cmd = Command::new(program);
+        cmd.envs(self.env(side));
+        match File::open(Path::new(NETNS_DIR).join(ns)) {
+            Ok(file) => {
+                // SAFETY: only async-signal-safe calls (setns, sigprocmask)
+                // between fork and exec; the descriptor is close-on-exec.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        nix::sched::setns(&file, CloneFlags::CLONE_NEWNET)?;
+                        unblock_termination_signals().map_err(io::Error::from)
+                    });
+                }
+            }
+            Err(e) => {
+                tracing::warn!(netns = %ns, "opening the namespace: {e}");
+                let errno = e.raw_os_error().unwrap_or(libc::ENOENT);
+                // SAFETY: no allocation or lock between fork and exec.
+                unsafe {
+                    cmd.pre_exec(move || Err(io::Error::from_raw_os_error(errno)));
+                }
+            }
         }
         cmd
     }
