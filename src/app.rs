@@ -89,7 +89,8 @@ fn setup(cfg: &Config) -> anyhow::Result<Setup> {
 
 /// The two paths of the link, per the configuration: each direction's
 /// qdisc tree is built by its tc lines on a device with that direction's
-/// txqueuelen, MTU and TX queues.
+/// txqueuelen, MTU and TX queues; its shape (netem, trace/schedule,
+/// framing, seed) is installed now, so a schedule starts with the link.
 fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
     let path = |dir: Direction, dev: Dev| -> anyhow::Result<LinkPath> {
         let params = cfg.link_params(dir);
@@ -101,7 +102,11 @@ fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
         };
         let tree = QdiscTree::build(spec, &cfg.tc_lines(dir))
             .map_err(|e| anyhow::anyhow!("building the qdisc of {}: {e}", dir.arrow()))?;
-        Ok(LinkPath::new(params, Box::new(tree)))
+        let mut link = LinkPath::new(params, Box::new(tree));
+        let now = crate::time::Clock::now(&crate::time::MonotonicClock);
+        link.set_shape(cfg.link_shape(dir), now)
+            .map_err(|e| anyhow::anyhow!("the link shape of {}: {e}", dir.arrow()))?;
+        Ok(link)
     };
     Ok(Bridge::new(
         path(Direction::LeftToRight, Dev::Left)?,
@@ -131,7 +136,11 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     let mut signals = TerminationSignals::block()?;
     let (guard, left, right) = setup.topology.up()?;
     let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
-    let control = ControlServer::start(&setup.control_socket, datapath.snapshots())?;
+    let control = ControlServer::start(
+        &setup.control_socket,
+        datapath.snapshots(),
+        Some(datapath.commander()),
+    )?;
     tracing::info!(
         left = %setup.topology.left.netns,
         right = %setup.topology.right.netns,
@@ -190,7 +199,7 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
 /// thread and the namespaces with their TAPs. Dropping it tears everything
 /// down in that order (the fields drop in declaration order). A hook for
 /// `crate::harness`, which runs links for `bloatbox run` and test suites.
-pub(crate) struct LiveLink {
+pub(crate) struct HarnessLink {
     pub control: ControlServer,
     pub datapath: Datapath,
     pub guard: netns::LinkGuard,
@@ -199,20 +208,80 @@ pub(crate) struct LiveLink {
 
 /// Brings the link of `cfg` up as `up` does, without signals or the TUI;
 /// `realtime` as `UpOptions::realtime`.
-pub(crate) fn start_link(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<LiveLink> {
+pub(crate) fn start_link(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<HarnessLink> {
     let mut setup = setup(cfg)?;
     setup.datapath.realtime_priority = realtime;
     netns::require_privileges()?;
     let bridge = build_bridge(cfg)?;
     let (guard, left, right) = setup.topology.up()?;
     let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
-    let control = ControlServer::start(&setup.control_socket, datapath.snapshots())?;
-    Ok(LiveLink {
+    let control = ControlServer::start(
+        &setup.control_socket,
+        datapath.snapshots(),
+        Some(datapath.commander()),
+    )?;
+    Ok(HarnessLink {
         control,
         datapath,
         guard,
         control_socket: setup.control_socket,
     })
+}
+
+/// A link brought up in-process for a test run (`bloatbox test`): the
+/// datapath thread and the namespaces. `stop` (or drop) shuts the datapath
+/// down and removes the namespaces.
+pub struct LiveLink {
+    datapath: Option<Datapath>,
+    guard: Option<netns::LinkGuard>,
+}
+
+impl LiveLink {
+    /// Brings the link of `cfg` up exactly as `up` does, without control
+    /// socket, signals or TUI; `realtime` as `up --realtime`.
+    pub fn start(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<LiveLink> {
+        let mut setup = setup(cfg)?;
+        setup.datapath.realtime_priority = realtime;
+        netns::require_privileges()?;
+        let bridge = build_bridge(cfg)?;
+        let (guard, left, right) = setup.topology.up()?;
+        let mut link = LiveLink {
+            datapath: None,
+            guard: Some(guard),
+        };
+        link.datapath = Some(Datapath::spawn(
+            bridge,
+            Box::new(left),
+            Box::new(right),
+            setup.datapath,
+        )?);
+        Ok(link)
+    }
+
+    /// The datapath's latest published snapshot.
+    pub fn snapshot(&self) -> Option<std::sync::Arc<crate::datapath::LiveSnapshot>> {
+        self.datapath.as_ref()?.snapshots().latest()
+    }
+
+    /// Stops the datapath (returning its final snapshot) and removes the
+    /// namespaces.
+    pub fn stop(mut self) -> anyhow::Result<crate::datapath::LiveSnapshot> {
+        let last = match self.datapath.take() {
+            Some(d) => d.shutdown().map_err(anyhow::Error::from),
+            None => Err(anyhow::anyhow!("the datapath was not running")),
+        };
+        drop(self.guard.take());
+        last
+    }
+}
+
+impl Drop for LiveLink {
+    fn drop(&mut self) {
+        if let Some(d) = self.datapath.take() {
+            let _ = d.shutdown();
+        }
+        drop(self.guard.take());
+    }
 }
 
 /// `bloatbox down`: removes what a killed run left behind.
@@ -441,7 +510,11 @@ impl LocalControl {
 }
 
 /// Sets one link field (core units, as `LinkField::parse` gives them).
-fn set_link_field(p: &mut LinkParams, field: LinkField, value: u64) -> Result<(), String> {
+pub(crate) fn set_link_field(
+    p: &mut LinkParams,
+    field: LinkField,
+    value: u64,
+) -> Result<(), String> {
     let small = || u32::try_from(value).map_err(|_| format!("{} {value}: too large", field.name()));
     match field {
         LinkField::Rate => p.rate_bytes_ps = value,

@@ -49,7 +49,7 @@ impl Dir {
 }
 
 /// Both directions at one instant, indexed by `Dir::index()`.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct BridgeSnapshot {
     pub at: Instant,
     pub paths: [PathSnapshot; 2],

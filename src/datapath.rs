@@ -98,6 +98,14 @@ pub enum Command {
     /// coalescing...); frames in flight keep their schedule where the link
     /// allows it (see `Path::set_params`).
     SetLink { dir: Dir, params: LinkParams },
+    /// `set` arguments (`left.rate=10mbit`, ethtool lines; see
+    /// `control::set`) applied to the current parameters of both
+    /// directions, all or nothing; the reply is the effective parameters
+    /// (indexed by `Dir::index`) or the error naming the argument.
+    EditLink {
+        args: Vec<String>,
+        reply: SyncSender<Result<[LinkParams; 2], String>>,
+    },
     /// One tc command line (`tc qdisc|class|filter ... dev left|right ...`)
     /// for the qdisc tree of the direction its device names; the reply is
     /// its output (`show`) or its error.
@@ -568,6 +576,19 @@ impl Driver {
                 Ok(Command::SetLink { dir, params }) => {
                     let now = self.clock.now();
                     self.bridge.path_mut(dir).set_params(params, now);
+                }
+                Ok(Command::EditLink { args, reply }) => {
+                    let now = self.clock.now();
+                    let mut params = Dir::ALL.map(|d| *self.bridge.path(d).params());
+                    let result = crate::control::set::apply_set(&args, &mut params).map(|()| {
+                        for d in Dir::ALL {
+                            if params[d.index()] != *self.bridge.path(d).params() {
+                                self.bridge.path_mut(d).set_params(params[d.index()], now);
+                            }
+                        }
+                        params
+                    });
+                    let _ = reply.try_send(result);
                 }
                 Ok(Command::Tc { line, reply }) => {
                     let now = self.clock.now();

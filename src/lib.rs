@@ -17,9 +17,16 @@
 //!
 //! | thread   | owns                                         | runtime |
 //! |----------|----------------------------------------------|---------|
-//! | datapath | the Bridge, both ports, buffer pool, timerfd | plain thread, timer slack 1 ns |
-//! | control  | Unix socket, signals                         | blocking thread |
-//! | main     | config, set-up, then the TUI or a headless wait | synchronous |
+//! | datapath | the Bridge, both ports, buffer pool, timerfd | plain thread, timer slack 1 ns, optional SCHED_FIFO |
+//! | control  | the Unix socket                              | blocking thread |
+//! | main     | config, set-up, signals (signalfd), then the TUI or a headless wait, tear-down | synchronous |
+//!
+//! The datapath shares no lock with anyone in its hot path: it drains a
+//! bounded command queue (eventfd) at the top of each loop and publishes a
+//! snapshot at a fixed rate into a one-slot mailbox it only `try_lock`s.
+//! Qdisc trees are edited only through tc commands applied by the datapath
+//! (`QdiscTree::apply` inside `Path::edit_qdisc`), so an edit is atomic with
+//! respect to packets.
 //!
 //! Modules: `time` (Instant, clocks), `units` (tc units), `packet` (frames,
 //! classifier, ECN, pool, drop reasons), `qdisc` (disciplines), `link` (ring,
@@ -30,6 +37,9 @@
 //! `datapath` (the live driver thread), `control` (the daemon's socket),
 //! `app` (the command-line subcommands), `harness` (the `Link` guard for
 //! test suites and `bloatbox run`),
+//! `app` (the command-line subcommands), `load` (TCP/UDP_RR/ICMP generators
+//! and the RRUL-like test), `experiment` (`bloatbox test`/`demo`: runs over
+//! configs, comparison table, JSON, SVG plots),
 //! `tui` (terminal UI).
 
 pub mod app;
@@ -37,8 +47,10 @@ pub mod bridge;
 pub mod config;
 pub mod control;
 pub mod datapath;
+pub mod experiment;
 pub mod harness;
 pub mod link;
+pub mod load;
 pub mod netns;
 pub mod packet;
 pub mod port;

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bloatbox::app::{self, Side};
+use bloatbox::control::commands as control;
+use bloatbox::experiment;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -59,6 +61,22 @@ enum Cmd {
     /// wait until it is ready, run a command on the left, exit with its code
     /// and tear everything down (needs root).
     Run(Box<bloatbox::harness::run::RunArgs>),
+    /// Latency under load: for each config, bring the link up, run the
+    /// RRUL-like test (TCP flows each way, ping and UDP_RR throughout), tear
+    /// it down; then print a comparison table (needs root).
+    Test {
+        /// Configuration files to compare (default: the embedded default).
+        #[arg(short, long = "config", value_name = "FILE", num_args = 1..)]
+        configs: Vec<PathBuf>,
+        #[command(flatten)]
+        load: LoadArgs,
+    },
+    /// The classic comparison on a 100 Mbit/s link: pfifo_fast behind a
+    /// deep TX ring without BQL, fq_codel, HTB+SFQ (needs root).
+    Demo {
+        #[command(flatten)]
+        load: LoadArgs,
+    },
     /// Run a simulation scenario (no root, no namespaces) and print its
     /// report.
     Sim {
@@ -76,6 +94,118 @@ enum Cmd {
         #[arg(short, long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// Run a tc command on the running daemon (`bloatbox tc -s qdisc show
+    /// dev left`); exit 2 with tc's error text on failure.
+    Tc {
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        args: Vec<String>,
+    },
+    /// Change the running link: `left.rate=10mbit right.delay=20ms ...` or
+    /// `ethtool -C left rx-usecs 20`; prints the effective parameters.
+    Set {
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        args: Vec<String>,
+    },
+    /// Attach the terminal UI to the running daemon (quitting leaves it
+    /// running).
+    Top {
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Where logs go while the TUI owns the terminal.
+        #[arg(long, value_name = "FILE", default_value = "/tmp/bloatbox.log")]
+        log: PathBuf,
+    },
+}
+
+/// How `test` and `demo` load the link and where they write results.
+#[derive(clap::Args)]
+struct LoadArgs {
+    /// TCP flows per direction (0 = idle link: probes only).
+    #[arg(long, default_value_t = 4)]
+    flows: usize,
+    /// Flows left->right only (default: both directions, like RRUL).
+    #[arg(long)]
+    upload_only: bool,
+    /// Length of each config's run, warm-up included (tc time units: 10s, 500ms).
+    #[arg(long, default_value = "12s", value_parser = parse_time)]
+    duration: std::time::Duration,
+    /// Leading part of each run left out of the numbers.
+    #[arg(long, default_value = "2s", value_parser = parse_time)]
+    warmup: std::time::Duration,
+    /// TCP congestion control of the flows.
+    #[arg(long, value_enum, default_value = "cubic")]
+    cc: bloatbox::load::tcp::CongestionControl,
+    /// ICMP ping interval; 0 = no ping.
+    #[arg(long, default_value = "100ms", value_parser = parse_time)]
+    ping_interval: std::time::Duration,
+    /// No UDP_RR probe.
+    #[arg(long)]
+    no_udp_rr: bool,
+    /// Let the TCP flows negotiate ECN (net.ipv4.tcp_ecn = 1 in both namespaces).
+    #[arg(long)]
+    ecn: bool,
+    /// SCHED_FIFO priority of the datapath thread (0 = normal scheduling).
+    /// On a busy machine a normally scheduled datapath reads the TAPs late,
+    /// their 16-frame queues overflow and TCP backs off before any
+    /// emulated queue fills.
+    #[arg(long, value_name = "PRIO", default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=99))]
+    realtime: u8,
+    /// Write every result and sample as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write latency.svg, latency-cdf.svg and throughput.svg here.
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
+}
+
+/// A duration in tc's time units ("5s", "100ms", bare number = µs).
+fn parse_time(s: &str) -> Result<std::time::Duration, String> {
+    bloatbox::units::parse_time_ns(s)
+        .map(std::time::Duration::from_nanos)
+        .map_err(|e| e.to_string())
+}
+
+impl LoadArgs {
+    fn options(&self) -> anyhow::Result<experiment::TestOptions> {
+        anyhow::ensure!(
+            self.warmup < self.duration,
+            "--warmup {:?} must be shorter than --duration {:?}",
+            self.warmup,
+            self.duration
+        );
+        Ok(experiment::TestOptions {
+            flows: self.flows,
+            bidirectional: !self.upload_only,
+            duration: self.duration,
+            warmup: self.warmup,
+            cc: self.cc,
+            ping_interval: (!self.ping_interval.is_zero()).then_some(self.ping_interval),
+            udp_rr: !self.no_udp_rr,
+            ecn: self.ecn,
+            realtime: (self.realtime > 0).then_some(self.realtime),
+        })
+    }
+}
+
+/// `test` and `demo`: run, print the table, write JSON and plots.
+fn run_test(cands: &[experiment::Candidate], load: &LoadArgs) -> anyhow::Result<u8> {
+    bloatbox::netns::require_privileges()?;
+    let report = experiment::run_all(cands, &load.options()?)?;
+    print!("{}", experiment::table::render(&report));
+    if let Some(path) = &load.json {
+        report.write_json(path)?;
+        println!("JSON written to {}", path.display());
+    }
+    if let Some(dir) = &load.plots {
+        for p in report.write_plots(dir)? {
+            println!("plot written to {}", p.display());
+        }
+    }
+    Ok(0)
 }
 
 /// Logs to stderr, or to `file` while the TUI owns the terminal; at
@@ -105,7 +235,7 @@ fn init_logs(file: Option<&std::path::Path>, default: &str) -> std::io::Result<(
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let log_file = match &cli.command {
-        Cmd::Up { tui: true, log, .. } => Some(log.as_path()),
+        Cmd::Up { tui: true, log, .. } | Cmd::Top { log, .. } => Some(log.as_path()),
         _ => None,
     };
     // `run` shares stderr with the commands it runs: only warnings.
@@ -127,9 +257,27 @@ fn main() -> ExitCode {
         Cmd::Down { config } => app::down(config.as_deref()).map(|()| 0),
         Cmd::Exec { side, config, cmd } => app::exec(side, config.as_deref(), &cmd),
         Cmd::Check { file } => app::check(&file).map(|()| 0),
+        Cmd::Test { configs, load } => {
+            let cands = if configs.is_empty() {
+                Ok(vec![experiment::Candidate {
+                    name: "default".into(),
+                    config: bloatbox::config::Config::embedded_default(),
+                }])
+            } else {
+                configs
+                    .iter()
+                    .map(|p| experiment::Candidate::from_file(p))
+                    .collect()
+            };
+            cands.and_then(|c| run_test(&c, &load))
+        }
+        Cmd::Demo { load } => experiment::Candidate::demo().and_then(|c| run_test(&c, &load)),
         Cmd::Sim { scenario, out } => bloatbox::sim::run_cli(&scenario, out.as_deref()).map(|()| 0),
         Cmd::Stats { json, config } => app::stats(config.as_deref(), json).map(|()| 0),
         Cmd::Run(args) => Ok(bloatbox::harness::run::run(&args)),
+        Cmd::Tc { config, args } => control::tc(config.as_deref(), &args),
+        Cmd::Set { config, args } => control::set(config.as_deref(), &args),
+        Cmd::Top { config, log: _ } => control::top(config.as_deref()),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -529,3 +529,223 @@ fn qfq_seed_filters_parse() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/qfq-100mbit.toml");
     Config::load_with(&path, Some(&check)).unwrap_or_else(|e| panic!("{e}"));
 }
+
+// ---- link shape: netem, trace/schedule, framing, seed ----
+
+use bloatbox::link::impair::{Distribution, Loss};
+use bloatbox::link::Schedule;
+use bloatbox::units::LinkLayer;
+
+/// Each file in tests/fixtures/shape/ gives its `# expect:` message when
+/// loaded from its own directory (trace paths are relative to it).
+#[test]
+fn shape_fixtures_give_their_messages() {
+    let files = toml_files("tests/fixtures/shape");
+    assert!(files.len() >= 10);
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let expected: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# expect: "))
+            .collect();
+        assert!(!expected.is_empty(), "{name} has no # expect: line");
+        let relative = Path::new("tests/fixtures/shape").join(&name);
+        let err = match Config::load(&relative) {
+            Ok(_) => panic!("{name} loaded but should fail"),
+            Err(e) => e.to_string(),
+        };
+        for want in expected {
+            assert!(err.contains(want), "{name}:\n  got:  {err}\n  want: {want}");
+        }
+    }
+}
+
+#[test]
+fn netem_resolves_per_direction_with_precedence() {
+    let c = parse(
+        r#"
+[link]
+netem = "delay 10ms 2ms distribution normal loss 1% duplicate 0.1%"
+[link.right_to_left]
+netem = "loss 20% 25%"
+"#,
+    );
+    let l = c.link_shape(L).impairments;
+    assert_eq!((l.delay_ns, l.jitter_ns), (10_000_000, 2_000_000));
+    assert_eq!(l.distribution, Distribution::Normal);
+    assert_eq!(
+        l.loss,
+        Loss::Random {
+            percent: 1.0,
+            correlation: 0.0
+        }
+    );
+    assert_eq!(l.duplicate, 0.1);
+    let r = c.link_shape(R).impairments;
+    assert_eq!(
+        r.loss,
+        Loss::Random {
+            percent: 20.0,
+            correlation: 25.0
+        }
+    );
+    assert_eq!((r.delay_ns, r.duplicate), (0, 0.0));
+    // No netem: nothing impaired.
+    assert!(Config::default().link_shape(L).impairments.is_none());
+}
+
+#[test]
+fn seeds_differ_per_direction_and_are_reproducible() {
+    let d = Config::default();
+    assert_eq!((d.seed(L), d.seed(R)), (1, 2));
+    let shared = parse("[link]\nseed = 42\nnetem = \"loss 1%\"\n");
+    assert_eq!((shared.seed(L), shared.seed(R)), (42, 43));
+    assert_eq!(shared.link_shape(L).impairments.seed, 42);
+    assert_eq!(shared.link_shape(R).impairments.seed, 43);
+    let own = parse("[link]\nseed = 42\n[link.right_to_left]\nseed = 5\n");
+    assert_eq!((own.seed(L), own.seed(R)), (42, 5));
+    let top = parse(&format!("[link]\nseed = {}\n", i64::MAX));
+    assert_eq!((top.seed(L), top.seed(R)), (i64::MAX as u64, 1 << 63));
+    assert_eq!(shared.link_shape(R), shared.clone().link_shape(R));
+}
+
+#[test]
+fn framing_takes_stab_options_or_a_preset() {
+    let c = parse(
+        "[link]\nframing = \"overhead 24 mpu 64 linklayer atm\"\n[link.left_to_right]\nframing = \"pppoe\"\n",
+    );
+    let l = c.link_shape(L).framing;
+    assert_eq!(
+        (l.overhead, l.mpu, l.linklayer),
+        (8, 0, LinkLayer::Ethernet)
+    );
+    let r = c.link_shape(R).framing;
+    assert_eq!((r.overhead, r.mpu, r.linklayer), (24, 64, LinkLayer::Atm));
+    let negative = parse("[link]\nframing = \"overhead -4\"\n");
+    assert_eq!(negative.link_shape(L).framing.overhead, -4);
+}
+
+#[test]
+fn traces_and_schedules_are_relative_to_the_config_file() {
+    let c = seed("trace-mahimahi.toml");
+    assert!(c.link_shape(L).schedule.is_none());
+    match c.link_shape(R).schedule {
+        Some(Schedule::Trace { opportunities_ms }) => {
+            assert_eq!(opportunities_ms.len(), 75);
+            assert_eq!(opportunities_ms.last(), Some(&100));
+        }
+        other => panic!("expected the trace, got {other:?}"),
+    }
+    let s = seed("trace-schedule.toml");
+    for dir in [L, R] {
+        match s.link_shape(dir).schedule {
+            Some(Schedule::Steps { steps, repeat_ns }) => {
+                assert_eq!(steps.len(), 3);
+                assert_eq!(repeat_ns, Some(6_000_000_000));
+                assert_eq!(steps[1].delay_ns, Some(20_000_000));
+            }
+            other => panic!("expected the schedule, got {other:?}"),
+        }
+        assert_eq!(s.link_shape(dir).framing.overhead, 8);
+    }
+    // Text without a file: relative to the working directory.
+    let cwd = parse("[link.left_to_right]\ntrace = \"configs/traces/12-6mbit.up\"\n");
+    assert!(matches!(
+        cwd.link_shape(L).schedule,
+        Some(Schedule::Trace { .. })
+    ));
+}
+
+#[test]
+fn a_direction_trace_beats_a_shared_schedule() {
+    let c = parse(
+        "[link]\nschedule = \"configs/traces/step-down.sched\"\n[link.left_to_right]\ntrace = \"configs/traces/12-6mbit.up\"\n",
+    );
+    assert!(matches!(
+        c.link_shape(L).schedule,
+        Some(Schedule::Trace { .. })
+    ));
+    assert!(matches!(
+        c.link_shape(R).schedule,
+        Some(Schedule::Steps { .. })
+    ));
+    // An empty path is none: the direction clears the shared schedule.
+    let cleared = parse(
+        "[link]\nschedule = \"configs/traces/step-down.sched\"\n[link.left_to_right]\nschedule = \"\"\n",
+    );
+    assert!(cleared.link_shape(L).schedule.is_none());
+    assert!(cleared.link_shape(R).schedule.is_some());
+}
+
+#[test]
+fn shape_overrides_by_short_path() {
+    let mut c = Config::default();
+    c.apply_override("left.netem=loss 1%").unwrap();
+    assert_eq!(
+        c.link_shape(L).impairments.loss,
+        Loss::Random {
+            percent: 1.0,
+            correlation: 0.0
+        }
+    );
+    assert!(c.link_shape(R).impairments.is_none());
+    c.apply_override("link.seed=100").unwrap();
+    assert_eq!((c.seed(L), c.seed(R)), (100, 101));
+    c.apply_override("right.seed=7").unwrap();
+    assert_eq!((c.seed(L), c.seed(R)), (100, 7));
+    c.apply_override("right.framing=bridged-llcsnap").unwrap();
+    assert_eq!(c.link_shape(R).framing.linklayer, LinkLayer::Atm);
+    c.apply_override("right.trace=configs/traces/12-6mbit.up")
+        .unwrap();
+    assert!(c.link_shape(R).schedule.is_some());
+    c.apply_override("right.trace=").unwrap();
+    assert!(c.link_shape(R).schedule.is_none());
+    // Keys untouched by an override survive the rebuild.
+    c.apply_override("link.rate=10mbit").unwrap();
+    assert_eq!(c.seed(R), 7);
+    assert!(!c.link_shape(L).impairments.is_none());
+
+    let before = c.clone();
+    let e = c.apply_override("left.netem=loss 200%").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--set: link.left_to_right.netem = \"loss 200%\": invalid loss \"200%\": expected a percentage in 0..=100 such as 1% or 0.5; fix: write tc-netem options such as \"delay 10ms 2ms distribution normal loss 1% duplicate 0.1%\""
+    );
+    let e = c.apply_override("left.seed=many").unwrap_err().to_string();
+    assert!(e.contains("link.left_to_right.seed"), "{e}");
+    assert_eq!(c, before);
+}
+
+#[test]
+fn check_report_shows_shape_and_seed() {
+    let default = check_report(&Config::default());
+    assert!(default.contains("  netem none  seed 1\n"), "{default}");
+    assert!(default.contains("  netem none  seed 2\n"), "{default}");
+    let loss = check_report(&seed("netem-loss.toml"));
+    let lines: Vec<&str> = loss.lines().filter(|l| l.contains("netem")).collect();
+    assert_eq!(
+        lines,
+        [
+            "  netem loss 1% duplicate 0.1% seed 42",
+            "  netem loss 0.5% 25% seed 43"
+        ]
+    );
+    let jitter = check_report(&seed("netem-jitter.toml"));
+    assert!(jitter.contains("  netem delay 10ms 2ms distribution normal seed 7\n"));
+    let trace = check_report(&seed("trace-mahimahi.toml"));
+    let line = trace.lines().find(|l| l.contains("trace ")).unwrap();
+    assert!(
+        line.starts_with("  trace ")
+            && line.ends_with(
+                "configs/traces/12-6mbit.up (75 delivery opportunities, repeating every 100ms; replaces the rate)"
+            ),
+        "{line}"
+    );
+    let sched = check_report(&seed("trace-schedule.toml"));
+    assert!(sched.contains(
+        "configs/traces/step-down.sched (3 steps, repeating every 6s; replaces the rate)\n"
+    ));
+    assert!(sched.contains("  framing overhead 8 mpu 0 linklayer ethernet\n"));
+    assert!(!default.contains("framing"));
+}

@@ -8,7 +8,8 @@
 //! Submodules: `values` (typed leaf values: tc quantities, addresses),
 //! `qdisc` (qdisc forms → tc lines), `ethtool` (`ethtool -C/-G/-K` lines →
 //! `LinkParams`), `validate` (ranges and cross-field rules), `overrides`
-//! (`--set key=value`), `report` (`bloatbox check`), `error` and `source`
+//! (`--set key=value`), `report` (`bloatbox check`), `shape` (netem,
+//! trace/schedule, framing and seed → `LinkShape`), `error` and `source`
 //! (error type, positions).
 //!
 //! ```toml
@@ -20,6 +21,10 @@
 //! qdisc = "fq_codel"          # or { kind = "fq_codel", ecn = true }
 //! tc = ["tc qdisc add dev left root fq_codel"]   # literal form, by device
 //! ethtool = ["ethtool -C left rx-usecs 20 rx-frames 0"]
+//! netem = "delay 10ms 2ms distribution normal loss 1%"   # tc-netem options
+//! trace = "traces/lte.up"     # mahimahi trace, or schedule = "x.sched"
+//! framing = "overhead 24 linklayer ethernet"   # or a preset: "pppoe"
+//! seed = 7                    # left→right 7, right→left 8
 //! [link.left_to_right]        # overrides for the left→right direction
 //! [daemon]
 //! ```
@@ -34,6 +39,7 @@ pub mod ethtool;
 mod overrides;
 pub mod qdisc;
 mod report;
+pub mod shape;
 mod source;
 mod validate;
 pub mod values;
@@ -250,6 +256,18 @@ pub struct LinkSettings {
     /// ethtool lines, by device like `tc`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ethtool: Vec<String>,
+    /// Wire impairments as tc-netem(8) options (`"delay 10ms 2ms loss 1%"`).
+    pub netem: Option<String>,
+    /// A mahimahi trace file driving the rate (relative to the config file).
+    pub trace: Option<String>,
+    /// A native-format rate/delay schedule file (relative to the config file).
+    pub schedule: Option<String>,
+    /// Link-layer framing: stab options (`"overhead 24 linklayer ethernet"`)
+    /// or a preset name (`"pppoe"`).
+    pub framing: Option<String>,
+    /// Seed of the impairments' random generator (see `shape` for the
+    /// per-direction rule).
+    pub seed: Option<u64>,
     /// Overrides for left→right (only in `[link]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left_to_right: Option<Box<LinkSettings>>,
@@ -352,7 +370,8 @@ impl Config {
         let origin = path.as_ref().display().to_string();
         let text =
             std::fs::read_to_string(path.as_ref()).map_err(|e| ConfigError::io(&origin, &e))?;
-        Config::from_str_with(&text, &origin, tc_check)
+        let base = path.as_ref().parent().unwrap_or(Path::new(""));
+        Config::parse_in(&text, &origin, base, tc_check)
     }
 
     /// Parses and validates a configuration text; `origin` names it in errors.
@@ -366,9 +385,20 @@ impl Config {
         origin: &str,
         tc_check: Option<TcCheck>,
     ) -> Result<Config, ConfigError> {
+        Config::parse_in(text, origin, Path::new(""), tc_check)
+    }
+
+    /// Parses and validates, with trace and schedule paths relative to `base`.
+    fn parse_in(
+        text: &str,
+        origin: &str,
+        base: &Path,
+        tc_check: Option<TcCheck>,
+    ) -> Result<Config, ConfigError> {
         let index = SpanIndex::build(text);
-        let config: Config =
+        let mut config: Config =
             toml::from_str(text).map_err(|e| ConfigError::from_toml(&e, origin, text, &index))?;
+        config.resolve_paths(base);
         config
             .validate_with(tc_check)
             .map_err(|e| e.locate(origin, text, &index))?;

@@ -54,12 +54,18 @@ impl Config {
     }
 
     /// Every settable key present: the default with both direction tables,
-    /// one tc and ethtool line and a control socket path.
+    /// one tc and ethtool line, the shape keys and a control socket path.
     fn template() -> Config {
         let mut config = Config::default();
+        let text = Some(String::new());
+        config.link.netem = text.clone();
+        config.link.trace = text.clone();
+        config.link.schedule = text.clone();
+        config.link.framing = text;
+        config.link.seed = Some(0);
         let direction = LinkSettings {
             qdisc: Some(QdiscSpec::pfifo_fast()),
-            ..LinkSettings::builtin()
+            ..config.link.clone()
         };
         config.link.left_to_right = Some(Box::new(direction.clone()));
         config.link.right_to_left = Some(Box::new(direction));

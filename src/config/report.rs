@@ -1,10 +1,14 @@
 //! `check_report`: the effective configuration per direction in plain text,
 //! for `bloatbox check FILE`: endpoints, resolved link parameters (after
 //! overrides and ethtool lines), the worst-case queueing delay the TX ring
-//! adds without BQL, offloads and the tc lines that build each qdisc.
+//! adds without BQL, the link shape (netem with its seed, trace or
+//! schedule, framing), offloads and the tc lines that build each qdisc.
 
+use super::shape::ScheduleKind;
 use super::{Config, Direction};
-use crate::units::{print_rate, sprint_time};
+use crate::link::impair::format_netem;
+use crate::link::{Framing, Schedule};
+use crate::units::{print_rate, sprint_time, LinkLayer};
 use std::fmt::Write;
 
 /// Ethernet header bytes on top of the MTU.
@@ -92,6 +96,7 @@ fn direction(out: &mut String, config: &Config, dir: Direction) {
             }
         );
     }
+    shape(out, config, dir);
     let offloads = config.offloads(dir);
     if !offloads.is_empty() {
         let flags: Vec<String> = offloads
@@ -102,6 +107,53 @@ fn direction(out: &mut String, config: &Config, dir: Direction) {
     }
     for line in config.tc_lines(dir) {
         let _ = writeln!(out, "  {line}");
+    }
+}
+
+/// Impairments with their seed, the trace or schedule, and the framing.
+fn shape(out: &mut String, config: &Config, dir: Direction) {
+    let shape = config.link_shape(dir);
+    let imp = &shape.impairments;
+    if imp.is_none() {
+        let _ = writeln!(out, "  netem none  seed {}", imp.seed);
+    } else {
+        let _ = writeln!(out, "  netem {}", format_netem(imp));
+    }
+    if let (Ok(Some((kind, file))), Some(schedule)) = (config.schedule_source(dir), &shape.schedule)
+    {
+        let what = match schedule {
+            Schedule::Trace { opportunities_ms } => format!(
+                "{} delivery opportunities, repeating every {}ms",
+                opportunities_ms.len(),
+                opportunities_ms.last().copied().unwrap_or(0)
+            ),
+            Schedule::Steps { steps, repeat_ns } => format!(
+                "{} steps{}",
+                steps.len(),
+                repeat_ns.map_or(String::new(), |r| format!(
+                    ", repeating every {}",
+                    format_ns(r)
+                ))
+            ),
+        };
+        let key = match kind {
+            ScheduleKind::Trace => "trace",
+            ScheduleKind::Schedule => "schedule",
+        };
+        let _ = writeln!(out, "  {key} {} ({what}; replaces the rate)", file.value);
+    }
+    let f = shape.framing;
+    if f != Framing::default() {
+        let _ = writeln!(
+            out,
+            "  framing overhead {} mpu {} linklayer {}",
+            f.overhead,
+            f.mpu,
+            match f.linklayer {
+                LinkLayer::Ethernet => "ethernet",
+                LinkLayer::Atm => "atm",
+            }
+        );
     }
 }
 

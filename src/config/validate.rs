@@ -73,6 +73,7 @@ pub(super) fn validate(config: &Config, tc_check: Option<TcCheck>) -> Result<(),
         }
         coalescing(config, dir)?;
         config.try_link_params(dir)?;
+        config.try_link_shape(dir)?;
         qdisc_forms(config, dir)?;
         for line in config.try_tc_lines(dir)? {
             if let Some(check) = tc_check {

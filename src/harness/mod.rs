@@ -50,7 +50,7 @@ use nix::sched::CloneFlags;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use nix::unistd::Pid;
 
-use crate::app::LiveLink;
+use crate::app::HarnessLink as LiveLink;
 pub use crate::app::Side;
 use crate::bridge::Dir;
 use crate::config::{Config, ConfigError, Direction, Endpoint};

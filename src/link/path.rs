@@ -35,7 +35,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 /// Per-direction conservation counters:
 /// `frames_in + duplicated = frames_out + drops + held`.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct PathCounters {
     pub frames_in: u64,
     pub bytes_in: u64,
@@ -58,14 +58,16 @@ impl PathCounters {
 
 /// What a path looks like at one instant (for the TUI, the control socket
 /// and reports).
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PathSnapshot {
     pub at: Instant,
     pub params: LinkParams,
     /// Seed of the impairments' random generator.
     pub seed: u64,
     pub counters: PathCounters,
-    /// Drops by `DropReason::name()`, only the non-zero ones.
+    /// Drops by `DropReason::name()`, only the non-zero ones (not read back
+    /// from JSON: rebuild it from `counters.drops`).
+    #[serde(default, skip_deserializing)]
     pub drops_by_reason: BTreeMap<&'static str, u64>,
     /// Frames inside the path (qdisc, requeued, ring, wire, delay, RX).
     pub held: u64,
@@ -674,10 +676,9 @@ mod tests {
         fn backlog(&self) -> u64 {
             self.queue.iter().map(|p| p.len as u64).sum()
         }
-        fn stats(&self) -> crate::qdisc::QdiscStats {
+        fn counters(&self) -> crate::qdisc::QdiscStats {
             crate::qdisc::QdiscStats::default()
         }
-        fn count_bypass(&mut self, _: u32) {}
         fn reset(&mut self, drops: &mut Drops) {
             for p in self.queue.drain(..) {
                 drops.push(p, DropReason::QdiscReset);

@@ -32,7 +32,9 @@ pub enum L3 {
 /// The 5-tuple a flow is identified by. IPv4 addresses are stored as
 /// IPv4-mapped IPv6 addresses so that one key type serves both families.
 /// Non-IP frames have an all-zero key (one flow, like the kernel's hash 0).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct FlowKey {
     pub src: [u8; 16],
     pub dst: [u8; 16],

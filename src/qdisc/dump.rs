@@ -8,7 +8,7 @@ use super::{Handle, QdiscStats};
 use serde_json::{Map, Value};
 
 /// One qdisc, its classes and its child qdiscs.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct QdiscDump {
     pub kind: String,
     pub handle: Handle,
@@ -32,7 +32,7 @@ pub struct QdiscDump {
 }
 
 /// One class (HTB/QFQ/TBF/mq classes, SFQ/fq_codel per-flow pseudo-classes).
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct ClassDump {
     pub kind: String,
     pub classid: Handle,
@@ -52,7 +52,7 @@ pub struct ClassDump {
 }
 
 /// A flow queue as the TUI shows it.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct FlowDump {
     pub bucket: u32,
     pub flow: Option<crate::packet::FlowKey>,

@@ -184,12 +184,8 @@ impl Qdisc for Fifo {
         self.backlog
     }
 
-    fn stats(&self) -> QdiscStats {
-        QdiscStats {
-            backlog: self.backlog,
-            qlen: self.queue.len() as u32,
-            ..self.stats
-        }
+    fn counters(&self) -> QdiscStats {
+        self.stats
     }
 
     fn can_bypass(&self) -> bool {

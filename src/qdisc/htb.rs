@@ -1251,16 +1251,8 @@ impl Qdisc for Htb {
             + self.parked.as_ref().map_or(0, |p| p.len as u64)
     }
 
-    fn stats(&self) -> QdiscStats {
-        QdiscStats {
-            qlen: self.qlen(),
-            backlog: self.backlog(),
-            ..self.stats
-        }
-    }
-
-    fn count_bypass(&mut self, len: u32) {
-        self.stats.count_sent(len);
+    fn counters(&self) -> QdiscStats {
+        self.stats
     }
 
     fn reset(&mut self, drops: &mut Drops) {
@@ -1335,6 +1327,10 @@ impl Qdisc for Htb {
 }
 
 impl Classful for Htb {
+    fn flush_freed(&mut self, drops: &mut Drops) {
+        self.flush_purged(drops);
+    }
+
     fn add_class(&mut self, classid: Handle, parent: Handle, args: &[&str]) -> Result<(), TcError> {
         let classid = self.full_id(classid);
         let major = tc_h_major(self.ctx.handle);

@@ -159,15 +159,26 @@ pub trait Qdisc: Send {
     /// Bytes held.
     fn backlog(&self) -> u64;
 
+    /// The counters this qdisc keeps: bytes, packets, drops, overlimits,
+    /// requeues (`qlen`/`backlog` are filled in by `stats`).
+    fn counters(&self) -> QdiscStats;
+
     /// The generic counters, with `qlen`/`backlog` filled in.
-    fn stats(&self) -> QdiscStats;
+    fn stats(&self) -> QdiscStats {
+        QdiscStats {
+            qlen: self.qlen(),
+            backlog: self.backlog(),
+            ..self.counters()
+        }
+    }
 
     /// TCQ_F_CAN_BYPASS: an empty instance may let a frame skip the queue.
     fn can_bypass(&self) -> bool {
         false
     }
-    /// Counts a frame that bypassed this (empty) qdisc as Sent.
-    fn count_bypass(&mut self, len: u32);
+    /// Counts a frame that bypassed this (empty) qdisc as Sent. Every qdisc
+    /// whose `can_bypass` can return true overrides this.
+    fn count_bypass(&mut self, _len: u32) {}
 
     /// Drops everything held (reason `QdiscReset`) and clears queue state,
     /// keeping the counters.
@@ -210,6 +221,11 @@ pub trait Classful {
     fn add_class(&mut self, classid: Handle, parent: Handle, args: &[&str]) -> Result<(), TcError>;
     /// `tc class change`.
     fn change_class(&mut self, classid: Handle, args: &[&str]) -> Result<(), TcError>;
+    /// Hands frames that `add_class`/`change_class` purged (HTB turning a
+    /// leaf into an inner class) to `drops`.
+    fn flush_freed(&mut self, drops: &mut Drops) {
+        let _ = drops;
+    }
     /// `tc class del`.
     fn delete_class(&mut self, classid: Handle, drops: &mut Drops) -> Result<(), TcError>;
     /// Attaches `child` under `classid`, returning the qdisc it replaces.

@@ -170,23 +170,17 @@ impl Qdisc for Mq {
         self.queues.iter().map(|q| q.backlog()).sum()
     }
 
-    fn stats(&self) -> QdiscStats {
+    /// mq keeps no counters of its own: they are the children's sum (M-1).
+    fn counters(&self) -> QdiscStats {
         self.queues.iter().fold(QdiscStats::default(), |mut s, q| {
-            let c = q.stats();
+            let c = q.counters();
             s.bytes += c.bytes;
             s.packets += c.packets;
             s.drops += c.drops;
             s.overlimits += c.overlimits;
             s.requeues += c.requeues;
-            s.backlog += c.backlog;
-            s.qlen += c.qlen;
             s
         })
-    }
-
-    fn count_bypass(&mut self, len: u32) {
-        // Never asked for (can_bypass is false); kept consistent anyway.
-        self.queues[self.next].count_bypass(len);
     }
 
     fn reset(&mut self, drops: &mut Drops) {

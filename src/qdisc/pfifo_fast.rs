@@ -96,12 +96,8 @@ impl Qdisc for PfifoFast {
         self.backlog
     }
 
-    fn stats(&self) -> QdiscStats {
-        QdiscStats {
-            backlog: self.backlog,
-            qlen: self.qlen(),
-            ..self.stats
-        }
+    fn counters(&self) -> QdiscStats {
+        self.stats
     }
 
     fn can_bypass(&self) -> bool {

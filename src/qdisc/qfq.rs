@@ -396,16 +396,8 @@ impl Qdisc for Qfq {
         self.classes.iter().map(|c| c.child.backlog()).sum()
     }
 
-    fn stats(&self) -> QdiscStats {
-        QdiscStats {
-            qlen: self.qlen(),
-            backlog: self.backlog(),
-            ..self.stats
-        }
-    }
-
-    fn count_bypass(&mut self, len: u32) {
-        self.stats.count_sent(len);
+    fn counters(&self) -> QdiscStats {
+        self.stats
     }
 
     fn reset(&mut self, drops: &mut Drops) {

@@ -548,12 +548,8 @@ impl Qdisc for Sfq {
         self.backlog + self.parked.as_ref().map_or(0, |p| p.len as u64)
     }
 
-    fn stats(&self) -> QdiscStats {
-        QdiscStats {
-            backlog: self.backlog(),
-            qlen: self.qlen(),
-            ..self.stats
-        }
+    fn counters(&self) -> QdiscStats {
+        self.stats
     }
 
     fn can_bypass(&self) -> bool {

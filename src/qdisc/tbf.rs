@@ -573,16 +573,8 @@ impl Qdisc for Tbf {
         self.child.backlog() + self.parked.as_ref().map_or(0, |p| p.len as u64)
     }
 
-    fn stats(&self) -> QdiscStats {
-        QdiscStats {
-            qlen: self.qlen(),
-            backlog: self.backlog(),
-            ..self.stats
-        }
-    }
-
-    fn count_bypass(&mut self, len: u32) {
-        self.stats.count_sent(len);
+    fn counters(&self) -> QdiscStats {
+        self.stats
     }
 
     fn reset(&mut self, drops: &mut Drops) {

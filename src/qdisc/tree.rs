@@ -682,7 +682,7 @@ impl QdiscTree {
             let parent = if portid == 0 { TC_H_ROOT } else { portid };
             cl.add_class(clid, parent, &args)
         };
-        match cmd.verb {
+        let result = match cmd.verb {
             Verb::Add if exists => Err(rtnl(
                 "File exists",
                 format!(
@@ -696,7 +696,11 @@ impl QdiscTree {
             Verb::Delete if exists => cl.delete_class(clid, drops),
             Verb::Change | Verb::Delete => Err(missing()),
             Verb::Replace | Verb::Link | Verb::Show => Err(err("Error: unsupported class verb")),
-        }
+        };
+        // Frames a class operation purged (a leaf turned inner) are freed
+        // now, not at the next enqueue or dequeue.
+        cl.flush_freed(drops);
+        result
     }
 
     /// `tc filter add`: the filter goes to the qdisc `filter_target` names.
@@ -841,6 +845,9 @@ impl Qdisc for QdiscTree {
     }
     fn backlog(&self) -> u64 {
         self.root.backlog()
+    }
+    fn counters(&self) -> QdiscStats {
+        self.root.counters()
     }
     fn stats(&self) -> QdiscStats {
         self.root.stats()

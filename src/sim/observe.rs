@@ -99,6 +99,9 @@ impl Qdisc for Observed {
     fn backlog(&self) -> u64 {
         self.inner.backlog()
     }
+    fn counters(&self) -> QdiscStats {
+        self.inner.counters()
+    }
     fn stats(&self) -> QdiscStats {
         self.inner.stats()
     }

@@ -1,0 +1,60 @@
+//! The client subcommands: `bloatbox tc`, `bloatbox set` and `bloatbox top`
+//! (`bloatbox stats` lives in `app`). Each finds the socket from the
+//! configuration, like `up` does.
+
+use std::path::Path;
+
+use super::client::{Client, RemoteControl};
+use super::proto::Request;
+
+/// Exit code of `tc` (and `bloatbox tc`) when the command fails.
+pub const TC_FAILED: u8 = 2;
+
+fn socket(config: Option<&Path>) -> anyhow::Result<std::path::PathBuf> {
+    Ok(crate::app::load(config)?.control_socket())
+}
+
+/// `bloatbox tc ARGS...`: prints what the daemon returns; on tc's error
+/// prints its text to stderr and returns exit code 2.
+pub fn tc(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
+    let line = format!("tc {}", args.join(" "));
+    match Client::connect(&socket(config)?)?.call(&Request::Tc { line })? {
+        Ok(reply) => {
+            print!("{}", reply["output"].as_str().unwrap_or_default());
+            Ok(0)
+        }
+        Err(e) => {
+            eprintln!("{}", e.trim_end());
+            Ok(TC_FAILED)
+        }
+    }
+}
+
+/// `bloatbox set left.rate=10mbit ...` or `bloatbox set ethtool -C left
+/// rx-usecs 20`: prints the effective link parameters of both directions.
+pub fn set(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
+    let args = if args.first().is_some_and(|a| a == "ethtool") {
+        vec![args.join(" ")]
+    } else {
+        args.to_vec()
+    };
+    match Client::connect(&socket(config)?)?.call(&Request::Set { args })? {
+        Ok(reply) => {
+            println!("{}", serde_json::to_string_pretty(&reply)?);
+            Ok(0)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            Ok(TC_FAILED)
+        }
+    }
+}
+
+/// `bloatbox top`: the TUI attached to a running daemon; quitting it leaves
+/// the daemon running.
+pub fn top(config: Option<&Path>) -> anyhow::Result<u8> {
+    let cfg = crate::app::load(config)?;
+    let mut control = RemoteControl::connect(&cfg.control_socket())?;
+    crate::tui::run(&mut control, cfg.daemon.snapshot_hz)?;
+    Ok(0)
+}

@@ -1,0 +1,373 @@
+//! The control server: an accept thread plus one thread per connection (at
+//! most `MAX_CLIENTS`), so a slow or silent client never holds up another.
+//! Only peers with the daemon's uid or root are served (SO_PEERCRED). Each
+//! connection may send requests until it closes or stays silent for
+//! `IDLE_TIMEOUT`. The datapath is reached only through its non-blocking
+//! command queue and its snapshot slot, so no client can stall it.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::proto::{error_line, ok_line, parse_request, ProtoError, Request, MAX_LINE};
+use crate::bridge::Dir;
+use crate::datapath::{Command, Commander, LiveSnapshot, SnapshotReader};
+use crate::link::PathCounters;
+
+/// How long a connection may stay silent (mid-line or between requests).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a reply may take to be written.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long a `tc` or `set` request waits for the datapath to apply it.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Most connections served at once; more are refused with an error line.
+const MAX_CLIENTS: usize = 32;
+
+/// The running control socket; dropping it stops accepting, and removes the
+/// socket file (connections already open finish their current request).
+pub struct ControlServer {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// What every connection shares.
+struct Shared {
+    snapshots: SnapshotReader,
+    /// None: a read-only server (no tc, set, shutdown).
+    commander: Option<Commander>,
+    /// Counters and held frames at the last `reset_stats`, per direction.
+    baseline: Mutex<Option<[(PathCounters, u64); 2]>>,
+    clients: AtomicUsize,
+    /// Uid allowed besides root: the daemon's own.
+    uid: u32,
+}
+
+impl ControlServer {
+    /// Binds `path` (replacing a stale socket file no daemon listens on) with
+    /// mode 0600 and starts serving. Without a `commander` only `snapshot`
+    /// and `stats` are served.
+    pub fn start(
+        path: &Path,
+        snapshots: SnapshotReader,
+        commander: Option<Commander>,
+    ) -> io::Result<ControlServer> {
+        if path.exists() {
+            if UnixStream::connect(path).is_ok() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!(
+                        "control socket {} is in use: another bloatbox daemon is running",
+                        path.display()
+                    ),
+                ));
+            }
+            std::fs::remove_file(path)?;
+        }
+        if let Some(dir) = path.parent() {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir)?;
+            }
+        }
+        // Created with mode 0600 from the start (no window in which others
+        // could connect).
+        let old = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o177));
+        let bound = UnixListener::bind(path);
+        nix::sys::stat::umask(old);
+        let listener = bound.map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("binding control socket {}: {e}", path.display()),
+            )
+        })?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        let shared = Arc::new(Shared {
+            snapshots,
+            commander,
+            baseline: Mutex::new(None),
+            clients: AtomicUsize::new(0),
+            uid: nix::unistd::geteuid().as_raw(),
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("bloatbox-control".into())
+                .spawn(move || accept_loop(listener, &shared, &stop))?
+        };
+        Ok(ControlServer {
+            path: path.to_path_buf(),
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the blocking accept.
+        let _ = UnixStream::connect(&self.path);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn accept_loop(listener: UnixListener, shared: &Arc<Shared>, stop: &AtomicBool) {
+    for conn in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let stream = match conn {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("control socket accept: {e}");
+                continue;
+            }
+        };
+        if shared.clients.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
+            shared.clients.fetch_sub(1, Ordering::SeqCst);
+            let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+            let _ = writeln!(
+                &stream,
+                "{}",
+                error_line(&format!("too many clients ({MAX_CLIENTS}): retry later"))
+            );
+            continue;
+        }
+        let shared2 = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("bloatbox-control-client".into())
+            .spawn(move || {
+                if let Err(e) = serve_client(stream, &shared2) {
+                    tracing::debug!("control client: {e}");
+                }
+                shared2.clients.fetch_sub(1, Ordering::SeqCst);
+            });
+        if let Err(e) = spawned {
+            shared.clients.fetch_sub(1, Ordering::SeqCst);
+            tracing::warn!("control socket: cannot start a client thread: {e}");
+        }
+    }
+}
+
+/// The peer's uid is the daemon's or root's.
+fn peer_allowed(stream: &UnixStream, uid: u32) -> io::Result<bool> {
+    let cred = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
+        .map_err(io::Error::from)?;
+    Ok(uid_allowed(cred.uid(), uid))
+}
+
+/// Root and the daemon's own user may use the socket.
+fn uid_allowed(peer: u32, daemon: u32) -> bool {
+    peer == 0 || peer == daemon
+}
+
+/// Answers request lines until the client closes, idles out, or sends a
+/// line too long to resynchronise after.
+fn serve_client(stream: UnixStream, shared: &Shared) -> io::Result<()> {
+    stream.set_read_timeout(Some(IDLE_TIMEOUT))?;
+    stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
+    let mut out = &stream;
+    if !peer_allowed(&stream, shared.uid)? {
+        writeln!(
+            out,
+            "{}",
+            error_line("permission denied: only the daemon's user or root may use this socket")
+        )?;
+        return Ok(());
+    }
+    let mut reader = BufReader::new(&stream);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = (&mut reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let complete = buf.last() == Some(&b'\n');
+        if !complete && buf.len() > MAX_LINE {
+            writeln!(out, "{}", error_line(&ProtoError::TooLong.to_string()))?;
+            return Ok(());
+        }
+        if !complete {
+            // The client closed mid-line: nothing to answer.
+            return Ok(());
+        }
+        let reply = match std::str::from_utf8(&buf) {
+            Ok(line) if line.trim().is_empty() => continue,
+            Ok(line) => match parse_request(line) {
+                Ok(req) => handle(req, shared),
+                Err(e) => error_line(&e.to_string()),
+            },
+            Err(_) => error_line("request is not UTF-8: send one JSON object per line"),
+        };
+        writeln!(out, "{reply}")?;
+    }
+}
+
+/// Answers one request (a reply line without newline).
+fn handle(req: Request, shared: &Shared) -> String {
+    match answer(req, shared) {
+        Ok(v) => ok_line(&v),
+        Err(e) => error_line(&e),
+    }
+}
+
+fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
+    match req {
+        Request::Snapshot => Ok(to_json(&*latest(shared)?)),
+        Request::Stats => {
+            let mut snap = (*latest(shared)?).clone();
+            if let Some(base) = lock(&shared.baseline).as_ref() {
+                subtract_baseline(&mut snap, base);
+            }
+            Ok(to_json(&snap))
+        }
+        Request::ResetStats => {
+            let snap = latest(shared)?;
+            *lock(&shared.baseline) = Some(Dir::ALL.map(|d| {
+                (
+                    snap.bridge.path(d).counters.clone(),
+                    snap.bridge.path(d).held,
+                )
+            }));
+            Ok(serde_json::json!("counters reset"))
+        }
+        Request::Tc { line } => {
+            use crate::tc::{Dev, Object, TcCommand, Verb};
+            let commander = commander(shared)?;
+            let parsed = TcCommand::parse(&line);
+            let (output, config) = match parsed {
+                // `tc qdisc show` without a device lists both, like tc.
+                Ok(cmd) if cmd.verb == Verb::Show && cmd.dev.is_none() => {
+                    if cmd.object != Object::Qdisc {
+                        return Err(format!("{line:?}: name a device: dev left or dev right"));
+                    }
+                    let left = run_tc(commander, &format!("{line} dev left"))?;
+                    let right = run_tc(commander, &format!("{line} dev right"))?;
+                    (left + &right, None)
+                }
+                // A change replies with the device's effective qdisc tree.
+                Ok(cmd) if cmd.verb != Verb::Show => {
+                    let output = run_tc(commander, &line)?;
+                    let dev = if cmd.dev == Some(Dev::Right) {
+                        "right"
+                    } else {
+                        "left"
+                    };
+                    let show = format!("tc qdisc show dev {dev}");
+                    (output, Some(run_tc(commander, &show)?))
+                }
+                // Shows, and lines tc refuses (the datapath gives the error).
+                _ => (run_tc(commander, &line)?, None),
+            };
+            Ok(serde_json::json!({ "output": output, "config": config }))
+        }
+        Request::Set { args } => {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            commander(shared)?
+                .send(Command::EditLink { args, reply: tx })
+                .map_err(|e| e.to_string())?;
+            let p = rx
+                .recv_timeout(COMMAND_TIMEOUT)
+                .map_err(|_| format!("the datapath did not answer within {COMMAND_TIMEOUT:?}"))??;
+            Ok(serde_json::json!({ "left": p[0], "right": p[1] }))
+        }
+        Request::Shutdown => {
+            commander(shared)?
+                .send(Command::Shutdown)
+                .map_err(|e| e.to_string())?;
+            Ok(serde_json::json!("shutting down"))
+        }
+    }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v)
+        .unwrap_or_else(|e| serde_json::json!({ "serialize_error": e.to_string() }))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn latest(shared: &Shared) -> Result<Arc<LiveSnapshot>, String> {
+    shared
+        .snapshots
+        .latest()
+        .ok_or_else(|| "no snapshot yet: the datapath is starting, retry in a moment".to_string())
+}
+
+fn commander(shared: &Shared) -> Result<&Commander, String> {
+    shared
+        .commander
+        .as_ref()
+        .ok_or_else(|| "this control socket is read-only (no datapath commands)".to_string())
+}
+
+/// One tc line through the datapath's queue; its output or tc's error.
+fn run_tc(commander: &Commander, line: &str) -> Result<String, String> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    commander
+        .send(Command::Tc {
+            line: line.to_string(),
+            reply: tx,
+        })
+        .map_err(|e| e.to_string())?;
+    rx.recv_timeout(COMMAND_TIMEOUT)
+        .map_err(|_| format!("the datapath did not answer within {COMMAND_TIMEOUT:?}"))?
+}
+
+/// Counters since the reset: the baseline's counters subtracted, and the
+/// frames held at the reset counted as arrived after it, so that
+/// `frames_in + duplicated = frames_out + drops + held` still holds.
+fn subtract_baseline(snap: &mut LiveSnapshot, base: &[(PathCounters, u64); 2]) {
+    for (path, (b, held)) in snap.bridge.paths.iter_mut().zip(base) {
+        let c = &mut path.counters;
+        c.frames_in = c.frames_in.saturating_sub(b.frames_in) + held;
+        c.bytes_in = c.bytes_in.saturating_sub(b.bytes_in);
+        c.frames_out = c.frames_out.saturating_sub(b.frames_out);
+        c.bytes_out = c.bytes_out.saturating_sub(b.bytes_out);
+        c.duplicated = c.duplicated.saturating_sub(b.duplicated);
+        c.corrupted = c.corrupted.saturating_sub(b.corrupted);
+        for (d, bd) in c.drops.iter_mut().zip(&b.drops) {
+            *d = d.saturating_sub(*bd);
+        }
+        for reason in crate::packet::DropReason::ALL {
+            let n = c.drops[reason.index()];
+            if n == 0 {
+                path.drops_by_reason.remove(reason.name());
+            } else {
+                path.drops_by_reason.insert(reason.name(), n);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_root_and_the_daemons_user_are_served() {
+        assert!(uid_allowed(0, 1000));
+        assert!(uid_allowed(1000, 1000));
+        assert!(!uid_allowed(1001, 1000));
+        let (a, _b) = UnixStream::pair().unwrap();
+        let me = nix::unistd::geteuid().as_raw();
+        assert!(peer_allowed(&a, me).unwrap());
+    }
+}

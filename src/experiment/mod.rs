@@ -1,0 +1,417 @@
+//! `bloatbox test` and `bloatbox demo`: for each configuration bring the
+//! link up in fresh namespaces, run the RRUL-like test (`load::rrul`), take
+//! the daemon's drop and ECN-mark counters, tear the link down; then print a
+//! comparison table, and optionally write JSON and SVG plots (`plot`).
+
+pub mod plot;
+pub mod table;
+
+use std::io::{IsTerminal, Write};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::app::LiveLink;
+use crate::bridge::Dir;
+use crate::config::Config;
+use crate::load::rrul::{self, RrulRaw, RrulSpec, RrulSummary};
+use crate::load::tcp::CongestionControl;
+use crate::qdisc::dump::QdiscDump;
+
+/// The classic comparison `bloatbox demo` runs, embedded.
+pub const DEMO_CONFIGS: [(&str, &str); 3] = [
+    (
+        "pfifo-fast-deep-ring",
+        include_str!("../../configs/pfifo-fast-deep-ring.toml"),
+    ),
+    ("fq-codel", include_str!("../../configs/fq-codel.toml")),
+    (
+        "htb-sfq-100mbit",
+        include_str!("../../configs/htb-sfq-100mbit.toml"),
+    ),
+];
+
+/// How each configuration is tested.
+#[derive(Clone, Debug, Serialize)]
+pub struct TestOptions {
+    /// TCP flows per direction (0 = idle link, probes only).
+    pub flows: usize,
+    /// Both directions (RRUL) or left→right only.
+    pub bidirectional: bool,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub cc: CongestionControl,
+    /// `None`: no ICMP ping.
+    pub ping_interval: Option<Duration>,
+    pub udp_rr: bool,
+    pub ecn: bool,
+    /// SCHED_FIFO priority of the datapath thread (as `up --realtime`).
+    pub realtime: Option<u8>,
+}
+
+impl Default for TestOptions {
+    /// RRUL's shape: 4 flows each way, ping every 100 ms, UDP_RR, cubic.
+    fn default() -> TestOptions {
+        TestOptions {
+            flows: 4,
+            bidirectional: true,
+            duration: Duration::from_secs(12),
+            warmup: Duration::from_secs(2),
+            cc: CongestionControl::Cubic,
+            ping_interval: Some(Duration::from_millis(100)),
+            udp_rr: true,
+            ecn: false,
+            realtime: None,
+        }
+    }
+}
+
+/// A configuration to test and the name it goes by in the table.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub name: String,
+    pub config: Config,
+}
+
+impl Candidate {
+    pub fn from_file(path: &Path) -> anyhow::Result<Candidate> {
+        let config = Config::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let name = path.file_stem().map_or_else(
+            || path.display().to_string(),
+            |s| s.to_string_lossy().into(),
+        );
+        Ok(Candidate { name, config })
+    }
+
+    /// The embedded demo configurations.
+    pub fn demo() -> anyhow::Result<Vec<Candidate>> {
+        DEMO_CONFIGS
+            .iter()
+            .map(|(name, text)| {
+                let config = Config::from_str(text, &format!("configs/{name}.toml"))
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+                Ok(Candidate {
+                    name: name.to_string(),
+                    config,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The daemon's counters of one direction at the end of a run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PathTotals {
+    /// Root qdisc kind actually running.
+    pub qdisc: String,
+    pub drops: u64,
+    /// ECN CE marks by CoDel-based qdiscs anywhere in the tree.
+    pub marks: u64,
+    /// Frames lost outside the emulated link: dropped by the sending TAP's
+    /// own kernel queue (the daemon did not read in time) plus those the
+    /// receiving TAP refused.
+    pub tap_drops: u64,
+}
+
+/// One configuration's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConfigResult {
+    pub name: String,
+    pub summary: RrulSummary,
+    /// left→right, right→left.
+    pub paths: [PathTotals; 2],
+    pub raw: RrulRaw,
+}
+
+/// A whole `bloatbox test` run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub options: TestOptions,
+    pub results: Vec<ConfigResult>,
+}
+
+/// Sum of `ecn_mark` over a qdisc and everything below it.
+fn ecn_marks(d: &QdiscDump) -> u64 {
+    d.xstats_json
+        .get("ecn_mark")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0)
+        + d.children.iter().map(ecn_marks).sum::<u64>()
+}
+
+/// `cfg` with namespace and TAP names no other run uses: `tag` makes them
+/// unique within this process, the pid across processes.
+pub fn private_names(cfg: &Config, tag: usize) -> Config {
+    let mut c = cfg.clone();
+    let pid = std::process::id() % 100_000;
+    c.left.namespace = format!("bbt-{pid}-{tag}-l");
+    c.right.namespace = format!("bbt-{pid}-{tag}-r");
+    c.left.tap = format!("bt{pid}x{tag}l");
+    c.right.tap = format!("bt{pid}x{tag}r");
+    c
+}
+
+fn ipv4(addr: IpAddr, side: &str) -> anyhow::Result<std::net::Ipv4Addr> {
+    match addr {
+        IpAddr::V4(a) => Ok(a),
+        IpAddr::V6(a) => anyhow::bail!("{side}.ipv4 is {a}: the load test needs an IPv4 address"),
+    }
+}
+
+/// Why a live test cannot run here (not root), or `None`.
+pub fn skip_reason() -> Option<String> {
+    crate::netns::require_privileges()
+        .err()
+        .map(|e| format!("skipped: {e}"))
+}
+
+/// TX drops of a TAP in its namespace (its kernel queue overflowing because
+/// the daemon did not read in time); 0 if `ip` cannot tell.
+fn tap_tx_dropped(ns: &str, tap: &str) -> u64 {
+    let out = std::process::Command::new("ip")
+        .args(["-n", ns, "-s", "-j", "link", "show", "dev", tap])
+        .output();
+    let Ok(out) = out else { return 0 };
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    v[0]["stats64"]["tx"]["dropped"].as_u64().unwrap_or(0)
+}
+
+/// Brings `cand` up under private names, runs the test, tears down (also on
+/// error).
+pub fn run_one(
+    cand: &Candidate,
+    tag: usize,
+    opts: &TestOptions,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> anyhow::Result<ConfigResult> {
+    let cfg = private_names(&cand.config, tag);
+    let spec = RrulSpec {
+        left_ns: cfg.left.namespace.clone(),
+        right_ns: cfg.right.namespace.clone(),
+        left_ip: ipv4(cfg.left.ipv4.addr, "left")?,
+        right_ip: ipv4(cfg.right.ipv4.addr, "right")?,
+        flows_up: opts.flows,
+        flows_down: if opts.bidirectional { opts.flows } else { 0 },
+        cc: opts.cc,
+        duration: opts.duration,
+        warmup: opts.warmup,
+        ping_interval: opts.ping_interval,
+        udp_rr: opts.udp_rr,
+        ecn: opts.ecn,
+    };
+    let link = LiveLink::start(&cfg, opts.realtime)
+        .with_context(|| format!("bringing up {}", cand.name))?;
+    let raw = rrul::run(&spec, progress);
+    // Before teardown: the sending TAPs' queue drops (left TAP sends L→R).
+    let sender_drops = [&cfg.left, &cfg.right].map(|e| tap_tx_dropped(&e.namespace, &e.tap));
+    let last = link.stop();
+    let raw = raw.with_context(|| format!("testing {}", cand.name))?;
+    let last = last?;
+    let paths = Dir::ALL.map(|d| {
+        let p = last.bridge.path(d);
+        PathTotals {
+            qdisc: p.qdisc.kind.clone(),
+            drops: p.counters.total_drops(),
+            marks: ecn_marks(&p.qdisc),
+            tap_drops: sender_drops[d.index()]
+                + match d {
+                    Dir::LeftToRight => last.right_port.tx_full_drops,
+                    Dir::RightToLeft => last.left_port.tx_full_drops,
+                },
+        }
+    });
+    Ok(ConfigResult {
+        name: cand.name.clone(),
+        summary: raw.summary(opts.warmup.as_secs_f64()),
+        paths,
+        raw,
+    })
+}
+
+/// Runs every candidate in turn, with a progress line on a terminal.
+/// SIGINT, SIGTERM and SIGHUP stop the run cleanly (threads joined, link
+/// torn down) with an error.
+pub fn run_all(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Report> {
+    // Before any thread exists, so that all inherit the blocked mask.
+    let mut signals = crate::netns::TerminationSignals::block()?;
+    let tty = std::io::stderr().is_terminal();
+    let total = opts.duration.as_secs_f64();
+    let mut results = Vec::new();
+    for (i, c) in cands.iter().enumerate() {
+        let head = format!("[{}/{}] {}", i + 1, cands.len(), c.name);
+        if !tty {
+            eprintln!("{head}: {total:.0} s");
+        }
+        let mut progress = |t: f64| {
+            if let Some(sig) = signals.wait(0) {
+                eprintln!("\nstopping after signal {sig}");
+                return false;
+            }
+            if tty {
+                let width = 30usize;
+                let done = ((t / total).clamp(0.0, 1.0) * width as f64) as usize;
+                eprint!(
+                    "\r{head} [{}{}] {t:4.1}/{total:.0} s",
+                    "#".repeat(done),
+                    ".".repeat(width - done)
+                );
+                let _ = std::io::stderr().flush();
+            }
+            true
+        };
+        let r = run_one(c, i, opts, &mut progress);
+        if tty {
+            eprintln!();
+        }
+        results.push(r?);
+    }
+    Ok(Report {
+        options: opts.clone(),
+        results,
+    })
+}
+
+impl Report {
+    pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
+        let text = serde_json::to_string_pretty(self)?;
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Writes latency.svg, latency-cdf.svg and throughput.svg into `dir`;
+    /// returns their paths.
+    pub fn write_plots(&self, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+        use plot::{cdf, line_chart, Series, PALETTE};
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let warmup = self.options.warmup.as_secs_f64();
+        let color = |i: usize| PALETTE[i % PALETTE.len()];
+        // Ping if there is one, else the UDP_RR times.
+        let latency = |r: &ConfigResult| {
+            r.raw
+                .ping
+                .as_ref()
+                .map(|p| p.samples.clone())
+                .or_else(|| r.raw.udp_rr.as_ref().map(|u| u.samples.clone()))
+                .unwrap_or_default()
+        };
+        let probe = if self.options.ping_interval.is_some() {
+            "ping"
+        } else {
+            "UDP_RR"
+        };
+        let over_time: Vec<Series> = self
+            .results
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Series {
+                name: r.name.clone(),
+                color: color(i),
+                dashed: false,
+                points: latency(r).iter().map(|s| (s.t, s.rtt_us / 1e3)).collect(),
+            })
+            .collect();
+        let cdfs: Vec<Series> = self
+            .results
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let v: Vec<f64> = latency(r)
+                    .iter()
+                    .filter(|s| s.t >= warmup)
+                    .map(|s| s.rtt_us / 1e3)
+                    .collect();
+                Series {
+                    name: r.name.clone(),
+                    color: color(i),
+                    dashed: false,
+                    points: cdf(&v),
+                }
+            })
+            .collect();
+        let mut tput = Vec::new();
+        for (i, r) in self.results.iter().enumerate() {
+            let rate = |pick: fn(&rrul::ThroughputSample) -> u64| {
+                r.raw
+                    .throughput
+                    .windows(2)
+                    .map(|w| {
+                        let dt = (w[1].t - w[0].t).max(1e-9);
+                        let bytes = pick(&w[1]).saturating_sub(pick(&w[0]));
+                        (w[1].t, bytes as f64 * 8.0 / dt / 1e6)
+                    })
+                    .collect::<Vec<_>>()
+            };
+            tput.push(Series {
+                name: format!("{} up", r.name),
+                color: color(i),
+                dashed: false,
+                points: rate(|s| s.up_bytes),
+            });
+            if self.options.bidirectional {
+                tput.push(Series {
+                    name: format!("{} down", r.name),
+                    color: color(i),
+                    dashed: true,
+                    points: rate(|s| s.down_bytes),
+                });
+            }
+        }
+        let files = [
+            (
+                "latency.svg",
+                line_chart(
+                    &format!("{probe} RTT under load (warm-up {warmup:.0} s included)"),
+                    "time (s)",
+                    "RTT (ms)",
+                    &over_time,
+                ),
+            ),
+            (
+                "latency-cdf.svg",
+                line_chart(
+                    &format!("{probe} RTT CDF (after warm-up)"),
+                    "RTT (ms)",
+                    "fraction of samples",
+                    &cdfs,
+                ),
+            ),
+            (
+                "throughput.svg",
+                line_chart(
+                    "TCP goodput per direction (up = left to right)",
+                    "time (s)",
+                    "Mbit/s",
+                    &tput,
+                ),
+            ),
+        ];
+        let mut written = Vec::new();
+        for (name, svg) in files {
+            let path = dir.join(name);
+            std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+            written.push(path);
+        }
+        Ok(written)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demo_configs_parse_and_private_names_are_unique_and_fit_a_tap() {
+        let demo = Candidate::demo().unwrap();
+        assert_eq!(demo.len(), 3);
+        let a = private_names(&demo[0].config, 0);
+        let b = private_names(&demo[0].config, 11);
+        assert_ne!(a.left.namespace, b.left.namespace);
+        assert_ne!(a.left.namespace, a.right.namespace);
+        for t in [&a.left.tap, &a.right.tap, &b.left.tap, &b.right.tap] {
+            assert!(t.len() <= 15, "{t}");
+        }
+        assert_ne!(a.left.tap, b.left.tap);
+    }
+}

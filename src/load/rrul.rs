@@ -1,0 +1,210 @@
+//! The RRUL-like test ("Realtime Response Under Load"): bulk TCP flows in
+//! both directions with an ICMP ping and a UDP_RR probe running throughout.
+//! A warm-up at the start (slow start, queues filling) is left out of every
+//! number; the time series keep it, for the plots.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::icmp::{Ping, PingRaw, PingResult, PingSpec};
+use super::tcp::{Bulk, BulkSpec, CongestionControl};
+use super::udp_rr::{UdpRr, UdpRrRaw, UdpRrResult, UdpRrSpec};
+use super::{join, set_net_sysctl, spawn_in, Run};
+
+/// Ports of the flows (left→right, right→left) and of the UDP_RR server.
+const PORT_UP: u16 = 5201;
+const PORT_DOWN: u16 = 5202;
+const PORT_UDP_RR: u16 = 5203;
+
+/// How often the throughput counters are sampled.
+const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// What to run. "Up" is left→right (the left namespace sends), "down"
+/// right→left.
+#[derive(Clone, Debug, Serialize)]
+pub struct RrulSpec {
+    pub left_ns: String,
+    pub right_ns: String,
+    pub left_ip: Ipv4Addr,
+    pub right_ip: Ipv4Addr,
+    pub flows_up: usize,
+    pub flows_down: usize,
+    pub cc: CongestionControl,
+    /// Total length, warm-up included.
+    pub duration: Duration,
+    pub warmup: Duration,
+    /// Ping interval; `None` = no ping.
+    pub ping_interval: Option<Duration>,
+    pub udp_rr: bool,
+    /// Let TCP negotiate ECN (net.ipv4.tcp_ecn = 1 in both namespaces).
+    pub ecn: bool,
+}
+
+/// Bytes received per direction at one moment.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ThroughputSample {
+    pub t: f64,
+    pub up_bytes: u64,
+    pub down_bytes: u64,
+}
+
+/// Everything measured, unsummarised.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RrulRaw {
+    pub ping: Option<PingRaw>,
+    pub udp_rr: Option<UdpRrRaw>,
+    pub throughput: Vec<ThroughputSample>,
+}
+
+/// The numbers of the measured part (after the warm-up).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RrulSummary {
+    pub measured_s: f64,
+    pub ping: Option<PingResult>,
+    pub udp_rr: Option<UdpRrResult>,
+    pub up_mbit: f64,
+    pub down_mbit: f64,
+}
+
+impl RrulRaw {
+    pub fn summary(&self, warmup: f64) -> RrulSummary {
+        let end = self.throughput.last().map_or(warmup, |s| s.t);
+        let at_warmup = self
+            .throughput
+            .iter()
+            .find(|s| s.t >= warmup)
+            .copied()
+            .unwrap_or(ThroughputSample {
+                t: warmup,
+                up_bytes: 0,
+                down_bytes: 0,
+            });
+        let last = self.throughput.last().copied().unwrap_or(at_warmup);
+        let span = (last.t - at_warmup.t).max(1e-9);
+        let mbit = |a: u64, b: u64| b.saturating_sub(a) as f64 * 8.0 / span / 1e6;
+        RrulSummary {
+            measured_s: end - warmup,
+            ping: self.ping.as_ref().map(|p| p.summary(warmup)),
+            udp_rr: self.udp_rr.as_ref().map(|u| u.summary(warmup, end)),
+            up_mbit: mbit(at_warmup.up_bytes, last.up_bytes),
+            down_mbit: mbit(at_warmup.down_bytes, last.down_bytes),
+        }
+    }
+}
+
+/// Runs the test; `progress` gets the elapsed seconds about ten times a
+/// second and returns false to abort (an error). Every thread is stopped and
+/// joined on every path.
+pub fn run(spec: &RrulSpec, progress: &mut dyn FnMut(f64) -> bool) -> anyhow::Result<RrulRaw> {
+    if spec.ecn {
+        for ns in [&spec.left_ns, &spec.right_ns] {
+            join(spawn_in(ns, "sysctl", || {
+                set_net_sysctl("ipv4.tcp_ecn", "1")
+            })?)?;
+        }
+    }
+    let run = Run::new();
+    let result = run_started(spec, &run, progress);
+    run.stop();
+    result
+}
+
+fn run_started(
+    spec: &RrulSpec,
+    run: &Run,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> anyhow::Result<RrulRaw> {
+    // Each part is stopped by `run.stop()` in `run` if a later one fails to
+    // start; its threads end on their own within a poll interval.
+    let bulk = |src: &str, dst: &str, ip: Ipv4Addr, port: u16, flows: usize| {
+        (flows > 0)
+            .then(|| {
+                Bulk::start(
+                    &BulkSpec {
+                        src_ns: src.into(),
+                        dst_ns: dst.into(),
+                        dst: SocketAddr::from((ip, port)),
+                        flows,
+                        cc: spec.cc,
+                    },
+                    run,
+                )
+            })
+            .transpose()
+    };
+    let up = bulk(
+        &spec.left_ns,
+        &spec.right_ns,
+        spec.right_ip,
+        PORT_UP,
+        spec.flows_up,
+    )?;
+    let down = bulk(
+        &spec.right_ns,
+        &spec.left_ns,
+        spec.left_ip,
+        PORT_DOWN,
+        spec.flows_down,
+    )?;
+    let ping = spec
+        .ping_interval
+        .map(|interval| {
+            let id = (std::process::id() as u16) ^ (spec.left_ns.len() as u16).rotate_left(8);
+            Ping::start(
+                &PingSpec {
+                    ns: spec.left_ns.clone(),
+                    dst: spec.right_ip,
+                    interval,
+                },
+                run,
+                id,
+            )
+        })
+        .transpose()?;
+    let udp = spec
+        .udp_rr
+        .then(|| {
+            UdpRr::start(
+                &UdpRrSpec {
+                    client_ns: spec.left_ns.clone(),
+                    server_ns: spec.right_ns.clone(),
+                    server: SocketAddr::from((spec.right_ip, PORT_UDP_RR)),
+                },
+                run,
+            )
+        })
+        .transpose()?;
+    let count = |b: &Option<Bulk>| b.as_ref().map_or(0, |b| b.bytes.load(Ordering::Relaxed));
+    let mut raw = RrulRaw::default();
+    let total = spec.duration.as_secs_f64();
+    let aborted = loop {
+        let t = run.elapsed();
+        raw.throughput.push(ThroughputSample {
+            t,
+            up_bytes: count(&up),
+            down_bytes: count(&down),
+        });
+        if !progress(t) {
+            break true;
+        }
+        if t >= total {
+            break false;
+        }
+        std::thread::sleep(SAMPLE_INTERVAL.min(Duration::from_secs_f64(total - t)));
+    };
+    run.stop();
+    // Join everything before reporting the first error.
+    let ping = ping.map(Ping::finish).transpose();
+    let udp = udp.map(UdpRr::finish).transpose();
+    let up = up.map(Bulk::finish).transpose();
+    let down = down.map(Bulk::finish).transpose();
+    raw.ping = ping?;
+    raw.udp_rr = udp?;
+    up?;
+    down?;
+    anyhow::ensure!(!aborted, "interrupted");
+    Ok(raw)
+}

@@ -1,0 +1,194 @@
+//! Bulk TCP flows like netperf TCP_STREAM: a sender writes as fast as it can
+//! until the run stops, a receiver counts the bytes that arrive. The
+//! congestion control is pinned per socket (TCP_CONGESTION), because this
+//! machine's default (bbr) paces itself and hides the queue.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::Context;
+use nix::sys::socket::{setsockopt, sockopt};
+
+use super::{join, spawn_in, Run, POLL_INTERVAL};
+
+/// Size of one write or read.
+const CHUNK: usize = 64 * 1024;
+
+/// Congestion controls the generator offers: loss-based ones that fill
+/// queues, as the netdev experiments used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+pub enum CongestionControl {
+    Cubic,
+    Reno,
+}
+
+impl CongestionControl {
+    pub fn name(self) -> &'static str {
+        match self {
+            CongestionControl::Cubic => "cubic",
+            CongestionControl::Reno => "reno",
+        }
+    }
+}
+
+/// `n` bulk flows from namespace `src_ns` to `dst` (an address in
+/// `dst_ns`), counting received bytes into `bytes`.
+#[derive(Clone, Debug)]
+pub struct BulkSpec {
+    pub src_ns: String,
+    pub dst_ns: String,
+    pub dst: SocketAddr,
+    pub flows: usize,
+    pub cc: CongestionControl,
+}
+
+/// Running flows of one direction.
+pub struct Bulk {
+    threads: Vec<JoinHandle<anyhow::Result<u64>>>,
+    /// Bytes received so far, all flows together.
+    pub bytes: Arc<AtomicU64>,
+}
+
+impl Bulk {
+    /// Listens, connects all flows and starts sending. Returns once every
+    /// connection is established.
+    pub fn start(spec: &BulkSpec, run: &Run) -> anyhow::Result<Bulk> {
+        let bytes = Arc::new(AtomicU64::new(0));
+        let mut threads = Vec::new();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let dst = spec.dst;
+        let flows = spec.flows;
+        {
+            let (run, bytes) = (run.clone(), bytes.clone());
+            threads.push(spawn_in(&spec.dst_ns, "tcp-listen", move || {
+                let listener =
+                    TcpListener::bind(dst).with_context(|| format!("binding TCP {dst}"))?;
+                let _ = tx.send(());
+                accept_all(listener, flows, &run, &bytes)
+            })?);
+        }
+        rx.recv_timeout(Duration::from_secs(5))
+            .map_err(|_| anyhow::anyhow!("the TCP listener on {dst} did not start"))?;
+        for i in 0..spec.flows {
+            let (run, cc) = (run.clone(), spec.cc);
+            let stream = join(spawn_in(&spec.src_ns, "tcp-connect", move || {
+                connect(dst, cc)
+            })?)
+            .with_context(|| format!("flow {i} to {dst}"))?;
+            threads.push(
+                std::thread::Builder::new()
+                    .name("tcp-send".into())
+                    .spawn(move || send(stream, &run))?,
+            );
+        }
+        Ok(Bulk { threads, bytes })
+    }
+
+    /// Waits for every thread after the run was stopped; returns the bytes
+    /// received.
+    pub fn finish(self) -> anyhow::Result<u64> {
+        let mut first_err = None;
+        for t in self.threads {
+            if let Err(e) = join(t) {
+                first_err.get_or_insert(e);
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(self.bytes.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+fn connect(dst: SocketAddr, cc: CongestionControl) -> anyhow::Result<TcpStream> {
+    let s = TcpStream::connect_timeout(&dst, Duration::from_secs(5))
+        .with_context(|| format!("connecting to {dst}"))?;
+    setsockopt(&s, sockopt::TcpCongestion, &cc.name().into()).with_context(|| {
+        format!(
+            "setting TCP_CONGESTION {} (see /proc/sys/net/ipv4/tcp_available_congestion_control)",
+            cc.name()
+        )
+    })?;
+    s.set_write_timeout(Some(POLL_INTERVAL))?;
+    Ok(s)
+}
+
+/// Writes until the run stops; returns the bytes written.
+fn send(mut s: TcpStream, run: &Run) -> anyhow::Result<u64> {
+    let buf = vec![0x5au8; CHUNK];
+    let mut sent = 0u64;
+    while !run.stopped() {
+        match s.write(&buf) {
+            Ok(n) => sent += n as u64,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            // The receiver went away: the run is over for this flow.
+            Err(_) if run.stopped() => break,
+            Err(e) => return Err(e).context("TCP send"),
+        }
+    }
+    let _ = s.shutdown(Shutdown::Both);
+    Ok(sent)
+}
+
+/// Accepts `flows` connections and starts one counting thread per
+/// connection; returns when all of them end.
+fn accept_all(
+    listener: TcpListener,
+    flows: usize,
+    run: &Run,
+    bytes: &Arc<AtomicU64>,
+) -> anyhow::Result<u64> {
+    listener.set_nonblocking(true)?;
+    let mut readers = Vec::new();
+    while readers.len() < flows && !run.stopped() {
+        match listener.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false)?;
+                s.set_read_timeout(Some(POLL_INTERVAL))?;
+                let (run, bytes) = (run.clone(), bytes.clone());
+                readers.push(
+                    std::thread::Builder::new()
+                        .name("tcp-recv".into())
+                        .spawn(move || receive(s, &run, &bytes))?,
+                );
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(POLL_INTERVAL / 20),
+            Err(e) => return Err(e).context("accepting a TCP flow"),
+        }
+    }
+    let mut total = 0;
+    for r in readers {
+        total += r
+            .join()
+            .map_err(|_| anyhow::anyhow!("a TCP receiver panicked"))??;
+    }
+    Ok(total)
+}
+
+fn receive(mut s: TcpStream, run: &Run, bytes: &AtomicU64) -> anyhow::Result<u64> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut got = 0u64;
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                got += n as u64;
+                bytes.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if run.stopped() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) if run.stopped() => break,
+            Err(e) => return Err(e).context("TCP receive"),
+        }
+    }
+    Ok(got)
+}

@@ -1,0 +1,592 @@
+//! The control server over a temp socket path, with the real datapath over
+//! socketpairs (no root needed): every request kind, bad input (malformed
+//! JSON, unknown requests, oversized lines, clients vanishing mid-request),
+//! concurrent clients, and a root qdisc replaced while frames flow, after
+//! which conservation still holds.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant as StdInstant};
+
+use bloatbox::bridge::Bridge;
+use bloatbox::control::{Client, ControlServer, Request, MAX_LINE};
+use bloatbox::datapath::{Datapath, DatapathConfig, SnapshotReader};
+use bloatbox::link::{LinkParams, Path as LinkPath};
+use bloatbox::port::{FramePort, SocketPairPort};
+use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
+use bloatbox::tc::Dev;
+use serde_json::Value;
+
+/// A running datapath (10 Mbit/s, 1 ms each way) with its control server,
+/// and the host ends of both ports.
+struct Rig {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    server: Option<ControlServer>,
+    datapath: Option<Datapath>,
+    host: [SocketPairPort; 2],
+}
+
+impl Rig {
+    fn start() -> Rig {
+        let params = LinkParams {
+            rate_bytes_ps: 1_250_000,
+            delay_ns: 1_000_000,
+            ..LinkParams::default()
+        };
+        let path = |dev: Dev, name: &str| {
+            let line = format!("tc qdisc replace dev {name} root pfifo_fast");
+            let tree = QdiscTree::build(DevSpec::from_link(dev, &params), &[line]).unwrap();
+            LinkPath::new(params, Box::new(tree))
+        };
+        let bridge = Bridge::new(path(Dev::Left, "left"), path(Dev::Right, "right"));
+        let (dp_left, host_left) = SocketPairPort::pair().unwrap();
+        let (dp_right, host_right) = SocketPairPort::pair().unwrap();
+        let cfg = DatapathConfig {
+            publish_interval_ns: 10_000_000,
+            ..DatapathConfig::default()
+        };
+        let datapath = Datapath::spawn(bridge, Box::new(dp_left), Box::new(dp_right), cfg).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("run").join("ctl.sock");
+        let server =
+            ControlServer::start(&sock, datapath.snapshots(), Some(datapath.commander())).unwrap();
+        let rig = Rig {
+            _dir: dir,
+            path: sock,
+            server: Some(server),
+            datapath: Some(datapath),
+            host: [host_left, host_right],
+        };
+        rig.wait_for_snapshot();
+        rig
+    }
+
+    fn client(&self) -> Client {
+        Client::connect(&self.path).unwrap()
+    }
+
+    fn wait_for_snapshot(&self) {
+        let t0 = StdInstant::now();
+        let mut c = self.client();
+        while c.call(&Request::Snapshot).unwrap().is_err() {
+            assert!(t0.elapsed() < Duration::from_secs(5), "no snapshot in 5 s");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        drop(self.server.take());
+        drop(self.datapath.take());
+    }
+}
+
+/// Writes raw bytes and reads one reply line ("" if the server closed).
+fn raw(path: &Path, bytes: &[u8]) -> String {
+    let mut s = UnixStream::connect(path).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(bytes).unwrap();
+    let mut line = String::new();
+    BufReader::new(&s).read_line(&mut line).unwrap();
+    line
+}
+
+fn error_of(reply: &str) -> String {
+    let v: Value = serde_json::from_str(reply).unwrap_or_else(|e| panic!("{e}: {reply:?}"));
+    v["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not an error: {reply}"))
+        .to_string()
+}
+
+fn n(v: &Value, p: &str) -> u64 {
+    v.pointer(p)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{p} missing"))
+}
+
+/// frames_in + duplicated = frames_out + drops + held, for both paths.
+fn assert_conserved(snap: &Value) {
+    for i in 0..2 {
+        let c = |f: &str| n(snap, &format!("/bridge/paths/{i}/counters/{f}"));
+        let drops: u64 = snap["bridge"]["paths"][i]["counters"]["drops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap())
+            .sum();
+        let held = n(snap, &format!("/bridge/paths/{i}/held"));
+        assert_eq!(
+            c("frames_in") + c("duplicated"),
+            c("frames_out") + drops + held,
+            "path {i}: {}",
+            snap["bridge"]["paths"][i]["counters"]
+        );
+    }
+}
+
+/// An Ethernet frame with an unused EtherType.
+fn frame(len: usize) -> Vec<u8> {
+    let mut f = vec![0u8; len];
+    f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+    f[12..14].copy_from_slice(&[0x88, 0xb5]);
+    f
+}
+
+#[test]
+fn every_request_kind_is_answered() {
+    let rig = Rig::start();
+    let mode = std::fs::metadata(&rig.path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let mut c = rig.client();
+
+    let snap = c.call(&Request::Snapshot).unwrap().unwrap();
+    assert_eq!(n(&snap, "/bridge/paths/0/params/rate_bytes_ps"), 1_250_000);
+    let stats = c.call(&Request::Stats).unwrap().unwrap();
+    assert_conserved(&stats);
+
+    let show = c
+        .call(&Request::Tc {
+            line: "tc -s qdisc show dev left".into(),
+        })
+        .unwrap()
+        .unwrap();
+    let out = show["output"].as_str().unwrap();
+    assert!(
+        out.contains("qdisc pfifo_fast") && out.contains("Sent"),
+        "{out}"
+    );
+    assert!(show["config"].is_null());
+
+    let both = c
+        .call(&Request::Tc {
+            line: "tc qdisc show".into(),
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        both["output"]
+            .as_str()
+            .unwrap()
+            .matches("qdisc pfifo_fast")
+            .count(),
+        2,
+        "{both}"
+    );
+
+    let replaced = c
+        .call(&Request::Tc {
+            line: "tc qdisc replace dev right root fq_codel".into(),
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(replaced["output"], "");
+    let config = replaced["config"].as_str().unwrap();
+    assert!(config.contains("qdisc fq_codel"), "{config}");
+    // The other direction is untouched.
+    let left = c
+        .call(&Request::Tc {
+            line: "tc qdisc show dev left".into(),
+        })
+        .unwrap()
+        .unwrap();
+    assert!(left["output"].as_str().unwrap().contains("pfifo_fast"));
+
+    let err = c
+        .call(&Request::Tc {
+            line: "tc qdisc replace dev left root nosuchqdisc".into(),
+        })
+        .unwrap()
+        .unwrap_err();
+    assert!(err.contains("nosuchqdisc"), "{err}");
+
+    let set = c
+        .call(&Request::Set {
+            args: vec![
+                "left.rate=20mbit".into(),
+                "right.delay=20ms".into(),
+                "ethtool -C left rx-usecs 20".into(),
+            ],
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(n(&set, "/left/rate_bytes_ps"), 2_500_000);
+    assert_eq!(n(&set, "/left/rx_usecs"), 20);
+    assert_eq!(n(&set, "/right/delay_ns"), 20_000_000);
+    assert_eq!(n(&set, "/right/rate_bytes_ps"), 1_250_000);
+    // A second set builds on the first.
+    let set2 = c
+        .call(&Request::Set {
+            args: vec!["left.bql=off".into()],
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(n(&set2, "/left/rate_bytes_ps"), 2_500_000);
+    assert_eq!(set2["left"]["bql"], false);
+    let bad = c
+        .call(&Request::Set {
+            args: vec!["left.rate=fast".into()],
+        })
+        .unwrap()
+        .unwrap_err();
+    assert!(bad.contains("left.rate=fast"), "{bad}");
+    // The datapath applies it: a later snapshot shows the new rate.
+    let t0 = StdInstant::now();
+    loop {
+        let s = c.call(&Request::Snapshot).unwrap().unwrap();
+        if n(&s, "/bridge/paths/0/params/rate_bytes_ps") == 2_500_000 {
+            assert_eq!(n(&s, "/bridge/paths/1/params/delay_ns"), 20_000_000);
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "set not applied");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+
+    assert_eq!(
+        c.call(&Request::ResetStats).unwrap().unwrap(),
+        "counters reset"
+    );
+    let after = c.call(&Request::Stats).unwrap().unwrap();
+    assert_conserved(&after);
+
+    assert_eq!(
+        c.call(&Request::Shutdown).unwrap().unwrap(),
+        "shutting down"
+    );
+    let t0 = StdInstant::now();
+    while !rig.datapath.as_ref().unwrap().is_finished() {
+        assert!(t0.elapsed() < Duration::from_secs(5), "shutdown ignored");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let err = c
+        .call(&Request::Tc {
+            line: "tc qdisc show dev left".into(),
+        })
+        .unwrap()
+        .unwrap_err();
+    assert!(err.contains("stopped"), "{err}");
+}
+
+#[test]
+fn reset_stats_counts_from_zero_and_keeps_conservation() {
+    let mut rig = Rig::start();
+    for _ in 0..50 {
+        rig.host[0].send(&frame(1000)).unwrap();
+    }
+    let mut c = rig.client();
+    // Reset while frames are still queued, then check the counters only
+    // hold what came after (plus what was held at the reset).
+    std::thread::sleep(Duration::from_millis(30));
+    c.call(&Request::ResetStats).unwrap().unwrap();
+    let stats = c.call(&Request::Stats).unwrap().unwrap();
+    assert_conserved(&stats);
+    assert!(n(&stats, "/bridge/paths/0/counters/frames_in") <= 50);
+    let raw_snap = c.call(&Request::Snapshot).unwrap().unwrap();
+    assert_eq!(n(&raw_snap, "/bridge/paths/0/counters/frames_in"), 50);
+    let mut buf = vec![0u8; 2048];
+    let t0 = StdInstant::now();
+    let mut got = 0;
+    while got < 50 && t0.elapsed() < Duration::from_secs(5) {
+        match rig.host[1].recv(&mut buf).unwrap() {
+            Some(_) => got += 1,
+            None => std::thread::sleep(Duration::from_millis(2)),
+        }
+    }
+    assert_eq!(got, 50);
+    std::thread::sleep(Duration::from_millis(30));
+    let stats = c.call(&Request::Stats).unwrap().unwrap();
+    assert_conserved(&stats);
+    assert_eq!(n(&stats, "/bridge/paths/0/held"), 0);
+    // Only departures after the reset are counted.
+    let raw_snap = c.call(&Request::Snapshot).unwrap().unwrap();
+    assert_eq!(n(&raw_snap, "/bridge/paths/0/counters/frames_out"), 50);
+    let since = n(&stats, "/bridge/paths/0/counters/frames_out");
+    eprintln!("reset_stats: {since} of 50 frames departed after the reset");
+    assert!(since <= 50);
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_the_connection_or_server_survives() {
+    let rig = Rig::start();
+    assert!(error_of(&raw(&rig.path, b"{\"cmd\":\n")).contains("not valid JSON"));
+    assert!(error_of(&raw(&rig.path, b"hello\n")).contains("not valid JSON"));
+    let e = error_of(&raw(&rig.path, b"{\"cmd\":\"frobnicate\"}\n"));
+    assert!(
+        e.contains("frobnicate") && e.contains("requests are"),
+        "{e}"
+    );
+    let e = error_of(&raw(&rig.path, b"{\"cmd\":\"tc\",\"line\":5}\n"));
+    assert!(e.contains("unknown or malformed"), "{e}");
+    assert!(error_of(&raw(&rig.path, b"\xff\xfe\n")).contains("UTF-8"));
+    // An oversized line: an error, then the server closes this connection.
+    let mut big = vec![b'x'; MAX_LINE + 10];
+    big.push(b'\n');
+    assert!(error_of(&raw(&rig.path, &big)).contains("longer than"));
+
+    // A silent client is disconnected after the idle timeout (5 s).
+    let silent = UnixStream::connect(&rig.path).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let t0 = StdInstant::now();
+    let mut line = String::new();
+    assert_eq!(BufReader::new(&silent).read_line(&mut line).unwrap(), 0);
+    assert!(t0.elapsed() >= Duration::from_secs(4), "{:?}", t0.elapsed());
+
+    // Several requests on one connection, errors in between.
+    let mut s = UnixStream::connect(&rig.path).unwrap();
+    s.write_all(b"stats\n{bad\n\n{\"cmd\":\"snapshot\"}\n")
+        .unwrap();
+    let mut r = BufReader::new(&s);
+    let mut lines = Vec::new();
+    for _ in 0..3 {
+        let mut l = String::new();
+        r.read_line(&mut l).unwrap();
+        lines.push(serde_json::from_str::<Value>(&l).unwrap());
+    }
+    assert!(lines[0]["ok"]["bridge"].is_object());
+    assert!(lines[1]["error"].is_string());
+    assert!(lines[2]["ok"]["bridge"].is_object());
+
+    // Clients that vanish mid-line or before reading the reply.
+    for bytes in [
+        &b"{\"cmd\":\"sta"[..],
+        b"{\"cmd\":\"tc\",\"line\":\"tc qdisc show\"}\n",
+    ] {
+        let mut s = UnixStream::connect(&rig.path).unwrap();
+        s.write_all(bytes).unwrap();
+        drop(s);
+    }
+    let mut c = rig.client();
+    let s = c.call(&Request::Stats).unwrap().unwrap();
+    assert_conserved(&s);
+    assert!(!rig.datapath.as_ref().unwrap().is_finished());
+}
+
+#[test]
+fn eight_concurrent_clients_are_all_answered() {
+    let rig = Rig::start();
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let path = rig.path.clone();
+            std::thread::spawn(move || {
+                let mut c = Client::connect(&path).unwrap();
+                for i in 0..25 {
+                    let req = match (t + i) % 4 {
+                        0 => Request::Snapshot,
+                        1 => Request::Stats,
+                        2 => Request::Tc {
+                            line: "tc qdisc show dev right".into(),
+                        },
+                        _ => Request::Set {
+                            args: vec![format!("right.delay={}ms", 1 + t)],
+                        },
+                    };
+                    match c.call(&req).unwrap() {
+                        Ok(v) => assert!(!v.is_null()),
+                        // The datapath's queue may be momentarily full.
+                        Err(e) => assert!(e.contains("retry"), "{e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut c = rig.client();
+    assert_conserved(&c.call(&Request::Stats).unwrap().unwrap());
+}
+
+#[test]
+fn replacing_the_root_qdisc_under_load_keeps_conservation() {
+    let mut rig = Rig::start();
+    let stop = Arc::new(AtomicBool::new(false));
+    let [mut left, mut right] = std::mem::replace(
+        &mut rig.host,
+        [
+            SocketPairPort::pair().unwrap().0,
+            SocketPairPort::pair().unwrap().0,
+        ],
+    );
+    let sender = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let f = frame(1000);
+            let mut buf = vec![0u8; 2048];
+            let (mut sent, mut got) = (0u64, 0u64);
+            while !stop.load(Ordering::SeqCst) {
+                // Twice the link rate: the qdisc fills and drops.
+                for _ in 0..5 {
+                    left.send(&f).unwrap();
+                    sent += 1;
+                }
+                while right.recv(&mut buf).unwrap().is_some() {
+                    got += 1;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            while right.recv(&mut buf).unwrap().is_some() {
+                got += 1;
+            }
+            (sent, got)
+        })
+    };
+    let mut c = rig.client();
+    let kinds = [
+        "fq_codel",
+        "sfq",
+        "pfifo limit 50",
+        "pfifo_fast",
+        "fq_codel limit 100",
+    ];
+    for k in kinds.iter().cycle().take(15) {
+        let r = c
+            .call(&Request::Tc {
+                line: format!("tc qdisc replace dev left root {k}"),
+            })
+            .unwrap()
+            .unwrap();
+        let kind = k.split_whitespace().next().unwrap();
+        assert!(r["config"].as_str().unwrap().contains(kind), "{r}");
+        assert_conserved(&c.call(&Request::Stats).unwrap().unwrap());
+        std::thread::sleep(Duration::from_millis(40));
+    }
+    stop.store(true, Ordering::SeqCst);
+    let (sent, got) = sender.join().unwrap();
+    let snap = c.call(&Request::Snapshot).unwrap().unwrap();
+    assert_conserved(&snap);
+    let fin = n(&snap, "/bridge/paths/0/counters/frames_in");
+    let fout = n(&snap, "/bridge/paths/0/counters/frames_out");
+    eprintln!("under load: sent {sent}, in {fin}, out {fout}, received {got}");
+    assert!(fin > 0 && fout > 0 && fout <= fin);
+    assert!(got <= sent);
+    let last = rig.datapath.take().unwrap().shutdown().unwrap();
+    let p = &last.bridge.paths[0];
+    assert_eq!(
+        p.counters.frames_in + p.counters.duplicated,
+        p.counters.frames_out + p.counters.total_drops() + p.held
+    );
+}
+
+#[test]
+fn a_read_only_server_refuses_commands_and_the_socket_is_exclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ro.sock");
+    let server = ControlServer::start(&path, SnapshotReader::default(), None).unwrap();
+    let mut c = Client::connect(&path).unwrap();
+    let e = c.call(&Request::Stats).unwrap().unwrap_err();
+    assert!(e.contains("no snapshot yet"), "{e}");
+    let e = c
+        .call(&Request::Tc {
+            line: "tc qdisc show".into(),
+        })
+        .unwrap()
+        .unwrap_err();
+    assert!(e.contains("read-only"), "{e}");
+    assert!(ControlServer::start(&path, SnapshotReader::default(), None).is_err());
+    drop(server);
+    assert!(!path.exists());
+    let e = Client::connect(&path).err().unwrap().to_string();
+    assert!(e.contains("is `bloatbox up` running"), "{e}");
+}
+
+#[test]
+fn the_tui_attaches_through_remote_control() {
+    use bloatbox::control::RemoteControl;
+    use bloatbox::tui::{Action, Control, LinkField, Preset};
+    let rig = Rig::start();
+    let mut rc = RemoteControl::connect(&rig.path).unwrap();
+    let s = rc.snapshot().expect("a first snapshot");
+    assert_eq!(s.bridge.paths[0].params.rate_bytes_ps, 1_250_000);
+    assert!(s.bridge.paths[0].qdisc.kind.contains("pfifo_fast"));
+    let reply = rc.send(&Action::SetLink {
+        dir: bloatbox::bridge::Dir::LeftToRight,
+        field: LinkField::Rate,
+        value: 3_000_000,
+    });
+    assert_eq!(reply, Ok("rate 24Mbit".to_string()));
+    let lines = Preset::HtbSfq.tc_lines(bloatbox::bridge::Dir::RightToLeft, 1_250_000);
+    rc.send(&Action::Tc(lines.join("\n"))).unwrap();
+    let err = rc
+        .send(&Action::Tc("tc qdisc replace dev left root bogus".into()))
+        .unwrap_err();
+    assert!(err.contains("bogus"), "{err}");
+    let t0 = StdInstant::now();
+    loop {
+        if let Some(s) = rc.snapshot() {
+            if s.bridge.paths[0].params.rate_bytes_ps == 3_000_000
+                && s.bridge.paths[1].qdisc.kind == "htb"
+            {
+                break;
+            }
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "changes not seen");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(rc.send(&Action::Quit), Ok(String::new()));
+}
+
+#[test]
+fn the_cli_clients_print_the_daemons_replies() {
+    let rig = Rig::start();
+    let config = rig.path.with_file_name("bloatbox.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[daemon]\ncontrol_socket = {:?}\n",
+            rig.path.display().to_string()
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bloatbox"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let cfg = config.to_str().unwrap();
+    let (code, out, err) = run(&["tc", "-c", cfg, "-s", "qdisc", "show", "dev", "left"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("qdisc pfifo_fast") && out.contains(" Sent "),
+        "{out}"
+    );
+    let (code, out, _) = run(&[
+        "tc", "-c", cfg, "qdisc", "replace", "dev", "left", "root", "fq_codel",
+    ]);
+    assert_eq!((code, out.as_str()), (Some(0), ""));
+    let (code, _, err) = run(&[
+        "tc", "-c", cfg, "qdisc", "replace", "dev", "left", "root", "bogus",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("bogus"), "{err}");
+    let (code, out, err) = run(&["set", "-c", cfg, "left.rate=10mbit", "right.delay=20ms"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(n(&v, "/right/delay_ns"), 20_000_000);
+    let (code, out, err) = run(&["set", "-c", cfg, "ethtool", "-C", "left", "rx-usecs", "20"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(n(&v, "/left/rx_usecs"), 20);
+    let (code, _, err) = run(&["set", "-c", cfg, "left.ring=0"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("ring"), "{err}");
+    let (code, out, err) = run(&["stats", "--json", "-c", cfg]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_conserved(&v);
+}

@@ -1,0 +1,8 @@
+//! Reliability tests, one binary: frames fuzzed through the real Bridge
+//! (`frames`), parser and ECN fuzzing (`parsers`), and memory bounds under a
+//! flood (`bounds`). The simulated soak (`tests/reliability_soak_sim.rs`)
+//! stays a binary of its own because it installs a counting allocator.
+
+mod bounds;
+mod frames;
+mod parsers;
