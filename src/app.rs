@@ -195,6 +195,39 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The link of `cfg`, up and running: the control socket, the datapath
+/// thread and the namespaces with their TAPs. Dropping it tears everything
+/// down in that order (the fields drop in declaration order). A hook for
+/// `crate::harness`, which runs links for `bloatbox run` and test suites.
+pub(crate) struct HarnessLink {
+    pub control: ControlServer,
+    pub datapath: Datapath,
+    pub guard: netns::LinkGuard,
+    pub control_socket: PathBuf,
+}
+
+/// Brings the link of `cfg` up as `up` does, without signals or the TUI;
+/// `realtime` as `UpOptions::realtime`.
+pub(crate) fn start_link(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<HarnessLink> {
+    let mut setup = setup(cfg)?;
+    setup.datapath.realtime_priority = realtime;
+    netns::require_privileges()?;
+    let bridge = build_bridge(cfg)?;
+    let (guard, left, right) = setup.topology.up()?;
+    let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
+    let control = ControlServer::start(
+        &setup.control_socket,
+        datapath.snapshots(),
+        Some(datapath.commander()),
+    )?;
+    Ok(HarnessLink {
+        control,
+        datapath,
+        guard,
+        control_socket: setup.control_socket,
+    })
+}
+
 /// A link brought up in-process for a test run (`bloatbox test`): the
 /// datapath thread and the namespaces. `stop` (or drop) shuts the datapath
 /// down and removes the namespaces.

@@ -35,6 +35,8 @@
 //! `config` (TOML schema and validation), `sim` (simulator), `port`
 //! (FramePort: TAP or socketpair), `netns` (namespaces and cleanup),
 //! `datapath` (the live driver thread), `control` (the daemon's socket),
+//! `app` (the command-line subcommands), `harness` (the `Link` guard for
+//! test suites and `bloatbox run`),
 //! `app` (the command-line subcommands), `load` (TCP/UDP_RR/ICMP generators
 //! and the RRUL-like test), `experiment` (`bloatbox test`/`demo`: runs over
 //! configs, comparison table, JSON, SVG plots),
@@ -46,6 +48,7 @@ pub mod config;
 pub mod control;
 pub mod datapath;
 pub mod experiment;
+pub mod harness;
 pub mod link;
 pub mod load;
 pub mod netns;

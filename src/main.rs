@@ -57,6 +57,10 @@ enum Cmd {
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
+    /// Bring up a link of its own (unique names), run a server on the right,
+    /// wait until it is ready, run a command on the left, exit with its code
+    /// and tear everything down (needs root).
+    Run(Box<bloatbox::harness::run::RunArgs>),
     /// Latency under load: for each config, bring the link up, run the
     /// RRUL-like test (TCP flows each way, ping and UDP_RR throughout), tear
     /// it down; then print a comparison table (needs root).
@@ -204,10 +208,11 @@ fn run_test(cands: &[experiment::Candidate], load: &LoadArgs) -> anyhow::Result<
     Ok(0)
 }
 
-/// Logs to stderr, or to `file` while the TUI owns the terminal.
-fn init_logs(file: Option<&std::path::Path>) -> std::io::Result<()> {
+/// Logs to stderr, or to `file` while the TUI owns the terminal; at
+/// `default` level unless RUST_LOG says otherwise.
+fn init_logs(file: Option<&std::path::Path>, default: &str) -> std::io::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let logs = tracing_subscriber::fmt().with_env_filter(filter);
     match file {
         Some(path) => {
@@ -233,7 +238,12 @@ fn main() -> ExitCode {
         Cmd::Up { tui: true, log, .. } | Cmd::Top { log, .. } => Some(log.as_path()),
         _ => None,
     };
-    if let Err(e) = init_logs(log_file) {
+    // `run` shares stderr with the commands it runs: only warnings.
+    let level = match &cli.command {
+        Cmd::Run(_) => "warn",
+        _ => "info",
+    };
+    if let Err(e) = init_logs(log_file, level) {
         eprintln!("error: cannot open the log file: {e}");
         return ExitCode::FAILURE;
     }
@@ -264,6 +274,7 @@ fn main() -> ExitCode {
         Cmd::Demo { load } => experiment::Candidate::demo().and_then(|c| run_test(&c, &load)),
         Cmd::Sim { scenario, out } => bloatbox::sim::run_cli(&scenario, out.as_deref()).map(|()| 0),
         Cmd::Stats { json, config } => app::stats(config.as_deref(), json).map(|()| 0),
+        Cmd::Run(args) => Ok(bloatbox::harness::run::run(&args)),
         Cmd::Tc { config, args } => control::tc(config.as_deref(), &args),
         Cmd::Set { config, args } => control::set(config.as_deref(), &args),
         Cmd::Top { config, log: _ } => control::top(config.as_deref()),

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Removes the namespaces and TAPs of configs/default.toml (bb-left, bb-right,
+# bbl0, bbr0) - or of `bloatbox run --name NAME` with BB_NAME=NAME - and a
+# stale control socket: what netns/up.sh made, or what a killed (SIGKILL)
+# `bloatbox up`/`bloatbox run` left. Same effect as `bloatbox down` for the
+# default configuration, plus killing processes still inside the namespaces
+# (`ip netns pids`). Idempotent. Do not run it against a live daemon: it
+# pulls the namespaces from under it.
+#
+#   sudo netns/down.sh                 # the default names
+#   sudo BB_NAME=bbk2x-0 netns/down.sh # a killed `bloatbox run`
+set -eu
+. "$(dirname "$0")/common.sh"
+need_root
+
+for ns in "$LEFT_NS" "$RIGHT_NS"; do
+  if ns_exists "$ns"; then
+    pids=$(ip netns pids "$ns" || true)
+    [ -z "$pids" ] || { kill -KILL $pids 2>/dev/null || true; echo "killed in $ns: $pids"; }
+    ip netns del "$ns"
+    echo "removed namespace $ns"
+  fi
+done
+for tap in "$LEFT_TAP" "$RIGHT_TAP"; do
+  if [ -e "/sys/class/net/$tap" ]; then
+    ip link del dev "$tap"
+    echo "removed interface $tap"
+  fi
+done
+if [ -S "$CONTROL" ]; then
+  rm -f "$CONTROL"
+  echo "removed control socket $CONTROL"
+fi

@@ -1,0 +1,578 @@
+//! `bloatbox run`: a scripted bad link for any test suite. Brings a link up
+//! under a name of its own, starts the right-side command (a server) in its
+//! own process group, waits until it listens on a port or a readiness
+//! command succeeds, runs the left-side command, and exits with that
+//! command's exit code. Everything is torn down on every path (success,
+//! failure, SIGINT, SIGTERM, SIGHUP): both commands' process groups, then
+//! anything else left in the namespaces, the datapath and the namespaces.
+//! Optionally writes a JSON report.
+//!
+//! With a terminal on stdin the left command stays in bloatbox's process
+//! group (the terminal's foreground), so that a shell works as under
+//! mahimahi: Ctrl-C then reaches the command, which decides whether to end.
+//!
+//! Exit codes: the left command's own; 128 + N when it died of signal N, or
+//! when `bloatbox run` itself got signal N; 124 when the right side never
+//! became ready; 125 when bloatbox could not run (configuration, set-up).
+
+use std::io::IsTerminal;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use serde_json::{json, Value};
+
+use super::{Link, LinkBuilder, Proto, Side, KILL_GRACE};
+use crate::bridge::Dir;
+use crate::datapath::LiveSnapshot;
+use crate::netns::TerminationSignals;
+
+/// The left command died or bloatbox was stopped by a signal: 128 + N.
+const EXIT_SIGNAL_BASE: u8 = 128;
+/// The right side never became ready (as `timeout` exits).
+pub const EXIT_NOT_READY: u8 = 124;
+/// bloatbox itself failed (configuration, set-up), as `env` does.
+pub const EXIT_FAILED: u8 = 125;
+/// How often the run checks its children, signals and readiness.
+const POLL: Duration = Duration::from_millis(50);
+
+/// `bloatbox run`'s arguments.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct RunArgs {
+    /// Configuration file (default: the embedded default). Its namespace,
+    /// TAP and control socket names are replaced by the run's own.
+    #[arg(short, long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Override a configuration value, e.g. --set link.delay=20ms (repeatable;
+    /// applied after the run's names, so --set left.namespace=X wins).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Base name of the namespaces and TAPs (NAMEl, NAMEr) and of the control
+    /// socket; default bb<pid in base 36>-0.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Shell command run first, in the right namespace (e.g. a server).
+    #[arg(long, value_name = "CMD")]
+    pub right: Option<String>,
+    /// Shell command run in the left namespace once the right side is ready.
+    #[arg(long, value_name = "CMD", conflicts_with = "cmd")]
+    pub left: Option<String>,
+    /// Wait until a socket listens on this port in the right namespace:
+    /// PORT (TCP), PORT/tcp or PORT/udp.
+    #[arg(long, value_name = "PORT[/udp]", value_parser = parse_port, conflicts_with = "wait_cmd")]
+    pub wait_port: Option<(u16, Proto)>,
+    /// Wait until this shell command, run in the left namespace (through the
+    /// link) with the left side's environment, exits 0; retried every 100 ms.
+    #[arg(long, value_name = "CMD")]
+    pub wait_cmd: Option<String>,
+    /// Longest wait for readiness: 30s, 500ms, 2m (bare number: seconds).
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Write a JSON report here: exit codes, timings, link counters, drops
+    /// by reason, ring/BQL, wake-up lateness and qdisc sojourn.
+    #[arg(long, value_name = "FILE.json")]
+    pub report: Option<PathBuf>,
+    /// Run the datapath thread under SCHED_FIFO at this priority (1..=99):
+    /// keeps pacing exact on a busy CI runner.
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub realtime: Option<u8>,
+    /// The left command and its arguments, run without a shell (default:
+    /// --left, else $SHELL).
+    #[arg(last = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
+}
+
+/// `PORT`, `PORT/tcp` or `PORT/udp`.
+pub fn parse_port(s: &str) -> Result<(u16, Proto), String> {
+    let (num, proto) = match s.split_once('/') {
+        None => (s, Proto::Tcp),
+        Some((n, "tcp")) => (n, Proto::Tcp),
+        Some((n, "udp")) => (n, Proto::Udp),
+        Some((_, other)) => {
+            return Err(format!(
+                "protocol {other:?}: use PORT, PORT/tcp or PORT/udp"
+            ))
+        }
+    };
+    match num.parse::<u16>() {
+        Ok(p) if p > 0 => Ok((p, proto)),
+        _ => Err(format!("port {num:?}: use a number 1..=65535")),
+    }
+}
+
+/// `500ms`, `30s`, `2m`, a bare number of seconds; fractions allowed.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let scale = match unit {
+        "ms" => 1e-3,
+        "" | "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("duration {s:?}: unit {unit:?}; use ms, s, m or h")),
+    };
+    num.parse::<f64>()
+        .ok()
+        .map(|v| v * scale)
+        .filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e9)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("duration {s:?}: expected e.g. 10s, 500ms or 2m"))
+}
+
+/// An exit status as a shell reports it: the code, or 128 + the signal.
+pub fn exit_code(status: ExitStatus) -> u8 {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code as u8,
+        (None, Some(sig)) => EXIT_SIGNAL_BASE.wrapping_add(sig as u8),
+        (None, None) => 1,
+    }
+}
+
+/// One command of the run, for the report.
+#[derive(Debug, Default)]
+struct Record {
+    command: Vec<String>,
+    started_s: Option<f64>,
+    ended_s: Option<f64>,
+    status: Option<ExitStatus>,
+    /// Stopped by bloatbox (teardown), not by itself.
+    killed: bool,
+}
+
+impl Record {
+    fn json(&self) -> Value {
+        let duration = match (self.started_s, self.ended_s) {
+            (Some(a), Some(b)) => Some(b - a),
+            _ => None,
+        };
+        json!({
+            "command": self.command,
+            "started_s": self.started_s,
+            "ended_s": self.ended_s,
+            "duration_s": duration,
+            "exit_code": self.status.and_then(|s| s.code()),
+            "signal": self.status.and_then(|s| s.signal()),
+            "killed_by_bloatbox": self.killed,
+        })
+    }
+}
+
+/// A child running in its own process group (or, for an interactive left
+/// command, in ours), with its record.
+struct Proc {
+    child: Child,
+    own_group: bool,
+    record: Record,
+}
+
+impl Proc {
+    fn spawn(
+        mut cmd: std::process::Command,
+        own_group: bool,
+        record: Record,
+        t0: Instant,
+    ) -> anyhow::Result<Proc> {
+        if own_group {
+            cmd.process_group(0);
+        }
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("starting {:?}", record.command.join(" ")))?;
+        Ok(Proc {
+            child,
+            own_group,
+            record: Record {
+                started_s: Some(t0.elapsed().as_secs_f64()),
+                ..record
+            },
+        })
+    }
+
+    /// Its status, if it has ended (reaped and recorded once).
+    fn poll(&mut self, t0: Instant) -> Option<ExitStatus> {
+        if self.record.status.is_none() {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.record.status = Some(status);
+                self.record.ended_s = Some(t0.elapsed().as_secs_f64());
+            }
+        }
+        self.record.status
+    }
+
+    fn signal(&self, sig: Signal) {
+        let pid = Pid::from_raw(self.child.id() as i32);
+        let _ = if self.own_group {
+            nix::sys::signal::killpg(pid, sig)
+        } else {
+            nix::sys::signal::kill(pid, sig)
+        };
+    }
+
+    /// SIGTERM to it (its whole group if it has one), SIGKILL after the
+    /// grace period; returns once it is reaped.
+    fn stop(&mut self, t0: Instant) {
+        if self.poll(t0).is_some() && !self.own_group {
+            return;
+        }
+        // Even when the leader has exited, its group may live on.
+        self.signal(Signal::SIGTERM);
+        let deadline = Instant::now() + KILL_GRACE;
+        while self.poll(t0).is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.signal(Signal::SIGKILL);
+        if self.record.status.is_none() {
+            self.record.killed = true;
+            if let Ok(status) = self.child.wait() {
+                self.record.status = Some(status);
+                self.record.ended_s = Some(t0.elapsed().as_secs_f64());
+            }
+        }
+    }
+}
+
+/// How the run ended.
+enum Outcome {
+    LeftExited(ExitStatus),
+    Signal(i32),
+    NotReady(String),
+    Failed(anyhow::Error),
+}
+
+/// `bloatbox run`: returns the process exit code; errors are printed.
+pub fn run(args: &RunArgs) -> u8 {
+    match run_inner(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("bloatbox run: error: {e:#}");
+            if let Some(path) = &args.report {
+                // A CI job still finds out why, from the report alone.
+                let report = json!({
+                    "exit_code": EXIT_FAILED,
+                    "outcome": format!("failed: {e:#}"),
+                });
+                if let Err(w) = std::fs::write(path, format!("{report:#}\n")) {
+                    eprintln!("bloatbox run: writing the report {}: {w}", path.display());
+                }
+            }
+            EXIT_FAILED
+        }
+    }
+}
+
+fn run_inner(args: &RunArgs) -> anyhow::Result<u8> {
+    // Before any thread exists, so that all inherit the blocked mask.
+    let mut signals = TerminationSignals::block()?;
+    let mut builder = LinkBuilder::default().config(crate::app::load(args.config.as_deref())?);
+    if let Some(name) = &args.name {
+        builder = builder.name(name);
+    }
+    for s in &args.sets {
+        builder = builder.set(s);
+    }
+    if let Some(prio) = args.realtime {
+        builder = builder.realtime(prio);
+    }
+    let t0 = Instant::now();
+    let link = builder.up()?;
+    let mut right: Option<Proc> = None;
+    let mut left: Option<Proc> = None;
+    let mut ready_after_s = None;
+    let outcome = drive(
+        &link,
+        args,
+        &mut signals,
+        t0,
+        &mut right,
+        &mut left,
+        &mut ready_after_s,
+    );
+    // Teardown, whatever happened: the commands, then the link.
+    for p in [left.as_mut(), right.as_mut()].into_iter().flatten() {
+        p.stop(t0);
+    }
+    let name = link.name().to_string();
+    let endpoints = json!({
+        "left": endpoint_json(&link, Side::Left),
+        "right": endpoint_json(&link, Side::Right),
+    });
+    let last = link.shutdown();
+    let code = match &outcome {
+        Outcome::LeftExited(status) => exit_code(*status),
+        Outcome::Signal(sig) => EXIT_SIGNAL_BASE.wrapping_add(*sig as u8),
+        Outcome::NotReady(why) => {
+            eprintln!("bloatbox run: {why}");
+            EXIT_NOT_READY
+        }
+        Outcome::Failed(e) => {
+            eprintln!("bloatbox run: error: {e:#}");
+            EXIT_FAILED
+        }
+    };
+    if let Some(path) = &args.report {
+        let outcome_text = match &outcome {
+            Outcome::LeftExited(_) => "left command exited".to_string(),
+            Outcome::Signal(sig) => format!("stopped by signal {sig}"),
+            Outcome::NotReady(why) => format!("not ready: {why}"),
+            Outcome::Failed(e) => format!("failed: {e:#}"),
+        };
+        let report = json!({
+            "name": name,
+            "exit_code": code,
+            "outcome": outcome_text,
+            "duration_s": t0.elapsed().as_secs_f64(),
+            "ready_after_s": ready_after_s,
+            "left": left.as_ref().map(|p| p.record.json()),
+            "right": right.as_ref().map(|p| p.record.json()),
+            "endpoints": endpoints,
+            "link": last.as_ref().ok().map(link_report),
+            "error": last.as_ref().err().map(|e| e.to_string()),
+        });
+        let text = serde_json::to_string_pretty(&report)?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("writing the report {}", path.display()))?;
+    }
+    if let Err(e) = last {
+        eprintln!("bloatbox run: the datapath: {e}");
+    }
+    Ok(code)
+}
+
+/// Starts the commands and waits for the left one, a signal or a failure.
+fn drive(
+    link: &Link,
+    args: &RunArgs,
+    signals: &mut TerminationSignals,
+    t0: Instant,
+    right: &mut Option<Proc>,
+    left: &mut Option<Proc>,
+    ready_after_s: &mut Option<f64>,
+) -> Outcome {
+    if let Some(script) = &args.right {
+        let mut cmd = link.shell(Side::Right, script);
+        cmd.stdin(Stdio::null());
+        let record = Record {
+            command: vec!["sh".into(), "-c".into(), script.clone()],
+            ..Record::default()
+        };
+        match Proc::spawn(cmd, true, record, t0) {
+            Ok(p) => *right = Some(p),
+            Err(e) => return Outcome::Failed(e),
+        }
+    }
+    match wait_ready(link, args, signals, right.as_mut(), t0) {
+        Ok(None) => *ready_after_s = Some(t0.elapsed().as_secs_f64()),
+        Ok(Some(outcome)) => return outcome,
+        Err(e) => return Outcome::Failed(e),
+    }
+    let (cmd, command) = if !args.cmd.is_empty() {
+        let mut cmd = link.command(Side::Left, &args.cmd[0]);
+        cmd.args(&args.cmd[1..]);
+        (cmd, args.cmd.clone())
+    } else {
+        let script = args
+            .left
+            .clone()
+            .unwrap_or_else(|| std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".to_string()));
+        let command = if args.left.is_some() {
+            vec!["sh".into(), "-c".into(), script.clone()]
+        } else {
+            vec![script.clone()]
+        };
+        let cmd = if args.left.is_some() {
+            link.shell(Side::Left, &script)
+        } else {
+            link.command(Side::Left, &script)
+        };
+        (cmd, command)
+    };
+    // An interactive left command stays in our (the terminal's foreground)
+    // process group, so that it can read the terminal and gets Ctrl-C.
+    let own_group = !std::io::stdin().is_terminal();
+    let record = Record {
+        command,
+        ..Record::default()
+    };
+    let mut proc = match Proc::spawn(cmd, own_group, record, t0) {
+        Ok(p) => p,
+        Err(e) => return Outcome::Failed(e),
+    };
+    let outcome = loop {
+        if let Some(status) = proc.poll(t0) {
+            break Outcome::LeftExited(status);
+        }
+        match signals.wait(POLL.as_millis() as u16) {
+            // Ctrl-C at the terminal reaches an interactive left command too
+            // (it shares our process group): it decides whether to end.
+            Some(sig) if !own_group && sig == Signal::SIGINT as i32 => {}
+            Some(sig) => break Outcome::Signal(sig),
+            None => {}
+        }
+        if let Some(r) = right.as_mut() {
+            r.poll(t0);
+        }
+    };
+    *left = Some(proc);
+    outcome
+}
+
+/// Waits for the readiness condition, bounded by `--timeout`. `Ok(None)`:
+/// ready (or nothing to wait for).
+fn wait_ready(
+    link: &Link,
+    args: &RunArgs,
+    signals: &mut TerminationSignals,
+    mut right: Option<&mut Proc>,
+    t0: Instant,
+) -> anyhow::Result<Option<Outcome>> {
+    if args.wait_port.is_none() && args.wait_cmd.is_none() {
+        return Ok(None);
+    }
+    let deadline = Instant::now() + args.timeout;
+    let mut probe: Option<Child> = None;
+    loop {
+        let ready = match (args.wait_port, &args.wait_cmd) {
+            (Some((port, proto)), _) => link.is_listening(Side::Right, port, proto)?,
+            (None, Some(script)) => match probe.as_mut().map(|c| c.try_wait()) {
+                Some(Ok(Some(status))) => {
+                    probe = None;
+                    status.success()
+                }
+                Some(Ok(None)) => false,
+                Some(Err(e)) => return Err(e).context("waiting for the --wait-cmd command"),
+                None => {
+                    let mut cmd = link.shell(Side::Left, script);
+                    cmd.stdin(Stdio::null())
+                        .stdout(Stdio::null())
+                        .process_group(0);
+                    probe = Some(cmd.spawn().context("starting the --wait-cmd command")?);
+                    false
+                }
+            },
+            (None, None) => true,
+        };
+        if ready {
+            return Ok(None);
+        }
+        if let Some(r) = right.as_deref_mut() {
+            if let Some(status) = r.poll(t0) {
+                kill_probe(probe);
+                return Ok(Some(Outcome::NotReady(format!(
+                    "the right command exited (code {}) before it was ready",
+                    exit_code(status)
+                ))));
+            }
+        }
+        if Instant::now() >= deadline {
+            kill_probe(probe);
+            let what = match args.wait_port {
+                Some((port, proto)) => format!(
+                    "nothing listens on {port}/{} in the right namespace",
+                    serde_json::to_value(proto)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default()
+                ),
+                None => "the --wait-cmd command never succeeded".to_string(),
+            };
+            return Ok(Some(Outcome::NotReady(format!(
+                "{what} after {:?} (raise --timeout?)",
+                args.timeout
+            ))));
+        }
+        if let Some(sig) = signals.wait(if probe.is_some() { 10 } else { 100 }) {
+            kill_probe(probe);
+            return Ok(Some(Outcome::Signal(sig)));
+        }
+    }
+}
+
+fn kill_probe(probe: Option<Child>) {
+    if let Some(mut c) = probe {
+        let _ = nix::sys::signal::killpg(Pid::from_raw(c.id() as i32), Signal::SIGKILL);
+        let _ = c.wait();
+    }
+}
+
+fn endpoint_json(link: &Link, side: Side) -> Value {
+    let e = link.endpoint(side);
+    json!({
+        "namespace": e.namespace,
+        "tap": e.tap,
+        "ipv4": e.ipv4.to_string(),
+        "ipv6": e.ipv6.to_string(),
+    })
+}
+
+/// The link part of the report: the final snapshot, then latency figures
+/// pulled out of it.
+fn link_report(last: &LiveSnapshot) -> Value {
+    let sojourn: serde_json::Map<String, Value> = Dir::ALL
+        .iter()
+        .map(|&d| {
+            let q = &last.bridge.path(d).qdisc;
+            let max_head = q.flows.iter().map(|f| f.head_sojourn_ns).max().or_else(|| {
+                q.children
+                    .iter()
+                    .flat_map(|c| &c.flows)
+                    .map(|f| f.head_sojourn_ns)
+                    .max()
+            });
+            (
+                d.name().to_string(),
+                json!({
+                    "qdisc": q.kind,
+                    "max_head_sojourn_ns": max_head,
+                    "xstats": q.xstats_json,
+                }),
+            )
+        })
+        .collect();
+    json!({
+        "snapshot": last,
+        "latency": {
+            "wakeup_lateness_ns": last.lateness,
+            "qdisc_sojourn_at_end": sojourn,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_parse_with_protocol_and_refuse_nonsense() {
+        assert_eq!(parse_port("5201"), Ok((5201, Proto::Tcp)));
+        assert_eq!(parse_port("53/udp"), Ok((53, Proto::Udp)));
+        assert_eq!(parse_port("80/tcp"), Ok((80, Proto::Tcp)));
+        assert!(parse_port("0").unwrap_err().contains("1..=65535"));
+        assert!(parse_port("70000").is_err());
+        assert!(parse_port("80/sctp").unwrap_err().contains("PORT/udp"));
+    }
+
+    #[test]
+    fn durations_take_units_and_bare_seconds() {
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("5parsecs").unwrap_err().contains("unit"));
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("1e999").is_err());
+    }
+
+    #[test]
+    fn exit_codes_follow_the_shell() {
+        assert_eq!(exit_code(ExitStatus::from_raw(7 << 8)), 7);
+        assert_eq!(exit_code(ExitStatus::from_raw(0)), 0);
+        assert_eq!(exit_code(ExitStatus::from_raw(libc::SIGKILL)), 137);
+    }
+}

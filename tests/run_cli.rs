@@ -1,0 +1,516 @@
+//! Root-only end-to-end tests of `bloatbox run`: parallel runs, exit codes,
+//! teardown after a failing command and after SIGINT, readiness by port and
+//! by command, and the JSON report.
+//!
+//! Skipped, with the reason printed, where not root or where a tool is
+//! missing. Each run gets a unique `--name`; every test is bounded (a run
+//! that overstays is SIGKILLed and its namespaces removed) and checks that
+//! no namespace, TAP or process of its run is left.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use bloatbox::harness::unique_name;
+
+const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
+/// Longest a single `bloatbox run` may take in these tests.
+const RUN_LIMIT: Duration = Duration::from_secs(30);
+
+fn skip_reason(tools: &[&str]) -> Option<String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Some("needs root (creates network namespaces and TAPs)".into());
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Some("/dev/net/tun is missing".into());
+    }
+    for tool in tools {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !found {
+            return Some(format!("`{tool}` is not installed"));
+        }
+    }
+    None
+}
+
+macro_rules! require {
+    ($($tool:expr),*) => {
+        if let Some(reason) = skip_reason(&["ip" $(, $tool)*]) {
+            eprintln!("SKIPPED: {reason}");
+            return;
+        }
+    };
+}
+
+/// One `bloatbox run` under a unique name; cleans up after itself even if
+/// the test fails.
+struct Run {
+    name: String,
+    child: Option<Child>,
+}
+
+impl Run {
+    fn start(args: &[&str]) -> Run {
+        let name = unique_name();
+        let child = Command::new(BIN)
+            .arg("run")
+            .args(["--name", &name])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting bloatbox run");
+        Run {
+            name,
+            child: Some(child),
+        }
+    }
+
+    /// Waits (bounded) for the run to end.
+    fn finish(mut self) -> (Output, String) {
+        let mut child = self.child.take().unwrap();
+        let deadline = Instant::now() + RUN_LIMIT;
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("bloatbox run {} took longer than {RUN_LIMIT:?}", self.name);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        (out, self.name.clone())
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for side in ["l", "r"] {
+            let ns = format!("{}{side}", self.name);
+            if Path::new("/run/netns").join(&ns).exists() {
+                // A SIGKILLed run leaves its commands: kill them too.
+                if let Ok(out) = Command::new("ip").args(["netns", "pids", &ns]).output() {
+                    for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                        let _ = Command::new("kill").args(["-KILL", pid]).status();
+                    }
+                }
+                let _ = Command::new("ip").args(["netns", "del", &ns]).status();
+            }
+        }
+    }
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `sleep` processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.starts_with("sleep ") && cmdline.contains(marker) {
+            found.push(format!(
+                "{}: {cmdline}",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+    }
+    found
+}
+
+/// Nothing of run `name` is left: namespaces, TAPs, control socket.
+fn assert_gone(name: &str) {
+    for side in ["l", "r"] {
+        let dev = format!("{name}{side}");
+        assert!(
+            !Path::new("/run/netns").join(&dev).exists(),
+            "namespace {dev} left"
+        );
+        assert!(
+            !Path::new("/sys/class/net").join(&dev).exists(),
+            "TAP {dev} left in the root namespace"
+        );
+    }
+    let sock = format!("/run/bloatbox/{name}.sock");
+    assert!(!Path::new(&sock).exists(), "{sock} left");
+}
+
+/// A `sleep` length no other test uses, to find its processes by.
+fn marker_seconds() -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}.{}{}", 900 + n, std::process::id(), n)
+}
+
+/// Smallest RTT ping printed (ms).
+fn min_rtt_ms(ping_output: &str) -> f64 {
+    let line = ping_output
+        .lines()
+        .find(|l| l.contains("min/avg/max"))
+        .unwrap_or_else(|| panic!("no RTT summary in {ping_output}"));
+    let values = line.split('=').nth(1).unwrap().trim();
+    values.split('/').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn two_runs_in_parallel_each_ping_their_own_peer() {
+    require!("ping");
+    let ping = "ping -c 3 -i 0.2 -W 2 $BLOATBOX_PEER_V4";
+    let a = Run::start(&[
+        "--realtime",
+        "10",
+        "--set",
+        "link.delay=10ms",
+        "--",
+        "sh",
+        "-c",
+        ping,
+    ]);
+    let b = Run::start(&["--set", "link.delay=40ms", "--", "sh", "-c", ping]);
+    let (oa, na) = a.finish();
+    let (ob, nb) = b.finish();
+    assert_ne!(na, nb);
+    assert_eq!(code(&oa), 0, "{}", text(&oa));
+    assert_eq!(code(&ob), 0, "{}", text(&ob));
+    // Each run pinged through its own link: the RTT is at least twice its
+    // own one-way delay.
+    let (ra, rb) = (
+        min_rtt_ms(&String::from_utf8_lossy(&oa.stdout)),
+        min_rtt_ms(&String::from_utf8_lossy(&ob.stdout)),
+    );
+    assert!((20.0..80.0).contains(&ra), "10 ms link: RTT {ra} ms");
+    assert!(rb >= 80.0, "40 ms link: RTT {rb} ms");
+    assert_gone(&na);
+    assert_gone(&nb);
+}
+
+#[test]
+fn the_left_commands_exit_code_is_passed_through() {
+    require!();
+    let (out, name) = Run::start(&["--", "sh", "-c", "exit 7"]).finish();
+    assert_eq!(code(&out), 7, "{}", text(&out));
+    assert_gone(&name);
+    let (out, name) = Run::start(&["--left", "kill -TERM $$"]).finish();
+    assert_eq!(code(&out), 128 + 15, "killed by SIGTERM: {}", text(&out));
+    assert_gone(&name);
+    let (out, _) = Run::start(&["--set", "link.rate=fast", "--", "true"]).finish();
+    assert_eq!(code(&out), 125, "a bad --set: {}", text(&out));
+    assert!(text(&out).contains("link.rate"), "{}", text(&out));
+}
+
+#[test]
+fn a_failing_command_leaves_nothing_behind() {
+    require!();
+    let right = marker_seconds();
+    let report = tempfile::NamedTempFile::new().unwrap();
+    let (out, name) = Run::start(&[
+        "--right",
+        &format!("sleep {right}"),
+        "--left",
+        "sleep 0.2; exit 3",
+        "--report",
+        report.path().to_str().unwrap(),
+    ])
+    .finish();
+    assert_eq!(code(&out), 3, "{}", text(&out));
+    assert_gone(&name);
+    assert!(
+        processes_with(&right).is_empty(),
+        "{:?}",
+        processes_with(&right)
+    );
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(report.path()).unwrap()).unwrap();
+    assert_eq!(r["exit_code"], 3);
+    assert_eq!(r["left"]["exit_code"], 3);
+    assert_eq!(
+        r["right"]["killed_by_bloatbox"], false,
+        "it ended on SIGTERM"
+    );
+    assert_eq!(r["right"]["signal"], 15, "{r}");
+}
+
+#[test]
+fn sigint_and_sigterm_tear_everything_down() {
+    require!();
+    use nix::sys::signal::Signal;
+    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+        let (right, left) = (marker_seconds(), marker_seconds());
+        let run = Run::start(&[
+            "--right",
+            &format!("sleep {right} & sleep {right}"),
+            "--",
+            "sleep",
+            &left,
+        ]);
+        // Both sides are up: the left sleep and the right shell's two.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while processes_with(&left).is_empty() || processes_with(&right).len() < 2 {
+            assert!(Instant::now() < deadline, "the commands never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(run.pid()), sig).unwrap();
+        let started = Instant::now();
+        let (out, name) = run.finish();
+        assert_eq!(code(&out), 128 + sig as i32, "{sig}: {}", text(&out));
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "teardown took {:?}",
+            started.elapsed()
+        );
+        assert_gone(&name);
+        assert!(
+            processes_with(&right).is_empty(),
+            "{:?}",
+            processes_with(&right)
+        );
+        assert!(
+            processes_with(&left).is_empty(),
+            "{:?}",
+            processes_with(&left)
+        );
+    }
+}
+
+#[test]
+fn wait_port_waits_for_the_server_and_the_report_has_the_link() {
+    require!("iperf3");
+    let report = tempfile::NamedTempFile::new().unwrap();
+    // The server starts listening only after 0.7 s: a client started at once
+    // would be refused.
+    let (out, name) = Run::start(&[
+        "--set",
+        "link.rate=20mbit",
+        "--right",
+        "sleep 0.7; exec iperf3 -s -p 5201 -1",
+        "--wait-port",
+        "5201",
+        "--timeout",
+        "10s",
+        "--report",
+        report.path().to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "iperf3 -c $BLOATBOX_PEER_V4 -p 5201 -t 1",
+    ])
+    .finish();
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_gone(&name);
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(report.path()).unwrap()).unwrap();
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+    let right_started = f(&r["right"]["started_s"]);
+    let left_started = f(&r["left"]["started_s"]);
+    assert!(
+        left_started >= right_started + 0.7,
+        "left started {left_started} s, right {right_started} s: {r}"
+    );
+    assert!(f(&r["ready_after_s"]) <= left_started, "{r}");
+    assert!(
+        r["right"]["exit_code"].is_number(),
+        "iperf3 -s -1 ends by itself after one test: {r}"
+    );
+    assert!(f(&r["left"]["duration_s"]) >= 1.0, "{r}");
+    let l2r = &r["link"]["snapshot"]["bridge"]["paths"][0];
+    assert!(
+        l2r["counters"]["frames_out"].as_u64().unwrap() > 500,
+        "a 1 s bulk transfer: {l2r}"
+    );
+    assert_eq!(
+        l2r["params"]["rate_bytes_ps"], 2_500_000,
+        "--set link.rate=20mbit"
+    );
+    assert!(l2r["drops_by_reason"].is_object());
+    assert!(l2r["ring_size"].as_u64().unwrap() > 0);
+    assert!(l2r.get("bql_limit").is_some());
+    let lat = &r["link"]["latency"];
+    assert!(
+        lat["wakeup_lateness_ns"]["samples"].as_u64().unwrap() > 0,
+        "{lat}"
+    );
+    assert!(
+        lat["qdisc_sojourn_at_end"]["left_to_right"].is_object(),
+        "{lat}"
+    );
+}
+
+#[test]
+fn readiness_times_out_with_124_and_a_dead_server_is_noticed() {
+    require!();
+    let right = marker_seconds();
+    let started = Instant::now();
+    let (out, name) = Run::start(&[
+        "--right",
+        &format!("sleep {right}"),
+        "--wait-port",
+        "9/udp",
+        "--timeout",
+        "1s",
+        "--",
+        "true",
+    ])
+    .finish();
+    assert_eq!(code(&out), 124, "{}", text(&out));
+    assert!(
+        text(&out).contains("nothing listens on 9/udp"),
+        "{}",
+        text(&out)
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_gone(&name);
+    assert!(processes_with(&right).is_empty());
+    let (out, _) = Run::start(&["--right", "exit 4", "--wait-port", "80", "--", "true"]).finish();
+    assert_eq!(code(&out), 124, "{}", text(&out));
+    assert!(text(&out).contains("exited (code 4)"), "{}", text(&out));
+    // A readiness command that hangs is bounded by --timeout and killed.
+    let probe = marker_seconds();
+    let started = Instant::now();
+    let (out, name) = Run::start(&[
+        "--wait-cmd",
+        &format!("sleep {probe}"),
+        "--timeout",
+        "1s",
+        "--",
+        "true",
+    ])
+    .finish();
+    assert_eq!(code(&out), 124, "{}", text(&out));
+    assert!(
+        text(&out).contains("--wait-cmd command never succeeded"),
+        "{}",
+        text(&out)
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        processes_with(&probe).is_empty(),
+        "{:?}",
+        processes_with(&probe)
+    );
+    assert_gone(&name);
+}
+
+#[test]
+fn wait_cmd_retries_through_the_link_until_it_succeeds() {
+    require!("python3");
+    // The right side serves HTTP after 0.5 s; the readiness command fetches
+    // through the link from the left namespace.
+    let fetch = "python3 -c \"import urllib.request,os; urllib.request.urlopen('http://'+os.environ['BLOATBOX_PEER_V4']+':8000/', timeout=1)\"";
+    let (out, name) = Run::start(&[
+        "--right",
+        "sleep 0.5; exec python3 -m http.server 8000 --bind 0.0.0.0",
+        "--wait-cmd",
+        fetch,
+        "--timeout",
+        "15s",
+        "--left",
+        fetch,
+    ])
+    .finish();
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_gone(&name);
+}
+
+/// Runs a netns/ script with `BB_NAME`; returns (exit code, stdout+stderr).
+fn script(name: &str, args: &[&str]) -> (i32, String) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("netns");
+    let out = Command::new(dir.join(args[0]))
+        .args(&args[1..])
+        .env("BB_NAME", name)
+        .output()
+        .unwrap();
+    (code(&out), text(&out))
+}
+
+#[test]
+fn netns_scripts_are_idempotent_and_exec_reaches_a_running_link() {
+    require!("ping");
+    let name = unique_name();
+    // Whatever happens, the names are removed at the end.
+    let _cleanup = Run {
+        name: name.clone(),
+        child: None,
+    };
+    for _ in 0..2 {
+        let (rc, out) = script(&name, &["up.sh"]);
+        assert_eq!(rc, 0, "{out}");
+    }
+    let (rc, out) = script(
+        &name,
+        &[
+            "exec.sh",
+            "right",
+            "echo $BLOATBOX_SIDE $BLOATBOX_PEER_V4 $BLOATBOX_DEV",
+        ],
+    );
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains(&format!("right 10.77.0.1 {name}r")), "{out}");
+    let (rc, out) = script(&name, &["exec.sh", "left", "sh", "-c", "exit 6"]);
+    assert_eq!(rc, 6, "exit code passed through: {out}");
+    for _ in 0..2 {
+        let (rc, out) = script(&name, &["down.sh"]);
+        assert_eq!(rc, 0, "{out}");
+    }
+    assert_gone(&name);
+    let (rc, out) = script(&name, &["exec.sh", "left", "true"]);
+    assert_eq!(rc, 1, "{out}");
+    assert!(out.contains("does not exist"), "{out}");
+
+    // exec.sh reaches the namespaces of a `bloatbox run` link by its name.
+    let left = marker_seconds();
+    let run_name = unique_name();
+    let run = Run {
+        name: run_name.clone(),
+        child: Some(
+            Command::new(BIN)
+                .args(["run", "--name", &run_name, "--", "sleep", &left])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        ),
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while processes_with(&left).is_empty() {
+        assert!(Instant::now() < deadline, "the run never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (rc, out) = script(
+        &run_name,
+        &["exec.sh", "left", "ping -c 1 -W 2 $BLOATBOX_PEER_V4"],
+    );
+    assert_eq!(rc, 0, "{out}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.pid()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let (out, _) = run.finish();
+    assert_eq!(code(&out), 143);
+    assert_gone(&run_name);
+}

@@ -1,0 +1,214 @@
+//! Root-only tests of the library guard `bloatbox::harness::Link`: closures
+//! in each namespace exchange traffic through the link, a rate change
+//! mid-test shows in the counters, commands get the side's environment, and
+//! the guard removes everything on drop, also when a test panics.
+//!
+//! Skipped, with the reason printed, where not root. Every link has a unique
+//! name (the guard's default).
+
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::path::Path;
+use std::time::Duration;
+
+use bloatbox::bridge::Dir;
+use bloatbox::harness::{Link, Proto, Side};
+
+fn skip_reason() -> Option<&'static str> {
+    if !nix::unistd::geteuid().is_root() {
+        return Some("needs root (creates network namespaces and TAPs)");
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Some("/dev/net/tun is missing");
+    }
+    None
+}
+
+macro_rules! require_root {
+    () => {
+        if let Some(reason) = skip_reason() {
+            eprintln!("SKIPPED: {reason}");
+            return;
+        }
+    };
+}
+
+fn namespaces_of(link: &Link) -> [String; 2] {
+    [Side::Left, Side::Right].map(|s| link.endpoint(s).namespace.clone())
+}
+
+fn netns_exists(ns: &str) -> bool {
+    Path::new("/run/netns").join(ns).exists()
+}
+
+/// Sends `n` datagrams of `size` bytes from the left namespace to `to`
+/// as fast as the socket takes them.
+fn blast(link: &Link, to: SocketAddr, n: usize, size: usize) {
+    link.run_in(Side::Left, move || {
+        let s = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+        let payload = vec![0x5a; size];
+        for _ in 0..n {
+            // A full TAP queue shows as ENOBUFS: that frame is lost, as on a
+            // real host.
+            let _ = s.send_to(&payload, to);
+        }
+    })
+    .unwrap();
+}
+
+/// Datagrams waiting on `sock` (drained until 300 ms of quiet).
+fn drain(sock: &UdpSocket) -> usize {
+    sock.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut buf = [0u8; 2048];
+    let mut n = 0;
+    while sock.recv(&mut buf).is_ok() {
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn closures_in_each_namespace_and_a_rate_change_mid_test() {
+    require_root!();
+    let link = Link::builder()
+        .set("link.delay=2ms")
+        .set("link.txqueuelen=20")
+        .up()
+        .unwrap();
+    // A socket made in the right namespace stays there when handed back.
+    let server = link
+        .run_in(Side::Right, || {
+            UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 9000))
+        })
+        .unwrap()
+        .unwrap();
+    assert!(link.is_listening(Side::Right, 9000, Proto::Udp).unwrap());
+    assert!(!link.is_listening(Side::Left, 9000, Proto::Udp).unwrap());
+    let to = SocketAddr::from((link.endpoint(Side::Right).ipv4.addr, 9000));
+    // Teach ARP first, so that no datagram waits for resolution.
+    blast(&link, to, 1, 10);
+    assert_eq!(drain(&server), 1);
+
+    // 100 Mbit/s: a gentle exchange gets through whole.
+    let before = link.fresh_stats().unwrap();
+    for _ in 0..20 {
+        blast(&link, to, 5, 1000);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(drain(&server), 100);
+    let fast = link.fresh_stats().unwrap();
+    let l2r = |s: &bloatbox::datapath::LiveSnapshot| s.bridge.path(Dir::LeftToRight).clone();
+    let sent_fast = l2r(&fast).counters.frames_out - l2r(&before).counters.frames_out;
+    assert!(sent_fast >= 100, "frames out at 100 Mbit/s: {sent_fast}");
+    let drops_before: u64 = l2r(&fast).drops_by_reason.values().sum();
+
+    // 1 Mbit/s with a 20-packet qdisc: 200 datagrams in 30 ms overflow it.
+    let p = link
+        .set_link(Dir::LeftToRight, |p| p.rate_bytes_ps = 125_000)
+        .unwrap();
+    assert_eq!(p.rate_bytes_ps, 125_000);
+    assert_eq!(link.params(Dir::LeftToRight).rate_bytes_ps, 125_000);
+    assert_eq!(link.params(Dir::RightToLeft).rate_bytes_ps, 12_500_000);
+    // Paced in bursts of 10, so that the TAP's own small queue is never
+    // what drops them.
+    for _ in 0..20 {
+        blast(&link, to, 10, 1000);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let slow = link.fresh_stats().unwrap();
+    assert_eq!(l2r(&slow).params.rate_bytes_ps, 125_000, "applied");
+    let drops_after: u64 = l2r(&slow).drops_by_reason.values().sum();
+    assert!(
+        drops_after >= drops_before + 100,
+        "drops {drops_before} -> {drops_after}: {:?}",
+        l2r(&slow).drops_by_reason
+    );
+    let received = drain(&server);
+    assert!(
+        received < 100,
+        "only what the queue held gets through: {received}"
+    );
+
+    let [l, r] = namespaces_of(&link);
+    let last = link.shutdown().unwrap();
+    assert!(last.bridge.path(Dir::LeftToRight).counters.frames_in >= 301);
+    assert!(!netns_exists(&l) && !netns_exists(&r));
+}
+
+#[test]
+fn commands_get_the_side_environment_and_die_with_the_link() {
+    require_root!();
+    let link = Link::builder().up().unwrap();
+    let out = link
+        .shell(
+            Side::Right,
+            "echo $BLOATBOX_SIDE $BLOATBOX_SELF_V4 $BLOATBOX_PEER_V6 $BLOATBOX_NETNS",
+        )
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text.trim(),
+        format!(
+            "right 10.77.0.2 fd00:77::1 {}",
+            link.endpoint(Side::Right).namespace
+        )
+    );
+    let status = link
+        .command(Side::Left, "ping")
+        .args(["-c", "1", "-W", "2", "10.77.0.2"])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "ping across the link");
+    // A background process left running is killed when the link drops.
+    let mut child = link
+        .command(Side::Right, "sleep")
+        .arg("600")
+        .spawn()
+        .unwrap();
+    let [l, r] = namespaces_of(&link);
+    drop(link);
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "killed: {status:?}");
+    assert!(!netns_exists(&l) && !netns_exists(&r));
+}
+
+#[test]
+fn a_panicking_test_still_removes_the_link() {
+    require_root!();
+    let mut names = None;
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let link = Link::builder().up().unwrap();
+        names = Some(namespaces_of(&link));
+        // A panic inside a closure surfaces in the caller, as assertions do.
+        link.run_in(Side::Left, || panic!("assertion inside the namespace"))
+            .unwrap();
+    }));
+    assert!(result.is_err());
+    let [l, r] = names.unwrap();
+    assert!(!netns_exists(&l) && !netns_exists(&r), "{l} or {r} left");
+}
+
+#[test]
+fn two_guards_in_one_process_do_not_collide() {
+    require_root!();
+    let a = Link::builder().up().unwrap();
+    let b = Link::builder().set("link.delay=1ms").up().unwrap();
+    assert_ne!(a.name(), b.name());
+    assert_ne!(a.control_socket(), b.control_socket());
+    for link in [&a, &b] {
+        let peer = link.endpoint(Side::Right).ipv4.addr;
+        let server = link
+            .run_in(Side::Right, || std::net::TcpListener::bind("0.0.0.0:7000"))
+            .unwrap()
+            .unwrap();
+        let client = link
+            .run_in(Side::Left, move || {
+                std::net::TcpStream::connect((peer, 7000))
+            })
+            .unwrap();
+        assert!(client.is_ok(), "{client:?}");
+        assert!(server.accept().is_ok());
+    }
+}
