@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Live end-to-end check of bloatbox's HTB and TBF against the kernel's
+# sch_htb and sch_tbf (issue 3), in one run.
+#
+#   sudo scripts/kernel-compare.sh
+#
+# For two trees, both shaping to 20 Mbit/s,
+#   htb: tc qdisc add dev X root handle 1: htb default 10
+#        tc class add dev X parent 1: classid 1:10 htb rate 20mbit
+#   tbf: tc qdisc add dev X root tbf rate 20mbit burst 20kb latency 20ms
+# it measures single-flow TCP throughput (iperf3 -C cubic, DUR s), idle ping
+# RTT and the median ping RTT under that load (ping -i 0.1 during the run),
+#   kernel:   on a veth pair between two namespaces, tree on the sender's
+#             veth egress;
+#   bloatbox: between bloatbox's two namespaces, link rate 10gbit (does not
+#             bind), delay 0, the same tree on `dev left` (left→right),
+#             datapath under `--realtime 20`.
+# Needs root, iproute2 with sch_htb/sch_tbf, iperf3, ping, jq, cargo.
+# Everything it creates is named kc-$$-* / kc$$* and removed on exit; all
+# traffic stays inside its own namespaces. It asserts nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DUR=${DUR:-8}
+RATE_MBIT=20
+[ "$(id -u)" = 0 ] || { echo "kernel-compare.sh needs root" >&2; exit 1; }
+for t in ip tc iperf3 ping jq cargo; do
+  command -v "$t" >/dev/null || { echo "missing tool: $t" >&2; exit 1; }
+done
+
+cargo build --release -q
+BIN=$PWD/target/release/bloatbox
+TMP=$(mktemp -d)
+ID=$$
+NS_KA=kc-$ID-a; NS_KB=kc-$ID-b       # kernel veth pair
+NS_BA=kc-$ID-ba; NS_BB=kc-$ID-bb     # bloatbox
+VA=kc${ID}a; VB=kc${ID}b             # veth names (<= 15 chars)
+TA=kc${ID}l; TB=kc${ID}r             # bloatbox TAP names
+DAEMON=""
+PING_PID=""
+
+cleanup() {
+  set +e
+  [ -n "$PING_PID" ] && kill "$PING_PID" 2>/dev/null
+  [ -n "$DAEMON" ] && kill -INT "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null
+  for c in "$TMP"/*.toml; do [ -e "$c" ] && "$BIN" down -c "$c" >/dev/null 2>&1; done
+  for ns in "$NS_KA" "$NS_KB" "$NS_BA" "$NS_BB"; do
+    if ip netns pids "$ns" >/dev/null 2>&1; then
+      for p in $(ip netns pids "$ns" 2>/dev/null); do kill "$p" 2>/dev/null; done
+      ip netns del "$ns" 2>/dev/null
+    fi
+  done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+
+median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) {print "-"; exit} printf "%.3f", v[int((NR+1)/2)]}'; }
+
+# tree_cmds TREE DEV: the tc commands of a tree, one per line.
+tree_cmds() {
+  case $1 in
+    htb) echo "tc qdisc add dev $2 root handle 1: htb default 10"
+         echo "tc class add dev $2 parent 1: classid 1:10 htb rate ${RATE_MBIT}mbit" ;;
+    tbf) echo "tc qdisc add dev $2 root tbf rate ${RATE_MBIT}mbit burst 20kb latency 20ms" ;;
+  esac
+}
+
+# measure NS_CLIENT NS_SERVER DST TAG: prints "mbit idle_ms loaded_ms".
+measure() {
+  local nsc=$1 nss=$2 dst=$3 tag=$4
+  in_ns "$nsc" ping -c 1 -W 2 "$dst" >/dev/null
+  local idle
+  idle=$(in_ns "$nsc" ping -c 50 -i 0.02 -W 1 "$dst" | sed -n 's/.*time=\([0-9.]*\) ms/\1/p' | median)
+  in_ns "$nss" iperf3 -s -1 -B "$dst" >/dev/null 2>&1 &
+  local srv=$!
+  sleep 0.5
+  # ping from the start of the second second to one second before the end.
+  ( sleep 1; in_ns "$nsc" ping -i 0.1 -w $((DUR - 2)) -W 2 "$dst" >"$TMP/ping-$tag.txt" 2>&1 ) &
+  PING_PID=$!
+  in_ns "$nsc" iperf3 -c "$dst" -t "$DUR" -C cubic -J >"$TMP/iperf-$tag.json"
+  wait "$PING_PID" || true
+  PING_PID=""
+  wait "$srv" 2>/dev/null || true
+  local mbit loaded
+  mbit=$(jq '.end.sum_received.bits_per_second / 1e6' "$TMP/iperf-$tag.json")
+  loaded=$(sed -n 's/.*time=\([0-9.]*\) ms/\1/p' "$TMP/ping-$tag.txt" | median)
+  printf "%.3f %s %s" "$mbit" "$idle" "$loaded"
+}
+
+declare -A RES
+
+# ---- kernel: veth pair -------------------------------------------------------
+
+kernel_run() {
+  local tree=$1
+  ip netns add "$NS_KA"
+  ip netns add "$NS_KB"
+  ip link add "$VA" type veth peer name "$VB"
+  ip link set "$VA" netns "$NS_KA"
+  ip link set "$VB" netns "$NS_KB"
+  in_ns "$NS_KA" ip addr add 10.91.0.1/24 dev "$VA"
+  in_ns "$NS_KB" ip addr add 10.91.0.2/24 dev "$VB"
+  in_ns "$NS_KA" ip link set lo up; in_ns "$NS_KA" ip link set "$VA" up
+  in_ns "$NS_KB" ip link set lo up; in_ns "$NS_KB" ip link set "$VB" up
+  while read -r cmd; do
+    # shellcheck disable=SC2086
+    in_ns "$NS_KA" $cmd
+  done < <(tree_cmds "$tree" "$VA")
+  RES[$tree,kernel]=$(measure "$NS_KA" "$NS_KB" 10.91.0.2 "k-$tree")
+  in_ns "$NS_KA" tc -s qdisc show dev "$VA" >"$TMP/kernel-$tree.qdisc" 2>&1 || true
+  ip netns del "$NS_KA"
+  ip netns del "$NS_KB"
+}
+
+# ---- bloatbox ----------------------------------------------------------------
+
+bloatbox_run() {
+  local tree=$1 f="$TMP/$1.toml"
+  {
+    cat <<EOF
+[left]
+namespace = "$NS_BA"
+tap = "$TA"
+ipv4 = "10.92.0.1/24"
+ipv6 = "fd00:92::1/64"
+
+[right]
+namespace = "$NS_BB"
+tap = "$TB"
+ipv4 = "10.92.0.2/24"
+ipv6 = "fd00:92::2/64"
+
+[link]
+rate = "10gbit"
+delay = "0ms"
+EOF
+    echo "tc = ["
+    tree_cmds "$tree" left | sed 's/.*/  "&",/'
+    echo "]"
+    cat <<EOF
+
+[daemon]
+control_socket = "$TMP/$tree.sock"
+EOF
+  } >"$f"
+  "$BIN" up -c "$f" --realtime 20 >"$TMP/daemon-$tree.log" 2>&1 &
+  DAEMON=$!
+  local ok=0
+  for _ in $(seq 200); do
+    if in_ns "$NS_BA" ip link show "$TA" 2>/dev/null | grep -q 'state UP\|,UP'; then ok=1; break; fi
+    kill -0 "$DAEMON" 2>/dev/null || break
+    sleep 0.05
+  done
+  if [ "$ok" != 1 ]; then
+    echo "bloatbox did not come up for $tree:" >&2
+    cat "$TMP/daemon-$tree.log" >&2
+    return 1
+  fi
+  RES[$tree,bloatbox]=$(measure "$NS_BA" "$NS_BB" 10.92.0.2 "b-$tree")
+  kill -INT "$DAEMON"
+  wait "$DAEMON" || echo "bloatbox ($tree) exited with status $?" >&2
+  DAEMON=""
+}
+
+for tree in htb tbf; do
+  kernel_run "$tree"
+  bloatbox_run "$tree"
+done
+
+# ---- report ------------------------------------------------------------------
+
+echo
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), DUR=$DUR s, kernel $(uname -r), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| tree | path | throughput Mbit/s | ratio to ${RATE_MBIT} Mbit/s | idle RTT ms | loaded RTT median ms |"
+echo "|---|---|---:|---:|---:|---:|"
+for tree in htb tbf; do
+  for path in kernel bloatbox; do
+    read -r m i l <<<"${RES[$tree,$path]}"
+    label="kernel veth"; [ "$path" = bloatbox ] && label=bloatbox
+    awk -v t="$tree" -v p="$label" -v m="$m" -v i="$i" -v l="$l" -v r="$RATE_MBIT" \
+      'BEGIN {printf "| %s | %s | %.2f | %.4f | %s | %s |\n", t, p, m, m/r, i, l}'
+  done
+done
+echo
+for tree in htb tbf; do
+  read -r km _ _ <<<"${RES[$tree,kernel]}"
+  read -r bm _ _ <<<"${RES[$tree,bloatbox]}"
+  awk -v t="$tree" -v k="$km" -v b="$bm" \
+    'BEGIN {printf "%s: bloatbox/kernel throughput = %.4f (%+.2f%%)\n", t, b/k, (b/k-1)*100}'
+done
