@@ -22,7 +22,7 @@ use crate::port::TapSpec;
 use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::tc::Dev;
 use crate::time::{Instant, NS_PER_SEC, NS_PER_US};
-use crate::tui::{Action, LinkField};
+use crate::tui::Action;
 
 /// Which namespace `exec` runs in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -509,26 +509,6 @@ impl LocalControl {
     }
 }
 
-/// Sets one link field (core units, as `LinkField::parse` gives them).
-pub(crate) fn set_link_field(
-    p: &mut LinkParams,
-    field: LinkField,
-    value: u64,
-) -> Result<(), String> {
-    let small = || u32::try_from(value).map_err(|_| format!("{} {value}: too large", field.name()));
-    match field {
-        LinkField::Rate => p.rate_bytes_ps = value,
-        LinkField::Delay => p.delay_ns = value,
-        LinkField::TxRing => p.tx_ring = small()?,
-        LinkField::Bql => p.bql = value != 0,
-        LinkField::TxUsecs => p.tx_usecs = small()?,
-        LinkField::TxFrames => p.tx_frames = small()?,
-        LinkField::RxUsecs => p.rx_usecs = small()?,
-        LinkField::RxFrames => p.rx_frames = small()?,
-    }
-    Ok(())
-}
-
 impl crate::tui::Control for LocalControl {
     fn send(&mut self, action: &Action) -> Result<String, String> {
         match action {
@@ -540,7 +520,7 @@ impl crate::tui::Control for LocalControl {
                 }
                 let all = self.params.as_mut().ok_or("no link parameters")?;
                 let mut p = all[dir.index()];
-                set_link_field(&mut p, *field, *value)?;
+                field.apply(&mut p, *value)?;
                 self.commander
                     .send(Command::SetLink {
                         dir: *dir,
@@ -652,17 +632,6 @@ mod tests {
         .unwrap();
         let err = format!("{:#}", build_bridge(&cfg).err().expect("no parent 1:"));
         assert!(err.contains("parent 1:1"), "{err}");
-    }
-
-    #[test]
-    fn tui_link_fields_set_their_parameter_and_refuse_overflow() {
-        let mut p = LinkParams::default();
-        set_link_field(&mut p, LinkField::Rate, 1_000).unwrap();
-        set_link_field(&mut p, LinkField::Bql, 0).unwrap();
-        set_link_field(&mut p, LinkField::RxUsecs, 50).unwrap();
-        assert_eq!((p.rate_bytes_ps, p.bql, p.rx_usecs), (1_000, false, 50));
-        let err = set_link_field(&mut p, LinkField::TxRing, u64::MAX).unwrap_err();
-        assert!(err.contains("ring"), "{err}");
     }
 
     #[test]

@@ -55,7 +55,8 @@ pub fn apply_set(args: &[String], params: &mut [LinkParams; 2]) -> Result<(), St
         let field = field_of(name)
             .ok_or_else(|| format!("\"{arg}\": field \"{name}\" is unknown; {USAGE}"))?;
         let v = field.parse(value).map_err(|e| format!("\"{arg}\": {e}"))?;
-        crate::app::set_link_field(&mut next[dir.index()], field, v)
+        field
+            .apply(&mut next[dir.index()], v)
             .map_err(|e| format!("\"{arg}\": {e}"))?;
     }
     *params = next;

@@ -6,7 +6,7 @@
 //! changes and the qdisc presets the core has. Used by the TUI tests and for
 //! the README screenshot; everything is deterministic.
 
-use super::{Action, Control, LinkField, Preset, Snapshot};
+use super::{Action, Control, Preset, Snapshot};
 use crate::bridge::{Bridge, Dir};
 use crate::link::{LinkParams, Path};
 use crate::packet::filter::Filter;
@@ -397,18 +397,7 @@ impl Control for SimControl {
                 let now = self.scenario.now();
                 let path = self.scenario.bridge.path_mut(*dir);
                 let mut p = *path.params();
-                let v32 = u32::try_from(*value)
-                    .map_err(|_| format!("{} {value}: too large", field.name()));
-                match field {
-                    LinkField::Rate => p.rate_bytes_ps = *value,
-                    LinkField::Delay => p.delay_ns = *value,
-                    LinkField::TxRing => p.tx_ring = v32?,
-                    LinkField::Bql => p.bql = *value != 0,
-                    LinkField::TxUsecs => p.tx_usecs = v32?,
-                    LinkField::TxFrames => p.tx_frames = v32?,
-                    LinkField::RxUsecs => p.rx_usecs = v32?,
-                    LinkField::RxFrames => p.rx_frames = v32?,
-                }
+                field.apply(&mut p, *value)?;
                 path.set_params(p, now);
                 Ok(String::new())
             }

@@ -62,6 +62,24 @@ pub enum LinkField {
 }
 
 impl LinkField {
+    /// Sets this field of `p` to `value` (core units, as `LinkField::parse`
+    /// gives them); fields stored in 32 bits refuse larger values.
+    pub fn apply(self, p: &mut crate::link::LinkParams, value: u64) -> Result<(), String> {
+        let small =
+            || u32::try_from(value).map_err(|_| format!("{} {value}: too large", self.name()));
+        match self {
+            LinkField::Rate => p.rate_bytes_ps = value,
+            LinkField::Delay => p.delay_ns = value,
+            LinkField::TxRing => p.tx_ring = small()?,
+            LinkField::Bql => p.bql = value != 0,
+            LinkField::TxUsecs => p.tx_usecs = small()?,
+            LinkField::TxFrames => p.tx_frames = small()?,
+            LinkField::RxUsecs => p.rx_usecs = small()?,
+            LinkField::RxFrames => p.rx_frames = small()?,
+        }
+        Ok(())
+    }
+
     pub const ALL: [LinkField; 8] = [
         LinkField::Rate,
         LinkField::Delay,
@@ -259,5 +277,22 @@ pub fn dir_label(dir: Dir) -> &'static str {
     match dir {
         Dir::LeftToRight => "L→R",
         Dir::RightToLeft => "R→L",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LinkField;
+    use crate::link::LinkParams;
+
+    #[test]
+    fn link_fields_set_their_parameter_and_refuse_overflow() {
+        let mut p = LinkParams::default();
+        LinkField::Rate.apply(&mut p, 1_000).unwrap();
+        LinkField::Bql.apply(&mut p, 0).unwrap();
+        LinkField::RxUsecs.apply(&mut p, 50).unwrap();
+        assert_eq!((p.rate_bytes_ps, p.bql, p.rx_usecs), (1_000, false, 50));
+        let err = LinkField::TxRing.apply(&mut p, u64::MAX).unwrap_err();
+        assert!(err.contains("ring"), "{err}");
     }
 }
