@@ -357,6 +357,25 @@ fn wait_port_waits_for_the_server_and_the_report_has_the_link() {
         lat["qdisc_sojourn_at_end"]["left_to_right"].is_object(),
         "{lat}"
     );
+    // Every delivered frame is in its direction's transit histogram, none
+    // faster than the 5 ms of propagation delay of the default config.
+    for (i, dir) in ["left_to_right", "right_to_left"].iter().enumerate() {
+        let t = &lat["transit_ns"][dir];
+        let path = &r["link"]["snapshot"]["bridge"]["paths"][i];
+        assert_eq!(t["count"], path["counters"]["frames_out"], "{t}");
+        assert_eq!(path["transit"], *t);
+        let min = t["min_ns"].as_u64().unwrap();
+        assert!((5_000_000..6_000_000).contains(&min), "{t}");
+        assert!(t["p50_ns"].as_u64() <= t["p99_ns"].as_u64(), "{t}");
+        assert!(t["p999_ns"].as_u64() <= t["max_ns"].as_u64(), "{t}");
+        let in_buckets: u64 = t["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(Some(in_buckets), t["count"].as_u64(), "{t}");
+    }
 }
 
 #[test]

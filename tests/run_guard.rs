@@ -212,3 +212,34 @@ fn two_guards_in_one_process_do_not_collide() {
         assert!(server.accept().is_ok());
     }
 }
+
+#[test]
+fn the_transit_histogram_of_an_idle_link_starts_at_its_delay() {
+    require_root!();
+    let link = Link::builder()
+        .set("link.delay=10ms")
+        .set("link.rate=100mbit")
+        .up()
+        .unwrap();
+    let peer = link.endpoint(Side::Right).ipv4.addr.to_string();
+    let status = link
+        .command(Side::Left, "ping")
+        .args(["-c", "5", "-i", "0.05", "-W", "2", &peer])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "ping across the link");
+    let last = link.shutdown().unwrap();
+    for dir in Dir::ALL {
+        let p = last.bridge.path(dir);
+        let t = &p.transit;
+        // Echo requests one way, replies the other, plus ARP.
+        assert!(t.count >= 5, "{dir:?}: {t:?}");
+        assert_eq!(t.count, p.counters.frames_out, "{dir:?}");
+        // Idle: 10 ms plus at most one full frame's serialization
+        // (1514 B at 100 Mbit/s = 121 us), within the histogram's 0.1 %.
+        assert!(t.min_ns >= 10_000_000 - 10_000, "{dir:?}: {t:?}");
+        assert!(t.min_ns <= 10_122_000 + 10_122, "{dir:?}: {t:?}");
+        assert!(t.p50_ns >= t.min_ns && t.max_ns >= t.p999_ns);
+    }
+}
