@@ -121,6 +121,9 @@ pub struct UpOptions {
     pub realtime: Option<u8>,
     /// Show the TUI on this terminal (the daemon stops when it quits).
     pub tui: bool,
+    /// Attach to namespaces and persistent TAPs made beforehand (netns/up.sh)
+    /// instead of creating them; they are left in place on exit.
+    pub attach: bool,
 }
 
 /// `bloatbox up`: runs until SIGINT/SIGTERM/SIGHUP, until the TUI quits or
@@ -128,27 +131,26 @@ pub struct UpOptions {
 /// error and on panic, through the guards' Drop).
 pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     let cfg = load(config)?;
-    let mut setup = setup(&cfg)?;
-    setup.datapath.realtime_priority = opts.realtime;
-    netns::require_privileges()?;
-    let bridge = build_bridge(&cfg)?;
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = TerminationSignals::block()?;
-    let (guard, left, right) = setup.topology.up()?;
-    let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
-    let control = ControlServer::start(
-        &setup.control_socket,
-        datapath.snapshots(),
-        Some(datapath.commander()),
+    let link = LiveLink::start_with(
+        &cfg,
+        &LinkOptions {
+            realtime: opts.realtime,
+            control: true,
+            attach: opts.attach,
+        },
     )?;
     tracing::info!(
-        left = %setup.topology.left.netns,
-        right = %setup.topology.right.netns,
-        control = %setup.control_socket.display(),
+        left = %cfg.left.namespace,
+        right = %cfg.right.namespace,
+        control = %link.control_socket().display(),
+        attached = opts.attach,
         "link up; stop with Ctrl-C (try `bloatbox exec left -- ping ...`)"
     );
+    let datapath = link.datapath();
     let tui = if opts.tui {
-        let mut local = LocalControl::new(&datapath);
+        let mut local = LocalControl::new(datapath);
         let hz = cfg.daemon.snapshot_hz;
         Some(
             std::thread::Builder::new()
@@ -183,92 +185,112 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
         }
     }
     tracing::info!("shutting down after {stopped_by}");
-    drop(control);
-    let last = datapath.shutdown();
-    drop(guard);
-    let last = last?;
+    let last = link.stop()?;
     tracing::info!(
         wakeups = last.wakeups.total,
         lateness_p99_ns = last.lateness.p99_ns,
-        "link down, everything removed"
+        "link down, {}",
+        if opts.attach {
+            "namespaces and TAPs left in place (attached)"
+        } else {
+            "everything removed"
+        }
     );
     Ok(())
 }
 
-/// The link of `cfg`, up and running: the control socket, the datapath
-/// thread and the namespaces with their TAPs. Dropping it tears everything
-/// down in that order (the fields drop in declaration order). A hook for
-/// `crate::harness`, which runs links for `bloatbox run` and test suites.
-pub(crate) struct HarnessLink {
-    pub control: ControlServer,
-    pub datapath: Datapath,
-    pub guard: netns::LinkGuard,
-    pub control_socket: PathBuf,
+/// How `LiveLink::start_with` brings a link up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkOptions {
+    /// SCHED_FIFO priority of the datapath thread (`up --realtime`).
+    pub realtime: Option<u8>,
+    /// Serve the control socket of the configuration (`bloatbox stats`,
+    /// `tc`, `set`, `top`).
+    pub control: bool,
+    /// Attach to existing namespaces and persistent TAPs (`up --attach`)
+    /// instead of creating them.
+    pub attach: bool,
 }
 
-/// Brings the link of `cfg` up as `up` does, without signals or the TUI;
-/// `realtime` as `UpOptions::realtime`.
-pub(crate) fn start_link(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<HarnessLink> {
-    let mut setup = setup(cfg)?;
-    setup.datapath.realtime_priority = realtime;
-    netns::require_privileges()?;
-    let bridge = build_bridge(cfg)?;
-    let (guard, left, right) = setup.topology.up()?;
-    let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
-    let control = ControlServer::start(
-        &setup.control_socket,
-        datapath.snapshots(),
-        Some(datapath.commander()),
-    )?;
-    Ok(HarnessLink {
-        control,
-        datapath,
-        guard,
-        control_socket: setup.control_socket,
-    })
-}
-
-/// A link brought up in-process for a test run (`bloatbox test`): the
-/// datapath thread and the namespaces. `stop` (or drop) shuts the datapath
-/// down and removes the namespaces.
+/// The link of a configuration, up and running: the control socket (if
+/// asked for), the datapath thread and the namespaces with their TAPs. Used
+/// by `up`, by `bloatbox test` and by `crate::harness`. `stop` (or drop)
+/// tears it down in that order and removes what it created.
 pub struct LiveLink {
+    control: Option<ControlServer>,
     datapath: Option<Datapath>,
     guard: Option<netns::LinkGuard>,
+    control_socket: PathBuf,
 }
 
 impl LiveLink {
-    /// Brings the link of `cfg` up exactly as `up` does, without control
-    /// socket, signals or TUI; `realtime` as `up --realtime`.
+    /// Brings the link of `cfg` up as `up` does, without control socket,
+    /// signals or TUI; `realtime` as `up --realtime`.
     pub fn start(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<LiveLink> {
+        LiveLink::start_with(
+            cfg,
+            &LinkOptions {
+                realtime,
+                ..LinkOptions::default()
+            },
+        )
+    }
+
+    /// Brings the link of `cfg` up; on error, what was created is removed.
+    pub fn start_with(cfg: &Config, opts: &LinkOptions) -> anyhow::Result<LiveLink> {
         let mut setup = setup(cfg)?;
-        setup.datapath.realtime_priority = realtime;
+        setup.datapath.realtime_priority = opts.realtime;
         netns::require_privileges()?;
         let bridge = build_bridge(cfg)?;
-        let (guard, left, right) = setup.topology.up()?;
+        let (guard, left, right) = if opts.attach {
+            setup.topology.attach()?
+        } else {
+            setup.topology.up()?
+        };
         let mut link = LiveLink {
+            control: None,
             datapath: None,
             guard: Some(guard),
+            control_socket: setup.control_socket,
         };
-        link.datapath = Some(Datapath::spawn(
-            bridge,
-            Box::new(left),
-            Box::new(right),
-            setup.datapath,
-        )?);
+        let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
+        if opts.control {
+            link.control = Some(ControlServer::start(
+                &link.control_socket,
+                datapath.snapshots(),
+                Some(datapath.commander()),
+            )?);
+        }
+        link.datapath = Some(datapath);
         Ok(link)
+    }
+
+    /// The running datapath thread.
+    pub fn datapath(&self) -> &Datapath {
+        // Only `stop` takes it, and that consumes the link.
+        self.datapath
+            .as_ref()
+            .expect("the datapath runs while the LiveLink exists")
+    }
+
+    /// The configuration's control socket (served only with
+    /// `LinkOptions::control`).
+    pub fn control_socket(&self) -> &Path {
+        &self.control_socket
     }
 
     /// The datapath's latest published snapshot.
     pub fn snapshot(&self) -> Option<std::sync::Arc<crate::datapath::LiveSnapshot>> {
-        self.datapath.as_ref()?.snapshots().latest()
+        self.datapath().snapshots().latest()
     }
 
-    /// Stops the datapath (returning its final snapshot) and removes the
-    /// namespaces.
-    pub fn stop(mut self) -> anyhow::Result<crate::datapath::LiveSnapshot> {
+    /// Stops the control socket and the datapath (returning its final
+    /// snapshot) and removes the namespaces it created.
+    pub fn stop(mut self) -> Result<crate::datapath::LiveSnapshot, crate::datapath::DatapathError> {
+        drop(self.control.take());
         let last = match self.datapath.take() {
-            Some(d) => d.shutdown().map_err(anyhow::Error::from),
-            None => Err(anyhow::anyhow!("the datapath was not running")),
+            Some(d) => d.shutdown(),
+            None => Err(crate::datapath::DatapathError::Stopped),
         };
         drop(self.guard.take());
         last
@@ -277,6 +299,7 @@ impl LiveLink {
 
 impl Drop for LiveLink {
     fn drop(&mut self) {
+        drop(self.control.take());
         if let Some(d) = self.datapath.take() {
             let _ = d.shutdown();
         }
@@ -284,8 +307,13 @@ impl Drop for LiveLink {
     }
 }
 
-/// `bloatbox down`: removes what a killed run left behind.
-pub fn down(config: Option<&Path>) -> anyhow::Result<()> {
+/// `bloatbox down`: removes what a killed run left behind: the link of the
+/// configuration, or with `runs` the links of every `bloatbox run` (and
+/// `harness::Link`) whose owner process is dead.
+pub fn down(config: Option<&Path>, runs: bool) -> anyhow::Result<()> {
+    if runs {
+        return down_runs();
+    }
     let cfg = load(config)?;
     let setup = setup(&cfg)?;
     netns::require_privileges()?;
@@ -302,6 +330,36 @@ pub fn down(config: Option<&Path>) -> anyhow::Result<()> {
             "removed stale control socket {}",
             setup.control_socket.display()
         );
+    }
+    Ok(())
+}
+
+/// `bloatbox down --runs`.
+fn down_runs() -> anyhow::Result<()> {
+    use crate::harness::runs::{remove_dead, RunCleanup, RUNS_DIR};
+    netns::require_privileges()?;
+    let done = remove_dead().with_context(|| format!("reading {RUNS_DIR}"))?;
+    if done.is_empty() {
+        println!("no runs recorded in {RUNS_DIR}");
+    }
+    for d in done {
+        match d {
+            RunCleanup::Removed { name, pid, removed } => {
+                println!("run {name} (pid {pid}, dead):");
+                if removed.is_empty() {
+                    println!("  nothing left");
+                }
+                for r in removed {
+                    println!("  removed {r}");
+                }
+            }
+            RunCleanup::Alive { name, pid } => {
+                println!("run {name} (pid {pid}) is running: left alone")
+            }
+            RunCleanup::Unreadable { path, error } => {
+                println!("removed unreadable record {}: {error}", path.display())
+            }
+        }
     }
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! Frame ports: where the live datapath reads frames from and writes them to.
 //!
 //! `FramePort` is a non-blocking, one-frame-per-call interface. `TapPort` is a
-//! Linux TAP device (L2, `IFF_NO_PI`, created with tun-rs); `SocketPairPort` is
+//! Linux TAP device (L2, `IFF_NO_PI`, created with tun-rs, or an existing
+//! persistent TAP attached to); `SocketPairPort` is
 //! one end of a `SOCK_SEQPACKET` Unix socketpair, which keeps frame boundaries
 //! and lets the real datapath thread run in tests without root.
 //!
@@ -128,6 +129,33 @@ impl TapPort {
                     format!("creating TAP device {:?}: {e}", spec.name),
                 )
             })?;
+        TapPort::from_device(&spec.name, dev)
+    }
+
+    /// Attaches to the existing persistent TAP `name` of the calling
+    /// thread's network namespace (made with `ip tuntap add mode tap`),
+    /// changing nothing of its set-up (MTU, MAC, addresses, up or down).
+    /// Returns the port and the device's MTU. The device outlives the port.
+    ///
+    /// Fails if no TAP of that name exists here (TUNSETIFF would create a
+    /// new one), if it is not a TAP, or if another process has it open.
+    pub fn attach(name: &str) -> io::Result<(TapPort, u16)> {
+        let context =
+            |e: io::Error| io::Error::new(e.kind(), format!("attaching to TAP {name:?}: {e}"));
+        nix::net::if_::if_nametoindex(name).map_err(|e| context(e.into()))?;
+        let dev = tun_rs::DeviceBuilder::new()
+            .name(name.to_string())
+            .layer(tun_rs::Layer::L2)
+            .packet_information(false)
+            .inherit_enable_state()
+            .build_sync()
+            .map_err(context)?;
+        let mtu = dev.mtu().map_err(context)?;
+        Ok((TapPort::from_device(name, dev)?, mtu))
+    }
+
+    /// Takes over the open TAP descriptor of `dev`, non-blocking.
+    fn from_device(name: &str, dev: tun_rs::SyncDevice) -> io::Result<TapPort> {
         // SAFETY: `into_raw_fd` hands over the open TAP descriptor and gives
         // up ownership, so this OwnedFd is its only owner.
         let fd = unsafe { OwnedFd::from_raw_fd(dev.into_raw_fd()) };
@@ -136,7 +164,7 @@ impl TapPort {
             nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
         )?;
         Ok(TapPort {
-            name: spec.name.clone(),
+            name: name.to_string(),
             inner: FdPort::new(fd),
         })
     }

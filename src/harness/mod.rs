@@ -36,6 +36,7 @@
 //! ```
 
 pub mod run;
+pub mod runs;
 
 use std::fs::File;
 use std::io;
@@ -50,13 +51,14 @@ use nix::sched::CloneFlags;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use nix::unistd::Pid;
 
-use crate::app::HarnessLink as LiveLink;
 pub use crate::app::Side;
+use crate::app::{LinkOptions, LiveLink};
 use crate::bridge::Dir;
 use crate::config::{Config, ConfigError, Direction, Endpoint};
 use crate::datapath::{Command as DpCommand, DatapathError, LiveSnapshot};
 use crate::link::LinkParams;
 use crate::time::{Clock, MonotonicClock};
+use runs::RunRecord;
 
 /// Where `ip netns add` mounts named namespaces.
 const NETNS_DIR: &str = "/run/netns";
@@ -215,37 +217,24 @@ impl LinkBuilder {
     pub fn up(self) -> Result<Link, HarnessError> {
         let (cfg, name) = self.resolve()?;
         if self.name.is_none() {
-            remove_leftovers(&cfg);
+            for what in RunRecord::of(&name, &cfg).remove_leftovers() {
+                tracing::warn!("removed {what}, left by a dead process");
+            }
         }
         Link::start(cfg, name, self.realtime)
-    }
-}
-
-/// Removes the namespaces and root-namespace TAPs of `cfg` if they exist,
-/// killing what runs inside first.
-fn remove_leftovers(cfg: &Config) {
-    for e in [&cfg.left, &cfg.right] {
-        if Path::new(NETNS_DIR).join(&e.namespace).exists() {
-            tracing::warn!(netns = %e.namespace, "removing a leftover namespace of a dead process");
-            kill_netns_processes(&e.namespace);
-            let _ = Command::new("ip")
-                .args(["netns", "del", &e.namespace])
-                .status();
-        }
-        if Path::new("/sys/class/net").join(&e.tap).exists() {
-            tracing::warn!(tap = %e.tap, "removing a leftover TAP of a dead process");
-            let _ = Command::new("ip")
-                .args(["link", "del", "dev", &e.tap])
-                .status();
-        }
     }
 }
 
 /// A running emulated link between two network namespaces. Dropping it
 /// kills every process still inside either namespace, stops the control
 /// socket and the datapath and removes the namespaces and TAPs.
+///
+/// While it is up, `/run/bloatbox/runs/NAME.json` records it (see `runs`),
+/// so that `bloatbox down --runs` can clean up after a SIGKILLed owner.
 pub struct Link {
     live: Option<LiveLink>,
+    /// The run record, removed once the link is down.
+    record: Option<PathBuf>,
     config: Config,
     name: String,
     /// Link parameters per direction as last set, by `Dir::index()`.
@@ -258,7 +247,24 @@ impl Link {
     }
 
     fn start(config: Config, name: String, realtime: Option<u8>) -> Result<Link, HarnessError> {
-        let live = crate::app::start_link(&config, realtime).map_err(HarnessError::Up)?;
+        let opts = LinkOptions {
+            realtime,
+            control: true,
+            attach: false,
+        };
+        // Recorded before anything exists, so that no kill leaves
+        // unrecorded namespaces.
+        let record = match RunRecord::of(&name, &config).write() {
+            Ok(path) => Some(path),
+            Err(e) => {
+                tracing::warn!(name = %name, "cannot record the run in {}: {e}", runs::RUNS_DIR);
+                None
+            }
+        };
+        let live = LiveLink::start_with(&config, &opts).map_err(|e| {
+            remove_record(record.as_deref());
+            HarnessError::Up(e)
+        })?;
         let params = Mutex::new([
             config.link_params(Direction::LeftToRight),
             config.link_params(Direction::RightToLeft),
@@ -266,6 +272,7 @@ impl Link {
         tracing::info!(name = %name, "link up");
         Ok(Link {
             live: Some(live),
+            record,
             config,
             name,
             params,
@@ -298,7 +305,7 @@ impl Link {
 
     /// The daemon's control socket (`bloatbox stats` protocol).
     pub fn control_socket(&self) -> &Path {
-        &self.live().control_socket
+        self.live().control_socket()
     }
 
     /// The environment a command on `side` gets: `BLOATBOX_SIDE`,
@@ -410,7 +417,7 @@ impl Link {
         let mut p = all[dir.index()];
         change(&mut p);
         self.live()
-            .datapath
+            .datapath()
             .command(DpCommand::SetLink { dir, params: p })?;
         all[dir.index()] = p;
         Ok(p)
@@ -427,20 +434,20 @@ impl Link {
     /// The latest published snapshot, if any (it may be one publish period
     /// old: see `fresh_stats`).
     pub fn stats(&self) -> Option<Arc<LiveSnapshot>> {
-        self.live().datapath.snapshots().latest()
+        self.live().datapath().snapshots().latest()
     }
 
     /// The first snapshot taken after this call (waits at most 3 s): its
     /// counters include everything that happened before the call.
     pub fn fresh_stats(&self) -> Result<Arc<LiveSnapshot>, HarnessError> {
         let since = MonotonicClock.now();
-        let reader = self.live().datapath.snapshots();
+        let reader = self.live().datapath().snapshots();
         let deadline = std::time::Instant::now() + FRESH_STATS_TIMEOUT;
         loop {
             if let Some(s) = reader.latest().filter(|s| s.at > since) {
                 return Ok(s);
             }
-            if self.live().datapath.is_finished() {
+            if self.live().datapath().is_finished() {
                 return Err(DatapathError::Stopped.into());
             }
             if std::time::Instant::now() >= deadline {
@@ -454,9 +461,8 @@ impl Link {
     pub fn shutdown(mut self) -> Result<LiveSnapshot, HarnessError> {
         self.kill_namespace_processes();
         let live = self.live.take().expect("the link is up until shutdown");
-        drop(live.control);
-        let last = live.datapath.shutdown();
-        drop(live.guard);
+        let last = live.stop();
+        remove_record(self.record.take().as_deref());
         Ok(last?)
     }
 
@@ -471,10 +477,21 @@ impl Link {
 
 impl Drop for Link {
     fn drop(&mut self) {
-        if self.live.is_some() {
+        if let Some(live) = self.live.take() {
             self.kill_namespace_processes();
+            // Control socket, datapath, namespaces.
+            drop(live);
         }
-        // `live` drops next: control socket, datapath, namespaces.
+        remove_record(self.record.take().as_deref());
+    }
+}
+
+/// Removes a run record (the link it names is down).
+fn remove_record(path: Option<&Path>) {
+    if let Some(p) = path {
+        if let Err(e) = std::fs::remove_file(p) {
+            tracing::warn!("removing the run record {}: {e}", p.display());
+        }
     }
 }
 
@@ -493,20 +510,9 @@ where
     T: Send,
     F: FnOnce() -> T + Send,
 {
-    let ns_err = |source: io::Error| HarnessError::Namespace {
+    crate::netns::in_netns(ns, f).map_err(|source| HarnessError::Namespace {
         ns: ns.to_string(),
         source,
-    };
-    let file = File::open(Path::new(NETNS_DIR).join(ns)).map_err(ns_err)?;
-    std::thread::scope(|s| {
-        let handle = s.spawn(move || {
-            nix::sched::setns(&file, CloneFlags::CLONE_NEWNET).map_err(io::Error::from)?;
-            Ok(f())
-        });
-        match handle.join() {
-            Ok(result) => result.map_err(ns_err),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
     })
 }
 
