@@ -53,7 +53,7 @@ pub enum NetnsError {
     },
     #[error("network namespace {0:?} does not exist: start the link first with `bloatbox up`")]
     NoSuchNamespace(String),
-    #[error("--attach: {0}; create the namespaces and TAPs first with netns/up.sh (same names), or start without --attach")]
+    #[error("--attach: {0}")]
     NotPrepared(String),
 }
 
@@ -193,19 +193,25 @@ impl Topology {
     }
 }
 
+/// How to fix a missing namespace or TAP in attach mode.
+const PREPARE: &str =
+    "create the namespaces and TAPs first with netns/up.sh (same names), or start without --attach";
+
 fn attach_side(side: &SideSpec) -> Result<TapPort, NetnsError> {
     let (ns, dev) = (side.netns.as_str(), side.tap.name.as_str());
     if !netns_exists(ns) {
         return Err(NetnsError::NotPrepared(format!(
-            "network namespace {ns:?} does not exist"
+            "network namespace {ns:?} does not exist; {PREPARE}"
         )));
     }
     let io_err = |what: String, source: std::io::Error| NetnsError::Io { what, source };
     let (port, mtu) = in_netns(ns, || TapPort::attach(dev))
         .map_err(|e| io_err(format!("entering network namespace {ns:?}"), e))?
         .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ENODEV) {
-                NetnsError::NotPrepared(format!("no interface {dev:?} in namespace {ns:?}"))
+            if e.kind() == std::io::ErrorKind::NotFound {
+                NetnsError::NotPrepared(format!(
+                    "no interface {dev:?} in namespace {ns:?}; {PREPARE}"
+                ))
             } else {
                 io_err(format!("in namespace {ns:?}"), e)
             }

@@ -137,12 +137,18 @@ impl TapPort {
     /// changing nothing of its set-up (MTU, MAC, addresses, up or down).
     /// Returns the port and the device's MTU. The device outlives the port.
     ///
-    /// Fails if no TAP of that name exists here (TUNSETIFF would create a
-    /// new one), if it is not a TAP, or if another process has it open.
+    /// Fails with `NotFound` if no interface of that name exists here
+    /// (TUNSETIFF would create a new TAP); fails as well if it is not a
+    /// TAP or another process has it open.
     pub fn attach(name: &str) -> io::Result<(TapPort, u16)> {
+        if nix::net::if_::if_nametoindex(name).is_err() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no interface {name:?} in this network namespace"),
+            ));
+        }
         let context =
             |e: io::Error| io::Error::new(e.kind(), format!("attaching to TAP {name:?}: {e}"));
-        nix::net::if_::if_nametoindex(name).map_err(|e| context(e.into()))?;
         let dev = tun_rs::DeviceBuilder::new()
             .name(name.to_string())
             .layer(tun_rs::Layer::L2)

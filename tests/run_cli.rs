@@ -13,38 +13,12 @@ use std::time::{Duration, Instant};
 
 use bloatbox::harness::unique_name;
 
-const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
+#[macro_use]
+mod common;
+use common::{text, BIN};
+
 /// Longest a single `bloatbox run` may take in these tests.
 const RUN_LIMIT: Duration = Duration::from_secs(30);
-
-fn skip_reason(tools: &[&str]) -> Option<String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("needs root (creates network namespaces and TAPs)".into());
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing".into());
-    }
-    for tool in tools {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !found {
-            return Some(format!("`{tool}` is not installed"));
-        }
-    }
-    None
-}
-
-macro_rules! require {
-    ($($tool:expr),*) => {
-        if let Some(reason) = skip_reason(&["ip" $(, $tool)*]) {
-            eprintln!("SKIPPED: {reason}");
-            return;
-        }
-    };
-}
 
 /// One `bloatbox run` under a unique name; cleans up after itself even if
 /// the test fails.
@@ -89,6 +63,20 @@ impl Run {
     fn pid(&self) -> i32 {
         self.child.as_ref().unwrap().id() as i32
     }
+
+    /// Waits (bounded) for the process to end and reaps it; the names are
+    /// still cleaned up on drop.
+    fn reap(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().unwrap();
+        let deadline = Instant::now() + RUN_LIMIT;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "{} never ended", self.name);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Run {
@@ -114,14 +102,6 @@ impl Drop for Run {
 
 fn code(out: &Output) -> i32 {
     out.status.code().unwrap_or(-1)
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// `sleep` processes whose command line contains `marker`.
@@ -456,12 +436,7 @@ fn wait_cmd_retries_through_the_link_until_it_succeeds() {
 
 /// Runs a netns/ script with `BB_NAME`; returns (exit code, stdout+stderr).
 fn script(name: &str, args: &[&str]) -> (i32, String) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("netns");
-    let out = Command::new(dir.join(args[0]))
-        .args(&args[1..])
-        .env("BB_NAME", name)
-        .output()
-        .unwrap();
+    let out = common::netns_script(name, args);
     (code(&out), text(&out))
 }
 
@@ -532,4 +507,54 @@ fn netns_scripts_are_idempotent_and_exec_reaches_a_running_link() {
     let (out, _) = run.finish();
     assert_eq!(code(&out), 143);
     assert_gone(&run_name);
+}
+
+#[test]
+fn down_runs_cleans_up_after_a_sigkilled_run() {
+    require!();
+    let (right, left) = (marker_seconds(), marker_seconds());
+    let mut run = Run::start(&["--right", &format!("sleep {right}"), "--", "sleep", &left]);
+    let record = Path::new("/run/bloatbox/runs").join(format!("{}.json", run.name));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while processes_with(&left).is_empty() || processes_with(&right).is_empty() {
+        assert!(Instant::now() < deadline, "the commands never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    assert_eq!(r["pid"], run.pid(), "{r}");
+    assert_eq!(r["namespaces"][0], format!("{}l", run.name), "{r}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.pid()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let name = run.name.clone();
+    assert_eq!(run.reap().code(), None, "SIGKILLed");
+    assert!(Path::new("/run/netns").join(format!("{name}l")).exists());
+    assert!(record.exists(), "a SIGKILLed run keeps its record");
+    assert!(!processes_with(&right).is_empty(), "its commands live on");
+
+    let down = Command::new(BIN).args(["down", "--runs"]).output().unwrap();
+    assert!(down.status.success(), "{}", text(&down));
+    let said = String::from_utf8_lossy(&down.stdout);
+    assert!(said.contains(&format!("run {name} (pid")), "{said}");
+    assert!(
+        said.contains(&format!("removed network namespace \"{name}l\"")),
+        "{said}"
+    );
+    assert_gone(&name);
+    assert!(!record.exists());
+    assert!(
+        processes_with(&right).is_empty(),
+        "{:?}",
+        processes_with(&right)
+    );
+    assert!(
+        processes_with(&left).is_empty(),
+        "{:?}",
+        processes_with(&left)
+    );
+    let again = Command::new(BIN).args(["down", "--runs"]).output().unwrap();
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(!String::from_utf8_lossy(&again.stdout).contains(&name));
 }

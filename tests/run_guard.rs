@@ -13,24 +13,8 @@ use std::time::Duration;
 use bloatbox::bridge::Dir;
 use bloatbox::harness::{Link, Proto, Side};
 
-fn skip_reason() -> Option<&'static str> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("needs root (creates network namespaces and TAPs)");
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing");
-    }
-    None
-}
-
-macro_rules! require_root {
-    () => {
-        if let Some(reason) = skip_reason() {
-            eprintln!("SKIPPED: {reason}");
-            return;
-        }
-    };
-}
+#[macro_use]
+mod common;
 
 fn namespaces_of(link: &Link) -> [String; 2] {
     [Side::Left, Side::Right].map(|s| link.endpoint(s).namespace.clone())
@@ -69,7 +53,7 @@ fn drain(sock: &UdpSocket) -> usize {
 
 #[test]
 fn closures_in_each_namespace_and_a_rate_change_mid_test() {
-    require_root!();
+    require!();
     let link = Link::builder()
         .set("link.delay=2ms")
         .set("link.txqueuelen=20")
@@ -137,7 +121,7 @@ fn closures_in_each_namespace_and_a_rate_change_mid_test() {
 
 #[test]
 fn commands_get_the_side_environment_and_die_with_the_link() {
-    require_root!();
+    require!();
     let link = Link::builder().up().unwrap();
     let out = link
         .shell(
@@ -176,7 +160,7 @@ fn commands_get_the_side_environment_and_die_with_the_link() {
 
 #[test]
 fn a_panicking_test_still_removes_the_link() {
-    require_root!();
+    require!();
     let mut names = None;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let link = Link::builder().up().unwrap();
@@ -192,7 +176,7 @@ fn a_panicking_test_still_removes_the_link() {
 
 #[test]
 fn two_guards_in_one_process_do_not_collide() {
-    require_root!();
+    require!();
     let a = Link::builder().up().unwrap();
     let b = Link::builder().set("link.delay=1ms").up().unwrap();
     assert_ne!(a.name(), b.name());
@@ -215,7 +199,7 @@ fn two_guards_in_one_process_do_not_collide() {
 
 #[test]
 fn the_transit_histogram_of_an_idle_link_starts_at_its_delay() {
-    require_root!();
+    require!();
     let link = Link::builder()
         .set("link.delay=10ms")
         .set("link.rate=100mbit")
