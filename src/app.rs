@@ -488,6 +488,19 @@ fn render_stats(snap: &serde_json::Value) -> String {
             num(p, "ring_size"),
             num(p, "ring_bytes")
         );
+        let t = &p["transit"];
+        if num(t, "count") > 0 {
+            let ms = |key: &str| num(t, key) as f64 / 1e6;
+            let _ = writeln!(
+                out,
+                "  transit (in to out) min {:.3} ms  p50 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3} ms",
+                ms("min_ns"),
+                ms("p50_ns"),
+                ms("p99_ns"),
+                ms("p999_ns"),
+                ms("max_ns")
+            );
+        }
         let ok = fin == fout + drops + held;
         let _ = writeln!(
             out,
@@ -639,6 +652,8 @@ mod tests {
                 { "counters": { "frames_in": 10, "frames_out": 7, "drops": [1, 0, 0],
                                 "bytes_in": 1000, "bytes_out": 700 },
                   "held": 2, "drops_by_reason": { "queue_full": 1 },
+                  "transit": { "count": 7, "min_ns": 5012000, "p50_ns": 5100000,
+                               "p99_ns": 9000000, "p999_ns": 9000000, "max_ns": 9000000 },
                   "ring_used": 1, "ring_size": 256, "ring_bytes": 100,
                   "bql_limit": 3028, "bql_inflight": 100 },
                 { "counters": { "frames_in": 5, "frames_out": 3, "drops": [0] },
@@ -656,6 +671,11 @@ mod tests {
         );
         assert!(text.contains("drops by reason: queue_full 1"), "{text}");
         assert!(text.contains("BQL limit 3028 B"), "{text}");
+        assert!(
+            text.contains("transit (in to out) min 5.012 ms  p50 5.100  p99 9.000"),
+            "{text}"
+        );
+        assert_eq!(text.matches("transit").count(), 1, "none without frames");
         assert!(
             text.contains("in 10 = out 7 + dropped 1 + held 2: ok"),
             "{text}"

@@ -6,7 +6,9 @@
 //!
 //! Every link gets names of its own (`bb<pid base 36>-<n>` plus `l`/`r` for
 //! the namespaces and TAPs, a control socket under `/run/bloatbox/`), so
-//! links in parallel tests and parallel processes never collide.
+//! links in parallel tests and parallel processes never collide. While up,
+//! a link is recorded under `/run/bloatbox/runs/` (in `runs`), so that
+//! `bloatbox down --runs` can clean up after a SIGKILLed owner.
 //!
 //! ```no_run
 //! use bloatbox::harness::{Link, Side};
