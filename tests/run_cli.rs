@@ -122,6 +122,13 @@ fn processes_with(marker: &str) -> Vec<String> {
     found
 }
 
+/// No `sleep` of these markers runs.
+fn assert_no_processes(markers: &[&str]) {
+    for m in markers {
+        assert!(processes_with(m).is_empty(), "{:?}", processes_with(m));
+    }
+}
+
 /// Nothing of run `name` is left: namespaces, TAPs, control socket.
 fn assert_gone(name: &str) {
     for side in ["l", "r"] {
@@ -263,16 +270,7 @@ fn sigint_and_sigterm_tear_everything_down() {
             started.elapsed()
         );
         assert_gone(&name);
-        assert!(
-            processes_with(&right).is_empty(),
-            "{:?}",
-            processes_with(&right)
-        );
-        assert!(
-            processes_with(&left).is_empty(),
-            "{:?}",
-            processes_with(&left)
-        );
+        assert_no_processes(&[&right, &left]);
     }
 }
 
@@ -544,16 +542,7 @@ fn down_runs_cleans_up_after_a_sigkilled_run() {
     );
     assert_gone(&name);
     assert!(!record.exists());
-    assert!(
-        processes_with(&right).is_empty(),
-        "{:?}",
-        processes_with(&right)
-    );
-    assert!(
-        processes_with(&left).is_empty(),
-        "{:?}",
-        processes_with(&left)
-    );
+    assert_no_processes(&[&right, &left]);
     let again = Command::new(BIN).args(["down", "--runs"]).output().unwrap();
     assert!(again.status.success(), "{}", text(&again));
     assert!(!String::from_utf8_lossy(&again.stdout).contains(&name));
