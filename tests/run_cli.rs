@@ -547,3 +547,36 @@ fn down_runs_cleans_up_after_a_sigkilled_run() {
     assert!(again.status.success(), "{}", text(&again));
     assert!(!String::from_utf8_lossy(&again.stdout).contains(&name));
 }
+
+#[test]
+fn both_sides_reach_their_peer_over_ipv4_and_ipv6_from_the_environment() {
+    require!("ping");
+    let dir = tempfile::tempdir().unwrap();
+    let ok = dir.path().join("right-ok");
+    // The right side pings the left one, then says so; the left command
+    // starts once it has (--wait-cmd), and pings back.
+    let right = format!(
+        "test \"$BLOATBOX_SIDE\" = right \
+         && ping -c 1 -W 2 $BLOATBOX_PEER_V4 \
+         && ping -6 -c 1 -W 2 $BLOATBOX_PEER_V6 \
+         && touch {}; sleep 30",
+        ok.display()
+    );
+    let (out, name) = Run::start(&[
+        "--right",
+        &right,
+        "--wait-cmd",
+        &format!("test -e {}", ok.display()),
+        "--timeout",
+        "10s",
+        "--",
+        "sh",
+        "-c",
+        "test \"$BLOATBOX_PEER_V6\" = fd00:77::2 \
+         && ping -c 1 -W 2 $BLOATBOX_PEER_V4 \
+         && ping -6 -c 1 -W 2 $BLOATBOX_PEER_V6",
+    ])
+    .finish();
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_gone(&name);
+}
