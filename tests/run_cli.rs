@@ -356,59 +356,42 @@ fn wait_port_waits_for_the_server_and_the_report_has_the_link() {
     }
 }
 
+/// A run whose right side never gets ready: exit 124 within 10 s, saying
+/// `why`, nothing left.
+fn assert_not_ready(args: &[&str], why: &str) {
+    let started = Instant::now();
+    let (out, name) = Run::start(args).finish();
+    assert_eq!(code(&out), 124, "{}", text(&out));
+    assert!(text(&out).contains(why), "{}", text(&out));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_gone(&name);
+}
+
 #[test]
 fn readiness_times_out_with_124_and_a_dead_server_is_noticed() {
     require!();
     let right = marker_seconds();
-    let started = Instant::now();
-    let (out, name) = Run::start(&[
+    let sleep_right = format!("sleep {right}");
+    let args = [
         "--right",
-        &format!("sleep {right}"),
+        &sleep_right,
         "--wait-port",
         "9/udp",
         "--timeout",
         "1s",
         "--",
         "true",
-    ])
-    .finish();
-    assert_eq!(code(&out), 124, "{}", text(&out));
-    assert!(
-        text(&out).contains("nothing listens on 9/udp"),
-        "{}",
-        text(&out)
-    );
-    assert!(started.elapsed() < Duration::from_secs(10));
-    assert_gone(&name);
-    assert!(processes_with(&right).is_empty());
-    let (out, _) = Run::start(&["--right", "exit 4", "--wait-port", "80", "--", "true"]).finish();
-    assert_eq!(code(&out), 124, "{}", text(&out));
-    assert!(text(&out).contains("exited (code 4)"), "{}", text(&out));
+    ];
+    assert_not_ready(&args, "nothing listens on 9/udp");
+    assert_no_processes(&[&right]);
+    let args = ["--right", "exit 4", "--wait-port", "80", "--", "true"];
+    assert_not_ready(&args, "exited (code 4)");
     // A readiness command that hangs is bounded by --timeout and killed.
     let probe = marker_seconds();
-    let started = Instant::now();
-    let (out, name) = Run::start(&[
-        "--wait-cmd",
-        &format!("sleep {probe}"),
-        "--timeout",
-        "1s",
-        "--",
-        "true",
-    ])
-    .finish();
-    assert_eq!(code(&out), 124, "{}", text(&out));
-    assert!(
-        text(&out).contains("--wait-cmd command never succeeded"),
-        "{}",
-        text(&out)
-    );
-    assert!(started.elapsed() < Duration::from_secs(10));
-    assert!(
-        processes_with(&probe).is_empty(),
-        "{:?}",
-        processes_with(&probe)
-    );
-    assert_gone(&name);
+    let sleep_probe = format!("sleep {probe}");
+    let args = ["--wait-cmd", &sleep_probe, "--timeout", "1s", "--", "true"];
+    assert_not_ready(&args, "--wait-cmd command never succeeded");
+    assert_no_processes(&[&probe]);
 }
 
 #[test]
