@@ -2,7 +2,9 @@
 //! namespaces and TAPs, run the datapath, the control socket and optionally
 //! the TUI until a signal or the TUI quits, then remove everything), `down`,
 //! `exec`, `check` and `stats`. `main.rs` only parses arguments and calls
-//! these.
+//! these. `LiveLink` is the running link itself (namespaces and TAPs,
+//! created or attached to, the datapath thread, optionally the control
+//! socket), shared by `up`, `bloatbox test` and `crate::harness`.
 
 use std::path::{Path, PathBuf};
 
