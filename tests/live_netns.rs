@@ -219,7 +219,14 @@ fn live_attach_to_what_netns_up_sh_made_and_leave_it() {
     assert!(out.status.success(), "ping across: {}", text(&out));
     let rtts = ping_rtts(&out);
     assert!(rtts.iter().all(|&r| r >= 10.0), "2 x 5 ms: {rtts:?}");
-    assert_conserved(&d.stats());
+    let stats = d.stats();
+    assert_conserved(&stats);
+    // The control socket carries each direction's transit histogram.
+    let t = &stats["bridge"]["paths"][0]["transit"];
+    assert!(t["count"].as_u64().unwrap() >= 3, "{t}");
+    assert!(t["min_ns"].as_u64().unwrap() >= 5_000_000, "{t}");
+    let human = text(&d.cli(&["stats"]));
+    assert!(human.contains("transit (in to out) min 5."), "{human}");
     assert!(d.stop().success(), "{}", d.log_text());
     // It did not make the namespaces and TAPs, so it leaves them.
     assert_eq!(names.leftovers(), names.ns.to_vec());
