@@ -177,9 +177,7 @@ impl Topology {
         let right = set_up_side(&self.right, &mut guard)?;
         Ok((guard, left, right))
     }
-}
 
-impl Topology {
     /// Attaches to namespaces and persistent TAPs made beforehand (e.g. by
     /// netns/up.sh) instead of creating them. Each TAP is opened from inside
     /// its namespace, since TUNSETIFF finds a device by name in the caller's
@@ -407,6 +405,19 @@ mod tests {
         let err = ip(&["link", "show", "dev", "bbu-no-such-dev"]).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("ip link show dev bbu-no-such-dev"), "{msg}");
+    }
+
+    #[test]
+    fn attach_without_prepared_namespaces_says_how_to_make_them() {
+        if require_privileges().is_err() {
+            eprintln!("skipped: needs root or CAP_NET_ADMIN+CAP_SYS_ADMIN");
+            return;
+        }
+        let t = topo(&format!("{}a", std::process::id() % 100_000));
+        let err = t.attach().expect_err("nothing to attach to").to_string();
+        assert!(err.contains(&t.left.netns), "{err}");
+        assert!(err.contains("netns/up.sh"), "{err}");
+        assert!(detect_leftovers(&t).is_empty(), "attach creates nothing");
     }
 
     #[test]
