@@ -129,7 +129,8 @@ fn assert_no_processes(markers: &[&str]) {
     }
 }
 
-/// Nothing of run `name` is left: namespaces, TAPs, control socket.
+/// Nothing of run `name` is left: namespaces, TAPs, control socket, run
+/// record.
 fn assert_gone(name: &str) {
     for side in ["l", "r"] {
         let dev = format!("{name}{side}");
@@ -144,6 +145,8 @@ fn assert_gone(name: &str) {
     }
     let sock = format!("/run/bloatbox/{name}.sock");
     assert!(!Path::new(&sock).exists(), "{sock} left");
+    let record = format!("/run/bloatbox/runs/{name}.json");
+    assert!(!Path::new(&record).exists(), "{record} left");
 }
 
 /// A `sleep` length no other test uses, to find its processes by.

@@ -24,6 +24,11 @@ fn netns_exists(ns: &str) -> bool {
     Path::new("/run/netns").join(ns).exists()
 }
 
+/// The record `bloatbox down --runs` reads, kept while the link is up.
+fn run_record(link: &Link) -> std::path::PathBuf {
+    Path::new("/run/bloatbox/runs").join(format!("{}.json", link.name()))
+}
+
 /// Sends `n` datagrams of `size` bytes from the left namespace to `to`
 /// as fast as the socket takes them.
 fn blast(link: &Link, to: SocketAddr, n: usize, size: usize) {
@@ -152,10 +157,13 @@ fn commands_get_the_side_environment_and_die_with_the_link() {
         .spawn()
         .unwrap();
     let [l, r] = namespaces_of(&link);
+    let record = run_record(&link);
+    assert!(record.exists(), "{record:?} while up");
     drop(link);
     let status = child.wait().unwrap();
     assert!(!status.success(), "killed: {status:?}");
     assert!(!netns_exists(&l) && !netns_exists(&r));
+    assert!(!record.exists(), "{record:?} after drop");
 }
 
 #[test]
@@ -164,14 +172,15 @@ fn a_panicking_test_still_removes_the_link() {
     let mut names = None;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let link = Link::builder().up().unwrap();
-        names = Some(namespaces_of(&link));
+        names = Some((namespaces_of(&link), run_record(&link)));
         // A panic inside a closure surfaces in the caller, as assertions do.
         link.run_in(Side::Left, || panic!("assertion inside the namespace"))
             .unwrap();
     }));
     assert!(result.is_err());
-    let [l, r] = names.unwrap();
+    let ([l, r], record) = names.unwrap();
     assert!(!netns_exists(&l) && !netns_exists(&r), "{l} or {r} left");
+    assert!(!record.exists(), "{record:?} left");
 }
 
 #[test]
