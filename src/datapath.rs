@@ -137,7 +137,7 @@ pub struct LatenessSummary {
     pub max_ns: u64,
 }
 
-/// How often the thread woke, and why.
+/// How often the thread woke, and why, and the CPU time it used.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Wakeups {
     pub total: u64,
@@ -145,6 +145,10 @@ pub struct Wakeups {
     pub timer: u64,
     /// Woken by a readable port.
     pub io: u64,
+    /// CPU time the datapath thread has used so far
+    /// (CLOCK_THREAD_CPUTIME_ID, read by the thread itself at the
+    /// snapshot), ns; 0 if the clock cannot be read.
+    pub cpu_ns: u64,
 }
 
 /// The frame buffer pool.
@@ -633,7 +637,10 @@ impl Driver {
                 p999_ns: h.value_at_quantile(0.999),
                 max_ns: h.max(),
             },
-            wakeups: self.wakeups,
+            wakeups: Wakeups {
+                cpu_ns: thread_cpu_ns(),
+                ..self.wakeups
+            },
             left_port: self.ports[0].counters(),
             right_port: self.ports[1].counters(),
             pool: PoolCounters {
@@ -646,6 +653,14 @@ impl Driver {
     fn publish(&self, now: Instant) {
         self.snapshots.offer(self.snapshot(now));
     }
+}
+
+/// CPU time of the calling thread, ns (0 if the clock cannot be read).
+fn thread_cpu_ns() -> u64 {
+    use nix::time::{clock_gettime, ClockId};
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).map_or(0, |t| {
+        (t.tv_sec() as u64).saturating_mul(NS_PER_SEC) + t.tv_nsec() as u64
+    })
 }
 
 /// Puts the calling thread under SCHED_FIFO at `prio`.

@@ -2,7 +2,8 @@
 //! threads: ping's rtt min/avg/max/mdev, p50/p99 of ping and UDP_RR, UDP_RR
 //! transactions per second, TCP goodput per direction, and the daemon's
 //! drops (in the link + refused by the receiving TAP) and ECN marks per
-//! direction (`>` = left→right, `<` = right→left).
+//! direction (`>` = left→right, `<` = right→left); then the datapath
+//! thread's wake-ups and CPU time per frame over the whole run.
 
 use std::fmt::Write;
 
@@ -27,7 +28,7 @@ pub fn render(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<22} {:<10} | {:>30} | {:>7} {:>7} | {:>15} {:>8} | {:>7} {:>7} | {:>13} | {:>9}",
+        "{:<22} {:<10} | {:>30} | {:>7} {:>7} | {:>15} {:>8} | {:>7} {:>7} | {:>13} | {:>9} | {:>9} {:>9}",
         "config",
         "qdisc",
         "ping rtt min/avg/max/mdev ms",
@@ -39,11 +40,25 @@ pub fn render(report: &Report) -> String {
         "down",
         "drops >/<",
         "marks >/<",
+        "wakeups",
+        "cpu",
     );
     let _ = writeln!(
         out,
-        "{:<22} {:<10} | {:>30} | {:>7} {:>7} | {:>15} {:>8} | {:>7} {:>7} | {:>13} | {:>9}",
-        "", "", "", "ms", "ms", "ms", "", "Mbit/s", "Mbit/s", "link+tap", ""
+        "{:<22} {:<10} | {:>30} | {:>7} {:>7} | {:>15} {:>8} | {:>7} {:>7} | {:>13} | {:>9} | {:>9} {:>9}",
+        "",
+        "",
+        "",
+        "ms",
+        "ms",
+        "ms",
+        "",
+        "Mbit/s",
+        "Mbit/s",
+        "link+tap",
+        "",
+        "/frame",
+        "us/frame",
     );
     for r in &report.results {
         let s = &r.summary;
@@ -71,7 +86,7 @@ pub fn render(report: &Report) -> String {
         let [l2r, r2l] = &r.paths;
         let _ = writeln!(
             out,
-            "{:<22} {:<10} | {:>30} | {:>7} {:>7} | {:>15} {:>8} | {:>7.1} {:>7.1} | {:>13} | {:>9}",
+            "{:<22} {:<10} | {:>30} | {:>7} {:>7} | {:>15} {:>8} | {:>7.1} {:>7.1} | {:>13} | {:>9} | {:>9.3} {:>9.2}",
             r.name,
             l2r.qdisc,
             rtt,
@@ -83,6 +98,8 @@ pub fn render(report: &Report) -> String {
             s.down_mbit,
             format!("{}+{}/{}+{}", l2r.drops, l2r.tap_drops, r2l.drops, r2l.tap_drops),
             format!("{}/{}", l2r.marks, r2l.marks),
+            r.datapath.wakeups_per_frame(),
+            r.datapath.cpu_ns_per_frame() / 1e3,
         );
     }
     out
