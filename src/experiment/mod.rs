@@ -157,6 +157,9 @@ pub struct ConfigResult {
     /// left→right, right→left.
     pub paths: [PathTotals; 2],
     pub datapath: DatapathTotals,
+    /// Each direction's qdisc tree at the end of the run (left→right,
+    /// right→left), with per-queue / per-class counters.
+    pub final_qdiscs: [QdiscDump; 2],
     pub raw: RrulRaw,
 }
 
@@ -269,6 +272,7 @@ pub fn run_one(
         summary: raw.summary(opts.warmup.as_secs_f64()),
         paths,
         datapath,
+        final_qdiscs: Dir::ALL.map(|d| last.bridge.path(d).qdisc.clone()),
         raw,
     })
 }

@@ -55,7 +55,9 @@ const PORT_PROTOCOLS: [IpNumber; 5] = [
 ];
 
 /// Parses `data` (from the Ethernet header on) into the metadata the core
-/// needs. Timestamps, id and queue mapping are left at their defaults.
+/// needs. The TX queue mapping is derived from the flow hash (its top 16
+/// bits; mq takes it modulo its queue count), as `skb_tx_hash` picks a
+/// queue before the qdisc. Timestamps and id are left at their defaults.
 pub fn classify(data: &[u8]) -> PacketMeta {
     let mut meta = PacketMeta::default();
     if let Ok(sliced) = LaxSlicedPacket::from_ethernet(data) {
@@ -71,6 +73,7 @@ pub fn classify(data: &[u8]) -> PacketMeta {
         }
     }
     meta.hash = flow_hash(&meta.flow, 0);
+    meta.queue_mapping = (meta.hash >> 16) as u16;
     meta
 }
 
