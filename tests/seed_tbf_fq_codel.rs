@@ -78,12 +78,12 @@ fn row(name: &str, r: &SimReport) -> Row {
 
 fn print(rows: &[Row]) {
     println!(
-        "{:<26} {:>32} {:>10} {:>12} {:>7}",
+        "{:<32} {:>32} {:>10} {:>12} {:>7}",
         "scenario", "ping rtt min/avg/max/mdev ms", "Mbit/s", "drops (codel)", "ce"
     );
     for r in rows {
         println!(
-            "{:<26} {:>32} {:>10.1} {:>12} {:>7}",
+            "{:<32} {:>32} {:>10.1} {:>12} {:>7}",
             r.name,
             format!("{:.3}/{:.3}/{:.3}/{:.3}", r.min, r.avg, r.max, r.mdev),
             r.mbit,

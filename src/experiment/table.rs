@@ -14,16 +14,17 @@ use super::Report;
 pub fn render(report: &Report) -> String {
     let o = &report.options;
     let mut out = String::new();
-    let _ = writeln!(
+    let _ =
+        writeln!(
         out,
-        "{} TCP flow(s) {} ({}), {:.0} s per config, first {:.0} s excluded; ping every {}; UDP_RR {}",
+        "{} TCP flow(s) {} ({}), {:.0} s per config, first {:.0} s excluded; ping {}; UDP_RR {}",
         o.flows,
         if o.bidirectional { "each way" } else { "left->right" },
         o.cc.name(),
         o.duration.as_secs_f64(),
         o.warmup.as_secs_f64(),
         o.ping_interval
-            .map_or("off".into(), |i| format!("{} ms", i.as_millis())),
+            .map_or("off".into(), |i| format!("every {} ms", i.as_millis())),
         if o.udp_rr { "on" } else { "off" },
     );
     let _ = writeln!(
