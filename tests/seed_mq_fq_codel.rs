@@ -9,10 +9,10 @@
 //! as behind a single fq_codel, while the same mq with its default
 //! pfifo_fast children is bloated.
 //!
-//! Live test (root only): the same config through the daemon with 8 flows;
-//! several per-queue children of the daemon's final snapshot carry
-//! traffic, their sum is the root's, and ping stays within a few ms of
-//! idle.
+//! Live test (root only): the same config at 100 Mbit/s through the daemon
+//! with 8 flows; at least two per-queue children of the daemon's final
+//! snapshot carry traffic (the flows' source ports are random), their sum
+//! is the root's, and ping stays within a few ms of idle.
 
 use std::path::Path;
 use std::time::Duration;
@@ -210,8 +210,10 @@ fn live_mq_fq_codel_uses_several_queues_and_keeps_ping_near_idle() {
         p50(&idle)
     );
     assert!(r.summary.up_mbit > 40.0, "{:.1} Mbit/s", r.summary.up_mbit);
+    // Live source ports are random: all 8 flows hash to one queue with
+    // probability 4 × 4^-8 (6e-5); to at most two, 2 %. So: at least two.
     assert!(
-        shares.iter().filter(|s| **s > 0.05).count() >= 3,
+        shares.iter().filter(|s| **s > 0.05).count() >= 2,
         "{shares:?}"
     );
     assert!(p50(&r) < p50(&idle) + 5.0);

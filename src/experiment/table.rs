@@ -105,3 +105,52 @@ pub fn render(report: &Report) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{ConfigResult, DatapathTotals, PathTotals, TestOptions};
+
+    fn result(name: &str, datapath: DatapathTotals) -> ConfigResult {
+        ConfigResult {
+            name: name.into(),
+            summary: Default::default(),
+            paths: [PathTotals::default(), PathTotals::default()],
+            datapath,
+            final_qdiscs: Default::default(),
+            raw: Default::default(),
+        }
+    }
+
+    #[test]
+    fn datapath_columns_are_per_frame_and_survive_zero_frames() {
+        let report = Report {
+            options: TestOptions {
+                ping_interval: None,
+                ..TestOptions::default()
+            },
+            results: vec![
+                result(
+                    "busy",
+                    DatapathTotals {
+                        frames: 1000,
+                        wakeups: 250,
+                        cpu_ns: 30_000_000,
+                    },
+                ),
+                result("idle", DatapathTotals::default()),
+            ],
+        };
+        let text = render(&report);
+        assert!(text.lines().next().unwrap().contains("ping off"), "{text}");
+        let row = |name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(name))
+                .unwrap_or_else(|| panic!("no {name} row in\n{text}"))
+                .to_string()
+        };
+        // 250 wake-ups and 30 ms of CPU over 1000 frames.
+        assert!(row("busy").ends_with("|     0.250     30.00"), "{text}");
+        assert!(row("idle").ends_with("|     0.000      0.00"), "{text}");
+    }
+}

@@ -225,6 +225,19 @@ mod tests {
     }
 
     #[test]
+    fn tx_queue_follows_the_flow_hash() {
+        let queues: std::collections::BTreeSet<u16> = (0..16)
+            .map(|i| {
+                let m = classify(&ipv4_tcp(0, 40000 + i, 80));
+                assert_eq!(m.queue_mapping, (m.hash >> 16) as u16);
+                m.queue_mapping % 4
+            })
+            .collect();
+        // 16 flows over 4 queues: all in one would mean no spreading.
+        assert!(queues.len() >= 3, "{queues:?}");
+    }
+
+    #[test]
     fn ipv4_ecn_bits_kept_and_priority_from_tos() {
         for (tos, prio) in [
             (0x00, 0),
