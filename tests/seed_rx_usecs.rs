@@ -3,8 +3,8 @@
 //! rx-usecs 1 it waits 1 µs, so an idle request/response round trip (two
 //! receives) is about 2 × 19 µs longer.
 //!
-//! Idle link, UDP_RR only (thousands of transactions per run), the configs'
-//! 5 ms delay set to 0. Noise on a shared machine only ever adds time to a
+//! Idle link without propagation delay, UDP_RR only (thousands of
+//! transactions per run). Noise on a shared machine only ever adds time to a
 //! transaction (a late wake-up, a preempted probe thread), so the estimator
 //! is a low quantile (p10) of each run's transaction times, where the
 //! coalescing delay is still present but most scheduling noise is not.
@@ -16,7 +16,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use bloatbox::config::Config;
+use bloatbox::config::Direction;
 use bloatbox::experiment::{run_one, skip_reason, Candidate, ConfigResult, TestOptions};
 
 /// The `q` quantile (0..=1) of the UDP_RR transaction times after the
@@ -49,17 +49,13 @@ fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
         return;
     }
     let cfg = |name: &str| {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("configs/{name}.toml"));
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert!(
-            text.contains("delay = \"5ms\""),
-            "{name}: the delay line moved"
-        );
-        let text = text.replace("delay = \"5ms\"", "delay = \"0\"");
-        Candidate {
-            name: name.into(),
-            config: Config::from_str(&text, name).unwrap(),
-        }
+        let c = Candidate::from_file(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("configs/{name}.toml")),
+        )
+        .unwrap();
+        let delay = c.config.link_params(Direction::LeftToRight).delay_ns;
+        assert_eq!(delay, 0, "{name}: the configs have no propagation delay");
+        c
     };
     let opts = TestOptions {
         flows: 0,
