@@ -48,38 +48,46 @@ fn labels(pairs: &[(&str, &str)]) -> Labels {
         .collect()
 }
 
+/// A family with its name and help text.
+type Named<M> = (&'static str, &'static str, Family<Labels, M>);
+
+/// Gauges hold floats (seconds, and counts too large for an i64).
+type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
+
+/// The family called `name` in `list`, added on first use.
+fn family<'a, M: Default>(
+    list: &'a mut Vec<Named<M>>,
+    name: &'static str,
+    help: &'static str,
+) -> &'a Family<Labels, M> {
+    let at = match list.iter().position(|c| c.0 == name) {
+        Some(i) => i,
+        None => {
+            list.push((name, help, Family::default()));
+            list.len() - 1
+        }
+    };
+    &list[at].2
+}
+
 /// Registers families by name as their rows come.
 struct Families {
     registry: Registry,
-    counters: Vec<(&'static str, &'static str, Family<Labels, Counter>)>,
-    gauges: Vec<(
-        &'static str,
-        &'static str,
-        Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>,
-    )>,
+    counters: Vec<Named<Counter>>,
+    gauges: Vec<Named<FloatGauge>>,
 }
 
 impl Families {
     fn counter(&mut self, name: &'static str, help: &'static str, l: Labels, v: u64) {
-        let fam = match self.counters.iter().position(|c| c.0 == name) {
-            Some(i) => &self.counters[i].2,
-            None => {
-                self.counters.push((name, help, Family::default()));
-                &self.counters.last().expect("just pushed").2
-            }
-        };
-        fam.get_or_create(&l).inc_by(v);
+        family(&mut self.counters, name, help)
+            .get_or_create(&l)
+            .inc_by(v);
     }
 
     fn gauge(&mut self, name: &'static str, help: &'static str, l: Labels, v: f64) {
-        let fam = match self.gauges.iter().position(|c| c.0 == name) {
-            Some(i) => &self.gauges[i].2,
-            None => {
-                self.gauges.push((name, help, Family::default()));
-                &self.gauges.last().expect("just pushed").2
-            }
-        };
-        fam.get_or_create(&l).set(v);
+        family(&mut self.gauges, name, help)
+            .get_or_create(&l)
+            .set(v);
     }
 
     fn qdisc_stats(&mut self, what: &'static str, l: &Labels, s: &QdiscStats) {

@@ -4,8 +4,8 @@
 //! of link shape keys (all or nothing) and the `metrics` text against the
 //! raw snapshot.
 //!
-//! Skipped, with the reason printed, where not root or where `ip` or
-//! `ping` is missing. Every link has names unique to this process (the
+//! Skipped, with the reason printed, where not root or where `ip`,
+//! `ping` or `bash` is missing. Every link has names unique to this process (the
 //! harness's generated names) and is removed on every exit path: `bloatbox
 //! run` tears its link down itself, and `harness::Link` does on drop.
 
@@ -27,7 +27,7 @@ fn skip_reason() -> Option<String> {
     if !Path::new("/dev/net/tun").exists() {
         return Some("/dev/net/tun is missing".into());
     }
-    for tool in ["ip", "ping"] {
+    for tool in ["ip", "ping", "bash"] {
         let found = Command::new("sh")
             .args(["-c", &format!("command -v {tool}")])
             .stdout(Stdio::null())
@@ -157,7 +157,7 @@ fn live_capture_shows_qdisc_drops_with_their_reason() {
     let dir = tempfile::tempdir().unwrap();
     let (pcap, report) = (dir.path().join("l.pcapng"), dir.path().join("r.json"));
     // A 1 Mbit/s link, one TX descriptor and a 3-packet pfifo: a burst of
-    // 40 echo requests overflows it.
+    // 40 UDP datagrams of 1000 bytes (bash's /dev/udp) overflows it.
     let config = dir.path().join("c.toml");
     std::fs::write(
         &config,
@@ -172,8 +172,10 @@ fn live_capture_shows_qdisc_drops_with_their_reason() {
         pcap.to_str().unwrap(),
         "--report",
         report.to_str().unwrap(),
-        "--left",
-        "ping -n -q -c 40 -l 40 -s 1000 -W 2 $BLOATBOX_PEER_V4; true",
+        "--",
+        "bash",
+        "-c",
+        "s=$(printf %1000s); for i in $(seq 40); do printf %s \"$s\" > /dev/udp/$BLOATBOX_PEER_V4/9; done",
     ]);
     let pkts = read_pcapng(&pcap);
     let dropped: Vec<&Pkt> = pkts.iter().filter(|p| p.interface == 2).collect();
