@@ -441,7 +441,11 @@ fn render_stats(snap: &serde_json::Value) -> String {
         .as_array()
         .cloned()
         .unwrap_or_default();
-    for (name, p) in ["left -> right", "right -> left"].iter().zip(&paths) {
+    for (i, (name, p)) in ["left -> right", "right -> left"]
+        .iter()
+        .zip(&paths)
+        .enumerate()
+    {
         let c = &p["counters"];
         let (fin, fout, held) = (num(c, "frames_in"), num(c, "frames_out"), num(p, "held"));
         let drops: u64 = c["drops"]
@@ -484,6 +488,16 @@ fn render_stats(snap: &serde_json::Value) -> String {
             num(p, "ring_size"),
             num(p, "ring_bytes")
         );
+        let cap = &snap["bridge"]["capture"][i];
+        if cap.is_object() {
+            let _ = writeln!(
+                out,
+                "  capture: {} records written, {} dropped (writer behind), {} write errors",
+                num(cap, "captured"),
+                num(cap, "dropped"),
+                num(cap, "write_errors")
+            );
+        }
         let ok = fin == fout + drops + held;
         let _ = writeln!(
             out,
@@ -660,6 +674,27 @@ mod tests {
         assert!(text.contains("held 1: VIOLATED"), "{text}");
         assert!(text.contains("p99 12.0 us"), "{text}");
         assert!(text.contains("read them: left 3, right ?"), "{text}");
+    }
+
+    #[test]
+    fn stats_text_shows_capture_counters_only_while_capturing() {
+        let mut snap = serde_json::json!({
+            "bridge": { "paths": [ { "counters": {} }, { "counters": {} } ] }
+        });
+        assert!(!render_stats(&snap).contains("capture"));
+        snap["bridge"]["capture"] = serde_json::json!([
+            { "captured": 40, "dropped": 2, "write_errors": 0 },
+            { "captured": 7, "dropped": 0, "write_errors": 1 }
+        ]);
+        let text = render_stats(&snap);
+        assert!(
+            text.contains("capture: 40 records written, 2 dropped (writer behind), 0 write errors"),
+            "{text}"
+        );
+        assert!(
+            text.contains("capture: 7 records written, 0 dropped"),
+            "{text}"
+        );
     }
 
     #[test]
