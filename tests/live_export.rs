@@ -326,3 +326,177 @@ fn live_set_shape_and_metrics_over_the_control_socket() {
     );
     link.shutdown().unwrap();
 }
+
+/// `bloatbox up` with names unique to this process; SIGTERM on drop, then
+/// `bloatbox down` and `ip netns del` for anything left behind.
+struct Up {
+    child: std::process::Child,
+    config: std::path::PathBuf,
+    namespaces: [String; 2],
+}
+
+impl Up {
+    fn cli(&self, args: &[&str]) -> std::process::Output {
+        Command::new(BIN)
+            .args(args)
+            .arg("-c")
+            .arg(&self.config)
+            .output()
+            .unwrap()
+    }
+
+    /// SIGTERM, and wait (bounded) for the daemon to finish its files.
+    fn stop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let t0 = std::time::Instant::now();
+        while self.child.try_wait().ok().flatten().is_none() {
+            if t0.elapsed() > Duration::from_secs(10) {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        self.stop();
+        let left = |ns: &String| Path::new("/run/netns").join(ns).exists();
+        if self.namespaces.iter().any(left) {
+            let _ = self.cli(&["down"]);
+        }
+        for ns in self.namespaces.iter().filter(|ns| left(ns)) {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+#[test]
+fn live_up_serves_metrics_writes_the_file_and_captures() {
+    if let Some(reason) = skip_reason() {
+        eprintln!("SKIPPED: {reason}");
+        return;
+    }
+    let pid = std::process::id();
+    let octet = 100 + pid % 150;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    let namespaces = [format!("bbx-{pid}-l"), format!("bbx-{pid}-r")];
+    std::fs::write(
+        &config,
+        format!(
+            "[left]\nnamespace = \"{}\"\ntap = \"bx{}l\"\nipv4 = \"10.84.{octet}.1/24\"\nipv6 = \"fd00:84:{octet}::1/64\"\n\n\
+             [right]\nnamespace = \"{}\"\ntap = \"bx{}r\"\nipv4 = \"10.84.{octet}.2/24\"\nipv6 = \"fd00:84:{octet}::2/64\"\n\n\
+             [daemon]\ncontrol_socket = \"{}\"\n",
+            namespaces[0],
+            pid % 100_000,
+            namespaces[1],
+            pid % 100_000,
+            dir.path().join("ctl.sock").display()
+        ),
+    )
+    .unwrap();
+    let (log, prom, cap) = (
+        dir.path().join("up.log"),
+        dir.path().join("m.prom"),
+        dir.path().join("cap"),
+    );
+    let child = Command::new(BIN)
+        .args(["up", "-c"])
+        .arg(&config)
+        .args([
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--metrics-period",
+            "100ms",
+        ])
+        .arg("--metrics-file")
+        .arg(&prom)
+        .arg("--pcap")
+        .arg(&cap)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut up = Up {
+        child,
+        config,
+        namespaces,
+    };
+    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    // The bound port is in the log.
+    let t0 = std::time::Instant::now();
+    let addr = loop {
+        let text = log_text();
+        if let Some(rest) = text.split("metrics at http://").nth(1) {
+            break rest.split('/').next().unwrap().to_string();
+        }
+        assert!(
+            up.child.try_wait().unwrap().is_none(),
+            "daemon exited: {text}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(15), "not up: {text}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // `-c` before `--` (`cli` appends it).
+    let out = Command::new(BIN)
+        .args(["exec", "left", "-c"])
+        .arg(&up.config)
+        .args(["--", "ping", "-n", "-q", "-c", "5", "-i", "0.05"])
+        .arg(format!("10.84.{octet}.2"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    let get = |request: &str| {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.write_all(request.as_bytes()).unwrap();
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).unwrap();
+        reply
+    };
+    let reply = get("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
+    let body = reply.split_once("\r\n\r\n").unwrap().1;
+    let samples = bloatbox::metrics::parse_samples(body).unwrap();
+    let frames_in = |s: &[(String, f64)]| {
+        s.iter()
+            .find(|(n, _)| n == "bloatbox_frames_in_total{direction=\"left_to_right\"}")
+            .unwrap()
+            .1
+    };
+    assert!(frames_in(&samples) >= 5.0);
+    let capture = samples
+        .iter()
+        .find(|(n, _)| n == "bloatbox_capture_records_total{direction=\"left_to_right\"}")
+        .unwrap()
+        .1;
+    assert!(capture >= 10.0, "5 requests in and out at least: {capture}");
+    // `bloatbox metrics` prints the same kind of text.
+    let out = up.cli(&["metrics"]);
+    assert!(out.status.success());
+    let cli = bloatbox::metrics::parse_samples(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    assert!(frames_in(&cli) >= frames_in(&samples));
+    // The file is rewritten every 100 ms.
+    std::thread::sleep(Duration::from_millis(300));
+    let file = bloatbox::metrics::parse_samples(&std::fs::read_to_string(&prom).unwrap()).unwrap();
+    assert!(frames_in(&file) >= 5.0);
+
+    up.stop();
+    assert!(log_text().contains("capture written"), "{}", log_text());
+    let pkts = read_pcapng(&cap.join("left_to_right.pcapng"));
+    let echo = |iface: u32| {
+        pkts.iter()
+            .filter(|p| p.interface == iface && is_echo_request(&p.data))
+            .count()
+    };
+    assert_eq!((echo(0), echo(1)), (5, 5));
+}
