@@ -121,6 +121,24 @@ pub struct UpOptions {
     pub realtime: Option<u8>,
     /// Show the TUI on this terminal (the daemon stops when it quits).
     pub tui: bool,
+    /// pcapng files to capture into (`crate::capture`).
+    pub capture: Option<crate::capture::CaptureSpec>,
+    /// Serve `GET /metrics` here (`crate::metrics::MetricsServer`), and
+    /// whether a non-loopback address is allowed.
+    pub metrics_listen: Option<(std::net::SocketAddr, bool)>,
+    /// Rewrite this file with the metrics every period.
+    pub metrics_file: Option<(PathBuf, std::time::Duration)>,
+}
+
+/// Starts the capture of `spec` and installs its tap in `bridge`.
+fn attach_capture(
+    bridge: &mut Bridge,
+    spec: Option<&crate::capture::CaptureSpec>,
+) -> anyhow::Result<Option<crate::capture::CaptureWriter>> {
+    let Some(spec) = spec else { return Ok(None) };
+    let (tap, writer) = crate::capture::start(spec, None)?;
+    bridge.set_capture(tap);
+    Ok(Some(writer))
 }
 
 /// `bloatbox up`: runs until SIGINT/SIGTERM/SIGHUP, until the TUI quits or
@@ -131,9 +149,10 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     let mut setup = setup(&cfg)?;
     setup.datapath.realtime_priority = opts.realtime;
     netns::require_privileges()?;
-    let bridge = build_bridge(&cfg)?;
+    let mut bridge = build_bridge(&cfg)?;
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = TerminationSignals::block()?;
+    let capture = attach_capture(&mut bridge, opts.capture.as_ref())?;
     let (guard, left, right) = setup.topology.up()?;
     let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
     let control = ControlServer::start(
@@ -141,6 +160,22 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
         datapath.snapshots(),
         Some(datapath.commander()),
     )?;
+    let metrics_server = match opts.metrics_listen {
+        Some((addr, remote)) => {
+            let server = crate::metrics::MetricsServer::start(addr, remote, datapath.snapshots())?;
+            tracing::info!("metrics at http://{}/metrics", server.local_addr());
+            Some(server)
+        }
+        None => None,
+    };
+    let metrics_file = match &opts.metrics_file {
+        Some((path, period)) => Some(crate::metrics::MetricsFile::start(
+            path,
+            *period,
+            datapath.snapshots(),
+        )?),
+        None => None,
+    };
     tracing::info!(
         left = %setup.topology.left.netns,
         right = %setup.topology.right.netns,
@@ -184,7 +219,18 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     }
     tracing::info!("shutting down after {stopped_by}");
     drop(control);
+    drop(metrics_server);
     let last = datapath.shutdown();
+    // After the datapath: the last snapshot, and every captured frame.
+    drop(metrics_file);
+    if let Some(c) = capture {
+        let [l2r, r2l] = c.finish();
+        tracing::info!(
+            left_to_right = ?l2r,
+            right_to_left = ?r2l,
+            "capture written"
+        );
+    }
     drop(guard);
     let last = last?;
     tracing::info!(
@@ -202,17 +248,24 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
 pub(crate) struct HarnessLink {
     pub control: ControlServer,
     pub datapath: Datapath,
+    /// Finishes the capture files once the datapath has stopped.
+    pub capture: Option<crate::capture::CaptureWriter>,
     pub guard: netns::LinkGuard,
     pub control_socket: PathBuf,
 }
 
 /// Brings the link of `cfg` up as `up` does, without signals or the TUI;
-/// `realtime` as `UpOptions::realtime`.
-pub(crate) fn start_link(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<HarnessLink> {
+/// `realtime` and `capture` as in `UpOptions`.
+pub(crate) fn start_link(
+    cfg: &Config,
+    realtime: Option<u8>,
+    capture: Option<&crate::capture::CaptureSpec>,
+) -> anyhow::Result<HarnessLink> {
     let mut setup = setup(cfg)?;
     setup.datapath.realtime_priority = realtime;
     netns::require_privileges()?;
-    let bridge = build_bridge(cfg)?;
+    let mut bridge = build_bridge(cfg)?;
+    let capture = attach_capture(&mut bridge, capture)?;
     let (guard, left, right) = setup.topology.up()?;
     let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
     let control = ControlServer::start(
@@ -223,6 +276,7 @@ pub(crate) fn start_link(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<H
     Ok(HarnessLink {
         control,
         datapath,
+        capture,
         guard,
         control_socket: setup.control_socket,
     })
@@ -387,7 +441,11 @@ fn render_stats(snap: &serde_json::Value) -> String {
         .as_array()
         .cloned()
         .unwrap_or_default();
-    for (name, p) in ["left -> right", "right -> left"].iter().zip(&paths) {
+    for (i, (name, p)) in ["left -> right", "right -> left"]
+        .iter()
+        .zip(&paths)
+        .enumerate()
+    {
         let c = &p["counters"];
         let (fin, fout, held) = (num(c, "frames_in"), num(c, "frames_out"), num(p, "held"));
         let drops: u64 = c["drops"]
@@ -430,6 +488,16 @@ fn render_stats(snap: &serde_json::Value) -> String {
             num(p, "ring_size"),
             num(p, "ring_bytes")
         );
+        let cap = &snap["bridge"]["capture"][i];
+        if cap.is_object() {
+            let _ = writeln!(
+                out,
+                "  capture: {} records written, {} dropped (writer behind), {} write errors",
+                num(cap, "captured"),
+                num(cap, "dropped"),
+                num(cap, "write_errors")
+            );
+        }
         let ok = fin == fout + drops + held;
         let _ = writeln!(
             out,
@@ -606,6 +674,27 @@ mod tests {
         assert!(text.contains("held 1: VIOLATED"), "{text}");
         assert!(text.contains("p99 12.0 us"), "{text}");
         assert!(text.contains("read them: left 3, right ?"), "{text}");
+    }
+
+    #[test]
+    fn stats_text_shows_capture_counters_only_while_capturing() {
+        let mut snap = serde_json::json!({
+            "bridge": { "paths": [ { "counters": {} }, { "counters": {} } ] }
+        });
+        assert!(!render_stats(&snap).contains("capture"));
+        snap["bridge"]["capture"] = serde_json::json!([
+            { "captured": 40, "dropped": 2, "write_errors": 0 },
+            { "captured": 7, "dropped": 0, "write_errors": 1 }
+        ]);
+        let text = render_stats(&snap);
+        assert!(
+            text.contains("capture: 40 records written, 2 dropped (writer behind), 0 write errors"),
+            "{text}"
+        );
+        assert!(
+            text.contains("capture: 7 records written, 0 dropped"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -98,13 +98,14 @@ pub enum Command {
     /// coalescing...); frames in flight keep their schedule where the link
     /// allows it (see `Path::set_params`).
     SetLink { dir: Dir, params: LinkParams },
-    /// `set` arguments (`left.rate=10mbit`, ethtool lines; see
-    /// `control::set`) applied to the current parameters of both
-    /// directions, all or nothing; the reply is the effective parameters
-    /// (indexed by `Dir::index`) or the error naming the argument.
+    /// `set` arguments (`left.rate=10mbit`, ethtool lines, shape keys
+    /// such as `left.loss=1%`; see `control::set`), parsed, applied to the
+    /// current parameters and shapes of both directions, all or nothing;
+    /// the reply is the effective configuration or the error naming the
+    /// argument.
     EditLink {
-        args: Vec<String>,
-        reply: SyncSender<Result<[LinkParams; 2], String>>,
+        plan: crate::control::set::SetPlan,
+        reply: SyncSender<Result<crate::control::set::Effective, String>>,
     },
     /// One tc command line (`tc qdisc|class|filter ... dev left|right ...`)
     /// for the qdisc tree of the direction its device names; the reply is
@@ -191,7 +192,7 @@ impl SnapshotReader {
 
     /// Offers a snapshot without ever waiting: skipped if a reader holds the
     /// slot right now.
-    fn offer(&self, snap: LiveSnapshot) {
+    pub(crate) fn offer(&self, snap: LiveSnapshot) {
         match self.slot.try_lock() {
             Ok(mut g) => *g = Some(Arc::new(snap)),
             Err(TryLockError::Poisoned(p)) => *p.into_inner() = Some(Arc::new(snap)),
@@ -480,10 +481,9 @@ impl Driver {
             let Some(mut buf) = self.pool.get() else {
                 match self.ports[i].recv(&mut self.discard) {
                     Ok(Some(n)) => {
-                        let len = u32::try_from(n).unwrap_or(u32::MAX);
+                        let frame = &self.discard[..n.min(self.discard.len())];
                         self.bridge
-                            .path_mut(dir_from(i))
-                            .count_rejected(len, DropReason::PoolExhausted);
+                            .reject(dir_from(i), frame, DropReason::PoolExhausted, now);
                         continue;
                     }
                     Ok(None) => return false,
@@ -581,18 +581,9 @@ impl Driver {
                     let now = self.clock.now();
                     self.bridge.path_mut(dir).set_params(params, now);
                 }
-                Ok(Command::EditLink { args, reply }) => {
+                Ok(Command::EditLink { plan, reply }) => {
                     let now = self.clock.now();
-                    let mut params = Dir::ALL.map(|d| *self.bridge.path(d).params());
-                    let result = crate::control::set::apply_set(&args, &mut params).map(|()| {
-                        for d in Dir::ALL {
-                            if params[d.index()] != *self.bridge.path(d).params() {
-                                self.bridge.path_mut(d).set_params(params[d.index()], now);
-                            }
-                        }
-                        params
-                    });
-                    let _ = reply.try_send(result);
+                    let _ = reply.try_send(plan.apply_to(&mut self.bridge, now));
                 }
                 Ok(Command::Tc { line, reply }) => {
                     let now = self.clock.now();

@@ -19,6 +19,8 @@
 //! |----------|----------------------------------------------|---------|
 //! | datapath | the Bridge, both ports, buffer pool, timerfd | plain thread, timer slack 1 ns, optional SCHED_FIFO |
 //! | control  | the Unix socket                              | blocking thread |
+//! | capture  | the pcapng files (optional)                  | blocking thread fed by a bounded channel; a full channel drops and counts |
+//! | metrics  | the HTTP listener or metrics file (optional) | blocking thread reading the snapshot slot |
 //! | main     | config, set-up, signals (signalfd), then the TUI or a headless wait, tear-down | synchronous |
 //!
 //! The datapath shares no lock with anyone in its hot path: it drains a
@@ -40,10 +42,12 @@
 //! `app` (the command-line subcommands), `load` (TCP/UDP_RR/ICMP generators
 //! and the RRUL-like test), `experiment` (`bloatbox test`/`demo`: runs over
 //! configs, comparison table, JSON, SVG plots),
-//! `tui` (terminal UI).
+//! `tui` (terminal UI), `capture` (pcapng capture of both directions), `metrics` (OpenMetrics
+//! export of every counter).
 
 pub mod app;
 pub mod bridge;
+pub mod capture;
 pub mod config;
 pub mod control;
 pub mod datapath;
@@ -51,6 +55,7 @@ pub mod experiment;
 pub mod harness;
 pub mod link;
 pub mod load;
+pub mod metrics;
 pub mod netns;
 pub mod packet;
 pub mod port;

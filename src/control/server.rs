@@ -229,6 +229,7 @@ fn handle(req: Request, shared: &Shared) -> String {
 fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
     match req {
         Request::Snapshot => Ok(to_json(&*latest(shared)?)),
+        Request::Metrics => Ok(serde_json::json!(crate::metrics::render(&*latest(shared)?))),
         Request::Stats => {
             let mut snap = (*latest(shared)?).clone();
             if let Some(base) = lock(&shared.baseline).as_ref() {
@@ -277,14 +278,16 @@ fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
             Ok(serde_json::json!({ "output": output, "config": config }))
         }
         Request::Set { args } => {
+            // Parsed (and trace files read) here, not on the datapath.
+            let plan = super::set::parse_set(&args)?;
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
             commander(shared)?
-                .send(Command::EditLink { args, reply: tx })
+                .send(Command::EditLink { plan, reply: tx })
                 .map_err(|e| e.to_string())?;
-            let p = rx
+            let effective = rx
                 .recv_timeout(COMMAND_TIMEOUT)
                 .map_err(|_| format!("the datapath did not answer within {COMMAND_TIMEOUT:?}"))??;
-            Ok(serde_json::json!({ "left": p[0], "right": p[1] }))
+            Ok(to_json(&effective))
         }
         Request::Shutdown => {
             commander(shared)?

@@ -153,6 +153,7 @@ pub struct LinkBuilder {
     name: Option<String>,
     sets: Vec<String>,
     realtime: Option<u8>,
+    capture: Option<crate::capture::CaptureSpec>,
 }
 
 impl Default for LinkBuilder {
@@ -162,6 +163,7 @@ impl Default for LinkBuilder {
             name: None,
             sets: Vec::new(),
             realtime: None,
+            capture: None,
         }
     }
 }
@@ -195,6 +197,13 @@ impl LinkBuilder {
         self
     }
 
+    /// Capture the link into pcapng files (`crate::capture`); they are
+    /// complete once the link is shut down or dropped.
+    pub fn capture(mut self, spec: crate::capture::CaptureSpec) -> Self {
+        self.capture = Some(spec);
+        self
+    }
+
     /// The configuration the link would run with.
     pub fn resolve(&self) -> Result<(Config, String), HarnessError> {
         let name = self.name.clone().unwrap_or_else(unique_name);
@@ -217,7 +226,7 @@ impl LinkBuilder {
         if self.name.is_none() {
             remove_leftovers(&cfg);
         }
-        Link::start(cfg, name, self.realtime)
+        Link::start(cfg, name, self.realtime, self.capture.as_ref())
     }
 }
 
@@ -257,8 +266,13 @@ impl Link {
         LinkBuilder::default()
     }
 
-    fn start(config: Config, name: String, realtime: Option<u8>) -> Result<Link, HarnessError> {
-        let live = crate::app::start_link(&config, realtime).map_err(HarnessError::Up)?;
+    fn start(
+        config: Config,
+        name: String,
+        realtime: Option<u8>,
+        capture: Option<&crate::capture::CaptureSpec>,
+    ) -> Result<Link, HarnessError> {
+        let live = crate::app::start_link(&config, realtime, capture).map_err(HarnessError::Up)?;
         let params = Mutex::new([
             config.link_params(Direction::LeftToRight),
             config.link_params(Direction::RightToLeft),
@@ -456,6 +470,7 @@ impl Link {
         let live = self.live.take().expect("the link is up until shutdown");
         drop(live.control);
         let last = live.datapath.shutdown();
+        drop(live.capture);
         drop(live.guard);
         Ok(last?)
     }

@@ -80,6 +80,8 @@ pub struct RunArgs {
     /// keeps pacing exact on a busy CI runner.
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
     pub realtime: Option<u8>,
+    #[command(flatten)]
+    pub capture: crate::capture::CaptureArgs,
     /// The left command and its arguments, run without a shell (default:
     /// --left, else $SHELL).
     #[arg(last = true, value_name = "CMD")]
@@ -279,6 +281,9 @@ fn run_inner(args: &RunArgs) -> anyhow::Result<u8> {
     }
     if let Some(prio) = args.realtime {
         builder = builder.realtime(prio);
+    }
+    if let Some(spec) = args.capture.spec() {
+        builder = builder.capture(spec);
     }
     let t0 = Instant::now();
     let link = builder.up()?;

@@ -124,10 +124,12 @@ pub struct Path {
     qdisc_wakeup: Option<Instant>,
 }
 
-/// Counts every frame in `drops` by reason and moves it to `freed`.
+/// Counts every frame in `drops` by reason and moves it to `freed`, the
+/// reason noted in its metadata.
 fn absorb(drops: &mut Drops, counters: &mut PathCounters, freed: &mut Vec<Packet>) {
-    for (pkt, reason) in drops.drain() {
+    for (mut pkt, reason) in drops.drain() {
         counters.drops[reason.index()] += 1;
+        pkt.meta.dropped = Some(reason);
         freed.push(pkt);
     }
 }
