@@ -235,6 +235,12 @@ pub fn render(snap: &LiveSnapshot) -> String {
             d(),
             c.corrupted,
         );
+        f.counter(
+            "xmit_batches",
+            "Batches the qdisc handed to the emulated NIC (doorbells)",
+            d(),
+            c.xmit_batches,
+        );
         for r in DropReason::ALL {
             let l = labels(&[("direction", dir.name()), ("reason", r.name())]);
             f.counter(
@@ -380,6 +386,12 @@ pub fn render(snap: &LiveSnapshot) -> String {
         "Datapath wake-ups by a readable port",
         Vec::new(),
         snap.wakeups.io,
+    );
+    f.gauge(
+        "datapath_cpu_seconds",
+        "CPU time the datapath thread has used",
+        Vec::new(),
+        snap.wakeups.cpu_ns as f64 / 1e9,
     );
     for (port, c) in [("left", &snap.left_port), ("right", &snap.right_port)] {
         let p = || labels(&[("port", port)]);
@@ -764,6 +776,7 @@ mod tests {
                 total: 7,
                 timer: 3,
                 io: 4,
+                cpu_ns: 5_000_000,
             },
             left_port: PortCounters {
                 rx_frames: 5,
@@ -836,6 +849,7 @@ mod tests {
             2e-6
         );
         assert_eq!(value(&s, "bloatbox_timer_wakeups_total"), 3.0);
+        assert_eq!(value(&s, "bloatbox_datapath_cpu_seconds"), 0.005);
         assert_eq!(
             value(&s, "bloatbox_port_rx_frames_total{port=\"left\"}"),
             5.0
