@@ -207,14 +207,29 @@ pub(crate) struct HarnessLink {
 }
 
 /// Brings the link of `cfg` up as `up` does, without signals or the TUI;
-/// `realtime` as `UpOptions::realtime`.
-pub(crate) fn start_link(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<HarnessLink> {
+/// `realtime` as `UpOptions::realtime`; with `rootless`, in anonymous
+/// namespaces (`crate::rootless::up`).
+pub(crate) fn start_link(
+    cfg: &Config,
+    realtime: Option<u8>,
+    rootless: Option<crate::rootless::Backend>,
+) -> anyhow::Result<HarnessLink> {
     let mut setup = setup(cfg)?;
     setup.datapath.realtime_priority = realtime;
-    netns::require_privileges()?;
     let bridge = build_bridge(cfg)?;
-    let (guard, left, right) = setup.topology.up()?;
-    let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
+    let (guard, left, right): (
+        _,
+        Box<dyn crate::port::FramePort>,
+        Box<dyn crate::port::FramePort>,
+    ) = match rootless {
+        Some(backend) => crate::rootless::up(&setup.topology, backend)?,
+        None => {
+            netns::require_privileges()?;
+            let (guard, left, right) = setup.topology.up()?;
+            (guard, Box::new(left), Box::new(right))
+        }
+    };
+    let datapath = Datapath::spawn(bridge, left, right, setup.datapath)?;
     let control = ControlServer::start(
         &setup.control_socket,
         datapath.snapshots(),
