@@ -115,21 +115,33 @@ impl TapPort {
     /// txqueuelen set; it is left down (moving it to another namespace downs
     /// it anyway).
     pub fn create(spec: &TapSpec) -> io::Result<TapPort> {
-        let dev = tun_rs::DeviceBuilder::new()
+        Self::build(spec, true)
+    }
+
+    /// As `create`, but leaves txqueuelen at the kernel's default: inside a
+    /// user namespace the ioctl that sets it (SIOCSIFTXQLEN) is refused, so
+    /// set it by netlink instead (`ip link set DEV txqueuelen N`).
+    pub fn create_in_user_namespace(spec: &TapSpec) -> io::Result<TapPort> {
+        Self::build(spec, false)
+    }
+
+    fn build(spec: &TapSpec, set_txqueuelen: bool) -> io::Result<TapPort> {
+        let mut builder = tun_rs::DeviceBuilder::new()
             .name(spec.name.clone())
             .layer(tun_rs::Layer::L2)
             .packet_information(false)
             .mtu(spec.mtu)
             .mac_addr(spec.mac)
-            .tx_queue_len(spec.txqueuelen)
-            .enable(false)
-            .build_sync()
-            .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("creating TAP device {:?}: {e}", spec.name),
-                )
-            })?;
+            .enable(false);
+        if set_txqueuelen {
+            builder = builder.tx_queue_len(spec.txqueuelen);
+        }
+        let dev = builder.build_sync().map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("creating TAP device {:?}: {e}", spec.name),
+            )
+        })?;
         // SAFETY: `into_raw_fd` hands over the open TAP descriptor and gives
         // up ownership, so this OwnedFd is its only owner.
         let fd = unsafe { OwnedFd::from_raw_fd(dev.into_raw_fd()) };

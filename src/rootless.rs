@@ -336,11 +336,20 @@ fn set_up_side(
     let spec = &side.tap;
     let dev = spec.name.as_str();
     let port: Box<dyn FramePort> = match hub {
-        None => Box::new(
-            ns.enter(|| TapPort::create(spec))
+        None => {
+            let port = ns
+                .enter(|| TapPort::create_in_user_namespace(spec))
                 .and_then(|r| r)
-                .map_err(io_err(format!("creating TAP {dev:?}")))?,
-        ),
+                .map_err(io_err(format!("creating TAP {dev:?}")))?;
+            ns.ip(&[
+                "link",
+                "set",
+                dev,
+                "txqueuelen",
+                &spec.txqueuelen.to_string(),
+            ])?;
+            Box::new(port)
+        }
         Some(hub) => {
             let mtu = spec.mtu.to_string();
             let mac = spec
