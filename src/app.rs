@@ -217,11 +217,7 @@ pub(crate) fn start_link(
     let mut setup = setup(cfg)?;
     setup.datapath.realtime_priority = realtime;
     let bridge = build_bridge(cfg)?;
-    let (guard, left, right): (
-        _,
-        Box<dyn crate::port::FramePort>,
-        Box<dyn crate::port::FramePort>,
-    ) = match rootless {
+    let (guard, left, right): crate::rootless::LinkPorts = match rootless {
         Some(backend) => crate::rootless::up(&setup.topology, backend)?,
         None => {
             netns::require_privileges()?;

@@ -279,15 +279,15 @@ impl Namespaces {
     }
 }
 
+/// A link's guard and its (left, right) ports.
+pub type LinkPorts = (LinkGuard, Box<dyn FramePort>, Box<dyn FramePort>);
+
 /// Creates both sides of `topo` in anonymous namespaces with ports of
 /// `backend`. The namespace names of `topo` are not used (only its
 /// interface names, MTU, MAC, txqueuelen and addresses). Needs
 /// CAP_SYS_ADMIN and CAP_NET_ADMIN in this process's user namespace (see
 /// `ensure_namespace_admin`). On error everything made so far goes away.
-pub fn up(
-    topo: &Topology,
-    backend: Backend,
-) -> Result<(LinkGuard, Box<dyn FramePort>, Box<dyn FramePort>), NetnsError> {
+pub fn up(topo: &Topology, backend: Backend) -> Result<LinkPorts, NetnsError> {
     crate::netns::require_privileges().map_err(|e| {
         rootless_err(format!(
             "{e}; a rootless link needs a user namespace first (bloatbox run --rootless \
@@ -588,5 +588,65 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(ns.pids().is_empty());
+    }
+
+    #[test]
+    fn packet_port_reads_what_the_peer_sends_and_not_its_own_frames() {
+        if crate::netns::require_privileges().is_err() {
+            eprintln!("skipped: needs CAP_SYS_ADMIN and CAP_NET_ADMIN (root or `unshare -Ur`)");
+            return;
+        }
+        let ns = AnonNetns::new().unwrap();
+        ns.ip(&[
+            "link", "add", "bbpa", "type", "veth", "peer", "name", "bbpb",
+        ])
+        .unwrap();
+        for dev in ["bbpa", "bbpb"] {
+            ns.enter(|| std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1"))
+                .unwrap()
+                .unwrap();
+            ns.ip(&["link", "set", dev, "up"]).unwrap();
+        }
+        // `a` and `other` on one end, `b` on the peer.
+        let (mut a, mut other, mut b) = ns
+            .enter(|| {
+                Ok::<_, io::Error>((
+                    PacketPort::bind("bbpa")?,
+                    PacketPort::bind("bbpa")?,
+                    PacketPort::bind("bbpb")?,
+                ))
+            })
+            .unwrap()
+            .unwrap();
+        let mut frame = [0u8; 60];
+        frame[..6].copy_from_slice(&[0xff; 6]);
+        frame[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 7]);
+        frame[12..14].copy_from_slice(&[0x88, 0xb5]); // local experimental ethertype
+        let mut buf = [0u8; 2048];
+        let wait_for = |port: &mut PacketPort, buf: &mut [u8]| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+            loop {
+                if let Some(n) = port.recv(buf).unwrap() {
+                    return n;
+                }
+                assert!(std::time::Instant::now() < deadline, "nothing arrived");
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        };
+        frame[14] = 1;
+        other.send(&frame).unwrap();
+        let n = wait_for(&mut b, &mut buf);
+        assert_eq!(&buf[..n], &frame[..]);
+        assert_eq!(
+            a.recv(&mut buf).unwrap(),
+            None,
+            "frames bbpa sends are not read"
+        );
+        frame[14] = 2;
+        b.send(&frame).unwrap();
+        let n = wait_for(&mut a, &mut buf);
+        assert_eq!(&buf[..n], &frame[..], "frames bbpa receives are");
+        assert_eq!((other.counters().tx_frames, a.counters().rx_frames), (1, 1));
+        assert!(ns.enter(|| PacketPort::bind("bbp-none")).unwrap().is_err());
     }
 }

@@ -385,3 +385,53 @@ fn ping_summary_parses() {
     assert_eq!(ping_min_rtt_ms(out), Some(40.506));
     assert_eq!(ping_min_rtt_ms("no summary"), None);
 }
+
+/// The Rust guard in rootless mode, in this (root) process: no names,
+/// commands and closures in the link's namespaces, teardown by descriptor.
+#[test]
+fn rootless_link_guard_runs_commands_and_closures_in_its_namespaces() {
+    use bloatbox::harness::{Backend, Link, Proto, Side};
+    require!("ping");
+    let link = Link::builder()
+        .set("link.delay=5ms")
+        .rootless(Backend::Veth)
+        .up()
+        .unwrap();
+    let namespaces = link.rootless().expect("a rootless link");
+    assert_eq!(namespaces.backend(), Backend::Veth);
+    assert_nothing_named(link.name());
+    let peer = link.endpoint(Side::Right).ipv4.addr.to_string();
+    let out = link
+        .command(Side::Left, "ping")
+        .args(["-c", "2", "-i", "0.2", "-W", "2", &peer])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let min = ping_min_rtt_ms(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    assert!(min >= 10.0, "RTT {min} ms under twice the 5 ms delay");
+    let listener = link
+        .run_in(Side::Right, || std::net::TcpListener::bind("0.0.0.0:7001"))
+        .unwrap()
+        .unwrap();
+    assert!(link.is_listening(Side::Right, 7001, Proto::Tcp).unwrap());
+    assert!(!link.is_listening(Side::Left, 7001, Proto::Tcp).unwrap());
+    let right_ns = format!("net:[{}]", namespaces.side(Side::Right).inode());
+    let mut sleeper = link
+        .command(Side::Right, "sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    assert_eq!(processes_in(&right_ns), vec![sleeper.id().to_string()]);
+    drop(listener);
+    let stats = link.shutdown().unwrap();
+    assert!(
+        stats
+            .bridge
+            .path(bloatbox::bridge::Dir::LeftToRight)
+            .counters
+            .frames_out
+            >= 2
+    );
+    assert!(!sleeper.wait().unwrap().success(), "killed at shutdown");
+    assert_eq!(wait_until_empty(&right_ns), Vec::<String>::new());
+}
