@@ -435,3 +435,68 @@ fn rootless_link_guard_runs_commands_and_closures_in_its_namespaces() {
     assert!(!sleeper.wait().unwrap().success(), "killed at shutdown");
     assert_eq!(wait_until_empty(&right_ns), Vec::<String>::new());
 }
+
+/// The control socket of a rootless run answers `bloatbox stats` and
+/// `bloatbox tc` run by the same user from outside its user namespace.
+#[test]
+fn rootless_control_socket_answers_from_outside_the_user_namespace() {
+    require!();
+    let dir = shared_dir();
+    let socket = dir.path().join("c.sock");
+    let config = dir.path().join("c.toml");
+    let done = dir.path().join("done");
+    std::fs::write(
+        &config,
+        format!("[daemon]\ncontrol_socket = \"{}\"\n", socket.display()),
+    )
+    .unwrap();
+    let mut run = as_nobody()
+        .arg(BIN)
+        .args(["run", "--name", &unique_name(), "--rootless"])
+        .arg(format!("--set=daemon.control_socket={}", socket.display()))
+        .arg("--left")
+        .arg(format!(
+            "ping -c 2 -i 0.2 -q $BLOATBOX_PEER_V4 >/dev/null; \
+             while [ ! -e {} ]; do sleep 0.05; done",
+            done.display()
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let client = |sub: &str, args: &[&str]| {
+        as_nobody()
+            .args([BIN, sub, "-c"])
+            .arg(&config)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let deadline = Instant::now() + RUN_LIMIT;
+    let stats = loop {
+        let out = client("stats", &["--json"]);
+        let ok = out.status.success()
+            && String::from_utf8_lossy(&out.stdout).contains("\"frames_out\":2");
+        if ok || Instant::now() > deadline || run.try_wait().unwrap().is_some() {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let tc = client("tc", &["qdisc", "show", "dev", "left"]);
+    std::fs::write(&done, "").unwrap();
+    let status = run.wait().unwrap();
+    assert!(status.success(), "the run: {status}");
+    assert!(stats.status.success(), "{}", text(&stats));
+    assert!(
+        String::from_utf8_lossy(&stats.stdout).contains("\"frames_out\":2"),
+        "two pings went left to right: {}",
+        text(&stats)
+    );
+    assert!(tc.status.success(), "{}", text(&tc));
+    assert!(
+        String::from_utf8_lossy(&tc.stdout).contains("qdisc "),
+        "{}",
+        text(&tc)
+    );
+}

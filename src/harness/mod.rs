@@ -237,8 +237,10 @@ impl LinkBuilder {
     pub fn up(self) -> Result<Link, HarnessError> {
         let (cfg, name) = self.resolve()?;
         if self.rootless.is_some() {
-            if let Some(dir) = cfg.control_socket().parent() {
-                crate::rootless::prepare_private_dir(dir)
+            // The default place, in a shared /tmp perhaps: made private.
+            let dir = crate::rootless::control_socket_dir();
+            if cfg.control_socket().parent() == Some(dir.as_path()) {
+                crate::rootless::prepare_private_dir(&dir)
                     .map_err(|e| HarnessError::Up(e.into()))?;
             }
         } else if self.name.is_none() {
