@@ -64,6 +64,8 @@ impl Backend {
 }
 
 const TUN_DEVICE: &str = "/dev/net/tun";
+/// Longest wait for a device's carrier and qdisc after `ip link set up`.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// /dev/net/tun opens for reading and writing.
 pub fn tun_is_usable() -> bool {
@@ -225,6 +227,32 @@ impl AnonNetns {
             .command("ip")
             .map_err(io_err("duplicating a namespace descriptor"))?;
         run_ip(cmd, args)
+    }
+
+    /// Waits until `dev` has its carrier and its qdisc: the kernel attaches
+    /// the qdisc asynchronously once the carrier is on (for a veth, when both
+    /// ends are up), and until then the `noop` qdisc drops every frame sent.
+    fn wait_until_ready(&self, dev: &str) -> Result<(), NetnsError> {
+        let deadline = std::time::Instant::now() + READY_TIMEOUT;
+        loop {
+            let out = self
+                .command("ip")
+                .map_err(io_err("duplicating a namespace descriptor"))?
+                .args(["-o", "link", "show", "dev", dev])
+                .output()
+                .map_err(io_err(format!("running `ip -o link show dev {dev}`")))?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            if text.contains("LOWER_UP") && !text.contains("qdisc noop") {
+                return Ok(());
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(rootless_err(format!(
+                    "{dev} has no carrier or qdisc {READY_TIMEOUT:?} after it was set up: {}",
+                    text.trim()
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 
     /// A path naming this namespace to a child process (`ip ... netns PATH`).
@@ -414,6 +442,10 @@ fn set_up_side(
         }
     }
     ns.ip(&["link", "set", dev, "up"])?;
+    ns.wait_until_ready(dev)?;
+    if let Some(hub) = hub {
+        hub.wait_until_ready(dev)?;
+    }
     Ok(port)
 }
 
@@ -606,6 +638,9 @@ mod tests {
                 .unwrap()
                 .unwrap();
             ns.ip(&["link", "set", dev, "up"]).unwrap();
+        }
+        for dev in ["bbpa", "bbpb"] {
+            ns.wait_until_ready(dev).unwrap();
         }
         // `a` and `other` on one end, `b` on the peer.
         let (mut a, mut other, mut b) = ns
