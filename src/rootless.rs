@@ -20,7 +20,10 @@
 //!   their checksums computed, as they would from a TAP.
 //!
 //! Addresses, MTU, MAC and txqueuelen are set as `Topology::up` sets them,
-//! by `ip` run inside the namespace. Nothing is named in /run/netns: the
+//! by `ip` run inside the namespace (txqueuelen by netlink: the ioctl for it
+//! needs CAP_NET_ADMIN in the initial user namespace). The link counts as up
+//! once every device has its carrier and qdisc (until the kernel attaches
+//! the qdisc, frames sent are dropped). Nothing is named in /run/netns: the
 //! namespaces live as long as the descriptors in `Namespaces` (or a process
 //! inside them), so everything disappears when the process exits, and
 //! `bloatbox exec`/`down` cannot reach them from outside.
@@ -299,11 +302,6 @@ impl Namespaces {
             Side::Left => &self.left,
             Side::Right => &self.right,
         }
-    }
-
-    /// The veth backend's hub namespace.
-    pub fn hub(&self) -> Option<&AnonNetns> {
-        self.hub.as_ref()
     }
 }
 
