@@ -598,6 +598,19 @@ mod tests {
     }
 
     #[test]
+    fn a_process_with_threads_is_told_to_enter_first() {
+        // Kept from ever succeeding: with one thread it would move the
+        // whole test process into a user namespace.
+        let spare = std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_secs(1)));
+        let e = enter_user_namespace().unwrap_err().to_string();
+        assert!(
+            e.contains("several threads") && e.contains("unshare -Ur"),
+            "{e}"
+        );
+        spare.join().unwrap();
+    }
+
+    #[test]
     fn anonymous_namespace_runs_code_and_ip_inside_and_vanishes() {
         if crate::netns::require_privileges().is_err() {
             eprintln!("skipped: needs CAP_SYS_ADMIN and CAP_NET_ADMIN (root or `unshare -Ur`)");
