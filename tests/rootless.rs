@@ -361,7 +361,13 @@ fn rootless_link_disappears_with_the_run_even_after_sigkill() {
     let ns_file = dir.path().join("ns-killed");
     let mut child = as_nobody()
         .arg(BIN)
-        .args(["run", "--name", &name, "--rootless", "--left"])
+        .args(["run", "--name", &name, "--rootless"])
+        // A SIGKILLed run cannot remove its socket: keep it in `dir`.
+        .arg(format!(
+            "--set=daemon.control_socket={}",
+            dir.path().join("k.sock").display()
+        ))
+        .arg("--left")
         .arg(format!(
             "readlink /proc/self/ns/net > {}.tmp && mv {0}.tmp {0}; exec sleep 300",
             ns_file.display()
