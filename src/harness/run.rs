@@ -192,10 +192,17 @@ impl Proc {
         if rootless {
             // Nothing named outlives the run: the commands die with it even
             // when it is SIGKILLed, and with them the last namespace users.
-            // SAFETY: prctl only, async-signal-safe, between fork and exec.
+            let parent = nix::unistd::getpid();
+            // SAFETY: prctl and getppid only, async-signal-safe, between
+            // fork and exec.
             unsafe {
-                cmd.pre_exec(|| {
-                    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)
+                cmd.pre_exec(move || {
+                    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+                    // The run died before the signal was armed.
+                    if nix::unistd::getppid() != parent {
+                        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+                    }
+                    Ok(())
                 });
             }
         }
