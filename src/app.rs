@@ -255,19 +255,27 @@ pub(crate) struct HarnessLink {
 }
 
 /// Brings the link of `cfg` up as `up` does, without signals or the TUI;
-/// `realtime` and `capture` as in `UpOptions`.
+/// `realtime` and `capture` as in `UpOptions`; with `rootless`, in anonymous
+/// namespaces (`crate::rootless::up`).
 pub(crate) fn start_link(
     cfg: &Config,
     realtime: Option<u8>,
     capture: Option<&crate::capture::CaptureSpec>,
+    rootless: Option<crate::rootless::Backend>,
 ) -> anyhow::Result<HarnessLink> {
     let mut setup = setup(cfg)?;
     setup.datapath.realtime_priority = realtime;
-    netns::require_privileges()?;
     let mut bridge = build_bridge(cfg)?;
     let capture = attach_capture(&mut bridge, capture)?;
-    let (guard, left, right) = setup.topology.up()?;
-    let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
+    let (guard, left, right): crate::rootless::LinkPorts = match rootless {
+        Some(backend) => crate::rootless::up(&setup.topology, backend)?,
+        None => {
+            netns::require_privileges()?;
+            let (guard, left, right) = setup.topology.up()?;
+            (guard, Box::new(left), Box::new(right))
+        }
+    };
+    let datapath = Datapath::spawn(bridge, left, right, setup.datapath)?;
     let control = ControlServer::start(
         &setup.control_socket,
         datapath.snapshots(),

@@ -38,7 +38,8 @@
 //! (FramePort: TAP or socketpair), `netns` (namespaces and cleanup),
 //! `datapath` (the live driver thread), `control` (the daemon's socket),
 //! `app` (the command-line subcommands), `harness` (the `Link` guard for
-//! test suites and `bloatbox run`),
+//! test suites and `bloatbox run`), `rootless` (links in a user namespace,
+//! for unprivileged users),
 //! `app` (the command-line subcommands), `load` (TCP/UDP_RR/ICMP generators
 //! and the RRUL-like test), `experiment` (`bloatbox test`/`demo`: runs over
 //! configs, comparison table, JSON, SVG plots),
@@ -60,6 +61,7 @@ pub mod netns;
 pub mod packet;
 pub mod port;
 pub mod qdisc;
+pub mod rootless;
 pub mod sim;
 pub mod tc;
 pub mod time;

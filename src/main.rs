@@ -63,7 +63,7 @@ enum Cmd {
     },
     /// Bring up a link of its own (unique names), run a server on the right,
     /// wait until it is ready, run a command on the left, exit with its code
-    /// and tear everything down (needs root).
+    /// and tear everything down (needs root, or --rootless).
     Run(Box<bloatbox::harness::run::RunArgs>),
     /// Latency under load: for each config, bring the link up, run the
     /// RRUL-like test (TCP flows each way, ping and UDP_RR throughout), tear
