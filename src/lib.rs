@@ -34,6 +34,7 @@
 //! (two paths), `tc` (tc command front end and `tc -s -d show` printer),
 //! `config` (TOML schema and validation), `sim` (simulator), `port`
 //! (FramePort: TAP or socketpair), `netns` (namespaces and cleanup),
+//! `privilege` (per-thread capabilities: what each thread keeps after set-up),
 //! `datapath` (the live driver thread), `control` (the daemon's socket),
 //! `app` (the command-line subcommands), `harness` (the `Link` guard for
 //! test suites and `bloatbox run`),
@@ -54,6 +55,7 @@ pub mod load;
 pub mod netns;
 pub mod packet;
 pub mod port;
+pub mod privilege;
 pub mod qdisc;
 pub mod sim;
 pub mod tc;

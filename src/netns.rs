@@ -83,6 +83,10 @@ impl LinkGuard {
 impl Drop for LinkGuard {
     fn drop(&mut self) {
         for ns in self.namespaces.drain(..).rev() {
+            if !netns_exists(&ns) {
+                tracing::info!(netns = %ns, "network namespace already removed");
+                continue;
+            }
             match ip(&["netns", "del", &ns]) {
                 Ok(()) => tracing::info!(netns = %ns, "removed network namespace"),
                 Err(e) => tracing::warn!(netns = %ns, "cleanup: {e}"),
@@ -143,7 +147,8 @@ fn ip(args: &[&str]) -> Result<(), NetnsError> {
     }
 }
 
-fn netns_exists(name: &str) -> bool {
+/// A named network namespace of that name exists (in /run/netns).
+pub fn netns_exists(name: &str) -> bool {
     FsPath::new(NETNS_RUN_DIR).join(name).exists()
 }
 
