@@ -187,6 +187,8 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = TerminationSignals::block()?;
     let (guard, left, right) = setup.topology.up()?;
+    // The TAPs are open: the socket is created with the user's own rights.
+    privilege::lower_children_only()?;
     let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
     let control = ControlServer::start(
         &setup.control_socket,

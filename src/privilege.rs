@@ -34,9 +34,11 @@ pub const TEARDOWN: [Capability; 3] = [
 /// CAP_DAC_OVERRIDE), moving and configuring links (CAP_NET_ADMIN).
 pub const CHILDREN: [Capability; 3] = TEARDOWN;
 
-/// Of `CHILDREN`, what bloatbox itself never uses: without root it stays
-/// out of the daemon's effective set, so that the daemon's own file
-/// operations (the control socket) are checked against its user.
+/// Of `CHILDREN`, what bloatbox itself needs only to open /dev/net/tun
+/// where that is root's (mode 0600): without root, `lower_children_only`
+/// takes it out of the effective set once the TAPs are open, so that the
+/// daemon's own file operations (the control socket) are checked against
+/// its user.
 pub const CHILDREN_ONLY: [Capability; 1] = [Capability::CAP_DAC_OVERRIDE];
 
 /// A capability operation that failed, naming it.
@@ -117,9 +119,8 @@ pub fn keep_only(keep: &[Capability]) -> Result<(), PrivilegeError> {
 }
 
 /// Without root: raises those of `wanted` that the thread has permitted as
-/// inheritable and ambient, so that the programs it runs (`ip`) get them,
-/// and lowers `CHILDREN_ONLY` from its own effective set; returns the ones
-/// missing from the permitted set. As root it does nothing: root's
+/// inheritable and ambient, so that the programs it runs (`ip`) get them;
+/// returns the ones missing from the permitted set. As root it does nothing: root's
 /// children get the bounding set.
 pub fn pass_to_children(wanted: &[Capability]) -> Result<Vec<Capability>, PrivilegeError> {
     if nix::unistd::geteuid().is_root() {
@@ -138,11 +139,21 @@ pub fn pass_to_children(wanted: &[Capability]) -> Result<Vec<Capability>, Privil
         caps::raise(None, CapSet::Ambient, cap)
             .map_err(fail(format!("raising {cap} as an ambient capability")))?;
     }
+    Ok(missing)
+}
+
+/// Without root: lowers `CHILDREN_ONLY` from the calling thread's
+/// effective set; it stays permitted, inheritable and ambient for the `ip`
+/// children. As root it does nothing.
+pub fn lower_children_only() -> Result<(), PrivilegeError> {
+    if nix::unistd::geteuid().is_root() {
+        return Ok(());
+    }
     for cap in CHILDREN_ONLY {
         caps::drop(None, CapSet::Effective, cap)
             .map_err(fail(format!("lowering {cap} from the effective set")))?;
     }
-    Ok(missing)
+    Ok(())
 }
 
 /// The effective capability mask of one thread of this process (`CapEff`

@@ -100,7 +100,7 @@ struct Daemon {
     socket: PathBuf,
     log: PathBuf,
     bin: PathBuf,
-    dir: tempfile::TempDir,
+    _dir: tempfile::TempDir,
 }
 
 impl Daemon {
@@ -155,7 +155,7 @@ impl Daemon {
             socket,
             log: dir.path().join("daemon.log"),
             bin,
-            dir,
+            _dir: dir,
         }
     }
 
@@ -197,15 +197,18 @@ impl Daemon {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// `bloatbox ARGS... -c CONFIG` as root.
+    /// `bloatbox SUBCOMMAND -c CONFIG ARGS...` as root.
     fn cli(&self, args: &[&str]) -> Output {
         self.cli_as(None, args)
     }
 
-    /// `bloatbox ARGS... -c CONFIG`, as `user` if given.
+    /// `bloatbox SUBCOMMAND -c CONFIG ARGS...`, as `user` if given.
     fn cli_as(&self, user: Option<u32>, args: &[&str]) -> Output {
         let mut cmd = Command::new(&self.bin);
-        cmd.args(args).arg("-c").arg(&self.config);
+        cmd.arg(args[0])
+            .arg("-c")
+            .arg(&self.config)
+            .args(&args[1..]);
         if let Some(uid) = user {
             cmd.uid(uid).gid(uid);
         }

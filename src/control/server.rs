@@ -215,6 +215,13 @@ fn serve_client(stream: UnixStream, shared: &Shared) -> io::Result<()> {
     stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
     let mut out = &stream;
     if !peer_allowed(&stream, shared.uid)? {
+        // The refusal is the reply to the first request, read (bounded) and
+        // ignored: a reply sent before the client has written would make
+        // its write fail (EPIPE) and hide the reason.
+        let mut first = Vec::new();
+        let _ = BufReader::new(&stream)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut first);
         writeln!(
             out,
             "{}",
