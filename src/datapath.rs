@@ -755,6 +755,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_errors_saying_the_port_is_gone_end_the_loop_on_write() {
+        use nix::errno::Errno;
+        let err = |e: Errno| io::Error::from_raw_os_error(e as i32);
+        for gone in [
+            Errno::EBADFD,
+            Errno::ENODEV,
+            Errno::EPIPE,
+            Errno::ECONNRESET,
+        ] {
+            assert!(port_gone(&err(gone)), "{gone}");
+        }
+        // A TAP that is down refuses writes with EIO; a bad frame, EINVAL.
+        for transient in [Errno::EIO, Errno::EINVAL, Errno::EMSGSIZE] {
+            assert!(!port_gone(&err(transient)), "{transient}");
+        }
+        let failed = DatapathError::PortFailed {
+            port: "right",
+            op: "reading frames",
+            source: err(Errno::EBADFD),
+        };
+        let msg = failed.to_string();
+        assert!(
+            msg.starts_with("the right port failed while reading frames"),
+            "{msg}"
+        );
+        assert!(msg.contains("the TAP was deleted"), "{msg}");
+        let closed = DatapathError::PortFailed {
+            port: "left",
+            op: "waiting for frames",
+            source: io::ErrorKind::BrokenPipe.into(),
+        };
+        assert!(closed.to_string().contains("the other end closed it"));
+    }
+
+    #[test]
     fn directions_map_to_the_opposite_port() {
         assert_eq!(port_towards(dir_from(0)), 1);
         assert_eq!(port_towards(dir_from(1)), 0);

@@ -17,9 +17,9 @@
 //!
 //! | thread   | owns                                         | runtime |
 //! |----------|----------------------------------------------|---------|
-//! | datapath | the Bridge, both ports, buffer pool, timerfd | plain thread, timer slack 1 ns, optional SCHED_FIFO |
-//! | control  | the Unix socket                              | blocking thread |
-//! | main     | config, set-up, signals (signalfd), then the TUI or a headless wait, tear-down | synchronous |
+//! | datapath | the Bridge, both ports, buffer pool, timerfd | plain thread, timer slack 1 ns, optional SCHED_FIFO, no capabilities |
+//! | control  | the Unix socket                              | blocking threads, no capabilities |
+//! | main     | config, set-up, signals (signalfd), then the TUI or a headless wait, tear-down | synchronous; after set-up only what `ip netns del` needs |
 //!
 //! The datapath shares no lock with anyone in its hot path: it drains a
 //! bounded command queue (eventfd) at the top of each loop and publishes a

@@ -168,14 +168,13 @@ pub fn thread_effective(tid: i32) -> io::Result<u64> {
         .ok_or_else(|| io::Error::other(format!("{path} has no CapEff line")))
 }
 
-/// The calling thread's kernel thread id.
-pub fn current_tid() -> i32 {
-    nix::unistd::gettid().as_raw()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn current_tid() -> i32 {
+        nix::unistd::gettid().as_raw()
+    }
 
     /// Runs `f` on a fresh thread, so that dropping capabilities there
     /// leaves the test runner's threads alone.
