@@ -19,6 +19,7 @@ use crate::link::LinkParams;
 use crate::link::Path as LinkPath;
 use crate::netns::{self, SideSpec, TerminationSignals, Topology};
 use crate::port::TapSpec;
+use crate::privilege;
 use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::tc::Dev;
 use crate::time::{Instant, NS_PER_SEC, NS_PER_US};
@@ -114,6 +115,57 @@ fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
     ))
 }
 
+/// Checks that set-up can run and, without root (file capabilities), hands
+/// the capabilities to the `ip` commands it runs (see `privilege`). Only
+/// `up` and `down` do the latter: the harness runs the user's commands,
+/// which must not inherit them.
+fn prepare_privileges() -> anyhow::Result<()> {
+    netns::require_privileges()?;
+    let missing = privilege::pass_to_children(&privilege::CHILDREN)?;
+    if !missing.is_empty() {
+        let names: Vec<String> = missing.iter().map(|c| c.to_string()).collect();
+        tracing::warn!(
+            "without root and without {}, `ip netns add`/`del` can only work if /run/netns \
+             is writable by this user (see README, \"Running without full root\")",
+            names.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Why the link must stop on its own: a namespace of the topology that
+/// was deleted under the daemon.
+fn vanished_namespace(topo: &Topology) -> Option<String> {
+    [&topo.left, &topo.right]
+        .into_iter()
+        .find(|side| !netns::netns_exists(&side.netns))
+        .map(|side| {
+            format!(
+                "network namespace {:?} was deleted under the daemon",
+                side.netns
+            )
+        })
+}
+
+/// The datapath's error, with the TAP and namespace behind a failed port.
+fn explain_datapath_error(e: crate::datapath::DatapathError, topo: &Topology) -> anyhow::Error {
+    match &e {
+        crate::datapath::DatapathError::PortFailed { port, .. } => {
+            let side = if *port == "left" {
+                &topo.left
+            } else {
+                &topo.right
+            };
+            anyhow::anyhow!(
+                "{e}; that port is TAP {:?} in network namespace {:?}",
+                side.tap.name,
+                side.netns
+            )
+        }
+        _ => e.into(),
+    }
+}
+
 /// How `bloatbox up` runs once the link is up.
 #[derive(Clone, Debug, Default)]
 pub struct UpOptions {
@@ -148,18 +200,23 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     let cfg = load(config)?;
     let mut setup = setup(&cfg)?;
     setup.datapath.realtime_priority = opts.realtime;
-    netns::require_privileges()?;
+    prepare_privileges()?;
     let mut bridge = build_bridge(&cfg)?;
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = TerminationSignals::block()?;
     let capture = attach_capture(&mut bridge, opts.capture.as_ref())?;
     let (guard, left, right) = setup.topology.up()?;
+    // The TAPs are open: the socket is created with the user's own rights.
+    privilege::lower_children_only()?;
     let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
     let control = ControlServer::start(
         &setup.control_socket,
         datapath.snapshots(),
         Some(datapath.commander()),
     )?;
+    // The datapath and control threads dropped theirs; this thread only
+    // has the tear-down left to do.
+    privilege::keep_only(&privilege::TEARDOWN)?;
     let metrics_server = match opts.metrics_listen {
         Some((addr, remote)) => {
             let server = crate::metrics::MetricsServer::start(addr, remote, datapath.snapshots())?;
@@ -188,7 +245,10 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
         Some(
             std::thread::Builder::new()
                 .name("bloatbox-tui".into())
-                .spawn(move || crate::tui::run(&mut local, hz))?,
+                .spawn(move || {
+                    privilege::drop_all()?;
+                    crate::tui::run(&mut local, hz)
+                })?,
         )
     } else {
         None
@@ -199,6 +259,10 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
         }
         if datapath.is_finished() {
             break "the datapath thread stopping".to_string();
+        }
+        if let Some(why) = vanished_namespace(&setup.topology) {
+            tracing::error!("{why}");
+            break why;
         }
         if tui.as_ref().is_some_and(|t| t.is_finished()) {
             break "the TUI quitting".to_string();
@@ -231,8 +295,14 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
             "capture written"
         );
     }
+    let vanished = vanished_namespace(&setup.topology);
     drop(guard);
-    let last = last?;
+    let last = match (last, vanished) {
+        (Ok(last), None) => last,
+        (Ok(_), Some(why)) => anyhow::bail!("{why}; everything else was removed"),
+        (Err(e), None) => return Err(explain_datapath_error(e, &setup.topology)),
+        (Err(e), Some(why)) => return Err(explain_datapath_error(e, &setup.topology).context(why)),
+    };
     tracing::info!(
         wakeups = last.wakeups.total,
         lateness_p99_ns = last.lateness.p99_ns,
@@ -350,7 +420,7 @@ impl Drop for LiveLink {
 pub fn down(config: Option<&Path>) -> anyhow::Result<()> {
     let cfg = load(config)?;
     let setup = setup(&cfg)?;
-    netns::require_privileges()?;
+    prepare_privileges()?;
     let removed = netns::down(&setup.topology)?;
     if removed.is_empty() {
         println!("nothing to remove");

@@ -310,7 +310,10 @@ pub fn start(spec: &CaptureSpec, offset_ns: Option<u64>) -> io::Result<(Tap, Cap
         let counters = counters.clone();
         std::thread::Builder::new()
             .name("bloatbox-capture".into())
-            .spawn(move || write_loop(files, rx, spare_tx, offset, &counters))?
+            .spawn(move || {
+                crate::privilege::drop_all_in_helper("capture");
+                write_loop(files, rx, spare_tx, offset, &counters)
+            })?
     };
     Ok((
         tap,

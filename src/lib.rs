@@ -17,11 +17,11 @@
 //!
 //! | thread   | owns                                         | runtime |
 //! |----------|----------------------------------------------|---------|
-//! | datapath | the Bridge, both ports, buffer pool, timerfd | plain thread, timer slack 1 ns, optional SCHED_FIFO |
-//! | control  | the Unix socket                              | blocking thread |
-//! | capture  | the pcapng files (optional)                  | blocking thread fed by a bounded channel; a full channel drops and counts |
-//! | metrics  | the HTTP listener or metrics file (optional) | blocking thread reading the snapshot slot |
-//! | main     | config, set-up, signals (signalfd), then the TUI or a headless wait, tear-down | synchronous |
+//! | datapath | the Bridge, both ports, buffer pool, timerfd | plain thread, timer slack 1 ns, optional SCHED_FIFO, no capabilities |
+//! | control  | the Unix socket                              | blocking threads, no capabilities |
+//! | capture  | the pcapng files (optional)                  | blocking thread fed by a bounded channel; a full channel drops and counts; no capabilities |
+//! | metrics  | the HTTP listener or metrics file (optional) | blocking thread reading the snapshot slot, no capabilities |
+//! | main     | config, set-up, signals (signalfd), then the TUI or a headless wait, tear-down | synchronous; after set-up only what `ip netns del` needs |
 //!
 //! The datapath shares no lock with anyone in its hot path: it drains a
 //! bounded command queue (eventfd) at the top of each loop and publishes a
@@ -36,6 +36,7 @@
 //! (two paths), `tc` (tc command front end and `tc -s -d show` printer),
 //! `config` (TOML schema and validation), `sim` (simulator), `port`
 //! (FramePort: TAP or socketpair), `netns` (namespaces and cleanup),
+//! `privilege` (per-thread capabilities: what each thread keeps after set-up),
 //! `datapath` (the live driver thread), `control` (the daemon's socket),
 //! `app` (the command-line subcommands), `harness` (the `Link` guard for
 //! test suites and `bloatbox run`), `rootless` (links in a user namespace,
@@ -60,6 +61,7 @@ pub mod metrics;
 pub mod netns;
 pub mod packet;
 pub mod port;
+pub mod privilege;
 pub mod qdisc;
 pub mod rootless;
 pub mod sim;

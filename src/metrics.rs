@@ -478,6 +478,7 @@ impl MetricsServer {
             std::thread::Builder::new()
                 .name("bloatbox-metrics".into())
                 .spawn(move || {
+                    crate::privilege::drop_all_in_helper("metrics");
                     for conn in listener.incoming() {
                         if stop.load(Ordering::SeqCst) {
                             return;
@@ -598,7 +599,10 @@ impl MetricsFile {
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("bloatbox-metrics-file".into())
-            .spawn(move || file_loop(&path, period, &snapshots, &rx))?;
+            .spawn(move || {
+                crate::privilege::drop_all_in_helper("metrics file");
+                file_loop(&path, period, &snapshots, &rx)
+            })?;
         Ok(MetricsFile {
             stop: Some(tx),
             thread: Some(thread),

@@ -101,6 +101,10 @@ impl LinkGuard {
 impl Drop for LinkGuard {
     fn drop(&mut self) {
         for ns in self.namespaces.drain(..).rev() {
+            if !netns_exists(&ns) {
+                tracing::info!(netns = %ns, "network namespace already removed");
+                continue;
+            }
             match ip(&["netns", "del", &ns]) {
                 Ok(()) => tracing::info!(netns = %ns, "removed network namespace"),
                 Err(e) => tracing::warn!(netns = %ns, "cleanup: {e}"),
@@ -164,7 +168,8 @@ pub(crate) fn run_ip(mut cmd: Command, args: &[&str]) -> Result<(), NetnsError> 
     }
 }
 
-fn netns_exists(name: &str) -> bool {
+/// A named network namespace of that name exists (in /run/netns).
+pub fn netns_exists(name: &str) -> bool {
     FsPath::new(NETNS_RUN_DIR).join(name).exists()
 }
 

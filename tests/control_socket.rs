@@ -437,7 +437,9 @@ fn replacing_the_root_qdisc_under_load_keeps_conservation() {
             while right.recv(&mut buf).unwrap().is_some() {
                 got += 1;
             }
-            (sent, got)
+            // The ports stay open until the datapath stops: a port whose
+            // other end closes ends the datapath with an error.
+            (sent, got, left, right)
         })
     };
     let mut c = rig.client();
@@ -461,7 +463,7 @@ fn replacing_the_root_qdisc_under_load_keeps_conservation() {
         std::thread::sleep(Duration::from_millis(40));
     }
     stop.store(true, Ordering::SeqCst);
-    let (sent, got) = sender.join().unwrap();
+    let (sent, got, _left, _right) = sender.join().unwrap();
     let snap = c.call(&Request::Snapshot).unwrap().unwrap();
     assert_conserved(&snap);
     let fin = n(&snap, "/bridge/paths/0/counters/frames_in");
