@@ -2,9 +2,9 @@
 //! namespaces and TAPs, run the datapath, the control socket and optionally
 //! the TUI until a signal or the TUI quits, then remove everything), `down`,
 //! `exec`, `check` and `stats`. `main.rs` only parses arguments and calls
-//! these. `LiveLink` is the running link itself (namespaces and TAPs,
-//! created or attached to, the datapath thread, optionally the control
-//! socket), shared by `up`, `bloatbox test` and `crate::harness`.
+//! these. `LiveLink` is a running link without signals or TUI (control
+//! socket, datapath thread, namespaces), shared by `bloatbox test` and
+//! `crate::harness`.
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +21,7 @@ use crate::link::LinkParams;
 use crate::link::Path as LinkPath;
 use crate::netns::{self, SideSpec, TerminationSignals, Topology};
 use crate::port::TapSpec;
+use crate::privilege;
 use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::tc::Dev;
 use crate::time::{Instant, NS_PER_SEC, NS_PER_US};
@@ -116,6 +117,57 @@ fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
     ))
 }
 
+/// Checks that set-up can run and, without root (file capabilities), hands
+/// the capabilities to the `ip` commands it runs (see `privilege`). Only
+/// `up` and `down` do the latter: the harness runs the user's commands,
+/// which must not inherit them.
+fn prepare_privileges() -> anyhow::Result<()> {
+    netns::require_privileges()?;
+    let missing = privilege::pass_to_children(&privilege::CHILDREN)?;
+    if !missing.is_empty() {
+        let names: Vec<String> = missing.iter().map(|c| c.to_string()).collect();
+        tracing::warn!(
+            "without root and without {}, `ip netns add`/`del` can only work if /run/netns \
+             is writable by this user (see README, \"Running without full root\")",
+            names.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Why the link must stop on its own: a namespace of the topology that
+/// was deleted under the daemon.
+fn vanished_namespace(topo: &Topology) -> Option<String> {
+    [&topo.left, &topo.right]
+        .into_iter()
+        .find(|side| !netns::netns_exists(&side.netns))
+        .map(|side| {
+            format!(
+                "network namespace {:?} was deleted under the daemon",
+                side.netns
+            )
+        })
+}
+
+/// The datapath's error, with the TAP and namespace behind a failed port.
+fn explain_datapath_error(e: crate::datapath::DatapathError, topo: &Topology) -> anyhow::Error {
+    match &e {
+        crate::datapath::DatapathError::PortFailed { port, .. } => {
+            let side = if *port == "left" {
+                &topo.left
+            } else {
+                &topo.right
+            };
+            anyhow::anyhow!(
+                "{e}; that port is TAP {:?} in network namespace {:?}",
+                side.tap.name,
+                side.netns
+            )
+        }
+        _ => e.into(),
+    }
+}
+
 /// How `bloatbox up` runs once the link is up.
 #[derive(Clone, Debug, Default)]
 pub struct UpOptions {
@@ -123,9 +175,27 @@ pub struct UpOptions {
     pub realtime: Option<u8>,
     /// Show the TUI on this terminal (the daemon stops when it quits).
     pub tui: bool,
+    /// pcapng files to capture into (`crate::capture`).
+    pub capture: Option<crate::capture::CaptureSpec>,
+    /// Serve `GET /metrics` here (`crate::metrics::MetricsServer`), and
+    /// whether a non-loopback address is allowed.
+    pub metrics_listen: Option<(std::net::SocketAddr, bool)>,
+    /// Rewrite this file with the metrics every period.
+    pub metrics_file: Option<(PathBuf, std::time::Duration)>,
     /// Attach to namespaces and persistent TAPs made beforehand (netns/up.sh)
     /// instead of creating them; they are left in place on exit.
     pub attach: bool,
+}
+
+/// Starts the capture of `spec` and installs its tap in `bridge`.
+fn attach_capture(
+    bridge: &mut Bridge,
+    spec: Option<&crate::capture::CaptureSpec>,
+) -> anyhow::Result<Option<crate::capture::CaptureWriter>> {
+    let Some(spec) = spec else { return Ok(None) };
+    let (tap, writer) = crate::capture::start(spec, None)?;
+    bridge.set_capture(tap);
+    Ok(Some(writer))
 }
 
 /// `bloatbox up`: runs until SIGINT/SIGTERM/SIGHUP, until the TUI quits or
@@ -133,31 +203,61 @@ pub struct UpOptions {
 /// error and on panic, through the guards' Drop).
 pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     let cfg = load(config)?;
+    let mut setup = setup(&cfg)?;
+    setup.datapath.realtime_priority = opts.realtime;
+    prepare_privileges()?;
+    let mut bridge = build_bridge(&cfg)?;
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = TerminationSignals::block()?;
-    let link = LiveLink::start_with(
-        &cfg,
-        &LinkOptions {
-            realtime: opts.realtime,
-            control: true,
-            attach: opts.attach,
-        },
+    let capture = attach_capture(&mut bridge, opts.capture.as_ref())?;
+    let (guard, left, right) = if opts.attach {
+        setup.topology.attach()?
+    } else {
+        setup.topology.up()?
+    };
+    // The TAPs are open: the socket is created with the user's own rights.
+    privilege::lower_children_only()?;
+    let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
+    let control = ControlServer::start(
+        &setup.control_socket,
+        datapath.snapshots(),
+        Some(datapath.commander()),
     )?;
+    // The datapath and control threads dropped theirs; this thread only
+    // has the tear-down left to do.
+    privilege::keep_only(&privilege::TEARDOWN)?;
+    let metrics_server = match opts.metrics_listen {
+        Some((addr, remote)) => {
+            let server = crate::metrics::MetricsServer::start(addr, remote, datapath.snapshots())?;
+            tracing::info!("metrics at http://{}/metrics", server.local_addr());
+            Some(server)
+        }
+        None => None,
+    };
+    let metrics_file = match &opts.metrics_file {
+        Some((path, period)) => Some(crate::metrics::MetricsFile::start(
+            path,
+            *period,
+            datapath.snapshots(),
+        )?),
+        None => None,
+    };
     tracing::info!(
-        left = %cfg.left.namespace,
-        right = %cfg.right.namespace,
-        control = %link.control_socket().display(),
-        attached = opts.attach,
+        left = %setup.topology.left.netns,
+        right = %setup.topology.right.netns,
+        control = %setup.control_socket.display(),
         "link up; stop with Ctrl-C (try `bloatbox exec left -- ping ...`)"
     );
-    let datapath = link.datapath();
     let tui = if opts.tui {
-        let mut local = LocalControl::new(datapath);
+        let mut local = LocalControl::new(&datapath);
         let hz = cfg.daemon.snapshot_hz;
         Some(
             std::thread::Builder::new()
                 .name("bloatbox-tui".into())
-                .spawn(move || crate::tui::run(&mut local, hz))?,
+                .spawn(move || {
+                    privilege::drop_all()?;
+                    crate::tui::run(&mut local, hz)
+                })?,
         )
     } else {
         None
@@ -168,6 +268,10 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
         }
         if datapath.is_finished() {
             break "the datapath thread stopping".to_string();
+        }
+        if let Some(why) = vanished_namespace(&setup.topology) {
+            tracing::error!("{why}");
+            break why;
         }
         if tui.as_ref().is_some_and(|t| t.is_finished()) {
             break "the TUI quitting".to_string();
@@ -187,7 +291,27 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
         }
     }
     tracing::info!("shutting down after {stopped_by}");
-    let last = link.stop()?;
+    drop(control);
+    drop(metrics_server);
+    let last = datapath.shutdown();
+    // After the datapath: the last snapshot, and every captured frame.
+    drop(metrics_file);
+    if let Some(c) = capture {
+        let [l2r, r2l] = c.finish();
+        tracing::info!(
+            left_to_right = ?l2r,
+            right_to_left = ?r2l,
+            "capture written"
+        );
+    }
+    let vanished = vanished_namespace(&setup.topology);
+    drop(guard);
+    let last = match (last, vanished) {
+        (Ok(last), None) => last,
+        (Ok(_), Some(why)) => anyhow::bail!("{why}; everything else was removed"),
+        (Err(e), None) => return Err(explain_datapath_error(e, &setup.topology)),
+        (Err(e), Some(why)) => return Err(explain_datapath_error(e, &setup.topology).context(why)),
+    };
     tracing::info!(
         wakeups = last.wakeups.total,
         lateness_p99_ns = last.lateness.p99_ns,
@@ -201,112 +325,77 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// How `LiveLink::start_with` brings a link up.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LinkOptions {
-    /// SCHED_FIFO priority of the datapath thread (`up --realtime`).
-    pub realtime: Option<u8>,
-    /// Serve the control socket of the configuration (`bloatbox stats`,
-    /// `tc`, `set`, `top`).
-    pub control: bool,
-    /// Attach to existing namespaces and persistent TAPs (`up --attach`)
-    /// instead of creating them.
-    pub attach: bool,
-}
-
-/// The link of a configuration, up and running: the control socket (if
-/// asked for), the datapath thread and the namespaces with their TAPs. Used
-/// by `up`, by `bloatbox test` and by `crate::harness`. `stop` (or drop)
-/// tears it down in that order and removes what it created.
+/// The link of `cfg`, up and running: the control socket, the datapath
+/// thread and the namespaces with their TAPs. Dropping it tears everything
+/// down in that order (the fields drop in declaration order); `stop` does
+/// the same and returns the final snapshot. Used by `bloatbox test` and by
+/// `crate::harness`, which runs links for `bloatbox run` and test suites.
 pub struct LiveLink {
-    control: Option<ControlServer>,
-    datapath: Option<Datapath>,
-    guard: Option<netns::LinkGuard>,
-    control_socket: PathBuf,
+    pub(crate) control: ControlServer,
+    pub(crate) datapath: Datapath,
+    /// Finishes the capture files once the datapath has stopped.
+    pub(crate) capture: Option<crate::capture::CaptureWriter>,
+    pub(crate) guard: netns::LinkGuard,
+    pub(crate) control_socket: PathBuf,
 }
 
 impl LiveLink {
-    /// Brings the link of `cfg` up as `up` does, without control socket,
-    /// signals or TUI; `realtime` as `up --realtime`.
+    /// Brings the link of `cfg` up as `up` does, without signals, TUI or
+    /// capture; `realtime` as `up --realtime`.
     pub fn start(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<LiveLink> {
-        LiveLink::start_with(
-            cfg,
-            &LinkOptions {
-                realtime,
-                ..LinkOptions::default()
-            },
-        )
-    }
-
-    /// Brings the link of `cfg` up; on error, what was created is removed.
-    pub fn start_with(cfg: &Config, opts: &LinkOptions) -> anyhow::Result<LiveLink> {
-        let mut setup = setup(cfg)?;
-        setup.datapath.realtime_priority = opts.realtime;
-        netns::require_privileges()?;
-        let bridge = build_bridge(cfg)?;
-        let (guard, left, right) = if opts.attach {
-            setup.topology.attach()?
-        } else {
-            setup.topology.up()?
-        };
-        let mut link = LiveLink {
-            control: None,
-            datapath: None,
-            guard: Some(guard),
-            control_socket: setup.control_socket,
-        };
-        let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
-        if opts.control {
-            link.control = Some(ControlServer::start(
-                &link.control_socket,
-                datapath.snapshots(),
-                Some(datapath.commander()),
-            )?);
-        }
-        link.datapath = Some(datapath);
-        Ok(link)
-    }
-
-    /// The running datapath thread.
-    pub fn datapath(&self) -> &Datapath {
-        // Only `stop` takes it, and that consumes the link.
-        self.datapath
-            .as_ref()
-            .expect("the datapath runs while the LiveLink exists")
-    }
-
-    /// The configuration's control socket (served only with
-    /// `LinkOptions::control`).
-    pub fn control_socket(&self) -> &Path {
-        &self.control_socket
+        start_link(cfg, realtime, None, None)
     }
 
     /// The datapath's latest published snapshot.
     pub fn snapshot(&self) -> Option<std::sync::Arc<crate::datapath::LiveSnapshot>> {
-        self.datapath().snapshots().latest()
+        self.datapath.snapshots().latest()
     }
 
     /// Stops the control socket and the datapath (returning its final
-    /// snapshot) and removes the namespaces it created.
-    pub fn stop(mut self) -> Result<crate::datapath::LiveSnapshot, crate::datapath::DatapathError> {
-        drop(self.control.take());
-        let last = match self.datapath.take() {
-            Some(d) => d.shutdown(),
-            None => Err(crate::datapath::DatapathError::Stopped),
-        };
-        drop(self.guard.take());
+    /// snapshot), finishes the capture and removes the namespaces.
+    pub fn stop(self) -> Result<crate::datapath::LiveSnapshot, crate::datapath::DatapathError> {
+        drop(self.control);
+        let last = self.datapath.shutdown();
+        drop(self.capture);
+        drop(self.guard);
         last
     }
 }
 
-impl Drop for LiveLink {
-    fn drop(&mut self) {
-        drop(self.control.take());
-        if let Some(d) = self.datapath.take() {
-            let _ = d.shutdown();
+/// Brings the link of `cfg` up as `up` does, without signals or the TUI;
+/// `realtime` and `capture` as in `UpOptions`; with `rootless`, in anonymous
+/// namespaces (`crate::rootless::up`).
+pub(crate) fn start_link(
+    cfg: &Config,
+    realtime: Option<u8>,
+    capture: Option<&crate::capture::CaptureSpec>,
+    rootless: Option<crate::rootless::Backend>,
+) -> anyhow::Result<LiveLink> {
+    let mut setup = setup(cfg)?;
+    setup.datapath.realtime_priority = realtime;
+    let mut bridge = build_bridge(cfg)?;
+    let capture = attach_capture(&mut bridge, capture)?;
+    let (guard, left, right): crate::rootless::LinkPorts = match rootless {
+        Some(backend) => crate::rootless::up(&setup.topology, backend)?,
+        None => {
+            netns::require_privileges()?;
+            let (guard, left, right) = setup.topology.up()?;
+            (guard, Box::new(left), Box::new(right))
         }
-        drop(self.guard.take());
-    }
+    };
+    let datapath = Datapath::spawn(bridge, left, right, setup.datapath)?;
+    let control = ControlServer::start(
+        &setup.control_socket,
+        datapath.snapshots(),
+        Some(datapath.commander()),
+    )?;
+    Ok(LiveLink {
+        control,
+        datapath,
+        capture,
+        guard,
+        control_socket: setup.control_socket,
+    })
 }
 
 /// `bloatbox down`: removes what a killed run left behind: the link of the
@@ -318,7 +407,7 @@ pub fn down(config: Option<&Path>, runs: bool) -> anyhow::Result<()> {
     }
     let cfg = load(config)?;
     let setup = setup(&cfg)?;
-    netns::require_privileges()?;
+    prepare_privileges()?;
     let removed = netns::down(&setup.topology)?;
     if removed.is_empty() {
         println!("nothing to remove");
@@ -339,7 +428,7 @@ pub fn down(config: Option<&Path>, runs: bool) -> anyhow::Result<()> {
 /// `bloatbox down --runs`.
 fn down_runs() -> anyhow::Result<()> {
     use crate::harness::runs::{remove_dead, RunCleanup, RUNS_DIR};
-    netns::require_privileges()?;
+    prepare_privileges()?;
     let done = remove_dead().with_context(|| format!("reading {RUNS_DIR}"))?;
     if done.is_empty() {
         println!("no runs recorded in {RUNS_DIR}");
@@ -447,7 +536,11 @@ fn render_stats(snap: &serde_json::Value) -> String {
         .as_array()
         .cloned()
         .unwrap_or_default();
-    for (name, p) in ["left -> right", "right -> left"].iter().zip(&paths) {
+    for (i, (name, p)) in ["left -> right", "right -> left"]
+        .iter()
+        .zip(&paths)
+        .enumerate()
+    {
         let c = &p["counters"];
         let (fin, fout, held) = (num(c, "frames_in"), num(c, "frames_out"), num(p, "held"));
         let drops: u64 = c["drops"]
@@ -490,6 +583,16 @@ fn render_stats(snap: &serde_json::Value) -> String {
             num(p, "ring_size"),
             num(p, "ring_bytes")
         );
+        let cap = &snap["bridge"]["capture"][i];
+        if cap.is_object() {
+            let _ = writeln!(
+                out,
+                "  capture: {} records written, {} dropped (writer behind), {} write errors",
+                num(cap, "captured"),
+                num(cap, "dropped"),
+                num(cap, "write_errors")
+            );
+        }
         let t = &p["transit"];
         if num(t, "count") > 0 {
             let ms = |key: &str| num(t, key) as f64 / 1e6;
@@ -686,6 +789,27 @@ mod tests {
         assert!(text.contains("held 1: VIOLATED"), "{text}");
         assert!(text.contains("p99 12.0 us"), "{text}");
         assert!(text.contains("read them: left 3, right ?"), "{text}");
+    }
+
+    #[test]
+    fn stats_text_shows_capture_counters_only_while_capturing() {
+        let mut snap = serde_json::json!({
+            "bridge": { "paths": [ { "counters": {} }, { "counters": {} } ] }
+        });
+        assert!(!render_stats(&snap).contains("capture"));
+        snap["bridge"]["capture"] = serde_json::json!([
+            { "captured": 40, "dropped": 2, "write_errors": 0 },
+            { "captured": 7, "dropped": 0, "write_errors": 1 }
+        ]);
+        let text = render_stats(&snap);
+        assert!(
+            text.contains("capture: 40 records written, 2 dropped (writer behind), 0 write errors"),
+            "{text}"
+        );
+        assert!(
+            text.contains("capture: 7 records written, 0 dropped"),
+            "{text}"
+        );
     }
 
     #[test]

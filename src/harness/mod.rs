@@ -7,8 +7,14 @@
 //! Every link gets names of its own (`bb<pid base 36>-<n>` plus `l`/`r` for
 //! the namespaces and TAPs, a control socket under `/run/bloatbox/`), so
 //! links in parallel tests and parallel processes never collide. While up,
-//! a link is recorded under `/run/bloatbox/runs/` (in `runs`), so that
+//! a named link is recorded under `/run/bloatbox/runs/` (in `runs`), so that
 //! `bloatbox down --runs` can clean up after a SIGKILLed owner.
+//!
+//! `LinkBuilder::rootless` puts the link in anonymous namespaces instead
+//! (`crate::rootless`): no root needed once the process is uid 0 of a user
+//! namespace (`bloatbox run --rootless` enters one; a test binary can run
+//! under `unshare -Ur`). `command`, `run_in` and teardown then use the
+//! namespace descriptors; the namespace names are labels only.
 //!
 //! ```no_run
 //! use bloatbox::harness::{Link, Side};
@@ -53,12 +59,13 @@ use nix::sched::CloneFlags;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use nix::unistd::Pid;
 
+use crate::app::LiveLink;
 pub use crate::app::Side;
-use crate::app::{LinkOptions, LiveLink};
 use crate::bridge::Dir;
 use crate::config::{Config, ConfigError, Direction, Endpoint};
 use crate::datapath::{Command as DpCommand, DatapathError, LiveSnapshot};
 use crate::link::LinkParams;
+pub use crate::rootless::Backend;
 use crate::time::{Clock, MonotonicClock};
 use runs::RunRecord;
 
@@ -157,6 +164,8 @@ pub struct LinkBuilder {
     name: Option<String>,
     sets: Vec<String>,
     realtime: Option<u8>,
+    capture: Option<crate::capture::CaptureSpec>,
+    rootless: Option<Backend>,
 }
 
 impl Default for LinkBuilder {
@@ -166,6 +175,8 @@ impl Default for LinkBuilder {
             name: None,
             sets: Vec::new(),
             realtime: None,
+            capture: None,
+            rootless: None,
         }
     }
 }
@@ -199,11 +210,31 @@ impl LinkBuilder {
         self
     }
 
+    /// Capture the link into pcapng files (`crate::capture`); they are
+    /// complete once the link is shut down or dropped.
+    pub fn capture(mut self, spec: crate::capture::CaptureSpec) -> Self {
+        self.capture = Some(spec);
+        self
+    }
+
+    /// Bring the link up in anonymous namespaces with ports of `backend`
+    /// (see `crate::rootless`); the control socket goes under
+    /// `rootless::control_socket_dir()`. The process must already be able to
+    /// create network namespaces (root, or uid 0 of a user namespace).
+    pub fn rootless(mut self, backend: Backend) -> Self {
+        self.rootless = Some(backend);
+        self
+    }
+
     /// The configuration the link would run with.
     pub fn resolve(&self) -> Result<(Config, String), HarnessError> {
         let name = self.name.clone().unwrap_or_else(unique_name);
         let mut cfg = self.config.clone();
         apply_name(&mut cfg, &name)?;
+        if self.rootless.is_some() {
+            let socket = crate::rootless::control_socket_dir().join(format!("{name}.sock"));
+            cfg.daemon.control_socket = Some(socket.display().to_string());
+        }
         for s in &self.sets {
             cfg.apply_override(s)?;
         }
@@ -218,12 +249,25 @@ impl LinkBuilder {
     /// process whose id was reused (e.g. a SIGKILLed run in a container).
     pub fn up(self) -> Result<Link, HarnessError> {
         let (cfg, name) = self.resolve()?;
-        if self.name.is_none() {
+        if self.rootless.is_some() {
+            // The default place, in a shared /tmp perhaps: made private.
+            let dir = crate::rootless::control_socket_dir();
+            if cfg.control_socket().parent() == Some(dir.as_path()) {
+                crate::rootless::prepare_private_dir(&dir)
+                    .map_err(|e| HarnessError::Up(e.into()))?;
+            }
+        } else if self.name.is_none() {
             for what in RunRecord::of(&name, &cfg).remove_leftovers() {
                 tracing::warn!("removed {what}, left by a dead process");
             }
         }
-        Link::start(cfg, name, self.realtime)
+        Link::start(
+            cfg,
+            name,
+            self.realtime,
+            self.capture.as_ref(),
+            self.rootless,
+        )
     }
 }
 
@@ -231,8 +275,9 @@ impl LinkBuilder {
 /// kills every process still inside either namespace, stops the control
 /// socket and the datapath and removes the namespaces and TAPs.
 ///
-/// While it is up, `/run/bloatbox/runs/NAME.json` records it (see `runs`),
-/// so that `bloatbox down --runs` can clean up after a SIGKILLed owner.
+/// While a named (not rootless) link is up, `/run/bloatbox/runs/NAME.json`
+/// records it (see `runs`), so that `bloatbox down --runs` can clean up
+/// after a SIGKILLed owner.
 pub struct Link {
     live: Option<LiveLink>,
     /// The run record, removed once the link is down.
@@ -248,22 +293,28 @@ impl Link {
         LinkBuilder::default()
     }
 
-    fn start(config: Config, name: String, realtime: Option<u8>) -> Result<Link, HarnessError> {
-        let opts = LinkOptions {
-            realtime,
-            control: true,
-            attach: false,
-        };
+    fn start(
+        config: Config,
+        name: String,
+        realtime: Option<u8>,
+        capture: Option<&crate::capture::CaptureSpec>,
+        rootless: Option<Backend>,
+    ) -> Result<Link, HarnessError> {
         // Recorded before anything exists, so that no kill leaves
-        // unrecorded namespaces.
-        let record = match RunRecord::of(&name, &config).write() {
-            Ok(path) => Some(path),
-            Err(e) => {
-                tracing::warn!(name = %name, "cannot record the run in {}: {e}", runs::RUNS_DIR);
-                None
+        // unrecorded namespaces. Rootless namespaces are anonymous: they go
+        // with their last process, nothing to record.
+        let record = if rootless.is_none() {
+            match RunRecord::of(&name, &config).write() {
+                Ok(path) => Some(path),
+                Err(e) => {
+                    tracing::warn!(name = %name, "cannot record the run in {}: {e}", runs::RUNS_DIR);
+                    None
+                }
             }
+        } else {
+            None
         };
-        let live = LiveLink::start_with(&config, &opts).map_err(|e| {
+        let live = crate::app::start_link(&config, realtime, capture, rootless).map_err(|e| {
             remove_record(record.as_deref());
             HarnessError::Up(e)
         })?;
@@ -297,6 +348,11 @@ impl Link {
         &self.config
     }
 
+    /// The namespaces of a rootless link (`None` for named ones).
+    pub fn rootless(&self) -> Option<&crate::rootless::Namespaces> {
+        self.live().guard.rootless()
+    }
+
     /// One side's namespace, TAP and addresses.
     pub fn endpoint(&self, side: Side) -> &Endpoint {
         match side {
@@ -307,7 +363,7 @@ impl Link {
 
     /// The daemon's control socket (`bloatbox stats` protocol).
     pub fn control_socket(&self) -> &Path {
-        self.live().control_socket()
+        &self.live().control_socket
     }
 
     /// The environment a command on `side` gets: `BLOATBOX_SIDE`,
@@ -349,7 +405,16 @@ impl Link {
         T: Send,
         F: FnOnce() -> T + Send,
     {
-        in_netns(&self.endpoint(side).namespace, f)
+        match self.rootless() {
+            Some(r) => r
+                .side(side)
+                .enter(f)
+                .map_err(|source| HarnessError::Namespace {
+                    ns: self.endpoint(side).namespace.clone(),
+                    source,
+                }),
+            None => in_netns(&self.endpoint(side).namespace, f),
+        }
     }
 
     /// `program` to be run inside `side`'s namespace with the side's
@@ -362,7 +427,11 @@ impl Link {
         let ns = &self.endpoint(side).namespace;
         let mut cmd = Command::new(program);
         cmd.envs(self.env(side));
-        match File::open(Path::new(NETNS_DIR).join(ns)) {
+        let netns = match self.rootless() {
+            Some(r) => r.side(side).fd().try_clone().map(File::from),
+            None => File::open(Path::new(NETNS_DIR).join(ns)),
+        };
+        match netns {
             Ok(file) => {
                 // SAFETY: only async-signal-safe calls (setns, sigprocmask)
                 // between fork and exec; the descriptor is close-on-exec.
@@ -419,7 +488,7 @@ impl Link {
         let mut p = all[dir.index()];
         change(&mut p);
         self.live()
-            .datapath()
+            .datapath
             .command(DpCommand::SetLink { dir, params: p })?;
         all[dir.index()] = p;
         Ok(p)
@@ -436,20 +505,20 @@ impl Link {
     /// The latest published snapshot, if any (it may be one publish period
     /// old: see `fresh_stats`).
     pub fn stats(&self) -> Option<Arc<LiveSnapshot>> {
-        self.live().datapath().snapshots().latest()
+        self.live().datapath.snapshots().latest()
     }
 
     /// The first snapshot taken after this call (waits at most 3 s): its
     /// counters include everything that happened before the call.
     pub fn fresh_stats(&self) -> Result<Arc<LiveSnapshot>, HarnessError> {
         let since = MonotonicClock.now();
-        let reader = self.live().datapath().snapshots();
+        let reader = self.live().datapath.snapshots();
         let deadline = std::time::Instant::now() + FRESH_STATS_TIMEOUT;
         loop {
             if let Some(s) = reader.latest().filter(|s| s.at > since) {
                 return Ok(s);
             }
-            if self.live().datapath().is_finished() {
+            if self.live().datapath.is_finished() {
                 return Err(DatapathError::Stopped.into());
             }
             if std::time::Instant::now() >= deadline {
@@ -472,7 +541,16 @@ impl Link {
     /// until they are gone.
     fn kill_namespace_processes(&self) {
         for side in [Side::Left, Side::Right] {
-            kill_netns_processes(&self.endpoint(side).namespace);
+            match self.rootless() {
+                Some(r) => {
+                    let ns = r.side(side);
+                    kill_until_gone(&format!("net:[{}]", ns.inode()), || ns.pids());
+                }
+                None => {
+                    let ns = &self.endpoint(side).namespace;
+                    kill_until_gone(ns, || netns_pids(ns));
+                }
+            }
         }
     }
 }
@@ -481,7 +559,7 @@ impl Drop for Link {
     fn drop(&mut self) {
         if let Some(live) = self.live.take() {
             self.kill_namespace_processes();
-            // Control socket, datapath, namespaces.
+            // Control socket, datapath, capture, namespaces.
             drop(live);
         }
         remove_record(self.record.take().as_deref());
@@ -586,9 +664,15 @@ fn netns_pids(ns: &str) -> Vec<i32> {
 
 /// SIGKILLs every process in namespace `ns` until none is left (bounded).
 pub fn kill_netns_processes(ns: &str) {
+    kill_until_gone(ns, || netns_pids(ns));
+}
+
+/// SIGKILLs the processes `pids` lists (those inside namespace `ns`) until
+/// it lists none (bounded).
+fn kill_until_gone(ns: &str, pids: impl Fn() -> Vec<i32>) {
     let deadline = std::time::Instant::now() + KILL_GRACE;
     loop {
-        let pids = netns_pids(ns);
+        let pids = pids();
         if pids.is_empty() {
             return;
         }
