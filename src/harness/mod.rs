@@ -557,11 +557,12 @@ impl Link {
 
 impl Drop for Link {
     fn drop(&mut self) {
-        if let Some(live) = self.live.take() {
+        if self.live.is_some() {
+            // Needs the link (a rootless one's namespace descriptors).
             self.kill_namespace_processes();
-            // Control socket, datapath, capture, namespaces.
-            drop(live);
         }
+        // Control socket, datapath, capture, namespaces; then the record.
+        drop(self.live.take());
         remove_record(self.record.take().as_deref());
     }
 }
