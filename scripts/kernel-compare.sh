@@ -10,11 +10,22 @@
 #   tbf: tc qdisc add dev X root tbf rate 20mbit burst 20kb latency 20ms
 # it measures single-flow TCP throughput (iperf3 -C cubic, DUR s), idle ping
 # RTT and the median ping RTT under that load (ping -i 0.1 during the run),
-#   kernel:   on a veth pair between two namespaces, tree on the sender's
-#             veth egress;
-#   bloatbox: between bloatbox's two namespaces, link rate 10gbit (does not
-#             bind), delay 0, the same tree on `dev left` (left→right),
-#             datapath under `--realtime 20`.
+# on three paths:
+#   kernel veth:   a veth pair between two namespaces, tree on the sender's
+#                  own veth egress. The qdisc is on the sending host, so TCP
+#                  Small Queues caps the bytes each socket has in it, and
+#                  TCP hands it 64 KB GSO super-frames;
+#   kernel router: sender ns -> router ns -> receiver ns over two veth
+#                  pairs, ip_forward on, the tree on the router's egress veth
+#                  (towards the receiver). The qdisc is on another "host", so
+#                  TSQ does not apply, and the sender's veth has
+#                  gso_max_segs 1, so the tree sees 1514-byte frames: the
+#                  same situation as bloatbox's queue behind its TAP;
+#   bloatbox:      between bloatbox's two namespaces, link rate 10gbit (does
+#                  not bind), delay 0, the same tree on `dev left`
+#                  (left→right), datapath under `--realtime 20`.
+# After each run the tree's `tc -s` statistics are kept and the leaf's
+# backlog/drops are summarised (average frame size = bytes / packets sent).
 # Needs root, iproute2 with sch_htb/sch_tbf, iperf3, ping, jq, cargo.
 # Everything it creates is named kc-$$-* / kc$$* and removed on exit; all
 # traffic stays inside its own namespaces. It asserts nothing.
@@ -33,8 +44,10 @@ BIN=$PWD/target/release/bloatbox
 TMP=$(mktemp -d)
 ID=$$
 NS_KA=kc-$ID-a; NS_KB=kc-$ID-b       # kernel veth pair
+NS_RS=kc-$ID-rs; NS_RR=kc-$ID-rr; NS_RD=kc-$ID-rd  # kernel router
 NS_BA=kc-$ID-ba; NS_BB=kc-$ID-bb     # bloatbox
 VA=kc${ID}a; VB=kc${ID}b             # veth names (<= 15 chars)
+RS=kc${ID}s; RI=kc${ID}i; RO=kc${ID}o; RD=kc${ID}d  # router veths
 TA=kc${ID}l; TB=kc${ID}r             # bloatbox TAP names
 DAEMON=""
 PING_PID=""
@@ -44,7 +57,7 @@ cleanup() {
   [ -n "$PING_PID" ] && kill "$PING_PID" 2>/dev/null
   [ -n "$DAEMON" ] && kill -INT "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null
   for c in "$TMP"/*.toml; do [ -e "$c" ] && "$BIN" down -c "$c" >/dev/null 2>&1; done
-  for ns in "$NS_KA" "$NS_KB" "$NS_BA" "$NS_BB"; do
+  for ns in "$NS_KA" "$NS_KB" "$NS_RS" "$NS_RR" "$NS_RD" "$NS_BA" "$NS_BB"; do
     if ip netns pids "$ns" >/dev/null 2>&1; then
       for p in $(ip netns pids "$ns" 2>/dev/null); do kill "$p" 2>/dev/null; done
       ip netns del "$ns" 2>/dev/null
@@ -114,6 +127,42 @@ kernel_run() {
   ip netns del "$NS_KB"
 }
 
+# ---- kernel: sender -> router -> receiver ------------------------------------
+
+router_run() {
+  local tree=$1
+  ip netns add "$NS_RS"
+  ip netns add "$NS_RR"
+  ip netns add "$NS_RD"
+  ip link add "$RS" type veth peer name "$RI"
+  ip link add "$RO" type veth peer name "$RD"
+  ip link set "$RS" netns "$NS_RS"
+  ip link set "$RI" netns "$NS_RR"
+  ip link set "$RO" netns "$NS_RR"
+  ip link set "$RD" netns "$NS_RD"
+  in_ns "$NS_RS" ip addr add 10.93.1.1/24 dev "$RS"
+  in_ns "$NS_RR" ip addr add 10.93.1.254/24 dev "$RI"
+  in_ns "$NS_RR" ip addr add 10.93.2.254/24 dev "$RO"
+  in_ns "$NS_RD" ip addr add 10.93.2.2/24 dev "$RD"
+  for ns in "$NS_RS" "$NS_RR" "$NS_RD"; do in_ns "$ns" ip link set lo up; done
+  in_ns "$NS_RS" ip link set "$RS" gso_max_segs 1 up
+  in_ns "$NS_RR" ip link set "$RI" up
+  in_ns "$NS_RR" ip link set "$RO" up
+  in_ns "$NS_RD" ip link set "$RD" up
+  in_ns "$NS_RS" ip route add default via 10.93.1.254
+  in_ns "$NS_RD" ip route add default via 10.93.2.254
+  in_ns "$NS_RR" sysctl -qw net.ipv4.ip_forward=1
+  while read -r cmd; do
+    # shellcheck disable=SC2086
+    in_ns "$NS_RR" $cmd
+  done < <(tree_cmds "$tree" "$RO")
+  RES[$tree,router]=$(measure "$NS_RS" "$NS_RD" 10.93.2.2 "r-$tree")
+  in_ns "$NS_RR" tc -s qdisc show dev "$RO" >"$TMP/router-$tree.qdisc" 2>&1 || true
+  ip netns del "$NS_RS"
+  ip netns del "$NS_RR"
+  ip netns del "$NS_RD"
+}
+
 # ---- bloatbox ----------------------------------------------------------------
 
 bloatbox_run() {
@@ -159,6 +208,7 @@ EOF
     return 1
   fi
   RES[$tree,bloatbox]=$(measure "$NS_BA" "$NS_BB" 10.92.0.2 "b-$tree")
+  "$BIN" tc -c "$f" -s qdisc show dev left >"$TMP/bloatbox-$tree.qdisc" 2>&1 || true
   kill -INT "$DAEMON"
   wait "$DAEMON" || echo "bloatbox ($tree) exited with status $?" >&2
   DAEMON=""
@@ -166,6 +216,7 @@ EOF
 
 for tree in htb tbf; do
   kernel_run "$tree"
+  router_run "$tree"
   bloatbox_run "$tree"
 done
 
@@ -177,17 +228,28 @@ echo
 echo "| tree | path | throughput Mbit/s | ratio to ${RATE_MBIT} Mbit/s | idle RTT ms | loaded RTT median ms |"
 echo "|---|---|---:|---:|---:|---:|"
 for tree in htb tbf; do
-  for path in kernel bloatbox; do
+  for path in kernel router bloatbox; do
     read -r m i l <<<"${RES[$tree,$path]}"
-    label="kernel veth"; [ "$path" = bloatbox ] && label=bloatbox
+    case $path in
+      kernel) label="kernel veth (tree on sender)" ;;
+      router) label="kernel router (3 namespaces)" ;;
+      *) label=bloatbox ;;
+    esac
     awk -v t="$tree" -v p="$label" -v m="$m" -v i="$i" -v l="$l" -v r="$RATE_MBIT" \
       'BEGIN {printf "| %s | %s | %.2f | %.4f | %s | %s |\n", t, p, m, m/r, i, l}'
   done
 done
 echo
 for tree in htb tbf; do
-  read -r km _ _ <<<"${RES[$tree,kernel]}"
-  read -r bm _ _ <<<"${RES[$tree,bloatbox]}"
-  awk -v t="$tree" -v k="$km" -v b="$bm" \
-    'BEGIN {printf "%s: bloatbox/kernel throughput = %.4f (%+.2f%%)\n", t, b/k, (b/k-1)*100}'
+  read -r rm _ rl <<<"${RES[$tree,router]}"
+  read -r bm _ bl <<<"${RES[$tree,bloatbox]}"
+  awk -v t="$tree" -v k="$rm" -v b="$bm" -v kl="$rl" -v bl="$bl" \
+    'BEGIN {printf "%s: bloatbox/kernel router throughput = %.4f (%+.2f%%), loaded RTT = %.3f\n", t, b/k, (b/k-1)*100, bl/kl}'
+done
+echo
+# The trees' counters after each run: Sent bytes/pkt (average frame size
+# the tree saw), drops, backlog at the end.
+for f in "$TMP"/*.qdisc; do
+  echo "== $(basename "$f" .qdisc)"
+  cat "$f"
 done
