@@ -23,19 +23,24 @@
 #                  same situation as bloatbox's queue behind its TAP;
 #   bloatbox:      between bloatbox's two namespaces, link rate 10gbit (does
 #                  not bind), delay 0, the same tree on `dev left`
-#                  (left→right), datapath under `--realtime 20`.
+#                  (left→right), datapath under `--realtime 20`; once with
+#                  the TAPs' default txqueuelen 16 and once with 1000.
 # After each run the tree's `tc -s` statistics are kept and the leaf's
 # backlog/drops are summarised (average frame size = bytes / packets sent).
+# Also printed: each tree's `tc -s` counters, the sender's TCP
+# retransmissions per run (nstat) and the bloatbox sender TAP's TX drops.
+# DUR defaults to 30 s: with 8 s, cubic had not yet filled HTB's
+# 1000-packet leaf and the loaded RTT was a transient (see BENCHMARKS.md).
 # Needs root, iproute2 with sch_htb/sch_tbf, iperf3, ping, jq, cargo.
 # Everything it creates is named kc-$$-* / kc$$* and removed on exit; all
 # traffic stays inside its own namespaces. It asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DUR=${DUR:-8}
+DUR=${DUR:-30}
 RATE_MBIT=20
 [ "$(id -u)" = 0 ] || { echo "kernel-compare.sh needs root" >&2; exit 1; }
-for t in ip tc iperf3 ping jq cargo; do
+for t in ip tc nstat iperf3 ping jq cargo; do
   command -v "$t" >/dev/null || { echo "missing tool: $t" >&2; exit 1; }
 done
 
@@ -93,11 +98,15 @@ measure() {
   ( sleep 1; in_ns "$nsc" ping -i 0.1 -w $((DUR - 2)) -W 2 "$dst" >"$TMP/ping-$tag.txt" 2>&1 ) &
   PING_PID=$!
   in_ns "$nsc" iperf3 -c "$dst" -t "$DUR" -C cubic -J >"$TMP/iperf-$tag.json"
+  # TCP retransmissions at the sender since its namespace was created:
+  # losses anywhere on the path, also outside the tree (a full TAP queue).
+  in_ns "$nsc" nstat -az TcpRetransSegs 2>/dev/null | awk '/TcpRetransSegs/ {print $2}' >"$TMP/retrans-$tag.txt"
   wait "$PING_PID" || true
   PING_PID=""
   wait "$srv" 2>/dev/null || true
   local mbit loaded
   mbit=$(jq '.end.sum_received.bits_per_second / 1e6' "$TMP/iperf-$tag.json")
+  echo "== $tag: sender TCP retransmissions $(cat "$TMP/retrans-$tag.txt" 2>/dev/null)" >>"$TMP/diag.txt"
   loaded=$(sed -n 's/.*time=\([0-9.]*\) ms/\1/p' "$TMP/ping-$tag.txt" | median)
   printf "%.3f %s %s" "$mbit" "$idle" "$loaded"
 }
@@ -165,8 +174,11 @@ router_run() {
 
 # ---- bloatbox ----------------------------------------------------------------
 
+# bloatbox_run TREE TAP_TXQUEUELEN: result key bloatbox (the TAPs' default
+# 16) or bloatbox<N>.
 bloatbox_run() {
-  local tree=$1 f="$TMP/$1.toml"
+  local tree=$1 qlen=$2 f="$TMP/$1-$2.toml" key=bloatbox
+  [ "$qlen" != 16 ] && key=bloatbox$qlen
   {
     cat <<EOF
 [left]
@@ -181,6 +193,9 @@ tap = "$TB"
 ipv4 = "10.92.0.2/24"
 ipv6 = "fd00:92::2/64"
 
+[tap]
+txqueuelen = $qlen
+
 [link]
 rate = "10gbit"
 delay = "0ms"
@@ -191,7 +206,7 @@ EOF
     cat <<EOF
 
 [daemon]
-control_socket = "$TMP/$tree.sock"
+control_socket = "$TMP/$tree-$qlen.sock"
 EOF
   } >"$f"
   "$BIN" up -c "$f" --realtime 20 >"$TMP/daemon-$tree.log" 2>&1 &
@@ -207,8 +222,10 @@ EOF
     cat "$TMP/daemon-$tree.log" >&2
     return 1
   fi
-  RES[$tree,bloatbox]=$(measure "$NS_BA" "$NS_BB" 10.92.0.2 "b-$tree")
-  "$BIN" tc -c "$f" -s qdisc show dev left >"$TMP/bloatbox-$tree.qdisc" 2>&1 || true
+  RES[$tree,$key]=$(measure "$NS_BA" "$NS_BB" 10.92.0.2 "b$qlen-$tree")
+  "$BIN" tc -c "$f" -s qdisc show dev left >"$TMP/$key-$tree.qdisc" 2>&1 || true
+  # Frames the sender's TAP dropped (its own queue full) never reach the tree.
+  echo "== b$qlen-$tree: sender TAP $(in_ns "$NS_BA" ip -s link show dev "$TA" | awk '/TX:/ {getline; print "TX packets " $2 ", dropped " $4}')" >>"$TMP/diag.txt"
   kill -INT "$DAEMON"
   wait "$DAEMON" || echo "bloatbox ($tree) exited with status $?" >&2
   DAEMON=""
@@ -217,7 +234,8 @@ EOF
 for tree in htb tbf; do
   kernel_run "$tree"
   router_run "$tree"
-  bloatbox_run "$tree"
+  bloatbox_run "$tree" 16
+  bloatbox_run "$tree" 1000
 done
 
 # ---- report ------------------------------------------------------------------
@@ -228,12 +246,13 @@ echo
 echo "| tree | path | throughput Mbit/s | ratio to ${RATE_MBIT} Mbit/s | idle RTT ms | loaded RTT median ms |"
 echo "|---|---|---:|---:|---:|---:|"
 for tree in htb tbf; do
-  for path in kernel router bloatbox; do
+  for path in kernel router bloatbox bloatbox1000; do
     read -r m i l <<<"${RES[$tree,$path]}"
     case $path in
       kernel) label="kernel veth (tree on sender)" ;;
       router) label="kernel router (3 namespaces)" ;;
-      *) label=bloatbox ;;
+      bloatbox) label="bloatbox (TAP txqueuelen 16, default)" ;;
+      *) label="bloatbox (TAP txqueuelen 1000)" ;;
     esac
     awk -v t="$tree" -v p="$label" -v m="$m" -v i="$i" -v l="$l" -v r="$RATE_MBIT" \
       'BEGIN {printf "| %s | %s | %.2f | %.4f | %s | %s |\n", t, p, m, m/r, i, l}'
@@ -242,9 +261,11 @@ done
 echo
 for tree in htb tbf; do
   read -r rm _ rl <<<"${RES[$tree,router]}"
-  read -r bm _ bl <<<"${RES[$tree,bloatbox]}"
-  awk -v t="$tree" -v k="$rm" -v b="$bm" -v kl="$rl" -v bl="$bl" \
-    'BEGIN {printf "%s: bloatbox/kernel router throughput = %.4f (%+.2f%%), loaded RTT = %.3f\n", t, b/k, (b/k-1)*100, bl/kl}'
+  for key in bloatbox bloatbox1000; do
+    read -r bm _ bl <<<"${RES[$tree,$key]}"
+    awk -v t="$tree" -v p="$key" -v k="$rm" -v b="$bm" -v kl="$rl" -v bl="$bl" \
+      'BEGIN {printf "%s: %s/kernel router throughput = %.4f (%+.2f%%), loaded RTT = %.3f\n", t, p, b/k, (b/k-1)*100, bl/kl}'
+  done
 done
 echo
 # The trees' counters after each run: Sent bytes/pkt (average frame size
@@ -253,3 +274,5 @@ for f in "$TMP"/*.qdisc; do
   echo "== $(basename "$f" .qdisc)"
   cat "$f"
 done
+echo
+cat "$TMP/diag.txt"
