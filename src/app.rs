@@ -27,6 +27,29 @@ use crate::tc::Dev;
 use crate::time::{Instant, NS_PER_SEC, NS_PER_US};
 use crate::tui::Action;
 
+/// `print!` for a subcommand's output: a reader that went away (`bloatbox
+/// stats | head`) quietly ends the output, as in other Unix tools, instead
+/// of panicking; any other write error is returned.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::app::write_stdout(format_args!($($arg)*)) };
+}
+
+/// `println!` counterpart of `out!`.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => { $crate::app::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// What `out!` and `outln!` call.
+pub fn write_stdout(args: std::fmt::Arguments) -> std::io::Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_fmt(args) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
 /// Which namespace `exec` runs in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Side {
@@ -410,17 +433,17 @@ pub fn down(config: Option<&Path>, runs: bool) -> anyhow::Result<()> {
     prepare_privileges()?;
     let removed = netns::down(&setup.topology)?;
     if removed.is_empty() {
-        println!("nothing to remove");
+        crate::outln!("nothing to remove")?;
     }
     for r in removed {
-        println!("removed {r}");
+        crate::outln!("removed {r}")?;
     }
     if setup.control_socket.exists() && request_stats(&setup.control_socket).is_err() {
         std::fs::remove_file(&setup.control_socket)?;
-        println!(
+        crate::outln!(
             "removed stale control socket {}",
             setup.control_socket.display()
-        );
+        )?;
     }
     Ok(())
 }
@@ -431,24 +454,24 @@ fn down_runs() -> anyhow::Result<()> {
     prepare_privileges()?;
     let done = remove_dead().with_context(|| format!("reading {RUNS_DIR}"))?;
     if done.is_empty() {
-        println!("no runs recorded in {RUNS_DIR}");
+        crate::outln!("no runs recorded in {RUNS_DIR}")?;
     }
     for d in done {
         match d {
             RunCleanup::Removed { name, pid, removed } => {
-                println!("run {name} (pid {pid}, dead):");
+                crate::outln!("run {name} (pid {pid}, dead):")?;
                 if removed.is_empty() {
-                    println!("  nothing left");
+                    crate::outln!("  nothing left")?;
                 }
                 for r in removed {
-                    println!("  removed {r}");
+                    crate::outln!("  removed {r}")?;
                 }
             }
             RunCleanup::Alive { name, pid } => {
-                println!("run {name} (pid {pid}) is running: left alone")
+                crate::outln!("run {name} (pid {pid}) is running: left alone")?
             }
             RunCleanup::Unreadable { path, error } => {
-                println!("removed unreadable record {}: {error}", path.display())
+                crate::outln!("removed unreadable record {}: {error}", path.display())?
             }
         }
     }
@@ -479,7 +502,7 @@ pub fn check(file: &Path) -> anyhow::Result<()> {
     let cfg = load(Some(file))?;
     // Lines that pass one by one can still fail together (parents, classes).
     build_bridge(&cfg)?;
-    print!("{}", crate::config::check_report(&cfg));
+    crate::out!("{}", crate::config::check_report(&cfg))?;
     Ok(())
 }
 
@@ -495,9 +518,9 @@ pub fn stats(config: Option<&Path>, json: bool) -> anyhow::Result<()> {
         "right": tap_tx_dropped(&setup.topology.right),
     });
     if json {
-        println!("{snap}");
+        crate::outln!("{snap}")?;
     } else {
-        print!("{}", render_stats(&snap));
+        crate::out!("{}", render_stats(&snap))?;
     }
     Ok(())
 }

@@ -236,14 +236,14 @@ impl LoadArgs {
 fn run_test(cands: &[experiment::Candidate], load: &LoadArgs) -> anyhow::Result<u8> {
     bloatbox::netns::require_privileges()?;
     let report = experiment::run_all(cands, &load.options()?)?;
-    print!("{}", experiment::table::render(&report));
+    bloatbox::out!("{}", experiment::table::render(&report))?;
     if let Some(path) = &load.json {
         report.write_json(path)?;
-        println!("JSON written to {}", path.display());
+        bloatbox::outln!("JSON written to {}", path.display())?;
     }
     if let Some(dir) = &load.plots {
         for p in report.write_plots(dir)? {
-            println!("plot written to {}", p.display());
+            bloatbox::outln!("plot written to {}", p.display())?;
         }
     }
     Ok(0)

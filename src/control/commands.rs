@@ -21,7 +21,7 @@ pub fn tc(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
     let line = format!("tc {}", args.join(" "));
     match Client::connect(&socket(config)?)?.call(&Request::Tc { line })? {
         Ok(reply) => {
-            print!("{}", reply["output"].as_str().unwrap_or_default());
+            crate::out!("{}", reply["output"].as_str().unwrap_or_default())?;
             Ok(0)
         }
         Err(e) => {
@@ -42,7 +42,7 @@ pub fn set(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
     };
     match Client::connect(&socket(config)?)?.call(&Request::Set { args })? {
         Ok(reply) => {
-            println!("{}", serde_json::to_string_pretty(&reply)?);
+            crate::outln!("{}", serde_json::to_string_pretty(&reply)?)?;
             Ok(0)
         }
         Err(e) => {
@@ -55,7 +55,7 @@ pub fn set(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
 /// `bloatbox metrics`: prints every counter as OpenMetrics text.
 pub fn metrics(config: Option<&Path>) -> anyhow::Result<u8> {
     let reply = Client::connect(&socket(config)?)?.call_ok(&Request::Metrics)?;
-    print!("{}", reply.as_str().unwrap_or_default());
+    crate::out!("{}", reply.as_str().unwrap_or_default())?;
     Ok(0)
 }
 

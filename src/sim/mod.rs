@@ -95,7 +95,7 @@ pub fn run_cli(path: &std::path::Path, out_dir: Option<&std::path::Path>) -> any
         }
         None => run(&scenario)?,
     };
-    print!("{}\n{}", report.table(), report.tc_text());
+    crate::out!("{}\n{}", report.table(), report.tc_text())?;
     Ok(())
 }
 

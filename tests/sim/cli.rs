@@ -64,3 +64,21 @@ fn scenario_errors_carry_file_and_line() {
         .to_string();
     assert!(e.contains("missing.toml"), "{e}");
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_without_a_panic() {
+    use std::process::{Command, Stdio};
+    // `bloatbox sim ... | head -1`: the reader closes its end at once.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bloatbox"))
+        .arg("sim")
+        .arg(scenario_path("mixed_sources.toml"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
