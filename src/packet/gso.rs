@@ -776,6 +776,36 @@ mod tests {
         assert!(!policy.passes_whole(&at(0), &lossy, &fifo));
     }
 
+    #[test]
+    fn policy_sees_htb_and_tbf_in_built_trees() {
+        use crate::qdisc::tree::{DevSpec, QdiscTree};
+        use crate::qdisc::Qdisc;
+        use crate::tc::Dev;
+        use crate::time::Instant;
+        let policy = GsoPolicy {
+            whole_min_rate_bytes_ps: 125_000_000,
+        };
+        let params = LinkParams {
+            rate_bytes_ps: 125_000_000,
+            ..LinkParams::default()
+        };
+        let whole = |lines: &[&str]| {
+            let tree = QdiscTree::build(DevSpec::from_link(Dev::Left, &params), lines).unwrap();
+            policy.passes_whole(&params, &LinkShape::default(), &tree.dump(Instant::ZERO))
+        };
+        // configs/htb-sfq-100mbit.toml: 100 Mbit/s HTB on a 1 Gbit/s link.
+        assert!(!whole(&[
+            "tc qdisc add dev left root handle 1: htb default 10",
+            "tc class add dev left parent 1: classid 1:10 htb rate 100mbit ceil 100mbit",
+            "tc qdisc add dev left parent 1:10 handle 10: sfq perturb 10",
+        ]));
+        assert!(!whole(&[
+            "tc qdisc add dev left root tbf rate 20mbit burst 20kb latency 20ms"
+        ]));
+        assert!(whole(&["tc qdisc add dev left root fq_codel"]));
+        assert!(whole(&[]), "the default pfifo_fast");
+    }
+
     proptest! {
         #[test]
         fn segments_reassemble_and_verify(
