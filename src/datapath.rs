@@ -107,9 +107,7 @@ impl Default for DatapathConfig {
             frame_buf: 1500 + FRAME_OVERHEAD,
             pool_buffers: 65_536,
             realtime_priority: None,
-            gso: GsoPolicy {
-                whole_min_rate_bytes_ps: 125_000_000,
-            },
+            gso: GsoPolicy::default(),
             gso_buffers: 1024,
         }
     }

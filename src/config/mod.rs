@@ -226,8 +226,7 @@ impl Default for TapSettings {
     }
 }
 
-/// Default of `tap.gso_min_rate`: at 1 Gbit/s a 64 KB super-frame takes
-/// 0.5 ms of line time.
+/// Default of `tap.gso_min_rate`, `GsoPolicy::default()` as written.
 const DEFAULT_GSO_MIN_RATE: &str = "1gbit";
 
 /// Link settings. The same table type serves `[link]` (shared) and its

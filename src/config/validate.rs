@@ -469,6 +469,9 @@ mod tests {
         assert!(!c.tap.offload);
         assert_eq!(c.tap.gso_min_rate.value(), 10_000_000_000 / 8);
         assert!(Config::default().tap.offload);
-        assert_eq!(Config::default().tap.gso_min_rate.value(), 125_000_000);
+        assert_eq!(
+            Config::default().tap.gso_min_rate.value(),
+            crate::packet::gso::GsoPolicy::default().whole_min_rate_bytes_ps
+        );
     }
 }

@@ -393,6 +393,15 @@ pub struct GsoPolicy {
     pub whole_min_rate_bytes_ps: u64,
 }
 
+impl Default for GsoPolicy {
+    /// 1 Gbit/s: a 64 KB super-frame then takes at most 0.5 ms of line time.
+    fn default() -> Self {
+        GsoPolicy {
+            whole_min_rate_bytes_ps: 125_000_000,
+        }
+    }
+}
+
 /// Qdisc kinds that shape to a configured rate: below them a super-frame
 /// would leave as one burst, so a tree holding one segments.
 const SHAPERS: [&str; 2] = ["htb", "tbf"];
