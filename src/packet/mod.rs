@@ -69,6 +69,9 @@ pub struct PacketMeta {
     /// frame; a GSO super-frame that passes the link whole keeps the one it
     /// was read with (see `gso`).
     pub offload: gso::VnetHdr,
+    /// Why the core freed the frame (set when a path counts the drop; read
+    /// by the capture).
+    pub dropped: Option<DropReason>,
 }
 
 impl PacketMeta {
