@@ -703,10 +703,6 @@ impl Driver {
                     .ingress_whole(dir, frame, hdr, wire, seg_len, now);
             }
             // No 64 KB buffer left: segment instead.
-            seg = match Segmenter::new(&self.rx_gso[..n], &hdr) {
-                Ok(seg) => seg,
-                Err(_) => return reject(&mut self.bridge, len, DropReason::BadOffload),
-            };
         }
         // Segments larger than a pool buffer could never pass the MTU.
         let too_big = seg.max_segment_len() > self.pool.buf_size();

@@ -2,8 +2,9 @@
 //! virtio_net_hdr, as a TAP with IFF_VNET_HDR does; no root needed): GSO
 //! super-frames cross an unlimited link whole, in one write with their
 //! header; a slow link segments them into checksummed per-MTU frames; a
-//! rate change at runtime switches between the two; malformed offload frames
-//! are counted as `bad_offload`; conservation holds in segment units.
+//! rate change at runtime switches between the two, and so does a lack of
+//! free 64 KB buffers; malformed offload frames are counted as
+//! `bad_offload`; conservation holds in segment units.
 
 use std::time::{Duration, Instant as StdInstant};
 
@@ -259,5 +260,26 @@ fn segments_without_buffers_are_pool_exhausted_drops() {
     let p = snap.bridge.path(Dir::LeftToRight);
     assert_eq!(p.counters.frames_in, 20, "counted in segments");
     assert_eq!(p.drops_by_reason.get("pool_exhausted"), Some(&16));
+    assert_conserved(&snap, Dir::LeftToRight);
+}
+
+#[test]
+fn without_a_free_64k_buffer_super_frames_are_segmented_instead() {
+    // The only 64 KB buffer is the read buffer: nothing can pass whole.
+    let cfg = DatapathConfig {
+        gso_buffers: 1,
+        ..DatapathConfig::default()
+    };
+    let (dp, mut left, mut right) = offload_datapath(0, cfg);
+    let data = payload(4000);
+    let (frame, hdr) = super_frame(false, &data, 1448);
+    left.send_offload(&frame, &hdr).unwrap();
+    let got = receive(&mut right, 3);
+    let snap = dp.shutdown().unwrap();
+    assert_eq!(got.len(), 3);
+    assert!(got.iter().all(|(h, _)| *h == VnetHdr::default()));
+    let joined: Vec<u8> = got.iter().flat_map(|(_, f)| verified_payload(f)).collect();
+    assert_eq!(joined, data);
+    assert_eq!(snap.pool.refused, 1, "the refused 64 KB buffer");
     assert_conserved(&snap, Dir::LeftToRight);
 }
