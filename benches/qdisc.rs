@@ -1,141 +1,160 @@
-//! Enqueue + dequeue cost per packet for each discipline at 1, 100 and 10,000
-//! flows, with a standing queue (the qdisc is kept about half full, as under
-//! load). Run: `cargo bench --bench qdisc`. Results go to BENCHMARKS.md.
+//! Enqueue + dequeue cost per packet for every discipline (built from tc
+//! lines, see `common/disciplines.rs`) at 1, 100 and 10,000 flows, with a
+//! standing queue: one frame per flow (at least 64) is queued first (into
+//! the tree, reset, of the previous flow count), then
+//! each step enqueues one 1514-byte frame and dequeues one, 121.12 µs apart
+//! (100 Mbit/s), so shapers never throttle and AQMs see the sojourn of that
+//! queue. Groups run in the order listed; `reference_end` measures pfifo at
+//! 1 flow again after all others, so that figures can be given as ratios to
+//! a reference measured in the same run (the machine is shared and noisy).
+//!
+//! Times are the measuring thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), not
+//! wall time: on a shared machine a wall clock also counts the time the
+//! thread waited for a core. (Cache contention from other processes still
+//! counts.)
+//!
+//! Run: `cargo bench --bench qdisc [-- --warm-up-time 1 --measurement-time 2]`.
+//! Per-packet time = criterion's time per iteration / 4096. Results go to
+//! BENCHMARKS.md.
 
-use bloatbox::packet::{Drops, FlowKey, Packet, PacketMeta};
-use bloatbox::qdisc::{Qdisc, QdiscCtx};
+#[path = "common/disciplines.rs"]
+mod disciplines;
+
+use bloatbox::packet::Drops;
+use bloatbox::qdisc::Qdisc;
 use bloatbox::time::Instant;
+use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use disciplines::{Discipline, FLOW_COUNTS};
+use nix::time::{clock_gettime, ClockId};
 
+/// Frames per measured iteration.
 const BATCH: u64 = 4096;
+/// 1514 bytes at 100 Mbit/s, ns.
+const SPACING_NS: u64 = 121_120;
 
-fn frames(flows: u32, n: u64) -> Vec<Packet> {
-    (0..n)
-        .map(|i| {
-            let f = (i % flows as u64) as u32;
-            let mut key = FlowKey {
-                proto: 6,
-                src_port: (f & 0xffff) as u16,
-                dst_port: (f >> 16) as u16 + 80,
-                ..FlowKey::default()
-            };
-            key.src[15] = 1;
-            key.dst[15] = 2;
-            Packet {
-                data: Vec::new(),
-                len: 1514,
-                meta: PacketMeta {
-                    id: i,
-                    // Selects HTB leaf 1:(f % 1000 + 1); the others' handles
-                    // differ, so they ignore it.
-                    priority: 0x0001_0000 | (f % 1000 + 1),
-                    flow: key,
-                    hash: bloatbox::packet::classify::flow_hash(&key, 0),
-                    ..PacketMeta::default()
-                },
-            }
-        })
-        .collect()
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> u64 {
+    let t = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).expect("thread CPU clock");
+    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
 }
 
-/// Builds a qdisc from the tc tokens after the kind.
-type Build = fn(QdiscCtx) -> Box<dyn Qdisc>;
+/// Criterion measurement: CPU time of the benchmarking thread, in ns.
+struct ThreadCpuTime;
 
-fn disciplines() -> Vec<(&'static str, Build)> {
-    use bloatbox::qdisc::codel_qdisc::CodelQdisc;
-    use bloatbox::qdisc::fifo::{Fifo, FifoKind};
-    use bloatbox::qdisc::fq_codel::FqCodel;
-    use bloatbox::qdisc::pfifo_fast::PfifoFast;
-    use bloatbox::qdisc::sfq::Sfq;
-    use bloatbox::qdisc::tbf::Tbf;
-    vec![
-        ("pfifo", |c| {
-            Box::new(Fifo::with_limit(FifoKind::Pfifo, c, 100_000))
-        }),
-        ("pfifo_fast", |c| Box::new(PfifoFast::new(c))),
-        ("codel", |c| {
-            Box::new(CodelQdisc::from_args(c, &["limit", "100000"]).unwrap())
-        }),
-        ("fq_codel", |c| {
-            Box::new(FqCodel::from_args(c, &[]).unwrap())
-        }),
-        ("sfq", |c| {
-            Box::new(
-                Sfq::from_args(c, &["limit", "65535", "flows", "65535", "divisor", "65536"])
-                    .unwrap(),
-            )
-        }),
-        ("tbf", |c| {
-            Box::new(
-                Tbf::from_args(c, &["rate", "10gbit", "burst", "1mb", "limit", "100mb"]).unwrap(),
-            )
-        }),
-        ("htb_1000_classes", htb_1000_classes),
-    ]
-}
-
-/// HTB 1: with a 10 Gbit/s root class and 1000 leaves of 10 Mbit/s (ceil
-/// 10 Gbit/s); frames pick their leaf through skb->priority (classid).
-fn htb_1000_classes(c: QdiscCtx) -> Box<dyn Qdisc> {
-    use bloatbox::qdisc::htb::Htb;
-    let c = QdiscCtx {
-        handle: 0x0001_0000,
-        ..c
-    };
-    let mut q = Htb::from_args(c, &["default", "1"]).unwrap();
-    let classful = q.as_classful().unwrap();
-    let major = c.handle & 0xFFFF_0000;
-    classful
-        .add_class(major | 0xFFFF, major, &["rate", "10gbit"])
-        .unwrap();
-    for minor in 1..=1000 {
-        classful
-            .add_class(
-                major | minor,
-                major | 0xFFFF,
-                &["rate", "10mbit", "ceil", "10gbit"],
-            )
-            .unwrap();
+impl Measurement for ThreadCpuTime {
+    type Intermediate = u64;
+    type Value = u64;
+    fn start(&self) -> u64 {
+        thread_cpu_ns()
     }
-    Box::new(q)
+    fn end(&self, started: u64) -> u64 {
+        thread_cpu_ns().saturating_sub(started)
+    }
+    fn add(&self, a: &u64, b: &u64) -> u64 {
+        a + b
+    }
+    fn zero(&self) -> u64 {
+        0
+    }
+    fn to_f64(&self, v: &u64) -> f64 {
+        *v as f64
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        &CpuNanos
+    }
 }
 
-fn bench(c: &mut Criterion) {
-    let ctx = QdiscCtx {
-        txqueuelen: 100_000,
-        ..QdiscCtx::default()
-    };
-    for (name, build) in disciplines() {
-        let mut group = c.benchmark_group(name);
-        group.throughput(Throughput::Elements(BATCH));
-        for flows in [1u32, 100, 10_000] {
-            group.bench_function(format!("{flows}_flows"), |b| {
-                let mut q = build(ctx);
-                let mut drops = Drops::new();
-                let mut now = Instant::from_millis(1);
-                // A standing queue: one frame per flow (at least 64) held.
-                for p in frames(flows, (flows as u64).max(64)) {
+/// Prints CPU times in ns (per batch) and throughput in elements/s.
+struct CpuNanos;
+
+impl ValueFormatter for CpuNanos {
+    fn scale_values(&self, _typical: f64, _values: &mut [f64]) -> &'static str {
+        "ns (CPU)"
+    }
+    fn scale_throughputs(&self, _typical: f64, t: &Throughput, values: &mut [f64]) -> &'static str {
+        let per = match *t {
+            Throughput::Elements(n) | Throughput::Bytes(n) | Throughput::BytesDecimal(n) => n,
+        } as f64;
+        for v in values.iter_mut() {
+            *v = per * 1e9 / *v;
+        }
+        "elem/s (CPU)"
+    }
+    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
+        "ns"
+    }
+}
+
+/// Measures `d` at each flow count. Criterion calls the closure once per
+/// sample, so the tree is built once, when first measured (a 1000-class
+/// tree takes seconds to build from tc lines; flow counts filtered out never
+/// build it), and reset only when the flow count changes; time goes on
+/// throughout, as the shapers require.
+fn bench_one(
+    c: &mut Criterion<ThreadCpuTime>,
+    group_name: &str,
+    d: &Discipline,
+    flow_counts: &[u32],
+) {
+    let mut group = c.benchmark_group(group_name);
+    group.throughput(Throughput::Elements(BATCH));
+    let mut tree = None;
+    let mut loaded_with = None;
+    let mut drops = Drops::new();
+    let mut now = Instant::from_millis(1);
+    let mut next_id = 0;
+    for &flows in flow_counts {
+        group.bench_function(format!("{flows}_flows"), |b| {
+            let q = tree.get_or_insert_with(|| d.build());
+            if loaded_with != Some(flows) {
+                loaded_with = Some(flows);
+                q.reset(&mut drops);
+                let standing = (flows as u64).max(64);
+                for p in d.frames(flows, 0, standing) {
                     q.enqueue(p, now, &mut drops);
                 }
-                b.iter_batched(
-                    || frames(flows, BATCH),
-                    |batch| {
-                        for p in batch {
-                            now += 121_120; // 1514 B at 100 Mbit/s
-                            q.enqueue(p, now, &mut drops);
-                            if let Some(out) = q.dequeue(now, &mut drops) {
-                                std::hint::black_box(out);
-                            }
+                drops.drain().for_each(drop);
+                next_id = standing;
+            }
+            // `iter_batched_ref` + `drain`: the batch's buffer is freed
+            // outside the timed routine (a 600 KB Vec freed inside it costs
+            // an munmap per batch).
+            b.iter_batched_ref(
+                || {
+                    let batch = d.frames(flows, next_id, BATCH);
+                    next_id += BATCH;
+                    batch
+                },
+                |batch| {
+                    for p in batch.drain(..) {
+                        now += SPACING_NS;
+                        q.enqueue(p, now, &mut drops);
+                        if let Some(out) = q.dequeue(now, &mut drops) {
+                            std::hint::black_box(out);
                         }
-                        drops.drain().for_each(drop);
-                    },
-                    BatchSize::LargeInput,
-                );
-            });
-        }
-        group.finish();
+                    }
+                    drops.drain().for_each(drop);
+                },
+                BatchSize::LargeInput,
+            );
+        });
     }
+    group.finish();
 }
 
-criterion_group!(benches, bench);
+fn bench(c: &mut Criterion<ThreadCpuTime>) {
+    let all = disciplines::all();
+    for d in &all {
+        bench_one(c, d.name, d, &FLOW_COUNTS);
+    }
+    let pfifo = all.iter().find(|d| d.name == "pfifo").expect("pfifo");
+    bench_one(c, "reference_end", pfifo, &[1]);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().with_measurement(ThreadCpuTime);
+    targets = bench
+}
 criterion_main!(benches);

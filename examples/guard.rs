@@ -69,6 +69,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         l2r.drops_by_reason,
         stats.lateness.p99_ns
     );
+    // Each delivered frame's time through the link (queue + wire + delay).
+    let t = &l2r.transit;
+    println!(
+        "left→right transit: {} frames, min {} us, p50 {} us, p99 {} us, max {} us",
+        t.count,
+        t.min_ns / 1000,
+        t.p50_ns / 1000,
+        t.p99_ns / 1000,
+        t.max_ns / 1000
+    );
     // Dropping `link` (here, or while a test unwinds from a panic) kills
     // what still runs in the namespaces and removes them and the TAPs.
     Ok(())

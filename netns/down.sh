@@ -1,11 +1,12 @@
 #!/bin/sh
 # Removes the namespaces and TAPs of configs/default.toml (bb-left, bb-right,
 # bbl0, bbr0) - or of `bloatbox run --name NAME` with BB_NAME=NAME - and a
-# stale control socket: what netns/up.sh made, or what a killed (SIGKILL)
-# `bloatbox up`/`bloatbox run` left. Same effect as `bloatbox down` for the
-# default configuration, plus killing processes still inside the namespaces
-# (`ip netns pids`). Idempotent. Do not run it against a live daemon: it
-# pulls the namespaces from under it.
+# stale control socket: what netns/up.sh made (the TAPs inside go with their
+# namespaces), or what a killed (SIGKILL) `bloatbox up`/`bloatbox run` left.
+# Same effect as `bloatbox down` for the default configuration, plus killing
+# processes still inside the namespaces (`ip netns pids`). Idempotent. Stop
+# an attached daemon (`bloatbox up --attach`) first: while it holds the
+# TAPs, their namespaces outlive `ip netns del`.
 #
 #   sudo netns/down.sh                 # the default names
 #   sudo BB_NAME=bbk2x-0 netns/down.sh # a killed `bloatbox run`

@@ -10,21 +10,37 @@
 #   tbf: tc qdisc add dev X root tbf rate 20mbit burst 20kb latency 20ms
 # it measures single-flow TCP throughput (iperf3 -C cubic, DUR s), idle ping
 # RTT and the median ping RTT under that load (ping -i 0.1 during the run),
-#   kernel:   on a veth pair between two namespaces, tree on the sender's
-#             veth egress;
-#   bloatbox: between bloatbox's two namespaces, link rate 10gbit (does not
-#             bind), delay 0, the same tree on `dev left` (left→right),
-#             datapath under `--realtime 20`.
+# on three paths:
+#   kernel veth:   a veth pair between two namespaces, tree on the sender's
+#                  own veth egress. The qdisc is on the sending host, so TCP
+#                  Small Queues caps the bytes each socket has in it, and
+#                  TCP hands it 64 KB GSO super-frames;
+#   kernel router: sender ns -> router ns -> receiver ns over two veth
+#                  pairs, ip_forward on, the tree on the router's egress veth
+#                  (towards the receiver). The qdisc is on another "host", so
+#                  TSQ does not apply, and the sender's veth has
+#                  gso_max_segs 1, so the tree sees 1514-byte frames: the
+#                  same situation as bloatbox's queue behind its TAP;
+#   bloatbox:      between bloatbox's two namespaces, link rate 10gbit (does
+#                  not bind), delay 0, the same tree on `dev left`
+#                  (left→right), datapath under `--realtime 20`; once with
+#                  the TAPs' default txqueuelen 16 and once with 1000.
+# After each run the tree's `tc -s` statistics are kept and the leaf's
+# backlog/drops are summarised (average frame size = bytes / packets sent).
+# Also printed: each tree's `tc -s` counters, the sender's TCP
+# retransmissions per run (nstat) and the bloatbox sender TAP's TX drops.
+# DUR defaults to 30 s: with 8 s, cubic had not yet filled HTB's
+# 1000-packet leaf and the loaded RTT was a transient (see BENCHMARKS.md).
 # Needs root, iproute2 with sch_htb/sch_tbf, iperf3, ping, jq, cargo.
 # Everything it creates is named kc-$$-* / kc$$* and removed on exit; all
 # traffic stays inside its own namespaces. It asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DUR=${DUR:-8}
+DUR=${DUR:-30}
 RATE_MBIT=20
 [ "$(id -u)" = 0 ] || { echo "kernel-compare.sh needs root" >&2; exit 1; }
-for t in ip tc iperf3 ping jq cargo; do
+for t in ip tc nstat iperf3 ping jq cargo; do
   command -v "$t" >/dev/null || { echo "missing tool: $t" >&2; exit 1; }
 done
 
@@ -33,8 +49,10 @@ BIN=$PWD/target/release/bloatbox
 TMP=$(mktemp -d)
 ID=$$
 NS_KA=kc-$ID-a; NS_KB=kc-$ID-b       # kernel veth pair
+NS_RS=kc-$ID-rs; NS_RR=kc-$ID-rr; NS_RD=kc-$ID-rd  # kernel router
 NS_BA=kc-$ID-ba; NS_BB=kc-$ID-bb     # bloatbox
 VA=kc${ID}a; VB=kc${ID}b             # veth names (<= 15 chars)
+RS=kc${ID}s; RI=kc${ID}i; RO=kc${ID}o; RD=kc${ID}d  # router veths
 TA=kc${ID}l; TB=kc${ID}r             # bloatbox TAP names
 DAEMON=""
 PING_PID=""
@@ -44,7 +62,7 @@ cleanup() {
   [ -n "$PING_PID" ] && kill "$PING_PID" 2>/dev/null
   [ -n "$DAEMON" ] && kill -INT "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null
   for c in "$TMP"/*.toml; do [ -e "$c" ] && "$BIN" down -c "$c" >/dev/null 2>&1; done
-  for ns in "$NS_KA" "$NS_KB" "$NS_BA" "$NS_BB"; do
+  for ns in "$NS_KA" "$NS_KB" "$NS_RS" "$NS_RR" "$NS_RD" "$NS_BA" "$NS_BB"; do
     if ip netns pids "$ns" >/dev/null 2>&1; then
       for p in $(ip netns pids "$ns" 2>/dev/null); do kill "$p" 2>/dev/null; done
       ip netns del "$ns" 2>/dev/null
@@ -80,11 +98,15 @@ measure() {
   ( sleep 1; in_ns "$nsc" ping -i 0.1 -w $((DUR - 2)) -W 2 "$dst" >"$TMP/ping-$tag.txt" 2>&1 ) &
   PING_PID=$!
   in_ns "$nsc" iperf3 -c "$dst" -t "$DUR" -C cubic -J >"$TMP/iperf-$tag.json"
+  # TCP retransmissions at the sender since its namespace was created:
+  # losses anywhere on the path, also outside the tree (a full TAP queue).
+  in_ns "$nsc" nstat -az TcpRetransSegs 2>/dev/null | awk '/TcpRetransSegs/ {print $2}' >"$TMP/retrans-$tag.txt"
   wait "$PING_PID" || true
   PING_PID=""
   wait "$srv" 2>/dev/null || true
   local mbit loaded
   mbit=$(jq '.end.sum_received.bits_per_second / 1e6' "$TMP/iperf-$tag.json")
+  echo "== $tag: sender TCP retransmissions $(cat "$TMP/retrans-$tag.txt" 2>/dev/null)" >>"$TMP/diag.txt"
   loaded=$(sed -n 's/.*time=\([0-9.]*\) ms/\1/p' "$TMP/ping-$tag.txt" | median)
   printf "%.3f %s %s" "$mbit" "$idle" "$loaded"
 }
@@ -114,10 +136,49 @@ kernel_run() {
   ip netns del "$NS_KB"
 }
 
+# ---- kernel: sender -> router -> receiver ------------------------------------
+
+router_run() {
+  local tree=$1
+  ip netns add "$NS_RS"
+  ip netns add "$NS_RR"
+  ip netns add "$NS_RD"
+  ip link add "$RS" type veth peer name "$RI"
+  ip link add "$RO" type veth peer name "$RD"
+  ip link set "$RS" netns "$NS_RS"
+  ip link set "$RI" netns "$NS_RR"
+  ip link set "$RO" netns "$NS_RR"
+  ip link set "$RD" netns "$NS_RD"
+  in_ns "$NS_RS" ip addr add 10.93.1.1/24 dev "$RS"
+  in_ns "$NS_RR" ip addr add 10.93.1.254/24 dev "$RI"
+  in_ns "$NS_RR" ip addr add 10.93.2.254/24 dev "$RO"
+  in_ns "$NS_RD" ip addr add 10.93.2.2/24 dev "$RD"
+  for ns in "$NS_RS" "$NS_RR" "$NS_RD"; do in_ns "$ns" ip link set lo up; done
+  in_ns "$NS_RS" ip link set "$RS" gso_max_segs 1 up
+  in_ns "$NS_RR" ip link set "$RI" up
+  in_ns "$NS_RR" ip link set "$RO" up
+  in_ns "$NS_RD" ip link set "$RD" up
+  in_ns "$NS_RS" ip route add default via 10.93.1.254
+  in_ns "$NS_RD" ip route add default via 10.93.2.254
+  in_ns "$NS_RR" sysctl -qw net.ipv4.ip_forward=1
+  while read -r cmd; do
+    # shellcheck disable=SC2086
+    in_ns "$NS_RR" $cmd
+  done < <(tree_cmds "$tree" "$RO")
+  RES[$tree,router]=$(measure "$NS_RS" "$NS_RD" 10.93.2.2 "r-$tree")
+  in_ns "$NS_RR" tc -s qdisc show dev "$RO" >"$TMP/router-$tree.qdisc" 2>&1 || true
+  ip netns del "$NS_RS"
+  ip netns del "$NS_RR"
+  ip netns del "$NS_RD"
+}
+
 # ---- bloatbox ----------------------------------------------------------------
 
+# bloatbox_run TREE TAP_TXQUEUELEN: result key bloatbox (the TAPs' default
+# 16) or bloatbox<N>.
 bloatbox_run() {
-  local tree=$1 f="$TMP/$1.toml"
+  local tree=$1 qlen=$2 f="$TMP/$1-$2.toml" key=bloatbox
+  [ "$qlen" != 16 ] && key=bloatbox$qlen
   {
     cat <<EOF
 [left]
@@ -132,6 +193,9 @@ tap = "$TB"
 ipv4 = "10.92.0.2/24"
 ipv6 = "fd00:92::2/64"
 
+[tap]
+txqueuelen = $qlen
+
 [link]
 rate = "10gbit"
 delay = "0ms"
@@ -142,7 +206,7 @@ EOF
     cat <<EOF
 
 [daemon]
-control_socket = "$TMP/$tree.sock"
+control_socket = "$TMP/$tree-$qlen.sock"
 EOF
   } >"$f"
   "$BIN" up -c "$f" --realtime 20 >"$TMP/daemon-$tree.log" 2>&1 &
@@ -158,7 +222,10 @@ EOF
     cat "$TMP/daemon-$tree.log" >&2
     return 1
   fi
-  RES[$tree,bloatbox]=$(measure "$NS_BA" "$NS_BB" 10.92.0.2 "b-$tree")
+  RES[$tree,$key]=$(measure "$NS_BA" "$NS_BB" 10.92.0.2 "b$qlen-$tree")
+  "$BIN" tc -c "$f" -s qdisc show dev left >"$TMP/$key-$tree.qdisc" 2>&1 || true
+  # Frames the sender's TAP dropped (its own queue full) never reach the tree.
+  echo "== b$qlen-$tree: sender TAP $(in_ns "$NS_BA" ip -s link show dev "$TA" | awk '/TX:/ {getline; print "TX packets " $2 ", dropped " $4}')" >>"$TMP/diag.txt"
   kill -INT "$DAEMON"
   wait "$DAEMON" || echo "bloatbox ($tree) exited with status $?" >&2
   DAEMON=""
@@ -166,7 +233,9 @@ EOF
 
 for tree in htb tbf; do
   kernel_run "$tree"
-  bloatbox_run "$tree"
+  router_run "$tree"
+  bloatbox_run "$tree" 16
+  bloatbox_run "$tree" 1000
 done
 
 # ---- report ------------------------------------------------------------------
@@ -177,17 +246,33 @@ echo
 echo "| tree | path | throughput Mbit/s | ratio to ${RATE_MBIT} Mbit/s | idle RTT ms | loaded RTT median ms |"
 echo "|---|---|---:|---:|---:|---:|"
 for tree in htb tbf; do
-  for path in kernel bloatbox; do
+  for path in kernel router bloatbox bloatbox1000; do
     read -r m i l <<<"${RES[$tree,$path]}"
-    label="kernel veth"; [ "$path" = bloatbox ] && label=bloatbox
+    case $path in
+      kernel) label="kernel veth (tree on sender)" ;;
+      router) label="kernel router (3 namespaces)" ;;
+      bloatbox) label="bloatbox (TAP txqueuelen 16, default)" ;;
+      *) label="bloatbox (TAP txqueuelen 1000)" ;;
+    esac
     awk -v t="$tree" -v p="$label" -v m="$m" -v i="$i" -v l="$l" -v r="$RATE_MBIT" \
       'BEGIN {printf "| %s | %s | %.2f | %.4f | %s | %s |\n", t, p, m, m/r, i, l}'
   done
 done
 echo
 for tree in htb tbf; do
-  read -r km _ _ <<<"${RES[$tree,kernel]}"
-  read -r bm _ _ <<<"${RES[$tree,bloatbox]}"
-  awk -v t="$tree" -v k="$km" -v b="$bm" \
-    'BEGIN {printf "%s: bloatbox/kernel throughput = %.4f (%+.2f%%)\n", t, b/k, (b/k-1)*100}'
+  read -r rm _ rl <<<"${RES[$tree,router]}"
+  for key in bloatbox bloatbox1000; do
+    read -r bm _ bl <<<"${RES[$tree,$key]}"
+    awk -v t="$tree" -v p="$key" -v k="$rm" -v b="$bm" -v kl="$rl" -v bl="$bl" \
+      'BEGIN {printf "%s: %s/kernel router throughput = %.4f (%+.2f%%), loaded RTT = %.3f\n", t, p, b/k, (b/k-1)*100, bl/kl}'
+  done
 done
+echo
+# The trees' counters after each run: Sent bytes/pkt (average frame size
+# the tree saw), drops, backlog at the end.
+for f in "$TMP"/*.qdisc; do
+  echo "== $(basename "$f" .qdisc)"
+  cat "$f"
+done
+echo
+cat "$TMP/diag.txt"

@@ -2,7 +2,9 @@
 //! namespaces and TAPs, run the datapath, the control socket and optionally
 //! the TUI until a signal or the TUI quits, then remove everything), `down`,
 //! `exec`, `check` and `stats`. `main.rs` only parses arguments and calls
-//! these.
+//! these. `LiveLink` is a running link without signals or TUI (control
+//! socket, datapath thread, namespaces), shared by `bloatbox test` and
+//! `crate::harness`.
 
 use std::path::{Path, PathBuf};
 
@@ -185,6 +187,9 @@ pub struct UpOptions {
     pub metrics_listen: Option<(std::net::SocketAddr, bool)>,
     /// Rewrite this file with the metrics every period.
     pub metrics_file: Option<(PathBuf, std::time::Duration)>,
+    /// Attach to namespaces and persistent TAPs made beforehand (netns/up.sh)
+    /// instead of creating them; they are left in place on exit.
+    pub attach: bool,
 }
 
 /// Starts the capture of `spec` and installs its tap in `bridge`.
@@ -210,7 +215,11 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = TerminationSignals::block()?;
     let capture = attach_capture(&mut bridge, opts.capture.as_ref())?;
-    let (guard, left, right) = setup.topology.up()?;
+    let (guard, left, right) = if opts.attach {
+        setup.topology.attach()?
+    } else {
+        setup.topology.up()?
+    };
     // The TAPs are open: the socket is created with the user's own rights.
     privilege::lower_children_only()?;
     let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
@@ -311,22 +320,51 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     tracing::info!(
         wakeups = last.wakeups.total,
         lateness_p99_ns = last.lateness.p99_ns,
-        "link down, everything removed"
+        "link down, {}",
+        if opts.attach {
+            "namespaces and TAPs left in place (attached)"
+        } else {
+            "everything removed"
+        }
     );
     Ok(())
 }
 
 /// The link of `cfg`, up and running: the control socket, the datapath
 /// thread and the namespaces with their TAPs. Dropping it tears everything
-/// down in that order (the fields drop in declaration order). A hook for
+/// down in that order (the fields drop in declaration order); `stop` does
+/// the same and returns the final snapshot. Used by `bloatbox test` and by
 /// `crate::harness`, which runs links for `bloatbox run` and test suites.
-pub(crate) struct HarnessLink {
-    pub control: ControlServer,
-    pub datapath: Datapath,
+pub struct LiveLink {
+    pub(crate) control: ControlServer,
+    pub(crate) datapath: Datapath,
     /// Finishes the capture files once the datapath has stopped.
-    pub capture: Option<crate::capture::CaptureWriter>,
-    pub guard: netns::LinkGuard,
-    pub control_socket: PathBuf,
+    pub(crate) capture: Option<crate::capture::CaptureWriter>,
+    pub(crate) guard: netns::LinkGuard,
+    pub(crate) control_socket: PathBuf,
+}
+
+impl LiveLink {
+    /// Brings the link of `cfg` up as `up` does, without signals, TUI or
+    /// capture; `realtime` as `up --realtime`.
+    pub fn start(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<LiveLink> {
+        start_link(cfg, realtime, None, None)
+    }
+
+    /// The datapath's latest published snapshot.
+    pub fn snapshot(&self) -> Option<std::sync::Arc<crate::datapath::LiveSnapshot>> {
+        self.datapath.snapshots().latest()
+    }
+
+    /// Stops the control socket and the datapath (returning its final
+    /// snapshot), finishes the capture and removes the namespaces.
+    pub fn stop(self) -> Result<crate::datapath::LiveSnapshot, crate::datapath::DatapathError> {
+        drop(self.control);
+        let last = self.datapath.shutdown();
+        drop(self.capture);
+        drop(self.guard);
+        last
+    }
 }
 
 /// Brings the link of `cfg` up as `up` does, without signals or the TUI;
@@ -337,7 +375,7 @@ pub(crate) fn start_link(
     realtime: Option<u8>,
     capture: Option<&crate::capture::CaptureSpec>,
     rootless: Option<crate::rootless::Backend>,
-) -> anyhow::Result<HarnessLink> {
+) -> anyhow::Result<LiveLink> {
     let mut setup = setup(cfg)?;
     setup.datapath.realtime_priority = realtime;
     let mut bridge = build_bridge(cfg)?;
@@ -356,7 +394,7 @@ pub(crate) fn start_link(
         datapath.snapshots(),
         Some(datapath.commander()),
     )?;
-    Ok(HarnessLink {
+    Ok(LiveLink {
         control,
         datapath,
         capture,
@@ -365,64 +403,13 @@ pub(crate) fn start_link(
     })
 }
 
-/// A link brought up in-process for a test run (`bloatbox test`): the
-/// datapath thread and the namespaces. `stop` (or drop) shuts the datapath
-/// down and removes the namespaces.
-pub struct LiveLink {
-    datapath: Option<Datapath>,
-    guard: Option<netns::LinkGuard>,
-}
-
-impl LiveLink {
-    /// Brings the link of `cfg` up exactly as `up` does, without control
-    /// socket, signals or TUI; `realtime` as `up --realtime`.
-    pub fn start(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<LiveLink> {
-        let mut setup = setup(cfg)?;
-        setup.datapath.realtime_priority = realtime;
-        netns::require_privileges()?;
-        let bridge = build_bridge(cfg)?;
-        let (guard, left, right) = setup.topology.up()?;
-        let mut link = LiveLink {
-            datapath: None,
-            guard: Some(guard),
-        };
-        link.datapath = Some(Datapath::spawn(
-            bridge,
-            Box::new(left),
-            Box::new(right),
-            setup.datapath,
-        )?);
-        Ok(link)
+/// `bloatbox down`: removes what a killed run left behind: the link of the
+/// configuration, or with `runs` the links of every `bloatbox run` (and
+/// `harness::Link`) whose owner process is dead.
+pub fn down(config: Option<&Path>, runs: bool) -> anyhow::Result<()> {
+    if runs {
+        return down_runs();
     }
-
-    /// The datapath's latest published snapshot.
-    pub fn snapshot(&self) -> Option<std::sync::Arc<crate::datapath::LiveSnapshot>> {
-        self.datapath.as_ref()?.snapshots().latest()
-    }
-
-    /// Stops the datapath (returning its final snapshot) and removes the
-    /// namespaces.
-    pub fn stop(mut self) -> anyhow::Result<crate::datapath::LiveSnapshot> {
-        let last = match self.datapath.take() {
-            Some(d) => d.shutdown().map_err(anyhow::Error::from),
-            None => Err(anyhow::anyhow!("the datapath was not running")),
-        };
-        drop(self.guard.take());
-        last
-    }
-}
-
-impl Drop for LiveLink {
-    fn drop(&mut self) {
-        if let Some(d) = self.datapath.take() {
-            let _ = d.shutdown();
-        }
-        drop(self.guard.take());
-    }
-}
-
-/// `bloatbox down`: removes what a killed run left behind.
-pub fn down(config: Option<&Path>) -> anyhow::Result<()> {
     let cfg = load(config)?;
     let setup = setup(&cfg)?;
     prepare_privileges()?;
@@ -439,6 +426,36 @@ pub fn down(config: Option<&Path>) -> anyhow::Result<()> {
             "removed stale control socket {}",
             setup.control_socket.display()
         );
+    }
+    Ok(())
+}
+
+/// `bloatbox down --runs`.
+fn down_runs() -> anyhow::Result<()> {
+    use crate::harness::runs::{remove_dead, RunCleanup, RUNS_DIR};
+    prepare_privileges()?;
+    let done = remove_dead().with_context(|| format!("reading {RUNS_DIR}"))?;
+    if done.is_empty() {
+        println!("no runs recorded in {RUNS_DIR}");
+    }
+    for d in done {
+        match d {
+            RunCleanup::Removed { name, pid, removed } => {
+                println!("run {name} (pid {pid}, dead):");
+                if removed.is_empty() {
+                    println!("  nothing left");
+                }
+                for r in removed {
+                    println!("  removed {r}");
+                }
+            }
+            RunCleanup::Alive { name, pid } => {
+                println!("run {name} (pid {pid}) is running: left alone")
+            }
+            RunCleanup::Unreadable { path, error } => {
+                println!("removed unreadable record {}: {error}", path.display())
+            }
+        }
     }
     Ok(())
 }
@@ -579,6 +596,19 @@ fn render_stats(snap: &serde_json::Value) -> String {
                 num(cap, "captured"),
                 num(cap, "dropped"),
                 num(cap, "write_errors")
+            );
+        }
+        let t = &p["transit"];
+        if num(t, "count") > 0 {
+            let ms = |key: &str| num(t, key) as f64 / 1e6;
+            let _ = writeln!(
+                out,
+                "  transit (in to out) min {:.3} ms  p50 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3} ms",
+                ms("min_ns"),
+                ms("p50_ns"),
+                ms("p99_ns"),
+                ms("p999_ns"),
+                ms("max_ns")
             );
         }
         let ok = fin == fout + drops + held;
@@ -732,6 +762,8 @@ mod tests {
                 { "counters": { "frames_in": 10, "frames_out": 7, "drops": [1, 0, 0],
                                 "bytes_in": 1000, "bytes_out": 700 },
                   "held": 2, "drops_by_reason": { "queue_full": 1 },
+                  "transit": { "count": 7, "min_ns": 5012000, "p50_ns": 5100000,
+                               "p99_ns": 9000000, "p999_ns": 9000000, "max_ns": 9000000 },
                   "ring_used": 1, "ring_size": 256, "ring_bytes": 100,
                   "bql_limit": 3028, "bql_inflight": 100 },
                 { "counters": { "frames_in": 5, "frames_out": 3, "drops": [0] },
@@ -749,6 +781,11 @@ mod tests {
         );
         assert!(text.contains("drops by reason: queue_full 1"), "{text}");
         assert!(text.contains("BQL limit 3028 B"), "{text}");
+        assert!(
+            text.contains("transit (in to out) min 5.012 ms  p50 5.100  p99 9.000"),
+            "{text}"
+        );
+        assert_eq!(text.matches("transit").count(), 1, "none without frames");
         assert!(
             text.contains("in 10 = out 7 + dropped 1 + held 2: ok"),
             "{text}"

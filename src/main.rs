@@ -36,6 +36,11 @@ enum Cmd {
         /// Where logs go while the TUI owns the terminal.
         #[arg(long, value_name = "FILE", default_value = "/tmp/bloatbox.log")]
         log: PathBuf,
+        /// Attach to the namespaces and persistent TAPs of the configuration
+        /// made beforehand (netns/up.sh) instead of creating them; they are
+        /// left in place on exit (netns/down.sh removes them).
+        #[arg(long)]
+        attach: bool,
         #[command(flatten)]
         capture: bloatbox::capture::CaptureArgs,
         #[command(flatten)]
@@ -43,8 +48,13 @@ enum Cmd {
     },
     /// Remove namespaces and TAPs a killed run left behind (needs root).
     Down {
-        #[arg(short, long, value_name = "FILE")]
+        #[arg(short, long, value_name = "FILE", conflicts_with = "runs")]
         config: Option<PathBuf>,
+        /// Instead: clean up after every `bloatbox run` (or library guard)
+        /// whose process is dead, e.g. SIGKILLed (records in
+        /// /run/bloatbox/runs).
+        #[arg(long)]
+        runs: bool,
     },
     /// Run a command inside the left or right namespace; its exit code is
     /// passed through.
@@ -284,6 +294,7 @@ fn main() -> ExitCode {
             realtime,
             tui,
             log: _,
+            attach,
             capture,
             metrics: m,
         } => {
@@ -293,10 +304,11 @@ fn main() -> ExitCode {
                 capture: capture.spec(),
                 metrics_listen: m.metrics_listen.map(|a| (a, m.metrics_allow_remote)),
                 metrics_file: m.metrics_file.map(|f| (f, m.metrics_period)),
+                attach,
             };
             app::up(config.as_deref(), &opts).map(|()| 0)
         }
-        Cmd::Down { config } => app::down(config.as_deref()).map(|()| 0),
+        Cmd::Down { config, runs } => app::down(config.as_deref(), runs).map(|()| 0),
         Cmd::Exec { side, config, cmd } => app::exec(side, config.as_deref(), &cmd),
         Cmd::Check { file } => app::check(&file).map(|()| 0),
         Cmd::Test { configs, load } => {

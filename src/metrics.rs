@@ -235,6 +235,28 @@ pub fn render(snap: &LiveSnapshot) -> String {
             d(),
             c.corrupted,
         );
+        let t = &p.transit;
+        for (q, v) in [
+            ("0", t.min_ns),
+            ("0.5", t.p50_ns),
+            ("0.9", t.p90_ns),
+            ("0.99", t.p99_ns),
+            ("0.999", t.p999_ns),
+            ("1", t.max_ns),
+        ] {
+            f.gauge(
+                "transit_seconds",
+                "Transit time of delivered frames through the link, ingress to delivery",
+                labels(&[("direction", dir.name()), ("quantile", q)]),
+                v as f64 / 1e9,
+            );
+        }
+        f.counter(
+            "transit_frames",
+            "Delivered frames whose transit time was recorded",
+            d(),
+            t.count,
+        );
         f.counter(
             "xmit_batches",
             "Batches the qdisc handed to the emulated NIC (doorbells)",
@@ -745,7 +767,8 @@ mod tests {
     use crate::qdisc::QdiscCtx;
     use crate::time::Instant;
 
-    /// A bridge whose left→right pfifo (limit 2) took a burst of 5 frames.
+    /// A bridge whose left→right pfifo (limit 2) took a burst of 5 frames,
+    /// polled until the first of them is delivered.
     fn snapshot() -> LiveSnapshot {
         let path = || {
             let fifo = Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 2);
@@ -766,9 +789,12 @@ mod tests {
         }
         let (mut out, mut freed) = (Vec::new(), Vec::new());
         b.poll(Instant::ZERO, &mut out, &mut freed);
+        // Deliver one frame, so that the transit histogram has a sample.
+        let now = b.poll_at().expect("frames are in flight");
+        b.poll(now, &mut out, &mut freed);
         LiveSnapshot {
-            at: Instant::ZERO,
-            bridge: b.snapshot(Instant::ZERO),
+            at: now,
+            bridge: b.snapshot(now),
             lateness: LatenessSummary {
                 samples: 3,
                 p50_ns: 1_000,
@@ -851,6 +877,20 @@ mod tests {
         assert_eq!(
             value(&s, "bloatbox_wakeup_lateness_seconds{quantile=\"0.99\"}"),
             2e-6
+        );
+        let t = &snap.bridge.path(Dir::LeftToRight).transit;
+        assert!(t.count > 0, "frames were delivered");
+        assert_eq!(t.count, c.frames_out);
+        assert_eq!(
+            value(&s, &format!("bloatbox_transit_frames_total{{{l2r}}}")),
+            t.count as f64
+        );
+        assert_eq!(
+            value(
+                &s,
+                &format!("bloatbox_transit_seconds{{{l2r},quantile=\"1\"}}")
+            ),
+            t.max_ns as f64 / 1e9
         );
         assert_eq!(value(&s, "bloatbox_timer_wakeups_total"), 3.0);
         assert_eq!(value(&s, "bloatbox_datapath_cpu_seconds"), 0.005);

@@ -13,6 +13,10 @@
 //! from ordinary code. A run killed with SIGKILL leaves its namespaces behind
 //! (its TAPs die with their descriptors): `detect_leftovers` finds them and
 //! `down` removes them.
+//!
+//! `Topology::attach` is the other way in: it opens persistent TAPs that
+//! already sit in existing namespaces (netns/up.sh makes them), entering each
+//! namespace to do so, and leaves everything in place on exit.
 
 use std::net::IpAddr;
 use std::path::Path as FsPath;
@@ -49,6 +53,8 @@ pub enum NetnsError {
     },
     #[error("network namespace {0:?} does not exist: start the link first with `bloatbox up`")]
     NoSuchNamespace(String),
+    #[error("--attach: {0}")]
+    NotPrepared(String),
     #[error("rootless link: {0}")]
     Rootless(String),
 }
@@ -197,6 +203,73 @@ impl Topology {
         let right = set_up_side(&self.right, &mut guard)?;
         Ok((guard, left, right))
     }
+
+    /// Attaches to namespaces and persistent TAPs made beforehand (e.g. by
+    /// netns/up.sh) instead of creating them. Each TAP is opened from inside
+    /// its namespace, since TUNSETIFF finds a device by name in the caller's
+    /// namespace; its MTU must be the configured one. The returned guard
+    /// records nothing: what this process did not create stays on exit.
+    pub fn attach(&self) -> Result<(LinkGuard, TapPort, TapPort), NetnsError> {
+        require_privileges()?;
+        let left = attach_side(&self.left)?;
+        let right = attach_side(&self.right)?;
+        Ok((LinkGuard::default(), left, right))
+    }
+}
+
+/// How to fix a missing namespace or TAP in attach mode.
+const PREPARE: &str =
+    "create the namespaces and TAPs first with netns/up.sh (same names), or start without --attach";
+
+fn attach_side(side: &SideSpec) -> Result<TapPort, NetnsError> {
+    let (ns, dev) = (side.netns.as_str(), side.tap.name.as_str());
+    if !netns_exists(ns) {
+        return Err(NetnsError::NotPrepared(format!(
+            "network namespace {ns:?} does not exist; {PREPARE}"
+        )));
+    }
+    let io_err = |what: String, source: std::io::Error| NetnsError::Io { what, source };
+    let (port, mtu) = in_netns(ns, || TapPort::attach(dev))
+        .map_err(|e| io_err(format!("entering network namespace {ns:?}"), e))?
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                NetnsError::NotPrepared(format!(
+                    "no interface {dev:?} in namespace {ns:?}; {PREPARE}"
+                ))
+            } else {
+                io_err(format!("in namespace {ns:?}"), e)
+            }
+        })?;
+    if mtu != side.tap.mtu {
+        return Err(NetnsError::NotPrepared(format!(
+            "TAP {dev:?} in {ns:?} has MTU {mtu}, the configuration says tap.mtu = {}; \
+             set tap.mtu = {mtu} or recreate the TAP",
+            side.tap.mtu
+        )));
+    }
+    tracing::info!(netns = ns, tap = dev, "attached to an existing TAP");
+    Ok(port)
+}
+
+/// Runs `f` on a new thread that has entered the named namespace
+/// (`/run/netns/NS`) and returns its result; descriptors it opens (sockets,
+/// TAPs) stay bound to that namespace. A panic in `f` is resumed here.
+pub fn in_netns<T, F>(ns: &str, f: F) -> std::io::Result<T>
+where
+    T: Send,
+    F: FnOnce() -> T + Send,
+{
+    let file = std::fs::File::open(FsPath::new(NETNS_RUN_DIR).join(ns))?;
+    std::thread::scope(|s| {
+        let handle = s.spawn(move || {
+            nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET)?;
+            Ok(f())
+        });
+        match handle.join() {
+            Ok(result) => result,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
 }
 
 fn set_up_side(side: &SideSpec, guard: &mut LinkGuard) -> Result<TapPort, NetnsError> {
@@ -359,6 +432,19 @@ mod tests {
         let err = ip(&["link", "show", "dev", "bbu-no-such-dev"]).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("ip link show dev bbu-no-such-dev"), "{msg}");
+    }
+
+    #[test]
+    fn attach_without_prepared_namespaces_says_how_to_make_them() {
+        if require_privileges().is_err() {
+            eprintln!("skipped: needs root or CAP_NET_ADMIN+CAP_SYS_ADMIN");
+            return;
+        }
+        let t = topo(&format!("{}a", std::process::id() % 100_000));
+        let err = t.attach().expect_err("nothing to attach to").to_string();
+        assert!(err.contains(&t.left.netns), "{err}");
+        assert!(err.contains("netns/up.sh"), "{err}");
+        assert!(detect_leftovers(&t).is_empty(), "attach creates nothing");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Frame ports: where the live datapath reads frames from and writes them to.
 //!
 //! `FramePort` is a non-blocking, one-frame-per-call interface. `TapPort` is a
-//! Linux TAP device (L2, `IFF_NO_PI`, created with tun-rs); `PacketPort` is an
+//! Linux TAP device (L2, `IFF_NO_PI`, created with tun-rs, or an existing
+//! persistent TAP attached to); `PacketPort` is an
 //! `AF_PACKET` socket bound to one interface (the hub end of a veth pair, for
 //! rootless links where /dev/net/tun is closed to the user); `SocketPairPort`
 //! is one end of a `SOCK_SEQPACKET` Unix socketpair, which keeps frame
@@ -218,6 +219,45 @@ impl TapPort {
             builder = builder.tx_queue_len(spec.txqueuelen);
         }
         let dev = builder.build_sync().map_err(|e| named("creating", e))?;
+        TapPort::from_device(&spec.name, dev, spec.offload)
+    }
+
+    /// Attaches to the existing persistent TAP `name` of the calling
+    /// thread's network namespace (made with `ip tuntap add mode tap`),
+    /// changing nothing of its set-up (MTU, MAC, addresses, up or down).
+    /// Returns the port (without offload) and the device's MTU. The device
+    /// outlives the port.
+    ///
+    /// Fails with `NotFound` if no interface of that name exists here
+    /// (TUNSETIFF would create a new TAP); fails as well if it is not a
+    /// TAP or another process has it open.
+    pub fn attach(name: &str) -> io::Result<(TapPort, u16)> {
+        if nix::net::if_::if_nametoindex(name).is_err() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no interface {name:?} in this network namespace"),
+            ));
+        }
+        let context =
+            |e: io::Error| io::Error::new(e.kind(), format!("attaching to TAP {name:?}: {e}"));
+        let dev = tun_rs::DeviceBuilder::new()
+            .name(name.to_string())
+            .layer(tun_rs::Layer::L2)
+            .packet_information(false)
+            .inherit_enable_state()
+            .build_sync()
+            .map_err(context)?;
+        let mtu = dev.mtu().map_err(context)?;
+        Ok((TapPort::from_device(name, dev, false)?, mtu))
+    }
+
+    /// Takes over the open TAP descriptor of `dev`, non-blocking; with
+    /// `offload` (the device was opened with `IFF_VNET_HDR`) pins the header
+    /// size and the offload mask.
+    fn from_device(name: &str, dev: tun_rs::SyncDevice, offload: bool) -> io::Result<TapPort> {
+        let named = |what: &str, e: io::Error| {
+            io::Error::new(e.kind(), format!("{what} TAP device {name:?}: {e}"))
+        };
         // SAFETY: `into_raw_fd` hands over the open TAP descriptor and gives
         // up ownership, so this OwnedFd is its only owner.
         let fd = unsafe { OwnedFd::from_raw_fd(dev.into_raw_fd()) };
@@ -225,7 +265,7 @@ impl TapPort {
             fd.as_raw_fd(),
             nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
         )?;
-        if spec.offload {
+        if offload {
             // tun-rs set IFF_VNET_HDR and its own offload mask (with USO when
             // the kernel has it); pin the header size and the exact mask.
             let hdr_len = VNET_HDR_LEN as libc::c_int;
@@ -239,8 +279,8 @@ impl TapPort {
             }
         }
         Ok(TapPort {
-            name: spec.name.clone(),
-            inner: FdPort::new(fd, spec.offload),
+            name: name.to_string(),
+            inner: FdPort::new(fd, offload),
         })
     }
 

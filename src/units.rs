@@ -252,18 +252,35 @@ fn trim_exp(s: &str) -> String {
 /// iproute2's ticks per µs (`/proc/net/psched`: 1000/64).
 pub const TICKS_PER_USEC: f64 = 15.625;
 
+/// `tc_core_time2tick`: whole µs to psched ticks. iproute2 passes the time
+/// as an integer, so a fractional µs is cut off before the conversion, and
+/// the ticks are truncated too.
+fn tc_core_time2tick(us: u64) -> u64 {
+    (us as f64 * TICKS_PER_USEC) as u64
+}
+
+/// `tc_core_tick2time`: psched ticks to whole µs (truncated), as tc prints
+/// bursts and latencies.
+pub fn tc_core_tick2time(ticks: u64) -> u64 {
+    (ticks as f64 / TICKS_PER_USEC) as u64
+}
+
 /// `tc_calc_xmittime`: psched ticks (64 ns) to send `size` bytes at `rate`
-/// bytes/s, rounded up.
+/// bytes/s: the time in whole µs (truncated), then in ticks (truncated).
+/// 1600 B at 30 Mbit/s = 426.67 µs → 426 µs → 6656 ticks, as iproute2 6.1
+/// sends it (the kernel on this machine dumps `tokens: 6656`).
 pub fn tc_calc_xmittime(rate_bps: u64, size: u64) -> u64 {
     if rate_bps == 0 {
         return 0;
     }
-    (TICKS_PER_USEC * 1e6 * size as f64 / rate_bps as f64).ceil() as u64
+    tc_core_time2tick((1e6 * (size as f64 / rate_bps as f64)) as u64)
 }
 
-/// `tc_calc_xmitsize`: bytes sent in `ticks` psched ticks at `rate`, truncated.
+/// `tc_calc_xmitsize`: bytes sent in `ticks` psched ticks at `rate`: the
+/// ticks in whole µs (truncated), then bytes (truncated). 6656 ticks at
+/// 30 Mbit/s → 425 µs → 1593 B (`burst 1593b`, as tc prints it).
 pub fn tc_calc_xmitsize(rate_bps: u64, ticks: u64) -> u64 {
-    (rate_bps as f64 * (ticks as f64 / TICKS_PER_USEC) / 1e6) as u64
+    (rate_bps as f64 * tc_core_tick2time(ticks) as f64 / 1e6) as u64
 }
 
 /// Link-layer framing applied to lengths before rate accounting.
@@ -394,6 +411,16 @@ mod tests {
     fn vectors_u7_to_u9_times() {
         assert_eq!(parse_time("5").unwrap(), 5);
         assert_eq!(sprint_time(5), "5us");
+        // U-7 as tc shows it: `target 5` is 5 µs, which the kernel keeps as
+        // (5 × 1000) >> 10 = 4 CoDel units and dumps as 4 × 1024 / 1000 =
+        // 4 µs (`codel_time_to_us`), so tc prints `target 4us`, not
+        // VECTORS.md's `5us` (sch_fq_codel.c fq_codel_change / dump).
+        use crate::qdisc::codel::{parse_codel_time, print_codel_time};
+        let target = parse_codel_time("target", Some(&"5")).unwrap();
+        assert_eq!(target, 4);
+        assert_eq!(print_codel_time(target), "4us");
+        let target = parse_codel_time("target", Some(&"5ms")).unwrap();
+        assert_eq!(print_codel_time(target), "5ms");
         assert_eq!(parse_time("5ms").unwrap(), 5000);
         assert_eq!(sprint_time(4999), "5ms");
         assert_eq!(parse_time("100ms").unwrap(), 100_000);
@@ -421,10 +448,21 @@ mod tests {
 
     #[test]
     fn xmittime_ticks() {
-        // HTB H-1: 1600 B at 1 Mbit = 200000 ticks; at 30 Mbit = 6667.
+        // HTB H-1: 1600 B at 1 Mbit = 12800 µs = 200000 ticks.
         assert_eq!(tc_calc_xmittime(125_000, 1600), 200_000);
-        assert_eq!(tc_calc_xmittime(3_750_000, 1600), 6667);
         assert_eq!(tc_calc_xmittime(12_500_000, 1600), 2000);
         assert_eq!(tc_calc_xmitsize(125_000, 200_000), 1600);
+        // At 30 Mbit, 426.67 µs is cut to 426 µs before the conversion:
+        // 6656 ticks, not VECTORS.md H-1's ceil() 6667. Checked on this
+        // machine (kernel 6.18, iproute2 6.1): `class add ... htb rate 30mbit
+        // ceil 100mbit` dumps `tokens: 6656` and prints `burst 1593b`
+        // (6656 ticks → 425 µs → 1593.75 B) next to `cburst 1600b`.
+        assert_eq!(tc_calc_xmittime(3_750_000, 1600), 6656);
+        assert_eq!(tc_calc_xmitsize(3_750_000, 6656), 1593);
+        assert_eq!(tc_calc_xmitsize(12_500_000, 2000), 1600);
+        assert_eq!(tc_core_tick2time(6656), 425);
+        assert_eq!(tc_calc_xmittime(0, 1600), 0);
+        // Saturates instead of wrapping (f64 → u64 casts clamp).
+        assert_eq!(tc_calc_xmittime(1, u64::MAX), u64::MAX);
     }
 }

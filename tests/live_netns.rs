@@ -8,283 +8,19 @@
 //! what a test created: the daemon is stopped (SIGTERM, then SIGKILL and
 //! `bloatbox down`) and the namespaces are deleted as a last resort.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::process::Output;
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
+#[macro_use]
+mod common;
+use common::{netns_script, text, Daemon, Names, Side};
 
 /// Tests in this file run one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-static NEXT: AtomicU32 = AtomicU32::new(1);
 
 fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Why this machine cannot run the tests, if it cannot.
-fn skip_reason(tools: &[&str]) -> Option<String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("needs root (creates network namespaces and TAPs)".into());
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing".into());
-    }
-    for tool in tools {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .stdout(Stdio::null())
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        if !found {
-            return Some(format!("`{tool}` is not installed"));
-        }
-    }
-    None
-}
-
-macro_rules! require {
-    ($($tool:expr),*) => {
-        if let Some(reason) = skip_reason(&[$($tool),*]) {
-            eprintln!("SKIPPED: {reason}");
-            return;
-        }
-    };
-}
-
-#[derive(Clone, Copy)]
-enum Side {
-    Left,
-    Right,
-}
-
-impl Side {
-    fn arg(self) -> &'static str {
-        match self {
-            Side::Left => "left",
-            Side::Right => "right",
-        }
-    }
-}
-
-/// Names and addresses unique to one test.
-struct Names {
-    ns: [String; 2],
-    tap: [String; 2],
-    v4: [String; 2],
-    v6: [String; 2],
-}
-
-impl Names {
-    fn new() -> Names {
-        let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let pid = std::process::id();
-        let octet = 100 + (pid as u32 * 7 + n) % 150;
-        Names {
-            ns: [format!("bbt-{pid}-{n}-l"), format!("bbt-{pid}-{n}-r")],
-            tap: [
-                format!("bt{}n{n}l", pid % 100_000),
-                format!("bt{}n{n}r", pid % 100_000),
-            ],
-            v4: [format!("10.79.{octet}.1"), format!("10.79.{octet}.2")],
-            v6: [format!("fd00:79:{octet}::1"), format!("fd00:79:{octet}::2")],
-        }
-    }
-}
-
-/// A running `bloatbox up` with its configuration in a tempdir.
-struct Daemon {
-    child: Option<Child>,
-    names: Names,
-    config: PathBuf,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Daemon {
-    /// Writes the configuration (`link` is the body of its `[link]` table)
-    /// and starts the daemon; returns once its stats answer.
-    fn start(link: &str) -> Daemon {
-        let names = Names::new();
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("bloatbox.toml");
-        let socket = dir.path().join("control.sock");
-        let text = format!(
-            "[left]\nnamespace = \"{}\"\ntap = \"{}\"\nipv4 = \"{}/24\"\nipv6 = \"{}/64\"\n\n\
-             [right]\nnamespace = \"{}\"\ntap = \"{}\"\nipv4 = \"{}/24\"\nipv6 = \"{}/64\"\n\n\
-             [link]\n{link}\n\n[daemon]\ncontrol_socket = \"{}\"\n",
-            names.ns[0],
-            names.tap[0],
-            names.v4[0],
-            names.v6[0],
-            names.ns[1],
-            names.tap[1],
-            names.v4[1],
-            names.v6[1],
-            socket.display()
-        );
-        std::fs::write(&config, text).unwrap();
-        let log = dir.path().join("daemon.log");
-        let child = Command::new(BIN)
-            .args(["up", "-c"])
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let mut d = Daemon {
-            child: Some(child),
-            names,
-            config,
-            log,
-            _dir: dir,
-        };
-        d.wait_ready();
-        d
-    }
-
-    fn wait_ready(&mut self) {
-        let t0 = Instant::now();
-        loop {
-            if self.cli(&["stats", "--json"]).status.success() {
-                return;
-            }
-            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("daemon exited early ({status}): {}", self.log_text());
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(15),
-                "daemon not ready after 15 s: {}",
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// `bloatbox ARGS... -c CONFIG`.
-    fn cli(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
-            .arg("-c")
-            .arg(&self.config)
-            .output()
-            .unwrap()
-    }
-
-    /// `bloatbox exec SIDE -c CONFIG -- CMD...`.
-    fn exec(&self, side: Side, cmd: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(["exec", side.arg(), "-c"])
-            .arg(&self.config)
-            .arg("--")
-            .args(cmd)
-            .output()
-            .unwrap()
-    }
-
-    fn spawn_in(&self, side: Side, cmd: &[&str]) -> Child {
-        Command::new(BIN)
-            .args(["exec", side.arg(), "-c"])
-            .arg(&self.config)
-            .arg("--")
-            .args(cmd)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    }
-
-    fn stats(&self) -> serde_json::Value {
-        let out = self.cli(&["stats", "--json"]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-
-    /// SIGTERM and wait (at most 10 s) for a normal exit.
-    fn stop(&mut self) -> ExitStatus {
-        let mut child = self.child.take().expect("running");
-        signal(&child, nix::sys::signal::Signal::SIGTERM);
-        wait_timeout(&mut child, Duration::from_secs(10)).unwrap_or_else(|| {
-            let _ = child.kill();
-            panic!("daemon ignored SIGTERM for 10 s: {}", self.log_text())
-        })
-    }
-
-    fn kill9(&mut self) {
-        let mut child = self.child.take().expect("running");
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-
-    /// What of this test's names still exists.
-    fn leftovers(&self) -> Vec<String> {
-        let mut found = Vec::new();
-        for ns in &self.names.ns {
-            if Path::new("/run/netns").join(ns).exists() {
-                found.push(ns.clone());
-            }
-        }
-        for tap in &self.names.tap {
-            if Path::new("/sys/class/net").join(tap).exists() {
-                found.push(tap.clone());
-            }
-        }
-        found
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            signal(&child, nix::sys::signal::Signal::SIGTERM);
-            if wait_timeout(&mut child, Duration::from_secs(5)).is_none() {
-                let _ = child.kill();
-                let _ = child.wait();
-            }
-        }
-        if !self.leftovers().is_empty() {
-            let _ = self.cli(&["down"]);
-        }
-        for ns in &self.names.ns {
-            if Path::new("/run/netns").join(ns).exists() {
-                let _ = Command::new("ip").args(["netns", "del", ns]).status();
-            }
-        }
-    }
-}
-
-fn signal(child: &Child, sig: nix::sys::signal::Signal) {
-    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig);
-}
-
-fn wait_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let t0 = Instant::now();
-    while t0.elapsed() < limit {
-        if let Some(status) = child.try_wait().unwrap() {
-            return Some(status);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// The RTTs (ms) ping printed.
@@ -320,7 +56,7 @@ fn assert_conserved(stats: &serde_json::Value) {
 
 #[test]
 fn live_ping_works_both_ways_ipv4_and_ipv6() {
-    require!("ip", "ping");
+    require!("ping");
     let _serial = serial();
     let mut d = Daemon::start("rate = \"100mbit\"\ndelay = \"1ms\"");
     let n = &d.names;
@@ -352,7 +88,7 @@ fn live_ping_works_both_ways_ipv4_and_ipv6() {
 
 #[test]
 fn live_bulk_tcp_fills_a_20mbit_link() {
-    require!("ip", "iperf3");
+    require!("iperf3");
     let _serial = serial();
     let d = Daemon::start("rate = \"20mbit\"\ndelay = \"5ms\"");
     let server_addr = d.names.v4[1].clone();
@@ -398,7 +134,7 @@ fn live_bulk_tcp_fills_a_20mbit_link() {
 
 #[test]
 fn live_idle_rtt_is_twice_the_delay_plus_serialization() {
-    require!("ip", "ping");
+    require!("ping");
     let _serial = serial();
     // fq_codel from the config: the qdisc tree is built from tc lines.
     let d = Daemon::start("rate = \"100mbit\"\ndelay = \"10ms\"\nqdisc = \"fq_codel\"");
@@ -432,7 +168,7 @@ fn live_idle_rtt_is_twice_the_delay_plus_serialization() {
 
 #[test]
 fn live_nothing_is_left_after_exit_or_after_sigkill_and_down() {
-    require!("ip");
+    require!();
     let _serial = serial();
     // Normal exit.
     let mut d = Daemon::start("rate = \"100mbit\"");
@@ -453,4 +189,66 @@ fn live_nothing_is_left_after_exit_or_after_sigkill_and_down() {
     assert_eq!(d.leftovers(), Vec::<String>::new());
     let down = d.cli(&["down"]);
     assert!(text(&down).contains("nothing to remove"), "{}", text(&down));
+}
+
+/// Runs netns/down.sh for a name when dropped (every exit path).
+struct ScriptsDown(String);
+
+impl Drop for ScriptsDown {
+    fn drop(&mut self) {
+        let _ = netns_script(&self.0, &["down.sh"]);
+    }
+}
+
+#[test]
+fn live_attach_to_what_netns_up_sh_made_and_leave_it() {
+    require!("ping");
+    let _serial = serial();
+    let name = format!("bba{}", std::process::id());
+    let names = Names::of_run(&name);
+    let _cleanup = ScriptsDown(name.clone());
+    for _ in 0..2 {
+        let out = netns_script(&name, &["up.sh"]);
+        assert!(out.status.success(), "up.sh is idempotent: {}", text(&out));
+    }
+    let mut d = Daemon::start_with(names.clone(), "delay = \"5ms\"", &["--attach"]);
+    let out = netns_script(
+        &name,
+        &["exec.sh", "left", "ping -c 3 -i 0.2 -W 2 $BLOATBOX_PEER_V4"],
+    );
+    assert!(out.status.success(), "ping across: {}", text(&out));
+    let rtts = ping_rtts(&out);
+    assert!(rtts.iter().all(|&r| r >= 10.0), "2 x 5 ms: {rtts:?}");
+    let stats = d.stats();
+    assert_conserved(&stats);
+    // The control socket carries each direction's transit histogram.
+    let t = &stats["bridge"]["paths"][0]["transit"];
+    assert!(t["count"].as_u64().unwrap() >= 3, "{t}");
+    assert!(t["min_ns"].as_u64().unwrap() >= 5_000_000, "{t}");
+    let human = text(&d.cli(&["stats"]));
+    assert!(human.contains("transit (in to out) min 5."), "{human}");
+    assert!(d.stop().success(), "{}", d.log_text());
+    // It did not make the namespaces and TAPs, so it leaves them.
+    assert_eq!(names.leftovers(), names.ns.to_vec());
+    for (ns, tap) in names.ns.iter().zip(&names.tap) {
+        let st = std::process::Command::new("ip")
+            .args(["-n", ns, "link", "show", "dev", tap])
+            .output()
+            .unwrap();
+        assert!(st.status.success(), "TAP {tap} left in {ns}");
+    }
+    for _ in 0..2 {
+        let out = netns_script(&name, &["down.sh"]);
+        assert!(
+            out.status.success(),
+            "down.sh is idempotent: {}",
+            text(&out)
+        );
+    }
+    assert_eq!(names.leftovers(), Vec::<String>::new());
+    // With nothing prepared, --attach says what to do.
+    let out = d.cli(&["up", "--attach"]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("netns/up.sh"), "{}", text(&out));
+    assert_eq!(names.leftovers(), Vec::<String>::new());
 }

@@ -13,38 +13,12 @@ use std::time::{Duration, Instant};
 
 use bloatbox::harness::unique_name;
 
-const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
+#[macro_use]
+mod common;
+use common::{text, BIN};
+
 /// Longest a single `bloatbox run` may take in these tests.
 const RUN_LIMIT: Duration = Duration::from_secs(30);
-
-fn skip_reason(tools: &[&str]) -> Option<String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("needs root (creates network namespaces and TAPs)".into());
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing".into());
-    }
-    for tool in tools {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !found {
-            return Some(format!("`{tool}` is not installed"));
-        }
-    }
-    None
-}
-
-macro_rules! require {
-    ($($tool:expr),*) => {
-        if let Some(reason) = skip_reason(&["ip" $(, $tool)*]) {
-            eprintln!("SKIPPED: {reason}");
-            return;
-        }
-    };
-}
 
 /// One `bloatbox run` under a unique name; cleans up after itself even if
 /// the test fails.
@@ -89,6 +63,20 @@ impl Run {
     fn pid(&self) -> i32 {
         self.child.as_ref().unwrap().id() as i32
     }
+
+    /// Waits (bounded) for the process to end and reaps it; the names are
+    /// still cleaned up on drop.
+    fn reap(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().unwrap();
+        let deadline = Instant::now() + RUN_LIMIT;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "{} never ended", self.name);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Run {
@@ -116,14 +104,6 @@ fn code(out: &Output) -> i32 {
     out.status.code().unwrap_or(-1)
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// `sleep` processes whose command line contains `marker`.
 fn processes_with(marker: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -142,7 +122,15 @@ fn processes_with(marker: &str) -> Vec<String> {
     found
 }
 
-/// Nothing of run `name` is left: namespaces, TAPs, control socket.
+/// No `sleep` of these markers runs.
+fn assert_no_processes(markers: &[&str]) {
+    for m in markers {
+        assert!(processes_with(m).is_empty(), "{:?}", processes_with(m));
+    }
+}
+
+/// Nothing of run `name` is left: namespaces, TAPs, control socket, run
+/// record.
 fn assert_gone(name: &str) {
     for side in ["l", "r"] {
         let dev = format!("{name}{side}");
@@ -157,6 +145,8 @@ fn assert_gone(name: &str) {
     }
     let sock = format!("/run/bloatbox/{name}.sock");
     assert!(!Path::new(&sock).exists(), "{sock} left");
+    let record = format!("/run/bloatbox/runs/{name}.json");
+    assert!(!Path::new(&record).exists(), "{record} left");
 }
 
 /// A `sleep` length no other test uses, to find its processes by.
@@ -283,16 +273,7 @@ fn sigint_and_sigterm_tear_everything_down() {
             started.elapsed()
         );
         assert_gone(&name);
-        assert!(
-            processes_with(&right).is_empty(),
-            "{:?}",
-            processes_with(&right)
-        );
-        assert!(
-            processes_with(&left).is_empty(),
-            "{:?}",
-            processes_with(&left)
-        );
+        assert_no_processes(&[&right, &left]);
     }
 }
 
@@ -357,61 +338,63 @@ fn wait_port_waits_for_the_server_and_the_report_has_the_link() {
         lat["qdisc_sojourn_at_end"]["left_to_right"].is_object(),
         "{lat}"
     );
+    // Every delivered frame is in its direction's transit histogram, none
+    // faster than the 5 ms of propagation delay of the default config.
+    for (i, dir) in ["left_to_right", "right_to_left"].iter().enumerate() {
+        let t = &lat["transit_ns"][dir];
+        let path = &r["link"]["snapshot"]["bridge"]["paths"][i];
+        assert_eq!(t["count"], path["counters"]["frames_out"], "{t}");
+        assert_eq!(path["transit"], *t);
+        let min = t["min_ns"].as_u64().unwrap();
+        assert!((5_000_000..6_000_000).contains(&min), "{t}");
+        assert!(t["p50_ns"].as_u64() <= t["p99_ns"].as_u64(), "{t}");
+        assert!(t["p999_ns"].as_u64() <= t["max_ns"].as_u64(), "{t}");
+        let in_buckets: u64 = t["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(Some(in_buckets), t["count"].as_u64(), "{t}");
+    }
+}
+
+/// A run whose right side never gets ready: exit 124 within 10 s, saying
+/// `why`, nothing left.
+fn assert_not_ready(args: &[&str], why: &str) {
+    let started = Instant::now();
+    let (out, name) = Run::start(args).finish();
+    assert_eq!(code(&out), 124, "{}", text(&out));
+    assert!(text(&out).contains(why), "{}", text(&out));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_gone(&name);
 }
 
 #[test]
 fn readiness_times_out_with_124_and_a_dead_server_is_noticed() {
     require!();
     let right = marker_seconds();
-    let started = Instant::now();
-    let (out, name) = Run::start(&[
+    let sleep_right = format!("sleep {right}");
+    let args = [
         "--right",
-        &format!("sleep {right}"),
+        &sleep_right,
         "--wait-port",
         "9/udp",
         "--timeout",
         "1s",
         "--",
         "true",
-    ])
-    .finish();
-    assert_eq!(code(&out), 124, "{}", text(&out));
-    assert!(
-        text(&out).contains("nothing listens on 9/udp"),
-        "{}",
-        text(&out)
-    );
-    assert!(started.elapsed() < Duration::from_secs(10));
-    assert_gone(&name);
-    assert!(processes_with(&right).is_empty());
-    let (out, _) = Run::start(&["--right", "exit 4", "--wait-port", "80", "--", "true"]).finish();
-    assert_eq!(code(&out), 124, "{}", text(&out));
-    assert!(text(&out).contains("exited (code 4)"), "{}", text(&out));
+    ];
+    assert_not_ready(&args, "nothing listens on 9/udp");
+    assert_no_processes(&[&right]);
+    let args = ["--right", "exit 4", "--wait-port", "80", "--", "true"];
+    assert_not_ready(&args, "exited (code 4)");
     // A readiness command that hangs is bounded by --timeout and killed.
     let probe = marker_seconds();
-    let started = Instant::now();
-    let (out, name) = Run::start(&[
-        "--wait-cmd",
-        &format!("sleep {probe}"),
-        "--timeout",
-        "1s",
-        "--",
-        "true",
-    ])
-    .finish();
-    assert_eq!(code(&out), 124, "{}", text(&out));
-    assert!(
-        text(&out).contains("--wait-cmd command never succeeded"),
-        "{}",
-        text(&out)
-    );
-    assert!(started.elapsed() < Duration::from_secs(10));
-    assert!(
-        processes_with(&probe).is_empty(),
-        "{:?}",
-        processes_with(&probe)
-    );
-    assert_gone(&name);
+    let sleep_probe = format!("sleep {probe}");
+    let args = ["--wait-cmd", &sleep_probe, "--timeout", "1s", "--", "true"];
+    assert_not_ready(&args, "--wait-cmd command never succeeded");
+    assert_no_processes(&[&probe]);
 }
 
 #[test]
@@ -437,12 +420,7 @@ fn wait_cmd_retries_through_the_link_until_it_succeeds() {
 
 /// Runs a netns/ script with `BB_NAME`; returns (exit code, stdout+stderr).
 fn script(name: &str, args: &[&str]) -> (i32, String) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("netns");
-    let out = Command::new(dir.join(args[0]))
-        .args(&args[1..])
-        .env("BB_NAME", name)
-        .output()
-        .unwrap();
+    let out = common::netns_script(name, args);
     (code(&out), text(&out))
 }
 
@@ -513,4 +491,78 @@ fn netns_scripts_are_idempotent_and_exec_reaches_a_running_link() {
     let (out, _) = run.finish();
     assert_eq!(code(&out), 143);
     assert_gone(&run_name);
+}
+
+#[test]
+fn down_runs_cleans_up_after_a_sigkilled_run() {
+    require!();
+    let (right, left) = (marker_seconds(), marker_seconds());
+    let mut run = Run::start(&["--right", &format!("sleep {right}"), "--", "sleep", &left]);
+    let record = Path::new("/run/bloatbox/runs").join(format!("{}.json", run.name));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while processes_with(&left).is_empty() || processes_with(&right).is_empty() {
+        assert!(Instant::now() < deadline, "the commands never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    assert_eq!(r["pid"], run.pid(), "{r}");
+    assert_eq!(r["namespaces"][0], format!("{}l", run.name), "{r}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.pid()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let name = run.name.clone();
+    assert_eq!(run.reap().code(), None, "SIGKILLed");
+    assert!(Path::new("/run/netns").join(format!("{name}l")).exists());
+    assert!(record.exists(), "a SIGKILLed run keeps its record");
+    assert!(!processes_with(&right).is_empty(), "its commands live on");
+
+    let down = Command::new(BIN).args(["down", "--runs"]).output().unwrap();
+    assert!(down.status.success(), "{}", text(&down));
+    let said = String::from_utf8_lossy(&down.stdout);
+    assert!(said.contains(&format!("run {name} (pid")), "{said}");
+    assert!(
+        said.contains(&format!("removed network namespace \"{name}l\"")),
+        "{said}"
+    );
+    assert_gone(&name);
+    assert!(!record.exists());
+    assert_no_processes(&[&right, &left]);
+    let again = Command::new(BIN).args(["down", "--runs"]).output().unwrap();
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(!String::from_utf8_lossy(&again.stdout).contains(&name));
+}
+
+#[test]
+fn both_sides_reach_their_peer_over_ipv4_and_ipv6_from_the_environment() {
+    require!("ping");
+    let dir = tempfile::tempdir().unwrap();
+    let ok = dir.path().join("right-ok");
+    // The right side pings the left one, then says so; the left command
+    // starts once it has (--wait-cmd), and pings back.
+    let right = format!(
+        "test \"$BLOATBOX_SIDE\" = right \
+         && ping -c 1 -W 2 $BLOATBOX_PEER_V4 \
+         && ping -6 -c 1 -W 2 $BLOATBOX_PEER_V6 \
+         && touch {}; sleep 30",
+        ok.display()
+    );
+    let (out, name) = Run::start(&[
+        "--right",
+        &right,
+        "--wait-cmd",
+        &format!("test -e {}", ok.display()),
+        "--timeout",
+        "10s",
+        "--",
+        "sh",
+        "-c",
+        "test \"$BLOATBOX_PEER_V6\" = fd00:77::2 \
+         && ping -c 1 -W 2 $BLOATBOX_PEER_V4 \
+         && ping -6 -c 1 -W 2 $BLOATBOX_PEER_V6",
+    ])
+    .finish();
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_gone(&name);
 }

@@ -13,24 +13,8 @@ use std::time::Duration;
 use bloatbox::bridge::Dir;
 use bloatbox::harness::{Link, Proto, Side};
 
-fn skip_reason() -> Option<&'static str> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("needs root (creates network namespaces and TAPs)");
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing");
-    }
-    None
-}
-
-macro_rules! require_root {
-    () => {
-        if let Some(reason) = skip_reason() {
-            eprintln!("SKIPPED: {reason}");
-            return;
-        }
-    };
-}
+#[macro_use]
+mod common;
 
 fn namespaces_of(link: &Link) -> [String; 2] {
     [Side::Left, Side::Right].map(|s| link.endpoint(s).namespace.clone())
@@ -38,6 +22,11 @@ fn namespaces_of(link: &Link) -> [String; 2] {
 
 fn netns_exists(ns: &str) -> bool {
     Path::new("/run/netns").join(ns).exists()
+}
+
+/// The record `bloatbox down --runs` reads, kept while the link is up.
+fn run_record(link: &Link) -> std::path::PathBuf {
+    Path::new("/run/bloatbox/runs").join(format!("{}.json", link.name()))
 }
 
 /// Sends `n` datagrams of `size` bytes from the left namespace to `to`
@@ -69,7 +58,7 @@ fn drain(sock: &UdpSocket) -> usize {
 
 #[test]
 fn closures_in_each_namespace_and_a_rate_change_mid_test() {
-    require_root!();
+    require!();
     let link = Link::builder()
         .set("link.delay=2ms")
         .set("link.txqueuelen=20")
@@ -137,7 +126,7 @@ fn closures_in_each_namespace_and_a_rate_change_mid_test() {
 
 #[test]
 fn commands_get_the_side_environment_and_die_with_the_link() {
-    require_root!();
+    require!();
     let link = Link::builder().up().unwrap();
     let out = link
         .shell(
@@ -168,31 +157,35 @@ fn commands_get_the_side_environment_and_die_with_the_link() {
         .spawn()
         .unwrap();
     let [l, r] = namespaces_of(&link);
+    let record = run_record(&link);
+    assert!(record.exists(), "{record:?} while up");
     drop(link);
     let status = child.wait().unwrap();
     assert!(!status.success(), "killed: {status:?}");
     assert!(!netns_exists(&l) && !netns_exists(&r));
+    assert!(!record.exists(), "{record:?} after drop");
 }
 
 #[test]
 fn a_panicking_test_still_removes_the_link() {
-    require_root!();
+    require!();
     let mut names = None;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let link = Link::builder().up().unwrap();
-        names = Some(namespaces_of(&link));
+        names = Some((namespaces_of(&link), run_record(&link)));
         // A panic inside a closure surfaces in the caller, as assertions do.
         link.run_in(Side::Left, || panic!("assertion inside the namespace"))
             .unwrap();
     }));
     assert!(result.is_err());
-    let [l, r] = names.unwrap();
+    let ([l, r], record) = names.unwrap();
     assert!(!netns_exists(&l) && !netns_exists(&r), "{l} or {r} left");
+    assert!(!record.exists(), "{record:?} left");
 }
 
 #[test]
 fn two_guards_in_one_process_do_not_collide() {
-    require_root!();
+    require!();
     let a = Link::builder().up().unwrap();
     let b = Link::builder().set("link.delay=1ms").up().unwrap();
     assert_ne!(a.name(), b.name());
@@ -210,5 +203,36 @@ fn two_guards_in_one_process_do_not_collide() {
             .unwrap();
         assert!(client.is_ok(), "{client:?}");
         assert!(server.accept().is_ok());
+    }
+}
+
+#[test]
+fn the_transit_histogram_of_an_idle_link_starts_at_its_delay() {
+    require!();
+    let link = Link::builder()
+        .set("link.delay=10ms")
+        .set("link.rate=100mbit")
+        .up()
+        .unwrap();
+    let peer = link.endpoint(Side::Right).ipv4.addr.to_string();
+    let status = link
+        .command(Side::Left, "ping")
+        .args(["-c", "5", "-i", "0.05", "-W", "2", &peer])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "ping across the link");
+    let last = link.shutdown().unwrap();
+    for dir in Dir::ALL {
+        let p = last.bridge.path(dir);
+        let t = &p.transit;
+        // Echo requests one way, replies the other, plus ARP.
+        assert!(t.count >= 5, "{dir:?}: {t:?}");
+        assert_eq!(t.count, p.counters.frames_out, "{dir:?}");
+        // Idle: 10 ms plus at most one full frame's serialization (1514 B
+        // at 100 Mbit/s = 121 us); the minimum is exact.
+        assert!(t.min_ns > 10_000_000, "{dir:?}: {t:?}");
+        assert!(t.min_ns <= 10_122_000, "{dir:?}: {t:?}");
+        assert!(t.p50_ns >= t.min_ns && t.max_ns >= t.p999_ns);
     }
 }

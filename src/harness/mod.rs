@@ -6,7 +6,9 @@
 //!
 //! Every link gets names of its own (`bb<pid base 36>-<n>` plus `l`/`r` for
 //! the namespaces and TAPs, a control socket under `/run/bloatbox/`), so
-//! links in parallel tests and parallel processes never collide.
+//! links in parallel tests and parallel processes never collide. While up,
+//! a named link is recorded under `/run/bloatbox/runs/` (in `runs`), so that
+//! `bloatbox down --runs` can clean up after a SIGKILLed owner.
 //!
 //! `LinkBuilder::rootless` puts the link in anonymous namespaces instead
 //! (`crate::rootless`): no root needed once the process is uid 0 of a user
@@ -42,6 +44,7 @@
 //! ```
 
 pub mod run;
+pub mod runs;
 
 use std::fs::File;
 use std::io;
@@ -56,7 +59,7 @@ use nix::sched::CloneFlags;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use nix::unistd::Pid;
 
-use crate::app::HarnessLink as LiveLink;
+use crate::app::LiveLink;
 pub use crate::app::Side;
 use crate::bridge::Dir;
 use crate::config::{Config, ConfigError, Direction, Endpoint};
@@ -64,6 +67,7 @@ use crate::datapath::{Command as DpCommand, DatapathError, LiveSnapshot};
 use crate::link::LinkParams;
 pub use crate::rootless::Backend;
 use crate::time::{Clock, MonotonicClock};
+use runs::RunRecord;
 
 /// Where `ip netns add` mounts named namespaces.
 const NETNS_DIR: &str = "/run/netns";
@@ -253,7 +257,9 @@ impl LinkBuilder {
                     .map_err(|e| HarnessError::Up(e.into()))?;
             }
         } else if self.name.is_none() {
-            remove_leftovers(&cfg);
+            for what in RunRecord::of(&name, &cfg).remove_leftovers() {
+                tracing::warn!("removed {what}, left by a dead process");
+            }
         }
         Link::start(
             cfg,
@@ -265,31 +271,17 @@ impl LinkBuilder {
     }
 }
 
-/// Removes the namespaces and root-namespace TAPs of `cfg` if they exist,
-/// killing what runs inside first.
-fn remove_leftovers(cfg: &Config) {
-    for e in [&cfg.left, &cfg.right] {
-        if Path::new(NETNS_DIR).join(&e.namespace).exists() {
-            tracing::warn!(netns = %e.namespace, "removing a leftover namespace of a dead process");
-            kill_netns_processes(&e.namespace);
-            let _ = Command::new("ip")
-                .args(["netns", "del", &e.namespace])
-                .status();
-        }
-        if Path::new("/sys/class/net").join(&e.tap).exists() {
-            tracing::warn!(tap = %e.tap, "removing a leftover TAP of a dead process");
-            let _ = Command::new("ip")
-                .args(["link", "del", "dev", &e.tap])
-                .status();
-        }
-    }
-}
-
 /// A running emulated link between two network namespaces. Dropping it
 /// kills every process still inside either namespace, stops the control
 /// socket and the datapath and removes the namespaces and TAPs.
+///
+/// While a named (not rootless) link is up, `/run/bloatbox/runs/NAME.json`
+/// records it (see `runs`), so that `bloatbox down --runs` can clean up
+/// after a SIGKILLed owner.
 pub struct Link {
     live: Option<LiveLink>,
+    /// The run record, removed once the link is down.
+    record: Option<PathBuf>,
     config: Config,
     name: String,
     /// Link parameters per direction as last set, by `Dir::index()`.
@@ -308,8 +300,24 @@ impl Link {
         capture: Option<&crate::capture::CaptureSpec>,
         rootless: Option<Backend>,
     ) -> Result<Link, HarnessError> {
-        let live = crate::app::start_link(&config, realtime, capture, rootless)
-            .map_err(HarnessError::Up)?;
+        // Recorded before anything exists, so that no kill leaves
+        // unrecorded namespaces. Rootless namespaces are anonymous: they go
+        // with their last process, nothing to record.
+        let record = if rootless.is_none() {
+            match RunRecord::of(&name, &config).write() {
+                Ok(path) => Some(path),
+                Err(e) => {
+                    tracing::warn!(name = %name, "cannot record the run in {}: {e}", runs::RUNS_DIR);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let live = crate::app::start_link(&config, realtime, capture, rootless).map_err(|e| {
+            remove_record(record.as_deref());
+            HarnessError::Up(e)
+        })?;
         let params = Mutex::new([
             config.link_params(Direction::LeftToRight),
             config.link_params(Direction::RightToLeft),
@@ -317,6 +325,7 @@ impl Link {
         tracing::info!(name = %name, "link up");
         Ok(Link {
             live: Some(live),
+            record,
             config,
             name,
             params,
@@ -523,10 +532,8 @@ impl Link {
     pub fn shutdown(mut self) -> Result<LiveSnapshot, HarnessError> {
         self.kill_namespace_processes();
         let live = self.live.take().expect("the link is up until shutdown");
-        drop(live.control);
-        let last = live.datapath.shutdown();
-        drop(live.capture);
-        drop(live.guard);
+        let last = live.stop();
+        remove_record(self.record.take().as_deref());
         Ok(last?)
     }
 
@@ -551,9 +558,21 @@ impl Link {
 impl Drop for Link {
     fn drop(&mut self) {
         if self.live.is_some() {
+            // Needs the link (a rootless one's namespace descriptors).
             self.kill_namespace_processes();
         }
-        // `live` drops next: control socket, datapath, namespaces.
+        // Control socket, datapath, capture, namespaces; then the record.
+        drop(self.live.take());
+        remove_record(self.record.take().as_deref());
+    }
+}
+
+/// Removes a run record (the link it names is down).
+fn remove_record(path: Option<&Path>) {
+    if let Some(p) = path {
+        if let Err(e) = std::fs::remove_file(p) {
+            tracing::warn!("removing the run record {}: {e}", p.display());
+        }
     }
 }
 
@@ -572,20 +591,9 @@ where
     T: Send,
     F: FnOnce() -> T + Send,
 {
-    let ns_err = |source: io::Error| HarnessError::Namespace {
+    crate::netns::in_netns(ns, f).map_err(|source| HarnessError::Namespace {
         ns: ns.to_string(),
         source,
-    };
-    let file = File::open(Path::new(NETNS_DIR).join(ns)).map_err(ns_err)?;
-    std::thread::scope(|s| {
-        let handle = s.spawn(move || {
-            nix::sched::setns(&file, CloneFlags::CLONE_NEWNET).map_err(io::Error::from)?;
-            Ok(f())
-        });
-        match handle.join() {
-            Ok(result) => result.map_err(ns_err),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
     })
 }
 

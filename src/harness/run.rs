@@ -73,7 +73,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,
     /// Write a JSON report here: exit codes, timings, link counters, drops
-    /// by reason, ring/BQL, wake-up lateness and qdisc sojourn.
+    /// by reason, ring/BQL, the transit-time histogram of each direction,
+    /// wake-up lateness and qdisc sojourn.
     #[arg(long, value_name = "FILE.json")]
     pub report: Option<PathBuf>,
     /// Run the datapath thread under SCHED_FIFO at this priority (1..=99):
@@ -550,7 +551,9 @@ fn endpoint_json(link: &Link, side: Side) -> Value {
 }
 
 /// The link part of the report: the final snapshot, then latency figures
-/// pulled out of it.
+/// pulled out of it: per direction the histogram of frames' transit times
+/// through the link (ingress to delivery), the datapath's wake-up lateness
+/// and the qdiscs' head sojourn at the end.
 fn link_report(last: &LiveSnapshot) -> Value {
     let sojourn: serde_json::Map<String, Value> = Dir::ALL
         .iter()
@@ -573,9 +576,14 @@ fn link_report(last: &LiveSnapshot) -> Value {
             )
         })
         .collect();
+    let transit: serde_json::Map<String, Value> = Dir::ALL
+        .iter()
+        .map(|&d| (d.name().to_string(), json!(last.bridge.path(d).transit)))
+        .collect();
     json!({
         "snapshot": last,
         "latency": {
+            "transit_ns": transit,
             "wakeup_lateness_ns": last.lateness,
             "qdisc_sojourn_at_end": sojourn,
         },

@@ -2,7 +2,8 @@
 //! ring with BQL (`ring`), TX completion and RX interrupt coalescing
 //! (`coalesce`), the line-rate serializer (`serializer`), the propagation
 //! delay line (`delay`), wire impairments (`impair`), rate/delay schedules
-//! and traces (`schedule`), and `Path`, which composes them behind a qdisc.
+//! and traces (`schedule`), `Path`, which composes them behind a qdisc, and the transit-time
+//! histogram it keeps (`transit`).
 //! Every stage is a pure state machine driven with explicit times.
 //!
 //! `LinkParams` (Copy) are the plain link settings; `LinkShape` holds what
@@ -15,6 +16,7 @@ pub mod path;
 pub mod ring;
 pub mod schedule;
 pub mod serializer;
+pub mod transit;
 
 pub use impair::{parse_netem, Impairments};
 pub use path::{Path, PathCounters, PathSnapshot};

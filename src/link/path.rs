@@ -27,6 +27,7 @@ use super::delay::DelayLine;
 use super::impair::{Fate, Impair, Impairments};
 use super::ring::{BulkBudget, TxRing, DEV_TX_WEIGHT};
 use super::serializer::Serializer;
+use super::transit::{Transit, TransitSummary};
 use super::{LinkParams, LinkShape, ShapeError};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::qdisc::{Qdisc, QdiscDump};
@@ -93,6 +94,9 @@ pub struct PathSnapshot {
     /// Frames held by RX coalescing.
     pub rx_held: u32,
     pub qdisc: QdiscDump,
+    /// Transit times (ingress to delivery) of the delivered frames.
+    #[serde(default)]
+    pub transit: TransitSummary,
 }
 
 pub struct Path {
@@ -117,6 +121,8 @@ pub struct Path {
     freed: Vec<Packet>,
     batch: Vec<Packet>,
     counters: PathCounters,
+    /// Ingress-to-delivery time of every delivered frame.
+    transit: Transit,
     /// The time the path has advanced to.
     now: Instant,
     /// The qdisc may have something to dequeue now (else see `qdisc_wakeup`).
@@ -154,6 +160,7 @@ impl Path {
             freed: Vec::new(),
             batch: Vec::with_capacity(DEV_TX_WEIGHT as usize + 1),
             counters: PathCounters::default(),
+            transit: Transit::new(),
             now: Instant::ZERO,
             qdisc_ready: true,
             qdisc_wakeup: None,
@@ -215,10 +222,12 @@ impl Path {
             + self.rx.len() as u64
     }
 
-    /// A frame arrives from the sending side at `now`.
-    pub fn ingress(&mut self, pkt: Packet, now: Instant) {
+    /// A frame arrives from the sending side at `now` (its
+    /// `meta.arrival`, from which its transit time is measured).
+    pub fn ingress(&mut self, mut pkt: Packet, now: Instant) {
         self.advance(now);
         let t = self.now;
+        pkt.meta.arrival = t;
         self.counters.frames_in += 1;
         self.counters.bytes_in += pkt.len as u64;
         if self.requeued.is_empty()
@@ -347,6 +356,7 @@ impl Path {
             in_flight: self.delay.len() as u32,
             rx_held: self.rx.len() as u32,
             qdisc: self.qdisc.dump(now),
+            transit: self.transit.summary(),
         }
     }
 
@@ -419,10 +429,11 @@ impl Path {
         while let Some((pkt, arrived)) = self.delay.pop(t) {
             self.rx.push(pkt, arrived);
         }
-        let (outbox, counters) = (&mut self.outbox, &mut self.counters);
+        let (outbox, counters, transit) = (&mut self.outbox, &mut self.counters, &mut self.transit);
         self.rx.fire(t, |pkt| {
             counters.frames_out += 1;
             counters.bytes_out += pkt.len as u64;
+            transit.record(t.saturating_since(pkt.meta.arrival));
             outbox.push(pkt);
         });
     }
@@ -542,6 +553,69 @@ mod tests {
         assert_eq!(p.counters().frames_out, 1);
         assert_eq!(p.qdisc().stats().packets, 1, "bypass counts as Sent");
         assert_eq!(p.qdisc().stats().qlen, 0);
+    }
+
+    #[test]
+    fn transit_histogram_of_an_idle_link_starts_at_delay_plus_serialization() {
+        let params = LinkParams {
+            rate_bytes_ps: 1_250_000, // 10 Mbit/s
+            delay_ns: 3 * NS_PER_MS,
+            ..LinkParams::default()
+        };
+        let mut p = path(params);
+        // Frames 20 ms apart never queue: each takes 1000 B / 1.25 MB/s =
+        // 800 us on the wire, then the delay.
+        for i in 0..50 {
+            p.ingress(pkt(i, 1000), Instant::from_millis(7 + 20 * i));
+            p.poll(
+                Instant::from_millis(7 + 20 * i + 10),
+                &mut Vec::new(),
+                &mut Vec::new(),
+            );
+        }
+        // Then a burst of 10: the last waits for nine others (7.2 ms).
+        let burst = Instant::from_millis(2_000);
+        for i in 50..60 {
+            p.ingress(pkt(i, 1000), burst);
+        }
+        drain(&mut p);
+        let s = p.snapshot(Instant::from_millis(3_000)).transit;
+        let idle = 3 * NS_PER_MS + 800 * NS_PER_US;
+        // Min and max are exact; percentiles within the histogram's 1 %.
+        let within = |got: u64, want: u64| got.abs_diff(want) <= want / 100;
+        assert_eq!(s.count, p.counters().frames_out);
+        assert_eq!(s.count, 60);
+        assert_eq!(s.min_ns, idle);
+        assert!(within(s.p50_ns, idle), "p50 {} want {idle}", s.p50_ns);
+        assert_eq!(s.max_ns, idle + 9 * 800 * NS_PER_US);
+        assert_eq!(s.buckets.iter().map(|b| b.count).sum::<u64>(), 60);
+    }
+
+    #[test]
+    fn transit_counts_rx_coalescing_and_skips_dropped_frames() {
+        let params = LinkParams {
+            rate_bytes_ps: 12_500_000,
+            delay_ns: NS_PER_MS,
+            rx_usecs: 100,
+            rx_frames: 64,
+            ..LinkParams::default()
+        };
+        let mut p = Path::new(params, fifo(2));
+        let t0 = Instant::from_millis(1);
+        // BQL stops the queue after the first frame (which bypasses the
+        // qdisc); the two-frame qdisc refuses some of the rest.
+        for i in 0..6 {
+            p.ingress(pkt(i, 1250), t0);
+        }
+        drain(&mut p);
+        let c = p.counters().clone();
+        let s = p.snapshot(Instant::from_millis(100)).transit;
+        assert!(c.total_drops() > 0, "{c:?}");
+        assert_eq!(s.count, c.frames_out);
+        assert_eq!(s.count, c.frames_in - c.total_drops());
+        // 1250 B = 100 us at 100 Mbit/s, 1 ms delay, 100 us of coalescing.
+        let lone = 100 * NS_PER_US + NS_PER_MS + 100 * NS_PER_US;
+        assert_eq!(s.min_ns, lone, "{s:?}");
     }
 
     fn ring_of(p: &Path, now: Instant) -> (u32, u64, u32) {

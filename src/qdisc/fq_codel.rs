@@ -67,34 +67,43 @@ enum ListTag {
     Old,
 }
 
-/// One bucket (`struct fq_codel_flow` plus its `backlogs[]` entry).
+/// One bucket's scheduling state (`struct fq_codel_flow`): what every
+/// enqueue and dequeue of the bucket reads and writes, in one cache line
+/// (with thousands of flows the table does not stay in L1, and a bucket
+/// spread over three lines cost a miss per line). The byte backlog is in
+/// `FqCodel::backlogs` and the counters in `FlowInfo`, as the kernel keeps
+/// `backlogs[]` apart.
+#[repr(align(64))]
 struct Flow {
     queue: VecDeque<Packet>,
-    backlog: u64,
-    deficit: i32,
     cvars: CodelVars,
+    deficit: i32,
     list: ListTag,
-    /// The 5-tuple of the last frame queued here (TUI).
-    key: Option<FlowKey>,
-    drops: u64,
-    ecn_marks: u64,
-    sent_bytes: u64,
 }
+
+const _: () = assert!(std::mem::size_of::<Flow>() == 64);
 
 impl Flow {
     fn new() -> Self {
         Flow {
             queue: VecDeque::new(),
-            backlog: 0,
-            deficit: 0,
             cvars: CodelVars::default(),
+            deficit: 0,
             list: ListTag::None,
-            key: None,
-            drops: 0,
-            ecn_marks: 0,
-            sent_bytes: 0,
         }
     }
+}
+
+/// A bucket's counters and last 5-tuple, for `tc -s` class lines and the
+/// TUI's flow table (one cache line).
+#[derive(Default)]
+#[repr(align(64))]
+struct FlowInfo {
+    /// The 5-tuple of the last frame queued here.
+    key: Option<FlowKey>,
+    drops: u64,
+    ecn_marks: u64,
+    sent_bytes: u64,
 }
 
 /// A flow's queue as CoDel sees it: pops update the flow's and the qdisc's
@@ -207,6 +216,9 @@ pub struct FqCodel {
     cstats: CodelStats,
     hash_key: u32,
     flows: Vec<Flow>,
+    /// Bytes queued per bucket (the kernel's `backlogs[]`).
+    backlogs: Vec<u64>,
+    info: Vec<FlowInfo>,
     new_flows: VecDeque<u32>,
     old_flows: VecDeque<u32>,
     /// Frames in the flows (the parked one not included).
@@ -236,6 +248,8 @@ impl FqCodel {
             cstats: CodelStats::default(),
             hash_key: (seed ^ (seed >> 32)) as u32,
             flows: (0..DEFAULT_FLOWS).map(|_| Flow::new()).collect(),
+            backlogs: vec![0; DEFAULT_FLOWS as usize],
+            info: (0..DEFAULT_FLOWS).map(|_| FlowInfo::default()).collect(),
             new_flows: VecDeque::new(),
             old_flows: VecDeque::new(),
             qlen: 0,
@@ -262,6 +276,8 @@ impl FqCodel {
                 )));
             }
             q.flows = (0..flows).map(|_| Flow::new()).collect();
+            q.backlogs = vec![0; flows as usize];
+            q.info = (0..flows).map(|_| FlowInfo::default()).collect();
         }
         q.apply(&a)?;
         Ok(q)
@@ -341,9 +357,9 @@ impl FqCodel {
     ) -> (usize, bool) {
         let mut idx = arriving;
         let mut max = 0;
-        for (i, f) in self.flows.iter().enumerate() {
-            if f.backlog > max {
-                max = f.backlog;
+        for (i, &b) in self.backlogs.iter().enumerate() {
+            if b > max {
+                max = b;
                 idx = i;
             }
         }
@@ -367,8 +383,8 @@ impl FqCodel {
             }
         }
         flow.cvars.count = flow.cvars.count.wrapping_add(n);
-        flow.backlog -= len;
-        flow.drops += n as u64;
+        self.backlogs[idx] -= len;
+        self.info[idx].drops += n as u64;
         self.backlog -= len;
         self.qlen -= n;
         self.stats.drops += n as u64;
@@ -399,7 +415,7 @@ impl FqCodel {
             let marks_before = self.cstats.ecn_mark + self.cstats.ce_mark;
             let mut fq = FlowQueue {
                 queue: &mut flow.queue,
-                flow_backlog: &mut flow.backlog,
+                flow_backlog: &mut self.backlogs[idx],
                 qlen: &mut self.qlen,
                 backlog: &mut self.backlog,
                 memory_usage: &mut self.memory_usage,
@@ -408,15 +424,17 @@ impl FqCodel {
                 .cvars
                 .dequeue(&mut fq, &self.params, &mut self.cstats, now, drops);
             let dropped = self.cstats.drop_count - drops_before;
-            flow.drops += dropped;
-            flow.ecn_marks += self.cstats.ecn_mark + self.cstats.ce_mark - marks_before;
+            let marked = self.cstats.ecn_mark + self.cstats.ce_mark - marks_before;
+            let info = &mut self.info[idx];
+            info.drops += dropped;
+            info.ecn_marks += marked;
             self.stats.drops += dropped;
             match pkt {
                 Some(p) => {
                     flow.deficit = flow
                         .deficit
                         .saturating_sub(p.len.min(i32::MAX as u32) as i32);
-                    flow.sent_bytes += p.len as u64;
+                    info.sent_bytes += p.len as u64;
                     return Some(p);
                 }
                 None => {
@@ -444,7 +462,8 @@ impl FqCodel {
         self.qlen + self.parked.is_some() as u32
     }
 
-    fn class_dump(&self, idx: usize, flow: &Flow, now: Instant) -> ClassDump {
+    fn class_dump(&self, idx: usize, now: Instant) -> ClassDump {
+        let flow = &self.flows[idx];
         let v = &flow.cvars;
         let ldelay = codel_to_us(v.ldelay);
         let mut line = format!(
@@ -472,7 +491,7 @@ impl FqCodel {
             leaf: None,
             stats: None,
             queue: QdiscStats {
-                backlog: flow.backlog,
+                backlog: self.backlogs[idx],
                 qlen: flow.queue.len() as u32,
                 ..QdiscStats::default()
             },
@@ -482,11 +501,12 @@ impl FqCodel {
         }
     }
 
-    fn flow_dump(idx: usize, flow: &Flow, now: Instant) -> FlowDump {
+    fn flow_dump(&self, idx: usize, now: Instant) -> FlowDump {
+        let (flow, info) = (&self.flows[idx], &self.info[idx]);
         FlowDump {
             bucket: idx as u32,
-            flow: flow.key,
-            backlog: flow.backlog,
+            flow: info.key,
+            backlog: self.backlogs[idx],
             qlen: flow.queue.len() as u32,
             head_sojourn_ns: flow
                 .queue
@@ -495,9 +515,9 @@ impl FqCodel {
             deficit: flow.deficit as i64,
             codel_count: flow.cvars.count,
             codel_dropping: flow.cvars.dropping,
-            drops: flow.drops,
-            ecn_marks: flow.ecn_marks,
-            sent_bytes: flow.sent_bytes,
+            drops: info.drops,
+            ecn_marks: info.ecn_marks,
+            sent_bytes: info.sent_bytes,
         }
     }
 
@@ -560,10 +580,10 @@ impl Qdisc for FqCodel {
         let idx = self.classify(&pkt);
         pkt.meta.enqueue_time = now;
         let len = pkt.len;
+        self.info[idx].key = Some(pkt.meta.flow);
+        self.backlogs[idx] += len as u64;
         let flow = &mut self.flows[idx];
-        flow.key = Some(pkt.meta.flow);
         flow.queue.push_back(pkt);
-        flow.backlog += len as u64;
         self.backlog += len as u64;
         if flow.list == ListTag::None {
             flow.list = ListTag::New;
@@ -681,12 +701,7 @@ impl Qdisc for FqCodel {
         );
         xj.insert("new_flows_len".into(), json!(self.new_flows.len()));
         xj.insert("old_flows_len".into(), json!(self.old_flows.len()));
-        let listed = || {
-            self.flows
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| f.list != ListTag::None)
-        };
+        let listed = || (0..self.flows.len()).filter(|&i| self.flows[i].list != ListTag::None);
         QdiscDump {
             kind: "fq_codel".into(),
             handle: self.handle,
@@ -697,11 +712,9 @@ impl Qdisc for FqCodel {
             stats: self.stats(),
             xstats: vec![line1, line2],
             xstats_json: xj,
-            classes: listed().map(|(i, f)| self.class_dump(i, f, now)).collect(),
+            classes: listed().map(|i| self.class_dump(i, now)).collect(),
             children: Vec::new(),
-            flows: listed()
-                .map(|(i, f)| FqCodel::flow_dump(i, f, now))
-                .collect(),
+            flows: listed().map(|i| self.flow_dump(i, now)).collect(),
         }
     }
 
@@ -715,14 +728,13 @@ impl Qdisc for FqCodel {
         for idx in order {
             let f = &mut self.flows[idx as usize];
             out.extend(f.queue.drain(..));
-            f.backlog = 0;
             f.list = ListTag::None;
         }
         // Frames can only sit in listed flows, but be thorough.
         for f in &mut self.flows {
             out.extend(f.queue.drain(..));
-            f.backlog = 0;
         }
+        self.backlogs.fill(0);
         self.qlen = 0;
         self.backlog = 0;
         self.memory_usage = 0;
@@ -1063,7 +1075,7 @@ mod tests {
         assert!(d.is_empty());
         assert!(q.cstats.ecn_mark >= 8);
         assert!(q.dump(ms(520)).xstats[0].contains(&format!("ecn_mark {}", q.cstats.ecn_mark)));
-        assert_eq!(q.flows[0].ecn_marks, q.cstats.ecn_mark);
+        assert_eq!(q.info[0].ecn_marks, q.cstats.ecn_mark);
 
         // Not-ECT frames are dropped.
         let mut q = FqCodel::new(ctx());
@@ -1104,7 +1116,7 @@ mod tests {
             }
             q.dequeue(now, &mut d);
         }
-        (q.flows[0].drops, q.flows[1].drops)
+        (q.info[0].drops, q.info[1].drops)
     }
 
     #[test]
@@ -1303,7 +1315,7 @@ mod tests {
                         }
                     }
                     let held: u32 = q.flows.iter().map(|f| f.queue.len() as u32).sum();
-                    let bytes: u64 = q.flows.iter().map(|f| f.backlog).sum();
+                    let bytes: u64 = q.backlogs.iter().sum();
                     let true_bytes: u64 = q.flows.iter().flat_map(|f| f.queue.iter()).map(|p| p.len as u64).sum();
                     prop_assert_eq!(held, q.qlen);
                     prop_assert_eq!(bytes, q.backlog);

@@ -15,7 +15,7 @@ use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
 use crate::units::{
     parse_rate, parse_size, parse_time, print_rate, sprint_size, sprint_time, tc_calc_xmitsize,
-    LinkLayer, PschedRate, TICKS_PER_USEC,
+    tc_core_tick2time, LinkLayer, PschedRate,
 };
 use serde_json::{json, Map, Value};
 
@@ -26,36 +26,32 @@ pub(crate) fn matches(arg: &str, keyword: &str) -> bool {
 }
 
 /// A size with an optional legacy rate-table cell (`get_size_and_cell`):
-/// `10kb/8` is 10240 bytes with cell_log 3. The cell must be a power of two.
-pub(crate) fn parse_size_and_cell(s: &str) -> Option<(u64, Option<u8>)> {
+/// `10kb/8` is 10240 bytes (cell 8). The cell must be a power of two; it
+/// only sizes tc's legacy rate table, which the kernel ignores and never
+/// dumps (see `DUMPED_CELL`), so only the bytes are kept.
+pub(crate) fn parse_size_and_cell(s: &str) -> Option<u64> {
     let (size, cell) = match s.split_once('/') {
         Some((size, cell)) => (size, Some(cell)),
         None => (s, None),
     };
     let bytes = parse_size(size).ok()?;
-    let cell_log = match cell {
-        None => None,
-        Some(c) => {
-            let c: u64 = c.parse().ok()?;
-            if !c.is_power_of_two() || c >= 1 << 32 {
-                return None;
-            }
-            Some(c.trailing_zeros() as u8)
+    if let Some(c) = cell {
+        let c: u64 = c.parse().ok()?;
+        if !c.is_power_of_two() || c >= 1 << 32 {
+            return None;
         }
-    };
-    Some((bytes, cell_log))
+    }
+    Some(bytes)
 }
 
-/// The cell_log `tc_calc_rtable` picks when none was given: the smallest with
-/// `mtu >> cell_log <= 255` (mtu 0 means 2047).
-pub(crate) fn default_cell_log(mtu: u64) -> u8 {
-    let mtu = if mtu == 0 { 2047 } else { mtu };
-    let mut cell_log = 0;
-    while (mtu >> cell_log) > 255 {
-        cell_log += 1;
-    }
-    cell_log
-}
+/// The cell `tc -d` prints after a burst or mtu (`burst 10Kb/1 mpu 0b`):
+/// the kernel fills the dumped `tc_ratespec` with `psched_ratecfg_getrate`,
+/// which zeroes it first and sets only rate, overhead, mpu and linklayer, so
+/// `cell_log` is 0 and tc prints `1 << 0`, whatever `/CELL` was given.
+/// Checked on this machine (kernel 6.18, iproute2 6.1): `tbf rate 1mbit burst
+/// 10kb/64 latency 50ms` shows `burst 10Kb/1 mpu 0b`. (LINUX-TC.md 4.3/5.7
+/// and VECTORS.md T-1 show `/8`, the cell tc computed but the kernel drops.)
+pub(crate) const DUMPED_CELL: u32 = 1;
 
 /// `get_linklayer`: `ethernet`, `atm` or its alias `adsl`.
 pub(crate) fn parse_linklayer(s: &str) -> Option<LinkLayer> {
@@ -109,12 +105,10 @@ fn duplicate(what: &str) -> TcError {
 struct TbfOpts {
     rate: u64,
     burst: u64,
-    rate_cell_log: Option<u8>,
     limit: u64,
     latency_us: u64,
     peakrate: u64,
     mtu: u64,
-    peak_cell_log: Option<u8>,
     mpu: u64,
     overhead: u64,
     linklayer: LinkLayer,
@@ -126,12 +120,10 @@ impl TbfOpts {
         let mut o = TbfOpts {
             rate: 0,
             burst: 0,
-            rate_cell_log: None,
             limit: 0,
             latency_us: 0,
             peakrate: 0,
             mtu: 0,
-            peak_cell_log: None,
             mpu: 0,
             overhead: 0,
             linklayer: LinkLayer::Ethernet,
@@ -172,7 +164,7 @@ impl TbfOpts {
                 if o.burst != 0 {
                     return Err(duplicate("buffer/burst/maxburst"));
                 }
-                let (b, cell) = parse_size_and_cell(v).ok_or_else(|| {
+                let b = parse_size_and_cell(v).ok_or_else(|| {
                     illegal(
                         tok,
                         v,
@@ -180,13 +172,12 @@ impl TbfOpts {
                     )
                 })?;
                 o.burst = b;
-                o.rate_cell_log = cell;
             } else if tok == "mtu" || tok == "minburst" {
                 let v = value()?;
                 if o.mtu != 0 {
                     return Err(duplicate("mtu/minburst"));
                 }
-                let (m, cell) = parse_size_and_cell(v).ok_or_else(|| {
+                let m = parse_size_and_cell(v).ok_or_else(|| {
                     illegal(
                         tok,
                         v,
@@ -194,7 +185,6 @@ impl TbfOpts {
                     )
                 })?;
                 o.mtu = m;
-                o.peak_cell_log = cell;
             } else if tok == "mpu" {
                 let v = value()?;
                 if o.mpu != 0 {
@@ -450,17 +440,16 @@ impl Tbf {
         j.insert("rate".into(), json!(o.rate));
         let buffer_ticks = ns_to_ticks(self.p.buffer).max(0) as u64;
         let burst = tc_calc_xmitsize(o.rate, buffer_ticks);
-        let rate_cell = 1u64 << o.rate_cell_log.unwrap_or(default_cell_log(o.mtu));
         if detail {
             s.push(format!(
                 "burst {}/{} mpu {}",
                 sprint_size(burst),
-                rate_cell,
+                DUMPED_CELL,
                 sprint_size(o.mpu)
             ));
             j.insert(
                 "burst".into(),
-                json!(format!("{}/{}", sprint_size(burst), rate_cell)),
+                json!(format!("{}/{}", sprint_size(burst), DUMPED_CELL)),
             );
             j.insert("mpu".into(), json!(o.mpu));
         } else {
@@ -474,16 +463,15 @@ impl Tbf {
             if mtu_ticks != 0 || o.mpu != 0 {
                 let mtu = tc_calc_xmitsize(o.peakrate, mtu_ticks);
                 if detail {
-                    let cell = 1u64 << o.peak_cell_log.unwrap_or(default_cell_log(o.mtu));
                     s.push(format!(
                         "mtu {}/{} mpu {}",
                         sprint_size(mtu),
-                        cell,
+                        DUMPED_CELL,
                         sprint_size(o.mpu)
                     ));
                     j.insert(
                         "mtu".into(),
-                        json!(format!("{}/{}", sprint_size(mtu), cell)),
+                        json!(format!("{}/{}", sprint_size(mtu), DUMPED_CELL)),
                     );
                 } else {
                     s.push(format!("minburst {}", sprint_size(mtu)));
@@ -492,10 +480,10 @@ impl Tbf {
             }
         }
         let mut latency =
-            1e6 * (self.p.limit as f64 / o.rate as f64) - buffer_ticks as f64 / TICKS_PER_USEC;
+            1e6 * (self.p.limit as f64 / o.rate as f64) - tc_core_tick2time(buffer_ticks) as f64;
         if o.peakrate != 0 {
-            let lat2 =
-                1e6 * (self.p.limit as f64 / o.peakrate as f64) - mtu_ticks as f64 / TICKS_PER_USEC;
+            let lat2 = 1e6 * (self.p.limit as f64 / o.peakrate as f64)
+                - tc_core_tick2time(mtu_ticks) as f64;
             latency = latency.max(lat2);
         }
         if latency >= 0.0 {
@@ -754,6 +742,20 @@ mod tests {
         out
     }
 
+    /// `tc -d qdisc show` of a tree whose burst and mtu are not whole
+    /// microseconds of the rate, as this machine's kernel (6.18) and
+    /// iproute2 (6.1) print it: the dumped ticks are cut to whole µs before
+    /// they become bytes again (5000 B → 4999b, 1514 B → 1513b) and the cell
+    /// is always `/1`, even when one is given.
+    #[test]
+    fn print_matches_the_kernel_for_uneven_bursts() {
+        let q = tbf("rate 3mbit burst 5000/8 latency 7ms peakrate 4mbit mtu 1514");
+        assert_eq!(
+            q.dump(Instant::ZERO).options_detail,
+            "rate 3Mbit burst 4999b/1 mpu 0b peakrate 4Mbit mtu 1513b/1 mpu 0b lat 7ms linklayer ethernet"
+        );
+    }
+
     #[test]
     fn vector_t1_derived_values_and_print() {
         let q = tbf("rate 1mbit burst 10kb latency 50ms");
@@ -765,7 +767,7 @@ mod tests {
         assert_eq!(d.options, "rate 1Mbit burst 10Kb lat 50ms");
         assert_eq!(
             d.options_detail,
-            "rate 1Mbit burst 10Kb/8 mpu 0b lat 50ms linklayer ethernet"
+            "rate 1Mbit burst 10Kb/1 mpu 0b lat 50ms linklayer ethernet"
         );
         assert_eq!(d.options_json["rate"], json!(125000));
         // The default child is an invisible bfifo holding the limit.
@@ -844,7 +846,7 @@ mod tests {
         );
         assert_eq!(
             d.options_detail,
-            "rate 1Mbit burst 10Kb/8 mpu 0b peakrate 2Mbit mtu 1514b/8 mpu 0b lat 50ms linklayer ethernet"
+            "rate 1Mbit burst 10Kb/1 mpu 0b peakrate 2Mbit mtu 1514b/1 mpu 0b lat 50ms linklayer ethernet"
         );
     }
 
@@ -904,12 +906,12 @@ mod tests {
         assert!(err("rate 1mbit burst 1 limit 1 linklayer token").contains("\"linklayer\""));
         assert!(err("rate 1mbit burst 1 limit 1 overhead -4").contains("\"overhead\""));
         // Abbreviations tc accepts.
+        // A given cell is accepted, but the kernel dumps cell_log 0.
         let q = tbf("rate 1mbit bu 10kb/16 lat 50ms");
-        assert_eq!(q.p.opts.rate_cell_log, Some(4));
         assert!(q
             .dump(Instant::ZERO)
             .options_detail
-            .contains("burst 10Kb/16"));
+            .contains("burst 10Kb/1 mpu 0b"));
         assert_eq!(tbf("rate 1mbit buffer 3000 limit 5000").max_size(), 3000);
         assert_eq!(tbf("rate 1mbit maxburst 3000 limit 5000").max_size(), 3000);
     }

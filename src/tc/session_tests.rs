@@ -425,7 +425,7 @@ fn vector_t1_tbf_printout() {
     let out = session(&mut t, "tc -d qdisc show dev left", &mut Drops::new());
     assert_eq!(
         out,
-        "qdisc tbf 8001: root refcnt 2 rate 1Mbit burst 10Kb/8 mpu 0b lat 50ms linklayer ethernet \n"
+        "qdisc tbf 8001: root refcnt 2 rate 1Mbit burst 10Kb/1 mpu 0b lat 50ms linklayer ethernet \n"
     );
     // its default bfifo child is not listed
     let out = session(&mut t, "tc qdisc show dev left", &mut Drops::new());
@@ -462,8 +462,8 @@ fn htb_session_from_a_netdev_thread() {
     let classes = session(&mut t, "tc class show dev left", &mut d);
     for line in [
         "class htb 1:1 root rate 100Mbit ceil 100Mbit burst 1600b cburst 1600b \n",
-        "class htb 1:10 parent 1:1 leaf 10: prio 0 rate 30Mbit ceil 100Mbit burst 1600b cburst 1600b \n",
-        "class htb 1:20 parent 1:1 leaf 20: prio 1 rate 70Mbit ceil 100Mbit burst 1600b cburst 1600b \n",
+        "class htb 1:10 parent 1:1 leaf 10: prio 0 rate 30Mbit ceil 100Mbit burst 1593b cburst 1600b \n",
+        "class htb 1:20 parent 1:1 leaf 20: prio 1 rate 70Mbit ceil 100Mbit burst 1583b cburst 1600b \n",
     ] {
         assert!(classes.contains(line), "{classes}");
     }
@@ -471,11 +471,11 @@ fn htb_session_from_a_netdev_thread() {
     let stats = session(&mut t, "tc -s class show dev left classid 1:10", &mut d);
     assert_eq!(
         stats,
-        "class htb 1:10 parent 1:1 leaf 10: prio 0 rate 30Mbit ceil 100Mbit burst 1600b cburst 1600b \n \
+        "class htb 1:10 parent 1:1 leaf 10: prio 0 rate 30Mbit ceil 100Mbit burst 1593b cburst 1600b \n \
          Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n \
          backlog 0b 0p requeues 0\n \
          lended: 0 borrowed: 0 giants: 0\n \
-         tokens: 6667 ctokens: 2000\n\n"
+         tokens: 6656 ctokens: 2000\n\n"
     );
     // traffic goes to the default class and its sfq
     for id in 0..5 {

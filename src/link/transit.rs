@@ -1,0 +1,186 @@
+//! Transit time through one direction of the emulated link: from a frame's
+//! ingress (`PacketMeta::arrival`) to its delivery to the receiving side,
+//! i.e. qdisc queueing + ring + serialization + propagation delay + RX
+//! coalescing. `Path` records every delivered frame at its logical delivery
+//! time, so no clock is read; the HDR histogram is allocated once (bounded
+//! range, about 30 KiB) and recording never allocates.
+//!
+//! Two significant digits (values within 1 %): a summary then walks a few
+//! thousand counters instead of tens of thousands, which matters because the
+//! live datapath builds snapshots on its own thread (three digits made each
+//! summary about ten times slower).
+//!
+//! `TransitSummary` is what snapshots and reports carry: count, min, mean,
+//! the usual percentiles and max, plus log2 buckets from 1 µs.
+
+use hdrhistogram::Histogram;
+
+use crate::time::{NS_PER_SEC, NS_PER_US};
+
+/// Longest transit time told apart, ns; longer ones count as this.
+pub const TRANSIT_MAX_NS: u64 = 100 * NS_PER_SEC;
+/// Significant digits of the histogram (1 % relative error).
+const SIGNIFICANT_DIGITS: u8 = 2;
+/// Upper bound of the first bucket of `TransitSummary::buckets`; each next
+/// one doubles it.
+pub const FIRST_BUCKET_NS: u64 = NS_PER_US;
+
+/// One histogram bucket: frames whose transit time was above the previous
+/// bucket's `upper_ns` and at most this one (hdrhistogram's precision).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TransitBucket {
+    pub upper_ns: u64,
+    pub count: u64,
+}
+
+/// Transit times of the frames delivered so far, in ns (all zero before
+/// the first one): min and max exact, mean and percentiles within 1 %.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TransitSummary {
+    /// Frames recorded: equals `PathCounters::frames_out`.
+    pub count: u64,
+    pub min_ns: u64,
+    pub mean_ns: f64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+    /// Log2 buckets from `FIRST_BUCKET_NS` up to the maximum; empty ones
+    /// are left out.
+    pub buckets: Vec<TransitBucket>,
+}
+
+/// The recorder a `Path` owns.
+#[derive(Debug)]
+pub struct Transit {
+    hist: Histogram<u64>,
+    /// Exact extremes (the histogram would round them to its 1 %).
+    min_ns: u64,
+    max_ns: u64,
+}
+
+impl Default for Transit {
+    fn default() -> Self {
+        Transit::new()
+    }
+}
+
+impl Transit {
+    pub fn new() -> Transit {
+        Transit {
+            hist: Histogram::new_with_bounds(1, TRANSIT_MAX_NS, SIGNIFICANT_DIGITS)
+                .expect("constant bounds are valid"),
+            min_ns: u64::MAX,
+            max_ns: 0,
+        }
+    }
+
+    /// One delivered frame that spent `ns` in the link.
+    pub fn record(&mut self, ns: u64) {
+        // Beyond the range it counts as the longest; never fails.
+        self.hist.saturating_record(ns);
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.hist.len()
+    }
+
+    pub fn summary(&self) -> TransitSummary {
+        let h = &self.hist;
+        if h.is_empty() {
+            return TransitSummary::default();
+        }
+        let buckets = h
+            .iter_log(FIRST_BUCKET_NS, 2.0)
+            .filter(|v| v.count_since_last_iteration() > 0)
+            .map(|v| TransitBucket {
+                upper_ns: v.value_iterated_to(),
+                count: v.count_since_last_iteration(),
+            })
+            .collect();
+        // A percentile is the top of its histogram bucket: never above the
+        // exact maximum.
+        let at = |q: f64| h.value_at_quantile(q).min(self.max_ns);
+        TransitSummary {
+            count: h.len(),
+            min_ns: self.min_ns,
+            mean_ns: h.mean(),
+            p50_ns: at(0.5),
+            p90_ns: at(0.9),
+            p99_ns: at(0.99),
+            p999_ns: at(0.999),
+            max_ns: self.max_ns,
+            buckets,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::NS_PER_MS;
+
+    #[test]
+    fn an_empty_recorder_sums_up_to_zeros() {
+        let s = Transit::new().summary();
+        assert_eq!(s, TransitSummary::default());
+        assert!(s.buckets.is_empty());
+    }
+
+    #[test]
+    fn percentiles_and_buckets_follow_the_samples() {
+        let mut t = Transit::new();
+        // 90 frames at 1 ms, 9 at 10 ms, one at 100 ms.
+        for _ in 0..90 {
+            t.record(NS_PER_MS);
+        }
+        for _ in 0..9 {
+            t.record(10 * NS_PER_MS);
+        }
+        t.record(100 * NS_PER_MS);
+        let s = t.summary();
+        assert_eq!(s.count, 100);
+        let close = |got: u64, want: u64| got.abs_diff(want) <= want / 100 + 1;
+        assert!(close(s.min_ns, NS_PER_MS), "{s:?}");
+        assert!(close(s.p50_ns, NS_PER_MS), "{s:?}");
+        assert!(close(s.p90_ns, NS_PER_MS), "{s:?}");
+        assert!(close(s.p99_ns, 10 * NS_PER_MS), "{s:?}");
+        assert!(close(s.p999_ns, 100 * NS_PER_MS), "{s:?}");
+        assert!(close(s.max_ns, 100 * NS_PER_MS), "{s:?}");
+        assert_eq!(s.buckets.iter().map(|b| b.count).sum::<u64>(), 100);
+        assert_eq!(s.buckets.len(), 3, "{:?}", s.buckets);
+        assert!(s.buckets.windows(2).all(|w| w[0].upper_ns < w[1].upper_ns));
+        // 1 ms falls in (512 us, 1024 us].
+        assert!(close(s.buckets[0].upper_ns, 1024 * NS_PER_US), "{s:?}");
+        assert_eq!(s.buckets[0].count, 90);
+    }
+
+    #[test]
+    fn min_and_max_are_exact_and_bound_the_percentiles() {
+        let mut t = Transit::new();
+        for ns in [40_000_123, 40_500_000, 41_234_567] {
+            t.record(ns);
+        }
+        let s = t.summary();
+        assert_eq!((s.min_ns, s.max_ns), (40_000_123, 41_234_567));
+        for p in [s.p50_ns, s.p90_ns, s.p99_ns, s.p999_ns] {
+            assert!((s.min_ns..=s.max_ns).contains(&p), "{s:?}");
+        }
+        assert_eq!(s.p999_ns, s.max_ns);
+    }
+
+    #[test]
+    fn out_of_range_values_saturate_instead_of_failing() {
+        let mut t = Transit::new();
+        t.record(0);
+        t.record(u64::MAX);
+        let s = t.summary();
+        assert_eq!(s.count, 2);
+        assert_eq!((s.min_ns, s.max_ns), (0, u64::MAX), "exact extremes");
+        assert!(s.p999_ns >= TRANSIT_MAX_NS - TRANSIT_MAX_NS / 100, "{s:?}");
+        assert_eq!(s.buckets.iter().map(|b| b.count).sum::<u64>(), 2);
+    }
+}

@@ -1,0 +1,306 @@
+//! Helpers shared by the root-only integration tests (`mod common;` in each):
+//! why a test must be skipped, and `Daemon`, a `bloatbox up` on names and
+//! addresses unique to one test that cleans up on every exit path (SIGTERM,
+//! then SIGKILL, `bloatbox down` and `ip netns del` as a last resort).
+//!
+//! Each test binary uses a part of this module.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
+
+/// Why this machine cannot run a root test needing `tools`, if it cannot.
+pub fn skip_reason(tools: &[&str]) -> Option<String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Some("needs root (creates network namespaces and TAPs)".into());
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Some("/dev/net/tun is missing".into());
+    }
+    for tool in tools {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !found {
+            return Some(format!("`{tool}` is not installed"));
+        }
+    }
+    None
+}
+
+/// Returns from the test, saying why, unless root and `ip` plus the given
+/// tools are there.
+#[macro_export]
+macro_rules! require {
+    ($($tool:expr),*) => {
+        if let Some(reason) = common::skip_reason(&["ip" $(, $tool)*]) {
+            eprintln!("SKIPPED: {reason}");
+            return;
+        }
+    };
+}
+
+#[derive(Clone, Copy)]
+pub enum Side {
+    Left,
+    Right,
+}
+
+impl Side {
+    pub fn arg(self) -> &'static str {
+        match self {
+            Side::Left => "left",
+            Side::Right => "right",
+        }
+    }
+}
+
+/// Names and addresses of one link, left then right.
+#[derive(Clone, Debug)]
+pub struct Names {
+    pub ns: [String; 2],
+    pub tap: [String; 2],
+    pub v4: [String; 2],
+    pub v6: [String; 2],
+}
+
+static NEXT: AtomicU32 = AtomicU32::new(1);
+
+impl Names {
+    /// Names no other test of any process uses (pid and a counter).
+    pub fn unique() -> Names {
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let pid = std::process::id();
+        let octet = 100 + (pid * 7 + n) % 150;
+        Names {
+            ns: [format!("bbt-{pid}-{n}-l"), format!("bbt-{pid}-{n}-r")],
+            tap: [
+                format!("bt{}n{n}l", pid % 100_000),
+                format!("bt{}n{n}r", pid % 100_000),
+            ],
+            v4: [format!("10.79.{octet}.1"), format!("10.79.{octet}.2")],
+            v6: [format!("fd00:79:{octet}::1"), format!("fd00:79:{octet}::2")],
+        }
+    }
+
+    /// What netns/up.sh makes with `BB_NAME=name` (and `bloatbox run
+    /// --name name`): namespaces and TAPs NAMEl / NAMEr, the default
+    /// config's addresses.
+    pub fn of_run(name: &str) -> Names {
+        let lr = |s: &str| [format!("{s}l"), format!("{s}r")];
+        Names {
+            ns: lr(name),
+            tap: lr(name),
+            v4: ["10.77.0.1".into(), "10.77.0.2".into()],
+            v6: ["fd00:77::1".into(), "fd00:77::2".into()],
+        }
+    }
+
+    /// What of these names exists: namespaces, TAPs in the root namespace.
+    pub fn leftovers(&self) -> Vec<String> {
+        let ns = self
+            .ns
+            .iter()
+            .filter(|ns| Path::new("/run/netns").join(ns).exists());
+        let taps = self
+            .tap
+            .iter()
+            .filter(|tap| Path::new("/sys/class/net").join(tap).exists());
+        ns.chain(taps).cloned().collect()
+    }
+}
+
+/// A running `bloatbox up` with its configuration in a tempdir.
+pub struct Daemon {
+    child: Option<Child>,
+    pub names: Names,
+    pub config: PathBuf,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Daemon {
+    /// Starts `bloatbox up` on unique names with `link` as the body of
+    /// `[link]` (direction tables may follow); returns once its stats
+    /// answer.
+    pub fn start(link: &str) -> Daemon {
+        Daemon::start_with(Names::unique(), link, &[])
+    }
+
+    /// `bloatbox up ARGS...` on `names`.
+    pub fn start_with(names: Names, link: &str, args: &[&str]) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("bloatbox.toml");
+        let socket = dir.path().join("control.sock");
+        let side = |i: usize| {
+            format!(
+                "namespace = \"{}\"\ntap = \"{}\"\nipv4 = \"{}/24\"\nipv6 = \"{}/64\"\n",
+                names.ns[i], names.tap[i], names.v4[i], names.v6[i]
+            )
+        };
+        let text = format!(
+            "[left]\n{}\n[right]\n{}\n[daemon]\ncontrol_socket = \"{}\"\n\n[link]\n{link}\n",
+            side(0),
+            side(1),
+            socket.display()
+        );
+        std::fs::write(&config, text).unwrap();
+        let log = dir.path().join("daemon.log");
+        let child = Command::new(BIN)
+            .args(["up", "-c"])
+            .arg(&config)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let mut d = Daemon {
+            child: Some(child),
+            names,
+            config,
+            log,
+            _dir: dir,
+        };
+        d.wait_ready();
+        d
+    }
+
+    fn wait_ready(&mut self) {
+        let t0 = Instant::now();
+        while !self.cli(&["stats", "--json"]).status.success() {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("daemon exited early ({status}): {}", self.log_text());
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(15),
+                "daemon not ready after 15 s: {}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// `bloatbox ARGS... -c CONFIG`.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .arg("-c")
+            .arg(&self.config)
+            .output()
+            .unwrap()
+    }
+
+    fn exec_command(&self, side: Side, cmd: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(["exec", side.arg(), "-c"])
+            .arg(&self.config)
+            .arg("--")
+            .args(cmd);
+        c
+    }
+
+    /// `bloatbox exec SIDE -c CONFIG -- CMD...`.
+    pub fn exec(&self, side: Side, cmd: &[&str]) -> Output {
+        self.exec_command(side, cmd).output().unwrap()
+    }
+
+    pub fn spawn_in(&self, side: Side, cmd: &[&str]) -> Child {
+        self.exec_command(side, cmd)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    pub fn stats(&self) -> serde_json::Value {
+        let out = self.cli(&["stats", "--json"]);
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// SIGTERM and wait (at most 10 s) for a normal exit.
+    pub fn stop(&mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("running");
+        signal(&child, nix::sys::signal::Signal::SIGTERM);
+        wait_timeout(&mut child, Duration::from_secs(10)).unwrap_or_else(|| {
+            let _ = child.kill();
+            panic!("daemon ignored SIGTERM for 10 s: {}", self.log_text())
+        })
+    }
+
+    pub fn kill9(&mut self) {
+        let mut child = self.child.take().expect("running");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// What of this daemon's names still exists.
+    pub fn leftovers(&self) -> Vec<String> {
+        self.names.leftovers()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            signal(&child, nix::sys::signal::Signal::SIGTERM);
+            if wait_timeout(&mut child, Duration::from_secs(5)).is_none() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        if !self.leftovers().is_empty() {
+            let _ = self.cli(&["down"]);
+        }
+        for ns in &self.names.ns {
+            if Path::new("/run/netns").join(ns).exists() {
+                let _ = Command::new("ip").args(["netns", "del", ns]).status();
+            }
+        }
+    }
+}
+
+pub fn signal(child: &Child, sig: nix::sys::signal::Signal) {
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig);
+}
+
+pub fn wait_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// Runs a netns/ script (`args[0]`: up.sh, down.sh, exec.sh) with
+/// `BB_NAME=name`.
+pub fn netns_script(name: &str, args: &[&str]) -> Output {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("netns");
+    Command::new(dir.join(args[0]))
+        .args(&args[1..])
+        .env("BB_NAME", name)
+        .output()
+        .unwrap()
+}
+
+/// A command's stdout and stderr, for assertion messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
