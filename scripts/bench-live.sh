@@ -4,7 +4,8 @@
 #   sudo scripts/bench-live.sh            # prints a Markdown table
 #   sudo scripts/bench-live.sh --write    # also appends it to BENCHMARKS.md
 #
-# Measures: unshaped forwarding (1 TCP flow, 4 TCP flows, 64-byte UDP pps),
+# Measures: unshaped forwarding (1 TCP flow, 4 TCP flows, 64-byte UDP pps)
+# with TAP offload on (GSO super-frames pass whole) and off (per-frame I/O),
 # idle ping RTT, the datapath's wake-up lateness (from `bloatbox stats`), and
 # the inter-departure spacing of full-size frames at 12 Mbit/s and 1.2 Gbit/s
 # as tcpdump sees them on the receiving TAP. Needs root, iproute2, iperf3,
@@ -67,10 +68,13 @@ throughput() {
   printf "%.2f %.2f %.0f" "$t1" "$t4" "$u"
 }
 
-# Writes a bloatbox config: config NAME RATE DELAY -> path.
+# Writes a bloatbox config: config NAME RATE DELAY [OFFLOAD] -> path.
 config() {
   local f="$TMP/$1.toml"
   cat >"$f" <<EOF
+[tap]
+offload = ${4:-true}
+
 [left]
 namespace = "bbb-bl"
 tap = "bbbl0"
@@ -163,11 +167,18 @@ ip netns del bbb-vr
 
 # ---- bloatbox, unshaped ----------------------------------------------------
 
-C=$(config unshaped unlimited 0ms)
+C=$(config unshaped unlimited 0ms true)
 start_daemon "$C"
 in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null
 read -r B_T1 B_T4 B_U <<<"$(throughput bbb-bl bbb-br 10.82.0.2)"
 B_RTT=$(ping_median bbb-bl 10.82.0.2)
+stop_daemon
+
+C=$(config unshaped-nooff unlimited 0ms false)
+start_daemon "$C"
+in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null
+read -r N_T1 N_T4 N_U <<<"$(throughput bbb-bl bbb-br 10.82.0.2)"
+N_RTT=$(ping_median bbb-bl 10.82.0.2)
 stop_daemon
 
 # ---- bloatbox, pacing at 12 Mbit/s and 1.2 Gbit/s ---------------------------
@@ -193,21 +204,22 @@ IDEAL1G=$(awk 'BEGIN {printf "%.2f", 1514*8/1.2e9*1e6}')
 DEV12=$(awk -v a="$S12_10" -v b="$S12_90" -v i="$IDEAL12" 'BEGIN {
   if (a == "-") {print "-"; exit} printf "%+.1f%% / %+.1f%%", (a/i-1)*100, (b/i-1)*100}')
 ADDED_RTT=$(awk -v b="$B_RTT" -v v="$V_RTT" 'BEGIN {printf "%.0f", (b-v)*1000}')
+N_ADDED_RTT=$(awk -v b="$N_RTT" -v v="$V_RTT" 'BEGIN {printf "%.0f", (b-v)*1000}')
 
 REPORT=$(cat <<EOF
 
 ## $(date -u '+%Y-%m-%d %H:%M UTC') — \`sudo scripts/bench-live.sh\` (DUR=$DUR s, RT=$RT, SPIN=$SPIN, load average $(cut -d' ' -f1 /proc/loadavg) at the end, $(nproc) cores, kernel $(uname -r))
 
-| measurement | veth pair | bloatbox | target |
-|---|---|---|---|
-| 1 TCP flow (cubic), Gbit/s | $V_T1 | $B_T1 | ≥ 2.5 |
-| 4 TCP flows (cubic), Gbit/s | $V_T4 | $B_T4 | |
-| UDP 64-byte payload, kpps received | $V_U | $B_U | |
-| idle ping RTT median, ms | $V_RTT | $B_RTT (+$ADDED_RTT µs) | ≤ +50 µs |
-| wake-up lateness p50 / p99 / p99.9, µs (12 Mbit/s run, $L12_N timer wake-ups) | | $L12_50 / $L12_99 / $L12_999 | p99 ≤ 20 |
-| wake-up lateness p50 / p99 / p99.9, µs (1.2 Gbit/s run, $L1G_N timer wake-ups) | | $L1G_50 / $L1G_99 / $L1G_999 | |
-| 1514-byte frame spacing at 12 Mbit/s p10 / p50 / p90, µs ($S12_N frames) | | $S12_10 / $S12_50 / $S12_90 (ideal $IDEAL12; p10/p90 $DEV12) | ±2 % at p10–p90 |
-| 1514-byte frame spacing at 1.2 Gbit/s p10 / p50 / p90, µs ($S1G_N frames) | | $S1G_10 / $S1G_50 / $S1G_90 (ideal $IDEAL1G) | |
+| measurement | veth pair | bloatbox, offload on | bloatbox, offload off | target |
+|---|---|---|---|---|
+| 1 TCP flow (cubic), Gbit/s | $V_T1 | $B_T1 | $N_T1 | ≥ 2.5 |
+| 4 TCP flows (cubic), Gbit/s | $V_T4 | $B_T4 | $N_T4 | |
+| UDP 64-byte payload, kpps received | $V_U | $B_U | $N_U | |
+| idle ping RTT median, ms | $V_RTT | $B_RTT (+$ADDED_RTT µs) | $N_RTT (+$N_ADDED_RTT µs) | ≤ +50 µs |
+| wake-up lateness p50 / p99 / p99.9, µs (12 Mbit/s run, $L12_N timer wake-ups) | | $L12_50 / $L12_99 / $L12_999 | | p99 ≤ 20 |
+| wake-up lateness p50 / p99 / p99.9, µs (1.2 Gbit/s run, $L1G_N timer wake-ups) | | $L1G_50 / $L1G_99 / $L1G_999 | | |
+| 1514-byte frame spacing at 12 Mbit/s p10 / p50 / p90, µs ($S12_N frames) | | $S12_10 / $S12_50 / $S12_90 (ideal $IDEAL12; p10/p90 $DEV12) | | ±2 % at p10–p90 |
+| 1514-byte frame spacing at 1.2 Gbit/s p10 / p50 / p90, µs ($S1G_N frames) | | $S1G_10 / $S1G_50 / $S1G_90 (ideal $IDEAL1G) | | |
 EOF
 )
 echo "$REPORT"

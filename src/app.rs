@@ -20,6 +20,7 @@ use crate::datapath::{
 use crate::link::LinkParams;
 use crate::link::Path as LinkPath;
 use crate::netns::{self, SideSpec, TerminationSignals, Topology};
+use crate::packet::gso::GsoPolicy;
 use crate::port::TapSpec;
 use crate::privilege;
 use crate::qdisc::tree::{DevSpec, QdiscTree};
@@ -94,6 +95,7 @@ fn setup(cfg: &Config) -> anyhow::Result<Setup> {
             mtu,
             mac,
             txqueuelen: cfg.tap.txqueuelen,
+            offload: cfg.tap.offload,
         },
         addrs: vec![(e.ipv4.addr, e.ipv4.prefix), (e.ipv6.addr, e.ipv6.prefix)],
     };
@@ -108,6 +110,9 @@ fn setup(cfg: &Config) -> anyhow::Result<Setup> {
             publish_interval_ns: NS_PER_SEC / u64::from(cfg.daemon.snapshot_hz.max(1)),
             frame_buf: cfg.tap.mtu as usize + FRAME_OVERHEAD,
             pool_buffers: cfg.daemon.pool_size as usize,
+            gso: GsoPolicy {
+                whole_min_rate_bytes_ps: cfg.tap.gso_min_rate.value(),
+            },
             ..DatapathConfig::default()
         },
     })

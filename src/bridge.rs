@@ -2,7 +2,9 @@
 //! the ingress checks in front of them: frames shorter than an Ethernet
 //! header (runts) and frames longer than the MTU allows (14 bytes of header
 //! plus 4 per VLAN tag) are dropped and counted in their direction; the rest
-//! are classified once and handed to that direction's `Path`.
+//! are classified once and handed to that direction's `Path`. A GSO
+//! super-frame passing whole (`ingress_whole`) is checked by its largest
+//! segment.
 //!
 //! With a capture `Tap` installed, the bridge shows it every frame it takes
 //! in, every frame it hands out and every frame it frees (with the reason).
@@ -10,6 +12,7 @@
 use crate::capture::{CaptureCounters, Point, Tap};
 use crate::link::path::PathSnapshot;
 use crate::link::Path;
+use crate::packet::gso::VnetHdr;
 use crate::packet::{DropReason, Packet};
 use crate::time::{earliest, Instant};
 
@@ -133,29 +136,75 @@ impl Bridge {
 
     /// A frame read from the `dir` sending side at `now`.
     pub fn ingress(&mut self, dir: Dir, frame: Vec<u8>, now: Instant) {
+        let len = frame.len();
+        if let Some(frame) = self.admit(dir, frame, len, len, now) {
+            let pkt = Packet::from_frame(frame, now);
+            self.enter(dir, pkt, now);
+        }
+    }
+
+    /// A GSO super-frame that passes the link whole (see `packet::gso`):
+    /// one frame accounted with `wire_len` (what its segments occupy) and
+    /// written out with its `offload` header. Its largest segment,
+    /// `segment_len` bytes, must fit the MTU like any frame, else the
+    /// super-frame is dropped as `Oversize`.
+    pub fn ingress_whole(
+        &mut self,
+        dir: Dir,
+        frame: Vec<u8>,
+        offload: VnetHdr,
+        wire_len: u32,
+        segment_len: usize,
+        now: Instant,
+    ) {
+        if let Some(frame) = self.admit(dir, frame, wire_len as usize, segment_len, now) {
+            let mut pkt = Packet::from_frame(frame, now);
+            pkt.len = wire_len;
+            pkt.meta.offload = offload;
+            self.enter(dir, pkt, now);
+        }
+    }
+
+    /// The runt and MTU checks on a frame accounted as `len` bytes whose
+    /// largest frame on the wire is `frame_len`: the frame back if it
+    /// passes, else it is counted and kept for recycling.
+    fn admit(
+        &mut self,
+        dir: Dir,
+        frame: Vec<u8>,
+        len: usize,
+        frame_len: usize,
+        now: Instant,
+    ) -> Option<Vec<u8>> {
         self.now = self.now.max(now);
         if let Some(tap) = &mut self.capture {
             tap.frame(dir, Point::In, &frame, now);
         }
         let path = &mut self.paths[dir.index()];
-        let len = frame.len();
         let max_len = path.params().mtu as usize + ETH_HLEN + vlan_tag_bytes(&frame);
-        let reject = if len < ETH_HLEN {
+        let reject = if frame.len() < ETH_HLEN {
             Some(DropReason::Runt)
-        } else if len > max_len {
+        } else if frame_len > max_len {
             Some(DropReason::Oversize)
         } else {
             None
         };
-        if let Some(reason) = reject {
-            path.count_rejected(len.min(u32::MAX as usize) as u32, reason);
-            if let Some(tap) = &mut self.capture {
-                tap.frame(dir, Point::Dropped(reason), &frame, now);
+        match reject {
+            Some(reason) => {
+                path.count_rejected(len.min(u32::MAX as usize) as u32, reason);
+                if let Some(tap) = &mut self.capture {
+                    tap.frame(dir, Point::Dropped(reason), &frame, now);
+                }
+                self.rejected.push(frame);
+                None
             }
-            self.rejected.push(frame);
-            return;
+            None => Some(frame),
         }
-        let mut pkt = Packet::from_frame(frame, now);
+    }
+
+    /// Numbers an admitted frame and hands it to its direction.
+    fn enter(&mut self, dir: Dir, mut pkt: Packet, now: Instant) {
+        let path = &mut self.paths[dir.index()];
         let id = &mut self.next_id[dir.index()];
         pkt.meta.id = *id;
         *id += 1;

@@ -15,6 +15,17 @@
 //! travels `Dir::LeftToRight` is written to the right port), return every
 //! sent or dropped buffer to the pool, then re-arm the timer.
 //!
+//! Ports with offload (`FramePort::offload`, TAPs with `IFF_VNET_HDR`) are
+//! read into one 64 KB buffer, since a read may return a GSO super-frame.
+//! A plain frame is copied into a pool buffer (its partial checksum, if
+//! any, completed); a super-frame either passes whole (`gso::GsoPolicy`,
+//! decided per direction at start and after every command; the read buffer
+//! itself goes to the bridge and a fresh one from the bounded pool of 64 KB
+//! buffers takes its place) or is segmented into pool buffers. A frame
+//! released by the bridge is written with its offload header, so a whole
+//! super-frame reaches the receiving TAP in one `writev`. Malformed offload
+//! frames are `BadOffload` drops; conservation units are in `gso`.
+//!
 //! The thread drops every capability as it starts (`privilege::drop_all`,
 //! after switching to SCHED_FIFO if asked): the ports are open descriptors.
 //! A port that fails (a read error, a write error saying its device is gone
@@ -42,6 +53,7 @@ use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFl
 
 use crate::bridge::{Bridge, BridgeSnapshot, Dir};
 use crate::link::LinkParams;
+use crate::packet::gso::{self, GsoPolicy, Segmenter, VnetHdr};
 use crate::packet::pool::PacketPool;
 use crate::packet::DropReason;
 use crate::port::{FramePort, PortCounters};
@@ -60,6 +72,11 @@ pub const FRAME_OVERHEAD: usize = 14 + 8;
 
 /// Scratch space to read (and drop) a frame when the pool is exhausted.
 const DISCARD_BUF: usize = 65_536;
+
+/// Size of the buffers offload ports are read into: the largest GSO
+/// super-frame a TAP hands over (64 KB, `gso_max_size`) and some slack, so
+/// that a read filling the buffer is known to be cut short.
+pub const GSO_FRAME_BUF: usize = 65_536 + 64;
 
 /// Depth of the command queue.
 const COMMAND_QUEUE: usize = 16;
@@ -81,6 +98,12 @@ pub struct DatapathConfig {
     /// the normal scheduler. On a busy machine this is what keeps wake-ups
     /// on time (see BENCHMARKS.md).
     pub realtime_priority: Option<u8>,
+    /// Which directions pass GSO super-frames whole (offload ports only).
+    pub gso: GsoPolicy,
+    /// Most `GSO_FRAME_BUF` buffers in existence (whole super-frames in the
+    /// link, plus the read buffer); when they run out super-frames are
+    /// segmented instead.
+    pub gso_buffers: usize,
 }
 
 impl Default for DatapathConfig {
@@ -92,6 +115,8 @@ impl Default for DatapathConfig {
             frame_buf: 1500 + FRAME_OVERHEAD,
             pool_buffers: 65_536,
             realtime_priority: None,
+            gso: GsoPolicy::default(),
+            gso_buffers: 1024,
         }
     }
 }
@@ -406,6 +431,13 @@ struct Driver {
     wakeups: Wakeups,
     next_publish: Instant,
     pool: PacketPool,
+    /// Buffers of `GSO_FRAME_BUF` bytes for whole super-frames.
+    gso_pool: PacketPool,
+    /// Where offload ports are read into (from `gso_pool`; empty if no port
+    /// has offload).
+    rx_gso: Vec<u8>,
+    /// Per direction: super-frames pass whole (else they are segmented).
+    pass_whole: [bool; 2],
     /// Where a frame is read to be dropped when the pool is exhausted.
     discard: Vec<u8>,
     out: Vec<(Dir, crate::packet::Packet)>,
@@ -439,7 +471,13 @@ impl Driver {
         )?;
         let lateness = Histogram::new_with_bounds(1, 10 * NS_PER_SEC, 3)
             .map_err(|e| io::Error::other(format!("lateness histogram: {e}")))?;
-        Ok(Driver {
+        let mut gso_pool = PacketPool::new(GSO_FRAME_BUF, cfg.gso_buffers.max(1));
+        let rx_gso = if ports.iter().any(|p| p.offload()) {
+            gso_pool.get().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let mut driver = Driver {
             bridge,
             ports,
             failure: None,
@@ -455,10 +493,31 @@ impl Driver {
             wakeups: Wakeups::default(),
             next_publish: Instant::ZERO,
             pool: PacketPool::new(cfg.frame_buf, cfg.pool_buffers),
+            gso_pool,
+            rx_gso,
+            pass_whole: [false; 2],
             discard: vec![0; DISCARD_BUF],
             out: Vec::with_capacity(256),
             freed: Vec::with_capacity(256),
-        })
+        };
+        driver.refresh_gso();
+        Ok(driver)
+    }
+
+    /// Decides per direction whether super-frames pass whole: both ports
+    /// must carry offload headers and the policy must allow it for the
+    /// direction's link, shape and qdisc tree.
+    fn refresh_gso(&mut self) {
+        let offload = self.ports.iter().all(|p| p.offload());
+        let now = self.clock.now();
+        for dir in Dir::ALL {
+            let path = self.bridge.path(dir);
+            self.pass_whole[dir.index()] = offload
+                && self
+                    .cfg
+                    .gso
+                    .passes_whole(path.params(), path.shape(), &path.qdisc().dump(now));
+        }
     }
 
     fn run(&mut self) -> Result<LiveSnapshot, DatapathError> {
@@ -544,6 +603,9 @@ impl Driver {
     /// Reads up to `batch` frames from port `i` into the bridge. Returns true
     /// if the batch limit was hit (more may be waiting).
     fn read_port(&mut self, i: usize, now: Instant) -> bool {
+        if self.ports[i].offload() {
+            return self.read_offload_port(i, now);
+        }
         for _ in 0..self.cfg.batch {
             let Some(mut buf) = self.pool.get() else {
                 match self.ports[i].recv(&mut self.discard) {
@@ -579,6 +641,103 @@ impl Driver {
         true
     }
 
+    /// `read_port` for a port with offload headers.
+    fn read_offload_port(&mut self, i: usize, now: Instant) -> bool {
+        let dir = dir_from(i);
+        for _ in 0..self.cfg.batch {
+            match self.ports[i].recv_offload(&mut self.rx_gso) {
+                Ok(Some((n, hdr))) => self.ingress_offloaded(dir, n, hdr, now),
+                Ok(None) => return false,
+                // A read shorter than its header: that frame is lost.
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => self
+                    .bridge
+                    .path_mut(dir)
+                    .count_rejected(0, DropReason::BadOffload),
+                Err(e) => {
+                    self.fail(i, "reading frames", e);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Hands the `n`-byte frame in `rx_gso` to the bridge: copied if plain,
+    /// whole or segmented if a super-frame.
+    fn ingress_offloaded(&mut self, dir: Dir, n: usize, hdr: VnetHdr, now: Instant) {
+        let len = u32::try_from(n).unwrap_or(u32::MAX);
+        let reject = |bridge: &mut Bridge, len: u32, reason| {
+            bridge.path_mut(dir).count_rejected(len, reason)
+        };
+        if n >= self.rx_gso.len() {
+            // Filled the buffer: cut short, so its headers cannot be trusted.
+            return reject(&mut self.bridge, len, DropReason::BadOffload);
+        }
+        if !hdr.is_gso() {
+            if n > self.pool.buf_size() {
+                return reject(&mut self.bridge, len, DropReason::Oversize);
+            }
+            let Some(mut buf) = self.pool.get() else {
+                return reject(&mut self.bridge, len, DropReason::PoolExhausted);
+            };
+            buf.clear();
+            buf.extend_from_slice(&self.rx_gso[..n]);
+            if gso::complete_checksum(&mut buf, &hdr).is_err() {
+                self.pool.put(buf);
+                return reject(&mut self.bridge, len, DropReason::BadOffload);
+            }
+            return self.bridge.ingress(dir, buf, now);
+        }
+        let mut seg = match Segmenter::new(&self.rx_gso[..n], &hdr) {
+            Ok(seg) => seg,
+            Err(_) => return reject(&mut self.bridge, len, DropReason::BadOffload),
+        };
+        if self.pass_whole[dir.index()] {
+            let (wire, seg_len) = (seg.wire_len(), seg.max_segment_len());
+            if let Some(fresh) = self.gso_pool.get() {
+                let mut frame = std::mem::replace(&mut self.rx_gso, fresh);
+                frame.truncate(n);
+                let wire = u32::try_from(wire).unwrap_or(u32::MAX);
+                return self
+                    .bridge
+                    .ingress_whole(dir, frame, hdr, wire, seg_len, now);
+            }
+            // No 64 KB buffer left: segment instead.
+        }
+        // Segments larger than a pool buffer could never pass the MTU.
+        let too_big = seg.max_segment_len() > self.pool.buf_size();
+        loop {
+            let buf = if too_big { None } else { self.pool.get() };
+            match buf {
+                Some(mut buf) => {
+                    if !seg.next_into(&mut buf) {
+                        self.pool.put(buf);
+                        return;
+                    }
+                    self.bridge.ingress(dir, buf, now);
+                }
+                None => {
+                    let Some(seg_len) = seg.skip() else { return };
+                    let reason = if too_big {
+                        DropReason::Oversize
+                    } else {
+                        DropReason::PoolExhausted
+                    };
+                    reject(&mut self.bridge, seg_len as u32, reason);
+                }
+            }
+        }
+    }
+
+    /// Returns a buffer to the pool it came from (by its size).
+    fn recycle(pool: &mut PacketPool, gso_pool: &mut PacketPool, buf: Vec<u8>) {
+        if buf.capacity() >= gso_pool.buf_size() {
+            gso_pool.put(buf);
+        } else {
+            pool.put(buf);
+        }
+    }
+
     /// Records the first failure of port `i`: the loop ends at the end of
     /// this iteration with it (its counters keep the error).
     fn fail(&mut self, i: usize, op: &'static str, source: io::Error) {
@@ -600,19 +759,19 @@ impl Driver {
         for (dir, pkt) in self.out.drain(..) {
             let to = port_towards(dir);
             if self.failure.is_none() && gone.is_none() {
-                if let Err(e) = self.ports[to].send(&pkt.data) {
+                if let Err(e) = self.ports[to].send_offload(&pkt.data, &pkt.meta.offload) {
                     if port_gone(&e) {
                         gone = Some((to, e));
                     }
                 }
             }
-            self.pool.put(pkt.data);
+            Self::recycle(&mut self.pool, &mut self.gso_pool, pkt.data);
         }
         if let Some((to, e)) = gone {
             self.fail(to, "writing frames", e);
         }
         for buf in self.freed.drain(..) {
-            self.pool.put(buf);
+            Self::recycle(&mut self.pool, &mut self.gso_pool, buf);
         }
     }
 
@@ -661,15 +820,18 @@ impl Driver {
                 Ok(Command::SetLink { dir, params }) => {
                     let now = self.clock.now();
                     self.bridge.path_mut(dir).set_params(params, now);
+                    self.refresh_gso();
                 }
                 Ok(Command::EditLink { plan, reply }) => {
                     let now = self.clock.now();
                     let _ = reply.try_send(plan.apply_to(&mut self.bridge, now));
+                    self.refresh_gso();
                 }
                 Ok(Command::Tc { line, reply }) => {
                     let now = self.clock.now();
                     // The asker may have given up waiting: nothing to do then.
                     let _ = reply.try_send(self.apply_tc(&line, now));
+                    self.refresh_gso();
                 }
                 Err(TryRecvError::Empty) => return false,
                 // The handle is gone: nobody can stop us later, so stop now.
@@ -716,8 +878,8 @@ impl Driver {
             left_port: self.ports[0].counters(),
             right_port: self.ports[1].counters(),
             pool: PoolCounters {
-                in_use: self.pool.in_use() as u64,
-                refused: self.pool.exhausted(),
+                in_use: (self.pool.in_use() + self.gso_pool.in_use()) as u64,
+                refused: self.pool.exhausted() + self.gso_pool.exhausted(),
             },
         }
     }

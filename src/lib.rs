@@ -31,11 +31,12 @@
 //! respect to packets.
 //!
 //! Modules: `time` (Instant, clocks), `units` (tc units), `packet` (frames,
-//! classifier, ECN, pool, drop reasons), `qdisc` (disciplines), `link` (ring,
+//! classifier, ECN, pool, drop reasons, TAP offload and TCP segmentation),
+//! `qdisc` (disciplines), `link` (ring,
 //! BQL, serializer, delay, coalescing, the per-direction `Path`), `bridge`
 //! (two paths), `tc` (tc command front end and `tc -s -d show` printer),
 //! `config` (TOML schema and validation), `sim` (simulator), `port`
-//! (FramePort: TAP or socketpair), `netns` (namespaces and cleanup),
+//! (FramePort: TAP with or without offload, or socketpair), `netns` (namespaces and cleanup),
 //! `privilege` (per-thread capabilities: what each thread keeps after set-up),
 //! `datapath` (the live driver thread), `control` (the daemon's socket),
 //! `app` (the command-line subcommands), `harness` (the `Link` guard for

@@ -402,6 +402,7 @@ mod tests {
                 mtu: 1500,
                 mac: [2, 0, 0, 0, 0, 1],
                 txqueuelen: 10,
+                offload: false,
             },
             addrs: vec![],
         };

@@ -8,14 +8,37 @@
 //! is one end of a `SOCK_SEQPACKET` Unix socketpair, which keeps frame
 //! boundaries and lets the real datapath thread run in tests without root.
 //!
+//! A port opened with offload carries a `virtio_net_hdr` (`gso::VnetHdr`)
+//! before every frame: a TAP then has `IFF_VNET_HDR` and the TCP offloads
+//! (`TUNSETOFFLOAD`: checksum, TSO4, TSO6, TSO with ECN), so the kernel hands
+//! over GSO super-frames of up to 64 KB and accepts them back; such frames
+//! are read with `recv_offload` and written with `send_offload` (one
+//! `readv`/`writev` each). `recv`/`send` on such a port strip or add an
+//! all-zero header.
+//!
 //! A full device or socket (`EAGAIN`/`ENOBUFS` on send) never blocks the
 //! datapath: the frame is counted in `PortCounters::tx_full_drops` and dropped.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 
+use std::io::{IoSlice, IoSliceMut};
+
 use nix::errno::Errno;
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+
+use crate::packet::gso::{VnetHdr, VNET_HDR_LEN};
+
+/// The TAP offloads bloatbox handles: checksum, TCP segmentation for IPv4
+/// and IPv6, and TSO of ECN flows (`gso` segments all of them). UDP
+/// segmentation (USO) is left off: the kernel segments UDP_SEGMENT sends
+/// itself.
+const TAP_OFFLOADS: libc::c_uint =
+    libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_TSO_ECN;
+
+// TUNSETOFFLOAD takes the flags by value, TUNSETVNETHDRSZ a pointer to an int.
+nix::ioctl_write_int!(tun_set_offload, b'T', 208);
+nix::ioctl_write_ptr!(tun_set_vnet_hdr_sz, b'T', 216, libc::c_int);
 
 /// Per-port I/O counters, exported in the live snapshot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -42,6 +65,20 @@ pub trait FramePort: Send {
     /// The descriptor to wait on for readability.
     fn raw_fd(&self) -> RawFd;
     fn counters(&self) -> PortCounters;
+    /// Frames carry an offload header (see the module doc).
+    fn offload(&self) -> bool {
+        false
+    }
+    /// Reads one frame into `buf` with its offload header (all zero on a
+    /// port without offload). A frame longer than `buf` is cut short.
+    fn recv_offload(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, VnetHdr)>> {
+        Ok(self.recv(buf)?.map(|n| (n, VnetHdr::default())))
+    }
+    /// Writes one frame with its offload header (a port without offload
+    /// writes the bare frame; only plain frames are sent to such a port).
+    fn send_offload(&mut self, frame: &[u8], _hdr: &VnetHdr) -> io::Result<()> {
+        self.send(frame)
+    }
 }
 
 /// The counting and error mapping shared by every port kind; the kinds only
@@ -50,22 +87,53 @@ pub trait FramePort: Send {
 struct FdPort {
     fd: OwnedFd,
     counters: PortCounters,
+    /// Every frame is preceded by a `VnetHdr`.
+    vnet: bool,
 }
 
 impl FdPort {
-    fn new(fd: OwnedFd) -> FdPort {
+    fn new(fd: OwnedFd, vnet: bool) -> FdPort {
         FdPort {
             fd,
             counters: PortCounters::default(),
+            vnet,
         }
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
-        match nix::unistd::read(self.fd.as_raw_fd(), buf) {
-            Ok(n) => {
+        Ok(self.recv_offload(buf)?.map(|(n, _)| n))
+    }
+
+    fn send(&mut self, frame: &[u8]) -> io::Result<()> {
+        self.send_offload(frame, &VnetHdr::default())
+    }
+
+    /// One `read` (or `readv` of header and frame). A read shorter than the
+    /// header is an error (`InvalidData`), counted in `rx_errors`; with
+    /// offload, end-of-file (a hung-up socket) reads as nothing waiting.
+    fn recv_offload(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, VnetHdr)>> {
+        let mut hdr = [0u8; VNET_HDR_LEN];
+        let read = if self.vnet {
+            let mut iov = [IoSliceMut::new(&mut hdr), IoSliceMut::new(buf)];
+            match nix::sys::uio::readv(self.fd.as_fd(), &mut iov) {
+                Ok(0) => return Ok(None),
+                other => other.map(|n| n.checked_sub(VNET_HDR_LEN)),
+            }
+        } else {
+            nix::unistd::read(self.fd.as_raw_fd(), buf).map(Some)
+        };
+        match read {
+            Ok(Some(n)) => {
                 self.counters.rx_frames += 1;
                 self.counters.rx_bytes += n as u64;
-                Ok(Some(n))
+                Ok(Some((n, VnetHdr::from_bytes(&hdr))))
+            }
+            Ok(None) => {
+                self.counters.rx_errors += 1;
+                Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "read shorter than the offload header",
+                ))
             }
             Err(Errno::EAGAIN) | Err(Errno::EINTR) => Ok(None),
             Err(e) => {
@@ -75,8 +143,15 @@ impl FdPort {
         }
     }
 
-    fn send(&mut self, frame: &[u8]) -> io::Result<()> {
-        match nix::unistd::write(self.fd.as_fd(), frame) {
+    /// One `write` (or `writev` of header and frame).
+    fn send_offload(&mut self, frame: &[u8], hdr: &VnetHdr) -> io::Result<()> {
+        let written = if self.vnet {
+            let hdr = hdr.to_bytes();
+            nix::sys::uio::writev(self.fd.as_fd(), &[IoSlice::new(&hdr), IoSlice::new(frame)])
+        } else {
+            nix::unistd::write(self.fd.as_fd(), frame)
+        };
+        match written {
             Ok(_) => {
                 self.counters.tx_frames += 1;
                 self.counters.tx_bytes += frame.len() as u64;
@@ -101,6 +176,8 @@ pub struct TapSpec {
     pub mtu: u16,
     pub mac: [u8; 6],
     pub txqueuelen: u32,
+    /// Open with `IFF_VNET_HDR` and the TCP offloads (GSO super-frames).
+    pub offload: bool,
 }
 
 /// A Linux TAP device in L2 mode without packet information, non-blocking.
@@ -113,8 +190,8 @@ pub struct TapPort {
 
 impl TapPort {
     /// Creates the TAP in the current namespace with its MTU, MAC and
-    /// txqueuelen set; it is left down (moving it to another namespace downs
-    /// it anyway).
+    /// txqueuelen set, and with offload if the spec asks; it is left down
+    /// (moving it to another namespace downs it anyway).
     pub fn create(spec: &TapSpec) -> io::Result<TapPort> {
         Self::build(spec, true)
     }
@@ -127,29 +204,29 @@ impl TapPort {
     }
 
     fn build(spec: &TapSpec, set_txqueuelen: bool) -> io::Result<TapPort> {
+        let named = |what: &str, e: io::Error| {
+            io::Error::new(e.kind(), format!("{what} TAP device {:?}: {e}", spec.name))
+        };
         let mut builder = tun_rs::DeviceBuilder::new()
             .name(spec.name.clone())
             .layer(tun_rs::Layer::L2)
             .packet_information(false)
             .mtu(spec.mtu)
             .mac_addr(spec.mac)
+            .offload(spec.offload)
             .enable(false);
         if set_txqueuelen {
             builder = builder.tx_queue_len(spec.txqueuelen);
         }
-        let dev = builder.build_sync().map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("creating TAP device {:?}: {e}", spec.name),
-            )
-        })?;
-        TapPort::from_device(&spec.name, dev)
+        let dev = builder.build_sync().map_err(|e| named("creating", e))?;
+        TapPort::from_device(&spec.name, dev, spec.offload)
     }
 
     /// Attaches to the existing persistent TAP `name` of the calling
     /// thread's network namespace (made with `ip tuntap add mode tap`),
     /// changing nothing of its set-up (MTU, MAC, addresses, up or down).
-    /// Returns the port and the device's MTU. The device outlives the port.
+    /// Returns the port (without offload) and the device's MTU. The device
+    /// outlives the port.
     ///
     /// Fails with `NotFound` if no interface of that name exists here
     /// (TUNSETIFF would create a new TAP); fails as well if it is not a
@@ -171,11 +248,16 @@ impl TapPort {
             .build_sync()
             .map_err(context)?;
         let mtu = dev.mtu().map_err(context)?;
-        Ok((TapPort::from_device(name, dev)?, mtu))
+        Ok((TapPort::from_device(name, dev, false)?, mtu))
     }
 
-    /// Takes over the open TAP descriptor of `dev`, non-blocking.
-    fn from_device(name: &str, dev: tun_rs::SyncDevice) -> io::Result<TapPort> {
+    /// Takes over the open TAP descriptor of `dev`, non-blocking; with
+    /// `offload` (the device was opened with `IFF_VNET_HDR`) pins the header
+    /// size and the offload mask.
+    fn from_device(name: &str, dev: tun_rs::SyncDevice, offload: bool) -> io::Result<TapPort> {
+        let named = |what: &str, e: io::Error| {
+            io::Error::new(e.kind(), format!("{what} TAP device {name:?}: {e}"))
+        };
         // SAFETY: `into_raw_fd` hands over the open TAP descriptor and gives
         // up ownership, so this OwnedFd is its only owner.
         let fd = unsafe { OwnedFd::from_raw_fd(dev.into_raw_fd()) };
@@ -183,9 +265,22 @@ impl TapPort {
             fd.as_raw_fd(),
             nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
         )?;
+        if offload {
+            // tun-rs set IFF_VNET_HDR and its own offload mask (with USO when
+            // the kernel has it); pin the header size and the exact mask.
+            let hdr_len = VNET_HDR_LEN as libc::c_int;
+            // SAFETY: `fd` is an open TAP descriptor; the arguments are the
+            // int (pointer) and flag word these ioctls take.
+            unsafe {
+                tun_set_vnet_hdr_sz(fd.as_raw_fd(), &hdr_len)
+                    .map_err(|e| named("TUNSETVNETHDRSZ on", e.into()))?;
+                tun_set_offload(fd.as_raw_fd(), TAP_OFFLOADS as _)
+                    .map_err(|e| named("TUNSETOFFLOAD on", e.into()))?;
+            }
+        }
         Ok(TapPort {
             name: name.to_string(),
-            inner: FdPort::new(fd),
+            inner: FdPort::new(fd, offload),
         })
     }
 
@@ -206,6 +301,15 @@ impl FramePort for TapPort {
     }
     fn counters(&self) -> PortCounters {
         self.inner.counters
+    }
+    fn offload(&self) -> bool {
+        self.inner.vnet
+    }
+    fn recv_offload(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, VnetHdr)>> {
+        self.inner.recv_offload(buf)
+    }
+    fn send_offload(&mut self, frame: &[u8], hdr: &VnetHdr) -> io::Result<()> {
+        self.inner.send_offload(frame, hdr)
     }
 }
 
@@ -286,7 +390,7 @@ impl PacketPort {
             ));
         }
         Ok(PacketPort {
-            inner: FdPort::new(fd),
+            inner: FdPort::new(fd, false),
         })
     }
 }
@@ -316,6 +420,16 @@ pub struct SocketPairPort {
 impl SocketPairPort {
     /// Both ends of a fresh socketpair.
     pub fn pair() -> io::Result<(SocketPairPort, SocketPairPort)> {
+        Self::pair_with(false)
+    }
+
+    /// Both ends of a fresh socketpair whose messages carry an offload
+    /// header before the frame, as a TAP with offload does.
+    pub fn pair_offload() -> io::Result<(SocketPairPort, SocketPairPort)> {
+        Self::pair_with(true)
+    }
+
+    fn pair_with(vnet: bool) -> io::Result<(SocketPairPort, SocketPairPort)> {
         let (a, b) = socketpair(
             AddressFamily::Unix,
             SockType::SeqPacket,
@@ -324,10 +438,10 @@ impl SocketPairPort {
         )?;
         Ok((
             SocketPairPort {
-                inner: FdPort::new(a),
+                inner: FdPort::new(a, vnet),
             },
             SocketPairPort {
-                inner: FdPort::new(b),
+                inner: FdPort::new(b, vnet),
             },
         ))
     }
@@ -345,6 +459,15 @@ impl FramePort for SocketPairPort {
     }
     fn counters(&self) -> PortCounters {
         self.inner.counters
+    }
+    fn offload(&self) -> bool {
+        self.inner.vnet
+    }
+    fn recv_offload(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, VnetHdr)>> {
+        self.inner.recv_offload(buf)
+    }
+    fn send_offload(&mut self, frame: &[u8], hdr: &VnetHdr) -> io::Result<()> {
+        self.inner.send_offload(frame, hdr)
     }
 }
 
@@ -382,6 +505,50 @@ mod tests {
         let c = a.counters();
         assert!(c.tx_full_drops > 0, "send buffer never filled: {c:?}");
         assert_eq!(c.tx_errors, 0);
+    }
+
+    #[test]
+    fn offload_ports_carry_the_header_with_each_frame() {
+        let (mut a, mut b) = SocketPairPort::pair_offload().unwrap();
+        assert!(a.offload() && b.offload());
+        let hdr = VnetHdr {
+            flags: crate::packet::gso::F_NEEDS_CSUM,
+            gso_type: crate::packet::gso::GSO_TCPV4,
+            hdr_len: 66,
+            gso_size: 1448,
+            csum_start: 34,
+            csum_offset: 16,
+        };
+        let big = vec![7u8; 60_000];
+        a.send_offload(&big, &hdr).unwrap();
+        a.send(&[1u8; 60]).unwrap();
+        let mut buf = vec![0u8; 65_600];
+        assert_eq!(b.recv_offload(&mut buf).unwrap(), Some((60_000, hdr)));
+        assert_eq!(buf[59_999], 7);
+        assert_eq!(
+            b.recv_offload(&mut buf).unwrap(),
+            Some((60, VnetHdr::default())),
+            "plain send writes an all-zero header"
+        );
+        assert_eq!(b.counters().rx_bytes, 60_060, "frame bytes, not headers");
+        // A plain port reports plain headers.
+        let (mut c, mut d) = SocketPairPort::pair().unwrap();
+        assert!(!c.offload());
+        c.send_offload(&[3u8; 80], &hdr).unwrap();
+        assert_eq!(
+            d.recv_offload(&mut buf).unwrap(),
+            Some((80, VnetHdr::default()))
+        );
+    }
+
+    #[test]
+    fn a_read_shorter_than_the_offload_header_is_an_error() {
+        let (a, mut b) = SocketPairPort::pair_offload().unwrap();
+        nix::unistd::write(a.inner.fd.as_fd(), &[0u8; 4]).unwrap();
+        let mut buf = [0u8; 64];
+        let err = b.recv_offload(&mut buf).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert_eq!(b.counters().rx_errors, 1);
     }
 
     #[test]

@@ -199,13 +199,20 @@ impl Endpoint {
 #[serde(
     default,
     deny_unknown_fields,
-    expecting = "a table with mtu, txqueuelen"
+    expecting = "a table with mtu, txqueuelen, offload, gso_min_rate"
 )]
 pub struct TapSettings {
     /// MTU of the TAPs and of the emulated devices, 68..=9000.
     pub mtu: u32,
     /// The TAPs' own kernel txqueuelen: small, so that it hides no buffer.
     pub txqueuelen: u32,
+    /// Open the TAPs with `IFF_VNET_HDR` and TCP offloads: the kernel hands
+    /// over GSO super-frames (see `packet::gso`).
+    pub offload: bool,
+    /// With offload: directions whose link rate is at least this (or
+    /// unlimited), with no shaping qdisc, schedule, impairment or framing,
+    /// pass super-frames whole; all others see per-MTU segments.
+    pub gso_min_rate: LinkRate,
 }
 
 impl Default for TapSettings {
@@ -213,9 +220,14 @@ impl Default for TapSettings {
         TapSettings {
             mtu: 1500,
             txqueuelen: 16,
+            offload: true,
+            gso_min_rate: LinkRate::parse(DEFAULT_GSO_MIN_RATE).expect("a valid rate"),
         }
     }
 }
+
+/// Default of `tap.gso_min_rate`, `GsoPolicy::default()` as written.
+const DEFAULT_GSO_MIN_RATE: &str = "1gbit";
 
 /// Link settings. The same table type serves `[link]` (shared) and its
 /// direction overrides; unset values fall back to the shared table, then to

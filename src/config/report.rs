@@ -24,9 +24,17 @@ pub fn check_report(config: &Config) -> String {
             ep.namespace, ep.tap, ep.ipv4, ep.ipv6
         );
     }
+    let offload = if config.tap.offload {
+        format!(
+            "offload on (TSO super-frames pass whole at >= {} unshaped)",
+            config.tap.gso_min_rate
+        )
+    } else {
+        "offload off".to_string()
+    };
     let _ = writeln!(
         out,
-        "taps   mtu {}  txqueuelen {}",
+        "taps   mtu {}  txqueuelen {}  {offload}",
         config.tap.mtu, config.tap.txqueuelen
     );
     for dir in Direction::BOTH {
@@ -171,6 +179,16 @@ fn format_ns(ns: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tap_line_says_whether_offload_is_on() {
+        let mut c = Config::default();
+        assert!(check_report(&c).contains(
+            "txqueuelen 16  offload on (TSO super-frames pass whole at >= 1gbit unshaped)"
+        ));
+        c.tap.offload = false;
+        assert!(check_report(&c).contains("txqueuelen 16  offload off\n"));
+    }
 
     #[test]
     fn times_print_like_tc() {

@@ -57,6 +57,7 @@ pub(super) fn validate(config: &Config, tc_check: Option<TcCheck>) -> Result<(),
         TXQUEUELEN,
         "packets",
     )?;
+    gso_min_rate(config)?;
     link_table("link", &config.link)?;
     for dir in Direction::BOTH {
         if let Some(table) = config.link.direction(dir) {
@@ -89,6 +90,19 @@ pub(super) fn validate(config: &Config, tc_check: Option<TcCheck>) -> Result<(),
     }
     unused_shared_qdisc(config)?;
     daemon(config)
+}
+
+/// `tap.gso_min_rate`: a rate above 0 and at most the highest link rate.
+fn gso_min_rate(config: &Config) -> Result<(), ConfigError> {
+    let rate = &config.tap.gso_min_rate;
+    if (1..=MAX_RATE_BYTES_PS).contains(&rate.value()) {
+        return Ok(());
+    }
+    Err(ConfigError::field(
+        "tap.gso_min_rate",
+        Some(toml_text(rate.text())),
+        "expected a rate above 0 and at most 100gbit (links this fast pass GSO super-frames whole); fix: write gso_min_rate = \"1gbit\" (\"100gbit\" lets only unlimited links pass them whole)",
+    ))
 }
 
 fn in_range(
@@ -436,5 +450,28 @@ mod tests {
         let stall = check_coalescing("tx-usecs", "tx-frames", 0, 8).unwrap_err();
         assert!(stall.contains("tx-frames = 8 with tx-usecs = 0"), "{stall}");
         assert!(stall.contains("fix: set tx-usecs"), "{stall}");
+    }
+
+    #[test]
+    fn gso_min_rate_is_a_positive_rate_with_its_location() {
+        let text = "[tap]\noffload = true\ngso_min_rate = \"0\"\n";
+        let e = Config::from_str(text, "t.toml").unwrap_err().to_string();
+        assert!(e.contains("t.toml:3"), "{e}");
+        assert!(e.contains("tap.gso_min_rate"), "{e}");
+        assert!(e.contains("fix: write gso_min_rate = \"1gbit\""), "{e}");
+        let e = Config::from_str("[tap]\ngso_min_rate = \"200gbit\"\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("at most 100gbit"), "{e}");
+        let c = Config::from_str(
+            "[tap]\noffload = false\ngso_min_rate = \"10gbit\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert!(!c.tap.offload);
+        assert_eq!(c.tap.gso_min_rate.value(), 10_000_000_000 / 8);
+        assert!(Config::default().tap.offload);
+        assert_eq!(
+            Config::default().tap.gso_min_rate.value(),
+            crate::packet::gso::GsoPolicy::default().whole_min_rate_bytes_ps
+        );
     }
 }

@@ -6,11 +6,13 @@
 //!
 //! Submodules: `classify` (parse Ethernet/VLAN/IP/L4 once, flow key and hash),
 //! `ecn` (CE marking with checksum fix), `filter` (tc u32/matchall filters
-//! steering frames to classes), `pool` (the bounded buffer pool).
+//! steering frames to classes), `pool` (the bounded buffer pool), `gso`
+//! (TAP offload headers, TCP segmentation of GSO super-frames).
 
 pub mod classify;
 pub mod ecn;
 pub mod filter;
+pub mod gso;
 pub mod pool;
 
 use crate::time::Instant;
@@ -63,6 +65,10 @@ pub struct PacketMeta {
     pub priority: u32,
     /// TX queue for mq (chosen by flow hash at ingress).
     pub queue_mapping: u16,
+    /// The offload header the frame is written with: all zero for a plain
+    /// frame; a GSO super-frame that passes the link whole keeps the one it
+    /// was read with (see `gso`).
+    pub offload: gso::VnetHdr,
     /// Why the core freed the frame (set when a path counts the drop; read
     /// by the capture).
     pub dropped: Option<DropReason>,
@@ -132,10 +138,13 @@ pub enum DropReason {
     /// Lost on the wire by the link's impairment model (random, Gilbert–
     /// Elliott or 4-state loss).
     WireLoss,
+    /// A frame read with a malformed offload header or GSO super-frame
+    /// (see `gso::OffloadError`).
+    BadOffload,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 13] = [
+    pub const ALL: [DropReason; 14] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -149,6 +158,7 @@ impl DropReason {
         DropReason::Runt,
         DropReason::Oversize,
         DropReason::WireLoss,
+        DropReason::BadOffload,
     ];
 
     pub fn index(self) -> usize {
@@ -173,6 +183,7 @@ impl DropReason {
             DropReason::Runt => "runt",
             DropReason::Oversize => "oversize",
             DropReason::WireLoss => "wire_loss",
+            DropReason::BadOffload => "bad_offload",
         }
     }
 }

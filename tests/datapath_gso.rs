@@ -1,0 +1,285 @@
+//! The datapath thread with offload ports (socketpairs whose messages carry a
+//! virtio_net_hdr, as a TAP with IFF_VNET_HDR does; no root needed): GSO
+//! super-frames cross an unlimited link whole, in one write with their
+//! header; a slow link segments them into checksummed per-MTU frames; a
+//! rate change at runtime switches between the two, and so does a lack of
+//! free 64 KB buffers; malformed offload frames are counted as
+//! `bad_offload`; conservation holds in segment units.
+
+use std::time::{Duration, Instant as StdInstant};
+
+use bloatbox::bridge::{Bridge, Dir};
+use bloatbox::datapath::{Command, Datapath, DatapathConfig, LiveSnapshot};
+use bloatbox::link::{LinkParams, Path};
+use bloatbox::packet::gso::{VnetHdr, F_NEEDS_CSUM, GSO_TCPV4, GSO_TCPV6};
+use bloatbox::port::{FramePort, SocketPairPort};
+use bloatbox::qdisc::pfifo_fast::PfifoFast;
+use bloatbox::qdisc::QdiscCtx;
+use etherparse::{NetSlice, PacketBuilder, SlicedPacket, TransportSlice};
+
+fn bridge(rate_bytes_ps: u64) -> Bridge {
+    let params = LinkParams {
+        rate_bytes_ps,
+        delay_ns: 0,
+        ..LinkParams::default()
+    };
+    let path = || Path::new(params, Box::new(PfifoFast::new(QdiscCtx::default())));
+    Bridge::new(path(), path())
+}
+
+fn payload(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i % 251) as u8).collect()
+}
+
+/// A TCP super-frame as a sending kernel hands it over (its checksum field
+/// is left as the builder wrote it: the segments get fresh ones anyway).
+fn super_frame(v6: bool, data: &[u8], gso_size: u16) -> (Vec<u8>, VnetHdr) {
+    let eth = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+    let mut f = Vec::new();
+    let l4 = if v6 {
+        eth.ipv6([1; 16], [2; 16], 64)
+            .tcp(40000, 5201, 1000, 512)
+            .ack(1)
+            .psh()
+            .write(&mut f, data)
+            .unwrap();
+        54
+    } else {
+        eth.ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .tcp(40000, 5201, 1000, 512)
+            .ack(1)
+            .psh()
+            .write(&mut f, data)
+            .unwrap();
+        34
+    };
+    let hdr = VnetHdr {
+        flags: F_NEEDS_CSUM,
+        gso_type: if v6 { GSO_TCPV6 } else { GSO_TCPV4 },
+        hdr_len: (l4 + 20) as u16,
+        gso_size,
+        csum_start: l4 as u16,
+        csum_offset: 16,
+    };
+    (f, hdr)
+}
+
+fn offload_datapath(
+    rate_bytes_ps: u64,
+    cfg: DatapathConfig,
+) -> (Datapath, SocketPairPort, SocketPairPort) {
+    let (dp_left, host_left) = SocketPairPort::pair_offload().unwrap();
+    let (dp_right, host_right) = SocketPairPort::pair_offload().unwrap();
+    let dp = Datapath::spawn(
+        bridge(rate_bytes_ps),
+        Box::new(dp_left),
+        Box::new(dp_right),
+        cfg,
+    )
+    .unwrap();
+    (dp, host_left, host_right)
+}
+
+/// Receives until `want` frames came or 5 s passed: (header, frame).
+fn receive(port: &mut SocketPairPort, want: usize) -> Vec<(VnetHdr, Vec<u8>)> {
+    let mut buf = vec![0u8; 70_000];
+    let mut got = Vec::new();
+    let t0 = StdInstant::now();
+    while got.len() < want && t0.elapsed() < Duration::from_secs(5) {
+        match port.recv_offload(&mut buf).unwrap() {
+            Some((n, hdr)) => got.push((hdr, buf[..n].to_vec())),
+            None => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+    got
+}
+
+/// TCP payload of a received segment, with its IP and TCP checksums checked.
+fn verified_payload(frame: &[u8]) -> Vec<u8> {
+    let p = SlicedPacket::from_ethernet(frame).unwrap();
+    let Some(TransportSlice::Tcp(tcp)) = &p.transport else {
+        panic!("not TCP")
+    };
+    match &p.net {
+        Some(NetSlice::Ipv4(v4)) => {
+            let h = v4.header().to_header();
+            assert_eq!(h.header_checksum, h.calc_header_checksum());
+            let want = tcp
+                .calc_checksum_ipv4(v4.header().source(), v4.header().destination())
+                .unwrap();
+            assert_eq!(tcp.checksum(), want, "TCP checksum");
+        }
+        Some(NetSlice::Ipv6(v6)) => {
+            let want = tcp
+                .calc_checksum_ipv6(v6.header().source(), v6.header().destination())
+                .unwrap();
+            assert_eq!(tcp.checksum(), want, "TCP checksum");
+        }
+        _ => panic!("not IP"),
+    }
+    tcp.payload().to_vec()
+}
+
+fn assert_conserved(s: &LiveSnapshot, dir: Dir) {
+    let p = s.bridge.path(dir);
+    let c = &p.counters;
+    assert_eq!(
+        c.frames_in + c.duplicated,
+        c.frames_out + c.total_drops() + p.held,
+        "{dir:?}: {c:?} held {}",
+        p.held
+    );
+}
+
+#[test]
+fn super_frames_cross_an_unlimited_link_whole_in_one_write() {
+    let (dp, mut left, mut right) = offload_datapath(0, DatapathConfig::default());
+    let (frame, hdr) = super_frame(false, &payload(20_000), 1448);
+    left.send_offload(&frame, &hdr).unwrap();
+    let got = receive(&mut right, 1);
+    let snap = dp.shutdown().unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, hdr, "written with the header it was read with");
+    assert_eq!(got[0].1, frame);
+    let c = &snap.bridge.path(Dir::LeftToRight).counters;
+    assert_eq!((c.frames_in, c.frames_out), (1, 1));
+    // 14 segments: 13 more copies of the 54 bytes of headers.
+    assert_eq!(c.bytes_in, frame.len() as u64 + 13 * 54);
+    assert_conserved(&snap, Dir::LeftToRight);
+    assert_eq!(snap.right_port.tx_frames, 1);
+}
+
+#[test]
+fn a_slow_link_segments_super_frames_into_checksummed_mtu_frames() {
+    // 100 Mbit/s is below the default gso_min_rate of 1 Gbit/s.
+    let (dp, mut left, mut right) = offload_datapath(12_500_000, DatapathConfig::default());
+    let data = payload(30_000);
+    for v6 in [false, true] {
+        let (frame, hdr) = super_frame(v6, &data, 1400);
+        left.send_offload(&frame, &hdr).unwrap();
+    }
+    let want = 2 * 30_000usize.div_ceil(1400);
+    let got = receive(&mut right, want);
+    let snap = dp.shutdown().unwrap();
+    assert_eq!(got.len(), want);
+    assert!(got
+        .iter()
+        .all(|(h, f)| *h == VnetHdr::default() && f.len() <= 1514));
+    let (v4, v6) = got.split_at(want / 2);
+    for half in [v4, v6] {
+        let joined: Vec<u8> = half.iter().flat_map(|(_, f)| verified_payload(f)).collect();
+        assert_eq!(joined, data);
+    }
+    let c = &snap.bridge.path(Dir::LeftToRight).counters;
+    assert_eq!((c.frames_in, c.frames_out), (want as u64, want as u64));
+    assert_conserved(&snap, Dir::LeftToRight);
+}
+
+#[test]
+fn a_rate_change_at_runtime_switches_between_whole_and_segmented() {
+    let (dp, mut left, mut right) = offload_datapath(0, DatapathConfig::default());
+    let (frame, hdr) = super_frame(false, &payload(5000), 1448);
+    left.send_offload(&frame, &hdr).unwrap();
+    assert_eq!(receive(&mut right, 1).len(), 1);
+    dp.command(Command::SetLink {
+        dir: Dir::LeftToRight,
+        params: LinkParams {
+            rate_bytes_ps: 1_250_000,
+            delay_ns: 0,
+            ..LinkParams::default()
+        },
+    })
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    left.send_offload(&frame, &hdr).unwrap();
+    let got = receive(&mut right, 4);
+    let snap = dp.shutdown().unwrap();
+    assert_eq!(got.len(), 4, "5000 bytes at 1448 per segment");
+    assert!(got.iter().all(|(h, _)| !h.is_gso()));
+    assert_eq!(snap.bridge.path(Dir::LeftToRight).counters.frames_in, 5);
+    assert_conserved(&snap, Dir::LeftToRight);
+}
+
+#[test]
+fn malformed_offload_frames_are_counted_and_plain_partial_checksums_completed() {
+    let (dp, mut left, mut right) = offload_datapath(0, DatapathConfig::default());
+    let (frame, hdr) = super_frame(false, &payload(3000), 1448);
+    left.send_offload(&frame, &VnetHdr { gso_size: 0, ..hdr })
+        .unwrap();
+    left.send_offload(&frame[..40], &hdr).unwrap();
+    left.send_offload(&frame, &VnetHdr { gso_type: 3, ..hdr })
+        .unwrap();
+    // A plain frame whose checksum the sender left to the "NIC": the seed
+    // is the pseudo-header sum; here the field is zeroed and the whole
+    // checksum computed by the datapath must verify.
+    let (mut small, _) = super_frame(false, &payload(100), 1448);
+    let seed = pseudo_v4(&small).to_ne_bytes();
+    small[34 + 16..34 + 18].copy_from_slice(&seed);
+    let plain = VnetHdr {
+        flags: F_NEEDS_CSUM,
+        csum_start: 34,
+        csum_offset: 16,
+        ..VnetHdr::default()
+    };
+    left.send_offload(&small, &plain).unwrap();
+    let got = receive(&mut right, 1);
+    let snap = dp.shutdown().unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, VnetHdr::default());
+    assert_eq!(verified_payload(&got[0].1), payload(100));
+    let p = snap.bridge.path(Dir::LeftToRight);
+    assert_eq!(p.drops_by_reason.get("bad_offload"), Some(&3));
+    assert_conserved(&snap, Dir::LeftToRight);
+}
+
+/// The pseudo-header sum (not complemented) a sender leaves in the TCP
+/// checksum field of an IPv4 frame with `F_NEEDS_CSUM`.
+fn pseudo_v4(f: &[u8]) -> u16 {
+    let tcp_len = (f.len() - 34) as u16;
+    let sum = etherparse::checksum::Sum16BitWords::new()
+        .add_slice(&f[26..34])
+        .add_2bytes([0, 6])
+        .add_2bytes(tcp_len.to_be_bytes());
+    !sum.ones_complement()
+}
+
+#[test]
+fn segments_without_buffers_are_pool_exhausted_drops() {
+    let cfg = DatapathConfig {
+        pool_buffers: 4,
+        ..DatapathConfig::default()
+    };
+    // 10 Mbit/s: the link holds the segments, so the pool runs dry.
+    let (dp, mut left, mut right) = offload_datapath(1_250_000, cfg);
+    let (frame, hdr) = super_frame(false, &payload(20 * 1000), 1000);
+    left.send_offload(&frame, &hdr).unwrap();
+    let got = receive(&mut right, 4);
+    std::thread::sleep(Duration::from_millis(50));
+    let snap = dp.shutdown().unwrap();
+    assert_eq!(got.len(), 4);
+    let p = snap.bridge.path(Dir::LeftToRight);
+    assert_eq!(p.counters.frames_in, 20, "counted in segments");
+    assert_eq!(p.drops_by_reason.get("pool_exhausted"), Some(&16));
+    assert_conserved(&snap, Dir::LeftToRight);
+}
+
+#[test]
+fn without_a_free_64k_buffer_super_frames_are_segmented_instead() {
+    // The only 64 KB buffer is the read buffer: nothing can pass whole.
+    let cfg = DatapathConfig {
+        gso_buffers: 1,
+        ..DatapathConfig::default()
+    };
+    let (dp, mut left, mut right) = offload_datapath(0, cfg);
+    let data = payload(4000);
+    let (frame, hdr) = super_frame(false, &data, 1448);
+    left.send_offload(&frame, &hdr).unwrap();
+    let got = receive(&mut right, 3);
+    let snap = dp.shutdown().unwrap();
+    assert_eq!(got.len(), 3);
+    assert!(got.iter().all(|(h, _)| *h == VnetHdr::default()));
+    let joined: Vec<u8> = got.iter().flat_map(|(_, f)| verified_payload(f)).collect();
+    assert_eq!(joined, data);
+    assert_eq!(snap.pool.refused, 1, "the refused 64 KB buffer");
+    assert_conserved(&snap, Dir::LeftToRight);
+}
