@@ -7,6 +7,7 @@
 use crate::link::path::PathSnapshot;
 use crate::link::Path;
 use crate::packet::{DropReason, Packet};
+use crate::qdisc::FlowListing;
 use crate::time::{earliest, Instant};
 
 /// Ethernet header without FCS.
@@ -149,10 +150,21 @@ impl Bridge {
         self.paths.iter().map(Path::poll_at).fold(pending, earliest)
     }
 
+    /// Both directions at `now`, every flow queue listed.
     pub fn snapshot(&self, now: Instant) -> BridgeSnapshot {
+        self.snapshot_listing(now, FlowListing::All)
+    }
+
+    /// Both directions at `now`, flow queues listed as `listing` says: the
+    /// live datapath publishes `FlowListing::Top(n)`, whose cost does not
+    /// grow with the number of flows beyond one pass over them.
+    pub fn snapshot_listing(&self, now: Instant, listing: FlowListing) -> BridgeSnapshot {
         BridgeSnapshot {
             at: now,
-            paths: [self.paths[0].snapshot(now), self.paths[1].snapshot(now)],
+            paths: self
+                .paths
+                .each_ref()
+                .map(|p| p.snapshot_listing(now, listing)),
         }
     }
 }

@@ -123,11 +123,19 @@ pub fn draw(frame: &mut Frame, app: &App) {
     );
 
     let flows_focus = app.focus == Focus::Flows;
+    let count = if view.unlisted.flows > 0 {
+        format!(
+            "{}, top {} by backlog",
+            view.flows.len() as u64 + view.unlisted.flows,
+            view.flows.len()
+        )
+    } else {
+        view.flows.len().to_string()
+    };
     let flows_block = panel(
         format!(
-            " flows {} ({}), sorted by {} {} ",
+            " flows {} ({count}), sorted by {} {} ",
             dir_label(app.dir),
-            view.flows.len(),
             app.sort.name(),
             if app.sort_desc { "↓" } else { "↑" }
         ),
@@ -138,6 +146,8 @@ pub fn draw(frame: &mut Frame, app: &App) {
     frame.render_widget(
         FlowTable {
             rows: &view.flows,
+            unlisted: view.unlisted,
+            unlisted_tput_bps: view.unlisted_tput_bps,
             selected: app.flow_sel,
             focused: flows_focus,
             sort: app.sort,

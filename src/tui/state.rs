@@ -8,6 +8,7 @@ use super::{Action, LinkField, Preset, Snapshot};
 use crate::bridge::Dir;
 use crate::link::PathSnapshot;
 use crate::packet::{DropReason, FlowKey};
+use crate::qdisc::dump::FlowSummary;
 use crate::qdisc::{ClassDump, Handle, QdiscDump, QdiscStats, TC_H_ROOT};
 use crate::time::{Instant, NS_PER_SEC};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -170,8 +171,14 @@ pub struct Event {
 /// What one direction shows, derived from the latest snapshots.
 #[derive(Clone, Debug, Default)]
 pub struct DirState {
-    /// Every flow queue, sorted by the app's sort key.
+    /// The flow queues the snapshot lists (all of them, or the ones with
+    /// the most backlog), sorted by the app's sort key.
     pub flows: Vec<FlowRow>,
+    /// The flow queues the daemon's bounded snapshot left out, summed up.
+    pub unlisted: FlowSummary,
+    /// Their share of the delivered rate: what the listed flows do not
+    /// account for, bits/s.
+    pub unlisted_tput_bps: u64,
     pub tree: Vec<TreeNode>,
     pub history: VecDeque<Sample>,
     /// Delivered bits/s over the last interval.
@@ -571,10 +578,17 @@ impl DirState {
             cur.counters.bytes_out.saturating_sub(p.counters.bytes_out)
         });
         self.achieved_bps = per_sec(bytes_out * 8);
+        self.unlisted_tput_bps = if self.unlisted.flows == 0 {
+            0
+        } else {
+            let listed: u64 = self.flows.iter().map(|f| f.throughput_bps).sum();
+            self.achieved_bps.saturating_sub(listed)
+        };
         if let Some(p) = prev.filter(|_| dt > 0) {
-            self.latency_from_flows = !self.flows.is_empty();
+            self.latency_from_flows = !self.flows.is_empty() || self.unlisted.flows > 0;
             let latency_us = if self.latency_from_flows {
-                self.flows.iter().map(|f| f.sojourn_ns).max().unwrap_or(0) / 1000
+                let listed = self.flows.iter().map(|f| f.sojourn_ns).max().unwrap_or(0);
+                listed.max(self.unlisted.max_head_sojourn_ns) / 1000
             } else {
                 queue_delay_us(cur)
             };
@@ -597,11 +611,13 @@ impl DirState {
     }
 
     /// Rebuilds the flow rows, with throughput from each flow's sent bytes
-    /// since it was last seen.
+    /// since it was last seen, and sums up the unlisted flows.
     fn collect_flows(&mut self, cur: &PathSnapshot) {
         self.flows.clear();
+        self.unlisted = FlowSummary::default();
         let mut stack = vec![&cur.qdisc];
         while let Some(q) = stack.pop() {
+            self.unlisted.merge(&q.other_flows);
             for f in &q.flows {
                 let key = (q.handle, f.bucket);
                 let throughput_bps = match self.flow_sent.get(&key) {
@@ -636,7 +652,10 @@ impl DirState {
         }
     }
 
-    /// Compares CoDel's dropping state with the previous snapshot.
+    /// Compares CoDel's dropping state with the previous snapshot. When the
+    /// snapshot lists only some flows, a dropping flow that drops out of
+    /// the listing keeps its state (unknown, not "left") until it is
+    /// listed again.
     fn codel_events(&mut self, root: &QdiscDump, events: &mut Vec<(EventKind, String)>) {
         let mut now: HashSet<(Handle, u32)> = self
             .flows
@@ -644,6 +663,15 @@ impl DirState {
             .filter(|f| f.dropping)
             .map(|f| (f.qdisc, f.bucket))
             .collect();
+        if self.unlisted.flows > 0 {
+            let listed: HashSet<(Handle, u32)> =
+                self.flows.iter().map(|f| (f.qdisc, f.bucket)).collect();
+            now.extend(
+                self.dropping
+                    .iter()
+                    .filter(|k| k.1 != u32::MAX && !listed.contains(k)),
+            );
+        }
         let mut stack = vec![root];
         while let Some(q) = stack.pop() {
             if q.xstats_json.get("dropping").and_then(|v| v.as_bool()) == Some(true) {
