@@ -188,8 +188,10 @@ pub struct DirState {
     pub latency_from_flows: bool,
     /// Sent bytes of each flow and when it was last seen.
     flow_sent: HashMap<(Handle, u32), (u64, Instant)>,
-    /// Flows (and codel qdiscs, bucket `u32::MAX`) in CoDel's dropping state.
-    dropping: HashSet<(Handle, u32)>,
+    /// Flows (and codel qdiscs, bucket `u32::MAX`) in CoDel's dropping
+    /// state, with the flow each queue last held (to name it in the event
+    /// log once the queue is empty).
+    dropping: HashMap<(Handle, u32), Option<FlowKey>>,
     /// ECN marks counted by the tree at the previous snapshot.
     marks: u64,
     /// Root qdisc and class layout, to notice tree changes.
@@ -657,11 +659,11 @@ impl DirState {
     /// the listing keeps its state (unknown, not "left") until it is
     /// listed again.
     fn codel_events(&mut self, root: &QdiscDump, events: &mut Vec<(EventKind, String)>) {
-        let mut now: HashSet<(Handle, u32)> = self
+        let mut now: HashMap<(Handle, u32), Option<FlowKey>> = self
             .flows
             .iter()
             .filter(|f| f.dropping)
-            .map(|f| (f.qdisc, f.bucket))
+            .map(|f| ((f.qdisc, f.bucket), f.flow))
             .collect();
         if self.unlisted.flows > 0 {
             let listed: HashSet<(Handle, u32)> =
@@ -669,18 +671,27 @@ impl DirState {
             now.extend(
                 self.dropping
                     .iter()
-                    .filter(|k| k.1 != u32::MAX && !listed.contains(k)),
+                    .filter(|(k, _)| k.1 != u32::MAX && !listed.contains(k)),
             );
         }
         let mut stack = vec![root];
         while let Some(q) = stack.pop() {
             if q.xstats_json.get("dropping").and_then(|v| v.as_bool()) == Some(true) {
-                now.insert((q.handle, u32::MAX));
+                now.insert((q.handle, u32::MAX), None);
             }
             stack.extend(q.children.iter());
         }
-        let mut entered: Vec<_> = now.difference(&self.dropping).copied().collect();
-        let mut left: Vec<_> = self.dropping.difference(&now).copied().collect();
+        let mut entered: Vec<_> = now
+            .keys()
+            .filter(|k| !self.dropping.contains_key(k))
+            .copied()
+            .collect();
+        let mut left: Vec<_> = self
+            .dropping
+            .keys()
+            .filter(|k| !now.contains_key(k))
+            .copied()
+            .collect();
         entered.sort_unstable();
         left.sort_unstable();
         if entered.len() + left.len() > CODEL_EVENTS_PER_SNAPSHOT {
@@ -693,25 +704,20 @@ impl DirState {
                 ),
             ));
         } else {
-            let name = |&(h, bucket): &(Handle, u32)| -> String {
-                if bucket == u32::MAX {
-                    return format!("codel {}", handle_id(h, false));
-                }
-                let flow = self
-                    .flows
-                    .iter()
-                    .find(|f| f.qdisc == h && f.bucket == bucket)
-                    .and_then(|f| f.flow);
-                match flow {
-                    Some(k) => format!("flow {}", flow_label(&k)),
-                    None => format!("{} bucket {bucket}", handle_id(h, false)),
+            let name = |k: &(Handle, u32), flow: Option<FlowKey>| -> String {
+                match (k.1, flow) {
+                    (u32::MAX, _) => format!("codel {}", handle_id(k.0, false)),
+                    (_, Some(f)) => format!("flow {}", flow_label(&f)),
+                    (bucket, None) => format!("{} bucket {bucket}", handle_id(k.0, false)),
                 }
             };
             for k in &entered {
-                events.push((EventKind::Codel, format!("{} entered dropping", name(k))));
+                let text = format!("{} entered dropping", name(k, now[k]));
+                events.push((EventKind::Codel, text));
             }
             for k in &left {
-                events.push((EventKind::Codel, format!("{} left dropping", name(k))));
+                let text = format!("{} left dropping", name(k, self.dropping[k]));
+                events.push((EventKind::Codel, text));
             }
         }
         self.dropping = now;
