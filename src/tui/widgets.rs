@@ -348,8 +348,9 @@ impl Columns {
 /// (the top rows by the sort key when the selection is at the top), one
 /// aggregate row for every other flow (rows off the window and the flows
 /// the daemon's bounded snapshot did not list), and a detail line for the
-/// selected flow. Work is bounded by the window, plus one pass summing the
-/// rest.
+/// selected flow (its queue state first, so that CoDel's count, ldelay
+/// and drop_next fit at 80 columns, then the whole flow). Work is bounded
+/// by the window, plus one pass summing the rest.
 pub struct FlowTable<'a> {
     pub rows: &'a [FlowRow],
     /// Flows the snapshot did not list, and their share of the throughput.
@@ -496,7 +497,7 @@ impl Widget for FlowTable<'_> {
             });
             lines.push(Line::styled(
                 format!(
-                    "#{} of {}{}: {label}  {} bucket {}  {state}",
+                    "#{} of {}{}: {state}  {} bucket {}  {label}",
                     self.selected + 1,
                     self.rows.len(),
                     if self.unlisted.flows > 0 {
