@@ -183,15 +183,19 @@ pub fn top_flows(flows: impl Iterator<Item = FlowDump>, n: usize) -> (Vec<FlowDu
 }
 
 /// A flow-queueing discipline's `flows`, `classes` and `other_flows` under
-/// `listing`: `flows` yields every active flow in bucket order, and
-/// `class_of` the pseudo-class of one listed bucket.
+/// `listing`: `flows` yields every active flow (in any order; `All` lists
+/// them by bucket), and `class_of` the pseudo-class of one listed bucket.
 pub fn list_flows(
     listing: FlowListing,
     flows: impl Iterator<Item = FlowDump>,
     class_of: impl Fn(u32) -> ClassDump,
 ) -> (Vec<FlowDump>, Vec<ClassDump>, FlowSummary) {
     let (listed, rest) = match listing {
-        FlowListing::All => (flows.collect::<Vec<_>>(), FlowSummary::default()),
+        FlowListing::All => {
+            let mut all: Vec<FlowDump> = flows.collect();
+            all.sort_unstable_by_key(|f| f.bucket);
+            (all, FlowSummary::default())
+        }
         FlowListing::Top(n) => top_flows(flows, n),
     };
     let mut classes: Vec<ClassDump> = listed.iter().map(|f| class_of(f.bucket)).collect();
@@ -253,7 +257,7 @@ mod tests {
             classid: 0x8001_0000 | (b + 1),
             ..ClassDump::default()
         };
-        let flows = || (0..10).map(|i| flow(i, u64::from(i % 4) * 100));
+        let flows = || (0..10).rev().map(|i| flow(i, u64::from(i % 4) * 100));
         let (listed, classes, rest) = list_flows(FlowListing::Top(3), flows(), class_of);
         assert_eq!(listed.len(), 3);
         assert!(classes.windows(2).all(|w| w[0].classid < w[1].classid));

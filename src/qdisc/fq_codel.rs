@@ -685,11 +685,13 @@ impl Qdisc for FqCodel {
         );
         xj.insert("new_flows_len".into(), json!(self.new_flows.len()));
         xj.insert("old_flows_len".into(), json!(self.old_flows.len()));
+        // The listed flows are exactly those on new_flows and old_flows:
+        // walking the lists costs the active flows, not all the buckets.
         let active = self
-            .flows
+            .new_flows
             .iter()
-            .enumerate()
-            .filter(|(_, f)| f.list != ListTag::None)
+            .chain(&self.old_flows)
+            .filter_map(|&i| self.flows.get(i as usize).map(|f| (i as usize, f)))
             .map(|(i, f)| FqCodel::flow_dump(i, f, now));
         let (flows, classes, other_flows) = list_flows(listing, active, |b| {
             self.class_dump(b as usize, &self.flows[b as usize], now)
