@@ -17,6 +17,7 @@ use crate::datapath::{
 use crate::link::Path as LinkPath;
 use crate::netns::{self, SideSpec, TerminationSignals, Topology};
 use crate::port::TapSpec;
+use crate::privilege;
 use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::tc::Dev;
 use crate::time::{Instant, NS_PER_SEC, NS_PER_US};
@@ -113,6 +114,57 @@ fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
     ))
 }
 
+/// Checks that set-up can run and, without root (file capabilities), hands
+/// the capabilities to the `ip` commands it runs (see `privilege`). Only
+/// `up` and `down` do the latter: the harness runs the user's commands,
+/// which must not inherit them.
+fn prepare_privileges() -> anyhow::Result<()> {
+    netns::require_privileges()?;
+    let missing = privilege::pass_to_children(&privilege::CHILDREN)?;
+    if !missing.is_empty() {
+        let names: Vec<String> = missing.iter().map(|c| c.to_string()).collect();
+        tracing::warn!(
+            "without root and without {}, `ip netns add`/`del` can only work if /run/netns \
+             is writable by this user (see README, \"Running without full root\")",
+            names.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Why the link must stop on its own: a namespace of the topology that
+/// was deleted under the daemon.
+fn vanished_namespace(topo: &Topology) -> Option<String> {
+    [&topo.left, &topo.right]
+        .into_iter()
+        .find(|side| !netns::netns_exists(&side.netns))
+        .map(|side| {
+            format!(
+                "network namespace {:?} was deleted under the daemon",
+                side.netns
+            )
+        })
+}
+
+/// The datapath's error, with the TAP and namespace behind a failed port.
+fn explain_datapath_error(e: crate::datapath::DatapathError, topo: &Topology) -> anyhow::Error {
+    match &e {
+        crate::datapath::DatapathError::PortFailed { port, .. } => {
+            let side = if *port == "left" {
+                &topo.left
+            } else {
+                &topo.right
+            };
+            anyhow::anyhow!(
+                "{e}; that port is TAP {:?} in network namespace {:?}",
+                side.tap.name,
+                side.netns
+            )
+        }
+        _ => e.into(),
+    }
+}
+
 /// How `bloatbox up` runs once the link is up.
 #[derive(Clone, Debug, Default)]
 pub struct UpOptions {
@@ -120,6 +172,24 @@ pub struct UpOptions {
     pub realtime: Option<u8>,
     /// Show the TUI on this terminal (the daemon stops when it quits).
     pub tui: bool,
+    /// pcapng files to capture into (`crate::capture`).
+    pub capture: Option<crate::capture::CaptureSpec>,
+    /// Serve `GET /metrics` here (`crate::metrics::MetricsServer`), and
+    /// whether a non-loopback address is allowed.
+    pub metrics_listen: Option<(std::net::SocketAddr, bool)>,
+    /// Rewrite this file with the metrics every period.
+    pub metrics_file: Option<(PathBuf, std::time::Duration)>,
+}
+
+/// Starts the capture of `spec` and installs its tap in `bridge`.
+fn attach_capture(
+    bridge: &mut Bridge,
+    spec: Option<&crate::capture::CaptureSpec>,
+) -> anyhow::Result<Option<crate::capture::CaptureWriter>> {
+    let Some(spec) = spec else { return Ok(None) };
+    let (tap, writer) = crate::capture::start(spec, None)?;
+    bridge.set_capture(tap);
+    Ok(Some(writer))
 }
 
 /// `bloatbox up`: runs until SIGINT/SIGTERM/SIGHUP, until the TUI quits or
@@ -129,17 +199,39 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     let cfg = load(config)?;
     let mut setup = setup(&cfg)?;
     setup.datapath.realtime_priority = opts.realtime;
-    netns::require_privileges()?;
-    let bridge = build_bridge(&cfg)?;
+    prepare_privileges()?;
+    let mut bridge = build_bridge(&cfg)?;
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = TerminationSignals::block()?;
+    let capture = attach_capture(&mut bridge, opts.capture.as_ref())?;
     let (guard, left, right) = setup.topology.up()?;
+    // The TAPs are open: the socket is created with the user's own rights.
+    privilege::lower_children_only()?;
     let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
     let control = ControlServer::start(
         &setup.control_socket,
         datapath.snapshots(),
         Some(datapath.commander()),
     )?;
+    // The datapath and control threads dropped theirs; this thread only
+    // has the tear-down left to do.
+    privilege::keep_only(&privilege::TEARDOWN)?;
+    let metrics_server = match opts.metrics_listen {
+        Some((addr, remote)) => {
+            let server = crate::metrics::MetricsServer::start(addr, remote, datapath.snapshots())?;
+            tracing::info!("metrics at http://{}/metrics", server.local_addr());
+            Some(server)
+        }
+        None => None,
+    };
+    let metrics_file = match &opts.metrics_file {
+        Some((path, period)) => Some(crate::metrics::MetricsFile::start(
+            path,
+            *period,
+            datapath.snapshots(),
+        )?),
+        None => None,
+    };
     tracing::info!(
         left = %setup.topology.left.netns,
         right = %setup.topology.right.netns,
@@ -152,7 +244,10 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
         Some(
             std::thread::Builder::new()
                 .name("bloatbox-tui".into())
-                .spawn(move || crate::tui::run(&mut local, hz))?,
+                .spawn(move || {
+                    privilege::drop_all()?;
+                    crate::tui::run(&mut local, hz)
+                })?,
         )
     } else {
         None
@@ -163,6 +258,10 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
         }
         if datapath.is_finished() {
             break "the datapath thread stopping".to_string();
+        }
+        if let Some(why) = vanished_namespace(&setup.topology) {
+            tracing::error!("{why}");
+            break why;
         }
         if tui.as_ref().is_some_and(|t| t.is_finished()) {
             break "the TUI quitting".to_string();
@@ -183,9 +282,26 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     }
     tracing::info!("shutting down after {stopped_by}");
     drop(control);
+    drop(metrics_server);
     let last = datapath.shutdown();
+    // After the datapath: the last snapshot, and every captured frame.
+    drop(metrics_file);
+    if let Some(c) = capture {
+        let [l2r, r2l] = c.finish();
+        tracing::info!(
+            left_to_right = ?l2r,
+            right_to_left = ?r2l,
+            "capture written"
+        );
+    }
+    let vanished = vanished_namespace(&setup.topology);
     drop(guard);
-    let last = last?;
+    let last = match (last, vanished) {
+        (Ok(last), None) => last,
+        (Ok(_), Some(why)) => anyhow::bail!("{why}; everything else was removed"),
+        (Err(e), None) => return Err(explain_datapath_error(e, &setup.topology)),
+        (Err(e), Some(why)) => return Err(explain_datapath_error(e, &setup.topology).context(why)),
+    };
     tracing::info!(
         wakeups = last.wakeups.total,
         lateness_p99_ns = last.lateness.p99_ns,
@@ -201,19 +317,34 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
 pub(crate) struct HarnessLink {
     pub control: ControlServer,
     pub datapath: Datapath,
+    /// Finishes the capture files once the datapath has stopped.
+    pub capture: Option<crate::capture::CaptureWriter>,
     pub guard: netns::LinkGuard,
     pub control_socket: PathBuf,
 }
 
 /// Brings the link of `cfg` up as `up` does, without signals or the TUI;
-/// `realtime` as `UpOptions::realtime`.
-pub(crate) fn start_link(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<HarnessLink> {
+/// `realtime` and `capture` as in `UpOptions`; with `rootless`, in anonymous
+/// namespaces (`crate::rootless::up`).
+pub(crate) fn start_link(
+    cfg: &Config,
+    realtime: Option<u8>,
+    capture: Option<&crate::capture::CaptureSpec>,
+    rootless: Option<crate::rootless::Backend>,
+) -> anyhow::Result<HarnessLink> {
     let mut setup = setup(cfg)?;
     setup.datapath.realtime_priority = realtime;
-    netns::require_privileges()?;
-    let bridge = build_bridge(cfg)?;
-    let (guard, left, right) = setup.topology.up()?;
-    let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
+    let mut bridge = build_bridge(cfg)?;
+    let capture = attach_capture(&mut bridge, capture)?;
+    let (guard, left, right): crate::rootless::LinkPorts = match rootless {
+        Some(backend) => crate::rootless::up(&setup.topology, backend)?,
+        None => {
+            netns::require_privileges()?;
+            let (guard, left, right) = setup.topology.up()?;
+            (guard, Box::new(left), Box::new(right))
+        }
+    };
+    let datapath = Datapath::spawn(bridge, left, right, setup.datapath)?;
     let control = ControlServer::start(
         &setup.control_socket,
         datapath.snapshots(),
@@ -222,6 +353,7 @@ pub(crate) fn start_link(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<H
     Ok(HarnessLink {
         control,
         datapath,
+        capture,
         guard,
         control_socket: setup.control_socket,
     })
@@ -287,7 +419,7 @@ impl Drop for LiveLink {
 pub fn down(config: Option<&Path>) -> anyhow::Result<()> {
     let cfg = load(config)?;
     let setup = setup(&cfg)?;
-    netns::require_privileges()?;
+    prepare_privileges()?;
     let removed = netns::down(&setup.topology)?;
     if removed.is_empty() {
         println!("nothing to remove");
@@ -386,7 +518,11 @@ fn render_stats(snap: &serde_json::Value) -> String {
         .as_array()
         .cloned()
         .unwrap_or_default();
-    for (name, p) in ["left -> right", "right -> left"].iter().zip(&paths) {
+    for (i, (name, p)) in ["left -> right", "right -> left"]
+        .iter()
+        .zip(&paths)
+        .enumerate()
+    {
         let c = &p["counters"];
         let (fin, fout, held) = (num(c, "frames_in"), num(c, "frames_out"), num(p, "held"));
         let drops: u64 = c["drops"]
@@ -429,6 +565,16 @@ fn render_stats(snap: &serde_json::Value) -> String {
             num(p, "ring_size"),
             num(p, "ring_bytes")
         );
+        let cap = &snap["bridge"]["capture"][i];
+        if cap.is_object() {
+            let _ = writeln!(
+                out,
+                "  capture: {} records written, {} dropped (writer behind), {} write errors",
+                num(cap, "captured"),
+                num(cap, "dropped"),
+                num(cap, "write_errors")
+            );
+        }
         let ok = fin == fout + drops + held;
         let _ = writeln!(
             out,
@@ -523,7 +669,9 @@ impl crate::tui::Control for LocalControl {
             Action::Quit => Ok(String::new()),
             Action::SetLink { dir, field, value } => {
                 let args = vec![crate::control::client::set_arg(*dir, *field, *value)];
-                self.ask(|reply| Command::EditLink { args, reply })?;
+                // Parsed here, not on the datapath, as the control socket does.
+                let plan = crate::control::set::parse_set(&args)?;
+                self.ask(|reply| Command::EditLink { plan, reply })?;
                 Ok(format!("{} {}", field.name(), field.show(*value)))
             }
             Action::Tc(lines) => {
@@ -593,6 +741,27 @@ mod tests {
         assert!(text.contains("held 1: VIOLATED"), "{text}");
         assert!(text.contains("p99 12.0 us"), "{text}");
         assert!(text.contains("read them: left 3, right ?"), "{text}");
+    }
+
+    #[test]
+    fn stats_text_shows_capture_counters_only_while_capturing() {
+        let mut snap = serde_json::json!({
+            "bridge": { "paths": [ { "counters": {} }, { "counters": {} } ] }
+        });
+        assert!(!render_stats(&snap).contains("capture"));
+        snap["bridge"]["capture"] = serde_json::json!([
+            { "captured": 40, "dropped": 2, "write_errors": 0 },
+            { "captured": 7, "dropped": 0, "write_errors": 1 }
+        ]);
+        let text = render_stats(&snap);
+        assert!(
+            text.contains("capture: 40 records written, 2 dropped (writer behind), 0 write errors"),
+            "{text}"
+        );
+        assert!(
+            text.contains("capture: 7 records written, 0 dropped"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -3,7 +3,11 @@
 //! header (runts) and frames longer than the MTU allows (14 bytes of header
 //! plus 4 per VLAN tag) are dropped and counted in their direction; the rest
 //! are classified once and handed to that direction's `Path`.
+//!
+//! With a capture `Tap` installed, the bridge shows it every frame it takes
+//! in, every frame it hands out and every frame it frees (with the reason).
 
+use crate::capture::{CaptureCounters, Point, Tap};
 use crate::link::path::PathSnapshot;
 use crate::link::Path;
 use crate::packet::{DropReason, Packet};
@@ -54,6 +58,9 @@ impl Dir {
 pub struct BridgeSnapshot {
     pub at: Instant,
     pub paths: [PathSnapshot; 2],
+    /// Capture counters by `Dir::index()`, while a capture runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<[CaptureCounters; 2]>,
 }
 
 impl BridgeSnapshot {
@@ -72,6 +79,7 @@ pub struct Bridge {
     out_scratch: Vec<Packet>,
     freed_scratch: Vec<Packet>,
     now: Instant,
+    capture: Option<Tap>,
 }
 
 /// Bytes of VLAN tags after the MAC addresses (nested tags allowed).
@@ -96,6 +104,23 @@ impl Bridge {
             out_scratch: Vec::new(),
             freed_scratch: Vec::new(),
             now: Instant::ZERO,
+            capture: None,
+        }
+    }
+
+    /// Shows every frame from now on to `tap` (see `crate::capture`).
+    pub fn set_capture(&mut self, tap: Tap) {
+        self.capture = Some(tap);
+    }
+
+    /// A frame refused before the bridge could take it (no buffer for it):
+    /// counted in and dropped in `dir`, and captured as such.
+    pub fn reject(&mut self, dir: Dir, frame: &[u8], reason: DropReason, now: Instant) {
+        let len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
+        self.paths[dir.index()].count_rejected(len, reason);
+        if let Some(tap) = &mut self.capture {
+            tap.frame(dir, Point::In, frame, now);
+            tap.frame(dir, Point::Dropped(reason), frame, now);
         }
     }
 
@@ -110,6 +135,9 @@ impl Bridge {
     /// A frame read from the `dir` sending side at `now`.
     pub fn ingress(&mut self, dir: Dir, frame: Vec<u8>, now: Instant) {
         self.now = self.now.max(now);
+        if let Some(tap) = &mut self.capture {
+            tap.frame(dir, Point::In, &frame, now);
+        }
         let path = &mut self.paths[dir.index()];
         let len = frame.len();
         let max_len = path.params().mtu as usize + ETH_HLEN + vlan_tag_bytes(&frame);
@@ -122,6 +150,9 @@ impl Bridge {
         };
         if let Some(reason) = reject {
             path.count_rejected(len.min(u32::MAX as usize) as u32, reason);
+            if let Some(tap) = &mut self.capture {
+                tap.frame(dir, Point::Dropped(reason), &frame, now);
+            }
             self.rejected.push(frame);
             return;
         }
@@ -139,6 +170,16 @@ impl Bridge {
         freed.append(&mut self.rejected);
         for dir in Dir::ALL {
             self.paths[dir.index()].poll(now, &mut self.out_scratch, &mut self.freed_scratch);
+            if let Some(tap) = &mut self.capture {
+                for p in &self.out_scratch {
+                    tap.frame(dir, Point::Out, &p.data, now);
+                }
+                for p in &self.freed_scratch {
+                    // Frames freed by a path always carry their reason.
+                    let reason = p.meta.dropped.unwrap_or(DropReason::QdiscReset);
+                    tap.frame(dir, Point::Dropped(reason), &p.data, now);
+                }
+            }
             out.extend(self.out_scratch.drain(..).map(|p| (dir, p)));
             freed.extend(self.freed_scratch.drain(..).map(|p| p.data));
         }
@@ -165,6 +206,7 @@ impl Bridge {
                 .paths
                 .each_ref()
                 .map(|p| p.snapshot_listing(now, listing)),
+            capture: self.capture.as_ref().map(Tap::counters),
         }
     }
 }
@@ -334,6 +376,83 @@ mod tests {
             top.path(Dir::LeftToRight).counters.frames_in,
             full.path(Dir::LeftToRight).counters.frames_in
         );
+    }
+
+    #[test]
+    fn the_capture_sees_in_out_and_drops_with_reasons() {
+        use crate::capture::{start, CaptureSpec, IF_DROPPED, IF_IN, IF_OUT};
+        let dir = tempfile::tempdir().unwrap();
+        let spec = CaptureSpec::in_dir(dir.path());
+        let (tap, writer) = start(&spec, Some(0)).unwrap();
+        let mut b = bridge();
+        b.set_capture(tap);
+        b.ingress(Dir::LeftToRight, frame(100, None), Instant::ZERO);
+        b.ingress(Dir::LeftToRight, vec![0u8; 13], Instant::from_nanos(5));
+        b.reject(
+            Dir::RightToLeft,
+            &frame(60, None),
+            DropReason::PoolExhausted,
+            Instant::from_nanos(7),
+        );
+        run(&mut b);
+        let snap = b.snapshot(Instant::from_millis(100));
+        assert!(snap.capture.is_some());
+        drop(b);
+        let counters = writer.finish();
+        assert_eq!((counters[0].captured, counters[1].captured), (4, 2));
+        let (l2r, _) = crate::capture::tests::read(&spec.files[0].clone().unwrap());
+        let seen: Vec<(u32, u64, usize, Option<String>)> = l2r
+            .into_iter()
+            .map(|(i, t, d, c)| (i, t, d.len(), c))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (IF_IN, 0, 100, None),
+                (IF_IN, 5, 13, None),
+                (IF_DROPPED, 5, 13, Some("dropped: runt".into())),
+                // 100 B at 12.5 MB/s = 8 us, then 10 ms of delay.
+                (IF_OUT, 10_008_000, 100, None),
+            ]
+        );
+        let (r2l, _) = crate::capture::tests::read(&spec.files[1].clone().unwrap());
+        assert_eq!(r2l.len(), 2);
+        assert_eq!(r2l[1].3.as_deref(), Some("dropped: pool_exhausted"));
+    }
+
+    #[test]
+    fn frames_a_qdisc_drops_are_captured_with_its_reason() {
+        use crate::capture::{start, CaptureSpec, IF_DROPPED};
+        let dir = tempfile::tempdir().unwrap();
+        let spec = CaptureSpec::in_dir(dir.path());
+        let (tap, writer) = start(&spec, Some(0)).unwrap();
+        let path = || {
+            Path::new(
+                LinkParams {
+                    tx_ring: 1,
+                    bql: false,
+                    ..LinkParams::default()
+                },
+                Box::new(Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 1)),
+            )
+        };
+        let mut b = Bridge::new(path(), path());
+        b.set_capture(tap);
+        for _ in 0..4 {
+            b.ingress(Dir::LeftToRight, frame(1000, None), Instant::ZERO);
+        }
+        run(&mut b);
+        let drops =
+            b.snapshot(Instant::ZERO).paths[0].counters.drops[DropReason::QueueFull.index()];
+        drop(b);
+        writer.finish();
+        let (pkts, _) = crate::capture::tests::read(&spec.files[0].clone().unwrap());
+        let dropped: Vec<_> = pkts.iter().filter(|p| p.0 == IF_DROPPED).collect();
+        assert_eq!(dropped.len() as u64, drops);
+        assert_eq!(drops, 2, "one on the wire, one queued, two dropped");
+        assert!(dropped
+            .iter()
+            .all(|p| p.3.as_deref() == Some("dropped: queue_full")));
     }
 
     #[test]

@@ -15,6 +15,13 @@
 //! travels `Dir::LeftToRight` is written to the right port), return every
 //! sent or dropped buffer to the pool, then re-arm the timer.
 //!
+//! The thread drops every capability as it starts (`privilege::drop_all`,
+//! after switching to SCHED_FIFO if asked): the ports are open descriptors.
+//! A port that fails (a read error, a write error saying its device is gone
+//! such as `EBADFD` from a deleted TAP, or a hang-up) ends the thread with
+//! `DatapathError::PortFailed` naming the port; a write refused by a device
+//! that is merely down (`EIO`) only loses that frame, counted by the port.
+//!
 //! Readers never share a lock with the hot path: at a fixed period the thread
 //! builds a bounded `LiveSnapshot` (each flow-queueing qdisc lists its
 //! `snapshot_flows` flows with the most backlog and sums up the rest, so the
@@ -40,6 +47,7 @@ use crate::link::LinkParams;
 use crate::packet::pool::PacketPool;
 use crate::packet::DropReason;
 use crate::port::{FramePort, PortCounters};
+use crate::privilege::PrivilegeError;
 use crate::qdisc::FlowListing;
 use crate::tc::{Dev, TcCommand};
 use crate::time::{Clock, Instant, MonotonicClock, NS_PER_MS, NS_PER_SEC, NS_PER_US};
@@ -109,13 +117,14 @@ pub enum Command {
     /// coalescing...); frames in flight keep their schedule where the link
     /// allows it (see `Path::set_params`).
     SetLink { dir: Dir, params: LinkParams },
-    /// `set` arguments (`left.rate=10mbit`, ethtool lines; see
-    /// `control::set`) applied to the current parameters of both
-    /// directions, all or nothing; the reply is the effective parameters
-    /// (indexed by `Dir::index`) or the error naming the argument.
+    /// `set` arguments (`left.rate=10mbit`, ethtool lines, shape keys
+    /// such as `left.loss=1%`; see `control::set`), parsed, applied to the
+    /// current parameters and shapes of both directions, all or nothing;
+    /// the reply is the effective configuration or the error naming the
+    /// argument.
     EditLink {
-        args: Vec<String>,
-        reply: SyncSender<Result<[LinkParams; 2], String>>,
+        plan: crate::control::set::SetPlan,
+        reply: SyncSender<Result<crate::control::set::Effective, String>>,
     },
     /// One tc command line (`tc qdisc|class|filter ... dev left|right ...`)
     /// for the qdisc tree of the direction its device names; the reply is
@@ -136,6 +145,53 @@ pub enum DatapathError {
     Panicked(String),
     #[error("datapath I/O: {0}")]
     Io(#[from] io::Error),
+    /// A port stopped working; the datapath cannot go on without it.
+    #[error("the {port} port failed while {op}: {source}{}", port_failure_hint(.source))]
+    PortFailed {
+        /// `left` or `right`.
+        port: &'static str,
+        /// What the datapath was doing: reading, writing, waiting.
+        op: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    #[error("the datapath thread could not drop its capabilities: {0}")]
+    Privilege(#[from] PrivilegeError),
+}
+
+/// Port names by index, as in the configuration.
+pub const PORT_NAMES: [&str; 2] = ["left", "right"];
+
+/// A write error that means the port's device or peer is gone for good
+/// (rather than down for a while, or refusing one frame).
+fn port_gone(e: &io::Error) -> bool {
+    use nix::errno::Errno;
+    e.raw_os_error().is_some_and(|n| {
+        [
+            Errno::EBADFD,
+            Errno::ENODEV,
+            Errno::ENXIO,
+            Errno::EPIPE,
+            Errno::ECONNRESET,
+            Errno::ENOTCONN,
+        ]
+        .contains(&Errno::from_raw(n))
+    })
+}
+
+/// What a port error most likely means, for the message.
+fn port_failure_hint(e: &io::Error) -> &'static str {
+    use nix::errno::Errno;
+    match e.raw_os_error().map(Errno::from_raw) {
+        Some(Errno::EBADFD) | Some(Errno::ENODEV) | Some(Errno::ENXIO) => {
+            " (its device is gone: the TAP was deleted, or its network namespace removed)"
+        }
+        Some(Errno::EPIPE) | Some(Errno::ECONNRESET) | Some(Errno::ENOTCONN) => {
+            " (the other end closed it)"
+        }
+        _ if e.kind() == io::ErrorKind::BrokenPipe => " (the other end closed it)",
+        _ => "",
+    }
 }
 
 /// Wake-up lateness (time woken by the timer minus the deadline), ns.
@@ -148,7 +204,7 @@ pub struct LatenessSummary {
     pub max_ns: u64,
 }
 
-/// How often the thread woke, and why.
+/// How often the thread woke, and why, and the CPU time it used.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Wakeups {
     pub total: u64,
@@ -156,6 +212,10 @@ pub struct Wakeups {
     pub timer: u64,
     /// Woken by a readable port.
     pub io: u64,
+    /// CPU time the datapath thread has used so far
+    /// (CLOCK_THREAD_CPUTIME_ID, read by the thread itself at the
+    /// snapshot), ns; 0 if the clock cannot be read.
+    pub cpu_ns: u64,
 }
 
 /// The frame buffer pool.
@@ -198,7 +258,7 @@ impl SnapshotReader {
 
     /// Offers a snapshot without ever waiting: skipped if a reader holds the
     /// slot right now.
-    fn offer(&self, snap: LiveSnapshot) {
+    pub(crate) fn offer(&self, snap: LiveSnapshot) {
         match self.slot.try_lock() {
             Ok(mut g) => *g = Some(Arc::new(snap)),
             Err(TryLockError::Poisoned(p)) => *p.into_inner() = Some(Arc::new(snap)),
@@ -231,7 +291,7 @@ impl Commander {
 /// Handle to the running datapath thread. Dropping it shuts the thread down.
 pub struct Datapath {
     commander: Commander,
-    thread: Option<JoinHandle<io::Result<LiveSnapshot>>>,
+    thread: Option<JoinHandle<Result<LiveSnapshot, DatapathError>>>,
     snapshots: SnapshotReader,
 }
 
@@ -300,7 +360,7 @@ impl Datapath {
             let _ = self.commander.wake.write(1);
         }
         match thread.join() {
-            Ok(result) => Ok(result?),
+            Ok(result) => result,
             Err(panic) => Err(DatapathError::Panicked(
                 panic
                     .downcast_ref::<&str>()
@@ -342,8 +402,8 @@ fn port_towards(dir: Dir) -> usize {
 struct Driver {
     bridge: Bridge,
     ports: [Box<dyn FramePort>; 2],
-    /// A port is still registered with epoll (one that failed is dropped).
-    port_live: [bool; 2],
+    /// The first port failure; it ends the loop.
+    failure: Option<DatapathError>,
     cfg: DatapathConfig,
     commands: Receiver<Command>,
     wake: Arc<EventFd>,
@@ -393,7 +453,7 @@ impl Driver {
         Ok(Driver {
             bridge,
             ports,
-            port_live: [true, true],
+            failure: None,
             cfg,
             commands,
             wake,
@@ -412,7 +472,7 @@ impl Driver {
         })
     }
 
-    fn run(&mut self) -> io::Result<LiveSnapshot> {
+    fn run(&mut self) -> Result<LiveSnapshot, DatapathError> {
         if let Err(e) = nix::sys::prctl::set_timerslack(1) {
             tracing::warn!("could not set timer slack to 1 ns: {e}");
         }
@@ -421,6 +481,8 @@ impl Driver {
                 tracing::warn!("could not switch the datapath to SCHED_FIFO {prio}: {e}");
             }
         }
+        // Everything that needed a privilege is done (the ports are open).
+        crate::privilege::drop_all()?;
         let mut events = [EpollEvent::empty(); 8];
         // Ports to read this iteration: readable per epoll, or left with
         // frames when the batch limit was hit.
@@ -429,7 +491,7 @@ impl Driver {
             let now = self.clock.now();
             let mut backlog = false;
             for (i, flag) in readable.iter_mut().enumerate() {
-                if *flag && self.port_live[i] {
+                if *flag && self.failure.is_none() {
                     *flag = self.read_port(i, now);
                     backlog |= *flag;
                 }
@@ -452,7 +514,7 @@ impl Driver {
             let n = match self.epoll.wait(&mut events, timeout) {
                 Ok(n) => n,
                 Err(nix::errno::Errno::EINTR) => 0,
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(io::Error::from(e).into()),
             };
             if n > 0 {
                 self.wakeups.total += 1;
@@ -460,8 +522,14 @@ impl Driver {
             for ev in &events[..n] {
                 match ev.data() {
                     TOKEN_LEFT | TOKEN_RIGHT => {
-                        readable[ev.data() as usize] = true;
+                        let i = ev.data() as usize;
+                        readable[i] = true;
                         self.wakeups.io += 1;
+                        // A hung-up socket reads as end-of-file forever. (A
+                        // deleted TAP signals EPOLLERR, and its read fails.)
+                        if ev.events().contains(EpollFlags::EPOLLHUP) {
+                            self.fail(i, "waiting for frames", io::ErrorKind::BrokenPipe.into());
+                        }
                     }
                     TOKEN_TIMER => self.on_timer(),
                     TOKEN_COMMAND => {
@@ -470,6 +538,10 @@ impl Driver {
                     }
                     _ => {}
                 }
+            }
+            if let Some(e) = self.failure.take() {
+                self.publish(self.clock.now());
+                return Err(e);
             }
             if self.drain_commands() {
                 let now = self.clock.now();
@@ -487,15 +559,14 @@ impl Driver {
             let Some(mut buf) = self.pool.get() else {
                 match self.ports[i].recv(&mut self.discard) {
                     Ok(Some(n)) => {
-                        let len = u32::try_from(n).unwrap_or(u32::MAX);
+                        let frame = &self.discard[..n.min(self.discard.len())];
                         self.bridge
-                            .path_mut(dir_from(i))
-                            .count_rejected(len, DropReason::PoolExhausted);
+                            .reject(dir_from(i), frame, DropReason::PoolExhausted, now);
                         continue;
                     }
                     Ok(None) => return false,
                     Err(e) => {
-                        self.disable_port(i, &e);
+                        self.fail(i, "reading frames", e);
                         return false;
                     }
                 }
@@ -511,7 +582,7 @@ impl Driver {
                 }
                 Err(e) => {
                     self.pool.put(buf);
-                    self.disable_port(i, &e);
+                    self.fail(i, "reading frames", e);
                     return false;
                 }
             }
@@ -519,23 +590,37 @@ impl Driver {
         true
     }
 
-    /// A port whose reads fail is taken out of epoll (it would wake us in a
-    /// loop); its counters keep the error.
-    fn disable_port(&mut self, i: usize, e: &io::Error) {
-        tracing::error!(port = i, "reading frames failed, port disabled: {e}");
-        self.port_live[i] = false;
-        let _ = self.epoll.delete(borrow(self.ports[i].raw_fd()));
+    /// Records the first failure of port `i`: the loop ends at the end of
+    /// this iteration with it (its counters keep the error).
+    fn fail(&mut self, i: usize, op: &'static str, source: io::Error) {
+        if self.failure.is_none() {
+            tracing::error!(port = PORT_NAMES[i], "{op}: {source}");
+            self.failure = Some(DatapathError::PortFailed {
+                port: PORT_NAMES[i],
+                op,
+                source,
+            });
+        }
     }
 
-    /// Writes what the bridge released (errors are counted by the port) and
-    /// returns every buffer to the pool.
+    /// Writes what the bridge released and returns every buffer to the
+    /// pool. A write error is counted by the port and loses that frame; one
+    /// saying the port is gone ends the loop.
     fn write_out(&mut self) {
+        let mut gone = None;
         for (dir, pkt) in self.out.drain(..) {
             let to = port_towards(dir);
-            if self.port_live[to] {
-                let _ = self.ports[to].send(&pkt.data);
+            if self.failure.is_none() && gone.is_none() {
+                if let Err(e) = self.ports[to].send(&pkt.data) {
+                    if port_gone(&e) {
+                        gone = Some((to, e));
+                    }
+                }
             }
             self.pool.put(pkt.data);
+        }
+        if let Some((to, e)) = gone {
+            self.fail(to, "writing frames", e);
         }
         for buf in self.freed.drain(..) {
             self.pool.put(buf);
@@ -588,18 +673,9 @@ impl Driver {
                     let now = self.clock.now();
                     self.bridge.path_mut(dir).set_params(params, now);
                 }
-                Ok(Command::EditLink { args, reply }) => {
+                Ok(Command::EditLink { plan, reply }) => {
                     let now = self.clock.now();
-                    let mut params = Dir::ALL.map(|d| *self.bridge.path(d).params());
-                    let result = crate::control::set::apply_set(&args, &mut params).map(|()| {
-                        for d in Dir::ALL {
-                            if params[d.index()] != *self.bridge.path(d).params() {
-                                self.bridge.path_mut(d).set_params(params[d.index()], now);
-                            }
-                        }
-                        params
-                    });
-                    let _ = reply.try_send(result);
+                    let _ = reply.try_send(plan.apply_to(&mut self.bridge, now));
                 }
                 Ok(Command::Tc { line, reply }) => {
                     let now = self.clock.now();
@@ -646,7 +722,10 @@ impl Driver {
                 p999_ns: h.value_at_quantile(0.999),
                 max_ns: h.max(),
             },
-            wakeups: self.wakeups,
+            wakeups: Wakeups {
+                cpu_ns: thread_cpu_ns(),
+                ..self.wakeups
+            },
             left_port: self.ports[0].counters(),
             right_port: self.ports[1].counters(),
             pool: PoolCounters {
@@ -659,6 +738,14 @@ impl Driver {
     fn publish(&self, now: Instant) {
         self.snapshots.offer(self.snapshot(now));
     }
+}
+
+/// CPU time of the calling thread, ns (0 if the clock cannot be read).
+fn thread_cpu_ns() -> u64 {
+    use nix::time::{clock_gettime, ClockId};
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).map_or(0, |t| {
+        (t.tv_sec() as u64).saturating_mul(NS_PER_SEC) + t.tv_nsec() as u64
+    })
 }
 
 /// Puts the calling thread under SCHED_FIFO at `prio`.
@@ -685,6 +772,41 @@ fn borrow(fd: RawFd) -> BorrowedFd<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_errors_saying_the_port_is_gone_end_the_loop_on_write() {
+        use nix::errno::Errno;
+        let err = |e: Errno| io::Error::from_raw_os_error(e as i32);
+        for gone in [
+            Errno::EBADFD,
+            Errno::ENODEV,
+            Errno::EPIPE,
+            Errno::ECONNRESET,
+        ] {
+            assert!(port_gone(&err(gone)), "{gone}");
+        }
+        // A TAP that is down refuses writes with EIO; a bad frame, EINVAL.
+        for transient in [Errno::EIO, Errno::EINVAL, Errno::EMSGSIZE] {
+            assert!(!port_gone(&err(transient)), "{transient}");
+        }
+        let failed = DatapathError::PortFailed {
+            port: "right",
+            op: "reading frames",
+            source: err(Errno::EBADFD),
+        };
+        let msg = failed.to_string();
+        assert!(
+            msg.starts_with("the right port failed while reading frames"),
+            "{msg}"
+        );
+        assert!(msg.contains("the TAP was deleted"), "{msg}");
+        let closed = DatapathError::PortFailed {
+            port: "left",
+            op: "waiting for frames",
+            source: io::ErrorKind::BrokenPipe.into(),
+        };
+        assert!(closed.to_string().contains("the other end closed it"));
+    }
 
     #[test]
     fn directions_map_to_the_opposite_port() {

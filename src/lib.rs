@@ -17,9 +17,11 @@
 //!
 //! | thread   | owns                                         | runtime |
 //! |----------|----------------------------------------------|---------|
-//! | datapath | the Bridge, both ports, buffer pool, timerfd | plain thread, timer slack 1 ns, optional SCHED_FIFO |
-//! | control  | the Unix socket                              | blocking thread |
-//! | main     | config, set-up, signals (signalfd), then the TUI or a headless wait, tear-down | synchronous |
+//! | datapath | the Bridge, both ports, buffer pool, timerfd | plain thread, timer slack 1 ns, optional SCHED_FIFO, no capabilities |
+//! | control  | the Unix socket                              | blocking threads, no capabilities |
+//! | capture  | the pcapng files (optional)                  | blocking thread fed by a bounded channel; a full channel drops and counts; no capabilities |
+//! | metrics  | the HTTP listener or metrics file (optional) | blocking thread reading the snapshot slot, no capabilities |
+//! | main     | config, set-up, signals (signalfd), then the TUI or a headless wait, tear-down | synchronous; after set-up only what `ip netns del` needs |
 //!
 //! The datapath shares no lock with anyone in its hot path: it drains a
 //! bounded command queue (eventfd) at the top of each loop and publishes a
@@ -34,16 +36,20 @@
 //! (two paths), `tc` (tc command front end and `tc -s -d show` printer),
 //! `config` (TOML schema and validation), `sim` (simulator), `port`
 //! (FramePort: TAP or socketpair), `netns` (namespaces and cleanup),
+//! `privilege` (per-thread capabilities: what each thread keeps after set-up),
 //! `datapath` (the live driver thread), `control` (the daemon's socket),
 //! `app` (the command-line subcommands), `harness` (the `Link` guard for
-//! test suites and `bloatbox run`),
+//! test suites and `bloatbox run`), `rootless` (links in a user namespace,
+//! for unprivileged users),
 //! `app` (the command-line subcommands), `load` (TCP/UDP_RR/ICMP generators
 //! and the RRUL-like test), `experiment` (`bloatbox test`/`demo`: runs over
 //! configs, comparison table, JSON, SVG plots),
-//! `tui` (terminal UI).
+//! `tui` (terminal UI), `capture` (pcapng capture of both directions), `metrics` (OpenMetrics
+//! export of every counter).
 
 pub mod app;
 pub mod bridge;
+pub mod capture;
 pub mod config;
 pub mod control;
 pub mod datapath;
@@ -51,10 +57,13 @@ pub mod experiment;
 pub mod harness;
 pub mod link;
 pub mod load;
+pub mod metrics;
 pub mod netns;
 pub mod packet;
 pub mod port;
+pub mod privilege;
 pub mod qdisc;
+pub mod rootless;
 pub mod sim;
 pub mod tc;
 pub mod time;

@@ -36,6 +36,10 @@ enum Cmd {
         /// Where logs go while the TUI owns the terminal.
         #[arg(long, value_name = "FILE", default_value = "/tmp/bloatbox.log")]
         log: PathBuf,
+        #[command(flatten)]
+        capture: bloatbox::capture::CaptureArgs,
+        #[command(flatten)]
+        metrics: MetricsArgs,
     },
     /// Remove namespaces and TAPs a killed run left behind (needs root).
     Down {
@@ -59,7 +63,7 @@ enum Cmd {
     },
     /// Bring up a link of its own (unique names), run a server on the right,
     /// wait until it is ready, run a command on the left, exit with its code
-    /// and tear everything down (needs root).
+    /// and tear everything down (needs root, or --rootless).
     Run(Box<bloatbox::harness::run::RunArgs>),
     /// Latency under load: for each config, bring the link up, run the
     /// RRUL-like test (TCP flows each way, ping and UDP_RR throughout), tear
@@ -86,6 +90,12 @@ enum Cmd {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// Print every counter of the running daemon as OpenMetrics text
+    /// (what `up --metrics-listen` serves).
+    Metrics {
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
     /// Print the running daemon's counters.
     Stats {
         /// The raw snapshot as JSON.
@@ -102,8 +112,10 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         args: Vec<String>,
     },
-    /// Change the running link: `left.rate=10mbit right.delay=20ms ...` or
-    /// `ethtool -C left rx-usecs 20`; prints the effective parameters.
+    /// Change the running link: `left.rate=10mbit right.delay=20ms ...`,
+    /// shape keys (`left.loss=1% left.jitter=2ms left.trace=FILE
+    /// left.netem="..."`, see the README) or `ethtool -C left rx-usecs 20`;
+    /// all or nothing; prints the effective parameters and shapes.
     Set {
         #[arg(short, long, value_name = "FILE")]
         config: Option<PathBuf>,
@@ -119,6 +131,25 @@ enum Cmd {
         #[arg(long, value_name = "FILE", default_value = "/tmp/bloatbox.log")]
         log: PathBuf,
     },
+}
+
+/// Where `up` exports its counters (see `bloatbox::metrics`).
+#[derive(clap::Args)]
+struct MetricsArgs {
+    /// Serve GET /metrics (OpenMetrics text) on this address, e.g.
+    /// 127.0.0.1:9464; loopback only unless --metrics-allow-remote.
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics_listen: Option<std::net::SocketAddr>,
+    /// Let --metrics-listen bind a non-loopback address.
+    #[arg(long, requires = "metrics_listen")]
+    metrics_allow_remote: bool,
+    /// Rewrite this file with the metrics every --metrics-period
+    /// (atomically: a temporary file renamed over it).
+    #[arg(long, value_name = "FILE")]
+    metrics_file: Option<PathBuf>,
+    /// How often --metrics-file is rewritten.
+    #[arg(long, default_value = "1s", value_parser = parse_time, requires = "metrics_file")]
+    metrics_period: std::time::Duration,
 }
 
 /// How `test` and `demo` load the link and where they write results.
@@ -253,7 +284,18 @@ fn main() -> ExitCode {
             realtime,
             tui,
             log: _,
-        } => app::up(config.as_deref(), &app::UpOptions { realtime, tui }).map(|()| 0),
+            capture,
+            metrics: m,
+        } => {
+            let opts = app::UpOptions {
+                realtime,
+                tui,
+                capture: capture.spec(),
+                metrics_listen: m.metrics_listen.map(|a| (a, m.metrics_allow_remote)),
+                metrics_file: m.metrics_file.map(|f| (f, m.metrics_period)),
+            };
+            app::up(config.as_deref(), &opts).map(|()| 0)
+        }
         Cmd::Down { config } => app::down(config.as_deref()).map(|()| 0),
         Cmd::Exec { side, config, cmd } => app::exec(side, config.as_deref(), &cmd),
         Cmd::Check { file } => app::check(&file).map(|()| 0),
@@ -273,6 +315,7 @@ fn main() -> ExitCode {
         }
         Cmd::Demo { load } => experiment::Candidate::demo().and_then(|c| run_test(&c, &load)),
         Cmd::Sim { scenario, out } => bloatbox::sim::run_cli(&scenario, out.as_deref()).map(|()| 0),
+        Cmd::Metrics { config } => control::metrics(config.as_deref()),
         Cmd::Stats { json, config } => app::stats(config.as_deref(), json).map(|()| 0),
         Cmd::Run(args) => Ok(bloatbox::harness::run::run(&args)),
         Cmd::Tc { config, args } => control::tc(config.as_deref(), &args),

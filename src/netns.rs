@@ -49,6 +49,8 @@ pub enum NetnsError {
     },
     #[error("network namespace {0:?} does not exist: start the link first with `bloatbox up`")]
     NoSuchNamespace(String),
+    #[error("rootless link: {0}")]
+    Rootless(String),
 }
 
 /// One side of the link: a namespace holding one TAP and its addresses.
@@ -69,20 +71,40 @@ pub struct Topology {
 
 /// Removes, on drop, every namespace it recorded (the TAPs inside go with
 /// them; a TAP still in the root namespace goes when its port is dropped).
+/// A rootless link's guard holds its anonymous namespaces instead, which go
+/// when it drops them.
 #[derive(Debug, Default)]
 pub struct LinkGuard {
     namespaces: Vec<String>,
+    anonymous: Option<crate::rootless::Namespaces>,
 }
 
 impl LinkGuard {
     fn record_namespace(&mut self, name: &str) {
         self.namespaces.push(name.to_string());
     }
+
+    /// The guard of a rootless link: it owns the namespaces.
+    pub(crate) fn holding(namespaces: crate::rootless::Namespaces) -> LinkGuard {
+        LinkGuard {
+            namespaces: Vec::new(),
+            anonymous: Some(namespaces),
+        }
+    }
+
+    /// A rootless link's namespaces (`None` for named ones).
+    pub fn rootless(&self) -> Option<&crate::rootless::Namespaces> {
+        self.anonymous.as_ref()
+    }
 }
 
 impl Drop for LinkGuard {
     fn drop(&mut self) {
         for ns in self.namespaces.drain(..).rev() {
+            if !netns_exists(&ns) {
+                tracing::info!(netns = %ns, "network namespace already removed");
+                continue;
+            }
             match ip(&["netns", "del", &ns]) {
                 Ok(()) => tracing::info!(netns = %ns, "removed network namespace"),
                 Err(e) => tracing::warn!(netns = %ns, "cleanup: {e}"),
@@ -125,25 +147,29 @@ pub fn require_privileges() -> Result<(), NetnsError> {
 /// Runs `ip ARGS...`, turning a failure into an error that quotes the command
 /// and what `ip` printed.
 fn ip(args: &[&str]) -> Result<(), NetnsError> {
-    let cmd = format!("ip {}", args.join(" "));
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| NetnsError::Io {
-            what: format!("running `{cmd}` (is iproute2 installed?)"),
-            source: e,
-        })?;
+    run_ip(Command::new("ip"), args)
+}
+
+/// Runs `cmd` (an `ip` command, perhaps set to enter a namespace first)
+/// with ARGS, as `ip` does.
+pub(crate) fn run_ip(mut cmd: Command, args: &[&str]) -> Result<(), NetnsError> {
+    let text = format!("ip {}", args.join(" "));
+    let out = cmd.args(args).output().map_err(|e| NetnsError::Io {
+        what: format!("running `{text}` (is iproute2 installed?)"),
+        source: e,
+    })?;
     if out.status.success() {
         Ok(())
     } else {
         Err(NetnsError::Command {
-            cmd,
+            cmd: text,
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
         })
     }
 }
 
-fn netns_exists(name: &str) -> bool {
+/// A named network namespace of that name exists (in /run/netns).
+pub fn netns_exists(name: &str) -> bool {
     FsPath::new(NETNS_RUN_DIR).join(name).exists()
 }
 

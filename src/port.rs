@@ -1,9 +1,11 @@
 //! Frame ports: where the live datapath reads frames from and writes them to.
 //!
 //! `FramePort` is a non-blocking, one-frame-per-call interface. `TapPort` is a
-//! Linux TAP device (L2, `IFF_NO_PI`, created with tun-rs); `SocketPairPort` is
-//! one end of a `SOCK_SEQPACKET` Unix socketpair, which keeps frame boundaries
-//! and lets the real datapath thread run in tests without root.
+//! Linux TAP device (L2, `IFF_NO_PI`, created with tun-rs); `PacketPort` is an
+//! `AF_PACKET` socket bound to one interface (the hub end of a veth pair, for
+//! rootless links where /dev/net/tun is closed to the user); `SocketPairPort`
+//! is one end of a `SOCK_SEQPACKET` Unix socketpair, which keeps frame
+//! boundaries and lets the real datapath thread run in tests without root.
 //!
 //! A full device or socket (`EAGAIN`/`ENOBUFS` on send) never blocks the
 //! datapath: the frame is counted in `PortCounters::tx_full_drops` and dropped.
@@ -113,21 +115,33 @@ impl TapPort {
     /// txqueuelen set; it is left down (moving it to another namespace downs
     /// it anyway).
     pub fn create(spec: &TapSpec) -> io::Result<TapPort> {
-        let dev = tun_rs::DeviceBuilder::new()
+        Self::build(spec, true)
+    }
+
+    /// As `create`, but leaves txqueuelen at the kernel's default: inside a
+    /// user namespace the ioctl that sets it (SIOCSIFTXQLEN) is refused, so
+    /// set it by netlink instead (`ip link set DEV txqueuelen N`).
+    pub fn create_in_user_namespace(spec: &TapSpec) -> io::Result<TapPort> {
+        Self::build(spec, false)
+    }
+
+    fn build(spec: &TapSpec, set_txqueuelen: bool) -> io::Result<TapPort> {
+        let mut builder = tun_rs::DeviceBuilder::new()
             .name(spec.name.clone())
             .layer(tun_rs::Layer::L2)
             .packet_information(false)
             .mtu(spec.mtu)
             .mac_addr(spec.mac)
-            .tx_queue_len(spec.txqueuelen)
-            .enable(false)
-            .build_sync()
-            .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("creating TAP device {:?}: {e}", spec.name),
-                )
-            })?;
+            .enable(false);
+        if set_txqueuelen {
+            builder = builder.tx_queue_len(spec.txqueuelen);
+        }
+        let dev = builder.build_sync().map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("creating TAP device {:?}: {e}", spec.name),
+            )
+        })?;
         // SAFETY: `into_raw_fd` hands over the open TAP descriptor and gives
         // up ownership, so this OwnedFd is its only owner.
         let fd = unsafe { OwnedFd::from_raw_fd(dev.into_raw_fd()) };
@@ -147,6 +161,103 @@ impl TapPort {
 }
 
 impl FramePort for TapPort {
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        self.inner.recv(buf)
+    }
+    fn send(&mut self, frame: &[u8]) -> io::Result<()> {
+        self.inner.send(frame)
+    }
+    fn raw_fd(&self) -> RawFd {
+        self.inner.fd.as_raw_fd()
+    }
+    fn counters(&self) -> PortCounters {
+        self.inner.counters
+    }
+}
+
+/// `PACKET_IGNORE_OUTGOING` (linux/if_packet.h, Linux 4.20+): the socket
+/// does not see frames the interface sends.
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+
+/// A raw `AF_PACKET` socket bound to one interface of the calling thread's
+/// network namespace, non-blocking: each read is one whole Ethernet frame
+/// the interface received, each write one frame it sends. Frames the
+/// interface sends are not read back (`PACKET_IGNORE_OUTGOING`).
+#[derive(Debug)]
+pub struct PacketPort {
+    inner: FdPort,
+}
+
+impl PacketPort {
+    /// Binds to interface `ifname` (which must exist in this thread's
+    /// network namespace; needs CAP_NET_RAW in the user namespace owning it).
+    pub fn bind(ifname: &str) -> io::Result<PacketPort> {
+        let ifindex = nix::net::if_::if_nametoindex(ifname).map_err(|e| {
+            io::Error::new(
+                io::Error::from(e).kind(),
+                format!("interface {ifname:?} for a packet socket: {e}"),
+            )
+        })?;
+        // Protocol 0 at creation: nothing is queued until the bind below
+        // selects both the protocol (all) and the interface.
+        // SAFETY: plain syscall; the result is checked before use.
+        let raw = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            )
+        };
+        if raw < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(
+                e.kind(),
+                format!("creating a packet socket for {ifname:?} (needs CAP_NET_RAW): {e}"),
+            ));
+        }
+        // SAFETY: `raw` is a fresh descriptor owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let one: libc::c_int = 1;
+        // SAFETY: `one` outlives the call and its size is passed.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                PACKET_IGNORE_OUTGOING,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: all-zero is a valid sockaddr_ll.
+        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        addr.sll_family = libc::AF_PACKET as u16;
+        addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+        addr.sll_ifindex = ifindex as i32;
+        // SAFETY: `addr` is a sockaddr_ll and its size is passed.
+        let rc = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(
+                e.kind(),
+                format!("binding a packet socket to {ifname:?}: {e}"),
+            ));
+        }
+        Ok(PacketPort {
+            inner: FdPort::new(fd),
+        })
+    }
+}
+
+impl FramePort for PacketPort {
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
         self.inner.recv(buf)
     }

@@ -437,7 +437,9 @@ fn replacing_the_root_qdisc_under_load_keeps_conservation() {
             while right.recv(&mut buf).unwrap().is_some() {
                 got += 1;
             }
-            (sent, got)
+            // The ports stay open until the datapath stops: a port whose
+            // other end closes ends the datapath with an error.
+            (sent, got, left, right)
         })
     };
     let mut c = rig.client();
@@ -461,7 +463,7 @@ fn replacing_the_root_qdisc_under_load_keeps_conservation() {
         std::thread::sleep(Duration::from_millis(40));
     }
     stop.store(true, Ordering::SeqCst);
-    let (sent, got) = sender.join().unwrap();
+    let (sent, got, _left, _right) = sender.join().unwrap();
     let snap = c.call(&Request::Snapshot).unwrap().unwrap();
     assert_conserved(&snap);
     let fin = n(&snap, "/bridge/paths/0/counters/frames_in");
@@ -589,4 +591,89 @@ fn the_cli_clients_print_the_daemons_replies() {
     assert_eq!(code, Some(0), "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_conserved(&v);
+}
+
+#[test]
+fn shape_keys_are_set_all_or_nothing_and_metrics_match_the_snapshot() {
+    let mut rig = Rig::start();
+    let mut c = rig.client();
+    let set = |c: &mut Client, args: &[&str]| {
+        c.call(&Request::Set {
+            args: args.iter().map(|a| a.to_string()).collect(),
+        })
+        .unwrap()
+    };
+    // One bad argument: nothing changes (the loss would drop everything).
+    let bad = set(&mut c, &["left.loss=100%", "left.seed=x"]).unwrap_err();
+    assert!(bad.contains("left.seed=x"), "{bad}");
+    let eff = set(
+        &mut c,
+        &["left.loss=100%", "left.seed=9", "right.framing=pppoe"],
+    )
+    .unwrap();
+    assert!(eff["shape"]["left"]["netem"] == "loss 100% seed 9", "{eff}");
+    assert_eq!(n(&eff, "/shape/right/framing/overhead"), 8);
+    for _ in 0..20 {
+        rig.host[0].send(&frame(500)).unwrap();
+    }
+    // All twenty are lost on the wire, and counted so.
+    let t0 = StdInstant::now();
+    let snap = loop {
+        let s = c.call(&Request::Snapshot).unwrap().unwrap();
+        if s["bridge"]["paths"][0]["drops_by_reason"]["wire_loss"] == 20 {
+            break s;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "{s}");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(n(&snap, "/bridge/paths/0/seed"), 9);
+    let mut buf = vec![0u8; 2048];
+    assert!(rig.host[1].recv(&mut buf).unwrap().is_none());
+
+    // The metrics text, from the same published snapshot as a raw one.
+    let (samples, snap) = (0..100)
+        .find_map(|_| {
+            let text = c.call(&Request::Metrics).unwrap().unwrap();
+            let snap = c.call(&Request::Snapshot).unwrap().unwrap();
+            let samples = bloatbox::metrics::parse_samples(text.as_str().unwrap()).unwrap();
+            let at = samples
+                .iter()
+                .find(|(s, _)| s == "bloatbox_snapshot_time_seconds")?
+                .1;
+            if (at - n(&snap, "/at") as f64 / 1e9).abs() < 1e-6 {
+                return Some((samples, snap));
+            }
+            std::thread::sleep(Duration::from_millis(3));
+            None
+        })
+        .expect("two requests within one snapshot period");
+    let value = |series: &str| {
+        samples
+            .iter()
+            .find(|(s, _)| s == series)
+            .unwrap_or_else(|| panic!("{series} missing"))
+            .1 as u64
+    };
+    for (i, dir) in ["left_to_right", "right_to_left"].iter().enumerate() {
+        let d = format!("direction=\"{dir}\"");
+        for field in ["frames_in", "frames_out", "bytes_in", "bytes_out"] {
+            assert_eq!(
+                value(&format!("bloatbox_{field}_total{{{d}}}")),
+                n(&snap, &format!("/bridge/paths/{i}/counters/{field}")),
+                "{dir} {field}"
+            );
+        }
+        assert_eq!(
+            value(&format!("bloatbox_held_frames{{{d}}}")),
+            n(&snap, &format!("/bridge/paths/{i}/held"))
+        );
+    }
+    assert_eq!(
+        value("bloatbox_drops_total{direction=\"left_to_right\",reason=\"wire_loss\"}"),
+        20
+    );
+    assert_eq!(
+        value("bloatbox_port_rx_frames_total{port=\"left\"}"),
+        n(&snap, "/left_port/rx_frames")
+    );
 }

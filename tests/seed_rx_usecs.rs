@@ -1,16 +1,46 @@
 //! Seed experiment 2 (root only): RX interrupt coalescing by time. With
 //! rx-usecs 20 every lone frame waits 20 µs at the receiving NIC, with
 //! rx-usecs 1 it waits 1 µs, so an idle request/response round trip (two
-//! receives) is about 2 × 19 µs longer. Idle link, UDP_RR and ping, two
-//! alternating 1.8 s runs per setting, with the configs' 5 ms delay set to 0 so that UDP_RR completes
-//! thousands of transactions and its median is precise; the assertion is on
-//! the difference of medians within one run.
+//! receives) is about 2 × 19 µs longer.
+//!
+//! Idle link without propagation delay, UDP_RR only (thousands of
+//! transactions per run). Noise on a shared machine only ever adds time to a
+//! transaction (a late wake-up, a preempted probe thread), so the estimator
+//! is a low quantile (p10) of each run's transaction times, where the
+//! coalescing delay is still present but most scheduling noise is not.
+//! Five rounds, each an rx-usecs 20 run next to an rx-usecs 1 run (their
+//! order alternating); the per-receive difference of each round is
+//! computed within the round, and the assertion is on the median of the
+//! five rounds, so two disturbed rounds cannot decide the outcome.
 
 use std::path::Path;
 use std::time::Duration;
 
-use bloatbox::config::Config;
-use bloatbox::experiment::{run_one, skip_reason, Candidate, TestOptions};
+use bloatbox::config::Direction;
+use bloatbox::experiment::{run_one, skip_reason, Candidate, ConfigResult, TestOptions};
+
+/// The `q` quantile (0..=1) of the UDP_RR transaction times after the
+/// warm-up, µs.
+fn rr_quantile_us(r: &ConfigResult, warmup: f64, q: f64) -> f64 {
+    let mut v: Vec<f64> = r
+        .raw
+        .udp_rr
+        .as_ref()
+        .expect("udp_rr ran")
+        .samples
+        .iter()
+        .filter(|s| s.t >= warmup)
+        .map(|s| s.rtt_us)
+        .collect();
+    assert!(v.len() > 200, "{}: only {} transactions", r.name, v.len());
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * q).round() as usize]
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
 
 #[test]
 fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
@@ -19,62 +49,51 @@ fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
         return;
     }
     let cfg = |name: &str| {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("configs/{name}.toml"));
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert!(
-            text.contains("delay = \"5ms\""),
-            "{name}: the delay line moved"
-        );
-        let text = text.replace("delay = \"5ms\"", "delay = \"0\"");
-        Candidate {
-            name: name.into(),
-            config: Config::from_str(&text, name).unwrap(),
-        }
+        let c = Candidate::from_file(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("configs/{name}.toml")),
+        )
+        .unwrap();
+        let delay = c.config.link_params(Direction::LeftToRight).delay_ns;
+        assert_eq!(delay, 0, "{name}: the configs have no propagation delay");
+        c
     };
     let opts = TestOptions {
         flows: 0,
-        duration: Duration::from_millis(1800),
+        duration: Duration::from_millis(1200),
         warmup: Duration::from_millis(300),
-        ping_interval: Some(Duration::from_millis(20)),
+        ping_interval: None,
         udp_rr: true,
         realtime: Some(50),
         ..TestOptions::default()
     };
-    // Alternating runs, so that load from other processes on this machine
-    // does not fall on one setting only.
+    let warmup = opts.warmup.as_secs_f64();
     let (c20, c1) = (cfg("rx-usecs-20"), cfg("rx-usecs-1"));
-    let mut r20s = Vec::new();
-    let mut r1s = Vec::new();
-    for round in 0..2 {
-        r20s.push(run_one(&c20, 200 + 2 * round, &opts, &mut |_| true).unwrap());
-        r1s.push(run_one(&c1, 201 + 2 * round, &opts, &mut |_| true).unwrap());
+    let mut per_receive = Vec::new();
+    eprintln!("round  rx-usecs 20 p10/p50 us  rx-usecs 1 p10/p50 us  per receive (p10) us");
+    for round in 0..5 {
+        let tag = 200 + 2 * round;
+        let (r20, r1) = if round % 2 == 0 {
+            let a = run_one(&c20, tag, &opts, &mut |_| true).unwrap();
+            (a, run_one(&c1, tag + 1, &opts, &mut |_| true).unwrap())
+        } else {
+            let b = run_one(&c1, tag + 1, &opts, &mut |_| true).unwrap();
+            (run_one(&c20, tag, &opts, &mut |_| true).unwrap(), b)
+        };
+        let q = |r: &ConfigResult, q: f64| rr_quantile_us(r, warmup, q);
+        let d = (q(&r20, 0.1) - q(&r1, 0.1)) / 2.0;
+        eprintln!(
+            "{round:>5}  {:>10.1}/{:<10.1}  {:>9.1}/{:<10.1}  {d:>20.1}",
+            q(&r20, 0.1),
+            q(&r20, 0.5),
+            q(&r1, 0.1),
+            q(&r1, 0.5)
+        );
+        per_receive.push(d);
     }
-    let mean = |rs: &[bloatbox::experiment::ConfigResult],
-                f: &dyn Fn(&bloatbox::experiment::ConfigResult) -> f64| {
-        rs.iter().map(f).sum::<f64>() / rs.len() as f64
-    };
-    let rr = |r: &bloatbox::experiment::ConfigResult| {
-        r.summary
-            .udp_rr
-            .as_ref()
-            .expect("udp_rr ran")
-            .latency
-            .p50_ms
-            * 1e3
-    };
-    let ping = |r: &bloatbox::experiment::ConfigResult| {
-        r.summary.ping.as_ref().expect("ping ran").latency.p50_ms * 1e3
-    };
-    let (rr20, rr1) = (mean(&r20s, &rr), mean(&r1s, &rr));
-    let (ping20, ping1) = (mean(&r20s, &ping), mean(&r1s, &ping));
-    let per_receive = (rr20 - rr1) / 2.0;
-    eprintln!(
-        "UDP_RR p50: rx-usecs 20 {:.1} us, rx-usecs 1 {:.1} us -> {per_receive:.1} us per receive \
-         (expected 19); ping p50 {:.1} vs {:.1} us",
-        rr20, rr1, ping20, ping1
-    );
+    let m = median(per_receive.clone());
+    eprintln!("median per receive {m:.1} us (expected 19)");
     assert!(
-        (7.0..=60.0).contains(&per_receive),
-        "{per_receive:.1} us per receive, expected about 19"
+        (12.0..=30.0).contains(&m),
+        "{m:.1} us per receive (rounds {per_receive:.1?}), expected about 19"
     );
 }

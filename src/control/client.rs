@@ -25,8 +25,13 @@ pub struct Client {
 impl Client {
     pub fn connect(path: &Path) -> anyhow::Result<Client> {
         let stream = UnixStream::connect(path).map_err(|e| {
+            let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                "only the daemon's user or root may use it"
+            } else {
+                "is `bloatbox up` running with the same config?"
+            };
             anyhow::anyhow!(
-                "cannot connect to the control socket {}: {e} (is `bloatbox up` running with the same config?)",
+                "cannot connect to the control socket {}: {e} ({hint})",
                 path.display()
             )
         })?;

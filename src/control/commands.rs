@@ -1,4 +1,5 @@
-//! The client subcommands: `bloatbox tc`, `bloatbox set` and `bloatbox top`
+//! The client subcommands: `bloatbox tc`, `bloatbox set`, `bloatbox metrics`
+//! and `bloatbox top`
 //! (`bloatbox stats` lives in `app`). Each finds the socket from the
 //! configuration, like `up` does.
 
@@ -30,13 +31,14 @@ pub fn tc(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
     }
 }
 
-/// `bloatbox set left.rate=10mbit ...` or `bloatbox set ethtool -C left
-/// rx-usecs 20`: prints the effective link parameters of both directions.
+/// `bloatbox set left.rate=10mbit left.loss=1% ...` or `bloatbox set
+/// ethtool -C left rx-usecs 20`: prints the effective link parameters and
+/// shapes of both directions.
 pub fn set(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
     let args = if args.first().is_some_and(|a| a == "ethtool") {
         vec![args.join(" ")]
     } else {
-        args.to_vec()
+        super::set::absolute_paths(args, &std::env::current_dir()?)
     };
     match Client::connect(&socket(config)?)?.call(&Request::Set { args })? {
         Ok(reply) => {
@@ -48,6 +50,13 @@ pub fn set(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
             Ok(TC_FAILED)
         }
     }
+}
+
+/// `bloatbox metrics`: prints every counter as OpenMetrics text.
+pub fn metrics(config: Option<&Path>) -> anyhow::Result<u8> {
+    let reply = Client::connect(&socket(config)?)?.call_ok(&Request::Metrics)?;
+    print!("{}", reply.as_str().unwrap_or_default());
+    Ok(0)
 }
 
 /// `bloatbox top`: the TUI attached to a running daemon; quitting it leaves

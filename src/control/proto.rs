@@ -11,11 +11,15 @@
 //!   with tc's output and, for a change, `tc qdisc show` of that device;
 //! - `{"cmd":"set","args":["left.rate=10mbit","right.delay=20ms"]}` (an
 //!   argument may also be a whole `ethtool -C|-G left|right ...` line),
-//!   applied all or nothing; `{"left":LinkParams,"right":LinkParams}`;
+//!   as may link shape keys (`left.loss=1%`, `left.trace=/abs/file`, see
+//!   `set`), applied all or nothing; `{"left":LinkParams,"right":LinkParams,
+//!   "shape":{"left":ShapeReport,"right":ShapeReport}}`;
 //! - `{"cmd":"reset_stats"}`: a baseline kept by the server (the datapath's
 //!   counters are never zeroed); `stats` subtracts it and counts the frames
 //!   held at the reset as arrived after it, so `frames_in + duplicated =
 //!   frames_out + drops + held` still holds; `snapshot` stays raw;
+//! - `{"cmd":"metrics"}`: every counter of the latest snapshot (raw, like
+//!   `snapshot`) as OpenMetrics text (`crate::metrics::render`), a string;
 //! - `{"cmd":"shutdown"}`: stops the datapath, and with it `bloatbox up`.
 //!
 //! Replies are `{"ok":VALUE}` or `{"error":"MESSAGE"}`. `parse_request` is
@@ -35,6 +39,7 @@ pub enum Request {
     Tc { line: String },
     Set { args: Vec<String> },
     ResetStats,
+    Metrics,
     Shutdown,
 }
 
@@ -50,7 +55,7 @@ pub enum ProtoError {
 }
 
 const REQUESTS: &str =
-    "requests are {\"cmd\":\"snapshot\"|\"stats\"|\"reset_stats\"|\"shutdown\"}, \
+    "requests are {\"cmd\":\"snapshot\"|\"stats\"|\"reset_stats\"|\"metrics\"|\"shutdown\"}, \
 {\"cmd\":\"tc\",\"line\":\"tc ...\"} and {\"cmd\":\"set\",\"args\":[\"left.rate=10mbit\", ...]}";
 
 /// Parses one request line (without its newline). Never panics.
@@ -64,6 +69,7 @@ pub fn parse_request(line: &str) -> Result<Request, ProtoError> {
         "stats" => return Ok(Request::Stats),
         "reset_stats" => return Ok(Request::ResetStats),
         "shutdown" => return Ok(Request::Shutdown),
+        "metrics" => return Ok(Request::Metrics),
         _ => {}
     }
     let value: serde_json::Value =
@@ -99,6 +105,8 @@ mod tests {
             parse_request(r#" {"cmd":"reset_stats"} "#),
             Ok(Request::ResetStats)
         );
+        assert_eq!(parse_request("metrics"), Ok(Request::Metrics));
+        assert_eq!(parse_request(r#"{"cmd":"metrics"}"#), Ok(Request::Metrics));
         assert_eq!(
             parse_request(r#"{"cmd":"shutdown"}"#),
             Ok(Request::Shutdown)

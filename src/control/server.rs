@@ -4,9 +4,15 @@
 //! connection may send requests until it closes or stays silent for
 //! `IDLE_TIMEOUT`. The datapath is reached only through its non-blocking
 //! command queue and its snapshot slot, so no client can stall it.
+//!
+//! The socket is bound (mode 0600, owned by the daemon's user) before any
+//! server thread runs; the accept thread then drops every capability
+//! (`privilege::drop_all`), and the client threads it starts inherit that.
+//! A file left at the socket's path is replaced only if it is a socket no
+//! daemon answers on: any other file is an error, never removed.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -60,7 +66,17 @@ impl ControlServer {
         snapshots: SnapshotReader,
         commander: Option<Commander>,
     ) -> io::Result<ControlServer> {
-        if path.exists() {
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            if !meta.file_type().is_socket() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!(
+                        "control socket path {} is taken by a file that is not a socket: \
+                         set [daemon] control_socket to another path, or move that file away",
+                        path.display()
+                    ),
+                ));
+            }
             if UnixStream::connect(path).is_ok() {
                 return Err(io::Error::new(
                     io::ErrorKind::AddrInUse,
@@ -97,12 +113,31 @@ impl ControlServer {
             uid: nix::unistd::geteuid().as_raw(),
         });
         let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready) = std::sync::mpsc::sync_channel(1);
         let thread = {
             let stop = stop.clone();
             std::thread::Builder::new()
                 .name("bloatbox-control".into())
-                .spawn(move || accept_loop(listener, &shared, &stop))?
+                .spawn(move || {
+                    // Serve nothing with a privilege.
+                    let dropped = crate::privilege::drop_all().map_err(|e| e.to_string());
+                    let ok = dropped.is_ok();
+                    let _ = ready_tx.send(dropped);
+                    if ok {
+                        accept_loop(listener, &shared, &stop);
+                    }
+                })?
         };
+        let dropped = ready
+            .recv()
+            .unwrap_or_else(|_| Err("the accept thread died at start".to_string()));
+        if let Err(e) = dropped {
+            let _ = thread.join();
+            let _ = std::fs::remove_file(path);
+            return Err(io::Error::other(format!(
+                "control socket thread: dropping capabilities: {e}"
+            )));
+        }
         Ok(ControlServer {
             path: path.to_path_buf(),
             stop,
@@ -180,6 +215,13 @@ fn serve_client(stream: UnixStream, shared: &Shared) -> io::Result<()> {
     stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
     let mut out = &stream;
     if !peer_allowed(&stream, shared.uid)? {
+        // The refusal is the reply to the first request, read (bounded) and
+        // ignored: a reply sent before the client has written would make
+        // its write fail (EPIPE) and hide the reason.
+        let mut first = Vec::new();
+        let _ = BufReader::new(&stream)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut first);
         writeln!(
             out,
             "{}",
@@ -229,6 +271,7 @@ fn handle(req: Request, shared: &Shared) -> String {
 fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
     match req {
         Request::Snapshot => Ok(to_json(&*latest(shared)?)),
+        Request::Metrics => Ok(serde_json::json!(crate::metrics::render(&*latest(shared)?))),
         Request::Stats => {
             let mut snap = (*latest(shared)?).clone();
             if let Some(base) = lock(&shared.baseline).as_ref() {
@@ -277,14 +320,16 @@ fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
             Ok(serde_json::json!({ "output": output, "config": config }))
         }
         Request::Set { args } => {
+            // Parsed (and trace files read) here, not on the datapath.
+            let plan = super::set::parse_set(&args)?;
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
             commander(shared)?
-                .send(Command::EditLink { args, reply: tx })
+                .send(Command::EditLink { plan, reply: tx })
                 .map_err(|e| e.to_string())?;
-            let p = rx
+            let effective = rx
                 .recv_timeout(COMMAND_TIMEOUT)
                 .map_err(|_| format!("the datapath did not answer within {COMMAND_TIMEOUT:?}"))??;
-            Ok(serde_json::json!({ "left": p[0], "right": p[1] }))
+            Ok(to_json(&effective))
         }
         Request::Shutdown => {
             commander(shared)?

@@ -2,15 +2,301 @@
 //! `left.tx_ring=64`, `right.rx-usecs=20`... (device `left` is the
 //! left→right direction), or whole `ethtool -C|-G left|right ...` lines.
 //! Applied to a copy of both directions' parameters: all or nothing.
+//!
+//! The link shape keys of the configuration work too (`SetPlan`):
+//! `left.netem="delay 10ms 2ms loss 1%"` (all impairments at once),
+//! `left.trace=FILE`, `left.schedule=FILE` (empty: none), `left.framing=pppoe`,
+//! `left.seed=7`, and single impairments merged into the running ones:
+//! `left.jitter=2ms`, `left.distribution=normal`, `left.loss=1%` (or
+//! `gemodel ...`, `state ...`, `none`), `left.duplicate=0.5%`,
+//! `left.corrupt=0.1%`, `left.reorder="25% gap 5"` (or `none`). Files are
+//! read and values parsed where the request arrives (`parse_set`), so the
+//! datapath only swaps the result in (`SetPlan::apply_to`).
 
-use crate::bridge::Dir;
-use crate::link::LinkParams;
+use crate::bridge::{Bridge, Dir};
+use crate::link::impair::{format_netem, parse_netem, Loss};
+use crate::link::{Framing, Impairments, LinkParams, LinkShape, Schedule};
+use crate::time::Instant;
 use crate::tui::LinkField;
 
 const USAGE: &str =
     "expected DEV.FIELD=VALUE with DEV left or right and FIELD one of rate, delay, \
-tx_ring, bql, tx_usecs, tx_frames, rx_usecs, rx_frames (e.g. left.rate=10mbit), or an \
-ethtool -C/-G line";
+tx_ring, bql, tx_usecs, tx_frames, rx_usecs, rx_frames (e.g. left.rate=10mbit), or a \
+shape key: netem, trace, schedule, framing, seed, jitter, distribution, loss, duplicate, \
+corrupt, reorder (e.g. left.loss=1%); or an ethtool -C/-G line";
+
+/// The shape keys, as `set` takes them.
+const SHAPE_KEYS: [&str; 11] = [
+    "netem",
+    "trace",
+    "schedule",
+    "framing",
+    "seed",
+    "jitter",
+    "distribution",
+    "loss",
+    "duplicate",
+    "corrupt",
+    "reorder",
+];
+
+/// One change to a direction's `LinkShape`, parsed and with its file read.
+#[derive(Clone, Debug, PartialEq)]
+enum ShapeEdit {
+    /// All impairments (the seed is kept).
+    Netem(Impairments),
+    Jitter {
+        ns: u64,
+        correlation: f64,
+    },
+    Distribution(crate::link::impair::Distribution),
+    Loss(Loss),
+    Duplicate(f64, f64),
+    Corrupt(f64, f64),
+    Reorder(Option<crate::link::impair::Reorder>),
+    Schedule(Option<Schedule>),
+    Framing(Framing),
+    Seed(u64),
+}
+
+impl ShapeEdit {
+    /// Parses `value` for shape key `key` (file paths are read now).
+    fn parse(key: &str, value: &str) -> Result<ShapeEdit, String> {
+        let tokens: Vec<&str> = value.split_whitespace().collect();
+        let none = tokens.is_empty() || tokens == ["none"];
+        // A single netem option, through the netem parser.
+        let netem = |prefix: &[&str]| {
+            let all: Vec<&str> = prefix
+                .iter()
+                .copied()
+                .chain(tokens.iter().copied())
+                .collect();
+            parse_netem(&all)
+        };
+        Ok(match key {
+            "netem" if none => ShapeEdit::Netem(Impairments::default()),
+            "netem" => ShapeEdit::Netem(parse_netem(&tokens)?),
+            "jitter" if none => ShapeEdit::Jitter {
+                ns: 0,
+                correlation: 0.0,
+            },
+            "jitter" => {
+                let imp = netem(&["delay", "0"])?;
+                ShapeEdit::Jitter {
+                    ns: imp.jitter_ns,
+                    correlation: imp.jitter_correlation,
+                }
+            }
+            "distribution" => {
+                ShapeEdit::Distribution(netem(&["delay", "0", "1", "distribution"])?.distribution)
+            }
+            "loss" if none => ShapeEdit::Loss(Loss::None),
+            "loss" => ShapeEdit::Loss(netem(&["loss"])?.loss),
+            "duplicate" if none => ShapeEdit::Duplicate(0.0, 0.0),
+            "duplicate" => {
+                let imp = netem(&["duplicate"])?;
+                ShapeEdit::Duplicate(imp.duplicate, imp.duplicate_correlation)
+            }
+            "corrupt" if none => ShapeEdit::Corrupt(0.0, 0.0),
+            "corrupt" => {
+                let imp = netem(&["corrupt"])?;
+                ShapeEdit::Corrupt(imp.corrupt, imp.corrupt_correlation)
+            }
+            "reorder" if none => ShapeEdit::Reorder(None),
+            // A placeholder delay: reordering is checked against the
+            // merged shape's delay when applied.
+            "reorder" => ShapeEdit::Reorder(netem(&["delay", "1", "reorder"])?.reorder),
+            "trace" | "schedule" if value.trim().is_empty() => ShapeEdit::Schedule(None),
+            "trace" | "schedule" => {
+                let path = value.trim();
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read the {key} file {path}: {e}"))?;
+                let parsed = if key == "trace" {
+                    Schedule::parse_mahimahi(&text)
+                } else {
+                    Schedule::parse_native(&text)
+                };
+                ShapeEdit::Schedule(Some(parsed.map_err(|e| format!("in {path}: {e}"))?))
+            }
+            "framing" if none => ShapeEdit::Framing(Framing::default()),
+            "framing" => ShapeEdit::Framing(Framing::parse(&tokens).map_err(|e| e.to_string())?),
+            "seed" => ShapeEdit::Seed(value.trim().parse().map_err(|_| {
+                format!("seed \"{value}\": expected an integer 0..=18446744073709551615")
+            })?),
+            _ => return Err(format!("field \"{key}\" is unknown; {USAGE}")),
+        })
+    }
+
+    fn apply(&self, shape: &mut LinkShape) {
+        let imp = &mut shape.impairments;
+        match self.clone() {
+            ShapeEdit::Netem(new) => {
+                *imp = Impairments {
+                    seed: imp.seed,
+                    ..new
+                }
+            }
+            ShapeEdit::Jitter { ns, correlation } => {
+                (imp.jitter_ns, imp.jitter_correlation) = (ns, correlation)
+            }
+            ShapeEdit::Distribution(d) => imp.distribution = d,
+            ShapeEdit::Loss(l) => imp.loss = l,
+            ShapeEdit::Duplicate(p, c) => (imp.duplicate, imp.duplicate_correlation) = (p, c),
+            ShapeEdit::Corrupt(p, c) => (imp.corrupt, imp.corrupt_correlation) = (p, c),
+            ShapeEdit::Reorder(r) => imp.reorder = r,
+            ShapeEdit::Schedule(s) => shape.schedule = s,
+            ShapeEdit::Framing(f) => shape.framing = f,
+            ShapeEdit::Seed(seed) => imp.seed = seed,
+        }
+    }
+}
+
+/// `set` arguments, parsed: link arguments (applied by `apply_set`) and
+/// shape edits.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SetPlan {
+    link: Vec<String>,
+    shape: Vec<(String, Dir, ShapeEdit)>,
+}
+
+/// What a direction's shape is after a `set`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ShapeReport {
+    /// The impairments as netem options (with the seed).
+    pub netem: String,
+    /// "none", or the schedule's kind and length.
+    pub schedule: String,
+    pub framing: Framing,
+}
+
+impl ShapeReport {
+    pub fn of(shape: &LinkShape) -> ShapeReport {
+        ShapeReport {
+            netem: format_netem(&shape.impairments),
+            schedule: match &shape.schedule {
+                None => "none".into(),
+                Some(Schedule::Steps { steps, repeat_ns }) => format!(
+                    "{} steps{}",
+                    steps.len(),
+                    repeat_ns.map_or(String::new(), |r| format!(", repeating every {r} ns"))
+                ),
+                Some(Schedule::Trace { opportunities_ms }) => {
+                    format!("mahimahi trace, {} opportunities", opportunities_ms.len())
+                }
+            },
+            framing: shape.framing,
+        }
+    }
+}
+
+/// The effective configuration of both directions after a `set`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Effective {
+    pub left: LinkParams,
+    pub right: LinkParams,
+    pub shape: ShapeReports,
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ShapeReports {
+    pub left: ShapeReport,
+    pub right: ShapeReport,
+}
+
+/// Parses `set` arguments (reading trace and schedule files); link fields
+/// are checked when applied. The error names the argument.
+pub fn parse_set(args: &[String]) -> Result<SetPlan, String> {
+    if args.is_empty() {
+        return Err(format!("nothing to set: {USAGE}"));
+    }
+    let mut plan = SetPlan::default();
+    for arg in args {
+        let shape_key = arg
+            .split_once('=')
+            .and_then(|(key, value)| Some((key.split_once('.')?, value)))
+            .filter(|((_, name), _)| SHAPE_KEYS.contains(name));
+        match shape_key {
+            Some(((dev, name), value)) => {
+                let dir = dir_of(dev)
+                    .ok_or_else(|| format!("\"{arg}\": device \"{dev}\" is unknown; {USAGE}"))?;
+                let edit = ShapeEdit::parse(name, value).map_err(|e| format!("\"{arg}\": {e}"))?;
+                plan.shape.push((arg.clone(), dir, edit));
+            }
+            None => plan.link.push(arg.clone()),
+        }
+    }
+    Ok(plan)
+}
+
+/// Makes the relative paths of `trace`/`schedule` arguments absolute from
+/// `cwd` (the client's working directory, not the daemon's).
+pub fn absolute_paths(args: &[String], cwd: &std::path::Path) -> Vec<String> {
+    args.iter()
+        .map(|arg| match arg.split_once('=') {
+            Some((key, path))
+                if (key.ends_with(".trace") || key.ends_with(".schedule"))
+                    && !path.trim().is_empty()
+                    && std::path::Path::new(path.trim()).is_relative() =>
+            {
+                format!("{key}={}", cwd.join(path.trim()).display())
+            }
+            _ => arg.clone(),
+        })
+        .collect()
+}
+
+impl SetPlan {
+    /// Applies the plan to copies of both directions' parameters and
+    /// shapes, then validates the shapes; on error nothing changes and the
+    /// message names the argument.
+    pub fn apply(
+        &self,
+        params: &mut [LinkParams; 2],
+        shapes: &mut [LinkShape; 2],
+    ) -> Result<(), String> {
+        let mut next = *params;
+        if !self.link.is_empty() {
+            apply_set(&self.link, &mut next)?;
+        }
+        let mut next_shapes = shapes.clone();
+        for (arg, dir, edit) in &self.shape {
+            let shape = &mut next_shapes[dir.index()];
+            edit.apply(shape);
+            shape.validate().map_err(|e| format!("\"{arg}\": {e}"))?;
+        }
+        *params = next;
+        *shapes = next_shapes;
+        Ok(())
+    }
+
+    /// Applies the plan to the running bridge at `now`, all or nothing
+    /// (only the directions that change are touched); returns the
+    /// effective configuration.
+    pub fn apply_to(&self, bridge: &mut Bridge, now: Instant) -> Result<Effective, String> {
+        let mut params = Dir::ALL.map(|d| *bridge.path(d).params());
+        let mut shapes = Dir::ALL.map(|d| bridge.path(d).shape().clone());
+        self.apply(&mut params, &mut shapes)?;
+        for d in Dir::ALL {
+            let path = bridge.path_mut(d);
+            if params[d.index()] != *path.params() {
+                path.set_params(params[d.index()], now);
+            }
+            if shapes[d.index()] != *path.shape() {
+                // Validated by `apply`, so this cannot fail.
+                path.set_shape(shapes[d.index()].clone(), now)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(Effective {
+            left: params[0],
+            right: params[1],
+            shape: ShapeReports {
+                left: ShapeReport::of(&shapes[0]),
+                right: ShapeReport::of(&shapes[1]),
+            },
+        })
+    }
+}
 
 fn dir_of(dev: &str) -> Option<Dir> {
     match dev {
@@ -113,5 +399,158 @@ mod tests {
             assert_eq!(p, [LinkParams::default(); 2], "{bad}");
         }
         assert!(apply_set(&[], &mut p).is_err());
+    }
+
+    fn shapes() -> [LinkShape; 2] {
+        [LinkShape::default(), LinkShape::default()]
+    }
+
+    #[test]
+    fn shape_keys_merge_into_the_running_shape() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("t.trace");
+        std::fs::write(&trace, "1\n2\n").unwrap();
+        let (mut p, mut s) = ([LinkParams::default(); 2], shapes());
+        s[0].impairments.seed = 9;
+        let plan = parse_set(&args(&[
+            "left.netem=delay 5ms loss 2%",
+            "left.jitter=1ms",
+            "left.distribution=normal",
+            "left.duplicate=0.5%",
+            "right.netem=delay 5ms",
+            "right.loss=gemodel 1% 10%",
+            "right.reorder=25% gap 3",
+            "right.corrupt=0.1%",
+            &format!("right.trace={}", trace.display()),
+            "right.framing=pppoe",
+            "right.seed=42",
+            "left.rate=10mbit",
+        ]))
+        .unwrap();
+        plan.apply(&mut p, &mut s).unwrap();
+        let l = &s[0].impairments;
+        assert_eq!(l.seed, 9, "netem keeps the running seed");
+        assert_eq!((l.delay_ns, l.jitter_ns), (5_000_000, 1_000_000));
+        assert_eq!(l.distribution, crate::link::impair::Distribution::Normal);
+        assert_eq!(
+            l.loss,
+            Loss::Random {
+                percent: 2.0,
+                correlation: 0.0
+            }
+        );
+        assert_eq!(l.duplicate, 0.5);
+        assert_eq!(p[0].rate_bytes_ps, 1_250_000);
+        let r = &s[1].impairments;
+        assert!(matches!(r.loss, Loss::GilbertElliott { p, r, .. } if p == 1.0 && r == 10.0));
+        assert_eq!(r.reorder.as_ref().map(|r| r.gap), Some(3));
+        assert_eq!(r.corrupt, 0.1);
+        assert_eq!(r.seed, 42);
+        assert!(
+            matches!(&s[1].schedule, Some(Schedule::Trace { opportunities_ms }) if opportunities_ms.len() == 2)
+        );
+        assert_eq!(s[1].framing.overhead, 8);
+        let report = ShapeReport::of(&s[1]);
+        assert!(report.netem.contains("seed 42"), "{report:?}");
+        assert!(report.schedule.contains("2 opportunities"), "{report:?}");
+        // Clearing.
+        let plan = parse_set(&args(&[
+            "right.trace=",
+            "right.loss=none",
+            "right.reorder=none",
+        ]))
+        .unwrap();
+        plan.apply(&mut p, &mut s).unwrap();
+        assert_eq!(s[1].schedule, None);
+        assert_eq!(s[1].impairments.loss, Loss::None);
+        assert_eq!(s[1].impairments.reorder, None);
+    }
+
+    #[test]
+    fn bad_shape_values_change_nothing_and_name_the_argument() {
+        let (mut p, mut s) = ([LinkParams::default(); 2], shapes());
+        for bad in [
+            "left.loss=lots",
+            "left.jitter=soon",
+            "left.distribution=weird",
+            "left.seed=-1",
+            "left.framing=ethernet-ish",
+            "left.trace=/no/such/trace",
+            "left.netem=limit 100",
+            "middle.loss=1%",
+        ] {
+            let e = parse_set(&args(&["right.delay=5ms", bad])).unwrap_err();
+            assert!(e.contains(bad), "{bad}: {e}");
+        }
+        // Parsed fine, refused when applied: a bad link field anywhere
+        // leaves the shapes untouched too.
+        let plan = parse_set(&args(&["left.loss=5%", "left.rate=fast"])).unwrap();
+        assert!(plan.apply(&mut p, &mut s).is_err());
+        assert_eq!((p, s.clone()), ([LinkParams::default(); 2], shapes()));
+        assert!(parse_set(&[]).is_err());
+        // Reordering needs a delay to jump over: checked on the merged shape.
+        let e = parse_set(&args(&["left.reorder=25%"]))
+            .unwrap()
+            .apply(&mut p, &mut s)
+            .unwrap_err();
+        assert!(e.contains("left.reorder=25%") && e.contains("delay"), "{e}");
+        assert_eq!(s, shapes());
+    }
+
+    #[test]
+    fn relative_trace_paths_are_made_absolute() {
+        let cwd = std::path::Path::new("/home/u");
+        let out = absolute_paths(
+            &args(&[
+                "left.trace=t.trace",
+                "right.schedule=/abs/s",
+                "left.trace=",
+                "left.rate=1mbit",
+            ]),
+            cwd,
+        );
+        assert_eq!(
+            out,
+            args(&[
+                "left.trace=/home/u/t.trace",
+                "right.schedule=/abs/s",
+                "left.trace=",
+                "left.rate=1mbit"
+            ])
+        );
+    }
+
+    #[test]
+    fn the_running_bridge_changes_atomically() {
+        use crate::qdisc::{pfifo_fast::PfifoFast, QdiscCtx};
+        let path = || {
+            crate::link::Path::new(
+                LinkParams::default(),
+                Box::new(PfifoFast::new(QdiscCtx::default())),
+            )
+        };
+        let mut b = Bridge::new(path(), path());
+        let t = Instant::from_millis(1);
+        let eff = parse_set(&args(&["left.loss=1%", "right.rate=1mbit"]))
+            .unwrap()
+            .apply_to(&mut b, t)
+            .unwrap();
+        assert!(eff.shape.left.netem.contains("loss 1%"), "{eff:?}");
+        assert_eq!(eff.right.rate_bytes_ps, 125_000);
+        assert_eq!(
+            b.path(Dir::LeftToRight).shape().impairments.loss,
+            Loss::Random {
+                percent: 1.0,
+                correlation: 0.0
+            }
+        );
+        assert_eq!(b.path(Dir::RightToLeft).params().rate_bytes_ps, 125_000);
+        let before = b.path(Dir::LeftToRight).shape().clone();
+        let e = parse_set(&args(&["left.loss=2%", "left.tx_ring=none"]))
+            .unwrap()
+            .apply_to(&mut b, t)
+            .unwrap_err();
+        assert!(e.contains("tx_ring"), "{e}");
+        assert_eq!(*b.path(Dir::LeftToRight).shape(), before);
     }
 }

@@ -114,6 +114,39 @@ pub struct PathTotals {
     /// own kernel queue (the daemon did not read in time) plus those the
     /// receiving TAP refused.
     pub tap_drops: u64,
+    /// Frames that entered this direction of the link.
+    pub frames: u64,
+    /// Batches the qdisc handed to the emulated NIC (TX doorbells).
+    pub xmit_batches: u64,
+}
+
+impl PathTotals {
+    /// TX doorbells per frame: 1 without bulk dequeue, less with it when a
+    /// backlog forms.
+    pub fn doorbells_per_frame(&self) -> f64 {
+        self.xmit_batches as f64 / self.frames.max(1) as f64
+    }
+}
+
+/// What the datapath thread spent on the whole run (link up to link
+/// down, warm-up included).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct DatapathTotals {
+    /// Frames that entered the emulated link, both directions.
+    pub frames: u64,
+    /// Times `epoll_wait` returned with events.
+    pub wakeups: u64,
+    /// CPU time of the datapath thread, ns.
+    pub cpu_ns: u64,
+}
+
+impl DatapathTotals {
+    pub fn wakeups_per_frame(&self) -> f64 {
+        self.wakeups as f64 / self.frames.max(1) as f64
+    }
+    pub fn cpu_ns_per_frame(&self) -> f64 {
+        self.cpu_ns as f64 / self.frames.max(1) as f64
+    }
 }
 
 /// One configuration's result.
@@ -123,6 +156,10 @@ pub struct ConfigResult {
     pub summary: RrulSummary,
     /// left→right, right→left.
     pub paths: [PathTotals; 2],
+    pub datapath: DatapathTotals,
+    /// Each direction's qdisc tree at the end of the run (left→right,
+    /// right→left), with per-queue / per-class counters.
+    pub final_qdiscs: [QdiscDump; 2],
     pub raw: RrulRaw,
 }
 
@@ -221,12 +258,21 @@ pub fn run_one(
                     Dir::LeftToRight => last.right_port.tx_full_drops,
                     Dir::RightToLeft => last.left_port.tx_full_drops,
                 },
+            frames: p.counters.frames_in,
+            xmit_batches: p.counters.xmit_batches,
         }
     });
+    let datapath = DatapathTotals {
+        frames: paths.iter().map(|p| p.frames).sum(),
+        wakeups: last.wakeups.total,
+        cpu_ns: last.wakeups.cpu_ns,
+    };
     Ok(ConfigResult {
         name: cand.name.clone(),
         summary: raw.summary(opts.warmup.as_secs_f64()),
         paths,
+        datapath,
+        final_qdiscs: Dir::ALL.map(|d| last.bridge.path(d).qdisc.clone()),
         raw,
     })
 }

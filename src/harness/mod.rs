@@ -8,6 +8,12 @@
 //! the namespaces and TAPs, a control socket under `/run/bloatbox/`), so
 //! links in parallel tests and parallel processes never collide.
 //!
+//! `LinkBuilder::rootless` puts the link in anonymous namespaces instead
+//! (`crate::rootless`): no root needed once the process is uid 0 of a user
+//! namespace (`bloatbox run --rootless` enters one; a test binary can run
+//! under `unshare -Ur`). `command`, `run_in` and teardown then use the
+//! namespace descriptors; the namespace names are labels only.
+//!
 //! ```no_run
 //! use bloatbox::harness::{Link, Side};
 //! use bloatbox::bridge::Dir;
@@ -56,6 +62,7 @@ use crate::bridge::Dir;
 use crate::config::{Config, ConfigError, Direction, Endpoint};
 use crate::datapath::{Command as DpCommand, DatapathError, LiveSnapshot};
 use crate::link::LinkParams;
+pub use crate::rootless::Backend;
 use crate::time::{Clock, MonotonicClock};
 
 /// Where `ip netns add` mounts named namespaces.
@@ -153,6 +160,8 @@ pub struct LinkBuilder {
     name: Option<String>,
     sets: Vec<String>,
     realtime: Option<u8>,
+    capture: Option<crate::capture::CaptureSpec>,
+    rootless: Option<Backend>,
 }
 
 impl Default for LinkBuilder {
@@ -162,6 +171,8 @@ impl Default for LinkBuilder {
             name: None,
             sets: Vec::new(),
             realtime: None,
+            capture: None,
+            rootless: None,
         }
     }
 }
@@ -195,11 +206,31 @@ impl LinkBuilder {
         self
     }
 
+    /// Capture the link into pcapng files (`crate::capture`); they are
+    /// complete once the link is shut down or dropped.
+    pub fn capture(mut self, spec: crate::capture::CaptureSpec) -> Self {
+        self.capture = Some(spec);
+        self
+    }
+
+    /// Bring the link up in anonymous namespaces with ports of `backend`
+    /// (see `crate::rootless`); the control socket goes under
+    /// `rootless::control_socket_dir()`. The process must already be able to
+    /// create network namespaces (root, or uid 0 of a user namespace).
+    pub fn rootless(mut self, backend: Backend) -> Self {
+        self.rootless = Some(backend);
+        self
+    }
+
     /// The configuration the link would run with.
     pub fn resolve(&self) -> Result<(Config, String), HarnessError> {
         let name = self.name.clone().unwrap_or_else(unique_name);
         let mut cfg = self.config.clone();
         apply_name(&mut cfg, &name)?;
+        if self.rootless.is_some() {
+            let socket = crate::rootless::control_socket_dir().join(format!("{name}.sock"));
+            cfg.daemon.control_socket = Some(socket.display().to_string());
+        }
         for s in &self.sets {
             cfg.apply_override(s)?;
         }
@@ -214,10 +245,23 @@ impl LinkBuilder {
     /// process whose id was reused (e.g. a SIGKILLed run in a container).
     pub fn up(self) -> Result<Link, HarnessError> {
         let (cfg, name) = self.resolve()?;
-        if self.name.is_none() {
+        if self.rootless.is_some() {
+            // The default place, in a shared /tmp perhaps: made private.
+            let dir = crate::rootless::control_socket_dir();
+            if cfg.control_socket().parent() == Some(dir.as_path()) {
+                crate::rootless::prepare_private_dir(&dir)
+                    .map_err(|e| HarnessError::Up(e.into()))?;
+            }
+        } else if self.name.is_none() {
             remove_leftovers(&cfg);
         }
-        Link::start(cfg, name, self.realtime)
+        Link::start(
+            cfg,
+            name,
+            self.realtime,
+            self.capture.as_ref(),
+            self.rootless,
+        )
     }
 }
 
@@ -257,8 +301,15 @@ impl Link {
         LinkBuilder::default()
     }
 
-    fn start(config: Config, name: String, realtime: Option<u8>) -> Result<Link, HarnessError> {
-        let live = crate::app::start_link(&config, realtime).map_err(HarnessError::Up)?;
+    fn start(
+        config: Config,
+        name: String,
+        realtime: Option<u8>,
+        capture: Option<&crate::capture::CaptureSpec>,
+        rootless: Option<Backend>,
+    ) -> Result<Link, HarnessError> {
+        let live = crate::app::start_link(&config, realtime, capture, rootless)
+            .map_err(HarnessError::Up)?;
         let params = Mutex::new([
             config.link_params(Direction::LeftToRight),
             config.link_params(Direction::RightToLeft),
@@ -286,6 +337,11 @@ impl Link {
 
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The namespaces of a rootless link (`None` for named ones).
+    pub fn rootless(&self) -> Option<&crate::rootless::Namespaces> {
+        self.live().guard.rootless()
     }
 
     /// One side's namespace, TAP and addresses.
@@ -340,7 +396,16 @@ impl Link {
         T: Send,
         F: FnOnce() -> T + Send,
     {
-        in_netns(&self.endpoint(side).namespace, f)
+        match self.rootless() {
+            Some(r) => r
+                .side(side)
+                .enter(f)
+                .map_err(|source| HarnessError::Namespace {
+                    ns: self.endpoint(side).namespace.clone(),
+                    source,
+                }),
+            None => in_netns(&self.endpoint(side).namespace, f),
+        }
     }
 
     /// `program` to be run inside `side`'s namespace with the side's
@@ -353,7 +418,11 @@ impl Link {
         let ns = &self.endpoint(side).namespace;
         let mut cmd = Command::new(program);
         cmd.envs(self.env(side));
-        match File::open(Path::new(NETNS_DIR).join(ns)) {
+        let netns = match self.rootless() {
+            Some(r) => r.side(side).fd().try_clone().map(File::from),
+            None => File::open(Path::new(NETNS_DIR).join(ns)),
+        };
+        match netns {
             Ok(file) => {
                 // SAFETY: only async-signal-safe calls (setns, sigprocmask)
                 // between fork and exec; the descriptor is close-on-exec.
@@ -456,6 +525,7 @@ impl Link {
         let live = self.live.take().expect("the link is up until shutdown");
         drop(live.control);
         let last = live.datapath.shutdown();
+        drop(live.capture);
         drop(live.guard);
         Ok(last?)
     }
@@ -464,7 +534,16 @@ impl Link {
     /// until they are gone.
     fn kill_namespace_processes(&self) {
         for side in [Side::Left, Side::Right] {
-            kill_netns_processes(&self.endpoint(side).namespace);
+            match self.rootless() {
+                Some(r) => {
+                    let ns = r.side(side);
+                    kill_until_gone(&format!("net:[{}]", ns.inode()), || ns.pids());
+                }
+                None => {
+                    let ns = &self.endpoint(side).namespace;
+                    kill_until_gone(ns, || netns_pids(ns));
+                }
+            }
         }
     }
 }
@@ -578,9 +657,15 @@ fn netns_pids(ns: &str) -> Vec<i32> {
 
 /// SIGKILLs every process in namespace `ns` until none is left (bounded).
 pub fn kill_netns_processes(ns: &str) {
+    kill_until_gone(ns, || netns_pids(ns));
+}
+
+/// SIGKILLs the processes `pids` lists (those inside namespace `ns`) until
+/// it lists none (bounded).
+fn kill_until_gone(ns: &str, pids: impl Fn() -> Vec<i32>) {
     let deadline = std::time::Instant::now() + KILL_GRACE;
     loop {
-        let pids = netns_pids(ns);
+        let pids = pids();
         if pids.is_empty() {
             return;
         }

@@ -15,7 +15,7 @@
 //! when `bloatbox run` itself got signal N; 124 when the right side never
 //! became ready; 125 when bloatbox could not run (configuration, set-up).
 
-use std::io::IsTerminal;
+use std::io::{self, IsTerminal};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ExitStatus, Stdio};
@@ -80,6 +80,14 @@ pub struct RunArgs {
     /// keeps pacing exact on a busy CI runner.
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
     pub realtime: Option<u8>,
+    #[command(flatten)]
+    pub capture: crate::capture::CaptureArgs,
+    /// Run without root: in a user namespace of its own, with anonymous
+    /// namespaces and TAPs (needs /dev/net/tun open to the user) or veth
+    /// pairs read through AF_PACKET; auto picks TAP when it can. Nothing is
+    /// named in /run/netns: `bloatbox exec` cannot reach the link.
+    #[arg(long, value_name = "BACKEND", num_args = 0..=1, require_equals = true, default_missing_value = "auto")]
+    pub rootless: Option<super::Backend>,
     /// The left command and its arguments, run without a shell (default:
     /// --left, else $SHELL).
     #[arg(last = true, value_name = "CMD")]
@@ -176,11 +184,29 @@ impl Proc {
     fn spawn(
         mut cmd: std::process::Command,
         own_group: bool,
+        rootless: bool,
         record: Record,
         t0: Instant,
     ) -> anyhow::Result<Proc> {
         if own_group {
             cmd.process_group(0);
+        }
+        if rootless {
+            // Nothing named outlives the run: the commands die with it even
+            // when it is SIGKILLed, and with them the last namespace users.
+            let parent = nix::unistd::getpid();
+            // SAFETY: prctl and getppid only, async-signal-safe, between
+            // fork and exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+                    // The run died before the signal was armed.
+                    if nix::unistd::getppid() != parent {
+                        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+                    }
+                    Ok(())
+                });
+            }
         }
         let child = cmd
             .spawn()
@@ -268,6 +294,10 @@ pub fn run(args: &RunArgs) -> u8 {
 }
 
 fn run_inner(args: &RunArgs) -> anyhow::Result<u8> {
+    if args.rootless.is_some() {
+        // While this process still has a single thread.
+        crate::rootless::ensure_namespace_admin()?;
+    }
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = TerminationSignals::block()?;
     let mut builder = LinkBuilder::default().config(crate::app::load(args.config.as_deref())?);
@@ -279,6 +309,12 @@ fn run_inner(args: &RunArgs) -> anyhow::Result<u8> {
     }
     if let Some(prio) = args.realtime {
         builder = builder.realtime(prio);
+    }
+    if let Some(spec) = args.capture.spec() {
+        builder = builder.capture(spec);
+    }
+    if let Some(backend) = args.rootless {
+        builder = builder.rootless(backend);
     }
     let t0 = Instant::now();
     let link = builder.up()?;
@@ -303,6 +339,7 @@ fn run_inner(args: &RunArgs) -> anyhow::Result<u8> {
         "left": endpoint_json(&link, Side::Left),
         "right": endpoint_json(&link, Side::Right),
     });
+    let rootless = link.rootless().map(|r| r.backend());
     let last = link.shutdown();
     let code = match &outcome {
         Outcome::LeftExited(status) => exit_code(*status),
@@ -332,6 +369,7 @@ fn run_inner(args: &RunArgs) -> anyhow::Result<u8> {
             "left": left.as_ref().map(|p| p.record.json()),
             "right": right.as_ref().map(|p| p.record.json()),
             "endpoints": endpoints,
+            "rootless": rootless,
             "link": last.as_ref().ok().map(link_report),
             "error": last.as_ref().err().map(|e| e.to_string()),
         });
@@ -362,7 +400,7 @@ fn drive(
             command: vec!["sh".into(), "-c".into(), script.clone()],
             ..Record::default()
         };
-        match Proc::spawn(cmd, true, record, t0) {
+        match Proc::spawn(cmd, true, link.rootless().is_some(), record, t0) {
             Ok(p) => *right = Some(p),
             Err(e) => return Outcome::Failed(e),
         }
@@ -400,7 +438,7 @@ fn drive(
         command,
         ..Record::default()
     };
-    let mut proc = match Proc::spawn(cmd, own_group, record, t0) {
+    let mut proc = match Proc::spawn(cmd, own_group, link.rootless().is_some(), record, t0) {
         Ok(p) => p,
         Err(e) => return Outcome::Failed(e),
     };

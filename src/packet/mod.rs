@@ -63,6 +63,9 @@ pub struct PacketMeta {
     pub priority: u32,
     /// TX queue for mq (chosen by flow hash at ingress).
     pub queue_mapping: u16,
+    /// Why the core freed the frame (set when a path counts the drop; read
+    /// by the capture).
+    pub dropped: Option<DropReason>,
 }
 
 impl PacketMeta {

@@ -180,10 +180,15 @@ impl Sim {
             let qdisc = build_qdisc(dir, &lines, &params, cfg.tx_queues(dir), rng.next_u64())?;
             let observed = Box::new(Observed::new(qdisc, log.clone()));
             let mut path = Path::new(params, observed);
-            if let Some(mut imp) = sc.impairments(dir)? {
-                imp.seed = rng.next_u64();
-                path.set_impairments(imp, Instant::ZERO)
-                    .map_err(|e| SimError::Scenario(format!("netem.{}: {e}", dir.table_key())))?;
+            let shape = sc.link_shape(dir, &mut || rng.next_u64())?;
+            let shaped = sc.impairments(dir)?.is_some()
+                || !shape.impairments.is_none()
+                || shape.schedule.is_some()
+                || shape.framing != crate::link::Framing::default();
+            if shaped {
+                path.set_shape(shape, Instant::ZERO).map_err(|e| {
+                    SimError::Scenario(format!("link shape of {}: {e}", dir.arrow()))
+                })?;
             }
             Ok::<_, SimError>(path)
         };

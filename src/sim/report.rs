@@ -23,6 +23,8 @@ pub struct Percentiles {
     pub p99: u64,
     pub max: u64,
     pub mean: f64,
+    /// Population standard deviation (what ping prints as mdev).
+    pub stdev: f64,
 }
 
 impl Percentiles {
@@ -35,6 +37,7 @@ impl Percentiles {
             p99: h.value_at_quantile(0.99),
             max: h.max(),
             mean: h.mean(),
+            stdev: h.stdev(),
         })
     }
 }

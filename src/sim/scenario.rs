@@ -47,6 +47,7 @@ use super::SimError;
 pub use crate::config::Direction;
 use crate::config::{Config, LinkSettings, TapSettings};
 use crate::link::impair::{parse_netem, Impairments};
+use crate::link::LinkShape;
 use crate::units;
 use serde::{Deserialize, Deserializer};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -340,9 +341,20 @@ pub const MAX_SOURCE_FRAMES: f64 = 1e9;
 impl Scenario {
     /// Parses and checks a scenario. Errors carry line and column.
     pub fn from_toml(text: &str) -> Result<Scenario, SimError> {
+        Scenario::parse(text, None)
+    }
+
+    /// Parses and checks a scenario; relative trace and schedule paths of
+    /// `[link]` are joined to `base` (the scenario file's directory).
+    fn parse(text: &str, base: Option<&std::path::Path>) -> Result<Scenario, SimError> {
         let mut s: Scenario =
             toml::from_str(text).map_err(|e| SimError::Scenario(e.to_string()))?;
         s.source = text.to_string();
+        if let Some(base) = base {
+            let mut cfg = s.config();
+            cfg.resolve_paths(base);
+            s.link = cfg.link;
+        }
         s.validate()?;
         Ok(s)
     }
@@ -351,7 +363,7 @@ impl Scenario {
     pub fn from_file(path: &std::path::Path) -> Result<Scenario, SimError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| SimError::Scenario(format!("cannot read {}: {e}", path.display())))?;
-        Scenario::from_toml(&text).map_err(|e| match e {
+        Scenario::parse(&text, path.parent()).map_err(|e| match e {
             SimError::Scenario(m) => SimError::Scenario(format!("{}: {m}", path.display())),
             other => other,
         })
@@ -387,7 +399,7 @@ impl Scenario {
             }));
         }
         for dir in Direction::BOTH {
-            self.impairments(dir)?;
+            self.link_shape(dir, &mut || 0)?;
         }
         let mut flows: u64 = 0;
         let mut frames_total = 0f64;
@@ -551,6 +563,41 @@ impl Scenario {
                 ))
             })?;
         Ok(Some(imp))
+    }
+
+    /// The link shape of `dir` as the daemon builds it from `[link]` (netem,
+    /// trace or schedule, framing, seed), with the `[netem]` table's
+    /// impairments if it has this direction (the two may not both set
+    /// impairments). The seed is the configuration's when a `seed` key is
+    /// written, else `draw()`'s (from the scenario seed) whenever
+    /// impairments are set, so that a scenario's `seed` changes its draws.
+    pub fn link_shape(
+        &self,
+        dir: Direction,
+        draw: &mut dyn FnMut() -> u64,
+    ) -> Result<LinkShape, SimError> {
+        let cfg = self.config();
+        let mut shape = cfg.try_link_shape(dir).map_err(|e| {
+            let line = self.source.find("[link").map_or(0, |at| self.line_of(at));
+            SimError::Scenario(format!("line {line} ([link]): {e}"))
+        })?;
+        let seed_written =
+            self.link.seed.is_some() || self.link.direction(dir).is_some_and(|t| t.seed.is_some());
+        match self.impairments(dir)? {
+            Some(_) if !shape.impairments.is_none() => {
+                return Err(SimError::Scenario(format!(
+                    "netem.{} and a netem key of [link] both set impairments for {}; fix: write them in one place",
+                    dir.table_key(),
+                    dir.arrow()
+                )))
+            }
+            Some(imp) => shape.impairments = Impairments { seed: draw(), ..imp },
+            None if !shape.impairments.is_none() && !seed_written => {
+                shape.impairments.seed = draw()
+            }
+            None => {}
+        }
+        Ok(shape)
     }
 
     /// The daemon configuration this scenario's link corresponds to
@@ -757,5 +804,67 @@ dst = "10.0.0.2:7"
             .unwrap();
         assert_eq!(ep.src, "[fd00::2]:10003".parse().unwrap());
         assert!(!ep.from_left);
+    }
+
+    fn link_netem(seed: u64, extra: &str) -> String {
+        format!(
+            "seed = {seed}\nduration = \"2s\"\n\n[link]\nrate = \"10mbit\"\ndelay = \"5ms\"\n{extra}\n\
+             [link.left_to_right]\nnetem = \"delay 10ms 2ms loss 10%\"\n\n\
+             [[udp]]\nrate = \"2mbit\"\nsize = 500\n"
+        )
+    }
+
+    #[test]
+    fn the_link_netem_keys_act_in_the_simulator_seeded() {
+        let run = |text: &str| crate::sim::run(&Scenario::from_toml(text).unwrap()).unwrap();
+        let a = run(&link_netem(1, ""));
+        let l2r = &a.directions[0];
+        let lost = l2r.drops.get("wire_loss").copied().unwrap_or(0);
+        // 10% of some 1000 frames, well away from 0 and from all.
+        assert!(
+            lost * 20 > l2r.frames_in && lost * 5 < l2r.frames_in,
+            "{lost} of {}",
+            l2r.frames_in
+        );
+        let owd = l2r.owd.as_ref().unwrap();
+        // 5 ms of link delay plus 10 ms ± jitter.
+        assert!(
+            owd.min >= 5_000_000 && owd.max > 15_000_000 && owd.min < 15_000_000,
+            "{owd:?}"
+        );
+        // Same scenario, same draws; another scenario seed, other draws; a
+        // written seed wins over the scenario's.
+        let b = run(&link_netem(1, ""));
+        assert_eq!(a.trace_hash, b.trace_hash);
+        let c = run(&link_netem(2, ""));
+        assert_ne!(a.trace_hash, c.trace_hash);
+        let d = run(&link_netem(1, "seed = 77"));
+        let e = run(&link_netem(2, "seed = 77"));
+        assert_ne!(d.trace_hash, a.trace_hash);
+        assert_eq!(
+            d.directions[0].drops.get("wire_loss"),
+            e.directions[0].drops.get("wire_loss")
+        );
+        // The right→left direction has no netem.
+        assert_eq!(a.directions[1].drops.get("wire_loss"), None);
+    }
+
+    #[test]
+    fn netem_in_both_places_is_refused() {
+        let text = format!(
+            "{}\n[netem]\nleft_to_right = \"loss 1%\"\n",
+            link_netem(1, "")
+        );
+        let e = Scenario::from_toml(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("netem.left_to_right") && e.contains("one place"),
+            "{e}"
+        );
+        // A [netem] direction the link leaves alone is fine.
+        let text = format!(
+            "{}\n[netem]\nright_to_left = \"loss 1%\"\n",
+            link_netem(1, "")
+        );
+        assert!(Scenario::from_toml(&text).is_ok());
     }
 }

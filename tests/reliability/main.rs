@@ -1,8 +1,10 @@
 //! Reliability tests, one binary: frames fuzzed through the real Bridge
 //! (`frames`), parser and ECN fuzzing (`parsers`), and memory bounds under a
-//! flood (`bounds`). The simulated soak (`tests/reliability_soak_sim.rs`)
+//! flood (`bounds`), and the control socket and datapath under faults and
+//! hostile requests (`control`). The simulated soak (`tests/reliability_soak_sim.rs`)
 //! stays a binary of its own because it installs a counting allocator.
 
 mod bounds;
+mod control;
 mod frames;
 mod parsers;
