@@ -7,7 +7,8 @@
 //! Live snapshots are bounded (`FlowListing::Top`): a flow-queueing
 //! discipline lists its N flows with the most backlog and folds the others
 //! into one `FlowSummary`, picked in one pass with a heap of N entries
-//! (`top_flows`), so publishing costs the same with 100 or 65,536 flows.
+//! (`top_flows`): publishing costs one pass over the active flows plus N
+//! rows, instead of a row, a pseudo-class and its text for every flow.
 
 use super::{Handle, QdiscStats};
 use serde_json::{Map, Value};
@@ -109,13 +110,15 @@ pub struct FlowSummary {
 
 impl FlowSummary {
     pub fn add(&mut self, f: &FlowDump) {
-        self.flows += 1;
-        self.backlog += f.backlog;
-        self.qlen += u64::from(f.qlen);
-        self.max_head_sojourn_ns = self.max_head_sojourn_ns.max(f.head_sojourn_ns);
-        self.drops += f.drops;
-        self.ecn_marks += f.ecn_marks;
-        self.sent_bytes += f.sent_bytes;
+        self.merge(&FlowSummary {
+            flows: 1,
+            backlog: f.backlog,
+            qlen: u64::from(f.qlen),
+            max_head_sojourn_ns: f.head_sojourn_ns,
+            drops: f.drops,
+            ecn_marks: f.ecn_marks,
+            sent_bytes: f.sent_bytes,
+        });
     }
 
     /// Both summed up together.
@@ -161,7 +164,7 @@ impl Ord for ByBacklog {
 /// backlogs: lower bucket first), and the others summed up. One pass with
 /// a min-heap of at most `n` entries: O(flows · log n) time, O(n) memory.
 pub fn top_flows(flows: impl Iterator<Item = FlowDump>, n: usize) -> (Vec<FlowDump>, FlowSummary) {
-    let mut heap: BinaryHeap<Reverse<ByBacklog>> = BinaryHeap::with_capacity(n + 1);
+    let mut heap: BinaryHeap<Reverse<ByBacklog>> = BinaryHeap::with_capacity(n.min(4096));
     let mut rest = FlowSummary::default();
     for f in flows {
         if heap.len() < n {
