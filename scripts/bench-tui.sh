@@ -10,10 +10,8 @@
 #
 # The link is unshaped with fq_codel as root qdisc (so the UI has flows to
 # list). Per round and mode: 4 TCP flows (cubic) for DUR seconds and
-# 64-byte UDP for DUR seconds (frames per second received). FLOWS=N adds N
-# extra idle-ish UDP flows (one small datagram each, every 50 ms) so the
-# snapshot has many flow queues to bound. Needs root, iproute2, iperf3,
-# tmux, jq. Everything it creates is named bbu-* and removed on exit. A
+# 64-byte UDP for DUR seconds (frames per second received). Needs root,
+# iproute2, iperf3, tmux, jq. Everything it creates is named bbu-* and removed on exit. A
 # benchmark, not a test: it asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,12 +30,10 @@ cargo build --release -q
 BIN=$PWD/target/release/bloatbox
 TMP=$(mktemp -d)
 DAEMON=""
-FLOOD=""
 TMUX_SERVER="bbu-$$"
 
 cleanup() {
   set +e
-  [ -n "$FLOOD" ] && kill "$FLOOD" 2>/dev/null
   tmux -L "$TMUX_SERVER" kill-server 2>/dev/null
   [ -f "$TMP/iperf.pid" ] && kill "$(cat "$TMP/iperf.pid")" 2>/dev/null
   [ -n "$DAEMON" ] && kill -TERM "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null
@@ -82,14 +78,6 @@ done
 in_ns bbu-r iperf3 -s -D -B 10.83.0.2 --pidfile "$TMP/iperf.pid" >/dev/null
 sleep 0.5
 
-FLOWS=${FLOWS:-0}
-if [ "$FLOWS" -gt 0 ]; then
-  # Many small UDP flows to a closed port: one datagram per source port.
-  in_ns bbu-l bash -c "while :; do for p in \$(seq 20000 $((20000 + FLOWS - 1))); do
-      echo x >/dev/udp/10.83.0.2/9 2>/dev/null; done; sleep 0.05; done" &
-  FLOOD=$!
-fi
-
 tcp4() {
   in_ns bbu-l iperf3 -c 10.83.0.2 -t "$DUR" -C cubic -P 4 -J |
     jq '.end.sum_received.bits_per_second / 1e9'
@@ -129,7 +117,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (a > 0 ? b / a : 0)}'; 
 load=$(cut -d' ' -f1 /proc/loadavg)
 
 TABLE=$(cat <<EOF
-## $(date -u '+%Y-%m-%d %H:%M') UTC — \`sudo DUR=$DUR ROUNDS=$ROUNDS FLOWS=$FLOWS scripts/bench-tui.sh\` (unshaped, fq_codel, snapshot_hz $HZ, load average ≈ $load, $(nproc) cores)
+## $(date -u '+%Y-%m-%d %H:%M') UTC — \`sudo DUR=$DUR ROUNDS=$ROUNDS scripts/bench-tui.sh\` (unshaped, fq_codel, snapshot_hz $HZ, load average ≈ $load, $(nproc) cores)
 
 | measurement | no UI | \`bloatbox top\` attached (tmux 120×40) | with / without |
 |---|---|---|---|
