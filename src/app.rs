@@ -11,13 +11,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::bridge::Bridge;
-use crate::bridge::Dir;
 use crate::config::{Config, Direction, Endpoint};
 use crate::control::{request_stats, ControlServer};
 use crate::datapath::{
     Command, Commander, Datapath, DatapathConfig, SnapshotReader, FRAME_OVERHEAD,
 };
-use crate::link::LinkParams;
 use crate::link::Path as LinkPath;
 use crate::netns::{self, SideSpec, TerminationSignals, Topology};
 use crate::packet::gso::GsoPolicy;
@@ -108,6 +106,7 @@ fn setup(cfg: &Config) -> anyhow::Result<Setup> {
         datapath: DatapathConfig {
             spin_us: cfg.daemon.spin_us,
             publish_interval_ns: NS_PER_SEC / u64::from(cfg.daemon.snapshot_hz.max(1)),
+            snapshot_flows: cfg.daemon.snapshot_flows as usize,
             frame_buf: cfg.tap.mtu as usize + FRAME_OVERHEAD,
             pool_buffers: cfg.daemon.pool_size as usize,
             gso: GsoPolicy {
@@ -690,16 +689,15 @@ fn render_stats(snap: &serde_json::Value) -> String {
 }
 
 /// The TUI's view of the daemon it runs in: snapshots straight from the
-/// datapath's slot, link changes through its command queue.
+/// datapath's slot, link changes through its command queue as field edits
+/// (`Command::EditLink`, like `bloatbox set` over the control socket), so
+/// a change from the TUI and one from `bloatbox set` at the same moment
+/// each change only their own field.
 struct LocalControl {
     commander: Commander,
     snapshots: SnapshotReader,
     /// Time of the last snapshot handed to the TUI.
     last: Option<Instant>,
-    /// The link parameters as this TUI last set them, per direction (seeded
-    /// from the first snapshot), so that quick successive changes build on
-    /// each other rather than on a snapshot that may be a period old.
-    params: Option<[LinkParams; 2]>,
 }
 
 impl LocalControl {
@@ -708,8 +706,18 @@ impl LocalControl {
             commander: datapath.commander(),
             snapshots: datapath.snapshots(),
             last: None,
-            params: None,
         }
+    }
+
+    /// Sends `cmd` (built around a reply channel) and waits for the reply.
+    fn ask<T>(
+        &self,
+        cmd: impl FnOnce(std::sync::mpsc::SyncSender<Result<T, String>>) -> Command,
+    ) -> Result<T, String> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.commander.send(cmd(tx)).map_err(|e| e.to_string())?;
+        rx.recv_timeout(TC_REPLY_TIMEOUT)
+            .map_err(|_| "the datapath did not answer within 2 s".to_string())?
     }
 }
 
@@ -718,36 +726,17 @@ impl crate::tui::Control for LocalControl {
         match action {
             Action::Quit => Ok(String::new()),
             Action::SetLink { dir, field, value } => {
-                if self.params.is_none() {
-                    let snap = self.snapshots.latest().ok_or("no snapshot yet: retry")?;
-                    self.params = Some(Dir::ALL.map(|d| snap.bridge.path(d).params));
-                }
-                let all = self.params.as_mut().ok_or("no link parameters")?;
-                let mut p = all[dir.index()];
-                field.apply(&mut p, *value)?;
-                self.commander
-                    .send(Command::SetLink {
-                        dir: *dir,
-                        params: p,
-                    })
-                    .map_err(|e| e.to_string())?;
-                all[dir.index()] = p;
+                let args = vec![crate::control::client::set_arg(*dir, *field, *value)];
+                // Parsed here, not on the datapath, as the control socket does.
+                let plan = crate::control::set::parse_set(&args)?;
+                self.ask(|reply| Command::EditLink { plan, reply })?;
                 Ok(format!("{} {}", field.name(), field.show(*value)))
             }
             Action::Tc(lines) => {
                 let mut replies = Vec::new();
                 for line in lines.lines().filter(|l| !l.trim().is_empty()) {
-                    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-                    self.commander
-                        .send(Command::Tc {
-                            line: line.to_string(),
-                            reply: tx,
-                        })
-                        .map_err(|e| e.to_string())?;
-                    let reply = rx
-                        .recv_timeout(TC_REPLY_TIMEOUT)
-                        .map_err(|_| "the datapath did not answer within 2 s".to_string())?;
-                    replies.push(reply?);
+                    let line = line.to_string();
+                    replies.push(self.ask(|reply| Command::Tc { line, reply })?);
                 }
                 Ok(replies.concat())
             }

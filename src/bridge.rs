@@ -14,6 +14,7 @@ use crate::link::path::PathSnapshot;
 use crate::link::Path;
 use crate::packet::gso::VnetHdr;
 use crate::packet::{DropReason, Packet};
+use crate::qdisc::FlowListing;
 use crate::time::{earliest, Instant};
 
 /// Ethernet header without FCS.
@@ -239,10 +240,21 @@ impl Bridge {
         self.paths.iter().map(Path::poll_at).fold(pending, earliest)
     }
 
+    /// Both directions at `now`, every flow queue listed.
     pub fn snapshot(&self, now: Instant) -> BridgeSnapshot {
+        self.snapshot_listing(now, FlowListing::All)
+    }
+
+    /// Both directions at `now`, flow queues listed as `listing` says: the
+    /// live datapath publishes `FlowListing::Top(n)`, whose cost does not
+    /// grow with the number of flows beyond one pass over them.
+    pub fn snapshot_listing(&self, now: Instant, listing: FlowListing) -> BridgeSnapshot {
         BridgeSnapshot {
             at: now,
-            paths: [self.paths[0].snapshot(now), self.paths[1].snapshot(now)],
+            paths: self
+                .paths
+                .each_ref()
+                .map(|p| p.snapshot_listing(now, listing)),
             capture: self.capture.as_ref().map(Tap::counters),
         }
     }
@@ -346,6 +358,73 @@ mod tests {
             );
         }
         assert!(serde_json::to_string(&s).is_ok());
+    }
+
+    /// An IPv4/UDP frame of flow `src_port` → 9.
+    fn udp(src_port: u16) -> Vec<u8> {
+        let b = etherparse::PacketBuilder::ethernet2([2; 6], [4; 6])
+            .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .udp(src_port, 9);
+        let mut v = Vec::with_capacity(b.size(100));
+        b.write(&mut v, &[0u8; 100]).unwrap();
+        v
+    }
+
+    #[test]
+    fn bounded_snapshots_list_the_top_flows_and_sum_up_the_rest() {
+        let fq = || {
+            let ctx = QdiscCtx {
+                handle: 0x8001_0000,
+                ..QdiscCtx::default()
+            };
+            Box::new(crate::qdisc::fq_codel::FqCodel::new(ctx))
+        };
+        let slow = LinkParams {
+            rate_bytes_ps: 1000,
+            ..LinkParams::default()
+        };
+        let mut b = Bridge::new(Path::new(slow, fq()), Path::new(slow, fq()));
+        // Flow i sends i % 7 + 1 frames: backlogs differ.
+        for i in 0..300u16 {
+            for _ in 0..(i % 7 + 1) {
+                b.ingress(Dir::LeftToRight, udp(1000 + i), Instant::ZERO);
+            }
+        }
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        b.poll(Instant::ZERO, &mut out, &mut freed);
+        let t = Instant::from_millis(1);
+        let full = b.snapshot(t);
+        let top = b.snapshot_listing(t, FlowListing::Top(8));
+        let (fq_all, fq_top) = (
+            &full.path(Dir::LeftToRight).qdisc,
+            &top.path(Dir::LeftToRight).qdisc,
+        );
+        assert!(fq_all.flows.len() > 100, "{}", fq_all.flows.len());
+        assert_eq!(fq_all.other_flows, Default::default());
+        assert_eq!(fq_top.flows.len(), 8);
+        assert_eq!(
+            fq_top.classes.len(),
+            8,
+            "pseudo-classes of the listed flows"
+        );
+        let mut backlogs: Vec<u64> = fq_all.flows.iter().map(|f| f.backlog).collect();
+        backlogs.sort_unstable_by(|a, b| b.cmp(a));
+        let listed: Vec<u64> = fq_top.flows.iter().map(|f| f.backlog).collect();
+        assert_eq!(listed, backlogs[..8], "the largest backlogs, largest first");
+        let rest = fq_top.other_flows;
+        assert_eq!(rest.flows as usize + 8, fq_all.flows.len());
+        assert_eq!(
+            rest.backlog + listed.iter().sum::<u64>(),
+            fq_top.stats.backlog,
+            "listed + summed up = the qdisc's backlog"
+        );
+        // Everything else is the same as the full snapshot.
+        assert_eq!(fq_top.stats, fq_all.stats);
+        assert_eq!(fq_top.xstats, fq_all.xstats);
+        assert_eq!(
+            top.path(Dir::LeftToRight).counters.frames_in,
+            full.path(Dir::LeftToRight).counters.frames_in
+        );
     }
 
     #[test]

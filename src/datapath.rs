@@ -34,7 +34,9 @@
 //! that is merely down (`EIO`) only loses that frame, counted by the port.
 //!
 //! Readers never share a lock with the hot path: at a fixed period the thread
-//! builds a `LiveSnapshot` and offers it to a one-slot `SnapshotReader` with
+//! builds a bounded `LiveSnapshot` (each flow-queueing qdisc lists its
+//! `snapshot_flows` flows with the most backlog and sums up the rest, so the
+//! cost does not depend on how many flows there are) and offers it to a one-slot `SnapshotReader` with
 //! `try_lock`. If a reader happens to hold the slot (only for as long as it
 //! takes to clone an `Arc`), this period's snapshot is skipped rather than
 //! waited for. Any number of readers (control socket, TUI) can share the slot.
@@ -58,6 +60,7 @@ use crate::packet::pool::PacketPool;
 use crate::packet::DropReason;
 use crate::port::{FramePort, PortCounters};
 use crate::privilege::PrivilegeError;
+use crate::qdisc::FlowListing;
 use crate::tc::{Dev, TcCommand};
 use crate::time::{Clock, Instant, MonotonicClock, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 
@@ -78,6 +81,9 @@ const DISCARD_BUF: usize = 65_536;
 /// that a read filling the buffer is known to be cut short.
 pub const GSO_FRAME_BUF: usize = 65_536 + 64;
 
+/// Default of `DatapathConfig::snapshot_flows`.
+pub const DEFAULT_SNAPSHOT_FLOWS: usize = 64;
+
 /// Depth of the command queue.
 const COMMAND_QUEUE: usize = 16;
 
@@ -90,6 +96,10 @@ pub struct DatapathConfig {
     pub batch: usize,
     /// How often a snapshot is published, ns.
     pub publish_interval_ns: u64,
+    /// Flow queues listed per flow-queueing qdisc in a published snapshot:
+    /// the ones with the most backlog; the others are summed up
+    /// (`QdiscDump::other_flows`). Bounds the cost of a snapshot.
+    pub snapshot_flows: usize,
     /// Size of each frame buffer: the MTU plus `FRAME_OVERHEAD`.
     pub frame_buf: usize,
     /// Most frame buffers in existence (the pool's hard cap).
@@ -112,6 +122,7 @@ impl Default for DatapathConfig {
             spin_us: 0,
             batch: 64,
             publish_interval_ns: 100 * NS_PER_MS,
+            snapshot_flows: DEFAULT_SNAPSHOT_FLOWS,
             frame_buf: 1500 + FRAME_OVERHEAD,
             pool_buffers: 65_536,
             realtime_priority: None,
@@ -863,7 +874,9 @@ impl Driver {
         let h = &self.lateness;
         LiveSnapshot {
             at: now,
-            bridge: self.bridge.snapshot(now),
+            bridge: self
+                .bridge
+                .snapshot_listing(now, FlowListing::Top(self.cfg.snapshot_flows)),
             lateness: LatenessSummary {
                 samples: h.len(),
                 p50_ns: h.value_at_quantile(0.5),

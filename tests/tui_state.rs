@@ -380,3 +380,55 @@ fn the_root_node_lists_qdisc_drops_by_reason() {
     let p = app.latest.as_ref().unwrap().bridge.path(Dir::LeftToRight);
     assert_eq!(p.drops_by_reason["runt"], 1);
 }
+
+#[test]
+fn a_dropping_flow_out_of_a_bounded_listing_is_not_said_to_leave() {
+    let mut s = Scenario::fq_codel_under_load();
+    let mut app = app_after(&mut s, 10, STEP);
+    let base = s.snapshots(1, STEP).remove(0);
+    app.on_snapshot(base.clone());
+    let flows = &base.bridge.path(Dir::LeftToRight).qdisc.flows;
+    let dropping = flows
+        .iter()
+        .find(|f| f.codel_dropping)
+        .expect("a flow in the dropping state")
+        .clone();
+    let events_before = app.events.len();
+    // The next snapshot lists every flow but that one, summed up instead.
+    let later = |mut snap: bloatbox::tui::Snapshot, ms: u64, keep: bool, still: bool| {
+        snap.bridge.at += ms * NS_PER_MS;
+        let path = &mut snap.bridge.paths[Dir::LeftToRight.index()];
+        path.at += ms * NS_PER_MS;
+        let q = &mut path.qdisc;
+        q.flows.retain(|f| keep || f.bucket != dropping.bucket);
+        for f in q.flows.iter_mut().filter(|f| f.bucket == dropping.bucket) {
+            f.codel_dropping = still;
+        }
+        if !keep {
+            q.other_flows.add(&dropping);
+        }
+        snap
+    };
+    app.on_snapshot(later(base.clone(), 100, false, true));
+    let new: Vec<String> = app
+        .events
+        .iter()
+        .skip(events_before)
+        .map(|e| e.text.clone())
+        .collect();
+    assert!(
+        !new.iter().any(|t| t.contains("left dropping")),
+        "unlisted is not 'left': {new:?}"
+    );
+    assert_eq!(app.dirs[0].unlisted.flows, 1);
+    // Listed again, no longer dropping: now it left, and is named.
+    app.on_snapshot(later(base, 200, true, false));
+    let label = bloatbox::tui::state::flow_label(&dropping.flow.unwrap());
+    assert!(
+        texts(&app, EventKind::Codel)
+            .iter()
+            .any(|t| *t == format!("flow {label} left dropping")),
+        "{:?}",
+        texts(&app, EventKind::Codel)
+    );
+}

@@ -5,6 +5,7 @@
 
 use bloatbox::bridge::Dir;
 use bloatbox::packet::FlowKey;
+use bloatbox::qdisc::dump::FlowSummary;
 use bloatbox::qdisc::QdiscStats;
 use bloatbox::time::{Instant, NS_PER_MS};
 use bloatbox::tui::fixtures::Scenario;
@@ -177,6 +178,8 @@ fn ten_thousand_rows_render_a_window_and_one_exact_aggregate_row() {
         let lines = render(
             FlowTable {
                 rows: &rows,
+                unlisted: FlowSummary::default(),
+                unlisted_tput_bps: 0,
                 selected: sel,
                 focused: true,
                 sort: SortKey::Backlog,
@@ -213,12 +216,77 @@ fn ten_thousand_rows_render_a_window_and_one_exact_aggregate_row() {
 }
 
 #[test]
+fn flows_left_out_of_the_snapshot_join_the_aggregate_row() {
+    // Listed rows with sojourns of 1-2 ms, the unlisted ones up to 40 ms.
+    let rows: Vec<FlowRow> = (0..64).map(|i| row(i, 2_000 - i as u64)).collect();
+    let unlisted = FlowSummary {
+        flows: 9_936,
+        backlog: 5_000_000,
+        qlen: 9_936,
+        max_head_sojourn_ns: 40_000_000,
+        drops: 12,
+        ecn_marks: 3,
+        sent_bytes: 0,
+    };
+    let lines = render(
+        FlowTable {
+            rows: &rows,
+            unlisted,
+            unlisted_tput_bps: 2_000_000,
+            selected: 0,
+            focused: true,
+            sort: SortKey::Backlog,
+            sort_desc: true,
+            selected_xstats: None,
+        },
+        80,
+        10,
+    );
+    let win = FlowTable::window(10, rows.len(), 0);
+    let off: Vec<&FlowRow> = rows[win.end..].iter().collect();
+    let agg = lines
+        .iter()
+        .find(|l| l.starts_with("+ "))
+        .expect("aggregate row");
+    let others = off.len() as u64 + unlisted.flows;
+    assert!(
+        agg.starts_with(&format!("+ {} other flows", fmt_count(others))),
+        "{agg}"
+    );
+    let backlog = unlisted.backlog + off.iter().map(|r| r.backlog).sum::<u64>();
+    assert!(agg.contains(&fmt_bytes(backlog)), "{agg}");
+    assert!(agg.contains("≤40.0ms"), "{agg}");
+    let tput = 2_000_000 + off.len() as u64 * 1000;
+    assert!(agg.contains(&fmt_bits(tput)), "{agg}");
+    let detail = lines.last().unwrap();
+    assert!(detail.starts_with("#1 of 64 listed:"), "{detail}");
+    // Only unlisted flows: no "no flow queues" hint, just the aggregate.
+    let only = render(
+        FlowTable {
+            rows: &[],
+            unlisted,
+            unlisted_tput_bps: 0,
+            selected: 0,
+            focused: true,
+            sort: SortKey::Backlog,
+            sort_desc: true,
+            selected_xstats: None,
+        },
+        80,
+        6,
+    );
+    assert!(only[1].starts_with("+ 9.9k other flows"), "{only:#?}");
+}
+
+#[test]
 fn flow_rows_show_codel_state_and_adapt_columns_to_width() {
     let rows = vec![row(7, 3000), row(1, 1500), row(3, 100)];
     let table = |w| {
         render(
             FlowTable {
                 rows: &rows,
+                unlisted: FlowSummary::default(),
+                unlisted_tput_bps: 0,
                 selected: 0,
                 focused: false,
                 sort: SortKey::Sojourn,
@@ -261,6 +329,8 @@ fn flow_rows_show_codel_state_and_adapt_columns_to_width() {
     let empty = render(
         FlowTable {
             rows: &[],
+            unlisted: FlowSummary::default(),
+            unlisted_tput_bps: 0,
             selected: 0,
             focused: true,
             sort: SortKey::Flow,
@@ -275,6 +345,8 @@ fn flow_rows_show_codel_state_and_adapt_columns_to_width() {
         render(
             FlowTable {
                 rows: &rows,
+                unlisted: FlowSummary::default(),
+                unlisted_tput_bps: 0,
                 selected: 2,
                 focused: true,
                 sort: SortKey::Flow,

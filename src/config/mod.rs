@@ -324,7 +324,7 @@ impl LinkSettings {
 #[serde(
     default,
     deny_unknown_fields,
-    expecting = "a table with control_socket, snapshot_hz, spin_us, pool_size"
+    expecting = "a table with control_socket, snapshot_hz, snapshot_flows, spin_us, pool_size"
 )]
 pub struct DaemonSettings {
     /// Control socket; unset = /run/bloatbox/<left namespace>.sock.
@@ -332,6 +332,9 @@ pub struct DaemonSettings {
     pub control_socket: Option<String>,
     /// Snapshots published per second, 1..=1000.
     pub snapshot_hz: u32,
+    /// Flow queues listed per flow-queueing qdisc in each snapshot (the
+    /// ones with the most backlog; the rest are summed up), 0..=65536.
+    pub snapshot_flows: u32,
     /// Spin this many µs before a timer deadline (0 = off), ≤ 10000.
     pub spin_us: u32,
     /// Frame buffers in the pool, 64..=1048576.
@@ -343,6 +346,7 @@ impl Default for DaemonSettings {
         DaemonSettings {
             control_socket: None,
             snapshot_hz: 20,
+            snapshot_flows: 64,
             spin_us: 0,
             pool_size: 65536,
         }

@@ -20,6 +20,7 @@ const TXQUEUELEN: RangeInclusive<u32> = 1..=100_000;
 const TX_QUEUES: RangeInclusive<u32> = 1..=64;
 const OVERHEAD: RangeInclusive<u32> = 0..=256;
 const SNAPSHOT_HZ: RangeInclusive<u32> = 1..=1000;
+const SNAPSHOT_FLOWS: RangeInclusive<u32> = 0..=65_536;
 const SPIN_US: RangeInclusive<u32> = 0..=10_000;
 const POOL_SIZE: RangeInclusive<u32> = 64..=1_048_576;
 /// Linux IFNAMSIZ − 1.
@@ -396,6 +397,12 @@ fn unused_shared_qdisc(config: &Config) -> Result<(), ConfigError> {
 fn daemon(config: &Config) -> Result<(), ConfigError> {
     let d = &config.daemon;
     in_range("daemon.snapshot_hz", d.snapshot_hz, SNAPSHOT_HZ, "Hz")?;
+    in_range(
+        "daemon.snapshot_flows",
+        d.snapshot_flows,
+        SNAPSHOT_FLOWS,
+        "flows",
+    )?;
     in_range("daemon.spin_us", d.spin_us, SPIN_US, "µs")?;
     in_range("daemon.pool_size", d.pool_size, POOL_SIZE, "frames")?;
     if let Some(path) = &d.control_socket {

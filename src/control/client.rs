@@ -111,8 +111,10 @@ impl RemoteControl {
 }
 
 /// A `set` argument that `LinkField::parse` reads back as exactly `value`
-/// (core units: bytes/s, ns).
-fn set_arg(dir: Dir, field: LinkField, value: u64) -> String {
+/// (core units: bytes/s, ns). The TUI sends its link changes as these, in
+/// the daemon as over the socket, so they go through the same field edit
+/// as `bloatbox set`.
+pub(crate) fn set_arg(dir: Dir, field: LinkField, value: u64) -> String {
     let dev = match dir {
         Dir::LeftToRight => "left",
         Dir::RightToLeft => "right",

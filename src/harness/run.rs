@@ -559,13 +559,16 @@ fn link_report(last: &LiveSnapshot) -> Value {
         .iter()
         .map(|&d| {
             let q = &last.bridge.path(d).qdisc;
-            let max_head = q.flows.iter().map(|f| f.head_sojourn_ns).max().or_else(|| {
-                q.children
+            // Listed flows and the ones the bounded snapshot summed up.
+            let head = |q: &crate::qdisc::QdiscDump| {
+                let rest = &q.other_flows;
+                q.flows
                     .iter()
-                    .flat_map(|c| &c.flows)
                     .map(|f| f.head_sojourn_ns)
+                    .chain((rest.flows > 0).then_some(rest.max_head_sojourn_ns))
                     .max()
-            });
+            };
+            let max_head = head(q).or_else(|| q.children.iter().filter_map(head).max());
             (
                 d.name().to_string(),
                 json!({

@@ -30,7 +30,7 @@ use super::serializer::Serializer;
 use super::transit::{Transit, TransitSummary};
 use super::{LinkParams, LinkShape, ShapeError};
 use crate::packet::{DropReason, Drops, Packet};
-use crate::qdisc::{Qdisc, QdiscDump};
+use crate::qdisc::{FlowListing, Qdisc, QdiscDump};
 use crate::time::{earliest, Instant};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -332,6 +332,12 @@ impl Path {
     }
 
     pub fn snapshot(&self, now: Instant) -> PathSnapshot {
+        self.snapshot_listing(now, FlowListing::All)
+    }
+
+    /// `snapshot` with the qdisc's flow queues listed as `listing` says
+    /// (live snapshots are bounded: `FlowListing::Top`).
+    pub fn snapshot_listing(&self, now: Instant, listing: FlowListing) -> PathSnapshot {
         let drops_by_reason = DropReason::ALL
             .iter()
             .map(|r| (r.name(), self.counters.drops[r.index()]))
@@ -355,7 +361,7 @@ impl Path {
             on_wire: self.serializer.len() as u32,
             in_flight: self.delay.len() as u32,
             rx_held: self.rx.len() as u32,
-            qdisc: self.qdisc.dump(now),
+            qdisc: self.qdisc.dump_listing(now, listing),
             transit: self.transit.summary(),
         }
     }

@@ -3,9 +3,28 @@
 //! and xstats text exactly as iproute2 prints it (plain and `-d`), plus the
 //! same values as JSON for `-j`; `crate::tc::show` lays the lines out. The TUI
 //! and the control socket read these snapshots and never the live qdiscs.
+//!
+//! Live snapshots are bounded (`FlowListing::Top`): a flow-queueing
+//! discipline lists its N flows with the most backlog and folds the others
+//! into one `FlowSummary`, picked in one pass with a heap of N entries
+//! (`top_flows`): publishing costs one pass over the active flows plus N
+//! rows, instead of a row, a pseudo-class and its text for every flow.
 
 use super::{Handle, QdiscStats};
 use serde_json::{Map, Value};
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+/// How many flow queues a dump lists.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FlowListing {
+    /// Every flow and its pseudo-class (what `tc class show` prints).
+    #[default]
+    All,
+    /// The N flows with the most backlog (and their pseudo-classes), the
+    /// rest summed up in `QdiscDump::other_flows` (live snapshots).
+    Top(usize),
+}
 
 /// One qdisc, its classes and its child qdiscs.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -27,8 +46,14 @@ pub struct QdiscDump {
     pub xstats_json: Map<String, Value>,
     pub classes: Vec<ClassDump>,
     pub children: Vec<QdiscDump>,
-    /// Per-flow rows for the TUI (flow-queueing disciplines only).
+    /// Per-flow rows for the TUI (flow-queueing disciplines only): every
+    /// active flow in bucket order, or under `FlowListing::Top` the
+    /// largest backlogs first.
     pub flows: Vec<FlowDump>,
+    /// The active flows a `FlowListing::Top` dump left out of `flows` (and
+    /// out of `classes`), summed up.
+    #[serde(default)]
+    pub other_flows: FlowSummary,
 }
 
 /// One class (HTB/QFQ/TBF/mq classes, SFQ/fq_codel per-flow pseudo-classes).
@@ -67,4 +92,183 @@ pub struct FlowDump {
     pub drops: u64,
     pub ecn_marks: u64,
     pub sent_bytes: u64,
+}
+
+/// Flow queues summed up: the rows a bounded dump does not list.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FlowSummary {
+    /// How many flow queues.
+    pub flows: u64,
+    pub backlog: u64,
+    pub qlen: u64,
+    /// The largest head-of-queue sojourn among them, ns.
+    pub max_head_sojourn_ns: u64,
+    pub drops: u64,
+    pub ecn_marks: u64,
+    pub sent_bytes: u64,
+}
+
+impl FlowSummary {
+    pub fn add(&mut self, f: &FlowDump) {
+        self.merge(&FlowSummary {
+            flows: 1,
+            backlog: f.backlog,
+            qlen: u64::from(f.qlen),
+            max_head_sojourn_ns: f.head_sojourn_ns,
+            drops: f.drops,
+            ecn_marks: f.ecn_marks,
+            sent_bytes: f.sent_bytes,
+        });
+    }
+
+    /// Both summed up together.
+    pub fn merge(&mut self, o: &FlowSummary) {
+        self.flows += o.flows;
+        self.backlog += o.backlog;
+        self.qlen += o.qlen;
+        self.max_head_sojourn_ns = self.max_head_sojourn_ns.max(o.max_head_sojourn_ns);
+        self.drops += o.drops;
+        self.ecn_marks += o.ecn_marks;
+        self.sent_bytes += o.sent_bytes;
+    }
+}
+
+/// A flow ordered by backlog; on equal backlog the lower bucket ranks
+/// higher, so the selection is deterministic.
+struct ByBacklog(FlowDump);
+
+impl ByBacklog {
+    fn key(&self) -> (u64, Reverse<u32>) {
+        (self.0.backlog, Reverse(self.0.bucket))
+    }
+}
+
+impl PartialEq for ByBacklog {
+    fn eq(&self, o: &Self) -> bool {
+        self.key() == o.key()
+    }
+}
+impl Eq for ByBacklog {}
+impl PartialOrd for ByBacklog {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for ByBacklog {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.key().cmp(&o.key())
+    }
+}
+
+/// The `n` flows of `flows` with the most backlog, largest first (equal
+/// backlogs: lower bucket first), and the others summed up. One pass with
+/// a min-heap of at most `n` entries: O(flows · log n) time, O(n) memory.
+pub fn top_flows(flows: impl Iterator<Item = FlowDump>, n: usize) -> (Vec<FlowDump>, FlowSummary) {
+    let mut heap: BinaryHeap<Reverse<ByBacklog>> = BinaryHeap::with_capacity(n.min(4096));
+    let mut rest = FlowSummary::default();
+    for f in flows {
+        if heap.len() < n {
+            heap.push(Reverse(ByBacklog(f)));
+            continue;
+        }
+        let candidate = ByBacklog(f);
+        match heap.peek_mut() {
+            Some(mut smallest) if candidate > smallest.0 => {
+                let out = std::mem::replace(&mut smallest.0, candidate);
+                rest.add(&out.0);
+            }
+            _ => rest.add(&candidate.0),
+        }
+    }
+    // Ascending order of `Reverse` is descending backlog.
+    let top = heap.into_sorted_vec().into_iter().map(|r| r.0 .0).collect();
+    (top, rest)
+}
+
+/// A flow-queueing discipline's `flows`, `classes` and `other_flows` under
+/// `listing`: `flows` yields every active flow (in any order; `All` lists
+/// them by bucket), and `class_of` the pseudo-class of one listed bucket.
+pub fn list_flows(
+    listing: FlowListing,
+    flows: impl Iterator<Item = FlowDump>,
+    class_of: impl Fn(u32) -> ClassDump,
+) -> (Vec<FlowDump>, Vec<ClassDump>, FlowSummary) {
+    let (listed, rest) = match listing {
+        FlowListing::All => {
+            let mut all: Vec<FlowDump> = flows.collect();
+            all.sort_unstable_by_key(|f| f.bucket);
+            (all, FlowSummary::default())
+        }
+        FlowListing::Top(n) => top_flows(flows, n),
+    };
+    let mut classes: Vec<ClassDump> = listed.iter().map(|f| class_of(f.bucket)).collect();
+    // tc lists classes by class id whatever order the flows come in.
+    classes.sort_unstable_by_key(|c| c.classid);
+    (listed, classes, rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(bucket: u32, backlog: u64) -> FlowDump {
+        FlowDump {
+            bucket,
+            backlog,
+            qlen: (backlog / 100) as u32,
+            head_sojourn_ns: backlog * 10,
+            drops: 1,
+            ..FlowDump::default()
+        }
+    }
+
+    #[test]
+    fn top_flows_keeps_the_largest_backlogs_and_sums_the_rest() {
+        // Backlogs in a scrambled order, with ties.
+        let backlogs = [300u64, 100, 900, 0, 500, 900, 200, 700, 100, 0];
+        let flows = || backlogs.iter().enumerate().map(|(i, b)| flow(i as u32, *b));
+        let (top, rest) = top_flows(flows(), 4);
+        let got: Vec<(u32, u64)> = top.iter().map(|f| (f.bucket, f.backlog)).collect();
+        assert_eq!(got, vec![(2, 900), (5, 900), (7, 700), (4, 500)]);
+        assert_eq!(rest.flows, 6);
+        assert_eq!(rest.backlog, 300 + 100 + 200 + 100);
+        assert_eq!(rest.qlen, 3 + 1 + 2 + 1);
+        assert_eq!(rest.max_head_sojourn_ns, 3000);
+        assert_eq!(rest.drops, 6);
+        // Nothing is lost or counted twice.
+        let mut all = rest;
+        top.iter().for_each(|f| all.add(f));
+        let mut expect = FlowSummary::default();
+        flows().for_each(|f| expect.add(&f));
+        assert_eq!(all, expect);
+    }
+
+    #[test]
+    fn top_flows_with_fewer_flows_than_the_bound_lists_all() {
+        let (top, rest) = top_flows((0..3).map(|i| flow(i, 10 * u64::from(i))), 64);
+        assert_eq!(top.len(), 3);
+        assert_eq!(top[0].bucket, 2);
+        assert_eq!(rest, FlowSummary::default());
+        let (none, rest) = top_flows((0..3).map(|i| flow(i, 1)), 0);
+        assert!(none.is_empty());
+        assert_eq!(rest.flows, 3);
+    }
+
+    #[test]
+    fn list_flows_orders_classes_by_id_and_all_lists_every_flow() {
+        let class_of = |b: u32| ClassDump {
+            classid: 0x8001_0000 | (b + 1),
+            ..ClassDump::default()
+        };
+        let flows = || (0..10).rev().map(|i| flow(i, u64::from(i % 4) * 100));
+        let (listed, classes, rest) = list_flows(FlowListing::Top(3), flows(), class_of);
+        assert_eq!(listed.len(), 3);
+        assert!(classes.windows(2).all(|w| w[0].classid < w[1].classid));
+        assert_eq!(rest.flows, 7);
+        let (listed, classes, rest) = list_flows(FlowListing::All, flows(), class_of);
+        assert_eq!(listed.len(), 10);
+        assert_eq!(classes.len(), 10);
+        assert_eq!(listed[3].bucket, 3, "bucket order");
+        assert_eq!(rest, FlowSummary::default());
+    }
 }

@@ -13,7 +13,7 @@ use super::codel::{
     codel_to_us, missing_arg, parse_codel_time, parse_u32, print_codel_time, CodelParams,
     CodelQueue, CodelStats, CodelVars, CODEL_DISABLED_THRESHOLD,
 };
-use super::dump::{ClassDump, FlowDump};
+use super::dump::{list_flows, ClassDump, FlowDump, FlowListing};
 use super::keyed_flow_hash;
 use super::{
     tc_h_major, tc_h_minor, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict,
@@ -674,6 +674,10 @@ impl Qdisc for FqCodel {
     }
 
     fn dump(&self, now: Instant) -> QdiscDump {
+        self.dump_listing(now, FlowListing::All)
+    }
+
+    fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
         let (options, options_json) = self.options();
         let mut line1 = format!(
             "  maxpacket {} drop_overlimit {} new_flow_count {} ecn_mark {}",
@@ -701,7 +705,17 @@ impl Qdisc for FqCodel {
         );
         xj.insert("new_flows_len".into(), json!(self.new_flows.len()));
         xj.insert("old_flows_len".into(), json!(self.old_flows.len()));
-        let listed = || (0..self.flows.len()).filter(|&i| self.flows[i].list != ListTag::None);
+        // The listed flows are exactly those on new_flows and old_flows:
+        // walking the lists costs the active flows, not all the buckets.
+        let active = self
+            .new_flows
+            .iter()
+            .chain(&self.old_flows)
+            .map(|&i| i as usize)
+            .filter(|&i| i < self.flows.len())
+            .map(|i| self.flow_dump(i, now));
+        let (flows, classes, other_flows) =
+            list_flows(listing, active, |b| self.class_dump(b as usize, now));
         QdiscDump {
             kind: "fq_codel".into(),
             handle: self.handle,
@@ -712,9 +726,10 @@ impl Qdisc for FqCodel {
             stats: self.stats(),
             xstats: vec![line1, line2],
             xstats_json: xj,
-            classes: listed().map(|i| self.class_dump(i, now)).collect(),
+            classes,
             children: Vec::new(),
-            flows: listed().map(|i| self.flow_dump(i, now)).collect(),
+            flows,
+            other_flows,
         }
     }
 

@@ -20,8 +20,8 @@ use super::tbf::{
     LINKLAYER_ALLOWED, U16_ALLOWED,
 };
 use super::{
-    tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, Handle, Qdisc, QdiscCtx, QdiscDump,
-    QdiscStats, TcError, Verdict, TC_H_ROOT,
+    tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx,
+    QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
 use crate::packet::filter::{Filter, FilterChain};
 use crate::packet::{DropReason, Drops, Packet};
@@ -1262,6 +1262,10 @@ impl Qdisc for Htb {
     }
 
     fn dump(&self, now: Instant) -> QdiscDump {
+        self.dump_listing(now, FlowListing::All)
+    }
+
+    fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
         let mut options_json = Map::new();
         options_json.insert("r2q".into(), json!(self.r2q));
         options_json.insert("default".into(), json!(self.default_text()));
@@ -1276,7 +1280,7 @@ impl Qdisc for Htb {
             let child = cl
                 .leaf
                 .as_ref()
-                .map(|q| q.dump(now))
+                .map(|q| q.dump_listing(now, listing))
                 .filter(|d| d.handle != 0);
             classes.push(self.class_dump(cl, child.as_ref().map(|d| d.handle)));
             children.extend(child);

@@ -24,7 +24,7 @@ pub mod tbf;
 pub mod testutil;
 pub mod tree;
 
-pub use dump::{ClassDump, QdiscDump};
+pub use dump::{ClassDump, FlowListing, QdiscDump};
 
 use crate::packet::{Drops, Packet};
 use crate::time::Instant;
@@ -197,6 +197,14 @@ pub trait Qdisc: Send {
     /// Everything `tc -s -d qdisc show` / `class show` print about this qdisc
     /// and, for classful ones, its classes and child qdiscs.
     fn dump(&self, now: Instant) -> QdiscDump;
+
+    /// `dump` with the flow queues of flow-queueing disciplines listed as
+    /// `listing` says (live snapshots list the top N by backlog; see
+    /// `dump::FlowListing`). Classful qdiscs pass it on to their children.
+    fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
+        let _ = listing;
+        self.dump(now)
+    }
 
     /// The class-management side of classful qdiscs.
     fn as_classful(&mut self) -> Option<&mut dyn Classful> {

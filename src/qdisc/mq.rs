@@ -13,8 +13,8 @@
 //! is enqueued and counted in its child.
 
 use super::{
-    tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, Handle, Qdisc, QdiscCtx, QdiscDump,
-    QdiscStats, TcError, Verdict, TC_H_ROOT,
+    tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx,
+    QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
 use crate::packet::{Drops, Packet};
 use crate::time::{earliest, Instant};
@@ -190,7 +190,15 @@ impl Qdisc for Mq {
     }
 
     fn dump(&self, now: Instant) -> QdiscDump {
-        let children: Vec<QdiscDump> = self.queues.iter().map(|q| q.dump(now)).collect();
+        self.dump_listing(now, FlowListing::All)
+    }
+
+    fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
+        let children: Vec<QdiscDump> = self
+            .queues
+            .iter()
+            .map(|q| q.dump_listing(now, listing))
+            .collect();
         let classes = children
             .iter()
             .enumerate()

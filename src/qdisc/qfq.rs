@@ -20,8 +20,8 @@
 
 use super::fifo::{Fifo, FifoKind};
 use super::{
-    tc_h_major, tc_h_minor, ClassDump, Classful, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats,
-    TcError, Verdict, TC_H_ROOT,
+    tc_h_major, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump,
+    QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
 use crate::packet::filter::{Filter, FilterChain};
 use crate::packet::{DropReason, Drops, Packet};
@@ -408,7 +408,15 @@ impl Qdisc for Qfq {
     }
 
     fn dump(&self, now: Instant) -> QdiscDump {
-        let children: Vec<QdiscDump> = self.classes.iter().map(|c| c.child.dump(now)).collect();
+        self.dump_listing(now, FlowListing::All)
+    }
+
+    fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
+        let children: Vec<QdiscDump> = self
+            .classes
+            .iter()
+            .map(|c| c.child.dump_listing(now, listing))
+            .collect();
         QdiscDump {
             kind: "qfq".into(),
             handle: self.ctx.handle,

@@ -8,7 +8,7 @@
 //! every S seconds (driven by the `now` of the calls) and queued frames are
 //! rehashed, keeping per-flow order. No RED (`redflowlimit`) support.
 
-use super::dump::{ClassDump, FlowDump};
+use super::dump::{list_flows, ClassDump, FlowDump, FlowListing};
 use super::keyed_flow_hash;
 use super::{
     tc_h_major, tc_h_minor, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict,
@@ -567,6 +567,10 @@ impl Qdisc for Sfq {
     }
 
     fn dump(&self, now: Instant) -> QdiscDump {
+        self.dump_listing(now, FlowListing::All)
+    }
+
+    fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
         let mut oj = serde_json::Map::new();
         oj.insert("limit".into(), json!(self.limit));
         oj.insert("quantum".into(), json!(self.quantum));
@@ -575,42 +579,38 @@ impl Qdisc for Sfq {
         oj.insert("flows".into(), json!(self.maxflows));
         oj.insert("divisor".into(), json!(self.divisor));
         oj.insert("perturb".into(), json!(self.perturb_secs));
-        let classes = self
-            .active()
-            .map(|(b, s)| {
-                let mut xj = serde_json::Map::new();
-                xj.insert("allot".into(), json!(s.allot));
-                ClassDump {
-                    kind: "sfq".into(),
-                    classid: self.handle | (b as u32 + 1),
-                    parent: self.handle,
-                    stats: None,
-                    queue: QdiscStats {
-                        backlog: s.backlog,
-                        qlen: s.queue.len() as u32,
-                        ..QdiscStats::default()
-                    },
-                    xstats: vec![format!("  allot {}", s.allot)],
-                    xstats_json: xj,
-                    ..ClassDump::default()
-                }
-            })
-            .collect();
-        let flows = self
-            .active()
-            .map(|(b, s)| FlowDump {
-                bucket: b as u32,
-                flow: s.queue.front().map(|p| p.meta.flow),
-                backlog: s.backlog,
-                qlen: s.queue.len() as u32,
-                head_sojourn_ns: s
-                    .queue
-                    .front()
-                    .map_or(0, |p| now.saturating_since(p.meta.enqueue_time)),
-                deficit: s.allot as i64,
-                ..FlowDump::default()
-            })
-            .collect();
+        let active = self.active().map(|(b, s)| FlowDump {
+            bucket: b as u32,
+            flow: s.queue.front().map(|p| p.meta.flow),
+            backlog: s.backlog,
+            qlen: s.queue.len() as u32,
+            head_sojourn_ns: s
+                .queue
+                .front()
+                .map_or(0, |p| now.saturating_since(p.meta.enqueue_time)),
+            deficit: s.allot as i64,
+            ..FlowDump::default()
+        });
+        let class_of = |b: u32| {
+            let s = &self.slots[self.ht[b as usize] as usize];
+            let mut xj = serde_json::Map::new();
+            xj.insert("allot".into(), json!(s.allot));
+            ClassDump {
+                kind: "sfq".into(),
+                classid: self.handle | (b + 1),
+                parent: self.handle,
+                stats: None,
+                queue: QdiscStats {
+                    backlog: s.backlog,
+                    qlen: s.queue.len() as u32,
+                    ..QdiscStats::default()
+                },
+                xstats: vec![format!("  allot {}", s.allot)],
+                xstats_json: xj,
+                ..ClassDump::default()
+            }
+        };
+        let (flows, classes, other_flows) = list_flows(listing, active, class_of);
         QdiscDump {
             kind: "sfq".into(),
             handle: self.handle,
@@ -621,6 +621,7 @@ impl Qdisc for Sfq {
             stats: self.stats(),
             classes,
             flows,
+            other_flows,
             ..QdiscDump::default()
         }
     }

@@ -8,8 +8,8 @@
 
 use super::fifo::{Fifo, FifoKind};
 use super::{
-    tc_h_major, tc_h_minor, ClassDump, Classful, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats,
-    TcError, Verdict,
+    tc_h_major, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump,
+    QdiscStats, TcError, Verdict,
 };
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
@@ -596,9 +596,13 @@ impl Qdisc for Tbf {
     }
 
     fn dump(&self, now: Instant) -> QdiscDump {
+        self.dump_listing(now, FlowListing::All)
+    }
+
+    fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
         let (options, options_json) = self.options_text(false);
         let (options_detail, _) = self.options_text(true);
-        let child = self.child.dump(now);
+        let child = self.child.dump_listing(now, listing);
         let child_handle = child.handle;
         let class = ClassDump {
             kind: "tbf".into(),

@@ -36,8 +36,8 @@
 
 use super::fifo::{Fifo, FifoKind};
 use super::{
-    tc_h_make, tc_h_minor, Classful, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError,
-    Verdict, TC_H_ROOT,
+    tc_h_make, tc_h_minor, Classful, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats,
+    TcError, Verdict, TC_H_ROOT,
 };
 use crate::link::LinkParams;
 use crate::packet::filter::Filter;
@@ -866,6 +866,9 @@ impl Qdisc for QdiscTree {
     }
     fn dump(&self, now: Instant) -> QdiscDump {
         self.root.dump(now)
+    }
+    fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
+        self.root.dump_listing(now, listing)
     }
     fn as_classful(&mut self) -> Option<&mut dyn Classful> {
         self.root.as_classful()

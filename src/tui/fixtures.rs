@@ -15,7 +15,7 @@ use crate::qdisc::fq_codel::FqCodel;
 use crate::qdisc::pfifo_fast::PfifoFast;
 use crate::qdisc::qfq::Qfq;
 use crate::qdisc::sfq::Sfq;
-use crate::qdisc::{tc_h_make, Classful, Qdisc, QdiscCtx, TC_H_ROOT};
+use crate::qdisc::{tc_h_make, Classful, FlowListing, Qdisc, QdiscCtx, TC_H_ROOT};
 use crate::time::{Instant, NS_PER_MS, NS_PER_SEC};
 use etherparse::{IpHeaders, IpNumber, Ipv4Ecn, Ipv4Header, PacketBuilder};
 
@@ -315,11 +315,15 @@ impl Scenario {
         self.now = self.now.max(to);
     }
 
-    /// The TUI snapshot at the current time, with fixed datapath health
-    /// figures (the pure core has no wake-ups).
+    /// The TUI snapshot at the current time, bounded like the live
+    /// datapath's (`DEFAULT_SNAPSHOT_FLOWS` flows per qdisc), with fixed
+    /// datapath health figures (the pure core has no wake-ups).
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
-            bridge: self.bridge.snapshot(self.now),
+            bridge: self.bridge.snapshot_listing(
+                self.now,
+                FlowListing::Top(crate::datapath::DEFAULT_SNAPSHOT_FLOWS),
+            ),
             lateness_us: [14, 92, 350],
             wakeups: self.now.nanos() / (100 * crate::time::NS_PER_US),
             taken_at: self.now,

@@ -35,7 +35,8 @@ fn panel(title: String, focused: bool) -> Block<'static> {
 }
 
 /// Heights of the middle (tree and charts), flow and event areas for a
-/// screen of `height` lines (header 1, link 5, footer 1).
+/// screen of `height` lines (header 1, link 5, footer 1), before the flow
+/// table gives the event log the lines it does not need.
 fn split_heights(height: u16) -> (u16, u16, u16) {
     let events = if height < 30 { 3 } else { height / 6 };
     let rest = height.saturating_sub(1 + 5 + 1 + events);
@@ -53,7 +54,16 @@ pub fn draw(frame: &mut Frame, app: &App) {
         frame.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), area);
         return;
     }
-    let (mid_h, flows_h, events_h) = split_heights(area.height);
+    let (mid_h, mut flows_h, mut events_h) = split_heights(area.height);
+    // A short flow table leaves its spare lines to the event log: it needs
+    // its title, header, rows, aggregate row and detail line.
+    let view = app.view();
+    let flow_lines = 4 + view.flows.len() + usize::from(view.unlisted.flows > 0);
+    let need = u16::try_from(flow_lines.max(5)).unwrap_or(u16::MAX);
+    if flows_h > need {
+        events_h += flows_h - need;
+        flows_h = need;
+    }
     let [header, link, middle, flows, events, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(5),
@@ -65,7 +75,6 @@ pub fn draw(frame: &mut Frame, app: &App) {
     .areas(area);
     draw_header(frame, app, header);
 
-    let view = app.view();
     let link_block = panel(format!(" link {} ", dir_label(app.dir)), false);
     let link_inner = link_block.inner(link);
     frame.render_widget(link_block, link);
@@ -123,11 +132,19 @@ pub fn draw(frame: &mut Frame, app: &App) {
     );
 
     let flows_focus = app.focus == Focus::Flows;
+    let count = if view.unlisted.flows > 0 {
+        format!(
+            "{}, top {} by backlog",
+            view.flows.len() as u64 + view.unlisted.flows,
+            view.flows.len()
+        )
+    } else {
+        view.flows.len().to_string()
+    };
     let flows_block = panel(
         format!(
-            " flows {} ({}), sorted by {} {} ",
+            " flows {} ({count}), sorted by {} {} ",
             dir_label(app.dir),
-            view.flows.len(),
             app.sort.name(),
             if app.sort_desc { "↓" } else { "↑" }
         ),
@@ -138,6 +155,8 @@ pub fn draw(frame: &mut Frame, app: &App) {
     frame.render_widget(
         FlowTable {
             rows: &view.flows,
+            unlisted: view.unlisted,
+            unlisted_tput_bps: view.unlisted_tput_bps,
             selected: app.flow_sel,
             focused: flows_focus,
             sort: app.sort,

@@ -8,6 +8,7 @@ use super::{Action, LinkField, Preset, Snapshot};
 use crate::bridge::Dir;
 use crate::link::PathSnapshot;
 use crate::packet::{DropReason, FlowKey};
+use crate::qdisc::dump::FlowSummary;
 use crate::qdisc::{ClassDump, Handle, QdiscDump, QdiscStats, TC_H_ROOT};
 use crate::time::{Instant, NS_PER_SEC};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -170,8 +171,14 @@ pub struct Event {
 /// What one direction shows, derived from the latest snapshots.
 #[derive(Clone, Debug, Default)]
 pub struct DirState {
-    /// Every flow queue, sorted by the app's sort key.
+    /// The flow queues the snapshot lists (all of them, or the ones with
+    /// the most backlog), sorted by the app's sort key.
     pub flows: Vec<FlowRow>,
+    /// The flow queues the daemon's bounded snapshot left out, summed up.
+    pub unlisted: FlowSummary,
+    /// Their share of the delivered rate: what the listed flows do not
+    /// account for, bits/s.
+    pub unlisted_tput_bps: u64,
     pub tree: Vec<TreeNode>,
     pub history: VecDeque<Sample>,
     /// Delivered bits/s over the last interval.
@@ -181,8 +188,10 @@ pub struct DirState {
     pub latency_from_flows: bool,
     /// Sent bytes of each flow and when it was last seen.
     flow_sent: HashMap<(Handle, u32), (u64, Instant)>,
-    /// Flows (and codel qdiscs, bucket `u32::MAX`) in CoDel's dropping state.
-    dropping: HashSet<(Handle, u32)>,
+    /// Flows (and codel qdiscs, bucket `u32::MAX`) in CoDel's dropping
+    /// state, with the flow each queue last held (to name it in the event
+    /// log once the queue is empty).
+    dropping: HashMap<(Handle, u32), Option<FlowKey>>,
     /// ECN marks counted by the tree at the previous snapshot.
     marks: u64,
     /// Root qdisc and class layout, to notice tree changes.
@@ -571,10 +580,17 @@ impl DirState {
             cur.counters.bytes_out.saturating_sub(p.counters.bytes_out)
         });
         self.achieved_bps = per_sec(bytes_out * 8);
+        self.unlisted_tput_bps = if self.unlisted.flows == 0 {
+            0
+        } else {
+            let listed: u64 = self.flows.iter().map(|f| f.throughput_bps).sum();
+            self.achieved_bps.saturating_sub(listed)
+        };
         if let Some(p) = prev.filter(|_| dt > 0) {
-            self.latency_from_flows = !self.flows.is_empty();
+            self.latency_from_flows = !self.flows.is_empty() || self.unlisted.flows > 0;
             let latency_us = if self.latency_from_flows {
-                self.flows.iter().map(|f| f.sojourn_ns).max().unwrap_or(0) / 1000
+                let listed = self.flows.iter().map(|f| f.sojourn_ns).max().unwrap_or(0);
+                listed.max(self.unlisted.max_head_sojourn_ns) / 1000
             } else {
                 queue_delay_us(cur)
             };
@@ -597,11 +613,13 @@ impl DirState {
     }
 
     /// Rebuilds the flow rows, with throughput from each flow's sent bytes
-    /// since it was last seen.
+    /// since it was last seen, and sums up the unlisted flows.
     fn collect_flows(&mut self, cur: &PathSnapshot) {
         self.flows.clear();
+        self.unlisted = FlowSummary::default();
         let mut stack = vec![&cur.qdisc];
         while let Some(q) = stack.pop() {
+            self.unlisted.merge(&q.other_flows);
             for f in &q.flows {
                 let key = (q.handle, f.bucket);
                 let throughput_bps = match self.flow_sent.get(&key) {
@@ -636,23 +654,44 @@ impl DirState {
         }
     }
 
-    /// Compares CoDel's dropping state with the previous snapshot.
+    /// Compares CoDel's dropping state with the previous snapshot. When the
+    /// snapshot lists only some flows, a dropping flow that drops out of
+    /// the listing keeps its state (unknown, not "left") until it is
+    /// listed again.
     fn codel_events(&mut self, root: &QdiscDump, events: &mut Vec<(EventKind, String)>) {
-        let mut now: HashSet<(Handle, u32)> = self
+        let mut now: HashMap<(Handle, u32), Option<FlowKey>> = self
             .flows
             .iter()
             .filter(|f| f.dropping)
-            .map(|f| (f.qdisc, f.bucket))
+            .map(|f| ((f.qdisc, f.bucket), f.flow))
             .collect();
+        if self.unlisted.flows > 0 {
+            let listed: HashSet<(Handle, u32)> =
+                self.flows.iter().map(|f| (f.qdisc, f.bucket)).collect();
+            now.extend(
+                self.dropping
+                    .iter()
+                    .filter(|(k, _)| k.1 != u32::MAX && !listed.contains(k)),
+            );
+        }
         let mut stack = vec![root];
         while let Some(q) = stack.pop() {
             if q.xstats_json.get("dropping").and_then(|v| v.as_bool()) == Some(true) {
-                now.insert((q.handle, u32::MAX));
+                now.insert((q.handle, u32::MAX), None);
             }
             stack.extend(q.children.iter());
         }
-        let mut entered: Vec<_> = now.difference(&self.dropping).copied().collect();
-        let mut left: Vec<_> = self.dropping.difference(&now).copied().collect();
+        let mut entered: Vec<_> = now
+            .keys()
+            .filter(|k| !self.dropping.contains_key(k))
+            .copied()
+            .collect();
+        let mut left: Vec<_> = self
+            .dropping
+            .keys()
+            .filter(|k| !now.contains_key(k))
+            .copied()
+            .collect();
         entered.sort_unstable();
         left.sort_unstable();
         if entered.len() + left.len() > CODEL_EVENTS_PER_SNAPSHOT {
@@ -665,25 +704,20 @@ impl DirState {
                 ),
             ));
         } else {
-            let name = |&(h, bucket): &(Handle, u32)| -> String {
-                if bucket == u32::MAX {
-                    return format!("codel {}", handle_id(h, false));
-                }
-                let flow = self
-                    .flows
-                    .iter()
-                    .find(|f| f.qdisc == h && f.bucket == bucket)
-                    .and_then(|f| f.flow);
-                match flow {
-                    Some(k) => format!("flow {}", flow_label(&k)),
-                    None => format!("{} bucket {bucket}", handle_id(h, false)),
+            let name = |k: &(Handle, u32), flow: Option<FlowKey>| -> String {
+                match (k.1, flow) {
+                    (u32::MAX, _) => format!("codel {}", handle_id(k.0, false)),
+                    (_, Some(f)) => format!("flow {}", flow_label(&f)),
+                    (bucket, None) => format!("{} bucket {bucket}", handle_id(k.0, false)),
                 }
             };
             for k in &entered {
-                events.push((EventKind::Codel, format!("{} entered dropping", name(k))));
+                let text = format!("{} entered dropping", name(k, now[k]));
+                events.push((EventKind::Codel, text));
             }
             for k in &left {
-                events.push((EventKind::Codel, format!("{} left dropping", name(k))));
+                let text = format!("{} left dropping", name(k, self.dropping[k]));
+                events.push((EventKind::Codel, text));
             }
         }
         self.dropping = now;

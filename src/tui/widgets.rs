@@ -8,6 +8,7 @@ use super::dir_label;
 use super::state::{Event, EventKind, FlowRow, Sample, SortKey, TreeNode};
 use crate::bridge::Dir;
 use crate::link::PathSnapshot;
+use crate::qdisc::dump::FlowSummary;
 use crate::time::NS_PER_SEC;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -345,10 +346,16 @@ impl Columns {
 
 /// The per-flow table: a header, a window of rows around the selection
 /// (the top rows by the sort key when the selection is at the top), one
-/// aggregate row for every other flow, and a detail line for the selected
-/// flow. Work is bounded by the window, plus one pass summing the rest.
+/// aggregate row for every other flow (rows off the window and the flows
+/// the daemon's bounded snapshot did not list), and a detail line for the
+/// selected flow (its queue state first, so that CoDel's count, ldelay
+/// and drop_next fit at 80 columns, then the whole flow). Work is bounded
+/// by the window, plus one pass summing the rest.
 pub struct FlowTable<'a> {
     pub rows: &'a [FlowRow],
+    /// Flows the snapshot did not list, and their share of the throughput.
+    pub unlisted: FlowSummary,
+    pub unlisted_tput_bps: u64,
     pub selected: usize,
     /// Highlight the selected row (the table has the focus).
     pub focused: bool,
@@ -407,7 +414,7 @@ impl Widget for FlowTable<'_> {
             })
             .collect();
         let mut lines = vec![Line::from(header)];
-        if self.rows.is_empty() {
+        if self.rows.is_empty() && self.unlisted.flows == 0 {
             lines.push(Line::styled(
                 "no flow queues: this qdisc keeps no per-flow state (try m → fq_codel)",
                 LABEL,
@@ -449,28 +456,28 @@ impl Widget for FlowTable<'_> {
             }
             lines.push(Line::styled(text, style));
         }
-        let others = self.rows.len() - win.len();
+        let off_window = self.rows.len() - win.len();
+        let others = off_window as u64 + self.unlisted.flows;
         if others > 0 {
-            let rest = self.rows[..win.start].iter().chain(&self.rows[win.end..]);
-            let (mut backlog, mut qlen, mut soj, mut drops, mut marks, mut tput) =
-                (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
-            for r in rest {
-                backlog += r.backlog;
-                qlen += r.qlen as u64;
-                soj = soj.max(r.sojourn_ns);
-                drops += r.drops;
-                marks += r.ecn_marks;
+            let mut rest = self.unlisted;
+            let mut tput = self.unlisted_tput_bps;
+            for r in self.rows[..win.start].iter().chain(&self.rows[win.end..]) {
+                rest.backlog += r.backlog;
+                rest.qlen += r.qlen as u64;
+                rest.max_head_sojourn_ns = rest.max_head_sojourn_ns.max(r.sojourn_ns);
+                rest.drops += r.drops;
+                rest.ecn_marks += r.ecn_marks;
                 tput += r.throughput_bps;
             }
             let text = cols.line([
-                &format!("+ {} other flows", fmt_count(others as u64)),
-                &fmt_bytes(backlog),
-                &fmt_count(qlen),
-                &format!("≤{}", fmt_us(soj / 1000)),
+                &format!("+ {} other flows", fmt_count(others)),
+                &fmt_bytes(rest.backlog),
+                &fmt_count(rest.qlen),
+                &format!("≤{}", fmt_us(rest.max_head_sojourn_ns / 1000)),
                 "",
                 "",
-                &fmt_count(drops),
-                &fmt_count(marks),
+                &fmt_count(rest.drops),
+                &fmt_count(rest.ecn_marks),
                 &fmt_bits(tput),
             ]);
             lines.push(Line::styled(text, LABEL.add_modifier(Modifier::ITALIC)));
@@ -490,9 +497,14 @@ impl Widget for FlowTable<'_> {
             });
             lines.push(Line::styled(
                 format!(
-                    "#{} of {}: {label}  {} bucket {}  {state}",
+                    "#{} of {}{}: {state}  {} bucket {}  {label}",
                     self.selected + 1,
                     self.rows.len(),
+                    if self.unlisted.flows > 0 {
+                        " listed"
+                    } else {
+                        ""
+                    },
                     super::state::handle_id(r.qdisc, false),
                     r.bucket,
                 ),
