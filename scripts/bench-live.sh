@@ -100,9 +100,9 @@ EOF
 
 start_daemon() {
   if [ "$RT" = 1 ]; then
-    "$BIN" up -c "$1" --realtime 20 2>"$TMP/daemon.log" &
+    "$BIN" up --headless -c "$1" --realtime 20 2>"$TMP/daemon.log" &
   else
-    "$BIN" up -c "$1" 2>"$TMP/daemon.log" &
+    "$BIN" up --headless -c "$1" 2>"$TMP/daemon.log" &
   fi
   DAEMON=$!
   for _ in $(seq 100); do

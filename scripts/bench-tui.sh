@@ -67,7 +67,7 @@ control_socket = "$TMP/c.sock"
 snapshot_hz = $HZ
 EOF
 
-"$BIN" up -c "$TMP/c.toml" 2>"$TMP/daemon.log" &
+"$BIN" up --headless -c "$TMP/c.toml" 2>"$TMP/daemon.log" &
 DAEMON=$!
 for _ in $(seq 200); do
   "$BIN" stats -c "$TMP/c.toml" --json >/dev/null 2>&1 && break

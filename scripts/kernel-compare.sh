@@ -209,7 +209,7 @@ EOF
 control_socket = "$TMP/$tree-$qlen.sock"
 EOF
   } >"$f"
-  "$BIN" up -c "$f" --realtime 20 >"$TMP/daemon-$tree.log" 2>&1 &
+  "$BIN" up --headless -c "$f" --realtime 20 >"$TMP/daemon-$tree.log" 2>&1 &
   DAEMON=$!
   local ok=0
   for _ in $(seq 200); do

@@ -87,7 +87,7 @@ EOF
 in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 stats() { "$BIN" stats -c "$CFG" --json; }
 
-"$BIN" up -c "$CFG" 2>"$TMP/daemon.log" &
+"$BIN" up --headless -c "$CFG" 2>"$TMP/daemon.log" &
 DAEMON=$!
 for _ in $(seq 100); do
   stats >/dev/null 2>&1 && break

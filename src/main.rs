@@ -2,6 +2,7 @@
 //! `bloatbox::app`, which implements each subcommand.
 
 use std::io::IsTerminal;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -29,10 +30,15 @@ enum Cmd {
         /// (1..=99): keeps pacing exact on a busy machine.
         #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
         realtime: Option<u8>,
-        /// Show the terminal UI; quitting it stops the daemon. Logs go to
+        /// Show the terminal UI even where it would not open by itself; it
+        /// opens when standard input and output are the terminal of a
+        /// foreground process. Quitting it stops the daemon. Logs go to
         /// the --log file meanwhile.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "headless")]
         tui: bool,
+        /// Never show the terminal UI, even on a terminal: log to stderr.
+        #[arg(long)]
+        headless: bool,
         /// Where logs go while the TUI owns the terminal.
         #[arg(long, value_name = "FILE", default_value = "/tmp/bloatbox.log")]
         log: PathBuf,
@@ -273,8 +279,20 @@ fn init_logs(file: Option<&std::path::Path>, default: &str) -> std::io::Result<(
     Ok(())
 }
 
+/// Whether `up` opens the TUI by itself: standard input and output are a
+/// terminal and this process is in its foreground (not `bloatbox up &`).
+fn foreground_terminal() -> bool {
+    let stdin = std::io::stdin();
+    stdin.is_terminal()
+        && std::io::stdout().is_terminal()
+        && nix::unistd::tcgetpgrp(stdin.as_fd()).is_ok_and(|pg| pg == nix::unistd::getpgrp())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if let Cmd::Up { tui, headless, .. } = &mut cli.command {
+        *tui = *tui || (!*headless && foreground_terminal());
+    }
     let log_file = match &cli.command {
         Cmd::Up { tui: true, log, .. } | Cmd::Top { log, .. } => Some(log.as_path()),
         _ => None,
@@ -293,6 +311,7 @@ fn main() -> ExitCode {
             config,
             realtime,
             tui,
+            headless: _,
             log: _,
             attach,
             capture,

@@ -64,13 +64,15 @@ struct Daemon {
 }
 
 impl Daemon {
-    fn start(link: &str) -> Daemon {
+    /// Writes a config with names unique to this process and `tag` (one
+    /// letter per test), without starting anything.
+    fn configure(tag: char, link: &str) -> Daemon {
         let pid = std::process::id();
         let octet = 100 + pid % 150;
-        let ns = [format!("bbtui-{pid}-l"), format!("bbtui-{pid}-r")];
+        let ns = [format!("bbtui{tag}-{pid}-l"), format!("bbtui{tag}-{pid}-r")];
         let tap = [
-            format!("bu{}l", pid % 100_000),
-            format!("bu{}r", pid % 100_000),
+            format!("bu{tag}{}l", pid % 100_000),
+            format!("bu{tag}{}r", pid % 100_000),
         ];
         let v4 = [format!("10.78.{octet}.1"), format!("10.78.{octet}.2")];
         let dir = tempfile::tempdir().unwrap();
@@ -88,24 +90,30 @@ impl Daemon {
             dir.path().join("control.sock").display()
         );
         std::fs::write(&config, text).unwrap();
-        let log = dir.path().join("daemon.log");
-        let child = Command::new(BIN)
-            .args(["up", "-c"])
-            .arg(&config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let mut d = Daemon {
-            child: Some(child),
+        Daemon {
+            child: None,
             ns,
             v4_right: v4[1].clone(),
+            log: dir.path().join("daemon.log"),
             config,
-            log,
             traffic: Vec::new(),
             dir,
-        };
+        }
+    }
+
+    /// A headless daemon (no terminal: stdin and stdout are not one),
+    /// ready when this returns.
+    fn start(tag: char, link: &str) -> Daemon {
+        let mut d = Daemon::configure(tag, link);
+        let child = Command::new(BIN)
+            .args(["up", "-c"])
+            .arg(&d.config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&d.log).unwrap())
+            .spawn()
+            .unwrap();
+        d.child = Some(child);
         let t0 = Instant::now();
         while !d.cli(&["stats", "--json"]).status.success() {
             if let Some(status) = d.child.as_mut().unwrap().try_wait().unwrap() {
@@ -185,7 +193,11 @@ impl Tmux {
         let conf = dir.join("tmux.conf");
         std::fs::write(&conf, "set -g remain-on-exit on\nset -g status off\n").unwrap();
         let t = Tmux {
-            server: format!("bbtui-{}", std::process::id()),
+            server: format!(
+                "bbtui-{}-{}",
+                std::process::id(),
+                dir.file_name().unwrap().to_string_lossy()
+            ),
             conf,
         };
         let out = t.run(&[
@@ -268,7 +280,10 @@ fn live_top_in_tmux_shows_flows_and_counters_that_move() {
         eprintln!("SKIPPED: {reason}");
         return;
     }
-    let mut d = Daemon::start("rate = \"20mbit\"\ndelay = \"10ms\"\nqdisc = \"fq_codel\"");
+    let mut d = Daemon::start(
+        't',
+        "rate = \"20mbit\"\ndelay = \"10ms\"\nqdisc = \"fq_codel\"",
+    );
     let server = d.v4_right.clone();
     d.spawn_in("right", &["iperf3", "-s", "-1", "-B", &server]);
     std::thread::sleep(Duration::from_millis(500));
@@ -331,4 +346,48 @@ fn live_top_in_tmux_shows_flows_and_counters_that_move() {
     );
     // The daemon keeps running after the TUI leaves.
     assert!(d.cli(&["stats", "--json"]).status.success());
+}
+
+#[test]
+fn live_up_on_a_terminal_opens_the_tui_and_q_removes_the_link() {
+    if let Some(reason) = skip_reason() {
+        eprintln!("SKIPPED: {reason}");
+        return;
+    }
+    let d = Daemon::configure(
+        'u',
+        "rate = \"20mbit\"\ndelay = \"5ms\"\nqdisc = \"fq_codel\"",
+    );
+    // No --tui: the pane is a terminal in the foreground, so `up` opens it.
+    let command = format!(
+        "{BIN} up -c {} --log {}",
+        d.config.display(),
+        d.log.display()
+    );
+    let tmux = Tmux::start(d.dir.path(), 100, 30, &command);
+    let pane = tmux.wait_for(Duration::from_secs(20), |p| {
+        p.contains("qdisc fq_codel 8001: root")
+    });
+    assert!(
+        pane.contains("qdisc fq_codel 8001: root"),
+        "no TUI on the terminal:\n{pane}\ndaemon log:\n{}",
+        d.log_text()
+    );
+    // The link is up behind it.
+    assert!(d.cli(&["stats", "--json"]).status.success());
+    let out = tmux.run(&["send-keys", "-t", "tui", "q"]);
+    assert!(out.status.success(), "tmux send-keys: {}", text(&out));
+    let t0 = Instant::now();
+    while !tmux.dead() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(tmux.dead(), "up did not stop when its TUI quit");
+    // Quitting the TUI stopped the daemon, which removed its namespaces.
+    for ns in &d.ns {
+        assert!(
+            !Path::new("/run/netns").join(ns).exists(),
+            "{ns} left behind; daemon log:\n{}",
+            d.log_text()
+        );
+    }
 }
