@@ -38,7 +38,13 @@ pub fn set(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
     let args = if args.first().is_some_and(|a| a == "ethtool") {
         vec![args.join(" ")]
     } else {
-        super::set::absolute_paths(args, &std::env::current_dir()?)
+        match super::set::inline_files(args, &std::env::current_dir()?) {
+            Ok(args) => args,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(TC_FAILED);
+            }
+        }
     };
     match Client::connect(&socket(config)?)?.call(&Request::Set { args })? {
         Ok(reply) => {

@@ -9,9 +9,12 @@
 //! `left.seed=7`, and single impairments merged into the running ones:
 //! `left.jitter=2ms`, `left.distribution=normal`, `left.loss=1%` (or
 //! `gemodel ...`, `state ...`, `none`), `left.duplicate=0.5%`,
-//! `left.corrupt=0.1%`, `left.reorder="25% gap 5"` (or `none`). Files are
-//! read and values parsed where the request arrives (`parse_set`), so the
-//! datapath only swaps the result in (`SetPlan::apply_to`).
+//! `left.corrupt=0.1%`, `left.reorder="25% gap 5"` (or `none`). Values are
+//! parsed where the request arrives (`parse_set`), so the datapath only
+//! swaps the result in (`SetPlan::apply_to`). The daemon opens no file a
+//! request names: the client reads trace and schedule files and sends their
+//! contents as `left.trace_text=...` / `left.schedule_text=...`
+//! (`inline_files`).
 
 use crate::bridge::{Bridge, Dir};
 use crate::link::impair::{format_netem, parse_netem, Loss};
@@ -26,10 +29,12 @@ shape key: netem, trace, schedule, framing, seed, jitter, distribution, loss, du
 corrupt, reorder (e.g. left.loss=1%); or an ethtool -C/-G line";
 
 /// The shape keys, as `set` takes them.
-const SHAPE_KEYS: [&str; 11] = [
+const SHAPE_KEYS: [&str; 13] = [
     "netem",
     "trace",
     "schedule",
+    "trace_text",
+    "schedule_text",
     "framing",
     "seed",
     "jitter",
@@ -40,7 +45,7 @@ const SHAPE_KEYS: [&str; 11] = [
     "reorder",
 ];
 
-/// One change to a direction's `LinkShape`, parsed and with its file read.
+/// One change to a direction's `LinkShape`, parsed.
 #[derive(Clone, Debug, PartialEq)]
 enum ShapeEdit {
     /// All impairments (the seed is kept).
@@ -60,7 +65,7 @@ enum ShapeEdit {
 }
 
 impl ShapeEdit {
-    /// Parses `value` for shape key `key` (file paths are read now).
+    /// Parses `value` for shape key `key`.
     fn parse(key: &str, value: &str) -> Result<ShapeEdit, String> {
         let tokens: Vec<&str> = value.split_whitespace().collect();
         let none = tokens.is_empty() || tokens == ["none"];
@@ -108,16 +113,17 @@ impl ShapeEdit {
             "reorder" => ShapeEdit::Reorder(netem(&["delay", "1", "reorder"])?.reorder),
             "trace" | "schedule" if value.trim().is_empty() => ShapeEdit::Schedule(None),
             "trace" | "schedule" => {
-                let path = value.trim();
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read the {key} file {path}: {e}"))?;
-                let parsed = if key == "trace" {
-                    Schedule::parse_mahimahi(&text)
-                } else {
-                    Schedule::parse_native(&text)
-                };
-                ShapeEdit::Schedule(Some(parsed.map_err(|e| format!("in {path}: {e}"))?))
+                return Err(format!(
+                    "the daemon opens no file a request names: `bloatbox set` reads the \
+                     {key} file and sends its contents as {key}_text"
+                ))
             }
+            "trace_text" => ShapeEdit::Schedule(Some(
+                Schedule::parse_mahimahi(value).map_err(|e| e.to_string())?,
+            )),
+            "schedule_text" => ShapeEdit::Schedule(Some(
+                Schedule::parse_native(value).map_err(|e| e.to_string())?,
+            )),
             "framing" if none => ShapeEdit::Framing(Framing::default()),
             "framing" => ShapeEdit::Framing(Framing::parse(&tokens).map_err(|e| e.to_string())?),
             "seed" => ShapeEdit::Seed(value.trim().parse().map_err(|_| {
@@ -203,8 +209,8 @@ pub struct ShapeReports {
     pub right: ShapeReport,
 }
 
-/// Parses `set` arguments (reading trace and schedule files); link fields
-/// are checked when applied. The error names the argument.
+/// Parses `set` arguments; link fields are checked when applied. The error
+/// names the argument (a file's contents by their key and size).
 pub fn parse_set(args: &[String]) -> Result<SetPlan, String> {
     if args.is_empty() {
         return Err(format!("nothing to set: {USAGE}"));
@@ -219,7 +225,13 @@ pub fn parse_set(args: &[String]) -> Result<SetPlan, String> {
             Some(((dev, name), value)) => {
                 let dir = dir_of(dev)
                     .ok_or_else(|| format!("\"{arg}\": device \"{dev}\" is unknown; {USAGE}"))?;
-                let edit = ShapeEdit::parse(name, value).map_err(|e| format!("\"{arg}\": {e}"))?;
+                let shown = if name.ends_with("_text") {
+                    format!("{dev}.{name}=({} bytes)", value.len())
+                } else {
+                    arg.clone()
+                };
+                let edit =
+                    ShapeEdit::parse(name, value).map_err(|e| format!("\"{shown}\": {e}"))?;
                 plan.shape.push((arg.clone(), dir, edit));
             }
             None => plan.link.push(arg.clone()),
@@ -228,19 +240,37 @@ pub fn parse_set(args: &[String]) -> Result<SetPlan, String> {
     Ok(plan)
 }
 
-/// Makes the relative paths of `trace`/`schedule` arguments absolute from
-/// `cwd` (the client's working directory, not the daemon's).
-pub fn absolute_paths(args: &[String], cwd: &std::path::Path) -> Vec<String> {
+/// The client's side of `trace`/`schedule` arguments: reads each file
+/// (relative to `cwd`, the client's working directory), checks that it
+/// parses, and replaces the argument with `DEV.trace_text=CONTENTS` (or
+/// `schedule_text`), so that the daemon never opens a path a request names.
+/// An empty value (clear the schedule) passes as it is.
+pub fn inline_files(args: &[String], cwd: &std::path::Path) -> Result<Vec<String>, String> {
     args.iter()
-        .map(|arg| match arg.split_once('=') {
-            Some((key, path))
-                if (key.ends_with(".trace") || key.ends_with(".schedule"))
-                    && !path.trim().is_empty()
-                    && std::path::Path::new(path.trim()).is_relative() =>
-            {
-                format!("{key}={}", cwd.join(path.trim()).display())
+        .map(|arg| {
+            let Some((key, value)) = arg.split_once('=') else {
+                return Ok(arg.clone());
+            };
+            let Some((dev, name @ ("trace" | "schedule"))) = key.split_once('.') else {
+                return Ok(arg.clone());
+            };
+            if value.trim().is_empty() {
+                return Ok(arg.clone());
             }
-            _ => arg.clone(),
+            let path = cwd.join(value.trim());
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                format!(
+                    "\"{arg}\": cannot read the {name} file {}: {e}",
+                    path.display()
+                )
+            })?;
+            let parsed = if name == "trace" {
+                Schedule::parse_mahimahi(&text)
+            } else {
+                Schedule::parse_native(&text)
+            };
+            parsed.map_err(|e| format!("\"{arg}\": in {}: {e}", path.display()))?;
+            Ok(format!("{dev}.{name}_text={text}"))
         })
         .collect()
 }
@@ -412,6 +442,11 @@ mod tests {
         std::fs::write(&trace, "1\n2\n").unwrap();
         let (mut p, mut s) = ([LinkParams::default(); 2], shapes());
         s[0].impairments.seed = 9;
+        let sent = inline_files(
+            &args(&[&format!("right.trace={}", trace.display())]),
+            dir.path(),
+        )
+        .unwrap();
         let plan = parse_set(&args(&[
             "left.netem=delay 5ms loss 2%",
             "left.jitter=1ms",
@@ -421,7 +456,7 @@ mod tests {
             "right.loss=gemodel 1% 10%",
             "right.reorder=25% gap 3",
             "right.corrupt=0.1%",
-            &format!("right.trace={}", trace.display()),
+            &sent[0],
             "right.framing=pppoe",
             "right.seed=42",
             "left.rate=10mbit",
@@ -476,11 +511,13 @@ mod tests {
             "left.seed=-1",
             "left.framing=ethernet-ish",
             "left.trace=/no/such/trace",
+            "left.trace_text=12\nsoon\n",
             "left.netem=limit 100",
             "middle.loss=1%",
         ] {
             let e = parse_set(&args(&["right.delay=5ms", bad])).unwrap_err();
-            assert!(e.contains(bad), "{bad}: {e}");
+            let named = bad.split_once("_text=").map_or(bad, |(key, _)| key);
+            assert!(e.contains(named), "{bad}: {e}");
         }
         // Parsed fine, refused when applied: a bad link field anywhere
         // leaves the shapes untouched too.
@@ -498,26 +535,30 @@ mod tests {
     }
 
     #[test]
-    fn relative_trace_paths_are_made_absolute() {
-        let cwd = std::path::Path::new("/home/u");
-        let out = absolute_paths(
-            &args(&[
-                "left.trace=t.trace",
-                "right.schedule=/abs/s",
-                "left.trace=",
-                "left.rate=1mbit",
-            ]),
-            cwd,
-        );
+    fn the_client_sends_file_contents_and_the_daemon_opens_no_path() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.trace"), "1\n2\n").unwrap();
+        std::fs::write(dir.path().join("bad.trace"), "1\nsoon\n").unwrap();
+        let out = inline_files(
+            &args(&["left.trace=t.trace", "left.trace=", "left.rate=1mbit"]),
+            dir.path(),
+        )
+        .unwrap();
         assert_eq!(
             out,
-            args(&[
-                "left.trace=/home/u/t.trace",
-                "right.schedule=/abs/s",
-                "left.trace=",
-                "left.rate=1mbit"
-            ])
+            args(&["left.trace_text=1\n2\n", "left.trace=", "left.rate=1mbit"])
         );
+        let e = inline_files(&args(&["left.trace=bad.trace"]), dir.path()).unwrap_err();
+        assert!(
+            e.contains("left.trace=bad.trace") && e.contains("bad.trace:"),
+            "{e}"
+        );
+        let e = inline_files(&args(&["right.schedule=none.sched"]), dir.path()).unwrap_err();
+        assert!(e.contains("cannot read the schedule file"), "{e}");
+        // A path reaching the daemon is refused, whether or not it exists.
+        let path = dir.path().join("t.trace").display().to_string();
+        let e = parse_set(&args(&[&format!("left.trace={path}")])).unwrap_err();
+        assert!(e.contains("opens no file"), "{e}");
     }
 
     #[test]
