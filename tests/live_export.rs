@@ -18,27 +18,9 @@ use bloatbox::harness::{Link, Side};
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketOption;
 use pcap_file::pcapng::{Block, PcapNgReader};
 
-const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
+mod common;
 
-fn skip_reason() -> Option<String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("needs root (creates network namespaces and TAPs)".into());
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing".into());
-    }
-    for tool in ["ip", "ping", "bash"] {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !found {
-            return Some(format!("`{tool}` is not installed"));
-        }
-    }
-    None
-}
+const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
 
 /// One packet of a capture: interface, time (ns), bytes, comment.
 struct Pkt {
@@ -90,7 +72,7 @@ fn run(args: &[&str]) {
 
 #[test]
 fn live_capture_has_ingress_egress_and_ns_times() {
-    if let Some(reason) = skip_reason() {
+    if let Some(reason) = common::skip_reason(&["ip", "ping", "bash"]) {
         eprintln!("SKIPPED: {reason}");
         return;
     }
@@ -150,7 +132,7 @@ fn live_capture_has_ingress_egress_and_ns_times() {
 
 #[test]
 fn live_capture_shows_qdisc_drops_with_their_reason() {
-    if let Some(reason) = skip_reason() {
+    if let Some(reason) = common::skip_reason(&["ip", "ping", "bash"]) {
         eprintln!("SKIPPED: {reason}");
         return;
     }
@@ -239,7 +221,7 @@ fn ping(link: &Link, count: u32) -> u32 {
 
 #[test]
 fn live_set_shape_and_metrics_over_the_control_socket() {
-    if let Some(reason) = skip_reason() {
+    if let Some(reason) = common::skip_reason(&["ip", "ping", "bash"]) {
         eprintln!("SKIPPED: {reason}");
         return;
     }
@@ -376,7 +358,7 @@ impl Drop for Up {
 
 #[test]
 fn live_up_serves_metrics_writes_the_file_and_captures() {
-    if let Some(reason) = skip_reason() {
+    if let Some(reason) = common::skip_reason(&["ip", "ping", "bash"]) {
         eprintln!("SKIPPED: {reason}");
         return;
     }

@@ -21,23 +21,10 @@ use bloatbox::port::TapSpec;
 use bloatbox::qdisc::pfifo_fast::PfifoFast;
 use bloatbox::qdisc::QdiscCtx;
 
+mod common;
+
 /// One transfer at a time: they share the two cores.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn skip_reason() -> Option<String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("needs root (creates network namespaces and TAPs)".into());
-    }
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing".into());
-    }
-    let iperf3 = Command::new("sh")
-        .args(["-c", "command -v iperf3"])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    (!iperf3).then(|| "`iperf3` is not installed".into())
-}
 
 /// A 2 s single-flow iperf3 transfer left → right through a link of
 /// `rate_bytes_ps` (0 = unlimited) with TAP offload on. Returns the final
@@ -120,7 +107,7 @@ fn check_conserved_without_bad_offload(s: &LiveSnapshot) {
 
 #[test]
 fn live_super_frames_pass_an_unlimited_link_whole_and_a_slow_one_segmented() {
-    if let Some(why) = skip_reason() {
+    if let Some(why) = common::skip_reason(&["ip", "iperf3"]) {
         eprintln!("SKIPPED: {why}");
         return;
     }

@@ -14,28 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
+mod common;
 
-/// Why this machine cannot run the test, if it cannot.
-fn skip_reason() -> Option<String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("needs root (creates network namespaces and TAPs)".into());
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing".into());
-    }
-    for tool in ["ip", "iperf3", "tmux"] {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !found {
-            return Some(format!("`{tool}` is not installed"));
-        }
-    }
-    None
-}
+const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
 
 fn text(out: &Output) -> String {
     format!(
@@ -276,7 +257,7 @@ fn tcp_rows(pane: &str) -> Vec<String> {
 
 #[test]
 fn live_top_in_tmux_shows_flows_and_counters_that_move() {
-    if let Some(reason) = skip_reason() {
+    if let Some(reason) = common::skip_reason(&["ip", "iperf3", "tmux"]) {
         eprintln!("SKIPPED: {reason}");
         return;
     }
@@ -350,7 +331,7 @@ fn live_top_in_tmux_shows_flows_and_counters_that_move() {
 
 #[test]
 fn live_up_on_a_terminal_opens_the_tui_and_q_removes_the_link() {
-    if let Some(reason) = skip_reason() {
+    if let Some(reason) = common::skip_reason(&["ip", "iperf3", "tmux"]) {
         eprintln!("SKIPPED: {reason}");
         return;
     }
