@@ -32,21 +32,20 @@
 //!
 //! Modules: `time` (Instant, clocks), `units` (tc units), `packet` (frames,
 //! classifier, ECN, pool, drop reasons, TAP offload and TCP segmentation),
-//! `qdisc` (disciplines), `link` (ring,
-//! BQL, serializer, delay, coalescing, the per-direction `Path`), `bridge`
-//! (two paths), `tc` (tc command front end and `tc -s -d show` printer),
-//! `config` (TOML schema and validation), `sim` (simulator), `port`
-//! (FramePort: TAP with or without offload, or socketpair), `netns` (namespaces and cleanup),
-//! `privilege` (per-thread capabilities: what each thread keeps after set-up),
-//! `datapath` (the live driver thread), `control` (the daemon's socket),
-//! `app` (the command-line subcommands), `harness` (the `Link` guard for
-//! test suites and `bloatbox run`), `rootless` (links in a user namespace,
-//! for unprivileged users),
-//! `app` (the command-line subcommands), `load` (TCP/UDP_RR/ICMP generators
-//! and the RRUL-like test), `experiment` (`bloatbox test`/`demo`: runs over
-//! configs, comparison table, JSON, SVG plots),
-//! `tui` (terminal UI), `capture` (pcapng capture of both directions), `metrics` (OpenMetrics
-//! export of every counter).
+//! `qdisc` (disciplines), `link` (ring, BQL, serializer, delay, coalescing,
+//! transit-time histogram, the per-direction `Path`), `bridge` (two paths),
+//! `tc` (tc command front end and `tc -s -d show` printer), `config` (TOML
+//! schema and validation), `sim` (simulator), `port` (FramePort: TAP with or
+//! without offload, AF_PACKET socket, or socketpair), `netns` (namespaces
+//! and cleanup), `rootless` (links in a user namespace, for unprivileged
+//! users), `privilege` (per-thread capabilities: what each thread keeps
+//! after set-up), `datapath` (the live driver thread), `control` (the
+//! daemon's socket), `capture` (pcapng capture of both directions),
+//! `metrics` (OpenMetrics export of every counter), `app` (the command-line
+//! subcommands), `harness` (the `Link` guard for test suites and `bloatbox
+//! run`), `load` (TCP/UDP_RR/ICMP generators and the RRUL-like test),
+//! `experiment` (`bloatbox test`/`demo`: runs over configs, comparison
+//! table, JSON, SVG plots), `tui` (terminal UI).
 
 pub mod app;
 pub mod bridge;
