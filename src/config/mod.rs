@@ -327,7 +327,7 @@ impl LinkSettings {
     expecting = "a table with control_socket, snapshot_hz, snapshot_flows, spin_us, pool_size"
 )]
 pub struct DaemonSettings {
-    /// Control socket; unset = /run/bloatbox/<left namespace>.sock.
+    /// Control socket; unset = `/run/bloatbox/<left namespace>.sock`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub control_socket: Option<String>,
     /// Snapshots published per second, 1..=1000.
