@@ -477,7 +477,7 @@ pub fn format_netem(imp: &Impairments) -> String {
     let mut s = Vec::new();
     if imp.delay_ns > 0 || imp.jitter_ns > 0 {
         s.push(format!("delay {}", sprint_time(imp.delay_ns / 1000)));
-        if imp.jitter_ns > 0 {
+        if imp.jitter_ns > 0 || imp.jitter_correlation > 0.0 {
             s.push(sprint_time(imp.jitter_ns / 1000));
             if imp.jitter_correlation > 0.0 {
                 s.push(format!("{}%", imp.jitter_correlation));

@@ -1203,7 +1203,10 @@ impl Qdisc for Htb {
         let mut t = self.watchdog;
         for cl in self.non_wc.iter().filter_map(|&s| self.classes[s].as_ref()) {
             if let (true, Some(leaf)) = (cl.non_work_conserving, &cl.leaf) {
-                if let Some(w) = leaf.next_wakeup(now) {
+                // A leaf that could send now is held back by HTB's own
+                // tokens (its class waits for `watchdog`), not by itself:
+                // only a later leaf wake-up is one to wait for.
+                if let Some(w) = leaf.next_wakeup(now).filter(|w| *w > now) {
                     t = t.min(w);
                 }
             }

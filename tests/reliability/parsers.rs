@@ -500,3 +500,59 @@ fn override_fuzz_reaches_valid_configs() {
     println!("overrides: {n} valid configurations had their trees built");
     assert!(n > 100, "{n}");
 }
+
+/// Found by `runtime_tc_on_a_live_path_is_atomic_and_conserves_frames`: an
+/// HTB class waiting for its own tokens, whose TBF leaf could send at once,
+/// reported "wake me now" and so was never woken again; a frame stayed
+/// in the leaf for good.
+#[test]
+fn an_htb_class_waiting_for_tokens_over_a_ready_tbf_leaf_is_woken() {
+    // The shrunk failing case; the refused commands matter for the timing.
+    let cmds = [
+        "tc qdisc change dev left root pfifo limit 5",
+        "tc qdisc add dev left root pfifo limit 5",
+        "tc qdisc add dev left root pfifo limit 5",
+        "tc qdisc add dev left parent 1:10 qfq",
+        "tc qdisc add dev left root pfifo limit 5",
+        "tc qdisc add dev left root pfifo limit 5",
+        "tc qdisc change dev left root pfifo limit 5",
+        "tc class add dev left parent 1: classid 1:1 htb rate 1mbit",
+        "tc qdisc add dev left root pfifo limit 5",
+        "tc qdisc change dev left root pfifo limit 5",
+        "tc qdisc replace dev left parent 1:10 handle 20: tbf rate 2mbit burst 2kb limit 3kb",
+        "tc qdisc add dev left root pfifo limit 5",
+    ];
+    let params = LinkParams {
+        rate_bytes_ps: 250_000,
+        ..LinkParams::default()
+    };
+    let tree = QdiscTree::build(
+        DevSpec::from_link(Dev::Left, &params),
+        &[
+            "tc qdisc add dev left root handle 1: htb default 10",
+            "tc class add dev left parent 1: classid 1:10 htb rate 1mbit",
+        ],
+    )
+    .unwrap();
+    let mut path = Path::new(params, Box::new(tree));
+    let (mut out, mut freed) = (Vec::new(), Vec::new());
+    let mut now = Instant::ZERO;
+    for (step, line) in cmds.iter().enumerate() {
+        for i in 0..4 {
+            path.ingress(Packet::from_frame(frame(step * 31 + i), now), now);
+        }
+        now += 3_000_000;
+        path.poll(now, &mut out, &mut freed);
+        let cmd = TcCommand::parse(line).unwrap();
+        let _ = path.edit_qdisc(now, |q: &mut dyn Qdisc, t: Instant, d: &mut Drops| {
+            q.as_tree().expect("the root is a tree").apply(&cmd, t, d)
+        });
+    }
+    while let Some(t) = path.poll_at() {
+        now = t.max(now);
+        path.poll(now, &mut out, &mut freed);
+    }
+    assert_eq!(path.held(), 0, "frames stuck in the tree");
+    let c = path.counters();
+    assert_eq!(c.frames_in, c.frames_out + c.total_drops());
+}
