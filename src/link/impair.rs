@@ -421,6 +421,17 @@ pub fn parse_netem(args: &[&str]) -> Result<Impairments, String> {
             "netem: a distribution needs a jitter: delay TIME JITTER distribution NAME".into(),
         );
     }
+    // A correlation of a zero jitter, duplication or corruption acts on
+    // nothing; like tc, which prints none then, it is not kept.
+    for (value, correlation) in [
+        (imp.jitter_ns as f64, &mut imp.jitter_correlation),
+        (imp.duplicate, &mut imp.duplicate_correlation),
+        (imp.corrupt, &mut imp.corrupt_correlation),
+    ] {
+        if value == 0.0 {
+            *correlation = 0.0;
+        }
+    }
     imp.validate().map_err(|e| e.to_string())?;
     Ok(imp)
 }
@@ -477,7 +488,7 @@ pub fn format_netem(imp: &Impairments) -> String {
     let mut s = Vec::new();
     if imp.delay_ns > 0 || imp.jitter_ns > 0 {
         s.push(format!("delay {}", sprint_time(imp.delay_ns / 1000)));
-        if imp.jitter_ns > 0 || imp.jitter_correlation > 0.0 {
+        if imp.jitter_ns > 0 {
             s.push(sprint_time(imp.jitter_ns / 1000));
             if imp.jitter_correlation > 0.0 {
                 s.push(format!("{}%", imp.jitter_correlation));
