@@ -81,6 +81,37 @@ pub trait FramePort: Send {
     }
 }
 
+/// A port kind that is an `FdPort` made its own way (TAP, packet socket,
+/// socketpair): its `FramePort` is the `FdPort`'s.
+trait OnFd {
+    fn fd_port(&self) -> &FdPort;
+    fn fd_port_mut(&mut self) -> &mut FdPort;
+}
+
+impl<T: OnFd + Send> FramePort for T {
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        self.fd_port_mut().recv(buf)
+    }
+    fn send(&mut self, frame: &[u8]) -> io::Result<()> {
+        self.fd_port_mut().send(frame)
+    }
+    fn raw_fd(&self) -> RawFd {
+        self.fd_port().fd.as_raw_fd()
+    }
+    fn counters(&self) -> PortCounters {
+        self.fd_port().counters
+    }
+    fn offload(&self) -> bool {
+        self.fd_port().vnet
+    }
+    fn recv_offload(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, VnetHdr)>> {
+        self.fd_port_mut().recv_offload(buf)
+    }
+    fn send_offload(&mut self, frame: &[u8], hdr: &VnetHdr) -> io::Result<()> {
+        self.fd_port_mut().send_offload(frame, hdr)
+    }
+}
+
 /// The counting and error mapping shared by every port kind; the kinds only
 /// differ in how the descriptor is made.
 #[derive(Debug)]
@@ -289,27 +320,12 @@ impl TapPort {
     }
 }
 
-impl FramePort for TapPort {
-    fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
-        self.inner.recv(buf)
+impl OnFd for TapPort {
+    fn fd_port(&self) -> &FdPort {
+        &self.inner
     }
-    fn send(&mut self, frame: &[u8]) -> io::Result<()> {
-        self.inner.send(frame)
-    }
-    fn raw_fd(&self) -> RawFd {
-        self.inner.fd.as_raw_fd()
-    }
-    fn counters(&self) -> PortCounters {
-        self.inner.counters
-    }
-    fn offload(&self) -> bool {
-        self.inner.vnet
-    }
-    fn recv_offload(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, VnetHdr)>> {
-        self.inner.recv_offload(buf)
-    }
-    fn send_offload(&mut self, frame: &[u8], hdr: &VnetHdr) -> io::Result<()> {
-        self.inner.send_offload(frame, hdr)
+    fn fd_port_mut(&mut self) -> &mut FdPort {
+        &mut self.inner
     }
 }
 
@@ -395,18 +411,12 @@ impl PacketPort {
     }
 }
 
-impl FramePort for PacketPort {
-    fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
-        self.inner.recv(buf)
+impl OnFd for PacketPort {
+    fn fd_port(&self) -> &FdPort {
+        &self.inner
     }
-    fn send(&mut self, frame: &[u8]) -> io::Result<()> {
-        self.inner.send(frame)
-    }
-    fn raw_fd(&self) -> RawFd {
-        self.inner.fd.as_raw_fd()
-    }
-    fn counters(&self) -> PortCounters {
-        self.inner.counters
+    fn fd_port_mut(&mut self) -> &mut FdPort {
+        &mut self.inner
     }
 }
 
@@ -447,27 +457,12 @@ impl SocketPairPort {
     }
 }
 
-impl FramePort for SocketPairPort {
-    fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
-        self.inner.recv(buf)
+impl OnFd for SocketPairPort {
+    fn fd_port(&self) -> &FdPort {
+        &self.inner
     }
-    fn send(&mut self, frame: &[u8]) -> io::Result<()> {
-        self.inner.send(frame)
-    }
-    fn raw_fd(&self) -> RawFd {
-        self.inner.fd.as_raw_fd()
-    }
-    fn counters(&self) -> PortCounters {
-        self.inner.counters
-    }
-    fn offload(&self) -> bool {
-        self.inner.vnet
-    }
-    fn recv_offload(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, VnetHdr)>> {
-        self.inner.recv_offload(buf)
-    }
-    fn send_offload(&mut self, frame: &[u8], hdr: &VnetHdr) -> io::Result<()> {
-        self.inner.send_offload(frame, hdr)
+    fn fd_port_mut(&mut self) -> &mut FdPort {
+        &mut self.inner
     }
 }
 
