@@ -517,9 +517,10 @@ pub fn stats(config: Option<&Path>, json: bool) -> anyhow::Result<()> {
     let mut snap = request_stats(&setup.control_socket)?;
     // Frames the TAPs' own queues dropped before the datapath read them are
     // invisible to the daemon; the kernel counts them.
+    let side_drops = |s: &SideSpec| crate::netns::tap_tx_dropped(&s.netns, &s.tap.name);
     snap["tap_tx_dropped"] = serde_json::json!({
-        "left": tap_tx_dropped(&setup.topology.left),
-        "right": tap_tx_dropped(&setup.topology.right),
+        "left": side_drops(&setup.topology.left),
+        "right": side_drops(&setup.topology.right),
     });
     if json {
         crate::outln!("{snap}")?;
@@ -527,30 +528,6 @@ pub fn stats(config: Option<&Path>, json: bool) -> anyhow::Result<()> {
         crate::out!("{}", render_stats(&snap))?;
     }
     Ok(())
-}
-
-/// The kernel's TX drop counter of a side's TAP (frames its host sent that
-/// the TAP's queue dropped before the datapath read them), if readable.
-fn tap_tx_dropped(side: &SideSpec) -> Option<u64> {
-    let out = std::process::Command::new("ip")
-        .args([
-            "-n",
-            &side.netns,
-            "-s",
-            "-j",
-            "link",
-            "show",
-            "dev",
-            &side.tap.name,
-        ])
-        .output()
-        .ok()?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    v.get(0)?
-        .get("stats64")?
-        .get("tx")?
-        .get("dropped")?
-        .as_u64()
 }
 
 /// The stats snapshot as text: one block per direction, then the datapath's

@@ -179,6 +179,36 @@ pub fn netns_exists(name: &str) -> bool {
     FsPath::new(NETNS_RUN_DIR).join(name).exists()
 }
 
+/// Frames the host in namespace `ns` sent into its TAP `tap` that the
+/// kernel dropped before the datapath read them: the TAP's own ring (its TX
+/// dropped counter) plus the root qdisc on the TAP. These never reach the
+/// daemon, so only the kernel can count them. `None` if `ip` or `tc` cannot
+/// tell (namespace gone, tool missing).
+pub fn tap_tx_dropped(ns: &str, tap: &str) -> Option<u64> {
+    let json = |program: &str, args: &[&str]| -> Option<serde_json::Value> {
+        let out = Command::new(program).args(args).output().ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        serde_json::from_slice(&out.stdout).ok()
+    };
+    let link = json("ip", &["-n", ns, "-s", "-j", "link", "show", "dev", tap])?;
+    let ring = link
+        .get(0)?
+        .get("stats64")?
+        .get("tx")?
+        .get("dropped")?
+        .as_u64()?;
+    let qdiscs = json("tc", &["-n", ns, "-s", "-j", "qdisc", "show", "dev", tap])?;
+    let qdisc: u64 = qdiscs
+        .as_array()?
+        .iter()
+        .filter(|q| q.get("root").and_then(|r| r.as_bool()) == Some(true))
+        .filter_map(|q| q.get("drops").and_then(|d| d.as_u64()))
+        .sum();
+    Some(ring + qdisc)
+}
+
 /// An interface of that name exists in this process's namespace.
 fn root_link_exists(name: &str) -> bool {
     FsPath::new("/sys/class/net").join(name).exists()

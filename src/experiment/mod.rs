@@ -205,17 +205,6 @@ pub fn skip_reason() -> Option<String> {
         .map(|e| format!("skipped: {e}"))
 }
 
-/// TX drops of a TAP in its namespace (its kernel queue overflowing because
-/// the daemon did not read in time); 0 if `ip` cannot tell.
-fn tap_tx_dropped(ns: &str, tap: &str) -> u64 {
-    let out = std::process::Command::new("ip")
-        .args(["-n", ns, "-s", "-j", "link", "show", "dev", tap])
-        .output();
-    let Ok(out) = out else { return 0 };
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    v[0]["stats64"]["tx"]["dropped"].as_u64().unwrap_or(0)
-}
-
 /// Brings `cand` up under private names, runs the test, tears down (also on
 /// error).
 pub fn run_one(
@@ -243,7 +232,8 @@ pub fn run_one(
         .with_context(|| format!("bringing up {}", cand.name))?;
     let raw = rrul::run(&spec, progress);
     // Before teardown: the sending TAPs' queue drops (left TAP sends L→R).
-    let sender_drops = [&cfg.left, &cfg.right].map(|e| tap_tx_dropped(&e.namespace, &e.tap));
+    let sender_drops = [&cfg.left, &cfg.right]
+        .map(|e| crate::netns::tap_tx_dropped(&e.namespace, &e.tap).unwrap_or(0));
     let last = link.stop();
     let raw = raw.with_context(|| format!("testing {}", cand.name))?;
     let last = last?;

@@ -471,6 +471,14 @@ impl Link {
             })
     }
 
+    /// Frames the host on `side` sent into its TAP that the kernel dropped
+    /// before the datapath read them (see `netns::tap_tx_dropped`); `None`
+    /// if the kernel cannot tell.
+    pub fn tap_tx_dropped(&self, side: Side) -> Option<u64> {
+        let e = self.endpoint(side);
+        crate::netns::tap_tx_dropped(&e.namespace, &e.tap)
+    }
+
     /// The parameters of one direction as last set.
     pub fn params(&self, dir: Dir) -> LinkParams {
         self.params.lock().unwrap_or_else(|p| p.into_inner())[dir.index()]
