@@ -485,19 +485,13 @@ fn down_runs() -> anyhow::Result<()> {
 /// `bloatbox exec left|right -- CMD...`: the command's exit code, or 128 +
 /// the signal that ended it.
 pub fn exec(side: Side, config: Option<&Path>, cmd: &[String]) -> anyhow::Result<u8> {
-    use std::os::unix::process::ExitStatusExt;
     let cfg = load(config)?;
     let setup = setup(&cfg)?;
     let ns = match side {
         Side::Left => &setup.topology.left.netns,
         Side::Right => &setup.topology.right.netns,
     };
-    let status = netns::exec_in(ns, cmd)?;
-    Ok(match (status.code(), status.signal()) {
-        (Some(code), _) => code as u8,
-        (None, Some(sig)) => 128u8.wrapping_add(sig as u8),
-        (None, None) => 1,
-    })
+    match netns::exec_in(ns, cmd)? {}
 }
 
 /// `bloatbox check FILE`: the configuration loads, every tc line passes the
@@ -617,17 +611,23 @@ fn render_stats(snap: &serde_json::Value) -> String {
             if ok { "ok" } else { "VIOLATED" }
         );
     }
-    let l = &snap["lateness"];
     let w = &snap["wakeups"];
-    let _ = writeln!(
-        out,
-        "datapath\n  wake-up lateness p50 {:.1} us  p99 {:.1} us  p99.9 {:.1} us  max {:.1} us ({} samples)",
-        num(l, "p50_ns") as f64 / 1e3,
-        num(l, "p99_ns") as f64 / 1e3,
-        num(l, "p999_ns") as f64 / 1e3,
-        num(l, "max_ns") as f64 / 1e3,
-        num(l, "samples")
-    );
+    let _ = writeln!(out, "datapath");
+    for (key, what, unit) in [
+        ("lateness", "wake-up lateness", "samples"),
+        ("release_lateness", "frames written late by", "frames"),
+    ] {
+        let l = &snap[key];
+        let _ = writeln!(
+            out,
+            "  {what} p50 {:.1} us  p99 {:.1} us  p99.9 {:.1} us  max {:.1} us ({} {unit})",
+            num(l, "p50_ns") as f64 / 1e3,
+            num(l, "p99_ns") as f64 / 1e3,
+            num(l, "p999_ns") as f64 / 1e3,
+            num(l, "max_ns") as f64 / 1e3,
+            num(l, "samples")
+        );
+    }
     let _ = writeln!(
         out,
         "  wake-ups {} (timer {}, I/O {})",

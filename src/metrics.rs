@@ -370,27 +370,31 @@ pub fn render(snap: &LiveSnapshot) -> String {
             );
         }
     }
-    let l = &snap.lateness;
-    for (q, v) in [
-        ("0.5", l.p50_ns),
-        ("0.99", l.p99_ns),
-        ("0.999", l.p999_ns),
-        ("1", l.max_ns),
-    ] {
-        let lab = labels(&[("quantile", q)]);
-        f.gauge(
-            "wakeup_lateness_seconds",
+    for (l, [seconds, samples], help, samples_help) in [
+        (
+            &snap.lateness,
+            ["wakeup_lateness_seconds", "wakeup_lateness_samples"],
             "Datapath timer wake-up lateness (time woken minus deadline)",
-            lab,
-            v as f64 / 1e9,
-        );
+            "Timer wake-ups measured for lateness",
+        ),
+        (
+            &snap.release_lateness,
+            ["release_lateness_seconds", "release_lateness_samples"],
+            "How late frames were written (write time minus the link's delivery time)",
+            "Frames measured for release lateness",
+        ),
+    ] {
+        for (q, v) in [
+            ("0.5", l.p50_ns),
+            ("0.99", l.p99_ns),
+            ("0.999", l.p999_ns),
+            ("1", l.max_ns),
+        ] {
+            let lab = labels(&[("quantile", q)]);
+            f.gauge(seconds, help, lab, v as f64 / 1e9);
+        }
+        f.counter(samples, samples_help, Vec::new(), l.samples);
     }
-    f.counter(
-        "wakeup_lateness_samples",
-        "Timer wake-ups measured for lateness",
-        Vec::new(),
-        l.samples,
-    );
     f.counter(
         "wakeups",
         "Datapath wake-ups",
@@ -802,6 +806,13 @@ mod tests {
                 p999_ns: 3_000,
                 max_ns: 4_000,
             },
+            release_lateness: LatenessSummary {
+                samples: 5,
+                p50_ns: 6_000,
+                p99_ns: 7_000,
+                p999_ns: 8_000,
+                max_ns: 9_000,
+            },
             wakeups: Wakeups {
                 total: 7,
                 timer: 3,
@@ -878,6 +889,11 @@ mod tests {
             value(&s, "bloatbox_wakeup_lateness_seconds{quantile=\"0.99\"}"),
             2e-6
         );
+        assert_eq!(
+            value(&s, "bloatbox_release_lateness_seconds{quantile=\"0.999\"}"),
+            8e-6
+        );
+        assert_eq!(value(&s, "bloatbox_release_lateness_samples_total"), 5.0);
         let t = &snap.bridge.path(Dir::LeftToRight).transit;
         assert!(t.count > 0, "frames were delivered");
         assert_eq!(t.count, c.frames_out);

@@ -20,10 +20,12 @@
 
 use std::net::IpAddr;
 use std::path::Path as FsPath;
-use std::process::{Command, ExitStatus};
+use std::process::Command;
+use std::time::Duration;
 
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::unistd::Pid;
 
 use crate::port::{TapPort, TapSpec};
 
@@ -33,6 +35,8 @@ const CAP_SYS_ADMIN: u32 = 21;
 
 /// Where `ip netns add` mounts named namespaces.
 const NETNS_RUN_DIR: &str = "/run/netns";
+/// How long `kill_until_gone` keeps killing before it gives up and warns.
+const KILL_WAIT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum NetnsError {
@@ -111,11 +115,57 @@ impl Drop for LinkGuard {
                 tracing::info!(netns = %ns, "network namespace already removed");
                 continue;
             }
+            kill_netns_processes(&ns);
             match ip(&["netns", "del", &ns]) {
                 Ok(()) => tracing::info!(netns = %ns, "removed network namespace"),
                 Err(e) => tracing::warn!(netns = %ns, "cleanup: {e}"),
             }
         }
+    }
+}
+
+/// Processes inside namespace `ns` (`ip netns pids`), without this one.
+fn netns_pids(ns: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    Command::new("ip")
+        .args(["netns", "pids", ns])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .filter(|&p| p != me)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// SIGKILLs every process in namespace `ns` until none is left (bounded).
+/// Deleting a namespace's name does not end what runs inside: an `iperf3`
+/// started with `bloatbox exec` would live on, unreachable, in a namespace
+/// without a name.
+pub fn kill_netns_processes(ns: &str) {
+    kill_until_gone(ns, || netns_pids(ns));
+}
+
+/// SIGKILLs the processes `pids` lists (those inside namespace `ns`) until
+/// it lists none, for at most `KILL_WAIT`.
+pub(crate) fn kill_until_gone(ns: &str, pids: impl Fn() -> Vec<i32>) {
+    let deadline = std::time::Instant::now() + KILL_WAIT;
+    loop {
+        let pids = pids();
+        if pids.is_empty() {
+            return;
+        }
+        if std::time::Instant::now() >= deadline {
+            tracing::warn!(netns = ns, ?pids, "processes survive SIGKILL");
+            return;
+        }
+        for pid in pids {
+            tracing::info!(netns = ns, pid, "killing a process left in the namespace");
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -339,12 +389,14 @@ pub fn detect_leftovers(topo: &Topology) -> Vec<String> {
     found
 }
 
-/// Removes what a killed run left: the namespaces (with their TAPs) and TAPs
-/// still in the root namespace. Returns what was removed.
+/// Removes what a killed run left: the namespaces (with their TAPs and the
+/// processes still running inside) and TAPs still in the root namespace.
+/// Returns what was removed.
 pub fn down(topo: &Topology) -> Result<Vec<String>, NetnsError> {
     let mut removed = Vec::new();
     for side in topo.sides() {
         if netns_exists(&side.netns) {
+            kill_netns_processes(&side.netns);
             ip(&["netns", "del", &side.netns])?;
             removed.push(format!("network namespace {:?}", side.netns));
         }
@@ -356,9 +408,11 @@ pub fn down(topo: &Topology) -> Result<Vec<String>, NetnsError> {
     Ok(removed)
 }
 
-/// Runs `cmd` inside namespace `ns` (`ip netns exec`), inheriting stdio, and
-/// returns its exit status.
-pub fn exec_in(ns: &str, cmd: &[String]) -> Result<ExitStatus, NetnsError> {
+/// Becomes `ip netns exec NS CMD...` (the process image is replaced, as
+/// `ip netns exec` itself does), so that a signal for this process reaches
+/// the command and nothing is left running when it is killed. Returns only
+/// on failure.
+pub fn exec_in(ns: &str, cmd: &[String]) -> Result<std::convert::Infallible, NetnsError> {
     if cmd.is_empty() {
         return Err(NetnsError::Command {
             cmd: format!("ip netns exec {ns}"),
@@ -368,14 +422,15 @@ pub fn exec_in(ns: &str, cmd: &[String]) -> Result<ExitStatus, NetnsError> {
     if !netns_exists(ns) {
         return Err(NetnsError::NoSuchNamespace(ns.to_string()));
     }
-    Command::new("ip")
+    use std::os::unix::process::CommandExt;
+    let e = Command::new("ip")
         .args(["netns", "exec", ns])
         .args(cmd)
-        .status()
-        .map_err(|e| NetnsError::Io {
-            what: format!("running `ip netns exec {ns} {}`", cmd.join(" ")),
-            source: e,
-        })
+        .exec();
+    Err(NetnsError::Io {
+        what: format!("running `ip netns exec {ns} {}`", cmd.join(" ")),
+        source: e,
+    })
 }
 
 /// SIGINT, SIGTERM and SIGHUP, blocked for the whole process and readable from a

@@ -9,7 +9,8 @@
 //!   do from then on (read and write the TAPs' open descriptors, serve the
 //!   already bound socket) needs none.
 //! - The main thread of `bloatbox up`, once the link is up, calls
-//!   `keep_only(&TEARDOWN)`: `ip netns del` at exit is all it still runs.
+//!   `keep_only(&TEARDOWN)`: ending what runs in the namespaces and `ip
+//!   netns del` at exit is all it still does.
 //! - A process that is not root loses its capabilities when it executes a
 //!   program without file capabilities, such as `ip`, unless they are
 //!   ambient. `pass_to_children` raises `CHILDREN` as ambient capabilities
@@ -20,19 +21,29 @@ use std::io;
 
 use caps::{CapSet, Capability, CapsHashSet};
 
-/// What the main thread keeps after set-up, for `ip netns del` at exit:
-/// unmounting the namespace (CAP_SYS_ADMIN), and, without root, removing
-/// its file from the root-owned /run/netns (CAP_DAC_OVERRIDE).
-pub const TEARDOWN: [Capability; 3] = [
+/// What set-up's `ip` children need: creating and deleting namespaces
+/// (mounts: CAP_SYS_ADMIN; files in the root-owned /run/netns:
+/// CAP_DAC_OVERRIDE), moving and configuring links (CAP_NET_ADMIN).
+pub const CHILDREN: [Capability; 3] = [
     Capability::CAP_NET_ADMIN,
     Capability::CAP_SYS_ADMIN,
     Capability::CAP_DAC_OVERRIDE,
 ];
 
-/// What set-up's `ip` children need: creating and deleting namespaces
-/// (mounts: CAP_SYS_ADMIN; files in the root-owned /run/netns:
-/// CAP_DAC_OVERRIDE), moving and configuring links (CAP_NET_ADMIN).
-pub const CHILDREN: [Capability; 3] = TEARDOWN;
+/// What the main thread keeps after set-up for the tear-down at exit:
+/// `CHILDREN` for `ip netns del`, and for ending what still runs in the
+/// namespaces first (`netns::kill_netns_processes`), CAP_SYS_PTRACE (`ip
+/// netns pids` reads other processes' /proc/PID/ns/net, which a process
+/// holding fewer capabilities than its target may not) and CAP_KILL (for
+/// processes of another user). Without root, those of them the file
+/// capabilities did not grant are simply not held.
+pub const TEARDOWN: [Capability; 5] = [
+    CHILDREN[0],
+    CHILDREN[1],
+    CHILDREN[2],
+    Capability::CAP_SYS_PTRACE,
+    Capability::CAP_KILL,
+];
 
 /// Of `CHILDREN`, what bloatbox itself needs only to open /dev/net/tun
 /// where that is root's (mode 0600): without root, `lower_children_only`

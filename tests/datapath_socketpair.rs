@@ -173,6 +173,12 @@ fn frames_cross_both_ways_in_order_at_the_link_rate() {
         "far slower than the line rate: {last:?}"
     );
     assert!(snap.lateness.samples > 0, "the timer never fired");
+    // Every frame written was measured against its delivery time.
+    assert_eq!(
+        snap.release_lateness.samples,
+        snap.left_port.tx_frames + snap.right_port.tx_frames
+    );
+    assert!(snap.release_lateness.p50_ns > 0);
 
     // The final snapshot: everything in came out, nothing held, no I/O errors.
     for dir in Dir::ALL {

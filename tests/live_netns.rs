@@ -170,16 +170,34 @@ fn live_idle_rtt_is_twice_the_delay_plus_serialization() {
 fn live_nothing_is_left_after_exit_or_after_sigkill_and_down() {
     require!();
     let _serial = serial();
-    // Normal exit.
+    // A command that `bloatbox exec` started is that command (the process
+    // is replaced), so killing it leaves nothing running in the namespace.
     let mut d = Daemon::start("rate = \"100mbit\"");
+    let mut sleeper = d.spawn_in(Side::Left, &["sleep", "60"]);
+    wait_for_pids(&d.names.ns[0], 1);
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    wait_for_pids(&d.names.ns[0], 0);
+
+    // Normal exit: what still runs inside the namespaces is ended with them.
+    let mut sleepers = [Side::Left, Side::Right].map(|s| d.spawn_in(s, &["sleep", "60"]));
+    wait_for_pids(&d.names.ns[1], 1);
     assert_eq!(d.leftovers().len(), 2, "both namespaces exist while up");
     assert!(d.stop().success(), "{}", d.log_text());
     assert_eq!(d.leftovers(), Vec::<String>::new());
+    for s in &mut sleepers {
+        let ended = common::wait_timeout(s, Duration::from_secs(5));
+        assert!(ended.is_some_and(|st| !st.success()), "{ended:?}");
+    }
 
-    // SIGKILL: the namespaces stay, `up` refuses, `down` removes them.
+    // SIGKILL: the namespaces stay, `up` refuses, `down` removes them and
+    // ends what runs inside.
     let mut d = Daemon::start("rate = \"100mbit\"");
+    let mut sleeper = d.spawn_in(Side::Right, &["sleep", "60"]);
+    wait_for_pids(&d.names.ns[1], 1);
     d.kill9();
     assert_eq!(d.leftovers().len(), 2, "namespaces outlive a SIGKILL");
+    assert!(sleeper.try_wait().unwrap().is_none(), "still running");
     let again = d.cli(&["up"]);
     assert!(!again.status.success());
     assert!(text(&again).contains("bloatbox down"), "{}", text(&again));
@@ -187,8 +205,32 @@ fn live_nothing_is_left_after_exit_or_after_sigkill_and_down() {
     assert!(down.status.success(), "{}", text(&down));
     assert!(text(&down).contains("removed"), "{}", text(&down));
     assert_eq!(d.leftovers(), Vec::<String>::new());
+    let ended = common::wait_timeout(&mut sleeper, Duration::from_secs(5));
+    assert!(ended.is_some_and(|st| !st.success()), "{ended:?}");
     let down = d.cli(&["down"]);
     assert!(text(&down).contains("nothing to remove"), "{}", text(&down));
+}
+
+/// Waits (at most 5 s) until namespace `ns` holds exactly `n` processes.
+fn wait_for_pids(ns: &str, n: usize) {
+    let pids = || {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "pids", ns])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .count()
+    };
+    let t0 = std::time::Instant::now();
+    while pids() != n {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "{ns} holds {} processes, not {n}",
+            pids()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Runs netns/down.sh for a name when dropped (every exit path).

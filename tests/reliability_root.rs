@@ -35,8 +35,13 @@ const EXIT_LIMIT: Duration = Duration::from_secs(5);
 /// Capability bits (linux/capability.h).
 const CAP_DAC_OVERRIDE: u64 = 1 << 1;
 const CAP_NET_ADMIN: u64 = 1 << 12;
+const CAP_KILL: u64 = 1 << 5;
 const CAP_SYS_ADMIN: u64 = 1 << 21;
-const TEARDOWN_MASK: u64 = CAP_DAC_OVERRIDE | CAP_NET_ADMIN | CAP_SYS_ADMIN;
+const CAP_SYS_PTRACE: u64 = 1 << 19;
+/// `privilege::TEARDOWN`: `ip netns del`, and ending the processes still
+/// in the namespaces before it.
+const TEARDOWN_MASK: u64 =
+    CAP_DAC_OVERRIDE | CAP_NET_ADMIN | CAP_SYS_ADMIN | CAP_SYS_PTRACE | CAP_KILL;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 static NEXT: AtomicU32 = AtomicU32::new(1);

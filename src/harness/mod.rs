@@ -57,7 +57,6 @@ use std::time::Duration;
 
 use nix::sched::CloneFlags;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
-use nix::unistd::Pid;
 
 use crate::app::LiveLink;
 pub use crate::app::Side;
@@ -552,11 +551,10 @@ impl Link {
             match self.rootless() {
                 Some(r) => {
                     let ns = r.side(side);
-                    kill_until_gone(&format!("net:[{}]", ns.inode()), || ns.pids());
+                    crate::netns::kill_until_gone(&format!("net:[{}]", ns.inode()), || ns.pids());
                 }
                 None => {
-                    let ns = &self.endpoint(side).namespace;
-                    kill_until_gone(ns, || netns_pids(ns));
+                    crate::netns::kill_netns_processes(&self.endpoint(side).namespace);
                 }
             }
         }
@@ -653,48 +651,6 @@ fn unblock_termination_signals() -> nix::Result<()> {
     mask.add(Signal::SIGTERM);
     mask.add(Signal::SIGHUP);
     nix::sys::signal::sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&mask), None)
-}
-
-/// Processes inside namespace `ns` (`ip netns pids`), without this one.
-fn netns_pids(ns: &str) -> Vec<i32> {
-    let me = std::process::id() as i32;
-    Command::new("ip")
-        .args(["netns", "pids", ns])
-        .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .filter(|&p| p != me)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// SIGKILLs every process in namespace `ns` until none is left (bounded).
-pub fn kill_netns_processes(ns: &str) {
-    kill_until_gone(ns, || netns_pids(ns));
-}
-
-/// SIGKILLs the processes `pids` lists (those inside namespace `ns`) until
-/// it lists none (bounded).
-fn kill_until_gone(ns: &str, pids: impl Fn() -> Vec<i32>) {
-    let deadline = std::time::Instant::now() + KILL_GRACE;
-    loop {
-        let pids = pids();
-        if pids.is_empty() {
-            return;
-        }
-        if std::time::Instant::now() >= deadline {
-            tracing::warn!(netns = ns, ?pids, "processes survive SIGKILL");
-            return;
-        }
-        for pid in pids {
-            tracing::debug!(netns = ns, pid, "killing a process left in the namespace");
-            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[cfg(test)]

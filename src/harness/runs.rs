@@ -84,7 +84,7 @@ impl RunRecord {
         let mut removed = Vec::new();
         for ns in &self.namespaces {
             if Path::new("/run/netns").join(ns).exists() {
-                super::kill_netns_processes(ns);
+                crate::netns::kill_netns_processes(ns);
                 if ip(&["netns", "del", ns]) {
                     removed.push(format!("network namespace {ns:?}"));
                 }

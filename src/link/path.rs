@@ -436,10 +436,11 @@ impl Path {
             self.rx.push(pkt, arrived);
         }
         let (outbox, counters, transit) = (&mut self.outbox, &mut self.counters, &mut self.transit);
-        self.rx.fire(t, |pkt| {
+        self.rx.fire(t, |mut pkt| {
             counters.frames_out += 1;
             counters.bytes_out += pkt.len as u64;
             transit.record(t.saturating_since(pkt.meta.arrival));
+            pkt.meta.delivered = t;
             outbox.push(pkt);
         });
     }

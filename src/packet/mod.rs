@@ -54,6 +54,9 @@ pub struct PacketMeta {
     pub arrival: Instant,
     /// When the frame was last enqueued into a qdisc (CoDel's timestamp).
     pub enqueue_time: Instant,
+    /// When the link handed the frame to the receiving side (logical time;
+    /// set at delivery). The live datapath measures its writes against it.
+    pub delivered: Instant,
     pub l3: L3,
     pub flow: FlowKey,
     /// Unkeyed flow hash of `flow`; qdiscs mix in their own perturbation.
