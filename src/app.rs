@@ -105,6 +105,7 @@ fn setup(cfg: &Config) -> anyhow::Result<Setup> {
         control_socket: cfg.control_socket(),
         datapath: DatapathConfig {
             spin_us: cfg.daemon.spin_us,
+            busy_poll_us: cfg.daemon.busy_poll_us,
             publish_interval_ns: NS_PER_SEC / u64::from(cfg.daemon.snapshot_hz.max(1)),
             snapshot_flows: cfg.daemon.snapshot_flows as usize,
             frame_buf: cfg.tap.mtu as usize + FRAME_OVERHEAD,
@@ -630,10 +631,12 @@ fn render_stats(snap: &serde_json::Value) -> String {
     }
     let _ = writeln!(
         out,
-        "  wake-ups {} (timer {}, I/O {})",
+        "  wake-ups {} (timer {}, I/O {}), deadlines spun to without the timer {}, busy polls {}",
         num(w, "total"),
         num(w, "timer"),
-        num(w, "io")
+        num(w, "io"),
+        num(w, "spun"),
+        num(w, "polls")
     );
     let _ = writeln!(
         out,

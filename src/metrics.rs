@@ -413,6 +413,18 @@ pub fn render(snap: &LiveSnapshot) -> String {
         Vec::new(),
         snap.wakeups.io,
     );
+    f.counter(
+        "spun_deadlines",
+        "Deadlines within spin_us met by spinning, without the timer",
+        Vec::new(),
+        snap.wakeups.spun,
+    );
+    f.counter(
+        "busy_polls",
+        "Datapath loop iterations that polled instead of sleeping (busy_poll_us)",
+        Vec::new(),
+        snap.wakeups.polls,
+    );
     f.gauge(
         "datapath_cpu_seconds",
         "CPU time the datapath thread has used",
@@ -817,6 +829,8 @@ mod tests {
                 total: 7,
                 timer: 3,
                 io: 4,
+                spun: 2,
+                polls: 1,
                 cpu_ns: 5_000_000,
             },
             left_port: PortCounters {

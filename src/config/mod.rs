@@ -324,7 +324,7 @@ impl LinkSettings {
 #[serde(
     default,
     deny_unknown_fields,
-    expecting = "a table with control_socket, snapshot_hz, snapshot_flows, spin_us, pool_size"
+    expecting = "a table with control_socket, snapshot_hz, snapshot_flows, spin_us, busy_poll_us, pool_size"
 )]
 pub struct DaemonSettings {
     /// Control socket; unset = `/run/bloatbox/<left namespace>.sock`.
@@ -337,6 +337,9 @@ pub struct DaemonSettings {
     pub snapshot_flows: u32,
     /// Spin this many µs before a timer deadline (0 = off), ≤ 10000.
     pub spin_us: u32,
+    /// Keep polling the ports, without sleeping, for this many µs after
+    /// the last frame read or written (0 = off), ≤ 1000000.
+    pub busy_poll_us: u32,
     /// Frame buffers in the pool, 64..=1048576.
     pub pool_size: u32,
 }
@@ -348,6 +351,7 @@ impl Default for DaemonSettings {
             snapshot_hz: 20,
             snapshot_flows: 64,
             spin_us: 0,
+            busy_poll_us: 0,
             pool_size: 65536,
         }
     }

@@ -43,17 +43,23 @@ pub fn check_report(config: &Config) -> String {
     let d = &config.daemon;
     let _ = writeln!(
         out,
-        "daemon control socket {}  snapshots {} Hz  spin {}  pool {} frames",
+        "daemon control socket {}  snapshots {} Hz  spin {}  busy poll {}  pool {} frames",
         config.control_socket().display(),
         d.snapshot_hz,
-        if d.spin_us == 0 {
-            "off".to_string()
-        } else {
-            format!("{}us", d.spin_us)
-        },
+        off_or_us(d.spin_us),
+        off_or_us(d.busy_poll_us),
         d.pool_size
     );
     out
+}
+
+/// A µs setting where 0 means off.
+fn off_or_us(us: u32) -> String {
+    if us == 0 {
+        "off".to_string()
+    } else {
+        format!("{us}us")
+    }
 }
 
 fn direction(out: &mut String, config: &Config, dir: Direction) {

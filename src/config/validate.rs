@@ -22,6 +22,7 @@ const OVERHEAD: RangeInclusive<u32> = 0..=256;
 const SNAPSHOT_HZ: RangeInclusive<u32> = 1..=1000;
 const SNAPSHOT_FLOWS: RangeInclusive<u32> = 0..=65_536;
 const SPIN_US: RangeInclusive<u32> = 0..=10_000;
+const BUSY_POLL_US: RangeInclusive<u32> = 0..=1_000_000;
 const POOL_SIZE: RangeInclusive<u32> = 64..=1_048_576;
 /// Linux IFNAMSIZ − 1.
 const MAX_IFNAME: usize = 15;
@@ -404,6 +405,7 @@ fn daemon(config: &Config) -> Result<(), ConfigError> {
         "flows",
     )?;
     in_range("daemon.spin_us", d.spin_us, SPIN_US, "µs")?;
+    in_range("daemon.busy_poll_us", d.busy_poll_us, BUSY_POLL_US, "µs")?;
     in_range("daemon.pool_size", d.pool_size, POOL_SIZE, "frames")?;
     if let Some(path) = &d.control_socket {
         if !path.starts_with('/') || path.len() > MAX_SOCKET_PATH || path.ends_with('/') {

@@ -588,6 +588,7 @@ fn link_report(last: &LiveSnapshot) -> Value {
         "latency": {
             "transit_ns": transit,
             "wakeup_lateness_ns": last.lateness,
+            "release_lateness_ns": last.release_lateness,
             "qdisc_sojourn_at_end": sojourn,
         },
     })
