@@ -1,9 +1,12 @@
 //! Simulated frames per second of wall time: 1024 UDP flows (about 1.2x the
 //! line rate in total) through fq_codel (and pfifo_fast) on a 1 Gbit/s
-//! link, 0.5 s of simulated time per iteration; and the TCP bufferbloat
-//! scenario (8 CUBIC flows and a ping, 20 s at 100 Mbit/s). Traced to the
-//! hash only. Throughput is frames handed to either path. Run:
-//! `cargo bench --bench sim`.
+//! link, 0.5 s of simulated time per iteration; the TCP bufferbloat
+//! scenario (8 CUBIC flows and a ping, 20 s at 100 Mbit/s); and seed 3's
+//! link (pfifo_fast, 256-descriptor ring with BQL, TX completions coalesced
+//! at 500 µs / 32 frames, 200 Mbit/s) overloaded 1.5x, with qdisc bulk
+//! dequeue on and off: the core's CPU per frame in both modes, side by side
+//! in one run. Traced to the hash only. Throughput is frames handed to
+//! either path. Run: `cargo bench --bench sim`.
 
 use bloatbox::sim::{self, Scenario};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -20,6 +23,32 @@ tc = ["tc qdisc add dev left root {qdisc}"]
 [[udp]]
 count = 1024
 rate = "1200kbit"
+size = 1514
+poisson = true
+"#
+    ))
+    .expect("bench scenario is valid")
+}
+
+/// Seed 3's link (configs/bulk-dequeue-on.toml and -off.toml) with 300
+/// Mbit/s of 1514-byte UDP frames offered for 0.5 s.
+fn bulk_dequeue_scenario(bulk: bool) -> Scenario {
+    Scenario::from_toml(&format!(
+        r#"
+seed = 1
+duration = "500ms"
+[link.left_to_right]
+rate = "200mbit"
+delay = "1ms"
+tx_ring = 256
+bql = true
+tx_usecs = 500
+tx_frames = 32
+bulk_dequeue = {bulk}
+qdisc = "pfifo_fast"
+[[udp]]
+count = 16
+rate = "18750kbit"
 size = 1514
 poisson = true
 "#
@@ -49,6 +78,16 @@ fn bench(c: &mut Criterion) {
     g.bench_function("fq_codel_8_cubic_20s", |b| {
         b.iter(|| sim::run(&sc).expect("scenario runs"))
     });
+    for bulk in [true, false] {
+        let sc = bulk_dequeue_scenario(bulk);
+        let r = sim::run(&sc).expect("bench scenario runs");
+        let frames: u64 = r.directions.iter().map(|d| d.frames_in).sum();
+        g.throughput(Throughput::Elements(frames));
+        let name = if bulk { "on" } else { "off" };
+        g.bench_function(format!("seed3_bulk_dequeue_{name}"), |b| {
+            b.iter(|| sim::run(&sc).expect("bench scenario runs"))
+        });
+    }
     g.finish();
 }
 
