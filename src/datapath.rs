@@ -584,10 +584,19 @@ impl Driver {
         if let Err(e) = nix::sys::prctl::set_timerslack(1) {
             tracing::warn!("could not set timer slack to 1 ns: {e}");
         }
-        if let Some(prio) = self.cfg.realtime_priority {
-            if let Err(e) = set_fifo_priority(prio) {
-                tracing::warn!("could not switch the datapath to SCHED_FIFO {prio}: {e}");
+        match (self.cfg.realtime_priority, self.cfg.busy_poll_us) {
+            (Some(prio), 0) => {
+                if let Err(e) = set_fifo_priority(prio) {
+                    tracing::warn!("could not switch the datapath to SCHED_FIFO {prio}: {e}");
+                }
             }
+            (Some(prio), us) => tracing::warn!(
+                "the datapath stays at normal priority, not SCHED_FIFO {prio}: with \
+                 daemon.busy_poll_us = {us} it polls without sleeping, and under SCHED_FIFO no \
+                 ordinary process (the traffic's own included) would run on its core for {us} µs \
+                 after each frame"
+            ),
+            (None, _) => {}
         }
         // Everything that needed a privilege is done (the ports are open).
         crate::privilege::drop_all()?;
