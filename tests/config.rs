@@ -188,11 +188,18 @@ fn seed_configs_mean_what_they_say() {
     );
 }
 
-/// Each fixture holds `# expect: TEXT` lines; the error must contain each.
-#[test]
-fn invalid_fixtures_give_their_messages() {
-    let files = toml_files("tests/fixtures/config");
-    assert!(files.len() >= 12);
+/// Loads each `.toml` file of `dir` (at least `at_least` of them) with
+/// `load(text, file name)`: each must fail, and its error must contain
+/// each of the `# expect: TEXT` lines the file holds (one at least). The
+/// file names with their errors.
+fn fixture_errors(
+    dir: &str,
+    at_least: usize,
+    load: impl Fn(&str, &str) -> Result<Config, String>,
+) -> Vec<(String, String)> {
+    let files = toml_files(dir);
+    assert!(files.len() >= at_least);
+    let mut errors = Vec::new();
     for path in files {
         let text = std::fs::read_to_string(&path).unwrap();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
@@ -201,13 +208,26 @@ fn invalid_fixtures_give_their_messages() {
             .filter_map(|l| l.strip_prefix("# expect: "))
             .collect();
         assert!(!expected.is_empty(), "{name} has no # expect: line");
-        let err = match Config::from_str(&text, &name) {
+        let err = match load(&text, &name) {
             Ok(_) => panic!("{name} loaded but should fail"),
-            Err(e) => e.to_string(),
+            Err(e) => e,
         };
         for want in expected {
             assert!(err.contains(want), "{name}:\n  got:  {err}\n  want: {want}");
         }
+        errors.push((name, err));
+    }
+    errors
+}
+
+/// Each fixture holds `# expect: TEXT` lines; the error must contain each,
+/// and a fix.
+#[test]
+fn invalid_fixtures_give_their_messages() {
+    let errors = fixture_errors("tests/fixtures/config", 12, |text, name| {
+        Config::from_str(text, name).map_err(|e| e.to_string())
+    });
+    for (name, err) in errors {
         assert!(err.contains("fix:"), "{name}: no fix in {err}");
     }
 }
@@ -540,25 +560,9 @@ use bloatbox::units::LinkLayer;
 /// loaded from its own directory (trace paths are relative to it).
 #[test]
 fn shape_fixtures_give_their_messages() {
-    let files = toml_files("tests/fixtures/shape");
-    assert!(files.len() >= 10);
-    for path in files {
-        let text = std::fs::read_to_string(&path).unwrap();
-        let name = path.file_name().unwrap().to_string_lossy().to_string();
-        let expected: Vec<&str> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("# expect: "))
-            .collect();
-        assert!(!expected.is_empty(), "{name} has no # expect: line");
-        let relative = Path::new("tests/fixtures/shape").join(&name);
-        let err = match Config::load(&relative) {
-            Ok(_) => panic!("{name} loaded but should fail"),
-            Err(e) => e.to_string(),
-        };
-        for want in expected {
-            assert!(err.contains(want), "{name}:\n  got:  {err}\n  want: {want}");
-        }
-    }
+    fixture_errors("tests/fixtures/shape", 10, |_, name| {
+        Config::load(Path::new("tests/fixtures/shape").join(name)).map_err(|e| e.to_string())
+    });
 }
 
 #[test]

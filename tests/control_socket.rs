@@ -7,84 +7,22 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant as StdInstant};
 
-use bloatbox::bridge::Bridge;
 use bloatbox::control::{Client, ControlServer, Request, MAX_LINE};
-use bloatbox::datapath::{Datapath, DatapathConfig, SnapshotReader};
-use bloatbox::link::{LinkParams, Path as LinkPath};
-use bloatbox::port::{FramePort, SocketPairPort};
-use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
-use bloatbox::tc::Dev;
+use bloatbox::datapath::SnapshotReader;
+use bloatbox::port::FramePort;
 use serde_json::Value;
 
-/// A running datapath (10 Mbit/s, 1 ms each way) with its control server,
-/// and the host ends of both ports.
-struct Rig {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-    server: Option<ControlServer>,
-    datapath: Option<Datapath>,
-    host: [SocketPairPort; 2],
-}
+mod control_rig;
+use control_rig::Rig;
 
-impl Rig {
-    fn start() -> Rig {
-        let params = LinkParams {
-            rate_bytes_ps: 1_250_000,
-            delay_ns: 1_000_000,
-            ..LinkParams::default()
-        };
-        let path = |dev: Dev, name: &str| {
-            let line = format!("tc qdisc replace dev {name} root pfifo_fast");
-            let tree = QdiscTree::build(DevSpec::from_link(dev, &params), &[line]).unwrap();
-            LinkPath::new(params, Box::new(tree))
-        };
-        let bridge = Bridge::new(path(Dev::Left, "left"), path(Dev::Right, "right"));
-        let (dp_left, host_left) = SocketPairPort::pair().unwrap();
-        let (dp_right, host_right) = SocketPairPort::pair().unwrap();
-        let cfg = DatapathConfig {
-            publish_interval_ns: 10_000_000,
-            ..DatapathConfig::default()
-        };
-        let datapath = Datapath::spawn(bridge, Box::new(dp_left), Box::new(dp_right), cfg).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let sock = dir.path().join("run").join("ctl.sock");
-        let server =
-            ControlServer::start(&sock, datapath.snapshots(), Some(datapath.commander())).unwrap();
-        let rig = Rig {
-            _dir: dir,
-            path: sock,
-            server: Some(server),
-            datapath: Some(datapath),
-            host: [host_left, host_right],
-        };
-        rig.wait_for_snapshot();
-        rig
-    }
-
-    fn client(&self) -> Client {
-        Client::connect(&self.path).unwrap()
-    }
-
-    fn wait_for_snapshot(&self) {
-        let t0 = StdInstant::now();
-        let mut c = self.client();
-        while c.call(&Request::Snapshot).unwrap().is_err() {
-            assert!(t0.elapsed() < Duration::from_secs(5), "no snapshot in 5 s");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        drop(self.server.take());
-        drop(self.datapath.take());
-    }
+/// pfifo_fast at the root of `dev`.
+fn pfifo_fast(dev: &str) -> Vec<String> {
+    vec![format!("tc qdisc replace dev {dev} root pfifo_fast")]
 }
 
 /// Writes raw bytes and reads one reply line ("" if the server closed).
@@ -142,8 +80,8 @@ fn frame(len: usize) -> Vec<u8> {
 
 #[test]
 fn every_request_kind_is_answered() {
-    let rig = Rig::start();
-    let mode = std::fs::metadata(&rig.path).unwrap().permissions().mode() & 0o777;
+    let rig = Rig::start(pfifo_fast);
+    let mode = std::fs::metadata(&rig.socket).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     let mut c = rig.client();
 
@@ -276,9 +214,9 @@ fn every_request_kind_is_answered() {
 
 #[test]
 fn reset_stats_counts_from_zero_and_keeps_conservation() {
-    let mut rig = Rig::start();
+    let mut rig = Rig::start(pfifo_fast);
     for _ in 0..50 {
-        rig.host[0].send(&frame(1000)).unwrap();
+        rig.host()[0].send(&frame(1000)).unwrap();
     }
     let mut c = rig.client();
     // Reset while frames are still queued, then check the counters only
@@ -294,7 +232,7 @@ fn reset_stats_counts_from_zero_and_keeps_conservation() {
     let t0 = StdInstant::now();
     let mut got = 0;
     while got < 50 && t0.elapsed() < Duration::from_secs(5) {
-        match rig.host[1].recv(&mut buf).unwrap() {
+        match rig.host()[1].recv(&mut buf).unwrap() {
             Some(_) => got += 1,
             None => std::thread::sleep(Duration::from_millis(2)),
         }
@@ -314,24 +252,24 @@ fn reset_stats_counts_from_zero_and_keeps_conservation() {
 
 #[test]
 fn bad_input_gets_a_clear_error_and_the_connection_or_server_survives() {
-    let rig = Rig::start();
-    assert!(error_of(&raw(&rig.path, b"{\"cmd\":\n")).contains("not valid JSON"));
-    assert!(error_of(&raw(&rig.path, b"hello\n")).contains("not valid JSON"));
-    let e = error_of(&raw(&rig.path, b"{\"cmd\":\"frobnicate\"}\n"));
+    let rig = Rig::start(pfifo_fast);
+    assert!(error_of(&raw(&rig.socket, b"{\"cmd\":\n")).contains("not valid JSON"));
+    assert!(error_of(&raw(&rig.socket, b"hello\n")).contains("not valid JSON"));
+    let e = error_of(&raw(&rig.socket, b"{\"cmd\":\"frobnicate\"}\n"));
     assert!(
         e.contains("frobnicate") && e.contains("requests are"),
         "{e}"
     );
-    let e = error_of(&raw(&rig.path, b"{\"cmd\":\"tc\",\"line\":5}\n"));
+    let e = error_of(&raw(&rig.socket, b"{\"cmd\":\"tc\",\"line\":5}\n"));
     assert!(e.contains("unknown or malformed"), "{e}");
-    assert!(error_of(&raw(&rig.path, b"\xff\xfe\n")).contains("UTF-8"));
+    assert!(error_of(&raw(&rig.socket, b"\xff\xfe\n")).contains("UTF-8"));
     // An oversized line: an error, then the server closes this connection.
     let mut big = vec![b'x'; MAX_LINE + 10];
     big.push(b'\n');
-    assert!(error_of(&raw(&rig.path, &big)).contains("longer than"));
+    assert!(error_of(&raw(&rig.socket, &big)).contains("longer than"));
 
     // A silent client is disconnected after the idle timeout (5 s).
-    let silent = UnixStream::connect(&rig.path).unwrap();
+    let silent = UnixStream::connect(&rig.socket).unwrap();
     silent
         .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
@@ -341,7 +279,7 @@ fn bad_input_gets_a_clear_error_and_the_connection_or_server_survives() {
     assert!(t0.elapsed() >= Duration::from_secs(4), "{:?}", t0.elapsed());
 
     // Several requests on one connection, errors in between.
-    let mut s = UnixStream::connect(&rig.path).unwrap();
+    let mut s = UnixStream::connect(&rig.socket).unwrap();
     s.write_all(b"stats\n{bad\n\n{\"cmd\":\"snapshot\"}\n")
         .unwrap();
     let mut r = BufReader::new(&s);
@@ -360,7 +298,7 @@ fn bad_input_gets_a_clear_error_and_the_connection_or_server_survives() {
         &b"{\"cmd\":\"sta"[..],
         b"{\"cmd\":\"tc\",\"line\":\"tc qdisc show\"}\n",
     ] {
-        let mut s = UnixStream::connect(&rig.path).unwrap();
+        let mut s = UnixStream::connect(&rig.socket).unwrap();
         s.write_all(bytes).unwrap();
         drop(s);
     }
@@ -372,10 +310,10 @@ fn bad_input_gets_a_clear_error_and_the_connection_or_server_survives() {
 
 #[test]
 fn eight_concurrent_clients_are_all_answered() {
-    let rig = Rig::start();
+    let rig = Rig::start(pfifo_fast);
     let threads: Vec<_> = (0..8)
         .map(|t| {
-            let path = rig.path.clone();
+            let path = rig.socket.clone();
             std::thread::spawn(move || {
                 let mut c = Client::connect(&path).unwrap();
                 for i in 0..25 {
@@ -407,15 +345,9 @@ fn eight_concurrent_clients_are_all_answered() {
 
 #[test]
 fn replacing_the_root_qdisc_under_load_keeps_conservation() {
-    let mut rig = Rig::start();
+    let mut rig = Rig::start(pfifo_fast);
     let stop = Arc::new(AtomicBool::new(false));
-    let [mut left, mut right] = std::mem::replace(
-        &mut rig.host,
-        [
-            SocketPairPort::pair().unwrap().0,
-            SocketPairPort::pair().unwrap().0,
-        ],
-    );
+    let [mut left, mut right] = rig.take_host();
     let sender = {
         let stop = stop.clone();
         std::thread::spawn(move || {
@@ -505,8 +437,8 @@ fn a_read_only_server_refuses_commands_and_the_socket_is_exclusive() {
 fn the_tui_attaches_through_remote_control() {
     use bloatbox::control::RemoteControl;
     use bloatbox::tui::{Action, Control, LinkField, Preset};
-    let rig = Rig::start();
-    let mut rc = RemoteControl::connect(&rig.path).unwrap();
+    let rig = Rig::start(pfifo_fast);
+    let mut rc = RemoteControl::connect(&rig.socket).unwrap();
     let s = rc.snapshot().expect("a first snapshot");
     assert_eq!(s.bridge.paths[0].params.rate_bytes_ps, 1_250_000);
     assert!(s.bridge.paths[0].qdisc.kind.contains("pfifo_fast"));
@@ -539,13 +471,13 @@ fn the_tui_attaches_through_remote_control() {
 
 #[test]
 fn the_cli_clients_print_the_daemons_replies() {
-    let rig = Rig::start();
-    let config = rig.path.with_file_name("bloatbox.toml");
+    let rig = Rig::start(pfifo_fast);
+    let config = rig.socket.with_file_name("bloatbox.toml");
     std::fs::write(
         &config,
         format!(
             "[daemon]\ncontrol_socket = {:?}\n",
-            rig.path.display().to_string()
+            rig.socket.display().to_string()
         ),
     )
     .unwrap();
@@ -595,7 +527,7 @@ fn the_cli_clients_print_the_daemons_replies() {
 
 #[test]
 fn shape_keys_are_set_all_or_nothing_and_metrics_match_the_snapshot() {
-    let mut rig = Rig::start();
+    let mut rig = Rig::start(pfifo_fast);
     let mut c = rig.client();
     let set = |c: &mut Client, args: &[&str]| {
         c.call(&Request::Set {
@@ -614,7 +546,7 @@ fn shape_keys_are_set_all_or_nothing_and_metrics_match_the_snapshot() {
     assert!(eff["shape"]["left"]["netem"] == "loss 100% seed 9", "{eff}");
     assert_eq!(n(&eff, "/shape/right/framing/overhead"), 8);
     for _ in 0..20 {
-        rig.host[0].send(&frame(500)).unwrap();
+        rig.host()[0].send(&frame(500)).unwrap();
     }
     // All twenty are lost on the wire, and counted so.
     let t0 = StdInstant::now();
@@ -628,7 +560,7 @@ fn shape_keys_are_set_all_or_nothing_and_metrics_match_the_snapshot() {
     };
     assert_eq!(n(&snap, "/bridge/paths/0/seed"), 9);
     let mut buf = vec![0u8; 2048];
-    assert!(rig.host[1].recv(&mut buf).unwrap().is_none());
+    assert!(rig.host()[1].recv(&mut buf).unwrap().is_none());
 
     // The metrics text, from the same published snapshot as a raw one.
     let (samples, snap) = (0..100)

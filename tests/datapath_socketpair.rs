@@ -29,6 +29,15 @@ fn bridge() -> Bridge {
     Bridge::new(path(), path())
 }
 
+/// A datapath thread forwarding through `bridge` between two socketpairs,
+/// and the host ends of its left and right ports.
+fn spawn(bridge: Bridge, cfg: DatapathConfig) -> (Datapath, [SocketPairPort; 2]) {
+    let (dp_left, host_left) = SocketPairPort::pair().unwrap();
+    let (dp_right, host_right) = SocketPairPort::pair().unwrap();
+    let dp = Datapath::spawn(bridge, Box::new(dp_left), Box::new(dp_right), cfg).unwrap();
+    (dp, [host_left, host_right])
+}
+
 /// A frame with an unused EtherType carrying `seq` in its first payload bytes.
 fn frame(seq: u32, len: usize) -> Vec<u8> {
     let mut f = vec![0u8; len];
@@ -136,9 +145,7 @@ fn busy_polling_never_sleeps_while_frames_flow() {
 /// checked for order, timing, conservation and lateness accounting; the
 /// final snapshot.
 fn cross_both_ways(cfg: DatapathConfig) -> LiveSnapshot {
-    let (dp_left, mut host_left) = SocketPairPort::pair().unwrap();
-    let (dp_right, mut host_right) = SocketPairPort::pair().unwrap();
-    let dp = Datapath::spawn(bridge(), Box::new(dp_left), Box::new(dp_right), cfg).unwrap();
+    let (dp, [mut host_left, mut host_right]) = spawn(bridge(), cfg);
     let t0 = StdInstant::now();
     // 200 × 1000 B left to right, 200 × 500 B back: well inside the
     // pfifo_fast limit (1000 frames), so nothing may be dropped.
@@ -223,13 +230,11 @@ fn cross_both_ways(cfg: DatapathConfig) -> LiveSnapshot {
 
 #[test]
 fn snapshots_are_published_while_running_and_drop_stops_the_thread() {
-    let (dp_left, mut host_left) = SocketPairPort::pair().unwrap();
-    let (dp_right, _host_right) = SocketPairPort::pair().unwrap();
     let cfg = DatapathConfig {
         publish_interval_ns: 10_000_000,
         ..DatapathConfig::default()
     };
-    let dp = Datapath::spawn(bridge(), Box::new(dp_left), Box::new(dp_right), cfg).unwrap();
+    let (dp, [mut host_left, _host_right]) = spawn(bridge(), cfg);
     let reader = dp.snapshots();
     host_left.send(&frame(1, 100)).unwrap();
     let t0 = StdInstant::now();
@@ -252,15 +257,7 @@ fn snapshots_are_published_while_running_and_drop_stops_the_thread() {
 
 #[test]
 fn a_runt_frame_is_counted_not_forwarded() {
-    let (dp_left, mut host_left) = SocketPairPort::pair().unwrap();
-    let (dp_right, mut host_right) = SocketPairPort::pair().unwrap();
-    let dp = Datapath::spawn(
-        bridge(),
-        Box::new(dp_left),
-        Box::new(dp_right),
-        DatapathConfig::default(),
-    )
-    .unwrap();
+    let (dp, [mut host_left, mut host_right]) = spawn(bridge(), DatapathConfig::default());
     let to_right = vec![vec![0u8; 5], frame(7, 60)];
     let [_, at_right] = exchange(
         &mut [&mut host_left, &mut host_right],
@@ -277,13 +274,11 @@ fn a_runt_frame_is_counted_not_forwarded() {
 
 #[test]
 fn an_exhausted_pool_drops_and_counts_but_keeps_forwarding() {
-    let (dp_left, mut host_left) = SocketPairPort::pair().unwrap();
-    let (dp_right, mut host_right) = SocketPairPort::pair().unwrap();
     let cfg = DatapathConfig {
         pool_buffers: 4,
         ..DatapathConfig::default()
     };
-    let dp = Datapath::spawn(bridge(), Box::new(dp_left), Box::new(dp_right), cfg).unwrap();
+    let (dp, [mut host_left, mut host_right]) = spawn(bridge(), cfg);
     // 40 frames at once: at 10 Mbit/s only a few buffers free up meanwhile.
     let burst: Vec<Vec<u8>> = (0..40).map(|i| frame(i, 1000)).collect();
     let t0 = StdInstant::now();
@@ -324,15 +319,7 @@ fn an_exhausted_pool_drops_and_counts_but_keeps_forwarding() {
 #[test]
 fn set_link_changes_the_rate_of_a_running_link() {
     use bloatbox::datapath::Command;
-    let (dp_left, mut host_left) = SocketPairPort::pair().unwrap();
-    let (dp_right, mut host_right) = SocketPairPort::pair().unwrap();
-    let dp = Datapath::spawn(
-        bridge(),
-        Box::new(dp_left),
-        Box::new(dp_right),
-        DatapathConfig::default(),
-    )
-    .unwrap();
+    let (dp, [mut host_left, mut host_right]) = spawn(bridge(), DatapathConfig::default());
     // 10 Mbit/s and 2 ms become 1 Gbit/s and no delay.
     let fast = LinkParams {
         rate_bytes_ps: 125_000_000,
@@ -400,15 +387,10 @@ fn tc_commands_change_and_show_the_live_qdisc_tree() {
         let t = QdiscTree::build(DevSpec::from_link(dev, &params), &[] as &[&str]).unwrap();
         Path::new(params, Box::new(t))
     };
-    let (dp_left, _host_left) = SocketPairPort::pair().unwrap();
-    let (dp_right, _host_right) = SocketPairPort::pair().unwrap();
-    let dp = Datapath::spawn(
+    let (dp, [_host_left, _host_right]) = spawn(
         Bridge::new(tree(Dev::Left), tree(Dev::Right)),
-        Box::new(dp_left),
-        Box::new(dp_right),
         DatapathConfig::default(),
-    )
-    .unwrap();
+    );
     let tc = |line: &str| {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         dp.command(Command::Tc {

@@ -6,11 +6,12 @@
 //!
 //! Skipped, with the reason printed, where not root or where `ip`,
 //! `ping` or `bash` is missing. Every link has names unique to this process (the
-//! harness's generated names) and is removed on every exit path: `bloatbox
-//! run` tears its link down itself, and `harness::Link` does on drop.
+//! harness's generated names, `common::Names`) and is removed on every exit
+//! path: `bloatbox run` tears its link down itself, and `harness::Link` and
+//! `common::Daemon` do on drop.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use bloatbox::control::{Client, Request};
@@ -19,8 +20,7 @@ use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketOption;
 use pcap_file::pcapng::{Block, PcapNgReader};
 
 mod common;
-
-const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
+use common::{Daemon, Names, BIN};
 
 /// One packet of a capture: interface, time (ns), bytes, comment.
 struct Pkt {
@@ -309,128 +309,45 @@ fn live_set_shape_and_metrics_over_the_control_socket() {
     link.shutdown().unwrap();
 }
 
-/// `bloatbox up` with names unique to this process; SIGTERM on drop, then
-/// `bloatbox down` and `ip netns del` for anything left behind.
-struct Up {
-    child: std::process::Child,
-    config: std::path::PathBuf,
-    namespaces: [String; 2],
-}
-
-impl Up {
-    fn cli(&self, args: &[&str]) -> std::process::Output {
-        Command::new(BIN)
-            .args(args)
-            .arg("-c")
-            .arg(&self.config)
-            .output()
-            .unwrap()
-    }
-
-    /// SIGTERM, and wait (bounded) for the daemon to finish its files.
-    fn stop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let t0 = std::time::Instant::now();
-        while self.child.try_wait().ok().flatten().is_none() {
-            if t0.elapsed() > Duration::from_secs(10) {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Up {
-    fn drop(&mut self) {
-        self.stop();
-        let left = |ns: &String| Path::new("/run/netns").join(ns).exists();
-        if self.namespaces.iter().any(left) {
-            let _ = self.cli(&["down"]);
-        }
-        for ns in self.namespaces.iter().filter(|ns| left(ns)) {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-    }
-}
-
 #[test]
 fn live_up_serves_metrics_writes_the_file_and_captures() {
     if let Some(reason) = common::skip_reason(&["ip", "ping", "bash"]) {
         eprintln!("SKIPPED: {reason}");
         return;
     }
-    let pid = std::process::id();
-    let octet = 100 + pid % 150;
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("c.toml");
-    let namespaces = [format!("bbx-{pid}-l"), format!("bbx-{pid}-r")];
-    std::fs::write(
-        &config,
-        format!(
-            "[left]\nnamespace = \"{}\"\ntap = \"bx{}l\"\nipv4 = \"10.84.{octet}.1/24\"\nipv6 = \"fd00:84:{octet}::1/64\"\n\n\
-             [right]\nnamespace = \"{}\"\ntap = \"bx{}r\"\nipv4 = \"10.84.{octet}.2/24\"\nipv6 = \"fd00:84:{octet}::2/64\"\n\n\
-             [daemon]\ncontrol_socket = \"{}\"\n",
-            namespaces[0],
-            pid % 100_000,
-            namespaces[1],
-            pid % 100_000,
-            dir.path().join("ctl.sock").display()
-        ),
-    )
-    .unwrap();
-    let (log, prom, cap) = (
-        dir.path().join("up.log"),
-        dir.path().join("m.prom"),
-        dir.path().join("cap"),
-    );
-    let child = Command::new(BIN)
-        .args(["up", "-c"])
-        .arg(&config)
-        .args([
+    let files = tempfile::tempdir().unwrap();
+    let (prom, cap) = (files.path().join("m.prom"), files.path().join("cap"));
+    let (prom_arg, cap_arg) = (prom.to_str().unwrap(), cap.to_str().unwrap());
+    let mut up = Daemon::start_with(
+        Names::unique(),
+        "",
+        &[
             "--metrics-listen",
             "127.0.0.1:0",
             "--metrics-period",
             "100ms",
-        ])
-        .arg("--metrics-file")
-        .arg(&prom)
-        .arg("--pcap")
-        .arg(&cap)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let mut up = Up {
-        child,
-        config,
-        namespaces,
-    };
-    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+            "--metrics-file",
+            prom_arg,
+            "--pcap",
+            cap_arg,
+        ],
+    );
     // The bound port is in the log.
     let t0 = std::time::Instant::now();
     let addr = loop {
-        let text = log_text();
+        let text = up.log_text();
         if let Some(rest) = text.split("metrics at http://").nth(1) {
             break rest.split('/').next().unwrap().to_string();
         }
-        assert!(
-            up.child.try_wait().unwrap().is_none(),
-            "daemon exited: {text}"
-        );
+        assert!(up.running(), "daemon exited: {text}");
         assert!(t0.elapsed() < Duration::from_secs(15), "not up: {text}");
         std::thread::sleep(Duration::from_millis(50));
     };
-    // `-c` before `--` (`cli` appends it).
-    let out = Command::new(BIN)
-        .args(["exec", "left", "-c"])
-        .arg(&up.config)
-        .args(["--", "ping", "-n", "-q", "-c", "5", "-i", "0.05"])
-        .arg(format!("10.84.{octet}.2"))
-        .output()
-        .unwrap();
+    let peer = up.names.v4[1].clone();
+    let out = up.exec(
+        common::Side::Left,
+        &["ping", "-n", "-q", "-c", "5", "-i", "0.05", &peer],
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -473,7 +390,11 @@ fn live_up_serves_metrics_writes_the_file_and_captures() {
     assert!(frames_in(&file) >= 5.0);
 
     up.stop();
-    assert!(log_text().contains("capture written"), "{}", log_text());
+    assert!(
+        up.log_text().contains("capture written"),
+        "{}",
+        up.log_text()
+    );
     let pkts = read_pcapng(&cap.join("left_to_right.pcapng"));
     let echo = |iface: u32| {
         pkts.iter()

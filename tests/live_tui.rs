@@ -11,153 +11,17 @@
 //! Drop).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
+use common::{text, Daemon, Names, Side, BIN};
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// Kills `child` and reaps it, ignoring a child that already ended.
-fn end(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// A running `bloatbox up` (headless) with its configuration in a tempdir,
-/// and the processes started in its namespaces.
-struct Daemon {
-    child: Option<Child>,
-    ns: [String; 2],
-    v4_right: String,
-    config: PathBuf,
-    log: PathBuf,
-    traffic: Vec<Child>,
-    dir: tempfile::TempDir,
-}
-
-impl Daemon {
-    /// Writes a config with names unique to this process and `tag` (one
-    /// letter per test), without starting anything.
-    fn configure(tag: char, link: &str) -> Daemon {
-        let pid = std::process::id();
-        let octet = 100 + pid % 150;
-        let ns = [format!("bbtui{tag}-{pid}-l"), format!("bbtui{tag}-{pid}-r")];
-        let tap = [
-            format!("bu{tag}{}l", pid % 100_000),
-            format!("bu{tag}{}r", pid % 100_000),
-        ];
-        let v4 = [format!("10.78.{octet}.1"), format!("10.78.{octet}.2")];
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("bloatbox.toml");
-        let text = format!(
-            "[left]\nnamespace = \"{}\"\ntap = \"{}\"\nipv4 = \"{}/24\"\nipv6 = \"fd00:78:{octet}::1/64\"\n\n\
-             [right]\nnamespace = \"{}\"\ntap = \"{}\"\nipv4 = \"{}/24\"\nipv6 = \"fd00:78:{octet}::2/64\"\n\n\
-             [link]\n{link}\n\n[daemon]\ncontrol_socket = \"{}\"\nsnapshot_hz = 10\n",
-            ns[0],
-            tap[0],
-            v4[0],
-            ns[1],
-            tap[1],
-            v4[1],
-            dir.path().join("control.sock").display()
-        );
-        std::fs::write(&config, text).unwrap();
-        Daemon {
-            child: None,
-            ns,
-            v4_right: v4[1].clone(),
-            log: dir.path().join("daemon.log"),
-            config,
-            traffic: Vec::new(),
-            dir,
-        }
-    }
-
-    /// A headless daemon (no terminal: stdin and stdout are not one),
-    /// ready when this returns.
-    fn start(tag: char, link: &str) -> Daemon {
-        let mut d = Daemon::configure(tag, link);
-        let child = Command::new(BIN)
-            .args(["up", "-c"])
-            .arg(&d.config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&d.log).unwrap())
-            .spawn()
-            .unwrap();
-        d.child = Some(child);
-        let t0 = Instant::now();
-        while !d.cli(&["stats", "--json"]).status.success() {
-            if let Some(status) = d.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("daemon exited early ({status}): {}", d.log_text());
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(15),
-                "daemon not ready after 15 s: {}",
-                d.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        d
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn cli(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
-            .arg("-c")
-            .arg(&self.config)
-            .output()
-            .unwrap()
-    }
-
-    /// Starts `cmd` in the namespace of `side`; it is killed on drop.
-    fn spawn_in(&mut self, side: &str, cmd: &[&str]) {
-        let child = Command::new(BIN)
-            .args(["exec", side, "-c"])
-            .arg(&self.config)
-            .arg("--")
-            .args(cmd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        self.traffic.push(child);
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.traffic.iter_mut().for_each(end);
-        if let Some(mut child) = self.child.take() {
-            let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-            let t0 = Instant::now();
-            while matches!(child.try_wait(), Ok(None)) && t0.elapsed() < Duration::from_secs(5) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            end(&mut child);
-        }
-        for ns in &self.ns {
-            if Path::new("/run/netns").join(ns).exists() {
-                let _ = self.cli(&["down"]);
-                let _ = Command::new("ip").args(["netns", "del", ns]).status();
-            }
-        }
-    }
+/// A daemon's configuration on names unique to this test, snapshots at
+/// 10 Hz, with `link` as the body of `[link]`.
+fn configure(link: &str) -> Daemon {
+    Daemon::configure(Names::unique(), "snapshot_hz = 10", link)
 }
 
 /// A detached tmux session on a private server (`tmux -L NAME`, its own
@@ -261,15 +125,15 @@ fn live_top_in_tmux_shows_flows_and_counters_that_move() {
         eprintln!("SKIPPED: {reason}");
         return;
     }
-    let mut d = Daemon::start(
-        't',
-        "rate = \"20mbit\"\ndelay = \"10ms\"\nqdisc = \"fq_codel\"",
-    );
-    let server = d.v4_right.clone();
-    d.spawn_in("right", &["iperf3", "-s", "-1", "-B", &server]);
+    // A headless daemon (no terminal: stdin and stdout are not one).
+    let mut d = configure("rate = \"20mbit\"\ndelay = \"10ms\"\nqdisc = \"fq_codel\"");
+    d.spawn(None, &[]);
+    d.wait_ready();
+    let server = d.names.v4[1].clone();
+    d.start_in(Side::Right, &["iperf3", "-s", "-1", "-B", &server]);
     std::thread::sleep(Duration::from_millis(500));
-    d.spawn_in(
-        "left",
+    d.start_in(
+        Side::Left,
         &[
             "iperf3", "-c", &server, "-t", "30", "-P", "4", "-C", "cubic",
         ],
@@ -335,10 +199,7 @@ fn live_up_on_a_terminal_opens_the_tui_and_q_removes_the_link() {
         eprintln!("SKIPPED: {reason}");
         return;
     }
-    let d = Daemon::configure(
-        'u',
-        "rate = \"20mbit\"\ndelay = \"5ms\"\nqdisc = \"fq_codel\"",
-    );
+    let d = configure("rate = \"20mbit\"\ndelay = \"5ms\"\nqdisc = \"fq_codel\"");
     // No --tui: the pane is a terminal in the foreground, so `up` opens it.
     let command = format!(
         "{BIN} up -c {} --log {}",
@@ -364,7 +225,7 @@ fn live_up_on_a_terminal_opens_the_tui_and_q_removes_the_link() {
     }
     assert!(tmux.dead(), "up did not stop when its TUI quit");
     // Quitting the TUI stopped the daemon, which removed its namespaces.
-    for ns in &d.ns {
+    for ns in &d.names.ns {
         assert!(
             !Path::new("/run/netns").join(ns).exists(),
             "{ns} left behind; daemon log:\n{}",

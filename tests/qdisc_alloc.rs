@@ -11,44 +11,9 @@ mod disciplines;
 use bloatbox::packet::Drops;
 use bloatbox::qdisc::Qdisc;
 use bloatbox::time::Instant;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 
-struct Counting;
-
-thread_local! {
-    /// Allocations (alloc and realloc calls) made by this thread.
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count() {
-    // `try_with`: no count while the thread-local is being torn down.
-    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-}
-
-fn allocations() -> u64 {
-    ALLOCS.with(|c| c.get())
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+mod alloc_counter;
+use alloc_counter::thread_allocations;
 
 const WARM_UP: u64 = 40_000;
 const MEASURED: u64 = 40_000;
@@ -83,9 +48,9 @@ fn steady_state_allocations(
     };
     step(q, d.frames(flows, standing, WARM_UP));
     let frames = d.frames(flows, standing + WARM_UP, MEASURED);
-    let before = allocations();
+    let before = thread_allocations();
     step(q, frames);
-    allocations() - before
+    thread_allocations() - before
 }
 
 /// Every discipline allocates less than once per 100 packets in steady
@@ -119,8 +84,8 @@ fn no_discipline_allocates_per_packet_after_warm_up() {
 /// The counter works: a test that can fail.
 #[test]
 fn the_counting_allocator_sees_allocations() {
-    let before = allocations();
+    let before = thread_allocations();
     let v: Vec<u64> = std::hint::black_box(Vec::with_capacity(10));
-    assert_eq!(allocations() - before, 1);
+    assert_eq!(thread_allocations() - before, 1);
     drop(v);
 }

@@ -15,16 +15,13 @@
 //! daemon and removes what the test created.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::process::{Child, Command, Output};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 mod common;
-
-const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
+use common::{text, Daemon, Names, BIN};
 
 /// The unprivileged user the tests act as.
 const NOBODY: u32 = 65534;
@@ -44,7 +41,6 @@ const TEARDOWN_MASK: u64 =
     CAP_DAC_OVERRIDE | CAP_NET_ADMIN | CAP_SYS_ADMIN | CAP_SYS_PTRACE | CAP_KILL;
 
 static SERIAL: Mutex<()> = Mutex::new(());
-static NEXT: AtomicU32 = AtomicU32::new(1);
 
 fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
@@ -67,256 +63,70 @@ impl Launch {
     }
 }
 
-/// A `bloatbox up` with its configuration in a tempdir (world-readable, so
-/// that another user can read the configuration).
-struct Daemon {
-    child: Option<Child>,
-    ns: [String; 2],
-    tap: [String; 2],
-    v4: [String; 2],
-    config: PathBuf,
-    socket: PathBuf,
-    log: PathBuf,
-    bin: PathBuf,
-    _dir: tempfile::TempDir,
+/// Starts the daemon (`prepare`); returns once its stats answer.
+fn start(launch: Launch) -> Daemon {
+    let mut d = prepare(launch.bin);
+    d.spawn(launch.user, &[]);
+    d.wait_ready();
+    d
 }
 
-impl Daemon {
-    /// Writes the configuration and starts the daemon; returns once its
-    /// stats answer.
-    fn start(launch: Launch) -> Daemon {
-        let mut d = Daemon::prepare(launch.bin);
-        d.spawn(launch.user);
-        d.wait_ready();
-        d
-    }
-
-    fn prepare(bin: PathBuf) -> Daemon {
-        let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let pid = std::process::id();
-        let octet = 100 + (pid * 7 + n) % 150;
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        // The socket's directory belongs to nobody, so that a daemon run as
-        // nobody can create its socket there.
-        let run = dir.path().join("run");
-        std::fs::create_dir(&run).unwrap();
-        std::os::unix::fs::chown(&run, Some(NOBODY), Some(NOBODY)).unwrap();
-        let socket = run.join("ctl.sock");
-        let ns = [format!("bbq-{pid}-{n}-l"), format!("bbq-{pid}-{n}-r")];
-        let tap = [
-            format!("bq{}n{n}l", pid % 100_000),
-            format!("bq{}n{n}r", pid % 100_000),
-        ];
-        let v4 = [format!("10.81.{octet}.1"), format!("10.81.{octet}.2")];
-        let config = dir.path().join("bloatbox.toml");
-        let text = format!(
-            "[left]\nnamespace = \"{}\"\ntap = \"{}\"\nipv4 = \"{}/24\"\nipv6 = \"fd00:81:{octet}::1/64\"\n\n\
-             [right]\nnamespace = \"{}\"\ntap = \"{}\"\nipv4 = \"{}/24\"\nipv6 = \"fd00:81:{octet}::2/64\"\n\n\
-             [link]\nrate = \"100mbit\"\ndelay = \"1ms\"\n\n[daemon]\ncontrol_socket = \"{}\"\n",
-            ns[0],
-            tap[0],
-            v4[0],
-            ns[1],
-            tap[1],
-            v4[1],
-            socket.display()
-        );
-        std::fs::write(&config, text).unwrap();
-        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
-        Daemon {
-            child: None,
-            ns,
-            tap,
-            v4,
-            config,
-            socket,
-            log: dir.path().join("daemon.log"),
-            bin,
-            _dir: dir,
-        }
-    }
-
-    fn spawn(&mut self, user: Option<u32>) {
-        let mut cmd = Command::new(&self.bin);
-        cmd.args(["up", "-c"])
-            .arg(&self.config)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&self.log).unwrap());
-        if let Some(uid) = user {
-            cmd.uid(uid).gid(uid);
-        }
-        self.child = Some(cmd.spawn().unwrap());
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.as_ref().expect("running").id() as i32
-    }
-
-    fn wait_ready(&mut self) {
-        let t0 = Instant::now();
-        loop {
-            if self.cli(&["stats", "--json"]).status.success() {
-                return;
-            }
-            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("daemon exited early ({status}): {}", self.log_text());
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(15),
-                "daemon not ready after 15 s: {}",
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// `bloatbox SUBCOMMAND -c CONFIG ARGS...` as root.
-    fn cli(&self, args: &[&str]) -> Output {
-        self.cli_as(None, args)
-    }
-
-    /// `bloatbox SUBCOMMAND -c CONFIG ARGS...`, as `user` if given.
-    fn cli_as(&self, user: Option<u32>, args: &[&str]) -> Output {
-        let mut cmd = Command::new(&self.bin);
-        cmd.arg(args[0])
-            .arg("-c")
-            .arg(&self.config)
-            .args(&args[1..]);
-        if let Some(uid) = user {
-            cmd.uid(uid).gid(uid);
-        }
-        cmd.output().unwrap()
-    }
-
-    fn ping(&self, from: usize) -> Output {
-        Command::new("ip")
-            .args(["netns", "exec", &self.ns[from], "ping", "-c", "2"])
-            .args(["-i", "0.2", "-W", "2", &self.v4[1 - from]])
-            .output()
-            .unwrap()
-    }
-
-    /// Waits (at most `EXIT_LIMIT`) for the daemon to exit on its own;
-    /// its status and how long it took.
-    fn wait_exit(&mut self) -> (ExitStatus, Duration) {
-        let mut child = self.child.take().expect("running");
-        let t0 = Instant::now();
-        match wait_timeout(&mut child, EXIT_LIMIT) {
-            Some(status) => (status, t0.elapsed()),
-            None => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "the daemon still ran {EXIT_LIMIT:?} after the fault: {}",
-                    self.log_text()
-                )
-            }
-        }
-    }
-
-    /// SIGTERM and wait for a normal exit.
-    fn stop(&mut self) -> ExitStatus {
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.pid()),
-            nix::sys::signal::Signal::SIGTERM,
-        )
-        .unwrap();
-        self.wait_exit().0
-    }
-
-    /// What of this test's names still exists.
-    fn leftovers(&self) -> Vec<String> {
-        let mut found = Vec::new();
-        for ns in &self.ns {
-            if Path::new("/run/netns").join(ns).exists() {
-                found.push(ns.clone());
-            }
-        }
-        for tap in &self.tap {
-            if Path::new("/sys/class/net").join(tap).exists() {
-                found.push(tap.clone());
-            }
-        }
-        if self.socket.exists() {
-            found.push(self.socket.display().to_string());
-        }
-        found
-    }
-
-    /// The effective capabilities and no_new_privs of each of the daemon's
-    /// threads, by thread name.
-    fn thread_caps(&self) -> Vec<(String, u64, u64, bool)> {
-        let mut out = Vec::new();
-        let task = format!("/proc/{}/task", self.pid());
-        for entry in std::fs::read_dir(&task).unwrap() {
-            let status =
-                std::fs::read_to_string(entry.unwrap().path().join("status")).unwrap_or_default();
-            let field = |name: &str| {
-                status
-                    .lines()
-                    .find_map(|l| l.strip_prefix(name))
-                    .map(|v| v.trim().to_string())
-                    .unwrap_or_default()
-            };
-            let hex = |name: &str| u64::from_str_radix(&field(name), 16).unwrap_or(u64::MAX);
-            out.push((
-                field("Name:"),
-                hex("CapEff:"),
-                hex("CapBnd:"),
-                field("NoNewPrivs:") == "1",
-            ));
-        }
-        out
-    }
+/// A daemon's configuration on unique names, running `bin`, that user
+/// nobody can read, in a tempdir nobody can enter, with a socket
+/// directory that belongs to nobody (so that a daemon run as nobody can
+/// create its socket there).
+fn prepare(bin: PathBuf) -> Daemon {
+    let mut d = Daemon::configure(Names::unique(), "", "rate = \"100mbit\"\ndelay = \"1ms\"");
+    std::fs::set_permissions(d.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&d.config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let run = d.socket.parent().unwrap();
+    std::os::unix::fs::chown(run, Some(NOBODY), Some(NOBODY)).unwrap();
+    d.bin = bin;
+    d
 }
 
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(child.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-            if wait_timeout(&mut child, Duration::from_secs(5)).is_none() {
-                let _ = child.kill();
-                let _ = child.wait();
-            }
-        }
-        for ns in &self.ns {
-            if Path::new("/run/netns").join(ns).exists() {
-                let _ = Command::new("ip").args(["netns", "del", ns]).status();
-            }
-        }
-        for tap in &self.tap {
-            if Path::new("/sys/class/net").join(tap).exists() {
-                let _ = Command::new("ip").args(["link", "del", tap]).status();
-            }
-        }
+/// What of this test's names still exists, its control socket included.
+fn leftovers(d: &Daemon) -> Vec<String> {
+    let mut found = d.leftovers();
+    if d.socket.exists() {
+        found.push(d.socket.display().to_string());
     }
+    found
 }
 
-fn wait_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let t0 = Instant::now();
-    while t0.elapsed() < limit {
-        if let Some(status) = child.try_wait().unwrap() {
-            return Some(status);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    None
+/// Two pings from side `from` (0 left, 1 right) to the other side.
+fn ping(d: &Daemon, from: usize) -> Output {
+    Command::new("ip")
+        .args(["netns", "exec", &d.names.ns[from], "ping", "-c", "2"])
+        .args(["-i", "0.2", "-W", "2", &d.names.v4[1 - from]])
+        .output()
+        .unwrap()
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+/// The effective capabilities and no_new_privs of each of the daemon's
+/// threads, by thread name.
+fn thread_caps(d: &Daemon) -> Vec<(String, u64, u64, bool)> {
+    let mut out = Vec::new();
+    let task = format!("/proc/{}/task", d.pid());
+    for entry in std::fs::read_dir(&task).unwrap() {
+        let status =
+            std::fs::read_to_string(entry.unwrap().path().join("status")).unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_default()
+        };
+        let hex = |name: &str| u64::from_str_radix(&field(name), 16).unwrap_or(u64::MAX);
+        out.push((
+            field("Name:"),
+            hex("CapEff:"),
+            hex("CapBnd:"),
+            field("NoNewPrivs:") == "1",
+        ));
+    }
+    out
 }
 
 fn ip(args: &[&str]) {
@@ -328,7 +138,7 @@ fn ip(args: &[&str]) {
 /// control threads none (and no_new_privs), the main thread at most
 /// `TEARDOWN_MASK`, also in its bounding set when it started as root.
 fn assert_threads_dropped(d: &Daemon, as_root: bool) {
-    let threads = d.thread_caps();
+    let threads = thread_caps(d);
     let names: Vec<&str> = threads.iter().map(|t| t.0.as_str()).collect();
     assert!(names.contains(&"bloatbox-datapa"), "{names:?}");
     assert!(names.contains(&"bloatbox-contro"), "{names:?}");
@@ -361,24 +171,23 @@ fn assert_threads_dropped(d: &Daemon, as_root: bool) {
 fn threads_drop_their_capabilities_after_set_up_and_frames_still_cross() {
     require!("ip", "ping");
     let _serial = serial();
-    let mut d = Daemon::start(Launch::root());
+    let mut d = start(Launch::root());
     // A client connection held open: its thread exists while we look.
     let mut client = bloatbox::control::Client::connect(&d.socket).unwrap();
     client.call_ok(&bloatbox::control::Request::Stats).unwrap();
-    let clients = d
-        .thread_caps()
+    let clients = thread_caps(&d)
         .iter()
         .filter(|t| t.0 == "bloatbox-contro")
         .count();
     assert!(clients >= 2, "accept thread and a client thread: {clients}");
     assert_threads_dropped(&d, true);
     for from in [0, 1] {
-        let out = d.ping(from);
+        let out = ping(&d, from);
         assert!(out.status.success(), "{}", text(&out));
     }
     drop(client);
-    assert!(d.stop().success(), "{}", d.log_text());
-    assert_eq!(d.leftovers(), Vec::<String>::new(), "{}", d.log_text());
+    assert!(d.stop_within(EXIT_LIMIT).success(), "{}", d.log_text());
+    assert_eq!(leftovers(&d), Vec::<String>::new(), "{}", d.log_text());
 }
 
 /// Runs `fault` on a running daemon and checks that it exits on its own,
@@ -390,9 +199,9 @@ fn assert_fault_ends_the_daemon(
     expect: &[&str],
     reject: &[&str],
 ) {
-    let mut d = Daemon::start(Launch::root());
+    let mut d = start(Launch::root());
     fault(&d);
-    let (status, took) = d.wait_exit();
+    let (status, took) = d.wait_exit(EXIT_LIMIT);
     let log = d.log_text();
     eprintln!("{what}: exit {status} after {took:?}");
     assert!(!status.success(), "{what}: exit {status}: {log}");
@@ -408,7 +217,7 @@ fn assert_fault_ends_the_daemon(
     }
     assert!(!log.contains("WARN"), "{what}: a warning at exit: {log}");
     assert!(!log.contains("panicked"), "{log}");
-    assert_eq!(d.leftovers(), Vec::<String>::new(), "{what}: {log}");
+    assert_eq!(leftovers(&d), Vec::<String>::new(), "{what}: {log}");
     let down = d.cli(&["down"]);
     assert!(text(&down).contains("nothing to remove"), "{}", text(&down));
 }
@@ -420,11 +229,11 @@ fn a_tap_deleted_under_the_daemon_ends_it_with_a_clear_error_and_nothing_left() 
     for (side, port) in ["left", "right"].into_iter().enumerate() {
         assert_fault_ends_the_daemon(
             &format!("TAP of the {port} side deleted"),
-            |d| ip(&["-n", &d.ns[side], "link", "del", &d.tap[side]]),
+            |d| ip(&["-n", &d.names.ns[side], "link", "del", &d.names.tap[side]]),
             &[
                 &format!("the {port} port failed"),
                 "device is gone",
-                "TAP \"bq",
+                "TAP \"bt",
             ],
             &["was deleted under the daemon"],
         );
@@ -437,7 +246,7 @@ fn a_namespace_deleted_under_the_daemon_ends_it_with_a_clear_error_and_nothing_l
     let _serial = serial();
     assert_fault_ends_the_daemon(
         "right namespace deleted",
-        |d| ip(&["netns", "del", &d.ns[1]]),
+        |d| ip(&["netns", "del", &d.names.ns[1]]),
         &["the right port failed", "device is gone", "-r\""],
         &[],
     );
@@ -454,12 +263,12 @@ fn a_namespace_deleted_while_a_process_holds_it_still_ends_the_daemon() {
         |d| {
             *holder_ref = Some(
                 Command::new("ip")
-                    .args(["netns", "exec", &d.ns[0], "sleep", "30"])
+                    .args(["netns", "exec", &d.names.ns[0], "sleep", "30"])
                     .spawn()
                     .unwrap(),
             );
             std::thread::sleep(Duration::from_millis(300));
-            ip(&["netns", "del", &d.ns[0]]);
+            ip(&["netns", "del", &d.names.ns[0]]);
         },
         &["network namespace", "-l\" was deleted under the daemon"],
         // The process keeps the namespace, and with it the TAP, alive: the
@@ -476,32 +285,32 @@ fn a_namespace_deleted_while_a_process_holds_it_still_ends_the_daemon() {
 fn a_tap_set_down_loses_frames_counted_and_the_daemon_carries_on() {
     require!("ip", "ping");
     let _serial = serial();
-    let mut d = Daemon::start(Launch::root());
-    assert!(d.ping(0).status.success());
-    ip(&["-n", &d.ns[1], "link", "set", &d.tap[1], "down"]);
+    let mut d = start(Launch::root());
+    assert!(ping(&d, 0).status.success());
+    ip(&["-n", &d.names.ns[1], "link", "set", &d.names.tap[1], "down"]);
     assert!(
-        !d.ping(0).status.success(),
+        !ping(&d, 0).status.success(),
         "ping through a TAP that is down"
     );
     let stats: serde_json::Value =
         serde_json::from_slice(&d.cli(&["stats", "--json"]).stdout).unwrap();
     let tx_errors = stats["right_port"]["tx_errors"].as_u64().unwrap();
     assert!(tx_errors >= 1, "{}", stats["right_port"]);
-    ip(&["-n", &d.ns[1], "link", "set", &d.tap[1], "up"]);
+    ip(&["-n", &d.names.ns[1], "link", "set", &d.names.tap[1], "up"]);
     // IPv4 neighbours may need a moment after the link comes back.
     let t0 = Instant::now();
-    while !d.ping(0).status.success() {
+    while !ping(&d, 0).status.success() {
         assert!(t0.elapsed() < Duration::from_secs(10), "{}", d.log_text());
     }
-    assert!(d.stop().success(), "{}", d.log_text());
-    assert_eq!(d.leftovers(), Vec::<String>::new());
+    assert!(d.stop_within(EXIT_LIMIT).success(), "{}", d.log_text());
+    assert_eq!(leftovers(&d), Vec::<String>::new());
 }
 
 #[test]
 fn another_user_is_refused_by_the_socket_mode_and_by_peer_credentials() {
     require!("ip");
     let _serial = serial();
-    let mut d = Daemon::start(Launch::root());
+    let mut d = start(Launch::root());
     let meta = std::fs::metadata(&d.socket).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     assert_eq!(meta.uid(), 0, "owned by the daemon's user (root)");
@@ -530,12 +339,12 @@ fn another_user_is_refused_by_the_socket_mode_and_by_peer_credentials() {
         );
     }
     // The daemon still runs, serves its owner, and nothing changed.
-    assert!(d.child.as_mut().unwrap().try_wait().unwrap().is_none());
+    assert!(d.running());
     let after = d.cli(&["tc", "qdisc", "show", "dev", "left"]);
     assert_eq!(text(&after), text(&before));
     assert!(d.cli(&["stats"]).status.success());
-    assert!(d.stop().success(), "{}", d.log_text());
-    assert_eq!(d.leftovers(), Vec::<String>::new());
+    assert!(d.stop_within(EXIT_LIMIT).success(), "{}", d.log_text());
+    assert_eq!(leftovers(&d), Vec::<String>::new());
 }
 
 /// A copy of the test binary in `dir` with `caps` as file capabilities.
@@ -561,7 +370,7 @@ fn a_setcap_binary_runs_up_and_down_as_nobody() {
     let bin = setcap_copy(bins.path(), "cap_net_admin,cap_sys_admin,cap_dac_override");
 
     // up, traffic, per-thread capabilities, SIGTERM: nothing left.
-    let mut d = Daemon::start(Launch {
+    let mut d = start(Launch {
         bin: bin.clone(),
         user: Some(NOBODY),
     });
@@ -575,29 +384,27 @@ fn a_setcap_binary_runs_up_and_down_as_nobody() {
     assert_eq!(std::fs::metadata(&d.socket).unwrap().uid(), NOBODY);
     assert_threads_dropped(&d, false);
     for from in [0, 1] {
-        let out = d.ping(from);
+        let out = ping(&d, from);
         assert!(out.status.success(), "{}", text(&out));
     }
     // Its own user is served.
     let out = d.cli_as(Some(NOBODY), &["stats"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(d.stop().success(), "{}", d.log_text());
-    assert_eq!(d.leftovers(), Vec::<String>::new(), "{}", d.log_text());
+    assert!(d.stop_within(EXIT_LIMIT).success(), "{}", d.log_text());
+    assert_eq!(leftovers(&d), Vec::<String>::new(), "{}", d.log_text());
 
     // SIGKILL, then `down` as nobody removes what was left.
-    d.spawn(Some(NOBODY));
+    d.spawn(Some(NOBODY), &[]);
     d.wait_ready();
-    let mut child = d.child.take().unwrap();
-    child.kill().unwrap();
-    child.wait().unwrap();
+    d.kill9();
     assert_eq!(
-        d.leftovers().len(),
+        leftovers(&d).len(),
         3,
         "namespaces and socket outlive SIGKILL"
     );
     let down = d.cli_as(Some(NOBODY), &["down"]);
     assert!(down.status.success(), "{}", text(&down));
-    assert_eq!(d.leftovers(), Vec::<String>::new(), "{}", text(&down));
+    assert_eq!(leftovers(&d), Vec::<String>::new(), "{}", text(&down));
 }
 
 #[test]
@@ -607,12 +414,12 @@ fn a_setcap_binary_without_dac_override_fails_clearly_and_leaves_nothing() {
     let bins = tempfile::tempdir().unwrap();
     std::fs::set_permissions(bins.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let bin = setcap_copy(bins.path(), "cap_net_admin,cap_sys_admin");
-    let mut d = Daemon::prepare(bin);
-    d.spawn(Some(NOBODY));
-    let (status, _) = d.wait_exit();
+    let mut d = prepare(bin);
+    d.spawn(Some(NOBODY), &[]);
+    let (status, _) = d.wait_exit(EXIT_LIMIT);
     let log = d.log_text();
     assert!(!status.success(), "{log}");
     assert!(log.contains("CAP_DAC_OVERRIDE"), "{log}");
     assert!(log.contains("/run/netns"), "{log}");
-    assert_eq!(d.leftovers(), Vec::<String>::new(), "{log}");
+    assert_eq!(leftovers(&d), Vec::<String>::new(), "{log}");
 }

@@ -8,38 +8,8 @@
 //! this test, so nothing else allocates concurrently).
 
 use bloatbox::sim::{self, Scenario};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicI64, Ordering};
 
-struct Counting;
-static LIVE: AtomicI64 = AtomicI64::new(0);
-static PEAK: AtomicI64 = AtomicI64::new(0);
-
-fn grow(by: i64) {
-    let now = LIVE.fetch_add(by, Ordering::Relaxed) + by;
-    PEAK.fetch_max(now, Ordering::Relaxed);
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        grow(layout.size() as i64);
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        grow(new_size as i64 - layout.size() as i64);
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+mod alloc_counter;
 
 fn scenario(duration: &str) -> Scenario {
     Scenario::from_toml(&format!(
@@ -85,10 +55,7 @@ poisson = true
 /// and the frames handed to both paths.
 fn soak(duration: &str) -> (i64, u64) {
     let sc = scenario(duration);
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let r = sim::run(&sc).unwrap();
-    let peak = PEAK.load(Ordering::Relaxed) - base;
+    let (r, peak) = alloc_counter::peak_growth(|| sim::run(&sc).unwrap());
     let mut frames = 0;
     for d in &r.directions {
         let drops: u64 = d.drops.values().sum();

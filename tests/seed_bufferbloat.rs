@@ -7,10 +7,12 @@
 //! inside the test time budget on two cores. Assertions are orderings and
 //! ratios within this one run.
 
-use std::path::Path;
 use std::time::Duration;
 
-use bloatbox::experiment::{run_one, skip_reason, Candidate, ConfigResult, TestOptions};
+use bloatbox::experiment::{run_one, skip_reason, ConfigResult, TestOptions};
+
+mod seed;
+use seed::{candidate, idle_options};
 
 fn p50_ms(r: &ConfigResult) -> f64 {
     r.summary.ping.as_ref().expect("ping ran").latency.p50_ms
@@ -22,12 +24,6 @@ fn ping_stays_near_idle_under_fq_codel_and_sfq_but_not_behind_a_deep_ring() {
         eprintln!("{why}");
         return;
     }
-    let cfg = |name: &str| {
-        Candidate::from_file(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("configs/{name}.toml")),
-        )
-        .unwrap()
-    };
     let loaded = TestOptions {
         flows: 8,
         bidirectional: false,
@@ -38,13 +34,7 @@ fn ping_stays_near_idle_under_fq_codel_and_sfq_but_not_behind_a_deep_ring() {
         realtime: Some(50),
         ..TestOptions::default()
     };
-    let idle_opts = TestOptions {
-        flows: 0,
-        duration: Duration::from_secs(2),
-        warmup: Duration::from_millis(500),
-        ping_interval: Some(Duration::from_millis(20)),
-        ..loaded.clone()
-    };
+    let idle_opts = idle_options(&loaded);
     let tag = 100;
     // QFQ spreads flows over four classes by the low bits of the source
     // port, and ping (ICMP) lands in class 1:1: with 32 flows some share
@@ -55,7 +45,7 @@ fn ping_stays_near_idle_under_fq_codel_and_sfq_but_not_behind_a_deep_ring() {
         ..loaded.clone()
     };
     let run = |name: &str, tag: usize, opts: &TestOptions| {
-        run_one(&cfg(name), tag, opts, &mut |_| true).unwrap()
+        run_one(&candidate(name), tag, opts, &mut |_| true).unwrap()
     };
     let fq = run("fq-codel", tag, &loaded);
     let idle = run("fq-codel", tag + 1, &idle_opts);

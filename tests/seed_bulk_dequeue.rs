@@ -21,21 +21,18 @@
 //!   are printed for BENCHMARKS.md, not asserted: they are timing, and the
 //!   daemon's TAP I/O per frame is the same in both modes.
 
-use std::path::Path;
 use std::time::Duration;
 
 use bloatbox::config::{Config, Direction};
-use bloatbox::experiment::{run_one, skip_reason, Candidate, ConfigResult, TestOptions};
+use bloatbox::experiment::{run_one, skip_reason, ConfigResult, TestOptions};
 use bloatbox::link::path::Path as LinkPath;
 use bloatbox::packet::{Packet, PacketMeta};
 use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
 use bloatbox::tc::Dev;
 use bloatbox::time::{Instant, NS_PER_MS, NS_PER_SEC};
 
-fn config(name: &str) -> Config {
-    Config::load(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("configs/{name}.toml")))
-        .unwrap()
-}
+mod seed;
+use seed::candidate;
 
 /// A synthetic frame of accounted length `len` (one flow: pfifo_fast does
 /// not look further).
@@ -116,8 +113,8 @@ fn overload(cfg: &Config) -> CoreRun {
 
 #[test]
 fn bulk_dequeue_moves_the_same_frames_in_fewer_doorbells() {
-    let on = overload(&config("bulk-dequeue-on"));
-    let off = overload(&config("bulk-dequeue-off"));
+    let on = overload(&candidate("bulk-dequeue-on").config);
+    let off = overload(&candidate("bulk-dequeue-off").config);
     let per = |r: &CoreRun, n: u64| n as f64 / r.frames_out.max(1) as f64;
     println!(
         "pure core, 200 ms of 1.5x overload at 200 Mbit/s:\n\
@@ -173,10 +170,6 @@ fn live_bulk_dequeue_keeps_throughput_with_fewer_doorbells() {
         eprintln!("{why}");
         return;
     }
-    let cand = |name: &str| Candidate {
-        name: name.into(),
-        config: config(name),
-    };
     let opts = TestOptions {
         flows: 4,
         bidirectional: false,
@@ -187,7 +180,7 @@ fn live_bulk_dequeue_keeps_throughput_with_fewer_doorbells() {
         realtime: Some(50),
         ..TestOptions::default()
     };
-    let (on_cfg, off_cfg) = (cand("bulk-dequeue-on"), cand("bulk-dequeue-off"));
+    let (on_cfg, off_cfg) = (candidate("bulk-dequeue-on"), candidate("bulk-dequeue-off"));
     let mut on = Vec::new();
     let mut off = Vec::new();
     // Alternating runs, so that load from other processes on this machine

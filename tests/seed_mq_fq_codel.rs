@@ -21,6 +21,9 @@ use bloatbox::experiment::{run_one, skip_reason, Candidate, TestOptions};
 use bloatbox::qdisc::{QdiscDump, QdiscStats};
 use bloatbox::sim::{self, Scenario, SimReport};
 
+mod seed;
+use seed::idle_options;
+
 fn manifest(rel: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
@@ -188,13 +191,7 @@ fn live_mq_fq_codel_uses_several_queues_and_keeps_ping_near_idle() {
         realtime: Some(50),
         ..TestOptions::default()
     };
-    let idle_opts = TestOptions {
-        flows: 0,
-        duration: Duration::from_secs(2),
-        warmup: Duration::from_millis(500),
-        ping_interval: Some(Duration::from_millis(20)),
-        ..loaded.clone()
-    };
+    let idle_opts = idle_options(&loaded);
     let r = run_one(&cand, 600, &loaded, &mut |_| true).unwrap();
     let idle = run_one(&cand, 601, &idle_opts, &mut |_| true).unwrap();
     let p50 = |r: &bloatbox::experiment::ConfigResult| {

@@ -18,11 +18,13 @@
 //! computed within the round, and the assertion is on the median of the
 //! five rounds, so two disturbed rounds cannot decide the outcome.
 
-use std::path::Path;
 use std::time::Duration;
 
 use bloatbox::config::Direction;
-use bloatbox::experiment::{run_one, skip_reason, Candidate, ConfigResult, TestOptions};
+use bloatbox::experiment::{run_one, skip_reason, ConfigResult, TestOptions};
+
+mod seed;
+use seed::candidate;
 
 /// The `q` quantile (0..=1) of the UDP_RR transaction times after the
 /// warm-up, µs.
@@ -54,10 +56,7 @@ fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
         return;
     }
     let cfg = |name: &str| {
-        let c = Candidate::from_file(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("configs/{name}.toml")),
-        )
-        .unwrap();
+        let c = candidate(name);
         let delay = c.config.link_params(Direction::LeftToRight).delay_ns;
         assert_eq!(delay, 0, "{name}: the configs have no propagation delay");
         c

@@ -4,10 +4,12 @@
 //! receive waits 50 µs and the transaction rate falls. Two alternating
 //! 1.8 s runs per setting; the assertion is a ratio within one test.
 
-use std::path::Path;
 use std::time::Duration;
 
-use bloatbox::experiment::{run_one, skip_reason, Candidate, ConfigResult, TestOptions};
+use bloatbox::experiment::{run_one, skip_reason, ConfigResult, TestOptions};
+
+mod seed;
+use seed::candidate;
 
 #[test]
 fn udp_rr_transaction_rate_is_higher_with_coalescing_off() {
@@ -15,12 +17,6 @@ fn udp_rr_transaction_rate_is_higher_with_coalescing_off() {
         eprintln!("{why}");
         return;
     }
-    let cfg = |name: &str| {
-        Candidate::from_file(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("configs/{name}.toml")),
-        )
-        .unwrap()
-    };
     let opts = TestOptions {
         flows: 0,
         duration: Duration::from_millis(1800),
@@ -32,7 +28,10 @@ fn udp_rr_transaction_rate_is_higher_with_coalescing_off() {
     };
     // Alternating short runs, so that a burst of load from other processes
     // on this machine does not fall on one setting only.
-    let (on_cfg, off_cfg) = (cfg("udp-rr-coalesce-on"), cfg("udp-rr-coalesce-off"));
+    let (on_cfg, off_cfg) = (
+        candidate("udp-rr-coalesce-on"),
+        candidate("udp-rr-coalesce-off"),
+    );
     let mut on = Vec::new();
     let mut off = Vec::new();
     for round in 0..2 {

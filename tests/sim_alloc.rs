@@ -4,31 +4,9 @@
 //! allocates concurrently.
 
 use bloatbox::sim::{self, Scenario};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+mod alloc_counter;
+use alloc_counter::allocations;
 
 fn scenario(duration: &str) -> Scenario {
     Scenario::from_toml(&format!(
@@ -56,9 +34,9 @@ interval = "10ms"
 /// Allocations of one run, and frames it handed to the paths.
 fn measure(duration: &str) -> (u64, u64) {
     let sc = scenario(duration);
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = allocations();
     let r = sim::run(&sc).unwrap();
-    let allocs = ALLOCS.load(Ordering::Relaxed) - before;
+    let allocs = allocations() - before;
     (allocs, r.directions.iter().map(|d| d.frames_in).sum())
 }
 

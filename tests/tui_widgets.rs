@@ -385,14 +385,18 @@ fn node(i: usize) -> TreeNode {
 #[test]
 fn tree_scrolls_to_the_selected_node() {
     let nodes: Vec<TreeNode> = (0..20).map(node).collect();
-    let lines = render(
-        TreePanel {
-            nodes: &nodes,
-            selected: None,
-        },
-        80,
-        8,
-    );
+    // The tree in 80×8 with `selected` selected.
+    let view = |selected| {
+        render(
+            TreePanel {
+                nodes: &nodes,
+                selected,
+            },
+            80,
+            8,
+        )
+    };
+    let lines = view(None);
     assert!(
         lines[0].starts_with("qdisc htb 1:0 parent 1: rate 0Mbit"),
         "{lines:?}"
@@ -403,14 +407,7 @@ fn tree_scrolls_to_the_selected_node() {
     );
     assert_eq!(lines[2], "  lended: 0 borrowed: 0 giants: 0");
     // The last node (4 lines each) is selected: its lines end the view.
-    let lines = render(
-        TreePanel {
-            nodes: &nodes,
-            selected: Some(19),
-        },
-        80,
-        8,
-    );
+    let lines = view(Some(19));
     // (node 19 is at depth 1: two spaces of indent)
     assert!(
         lines[4].starts_with("  class htb 1:13 parent 1:"),
@@ -418,14 +415,7 @@ fn tree_scrolls_to_the_selected_node() {
     );
     assert_eq!(lines[7], "    tokens: 1 ctokens: 2");
     // A selection already in view does not scroll.
-    let lines = render(
-        TreePanel {
-            nodes: &nodes,
-            selected: Some(1),
-        },
-        80,
-        8,
-    );
+    let lines = view(Some(1));
     assert!(lines[0].starts_with("qdisc htb 1:0"), "{lines:?}");
     render(
         TreePanel {
@@ -451,15 +441,19 @@ fn charts_label_the_latest_values_and_draw_the_history() {
         });
     }
     let h1 = VecDeque::new();
-    let lines = render(
-        Charts {
-            dir: Dir::LeftToRight,
-            history: [&h0, &h1],
-            latency_from_flows: true,
-        },
-        60,
-        5,
-    );
+    // The charts of `dir` in `w`×`h`.
+    let charts = |dir, latency_from_flows, w, h| {
+        render(
+            Charts {
+                dir,
+                history: [&h0, &h1],
+                latency_from_flows,
+            },
+            w,
+            h,
+        )
+    };
+    let lines = charts(Dir::LeftToRight, true, 60, 5);
     assert!(lines[0].starts_with("sojourn 49.0ms ^49.0ms"), "{lines:?}");
     assert!(
         lines[0].ends_with('█'),
@@ -469,27 +463,11 @@ fn charts_label_the_latest_values_and_draw_the_history() {
     assert!(lines[2].starts_with("L→R 10.0Mbit"));
     assert_eq!(lines[3], "R→L 0bit", "no samples: no bars");
     assert!(lines[4].starts_with("drops 1 marks 1"));
-    let lines = render(
-        Charts {
-            dir: Dir::RightToLeft,
-            history: [&h0, &h1],
-            latency_from_flows: false,
-        },
-        60,
-        5,
-    );
+    let lines = charts(Dir::RightToLeft, false, 60, 5);
     assert!(lines[0].starts_with("q-delay≈ 0us ^0us"), "{lines:?}");
     assert!(lines[3].starts_with("L→R 10.0Mbit"));
     for (w, h) in [(1, 1), (30, 2), (0, 0)] {
-        render(
-            Charts {
-                dir: Dir::LeftToRight,
-                history: [&h0, &h1],
-                latency_from_flows: true,
-            },
-            w,
-            h,
-        );
+        charts(Dir::LeftToRight, true, w, h);
     }
 }
 

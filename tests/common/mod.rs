@@ -1,15 +1,19 @@
 //! Helpers shared by the root-only integration tests (`mod common;` in each):
 //! why a test must be skipped, and `Daemon`, a `bloatbox up` on names and
-//! addresses unique to one test that cleans up on every exit path (SIGTERM,
-//! then SIGKILL, `bloatbox down` and `ip netns del` as a last resort).
+//! addresses unique to one test that cleans up on every exit path (the
+//! commands it started killed, SIGTERM, then SIGKILL, `bloatbox down`, `ip
+//! netns del` and `ip link del` as a last resort).
 //!
 //! Each test binary uses a part of this module.
 #![allow(dead_code)]
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
 
@@ -116,13 +120,24 @@ impl Names {
     }
 }
 
-/// A running `bloatbox up` with its configuration in a tempdir.
+/// A `bloatbox up` with its configuration in a tempdir, and the commands
+/// started in its namespaces with `start_in`. On drop: those commands are
+/// killed, the daemon gets SIGTERM (SIGKILL after 5 s), then `bloatbox
+/// down`, `ip netns del` and `ip link del` remove whatever of its names is
+/// left.
 pub struct Daemon {
     child: Option<Child>,
+    background: Vec<Child>,
     pub names: Names,
     pub config: PathBuf,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
+    /// The control socket, in a directory of its own (`run/`), which a
+    /// test may hand to another user.
+    pub socket: PathBuf,
+    pub log: PathBuf,
+    /// The binary run for `up` and the CLI: the test build unless a test
+    /// sets another (a copy with file capabilities).
+    pub bin: PathBuf,
+    pub dir: tempfile::TempDir,
 }
 
 impl Daemon {
@@ -135,9 +150,21 @@ impl Daemon {
 
     /// `bloatbox up ARGS...` on `names`.
     pub fn start_with(names: Names, link: &str, args: &[&str]) -> Daemon {
+        let mut d = Daemon::configure(names, "", link);
+        d.spawn(None, args);
+        d.wait_ready();
+        d
+    }
+
+    /// Writes the configuration of `names`, with `daemon` as more lines of
+    /// `[daemon]` and `link` as the body of `[link]` (direction tables may
+    /// follow), without starting anything.
+    pub fn configure(names: Names, daemon: &str, link: &str) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("bloatbox.toml");
-        let socket = dir.path().join("control.sock");
+        let run = dir.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        let socket = run.join("control.sock");
         let side = |i: usize| {
             format!(
                 "namespace = \"{}\"\ntap = \"{}\"\nipv4 = \"{}/24\"\nipv6 = \"{}/64\"\n",
@@ -145,36 +172,47 @@ impl Daemon {
             )
         };
         let text = format!(
-            "[left]\n{}\n[right]\n{}\n[daemon]\ncontrol_socket = \"{}\"\n\n[link]\n{link}\n",
+            "[left]\n{}\n[right]\n{}\n[daemon]\ncontrol_socket = \"{}\"\n{daemon}\n\n[link]\n{link}\n",
             side(0),
             side(1),
             socket.display()
         );
         std::fs::write(&config, text).unwrap();
-        let log = dir.path().join("daemon.log");
-        let child = Command::new(BIN)
-            .args(["up", "-c"])
-            .arg(&config)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let mut d = Daemon {
-            child: Some(child),
+        Daemon {
+            child: None,
+            background: Vec::new(),
             names,
             config,
-            log,
-            _dir: dir,
-        };
-        d.wait_ready();
-        d
+            socket,
+            log: dir.path().join("daemon.log"),
+            bin: BIN.into(),
+            dir,
+        }
     }
 
-    fn wait_ready(&mut self) {
+    /// Starts `bloatbox up -c CONFIG ARGS...`, as `user` (uid and gid) if
+    /// given, headless (no terminal on stdin or stdout), its stderr in the
+    /// log.
+    pub fn spawn(&mut self, user: Option<u32>, args: &[&str]) {
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(["up", "-c"])
+            .arg(&self.config)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&self.log).unwrap());
+        if let Some(uid) = user {
+            cmd.uid(uid).gid(uid);
+        }
+        self.child = Some(cmd.spawn().unwrap());
+    }
+
+    /// Returns once the daemon's stats answer; panics if it exits first or
+    /// is not ready within 15 s.
+    pub fn wait_ready(&mut self) {
         let t0 = Instant::now();
         while !self.cli(&["stats", "--json"]).status.success() {
-            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+            if let Some(status) = self.child.as_mut().expect("started").try_wait().unwrap() {
                 panic!("daemon exited early ({status}): {}", self.log_text());
             }
             assert!(
@@ -186,22 +224,42 @@ impl Daemon {
         }
     }
 
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().expect("running").id() as i32
+    }
+
+    /// Whether the daemon started and has not exited.
+    pub fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().unwrap().is_none())
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// `bloatbox ARGS... -c CONFIG`.
+    /// `bloatbox SUBCOMMAND -c CONFIG ARGS...` (`args[0]` is the
+    /// subcommand).
     pub fn cli(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
+        self.cli_as(None, args)
+    }
+
+    /// `bloatbox SUBCOMMAND -c CONFIG ARGS...`, as `user` if given.
+    pub fn cli_as(&self, user: Option<u32>, args: &[&str]) -> Output {
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg(args[0])
             .arg("-c")
             .arg(&self.config)
-            .output()
-            .unwrap()
+            .args(&args[1..]);
+        if let Some(uid) = user {
+            cmd.uid(uid).gid(uid);
+        }
+        cmd.output().unwrap()
     }
 
     fn exec_command(&self, side: Side, cmd: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
+        let mut c = Command::new(&self.bin);
         c.args(["exec", side.arg(), "-c"])
             .arg(&self.config)
             .arg("--")
@@ -214,6 +272,7 @@ impl Daemon {
         self.exec_command(side, cmd).output().unwrap()
     }
 
+    /// `cmd` in the namespace of `side`, its output piped to the caller.
     pub fn spawn_in(&self, side: Side, cmd: &[&str]) -> Child {
         self.exec_command(side, cmd)
             .stdout(Stdio::piped())
@@ -222,20 +281,50 @@ impl Daemon {
             .unwrap()
     }
 
+    /// Starts `cmd` in the namespace of `side` without stdio; it is killed
+    /// on drop, before the daemon stops.
+    pub fn start_in(&mut self, side: Side, cmd: &[&str]) {
+        let child = self
+            .exec_command(side, cmd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.background.push(child);
+    }
+
     pub fn stats(&self) -> serde_json::Value {
         let out = self.cli(&["stats", "--json"]);
         assert!(out.status.success(), "{}", text(&out));
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
+    /// Waits (at most `limit`) for the daemon to exit; its status and how
+    /// long that took. Kills it and panics with its log if it still runs
+    /// then.
+    pub fn wait_exit(&mut self, limit: Duration) -> (ExitStatus, Duration) {
+        let mut child = self.child.take().expect("running");
+        let t0 = Instant::now();
+        match wait_timeout(&mut child, limit) {
+            Some(status) => (status, t0.elapsed()),
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the daemon still ran after {limit:?}: {}", self.log_text())
+            }
+        }
+    }
+
+    /// SIGTERM and wait (at most `limit`) for the exit.
+    pub fn stop_within(&mut self, limit: Duration) -> ExitStatus {
+        signal(self.child.as_ref().expect("running"), Signal::SIGTERM);
+        self.wait_exit(limit).0
+    }
+
     /// SIGTERM and wait (at most 10 s) for a normal exit.
     pub fn stop(&mut self) -> ExitStatus {
-        let mut child = self.child.take().expect("running");
-        signal(&child, nix::sys::signal::Signal::SIGTERM);
-        wait_timeout(&mut child, Duration::from_secs(10)).unwrap_or_else(|| {
-            let _ = child.kill();
-            panic!("daemon ignored SIGTERM for 10 s: {}", self.log_text())
-        })
+        self.stop_within(Duration::from_secs(10))
     }
 
     pub fn kill9(&mut self) {
@@ -252,8 +341,12 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
+        for child in &mut self.background {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
         if let Some(mut child) = self.child.take() {
-            signal(&child, nix::sys::signal::Signal::SIGTERM);
+            signal(&child, Signal::SIGTERM);
             if wait_timeout(&mut child, Duration::from_secs(5)).is_none() {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -267,10 +360,15 @@ impl Drop for Daemon {
                 let _ = Command::new("ip").args(["netns", "del", ns]).status();
             }
         }
+        for tap in &self.names.tap {
+            if Path::new("/sys/class/net").join(tap).exists() {
+                let _ = Command::new("ip").args(["link", "del", tap]).status();
+            }
+        }
     }
 }
 
-pub fn signal(child: &Child, sig: nix::sys::signal::Signal) {
+pub fn signal(child: &Child, sig: Signal) {
     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig);
 }
 

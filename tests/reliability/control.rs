@@ -15,80 +15,27 @@
 //!   capability (read from /proc/self/task).
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::PathBuf;
 use std::time::{Duration, Instant as StdInstant};
 
-use bloatbox::bridge::Bridge;
 use bloatbox::control::{Client, ControlServer, Request};
-use bloatbox::datapath::{Datapath, DatapathConfig, DatapathError};
-use bloatbox::link::{LinkParams, Path as LinkPath};
-use bloatbox::port::{FramePort, SocketPairPort};
-use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
-use bloatbox::tc::Dev;
+use bloatbox::datapath::DatapathError;
+use bloatbox::port::FramePort;
 use proptest::prelude::*;
 use serde_json::Value;
 
-/// A datapath over socketpairs with its control server.
-struct Rig {
-    dir: tempfile::TempDir,
-    socket: PathBuf,
-    server: Option<ControlServer>,
-    datapath: Option<Datapath>,
-    /// The host ends of the left and right ports.
-    host: Option<(SocketPairPort, SocketPairPort)>,
+use crate::control_rig::Rig;
+
+/// An HTB class of 5 Mbit/s with an fq_codel leaf at the root of `dev`.
+fn htb_fq_codel(dev: &str) -> Vec<String> {
+    vec![
+        format!("tc qdisc replace dev {dev} root handle 1: htb default 10"),
+        format!("tc class add dev {dev} parent 1: classid 1:10 htb rate 5mbit"),
+        format!("tc qdisc add dev {dev} parent 1:10 handle 10: fq_codel"),
+    ]
 }
 
+/// Requests of these tests, and what they compare.
 impl Rig {
-    fn start() -> Rig {
-        let params = LinkParams {
-            rate_bytes_ps: 1_250_000,
-            delay_ns: 1_000_000,
-            ..LinkParams::default()
-        };
-        let path = |dev: Dev, name: &str| {
-            let lines = [
-                format!("tc qdisc replace dev {name} root handle 1: htb default 10"),
-                format!("tc class add dev {name} parent 1: classid 1:10 htb rate 5mbit"),
-                format!("tc qdisc add dev {name} parent 1:10 handle 10: fq_codel"),
-            ];
-            let tree = QdiscTree::build(DevSpec::from_link(dev, &params), &lines).unwrap();
-            LinkPath::new(params, Box::new(tree))
-        };
-        let bridge = Bridge::new(path(Dev::Left, "left"), path(Dev::Right, "right"));
-        let (dp_left, host_left) = SocketPairPort::pair().unwrap();
-        let (dp_right, host_right) = SocketPairPort::pair().unwrap();
-        let cfg = DatapathConfig {
-            publish_interval_ns: 10_000_000,
-            ..DatapathConfig::default()
-        };
-        let datapath = Datapath::spawn(bridge, Box::new(dp_left), Box::new(dp_right), cfg).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("ctl.sock");
-        let server =
-            ControlServer::start(&socket, datapath.snapshots(), Some(datapath.commander()))
-                .unwrap();
-        let rig = Rig {
-            dir,
-            socket,
-            server: Some(server),
-            datapath: Some(datapath),
-            host: Some((host_left, host_right)),
-        };
-        let t0 = StdInstant::now();
-        while rig.call(&Request::Snapshot).is_err() {
-            assert!(t0.elapsed() < Duration::from_secs(5), "no snapshot in 5 s");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        rig
-    }
-
-    fn call(&self, req: &Request) -> Result<Value, String> {
-        Client::connect(&self.socket)
-            .unwrap()
-            .call(req)
-            .expect("the connection works")
-    }
-
     fn tc(&self, line: &str) -> Result<Value, String> {
         self.call(&Request::Tc {
             line: line.to_string(),
@@ -119,16 +66,9 @@ impl Rig {
     }
 }
 
-impl Drop for Rig {
-    fn drop(&mut self) {
-        drop(self.server.take());
-        drop(self.datapath.take());
-    }
-}
-
 #[test]
 fn a_failed_set_or_tc_leaves_the_running_config_untouched() {
-    let rig = Rig::start();
+    let rig = Rig::start(htb_fq_codel);
     let before = rig.running_config();
     let failing_sets: [&[&str]; 5] = [
         // The first argument is valid: all or nothing.
@@ -194,7 +134,7 @@ fn foreign_requests(canary: &str) -> Vec<Request> {
 #[test]
 fn requests_naming_paths_or_other_devices_are_refused_and_touch_nothing() {
     use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
-    let rig = Rig::start();
+    let rig = Rig::start(htb_fq_codel);
     let canary_dir = rig.dir.path().join("canary");
     std::fs::create_dir(&canary_dir).unwrap();
     for f in ["normal", "batch", "trace", "x", "prog.o"] {
@@ -266,12 +206,12 @@ proptest! {
 /// One rig for all proptest cases (a datapath thread each would be slow).
 fn shared_rig() -> &'static Rig {
     static RIG: std::sync::OnceLock<Rig> = std::sync::OnceLock::new();
-    RIG.get_or_init(Rig::start)
+    RIG.get_or_init(|| Rig::start(htb_fq_codel))
 }
 
 #[test]
 fn the_socket_is_mode_0600_owned_by_the_daemons_user_and_only_sockets_are_replaced() {
-    let rig = Rig::start();
+    let rig = Rig::start(htb_fq_codel);
     let meta = std::fs::metadata(&rig.socket).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     assert_eq!(meta.uid(), nix::unistd::geteuid().as_raw());
@@ -302,8 +242,8 @@ fn the_socket_is_mode_0600_owned_by_the_daemons_user_and_only_sockets_are_replac
 #[test]
 fn a_port_whose_other_end_closes_ends_the_datapath_with_a_clear_error() {
     for closed in ["left", "right"] {
-        let mut rig = Rig::start();
-        let (left, right) = rig.host.take().unwrap();
+        let mut rig = Rig::start(htb_fq_codel);
+        let [left, right] = rig.take_host();
         let keep = if closed == "left" {
             drop(left);
             right
@@ -359,7 +299,7 @@ fn thread_caps(prefix: &str) -> Vec<(String, u64)> {
 
 #[test]
 fn datapath_and_control_threads_hold_no_capability() {
-    let mut rig = Rig::start();
+    let mut rig = Rig::start(htb_fq_codel);
     // A client connection open, so that a client thread exists too.
     let mut client = Client::connect(&rig.socket).unwrap();
     client.call_ok(&Request::Stats).unwrap();
@@ -372,7 +312,7 @@ fn datapath_and_control_threads_hold_no_capability() {
         }
     }
     // Frames still cross with the datapath unprivileged.
-    let (left, right) = rig.host.as_mut().unwrap();
+    let [left, right] = rig.host();
     let mut frame = vec![0u8; 100];
     frame[12..14].copy_from_slice(&[0x88, 0xb5]);
     left.send(&frame).unwrap();

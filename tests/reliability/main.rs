@@ -6,5 +6,7 @@
 
 mod bounds;
 mod control;
+#[path = "../control_rig/mod.rs"]
+mod control_rig;
 mod frames;
 mod parsers;
