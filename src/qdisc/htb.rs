@@ -16,8 +16,8 @@
 
 use super::fifo::{Fifo, FifoKind};
 use super::tbf::{
-    linklayer_name, matches, ns_to_ticks, parse_linklayer, parse_size_and_cell, DUMPED_CELL,
-    LINKLAYER_ALLOWED, U16_ALLOWED,
+    linklayer_name, matches, ns_to_ticks, option_value, parse_linklayer, parse_size_and_cell,
+    DUMPED_CELL, LINKLAYER_ALLOWED, U16_ALLOWED,
 };
 use super::{
     tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx,
@@ -167,13 +167,7 @@ impl ClassOpts {
         let mut quantum = 0u32;
         let mut it = args.iter();
         while let Some(&tok) = it.next() {
-            let mut value = || {
-                it.next().copied().ok_or_else(|| {
-                    htb_err(format!(
-                        "Command line is not complete: \"{tok}\" needs a value. Try option \"help\""
-                    ))
-                })
-            };
+            let mut value = || option_value(&mut it, tok).map_err(htb_err);
             let u16_of =
                 |name: &str, v: &str| v.parse::<u16>().map_err(|_| illegal(name, v, U16_ALLOWED));
             let u32_of = |name: &str, v: &str| {
@@ -462,13 +456,7 @@ impl Htb {
         let mut direct_qlen = ctx.txqueuelen;
         let mut it = args.iter();
         while let Some(&tok) = it.next() {
-            let mut value = || {
-                it.next().copied().ok_or_else(|| {
-                    htb_err(format!(
-                        "Command line is not complete: \"{tok}\" needs a value. Try option \"help\""
-                    ))
-                })
-            };
+            let mut value = || option_value(&mut it, tok).map_err(htb_err);
             if matches(tok, "r2q") {
                 let v = value()?;
                 r2q = parse_u32(v, 10).ok_or_else(|| illegal("r2q", v, "a positive integer"))?;

@@ -4,7 +4,8 @@
 //! (depth `buffer` = l2t(rate, burst)) and, with a peakrate, `ptokens` (depth
 //! l2t(peakrate, mtu)). The head frame leaves only when both buckets cover its
 //! whole cost; otherwise the watchdog is armed for the deficit. Also holds the
-//! tc option helpers HTB shares (`matches`, sizes with `/cell`, linklayer).
+//! tc option helpers HTB shares (`matches`, `option_value`, sizes with
+//! `/cell`, linklayer).
 
 use super::fifo::{Fifo, FifoKind};
 use super::{
@@ -23,6 +24,18 @@ use serde_json::{json, Map, Value};
 /// `keyword` (so `lat` selects `latency`).
 pub(crate) fn matches(arg: &str, keyword: &str) -> bool {
     !arg.is_empty() && keyword.starts_with(arg)
+}
+
+/// The value of tc option `opt`: the next token of `it`, or, when the command
+/// line ends there, iproute2's "Command line is not complete" message (the
+/// caller appends its usage).
+pub(crate) fn option_value<'a>(
+    it: &mut std::slice::Iter<'_, &'a str>,
+    opt: &str,
+) -> Result<&'a str, String> {
+    it.next().copied().ok_or_else(|| {
+        format!("Command line is not complete: \"{opt}\" needs a value. Try option \"help\"")
+    })
 }
 
 /// A size with an optional legacy rate-table cell (`get_size_and_cell`):
@@ -130,13 +143,7 @@ impl TbfOpts {
         };
         let mut it = args.iter();
         while let Some(&tok) = it.next() {
-            let mut value = || {
-                it.next().copied().ok_or_else(|| {
-                    tbf_err(format!(
-                        "Command line is not complete: \"{tok}\" needs a value. Try option \"help\""
-                    ))
-                })
-            };
+            let mut value = || option_value(&mut it, tok).map_err(tbf_err);
             if matches(tok, "limit") {
                 let v = value()?;
                 if o.limit != 0 {
