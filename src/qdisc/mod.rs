@@ -5,7 +5,8 @@
 //! children as `Box<dyn Qdisc>` and also implement `Classful`.
 //!
 //! One file per discipline; `codel.rs` is the CoDel core that `codel`
-//! (`codel_qdisc.rs`) and `fq_codel` share; `tree.rs` builds and edits a
+//! (`codel_qdisc.rs`) and `fq_codel` share; `park.rs` the peek-by-dequeue
+//! plumbing of codel, fq_codel, sfq and tbf; `tree.rs` builds and edits a
 //! tree from tc commands; `dump.rs` is the data `tc -s -d show`, the TUI
 //! and the control socket read.
 
@@ -16,6 +17,7 @@ pub mod fifo;
 pub mod fq_codel;
 pub mod htb;
 pub mod mq;
+mod park;
 pub mod pfifo_fast;
 pub mod qfq;
 pub mod sfq;

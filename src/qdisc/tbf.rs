@@ -8,6 +8,7 @@
 //! `/cell`, linklayer).
 
 use super::fifo::{Fifo, FifoKind};
+use super::park::ParkOnPeek;
 use super::{
     tc_h_major, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump,
     QdiscStats, TcError, Verdict,
@@ -513,6 +514,18 @@ impl Tbf {
     }
 }
 
+impl ParkOnPeek for Tbf {
+    fn parked_slot(&mut self) -> &mut Option<Packet> {
+        &mut self.parked
+    }
+    fn sent_stats(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+    fn dequeue_next(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        self.try_release(now, drops)
+    }
+}
+
 impl Qdisc for Tbf {
     fn kind(&self) -> &'static str {
         "tbf"
@@ -532,19 +545,11 @@ impl Qdisc for Tbf {
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let pkt = match self.parked.take() {
-            Some(p) => p,
-            None => self.try_release(now, drops)?,
-        };
-        self.stats.count_sent(pkt.len);
-        Some(pkt)
+        self.dequeue_parked_first(now, drops)
     }
 
     fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
-        if self.parked.is_none() {
-            self.parked = self.try_release(now, drops);
-        }
-        self.parked.as_ref()
+        self.peek_parking(now, drops)
     }
 
     fn next_wakeup(&self, now: Instant) -> Option<Instant> {
