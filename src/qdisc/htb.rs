@@ -1710,6 +1710,16 @@ mod tests {
         bytes as f64 * 8.0 / ns as f64 * 1000.0
     }
 
+    /// The rates (Mbit/s) of leaves 1:10 and 1:20 of `common(a, b)`, both
+    /// kept backlogged with 1514-byte frames for one second.
+    fn both_backlogged_rates(a: &str, b: &str) -> (f64, f64) {
+        let mut q = common(a, b);
+        let (ca, cb) = (cid("1:10"), cid("1:20"));
+        let r = run(&mut q, Instant::ZERO, SEC, &[ca, cb], 1514);
+        let ns = r.end.nanos();
+        (mbit(r.bytes[&ca], ns), mbit(r.bytes[&cb], ns))
+    }
+
     #[test]
     fn vector_h1_static_values() {
         // 30mbit: 1600 B take 426.67 µs, which tc cuts to 426 µs before
@@ -1928,14 +1938,10 @@ mod tests {
 
     #[test]
     fn excess_goes_strictly_to_lower_prio_value() {
-        let mut q = common(
+        let (ra, rb) = both_backlogged_rates(
             "rate 10mbit ceil 100mbit prio 1",
             "rate 10mbit ceil 100mbit prio 0",
         );
-        let (a, b) = (cid("1:10"), cid("1:20"));
-        let r = run(&mut q, Instant::ZERO, SEC, &[a, b], 1514);
-        let ns = r.end.nanos();
-        let (ra, rb) = (mbit(r.bytes[&a], ns), mbit(r.bytes[&b], ns));
         eprintln!("prio: prio-1 class {ra:.3} Mbit/s, prio-0 class {rb:.3} Mbit/s");
         assert!((ra - 10.0).abs() < 0.3, "prio 1 gets only its rate: {ra}");
         assert!((rb - 90.0).abs() < 1.0, "prio 0 takes all excess: {rb}");
@@ -1944,14 +1950,10 @@ mod tests {
     #[test]
     fn excess_split_by_quantum_not_rate() {
         // Equal rates, quanta 3:1 → the 80 Mbit/s excess splits 60/20.
-        let mut q = common(
+        let (ra, rb) = both_backlogged_rates(
             "rate 10mbit ceil 100mbit quantum 4542",
             "rate 10mbit ceil 100mbit quantum 1514",
         );
-        let (a, b) = (cid("1:10"), cid("1:20"));
-        let r = run(&mut q, Instant::ZERO, SEC, &[a, b], 1514);
-        let ns = r.end.nanos();
-        let (ra, rb) = (mbit(r.bytes[&a], ns), mbit(r.bytes[&b], ns));
         eprintln!("quantum 3:1: A {ra:.3} Mbit/s, B {rb:.3} Mbit/s");
         assert!((ra - 70.0).abs() < 1.5, "A {ra}");
         assert!((rb - 30.0).abs() < 1.5, "B {rb}");
