@@ -1579,7 +1579,7 @@ impl Classful for Htb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qdisc::testutil::pkt;
+    use crate::qdisc::testutil::{drain_codel_child, pkt};
     use rand::{Rng, SeedableRng};
     use std::collections::HashMap;
 
@@ -2429,24 +2429,7 @@ mod tests {
         let ctx = q.child_ctx(cid("10:"), cid("1:10"));
         let codel = crate::qdisc::codel_qdisc::CodelQdisc::from_args(ctx, &[]).unwrap();
         q.graft(cid("1:10"), Box::new(codel)).unwrap();
-        let mut d = Drops::new();
-        for id in 0..150 {
-            q.enqueue(pkt(id, 1514), Instant::ZERO, &mut d);
-        }
-        let mut t = Instant::ZERO;
-        let mut sent = 0;
-        while let Some(w) = q.next_wakeup(t) {
-            assert!(w >= t);
-            t = w;
-            while q.dequeue(t, &mut d).is_some() {
-                sent += 1;
-            }
-            assert_eq!(150, sent + d.len() as u64 + q.qlen() as u64);
-        }
-        assert!(!d.is_empty(), "CoDel dropped at dequeue");
-        assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::Codel));
-        assert_eq!(q.stats().drops, d.len() as u64);
-        assert_eq!((q.qlen(), q.backlog()), (0, 0));
+        let t = drain_codel_child(&mut q, 150);
         assert_eq!(
             q.dump(t).classes[0].stats.unwrap().drops,
             0,

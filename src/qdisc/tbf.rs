@@ -720,7 +720,7 @@ impl Classful for Tbf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qdisc::testutil::pkt;
+    use crate::qdisc::testutil::{drain_codel_child, pkt};
     use rand::{Rng, SeedableRng};
 
     const MS: u64 = 1_000_000;
@@ -1035,24 +1035,7 @@ mod tests {
         let ctx = q.child_ctx(0x0010_0000, 0x8001_0001);
         let codel = crate::qdisc::codel_qdisc::CodelQdisc::from_args(ctx, &[]).unwrap();
         q.graft(0x8001_0001, Box::new(codel)).unwrap();
-        let mut d = Drops::new();
-        for id in 0..60 {
-            q.enqueue(pkt(id, 1514), Instant::ZERO, &mut d);
-        }
-        let mut t = Instant::ZERO;
-        let mut sent = 0;
-        while let Some(w) = q.next_wakeup(t) {
-            assert!(w >= t);
-            t = w;
-            while q.dequeue(t, &mut d).is_some() {
-                sent += 1;
-            }
-            assert_eq!(60, sent + d.len() + q.qlen() as usize);
-        }
-        assert!(!d.is_empty(), "CoDel dropped standing-queue frames");
-        assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::Codel));
-        assert_eq!(q.stats().drops, d.len() as u64);
-        assert_eq!((q.qlen(), q.backlog()), (0, 0));
+        drain_codel_child(&mut q, 60);
     }
 
     #[test]
