@@ -58,6 +58,13 @@ pub fn keyed_flow_hash(hash: u32, key: u32) -> u32 {
     h ^ (h >> 16)
 }
 
+/// `seed` mixed with handle `h` (a Fibonacci-hashing multiply): the seed of
+/// a qdisc created from a shared one (the device's, or a classful parent's
+/// for the child of class `h`), so that each perturbs its hashes its own way.
+pub fn seed_for(seed: u64, h: Handle) -> u64 {
+    seed ^ (h as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
 /// What the device below the qdisc tells a qdisc when it is created: the
 /// values the kernel takes from `dev` (txqueuelen, psched_mtu) and the
 /// handle it was given.
