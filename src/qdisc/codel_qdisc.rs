@@ -6,6 +6,7 @@ use super::codel::{
     codel_to_us, parse_codel_time, parse_u32, print_codel_time, CodelParams, CodelQueue,
     CodelStats, CodelVars, CODEL_DISABLED_THRESHOLD,
 };
+use super::park::{drop_all_held, ParkOnPeek};
 use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
@@ -139,12 +140,17 @@ impl CodelQdisc {
         self.stats.drops += self.cstats.drop_count - before;
         p
     }
+}
 
-    fn take_next(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        match self.parked.take() {
-            Some(p) => Some(p),
-            None => self.run_codel(now, drops),
-        }
+impl ParkOnPeek for CodelQdisc {
+    fn parked_slot(&mut self) -> &mut Option<Packet> {
+        &mut self.parked
+    }
+    fn sent_stats(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+    fn dequeue_next(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        self.run_codel(now, drops)
     }
 }
 
@@ -167,16 +173,11 @@ impl Qdisc for CodelQdisc {
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let p = self.take_next(now, drops)?;
-        self.stats.count_sent(p.len);
-        Some(p)
+        self.dequeue_parked_first(now, drops)
     }
 
     fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
-        if self.parked.is_none() {
-            self.parked = self.run_codel(now, drops);
-        }
-        self.parked.as_ref()
+        self.peek_parking(now, drops)
     }
 
     fn qlen(&self) -> u32 {
@@ -200,9 +201,7 @@ impl Qdisc for CodelQdisc {
     }
 
     fn reset(&mut self, drops: &mut Drops) {
-        for p in self.drain_all() {
-            drops.push(p, DropReason::QdiscReset);
-        }
+        drop_all_held(self, drops);
         self.vars = CodelVars::default();
     }
 

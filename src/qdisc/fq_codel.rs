@@ -15,6 +15,7 @@ use super::codel::{
 };
 use super::dump::{list_flows, ClassDump, FlowDump, FlowListing};
 use super::keyed_flow_hash;
+use super::park::{drop_all_held, ParkOnPeek};
 use super::{
     tc_h_major, tc_h_minor, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict,
 };
@@ -571,6 +572,18 @@ impl FqCodel {
     }
 }
 
+impl ParkOnPeek for FqCodel {
+    fn parked_slot(&mut self) -> &mut Option<Packet> {
+        &mut self.parked
+    }
+    fn sent_stats(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+    fn dequeue_next(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        self.dequeue_inner(now, drops)
+    }
+}
+
 impl Qdisc for FqCodel {
     fn kind(&self) -> &'static str {
         "fq_codel"
@@ -606,19 +619,11 @@ impl Qdisc for FqCodel {
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let p = match self.parked.take() {
-            Some(p) => p,
-            None => self.dequeue_inner(now, drops)?,
-        };
-        self.stats.count_sent(p.len);
-        Some(p)
+        self.dequeue_parked_first(now, drops)
     }
 
     fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
-        if self.parked.is_none() {
-            self.parked = self.dequeue_inner(now, drops);
-        }
-        self.parked.as_ref()
+        self.peek_parking(now, drops)
     }
 
     fn qlen(&self) -> u32 {
@@ -642,9 +647,7 @@ impl Qdisc for FqCodel {
     }
 
     fn reset(&mut self, drops: &mut Drops) {
-        for p in self.drain_all() {
-            drops.push(p, DropReason::QdiscReset);
-        }
+        drop_all_held(self, drops);
         for f in &mut self.flows {
             f.cvars = CodelVars::default();
             f.deficit = 0;

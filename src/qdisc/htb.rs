@@ -16,8 +16,8 @@
 
 use super::fifo::{Fifo, FifoKind};
 use super::tbf::{
-    linklayer_name, matches, ns_to_ticks, parse_linklayer, parse_size_and_cell, DUMPED_CELL,
-    LINKLAYER_ALLOWED, U16_ALLOWED,
+    linklayer_name, matches, ns_to_ticks, option_value, parse_linklayer, parse_size_and_cell,
+    DUMPED_CELL, LINKLAYER_ALLOWED, U16_ALLOWED,
 };
 use super::{
     tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx,
@@ -167,13 +167,7 @@ impl ClassOpts {
         let mut quantum = 0u32;
         let mut it = args.iter();
         while let Some(&tok) = it.next() {
-            let mut value = || {
-                it.next().copied().ok_or_else(|| {
-                    htb_err(format!(
-                        "Command line is not complete: \"{tok}\" needs a value. Try option \"help\""
-                    ))
-                })
-            };
+            let mut value = || option_value(&mut it, tok).map_err(htb_err);
             let u16_of =
                 |name: &str, v: &str| v.parse::<u16>().map_err(|_| illegal(name, v, U16_ALLOWED));
             let u32_of = |name: &str, v: &str| {
@@ -462,13 +456,7 @@ impl Htb {
         let mut direct_qlen = ctx.txqueuelen;
         let mut it = args.iter();
         while let Some(&tok) = it.next() {
-            let mut value = || {
-                it.next().copied().ok_or_else(|| {
-                    htb_err(format!(
-                        "Command line is not complete: \"{tok}\" needs a value. Try option \"help\""
-                    ))
-                })
-            };
+            let mut value = || option_value(&mut it, tok).map_err(htb_err);
             if matches(tok, "r2q") {
                 let v = value()?;
                 r2q = parse_u32(v, 10).ok_or_else(|| illegal("r2q", v, "a positive integer"))?;
@@ -1591,7 +1579,7 @@ impl Classful for Htb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qdisc::testutil::pkt;
+    use crate::qdisc::testutil::{drain_codel_child, pkt};
     use rand::{Rng, SeedableRng};
     use std::collections::HashMap;
 
@@ -1720,6 +1708,16 @@ mod tests {
 
     fn mbit(bytes: u64, ns: u64) -> f64 {
         bytes as f64 * 8.0 / ns as f64 * 1000.0
+    }
+
+    /// The rates (Mbit/s) of leaves 1:10 and 1:20 of `common(a, b)`, both
+    /// kept backlogged with 1514-byte frames for one second.
+    fn both_backlogged_rates(a: &str, b: &str) -> (f64, f64) {
+        let mut q = common(a, b);
+        let (ca, cb) = (cid("1:10"), cid("1:20"));
+        let r = run(&mut q, Instant::ZERO, SEC, &[ca, cb], 1514);
+        let ns = r.end.nanos();
+        (mbit(r.bytes[&ca], ns), mbit(r.bytes[&cb], ns))
     }
 
     #[test]
@@ -1940,14 +1938,10 @@ mod tests {
 
     #[test]
     fn excess_goes_strictly_to_lower_prio_value() {
-        let mut q = common(
+        let (ra, rb) = both_backlogged_rates(
             "rate 10mbit ceil 100mbit prio 1",
             "rate 10mbit ceil 100mbit prio 0",
         );
-        let (a, b) = (cid("1:10"), cid("1:20"));
-        let r = run(&mut q, Instant::ZERO, SEC, &[a, b], 1514);
-        let ns = r.end.nanos();
-        let (ra, rb) = (mbit(r.bytes[&a], ns), mbit(r.bytes[&b], ns));
         eprintln!("prio: prio-1 class {ra:.3} Mbit/s, prio-0 class {rb:.3} Mbit/s");
         assert!((ra - 10.0).abs() < 0.3, "prio 1 gets only its rate: {ra}");
         assert!((rb - 90.0).abs() < 1.0, "prio 0 takes all excess: {rb}");
@@ -1956,14 +1950,10 @@ mod tests {
     #[test]
     fn excess_split_by_quantum_not_rate() {
         // Equal rates, quanta 3:1 → the 80 Mbit/s excess splits 60/20.
-        let mut q = common(
+        let (ra, rb) = both_backlogged_rates(
             "rate 10mbit ceil 100mbit quantum 4542",
             "rate 10mbit ceil 100mbit quantum 1514",
         );
-        let (a, b) = (cid("1:10"), cid("1:20"));
-        let r = run(&mut q, Instant::ZERO, SEC, &[a, b], 1514);
-        let ns = r.end.nanos();
-        let (ra, rb) = (mbit(r.bytes[&a], ns), mbit(r.bytes[&b], ns));
         eprintln!("quantum 3:1: A {ra:.3} Mbit/s, B {rb:.3} Mbit/s");
         assert!((ra - 70.0).abs() < 1.5, "A {ra}");
         assert!((rb - 30.0).abs() < 1.5, "B {rb}");
@@ -2439,24 +2429,7 @@ mod tests {
         let ctx = q.child_ctx(cid("10:"), cid("1:10"));
         let codel = crate::qdisc::codel_qdisc::CodelQdisc::from_args(ctx, &[]).unwrap();
         q.graft(cid("1:10"), Box::new(codel)).unwrap();
-        let mut d = Drops::new();
-        for id in 0..150 {
-            q.enqueue(pkt(id, 1514), Instant::ZERO, &mut d);
-        }
-        let mut t = Instant::ZERO;
-        let mut sent = 0;
-        while let Some(w) = q.next_wakeup(t) {
-            assert!(w >= t);
-            t = w;
-            while q.dequeue(t, &mut d).is_some() {
-                sent += 1;
-            }
-            assert_eq!(150, sent + d.len() as u64 + q.qlen() as u64);
-        }
-        assert!(!d.is_empty(), "CoDel dropped at dequeue");
-        assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::Codel));
-        assert_eq!(q.stats().drops, d.len() as u64);
-        assert_eq!((q.qlen(), q.backlog()), (0, 0));
+        let t = drain_codel_child(&mut q, 150);
         assert_eq!(
             q.dump(t).classes[0].stats.unwrap().drops,
             0,

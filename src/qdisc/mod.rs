@@ -5,7 +5,8 @@
 //! children as `Box<dyn Qdisc>` and also implement `Classful`.
 //!
 //! One file per discipline; `codel.rs` is the CoDel core that `codel`
-//! (`codel_qdisc.rs`) and `fq_codel` share; `tree.rs` builds and edits a
+//! (`codel_qdisc.rs`) and `fq_codel` share; `park.rs` the peek-by-dequeue
+//! plumbing of codel, fq_codel, sfq and tbf; `tree.rs` builds and edits a
 //! tree from tc commands; `dump.rs` is the data `tc -s -d show`, the TUI
 //! and the control socket read.
 
@@ -16,6 +17,7 @@ pub mod fifo;
 pub mod fq_codel;
 pub mod htb;
 pub mod mq;
+mod park;
 pub mod pfifo_fast;
 pub mod qfq;
 pub mod sfq;
@@ -54,6 +56,13 @@ pub fn keyed_flow_hash(hash: u32, key: u32) -> u32 {
     h ^= h >> 13;
     h = h.wrapping_mul(0xc2b2_ae35);
     h ^ (h >> 16)
+}
+
+/// `seed` mixed with handle `h` (a Fibonacci-hashing multiply): the seed of
+/// a qdisc created from a shared one (the device's, or a classful parent's
+/// for the child of class `h`), so that each perturbs its hashes its own way.
+pub fn seed_for(seed: u64, h: Handle) -> u64 {
+    seed ^ (h as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 /// What the device below the qdisc tells a qdisc when it is created: the

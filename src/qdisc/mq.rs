@@ -13,8 +13,8 @@
 //! is enqueued and counted in its child.
 
 use super::{
-    tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx,
-    QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
+    seed_for, tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc,
+    QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
 use crate::packet::{Drops, Packet};
 use crate::time::{earliest, Instant};
@@ -293,7 +293,7 @@ impl Classful for Mq {
             handle,
             parent,
             // Each queue gets its own hash perturbation.
-            seed: self.ctx.seed ^ (parent as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            seed: seed_for(self.ctx.seed, parent),
             ..self.ctx
         }
     }

@@ -3,6 +3,7 @@
 //! fixed priomap, each band a FIFO of `txqueuelen` packets (per band, as since
 //! Linux 4.16). Band 0 is served first; band 2 can starve.
 
+use super::park::drop_all_held;
 use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
@@ -109,9 +110,7 @@ impl Qdisc for PfifoFast {
     }
 
     fn reset(&mut self, drops: &mut Drops) {
-        for p in self.drain_all() {
-            drops.push(p, DropReason::QdiscReset);
-        }
+        drop_all_held(self, drops);
     }
 
     fn dump(&self, _now: Instant) -> QdiscDump {

@@ -20,8 +20,8 @@
 
 use super::fifo::{Fifo, FifoKind};
 use super::{
-    tc_h_major, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump,
-    QdiscStats, TcError, Verdict, TC_H_ROOT,
+    seed_for, tc_h_major, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx,
+    QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
 use crate::packet::filter::{Filter, FilterChain};
 use crate::packet::{DropReason, Drops, Packet};
@@ -606,7 +606,7 @@ impl Classful for Qfq {
         QdiscCtx {
             handle,
             parent,
-            seed: self.ctx.seed ^ (parent as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            seed: seed_for(self.ctx.seed, parent),
             ..self.ctx
         }
     }

@@ -10,6 +10,7 @@
 
 use super::dump::{list_flows, ClassDump, FlowDump, FlowListing};
 use super::keyed_flow_hash;
+use super::park::{drop_all_held, ParkOnPeek};
 use super::{
     tc_h_major, tc_h_minor, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict,
 };
@@ -468,6 +469,19 @@ impl Sfq {
     }
 }
 
+impl ParkOnPeek for Sfq {
+    fn parked_slot(&mut self) -> &mut Option<Packet> {
+        &mut self.parked
+    }
+    fn sent_stats(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+    fn dequeue_next(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        self.maybe_perturb(now, drops);
+        self.dequeue_inner()
+    }
+}
+
 impl Qdisc for Sfq {
     fn kind(&self) -> &'static str {
         "sfq"
@@ -521,23 +535,11 @@ impl Qdisc for Sfq {
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let p = match self.parked.take() {
-            Some(p) => p,
-            None => {
-                self.maybe_perturb(now, drops);
-                self.dequeue_inner()?
-            }
-        };
-        self.stats.count_sent(p.len);
-        Some(p)
+        self.dequeue_parked_first(now, drops)
     }
 
     fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
-        if self.parked.is_none() {
-            self.maybe_perturb(now, drops);
-            self.parked = self.dequeue_inner();
-        }
-        self.parked.as_ref()
+        self.peek_parking(now, drops)
     }
 
     fn qlen(&self) -> u32 {
@@ -561,9 +563,7 @@ impl Qdisc for Sfq {
     }
 
     fn reset(&mut self, drops: &mut Drops) {
-        for p in self.drain_all() {
-            drops.push(p, DropReason::QdiscReset);
-        }
+        drop_all_held(self, drops);
     }
 
     fn dump(&self, now: Instant) -> QdiscDump {

@@ -4,9 +4,11 @@
 //! (depth `buffer` = l2t(rate, burst)) and, with a peakrate, `ptokens` (depth
 //! l2t(peakrate, mtu)). The head frame leaves only when both buckets cover its
 //! whole cost; otherwise the watchdog is armed for the deficit. Also holds the
-//! tc option helpers HTB shares (`matches`, sizes with `/cell`, linklayer).
+//! tc option helpers HTB shares (`matches`, `option_value`, sizes with
+//! `/cell`, linklayer).
 
 use super::fifo::{Fifo, FifoKind};
+use super::park::ParkOnPeek;
 use super::{
     tc_h_major, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump,
     QdiscStats, TcError, Verdict,
@@ -23,6 +25,18 @@ use serde_json::{json, Map, Value};
 /// `keyword` (so `lat` selects `latency`).
 pub(crate) fn matches(arg: &str, keyword: &str) -> bool {
     !arg.is_empty() && keyword.starts_with(arg)
+}
+
+/// The value of tc option `opt`: the next token of `it`, or, when the command
+/// line ends there, iproute2's "Command line is not complete" message (the
+/// caller appends its usage).
+pub(crate) fn option_value<'a>(
+    it: &mut std::slice::Iter<'_, &'a str>,
+    opt: &str,
+) -> Result<&'a str, String> {
+    it.next().copied().ok_or_else(|| {
+        format!("Command line is not complete: \"{opt}\" needs a value. Try option \"help\"")
+    })
 }
 
 /// A size with an optional legacy rate-table cell (`get_size_and_cell`):
@@ -130,13 +144,7 @@ impl TbfOpts {
         };
         let mut it = args.iter();
         while let Some(&tok) = it.next() {
-            let mut value = || {
-                it.next().copied().ok_or_else(|| {
-                    tbf_err(format!(
-                        "Command line is not complete: \"{tok}\" needs a value. Try option \"help\""
-                    ))
-                })
-            };
+            let mut value = || option_value(&mut it, tok).map_err(tbf_err);
             if matches(tok, "limit") {
                 let v = value()?;
                 if o.limit != 0 {
@@ -506,6 +514,18 @@ impl Tbf {
     }
 }
 
+impl ParkOnPeek for Tbf {
+    fn parked_slot(&mut self) -> &mut Option<Packet> {
+        &mut self.parked
+    }
+    fn sent_stats(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+    fn dequeue_next(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        self.try_release(now, drops)
+    }
+}
+
 impl Qdisc for Tbf {
     fn kind(&self) -> &'static str {
         "tbf"
@@ -525,19 +545,11 @@ impl Qdisc for Tbf {
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let pkt = match self.parked.take() {
-            Some(p) => p,
-            None => self.try_release(now, drops)?,
-        };
-        self.stats.count_sent(pkt.len);
-        Some(pkt)
+        self.dequeue_parked_first(now, drops)
     }
 
     fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
-        if self.parked.is_none() {
-            self.parked = self.try_release(now, drops);
-        }
-        self.parked.as_ref()
+        self.peek_parking(now, drops)
     }
 
     fn next_wakeup(&self, now: Instant) -> Option<Instant> {
@@ -708,7 +720,7 @@ impl Classful for Tbf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qdisc::testutil::pkt;
+    use crate::qdisc::testutil::{drain_codel_child, pkt};
     use rand::{Rng, SeedableRng};
 
     const MS: u64 = 1_000_000;
@@ -1023,24 +1035,7 @@ mod tests {
         let ctx = q.child_ctx(0x0010_0000, 0x8001_0001);
         let codel = crate::qdisc::codel_qdisc::CodelQdisc::from_args(ctx, &[]).unwrap();
         q.graft(0x8001_0001, Box::new(codel)).unwrap();
-        let mut d = Drops::new();
-        for id in 0..60 {
-            q.enqueue(pkt(id, 1514), Instant::ZERO, &mut d);
-        }
-        let mut t = Instant::ZERO;
-        let mut sent = 0;
-        while let Some(w) = q.next_wakeup(t) {
-            assert!(w >= t);
-            t = w;
-            while q.dequeue(t, &mut d).is_some() {
-                sent += 1;
-            }
-            assert_eq!(60, sent + d.len() + q.qlen() as usize);
-        }
-        assert!(!d.is_empty(), "CoDel dropped standing-queue frames");
-        assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::Codel));
-        assert_eq!(q.stats().drops, d.len() as u64);
-        assert_eq!((q.qlen(), q.backlog()), (0, 0));
+        drain_codel_child(&mut q, 60);
     }
 
     #[test]

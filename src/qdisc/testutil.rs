@@ -1,7 +1,9 @@
 //! Helpers for qdisc unit tests: synthetic frames with a chosen id, length,
-//! flow and DS field.
+//! flow and DS field, and a run of a shaper over an AQM child.
 
-use crate::packet::{FlowKey, Packet, PacketMeta, L3};
+use crate::packet::{DropReason, Drops, FlowKey, Packet, PacketMeta, L3};
+use crate::qdisc::Qdisc;
+use crate::time::Instant;
 
 /// A frame of accounted length `len` with sequence number `id`, in flow 0.
 pub fn pkt(id: u64, len: u32) -> Packet {
@@ -38,4 +40,31 @@ pub fn tos_pkt(id: u64, len: u32, tos: u8) -> Packet {
     p.meta.dsfield = tos;
     p.meta.priority = crate::packet::classify::rt_tos2priority(tos);
     p
+}
+
+/// Offers `n` 1514-byte frames at time 0 to `q`, a shaper whose child is
+/// codel, and dequeues at each `next_wakeup` until it has none, checking
+/// at every step that each frame was sent, dropped or is still held. Then
+/// checks that CoDel dropped, that the shaper counted those drops, and that
+/// it is empty. Returns the time of the last wakeup.
+pub fn drain_codel_child(q: &mut dyn Qdisc, n: u64) -> Instant {
+    let mut d = Drops::new();
+    for id in 0..n {
+        q.enqueue(pkt(id, 1514), Instant::ZERO, &mut d);
+    }
+    let mut t = Instant::ZERO;
+    let mut sent = 0;
+    while let Some(w) = q.next_wakeup(t) {
+        assert!(w >= t);
+        t = w;
+        while q.dequeue(t, &mut d).is_some() {
+            sent += 1;
+        }
+        assert_eq!(n, sent + d.len() as u64 + q.qlen() as u64);
+    }
+    assert!(!d.is_empty(), "CoDel dropped standing-queue frames");
+    assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::Codel));
+    assert_eq!(q.stats().drops, d.len() as u64);
+    assert_eq!((q.qlen(), q.backlog()), (0, 0));
+    t
 }

@@ -36,8 +36,8 @@
 
 use super::fifo::{Fifo, FifoKind};
 use super::{
-    tc_h_make, tc_h_minor, Classful, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats,
-    TcError, Verdict, TC_H_ROOT,
+    seed_for, tc_h_make, tc_h_minor, Classful, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump,
+    QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
 use crate::link::LinkParams;
 use crate::packet::filter::Filter;
@@ -96,7 +96,7 @@ impl DevSpec {
             parent,
             txqueuelen: self.txqueuelen,
             psched_mtu: self.psched_mtu(),
-            seed: self.seed ^ (handle as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            seed: seed_for(self.seed, handle),
         }
     }
 
