@@ -90,6 +90,20 @@ impl Families {
             .set(v);
     }
 
+    /// One counter per `(name, help, value)` row, all labelled `l`.
+    fn counters(&mut self, l: &Labels, rows: &[(&'static str, &'static str, u64)]) {
+        for &(name, help, v) in rows {
+            self.counter(name, help, l.clone(), v);
+        }
+    }
+
+    /// One gauge per `(name, help, value)` row, all labelled `l`.
+    fn gauges(&mut self, l: &Labels, rows: &[(&'static str, &'static str, f64)]) {
+        for &(name, help, v) in rows {
+            self.gauge(name, help, l.clone(), v);
+        }
+    }
+
     fn qdisc_stats(&mut self, what: &'static str, l: &Labels, s: &QdiscStats) {
         let (bytes, packets, drops, overlimits, requeues, backlog, qlen) = match what {
             "qdisc" => QDISC_NAMES,
@@ -212,30 +226,37 @@ pub fn render(snap: &LiveSnapshot) -> String {
     };
     for dir in Dir::ALL {
         let p = snap.bridge.path(dir);
-        let c = &p.counters;
-        let d = || labels(&[("direction", dir.name())]);
-        f.counter(
-            "frames_in",
-            "Frames that entered the link",
-            d(),
-            c.frames_in,
+        let (c, t) = (&p.counters, &p.transit);
+        let d = labels(&[("direction", dir.name())]);
+        f.counters(
+            &d,
+            &[
+                ("frames_in", "Frames that entered the link", c.frames_in),
+                ("bytes_in", "Bytes that entered the link", c.bytes_in),
+                ("frames_out", "Frames the link delivered", c.frames_out),
+                ("bytes_out", "Bytes the link delivered", c.bytes_out),
+                (
+                    "duplicated",
+                    "Extra copies made by the duplication impairment",
+                    c.duplicated,
+                ),
+                (
+                    "corrupted",
+                    "Frames delivered with a flipped bit",
+                    c.corrupted,
+                ),
+                (
+                    "transit_frames",
+                    "Delivered frames whose transit time was recorded",
+                    t.count,
+                ),
+                (
+                    "xmit_batches",
+                    "Batches the qdisc handed to the emulated NIC (doorbells)",
+                    c.xmit_batches,
+                ),
+            ],
         );
-        f.counter("bytes_in", "Bytes that entered the link", d(), c.bytes_in);
-        f.counter("frames_out", "Frames the link delivered", d(), c.frames_out);
-        f.counter("bytes_out", "Bytes the link delivered", d(), c.bytes_out);
-        f.counter(
-            "duplicated",
-            "Extra copies made by the duplication impairment",
-            d(),
-            c.duplicated,
-        );
-        f.counter(
-            "corrupted",
-            "Frames delivered with a flipped bit",
-            d(),
-            c.corrupted,
-        );
-        let t = &p.transit;
         for (q, v) in [
             ("0", t.min_ns),
             ("0.5", t.p50_ns),
@@ -251,18 +272,6 @@ pub fn render(snap: &LiveSnapshot) -> String {
                 v as f64 / 1e9,
             );
         }
-        f.counter(
-            "transit_frames",
-            "Delivered frames whose transit time was recorded",
-            d(),
-            t.count,
-        );
-        f.counter(
-            "xmit_batches",
-            "Batches the qdisc handed to the emulated NIC (doorbells)",
-            d(),
-            c.xmit_batches,
-        );
         for r in DropReason::ALL {
             let l = labels(&[("direction", dir.name()), ("reason", r.name())]);
             f.counter(
@@ -272,101 +281,103 @@ pub fn render(snap: &LiveSnapshot) -> String {
                 c.drops[r.index()],
             );
         }
-        f.gauge(
-            "held_frames",
-            "Frames inside the link (qdisc, ring, wire, delay, RX)",
-            d(),
-            p.held as f64,
-        );
-        f.gauge(
-            "requeued_frames",
-            "Frames the driver put back, waiting to be resent",
-            d(),
-            f64::from(p.requeued),
-        );
         f.counter(
             "requeues",
             "Times the driver put frames back (NETDEV_TX_BUSY)",
-            d(),
+            d.clone(),
             p.requeues,
         );
-        f.gauge(
-            "ring_used_descriptors",
-            "TX ring descriptors in use",
-            d(),
-            f64::from(p.ring_used),
-        );
-        f.gauge(
-            "ring_size_descriptors",
-            "TX ring size",
-            d(),
-            f64::from(p.ring_size),
-        );
-        f.gauge(
-            "ring_bytes",
-            "Bytes in the TX ring",
-            d(),
-            p.ring_bytes as f64,
+        f.gauges(
+            &d,
+            &[
+                (
+                    "held_frames",
+                    "Frames inside the link (qdisc, ring, wire, delay, RX)",
+                    p.held as f64,
+                ),
+                (
+                    "requeued_frames",
+                    "Frames the driver put back, waiting to be resent",
+                    f64::from(p.requeued),
+                ),
+                (
+                    "ring_used_descriptors",
+                    "TX ring descriptors in use",
+                    f64::from(p.ring_used),
+                ),
+                (
+                    "ring_size_descriptors",
+                    "TX ring size",
+                    f64::from(p.ring_size),
+                ),
+                ("ring_bytes", "Bytes in the TX ring", p.ring_bytes as f64),
+            ],
         );
         if let (Some(limit), Some(inflight)) = (p.bql_limit, p.bql_inflight) {
-            f.gauge("bql_limit_bytes", "BQL limit", d(), f64::from(limit));
-            f.gauge(
-                "bql_inflight_bytes",
-                "BQL bytes in flight",
-                d(),
-                f64::from(inflight),
+            f.gauges(
+                &d,
+                &[
+                    ("bql_limit_bytes", "BQL limit", f64::from(limit)),
+                    (
+                        "bql_inflight_bytes",
+                        "BQL bytes in flight",
+                        f64::from(inflight),
+                    ),
+                ],
             );
         }
-        f.gauge(
-            "on_wire_frames",
-            "Frames posted to the NIC, not yet departed",
-            d(),
-            f64::from(p.on_wire),
-        );
-        f.gauge(
-            "in_flight_frames",
-            "Frames in propagation",
-            d(),
-            f64::from(p.in_flight),
-        );
-        f.gauge(
-            "rx_held_frames",
-            "Frames held by RX coalescing",
-            d(),
-            f64::from(p.rx_held),
-        );
-        f.gauge(
-            "link_rate_bytes_per_second",
-            "Line rate (0: unlimited)",
-            d(),
-            p.params.rate_bytes_ps as f64,
-        );
-        f.gauge(
-            "link_delay_seconds",
-            "Propagation delay",
-            d(),
-            p.params.delay_ns as f64 / 1e9,
+        f.gauges(
+            &d,
+            &[
+                (
+                    "on_wire_frames",
+                    "Frames posted to the NIC, not yet departed",
+                    f64::from(p.on_wire),
+                ),
+                (
+                    "in_flight_frames",
+                    "Frames in propagation",
+                    f64::from(p.in_flight),
+                ),
+                (
+                    "rx_held_frames",
+                    "Frames held by RX coalescing",
+                    f64::from(p.rx_held),
+                ),
+                (
+                    "link_rate_bytes_per_second",
+                    "Line rate (0: unlimited)",
+                    p.params.rate_bytes_ps as f64,
+                ),
+                (
+                    "link_delay_seconds",
+                    "Propagation delay",
+                    p.params.delay_ns as f64 / 1e9,
+                ),
+            ],
         );
         f.qdisc_tree(dir, &p.qdisc);
         if let Some(cap) = &snap.bridge.capture {
             let cap = cap[dir.index()];
-            f.counter(
-                "capture_records",
-                "Records written to the capture file",
-                d(),
-                cap.captured,
-            );
-            f.counter(
-                "capture_drops",
-                "Capture records lost because the writer fell behind",
-                d(),
-                cap.dropped,
-            );
-            f.counter(
-                "capture_write_errors",
-                "Capture records lost to write errors",
-                d(),
-                cap.write_errors,
+            f.counters(
+                &d,
+                &[
+                    (
+                        "capture_records",
+                        "Records written to the capture file",
+                        cap.captured,
+                    ),
+                    (
+                        "capture_drops",
+                        "Capture records lost because the writer fell behind",
+                        cap.dropped,
+                    ),
+                    (
+                        "capture_write_errors",
+                        "Capture records lost to write errors",
+                        cap.write_errors,
+                    ),
+                ],
             );
         }
     }
@@ -395,79 +406,73 @@ pub fn render(snap: &LiveSnapshot) -> String {
         }
         f.counter(samples, samples_help, Vec::new(), l.samples);
     }
-    f.counter(
-        "wakeups",
-        "Datapath wake-ups",
-        Vec::new(),
-        snap.wakeups.total,
-    );
-    f.counter(
-        "timer_wakeups",
-        "Datapath wake-ups by the deadline timer",
-        Vec::new(),
-        snap.wakeups.timer,
-    );
-    f.counter(
-        "io_wakeups",
-        "Datapath wake-ups by a readable port",
-        Vec::new(),
-        snap.wakeups.io,
-    );
-    f.counter(
-        "spun_deadlines",
-        "Deadlines within spin_us met by spinning, without the timer",
-        Vec::new(),
-        snap.wakeups.spun,
-    );
-    f.counter(
-        "busy_polls",
-        "Datapath loop iterations that polled instead of sleeping (busy_poll_us)",
-        Vec::new(),
-        snap.wakeups.polls,
-    );
-    f.gauge(
-        "datapath_cpu_seconds",
-        "CPU time the datapath thread has used",
-        Vec::new(),
-        snap.wakeups.cpu_ns as f64 / 1e9,
+    let none = Vec::new();
+    let w = &snap.wakeups;
+    f.counters(
+        &none,
+        &[
+            ("wakeups", "Datapath wake-ups", w.total),
+            (
+                "timer_wakeups",
+                "Datapath wake-ups by the deadline timer",
+                w.timer,
+            ),
+            ("io_wakeups", "Datapath wake-ups by a readable port", w.io),
+            (
+                "spun_deadlines",
+                "Deadlines within spin_us met by spinning, without the timer",
+                w.spun,
+            ),
+            (
+                "busy_polls",
+                "Datapath loop iterations that polled instead of sleeping (busy_poll_us)",
+                w.polls,
+            ),
+        ],
     );
     for (port, c) in [("left", &snap.left_port), ("right", &snap.right_port)] {
-        let p = || labels(&[("port", port)]);
-        f.counter("port_rx_frames", "Frames read from a TAP", p(), c.rx_frames);
-        f.counter("port_rx_bytes", "Bytes read from a TAP", p(), c.rx_bytes);
-        f.counter(
-            "port_tx_frames",
-            "Frames written to a TAP",
-            p(),
-            c.tx_frames,
+        f.counters(
+            &labels(&[("port", port)]),
+            &[
+                ("port_rx_frames", "Frames read from a TAP", c.rx_frames),
+                ("port_rx_bytes", "Bytes read from a TAP", c.rx_bytes),
+                ("port_tx_frames", "Frames written to a TAP", c.tx_frames),
+                ("port_tx_bytes", "Bytes written to a TAP", c.tx_bytes),
+                (
+                    "port_tx_full_drops",
+                    "Frames dropped because the TAP was full",
+                    c.tx_full_drops,
+                ),
+                ("port_rx_errors", "TAP read errors", c.rx_errors),
+                ("port_tx_errors", "TAP write errors", c.tx_errors),
+            ],
         );
-        f.counter("port_tx_bytes", "Bytes written to a TAP", p(), c.tx_bytes);
-        f.counter(
-            "port_tx_full_drops",
-            "Frames dropped because the TAP was full",
-            p(),
-            c.tx_full_drops,
-        );
-        f.counter("port_rx_errors", "TAP read errors", p(), c.rx_errors);
-        f.counter("port_tx_errors", "TAP write errors", p(), c.tx_errors);
     }
-    f.gauge(
-        "snapshot_time_seconds",
-        "CLOCK_MONOTONIC time the counters were taken at",
-        Vec::new(),
-        snap.at.nanos() as f64 / 1e9,
-    );
-    f.gauge(
-        "pool_buffers_in_use",
-        "Frame buffers in use",
-        Vec::new(),
-        snap.pool.in_use as f64,
-    );
     f.counter(
         "pool_refused",
         "Buffer requests refused at the pool's cap",
         Vec::new(),
         snap.pool.refused,
+    );
+    f.gauges(
+        &none,
+        &[
+            (
+                "datapath_cpu_seconds",
+                "CPU time the datapath thread has used",
+                w.cpu_ns as f64 / 1e9,
+            ),
+            (
+                "snapshot_time_seconds",
+                "CLOCK_MONOTONIC time the counters were taken at",
+                snap.at.nanos() as f64 / 1e9,
+            ),
+            (
+                "pool_buffers_in_use",
+                "Frame buffers in use",
+                snap.pool.in_use as f64,
+            ),
+        ],
     );
     f.encode()
 }

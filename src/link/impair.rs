@@ -81,7 +81,43 @@ pub enum Loss {
     },
 }
 
+/// tc's labels of the Gilbert–Elliott percentages, in tc's order.
+const GEMODEL_LABELS: [&str; 4] = ["p", "r", "1-h", "1-k"];
+/// tc's labels of the 4-state percentages, in tc's order.
+const STATE_LABELS: [&str; 5] = ["p13", "p31", "p32", "p23", "p14"];
+
 impl Loss {
+    /// The model's percentages in tc's order, each with its label: tc's
+    /// for `gemodel` and `state`, the field names for the random model.
+    fn percents(&self) -> Vec<(&'static str, f64)> {
+        match *self {
+            Loss::None => Vec::new(),
+            Loss::Random {
+                percent,
+                correlation,
+            } => vec![("percent", percent), ("correlation", correlation)],
+            Loss::GilbertElliott {
+                p,
+                r,
+                one_minus_h,
+                one_minus_k,
+            } => GEMODEL_LABELS
+                .into_iter()
+                .zip([p, r, one_minus_h, one_minus_k])
+                .collect(),
+            Loss::FourState {
+                p13,
+                p31,
+                p32,
+                p23,
+                p14,
+            } => STATE_LABELS
+                .into_iter()
+                .zip([p13, p31, p32, p23, p14])
+                .collect(),
+        }
+    }
+
     /// The simple Gilbert model with a mean loss rate (percent) and a mean
     /// burst length (frames, >= 1): `r = 1/burst`, `p = loss·r/(1 - loss)`,
     /// every frame lost in the bad state and none in the good one.
@@ -192,56 +228,26 @@ impl Impairments {
                 ));
             }
         }
-        match &self.loss {
-            Loss::None => {}
-            Loss::Random {
-                percent,
-                correlation,
-            } => {
-                check_percent("loss.percent", *percent)?;
-                check_percent("loss.correlation", *correlation)?;
+        for (label, v) in self.loss.percents() {
+            check_percent(&format!("loss.{label}"), v)?;
+        }
+        if let Loss::FourState {
+            p13, p31, p32, p14, ..
+        } = &self.loss
+        {
+            if p13 + p14 > 100.0 {
+                return Err(ShapeError::new(
+                    "loss.p13+p14",
+                    p13 + p14,
+                    "at most 100% (both leave state 1)",
+                ));
             }
-            Loss::GilbertElliott {
-                p,
-                r,
-                one_minus_h,
-                one_minus_k,
-            } => {
-                check_percent("loss.p", *p)?;
-                check_percent("loss.r", *r)?;
-                check_percent("loss.1-h", *one_minus_h)?;
-                check_percent("loss.1-k", *one_minus_k)?;
-            }
-            Loss::FourState {
-                p13,
-                p31,
-                p32,
-                p23,
-                p14,
-            } => {
-                for (f, v) in [
-                    ("loss.p13", p13),
-                    ("loss.p31", p31),
-                    ("loss.p32", p32),
-                    ("loss.p23", p23),
-                    ("loss.p14", p14),
-                ] {
-                    check_percent(f, *v)?;
-                }
-                if p13 + p14 > 100.0 {
-                    return Err(ShapeError::new(
-                        "loss.p13+p14",
-                        p13 + p14,
-                        "at most 100% (both leave state 1)",
-                    ));
-                }
-                if p31 + p32 > 100.0 {
-                    return Err(ShapeError::new(
-                        "loss.p31+p32",
-                        p31 + p32,
-                        "at most 100% (both leave state 3)",
-                    ));
-                }
+            if p31 + p32 > 100.0 {
+                return Err(ShapeError::new(
+                    "loss.p31+p32",
+                    p31 + p32,
+                    "at most 100% (both leave state 3)",
+                ));
             }
         }
         if let Some(r) = &self.reorder {
@@ -440,7 +446,7 @@ fn parse_loss(it: &mut Tokens) -> Result<Loss, String> {
     match it.peek() {
         Some("gemodel") => {
             it.next();
-            let v = it.percents("gemodel", &["p", "r", "1-h", "1-k"])?;
+            let v = it.percents("gemodel", &GEMODEL_LABELS)?;
             let p = *v
                 .first()
                 .ok_or("netem: \"loss gemodel\" needs at least p")?;
@@ -453,7 +459,7 @@ fn parse_loss(it: &mut Tokens) -> Result<Loss, String> {
         }
         Some("state") => {
             it.next();
-            let v = it.percents("state", &["p13", "p31", "p32", "p23", "p14"])?;
+            let v = it.percents("state", &STATE_LABELS)?;
             let p13 = *v
                 .first()
                 .ok_or("netem: \"loss state\" needs at least p13")?;
@@ -505,41 +511,33 @@ pub fn format_netem(imp: &Impairments) -> String {
             }
         }
     }
-    match &imp.loss {
-        Loss::None => {}
-        Loss::Random {
-            percent,
-            correlation,
-        } => {
-            s.push(format!("loss {percent}%"));
-            if *correlation > 0.0 {
-                s.push(format!("{correlation}%"));
-            }
-        }
-        Loss::GilbertElliott {
-            p,
-            r,
-            one_minus_h,
-            one_minus_k,
-        } => s.push(format!(
-            "loss gemodel p {p}% r {r}% 1-h {one_minus_h}% 1-k {one_minus_k}%"
-        )),
-        Loss::FourState {
-            p13,
-            p31,
-            p32,
-            p23,
-            p14,
-        } => s.push(format!(
-            "loss state p13 {p13}% p31 {p31}% p32 {p32}% p23 {p23}% p14 {p14}%"
-        )),
-    }
     let with_correlation = |s: &mut Vec<String>, what: &str, p: f64, c: f64| {
         s.push(format!("{what} {p}%"));
         if c > 0.0 {
             s.push(format!("{c}%"));
         }
     };
+    let model = match imp.loss {
+        Loss::None => None,
+        Loss::Random {
+            percent,
+            correlation,
+        } => {
+            with_correlation(&mut s, "loss", percent, correlation);
+            None
+        }
+        Loss::GilbertElliott { .. } => Some("gemodel"),
+        Loss::FourState { .. } => Some("state"),
+    };
+    if let Some(model) = model {
+        s.push(format!("loss {model}"));
+        s.extend(
+            imp.loss
+                .percents()
+                .into_iter()
+                .map(|(label, v)| format!("{label} {v}%")),
+        );
+    }
     if imp.duplicate > 0.0 {
         with_correlation(
             &mut s,

@@ -82,6 +82,20 @@ pub const FRAMING_PRESETS: [(&str, i32, LinkLayer); 9] = [
     ("pppoe-llcsnap", 40, LinkLayer::Atm),
 ];
 
+/// `v` as a `T` that `ok` accepts, or an error naming `field`, `v` and
+/// what is `allowed`.
+fn parse_within<T: std::str::FromStr>(
+    field: &str,
+    v: &str,
+    allowed: &str,
+    ok: impl Fn(&T) -> bool,
+) -> Result<T, ShapeError> {
+    v.parse()
+        .ok()
+        .filter(|x| ok(x))
+        .ok_or_else(|| ShapeError::new(field, v, allowed))
+}
+
 impl Framing {
     /// Parses stab-style options: `overhead N`, `mpu N`, `linklayer
     /// ethernet|atm|adsl|ppp|pppoe`, or one of `FRAMING_PRESETS` by name
@@ -108,20 +122,14 @@ impl Framing {
             };
             match tok {
                 "overhead" => {
-                    let v = value("an integer -1000..=1000")?;
-                    f.overhead = v
-                        .parse()
-                        .ok()
-                        .filter(|o: &i32| (-1000..=1000).contains(o))
-                        .ok_or_else(|| ShapeError::new("overhead", v, "an integer -1000..=1000"))?;
+                    const ALLOWED: &str = "an integer -1000..=1000";
+                    f.overhead = parse_within(tok, value(ALLOWED)?, ALLOWED, |o: &i32| {
+                        (-1000..=1000).contains(o)
+                    })?;
                 }
                 "mpu" => {
-                    let v = value("a size in bytes 0..=65535")?;
-                    f.mpu = v
-                        .parse()
-                        .ok()
-                        .filter(|m: &u32| *m <= 65535)
-                        .ok_or_else(|| ShapeError::new("mpu", v, "a size in bytes 0..=65535"))?;
+                    const ALLOWED: &str = "a size in bytes 0..=65535";
+                    f.mpu = parse_within(tok, value(ALLOWED)?, ALLOWED, |m: &u32| *m <= 65535)?;
                 }
                 "linklayer" => {
                     const ALLOWED: &str = "ethernet, atm, adsl, ppp or pppoe";

@@ -630,32 +630,49 @@ mod tests {
         (s.ring_used, s.ring_bytes, s.qdisc.stats.qlen)
     }
 
+    /// Offers `n` frames of 1514 B, one every 60.56 us (twice 100 Mbit/s),
+    /// into a path with a 100 000-frame pfifo, polling just before each
+    /// arrival; `each` looks at the path after every arrival.
+    fn offer_twice_line_rate(
+        params: LinkParams,
+        n: u64,
+        mut each: impl FnMut(&Path, Instant),
+    ) -> Path {
+        let mut p = Path::new(params, fifo(100_000));
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            let t = Instant::from_nanos(i * 60_560);
+            p.poll(t, &mut out, &mut freed);
+            p.ingress(pkt(i, 1514), t);
+            each(&p, t);
+        }
+        p
+    }
+
+    /// B-3's link: 100 Mbit/s, a 256-descriptor ring, BQL on or off.
+    fn b3_params(bql: bool) -> LinkParams {
+        LinkParams {
+            rate_bytes_ps: 12_500_000,
+            tx_ring: 256,
+            bql,
+            ..LinkParams::default()
+        }
+    }
+
     /// B-3 without BQL: the ring absorbs 256 x 1514 B = 31.0 ms at 100 Mbit/s
     /// before the qdisc holds anything.
     #[test]
     fn b3_no_bql_ring_absorbs_31ms() {
-        let params = LinkParams {
-            rate_bytes_ps: 12_500_000,
-            tx_ring: 256,
-            bql: false,
-            ..LinkParams::default()
-        };
-        let mut p = Path::new(params, fifo(100_000));
-        let (mut out, mut freed) = (Vec::new(), Vec::new());
-        // Offered load: twice the line rate for 100 ms.
-        let gap = 60_560;
         let mut max_ring_bytes = 0;
-        for i in 0..1651u64 {
-            let t = Instant::from_nanos(i * gap);
-            p.poll(t, &mut out, &mut freed);
-            p.ingress(pkt(i, 1514), t);
-            let (used, bytes, qlen) = ring_of(&p, t);
+        // Offered load: twice the line rate for 100 ms.
+        let p = offer_twice_line_rate(b3_params(false), 1651, |p, t| {
+            let (used, bytes, qlen) = ring_of(p, t);
             if qlen > 0 {
                 assert!(used >= 255, "qdisc holds {qlen} while ring has {used}");
             }
             max_ring_bytes = max_ring_bytes.max(bytes);
-            assert_conserved(&p);
-        }
+            assert_conserved(p);
+        });
         assert_eq!(max_ring_bytes, 256 * 1514);
         let ring_ms = max_ring_bytes as f64 / 12_500_000.0 * 1e3;
         assert!((ring_ms - 31.0).abs() < 0.05, "{ring_ms} ms");
@@ -667,23 +684,11 @@ mod tests {
     /// B-3 with BQL: the ring keeps < 0.4 ms, the queue moves into the qdisc.
     #[test]
     fn b3_with_bql_ring_stays_below_400us() {
-        let params = LinkParams {
-            rate_bytes_ps: 12_500_000,
-            tx_ring: 256,
-            bql: true,
-            ..LinkParams::default()
-        };
-        let mut p = Path::new(params, fifo(100_000));
-        let (mut out, mut freed) = (Vec::new(), Vec::new());
-        let gap = 60_560;
         let mut max_ring_bytes = 0;
-        for i in 0..1651u64 {
-            let t = Instant::from_nanos(i * gap);
-            p.poll(t, &mut out, &mut freed);
-            p.ingress(pkt(i, 1514), t);
-            max_ring_bytes = max_ring_bytes.max(ring_of(&p, t).1);
-            assert_conserved(&p);
-        }
+        let p = offer_twice_line_rate(b3_params(true), 1651, |p, t| {
+            max_ring_bytes = max_ring_bytes.max(ring_of(p, t).1);
+            assert_conserved(p);
+        });
         let ring_us = max_ring_bytes as f64 / 12_500_000.0 * 1e6;
         assert!(ring_us < 400.0, "ring held {ring_us} us");
         let s = p.snapshot(Instant::from_millis(100));
@@ -702,15 +707,10 @@ mod tests {
             tx_frames,
             ..LinkParams::default()
         };
-        let mut p = Path::new(params, fifo(100_000));
-        let (mut out, mut freed) = (Vec::new(), Vec::new());
         let mut max_ring = 0;
-        for i in 0..5_000u64 {
-            let t = Instant::from_nanos(i * 60_560);
-            p.poll(t, &mut out, &mut freed);
-            p.ingress(pkt(i, 1514), t);
+        let p = offer_twice_line_rate(params, 5_000, |p, t| {
             max_ring = max_ring.max(p.snapshot(t).ring_bytes);
-        }
+        });
         (p.snapshot(Instant::ZERO).bql_limit.unwrap(), max_ring)
     }
 

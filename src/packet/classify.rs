@@ -174,6 +174,31 @@ mod tests {
     const MAC_A: [u8; 6] = [2, 0, 0, 0, 0, 1];
     const MAC_B: [u8; 6] = [2, 0, 0, 0, 0, 2];
 
+    /// The frame an etherparse `PacketBuilder` chain writes with `$len`
+    /// zero bytes of payload.
+    macro_rules! frame {
+        ($builder:expr, $len:expr) => {{
+            let mut f = Vec::new();
+            $builder.write(&mut f, &[0; $len]).unwrap();
+            f
+        }};
+    }
+
+    /// Source port, destination port and protocol of a classified frame.
+    fn ports_proto(m: &PacketMeta) -> (u16, u16, u8) {
+        (m.flow.src_port, m.flow.dst_port, m.flow.proto)
+    }
+
+    /// The IPv6 header of the extension-chain tests: [1; 16] to [2; 16].
+    fn ipv6_header() -> Ipv6Header {
+        Ipv6Header {
+            hop_limit: 64,
+            source: [1; 16],
+            destination: [2; 16],
+            ..Default::default()
+        }
+    }
+
     fn mapped(a: [u8; 4]) -> [u8; 16] {
         ipv4_mapped(a)
     }
@@ -215,10 +240,7 @@ mod tests {
         assert_eq!(m.l3, L3::Ipv4 { offset: 14 });
         assert_eq!(m.flow.src, mapped([10, 0, 0, 1]));
         assert_eq!(m.flow.dst, mapped([10, 0, 0, 2]));
-        assert_eq!(
-            (m.flow.src_port, m.flow.dst_port, m.flow.proto),
-            (40000, 80, 6)
-        );
+        assert_eq!(ports_proto(&m), (40000, 80, 6));
         assert_eq!(m.dsfield, 0x10);
         assert_eq!(m.priority, TC_PRIO_INTERACTIVE);
         assert_eq!(m.hash, flow_hash(&m.flow, 0));
@@ -256,25 +278,24 @@ mod tests {
 
     #[test]
     fn ipv4_udp_and_icmp() {
-        let b = PacketBuilder::ethernet2(MAC_A, MAC_B)
-            .ipv4([192, 168, 1, 1], [192, 168, 1, 2], 20)
-            .udp(1234, 5678);
-        let mut f = Vec::new();
-        b.write(&mut f, &[0; 8]).unwrap();
-        let m = classify(&f);
-        assert_eq!(
-            (m.flow.src_port, m.flow.dst_port, m.flow.proto),
-            (1234, 5678, 17)
+        let f = frame!(
+            PacketBuilder::ethernet2(MAC_A, MAC_B)
+                .ipv4([192, 168, 1, 1], [192, 168, 1, 2], 20)
+                .udp(1234, 5678),
+            8
         );
+        let m = classify(&f);
+        assert_eq!(ports_proto(&m), (1234, 5678, 17));
 
-        let b = PacketBuilder::ethernet2(MAC_A, MAC_B)
-            .ipv4([192, 168, 1, 1], [192, 168, 1, 2], 20)
-            .icmpv4_echo_request(7, 1);
-        let mut f = Vec::new();
-        b.write(&mut f, &[0; 56]).unwrap();
+        let f = frame!(
+            PacketBuilder::ethernet2(MAC_A, MAC_B)
+                .ipv4([192, 168, 1, 1], [192, 168, 1, 2], 20)
+                .icmpv4_echo_request(7, 1),
+            56
+        );
         let m = classify(&f);
         assert_eq!(m.l3, L3::Ipv4 { offset: 14 });
-        assert_eq!((m.flow.src_port, m.flow.dst_port, m.flow.proto), (0, 0, 1));
+        assert_eq!(ports_proto(&m), (0, 0, 1));
     }
 
     #[test]
@@ -283,10 +304,7 @@ mod tests {
         assert_eq!(m.l3, L3::Ipv6 { offset: 14 });
         assert_eq!(m.flow.src[0..4], [0x20, 1, 0xd, 0xb8]);
         assert_eq!(m.flow.dst[15], 2);
-        assert_eq!(
-            (m.flow.src_port, m.flow.dst_port, m.flow.proto),
-            (5353, 53, 17)
-        );
+        assert_eq!(ports_proto(&m), (5353, 53, 17));
         assert_eq!(m.dsfield, 0xb8);
         assert_eq!(
             m.priority, 0,
@@ -296,49 +314,36 @@ mod tests {
 
     #[test]
     fn icmpv6_has_no_ports() {
-        let b = PacketBuilder::ethernet2(MAC_A, MAC_B)
-            .ipv6([1; 16], [2; 16], 64)
-            .icmpv6_echo_request(1, 2);
-        let mut f = Vec::new();
-        b.write(&mut f, &[0; 8]).unwrap();
+        let f = frame!(
+            PacketBuilder::ethernet2(MAC_A, MAC_B)
+                .ipv6([1; 16], [2; 16], 64)
+                .icmpv6_echo_request(1, 2),
+            8
+        );
         let m = classify(&f);
-        assert_eq!((m.flow.src_port, m.flow.dst_port, m.flow.proto), (0, 0, 58));
+        assert_eq!(ports_proto(&m), (0, 0, 58));
     }
 
     #[test]
     fn ipv6_extension_chain_reaches_ports() {
-        let h = Ipv6Header {
-            hop_limit: 64,
-            source: [1; 16],
-            destination: [2; 16],
-            ..Default::default()
-        };
         let exts = Ipv6Extensions {
             hop_by_hop_options: Some(Ipv6RawExtHeader::new_raw(IpNumber(0), &[0; 6]).unwrap()),
             destination_options: Some(Ipv6RawExtHeader::new_raw(IpNumber(0), &[0; 14]).unwrap()),
             ..Default::default()
         };
-        let b = PacketBuilder::ethernet2(MAC_A, MAC_B)
-            .ip(IpHeaders::Ipv6(h, exts))
-            .tcp(443, 50000, 1, 1000);
-        let mut f = Vec::new();
-        b.write(&mut f, &[0; 10]).unwrap();
+        let f = frame!(
+            PacketBuilder::ethernet2(MAC_A, MAC_B)
+                .ip(IpHeaders::Ipv6(ipv6_header(), exts))
+                .tcp(443, 50000, 1, 1000),
+            10
+        );
         let m = classify(&f);
         assert_eq!(m.l3, L3::Ipv6 { offset: 14 });
-        assert_eq!(
-            (m.flow.src_port, m.flow.dst_port, m.flow.proto),
-            (443, 50000, 6)
-        );
+        assert_eq!(ports_proto(&m), (443, 50000, 6));
     }
 
     #[test]
     fn ipv6_fragments_carry_no_ports() {
-        let h = Ipv6Header {
-            hop_limit: 64,
-            source: [1; 16],
-            destination: [2; 16],
-            ..Default::default()
-        };
         let exts = Ipv6Extensions {
             fragment: Some(Ipv6FragmentHeader::new(
                 IpNumber(0),
@@ -348,11 +353,12 @@ mod tests {
             )),
             ..Default::default()
         };
-        let b = PacketBuilder::ethernet2(MAC_A, MAC_B)
-            .ip(IpHeaders::Ipv6(h, exts))
-            .udp(1000, 2000);
-        let mut f = Vec::new();
-        b.write(&mut f, &[0; 10]).unwrap();
+        let f = frame!(
+            PacketBuilder::ethernet2(MAC_A, MAC_B)
+                .ip(IpHeaders::Ipv6(ipv6_header(), exts))
+                .udp(1000, 2000),
+            10
+        );
         let m = classify(&f);
         assert_eq!(m.flow.proto, 17);
         assert_eq!((m.flow.src_port, m.flow.dst_port), (0, 0));
@@ -369,28 +375,27 @@ mod tests {
 
     #[test]
     fn vlan_and_qinq() {
-        let b = PacketBuilder::ethernet2(MAC_A, MAC_B)
-            .single_vlan(VlanId::try_new(100).unwrap())
-            .ipv4([10, 1, 0, 1], [10, 1, 0, 2], 64)
-            .udp(7, 9);
-        let mut f = Vec::new();
-        b.write(&mut f, &[0; 4]).unwrap();
+        let f = frame!(
+            PacketBuilder::ethernet2(MAC_A, MAC_B)
+                .single_vlan(VlanId::try_new(100).unwrap())
+                .ipv4([10, 1, 0, 1], [10, 1, 0, 2], 64)
+                .udp(7, 9),
+            4
+        );
         let m = classify(&f);
         assert_eq!(m.l3, L3::Ipv4 { offset: 18 });
         assert_eq!((m.flow.src_port, m.flow.dst_port), (7, 9));
 
-        let b = PacketBuilder::ethernet2(MAC_A, MAC_B)
-            .double_vlan(VlanId::try_new(10).unwrap(), VlanId::try_new(20).unwrap())
-            .ipv6([3; 16], [4; 16], 64)
-            .tcp(22, 33, 0, 100);
-        let mut f = Vec::new();
-        b.write(&mut f, &[0; 4]).unwrap();
+        let f = frame!(
+            PacketBuilder::ethernet2(MAC_A, MAC_B)
+                .double_vlan(VlanId::try_new(10).unwrap(), VlanId::try_new(20).unwrap())
+                .ipv6([3; 16], [4; 16], 64)
+                .tcp(22, 33, 0, 100),
+            4
+        );
         let m = classify(&f);
         assert_eq!(m.l3, L3::Ipv6 { offset: 22 });
-        assert_eq!(
-            (m.flow.src_port, m.flow.dst_port, m.flow.proto),
-            (22, 33, 6)
-        );
+        assert_eq!(ports_proto(&m), (22, 33, 6));
     }
 
     #[test]

@@ -105,12 +105,18 @@ mod tests {
         let (mut h, _) = Ipv4Header::from_slice(&data[ETH..]).unwrap();
         h.header_checksum = h.calc_header_checksum();
         data[ETH + 10..ETH + 12].copy_from_slice(&h.header_checksum.to_be_bytes());
+        packet(data, L3::Ipv4 { offset: ETH as u16 }, tos)
+    }
+
+    /// A packet of `data` whose metadata knows only the L3 header and its
+    /// TOS / traffic-class byte.
+    fn packet(data: Vec<u8>, l3: L3, dsfield: u8) -> Packet {
         Packet {
             len: data.len() as u32,
             data,
             meta: PacketMeta {
-                l3: L3::Ipv4 { offset: ETH as u16 },
-                dsfield: tos,
+                l3,
+                dsfield,
                 ..PacketMeta::default()
             },
         }
@@ -126,15 +132,7 @@ mod tests {
         data[ETH + 1] = (tclass << 4) | ((flow_label >> 16) as u8 & 0x0F);
         data[ETH + 2] = (flow_label >> 8) as u8;
         data[ETH + 3] = flow_label as u8;
-        Packet {
-            len: data.len() as u32,
-            data,
-            meta: PacketMeta {
-                l3: L3::Ipv6 { offset: ETH as u16 },
-                dsfield: tclass,
-                ..PacketMeta::default()
-            },
-        }
+        packet(data, L3::Ipv6 { offset: ETH as u16 }, tclass)
     }
 
     fn stored_v4_checksum(p: &Packet) -> u16 {

@@ -817,6 +817,13 @@ mod tests {
         Filter::parse(&toks)
     }
 
+    /// Whether a u32 filter of `protocol` with the one selector `sel`
+    /// matches `m`.
+    fn u32_matches(protocol: &str, sel: &str, m: &PacketMeta) -> bool {
+        let line = format!("protocol {protocol} prio 2 u32 {sel} flowid 1:2");
+        parse(&line).unwrap().matches(m)
+    }
+
     fn v4(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, proto: u8, tos: u8) -> PacketMeta {
         let map = |a: [u8; 4]| {
             let mut o = [0u8; 16];
@@ -893,8 +900,7 @@ mod tests {
             "match u32 0 0 at 0",
         ];
         for sel in yes {
-            let f = parse(&format!("protocol ip prio 2 u32 {sel} flowid 1:2")).unwrap();
-            assert!(f.matches(&m), "{sel}");
+            assert!(u32_matches("ip", sel, &m), "{sel}");
         }
         let no = [
             "match ip dst 8.8.8.9",
@@ -904,8 +910,7 @@ mod tests {
             "match ip tos 0x10 0xff",
         ];
         for sel in no {
-            let f = parse(&format!("protocol ip prio 2 u32 {sel} flowid 1:2")).unwrap();
-            assert!(!f.matches(&m), "{sel}");
+            assert!(!u32_matches("ip", sel, &m), "{sel}");
         }
     }
 
@@ -922,14 +927,11 @@ mod tests {
             "match ip6 priority 0x28 0xff",
         ];
         for sel in yes {
-            let f = parse(&format!("protocol ipv6 prio 2 u32 {sel} flowid 1:2")).unwrap();
-            assert!(f.matches(&m), "{sel}");
+            assert!(u32_matches("ipv6", sel, &m), "{sel}");
         }
-        let f = parse("protocol ipv6 prio 2 u32 match ip6 src 2001:db9::/32 flowid 1:2").unwrap();
-        assert!(!f.matches(&m));
+        assert!(!u32_matches("ipv6", "match ip6 src 2001:db9::/32", &m));
         // An ip key never matches IPv6, even under protocol all.
-        let f = parse("protocol all prio 2 u32 match ip dport 443 0xffff flowid 1:2").unwrap();
-        assert!(!f.matches(&m));
+        assert!(!u32_matches("all", "match ip dport 443 0xffff", &m));
     }
 
     #[test]

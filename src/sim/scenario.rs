@@ -377,6 +377,12 @@ impl Scenario {
             + 1
     }
 
+    /// Line of the first table header starting with `header` (`[link`
+    /// also finds `[link.left_to_right]`), if the text has one.
+    fn table_line(&self, header: &str) -> Option<usize> {
+        self.source.find(header).map(|at| self.line_of(at))
+    }
+
     fn err_at(&self, span: std::ops::Range<usize>, what: String, msg: String) -> SimError {
         SimError::Scenario(format!("line {}: {what}: {msg}", self.line_of(span.start)))
     }
@@ -392,7 +398,7 @@ impl Scenario {
         if let Err(e) = self.config().validate_with(Some(&crate::tc::check_line)) {
             // The configuration's checks name the field path; point at the
             // [link] table it lives in.
-            let line = self.source.find("[link").map(|at| self.line_of(at));
+            let line = self.table_line("[link");
             return Err(SimError::Scenario(match line {
                 Some(line) => format!("line {line} ([link]): {e}"),
                 None => e.to_string(),
@@ -442,12 +448,12 @@ impl Scenario {
         for (i, u) in self.udp.iter().enumerate() {
             let spec = u.get_ref();
             flows += spec.count as u64;
-            let ep = self.endpoints(&spec.addr(), spec.direction, Proto::Udp, 0)?;
             self.check_size(
                 u.span(),
                 &format!("udp[{i}].size"),
                 spec.size,
-                &ep,
+                &spec.addr(),
+                spec.direction,
                 Proto::Udp,
             )?;
             if spec.rate.value() == 0 {
@@ -469,12 +475,12 @@ impl Scenario {
         for (i, p) in self.ping.iter().enumerate() {
             let spec = p.get_ref();
             flows += 1;
-            let ep = self.endpoints(&spec.addr(), spec.direction, Proto::Udp, 0)?;
             self.check_size(
                 p.span(),
                 &format!("ping[{i}].size"),
                 spec.size,
-                &ep,
+                &spec.addr(),
+                spec.direction,
                 Proto::Udp,
             )?;
             if spec.interval.0 == 0 {
@@ -489,12 +495,12 @@ impl Scenario {
         for (i, p) in self.packet.iter().enumerate() {
             let spec = p.get_ref();
             flows += 1;
-            let ep = self.endpoints(&spec.addr(), spec.direction, spec.proto, 0)?;
             self.check_size(
                 p.span(),
                 &format!("packet[{i}].size"),
                 spec.size,
-                &ep,
+                &spec.addr(),
+                spec.direction,
                 spec.proto,
             )?;
             if spec.count > 1 && spec.interval.0 == 0 {
@@ -523,15 +529,18 @@ impl Scenario {
         Ok(())
     }
 
+    /// Checks that a `proto` frame of `size` bytes between the entry's
+    /// endpoints (which must be valid) fits between its headers and the MTU.
     fn check_size(
         &self,
         span: std::ops::Range<usize>,
         what: &str,
         size: u32,
-        ep: &Endpoints,
+        addr: &Addressing,
+        dir: Direction,
         proto: Proto,
     ) -> Result<(), SimError> {
-        let min = ep.min_frame(proto);
+        let min = self.endpoints(addr, dir, proto, 0)?.min_frame(proto);
         let max = self.tap.mtu as usize + 14;
         if (size as usize) < min || size as usize > max {
             return Err(self.err_at(
@@ -556,7 +565,7 @@ impl Scenario {
         let imp = parse_netem(&args)
             .and_then(|imp| imp.validate().map(|()| imp).map_err(|e| e.to_string()))
             .map_err(|e| {
-                let line = self.source.find("[netem").map_or(0, |at| self.line_of(at));
+                let line = self.table_line("[netem").unwrap_or(0);
                 SimError::Scenario(format!(
                     "line {line}: netem.{} = \"{text}\": {e}",
                     dir.table_key()
@@ -578,7 +587,7 @@ impl Scenario {
     ) -> Result<LinkShape, SimError> {
         let cfg = self.config();
         let mut shape = cfg.try_link_shape(dir).map_err(|e| {
-            let line = self.source.find("[link").map_or(0, |at| self.line_of(at));
+            let line = self.table_line("[link").unwrap_or(0);
             SimError::Scenario(format!("line {line} ([link]): {e}"))
         })?;
         let seed_written =

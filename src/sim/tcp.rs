@@ -711,13 +711,19 @@ mod tests {
         Instant::from_millis(ms)
     }
 
+    /// An unlimited sender: `init_cwnd` segments, a receive window of 1000,
+    /// a 200 ms minimum RTO, no ECN.
+    fn bulk(cc: CcAlgo, init_cwnd: u32) -> TcpSender {
+        TcpSender::new(cc, None, init_cwnd, 1000, 200_000_000, false)
+    }
+
     fn drain(s: &mut TcpSender, now: Instant) -> Vec<Segment> {
         std::iter::from_fn(|| s.next_segment(now)).collect()
     }
 
     #[test]
     fn initial_window_and_slow_start() {
-        let mut s = TcpSender::new(CcAlgo::Reno, None, 10, 1000, 200_000_000, false);
+        let mut s = bulk(CcAlgo::Reno, 10);
         let segs = drain(&mut s, t(0));
         assert_eq!(segs.len(), 10);
         assert!(segs.iter().all(|x| !x.retransmit));
@@ -730,7 +736,7 @@ mod tests {
 
     #[test]
     fn reno_congestion_avoidance_adds_one_per_window() {
-        let mut s = TcpSender::new(CcAlgo::Reno, None, 10, 1000, 200_000_000, false);
+        let mut s = bulk(CcAlgo::Reno, 10);
         s.ssthresh = 10.0;
         drain(&mut s, t(0));
         for k in 1..=10 {
@@ -741,7 +747,7 @@ mod tests {
 
     #[test]
     fn three_dupacks_fast_retransmit_and_recovery() {
-        let mut s = TcpSender::new(CcAlgo::Reno, None, 10, 1000, 200_000_000, false);
+        let mut s = bulk(CcAlgo::Reno, 10);
         drain(&mut s, t(0));
         // Segment 0 lost; 1, 2, 3 arrive and are SACKed.
         s.on_ack(0, &[(1, 2)], false, t(10));
@@ -769,7 +775,7 @@ mod tests {
 
     #[test]
     fn sack_recovery_repairs_several_holes_in_one_round() {
-        let mut s = TcpSender::new(CcAlgo::Reno, None, 20, 1000, 200_000_000, false);
+        let mut s = bulk(CcAlgo::Reno, 20);
         drain(&mut s, t(0));
         // Segments 2, 5 and 9 are lost; everything else up to 19 arrives.
         let mut recv = TcpReceiver::new(false, 40_000_000);
@@ -799,7 +805,7 @@ mod tests {
 
     #[test]
     fn no_second_reduction_before_recover_is_acked() {
-        let mut s = TcpSender::new(CcAlgo::Reno, None, 10, 1000, 200_000_000, false);
+        let mut s = bulk(CcAlgo::Reno, 10);
         drain(&mut s, t(0));
         s.on_ack(0, &[(1, 4)], false, t(10));
         let first = s.ssthresh();
@@ -812,7 +818,7 @@ mod tests {
 
     #[test]
     fn acks_beyond_what_was_sent_are_ignored() {
-        let mut s = TcpSender::new(CcAlgo::Reno, None, 2, 1000, 200_000_000, false);
+        let mut s = bulk(CcAlgo::Reno, 2);
         drain(&mut s, t(0));
         s.on_ack(50, &[(60, 70)], false, t(1));
         assert_eq!(s.snd_una(), 0);
@@ -823,7 +829,7 @@ mod tests {
 
     #[test]
     fn duplicate_acks_without_sack_also_trigger() {
-        let mut s = TcpSender::new(CcAlgo::Reno, None, 4, 1000, 200_000_000, false);
+        let mut s = bulk(CcAlgo::Reno, 4);
         drain(&mut s, t(0));
         for _ in 0..3 {
             s.on_ack(0, &[], false, t(5));
@@ -834,7 +840,7 @@ mod tests {
 
     #[test]
     fn rto_backs_off_and_goes_back() {
-        let mut s = TcpSender::new(CcAlgo::Cubic, None, 4, 1000, 200_000_000, false);
+        let mut s = bulk(CcAlgo::Cubic, 4);
         drain(&mut s, t(0));
         assert_eq!(s.rto_at(), Some(t(1000)));
         s.on_rto(t(1000));
@@ -874,7 +880,7 @@ mod tests {
 
     #[test]
     fn ecn_ignored_when_not_negotiated() {
-        let mut s = TcpSender::new(CcAlgo::Reno, None, 10, 1000, 200_000_000, false);
+        let mut s = bulk(CcAlgo::Reno, 10);
         drain(&mut s, t(0));
         s.on_ack(1, &[], true, t(10));
         assert_eq!(s.cwnd(), 11.0);

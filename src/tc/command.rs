@@ -250,6 +250,22 @@ impl Parsed {
         self.parent = Some(get_tc_classid(v).ok_or_else(|| invarg("invalid parent ID", v))?);
         Ok(())
     }
+    /// Sets the object's own id from `key`'s value `v` (a qdisc's `handle`
+    /// or a class's `classid`, read by `get`) once; `invalid` is iproute2's
+    /// message for a value that does not parse.
+    fn set_handle(
+        &mut self,
+        key: &str,
+        v: &str,
+        get: fn(&str) -> Option<Handle>,
+        invalid: &str,
+    ) -> Result<(), TcError> {
+        if self.handle.is_some() {
+            return Err(duparg(key, v));
+        }
+        self.handle = Some(get(v).ok_or_else(|| invarg(invalid, v))?);
+        Ok(())
+    }
 }
 
 impl TcCommand {
@@ -447,13 +463,12 @@ fn parse_qdisc_modify(t: &mut Tokens<'_>) -> Result<Parsed, TcError> {
     while let Some(tok) = t.next() {
         match tok {
             "dev" => p.set_dev(t.value("dev")?)?,
-            "handle" => {
-                let v = t.value("handle")?;
-                if p.handle.is_some() {
-                    return Err(duparg("handle", v));
-                }
-                p.handle = Some(get_qdisc_handle(v).ok_or_else(|| invarg("invalid qdisc ID", v))?);
-            }
+            "handle" => p.set_handle(
+                "handle",
+                t.value("handle")?,
+                get_qdisc_handle,
+                "invalid qdisc ID",
+            )?,
             "root" => p.set_root()?,
             "parent" => p.set_parent(t.value("parent")?)?,
             _ => {
@@ -479,13 +494,12 @@ fn parse_class_modify(t: &mut Tokens<'_>) -> Result<Parsed, TcError> {
     while let Some(tok) = t.next() {
         match tok {
             "dev" => p.set_dev(t.value("dev")?)?,
-            "classid" => {
-                let v = t.value("classid")?;
-                if p.handle.is_some() {
-                    return Err(duparg("classid", v));
-                }
-                p.handle = Some(get_tc_classid(v).ok_or_else(|| invarg("invalid class ID", v))?);
-            }
+            "classid" => p.set_handle(
+                "classid",
+                t.value("classid")?,
+                get_tc_classid,
+                "invalid class ID",
+            )?,
             "handle" => return Err(TcError::new("Error: try \"classid\" instead of \"handle\"")),
             "root" => p.set_root()?,
             "parent" => p.set_parent(t.value("parent")?)?,

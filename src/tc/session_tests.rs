@@ -5,11 +5,16 @@
 use crate::packet::Drops;
 use crate::qdisc::testutil::flow_pkt;
 use crate::qdisc::tree::{DevSpec, QdiscTree};
-use crate::qdisc::Qdisc;
+use crate::qdisc::{Qdisc, TcError};
 use crate::tc::{Dev, TcCommand};
 use crate::time::Instant;
 
 const T: Instant = Instant::ZERO;
+/// The options `tc qdisc show` prints for a default pfifo_fast.
+const PFIFO_FAST: &str = "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 ";
+/// The options `tc qdisc show` prints for a default fq_codel.
+const FQ_CODEL: &str = "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms \
+                        memory_limit 32Mb ecn drop_batch 64 ";
 
 /// Runs each line; returns the output of the last one.
 fn session(tree: &mut QdiscTree, lines: &str, drops: &mut Drops) -> String {
@@ -24,6 +29,20 @@ fn session(tree: &mut QdiscTree, lines: &str, drops: &mut Drops) -> String {
     out
 }
 
+/// Applies one line and returns what the tree answers (output or error).
+fn apply(t: &mut QdiscTree, line: &str) -> Result<Option<String>, TcError> {
+    let cmd = TcCommand::parse(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+    t.apply(&cmd, T, &mut Drops::new())
+}
+
+/// A single-queue left tap after the session `lines`: the tree, the drops
+/// so far and the output of the last line.
+fn left_session(lines: &str) -> (QdiscTree, Drops, String) {
+    let (mut t, mut d) = (left(1), Drops::new());
+    let out = session(&mut t, lines, &mut d);
+    (t, d, out)
+}
+
 fn left(tx_queues: u16) -> QdiscTree {
     QdiscTree::new(DevSpec {
         tx_queues,
@@ -32,16 +51,66 @@ fn left(tx_queues: u16) -> QdiscTree {
     .unwrap()
 }
 
+/// Sessions on a fresh single-queue tap and the whole text iproute2 prints
+/// for their last line.
 #[test]
-fn fresh_tap_shows_pfifo_fast() {
-    let mut t = left(1);
-    let out = session(&mut t, "tc -s qdisc show dev left", &mut Drops::new());
-    assert_eq!(
-        out,
-        "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 \n\
-         \x20Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n\
-         \x20backlog 0b 0p requeues 0\n"
-    );
+fn printouts_like_iproute2() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "a fresh tap shows pfifo_fast",
+            "tc -s qdisc show dev left",
+            "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 \n\
+             \x20Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n\
+             \x20backlog 0b 0p requeues 0\n",
+        ),
+        (
+            "json",
+            "tc qdisc add dev left root handle 1: pfifo limit 10
+             tc -s -j qdisc show dev left",
+            "[{\"kind\":\"pfifo\",\"handle\":\"1:\",\"root\":true,\"refcnt\":2,\"options\":{\"limit\":10},\
+             \"bytes\":0,\"packets\":0,\"drops\":0,\"overlimits\":0,\"requeues\":0,\"backlog\":0,\"qlen\":0}]\n",
+        ),
+        (
+            "F-1 fq_codel defaults",
+            "tc qdisc add dev left root fq_codel
+             tc -s qdisc show dev left",
+            "qdisc fq_codel 8001: root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms \
+             interval 100ms memory_limit 32Mb ecn drop_batch 64 \n \
+             Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n \
+             backlog 0b 0p requeues 0\n  \
+             maxpacket 0 drop_overlimit 0 new_flow_count 0 ecn_mark 0\n  \
+             new_flows_len 0 old_flows_len 0\n",
+        ),
+        (
+            "S-6 sfq",
+            "tc qdisc add dev left root sfq
+             tc qdisc show dev left",
+            "qdisc sfq 8001: root refcnt 2 limit 127p quantum 1514b depth 127 divisor 1024 \n",
+        ),
+        (
+            "T-1 tbf",
+            "tc qdisc add dev left root tbf rate 1mbit burst 10kb latency 50ms
+             tc qdisc show dev left",
+            "qdisc tbf 8001: root refcnt 2 rate 1Mbit burst 10Kb lat 50ms \n",
+        ),
+        (
+            "T-1 tbf, details",
+            "tc qdisc add dev left root tbf rate 1mbit burst 10kb latency 50ms
+             tc -d qdisc show dev left",
+            "qdisc tbf 8001: root refcnt 2 rate 1Mbit burst 10Kb/1 mpu 0b lat 50ms linklayer ethernet \n",
+        ),
+        (
+            "htb's default leaves are invisible",
+            "tc qdisc add dev left root handle 1: htb
+             tc class add dev left parent 1: classid 1:10 htb rate 1mbit
+             tc qdisc show dev left",
+            "qdisc htb 1: root refcnt 2 r2q 10 default 0 direct_packets_stat 0 direct_qlen 1000\n",
+        ),
+    ];
+    for (what, lines, printed) in cases {
+        let (_, _, out) = left_session(lines);
+        assert_eq!(out, *printed, "{what}");
+    }
 }
 
 #[test]
@@ -57,10 +126,9 @@ fn vector_m1_mq_sums_children_and_lists_them_newest_first() {
     }
     while t.dequeue(T, &mut d).is_some() {}
     let out = session(&mut t, "tc -s qdisc show dev left", &mut d);
-    let prio = "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 ";
     let child = |n: u32, bytes: u32| {
         format!(
-            "qdisc pfifo_fast 0: parent :{n} {prio}\n Sent {bytes} bytes {} pkt (dropped 0, \
+            "qdisc pfifo_fast 0: parent :{n} {PFIFO_FAST}\n Sent {bytes} bytes {} pkt (dropped 0, \
              overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n",
             bytes / 1000
         )
@@ -91,16 +159,15 @@ fn mq_child_replaced_from_a_thread() {
          tc qdisc show dev left",
         &mut Drops::new(),
     );
-    let prio = "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 ";
     // The handle-0 defaults share hash bucket 0 (newest first); 30: sits in
     // a later bucket, so it is listed after them.
     assert_eq!(
         out,
         format!(
             "qdisc mq 0: root \n\
-             qdisc pfifo_fast 0: parent :4 {prio}\n\
-             qdisc pfifo_fast 0: parent :2 {prio}\n\
-             qdisc pfifo_fast 0: parent :1 {prio}\n\
+             qdisc pfifo_fast 0: parent :4 {PFIFO_FAST}\n\
+             qdisc pfifo_fast 0: parent :2 {PFIFO_FAST}\n\
+             qdisc pfifo_fast 0: parent :1 {PFIFO_FAST}\n\
              qdisc pfifo 30: parent :3 limit 100p\n"
         )
     );
@@ -114,17 +181,13 @@ fn mq_child_replaced_from_a_thread() {
 
 #[test]
 fn qfq_session_with_filter_and_leaf() {
-    let mut t = left(1);
-    let mut d = Drops::new();
-    let out = session(
-        &mut t,
+    let (mut t, mut d, out) = left_session(
         "tc qdisc add dev left root handle 1: qfq
          tc class add dev left parent 1: classid 1:1 qfq weight 10
          tc class add dev left parent 1: classid 1:2 qfq weight 20 maxpkt 2000
          tc qdisc add dev left parent 1:2 handle 20: pfifo limit 50
          tc filter add dev left parent 1: protocol all prio 1 matchall flowid 1:2
          tc qdisc show dev left",
-        &mut d,
     );
     assert_eq!(
         out,
@@ -161,111 +224,50 @@ fn qfq_session_with_filter_and_leaf() {
 
 #[test]
 fn class_errors_like_the_kernel() {
-    let mut t = left(1);
-    let mut d = Drops::new();
-    session(
-        &mut t,
+    let (mut t, mut d, _) = left_session(
         "tc qdisc add dev left root handle 1: qfq
          tc class add dev left parent 1: classid 1:1 qfq",
-        &mut d,
     );
-    let run =
-        |t: &mut QdiscTree, l: &str| t.apply(&TcCommand::parse(l).unwrap(), T, &mut Drops::new());
-    let e = run(
-        &mut t,
-        "tc class add dev left parent 1: classid 1:1 qfq weight 2",
-    )
-    .unwrap_err();
-    assert!(e.0.starts_with("RTNETLINK answers: File exists"), "{e}");
-    let e = run(&mut t, "tc class change dev left classid 1:7 qfq weight 2").unwrap_err();
-    assert!(
-        e.0.starts_with("RTNETLINK answers: No such file or directory"),
-        "{e}"
-    );
-    let e = run(&mut t, "tc class add dev left parent 2: classid 1:3 qfq").unwrap_err();
-    assert!(
-        e.0.starts_with("RTNETLINK answers: Invalid argument"),
-        "{e}"
-    );
+    let refused = [
+        (
+            "tc class add dev left parent 1: classid 1:1 qfq weight 2",
+            "RTNETLINK answers: File exists",
+        ),
+        (
+            "tc class change dev left classid 1:7 qfq weight 2",
+            "RTNETLINK answers: No such file or directory",
+        ),
+        (
+            "tc class add dev left parent 2: classid 1:3 qfq",
+            "RTNETLINK answers: Invalid argument",
+        ),
+        (
+            "tc filter add dev left parent 1:9 protocol all matchall flowid 1:1",
+            "Error: Specified class doesn't exist.",
+        ),
+        (
+            "tc filter add dev left parent 7: protocol all matchall flowid 1:1",
+            "Error: Parent Qdisc doesn't exists.",
+        ),
+    ];
+    for (line, starts) in refused {
+        let e = apply(&mut t, line).unwrap_err();
+        assert!(e.0.starts_with(starts), "{line}: {e}");
+    }
     // replace creates, then changes
-    run(&mut t, "tc class replace dev left classid 1:3 qfq weight 3").unwrap();
-    run(&mut t, "tc class replace dev left classid 1:3 qfq weight 4").unwrap();
+    apply(&mut t, "tc class replace dev left classid 1:3 qfq weight 3").unwrap();
+    apply(&mut t, "tc class replace dev left classid 1:3 qfq weight 4").unwrap();
     let out = session(&mut t, "tc class show dev left classid 1:3", &mut d);
     assert_eq!(out, "class qfq 1:3 root weight 4 maxpkt 1514 \n");
-    let e = run(
-        &mut t,
-        "tc filter add dev left parent 1:9 protocol all matchall flowid 1:1",
-    )
-    .unwrap_err();
-    assert!(
-        e.0.starts_with("Error: Specified class doesn't exist."),
-        "{e}"
-    );
-    let e = run(
-        &mut t,
-        "tc filter add dev left parent 7: protocol all matchall flowid 1:1",
-    )
-    .unwrap_err();
-    assert!(
-        e.0.starts_with("Error: Parent Qdisc doesn't exists."),
-        "{e}"
-    );
-    let e = run(&mut t, "tc filter del dev left parent 1: prio 1").unwrap_err();
+    let e = apply(&mut t, "tc filter del dev left parent 1: prio 1").unwrap_err();
     assert!(e.0.contains("not found"), "{e}");
 }
 
 #[test]
-fn json_session() {
-    let mut t = left(1);
-    let out = session(
-        &mut t,
-        "tc qdisc add dev left root handle 1: pfifo limit 10
-         tc -s -j qdisc show dev left",
-        &mut Drops::new(),
-    );
-    assert_eq!(
-        out,
-        "[{\"kind\":\"pfifo\",\"handle\":\"1:\",\"root\":true,\"refcnt\":2,\"options\":{\"limit\":10},\
-         \"bytes\":0,\"packets\":0,\"drops\":0,\"overlimits\":0,\"requeues\":0,\"backlog\":0,\"qlen\":0}]\n"
-    );
-}
-
-#[test]
-fn vector_f1_fq_codel_default_printout() {
-    let mut t = left(1);
-    let out = session(
-        &mut t,
-        "tc qdisc add dev left root fq_codel
-         tc -s qdisc show dev left",
-        &mut Drops::new(),
-    );
-    assert_eq!(
-        out,
-        "qdisc fq_codel 8001: root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms \
-         interval 100ms memory_limit 32Mb ecn drop_batch 64 \n \
-         Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n \
-         backlog 0b 0p requeues 0\n  \
-         maxpacket 0 drop_overlimit 0 new_flow_count 0 ecn_mark 0\n  \
-         new_flows_len 0 old_flows_len 0\n"
-    );
-}
-
-#[test]
-fn vector_s6_sfq_printout() {
+fn vector_s6_sfq_replace_is_refused() {
     // SFQ has no `change` (LINUX-TC.md 13.11): same-kind replace is refused.
-    let mut t = left(1);
-    let out = session(
-        &mut t,
-        "tc qdisc add dev left root sfq
-         tc qdisc show dev left",
-        &mut Drops::new(),
-    );
-    assert_eq!(
-        out,
-        "qdisc sfq 8001: root refcnt 2 limit 127p quantum 1514b depth 127 divisor 1024 \n"
-    );
-    let cmd = TcCommand::parse("tc qdisc replace dev left root sfq perturb 10").unwrap();
-    assert!(t.apply(&cmd, T, &mut Drops::new()).is_err());
+    let (mut t, _, _) = left_session("tc qdisc add dev left root sfq");
+    assert!(apply(&mut t, "tc qdisc replace dev left root sfq perturb 10").is_err());
     let out = session(
         &mut t,
         "tc qdisc del dev left root
@@ -289,26 +291,20 @@ fn vector_m1_with_fq_codel_as_default_qdisc() {
     })
     .unwrap();
     let out = session(&mut t, "tc qdisc show dev left", &mut Drops::new());
-    let fq = "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb \
-              ecn drop_batch 64 ";
     assert_eq!(
         out,
         format!(
-            "qdisc mq 0: root \nqdisc fq_codel 0: parent :2 {fq}\nqdisc fq_codel 0: parent :1 {fq}\n"
+            "qdisc mq 0: root \nqdisc fq_codel 0: parent :2 {FQ_CODEL}\nqdisc fq_codel 0: parent :1 {FQ_CODEL}\n"
         )
     );
 }
 
 #[test]
 fn fq_codel_change_and_codel_leaf_under_qfq() {
-    let mut t = left(1);
-    let mut d = Drops::new();
-    let out = session(
-        &mut t,
+    let (mut t, mut d, out) = left_session(
         "tc qdisc add dev left root fq_codel
          tc qdisc change dev left root fq_codel limit 100 target 10ms
          tc qdisc show dev left",
-        &mut d,
     );
     assert!(
         out.starts_with("qdisc fq_codel 8001: root refcnt 2 limit 100p"),
@@ -331,14 +327,10 @@ fn fq_codel_change_and_codel_leaf_under_qfq() {
 
 #[test]
 fn grafting_under_a_class_keeps_the_frames() {
-    let mut t = left(1);
-    let mut d = Drops::new();
-    session(
-        &mut t,
+    let (mut t, mut d, _) = left_session(
         "tc qdisc add dev left root handle 1: qfq
          tc class add dev left parent 1: classid 1:1 qfq
          tc filter add dev left parent 1: protocol all matchall flowid 1:1",
-        &mut d,
     );
     for id in 0..4 {
         t.enqueue(flow_pkt(id, 300, 0), T, &mut d);
@@ -361,15 +353,11 @@ fn grafting_under_a_class_keeps_the_frames() {
 
 #[test]
 fn show_selectors() {
-    let mut t = left(1);
-    let mut d = Drops::new();
-    session(
-        &mut t,
+    let (mut t, _, _) = left_session(
         "tc qdisc add dev left root handle 1: qfq
          tc class add dev left parent 1: classid 1:1 qfq
          tc class add dev left parent 1: classid 1:2 qfq
          tc qdisc add dev left parent 1:2 handle 20: fq_codel",
-        &mut d,
     );
     let only = |t: &mut QdiscTree, l: &str| session(t, l, &mut Drops::new());
     assert_eq!(
@@ -395,9 +383,7 @@ fn show_selectors() {
 
 #[test]
 fn vector_f6_fq_codel_flow_classes() {
-    let mut t = left(1);
-    let mut d = Drops::new();
-    session(&mut t, "tc qdisc add dev left root fq_codel", &mut d);
+    let (mut t, mut d, _) = left_session("tc qdisc add dev left root fq_codel");
     t.enqueue(flow_pkt(1, 1514, 7), T, &mut d);
     let out = session(&mut t, "tc -s class show dev left", &mut d);
     let lines: Vec<&str> = out.lines().collect();
@@ -410,25 +396,12 @@ fn vector_f6_fq_codel_flow_classes() {
 }
 
 #[test]
-fn vector_t1_tbf_printout() {
-    let mut t = left(1);
-    let out = session(
-        &mut t,
+fn vector_t1_tbf_child_and_class() {
+    // its default bfifo child is not listed
+    let (mut t, _, out) = left_session(
         "tc qdisc add dev left root tbf rate 1mbit burst 10kb latency 50ms
          tc qdisc show dev left",
-        &mut Drops::new(),
     );
-    assert_eq!(
-        out,
-        "qdisc tbf 8001: root refcnt 2 rate 1Mbit burst 10Kb lat 50ms \n"
-    );
-    let out = session(&mut t, "tc -d qdisc show dev left", &mut Drops::new());
-    assert_eq!(
-        out,
-        "qdisc tbf 8001: root refcnt 2 rate 1Mbit burst 10Kb/1 mpu 0b lat 50ms linklayer ethernet \n"
-    );
-    // its default bfifo child is not listed
-    let out = session(&mut t, "tc qdisc show dev left", &mut Drops::new());
     assert_eq!(out.lines().count(), 1);
     let out = session(&mut t, "tc class show dev left", &mut Drops::new());
     assert_eq!(out, "class tbf 8001:1 parent 8001: \n");
@@ -436,10 +409,7 @@ fn vector_t1_tbf_printout() {
 
 #[test]
 fn htb_session_from_a_netdev_thread() {
-    let mut t = left(1);
-    let mut d = Drops::new();
-    let out = session(
-        &mut t,
+    let (mut t, mut d, out) = left_session(
         "tc qdisc add dev left root handle 1: htb default 10
          tc class add dev left parent 1: classid 1:1 htb rate 100mbit ceil 100mbit
          tc class add dev left parent 1:1 classid 1:10 htb rate 30mbit ceil 100mbit
@@ -447,16 +417,13 @@ fn htb_session_from_a_netdev_thread() {
          tc qdisc add dev left parent 1:10 handle 10: sfq perturb 10
          tc qdisc add dev left parent 1:20 handle 20: fq_codel
          tc qdisc show dev left",
-        &mut d,
     );
-    let fq = "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb \
-              ecn drop_batch 64 ";
     assert_eq!(
         out,
         format!(
             "qdisc htb 1: root refcnt 2 r2q 10 default 0x10 direct_packets_stat 0 direct_qlen 1000\n\
              qdisc sfq 10: parent 1:10 limit 127p quantum 1514b depth 127 divisor 1024 perturb 10sec \n\
-             qdisc fq_codel 20: parent 1:20 {fq}\n"
+             qdisc fq_codel 20: parent 1:20 {FQ_CODEL}\n"
         )
     );
     let classes = session(&mut t, "tc class show dev left", &mut d);
@@ -488,9 +455,7 @@ fn htb_session_from_a_netdev_thread() {
 
 #[test]
 fn htb_quantum_warning_is_returned() {
-    let mut t = left(1);
-    let mut d = Drops::new();
-    session(&mut t, "tc qdisc add dev left root handle 1: htb", &mut d);
+    let (mut t, mut d, _) = left_session("tc qdisc add dev left root handle 1: htb");
     let cmd =
         TcCommand::parse("tc class add dev left parent 1: classid 1:10 htb rate 30mbit").unwrap();
     let out = t.apply(&cmd, T, &mut d).unwrap();
@@ -507,15 +472,11 @@ fn htb_quantum_warning_is_returned() {
 
 #[test]
 fn filters_add_show_delete() {
-    let mut t = left(1);
-    let mut d = Drops::new();
-    session(
-        &mut t,
+    let (mut t, mut d, _) = left_session(
         "tc qdisc add dev left root handle 1: qfq
          tc class add dev left parent 1: classid 1:10 qfq
          tc class add dev left parent 1: classid 1:20 qfq
          tc filter add dev left parent 1: protocol all prio 1 matchall flowid 1:10",
-        &mut d,
     );
     let shown = session(&mut t, "tc filter show dev left", &mut d);
     assert!(
@@ -525,28 +486,25 @@ fn filters_add_show_delete() {
     t.enqueue(flow_pkt(1, 500, 0), T, &mut d);
     let s10 = session(&mut t, "tc -s class show dev left classid 1:10", &mut d);
     assert!(s10.contains(" backlog 500b 1p"), "{s10}");
-    let run =
-        |t: &mut QdiscTree, l: &str| t.apply(&TcCommand::parse(l).unwrap(), T, &mut Drops::new());
-    assert!(run(&mut t, "tc filter del dev left parent 1: prio 2")
+    assert!(apply(&mut t, "tc filter del dev left parent 1: prio 2")
         .unwrap_err()
         .0
         .contains("not found"));
-    run(&mut t, "tc filter del dev left parent 1: prio 1").unwrap();
+    apply(&mut t, "tc filter del dev left parent 1: prio 1").unwrap();
     assert_eq!(session(&mut t, "tc filter show dev left", &mut d), "");
-    assert!(run(&mut t, "tc filter show").unwrap_err().0.contains("dev"));
+    assert!(apply(&mut t, "tc filter show")
+        .unwrap_err()
+        .0
+        .contains("dev"));
 }
 
 #[test]
 fn htb_filter_steers_through_the_tree() {
-    let mut t = left(1);
-    let mut d = Drops::new();
-    session(
-        &mut t,
+    let (mut t, mut d, _) = left_session(
         "tc qdisc add dev left root handle 1: htb default 10
          tc class add dev left parent 1: classid 1:10 htb rate 10mbit quantum 1514
          tc class add dev left parent 1: classid 1:20 htb rate 10mbit quantum 1514
          tc filter add dev left parent 1: protocol all prio 1 matchall flowid 1:20",
-        &mut d,
     );
     t.enqueue(flow_pkt(1, 700, 0), T, &mut d);
     let s = session(&mut t, "tc -s class show dev left classid 1:20", &mut d);
@@ -585,30 +543,18 @@ fn vectors_u_through_the_front_end() {
         ("htb default 20", "default 0x20"),                  // U-12
     ];
     for (qdisc, printed) in cases {
-        let mut t = left(1);
-        let out = session(
-            &mut t,
-            &format!("tc qdisc add dev left root {qdisc}\ntc qdisc show dev left"),
-            &mut Drops::new(),
-        );
+        let (_, _, out) = left_session(&format!(
+            "tc qdisc add dev left root {qdisc}\ntc qdisc show dev left"
+        ));
         assert!(out.contains(printed), "{qdisc}: {out}");
     }
 }
 
 #[test]
-fn htb_default_leaves_are_invisible() {
-    let mut t = left(1);
-    let mut d = Drops::new();
-    let out = session(
-        &mut t,
+fn htb_class_json() {
+    let (mut t, mut d, _) = left_session(
         "tc qdisc add dev left root handle 1: htb
-         tc class add dev left parent 1: classid 1:10 htb rate 1mbit
-         tc qdisc show dev left",
-        &mut d,
-    );
-    assert_eq!(
-        out,
-        "qdisc htb 1: root refcnt 2 r2q 10 default 0 direct_packets_stat 0 direct_qlen 1000\n"
+         tc class add dev left parent 1: classid 1:10 htb rate 1mbit",
     );
     let json = session(&mut t, "tc -j class show dev left", &mut d);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -620,14 +566,10 @@ fn htb_default_leaves_are_invisible() {
 
 #[test]
 fn tbf_with_fq_codel_child_recipe() {
-    let mut t = left(1);
-    let mut d = Drops::new();
-    let out = session(
-        &mut t,
+    let (mut t, mut d, out) = left_session(
         "tc qdisc add dev left root handle 1: tbf rate 10mbit burst 10kb latency 50ms
          tc qdisc add dev left parent 1:1 fq_codel
          tc qdisc show dev left",
-        &mut d,
     );
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 2, "{out}");

@@ -354,6 +354,25 @@ mod tests {
         TcCommand::parse(line).unwrap()
     }
 
+    /// A qdisc `kind` at `handle` under `parent` with one-line `options`
+    /// and `children`.
+    fn qdisc(
+        kind: &str,
+        handle: Handle,
+        parent: Handle,
+        options: &str,
+        children: Vec<QdiscDump>,
+    ) -> QdiscDump {
+        QdiscDump {
+            kind: kind.into(),
+            handle,
+            parent,
+            options: options.into(),
+            children,
+            ..QdiscDump::default()
+        }
+    }
+
     fn one<'a>(root: &'a QdiscDump) -> [DevDump<'a>; 1] {
         [DevDump {
             dev: Dev::Left,
@@ -413,21 +432,20 @@ mod tests {
 
     #[test]
     fn fifo_and_htb_have_no_trailing_space_and_children_no_refcnt() {
-        let child = QdiscDump {
-            kind: "pfifo".into(),
-            handle: tc_h_make(0x10, 0),
-            parent: tc_h_make(1, 0x10),
-            options: "limit 1000p".into(),
-            ..QdiscDump::default()
-        };
-        let root = QdiscDump {
-            kind: "htb".into(),
-            handle: tc_h_make(1, 0),
-            parent: TC_H_ROOT,
-            options: "r2q 10 default 0x20 direct_packets_stat 0 direct_qlen 1000".into(),
-            children: vec![child],
-            ..QdiscDump::default()
-        };
+        let child = qdisc(
+            "pfifo",
+            tc_h_make(0x10, 0),
+            tc_h_make(1, 0x10),
+            "limit 1000p",
+            Vec::new(),
+        );
+        let root = qdisc(
+            "htb",
+            tc_h_make(1, 0),
+            TC_H_ROOT,
+            "r2q 10 default 0x20 direct_packets_stat 0 direct_qlen 1000",
+            vec![child],
+        );
         let out = render(&cmd("tc qdisc show dev left"), &one(&root)).unwrap();
         assert_eq!(
             out,
@@ -438,21 +456,14 @@ mod tests {
 
     #[test]
     fn default_children_are_invisible_except_under_mq() {
-        let leaf = QdiscDump {
-            kind: "bfifo".into(),
-            handle: 0,
-            parent: tc_h_make(0x8001, 1),
-            options: "limit 16490b".into(),
-            ..QdiscDump::default()
-        };
-        let root = QdiscDump {
-            kind: "tbf".into(),
-            handle: tc_h_make(0x8001, 0),
-            parent: TC_H_ROOT,
-            options: "rate 1Mbit burst 10Kb lat 50ms".into(),
-            children: vec![leaf],
-            ..QdiscDump::default()
-        };
+        let leaf = qdisc("bfifo", 0, tc_h_make(0x8001, 1), "limit 16490b", Vec::new());
+        let root = qdisc(
+            "tbf",
+            tc_h_make(0x8001, 0),
+            TC_H_ROOT,
+            "rate 1Mbit burst 10Kb lat 50ms",
+            vec![leaf],
+        );
         assert_eq!(
             render(&cmd("tc qdisc show dev left"), &one(&root)).unwrap(),
             "qdisc tbf 8001: root refcnt 2 rate 1Mbit burst 10Kb lat 50ms \n"
@@ -546,20 +557,9 @@ mod tests {
     #[test]
     fn hash_order_puts_mq_children_newest_first() {
         let kids: Vec<QdiscDump> = (1..=4)
-            .map(|i| QdiscDump {
-                kind: "pfifo_fast".into(),
-                handle: 0,
-                parent: i,
-                ..QdiscDump::default()
-            })
+            .map(|i| qdisc("pfifo_fast", 0, i, "", Vec::new()))
             .collect();
-        let root = QdiscDump {
-            kind: "mq".into(),
-            handle: 0,
-            parent: TC_H_ROOT,
-            children: kids,
-            ..QdiscDump::default()
-        };
+        let root = qdisc("mq", 0, TC_H_ROOT, "", kids);
         let parents: Vec<Handle> = dump_order(&root, false).iter().map(|q| q.parent).collect();
         assert_eq!(parents, vec![TC_H_ROOT, 4, 3, 2, 1]);
         assert_eq!(hash_bucket(tc_h_make(0x10, 0)), 6);
