@@ -83,7 +83,12 @@ fn ping_stays_near_idle_under_fq_codel_and_sfq_but_not_behind_a_deep_ring() {
             r.summary.up_mbit
         );
     }
-    assert!(rise(&fq) < 5.0, "fq_codel adds {:.2} ms", rise(&fq));
+    assert!(
+        rise(&fq) < 5.0,
+        "fq_codel adds {:.2} ms; link state at the end: {:?}",
+        rise(&fq),
+        fq.paths
+    );
     assert!(rise(&sfq) < 5.0, "htb+sfq adds {:.2} ms", rise(&sfq));
     assert!(
         rise(&deep) > 20.0,

@@ -118,6 +118,11 @@ pub struct PathTotals {
     pub frames: u64,
     /// Batches the qdisc handed to the emulated NIC (TX doorbells).
     pub xmit_batches: u64,
+    /// The BQL limit at the end, bytes (`None` without BQL): how much the
+    /// ring may hold ahead of the qdisc, i.e. queueing no qdisc controls.
+    pub bql_limit: Option<u32>,
+    /// Transit through this direction (ingress to delivery), all frames.
+    pub transit_p50_ms: f64,
 }
 
 impl PathTotals {
@@ -250,6 +255,8 @@ pub fn run_one(
                 },
             frames: p.counters.frames_in,
             xmit_batches: p.counters.xmit_batches,
+            bql_limit: p.bql_limit,
+            transit_p50_ms: p.transit.p50_ns as f64 / 1e6,
         }
     });
     let datapath = DatapathTotals {
