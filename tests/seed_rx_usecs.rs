@@ -4,15 +4,10 @@
 //! receives) is about 2 × 19 µs longer.
 //!
 //! Idle link without propagation delay, UDP_RR only (thousands of
-//! transactions per run). Both configs make the datapath keep exact time
-//! (`spin_us` to reach each deadline, `busy_poll_us` so that it is awake
-//! when the next frame comes), since a timer or I/O wake-up on a virtual
-//! machine costs more than the 19 µs measured; at normal priority, so
-//! that the poller never keeps the UDP_RR processes off a core (see the
-//! configs). Noise on a shared machine only ever adds time to a
-//! transaction (a preempted probe thread), so the estimator is a low
-//! quantile (p10) of each run's transaction times, where the coalescing
-//! delay is still present but most scheduling noise is not.
+//! transactions per run). Noise on a shared machine only ever adds time to a
+//! transaction (a late wake-up, a preempted probe thread), so the estimator
+//! is a low quantile (p10) of each run's transaction times, where the
+//! coalescing delay is still present but most scheduling noise is not.
 //! Five rounds, each an rx-usecs 20 run next to an rx-usecs 1 run (their
 //! order alternating); the per-receive difference of each round is
 //! computed within the round, and the assertion is on the median of the
@@ -67,9 +62,7 @@ fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
         warmup: Duration::from_millis(300),
         ping_interval: None,
         udp_rr: true,
-        // The configs poll: the datapath would stay at normal priority
-        // anyway.
-        realtime: None,
+        realtime: Some(50),
         ..TestOptions::default()
     };
     let warmup = opts.warmup.as_secs_f64();
