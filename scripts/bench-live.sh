@@ -121,10 +121,12 @@ stop_daemon() {
   DAEMON=""
 }
 
-# Lateness "p50 p99 p99.9" in µs from the running daemon.
+# A lateness summary of the running daemon, "p50 p99 p99.9 max samples"
+# with times in µs: lateness CFG KEY, KEY = lateness (deadlines reached) or
+# release_lateness (frames written late against the link's delivery time).
 lateness() {
   "$BIN" stats -c "$1" --json |
-    jq -r '.lateness | "\(.p50_ns / 1e3) \(.p99_ns / 1e3) \(.p999_ns / 1e3) \(.samples)"'
+    jq -r --arg k "$2" '.[$k] | "\(.p50_ns / 1e3) \(.p99_ns / 1e3) \(.p999_ns / 1e3) \(.max_ns / 1e3) \(.samples)"'
 }
 
 # Spacing of full-size frames on the right TAP while UDP at OFFERED is sent
@@ -156,13 +158,6 @@ spacing() {
   rate=$(awk 'NR==1 {f=$1} {l=$1} END {if (NR > 1) printf "%.0f", (NR-1)*1514*8/(l-f)/1e6; else print "-"}' "$TMP/times")
   sort -g "$TMP/gaps" | awk -v tail="$bursts $rate" '{v[NR]=$1} END {if (NR == 0) {print "- - - 0 - - -"; exit}
       printf "%.2f %.2f %.2f %d %s", v[int(NR*0.1)+1], v[int(NR*0.5)+1], v[int(NR*0.9)+1], NR, tail}'
-}
-
-# Release lateness "p50 p99 p99.9 max" in µs (frames written late against
-# the link's delivery time) from the running daemon.
-release_lateness() {
-  "$BIN" stats -c "$1" --json |
-    jq -r '.release_lateness | "\(.p50_ns / 1e3) \(.p99_ns / 1e3) \(.p999_ns / 1e3) \(.max_ns / 1e3)"'
 }
 
 # ---- veth baseline ---------------------------------------------------------
@@ -220,15 +215,15 @@ in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null
 IDEAL12=$(awk 'BEGIN {printf "%.2f", 1514*8/12e6*1e6}')
 IDEAL1G=$(awk 'BEGIN {printf "%.2f", 1514*8/1.2e9*1e6}')
 read -r S12_10 S12_50 S12_90 S12_N S12_B S12_BB S12_R <<<"$(spacing "$C" 20M 2000 "$IDEAL12")"
-read -r L12_50 L12_99 L12_999 L12_N <<<"$(lateness "$C")"
+read -r L12_50 L12_99 L12_999 _ L12_N <<<"$(lateness "$C" lateness)"
 stop_daemon
 
 C=$(config r1200m 1200mbit 0ms)
 start_daemon "$C"
 in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null
 read -r S1G_10 S1G_50 S1G_90 S1G_N S1G_B S1G_BB S1G_R <<<"$(spacing "$C" 2G 20000 "$IDEAL1G")"
-read -r L1G_50 L1G_99 L1G_999 L1G_N <<<"$(lateness "$C")"
-read -r R1G_50 R1G_99 R1G_999 R1G_MAX <<<"$(release_lateness "$C")"
+read -r L1G_50 L1G_99 L1G_999 _ L1G_N <<<"$(lateness "$C" lateness)"
+read -r R1G_50 R1G_99 R1G_999 R1G_MAX _ <<<"$(lateness "$C" release_lateness)"
 stop_daemon
 
 # ---- report ----------------------------------------------------------------

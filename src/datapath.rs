@@ -7,8 +7,11 @@
 //! are spun instead of slept: the timer is armed `spin_us` early, and a
 //! deadline already that close is spun to without arming it at all
 //! (`timerfd_settime` costs a VM exit on a virtual machine, about a fifth of
-//! the thread's time at 1.2 Gbit/s). Each deadline reached by the timer or
-//! by spinning records its lateness (time reached minus deadline) in an HDR
+//! the thread's time at 1.2 Gbit/s). With `busy_poll_us` the loop does not
+//! sleep at all for that long after the last frame read or written (and
+//! then never runs under SCHED_FIFO, which would starve the core's other
+//! processes). Each deadline reached by the timer, by spinning or while
+//! polling records its lateness (time reached minus deadline) in an HDR
 //! histogram; each frame written records its release lateness (write time
 //! minus the link's logical delivery time) in another.
 //!
@@ -609,8 +612,7 @@ impl Driver {
                 let now = self.clock.now();
                 if now >= deadline {
                     self.polled = None;
-                    self.lateness
-                        .saturating_record(now.saturating_since(deadline).max(1));
+                    self.reached(deadline, now);
                 }
             }
             let mut backlog = false;
@@ -935,6 +937,11 @@ impl Driver {
             std::hint::spin_loop();
             now = self.clock.now();
         }
+        self.reached(deadline, now);
+    }
+
+    /// Records how late the loop reached `deadline` (at `now`).
+    fn reached(&mut self, deadline: Instant, now: Instant) {
         self.lateness
             .saturating_record(now.saturating_since(deadline).max(1));
     }
