@@ -374,6 +374,11 @@ impl LiveLink {
         start_link(cfg, realtime, None, None)
     }
 
+    /// Where the link's control socket listens (`crate::control::Client`).
+    pub fn control_socket(&self) -> &Path {
+        &self.control_socket
+    }
+
     /// The datapath's latest published snapshot.
     pub fn snapshot(&self) -> Option<std::sync::Arc<crate::datapath::LiveSnapshot>> {
         self.datapath.snapshots().latest()

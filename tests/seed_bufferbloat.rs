@@ -38,7 +38,7 @@ fn ping_stays_near_idle_under_fq_codel_and_sfq_but_not_behind_a_deep_ring() {
     let idle_opts = idle_options(&loaded);
     let tag = 100;
     let run = |name: &str, tag: usize, opts: &TestOptions| {
-        run_one(&candidate(name), tag, opts, &mut |_| true).unwrap()
+        run_one(&candidate(name), tag, opts, &mut |_, _| true).unwrap()
     };
     let fq = run("fq-codel", tag, &loaded);
     let idle = run("fq-codel", tag + 1, &idle_opts);

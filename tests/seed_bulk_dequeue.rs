@@ -186,8 +186,8 @@ fn live_bulk_dequeue_keeps_throughput_with_fewer_doorbells() {
     // Alternating runs, so that load from other processes on this machine
     // does not fall on one setting only.
     for round in 0..2 {
-        on.push(run_one(&on_cfg, 300 + 2 * round, &opts, &mut |_| true).unwrap());
-        off.push(run_one(&off_cfg, 301 + 2 * round, &opts, &mut |_| true).unwrap());
+        on.push(run_one(&on_cfg, 300 + 2 * round, &opts, &mut |_, _| true).unwrap());
+        off.push(run_one(&off_cfg, 301 + 2 * round, &opts, &mut |_, _| true).unwrap());
     }
     let sum = |rs: &[ConfigResult], f: &dyn Fn(&ConfigResult) -> f64| rs.iter().map(f).sum::<f64>();
     let mbit = |rs: &[ConfigResult]| sum(rs, &|r| r.summary.up_mbit) / rs.len() as f64;

@@ -192,8 +192,8 @@ fn live_mq_fq_codel_uses_several_queues_and_keeps_ping_near_idle() {
         ..TestOptions::default()
     };
     let idle_opts = idle_options(&loaded);
-    let r = run_one(&cand, 600, &loaded, &mut |_| true).unwrap();
-    let idle = run_one(&cand, 601, &idle_opts, &mut |_| true).unwrap();
+    let r = run_one(&cand, 600, &loaded, &mut |_, _| true).unwrap();
+    let idle = run_one(&cand, 601, &idle_opts, &mut |_, _| true).unwrap();
     let p50 = |r: &bloatbox::experiment::ConfigResult| {
         r.summary.ping.as_ref().expect("ping ran").latency.p50_ms
     };

@@ -35,8 +35,8 @@ fn udp_rr_transaction_rate_is_higher_with_coalescing_off() {
     let mut on = Vec::new();
     let mut off = Vec::new();
     for round in 0..2 {
-        on.push(run_one(&on_cfg, 500 + 2 * round, &opts, &mut |_| true).unwrap());
-        off.push(run_one(&off_cfg, 501 + 2 * round, &opts, &mut |_| true).unwrap());
+        on.push(run_one(&on_cfg, 500 + 2 * round, &opts, &mut |_, _| true).unwrap());
+        off.push(run_one(&off_cfg, 501 + 2 * round, &opts, &mut |_, _| true).unwrap());
     }
     let rr = |r: &ConfigResult| r.summary.udp_rr.clone().expect("udp_rr ran");
     let tps = |rs: &[ConfigResult]| rs.iter().map(|r| rr(r).transactions_per_s).sum::<f64>() / 2.0;

@@ -211,12 +211,14 @@ pub fn skip_reason() -> Option<String> {
 }
 
 /// Brings `cand` up under private names, runs the test, tears down (also on
-/// error).
+/// error). `progress` is called about every 100 ms with the seconds since
+/// the load started and the running link (whose control socket a caller may
+/// use to change the link mid-run); it stops the run by returning false.
 pub fn run_one(
     cand: &Candidate,
     tag: usize,
     opts: &TestOptions,
-    progress: &mut dyn FnMut(f64) -> bool,
+    progress: &mut dyn FnMut(f64, &LiveLink) -> bool,
 ) -> anyhow::Result<ConfigResult> {
     let cfg = private_names(&cand.config, tag);
     let spec = RrulSpec {
@@ -235,7 +237,7 @@ pub fn run_one(
     };
     let link = LiveLink::start(&cfg, opts.realtime)
         .with_context(|| format!("bringing up {}", cand.name))?;
-    let raw = rrul::run(&spec, progress);
+    let raw = rrul::run(&spec, &mut |t| progress(t, &link));
     // Before teardown: the sending TAPs' queue drops (left TAP sends L→R).
     let sender_drops = [&cfg.left, &cfg.right]
         .map(|e| crate::netns::tap_tx_dropped(&e.namespace, &e.tap).unwrap_or(0));
@@ -288,7 +290,7 @@ pub fn run_all(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Report
         if !tty {
             eprintln!("{head}: {total:.0} s");
         }
-        let mut progress = |t: f64| {
+        let mut progress = |t: f64, _: &LiveLink| {
             if let Some(sig) = signals.wait(0) {
                 eprintln!("\nstopping after signal {sig}");
                 return false;
