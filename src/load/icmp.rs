@@ -112,6 +112,9 @@ impl Ping {
                 SockProtocol::Icmp,
             )
             .context("opening a raw ICMP socket (needs CAP_NET_RAW)")?;
+            if !run.wait_go() {
+                return Ok(PingRaw::default());
+            }
             ping(&fd, &spec2, &run, id)
         })?;
         Ok(Ping { thread })

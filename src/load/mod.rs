@@ -19,7 +19,7 @@ pub mod tcp;
 pub mod udp_rr;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -63,39 +63,65 @@ pub fn join<T>(h: JoinHandle<anyhow::Result<T>>) -> anyhow::Result<T> {
         .map_err(|_| anyhow::anyhow!("a load thread panicked"))?
 }
 
-/// The shared clock and stop flag of one test: every sample is timestamped
-/// in seconds since `start`.
-#[derive(Clone, Debug)]
+/// The shared clock, start gate and stop flag of one test. Generators set
+/// up first (connect their flows, bind their sockets), then wait at the gate
+/// (`wait_go`); `go` opens it and starts the clock, so that every part's
+/// load begins at once and no set-up time is counted. Every sample is
+/// timestamped in seconds since `go`.
+#[derive(Clone, Debug, Default)]
 pub struct Run {
-    pub start: Instant,
+    start: Arc<OnceLock<Instant>>,
+    gate: Arc<(Mutex<()>, Condvar)>,
     stop: Arc<AtomicBool>,
 }
 
 impl Run {
     pub fn new() -> Run {
-        Run {
-            start: Instant::now(),
-            stop: Arc::new(AtomicBool::new(false)),
+        Run::default()
+    }
+
+    /// Opens the gate: the load starts now.
+    pub fn go(&self) {
+        let _ = self.start.set(Instant::now());
+        self.wake_waiters();
+    }
+
+    /// Blocks until `go` (true) or `stop` (false).
+    pub fn wait_go(&self) -> bool {
+        let (lock, cv) = &*self.gate;
+        let mut guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if self.stopped() {
+                return false;
+            }
+            if self.start.get().is_some() {
+                return true;
+            }
+            guard = cv
+                .wait_timeout(guard, POLL_INTERVAL)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
     }
 
-    /// Seconds since the start.
+    /// Seconds since `go` (0 before it).
     pub fn elapsed(&self) -> f64 {
-        self.start.elapsed().as_secs_f64()
+        self.start.get().map_or(0.0, |s| s.elapsed().as_secs_f64())
     }
 
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
+        self.wake_waiters();
     }
 
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
-}
 
-impl Default for Run {
-    fn default() -> Run {
-        Run::new()
+    fn wake_waiters(&self) {
+        let (lock, cv) = &*self.gate;
+        let _guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        cv.notify_all();
     }
 }
 
@@ -104,4 +130,47 @@ impl Default for Run {
 pub fn set_net_sysctl(key: &str, value: &str) -> anyhow::Result<()> {
     let path = format!("/proc/sys/net/{}", key.replace('.', "/"));
     std::fs::write(&path, value).with_context(|| format!("writing {value} to {path}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_starts_at_the_gate_and_waiters_go_together() {
+        let created = Instant::now();
+        let run = Run::new();
+        assert_eq!(run.elapsed(), 0.0, "no time passes before go");
+        let waiters: Vec<_> = (0..4)
+            .map(|_| {
+                let run = run.clone();
+                std::thread::spawn(move || {
+                    let went = run.wait_go();
+                    (went, created.elapsed().as_secs_f64() - run.elapsed())
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(run.elapsed(), 0.0, "set-up time is not counted");
+        run.go();
+        for w in waiters {
+            // The waiter's clock reads the time since go, not since the
+            // run was created: the 50 ms of set-up are not in it.
+            let (went, setup) = w.join().unwrap();
+            assert!(went);
+            assert!(setup >= 0.05, "the clock counted {setup} s of set-up");
+        }
+    }
+
+    #[test]
+    fn stop_releases_the_waiters_without_a_start() {
+        let run = Run::new();
+        let waiter = {
+            let run = run.clone();
+            std::thread::spawn(move || run.wait_go())
+        };
+        run.stop();
+        assert!(!waiter.join().unwrap());
+        assert_eq!(run.elapsed(), 0.0);
+    }
 }

@@ -117,8 +117,9 @@ fn run_started(
     run: &Run,
     progress: &mut dyn FnMut(f64) -> bool,
 ) -> anyhow::Result<RrulRaw> {
-    // Each part is stopped by `run.stop()` in `run` if a later one fails to
-    // start; its threads end on their own within a poll interval.
+    // Each part sets up and waits at the gate; if a later one fails to
+    // start, `run.stop()` in `run` releases the others, whose threads end on
+    // their own within a poll interval.
     let bulk = |src: &str, dst: &str, ip: Ipv4Addr, port: u16, flows: usize| {
         (flows > 0)
             .then(|| {
@@ -177,6 +178,8 @@ fn run_started(
             )
         })
         .transpose()?;
+    // Everything is connected and bound: the load and the clock start now.
+    run.go();
     let count = |b: &Option<Bulk>| b.as_ref().map_or(0, |b| b.bytes.load(Ordering::Relaxed));
     let mut raw = RrulRaw::default();
     let total = spec.duration.as_secs_f64();

@@ -18,6 +18,9 @@ use super::{join, spawn_in, Run, POLL_INTERVAL};
 /// Size of one write or read.
 const CHUNK: usize = 64 * 1024;
 
+/// How long a flow may take to connect.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Congestion controls the generator offers: loss-based ones that fill
 /// queues, as the netdev experiments used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
@@ -54,8 +57,9 @@ pub struct Bulk {
 }
 
 impl Bulk {
-    /// Listens, connects all flows and starts sending. Returns once every
-    /// connection is established.
+    /// Listens and connects all flows (at once, each on its own thread);
+    /// returns once every connection is established. The flows start
+    /// sending at the run's gate (`Run::go`).
     pub fn start(spec: &BulkSpec, run: &Run) -> anyhow::Result<Bulk> {
         let bytes = Arc::new(AtomicU64::new(0));
         let mut threads = Vec::new();
@@ -73,17 +77,25 @@ impl Bulk {
         }
         rx.recv_timeout(Duration::from_secs(5))
             .map_err(|_| anyhow::anyhow!("the TCP listener on {dst} did not start"))?;
-        for i in 0..spec.flows {
-            let (run, cc) = (run.clone(), spec.cc);
-            let stream = join(spawn_in(&spec.src_ns, "tcp-connect", move || {
-                connect(dst, cc)
-            })?)
-            .with_context(|| format!("flow {i} to {dst}"))?;
-            threads.push(
-                std::thread::Builder::new()
-                    .name("tcp-send".into())
-                    .spawn(move || send(stream, &run))?,
-            );
+        let (connected, outcomes) = std::sync::mpsc::channel();
+        for _ in 0..flows {
+            let (run, cc, connected) = (run.clone(), spec.cc, connected.clone());
+            threads.push(spawn_in(&spec.src_ns, "tcp-send", move || {
+                let stream = connect(dst, cc);
+                let _ = connected.send(stream.as_ref().map(|_| ()).map_err(|e| format!("{e:#}")));
+                let stream = stream?;
+                if !run.wait_go() {
+                    return Ok(0);
+                }
+                send(stream, &run)
+            })?);
+        }
+        drop(connected);
+        for i in 0..flows {
+            outcomes
+                .recv_timeout(CONNECT_TIMEOUT + Duration::from_secs(5))
+                .map_err(|_| anyhow::anyhow!("flow {i} to {dst} did not connect"))?
+                .map_err(|e| anyhow::anyhow!("a flow to {dst}: {e}"))?;
         }
         Ok(Bulk { threads, bytes })
     }
@@ -105,7 +117,7 @@ impl Bulk {
 }
 
 fn connect(dst: SocketAddr, cc: CongestionControl) -> anyhow::Result<TcpStream> {
-    let s = TcpStream::connect_timeout(&dst, Duration::from_secs(5))
+    let s = TcpStream::connect_timeout(&dst, CONNECT_TIMEOUT)
         .with_context(|| format!("connecting to {dst}"))?;
     setsockopt(&s, sockopt::TcpCongestion, &cc.name().into()).with_context(|| {
         format!(

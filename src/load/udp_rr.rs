@@ -93,6 +93,9 @@ impl UdpRr {
                 sock.connect(addr)
                     .with_context(|| format!("connecting UDP to {addr}"))?;
                 sock.set_read_timeout(Some(RESPONSE_TIMEOUT))?;
+                if !run.wait_go() {
+                    return Ok(UdpRrRaw::default());
+                }
                 transact(&sock, &run)
             })?
         };
