@@ -7,8 +7,8 @@
 //! like `Datapath::snapshot`, then dropped. Run: `cargo bench --bench
 //! snapshot`. Results go to BENCHMARKS.md.
 
-use bloatbox::bridge::Dir;
 use bloatbox::datapath::DEFAULT_SNAPSHOT_FLOWS;
+use bloatbox::dir::Dir;
 use bloatbox::link::LinkParams;
 use bloatbox::qdisc::fq_codel::FqCodel;
 use bloatbox::qdisc::{FlowListing, QdiscCtx, TC_H_ROOT};

@@ -6,12 +6,13 @@
 //! socket, datapath thread, namespaces), shared by `bloatbox test` and
 //! `crate::harness`.
 
+use crate::dir::Dir;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
 use crate::bridge::Bridge;
-use crate::config::{Config, Direction, Endpoint};
+use crate::config::{Config, Endpoint};
 use crate::control::{request_stats, ControlServer};
 use crate::datapath::{
     Command, Commander, Datapath, DatapathConfig, SnapshotReader, FRAME_OVERHEAD,
@@ -22,7 +23,6 @@ use crate::packet::gso::GsoPolicy;
 use crate::port::TapSpec;
 use crate::privilege;
 use crate::qdisc::tree::{DevSpec, QdiscTree};
-use crate::tc::Dev;
 use crate::time::{Instant, NS_PER_SEC, NS_PER_US};
 use crate::tui::Action;
 
@@ -123,13 +123,13 @@ fn setup(cfg: &Config) -> anyhow::Result<Setup> {
 /// txqueuelen, MTU and TX queues; its shape (netem, trace/schedule,
 /// framing, seed) is installed now, so a schedule starts with the link.
 fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
-    let path = |dir: Direction, dev: Dev| -> anyhow::Result<LinkPath> {
+    let path = |dir: Dir| -> anyhow::Result<LinkPath> {
         let params = cfg.link_params(dir);
         let tx_queues = cfg.tx_queues(dir);
         let spec = DevSpec {
             tx_queues: u16::try_from(tx_queues)
                 .with_context(|| format!("tx_queues = {tx_queues} of {}", dir.arrow()))?,
-            ..DevSpec::from_link(dev, &params)
+            ..DevSpec::from_link(dir, &params)
         };
         let tree = QdiscTree::build(spec, &cfg.tc_lines(dir))
             .map_err(|e| anyhow::anyhow!("building the qdisc of {}: {e}", dir.arrow()))?;
@@ -140,8 +140,8 @@ fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
         Ok(link)
     };
     Ok(Bridge::new(
-        path(Direction::LeftToRight, Dev::Left)?,
-        path(Direction::RightToLeft, Dev::Right)?,
+        path(Dir::LeftToRight)?,
+        path(Dir::RightToLeft)?,
     ))
 }
 

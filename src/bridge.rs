@@ -10,6 +10,7 @@
 //! in, every frame it hands out and every frame it frees (with the reason).
 
 use crate::capture::{CaptureCounters, Point, Tap};
+use crate::dir::Dir;
 use crate::link::path::PathSnapshot;
 use crate::link::Path;
 use crate::packet::gso::VnetHdr;
@@ -23,38 +24,6 @@ const VLAN_HLEN: usize = 4;
 /// 802.1Q and 802.1ad (QinQ) tag protocol identifiers.
 const ETH_P_8021Q: u16 = 0x8100;
 const ETH_P_8021AD: u16 = 0x88A8;
-
-/// A direction through the bridge.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub enum Dir {
-    LeftToRight,
-    RightToLeft,
-}
-
-impl Dir {
-    pub const ALL: [Dir; 2] = [Dir::LeftToRight, Dir::RightToLeft];
-
-    pub fn index(self) -> usize {
-        match self {
-            Dir::LeftToRight => 0,
-            Dir::RightToLeft => 1,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Dir::LeftToRight => "left_to_right",
-            Dir::RightToLeft => "right_to_left",
-        }
-    }
-
-    pub fn reverse(self) -> Dir {
-        match self {
-            Dir::LeftToRight => Dir::RightToLeft,
-            Dir::RightToLeft => Dir::LeftToRight,
-        }
-    }
-}
 
 /// Both directions at one instant, indexed by `Dir::index()`.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]

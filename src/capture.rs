@@ -23,6 +23,7 @@
 //! stopped) and writes each interface's count of lost records in an
 //! Interface Statistics Block (`isb_ifdrop`).
 
+use crate::dir::Dir;
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, BufWriter};
@@ -44,7 +45,6 @@ use pcap_file::pcapng::blocks::section_header::{SectionHeaderBlock, SectionHeade
 use pcap_file::pcapng::PcapNgWriter;
 use pcap_file::{DataLink, Endianness};
 
-use crate::bridge::Dir;
 use crate::packet::DropReason;
 use crate::time::Instant;
 
@@ -254,13 +254,6 @@ fn interface(point: Point) -> u32 {
     }
 }
 
-fn arrow(dir: Dir) -> &'static str {
-    match dir {
-        Dir::LeftToRight => "left→right",
-        Dir::RightToLeft => "right→left",
-    }
-}
-
 /// The wall-clock time minus CLOCK_MONOTONIC, ns: added to link times.
 fn wall_offset_ns() -> u64 {
     let mono = crate::time::Clock::now(&crate::time::MonotonicClock).nanos();
@@ -285,7 +278,7 @@ pub fn start(spec: &CaptureSpec, offset_ns: Option<u64>) -> io::Result<(Tap, Cap
                 format!(
                     "capture file {} ({}): {e}; fix: choose a writable path",
                     path.display(),
-                    arrow(dir)
+                    dir.arrow()
                 ),
             )
         };
@@ -331,7 +324,7 @@ fn open_pcapng<W: io::Write>(out: W, dir: Dir) -> io::Result<PcapNgWriter<W>> {
         options: vec![
             SectionHeaderOption::Comment(Cow::Owned(format!(
                 "bloatbox capture of the {} direction: interface 0 = frames in, 1 = frames out, 2 = frames dropped (comment \"dropped: REASON\")",
-                arrow(dir)
+                dir.arrow()
             ))),
             SectionHeaderOption::UserApplication(Cow::Owned(format!(
                 "bloatbox {}",
@@ -350,10 +343,10 @@ fn open_pcapng<W: io::Write>(out: W, dir: Dir) -> io::Result<PcapNgWriter<W>> {
             linktype: DataLink::ETHERNET,
             snaplen: 0,
             options: vec![
-                InterfaceDescriptionOption::IfName(Cow::Owned(format!("{} {name}", arrow(dir)))),
+                InterfaceDescriptionOption::IfName(Cow::Owned(format!("{} {name}", dir.arrow()))),
                 InterfaceDescriptionOption::IfDescription(Cow::Owned(format!(
                     "{what}, {}",
-                    arrow(dir)
+                    dir.arrow()
                 ))),
                 InterfaceDescriptionOption::IfTsResol(9),
             ],
@@ -412,7 +405,7 @@ fn write_loop(
                 Ok(()) => counters.captured[i].fetch_add(1, Ordering::Relaxed),
                 Err(e) => {
                     if counters.write_errors[i].fetch_add(1, Ordering::Relaxed) == 0 {
-                        tracing::error!("capture of {}: {e}", arrow(rec.dir));
+                        tracing::error!("capture of {}: {e}", rec.dir.arrow());
                     }
                     counters.lost_per_if[i][interface(rec.point) as usize]
                         .fetch_add(1, Ordering::Relaxed)
@@ -439,7 +432,7 @@ fn write_loop(
         });
         let flushed = done.and_then(|()| io::Write::flush(w.get_mut()));
         if let Err(e) = flushed {
-            tracing::error!("finishing the capture of {}: {e}", arrow(dir));
+            tracing::error!("finishing the capture of {}: {e}", dir.arrow());
         }
     }
 }

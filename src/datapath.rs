@@ -50,6 +50,7 @@
 //! takes to clone an `Arc`), this period's snapshot is skipped rather than
 //! waited for. Any number of readers (control socket, TUI) can share the slot.
 
+use crate::dir::Dir;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, RawFd};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError, TrySendError};
@@ -62,7 +63,7 @@ use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
-use crate::bridge::{Bridge, BridgeSnapshot, Dir};
+use crate::bridge::{Bridge, BridgeSnapshot};
 use crate::link::LinkParams;
 use crate::packet::gso::{self, GsoPolicy, Segmenter, VnetHdr};
 use crate::packet::pool::PacketPool;
@@ -70,7 +71,7 @@ use crate::packet::DropReason;
 use crate::port::{FramePort, PortCounters};
 use crate::privilege::PrivilegeError;
 use crate::qdisc::FlowListing;
-use crate::tc::{Dev, TcCommand};
+use crate::tc::TcCommand;
 use crate::time::{Clock, Instant, MonotonicClock, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 
 /// epoll tokens.
@@ -977,10 +978,8 @@ impl Driver {
     /// Runs one tc line on the tree of the direction it names.
     fn apply_tc(&mut self, line: &str, now: Instant) -> Result<String, String> {
         let cmd = TcCommand::parse(line).map_err(|e| e.0)?;
-        let dir = match cmd.dev {
-            Some(Dev::Left) => Dir::LeftToRight,
-            Some(Dev::Right) => Dir::RightToLeft,
-            None => return Err(format!("{line:?}: name a device: dev left or dev right")),
+        let Some(dir) = cmd.dev else {
+            return Err(format!("{line:?}: name a device: dev left or dev right"));
         };
         self.bridge
             .path_mut(dir)

@@ -30,7 +30,8 @@
 //! (`QdiscTree::apply` inside `Path::edit_qdisc`), so an edit is atomic with
 //! respect to packets.
 //!
-//! Modules: `time` (Instant, clocks), `units` (tc units), `packet` (frames,
+//! Modules: `time` (Instant, clocks), `units` (tc units), `dir` (the two
+//! directions), `packet` (frames,
 //! classifier, ECN, pool, drop reasons, TAP offload and TCP segmentation),
 //! `qdisc` (disciplines), `link` (ring, BQL, serializer, delay, coalescing,
 //! transit-time histogram, the per-direction `Path`), `bridge` (two paths),
@@ -53,6 +54,7 @@ pub mod capture;
 pub mod config;
 pub mod control;
 pub mod datapath;
+pub mod dir;
 pub mod experiment;
 pub mod harness;
 pub mod link;

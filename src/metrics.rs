@@ -14,6 +14,7 @@
 //! `DropReason` names), `handle`/`parent`/`kind` for qdiscs, `classid`/
 //! `parent`/`kind` for classes, `port` (`left`, `right`), `quantile`.
 
+use crate::dir::Dir;
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -29,7 +30,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::bridge::Dir;
 use crate::datapath::{LiveSnapshot, SnapshotReader};
 use crate::packet::DropReason;
 use crate::qdisc::dump::QdiscDump;

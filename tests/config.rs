@@ -3,13 +3,14 @@
 //! tests/fixtures/config/ gives the message its `# expect:` lines name,
 //! precedence, overrides, the tc check hook, and no panic on any input.
 
-use bloatbox::config::{apply_ethtool, check_report, Config, Direction, DEFAULT_TOML};
+use bloatbox::config::{apply_ethtool, check_report, Config, DEFAULT_TOML};
+use bloatbox::dir::Dir;
 use bloatbox::link::LinkParams;
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 
-const L: Direction = Direction::LeftToRight;
-const R: Direction = Direction::RightToLeft;
+const L: Dir = Dir::LeftToRight;
+const R: Dir = Dir::RightToLeft;
 
 fn toml_files(dir: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
@@ -94,7 +95,7 @@ fn defaults_are_the_documented_values() {
 #[test]
 fn empty_file_resolves_like_the_default() {
     let empty = parse("");
-    for dir in Direction::BOTH {
+    for dir in Dir::ALL {
         assert_eq!(empty.link_params(dir), Config::default().link_params(dir));
         assert_eq!(empty.tc_lines(dir), Config::default().tc_lines(dir));
     }
@@ -107,7 +108,7 @@ fn every_config_file_loads_and_validates() {
     for path in files {
         let config = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
         config.validate().unwrap();
-        for dir in Direction::BOTH {
+        for dir in Dir::ALL {
             let lines = config.tc_lines(dir);
             assert!(
                 !lines.is_empty(),
@@ -163,7 +164,7 @@ fn seed_configs_mean_what_they_say() {
 
     for (file, usecs) in [("rx-usecs-20.toml", 20), ("rx-usecs-1.toml", 1)] {
         let c = seed(file);
-        for dir in Direction::BOTH {
+        for dir in Dir::ALL {
             let p = c.link_params(dir);
             assert_eq!((p.rx_usecs, p.rx_frames), (usecs, 0), "{file}");
         }
@@ -510,7 +511,7 @@ proptest! {
     ) {
         let text = format!("[link{dir}]\n{key} = {value}\n");
         if let Ok(c) = Config::from_str(&text, "fuzz.toml") {
-            for d in Direction::BOTH {
+            for d in Dir::ALL {
                 let _ = (c.link_params(d), c.tc_lines(d), check_report(&c));
             }
         }

@@ -443,12 +443,12 @@ fn the_tui_attaches_through_remote_control() {
     assert_eq!(s.bridge.paths[0].params.rate_bytes_ps, 1_250_000);
     assert!(s.bridge.paths[0].qdisc.kind.contains("pfifo_fast"));
     let reply = rc.send(&Action::SetLink {
-        dir: bloatbox::bridge::Dir::LeftToRight,
+        dir: bloatbox::dir::Dir::LeftToRight,
         field: LinkField::Rate,
         value: 3_000_000,
     });
     assert_eq!(reply, Ok("rate 24Mbit".to_string()));
-    let lines = Preset::HtbSfq.tc_lines(bloatbox::bridge::Dir::RightToLeft, 1_250_000);
+    let lines = Preset::HtbSfq.tc_lines(bloatbox::dir::Dir::RightToLeft, 1_250_000);
     rc.send(&Action::Tc(lines.join("\n"))).unwrap();
     let err = rc
         .send(&Action::Tc("tc qdisc replace dev left root bogus".into()))

@@ -5,9 +5,10 @@
 //! printed, and only checked loosely (never tighter than the physics allows
 //! on a loaded 2-core machine).
 
+use bloatbox::dir::Dir;
 use std::time::{Duration, Instant as StdInstant};
 
-use bloatbox::bridge::{Bridge, Dir};
+use bloatbox::bridge::Bridge;
 use bloatbox::datapath::{Datapath, DatapathConfig, LiveSnapshot};
 use bloatbox::link::{LinkParams, Path};
 use bloatbox::port::{FramePort, SocketPairPort};
@@ -378,17 +379,16 @@ fn set_link_changes_the_rate_of_a_running_link() {
 fn tc_commands_change_and_show_the_live_qdisc_tree() {
     use bloatbox::datapath::Command;
     use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
-    use bloatbox::tc::Dev;
     let params = LinkParams {
         rate_bytes_ps: RATE_BYTES_PS,
         ..LinkParams::default()
     };
-    let tree = |dev: Dev| {
+    let tree = |dev: Dir| {
         let t = QdiscTree::build(DevSpec::from_link(dev, &params), &[] as &[&str]).unwrap();
         Path::new(params, Box::new(t))
     };
     let (dp, [_host_left, _host_right]) = spawn(
-        Bridge::new(tree(Dev::Left), tree(Dev::Right)),
+        Bridge::new(tree(Dir::LeftToRight), tree(Dir::RightToLeft)),
         DatapathConfig::default(),
     );
     let tc = |line: &str| {

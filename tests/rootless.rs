@@ -438,7 +438,7 @@ fn rootless_link_guard_runs_commands_and_closures_in_its_namespaces() {
     assert!(
         stats
             .bridge
-            .path(bloatbox::bridge::Dir::LeftToRight)
+            .path(bloatbox::dir::Dir::LeftToRight)
             .counters
             .frames_out
             >= 2

@@ -21,14 +21,14 @@
 //!   are printed for BENCHMARKS.md, not asserted: they are timing, and the
 //!   daemon's TAP I/O per frame is the same in both modes.
 
+use bloatbox::dir::Dir;
 use std::time::Duration;
 
-use bloatbox::config::{Config, Direction};
+use bloatbox::config::Config;
 use bloatbox::experiment::{run_one, skip_reason, ConfigResult, TestOptions};
 use bloatbox::link::path::Path as LinkPath;
 use bloatbox::packet::{Packet, PacketMeta};
 use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
-use bloatbox::tc::Dev;
 use bloatbox::time::{Instant, NS_PER_MS, NS_PER_SEC};
 
 mod seed;
@@ -62,10 +62,10 @@ struct CoreRun {
 /// Offers 1514-byte frames at 1.5 × the line rate for 200 ms to the
 /// left→right path of `cfg`, then drains it, polling at every `poll_at`.
 fn overload(cfg: &Config) -> CoreRun {
-    let params = cfg.link_params(Direction::LeftToRight);
+    let params = cfg.link_params(Dir::LeftToRight);
     let tree = QdiscTree::build(
-        DevSpec::from_link(Dev::Left, &params),
-        &cfg.tc_lines(Direction::LeftToRight),
+        DevSpec::from_link(Dir::LeftToRight, &params),
+        &cfg.tc_lines(Dir::LeftToRight),
     )
     .unwrap();
     let mut path = LinkPath::new(params, Box::new(tree));

@@ -25,9 +25,9 @@
 //! medians measured were 15.5–18.9 µs idle and 18.5–22.7 µs with four busy
 //! loops on two cores (BENCHMARKS.md).
 
+use bloatbox::dir::Dir;
 use std::time::{Duration, Instant};
 
-use bloatbox::config::Direction;
 use bloatbox::control::{Client, Request};
 use bloatbox::experiment::{run_one, skip_reason, TestOptions};
 use bloatbox::link::LinkParams;
@@ -69,7 +69,7 @@ fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
     }
     let (c20, c1) = (candidate("rx-usecs-20"), candidate("rx-usecs-1"));
     for c in [&c20, &c1] {
-        let delay = c.config.link_params(Direction::LeftToRight).delay_ns;
+        let delay = c.config.link_params(Dir::LeftToRight).delay_ns;
         assert_eq!(
             delay, 0,
             "{}: the configs have no propagation delay",
@@ -78,7 +78,7 @@ fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
     }
     // The two configs differ in rx-usecs only.
     let params = |c: &bloatbox::experiment::Candidate| {
-        [Direction::LeftToRight, Direction::RightToLeft].map(|d| LinkParams {
+        [Dir::LeftToRight, Dir::RightToLeft].map(|d| LinkParams {
             rx_usecs: 0,
             ..c.config.link_params(d)
         })

@@ -2,7 +2,7 @@
 //! and the `Action`s they produce, on an `App` fed with snapshots of the
 //! real core.
 
-use bloatbox::bridge::Dir;
+use bloatbox::dir::Dir;
 use bloatbox::time::NS_PER_MS;
 use bloatbox::tui::fixtures::{app_after, Scenario};
 use bloatbox::tui::state::{Focus, Mode, SortKey};

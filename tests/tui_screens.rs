@@ -3,7 +3,7 @@
 //! snapshots made by driving the real core. Also the 10,000-flow screen:
 //! bounded to what fits plus one aggregate row.
 
-use bloatbox::bridge::Dir;
+use bloatbox::dir::Dir;
 use bloatbox::qdisc::fq_codel::FqCodel;
 use bloatbox::qdisc::FlowListing;
 use bloatbox::time::NS_PER_MS;

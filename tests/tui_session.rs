@@ -3,7 +3,7 @@
 //! pfifo_fast under load, then the fq_codel preset is picked with keys,
 //! the `Action` reaches the control, and later snapshots show fq_codel.
 
-use bloatbox::bridge::Dir;
+use bloatbox::dir::Dir;
 use bloatbox::time::NS_PER_MS;
 use bloatbox::tui::fixtures::{Scenario, SimControl};
 use bloatbox::tui::state::EventKind;

@@ -3,7 +3,7 @@
 //! event log (configuration changes, CoDel entering and leaving its
 //! dropping state, overflow drops, command replies).
 
-use bloatbox::bridge::Dir;
+use bloatbox::dir::Dir;
 use bloatbox::link::LinkParams;
 use bloatbox::qdisc::fifo::{Fifo, FifoKind};
 use bloatbox::qdisc::fq_codel::FqCodel;

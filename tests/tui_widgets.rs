@@ -3,7 +3,7 @@
 //! the tree's scrolling, charts and the event log, at normal and
 //! degenerate sizes.
 
-use bloatbox::bridge::Dir;
+use bloatbox::dir::Dir;
 use bloatbox::packet::FlowKey;
 use bloatbox::qdisc::dump::FlowSummary;
 use bloatbox::qdisc::QdiscStats;

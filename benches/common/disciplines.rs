@@ -3,10 +3,10 @@
 //! built from the tc lines a user would type, with limits large enough that a
 //! standing queue of one frame per flow (10,000 flows) is never tail-dropped,
 //! and the frames those runs offer.
+use bloatbox::dir::Dir;
 
 use bloatbox::packet::{classify::flow_hash, FlowKey, Packet, PacketMeta};
 use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
-use bloatbox::tc::Dev;
 
 /// Flow counts every discipline is measured at.
 pub const FLOW_COUNTS: [u32; 3] = [1, 100, 10_000];
@@ -51,7 +51,7 @@ impl Discipline {
         let dev = DevSpec {
             txqueuelen: 100_000,
             tx_queues: self.tx_queues,
-            ..DevSpec::new(Dev::Left)
+            ..DevSpec::new(Dir::LeftToRight)
         };
         QdiscTree::build(dev, &self.lines).unwrap_or_else(|e| panic!("{}: {e}", self.name))
     }

@@ -7,14 +7,14 @@
 
 use super::error::ConfigError;
 use super::validate::{check_coalescing, MAX_FRAMES, MAX_USECS, TX_RING};
-use super::Direction;
+use crate::dir::Dir;
 use crate::link::LinkParams;
 
 /// One parsed ethtool line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EthtoolCommand {
     /// The direction whose egress device the line names.
-    pub direction: Direction,
+    pub direction: Dir,
     pub setting: EthtoolSetting,
 }
 
@@ -65,7 +65,7 @@ pub fn parse_ethtool(line: &str) -> Result<EthtoolCommand, ConfigError> {
         }
     };
     let dev = words.get(2).copied().unwrap_or("");
-    let direction = Direction::from_dev(dev).ok_or_else(|| {
+    let direction = Dir::from_dev(dev).ok_or_else(|| {
         err(format!(
             "device \"{dev}\" is unknown; expected left (left→right egress) or right (right→left egress); {USAGE}"
         ))
@@ -254,7 +254,7 @@ mod tests {
             parse_ethtool("ethtool -C right rx-usecs 1")
                 .unwrap()
                 .direction,
-            Direction::RightToLeft
+            Dir::RightToLeft
         );
     }
 

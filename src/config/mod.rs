@@ -62,52 +62,7 @@ pub const DEFAULT_TOML: &str = include_str!("../../configs/default.toml");
 /// A check of one tc command line by the tc front end (`Err` = its message).
 pub type TcCheck<'a> = &'a dyn Fn(&str) -> Result<(), String>;
 
-/// One direction of the link, named after the device whose egress it is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// Egress of device `left`: frames from the left namespace to the right.
-    LeftToRight,
-    /// Egress of device `right`.
-    RightToLeft,
-}
-
-impl Direction {
-    pub const BOTH: [Direction; 2] = [Direction::LeftToRight, Direction::RightToLeft];
-
-    /// The device name tc and ethtool lines use: `left` or `right`.
-    pub fn dev(self) -> &'static str {
-        match self {
-            Direction::LeftToRight => "left",
-            Direction::RightToLeft => "right",
-        }
-    }
-
-    /// The direction whose egress device is `dev`.
-    pub fn from_dev(dev: &str) -> Option<Direction> {
-        match dev {
-            "left" => Some(Direction::LeftToRight),
-            "right" => Some(Direction::RightToLeft),
-            _ => None,
-        }
-    }
-
-    /// The key of its override table under `[link]`.
-    pub fn table_key(self) -> &'static str {
-        match self {
-            Direction::LeftToRight => "left_to_right",
-            Direction::RightToLeft => "right_to_left",
-        }
-    }
-
-    /// `left→right` / `right→left`, for people.
-    pub fn arrow(self) -> &'static str {
-        match self {
-            Direction::LeftToRight => "left→right",
-            Direction::RightToLeft => "right→left",
-        }
-    }
-}
+use crate::dir::Dir;
 
 /// The whole configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -311,10 +266,10 @@ impl LinkSettings {
     }
 
     /// The override table of `dir`, if written.
-    pub fn direction(&self, dir: Direction) -> Option<&LinkSettings> {
+    pub fn direction(&self, dir: Dir) -> Option<&LinkSettings> {
         match dir {
-            Direction::LeftToRight => self.left_to_right.as_deref(),
-            Direction::RightToLeft => self.right_to_left.as_deref(),
+            Dir::LeftToRight => self.left_to_right.as_deref(),
+            Dir::RightToLeft => self.right_to_left.as_deref(),
         }
     }
 }
@@ -442,10 +397,10 @@ impl Config {
     }
 
     /// The endpoint on the sending side of `dir`.
-    pub fn endpoint(&self, dir: Direction) -> &Endpoint {
+    pub fn endpoint(&self, dir: Dir) -> &Endpoint {
         match dir {
-            Direction::LeftToRight => &self.left,
-            Direction::RightToLeft => &self.right,
+            Dir::LeftToRight => &self.left,
+            Dir::RightToLeft => &self.right,
         }
     }
 
@@ -461,14 +416,14 @@ impl Config {
     /// built-in default; with the path it is (or would be) written at.
     pub(crate) fn pick<T: Clone>(
         &self,
-        dir: Direction,
+        dir: Dir,
         key: &str,
         get: impl Fn(&LinkSettings) -> &Option<T>,
     ) -> Option<Sourced<T>> {
         if let Some(v) = self.link.direction(dir).and_then(|t| get(t).clone()) {
             return Some(Sourced {
                 value: v,
-                path: format!("link.{}.{key}", dir.table_key()),
+                path: format!("link.{}.{key}", dir.name()),
             });
         }
         let value = get(&self.link)
@@ -481,7 +436,7 @@ impl Config {
     }
 
     /// The link parameters of `dir` before ethtool lines.
-    fn base_link_params(&self, dir: Direction) -> LinkParams {
+    fn base_link_params(&self, dir: Dir) -> LinkParams {
         let d = LinkParams::default();
         let num = |key: &str, get: fn(&LinkSettings) -> &Option<u32>, fallback: u32| {
             self.pick(dir, key, get).map_or(fallback, |s| s.value)
@@ -515,17 +470,14 @@ impl Config {
     /// cannot tell are attributed to every direction so validation reports them.
     fn directed_lines(
         &self,
-        dir: Direction,
+        dir: Dir,
         list: &str,
         get: fn(&LinkSettings) -> &[String],
-        names: fn(&str) -> Option<Direction>,
+        names: fn(&str) -> Option<Dir>,
     ) -> Vec<Sourced<&str>> {
         let tables = [
             ("link".to_string(), Some(&self.link)),
-            (
-                format!("link.{}", dir.table_key()),
-                self.link.direction(dir),
-            ),
+            (format!("link.{}", dir.name()), self.link.direction(dir)),
         ];
         let mut lines = Vec::new();
         for (prefix, table) in tables {
@@ -543,7 +495,7 @@ impl Config {
     }
 
     /// The ethtool lines of `dir`'s device.
-    pub(crate) fn ethtool_lines(&self, dir: Direction) -> Vec<Sourced<&str>> {
+    pub(crate) fn ethtool_lines(&self, dir: Dir) -> Vec<Sourced<&str>> {
         self.directed_lines(
             dir,
             "ethtool",
@@ -553,7 +505,7 @@ impl Config {
     }
 
     /// `base_link_params` with the ethtool lines applied.
-    pub(crate) fn try_link_params(&self, dir: Direction) -> Result<LinkParams, ConfigError> {
+    pub(crate) fn try_link_params(&self, dir: Dir) -> Result<LinkParams, ConfigError> {
         let mut params = self.base_link_params(dir);
         for line in self.ethtool_lines(dir) {
             apply_ethtool(line.value, &mut params).map_err(|e| {
@@ -564,7 +516,7 @@ impl Config {
     }
 
     /// TX queues of `dir`'s device (more than 1: mq with a qdisc per queue).
-    pub fn tx_queues(&self, dir: Direction) -> u32 {
+    pub fn tx_queues(&self, dir: Dir) -> u32 {
         self.pick(dir, "tx_queues", |l| &l.tx_queues)
             .map_or(1, |s| s.value)
     }
@@ -572,13 +524,13 @@ impl Config {
     /// The effective link parameters of `dir` (core units), ethtool lines
     /// applied. On a validated configuration this is exact; a line that
     /// fails is skipped.
-    pub fn link_params(&self, dir: Direction) -> LinkParams {
+    pub fn link_params(&self, dir: Dir) -> LinkParams {
         self.try_link_params(dir)
             .unwrap_or_else(|_| self.base_link_params(dir))
     }
 
     /// Offload flags the ethtool lines of `dir` set (informational).
-    pub fn offloads(&self, dir: Direction) -> Vec<(String, bool)> {
+    pub fn offloads(&self, dir: Dir) -> Vec<(String, bool)> {
         self.ethtool_lines(dir)
             .iter()
             .filter_map(|l| match parse_ethtool(l.value).ok()?.setting {
@@ -590,12 +542,12 @@ impl Config {
     }
 
     /// The literal tc lines of `dir`'s device.
-    pub(crate) fn literal_tc_lines(&self, dir: Direction) -> Vec<Sourced<&str>> {
+    pub(crate) fn literal_tc_lines(&self, dir: Dir) -> Vec<Sourced<&str>> {
         self.directed_lines(dir, "tc", |t| &t.tc, |l| qdisc::literal_direction(l).ok())
     }
 
     /// tc lines of `dir` with the path each comes from.
-    pub(crate) fn try_tc_lines(&self, dir: Direction) -> Result<Vec<Sourced<String>>, ConfigError> {
+    pub(crate) fn try_tc_lines(&self, dir: Dir) -> Result<Vec<Sourced<String>>, ConfigError> {
         let literal = self.literal_tc_lines(dir);
         if !literal.is_empty() {
             return Ok(literal
@@ -627,7 +579,7 @@ impl Config {
 
     /// The tc command lines that build `dir`'s qdisc (device `left` for
     /// left→right, `right` for right→left), for the tc front end to run.
-    pub fn tc_lines(&self, dir: Direction) -> Vec<String> {
+    pub fn tc_lines(&self, dir: Dir) -> Vec<String> {
         match self.try_tc_lines(dir) {
             Ok(lines) => lines.into_iter().map(|l| l.value).collect(),
             Err(_) => QdiscSpec::pfifo_fast()

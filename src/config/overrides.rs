@@ -7,7 +7,8 @@
 //! the list of valid ones.
 
 use super::error::ConfigError;
-use super::{Config, Direction, LinkSettings, QdiscSpec};
+use super::{Config, LinkSettings, QdiscSpec};
+use crate::dir::Dir;
 use toml::Value;
 
 const ORIGIN: &str = "--set";
@@ -83,12 +84,12 @@ fn to_tree(config: &Config) -> Result<Value, ConfigError> {
 
 /// `left.KEY` / `right.KEY` for a link key → `link.left_to_right.KEY` / ….
 fn canonical_key(key: &str, template: &Value) -> String {
-    for dir in Direction::BOTH {
+    for dir in Dir::ALL {
         let side = dir.dev();
         if let Some(field) = key.strip_prefix(side).and_then(|k| k.strip_prefix('.')) {
             let head = field.split('.').next().unwrap_or(field);
             if link_keys(template).contains(&head) {
-                return format!("link.{}.{field}", dir.table_key());
+                return format!("link.{}.{field}", dir.name());
             }
         }
     }
@@ -103,7 +104,7 @@ fn link_keys(template: &Value) -> Vec<&str> {
         .map(|t| {
             t.keys()
                 .map(String::as_str)
-                .filter(|k| Direction::BOTH.iter().all(|d| d.table_key() != *k))
+                .filter(|k| Dir::ALL.iter().all(|d| d.name() != *k))
                 .collect()
         })
         .unwrap_or_default()

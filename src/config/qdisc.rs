@@ -8,7 +8,7 @@
 //! end (see `Config::validate_tc_with`).
 
 use super::values::{Size, TcRate, TcTime};
-use super::Direction;
+use crate::dir::Dir;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde::{Serialize, Serializer};
 use std::fmt;
@@ -440,7 +440,7 @@ fn parse_minor(text: &str) -> Result<u32, String> {
 
 /// Checks the shape of a literal tc line and returns the direction its
 /// device selects (`dev left` = left→right egress).
-pub fn literal_direction(line: &str) -> Result<Direction, String> {
+pub fn literal_direction(line: &str) -> Result<Dir, String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let example = "fix: write e.g. \"tc qdisc add dev left root fq_codel\"";
     if words.first() != Some(&"tc") {
@@ -461,7 +461,7 @@ pub fn literal_direction(line: &str) -> Result<Direction, String> {
         .map(|w| w[1])
         .collect();
     match devs.as_slice() {
-        [dev] => Direction::from_dev(dev).ok_or_else(|| {
+        [dev] => Dir::from_dev(dev).ok_or_else(|| {
             format!("device \"{dev}\" is unknown; expected dev left (left→right egress) or dev right (right→left egress); {example}")
         }),
         [] => Err(format!(
@@ -628,11 +628,11 @@ qdisc = { kind = "sfq", perturb = 10 }
     fn literal_lines_route_by_device() {
         assert_eq!(
             literal_direction("tc qdisc add dev left root fq_codel"),
-            Ok(Direction::LeftToRight)
+            Ok(Dir::LeftToRight)
         );
         assert_eq!(
             literal_direction("tc class add dev right parent 1: classid 1:1 htb rate 1mbit"),
-            Ok(Direction::RightToLeft)
+            Ok(Dir::RightToLeft)
         );
         assert!(literal_direction("qdisc add dev left root fq_codel")
             .unwrap_err()

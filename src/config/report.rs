@@ -5,7 +5,8 @@
 //! schedule, framing), offloads and the tc lines that build each qdisc.
 
 use super::shape::ScheduleKind;
-use super::{Config, Direction};
+use super::Config;
+use crate::dir::Dir;
 use crate::link::impair::format_netem;
 use crate::link::{Framing, Schedule};
 use crate::units::{print_rate, sprint_time, LinkLayer};
@@ -37,7 +38,7 @@ pub fn check_report(config: &Config) -> String {
         "taps   mtu {}  txqueuelen {}  {offload}",
         config.tap.mtu, config.tap.txqueuelen
     );
-    for dir in Direction::BOTH {
+    for dir in Dir::ALL {
         direction(&mut out, config, dir);
     }
     let d = &config.daemon;
@@ -62,7 +63,7 @@ fn off_or_us(us: u32) -> String {
     }
 }
 
-fn direction(out: &mut String, config: &Config, dir: Direction) {
+fn direction(out: &mut String, config: &Config, dir: Dir) {
     let p = config.link_params(dir);
     let on = |b: bool| if b { "on" } else { "off" };
     let tx_queues = config
@@ -125,7 +126,7 @@ fn direction(out: &mut String, config: &Config, dir: Direction) {
 }
 
 /// Impairments with their seed, the trace or schedule, and the framing.
-fn shape(out: &mut String, config: &Config, dir: Direction) {
+fn shape(out: &mut String, config: &Config, dir: Dir) {
     let shape = config.link_shape(dir);
     let imp = &shape.impairments;
     if imp.is_none() {

@@ -16,7 +16,8 @@
 //! means none, so `--set left.trace=` clears it.
 
 use super::error::{toml_text, ConfigError};
-use super::{Config, Direction, LinkSettings, Sourced};
+use super::{Config, LinkSettings, Sourced};
+use crate::dir::Dir;
 use crate::link::{parse_netem, Framing, Impairments, LinkShape, Schedule};
 use std::path::Path;
 
@@ -80,14 +81,14 @@ impl Config {
     }
 
     /// The seed of `dir`'s impairments (see the module doc for the rule).
-    pub fn seed(&self, dir: Direction) -> u64 {
+    pub fn seed(&self, dir: Dir) -> u64 {
         if let Some(seed) = self.link.direction(dir).and_then(|t| t.seed) {
             return seed;
         }
         let shared = self.link.seed.unwrap_or(DEFAULT_SEED);
         match dir {
-            Direction::LeftToRight => shared,
-            Direction::RightToLeft => shared.wrapping_add(1),
+            Dir::LeftToRight => shared,
+            Dir::RightToLeft => shared.wrapping_add(1),
         }
     }
 
@@ -96,13 +97,10 @@ impl Config {
     /// both.
     pub(crate) fn schedule_source(
         &self,
-        dir: Direction,
+        dir: Dir,
     ) -> Result<Option<(ScheduleKind, Sourced<String>)>, ConfigError> {
         let tables = [
-            (
-                format!("link.{}", dir.table_key()),
-                self.link.direction(dir),
-            ),
+            (format!("link.{}", dir.name()), self.link.direction(dir)),
             ("link".to_string(), Some(&self.link)),
         ];
         for (prefix, table) in tables {
@@ -132,7 +130,7 @@ impl Config {
         Ok(None)
     }
 
-    fn impairments(&self, dir: Direction) -> Result<Impairments, ConfigError> {
+    fn impairments(&self, dir: Dir) -> Result<Impairments, ConfigError> {
         let seed = self.seed(dir);
         let Some(text) = self.pick(dir, "netem", |l| &l.netem) else {
             return Ok(Impairments {
@@ -156,7 +154,7 @@ impl Config {
         Ok(imp)
     }
 
-    fn framing(&self, dir: Direction) -> Result<Framing, ConfigError> {
+    fn framing(&self, dir: Dir) -> Result<Framing, ConfigError> {
         let Some(text) = self.pick(dir, "framing", |l| &l.framing) else {
             return Ok(Framing::default());
         };
@@ -170,7 +168,7 @@ impl Config {
         })
     }
 
-    fn schedule(&self, dir: Direction) -> Result<Option<Schedule>, ConfigError> {
+    fn schedule(&self, dir: Dir) -> Result<Option<Schedule>, ConfigError> {
         let Some((kind, file)) = self.schedule_source(dir)? else {
             return Ok(None);
         };
@@ -199,7 +197,7 @@ impl Config {
 
     /// The shape of `dir`, reading its trace or schedule file (each part
     /// validated by its parser).
-    pub(crate) fn try_link_shape(&self, dir: Direction) -> Result<LinkShape, ConfigError> {
+    pub(crate) fn try_link_shape(&self, dir: Dir) -> Result<LinkShape, ConfigError> {
         Ok(LinkShape {
             impairments: self.impairments(dir)?,
             schedule: self.schedule(dir)?,
@@ -210,7 +208,7 @@ impl Config {
     /// The impairments, schedule and framing of `dir`, for
     /// `Path::set_shape`. On a validated configuration this is exact (a
     /// trace file that vanished since gives no schedule).
-    pub fn link_shape(&self, dir: Direction) -> LinkShape {
+    pub fn link_shape(&self, dir: Dir) -> LinkShape {
         self.try_link_shape(dir).unwrap_or_else(|_| LinkShape {
             impairments: Impairments {
                 seed: self.seed(dir),

@@ -5,7 +5,8 @@
 
 use super::error::{toml_text, ConfigError};
 use super::qdisc::literal_direction;
-use super::{Config, Direction, Endpoint, LinkSettings, TcCheck};
+use super::{Config, Endpoint, LinkSettings, TcCheck};
+use crate::dir::Dir;
 use crate::units::print_rate;
 use std::ops::RangeInclusive;
 
@@ -61,9 +62,9 @@ pub(super) fn validate(config: &Config, tc_check: Option<TcCheck>) -> Result<(),
     )?;
     gso_min_rate(config)?;
     link_table("link", &config.link)?;
-    for dir in Direction::BOTH {
+    for dir in Dir::ALL {
         if let Some(table) = config.link.direction(dir) {
-            let prefix = format!("link.{}", dir.table_key());
+            let prefix = format!("link.{}", dir.name());
             if table.left_to_right.is_some() || table.right_to_left.is_some() {
                 return Err(ConfigError::field(
                     prefix,
@@ -295,7 +296,7 @@ fn link_table(prefix: &str, t: &LinkSettings) -> Result<(), ConfigError> {
 }
 
 /// tc and ethtool lines inside a direction table must name its device.
-fn lines_name_direction(prefix: &str, t: &LinkSettings, dir: Direction) -> Result<(), ConfigError> {
+fn lines_name_direction(prefix: &str, t: &LinkSettings, dir: Dir) -> Result<(), ConfigError> {
     let tc = t.tc.iter().map(|l| ("tc", l, literal_direction(l).ok()));
     let eth = t.ethtool.iter().map(|l| {
         (
@@ -328,7 +329,7 @@ fn lines_name_direction(prefix: &str, t: &LinkSettings, dir: Direction) -> Resul
 }
 
 /// The resolved coalescing pairs of `dir` must be able to interrupt.
-fn coalescing(config: &Config, dir: Direction) -> Result<(), ConfigError> {
+fn coalescing(config: &Config, dir: Dir) -> Result<(), ConfigError> {
     for side in ["rx", "tx"] {
         let usecs_key = format!("{side}_usecs");
         let frames_key = format!("{side}_frames");
@@ -360,14 +361,14 @@ fn coalescing(config: &Config, dir: Direction) -> Result<(), ConfigError> {
 }
 
 /// A direction's own `qdisc` and literal tc lines for it exclude each other.
-fn qdisc_forms(config: &Config, dir: Direction) -> Result<(), ConfigError> {
+fn qdisc_forms(config: &Config, dir: Dir) -> Result<(), ConfigError> {
     let own_qdisc = config
         .link
         .direction(dir)
         .is_some_and(|t| t.qdisc.is_some());
     if let (true, Some(line)) = (own_qdisc, config.literal_tc_lines(dir).first()) {
         return Err(ConfigError::field(
-            format!("link.{}.qdisc", dir.table_key()),
+            format!("link.{}.qdisc", dir.name()),
             None,
             format!(
                 "{} has both a qdisc and tc lines ({}); expected one form; fix: remove the qdisc or the tc lines for dev {}",
@@ -382,7 +383,7 @@ fn qdisc_forms(config: &Config, dir: Direction) -> Result<(), ConfigError> {
 
 /// A shared qdisc that tc lines override in both directions would be ignored.
 fn unused_shared_qdisc(config: &Config) -> Result<(), ConfigError> {
-    let covered = Direction::BOTH
+    let covered = Dir::ALL
         .iter()
         .all(|&d| !config.literal_tc_lines(d).is_empty());
     if config.link.qdisc.is_some() && covered {

@@ -2,13 +2,14 @@
 //! of requests), `request_stats` for `bloatbox stats` and `down`, and
 //! `RemoteControl`, the TUI's `Control` for `bloatbox top`.
 
+use crate::dir::Dir;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
 use super::proto::Request;
-use crate::bridge::{BridgeSnapshot, Dir};
+use crate::bridge::BridgeSnapshot;
 use crate::packet::DropReason;
 use crate::time::{Instant, NS_PER_US};
 use crate::tui::{Action, LinkField};
@@ -115,10 +116,7 @@ impl RemoteControl {
 /// the daemon as over the socket, so they go through the same field edit
 /// as `bloatbox set`.
 pub(crate) fn set_arg(dir: Dir, field: LinkField, value: u64) -> String {
-    let dev = match dir {
-        Dir::LeftToRight => "left",
-        Dir::RightToLeft => "right",
-    };
+    let dev = dir.dev();
     let text = match field {
         LinkField::Rate => format!("{value}bps"),
         LinkField::Delay => format!("{value}ns"),

@@ -11,6 +11,7 @@
 //! A file left at the socket's path is replaced only if it is a socket no
 //! daemon answers on: any other file is an error, never removed.
 
+use crate::dir::Dir;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -21,7 +22,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::proto::{error_line, ok_line, parse_request, ProtoError, Request, MAX_LINE};
-use crate::bridge::Dir;
 use crate::datapath::{Command, Commander, LiveSnapshot, SnapshotReader};
 use crate::link::PathCounters;
 
@@ -290,7 +290,7 @@ fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
             Ok(serde_json::json!("counters reset"))
         }
         Request::Tc { line } => {
-            use crate::tc::{Dev, Object, TcCommand, Verb};
+            use crate::tc::{Object, TcCommand, Verb};
             let commander = commander(shared)?;
             let parsed = TcCommand::parse(&line);
             let (output, config) = match parsed {
@@ -306,11 +306,7 @@ fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
                 // A change replies with the device's effective qdisc tree.
                 Ok(cmd) if cmd.verb != Verb::Show => {
                     let output = run_tc(commander, &line)?;
-                    let dev = if cmd.dev == Some(Dev::Right) {
-                        "right"
-                    } else {
-                        "left"
-                    };
+                    let dev = cmd.dev.unwrap_or(Dir::LeftToRight).dev();
                     let show = format!("tc qdisc show dev {dev}");
                     (output, Some(run_tc(commander, &show)?))
                 }

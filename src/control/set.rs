@@ -16,7 +16,8 @@
 //! contents as `left.trace_text=...` / `left.schedule_text=...`
 //! (`inline_files`).
 
-use crate::bridge::{Bridge, Dir};
+use crate::bridge::Bridge;
+use crate::dir::Dir;
 use crate::link::impair::{format_netem, parse_netem, Loss};
 use crate::link::{Framing, Impairments, LinkParams, LinkShape, Schedule};
 use crate::time::Instant;
@@ -223,7 +224,7 @@ pub fn parse_set(args: &[String]) -> Result<SetPlan, String> {
             .filter(|((_, name), _)| SHAPE_KEYS.contains(name));
         match shape_key {
             Some(((dev, name), value)) => {
-                let dir = dir_of(dev)
+                let dir = Dir::from_dev(dev)
                     .ok_or_else(|| format!("\"{arg}\": device \"{dev}\" is unknown; {USAGE}"))?;
                 let shown = if name.ends_with("_text") {
                     format!("{dev}.{name}=({} bytes)", value.len())
@@ -328,14 +329,6 @@ impl SetPlan {
     }
 }
 
-fn dir_of(dev: &str) -> Option<Dir> {
-    match dev {
-        "left" => Some(Dir::LeftToRight),
-        "right" => Some(Dir::RightToLeft),
-        _ => None,
-    }
-}
-
 fn field_of(name: &str) -> Option<LinkField> {
     let name = name.replace('_', "-");
     let name = if name == "tx-ring" { "ring" } else { &name };
@@ -352,11 +345,7 @@ pub fn apply_set(args: &[String], params: &mut [LinkParams; 2]) -> Result<(), St
     for arg in args {
         if arg.trim_start().starts_with("ethtool") {
             let cmd = crate::config::parse_ethtool(arg).map_err(|e| e.to_string())?;
-            let dir = match cmd.direction {
-                crate::config::Direction::LeftToRight => Dir::LeftToRight,
-                crate::config::Direction::RightToLeft => Dir::RightToLeft,
-            };
-            cmd.apply(&mut next[dir.index()])
+            cmd.apply(&mut next[cmd.direction.index()])
                 .map_err(|e| e.to_string())?;
             continue;
         }
@@ -366,7 +355,7 @@ pub fn apply_set(args: &[String], params: &mut [LinkParams; 2]) -> Result<(), St
         let (dev, name) = key
             .split_once('.')
             .ok_or_else(|| format!("\"{arg}\": {USAGE}"))?;
-        let dir = dir_of(dev)
+        let dir = Dir::from_dev(dev)
             .ok_or_else(|| format!("\"{arg}\": device \"{dev}\" is unknown; {USAGE}"))?;
         let field = field_of(name)
             .ok_or_else(|| format!("\"{arg}\": field \"{name}\" is unknown; {USAGE}"))?;

@@ -6,6 +6,7 @@
 pub mod plot;
 pub mod table;
 
+use crate::dir::Dir;
 use std::io::{IsTerminal, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,6 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::app::LiveLink;
-use crate::bridge::Dir;
 use crate::config::Config;
 use crate::load::rrul::{self, RrulRaw, RrulSpec, RrulSummary};
 use crate::load::tcp::CongestionControl;

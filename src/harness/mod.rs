@@ -18,8 +18,7 @@
 //!
 //! ```no_run
 //! use bloatbox::harness::{Link, Side};
-//! use bloatbox::bridge::Dir;
-//!
+//! //!
 //! // Needs root (namespaces and TAPs). 20 ms each way, 10 Mbit/s.
 //! let link = Link::builder()
 //!     .set("link.delay=20ms")
@@ -46,6 +45,7 @@
 pub mod run;
 pub mod runs;
 
+use crate::dir::Dir;
 use std::fs::File;
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -60,8 +60,7 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 
 use crate::app::LiveLink;
 pub use crate::app::Side;
-use crate::bridge::Dir;
-use crate::config::{Config, ConfigError, Direction, Endpoint};
+use crate::config::{Config, ConfigError, Endpoint};
 use crate::datapath::{Command as DpCommand, DatapathError, LiveSnapshot};
 use crate::link::LinkParams;
 pub use crate::rootless::Backend;
@@ -318,8 +317,8 @@ impl Link {
             HarnessError::Up(e)
         })?;
         let params = Mutex::new([
-            config.link_params(Direction::LeftToRight),
-            config.link_params(Direction::RightToLeft),
+            config.link_params(Dir::LeftToRight),
+            config.link_params(Dir::RightToLeft),
         ]);
         tracing::info!(name = %name, "link up");
         Ok(Link {
@@ -704,7 +703,7 @@ mod tests {
             cfg.control_socket(),
             PathBuf::from("/run/bloatbox/bbtest.sock")
         );
-        assert_eq!(cfg.link_params(Direction::LeftToRight).delay_ns, 20_000_000);
+        assert_eq!(cfg.link_params(Dir::LeftToRight).delay_ns, 20_000_000);
         let e = Link::builder().set("link.nope=1").resolve().unwrap_err();
         assert!(e.to_string().contains("unknown key"), "{e}");
     }

@@ -15,6 +15,7 @@
 //! when `bloatbox run` itself got signal N; 124 when the right side never
 //! became ready; 125 when bloatbox could not run (configuration, set-up).
 
+use crate::dir::Dir;
 use std::io::{self, IsTerminal};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
@@ -27,7 +28,6 @@ use nix::unistd::Pid;
 use serde_json::{json, Value};
 
 use super::{Link, LinkBuilder, Proto, Side, KILL_GRACE};
-use crate::bridge::Dir;
 use crate::datapath::LiveSnapshot;
 use crate::netns::TerminationSignals;
 

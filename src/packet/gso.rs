@@ -787,9 +787,9 @@ mod tests {
 
     #[test]
     fn policy_sees_htb_and_tbf_in_built_trees() {
+        use crate::dir::Dir;
         use crate::qdisc::tree::{DevSpec, QdiscTree};
         use crate::qdisc::Qdisc;
-        use crate::tc::Dev;
         use crate::time::Instant;
         let policy = GsoPolicy {
             whole_min_rate_bytes_ps: 125_000_000,
@@ -799,7 +799,8 @@ mod tests {
             ..LinkParams::default()
         };
         let whole = |lines: &[&str]| {
-            let tree = QdiscTree::build(DevSpec::from_link(Dev::Left, &params), lines).unwrap();
+            let tree =
+                QdiscTree::build(DevSpec::from_link(Dir::LeftToRight, &params), lines).unwrap();
             policy.passes_whole(&params, &LinkShape::default(), &tree.dump(Instant::ZERO))
         };
         // configs/htb-sfq-100mbit.toml: 100 Mbit/s HTB on a 1 Gbit/s link.

@@ -33,6 +33,7 @@
 //!
 //! A command that fails leaves the tree untouched: new qdiscs are built before
 //! anything is swapped, and disciplines apply `change` atomically.
+use crate::dir::Dir;
 
 use super::fifo::{Fifo, FifoKind};
 use super::{
@@ -43,13 +44,13 @@ use crate::link::LinkParams;
 use crate::packet::filter::Filter;
 use crate::packet::{Drops, Packet};
 use crate::tc::show::{self, tc_handle};
-use crate::tc::{registry, Dev, Object, TcCommand, Verb};
+use crate::tc::{registry, Object, TcCommand, Verb};
 use crate::time::Instant;
 
 /// What the kernel knows about the device below the tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DevSpec {
-    pub dev: Dev,
+    pub dev: Dir,
     /// `dev->tx_queue_len`: default limits of pfifo_fast, pfifo, ...
     pub txqueuelen: u32,
     /// Device MTU (`psched_mtu` = MTU + 14).
@@ -64,7 +65,7 @@ pub struct DevSpec {
 
 impl DevSpec {
     /// A single-queue TAP: txqueuelen 1000, MTU 1500, pfifo_fast.
-    pub fn new(dev: Dev) -> DevSpec {
+    pub fn new(dev: Dir) -> DevSpec {
         DevSpec {
             dev,
             txqueuelen: 1000,
@@ -76,7 +77,7 @@ impl DevSpec {
     }
 
     /// The device described by the link parameters of its direction.
-    pub fn from_link(dev: Dev, params: &LinkParams) -> DevSpec {
+    pub fn from_link(dev: Dir, params: &LinkParams) -> DevSpec {
         DevSpec {
             txqueuelen: params.txqueuelen,
             mtu: params.mtu,
@@ -265,8 +266,8 @@ impl QdiscTree {
             if dev != self.dev.dev {
                 return Err(TcError::new(format!(
                     "Error: a command for dev {} reached the tree of dev {}",
-                    dev.name(),
-                    self.dev.dev.name()
+                    dev.dev(),
+                    self.dev.dev.dev()
                 )));
             }
         }
@@ -633,7 +634,7 @@ impl QdiscTree {
         let q = find(&d, qid).ok_or_else(|| {
             rtnl(
                 "No such file or directory",
-                format!("no qdisc {} on dev {}", tc_handle(qid), self.dev.dev.name()),
+                format!("no qdisc {} on dev {}", tc_handle(qid), self.dev.dev.dev()),
             )
         })?;
         if let Some(k) = cmd.kind.as_deref() {
@@ -754,7 +755,7 @@ impl QdiscTree {
                 TcError::new(format!(
                     "Error: Parent Qdisc doesn't exists.\n(no qdisc {} on dev {})",
                     tc_handle(p & 0xFFFF_0000),
-                    self.dev.dev.name()
+                    self.dev.dev.dev()
                 ))
             })?,
         };
@@ -889,13 +890,13 @@ mod tests {
     const T: Instant = Instant::ZERO;
 
     fn tree() -> QdiscTree {
-        QdiscTree::new(DevSpec::new(Dev::Left)).unwrap()
+        QdiscTree::new(DevSpec::new(Dir::LeftToRight)).unwrap()
     }
 
     fn mq_tree(n: u16) -> QdiscTree {
         QdiscTree::new(DevSpec {
             tx_queues: n,
-            ..DevSpec::new(Dev::Left)
+            ..DevSpec::new(Dir::LeftToRight)
         })
         .unwrap()
     }
@@ -941,7 +942,7 @@ mod tests {
         assert_eq!(m.children.len(), 4);
         assert!(QdiscTree::new(DevSpec {
             default_qdisc: "htb".into(),
-            ..DevSpec::new(Dev::Left)
+            ..DevSpec::new(Dir::LeftToRight)
         })
         .is_err());
     }
@@ -950,7 +951,7 @@ mod tests {
     fn build_applies_lines_in_order() {
         let dev = DevSpec {
             tx_queues: 2,
-            ..DevSpec::new(Dev::Right)
+            ..DevSpec::new(Dir::RightToLeft)
         };
         let t = QdiscTree::build(
             dev.clone(),
@@ -1336,7 +1337,7 @@ mod props {
             cmds in proptest::collection::vec(shaped(), 1..25),
             queues in 1u16..4,
         ) {
-            let mut t = QdiscTree::new(DevSpec { tx_queues: queues, ..DevSpec::new(Dev::Left) }).unwrap();
+            let mut t = QdiscTree::new(DevSpec { tx_queues: queues, ..DevSpec::new(Dir::LeftToRight) }).unwrap();
             let mut drops = Drops::new();
             let now = Instant::ZERO;
             for (i, line) in cmds.iter().enumerate() {

@@ -8,12 +8,13 @@
 
 use super::frame::{self, Endpoints, Proto, Tag, L4};
 use super::observe::{Departure, DequeueLog, Observed};
-use super::qdiscs::{build_qdisc, dev_of, tc_show};
+use super::qdiscs::{build_qdisc, tc_show};
 use super::report::{DirReport, DirTally, FlowReport, SimReport};
-use super::scenario::{Direction, Scenario};
+use super::scenario::Scenario;
 use super::sources::{build_flows, latency_histogram, seg_bytes, Flow, Source};
-use super::trace::{Dir, EventKind, Trace, TraceEvent};
+use super::trace::{EventKind, Trace, TraceEvent};
 use super::SimError;
+use crate::dir::Dir;
 use crate::link::Path;
 use crate::packet::classify::classify;
 use crate::packet::{DropReason, Packet};
@@ -174,7 +175,7 @@ impl Sim {
         let mut rng = SmallRng::seed_from_u64(sc.seed);
         let cfg = sc.config();
         let logs = [DequeueLog::default(), DequeueLog::default()];
-        let mut make_path = |dir: Direction, log: &DequeueLog| {
+        let mut make_path = |dir: Dir, log: &DequeueLog| {
             let params = cfg.link_params(dir);
             let lines = cfg.tc_lines(dir);
             let qdisc = build_qdisc(dir, &lines, &params, cfg.tx_queues(dir), rng.next_u64())?;
@@ -192,8 +193,8 @@ impl Sim {
             }
             Ok::<_, SimError>(path)
         };
-        let l2r = make_path(Direction::LeftToRight, &logs[0])?;
-        let r2l = make_path(Direction::RightToLeft, &logs[1])?;
+        let l2r = make_path(Dir::LeftToRight, &logs[0])?;
+        let r2l = make_path(Dir::RightToLeft, &logs[1])?;
         let flows = build_flows(sc, &mut rng)?;
         let dir_state = |dequeues: DequeueLog| DirState {
             dequeues,
@@ -717,11 +718,11 @@ impl Sim {
         let cfg = sc.config();
         let flows = self.flows.iter().map(|f| FlowReport::new(f, end)).collect();
         let directions = [0, 1].map(|d| {
-            let dir = Direction::BOTH[d];
+            let dir = Dir::ALL[d];
             let snap = self.paths[d].snapshot(end);
             let tc = tc_show(dir, &snap.qdisc, cfg.tx_queues(dir));
             DirReport::new(
-                (Dir::ALL[d].name(), dev_of(dir).name()),
+                (Dir::ALL[d].name(), dir.dev()),
                 &snap,
                 &self.dirs[d].owd,
                 self.dirs[d].tally,

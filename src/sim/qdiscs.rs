@@ -4,25 +4,17 @@
 //! the end `tc -s -d qdisc show` / `class show` print its statistics.
 
 use super::SimError;
-use crate::config::Direction;
+use crate::dir::Dir;
 use crate::link::LinkParams;
 use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::qdisc::{Qdisc, QdiscDump};
 use crate::tc::show::{render, DevDump};
-use crate::tc::{Dev, TcCommand};
-
-/// The tc device of a direction.
-pub fn dev_of(dir: Direction) -> Dev {
-    match dir {
-        Direction::LeftToRight => Dev::Left,
-        Direction::RightToLeft => Dev::Right,
-    }
-}
+use crate::tc::TcCommand;
 
 /// The qdisc tree `lines` build on `dir`'s device; `seed` feeds hash
 /// perturbation. No lines: the device default (pfifo_fast).
 pub fn build_qdisc(
-    dir: Direction,
+    dir: Dir,
     lines: &[String],
     params: &LinkParams,
     tx_queues: u32,
@@ -31,10 +23,10 @@ pub fn build_qdisc(
     let dev = DevSpec {
         tx_queues: tx_queues.clamp(1, u16::MAX as u32) as u16,
         seed,
-        ..DevSpec::from_link(dev_of(dir), params)
+        ..DevSpec::from_link(dir, params)
     };
     let tree = QdiscTree::build(dev, lines).map_err(|e| SimError::Qdisc {
-        dir: dir.table_key().to_string(),
+        dir: dir.name().to_string(),
         msg: e.to_string(),
     })?;
     Ok(Box::new(tree))
@@ -42,17 +34,16 @@ pub fn build_qdisc(
 
 /// `tc -s -d qdisc show dev D` followed by `tc -s -d class show dev D`, as
 /// iproute2 prints them, from the final dump of `dir`'s tree.
-pub fn tc_show(dir: Direction, root: &QdiscDump, tx_queues: u32) -> String {
-    let dev = dev_of(dir);
+pub fn tc_show(dir: Dir, root: &QdiscDump, tx_queues: u32) -> String {
     let devs = [DevDump {
-        dev,
+        dev: dir,
         root,
         tx_queues: tx_queues.clamp(1, u16::MAX as u32) as u16,
     }];
     ["qdisc", "class"]
         .iter()
         .map(|object| {
-            let line = format!("tc -s -d {object} show dev {}", dev.name());
+            let line = format!("tc -s -d {object} show dev {}", dir.dev());
             TcCommand::parse(&line)
                 .and_then(|cmd| render(&cmd, &devs))
                 .unwrap_or_else(|e| format!("{line}: {e}\n"))
@@ -65,13 +56,13 @@ mod tests {
     use super::*;
     use crate::time::Instant;
 
-    fn build(dir: Direction, lines: &[&str]) -> Result<Box<dyn Qdisc>, SimError> {
+    fn build(dir: Dir, lines: &[&str]) -> Result<Box<dyn Qdisc>, SimError> {
         let lines: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
         build_qdisc(dir, &lines, &LinkParams::default(), 1, 1)
     }
 
     fn build_err(lines: &[&str]) -> String {
-        match build(Direction::LeftToRight, lines) {
+        match build(Dir::LeftToRight, lines) {
             Ok(q) => panic!("built {}", q.kind()),
             Err(e) => e.to_string(),
         }
@@ -79,9 +70,9 @@ mod tests {
 
     #[test]
     fn default_is_pfifo_fast() {
-        let q = build(Direction::RightToLeft, &[]).unwrap();
+        let q = build(Dir::RightToLeft, &[]).unwrap();
         assert_eq!(q.kind(), "pfifo_fast");
-        let text = tc_show(Direction::RightToLeft, &q.dump(Instant::ZERO), 1);
+        let text = tc_show(Dir::RightToLeft, &q.dump(Instant::ZERO), 1);
         assert!(
             text.starts_with("qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap"),
             "{text}"
@@ -95,7 +86,7 @@ mod tests {
     #[test]
     fn htb_tree_from_several_lines_prints_classes() {
         let q = build(
-            Direction::LeftToRight,
+            Dir::LeftToRight,
             &[
                 "tc qdisc add dev left root handle 1: htb default 10",
                 "tc class add dev left parent 1: classid 1:10 htb rate 10mbit",
@@ -104,7 +95,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(q.kind(), "htb");
-        let text = tc_show(Direction::LeftToRight, &q.dump(Instant::ZERO), 1);
+        let text = tc_show(Dir::LeftToRight, &q.dump(Instant::ZERO), 1);
         assert!(text.contains("qdisc htb 1: root"), "{text}");
         assert!(text.contains("qdisc fq_codel"), "{text}");
         assert!(text.contains("class htb 1:10 root"), "{text}");

@@ -105,7 +105,7 @@ impl FlowReport {
         FlowReport {
             name: f.name.clone(),
             kind: f.source.kind(),
-            dir: super::trace::Dir::ALL[f.dir].name(),
+            dir: crate::dir::Dir::ALL[f.dir].name(),
             forward: fwd,
             reverse: f.counters[1],
             throughput_bps: per_s(fwd.delivered_bytes),

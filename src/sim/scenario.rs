@@ -44,8 +44,8 @@
 
 use super::frame::{Endpoints, Proto};
 use super::SimError;
-pub use crate::config::Direction;
 use crate::config::{Config, LinkSettings, TapSettings};
+use crate::dir::Dir;
 use crate::link::impair::{parse_netem, Impairments};
 use crate::link::LinkShape;
 use crate::units;
@@ -86,16 +86,8 @@ impl<'de> Deserialize<'de> for Size {
     }
 }
 
-/// Index of the path a direction's frames use: 0 left→right, 1 right→left.
-pub fn path_index(dir: Direction) -> usize {
-    match dir {
-        Direction::LeftToRight => 0,
-        Direction::RightToLeft => 1,
-    }
-}
-
-fn left_to_right() -> Direction {
-    Direction::LeftToRight
+fn left_to_right() -> Dir {
+    Dir::LeftToRight
 }
 
 /// The whole scenario.
@@ -180,7 +172,7 @@ pub struct TcpSpec {
     #[serde(default)]
     pub cc: CcAlgo,
     #[serde(default = "left_to_right")]
-    pub direction: Direction,
+    pub direction: Dir,
     #[serde(default)]
     pub start: SimTime,
     /// Random extra start delay, uniform in [0, start_jitter).
@@ -224,7 +216,7 @@ pub struct UdpSpec {
     #[serde(default)]
     pub name: Option<String>,
     #[serde(default = "left_to_right")]
-    pub direction: Direction,
+    pub direction: Dir,
     #[serde(default)]
     pub start: SimTime,
     pub stop: Option<SimTime>,
@@ -259,7 +251,7 @@ pub struct PingSpec {
     #[serde(default)]
     pub name: Option<String>,
     #[serde(default = "left_to_right")]
-    pub direction: Direction,
+    pub direction: Dir,
     #[serde(default)]
     pub start: SimTime,
     pub stop: Option<SimTime>,
@@ -284,7 +276,7 @@ pub struct PacketSpec {
     #[serde(default)]
     pub name: Option<String>,
     #[serde(default = "left_to_right")]
-    pub direction: Direction,
+    pub direction: Dir,
     pub time: SimTime,
     #[serde(default = "default_proto")]
     pub proto: Proto,
@@ -404,7 +396,7 @@ impl Scenario {
                 None => e.to_string(),
             }));
         }
-        for dir in Direction::BOTH {
+        for dir in Dir::ALL {
             self.link_shape(dir, &mut || 0)?;
         }
         let mut flows: u64 = 0;
@@ -537,7 +529,7 @@ impl Scenario {
         what: &str,
         size: u32,
         addr: &Addressing,
-        dir: Direction,
+        dir: Dir,
         proto: Proto,
     ) -> Result<(), SimError> {
         let min = self.endpoints(addr, dir, proto, 0)?.min_frame(proto);
@@ -553,10 +545,10 @@ impl Scenario {
     }
 
     /// The impairments of `dir`, if any (checked by `from_toml`).
-    pub fn impairments(&self, dir: Direction) -> Result<Option<Impairments>, SimError> {
+    pub fn impairments(&self, dir: Dir) -> Result<Option<Impairments>, SimError> {
         let text = match dir {
-            Direction::LeftToRight => &self.netem.left_to_right,
-            Direction::RightToLeft => &self.netem.right_to_left,
+            Dir::LeftToRight => &self.netem.left_to_right,
+            Dir::RightToLeft => &self.netem.right_to_left,
         };
         let Some(text) = text else {
             return Ok(None);
@@ -568,7 +560,7 @@ impl Scenario {
                 let line = self.table_line("[netem").unwrap_or(0);
                 SimError::Scenario(format!(
                     "line {line}: netem.{} = \"{text}\": {e}",
-                    dir.table_key()
+                    dir.name()
                 ))
             })?;
         Ok(Some(imp))
@@ -582,7 +574,7 @@ impl Scenario {
     /// impairments are set, so that a scenario's `seed` changes its draws.
     pub fn link_shape(
         &self,
-        dir: Direction,
+        dir: Dir,
         draw: &mut dyn FnMut() -> u64,
     ) -> Result<LinkShape, SimError> {
         let cfg = self.config();
@@ -596,7 +588,7 @@ impl Scenario {
             Some(_) if !shape.impairments.is_none() => {
                 return Err(SimError::Scenario(format!(
                     "netem.{} and a netem key of [link] both set impairments for {}; fix: write them in one place",
-                    dir.table_key(),
+                    dir.name(),
                     dir.arrow()
                 )))
             }
@@ -624,7 +616,7 @@ impl Scenario {
     pub fn endpoints(
         &self,
         addr: &Addressing,
-        dir: Direction,
+        dir: Dir,
         proto: Proto,
         port_index: u32,
     ) -> Result<Endpoints, SimError> {
@@ -640,8 +632,8 @@ impl Scenario {
             )
         };
         let (s_host, d_host) = match dir {
-            Direction::LeftToRight => (left, right),
-            Direction::RightToLeft => (right, left),
+            Dir::LeftToRight => (left, right),
+            Dir::RightToLeft => (right, left),
         };
         let sport = (10_000 + port_index % 50_000) as u16;
         let dport = match proto {
@@ -658,7 +650,7 @@ impl Scenario {
         Ok(Endpoints {
             src,
             dst,
-            from_left: dir == Direction::LeftToRight,
+            from_left: dir == Dir::LeftToRight,
         })
     }
 }
@@ -690,17 +682,14 @@ interval = "10ms"
         assert_eq!(s.seed, 7);
         assert_eq!(s.duration.0, 2_000_000_000);
         let cfg = s.config();
-        let l2r = cfg.link_params(Direction::LeftToRight);
+        let l2r = cfg.link_params(Dir::LeftToRight);
         assert_eq!(l2r.rate_bytes_ps, 1_250_000);
         assert_eq!(l2r.delay_ns, 5_000_000);
         assert_eq!(l2r.mtu, 1500);
         // Unset values take the configuration's built-in defaults.
+        assert_eq!(cfg.link_params(Dir::RightToLeft).rate_bytes_ps, 12_500_000);
         assert_eq!(
-            cfg.link_params(Direction::RightToLeft).rate_bytes_ps,
-            12_500_000
-        );
-        assert_eq!(
-            cfg.tc_lines(Direction::LeftToRight),
+            cfg.tc_lines(Dir::LeftToRight),
             vec!["tc qdisc add dev left root pfifo limit 100".to_string()]
         );
         assert_eq!(s.tcp[0].get_ref().cc, CcAlgo::Reno);
@@ -741,9 +730,9 @@ interval = "10ms"
     fn netem_lines_parse_and_errors_name_them() {
         let text = format!("{BASIC}\n[netem]\nleft_to_right = \"delay 10ms 2ms loss 1%\"\n");
         let s = Scenario::from_toml(&text).unwrap();
-        let imp = s.impairments(Direction::LeftToRight).unwrap().unwrap();
+        let imp = s.impairments(Dir::LeftToRight).unwrap().unwrap();
         assert_eq!((imp.delay_ns, imp.jitter_ns), (10_000_000, 2_000_000));
-        assert!(s.impairments(Direction::RightToLeft).unwrap().is_none());
+        assert!(s.impairments(Dir::RightToLeft).unwrap().is_none());
         let text = format!("{BASIC}\n[netem]\nright_to_left = \"loss lots\"\n");
         let e = Scenario::from_toml(&text).unwrap_err().to_string();
         assert!(

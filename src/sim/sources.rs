@@ -5,9 +5,10 @@
 //! both directions (data and ACKs / requests and replies).
 
 use super::frame::{Endpoints, Proto};
-use super::scenario::{CcAlgo, Direction, Scenario, SimTime};
+use super::scenario::{CcAlgo, Scenario, SimTime};
 use super::tcp::{TcpReceiver, TcpSender};
 use super::SimError;
+use crate::dir::Dir;
 use crate::time::{Instant, NS_PER_SEC};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
@@ -185,7 +186,7 @@ pub fn build_flows(sc: &Scenario, rng: &mut SmallRng) -> Result<Vec<Flow>, SimEr
     let mut flows = Vec::new();
     let push = |flows: &mut Vec<Flow>,
                 name: String,
-                dir: Direction,
+                dir: Dir,
                 ep: Endpoints,
                 tos: u8,
                 start: Instant,
@@ -193,7 +194,7 @@ pub fn build_flows(sc: &Scenario, rng: &mut SmallRng) -> Result<Vec<Flow>, SimEr
                 source: Source| {
         flows.push(Flow {
             name,
-            dir: super::scenario::path_index(dir),
+            dir: dir.index(),
             ep,
             tos,
             start,

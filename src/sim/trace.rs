@@ -5,6 +5,7 @@
 //! multiply-rotate fold (the FxHash step): fixed, fast and platform
 //! independent, which is all a run fingerprint needs.
 
+use crate::dir::Dir;
 use serde::Serialize;
 use std::io::Write;
 
@@ -30,26 +31,6 @@ pub enum EventKind {
     EcnMark,
     /// Handed to the receiving host.
     Deliver,
-}
-
-/// A path: left→right or right→left.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum Dir {
-    #[serde(rename = "l2r")]
-    L2r,
-    #[serde(rename = "r2l")]
-    R2l,
-}
-
-impl Dir {
-    /// By path index (0: left→right).
-    pub const ALL: [Dir; 2] = [Dir::L2r, Dir::R2l];
-    pub fn name(self) -> &'static str {
-        match self {
-            Dir::L2r => "l2r",
-            Dir::R2l => "r2l",
-        }
-    }
 }
 
 /// One trace line.
@@ -157,7 +138,7 @@ mod tests {
         TraceEvent {
             t,
             ev: kind,
-            dir: Dir::L2r,
+            dir: Dir::LeftToRight,
             flow: 1,
             pkt: 2,
             size: 1514,
@@ -175,8 +156,8 @@ mod tests {
         let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
         assert_eq!(
             text,
-            "{\"t\":5,\"ev\":\"enqueue\",\"dir\":\"l2r\",\"flow\":1,\"pkt\":2,\"size\":1514}\n\
-             {\"t\":9,\"ev\":\"drop\",\"dir\":\"l2r\",\"flow\":1,\"pkt\":2,\"size\":1514,\"reason\":\"queue_full\"}\n"
+            "{\"t\":5,\"ev\":\"enqueue\",\"dir\":\"left_to_right\",\"flow\":1,\"pkt\":2,\"size\":1514}\n\
+             {\"t\":9,\"ev\":\"drop\",\"dir\":\"left_to_right\",\"flow\":1,\"pkt\":2,\"size\":1514,\"reason\":\"queue_full\"}\n"
         );
         let mut other = Trace::hash_only();
         other.record(ev(5, EventKind::Enqueue));

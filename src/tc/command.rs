@@ -6,38 +6,18 @@
 //! the kind's own parser. Errors read like tc's and name the bad token.
 
 use super::registry;
+use crate::dir::Dir;
 use crate::qdisc::{Handle, TcError, TC_H_ROOT};
 
-/// The two egress devices of the emulated link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-pub enum Dev {
-    /// Egress of the left→right direction.
-    Left,
-    /// Egress of the right→left direction (the mirror).
-    Right,
-}
-
-impl Dev {
-    pub const ALL: [Dev; 2] = [Dev::Left, Dev::Right];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Dev::Left => "left",
-            Dev::Right => "right",
-        }
-    }
-
-    /// `dev NAME`; anything but `left`/`right` is tc's "Cannot find device".
-    pub fn parse(name: &str) -> Result<Dev, TcError> {
-        match name {
-            "left" => Ok(Dev::Left),
-            "right" => Ok(Dev::Right),
-            other => Err(TcError::new(format!(
-                "Cannot find device \"{other}\"\n(bloatbox has two devices: \"left\" = egress of \
-                 the left→right direction, \"right\" = egress of right→left)"
-            ))),
-        }
-    }
+/// `dev NAME`: `left` (egress of left→right) or `right` (its mirror);
+/// anything else is tc's "Cannot find device".
+pub fn parse_dev(name: &str) -> Result<Dir, TcError> {
+    Dir::from_dev(name).ok_or_else(|| {
+        TcError::new(format!(
+            "Cannot find device \"{name}\"\n(bloatbox has two devices: \"left\" = egress of \
+             the left→right direction, \"right\" = egress of right→left)"
+        ))
+    })
 }
 
 /// `tc qdisc|class|filter`.
@@ -84,7 +64,7 @@ pub struct TcCommand {
     pub object: Object,
     pub verb: Verb,
     /// `dev left|right`; `None` only for `show` (then every device is listed).
-    pub dev: Option<Dev>,
+    pub dev: Option<Dir>,
     /// `root` (`TC_H_ROOT`) or `parent M:m`.
     pub parent: Option<Handle>,
     /// qdisc `handle M:`, class `classid M:m` (also the `handle`/`classid`
@@ -220,7 +200,7 @@ impl<'a> Tokens<'a> {
 /// What the argument loops collect.
 #[derive(Default)]
 struct Parsed {
-    dev: Option<Dev>,
+    dev: Option<Dir>,
     parent: Option<Handle>,
     handle: Option<Handle>,
     kind: Option<String>,
@@ -233,7 +213,7 @@ impl Parsed {
         if self.dev.is_some() {
             return Err(duparg("dev", v));
         }
-        self.dev = Some(Dev::parse(v)?);
+        self.dev = Some(parse_dev(v)?);
         Ok(())
     }
     fn set_root(&mut self) -> Result<(), TcError> {
@@ -629,7 +609,7 @@ mod tests {
         let c = parse("tc qdisc add dev left root handle 1: bfifo limit 10k");
         assert_eq!(c.object, Object::Qdisc);
         assert_eq!(c.verb, Verb::Add);
-        assert_eq!(c.dev, Some(Dev::Left));
+        assert_eq!(c.dev, Some(Dir::LeftToRight));
         assert_eq!(c.parent, Some(TC_H_ROOT));
         assert_eq!(c.handle, Some(tc_h_make(1, 0)));
         assert_eq!(c.kind.as_deref(), Some("bfifo"));
@@ -649,7 +629,7 @@ mod tests {
             }
         );
         assert_eq!(c.verb, Verb::Show);
-        assert_eq!(c.dev, Some(Dev::Right));
+        assert_eq!(c.dev, Some(Dir::RightToLeft));
         let c = parse("tc --stats qdisc");
         assert!(c.flags.stats);
         assert_eq!(c.dev, None);
@@ -777,7 +757,7 @@ mod tests {
             "tc filter add dev left parent 1: protocol ip prio 1 u32 match ip dport 22 0xffff flowid 1:10",
         );
         assert_eq!(c.object, Object::Filter);
-        assert_eq!(c.dev, Some(Dev::Left));
+        assert_eq!(c.dev, Some(Dir::LeftToRight));
         assert_eq!(c.parent, Some(0x0001_0000));
         assert_eq!(c.kind.as_deref(), Some("u32"));
         assert_eq!(

@@ -12,9 +12,10 @@ pub mod command;
 pub mod registry;
 pub mod show;
 
-pub use command::{Dev, Flags, Object, TcCommand, Verb};
+pub use command::{parse_dev, Flags, Object, TcCommand, Verb};
 pub use registry::new_qdisc;
 
+use crate::dir::Dir;
 use crate::qdisc::tree::DevSpec;
 use crate::qdisc::{tc_h_make, TC_H_ROOT};
 
@@ -34,7 +35,7 @@ pub fn check_line(line: &str) -> Result<(), String> {
     // A scratch multi-queue device, so that only the options are judged.
     let dev = DevSpec {
         tx_queues: 2,
-        ..DevSpec::new(cmd.dev.unwrap_or(Dev::Left))
+        ..DevSpec::new(cmd.dev.unwrap_or(Dir::LeftToRight))
     };
     let ctx = dev.ctx(
         cmd.handle.unwrap_or(tc_h_make(0x8001, 0)),

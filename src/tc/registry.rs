@@ -102,13 +102,13 @@ pub fn default_leaf(ctx: QdiscCtx, dev: &DevSpec) -> Box<dyn Qdisc> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tc::Dev;
+    use crate::dir::Dir;
 
     #[test]
     fn builds_every_kind_with_defaults() {
         let dev = DevSpec {
             tx_queues: 4,
-            ..DevSpec::new(Dev::Left)
+            ..DevSpec::new(Dir::LeftToRight)
         };
         for kind in KINDS {
             // tbf has mandatory options
@@ -123,7 +123,7 @@ mod tests {
 
     #[test]
     fn unknown_kinds_error_like_tc() {
-        let dev = DevSpec::new(Dev::Left);
+        let dev = DevSpec::new(Dir::LeftToRight);
         let e = new_qdisc("cake", QdiscCtx::default(), &dev, &["bandwidth", "1mbit"])
             .err()
             .unwrap();
@@ -138,7 +138,7 @@ mod tests {
 
     #[test]
     fn options_reach_the_constructor() {
-        let dev = DevSpec::new(Dev::Left);
+        let dev = DevSpec::new(Dir::LeftToRight);
         let q = new_qdisc("bfifo", QdiscCtx::default(), &dev, &["limit", "10kb"]).unwrap();
         assert_eq!(q.dump(crate::time::Instant::ZERO).options, "limit 10Kb");
         assert!(new_qdisc("pfifo", QdiscCtx::default(), &dev, &["limit", "x"]).is_err());

@@ -1,12 +1,13 @@
 //! tc text sessions: command sequences as they appear on netdev threads and
 //! mailing lists, applied to a device's tree, then `tc show` compared to the
 //! text iproute2 prints (VECTORS.md U-*, M-1; LINUX-TC.md 1.5, 10).
+use crate::dir::Dir;
 
 use crate::packet::Drops;
 use crate::qdisc::testutil::flow_pkt;
 use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::qdisc::{Qdisc, TcError};
-use crate::tc::{Dev, TcCommand};
+use crate::tc::TcCommand;
 use crate::time::Instant;
 
 const T: Instant = Instant::ZERO;
@@ -46,7 +47,7 @@ fn left_session(lines: &str) -> (QdiscTree, Drops, String) {
 fn left(tx_queues: u16) -> QdiscTree {
     QdiscTree::new(DevSpec {
         tx_queues,
-        ..DevSpec::new(Dev::Left)
+        ..DevSpec::new(Dir::LeftToRight)
     })
     .unwrap()
 }
@@ -287,7 +288,7 @@ fn vector_m1_with_fq_codel_as_default_qdisc() {
     let mut t = QdiscTree::new(DevSpec {
         tx_queues: 2,
         default_qdisc: "fq_codel".into(),
-        ..DevSpec::new(Dev::Left)
+        ..DevSpec::new(Dir::LeftToRight)
     })
     .unwrap();
     let out = session(&mut t, "tc qdisc show dev left", &mut Drops::new());

@@ -24,8 +24,9 @@
 //! pre-order, which gives the familiar `parent :4 ... parent :1` under mq.
 //! Default children with handle 0 (HTB/TBF/QFQ leaves nobody attached a qdisc
 //! to) are invisible unless `invisible` is asked for; mq's are visible.
+use crate::dir::Dir;
 
-use super::command::{Dev, Flags, Object, TcCommand};
+use super::command::{Flags, Object, TcCommand};
 use crate::qdisc::TC_H_ROOT;
 use crate::qdisc::{tc_h_major, tc_h_minor, ClassDump, Handle, QdiscDump, QdiscStats, TcError};
 use crate::units::sprint_size;
@@ -35,7 +36,7 @@ use std::fmt::Write;
 
 /// One device's tree, as the printer needs it.
 pub struct DevDump<'a> {
-    pub dev: Dev,
+    pub dev: Dir,
     pub root: &'a QdiscDump,
     /// TX queues of the device (a non-mq root is referenced once per queue
     /// plus once by the device: `refcnt` = queues + 1).
@@ -165,10 +166,10 @@ fn options<'a>(plain: &'a str, detail: &'a str, flags: Flags) -> &'a str {
     o.trim_end()
 }
 
-fn qdisc_text(out: &mut String, q: &QdiscDump, dev: Option<Dev>, refcnt: u32, flags: Flags) {
+fn qdisc_text(out: &mut String, q: &QdiscDump, dev: Option<Dir>, refcnt: u32, flags: Flags) {
     let _ = write!(out, "qdisc {} {:x}: ", q.kind, tc_h_major(q.handle));
     if let Some(d) = dev {
-        let _ = write!(out, "dev {} ", d.name());
+        let _ = write!(out, "dev {} ", d.dev());
     }
     if q.parent == TC_H_ROOT {
         out.push_str("root ");
@@ -192,10 +193,10 @@ fn qdisc_text(out: &mut String, q: &QdiscDump, dev: Option<Dev>, refcnt: u32, fl
     }
 }
 
-fn class_text(out: &mut String, c: &ClassDump, dev: Option<Dev>, flags: Flags) {
+fn class_text(out: &mut String, c: &ClassDump, dev: Option<Dir>, flags: Flags) {
     let _ = write!(out, "class {} {} ", c.kind, tc_handle(c.classid));
     if let Some(d) = dev {
-        let _ = write!(out, "dev {} ", d.name());
+        let _ = write!(out, "dev {} ", d.dev());
     }
     if c.parent == TC_H_ROOT {
         out.push_str("root ");
@@ -286,9 +287,9 @@ fn to_json(objs: &[Obj], pretty: bool) -> String {
     }
 }
 
-fn head_json(o: &mut Obj, dev: Option<Dev>, parent: Handle) {
+fn head_json(o: &mut Obj, dev: Option<Dir>, parent: Handle) {
     if let Some(d) = dev {
-        o.put("dev", json!(d.name()));
+        o.put("dev", json!(d.dev()));
     }
     if parent == TC_H_ROOT {
         o.put("root", json!(true));
@@ -309,7 +310,7 @@ fn stats_json(o: &mut Obj, basic: Option<&QdiscStats>, q: &QdiscStats) {
     o.put("qlen", json!(q.qlen));
 }
 
-fn qdisc_json(q: &QdiscDump, dev: Option<Dev>, refcnt: u32, flags: Flags) -> Obj {
+fn qdisc_json(q: &QdiscDump, dev: Option<Dir>, refcnt: u32, flags: Flags) -> Obj {
     let mut o = Obj(Vec::new());
     o.put("kind", json!(q.kind));
     o.put("handle", json!(format!("{:x}:", tc_h_major(q.handle))));
@@ -325,7 +326,7 @@ fn qdisc_json(q: &QdiscDump, dev: Option<Dev>, refcnt: u32, flags: Flags) -> Obj
     o
 }
 
-fn class_json(c: &ClassDump, dev: Option<Dev>, flags: Flags) -> Obj {
+fn class_json(c: &ClassDump, dev: Option<Dir>, flags: Flags) -> Obj {
     let mut o = Obj(Vec::new());
     o.put("class", json!(c.kind));
     o.put("handle", json!(tc_handle(c.classid)));
@@ -375,7 +376,7 @@ mod tests {
 
     fn one<'a>(root: &'a QdiscDump) -> [DevDump<'a>; 1] {
         [DevDump {
-            dev: Dev::Left,
+            dev: Dir::LeftToRight,
             root,
             tx_queues: 1,
         }]

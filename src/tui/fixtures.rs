@@ -7,7 +7,8 @@
 //! the README screenshot; everything is deterministic.
 
 use super::{Action, Control, Preset, Snapshot};
-use crate::bridge::{Bridge, Dir};
+use crate::bridge::Bridge;
+use crate::dir::Dir;
 use crate::link::{LinkParams, Path};
 use crate::packet::filter::Filter;
 use crate::packet::Packet;

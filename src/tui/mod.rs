@@ -26,7 +26,8 @@ pub use render::{draw, text_capture};
 pub use run::{run, run_with_backend, EventSource};
 pub use state::App;
 
-use crate::bridge::{BridgeSnapshot, Dir};
+use crate::bridge::BridgeSnapshot;
+use crate::dir::Dir;
 use crate::time::Instant;
 
 /// What the TUI receives from the daemon at each refresh: the bridge and
@@ -184,10 +185,7 @@ impl Preset {
     /// `dir` (device `left` is the left→right egress). HTB and TBF shape to
     /// `rate_bytes_ps` (the link rate; 1gbit when the link is unlimited).
     pub fn tc_lines(self, dir: Dir, rate_bytes_ps: u64) -> Vec<String> {
-        let dev = match dir {
-            Dir::LeftToRight => "left",
-            Dir::RightToLeft => "right",
-        };
+        let dev = dir.dev();
         let rate_bytes_ps = if rate_bytes_ps == 0 {
             125_000_000
         } else {

@@ -7,7 +7,7 @@
 use super::state::{App, Focus, Mode};
 use super::widgets::{fmt_at, Charts, EventLog, FlowTable, LinkPanel, TreePanel};
 use super::{dir_label, Preset};
-use crate::bridge::Dir;
+use crate::dir::Dir;
 use ratatui::backend::TestBackend;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};

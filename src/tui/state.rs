@@ -5,7 +5,7 @@
 //! Nothing here reads a clock or the terminal.
 
 use super::{Action, LinkField, Preset, Snapshot};
-use crate::bridge::Dir;
+use crate::dir::Dir;
 use crate::link::PathSnapshot;
 use crate::packet::{DropReason, FlowKey};
 use crate::qdisc::dump::FlowSummary;

@@ -6,7 +6,7 @@
 
 use super::dir_label;
 use super::state::{Event, EventKind, FlowRow, Sample, SortKey, TreeNode};
-use crate::bridge::Dir;
+use crate::dir::Dir;
 use crate::link::PathSnapshot;
 use crate::qdisc::dump::FlowSummary;
 use crate::time::NS_PER_SEC;

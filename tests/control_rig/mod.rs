@@ -5,6 +5,7 @@
 //!
 //! Each binary uses a part of this module.
 #![allow(dead_code)]
+use bloatbox::dir::Dir;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant as StdInstant};
@@ -15,7 +16,6 @@ use bloatbox::datapath::{Datapath, DatapathConfig};
 use bloatbox::link::{LinkParams, Path as LinkPath};
 use bloatbox::port::SocketPairPort;
 use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
-use bloatbox::tc::Dev;
 use serde_json::Value;
 
 /// A running datapath (10 Mbit/s, 1 ms each way, snapshots every 10 ms)
@@ -38,11 +38,14 @@ impl Rig {
             delay_ns: 1_000_000,
             ..LinkParams::default()
         };
-        let path = |dev: Dev, name: &str| {
+        let path = |dev: Dir, name: &str| {
             let tree = QdiscTree::build(DevSpec::from_link(dev, &params), &tc(name)).unwrap();
             LinkPath::new(params, Box::new(tree))
         };
-        let bridge = Bridge::new(path(Dev::Left, "left"), path(Dev::Right, "right"));
+        let bridge = Bridge::new(
+            path(Dir::LeftToRight, "left"),
+            path(Dir::RightToLeft, "right"),
+        );
         let (dp_left, host_left) = SocketPairPort::pair().unwrap();
         let (dp_right, host_right) = SocketPairPort::pair().unwrap();
         let cfg = DatapathConfig {

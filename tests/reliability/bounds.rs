@@ -6,14 +6,14 @@
 //! dropped and counted as `PoolExhausted` in their direction, as the live
 //! datapath's read loop does.
 
-use bloatbox::bridge::{Bridge, Dir};
+use bloatbox::bridge::Bridge;
+use bloatbox::dir::Dir;
 use bloatbox::link::{LinkParams, Path};
 use bloatbox::packet::pool::PacketPool;
 use bloatbox::packet::{DropReason, Drops, Packet};
 use bloatbox::qdisc::fq_codel::{truesize, FqCodel};
 use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
 use bloatbox::qdisc::{Qdisc, QdiscCtx};
-use bloatbox::tc::Dev;
 use bloatbox::time::Instant;
 use etherparse::PacketBuilder;
 
@@ -97,7 +97,7 @@ fn flood<Q: Qdisc>(q: &mut Q, ratio: u64, bound: &dyn Fn(&Q) -> Result<(), Strin
 fn tree(lines: &[&str], queues: u16) -> QdiscTree {
     let spec = DevSpec {
         tx_queues: queues,
-        ..DevSpec::new(Dev::Left)
+        ..DevSpec::new(Dir::LeftToRight)
     };
     QdiscTree::build(spec, lines).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -10,10 +10,10 @@
 //! freed buffer counted under a drop reason. cargo-fuzz needs a nightly
 //! toolchain this machine cannot fetch, so this is a proptest corpus run.
 
-use bloatbox::bridge::{Bridge, Dir};
+use bloatbox::bridge::Bridge;
+use bloatbox::dir::Dir;
 use bloatbox::link::{parse_netem, LinkParams, Path};
 use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
-use bloatbox::tc::Dev;
 use bloatbox::time::Instant;
 use etherparse::PacketBuilder;
 use proptest::prelude::*;
@@ -71,7 +71,7 @@ const TREES: &[(&str, &[&str], u16)] = &[
     ),
 ];
 
-fn path(dev: Dev, lines: &[&str], queues: u16) -> Path {
+fn path(dev: Dir, lines: &[&str], queues: u16) -> Path {
     let params = LinkParams {
         rate_bytes_ps: 1_250_000, // 10 Mbit/s: queues build up
         delay_ns: 2_000_000,
@@ -84,7 +84,7 @@ fn path(dev: Dev, lines: &[&str], queues: u16) -> Path {
     };
     let lines: Vec<String> = lines
         .iter()
-        .map(|l| l.replace(" D ", &format!(" {} ", dev.name())))
+        .map(|l| l.replace(" D ", &format!(" {} ", dev.dev())))
         .collect();
     let tree = QdiscTree::build(spec, &lines).unwrap_or_else(|e| panic!("{e}"));
     Path::new(params, Box::new(tree))
@@ -108,7 +108,10 @@ const NETEM: &[&str] = &[
 
 fn bridge(kind: usize) -> Bridge {
     let (name, lines, q) = TREES[kind];
-    let mut b = Bridge::new(path(Dev::Left, lines, q), path(Dev::Right, lines, q));
+    let mut b = Bridge::new(
+        path(Dir::LeftToRight, lines, q),
+        path(Dir::RightToLeft, lines, q),
+    );
     if name.ends_with("+netem") {
         let imp = parse_netem(NETEM).expect("valid netem options");
         for dir in Dir::ALL {

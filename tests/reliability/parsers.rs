@@ -16,14 +16,15 @@
 //! server answers any connection with a stats snapshot), so there is
 //! nothing to fuzz there without the live plumbing.
 
-use bloatbox::config::{Config, Direction};
+use bloatbox::config::Config;
+use bloatbox::dir::Dir;
 use bloatbox::link::impair::format_netem;
 use bloatbox::link::{parse_netem, LinkParams, Path};
 use bloatbox::packet::ecn::mark_ce;
 use bloatbox::packet::{Drops, Packet, L3};
 use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
 use bloatbox::qdisc::Qdisc;
-use bloatbox::tc::{Dev, TcCommand};
+use bloatbox::tc::TcCommand;
 use bloatbox::time::Instant;
 use etherparse::PacketBuilder;
 use proptest::prelude::*;
@@ -309,7 +310,7 @@ proptest! {
         burst in 1usize..30,
     ) {
         let params = LinkParams { rate_bytes_ps: 250_000, ..LinkParams::default() };
-        let tree = QdiscTree::build(DevSpec::from_link(Dev::Left, &params), &["tc qdisc add dev left root handle 1: htb default 10", "tc class add dev left parent 1: classid 1:10 htb rate 1mbit"]).unwrap();
+        let tree = QdiscTree::build(DevSpec::from_link(Dir::LeftToRight, &params), &["tc qdisc add dev left root handle 1: htb default 10", "tc class add dev left parent 1: classid 1:10 htb rate 1mbit"]).unwrap();
         let mut path = Path::new(params, Box::new(tree));
         let (mut out, mut freed) = (Vec::new(), Vec::new());
         let mut now = Instant::ZERO;
@@ -404,11 +405,11 @@ const OVERRIDE_VALUES: &[&str] = &[
     "mq",
 ];
 
-fn dev_spec(c: &Config, d: Direction) -> DevSpec {
-    let dev = if d == Direction::LeftToRight {
-        Dev::Left
+fn dev_spec(c: &Config, d: Dir) -> DevSpec {
+    let dev = if d == Dir::LeftToRight {
+        Dir::LeftToRight
     } else {
-        Dev::Right
+        Dir::RightToLeft
     };
     DevSpec {
         tx_queues: c.tx_queues(d).clamp(1, u16::MAX as u32) as u16,
@@ -435,7 +436,7 @@ proptest! {
                 Ok(()) => {
                     if c.validate().is_ok() {
                         CONFIGS_BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        for d in Direction::BOTH {
+                        for d in Dir::ALL {
                             let lines = c.tc_lines(d);
                             let built = QdiscTree::build(dev_spec(&c, d), &lines);
                             prop_assert!(built.is_ok(), "{} valid but {:?} fails: {}", line, lines, built.err().map(|e| e.to_string()).unwrap_or_default());
@@ -470,7 +471,7 @@ fn purged_htb_leaf_frames_are_counted_at_once() {
         "tc qdisc add dev left root handle 1: htb default 1",
         "tc class add dev left parent 1: classid 1:1 htb rate 1mbit",
     ];
-    let tree = QdiscTree::build(DevSpec::from_link(Dev::Left, &params), &lines).unwrap();
+    let tree = QdiscTree::build(DevSpec::from_link(Dir::LeftToRight, &params), &lines).unwrap();
     let mut path = Path::new(params, Box::new(tree));
     for i in 0..5 {
         path.ingress(Packet::from_frame(frame(i), Instant::ZERO), Instant::ZERO);
@@ -527,7 +528,7 @@ fn an_htb_class_waiting_for_tokens_over_a_ready_tbf_leaf_is_woken() {
         ..LinkParams::default()
     };
     let tree = QdiscTree::build(
-        DevSpec::from_link(Dev::Left, &params),
+        DevSpec::from_link(Dir::LeftToRight, &params),
         &[
             "tc qdisc add dev left root handle 1: htb default 10",
             "tc class add dev left parent 1: classid 1:10 htb rate 1mbit",

@@ -141,7 +141,7 @@ fn every_frame_is_accounted_for() {
     let ef = r.flow("ef").unwrap();
     assert_eq!(ef.forward.sent_pkts, 10);
     let rping = r.flow("rping").unwrap();
-    assert_eq!(rping.dir, "r2l");
+    assert_eq!(rping.dir, "right_to_left");
     assert!(rping.rtt.unwrap().count >= 140);
     let onoff = r.flow("onoff").unwrap();
     // 2 Mbit/s while on, 40 % duty cycle, 3 s: 2e6*0.4*3/8/1000 = 300 frames.

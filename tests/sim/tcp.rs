@@ -22,7 +22,7 @@ fn finite_transfers_complete_in_both_directions() {
     );
     // Without delayed ACKs: one ACK per segment.
     assert_eq!(v6.reverse.sent_pkts, v6.forward.delivered_pkts);
-    assert_eq!(back.dir, "r2l");
+    assert_eq!(back.dir, "right_to_left");
     assert!(back.goodput_bps.unwrap() > 30e6, "{:?}", back.goodput_bps);
     // A transfer of 1 MiB at 50 Mbit/s with 40 ms RTT takes well under 1 s
     // after slow start; the flow's last delivery says when it ended.
