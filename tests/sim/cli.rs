@@ -26,11 +26,11 @@ fn writes_trace_summary_and_qdisc_stats() {
     let tc = std::fs::read_to_string(out.join("tc.txt")).unwrap();
     println!("{tc}");
     assert!(
-        tc.contains("# l2r (left)\nqdisc pfifo 8001: root refcnt 2 limit 200p"),
+        tc.contains("# left_to_right (left)\nqdisc pfifo 8001: root refcnt 2 limit 200p"),
         "{tc}"
     );
     assert!(
-        tc.contains("# r2l (right)\nqdisc pfifo_fast 8001: root refcnt 2 bands 3"),
+        tc.contains("# right_to_left (right)\nqdisc pfifo_fast 8001: root refcnt 2 bands 3"),
         "{tc}"
     );
     // The counters tc prints are the path's.

@@ -35,5 +35,5 @@ fn no_traffic_no_events() {
     assert_eq!(r.trace_events, 0);
     assert!(r.flows.is_empty());
     assert_eq!(r.directions[0].qdisc.kind, "pfifo_fast");
-    assert!(r.table().contains("l2r: pfifo_fast"));
+    assert!(r.table().contains("left_to_right: pfifo_fast"));
 }
