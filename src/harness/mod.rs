@@ -18,7 +18,8 @@
 //!
 //! ```no_run
 //! use bloatbox::harness::{Link, Side};
-//! //!
+//! use bloatbox::dir::Dir;
+//!
 //! // Needs root (namespaces and TAPs). 20 ms each way, 10 Mbit/s.
 //! let link = Link::builder()
 //!     .set("link.delay=20ms")
