@@ -171,9 +171,9 @@ struct MetricsArgs {
 /// How `test` and `demo` load the link and where they write results.
 #[derive(clap::Args)]
 struct LoadArgs {
-    /// TCP flows per direction (0 = idle link: probes only).
-    #[arg(long, default_value_t = 4)]
-    flows: usize,
+    /// TCP flows per direction (0 = idle link: probes only), at most 1000.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(0..=bloatbox::load::rrul::MAX_FLOWS as i64))]
+    flows: u16,
     /// Flows left->right only (default: both directions, like RRUL).
     #[arg(long)]
     upload_only: bool,
@@ -225,7 +225,7 @@ impl LoadArgs {
             self.duration
         );
         Ok(experiment::TestOptions {
-            flows: self.flows,
+            flows: self.flows.into(),
             bidirectional: !self.upload_only,
             duration: self.duration,
             warmup: self.warmup,

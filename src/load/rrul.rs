@@ -18,6 +18,16 @@ use super::{join, set_net_sysctl, spawn_in, Run};
 const PORT_UP: u16 = 5201;
 const PORT_DOWN: u16 = 5202;
 const PORT_UDP_RR: u16 = 5203;
+/// The flows' own (source) ports: flow i of the left→right flows binds
+/// `FIRST_SRC_PORT_UP + i`, of the right→left ones `FIRST_SRC_PORT_DOWN + i`.
+/// Fixed ports make every run hash its flows into the same fq_codel/SFQ
+/// buckets (the qdiscs' perturbation seed is fixed too), so that a hash
+/// collision with a probe is the same in every run, not a 1-in-20 surprise.
+const FIRST_SRC_PORT_UP: u16 = 40000;
+const FIRST_SRC_PORT_DOWN: u16 = 42000;
+/// Most flows per direction (`FIRST_SRC_PORT_UP + MAX_FLOWS` stays below
+/// `FIRST_SRC_PORT_DOWN`).
+pub const MAX_FLOWS: usize = 1000;
 
 /// How often the throughput counters are sampled.
 const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
@@ -120,28 +130,37 @@ fn run_started(
     // Each part sets up and waits at the gate; if a later one fails to
     // start, `run.stop()` in `run` releases the others, whose threads end on
     // their own within a poll interval.
-    let bulk = |src: &str, dst: &str, ip: Ipv4Addr, port: u16, flows: usize| {
-        (flows > 0)
-            .then(|| {
-                Bulk::start(
-                    &BulkSpec {
-                        src_ns: src.into(),
-                        dst_ns: dst.into(),
-                        dst: SocketAddr::from((ip, port)),
-                        flows,
-                        cc: spec.cc,
-                    },
-                    run,
-                )
-            })
-            .transpose()
-    };
+    anyhow::ensure!(
+        spec.flows_up <= MAX_FLOWS && spec.flows_down <= MAX_FLOWS,
+        "at most {MAX_FLOWS} flows per direction (asked for {} and {})",
+        spec.flows_up,
+        spec.flows_down
+    );
+    let bulk =
+        |src: &str, dst: &str, ip: Ipv4Addr, port: u16, flows: usize, first_src_port: u16| {
+            (flows > 0)
+                .then(|| {
+                    Bulk::start(
+                        &BulkSpec {
+                            src_ns: src.into(),
+                            dst_ns: dst.into(),
+                            dst: SocketAddr::from((ip, port)),
+                            flows,
+                            first_src_port,
+                            cc: spec.cc,
+                        },
+                        run,
+                    )
+                })
+                .transpose()
+        };
     let up = bulk(
         &spec.left_ns,
         &spec.right_ns,
         spec.right_ip,
         PORT_UP,
         spec.flows_up,
+        FIRST_SRC_PORT_UP,
     )?;
     let down = bulk(
         &spec.right_ns,
@@ -149,6 +168,7 @@ fn run_started(
         spec.left_ip,
         PORT_DOWN,
         spec.flows_down,
+        FIRST_SRC_PORT_DOWN,
     )?;
     let ping = spec
         .ping_interval

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use nix::sys::socket::{setsockopt, sockopt};
+use nix::sys::time::TimeVal;
+use std::os::fd::AsRawFd;
 
 use super::{join, spawn_in, Run, POLL_INTERVAL};
 
@@ -46,6 +48,8 @@ pub struct BulkSpec {
     pub dst_ns: String,
     pub dst: SocketAddr,
     pub flows: usize,
+    /// Flow i binds source port `first_src_port + i`.
+    pub first_src_port: u16,
     pub cc: CongestionControl,
 }
 
@@ -78,10 +82,16 @@ impl Bulk {
         rx.recv_timeout(Duration::from_secs(5))
             .map_err(|_| anyhow::anyhow!("the TCP listener on {dst} did not start"))?;
         let (connected, outcomes) = std::sync::mpsc::channel();
-        for _ in 0..flows {
+        for i in 0..flows {
             let (run, cc, connected) = (run.clone(), spec.cc, connected.clone());
+            let src_port = u16::try_from(i)
+                .ok()
+                .and_then(|i| spec.first_src_port.checked_add(i))
+                .with_context(|| {
+                    format!("flow {i}: no source port above {}", spec.first_src_port)
+                })?;
             threads.push(spawn_in(&spec.src_ns, "tcp-send", move || {
-                let stream = connect(dst, cc);
+                let stream = connect(src_port, dst, cc);
                 let _ = connected.send(stream.as_ref().map(|_| ()).map_err(|e| format!("{e:#}")));
                 let stream = stream?;
                 if !run.wait_go() {
@@ -116,9 +126,10 @@ impl Bulk {
     }
 }
 
-fn connect(dst: SocketAddr, cc: CongestionControl) -> anyhow::Result<TcpStream> {
-    let s = TcpStream::connect_timeout(&dst, CONNECT_TIMEOUT)
-        .with_context(|| format!("connecting to {dst}"))?;
+/// A connection to `dst` from source port `src_port`.
+fn connect(src_port: u16, dst: SocketAddr, cc: CongestionControl) -> anyhow::Result<TcpStream> {
+    let s = bound_connect(src_port, dst)
+        .with_context(|| format!("connecting to {dst} from port {src_port}"))?;
     setsockopt(&s, sockopt::TcpCongestion, &cc.name().into()).with_context(|| {
         format!(
             "setting TCP_CONGESTION {} (see /proc/sys/net/ipv4/tcp_available_congestion_control)",
@@ -127,6 +138,34 @@ fn connect(dst: SocketAddr, cc: CongestionControl) -> anyhow::Result<TcpStream> 
     })?;
     s.set_write_timeout(Some(POLL_INTERVAL))?;
     Ok(s)
+}
+
+/// `connect(2)` from a chosen local port, within `CONNECT_TIMEOUT` (Linux
+/// applies SO_SNDTIMEO to a blocking connect).
+fn bound_connect(src_port: u16, dst: SocketAddr) -> anyhow::Result<TcpStream> {
+    use nix::sys::socket::{
+        bind, connect, socket, AddressFamily, SockFlag, SockType, SockaddrStorage,
+    };
+    let family = match dst {
+        SocketAddr::V4(_) => AddressFamily::Inet,
+        SocketAddr::V6(_) => AddressFamily::Inet6,
+    };
+    let fd = socket(family, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)?;
+    setsockopt(&fd, sockopt::ReuseAddr, &true)?;
+    setsockopt(
+        &fd,
+        sockopt::SendTimeout,
+        &TimeVal::new(CONNECT_TIMEOUT.as_secs() as _, 0),
+    )?;
+    let mut local = dst;
+    local.set_ip(match dst {
+        SocketAddr::V4(_) => std::net::Ipv4Addr::UNSPECIFIED.into(),
+        SocketAddr::V6(_) => std::net::Ipv6Addr::UNSPECIFIED.into(),
+    });
+    local.set_port(src_port);
+    bind(fd.as_raw_fd(), &SockaddrStorage::from(local)).context("binding the source port")?;
+    connect(fd.as_raw_fd(), &SockaddrStorage::from(dst))?;
+    Ok(TcpStream::from(fd))
 }
 
 /// Writes until the run stops; returns the bytes written.
