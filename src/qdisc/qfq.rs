@@ -12,7 +12,10 @@
 //! is charged the bytes it actually sent (`F = S + sent/weight`) and, still
 //! backlogged, requeued with `S = F`. A class that becomes backlogged starts
 //! at `S = max(F, V)`. Timestamps are fixed point with 30 fractional bits, as
-//! in the kernel; the choice of the next class is a scan over the classes.
+//! in the kernel. The backlogged classes out of service wait in two ordered
+//! sets, those not yet eligible by S and the eligible ones by F; V only
+//! grows, so a class moves from the first to the second once, and choosing
+//! the next class costs O(log n) (the kernel's groups make it O(1)).
 //!
 //! Classification: `skb->priority` naming one of the classes (same major as
 //! the qdisc), else the filter chain (`tc filter ... flowid`), else the frame
@@ -27,6 +30,7 @@ use crate::packet::filter::{Filter, FilterChain};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::{earliest, Instant};
 use serde_json::json;
+use std::collections::BTreeSet;
 
 /// Largest class weight.
 pub const QFQ_MAX_WEIGHT: u32 = 1 << 10;
@@ -90,8 +94,19 @@ pub struct Qfq {
     iwsum: u128,
     /// Index of the class in service.
     in_service: Option<usize>,
+    /// Backlogged classes out of service with S > V, by (S, classid).
+    pending: BTreeSet<(u128, Handle)>,
+    /// Backlogged classes out of service with S ≤ V, by (F, classid).
+    eligible: BTreeSet<(u128, Handle)>,
     select_pass: u64,
     stats: QdiscStats,
+}
+
+/// Which of the scheduler's two sets.
+#[derive(Clone, Copy)]
+enum Set {
+    Pending,
+    Eligible,
 }
 
 /// `weight` and `maxpkt` as given (`None`: not given).
@@ -142,6 +157,8 @@ impl Qfq {
             wsum: 0,
             iwsum: 0,
             in_service: None,
+            pending: BTreeSet::new(),
+            eligible: BTreeSet::new(),
             select_pass: 0,
             stats: QdiscStats::default(),
         }
@@ -214,43 +231,97 @@ impl Qfq {
         c.start = c.finish.max(vtime);
         c.finish = c.full_turn_finish();
         c.active = true;
+        self.schedule(i);
+    }
+
+    /// Puts backlogged class `i` (out of service) into its set.
+    fn schedule(&mut self, i: usize) {
+        let c = &self.classes[i];
+        if c.start <= self.vtime {
+            self.eligible.insert((c.finish, c.classid));
+        } else {
+            self.pending.insert((c.start, c.classid));
+        }
+    }
+
+    /// Takes class `i` out of whichever set holds it.
+    fn unschedule(&mut self, i: usize) {
+        let c = &self.classes[i];
+        if !self.eligible.remove(&(c.finish, c.classid)) {
+            self.pending.remove(&(c.start, c.classid));
+        }
+    }
+
+    /// Sets class `i`'s finish time, keeping the eligible set in order.
+    fn set_finish(&mut self, i: usize, finish: u128) {
+        let c = &mut self.classes[i];
+        let was_eligible = self.eligible.remove(&(c.finish, c.classid));
+        c.finish = finish;
+        if was_eligible {
+            self.eligible.insert((finish, c.classid));
+        }
     }
 
     /// Ends the turn of class `i`: charges what it sent and requeues it if
     /// it is still backlogged.
     fn end_turn(&mut self, i: usize) {
+        if self.in_service == Some(i) {
+            self.in_service = None;
+        } else {
+            self.unschedule(i);
+        }
         let c = &mut self.classes[i];
         c.finish = c.start + c.served as u128 * c.inv_w;
         c.served = 0;
         if c.child.qlen() > 0 {
             c.start = c.finish;
             c.finish = c.full_turn_finish();
+            self.schedule(i);
         } else {
             c.active = false;
-        }
-        if self.in_service == Some(i) {
-            self.in_service = None;
         }
     }
 
     /// The eligible class with the smallest finish time, after moving V up
-    /// to the smallest start when none is eligible.
+    /// to the smallest start when none is eligible; taken out of its set.
+    /// Classes found blocked in this `select` pass are passed over.
     fn pick(&mut self) -> Option<usize> {
-        let pass = self.select_pass;
-        let candidates = || {
-            self.classes
-                .iter()
-                .enumerate()
-                .filter(move |(_, c)| c.active && c.blocked_pass != pass)
+        self.promote();
+        if self.first_unblocked(Set::Eligible).is_none() {
+            let (start, _) = self.first_unblocked(Set::Pending)?;
+            self.vtime = self.vtime.max(start);
+            self.promote();
+        }
+        let key = self.first_unblocked(Set::Eligible)?;
+        self.eligible.remove(&key);
+        self.find(key.1).ok()
+    }
+
+    /// Moves the pending classes whose start V has reached to the eligible
+    /// set.
+    fn promote(&mut self) {
+        while let Some(&(start, classid)) = self.pending.first() {
+            if start > self.vtime {
+                break;
+            }
+            self.pending.pop_first();
+            if let Ok(i) = self.find(classid) {
+                self.eligible.insert((self.classes[i].finish, classid));
+            }
+        }
+    }
+
+    /// The first entry of a set whose class was not found blocked in this
+    /// `select` pass.
+    fn first_unblocked(&self, set: Set) -> Option<(u128, Handle)> {
+        let set = match set {
+            Set::Pending => &self.pending,
+            Set::Eligible => &self.eligible,
         };
-        let min_start = candidates().map(|(_, c)| c.start).min()?;
-        let vtime = self.vtime.max(min_start);
-        let best = candidates()
-            .filter(|(_, c)| c.start <= vtime)
-            .min_by_key(|(_, c)| c.finish)
-            .map(|(i, _)| i);
-        self.vtime = vtime;
-        best
+        set.iter().copied().find(|&(_, classid)| {
+            self.find(classid)
+                .is_ok_and(|i| self.classes[i].blocked_pass != self.select_pass)
+        })
     }
 
     /// The class whose head frame is next, with its turn started. Shared by
@@ -286,7 +357,8 @@ impl Qfq {
         let c = &mut self.classes[i];
         c.lmax = len;
         if c.active && !in_service {
-            c.finish = c.full_turn_finish();
+            let finish = c.full_turn_finish();
+            self.set_finish(i, finish);
         }
     }
 
@@ -294,6 +366,8 @@ impl Qfq {
     /// emptied by `reset` or `drain_all`).
     fn forget_schedule(&mut self) {
         self.in_service = None;
+        self.pending.clear();
+        self.eligible.clear();
         for c in &mut self.classes {
             c.active = false;
             c.served = 0;
@@ -519,7 +593,8 @@ impl Classful for Qfq {
         c.set_weight(weight);
         c.lmax = lmax;
         if c.active && !in_service {
-            c.finish = c.full_turn_finish();
+            let finish = c.full_turn_finish();
+            self.set_finish(i, finish);
         }
         Ok(())
     }
@@ -545,6 +620,8 @@ impl Classful for Qfq {
         }
         if self.in_service == Some(i) {
             self.in_service = None;
+        } else if self.classes[i].active {
+            self.unschedule(i);
         }
         let mut class = self.classes.remove(i);
         if let Some(s) = self.in_service.as_mut() {
