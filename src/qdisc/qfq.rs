@@ -777,6 +777,25 @@ mod tests {
     }
 
     #[test]
+    fn two_hundred_classes_with_mixed_weights_share_by_weight() {
+        let minors: Vec<u16> = (1..=200).collect();
+        let weights: Vec<u64> = minors.iter().map(|&m| 1 + (m as u64 * 7) % 8).collect();
+        let spec: Vec<(u16, String)> = minors
+            .iter()
+            .zip(&weights)
+            .map(|(&m, w)| (m, format!("weight {w}")))
+            .collect();
+        let spec: Vec<(u16, &str)> = spec.iter().map(|(m, a)| (*m, a.as_str())).collect();
+        let mut q = qfq_with(&spec);
+        // Sizes differ per class and per frame, so the eligible order keeps
+        // changing.
+        let bytes = run_backlogged(&mut q, &minors, 400_000, |m, n| {
+            200 + ((m as u64 * 131 + n * 17) % 1300) as u32
+        });
+        assert_shares(&bytes, &weights, 0.03);
+    }
+
+    #[test]
     fn mixed_sizes_share_bytes_not_packets() {
         // Class 1 sends 1514 B frames, class 2 random 64..1514 B: equal
         // weights give equal bytes.
