@@ -12,10 +12,11 @@
 //! is charged the bytes it actually sent (`F = S + sent/weight`) and, still
 //! backlogged, requeued with `S = F`. A class that becomes backlogged starts
 //! at `S = max(F, V)`. Timestamps are fixed point with 30 fractional bits, as
-//! in the kernel. The backlogged classes out of service wait in two ordered
-//! sets, those not yet eligible by S and the eligible ones by F; V only
+//! in the kernel. The backlogged classes out of service wait in two indexed
+//! heaps, those not yet eligible by S and the eligible ones by F; V only
 //! grows, so a class moves from the first to the second once, and choosing
-//! the next class costs O(log n) (the kernel's groups make it O(1)).
+//! the next class costs O(log n) (the kernel's groups make it O(1)), without
+//! allocating once the heaps have held every class.
 //!
 //! Classification: `skb->priority` naming one of the classes (same major as
 //! the qdisc), else the filter chain (`tc filter ... flowid`), else the frame
@@ -29,8 +30,9 @@ use super::{
 use crate::packet::filter::{Filter, FilterChain};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::{earliest, Instant};
+use priority_queue::PriorityQueue;
 use serde_json::json;
-use std::collections::BTreeSet;
+use std::cmp::Reverse;
 
 /// Largest class weight.
 pub const QFQ_MAX_WEIGHT: u32 = 1 << 10;
@@ -94,15 +96,24 @@ pub struct Qfq {
     iwsum: u128,
     /// Index of the class in service.
     in_service: Option<usize>,
-    /// Backlogged classes out of service with S > V, by (S, classid).
-    pending: BTreeSet<(u128, Handle)>,
-    /// Backlogged classes out of service with S ≤ V, by (F, classid).
-    eligible: BTreeSet<(u128, Handle)>,
+    /// Backlogged classes out of service with S > V, smallest (S, classid)
+    /// first.
+    pending: ClassHeap,
+    /// Backlogged classes out of service with S ≤ V, smallest (F, classid)
+    /// first.
+    eligible: ClassHeap,
+    /// Where `first_unblocked` sets aside blocked classes (kept for its
+    /// capacity).
+    skipped: Vec<(Handle, Reverse<(u128, Handle)>)>,
     select_pass: u64,
     stats: QdiscStats,
 }
 
-/// Which of the scheduler's two sets.
+/// Classes by a virtual time, ties by classid: a min-heap with removal and
+/// re-keying by classid.
+type ClassHeap = PriorityQueue<Handle, Reverse<(u128, Handle)>>;
+
+/// Which of the scheduler's two heaps.
 #[derive(Clone, Copy)]
 enum Set {
     Pending,
@@ -157,8 +168,9 @@ impl Qfq {
             wsum: 0,
             iwsum: 0,
             in_service: None,
-            pending: BTreeSet::new(),
-            eligible: BTreeSet::new(),
+            pending: ClassHeap::new(),
+            eligible: ClassHeap::new(),
+            skipped: Vec::new(),
             select_pass: 0,
             stats: QdiscStats::default(),
         }
@@ -234,32 +246,31 @@ impl Qfq {
         self.schedule(i);
     }
 
-    /// Puts backlogged class `i` (out of service) into its set.
+    /// Puts backlogged class `i` (out of service) into its heap.
     fn schedule(&mut self, i: usize) {
         let c = &self.classes[i];
         if c.start <= self.vtime {
-            self.eligible.insert((c.finish, c.classid));
+            self.eligible
+                .push(c.classid, Reverse((c.finish, c.classid)));
         } else {
-            self.pending.insert((c.start, c.classid));
+            self.pending.push(c.classid, Reverse((c.start, c.classid)));
         }
     }
 
-    /// Takes class `i` out of whichever set holds it.
+    /// Takes class `i` out of whichever heap holds it.
     fn unschedule(&mut self, i: usize) {
-        let c = &self.classes[i];
-        if !self.eligible.remove(&(c.finish, c.classid)) {
-            self.pending.remove(&(c.start, c.classid));
+        let classid = self.classes[i].classid;
+        if self.eligible.remove(&classid).is_none() {
+            self.pending.remove(&classid);
         }
     }
 
-    /// Sets class `i`'s finish time, keeping the eligible set in order.
+    /// Sets class `i`'s finish time, keeping the eligible heap in order.
     fn set_finish(&mut self, i: usize, finish: u128) {
         let c = &mut self.classes[i];
-        let was_eligible = self.eligible.remove(&(c.finish, c.classid));
         c.finish = finish;
-        if was_eligible {
-            self.eligible.insert((finish, c.classid));
-        }
+        self.eligible
+            .change_priority(&c.classid, Reverse((finish, c.classid)));
     }
 
     /// Ends the turn of class `i`: charges what it sent and requeues it if
@@ -283,7 +294,7 @@ impl Qfq {
     }
 
     /// The eligible class with the smallest finish time, after moving V up
-    /// to the smallest start when none is eligible; taken out of its set.
+    /// to the smallest start when none is eligible; taken out of its heap.
     /// Classes found blocked in this `select` pass are passed over.
     fn pick(&mut self) -> Option<usize> {
         self.promote();
@@ -292,36 +303,52 @@ impl Qfq {
             self.vtime = self.vtime.max(start);
             self.promote();
         }
-        let key = self.first_unblocked(Set::Eligible)?;
-        self.eligible.remove(&key);
-        self.find(key.1).ok()
+        let (_, classid) = self.first_unblocked(Set::Eligible)?;
+        self.eligible.remove(&classid);
+        self.find(classid).ok()
     }
 
     /// Moves the pending classes whose start V has reached to the eligible
-    /// set.
+    /// heap.
     fn promote(&mut self) {
-        while let Some(&(start, classid)) = self.pending.first() {
+        while let Some((_, &Reverse((start, _)))) = self.pending.peek() {
             if start > self.vtime {
                 break;
             }
-            self.pending.pop_first();
+            let Some((classid, _)) = self.pending.pop() else {
+                break;
+            };
             if let Ok(i) = self.find(classid) {
-                self.eligible.insert((self.classes[i].finish, classid));
+                self.eligible
+                    .push(classid, Reverse((self.classes[i].finish, classid)));
             }
         }
     }
 
-    /// The first entry of a set whose class was not found blocked in this
-    /// `select` pass.
-    fn first_unblocked(&self, set: Set) -> Option<(u128, Handle)> {
-        let set = match set {
-            Set::Pending => &self.pending,
-            Set::Eligible => &self.eligible,
+    /// The smallest key of a heap whose class was not found blocked in this
+    /// `select` pass (blocked ones are popped aside and put back).
+    fn first_unblocked(&mut self, set: Set) -> Option<(u128, Handle)> {
+        let (classes, pass) = (&self.classes, self.select_pass);
+        let heap = match set {
+            Set::Pending => &mut self.pending,
+            Set::Eligible => &mut self.eligible,
         };
-        set.iter().copied().find(|&(_, classid)| {
-            self.find(classid)
-                .is_ok_and(|i| self.classes[i].blocked_pass != self.select_pass)
-        })
+        let found = loop {
+            let Some((&classid, &Reverse(key))) = heap.peek() else {
+                break None;
+            };
+            let blocked = classes
+                .binary_search_by_key(&classid, |c| c.classid)
+                .is_ok_and(|i| classes[i].blocked_pass == pass);
+            if !blocked {
+                break Some(key);
+            }
+            self.skipped.extend(heap.pop());
+        };
+        for (classid, key) in self.skipped.drain(..) {
+            heap.push(classid, key);
+        }
+        found
     }
 
     /// The class whose head frame is next, with its turn started. Shared by
