@@ -11,9 +11,12 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context;
-use nix::sys::socket::{setsockopt, sockopt};
+use nix::sys::socket::{
+    self, bind, setsockopt, sockopt, AddressFamily, Backlog, SockFlag, SockType, SockaddrStorage,
+};
 use nix::sys::time::TimeVal;
 use std::os::fd::AsRawFd;
+use std::os::fd::OwnedFd;
 
 use super::{join, spawn_in, Run, POLL_INTERVAL};
 
@@ -22,6 +25,9 @@ const CHUNK: usize = 64 * 1024;
 
 /// How long a flow may take to connect.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Flows that connect at the same time (each wave waits for the last).
+const CONNECT_WAVE: usize = 16;
 
 /// Congestion controls the generator offers: loss-based ones that fill
 /// queues, as the netdev experiments used.
@@ -61,8 +67,8 @@ pub struct Bulk {
 }
 
 impl Bulk {
-    /// Listens and connects all flows (at once, each on its own thread);
-    /// returns once every connection is established. The flows start
+    /// Listens and connects all flows (`CONNECT_WAVE` at once, each on its
+    /// own thread); returns once every connection is established. The flows start
     /// sending at the run's gate (`Run::go`).
     pub fn start(spec: &BulkSpec, run: &Run) -> anyhow::Result<Bulk> {
         let bytes = Arc::new(AtomicU64::new(0));
@@ -74,7 +80,7 @@ impl Bulk {
             let (run, bytes) = (run.clone(), bytes.clone());
             threads.push(spawn_in(&spec.dst_ns, "tcp-listen", move || {
                 let listener =
-                    TcpListener::bind(dst).with_context(|| format!("binding TCP {dst}"))?;
+                    listen(dst, flows).with_context(|| format!("listening on TCP {dst}"))?;
                 let _ = tx.send(());
                 accept_all(listener, flows, &run, &bytes)
             })?);
@@ -99,13 +105,16 @@ impl Bulk {
                 }
                 send(stream, &run)
             })?);
-        }
-        drop(connected);
-        for i in 0..flows {
-            outcomes
-                .recv_timeout(CONNECT_TIMEOUT + Duration::from_secs(5))
-                .map_err(|_| anyhow::anyhow!("flow {i} to {dst} did not connect"))?
-                .map_err(|e| anyhow::anyhow!("a flow to {dst}: {e}"))?;
+            // A wave of handshakes at a time: a thousand SYNs at once would
+            // overflow the TAP's small queue and wait for their retries.
+            if (i + 1) % CONNECT_WAVE == 0 || i + 1 == flows {
+                for _ in i / CONNECT_WAVE * CONNECT_WAVE..=i {
+                    outcomes
+                        .recv_timeout(CONNECT_TIMEOUT + Duration::from_secs(5))
+                        .map_err(|_| anyhow::anyhow!("a flow to {dst} did not connect"))?
+                        .map_err(|e| anyhow::anyhow!("a flow to {dst}: {e}"))?;
+                }
+            }
         }
         Ok(Bulk { threads, bytes })
     }
@@ -140,18 +149,32 @@ fn connect(src_port: u16, dst: SocketAddr, cc: CongestionControl) -> anyhow::Res
     Ok(s)
 }
 
-/// `connect(2)` from a chosen local port, within `CONNECT_TIMEOUT` (Linux
-/// applies SO_SNDTIMEO to a blocking connect).
-fn bound_connect(src_port: u16, dst: SocketAddr) -> anyhow::Result<TcpStream> {
-    use nix::sys::socket::{
-        bind, connect, socket, AddressFamily, SockFlag, SockType, SockaddrStorage,
-    };
-    let family = match dst {
+/// A TCP socket of `addr`'s family with SO_REUSEADDR.
+fn tcp_socket(addr: SocketAddr) -> anyhow::Result<OwnedFd> {
+    let family = match addr {
         SocketAddr::V4(_) => AddressFamily::Inet,
         SocketAddr::V6(_) => AddressFamily::Inet6,
     };
-    let fd = socket(family, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)?;
+    let fd = socket::socket(family, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)?;
     setsockopt(&fd, sockopt::ReuseAddr, &true)?;
+    Ok(fd)
+}
+
+/// A listener whose accept queue holds all `flows` handshakes at once
+/// (`TcpListener::bind`'s 128 drops the SYNs beyond it, and their retries
+/// come a second or more later).
+fn listen(addr: SocketAddr, flows: usize) -> anyhow::Result<TcpListener> {
+    let fd = tcp_socket(addr)?;
+    bind(fd.as_raw_fd(), &SockaddrStorage::from(addr))?;
+    let backlog = i32::try_from(flows.max(128)).unwrap_or(i32::MAX);
+    socket::listen(&fd, Backlog::new(backlog).unwrap_or(Backlog::MAXCONN))?;
+    Ok(TcpListener::from(fd))
+}
+
+/// `connect(2)` from a chosen local port, within `CONNECT_TIMEOUT` (Linux
+/// applies SO_SNDTIMEO to a blocking connect, then fails with EINPROGRESS).
+fn bound_connect(src_port: u16, dst: SocketAddr) -> anyhow::Result<TcpStream> {
+    let fd = tcp_socket(dst)?;
     setsockopt(
         &fd,
         sockopt::SendTimeout,
@@ -164,8 +187,14 @@ fn bound_connect(src_port: u16, dst: SocketAddr) -> anyhow::Result<TcpStream> {
     });
     local.set_port(src_port);
     bind(fd.as_raw_fd(), &SockaddrStorage::from(local)).context("binding the source port")?;
-    connect(fd.as_raw_fd(), &SockaddrStorage::from(dst))?;
-    Ok(TcpStream::from(fd))
+    match socket::connect(fd.as_raw_fd(), &SockaddrStorage::from(dst)) {
+        Ok(()) => Ok(TcpStream::from(fd)),
+        Err(nix::errno::Errno::EINPROGRESS) => anyhow::bail!(
+            "no answer to the handshake within {} s",
+            CONNECT_TIMEOUT.as_secs()
+        ),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Writes until the run stops; returns the bytes written.
