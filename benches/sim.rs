@@ -9,7 +9,8 @@
 //! either path. Run: `cargo bench --bench sim`.
 
 use bloatbox::sim::{self, Scenario};
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 
 fn scenario(qdisc: &str) -> Scenario {
     Scenario::from_toml(&format!(
@@ -56,37 +57,31 @@ poisson = true
     .expect("bench scenario is valid")
 }
 
+/// Benchmarks `sc` under `name`, its throughput the frames one run hands
+/// to either path.
+fn bench_scenario(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, sc: &Scenario) {
+    let r = sim::run(sc).expect("bench scenario runs");
+    g.throughput(Throughput::Elements(
+        r.directions.iter().map(|d| d.frames_in).sum(),
+    ));
+    g.bench_function(name, |b| {
+        b.iter(|| sim::run(sc).expect("bench scenario runs"))
+    });
+}
+
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("sim");
     g.sample_size(10);
     for qdisc in ["fq_codel", "pfifo_fast"] {
-        let sc = scenario(qdisc);
-        let r = sim::run(&sc).expect("bench scenario runs");
-        let frames: u64 = r.directions.iter().map(|d| d.frames_in).sum();
-        g.throughput(Throughput::Elements(frames));
-        g.bench_function(format!("{qdisc}_1024_udp_flows"), |b| {
-            b.iter(|| sim::run(&sc).expect("bench scenario runs"))
-        });
+        bench_scenario(&mut g, &format!("{qdisc}_1024_udp_flows"), &scenario(qdisc));
     }
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/scenarios/bloat_fq_codel.toml");
     let sc = Scenario::from_file(&path).expect("scenario file is valid");
-    let r = sim::run(&sc).expect("scenario runs");
-    g.throughput(Throughput::Elements(
-        r.directions.iter().map(|d| d.frames_in).sum(),
-    ));
-    g.bench_function("fq_codel_8_cubic_20s", |b| {
-        b.iter(|| sim::run(&sc).expect("scenario runs"))
-    });
-    for bulk in [true, false] {
+    bench_scenario(&mut g, "fq_codel_8_cubic_20s", &sc);
+    for (bulk, name) in [(true, "on"), (false, "off")] {
         let sc = bulk_dequeue_scenario(bulk);
-        let r = sim::run(&sc).expect("bench scenario runs");
-        let frames: u64 = r.directions.iter().map(|d| d.frames_in).sum();
-        g.throughput(Throughput::Elements(frames));
-        let name = if bulk { "on" } else { "off" };
-        g.bench_function(format!("seed3_bulk_dequeue_{name}"), |b| {
-            b.iter(|| sim::run(&sc).expect("bench scenario runs"))
-        });
+        bench_scenario(&mut g, &format!("seed3_bulk_dequeue_{name}"), &sc);
     }
     g.finish();
 }
