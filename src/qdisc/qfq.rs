@@ -298,12 +298,15 @@ impl Qfq {
     /// Classes found blocked in this `select` pass are passed over.
     fn pick(&mut self) -> Option<usize> {
         self.promote();
-        if self.first_unblocked(Set::Eligible).is_none() {
-            let (start, _) = self.first_unblocked(Set::Pending)?;
-            self.vtime = self.vtime.max(start);
-            self.promote();
-        }
-        let (_, classid) = self.first_unblocked(Set::Eligible)?;
+        let (_, classid) = match self.first_unblocked(Set::Eligible) {
+            Some(key) => key,
+            None => {
+                let (start, _) = self.first_unblocked(Set::Pending)?;
+                self.vtime = self.vtime.max(start);
+                self.promote();
+                self.first_unblocked(Set::Eligible)?
+            }
+        };
         self.eligible.remove(&classid);
         self.find(classid).ok()
     }
