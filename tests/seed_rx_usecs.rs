@@ -22,8 +22,8 @@
 //! The live difference is 19 µs less what the rx-usecs 1 releases lose to
 //! timer lateness beyond what the rx-usecs 20 ones lose (`bloatbox stats`:
 //! frames written late by p50 16.5 µs against 13.9 µs on an idle VM): the
-//! medians measured were 15.5–18.9 µs idle and 18.5–22.7 µs with four busy
-//! loops on two cores (BENCHMARKS.md).
+//! medians measured were 15.5–18.9 µs idle and 18.5–22.7 µs with two or
+//! four busy loops on two cores (BENCHMARKS.md).
 
 use bloatbox::dir::Dir;
 use std::time::{Duration, Instant};
