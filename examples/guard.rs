@@ -6,11 +6,11 @@
 //! Run as root: `cargo run --example guard`. Without root it prints why and
 //! exits 0.
 
-use bloatbox::dir::Dir;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Instant;
 
+use bloatbox::dir::Dir;
 use bloatbox::harness::{Link, Side};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

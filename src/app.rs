@@ -6,7 +6,6 @@
 //! socket, datapath thread, namespaces), shared by `bloatbox test` and
 //! `crate::harness`.
 
-use crate::dir::Dir;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -17,6 +16,7 @@ use crate::control::{request_stats, ControlServer};
 use crate::datapath::{
     Command, Commander, Datapath, DatapathConfig, SnapshotReader, FRAME_OVERHEAD,
 };
+use crate::dir::Dir;
 use crate::link::Path as LinkPath;
 use crate::netns::{self, SideSpec, TerminationSignals, Topology};
 use crate::packet::gso::GsoPolicy;

@@ -23,7 +23,6 @@
 //! stopped) and writes each interface's count of lost records in an
 //! Interface Statistics Block (`isb_ifdrop`).
 
-use crate::dir::Dir;
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, BufWriter};
@@ -45,6 +44,7 @@ use pcap_file::pcapng::blocks::section_header::{SectionHeaderBlock, SectionHeade
 use pcap_file::pcapng::PcapNgWriter;
 use pcap_file::{DataLink, Endianness};
 
+use crate::dir::Dir;
 use crate::packet::DropReason;
 use crate::time::Instant;
 

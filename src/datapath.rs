@@ -50,7 +50,6 @@
 //! takes to clone an `Arc`), this period's snapshot is skipped rather than
 //! waited for. Any number of readers (control socket, TUI) can share the slot.
 
-use crate::dir::Dir;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, RawFd};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError, TrySendError};
@@ -64,6 +63,7 @@ use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
 use crate::bridge::{Bridge, BridgeSnapshot};
+use crate::dir::Dir;
 use crate::link::LinkParams;
 use crate::packet::gso::{self, GsoPolicy, Segmenter, VnetHdr};
 use crate::packet::pool::PacketPool;

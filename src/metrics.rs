@@ -14,7 +14,6 @@
 //! `DropReason` names), `handle`/`parent`/`kind` for qdiscs, `classid`/
 //! `parent`/`kind` for classes, `port` (`left`, `right`), `quantile`.
 
-use crate::dir::Dir;
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -31,6 +30,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::datapath::{LiveSnapshot, SnapshotReader};
+use crate::dir::Dir;
 use crate::packet::DropReason;
 use crate::qdisc::dump::QdiscDump;
 use crate::qdisc::QdiscStats;

@@ -6,11 +6,11 @@
 //! free 64 KB buffers; malformed offload frames are counted as
 //! `bad_offload`; conservation holds in segment units.
 
-use bloatbox::dir::Dir;
 use std::time::{Duration, Instant as StdInstant};
 
 use bloatbox::bridge::Bridge;
 use bloatbox::datapath::{Command, Datapath, DatapathConfig, LiveSnapshot};
+use bloatbox::dir::Dir;
 use bloatbox::link::{LinkParams, Path};
 use bloatbox::packet::gso::{VnetHdr, F_NEEDS_CSUM, GSO_TCPV4, GSO_TCPV6};
 use bloatbox::port::{FramePort, SocketPairPort};

@@ -5,11 +5,11 @@
 //! printed, and only checked loosely (never tighter than the physics allows
 //! on a loaded 2-core machine).
 
-use bloatbox::dir::Dir;
 use std::time::{Duration, Instant as StdInstant};
 
 use bloatbox::bridge::Bridge;
 use bloatbox::datapath::{Datapath, DatapathConfig, LiveSnapshot};
+use bloatbox::dir::Dir;
 use bloatbox::link::{LinkParams, Path};
 use bloatbox::port::{FramePort, SocketPairPort};
 use bloatbox::qdisc::pfifo_fast::PfifoFast;

@@ -8,7 +8,6 @@
 //! where `iperf3` is missing; the namespaces are removed on every exit path
 //! (the topology guard).
 
-use bloatbox::dir::Dir;
 use std::net::IpAddr;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -16,6 +15,7 @@ use std::time::Duration;
 
 use bloatbox::bridge::Bridge;
 use bloatbox::datapath::{Datapath, DatapathConfig, LiveSnapshot};
+use bloatbox::dir::Dir;
 use bloatbox::link::{LinkParams, Path};
 use bloatbox::netns::{SideSpec, Topology};
 use bloatbox::port::TapSpec;

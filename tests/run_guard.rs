@@ -6,11 +6,11 @@
 //! Skipped, with the reason printed, where not root. Every link has a unique
 //! name (the guard's default).
 
-use bloatbox::dir::Dir;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::Path;
 use std::time::Duration;
 
+use bloatbox::dir::Dir;
 use bloatbox::harness::{Link, Proto, Side};
 
 #[macro_use]

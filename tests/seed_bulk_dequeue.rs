@@ -21,10 +21,10 @@
 //!   are printed for BENCHMARKS.md, not asserted: they are timing, and the
 //!   daemon's TAP I/O per frame is the same in both modes.
 
-use bloatbox::dir::Dir;
 use std::time::Duration;
 
 use bloatbox::config::Config;
+use bloatbox::dir::Dir;
 use bloatbox::experiment::{run_one, skip_reason, ConfigResult, TestOptions};
 use bloatbox::link::path::Path as LinkPath;
 use bloatbox::packet::{Packet, PacketMeta};

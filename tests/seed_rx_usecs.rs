@@ -25,10 +25,10 @@
 //! medians measured were 15.5–18.9 µs idle and 18.5–22.7 µs with two or
 //! four busy loops on two cores (BENCHMARKS.md).
 
-use bloatbox::dir::Dir;
 use std::time::{Duration, Instant};
 
 use bloatbox::control::{Client, Request};
+use bloatbox::dir::Dir;
 use bloatbox::experiment::{run_one, skip_reason, TestOptions};
 use bloatbox::link::LinkParams;
 

@@ -2,7 +2,6 @@
 //! of requests), `request_stats` for `bloatbox stats` and `down`, and
 //! `RemoteControl`, the TUI's `Control` for `bloatbox top`.
 
-use crate::dir::Dir;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -10,6 +9,7 @@ use std::time::Duration;
 
 use super::proto::Request;
 use crate::bridge::BridgeSnapshot;
+use crate::dir::Dir;
 use crate::packet::DropReason;
 use crate::time::{Instant, NS_PER_US};
 use crate::tui::{Action, LinkField};

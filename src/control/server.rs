@@ -11,7 +11,6 @@
 //! A file left at the socket's path is replaced only if it is a socket no
 //! daemon answers on: any other file is an error, never removed.
 
-use crate::dir::Dir;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -23,6 +22,7 @@ use std::time::Duration;
 
 use super::proto::{error_line, ok_line, parse_request, ProtoError, Request, MAX_LINE};
 use crate::datapath::{Command, Commander, LiveSnapshot, SnapshotReader};
+use crate::dir::Dir;
 use crate::link::PathCounters;
 
 /// How long a connection may stay silent (mid-line or between requests).

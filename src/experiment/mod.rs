@@ -6,7 +6,6 @@
 pub mod plot;
 pub mod table;
 
-use crate::dir::Dir;
 use std::io::{IsTerminal, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -17,6 +16,7 @@ use serde::Serialize;
 
 use crate::app::LiveLink;
 use crate::config::Config;
+use crate::dir::Dir;
 use crate::load::rrul::{self, RrulRaw, RrulSpec, RrulSummary};
 use crate::load::tcp::CongestionControl;
 use crate::qdisc::dump::QdiscDump;

@@ -46,7 +46,6 @@
 pub mod run;
 pub mod runs;
 
-use crate::dir::Dir;
 use std::fs::File;
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -63,6 +62,7 @@ use crate::app::LiveLink;
 pub use crate::app::Side;
 use crate::config::{Config, ConfigError, Endpoint};
 use crate::datapath::{Command as DpCommand, DatapathError, LiveSnapshot};
+use crate::dir::Dir;
 use crate::link::LinkParams;
 pub use crate::rootless::Backend;
 use crate::time::{Clock, MonotonicClock};

@@ -15,7 +15,6 @@
 //! when `bloatbox run` itself got signal N; 124 when the right side never
 //! became ready; 125 when bloatbox could not run (configuration, set-up).
 
-use crate::dir::Dir;
 use std::io::{self, IsTerminal};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
@@ -29,6 +28,7 @@ use serde_json::{json, Value};
 
 use super::{Link, LinkBuilder, Proto, Side, KILL_GRACE};
 use crate::datapath::LiveSnapshot;
+use crate::dir::Dir;
 use crate::netns::TerminationSignals;
 
 /// The left command died or bloatbox was stopped by a signal: 128 + N.
