@@ -5,6 +5,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -15,8 +16,6 @@ use nix::sys::socket::{
     self, bind, setsockopt, sockopt, AddressFamily, Backlog, SockFlag, SockType, SockaddrStorage,
 };
 use nix::sys::time::TimeVal;
-use std::os::fd::AsRawFd;
-use std::os::fd::OwnedFd;
 
 use super::{join, spawn_in, Run, POLL_INTERVAL};
 
@@ -88,32 +87,34 @@ impl Bulk {
         rx.recv_timeout(Duration::from_secs(5))
             .map_err(|_| anyhow::anyhow!("the TCP listener on {dst} did not start"))?;
         let (connected, outcomes) = std::sync::mpsc::channel();
-        for i in 0..flows {
-            let (run, cc, connected) = (run.clone(), spec.cc, connected.clone());
-            let src_port = u16::try_from(i)
-                .ok()
-                .and_then(|i| spec.first_src_port.checked_add(i))
-                .with_context(|| {
-                    format!("flow {i}: no source port above {}", spec.first_src_port)
-                })?;
-            threads.push(spawn_in(&spec.src_ns, "tcp-send", move || {
-                let stream = connect(src_port, dst, cc);
-                let _ = connected.send(stream.as_ref().map(|_| ()).map_err(|e| format!("{e:#}")));
-                let stream = stream?;
-                if !run.wait_go() {
-                    return Ok(0);
-                }
-                send(stream, &run)
-            })?);
-            // A wave of handshakes at a time: a thousand SYNs at once would
-            // overflow the TAP's small queue and wait for their retries.
-            if (i + 1) % CONNECT_WAVE == 0 || i + 1 == flows {
-                for _ in i / CONNECT_WAVE * CONNECT_WAVE..=i {
-                    outcomes
-                        .recv_timeout(CONNECT_TIMEOUT + Duration::from_secs(5))
-                        .map_err(|_| anyhow::anyhow!("a flow to {dst} did not connect"))?
-                        .map_err(|e| anyhow::anyhow!("a flow to {dst}: {e}"))?;
-                }
+        // A wave of handshakes at a time: a thousand SYNs at once would
+        // overflow the TAP's small queue and wait for their retries.
+        for wave in (0..flows).step_by(CONNECT_WAVE) {
+            let wave = wave..(wave + CONNECT_WAVE).min(flows);
+            for i in wave.clone() {
+                let (run, cc, connected) = (run.clone(), spec.cc, connected.clone());
+                let src_port = u16::try_from(i)
+                    .ok()
+                    .and_then(|i| spec.first_src_port.checked_add(i))
+                    .with_context(|| {
+                        format!("flow {i}: no source port above {}", spec.first_src_port)
+                    })?;
+                threads.push(spawn_in(&spec.src_ns, "tcp-send", move || {
+                    let stream = connect(src_port, dst, cc);
+                    let _ =
+                        connected.send(stream.as_ref().map(|_| ()).map_err(|e| format!("{e:#}")));
+                    let stream = stream?;
+                    if !run.wait_go() {
+                        return Ok(0);
+                    }
+                    send(stream, &run)
+                })?);
+            }
+            for _ in wave {
+                outcomes
+                    .recv_timeout(CONNECT_TIMEOUT + Duration::from_secs(5))
+                    .map_err(|_| anyhow::anyhow!("a flow to {dst} did not connect"))?
+                    .map_err(|e| anyhow::anyhow!("a flow to {dst}: {e}"))?;
             }
         }
         Ok(Bulk { threads, bytes })
