@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use bloatbox::control::{Client, Request};
 use bloatbox::dir::Dir;
-use bloatbox::experiment::{run_one, skip_reason, TestOptions};
+use bloatbox::experiment::{run_one, skip_reason, Candidate, TestOptions};
 use bloatbox::link::LinkParams;
 
 mod seed;
@@ -77,8 +77,8 @@ fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
         );
     }
     // The two configs differ in rx-usecs only.
-    let params = |c: &bloatbox::experiment::Candidate| {
-        [Dir::LeftToRight, Dir::RightToLeft].map(|d| LinkParams {
+    let params = |c: &Candidate| {
+        Dir::ALL.map(|d| LinkParams {
             rx_usecs: 0,
             ..c.config.link_params(d)
         })
@@ -88,7 +88,7 @@ fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
         params(&c1),
         "the configs differ beyond rx-usecs"
     );
-    let set = |c: &bloatbox::experiment::Candidate| Request::Set {
+    let set = |c: &Candidate| Request::Set {
         args: c.config.link.ethtool.clone(),
     };
     let (to20, to1) = (set(&c20), set(&c1));
