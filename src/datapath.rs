@@ -20,9 +20,12 @@
 //! exhausted the frame is read into a scratch buffer and counted as a
 //! `PoolExhausted` drop), hand each to the bridge stamped with the
 //! `MonotonicClock` time it was read (a batch stops early once the bridge
-//! has a departure due, so reading never delays a write), poll the bridge, write what it releases to the opposite port (a frame that
-//! travels `Dir::LeftToRight` is written to the right port), return every
-//! sent or dropped buffer to the pool, then re-arm the timer.
+//! has a departure due, so reading never delays a write), poll the bridge,
+//! write what it releases to the opposite port (a frame that travels
+//! `Dir::LeftToRight` is written to the right port; with `spin_us`,
+//! frames that fell due while the loop was late are spaced out by the
+//! `release::ReleasePacer`, and the first one held sets a deadline), return
+//! every sent or dropped buffer to the pool, then re-arm the timer.
 //!
 //! Ports with offload (`FramePort::offload`, TAPs with `IFF_VNET_HDR`) are
 //! read into one 64 KB buffer, since a read may return a GSO super-frame.
@@ -50,6 +53,7 @@
 //! takes to clone an `Arc`), this period's snapshot is skipped rather than
 //! waited for. Any number of readers (control socket, TUI) can share the slot.
 
+use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, RawFd};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError, TrySendError};
@@ -71,6 +75,7 @@ use crate::packet::DropReason;
 use crate::port::{FramePort, PortCounters};
 use crate::privilege::PrivilegeError;
 use crate::qdisc::FlowListing;
+use crate::release::ReleasePacer;
 use crate::tc::TcCommand;
 use crate::time::{Clock, Instant, MonotonicClock, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 
@@ -502,6 +507,12 @@ struct Driver {
     /// Where a frame is read to be dropped when the pool is exhausted.
     discard: Vec<u8>,
     out: Vec<(Dir, crate::packet::Packet)>,
+    /// Per direction: frames the link delivered, waiting to be written
+    /// (only while the pacer spaces out overdue frames).
+    held: [VecDeque<crate::packet::Packet>; 2],
+    pacer: ReleasePacer,
+    /// When the first held frame may be written.
+    release_at: Option<Instant>,
     freed: Vec<Vec<u8>>,
 }
 
@@ -562,6 +573,9 @@ impl Driver {
             pass_whole: [false; 2],
             discard: vec![0; DISCARD_BUF],
             out: Vec::with_capacity(256),
+            held: [VecDeque::with_capacity(256), VecDeque::with_capacity(256)],
+            pacer: ReleasePacer::new(cfg.spin_us as u64 * NS_PER_US),
+            release_at: None,
             freed: Vec::with_capacity(256),
         };
         driver.refresh_gso();
@@ -625,13 +639,13 @@ impl Driver {
             }
             let now = self.clock.now();
             self.bridge.poll(now, &mut self.out, &mut self.freed);
-            self.write_out();
+            self.write_out(true);
             if now >= self.next_publish {
                 self.publish(now);
                 self.next_publish = now + self.cfg.publish_interval_ns;
             }
-            let deadline = crate::time::earliest(self.bridge.poll_at(), Some(self.next_publish))
-                .unwrap_or(self.next_publish);
+            let deadline = crate::time::earliest(self.bridge.poll_at(), self.release_at)
+                .map_or(self.next_publish, |d| d.min(self.next_publish));
             let spin_from = deadline.saturating_sub(self.cfg.spin_us as u64 * NS_PER_US);
             let polling = self.cfg.busy_poll_us > 0
                 && now < self.last_frame + self.cfg.busy_poll_us as u64 * NS_PER_US;
@@ -686,6 +700,8 @@ impl Driver {
                 return Err(e);
             }
             if self.drain_commands() {
+                // Frames the pacer still holds are written now, not lost.
+                self.write_out(false);
                 let now = self.clock.now();
                 let snap = self.snapshot(now);
                 self.snapshots.offer(snap.clone());
@@ -770,14 +786,14 @@ impl Driver {
     }
 
     /// The arrival time for the `k`-th frame of a read batch, or `None` if
-    /// the bridge has something due by now: reading then stops so that the
-    /// departure is written on time rather than after the rest of the batch
-    /// (which, at 1.2 Gbit/s, would send frames out back to back). The
-    /// first frame of a batch is always read, so a deadline that stays due
-    /// cannot starve the ports.
+    /// the bridge (or the release pacer) has something due by now: reading
+    /// then stops so that the departure is written on time rather than
+    /// after the rest of the batch (which, at 1.2 Gbit/s, would send frames
+    /// out back to back). The first frame of a batch is always read, so a
+    /// deadline that stays due cannot starve the ports.
     fn read_time(&self, k: usize) -> Option<Instant> {
         let now = self.clock.now();
-        match self.bridge.poll_at() {
+        match crate::time::earliest(self.bridge.poll_at(), self.release_at) {
             Some(due) if k > 0 && due <= now => None,
             _ => Some(now),
         }
@@ -872,25 +888,46 @@ impl Driver {
         }
     }
 
-    /// Writes what the bridge released and returns every buffer to the
-    /// pool. A write error is counted by the port and loses that frame; one
+    /// Writes what the bridge released, each frame to the port opposite its
+    /// direction in the order the link delivered it, and returns every
+    /// buffer to the pool. With `pace`, an overdue frame waits as long as
+    /// the `ReleasePacer` says (held with the rest of its direction;
+    /// `release_at` says until when); without, everything held is written
+    /// now. A write error is counted by the port and loses that frame; one
     /// saying the port is gone ends the loop.
-    fn write_out(&mut self) {
-        let mut gone = None;
+    fn write_out(&mut self, pace: bool) {
         for (dir, pkt) in self.out.drain(..) {
-            let to = port_towards(dir);
-            if self.failure.is_none() && gone.is_none() {
+            self.held[dir.index()].push_back(pkt);
+        }
+        let mut gone = None;
+        self.release_at = None;
+        for dir in Dir::ALL {
+            let held = &mut self.held[dir.index()];
+            while let Some(delivered) = held.front().map(|p| p.meta.delivered) {
                 let now = self.clock.now();
-                self.last_frame = now;
-                self.release_lateness
-                    .saturating_record(now.saturating_since(pkt.meta.delivered).max(1));
-                if let Err(e) = self.ports[to].send_offload(&pkt.data, &pkt.meta.offload) {
-                    if port_gone(&e) {
-                        gone = Some((to, e));
+                let writing = self.failure.is_none() && gone.is_none();
+                if writing && pace {
+                    let at = self.pacer.earliest(dir, delivered, now);
+                    if at > now {
+                        self.release_at = crate::time::earliest(self.release_at, Some(at));
+                        break;
                     }
                 }
+                let Some(pkt) = held.pop_front() else { break };
+                if writing {
+                    self.last_frame = now;
+                    self.pacer.written(dir, delivered, now);
+                    self.release_lateness
+                        .saturating_record(now.saturating_since(delivered).max(1));
+                    let to = port_towards(dir);
+                    if let Err(e) = self.ports[to].send_offload(&pkt.data, &pkt.meta.offload) {
+                        if port_gone(&e) {
+                            gone = Some((to, e));
+                        }
+                    }
+                }
+                Self::recycle(&mut self.pool, &mut self.gso_pool, pkt.data);
             }
-            Self::recycle(&mut self.pool, &mut self.gso_pool, pkt.data);
         }
         if let Some((to, e)) = gone {
             self.fail(to, "writing frames", e);

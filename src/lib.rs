@@ -65,6 +65,7 @@ pub mod packet;
 pub mod port;
 pub mod privilege;
 pub mod qdisc;
+pub mod release;
 pub mod rootless;
 pub mod sim;
 pub mod tc;
