@@ -157,6 +157,51 @@ mod tests {
         assert_eq!(release(&mut p, &[200], 410), [410]);
     }
 
+    proptest::proptest! {
+        /// Over any schedule of deliveries (gaps 0–300 µs) and of how late
+        /// the loop reaches each (0–2 ms): no frame leaves before its
+        /// delivery; no frame waits longer than the margin; pacing never
+        /// makes a frame later than the loop itself
+        /// was for it or for the frame before; and two frames end up closer
+        /// than 3/4 of their logical gap only where the pacer had to let go
+        /// (more than `GIVE_UP_NS` late, or a wait beyond its margin).
+        #[test]
+        fn pacing_keeps_its_promises(
+            steps in proptest::collection::vec((0u64..300_000, 0u64..2_000_000), 1..200),
+            max_wait_us in 0u64..200,
+        ) {
+            let max_wait = max_wait_us * NS_PER_US;
+            let mut p = ReleasePacer::new(max_wait);
+            let (mut delivered, mut loop_at) = (Instant::ZERO, Instant::ZERO);
+            let mut prev: Option<(Instant, Instant)> = None;
+            for (gap, late) in steps {
+                delivered = delivered + gap;
+                // The loop reaches frames in order, never earlier than before.
+                loop_at = loop_at.max(delivered + late);
+                let at = p.earliest(L2R, delivered, loop_at);
+                let written = loop_at.max(at);
+                proptest::prop_assert!(written >= delivered);
+                proptest::prop_assert!(written.saturating_since(loop_at) <= max_wait);
+                let own = loop_at.saturating_since(delivered);
+                let lateness = written.saturating_since(delivered);
+                if let Some((pd, pw)) = prev {
+                    let prev_lateness = pw.saturating_since(pd);
+                    proptest::prop_assert!(lateness <= own.max(prev_lateness),
+                        "lateness {lateness} > own {own} and previous {prev_lateness}");
+                    let kept = gap * CATCH_UP.0 / CATCH_UP.1;
+                    if written.saturating_since(pw) < kept {
+                        let wait = (pw + kept).saturating_since(loop_at);
+                        proptest::prop_assert!(own > GIVE_UP_NS || wait > max_wait,
+                            "gap {} < {kept} with own lateness {own} and wait {wait}",
+                            written.saturating_since(pw));
+                    }
+                }
+                p.written(L2R, delivered, written);
+                prev = Some((delivered, written));
+            }
+        }
+    }
+
     #[test]
     fn a_stall_longer_than_the_give_up_bound_is_not_smoothed() {
         let mut p = ReleasePacer::new(50 * NS_PER_US);
