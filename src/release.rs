@@ -175,7 +175,7 @@ mod tests {
             let (mut delivered, mut loop_at) = (Instant::ZERO, Instant::ZERO);
             let mut prev: Option<(Instant, Instant)> = None;
             for (gap, late) in steps {
-                delivered = delivered + gap;
+                delivered += gap;
                 // The loop reaches frames in order, never earlier than before.
                 loop_at = loop_at.max(delivered + late);
                 let at = p.earliest(L2R, delivered, loop_at);
