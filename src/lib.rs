@@ -40,7 +40,8 @@
 //! without offload, AF_PACKET socket, or socketpair), `netns` (namespaces
 //! and cleanup), `rootless` (links in a user namespace, for unprivileged
 //! users), `privilege` (per-thread capabilities: what each thread keeps
-//! after set-up), `datapath` (the live driver thread), `control` (the
+//! after set-up), `datapath` (the live driver thread), `release` (how the
+//! datapath spaces out frames that fell due while it was late), `control` (the
 //! daemon's socket), `capture` (pcapng capture of both directions),
 //! `metrics` (OpenMetrics export of every counter), `app` (the command-line
 //! subcommands), `harness` (the `Link` guard for test suites and `bloatbox
