@@ -507,8 +507,9 @@ struct Driver {
     /// Where a frame is read to be dropped when the pool is exhausted.
     discard: Vec<u8>,
     out: Vec<(Dir, crate::packet::Packet)>,
-    /// Per direction: frames the link delivered, waiting to be written
-    /// (only while the pacer spaces out overdue frames).
+    /// Per direction: frames the link delivered and not yet written (they
+    /// stay past one `write_out` only while the pacer spaces out overdue
+    /// frames).
     held: [VecDeque<crate::packet::Packet>; 2],
     pacer: ReleasePacer,
     /// When the first held frame may be written.
