@@ -701,9 +701,12 @@ impl Driver {
                     _ => {}
                 }
             }
-            if let Some(e) = self.failure.take() {
+            if self.failure.is_some() {
+                // Frames still held are written, or counted as lost by the
+                // port that failed.
+                self.write_out(false);
                 self.publish(self.clock.now());
-                return Err(e);
+                return Err(self.failure.take().expect("checked above"));
             }
             if self.drain_commands() {
                 // Frames the pacer still holds are written now, not lost.
@@ -900,7 +903,8 @@ impl Driver {
     /// the `ReleasePacer` says (held with the rest of its direction;
     /// `release_at` says until when); without, everything held is written
     /// now. A write error is counted by the port and loses that frame; one
-    /// saying the port is gone ends the loop.
+    /// saying the port is gone ends the loop (the frames after it are still
+    /// written: to the other port, or counted as errors by the gone one).
     fn write_out(&mut self, pace: bool) {
         for (dir, pkt) in self.out.drain(..) {
             self.held[dir.index()].push_back(pkt);
@@ -911,8 +915,7 @@ impl Driver {
             let held = &mut self.held[dir.index()];
             while let Some(delivered) = held.front().map(|p| p.meta.delivered) {
                 let now = self.clock.now();
-                let writing = self.failure.is_none() && gone.is_none();
-                if writing && pace {
+                if pace {
                     let at = self.pacer.earliest(dir, delivered, now);
                     if at > now {
                         self.release_at = crate::time::earliest(self.release_at, Some(at));
@@ -920,16 +923,14 @@ impl Driver {
                     }
                 }
                 let Some(pkt) = held.pop_front() else { break };
-                if writing {
-                    self.last_frame = now;
-                    self.pacer.written(dir, delivered, now);
-                    self.release_lateness
-                        .saturating_record(now.saturating_since(delivered).max(1));
-                    let to = port_towards(dir);
-                    if let Err(e) = self.ports[to].send_offload(&pkt.data, &pkt.meta.offload) {
-                        if port_gone(&e) {
-                            gone = Some((to, e));
-                        }
+                self.last_frame = now;
+                self.pacer.written(dir, delivered, now);
+                self.release_lateness
+                    .saturating_record(now.saturating_since(delivered).max(1));
+                let to = port_towards(dir);
+                if let Err(e) = self.ports[to].send_offload(&pkt.data, &pkt.meta.offload) {
+                    if port_gone(&e) && gone.is_none() {
+                        gone = Some((to, e));
                     }
                 }
                 Self::recycle(&mut self.pool, &mut self.gso_pool, pkt.data);
