@@ -412,3 +412,84 @@ fn tc_commands_change_and_show_the_live_qdisc_tree() {
     let snap = dp.shutdown().unwrap();
     assert_eq!(snap.bridge.path(Dir::LeftToRight).qdisc.kind, "fq_codel");
 }
+
+/// A port whose device vanishes after `ok_writes` frames: every later write
+/// fails with ENODEV and is counted as a write error, as a TAP's is.
+struct Vanishing {
+    inner: SocketPairPort,
+    ok_writes: u64,
+    errors: u64,
+}
+
+impl FramePort for Vanishing {
+    fn recv(&mut self, buf: &mut [u8]) -> std::io::Result<Option<usize>> {
+        self.inner.recv(buf)
+    }
+    fn send(&mut self, frame: &[u8]) -> std::io::Result<()> {
+        if self.inner.counters().tx_frames >= self.ok_writes {
+            self.errors += 1;
+            return Err(std::io::Error::from_raw_os_error(nix::libc::ENODEV));
+        }
+        self.inner.send(frame)
+    }
+    fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.inner.raw_fd()
+    }
+    fn counters(&self) -> bloatbox::port::PortCounters {
+        bloatbox::port::PortCounters {
+            tx_errors: self.errors,
+            ..self.inner.counters()
+        }
+    }
+}
+
+#[test]
+fn frames_behind_a_write_to_a_vanished_port_are_counted_not_lost() {
+    // RX coalescing delivers 8 frames at once to the right port, whose
+    // device vanishes after 3 writes: the 4th write ends the loop, and the
+    // 4 frames behind it must be accounted for by the port too.
+    let params = LinkParams {
+        rate_bytes_ps: RATE_BYTES_PS,
+        rx_frames: 8,
+        rx_usecs: 1_000_000,
+        ..LinkParams::default()
+    };
+    let path = || Path::new(params, Box::new(PfifoFast::new(QdiscCtx::default())));
+    let (dp_left, mut host_left) = SocketPairPort::pair().unwrap();
+    let (dp_right, _host_right) = SocketPairPort::pair().unwrap();
+    let right = Vanishing {
+        inner: dp_right,
+        ok_writes: 3,
+        errors: 0,
+    };
+    let dp = Datapath::spawn(
+        Bridge::new(path(), path()),
+        Box::new(dp_left),
+        Box::new(right),
+        DatapathConfig::default(),
+    )
+    .unwrap();
+    for seq in 0..8 {
+        host_left.send(&frame(seq, 100)).unwrap();
+    }
+    let t0 = StdInstant::now();
+    while !dp.is_finished() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the datapath runs on"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let snap = dp.snapshots().latest().expect("a final snapshot");
+    let err = dp.shutdown().expect_err("the right port failed");
+    assert!(err.to_string().contains("right port failed"), "{err}");
+    let out = snap.bridge.path(Dir::LeftToRight).counters.frames_out;
+    let port = snap.right_port;
+    assert_eq!(out, 8, "the batch left the link");
+    assert_eq!(
+        (port.tx_frames, port.tx_errors),
+        (3, 5),
+        "every frame the link delivered was written or counted as an error"
+    );
+    assert_conserved(&snap, Dir::LeftToRight);
+}
