@@ -47,7 +47,10 @@ pub fn check_report(config: &Config) -> String {
         "daemon control socket {}  snapshots {} Hz  spin {}  busy poll {}  pool {} frames",
         config.control_socket().display(),
         d.snapshot_hz,
-        off_or_us(d.spin_us),
+        match d.spin_us {
+            0 => off_or_us(0),
+            us => format!("{} (late releases paced)", off_or_us(us)),
+        },
         off_or_us(d.busy_poll_us),
         d.pool_size
     );
@@ -195,6 +198,14 @@ mod tests {
         ));
         c.tap.offload = false;
         assert!(check_report(&c).contains("txqueuelen 16  offload off\n"));
+    }
+
+    #[test]
+    fn the_daemon_line_says_when_late_releases_are_paced() {
+        let mut c = Config::default();
+        assert!(check_report(&c).contains("  spin off  busy poll off  "));
+        c.daemon.spin_us = 50;
+        assert!(check_report(&c).contains("  spin 50us (late releases paced)  busy poll off  "));
     }
 
     #[test]
