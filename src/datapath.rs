@@ -455,20 +455,15 @@ impl Drop for Datapath {
     }
 }
 
-/// Which port a frame read from port `i` travels towards, and back.
+/// The direction of the frames read from port `port`: ports are indexed
+/// like the directions that leave from them (0 left, 1 right).
 fn dir_from(port: usize) -> Dir {
-    if port == 0 {
-        Dir::LeftToRight
-    } else {
-        Dir::RightToLeft
-    }
+    Dir::ALL[port]
 }
 
+/// The port a frame travelling `dir` is written to: the other one.
 fn port_towards(dir: Dir) -> usize {
-    match dir {
-        Dir::LeftToRight => 1,
-        Dir::RightToLeft => 0,
-    }
+    dir.reverse().index()
 }
 
 /// The state the datapath thread owns.
