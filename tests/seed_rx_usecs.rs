@@ -24,8 +24,8 @@
 //! coalescing delay itself. Left to timer wake-ups, which on a virtual
 //! machine are 15–40 µs late and late by different amounts for a 1 µs and
 //! a 20 µs hold depending on whether the vCPU halted in between, the
-//! difference measured 15.5–22.7 µs, and once (CI, 2026-11-30 10:24) 10.7,
-//! when half the run fell into a different regime of wake-ups. With the
+//! difference measured 14.4–22.7 µs, and once (CI, 2026-11-30 10:24) 10.7,
+//! when it fell by half from the seventh pair of blocks on. With the
 //! spin, twelve runs idle and with two or four busy loops on two cores
 //! gave 19.6–20.7 µs (BENCHMARKS.md).
 
