@@ -234,6 +234,15 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     let mut setup = setup(&cfg)?;
     setup.datapath.realtime_priority = opts.realtime;
     prepare_privileges()?;
+    if let Some((addr, remote)) = opts.metrics_listen {
+        // Refused before anything is set up, not after.
+        crate::metrics::check_listen_addr(addr, remote)?;
+    }
+    refuse_if_running(
+        &setup.control_socket,
+        "stop it first (Ctrl-C where it runs, or kill it), or start a second link \
+         with -c FILE naming other namespaces, TAPs and control socket",
+    )?;
     let mut bridge = build_bridge(&cfg)?;
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = TerminationSignals::block()?;
@@ -440,6 +449,11 @@ pub fn down(config: Option<&Path>, runs: bool) -> anyhow::Result<()> {
     }
     let cfg = load(config)?;
     let setup = setup(&cfg)?;
+    refuse_if_running(
+        &setup.control_socket,
+        "`down` only removes what a killed run left; stop the daemon (Ctrl-C where it \
+         runs, or kill it) and it removes everything itself",
+    )?;
     prepare_privileges()?;
     let removed = netns::down(&setup.topology)?;
     if removed.is_empty() {
@@ -454,6 +468,18 @@ pub fn down(config: Option<&Path>, runs: bool) -> anyhow::Result<()> {
             "removed stale control socket {}",
             setup.control_socket.display()
         )?;
+    }
+    Ok(())
+}
+
+/// Fails with `fix` if a daemon answers on `socket`: `up` would collide
+/// with the link it runs and `down` would delete it from under it.
+fn refuse_if_running(socket: &Path, fix: &str) -> anyhow::Result<()> {
+    if socket.exists() && request_stats(socket).is_ok() {
+        anyhow::bail!(
+            "a bloatbox daemon is running this link (it answers on {}); {fix}",
+            socket.display()
+        );
     }
     Ok(())
 }
@@ -547,6 +573,8 @@ fn render_stats(snap: &serde_json::Value) -> String {
     {
         let c = &p["counters"];
         let (fin, fout, held) = (num(c, "frames_in"), num(c, "frames_out"), num(p, "held"));
+        // netem duplication adds frames to the path.
+        let dup = num(c, "duplicated");
         let drops: u64 = c["drops"]
             .as_array()
             .map(|a| a.iter().filter_map(|x| x.as_u64()).sum())
@@ -576,6 +604,14 @@ fn render_stats(snap: &serde_json::Value) -> String {
                 &by_reason
             }
         );
+        if p["seed"].is_u64() {
+            let _ = writeln!(
+                out,
+                "  impairments seed {}  duplicated {dup}  corrupted {}",
+                num(p, "seed"),
+                num(c, "corrupted")
+            );
+        }
         let bql = match p["bql_limit"].as_u64() {
             Some(limit) => format!("limit {limit} B, in flight {} B", num(p, "bql_inflight")),
             None => "off".to_string(),
@@ -610,10 +646,15 @@ fn render_stats(snap: &serde_json::Value) -> String {
                 ms("max_ns")
             );
         }
-        let ok = fin == fout + drops + held;
+        let ok = fin + dup == fout + drops + held;
+        let dup_term = if dup > 0 {
+            format!(" + duplicated {dup}")
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "  conservation: in {fin} = out {fout} + dropped {drops} + held {held}: {}",
+            "  conservation: in {fin}{dup_term} = out {fout} + dropped {drops} + held {held}: {}",
             if ok { "ok" } else { "VIOLATED" }
         );
     }
@@ -789,6 +830,22 @@ mod tests {
         );
         assert!(text.contains("BQL off"), "{text}");
         assert!(text.contains("held 1: VIOLATED"), "{text}");
+        // netem duplication: the duplicates count on the left of the identity.
+        let mut dup = snap.clone();
+        dup["bridge"]["paths"][1] = serde_json::json!({
+            "counters": { "frames_in": 5, "frames_out": 6, "drops": [1],
+                          "duplicated": 2, "corrupted": 1 },
+            "held": 0, "seed": 42, "drops_by_reason": {}, "bql_limit": null
+        });
+        let text = render_stats(&dup);
+        assert!(
+            text.contains("in 5 + duplicated 2 = out 6 + dropped 1 + held 0: ok"),
+            "{text}"
+        );
+        assert!(
+            text.contains("impairments seed 42  duplicated 2  corrupted 1"),
+            "{text}"
+        );
         assert!(text.contains("p99 12.0 us"), "{text}");
         assert!(text.contains("read them: left 3, right ?"), "{text}");
     }

@@ -496,22 +496,28 @@ pub struct MetricsServer {
     thread: Option<JoinHandle<()>>,
 }
 
+/// A loopback address, or any with `allow_remote` (the counters show the
+/// link's traffic to whoever connects).
+pub fn check_listen_addr(addr: SocketAddr, allow_remote: bool) -> io::Result<()> {
+    if !addr.ip().is_loopback() && !allow_remote {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "--metrics-listen {addr}: not a loopback address; expected e.g. 127.0.0.1:9464 or [::1]:9464; fix: use a loopback address, or add --metrics-allow-remote to serve other hosts"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl MetricsServer {
-    /// Binds `addr`: a loopback address unless `allow_remote` (the counters
-    /// show the link's traffic to whoever connects).
+    /// Binds `addr` (see `check_listen_addr`).
     pub fn start(
         addr: SocketAddr,
         allow_remote: bool,
         snapshots: SnapshotReader,
     ) -> io::Result<MetricsServer> {
-        if !addr.ip().is_loopback() && !allow_remote {
-            return Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!(
-                    "--metrics-listen {addr}: not a loopback address; expected e.g. 127.0.0.1:9464 or [::1]:9464; fix: use a loopback address, or add --metrics-allow-remote to serve other hosts"
-                ),
-            ));
-        }
+        check_listen_addr(addr, allow_remote)?;
         let listener = TcpListener::bind(addr)
             .map_err(|e| io::Error::new(e.kind(), format!("--metrics-listen {addr}: {e}")))?;
         let addr = listener.local_addr()?;

@@ -25,6 +25,8 @@ impl fmt::Display for UnitError {
 
 const RATE_ALLOWED: &str =
     "a number with an optional unit: bit kbit mbit gbit tbit, kibit mibit gibit tibit, bps kbps mbps gbps tbps (bytes/s), kibps mibps gibps tibps";
+const RATE_AT_LEAST_A_BYTE: &str =
+    "0 or at least 8bit (one byte per second; a smaller rate would be truncated to 0, which means unlimited)";
 const SIZE_ALLOWED: &str =
     "a number of bytes with an optional unit: b k kb m mb g gb kbit mbit gbit";
 const TIME_ALLOWED: &str = "a number with an optional unit: us usec ms msec s sec (bare = µs)";
@@ -79,6 +81,13 @@ pub fn parse_rate(s: &str) -> Result<u64, UnitError> {
     let bits = n * mult;
     if bits >= 8.0 * u64::MAX as f64 {
         return Err(err());
+    }
+    if bits > 0.0 && bits < 8.0 {
+        // tc would truncate it to 0 bytes/s, which a link reads as unlimited.
+        return Err(UnitError {
+            allowed: RATE_AT_LEAST_A_BYTE,
+            ..err()
+        });
     }
     Ok((bits / 8.0) as u64)
 }
@@ -386,6 +395,13 @@ mod tests {
         assert!(parse_rate("10 mbit").is_err());
         assert!(parse_rate("10furlongs").is_err());
         assert!(parse_rate("").is_err());
+        // Under a byte per second: not silently 0 (= unlimited for a link).
+        for tiny in ["7bit", "1bit", "0.000001bit", "0.5bps"] {
+            let e = parse_rate(tiny).unwrap_err().to_string();
+            assert!(e.contains("at least 8bit"), "{tiny}: {e}");
+        }
+        assert_eq!(parse_rate("8bit").unwrap(), 1);
+        assert_eq!(parse_rate("0").unwrap(), 0);
     }
 
     #[test]

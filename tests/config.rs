@@ -245,6 +245,9 @@ fn load_names_the_file_in_errors() {
     assert_eq!(err.origin, path.display().to_string());
     assert_eq!(err.path, "link.tx_ring");
     assert_eq!(err.position.map(|p| (p.line, p.column)), Some((3, 11)));
+    // An endless file is refused after MAX_INPUT_BYTES, not read into memory.
+    let endless = Config::load("/dev/zero").unwrap_err().to_string();
+    assert!(endless.contains("larger than 64 MiB"), "{endless}");
 }
 
 #[test]

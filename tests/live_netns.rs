@@ -183,6 +183,18 @@ fn live_nothing_is_left_after_exit_or_after_sigkill_and_down() {
     let mut sleepers = [Side::Left, Side::Right].map(|s| d.spawn_in(s, &["sleep", "60"]));
     wait_for_pids(&d.names.ns[1], 1);
     assert_eq!(d.leftovers().len(), 2, "both namespaces exist while up");
+    // While it runs, a second `up` and a `down` say so and touch nothing.
+    for cmd in ["up", "down"] {
+        let out = d.cli(&[cmd]);
+        assert!(!out.status.success(), "{cmd}: {}", text(&out));
+        assert!(
+            text(&out).contains("a bloatbox daemon is running this link"),
+            "{cmd}: {}",
+            text(&out)
+        );
+    }
+    assert!(d.running(), "{}", d.log_text());
+    assert_eq!(d.leftovers().len(), 2, "the running link is untouched");
     assert!(d.stop().success(), "{}", d.log_text());
     assert_eq!(d.leftovers(), Vec::<String>::new());
     for s in &mut sleepers {
@@ -190,8 +202,8 @@ fn live_nothing_is_left_after_exit_or_after_sigkill_and_down() {
         assert!(ended.is_some_and(|st| !st.success()), "{ended:?}");
     }
 
-    // SIGKILL: the namespaces stay, `up` refuses, `down` removes them and
-    // ends what runs inside.
+    // SIGKILL: the namespaces stay, `up` refuses and points to `down`, which
+    // removes them and ends what runs inside.
     let mut d = Daemon::start("rate = \"100mbit\"");
     let mut sleeper = d.spawn_in(Side::Right, &["sleep", "60"]);
     wait_for_pids(&d.names.ns[1], 1);

@@ -49,12 +49,38 @@ pub use ethtool::{apply_ethtool, parse_ethtool, EthtoolCommand, EthtoolSetting};
 pub use qdisc::{HtbClass, QdiscSpec, QdiscTable};
 pub use report::check_report;
 pub use source::Position;
+pub use validate::{
+    check_coalescing, MAX_DELAY_NS, MAX_FRAMES, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING,
+};
 pub use values::{Delay, IfAddr, LinkRate, Size, TcRate, TcTime};
 
 use crate::link::LinkParams;
 use serde::{Deserialize, Deserializer, Serialize};
 use source::SpanIndex;
 use std::path::{Path, PathBuf};
+
+/// The most a configuration, scenario or trace file may hold.
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
+/// Reads a text file the user named, refusing one larger than
+/// `MAX_INPUT_BYTES` (such as /dev/zero) instead of filling memory.
+pub fn read_input_file(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_INPUT_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "larger than {} MiB, far more than any configuration, scenario or trace",
+                MAX_INPUT_BYTES >> 20
+            ),
+        ));
+    }
+    Ok(text)
+}
 
 /// The embedded default configuration (configs/default.toml).
 pub const DEFAULT_TOML: &str = include_str!("../../configs/default.toml");
@@ -343,8 +369,7 @@ impl Config {
         tc_check: Option<TcCheck>,
     ) -> Result<Config, ConfigError> {
         let origin = path.as_ref().display().to_string();
-        let text =
-            std::fs::read_to_string(path.as_ref()).map_err(|e| ConfigError::io(&origin, &e))?;
+        let text = read_input_file(path.as_ref()).map_err(|e| ConfigError::io(&origin, &e))?;
         let base = path.as_ref().parent().unwrap_or(Path::new(""));
         Config::parse_in(&text, &origin, base, tc_check)
     }

@@ -446,8 +446,14 @@ pub fn literal_direction(line: &str) -> Result<Dir, String> {
     if words.first() != Some(&"tc") {
         return Err(format!("a tc line starts with \"tc\"; {example}"));
     }
-    match words.get(1) {
-        Some(&("qdisc" | "class" | "filter")) => {}
+    // Options (-s, -d, -j...) may come first; objects may be abbreviated
+    // ("tc q a", "tc cl add"), as iproute2 reads them.
+    let object = words[1..].iter().find(|w| !w.starts_with('-'));
+    match object {
+        Some(o)
+            if ["qdisc", "class", "filter"]
+                .iter()
+                .any(|full| full.starts_with(o)) => {}
         other => {
             return Err(format!(
                 "\"{}\" is not a tc object; expected qdisc, class or filter; {example}",
@@ -637,6 +643,18 @@ qdisc = { kind = "sfq", perturb = 10 }
         assert!(literal_direction("qdisc add dev left root fq_codel")
             .unwrap_err()
             .contains("starts with \"tc\""));
+        // Abbreviated objects and leading options, as iproute2 takes them.
+        assert_eq!(
+            literal_direction("tc q a dev left root fq_codel"),
+            Ok(Dir::LeftToRight)
+        );
+        assert_eq!(
+            literal_direction("tc -s cl add dev right parent 1: classid 1:1 htb rate 1mbit"),
+            Ok(Dir::RightToLeft)
+        );
+        assert!(literal_direction("tc -s")
+            .unwrap_err()
+            .contains("not a tc object"));
         assert!(literal_direction("tc qdisk add dev left root fq_codel")
             .unwrap_err()
             .contains("not a tc object"));

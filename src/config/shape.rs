@@ -175,7 +175,7 @@ impl Config {
         // No value: the loader shows the path as written, the message the
         // resolved one.
         let fail = |m: String| ConfigError::field(file.path.clone(), None, m);
-        let text = std::fs::read_to_string(&file.value).map_err(|e| {
+        let text = super::read_input_file(Path::new(&file.value)).map_err(|e| {
             fail(format!(
                 "cannot read the {} file {}: {e}; expected a readable file, relative to the configuration file's directory; fix: correct the path or remove the key",
                 kind.key(),

@@ -259,7 +259,7 @@ pub fn inline_files(args: &[String], cwd: &std::path::Path) -> Result<Vec<String
                 return Ok(arg.clone());
             }
             let path = cwd.join(value.trim());
-            let text = std::fs::read_to_string(&path).map_err(|e| {
+            let text = crate::config::read_input_file(&path).map_err(|e| {
                 format!(
                     "\"{arg}\": cannot read the {name} file {}: {e}",
                     path.display()
@@ -364,6 +364,14 @@ pub fn apply_set(args: &[String], params: &mut [LinkParams; 2]) -> Result<(), St
             .apply(&mut next[dir.index()], v)
             .map_err(|e| format!("\"{arg}\": {e}"))?;
     }
+    for (dir, p) in Dir::ALL.into_iter().zip(&next) {
+        let dev = dir.dev();
+        crate::config::check_coalescing("tx-usecs", "tx-frames", p.tx_usecs, p.tx_frames)
+            .and_then(|()| {
+                crate::config::check_coalescing("rx-usecs", "rx-frames", p.rx_usecs, p.rx_frames)
+            })
+            .map_err(|e| format!("dev {dev}: {e}"))?;
+    }
     *params = next;
     Ok(())
 }
@@ -409,6 +417,13 @@ mod tests {
             "left.colour=red",
             "left.rate=fast",
             "ethtool -C middle rx-usecs 1",
+            // The configuration file's limits hold here too.
+            "left.delay=4294s",
+            "left.rate=200gbit",
+            "left.tx_ring=0",
+            "left.rx_usecs=2000000",
+            // Coalescing that would never interrupt.
+            "left.rx_frames=0",
         ] {
             let e = apply_set(&args(&["right.delay=5ms", bad]), &mut p).unwrap_err();
             assert!(

@@ -213,10 +213,15 @@ impl Impairments {
         check_percent("duplicate_correlation", self.duplicate_correlation)?;
         check_percent("corrupt", self.corrupt)?;
         check_percent("corrupt_correlation", self.corrupt_correlation)?;
-        const MAX_NS: u64 = i64::MAX as u64 / 4;
+        // As long as the link's own delay may be (60 s).
+        const MAX_NS: u64 = 60_000_000_000;
         for (field, v) in [("delay", self.delay_ns), ("jitter", self.jitter_ns)] {
             if v > MAX_NS {
-                return Err(ShapeError::new(field, v, format!("0..={MAX_NS} ns")));
+                return Err(ShapeError::new(
+                    field,
+                    format!("{v} ns"),
+                    "at most 60s".to_string(),
+                ));
             }
         }
         if let Distribution::Table(t) = &self.distribution {

@@ -19,8 +19,10 @@ use super::{
 use crate::packet::{Drops, Packet};
 use crate::time::{earliest, Instant};
 
-/// The kernel's limit on TX queues per device.
-pub const MAX_QUEUES: u16 = 4096;
+/// TX queues of an emulated device (`link.tx_queues`). The kernel allows
+/// 4096, but each child is a whole qdisc (an fq_codel with 65536 flows
+/// holds 8 MB), so bloatbox stops at a real multi-queue NIC's size.
+pub const MAX_QUEUES: u16 = 64;
 
 /// mq with one child qdisc per TX queue.
 pub struct Mq {
@@ -77,15 +79,25 @@ impl Mq {
     ) -> Result<Mq, TcError> {
         let n = match args {
             [] => dev_queues,
-            ["queues", v] => v
-                .parse::<u16>()
-                .ok()
-                .filter(|n| (2..=MAX_QUEUES).contains(n))
-                .ok_or_else(|| {
-                    TcError::new(format!(
-                        "Error: argument \"{v}\" is wrong: \"queues\" must be 2..{MAX_QUEUES}"
-                    ))
-                })?,
+            ["queues", v] => {
+                let n = v
+                    .parse::<u16>()
+                    .ok()
+                    .filter(|n| (2..=MAX_QUEUES).contains(n))
+                    .ok_or_else(|| {
+                        TcError::new(format!(
+                            "Error: argument \"{v}\" is wrong: \"queues\" must be 2..{MAX_QUEUES}"
+                        ))
+                    })?;
+                if dev_queues > 1 && n != dev_queues {
+                    return Err(TcError::new(format!(
+                        "Error: argument \"{v}\" is wrong: this device has {dev_queues} TX queues \
+                         (link.tx_queues) and mq makes one child per queue; leave out \"queues\" \
+                         or set tx_queues = {n}"
+                    )));
+                }
+                n
+            }
             [first, ..] => {
                 return Err(TcError::new(format!(
                     "What is \"{first}\"?\nUsage: ... mq [ queues N ]"
@@ -457,6 +469,23 @@ mod tests {
         );
         assert!(Mq::from_args(root_ctx(), 4, &["queues", "1"], &mut f).is_err());
         assert!(Mq::from_args(root_ctx(), 4, &["bogus"], &mut f).is_err());
+        // Past the emulated device's limit (each child is a whole qdisc).
+        assert!(Mq::from_args(root_ctx(), 1, &["queues", "4096"], &mut f).is_err());
+        // A multi-queue device keeps its own count.
+        let e = Mq::from_args(root_ctx(), 4, &["queues", "8"], &mut f)
+            .err()
+            .unwrap()
+            .0;
+        assert!(
+            e.contains("has 4 TX queues") && e.contains("tx_queues = 8"),
+            "{e}"
+        );
+        assert_eq!(
+            Mq::from_args(root_ctx(), 4, &["queues", "4"], &mut f)
+                .unwrap()
+                .queue_count(),
+            4
+        );
         assert!(mq(2).add_class(1, TC_H_ROOT, &[]).is_err());
     }
 

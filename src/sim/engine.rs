@@ -27,6 +27,10 @@ use std::collections::BinaryHeap;
 
 /// Iterations at one instant after which the loop declares a stall.
 const STALL_LIMIT: u64 = 10_000_000;
+/// Frames sent at one instant after which the loop declares a stall: TCP
+/// over a link that takes no time sends its whole window, gets it acked
+/// and sends again without the clock moving.
+const STALL_FRAMES: u64 = 1_000_000;
 
 /// What a timer does when it fires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,6 +170,8 @@ pub struct Sim {
     dirs: [DirState; 2],
     trace: Trace,
     next_trace_id: u64,
+    /// Frames sent since the clock last moved (see `STALL_FRAMES`).
+    emitted_this_instant: u64,
     unmatched_frames: u64,
 }
 
@@ -220,6 +226,7 @@ impl Sim {
             dirs: logs.map(dir_state),
             trace,
             next_trace_id: 0,
+            emitted_this_instant: 0,
             unmatched_frames: 0,
         };
         for i in 0..sim.flows.len() {
@@ -252,13 +259,14 @@ impl Sim {
             }
             if t <= self.now {
                 same_instant += 1;
-                if same_instant > STALL_LIMIT {
+                if same_instant > STALL_LIMIT || self.emitted_this_instant > STALL_FRAMES {
                     return Err(SimError::Stalled {
                         at_ns: self.now.nanos(),
                     });
                 }
             } else {
                 same_instant = 0;
+                self.emitted_this_instant = 0;
                 self.now = t;
             }
             while let Some(timer) = self
@@ -461,6 +469,7 @@ impl Sim {
         what: What,
     ) {
         let now = self.now;
+        self.emitted_this_instant += 1;
         let trace_id = self.next_trace_id;
         self.next_trace_id += 1;
         let slot = self.slab.insert(PktInfo {

@@ -48,7 +48,9 @@ pub enum SimError {
     Qdisc { dir: String, msg: String },
     /// The event loop made no progress at one instant.
     #[error(
-        "simulation stalled at {at_ns} ns: the path keeps asking to be polled without progress"
+        "simulation stalled at {at_ns} ns: events keep coming at that instant and time never \
+         advances (TCP over a link with no rate limit and no delay does this: its data and \
+         acks take no time); fix: give the link a rate or a delay"
     )]
     Stalled { at_ns: u64 },
     #[error("writing the trace: {0}")]

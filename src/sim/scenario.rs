@@ -353,7 +353,7 @@ impl Scenario {
 
     /// Reads a scenario file.
     pub fn from_file(path: &std::path::Path) -> Result<Scenario, SimError> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::config::read_input_file(path)
             .map_err(|e| SimError::Scenario(format!("cannot read {}: {e}", path.display())))?;
         Scenario::parse(&text, path.parent()).map_err(|e| match e {
             SimError::Scenario(m) => SimError::Scenario(format!("{}: {m}", path.display())),

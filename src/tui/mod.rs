@@ -64,19 +64,44 @@ pub enum LinkField {
 
 impl LinkField {
     /// Sets this field of `p` to `value` (core units, as `LinkField::parse`
-    /// gives them); fields stored in 32 bits refuse larger values.
+    /// gives them), within the ranges a configuration file allows.
     pub fn apply(self, p: &mut crate::link::LinkParams, value: u64) -> Result<(), String> {
-        let small =
-            || u32::try_from(value).map_err(|_| format!("{} {value}: too large", self.name()));
+        use crate::config::{MAX_DELAY_NS, MAX_FRAMES, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING};
+        let name = self.name();
+        let within = |min: u64, max: u64, unit: &str| {
+            if (min..=max).contains(&value) {
+                Ok(value as u32)
+            } else {
+                Err(format!("{name} {value}: expected {min}..={max} {unit}"))
+            }
+        };
         match self {
+            LinkField::Rate if value > MAX_RATE_BYTES_PS => {
+                return Err(format!(
+                    "rate {}: above the maximum; expected at most 100gbit (or 0 for unlimited)",
+                    crate::units::print_rate(value)
+                ))
+            }
             LinkField::Rate => p.rate_bytes_ps = value,
+            LinkField::Delay if value > MAX_DELAY_NS => {
+                return Err(format!(
+                    "delay {}: too long; expected at most 60s",
+                    crate::units::sprint_time(value / 1_000)
+                ))
+            }
             LinkField::Delay => p.delay_ns = value,
-            LinkField::TxRing => p.tx_ring = small()?,
+            LinkField::TxRing => {
+                p.tx_ring = within(
+                    *TX_RING.start() as u64,
+                    *TX_RING.end() as u64,
+                    "descriptors",
+                )?
+            }
             LinkField::Bql => p.bql = value != 0,
-            LinkField::TxUsecs => p.tx_usecs = small()?,
-            LinkField::TxFrames => p.tx_frames = small()?,
-            LinkField::RxUsecs => p.rx_usecs = small()?,
-            LinkField::RxFrames => p.rx_frames = small()?,
+            LinkField::TxUsecs => p.tx_usecs = within(0, MAX_USECS as u64, "µs")?,
+            LinkField::TxFrames => p.tx_frames = within(0, MAX_FRAMES as u64, "frames")?,
+            LinkField::RxUsecs => p.rx_usecs = within(0, MAX_USECS as u64, "µs")?,
+            LinkField::RxFrames => p.rx_frames = within(0, MAX_FRAMES as u64, "frames")?,
         }
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! Corner cases run to completion with sensible numbers: unlimited rate,
 //! zero delay, flows starting after the end, tiny windows and transfers, an
-//! overloaded byte FIFO, and a scenario without traffic.
+//! overloaded byte FIFO, and a scenario without traffic; TCP over a link
+//! that takes no time at all ends with an error instead of spinning.
 
 use super::load;
 use bloatbox::sim::{self, Scenario};
@@ -36,4 +37,20 @@ fn no_traffic_no_events() {
     assert!(r.flows.is_empty());
     assert_eq!(r.directions[0].qdisc.kind, "pfifo_fast");
     assert!(r.table().contains("left_to_right: pfifo_fast"));
+}
+
+/// TCP over a link that takes no time (no rate limit, no delay) would send,
+/// be acked and send again forever without the clock moving: the run ends
+/// with an error that says so instead of spinning.
+#[test]
+fn tcp_over_a_link_that_takes_no_time_is_reported_not_spun() {
+    let sc = Scenario::from_toml(
+        "seed = 1\nduration = \"1ms\"\n[link]\nrate = \"unlimited\"\ndelay = \"0\"\n[[tcp]]\ncount = 1\n",
+    )
+    .unwrap();
+    let e = sim::run(&sc).unwrap_err().to_string();
+    assert!(
+        e.contains("stalled at 0 ns") && e.contains("give the link a rate or a delay"),
+        "{e}"
+    );
 }
