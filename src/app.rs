@@ -22,7 +22,7 @@ use crate::netns::{self, SideSpec, TerminationSignals, Topology};
 use crate::packet::gso::GsoPolicy;
 use crate::port::TapSpec;
 use crate::privilege;
-use crate::qdisc::tree::{DevSpec, QdiscTree};
+use crate::qdisc::tree::QdiscTree;
 use crate::time::{Instant, NS_PER_SEC, NS_PER_US};
 use crate::tui::Action;
 
@@ -66,7 +66,7 @@ const TC_REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 pub(crate) fn load(path: Option<&Path>) -> anyhow::Result<Config> {
     match path {
         Some(p) => {
-            Config::load_with(p, Some(&crate::tc::check_line)).map_err(|e| anyhow::anyhow!("{e}"))
+            Config::load_with(p, Some(&crate::tc::check_lines)).map_err(|e| anyhow::anyhow!("{e}"))
         }
         None => Ok(Config::embedded_default()),
     }
@@ -125,13 +125,7 @@ fn setup(cfg: &Config) -> anyhow::Result<Setup> {
 fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
     let path = |dir: Dir| -> anyhow::Result<LinkPath> {
         let params = cfg.link_params(dir);
-        let tx_queues = cfg.tx_queues(dir);
-        let spec = DevSpec {
-            tx_queues: u16::try_from(tx_queues)
-                .with_context(|| format!("tx_queues = {tx_queues} of {}", dir.arrow()))?,
-            ..DevSpec::from_link(dir, &params)
-        };
-        let tree = QdiscTree::build(spec, &cfg.tc_lines(dir))
+        let tree = QdiscTree::build(cfg.dev_spec(dir), &cfg.tc_lines(dir))
             .map_err(|e| anyhow::anyhow!("building the qdisc of {}: {e}", dir.arrow()))?;
         let mut link = LinkPath::new(params, Box::new(tree));
         let now = crate::time::Clock::now(&crate::time::MonotonicClock);
@@ -334,12 +328,15 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     // After the datapath: the last snapshot, and every captured frame.
     drop(metrics_file);
     if let Some(c) = capture {
-        let [l2r, r2l] = c.finish();
-        tracing::info!(
-            left_to_right = ?l2r,
-            right_to_left = ?r2l,
-            "capture written"
-        );
+        for (dir, n) in Dir::ALL.into_iter().zip(c.finish()) {
+            tracing::info!(
+                "capture of {} written: {} records, {} lost with the writer behind, {} lost to write errors",
+                dir.arrow(),
+                n.captured,
+                n.dropped,
+                n.write_errors
+            );
+        }
     }
     let vanished = vanished_namespace(&setup.topology);
     drop(guard);

@@ -209,8 +209,14 @@ struct LoadArgs {
     plots: Option<PathBuf>,
 }
 
-/// A duration in tc's time units ("5s", "100ms", bare number = µs).
+/// A duration in tc's time units ("5s", "100ms"); a bare number other than 0 is refused.
 fn parse_time(s: &str) -> Result<std::time::Duration, String> {
+    if s != "0" && !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        // tc would read µs, which no one means for a test's length.
+        return Err(format!(
+            "\"{s}\" has no unit; write it with one, e.g. {s}s or {s}ms (tc reads a bare number as µs)"
+        ));
+    }
     bloatbox::units::parse_time_ns(s)
         .map(std::time::Duration::from_nanos)
         .map_err(|e| e.to_string())

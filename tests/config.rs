@@ -350,13 +350,14 @@ qdisc = { kind = "sfq", perturb = 10 }
 #[test]
 fn tc_check_hook_sees_every_line_and_locates_errors() {
     let seen = std::cell::RefCell::new(Vec::new());
-    let check = |line: &str| {
-        seen.borrow_mut().push(line.to_string());
-        if line.contains("sfq") {
-            Err("Error: sfq is not wanted here.".to_string())
-        } else {
-            Ok(())
+    let check = |_: bloatbox::qdisc::tree::DevSpec, lines: &[&str]| {
+        for (i, line) in lines.iter().enumerate() {
+            seen.borrow_mut().push(line.to_string());
+            if line.contains("sfq") {
+                return Err((i, "Error: sfq is not wanted here.".to_string()));
+            }
         }
+        Ok(())
     };
     let text = "[link]\nqdisc = \"fq_codel\"\ntc = [\n  \"tc qdisc add dev right root sfq\",\n]\n";
     let err = Config::from_str_with(text, "hook.toml", Some(&check))
@@ -373,6 +374,22 @@ fn tc_check_hook_sees_every_line_and_locates_errors() {
         .contains(&"tc qdisc add dev left root fq_codel".to_string()));
     let ok = Config::from_str_with("", "hook.toml", Some(&check)).unwrap();
     assert_eq!(ok, parse(""));
+}
+
+/// With the real tc front end, a line that fails only because of the lines
+/// before it (a class under a qdisc never made) is named with its place.
+#[test]
+fn tc_lines_are_checked_together_and_the_failing_one_located() {
+    let text = "[link]\ntc = [\n  \"tc qdisc add dev left root handle 1: htb default 10\",\n  \
+                \"tc class add dev left parent 2: classid 2:10 htb rate 10mbit\",\n]\n";
+    let err = Config::from_str_with(text, "tree.toml", Some(&bloatbox::tc::check_lines))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("tree.toml:4:3: link.tc[1] = \"tc class add dev left parent 2:")
+            && err.contains("no qdisc 2: on dev left"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -541,14 +558,14 @@ proptest! {
 #[test]
 fn qfq_seed_filters_parse() {
     use bloatbox::packet::filter::Filter;
-    let check = |line: &str| -> Result<(), String> {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        match words.as_slice() {
-            ["tc", "filter", "add", "dev", _, rest @ ..] => {
-                Filter::parse(rest).map(|_| ()).map_err(|e| e.0)
+    let check = |_: bloatbox::qdisc::tree::DevSpec, lines: &[&str]| {
+        for (i, line) in lines.iter().enumerate() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if let ["tc", "filter", "add", "dev", _, rest @ ..] = words.as_slice() {
+                Filter::parse(rest).map_err(|e| (i, e.0))?;
             }
-            _ => Ok(()),
         }
+        Ok(())
     };
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/qfq-100mbit.toml");
     Config::load_with(&path, Some(&check)).unwrap_or_else(|e| panic!("{e}"));

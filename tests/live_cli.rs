@@ -50,6 +50,21 @@ fn check_prints_the_report_or_the_error_with_exit_1() {
 
     let out = run(&["check", dir.path().join("missing.toml").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
+
+    // Valid but doomed: tc's warning reaches the user.
+    let warned = dir.path().join("warned.toml");
+    std::fs::write(
+        &warned,
+        "[link]\ntc = [\"tc qdisc add dev left root tbf rate 1mbit burst 100 latency 5ms\"]\n",
+    )
+    .unwrap();
+    let out = run(&["check", warned.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("burst 100 is lower than device mtu (1514)"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -128,4 +143,15 @@ fn sim_reports_a_bad_scenario_with_exit_1() {
     let out = run(&["sim", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("bad.toml"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_duration_without_a_unit_is_refused_before_anything_runs() {
+    let out = run(&["test", "--duration", "10"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("\"10\" has no unit; write it with one, e.g. 10s"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -55,6 +55,7 @@ pub use validate::{
 pub use values::{Delay, IfAddr, LinkRate, Size, TcRate, TcTime};
 
 use crate::link::LinkParams;
+use crate::qdisc::tree::DevSpec;
 use serde::{Deserialize, Deserializer, Serialize};
 use source::SpanIndex;
 use std::path::{Path, PathBuf};
@@ -85,8 +86,9 @@ pub fn read_input_file(path: &Path) -> std::io::Result<String> {
 /// The embedded default configuration (configs/default.toml).
 pub const DEFAULT_TOML: &str = include_str!("../../configs/default.toml");
 
-/// A check of one tc command line by the tc front end (`Err` = its message).
-pub type TcCheck<'a> = &'a dyn Fn(&str) -> Result<(), String>;
+/// A check of one direction's tc lines by the tc front end, on the device
+/// they will build (`Err` = the failing line's index and tc's message).
+pub type TcCheck<'a> = &'a dyn Fn(DevSpec, &[&str]) -> Result<(), (usize, String)>;
 
 use crate::dir::Dir;
 
@@ -538,6 +540,16 @@ impl Config {
             })?;
         }
         Ok(params)
+    }
+
+    /// The emulated device of `dir` that its tc lines build on: txqueuelen,
+    /// MTU and TX queues.
+    pub fn dev_spec(&self, dir: Dir) -> DevSpec {
+        DevSpec {
+            // Validated to at most mq::MAX_QUEUES.
+            tx_queues: u16::try_from(self.tx_queues(dir)).unwrap_or(u16::MAX),
+            ..DevSpec::from_link(dir, &self.link_params(dir))
+        }
     }
 
     /// TX queues of `dir`'s device (more than 1: mq with a qdisc per queue).

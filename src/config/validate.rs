@@ -79,16 +79,18 @@ pub(super) fn validate(config: &Config, tc_check: Option<TcCheck>) -> Result<(),
         config.try_link_params(dir)?;
         config.try_link_shape(dir)?;
         qdisc_forms(config, dir)?;
-        for line in config.try_tc_lines(dir)? {
-            if let Some(check) = tc_check {
-                check(&line.value).map_err(|e| {
-                    ConfigError::field(
-                        line.path.clone(),
-                        Some(toml_text(line.value.as_str())),
-                        format!("tc rejects \"{}\": {e}", line.value),
-                    )
-                })?;
-            }
+        let lines = config.try_tc_lines(dir)?;
+        if let Some(check) = tc_check {
+            let text: Vec<&str> = lines.iter().map(|l| l.value.as_str()).collect();
+            check(config.dev_spec(dir), &text).map_err(|(i, e)| match lines.get(i) {
+                Some(line) => ConfigError::field(
+                    line.path.clone(),
+                    Some(toml_text(line.value.as_str())),
+                    format!("tc rejects \"{}\": {e}", line.value),
+                ),
+                // The device itself (no line applied yet).
+                None => ConfigError::field(format!("link.{}", dir.name()), None, e),
+            })?;
         }
     }
     unused_shared_qdisc(config)?;

@@ -102,7 +102,12 @@ impl<'de, K: UnitKind> Deserialize<'de> for Quantity<K> {
                 if K::BARE_INTEGERS || v == 0 {
                     Quantity::parse(&v.to_string()).map_err(E::custom)
                 } else {
-                    Err(E::custom(format!("a bare number has no unit; {}", K::HELP)))
+                    Err(E::custom(format!(
+                        "a bare number has no unit; a TOML number {v} is not taken here (tc would \
+                         read \"{v}\" in bit/s or µs, rarely what is meant): write the value \
+                         with its unit in quotes; {}",
+                        K::HELP
+                    )))
                 }
             }
         }
@@ -151,7 +156,7 @@ impl UnitKind for TcTimeUnit {
         parse_time(text)
     }
     const BARE_INTEGERS: bool = false;
-    const HELP: &'static str = "invalid time; expected a number with a unit: us, ms, s (a bare number is µs, as in tc); fix: write a time such as \"5ms\"";
+    const HELP: &'static str = "invalid time; expected a number with a unit: us, ms, s (in quotes, a number without a unit is µs, as in tc); fix: write a time such as \"5ms\"";
 }
 
 /// A propagation delay in ns: tc time units plus `ns`.

@@ -261,8 +261,8 @@ impl Impairments {
             if r.percent > 0.0 && self.delay_ns == 0 {
                 return Err(ShapeError::new(
                     "reorder",
-                    r.percent,
-                    "reordering needs a delay to jump over: set delay > 0",
+                    format!("{}% without a delay", r.percent),
+                    "a netem delay for reordered frames to jump over; fix: add e.g. delay 10ms",
                 ));
             }
         }
@@ -1036,7 +1036,7 @@ mod tests {
         assert!(err("delay 10furlongs").contains("10furlongs"));
         assert!(err("delay 10ms distribution normal").contains("needs a jitter"));
         assert!(err("delay 10ms 1ms distribution weibull").contains("weibull"));
-        assert!(err("reorder 10%").contains("delay > 0"));
+        assert!(err("reorder 10%").contains("fix: add e.g. delay 10ms"));
         assert!(err("rate 10mbit").contains("link parameters"));
         assert!(err("jitter 5ms").contains("unknown option \"jitter\""));
         assert!(err("loss state 60% 50% 60%").contains("p31+p32"));

@@ -223,7 +223,9 @@ impl Schedule {
                     Some(&last) if last > 0 && last <= u64::MAX / NS_PER_MS / 2 => Ok(()),
                     last => Err(ShapeError::new(
                         "trace last timestamp",
-                        format!("{last:?}"),
+                        last.map_or("none (the trace is empty)".to_string(), |l| {
+                            format!("{l} ms")
+                        }),
                         "a non-empty trace ending after 0 ms (its period)",
                     )),
                 }

@@ -232,13 +232,28 @@ impl QdiscTree {
     /// A device built by tc lines (e.g. `Config::tc_lines`), applied in
     /// order at time zero. The error names the failing line.
     pub fn build<S: AsRef<str>>(dev: DevSpec, lines: &[S]) -> Result<QdiscTree, TcError> {
-        let mut tree = QdiscTree::new(dev)?;
+        QdiscTree::build_reporting(dev, lines, &mut |_, _| {})
+            .map_err(|(i, e)| TcError::new(format!("{}\n{e}", lines[i].as_ref())))
+    }
+
+    /// `build`, handing each warning tc would print (a TBF burst below the
+    /// MTU, an HTB quantum out of range) to `warn` with its line; the error
+    /// is the failing line's index and tc's message.
+    pub fn build_reporting<S: AsRef<str>>(
+        dev: DevSpec,
+        lines: &[S],
+        warn: &mut dyn FnMut(&str, &str),
+    ) -> Result<QdiscTree, (usize, TcError)> {
+        let mut tree = QdiscTree::new(dev).map_err(|e| (0, e))?;
         let mut drops = Drops::new();
-        for line in lines {
+        for (i, line) in lines.iter().enumerate() {
             let line = line.as_ref();
-            TcCommand::parse(line)
+            let said = TcCommand::parse(line)
                 .and_then(|cmd| tree.apply(&cmd, Instant::ZERO, &mut drops))
-                .map_err(|e| TcError::new(format!("{line}\n{e}")))?;
+                .map_err(|e| (i, e))?;
+            if let Some(warning) = said {
+                warn(line, warning.trim_end());
+            }
         }
         Ok(tree)
     }

@@ -387,7 +387,7 @@ impl Scenario {
                 "must be greater than 0 (e.g. duration = \"10s\")".into(),
             ));
         }
-        if let Err(e) = self.config().validate_with(Some(&crate::tc::check_line)) {
+        if let Err(e) = self.config().validate_with(Some(&crate::tc::check_lines)) {
             // The configuration's checks name the field path; point at the
             // [link] table it lives in.
             let line = self.table_line("[link");

@@ -15,35 +15,19 @@ pub mod show;
 pub use command::{parse_dev, Flags, Object, TcCommand, Verb};
 pub use registry::new_qdisc;
 
-use crate::dir::Dir;
-use crate::qdisc::tree::DevSpec;
-use crate::qdisc::{tc_h_make, TC_H_ROOT};
+use crate::qdisc::tree::{DevSpec, QdiscTree};
 
-/// Checks one tc line on its own (the config's `TcCheck`): it must parse,
-/// and a qdisc it creates or changes must accept its options. Whatever
-/// depends on earlier lines (parents, classes, handles) is checked when the
-/// lines are applied (`QdiscTree::build`).
-pub fn check_line(line: &str) -> Result<(), String> {
-    let cmd = TcCommand::parse(line).map_err(|e| e.0)?;
-    if cmd.object != Object::Qdisc || !matches!(cmd.verb, Verb::Add | Verb::Replace | Verb::Change)
-    {
-        return Ok(());
-    }
-    let Some(kind) = cmd.kind.as_deref() else {
-        return Ok(());
-    };
-    // A scratch multi-queue device, so that only the options are judged.
-    let dev = DevSpec {
-        tx_queues: 2,
-        ..DevSpec::new(cmd.dev.unwrap_or(Dir::LeftToRight))
-    };
-    let ctx = dev.ctx(
-        cmd.handle.unwrap_or(tc_h_make(0x8001, 0)),
-        cmd.parent.unwrap_or(TC_H_ROOT),
-    );
-    new_qdisc(kind, ctx, &dev, &cmd.arg_strs())
-        .map(drop)
-        .map_err(|e| e.0)
+/// Checks one direction's tc lines as they will run (the config's
+/// `TcCheck`): applied in order to a fresh tree of device `dev`, each must
+/// parse and succeed given the lines before it (options, parents, classes,
+/// handles). The error is the failing line's index and tc's message; the
+/// warnings tc would print are logged.
+pub fn check_lines(dev: DevSpec, lines: &[&str]) -> Result<(), (usize, String)> {
+    QdiscTree::build_reporting(dev, lines, &mut |line, warning| {
+        tracing::warn!("{line}: {warning}")
+    })
+    .map(drop)
+    .map_err(|(i, e)| (i, e.0))
 }
 
 #[cfg(test)]
@@ -51,23 +35,38 @@ mod session_tests;
 
 #[cfg(test)]
 mod tests {
-    use super::check_line;
+    use super::check_lines;
+    use crate::dir::Dir;
+    use crate::qdisc::tree::DevSpec;
+
+    fn check(lines: &[&str]) -> Result<(), (usize, String)> {
+        check_lines(DevSpec::new(Dir::LeftToRight), lines)
+    }
 
     #[test]
-    fn check_line_judges_syntax_and_qdisc_options() {
-        assert!(check_line("tc qdisc add dev left root fq_codel limit 100").is_ok());
-        assert!(check_line("tc qdisc add dev left root handle 1: mq").is_ok());
-        assert!(check_line("tc class add dev left parent 1: classid 1:1 qfq weight 3").is_ok());
-        let e = check_line("tc qdisc add dev left root fq_codel limit lots").unwrap_err();
-        assert!(e.contains("lots"), "{e}");
-        assert!(check_line("tc qdisc add dev left parent 1:1 mq")
+    fn check_lines_judges_each_line_given_those_before_it() {
+        assert!(check(&["tc qdisc add dev left root fq_codel limit 100"]).is_ok());
+        assert!(check(&[
+            "tc qdisc add dev left root handle 1: qfq",
+            "tc class add dev left parent 1: classid 1:1 qfq weight 3",
+        ])
+        .is_ok());
+        let (i, e) = check(&["tc qdisc add dev left root fq_codel limit lots"]).unwrap_err();
+        assert!(i == 0 && e.contains("lots"), "{e}");
+        // A class under a qdisc that the lines never made: line 1 fails.
+        let (i, e) = check(&[
+            "tc qdisc add dev left root handle 1: htb",
+            "tc class add dev left parent 2: classid 2:1 htb rate 1mbit",
+        ])
+        .unwrap_err();
+        assert_eq!(i, 1, "{e}");
+        // mq needs the device's TX queues, which this one does not have.
+        assert!(check(&["tc qdisc add dev left root handle 1: mq"]).is_err());
+        let (i, e) = check(&["tc qdisc add dev eth0 root pfifo"]).unwrap_err();
+        assert!(i == 0 && e.contains("eth0"), "{e}");
+        assert!(check(&["tc qdisc add dev left root cake"])
             .unwrap_err()
-            .contains("root"));
-        assert!(check_line("tc qdisc add dev eth0 root pfifo")
-            .unwrap_err()
-            .contains("eth0"));
-        assert!(check_line("tc qdisc add dev left root cake")
-            .unwrap_err()
+            .1
             .contains("unknown"));
     }
 }
