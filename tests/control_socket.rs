@@ -433,6 +433,38 @@ fn a_read_only_server_refuses_commands_and_the_socket_is_exclusive() {
     assert!(e.contains("is `bloatbox up` running"), "{e}");
 }
 
+/// Stopping does not depend on the socket file: removed, or bound again by
+/// another daemon, the server still stops at once and leaves the other's
+/// file alone.
+#[test]
+fn the_server_stops_whatever_became_of_its_socket_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gone.sock");
+    let stop_within_5s = |server: ControlServer| {
+        let (done, stopped) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(server);
+            let _ = done.send(());
+        });
+        assert!(
+            stopped.recv_timeout(Duration::from_secs(5)).is_ok(),
+            "the server did not stop"
+        );
+    };
+    let server = ControlServer::start(&path, SnapshotReader::default(), None).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    stop_within_5s(server);
+
+    let first = ControlServer::start(&path, SnapshotReader::default(), None).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let second = ControlServer::start(&path, SnapshotReader::default(), None).unwrap();
+    stop_within_5s(first);
+    assert!(path.exists(), "the second server's socket stays");
+    assert!(Client::connect(&path).is_ok());
+    stop_within_5s(second);
+    assert!(!path.exists());
+}
+
 #[test]
 fn the_tui_attaches_through_remote_control() {
     use bloatbox::control::RemoteControl;

@@ -11,7 +11,9 @@
 //! A file left at the socket's path is replaced only if it is a socket no
 //! daemon answers on: any other file is an error, never removed.
 
+use nix::sys::socket::Shutdown;
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -41,8 +43,22 @@ const MAX_CLIENTS: usize = 32;
 /// socket file (connections already open finish their current request).
 pub struct ControlServer {
     path: PathBuf,
+    /// The bound socket file's (device, inode): removed on drop only while
+    /// the path still names it (a later daemon may have bound the path).
+    file_id: (u64, u64),
+    /// The listening socket, shut down on drop to wake the blocking accept
+    /// whatever became of the path.
+    listener: UnixListener,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+}
+
+/// A file's (device, inode), if it exists.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
 }
 
 /// What every connection shares.
@@ -105,6 +121,8 @@ impl ControlServer {
             )
         })?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        let file_id = file_id(path).unwrap_or_default();
+        let waker = listener.try_clone()?;
         let shared = Arc::new(Shared {
             snapshots,
             commander,
@@ -140,6 +158,8 @@ impl ControlServer {
         }
         Ok(ControlServer {
             path: path.to_path_buf(),
+            file_id,
+            listener: waker,
             stop,
             thread: Some(thread),
         })
@@ -149,12 +169,15 @@ impl ControlServer {
 impl Drop for ControlServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        // Wake the blocking accept.
-        let _ = UnixStream::connect(&self.path);
+        // Wake the blocking accept (it fails from now on), even if the
+        // socket file was removed or another daemon bound its path.
+        let _ = nix::sys::socket::shutdown(self.listener.as_raw_fd(), Shutdown::Both);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        let _ = std::fs::remove_file(&self.path);
+        if file_id(&self.path) == Some(self.file_id) {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
