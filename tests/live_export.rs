@@ -391,7 +391,8 @@ fn live_up_serves_metrics_writes_the_file_and_captures() {
 
     up.stop();
     assert!(
-        up.log_text().contains("capture written"),
+        up.log_text().contains("capture of left→right written: ")
+            && up.log_text().contains(" lost to write errors"),
         "{}",
         up.log_text()
     );
