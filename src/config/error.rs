@@ -95,6 +95,13 @@ impl ConfigError {
         self
     }
 
+    /// `locate` in a text that is not a whole configuration file (the
+    /// `[link]` and `[tap]` tables of a simulator scenario), named by line
+    /// and column only.
+    pub fn locate_in(self, text: &str) -> Self {
+        self.locate("", text, &SpanIndex::build(text))
+    }
+
     /// Converts a toml parse or type error into a located `ConfigError`.
     pub fn from_toml(err: &toml::de::Error, origin: &str, text: &str, index: &SpanIndex) -> Self {
         let raw = err.message().trim();

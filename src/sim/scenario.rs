@@ -375,6 +375,22 @@ impl Scenario {
         self.source.find(header).map(|at| self.line_of(at))
     }
 
+    /// A check of the scenario's `[link]`/`[tap]` tables (which read like a
+    /// configuration file's), at the line and column of the field.
+    fn config_error(&self, e: crate::config::ConfigError) -> SimError {
+        let e = e.locate_in(&self.source);
+        let at = e
+            .position
+            .map(|p| format!("line {}, column {}: ", p.line, p.column))
+            .unwrap_or_default();
+        let what = match &e.value {
+            Some(v) if !e.path.is_empty() => format!("{} = {v}: ", e.path),
+            _ if !e.path.is_empty() => format!("{}: ", e.path),
+            _ => String::new(),
+        };
+        SimError::Scenario(format!("{at}{what}{}", e.message))
+    }
+
     fn err_at(&self, span: std::ops::Range<usize>, what: String, msg: String) -> SimError {
         SimError::Scenario(format!("line {}: {what}: {msg}", self.line_of(span.start)))
     }
@@ -387,15 +403,9 @@ impl Scenario {
                 "must be greater than 0 (e.g. duration = \"10s\")".into(),
             ));
         }
-        if let Err(e) = self.config().validate_with(Some(&crate::tc::check_lines)) {
-            // The configuration's checks name the field path; point at the
-            // [link] table it lives in.
-            let line = self.table_line("[link");
-            return Err(SimError::Scenario(match line {
-                Some(line) => format!("line {line} ([link]): {e}"),
-                None => e.to_string(),
-            }));
-        }
+        self.config()
+            .validate_with(Some(&crate::tc::check_lines))
+            .map_err(|e| self.config_error(e))?;
         for dir in Dir::ALL {
             self.link_shape(dir, &mut || 0)?;
         }
@@ -578,10 +588,7 @@ impl Scenario {
         draw: &mut dyn FnMut() -> u64,
     ) -> Result<LinkShape, SimError> {
         let cfg = self.config();
-        let mut shape = cfg.try_link_shape(dir).map_err(|e| {
-            let line = self.table_line("[link").unwrap_or(0);
-            SimError::Scenario(format!("line {line} ([link]): {e}"))
-        })?;
+        let mut shape = cfg.try_link_shape(dir).map_err(|e| self.config_error(e))?;
         let seed_written =
             self.link.seed.is_some() || self.link.direction(dir).is_some_and(|t| t.seed.is_some());
         match self.impairments(dir)? {

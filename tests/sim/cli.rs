@@ -59,6 +59,17 @@ fn scenario_errors_carry_file_and_line() {
         e.contains("bad.toml") && e.contains("line 4") && e.contains("vegas"),
         "{e}"
     );
+    // A bad [link] field is named at its own line and column.
+    std::fs::write(
+        &path,
+        "seed = 1\nduration = \"1s\"\n\n[link]\nrate = \"10mbit\"\n\ntx_ring = 0\n",
+    )
+    .unwrap();
+    let e = sim::run_cli(&path, None).unwrap_err().to_string();
+    assert!(
+        e.contains("bad.toml: line 7, column 11: link.tx_ring = 0: out of range"),
+        "{e}"
+    );
     let e = sim::run_cli(&dir.path().join("missing.toml"), None)
         .unwrap_err()
         .to_string();
