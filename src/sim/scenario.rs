@@ -725,7 +725,7 @@ interval = "10ms"
         let text = BASIC.replace("delay = \"5ms\"", "delay = \"5ms\"\ntx_ring = 0");
         let e = Scenario::from_toml(&text).unwrap_err().to_string();
         assert!(
-            e.contains("link.left_to_right.tx_ring") && e.contains("line 5"),
+            e.contains("line 8, column 11: link.left_to_right.tx_ring = 0"),
             "{e}"
         );
         let text = BASIC.replace("dev left", "dev middle");
