@@ -76,7 +76,7 @@ use crate::port::{FramePort, PortCounters};
 use crate::privilege::PrivilegeError;
 use crate::qdisc::FlowListing;
 use crate::release::ReleasePacer;
-use crate::tc::TcCommand;
+use crate::tc::{Object, TcCommand, Verb};
 use crate::time::{Clock, Instant, MonotonicClock, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 
 /// epoll tokens.
@@ -1014,10 +1014,14 @@ impl Driver {
         }
     }
 
-    /// Runs one tc line on the tree of the direction it names.
+    /// Runs one tc line on the tree of the direction it names; `tc qdisc
+    /// show` without a device lists both, each line naming its device.
     fn apply_tc(&mut self, line: &str, now: Instant) -> Result<String, String> {
         let cmd = TcCommand::parse(line).map_err(|e| e.0)?;
         let Some(dir) = cmd.dev else {
+            if cmd.verb == Verb::Show && cmd.object == Object::Qdisc {
+                return self.show_both(&cmd, now);
+            }
             return Err(format!("{line:?}: name a device: dev left or dev right"));
         };
         self.bridge
@@ -1029,6 +1033,31 @@ impl Driver {
                     .map_err(|e| e.0),
                 None => Err("this direction's qdisc was not built as a tc tree".to_string()),
             })
+    }
+
+    /// A `show` over both devices.
+    fn show_both(&mut self, cmd: &TcCommand, now: Instant) -> Result<String, String> {
+        let mut dumps = Vec::new();
+        for dir in Dir::ALL {
+            let dump = self.bridge.path_mut(dir).edit_qdisc(now, |qdisc, t, _| {
+                qdisc
+                    .as_tree()
+                    .map(|tree| (crate::qdisc::Qdisc::dump(tree, t), tree.dev().tx_queues))
+            });
+            dumps.push((
+                dir,
+                dump.ok_or("this direction's qdisc was not built as a tc tree")?,
+            ));
+        }
+        let devs: Vec<_> = dumps
+            .iter()
+            .map(|(dir, (root, tx_queues))| crate::tc::show::DevDump {
+                dev: *dir,
+                root,
+                tx_queues: *tx_queues,
+            })
+            .collect();
+        crate::tc::show::render(cmd, &devs).map_err(|e| e.0)
     }
 
     fn snapshot(&self, now: Instant) -> LiveSnapshot {

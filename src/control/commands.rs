@@ -35,15 +35,12 @@ pub fn tc(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
 /// ethtool -C left rx-usecs 20`: prints the effective link parameters and
 /// shapes of both directions.
 pub fn set(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
-    let args = if args.first().is_some_and(|a| a == "ethtool") {
-        vec![args.join(" ")]
-    } else {
-        match super::set::inline_files(args, &std::env::current_dir()?) {
-            Ok(args) => args,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Ok(TC_FAILED);
-            }
+    let args = super::set::group_ethtool_words(args);
+    let args = match super::set::inline_files(&args, &std::env::current_dir()?) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(TC_FAILED);
         }
     };
     match Client::connect(&socket(config)?)?.call(&Request::Set { args })? {

@@ -313,19 +313,10 @@ fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
             Ok(serde_json::json!("counters reset"))
         }
         Request::Tc { line } => {
-            use crate::tc::{Object, TcCommand, Verb};
+            use crate::tc::{TcCommand, Verb};
             let commander = commander(shared)?;
             let parsed = TcCommand::parse(&line);
             let (output, config) = match parsed {
-                // `tc qdisc show` without a device lists both, like tc.
-                Ok(cmd) if cmd.verb == Verb::Show && cmd.dev.is_none() => {
-                    if cmd.object != Object::Qdisc {
-                        return Err(format!("{line:?}: name a device: dev left or dev right"));
-                    }
-                    let left = run_tc(commander, &format!("{line} dev left"))?;
-                    let right = run_tc(commander, &format!("{line} dev right"))?;
-                    (left + &right, None)
-                }
                 // A change replies with the device's effective qdisc tree.
                 Ok(cmd) if cmd.verb != Verb::Show => {
                     let output = run_tc(commander, &line)?;
@@ -333,7 +324,8 @@ fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
                     let show = format!("tc qdisc show dev {dev}");
                     (output, Some(run_tc(commander, &show)?))
                 }
-                // Shows, and lines tc refuses (the datapath gives the error).
+                // Shows (`tc qdisc show` without a device lists both, like
+                // tc), and lines tc refuses (the datapath gives the error).
                 _ => (run_tc(commander, &line)?, None),
             };
             Ok(serde_json::json!({ "output": output, "config": config }))

@@ -241,6 +241,29 @@ pub fn parse_set(args: &[String]) -> Result<SetPlan, String> {
     Ok(plan)
 }
 
+/// Command-line words as `set` arguments: an unquoted `ethtool ...` line
+/// arrives as separate words, so each `ethtool` takes the words after it up
+/// to the next `KEY=VALUE` (ethtool's own words have no `=`) or `ethtool`.
+pub fn group_ethtool_words(words: &[String]) -> Vec<String> {
+    let mut args: Vec<String> = Vec::new();
+    let mut in_ethtool = false;
+    for w in words {
+        if w == "ethtool" {
+            args.push(w.clone());
+            in_ethtool = true;
+        } else if in_ethtool && !w.contains('=') {
+            if let Some(line) = args.last_mut() {
+                line.push(' ');
+                line.push_str(w);
+            }
+        } else {
+            in_ethtool = false;
+            args.push(w.clone());
+        }
+    }
+    args
+}
+
 /// The client's side of `trace`/`schedule` arguments: reads each file
 /// (relative to `cwd`, the client's working directory), checks that it
 /// parses, and replaces the argument with `DEV.trace_text=CONTENTS` (or
@@ -406,6 +429,39 @@ mod tests {
         assert_eq!(p[0].rx_usecs, 20);
         assert_eq!(p[1].tx_ring, 32);
         assert_eq!(p[1].rate_bytes_ps, LinkParams::default().rate_bytes_ps);
+    }
+
+    #[test]
+    fn unquoted_ethtool_words_become_one_argument() {
+        let words = args(&[
+            "left.rate=20mbit",
+            "ethtool",
+            "-C",
+            "left",
+            "rx-usecs",
+            "0",
+            "right.delay=5ms",
+            "ethtool",
+            "-G",
+            "right",
+            "tx",
+            "64",
+        ]);
+        assert_eq!(
+            group_ethtool_words(&words),
+            args(&[
+                "left.rate=20mbit",
+                "ethtool -C left rx-usecs 0",
+                "right.delay=5ms",
+                "ethtool -G right tx 64",
+            ])
+        );
+        // Quoted lines pass as they are.
+        let quoted = args(&["ethtool -C left rx-usecs 0", "left.bql=off"]);
+        assert_eq!(group_ethtool_words(&quoted), quoted);
+        let mut p = [LinkParams::default(); 2];
+        apply_set(&group_ethtool_words(&words), &mut p).unwrap();
+        assert_eq!((p[0].rate_bytes_ps, p[1].tx_ring), (2_500_000, 64));
     }
 
     #[test]
