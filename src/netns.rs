@@ -43,7 +43,8 @@ pub enum NetnsError {
     #[error("bloatbox up needs root or CAP_NET_ADMIN and CAP_SYS_ADMIN: {0} (run it with sudo)")]
     NotPrivileged(String),
     #[error(
-        "a previous run left these behind: {}; remove them with `bloatbox down` (same -c FILE)",
+        "these already exist: {}; if a killed run left them, remove them with `bloatbox down` \
+         (same -c FILE); if you made them with netns/up.sh, start with `bloatbox up --attach`",
         .0.join(", ")
     )]
     Leftovers(Vec<String>),
