@@ -407,7 +407,14 @@ fn tc_commands_change_and_show_the_live_qdisc_tree() {
     assert!(other.contains("pfifo_fast"), "{other}");
     let err = tc("tc qdisc replace dev left root frobnicate").unwrap_err();
     assert!(err.contains("frobnicate"), "{err}");
-    let err = tc("tc qdisc show").unwrap_err();
+    // Without a device: qdiscs of both, each named; classes need one.
+    let both = tc("tc qdisc show").unwrap();
+    assert!(
+        both.contains("qdisc fq_codel 8001: dev left root")
+            && both.contains("qdisc pfifo_fast 0: dev right root"),
+        "{both}"
+    );
+    let err = tc("tc class show").unwrap_err();
     assert!(err.contains("dev left or dev right"), "{err}");
     let snap = dp.shutdown().unwrap();
     assert_eq!(snap.bridge.path(Dir::LeftToRight).qdisc.kind, "fq_codel");
