@@ -512,7 +512,8 @@ fn down_runs() -> anyhow::Result<()> {
 }
 
 /// `bloatbox exec left|right -- CMD...`: the command's exit code, or 128 +
-/// the signal that ended it.
+/// the signal that ended it, or 127 if there is no such command (as a
+/// shell says).
 pub fn exec(side: Side, config: Option<&Path>, cmd: &[String]) -> anyhow::Result<u8> {
     let cfg = load(config)?;
     let setup = setup(&cfg)?;
@@ -520,7 +521,14 @@ pub fn exec(side: Side, config: Option<&Path>, cmd: &[String]) -> anyhow::Result
         Side::Left => &setup.topology.left.netns,
         Side::Right => &setup.topology.right.netns,
     };
-    match netns::exec_in(ns, cmd)? {}
+    match netns::exec_in(ns, cmd) {
+        Err(e @ netns::NetnsError::CommandNotFound(_)) => {
+            eprintln!("bloatbox exec: {e}");
+            Ok(127)
+        }
+        Err(e) => Err(e.into()),
+        Ok(never) => match never {},
+    }
 }
 
 /// `bloatbox check FILE`: the configuration loads, every tc line passes the

@@ -60,6 +60,8 @@ pub enum NetnsError {
     NoSuchNamespace(String),
     #[error("--attach: {0}")]
     NotPrepared(String),
+    #[error("{0}: command not found")]
+    CommandNotFound(String),
     #[error("rootless link: {0}")]
     Rootless(String),
 }
@@ -423,6 +425,9 @@ pub fn exec_in(ns: &str, cmd: &[String]) -> Result<std::convert::Infallible, Net
     if !netns_exists(ns) {
         return Err(NetnsError::NoSuchNamespace(ns.to_string()));
     }
+    if !command_found(&cmd[0]) {
+        return Err(NetnsError::CommandNotFound(cmd[0].clone()));
+    }
     use std::os::unix::process::CommandExt;
     let e = Command::new("ip")
         .args(["netns", "exec", ns])
@@ -432,6 +437,19 @@ pub fn exec_in(ns: &str, cmd: &[String]) -> Result<std::convert::Infallible, Net
         what: format!("running `ip netns exec {ns} {}`", cmd.join(" ")),
         source: e,
     })
+}
+
+/// Whether `name` is an executable file as `execvp` would find it (a path
+/// if it has a `/`, else along `PATH`): `ip netns exec` shares this mount
+/// namespace's files.
+fn command_found(name: &str) -> bool {
+    let executable =
+        |p: &FsPath| p.is_file() && nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok();
+    if name.contains('/') {
+        return executable(FsPath::new(name));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(name))))
 }
 
 /// SIGINT, SIGTERM and SIGHUP, blocked for the whole process and readable from a

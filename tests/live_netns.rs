@@ -75,9 +75,12 @@ fn live_ping_works_both_ways_ipv4_and_ipv6() {
         );
         assert_eq!(ping_rtts(&out).len(), 3, "{}", text(&out));
     }
-    // exec passes the exit code through.
+    // exec passes the exit code through; no such command is 127, as in a shell.
     let out = d.exec(Side::Left, &["sh", "-c", "exit 7"]);
     assert_eq!(out.status.code(), Some(7));
+    let out = d.exec(Side::Left, &["bloatbox-no-such-command"]);
+    assert_eq!(out.status.code(), Some(127), "{}", text(&out));
+    assert!(text(&out).contains("command not found"), "{}", text(&out));
     let stats = d.stats();
     assert_conserved(&stats);
     let human = d.cli(&["stats"]);
