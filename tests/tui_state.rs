@@ -56,6 +56,25 @@ fn achieved_rate_and_flow_throughput_follow_the_line_rate() {
     assert!(v.latency_from_flows);
 }
 
+/// A full link reads as its line rate, steadily: each 100 ms interval holds
+/// 82 or 83 frames (±1.2 %), the shown rate averages the last second.
+#[test]
+fn achieved_rate_is_steady_on_a_full_link() {
+    let mut s = Scenario::fq_codel_under_load();
+    let line = link_params().rate_bytes_ps * 8;
+    let mut app = App::new();
+    for (i, snap) in s.snapshots(40, STEP).into_iter().enumerate() {
+        app.on_snapshot(snap);
+        let got = app.dirs[Dir::LeftToRight.index()].achieved_bps;
+        if i >= 20 {
+            assert!(
+                got.abs_diff(line) <= line / 250,
+                "step {i}: {got} vs {line}"
+            );
+        }
+    }
+}
+
 #[test]
 fn pfifo_fast_latency_is_the_backlog_at_line_rate() {
     let mut s = Scenario::pfifo_fast_under_load();
