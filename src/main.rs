@@ -211,7 +211,8 @@ struct LoadArgs {
 
 /// A duration in tc's time units ("5s", "100ms"); a bare number other than 0 is refused.
 fn parse_time(s: &str) -> Result<std::time::Duration, String> {
-    if s != "0" && !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+    let unitless = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    if unitless && s.parse::<f64>() != Ok(0.0) {
         // tc would read µs, which no one means for a test's length.
         return Err(format!(
             "\"{s}\" has no unit; write it with one, e.g. {s}s or {s}ms (tc reads a bare number as µs)"

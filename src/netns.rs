@@ -440,8 +440,8 @@ pub fn exec_in(ns: &str, cmd: &[String]) -> Result<std::convert::Infallible, Net
 }
 
 /// Whether `name` is an executable file as `execvp` would find it (a path
-/// if it has a `/`, else along `PATH`): `ip netns exec` shares this mount
-/// namespace's files.
+/// if it has a `/`, else along `PATH`): `ip netns exec` sees the same files
+/// (it remounts only /sys, and binds /etc/netns/NS files over /etc).
 fn command_found(name: &str) -> bool {
     let executable =
         |p: &FsPath| p.is_file() && nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok();

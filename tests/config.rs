@@ -354,7 +354,7 @@ fn tc_check_hook_sees_every_line_and_locates_errors() {
         for (i, line) in lines.iter().enumerate() {
             seen.borrow_mut().push(line.to_string());
             if line.contains("sfq") {
-                return Err((i, "Error: sfq is not wanted here.".to_string()));
+                return Err((Some(i), "Error: sfq is not wanted here.".to_string()));
             }
         }
         Ok(())
@@ -562,7 +562,7 @@ fn qfq_seed_filters_parse() {
         for (i, line) in lines.iter().enumerate() {
             let words: Vec<&str> = line.split_whitespace().collect();
             if let ["tc", "filter", "add", "dev", _, rest @ ..] = words.as_slice() {
-                Filter::parse(rest).map_err(|e| (i, e.0))?;
+                Filter::parse(rest).map_err(|e| (Some(i), e.0))?;
             }
         }
         Ok(())

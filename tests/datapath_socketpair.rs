@@ -414,6 +414,9 @@ fn tc_commands_change_and_show_the_live_qdisc_tree() {
             && both.contains("qdisc pfifo_fast 0: dev right root"),
         "{both}"
     );
+    // One rendering of both devices: `-j` gives one JSON array of two.
+    let json: serde_json::Value = serde_json::from_str(&tc("tc -j qdisc show").unwrap()).unwrap();
+    assert_eq!(json.as_array().map(Vec::len), Some(2), "{json}");
     let err = tc("tc class show").unwrap_err();
     assert!(err.contains("dev left or dev right"), "{err}");
     let snap = dp.shutdown().unwrap();

@@ -147,11 +147,15 @@ fn sim_reports_a_bad_scenario_with_exit_1() {
 
 #[test]
 fn a_duration_without_a_unit_is_refused_before_anything_runs() {
-    let out = run(&["test", "--duration", "10"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("\"10\" has no unit; write it with one, e.g. 10s"),
-        "{}",
-        stderr(&out)
-    );
+    for bare in ["10", "1.5"] {
+        let out = run(&["test", "--duration", bare]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            stderr(&out).contains(&format!(
+                "\"{bare}\" has no unit; write it with one, e.g. {bare}s"
+            )),
+            "{}",
+            stderr(&out)
+        );
+    }
 }

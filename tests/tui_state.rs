@@ -57,7 +57,8 @@ fn achieved_rate_and_flow_throughput_follow_the_line_rate() {
 }
 
 /// A full link reads as its line rate, steadily: each 100 ms interval holds
-/// 82 or 83 frames (±1.2 %), the shown rate averages the last second.
+/// 82 or 83 frames (a frame is 1.2 % of the rate), the shown rate averages
+/// the last second.
 #[test]
 fn achieved_rate_is_steady_on_a_full_link() {
     let mut s = Scenario::fq_codel_under_load();

@@ -49,9 +49,7 @@ pub use ethtool::{apply_ethtool, parse_ethtool, EthtoolCommand, EthtoolSetting};
 pub use qdisc::{HtbClass, QdiscSpec, QdiscTable};
 pub use report::check_report;
 pub use source::Position;
-pub use validate::{
-    check_coalescing, MAX_DELAY_NS, MAX_FRAMES, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING,
-};
+pub use validate::{check_coalescing, MAX_FRAMES, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING};
 pub use values::{Delay, IfAddr, LinkRate, Size, TcRate, TcTime};
 
 use crate::link::LinkParams;
@@ -87,8 +85,9 @@ pub fn read_input_file(path: &Path) -> std::io::Result<String> {
 pub const DEFAULT_TOML: &str = include_str!("../../configs/default.toml");
 
 /// A check of one direction's tc lines by the tc front end, on the device
-/// they will build (`Err` = the failing line's index and tc's message).
-pub type TcCheck<'a> = &'a dyn Fn(DevSpec, &[&str]) -> Result<(), (usize, String)>;
+/// they will build (`Err` = the failing line's index, none for the device
+/// itself, and tc's message).
+pub type TcCheck<'a> = &'a dyn Fn(DevSpec, &[&str]) -> Result<(), (Option<usize>, String)>;
 
 use crate::dir::Dir;
 

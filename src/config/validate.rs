@@ -7,6 +7,7 @@ use super::error::{toml_text, ConfigError};
 use super::qdisc::literal_direction;
 use super::{Config, Endpoint, LinkSettings, TcCheck};
 use crate::dir::Dir;
+use crate::link::MAX_DELAY_NS;
 use crate::units::print_rate;
 use std::ops::RangeInclusive;
 
@@ -15,7 +16,6 @@ pub const MAX_USECS: u32 = 1_000_000;
 pub const MAX_FRAMES: u32 = 65_535;
 pub const TX_RING: RangeInclusive<u32> = 1..=4096;
 pub const MAX_RATE_BYTES_PS: u64 = 100_000_000_000 / 8;
-pub const MAX_DELAY_NS: u64 = 60_000_000_000;
 const MTU: RangeInclusive<u32> = 68..=9000;
 const TXQUEUELEN: RangeInclusive<u32> = 1..=100_000;
 const TX_QUEUES: RangeInclusive<u32> = 1..=crate::qdisc::mq::MAX_QUEUES as u32;
@@ -82,14 +82,16 @@ pub(super) fn validate(config: &Config, tc_check: Option<TcCheck>) -> Result<(),
         let lines = config.try_tc_lines(dir)?;
         if let Some(check) = tc_check {
             let text: Vec<&str> = lines.iter().map(|l| l.value.as_str()).collect();
-            check(config.dev_spec(dir), &text).map_err(|(i, e)| match lines.get(i) {
-                Some(line) => ConfigError::field(
-                    line.path.clone(),
-                    Some(toml_text(line.value.as_str())),
-                    format!("tc rejects \"{}\": {e}", line.value),
-                ),
-                // The device itself (no line applied yet).
-                None => ConfigError::field(format!("link.{}", dir.name()), None, e),
+            check(config.dev_spec(dir), &text).map_err(|(i, e)| {
+                match i.and_then(|i| lines.get(i)) {
+                    Some(line) => ConfigError::field(
+                        line.path.clone(),
+                        Some(toml_text(line.value.as_str())),
+                        format!("tc rejects \"{}\": {e}", line.value),
+                    ),
+                    // The device itself (no line applied yet).
+                    None => ConfigError::field(format!("link.{}", dir.name()), None, e),
+                }
             })?;
         }
     }

@@ -213,10 +213,8 @@ impl Impairments {
         check_percent("duplicate_correlation", self.duplicate_correlation)?;
         check_percent("corrupt", self.corrupt)?;
         check_percent("corrupt_correlation", self.corrupt_correlation)?;
-        // As long as the link's own delay may be (60 s).
-        const MAX_NS: u64 = 60_000_000_000;
         for (field, v) in [("delay", self.delay_ns), ("jitter", self.jitter_ns)] {
-            if v > MAX_NS {
+            if v > super::MAX_DELAY_NS {
                 return Err(ShapeError::new(
                     field,
                     format!("{v} ns"),
@@ -1037,6 +1035,9 @@ mod tests {
         assert!(err("delay 10ms distribution normal").contains("needs a jitter"));
         assert!(err("delay 10ms 1ms distribution weibull").contains("weibull"));
         assert!(err("reorder 10%").contains("fix: add e.g. delay 10ms"));
+        // No longer than the link's own delay may be.
+        assert!(err("delay 61s").contains("at most 60s"));
+        assert!(err("delay 10ms 61s").contains("at most 60s"));
         assert!(err("rate 10mbit").contains("link parameters"));
         assert!(err("jitter 5ms").contains("unknown option \"jitter\""));
         assert!(err("loss state 60% 50% 60%").contains("p31+p32"));

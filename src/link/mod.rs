@@ -179,6 +179,9 @@ impl LinkShape {
     }
 }
 
+/// The longest propagation delay a link, or netem on it, may add (60 s).
+pub const MAX_DELAY_NS: u64 = 60_000_000_000;
+
 /// Parameters of one direction of the link, in core units (bytes/s, ns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LinkParams {

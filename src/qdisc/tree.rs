@@ -232,25 +232,28 @@ impl QdiscTree {
     /// A device built by tc lines (e.g. `Config::tc_lines`), applied in
     /// order at time zero. The error names the failing line.
     pub fn build<S: AsRef<str>>(dev: DevSpec, lines: &[S]) -> Result<QdiscTree, TcError> {
-        QdiscTree::build_reporting(dev, lines, &mut |_, _| {})
-            .map_err(|(i, e)| TcError::new(format!("{}\n{e}", lines[i].as_ref())))
+        QdiscTree::build_reporting(dev, lines, &mut |_, _| {}).map_err(|(i, e)| match i {
+            Some(i) => TcError::new(format!("{}\n{e}", lines[i].as_ref())),
+            None => e,
+        })
     }
 
     /// `build`, handing each warning tc would print (a TBF burst below the
     /// MTU, an HTB quantum out of range) to `warn` with its line; the error
-    /// is the failing line's index and tc's message.
+    /// is the failing line's index (none when the device itself is
+    /// refused) and tc's message.
     pub fn build_reporting<S: AsRef<str>>(
         dev: DevSpec,
         lines: &[S],
         warn: &mut dyn FnMut(&str, &str),
-    ) -> Result<QdiscTree, (usize, TcError)> {
-        let mut tree = QdiscTree::new(dev).map_err(|e| (0, e))?;
+    ) -> Result<QdiscTree, (Option<usize>, TcError)> {
+        let mut tree = QdiscTree::new(dev).map_err(|e| (None, e))?;
         let mut drops = Drops::new();
         for (i, line) in lines.iter().enumerate() {
             let line = line.as_ref();
             let said = TcCommand::parse(line)
                 .and_then(|cmd| tree.apply(&cmd, Instant::ZERO, &mut drops))
-                .map_err(|e| (i, e))?;
+                .map_err(|e| (Some(i), e))?;
             if let Some(warning) = said {
                 warn(line, warning.trim_end());
             }
@@ -987,6 +990,16 @@ mod tests {
             e.0.starts_with("tc qdisc add dev right parent 1:1 pfifo\nError: Failed"),
             "{e}"
         );
+        // A device refused before any line: its own error, with or
+        // without lines.
+        let bad = DevSpec {
+            tx_queues: 0,
+            ..DevSpec::new(Dir::RightToLeft)
+        };
+        for lines in [&[][..], &["tc qdisc add dev right root pfifo"][..]] {
+            let e = QdiscTree::build(bad.clone(), lines).err().unwrap();
+            assert!(e.0.contains("tx_queues 0"), "{e}");
+        }
     }
 
     #[test]

@@ -20,9 +20,9 @@ use crate::qdisc::tree::{DevSpec, QdiscTree};
 /// Checks one direction's tc lines as they will run (the config's
 /// `TcCheck`): applied in order to a fresh tree of device `dev`, each must
 /// parse and succeed given the lines before it (options, parents, classes,
-/// handles). The error is the failing line's index and tc's message; the
-/// warnings tc would print are logged.
-pub fn check_lines(dev: DevSpec, lines: &[&str]) -> Result<(), (usize, String)> {
+/// handles). The error is the failing line's index (none: the device) and
+/// tc's message; the warnings tc would print are logged.
+pub fn check_lines(dev: DevSpec, lines: &[&str]) -> Result<(), (Option<usize>, String)> {
     QdiscTree::build_reporting(dev, lines, &mut |line, warning| {
         tracing::warn!("{line}: {warning}")
     })
@@ -39,7 +39,7 @@ mod tests {
     use crate::dir::Dir;
     use crate::qdisc::tree::DevSpec;
 
-    fn check(lines: &[&str]) -> Result<(), (usize, String)> {
+    fn check(lines: &[&str]) -> Result<(), (Option<usize>, String)> {
         check_lines(DevSpec::new(Dir::LeftToRight), lines)
     }
 
@@ -52,18 +52,18 @@ mod tests {
         ])
         .is_ok());
         let (i, e) = check(&["tc qdisc add dev left root fq_codel limit lots"]).unwrap_err();
-        assert!(i == 0 && e.contains("lots"), "{e}");
+        assert!(i == Some(0) && e.contains("lots"), "{e}");
         // A class under a qdisc that the lines never made: line 1 fails.
         let (i, e) = check(&[
             "tc qdisc add dev left root handle 1: htb",
             "tc class add dev left parent 2: classid 2:1 htb rate 1mbit",
         ])
         .unwrap_err();
-        assert_eq!(i, 1, "{e}");
+        assert_eq!(i, Some(1), "{e}");
         // mq needs the device's TX queues, which this one does not have.
         assert!(check(&["tc qdisc add dev left root handle 1: mq"]).is_err());
         let (i, e) = check(&["tc qdisc add dev eth0 root pfifo"]).unwrap_err();
-        assert!(i == 0 && e.contains("eth0"), "{e}");
+        assert!(i == Some(0) && e.contains("eth0"), "{e}");
         assert!(check(&["tc qdisc add dev left root cake"])
             .unwrap_err()
             .1

@@ -66,7 +66,8 @@ impl LinkField {
     /// Sets this field of `p` to `value` (core units, as `LinkField::parse`
     /// gives them), within the ranges a configuration file allows.
     pub fn apply(self, p: &mut crate::link::LinkParams, value: u64) -> Result<(), String> {
-        use crate::config::{MAX_DELAY_NS, MAX_FRAMES, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING};
+        use crate::config::{MAX_FRAMES, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING};
+        use crate::link::MAX_DELAY_NS;
         let name = self.name();
         let within = |min: u64, max: u64, unit: &str| {
             if (min..=max).contains(&value) {

@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 pub const HISTORY_LEN: usize = 300;
 /// How long `DirState::achieved_bps` averages over: one snapshot interval
 /// holds a whole number of frames (41 or 42 of 1514 B in 50 ms at
-/// 10 Mbit/s), so its rate alone swings by a frame's worth (±2.4 %).
+/// 10 Mbit/s), so its rate alone swings by a frame's worth (2.4 % there).
 pub const ACHIEVED_WINDOW_NS: u64 = NS_PER_SEC;
 /// Events kept in the log.
 pub const EVENTS_LEN: usize = 200;
@@ -603,12 +603,14 @@ impl DirState {
         let bytes_out = prev.map_or(0, |p| {
             cur.counters.bytes_out.saturating_sub(p.counters.bytes_out)
         });
-        self.achieved_bps = per_sec(bytes_out * 8);
+        // This interval's rate, like the flows' (`achieved_bps` is the
+        // longer window's).
+        let interval_bps = per_sec(bytes_out * 8);
         self.unlisted_tput_bps = if self.unlisted.flows == 0 {
             0
         } else {
             let listed: u64 = self.flows.iter().map(|f| f.throughput_bps).sum();
-            self.achieved_bps.saturating_sub(listed)
+            interval_bps.saturating_sub(listed)
         };
         if let Some(p) = prev.filter(|_| dt > 0) {
             self.latency_from_flows = !self.flows.is_empty() || self.unlisted.flows > 0;
@@ -625,15 +627,15 @@ impl DirState {
                 at: cur.at,
                 latency_us,
                 qlen: cur.qdisc.stats.qlen as u64 + cur.ring_used as u64,
-                throughput_bps: self.achieved_bps,
+                throughput_bps: interval_bps,
                 drops: cur
                     .counters
                     .total_drops()
                     .saturating_sub(p.counters.total_drops()),
                 marks: marks.saturating_sub(self.marks),
             });
-            self.achieved_bps = windowed_rate(&self.history, cur.at);
         }
+        self.achieved_bps = windowed_rate(&self.history, cur.at);
         self.marks = marks;
     }
 
