@@ -23,8 +23,9 @@
 #                  same situation as bloatbox's queue behind its TAP;
 #   bloatbox:      between bloatbox's two namespaces, link rate 10gbit (does
 #                  not bind), delay 0, the same tree on `dev left`
-#                  (left→right), datapath under `--realtime 20`; once with
-#                  the TAPs' default txqueuelen 16 and once with 1000.
+#                  (left→right), datapath under `--realtime $RT` (RT=0:
+#                  normal scheduling); once per TAP txqueuelen in TXQS
+#                  (default "16 1000").
 # After each run the tree's `tc -s` statistics are kept and the leaf's
 # backlog/drops are summarised (average frame size = bytes / packets sent).
 # Also printed: each tree's `tc -s` counters, the sender's TCP
@@ -38,6 +39,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DUR=${DUR:-30}
+RT=${RT:-20}
+TXQS=${TXQS:-16 1000}
 RATE_MBIT=20
 [ "$(id -u)" = 0 ] || { echo "kernel-compare.sh needs root" >&2; exit 1; }
 for t in ip tc nstat iperf3 ping jq cargo; do
@@ -174,11 +177,9 @@ router_run() {
 
 # ---- bloatbox ----------------------------------------------------------------
 
-# bloatbox_run TREE TAP_TXQUEUELEN: result key bloatbox (the TAPs' default
-# 16) or bloatbox<N>.
+# bloatbox_run TREE TAP_TXQUEUELEN: result key bloatbox<N>.
 bloatbox_run() {
-  local tree=$1 qlen=$2 f="$TMP/$1-$2.toml" key=bloatbox
-  [ "$qlen" != 16 ] && key=bloatbox$qlen
+  local tree=$1 qlen=$2 f="$TMP/$1-$2.toml" key=bloatbox$2
   {
     cat <<EOF
 [left]
@@ -209,7 +210,9 @@ EOF
 control_socket = "$TMP/$tree-$qlen.sock"
 EOF
   } >"$f"
-  "$BIN" up --headless -c "$f" --realtime 20 >"$TMP/daemon-$tree.log" 2>&1 &
+  local rt=()
+  [ "$RT" != 0 ] && rt=(--realtime "$RT")
+  "$BIN" up --headless -c "$f" "${rt[@]}" >"$TMP/daemon-$tree.log" 2>&1 &
   DAEMON=$!
   local ok=0
   for _ in $(seq 200); do
@@ -234,25 +237,23 @@ EOF
 for tree in htb tbf; do
   kernel_run "$tree"
   router_run "$tree"
-  bloatbox_run "$tree" 16
-  bloatbox_run "$tree" 1000
+  for q in $TXQS; do bloatbox_run "$tree" "$q"; done
 done
 
 # ---- report ------------------------------------------------------------------
 
 echo
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'), DUR=$DUR s, kernel $(uname -r), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), DUR=$DUR s, RT=$RT, kernel $(uname -r), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| tree | path | throughput Mbit/s | ratio to ${RATE_MBIT} Mbit/s | idle RTT ms | loaded RTT median ms |"
 echo "|---|---|---:|---:|---:|---:|"
 for tree in htb tbf; do
-  for path in kernel router bloatbox bloatbox1000; do
+  for path in kernel router $(printf 'bloatbox%s ' $TXQS); do
     read -r m i l <<<"${RES[$tree,$path]}"
     case $path in
       kernel) label="kernel veth (tree on sender)" ;;
       router) label="kernel router (3 namespaces)" ;;
-      bloatbox) label="bloatbox (TAP txqueuelen 16, default)" ;;
-      *) label="bloatbox (TAP txqueuelen 1000)" ;;
+      *) label="bloatbox (TAP txqueuelen ${path#bloatbox})" ;;
     esac
     awk -v t="$tree" -v p="$label" -v m="$m" -v i="$i" -v l="$l" -v r="$RATE_MBIT" \
       'BEGIN {printf "| %s | %s | %.2f | %.4f | %s | %s |\n", t, p, m, m/r, i, l}'
@@ -261,7 +262,7 @@ done
 echo
 for tree in htb tbf; do
   read -r rm _ rl <<<"${RES[$tree,router]}"
-  for key in bloatbox bloatbox1000; do
+  for key in $(printf 'bloatbox%s ' $TXQS); do
     read -r bm _ bl <<<"${RES[$tree,$key]}"
     awk -v t="$tree" -v p="$key" -v k="$rm" -v b="$bm" -v kl="$rl" -v bl="$bl" \
       'BEGIN {printf "%s: %s/kernel router throughput = %.4f (%+.2f%%), loaded RTT = %.3f\n", t, p, b/k, (b/k-1)*100, bl/kl}'

@@ -201,26 +201,112 @@ fn parse_ring(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError> {
         .ok_or_else(|| err(format!("nothing to set; {USAGE}")))
 }
 
+/// The names `ethtool -K` takes: its own short names and their long forms
+/// (ethtool's `off_flag_def`), then the kernel's feature strings
+/// (`netdev_features_strings`, as `ethtool -k` lists them).
+const OFFLOAD_FEATURES: &[&str] = &[
+    "rx",
+    "rx-checksumming",
+    "tx",
+    "tx-checksumming",
+    "sg",
+    "scatter-gather",
+    "tso",
+    "tcp-segmentation-offload",
+    "ufo",
+    "udp-fragmentation-offload",
+    "gso",
+    "generic-segmentation-offload",
+    "gro",
+    "generic-receive-offload",
+    "lro",
+    "large-receive-offload",
+    "rxvlan",
+    "rx-vlan-offload",
+    "txvlan",
+    "tx-vlan-offload",
+    "ntuple",
+    "ntuple-filters",
+    "rxhash",
+    "receive-hashing",
+    "tx-scatter-gather",
+    "tx-checksum-ipv4",
+    "tx-checksum-ip-generic",
+    "tx-checksum-ipv6",
+    "highdma",
+    "tx-scatter-gather-fraglist",
+    "tx-vlan-hw-insert",
+    "rx-vlan-hw-parse",
+    "rx-vlan-filter",
+    "tx-vlan-stag-hw-insert",
+    "rx-vlan-stag-hw-parse",
+    "rx-vlan-stag-filter",
+    "vlan-challenged",
+    "tx-generic-segmentation",
+    "netns-local",
+    "rx-gro",
+    "rx-gro-hw",
+    "rx-lro",
+    "tx-tcp-segmentation",
+    "tx-gso-robust",
+    "tx-tcp-ecn-segmentation",
+    "tx-tcp-mangleid-segmentation",
+    "tx-tcp6-segmentation",
+    "tx-fcoe-segmentation",
+    "tx-gre-segmentation",
+    "tx-gre-csum-segmentation",
+    "tx-ipxip4-segmentation",
+    "tx-ipxip6-segmentation",
+    "tx-udp_tnl-segmentation",
+    "tx-udp_tnl-csum-segmentation",
+    "tx-gso-partial",
+    "tx-tunnel-remcsum-segmentation",
+    "tx-sctp-segmentation",
+    "tx-esp-segmentation",
+    "tx-udp-segmentation",
+    "tx-gso-list",
+    "tx-checksum-fcoe-crc",
+    "tx-checksum-sctp",
+    "fcoe-mtu",
+    "rx-ntuple-filter",
+    "rx-hashing",
+    "rx-checksum",
+    "tx-nocache-copy",
+    "loopback",
+    "rx-fcs",
+    "rx-all",
+    "l2-fwd-offload",
+    "hw-tc-offload",
+    "esp-hw-offload",
+    "esp-tx-csum-hw-offload",
+    "rx-udp_tunnel-port-offload",
+    "tls-hw-record",
+    "tls-hw-tx-offload",
+    "tls-hw-rx-offload",
+    "rx-gro-list",
+    "macsec-hw-offload",
+    "rx-udp-gro-forwarding",
+    "hsr-tag-ins-offload",
+    "hsr-tag-rm-offload",
+    "hsr-fwd-offload",
+    "hsr-dup-offload",
+];
+
 fn parse_offload(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError> {
     pairs
         .iter()
         .map(|&(feature, value)| {
-            let valid_name = feature.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-            let on = match value {
-                "on" => true,
-                "off" => false,
-                _ => {
-                    return Err(err(format!(
-                        "{feature} \"{value}\": expected on or off; fix: write e.g. {feature} off"
-                    )))
-                }
-            };
-            if valid_name {
-                Ok((feature.to_string(), on))
-            } else {
-                Err(err(format!(
-                    "feature name \"{feature}\" is malformed; expected letters, digits and dashes such as tso, gso, gro; {USAGE}"
-                )))
+            if !OFFLOAD_FEATURES.contains(&feature) {
+                return Err(err(format!(
+                    "feature \"{feature}\" is not one ethtool knows; expected rx, tx, sg, tso, ufo, gso, gro, lro, rxvlan, txvlan, ntuple, rxhash or a kernel feature name as `ethtool -k` lists it (such as tx-tcp-segmentation); {USAGE}"
+                )));
+            }
+            match value {
+                "on" => Ok((feature.to_string(), true)),
+                "off" => Ok((feature.to_string(), false)),
+                _ => Err(err(format!(
+                    "{feature} \"{value}\": expected on or off; fix: write e.g. {feature} off"
+                ))),
             }
         })
         .collect::<Result<Vec<_>, _>>()
@@ -308,7 +394,16 @@ mod tests {
         assert!(msg("ethtool -G left tx 5000").contains("1..=4096"));
         assert!(msg("ethtool -G left rx 512").contains("ring \"rx\" is not emulated"));
         assert!(msg("ethtool -K left tso maybe").contains("tso \"maybe\": expected on or off"));
-        assert!(msg("ethtool -K left t/so off").contains("malformed"));
+        assert!(msg("ethtool -K left t/so off").contains("\"t/so\" is not one ethtool knows"));
+        assert!(msg("ethtool -K left tos off").contains("\"tos\" is not one ethtool knows"));
+        let mut p = LinkParams::default();
+        for line in [
+            "ethtool -K left tso off gso off gro off",
+            "ethtool -K left tx-tcp-segmentation off rx-udp-gro-forwarding on",
+            "ethtool -K left generic-receive-offload off",
+        ] {
+            apply_ethtool(line, &mut p).unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
         assert!(msg("ethtool -S left").contains("option \"-S\" is not supported"));
         assert!(msg("ethtool -C eth0 rx-usecs 1").contains("device \"eth0\" is unknown"));
         assert!(msg("ethtol -C left rx-usecs 1").contains("starts with \"ethtool\""));

@@ -74,13 +74,17 @@ fn run_traced(scenario: &Scenario, trace: trace::Trace) -> Result<SimReport, Sim
 }
 
 /// `bloatbox sim SCENARIO [--out DIR]`: runs the scenario and prints the
-/// table and both directions' `tc -s -d qdisc|class show`. With `out_dir`,
+/// table and both directions' `tc -s -d qdisc|class show`, after a warning
+/// for each source that sends nothing (`Scenario::silent_sources`). With `out_dir`,
 /// also writes `trace.jsonl` (every packet event), `summary.json` (the
 /// `SimReport`, qdisc dumps included) and `tc.txt` (the tc statistics)
 /// there.
 pub fn run_cli(path: &std::path::Path, out_dir: Option<&std::path::Path>) -> anyhow::Result<()> {
     use anyhow::Context;
     let scenario = Scenario::from_file(path)?;
+    for silent in scenario.silent_sources() {
+        tracing::warn!("{}: {silent}", path.display());
+    }
     let report = match out_dir {
         Some(dir) => {
             std::fs::create_dir_all(dir)

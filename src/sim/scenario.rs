@@ -395,6 +395,76 @@ impl Scenario {
         SimError::Scenario(format!("line {}: {what}: {msg}", self.line_of(span.start)))
     }
 
+    /// Sources that will send nothing, one message each (line, source,
+    /// why): those that start at or after the end of the run, stop before
+    /// they start, count no flows or transfer 0 bytes. They are valid (the
+    /// report shows them with nothing sent), but rarely what was meant.
+    pub fn silent_sources(&self) -> Vec<String> {
+        let time = |t: SimTime| units::sprint_time(t.0 / 1_000);
+        let why_silent = |start_field: &str, start: SimTime, stop: Option<SimTime>, count: u32| {
+            if count == 0 {
+                Some("count = 0".to_string())
+            } else if start >= self.duration {
+                Some(format!(
+                    "{start_field} {} is at or after the end of the run ({})",
+                    time(start),
+                    time(self.duration)
+                ))
+            } else {
+                stop.filter(|stop| *stop <= start).map(|stop| {
+                    format!(
+                        "stop {} is not after {start_field} {}",
+                        time(stop),
+                        time(start)
+                    )
+                })
+            }
+        };
+        let mut silent = Vec::new();
+        let mut note = |span: std::ops::Range<usize>, what: String, why: Option<String>| {
+            if let Some(why) = why {
+                silent.push(format!(
+                    "line {}: {what} sends nothing: {why}",
+                    self.line_of(span.start)
+                ));
+            }
+        };
+        for (i, t) in self.tcp.iter().enumerate() {
+            let spec = t.get_ref();
+            let why = why_silent("start", spec.start, spec.stop, spec.count).or_else(|| {
+                spec.bytes
+                    .filter(|b| b.0 == 0)
+                    .map(|_| "bytes = 0".to_string())
+            });
+            note(t.span(), format!("tcp[{i}]"), why);
+        }
+        for (i, u) in self.udp.iter().enumerate() {
+            let spec = u.get_ref();
+            note(
+                u.span(),
+                format!("udp[{i}]"),
+                why_silent("start", spec.start, spec.stop, spec.count),
+            );
+        }
+        for (i, p) in self.ping.iter().enumerate() {
+            let spec = p.get_ref();
+            note(
+                p.span(),
+                format!("ping[{i}]"),
+                why_silent("start", spec.start, spec.stop, 1),
+            );
+        }
+        for (i, p) in self.packet.iter().enumerate() {
+            let spec = p.get_ref();
+            note(
+                p.span(),
+                format!("packet[{i}]"),
+                why_silent("time", spec.time, None, spec.count),
+            );
+        }
+        silent
+    }
+
     fn validate(&self) -> Result<(), SimError> {
         let bad = |what: &str, msg: String| SimError::Scenario(format!("{what}: {msg}"));
         if self.duration.0 == 0 {
@@ -769,6 +839,65 @@ interval = "10ms"
         assert!(e.contains("at most 1000000000"), "{e}");
         let e = Scenario::from_toml("seed = 1").unwrap_err();
         assert!(e.to_string().contains("duration"), "{e}");
+    }
+
+    #[test]
+    fn sources_that_send_nothing_are_named() {
+        let cases = [
+            ("count = 2", "count = 0", "tcp[0]", "count = 0"),
+            (
+                "count = 2",
+                "count = 2\nstart = \"2s\"",
+                "tcp[0]",
+                "start 2s is at or after the end of the run (2s)",
+            ),
+            (
+                "count = 2",
+                "count = 2\nstart = \"1s\"\nstop = \"1s\"",
+                "tcp[0]",
+                "stop 1s is not after start 1s",
+            ),
+            ("count = 2", "count = 2\nbytes = 0", "tcp[0]", "bytes = 0"),
+            (
+                "interval = \"10ms\"",
+                "start = \"5s\"",
+                "ping[0]",
+                "start 5s",
+            ),
+        ];
+        for (from, to, source, why) in cases {
+            let silent = Scenario::from_toml(&BASIC.replace(from, to))
+                .unwrap()
+                .silent_sources();
+            assert_eq!(silent.len(), 1, "{to}: {silent:?}");
+            assert!(
+                silent[0].starts_with("line ")
+                    && silent[0].contains(&format!("{source} sends nothing: {why}")),
+                "{to}: {silent:?}"
+            );
+        }
+        assert!(Scenario::from_toml(BASIC)
+            .unwrap()
+            .silent_sources()
+            .is_empty());
+        let udp = format!("{BASIC}\n[[udp]]\nrate = \"1mbit\"\nstart = \"1s\"\nstop = \"500ms\"\n");
+        let silent = Scenario::from_toml(&udp).unwrap().silent_sources();
+        assert!(
+            silent[0].contains("udp[0] sends nothing: stop 500ms"),
+            "{silent:?}"
+        );
+        let packet = format!("{BASIC}\n[[packet]]\ntime = \"3s\"\nsize = 100\n");
+        let silent = Scenario::from_toml(&packet).unwrap().silent_sources();
+        assert!(
+            silent[0].contains("packet[0] sends nothing: time 3s"),
+            "{silent:?}"
+        );
+        // The last instant before the end still sends.
+        let late = format!("{BASIC}\n[[packet]]\ntime = \"1999ms\"\nsize = 100\n");
+        assert!(Scenario::from_toml(&late)
+            .unwrap()
+            .silent_sources()
+            .is_empty());
     }
 
     #[test]

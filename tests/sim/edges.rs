@@ -8,7 +8,11 @@ use bloatbox::sim::{self, Scenario};
 
 #[test]
 fn corner_cases_complete() {
-    let r = sim::run(&load("edge_cases.toml")).unwrap();
+    let sc = load("edge_cases.toml");
+    let silent = sc.silent_sources();
+    assert_eq!(silent.len(), 1, "{silent:?}");
+    assert!(silent[0].contains("tcp[0] sends nothing: start 2s"), "{silent:?}");
+    let r = sim::run(&sc).unwrap();
     println!("{}", r.table());
     let late = r.flow("late").unwrap();
     assert_eq!(late.forward.sent_pkts, 0);
