@@ -13,7 +13,7 @@ else
 fi
 LEFT_V4=10.77.0.1;   RIGHT_V4=10.77.0.2
 LEFT_V6=fd00:77::1;  RIGHT_V6=fd00:77::2
-MTU=1500;            TXQUEUELEN=16
+MTU=1500;            TXQUEUELEN=128
 
 need_root() {
   if [ "$(id -u)" != 0 ]; then

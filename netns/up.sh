@@ -2,7 +2,7 @@
 # Creates, by hand, the topology of configs/default.toml for a daemon to
 # attach to: namespaces bb-left and bb-right (BB_NAME=NAME: NAMEl, NAMEr),
 # in each a persistent TAP made inside the namespace (`ip tuntap add mode
-# tap`: bbl0, bbr0, or NAMEl, NAMEr) with MTU 1500 and txqueuelen 16 (the
+# tap`: bbl0, bbr0, or NAMEl, NAMEr) with MTU 1500 and txqueuelen 128 (the
 # config's [tap]), 10.77.0.1/24 + fd00:77::1/64 on the left, 10.77.0.2/24 +
 # fd00:77::2/64 on the right, lo and the TAPs up. Idempotent: what exists is
 # kept and brought to this state.

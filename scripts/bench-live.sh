@@ -53,22 +53,25 @@ ping_median() {
 }
 
 # Throughput figures through a pair of namespaces: prints
-# "tcp1_gbit tcp4_gbit udp64_kpps udp1472_gbit" (the last: full-size
-# frames as fast as the sender can, what the machine moves frame by frame).
+# "tcp1_gbit tcp4_gbit udp64_kpps udp1472_gbit udp400_loss" (full-size
+# frames as fast as the sender can, what the machine moves frame by frame;
+# then the loss, in %, of full-size frames paced by iperf3 at 400 Mbit/s,
+# whose bursts the sending TAP's queue must absorb while the datapath wakes).
 throughput() {
   local nsl=$1 nsr=$2 dst=$3
   in_ns "$nsr" iperf3 -s -D -B "$dst" --pidfile "$TMP/iperf.pid" >/dev/null
   sleep 0.5
-  local t1 t4 u uf
+  local t1 t4 u uf ul
   t1=$(in_ns "$nsl" iperf3 -c "$dst" -t "$DUR" -C cubic -J | jq '.end.sum_received.bits_per_second / 1e9')
   t4=$(in_ns "$nsl" iperf3 -c "$dst" -t "$DUR" -C cubic -P 4 -J | jq '.end.sum_received.bits_per_second / 1e9')
   u=$(in_ns "$nsl" iperf3 -c "$dst" -t "$DUR" -u -l 64 -b 0 -J |
     jq '(.end.sum.packets - .end.sum.lost_packets) / .end.sum.seconds / 1e3')
-  uf=$(in_ns "$nsl" iperf3 -c "$dst" -t "$DUR" -u -l 1472 -b 0 -J |
+  uf=$(in_ns "$nsl" iperf3 -c "$dst" -t "$DUR" -u -l 1472 -b 0 -J 2>/dev/null |
     jq '(.end.sum.packets - .end.sum.lost_packets) * 1514 * 8 / .end.sum.seconds / 1e9')
+  ul=$(in_ns "$nsl" iperf3 -c "$dst" -t "$DUR" -u -l 1472 -b 400M -J 2>/dev/null | jq '.end.sum.lost_percent')
   kill "$(cat "$TMP/iperf.pid")" 2>/dev/null || true
   sleep 0.3
-  printf "%.2f %.2f %.0f %.2f" "$t1" "$t4" "$u" "$uf"
+  printf "%.2f %.2f %.0f %.2f %.1f" "$t1" "$t4" "$u" "$uf" "$ul"
 }
 
 # Writes a bloatbox config: config NAME RATE DELAY [OFFLOAD [BUSY_POLL_US]]
@@ -177,7 +180,7 @@ for s in l r; do
   in_ns bbb-v$s ip link set bbbv${s}0 up
 done
 in_ns bbb-vl ping -c 1 -W 2 10.81.0.2 >/dev/null
-read -r V_T1 V_T4 V_U V_UF <<<"$(throughput bbb-vl bbb-vr 10.81.0.2)"
+read -r V_T1 V_T4 V_U V_UF V_UL <<<"$(throughput bbb-vl bbb-vr 10.81.0.2)"
 V_RTT=$(ping_median bbb-vl 10.81.0.2)
 ip netns del bbb-vl
 ip netns del bbb-vr
@@ -187,14 +190,14 @@ ip netns del bbb-vr
 C=$(config unshaped unlimited 0ms true)
 start_daemon "$C"
 in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null
-read -r B_T1 B_T4 B_U B_UF <<<"$(throughput bbb-bl bbb-br 10.82.0.2)"
+read -r B_T1 B_T4 B_U B_UF B_UL <<<"$(throughput bbb-bl bbb-br 10.82.0.2)"
 B_RTT=$(ping_median bbb-bl 10.82.0.2)
 stop_daemon
 
 C=$(config unshaped-nooff unlimited 0ms false)
 start_daemon "$C"
 in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null
-read -r N_T1 N_T4 N_U N_UF <<<"$(throughput bbb-bl bbb-br 10.82.0.2)"
+read -r N_T1 N_T4 N_U N_UF N_UL <<<"$(throughput bbb-bl bbb-br 10.82.0.2)"
 N_RTT=$(ping_median bbb-bl 10.82.0.2)
 stop_daemon
 
@@ -247,6 +250,7 @@ REPORT=$(cat <<EOF
 | 4 TCP flows (cubic), Gbit/s | $V_T4 | $B_T4 | $N_T4 | |
 | UDP 64-byte payload, kpps received | $V_U | $B_U | $N_U | |
 | UDP 1472-byte payload (1514-byte frames) as fast as iperf3 sends, Gbit/s of frames received | $V_UF | $B_UF | $N_UF | (above 1.2 for the 1.2 Gbit/s rows) |
+| UDP 1472-byte payload paced by iperf3 at 400 Mbit/s, % lost | $V_UL | $B_UL | $N_UL | |
 | idle ping RTT median, ms | $V_RTT | $B_RTT (+$ADDED_RTT µs) | $N_RTT (+$N_ADDED_RTT µs) | ≤ +50 µs |
 | idle ping RTT median with busy_poll_us = 20000, ms (datapath CPU while pinging) | $V_RTT | $P_RTT (+$P_ADDED_RTT µs; $P_CPU % of a core) | | ≤ +50 µs |
 | wake-up lateness p50 / p99 / p99.9, µs (12 Mbit/s run, $L12_N deadlines) | | $L12_50 / $L12_99 / $L12_999 | | p99 ≤ 20 |

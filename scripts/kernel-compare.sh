@@ -25,7 +25,7 @@
 #                  not bind), delay 0, the same tree on `dev left`
 #                  (left→right), datapath under `--realtime $RT` (RT=0:
 #                  normal scheduling); once per TAP txqueuelen in TXQS
-#                  (default "16 1000").
+#                  (default "16 128 1000"; 128 is bloatbox's default).
 # After each run the tree's `tc -s` statistics are kept and the leaf's
 # backlog/drops are summarised (average frame size = bytes / packets sent).
 # Also printed: each tree's `tc -s` counters, the sender's TCP
@@ -40,7 +40,7 @@ cd "$(dirname "$0")/.."
 
 DUR=${DUR:-30}
 RT=${RT:-20}
-TXQS=${TXQS:-16 1000}
+TXQS=${TXQS:-16 128 1000}
 RATE_MBIT=20
 [ "$(id -u)" = 0 ] || { echo "kernel-compare.sh needs root" >&2; exit 1; }
 for t in ip tc nstat iperf3 ping jq cargo; do

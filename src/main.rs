@@ -197,8 +197,8 @@ struct LoadArgs {
     ecn: bool,
     /// SCHED_FIFO priority of the datapath thread (0 = normal scheduling).
     /// On a busy machine a normally scheduled datapath reads the TAPs late,
-    /// their 16-frame queues overflow and TCP backs off before any
-    /// emulated queue fills.
+    /// their kernel queues (`[tap] txqueuelen`) overflow and TCP backs off
+    /// before any emulated queue fills.
     #[arg(long, value_name = "PRIO", default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=99))]
     realtime: u8,
     /// Write every result and sample as JSON.

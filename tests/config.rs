@@ -59,7 +59,7 @@ fn defaults_are_the_documented_values() {
     );
     assert_eq!(c.left.ipv4.to_string(), "10.77.0.1/24");
     assert_eq!(c.right.ipv6.to_string(), "fd00:77::2/64");
-    assert_eq!((c.tap.mtu, c.tap.txqueuelen), (1500, 16));
+    assert_eq!((c.tap.mtu, c.tap.txqueuelen), (1500, 128));
     let p = c.link_params(L);
     assert_eq!(
         p,

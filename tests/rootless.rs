@@ -218,7 +218,10 @@ fn rootless_tap_ping_crosses_the_delayed_link_where_tun_is_open() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains(" tun "), "a TAP, not a veth: {stdout}");
     assert!(
-        stdout.contains("qlen 16"),
+        stdout.contains(&format!(
+            "qlen {}",
+            bloatbox::config::Config::default().tap.txqueuelen
+        )),
         "the configured txqueuelen: {stdout}"
     );
     assert_nothing_named(&name);

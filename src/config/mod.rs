@@ -186,7 +186,10 @@ impl Endpoint {
 pub struct TapSettings {
     /// MTU of the TAPs and of the emulated devices, 68..=9000.
     pub mtu: u32,
-    /// The TAPs' own kernel txqueuelen: small, so that it hides no buffer.
+    /// The TAPs' own kernel txqueuelen (tun's ring): enough to absorb a
+    /// sender's bursts while the datapath wakes up (tun drops, never
+    /// waits, when it is full), small enough to hide no buffer while the
+    /// datapath keeps up.
     pub txqueuelen: u32,
     /// Open the TAPs with `IFF_VNET_HDR` and TCP offloads: the kernel hands
     /// over GSO super-frames (see `packet::gso`).
@@ -201,7 +204,7 @@ impl Default for TapSettings {
     fn default() -> Self {
         TapSettings {
             mtu: 1500,
-            txqueuelen: 16,
+            txqueuelen: 128,
             offload: true,
             gso_min_rate: LinkRate::parse(DEFAULT_GSO_MIN_RATE).expect("a valid rate"),
         }

@@ -194,10 +194,10 @@ mod tests {
     fn the_tap_line_says_whether_offload_is_on() {
         let mut c = Config::default();
         assert!(check_report(&c).contains(
-            "txqueuelen 16  offload on (TSO super-frames pass whole at >= 1gbit unshaped)"
+            "txqueuelen 128  offload on (TSO super-frames pass whole at >= 1gbit unshaped)"
         ));
         c.tap.offload = false;
-        assert!(check_report(&c).contains("txqueuelen 16  offload off\n"));
+        assert!(check_report(&c).contains("txqueuelen 128  offload off\n"));
     }
 
     #[test]

@@ -11,7 +11,10 @@ fn corner_cases_complete() {
     let sc = load("edge_cases.toml");
     let silent = sc.silent_sources();
     assert_eq!(silent.len(), 1, "{silent:?}");
-    assert!(silent[0].contains("tcp[0] sends nothing: start 2s"), "{silent:?}");
+    assert!(
+        silent[0].contains("tcp[0] sends nothing: start 2s"),
+        "{silent:?}"
+    );
     let r = sim::run(&sc).unwrap();
     println!("{}", r.table());
     let late = r.flow("late").unwrap();
