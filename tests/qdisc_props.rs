@@ -139,7 +139,8 @@ fn qfq() -> Box<dyn Qdisc> {
     let filter = Filter::parse(&[
         "parent", "1:", "protocol", "all", "matchall", "flowid", "1:1",
     ]);
-    classes
+    q.as_filter_host()
+        .expect("qfq takes filters")
         .add_filter(filter.expect("filter"))
         .expect("add filter");
     Box::new(q)

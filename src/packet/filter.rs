@@ -1,4 +1,5 @@
-//! tc filters that steer frames to classes (HTB, QFQ): the u32 selectors
+//! tc filters that steer frames to classes (HTB, QFQ) or flow buckets (SFQ,
+//! fq_codel: `qdisc::flow_bucket`): the u32 selectors
 //! people use for that (`match ip|ip6 src|dst|sport|dport|protocol|tos|...`),
 //! `matchall`, `flowid`, and `action skbedit priority`, parsed from the tokens
 //! of `tc filter add dev X <these tokens>` with tc's number rules and errors.

@@ -128,7 +128,8 @@ pub enum DropReason {
     SfqOverflow,
     /// TBF: the frame is larger than the bucket (max_size).
     TbfOversize,
-    /// QFQ/filters: no class matched and there is no default.
+    /// QFQ/filters: no class matched and there is no default; or SFQ or
+    /// fq_codel filters placed the frame in no flow bucket.
     Unclassified,
     /// The qdisc was reset, deleted or its limit lowered.
     QdiscReset,

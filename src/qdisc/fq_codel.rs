@@ -16,9 +16,8 @@ use super::codel::{
 use super::dump::{list_flows, ClassDump, FlowDump, FlowListing};
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
-use super::{
-    tc_h_major, tc_h_minor, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict,
-};
+use super::{FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
+use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, FlowKey, Packet};
 use crate::time::Instant;
 use crate::units::{parse_size, sprint_size, sprint_time, sprint_time_signed};
@@ -216,6 +215,8 @@ pub struct FqCodel {
     params: CodelParams,
     cstats: CodelStats,
     hash_key: u32,
+    /// `tc filter`s that pick the bucket (`flow_bucket`).
+    filters: FilterChain,
     flows: Vec<Flow>,
     /// Bytes queued per bucket (the kernel's `backlogs[]`).
     backlogs: Vec<u64>,
@@ -248,6 +249,7 @@ impl FqCodel {
             params: CodelParams::new(ctx.psched_mtu, true),
             cstats: CodelStats::default(),
             hash_key: (seed ^ (seed >> 32)) as u32,
+            filters: FilterChain::new(),
             flows: (0..DEFAULT_FLOWS).map(|_| Flow::new()).collect(),
             backlogs: vec![0; DEFAULT_FLOWS as usize],
             info: (0..DEFAULT_FLOWS).map(|_| FlowInfo::default()).collect(),
@@ -334,17 +336,15 @@ impl FqCodel {
         self.memory_usage
     }
 
-    /// The bucket of a frame (`fq_codel_classify` without filters): a
-    /// `skb->priority` of `handle:N` selects bucket N-1 directly; otherwise
-    /// the top bits of the keyed flow hash.
-    pub fn classify(&self, pkt: &Packet) -> usize {
-        let prio = pkt.meta.priority;
-        let minor = tc_h_minor(prio) as u32;
-        if tc_h_major(prio) == tc_h_major(self.handle) && minor > 0 && minor <= self.flows_cnt() {
-            return (minor - 1) as usize;
-        }
-        let hash = keyed_flow_hash(pkt.meta.hash, self.hash_key);
-        ((hash as u64 * self.flows_cnt() as u64) >> 32) as usize
+    /// The bucket of a frame (`fq_codel_classify`, `super::flow_bucket`):
+    /// without priority or filters steering it, the top bits of the keyed
+    /// flow hash. `None`: filters are attached and none placed it.
+    pub fn classify(&self, pkt: &mut Packet) -> Option<usize> {
+        let flows = self.flows_cnt();
+        super::flow_bucket(self.handle, &self.filters, pkt, flows, |pkt| {
+            let hash = keyed_flow_hash(pkt.meta.hash, self.hash_key);
+            ((hash as u64 * flows as u64) >> 32) as usize
+        })
     }
 
     /// `fq_codel_drop`: drops from the head of the fattest flow up to
@@ -584,13 +584,23 @@ impl ParkOnPeek for FqCodel {
     }
 }
 
+impl FilterHost for FqCodel {
+    fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, TcError> {
+        super::own_chain(&mut self.filters, "fq_codel", parent)
+    }
+}
+
 impl Qdisc for FqCodel {
     fn kind(&self) -> &'static str {
         "fq_codel"
     }
 
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
-        let idx = self.classify(&pkt);
+        let Some(idx) = self.classify(&mut pkt) else {
+            self.stats.drops += 1;
+            drops.push(pkt, DropReason::Unclassified);
+            return Verdict::Dropped;
+        };
         pkt.meta.enqueue_time = now;
         let len = pkt.len;
         self.info[idx].key = Some(pkt.meta.flow);
@@ -734,6 +744,10 @@ impl Qdisc for FqCodel {
             flows,
             other_flows,
         }
+    }
+
+    fn as_filter_host(&mut self) -> Option<&mut dyn FilterHost> {
+        Some(self)
     }
 
     fn drain_all(&mut self) -> Vec<Packet> {
@@ -1202,24 +1216,25 @@ mod tests {
     #[test]
     fn classify_by_priority_and_hash() {
         let q = FqCodel::new(ctx());
-        assert_eq!(q.classify(&bpkt(1, 100, 5)), 5);
+        assert_eq!(q.classify(&mut bpkt(1, 100, 5)), Some(5));
         // Out-of-range minor or a foreign major falls back to the hash.
         let mut p = flow_pkt(1, 100, 3);
         p.meta.priority = tc_h_make(0x8001, 2000);
-        assert!(q.classify(&p) < 1024);
+        assert!(q.classify(&mut p).unwrap() < 1024);
         p.meta.priority = tc_h_make(0x1, 1);
-        let h = q.classify(&p);
+        let h = q.classify(&mut p);
         p.meta.priority = 0;
-        assert_eq!(q.classify(&p), h);
+        assert_eq!(q.classify(&mut p), h);
         // Many flows spread over many buckets.
-        let buckets: std::collections::HashSet<usize> =
-            (0..200).map(|f| q.classify(&flow_pkt(0, 100, f))).collect();
+        let buckets: std::collections::HashSet<usize> = (0..200)
+            .map(|f| q.classify(&mut flow_pkt(0, 100, f)).unwrap())
+            .collect();
         assert!(buckets.len() > 150);
         // A handle-0 instance treats priority 1..flows as a bucket.
         let q0 = FqCodel::new(QdiscCtx { handle: 0, ..ctx() });
         let mut p = flow_pkt(1, 100, 3);
         p.meta.priority = 6;
-        assert_eq!(q0.classify(&p), 5);
+        assert_eq!(q0.classify(&mut p), Some(5));
     }
 
     #[test]

@@ -20,10 +20,10 @@ use super::tbf::{
     DUMPED_CELL, LINKLAYER_ALLOWED, U16_ALLOWED,
 };
 use super::{
-    tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx,
-    QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
+    tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, FilterHost, FlowListing, Handle, Qdisc,
+    QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
-use crate::packet::filter::{Filter, FilterChain};
+use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::{Instant, NS_PER_SEC};
 use crate::units::{
@@ -1294,6 +1294,10 @@ impl Qdisc for Htb {
         Some(self)
     }
 
+    fn as_filter_host(&mut self) -> Option<&mut dyn FilterHost> {
+        Some(self)
+    }
+
     fn drain_all(&mut self) -> Vec<Packet> {
         let mut out: Vec<Packet> = self.parked.take().into_iter().collect();
         out.extend(self.direct.drain(..));
@@ -1548,14 +1552,16 @@ impl Classful for Htb {
     fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.warnings)
     }
+}
 
-    /// Attaches a filter to the qdisc (`parent 1:` or none) or to a class
-    /// (`parent 1:1`, used when classification reaches that inner class).
-    fn add_filter(&mut self, filter: Filter) -> Result<(), TcError> {
+impl FilterHost for Htb {
+    /// The qdisc's chain (`parent 1:` or none) or a class's (`parent 1:1`,
+    /// used when classification reaches that inner class).
+    fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, TcError> {
         let major = tc_h_major(self.ctx.handle);
-        match filter.parent {
-            None => self.filters.add(filter),
-            Some(p) if p == TC_H_ROOT || p == self.ctx.handle => self.filters.add(filter),
+        match parent {
+            None => Ok(&mut self.filters),
+            Some(p) if p == TC_H_ROOT || p == self.ctx.handle => Ok(&mut self.filters),
             Some(p) => {
                 let p = self.full_id(p);
                 if tc_h_major(p) != major {
@@ -1570,7 +1576,7 @@ impl Classful for Htb {
                         fmt_classid(p)
                     ))
                 })?;
-                self.cl_mut(slot).filters.add(filter)
+                Ok(&mut self.cl_mut(slot).filters)
             }
         }
     }
@@ -1579,6 +1585,7 @@ impl Classful for Htb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::filter::Filter;
     use crate::qdisc::testutil::{drain_codel_child, pkt};
     use rand::{Rng, SeedableRng};
     use std::collections::HashMap;

@@ -58,6 +58,39 @@ pub fn keyed_flow_hash(hash: u32, key: u32) -> u32 {
     h ^ (h >> 16)
 }
 
+/// The flow bucket, of `buckets`, that SFQ and fq_codel give a frame
+/// (`sfq_classify`, `fq_codel_classify`): a `skb->priority` of `handle:N`
+/// with N in 1..=buckets picks bucket N-1; else, where filters are
+/// attached, the first match's class minor N in 1..=buckets (its skbedit
+/// action applied) picks bucket N-1, and no match or any other minor gives
+/// `None`: the frame is dropped as unclassified; else `hashed`.
+pub fn flow_bucket(
+    handle: Handle,
+    filters: &crate::packet::filter::FilterChain,
+    pkt: &mut Packet,
+    buckets: u32,
+    hashed: impl FnOnce(&Packet) -> usize,
+) -> Option<usize> {
+    let in_range = |classid: Handle| {
+        let minor = tc_h_minor(classid) as u32;
+        (1..=buckets).contains(&minor).then(|| minor as usize - 1)
+    };
+    let prio = pkt.meta.priority;
+    if tc_h_major(prio) == tc_h_major(handle) {
+        if let Some(bucket) = in_range(prio) {
+            return Some(bucket);
+        }
+    }
+    if filters.is_empty() {
+        return Some(hashed(pkt));
+    }
+    let (classid, skbedit) = filters.classify(&pkt.meta)?;
+    if let Some(p) = skbedit {
+        pkt.meta.priority = p;
+    }
+    in_range(classid)
+}
+
 /// `seed` mixed with handle `h` (a Fibonacci-hashing multiply): the seed of
 /// a qdisc created from a shared one (the device's, or a classful parent's
 /// for the child of class `h`), so that each perturbs its hashes its own way.
@@ -220,6 +253,12 @@ pub trait Qdisc: Send {
         None
     }
 
+    /// The filter chains of qdiscs that classify with `tc filter`s (HTB,
+    /// QFQ, and SFQ and fq_codel, whose filters pick the flow bucket).
+    fn as_filter_host(&mut self) -> Option<&mut dyn FilterHost> {
+        None
+    }
+
     /// Takes every held frame out, in dequeue order where the discipline has
     /// one, without counting drops or Sent. Used to move frames into a
     /// replacement qdisc so a switch loses nothing in flight.
@@ -229,6 +268,41 @@ pub trait Qdisc: Send {
     /// holds) answers, so tc commands reach it through `dyn Qdisc`.
     fn as_tree(&mut self) -> Option<&mut tree::QdiscTree> {
         None
+    }
+}
+
+/// The `tc filter` side of a qdisc: its filter chains, one per block (the
+/// qdisc's own, `parent X:`, and for HTB one per class, `parent X:Y`).
+pub trait FilterHost {
+    /// The chain of the block `parent` names (`None` or the qdisc's handle:
+    /// the qdisc's own; `tc_new_tfilter` has checked the major); an error
+    /// where that block does not exist.
+    fn chain_mut(
+        &mut self,
+        parent: Option<Handle>,
+    ) -> Result<&mut crate::packet::filter::FilterChain, TcError>;
+
+    /// `tc filter add`: into the chain of the filter's parent.
+    fn add_filter(&mut self, filter: crate::packet::filter::Filter) -> Result<(), TcError> {
+        self.chain_mut(filter.parent)?.add(filter)
+    }
+}
+
+/// `FilterHost::chain_mut` of a qdisc with only its own block: a class
+/// (`parent X:Y`) has none, as in the kernel's `sfq_tcf_block` and
+/// `fq_codel_tcf_block` (tc then says "Invalid argument").
+pub fn own_chain<'a>(
+    chain: &'a mut crate::packet::filter::FilterChain,
+    kind: &str,
+    parent: Option<Handle>,
+) -> Result<&'a mut crate::packet::filter::FilterChain, TcError> {
+    match parent {
+        Some(p) if p != TC_H_ROOT && tc_h_minor(p) != 0 => Err(TcError::new(format!(
+            "RTNETLINK answers: Invalid argument\n(filters attach to the {kind} qdisc itself, \
+             parent {:x}:, not to a class)",
+            tc_h_major(p)
+        ))),
+        _ => Ok(chain),
     }
 }
 
@@ -255,21 +329,6 @@ pub trait Classful {
     fn child_mut(&mut self, classid: Handle) -> Option<&mut Box<dyn Qdisc>>;
     /// The child qdiscs, for walking the tree (by handle lookups).
     fn children_mut(&mut self) -> Vec<&mut Box<dyn Qdisc>>;
-    /// `tc filter add ... flowid C`: steer matching frames to class `C`.
-    fn add_filter(&mut self, filter: crate::packet::filter::Filter) -> Result<(), TcError> {
-        let _ = filter;
-        Err(TcError::new("Error: Class doesn't support filters."))
-    }
-    /// `tc filter del ... [prio N]`: removes the filters of that prio (all
-    /// with `None`), returning how many went.
-    fn delete_filters(&mut self, prio: Option<u16>) -> Result<usize, TcError> {
-        let _ = prio;
-        Err(TcError::new("Error: Class doesn't support filters."))
-    }
-    /// The filters, for `tc filter show` (`FilterChain::print`).
-    fn filters(&self) -> Option<&crate::packet::filter::FilterChain> {
-        None
-    }
     /// The ctx children get (txqueuelen, mtu, seed).
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx;
     /// Warnings the kernel attaches to successful class operations (tc

@@ -24,10 +24,10 @@
 
 use super::fifo::{Fifo, FifoKind};
 use super::{
-    seed_for, tc_h_major, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx,
-    QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
+    seed_for, tc_h_major, tc_h_minor, ClassDump, Classful, FilterHost, FlowListing, Handle, Qdisc,
+    QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
-use crate::packet::filter::{Filter, FilterChain};
+use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::{earliest, Instant};
 use priority_queue::PriorityQueue;
@@ -541,6 +541,10 @@ impl Qdisc for Qfq {
         Some(self)
     }
 
+    fn as_filter_host(&mut self) -> Option<&mut dyn FilterHost> {
+        Some(self)
+    }
+
     fn drain_all(&mut self) -> Vec<Packet> {
         let frames = self
             .classes
@@ -549,6 +553,12 @@ impl Qdisc for Qfq {
             .collect();
         self.forget_schedule();
         frames
+    }
+}
+
+impl FilterHost for Qfq {
+    fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, TcError> {
+        super::own_chain(&mut self.filters, "qfq", parent)
     }
 }
 
@@ -697,18 +707,6 @@ impl Classful for Qfq {
         self.classes.iter_mut().map(|c| &mut c.child).collect()
     }
 
-    fn add_filter(&mut self, filter: Filter) -> Result<(), TcError> {
-        self.filters.add(filter)
-    }
-
-    fn delete_filters(&mut self, prio: Option<u16>) -> Result<usize, TcError> {
-        Ok(self.filters.delete(prio))
-    }
-
-    fn filters(&self) -> Option<&FilterChain> {
-        Some(&self.filters)
-    }
-
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {
         QdiscCtx {
             handle,
@@ -722,6 +720,7 @@ impl Classful for Qfq {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::filter::Filter;
     use crate::qdisc::testutil::{flow_pkt, pkt};
     use crate::qdisc::{tc_h_major, tc_h_make};
 
@@ -981,11 +980,16 @@ mod tests {
         // A class filters point to cannot be deleted until they go.
         let e = q.delete_class(cid(2), &mut d).unwrap_err().0;
         assert!(e.contains("QFQ class in use"), "{e}");
-        assert_eq!(q.filters().unwrap().filters().len(), 2);
-        assert_eq!(q.delete_filters(Some(1)).unwrap(), 1);
+        assert_eq!(q.filters.filters().len(), 2);
+        assert_eq!(q.chain_mut(None).unwrap().delete(Some(1)), 1);
         q.delete_class(cid(2), &mut d).unwrap();
-        assert!(q.filters().unwrap().print(H).contains("matchall"));
-        assert_eq!(q.delete_filters(None).unwrap(), 1);
+        assert!(q.filters.print(H).contains("matchall"));
+        assert_eq!(q.chain_mut(Some(H)).unwrap().delete(None), 1);
+        let e = q.chain_mut(Some(cid(1))).unwrap_err().0;
+        assert!(
+            e.contains("Invalid argument") && e.contains("parent 1:"),
+            "{e}"
+        );
     }
 
     #[test]

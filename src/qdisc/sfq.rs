@@ -11,9 +11,8 @@
 use super::dump::{list_flows, ClassDump, FlowDump, FlowListing};
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
-use super::{
-    tc_h_major, tc_h_minor, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict,
-};
+use super::{FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
+use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::{Instant, NS_PER_SEC};
 use crate::units::{parse_size, sprint_size};
@@ -144,6 +143,8 @@ pub struct Sfq {
     hash_key: u32,
     rng: SmallRng,
     next_perturb: Option<Instant>,
+    /// `tc filter`s that pick the bucket (`flow_bucket`).
+    filters: FilterChain,
     stamp: u64,
     /// A frame dequeued by `peek` (qdisc_peek_dequeued), still counted.
     parked: Option<Packet>,
@@ -223,6 +224,7 @@ impl Sfq {
             hash_key,
             rng,
             next_perturb: None,
+            filters: FilterChain::new(),
             stamp: 0,
             parked: None,
             stats: QdiscStats::default(),
@@ -234,15 +236,17 @@ impl Sfq {
         self.limit
     }
 
-    /// The bucket of a frame (`sfq_classify` without filters): a
-    /// `skb->priority` of `handle:N` (N in 1..divisor) selects bucket N-1;
-    /// otherwise the low bits of the keyed flow hash.
-    pub fn classify(&self, pkt: &Packet) -> usize {
-        let prio = pkt.meta.priority;
-        let minor = tc_h_minor(prio) as u32;
-        if tc_h_major(prio) == tc_h_major(self.handle) && minor > 0 && minor <= self.divisor {
-            return (minor - 1) as usize;
-        }
+    /// The bucket of a frame (`sfq_classify`, `super::flow_bucket`):
+    /// without priority or filters steering it, `hash_bucket`. `None`:
+    /// filters are attached and none placed it.
+    pub fn classify(&self, pkt: &mut Packet) -> Option<usize> {
+        super::flow_bucket(self.handle, &self.filters, pkt, self.divisor, |pkt| {
+            self.hash_bucket(pkt)
+        })
+    }
+
+    /// `sfq_hash`: the low bits of the keyed flow hash.
+    fn hash_bucket(&self, pkt: &Packet) -> usize {
         (keyed_flow_hash(pkt.meta.hash, self.hash_key) & (self.divisor - 1)) as usize
     }
 
@@ -351,7 +355,8 @@ impl Sfq {
         }
         self.next_perturb = Some(next);
         self.hash_key = self.rng.gen();
-        if self.tail.is_some() {
+        // As `sfq_perturbation`: frames that filters placed stay put.
+        if self.tail.is_some() && self.filters.is_empty() {
             self.rehash(drops);
         }
     }
@@ -373,7 +378,7 @@ impl Sfq {
         }
         self.tail = None;
         for p in all {
-            let bucket = self.classify(&p);
+            let bucket = self.hash_bucket(&p);
             let mut x = self.ht[bucket];
             if x == EMPTY {
                 match self.free.pop() {
@@ -482,6 +487,12 @@ impl ParkOnPeek for Sfq {
     }
 }
 
+impl FilterHost for Sfq {
+    fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, TcError> {
+        super::own_chain(&mut self.filters, "sfq", parent)
+    }
+}
+
 impl Qdisc for Sfq {
     fn kind(&self) -> &'static str {
         "sfq"
@@ -490,7 +501,11 @@ impl Qdisc for Sfq {
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
         self.maybe_perturb(now, drops);
         pkt.meta.enqueue_time = now;
-        let bucket = self.classify(&pkt);
+        let Some(bucket) = self.classify(&mut pkt) else {
+            self.stats.drops += 1;
+            drops.push(pkt, DropReason::Unclassified);
+            return Verdict::Dropped;
+        };
         let mut x = self.ht[bucket];
         if x == EMPTY {
             let Some(f) = self.free.pop() else {
@@ -624,6 +639,10 @@ impl Qdisc for Sfq {
             other_flows,
             ..QdiscDump::default()
         }
+    }
+
+    fn as_filter_host(&mut self) -> Option<&mut dyn FilterHost> {
+        Some(self)
     }
 
     fn drain_all(&mut self) -> Vec<Packet> {
@@ -1055,13 +1074,13 @@ mod tests {
     fn hash_buckets_low_bits() {
         let q = sfq(&["divisor", "16"]);
         for f in 0..100 {
-            assert!(q.classify(&flow_pkt(0, 64, f)) < 16);
+            assert!(q.classify(&mut flow_pkt(0, 64, f)).unwrap() < 16);
         }
         let mut p = flow_pkt(0, 64, 1);
         p.meta.priority = tc_h_make(0x8001, 16);
-        assert_eq!(q.classify(&p), 15);
+        assert_eq!(q.classify(&mut p), Some(15));
         p.meta.priority = tc_h_make(0x8001, 17);
-        assert!(q.classify(&p) < 16);
+        assert!(q.classify(&mut p).unwrap() < 16);
     }
 
     mod prop {

@@ -37,8 +37,8 @@ use crate::dir::Dir;
 
 use super::fifo::{Fifo, FifoKind};
 use super::{
-    seed_for, tc_h_make, tc_h_minor, Classful, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump,
-    QdiscStats, TcError, Verdict, TC_H_ROOT,
+    seed_for, tc_h_make, tc_h_minor, Classful, FilterHost, FlowListing, Handle, Qdisc, QdiscCtx,
+    QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
 use crate::link::LinkParams;
 use crate::packet::filter::Filter;
@@ -722,21 +722,23 @@ impl QdiscTree {
         result
     }
 
-    /// `tc filter add`: the filter goes to the qdisc `filter_target` names.
+    /// `tc filter add`: the filter goes to the block `filter_target` names.
     fn add_filter(&mut self, cmd: &TcCommand, now: Instant) -> Result<(), TcError> {
         let filter = Filter::parse(&cmd.arg_strs())?;
-        self.filter_target(cmd, now, |cl, _| cl.add_filter(filter))
+        self.filter_target(cmd, now, |host, _| host?.add_filter(filter))
     }
 
     /// `tc filter del dev X [parent P] [prio N]`: the filters of that prio
     /// (all without one) go.
     fn delete_filters(&mut self, cmd: &TcCommand, now: Instant) -> Result<(), TcError> {
         let prio = filter_prio(&cmd.arg_strs())?;
-        self.filter_target(cmd, now, |cl, _| match cl.delete_filters(prio)? {
-            0 if prio.is_some() => Err(err(
-                "Error: Filter with specified priority/protocol not found.",
-            )),
-            _ => Ok(()),
+        self.filter_target(cmd, now, |host, _| {
+            match host?.chain_mut(cmd.parent)?.delete(prio) {
+                0 if prio.is_some() => Err(err(
+                    "Error: Filter with specified priority/protocol not found.",
+                )),
+                _ => Ok(()),
+            }
         })
     }
 
@@ -746,21 +748,25 @@ impl QdiscTree {
             return Err(err("Error: tc filter show needs \"dev left|right\""));
         }
         let mut out = String::new();
-        self.filter_target(cmd, now, |cl, handle| {
-            out = cl.filters().map(|c| c.print(handle)).unwrap_or_default();
+        // A qdisc without filters shows none (the kernel's dump skips it).
+        self.filter_target(cmd, now, |host, handle| {
+            if let Ok(host) = host {
+                out = host.chain_mut(cmd.parent)?.print(handle);
+            }
             Ok(())
         })?;
         Ok(out)
     }
 
-    /// Runs `op` on the classful qdisc a filter command names (`tc_new_tfilter`):
+    /// Runs `op` on the qdisc a filter command names (`tc_new_tfilter`):
     /// the qdisc of the parent's major (the root when none is given), which
-    /// must be classful and, for `parent M:m`, have that class.
+    /// must have the class `parent M:m` names; `op` gets the error to give
+    /// where that qdisc takes no filters.
     fn filter_target(
         &mut self,
         cmd: &TcCommand,
         now: Instant,
-        op: impl FnOnce(&mut dyn Classful, Handle) -> Result<(), TcError>,
+        op: impl FnOnce(Result<&mut dyn FilterHost, TcError>, Handle) -> Result<(), TcError>,
     ) -> Result<(), TcError> {
         let d = self.root.dump(now);
         let parent = cmd.parent.filter(|&p| p != 0 && p != TC_H_ROOT);
@@ -788,12 +794,17 @@ impl QdiscTree {
             }
         }
         let (kind, handle) = (q.dump.kind.clone(), q.dump.handle);
-        let cl = classful_at(&mut self.root, &q.path).ok_or_else(|| {
-            TcError::new(format!(
-                "Error: Qdisc not classful.\n({kind} cannot take filters; attach them to htb, qfq, ...)"
-            ))
-        })?;
-        op(cl, handle)
+        let node = node_at(&mut self.root, &q.path)
+            .ok_or_else(|| err("Error: Parent Qdisc doesn't exists."))?;
+        let classful = node.as_classful().is_some();
+        let host = node.as_filter_host().ok_or_else(|| {
+            TcError::new(if classful {
+                format!("Error: Class doesn't support filters.\n({kind} takes no filters; htb, qfq, sfq and fq_codel do)")
+            } else {
+                format!("Error: Qdisc not classful.\n({kind} cannot take filters; attach them to htb, qfq, sfq or fq_codel)")
+            })
+        });
+        op(host, handle)
     }
 
     /// Hands the frames of a qdisc taken out from under a class back to the

@@ -510,6 +510,68 @@ fn htb_filter_steers_through_the_tree() {
     t.enqueue(flow_pkt(1, 700, 0), T, &mut d);
     let s = session(&mut t, "tc -s class show dev left classid 1:20", &mut d);
     assert!(s.contains(" backlog 700b 1p requeues 0\n"), "{s}");
+    // Shown and deleted like any qdisc's; then the default class takes it.
+    let shown = session(&mut t, "tc filter show dev left parent 1:", &mut d);
+    assert!(shown.contains("matchall"), "{shown}");
+    session(&mut t, "tc filter del dev left parent 1: prio 1", &mut d);
+    assert_eq!(session(&mut t, "tc filter show dev left", &mut d), "");
+    t.enqueue(flow_pkt(2, 300, 0), T, &mut d);
+    let s = session(&mut t, "tc -s class show dev left classid 1:10", &mut d);
+    assert!(s.contains(" backlog 300b 1p requeues 0\n"), "{s}");
+}
+
+/// SFQ and fq_codel take filters on the qdisc itself (`sfq_tcf_block`,
+/// `fq_codel_tcf_block`): the class a filter returns names the bucket, and a
+/// frame no filter places, or placed out of range, is dropped.
+#[test]
+fn sfq_and_fq_codel_filters_pick_the_bucket() {
+    use crate::packet::DropReason;
+    for kind in ["fq_codel", "sfq"] {
+        let (mut t, mut d, _) = left_session(&format!(
+            "tc qdisc add dev left root handle 1: {kind}
+             tc filter add dev left parent 1: protocol all prio 1 matchall flowid 1:3"
+        ));
+        for f in 0..5 {
+            t.enqueue(flow_pkt(f, 500, f as u16), T, &mut d);
+        }
+        let s = session(&mut t, "tc -s class show dev left", &mut d);
+        assert!(s.contains(&format!("class {kind} 1:3 ")), "{kind}: {s}");
+        assert!(
+            s.contains("backlog 2500b 5p"),
+            "{kind}: all five flows in 1:3: {s}"
+        );
+        let shown = session(&mut t, "tc filter show dev left", &mut d);
+        assert!(
+            shown.starts_with("filter parent 1: protocol all pref 1 matchall chain 0 \n"),
+            "{kind}: {shown}"
+        );
+        let e = apply(
+            &mut t,
+            "tc filter add dev left parent 1:3 protocol all prio 2 matchall flowid 1:3",
+        )
+        .unwrap_err()
+        .0;
+        assert!(e.contains("Invalid argument"), "{kind}: {e}");
+        // No filter matches (an IPv4 port match; these frames are not
+        // IPv4), then one that names a bucket out of range: both dropped.
+        session(
+            &mut t,
+            "tc filter del dev left parent 1: prio 1
+             tc filter add dev left parent 1: protocol ip prio 1 u32 match ip dport 5001 0xffff flowid 1:3
+             tc filter add dev left parent 1: protocol all prio 2 matchall flowid 1:fffe",
+            &mut d,
+        );
+        let before = d.len();
+        t.enqueue(flow_pkt(10, 500, 1), T, &mut d);
+        assert_eq!(d.since(before).len(), 1, "{kind}");
+        assert_eq!(d.since(before)[0].1, DropReason::Unclassified, "{kind}");
+        // Without filters the hash places frames again.
+        session(&mut t, "tc filter del dev left parent 1:", &mut d);
+        let before = d.len();
+        t.enqueue(flow_pkt(11, 500, 1), T, &mut d);
+        assert_eq!(d.len(), before, "{kind}");
+        assert_eq!(session(&mut t, "tc filter show dev left", &mut d), "");
+    }
 }
 
 /// VECTORS.md U-1..U-12 end to end: typed on a tc line, printed back by show.

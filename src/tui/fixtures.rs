@@ -16,6 +16,7 @@ use crate::qdisc::fq_codel::FqCodel;
 use crate::qdisc::pfifo_fast::PfifoFast;
 use crate::qdisc::qfq::Qfq;
 use crate::qdisc::sfq::Sfq;
+use crate::qdisc::FilterHost;
 use crate::qdisc::{tc_h_make, Classful, FlowListing, Qdisc, QdiscCtx, TC_H_ROOT};
 use crate::time::{Instant, NS_PER_MS, NS_PER_SEC};
 use etherparse::{IpHeaders, IpNumber, Ipv4Ecn, Ipv4Header, PacketBuilder};
