@@ -585,6 +585,10 @@ impl ParkOnPeek for FqCodel {
 }
 
 impl FilterHost for FqCodel {
+    fn filter_qdisc(&self) -> Handle {
+        self.handle
+    }
+
     fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, TcError> {
         super::own_chain(&mut self.filters, "fq_codel", parent)
     }

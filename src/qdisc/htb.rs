@@ -1555,6 +1555,10 @@ impl Classful for Htb {
 }
 
 impl FilterHost for Htb {
+    fn filter_qdisc(&self) -> Handle {
+        self.ctx.handle
+    }
+
     /// The qdisc's chain (`parent 1:` or none) or a class's (`parent 1:1`,
     /// used when classification reaches that inner class).
     fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, TcError> {

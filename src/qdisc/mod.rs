@@ -282,8 +282,13 @@ pub trait FilterHost {
         parent: Option<Handle>,
     ) -> Result<&mut crate::packet::filter::FilterChain, TcError>;
 
+    /// The qdisc's handle (what a `flow` filter's default class derives
+    /// from).
+    fn filter_qdisc(&self) -> Handle;
+
     /// `tc filter add`: into the chain of the filter's parent.
-    fn add_filter(&mut self, filter: crate::packet::filter::Filter) -> Result<(), TcError> {
+    fn add_filter(&mut self, mut filter: crate::packet::filter::Filter) -> Result<(), TcError> {
+        filter.bind(self.filter_qdisc());
         self.chain_mut(filter.parent)?.add(filter)
     }
 }

@@ -557,6 +557,10 @@ impl Qdisc for Qfq {
 }
 
 impl FilterHost for Qfq {
+    fn filter_qdisc(&self) -> Handle {
+        self.ctx.handle
+    }
+
     fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, TcError> {
         super::own_chain(&mut self.filters, "qfq", parent)
     }

@@ -488,6 +488,10 @@ impl ParkOnPeek for Sfq {
 }
 
 impl FilterHost for Sfq {
+    fn filter_qdisc(&self) -> Handle {
+        self.handle
+    }
+
     fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, TcError> {
         super::own_chain(&mut self.filters, "sfq", parent)
     }

@@ -574,6 +574,42 @@ fn sfq_and_fq_codel_filters_pick_the_bucket() {
     }
 }
 
+/// Per-host fairness, the classic use of the `flow` classifier on SFQ and
+/// fq_codel: buckets by destination address, not by flow.
+#[test]
+fn flow_filter_hash_keys_dst_makes_one_bucket_per_host() {
+    use crate::packet::L3;
+    let to_host = |id: u64, flow: u16, host: u8| {
+        let mut p = flow_pkt(id, 1000, flow);
+        p.meta.l3 = L3::Ipv4 { offset: 14 };
+        p.meta.flow.dst[12..].copy_from_slice(&[10, 0, 0, host]);
+        p
+    };
+    for kind in ["sfq", "fq_codel"] {
+        let (mut t, mut d, _) = left_session(&format!(
+            "tc qdisc add dev left root handle 1: {kind}
+             tc filter add dev left parent 1: handle 1 protocol all flow hash keys dst divisor 1024"
+        ));
+        // Three flows to host 2, one to host 3.
+        for (id, (flow, host)) in [(1, 2), (2, 2), (3, 2), (4, 3)].into_iter().enumerate() {
+            t.enqueue(to_host(id as u64, flow, host), T, &mut d);
+        }
+        let s = session(&mut t, "tc -s class show dev left", &mut d);
+        let backlogs: Vec<&str> = s
+            .lines()
+            .filter(|l| l.trim_start().starts_with("backlog ") && !l.contains(" 0b "))
+            .collect();
+        assert_eq!(backlogs.len(), 2, "{kind}: one bucket per host: {s}");
+        assert!(s.contains("backlog 3000b 3p"), "{kind}: {s}");
+        assert!(s.contains("backlog 1000b 1p"), "{kind}: {s}");
+        let shown = session(&mut t, "tc filter show dev left", &mut d);
+        assert!(
+            shown.ends_with("flow chain 0 handle 0x1 hash keys dst divisor 1024 baseclass 1:1 \n"),
+            "{kind}: {shown}"
+        );
+    }
+}
+
 /// VECTORS.md U-1..U-12 end to end: typed on a tc line, printed back by show.
 #[test]
 fn vectors_u_through_the_front_end() {

@@ -16,6 +16,10 @@
 //! `match u32|u16|u8 V M` keys are supported with mask 0 (the "match
 //! everything" idiom) only.
 
+mod flow;
+
+pub use flow::FlowClassifier;
+
 use super::{PacketMeta, L3};
 use crate::qdisc::{Handle, TcError, TC_H_ROOT};
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -74,6 +78,7 @@ impl FilterProtocol {
 pub enum FilterKind {
     U32,
     Matchall,
+    Flow,
 }
 
 impl FilterKind {
@@ -81,6 +86,7 @@ impl FilterKind {
         match self {
             FilterKind::U32 => "u32",
             FilterKind::Matchall => "matchall",
+            FilterKind::Flow => "flow",
         }
     }
 }
@@ -164,12 +170,15 @@ pub struct Filter {
     /// The same selectors as the kernel's u32 classifier stores them
     /// (merged per offset), for `tc filter show`.
     pub keys: Vec<U32Key>,
-    /// `flowid`/`classid`; 0 when only an action was given.
+    /// `flowid`/`classid`; 0 when only an action was given, or for `flow`,
+    /// which computes the class per frame.
     pub flowid: Handle,
+    /// The `flow` classifier's options.
+    pub flow: Option<FlowClassifier>,
     /// `action skbedit priority X`: the new `skb->priority`.
     pub skbedit_priority: Option<u32>,
-    /// The kernel handle a `FilterChain` gives it (u32 `800::800`,
-    /// matchall 1); 0 until added.
+    /// The kernel handle: given (`flow`, which needs one) or given by the
+    /// `FilterChain` (u32 `800::800`, matchall 1; 0 until added).
     pub handle: u32,
     /// The skbedit action's index (given by the chain; 0 without action).
     pub action_index: u32,
@@ -243,7 +252,9 @@ fn pack_key(keys: &mut Vec<U32Key>, val: u32, mask: u32, off: i32, bits: u32) ->
 const USAGE: &str = "Usage: ... filter add dev DEV parent CLASSID protocol {ip|ipv6|all} prio N \
 u32 match {ip|ip6} {src|dst} ADDR[/LEN] | {sport|dport} PORT MASK | protocol N MASK | \
 {tos|dsfield|priority} VALUE MASK [match ...] flowid CLASSID [action skbedit priority PRIO]\n\
-  or: ... matchall flowid CLASSID [action ...]";
+  or: ... matchall flowid CLASSID [action ...]\n\
+  or: ... handle N flow {hash keys KEY[,KEY...] | map key KEY [and|or|xor|rshift|addend N]} \
+[divisor N] [baseclass CLASSID] [action ...]";
 
 impl Filter {
     /// Parses the tokens after `tc filter add dev X`.
@@ -252,52 +263,54 @@ impl Filter {
         let mut parent = None;
         let mut protocol = None;
         let mut prio = 0u16;
-        let kind = loop {
-            let Some(tok) = t.next() else {
-                return Err(TcError::new(format!(
-                    "Error: a filter kind (u32 or matchall) is required.\n{USAGE}"
-                )));
-            };
-            match tok {
-                "parent" => parent = Some(parse_classid(t.value("parent")?)?),
-                "root" => parent = Some(TC_H_ROOT),
-                "protocol" => protocol = Some(FilterProtocol::parse(t.value("protocol")?)?),
-                "prio" | "pref" | "priority" | "preference" => {
-                    let v = t.value(tok)?;
-                    prio = parse_c_number(v)
-                        .and_then(|n| u16::try_from(n).ok())
-                        .filter(|&n| n > 0)
-                        .ok_or_else(|| {
-                            TcError::new(format!(
-                                "Illegal \"priority\": \"{v}\" (allowed 1..65535)"
-                            ))
-                        })?;
-                }
-                "chain" => {
-                    let v = t.value("chain")?;
-                    if parse_c_number(v) != Some(0) {
+        let mut handle = None;
+        let kind =
+            loop {
+                let Some(tok) = t.next() else {
+                    return Err(TcError::new(format!(
+                        "Error: a filter kind (u32, matchall or flow) is required.\n{USAGE}"
+                    )));
+                };
+                match tok {
+                    "parent" => parent = Some(parse_classid(t.value("parent")?)?),
+                    "root" => parent = Some(TC_H_ROOT),
+                    "protocol" => protocol = Some(FilterProtocol::parse(t.value("protocol")?)?),
+                    "prio" | "pref" | "priority" | "preference" => {
+                        let v = t.value(tok)?;
+                        prio = parse_c_number(v)
+                            .and_then(|n| u16::try_from(n).ok())
+                            .filter(|&n| n > 0)
+                            .ok_or_else(|| {
+                                TcError::new(format!(
+                                    "Illegal \"priority\": \"{v}\" (allowed 1..65535)"
+                                ))
+                            })?;
+                    }
+                    "chain" => {
+                        let v = t.value("chain")?;
+                        if parse_c_number(v) != Some(0) {
+                            return Err(TcError::new(format!(
+                                "Error: chain \"{v}\" is not supported: only chain 0 exists."
+                            )));
+                        }
+                    }
+                    "handle" => handle = Some(t.value("handle")?),
+                    "estimator" => return Err(TcError::new(
+                        "Error: \"estimator\" is not supported: filters have no rate estimator; \
+                         leave it out.",
+                    )),
+                    "u32" => break FilterKind::U32,
+                    "matchall" => break FilterKind::Matchall,
+                    "flow" => break FilterKind::Flow,
+                    other => {
                         return Err(TcError::new(format!(
-                            "Error: chain \"{v}\" is not supported: only chain 0 exists."
-                        )));
+                            "Unknown filter \"{other}\", hence option \"{}\" is unparsable \
+                         (supported kinds: u32, matchall, flow)",
+                            t.peek().unwrap_or("")
+                        )))
                     }
                 }
-                "handle" | "estimator" => {
-                    return Err(TcError::new(format!(
-                        "Error: \"{tok}\" is not supported: filters are numbered automatically \
-                         and have no rate estimator; leave it out."
-                    )))
-                }
-                "u32" => break FilterKind::U32,
-                "matchall" => break FilterKind::Matchall,
-                other => {
-                    return Err(TcError::new(format!(
-                        "Unknown filter \"{other}\", hence option \"{}\" is unparsable \
-                         (supported kinds: u32, matchall)",
-                        t.peek().unwrap_or("")
-                    )))
-                }
-            }
-        };
+            };
         let protocol = protocol.ok_or_else(|| {
             TcError::new(
                 "Error: Filter kind and protocol must be specified (add \"protocol ip|ipv6|all\").",
@@ -311,10 +324,40 @@ impl Filter {
             matches: Vec::new(),
             keys: Vec::new(),
             flowid: 0,
+            flow: None,
             skbedit_priority: None,
             handle: 0,
             action_index: 0,
         };
+        match (kind, handle) {
+            (FilterKind::Flow, Some(v)) => {
+                filter.handle = parse_c_number(v)
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|&n| n != 0)
+                    .ok_or_else(|| TcError::new(format!("Illegal \"handle\": \"{v}\"")))?;
+            }
+            (FilterKind::Flow, None) => {
+                return Err(TcError::new(
+                    "RTNETLINK answers: Invalid argument\n(the flow classifier needs \"handle N\", \
+                     e.g. tc filter add dev left parent 1: handle 1 protocol all flow hash keys dst \
+                     divisor 1024)",
+                ))
+            }
+            (_, Some(_)) => {
+                return Err(TcError::new(format!(
+                    "Error: \"handle\" is not supported for {}: its filters are numbered \
+                     automatically; leave it out.",
+                    kind.name()
+                )))
+            }
+            (_, None) => {}
+        }
+        if kind == FilterKind::Flow {
+            let (flow, skbedit) = FlowClassifier::parse(&mut t)?;
+            filter.flow = Some(flow);
+            filter.skbedit_priority = skbedit;
+            return Ok(filter);
+        }
         filter.parse_options(&mut t)?;
         if filter.flowid == 0 && filter.skbedit_priority.is_none() {
             return Err(TcError::new(
@@ -338,7 +381,7 @@ impl Filter {
                         self.kind.name(),
                         match self.kind {
                             FilterKind::U32 => "match, flowid, classid, action, skip_hw",
-                            FilterKind::Matchall => "flowid, classid, action, skip_hw",
+                            _ => "flowid, classid, action, skip_hw",
                         }
                     )))
                 }
@@ -350,6 +393,24 @@ impl Filter {
     /// Whether the frame is of the filter's protocol and every key matches.
     pub fn matches(&self, meta: &PacketMeta) -> bool {
         self.protocol.admits(meta.l3) && self.matches.iter().all(|m| m.matches(meta))
+    }
+
+    /// The class a matching frame goes to: `flowid`, or what the `flow`
+    /// classifier computes from the frame.
+    pub fn classid(&self, meta: &PacketMeta) -> Handle {
+        match &self.flow {
+            Some(flow) => flow.classid(meta),
+            None => self.flowid,
+        }
+    }
+
+    /// Fills in what depends on the qdisc the filter is added to (the
+    /// `flow` classifier's default `baseclass`, `<major>:1`).
+    pub fn bind(&mut self, qdisc: Handle) {
+        let handle = self.handle;
+        if let Some(flow) = &mut self.flow {
+            flow.bind(qdisc, handle);
+        }
     }
 }
 
@@ -681,6 +742,13 @@ impl FilterChain {
             }
         }
         filter.handle = match filter.kind {
+            FilterKind::Flow if group.iter().any(|f| f.handle == filter.handle) => {
+                return Err(TcError::new(format!(
+                    "RTNETLINK answers: File exists\n(prio {} already has a flow filter with handle 0x{:x})",
+                    filter.prio, filter.handle
+                )))
+            }
+            FilterKind::Flow => filter.handle,
             FilterKind::Matchall => 1,
             FilterKind::U32 => {
                 let ht = match group.first() {
@@ -736,7 +804,7 @@ impl FilterChain {
         self.filters
             .iter()
             .find(|f| f.matches(meta))
-            .map(|f| (f.flowid, f.skbedit_priority))
+            .map(|f| (f.classid(meta), f.skbedit_priority))
     }
 
     /// What `tc filter show dev X parent <qdisc>` prints: per prio the
@@ -781,6 +849,12 @@ impl FilterChain {
                         out += &format!("flowid {} ", classid_str(f.flowid));
                     }
                     out += "\n  not_in_hw";
+                }
+                FilterKind::Flow => {
+                    out += &format!("{head}handle 0x{:x} ", f.handle);
+                    if let Some(flow) = &f.flow {
+                        out += &flow.print();
+                    }
                 }
             }
             if let Some(p) = f.skbedit_priority {
