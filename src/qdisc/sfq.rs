@@ -1018,6 +1018,34 @@ mod tests {
     }
 
     #[test]
+    fn with_filters_perturb_rekeys_but_leaves_frames_where_filters_put_them() {
+        let mut q = sfq(&["perturb", "1"]);
+        let f = crate::packet::filter::Filter::parse(&[
+            "parent", "8001:", "protocol", "all", "matchall", "flowid", "8001:7",
+        ])
+        .unwrap();
+        q.add_filter(f).unwrap();
+        let mut d = Drops::new();
+        for f in 0..10u16 {
+            q.enqueue(
+                flow_pkt(f as u64, 100, f),
+                Instant::from_millis(100),
+                &mut d,
+            );
+        }
+        let key0 = q.hash_key;
+        q.enqueue(flow_pkt(10, 100, 10), Instant::from_millis(1200), &mut d);
+        assert_ne!(q.hash_key, key0, "re-keyed");
+        let classes: Vec<u32> = q.dump(t0()).classes.iter().map(|c| c.classid).collect();
+        assert_eq!(
+            classes,
+            vec![0x8001_0007],
+            "all 11 frames still in bucket 7"
+        );
+        assert!(d.is_empty());
+    }
+
+    #[test]
     fn perturb_rehash_drops_beyond_depth() {
         let mut q = sfq(&["perturb", "1", "depth", "4", "divisor", "2"]);
         let key0 = q.hash_key;
