@@ -748,10 +748,11 @@ impl QdiscTree {
             return Err(err("Error: tc filter show needs \"dev left|right\""));
         }
         let mut out = String::new();
-        // A qdisc without filters shows none (the kernel's dump skips it).
+        // A qdisc or class without a filter block shows none (the kernel's
+        // dump skips it).
         self.filter_target(cmd, now, |host, handle| {
-            if let Ok(host) = host {
-                out = host.chain_mut(cmd.parent)?.print(handle);
+            if let Ok(chain) = host.and_then(|h| h.chain_mut(cmd.parent)) {
+                out = chain.print(handle);
             }
             Ok(())
         })?;

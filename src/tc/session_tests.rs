@@ -552,6 +552,12 @@ fn sfq_and_fq_codel_filters_pick_the_bucket() {
         .unwrap_err()
         .0;
         assert!(e.contains("Invalid argument"), "{kind}: {e}");
+        // A class has no filter block: nothing to show, as the kernel's dump.
+        assert_eq!(
+            session(&mut t, "tc filter show dev left parent 1:3", &mut d),
+            "",
+            "{kind}"
+        );
         // No filter matches (an IPv4 port match; these frames are not
         // IPv4), then one that names a bucket out of range: both dropped.
         session(
