@@ -6,7 +6,7 @@
 //! and, at run time, by the daemon.
 
 use super::error::ConfigError;
-use super::validate::{check_coalescing, MAX_FRAMES, MAX_USECS, TX_RING};
+use super::validate::{check_link_coalescing, MAX_FRAMES, MAX_USECS, TX_RING};
 use crate::dir::Dir;
 use crate::link::LinkParams;
 
@@ -97,18 +97,7 @@ impl EthtoolCommand {
                 next.rx_frames = rx_frames.unwrap_or(next.rx_frames);
                 next.tx_usecs = tx_usecs.unwrap_or(next.tx_usecs);
                 next.tx_frames = tx_frames.unwrap_or(next.tx_frames);
-                for (side, usecs, frames) in [
-                    ("rx", next.rx_usecs, next.rx_frames),
-                    ("tx", next.tx_usecs, next.tx_frames),
-                ] {
-                    check_coalescing(
-                        &format!("{side}-usecs"),
-                        &format!("{side}-frames"),
-                        usecs,
-                        frames,
-                    )
-                    .map_err(err)?;
-                }
+                check_link_coalescing(&next).map_err(err)?;
             }
             EthtoolSetting::Ring { tx } => next.tx_ring = *tx,
             EthtoolSetting::Offload(_) => {}

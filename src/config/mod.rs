@@ -49,7 +49,7 @@ pub use ethtool::{apply_ethtool, parse_ethtool, EthtoolCommand, EthtoolSetting};
 pub use qdisc::{HtbClass, QdiscSpec, QdiscTable};
 pub use report::check_report;
 pub use source::Position;
-pub use validate::{check_coalescing, MAX_FRAMES, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING};
+pub use validate::{check_link_coalescing, MAX_FRAMES, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING};
 pub use values::{Delay, IfAddr, LinkRate, Size, TcRate, TcTime};
 
 use crate::link::LinkParams;

@@ -51,6 +51,12 @@ pub fn check_coalescing(
     }
 }
 
+/// `check_coalescing` of both pairs of `p`, in ethtool's names.
+pub fn check_link_coalescing(p: &crate::link::LinkParams) -> Result<(), String> {
+    check_coalescing("rx-usecs", "rx-frames", p.rx_usecs, p.rx_frames)?;
+    check_coalescing("tx-usecs", "tx-frames", p.tx_usecs, p.tx_frames)
+}
+
 pub(super) fn validate(config: &Config, tc_check: Option<TcCheck>) -> Result<(), ConfigError> {
     endpoints(config)?;
     in_range("tap.mtu", config.tap.mtu, MTU, "bytes")?;

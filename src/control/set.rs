@@ -388,12 +388,7 @@ pub fn apply_set(args: &[String], params: &mut [LinkParams; 2]) -> Result<(), St
             .map_err(|e| format!("\"{arg}\": {e}"))?;
     }
     for (dir, p) in Dir::ALL.into_iter().zip(&next) {
-        let dev = dir.dev();
-        crate::config::check_coalescing("tx-usecs", "tx-frames", p.tx_usecs, p.tx_frames)
-            .and_then(|()| {
-                crate::config::check_coalescing("rx-usecs", "rx-frames", p.rx_usecs, p.rx_frames)
-            })
-            .map_err(|e| format!("dev {dev}: {e}"))?;
+        crate::config::check_link_coalescing(p).map_err(|e| format!("dev {}: {e}", dir.dev()))?;
     }
     *params = next;
     Ok(())

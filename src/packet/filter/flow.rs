@@ -41,9 +41,15 @@ const KEY_NAMES: [&str; 18] = [
     "vlan-tag",
     "rxhash",
 ];
-/// The bits of the keys emulated here: src, dst, proto, proto-src,
-/// proto-dst, priority.
-const EMULATED_KEYS: u32 = 0b101_1111;
+/// Indices in `KEY_NAMES` of the keys emulated here.
+const SRC: usize = 0;
+const DST: usize = 1;
+const PROTO: usize = 2;
+const PROTO_SRC: usize = 3;
+const PROTO_DST: usize = 4;
+const PRIORITY: usize = 6;
+const EMULATED_KEYS: u32 =
+    1 << SRC | 1 << DST | 1 << PROTO | 1 << PROTO_SRC | 1 << PROTO_DST | 1 << PRIORITY;
 
 /// Hash or map mode, with map mode's operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,18 +81,7 @@ impl FlowClassifier {
     /// Parses the options after `flow` (all of them: none are shared with
     /// other kinds but `action`, which `Filter` parses).
     pub(super) fn parse(t: &mut Tokens<'_>) -> Result<(FlowClassifier, Option<u32>), TcError> {
-        let mut f = FlowClassifier {
-            mode: FlowMode::Map {
-                mask: !0,
-                xor: 0,
-                rshift: 0,
-                addend: 0,
-            },
-            keys: 0,
-            divisor: 0,
-            baseclass: 0,
-            hash_key: 0,
-        };
+        let (mut keys, mut divisor, mut baseclass) = (0, 0, 0);
         let mut hash = false;
         let (mut mask, mut xor, mut rshift, mut addend) = (!0u32, 0u32, 0u32, 0u32);
         let mut skbedit = None;
@@ -100,7 +95,7 @@ impl FlowClassifier {
             match tok {
                 "hash" => hash = true,
                 "map" => hash = false,
-                "keys" | "key" => f.keys = parse_keys(t.value(tok)?)?,
+                "keys" | "key" => keys = parse_keys(t.value(tok)?)?,
                 // iproute2's transfer_bitop: each operation folds into one
                 // mask and one xor.
                 "and" => {
@@ -116,10 +111,10 @@ impl FlowClassifier {
                 "xor" => xor ^= number(t, "xor")?,
                 "rshift" => rshift = number(t, "rshift")?,
                 "addend" => addend = number(t, "addend")?,
-                "divisor" => f.divisor = number(t, "divisor")?,
+                "divisor" => divisor = number(t, "divisor")?,
                 "baseclass" => {
                     let v = t.value("baseclass")?;
-                    f.baseclass = parse_classid(v)
+                    baseclass = parse_classid(v)
                         .ok()
                         .filter(|&c| tc_h_minor(c) != 0)
                         .ok_or_else(|| TcError::new(format!("Illegal \"baseclass\": \"{v}\"")))?;
@@ -138,7 +133,7 @@ impl FlowClassifier {
                 }
             }
         }
-        let nkeys = f.keys.count_ones();
+        let nkeys = keys.count_ones();
         if nkeys == 0 {
             return Err(TcError::new(
                 "RTNETLINK answers: Invalid argument\n(the flow classifier needs \"keys KEY[,KEY...]\")",
@@ -147,7 +142,7 @@ impl FlowClassifier {
         if !hash && nkeys > 1 {
             return Err(TcError::new("Invalid mode \"map\" for multiple keys"));
         }
-        f.mode = if hash {
+        let mode = if hash {
             FlowMode::Hash
         } else {
             FlowMode::Map {
@@ -157,7 +152,14 @@ impl FlowClassifier {
                 addend,
             }
         };
-        Ok((f, skbedit))
+        let flow = FlowClassifier {
+            mode,
+            keys,
+            divisor,
+            baseclass,
+            hash_key: 0,
+        };
+        Ok((flow, skbedit))
     }
 
     /// Completes the defaults the kernel fills in when the filter is
@@ -270,7 +272,6 @@ fn parse_keys(list: &str) -> Result<u32, TcError> {
 
 /// The value of key `i` (`KEY_NAMES` order) for a frame.
 fn key_value(i: usize, meta: &PacketMeta) -> u32 {
-    let ip = matches!(meta.l3, L3::Ipv4 { .. } | L3::Ipv6 { .. });
     let addr = |a: &[u8; 16]| match meta.l3 {
         L3::Ipv4 { .. } => u32::from_be_bytes([a[12], a[13], a[14], a[15]]),
         L3::Ipv6 { .. } => a
@@ -279,13 +280,13 @@ fn key_value(i: usize, meta: &PacketMeta) -> u32 {
             .fold(0, |x, w| x ^ w),
         _ => 0,
     };
-    match KEY_NAMES[i] {
-        "src" => addr(&meta.flow.src),
-        "dst" => addr(&meta.flow.dst),
-        "proto" if ip => meta.flow.proto as u32,
-        "proto-src" => meta.flow.src_port as u32,
-        "proto-dst" => meta.flow.dst_port as u32,
-        "priority" => meta.priority,
+    match i {
+        SRC => addr(&meta.flow.src),
+        DST => addr(&meta.flow.dst),
+        PROTO if matches!(meta.l3, L3::Ipv4 { .. } | L3::Ipv6 { .. }) => meta.flow.proto as u32,
+        PROTO_SRC => meta.flow.src_port as u32,
+        PROTO_DST => meta.flow.dst_port as u32,
+        PRIORITY => meta.priority,
         _ => 0,
     }
 }
@@ -355,7 +356,7 @@ mod tests {
             .unwrap();
         // (0x1234 >> 8) + 2 = 0x14, mod 16 = 4, + baseclass 1:1.
         assert_eq!(f.classid(&v4([10, 0, 0, 7], 0x1234)), 0x1_0005);
-        // Not IP: addresses read 0.
+        // Not IP: no ports, the key reads 0; (0 >> 8) + 2 from 1:1.
         let other = PacketMeta::default();
         assert_eq!(f.classid(&other), 0x1_0001 + 2);
     }

@@ -173,7 +173,7 @@ pub struct Filter {
     /// `flowid`/`classid`; 0 when only an action was given, or for `flow`,
     /// which computes the class per frame.
     pub flowid: Handle,
-    /// The `flow` classifier's options.
+    /// The `flow` classifier's options (`Some` exactly for `FilterKind::Flow`).
     pub flow: Option<FlowClassifier>,
     /// `action skbedit priority X`: the new `skb->priority`.
     pub skbedit_priority: Option<u32>,
@@ -264,53 +264,53 @@ impl Filter {
         let mut protocol = None;
         let mut prio = 0u16;
         let mut handle = None;
-        let kind =
-            loop {
-                let Some(tok) = t.next() else {
-                    return Err(TcError::new(format!(
-                        "Error: a filter kind (u32, matchall or flow) is required.\n{USAGE}"
-                    )));
-                };
-                match tok {
-                    "parent" => parent = Some(parse_classid(t.value("parent")?)?),
-                    "root" => parent = Some(TC_H_ROOT),
-                    "protocol" => protocol = Some(FilterProtocol::parse(t.value("protocol")?)?),
-                    "prio" | "pref" | "priority" | "preference" => {
-                        let v = t.value(tok)?;
-                        prio = parse_c_number(v)
-                            .and_then(|n| u16::try_from(n).ok())
-                            .filter(|&n| n > 0)
-                            .ok_or_else(|| {
-                                TcError::new(format!(
-                                    "Illegal \"priority\": \"{v}\" (allowed 1..65535)"
-                                ))
-                            })?;
-                    }
-                    "chain" => {
-                        let v = t.value("chain")?;
-                        if parse_c_number(v) != Some(0) {
-                            return Err(TcError::new(format!(
-                                "Error: chain \"{v}\" is not supported: only chain 0 exists."
-                            )));
-                        }
-                    }
-                    "handle" => handle = Some(t.value("handle")?),
-                    "estimator" => return Err(TcError::new(
-                        "Error: \"estimator\" is not supported: filters have no rate estimator; \
-                         leave it out.",
-                    )),
-                    "u32" => break FilterKind::U32,
-                    "matchall" => break FilterKind::Matchall,
-                    "flow" => break FilterKind::Flow,
-                    other => {
+        let kind = loop {
+            let Some(tok) = t.next() else {
+                return Err(TcError::new(format!(
+                    "Error: a filter kind (u32, matchall or flow) is required.\n{USAGE}"
+                )));
+            };
+            match tok {
+                "parent" => parent = Some(parse_classid(t.value("parent")?)?),
+                "root" => parent = Some(TC_H_ROOT),
+                "protocol" => protocol = Some(FilterProtocol::parse(t.value("protocol")?)?),
+                "prio" | "pref" | "priority" | "preference" => {
+                    let v = t.value(tok)?;
+                    prio = parse_c_number(v)
+                        .and_then(|n| u16::try_from(n).ok())
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| {
+                            TcError::new(format!(
+                                "Illegal \"priority\": \"{v}\" (allowed 1..65535)"
+                            ))
+                        })?;
+                }
+                "chain" => {
+                    let v = t.value("chain")?;
+                    if parse_c_number(v) != Some(0) {
                         return Err(TcError::new(format!(
-                            "Unknown filter \"{other}\", hence option \"{}\" is unparsable \
-                         (supported kinds: u32, matchall, flow)",
-                            t.peek().unwrap_or("")
-                        )))
+                            "Error: chain \"{v}\" is not supported: only chain 0 exists."
+                        )));
                     }
                 }
-            };
+                "handle" => handle = Some(t.value("handle")?),
+                "estimator" => {
+                    return Err(TcError::new(
+                        "Error: \"estimator\": filters have no rate estimator; leave it out.",
+                    ))
+                }
+                "u32" => break FilterKind::U32,
+                "matchall" => break FilterKind::Matchall,
+                "flow" => break FilterKind::Flow,
+                other => {
+                    return Err(TcError::new(format!(
+                        "Unknown filter \"{other}\", hence option \"{}\" is unparsable \
+                         (supported kinds: u32, matchall, flow)",
+                        t.peek().unwrap_or("")
+                    )))
+                }
+            }
+        };
         let protocol = protocol.ok_or_else(|| {
             TcError::new(
                 "Error: Filter kind and protocol must be specified (add \"protocol ip|ipv6|all\").",
