@@ -164,8 +164,12 @@ fn live_top_in_tmux_shows_flows_and_counters_that_move() {
     assert!(tcp_rows(&first).len() >= 2, "{}", diagnostics(&first));
     let sent1 = sent_line(&first).unwrap();
 
+    // The flow table lists the flows queued at the snapshot's instant (as
+    // fq_codel's new and old lists hold them), and CoDel keeps queues
+    // short, so a single later capture can catch fewer than two: wait,
+    // bounded, for a later moment that holds two again.
     std::thread::sleep(Duration::from_millis(1500));
-    let second = tmux.capture();
+    let second = tmux.wait_for(Duration::from_secs(10), |p| tcp_rows(p).len() >= 2);
     let sent2 = sent_line(&second).unwrap_or_else(|| panic!("{}", diagnostics(&second)));
     assert_ne!(sent1, sent2, "the Sent counter did not move");
     assert!(tcp_rows(&second).len() >= 2, "{}", diagnostics(&second));
