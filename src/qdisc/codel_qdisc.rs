@@ -167,9 +167,7 @@ impl Qdisc for CodelQdisc {
             return Verdict::Queued;
         }
         self.drop_overlimit += 1;
-        self.stats.drops += 1;
-        drops.push(pkt, DropReason::QueueFull);
-        Verdict::Dropped
+        self.stats.reject(pkt, DropReason::QueueFull, drops)
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
@@ -213,8 +211,7 @@ impl Qdisc for CodelQdisc {
             let Some(p) = self.parked.take().or_else(|| self.fifo.pop_head()) else {
                 break;
             };
-            self.stats.drops += 1;
-            drops.push(p, DropReason::QdiscReset);
+            self.stats.count_drop(p, DropReason::QdiscReset, drops);
         }
         Ok(())
     }

@@ -97,8 +97,7 @@ impl Fifo {
     fn trim_to_limit(&mut self, drops: &mut Drops) {
         while self.over_limit() {
             let Some(p) = self.pop() else { break };
-            self.stats.drops += 1;
-            drops.push(p, DropReason::QdiscReset);
+            self.stats.count_drop(p, DropReason::QdiscReset, drops);
         }
     }
 
@@ -153,17 +152,15 @@ impl Qdisc for Fifo {
             self.queue.push_back(pkt);
             return Verdict::Queued;
         }
-        self.stats.drops += 1;
         if self.kind == FifoKind::PfifoHeadDrop && self.limit > 0 {
             if let Some(old) = self.pop() {
-                drops.push(old, DropReason::HeadDrop);
+                self.stats.count_drop(old, DropReason::HeadDrop, drops);
             }
             self.backlog += pkt.len as u64;
             self.queue.push_back(pkt);
             return Verdict::Congested;
         }
-        drops.push(pkt, DropReason::QueueFull);
-        Verdict::Dropped
+        self.stats.reject(pkt, DropReason::QueueFull, drops)
     }
 
     fn dequeue(&mut self, _now: Instant, _drops: &mut Drops) -> Option<Packet> {

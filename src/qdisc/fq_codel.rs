@@ -601,9 +601,7 @@ impl Qdisc for FqCodel {
 
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
         let Some(idx) = self.classify(&mut pkt) else {
-            self.stats.drops += 1;
-            drops.push(pkt, DropReason::Unclassified);
-            return Verdict::Dropped;
+            return self.stats.reject(pkt, DropReason::Unclassified, drops);
         };
         pkt.meta.enqueue_time = now;
         let len = pkt.len;
@@ -684,8 +682,7 @@ impl Qdisc for FqCodel {
                     None => break,
                 },
             };
-            self.stats.drops += 1;
-            drops.push(p, DropReason::QdiscReset);
+            self.stats.count_drop(p, DropReason::QdiscReset, drops);
         }
         Ok(())
     }

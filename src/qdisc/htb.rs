@@ -1127,16 +1127,12 @@ impl Qdisc for Htb {
                     self.direct_pkts += 1;
                     Verdict::Queued
                 } else {
-                    self.stats.drops += 1;
-                    drops.push(pkt, DropReason::QueueFull);
-                    Verdict::Dropped
+                    self.stats.reject(pkt, DropReason::QueueFull, drops)
                 }
             }
             Target::Leaf(slot) => {
                 if self.cl(slot).leaf.is_none() {
-                    self.stats.drops += 1;
-                    drops.push(pkt, DropReason::Unclassified);
-                    return Verdict::Dropped;
+                    return self.stats.reject(pkt, DropReason::Unclassified, drops);
                 }
                 let (verdict, dropped) = self
                     .leaf_op(slot, drops, |q, d| q.enqueue(pkt, now, d))

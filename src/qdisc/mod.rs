@@ -28,7 +28,7 @@ pub mod tree;
 
 pub use dump::{ClassDump, FlowListing, QdiscDump};
 
-use crate::packet::{Drops, Packet};
+use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
 
 /// A tc handle or class id: major in the high 16 bits, minor in the low 16.
@@ -146,6 +146,18 @@ impl QdiscStats {
     pub fn count_sent(&mut self, len: u32) {
         self.bytes += len as u64;
         self.packets += 1;
+    }
+
+    /// Counts a frame the qdisc drops and hands it to `drops` with its reason.
+    pub fn count_drop(&mut self, pkt: Packet, reason: DropReason, drops: &mut Drops) {
+        self.drops += 1;
+        drops.push(pkt, reason);
+    }
+
+    /// Drops the arriving frame: `count_drop`, and the enqueue's verdict.
+    pub fn reject(&mut self, pkt: Packet, reason: DropReason, drops: &mut Drops) -> Verdict {
+        self.count_drop(pkt, reason, drops);
+        Verdict::Dropped
     }
 }
 

@@ -68,9 +68,7 @@ impl Qdisc for PfifoFast {
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
         let band = PfifoFast::band_of(pkt.meta.priority);
         if self.bands[band].len() >= self.band_limit {
-            self.stats.drops += 1;
-            drops.push(pkt, DropReason::QueueFull);
-            return Verdict::Dropped;
+            return self.stats.reject(pkt, DropReason::QueueFull, drops);
         }
         pkt.meta.enqueue_time = now;
         self.backlog += pkt.len as u64;

@@ -435,15 +435,11 @@ impl Qdisc for Qfq {
 
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
         let Some(i) = self.classify(&mut pkt) else {
-            self.stats.drops += 1;
-            drops.push(pkt, DropReason::Unclassified);
-            return Verdict::Dropped;
+            return self.stats.reject(pkt, DropReason::Unclassified, drops);
         };
         if pkt.len > self.classes[i].lmax {
             if pkt.len > QFQ_MAX_LMAX {
-                self.stats.drops += 1;
-                drops.push(pkt, DropReason::Oversize);
-                return Verdict::Dropped;
+                return self.stats.reject(pkt, DropReason::Oversize, drops);
             }
             self.raise_lmax(i, pkt.len);
         }

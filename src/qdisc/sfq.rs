@@ -333,9 +333,8 @@ impl Sfq {
         }
         self.qlen -= 1;
         self.backlog -= p.len as u64;
-        self.stats.drops += 1;
         let id = p.meta.id;
-        drops.push(p, DropReason::SfqOverflow);
+        self.stats.count_drop(p, DropReason::SfqOverflow, drops);
         Some((best, id))
     }
 
@@ -506,35 +505,28 @@ impl Qdisc for Sfq {
         self.maybe_perturb(now, drops);
         pkt.meta.enqueue_time = now;
         let Some(bucket) = self.classify(&mut pkt) else {
-            self.stats.drops += 1;
-            drops.push(pkt, DropReason::Unclassified);
-            return Verdict::Dropped;
+            return self.stats.reject(pkt, DropReason::Unclassified, drops);
         };
         let mut x = self.ht[bucket];
         if x == EMPTY {
             let Some(f) = self.free.pop() else {
-                self.stats.drops += 1;
-                drops.push(pkt, DropReason::SfqOverflow);
-                return Verdict::Dropped;
+                return self.stats.reject(pkt, DropReason::SfqOverflow, drops);
             };
             x = f;
             self.ht[bucket] = x;
             self.slots[x as usize].bucket = bucket as u32;
         } else if self.slots[x as usize].queue.len() >= self.maxdepth as usize {
-            self.stats.drops += 1;
             if !self.headdrop {
-                drops.push(pkt, DropReason::QueueFull);
-                return Verdict::Dropped;
+                return self.stats.reject(pkt, DropReason::QueueFull, drops);
             }
             let s = &mut self.slots[x as usize];
             let Some(head) = s.queue.pop_front() else {
-                drops.push(pkt, DropReason::QueueFull);
-                return Verdict::Dropped;
+                return self.stats.reject(pkt, DropReason::QueueFull, drops);
             };
             s.backlog = s.backlog - head.len as u64 + pkt.len as u64;
             self.backlog = self.backlog - head.len as u64 + pkt.len as u64;
             s.queue.push_back(pkt);
-            drops.push(head, DropReason::HeadDrop);
+            self.stats.count_drop(head, DropReason::HeadDrop, drops);
             return Verdict::Congested;
         }
         let id = pkt.meta.id;

@@ -534,9 +534,7 @@ impl Qdisc for Tbf {
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
         self.last_now = self.last_now.max(now);
         if pkt.len as u64 > self.p.max_size {
-            self.stats.drops += 1;
-            drops.push(pkt, DropReason::TbfOversize);
-            return Verdict::Dropped;
+            return self.stats.reject(pkt, DropReason::TbfOversize, drops);
         }
         let before = drops.len();
         let verdict = self.child.enqueue(pkt, now, drops);
