@@ -65,7 +65,7 @@ pub enum FlowMode {
 }
 
 /// One `flow` filter's options.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowClassifier {
     mode: FlowMode,
     /// Bit i set: key `KEY_NAMES[i]`.
@@ -293,7 +293,7 @@ fn key_value(i: usize, meta: &PacketMeta) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Filter, FilterChain};
+    use super::super::{Filter, FilterChain, FilterKind};
     use crate::packet::{FlowKey, PacketMeta, L3};
 
     const QDISC: u32 = 0x1_0000;
@@ -303,6 +303,14 @@ mod tests {
         let mut f = Filter::parse(&toks)?;
         f.bind(QDISC);
         Ok(f)
+    }
+
+    /// The options as `tc filter show` prints them.
+    fn shown(f: &Filter) -> String {
+        match &f.kind {
+            FilterKind::Flow(flow) => flow.print(),
+            other => panic!("not a flow filter: {other:?}"),
+        }
     }
 
     fn v4(dst: [u8; 4], sport: u16) -> PacketMeta {
@@ -364,14 +372,11 @@ mod tests {
     #[test]
     fn shown_like_iproute2() {
         let f = filter("protocol all handle 0x5 flow hash keys dst,src divisor 1024").unwrap();
-        assert_eq!(
-            f.flow.as_ref().unwrap().print(),
-            "hash keys src,dst divisor 1024 baseclass 1:1 "
-        );
+        assert_eq!(shown(&f), "hash keys src,dst divisor 1024 baseclass 1:1 ");
         // transfer_bitop: "or 0xf0" then "xor 0x3" fold into one mask/xor.
         let f = filter("protocol ip handle 1 flow map key dst and 0xff or 0xf0 xor 0x3").unwrap();
         assert_eq!(
-            f.flow.as_ref().unwrap().print(),
+            shown(&f),
             "map keys dst and 0x0000000f xor 0x00000003 or 0x000000f0 baseclass 1:1 "
         );
         let mut chain = FilterChain::new();

@@ -73,20 +73,21 @@ impl FilterProtocol {
     }
 }
 
-/// Which classifier the filter came from (for printing).
+/// The classifier: u32 and matchall send a match to `Filter::flowid`;
+/// `flow` computes the class from the frame with its options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FilterKind {
     U32,
     Matchall,
-    Flow,
+    Flow(FlowClassifier),
 }
 
 impl FilterKind {
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             FilterKind::U32 => "u32",
             FilterKind::Matchall => "matchall",
-            FilterKind::Flow => "flow",
+            FilterKind::Flow(_) => "flow",
         }
     }
 }
@@ -173,8 +174,6 @@ pub struct Filter {
     /// `flowid`/`classid`; 0 when only an action was given, or for `flow`,
     /// which computes the class per frame.
     pub flowid: Handle,
-    /// The `flow` classifier's options (`Some` exactly for `FilterKind::Flow`).
-    pub flow: Option<FlowClassifier>,
     /// `action skbedit priority X`: the new `skb->priority`.
     pub skbedit_priority: Option<u32>,
     /// The kernel handle: given (`flow`, which needs one) or given by the
@@ -264,7 +263,7 @@ impl Filter {
         let mut protocol = None;
         let mut prio = 0u16;
         let mut handle = None;
-        let kind = loop {
+        let kind_name = loop {
             let Some(tok) = t.next() else {
                 return Err(TcError::new(format!(
                     "Error: a filter kind (u32, matchall or flow) is required.\n{USAGE}"
@@ -299,9 +298,7 @@ impl Filter {
                         "Error: \"estimator\": filters have no rate estimator; leave it out.",
                     ))
                 }
-                "u32" => break FilterKind::U32,
-                "matchall" => break FilterKind::Matchall,
-                "flow" => break FilterKind::Flow,
+                "u32" | "matchall" | "flow" => break tok,
                 other => {
                     return Err(TcError::new(format!(
                         "Unknown filter \"{other}\", hence option \"{}\" is unparsable \
@@ -320,23 +317,22 @@ impl Filter {
             parent,
             protocol,
             prio,
-            kind,
+            kind: FilterKind::U32,
             matches: Vec::new(),
             keys: Vec::new(),
             flowid: 0,
-            flow: None,
             skbedit_priority: None,
             handle: 0,
             action_index: 0,
         };
-        match (kind, handle) {
-            (FilterKind::Flow, Some(v)) => {
+        match (kind_name, handle) {
+            ("flow", Some(v)) => {
                 filter.handle = parse_c_number(v)
                     .and_then(|n| u32::try_from(n).ok())
                     .filter(|&n| n != 0)
                     .ok_or_else(|| TcError::new(format!("Illegal \"handle\": \"{v}\"")))?;
             }
-            (FilterKind::Flow, None) => {
+            ("flow", None) => {
                 return Err(TcError::new(
                     "RTNETLINK answers: Invalid argument\n(the flow classifier needs \"handle N\", \
                      e.g. tc filter add dev left parent 1: handle 1 protocol all flow hash keys dst \
@@ -345,18 +341,21 @@ impl Filter {
             }
             (_, Some(_)) => {
                 return Err(TcError::new(format!(
-                    "Error: \"handle\" is not supported for {}: its filters are numbered \
-                     automatically; leave it out.",
-                    kind.name()
+                    "Error: \"handle\" is not supported for {kind_name}: its filters are \
+                     numbered automatically; leave it out."
                 )))
             }
             (_, None) => {}
         }
-        if kind == FilterKind::Flow {
-            let (flow, skbedit) = FlowClassifier::parse(&mut t)?;
-            filter.flow = Some(flow);
-            filter.skbedit_priority = skbedit;
-            return Ok(filter);
+        match kind_name {
+            "flow" => {
+                let (flow, skbedit) = FlowClassifier::parse(&mut t)?;
+                filter.kind = FilterKind::Flow(flow);
+                filter.skbedit_priority = skbedit;
+                return Ok(filter);
+            }
+            "matchall" => filter.kind = FilterKind::Matchall,
+            _ => {}
         }
         filter.parse_options(&mut t)?;
         if filter.flowid == 0 && filter.skbedit_priority.is_none() {
@@ -398,18 +397,17 @@ impl Filter {
     /// The class a matching frame goes to: `flowid`, or what the `flow`
     /// classifier computes from the frame.
     pub fn classid(&self, meta: &PacketMeta) -> Handle {
-        match &self.flow {
-            Some(flow) => flow.classid(meta),
-            None => self.flowid,
+        match &self.kind {
+            FilterKind::Flow(flow) => flow.classid(meta),
+            _ => self.flowid,
         }
     }
 
     /// Fills in what depends on the qdisc the filter is added to (the
     /// `flow` classifier's default `baseclass`, `<major>:1`).
     pub fn bind(&mut self, qdisc: Handle) {
-        let handle = self.handle;
-        if let Some(flow) = &mut self.flow {
-            flow.bind(qdisc, handle);
+        if let FilterKind::Flow(flow) = &mut self.kind {
+            flow.bind(qdisc, self.handle);
         }
     }
 }
@@ -724,7 +722,7 @@ impl FilterChain {
             .filter(|f| f.prio == filter.prio)
             .collect();
         if let Some(g) = group.first() {
-            if g.protocol != filter.protocol || g.kind != filter.kind {
+            if g.protocol != filter.protocol || g.kind.name() != filter.kind.name() {
                 return Err(TcError::new(format!(
                     "Error: prio {} already holds {} {} filters: use another prio for {} {}.",
                     filter.prio,
@@ -742,13 +740,13 @@ impl FilterChain {
             }
         }
         filter.handle = match filter.kind {
-            FilterKind::Flow if group.iter().any(|f| f.handle == filter.handle) => {
+            FilterKind::Flow(_) if group.iter().any(|f| f.handle == filter.handle) => {
                 return Err(TcError::new(format!(
                     "RTNETLINK answers: File exists\n(prio {} already has a flow filter with handle 0x{:x})",
                     filter.prio, filter.handle
                 )))
             }
-            FilterKind::Flow => filter.handle,
+            FilterKind::Flow(_) => filter.handle,
             FilterKind::Matchall => 1,
             FilterKind::U32 => {
                 let ht = match group.first() {
@@ -850,11 +848,8 @@ impl FilterChain {
                     }
                     out += "\n  not_in_hw";
                 }
-                FilterKind::Flow => {
-                    out += &format!("{head}handle 0x{:x} ", f.handle);
-                    if let Some(flow) = &f.flow {
-                        out += &flow.print();
-                    }
+                FilterKind::Flow(flow) => {
+                    out += &format!("{head}handle 0x{:x} {}", f.handle, flow.print());
                 }
             }
             if let Some(p) = f.skbedit_priority {
