@@ -313,25 +313,11 @@ impl Filter {
                 "Error: Filter kind and protocol must be specified (add \"protocol ip|ipv6|all\").",
             )
         })?;
-        let mut filter = Filter {
-            parent,
-            protocol,
-            prio,
-            kind: FilterKind::U32,
-            matches: Vec::new(),
-            keys: Vec::new(),
-            flowid: 0,
-            skbedit_priority: None,
-            handle: 0,
-            action_index: 0,
-        };
-        match (kind_name, handle) {
-            ("flow", Some(v)) => {
-                filter.handle = parse_c_number(v)
-                    .and_then(|n| u32::try_from(n).ok())
-                    .filter(|&n| n != 0)
-                    .ok_or_else(|| TcError::new(format!("Illegal \"handle\": \"{v}\"")))?;
-            }
+        let handle = match (kind_name, handle) {
+            ("flow", Some(v)) => parse_c_number(v)
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|&n| n != 0)
+                .ok_or_else(|| TcError::new(format!("Illegal \"handle\": \"{v}\"")))?,
             ("flow", None) => {
                 return Err(TcError::new(
                     "RTNETLINK answers: Invalid argument\n(the flow classifier needs \"handle N\", \
@@ -345,17 +331,31 @@ impl Filter {
                      numbered automatically; leave it out."
                 )))
             }
-            (_, None) => {}
-        }
-        match kind_name {
+            (_, None) => 0,
+        };
+        let (kind, skbedit_priority) = match kind_name {
             "flow" => {
                 let (flow, skbedit) = FlowClassifier::parse(&mut t)?;
-                filter.kind = FilterKind::Flow(flow);
-                filter.skbedit_priority = skbedit;
-                return Ok(filter);
+                (FilterKind::Flow(flow), skbedit)
             }
-            "matchall" => filter.kind = FilterKind::Matchall,
-            _ => {}
+            "matchall" => (FilterKind::Matchall, None),
+            _ => (FilterKind::U32, None),
+        };
+        let mut filter = Filter {
+            parent,
+            protocol,
+            prio,
+            kind,
+            matches: Vec::new(),
+            keys: Vec::new(),
+            flowid: 0,
+            skbedit_priority,
+            handle,
+            action_index: 0,
+        };
+        if let FilterKind::Flow(_) = filter.kind {
+            // Its options are parsed: the class comes from the frame.
+            return Ok(filter);
         }
         filter.parse_options(&mut t)?;
         if filter.flowid == 0 && filter.skbedit_priority.is_none() {
