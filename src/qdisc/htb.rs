@@ -1022,14 +1022,6 @@ impl Htb {
         self.dirty = false;
     }
 
-    fn leaf_ctx(&self, classid: u32) -> QdiscCtx {
-        QdiscCtx {
-            handle: 0,
-            parent: classid,
-            ..self.ctx
-        }
-    }
-
     /// Normalises a class id given with major 0 (`:10`) to ours.
     fn full_id(&self, h: Handle) -> Handle {
         if tc_h_major(h) == 0 {
@@ -1394,7 +1386,10 @@ impl Classful for Htb {
             mode: Mode::CanSend,
             prio_activity: 0,
             pq: None,
-            leaf: Some(Box::new(Fifo::new(FifoKind::Pfifo, self.leaf_ctx(classid)))),
+            leaf: Some(Box::new(Fifo::new(
+                FifoKind::Pfifo,
+                self.ctx.child(0, classid),
+            ))),
             deficit: [0; MAXDEPTH],
             feeds: Default::default(),
             filters: FilterChain::new(),
@@ -1476,7 +1471,7 @@ impl Classful for Htb {
             if self.cl(p).mode != Mode::CanSend {
                 self.remove_from_wait_tree(p);
             }
-            let ctx = self.leaf_ctx(self.cl(p).classid);
+            let ctx = self.ctx.child(0, self.cl(p).classid);
             let t_c = self.clock.nanos() as i64;
             let cl = self.cl_mut(p);
             cl.level = 0;
@@ -1538,11 +1533,7 @@ impl Classful for Htb {
     }
 
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {
-        QdiscCtx {
-            handle,
-            parent,
-            ..self.ctx
-        }
+        self.ctx.child(handle, parent)
     }
 
     fn take_warnings(&mut self) -> Vec<String> {

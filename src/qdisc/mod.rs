@@ -116,6 +116,26 @@ pub struct QdiscCtx {
     pub seed: u64,
 }
 
+impl QdiscCtx {
+    /// The ctx of a qdisc attached under class `parent` of this one, with
+    /// handle `handle` (0 for a default child): the same device values and
+    /// a seed of its own, derived from where it sits and its handle. The
+    /// kernel draws a fresh perturbation key per instance (`sfq_init`,
+    /// `fq_codel_init`: `get_random_u32()`); deriving it from the instance's
+    /// identity keeps runs reproducible while no two children of one qdisc
+    /// share it, and a child replaced by one with another handle re-keys as
+    /// a new kernel instance would. Every classful qdisc makes its
+    /// children's ctx here and nowhere else.
+    pub fn child(&self, handle: Handle, parent: Handle) -> QdiscCtx {
+        QdiscCtx {
+            handle,
+            parent,
+            seed: seed_for(seed_for(self.seed, parent), handle),
+            ..*self
+        }
+    }
+}
+
 impl Default for QdiscCtx {
     fn default() -> Self {
         QdiscCtx {
@@ -346,7 +366,8 @@ pub trait Classful {
     fn child_mut(&mut self, classid: Handle) -> Option<&mut Box<dyn Qdisc>>;
     /// The child qdiscs, for walking the tree (by handle lookups).
     fn children_mut(&mut self) -> Vec<&mut Box<dyn Qdisc>>;
-    /// The ctx children get (txqueuelen, mtu, seed).
+    /// The ctx children get (txqueuelen, mtu, their own seed): always
+    /// `QdiscCtx::child` of this qdisc's ctx.
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx;
     /// Warnings the kernel attaches to successful class operations (tc
     /// prints them as `Warning: ...`, e.g. HTB's "quantum of class 10010 is

@@ -13,8 +13,8 @@
 //! is enqueued and counted in its child.
 
 use super::{
-    seed_for, tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc,
-    QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
+    tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx,
+    QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
 use crate::packet::{Drops, Packet};
 use crate::time::{earliest, Instant};
@@ -301,13 +301,7 @@ impl Classful for Mq {
     }
 
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {
-        QdiscCtx {
-            handle,
-            parent,
-            // Each queue gets its own hash perturbation.
-            seed: seed_for(self.ctx.seed, parent),
-            ..self.ctx
-        }
+        self.ctx.child(handle, parent)
     }
 }
 

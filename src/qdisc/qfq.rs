@@ -24,8 +24,8 @@
 
 use super::fifo::{Fifo, FifoKind};
 use super::{
-    seed_for, tc_h_major, tc_h_minor, ClassDump, Classful, FilterHost, FlowListing, Handle, Qdisc,
-    QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
+    tc_h_major, tc_h_minor, ClassDump, Classful, FilterHost, FlowListing, Handle, Qdisc, QdiscCtx,
+    QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
 use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, Packet};
@@ -708,12 +708,7 @@ impl Classful for Qfq {
     }
 
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {
-        QdiscCtx {
-            handle,
-            parent,
-            seed: seed_for(self.ctx.seed, parent),
-            ..self.ctx
-        }
+        self.ctx.child(handle, parent)
     }
 }
 

@@ -359,7 +359,7 @@ impl Tbf {
     pub fn from_args(ctx: QdiscCtx, args: &[&str]) -> Result<Self, TcError> {
         let opts = TbfOpts::parse(args)?;
         let (p, warning) = TbfParams::new(opts, ctx.psched_mtu)?;
-        let child_ctx = Tbf::default_child_ctx(ctx);
+        let child_ctx = ctx.child(0, ctx.handle | 1);
         let child = Box::new(Fifo::with_limit(FifoKind::Bfifo, child_ctx, p.limit));
         Ok(Tbf {
             ctx,
@@ -374,14 +374,6 @@ impl Tbf {
             stats: QdiscStats::default(),
             warnings: warning.into_iter().collect(),
         })
-    }
-
-    fn default_child_ctx(ctx: QdiscCtx) -> QdiscCtx {
-        QdiscCtx {
-            handle: 0,
-            parent: ctx.handle | 1,
-            ..ctx
-        }
     }
 
     /// Kernel log lines tc users would see in dmesg (burst below the MTU).
@@ -702,11 +694,7 @@ impl Classful for Tbf {
     }
 
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {
-        QdiscCtx {
-            handle,
-            parent,
-            ..self.ctx
-        }
+        self.ctx.child(handle, parent)
     }
 
     /// The kernel's "burst is lower than device mtu" log lines.

@@ -697,3 +697,42 @@ fn tbf_with_fq_codel_child_recipe() {
     let root = session(&mut t, "tc -s qdisc show dev left root", &mut d);
     assert!(root.contains(" Sent 10000 bytes 10 pkt"), "{root}");
 }
+
+/// Two SFQ leaves under one HTB perturb their hashes each its own way, as
+/// two kernel instances draw their own keys (`sfq_init`): the same flows
+/// land in other buckets of each. (Before every classful qdisc derived its
+/// children's ctx through `QdiscCtx::child`, HTB handed both the same seed.)
+#[test]
+fn sfq_leaves_under_one_htb_hash_differently() {
+    let (mut t, mut d, _) = left_session(
+        "qdisc add dev left root handle 1: htb default 10
+         class add dev left parent 1: classid 1:10 htb rate 10mbit
+         class add dev left parent 1: classid 1:20 htb rate 10mbit
+         qdisc add dev left parent 1:10 handle 10: sfq
+         qdisc add dev left parent 1:20 handle 20: sfq",
+    );
+    for class in [0x0001_0010u32, 0x0001_0020] {
+        for flow in 0..16u16 {
+            let mut p = flow_pkt(u64::from(flow), 100, flow);
+            p.meta.priority = class;
+            t.enqueue(p, T, &mut d);
+        }
+    }
+    assert!(d.is_empty());
+    let dump = t.dump(T);
+    let buckets = |handle: u32| -> Vec<(u16, u32)> {
+        let leaf = dump.children.iter().find(|c| c.handle == handle).unwrap();
+        let mut v: Vec<(u16, u32)> = leaf
+            .flows
+            .iter()
+            .map(|f| (f.flow.unwrap().src_port, f.bucket))
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let (a, b) = (buckets(0x0010_0000), buckets(0x0020_0000));
+    assert_eq!(a.len(), 16);
+    assert_eq!(b.len(), 16);
+    let same = a.iter().zip(&b).filter(|(x, y)| x == y).count();
+    assert!(same < 4, "{same} of 16 flows share a bucket: {a:?} {b:?}");
+}
