@@ -17,12 +17,11 @@ use crate::datapath::{
     Command, Commander, Datapath, DatapathConfig, SnapshotReader, FRAME_OVERHEAD,
 };
 use crate::dir::Dir;
+use crate::link::offload::GsoPolicy;
 use crate::link::Path as LinkPath;
 use crate::netns::{self, SideSpec, TerminationSignals, Topology};
-use crate::packet::gso::GsoPolicy;
 use crate::port::TapSpec;
 use crate::privilege;
-use crate::qdisc::tree::QdiscTree;
 use crate::time::{Instant, NS_PER_SEC, NS_PER_US};
 use crate::tui::Action;
 
@@ -125,7 +124,7 @@ fn setup(cfg: &Config) -> anyhow::Result<Setup> {
 fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
     let path = |dir: Dir| -> anyhow::Result<LinkPath> {
         let params = cfg.link_params(dir);
-        let tree = QdiscTree::build(cfg.dev_spec(dir), &cfg.tc_lines(dir))
+        let tree = crate::tc::build_tree(cfg.dev_spec(dir), &cfg.tc_lines(dir))
             .map_err(|e| anyhow::anyhow!("building the qdisc of {}: {e}", dir.arrow()))?;
         let mut link = LinkPath::new(params, Box::new(tree));
         let now = crate::time::Clock::now(&crate::time::MonotonicClock);

@@ -30,7 +30,7 @@
 //! Ports with offload (`FramePort::offload`, TAPs with `IFF_VNET_HDR`) are
 //! read into one 64 KB buffer, since a read may return a GSO super-frame.
 //! A plain frame is copied into a pool buffer (its partial checksum, if
-//! any, completed); a super-frame either passes whole (`gso::GsoPolicy`,
+//! any, completed); a super-frame either passes whole (`offload::GsoPolicy`,
 //! decided per direction at start and after every command; the read buffer
 //! itself goes to the bridge and a fresh one from the bounded pool of 64 KB
 //! buffers takes its place) or is segmented into pool buffers. A frame
@@ -68,8 +68,9 @@ use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFl
 
 use crate::bridge::{Bridge, BridgeSnapshot};
 use crate::dir::Dir;
+use crate::link::offload::GsoPolicy;
 use crate::link::LinkParams;
-use crate::packet::gso::{self, GsoPolicy, Segmenter, VnetHdr};
+use crate::packet::gso::{self, Segmenter, VnetHdr};
 use crate::packet::pool::PacketPool;
 use crate::packet::DropReason;
 use crate::port::{FramePort, PortCounters};
@@ -1027,8 +1028,7 @@ impl Driver {
         self.bridge
             .path_mut(dir)
             .edit_qdisc(now, |qdisc, t, drops| match qdisc.as_tree() {
-                Some(tree) => tree
-                    .apply(&cmd, t, drops)
+                Some(tree) => crate::tc::run(tree, &cmd, t, drops)
                     .map(Option::unwrap_or_default)
                     .map_err(|e| e.0),
                 None => Err("this direction's qdisc was not built as a tc tree".to_string()),

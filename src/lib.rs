@@ -31,7 +31,7 @@
 //! respect to packets.
 //!
 //! Modules: `time` (Instant, clocks), `units` (tc units), `dir` (the two
-//! directions), `packet` (frames,
+//! directions), `handle` (tc handles and the error a tc request answers with), `packet` (frames,
 //! classifier, ECN, pool, drop reasons, TAP offload and TCP segmentation),
 //! `qdisc` (disciplines), `link` (ring, BQL, serializer, delay, coalescing,
 //! transit-time histogram, the per-direction `Path`), `bridge` (two paths),
@@ -57,6 +57,7 @@ pub mod control;
 pub mod datapath;
 pub mod dir;
 pub mod experiment;
+pub mod handle;
 pub mod harness;
 pub mod link;
 pub mod load;

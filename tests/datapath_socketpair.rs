@@ -378,13 +378,12 @@ fn set_link_changes_the_rate_of_a_running_link() {
 #[test]
 fn tc_commands_change_and_show_the_live_qdisc_tree() {
     use bloatbox::datapath::Command;
-    use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
     let params = LinkParams {
         rate_bytes_ps: RATE_BYTES_PS,
         ..LinkParams::default()
     };
     let tree = |dev: Dir| {
-        let t = QdiscTree::build(DevSpec::from_link(dev, &params), &[] as &[&str]).unwrap();
+        let t = bloatbox::tc::build_tree(params.dev_spec(dev), &[] as &[&str]).unwrap();
         Path::new(params, Box::new(t))
     };
     let (dp, [_host_left, _host_right]) = spawn(

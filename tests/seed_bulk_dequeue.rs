@@ -28,7 +28,6 @@ use bloatbox::dir::Dir;
 use bloatbox::experiment::{run_one, skip_reason, ConfigResult, TestOptions};
 use bloatbox::link::path::Path as LinkPath;
 use bloatbox::packet::{Packet, PacketMeta};
-use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
 use bloatbox::time::{Instant, NS_PER_MS, NS_PER_SEC};
 
 mod seed;
@@ -63,8 +62,8 @@ struct CoreRun {
 /// left→right path of `cfg`, then drains it, polling at every `poll_at`.
 fn overload(cfg: &Config) -> CoreRun {
     let params = cfg.link_params(Dir::LeftToRight);
-    let tree = QdiscTree::build(
-        DevSpec::from_link(Dir::LeftToRight, &params),
+    let tree = bloatbox::tc::build_tree(
+        params.dev_spec(Dir::LeftToRight),
         &cfg.tc_lines(Dir::LeftToRight),
     )
     .unwrap();

@@ -53,7 +53,7 @@ impl Discipline {
             tx_queues: self.tx_queues,
             ..DevSpec::new(Dir::LeftToRight)
         };
-        QdiscTree::build(dev, &self.lines).unwrap_or_else(|e| panic!("{}: {e}", self.name))
+        bloatbox::tc::build_tree(dev, &self.lines).unwrap_or_else(|e| panic!("{}: {e}", self.name))
     }
 
     /// `n` 1514-byte frames of `flows` TCP flows in turn, starting at id

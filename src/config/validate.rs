@@ -491,7 +491,7 @@ mod tests {
         assert!(Config::default().tap.offload);
         assert_eq!(
             Config::default().tap.gso_min_rate.value(),
-            crate::packet::gso::GsoPolicy::default().whole_min_rate_bytes_ps
+            crate::link::offload::GsoPolicy::default().whole_min_rate_bytes_ps
         );
     }
 }

@@ -2,7 +2,8 @@
 //! ring with BQL (`ring`), TX completion and RX interrupt coalescing
 //! (`coalesce`), the line-rate serializer (`serializer`), the propagation
 //! delay line (`delay`), wire impairments (`impair`), rate/delay schedules
-//! and traces (`schedule`), `Path`, which composes them behind a qdisc, and the transit-time
+//! and traces (`schedule`), whether super-frames pass whole (`offload`), `Path`,
+//! which composes them behind a qdisc, and the transit-time
 //! histogram it keeps (`transit`).
 //! Every stage is a pure state machine driven with explicit times.
 //!
@@ -12,6 +13,7 @@
 pub mod coalesce;
 pub mod delay;
 pub mod impair;
+pub mod offload;
 pub mod path;
 pub mod ring;
 pub mod schedule;
@@ -22,6 +24,8 @@ pub use impair::{parse_netem, Impairments};
 pub use path::{Path, PathCounters, PathSnapshot};
 pub use schedule::Schedule;
 
+use crate::dir::Dir;
+use crate::qdisc::tree::DevSpec;
 use crate::units::LinkLayer;
 use std::fmt;
 
@@ -207,6 +211,18 @@ pub struct LinkParams {
     pub mtu: u32,
     /// Device txqueuelen (default limits of pfifo_fast and friends).
     pub txqueuelen: u32,
+}
+
+impl LinkParams {
+    /// The device below `dir`'s qdisc tree these parameters describe:
+    /// its txqueuelen and MTU (default qdisc pfifo_fast, one TX queue).
+    pub fn dev_spec(&self, dir: Dir) -> DevSpec {
+        DevSpec {
+            txqueuelen: self.txqueuelen,
+            mtu: self.mtu,
+            ..DevSpec::new(dir)
+        }
+    }
 }
 
 impl Default for LinkParams {

@@ -1,8 +1,7 @@
 //! Offloads between the TAPs and the core: the `virtio_net_hdr` a TAP opened
 //! with `IFF_VNET_HDR` puts before every frame, TCP segmentation of the GSO
 //! super-frames the sending kernel hands over (TSO for IPv4 and IPv6), the
-//! completion of a partial checksum (`VIRTIO_NET_HDR_F_NEEDS_CSUM`), and the
-//! policy deciding whether a direction lets super-frames through whole.
+//! completion of a partial checksum (`VIRTIO_NET_HDR_F_NEEDS_CSUM`).
 //!
 //! Segmentation follows the kernel's `tcp_gso_segment`/`inet_gso_segment`:
 //! each segment carries the headers of the super-frame and at most
@@ -14,7 +13,9 @@
 //! flag. A malformed header or super-frame (unknown GSO type, `gso_size` 0,
 //! checksum offsets outside the frame, truncated headers, IP fragments) is an
 //! `OffloadError`, which the datapath counts as a `DropReason::BadOffload`
-//! drop; nothing here panics or allocates beyond the output buffer.
+//! drop; nothing here panics or allocates beyond the output buffer. Whether
+//! a direction lets super-frames through whole is the link's decision
+//! (`link::offload::GsoPolicy`).
 //!
 //! Units, for conservation (`frames in + duplicated = out + drops + held`
 //! per direction): a super-frame that is segmented counts as its segments;
@@ -23,8 +24,6 @@
 //! in every further segment, like the kernel's `qdisc_pkt_len_init`); a
 //! malformed one counts as one frame of the bytes read, dropped.
 
-use crate::link::{LinkParams, LinkShape};
-use crate::qdisc::QdiscDump;
 use etherparse::checksum::Sum16BitWords;
 
 /// Size of `struct virtio_net_hdr` (no `num_buffers`), the TAP default.
@@ -382,51 +381,6 @@ impl<'a> Segmenter<'a> {
     }
 }
 
-/// When super-frames may pass a direction whole: the emulated device then
-/// behaves like a NIC with TSO, and the qdisc sees one GSO packet per
-/// super-frame (as the kernel's does on such a device). Everywhere else the
-/// qdisc sees per-MTU segments ("GSO/TSO off").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GsoPolicy {
-    /// Link rates at or above this (bytes/s), and unlimited links, let
-    /// super-frames through whole.
-    pub whole_min_rate_bytes_ps: u64,
-}
-
-impl Default for GsoPolicy {
-    /// 1 Gbit/s: a 64 KB super-frame then takes at most 0.5 ms of line time.
-    fn default() -> Self {
-        GsoPolicy {
-            whole_min_rate_bytes_ps: 125_000_000,
-        }
-    }
-}
-
-/// Qdisc kinds that shape to a configured rate: below them a super-frame
-/// would leave as one burst, so a tree holding one segments.
-const SHAPERS: [&str; 2] = ["htb", "tbf"];
-
-fn has_shaper(d: &QdiscDump) -> bool {
-    SHAPERS.contains(&d.kind.as_str())
-        || d.classes.iter().any(|c| SHAPERS.contains(&c.kind.as_str()))
-        || d.children.iter().any(has_shaper)
-}
-
-impl GsoPolicy {
-    /// True when super-frames pass this direction whole: its link rate is
-    /// unlimited or at least `whole_min_rate_bytes_ps`, and nothing acts per
-    /// frame at a lower timescale: no shaping qdisc (HTB, TBF) in the tree,
-    /// no rate/delay schedule, no impairments, no link-layer framing.
-    pub fn passes_whole(&self, params: &LinkParams, shape: &LinkShape, qdisc: &QdiscDump) -> bool {
-        let fast =
-            params.rate_bytes_ps == 0 || params.rate_bytes_ps >= self.whole_min_rate_bytes_ps;
-        fast && shape.schedule.is_none()
-            && shape.impairments.is_none()
-            && shape.framing == Default::default()
-            && !has_shaper(qdisc)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -743,77 +697,6 @@ mod tests {
         assert_eq!(udp, good);
         // No flag: nothing to do.
         assert_eq!(complete_checksum(&mut udp, &VnetHdr::default()), Ok(()));
-    }
-
-    #[test]
-    fn policy_segments_slow_shaped_or_impaired_directions() {
-        let policy = GsoPolicy {
-            whole_min_rate_bytes_ps: 125_000_000,
-        };
-        let fifo = QdiscDump {
-            kind: "pfifo_fast".into(),
-            ..QdiscDump::default()
-        };
-        let shape = LinkShape::default();
-        let at = |rate| LinkParams {
-            rate_bytes_ps: rate,
-            ..LinkParams::default()
-        };
-        assert!(policy.passes_whole(&at(0), &shape, &fifo), "unlimited");
-        assert!(policy.passes_whole(&at(125_000_000), &shape, &fifo));
-        assert!(!policy.passes_whole(&at(124_999_999), &shape, &fifo));
-        assert!(
-            !policy.passes_whole(&at(12_500_000), &shape, &fifo),
-            "100 Mbit/s"
-        );
-        let htb = QdiscDump {
-            kind: "htb".into(),
-            ..QdiscDump::default()
-        };
-        let nested = QdiscDump {
-            kind: "mq".into(),
-            children: vec![htb.clone()],
-            ..QdiscDump::default()
-        };
-        assert!(!policy.passes_whole(&at(0), &shape, &htb));
-        assert!(!policy.passes_whole(&at(0), &shape, &nested));
-        let mut lossy = LinkShape::default();
-        lossy.impairments.loss = crate::link::impair::Loss::Random {
-            percent: 1.0,
-            correlation: 0.0,
-        };
-        assert!(!policy.passes_whole(&at(0), &lossy, &fifo));
-    }
-
-    #[test]
-    fn policy_sees_htb_and_tbf_in_built_trees() {
-        use crate::dir::Dir;
-        use crate::qdisc::tree::{DevSpec, QdiscTree};
-        use crate::qdisc::Qdisc;
-        use crate::time::Instant;
-        let policy = GsoPolicy {
-            whole_min_rate_bytes_ps: 125_000_000,
-        };
-        let params = LinkParams {
-            rate_bytes_ps: 125_000_000,
-            ..LinkParams::default()
-        };
-        let whole = |lines: &[&str]| {
-            let tree =
-                QdiscTree::build(DevSpec::from_link(Dir::LeftToRight, &params), lines).unwrap();
-            policy.passes_whole(&params, &LinkShape::default(), &tree.dump(Instant::ZERO))
-        };
-        // configs/htb-sfq-100mbit.toml: 100 Mbit/s HTB on a 1 Gbit/s link.
-        assert!(!whole(&[
-            "tc qdisc add dev left root handle 1: htb default 10",
-            "tc class add dev left parent 1: classid 1:10 htb rate 100mbit ceil 100mbit",
-            "tc qdisc add dev left parent 1:10 handle 10: sfq perturb 10",
-        ]));
-        assert!(!whole(&[
-            "tc qdisc add dev left root tbf rate 20mbit burst 20kb latency 20ms"
-        ]));
-        assert!(whole(&["tc qdisc add dev left root fq_codel"]));
-        assert!(whole(&[]), "the default pfifo_fast");
     }
 
     proptest! {

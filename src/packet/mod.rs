@@ -17,6 +17,18 @@ pub mod pool;
 
 use crate::time::Instant;
 
+/// Mixes a frame's unkeyed flow hash (`meta.hash`) with a per-instance key
+/// (murmur3's finaliser): the keyed flow hash SFQ (perturbation) and
+/// fq_codel (per-boot seed) bucket by, until the classifier offers one.
+pub fn keyed_flow_hash(hash: u32, key: u32) -> u32 {
+    let mut h = hash ^ key;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^ (h >> 16)
+}
+
 /// The network-layer protocol of a frame, with the offset of its header.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum L3 {

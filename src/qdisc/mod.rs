@@ -6,8 +6,9 @@
 //!
 //! One file per discipline; `codel.rs` is the CoDel core that `codel`
 //! (`codel_qdisc.rs`) and `fq_codel` share; `park.rs` the peek-by-dequeue
-//! plumbing of codel, fq_codel, sfq and tbf; `tree.rs` builds and edits a
-//! tree from tc commands; `dump.rs` is the data `tc -s -d show`, the TUI
+//! plumbing of codel, fq_codel, sfq and tbf; `registry.rs` maps a kind to
+//! its constructor; `request.rs` is a tc request as rtnetlink carries it;
+//! `tree.rs` edits a device's tree by such requests; `dump.rs` is the data `tc -s -d show`, the TUI
 //! and the control socket read.
 
 pub mod codel;
@@ -20,43 +21,20 @@ pub mod mq;
 mod park;
 pub mod pfifo_fast;
 pub mod qfq;
+pub mod registry;
+pub mod request;
 pub mod sfq;
 pub mod tbf;
 #[cfg(test)]
 pub mod testutil;
 pub mod tree;
 
+pub use crate::handle::{tc_h_major, tc_h_make, tc_h_minor, Handle, TcError, TC_H_ROOT};
+pub use crate::packet::keyed_flow_hash;
 pub use dump::{ClassDump, FlowListing, QdiscDump};
 
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
-
-/// A tc handle or class id: major in the high 16 bits, minor in the low 16.
-pub type Handle = u32;
-/// `TC_H_ROOT`: the parent of a root qdisc.
-pub const TC_H_ROOT: Handle = 0xFFFF_FFFF;
-
-pub const fn tc_h_make(major: u16, minor: u16) -> Handle {
-    ((major as u32) << 16) | minor as u32
-}
-pub const fn tc_h_major(h: Handle) -> u16 {
-    (h >> 16) as u16
-}
-pub const fn tc_h_minor(h: Handle) -> u16 {
-    (h & 0xFFFF) as u16
-}
-
-/// Mixes a frame's unkeyed flow hash (`meta.hash`) with a per-instance key
-/// (murmur3's finaliser): the keyed flow hash SFQ (perturbation) and
-/// fq_codel (per-boot seed) bucket by, until the classifier offers one.
-pub fn keyed_flow_hash(hash: u32, key: u32) -> u32 {
-    let mut h = hash ^ key;
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85eb_ca6b);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xc2b2_ae35);
-    h ^ (h >> 16)
-}
 
 /// The flow bucket, of `buckets`, that SFQ and fq_codel give a frame
 /// (`sfq_classify`, `fq_codel_classify`): a `skb->priority` of `handle:N`
@@ -191,17 +169,6 @@ pub enum Verdict {
     /// Queued, but the qdisc dropped something of the same flow to make room
     /// (NET_XMIT_CN).
     Congested,
-}
-
-/// A tc-style error: the message tc would print, naming the bad token.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct TcError(pub String);
-
-impl TcError {
-    pub fn new(msg: impl Into<String>) -> Self {
-        TcError(msg.into())
-    }
 }
 
 /// One queueing discipline instance.

@@ -36,15 +36,15 @@
 use crate::dir::Dir;
 
 use super::fifo::{Fifo, FifoKind};
+use super::registry;
+use super::request::{Object, TcCommand, Verb};
 use super::{
     seed_for, tc_h_make, tc_h_minor, Classful, FilterHost, FlowListing, Handle, Qdisc, QdiscCtx,
     QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
-use crate::link::LinkParams;
+use crate::handle::tc_handle;
 use crate::packet::filter::Filter;
 use crate::packet::{Drops, Packet};
-use crate::tc::show::{self, tc_handle};
-use crate::tc::{registry, Object, TcCommand, Verb};
 use crate::time::Instant;
 
 /// What the kernel knows about the device below the tree.
@@ -73,15 +73,6 @@ impl DevSpec {
             tx_queues: 1,
             default_qdisc: "pfifo_fast".into(),
             seed: 0,
-        }
-    }
-
-    /// The device described by the link parameters of its direction.
-    pub fn from_link(dev: Dir, params: &LinkParams) -> DevSpec {
-        DevSpec {
-            txqueuelen: params.txqueuelen,
-            mtu: params.mtu,
-            ..DevSpec::new(dev)
         }
     }
 
@@ -229,38 +220,6 @@ impl QdiscTree {
         })
     }
 
-    /// A device built by tc lines (e.g. `Config::tc_lines`), applied in
-    /// order at time zero. The error names the failing line.
-    pub fn build<S: AsRef<str>>(dev: DevSpec, lines: &[S]) -> Result<QdiscTree, TcError> {
-        QdiscTree::build_reporting(dev, lines, &mut |_, _| {}).map_err(|(i, e)| match i {
-            Some(i) => TcError::new(format!("{}\n{e}", lines[i].as_ref())),
-            None => e,
-        })
-    }
-
-    /// `build`, handing each warning tc would print (a TBF burst below the
-    /// MTU, an HTB quantum out of range) to `warn` with its line; the error
-    /// is the failing line's index (none when the device itself is
-    /// refused) and tc's message.
-    pub fn build_reporting<S: AsRef<str>>(
-        dev: DevSpec,
-        lines: &[S],
-        warn: &mut dyn FnMut(&str, &str),
-    ) -> Result<QdiscTree, (Option<usize>, TcError)> {
-        let mut tree = QdiscTree::new(dev).map_err(|e| (None, e))?;
-        let mut drops = Drops::new();
-        for (i, line) in lines.iter().enumerate() {
-            let line = line.as_ref();
-            let said = TcCommand::parse(line)
-                .and_then(|cmd| tree.apply(&cmd, Instant::ZERO, &mut drops))
-                .map_err(|e| (Some(i), e))?;
-            if let Some(warning) = said {
-                warn(line, warning.trim_end());
-            }
-        }
-        Ok(tree)
-    }
-
     pub fn dev(&self) -> &DevSpec {
         &self.dev
     }
@@ -270,28 +229,36 @@ impl QdiscTree {
         &*self.root
     }
 
-    /// Carries out one tc command at `now` and returns what tc would print:
-    /// the listing of a `show`, the `Warning: ...` lines a successful change
-    /// left (HTB quantum, TBF burst below the MTU), or `None`. Frames freed
-    /// by the command go to `drops`. On error nothing has changed.
+    /// Refuses a request for the other device.
+    pub fn check_dev(&self, cmd: &TcCommand) -> Result<(), TcError> {
+        match cmd.dev {
+            Some(dev) if dev != self.dev.dev => Err(TcError::new(format!(
+                "Error: a command for dev {} reached the tree of dev {}",
+                dev.dev(),
+                self.dev.dev.dev()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Carries out one tc request at `now` and returns what tc would print:
+    /// the `Warning: ...` lines a successful change left (HTB quantum, TBF
+    /// burst below the MTU), the filters of a `filter show`, or `None`.
+    /// (`qdisc|class show` is the front end's: `crate::tc::run` prints it
+    /// from `dump`.) Frames freed by the request go to `drops`. On error
+    /// nothing has changed.
     pub fn apply(
         &mut self,
         cmd: &TcCommand,
         now: Instant,
         drops: &mut Drops,
     ) -> Result<Option<String>, TcError> {
-        if let Some(dev) = cmd.dev {
-            if dev != self.dev.dev {
-                return Err(TcError::new(format!(
-                    "Error: a command for dev {} reached the tree of dev {}",
-                    dev.dev(),
-                    self.dev.dev.dev()
-                )));
-            }
-        }
+        self.check_dev(cmd)?;
         match (cmd.object, cmd.verb) {
             (Object::Filter, Verb::Show) => return self.show_filters(cmd, now).map(Some),
-            (_, Verb::Show) => return self.show(cmd, now).map(Some),
+            (_, Verb::Show) => return Err(err(
+                "Error: tc qdisc|class show is printed from the tree's dump by the tc front end",
+            )),
             (Object::Qdisc, Verb::Delete) => self.delete_qdisc(cmd, now, drops)?,
             (Object::Qdisc, _) => self.modify_qdisc(cmd, now, drops)?,
             (Object::Class, _) => self.modify_class(cmd, now, drops)?,
@@ -330,20 +297,6 @@ impl QdiscTree {
         out
     }
 
-    /// `tc [-s] [-d] [-j] qdisc|class show dev <this device>`.
-    pub fn show(&self, cmd: &TcCommand, now: Instant) -> Result<String, TcError> {
-        let root = self.root.dump(now);
-        show::render(
-            cmd,
-            &[show::DevDump {
-                dev: self.dev.dev,
-                root: &root,
-                tx_queues: self.dev.tx_queues,
-            }],
-        )
-    }
-
-    /// The next automatic handle not in use, and the counter after it.
     fn alloc_handle(&self, d: &QdiscDump) -> Result<(Handle, u16), TcError> {
         let mut major = self.autohandle;
         for _ in 0..0x8000 {
@@ -909,511 +862,5 @@ impl Qdisc for QdiscTree {
     }
     fn as_tree(&mut self) -> Option<&mut QdiscTree> {
         Some(self)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::qdisc::testutil::{flow_pkt, pkt};
-
-    const T: Instant = Instant::ZERO;
-
-    fn tree() -> QdiscTree {
-        QdiscTree::new(DevSpec::new(Dir::LeftToRight)).unwrap()
-    }
-
-    fn mq_tree(n: u16) -> QdiscTree {
-        QdiscTree::new(DevSpec {
-            tx_queues: n,
-            ..DevSpec::new(Dir::LeftToRight)
-        })
-        .unwrap()
-    }
-
-    fn run(t: &mut QdiscTree, line: &str) -> Result<Option<String>, TcError> {
-        let cmd = TcCommand::parse(line)?;
-        t.apply(&cmd, T, &mut Drops::new())
-    }
-
-    fn ok(t: &mut QdiscTree, line: &str) {
-        if let Err(e) = run(t, line) {
-            panic!("{line}: {e}");
-        }
-    }
-
-    fn fail(t: &mut QdiscTree, line: &str) -> String {
-        let before = t.dump(T);
-        let e = run(t, line).expect_err(line).0;
-        let after = t.dump(T);
-        // Atomicity: a failed command leaves the tree as it was.
-        assert_eq!(
-            format!("{before:?}"),
-            format!("{after:?}"),
-            "{line} changed the tree"
-        );
-        e
-    }
-
-    fn show(t: &mut QdiscTree, line: &str) -> String {
-        run(t, line).unwrap().unwrap()
-    }
-
-    #[test]
-    fn default_root_is_pfifo_fast_handle_0() {
-        let t = tree();
-        let d = t.dump(T);
-        assert_eq!(
-            (d.kind.as_str(), d.handle, d.parent),
-            ("pfifo_fast", 0, TC_H_ROOT)
-        );
-        let m = mq_tree(4).dump(T);
-        assert_eq!(m.kind, "mq");
-        assert_eq!(m.children.len(), 4);
-        assert!(QdiscTree::new(DevSpec {
-            default_qdisc: "htb".into(),
-            ..DevSpec::new(Dir::LeftToRight)
-        })
-        .is_err());
-    }
-
-    #[test]
-    fn build_applies_lines_in_order() {
-        let dev = DevSpec {
-            tx_queues: 2,
-            ..DevSpec::new(Dir::RightToLeft)
-        };
-        let t = QdiscTree::build(
-            dev.clone(),
-            &[
-                "tc qdisc add dev right root handle 1: mq",
-                "tc qdisc add dev right parent 1:1 fq_codel",
-                "tc qdisc add dev right parent 1:2 fq_codel",
-            ],
-        )
-        .unwrap();
-        let d = t.dump(T);
-        assert_eq!(d.handle, tc_h_make(1, 0));
-        assert!(d.children.iter().all(|c| c.kind == "fq_codel"));
-        let e = QdiscTree::build(dev, &["tc qdisc add dev right parent 1:1 pfifo"])
-            .err()
-            .unwrap();
-        assert!(
-            e.0.starts_with("tc qdisc add dev right parent 1:1 pfifo\nError: Failed"),
-            "{e}"
-        );
-        // A device refused before any line: its own error, with or
-        // without lines.
-        let bad = DevSpec {
-            tx_queues: 0,
-            ..DevSpec::new(Dir::RightToLeft)
-        };
-        for lines in [&[][..], &["tc qdisc add dev right root pfifo"][..]] {
-            let e = QdiscTree::build(bad.clone(), lines).err().unwrap();
-            assert!(e.0.contains("tx_queues 0"), "{e}");
-        }
-    }
-
-    #[test]
-    fn auto_handles_count_up_from_8001() {
-        let mut t = tree();
-        ok(&mut t, "tc qdisc add dev left root pfifo");
-        assert_eq!(t.dump(T).handle, tc_h_make(0x8001, 0));
-        ok(&mut t, "tc qdisc del dev left root");
-        assert_eq!(t.dump(T).handle, 0);
-        ok(&mut t, "tc qdisc add dev left root pfifo");
-        assert_eq!(t.dump(T).handle, tc_h_make(0x8002, 0));
-        // replace with another kind allocates the next one
-        ok(&mut t, "tc qdisc replace dev left root bfifo");
-        assert_eq!(t.dump(T).handle, tc_h_make(0x8003, 0));
-    }
-
-    #[test]
-    fn add_on_existing_root_is_exclusive() {
-        let mut t = tree();
-        ok(&mut t, "tc qdisc add dev left root handle 1: pfifo");
-        assert_eq!(
-            fail(&mut t, "tc qdisc add dev left root pfifo limit 5"),
-            "Error: Exclusivity flag on, cannot modify."
-        );
-        assert_eq!(
-            fail(&mut t, "tc qdisc add dev left root handle 1: pfifo"),
-            "Error: Exclusivity flag on, cannot modify."
-        );
-        assert_eq!(
-            fail(&mut t, "tc qdisc add dev left root handle 2: pfifo"),
-            "Error: NLM_F_REPLACE needed to override."
-        );
-    }
-
-    #[test]
-    fn change_and_replace_same_kind_changes_in_place() {
-        let mut t = tree();
-        ok(
-            &mut t,
-            "tc qdisc add dev left root handle 1: pfifo limit 10",
-        );
-        ok(&mut t, "tc qdisc change dev left root pfifo limit 20");
-        assert_eq!(t.dump(T).options, "limit 20p");
-        ok(&mut t, "tc qdisc replace dev left root pfifo limit 30");
-        let d = t.dump(T);
-        assert_eq!(
-            (d.handle, d.options.as_str()),
-            (tc_h_make(1, 0), "limit 30p")
-        );
-        ok(&mut t, "tc qdisc change dev left handle 1: pfifo limit 40");
-        assert_eq!(t.dump(T).options, "limit 40p");
-        assert!(fail(&mut t, "tc qdisc change dev left root bfifo limit 5")
-            .starts_with("Error: Invalid qdisc name."));
-        assert!(fail(&mut t, "tc qdisc change dev left root pfifo limit x").contains("limit"));
-        assert!(fail(&mut t, "tc qdisc change dev left handle 7: pfifo")
-            .starts_with("Error: Specified qdisc not found."));
-    }
-
-    #[test]
-    fn change_on_default_root_needs_create() {
-        let mut t = tree();
-        assert_eq!(
-            fail(&mut t, "tc qdisc change dev left root pfifo limit 5"),
-            "Error: Qdisc not found. To create specify NLM_F_CREATE flag."
-        );
-        assert!(fail(&mut t, "tc qdisc link dev left root pfifo")
-            .starts_with("Error: Qdisc not found."));
-    }
-
-    #[test]
-    fn unknown_kinds_and_bad_options_leave_tree_untouched() {
-        let mut t = tree();
-        assert!(fail(&mut t, "tc qdisc add dev left root bogus")
-            .starts_with("Error: Specified qdisc kind is unknown."));
-        assert!(fail(&mut t, "tc qdisc add dev left root pfifo limit many").contains("many"));
-        // the failed adds did not use up automatic handles
-        ok(&mut t, "tc qdisc add dev left root pfifo");
-        assert_eq!(t.dump(T).handle, tc_h_make(0x8001, 0));
-    }
-
-    #[test]
-    fn delete_rules() {
-        let mut t = tree();
-        assert_eq!(
-            fail(&mut t, "tc qdisc del dev left root"),
-            "Error: Cannot delete qdisc with handle of zero."
-        );
-        ok(&mut t, "tc qdisc add dev left root handle 1: pfifo");
-        assert!(fail(&mut t, "tc qdisc del dev left root handle 2:")
-            .starts_with("Error: Invalid handle."));
-        assert!(fail(&mut t, "tc qdisc del dev left root bfifo")
-            .starts_with("Error: Invalid qdisc name."));
-        assert!(fail(&mut t, "tc qdisc del dev left handle 1:")
-            .starts_with("Error: Classid cannot be zero."));
-        ok(&mut t, "tc qdisc del dev left root handle 1: pfifo");
-        assert_eq!(t.dump(T).kind, "pfifo_fast");
-    }
-
-    #[test]
-    fn replacing_the_root_moves_frames_and_counts_refusals() {
-        let mut t = tree();
-        let mut d = Drops::new();
-        for id in 0..5 {
-            t.enqueue(pkt(id, 100), T, &mut d);
-        }
-        let cmd = TcCommand::parse("tc qdisc replace dev left root pfifo limit 3").unwrap();
-        t.apply(&cmd, T, &mut d).unwrap();
-        assert_eq!(t.qlen(), 3);
-        assert_eq!(d.len(), 2);
-        assert_eq!(t.stats().drops, 2);
-        let ids: Vec<u64> = std::iter::from_fn(|| t.dequeue(T, &mut d))
-            .map(|p| p.meta.id)
-            .collect();
-        assert_eq!(ids, vec![0, 1, 2]);
-        // and del root moves them back into the default
-        t.enqueue(pkt(7, 100), T, &mut d);
-        let cmd = TcCommand::parse("tc qdisc del dev left root").unwrap();
-        t.apply(&cmd, T, &mut d).unwrap();
-        assert_eq!((t.kind(), t.qlen()), ("pfifo_fast", 1));
-    }
-
-    #[test]
-    fn mq_children_are_replaced_by_parent() {
-        let mut t = mq_tree(4);
-        ok(&mut t, "tc qdisc add dev left parent :3 pfifo limit 7");
-        let d = t.dump(T);
-        assert_eq!(d.children[2].kind, "pfifo");
-        assert_eq!(d.children[2].handle, tc_h_make(0x8001, 0));
-        assert_eq!(d.children[2].parent, 3);
-        assert!(fail(&mut t, "tc qdisc add dev left parent :9 pfifo")
-            .starts_with("Error: Specified class not found."));
-        assert!(fail(&mut t, "tc qdisc add dev left parent 5:1 pfifo")
-            .starts_with("Error: Failed to find specified qdisc."));
-        // change it through its handle and through its parent
-        ok(
-            &mut t,
-            "tc qdisc change dev left handle 8001: pfifo limit 8",
-        );
-        ok(&mut t, "tc qdisc change dev left parent :3 pfifo limit 9");
-        assert_eq!(t.dump(T).children[2].options, "limit 9p");
-        // delete it: the default child comes back
-        ok(&mut t, "tc qdisc del dev left parent :3");
-        let d = t.dump(T);
-        assert_eq!(
-            (d.children[2].kind.as_str(), d.children[2].handle),
-            ("pfifo_fast", 0)
-        );
-        assert_eq!(
-            fail(&mut t, "tc qdisc del dev left parent :3"),
-            "Error: Cannot delete qdisc with handle of zero."
-        );
-    }
-
-    #[test]
-    fn mq_on_a_single_queue_device_is_refused_unless_queues_given() {
-        let mut t = tree();
-        assert!(fail(&mut t, "tc qdisc add dev left root handle 1: mq")
-            .contains("Operation not supported"));
-        ok(&mut t, "tc qdisc add dev left root handle 1: mq queues 2");
-        ok(&mut t, "tc qdisc add dev left parent 1:2 bfifo");
-        let d = t.dump(T);
-        assert_eq!(d.children[1].parent, tc_h_make(1, 2));
-        assert_eq!(d.children[1].kind, "bfifo");
-        assert!(
-            fail(&mut t, "tc qdisc add dev left parent 8001:1 mq queues 2").contains("classful")
-        );
-    }
-
-    #[test]
-    fn classless_parent_and_class_commands_on_classless() {
-        let mut t = tree();
-        ok(&mut t, "tc qdisc add dev left root handle 1: pfifo");
-        assert!(fail(&mut t, "tc qdisc add dev left parent 1:1 pfifo")
-            .starts_with("Error: Parent qdisc is not classful."));
-        assert!(fail(
-            &mut t,
-            "tc class add dev left parent 1: classid 1:1 htb rate 1mbit"
-        )
-        .starts_with("RTNETLINK answers: Invalid argument"));
-        assert!(fail(&mut t, "tc class del dev left classid 2:1")
-            .starts_with("RTNETLINK answers: No such file or directory"));
-    }
-
-    #[test]
-    fn mq_classes_cannot_be_added_or_deleted() {
-        let mut t = tree();
-        ok(&mut t, "tc qdisc add dev left root handle 1: mq queues 2");
-        assert!(
-            fail(&mut t, "tc class del dev left classid 1:1").contains("Operation not supported")
-        );
-        assert!(fail(&mut t, "tc class del dev left classid 1:5")
-            .starts_with("RTNETLINK answers: No such file or directory"));
-    }
-
-    #[test]
-    fn commands_for_the_other_device_are_refused() {
-        let mut t = tree();
-        assert!(fail(&mut t, "tc qdisc add dev right root pfifo").contains("dev right"));
-    }
-
-    #[test]
-    fn datapath_goes_through_the_root() {
-        let mut t = mq_tree(2);
-        let mut d = Drops::new();
-        let mut p = flow_pkt(1, 100, 1);
-        p.meta.queue_mapping = 1;
-        assert_eq!(t.enqueue(p, T, &mut d), Verdict::Queued);
-        assert_eq!((t.qlen(), t.backlog()), (1, 100));
-        assert_eq!(t.peek(T, &mut d).unwrap().meta.id, 1);
-        assert_eq!(t.dequeue(T, &mut d).unwrap().meta.id, 1);
-        assert_eq!(t.stats().packets, 1);
-        assert!(t.as_tree().is_some());
-    }
-
-    #[test]
-    fn show_through_apply() {
-        let mut t = tree();
-        assert_eq!(
-            show(&mut t, "tc qdisc show dev left"),
-            "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 \n"
-        );
-    }
-}
-
-#[cfg(test)]
-mod props {
-    //! Random tc command sequences: nothing panics, a failed command leaves
-    //! the tree and the drop sink untouched, and the counters stay coherent.
-    use super::*;
-    use crate::qdisc::testutil::flow_pkt;
-    use proptest::prelude::*;
-
-    const WORDS: &[&str] = &[
-        "qdisc",
-        "class",
-        "filter",
-        "add",
-        "change",
-        "replace",
-        "link",
-        "del",
-        "show",
-        "dev",
-        "left",
-        "right",
-        "root",
-        "parent",
-        "handle",
-        "classid",
-        "1:",
-        "1:1",
-        "1:2",
-        ":1",
-        ":3",
-        "8001:",
-        "2:",
-        "none",
-        "pfifo",
-        "bfifo",
-        "pfifo_fast",
-        "pfifo_head_drop",
-        "mq",
-        "qfq",
-        "limit",
-        "5",
-        "0",
-        "10kb",
-        "queues",
-        "2",
-        "4",
-        "weight",
-        "10",
-        "maxpkt",
-        "2000",
-        "protocol",
-        "all",
-        "matchall",
-        "flowid",
-        "prio",
-        "-s",
-        "-j",
-        "invisible",
-        "bogus",
-    ];
-
-    fn pick(words: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
-        proptest::sample::select(words)
-    }
-
-    /// Word soup after a command head.
-    fn soup() -> impl Strategy<Value = String> {
-        let head = pick(&[
-            "tc qdisc add dev left",
-            "tc qdisc replace dev left",
-            "tc qdisc change dev left",
-            "tc qdisc del dev left",
-            "tc class add dev left",
-            "tc class change dev left",
-            "tc class del dev left",
-            "tc filter add dev left",
-            "tc -s qdisc show dev left",
-            "tc class show dev left",
-        ]);
-        (head, proptest::collection::vec(pick(WORDS), 0..8))
-            .prop_map(|(h, ws)| format!("{h} {}", ws.join(" ")))
-    }
-
-    /// Commands shaped like real ones, so that most of them apply.
-    fn shaped() -> impl Strategy<Value = String> {
-        let qdisc = (
-            pick(&["add", "replace", "change", "del", "link"]),
-            pick(&[
-                "root",
-                "parent 1:1",
-                "parent 1:2",
-                "parent :1",
-                "parent 8001:1",
-                "",
-            ]),
-            pick(&["", "", "handle 1:", "handle 2:", "handle 10:"]),
-            pick(&[
-                "pfifo limit 3",
-                "bfifo limit 2kb",
-                "pfifo_fast",
-                "sfq",
-                "fq_codel limit 4",
-                "codel limit 5",
-                "tbf rate 1mbit burst 2kb limit 4kb",
-                "htb default 1",
-                "qfq",
-                "mq queues 2",
-                "",
-            ]),
-        )
-            .prop_map(|(v, loc, h, k)| format!("tc qdisc {v} dev left {loc} {h} {k}"));
-        let class = (
-            pick(&["add", "replace", "change", "del"]),
-            pick(&["parent 1:", "parent 1:1", "", "root"]),
-            pick(&["classid 1:1", "classid 1:2", "classid 2:1", ""]),
-            pick(&[
-                "htb rate 1mbit",
-                "htb rate 5mbit ceil 10mbit prio 2",
-                "qfq weight 3",
-                "",
-            ]),
-        )
-            .prop_map(|(v, p, c, k)| format!("tc class {v} dev left {p} {c} {k}"));
-        let filter = (
-            pick(&["add", "del"]),
-            pick(&["1:", "1:1", "2:"]),
-            pick(&["1:1", "1:2"]),
-        )
-            .prop_map(|(v, p, f)| {
-                format!("tc filter {v} dev left parent {p} protocol all prio 1 matchall flowid {f}")
-            });
-        prop_oneof![3 => qdisc, 3 => class, 1 => filter, 1 => soup()]
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(512))]
-        #[test]
-        fn random_sessions_never_panic_and_fail_atomically(
-            cmds in proptest::collection::vec(shaped(), 1..25),
-            queues in 1u16..4,
-        ) {
-            let mut t = QdiscTree::new(DevSpec { tx_queues: queues, ..DevSpec::new(Dir::LeftToRight) }).unwrap();
-            let mut drops = Drops::new();
-            let now = Instant::ZERO;
-            for (i, line) in cmds.iter().enumerate() {
-                let mut p = flow_pkt(i as u64, 100 + i as u32, (i % 3) as u16);
-                p.meta.queue_mapping = i as u16;
-                p.meta.priority = 0x0001_0001;
-                t.enqueue(p, now, &mut drops);
-                let Ok(cmd) = TcCommand::parse(line.trim()) else { continue };
-                let before = format!("{:?}", t.dump(now));
-                let dropped = drops.len();
-                if t.apply(&cmd, now, &mut drops).is_err() {
-                    prop_assert_eq!(&before, &format!("{:?}", t.dump(now)), "{}", line);
-                    prop_assert_eq!(dropped, drops.len());
-                }
-                let s = t.stats();
-                prop_assert_eq!((s.qlen, s.backlog), (t.qlen(), t.backlog()));
-            }
-            // Conservation: every frame offered is held, sent or dropped.
-            let offered = cmds.len() as u64;
-            let (mut sent, mut now) = (0u64, now);
-            for _ in 0..10_000 {
-                if t.dequeue(now, &mut drops).is_some() {
-                    sent += 1;
-                    continue;
-                }
-                // Shapers (tbf, htb) release later.
-                match t.next_wakeup(now) {
-                    Some(w) if t.qlen() > 0 => {
-                        prop_assert!(w >= now, "next_wakeup in the past");
-                        now = w.max(now + 1);
-                    }
-                    _ => break,
-                }
-            }
-            prop_assert_eq!(t.qlen(), 0);
-            prop_assert_eq!(sent + drops.len() as u64, offered);
-        }
     }
 }

@@ -6,7 +6,7 @@
 use super::SimError;
 use crate::dir::Dir;
 use crate::link::LinkParams;
-use crate::qdisc::tree::{DevSpec, QdiscTree};
+use crate::qdisc::tree::DevSpec;
 use crate::qdisc::{Qdisc, QdiscDump};
 use crate::tc::show::{render, DevDump};
 use crate::tc::TcCommand;
@@ -23,9 +23,9 @@ pub fn build_qdisc(
     let dev = DevSpec {
         tx_queues: tx_queues.clamp(1, u16::MAX as u32) as u16,
         seed,
-        ..DevSpec::from_link(dir, params)
+        ..params.dev_spec(dir)
     };
-    let tree = QdiscTree::build(dev, lines).map_err(|e| SimError::Qdisc {
+    let tree = crate::tc::build_tree(dev, lines).map_err(|e| SimError::Qdisc {
         dir: dir.name().to_string(),
         msg: e.to_string(),
     })?;

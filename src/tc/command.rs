@@ -5,9 +5,10 @@
 //! word that is not a keyword is the kind and everything after it belongs to
 //! the kind's own parser. Errors read like tc's and name the bad token.
 
-use super::registry;
 use crate::dir::Dir;
-use crate::qdisc::{Handle, TcError, TC_H_ROOT};
+use crate::handle::{Handle, TcError, TC_H_ROOT};
+use crate::qdisc::registry;
+pub use crate::qdisc::request::{Flags, Object, TcCommand, Verb};
 
 /// `dev NAME`: `left` (egress of left→right) or `right` (its mirror);
 /// anything else is tc's "Cannot find device".
@@ -18,65 +19,6 @@ pub fn parse_dev(name: &str) -> Result<Dir, TcError> {
              the left→right direction, \"right\" = egress of right→left)"
         ))
     })
-}
-
-/// `tc qdisc|class|filter`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Object {
-    Qdisc,
-    Class,
-    Filter,
-}
-
-/// The verb after the object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verb {
-    /// NLM_F_CREATE | NLM_F_EXCL.
-    Add,
-    /// No flags: modify what exists.
-    Change,
-    /// NLM_F_CREATE | NLM_F_REPLACE (classes: NLM_F_CREATE).
-    Replace,
-    /// NLM_F_REPLACE only (qdiscs).
-    Link,
-    Delete,
-    /// `show`, `list`, `lst` (and no verb at all).
-    Show,
-}
-
-/// Global flags before the object.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Flags {
-    /// `-s`: counters and xstats.
-    pub stats: bool,
-    /// `-d`: detailed options.
-    pub details: bool,
-    /// `-j`: JSON.
-    pub json: bool,
-    /// `-p`: pretty JSON.
-    pub pretty: bool,
-}
-
-/// A parsed tc command.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TcCommand {
-    pub flags: Flags,
-    pub object: Object,
-    pub verb: Verb,
-    /// `dev left|right`; `None` only for `show` (then every device is listed).
-    pub dev: Option<Dir>,
-    /// `root` (`TC_H_ROOT`) or `parent M:m`.
-    pub parent: Option<Handle>,
-    /// qdisc `handle M:`, class `classid M:m` (also the `handle`/`classid`
-    /// filters of `show`).
-    pub handle: Option<Handle>,
-    /// The qdisc kind (qdisc and class commands).
-    pub kind: Option<String>,
-    /// qdisc/class: the tokens after the kind. filter: every token but
-    /// `dev X` (what `Filter::parse` reads).
-    pub args: Vec<String>,
-    /// `tc qdisc show invisible`: also list default child qdiscs.
-    pub invisible: bool,
 }
 
 /// iproute2's `matches(prefix, word)`: a non-empty prefix of `word`.
@@ -294,11 +236,6 @@ impl TcCommand {
             args: p.args,
             invisible: p.invisible,
         })
-    }
-
-    /// The option tokens as `&str`s, as the constructors take them.
-    pub fn arg_strs(&self) -> Vec<&str> {
-        self.args.iter().map(String::as_str).collect()
     }
 }
 

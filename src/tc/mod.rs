@@ -1,21 +1,82 @@
 //! The tc command front end: what a user types after `tc` (with or without the
 //! leading `tc`, global flags `-s -d -j -p`) becomes a `TcCommand`
-//! (`command`), the kind named in it becomes a qdisc through the `registry`,
-//! `crate::qdisc::tree::QdiscTree::apply` carries the command out with the
-//! kernel's rules, and `show` prints `tc [-s] [-d] [-j] qdisc|class show`
-//! exactly as iproute2 does (LINUX-TC.md 0.3–0.5, 1.5, 13).
+//! (`command`), `run` hands it to `crate::qdisc::tree::QdiscTree::apply`,
+//! which carries it out with the kernel's rules (the kind named in it
+//! becomes a qdisc through `crate::qdisc::registry`), and `show` prints
+//! `tc [-s] [-d] [-j] qdisc|class show` exactly as iproute2 does.
 //!
 //! The emulated link has two devices: `left` is the egress of the left→right
 //! direction, `right` its mirror. Errors read like tc's and name the bad token.
 
 pub mod command;
-pub mod registry;
 pub mod show;
 
+pub use crate::qdisc::registry::{self, new_qdisc};
 pub use command::{parse_dev, Flags, Object, TcCommand, Verb};
-pub use registry::new_qdisc;
 
+use crate::handle::TcError;
+use crate::packet::Drops;
 use crate::qdisc::tree::{DevSpec, QdiscTree};
+use crate::qdisc::Qdisc;
+use crate::time::Instant;
+
+/// Carries out one tc command on `tree` at `now` and returns what tc would
+/// print: `qdisc|class show` is printed here from the tree's dump, every
+/// other command is the tree's (`QdiscTree::apply`: warnings, the filters
+/// of a `filter show`, or nothing). Frames the command frees go to `drops`.
+pub fn run(
+    tree: &mut QdiscTree,
+    cmd: &TcCommand,
+    now: Instant,
+    drops: &mut Drops,
+) -> Result<Option<String>, TcError> {
+    if cmd.verb != Verb::Show || cmd.object == Object::Filter {
+        return tree.apply(cmd, now, drops);
+    }
+    tree.check_dev(cmd)?;
+    let root = tree.dump(now);
+    show::render(
+        cmd,
+        &[show::DevDump {
+            dev: tree.dev().dev,
+            root: &root,
+            tx_queues: tree.dev().tx_queues,
+        }],
+    )
+    .map(Some)
+}
+
+/// A device built by tc lines (e.g. `Config::tc_lines`), run in order at
+/// time zero. The error names the failing line.
+pub fn build_tree<S: AsRef<str>>(dev: DevSpec, lines: &[S]) -> Result<QdiscTree, TcError> {
+    build_tree_reporting(dev, lines, &mut |_, _| {}).map_err(|(i, e)| match i {
+        Some(i) => TcError::new(format!("{}\n{e}", lines[i].as_ref())),
+        None => e,
+    })
+}
+
+/// `build_tree`, handing each warning tc would print (a TBF burst below the
+/// MTU, an HTB quantum out of range) to `warn` with its line; the error is
+/// the failing line's index (none when the device itself is refused) and
+/// tc's message.
+pub fn build_tree_reporting<S: AsRef<str>>(
+    dev: DevSpec,
+    lines: &[S],
+    warn: &mut dyn FnMut(&str, &str),
+) -> Result<QdiscTree, (Option<usize>, TcError)> {
+    let mut tree = QdiscTree::new(dev).map_err(|e| (None, e))?;
+    let mut drops = Drops::new();
+    for (i, line) in lines.iter().enumerate() {
+        let line = line.as_ref();
+        let said = TcCommand::parse(line)
+            .and_then(|cmd| run(&mut tree, &cmd, Instant::ZERO, &mut drops))
+            .map_err(|e| (Some(i), e))?;
+        if let Some(warning) = said {
+            warn(line, warning.trim_end());
+        }
+    }
+    Ok(tree)
+}
 
 /// Checks one direction's tc lines as they will run (the config's
 /// `TcCheck`): applied in order to a fresh tree of device `dev`, each must
@@ -23,7 +84,7 @@ use crate::qdisc::tree::{DevSpec, QdiscTree};
 /// handles). The error is the failing line's index (none: the device) and
 /// tc's message; the warnings tc would print are logged.
 pub fn check_lines(dev: DevSpec, lines: &[&str]) -> Result<(), (Option<usize>, String)> {
-    QdiscTree::build_reporting(dev, lines, &mut |line, warning| {
+    build_tree_reporting(dev, lines, &mut |line, warning| {
         tracing::warn!("{line}: {warning}")
     })
     .map(drop)
@@ -32,6 +93,8 @@ pub fn check_lines(dev: DevSpec, lines: &[&str]) -> Result<(), (Option<usize>, S
 
 #[cfg(test)]
 mod session_tests;
+#[cfg(test)]
+mod tree_tests;
 
 #[cfg(test)]
 mod tests {

@@ -22,8 +22,7 @@ fn session(tree: &mut QdiscTree, lines: &str, drops: &mut Drops) -> String {
     let mut out = String::new();
     for line in lines.lines().map(str::trim).filter(|l| !l.is_empty()) {
         let cmd = TcCommand::parse(line).unwrap_or_else(|e| panic!("{line}: {e}"));
-        out = tree
-            .apply(&cmd, T, drops)
+        out = super::run(tree, &cmd, T, drops)
             .unwrap_or_else(|e| panic!("{line}: {e}"))
             .unwrap_or_default();
     }
@@ -33,7 +32,7 @@ fn session(tree: &mut QdiscTree, lines: &str, drops: &mut Drops) -> String {
 /// Applies one line and returns what the tree answers (output or error).
 fn apply(t: &mut QdiscTree, line: &str) -> Result<Option<String>, TcError> {
     let cmd = TcCommand::parse(line).unwrap_or_else(|e| panic!("{line}: {e}"));
-    t.apply(&cmd, T, &mut Drops::new())
+    super::run(t, &cmd, T, &mut Drops::new())
 }
 
 /// A single-queue left tap after the session `lines`: the tree, the drops
@@ -459,7 +458,7 @@ fn htb_quantum_warning_is_returned() {
     let (mut t, mut d, _) = left_session("tc qdisc add dev left root handle 1: htb");
     let cmd =
         TcCommand::parse("tc class add dev left parent 1: classid 1:10 htb rate 30mbit").unwrap();
-    let out = t.apply(&cmd, T, &mut d).unwrap();
+    let out = super::run(&mut t, &cmd, T, &mut d).unwrap();
     assert_eq!(
         out.as_deref(),
         Some("Warning: sch_htb: quantum of class 10010 is big. Consider r2q change.\n")
@@ -468,7 +467,7 @@ fn htb_quantum_warning_is_returned() {
     let cmd =
         TcCommand::parse("tc class change dev left classid 1:10 htb rate 30mbit quantum 1514")
             .unwrap();
-    assert_eq!(t.apply(&cmd, T, &mut d).unwrap(), None);
+    assert_eq!(super::run(&mut t, &cmd, T, &mut d).unwrap(), None);
 }
 
 #[test]
@@ -735,4 +734,30 @@ fn sfq_leaves_under_one_htb_hash_differently() {
     assert_eq!(b.len(), 16);
     let same = a.iter().zip(&b).filter(|(x, y)| x == y).count();
     assert!(same < 4, "{same} of 16 flows share a bucket: {a:?} {b:?}");
+}
+
+#[test]
+fn policy_sees_htb_and_tbf_in_built_trees() {
+    let policy = crate::link::offload::GsoPolicy {
+        whole_min_rate_bytes_ps: 125_000_000,
+    };
+    let params = crate::link::LinkParams {
+        rate_bytes_ps: 125_000_000,
+        ..crate::link::LinkParams::default()
+    };
+    let whole = |lines: &[&str]| {
+        let tree = crate::tc::build_tree(params.dev_spec(Dir::LeftToRight), lines).unwrap();
+        policy.passes_whole(&params, &crate::link::LinkShape::default(), &tree.dump(T))
+    };
+    // configs/htb-sfq-100mbit.toml: 100 Mbit/s HTB on a 1 Gbit/s link.
+    assert!(!whole(&[
+        "tc qdisc add dev left root handle 1: htb default 10",
+        "tc class add dev left parent 1: classid 1:10 htb rate 100mbit ceil 100mbit",
+        "tc qdisc add dev left parent 1:10 handle 10: sfq perturb 10",
+    ]));
+    assert!(!whole(&[
+        "tc qdisc add dev left root tbf rate 20mbit burst 20kb latency 20ms"
+    ]));
+    assert!(whole(&["tc qdisc add dev left root fq_codel"]));
+    assert!(whole(&[]), "the default pfifo_fast");
 }

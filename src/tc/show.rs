@@ -27,8 +27,9 @@
 use crate::dir::Dir;
 
 use super::command::{Flags, Object, TcCommand};
+pub use crate::handle::tc_handle;
 use crate::qdisc::TC_H_ROOT;
-use crate::qdisc::{tc_h_major, tc_h_minor, ClassDump, Handle, QdiscDump, QdiscStats, TcError};
+use crate::qdisc::{tc_h_major, ClassDump, Handle, QdiscDump, QdiscStats, TcError};
 use crate::units::sprint_size;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Map, Value};
@@ -41,21 +42,6 @@ pub struct DevDump<'a> {
     /// TX queues of the device (a non-mq root is referenced once per queue
     /// plus once by the device: `refcnt` = queues + 1).
     pub tx_queues: u16,
-}
-
-/// iproute2 `print_tc_classid`: `root`, `none`, `:m`, `M:`, `M:m` in hex.
-pub fn tc_handle(h: Handle) -> String {
-    if h == TC_H_ROOT {
-        "root".into()
-    } else if h == 0 {
-        "none".into()
-    } else if tc_h_major(h) == 0 {
-        format!(":{:x}", tc_h_minor(h))
-    } else if tc_h_minor(h) == 0 {
-        format!("{:x}:", tc_h_major(h))
-    } else {
-        format!("{:x}:{:x}", tc_h_major(h), tc_h_minor(h))
-    }
 }
 
 /// Renders a `show` command over the given devices (`cmd.dev`, when set,

@@ -15,7 +15,6 @@ use bloatbox::control::{Client, ControlServer, Request};
 use bloatbox::datapath::{Datapath, DatapathConfig};
 use bloatbox::link::{LinkParams, Path as LinkPath};
 use bloatbox::port::SocketPairPort;
-use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
 use serde_json::Value;
 
 /// A running datapath (10 Mbit/s, 1 ms each way, snapshots every 10 ms)
@@ -39,7 +38,7 @@ impl Rig {
             ..LinkParams::default()
         };
         let path = |dev: Dir, name: &str| {
-            let tree = QdiscTree::build(DevSpec::from_link(dev, &params), &tc(name)).unwrap();
+            let tree = bloatbox::tc::build_tree(params.dev_spec(dev), &tc(name)).unwrap();
             LinkPath::new(params, Box::new(tree))
         };
         let bridge = Bridge::new(

@@ -99,7 +99,7 @@ fn tree(lines: &[&str], queues: u16) -> QdiscTree {
         tx_queues: queues,
         ..DevSpec::new(Dir::LeftToRight)
     };
-    QdiscTree::build(spec, lines).unwrap_or_else(|e| panic!("{e}"))
+    bloatbox::tc::build_tree(spec, lines).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn max_qlen(n: u32) -> impl Fn(&QdiscTree) -> Result<(), String> {

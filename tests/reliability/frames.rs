@@ -13,7 +13,7 @@
 use bloatbox::bridge::Bridge;
 use bloatbox::dir::Dir;
 use bloatbox::link::{parse_netem, LinkParams, Path};
-use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
+use bloatbox::qdisc::tree::DevSpec;
 use bloatbox::time::Instant;
 use etherparse::PacketBuilder;
 use proptest::prelude::*;
@@ -80,13 +80,13 @@ fn path(dev: Dir, lines: &[&str], queues: u16) -> Path {
     let spec = DevSpec {
         tx_queues: queues,
         seed: 7,
-        ..DevSpec::from_link(dev, &params)
+        ..params.dev_spec(dev)
     };
     let lines: Vec<String> = lines
         .iter()
         .map(|l| l.replace(" D ", &format!(" {} ", dev.dev())))
         .collect();
-    let tree = QdiscTree::build(spec, &lines).unwrap_or_else(|e| panic!("{e}"));
+    let tree = bloatbox::tc::build_tree(spec, &lines).unwrap_or_else(|e| panic!("{e}"));
     Path::new(params, Box::new(tree))
 }
 

@@ -22,7 +22,7 @@ use bloatbox::link::impair::format_netem;
 use bloatbox::link::{parse_netem, LinkParams, Path};
 use bloatbox::packet::ecn::mark_ce;
 use bloatbox::packet::{Drops, Packet, L3};
-use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
+use bloatbox::qdisc::tree::DevSpec;
 use bloatbox::qdisc::Qdisc;
 use bloatbox::tc::TcCommand;
 use bloatbox::time::Instant;
@@ -310,7 +310,7 @@ proptest! {
         burst in 1usize..30,
     ) {
         let params = LinkParams { rate_bytes_ps: 250_000, ..LinkParams::default() };
-        let tree = QdiscTree::build(DevSpec::from_link(Dir::LeftToRight, &params), &["tc qdisc add dev left root handle 1: htb default 10", "tc class add dev left parent 1: classid 1:10 htb rate 1mbit"]).unwrap();
+        let tree = bloatbox::tc::build_tree(params.dev_spec(Dir::LeftToRight), &["tc qdisc add dev left root handle 1: htb default 10", "tc class add dev left parent 1: classid 1:10 htb rate 1mbit"]).unwrap();
         let mut path = Path::new(params, Box::new(tree));
         let (mut out, mut freed) = (Vec::new(), Vec::new());
         let mut now = Instant::ZERO;
@@ -413,7 +413,7 @@ fn dev_spec(c: &Config, d: Dir) -> DevSpec {
     };
     DevSpec {
         tx_queues: c.tx_queues(d).clamp(1, u16::MAX as u32) as u16,
-        ..DevSpec::from_link(dev, &c.link_params(d))
+        ..c.link_params(d).dev_spec(dev)
     }
 }
 
@@ -438,7 +438,7 @@ proptest! {
                         CONFIGS_BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         for d in Dir::ALL {
                             let lines = c.tc_lines(d);
-                            let built = QdiscTree::build(dev_spec(&c, d), &lines);
+                            let built = bloatbox::tc::build_tree(dev_spec(&c, d), &lines);
                             prop_assert!(built.is_ok(), "{} valid but {:?} fails: {}", line, lines, built.err().map(|e| e.to_string()).unwrap_or_default());
                         }
                     }
@@ -471,7 +471,7 @@ fn purged_htb_leaf_frames_are_counted_at_once() {
         "tc qdisc add dev left root handle 1: htb default 1",
         "tc class add dev left parent 1: classid 1:1 htb rate 1mbit",
     ];
-    let tree = QdiscTree::build(DevSpec::from_link(Dir::LeftToRight, &params), &lines).unwrap();
+    let tree = bloatbox::tc::build_tree(params.dev_spec(Dir::LeftToRight), &lines).unwrap();
     let mut path = Path::new(params, Box::new(tree));
     for i in 0..5 {
         path.ingress(Packet::from_frame(frame(i), Instant::ZERO), Instant::ZERO);
@@ -527,8 +527,8 @@ fn an_htb_class_waiting_for_tokens_over_a_ready_tbf_leaf_is_woken() {
         rate_bytes_ps: 250_000,
         ..LinkParams::default()
     };
-    let tree = QdiscTree::build(
-        DevSpec::from_link(Dir::LeftToRight, &params),
+    let tree = bloatbox::tc::build_tree(
+        params.dev_spec(Dir::LeftToRight),
         &[
             "tc qdisc add dev left root handle 1: htb default 10",
             "tc class add dev left parent 1: classid 1:10 htb rate 1mbit",

@@ -17,8 +17,9 @@
 //! `rt-classid`, `sk-uid`, `sk-gid`, `rxhash`, `vlan-tag`).
 
 use super::{parse_c_number, parse_classid, Tokens};
+use crate::handle::{tc_h_major, tc_h_make, tc_h_minor, Handle, TcError};
+use crate::packet::keyed_flow_hash;
 use crate::packet::{PacketMeta, L3};
-use crate::qdisc::{keyed_flow_hash, tc_h_major, tc_h_make, tc_h_minor, Handle, TcError};
 
 /// tc's key names, in the kernel's bit order (`FLOW_KEY_*`).
 const KEY_NAMES: [&str; 18] = [
@@ -298,7 +299,7 @@ mod tests {
 
     const QDISC: u32 = 0x1_0000;
 
-    fn filter(line: &str) -> Result<Filter, crate::qdisc::TcError> {
+    fn filter(line: &str) -> Result<Filter, crate::handle::TcError> {
         let toks: Vec<&str> = line.split_whitespace().collect();
         let mut f = Filter::parse(&toks)?;
         f.bind(QDISC);

@@ -21,7 +21,7 @@ mod flow;
 pub use flow::FlowClassifier;
 
 use super::{PacketMeta, L3};
-use crate::qdisc::{Handle, TcError, TC_H_ROOT};
+use crate::handle::{Handle, TcError, TC_H_ROOT};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// The `protocol` a filter applies to.

@@ -2,17 +2,17 @@
 //! tc tokens after its kind. A kind missing here gives tc's "Unknown qdisc"
 //! (or, without options, the kernel's "Specified qdisc kind is unknown").
 
-use crate::qdisc::codel_qdisc::CodelQdisc;
-use crate::qdisc::fifo::{Fifo, FifoKind};
-use crate::qdisc::fq_codel::FqCodel;
-use crate::qdisc::htb::Htb;
-use crate::qdisc::mq::Mq;
-use crate::qdisc::pfifo_fast::PfifoFast;
-use crate::qdisc::qfq::Qfq;
-use crate::qdisc::sfq::Sfq;
-use crate::qdisc::tbf::Tbf;
-use crate::qdisc::tree::DevSpec;
-use crate::qdisc::{Qdisc, QdiscCtx, TcError};
+use super::codel_qdisc::CodelQdisc;
+use super::fifo::{Fifo, FifoKind};
+use super::fq_codel::FqCodel;
+use super::htb::Htb;
+use super::mq::Mq;
+use super::pfifo_fast::PfifoFast;
+use super::qfq::Qfq;
+use super::sfq::Sfq;
+use super::tbf::Tbf;
+use super::tree::DevSpec;
+use super::{Qdisc, QdiscCtx, TcError};
 
 /// The kinds `new_qdisc` knows, in the order error messages list them.
 pub const KINDS: &[&str] = &[

@@ -1,0 +1,47 @@
+//! The identifiers and the error of the kernel's tc interface, shared by the
+//! classifiers in `packet`, the qdiscs and the tc front end: a handle or
+//! class id is `major:minor` in one u32 (`TC_H_MAKE`, `TC_H_MAJ`, `TC_H_MIN`
+//! of include/uapi/linux/pkt_sched.h), and a refused request answers with
+//! the text tc prints (the kernel's extack message or the errno iproute2
+//! reports as "RTNETLINK answers: ...").
+
+/// A tc handle or class id: major in the high 16 bits, minor in the low 16.
+pub type Handle = u32;
+/// `TC_H_ROOT`: the parent of a root qdisc.
+pub const TC_H_ROOT: Handle = 0xFFFF_FFFF;
+
+pub const fn tc_h_make(major: u16, minor: u16) -> Handle {
+    ((major as u32) << 16) | minor as u32
+}
+pub const fn tc_h_major(h: Handle) -> u16 {
+    (h >> 16) as u16
+}
+pub const fn tc_h_minor(h: Handle) -> u16 {
+    (h & 0xFFFF) as u16
+}
+
+/// A tc-style error: the message tc would print, naming the bad token.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TcError(pub String);
+
+impl TcError {
+    pub fn new(msg: impl Into<String>) -> Self {
+        TcError(msg.into())
+    }
+}
+
+/// iproute2 `print_tc_classid`: `root`, `none`, `:m`, `M:`, `M:m` in hex.
+pub fn tc_handle(h: Handle) -> String {
+    if h == TC_H_ROOT {
+        "root".into()
+    } else if h == 0 {
+        "none".into()
+    } else if tc_h_major(h) == 0 {
+        format!(":{:x}", tc_h_minor(h))
+    } else if tc_h_minor(h) == 0 {
+        format!("{:x}:", tc_h_major(h))
+    } else {
+        format!("{:x}:{:x}", tc_h_major(h), tc_h_minor(h))
+    }
+}

@@ -1,0 +1,99 @@
+//! Whether a direction lets the GSO super-frames a TAP hands over
+//! (`packet::gso`) through whole or segments them first: a link fast enough
+//! and free of anything that acts per frame at a finer timescale (a shaping
+//! qdisc, a rate schedule, impairments, link-layer framing) behaves like a
+//! NIC with TSO, and the qdisc sees one GSO packet per super-frame as the
+//! kernel's does on such a device; everywhere else it sees per-MTU segments.
+
+use super::{LinkParams, LinkShape};
+use crate::qdisc::QdiscDump;
+
+/// When super-frames may pass a direction whole: the emulated device then
+/// behaves like a NIC with TSO, and the qdisc sees one GSO packet per
+/// super-frame (as the kernel's does on such a device). Everywhere else the
+/// qdisc sees per-MTU segments ("GSO/TSO off").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GsoPolicy {
+    /// Link rates at or above this (bytes/s), and unlimited links, let
+    /// super-frames through whole.
+    pub whole_min_rate_bytes_ps: u64,
+}
+
+impl Default for GsoPolicy {
+    /// 1 Gbit/s: a 64 KB super-frame then takes at most 0.5 ms of line time.
+    fn default() -> Self {
+        GsoPolicy {
+            whole_min_rate_bytes_ps: 125_000_000,
+        }
+    }
+}
+
+/// Qdisc kinds that shape to a configured rate: below them a super-frame
+/// would leave as one burst, so a tree holding one segments.
+const SHAPERS: [&str; 2] = ["htb", "tbf"];
+
+fn has_shaper(d: &QdiscDump) -> bool {
+    SHAPERS.contains(&d.kind.as_str())
+        || d.classes.iter().any(|c| SHAPERS.contains(&c.kind.as_str()))
+        || d.children.iter().any(has_shaper)
+}
+
+impl GsoPolicy {
+    /// True when super-frames pass this direction whole: its link rate is
+    /// unlimited or at least `whole_min_rate_bytes_ps`, and nothing acts per
+    /// frame at a lower timescale: no shaping qdisc (HTB, TBF) in the tree,
+    /// no rate/delay schedule, no impairments, no link-layer framing.
+    pub fn passes_whole(&self, params: &LinkParams, shape: &LinkShape, qdisc: &QdiscDump) -> bool {
+        let fast =
+            params.rate_bytes_ps == 0 || params.rate_bytes_ps >= self.whole_min_rate_bytes_ps;
+        fast && shape.schedule.is_none()
+            && shape.impairments.is_none()
+            && shape.framing == Default::default()
+            && !has_shaper(qdisc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_segments_slow_shaped_or_impaired_directions() {
+        let policy = GsoPolicy {
+            whole_min_rate_bytes_ps: 125_000_000,
+        };
+        let fifo = QdiscDump {
+            kind: "pfifo_fast".into(),
+            ..QdiscDump::default()
+        };
+        let shape = LinkShape::default();
+        let at = |rate| LinkParams {
+            rate_bytes_ps: rate,
+            ..LinkParams::default()
+        };
+        assert!(policy.passes_whole(&at(0), &shape, &fifo), "unlimited");
+        assert!(policy.passes_whole(&at(125_000_000), &shape, &fifo));
+        assert!(!policy.passes_whole(&at(124_999_999), &shape, &fifo));
+        assert!(
+            !policy.passes_whole(&at(12_500_000), &shape, &fifo),
+            "100 Mbit/s"
+        );
+        let htb = QdiscDump {
+            kind: "htb".into(),
+            ..QdiscDump::default()
+        };
+        let nested = QdiscDump {
+            kind: "mq".into(),
+            children: vec![htb.clone()],
+            ..QdiscDump::default()
+        };
+        assert!(!policy.passes_whole(&at(0), &shape, &htb));
+        assert!(!policy.passes_whole(&at(0), &shape, &nested));
+        let mut lossy = LinkShape::default();
+        lossy.impairments.loss = crate::link::impair::Loss::Random {
+            percent: 1.0,
+            correlation: 0.0,
+        };
+        assert!(!policy.passes_whole(&at(0), &lossy, &fifo));
+    }
+}

@@ -1,0 +1,511 @@
+//! The tree's kernel rules (`tc_modify_qdisc`, `tc_get_qdisc`,
+//! `tc_ctl_tclass` in net/sched/sch_api.c) exercised through tc command
+//! lines: handles, exclusivity, replacement, deletion, mq children, and
+//! random sessions that must never panic and must fail atomically.
+use super::run as tc_run;
+use crate::dir::Dir;
+use crate::packet::Drops;
+use crate::qdisc::testutil::{flow_pkt, pkt};
+use crate::qdisc::tree::{DevSpec, QdiscTree};
+use crate::qdisc::{tc_h_make, Qdisc, TcError, Verdict, TC_H_ROOT};
+use crate::tc::{build_tree, TcCommand};
+use crate::time::Instant;
+
+const T: Instant = Instant::ZERO;
+
+fn tree() -> QdiscTree {
+    QdiscTree::new(DevSpec::new(Dir::LeftToRight)).unwrap()
+}
+
+fn mq_tree(n: u16) -> QdiscTree {
+    QdiscTree::new(DevSpec {
+        tx_queues: n,
+        ..DevSpec::new(Dir::LeftToRight)
+    })
+    .unwrap()
+}
+
+fn run(t: &mut QdiscTree, line: &str) -> Result<Option<String>, TcError> {
+    let cmd = TcCommand::parse(line)?;
+    tc_run(t, &cmd, T, &mut Drops::new())
+}
+
+fn ok(t: &mut QdiscTree, line: &str) {
+    if let Err(e) = run(t, line) {
+        panic!("{line}: {e}");
+    }
+}
+
+fn fail(t: &mut QdiscTree, line: &str) -> String {
+    let before = t.dump(T);
+    let e = run(t, line).expect_err(line).0;
+    let after = t.dump(T);
+    // Atomicity: a failed command leaves the tree as it was.
+    assert_eq!(
+        format!("{before:?}"),
+        format!("{after:?}"),
+        "{line} changed the tree"
+    );
+    e
+}
+
+fn show(t: &mut QdiscTree, line: &str) -> String {
+    run(t, line).unwrap().unwrap()
+}
+
+#[test]
+fn default_root_is_pfifo_fast_handle_0() {
+    let t = tree();
+    let d = t.dump(T);
+    assert_eq!(
+        (d.kind.as_str(), d.handle, d.parent),
+        ("pfifo_fast", 0, TC_H_ROOT)
+    );
+    let m = mq_tree(4).dump(T);
+    assert_eq!(m.kind, "mq");
+    assert_eq!(m.children.len(), 4);
+    assert!(QdiscTree::new(DevSpec {
+        default_qdisc: "htb".into(),
+        ..DevSpec::new(Dir::LeftToRight)
+    })
+    .is_err());
+}
+
+#[test]
+fn build_applies_lines_in_order() {
+    let dev = DevSpec {
+        tx_queues: 2,
+        ..DevSpec::new(Dir::RightToLeft)
+    };
+    let t = build_tree(
+        dev.clone(),
+        &[
+            "tc qdisc add dev right root handle 1: mq",
+            "tc qdisc add dev right parent 1:1 fq_codel",
+            "tc qdisc add dev right parent 1:2 fq_codel",
+        ],
+    )
+    .unwrap();
+    let d = t.dump(T);
+    assert_eq!(d.handle, tc_h_make(1, 0));
+    assert!(d.children.iter().all(|c| c.kind == "fq_codel"));
+    let e = build_tree(dev, &["tc qdisc add dev right parent 1:1 pfifo"])
+        .err()
+        .unwrap();
+    assert!(
+        e.0.starts_with("tc qdisc add dev right parent 1:1 pfifo\nError: Failed"),
+        "{e}"
+    );
+    // A device refused before any line: its own error, with or
+    // without lines.
+    let bad = DevSpec {
+        tx_queues: 0,
+        ..DevSpec::new(Dir::RightToLeft)
+    };
+    for lines in [&[][..], &["tc qdisc add dev right root pfifo"][..]] {
+        let e = build_tree(bad.clone(), lines).err().unwrap();
+        assert!(e.0.contains("tx_queues 0"), "{e}");
+    }
+}
+
+#[test]
+fn auto_handles_count_up_from_8001() {
+    let mut t = tree();
+    ok(&mut t, "tc qdisc add dev left root pfifo");
+    assert_eq!(t.dump(T).handle, tc_h_make(0x8001, 0));
+    ok(&mut t, "tc qdisc del dev left root");
+    assert_eq!(t.dump(T).handle, 0);
+    ok(&mut t, "tc qdisc add dev left root pfifo");
+    assert_eq!(t.dump(T).handle, tc_h_make(0x8002, 0));
+    // replace with another kind allocates the next one
+    ok(&mut t, "tc qdisc replace dev left root bfifo");
+    assert_eq!(t.dump(T).handle, tc_h_make(0x8003, 0));
+}
+
+#[test]
+fn add_on_existing_root_is_exclusive() {
+    let mut t = tree();
+    ok(&mut t, "tc qdisc add dev left root handle 1: pfifo");
+    assert_eq!(
+        fail(&mut t, "tc qdisc add dev left root pfifo limit 5"),
+        "Error: Exclusivity flag on, cannot modify."
+    );
+    assert_eq!(
+        fail(&mut t, "tc qdisc add dev left root handle 1: pfifo"),
+        "Error: Exclusivity flag on, cannot modify."
+    );
+    assert_eq!(
+        fail(&mut t, "tc qdisc add dev left root handle 2: pfifo"),
+        "Error: NLM_F_REPLACE needed to override."
+    );
+}
+
+#[test]
+fn change_and_replace_same_kind_changes_in_place() {
+    let mut t = tree();
+    ok(
+        &mut t,
+        "tc qdisc add dev left root handle 1: pfifo limit 10",
+    );
+    ok(&mut t, "tc qdisc change dev left root pfifo limit 20");
+    assert_eq!(t.dump(T).options, "limit 20p");
+    ok(&mut t, "tc qdisc replace dev left root pfifo limit 30");
+    let d = t.dump(T);
+    assert_eq!(
+        (d.handle, d.options.as_str()),
+        (tc_h_make(1, 0), "limit 30p")
+    );
+    ok(&mut t, "tc qdisc change dev left handle 1: pfifo limit 40");
+    assert_eq!(t.dump(T).options, "limit 40p");
+    assert!(fail(&mut t, "tc qdisc change dev left root bfifo limit 5")
+        .starts_with("Error: Invalid qdisc name."));
+    assert!(fail(&mut t, "tc qdisc change dev left root pfifo limit x").contains("limit"));
+    assert!(fail(&mut t, "tc qdisc change dev left handle 7: pfifo")
+        .starts_with("Error: Specified qdisc not found."));
+}
+
+#[test]
+fn change_on_default_root_needs_create() {
+    let mut t = tree();
+    assert_eq!(
+        fail(&mut t, "tc qdisc change dev left root pfifo limit 5"),
+        "Error: Qdisc not found. To create specify NLM_F_CREATE flag."
+    );
+    assert!(
+        fail(&mut t, "tc qdisc link dev left root pfifo").starts_with("Error: Qdisc not found.")
+    );
+}
+
+#[test]
+fn unknown_kinds_and_bad_options_leave_tree_untouched() {
+    let mut t = tree();
+    assert!(fail(&mut t, "tc qdisc add dev left root bogus")
+        .starts_with("Error: Specified qdisc kind is unknown."));
+    assert!(fail(&mut t, "tc qdisc add dev left root pfifo limit many").contains("many"));
+    // the failed adds did not use up automatic handles
+    ok(&mut t, "tc qdisc add dev left root pfifo");
+    assert_eq!(t.dump(T).handle, tc_h_make(0x8001, 0));
+}
+
+#[test]
+fn delete_rules() {
+    let mut t = tree();
+    assert_eq!(
+        fail(&mut t, "tc qdisc del dev left root"),
+        "Error: Cannot delete qdisc with handle of zero."
+    );
+    ok(&mut t, "tc qdisc add dev left root handle 1: pfifo");
+    assert!(
+        fail(&mut t, "tc qdisc del dev left root handle 2:").starts_with("Error: Invalid handle.")
+    );
+    assert!(
+        fail(&mut t, "tc qdisc del dev left root bfifo").starts_with("Error: Invalid qdisc name.")
+    );
+    assert!(fail(&mut t, "tc qdisc del dev left handle 1:")
+        .starts_with("Error: Classid cannot be zero."));
+    ok(&mut t, "tc qdisc del dev left root handle 1: pfifo");
+    assert_eq!(t.dump(T).kind, "pfifo_fast");
+}
+
+#[test]
+fn replacing_the_root_moves_frames_and_counts_refusals() {
+    let mut t = tree();
+    let mut d = Drops::new();
+    for id in 0..5 {
+        t.enqueue(pkt(id, 100), T, &mut d);
+    }
+    let cmd = TcCommand::parse("tc qdisc replace dev left root pfifo limit 3").unwrap();
+    tc_run(&mut t, &cmd, T, &mut d).unwrap();
+    assert_eq!(t.qlen(), 3);
+    assert_eq!(d.len(), 2);
+    assert_eq!(t.stats().drops, 2);
+    let ids: Vec<u64> = std::iter::from_fn(|| t.dequeue(T, &mut d))
+        .map(|p| p.meta.id)
+        .collect();
+    assert_eq!(ids, vec![0, 1, 2]);
+    // and del root moves them back into the default
+    t.enqueue(pkt(7, 100), T, &mut d);
+    let cmd = TcCommand::parse("tc qdisc del dev left root").unwrap();
+    tc_run(&mut t, &cmd, T, &mut d).unwrap();
+    assert_eq!((t.kind(), t.qlen()), ("pfifo_fast", 1));
+}
+
+#[test]
+fn mq_children_are_replaced_by_parent() {
+    let mut t = mq_tree(4);
+    ok(&mut t, "tc qdisc add dev left parent :3 pfifo limit 7");
+    let d = t.dump(T);
+    assert_eq!(d.children[2].kind, "pfifo");
+    assert_eq!(d.children[2].handle, tc_h_make(0x8001, 0));
+    assert_eq!(d.children[2].parent, 3);
+    assert!(fail(&mut t, "tc qdisc add dev left parent :9 pfifo")
+        .starts_with("Error: Specified class not found."));
+    assert!(fail(&mut t, "tc qdisc add dev left parent 5:1 pfifo")
+        .starts_with("Error: Failed to find specified qdisc."));
+    // change it through its handle and through its parent
+    ok(
+        &mut t,
+        "tc qdisc change dev left handle 8001: pfifo limit 8",
+    );
+    ok(&mut t, "tc qdisc change dev left parent :3 pfifo limit 9");
+    assert_eq!(t.dump(T).children[2].options, "limit 9p");
+    // delete it: the default child comes back
+    ok(&mut t, "tc qdisc del dev left parent :3");
+    let d = t.dump(T);
+    assert_eq!(
+        (d.children[2].kind.as_str(), d.children[2].handle),
+        ("pfifo_fast", 0)
+    );
+    assert_eq!(
+        fail(&mut t, "tc qdisc del dev left parent :3"),
+        "Error: Cannot delete qdisc with handle of zero."
+    );
+}
+
+#[test]
+fn mq_on_a_single_queue_device_is_refused_unless_queues_given() {
+    let mut t = tree();
+    assert!(
+        fail(&mut t, "tc qdisc add dev left root handle 1: mq").contains("Operation not supported")
+    );
+    ok(&mut t, "tc qdisc add dev left root handle 1: mq queues 2");
+    ok(&mut t, "tc qdisc add dev left parent 1:2 bfifo");
+    let d = t.dump(T);
+    assert_eq!(d.children[1].parent, tc_h_make(1, 2));
+    assert_eq!(d.children[1].kind, "bfifo");
+    assert!(fail(&mut t, "tc qdisc add dev left parent 8001:1 mq queues 2").contains("classful"));
+}
+
+#[test]
+fn classless_parent_and_class_commands_on_classless() {
+    let mut t = tree();
+    ok(&mut t, "tc qdisc add dev left root handle 1: pfifo");
+    assert!(fail(&mut t, "tc qdisc add dev left parent 1:1 pfifo")
+        .starts_with("Error: Parent qdisc is not classful."));
+    assert!(fail(
+        &mut t,
+        "tc class add dev left parent 1: classid 1:1 htb rate 1mbit"
+    )
+    .starts_with("RTNETLINK answers: Invalid argument"));
+    assert!(fail(&mut t, "tc class del dev left classid 2:1")
+        .starts_with("RTNETLINK answers: No such file or directory"));
+}
+
+#[test]
+fn mq_classes_cannot_be_added_or_deleted() {
+    let mut t = tree();
+    ok(&mut t, "tc qdisc add dev left root handle 1: mq queues 2");
+    assert!(fail(&mut t, "tc class del dev left classid 1:1").contains("Operation not supported"));
+    assert!(fail(&mut t, "tc class del dev left classid 1:5")
+        .starts_with("RTNETLINK answers: No such file or directory"));
+}
+
+#[test]
+fn commands_for_the_other_device_are_refused() {
+    let mut t = tree();
+    assert!(fail(&mut t, "tc qdisc add dev right root pfifo").contains("dev right"));
+}
+
+#[test]
+fn datapath_goes_through_the_root() {
+    let mut t = mq_tree(2);
+    let mut d = Drops::new();
+    let mut p = flow_pkt(1, 100, 1);
+    p.meta.queue_mapping = 1;
+    assert_eq!(t.enqueue(p, T, &mut d), Verdict::Queued);
+    assert_eq!((t.qlen(), t.backlog()), (1, 100));
+    assert_eq!(t.peek(T, &mut d).unwrap().meta.id, 1);
+    assert_eq!(t.dequeue(T, &mut d).unwrap().meta.id, 1);
+    assert_eq!(t.stats().packets, 1);
+    assert!(t.as_tree().is_some());
+}
+
+#[test]
+fn show_through_apply() {
+    let mut t = tree();
+    assert_eq!(
+        show(&mut t, "tc qdisc show dev left"),
+        "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 \n"
+    );
+}
+
+/// Random tc command sequences: nothing panics, a failed command leaves
+/// the tree and the drop sink untouched, and the counters stay coherent.
+mod props {
+    use super::*;
+    use crate::qdisc::testutil::flow_pkt;
+    use proptest::prelude::*;
+
+    const WORDS: &[&str] = &[
+        "qdisc",
+        "class",
+        "filter",
+        "add",
+        "change",
+        "replace",
+        "link",
+        "del",
+        "show",
+        "dev",
+        "left",
+        "right",
+        "root",
+        "parent",
+        "handle",
+        "classid",
+        "1:",
+        "1:1",
+        "1:2",
+        ":1",
+        ":3",
+        "8001:",
+        "2:",
+        "none",
+        "pfifo",
+        "bfifo",
+        "pfifo_fast",
+        "pfifo_head_drop",
+        "mq",
+        "qfq",
+        "limit",
+        "5",
+        "0",
+        "10kb",
+        "queues",
+        "2",
+        "4",
+        "weight",
+        "10",
+        "maxpkt",
+        "2000",
+        "protocol",
+        "all",
+        "matchall",
+        "flowid",
+        "prio",
+        "-s",
+        "-j",
+        "invisible",
+        "bogus",
+    ];
+
+    fn pick(words: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
+        proptest::sample::select(words)
+    }
+
+    /// Word soup after a command head.
+    fn soup() -> impl Strategy<Value = String> {
+        let head = pick(&[
+            "tc qdisc add dev left",
+            "tc qdisc replace dev left",
+            "tc qdisc change dev left",
+            "tc qdisc del dev left",
+            "tc class add dev left",
+            "tc class change dev left",
+            "tc class del dev left",
+            "tc filter add dev left",
+            "tc -s qdisc show dev left",
+            "tc class show dev left",
+        ]);
+        (head, proptest::collection::vec(pick(WORDS), 0..8))
+            .prop_map(|(h, ws)| format!("{h} {}", ws.join(" ")))
+    }
+
+    /// Commands shaped like real ones, so that most of them apply.
+    fn shaped() -> impl Strategy<Value = String> {
+        let qdisc = (
+            pick(&["add", "replace", "change", "del", "link"]),
+            pick(&[
+                "root",
+                "parent 1:1",
+                "parent 1:2",
+                "parent :1",
+                "parent 8001:1",
+                "",
+            ]),
+            pick(&["", "", "handle 1:", "handle 2:", "handle 10:"]),
+            pick(&[
+                "pfifo limit 3",
+                "bfifo limit 2kb",
+                "pfifo_fast",
+                "sfq",
+                "fq_codel limit 4",
+                "codel limit 5",
+                "tbf rate 1mbit burst 2kb limit 4kb",
+                "htb default 1",
+                "qfq",
+                "mq queues 2",
+                "",
+            ]),
+        )
+            .prop_map(|(v, loc, h, k)| format!("tc qdisc {v} dev left {loc} {h} {k}"));
+        let class = (
+            pick(&["add", "replace", "change", "del"]),
+            pick(&["parent 1:", "parent 1:1", "", "root"]),
+            pick(&["classid 1:1", "classid 1:2", "classid 2:1", ""]),
+            pick(&[
+                "htb rate 1mbit",
+                "htb rate 5mbit ceil 10mbit prio 2",
+                "qfq weight 3",
+                "",
+            ]),
+        )
+            .prop_map(|(v, p, c, k)| format!("tc class {v} dev left {p} {c} {k}"));
+        let filter = (
+            pick(&["add", "del"]),
+            pick(&["1:", "1:1", "2:"]),
+            pick(&["1:1", "1:2"]),
+        )
+            .prop_map(|(v, p, f)| {
+                format!("tc filter {v} dev left parent {p} protocol all prio 1 matchall flowid {f}")
+            });
+        prop_oneof![3 => qdisc, 3 => class, 1 => filter, 1 => soup()]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn random_sessions_never_panic_and_fail_atomically(
+            cmds in proptest::collection::vec(shaped(), 1..25),
+            queues in 1u16..4,
+        ) {
+            let mut t = QdiscTree::new(DevSpec { tx_queues: queues, ..DevSpec::new(Dir::LeftToRight) }).unwrap();
+            let mut drops = Drops::new();
+            let now = Instant::ZERO;
+            for (i, line) in cmds.iter().enumerate() {
+                let mut p = flow_pkt(i as u64, 100 + i as u32, (i % 3) as u16);
+                p.meta.queue_mapping = i as u16;
+                p.meta.priority = 0x0001_0001;
+                t.enqueue(p, now, &mut drops);
+                let Ok(cmd) = TcCommand::parse(line.trim()) else { continue };
+                let before = format!("{:?}", t.dump(now));
+                let dropped = drops.len();
+                if tc_run(&mut t, &cmd, now, &mut drops).is_err() {
+                    prop_assert_eq!(&before, &format!("{:?}", t.dump(now)), "{}", line);
+                    prop_assert_eq!(dropped, drops.len());
+                }
+                let s = t.stats();
+                prop_assert_eq!((s.qlen, s.backlog), (t.qlen(), t.backlog()));
+            }
+            // Conservation: every frame offered is held, sent or dropped.
+            let offered = cmds.len() as u64;
+            let (mut sent, mut now) = (0u64, now);
+            for _ in 0..10_000 {
+                if t.dequeue(now, &mut drops).is_some() {
+                    sent += 1;
+                    continue;
+                }
+                // Shapers (tbf, htb) release later.
+                match t.next_wakeup(now) {
+                    Some(w) if t.qlen() > 0 => {
+                        prop_assert!(w >= now, "next_wakeup in the past");
+                        now = w.max(now + 1);
+                    }
+                    _ => break,
+                }
+            }
+            prop_assert_eq!(t.qlen(), 0);
+            prop_assert_eq!(sent + drops.len() as u64, offered);
+        }
+    }
+}
