@@ -1,0 +1,66 @@
+//! The datapath thread's tuning (`DatapathConfig`) and the buffer sizes it
+//! is derived from: what `app` builds from the configuration file and the
+//! driver reads once at start.
+
+use crate::link::offload::GsoPolicy;
+use crate::time::NS_PER_MS;
+
+/// Ethernet header plus two VLAN tags: the most a frame exceeds the MTU by.
+pub const FRAME_OVERHEAD: usize = 14 + 8;
+
+/// Size of the buffers offload ports are read into: the largest GSO
+/// super-frame a TAP hands over (64 KB, `gso_max_size`) and some slack, so
+/// that a read filling the buffer is known to be cut short.
+pub const GSO_FRAME_BUF: usize = 65_536 + 64;
+
+/// Default of `DatapathConfig::snapshot_flows`.
+pub const DEFAULT_SNAPSHOT_FLOWS: usize = 64;
+
+/// Tuning of the datapath thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DatapathConfig {
+    /// Spin (instead of sleeping) for this long before each deadline; 0 = never.
+    pub spin_us: u32,
+    /// Poll the ports without sleeping for this long after the last frame
+    /// read or written; 0 = never.
+    pub busy_poll_us: u32,
+    /// Most frames read from one port per loop iteration.
+    pub batch: usize,
+    /// How often a snapshot is published, ns.
+    pub publish_interval_ns: u64,
+    /// Flow queues listed per flow-queueing qdisc in a published snapshot:
+    /// the ones with the most backlog; the others are summed up
+    /// (`QdiscDump::other_flows`). Bounds the cost of a snapshot.
+    pub snapshot_flows: usize,
+    /// Size of each frame buffer: the MTU plus `FRAME_OVERHEAD`.
+    pub frame_buf: usize,
+    /// Most frame buffers in existence (the pool's hard cap).
+    pub pool_buffers: usize,
+    /// Run the thread under SCHED_FIFO at this priority (1..=99); None keeps
+    /// the normal scheduler. On a busy machine this is what keeps wake-ups
+    /// on time (see BENCHMARKS.md).
+    pub realtime_priority: Option<u8>,
+    /// Which directions pass GSO super-frames whole (offload ports only).
+    pub gso: GsoPolicy,
+    /// Most `GSO_FRAME_BUF` buffers in existence (whole super-frames in the
+    /// link, plus the read buffer); when they run out super-frames are
+    /// segmented instead.
+    pub gso_buffers: usize,
+}
+
+impl Default for DatapathConfig {
+    fn default() -> Self {
+        DatapathConfig {
+            spin_us: 0,
+            busy_poll_us: 0,
+            batch: 64,
+            publish_interval_ns: 100 * NS_PER_MS,
+            snapshot_flows: DEFAULT_SNAPSHOT_FLOWS,
+            frame_buf: 1500 + FRAME_OVERHEAD,
+            pool_buffers: 65_536,
+            realtime_priority: None,
+            gso: GsoPolicy::default(),
+            gso_buffers: 1024,
+        }
+    }
+}

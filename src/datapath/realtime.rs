@@ -1,0 +1,106 @@
+//! How the datapath thread is scheduled: timer slack of 1 ns, and
+//! SCHED_FIFO when asked for (never together with busy polling, which would
+//! then starve the core's other processes), with a warning when spinning
+//! under the kernel's real-time throttling (`kernel.sched_rt_runtime_us`,
+//! see `Documentation/scheduler/sched-rt-group.rst`) would stop the thread
+//! for part of every period.
+
+use std::io;
+
+use super::config::DatapathConfig;
+
+/// Sets up the calling thread's scheduling as `cfg` asks; what cannot be
+/// done is logged, and the thread runs on without it.
+pub(super) fn set_up(cfg: &DatapathConfig) {
+    if let Err(e) = nix::sys::prctl::set_timerslack(1) {
+        tracing::warn!("could not set timer slack to 1 ns: {e}");
+    }
+    match (cfg.realtime_priority, cfg.busy_poll_us) {
+        (Some(prio), 0) => match set_fifo_priority(prio) {
+            Ok(()) => {
+                if let Some(warning) = rt_throttle_warning(cfg.spin_us, rt_budget_us()) {
+                    tracing::warn!("{warning}");
+                }
+            }
+            Err(e) => {
+                tracing::warn!("could not switch the datapath to SCHED_FIFO {prio}: {e}")
+            }
+        },
+        (Some(prio), us) => tracing::warn!(
+            "the datapath stays at normal priority, not SCHED_FIFO {prio}: with \
+             daemon.busy_poll_us = {us} it polls without sleeping, and under SCHED_FIFO no \
+             ordinary process (the traffic's own included) would run on its core for {us} µs \
+             after each frame"
+        ),
+        (None, _) => {}
+    }
+}
+
+/// The kernel's real-time budget, `(sched_rt_runtime_us,
+/// sched_rt_period_us)`, or None if it cannot be read.
+fn rt_budget_us() -> Option<(i64, i64)> {
+    let read = |name: &str| -> Option<i64> {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some((read("sched_rt_runtime_us")?, read("sched_rt_period_us")?))
+}
+
+/// What to tell a user whose datapath spins (`spin_us`) under SCHED_FIFO
+/// while the kernel limits real-time threads to `runtime` µs of every
+/// `period` (`budget_us`): wherever departures are closer than the spin
+/// margin the thread never sleeps, and the kernel then stops it for the
+/// rest of each period (50 ms a second by default). None if it does not
+/// spin, or the budget is unlimited (-1) or unknown.
+fn rt_throttle_warning(spin_us: u32, budget_us: Option<(i64, i64)>) -> Option<String> {
+    let (runtime, period) = budget_us?;
+    if spin_us == 0 || runtime < 0 || runtime >= period {
+        return None;
+    }
+    Some(format!(
+        "the datapath spins (daemon.spin_us = {spin_us}) under SCHED_FIFO, and the kernel lets \
+         real-time threads run only {runtime} µs of every {period} µs \
+         (kernel.sched_rt_runtime_us): where departures are closer than {spin_us} µs the thread \
+         never sleeps and will be stopped for {} ms every {} ms. On a machine dedicated to \
+         bloatbox, `sysctl kernel.sched_rt_runtime_us=-1` lifts the limit (bloatbox does not \
+         change it)",
+        (period - runtime) / 1000,
+        period / 1000
+    ))
+}
+
+/// Puts the calling thread under SCHED_FIFO at `prio`.
+fn set_fifo_priority(prio: u8) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: i32::from(prio),
+    };
+    // SAFETY: `param` is a valid sched_param; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spinning_realtime_datapath_is_warned_of_the_kernels_throttling() {
+        let default_budget = Some((950_000, 1_000_000));
+        let w = rt_throttle_warning(50, default_budget).expect("a warning");
+        assert!(w.contains("daemon.spin_us = 50"), "{w}");
+        assert!(w.contains("stopped for 50 ms every 1000 ms"), "{w}");
+        assert!(w.contains("sysctl kernel.sched_rt_runtime_us=-1"), "{w}");
+        // Not spinning, no limit, a limit as long as the period, unknown.
+        assert_eq!(rt_throttle_warning(0, default_budget), None);
+        assert_eq!(rt_throttle_warning(50, Some((-1, 1_000_000))), None);
+        assert_eq!(rt_throttle_warning(50, Some((1_000_000, 1_000_000))), None);
+        assert_eq!(rt_throttle_warning(50, None), None);
+    }
+}

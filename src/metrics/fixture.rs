@@ -1,0 +1,74 @@
+//! The snapshot the metrics tests render, serve and write: a small bridge
+//! with drops, a delivered frame and hand-set lateness, wake-up, port and
+//! pool counters.
+
+use crate::bridge::Bridge;
+use crate::datapath::{LatenessSummary, LiveSnapshot, PoolCounters, Wakeups};
+use crate::dir::Dir;
+use crate::link::{LinkParams, Path as LinkPath};
+use crate::port::PortCounters;
+use crate::qdisc::fifo::{Fifo, FifoKind};
+use crate::qdisc::QdiscCtx;
+use crate::time::Instant;
+
+/// A bridge whose left→right pfifo (limit 2) took a burst of 5 frames,
+/// polled until the first of them is delivered.
+pub(super) fn snapshot() -> LiveSnapshot {
+    let path = || {
+        let fifo = Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 2);
+        LinkPath::new(
+            LinkParams {
+                tx_ring: 1,
+                bql: false,
+                ..LinkParams::default()
+            },
+            Box::new(fifo),
+        )
+    };
+    let mut b = Bridge::new(path(), path());
+    for _ in 0..5 {
+        let mut f = vec![0u8; 1000];
+        f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+        b.ingress(Dir::LeftToRight, f, Instant::ZERO);
+    }
+    let (mut out, mut freed) = (Vec::new(), Vec::new());
+    b.poll(Instant::ZERO, &mut out, &mut freed);
+    // Deliver one frame, so that the transit histogram has a sample.
+    let now = b.poll_at().expect("frames are in flight");
+    b.poll(now, &mut out, &mut freed);
+    LiveSnapshot {
+        at: now,
+        bridge: b.snapshot(now),
+        lateness: LatenessSummary {
+            samples: 3,
+            p50_ns: 1_000,
+            p99_ns: 2_000,
+            p999_ns: 3_000,
+            max_ns: 4_000,
+        },
+        release_lateness: LatenessSummary {
+            samples: 5,
+            p50_ns: 6_000,
+            p99_ns: 7_000,
+            p999_ns: 8_000,
+            max_ns: 9_000,
+        },
+        wakeups: Wakeups {
+            total: 7,
+            timer: 3,
+            io: 4,
+            spun: 2,
+            polls: 1,
+            cpu_ns: 5_000_000,
+        },
+        left_port: PortCounters {
+            rx_frames: 5,
+            ..PortCounters::default()
+        },
+        right_port: PortCounters::default(),
+        pool: PoolCounters {
+            in_use: 2,
+            refused: 1,
+        },
+    }
+}
