@@ -19,7 +19,7 @@ use super::SimError;
 use crate::bridge::Bridge;
 use crate::dir::Dir;
 use crate::link::Path;
-use crate::packet::{DropReason, Packet};
+use crate::packet::Packet;
 use crate::time::{earliest, Instant};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
@@ -146,9 +146,6 @@ struct DirState {
     /// Departures from this direction's qdisc not yet traced.
     dequeues: DequeueLog,
     owd: Histogram<u64>,
-    /// Drop counters as of the last poll, to name the reason of each freed
-    /// frame.
-    seen_drops: [u64; DropReason::ALL.len()],
     /// CE marks, unexplained drops, corrupted frames discarded.
     tally: DirTally,
 }
@@ -166,7 +163,6 @@ pub struct Sim {
     rng: SmallRng,
     out: Vec<Packet>,
     freed: Vec<Packet>,
-    reasons: Vec<DropReason>,
     segs: Vec<super::tcp::Segment>,
     departures: Vec<Departure>,
     dirs: [DirState; 2],
@@ -207,7 +203,6 @@ impl Sim {
         let dir_state = |dequeues: DequeueLog| DirState {
             dequeues,
             owd: latency_histogram(),
-            seen_drops: [0; DropReason::ALL.len()],
             tally: DirTally::default(),
         };
         let mut sim = Sim {
@@ -222,7 +217,6 @@ impl Sim {
             rng,
             out: Vec::new(),
             freed: Vec::new(),
-            reasons: Vec::new(),
             segs: Vec::new(),
             departures: Vec::new(),
             dirs: logs.map(dir_state),
@@ -558,15 +552,11 @@ impl Sim {
             .lane_mut(Dir::ALL[dir])
             .poll(now, &mut self.out, &mut self.freed);
         self.trace_dequeues(dir, None);
-        if !self.freed.is_empty() {
-            self.explain_drops(dir);
-            let mut freed = std::mem::take(&mut self.freed);
-            for (k, pkt) in freed.drain(..).enumerate() {
-                let reason = self.reasons.get(k).map(|r| r.name()).unwrap_or("unknown");
-                self.dropped(dir, pkt, reason);
-            }
-            self.freed = freed;
+        let mut freed = std::mem::take(&mut self.freed);
+        for pkt in freed.drain(..) {
+            self.dropped(dir, pkt);
         }
+        self.freed = freed;
         let mut out = std::mem::take(&mut self.out);
         for pkt in out.drain(..) {
             self.deliver(dir, pkt);
@@ -574,23 +564,15 @@ impl Sim {
         self.out = out;
     }
 
-    /// Turns the growth of the path's drop counters since the last poll
-    /// into one reason per freed frame (in `DropReason::ALL` order when
-    /// several reasons occurred in one poll).
-    fn explain_drops(&mut self, dir: usize) {
-        self.reasons.clear();
-        let counters = &self.bridge.path(Dir::ALL[dir]).counters().drops;
-        let seen = &mut self.dirs[dir].seen_drops;
-        for r in DropReason::ALL {
-            let n = counters[r.index()].saturating_sub(seen[r.index()]);
-            self.reasons.extend(std::iter::repeat_n(r, n as usize));
-        }
-        *seen = *counters;
-        let missing = self.freed.len().saturating_sub(self.reasons.len());
-        self.dirs[dir].tally.unexplained_drops += missing as u64;
-    }
-
-    fn dropped(&mut self, dir: usize, pkt: Packet, reason: &'static str) {
+    /// Traces a frame the lane freed, with the reason it carries.
+    fn dropped(&mut self, dir: usize, pkt: Packet) {
+        let reason = match pkt.meta.dropped {
+            Some(r) => r.name(),
+            None => {
+                self.dirs[dir].tally.unexplained_drops += 1;
+                "unknown"
+            }
+        };
         let Some(info) = frame::read_tag(&pkt.data).and_then(|t| self.slab.take(t)) else {
             self.unmatched_frames += 1;
             self.pool.push(pkt.data);
