@@ -2,19 +2,23 @@
 //! the ingress checks in front of them: frames shorter than an Ethernet
 //! header (runts) and frames longer than the MTU allows (14 bytes of header
 //! plus 4 per VLAN tag) are dropped and counted in their direction; the rest
-//! are classified once and handed to that direction's `Path`. A GSO
-//! super-frame passing whole (`ingress_whole`) is checked by its largest
+//! are numbered, classified once and handed to that direction's `Path`. A
+//! GSO super-frame passing whole (`ingress_whole`) is checked by its largest
 //! segment.
 //!
-//! With a capture `Tap` installed, the bridge shows it every frame it takes
-//! in, every frame it hands out and every frame it frees (with the reason).
+//! Each direction is a `Lane` that owns everything it needs (its path, its
+//! frame numbers, its refused buffers, its tap), so whoever drives a
+//! direction owns it whole: the live datapath drives both through `Bridge`,
+//! the simulator drives each lane itself. With a `FrameTap` installed (the
+//! packet capture, `crate::capture`, implements it), a lane shows it every
+//! frame it takes in, every frame it hands out and every frame it frees
+//! (with the reason).
 
-use crate::capture::{CaptureCounters, Point, Tap};
 use crate::dir::Dir;
 use crate::link::path::PathSnapshot;
 use crate::link::Path;
 use crate::packet::gso::VnetHdr;
-use crate::packet::{DropReason, Packet};
+use crate::packet::{DropReason, Packet, PacketMeta};
 use crate::qdisc::FlowListing;
 use crate::time::{earliest, Instant};
 
@@ -24,6 +28,33 @@ const VLAN_HLEN: usize = 4;
 /// 802.1Q and 802.1ad (QinQ) tag protocol identifiers.
 const ETH_P_8021Q: u16 = 0x8100;
 const ETH_P_8021AD: u16 = 0x88A8;
+
+/// Where in a lane a tap saw a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Point {
+    In,
+    Out,
+    Dropped(DropReason),
+}
+
+/// Counters of one direction's tap (in the stats and the metrics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CaptureCounters {
+    /// Records written to the file.
+    pub captured: u64,
+    /// Records lost because the writer fell behind (channel full).
+    pub dropped: u64,
+    /// Records lost to write errors (disk full...).
+    pub write_errors: u64,
+}
+
+/// What a lane shows the frames at its edges to, on the per-frame path: it
+/// must neither block nor allocate once warmed up.
+pub trait FrameTap: Send {
+    /// `frame` seen at `point` at `at`.
+    fn frame(&mut self, point: Point, frame: &[u8], at: Instant);
+    fn counters(&self) -> CaptureCounters;
+}
 
 /// Both directions at one instant, indexed by `Dir::index()`.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -41,17 +72,15 @@ impl BridgeSnapshot {
     }
 }
 
-pub struct Bridge {
-    paths: [Path; 2],
-    /// Per-direction sequence numbers given to frames at ingress.
-    next_id: [u64; 2],
-    /// Buffers of frames refused at ingress, returned by the next `poll`.
-    rejected: Vec<Vec<u8>>,
-    /// Scratch lists reused by `poll`.
-    out_scratch: Vec<Packet>,
-    freed_scratch: Vec<Packet>,
+/// One direction of the bridge: its ingress checks, its path and its tap.
+pub struct Lane {
+    path: Path,
+    /// Sequence number given to the next admitted frame.
+    next_id: u64,
+    /// Frames refused at ingress, returned by the next `poll`.
+    rejected: Vec<Packet>,
     now: Instant,
-    capture: Option<Tap>,
+    tap: Option<Box<dyn FrameTap>>,
 }
 
 /// Bytes of VLAN tags after the MAC addresses (nested tags allowed).
@@ -67,50 +96,51 @@ fn vlan_tag_bytes(frame: &[u8]) -> usize {
     off - 12
 }
 
-impl Bridge {
-    pub fn new(l2r: Path, r2l: Path) -> Bridge {
-        Bridge {
-            paths: [l2r, r2l],
-            next_id: [0; 2],
+impl Lane {
+    pub fn new(path: Path) -> Lane {
+        Lane {
+            path,
+            next_id: 0,
             rejected: Vec::new(),
-            out_scratch: Vec::new(),
-            freed_scratch: Vec::new(),
             now: Instant::ZERO,
-            capture: None,
+            tap: None,
         }
     }
 
-    /// Shows every frame from now on to `tap` (see `crate::capture`).
-    pub fn set_capture(&mut self, tap: Tap) {
-        self.capture = Some(tap);
+    /// Shows every frame from now on to `tap`.
+    pub fn set_tap(&mut self, tap: Box<dyn FrameTap>) {
+        self.tap = Some(tap);
     }
 
-    /// A frame refused before the bridge could take it (no buffer for it):
-    /// counted in and dropped in `dir`, and captured as such.
-    pub fn reject(&mut self, dir: Dir, frame: &[u8], reason: DropReason, now: Instant) {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn path_mut(&mut self) -> &mut Path {
+        &mut self.path
+    }
+
+    /// A frame refused before the lane could take it (no buffer for it):
+    /// counted in and dropped, and shown to the tap as such.
+    pub fn reject(&mut self, frame: &[u8], reason: DropReason, now: Instant) {
         let len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
-        self.paths[dir.index()].count_rejected(len, reason);
-        if let Some(tap) = &mut self.capture {
-            tap.frame(dir, Point::In, frame, now);
-            tap.frame(dir, Point::Dropped(reason), frame, now);
+        self.path.count_rejected(len, reason);
+        if let Some(tap) = &mut self.tap {
+            tap.frame(Point::In, frame, now);
+            tap.frame(Point::Dropped(reason), frame, now);
         }
     }
 
-    pub fn path(&self, dir: Dir) -> &Path {
-        &self.paths[dir.index()]
+    /// A frame read from the sending side at `now`.
+    pub fn ingress(&mut self, frame: Vec<u8>, now: Instant) {
+        let len = frame.len() as u32;
+        self.ingress_accounted(frame, len, len as usize, VnetHdr::default(), now);
     }
 
-    pub fn path_mut(&mut self, dir: Dir) -> &mut Path {
-        &mut self.paths[dir.index()]
-    }
-
-    /// A frame read from the `dir` sending side at `now`.
-    pub fn ingress(&mut self, dir: Dir, frame: Vec<u8>, now: Instant) {
-        let len = frame.len();
-        if let Some(frame) = self.admit(dir, frame, len, len, now) {
-            let pkt = Packet::from_frame(frame, now);
-            self.enter(dir, pkt, now);
-        }
+    /// A frame of which `frame` holds only the headers (the simulator's,
+    /// see `crate::sim::frame`), accounted and checked as `len` bytes.
+    pub fn ingress_headers(&mut self, frame: Vec<u8>, len: u32, now: Instant) {
+        self.ingress_accounted(frame, len, len as usize, VnetHdr::default(), now);
     }
 
     /// A GSO super-frame that passes the link whole (see `packet::gso`):
@@ -120,38 +150,32 @@ impl Bridge {
     /// super-frame is dropped as `Oversize`.
     pub fn ingress_whole(
         &mut self,
-        dir: Dir,
         frame: Vec<u8>,
         offload: VnetHdr,
         wire_len: u32,
         segment_len: usize,
         now: Instant,
     ) {
-        if let Some(frame) = self.admit(dir, frame, wire_len as usize, segment_len, now) {
-            let mut pkt = Packet::from_frame(frame, now);
-            pkt.len = wire_len;
-            pkt.meta.offload = offload;
-            self.enter(dir, pkt, now);
-        }
+        self.ingress_accounted(frame, wire_len, segment_len, offload, now);
     }
 
     /// The runt and MTU checks on a frame accounted as `len` bytes whose
-    /// largest frame on the wire is `frame_len`: the frame back if it
-    /// passes, else it is counted and kept for recycling.
-    fn admit(
+    /// largest frame on the wire is `frame_len`; an admitted frame is
+    /// numbered and handed to the path, a refused one counted and kept for
+    /// recycling.
+    fn ingress_accounted(
         &mut self,
-        dir: Dir,
         frame: Vec<u8>,
-        len: usize,
+        len: u32,
         frame_len: usize,
+        offload: VnetHdr,
         now: Instant,
-    ) -> Option<Vec<u8>> {
+    ) {
         self.now = self.now.max(now);
-        if let Some(tap) = &mut self.capture {
-            tap.frame(dir, Point::In, &frame, now);
+        if let Some(tap) = &mut self.tap {
+            tap.frame(Point::In, &frame, now);
         }
-        let path = &mut self.paths[dir.index()];
-        let max_len = path.params().mtu as usize + ETH_HLEN + vlan_tag_bytes(&frame);
+        let max_len = self.path.params().mtu as usize + ETH_HLEN + vlan_tag_bytes(&frame);
         let reject = if frame.len() < ETH_HLEN {
             Some(DropReason::Runt)
         } else if frame_len > max_len {
@@ -159,45 +183,131 @@ impl Bridge {
         } else {
             None
         };
-        match reject {
-            Some(reason) => {
-                path.count_rejected(len.min(u32::MAX as usize) as u32, reason);
-                if let Some(tap) = &mut self.capture {
-                    tap.frame(dir, Point::Dropped(reason), &frame, now);
-                }
-                self.rejected.push(frame);
-                None
+        if let Some(reason) = reject {
+            self.path.count_rejected(len, reason);
+            if let Some(tap) = &mut self.tap {
+                tap.frame(Point::Dropped(reason), &frame, now);
             }
-            None => Some(frame),
+            self.rejected.push(Packet {
+                data: frame,
+                len,
+                meta: PacketMeta {
+                    dropped: Some(reason),
+                    ..PacketMeta::default()
+                },
+            });
+            return;
+        }
+        let mut pkt = Packet::from_frame(frame, now);
+        pkt.len = len;
+        pkt.meta.offload = offload;
+        pkt.meta.id = self.next_id;
+        self.next_id += 1;
+        self.path.ingress(pkt, now);
+    }
+
+    /// Advances the lane to `now`: frames to write to the receiving side
+    /// are appended to `out`, freed frames (refused at ingress or dropped
+    /// by the path, `meta.dropped` saying why) to `freed`.
+    pub fn poll(&mut self, now: Instant, out: &mut Vec<Packet>, freed: &mut Vec<Packet>) {
+        self.now = self.now.max(now);
+        freed.append(&mut self.rejected);
+        let (out_from, freed_from) = (out.len(), freed.len());
+        self.path.poll(now, out, freed);
+        if let Some(tap) = &mut self.tap {
+            for p in &out[out_from..] {
+                tap.frame(Point::Out, &p.data, now);
+            }
+            for p in &freed[freed_from..] {
+                // Frames freed by a path always carry their reason.
+                let reason = p.meta.dropped.unwrap_or(DropReason::QdiscReset);
+                tap.frame(Point::Dropped(reason), &p.data, now);
+            }
         }
     }
 
-    /// Numbers an admitted frame and hands it to its direction.
-    fn enter(&mut self, dir: Dir, mut pkt: Packet, now: Instant) {
-        let path = &mut self.paths[dir.index()];
-        let id = &mut self.next_id[dir.index()];
-        pkt.meta.id = *id;
-        *id += 1;
-        path.ingress(pkt, now);
+    /// The next time `poll` has something to do.
+    pub fn poll_at(&self) -> Option<Instant> {
+        let pending = (!self.rejected.is_empty()).then_some(self.now);
+        earliest(pending, self.path.poll_at())
+    }
+
+    /// The tap's counters, while one is installed.
+    pub fn tap_counters(&self) -> Option<CaptureCounters> {
+        self.tap.as_ref().map(|t| t.counters())
+    }
+}
+
+/// Both lanes, driven together (the live datapath's view).
+pub struct Bridge {
+    lanes: [Lane; 2],
+    /// Scratch lists reused by `poll`.
+    out_scratch: Vec<Packet>,
+    freed_scratch: Vec<Packet>,
+}
+
+impl Bridge {
+    pub fn new(l2r: Path, r2l: Path) -> Bridge {
+        Bridge {
+            lanes: [Lane::new(l2r), Lane::new(r2l)],
+            out_scratch: Vec::new(),
+            freed_scratch: Vec::new(),
+        }
+    }
+
+    /// Shows every frame from now on to a tap per direction, by
+    /// `Dir::index()` (see `crate::capture`).
+    pub fn set_capture<T: FrameTap + 'static>(&mut self, taps: impl Into<[T; 2]>) {
+        for (lane, tap) in self.lanes.iter_mut().zip(taps.into()) {
+            lane.set_tap(Box::new(tap));
+        }
+    }
+
+    pub fn lane(&self, dir: Dir) -> &Lane {
+        &self.lanes[dir.index()]
+    }
+
+    pub fn lane_mut(&mut self, dir: Dir) -> &mut Lane {
+        &mut self.lanes[dir.index()]
+    }
+
+    /// See `Lane::reject`.
+    pub fn reject(&mut self, dir: Dir, frame: &[u8], reason: DropReason, now: Instant) {
+        self.lane_mut(dir).reject(frame, reason, now);
+    }
+
+    pub fn path(&self, dir: Dir) -> &Path {
+        self.lane(dir).path()
+    }
+
+    pub fn path_mut(&mut self, dir: Dir) -> &mut Path {
+        self.lane_mut(dir).path_mut()
+    }
+
+    /// A frame read from the `dir` sending side at `now`.
+    pub fn ingress(&mut self, dir: Dir, frame: Vec<u8>, now: Instant) {
+        self.lane_mut(dir).ingress(frame, now);
+    }
+
+    /// See `Lane::ingress_whole`.
+    pub fn ingress_whole(
+        &mut self,
+        dir: Dir,
+        frame: Vec<u8>,
+        offload: VnetHdr,
+        wire_len: u32,
+        segment_len: usize,
+        now: Instant,
+    ) {
+        self.lane_mut(dir)
+            .ingress_whole(frame, offload, wire_len, segment_len, now);
     }
 
     /// Advances both directions to `now`: frames to write to the receiving
     /// side go to `out` with their direction, buffers to recycle to `freed`.
     pub fn poll(&mut self, now: Instant, out: &mut Vec<(Dir, Packet)>, freed: &mut Vec<Vec<u8>>) {
-        self.now = self.now.max(now);
-        freed.append(&mut self.rejected);
-        for dir in Dir::ALL {
-            self.paths[dir.index()].poll(now, &mut self.out_scratch, &mut self.freed_scratch);
-            if let Some(tap) = &mut self.capture {
-                for p in &self.out_scratch {
-                    tap.frame(dir, Point::Out, &p.data, now);
-                }
-                for p in &self.freed_scratch {
-                    // Frames freed by a path always carry their reason.
-                    let reason = p.meta.dropped.unwrap_or(DropReason::QdiscReset);
-                    tap.frame(dir, Point::Dropped(reason), &p.data, now);
-                }
-            }
+        for (dir, lane) in Dir::ALL.into_iter().zip(&mut self.lanes) {
+            lane.poll(now, &mut self.out_scratch, &mut self.freed_scratch);
             out.extend(self.out_scratch.drain(..).map(|p| (dir, p)));
             freed.extend(self.freed_scratch.drain(..).map(|p| p.data));
         }
@@ -205,8 +315,7 @@ impl Bridge {
 
     /// The next time `poll` has something to do.
     pub fn poll_at(&self) -> Option<Instant> {
-        let pending = (!self.rejected.is_empty()).then_some(self.now);
-        self.paths.iter().map(Path::poll_at).fold(pending, earliest)
+        self.lanes.iter().map(Lane::poll_at).fold(None, earliest)
     }
 
     /// Both directions at `now`, every flow queue listed.
@@ -218,13 +327,17 @@ impl Bridge {
     /// live datapath publishes `FlowListing::Top(n)`, whose cost does not
     /// grow with the number of flows beyond one pass over them.
     pub fn snapshot_listing(&self, now: Instant, listing: FlowListing) -> BridgeSnapshot {
+        let taps = self.lanes.each_ref().map(Lane::tap_counters);
         BridgeSnapshot {
             at: now,
             paths: self
-                .paths
+                .lanes
                 .each_ref()
-                .map(|p| p.snapshot_listing(now, listing)),
-            capture: self.capture.as_ref().map(Tap::counters),
+                .map(|l| l.path.snapshot_listing(now, listing)),
+            capture: taps
+                .iter()
+                .any(Option::is_some)
+                .then(|| taps.map(Option::unwrap_or_default)),
         }
     }
 }
@@ -327,6 +440,51 @@ mod tests {
             );
         }
         assert!(serde_json::to_string(&s).is_ok());
+    }
+
+    #[test]
+    fn each_lane_can_move_to_a_thread_of_its_own() {
+        fn send<T: Send>() {}
+        send::<Lane>();
+        send::<crate::capture::DirTap>();
+    }
+
+    #[test]
+    fn a_lane_driven_alone_accounts_header_only_frames_and_says_why_it_freed() {
+        let mut b = bridge();
+        let lane = b.lane_mut(Dir::LeftToRight);
+        // 60 bytes of headers accounted as a full 1514-byte frame: admitted.
+        lane.ingress_headers(frame(60, None), 1514, Instant::ZERO);
+        // Accounted beyond the MTU, or shorter than an Ethernet header.
+        lane.ingress_headers(frame(60, None), 1515, Instant::ZERO);
+        lane.ingress_headers(vec![0u8; 13], 100, Instant::ZERO);
+        assert_eq!(lane.poll_at(), Some(Instant::ZERO));
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        while let Some(t) = lane.poll_at() {
+            lane.poll(t, &mut out, &mut freed);
+        }
+        let freed: Vec<_> = freed.iter().map(|p| (p.len, p.meta.dropped)).collect();
+        assert_eq!(
+            freed,
+            vec![
+                (1515, Some(DropReason::Oversize)),
+                (100, Some(DropReason::Runt))
+            ]
+        );
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            (out[0].len, out[0].data.len(), out[0].meta.id),
+            (1514, 60, 0)
+        );
+        // 1514 B at 12.5 MB/s = 121.12 us, then 10 ms of delay.
+        assert_eq!(
+            out[0].meta.delivered,
+            Instant::from_nanos(121_120 + 10_000_000)
+        );
+        let c = b.path(Dir::LeftToRight).counters();
+        assert_eq!((c.frames_in, c.bytes_in), (3, 1514 + 1515 + 100));
+        assert_eq!(b.path(Dir::RightToLeft).counters().frames_in, 0);
+        assert_eq!(b.poll_at(), None);
     }
 
     /// An IPv4/UDP frame of flow `src_port` → 9.

@@ -14,9 +14,10 @@
 //! offset measured when the capture started, so differences between
 //! records are exact link times.
 //!
-//! The datapath side (`Tap`, owned by the `Bridge`) never blocks and, after
-//! warm-up, never allocates: it copies a frame into a recycled buffer and
-//! offers it to a bounded channel. When the channel is full the record is
+//! The datapath side (`Tap`, one `DirTap` per direction, each the
+//! `bridge::FrameTap` of its lane) never blocks and, after warm-up, never
+//! allocates: it copies a frame into a recycled buffer and offers it to a
+//! bounded channel shared by both directions. When the channel is full the record is
 //! dropped and counted (`CaptureCounters::dropped`, in the stats). A writer
 //! thread (`CaptureWriter`) drains the channel into the files and returns
 //! the buffers; it finishes the files when the tap is gone (the datapath
@@ -44,8 +45,9 @@ use pcap_file::pcapng::blocks::section_header::{SectionHeaderBlock, SectionHeade
 use pcap_file::pcapng::PcapNgWriter;
 use pcap_file::{DataLink, Endianness};
 
+use crate::bridge::FrameTap;
+pub use crate::bridge::{CaptureCounters, Point};
 use crate::dir::Dir;
-use crate::packet::DropReason;
 use crate::time::Instant;
 
 /// Records in flight between the datapath and the writer, per capture.
@@ -113,25 +115,6 @@ impl CaptureArgs {
     }
 }
 
-/// Capture counters of one direction (in the stats and the metrics).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CaptureCounters {
-    /// Records written to the file.
-    pub captured: u64,
-    /// Records lost because the writer fell behind (channel full).
-    pub dropped: u64,
-    /// Records lost to write errors (disk full...).
-    pub write_errors: u64,
-}
-
-/// Where in the link a frame was seen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Point {
-    In,
-    Out,
-    Dropped(DropReason),
-}
-
 struct Record {
     dir: Dir,
     point: Point,
@@ -162,24 +145,71 @@ impl Counters {
     }
 }
 
-/// The datapath's end of a capture: copies frames into the channel.
+/// The datapath's end of a capture, one `DirTap` per direction (each
+/// `Lane` of the bridge owns one: `Bridge::set_capture`).
 pub struct Tap {
+    dirs: [DirTap; 2],
+}
+
+impl Tap {
+    /// The taps of both directions writing to `records`, each reusing the
+    /// buffers its `spare` channel returns.
+    fn new(
+        records: SyncSender<Record>,
+        spare: [Receiver<Vec<u8>>; 2],
+        enabled: [bool; 2],
+        counters: &Arc<Counters>,
+    ) -> Tap {
+        let [l2r, r2l] = spare;
+        let tap = |dir: Dir, spare| DirTap {
+            dir,
+            records: records.clone(),
+            spare,
+            stash: None,
+            enabled: enabled[dir.index()],
+            counters: counters.clone(),
+        };
+        Tap {
+            dirs: [tap(Dir::LeftToRight, l2r), tap(Dir::RightToLeft, r2l)],
+        }
+    }
+
+    /// Records `frame`, seen at `point` of direction `dir` at `at`.
+    pub fn frame(&mut self, dir: Dir, point: Point, frame: &[u8], at: Instant) {
+        self.dirs[dir.index()].frame(point, frame, at);
+    }
+
+    /// Counters of both directions, by `Dir::index`.
+    pub fn counters(&self) -> [CaptureCounters; 2] {
+        self.dirs[0].counters.read()
+    }
+}
+
+impl From<Tap> for [DirTap; 2] {
+    fn from(tap: Tap) -> [DirTap; 2] {
+        tap.dirs
+    }
+}
+
+/// One direction's end of a capture: copies frames into the channel.
+pub struct DirTap {
+    dir: Dir,
     records: SyncSender<Record>,
     spare: Receiver<Vec<u8>>,
     /// A buffer whose record the full channel refused, reused next.
     stash: Option<Vec<u8>>,
-    enabled: [bool; 2],
+    enabled: bool,
     counters: Arc<Counters>,
 }
 
-impl Tap {
-    /// Records `frame`, seen at `point` of direction `dir` at `at`. Never
-    /// blocks; a record the channel has no room for is counted as dropped.
-    pub fn frame(&mut self, dir: Dir, point: Point, frame: &[u8], at: Instant) {
-        let i = dir.index();
-        if !self.enabled[i] {
+impl FrameTap for DirTap {
+    /// Never blocks; a record the channel has no room for is counted as
+    /// dropped.
+    fn frame(&mut self, point: Point, frame: &[u8], at: Instant) {
+        if !self.enabled {
             return;
         }
+        let i = self.dir.index();
         let mut data = self
             .stash
             .take()
@@ -188,7 +218,7 @@ impl Tap {
         data.clear();
         data.extend_from_slice(frame);
         let rec = Record {
-            dir,
+            dir: self.dir,
             point,
             at,
             orig_len: u32::try_from(frame.len()).unwrap_or(u32::MAX),
@@ -205,9 +235,8 @@ impl Tap {
         }
     }
 
-    /// Counters of both directions, by `Dir::index`.
-    pub fn counters(&self) -> [CaptureCounters; 2] {
-        self.counters.read()
+    fn counters(&self) -> CaptureCounters {
+        self.counters.read()[self.dir.index()]
     }
 }
 
@@ -289,15 +318,12 @@ pub fn start(spec: &CaptureSpec, offset_ns: Option<u64>) -> io::Result<(Tap, Cap
         files[dir.index()] = Some(open_pcapng(BufWriter::new(file), dir).map_err(named)?);
     }
     let (tx, rx) = sync_channel(CHANNEL_DEPTH);
-    let (spare_tx, spare_rx) = sync_channel(CHANNEL_DEPTH);
+    // Each direction gets its used buffers back on its own channel.
+    let [(l2r_tx, l2r_rx), (r2l_tx, r2l_rx)] = [(); 2].map(|()| sync_channel(CHANNEL_DEPTH));
     let counters = Arc::new(Counters::default());
-    let tap = Tap {
-        records: tx,
-        spare: spare_rx,
-        stash: None,
-        enabled: [files[0].is_some(), files[1].is_some()],
-        counters: counters.clone(),
-    };
+    let enabled = [files[0].is_some(), files[1].is_some()];
+    let tap = Tap::new(tx, [l2r_rx, r2l_rx], enabled, &counters);
+    let spare_tx = [l2r_tx, r2l_tx];
     let offset = offset_ns.unwrap_or_else(wall_offset_ns);
     let thread = {
         let counters = counters.clone();
@@ -392,7 +418,7 @@ fn write_record<W: io::Write>(
 fn write_loop(
     mut files: [Option<PcapNgWriter<BufWriter<File>>>; 2],
     records: Receiver<Record>,
-    spare: SyncSender<Vec<u8>>,
+    spare: [SyncSender<Vec<u8>>; 2],
     offset_ns: u64,
     counters: &Counters,
 ) {
@@ -414,7 +440,7 @@ fn write_loop(
         }
         last[i] = last[i].max(rec.at.nanos());
         // A full return channel only costs a later allocation.
-        let _ = spare.try_send(rec.data);
+        let _ = spare[i].try_send(rec.data);
     }
     for dir in Dir::ALL {
         let i = dir.index();
@@ -440,6 +466,7 @@ fn write_loop(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::packet::DropReason;
     use pcap_file::pcapng::{Block, PcapNgReader};
 
     /// (interface, timestamp ns, data, comment) of every packet in `path`,
@@ -531,14 +558,9 @@ pub(crate) mod tests {
         // A writer that is not draining: the channel's receiver held here.
         let (tx, _rx) = sync_channel(2);
         let (_spare_tx, spare_rx) = sync_channel(2);
+        let (_spare_tx_r2l, spare_rx_r2l) = sync_channel(2);
         let counters = Arc::new(Counters::default());
-        let mut tap = Tap {
-            records: tx,
-            spare: spare_rx,
-            stash: None,
-            enabled: [true, false],
-            counters: counters.clone(),
-        };
+        let mut tap = Tap::new(tx, [spare_rx, spare_rx_r2l], [true, false], &counters);
         for n in 0..5 {
             tap.frame(
                 Dir::LeftToRight,
@@ -556,7 +578,10 @@ pub(crate) mod tests {
             counters.lost_per_if[0][IF_OUT as usize].load(Ordering::Relaxed),
             3
         );
-        assert!(tap.stash.is_some(), "the refused buffer is kept for reuse");
+        assert!(
+            tap.dirs[0].stash.is_some(),
+            "the refused buffer is kept for reuse"
+        );
         drop(spec);
     }
 

@@ -1,6 +1,8 @@
-//! The discrete-event loop: two `Path`s (left→right, right→left) driven
-//! under a simulated clock that jumps to the next event (a source timer, a
-//! TCP timer, or `Path::poll_at`). Timers sit in a min-heap ordered by time
+//! The discrete-event loop: the live link's `Bridge`, driven lane by lane
+//! (left→right, right→left) exactly as the datapath drives it, under a
+//! simulated clock that jumps to the next event (a source timer, a TCP
+//! timer, or `Lane::poll_at`). Frames enter through the lane's ingress
+//! (admission checks, numbering, tap) and leave through `Lane::poll`. Timers sit in a min-heap ordered by time
 //! then insertion sequence, so equal-time events run in a fixed order; all
 //! randomness comes from one `SmallRng` seeded by the scenario. Frames carry
 //! real headers; a side table (slot = the frame's tag) remembers what each
@@ -14,10 +16,10 @@ use super::scenario::Scenario;
 use super::sources::{build_flows, latency_histogram, seg_bytes, Flow, Source};
 use super::trace::{EventKind, Trace, TraceEvent};
 use super::SimError;
+use crate::bridge::Bridge;
 use crate::dir::Dir;
 use crate::link::Path;
-use crate::packet::classify::classify;
-use crate::packet::{DropReason, Packet};
+use crate::packet::Packet;
 use crate::time::{earliest, Instant};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
@@ -144,9 +146,6 @@ struct DirState {
     /// Departures from this direction's qdisc not yet traced.
     dequeues: DequeueLog,
     owd: Histogram<u64>,
-    /// Drop counters as of the last poll, to name the reason of each freed
-    /// frame.
-    seen_drops: [u64; DropReason::ALL.len()],
     /// CE marks, unexplained drops, corrupted frames discarded.
     tally: DirTally,
 }
@@ -155,7 +154,7 @@ struct DirState {
 pub struct Sim {
     now: Instant,
     end: Instant,
-    paths: [Path; 2],
+    bridge: Bridge,
     timers: BinaryHeap<Reverse<Timer>>,
     timer_seq: u64,
     flows: Vec<Flow>,
@@ -164,7 +163,6 @@ pub struct Sim {
     rng: SmallRng,
     out: Vec<Packet>,
     freed: Vec<Packet>,
-    reasons: Vec<DropReason>,
     segs: Vec<super::tcp::Segment>,
     departures: Vec<Departure>,
     dirs: [DirState; 2],
@@ -205,13 +203,12 @@ impl Sim {
         let dir_state = |dequeues: DequeueLog| DirState {
             dequeues,
             owd: latency_histogram(),
-            seen_drops: [0; DropReason::ALL.len()],
             tally: DirTally::default(),
         };
         let mut sim = Sim {
             now: Instant::ZERO,
             end: Instant::from_nanos(sc.duration.0),
-            paths: [l2r, r2l],
+            bridge: Bridge::new(l2r, r2l),
             timers: BinaryHeap::new(),
             timer_seq: 0,
             flows,
@@ -220,7 +217,6 @@ impl Sim {
             rng,
             out: Vec::new(),
             freed: Vec::new(),
-            reasons: Vec::new(),
             segs: Vec::new(),
             departures: Vec::new(),
             dirs: logs.map(dir_state),
@@ -250,7 +246,7 @@ impl Sim {
         let mut same_instant = 0u64;
         loop {
             let next_timer = self.timers.peek().map(|t| t.0.at());
-            let path_due = [self.paths[0].poll_at(), self.paths[1].poll_at()];
+            let path_due = Dir::ALL.map(|d| self.bridge.lane(d).poll_at());
             let Some(t) = earliest(next_timer, earliest(path_due[0], path_due[1])) else {
                 break;
             };
@@ -455,7 +451,7 @@ impl Sim {
         self.emit(i, dir, true, &ep, tos, 0, l4, What::Ack(info));
     }
 
-    /// Builds a frame and hands it to path `dir`.
+    /// Builds a frame and hands it to lane `dir` of the bridge.
     #[allow(clippy::too_many_arguments)]
     fn emit(
         &mut self,
@@ -493,9 +489,6 @@ impl Sim {
             info.len = len;
             info.digest = frame::digest(&buf);
         }
-        let mut meta = classify(&buf);
-        meta.arrival = now;
-        meta.enqueue_time = now;
         let c = &mut self.flows[flow].counters[reverse as usize];
         c.sent_pkts += 1;
         c.sent_bytes += len as u64;
@@ -508,14 +501,9 @@ impl Sim {
             size: len,
             reason: None,
         });
-        self.paths[dir].ingress(
-            Packet {
-                data: buf,
-                len,
-                meta,
-            },
-            now,
-        );
+        self.bridge
+            .lane_mut(Dir::ALL[dir])
+            .ingress_headers(buf, len, now);
         self.trace_dequeues(dir, Some((trace_id, flow as u32, len)));
     }
 
@@ -560,17 +548,15 @@ impl Sim {
     /// Collects what path `dir` delivered and freed up to now.
     fn poll(&mut self, dir: usize) {
         let now = self.now;
-        self.paths[dir].poll(now, &mut self.out, &mut self.freed);
+        self.bridge
+            .lane_mut(Dir::ALL[dir])
+            .poll(now, &mut self.out, &mut self.freed);
         self.trace_dequeues(dir, None);
-        if !self.freed.is_empty() {
-            self.explain_drops(dir);
-            let mut freed = std::mem::take(&mut self.freed);
-            for (k, pkt) in freed.drain(..).enumerate() {
-                let reason = self.reasons.get(k).map(|r| r.name()).unwrap_or("unknown");
-                self.dropped(dir, pkt, reason);
-            }
-            self.freed = freed;
+        let mut freed = std::mem::take(&mut self.freed);
+        for pkt in freed.drain(..) {
+            self.dropped(dir, pkt);
         }
+        self.freed = freed;
         let mut out = std::mem::take(&mut self.out);
         for pkt in out.drain(..) {
             self.deliver(dir, pkt);
@@ -578,23 +564,15 @@ impl Sim {
         self.out = out;
     }
 
-    /// Turns the growth of the path's drop counters since the last poll
-    /// into one reason per freed frame (in `DropReason::ALL` order when
-    /// several reasons occurred in one poll).
-    fn explain_drops(&mut self, dir: usize) {
-        self.reasons.clear();
-        let counters = &self.paths[dir].counters().drops;
-        let seen = &mut self.dirs[dir].seen_drops;
-        for r in DropReason::ALL {
-            let n = counters[r.index()].saturating_sub(seen[r.index()]);
-            self.reasons.extend(std::iter::repeat_n(r, n as usize));
-        }
-        *seen = *counters;
-        let missing = self.freed.len().saturating_sub(self.reasons.len());
-        self.dirs[dir].tally.unexplained_drops += missing as u64;
-    }
-
-    fn dropped(&mut self, dir: usize, pkt: Packet, reason: &'static str) {
+    /// Traces a frame the lane freed, with the reason it carries.
+    fn dropped(&mut self, dir: usize, pkt: Packet) {
+        let reason = match pkt.meta.dropped {
+            Some(r) => r.name(),
+            None => {
+                self.dirs[dir].tally.unexplained_drops += 1;
+                "unknown"
+            }
+        };
         let Some(info) = frame::read_tag(&pkt.data).and_then(|t| self.slab.take(t)) else {
             self.unmatched_frames += 1;
             self.pool.push(pkt.data);
@@ -728,7 +706,7 @@ impl Sim {
         let flows = self.flows.iter().map(|f| FlowReport::new(f, end)).collect();
         let directions = [0, 1].map(|d| {
             let dir = Dir::ALL[d];
-            let snap = self.paths[d].snapshot(end);
+            let snap = self.bridge.path(dir).snapshot(end);
             let tc = tc_show(dir, &snap.qdisc, cfg.tx_queues(dir));
             DirReport::new(
                 (Dir::ALL[d].name(), dir.dev()),

@@ -1,8 +1,9 @@
 //! The deterministic discrete-event simulator behind `bloatbox sim
-//! SCENARIO.toml`. It runs the same `link::Path` code as the live daemon,
-//! one path per direction, under a simulated clock that jumps from event to
-//! event, with every random choice drawn from the scenario's seed: the same
-//! scenario gives the same trace, bit for bit.
+//! SCENARIO.toml`. It drives the same `Bridge` as the live daemon (ingress
+//! checks, numbering, one `link::Path` per direction), lane by lane, under
+//! a simulated clock that jumps from event to event, with every random
+//! choice drawn from the scenario's seed: the same scenario gives the same
+//! trace, bit for bit.
 //!
 //! Data of a flow goes through one path, its ACKs or probe replies through
 //! the other, so ACK clocking and bufferbloat emerge instead of being
