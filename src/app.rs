@@ -10,20 +10,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::bridge::Bridge;
-use crate::config::{Config, Endpoint};
 use crate::control::{request_stats, ControlServer};
-use crate::datapath::{
-    Command, Commander, Datapath, DatapathConfig, SnapshotReader, FRAME_OVERHEAD,
-};
+use crate::datapath::{Command, Commander, Datapath, SnapshotReader};
 use crate::dir::Dir;
-use crate::link::Path as LinkPath;
+pub use crate::live::LiveLink;
+use crate::live::{attach_capture, build_bridge, load, setup};
+pub use crate::netns::Side;
 use crate::netns::{self, SideSpec, TerminationSignals, Topology};
-use crate::packet::gso::GsoPolicy;
-use crate::port::TapSpec;
 use crate::privilege;
-use crate::qdisc::tree::QdiscTree;
-use crate::time::{Instant, NS_PER_SEC, NS_PER_US};
+use crate::time::{Instant, NS_PER_US};
 use crate::tui::Action;
 
 /// `print!` for a subcommand's output: a reader that went away (`bloatbox
@@ -49,95 +44,11 @@ pub fn write_stdout(args: std::fmt::Arguments) -> std::io::Result<()> {
     }
 }
 
-/// Which namespace `exec` runs in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Side {
-    Left,
-    Right,
-}
-
 /// How often `up` checks on the datapath thread while waiting for a signal.
 const WATCH_INTERVAL_MS: u16 = 200;
 
 /// How long the TUI waits for the datapath to apply a tc line.
 const TC_REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The configuration file, or the embedded default without one.
-pub(crate) fn load(path: Option<&Path>) -> anyhow::Result<Config> {
-    match path {
-        Some(p) => {
-            Config::load_with(p, Some(&crate::tc::check_lines)).map_err(|e| anyhow::anyhow!("{e}"))
-        }
-        None => Ok(Config::embedded_default()),
-    }
-}
-
-/// What the live link is made of, derived from the configuration.
-struct Setup {
-    topology: Topology,
-    control_socket: PathBuf,
-    datapath: DatapathConfig,
-}
-
-/// Locally administered MACs of the two TAPs (02:62:62 = "bb").
-const MAC_LEFT: [u8; 6] = [0x02, 0x62, 0x62, 0x00, 0x00, 0x01];
-const MAC_RIGHT: [u8; 6] = [0x02, 0x62, 0x62, 0x00, 0x00, 0x02];
-
-fn setup(cfg: &Config) -> anyhow::Result<Setup> {
-    let mtu = u16::try_from(cfg.tap.mtu)
-        .with_context(|| format!("tap.mtu = {} does not fit a TAP (68..=9000)", cfg.tap.mtu))?;
-    let side = |e: &Endpoint, mac: [u8; 6]| SideSpec {
-        netns: e.namespace.clone(),
-        tap: TapSpec {
-            name: e.tap.clone(),
-            mtu,
-            mac,
-            txqueuelen: cfg.tap.txqueuelen,
-            offload: cfg.tap.offload,
-        },
-        addrs: vec![(e.ipv4.addr, e.ipv4.prefix), (e.ipv6.addr, e.ipv6.prefix)],
-    };
-    Ok(Setup {
-        topology: Topology {
-            left: side(&cfg.left, MAC_LEFT),
-            right: side(&cfg.right, MAC_RIGHT),
-        },
-        control_socket: cfg.control_socket(),
-        datapath: DatapathConfig {
-            spin_us: cfg.daemon.spin_us,
-            busy_poll_us: cfg.daemon.busy_poll_us,
-            publish_interval_ns: NS_PER_SEC / u64::from(cfg.daemon.snapshot_hz.max(1)),
-            snapshot_flows: cfg.daemon.snapshot_flows as usize,
-            frame_buf: cfg.tap.mtu as usize + FRAME_OVERHEAD,
-            pool_buffers: cfg.daemon.pool_size as usize,
-            gso: GsoPolicy {
-                whole_min_rate_bytes_ps: cfg.tap.gso_min_rate.value(),
-            },
-            ..DatapathConfig::default()
-        },
-    })
-}
-
-/// The two paths of the link, per the configuration: each direction's
-/// qdisc tree is built by its tc lines on a device with that direction's
-/// txqueuelen, MTU and TX queues; its shape (netem, trace/schedule,
-/// framing, seed) is installed now, so a schedule starts with the link.
-fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
-    let path = |dir: Dir| -> anyhow::Result<LinkPath> {
-        let params = cfg.link_params(dir);
-        let tree = QdiscTree::build(cfg.dev_spec(dir), &cfg.tc_lines(dir))
-            .map_err(|e| anyhow::anyhow!("building the qdisc of {}: {e}", dir.arrow()))?;
-        let mut link = LinkPath::new(params, Box::new(tree));
-        let now = crate::time::Clock::now(&crate::time::MonotonicClock);
-        link.set_shape(cfg.link_shape(dir), now)
-            .map_err(|e| anyhow::anyhow!("the link shape of {}: {e}", dir.arrow()))?;
-        Ok(link)
-    };
-    Ok(Bridge::new(
-        path(Dir::LeftToRight)?,
-        path(Dir::RightToLeft)?,
-    ))
-}
 
 /// Checks that set-up can run and, without root (file capabilities), hands
 /// the capabilities to the `ip` commands it runs (see `privilege`). Only
@@ -207,17 +118,6 @@ pub struct UpOptions {
     /// Attach to namespaces and persistent TAPs made beforehand (netns/up.sh)
     /// instead of creating them; they are left in place on exit.
     pub attach: bool,
-}
-
-/// Starts the capture of `spec` and installs its tap in `bridge`.
-fn attach_capture(
-    bridge: &mut Bridge,
-    spec: Option<&crate::capture::CaptureSpec>,
-) -> anyhow::Result<Option<crate::capture::CaptureWriter>> {
-    let Some(spec) = spec else { return Ok(None) };
-    let (tap, writer) = crate::capture::start(spec, None)?;
-    bridge.set_capture(tap);
-    Ok(Some(writer))
 }
 
 /// `bloatbox up`: runs until SIGINT/SIGTERM/SIGHUP, until the TUI quits or
@@ -357,84 +257,6 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
         }
     );
     Ok(())
-}
-
-/// The link of `cfg`, up and running: the control socket, the datapath
-/// thread and the namespaces with their TAPs. Dropping it tears everything
-/// down in that order (the fields drop in declaration order); `stop` does
-/// the same and returns the final snapshot. Used by `bloatbox test` and by
-/// `crate::harness`, which runs links for `bloatbox run` and test suites.
-pub struct LiveLink {
-    pub(crate) control: ControlServer,
-    pub(crate) datapath: Datapath,
-    /// Finishes the capture files once the datapath has stopped.
-    pub(crate) capture: Option<crate::capture::CaptureWriter>,
-    pub(crate) guard: netns::LinkGuard,
-    pub(crate) control_socket: PathBuf,
-}
-
-impl LiveLink {
-    /// Brings the link of `cfg` up as `up` does, without signals, TUI or
-    /// capture; `realtime` as `up --realtime`.
-    pub fn start(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<LiveLink> {
-        start_link(cfg, realtime, None, None)
-    }
-
-    /// Where the link's control socket listens (`crate::control::Client`).
-    pub fn control_socket(&self) -> &Path {
-        &self.control_socket
-    }
-
-    /// The datapath's latest published snapshot.
-    pub fn snapshot(&self) -> Option<std::sync::Arc<crate::datapath::LiveSnapshot>> {
-        self.datapath.snapshots().latest()
-    }
-
-    /// Stops the control socket and the datapath (returning its final
-    /// snapshot), finishes the capture and removes the namespaces.
-    pub fn stop(self) -> Result<crate::datapath::LiveSnapshot, crate::datapath::DatapathError> {
-        drop(self.control);
-        let last = self.datapath.shutdown();
-        drop(self.capture);
-        drop(self.guard);
-        last
-    }
-}
-
-/// Brings the link of `cfg` up as `up` does, without signals or the TUI;
-/// `realtime` and `capture` as in `UpOptions`; with `rootless`, in anonymous
-/// namespaces (`crate::rootless::up`).
-pub(crate) fn start_link(
-    cfg: &Config,
-    realtime: Option<u8>,
-    capture: Option<&crate::capture::CaptureSpec>,
-    rootless: Option<crate::rootless::Backend>,
-) -> anyhow::Result<LiveLink> {
-    let mut setup = setup(cfg)?;
-    setup.datapath.realtime_priority = realtime;
-    let mut bridge = build_bridge(cfg)?;
-    let capture = attach_capture(&mut bridge, capture)?;
-    let (guard, left, right): crate::rootless::LinkPorts = match rootless {
-        Some(backend) => crate::rootless::up(&setup.topology, backend)?,
-        None => {
-            netns::require_privileges()?;
-            let (guard, left, right) = setup.topology.up()?;
-            (guard, Box::new(left), Box::new(right))
-        }
-    };
-    let datapath = Datapath::spawn(bridge, left, right, setup.datapath)?;
-    let control = ControlServer::start(
-        &setup.control_socket,
-        datapath.snapshots(),
-        Some(datapath.commander()),
-    )?;
-    Ok(LiveLink {
-        control,
-        datapath,
-        capture,
-        guard,
-        control_socket: setup.control_socket,
-    })
 }
 
 /// `bloatbox down`: removes what a killed run left behind: the link of the
@@ -874,39 +696,5 @@ mod tests {
             text.contains("capture: 7 records written, 0 dropped"),
             "{text}"
         );
-    }
-
-    #[test]
-    fn every_shipped_config_builds_both_qdisc_trees() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/configs");
-        let mut seen = 0;
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "toml") {
-                let cfg = load(Some(&path)).unwrap();
-                build_bridge(&cfg).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
-                seen += 1;
-            }
-        }
-        assert!(seen > 0, "no configs in {dir}");
-    }
-
-    #[test]
-    fn a_tc_tree_that_cannot_be_built_is_an_error_naming_the_line() {
-        let cfg = Config::from_str(
-            "[link]\ntc = [\"tc qdisc add dev left parent 1:1 handle 10: pfifo\"]\n",
-            "test",
-        )
-        .unwrap();
-        let err = format!("{:#}", build_bridge(&cfg).err().expect("no parent 1:"));
-        assert!(err.contains("parent 1:1"), "{err}");
-    }
-
-    #[test]
-    fn setup_maps_the_default_config() {
-        let s = setup(&Config::embedded_default()).unwrap();
-        assert_ne!(s.topology.left.netns, s.topology.right.netns);
-        assert_eq!(s.topology.left.addrs.len(), 2);
-        assert!(s.datapath.publish_interval_ns > 0);
     }
 }

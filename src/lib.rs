@@ -59,6 +59,7 @@ pub mod dir;
 pub mod experiment;
 pub mod harness;
 pub mod link;
+pub mod live;
 pub mod load;
 pub mod metrics;
 pub mod netns;

@@ -12,7 +12,7 @@ use super::proto::Request;
 pub const TC_FAILED: u8 = 2;
 
 fn socket(config: Option<&Path>) -> anyhow::Result<std::path::PathBuf> {
-    Ok(crate::app::load(config)?.control_socket())
+    Ok(crate::live::load(config)?.control_socket())
 }
 
 /// `bloatbox tc ARGS...`: prints what the daemon returns; on tc's error
@@ -65,7 +65,7 @@ pub fn metrics(config: Option<&Path>) -> anyhow::Result<u8> {
 /// `bloatbox top`: the TUI attached to a running daemon; quitting it leaves
 /// the daemon running.
 pub fn top(config: Option<&Path>) -> anyhow::Result<u8> {
-    let cfg = crate::app::load(config)?;
+    let cfg = crate::live::load(config)?;
     let mut control = RemoteControl::connect(&cfg.control_socket())?;
     crate::tui::run(&mut control, cfg.daemon.snapshot_hz)?;
     Ok(0)
