@@ -465,7 +465,7 @@ fn the_server_stops_whatever_became_of_its_socket_file() {
 
 #[test]
 fn the_tui_attaches_through_remote_control() {
-    use bloatbox::control::RemoteControl;
+    use bloatbox::tui::RemoteControl;
     use bloatbox::tui::{Action, Control, LinkField, Preset};
     let rig = Rig::start(pfifo_fast);
     let mut rc = RemoteControl::connect(&rig.socket).unwrap();

@@ -1,12 +1,13 @@
-//! The client subcommands: `bloatbox tc`, `bloatbox set`, `bloatbox metrics`
-//! and `bloatbox top`
-//! (`bloatbox stats` lives in `app`). Each finds the socket from the
+//! The subcommands that talk to a running daemon over its control socket:
+//! `bloatbox tc`, `bloatbox set`, `bloatbox metrics` and `bloatbox top`
+//! (`bloatbox stats` has its own module). Each finds the socket from the
 //! configuration, like `up` does.
 
 use std::path::Path;
 
-use super::client::{Client, RemoteControl};
-use super::proto::Request;
+use crate::control::set::{group_ethtool_words, inline_files};
+use crate::control::{Client, Request};
+use crate::tui::RemoteControl;
 
 /// Exit code of `tc` (and `bloatbox tc`) when the command fails.
 pub const TC_FAILED: u8 = 2;
@@ -35,8 +36,8 @@ pub fn tc(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
 /// ethtool -C left rx-usecs 20`: prints the effective link parameters and
 /// shapes of both directions.
 pub fn set(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
-    let args = super::set::group_ethtool_words(args);
-    let args = match super::set::inline_files(&args, &std::env::current_dir()?) {
+    let args = group_ethtool_words(args);
+    let args = match inline_files(&args, &std::env::current_dir()?) {
         Ok(args) => args,
         Err(e) => {
             eprintln!("error: {e}");

@@ -6,6 +6,8 @@
 //! socket, datapath thread, namespaces), shared by `bloatbox test` and
 //! `crate::harness`.
 
+pub mod daemon;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -579,7 +581,7 @@ impl crate::tui::Control for LocalControl {
         match action {
             Action::Quit => Ok(String::new()),
             Action::SetLink { dir, field, value } => {
-                let args = vec![crate::control::client::set_arg(*dir, *field, *value)];
+                let args = vec![crate::control::field::set_arg(*dir, *field, *value)];
                 // Parsed here, not on the datapath, as the control socket does.
                 let plan = crate::control::set::parse_set(&args)?;
                 self.ask(|reply| Command::EditLink { plan, reply })?;
