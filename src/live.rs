@@ -11,7 +11,7 @@ use anyhow::Context;
 
 use crate::bridge::Bridge;
 use crate::config::{Config, Endpoint};
-use crate::control::ControlServer;
+use crate::control_server::ControlServer;
 use crate::datapath::{Datapath, DatapathConfig, FRAME_OVERHEAD};
 use crate::dir::Dir;
 use crate::link::Path as LinkPath;

@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant as StdInstant};
 
-use bloatbox::control::{Client, ControlServer, Request, MAX_LINE};
+use bloatbox::control::{Client, Request, MAX_LINE};
+use bloatbox::control_server::ControlServer;
 use bloatbox::datapath::SnapshotReader;
 use bloatbox::port::FramePort;
 use serde_json::Value;

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::control::{request_stats, ControlServer};
+use crate::control::request_stats;
+use crate::control_server::ControlServer;
 use crate::datapath::{Command, Commander, Datapath, SnapshotReader};
 use crate::dir::Dir;
 pub use crate::live::LiveLink;
