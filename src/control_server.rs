@@ -23,7 +23,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::control::proto::{error_line, ok_line, parse_request, ProtoError, Request, MAX_LINE};
+use crate::control::proto::{
+    error_line, ok_line, parse_request, ProtoError, Request, TcReply, MAX_LINE,
+};
 use crate::datapath::{Command, Commander, LiveSnapshot, SnapshotReader};
 use crate::dir::Dir;
 use crate::link::PathCounters;
@@ -329,7 +331,7 @@ fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
                 // tc), and lines tc refuses (the datapath gives the error).
                 _ => (run_tc(commander, &line)?, None),
             };
-            Ok(serde_json::json!({ "output": output, "config": config }))
+            Ok(to_json(&TcReply { output, config }))
         }
         Request::Set { args } => {
             // Parsed (and trace files read) here, not on the datapath.

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::control::set::{group_ethtool_words, inline_files};
-use crate::control::{Client, Request};
+use crate::control::{decode, Client, Request, TcReply};
 use crate::tui::RemoteControl;
 
 /// Exit code of `tc` (and `bloatbox tc`) when the command fails.
@@ -22,7 +22,10 @@ pub fn tc(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
     let line = format!("tc {}", args.join(" "));
     match Client::connect(&socket(config)?)?.call(&Request::Tc { line })? {
         Ok(reply) => {
-            crate::out!("{}", reply["output"].as_str().unwrap_or_default())?;
+            crate::out!(
+                "{}",
+                decode::<TcReply>(reply).map_err(anyhow::Error::msg)?.output
+            )?;
             Ok(0)
         }
         Err(e) => {
@@ -58,8 +61,8 @@ pub fn set(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
 
 /// `bloatbox metrics`: prints every counter as OpenMetrics text.
 pub fn metrics(config: Option<&Path>) -> anyhow::Result<u8> {
-    let reply = Client::connect(&socket(config)?)?.call_ok(&Request::Metrics)?;
-    crate::out!("{}", reply.as_str().unwrap_or_default())?;
+    let text: String = Client::connect(&socket(config)?)?.request(&Request::Metrics)?;
+    crate::out!("{text}")?;
     Ok(0)
 }
 

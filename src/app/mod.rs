@@ -7,6 +7,9 @@
 //! `crate::harness`.
 
 pub mod daemon;
+mod stats;
+
+pub use stats::stats;
 
 use std::path::{Path, PathBuf};
 
@@ -19,9 +22,9 @@ use crate::dir::Dir;
 pub use crate::live::LiveLink;
 use crate::live::{attach_capture, build_bridge, load, setup};
 pub use crate::netns::Side;
-use crate::netns::{self, SideSpec, TerminationSignals, Topology};
+use crate::netns::{self, TerminationSignals, Topology};
 use crate::privilege;
-use crate::time::{Instant, NS_PER_US};
+use crate::time::Instant;
 use crate::tui::Action;
 
 /// `print!` for a subcommand's output: a reader that went away (`bloatbox
@@ -366,184 +369,6 @@ pub fn check(file: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `bloatbox stats`.
-pub fn stats(config: Option<&Path>, json: bool) -> anyhow::Result<()> {
-    let cfg = load(config)?;
-    let setup = setup(&cfg)?;
-    let mut snap = request_stats(&setup.control_socket)?;
-    // Frames the TAPs' own queues dropped before the datapath read them are
-    // invisible to the daemon; the kernel counts them.
-    let side_drops = |s: &SideSpec| crate::netns::tap_tx_dropped(&s.netns, &s.tap.name);
-    snap["tap_tx_dropped"] = serde_json::json!({
-        "left": side_drops(&setup.topology.left),
-        "right": side_drops(&setup.topology.right),
-    });
-    if json {
-        crate::outln!("{snap}")?;
-    } else {
-        crate::out!("{}", render_stats(&snap))?;
-    }
-    Ok(())
-}
-
-/// The stats snapshot as text: one block per direction, then the datapath's
-/// own figures. Works on the JSON form, which is what the socket carries.
-fn render_stats(snap: &serde_json::Value) -> String {
-    use std::fmt::Write;
-    let num = |v: &serde_json::Value, key: &str| v.get(key).and_then(|x| x.as_u64()).unwrap_or(0);
-    let mut out = String::new();
-    let paths = snap["bridge"]["paths"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    for (i, (name, p)) in ["left -> right", "right -> left"]
-        .iter()
-        .zip(&paths)
-        .enumerate()
-    {
-        let c = &p["counters"];
-        let (fin, fout, held) = (num(c, "frames_in"), num(c, "frames_out"), num(p, "held"));
-        // netem duplication adds frames to the path.
-        let dup = num(c, "duplicated");
-        let drops: u64 = c["drops"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|x| x.as_u64()).sum())
-            .unwrap_or(0);
-        let _ = writeln!(out, "{name}");
-        let _ = writeln!(
-            out,
-            "  frames in {fin}  out {fout}  held {held}  dropped {drops}  (bytes in {}  out {})",
-            num(c, "bytes_in"),
-            num(c, "bytes_out")
-        );
-        let by_reason = p["drops_by_reason"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| format!("{k} {}", v.as_u64().unwrap_or(0)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "  drops by reason: {}",
-            if by_reason.is_empty() {
-                "none"
-            } else {
-                &by_reason
-            }
-        );
-        if p["seed"].is_u64() {
-            let _ = writeln!(
-                out,
-                "  impairments seed {}  duplicated {dup}  corrupted {}",
-                num(p, "seed"),
-                num(c, "corrupted")
-            );
-        }
-        let bql = match p["bql_limit"].as_u64() {
-            Some(limit) => format!("limit {limit} B, in flight {} B", num(p, "bql_inflight")),
-            None => "off".to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "  ring {}/{} descriptors ({} B)  BQL {bql}",
-            num(p, "ring_used"),
-            num(p, "ring_size"),
-            num(p, "ring_bytes")
-        );
-        let cap = &snap["bridge"]["capture"][i];
-        if cap.is_object() {
-            let _ = writeln!(
-                out,
-                "  capture: {} records written, {} dropped (writer behind), {} write errors",
-                num(cap, "captured"),
-                num(cap, "dropped"),
-                num(cap, "write_errors")
-            );
-        }
-        let t = &p["transit"];
-        if num(t, "count") > 0 {
-            let ms = |key: &str| num(t, key) as f64 / 1e6;
-            let _ = writeln!(
-                out,
-                "  transit (in to out) min {:.3} ms  p50 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3} ms",
-                ms("min_ns"),
-                ms("p50_ns"),
-                ms("p99_ns"),
-                ms("p999_ns"),
-                ms("max_ns")
-            );
-        }
-        let ok = fin + dup == fout + drops + held;
-        let dup_term = if dup > 0 {
-            format!(" + duplicated {dup}")
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            out,
-            "  conservation: in {fin}{dup_term} = out {fout} + dropped {drops} + held {held}: {}",
-            if ok { "ok" } else { "VIOLATED" }
-        );
-    }
-    let w = &snap["wakeups"];
-    let _ = writeln!(out, "datapath");
-    for (key, what, unit) in [
-        ("lateness", "wake-up lateness", "samples"),
-        ("release_lateness", "frames written late by", "frames"),
-    ] {
-        let l = &snap[key];
-        let _ = writeln!(
-            out,
-            "  {what} p50 {:.1} us  p99 {:.1} us  p99.9 {:.1} us  max {:.1} us ({} {unit})",
-            num(l, "p50_ns") as f64 / 1e3,
-            num(l, "p99_ns") as f64 / 1e3,
-            num(l, "p999_ns") as f64 / 1e3,
-            num(l, "max_ns") as f64 / 1e3,
-            num(l, "samples")
-        );
-    }
-    let _ = writeln!(
-        out,
-        "  wake-ups {} (timer {}, I/O {}), deadlines spun to without the timer {}, busy polls {}",
-        num(w, "total"),
-        num(w, "timer"),
-        num(w, "io"),
-        num(w, "spun"),
-        num(w, "polls")
-    );
-    let _ = writeln!(
-        out,
-        "  frame buffers in use {}, requests refused at the cap {}",
-        num(&snap["pool"], "in_use"),
-        num(&snap["pool"], "refused")
-    );
-    for (name, key) in [("left", "left_port"), ("right", "right_port")] {
-        let pc = &snap[key];
-        let _ = writeln!(
-            out,
-            "  {name} port: rx {} tx {} frames, full-device drops {}, errors rx {} tx {}",
-            num(pc, "rx_frames"),
-            num(pc, "tx_frames"),
-            num(pc, "tx_full_drops"),
-            num(pc, "rx_errors"),
-            num(pc, "tx_errors")
-        );
-    }
-    if let Some(t) = snap.get("tap_tx_dropped") {
-        let show = |v: &serde_json::Value| v.as_u64().map_or("?".to_string(), |n| n.to_string());
-        let _ = writeln!(
-            out,
-            "  dropped by the TAPs' own queues before the datapath read them: left {}, right {}",
-            show(&t["left"]),
-            show(&t["right"])
-        );
-    }
-    out
-}
-
 /// The TUI's view of the daemon it runs in: snapshots straight from the
 /// datapath's slot, link changes through its command queue as field edits
 /// (`Command::EditLink`, like `bloatbox set` over the control socket), so
@@ -605,99 +430,6 @@ impl crate::tui::Control for LocalControl {
             return None;
         }
         self.last = Some(s.at);
-        let us = |ns: u64| ns / NS_PER_US;
-        Some(crate::tui::Snapshot {
-            bridge: s.bridge.clone(),
-            lateness_us: [
-                us(s.lateness.p50_ns),
-                us(s.lateness.p99_ns),
-                us(s.lateness.p999_ns),
-            ],
-            wakeups: s.wakeups.total,
-            taken_at: s.at,
-        })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stats_text_shows_counters_and_flags_a_conservation_violation() {
-        let snap = serde_json::json!({
-            "bridge": { "paths": [
-                { "counters": { "frames_in": 10, "frames_out": 7, "drops": [1, 0, 0],
-                                "bytes_in": 1000, "bytes_out": 700 },
-                  "held": 2, "drops_by_reason": { "queue_full": 1 },
-                  "transit": { "count": 7, "min_ns": 5012000, "p50_ns": 5100000,
-                               "p99_ns": 9000000, "p999_ns": 9000000, "max_ns": 9000000 },
-                  "ring_used": 1, "ring_size": 256, "ring_bytes": 100,
-                  "bql_limit": 3028, "bql_inflight": 100 },
-                { "counters": { "frames_in": 5, "frames_out": 3, "drops": [0] },
-                  "held": 1, "drops_by_reason": {}, "bql_limit": null }
-            ]},
-            "lateness": { "p50_ns": 4000, "p99_ns": 12000, "p999_ns": 30000, "max_ns": 90000, "samples": 9 },
-            "wakeups": { "total": 20, "timer": 9, "io": 11 },
-            "left_port": { "rx_frames": 10 }, "right_port": {},
-            "tap_tx_dropped": { "left": 3, "right": null }
-        });
-        let text = render_stats(&snap);
-        assert!(
-            text.contains("frames in 10  out 7  held 2  dropped 1"),
-            "{text}"
-        );
-        assert!(text.contains("drops by reason: queue_full 1"), "{text}");
-        assert!(text.contains("BQL limit 3028 B"), "{text}");
-        assert!(
-            text.contains("transit (in to out) min 5.012 ms  p50 5.100  p99 9.000"),
-            "{text}"
-        );
-        assert_eq!(text.matches("transit").count(), 1, "none without frames");
-        assert!(
-            text.contains("in 10 = out 7 + dropped 1 + held 2: ok"),
-            "{text}"
-        );
-        assert!(text.contains("BQL off"), "{text}");
-        assert!(text.contains("held 1: VIOLATED"), "{text}");
-        // netem duplication: the duplicates count on the left of the identity.
-        let mut dup = snap.clone();
-        dup["bridge"]["paths"][1] = serde_json::json!({
-            "counters": { "frames_in": 5, "frames_out": 6, "drops": [1],
-                          "duplicated": 2, "corrupted": 1 },
-            "held": 0, "seed": 42, "drops_by_reason": {}, "bql_limit": null
-        });
-        let text = render_stats(&dup);
-        assert!(
-            text.contains("in 5 + duplicated 2 = out 6 + dropped 1 + held 0: ok"),
-            "{text}"
-        );
-        assert!(
-            text.contains("impairments seed 42  duplicated 2  corrupted 1"),
-            "{text}"
-        );
-        assert!(text.contains("p99 12.0 us"), "{text}");
-        assert!(text.contains("read them: left 3, right ?"), "{text}");
-    }
-
-    #[test]
-    fn stats_text_shows_capture_counters_only_while_capturing() {
-        let mut snap = serde_json::json!({
-            "bridge": { "paths": [ { "counters": {} }, { "counters": {} } ] }
-        });
-        assert!(!render_stats(&snap).contains("capture"));
-        snap["bridge"]["capture"] = serde_json::json!([
-            { "captured": 40, "dropped": 2, "write_errors": 0 },
-            { "captured": 7, "dropped": 0, "write_errors": 1 }
-        ]);
-        let text = render_stats(&snap);
-        assert!(
-            text.contains("capture: 40 records written, 2 dropped (writer behind), 0 write errors"),
-            "{text}"
-        );
-        assert!(
-            text.contains("capture: 7 records written, 0 dropped"),
-            "{text}"
-        );
+        Some(crate::tui::Snapshot::of(&s))
     }
 }

@@ -1,5 +1,7 @@
 //! Client side of the control socket: `Client` (one connection, any number
-//! of requests) and `request_stats` for `bloatbox stats` and `down`.
+//! of requests), `request_stats` for `bloatbox stats` and `down`, and
+//! `decode`, which reads a reply as the type the server serialized (a
+//! missing or mistyped field is an error, never a default).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -7,6 +9,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::proto::Request;
+use crate::bridge::BridgeSnapshot;
+use crate::packet::DropReason;
 
 /// How long the client waits for a reply (a `tc` request may take up to the
 /// server's 2 s datapath timeout).
@@ -62,6 +66,31 @@ impl Client {
     pub fn call_ok(&mut self, req: &Request) -> anyhow::Result<serde_json::Value> {
         self.call(req)?
             .map_err(|e| anyhow::anyhow!("the daemon answered: {e}"))
+    }
+
+    /// `call_ok`, with the reply read as `T` (`decode`).
+    pub fn request<T: serde::de::DeserializeOwned>(&mut self, req: &Request) -> anyhow::Result<T> {
+        decode(self.call_ok(req)?).map_err(|e| anyhow::anyhow!(e))
+    }
+}
+
+/// A reply read as the type the server serialized it from: `LiveSnapshot`
+/// for `snapshot` and `stats` (then `restore_drops_by_reason`), `TcReply`
+/// for `tc`, a `String` for `metrics`.
+pub fn decode<T: serde::de::DeserializeOwned>(reply: serde_json::Value) -> Result<T, String> {
+    serde_json::from_value(reply).map_err(|e| format!("unexpected reply from the daemon: {e}"))
+}
+
+/// Rebuilds each path's `drops_by_reason` of a snapshot read from a reply,
+/// which JSON does not carry back (`PathSnapshot`), from its counters, as
+/// the daemon built it: the non-zero reasons, by name.
+pub fn restore_drops_by_reason(bridge: &mut BridgeSnapshot) {
+    for path in &mut bridge.paths {
+        path.drops_by_reason = DropReason::ALL
+            .into_iter()
+            .map(|r| (r.name(), path.counters.drops[r.index()]))
+            .filter(|(_, n)| *n > 0)
+            .collect();
     }
 }
 

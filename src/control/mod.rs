@@ -3,7 +3,8 @@
 //! module is what both ends share and what the datapath executes, so it
 //! sits below the datapath; the server, which reaches the datapath, is
 //! `crate::control_server`.
-//! - `proto`: the requests, `parse_request` (pure) and the reply lines;
+//! - `proto`: the requests, `parse_request` (pure), the reply lines and
+//!   `TcReply`;
 //! - `set`: the `set` arguments (`left.rate=10mbit`, ethtool lines), parsed
 //!   into the `SetPlan` the datapath applies;
 //! - `field`: `LinkField`, one link setting as `set` and the TUI name it;
@@ -15,5 +16,5 @@ pub mod field;
 pub mod proto;
 pub mod set;
 
-pub use client::{request_stats, Client};
-pub use proto::{parse_request, ProtoError, Request, MAX_LINE};
+pub use client::{decode, request_stats, restore_drops_by_reason, Client};
+pub use proto::{parse_request, ProtoError, Request, TcReply, MAX_LINE};

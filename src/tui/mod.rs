@@ -35,8 +35,9 @@ pub use state::App;
 pub use crate::control::field::LinkField;
 
 use crate::bridge::BridgeSnapshot;
+use crate::datapath::LiveSnapshot;
 use crate::dir::Dir;
-use crate::time::Instant;
+use crate::time::{Instant, NS_PER_US};
 
 /// What the TUI receives from the daemon at each refresh: the bridge and
 /// the datapath's own health.
@@ -49,6 +50,23 @@ pub struct Snapshot {
     pub wakeups: u64,
     /// When the daemon took the snapshot (CLOCK_MONOTONIC).
     pub taken_at: Instant,
+}
+
+impl Snapshot {
+    /// The TUI's part of a datapath snapshot.
+    pub fn of(live: &LiveSnapshot) -> Snapshot {
+        let us = |ns: u64| ns / NS_PER_US;
+        Snapshot {
+            bridge: live.bridge.clone(),
+            lateness_us: [
+                us(live.lateness.p50_ns),
+                us(live.lateness.p99_ns),
+                us(live.lateness.p999_ns),
+            ],
+            wakeups: live.wakeups.total,
+            taken_at: live.at,
+        }
+    }
 }
 
 /// A root qdisc the TUI can switch a direction to.

@@ -6,11 +6,10 @@
 use std::path::Path;
 
 use super::{Action, Control, Snapshot};
-use crate::bridge::BridgeSnapshot;
 use crate::control::field::set_arg;
-use crate::control::{Client, Request};
-use crate::packet::DropReason;
-use crate::time::{Instant, NS_PER_US};
+use crate::control::{decode, restore_drops_by_reason, Client, Request, TcReply};
+use crate::datapath::LiveSnapshot;
+use crate::time::Instant;
 
 /// The TUI's view of a daemon it reaches over the control socket.
 pub struct RemoteControl {
@@ -48,27 +47,10 @@ impl RemoteControl {
 }
 
 /// The TUI snapshot in a `snapshot` reply.
-fn tui_snapshot(v: &serde_json::Value) -> Result<Snapshot, String> {
-    let mut bridge: BridgeSnapshot = serde_json::from_value(v["bridge"].clone())
-        .map_err(|e| format!("snapshot from the daemon: {e}"))?;
-    for path in &mut bridge.paths {
-        path.drops_by_reason = DropReason::ALL
-            .into_iter()
-            .map(|r| (r.name(), path.counters.drops[r.index()]))
-            .filter(|(_, n)| *n > 0)
-            .collect();
-    }
-    let n = |p: &str| v.pointer(p).and_then(|x| x.as_u64()).unwrap_or(0);
-    Ok(Snapshot {
-        bridge,
-        lateness_us: [
-            n("/lateness/p50_ns") / NS_PER_US,
-            n("/lateness/p99_ns") / NS_PER_US,
-            n("/lateness/p999_ns") / NS_PER_US,
-        ],
-        wakeups: n("/wakeups/total"),
-        taken_at: Instant::from_nanos(n("/at")),
-    })
+fn tui_snapshot(reply: serde_json::Value) -> Result<Snapshot, String> {
+    let mut live: LiveSnapshot = decode(reply)?;
+    restore_drops_by_reason(&mut live.bridge);
+    Ok(Snapshot::of(&live))
 }
 
 impl Control for RemoteControl {
@@ -88,7 +70,7 @@ impl Control for RemoteControl {
                     let reply = call(Request::Tc {
                         line: line.to_string(),
                     })?;
-                    out.push_str(reply["output"].as_str().unwrap_or_default());
+                    out.push_str(&decode::<TcReply>(reply)?.output);
                 }
                 Ok(out)
             }
@@ -97,7 +79,7 @@ impl Control for RemoteControl {
 
     fn snapshot(&mut self) -> Option<Snapshot> {
         let v = self.call(&Request::Snapshot).ok()?;
-        let s = tui_snapshot(&v).ok()?;
+        let s = tui_snapshot(v).ok()?;
         if self.last == Some(s.taken_at) {
             return None;
         }
