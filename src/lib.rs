@@ -46,7 +46,7 @@
 //! server), `capture` (pcapng capture of both directions),
 //! `metrics` (OpenMetrics export of every counter), `live` (a configuration's
 //! link brought up: namespaces, datapath, control socket), `app` (the
-//! command-line subcommands), `harness` (the `Link` guard for test suites and `bloatbox
+//! command-line subcommands), `output` (their `out!`/`outln!`), `harness` (the `Link` guard for test suites and `bloatbox
 //! run`), `load` (TCP/UDP_RR/ICMP generators and the RRUL-like test),
 //! `experiment` (`bloatbox test`/`demo`: runs over configs, comparison
 //! table, JSON, SVG plots), `tui` (terminal UI).
@@ -66,6 +66,7 @@ pub mod live;
 pub mod load;
 pub mod metrics;
 pub mod netns;
+pub mod output;
 pub mod packet;
 pub mod port;
 pub mod privilege;
