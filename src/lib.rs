@@ -42,9 +42,11 @@
 //! users), `privilege` (per-thread capabilities: what each thread keeps
 //! after set-up), `datapath` (the live driver thread), `release` (how the
 //! datapath spaces out frames that fell due while it was late), `control` (the
-//! daemon's socket), `capture` (pcapng capture of both directions),
-//! `metrics` (OpenMetrics export of every counter), `app` (the command-line
-//! subcommands), `harness` (the `Link` guard for test suites and `bloatbox
+//! daemon's socket: protocol, `set` language, client), `control_server` (its
+//! server), `capture` (pcapng capture of both directions),
+//! `metrics` (OpenMetrics export of every counter), `live` (a configuration's
+//! link brought up: namespaces, datapath, control socket), `app` (the
+//! command-line subcommands), `output` (their `out!`/`outln!`), `harness` (the `Link` guard for test suites and `bloatbox
 //! run`), `load` (TCP/UDP_RR/ICMP generators and the RRUL-like test),
 //! `experiment` (`bloatbox test`/`demo`: runs over configs, comparison
 //! table, JSON, SVG plots), `tui` (terminal UI).
@@ -54,15 +56,18 @@ pub mod bridge;
 pub mod capture;
 pub mod config;
 pub mod control;
+pub mod control_server;
 pub mod datapath;
 pub mod dir;
 pub mod experiment;
 pub mod handle;
 pub mod harness;
 pub mod link;
+pub mod live;
 pub mod load;
 pub mod metrics;
 pub mod netns;
+pub mod output;
 pub mod packet;
 pub mod port;
 pub mod privilege;

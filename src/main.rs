@@ -6,8 +6,8 @@ use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use bloatbox::app::daemon;
 use bloatbox::app::{self, Side};
-use bloatbox::control::commands as control;
 use bloatbox::experiment;
 use clap::{Parser, Subcommand};
 
@@ -353,12 +353,12 @@ fn main() -> ExitCode {
         }
         Cmd::Demo { load } => experiment::Candidate::demo().and_then(|c| run_test(&c, &load)),
         Cmd::Sim { scenario, out } => bloatbox::sim::run_cli(&scenario, out.as_deref()).map(|()| 0),
-        Cmd::Metrics { config } => control::metrics(config.as_deref()),
+        Cmd::Metrics { config } => daemon::metrics(config.as_deref()),
         Cmd::Stats { json, config } => app::stats(config.as_deref(), json).map(|()| 0),
         Cmd::Run(args) => Ok(bloatbox::harness::run::run(&args)),
-        Cmd::Tc { config, args } => control::tc(config.as_deref(), &args),
-        Cmd::Set { config, args } => control::set(config.as_deref(), &args),
-        Cmd::Top { config, log: _ } => control::top(config.as_deref()),
+        Cmd::Tc { config, args } => daemon::tc(config.as_deref(), &args),
+        Cmd::Set { config, args } => daemon::set(config.as_deref(), &args),
+        Cmd::Top { config, log: _ } => daemon::top(config.as_deref()),
     };
     match result {
         Ok(code) => ExitCode::from(code),

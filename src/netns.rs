@@ -75,6 +75,14 @@ pub struct SideSpec {
     pub addrs: Vec<(IpAddr, u8)>,
 }
 
+/// One end of the link: the namespace `exec` runs in, a harness command's
+/// side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Side {
+    Left,
+    Right,
+}
+
 /// Both sides of the link.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Topology {
@@ -84,30 +92,16 @@ pub struct Topology {
 
 /// Removes, on drop, every namespace it recorded (the TAPs inside go with
 /// them; a TAP still in the root namespace goes when its port is dropped).
-/// A rootless link's guard holds its anonymous namespaces instead, which go
-/// when it drops them.
+/// A rootless link has no guard: its anonymous namespaces
+/// (`crate::rootless::Namespaces`) go when they are dropped.
 #[derive(Debug, Default)]
 pub struct LinkGuard {
     namespaces: Vec<String>,
-    anonymous: Option<crate::rootless::Namespaces>,
 }
 
 impl LinkGuard {
     fn record_namespace(&mut self, name: &str) {
         self.namespaces.push(name.to_string());
-    }
-
-    /// The guard of a rootless link: it owns the namespaces.
-    pub(crate) fn holding(namespaces: crate::rootless::Namespaces) -> LinkGuard {
-        LinkGuard {
-            namespaces: Vec::new(),
-            anonymous: Some(namespaces),
-        }
-    }
-
-    /// A rootless link's namespaces (`None` for named ones).
-    pub fn rootless(&self) -> Option<&crate::rootless::Namespaces> {
-        self.anonymous.as_ref()
     }
 }
 

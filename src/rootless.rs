@@ -38,8 +38,7 @@ use std::process::Command;
 
 use nix::sched::CloneFlags;
 
-use crate::app::Side;
-use crate::netns::{run_ip, LinkGuard, NetnsError, SideSpec, Topology};
+use crate::netns::{run_ip, NetnsError, Side, SideSpec, Topology};
 use crate::port::{FramePort, PacketPort, TapPort};
 
 /// How a rootless link makes its ports.
@@ -305,8 +304,8 @@ impl Namespaces {
     }
 }
 
-/// A link's guard and its (left, right) ports.
-pub type LinkPorts = (LinkGuard, Box<dyn FramePort>, Box<dyn FramePort>);
+/// A rootless link's namespaces and its (left, right) ports.
+pub type LinkPorts = (Namespaces, Box<dyn FramePort>, Box<dyn FramePort>);
 
 /// Creates both sides of `topo` in anonymous namespaces with ports of
 /// `backend`. The namespace names of `topo` are not used (only its
@@ -342,7 +341,7 @@ pub fn up(topo: &Topology, backend: Backend) -> Result<LinkPorts, NetnsError> {
     let left = set_up_side(&topo.left, &ns.left, ns.hub.as_ref())?;
     let right = set_up_side(&topo.right, &ns.right, ns.hub.as_ref())?;
     tracing::info!(?backend, "rootless link ready");
-    Ok((LinkGuard::holding(ns), left, right))
+    Ok((ns, left, right))
 }
 
 fn describe_mode(path: &Path) -> String {

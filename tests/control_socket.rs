@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant as StdInstant};
 
-use bloatbox::control::{Client, ControlServer, Request, MAX_LINE};
+use bloatbox::control::{Client, Request, MAX_LINE};
+use bloatbox::control_server::ControlServer;
 use bloatbox::datapath::SnapshotReader;
 use bloatbox::port::FramePort;
 use serde_json::Value;
@@ -465,7 +466,7 @@ fn the_server_stops_whatever_became_of_its_socket_file() {
 
 #[test]
 fn the_tui_attaches_through_remote_control() {
-    use bloatbox::control::RemoteControl;
+    use bloatbox::tui::RemoteControl;
     use bloatbox::tui::{Action, Control, LinkField, Preset};
     let rig = Rig::start(pfifo_fast);
     let mut rc = RemoteControl::connect(&rig.socket).unwrap();

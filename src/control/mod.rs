@@ -1,18 +1,20 @@
 //! The daemon's control socket: a Unix stream socket (mode 0600, only the
-//! daemon's user or root may connect) speaking line-delimited JSON.
-//! - `proto`: the requests, `parse_request` (pure) and the reply lines;
-//! - `set`: the `set` arguments (`left.rate=10mbit`, ethtool lines);
-//! - `server`: `ControlServer`, serving snapshots from the datapath's slot
-//!   and passing tc lines, link changes and shutdown to its command queue;
-//! - `client`: `Client` for the `tc`, `set`, `stats` and `top` subcommands,
-//!   and `RemoteControl`, the TUI's `Control` over the socket.
+//! daemon's user or root may connect) speaking line-delimited JSON. This
+//! module is what both ends share and what the datapath executes, so it
+//! sits below the datapath; the server, which reaches the datapath, is
+//! `crate::control_server`.
+//! - `proto`: the requests, `parse_request` (pure), the reply lines and
+//!   `TcReply`;
+//! - `set`: the `set` arguments (`left.rate=10mbit`, ethtool lines), parsed
+//!   into the `SetPlan` the datapath applies;
+//! - `field`: `LinkField`, one link setting as `set` and the TUI name it;
+//! - `client`: `Client` for the `tc`, `set`, `stats` and `top` subcommands
+//!   (`crate::app`) and the TUI (`crate::tui::RemoteControl`).
 
 pub mod client;
-pub mod commands;
+pub mod field;
 pub mod proto;
-pub mod server;
 pub mod set;
 
-pub use client::{request_stats, Client, RemoteControl};
-pub use proto::{parse_request, ProtoError, Request, MAX_LINE};
-pub use server::ControlServer;
+pub use client::{decode, request_stats, restore_drops_by_reason, Client};
+pub use proto::{parse_request, ProtoError, Request, TcReply, MAX_LINE};

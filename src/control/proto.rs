@@ -43,6 +43,14 @@ pub enum Request {
     Shutdown,
 }
 
+/// The reply to a `tc` request: tc's output and, for a change, `tc qdisc
+/// show` of that device.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+pub struct TcReply {
+    pub output: String,
+    pub config: Option<String>,
+}
+
 /// Why a request line was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ProtoError {

@@ -16,12 +16,12 @@
 //! contents as `left.trace_text=...` / `left.schedule_text=...`
 //! (`inline_files`).
 
+use super::field::LinkField;
 use crate::bridge::Bridge;
 use crate::dir::Dir;
 use crate::link::impair::{format_netem, parse_netem, Loss};
 use crate::link::{Framing, Impairments, LinkParams, LinkShape, Schedule};
 use crate::time::Instant;
-use crate::tui::LinkField;
 
 const USAGE: &str =
     "expected DEV.FIELD=VALUE with DEV left or right and FIELD one of rate, delay, \

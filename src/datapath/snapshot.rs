@@ -13,7 +13,7 @@ use crate::time::{Instant, NS_PER_SEC};
 /// A lateness histogram summed up, ns: wake-up lateness (time woken by
 /// the timer minus the deadline) or release lateness (time a frame was
 /// written minus the time the link delivered it).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LatenessSummary {
     pub samples: u64,
     pub p50_ns: u64,
@@ -41,7 +41,7 @@ pub(super) fn lateness_histogram(what: &str) -> io::Result<Histogram<u64>> {
 }
 
 /// How often the thread woke, and why, and the CPU time it used.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Wakeups {
     pub total: u64,
     /// Woken by the deadline timer.
@@ -60,7 +60,7 @@ pub struct Wakeups {
 }
 
 /// The frame buffer pool.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PoolCounters {
     pub in_use: u64,
     /// Buffer requests refused at the cap (the frames lost to it are the
@@ -69,7 +69,7 @@ pub struct PoolCounters {
 }
 
 /// What the datapath publishes for readers.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LiveSnapshot {
     /// CLOCK_MONOTONIC time of the snapshot, ns.
     pub at: Instant,

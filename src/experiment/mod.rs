@@ -14,9 +14,9 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::app::LiveLink;
 use crate::config::Config;
 use crate::dir::Dir;
+use crate::live::LiveLink;
 use crate::load::rrul::{self, RrulRaw, RrulSpec, RrulSummary};
 use crate::load::tcp::CongestionControl;
 use crate::qdisc::dump::QdiscDump;

@@ -58,12 +58,12 @@ use std::time::Duration;
 use nix::sched::CloneFlags;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 
-use crate::app::LiveLink;
-pub use crate::app::Side;
 use crate::config::{Config, ConfigError, Endpoint};
 use crate::datapath::{Command as DpCommand, DatapathError, LiveSnapshot};
 use crate::dir::Dir;
 use crate::link::LinkParams;
+use crate::live::LiveLink;
+pub use crate::netns::Side;
 pub use crate::rootless::Backend;
 use crate::time::{Clock, MonotonicClock};
 use runs::RunRecord;
@@ -313,7 +313,7 @@ impl Link {
         } else {
             None
         };
-        let live = crate::app::start_link(&config, realtime, capture, rootless).map_err(|e| {
+        let live = crate::live::start_link(&config, realtime, capture, rootless).map_err(|e| {
             remove_record(record.as_deref());
             HarnessError::Up(e)
         })?;
@@ -349,7 +349,7 @@ impl Link {
 
     /// The namespaces of a rootless link (`None` for named ones).
     pub fn rootless(&self) -> Option<&crate::rootless::Namespaces> {
-        self.live().guard.rootless()
+        self.live().namespaces.rootless()
     }
 
     /// One side's namespace, TAP and addresses.

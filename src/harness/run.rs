@@ -301,7 +301,7 @@ fn run_inner(args: &RunArgs) -> anyhow::Result<u8> {
     }
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = TerminationSignals::block()?;
-    let mut builder = LinkBuilder::default().config(crate::app::load(args.config.as_deref())?);
+    let mut builder = LinkBuilder::default().config(crate::live::load(args.config.as_deref())?);
     if let Some(name) = &args.name {
         builder = builder.name(name);
     }

@@ -13,22 +13,31 @@
 //! - `fixtures`: realistic snapshots made by driving the real core, for
 //!   tests and the README screenshot.
 //!
-//! The daemon is reached through `Control`: the control-socket client
-//! implements it, tests use a fake.
+//! - `remote`: `RemoteControl`, the `Control` over the control socket.
+//!
+//! The daemon is reached through `Control`: `RemoteControl` implements it
+//! over the socket, `bloatbox up` over the datapath's command queue, tests
+//! use a fake.
 
 pub mod fixtures;
+pub mod remote;
 pub mod render;
 pub mod run;
 pub mod state;
 pub mod widgets;
 
+pub use remote::RemoteControl;
 pub use render::{draw, text_capture};
 pub use run::{run, run_with_backend, EventSource};
 pub use state::App;
 
+/// The TUI edits the link one `set` field at a time.
+pub use crate::control::field::LinkField;
+
 use crate::bridge::BridgeSnapshot;
+use crate::datapath::LiveSnapshot;
 use crate::dir::Dir;
-use crate::time::Instant;
+use crate::time::{Instant, NS_PER_US};
 
 /// What the TUI receives from the daemon at each refresh: the bridge and
 /// the datapath's own health.
@@ -43,137 +52,19 @@ pub struct Snapshot {
     pub taken_at: Instant,
 }
 
-/// A link setting the TUI can change, in core units.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LinkField {
-    /// Line rate, bytes/s (0 = unlimited).
-    Rate,
-    /// Propagation delay, ns.
-    Delay,
-    /// TX ring depth, descriptors.
-    TxRing,
-    /// BQL on (1) or off (0).
-    Bql,
-    /// ethtool -C tx-usecs / tx-frames / rx-usecs / rx-frames.
-    TxUsecs,
-    TxFrames,
-    RxUsecs,
-    RxFrames,
-}
-
-impl LinkField {
-    /// Sets this field of `p` to `value` (core units, as `LinkField::parse`
-    /// gives them), within the ranges a configuration file allows.
-    pub fn apply(self, p: &mut crate::link::LinkParams, value: u64) -> Result<(), String> {
-        use crate::config::{MAX_FRAMES, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING};
-        use crate::link::MAX_DELAY_NS;
-        let name = self.name();
-        let within = |min: u64, max: u64, unit: &str| {
-            if (min..=max).contains(&value) {
-                Ok(value as u32)
-            } else {
-                Err(format!("{name} {value}: expected {min}..={max} {unit}"))
-            }
-        };
-        match self {
-            LinkField::Rate if value > MAX_RATE_BYTES_PS => {
-                return Err(format!(
-                    "rate {}: above the maximum; expected at most 100gbit (or 0 for unlimited)",
-                    crate::units::print_rate(value)
-                ))
-            }
-            LinkField::Rate => p.rate_bytes_ps = value,
-            LinkField::Delay if value > MAX_DELAY_NS => {
-                return Err(format!(
-                    "delay {}: too long; expected at most 60s",
-                    crate::units::sprint_time(value / 1_000)
-                ))
-            }
-            LinkField::Delay => p.delay_ns = value,
-            LinkField::TxRing => {
-                p.tx_ring = within(
-                    *TX_RING.start() as u64,
-                    *TX_RING.end() as u64,
-                    "descriptors",
-                )?
-            }
-            LinkField::Bql => p.bql = value != 0,
-            LinkField::TxUsecs => p.tx_usecs = within(0, MAX_USECS as u64, "µs")?,
-            LinkField::TxFrames => p.tx_frames = within(0, MAX_FRAMES as u64, "frames")?,
-            LinkField::RxUsecs => p.rx_usecs = within(0, MAX_USECS as u64, "µs")?,
-            LinkField::RxFrames => p.rx_frames = within(0, MAX_FRAMES as u64, "frames")?,
-        }
-        Ok(())
-    }
-
-    pub const ALL: [LinkField; 8] = [
-        LinkField::Rate,
-        LinkField::Delay,
-        LinkField::TxRing,
-        LinkField::Bql,
-        LinkField::TxUsecs,
-        LinkField::TxFrames,
-        LinkField::RxUsecs,
-        LinkField::RxFrames,
-    ];
-
-    /// The word the set prompt accepts (`rate 50mbit`, `rx-usecs 20`).
-    pub fn name(self) -> &'static str {
-        match self {
-            LinkField::Rate => "rate",
-            LinkField::Delay => "delay",
-            LinkField::TxRing => "ring",
-            LinkField::Bql => "bql",
-            LinkField::TxUsecs => "tx-usecs",
-            LinkField::TxFrames => "tx-frames",
-            LinkField::RxUsecs => "rx-usecs",
-            LinkField::RxFrames => "rx-frames",
-        }
-    }
-
-    /// Parses the value as people type it (tc units for rate and delay,
-    /// on/off for BQL, plain numbers otherwise) into core units.
-    pub fn parse(self, text: &str) -> Result<u64, String> {
-        let number = |max: u64| {
-            text.parse::<u64>()
-                .ok()
-                .filter(|v| *v <= max)
-                .ok_or_else(|| {
-                    format!(
-                        "{} \"{text}\": expected a whole number 0..={max}",
-                        self.name()
-                    )
-                })
-        };
-        match self {
-            LinkField::Rate => crate::units::parse_rate(text).map_err(|e| e.to_string()),
-            LinkField::Delay => crate::units::parse_time_ns(text).map_err(|e| e.to_string()),
-            LinkField::TxRing => number(4096).and_then(|v| {
-                if v == 0 {
-                    Err(format!("ring \"{text}\": expected 1..=4096 descriptors"))
-                } else {
-                    Ok(v)
-                }
-            }),
-            LinkField::Bql => match text {
-                "on" | "1" | "true" => Ok(1),
-                "off" | "0" | "false" => Ok(0),
-                _ => Err(format!("bql \"{text}\": expected on or off")),
-            },
-            LinkField::TxUsecs | LinkField::RxUsecs => number(1_000_000),
-            LinkField::TxFrames | LinkField::RxFrames => number(4096),
-        }
-    }
-
-    /// The value in the units people read.
-    pub fn show(self, value: u64) -> String {
-        match self {
-            LinkField::Rate if value == 0 => "unlimited".into(),
-            LinkField::Rate => crate::units::print_rate(value),
-            LinkField::Delay => crate::units::sprint_time(value / crate::time::NS_PER_US),
-            LinkField::Bql => if value != 0 { "on" } else { "off" }.into(),
-            _ => value.to_string(),
+impl Snapshot {
+    /// The TUI's part of a datapath snapshot.
+    pub fn of(live: &LiveSnapshot) -> Snapshot {
+        let us = |ns: u64| ns / NS_PER_US;
+        Snapshot {
+            bridge: live.bridge.clone(),
+            lateness_us: [
+                us(live.lateness.p50_ns),
+                us(live.lateness.p99_ns),
+                us(live.lateness.p999_ns),
+            ],
+            wakeups: live.wakeups.total,
+            taken_at: live.at,
         }
     }
 }
@@ -301,22 +192,5 @@ pub fn dir_label(dir: Dir) -> &'static str {
     match dir {
         Dir::LeftToRight => "L→R",
         Dir::RightToLeft => "R→L",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::LinkField;
-    use crate::link::LinkParams;
-
-    #[test]
-    fn link_fields_set_their_parameter_and_refuse_overflow() {
-        let mut p = LinkParams::default();
-        LinkField::Rate.apply(&mut p, 1_000).unwrap();
-        LinkField::Bql.apply(&mut p, 0).unwrap();
-        LinkField::RxUsecs.apply(&mut p, 50).unwrap();
-        assert_eq!((p.rate_bytes_ps, p.bql, p.rx_usecs), (1_000, false, 50));
-        let err = LinkField::TxRing.apply(&mut p, u64::MAX).unwrap_err();
-        assert!(err.contains("ring"), "{err}");
     }
 }

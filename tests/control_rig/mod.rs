@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant as StdInstant};
 
 use bloatbox::bridge::Bridge;
-use bloatbox::control::{Client, ControlServer, Request};
+use bloatbox::control::{Client, Request};
+use bloatbox::control_server::ControlServer;
 use bloatbox::datapath::{Datapath, DatapathConfig};
 use bloatbox::link::{LinkParams, Path as LinkPath};
 use bloatbox::port::SocketPairPort;

@@ -17,7 +17,8 @@
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::{Duration, Instant as StdInstant};
 
-use bloatbox::control::{Client, ControlServer, Request};
+use bloatbox::control::{Client, Request};
+use bloatbox::control_server::ControlServer;
 use bloatbox::datapath::DatapathError;
 use bloatbox::port::FramePort;
 use proptest::prelude::*;

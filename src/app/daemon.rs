@@ -1,18 +1,19 @@
-//! The client subcommands: `bloatbox tc`, `bloatbox set`, `bloatbox metrics`
-//! and `bloatbox top`
-//! (`bloatbox stats` lives in `app`). Each finds the socket from the
+//! The subcommands that talk to a running daemon over its control socket:
+//! `bloatbox tc`, `bloatbox set`, `bloatbox metrics` and `bloatbox top`
+//! (`bloatbox stats` has its own module). Each finds the socket from the
 //! configuration, like `up` does.
 
 use std::path::Path;
 
-use super::client::{Client, RemoteControl};
-use super::proto::Request;
+use crate::control::set::{group_ethtool_words, inline_files};
+use crate::control::{decode, Client, Request, TcReply};
+use crate::tui::RemoteControl;
 
 /// Exit code of `tc` (and `bloatbox tc`) when the command fails.
 pub const TC_FAILED: u8 = 2;
 
 fn socket(config: Option<&Path>) -> anyhow::Result<std::path::PathBuf> {
-    Ok(crate::app::load(config)?.control_socket())
+    Ok(crate::live::load(config)?.control_socket())
 }
 
 /// `bloatbox tc ARGS...`: prints what the daemon returns; on tc's error
@@ -21,7 +22,10 @@ pub fn tc(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
     let line = format!("tc {}", args.join(" "));
     match Client::connect(&socket(config)?)?.call(&Request::Tc { line })? {
         Ok(reply) => {
-            crate::out!("{}", reply["output"].as_str().unwrap_or_default())?;
+            crate::out!(
+                "{}",
+                decode::<TcReply>(reply).map_err(anyhow::Error::msg)?.output
+            )?;
             Ok(0)
         }
         Err(e) => {
@@ -35,8 +39,8 @@ pub fn tc(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
 /// ethtool -C left rx-usecs 20`: prints the effective link parameters and
 /// shapes of both directions.
 pub fn set(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
-    let args = super::set::group_ethtool_words(args);
-    let args = match super::set::inline_files(&args, &std::env::current_dir()?) {
+    let args = group_ethtool_words(args);
+    let args = match inline_files(&args, &std::env::current_dir()?) {
         Ok(args) => args,
         Err(e) => {
             eprintln!("error: {e}");
@@ -57,15 +61,15 @@ pub fn set(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
 
 /// `bloatbox metrics`: prints every counter as OpenMetrics text.
 pub fn metrics(config: Option<&Path>) -> anyhow::Result<u8> {
-    let reply = Client::connect(&socket(config)?)?.call_ok(&Request::Metrics)?;
-    crate::out!("{}", reply.as_str().unwrap_or_default())?;
+    let text: String = Client::connect(&socket(config)?)?.request(&Request::Metrics)?;
+    crate::out!("{text}")?;
     Ok(0)
 }
 
 /// `bloatbox top`: the TUI attached to a running daemon; quitting it leaves
 /// the daemon running.
 pub fn top(config: Option<&Path>) -> anyhow::Result<u8> {
-    let cfg = crate::app::load(config)?;
+    let cfg = crate::live::load(config)?;
     let mut control = RemoteControl::connect(&cfg.control_socket())?;
     crate::tui::run(&mut control, cfg.daemon.snapshot_hz)?;
     Ok(0)

@@ -1,4 +1,5 @@
-//! The control server: an accept thread plus one thread per connection (at
+//! The daemon's side of the control socket (`crate::control` holds the
+//! protocol and the client): an accept thread plus one thread per connection (at
 //! most `MAX_CLIENTS`), so a slow or silent client never holds up another.
 //! Only peers with the daemon's uid or root are served (SO_PEERCRED). Each
 //! connection may send requests until it closes or stays silent for
@@ -22,7 +23,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::proto::{error_line, ok_line, parse_request, ProtoError, Request, MAX_LINE};
+use crate::control::proto::{
+    error_line, ok_line, parse_request, ProtoError, Request, TcReply, MAX_LINE,
+};
 use crate::datapath::{Command, Commander, LiveSnapshot, SnapshotReader};
 use crate::dir::Dir;
 use crate::link::PathCounters;
@@ -328,11 +331,11 @@ fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
                 // tc), and lines tc refuses (the datapath gives the error).
                 _ => (run_tc(commander, &line)?, None),
             };
-            Ok(serde_json::json!({ "output": output, "config": config }))
+            Ok(to_json(&TcReply { output, config }))
         }
         Request::Set { args } => {
             // Parsed (and trace files read) here, not on the datapath.
-            let plan = super::set::parse_set(&args)?;
+            let plan = crate::control::set::parse_set(&args)?;
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
             commander(shared)?
                 .send(Command::EditLink { plan, reply: tx })

@@ -1,0 +1,75 @@
+//! The TUI's `Control` inside `bloatbox up`: the daemon reached directly,
+//! through the datapath's snapshot slot and command queue, without the
+//! control socket.
+
+use crate::datapath::{Command, Commander, Datapath, SnapshotReader};
+use crate::time::Instant;
+use crate::tui::Action;
+
+/// How long the TUI waits for the datapath to apply a tc line.
+const TC_REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The TUI's view of the daemon it runs in: snapshots straight from the
+/// datapath's slot, link changes through its command queue as field edits
+/// (`Command::EditLink`, like `bloatbox set` over the control socket), so
+/// a change from the TUI and one from `bloatbox set` at the same moment
+/// each change only their own field.
+pub(super) struct LocalControl {
+    commander: Commander,
+    snapshots: SnapshotReader,
+    /// Time of the last snapshot handed to the TUI.
+    last: Option<Instant>,
+}
+
+impl LocalControl {
+    pub(super) fn new(datapath: &Datapath) -> LocalControl {
+        LocalControl {
+            commander: datapath.commander(),
+            snapshots: datapath.snapshots(),
+            last: None,
+        }
+    }
+
+    /// Sends `cmd` (built around a reply channel) and waits for the reply.
+    fn ask<T>(
+        &self,
+        cmd: impl FnOnce(std::sync::mpsc::SyncSender<Result<T, String>>) -> Command,
+    ) -> Result<T, String> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.commander.send(cmd(tx)).map_err(|e| e.to_string())?;
+        rx.recv_timeout(TC_REPLY_TIMEOUT)
+            .map_err(|_| "the datapath did not answer within 2 s".to_string())?
+    }
+}
+
+impl crate::tui::Control for LocalControl {
+    fn send(&mut self, action: &Action) -> Result<String, String> {
+        match action {
+            Action::Quit => Ok(String::new()),
+            Action::SetLink { dir, field, value } => {
+                let args = vec![crate::control::field::set_arg(*dir, *field, *value)];
+                // Parsed here, not on the datapath, as the control socket does.
+                let plan = crate::control::set::parse_set(&args)?;
+                self.ask(|reply| Command::EditLink { plan, reply })?;
+                Ok(format!("{} {}", field.name(), field.show(*value)))
+            }
+            Action::Tc(lines) => {
+                let mut replies = Vec::new();
+                for line in lines.lines().filter(|l| !l.trim().is_empty()) {
+                    let line = line.to_string();
+                    replies.push(self.ask(|reply| Command::Tc { line, reply })?);
+                }
+                Ok(replies.concat())
+            }
+        }
+    }
+
+    fn snapshot(&mut self) -> Option<crate::tui::Snapshot> {
+        let s = self.snapshots.latest()?;
+        if self.last == Some(s.at) {
+            return None;
+        }
+        self.last = Some(s.at);
+        Some(crate::tui::Snapshot::of(&s))
+    }
+}

@@ -1,0 +1,198 @@
+//! One link setting at a time, as `set` names them (`left.rate=10mbit`,
+//! `right.rx-usecs=20`) and the TUI edits them: `LinkField` parses a value
+//! as people type it into core units, shows it back and applies it to
+//! `LinkParams` within the ranges a configuration file allows; `set_arg`
+//! turns a field's value back into the `set` argument that carries it, so
+//! the TUI's changes take the same path as `bloatbox set`.
+
+use crate::dir::Dir;
+
+/// A link setting that `set` and the TUI change one at a time, in core units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkField {
+    /// Line rate, bytes/s (0 = unlimited).
+    Rate,
+    /// Propagation delay, ns.
+    Delay,
+    /// TX ring depth, descriptors.
+    TxRing,
+    /// BQL on (1) or off (0).
+    Bql,
+    /// ethtool -C tx-usecs / tx-frames / rx-usecs / rx-frames.
+    TxUsecs,
+    TxFrames,
+    RxUsecs,
+    RxFrames,
+}
+
+impl LinkField {
+    /// Sets this field of `p` to `value` (core units, as `LinkField::parse`
+    /// gives them), within the ranges a configuration file allows.
+    pub fn apply(self, p: &mut crate::link::LinkParams, value: u64) -> Result<(), String> {
+        use crate::config::{MAX_FRAMES, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING};
+        use crate::link::MAX_DELAY_NS;
+        let name = self.name();
+        let within = |min: u64, max: u64, unit: &str| {
+            if (min..=max).contains(&value) {
+                Ok(value as u32)
+            } else {
+                Err(format!("{name} {value}: expected {min}..={max} {unit}"))
+            }
+        };
+        match self {
+            LinkField::Rate if value > MAX_RATE_BYTES_PS => {
+                return Err(format!(
+                    "rate {}: above the maximum; expected at most 100gbit (or 0 for unlimited)",
+                    crate::units::print_rate(value)
+                ))
+            }
+            LinkField::Rate => p.rate_bytes_ps = value,
+            LinkField::Delay if value > MAX_DELAY_NS => {
+                return Err(format!(
+                    "delay {}: too long; expected at most 60s",
+                    crate::units::sprint_time(value / 1_000)
+                ))
+            }
+            LinkField::Delay => p.delay_ns = value,
+            LinkField::TxRing => {
+                p.tx_ring = within(
+                    *TX_RING.start() as u64,
+                    *TX_RING.end() as u64,
+                    "descriptors",
+                )?
+            }
+            LinkField::Bql => p.bql = value != 0,
+            LinkField::TxUsecs => p.tx_usecs = within(0, MAX_USECS as u64, "µs")?,
+            LinkField::TxFrames => p.tx_frames = within(0, MAX_FRAMES as u64, "frames")?,
+            LinkField::RxUsecs => p.rx_usecs = within(0, MAX_USECS as u64, "µs")?,
+            LinkField::RxFrames => p.rx_frames = within(0, MAX_FRAMES as u64, "frames")?,
+        }
+        Ok(())
+    }
+
+    pub const ALL: [LinkField; 8] = [
+        LinkField::Rate,
+        LinkField::Delay,
+        LinkField::TxRing,
+        LinkField::Bql,
+        LinkField::TxUsecs,
+        LinkField::TxFrames,
+        LinkField::RxUsecs,
+        LinkField::RxFrames,
+    ];
+
+    /// The word the set prompt accepts (`rate 50mbit`, `rx-usecs 20`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkField::Rate => "rate",
+            LinkField::Delay => "delay",
+            LinkField::TxRing => "ring",
+            LinkField::Bql => "bql",
+            LinkField::TxUsecs => "tx-usecs",
+            LinkField::TxFrames => "tx-frames",
+            LinkField::RxUsecs => "rx-usecs",
+            LinkField::RxFrames => "rx-frames",
+        }
+    }
+
+    /// Parses the value as people type it (tc units for rate and delay,
+    /// on/off for BQL, plain numbers otherwise) into core units.
+    pub fn parse(self, text: &str) -> Result<u64, String> {
+        let number = |max: u64| {
+            text.parse::<u64>()
+                .ok()
+                .filter(|v| *v <= max)
+                .ok_or_else(|| {
+                    format!(
+                        "{} \"{text}\": expected a whole number 0..={max}",
+                        self.name()
+                    )
+                })
+        };
+        match self {
+            LinkField::Rate => crate::units::parse_rate(text).map_err(|e| e.to_string()),
+            LinkField::Delay => crate::units::parse_time_ns(text).map_err(|e| e.to_string()),
+            LinkField::TxRing => number(4096).and_then(|v| {
+                if v == 0 {
+                    Err(format!("ring \"{text}\": expected 1..=4096 descriptors"))
+                } else {
+                    Ok(v)
+                }
+            }),
+            LinkField::Bql => match text {
+                "on" | "1" | "true" => Ok(1),
+                "off" | "0" | "false" => Ok(0),
+                _ => Err(format!("bql \"{text}\": expected on or off")),
+            },
+            LinkField::TxUsecs | LinkField::RxUsecs => number(1_000_000),
+            LinkField::TxFrames | LinkField::RxFrames => number(4096),
+        }
+    }
+
+    /// The value in the units people read.
+    pub fn show(self, value: u64) -> String {
+        match self {
+            LinkField::Rate if value == 0 => "unlimited".into(),
+            LinkField::Rate => crate::units::print_rate(value),
+            LinkField::Delay => crate::units::sprint_time(value / crate::time::NS_PER_US),
+            LinkField::Bql => if value != 0 { "on" } else { "off" }.into(),
+            _ => value.to_string(),
+        }
+    }
+}
+
+/// A `set` argument that `LinkField::parse` reads back as exactly `value`
+/// (core units: bytes/s, ns). The TUI sends its link changes as these, in
+/// the daemon as over the socket, so they go through the same field edit
+/// as `bloatbox set`.
+pub fn set_arg(dir: Dir, field: LinkField, value: u64) -> String {
+    let dev = dir.dev();
+    let text = match field {
+        LinkField::Rate => format!("{value}bps"),
+        LinkField::Delay => format!("{value}ns"),
+        _ => value.to_string(),
+    };
+    format!("{dev}.{}={text}", field.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::LinkParams;
+
+    #[test]
+    fn link_fields_set_their_parameter_and_refuse_overflow() {
+        let mut p = LinkParams::default();
+        LinkField::Rate.apply(&mut p, 1_000).unwrap();
+        LinkField::Bql.apply(&mut p, 0).unwrap();
+        LinkField::RxUsecs.apply(&mut p, 50).unwrap();
+        assert_eq!((p.rate_bytes_ps, p.bql, p.rx_usecs), (1_000, false, 50));
+        let err = LinkField::TxRing.apply(&mut p, u64::MAX).unwrap_err();
+        assert!(err.contains("ring"), "{err}");
+    }
+
+    #[test]
+    fn tui_values_round_trip_through_set_arguments() {
+        for (field, value) in [
+            (LinkField::Rate, 1_250_000),
+            (LinkField::Rate, 0),
+            (LinkField::Delay, 20_000_123),
+            (LinkField::TxRing, 64),
+            (LinkField::Bql, 0),
+            (LinkField::RxUsecs, 20),
+        ] {
+            let mut p = [LinkParams::default(); 2];
+            let arg = set_arg(Dir::RightToLeft, field, value);
+            super::super::set::apply_set(std::slice::from_ref(&arg), &mut p).unwrap();
+            let got = match field {
+                LinkField::Rate => p[1].rate_bytes_ps,
+                LinkField::Delay => p[1].delay_ns,
+                LinkField::TxRing => u64::from(p[1].tx_ring),
+                LinkField::Bql => u64::from(p[1].bql),
+                _ => u64::from(p[1].rx_usecs),
+            };
+            assert_eq!(got, value, "{arg}");
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! `RemoteControl`: the TUI's `Control` over a running daemon's control
+//! socket, for `bloatbox top`. Link changes go as `set` arguments and tc
+//! lines as `tc` requests, exactly as `bloatbox set` and `bloatbox tc` send
+//! them; snapshots are the daemon's `snapshot` replies.
+
+use std::path::Path;
+
+use super::{Action, Control, Snapshot};
+use crate::control::field::set_arg;
+use crate::control::{decode, restore_drops_by_reason, Client, Request, TcReply};
+use crate::datapath::LiveSnapshot;
+use crate::time::Instant;
+
+/// The TUI's view of a daemon it reaches over the control socket.
+pub struct RemoteControl {
+    path: std::path::PathBuf,
+    client: Client,
+    /// Time of the last snapshot handed to the TUI.
+    last: Option<Instant>,
+}
+
+impl RemoteControl {
+    pub fn connect(path: &Path) -> anyhow::Result<RemoteControl> {
+        Ok(RemoteControl {
+            path: path.to_path_buf(),
+            client: Client::connect(path)?,
+            last: None,
+        })
+    }
+
+    /// One request; after a connection error (the server closes idle
+    /// connections, the daemon may have restarted) reconnects once.
+    fn call(&mut self, req: &Request) -> Result<serde_json::Value, String> {
+        let first = self.client.call(req);
+        let reply = match first {
+            Ok(r) => r,
+            Err(_) => Client::connect(&self.path)
+                .and_then(|mut c| {
+                    let r = c.call(req);
+                    self.client = c;
+                    r
+                })
+                .map_err(|e| format!("control socket: {e:#}"))?,
+        };
+        reply
+    }
+}
+
+/// The TUI snapshot in a `snapshot` reply.
+fn tui_snapshot(reply: serde_json::Value) -> Result<Snapshot, String> {
+    let mut live: LiveSnapshot = decode(reply)?;
+    restore_drops_by_reason(&mut live.bridge);
+    Ok(Snapshot::of(&live))
+}
+
+impl Control for RemoteControl {
+    fn send(&mut self, action: &Action) -> Result<String, String> {
+        let mut call = |req: Request| self.call(&req);
+        match action {
+            Action::Quit => Ok(String::new()),
+            Action::SetLink { dir, field, value } => {
+                call(Request::Set {
+                    args: vec![set_arg(*dir, *field, *value)],
+                })?;
+                Ok(format!("{} {}", field.name(), field.show(*value)))
+            }
+            Action::Tc(lines) => {
+                let mut out = String::new();
+                for line in lines.lines().filter(|l| !l.trim().is_empty()) {
+                    let reply = call(Request::Tc {
+                        line: line.to_string(),
+                    })?;
+                    out.push_str(&decode::<TcReply>(reply)?.output);
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    fn snapshot(&mut self) -> Option<Snapshot> {
+        let v = self.call(&Request::Snapshot).ok()?;
+        let s = tui_snapshot(v).ok()?;
+        if self.last == Some(s.taken_at) {
+            return None;
+        }
+        self.last = Some(s.taken_at);
+        Some(s)
+    }
+}
