@@ -94,8 +94,8 @@ fn closures_in_each_namespace_and_a_rate_change_mid_test() {
         .set_link(Dir::LeftToRight, |p| p.rate_bytes_ps = 125_000)
         .unwrap();
     assert_eq!(p.rate_bytes_ps, 125_000);
-    assert_eq!(link.params(Dir::LeftToRight).rate_bytes_ps, 125_000);
-    assert_eq!(link.params(Dir::RightToLeft).rate_bytes_ps, 12_500_000);
+    assert_eq!(link.params(Dir::LeftToRight).unwrap().rate_bytes_ps, 125_000);
+    assert_eq!(link.params(Dir::RightToLeft).unwrap().rate_bytes_ps, 12_500_000);
     // Paced in bursts of 10, so that the TAP's own small queue is never
     // what drops them.
     for _ in 0..20 {
@@ -243,4 +243,27 @@ fn the_transit_histogram_of_an_idle_link_starts_at_its_delay() {
         assert!(t.min_ns <= 10_122_000, "{dir:?}: {t:?}");
         assert!(t.p50_ns >= t.min_ns && t.max_ns >= t.p999_ns);
     }
+}
+
+/// The guard keeps no copy of the link parameters: a change made through
+/// the control socket is what `params` reports, and a later `set_link`
+/// edits the parameters in force instead of writing back a stale copy.
+#[test]
+fn a_change_through_the_control_socket_is_seen_and_kept() {
+    require!();
+    let link = Link::builder().set("link.delay=1ms").up().unwrap();
+    let mut client = bloatbox::control::Client::connect(link.control_socket()).unwrap();
+    client
+        .call_ok(&bloatbox::control::proto::Request::Set {
+            args: vec!["left.delay=7ms".into()],
+        })
+        .unwrap();
+    assert_eq!(link.params(Dir::LeftToRight).unwrap().delay_ns, 7_000_000);
+    assert_eq!(link.params(Dir::RightToLeft).unwrap().delay_ns, 1_000_000);
+    let p = link
+        .set_link(Dir::LeftToRight, |p| p.rate_bytes_ps = 125_000)
+        .unwrap();
+    assert_eq!((p.rate_bytes_ps, p.delay_ns), (125_000, 7_000_000));
+    let now = link.params(Dir::LeftToRight).unwrap();
+    assert_eq!((now.rate_bytes_ps, now.delay_ns), (125_000, 7_000_000));
 }

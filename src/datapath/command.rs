@@ -23,10 +23,16 @@ pub(super) const COMMAND_QUEUE: usize = 16;
 pub enum Command {
     /// Publish a final snapshot and return.
     Shutdown,
-    /// Replace the link parameters of one direction (rate, delay, ring, BQL,
-    /// coalescing...); frames in flight keep their schedule where the link
-    /// allows it (see `Path::set_params`).
-    SetLink { dir: Dir, params: LinkParams },
+    /// Change the link parameters of one direction (rate, delay, ring, BQL,
+    /// coalescing...): `change` edits the parameters the path runs with
+    /// now, on the datapath thread, so no caller works from a stale copy;
+    /// frames in flight keep their schedule where the link allows it (see
+    /// `Path::set_params`). The reply is the parameters now in force.
+    SetLink {
+        dir: Dir,
+        change: LinkChange,
+        reply: SyncSender<LinkParams>,
+    },
     /// `set` arguments (`left.rate=10mbit`, ethtool lines, shape keys
     /// such as `left.loss=1%`; see `control::set`), parsed, applied to the
     /// current parameters and shapes of both directions, all or nothing;
@@ -43,6 +49,15 @@ pub enum Command {
         line: String,
         reply: SyncSender<Result<String, String>>,
     },
+}
+
+/// An edit of one direction's link parameters, run by the datapath.
+pub struct LinkChange(pub Box<dyn FnOnce(&mut LinkParams) + Send>);
+
+impl std::fmt::Debug for LinkChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LinkChange(..)")
+    }
 }
 
 /// A cloneable way to queue commands for the datapath (for threads other

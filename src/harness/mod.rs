@@ -97,6 +97,8 @@ pub enum HarnessError {
     Datapath(#[from] DatapathError),
     #[error("no snapshot from the datapath within {0:?}")]
     NoSnapshot(Duration),
+    #[error("the datapath did not answer a link change within {0:?}")]
+    NoAnswer(Duration),
 }
 
 static NEXT_LINK: AtomicU32 = AtomicU32::new(0);
@@ -283,8 +285,6 @@ pub struct Link {
     record: Option<PathBuf>,
     config: Config,
     name: String,
-    /// Link parameters per direction as last set, by `Dir::index()`.
-    params: Mutex<[LinkParams; 2]>,
 }
 
 impl Link {
@@ -317,17 +317,12 @@ impl Link {
             remove_record(record.as_deref());
             HarnessError::Up(e)
         })?;
-        let params = Mutex::new([
-            config.link_params(Dir::LeftToRight),
-            config.link_params(Dir::RightToLeft),
-        ]);
         tracing::info!(name = %name, "link up");
         Ok(Link {
             live: Some(live),
             record,
             config,
             name,
-            params,
         })
     }
 
@@ -478,33 +473,46 @@ impl Link {
         crate::netns::tap_tx_dropped(&e.namespace, &e.tap)
     }
 
-    /// The parameters of one direction as last set.
-    pub fn params(&self, dir: Dir) -> LinkParams {
-        self.params.lock().unwrap_or_else(|p| p.into_inner())[dir.index()]
+    /// The parameters one direction runs with: those of the first snapshot
+    /// taken after this call, so that a change made by any means (`set_link`,
+    /// the control socket, the TUI) is seen.
+    pub fn params(&self, dir: Dir) -> Result<LinkParams, HarnessError> {
+        Ok(self.fresh_stats()?.bridge.path(dir).params)
     }
 
-    /// Changes one direction of the running link: `change` edits a copy of
-    /// its current parameters, which is sent to the datapath (applied at its
-    /// next loop iteration). Returns the new parameters.
+    /// Changes one direction of the running link: `change` edits the
+    /// parameters the datapath runs with at that moment, on its own thread
+    /// (so a change made meanwhile through the control socket is not
+    /// overwritten), and takes effect there at once. Returns the new
+    /// parameters.
     pub fn set_link(
         &self,
         dir: Dir,
-        change: impl FnOnce(&mut LinkParams),
+        change: impl FnOnce(&mut LinkParams) + Send + 'static,
     ) -> Result<LinkParams, HarnessError> {
-        let mut all = self.params.lock().unwrap_or_else(|p| p.into_inner());
-        let mut p = all[dir.index()];
-        change(&mut p);
-        self.live()
-            .datapath
-            .command(DpCommand::SetLink { dir, params: p })?;
-        all[dir.index()] = p;
-        Ok(p)
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        self.live().datapath.command(DpCommand::SetLink {
+            dir,
+            change: crate::datapath::LinkChange(Box::new(change)),
+            reply,
+        })?;
+        answer
+            .recv_timeout(FRESH_STATS_TIMEOUT)
+            .map_err(|e| match e {
+                std::sync::mpsc::RecvTimeoutError::Timeout => {
+                    HarnessError::NoAnswer(FRESH_STATS_TIMEOUT)
+                }
+                std::sync::mpsc::RecvTimeoutError::Disconnected => DatapathError::Stopped.into(),
+            })
     }
 
     /// `set_link` for both directions.
-    pub fn set_both(&self, change: impl Fn(&mut LinkParams)) -> Result<(), HarnessError> {
+    pub fn set_both(
+        &self,
+        change: impl Fn(&mut LinkParams) + Clone + Send + 'static,
+    ) -> Result<(), HarnessError> {
         for dir in Dir::ALL {
-            self.set_link(dir, &change)?;
+            self.set_link(dir, change.clone())?;
         }
         Ok(())
     }

@@ -18,10 +18,13 @@ impl Driver {
         loop {
             match self.commands.try_recv() {
                 Ok(Command::Shutdown) => return true,
-                Ok(Command::SetLink { dir, params }) => {
+                Ok(Command::SetLink { dir, change, reply }) => {
                     let now = self.clock.now();
+                    let mut params = *self.bridge.path(dir).params();
+                    (change.0)(&mut params);
                     self.bridge.path_mut(dir).set_params(params, now);
                     self.refresh_gso();
+                    let _ = reply.try_send(params);
                 }
                 Ok(Command::EditLink { plan, reply }) => {
                     let now = self.clock.now();
