@@ -1,7 +1,11 @@
-//! tc units, parsed and printed exactly as iproute2 does (LINUX-TC.md 0.3–0.5):
-//! rates (bare number = bit/s, `kbps` = kilobytes/s), sizes (bare = bytes,
-//! `k`/`kb` = 1024), times (bare = µs), and the kernel's rate-to-time
-//! conversion (`psched_ratecfg`: mult/shift, overhead, mpu, ATM cells).
+//! tc units, parsed and printed exactly as iproute2 does (lib/utils.c
+//! `get_rate64`, `get_size`; lib/json_print.c `print_color_rate`,
+//! `sprint_size`; tc/tc_util.c `get_time`, `sprint_time`; tc/tc_core.c
+//! `tc_calc_xmittime`, `tc_calc_xmitsize`): rates (bare number = bit/s, `kbps`
+//! = kilobytes/s), sizes (bare = bytes, `k`/`kb` = 1024), times (bare = µs),
+//! and the kernel's rate-to-time conversion (`psched_ratecfg`,
+//! net/sched/sch_generic.c `psched_ratecfg_precompute`: mult/shift, overhead,
+//! mpu, ATM cells).
 
 use std::fmt;
 
@@ -427,10 +431,12 @@ mod tests {
     fn vectors_u7_to_u9_times() {
         assert_eq!(parse_time("5").unwrap(), 5);
         assert_eq!(sprint_time(5), "5us");
-        // U-7 as tc shows it: `target 5` is 5 µs, which the kernel keeps as
-        // (5 × 1000) >> 10 = 4 CoDel units and dumps as 4 × 1024 / 1000 =
-        // 4 µs (`codel_time_to_us`), so tc prints `target 4us`, not
-        // VECTORS.md's `5us` (sch_fq_codel.c fq_codel_change / dump).
+        // A bare time is µs (tc/tc_util.c `get_time`): `target 5` is 5 µs,
+        // which the kernel keeps as (5 × 1000) >> 10 = 4 CoDel units
+        // (net/sched/sch_fq_codel.c `fq_codel_change`, CODEL_SHIFT in
+        // include/net/codel.h) and dumps as 4 × 1024 / 1000 = 4 µs
+        // (include/net/codel.h `codel_time_to_us`, from `fq_codel_dump`), so
+        // tc prints `target 4us`, not the `5us` one would expect.
         use crate::qdisc::codel::{parse_codel_time, print_codel_time};
         let target = parse_codel_time("target", Some(&"5")).unwrap();
         assert_eq!(target, 4);
@@ -464,12 +470,13 @@ mod tests {
 
     #[test]
     fn xmittime_ticks() {
-        // HTB H-1: 1600 B at 1 Mbit = 12800 µs = 200000 ticks.
+        // HTB's default burst (tc/q_htb.c `htb_parse_class_opt`): 1600 B at
+        // 1 Mbit = 12800 µs = 200000 ticks.
         assert_eq!(tc_calc_xmittime(125_000, 1600), 200_000);
         assert_eq!(tc_calc_xmittime(12_500_000, 1600), 2000);
         assert_eq!(tc_calc_xmitsize(125_000, 200_000), 1600);
         // At 30 Mbit, 426.67 µs is cut to 426 µs before the conversion:
-        // 6656 ticks, not VECTORS.md H-1's ceil() 6667. Checked on this
+        // 6656 ticks, not the 6667 a rounded-up division gives. Checked on this
         // machine (kernel 6.18, iproute2 6.1): `class add ... htb rate 30mbit
         // ceil 100mbit` dumps `tokens: 6656` and prints `burst 1593b`
         // (6656 ticks → 425 µs → 1593.75 B) next to `cburst 1600b`.

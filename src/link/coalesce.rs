@@ -1,4 +1,6 @@
-//! NIC interrupt coalescing (LINUX-TC.md 12.1–12.2, `ethtool -C`): one
+//! NIC interrupt coalescing (`ethtool -C`; the contract of
+//! include/uapi/linux/ethtool.h `struct ethtool_coalesce` and
+//! Documentation/networking/ethtool-netlink.rst `COALESCE_SET`): one
 //! `Coalescer` holds completed items (sent frames for TX, received frames for
 //! RX) and releases them as a batch when `usecs` have passed since the first
 //! held item or when `max_frames` are held, whichever comes first. The timer

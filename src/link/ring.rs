@@ -1,11 +1,12 @@
-//! The driver's TX ring and its byte queue limit (LINUX-TC.md 11.1–11.3).
+//! The driver's TX ring and its byte queue limit (BQL: include/linux/netdevice.h
+//! `netdev_tx_sent_queue`, `netdev_tx_completed_queue`).
 //!
-//! `Dql` is the kernel's dynamic queue limit (`lib/dynamic_queue_limits.c`):
-//! u32 byte counters that wrap, a limit that grows when the queue starves and
-//! shrinks by the lowest slack seen after a hold time of continuously busy
-//! operation. `TxRing` is N descriptors (one per frame) whose slots stay busy
-//! until their completion is reaped, with BQL on or off. `BulkBudget` is the
-//! qdisc's bulk-dequeue rule (`try_bulk_dequeue_skb`).
+//! `Dql` is the kernel's dynamic queue limit (lib/dynamic_queue_limits.c
+//! `dql_completed`): u32 byte counters that wrap, a limit that grows when the
+//! queue starves and shrinks by the lowest slack seen after a hold time of
+//! continuously busy operation. `TxRing` is N descriptors (one per frame)
+//! whose slots stay busy until their completion is reaped, with BQL on or off.
+//! `BulkBudget` is the qdisc's bulk-dequeue rule (`try_bulk_dequeue_skb`).
 
 use crate::time::{Instant, NS_PER_SEC};
 
@@ -253,10 +254,13 @@ impl TxRing {
     }
 }
 
-/// The bulk-dequeue rule of `try_bulk_dequeue_skb` (LINUX-TC.md 1.3, 11.3):
-/// after a first packet, keep dequeuing while `bytelimit = dql_avail -
-/// first_len - (lengths taken since)` is positive and at most `quota` extra
-/// packets have been taken. Without BQL `dql_avail` is 0: no bulking.
+/// The bulk-dequeue rule of net/sched/sch_generic.c `try_bulk_dequeue_skb`
+/// (called from `dequeue_skb`): after a first packet, keep dequeuing while
+/// `bytelimit = dql_avail - first_len - (lengths taken since)` is positive and
+/// at most `quota` extra packets have been taken (the quota cap is upstream
+/// commit 0345552a653c, "net_sched: limit try_bulk_dequeue_skb() batches").
+/// Without BQL `dql_avail` (include/linux/dynamic_queue_limits.h) is 0: no
+/// bulking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BulkBudget {
     bytelimit: i64,

@@ -1,11 +1,12 @@
-//! The CoDel core shared by fq_codel and the `codel` qdisc (LINUX-TC.md
-//! section 7), in the kernel's fixed point: CoDel time is `ns >> 10` in a u32
-//! compared with signed wrap-around differences, `rec_inv_sqrt` is a Q0.16
-//! 1/sqrt(count) refined by one Newton step per count increment, and the
-//! control law adds `interval * rec_inv_sqrt`. `CodelVars::dequeue` is the
-//! kernel's `codel_dequeue` state machine over a queue the caller provides
-//! (`CodelQueue`); it drops into `Drops` (reason `Codel`) or ECN-marks.
-//! Also the tc option parsing/printing helpers both CoDel qdiscs share.
+//! The CoDel core shared by fq_codel and the `codel` qdisc (Linux
+//! include/net/codel.h and include/net/codel_impl.h; RFC 8289), in the kernel's
+//! fixed point: CoDel time is `ns >> 10` in a u32 compared with signed
+//! wrap-around differences, `rec_inv_sqrt` is a Q0.16 1/sqrt(count) refined by
+//! one Newton step per count increment, and the control law adds
+//! `interval * rec_inv_sqrt`. `CodelVars::dequeue` is the kernel's
+//! `codel_dequeue` state machine over a queue the caller provides
+//! (`CodelQueue`); it drops into `Drops` (reason `Codel`) or ECN-marks. Also
+//! the tc option parsing/printing helpers both CoDel qdiscs share.
 
 use super::TcError;
 use crate::packet::{ecn, DropReason, Drops, Packet};
@@ -404,7 +405,10 @@ mod tests {
         assert!(!after(7, 7));
     }
 
-    /// C-3: constant 10 ms sojourn, a dequeue every 1 ms from t = 0.
+    /// Constant 10 ms sojourn, a dequeue every 1 ms from t = 0: the drop
+    /// times follow from include/net/codel_impl.h `codel_dequeue` (first drop
+    /// strictly after one interval above target) and `codel_control_law`
+    /// with the one-step `codel_Newton_step` 1/sqrt(count).
     #[test]
     fn c3_drop_times() {
         let params = CodelParams::new(1514, false);

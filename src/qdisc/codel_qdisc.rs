@@ -1,5 +1,5 @@
-//! The single-queue `codel` qdisc (Linux `sch_codel`, LINUX-TC.md 7.5): one
-//! FIFO managed by the CoDel core, tail drop of the arriving frame at `limit`
+//! The single-queue `codel` qdisc (Linux net/sched/sch_codel.c): one FIFO
+//! managed by the CoDel core, tail drop of the arriving frame at `limit`
 //! packets. Defaults: limit 1000p, target 5ms, interval 100ms, noecn.
 
 use super::codel::{
@@ -344,7 +344,7 @@ mod tests {
             // 1000 µs → 976 units → dumped 999 µs, as the kernel does.
             "limit 50p target 2ms ce_threshold 999us interval 30ms ecn"
         );
-        // U-7: a bare time is µs.
+        // A bare time is µs (tc/tc_util.c `get_time`).
         let q = CodelQdisc::from_args(QdiscCtx::default(), &["target", "5"]).unwrap();
         assert_eq!(q.params.target, 4);
         assert!(q.dump(Instant::ZERO).options.contains("target 4us"));

@@ -1,7 +1,9 @@
-//! pfifo, bfifo and pfifo_head_drop (LINUX-TC.md section 3): single FIFOs with
-//! a packet or byte limit. pfifo/bfifo tail-drop the arriving frame;
+//! pfifo, bfifo and pfifo_head_drop (Linux net/sched/sch_fifo.c
+//! `pfifo_enqueue`, `bfifo_enqueue`, `pfifo_tail_enqueue`): single FIFOs with a
+//! packet or byte limit. pfifo/bfifo tail-drop the arriving frame;
 //! pfifo_head_drop drops the oldest frame and keeps the new one. They are also
-//! the default children HTB, QFQ (pfifo) and TBF (bfifo) create.
+//! the default children HTB, QFQ (pfifo) and TBF (bfifo) create
+//! (`fifo_create_dflt`).
 
 use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
 use crate::packet::{DropReason, Drops, Packet};

@@ -1,10 +1,9 @@
-//! fq_codel (Linux `sch_fq_codel`, LINUX-TC.md section 8): frames are hashed
-//! into `flows` buckets, each a FIFO with its own CoDel state; buckets are
-//! served by deficit round robin from two lists, new flows before old ones
-//! (sparse-flow priority for one quantum). Overflow (packet `limit` or
-//! `memory_limit`) drops up to `drop_batch` frames from the head of the
-//! fattest flow. ECN-capable frames are CE-marked instead of dropped when
-//! `ecn` is on (the default).
+//! fq_codel (Linux net/sched/sch_fq_codel.c; RFC 8290): frames are hashed into
+//! `flows` buckets, each a FIFO with its own CoDel state; buckets are served by
+//! deficit round robin from two lists, new flows before old ones (sparse-flow
+//! priority for one quantum). Overflow (packet `limit` or `memory_limit`) drops
+//! up to `drop_batch` frames from the head of the fattest flow. ECN-capable
+//! frames are CE-marked instead of dropped when `ecn` is on (the default).
 //!
 //! Memory accounting uses a model of the kernel's `skb->truesize` for a
 //! frame the TAP driver received (see `truesize`).
@@ -1126,8 +1125,12 @@ mod tests {
         assert!(d.len() >= 8);
     }
 
-    /// C-6 last point: flow A only ever holds one old frame; it is dropped
-    /// only when other flows make the qdisc-wide backlog exceed one MTU.
+    /// CoDel's "backlog ≤ one MTU: never drop" test uses the qdisc-wide
+    /// backlog in fq_codel (net/sched/sch_fq_codel.c `fq_codel_dequeue` passes
+    /// `sch->qstats.backlog` to include/net/codel_impl.h `codel_dequeue`, whose
+    /// `codel_should_drop` tests it): flow A only ever holds one old frame; it
+    /// is dropped only when other flows make the qdisc-wide backlog exceed one
+    /// MTU.
     fn lone_old_frame_drops(with_bulk: bool) -> (u64, u64) {
         let mut q = FqCodel::from_args(ctx(), &["noecn"]).unwrap();
         let mut d = Drops::new();
@@ -1164,7 +1167,8 @@ mod tests {
     fn f6_class_dump_while_dropping() {
         let mut q = FqCodel::new(ctx());
         let mut d = Drops::new();
-        // Same C-3-like load, steered into bucket 0x3b0.
+        // A constant 10 ms sojourn with a dequeue every 1 ms (as in
+        // codel::tests::c3_drop_times), steered into bucket 0x3b0.
         let mut id = 0;
         for t in 20..400u64 {
             while q.flows[0x3b0].queue.len() < 4 {
@@ -1184,7 +1188,8 @@ mod tests {
         assert_eq!(c.parent, 0x8001_0000);
         assert!(c.stats.is_none());
         assert_eq!((c.queue.qlen, c.queue.backlog), (3, 3 * 1514));
-        // Drops at 121, 221, 271, 328, 377 ms (C-3 shifted by 20 ms): count 5.
+        // Drops at 121, 221, 271, 328, 377 ms (the c3_drop_times schedule
+        // shifted by 20 ms): count 5.
         assert_eq!(d.len(), 5);
         assert!(
             c.xstats[0].starts_with("  deficit ")

@@ -1,13 +1,13 @@
-//! HTB, the Hierarchical Token Bucket (LINUX-TC.md section 5): a tree of
-//! classes, each with a `rate` bucket and a `ceil` bucket in nanoseconds of
-//! transmission time. Leaves hold a child qdisc (pfifo by default). A class
-//! is CAN_SEND, MAY_BORROW or CANT_SEND by the *sign* of its buckets; active
-//! leaves sit in the row of their level (CAN_SEND) or in the feed of the
-//! ancestor they borrow from, and dequeue serves levels bottom-up, prios in
-//! order, and DRR with per-level deficits inside a (level, prio). Classes
-//! that are not CAN_SEND wait in a per-level event queue keyed by the time
-//! their mode may change. Unclassified frames go to the unshaped direct
-//! queue, which is served first.
+//! HTB, the Hierarchical Token Bucket (Linux net/sched/sch_htb.c, iproute2
+//! tc/q_htb.c): a tree of classes, each with a `rate` bucket and a `ceil`
+//! bucket in nanoseconds of transmission time. Leaves hold a child qdisc (pfifo
+//! by default). A class is CAN_SEND, MAY_BORROW or CANT_SEND by the *sign* of
+//! its buckets; active leaves sit in the row of their level (CAN_SEND) or in
+//! the feed of the ancestor they borrow from, and dequeue serves levels
+//! bottom-up, prios in order, and DRR with per-level deficits inside a (level,
+//! prio). Classes that are not CAN_SEND wait in a per-level event queue keyed
+//! by the time their mode may change. Unclassified frames go to the unshaped
+//! direct queue, which is served first.
 //!
 //! The kernel's rbtrees keyed by classid become sorted vectors (`ActiveSet`)
 //! with the same "current pointer" semantics (a removed pointed-to member
@@ -1638,7 +1638,7 @@ mod tests {
         c.xstats_json[key].as_i64().unwrap()
     }
 
-    /// The common setup of VECTORS.md H: root 1:1 100mbit, leaves 1:10 and
+    /// The common setup of these tests: root 1:1 100mbit, leaves 1:10 and
     /// 1:20 with the given options.
     fn common(a: &str, b: &str) -> Htb {
         let mut q = htb("default 20");
@@ -1721,7 +1721,7 @@ mod tests {
     #[test]
     fn vector_h1_static_values() {
         // 30mbit: 1600 B take 426.67 µs, which tc cuts to 426 µs before
-        // converting (6656 ticks, not VECTORS.md's 6667) and prints back as
+        // converting (6656 ticks, not a rounded-up 6667) and prints back as
         // 425 µs worth of bytes, 1593 B; the kernel on this machine shows
         // exactly that (see units::tc_calc_xmittime).
         let rows = [

@@ -1,8 +1,9 @@
 //! Queueing disciplines, each behind the one `Qdisc` trait and faithful to the
-//! Linux algorithm of the same name (see shared/reference/LINUX-TC.md). A qdisc
-//! is pure: it receives `now`, never reads a clock, and pushes every frame it
-//! frees into the `Drops` sink with a reason. Classful disciplines own their
-//! children as `Box<dyn Qdisc>` and also implement `Classful`.
+//! Linux algorithm of the same name (net/sched/sch_*.c; each discipline's
+//! module cites its kernel file). A qdisc is pure: it receives `now`, never
+//! reads a clock, and pushes every frame it frees into the `Drops` sink with a
+//! reason. Classful disciplines own their children as `Box<dyn Qdisc>` and also
+//! implement `Classful`.
 //!
 //! One file per discipline; `codel.rs` is the CoDel core that `codel`
 //! (`codel_qdisc.rs`) and `fq_codel` share; `park.rs` the peek-by-dequeue

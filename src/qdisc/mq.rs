@@ -1,9 +1,9 @@
-//! mq, the multi-queue root (LINUX-TC.md section 10): one child qdisc per TX
-//! queue, created as the device's default qdisc with parent `handle:(i+1)`.
-//! A frame goes to queue `queue_mapping % N` (ingress derives queue_mapping
-//! from the flow hash), so two flows on different queues never share a
-//! child's fairness or AQM. mq's own counters are the sum of its children's,
-//! computed at dump time; its classes `:1..:N` report each child.
+//! mq, the multi-queue root (Linux net/sched/sch_mq.c `mq_init`): one child
+//! qdisc per TX queue, created as the device's default qdisc with parent
+//! `handle:(i+1)`. A frame goes to queue `queue_mapping % N` (ingress derives
+//! queue_mapping from the flow hash), so two flows on different queues never
+//! share a child's fairness or AQM. mq's own counters are the sum of its
+//! children's, computed at dump time; its classes `:1..:N` report each child.
 //!
 //! Emulation note: the kernel runs each TX queue separately, each with its own
 //! ring and BQL. bloatbox has one ring per direction, so mq's dequeue serves
@@ -182,7 +182,8 @@ impl Qdisc for Mq {
         self.queues.iter().map(|q| q.backlog()).sum()
     }
 
-    /// mq keeps no counters of its own: they are the children's sum (M-1).
+    /// mq keeps no counters of its own: they are the children's sum
+    /// (net/sched/sch_mq.c `mq_dump`).
     fn counters(&self) -> QdiscStats {
         self.queues.iter().fold(QdiscStats::default(), |mut s, q| {
             let c = q.counters();

@@ -1,7 +1,8 @@
-//! pfifo_fast, the default root qdisc of a single-queue device (LINUX-TC.md
-//! section 2): three strict-priority bands chosen by `skb->priority` through a
-//! fixed priomap, each band a FIFO of `txqueuelen` packets (per band, as since
-//! Linux 4.16). Band 0 is served first; band 2 can starve.
+//! pfifo_fast, the default root qdisc of a single-queue device (Linux
+//! net/sched/sch_generic.c `pfifo_fast_enqueue`, `prio2band`): three
+//! strict-priority bands chosen by `skb->priority` through a fixed priomap,
+//! each band a FIFO of `txqueuelen` packets (per band, as since Linux 4.16).
+//! Band 0 is served first; band 2 can starve.
 
 use super::park::drop_all_held;
 use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};

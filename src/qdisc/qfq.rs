@@ -1,6 +1,7 @@
-//! QFQ (LINUX-TC.md section 9): a flat set of weighted classes, each with a
-//! child qdisc (a pfifo by default), scheduled so that backlogged classes get
-//! throughput in proportion to their weights.
+//! QFQ (Linux net/sched/sch_qfq.c; Checconi, Rizzo, Valente, "QFQ: Efficient
+//! Packet Scheduling With Tight Guarantees", IEEE/ACM ToN 2013): a flat set of
+//! weighted classes, each with a child qdisc (a pfifo by default), scheduled so
+//! that backlogged classes get throughput in proportion to their weights.
 //!
 //! Scheduling is exact WF2Q+ over classes, in place of the kernel's grouped
 //! O(1) approximation (the contract is the same): every class is its own

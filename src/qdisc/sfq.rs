@@ -1,12 +1,13 @@
-//! SFQ, Stochastic Fairness Queueing (Linux `sch_sfq`, LINUX-TC.md section
-//! 6): frames hash into `divisor` buckets; each active bucket owns one of
-//! `flows` slots (a FIFO of at most `depth` frames). Active slots are served
-//! by deficit round robin with a per-slot byte allot (credit checked before
-//! sending, debt carried); a slot that becomes active joins at the end of
-//! the round with a full quantum. Past `limit` frames, the longest slot loses
-//! its tail (or head with `headdrop`). With `perturb S` the hash key changes
-//! every S seconds (driven by the `now` of the calls) and queued frames are
-//! rehashed, keeping per-flow order. No RED (`redflowlimit`) support.
+//! SFQ, Stochastic Fairness Queueing (Linux net/sched/sch_sfq.c; McKenney,
+//! "Stochastic Fairness Queueing", INFOCOM 1990): frames hash into `divisor`
+//! buckets; each active bucket owns one of `flows` slots (a FIFO of at most
+//! `depth` frames). Active slots are served by deficit round robin with a
+//! per-slot byte allot (credit checked before sending, debt carried); a slot
+//! that becomes active joins at the end of the round with a full quantum. Past
+//! `limit` frames, the longest slot loses its tail (or head with `headdrop`).
+//! With `perturb S` the hash key changes every S seconds (driven by the `now`
+//! of the calls) and queued frames are rehashed, keeping per-flow order. No RED
+//! (`redflowlimit`) support.
 
 use super::dump::{list_flows, ClassDump, FlowDump, FlowListing};
 use super::keyed_flow_hash;

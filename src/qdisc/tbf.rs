@@ -1,11 +1,11 @@
-//! TBF, the Token Bucket Filter (LINUX-TC.md section 4): a classful shaper
-//! with one class `:1` whose child (by default a bfifo of `limit` bytes) holds
-//! the frames. Two buckets in nanoseconds of transmission time: `tokens`
-//! (depth `buffer` = l2t(rate, burst)) and, with a peakrate, `ptokens` (depth
-//! l2t(peakrate, mtu)). The head frame leaves only when both buckets cover its
-//! whole cost; otherwise the watchdog is armed for the deficit. Also holds the
-//! tc option helpers HTB shares (`matches`, `option_value`, sizes with
-//! `/cell`, linklayer).
+//! TBF, the Token Bucket Filter (Linux net/sched/sch_tbf.c, iproute2
+//! tc/q_tbf.c): a classful shaper with one class `:1` whose child (by default a
+//! bfifo of `limit` bytes) holds the frames. Two buckets in nanoseconds of
+//! transmission time: `tokens` (depth `buffer` = l2t(rate, burst)) and, with a
+//! peakrate, `ptokens` (depth l2t(peakrate, mtu)). The head frame leaves only
+//! when both buckets cover its whole cost; otherwise the watchdog is armed for
+//! the deficit. Also holds the tc option helpers HTB shares (`matches`,
+//! `option_value`, sizes with `/cell`, linklayer).
 
 use super::fifo::{Fifo, FifoKind};
 use super::park::ParkOnPeek;
@@ -63,8 +63,8 @@ pub(crate) fn parse_size_and_cell(s: &str) -> Option<u64> {
 /// which zeroes it first and sets only rate, overhead, mpu and linklayer, so
 /// `cell_log` is 0 and tc prints `1 << 0`, whatever `/CELL` was given.
 /// Checked on this machine (kernel 6.18, iproute2 6.1): `tbf rate 1mbit burst
-/// 10kb/64 latency 50ms` shows `burst 10Kb/1 mpu 0b`. (LINUX-TC.md 4.3/5.7
-/// and VECTORS.md T-1 show `/8`, the cell tc computed but the kernel drops.)
+/// 10kb/64 latency 50ms` shows `burst 10Kb/1 mpu 0b`. (Older write-ups show
+/// `/8`, the cell tc computed in `tc_calc_rtable` but the kernel drops.)
 pub(crate) const DUMPED_CELL: u32 = 1;
 
 /// `get_linklayer`: `ethernet`, `atm` or its alias `adsl`.

@@ -1,6 +1,8 @@
 //! tc text sessions: command sequences as they appear on netdev threads and
 //! mailing lists, applied to a device's tree, then `tc show` compared to the
-//! text iproute2 prints (VECTORS.md U-*, M-1; LINUX-TC.md 1.5, 10).
+//! text iproute2 prints (tc/tc_qdisc.c `print_qdisc`, tc/tc_class.c
+//! `print_class`, tc/tc_util.c `print_tcstats_attr`; the mq sums of
+//! net/sched/sch_mq.c `mq_dump`).
 use crate::dir::Dir;
 
 use crate::packet::Drops;
@@ -265,7 +267,9 @@ fn class_errors_like_the_kernel() {
 
 #[test]
 fn vector_s6_sfq_replace_is_refused() {
-    // SFQ has no `change` (LINUX-TC.md 13.11): same-kind replace is refused.
+    // SFQ has no `change` (net/sched/sch_sfq.c `sfq_qdisc_ops`: `.change =
+    // NULL`, so net/sched/sch_api.c `qdisc_change` returns EINVAL): same-kind
+    // replace is refused.
     let (mut t, _, _) = left_session("tc qdisc add dev left root sfq");
     assert!(apply(&mut t, "tc qdisc replace dev left root sfq perturb 10").is_err());
     let out = session(
@@ -434,7 +438,9 @@ fn htb_session_from_a_netdev_thread() {
     ] {
         assert!(classes.contains(line), "{classes}");
     }
-    // H-1 idle class stats, with the empty line iproute2 leaves after HTB xstats
+    // Idle class stats: tokens/ctokens are the full buffers in psched ticks
+    // (net/sched/sch_htb.c `htb_dump_class_stats`), with the empty line
+    // iproute2 leaves after HTB xstats (tc/q_htb.c `htb_print_xstats`)
     let stats = session(&mut t, "tc -s class show dev left classid 1:10", &mut d);
     assert_eq!(
         stats,
@@ -615,36 +621,40 @@ fn flow_filter_hash_keys_dst_makes_one_bucket_per_host() {
     }
 }
 
-/// VECTORS.md U-1..U-12 end to end: typed on a tc line, printed back by show.
+/// tc unit parsing and printing end to end: typed on a tc line, printed back
+/// by show (lib/utils.c `get_rate64`, `get_size`; tc/tc_util.c `get_time`;
+/// lib/json_print.c `print_color_rate`, `sprint_size`; tc/tc_util.c
+/// `sprint_time`).
 #[test]
 fn vectors_u_through_the_front_end() {
     let cases: &[(&str, &str)] = &[
         (
             "tbf rate 1mbit burst 10kb latency 50ms",
             "rate 1Mbit burst 10Kb",
-        ), // U-1, U-5
+        ), // 1mbit = 125000 B/s; 10kb = 10240 B
         (
             "tbf rate 100kbps burst 10k latency 50ms",
             "rate 800Kbit burst 10Kb",
-        ), // U-2, U-6
+        ), // suffixes match case-insensitively: kbps = kilobytes/s; 10k = 10 KiB
         (
             "tbf rate 1.5mbit burst 10KB latency 50ms",
             "rate 1500Kbit burst 10Kb",
-        ), // U-3, U-6
+        ), // 1500000 bit/s: 1500 is no multiple of 1000, so Kbit; 10KB = 10 KiB
         (
             "tbf rate 100 burst 10kb limit 20kb",
             "rate 96bit burst 10Kb",
-        ), // U-4
-        // U-7: 5 µs, not 5 ms; the kernel keeps 5000 ns >> 10 = 4 codel
-        // units and dumps 4 × 1024 ns = 4 µs (VECTORS.md's `5us` skips that).
+        ), // bare rate = bit/s: 100 / 8 truncated = 12 B/s = 96 bit/s
+        // Bare time = µs: 5 µs, not 5 ms; the kernel keeps 5000 ns >> 10 = 4
+        // codel units (net/sched/sch_fq_codel.c `fq_codel_change`) and dumps
+        // 4 × 1024 ns = 4 µs (include/net/codel.h `codel_time_to_us`).
         ("fq_codel target 5", "target 4us"),
         (
             "fq_codel target 5ms interval 100ms",
             "target 5ms interval 100ms",
-        ), // U-8, U-9
-        ("fq_codel memory_limit 32Mb", "memory_limit 32Mb"), // U-10
-        ("bfifo limit 1536", "limit 1536b"),                 // U-11
-        ("htb default 20", "default 0x20"),                  // U-12
+        ), // 4882 and 97656 codel units dump as 4999 and 99999 µs
+        ("fq_codel memory_limit 32Mb", "memory_limit 32Mb"), // 33554432 B
+        ("bfifo limit 1536", "limit 1536b"),                 // not 1.5Kb
+        ("htb default 20", "default 0x20"),                  // a hex minor
     ];
     for (qdisc, printed) in cases {
         let (_, _, out) = left_session(&format!(

@@ -1,5 +1,7 @@
 //! `tc [-s] [-d] [-j [-p]] qdisc show` and `class show`, printed from
-//! `QdiscDump` snapshots exactly as iproute2 lays them out (LINUX-TC.md 1.5):
+//! `QdiscDump` snapshots exactly as iproute2 lays them out (tc/tc_qdisc.c
+//! `print_qdisc`, tc/tc_class.c `print_class`, tc/tc_util.c
+//! `print_tcstats_attr`):
 //!
 //! ```text
 //! qdisc fq_codel 8001: root refcnt 2 limit 10240p flows 1024 ... drop_batch 64
