@@ -182,15 +182,19 @@ fn a_rate_change_at_runtime_switches_between_whole_and_segmented() {
     let (frame, hdr) = super_frame(false, &payload(5000), 1448);
     left.send_offload(&frame, &hdr).unwrap();
     assert_eq!(receive(&mut right, 1).len(), 1);
+    let slow = LinkParams {
+        rate_bytes_ps: 1_250_000,
+        delay_ns: 0,
+        ..LinkParams::default()
+    };
+    let (reply, answer) = std::sync::mpsc::sync_channel(1);
     dp.command(Command::SetLink {
         dir: Dir::LeftToRight,
-        params: LinkParams {
-            rate_bytes_ps: 1_250_000,
-            delay_ns: 0,
-            ..LinkParams::default()
-        },
+        change: bloatbox::datapath::LinkChange(Box::new(move |p| *p = slow)),
+        reply,
     })
     .unwrap();
+    assert_eq!(answer.recv_timeout(Duration::from_secs(5)).unwrap(), slow);
     std::thread::sleep(Duration::from_millis(50));
     left.send_offload(&frame, &hdr).unwrap();
     let got = receive(&mut right, 4);

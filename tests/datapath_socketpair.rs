@@ -327,11 +327,14 @@ fn set_link_changes_the_rate_of_a_running_link() {
         delay_ns: 0,
         ..LinkParams::default()
     };
+    let (reply, answer) = std::sync::mpsc::sync_channel(1);
     dp.command(Command::SetLink {
         dir: Dir::LeftToRight,
-        params: fast,
+        change: bloatbox::datapath::LinkChange(Box::new(move |p| *p = fast)),
+        reply,
     })
     .unwrap();
+    assert_eq!(answer.recv_timeout(Duration::from_secs(5)).unwrap(), fast);
     let reader = dp.snapshots();
     let t0 = StdInstant::now();
     while reader

@@ -94,8 +94,14 @@ fn closures_in_each_namespace_and_a_rate_change_mid_test() {
         .set_link(Dir::LeftToRight, |p| p.rate_bytes_ps = 125_000)
         .unwrap();
     assert_eq!(p.rate_bytes_ps, 125_000);
-    assert_eq!(link.params(Dir::LeftToRight).unwrap().rate_bytes_ps, 125_000);
-    assert_eq!(link.params(Dir::RightToLeft).unwrap().rate_bytes_ps, 12_500_000);
+    assert_eq!(
+        link.params(Dir::LeftToRight).unwrap().rate_bytes_ps,
+        125_000
+    );
+    assert_eq!(
+        link.params(Dir::RightToLeft).unwrap().rate_bytes_ps,
+        12_500_000
+    );
     // Paced in bursts of 10, so that the TAP's own small queue is never
     // what drops them.
     for _ in 0..20 {

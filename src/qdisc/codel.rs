@@ -305,6 +305,23 @@ mod tests {
     use super::*;
     use crate::qdisc::testutil::pkt;
     use crate::time::NS_PER_MS;
+
+    /// CoDel times in tc's units (moved from `units`' time tests, which
+    /// cover the plain tc times around it).
+    #[test]
+    fn a_bare_codel_time_is_us_and_prints_as_the_kernel_dumps_it() {
+        // A bare time is µs (tc/tc_util.c `get_time`): `target 5` is 5 µs,
+        // which the kernel keeps as (5 × 1000) >> 10 = 4 CoDel units
+        // (net/sched/sch_fq_codel.c `fq_codel_change`, CODEL_SHIFT in
+        // include/net/codel.h) and dumps as 4 × 1024 / 1000 = 4 µs
+        // (include/net/codel.h `codel_time_to_us`, from `fq_codel_dump`), so
+        // tc prints `target 4us`, not the `5us` one would expect.
+        let target = parse_codel_time("target", Some(&"5")).unwrap();
+        assert_eq!(target, 4);
+        assert_eq!(print_codel_time(target), "4us");
+        let target = parse_codel_time("target", Some(&"5ms")).unwrap();
+        assert_eq!(print_codel_time(target), "5ms");
+    }
     use std::collections::VecDeque;
 
     /// A FIFO whose backlog is its own byte count plus `extra` (other flows).
