@@ -9,26 +9,16 @@
 
 use super::values::{Size, TcRate, TcTime};
 use crate::dir::Dir;
+use crate::qdisc::registry::{self, KindEntry};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde::{Serialize, Serializer};
 use std::fmt;
 
-/// Qdisc kinds the emulator implements (mq is chosen with `tx_queues`).
-pub const KINDS: &[&str] = &[
-    "pfifo_fast",
-    "pfifo",
-    "bfifo",
-    "pfifo_head_drop",
-    "tbf",
-    "sfq",
-    "codel",
-    "fq_codel",
-    "htb",
-    "qfq",
-];
-
-/// Classful kinds: they cannot sit under mq or be an HTB leaf in this form.
-const CLASSFUL: &[&str] = &["htb", "qfq"];
+/// The kind `qdisc = "..."` names: a configurable entry of the kind table
+/// (mq is chosen with `tx_queues`).
+fn configurable(kind: &str) -> Option<&'static KindEntry> {
+    registry::lookup(registry::BUILTIN, kind).filter(|k| k.configurable)
+}
 
 /// The qdisc of a direction as written in the configuration.
 #[derive(Clone, Debug, PartialEq)]
@@ -142,8 +132,10 @@ impl QdiscSpec {
         }
     }
 
+    /// Classful with class options (HTB, QFQ): such a kind cannot sit
+    /// under mq or be an HTB leaf in this form.
     fn is_classful(&self) -> bool {
-        CLASSFUL.contains(&self.kind())
+        configurable(self.kind()).is_some_and(|k| k.class_options)
     }
 
     /// Checks the parts tc will not: known kind, HTB class ids and parents,
@@ -408,7 +400,7 @@ fn ecn_flag(w: &mut Vec<String>, ecn: &Option<bool>) {
 }
 
 fn check_kind(kind: &str) -> Result<(), String> {
-    if KINDS.contains(&kind) {
+    if configurable(kind).is_some() {
         Ok(())
     } else if kind == "mq" {
         Err(
@@ -418,7 +410,7 @@ fn check_kind(kind: &str) -> Result<(), String> {
     } else {
         Err(format!(
             "unknown qdisc kind \"{kind}\"; expected one of {}; fix: write e.g. qdisc = \"fq_codel\"",
-            KINDS.join(", ")
+            registry::names(registry::BUILTIN, |k| k.configurable)
         ))
     }
 }

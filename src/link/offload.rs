@@ -6,7 +6,7 @@
 //! kernel's does on such a device; everywhere else it sees per-MTU segments.
 
 use super::{LinkParams, LinkShape};
-use crate::qdisc::QdiscDump;
+use crate::qdisc::{registry, QdiscDump};
 
 /// When super-frames may pass a direction whole: the emulated device then
 /// behaves like a NIC with TSO, and the qdisc sees one GSO packet per
@@ -28,13 +28,16 @@ impl Default for GsoPolicy {
     }
 }
 
-/// Qdisc kinds that shape to a configured rate: below them a super-frame
-/// would leave as one burst, so a tree holding one segments.
-const SHAPERS: [&str; 2] = ["htb", "tbf"];
+/// A kind that shapes to a configured rate (the table's `shapes`): below
+/// one a super-frame would leave as one burst, so a tree holding one
+/// segments. A kind outside the built-in table counts as not shaping.
+fn shapes(kind: &str) -> bool {
+    registry::lookup(registry::BUILTIN, kind).is_some_and(|k| k.shapes)
+}
 
 fn has_shaper(d: &QdiscDump) -> bool {
-    SHAPERS.contains(&d.kind.as_str())
-        || d.classes.iter().any(|c| SHAPERS.contains(&c.kind.as_str()))
+    shapes(&d.kind)
+        || d.classes.iter().any(|c| shapes(&c.kind))
         || d.children.iter().any(has_shaper)
 }
 

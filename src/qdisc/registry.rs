@@ -1,6 +1,10 @@
-//! Kind → constructor: every discipline compiled into bloatbox, built from the
-//! tc tokens after its kind. A kind missing here gives tc's "Unknown qdisc"
-//! (or, without options, the kernel's "Specified qdisc kind is unknown").
+//! The table of qdisc kinds: each discipline compiled into bloatbox with what
+//! tc, the configuration and the link need to know of it (classful, may be
+//! a default leaf, configurable, shapes) and its constructor from the tc
+//! tokens after its kind. A device builds from the table its `DevSpec`
+//! names (`BUILTIN` unless a caller hands it one with more kinds). A kind
+//! missing there gives tc's "Unknown qdisc" (or, without options, the
+//! kernel's "Specified qdisc kind is unknown").
 
 use super::codel_qdisc::CodelQdisc;
 use super::fifo::{Fifo, FifoKind};
@@ -14,47 +18,135 @@ use super::tbf::Tbf;
 use super::tree::DevSpec;
 use super::{Qdisc, QdiscCtx, TcError};
 
-/// The kinds `new_qdisc` knows, in the order error messages list them.
-pub const KINDS: &[&str] = &[
-    "pfifo_fast",
-    "pfifo",
-    "bfifo",
-    "pfifo_head_drop",
-    "sfq",
-    "codel",
-    "fq_codel",
-    "tbf",
-    "htb",
-    "mq",
-    "qfq",
-];
+/// Builds a qdisc of one kind with `ctx` on device `dev` from the tc tokens
+/// after the kind.
+pub type Build = fn(QdiscCtx, &DevSpec, &[&str]) -> Result<Box<dyn Qdisc>, TcError>;
 
-/// Classless kinds a device may use as its default qdisc
-/// (`net.core.default_qdisc`) and as the per-queue children of mq.
-pub const DEFAULT_QDISC_KINDS: &[&str] = &[
-    "pfifo_fast",
-    "pfifo",
-    "bfifo",
-    "pfifo_head_drop",
-    "sfq",
-    "codel",
-    "fq_codel",
-];
-
-pub fn is_known(kind: &str) -> bool {
-    KINDS.contains(&kind)
+/// One kind of qdisc: what tc, the configuration, the TUI and the link's
+/// offload policy need to know of it, and how to build one. Adding a kind
+/// is writing its module and one entry here (or, for a kind outside the
+/// crate, one entry in a table of one's own handed to `DevSpec::kinds`).
+#[derive(Clone, Copy)]
+pub struct KindEntry {
+    /// The tc kind (`TCA_KIND`).
+    pub name: &'static str,
+    /// Its classes take options (`tc class add ... htb rate ...`); iproute2
+    /// calls every other kind classless there.
+    pub class_options: bool,
+    /// Classless: may be the device's default qdisc
+    /// (`net.core.default_qdisc`) and mq's per-queue child.
+    pub default_leaf: bool,
+    /// Written in the configuration's `qdisc = "..."` (mq is chosen there
+    /// with `tx_queues`).
+    pub configurable: bool,
+    /// Shapes to a configured rate: a tree holding one makes the link
+    /// segment GSO super-frames (`link::offload`).
+    pub shapes: bool,
+    pub build: Build,
 }
 
-/// Kinds whose classes take options (`tc class add ... <kind> OPTIONS`);
-/// iproute2 calls every other kind "classless" there.
+impl std::fmt::Debug for KindEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// Two entries are the same kind when they have the same name (a table
+/// holds a name once).
+impl PartialEq for KindEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+impl Eq for KindEntry {}
+
+const fn kind(name: &'static str, build: Build) -> KindEntry {
+    KindEntry {
+        name,
+        class_options: false,
+        default_leaf: true,
+        configurable: true,
+        shapes: false,
+        build,
+    }
+}
+
+/// Every kind compiled into bloatbox, in the order error messages list
+/// them.
+pub const BUILTIN: &[KindEntry] = &[
+    kind("pfifo_fast", |c, _, a| {
+        Ok(Box::new(PfifoFast::from_args(c, a)?))
+    }),
+    kind("pfifo", |c, _, a| {
+        Ok(Box::new(Fifo::from_args(FifoKind::Pfifo, c, a)?))
+    }),
+    kind("bfifo", |c, _, a| {
+        Ok(Box::new(Fifo::from_args(FifoKind::Bfifo, c, a)?))
+    }),
+    kind("pfifo_head_drop", |c, _, a| {
+        Ok(Box::new(Fifo::from_args(FifoKind::PfifoHeadDrop, c, a)?))
+    }),
+    kind("sfq", |c, _, a| Ok(Box::new(Sfq::from_args(c, a)?))),
+    kind("codel", |c, _, a| {
+        Ok(Box::new(CodelQdisc::from_args(c, a)?))
+    }),
+    kind("fq_codel", |c, _, a| {
+        Ok(Box::new(FqCodel::from_args(c, a)?))
+    }),
+    KindEntry {
+        default_leaf: false,
+        shapes: true,
+        ..kind("tbf", |c, _, a| Ok(Box::new(Tbf::from_args(c, a)?)))
+    },
+    KindEntry {
+        class_options: true,
+        default_leaf: false,
+        shapes: true,
+        ..kind("htb", |c, _, a| Ok(Box::new(Htb::from_args(c, a)?)))
+    },
+    KindEntry {
+        default_leaf: false,
+        configurable: false,
+        ..kind("mq", |c, dev, a| {
+            Ok(Box::new(Mq::from_args(c, dev.tx_queues, a, &mut |c| {
+                default_leaf(c, dev)
+            })?))
+        })
+    },
+    KindEntry {
+        class_options: true,
+        default_leaf: false,
+        ..kind("qfq", |c, _, a| Ok(Box::new(Qfq::from_args(c, a)?)))
+    },
+];
+
+/// The entry of `name` in `kinds`.
+pub fn lookup<'k>(kinds: &'k [KindEntry], name: &str) -> Option<&'k KindEntry> {
+    kinds.iter().find(|k| k.name == name)
+}
+
+/// The names of the entries `pick` selects, comma-separated.
+pub fn names(kinds: &[KindEntry], pick: impl Fn(&KindEntry) -> bool) -> String {
+    let names: Vec<&str> = kinds.iter().filter(|k| pick(k)).map(|k| k.name).collect();
+    names.join(", ")
+}
+
+/// A built-in kind (what tc, which knows its own kinds, accepts options
+/// for).
+pub fn is_known(kind: &str) -> bool {
+    lookup(BUILTIN, kind).is_some()
+}
+
+/// A built-in kind whose classes take options (`tc class add ... <kind>
+/// OPTIONS`); iproute2 calls every other kind "classless" there.
 pub fn has_class_options(kind: &str) -> bool {
-    matches!(kind, "htb" | "qfq")
+    lookup(BUILTIN, kind).is_some_and(|k| k.class_options)
 }
 
 /// The error tc (with options) or the kernel (without) gives for a kind
-/// that is not compiled in.
-pub fn unknown_kind(kind: &str, args: &[&str]) -> TcError {
-    let known = KINDS.join(", ");
+/// that is not in `kinds`.
+pub fn unknown_kind(kinds: &[KindEntry], kind: &str, args: &[&str]) -> TcError {
+    let known = names(kinds, |_| true);
     match args.first() {
         Some(first) => TcError::new(format!(
             "Unknown qdisc \"{kind}\", hence option \"{first}\" is unparsable\n(bloatbox qdiscs: {known})"
@@ -65,35 +157,23 @@ pub fn unknown_kind(kind: &str, args: &[&str]) -> TcError {
     }
 }
 
-/// Builds a `kind` qdisc from its tc options on device `dev`.
+/// Builds a `kind` qdisc of the device's table (`DevSpec::kinds`) from its
+/// tc options on device `dev`.
 pub fn new_qdisc(
     kind: &str,
     ctx: QdiscCtx,
     dev: &DevSpec,
     args: &[&str],
 ) -> Result<Box<dyn Qdisc>, TcError> {
-    let q: Box<dyn Qdisc> = match kind {
-        "pfifo_fast" => Box::new(PfifoFast::from_args(ctx, args)?),
-        "pfifo" => Box::new(Fifo::from_args(FifoKind::Pfifo, ctx, args)?),
-        "bfifo" => Box::new(Fifo::from_args(FifoKind::Bfifo, ctx, args)?),
-        "pfifo_head_drop" => Box::new(Fifo::from_args(FifoKind::PfifoHeadDrop, ctx, args)?),
-        "mq" => Box::new(Mq::from_args(ctx, dev.tx_queues, args, &mut |c| {
-            default_leaf(c, dev)
-        })?),
-        "sfq" => Box::new(Sfq::from_args(ctx, args)?),
-        "codel" => Box::new(CodelQdisc::from_args(ctx, args)?),
-        "fq_codel" => Box::new(FqCodel::from_args(ctx, args)?),
-        "tbf" => Box::new(Tbf::from_args(ctx, args)?),
-        "htb" => Box::new(Htb::from_args(ctx, args)?),
-        "qfq" => Box::new(Qfq::from_args(ctx, args)?),
-        _ => return Err(unknown_kind(kind, args)),
-    };
-    Ok(q)
+    match lookup(dev.kinds, kind) {
+        Some(entry) => (entry.build)(ctx, dev, args),
+        None => Err(unknown_kind(dev.kinds, kind, args)),
+    }
 }
 
 /// The device's default qdisc (`net.core.default_qdisc`) with `ctx`, as the
 /// kernel attaches it to a single-queue device and to each queue under mq.
-/// `DevSpec::default_qdisc` is validated against `DEFAULT_QDISC_KINDS`;
+/// `DevSpec::default_qdisc` is validated to be a `default_leaf` kind;
 /// should it still fail, pfifo_fast (the kernel's own default) is used.
 pub fn default_leaf(ctx: QdiscCtx, dev: &DevSpec) -> Box<dyn Qdisc> {
     new_qdisc(&dev.default_qdisc, ctx, dev, &[]).unwrap_or_else(|_| Box::new(PfifoFast::new(ctx)))
@@ -110,14 +190,14 @@ mod tests {
             tx_queues: 4,
             ..DevSpec::new(Dir::LeftToRight)
         };
-        for kind in KINDS {
+        for kind in BUILTIN.iter().map(|k| k.name) {
             // tbf has mandatory options
-            let args: &[&str] = match *kind {
+            let args: &[&str] = match kind {
                 "tbf" => &["rate", "1mbit", "burst", "10kb", "latency", "50ms"],
                 _ => &[],
             };
             let q = new_qdisc(kind, QdiscCtx::default(), &dev, args).unwrap();
-            assert_eq!(q.kind(), *kind);
+            assert_eq!(q.kind(), kind);
         }
     }
 

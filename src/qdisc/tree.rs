@@ -57,8 +57,10 @@ pub struct DevSpec {
     pub mtu: u32,
     /// TX queues: 1 gives the default qdisc at the root, more give mq.
     pub tx_queues: u16,
-    /// `net.core.default_qdisc` (one of `registry::DEFAULT_QDISC_KINDS`).
+    /// `net.core.default_qdisc` (a `default_leaf` kind of `kinds`).
     pub default_qdisc: String,
+    /// The kinds qdiscs on this device are built from.
+    pub kinds: &'static [registry::KindEntry],
     /// Seed every qdisc created here derives its perturbation from.
     pub seed: u64,
 }
@@ -72,6 +74,7 @@ impl DevSpec {
             mtu: 1500,
             tx_queues: 1,
             default_qdisc: "pfifo_fast".into(),
+            kinds: registry::BUILTIN,
             seed: 0,
         }
     }
@@ -93,11 +96,11 @@ impl DevSpec {
     }
 
     fn validate(&self) -> Result<(), TcError> {
-        if !registry::DEFAULT_QDISC_KINDS.contains(&self.default_qdisc.as_str()) {
+        if !registry::lookup(self.kinds, &self.default_qdisc).is_some_and(|k| k.default_leaf) {
             return Err(TcError::new(format!(
                 "Error: default qdisc \"{}\" is not allowed (use one of {})",
                 self.default_qdisc,
-                registry::DEFAULT_QDISC_KINDS.join(", ")
+                registry::names(self.kinds, |k| k.default_leaf)
             )));
         }
         if !(1..=super::mq::MAX_QUEUES).contains(&self.tx_queues) {
@@ -451,8 +454,8 @@ impl QdiscTree {
             ));
         }
         let kind = kind.ok_or_else(|| err("Error: Specified qdisc kind is unknown."))?;
-        if !registry::is_known(kind) {
-            return Err(registry::unknown_kind(kind, &args));
+        if registry::lookup(self.dev.kinds, kind).is_none() {
+            return Err(registry::unknown_kind(self.dev.kinds, kind, &args));
         }
         let (new_handle, counter) = if handle != 0 {
             (handle, self.autohandle)

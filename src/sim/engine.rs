@@ -182,7 +182,14 @@ impl Sim {
         let mut make_path = |dir: Dir, log: &DequeueLog| {
             let params = cfg.link_params(dir);
             let lines = cfg.tc_lines(dir);
-            let qdisc = build_qdisc(dir, &lines, &params, cfg.tx_queues(dir), rng.next_u64())?;
+            let qdisc = build_qdisc(
+                dir,
+                &lines,
+                &params,
+                cfg.tx_queues(dir),
+                rng.next_u64(),
+                sc.kinds,
+            )?;
             let observed = Box::new(Observed::new(qdisc, log.clone()));
             let mut path = Path::new(params, observed);
             let shape = sc.link_shape(dir, &mut || rng.next_u64())?;

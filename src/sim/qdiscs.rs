@@ -6,23 +6,27 @@
 use super::SimError;
 use crate::dir::Dir;
 use crate::link::LinkParams;
+use crate::qdisc::registry::KindEntry;
 use crate::qdisc::tree::DevSpec;
 use crate::qdisc::{Qdisc, QdiscDump};
 use crate::tc::show::{render, DevDump};
 use crate::tc::TcCommand;
 
-/// The qdisc tree `lines` build on `dir`'s device; `seed` feeds hash
-/// perturbation. No lines: the device default (pfifo_fast).
+/// The qdisc tree `lines` build on `dir`'s device from the kind table
+/// `kinds`; `seed` feeds hash perturbation. No lines: the device default
+/// (pfifo_fast).
 pub fn build_qdisc(
     dir: Dir,
     lines: &[String],
     params: &LinkParams,
     tx_queues: u32,
     seed: u64,
+    kinds: &'static [KindEntry],
 ) -> Result<Box<dyn Qdisc>, SimError> {
     let dev = DevSpec {
         tx_queues: tx_queues.clamp(1, u16::MAX as u32) as u16,
         seed,
+        kinds,
         ..params.dev_spec(dir)
     };
     let tree = crate::tc::build_tree(dev, lines).map_err(|e| SimError::Qdisc {
@@ -58,7 +62,14 @@ mod tests {
 
     fn build(dir: Dir, lines: &[&str]) -> Result<Box<dyn Qdisc>, SimError> {
         let lines: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
-        build_qdisc(dir, &lines, &LinkParams::default(), 1, 1)
+        build_qdisc(
+            dir,
+            &lines,
+            &LinkParams::default(),
+            1,
+            1,
+            crate::qdisc::registry::BUILTIN,
+        )
     }
 
     fn build_err(lines: &[&str]) -> String {

@@ -48,6 +48,8 @@ use crate::config::{Config, LinkSettings, TapSettings};
 use crate::dir::Dir;
 use crate::link::impair::{parse_netem, Impairments};
 use crate::link::LinkShape;
+use crate::qdisc::registry::KindEntry;
+use crate::qdisc::tree::DevSpec;
 use crate::units;
 use serde::{Deserialize, Deserializer};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -120,6 +122,14 @@ pub struct Scenario {
     /// Source text, for line numbers in later checks.
     #[serde(skip)]
     source: String,
+    /// The qdisc kinds its tc lines build from: the built-in table, or the
+    /// one given to `from_toml_with_kinds`.
+    #[serde(skip, default = "builtin_kinds")]
+    pub kinds: &'static [KindEntry],
+}
+
+fn builtin_kinds() -> &'static [KindEntry] {
+    crate::qdisc::registry::BUILTIN
 }
 
 /// netem-style impairments (loss, delay variation, duplication, corruption,
@@ -333,15 +343,29 @@ pub const MAX_SOURCE_FRAMES: f64 = 1e9;
 impl Scenario {
     /// Parses and checks a scenario. Errors carry line and column.
     pub fn from_toml(text: &str) -> Result<Scenario, SimError> {
-        Scenario::parse(text, None)
+        Scenario::parse(text, None, builtin_kinds())
+    }
+
+    /// `from_toml` with qdisc kinds beyond the built-in ones: its tc lines
+    /// are checked against, and its trees built from, `kinds`.
+    pub fn from_toml_with_kinds(
+        text: &str,
+        kinds: &'static [KindEntry],
+    ) -> Result<Scenario, SimError> {
+        Scenario::parse(text, None, kinds)
     }
 
     /// Parses and checks a scenario; relative trace and schedule paths of
     /// `[link]` are joined to `base` (the scenario file's directory).
-    fn parse(text: &str, base: Option<&std::path::Path>) -> Result<Scenario, SimError> {
+    fn parse(
+        text: &str,
+        base: Option<&std::path::Path>,
+        kinds: &'static [KindEntry],
+    ) -> Result<Scenario, SimError> {
         let mut s: Scenario =
             toml::from_str(text).map_err(|e| SimError::Scenario(e.to_string()))?;
         s.source = text.to_string();
+        s.kinds = kinds;
         if let Some(base) = base {
             let mut cfg = s.config();
             cfg.resolve_paths(base);
@@ -355,7 +379,7 @@ impl Scenario {
     pub fn from_file(path: &std::path::Path) -> Result<Scenario, SimError> {
         let text = crate::config::read_input_file(path)
             .map_err(|e| SimError::Scenario(format!("cannot read {}: {e}", path.display())))?;
-        Scenario::parse(&text, path.parent()).map_err(|e| match e {
+        Scenario::parse(&text, path.parent(), builtin_kinds()).map_err(|e| match e {
             SimError::Scenario(m) => SimError::Scenario(format!("{}: {m}", path.display())),
             other => other,
         })
@@ -473,8 +497,11 @@ impl Scenario {
                 "must be greater than 0 (e.g. duration = \"10s\")".into(),
             ));
         }
+        let kinds = self.kinds;
         self.config()
-            .validate_with(Some(&crate::tc::check_lines))
+            .validate_with(Some(&|dev, lines| {
+                crate::tc::check_lines(DevSpec { kinds, ..dev }, lines)
+            }))
             .map_err(|e| self.config_error(e))?;
         for dir in Dir::ALL {
             self.link_shape(dir, &mut || 0)?;

@@ -398,7 +398,7 @@ fn parse_qdisc_modify(t: &mut Tokens<'_>) -> Result<Parsed, TcError> {
     if let Some(kind) = &p.kind {
         if !registry::is_known(kind) {
             if let Some(first) = p.args.first() {
-                return Err(registry::unknown_kind(kind, &[first]));
+                return Err(registry::unknown_kind(registry::BUILTIN, kind, &[first]));
             }
         }
     }
@@ -424,7 +424,8 @@ fn parse_class_modify(t: &mut Tokens<'_>) -> Result<Parsed, TcError> {
                 reject_unsupported_keyword(tok)?;
                 if !registry::has_class_options(tok) {
                     return Err(TcError::new(format!(
-                        "Error: Qdisc \"{tok}\" is classless.\n(classes with options: htb, qfq)"
+                        "Error: Qdisc \"{tok}\" is classless.\n(classes with options: {})",
+                        registry::names(registry::BUILTIN, |k| k.class_options)
                     )));
                 }
                 p.kind = Some(tok.to_string());
