@@ -324,27 +324,22 @@ fn a_codel_root_entering_dropping_is_logged_by_handle() {
 
 #[test]
 fn htb_classes_show_their_mode_derived_from_tokens() {
+    use bloatbox::qdisc::dump::{HtbXstats, Xstats};
     use bloatbox::qdisc::{ClassDump, QdiscDump, QdiscStats};
-    use serde_json::json;
-    let class = |minor: u16, parent: u32, tokens: i64, ctokens: i64| {
-        let mut x = serde_json::Map::new();
-        x.insert("lended".into(), json!(3));
-        x.insert("borrowed".into(), json!(1));
-        x.insert("tokens".into(), json!(tokens));
-        x.insert("ctokens".into(), json!(ctokens));
-        ClassDump {
-            kind: "htb".into(),
-            classid: tc_h_make(1, minor),
-            parent,
-            options: "rate 5Mbit ceil 10Mbit burst 1600b cburst 1600b".into(),
-            stats: Some(QdiscStats::default()),
-            xstats: vec![
-                " lended: 3 borrowed: 1 giants: 0".into(),
-                format!(" tokens: {tokens} ctokens: {ctokens}"),
-            ],
-            xstats_json: x,
-            ..ClassDump::default()
-        }
+    let class = |minor: u16, parent: u32, tokens: i32, ctokens: i32| ClassDump {
+        kind: "htb".into(),
+        classid: tc_h_make(1, minor),
+        parent,
+        options: "rate 5Mbit ceil 10Mbit burst 1600b cburst 1600b".into(),
+        stats: Some(QdiscStats::default()),
+        xstats: Some(Xstats::HtbClass(HtbXstats {
+            lends: 3,
+            borrows: 1,
+            giants: 0,
+            tokens,
+            ctokens,
+        })),
+        ..ClassDump::default()
     };
     let mut s = Scenario::fq_codel_under_load();
     let mut snap = s.snapshots(1, STEP).remove(0);

@@ -175,15 +175,6 @@ pub struct Report {
     pub results: Vec<ConfigResult>,
 }
 
-/// Sum of `ecn_mark` over a qdisc and everything below it.
-fn ecn_marks(d: &QdiscDump) -> u64 {
-    d.xstats_json
-        .get("ecn_mark")
-        .and_then(|v| v.as_u64())
-        .unwrap_or(0)
-        + d.children.iter().map(ecn_marks).sum::<u64>()
-}
-
 /// `cfg` with namespace and TAP names no other run uses: `tag` makes them
 /// unique within this process, the pid across processes.
 pub fn private_names(cfg: &Config, tag: usize) -> Config {
@@ -249,7 +240,7 @@ pub fn run_one(
         PathTotals {
             qdisc: p.qdisc.kind.clone(),
             drops: p.counters.total_drops(),
-            marks: ecn_marks(&p.qdisc),
+            marks: p.qdisc.tree_ecn_marks(),
             tap_drops: sender_drops[d.index()]
                 + match d {
                     Dir::LeftToRight => last.right_port.tx_full_drops,

@@ -6,11 +6,11 @@ use super::codel::{
     codel_to_us, parse_codel_time, parse_u32, print_codel_time, CodelParams, CodelQueue,
     CodelStats, CodelVars, CODEL_DISABLED_THRESHOLD,
 };
+use super::dump::{CodelXstats, Xstats};
 use super::park::{drop_all_held, ParkOnPeek};
 use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
-use crate::units::sprint_time_signed;
 use serde_json::json;
 use std::collections::VecDeque;
 
@@ -241,39 +241,17 @@ impl Qdisc for CodelQdisc {
         }
 
         let v = &self.vars;
-        let drop_next = v.drop_next_us(now);
-        let ldelay = codel_to_us(v.ldelay);
-        let mut line1 = format!(
-            "  count {} lastcount {} ldelay {}",
-            v.count,
-            v.lastcount,
-            crate::units::sprint_time(ldelay)
-        );
-        if v.dropping {
-            line1.push_str(" dropping");
-        }
-        line1.push_str(&format!(" drop_next {}", sprint_time_signed(drop_next)));
-        let mut line2 = format!(
-            "  maxpacket {} ecn_mark {} drop_overlimit {}",
-            self.cstats.maxpacket, self.cstats.ecn_mark, self.drop_overlimit
-        );
-        if self.cstats.ce_mark != 0 {
-            line2.push_str(&format!(" ce_mark {}", self.cstats.ce_mark));
-        }
-        let mut xj = serde_json::Map::new();
-        xj.insert("count".into(), json!(v.count));
-        xj.insert("lastcount".into(), json!(v.lastcount));
-        xj.insert("ldelay".into(), json!(ldelay));
-        if v.dropping {
-            xj.insert("dropping".into(), json!(true));
-        }
-        xj.insert("drop_next".into(), json!(drop_next));
-        xj.insert("maxpacket".into(), json!(self.cstats.maxpacket));
-        xj.insert("ecn_mark".into(), json!(self.cstats.ecn_mark));
-        xj.insert("drop_overlimit".into(), json!(self.drop_overlimit));
-        if self.cstats.ce_mark != 0 {
-            xj.insert("ce_mark".into(), json!(self.cstats.ce_mark));
-        }
+        let xstats = CodelXstats {
+            maxpacket: self.cstats.maxpacket,
+            count: v.count,
+            lastcount: v.lastcount,
+            ldelay_us: codel_to_us(v.ldelay),
+            drop_next_us: v.drop_next_us(now),
+            drop_overlimit: self.drop_overlimit,
+            ecn_mark: self.cstats.ecn_mark,
+            dropping: v.dropping,
+            ce_mark: self.cstats.ce_mark,
+        };
 
         QdiscDump {
             kind: "codel".into(),
@@ -283,8 +261,7 @@ impl Qdisc for CodelQdisc {
             options_detail: opts,
             options_json: oj,
             stats: self.stats(),
-            xstats: vec![line1, line2],
-            xstats_json: xj,
+            xstats: Some(Xstats::Codel(xstats)),
             ..QdiscDump::default()
         }
     }
@@ -302,9 +279,18 @@ mod tests {
     use super::*;
     use crate::qdisc::testutil::pkt;
     use crate::time::NS_PER_MS;
+    use crate::units::{sprint_time, sprint_time_signed};
 
     fn ms(t: u64) -> Instant {
         Instant::from_millis(t)
+    }
+
+    /// The xstats in a dump at `now`.
+    fn xstats(q: &CodelQdisc, now: Instant) -> CodelXstats {
+        match q.dump(now).xstats {
+            Some(Xstats::Codel(x)) => x,
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -312,13 +298,7 @@ mod tests {
         let q = CodelQdisc::from_args(QdiscCtx::default(), &[]).unwrap();
         let d = q.dump(Instant::ZERO);
         assert_eq!(d.options, "limit 1000p target 5ms interval 100ms");
-        assert_eq!(
-            d.xstats,
-            vec![
-                "  count 0 lastcount 0 ldelay 0us drop_next 0us".to_string(),
-                "  maxpacket 0 ecn_mark 0 drop_overlimit 0".to_string()
-            ]
-        );
+        assert_eq!(d.xstats, Some(Xstats::Codel(CodelXstats::default())));
         assert!(q.can_bypass());
     }
 
@@ -371,7 +351,7 @@ mod tests {
         assert_eq!(d.len(), 2);
         assert_eq!(d.since(0)[0].0.meta.id, 3);
         assert_eq!(d.since(0)[0].1, DropReason::QueueFull);
-        assert!(q.dump(ms(0)).xstats[1].contains("drop_overlimit 2"));
+        assert_eq!(xstats(&q, ms(0)).drop_overlimit, 2);
         assert_eq!(q.stats().drops, 2);
     }
 
@@ -401,8 +381,8 @@ mod tests {
         assert_eq!(s.drops as usize, d.len());
         assert_eq!(sent + s.drops + s.qlen as u64, id);
         assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::Codel));
-        let x = q.dump(Instant::from_micros(2_000_000)).xstats;
-        assert!(x[1].starts_with("  maxpacket 1514 "));
+        let x = xstats(&q, Instant::from_micros(2_000_000));
+        assert_eq!(x.maxpacket, 1514);
     }
 
     #[test]
@@ -457,12 +437,18 @@ mod tests {
             }
             q.dequeue(ms(t), &mut d);
         }
-        let x = q.dump(ms(200)).xstats;
+        let x = xstats(&q, ms(200));
         // Each frame waits 10 ms before arriving plus ~9 dequeue slots;
         // first drop at 121 ms, next due 99.998 ms later.
         assert_eq!(
-            x[0],
-            "  count 1 lastcount 1 ldelay 19ms dropping drop_next 21ms"
+            (
+                x.count,
+                x.lastcount,
+                sprint_time(x.ldelay_us),
+                x.dropping,
+                sprint_time_signed(x.drop_next_us)
+            ),
+            (1, 1, "19ms".to_string(), true, "21ms".to_string())
         );
     }
 }

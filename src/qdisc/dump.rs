@@ -1,8 +1,10 @@
 //! The data behind `tc -s -d qdisc show` and `tc -s -d class show`: a plain,
 //! thread-safe snapshot of a qdisc tree. Each discipline renders its own option
-//! and xstats text exactly as iproute2 prints it (plain and `-d`), plus the
-//! same values as JSON for `-j`; `crate::tc::show` lays the lines out. The TUI
-//! and the control socket read these snapshots and never the live qdiscs.
+//! text exactly as iproute2 prints it (plain and `-d`), plus the same values as
+//! JSON for `-j`; its extended statistics are typed values (`Xstats`, the
+//! kernel's `TCA_STATS_APP` structs) that `crate::tc::xstats` prints.
+//! `crate::tc::show` lays the lines out. The TUI and the control socket read
+//! these snapshots and never the live qdiscs.
 //!
 //! Live snapshots are bounded (`FlowListing::Top`): a flow-queueing
 //! discipline lists its N flows with the most backlog and folds the others
@@ -40,10 +42,8 @@ pub struct QdiscDump {
     /// The options as tc -j prints them under "options".
     pub options_json: Map<String, Value>,
     pub stats: QdiscStats,
-    /// xstats lines as printed, each with its leading spaces, no newline.
-    pub xstats: Vec<String>,
-    /// xstats as tc -j prints them under "xstats" (empty: none).
-    pub xstats_json: Map<String, Value>,
+    /// The discipline's extended statistics (`None`: the kind has none).
+    pub xstats: Option<Xstats>,
     pub classes: Vec<ClassDump>,
     pub children: Vec<QdiscDump>,
     /// Per-flow rows for the TUI (flow-queueing disciplines only): every
@@ -54,6 +54,23 @@ pub struct QdiscDump {
     /// out of `classes`), summed up.
     #[serde(default)]
     pub other_flows: FlowSummary,
+}
+
+impl QdiscDump {
+    /// ECN marks counted by this qdisc and every qdisc below it (the
+    /// `ecn_mark` of fq_codel's and codel's xstats).
+    pub fn tree_ecn_marks(&self) -> u64 {
+        let own = match self.xstats {
+            Some(Xstats::FqCodel(x)) => x.ecn_mark,
+            Some(Xstats::Codel(x)) => x.ecn_mark,
+            _ => 0,
+        };
+        own + self
+            .children
+            .iter()
+            .map(QdiscDump::tree_ecn_marks)
+            .sum::<u64>()
+    }
 }
 
 /// One class (HTB/QFQ/TBF/mq classes, SFQ/fq_codel per-flow pseudo-classes).
@@ -72,8 +89,108 @@ pub struct ClassDump {
     pub stats: Option<QdiscStats>,
     /// Queue stats for pseudo-classes (backlog/qlen/drops of the flow).
     pub queue: QdiscStats,
-    pub xstats: Vec<String>,
-    pub xstats_json: Map<String, Value>,
+    /// The class's extended statistics (`None`: the kind has none).
+    pub xstats: Option<Xstats>,
+}
+
+/// Extended statistics as the kernel hands them to tc in `TCA_STATS_APP`
+/// (include/uapi/linux/pkt_sched.h): one variant per struct, qdisc-level or
+/// class-level as the kernel dumps them (`Qdisc_ops::dump_stats`,
+/// `Qdisc_class_ops::dump_stats`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Xstats {
+    /// `struct tc_fq_codel_xstats` of type `TCA_FQ_CODEL_XSTATS_QDISC`
+    /// (net/sched/sch_fq_codel.c `fq_codel_dump_stats`).
+    FqCodel(FqCodelXstats),
+    /// `struct tc_fq_codel_xstats` of type `TCA_FQ_CODEL_XSTATS_CLASS`, a
+    /// flow queue's (`fq_codel_dump_class_stats`).
+    FqCodelClass(FqCodelClassXstats),
+    /// `struct tc_codel_xstats` (net/sched/sch_codel.c `codel_dump_stats`).
+    Codel(CodelXstats),
+    /// `struct tc_sfq_xstats`, a flow queue's (net/sched/sch_sfq.c
+    /// `sfq_dump_class_stats`).
+    SfqClass(SfqXstats),
+    /// `struct tc_htb_xstats`, a class's (net/sched/sch_htb.c
+    /// `htb_dump_class_stats`).
+    HtbClass(HtbXstats),
+}
+
+/// `struct tc_fq_codel_qd_stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FqCodelXstats {
+    /// Largest frame seen so far, bytes.
+    pub maxpacket: u32,
+    /// Frames dropped because the qdisc was over its limit.
+    pub drop_overlimit: u64,
+    /// Frames CE-marked by CoDel instead of dropped.
+    pub ecn_mark: u64,
+    /// Flows that went onto the new list.
+    pub new_flow_count: u64,
+    pub new_flows_len: u32,
+    pub old_flows_len: u32,
+    /// Frames CE-marked over `ce_threshold`.
+    pub ce_mark: u64,
+    /// Memory held by queued frames, bytes.
+    pub memory_usage: u64,
+    /// Frames dropped because the qdisc was over its `memory_limit`.
+    pub drop_overmemory: u64,
+}
+
+/// `struct tc_fq_codel_cl_stats` (the flow's backlog and qlen ride in the
+/// class's `queue`, as the kernel's `gnet_stats_copy_queue`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FqCodelClassXstats {
+    pub deficit: i32,
+    /// In-queue delay of the last dequeued frame, µs.
+    pub ldelay_us: u64,
+    pub count: u32,
+    pub lastcount: u32,
+    pub dropping: bool,
+    /// Time to the next drop, µs (negative: overdue); 0 unless dropping.
+    pub drop_next_us: i64,
+}
+
+/// `struct tc_codel_xstats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CodelXstats {
+    /// Largest frame seen so far, bytes.
+    pub maxpacket: u32,
+    pub count: u32,
+    pub lastcount: u32,
+    /// In-queue delay of the last dequeued frame, µs.
+    pub ldelay_us: u64,
+    /// Time to the next drop, µs (negative: overdue).
+    pub drop_next_us: i64,
+    /// Frames dropped because the qdisc was over its limit.
+    pub drop_overlimit: u64,
+    /// Frames CE-marked by CoDel instead of dropped.
+    pub ecn_mark: u64,
+    pub dropping: bool,
+    /// Frames CE-marked over `ce_threshold`.
+    pub ce_mark: u64,
+}
+
+/// `struct tc_sfq_xstats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SfqXstats {
+    /// The slot's remaining allotment, bytes.
+    pub allot: i32,
+}
+
+/// `struct tc_htb_xstats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HtbXstats {
+    /// `lends` (tc prints `lended:`).
+    pub lends: u64,
+    /// `borrows` (tc prints `borrowed:`).
+    pub borrows: u64,
+    /// Always 0: unused since the kernel's "Make HTB scheduler work with
+    /// TSO" change, kept because tc prints it.
+    pub giants: u32,
+    /// Tokens of the rate bucket, psched ticks (negative: over rate).
+    pub tokens: i32,
+    /// Tokens of the ceil bucket, psched ticks (negative: over ceil).
+    pub ctokens: i32,
 }
 
 /// A flow queue as the TUI shows it.

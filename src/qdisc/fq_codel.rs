@@ -12,14 +12,16 @@ use super::codel::{
     codel_to_us, missing_arg, parse_codel_time, parse_u32, print_codel_time, CodelParams,
     CodelQueue, CodelStats, CodelVars, CODEL_DISABLED_THRESHOLD,
 };
-use super::dump::{list_flows, ClassDump, FlowDump, FlowListing};
+use super::dump::{
+    list_flows, ClassDump, FlowDump, FlowListing, FqCodelClassXstats, FqCodelXstats, Xstats,
+};
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
 use super::{FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
 use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, FlowKey, Packet};
 use crate::time::Instant;
-use crate::units::{parse_size, sprint_size, sprint_time, sprint_time_signed};
+use crate::units::{parse_size, sprint_size};
 use serde_json::json;
 use std::collections::VecDeque;
 
@@ -465,25 +467,15 @@ impl FqCodel {
     fn class_dump(&self, idx: usize, now: Instant) -> ClassDump {
         let flow = &self.flows[idx];
         let v = &flow.cvars;
-        let ldelay = codel_to_us(v.ldelay);
-        let mut line = format!(
-            "  deficit {} count {} lastcount {} ldelay {}",
-            flow.deficit,
-            v.count,
-            v.lastcount,
-            sprint_time(ldelay)
-        );
-        let mut xj = serde_json::Map::new();
-        xj.insert("deficit".into(), json!(flow.deficit));
-        xj.insert("count".into(), json!(v.count));
-        xj.insert("lastcount".into(), json!(v.lastcount));
-        xj.insert("ldelay".into(), json!(ldelay));
-        if v.dropping {
-            let dn = v.drop_next_us(now);
-            line.push_str(&format!(" dropping drop_next {}", sprint_time_signed(dn)));
-            xj.insert("dropping".into(), json!(true));
-            xj.insert("drop_next".into(), json!(dn));
-        }
+        // fq_codel_dump_class_stats: drop_next only while dropping.
+        let xstats = FqCodelClassXstats {
+            deficit: flow.deficit,
+            ldelay_us: codel_to_us(v.ldelay),
+            count: v.count,
+            lastcount: v.lastcount,
+            dropping: v.dropping,
+            drop_next_us: if v.dropping { v.drop_next_us(now) } else { 0 },
+        };
         ClassDump {
             kind: "fq_codel".into(),
             classid: self.handle | (idx as u32 + 1),
@@ -495,8 +487,7 @@ impl FqCodel {
                 qlen: flow.queue.len() as u32,
                 ..QdiscStats::default()
             },
-            xstats: vec![line],
-            xstats_json: xj,
+            xstats: Some(Xstats::FqCodelClass(xstats)),
             ..ClassDump::default()
         }
     }
@@ -692,32 +683,17 @@ impl Qdisc for FqCodel {
 
     fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
         let (options, options_json) = self.options();
-        let mut line1 = format!(
-            "  maxpacket {} drop_overlimit {} new_flow_count {} ecn_mark {}",
-            self.cstats.maxpacket, self.drop_overlimit, self.new_flow_count, self.cstats.ecn_mark
-        );
-        let mut xj = serde_json::Map::new();
-        xj.insert("maxpacket".into(), json!(self.cstats.maxpacket));
-        xj.insert("drop_overlimit".into(), json!(self.drop_overlimit));
-        xj.insert("new_flow_count".into(), json!(self.new_flow_count));
-        xj.insert("ecn_mark".into(), json!(self.cstats.ecn_mark));
-        for (name, v) in [
-            ("ce_mark", self.cstats.ce_mark),
-            ("memory_used", self.memory_usage),
-            ("drop_overmemory", self.drop_overmemory),
-        ] {
-            if v != 0 {
-                line1.push_str(&format!(" {name} {v}"));
-                xj.insert(name.into(), json!(v));
-            }
-        }
-        let line2 = format!(
-            "  new_flows_len {} old_flows_len {}",
-            self.new_flows.len(),
-            self.old_flows.len()
-        );
-        xj.insert("new_flows_len".into(), json!(self.new_flows.len()));
-        xj.insert("old_flows_len".into(), json!(self.old_flows.len()));
+        let xstats = FqCodelXstats {
+            maxpacket: self.cstats.maxpacket,
+            drop_overlimit: self.drop_overlimit,
+            ecn_mark: self.cstats.ecn_mark,
+            new_flow_count: self.new_flow_count,
+            new_flows_len: self.new_flows.len() as u32,
+            old_flows_len: self.old_flows.len() as u32,
+            ce_mark: self.cstats.ce_mark,
+            memory_usage: self.memory_usage,
+            drop_overmemory: self.drop_overmemory,
+        };
         // The listed flows are exactly those on new_flows and old_flows:
         // walking the lists costs the active flows, not all the buckets.
         let active = self
@@ -737,8 +713,7 @@ impl Qdisc for FqCodel {
             options_detail: options,
             options_json,
             stats: self.stats(),
-            xstats: vec![line1, line2],
-            xstats_json: xj,
+            xstats: Some(Xstats::FqCodel(xstats)),
             classes,
             children: Vec::new(),
             flows,
@@ -781,6 +756,7 @@ mod tests {
     use crate::qdisc::tc_h_make;
     use crate::qdisc::testutil::flow_pkt;
     use crate::time::NS_PER_MS;
+    use crate::units::sprint_time;
 
     fn ctx() -> QdiscCtx {
         QdiscCtx::default()
@@ -809,6 +785,20 @@ mod tests {
         Instant::from_millis(t)
     }
 
+    /// The qdisc's xstats in a dump at `now`.
+    fn qd_xstats(q: &FqCodel, now: Instant) -> FqCodelXstats {
+        match q.dump(now).xstats {
+            Some(Xstats::FqCodel(x)) => x,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// `(new_flows_len, old_flows_len)` in a dump at `now`.
+    fn lists_len(q: &FqCodel, now: Instant) -> (u32, u32) {
+        let x = qd_xstats(q, now);
+        (x.new_flows_len, x.old_flows_len)
+    }
+
     fn ids(q: &mut FqCodel, n: usize, now: Instant, d: &mut Drops) -> Vec<u64> {
         (0..n)
             .filter_map(|_| q.dequeue(now, d))
@@ -824,13 +814,7 @@ mod tests {
             d.options,
             "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64"
         );
-        assert_eq!(
-            d.xstats,
-            vec![
-                "  maxpacket 0 drop_overlimit 0 new_flow_count 0 ecn_mark 0".to_string(),
-                "  new_flows_len 0 old_flows_len 0".to_string(),
-            ]
-        );
+        assert_eq!(d.xstats, Some(Xstats::FqCodel(FqCodelXstats::default())));
         assert!(d.classes.is_empty());
         assert!(q.can_bypass());
         assert_eq!(d.options_json["memory_limit"], json!(33554432));
@@ -944,7 +928,7 @@ mod tests {
             q.enqueue(bpkt(100 + i, 1500, 1), ms(0), &mut d);
         }
         ids(&mut q, 6, ms(0), &mut d);
-        assert!(q.dump(ms(0)).xstats[1].ends_with("new_flows_len 0 old_flows_len 2"));
+        assert_eq!(lists_len(&q, ms(0)), (0, 2));
         q.enqueue(bpkt(999, 84, 7), ms(0), &mut d);
         assert_eq!(q.dequeue(ms(0), &mut d).unwrap().meta.id, 999);
     }
@@ -963,9 +947,9 @@ mod tests {
         // C: 1514 → 514 → -486: one quantum spent, it moves to the old
         // list (+1514) and from then on takes DRR turns with A.
         assert_eq!(ids(&mut q, 2, ms(0), &mut d), vec![100, 101]);
-        assert!(q.dump(ms(0)).xstats[1].ends_with("new_flows_len 1 old_flows_len 1"));
+        assert_eq!(lists_len(&q, ms(0)), (1, 1));
         assert_eq!(ids(&mut q, 1, ms(0), &mut d), vec![102]);
-        assert!(q.dump(ms(0)).xstats[1].ends_with("new_flows_len 0 old_flows_len 2"));
+        assert_eq!(lists_len(&q, ms(0)), (0, 2));
         assert_eq!(ids(&mut q, 3, ms(0), &mut d), vec![103, 3, 104]);
     }
 
@@ -985,7 +969,7 @@ mod tests {
         // Next dequeue finds C empty at the head of new_flows: parked at the
         // tail of old_flows, not removed; A (positive deficit) sends.
         assert_eq!(q.dequeue(ms(0), &mut d).unwrap().meta.id, 17);
-        assert!(q.dump(ms(0)).xstats[1].ends_with("new_flows_len 0 old_flows_len 2"));
+        assert_eq!(lists_len(&q, ms(0)), (0, 2));
         assert_eq!(q.dump(ms(0)).classes.len(), 2);
         // A packet for C now gets no new-flow priority and no new_flow_count.
         q.enqueue(bpkt(501, 100, 5), ms(0), &mut d);
@@ -1017,7 +1001,7 @@ mod tests {
         assert_eq!(q.qlen(), 7);
         assert_eq!(q.backlog(), 7000);
         assert_eq!(q.stats().drops, 4);
-        assert!(q.dump(ms(0)).xstats[0].contains("drop_overlimit 4 "));
+        assert_eq!(qd_xstats(&q, ms(0)).drop_overlimit, 4);
         // Arriving into the fattest flow: NET_XMIT_CN.
         for i in 0..3 {
             q.enqueue(bpkt(10 + i, 1000, 0), ms(0), &mut d);
@@ -1069,12 +1053,13 @@ mod tests {
             .since(0)
             .iter()
             .all(|(_, r)| *r == DropReason::FqCodelMemory));
-        let x = &q.dump(ms(0)).xstats[0];
-        assert!(
-            x.ends_with("ecn_mark 0 memory_used 6912 drop_overmemory 2"),
-            "{x}"
+        let x = qd_xstats(&q, ms(0));
+        assert_eq!(
+            (x.ecn_mark, x.ce_mark, x.memory_usage, x.drop_overmemory),
+            (0, 0, 6912, 2),
+            "{x:?}"
         );
-        assert!(x.contains("drop_overlimit 2"));
+        assert_eq!(x.drop_overlimit, 2);
     }
 
     /// A standing queue of `n` frames with 10 ms sojourn in bucket 0,
@@ -1106,7 +1091,7 @@ mod tests {
         standing(&mut q, 2, 500, &mut d);
         assert!(d.is_empty());
         assert!(q.cstats.ecn_mark >= 8);
-        assert!(q.dump(ms(520)).xstats[0].contains(&format!("ecn_mark {}", q.cstats.ecn_mark)));
+        assert_eq!(qd_xstats(&q, ms(520)).ecn_mark, q.cstats.ecn_mark);
         assert_eq!(q.info[0].ecn_marks, q.cstats.ecn_mark);
 
         // Not-ECT frames are dropped.
@@ -1191,11 +1176,13 @@ mod tests {
         // Drops at 121, 221, 271, 328, 377 ms (the c3_drop_times schedule
         // shifted by 20 ms): count 5.
         assert_eq!(d.len(), 5);
+        let Some(Xstats::FqCodelClass(x)) = c.xstats else {
+            panic!("{:?}", c.xstats)
+        };
         assert!(
-            c.xstats[0].starts_with("  deficit ")
-                && c.xstats[0].contains(" count 5 lastcount 1 ldelay 10ms dropping drop_next "),
-            "{}",
-            c.xstats[0]
+            (x.count, x.lastcount, x.dropping) == (5, 1, true)
+                && sprint_time(x.ldelay_us) == "10ms",
+            "{x:?}"
         );
         assert_eq!(dump.flows.len(), 1);
         assert_eq!(dump.flows[0].bucket, 0x3b0);

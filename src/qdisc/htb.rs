@@ -14,6 +14,7 @@
 //! advances the row pointer, or leaves a feed pointer to resume at the next
 //! classid); the event queues are ordered sets keyed by (time, insertion).
 
+use super::dump::{HtbXstats, Xstats};
 use super::fifo::{Fifo, FifoKind};
 use super::tbf::{
     linklayer_name, matches, ns_to_ticks, option_value, parse_linklayer, parse_size_and_cell,
@@ -1037,14 +1038,12 @@ impl Htb {
         let (options, options_json) = cl.options_text(false);
         let (options_detail, _) = cl.options_text(true);
         let (qlen, backlog) = cl.leaf.as_ref().map_or((0, 0), |q| (q.qlen(), q.backlog()));
-        let tokens = ns_to_ticks(cl.tokens).clamp(i32::MIN as i64, i32::MAX as i64);
-        let ctokens = ns_to_ticks(cl.ctokens).clamp(i32::MIN as i64, i32::MAX as i64);
-        let mut xstats_json = Map::new();
-        xstats_json.insert("lended".into(), json!(cl.lends));
-        xstats_json.insert("borrowed".into(), json!(cl.borrows));
-        xstats_json.insert("giants".into(), json!(0));
-        xstats_json.insert("tokens".into(), json!(tokens));
-        xstats_json.insert("ctokens".into(), json!(ctokens));
+        // htb_dump_class_stats: the buckets as `__s32` psched ticks.
+        let ticks = |ns| {
+            let t = ns_to_ticks(ns).clamp(i64::from(i32::MIN), i64::from(i32::MAX));
+            i32::try_from(t).unwrap_or_default()
+        };
+        let (tokens, ctokens) = (ticks(cl.tokens), ticks(cl.ctokens));
         ClassDump {
             kind: "htb".into(),
             classid: cl.classid,
@@ -1063,11 +1062,13 @@ impl Htb {
                 qlen,
             }),
             queue: QdiscStats::default(),
-            xstats: vec![
-                format!(" lended: {} borrowed: {} giants: 0", cl.lends, cl.borrows),
-                format!(" tokens: {tokens} ctokens: {ctokens}"),
-            ],
-            xstats_json,
+            xstats: Some(Xstats::HtbClass(HtbXstats {
+                lends: cl.lends,
+                borrows: cl.borrows,
+                giants: 0,
+                tokens,
+                ctokens,
+            })),
         }
     }
 
@@ -1634,8 +1635,11 @@ mod tests {
             .unwrap()
     }
 
-    fn xstat(c: &ClassDump, key: &str) -> i64 {
-        c.xstats_json[key].as_i64().unwrap()
+    fn hx(c: &ClassDump) -> HtbXstats {
+        match c.xstats {
+            Some(Xstats::HtbClass(x)) => x,
+            other => panic!("{other:?}"),
+        }
     }
 
     /// The common setup of these tests: root 1:1 100mbit, leaves 1:10 and
@@ -1743,9 +1747,8 @@ mod tests {
             add(&mut q, "1:10", "1:1", &format!("rate {rate}"));
             let d = q.dump(Instant::ZERO);
             let c = class(&d, "1:10");
-            assert_eq!(xstat(c, "tokens"), ticks, "{rate}");
-            assert_eq!(xstat(c, "ctokens"), ticks, "{rate}");
-            assert_eq!(c.xstats[1], format!(" tokens: {ticks} ctokens: {ticks}"));
+            assert_eq!(i64::from(hx(c).tokens), ticks, "{rate}");
+            assert_eq!(i64::from(hx(c).ctokens), ticks, "{rate}");
             assert!(
                 c.options
                     .contains(&format!("burst {burst}b cburst {burst}b")),
@@ -1796,8 +1799,16 @@ mod tests {
             a.options_detail,
             "prio 0 quantum 200000 rate 30Mbit ceil 100Mbit linklayer ethernet burst 1593b/1 mpu 0b cburst 1600b/1 mpu 0b level 0"
         );
-        assert_eq!(a.xstats[0], " lended: 0 borrowed: 0 giants: 0");
-        assert_eq!(a.xstats[1], " tokens: 6656 ctokens: 2000");
+        assert_eq!(
+            hx(a),
+            HtbXstats {
+                lends: 0,
+                borrows: 0,
+                giants: 0,
+                tokens: 6656,
+                ctokens: 2000
+            }
+        );
         let root = class(&d, "1:1");
         assert_eq!(root.parent, TC_H_ROOT);
         assert_eq!(
@@ -1898,19 +1909,15 @@ mod tests {
         assert!((rb - 70.0).abs() < 0.7, "B {rb} Mbit/s");
         let d = q.dump(r.end);
         let (ca, root) = (class(&d, "1:10"), class(&d, "1:1"));
-        let lended = xstat(ca, "lended");
+        let (xa, xroot) = (hx(ca), hx(root));
+        let lended = xa.lends as i64;
         eprintln!(
             "H-3: A {ra:.3} Mbit/s, B {rb:.3} Mbit/s, A lended {lended} borrowed {}, root lended {}",
-            xstat(ca, "borrowed"),
-            xstat(root, "lended")
+            xa.borrows, xroot.lends
         );
         assert!((lended - 2477).abs() < 30, "A lended {lended}");
-        assert!(
-            xstat(ca, "borrowed") * 100 <= lended,
-            "A borrowed {}",
-            xstat(ca, "borrowed")
-        );
-        assert!(xstat(root, "lended") * 100 <= lended);
+        assert!(xa.borrows * 100 <= xa.lends, "A borrowed {}", xa.borrows);
+        assert!(xroot.lends * 100 <= xa.lends);
         // Inner class counts what its descendants sent.
         let sent = r.bytes[&a] + r.bytes[&b];
         assert_eq!(root.stats.unwrap().bytes, sent);
@@ -1926,12 +1933,12 @@ mod tests {
         assert!((rb - 100.0).abs() < 1.0, "B {rb} Mbit/s");
         let d = q.dump(r.end);
         let (cb, root) = (class(&d, "1:20"), class(&d, "1:1"));
-        let (lended, borrowed) = (xstat(cb, "lended"), xstat(cb, "borrowed"));
+        let (lended, borrowed) = (hx(cb).lends, hx(cb).borrows);
         let share = lended as f64 / (lended + borrowed) as f64;
         eprintln!("H-4: B {rb:.3} Mbit/s, lended {lended} borrowed {borrowed} ({share:.4})");
         assert!((share - 0.70).abs() < 0.02, "lended share {share}");
-        assert_eq!(xstat(root, "lended"), borrowed);
-        assert_eq!(xstat(root, "borrowed"), 0);
+        assert_eq!(hx(root).lends, borrowed);
+        assert_eq!(hx(root).borrows, 0);
     }
 
     #[test]
@@ -1999,17 +2006,15 @@ mod tests {
         let d = q.dump(r.end);
         eprintln!("chain: leaf {rate:.3} Mbit/s");
         let (l, mid, root) = (class(&d, "1:20"), class(&d, "1:2"), class(&d, "1:1"));
-        let total = r.log.len() as i64;
+        let total = r.log.len() as u64;
+        let (l, mid, root) = (hx(l), hx(mid), hx(root));
         // ~1% at the leaf's rate, ~9% from 1:2, ~90% from the root.
-        assert!((xstat(l, "lended") as f64 / total as f64 - 0.01).abs() < 0.005);
-        assert!((xstat(mid, "lended") as f64 / total as f64 - 0.09).abs() < 0.01);
-        assert!((xstat(root, "lended") as f64 / total as f64 - 0.90).abs() < 0.01);
-        assert_eq!(
-            xstat(l, "borrowed"),
-            xstat(mid, "lended") + xstat(root, "lended")
-        );
-        assert_eq!(xstat(mid, "borrowed"), xstat(root, "lended"));
-        assert_eq!(xstat(l, "lended") + xstat(l, "borrowed"), total);
+        assert!((l.lends as f64 / total as f64 - 0.01).abs() < 0.005);
+        assert!((mid.lends as f64 / total as f64 - 0.09).abs() < 0.01);
+        assert!((root.lends as f64 / total as f64 - 0.90).abs() < 0.01);
+        assert_eq!(l.borrows, mid.lends + root.lends);
+        assert_eq!(mid.borrows, root.lends);
+        assert_eq!(l.lends + l.borrows, total);
     }
 
     #[test]
@@ -2139,7 +2144,8 @@ mod tests {
         let dump = q.dump(Instant::ZERO);
         assert_eq!(dump.classes.len(), 1);
         assert!(dump.classes[0].options.starts_with("prio 0 "));
-        assert_eq!(dump.classes[0].xstats[1], " tokens: 200000 ctokens: 200000");
+        let x = hx(&dump.classes[0]);
+        assert_eq!((x.tokens, x.ctokens), (200000, 200000));
         q.enqueue(to(cid("1:1"), 9, 1000), Instant::ZERO, &mut d);
         assert_eq!(q.dequeue(Instant::ZERO, &mut d).unwrap().meta.id, 9);
         assert!(q.delete_class(cid("1:10"), &mut d).is_err());
@@ -2484,7 +2490,7 @@ mod tests {
         }
         let d = q.dump(r.end);
         let (a, root) = (class(&d, "1:a"), class(&d, "1:1"));
-        assert!(xstat(a, "lended") > 0 && xstat(root, "lended") > xstat(a, "lended"));
+        assert!(hx(a).lends > 0 && hx(root).lends > hx(a).lends);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! of the calls) and queued frames are rehashed, keeping per-flow order. No RED
 //! (`redflowlimit`) support.
 
-use super::dump::{list_flows, ClassDump, FlowDump, FlowListing};
+use super::dump::{list_flows, ClassDump, FlowDump, FlowListing, SfqXstats, Xstats};
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
 use super::{FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
@@ -605,8 +605,6 @@ impl Qdisc for Sfq {
         });
         let class_of = |b: u32| {
             let s = &self.slots[self.ht[b as usize] as usize];
-            let mut xj = serde_json::Map::new();
-            xj.insert("allot".into(), json!(s.allot));
             ClassDump {
                 kind: "sfq".into(),
                 classid: self.handle | (b + 1),
@@ -617,8 +615,7 @@ impl Qdisc for Sfq {
                     qlen: s.queue.len() as u32,
                     ..QdiscStats::default()
                 },
-                xstats: vec![format!("  allot {}", s.allot)],
-                xstats_json: xj,
+                xstats: Some(Xstats::SfqClass(SfqXstats { allot: s.allot })),
                 ..ClassDump::default()
             }
         };
@@ -703,7 +700,7 @@ mod tests {
             d.options_detail,
             "limit 127p quantum 1514b depth 127 flows 128 divisor 1024"
         );
-        assert!(d.xstats.is_empty());
+        assert!(d.xstats.is_none());
         let q = sfq(&["perturb", "10"]);
         assert_eq!(
             q.dump(t0()).options,
@@ -792,19 +789,20 @@ mod tests {
         for i in 0..10 {
             q.enqueue(bpkt(100 + i, 100, 2), t0(), &mut d);
         }
-        let allot = |q: &Sfq| q.dump(t0()).classes[0].xstats[0].clone();
-        assert_eq!(allot(&q), "  allot 1514");
+        let allot = |q: &Sfq| q.dump(t0()).classes[0].xstats;
+        let sx = |allot| Some(Xstats::SfqClass(SfqXstats { allot }));
+        assert_eq!(allot(&q), sx(1514));
         q.dequeue(t0(), &mut d);
-        assert_eq!(allot(&q), "  allot 14");
+        assert_eq!(allot(&q), sx(14));
         q.dequeue(t0(), &mut d);
-        assert_eq!(allot(&q), "  allot -1486");
+        assert_eq!(allot(&q), sx(-1486));
         q.dequeue(t0(), &mut d); // A rotated (+1514 = 28), B sends.
-        assert_eq!(allot(&q), "  allot 28");
+        assert_eq!(allot(&q), sx(28));
         let c = &q.dump(t0()).classes;
         assert_eq!(c[0].classid, 0x8001_0002);
         assert_eq!(c[1].classid, 0x8001_0003);
         assert_eq!((c[1].queue.qlen, c[1].queue.backlog), (9, 900));
-        assert_eq!(c[1].xstats[0], "  allot 1414");
+        assert_eq!(c[1].xstats, sx(1414));
     }
 
     #[test]

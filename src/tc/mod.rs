@@ -10,6 +10,7 @@
 
 pub mod command;
 pub mod show;
+pub mod xstats;
 
 pub use crate::qdisc::registry::{self, new_qdisc};
 pub use command::{parse_dev, Flags, Object, TcCommand, Verb};

@@ -10,15 +10,15 @@
 //!   maxpacket 0 drop_overlimit 0 new_flow_count 0 ecn_mark 0
 //! ```
 //!
-//! Each discipline renders its own option and xstats text; this module adds
-//! the head (`qdisc KIND H: [dev X ]root|parent P [refcnt N ]`), the trailing
+//! Each discipline renders its own option text and `super::xstats` its
+//! extended statistics; this module adds the head (`qdisc KIND H: [dev X ]root|parent P [refcnt N ]`), the trailing
 //! space iproute2's option printer leaves (every kind but the fifos and htb),
 //! the generic counter lines and the JSON objects of `-j` (keys as iproute2:
 //! `kind handle root|parent refcnt options bytes packets drops overlimits
 //! requeues backlog qlen`, then the xstats keys at the same level).
 //!
-//! With `-s`, an empty line follows every HTB class (iproute2's
-//! `htb_print_xstats` ends with its own newline).
+//! With `-s`, an empty line follows every HTB class (`super::xstats`:
+//! iproute2's `htb_print_xstats` ends with its own newline).
 //!
 //! Order: the kernel dumps the root, then every other qdisc of the device as
 //! it sits in the device's qdisc hash: 16 buckets by `hash_32(handle, 4)`,
@@ -29,6 +29,7 @@
 use crate::dir::Dir;
 
 use super::command::{Flags, Object, TcCommand};
+use super::xstats;
 pub use crate::handle::tc_handle;
 use crate::qdisc::TC_H_ROOT;
 use crate::qdisc::{tc_h_major, ClassDump, Handle, QdiscDump, QdiscStats, TcError};
@@ -177,7 +178,9 @@ fn qdisc_text(out: &mut String, q: &QdiscDump, dev: Option<Dir>, refcnt: u32, fl
     out.push('\n');
     if flags.stats {
         stats_lines(out, Some(&q.stats), &q.stats);
-        xstats_lines(out, &q.xstats);
+        if let Some(x) = &q.xstats {
+            xstats::write_text(out, x);
+        }
     }
 }
 
@@ -202,11 +205,8 @@ fn class_text(out: &mut String, c: &ClassDump, dev: Option<Dir>, flags: Flags) {
     out.push('\n');
     if flags.stats {
         stats_lines(out, c.stats.as_ref(), c.stats.as_ref().unwrap_or(&c.queue));
-        xstats_lines(out, &c.xstats);
-        if c.kind == "htb" && !c.xstats.is_empty() {
-            // htb_print_xstats ends with its own newline before print_class
-            // adds one: an empty line follows every HTB class.
-            out.push('\n');
+        if let Some(x) = &c.xstats {
+            xstats::write_text(out, x);
         }
     }
 }
@@ -229,13 +229,6 @@ fn stats_lines(out: &mut String, basic: Option<&QdiscStats>, q: &QdiscStats) {
         q.qlen,
         q.requeues
     );
-}
-
-fn xstats_lines(out: &mut String, lines: &[String]) {
-    for l in lines {
-        out.push_str(l);
-        out.push('\n');
-    }
 }
 
 /// A JSON object that keeps its keys in insertion order, as iproute2 prints.
@@ -309,7 +302,9 @@ fn qdisc_json(q: &QdiscDump, dev: Option<Dir>, refcnt: u32, flags: Flags) -> Obj
     o.put("options", Value::Object(q.options_json.clone()));
     if flags.stats {
         stats_json(&mut o, Some(&q.stats), &q.stats);
-        o.extend(&q.xstats_json);
+        if let Some(x) = &q.xstats {
+            o.extend(&xstats::json(x));
+        }
     }
     o
 }
@@ -329,7 +324,9 @@ fn class_json(c: &ClassDump, dev: Option<Dir>, flags: Flags) -> Obj {
             c.stats.as_ref(),
             c.stats.as_ref().unwrap_or(&c.queue),
         );
-        o.extend(&c.xstats_json);
+        if let Some(x) = &c.xstats {
+            o.extend(&xstats::json(x));
+        }
     }
     o
 }
@@ -337,6 +334,7 @@ fn class_json(c: &ClassDump, dev: Option<Dir>, flags: Flags) -> Obj {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::dump::{FqCodelClassXstats, FqCodelXstats, HtbXstats, Xstats};
     use crate::qdisc::tc_h_make;
 
     fn cmd(line: &str) -> TcCommand {
@@ -374,8 +372,6 @@ mod tests {
         let mut options_json = Map::new();
         options_json.insert("limit".into(), json!(10240));
         options_json.insert("flows".into(), json!(1024));
-        let mut xstats_json = Map::new();
-        xstats_json.insert("maxpacket".into(), json!(0));
         let opts = "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64";
         QdiscDump {
             kind: "fq_codel".into(),
@@ -384,11 +380,7 @@ mod tests {
             options: opts.into(),
             options_detail: opts.into(),
             options_json,
-            xstats: vec![
-                "  maxpacket 0 drop_overlimit 0 new_flow_count 0 ecn_mark 0".into(),
-                "  new_flows_len 0 old_flows_len 0".into(),
-            ],
-            xstats_json,
+            xstats: Some(Xstats::FqCodel(FqCodelXstats::default())),
             ..QdiscDump::default()
         }
     }
@@ -474,10 +466,12 @@ mod tests {
                 packets: 2,
                 ..QdiscStats::default()
             }),
-            xstats: vec![
-                " lended: 2 borrowed: 0 giants: 0".into(),
-                " tokens: 6667 ctokens: 2000".into(),
-            ],
+            xstats: Some(Xstats::HtbClass(HtbXstats {
+                lends: 2,
+                tokens: 6667,
+                ctokens: 2000,
+                ..HtbXstats::default()
+            })),
             ..ClassDump::default()
         };
         let htb_blank = render(
@@ -499,7 +493,11 @@ mod tests {
                 qlen: 1,
                 ..QdiscStats::default()
             },
-            xstats: vec!["  deficit 1342 count 0 lastcount 0 ldelay 2us".into()],
+            xstats: Some(Xstats::FqCodelClass(FqCodelClassXstats {
+                deficit: 1342,
+                ldelay_us: 2,
+                ..FqCodelClassXstats::default()
+            })),
             ..ClassDump::default()
         };
         let root = QdiscDump {
@@ -535,7 +533,8 @@ mod tests {
             out,
             "[{\"kind\":\"fq_codel\",\"handle\":\"8001:\",\"root\":true,\"refcnt\":2,\
              \"options\":{\"flows\":1024,\"limit\":10240},\"bytes\":0,\"packets\":0,\"drops\":0,\
-             \"overlimits\":0,\"requeues\":0,\"backlog\":0,\"qlen\":0,\"maxpacket\":0}]\n"
+             \"overlimits\":0,\"requeues\":0,\"backlog\":0,\"qlen\":0,\"drop_overlimit\":0,\
+             \"ecn_mark\":0,\"maxpacket\":0,\"new_flow_count\":0,\"new_flows_len\":0,\"old_flows_len\":0}]\n"
         );
         let v: Value =
             serde_json::from_str(&render(&cmd("tc -j -p qdisc show"), &one(&d)).unwrap()).unwrap();

@@ -8,8 +8,9 @@ use super::{Action, LinkField, Preset, Snapshot};
 use crate::dir::Dir;
 use crate::link::PathSnapshot;
 use crate::packet::{DropReason, FlowKey};
-use crate::qdisc::dump::FlowSummary;
+use crate::qdisc::dump::{CodelXstats, FlowSummary, Xstats};
 use crate::qdisc::{ClassDump, Handle, QdiscDump, QdiscStats, TC_H_ROOT};
+use crate::tc::xstats::trimmed_lines;
 use crate::time::{Instant, NS_PER_SEC};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -268,7 +269,8 @@ impl App {
             if q.handle == row.qdisc {
                 let classid = row.qdisc | row.bucket.wrapping_add(1);
                 let c = q.classes.iter().find(|c| c.classid == classid)?;
-                return Some(trimmed(&c.xstats).join(" ")).filter(|x| !x.is_empty());
+                let lines = c.xstats.as_ref().map(trimmed_lines).unwrap_or_default();
+                return Some(lines.join(" ")).filter(|x| !x.is_empty());
             }
             stack.extend(q.children.iter());
         }
@@ -599,7 +601,7 @@ impl DirState {
         self.collect_flows(cur);
         self.codel_events(&cur.qdisc, events);
 
-        let marks = tree_marks(&cur.qdisc);
+        let marks = cur.qdisc.tree_ecn_marks();
         let bytes_out = prev.map_or(0, |p| {
             cur.counters.bytes_out.saturating_sub(p.counters.bytes_out)
         });
@@ -703,7 +705,10 @@ impl DirState {
         }
         let mut stack = vec![root];
         while let Some(q) = stack.pop() {
-            if q.xstats_json.get("dropping").and_then(|v| v.as_bool()) == Some(true) {
+            if matches!(
+                q.xstats,
+                Some(Xstats::Codel(CodelXstats { dropping: true, .. }))
+            ) {
                 now.insert((q.handle, u32::MAX), None);
             }
             stack.extend(q.children.iter());
@@ -818,16 +823,6 @@ fn queue_delay_us(p: &PathSnapshot) -> u64 {
     (bytes as u128 * 1_000_000 / rate as u128) as u64
 }
 
-/// ECN marks counted anywhere in the tree (`ecn_mark` xstats).
-fn tree_marks(q: &QdiscDump) -> u64 {
-    let own = q
-        .xstats_json
-        .get("ecn_mark")
-        .and_then(|v| v.as_u64())
-        .unwrap_or(0);
-    own + q.children.iter().map(tree_marks).sum::<u64>()
-}
-
 /// The kinds, handles and options of the tree (not its counters).
 fn tree_signature(q: &QdiscDump) -> String {
     let mut s = format!("{} {:x} {}|", q.kind, q.handle, q.options);
@@ -872,7 +867,7 @@ fn flatten(q: &QdiscDump, depth: usize, out: &mut Vec<TreeNode>) {
         parent: parent_label(q.parent),
         options: q.options.clone(),
         stats: q.stats,
-        xstats: trimmed(&q.xstats),
+        xstats: q.xstats.as_ref().map(trimmed_lines).unwrap_or_default(),
     });
     let classes: Vec<&ClassDump> = q.classes.iter().filter(|c| c.stats.is_some()).collect();
     let mut placed = vec![false; q.children.len()];
@@ -897,7 +892,7 @@ fn flatten_class(
     placed: &mut [bool],
     out: &mut Vec<TreeNode>,
 ) {
-    let mut xstats = trimmed(&c.xstats);
+    let mut xstats = c.xstats.as_ref().map(trimmed_lines).unwrap_or_default();
     if let Some(mode) = htb_mode(c) {
         xstats.push(format!("mode {mode}"));
     }
@@ -931,26 +926,16 @@ fn flatten_class(
 /// its tokens and ctokens (tc does not print it): `cant_send` when ctokens
 /// are negative, else `may_borrow` when tokens are, else `can_send`.
 fn htb_mode(c: &ClassDump) -> Option<&'static str> {
-    if c.kind != "htb" {
+    let Some(Xstats::HtbClass(x)) = c.xstats else {
         return None;
-    }
-    let get = |k: &str| c.xstats_json.get(k).and_then(|v| v.as_i64());
-    let (tokens, ctokens) = (get("tokens")?, get("ctokens")?);
-    Some(if ctokens < 0 {
+    };
+    Some(if x.ctokens < 0 {
         "cant_send"
-    } else if tokens < 0 {
+    } else if x.tokens < 0 {
         "may_borrow"
     } else {
         "can_send"
     })
-}
-
-fn trimmed(lines: &[String]) -> Vec<String> {
-    lines
-        .iter()
-        .map(|l| l.trim().to_string())
-        .filter(|l| !l.is_empty())
-        .collect()
 }
 
 /// `10.0.0.1:5201→10.0.0.2:40000 tcp`; IPv4-mapped addresses print as
