@@ -32,7 +32,7 @@ pub mod tree;
 
 pub use crate::handle::{tc_h_major, tc_h_make, tc_h_minor, Handle, TcError, TC_H_ROOT};
 pub use crate::packet::keyed_flow_hash;
-pub use dump::{ClassDump, FlowListing, QdiscDump};
+pub use dump::{ClassDump, FlowListing, QdiscDump, Xstats};
 
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
