@@ -12,10 +12,13 @@
 //! the simulator drives each lane itself. With a `FrameTap` installed (the
 //! packet capture, `crate::capture`, implements it), a lane shows it every
 //! frame it takes in, every frame it hands out and every frame it frees
-//! (with the reason).
+//! (with the reason). What happens inside, between those edges (qdisc
+//! enqueue, dequeue or bypass, drops), a `PathObserver` installed in the
+//! lane's path sees (the simulator's, `crate::sim::observe`); the live
+//! datapath installs none.
 
 use crate::dir::Dir;
-use crate::link::path::PathSnapshot;
+use crate::link::path::{PathObserver, PathSnapshot};
 use crate::link::Path;
 use crate::packet::gso::VnetHdr;
 use crate::packet::{DropReason, Packet, PacketMeta};
@@ -110,6 +113,12 @@ impl Lane {
     /// Shows every frame from now on to `tap`.
     pub fn set_tap(&mut self, tap: Box<dyn FrameTap>) {
         self.tap = Some(tap);
+    }
+
+    /// Shows what happens inside the lane's path from now on to
+    /// `observer` (see `Path::set_observer`).
+    pub fn set_observer(&mut self, observer: Box<dyn PathObserver>) {
+        self.path.set_observer(observer);
     }
 
     pub fn path(&self) -> &Path {

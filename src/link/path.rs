@@ -5,11 +5,14 @@
 //! dequeue at t1, however late the driver polls.
 //!
 //! The qdisc is run like the kernel's `__qdisc_run`/`qdisc_restart`: bypass
-//! of an empty work-conserving qdisc (LINUX-TC.md 1.2), nothing dequeued
-//! while the TX queue is stopped (ring full or BQL STACK_XOFF), bulk dequeue
-//! bounded by `dql_avail` and the quota (1.3, 11.3), and requeue of a batch
-//! remainder that did not fit in the ring. The whole batch is handed to the
-//! NIC at one instant (the `xmit_more` doorbell delay is not modelled).
+//! of an empty work-conserving qdisc (`TCQ_F_CAN_BYPASS`, net/core/dev.c
+//! `__dev_xmit_skb`), nothing dequeued while the TX queue is stopped (ring
+//! full or BQL STACK_XOFF), bulk dequeue bounded by `dql_avail` and the
+//! quota (net/sched/sch_generic.c `dequeue_skb`, `try_bulk_dequeue_skb`;
+//! include/linux/dynamic_queue_limits.h `dql_avail`), and requeue of a batch
+//! remainder that did not fit in the ring (`dev_requeue_skb`). The whole
+//! batch is handed to the NIC at one instant (the `xmit_more` doorbell delay
+//! is not modelled).
 //!
 //! At one instant stages run in pipeline order: departures, TX completions
 //! (freeing slots and feeding BQL), the qdisc, arrivals from the delay line,
@@ -21,6 +24,12 @@
 //! after its TX completion is recorded and before the delay line (see
 //! `impair`). A duplicated frame adds one frame to the path, so
 //! conservation reads `frames_in + duplicated = frames_out + drops + held`.
+//!
+//! A `PathObserver`, when one is installed, is told what happens to each
+//! frame inside the path (offered to the qdisc, dequeued, bypassed, dropped
+//! with its reason, delivered), which its owner cannot see from outside: the
+//! simulator traces departures from the qdisc this way. Without one, each
+//! of those points costs one branch.
 
 use super::coalesce::Coalescer;
 use super::delay::DelayLine;
@@ -32,7 +41,49 @@ use super::{LinkParams, LinkShape, ShapeError};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::qdisc::{FlowListing, Qdisc, QdiscDump};
 use crate::time::{earliest, Instant};
+use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
+
+/// What happened to a frame inside a path, as a `PathObserver` is told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathEvent {
+    /// Offered to the qdisc's `enqueue` (which may drop it: `Dropped`
+    /// follows). Frames moved into a replacement qdisc are not offered
+    /// again.
+    Enqueued,
+    /// Taken out of the qdisc by its `dequeue` (a requeued frame sent again
+    /// is not dequeued again).
+    Dequeued,
+    /// Sent past the empty qdisc without entering it (`TCQ_F_CAN_BYPASS`,
+    /// net/core/dev.c `__dev_xmit_skb`); counted as sent by the qdisc.
+    Bypassed,
+    /// Freed by the path (qdisc, wire loss), with the reason it carries.
+    Dropped(DropReason),
+    /// Handed to the receiving side.
+    Delivered,
+}
+
+/// Sees the frames inside a path (installed with `Path::set_observer`).
+/// Called on the per-frame path: it must neither block nor allocate once
+/// warmed up. Frames the caller refuses before the path takes them
+/// (`Path::count_rejected`) are not shown: the caller has them.
+pub trait PathObserver: Any + Send {
+    /// `pkt` went through `event` at `at`.
+    fn event(&mut self, event: PathEvent, pkt: &Packet, at: Instant);
+}
+
+/// Tells `observer`, if there is one, of `event`.
+#[inline]
+fn notify(
+    observer: &mut Option<Box<dyn PathObserver>>,
+    event: PathEvent,
+    pkt: &Packet,
+    at: Instant,
+) {
+    if let Some(o) = observer {
+        o.event(event, pkt, at);
+    }
+}
 
 /// Per-direction conservation counters:
 /// `frames_in + duplicated = frames_out + drops + held`.
@@ -128,16 +179,7 @@ pub struct Path {
     /// The qdisc may have something to dequeue now (else see `qdisc_wakeup`).
     qdisc_ready: bool,
     qdisc_wakeup: Option<Instant>,
-}
-
-/// Counts every frame in `drops` by reason and moves it to `freed`, the
-/// reason noted in its metadata.
-fn absorb(drops: &mut Drops, counters: &mut PathCounters, freed: &mut Vec<Packet>) {
-    for (mut pkt, reason) in drops.drain() {
-        counters.drops[reason.index()] += 1;
-        pkt.meta.dropped = Some(reason);
-        freed.push(pkt);
-    }
+    observer: Option<Box<dyn PathObserver>>,
 }
 
 impl Path {
@@ -164,7 +206,20 @@ impl Path {
             now: Instant::ZERO,
             qdisc_ready: true,
             qdisc_wakeup: None,
+            observer: None,
         }
+    }
+
+    /// Tells `observer` from now on what happens to every frame inside the
+    /// path (replacing any observer installed before).
+    pub fn set_observer(&mut self, observer: Box<dyn PathObserver>) {
+        self.observer = Some(observer);
+    }
+
+    /// The installed observer, if it is a `T`.
+    pub fn observer_mut<T: PathObserver>(&mut self) -> Option<&mut T> {
+        let observer: &mut dyn Any = self.observer.as_deref_mut()?;
+        observer.downcast_mut()
     }
 
     pub fn params(&self) -> &LinkParams {
@@ -236,12 +291,14 @@ impl Path {
             && self.ring.can_post()
         {
             self.qdisc.count_bypass(pkt.len);
+            notify(&mut self.observer, PathEvent::Bypassed, &pkt, t);
             self.counters.xmit_batches += 1;
             self.ring.post(pkt.len);
             self.serializer.post(pkt, t);
         } else {
+            notify(&mut self.observer, PathEvent::Enqueued, &pkt, t);
             self.qdisc.enqueue(pkt, t, &mut self.drops);
-            absorb(&mut self.drops, &mut self.counters, &mut self.freed);
+            self.absorb();
             self.qdisc_ready = true;
         }
         self.advance(t);
@@ -309,7 +366,7 @@ impl Path {
         for pkt in moved {
             self.qdisc.enqueue(pkt, t, &mut self.drops);
         }
-        absorb(&mut self.drops, &mut self.counters, &mut self.freed);
+        self.absorb();
         self.qdisc_ready = true;
         self.advance(t);
         old
@@ -325,7 +382,7 @@ impl Path {
         self.advance(now);
         let t = self.now;
         let r = edit(&mut *self.qdisc, t, &mut self.drops);
-        absorb(&mut self.drops, &mut self.counters, &mut self.freed);
+        self.absorb();
         self.qdisc_ready = true;
         self.advance(t);
         r
@@ -420,7 +477,7 @@ impl Path {
                     Fate::Delayed(extra) => self.delay.push(pkt, departed, extra),
                 }
             }
-            absorb(&mut self.drops, &mut self.counters, &mut self.freed);
+            self.absorb();
         }
         let (mut frames, mut bytes) = (0u32, 0u64);
         if let Some(at) = self.tx_done.fire(t, |len| {
@@ -435,14 +492,32 @@ impl Path {
         while let Some((pkt, arrived)) = self.delay.pop(t) {
             self.rx.push(pkt, arrived);
         }
-        let (outbox, counters, transit) = (&mut self.outbox, &mut self.counters, &mut self.transit);
+        let (outbox, counters, transit, observer) = (
+            &mut self.outbox,
+            &mut self.counters,
+            &mut self.transit,
+            &mut self.observer,
+        );
         self.rx.fire(t, |mut pkt| {
             counters.frames_out += 1;
             counters.bytes_out += pkt.len as u64;
             transit.record(t.saturating_since(pkt.meta.arrival));
             pkt.meta.delivered = t;
+            notify(observer, PathEvent::Delivered, &pkt, t);
             outbox.push(pkt);
         });
+    }
+
+    /// Counts every frame in `drops` by reason and moves it to `freed`, the
+    /// reason noted in its metadata; they were dropped at `self.now`.
+    fn absorb(&mut self) {
+        let t = self.now;
+        for (mut pkt, reason) in self.drops.drain() {
+            self.counters.drops[reason.index()] += 1;
+            pkt.meta.dropped = Some(reason);
+            notify(&mut self.observer, PathEvent::Dropped(reason), &pkt, t);
+            self.freed.push(pkt);
+        }
     }
 
     /// `__qdisc_run` at `t`: `qdisc_restart` until the TX queue stops or the
@@ -456,6 +531,7 @@ impl Path {
             if let Some(pkt) = self.requeued.pop_front() {
                 batch.push(pkt);
             } else if let Some(first) = self.qdisc.dequeue(t, &mut self.drops) {
+                notify(&mut self.observer, PathEvent::Dequeued, &first, t);
                 let bulk = self.params.bulk_dequeue && self.ring.dql().is_some();
                 let mut budget = BulkBudget::new(self.ring.dql_avail(), first.len, quota);
                 batch.push(first);
@@ -463,6 +539,7 @@ impl Path {
                     let Some(pkt) = self.qdisc.dequeue(t, &mut self.drops) else {
                         break;
                     };
+                    notify(&mut self.observer, PathEvent::Dequeued, &pkt, t);
                     budget.take(pkt.len);
                     batch.push(pkt);
                 }
@@ -479,7 +556,7 @@ impl Path {
             self.xmit(&mut batch, t);
         }
         self.batch = batch;
-        absorb(&mut self.drops, &mut self.counters, &mut self.freed);
+        self.absorb();
     }
 
     /// `dev_hard_start_xmit`: posts the batch until the ring is full; the
@@ -596,6 +673,56 @@ mod tests {
         assert!(within(s.p50_ns, idle), "p50 {} want {idle}", s.p50_ns);
         assert_eq!(s.max_ns, idle + 9 * 800 * NS_PER_US);
         assert_eq!(s.buckets.iter().map(|b| b.count).sum::<u64>(), 60);
+    }
+
+    /// Every `PathEvent` with its frame id and time.
+    #[derive(Default)]
+    struct Recorder(Vec<(PathEvent, u64, Instant)>);
+
+    impl PathObserver for Recorder {
+        fn event(&mut self, event: PathEvent, pkt: &Packet, at: Instant) {
+            self.0.push((event, pkt.meta.id, at));
+        }
+    }
+
+    #[test]
+    fn an_observer_sees_enqueue_bypass_dequeue_drops_and_delivery() {
+        // One frame on the ring at a time, a one-frame qdisc; 1000 B at
+        // 1 MB/s = 1 ms on the wire, then 2 ms of delay.
+        let params = LinkParams {
+            rate_bytes_ps: 1_000_000,
+            delay_ns: 2 * NS_PER_MS,
+            tx_ring: 1,
+            bql: false,
+            ..LinkParams::default()
+        };
+        let mut p = Path::new(params, fifo(1));
+        assert!(p.observer_mut::<Recorder>().is_none());
+        p.set_observer(Box::new(Recorder::default()));
+        let t0 = Instant::from_millis(1);
+        for i in 0..3 {
+            p.ingress(pkt(i, 1000), t0);
+        }
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        while let Some(t) = p.poll_at() {
+            p.poll(t, &mut out, &mut freed);
+        }
+        use PathEvent::*;
+        let ms = Instant::from_millis;
+        assert_eq!(
+            p.observer_mut::<Recorder>().unwrap().0,
+            vec![
+                (Bypassed, 0, t0),
+                (Enqueued, 1, t0),
+                (Enqueued, 2, t0),
+                (Dropped(DropReason::QueueFull), 2, t0),
+                (Dequeued, 1, ms(2)),
+                (Delivered, 0, ms(4)),
+                (Delivered, 1, ms(5)),
+            ]
+        );
+        assert_eq!((out.len(), freed.len()), (2, 1));
+        assert_eq!(freed[0].meta.dropped, Some(DropReason::QueueFull));
     }
 
     #[test]
@@ -715,7 +842,9 @@ mod tests {
     }
 
     /// TX completion coalescing inflates the BQL limit to about twice the
-    /// bytes completed per completion event (LINUX-TC.md 11.2, 13.17).
+    /// bytes completed per completion event (lib/dynamic_queue_limits.c
+    /// `dql_completed`: a starved completion grows the limit by the bytes
+    /// completed since the previous one).
     #[test]
     fn tx_coalescing_inflates_bql_limit() {
         let (limit1, ring1) = saturated_bql(0, 1);

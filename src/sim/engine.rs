@@ -2,14 +2,16 @@
 //! (left→right, right→left) exactly as the datapath drives it, under a
 //! simulated clock that jumps to the next event (a source timer, a TCP
 //! timer, or `Lane::poll_at`). Frames enter through the lane's ingress
-//! (admission checks, numbering, tap) and leave through `Lane::poll`. Timers sit in a min-heap ordered by time
-//! then insertion sequence, so equal-time events run in a fixed order; all
-//! randomness comes from one `SmallRng` seeded by the scenario. Frames carry
-//! real headers; a side table (slot = the frame's tag) remembers what each
-//! frame is, and header buffers are recycled.
+//! (admission checks, numbering, tap) and leave through `Lane::poll`; each
+//! lane's path tells a `DequeueLog` (its `PathObserver`) when frames leave
+//! its qdisc. Timers sit in a min-heap ordered by time then insertion
+//! sequence, so equal-time events run in a fixed order; all randomness comes
+//! from one `SmallRng` seeded by the scenario. Frames carry real headers; a
+//! side table (slot = the frame's tag) remembers what each frame is, and
+//! header buffers are recycled.
 
 use super::frame::{self, Endpoints, Proto, Tag, L4};
-use super::observe::{Departure, DequeueLog, Observed};
+use super::observe::{Departure, DequeueLog};
 use super::qdiscs::{build_qdisc, tc_show};
 use super::report::{DirReport, DirTally, FlowReport, SimReport};
 use super::scenario::Scenario;
@@ -143,8 +145,6 @@ impl Slab {
 
 /// Per-direction results beyond the path's own counters.
 struct DirState {
-    /// Departures from this direction's qdisc not yet traced.
-    dequeues: DequeueLog,
     owd: Histogram<u64>,
     /// CE marks, unexplained drops, corrupted frames discarded.
     tally: DirTally,
@@ -178,8 +178,7 @@ impl Sim {
     pub fn new(sc: &Scenario, trace: Trace) -> Result<Sim, SimError> {
         let mut rng = SmallRng::seed_from_u64(sc.seed);
         let cfg = sc.config();
-        let logs = [DequeueLog::default(), DequeueLog::default()];
-        let mut make_path = |dir: Dir, log: &DequeueLog| {
+        let mut make_path = |dir: Dir| {
             let params = cfg.link_params(dir);
             let lines = cfg.tc_lines(dir);
             let qdisc = build_qdisc(
@@ -190,8 +189,7 @@ impl Sim {
                 rng.next_u64(),
                 sc.kinds,
             )?;
-            let observed = Box::new(Observed::new(qdisc, log.clone()));
-            let mut path = Path::new(params, observed);
+            let mut path = Path::new(params, qdisc);
             let shape = sc.link_shape(dir, &mut || rng.next_u64())?;
             let shaped = sc.impairments(dir)?.is_some()
                 || !shape.impairments.is_none()
@@ -204,18 +202,23 @@ impl Sim {
             }
             Ok::<_, SimError>(path)
         };
-        let l2r = make_path(Dir::LeftToRight, &logs[0])?;
-        let r2l = make_path(Dir::RightToLeft, &logs[1])?;
+        let l2r = make_path(Dir::LeftToRight)?;
+        let r2l = make_path(Dir::RightToLeft)?;
+        let mut bridge = Bridge::new(l2r, r2l);
+        for dir in Dir::ALL {
+            bridge
+                .lane_mut(dir)
+                .set_observer(Box::new(DequeueLog::default()));
+        }
         let flows = build_flows(sc, &mut rng)?;
-        let dir_state = |dequeues: DequeueLog| DirState {
-            dequeues,
+        let dir_state = || DirState {
             owd: latency_histogram(),
             tally: DirTally::default(),
         };
         let mut sim = Sim {
             now: Instant::ZERO,
             end: Instant::from_nanos(sc.duration.0),
-            bridge: Bridge::new(l2r, r2l),
+            bridge,
             timers: BinaryHeap::new(),
             timer_seq: 0,
             flows,
@@ -226,7 +229,7 @@ impl Sim {
             freed: Vec::new(),
             segs: Vec::new(),
             departures: Vec::new(),
-            dirs: logs.map(dir_state),
+            dirs: [dir_state(), dir_state()],
             trace,
             next_trace_id: 0,
             emitted_this_instant: 0,
@@ -511,37 +514,35 @@ impl Sim {
         self.bridge
             .lane_mut(Dir::ALL[dir])
             .ingress_headers(buf, len, now);
-        self.trace_dequeues(dir, Some((trace_id, flow as u32, len)));
+        self.trace_dequeues(dir);
     }
 
-    /// Traces the departures path `dir`'s qdisc logged; a bypass belongs to
-    /// `ingressed` (trace id, flow, length), the frame just handed over.
-    fn trace_dequeues(&mut self, dir: usize, ingressed: Option<(u64, u32, u32)>) {
+    /// Traces the departures lane `dir`'s qdisc logged (a frame bypassing
+    /// the empty qdisc departs as it is ingressed, its ECN bits as sent).
+    fn trace_dequeues(&mut self, dir: usize) {
         let mut deps = std::mem::take(&mut self.departures);
-        self.dirs[dir].dequeues.drain_into(&mut deps);
+        if let Some(log) = self
+            .bridge
+            .lane_mut(Dir::ALL[dir])
+            .path_mut()
+            .observer_mut::<DequeueLog>()
+        {
+            log.drain_into(&mut deps);
+        }
         for d in deps.drain(..) {
-            let (t, who) = match d.tag {
-                Some(tag) => (
-                    d.at,
-                    self.slab
-                        .get(tag)
-                        .map(|i| (i.trace_id, i.flow, i.len, i.ecn_sent == 3)),
-                ),
-                None => (self.now, ingressed.map(|(p, f, l)| (p, f, l, true))),
-            };
-            let Some((pkt, flow, size, sent_ce)) = who else {
+            let Some(info) = self.slab.get(d.tag) else {
                 continue;
             };
             let ev = TraceEvent {
-                t: t.nanos(),
+                t: d.at.nanos(),
                 ev: EventKind::Dequeue,
                 dir: Dir::ALL[dir],
-                flow,
-                pkt,
-                size,
+                flow: info.flow,
+                pkt: info.trace_id,
+                size: info.len,
                 reason: None,
             };
-            if d.ce && !sent_ce {
+            if d.ce && info.ecn_sent != 3 {
                 self.trace.record(TraceEvent {
                     ev: EventKind::EcnMark,
                     ..ev
@@ -558,7 +559,7 @@ impl Sim {
         self.bridge
             .lane_mut(Dir::ALL[dir])
             .poll(now, &mut self.out, &mut self.freed);
-        self.trace_dequeues(dir, None);
+        self.trace_dequeues(dir);
         let mut freed = std::mem::take(&mut self.freed);
         for pkt in freed.drain(..) {
             self.dropped(dir, pkt);

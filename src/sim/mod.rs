@@ -18,9 +18,10 @@
 //!
 //! Submodules: `scenario` (the TOML file), `frame` (real header bytes),
 //! `tcp` (Reno/CUBIC sender, SACK receiver), `sources` (flows and their
-//! sources), `qdiscs` (qdisc tree from tc lines, tc show), `observe` (sees
-//! frames leave the qdisc), `engine` (the event loop), `trace` (JSON-lines
-//! events and their hash), `report` (summary and table).
+//! sources), `qdiscs` (qdisc tree from tc lines, tc show), `observe` (the
+//! path observer that sees frames leave the qdisc), `engine` (the event
+//! loop), `trace` (JSON-lines events and their hash), `report` (summary and
+//! table).
 
 pub mod engine;
 pub mod frame;

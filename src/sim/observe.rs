@@ -1,143 +1,56 @@
-//! Sees when frames leave the qdisc, which `Path` does not report: the
-//! simulator wraps each direction's root qdisc in `Observed`, a transparent
-//! adapter that forwards every call and logs each dequeue (the frame's
-//! simulator tag and time) and each bypass into a shared `DequeueLog`,
-//! drained by the engine after every call into the path.
+//! The simulator's `PathObserver`: `DequeueLog` keeps each frame leaving a
+//! direction's qdisc (dequeued, or bypassing it empty) with its simulator
+//! tag, time and CE mark, which `Path` does not hand out; the engine
+//! installs one in each lane and drains it into the trace after every call
+//! into that lane.
 
 use super::frame::{read_ecn, read_tag, Tag};
-use crate::packet::{Drops, Packet};
-use crate::qdisc::{Classful, Qdisc, QdiscDump, QdiscStats, TcError, Verdict};
+use crate::link::path::{PathEvent, PathObserver};
+use crate::packet::Packet;
 use crate::time::Instant;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 
 /// One frame leaving the qdisc.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Departure {
     pub at: Instant,
-    /// The frame's tag; `None` for a frame that bypassed the empty qdisc
-    /// (the one being ingressed).
-    pub tag: Option<Tag>,
+    pub tag: Tag,
     /// It carries CE (set by the qdisc, or already when sent).
     pub ce: bool,
 }
 
-/// The log shared by an `Observed` qdisc and the engine (the qdisc must be
-/// `Send`, hence a mutex; `pending` lets the engine skip it when empty).
-#[derive(Clone, Default)]
-pub struct DequeueLog(Arc<LogInner>);
-
+/// The departures of one direction not yet drained (a frame without a tag
+/// is none of the simulator's and not kept).
 #[derive(Default)]
-struct LogInner {
-    pending: AtomicUsize,
-    entries: Mutex<Vec<Departure>>,
+pub struct DequeueLog {
+    entries: Vec<Departure>,
 }
 
 impl DequeueLog {
-    fn push(&self, d: Departure) {
-        let mut entries = self
-            .0
-            .entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        entries.push(d);
-        self.0.pending.store(entries.len(), Ordering::Relaxed);
-    }
-
     /// Moves every logged departure into `into` (in order).
-    pub fn drain_into(&self, into: &mut Vec<Departure>) {
-        if self.0.pending.load(Ordering::Relaxed) == 0 {
+    pub fn drain_into(&mut self, into: &mut Vec<Departure>) {
+        into.append(&mut self.entries);
+    }
+}
+
+impl PathObserver for DequeueLog {
+    fn event(&mut self, event: PathEvent, pkt: &Packet, at: Instant) {
+        if !matches!(event, PathEvent::Dequeued | PathEvent::Bypassed) {
             return;
         }
-        let mut entries = self
-            .0
-            .entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        into.append(&mut entries);
-        self.0.pending.store(0, Ordering::Relaxed);
-    }
-}
-
-/// A qdisc that logs its departures and otherwise is `inner`.
-pub struct Observed {
-    inner: Box<dyn Qdisc>,
-    log: DequeueLog,
-}
-
-impl Observed {
-    pub fn new(inner: Box<dyn Qdisc>, log: DequeueLog) -> Self {
-        Observed { inner, log }
-    }
-}
-
-impl Qdisc for Observed {
-    fn kind(&self) -> &'static str {
-        self.inner.kind()
-    }
-    fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
-        self.inner.enqueue(pkt, now, drops)
-    }
-    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let pkt = self.inner.dequeue(now, drops)?;
-        self.log.push(Departure {
-            at: now,
-            tag: read_tag(&pkt.data),
-            ce: read_ecn(&pkt.data) == Some(3),
-        });
-        Some(pkt)
-    }
-    fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
-        self.inner.peek(now, drops)
-    }
-    fn next_wakeup(&self, now: Instant) -> Option<Instant> {
-        self.inner.next_wakeup(now)
-    }
-    fn qlen(&self) -> u32 {
-        self.inner.qlen()
-    }
-    fn backlog(&self) -> u64 {
-        self.inner.backlog()
-    }
-    fn counters(&self) -> QdiscStats {
-        self.inner.counters()
-    }
-    fn stats(&self) -> QdiscStats {
-        self.inner.stats()
-    }
-    fn can_bypass(&self) -> bool {
-        self.inner.can_bypass()
-    }
-    fn count_bypass(&mut self, len: u32) {
-        self.inner.count_bypass(len);
-        // Bypass happens inside `Path::ingress`, for the frame being handed
-        // over; the engine knows which one.
-        self.log.push(Departure {
-            at: Instant::ZERO,
-            tag: None,
-            ce: false,
-        });
-    }
-    fn reset(&mut self, drops: &mut Drops) {
-        self.inner.reset(drops)
-    }
-    fn change(&mut self, args: &[&str], now: Instant, drops: &mut Drops) -> Result<(), TcError> {
-        self.inner.change(args, now, drops)
-    }
-    fn dump(&self, now: Instant) -> QdiscDump {
-        self.inner.dump(now)
-    }
-    fn as_classful(&mut self) -> Option<&mut dyn Classful> {
-        self.inner.as_classful()
-    }
-    fn drain_all(&mut self) -> Vec<Packet> {
-        self.inner.drain_all()
+        if let Some(tag) = read_tag(&pkt.data) {
+            self.entries.push(Departure {
+                at,
+                tag,
+                ce: read_ecn(&pkt.data) == Some(3),
+            });
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::{LinkParams, Path};
     use crate::qdisc::fifo::{Fifo, FifoKind};
     use crate::qdisc::QdiscCtx;
     use crate::sim::frame::{write_frame, Endpoints, L4};
@@ -160,40 +73,51 @@ mod tests {
         p
     }
 
-    #[test]
-    fn logs_dequeues_and_bypasses_and_forwards_the_rest() {
-        let log = DequeueLog::default();
-        let inner = Box::new(Fifo::new(FifoKind::Pfifo, QdiscCtx::default()));
-        let mut q = Observed::new(inner, log.clone());
-        let mut drops = Drops::new();
-        assert_eq!(q.kind(), "pfifo");
-        q.enqueue(frame(7), Instant::from_micros(1), &mut drops);
-        q.enqueue(frame(8), Instant::from_micros(1), &mut drops);
-        assert_eq!((q.qlen(), q.backlog()), (2, 200));
-        assert!(q.dequeue(Instant::from_micros(5), &mut drops).is_some());
-        q.count_bypass(100);
+    fn pfifo() -> Box<Fifo> {
+        Box::new(Fifo::new(FifoKind::Pfifo, QdiscCtx::default()))
+    }
+
+    fn drain(path: &mut Path) -> Vec<(Instant, u32, bool)> {
         let mut got = Vec::new();
-        log.drain_into(&mut got);
-        let seen: Vec<_> = got.iter().map(|d| (d.at, d.tag, d.ce)).collect();
+        path.observer_mut::<DequeueLog>()
+            .expect("a DequeueLog is installed")
+            .drain_into(&mut got);
+        got.iter().map(|d| (d.at, d.tag.slot, d.ce)).collect()
+    }
+
+    #[test]
+    fn logs_dequeues_and_bypasses_and_nothing_else() {
+        // One frame on the ring at a time: the first bypasses the empty
+        // qdisc, the next two wait in it. 100 B at 1 MB/s = 100 us.
+        let params = LinkParams {
+            rate_bytes_ps: 1_000_000,
+            tx_ring: 1,
+            bql: false,
+            ..LinkParams::default()
+        };
+        let mut path = Path::new(params, pfifo());
+        path.set_observer(Box::new(DequeueLog::default()));
+        path.ingress(frame(7), Instant::from_micros(1));
+        path.ingress(frame(8), Instant::from_micros(1));
+        path.ingress(frame_tos(9, 3), Instant::from_micros(2));
+        assert_eq!(drain(&mut path), vec![(Instant::from_micros(1), 7, false)]);
+        assert_eq!((path.qdisc().qlen(), path.qdisc().backlog()), (2, 200));
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        path.poll(Instant::from_micros(101), &mut out, &mut freed);
         assert_eq!(
-            seen,
-            vec![
-                (
-                    Instant::from_micros(5),
-                    Some(Tag { slot: 7, serial: 0 }),
-                    false
-                ),
-                (Instant::ZERO, None, false)
-            ]
+            drain(&mut path),
+            vec![(Instant::from_micros(101), 8, false)]
         );
-        assert_eq!(q.stats().packets, 2);
-        assert_eq!(q.drain_all().len(), 1);
-        log.drain_into(&mut got);
-        assert_eq!(got.len(), 2, "drain_all is not a departure");
-        q.enqueue(frame_tos(9, 3), Instant::from_micros(6), &mut drops);
-        q.dequeue(Instant::from_micros(6), &mut drops);
-        got.clear();
-        log.drain_into(&mut got);
-        assert_eq!((got[0].tag.map(|t| t.slot), got[0].ce), (Some(9), true));
+        assert_eq!(path.qdisc().stats().packets, 2);
+        // Moving frames into a new qdisc (`drain_all`) is no departure.
+        path.replace_qdisc(pfifo(), Instant::from_micros(102));
+        assert_eq!(drain(&mut path), vec![]);
+        path.poll(Instant::from_micros(201), &mut out, &mut freed);
+        assert_eq!(drain(&mut path), vec![(Instant::from_micros(201), 9, true)]);
+        while let Some(t) = path.poll_at() {
+            path.poll(t, &mut out, &mut freed);
+        }
+        assert_eq!((out.len(), freed.len()), (3, 0));
+        assert_eq!(drain(&mut path), vec![], "deliveries are not departures");
     }
 }
