@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Criterion benchmarks of two checkouts, alternated in one run.
 
-usage: scripts/bench-compare.py OLD_CHECKOUT NEW_CHECKOUT [ROUNDS] [BENCH ...]
+usage: [FILTER=REGEX] scripts/bench-compare.py OLD_CHECKOUT NEW_CHECKOUT [ROUNDS] [BENCH ...]
 
 Builds `cargo bench --no-run` for each BENCH (default: qdisc sim) in both
 checkouts, then runs the two builds' bench executables in turn, ROUNDS times
@@ -9,9 +9,11 @@ checkouts, then runs the two builds' bench executables in turn, ROUNDS times
 measurement, and prints a Markdown table: per case the median over the rounds
 of criterion's point estimate for the old and the new build and their ratio
 new/old. Alternating keeps a shared, noisy machine's drift out of the ratio.
+FILTER (criterion's benchmark filter) limits the cases run.
 """
 
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -42,7 +44,8 @@ def bench_executables(checkout, bench):
 def run(exe, checkout):
     """One run of a bench executable: {case: ns}."""
     out = subprocess.run(
-        [exe, "--bench", "--warm-up-time", "1", "--measurement-time", "2", "--noplot"],
+        [exe, "--bench", "--warm-up-time", "1", "--measurement-time", "2", "--noplot"]
+        + ([os.environ["FILTER"]] if os.environ.get("FILTER") else []),
         cwd=checkout, check=True, capture_output=True, text=True,
     ).stdout
     cases, last = {}, None

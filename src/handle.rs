@@ -10,12 +10,15 @@ pub type Handle = u32;
 /// `TC_H_ROOT`: the parent of a root qdisc.
 pub const TC_H_ROOT: Handle = 0xFFFF_FFFF;
 
+#[inline]
 pub const fn tc_h_make(major: u16, minor: u16) -> Handle {
     ((major as u32) << 16) | minor as u32
 }
+#[inline]
 pub const fn tc_h_major(h: Handle) -> u16 {
     (h >> 16) as u16
 }
+#[inline]
 pub const fn tc_h_minor(h: Handle) -> u16 {
     (h & 0xFFFF) as u16
 }

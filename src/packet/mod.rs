@@ -20,6 +20,7 @@ use crate::time::Instant;
 /// Mixes a frame's unkeyed flow hash (`meta.hash`) with a per-instance key
 /// (murmur3's finaliser): the keyed flow hash SFQ (perturbation) and
 /// fq_codel (per-boot seed) bucket by, until the classifier offers one.
+#[inline]
 pub fn keyed_flow_hash(hash: u32, key: u32) -> u32 {
     let mut h = hash ^ key;
     h ^= h >> 16;
