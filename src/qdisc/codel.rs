@@ -166,6 +166,7 @@ impl CodelVars {
     /// The kernel's `codel_dequeue`: pops from `q`, drops (into `drops`,
     /// reason `Codel`, counted in `stats.drop_count`) or ECN-marks per the
     /// control law, and returns the packet to send, if any.
+    #[inline]
     pub fn dequeue<Q: CodelQueue>(
         &mut self,
         q: &mut Q,
