@@ -10,10 +10,10 @@ use std::sync::OnceLock;
 
 use bloatbox::dir::Dir;
 use bloatbox::packet::{DropReason, Drops, Packet, PacketMeta};
-use bloatbox::qdisc::registry::{KindEntry, BUILTIN};
 use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
-use bloatbox::qdisc::{Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
+use bloatbox::qdisc::{Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, TcError, Verdict};
 use bloatbox::sim::scenario::Scenario;
+use bloatbox::tc::kinds::{no_class_options, KindEntry, Syntax, BUILTIN};
 use bloatbox::tc::{build_tree, run, TcCommand};
 use bloatbox::time::Instant;
 
@@ -72,6 +72,19 @@ impl Qdisc for Passthrough {
     }
 }
 
+/// The pass-through's tc syntax: it takes no options.
+static SYNTAX: Syntax = Syntax {
+    qdisc: |words| match words.next() {
+        Some(word) => Err(TcError::new(format!(
+            "What is \"{word}\"? passthrough takes no options"
+        ))),
+        None => Ok(QdiscOptions::None),
+    },
+    class: no_class_options,
+    print: |_| None,
+    print_class: |_| None,
+};
+
 /// The built-in kinds and the pass-through: the one entry this test adds.
 fn kinds() -> &'static [KindEntry] {
     static KINDS: OnceLock<Vec<KindEntry>> = OnceLock::new();
@@ -83,27 +96,22 @@ fn kinds() -> &'static [KindEntry] {
             default_leaf: true,
             configurable: false,
             shapes: false,
-            build: |ctx, _, args| match args.first() {
-                Some(arg) => Err(TcError::new(format!(
-                    "What is \"{arg}\"? passthrough takes no options"
-                ))),
-                None => Ok(Box::new(Passthrough {
+            build: |ctx, _, _| {
+                Ok(Box::new(Passthrough {
                     ctx,
                     queue: VecDeque::new(),
                     backlog: 0,
                     stats: QdiscStats::default(),
-                })),
+                }))
             },
+            syntax: &SYNTAX,
         });
         kinds
     })
 }
 
 fn dev(kinds: &'static [KindEntry]) -> DevSpec {
-    DevSpec {
-        kinds,
-        ..DevSpec::new(Dir::LeftToRight)
-    }
+    DevSpec::new(Dir::LeftToRight, kinds)
 }
 
 fn tc(tree: &mut QdiscTree, line: &str, drops: &mut Drops) -> Result<Option<String>, TcError> {

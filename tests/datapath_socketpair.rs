@@ -386,7 +386,11 @@ fn tc_commands_change_and_show_the_live_qdisc_tree() {
         ..LinkParams::default()
     };
     let tree = |dev: Dir| {
-        let t = bloatbox::tc::build_tree(params.dev_spec(dev), &[] as &[&str]).unwrap();
+        let t = bloatbox::tc::build_tree(
+            params.dev_spec(dev, bloatbox::tc::kinds::BUILTIN),
+            &[] as &[&str],
+        )
+        .unwrap();
         Path::new(params, Box::new(t))
     };
     let (dp, [_host_left, _host_right]) = spawn(

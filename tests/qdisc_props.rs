@@ -131,10 +131,14 @@ fn qfq() -> Box<dyn Qdisc> {
     let mut q = Qfq::from_args(ctx, &[]).expect("qfq");
     let classes = q.as_classful().expect("classful");
     classes
-        .add_class(0x1_0001, 0x1_0000, &["weight", "2", "maxpkt", "512"])
+        .add_class(
+            0x1_0001,
+            0x1_0000,
+            &class_options("qfq", "weight 2 maxpkt 512"),
+        )
         .expect("class 1:1");
     classes
-        .add_class(0x1_0002, 0x1_0000, &[])
+        .add_class(0x1_0002, 0x1_0000, &class_options("qfq", ""))
         .expect("class 1:2");
     let filter = Filter::parse(&[
         "parent", "1:", "protocol", "all", "matchall", "flowid", "1:1",
@@ -144,6 +148,13 @@ fn qfq() -> Box<dyn Qdisc> {
         .add_filter(filter.expect("filter"))
         .expect("add filter");
     Box::new(q)
+}
+
+/// The class options `args` give a `kind` class, as tc parses them.
+fn class_options(kind: &str, args: &str) -> bloatbox::qdisc::ClassOptions {
+    let words: Vec<&str> = args.split_whitespace().collect();
+    bloatbox::tc::kinds::parse_class(bloatbox::tc::kinds::BUILTIN, kind, &words)
+        .expect("valid class options")
 }
 
 /// Builds a qdisc from tc option tokens, as `tc qdisc add ... KIND ARGS`.
@@ -163,9 +174,8 @@ fn htb_tree() -> Box<dyn Qdisc> {
         (0x8001_0010, root, "rate 2mbit ceil 8mbit"),
         (0x8001_0020, root, "rate 6mbit ceil 8mbit"),
     ] {
-        let tokens: Vec<&str> = args.split_whitespace().collect();
         classful
-            .add_class(classid, parent, &tokens)
+            .add_class(classid, parent, &class_options("htb", args))
             .expect("valid class");
     }
     Box::new(q)

@@ -63,7 +63,7 @@ struct CoreRun {
 fn overload(cfg: &Config) -> CoreRun {
     let params = cfg.link_params(Dir::LeftToRight);
     let tree = bloatbox::tc::build_tree(
-        params.dev_spec(Dir::LeftToRight),
+        params.dev_spec(Dir::LeftToRight, bloatbox::tc::kinds::BUILTIN),
         &cfg.tc_lines(Dir::LeftToRight),
     )
     .unwrap();

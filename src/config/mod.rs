@@ -550,7 +550,9 @@ impl Config {
         DevSpec {
             // Validated to at most mq::MAX_QUEUES.
             tx_queues: u16::try_from(self.tx_queues(dir)).unwrap_or(u16::MAX),
-            ..self.link_params(dir).dev_spec(dir)
+            ..self
+                .link_params(dir)
+                .dev_spec(dir, crate::tc::kinds::BUILTIN)
         }
     }
 

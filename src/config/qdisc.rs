@@ -9,7 +9,7 @@
 
 use super::values::{Size, TcRate, TcTime};
 use crate::dir::Dir;
-use crate::qdisc::registry::{self, KindEntry};
+use crate::tc::kinds::{self, KindEntry};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde::{Serialize, Serializer};
 use std::fmt;
@@ -17,7 +17,7 @@ use std::fmt;
 /// The kind `qdisc = "..."` names: a configurable entry of the kind table
 /// (mq is chosen with `tx_queues`).
 fn configurable(kind: &str) -> Option<&'static KindEntry> {
-    registry::lookup(registry::BUILTIN, kind).filter(|k| k.configurable)
+    kinds::lookup(kind).filter(|k| k.configurable)
 }
 
 /// The qdisc of a direction as written in the configuration.
@@ -410,7 +410,7 @@ fn check_kind(kind: &str) -> Result<(), String> {
     } else {
         Err(format!(
             "unknown qdisc kind \"{kind}\"; expected one of {}; fix: write e.g. qdisc = \"fq_codel\"",
-            registry::names(registry::BUILTIN, |k| k.configurable)
+            kinds::names(kinds::BUILTIN, |k| k.configurable)
         ))
     }
 }

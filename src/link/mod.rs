@@ -25,6 +25,7 @@ pub use path::{Path, PathCounters, PathSnapshot};
 pub use schedule::Schedule;
 
 use crate::dir::Dir;
+use crate::qdisc::registry::KindEntry;
 use crate::qdisc::tree::DevSpec;
 use crate::units::LinkLayer;
 use std::fmt;
@@ -215,12 +216,13 @@ pub struct LinkParams {
 
 impl LinkParams {
     /// The device below `dir`'s qdisc tree these parameters describe:
-    /// its txqueuelen and MTU (default qdisc pfifo_fast, one TX queue).
-    pub fn dev_spec(&self, dir: Dir) -> DevSpec {
+    /// its txqueuelen and MTU (default qdisc pfifo_fast, one TX queue),
+    /// with the qdisc kinds of `kinds`.
+    pub fn dev_spec(&self, dir: Dir, kinds: &'static [KindEntry]) -> DevSpec {
         DevSpec {
             txqueuelen: self.txqueuelen,
             mtu: self.mtu,
-            ..DevSpec::new(dir)
+            ..DevSpec::new(dir, kinds)
         }
     }
 }

@@ -6,7 +6,8 @@
 //! kernel's does on such a device; everywhere else it sees per-MTU segments.
 
 use super::{LinkParams, LinkShape};
-use crate::qdisc::{registry, QdiscDump};
+use crate::qdisc::registry::{self, KindEntry};
+use crate::qdisc::QdiscDump;
 
 /// When super-frames may pass a direction whole: the emulated device then
 /// behaves like a NIC with TSO, and the qdisc sees one GSO packet per
@@ -28,17 +29,17 @@ impl Default for GsoPolicy {
     }
 }
 
-/// A kind that shapes to a configured rate (the table's `shapes`): below
-/// one a super-frame would leave as one burst, so a tree holding one
-/// segments. A kind outside the built-in table counts as not shaping.
-fn shapes(kind: &str) -> bool {
-    registry::lookup(registry::BUILTIN, kind).is_some_and(|k| k.shapes)
+/// A kind that shapes to a configured rate (the `shapes` of its entry in
+/// `kinds`): below one a super-frame would leave as one burst, so a tree
+/// holding one segments. A kind outside the table counts as not shaping.
+fn shapes(kinds: &[KindEntry], kind: &str) -> bool {
+    registry::lookup(kinds, kind).is_some_and(|k| k.shapes)
 }
 
-fn has_shaper(d: &QdiscDump) -> bool {
-    shapes(&d.kind)
-        || d.classes.iter().any(|c| shapes(&c.kind))
-        || d.children.iter().any(has_shaper)
+fn has_shaper(kinds: &[KindEntry], d: &QdiscDump) -> bool {
+    shapes(kinds, &d.kind)
+        || d.classes.iter().any(|c| shapes(kinds, &c.kind))
+        || d.children.iter().any(|c| has_shaper(kinds, c))
 }
 
 impl GsoPolicy {
@@ -46,19 +47,49 @@ impl GsoPolicy {
     /// unlimited or at least `whole_min_rate_bytes_ps`, and nothing acts per
     /// frame at a lower timescale: no shaping qdisc (HTB, TBF) in the tree,
     /// no rate/delay schedule, no impairments, no link-layer framing.
-    pub fn passes_whole(&self, params: &LinkParams, shape: &LinkShape, qdisc: &QdiscDump) -> bool {
+    /// `kinds` is the device's table (which kinds shape).
+    pub fn passes_whole(
+        &self,
+        params: &LinkParams,
+        shape: &LinkShape,
+        qdisc: &QdiscDump,
+        kinds: &[KindEntry],
+    ) -> bool {
         let fast =
             params.rate_bytes_ps == 0 || params.rate_bytes_ps >= self.whole_min_rate_bytes_ps;
         fast && shape.schedule.is_none()
             && shape.impairments.is_none()
             && shape.framing == Default::default()
-            && !has_shaper(qdisc)
+            && !has_shaper(kinds, qdisc)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::fifo;
+
+    /// A table where only htb shapes.
+    static KINDS: &[KindEntry] = &[
+        KindEntry {
+            name: "htb",
+            class_options: true,
+            default_leaf: false,
+            configurable: true,
+            shapes: true,
+            build: |c, _, _| Ok(Box::new(fifo::Fifo::new(fifo::FifoKind::Pfifo, c))),
+            syntax: &(),
+        },
+        KindEntry {
+            name: "pfifo_fast",
+            class_options: false,
+            default_leaf: true,
+            configurable: true,
+            shapes: false,
+            build: |c, _, _| Ok(Box::new(fifo::Fifo::new(fifo::FifoKind::Pfifo, c))),
+            syntax: &(),
+        },
+    ];
 
     #[test]
     fn policy_segments_slow_shaped_or_impaired_directions() {
@@ -74,11 +105,14 @@ mod tests {
             rate_bytes_ps: rate,
             ..LinkParams::default()
         };
-        assert!(policy.passes_whole(&at(0), &shape, &fifo), "unlimited");
-        assert!(policy.passes_whole(&at(125_000_000), &shape, &fifo));
-        assert!(!policy.passes_whole(&at(124_999_999), &shape, &fifo));
         assert!(
-            !policy.passes_whole(&at(12_500_000), &shape, &fifo),
+            policy.passes_whole(&at(0), &shape, &fifo, KINDS),
+            "unlimited"
+        );
+        assert!(policy.passes_whole(&at(125_000_000), &shape, &fifo, KINDS));
+        assert!(!policy.passes_whole(&at(124_999_999), &shape, &fifo, KINDS));
+        assert!(
+            !policy.passes_whole(&at(12_500_000), &shape, &fifo, KINDS),
             "100 Mbit/s"
         );
         let htb = QdiscDump {
@@ -90,13 +124,13 @@ mod tests {
             children: vec![htb.clone()],
             ..QdiscDump::default()
         };
-        assert!(!policy.passes_whole(&at(0), &shape, &htb));
-        assert!(!policy.passes_whole(&at(0), &shape, &nested));
+        assert!(!policy.passes_whole(&at(0), &shape, &htb, KINDS));
+        assert!(!policy.passes_whole(&at(0), &shape, &nested, KINDS));
         let mut lossy = LinkShape::default();
         lossy.impairments.loss = crate::link::impair::Loss::Random {
             percent: 1.0,
             correlation: 0.0,
         };
-        assert!(!policy.passes_whole(&at(0), &lossy, &fifo));
+        assert!(!policy.passes_whole(&at(0), &lossy, &fifo, KINDS));
     }
 }

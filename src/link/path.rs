@@ -1250,7 +1250,7 @@ mod tests {
             p.ingress(pkt(i, 100), Instant::ZERO);
         }
         let r = p.edit_qdisc(Instant::ZERO, |q, now, drops| {
-            q.change(&["limit", "4"], now, drops)
+            q.change(&crate::qdisc::testutil::qwords(&["limit", "4"]), now, drops)
         });
         assert!(r.is_ok());
         assert_eq!(p.counters().total_drops(), 5);

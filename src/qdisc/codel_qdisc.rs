@@ -8,6 +8,7 @@ use super::codel::{
 };
 use super::dump::{CodelXstats, Xstats};
 use super::park::{drop_all_held, ParkOnPeek};
+use super::QdiscOptions;
 use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
@@ -203,7 +204,13 @@ impl Qdisc for CodelQdisc {
         self.vars = CodelVars::default();
     }
 
-    fn change(&mut self, args: &[&str], _now: Instant, drops: &mut Drops) -> Result<(), TcError> {
+    fn change(
+        &mut self,
+        options: &QdiscOptions,
+        _now: Instant,
+        drops: &mut Drops,
+    ) -> Result<(), TcError> {
+        let args = &options.words()[..];
         let a = parse_args(args)?;
         self.apply(&a);
         // sch_codel trims from the head, bypassing CoDel.
@@ -407,13 +414,24 @@ mod tests {
         for i in 0..10 {
             q.enqueue(pkt(i, 100), ms(0), &mut d);
         }
-        q.change(&["limit", "4", "ecn"], ms(0), &mut d).unwrap();
+        q.change(
+            &crate::qdisc::testutil::qwords(&["limit", "4", "ecn"]),
+            ms(0),
+            &mut d,
+        )
+        .unwrap();
         assert_eq!(q.qlen(), 4);
         assert_eq!(d.len(), 6);
         assert_eq!(d.since(0)[0].0.meta.id, 0, "trimmed from the head");
         assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::QdiscReset));
         assert!(q.dump(ms(0)).options.ends_with(" ecn"));
-        assert!(q.change(&["limit", "x"], ms(0), &mut d).is_err());
+        assert!(q
+            .change(
+                &crate::qdisc::testutil::qwords(&["limit", "x"]),
+                ms(0),
+                &mut d
+            )
+            .is_err());
         assert_eq!(q.limit, 4);
         q.reset(&mut d);
         assert_eq!(q.qlen(), 0);

@@ -12,7 +12,7 @@
 //! (`top_flows`): publishing costs one pass over the active flows plus N
 //! rows, instead of a row, a pseudo-class and its text for every flow.
 
-use super::{Handle, QdiscStats};
+use super::{ClassOptions, Handle, QdiscOptions, QdiscStats};
 use serde_json::{Map, Value};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -41,6 +41,10 @@ pub struct QdiscDump {
     pub options_detail: String,
     /// The options as tc -j prints them under "options".
     pub options_json: Map<String, Value>,
+    /// The options as the kernel dumps them in `TCA_OPTIONS` (for the
+    /// kinds whose options are typed; `crate::tc::show` prints them).
+    #[serde(default)]
+    pub typed: QdiscOptions,
     pub stats: QdiscStats,
     /// The discipline's extended statistics (`None`: the kind has none).
     pub xstats: Option<Xstats>,
@@ -84,6 +88,9 @@ pub struct ClassDump {
     pub options: String,
     pub options_detail: String,
     pub options_json: Map<String, Value>,
+    /// The class's options as the kernel dumps them (typed kinds).
+    #[serde(default)]
+    pub typed: ClassOptions,
     /// `None` for pseudo-classes that report no byte counters (their block
     /// starts with ` (dropped 0, overlimits 0 requeues 0) `).
     pub stats: Option<QdiscStats>,

@@ -5,6 +5,7 @@
 //! the default children HTB, QFQ (pfifo) and TBF (bfifo) create
 //! (`fifo_create_dflt`).
 
+use super::QdiscOptions;
 use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
@@ -205,7 +206,13 @@ impl Qdisc for Fifo {
         }
     }
 
-    fn change(&mut self, args: &[&str], _now: Instant, drops: &mut Drops) -> Result<(), TcError> {
+    fn change(
+        &mut self,
+        options: &QdiscOptions,
+        _now: Instant,
+        drops: &mut Drops,
+    ) -> Result<(), TcError> {
+        let args = &options.words()[..];
         if let Some(l) = parse_limit(self.kind, args)? {
             self.limit = l;
             self.trim_to_limit(drops);
@@ -307,7 +314,12 @@ mod tests {
         for id in 0..5 {
             q.enqueue(pkt(id, 100), Instant::ZERO, &mut d);
         }
-        q.change(&["limit", "2"], Instant::ZERO, &mut d).unwrap();
+        q.change(
+            &crate::qdisc::testutil::qwords(&["limit", "2"]),
+            Instant::ZERO,
+            &mut d,
+        )
+        .unwrap();
         assert_eq!(q.qlen(), 2);
         assert_eq!(d.len(), 3);
         assert_eq!(q.stats().drops, 3);

@@ -17,6 +17,7 @@ use super::dump::{
 };
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
+use super::QdiscOptions;
 use super::{FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
 use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, FlowKey, Packet};
@@ -656,7 +657,13 @@ impl Qdisc for FqCodel {
         }
     }
 
-    fn change(&mut self, args: &[&str], now: Instant, drops: &mut Drops) -> Result<(), TcError> {
+    fn change(
+        &mut self,
+        options: &QdiscOptions,
+        now: Instant,
+        drops: &mut Drops,
+    ) -> Result<(), TcError> {
+        let args = &options.words()[..];
         let a = parse_args(args)?;
         if let Some(f) = a.flows {
             return Err(TcError::new(format!(
@@ -712,6 +719,7 @@ impl Qdisc for FqCodel {
             options: options.clone(),
             options_detail: options,
             options_json,
+            typed: QdiscOptions::None,
             stats: self.stats(),
             xstats: Some(Xstats::FqCodel(xstats)),
             classes,
@@ -1238,17 +1246,32 @@ mod tests {
             q.enqueue(bpkt(i, 1000, 0), ms(0), &mut d);
             q.enqueue(bpkt(100 + i, 1000, 1), ms(0), &mut d);
         }
-        let e = q.change(&["flows", "2048"], ms(0), &mut d).err().unwrap();
+        let e = q
+            .change(
+                &crate::qdisc::testutil::qwords(&["flows", "2048"]),
+                ms(0),
+                &mut d,
+            )
+            .err()
+            .unwrap();
         assert!(e.0.contains("only be set when the qdisc is created"));
         let e = q
-            .change(&["limit", "5", "quantum", "9999999"], ms(0), &mut d)
+            .change(
+                &crate::qdisc::testutil::qwords(&["limit", "5", "quantum", "9999999"]),
+                ms(0),
+                &mut d,
+            )
             .err()
             .unwrap();
         assert!(e.0.contains("Invalid quantum"));
         assert_eq!(q.limit, 10240, "a failed change leaves the qdisc untouched");
         // Lower the limit: drops in dequeue order (DRR: A A B B ...).
-        q.change(&["limit", "16", "quantum", "2000"], ms(0), &mut d)
-            .unwrap();
+        q.change(
+            &crate::qdisc::testutil::qwords(&["limit", "16", "quantum", "2000"]),
+            ms(0),
+            &mut d,
+        )
+        .unwrap();
         assert_eq!(q.qlen(), 16);
         let dropped: Vec<u64> = d.since(0).iter().map(|(p, _)| p.meta.id).collect();
         assert_eq!(dropped, vec![0, 1, 100, 101]);
@@ -1259,13 +1282,22 @@ mod tests {
             .options
             .starts_with("limit 16p flows 1024 quantum 2000 "));
         // Lower memory_limit.
-        q.change(&["memory_limit", "20000"], ms(0), &mut d).unwrap();
+        q.change(
+            &crate::qdisc::testutil::qwords(&["memory_limit", "20000"]),
+            ms(0),
+            &mut d,
+        )
+        .unwrap();
         assert!(q.memory_usage() <= 20000);
         assert_eq!(q.qlen() as u64 * truesize(1000) as u64, q.memory_usage());
         // Target/interval/ecn switch without disturbing the queue.
         let before = q.qlen();
-        q.change(&["target", "1ms", "noecn"], ms(0), &mut d)
-            .unwrap();
+        q.change(
+            &crate::qdisc::testutil::qwords(&["target", "1ms", "noecn"]),
+            ms(0),
+            &mut d,
+        )
+        .unwrap();
         assert_eq!(q.qlen(), before);
         assert!(!q.dump(ms(0)).options.contains(" ecn"));
     }
@@ -1337,7 +1369,7 @@ mod tests {
                         Op::Wait(ms) => now += ms,
                         Op::Change(limit) => {
                             let l = limit.to_string();
-                            q.change(&["limit", &l], t, &mut d).unwrap();
+                            q.change(&crate::qdisc::testutil::qwords(&["limit", &l]), t, &mut d).unwrap();
                         }
                     }
                     let held: u32 = q.flows.iter().map(|f| f.queue.len() as u32).sum();

@@ -20,6 +20,7 @@ use super::tbf::{
     linklayer_name, matches, ns_to_ticks, option_value, parse_linklayer, parse_size_and_cell,
     DUMPED_CELL, LINKLAYER_ALLOWED, U16_ALLOWED,
 };
+use super::ClassOptions;
 use super::{
     tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, FilterHost, FlowListing, Handle, Qdisc,
     QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
@@ -1052,6 +1053,7 @@ impl Htb {
             options,
             options_detail,
             options_json,
+            typed: ClassOptions::None,
             stats: Some(QdiscStats {
                 bytes: cl.bytes,
                 packets: cl.packets,
@@ -1309,7 +1311,13 @@ impl Classful for Htb {
         self.flush_purged(drops);
     }
 
-    fn add_class(&mut self, classid: Handle, parent: Handle, args: &[&str]) -> Result<(), TcError> {
+    fn add_class(
+        &mut self,
+        classid: Handle,
+        parent: Handle,
+        options: &ClassOptions,
+    ) -> Result<(), TcError> {
+        let args = &options.words()[..];
         let classid = self.full_id(classid);
         let major = tc_h_major(self.ctx.handle);
         if tc_h_major(classid) != major || tc_h_minor(classid) == 0 {
@@ -1423,7 +1431,8 @@ impl Classful for Htb {
         Ok(())
     }
 
-    fn change_class(&mut self, classid: Handle, args: &[&str]) -> Result<(), TcError> {
+    fn change_class(&mut self, classid: Handle, options: &ClassOptions) -> Result<(), TcError> {
+        let args = &options.words()[..];
         let classid = self.full_id(classid);
         let slot = self.find(classid).ok_or_else(|| {
             TcError::new(format!(
@@ -1613,12 +1622,23 @@ mod tests {
 
     fn add(q: &mut Htb, classid: &str, parent: &str, args: &str) {
         let args: Vec<&str> = args.split_whitespace().collect();
-        q.add_class(cid(classid), cid(parent), &args).unwrap();
+        q.add_class(
+            cid(classid),
+            cid(parent),
+            &crate::qdisc::testutil::cwords(&args),
+        )
+        .unwrap();
     }
 
     fn add_err(q: &mut Htb, classid: &str, parent: &str, args: &str) -> String {
         let args: Vec<&str> = args.split_whitespace().collect();
-        q.add_class(cid(classid), cid(parent), &args).unwrap_err().0
+        q.add_class(
+            cid(classid),
+            cid(parent),
+            &crate::qdisc::testutil::cwords(&args),
+        )
+        .unwrap_err()
+        .0
     }
 
     /// A frame steered to `classid` through skb->priority.
@@ -1846,7 +1866,11 @@ mod tests {
         assert_eq!(htb("r2q 0").r2q, 1);
         let mut q = htb("");
         assert!(q
-            .change(&["default", "10"], Instant::ZERO, &mut Drops::new())
+            .change(
+                &crate::qdisc::testutil::qwords(&["default", "10"]),
+                Instant::ZERO,
+                &mut Drops::new()
+            )
             .is_err());
     }
 
@@ -2103,7 +2127,8 @@ mod tests {
         let c = cid("1:10");
         let r = run(&mut q, Instant::ZERO, SEC / 2, &[c], 1514);
         assert!((mbit(r.bytes[&c], r.end.nanos()) - 10.0).abs() < 0.3);
-        q.change_class(c, &["rate", "20mbit"]).unwrap();
+        q.change_class(c, &crate::qdisc::testutil::cwords(&["rate", "20mbit"]))
+            .unwrap();
         assert_eq!(q.take_warnings().len(), 1, "quantum 250000 clamped");
         let start = r.end;
         let r = run(&mut q, start, SEC / 2, &[c], 1514);
@@ -2111,11 +2136,16 @@ mod tests {
         assert!((rate - 20.0).abs() < 0.5, "{rate}");
         assert!(q.dump(r.end).classes[0].options.contains("rate 20Mbit"));
         assert!(q
-            .change_class(cid("1:77"), &["rate", "1mbit"])
+            .change_class(
+                cid("1:77"),
+                &crate::qdisc::testutil::cwords(&["rate", "1mbit"])
+            )
             .unwrap_err()
             .0
             .contains("No such"));
-        assert!(q.change_class(c, &["rate", "x"]).is_err());
+        assert!(q
+            .change_class(c, &crate::qdisc::testutil::cwords(&["rate", "x"]))
+            .is_err());
         assert!(q.dump(r.end).classes[0].options.contains("rate 20Mbit"));
     }
 
@@ -2220,7 +2250,11 @@ mod tests {
         // Changing a child directly through child_mut is noticed.
         let child = q.child_mut(cid("1:10")).unwrap();
         child
-            .change(&["limit", "0"], Instant::ZERO, &mut d)
+            .change(
+                &crate::qdisc::testutil::qwords(&["limit", "0"]),
+                Instant::ZERO,
+                &mut d,
+            )
             .unwrap();
         assert_eq!(q.qlen(), 0);
         assert_eq!(q.dequeue(Instant::ZERO, &mut d).map(|p| p.meta.id), None);
@@ -2327,8 +2361,11 @@ mod tests {
                     t += rng.gen_range(0..2_000_000);
                     if step % 997 == 0 {
                         let rate = format!("{}mbit", rng.gen_range(1..30));
-                        q.change_class(cid("1:11"), &["rate", &rate, "ceil", "40mbit"])
-                            .unwrap();
+                        q.change_class(
+                            cid("1:11"),
+                            &crate::qdisc::testutil::cwords(&["rate", &rate, "ceil", "40mbit"]),
+                        )
+                        .unwrap();
                     }
                 }
             }

@@ -19,6 +19,7 @@ pub mod fifo;
 pub mod fq_codel;
 pub mod htb;
 pub mod mq;
+pub mod options;
 mod park;
 pub mod pfifo_fast;
 pub mod qfq;
@@ -33,6 +34,7 @@ pub mod tree;
 pub use crate::handle::{tc_h_major, tc_h_make, tc_h_minor, Handle, TcError, TC_H_ROOT};
 pub use crate::packet::keyed_flow_hash;
 pub use dump::{ClassDump, FlowListing, QdiscDump, Xstats};
+pub use options::{ClassOptions, QdiscOptions};
 
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
@@ -226,11 +228,16 @@ pub trait Qdisc: Send {
     /// keeping the counters.
     fn reset(&mut self, drops: &mut Drops);
 
-    /// `tc qdisc change`: applies the options in `args` (tc tokens after the
-    /// kind). Invalid options leave the qdisc untouched. A lowered limit
-    /// drops into `drops`.
-    fn change(&mut self, args: &[&str], now: Instant, drops: &mut Drops) -> Result<(), TcError> {
-        let _ = (args, now, drops);
+    /// `tc qdisc change`: applies `options` (what the request carries;
+    /// absent fields keep their values). Invalid options leave the qdisc
+    /// untouched. A lowered limit drops into `drops`.
+    fn change(
+        &mut self,
+        options: &QdiscOptions,
+        now: Instant,
+        drops: &mut Drops,
+    ) -> Result<(), TcError> {
+        let _ = (options, now, drops);
         Err(TcError::new(
             "Error: Change operation not supported by specified qdisc.",
         ))
@@ -313,10 +320,15 @@ pub fn own_chain<'a>(
 
 /// Class operations of classful qdiscs (HTB, QFQ, TBF, mq).
 pub trait Classful {
-    /// `tc class add ... classid C parent P <kind> args`.
-    fn add_class(&mut self, classid: Handle, parent: Handle, args: &[&str]) -> Result<(), TcError>;
+    /// `tc class add ... classid C parent P <kind> OPTIONS`.
+    fn add_class(
+        &mut self,
+        classid: Handle,
+        parent: Handle,
+        options: &ClassOptions,
+    ) -> Result<(), TcError>;
     /// `tc class change`.
-    fn change_class(&mut self, classid: Handle, args: &[&str]) -> Result<(), TcError>;
+    fn change_class(&mut self, classid: Handle, options: &ClassOptions) -> Result<(), TcError>;
     /// Hands frames that `add_class`/`change_class` purged (HTB turning a
     /// leaf into an inner class) to `drops`.
     fn flush_freed(&mut self, drops: &mut Drops) {

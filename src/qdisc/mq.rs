@@ -12,6 +12,7 @@
 //! the per-queue child, which does not know the queue here), so every frame
 //! is enqueued and counted in its child.
 
+use super::ClassOptions;
 use super::{
     tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx,
     QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
@@ -262,14 +263,14 @@ impl Classful for Mq {
         &mut self,
         _classid: Handle,
         _parent: Handle,
-        _args: &[&str],
+        _options: &ClassOptions,
     ) -> Result<(), TcError> {
         Err(not_supported(
             "mq classes are its TX queues; they cannot be added",
         ))
     }
 
-    fn change_class(&mut self, _classid: Handle, _args: &[&str]) -> Result<(), TcError> {
+    fn change_class(&mut self, _classid: Handle, _options: &ClassOptions) -> Result<(), TcError> {
         Err(not_supported(
             "mq classes are its TX queues and have no options",
         ))
@@ -481,7 +482,9 @@ mod tests {
                 .queue_count(),
             4
         );
-        assert!(mq(2).add_class(1, TC_H_ROOT, &[]).is_err());
+        assert!(mq(2)
+            .add_class(1, TC_H_ROOT, &crate::qdisc::testutil::cwords(&[]))
+            .is_err());
     }
 
     #[test]

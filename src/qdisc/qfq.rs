@@ -24,6 +24,7 @@
 //! is dropped (`Unclassified`): QFQ has no default class.
 
 use super::fifo::{Fifo, FifoKind};
+use super::ClassOptions;
 use super::{
     tc_h_major, tc_h_minor, ClassDump, Classful, FilterHost, FlowListing, Handle, Qdisc, QdiscCtx,
     QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
@@ -564,7 +565,13 @@ impl FilterHost for Qfq {
 }
 
 impl Classful for Qfq {
-    fn add_class(&mut self, classid: Handle, parent: Handle, args: &[&str]) -> Result<(), TcError> {
+    fn add_class(
+        &mut self,
+        classid: Handle,
+        parent: Handle,
+        options: &ClassOptions,
+    ) -> Result<(), TcError> {
+        let args = &options.words()[..];
         let major = tc_h_major(self.ctx.handle);
         if parent != TC_H_ROOT && parent != self.ctx.handle {
             return Err(TcError::new(format!(
@@ -616,7 +623,8 @@ impl Classful for Qfq {
 
     /// Like the kernel, an option left out of `tc class change` returns to
     /// its default (weight 1, maxpkt psched_mtu).
-    fn change_class(&mut self, classid: Handle, args: &[&str]) -> Result<(), TcError> {
+    fn change_class(&mut self, classid: Handle, options: &ClassOptions) -> Result<(), TcError> {
+        let args = &options.words()[..];
         let i = self.find(classid).map_err(|_| {
             TcError::new(format!(
                 "Error: class {:x}:{:x} does not exist.",
@@ -744,7 +752,8 @@ mod tests {
         let mut q = Qfq::from_args(ctx(), &[]).unwrap();
         for (minor, args) in classes {
             let toks: Vec<&str> = args.split_whitespace().collect();
-            q.add_class(cid(*minor), H, &toks).unwrap();
+            q.add_class(cid(*minor), H, &crate::qdisc::testutil::cwords(&toks))
+                .unwrap();
         }
         q
     }
@@ -994,7 +1003,8 @@ mod tests {
             txqueuelen: 2,
             ..ctx()
         });
-        q.add_class(cid(1), H, &[]).unwrap();
+        q.add_class(cid(1), H, &crate::qdisc::testutil::cwords(&[]))
+            .unwrap();
         let mut d = Drops::new();
         let t = Instant::ZERO;
         for id in 0..5 {
@@ -1011,10 +1021,19 @@ mod tests {
     fn delete_class_drops_its_frames_and_frees_weight() {
         let mut q = qfq_with(&[(1, "weight 1024"), (2, "weight 1024")]);
         for m in 3..=64 {
-            q.add_class(cid(m), H, &["weight", "1024"]).unwrap();
+            q.add_class(
+                cid(m),
+                H,
+                &crate::qdisc::testutil::cwords(&["weight", "1024"]),
+            )
+            .unwrap();
         }
         assert!(q
-            .add_class(cid(65), H, &["weight", "1"])
+            .add_class(
+                cid(65),
+                H,
+                &crate::qdisc::testutil::cwords(&["weight", "1"])
+            )
             .unwrap_err()
             .0
             .contains("total weight"));
@@ -1036,7 +1055,12 @@ mod tests {
             assert_ne!(p.meta.priority, first.meta.priority);
         }
         assert!(q.dequeue(t, &mut d).is_none());
-        q.add_class(cid(65), H, &["weight", "1024"]).unwrap();
+        q.add_class(
+            cid(65),
+            H,
+            &crate::qdisc::testutil::cwords(&["weight", "1024"]),
+        )
+        .unwrap();
         assert!(q.delete_class(cid(99), &mut d).is_err());
         // Frames for the deleted class are now unclassified.
         assert_eq!(
@@ -1159,7 +1183,10 @@ mod tests {
         ];
         for (classid, parent, args, needle) in bad {
             let toks: Vec<&str> = args.split_whitespace().collect();
-            let e = q.add_class(classid, parent, &toks).unwrap_err().0;
+            let e = q
+                .add_class(classid, parent, &crate::qdisc::testutil::cwords(&toks))
+                .unwrap_err()
+                .0;
             assert!(e.contains(needle), "{args}: {e}");
         }
         assert!(q.classes.is_empty());
@@ -1167,13 +1194,25 @@ mod tests {
             psched_mtu: 300,
             ..ctx()
         });
-        let e = tiny.add_class(cid(1), H, &[]).unwrap_err().0;
+        let e = tiny
+            .add_class(cid(1), H, &crate::qdisc::testutil::cwords(&[]))
+            .unwrap_err()
+            .0;
         assert!(e.contains("MTU size out of bounds"), "{e}");
-        tiny.add_class(cid(1), H, &["maxpkt", "512"]).unwrap();
-        q.add_class(cid(1), TC_H_ROOT, &["weight", "1024", "maxpkt", "65536"])
-            .unwrap();
+        tiny.add_class(
+            cid(1),
+            H,
+            &crate::qdisc::testutil::cwords(&["maxpkt", "512"]),
+        )
+        .unwrap();
+        q.add_class(
+            cid(1),
+            TC_H_ROOT,
+            &crate::qdisc::testutil::cwords(&["weight", "1024", "maxpkt", "65536"]),
+        )
+        .unwrap();
         assert!(q
-            .add_class(cid(1), H, &[])
+            .add_class(cid(1), H, &crate::qdisc::testutil::cwords(&[]))
             .unwrap_err()
             .0
             .contains("already exists"));
@@ -1187,20 +1226,28 @@ mod tests {
         let mut q = qfq_with(&[(1, "weight 1"), (2, "weight 1")]);
         let bytes = run_backlogged(&mut q, &[1, 2], 10_000, |_, _| 1000);
         assert_shares(&bytes, &[1, 1], 0.02);
-        q.change_class(cid(2), &["weight", "3"]).unwrap();
+        q.change_class(cid(2), &crate::qdisc::testutil::cwords(&["weight", "3"]))
+            .unwrap();
         let bytes = run_backlogged(&mut q, &[1, 2], 40_000, |_, _| 1000);
         assert_shares(&bytes, &[1, 3], 0.02);
         // Omitted options go back to the defaults, as in the kernel.
-        q.change_class(cid(2), &["maxpkt", "4000"]).unwrap();
+        q.change_class(cid(2), &crate::qdisc::testutil::cwords(&["maxpkt", "4000"]))
+            .unwrap();
         assert_eq!(
             q.dump(Instant::ZERO).classes[1].options,
             "weight 1 maxpkt 4000"
         );
-        assert!(q.change_class(cid(9), &[]).is_err());
-        assert!(q.change_class(cid(1), &["weight", "2000"]).is_err());
+        assert!(q
+            .change_class(cid(9), &crate::qdisc::testutil::cwords(&[]))
+            .is_err());
+        assert!(q
+            .change_class(cid(1), &crate::qdisc::testutil::cwords(&["weight", "2000"]))
+            .is_err());
         // Lowering maxpkt below queued frames does not stall them.
-        q.change_class(cid(1), &["maxpkt", "512"]).unwrap();
-        q.change_class(cid(2), &["maxpkt", "512"]).unwrap();
+        q.change_class(cid(1), &crate::qdisc::testutil::cwords(&["maxpkt", "512"]))
+            .unwrap();
+        q.change_class(cid(2), &crate::qdisc::testutil::cwords(&["maxpkt", "512"]))
+            .unwrap();
         let mut d = Drops::new();
         let mut n = 0;
         while q.dequeue(Instant::ZERO, &mut d).is_some() {
@@ -1291,7 +1338,7 @@ mod tests {
                     4 | 5 => sent += q.dequeue(t, &mut d).is_some() as u64,
                     6 => {
                         let w = (len % 1024 + 1).to_string();
-                        let _ = q.add_class(cid(minor), H, &["weight", &w]);
+                        let _ = q.add_class(cid(minor), H, &crate::qdisc::testutil::cwords(&["weight", &w]));
                     }
                     _ => {
                         let _ = q.delete_class(cid(minor), &mut d);

@@ -6,6 +6,7 @@
 //! line and prints the answers. The options are still the tokens after the
 //! kind, which each kind's constructor parses.
 
+use super::options::{ClassOptions, QdiscOptions};
 use crate::dir::Dir;
 use crate::handle::Handle;
 
@@ -33,44 +34,60 @@ pub enum Verb {
     Show,
 }
 
-/// Global flags before the object.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Flags {
-    /// `-s`: counters and xstats.
-    pub stats: bool,
-    /// `-d`: detailed options.
-    pub details: bool,
-    /// `-j`: JSON.
-    pub json: bool,
-    /// `-p`: pretty JSON.
-    pub pretty: bool,
+/// What the request carries after the kind.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Options {
+    /// Nothing (deletes, and requests without options).
+    #[default]
+    None,
+    /// A qdisc's `TCA_OPTIONS`.
+    Qdisc(QdiscOptions),
+    /// A class's `TCA_OPTIONS`.
+    Class(ClassOptions),
+    /// Not yet typed: a filter command's words but `dev X`.
+    FilterWords(Vec<String>),
 }
 
-/// A parsed tc command.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TcCommand {
-    pub flags: Flags,
+/// One request to a device's qdisc tree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
     pub object: Object,
     pub verb: Verb,
-    /// `dev left|right`; `None` only for `show` (then every device is listed).
+    /// The device it names (`None`: whichever tree receives it).
     pub dev: Option<Dir>,
-    /// `root` (`TC_H_ROOT`) or `parent M:m`.
+    /// `TCA_PARENT`: `TC_H_ROOT`, a class, or `None` (0).
     pub parent: Option<Handle>,
-    /// qdisc `handle M:`, class `classid M:m` (also the `handle`/`classid`
-    /// filters of `show`).
+    /// qdisc `handle M:`, class `classid M:m`.
     pub handle: Option<Handle>,
-    /// The qdisc kind (qdisc and class commands).
+    /// `TCA_KIND`.
     pub kind: Option<String>,
-    /// qdisc/class: the tokens after the kind. filter: every token but
-    /// `dev X` (what `Filter::parse` reads).
-    pub args: Vec<String>,
-    /// `tc qdisc show invisible`: also list default child qdiscs.
-    pub invisible: bool,
+    pub options: Options,
 }
 
-impl TcCommand {
-    /// The option tokens as `&str`s, as the constructors take them.
-    pub fn arg_strs(&self) -> Vec<&str> {
-        self.args.iter().map(String::as_str).collect()
+impl Request {
+    /// The qdisc options (none when the request carries others).
+    pub fn qdisc_options(&self) -> &QdiscOptions {
+        static NONE: QdiscOptions = QdiscOptions::None;
+        match &self.options {
+            Options::Qdisc(o) => o,
+            _ => &NONE,
+        }
+    }
+
+    /// The class options (none when the request carries others).
+    pub fn class_options(&self) -> &ClassOptions {
+        static NONE: ClassOptions = ClassOptions::None;
+        match &self.options {
+            Options::Class(o) => o,
+            _ => &NONE,
+        }
+    }
+
+    /// The words of a filter request.
+    pub fn filter_words(&self) -> Vec<&str> {
+        match &self.options {
+            Options::FilterWords(w) => w.iter().map(String::as_str).collect(),
+            _ => Vec::new(),
+        }
     }
 }

@@ -749,7 +749,11 @@ mod tests {
     fn change_is_not_supported() {
         let mut q = sfq(&[]);
         let e = q
-            .change(&["limit", "10"], t0(), &mut Drops::new())
+            .change(
+                &crate::qdisc::testutil::qwords(&["limit", "10"]),
+                t0(),
+                &mut Drops::new(),
+            )
             .err()
             .unwrap();
         assert_eq!(

@@ -9,6 +9,8 @@
 
 use super::fifo::{Fifo, FifoKind};
 use super::park::ParkOnPeek;
+use super::ClassOptions;
+use super::QdiscOptions;
 use super::{
     tc_h_major, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump,
     QdiscStats, TcError, Verdict,
@@ -578,7 +580,13 @@ impl Qdisc for Tbf {
         self.throttled_until = None;
     }
 
-    fn change(&mut self, args: &[&str], now: Instant, drops: &mut Drops) -> Result<(), TcError> {
+    fn change(
+        &mut self,
+        options: &QdiscOptions,
+        now: Instant,
+        drops: &mut Drops,
+    ) -> Result<(), TcError> {
+        let args = &options.words()[..];
         self.last_now = self.last_now.max(now);
         let opts = TbfOpts::parse(args)?;
         let (p, warning) = TbfParams::new(opts, self.ctx.psched_mtu)?;
@@ -586,7 +594,11 @@ impl Qdisc for Tbf {
         if matches!(self.child.kind(), "bfifo" | "pfifo" | "pfifo_head_drop") {
             let limit = p.limit.to_string();
             let before = drops.len();
-            self.child.change(&["limit", &limit], now, drops)?;
+            self.child.change(
+                &QdiscOptions::Words(vec!["limit".into(), limit]),
+                now,
+                drops,
+            )?;
             self.count_child_drops(before, drops);
         }
         self.p = p;
@@ -652,12 +664,12 @@ impl Classful for Tbf {
         &mut self,
         _classid: Handle,
         _parent: Handle,
-        _args: &[&str],
+        _options: &ClassOptions,
     ) -> Result<(), TcError> {
         Err(TcError::new(TBF_ONE_CLASS))
     }
 
-    fn change_class(&mut self, _classid: Handle, _args: &[&str]) -> Result<(), TcError> {
+    fn change_class(&mut self, _classid: Handle, _options: &ClassOptions) -> Result<(), TcError> {
         Err(TcError::new(TBF_ONE_CLASS))
     }
 
@@ -931,7 +943,7 @@ mod tests {
         // A new config with a full new bucket and a lower limit.
         let t = Instant::from_nanos(MS);
         q.change(
-            &["rate", "2mbit", "burst", "4000", "limit", "5000"],
+            &crate::qdisc::testutil::qwords(&["rate", "2mbit", "burst", "4000", "limit", "5000"]),
             t,
             &mut d,
         )
@@ -947,7 +959,13 @@ mod tests {
         assert_eq!(out[4].0, t + 4 * MS);
         assert!(q.dump(t).options.starts_with("rate 2Mbit burst 4000b"));
         // Invalid change leaves everything as it was.
-        assert!(q.change(&["rate", "2mbit"], t, &mut d).is_err());
+        assert!(q
+            .change(
+                &crate::qdisc::testutil::qwords(&["rate", "2mbit"]),
+                t,
+                &mut d
+            )
+            .is_err());
         assert!(q.dump(t).options.starts_with("rate 2Mbit burst 4000b"));
     }
 
@@ -976,7 +994,13 @@ mod tests {
         assert!(q
             .graft(0x0042_0001, Box::new(Fifo::new(FifoKind::Pfifo, ctx)))
             .is_err());
-        assert!(q.add_class(0x8001_0002, 0x8001_0000, &[]).is_err());
+        assert!(q
+            .add_class(
+                0x8001_0002,
+                0x8001_0000,
+                &crate::qdisc::testutil::cwords(&[])
+            )
+            .is_err());
     }
 
     #[test]

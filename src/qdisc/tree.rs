@@ -37,10 +37,10 @@ use crate::dir::Dir;
 
 use super::fifo::{Fifo, FifoKind};
 use super::registry;
-use super::request::{Object, TcCommand, Verb};
+use super::request::{Object, Request, Verb};
 use super::{
     seed_for, tc_h_make, tc_h_minor, Classful, FilterHost, FlowListing, Handle, Qdisc, QdiscCtx,
-    QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
+    QdiscDump, QdiscOptions, QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
 use crate::handle::tc_handle;
 use crate::packet::filter::Filter;
@@ -66,15 +66,16 @@ pub struct DevSpec {
 }
 
 impl DevSpec {
-    /// A single-queue TAP: txqueuelen 1000, MTU 1500, pfifo_fast.
-    pub fn new(dev: Dir) -> DevSpec {
+    /// A single-queue TAP with the kinds of `kinds`: txqueuelen 1000, MTU
+    /// 1500, pfifo_fast.
+    pub fn new(dev: Dir, kinds: &'static [registry::KindEntry]) -> DevSpec {
         DevSpec {
             dev,
             txqueuelen: 1000,
             mtu: 1500,
             tx_queues: 1,
             default_qdisc: "pfifo_fast".into(),
-            kinds: registry::BUILTIN,
+            kinds,
             seed: 0,
         }
     }
@@ -233,8 +234,8 @@ impl QdiscTree {
     }
 
     /// Refuses a request for the other device.
-    pub fn check_dev(&self, cmd: &TcCommand) -> Result<(), TcError> {
-        match cmd.dev {
+    pub fn check_dev(&self, dev: Option<Dir>) -> Result<(), TcError> {
+        match dev {
             Some(dev) if dev != self.dev.dev => Err(TcError::new(format!(
                 "Error: a command for dev {} reached the tree of dev {}",
                 dev.dev(),
@@ -252,11 +253,11 @@ impl QdiscTree {
     /// nothing has changed.
     pub fn apply(
         &mut self,
-        cmd: &TcCommand,
+        cmd: &Request,
         now: Instant,
         drops: &mut Drops,
     ) -> Result<Option<String>, TcError> {
-        self.check_dev(cmd)?;
+        self.check_dev(cmd.dev)?;
         match (cmd.object, cmd.verb) {
             (Object::Filter, Verb::Show) => return self.show_filters(cmd, now).map(Some),
             (_, Verb::Show) => return Err(err(
@@ -337,7 +338,7 @@ impl QdiscTree {
     /// `tc qdisc add|change|replace|link` (`tc_modify_qdisc`).
     fn modify_qdisc(
         &mut self,
-        cmd: &TcCommand,
+        cmd: &Request,
         now: Instant,
         drops: &mut Drops,
     ) -> Result<(), TcError> {
@@ -346,7 +347,7 @@ impl QdiscTree {
         let clid = cmd.parent.unwrap_or(0);
         let handle = cmd.handle.unwrap_or(0);
         let kind = cmd.kind.as_deref();
-        let args = cmd.arg_strs();
+        let options = cmd.qdisc_options();
 
         // Either the qdisc to change (its path and dump) or where to create.
         let (slot, current): (Slot, Option<Found<'_>>) = if clid != 0 {
@@ -444,7 +445,7 @@ impl QdiscTree {
             }
             let node = node_at(&mut self.root, &q.path)
                 .ok_or_else(|| err("Error: qdisc vanished while applying the command"))?;
-            return node.change(&args, now, drops);
+            return node.change(options, now, drops);
         }
 
         // Create a new qdisc and graft it.
@@ -455,7 +456,7 @@ impl QdiscTree {
         }
         let kind = kind.ok_or_else(|| err("Error: Specified qdisc kind is unknown."))?;
         if registry::lookup(self.dev.kinds, kind).is_none() {
-            return Err(registry::unknown_kind(self.dev.kinds, kind, &args));
+            return Err(registry::unknown_kind(self.dev.kinds, kind, None));
         }
         let (new_handle, counter) = if handle != 0 {
             (handle, self.autohandle)
@@ -465,14 +466,14 @@ impl QdiscTree {
         match slot {
             Slot::Root => {
                 let ctx = self.dev.ctx(new_handle, TC_H_ROOT);
-                let new = registry::new_qdisc(kind, ctx, &self.dev, &args)?;
+                let new = registry::new_qdisc(kind, ctx, &self.dev, options)?;
                 self.swap_root(new, now, drops);
             }
             Slot::Class { parent, classid } => {
                 let cl = classful_at(&mut self.root, &parent)
                     .ok_or_else(|| err("Error: Parent qdisc is not classful."))?;
                 let ctx = cl.child_ctx(new_handle, classid);
-                let new = registry::new_qdisc(kind, ctx, &self.dev, &args)?;
+                let new = registry::new_qdisc(kind, ctx, &self.dev, options)?;
                 let old = cl.graft(classid, new)?;
                 self.requeue_at_root(old, now, drops);
             }
@@ -484,7 +485,7 @@ impl QdiscTree {
     /// `tc qdisc del` (`tc_get_qdisc` with RTM_DELQDISC).
     fn delete_qdisc(
         &mut self,
-        cmd: &TcCommand,
+        cmd: &Request,
         now: Instant,
         drops: &mut Drops,
     ) -> Result<(), TcError> {
@@ -573,7 +574,7 @@ impl QdiscTree {
     /// `tc class add|change|replace|del` (`tc_ctl_tclass`).
     fn modify_class(
         &mut self,
-        cmd: &TcCommand,
+        cmd: &Request,
         now: Instant,
         drops: &mut Drops,
     ) -> Result<(), TcError> {
@@ -628,7 +629,7 @@ impl QdiscTree {
         }
         let exists = clid != 0 && q.dump.classes.iter().any(|c| c.classid == clid);
         let (kind, path) = (q.dump.kind.clone(), q.path);
-        let args = cmd.arg_strs();
+        let options = cmd.class_options();
         let cl = classful_at(&mut self.root, &path).ok_or_else(|| {
             rtnl(
                 "Invalid argument",
@@ -655,7 +656,7 @@ impl QdiscTree {
             // No parent (0) means a top-level class, which the kernel's
             // disciplines treat like TC_H_ROOT.
             let parent = if portid == 0 { TC_H_ROOT } else { portid };
-            cl.add_class(clid, parent, &args)
+            cl.add_class(clid, parent, options)
         };
         let result = match cmd.verb {
             Verb::Add if exists => Err(rtnl(
@@ -667,7 +668,7 @@ impl QdiscTree {
             )),
             Verb::Add => add(cl),
             Verb::Replace if !exists => add(cl),
-            Verb::Change | Verb::Replace if exists => cl.change_class(clid, &args),
+            Verb::Change | Verb::Replace if exists => cl.change_class(clid, options),
             Verb::Delete if exists => cl.delete_class(clid, drops),
             Verb::Change | Verb::Delete => Err(missing()),
             Verb::Replace | Verb::Link | Verb::Show => Err(err("Error: unsupported class verb")),
@@ -679,15 +680,15 @@ impl QdiscTree {
     }
 
     /// `tc filter add`: the filter goes to the block `filter_target` names.
-    fn add_filter(&mut self, cmd: &TcCommand, now: Instant) -> Result<(), TcError> {
-        let filter = Filter::parse(&cmd.arg_strs())?;
+    fn add_filter(&mut self, cmd: &Request, now: Instant) -> Result<(), TcError> {
+        let filter = Filter::parse(&cmd.filter_words())?;
         self.filter_target(cmd, now, |host, _| host?.add_filter(filter))
     }
 
     /// `tc filter del dev X [parent P] [prio N]`: the filters of that prio
     /// (all without one) go.
-    fn delete_filters(&mut self, cmd: &TcCommand, now: Instant) -> Result<(), TcError> {
-        let prio = filter_prio(&cmd.arg_strs())?;
+    fn delete_filters(&mut self, cmd: &Request, now: Instant) -> Result<(), TcError> {
+        let prio = filter_prio(&cmd.filter_words())?;
         self.filter_target(cmd, now, |host, _| {
             match host?.chain_mut(cmd.parent)?.delete(prio) {
                 0 if prio.is_some() => Err(err(
@@ -699,7 +700,7 @@ impl QdiscTree {
     }
 
     /// `tc filter show dev X [parent P]`: the filters of that qdisc.
-    fn show_filters(&mut self, cmd: &TcCommand, now: Instant) -> Result<String, TcError> {
+    fn show_filters(&mut self, cmd: &Request, now: Instant) -> Result<String, TcError> {
         if cmd.dev.is_none() {
             return Err(err("Error: tc filter show needs \"dev left|right\""));
         }
@@ -721,7 +722,7 @@ impl QdiscTree {
     /// where that qdisc takes no filters.
     fn filter_target(
         &mut self,
-        cmd: &TcCommand,
+        cmd: &Request,
         now: Instant,
         op: impl FnOnce(Result<&mut dyn FilterHost, TcError>, Handle) -> Result<(), TcError>,
     ) -> Result<(), TcError> {
@@ -804,7 +805,7 @@ fn filter_prio(args: &[&str]) -> Result<Option<u16>, TcError> {
 fn default_root(dev: &DevSpec) -> Box<dyn Qdisc> {
     let ctx = dev.ctx(0, TC_H_ROOT);
     if dev.tx_queues > 1 {
-        if let Ok(q) = registry::new_qdisc("mq", ctx, dev, &[]) {
+        if let Ok(q) = registry::new_qdisc("mq", ctx, dev, &QdiscOptions::None) {
             return q;
         }
     }
@@ -848,8 +849,13 @@ impl Qdisc for QdiscTree {
     fn reset(&mut self, drops: &mut Drops) {
         self.root.reset(drops)
     }
-    fn change(&mut self, args: &[&str], now: Instant, drops: &mut Drops) -> Result<(), TcError> {
-        self.root.change(args, now, drops)
+    fn change(
+        &mut self,
+        options: &QdiscOptions,
+        now: Instant,
+        drops: &mut Drops,
+    ) -> Result<(), TcError> {
+        self.root.change(options, now, drops)
     }
     fn dump(&self, now: Instant) -> QdiscDump {
         self.root.dump(now)

@@ -26,8 +26,7 @@ pub fn build_qdisc(
     let dev = DevSpec {
         tx_queues: tx_queues.clamp(1, u16::MAX as u32) as u16,
         seed,
-        kinds,
-        ..params.dev_spec(dir)
+        ..params.dev_spec(dir, kinds)
     };
     let tree = crate::tc::build_tree(dev, lines).map_err(|e| SimError::Qdisc {
         dir: dir.name().to_string(),
@@ -68,7 +67,7 @@ mod tests {
             &LinkParams::default(),
             1,
             1,
-            crate::qdisc::registry::BUILTIN,
+            crate::tc::kinds::BUILTIN,
         )
     }
 

@@ -129,7 +129,7 @@ pub struct Scenario {
 }
 
 fn builtin_kinds() -> &'static [KindEntry] {
-    crate::qdisc::registry::BUILTIN
+    crate::tc::kinds::BUILTIN
 }
 
 /// netem-style impairments (loss, delay variation, duplication, corruption,

@@ -5,10 +5,56 @@
 //! word that is not a keyword is the kind and everything after it belongs to
 //! the kind's own parser. Errors read like tc's and name the bad token.
 
+use super::kinds;
+use super::tokens::Tokens;
 use crate::dir::Dir;
 use crate::handle::{Handle, TcError, TC_H_ROOT};
-use crate::qdisc::registry;
-pub use crate::qdisc::request::{Flags, Object, TcCommand, Verb};
+pub use crate::qdisc::request::{Object, Verb};
+
+/// Global flags before the object.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flags {
+    /// `-s`: counters and xstats.
+    pub stats: bool,
+    /// `-d`: detailed options.
+    pub details: bool,
+    /// `-j`: JSON.
+    pub json: bool,
+    /// `-p`: pretty JSON.
+    pub pretty: bool,
+}
+
+/// A parsed tc command line: the request's frame (object, verb, device,
+/// parent, handle, kind) and the words after the kind, which the kind's own
+/// parser turns into typed options when the command runs on a device
+/// (`crate::tc::run`), against that device's table of kinds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TcCommand {
+    pub flags: Flags,
+    pub object: Object,
+    pub verb: Verb,
+    /// `dev left|right`; `None` only for `show` (then every device is listed).
+    pub dev: Option<Dir>,
+    /// `root` (`TC_H_ROOT`) or `parent M:m`.
+    pub parent: Option<Handle>,
+    /// qdisc `handle M:`, class `classid M:m` (also the `handle`/`classid`
+    /// filters of `show`).
+    pub handle: Option<Handle>,
+    /// The qdisc kind (qdisc and class commands).
+    pub kind: Option<String>,
+    /// qdisc/class: the words after the kind. filter: every word but
+    /// `dev X`.
+    pub args: Vec<String>,
+    /// `tc qdisc show invisible`: also list default child qdiscs.
+    pub invisible: bool,
+}
+
+impl TcCommand {
+    /// The option words as `&str`s, as the parsers take them.
+    pub fn arg_strs(&self) -> Vec<&str> {
+        self.args.iter().map(String::as_str).collect()
+    }
+}
 
 /// `dev NAME`: `left` (egress of left→right) or `right` (its mirror);
 /// anything else is tc's "Cannot find device".
@@ -24,6 +70,13 @@ pub fn parse_dev(name: &str) -> Result<Dir, TcError> {
 /// iproute2's `matches(prefix, word)`: a non-empty prefix of `word`.
 fn matches(prefix: &str, word: &str) -> bool {
     !prefix.is_empty() && word.starts_with(prefix)
+}
+
+/// NEXT_ARG() at the end of the line: keyword `key` needs a value.
+fn incomplete(key: &str) -> TcError {
+    TcError::new(format!(
+        "Command line is not complete. Try option \"help\"\n(\"{key}\" needs a value)"
+    ))
 }
 
 fn duparg(key: &str, arg: &str) -> TcError {
@@ -106,39 +159,6 @@ pub fn get_tc_classid(s: &str) -> Option<Handle> {
     }
 }
 
-/// A cursor over the tokens of one command.
-struct Tokens<'a> {
-    toks: &'a [&'a str],
-    pos: usize,
-}
-
-impl<'a> Tokens<'a> {
-    fn next(&mut self) -> Option<&'a str> {
-        let t = self.toks.get(self.pos).copied();
-        self.pos += usize::from(t.is_some());
-        t
-    }
-    fn peek(&self) -> Option<&'a str> {
-        self.toks.get(self.pos).copied()
-    }
-    /// NEXT_ARG(): the value of keyword `key`.
-    fn value(&mut self, key: &str) -> Result<&'a str, TcError> {
-        self.next().ok_or_else(|| {
-            TcError::new(format!(
-                "Command line is not complete. Try option \"help\"\n(\"{key}\" needs a value)"
-            ))
-        })
-    }
-    fn rest(&mut self) -> Vec<String> {
-        let rest = self.toks[self.pos..]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        self.pos = self.toks.len();
-        rest
-    }
-}
-
 /// What the argument loops collect.
 #[derive(Default)]
 struct Parsed {
@@ -203,7 +223,7 @@ impl TcCommand {
             Some(&"tc") => &toks[1..],
             _ => toks,
         };
-        let mut t = Tokens { toks, pos: 0 };
+        let mut t = Tokens::new(toks);
         let flags = parse_flags(&mut t)?;
         let object = parse_object(t.next())?;
         let verb = match t.next() {
@@ -379,26 +399,26 @@ fn parse_qdisc_modify(t: &mut Tokens<'_>) -> Result<Parsed, TcError> {
     let mut p = Parsed::default();
     while let Some(tok) = t.next() {
         match tok {
-            "dev" => p.set_dev(t.value("dev")?)?,
+            "dev" => p.set_dev(t.value(|| incomplete("dev"))?)?,
             "handle" => p.set_handle(
                 "handle",
-                t.value("handle")?,
+                t.value(|| incomplete("handle"))?,
                 get_qdisc_handle,
                 "invalid qdisc ID",
             )?,
             "root" => p.set_root()?,
-            "parent" => p.set_parent(t.value("parent")?)?,
+            "parent" => p.set_parent(t.value(|| incomplete("parent"))?)?,
             _ => {
                 reject_unsupported_keyword(tok)?;
                 p.kind = Some(tok.to_string());
-                p.args = t.rest();
+                p.args = t.rest().iter().map(|w| w.to_string()).collect();
             }
         }
     }
     if let Some(kind) = &p.kind {
-        if !registry::is_known(kind) {
+        if kinds::lookup(kind).is_none() {
             if let Some(first) = p.args.first() {
-                return Err(registry::unknown_kind(registry::BUILTIN, kind, &[first]));
+                return Err(kinds::unknown_kind(kinds::BUILTIN, kind, Some(first)));
             }
         }
     }
@@ -410,26 +430,26 @@ fn parse_class_modify(t: &mut Tokens<'_>) -> Result<Parsed, TcError> {
     let mut p = Parsed::default();
     while let Some(tok) = t.next() {
         match tok {
-            "dev" => p.set_dev(t.value("dev")?)?,
+            "dev" => p.set_dev(t.value(|| incomplete("dev"))?)?,
             "classid" => p.set_handle(
                 "classid",
-                t.value("classid")?,
+                t.value(|| incomplete("classid"))?,
                 get_tc_classid,
                 "invalid class ID",
             )?,
             "handle" => return Err(TcError::new("Error: try \"classid\" instead of \"handle\"")),
             "root" => p.set_root()?,
-            "parent" => p.set_parent(t.value("parent")?)?,
+            "parent" => p.set_parent(t.value(|| incomplete("parent"))?)?,
             _ => {
                 reject_unsupported_keyword(tok)?;
-                if !registry::has_class_options(tok) {
+                if !kinds::lookup(tok).is_some_and(|k| k.class_options) {
                     return Err(TcError::new(format!(
                         "Error: Qdisc \"{tok}\" is classless.\n(classes with options: {})",
-                        registry::names(registry::BUILTIN, |k| k.class_options)
+                        kinds::names(kinds::BUILTIN, |k| k.class_options)
                     )));
                 }
                 p.kind = Some(tok.to_string());
-                p.args = t.rest();
+                p.args = t.rest().iter().map(|w| w.to_string()).collect();
             }
         }
     }
@@ -441,11 +461,11 @@ fn parse_qdisc_show(t: &mut Tokens<'_>) -> Result<Parsed, TcError> {
     let mut p = Parsed::default();
     while let Some(tok) = t.next() {
         match tok {
-            "dev" => p.set_dev(t.value("dev")?)?,
+            "dev" => p.set_dev(t.value(|| incomplete("dev"))?)?,
             "root" => p.set_root()?,
-            "parent" => p.set_parent(t.value("parent")?)?,
+            "parent" => p.set_parent(t.value(|| incomplete("parent"))?)?,
             "handle" => {
-                let v = t.value("handle")?;
+                let v = t.value(|| incomplete("handle"))?;
                 p.handle = Some(get_qdisc_handle(v).ok_or_else(|| invarg("invalid handle ID", v))?);
             }
             "invisible" => p.invisible = true,
@@ -467,13 +487,13 @@ fn parse_class_show(t: &mut Tokens<'_>) -> Result<Parsed, TcError> {
     let mut p = Parsed::default();
     while let Some(tok) = t.next() {
         match tok {
-            "dev" => p.set_dev(t.value("dev")?)?,
+            "dev" => p.set_dev(t.value(|| incomplete("dev"))?)?,
             "classid" => {
-                let v = t.value("classid")?;
+                let v = t.value(|| incomplete("classid"))?;
                 p.handle = Some(get_tc_classid(v).ok_or_else(|| invarg("invalid class ID", v))?);
             }
             "root" => p.set_root()?,
-            "parent" => p.set_parent(t.value("parent")?)?,
+            "parent" => p.set_parent(t.value(|| incomplete("parent"))?)?,
             _ => {
                 return Err(TcError::new(format!(
                     "What is \"{tok}\"? Try \"tc class help\".\n(show takes dev, root, parent, classid)"
@@ -496,19 +516,19 @@ fn parse_filter(t: &mut Tokens<'_>, show: bool) -> Result<Parsed, TcError> {
         }
         match tok {
             "dev" => {
-                p.set_dev(t.value("dev")?)?;
+                p.set_dev(t.value(|| incomplete("dev"))?)?;
                 continue;
             }
             "root" => p.set_root()?,
             "parent" => {
-                let v = t.value("parent")?;
+                let v = t.value(|| incomplete("parent"))?;
                 p.set_parent(v)?;
                 p.args.push(tok.to_string());
                 p.args.push(v.to_string());
                 continue;
             }
             "handle" | "pref" | "priority" | "prio" | "protocol" | "chain" | "block" => {
-                let v = t.value(tok)?;
+                let v = t.value(|| incomplete(tok))?;
                 p.args.push(tok.to_string());
                 p.args.push(v.to_string());
                 continue;

@@ -1,25 +1,56 @@
 //! The tc command front end: what a user types after `tc` (with or without the
 //! leading `tc`, global flags `-s -d -j -p`) becomes a `TcCommand`
-//! (`command`), `run` hands it to `crate::qdisc::tree::QdiscTree::apply`,
-//! which carries it out with the kernel's rules (the kind named in it
-//! becomes a qdisc through `crate::qdisc::registry`), and `show` prints
+//! (`command`); `run` turns it into the typed request a device receives
+//! (the kind's own parser, found in the table of kinds `kinds`, reads the
+//! words after the kind, over the one tokenizer `tokens`) and hands that to
+//! `crate::qdisc::tree::QdiscTree::apply`, which carries it out with the
+//! kernel's rules; `show` prints
 //! `tc [-s] [-d] [-j] qdisc|class show` exactly as iproute2 does.
 //!
 //! The emulated link has two devices: `left` is the egress of the left→right
 //! direction, `right` its mirror. Errors read like tc's and name the bad token.
 
 pub mod command;
+pub mod kinds;
+pub mod opts;
 pub mod show;
+pub mod tokens;
 pub mod xstats;
 
-pub use crate::qdisc::registry::{self, new_qdisc};
+pub use crate::qdisc::registry::new_qdisc;
 pub use command::{parse_dev, Flags, Object, TcCommand, Verb};
 
 use crate::handle::TcError;
 use crate::packet::Drops;
+use crate::qdisc::request::{Options, Request};
 use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::qdisc::Qdisc;
 use crate::time::Instant;
+use kinds::KindEntry;
+
+/// The request `cmd` sends to a device whose kinds are `kinds`: the words
+/// after the kind parsed by that kind's own parser (as iproute2 parses
+/// them before anything reaches the kernel). A kind the table lacks is
+/// tc's "Unknown qdisc" when options follow it; without options the
+/// request goes on and the tree answers as the kernel does.
+pub fn request(kinds: &[KindEntry], cmd: &TcCommand) -> Result<Request, TcError> {
+    let words = cmd.arg_strs();
+    let options = match (cmd.object, cmd.kind.as_deref()) {
+        (Object::Filter, _) => Options::FilterWords(cmd.args.clone()),
+        (_, None) => Options::None,
+        (Object::Qdisc, Some(kind)) => Options::Qdisc(kinds::parse_qdisc(kinds, kind, &words)?),
+        (Object::Class, Some(kind)) => Options::Class(kinds::parse_class(kinds, kind, &words)?),
+    };
+    Ok(Request {
+        object: cmd.object,
+        verb: cmd.verb,
+        dev: cmd.dev,
+        parent: cmd.parent,
+        handle: cmd.handle,
+        kind: cmd.kind.clone(),
+        options,
+    })
+}
 
 /// Carries out one tc command on `tree` at `now` and returns what tc would
 /// print: `qdisc|class show` is printed here from the tree's dump, every
@@ -32,9 +63,9 @@ pub fn run(
     drops: &mut Drops,
 ) -> Result<Option<String>, TcError> {
     if cmd.verb != Verb::Show || cmd.object == Object::Filter {
-        return tree.apply(cmd, now, drops);
+        return tree.apply(&request(tree.dev().kinds, cmd)?, now, drops);
     }
-    tree.check_dev(cmd)?;
+    tree.check_dev(cmd.dev)?;
     let root = tree.dump(now);
     show::render(
         cmd,
@@ -104,7 +135,10 @@ mod tests {
     use crate::qdisc::tree::DevSpec;
 
     fn check(lines: &[&str]) -> Result<(), (Option<usize>, String)> {
-        check_lines(DevSpec::new(Dir::LeftToRight), lines)
+        check_lines(
+            DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN),
+            lines,
+        )
     }
 
     #[test]

@@ -48,7 +48,7 @@ fn left_session(lines: &str) -> (QdiscTree, Drops, String) {
 fn left(tx_queues: u16) -> QdiscTree {
     QdiscTree::new(DevSpec {
         tx_queues,
-        ..DevSpec::new(Dir::LeftToRight)
+        ..DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN)
     })
     .unwrap()
 }
@@ -291,7 +291,7 @@ fn vector_m1_with_fq_codel_as_default_qdisc() {
     let mut t = QdiscTree::new(DevSpec {
         tx_queues: 2,
         default_qdisc: "fq_codel".into(),
-        ..DevSpec::new(Dir::LeftToRight)
+        ..DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN)
     })
     .unwrap();
     let out = session(&mut t, "tc qdisc show dev left", &mut Drops::new());
@@ -756,8 +756,17 @@ fn policy_sees_htb_and_tbf_in_built_trees() {
         ..crate::link::LinkParams::default()
     };
     let whole = |lines: &[&str]| {
-        let tree = crate::tc::build_tree(params.dev_spec(Dir::LeftToRight), lines).unwrap();
-        policy.passes_whole(&params, &crate::link::LinkShape::default(), &tree.dump(T))
+        let tree = crate::tc::build_tree(
+            params.dev_spec(Dir::LeftToRight, crate::tc::kinds::BUILTIN),
+            lines,
+        )
+        .unwrap();
+        policy.passes_whole(
+            &params,
+            &crate::link::LinkShape::default(),
+            &tree.dump(T),
+            crate::tc::kinds::BUILTIN,
+        )
     };
     // configs/htb-sfq-100mbit.toml: 100 Mbit/s HTB on a 1 Gbit/s link.
     assert!(!whole(&[

@@ -29,6 +29,7 @@
 use crate::dir::Dir;
 
 use super::command::{Flags, Object, TcCommand};
+use super::kinds::{self, Printed};
 use super::xstats;
 pub use crate::handle::tc_handle;
 use crate::qdisc::TC_H_ROOT;
@@ -146,11 +147,36 @@ fn options_end_with_space(kind: &str) -> bool {
     !matches!(kind, "pfifo" | "bfifo" | "pfifo_head_drop" | "htb")
 }
 
-fn options<'a>(plain: &'a str, detail: &'a str, flags: Flags) -> &'a str {
-    let o = if flags.details && !detail.is_empty() {
-        detail
+/// `q`'s options as its kind's printer writes them (the dump's own text
+/// for a kind whose options are not typed yet).
+pub fn qdisc_options(q: &QdiscDump) -> Printed {
+    kinds::lookup(&q.kind)
+        .and_then(kinds::syntax)
+        .and_then(|s| (s.print)(&q.typed))
+        .unwrap_or_else(|| Printed {
+            plain: q.options.clone(),
+            detail: q.options_detail.clone(),
+            json: q.options_json.clone(),
+        })
+}
+
+/// `c`'s options as its kind's printer writes them.
+pub fn class_options(c: &ClassDump) -> Printed {
+    kinds::lookup(&c.kind)
+        .and_then(kinds::syntax)
+        .and_then(|s| (s.print_class)(&c.typed))
+        .unwrap_or_else(|| Printed {
+            plain: c.options.clone(),
+            detail: c.options_detail.clone(),
+            json: c.options_json.clone(),
+        })
+}
+
+fn options(p: &Printed, flags: Flags) -> &str {
+    let o = if flags.details && !p.detail.is_empty() {
+        &p.detail
     } else {
-        plain
+        &p.plain
     };
     o.trim_end()
 }
@@ -168,7 +194,8 @@ fn qdisc_text(out: &mut String, q: &QdiscDump, dev: Option<Dir>, refcnt: u32, fl
     if refcnt != 1 {
         let _ = write!(out, "refcnt {refcnt} ");
     }
-    let opts = options(&q.options, &q.options_detail, flags);
+    let printed = qdisc_options(q);
+    let opts = options(&printed, flags);
     if !opts.is_empty() {
         out.push_str(opts);
         if options_end_with_space(&q.kind) {
@@ -197,7 +224,8 @@ fn class_text(out: &mut String, c: &ClassDump, dev: Option<Dir>, flags: Flags) {
     if let Some(leaf) = c.leaf.filter(|&l| l != 0) {
         let _ = write!(out, "leaf {:x}: ", tc_h_major(leaf));
     }
-    let opts = options(&c.options, &c.options_detail, flags);
+    let printed = class_options(c);
+    let opts = options(&printed, flags);
     if !opts.is_empty() {
         out.push_str(opts);
         out.push(' ');
@@ -299,7 +327,7 @@ fn qdisc_json(q: &QdiscDump, dev: Option<Dir>, refcnt: u32, flags: Flags) -> Obj
     if refcnt != 1 {
         o.put("refcnt", json!(refcnt));
     }
-    o.put("options", Value::Object(q.options_json.clone()));
+    o.put("options", Value::Object(qdisc_options(q).json));
     if flags.stats {
         stats_json(&mut o, Some(&q.stats), &q.stats);
         if let Some(x) = &q.xstats {
@@ -317,7 +345,7 @@ fn class_json(c: &ClassDump, dev: Option<Dir>, flags: Flags) -> Obj {
     if let Some(leaf) = c.leaf.filter(|&l| l != 0) {
         o.put("leaf", json!(format!("{:#x}", tc_h_major(leaf))));
     }
-    o.put("options", Value::Object(c.options_json.clone()));
+    o.put("options", Value::Object(class_options(c).json));
     if flags.stats {
         stats_json(
             &mut o,

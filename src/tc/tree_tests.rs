@@ -14,13 +14,13 @@ use crate::time::Instant;
 const T: Instant = Instant::ZERO;
 
 fn tree() -> QdiscTree {
-    QdiscTree::new(DevSpec::new(Dir::LeftToRight)).unwrap()
+    QdiscTree::new(DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN)).unwrap()
 }
 
 fn mq_tree(n: u16) -> QdiscTree {
     QdiscTree::new(DevSpec {
         tx_queues: n,
-        ..DevSpec::new(Dir::LeftToRight)
+        ..DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN)
     })
     .unwrap()
 }
@@ -66,7 +66,7 @@ fn default_root_is_pfifo_fast_handle_0() {
     assert_eq!(m.children.len(), 4);
     assert!(QdiscTree::new(DevSpec {
         default_qdisc: "htb".into(),
-        ..DevSpec::new(Dir::LeftToRight)
+        ..DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN)
     })
     .is_err());
 }
@@ -75,7 +75,7 @@ fn default_root_is_pfifo_fast_handle_0() {
 fn build_applies_lines_in_order() {
     let dev = DevSpec {
         tx_queues: 2,
-        ..DevSpec::new(Dir::RightToLeft)
+        ..DevSpec::new(Dir::RightToLeft, crate::tc::kinds::BUILTIN)
     };
     let t = build_tree(
         dev.clone(),
@@ -100,7 +100,7 @@ fn build_applies_lines_in_order() {
     // without lines.
     let bad = DevSpec {
         tx_queues: 0,
-        ..DevSpec::new(Dir::RightToLeft)
+        ..DevSpec::new(Dir::RightToLeft, crate::tc::kinds::BUILTIN)
     };
     for lines in [&[][..], &["tc qdisc add dev right root pfifo"][..]] {
         let e = build_tree(bad.clone(), lines).err().unwrap();
@@ -469,7 +469,7 @@ mod props {
             cmds in proptest::collection::vec(shaped(), 1..25),
             queues in 1u16..4,
         ) {
-            let mut t = QdiscTree::new(DevSpec { tx_queues: queues, ..DevSpec::new(Dir::LeftToRight) }).unwrap();
+            let mut t = QdiscTree::new(DevSpec { tx_queues: queues, ..DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN) }).unwrap();
             let mut drops = Drops::new();
             let now = Instant::ZERO;
             for (i, line) in cmds.iter().enumerate() {

@@ -10,6 +10,7 @@ use crate::link::PathSnapshot;
 use crate::packet::{DropReason, FlowKey};
 use crate::qdisc::dump::{CodelXstats, FlowSummary, Xstats};
 use crate::qdisc::{ClassDump, Handle, QdiscDump, QdiscStats, TC_H_ROOT};
+use crate::tc::show::{class_options, qdisc_options};
 use crate::tc::xstats::trimmed_lines;
 use crate::time::{Instant, NS_PER_SEC};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -583,7 +584,7 @@ impl DirState {
                     "qdisc now {} {} {}",
                     cur.qdisc.kind,
                     handle_id(cur.qdisc.handle, false),
-                    cur.qdisc.options
+                    qdisc_options(&cur.qdisc).plain
                 ),
             ));
         }
@@ -825,9 +826,9 @@ fn queue_delay_us(p: &PathSnapshot) -> u64 {
 
 /// The kinds, handles and options of the tree (not its counters).
 fn tree_signature(q: &QdiscDump) -> String {
-    let mut s = format!("{} {:x} {}|", q.kind, q.handle, q.options);
+    let mut s = format!("{} {:x} {}|", q.kind, q.handle, qdisc_options(q).plain);
     for c in q.classes.iter().filter(|c| c.stats.is_some()) {
-        s.push_str(&format!("{:x} {}|", c.classid, c.options));
+        s.push_str(&format!("{:x} {}|", c.classid, class_options(c).plain));
     }
     for ch in &q.children {
         s.push_str(&tree_signature(ch));
@@ -865,7 +866,7 @@ fn flatten(q: &QdiscDump, depth: usize, out: &mut Vec<TreeNode>) {
         kind: q.kind.clone(),
         id: handle_id(q.handle, false),
         parent: parent_label(q.parent),
-        options: q.options.clone(),
+        options: qdisc_options(q).plain,
         stats: q.stats,
         xstats: q.xstats.as_ref().map(trimmed_lines).unwrap_or_default(),
     });
@@ -902,7 +903,7 @@ fn flatten_class(
         kind: c.kind.clone(),
         id: handle_id(c.classid, true),
         parent: parent_label(c.parent),
-        options: c.options.clone(),
+        options: class_options(c).plain,
         stats: c.stats.unwrap_or(c.queue),
         xstats,
     });

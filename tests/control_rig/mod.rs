@@ -39,7 +39,11 @@ impl Rig {
             ..LinkParams::default()
         };
         let path = |dev: Dir, name: &str| {
-            let tree = bloatbox::tc::build_tree(params.dev_spec(dev), &tc(name)).unwrap();
+            let tree = bloatbox::tc::build_tree(
+                params.dev_spec(dev, bloatbox::tc::kinds::BUILTIN),
+                &tc(name),
+            )
+            .unwrap();
             LinkPath::new(params, Box::new(tree))
         };
         let bridge = Bridge::new(

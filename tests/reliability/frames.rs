@@ -80,7 +80,7 @@ fn path(dev: Dir, lines: &[&str], queues: u16) -> Path {
     let spec = DevSpec {
         tx_queues: queues,
         seed: 7,
-        ..params.dev_spec(dev)
+        ..params.dev_spec(dev, bloatbox::tc::kinds::BUILTIN)
     };
     let lines: Vec<String> = lines
         .iter()

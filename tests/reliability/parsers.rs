@@ -310,7 +310,7 @@ proptest! {
         burst in 1usize..30,
     ) {
         let params = LinkParams { rate_bytes_ps: 250_000, ..LinkParams::default() };
-        let tree = bloatbox::tc::build_tree(params.dev_spec(Dir::LeftToRight), &["tc qdisc add dev left root handle 1: htb default 10", "tc class add dev left parent 1: classid 1:10 htb rate 1mbit"]).unwrap();
+        let tree = bloatbox::tc::build_tree(params.dev_spec(Dir::LeftToRight, bloatbox::tc::kinds::BUILTIN), &["tc qdisc add dev left root handle 1: htb default 10", "tc class add dev left parent 1: classid 1:10 htb rate 1mbit"]).unwrap();
         let mut path = Path::new(params, Box::new(tree));
         let (mut out, mut freed) = (Vec::new(), Vec::new());
         let mut now = Instant::ZERO;
@@ -329,7 +329,7 @@ proptest! {
                 let tree = q.as_tree().expect("the root is a tree");
                 let before = format!("{:?}", tree.dump(t));
                 let n = d.len();
-                let res = tree.apply(&cmd, t, d);
+                let res = bloatbox::tc::run(tree, &cmd, t, d);
                 (res, before, format!("{:?}", tree.dump(t)), d.len() - n)
             });
             if res.is_err() {
@@ -413,7 +413,7 @@ fn dev_spec(c: &Config, d: Dir) -> DevSpec {
     };
     DevSpec {
         tx_queues: c.tx_queues(d).clamp(1, u16::MAX as u32) as u16,
-        ..c.link_params(d).dev_spec(dev)
+        ..c.link_params(d).dev_spec(dev, bloatbox::tc::kinds::BUILTIN)
     }
 }
 
@@ -471,7 +471,11 @@ fn purged_htb_leaf_frames_are_counted_at_once() {
         "tc qdisc add dev left root handle 1: htb default 1",
         "tc class add dev left parent 1: classid 1:1 htb rate 1mbit",
     ];
-    let tree = bloatbox::tc::build_tree(params.dev_spec(Dir::LeftToRight), &lines).unwrap();
+    let tree = bloatbox::tc::build_tree(
+        params.dev_spec(Dir::LeftToRight, bloatbox::tc::kinds::BUILTIN),
+        &lines,
+    )
+    .unwrap();
     let mut path = Path::new(params, Box::new(tree));
     for i in 0..5 {
         path.ingress(Packet::from_frame(frame(i), Instant::ZERO), Instant::ZERO);
@@ -481,7 +485,7 @@ fn purged_htb_leaf_frames_are_counted_at_once() {
     path.edit_qdisc(
         Instant::ZERO,
         |q: &mut dyn Qdisc, t: Instant, d: &mut Drops| {
-            q.as_tree().unwrap().apply(&cmd, t, d).unwrap();
+            bloatbox::tc::run(q.as_tree().unwrap(), &cmd, t, d).unwrap();
         },
     );
     let c = path.counters();
@@ -528,7 +532,7 @@ fn an_htb_class_waiting_for_tokens_over_a_ready_tbf_leaf_is_woken() {
         ..LinkParams::default()
     };
     let tree = bloatbox::tc::build_tree(
-        params.dev_spec(Dir::LeftToRight),
+        params.dev_spec(Dir::LeftToRight, bloatbox::tc::kinds::BUILTIN),
         &[
             "tc qdisc add dev left root handle 1: htb default 10",
             "tc class add dev left parent 1: classid 1:10 htb rate 1mbit",
@@ -546,7 +550,7 @@ fn an_htb_class_waiting_for_tokens_over_a_ready_tbf_leaf_is_woken() {
         path.poll(now, &mut out, &mut freed);
         let cmd = TcCommand::parse(line).unwrap();
         let _ = path.edit_qdisc(now, |q: &mut dyn Qdisc, t: Instant, d: &mut Drops| {
-            q.as_tree().expect("the root is a tree").apply(&cmd, t, d)
+            bloatbox::tc::run(q.as_tree().expect("the root is a tree"), &cmd, t, d)
         });
     }
     while let Some(t) = path.poll_at() {

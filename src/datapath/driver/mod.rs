@@ -184,10 +184,12 @@ impl Driver {
         for dir in Dir::ALL {
             let path = self.bridge.path(dir);
             self.pass_whole[dir.index()] = offload
-                && self
-                    .cfg
-                    .gso
-                    .passes_whole(path.params(), path.shape(), &path.qdisc().dump(now));
+                && self.cfg.gso.passes_whole(
+                    path.params(),
+                    path.shape(),
+                    &path.qdisc().dump(now),
+                    crate::tc::kinds::BUILTIN,
+                );
         }
     }
 

@@ -1,0 +1,294 @@
+//! The one table of qdisc kinds (`BUILTIN`): each discipline compiled into
+//! bloatbox with what tc, the configuration, the TUI and the link need to
+//! know of it (classful, may be a default leaf, configurable, shapes), its
+//! constructor from typed options (the core's `KindEntry`), and its tc
+//! syntax (`Syntax`: iproute2's `qdisc_util`, the parsers of its qdisc and
+//! class options and their printers). Adding a kind is writing its module
+//! in `qdisc`, its syntax in `tc::opts`, and one entry here (or, for a kind
+//! outside the crate, one entry in a table of one's own handed to
+//! `DevSpec::new`).
+
+use super::tokens::Tokens;
+use crate::handle::TcError;
+use crate::qdisc::codel_qdisc::CodelQdisc;
+use crate::qdisc::fifo::{Fifo, FifoKind};
+use crate::qdisc::fq_codel::FqCodel;
+use crate::qdisc::htb::Htb;
+use crate::qdisc::mq::Mq;
+use crate::qdisc::pfifo_fast::PfifoFast;
+use crate::qdisc::qfq::Qfq;
+use crate::qdisc::registry::{self, default_leaf, Build};
+use crate::qdisc::sfq::Sfq;
+use crate::qdisc::tbf::Tbf;
+use crate::qdisc::{ClassOptions, QdiscOptions};
+
+pub use crate::qdisc::registry::{names, unknown_kind, KindEntry};
+
+/// A kind's tc syntax: what iproute2's `q_<kind>.c` does for it.
+pub struct Syntax {
+    /// `parse_qopt`: the words after the kind in `tc qdisc add|change|...`.
+    pub qdisc: fn(&mut Tokens) -> Result<QdiscOptions, TcError>,
+    /// `parse_copt`: the words after the kind in `tc class add|change ...`
+    /// (kinds whose classes take no options refuse any).
+    pub class: fn(&mut Tokens) -> Result<ClassOptions, TcError>,
+    /// `print_qopt`: a dump's qdisc options as tc prints them (`None`:
+    /// not typed yet, the dump's own text is printed).
+    pub print: fn(&QdiscOptions) -> Option<Printed>,
+    /// `print_copt`: a dump's class options.
+    pub print_class: fn(&ClassOptions) -> Option<Printed>,
+}
+
+/// Options as tc prints them: after `refcnt N ` without `-d` (no trailing
+/// space), with `-d`, and under "options" with `-j`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Printed {
+    pub plain: String,
+    pub detail: String,
+    pub json: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The class parser of a kind whose classes take no options (tc refuses
+/// the command before, naming the kind classless).
+pub fn no_class_options(t: &mut Tokens) -> Result<ClassOptions, TcError> {
+    match t.next() {
+        Some(word) => Err(TcError::new(format!(
+            "Error: this qdisc's classes take no options (\"{word}\")"
+        ))),
+        None => Ok(ClassOptions::None),
+    }
+}
+
+/// Not yet typed: the words go to the kind's constructor as they are.
+fn qdisc_words(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
+    let rest = t.rest();
+    Ok(if rest.is_empty() {
+        QdiscOptions::None
+    } else {
+        QdiscOptions::Words(rest.iter().map(|w| w.to_string()).collect())
+    })
+}
+
+fn class_words(t: &mut Tokens) -> Result<ClassOptions, TcError> {
+    let rest = t.rest();
+    Ok(if rest.is_empty() {
+        ClassOptions::None
+    } else {
+        ClassOptions::Words(rest.iter().map(|w| w.to_string()).collect())
+    })
+}
+
+static WORDS: Syntax = Syntax {
+    qdisc: qdisc_words,
+    class: class_words,
+    print: |_| None,
+    print_class: |_| None,
+};
+
+/// The syntax of `entry` (`None` for an entry made outside the front end
+/// with something else in its `syntax` slot).
+pub fn syntax(entry: &KindEntry) -> Option<&'static Syntax> {
+    entry.syntax.downcast_ref::<Syntax>()
+}
+
+const fn kind(name: &'static str, build: Build, syntax: &'static Syntax) -> KindEntry {
+    KindEntry {
+        name,
+        class_options: false,
+        default_leaf: true,
+        configurable: true,
+        shapes: false,
+        build,
+        syntax,
+    }
+}
+
+/// Every kind compiled into bloatbox, in the order error messages list
+/// them.
+pub static BUILTIN: &[KindEntry] = &[
+    kind(
+        "pfifo_fast",
+        |c, _, o| Ok(Box::new(PfifoFast::from_args(c, &o.words())?)),
+        &WORDS,
+    ),
+    kind(
+        "pfifo",
+        |c, _, o| Ok(Box::new(Fifo::from_args(FifoKind::Pfifo, c, &o.words())?)),
+        &WORDS,
+    ),
+    kind(
+        "bfifo",
+        |c, _, o| Ok(Box::new(Fifo::from_args(FifoKind::Bfifo, c, &o.words())?)),
+        &WORDS,
+    ),
+    kind(
+        "pfifo_head_drop",
+        |c, _, o| {
+            Ok(Box::new(Fifo::from_args(
+                FifoKind::PfifoHeadDrop,
+                c,
+                &o.words(),
+            )?))
+        },
+        &WORDS,
+    ),
+    kind(
+        "sfq",
+        |c, _, o| Ok(Box::new(Sfq::from_args(c, &o.words())?)),
+        &WORDS,
+    ),
+    kind(
+        "codel",
+        |c, _, o| Ok(Box::new(CodelQdisc::from_args(c, &o.words())?)),
+        &WORDS,
+    ),
+    kind(
+        "fq_codel",
+        |c, _, o| Ok(Box::new(FqCodel::from_args(c, &o.words())?)),
+        &WORDS,
+    ),
+    KindEntry {
+        default_leaf: false,
+        shapes: true,
+        ..kind(
+            "tbf",
+            |c, _, o| Ok(Box::new(Tbf::from_args(c, &o.words())?)),
+            &WORDS,
+        )
+    },
+    KindEntry {
+        class_options: true,
+        default_leaf: false,
+        shapes: true,
+        ..kind(
+            "htb",
+            |c, _, o| Ok(Box::new(Htb::from_args(c, &o.words())?)),
+            &WORDS,
+        )
+    },
+    KindEntry {
+        default_leaf: false,
+        configurable: false,
+        ..kind(
+            "mq",
+            |c, dev, o| {
+                Ok(Box::new(Mq::from_args(
+                    c,
+                    dev.tx_queues,
+                    &o.words(),
+                    &mut |c| default_leaf(c, dev),
+                )?))
+            },
+            &WORDS,
+        )
+    },
+    KindEntry {
+        class_options: true,
+        default_leaf: false,
+        ..kind(
+            "qfq",
+            |c, _, o| Ok(Box::new(Qfq::from_args(c, &o.words())?)),
+            &WORDS,
+        )
+    },
+];
+
+/// The syntax of `kind` in `kinds`: `Ok(None)` for a kind the table lacks
+/// (the tree then answers as the kernel does), tc's "Unknown qdisc" when
+/// options follow such a kind.
+fn syntax_of(
+    kinds: &[KindEntry],
+    kind: &str,
+    words: &[&str],
+) -> Result<Option<&'static Syntax>, TcError> {
+    match registry::lookup(kinds, kind) {
+        Some(entry) => syntax(entry).map(Some).ok_or_else(|| {
+            TcError::new(format!(
+                "Error: qdisc kind \"{kind}\" has no tc syntax in its table entry"
+            ))
+        }),
+        None if words.is_empty() => Ok(None),
+        None => Err(unknown_kind(kinds, kind, words.first().copied())),
+    }
+}
+
+/// The options `words` (after `kind` in `tc qdisc ...`) give, read by the
+/// kind's own parser from the table `kinds`, as iproute2 parses them before
+/// anything reaches the kernel.
+pub fn parse_qdisc(
+    kinds: &[KindEntry],
+    kind: &str,
+    words: &[&str],
+) -> Result<QdiscOptions, TcError> {
+    match syntax_of(kinds, kind, words)? {
+        Some(syntax) => (syntax.qdisc)(&mut Tokens::new(words)),
+        None => Ok(QdiscOptions::None),
+    }
+}
+
+/// The options `words` (after `kind` in `tc class ...`) give.
+pub fn parse_class(
+    kinds: &[KindEntry],
+    kind: &str,
+    words: &[&str],
+) -> Result<ClassOptions, TcError> {
+    match syntax_of(kinds, kind, words)? {
+        Some(syntax) => (syntax.class)(&mut Tokens::new(words)),
+        None => Ok(ClassOptions::None),
+    }
+}
+
+/// The built-in entry of `name`.
+pub fn lookup(name: &str) -> Option<&'static KindEntry> {
+    crate::qdisc::registry::lookup(BUILTIN, name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dir::Dir;
+    use crate::qdisc::registry::new_qdisc;
+    use crate::qdisc::tree::DevSpec;
+    use crate::qdisc::{Qdisc, QdiscCtx};
+
+    /// A `kind` qdisc from the words after the kind, as tc builds one.
+    fn build(kind: &str, dev: &DevSpec, words: &[&str]) -> Result<Box<dyn Qdisc>, TcError> {
+        let options = parse_qdisc(dev.kinds, kind, words)?;
+        new_qdisc(kind, QdiscCtx::default(), dev, &options)
+    }
+
+    #[test]
+    fn builds_every_kind_with_defaults() {
+        let dev = DevSpec {
+            tx_queues: 4,
+            ..DevSpec::new(Dir::LeftToRight, BUILTIN)
+        };
+        for kind in BUILTIN.iter().map(|k| k.name) {
+            // tbf has mandatory options
+            let args: &[&str] = match kind {
+                "tbf" => &["rate", "1mbit", "burst", "10kb", "latency", "50ms"],
+                _ => &[],
+            };
+            let q = build(kind, &dev, args).unwrap();
+            assert_eq!(q.kind(), kind);
+        }
+    }
+
+    #[test]
+    fn unknown_kinds_error_like_tc() {
+        let dev = DevSpec::new(Dir::LeftToRight, BUILTIN);
+        let e = build("cake", &dev, &["bandwidth", "1mbit"]).err().unwrap();
+        assert!(e
+            .0
+            .starts_with("Unknown qdisc \"cake\", hence option \"bandwidth\" is unparsable"));
+        let e = build("cake", &dev, &[]).err().unwrap();
+        assert!(e.0.starts_with("Error: Specified qdisc kind is unknown."));
+    }
+
+    #[test]
+    fn options_reach_the_constructor() {
+        let dev = DevSpec::new(Dir::LeftToRight, BUILTIN);
+        let q = build("bfifo", &dev, &["limit", "10kb"]).unwrap();
+        assert_eq!(q.dump(crate::time::Instant::ZERO).options, "limit 10Kb");
+        assert!(build("pfifo", &dev, &["limit", "x"]).is_err());
+    }
+}

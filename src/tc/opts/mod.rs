@@ -1,0 +1,6 @@
+//! Each kind's tc syntax, one module per kind as iproute2 has one
+//! `tc/q_<kind>.c` per kind: the parser of the words after the kind (into
+//! the kind's typed options, `crate::qdisc::QdiscOptions` and
+//! `ClassOptions`), with iproute2's messages for words it does not take,
+//! and the printer of the options a dump hands back, as `tc [-d] [-j]`
+//! prints them. `crate::tc::kinds::BUILTIN` ties each to its kind.

@@ -1,0 +1,83 @@
+//! The one tokenizer of bloatbox's command languages: a cursor over the
+//! whitespace-separated words of a tc, netem, framing or filter argument
+//! list, read front to back as iproute2's argument loops do (`NEXT_ARG()`,
+//! `PREV_ARG()`, `matches()`). Each parser brings its own messages: a word
+//! missing after a keyword is reported with the error the caller builds.
+
+/// A cursor over the words of one argument list.
+#[derive(Clone, Debug)]
+pub struct Tokens<'a> {
+    words: &'a [&'a str],
+    pos: usize,
+}
+
+impl<'a> Tokens<'a> {
+    /// A cursor at the first of `words`.
+    pub fn new(words: &'a [&'a str]) -> Self {
+        Tokens { words, pos: 0 }
+    }
+
+    /// The next word, consumed.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Option<&'a str> {
+        let word = self.words.get(self.pos).copied();
+        self.pos += usize::from(word.is_some());
+        word
+    }
+
+    /// The next word, left in place.
+    pub fn peek(&self) -> Option<&'a str> {
+        self.words.get(self.pos).copied()
+    }
+
+    /// `NEXT_ARG()`: the word after a keyword, or the caller's error for a
+    /// list that ends there.
+    pub fn value<E>(&mut self, missing: impl FnOnce() -> E) -> Result<&'a str, E> {
+        self.next().ok_or_else(missing)
+    }
+
+    /// The next word if it reads as a number (a digit or a dot first): the
+    /// optional positional values of netem's `delay TIME [JITTER]`.
+    pub fn number(&mut self) -> Option<&'a str> {
+        let numeric = self
+            .peek()
+            .is_some_and(|w| w.starts_with(|c: char| c.is_ascii_digit() || c == '.'));
+        if numeric {
+            self.next()
+        } else {
+            None
+        }
+    }
+
+    /// Every word not read yet, consumed.
+    pub fn rest(&mut self) -> &'a [&'a str] {
+        let rest = &self.words[self.pos..];
+        self.pos = self.words.len();
+        rest
+    }
+
+    /// True when every word has been read.
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.words.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tokens;
+
+    #[test]
+    fn reads_front_to_back() {
+        let words = ["delay", "10ms", "2ms", "loss", "1%"];
+        let mut t = Tokens::new(&words);
+        assert_eq!(t.next(), Some("delay"));
+        assert_eq!(t.value(|| "missing"), Ok("10ms"));
+        assert_eq!(t.number(), Some("2ms"));
+        assert_eq!(t.number(), None, "a keyword is not a number");
+        assert_eq!(t.peek(), Some("loss"));
+        assert_eq!(t.rest(), &["loss", "1%"]);
+        assert!(t.is_empty());
+        assert_eq!(t.next(), None);
+        assert_eq!(t.value(|| "missing"), Err("missing"));
+    }
+}
