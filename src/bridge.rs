@@ -351,14 +351,18 @@ impl Bridge {
     }
 }
 
+/// Bridges, frames and a run to the end, for the bridge's tests and those of
+/// the layers above (capture).
 #[cfg(test)]
-mod tests {
+pub mod testutil {
     use super::*;
     use crate::link::LinkParams;
     use crate::qdisc::fifo::{Fifo, FifoKind};
     use crate::qdisc::QdiscCtx;
 
-    fn bridge() -> Bridge {
+    /// Two paths at 12.5 MB/s with pfifo and 10 ms (left→right) and 20 ms
+    /// (right→left) of delay.
+    pub fn bridge() -> Bridge {
         let path = |delay_ms| {
             Path::new(
                 LinkParams {
@@ -371,7 +375,8 @@ mod tests {
         Bridge::new(path(10), path(20))
     }
 
-    fn frame(len: usize, tag: Option<u16>) -> Vec<u8> {
+    /// An IPv4 Ethernet frame of `len` bytes, VLAN-tagged with TPID `tag`.
+    pub fn frame(len: usize, tag: Option<u16>) -> Vec<u8> {
         let mut f = vec![0u8; len];
         f[12..14].copy_from_slice(&tag.unwrap_or(0x0800).to_be_bytes());
         if tag.is_some() {
@@ -381,9 +386,11 @@ mod tests {
     }
 
     /// (direction, frame id, delivery time) of every delivered frame.
-    type Delivered = Vec<(Dir, u64, Instant)>;
+    pub type Delivered = Vec<(Dir, u64, Instant)>;
 
-    fn run(b: &mut Bridge) -> (Delivered, Vec<Vec<u8>>) {
+    /// Polls `b` until nothing is left: what was delivered, and the buffers
+    /// freed.
+    pub fn run(b: &mut Bridge) -> (Delivered, Vec<Vec<u8>>) {
         let (mut out, mut freed, mut got) = (Vec::new(), Vec::new(), Vec::new());
         while let Some(t) = b.poll_at() {
             b.poll(t, &mut out, &mut freed);
@@ -391,6 +398,14 @@ mod tests {
         }
         (got, freed)
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::{bridge, frame, run};
+    use super::*;
+    use crate::link::LinkParams;
+    use crate::qdisc::QdiscCtx;
 
     #[test]
     fn directions_are_independent_and_numbered() {
@@ -455,7 +470,6 @@ mod tests {
     fn each_lane_can_move_to_a_thread_of_its_own() {
         fn send<T: Send>() {}
         send::<Lane>();
-        send::<crate::capture::DirTap>();
     }
 
     #[test]
@@ -561,83 +575,6 @@ mod tests {
             top.path(Dir::LeftToRight).counters.frames_in,
             full.path(Dir::LeftToRight).counters.frames_in
         );
-    }
-
-    #[test]
-    fn the_capture_sees_in_out_and_drops_with_reasons() {
-        use crate::capture::{start, CaptureSpec, IF_DROPPED, IF_IN, IF_OUT};
-        let dir = tempfile::tempdir().unwrap();
-        let spec = CaptureSpec::in_dir(dir.path());
-        let (tap, writer) = start(&spec, Some(0)).unwrap();
-        let mut b = bridge();
-        b.set_capture(tap);
-        b.ingress(Dir::LeftToRight, frame(100, None), Instant::ZERO);
-        b.ingress(Dir::LeftToRight, vec![0u8; 13], Instant::from_nanos(5));
-        b.reject(
-            Dir::RightToLeft,
-            &frame(60, None),
-            DropReason::PoolExhausted,
-            Instant::from_nanos(7),
-        );
-        run(&mut b);
-        let snap = b.snapshot(Instant::from_millis(100));
-        assert!(snap.capture.is_some());
-        drop(b);
-        let counters = writer.finish();
-        assert_eq!((counters[0].captured, counters[1].captured), (4, 2));
-        let (l2r, _) = crate::capture::tests::read(&spec.files[0].clone().unwrap());
-        let seen: Vec<(u32, u64, usize, Option<String>)> = l2r
-            .into_iter()
-            .map(|(i, t, d, c)| (i, t, d.len(), c))
-            .collect();
-        assert_eq!(
-            seen,
-            vec![
-                (IF_IN, 0, 100, None),
-                (IF_IN, 5, 13, None),
-                (IF_DROPPED, 5, 13, Some("dropped: runt".into())),
-                // 100 B at 12.5 MB/s = 8 us, then 10 ms of delay.
-                (IF_OUT, 10_008_000, 100, None),
-            ]
-        );
-        let (r2l, _) = crate::capture::tests::read(&spec.files[1].clone().unwrap());
-        assert_eq!(r2l.len(), 2);
-        assert_eq!(r2l[1].3.as_deref(), Some("dropped: pool_exhausted"));
-    }
-
-    #[test]
-    fn frames_a_qdisc_drops_are_captured_with_its_reason() {
-        use crate::capture::{start, CaptureSpec, IF_DROPPED};
-        let dir = tempfile::tempdir().unwrap();
-        let spec = CaptureSpec::in_dir(dir.path());
-        let (tap, writer) = start(&spec, Some(0)).unwrap();
-        let path = || {
-            Path::new(
-                LinkParams {
-                    tx_ring: 1,
-                    bql: false,
-                    ..LinkParams::default()
-                },
-                Box::new(Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 1)),
-            )
-        };
-        let mut b = Bridge::new(path(), path());
-        b.set_capture(tap);
-        for _ in 0..4 {
-            b.ingress(Dir::LeftToRight, frame(1000, None), Instant::ZERO);
-        }
-        run(&mut b);
-        let drops =
-            b.snapshot(Instant::ZERO).paths[0].counters.drops[DropReason::QueueFull.index()];
-        drop(b);
-        writer.finish();
-        let (pkts, _) = crate::capture::tests::read(&spec.files[0].clone().unwrap());
-        let dropped: Vec<_> = pkts.iter().filter(|p| p.0 == IF_DROPPED).collect();
-        assert_eq!(dropped.len() as u64, drops);
-        assert_eq!(drops, 2, "one on the wire, one queued, two dropped");
-        assert!(dropped
-            .iter()
-            .all(|p| p.3.as_deref() == Some("dropped: queue_full")));
     }
 
     #[test]

@@ -285,7 +285,7 @@ fn interface(point: Point) -> u32 {
 
 /// The wall-clock time minus CLOCK_MONOTONIC, ns: added to link times.
 fn wall_offset_ns() -> u64 {
-    let mono = crate::time::Clock::now(&crate::time::MonotonicClock).nanos();
+    let mono = crate::time::Clock::now(&crate::clock::MonotonicClock).nanos();
     let wall = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
@@ -636,5 +636,101 @@ pub(crate) mod tests {
             e.contains("/proc/no/such/dir/x.pcapng") && e.contains("fix"),
             "{e}"
         );
+    }
+
+    /// The bridge driving a capture: what the taps see of admission,
+    /// delivery and drops.
+    mod with_bridge {
+        use super::read;
+        use crate::bridge::testutil::{bridge, frame, run};
+        use crate::bridge::Bridge;
+        use crate::capture::{start, CaptureSpec, DirTap, IF_DROPPED, IF_IN, IF_OUT};
+        use crate::dir::Dir;
+        use crate::link::{LinkParams, Path};
+        use crate::packet::DropReason;
+        use crate::qdisc::fifo::{Fifo, FifoKind};
+        use crate::qdisc::QdiscCtx;
+        use crate::time::Instant;
+
+        #[test]
+        fn a_direction_tap_can_move_to_its_lane_thread() {
+            fn send<T: Send>() {}
+            send::<DirTap>();
+        }
+
+        #[test]
+        fn the_capture_sees_in_out_and_drops_with_reasons() {
+            let dir = tempfile::tempdir().unwrap();
+            let spec = CaptureSpec::in_dir(dir.path());
+            let (tap, writer) = start(&spec, Some(0)).unwrap();
+            let mut b = bridge();
+            b.set_capture(tap);
+            b.ingress(Dir::LeftToRight, frame(100, None), Instant::ZERO);
+            b.ingress(Dir::LeftToRight, vec![0u8; 13], Instant::from_nanos(5));
+            b.reject(
+                Dir::RightToLeft,
+                &frame(60, None),
+                DropReason::PoolExhausted,
+                Instant::from_nanos(7),
+            );
+            run(&mut b);
+            let snap = b.snapshot(Instant::from_millis(100));
+            assert!(snap.capture.is_some());
+            drop(b);
+            let counters = writer.finish();
+            assert_eq!((counters[0].captured, counters[1].captured), (4, 2));
+            let (l2r, _) = read(&spec.files[0].clone().unwrap());
+            let seen: Vec<(u32, u64, usize, Option<String>)> = l2r
+                .into_iter()
+                .map(|(i, t, d, c)| (i, t, d.len(), c))
+                .collect();
+            assert_eq!(
+                seen,
+                vec![
+                    (IF_IN, 0, 100, None),
+                    (IF_IN, 5, 13, None),
+                    (IF_DROPPED, 5, 13, Some("dropped: runt".into())),
+                    // 100 B at 12.5 MB/s = 8 us, then 10 ms of delay.
+                    (IF_OUT, 10_008_000, 100, None),
+                ]
+            );
+            let (r2l, _) = read(&spec.files[1].clone().unwrap());
+            assert_eq!(r2l.len(), 2);
+            assert_eq!(r2l[1].3.as_deref(), Some("dropped: pool_exhausted"));
+        }
+
+        #[test]
+        fn frames_a_qdisc_drops_are_captured_with_its_reason() {
+            let dir = tempfile::tempdir().unwrap();
+            let spec = CaptureSpec::in_dir(dir.path());
+            let (tap, writer) = start(&spec, Some(0)).unwrap();
+            let path = || {
+                Path::new(
+                    LinkParams {
+                        tx_ring: 1,
+                        bql: false,
+                        ..LinkParams::default()
+                    },
+                    Box::new(Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 1)),
+                )
+            };
+            let mut b = Bridge::new(path(), path());
+            b.set_capture(tap);
+            for _ in 0..4 {
+                b.ingress(Dir::LeftToRight, frame(1000, None), Instant::ZERO);
+            }
+            run(&mut b);
+            let drops =
+                b.snapshot(Instant::ZERO).paths[0].counters.drops[DropReason::QueueFull.index()];
+            drop(b);
+            writer.finish();
+            let (pkts, _) = read(&spec.files[0].clone().unwrap());
+            let dropped: Vec<_> = pkts.iter().filter(|p| p.0 == IF_DROPPED).collect();
+            assert_eq!(dropped.len() as u64, drops);
+            assert_eq!(drops, 2, "one on the wire, one queued, two dropped");
+            assert!(dropped
+                .iter()
+                .all(|p| p.3.as_deref() == Some("dropped: queue_full")));
+        }
     }
 }

@@ -30,7 +30,8 @@
 //! (`QdiscTree::apply` inside `Path::edit_qdisc`), so an edit is atomic with
 //! respect to packets.
 //!
-//! Modules: `time` (Instant, clocks), `units` (tc units), `dir` (the two
+//! Modules: `time` (Instant, the clock trait, the simulated clock), `clock`
+//! (CLOCK_MONOTONIC, the live clock), `units` (tc units), `dir` (the two
 //! directions), `handle` (tc handles and the error a tc request answers with), `packet` (frames,
 //! classifier, ECN, pool, drop reasons, TAP offload and TCP segmentation),
 //! `qdisc` (disciplines), `link` (ring, BQL, serializer, delay, coalescing,
@@ -54,6 +55,7 @@
 pub mod app;
 pub mod bridge;
 pub mod capture;
+pub mod clock;
 pub mod config;
 pub mod control;
 pub mod control_server;

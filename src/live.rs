@@ -86,7 +86,7 @@ pub(crate) fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
         let tree = crate::tc::build_tree(cfg.dev_spec(dir), &cfg.tc_lines(dir))
             .map_err(|e| anyhow::anyhow!("building the qdisc of {}: {e}", dir.arrow()))?;
         let mut link = LinkPath::new(params, Box::new(tree));
-        let now = crate::time::Clock::now(&crate::time::MonotonicClock);
+        let now = crate::time::Clock::now(&crate::clock::MonotonicClock);
         link.set_shape(cfg.link_shape(dir), now)
             .map_err(|e| anyhow::anyhow!("the link shape of {}: {e}", dir.arrow()))?;
         Ok(link)

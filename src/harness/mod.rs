@@ -58,6 +58,7 @@ use std::time::Duration;
 use nix::sched::CloneFlags;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 
+use crate::clock::MonotonicClock;
 use crate::config::{Config, ConfigError, Endpoint};
 use crate::datapath::{Command as DpCommand, DatapathError, LiveSnapshot};
 use crate::dir::Dir;
@@ -65,7 +66,7 @@ use crate::link::LinkParams;
 use crate::live::LiveLink;
 pub use crate::netns::Side;
 pub use crate::rootless::Backend;
-use crate::time::{Clock, MonotonicClock};
+use crate::time::Clock;
 use runs::RunRecord;
 
 /// Where `ip netns add` mounts named namespaces.

@@ -23,12 +23,13 @@ use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
 use crate::bridge::Bridge;
+use crate::clock::MonotonicClock;
 use crate::dir::Dir;
 use crate::packet::pool::PacketPool;
 use crate::port::FramePort;
 use crate::qdisc::FlowListing;
 use crate::release::ReleasePacer;
-use crate::time::{Clock, Instant, MonotonicClock, NS_PER_SEC, NS_PER_US};
+use crate::time::{Clock, Instant, NS_PER_SEC, NS_PER_US};
 
 use super::command::Command;
 use super::config::{DatapathConfig, GSO_FRAME_BUF};
