@@ -7,8 +7,8 @@
 use super::shape::ScheduleKind;
 use super::Config;
 use crate::dir::Dir;
-use crate::link::impair::format_netem;
 use crate::link::{Framing, Schedule};
+use crate::tc::netem::format_netem;
 use crate::units::{print_rate, sprint_time, LinkLayer};
 use std::fmt::Write;
 

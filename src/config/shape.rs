@@ -18,7 +18,9 @@
 use super::error::{toml_text, ConfigError};
 use super::{Config, LinkSettings, Sourced};
 use crate::dir::Dir;
-use crate::link::{parse_netem, Framing, Impairments, LinkShape, Schedule};
+use crate::link::{Framing, Impairments, LinkShape, Schedule};
+use crate::tc::framing::parse_framing;
+use crate::tc::netem::parse_netem;
 use std::path::Path;
 
 /// The shared seed when no `seed` is written.
@@ -159,7 +161,7 @@ impl Config {
             return Ok(Framing::default());
         };
         let tokens: Vec<&str> = text.value.split_whitespace().collect();
-        Framing::parse(&tokens).map_err(|e| {
+        parse_framing(&tokens).map_err(|e| {
             ConfigError::field(
                 text.path,
                 Some(toml_text(text.value.as_str())),

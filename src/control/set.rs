@@ -19,8 +19,10 @@
 use super::field::LinkField;
 use crate::bridge::Bridge;
 use crate::dir::Dir;
-use crate::link::impair::{format_netem, parse_netem, Loss};
+use crate::link::impair::Loss;
 use crate::link::{Framing, Impairments, LinkParams, LinkShape, Schedule};
+use crate::tc::framing::parse_framing;
+use crate::tc::netem::{format_netem, parse_netem};
 use crate::time::Instant;
 
 const USAGE: &str =
@@ -126,7 +128,7 @@ impl ShapeEdit {
                 Schedule::parse_native(value).map_err(|e| e.to_string())?,
             )),
             "framing" if none => ShapeEdit::Framing(Framing::default()),
-            "framing" => ShapeEdit::Framing(Framing::parse(&tokens).map_err(|e| e.to_string())?),
+            "framing" => ShapeEdit::Framing(parse_framing(&tokens).map_err(|e| e.to_string())?),
             "seed" => ShapeEdit::Seed(value.trim().parse().map_err(|_| {
                 format!("seed \"{value}\": expected an integer 0..=18446744073709551615")
             })?),

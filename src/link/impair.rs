@@ -2,8 +2,9 @@
 //! correlation, Gilbert–Elliott, the 4-state model), duplication,
 //! corruption, delay variation (jitter) with a distribution table, and
 //! reordering. `Impairments` holds the settings (serde, part of
-//! `LinkShape`), `parse_netem` reads tc-netem(8) option strings, and
-//! `Impair` is the pure stage applying them with a seeded `SmallRng`.
+//! `LinkShape`; the front end's `crate::tc::netem` reads and prints them
+//! as tc-netem(8) options), and `Impair` is the pure stage applying them
+//! with a seeded `SmallRng`.
 //!
 //! Where: `Path` hands every frame that leaves the serializer (after its
 //! TX completion is recorded, so the sender's ring and BQL see a normal
@@ -19,7 +20,6 @@
 
 use super::ShapeError;
 use crate::packet::Packet;
-use crate::units::{parse_time_ns, sprint_time};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 
@@ -82,14 +82,14 @@ pub enum Loss {
 }
 
 /// tc's labels of the Gilbert–Elliott percentages, in tc's order.
-const GEMODEL_LABELS: [&str; 4] = ["p", "r", "1-h", "1-k"];
+pub const GEMODEL_LABELS: [&str; 4] = ["p", "r", "1-h", "1-k"];
 /// tc's labels of the 4-state percentages, in tc's order.
-const STATE_LABELS: [&str; 5] = ["p13", "p31", "p32", "p23", "p14"];
+pub const STATE_LABELS: [&str; 5] = ["p13", "p31", "p32", "p23", "p14"];
 
 impl Loss {
     /// The model's percentages in tc's order, each with its label: tc's
     /// for `gemodel` and `state`, the field names for the random model.
-    fn percents(&self) -> Vec<(&'static str, f64)> {
+    pub fn percents(&self) -> Vec<(&'static str, f64)> {
         match *self {
             Loss::None => Vec::new(),
             Loss::Random {
@@ -266,298 +266,6 @@ impl Impairments {
         }
         Ok(())
     }
-}
-
-/// Reads a percentage as tc does: `1%`, `1` or `0.5%`.
-fn parse_percent(tok: &str, field: &str) -> Result<f64, String> {
-    let num = tok.strip_suffix('%').unwrap_or(tok);
-    match num.parse::<f64>() {
-        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "invalid {field} \"{tok}\": expected a percentage in 0..=100 such as 1% or 0.5"
-        )),
-    }
-}
-
-/// The tokens of a netem option string, read front to back.
-struct Tokens<'a> {
-    args: &'a [&'a str],
-    at: usize,
-}
-
-impl<'a> Tokens<'a> {
-    fn next(&mut self) -> Option<&'a str> {
-        let t = self.args.get(self.at).copied();
-        self.at += t.is_some() as usize;
-        t
-    }
-
-    fn peek(&self) -> Option<&'a str> {
-        self.args.get(self.at).copied()
-    }
-
-    /// The value `what` needs.
-    fn value(&mut self, what: &str) -> Result<&'a str, String> {
-        self.next()
-            .ok_or_else(|| format!("netem: \"{what}\" needs a value"))
-    }
-
-    /// The next token if it is a number (optional positional values).
-    fn number(&mut self) -> Option<&'a str> {
-        let is_num = self
-            .peek()
-            .is_some_and(|t| t.starts_with(|c: char| c.is_ascii_digit() || c == '.'));
-        if is_num {
-            self.next()
-        } else {
-            None
-        }
-    }
-
-    /// Up to `labels.len()` optional percentages of `what`, each possibly
-    /// preceded by its label (tc prints `gemodel p 1% r 10% ...`).
-    fn percents(&mut self, what: &str, labels: &[&str]) -> Result<Vec<f64>, String> {
-        let mut v = Vec::new();
-        for label in labels {
-            let name = if label.is_empty() {
-                what.to_string()
-            } else {
-                format!("{what} {label}")
-            };
-            let labelled = !label.is_empty() && self.peek() == Some(*label);
-            if labelled {
-                self.next();
-            }
-            match self.number() {
-                Some(t) => v.push(parse_percent(t, &name)?),
-                None if labelled => return Err(format!("netem: \"{name}\" needs a percentage")),
-                None => break,
-            }
-        }
-        Ok(v)
-    }
-}
-
-/// Parses the netem options of tc-netem(8) (the tokens after `netem`):
-/// `delay TIME [JITTER [CORRELATION]]`, `distribution
-/// uniform|normal|pareto|paretonormal`, `loss [random] PERCENT
-/// [CORRELATION]`, `loss gemodel p [r [1-h [1-k]]]`, `loss state p13 [p31
-/// [p32 [p23 [p14]]]]`, `duplicate PERCENT [CORRELATION]`, `corrupt PERCENT
-/// [CORRELATION]`, `reorder [PERCENT [CORRELATION]] [gap DISTANCE]` and
-/// `seed N`. `drop` is an alias of `loss`. Defaults follow tc: gemodel
-/// with `p` only is r = 1-p, 1-h = 100%, 1-k = 0; state with `p13` only is
-/// p31 = 1-p13, p32 = 0, p23 = 100%, p14 = 0; `reorder` without `gap`
-/// has gap 1. Times without a unit are µs as in tc.
-pub fn parse_netem(args: &[&str]) -> Result<Impairments, String> {
-    let mut imp = Impairments::default();
-    let mut distribution_given = false;
-    let mut it = Tokens { args, at: 0 };
-    let time = |t: &str| parse_time_ns(t).map_err(|e| e.to_string());
-    while let Some(tok) = it.next() {
-        match tok {
-            "delay" | "latency" => {
-                imp.delay_ns = time(it.value(tok)?)?;
-                if let Some(j) = it.number() {
-                    imp.jitter_ns = time(j)?;
-                    if let Some(c) = it.number() {
-                        imp.jitter_correlation = parse_percent(c, "delay correlation")?;
-                    }
-                }
-            }
-            "distribution" => {
-                imp.distribution = match it.value(tok)? {
-                    "uniform" => Distribution::Uniform,
-                    "normal" => Distribution::Normal,
-                    "pareto" => Distribution::Pareto,
-                    "paretonormal" => Distribution::ParetoNormal,
-                    other => {
-                        return Err(format!(
-                            "netem: unknown distribution \"{other}\": expected uniform, normal, pareto or paretonormal (a custom .dist table is set through the config)"
-                        ))
-                    }
-                };
-                distribution_given = true;
-            }
-            "loss" | "drop" => imp.loss = parse_loss(&mut it)?,
-            "duplicate" | "corrupt" => {
-                let p = parse_percent(it.value(tok)?, tok)?;
-                let c = match it.number() {
-                    Some(c) => parse_percent(c, &format!("{tok} correlation"))?,
-                    None => 0.0,
-                };
-                if tok == "duplicate" {
-                    (imp.duplicate, imp.duplicate_correlation) = (p, c);
-                } else {
-                    (imp.corrupt, imp.corrupt_correlation) = (p, c);
-                }
-            }
-            "reorder" => {
-                let v = it.percents("reorder", &["", ""])?;
-                let mut r = Reorder {
-                    percent: v.first().copied().unwrap_or(0.0),
-                    correlation: v.get(1).copied().unwrap_or(0.0),
-                    gap: 1,
-                };
-                if it.peek() == Some("gap") {
-                    it.next();
-                    let g = it.value("gap")?;
-                    r.gap = g.parse().map_err(|_| {
-                        format!("invalid reorder gap \"{g}\": expected a frame count 0..=4294967295")
-                    })?;
-                }
-                imp.reorder = Some(r);
-            }
-            "seed" => {
-                let s = it.value(tok)?;
-                imp.seed = s.parse().map_err(|_| {
-                    format!("invalid seed \"{s}\": expected an integer 0..=18446744073709551615")
-                })?;
-            }
-            "limit" | "rate" | "slot" | "ecn" => {
-                return Err(format!(
-                    "netem: \"{tok}\" is not a wire impairment: set the link rate in the link parameters and the queue limit on the qdisc"
-                ))
-            }
-            other => {
-                return Err(format!(
-                    "netem: unknown option \"{other}\": expected delay, distribution, loss, duplicate, corrupt, reorder or seed"
-                ))
-            }
-        }
-    }
-    if distribution_given && imp.jitter_ns == 0 {
-        return Err(
-            "netem: a distribution needs a jitter: delay TIME JITTER distribution NAME".into(),
-        );
-    }
-    // A correlation of a zero jitter, duplication or corruption acts on
-    // nothing; like tc, which prints none then, it is not kept.
-    for (value, correlation) in [
-        (imp.jitter_ns as f64, &mut imp.jitter_correlation),
-        (imp.duplicate, &mut imp.duplicate_correlation),
-        (imp.corrupt, &mut imp.corrupt_correlation),
-    ] {
-        if value == 0.0 {
-            *correlation = 0.0;
-        }
-    }
-    imp.validate().map_err(|e| e.to_string())?;
-    Ok(imp)
-}
-
-fn parse_loss(it: &mut Tokens) -> Result<Loss, String> {
-    match it.peek() {
-        Some("gemodel") => {
-            it.next();
-            let v = it.percents("gemodel", &GEMODEL_LABELS)?;
-            let p = *v
-                .first()
-                .ok_or("netem: \"loss gemodel\" needs at least p")?;
-            Ok(Loss::GilbertElliott {
-                p,
-                r: v.get(1).copied().unwrap_or(100.0 - p),
-                one_minus_h: v.get(2).copied().unwrap_or(100.0),
-                one_minus_k: v.get(3).copied().unwrap_or(0.0),
-            })
-        }
-        Some("state") => {
-            it.next();
-            let v = it.percents("state", &STATE_LABELS)?;
-            let p13 = *v
-                .first()
-                .ok_or("netem: \"loss state\" needs at least p13")?;
-            Ok(Loss::FourState {
-                p13,
-                p31: v.get(1).copied().unwrap_or(100.0 - p13),
-                p32: v.get(2).copied().unwrap_or(0.0),
-                p23: v.get(3).copied().unwrap_or(100.0),
-                p14: v.get(4).copied().unwrap_or(0.0),
-            })
-        }
-        next => {
-            if next == Some("random") {
-                it.next();
-            }
-            let v = it.percents("loss", &["", ""])?;
-            let percent = *v
-                .first()
-                .ok_or("netem: \"loss\" needs a percentage: loss [random] PERCENT [CORRELATION]")?;
-            Ok(Loss::Random {
-                percent,
-                correlation: v.get(1).copied().unwrap_or(0.0),
-            })
-        }
-    }
-}
-
-/// Renders the settings as netem options (the reverse of `parse_netem`,
-/// for dumps and reports; a user table prints as `distribution table`,
-/// which only the config can set).
-pub fn format_netem(imp: &Impairments) -> String {
-    let mut s = Vec::new();
-    if imp.delay_ns > 0 || imp.jitter_ns > 0 {
-        s.push(format!("delay {}", sprint_time(imp.delay_ns / 1000)));
-        if imp.jitter_ns > 0 {
-            s.push(sprint_time(imp.jitter_ns / 1000));
-            if imp.jitter_correlation > 0.0 {
-                s.push(format!("{}%", imp.jitter_correlation));
-            }
-            let name = match imp.distribution {
-                Distribution::Uniform => None,
-                Distribution::Normal => Some("normal"),
-                Distribution::Pareto => Some("pareto"),
-                Distribution::ParetoNormal => Some("paretonormal"),
-                Distribution::Table(_) => Some("table"),
-            };
-            if let Some(name) = name {
-                s.push(format!("distribution {name}"));
-            }
-        }
-    }
-    let with_correlation = |s: &mut Vec<String>, what: &str, p: f64, c: f64| {
-        s.push(format!("{what} {p}%"));
-        if c > 0.0 {
-            s.push(format!("{c}%"));
-        }
-    };
-    let model = match imp.loss {
-        Loss::None => None,
-        Loss::Random {
-            percent,
-            correlation,
-        } => {
-            with_correlation(&mut s, "loss", percent, correlation);
-            None
-        }
-        Loss::GilbertElliott { .. } => Some("gemodel"),
-        Loss::FourState { .. } => Some("state"),
-    };
-    if let Some(model) = model {
-        s.push(format!("loss {model}"));
-        s.extend(
-            imp.loss
-                .percents()
-                .into_iter()
-                .map(|(label, v)| format!("{label} {v}%")),
-        );
-    }
-    if imp.duplicate > 0.0 {
-        with_correlation(
-            &mut s,
-            "duplicate",
-            imp.duplicate,
-            imp.duplicate_correlation,
-        );
-    }
-    if imp.corrupt > 0.0 {
-        with_correlation(&mut s, "corrupt", imp.corrupt, imp.corrupt_correlation);
-    }
-    if let Some(r) = &imp.reorder {
-        with_correlation(&mut s, "reorder", r.percent, r.correlation);
-        s.push(format!("gap {}", r.gap));
-    }
-    s.push(format!("seed {}", imp.seed));
-    s.join(" ")
 }
 
 /// Parses the content of a netem `.dist` file: whitespace-separated signed
@@ -921,130 +629,16 @@ mod tests {
         )
     }
 
-    fn with(args: &str) -> Impairments {
-        parse_netem(&args.split_whitespace().collect::<Vec<_>>()).unwrap()
-    }
-
-    #[test]
-    fn parses_the_tc_netem_grammar() {
-        let imp = with(
-            "delay 10ms 2ms 25% distribution normal loss 1% 25% duplicate 1% corrupt 0.1% reorder 5% 50% gap 3 seed 42",
-        );
-        assert_eq!(imp.delay_ns, 10_000_000);
-        assert_eq!(imp.jitter_ns, 2_000_000);
-        assert_eq!(imp.jitter_correlation, 25.0);
-        assert_eq!(imp.distribution, Distribution::Normal);
-        assert_eq!(
-            imp.loss,
-            Loss::Random {
-                percent: 1.0,
-                correlation: 25.0
-            }
-        );
-        assert_eq!((imp.duplicate, imp.corrupt), (1.0, 0.1));
-        assert_eq!(
-            imp.reorder,
-            Some(Reorder {
-                percent: 5.0,
-                correlation: 50.0,
-                gap: 3
-            })
-        );
-        assert_eq!(imp.seed, 42);
-        // The rendering parses back to the same settings.
-        let again = with(&format_netem(&imp));
-        assert_eq!(again.loss, imp.loss);
-        assert_eq!(
-            (again.delay_ns, again.jitter_ns),
-            (imp.delay_ns, imp.jitter_ns)
-        );
-        for args in [
-            "loss gemodel 1% 10% 70% 0.1% seed 3",
-            "loss state 1% 30% 20% 5% 0.5% duplicate 2% 10% corrupt 1% 5%",
-            "delay 1ms 300us 20% distribution pareto reorder 5% 50% gap 2",
-            "loss 1% 25% delay 2s",
-        ] {
-            let imp = with(args);
-            assert_eq!(with(&format_netem(&imp)), imp, "{}", format_netem(&imp));
+    /// Random loss of `percent` with netem's `correlation`.
+    fn random_loss(percent: f64, correlation: f64, seed: u64) -> Impairments {
+        Impairments {
+            seed,
+            loss: Loss::Random {
+                percent,
+                correlation,
+            },
+            ..Impairments::default()
         }
-        assert_eq!(
-            with("loss gemodel p 5% r 50%").loss,
-            with("loss gemodel 5% 50%").loss
-        );
-
-        assert_eq!(
-            with("loss gemodel 1% 10% 70% 0.1%").loss,
-            Loss::GilbertElliott {
-                p: 1.0,
-                r: 10.0,
-                one_minus_h: 70.0,
-                one_minus_k: 0.1
-            }
-        );
-        assert_eq!(
-            with("loss gemodel 2%").loss,
-            Loss::GilbertElliott {
-                p: 2.0,
-                r: 98.0,
-                one_minus_h: 100.0,
-                one_minus_k: 0.0
-            }
-        );
-        assert_eq!(
-            with("loss state 1% 30% 20% 5% 0.5%").loss,
-            Loss::FourState {
-                p13: 1.0,
-                p31: 30.0,
-                p32: 20.0,
-                p23: 5.0,
-                p14: 0.5
-            }
-        );
-        assert_eq!(
-            with("drop state 4").loss,
-            Loss::FourState {
-                p13: 4.0,
-                p31: 96.0,
-                p32: 0.0,
-                p23: 100.0,
-                p14: 0.0
-            }
-        );
-        assert_eq!(
-            with("loss random 3").loss,
-            Loss::Random {
-                percent: 3.0,
-                correlation: 0.0
-            }
-        );
-        // Bare times are µs as in tc; a bare reorder allows overtaking.
-        let imp = with("delay 100 reorder");
-        assert_eq!(imp.delay_ns, 100_000);
-        assert_eq!(imp.reorder.map(|r| (r.percent, r.gap)), Some((0.0, 1)));
-        assert!(with("").is_none());
-    }
-
-    #[test]
-    fn netem_errors_name_the_token_and_the_fix() {
-        let err = |s: &str| parse_netem(&s.split_whitespace().collect::<Vec<_>>()).unwrap_err();
-        assert!(err("loss 101%").contains("\"101%\""));
-        assert!(err("loss 101%").contains("0..=100"));
-        assert!(err("loss").contains("needs a percentage"));
-        assert!(err("delay").contains("needs a value"));
-        assert!(err("delay 10furlongs").contains("10furlongs"));
-        assert!(err("delay 10ms distribution normal").contains("needs a jitter"));
-        assert!(err("delay 10ms 1ms distribution weibull").contains("weibull"));
-        assert!(err("reorder 10%").contains("fix: add e.g. delay 10ms"));
-        // No longer than the link's own delay may be.
-        assert!(err("delay 61s").contains("at most 60s"));
-        assert!(err("delay 10ms 61s").contains("at most 60s"));
-        assert!(err("rate 10mbit").contains("link parameters"));
-        assert!(err("jitter 5ms").contains("unknown option \"jitter\""));
-        assert!(err("loss state 60% 50% 60%").contains("p31+p32"));
-        assert!(err("loss gemodel").contains("at least p"));
-        assert!(err("loss gemodel p 1% r").contains("\"gemodel r\" needs"));
-        assert!(err("reorder gap x").contains("\"x\""));
-        assert!(err("seed -1").contains("\"-1\""));
     }
 
     #[test]
@@ -1071,7 +665,14 @@ mod tests {
 
     #[test]
     fn same_seed_same_sequence_different_seed_differs() {
-        let mut imp = with("delay 5ms 1ms distribution paretonormal loss 10% duplicate 5% seed 7");
+        // delay 5ms 1ms distribution paretonormal loss 10% duplicate 5% seed 7
+        let mut imp = Impairments {
+            delay_ns: 5_000_000,
+            jitter_ns: 1_000_000,
+            distribution: Distribution::ParetoNormal,
+            duplicate: 5.0,
+            ..random_loss(10.0, 0.0, 7)
+        };
         let a = run(&imp, 5_000);
         let b = run(&imp, 5_000);
         assert_eq!(a, b);
@@ -1084,12 +685,24 @@ mod tests {
 
     #[test]
     fn random_loss_rate() {
-        let fates = run(&with("loss 2% seed 3"), 100_000);
+        let fates = run(&random_loss(2.0, 0.0, 3), 100_000);
         let (loss, burst) = loss_stats(&fates);
         assert!((loss - 0.02).abs() < 0.002, "loss {loss}");
         assert!((burst - 1.0 / 0.98).abs() < 0.05, "burst {burst}");
-        assert_eq!(run(&with("loss 0%"), 1000).iter().flatten().count(), 1000);
-        assert_eq!(run(&with("loss 100%"), 1000).iter().flatten().count(), 0);
+        assert_eq!(
+            run(&random_loss(0.0, 0.0, 0), 1000)
+                .iter()
+                .flatten()
+                .count(),
+            1000
+        );
+        assert_eq!(
+            run(&random_loss(100.0, 0.0, 0), 1000)
+                .iter()
+                .flatten()
+                .count(),
+            0
+        );
     }
 
     /// netem's correlation mixes the previous value in: losses cluster
@@ -1098,7 +711,7 @@ mod tests {
     /// rate falls below the configured one.
     #[test]
     fn correlated_loss_clusters() {
-        let (loss, burst) = loss_stats(&run(&with("loss 10% 25% seed 5"), 100_000));
+        let (loss, burst) = loss_stats(&run(&random_loss(10.0, 25.0, 5), 100_000));
         assert!(loss > 0.01 && loss < 0.1, "{loss}");
         // P(loss | previous frame lost) well above the loss rate.
         let again = 1.0 - 1.0 / burst;
@@ -1131,7 +744,17 @@ mod tests {
     #[test]
     fn gilbert_elliott_netem_form_stationary_loss() {
         let (p, r, h1, k1) = (0.02, 0.25, 0.6, 0.01);
-        let fates = run(&with("loss gemodel 2% 25% 60% 1% seed 11"), 300_000);
+        let imp = Impairments {
+            seed: 11,
+            loss: Loss::GilbertElliott {
+                p: 2.0,
+                r: 25.0,
+                one_minus_h: 60.0,
+                one_minus_k: 1.0,
+            },
+            ..Impairments::default()
+        };
+        let fates = run(&imp, 300_000);
         let (loss, _) = loss_stats(&fates);
         let bad = p / (p + r);
         let expected = (1.0 - bad) * k1 + bad * h1;
@@ -1163,14 +786,25 @@ mod tests {
             pi = next;
         }
         let expected = pi[2] + pi[3];
-        let (loss, burst) = loss_stats(&run(&with("loss state 2% 30% 20% 10% 1% seed 4"), 100_000));
+        let four_state = |p13, p31, p32, p23, p14| Impairments {
+            seed: 4,
+            loss: Loss::FourState {
+                p13,
+                p31,
+                p32,
+                p23,
+                p14,
+            },
+            ..Impairments::default()
+        };
+        let (loss, burst) = loss_stats(&run(&four_state(2.0, 30.0, 20.0, 10.0, 1.0), 100_000));
         assert!(
             (loss - expected).abs() / expected < 0.06,
             "loss {loss} vs {expected}"
         );
         assert!(burst > 1.2, "bursty: {burst}");
         // Only isolated losses: p13 = 0, every loss is state 4, alone.
-        let (loss, burst) = loss_stats(&run(&with("loss state 0% 0% 0% 0% 3% seed 4"), 100_000));
+        let (loss, burst) = loss_stats(&run(&four_state(0.0, 0.0, 0.0, 0.0, 3.0), 100_000));
         assert!((loss - 0.03 / 1.03).abs() < 0.003, "{loss}");
         assert_eq!(burst, 1.0);
     }
@@ -1184,13 +818,19 @@ mod tests {
     fn jitter_distributions_have_the_configured_mean_and_spread() {
         let delay = 50_000_000.0;
         let sigma = 5_000_000.0;
-        for (name, sd) in [
-            ("uniform", sigma / 3f64.sqrt()),
-            ("normal", sigma),
-            ("pareto", sigma),
-            ("paretonormal", sigma),
+        for (name, distribution, sd) in [
+            ("uniform", Distribution::Uniform, sigma / 3f64.sqrt()),
+            ("normal", Distribution::Normal, sigma),
+            ("pareto", Distribution::Pareto, sigma),
+            ("paretonormal", Distribution::ParetoNormal, sigma),
         ] {
-            let imp = with(&format!("delay 50ms 5ms distribution {name} seed 9"));
+            let imp = Impairments {
+                seed: 9,
+                delay_ns: 50_000_000,
+                jitter_ns: 5_000_000,
+                distribution,
+                ..Impairments::default()
+            };
             let d: Vec<u64> = run(&imp, 100_000).into_iter().flatten().collect();
             let (m, s) = mean_std_of(&d);
             assert!((m - delay).abs() < 0.02 * sigma, "{name}: mean {m}");
@@ -1256,7 +896,12 @@ mod tests {
 
     #[test]
     fn duplication_and_corruption_counts() {
-        let imp = with("duplicate 10% corrupt 5% seed 21");
+        let imp = Impairments {
+            seed: 21,
+            duplicate: 10.0,
+            corrupt: 5.0,
+            ..Impairments::default()
+        };
         let mut stage = Impair::new(imp);
         let mut out = Vec::new();
         let (mut dups, mut corrupted, mut flipped) = (0, 0, 0);
@@ -1286,7 +931,10 @@ mod tests {
         // Each copy draws on its own: 5% of 22000 copies.
         assert!((950..1_250).contains(&corrupted), "{corrupted}");
         // A frame without payload bytes cannot be corrupted.
-        let mut stage = Impair::new(with("corrupt 100%"));
+        let mut stage = Impair::new(Impairments {
+            corrupt: 100.0,
+            ..Impairments::default()
+        });
         assert_eq!(stage.transmit(pkt(0, 1500), &mut out).corrupted, 0);
     }
 
@@ -1294,8 +942,17 @@ mod tests {
     /// autocorrelation well above that of independent draws).
     #[test]
     fn correlated_jitter_is_autocorrelated() {
-        let lag1 = |args: &str| {
-            let d: Vec<f64> = run(&with(args), 50_000)
+        let lag1 = |jitter_correlation: f64| {
+            // delay 10ms 2ms [CORRELATION] distribution normal seed 2
+            let imp = Impairments {
+                seed: 2,
+                delay_ns: 10_000_000,
+                jitter_ns: 2_000_000,
+                jitter_correlation,
+                distribution: Distribution::Normal,
+                ..Impairments::default()
+            };
+            let d: Vec<f64> = run(&imp, 50_000)
                 .into_iter()
                 .flatten()
                 .map(|x| x as f64)
@@ -1305,8 +962,8 @@ mod tests {
                 d.windows(2).map(|w| (w[0] - m) * (w[1] - m)).sum::<f64>() / (d.len() - 1) as f64;
             cov / (s * s)
         };
-        let independent = lag1("delay 10ms 2ms distribution normal seed 2");
-        let correlated = lag1("delay 10ms 2ms 75% distribution normal seed 2");
+        let independent = lag1(0.0);
+        let correlated = lag1(75.0);
         assert!(independent.abs() < 0.02, "{independent}");
         assert!(correlated > 0.5, "{correlated}");
     }
@@ -1366,13 +1023,19 @@ mod tests {
 
     #[test]
     fn reorder_gap_sends_every_nth_frame_without_delay() {
-        let d: Vec<u64> = run(&with("delay 10ms reorder 100% gap 4"), 12)
-            .into_iter()
-            .flatten()
-            .collect();
+        let reorder = |percent: f64, gap: u32| Impairments {
+            delay_ns: 10_000_000,
+            reorder: Some(Reorder {
+                percent,
+                correlation: 0.0,
+                gap,
+            }),
+            ..Impairments::default()
+        };
+        let d: Vec<u64> = run(&reorder(100.0, 4), 12).into_iter().flatten().collect();
         let ten = 10_000_000;
         assert_eq!(d, [[ten, ten, ten, 0]; 3].concat());
-        let imp = with("delay 10ms reorder 25%");
+        let imp = reorder(25.0, 1);
         let fast = run(&imp, 10_000).iter().filter(|f| **f == Some(0)).count();
         assert!((2_300..2_700).contains(&fast), "{fast}");
     }

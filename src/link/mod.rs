@@ -20,7 +20,7 @@ pub mod schedule;
 pub mod serializer;
 pub mod transit;
 
-pub use impair::{parse_netem, Impairments};
+pub use impair::Impairments;
 pub use path::{Path, PathCounters, PathSnapshot};
 pub use schedule::Schedule;
 
@@ -60,7 +60,8 @@ impl fmt::Display for ShapeError {
 
 /// Link-layer framing like tc's size table (`stab`): the serializer sends
 /// `max(len + LinkParams::overhead + overhead, mpu)` bytes, in 53-byte
-/// cells per 48 bytes on ATM. The arithmetic is `PschedRate::wire_len`.
+/// cells per 48 bytes on ATM. The arithmetic is `PschedRate::wire_len`;
+/// the front end's `crate::tc::framing` reads it from stab-style words.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct Framing {
@@ -69,97 +70,6 @@ pub struct Framing {
     /// Minimum accounted size.
     pub mpu: u32,
     pub linklayer: LinkLayer,
-}
-
-/// Named framings. `pppoe` is PPPoE over Ethernet (6-byte PPPoE header and
-/// 2-byte PPP protocol field); the ATM ones are the per-encapsulation
-/// overheads tc-cake(8) documents for ADSL (RFC 2684 bridging/routing,
-/// RFC 2364 PPPoA, RFC 2516 PPPoE), with ATM cells.
-pub const FRAMING_PRESETS: [(&str, i32, LinkLayer); 9] = [
-    ("pppoe", 8, LinkLayer::Ethernet),
-    ("ipoa-vcmux", 8, LinkLayer::Atm),
-    ("ipoa-llcsnap", 16, LinkLayer::Atm),
-    ("bridged-vcmux", 24, LinkLayer::Atm),
-    ("bridged-llcsnap", 32, LinkLayer::Atm),
-    ("pppoa-vcmux", 10, LinkLayer::Atm),
-    ("pppoa-llc", 14, LinkLayer::Atm),
-    ("pppoe-vcmux", 32, LinkLayer::Atm),
-    ("pppoe-llcsnap", 40, LinkLayer::Atm),
-];
-
-/// `v` as a `T` that `ok` accepts, or an error naming `field`, `v` and
-/// what is `allowed`.
-fn parse_within<T: std::str::FromStr>(
-    field: &str,
-    v: &str,
-    allowed: &str,
-    ok: impl Fn(&T) -> bool,
-) -> Result<T, ShapeError> {
-    v.parse()
-        .ok()
-        .filter(|x| ok(x))
-        .ok_or_else(|| ShapeError::new(field, v, allowed))
-}
-
-impl Framing {
-    /// Parses stab-style options: `overhead N`, `mpu N`, `linklayer
-    /// ethernet|atm|adsl|ppp|pppoe`, or one of `FRAMING_PRESETS` by name
-    /// (which sets overhead and link layer; a later `overhead` overrides).
-    /// `linklayer ppp`/`pppoe` is `pppoe`.
-    pub fn parse(args: &[&str]) -> Result<Framing, ShapeError> {
-        let mut f = Framing::default();
-        let mut it = args.iter();
-        let preset = |f: &mut Framing, name: &str| {
-            FRAMING_PRESETS
-                .iter()
-                .find(|(n, ..)| *n == name)
-                .map(|(_, o, l)| {
-                    f.overhead = *o;
-                    f.linklayer = *l;
-                })
-                .is_some()
-        };
-        while let Some(&tok) = it.next() {
-            let mut value = |allowed: &str| {
-                it.next()
-                    .copied()
-                    .ok_or_else(|| ShapeError::new(tok, "nothing", allowed.to_string()))
-            };
-            match tok {
-                "overhead" => {
-                    const ALLOWED: &str = "an integer -1000..=1000";
-                    f.overhead = parse_within(tok, value(ALLOWED)?, ALLOWED, |o: &i32| {
-                        (-1000..=1000).contains(o)
-                    })?;
-                }
-                "mpu" => {
-                    const ALLOWED: &str = "a size in bytes 0..=65535";
-                    f.mpu = parse_within(tok, value(ALLOWED)?, ALLOWED, |m: &u32| *m <= 65535)?;
-                }
-                "linklayer" => {
-                    const ALLOWED: &str = "ethernet, atm, adsl, ppp or pppoe";
-                    let v = value(ALLOWED)?;
-                    match v {
-                        "ethernet" => f.linklayer = LinkLayer::Ethernet,
-                        "atm" | "adsl" => f.linklayer = LinkLayer::Atm,
-                        "ppp" | "pppoe" => {
-                            preset(&mut f, "pppoe");
-                        }
-                        _ => return Err(ShapeError::new("linklayer", v, ALLOWED)),
-                    }
-                }
-                name if preset(&mut f, name) => {}
-                other => {
-                    return Err(ShapeError::new(
-                        "framing option",
-                        other,
-                        "overhead N, mpu N, linklayer ethernet|atm|adsl|ppp|pppoe, or a preset: pppoe ipoa-vcmux ipoa-llcsnap bridged-vcmux bridged-llcsnap pppoa-vcmux pppoa-llc pppoe-vcmux pppoe-llcsnap",
-                    ))
-                }
-            }
-        }
-        Ok(f)
-    }
 }
 
 /// What a link does beyond `LinkParams`: wire impairments, a time-varying

@@ -579,6 +579,7 @@ impl Path {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::impair::{Distribution, Loss, Reorder};
     use crate::link::Schedule;
     use crate::qdisc::fifo::{Fifo, FifoKind};
     use crate::qdisc::testutil::pkt;
@@ -1268,8 +1269,28 @@ mod tests {
         assert_eq!(drain(&mut p).len(), 2);
     }
 
-    fn netem(args: &str) -> Impairments {
-        crate::link::parse_netem(&args.split_whitespace().collect::<Vec<_>>()).unwrap()
+    /// Random loss of `percent` (no correlation) from generator `seed`.
+    fn random_loss(percent: f64, seed: u64) -> Impairments {
+        Impairments {
+            seed,
+            loss: Loss::Random {
+                percent,
+                correlation: 0.0,
+            },
+            ..Impairments::default()
+        }
+    }
+
+    /// netem's `delay 10ms 5ms distribution normal seed 1`, with `reorder`.
+    fn normal_jitter(reorder: Option<Reorder>) -> Impairments {
+        Impairments {
+            seed: 1,
+            delay_ns: 10 * NS_PER_MS,
+            jitter_ns: 5 * NS_PER_MS,
+            distribution: Distribution::Normal,
+            reorder,
+            ..Impairments::default()
+        }
     }
 
     /// Frames every `gap_ns` through a path (polled at every event), as
@@ -1295,7 +1316,7 @@ mod tests {
             rate_bytes_ps: 12_500_000,
             ..LinkParams::default()
         });
-        p.set_impairments(netem("loss 30% seed 99"), Instant::ZERO)
+        p.set_impairments(random_loss(30.0, 99), Instant::ZERO)
             .unwrap();
         let got = feed(&mut p, 2_000, 200_000, 1000);
         let c = p.counters().clone();
@@ -1315,7 +1336,7 @@ mod tests {
         // Lost frames are handed back as freed buffers.
         let (mut out, mut freed) = (Vec::new(), Vec::new());
         let mut q = path(LinkParams::default());
-        q.set_impairments(netem("loss 100%"), Instant::ZERO)
+        q.set_impairments(random_loss(100.0, 0), Instant::ZERO)
             .unwrap();
         q.ingress(pkt(0, 100), Instant::ZERO);
         q.poll(Instant::from_millis(1), &mut out, &mut freed);
@@ -1330,11 +1351,8 @@ mod tests {
             ..LinkParams::default()
         };
         let mut p = path(params);
-        p.set_impairments(
-            netem("delay 10ms 5ms distribution normal seed 1"),
-            Instant::ZERO,
-        )
-        .unwrap();
+        p.set_impairments(normal_jitter(None), Instant::ZERO)
+            .unwrap();
         let got = feed(&mut p, 3_000, 100_000, 1000);
         let ids: Vec<u64> = got.iter().map(|(id, _)| *id).collect();
         assert_eq!(ids, (0..3_000).collect::<Vec<_>>(), "FIFO by default");
@@ -1345,11 +1363,13 @@ mod tests {
         assert!(mean > 11.0e6, "{mean}");
 
         let mut p = path(params);
-        p.set_impairments(
-            netem("delay 10ms 5ms distribution normal reorder seed 1"),
-            Instant::ZERO,
-        )
-        .unwrap();
+        let reorder = Reorder {
+            percent: 0.0,
+            correlation: 0.0,
+            gap: 1,
+        };
+        p.set_impairments(normal_jitter(Some(reorder)), Instant::ZERO)
+            .unwrap();
         let got = feed(&mut p, 3_000, 100_000, 1000);
         let overtaken = got.windows(2).filter(|w| w[1].0 < w[0].0).count();
         assert!(overtaken > 100, "{overtaken}");
@@ -1379,11 +1399,12 @@ mod tests {
             delay_ns: 2 * NS_PER_MS,
             ..LinkParams::default()
         });
-        p.set_impairments(
-            netem("duplicate 20% loss 5% corrupt 1% seed 5"),
-            Instant::ZERO,
-        )
-        .unwrap();
+        let imp = Impairments {
+            duplicate: 20.0,
+            corrupt: 1.0,
+            ..random_loss(5.0, 5)
+        };
+        p.set_impairments(imp, Instant::ZERO).unwrap();
         let got = feed(&mut p, 5_000, 100_000, 1000);
         let c = p.counters();
         assert!((850..1_150).contains(&c.duplicated), "{}", c.duplicated);
@@ -1432,8 +1453,14 @@ mod tests {
             Instant::from_millis(200),
         )
         .unwrap();
-        p.set_impairments(netem("delay 1ms"), Instant::from_millis(200))
-            .unwrap();
+        p.set_impairments(
+            Impairments {
+                delay_ns: NS_PER_MS,
+                ..Impairments::default()
+            },
+            Instant::from_millis(200),
+        )
+        .unwrap();
         for i in 3..6 {
             p.ingress(pkt(i, 1514), Instant::from_millis(200));
         }
@@ -1455,8 +1482,14 @@ mod tests {
             ..LinkShape::default()
         };
         p.set_shape(shape, Instant::ZERO).unwrap();
-        p.set_impairments(netem("seed 3"), Instant::from_millis(5))
-            .unwrap();
+        p.set_impairments(
+            Impairments {
+                seed: 3,
+                ..Impairments::default()
+            },
+            Instant::from_millis(5),
+        )
+        .unwrap();
         p.ingress(pkt(0, 1514), Instant::from_millis(5));
         assert_eq!(drain(&mut p), vec![(0, Instant::from_millis(6))]);
         p.set_shape(
@@ -1479,7 +1512,10 @@ mod tests {
             ..LinkParams::default()
         });
         let shape = LinkShape {
-            framing: crate::link::Framing::parse(&["linklayer", "atm"]).unwrap(),
+            framing: crate::link::Framing {
+                linklayer: crate::units::LinkLayer::Atm,
+                ..crate::link::Framing::default()
+            },
             ..LinkShape::default()
         };
         p.set_shape(shape.clone(), Instant::ZERO).unwrap();
@@ -1535,41 +1571,65 @@ mod tests {
                     Just(None),
                     (1u64..20, 1u64..5).prop_map(|(a, b)| Some(format!("{a}\n{}\n", a + b))),
                     (1u64..50_000_000, 1u64..50_000_000, 1u64..2_000).prop_map(|(r1, r2, d)| Some(
-                        format!("0 {}bps\n{d}us down\n{}us {}bps delay {d}us\nrepeat 5ms", r1, d + 1, r2)
+                        format!(
+                            "0 {}bps\n{d}us down\n{}us {}bps delay {d}us\nrepeat 5ms",
+                            r1,
+                            d + 1,
+                            r2
+                        )
                     )),
                 ],
                 (-30i32..60, 0u32..100, any::<bool>()),
             )
-                .prop_map(|((loss, dup, corrupt), (delay, jitter, reorder, seed), sched, (oh, mpu, atm))| {
-                    let args = format!(
-                        "loss {loss}% duplicate {dup}% corrupt {corrupt}% delay {delay}us {jitter}us distribution pareto seed {seed}{}",
-                        if reorder && delay > 0 { " reorder 10%" } else { "" }
-                    );
-                    let impairments = crate::link::parse_netem(
-                        &args.split_whitespace().collect::<Vec<_>>(),
-                    )
-                    .unwrap();
-                    let schedule = sched.map(|text| {
-                        if text.contains("bps") {
-                            Schedule::parse_native(&text).unwrap()
-                        } else {
-                            Schedule::parse_mahimahi(&text).unwrap()
-                        }
-                    });
-                    LinkShape {
-                        impairments,
-                        schedule,
-                        framing: crate::link::Framing {
-                            overhead: oh,
-                            mpu,
-                            linklayer: if atm {
-                                crate::units::LinkLayer::Atm
-                            } else {
-                                crate::units::LinkLayer::Ethernet
+                .prop_map(
+                    |(
+                        (loss, dup, corrupt),
+                        (delay, jitter, reorder, seed),
+                        sched,
+                        (oh, mpu, atm),
+                    )| {
+                        // loss L% duplicate D% corrupt C% delay Tus Jus
+                        // distribution pareto seed S [reorder 10%]
+                        let impairments = Impairments {
+                            seed,
+                            delay_ns: delay * NS_PER_US,
+                            jitter_ns: jitter * NS_PER_US,
+                            distribution: Distribution::Pareto,
+                            loss: Loss::Random {
+                                percent: f64::from(loss),
+                                correlation: 0.0,
                             },
-                        },
-                    }
-                })
+                            duplicate: f64::from(dup),
+                            corrupt: f64::from(corrupt),
+                            reorder: (reorder && delay > 0).then_some(Reorder {
+                                percent: 10.0,
+                                correlation: 0.0,
+                                gap: 1,
+                            }),
+                            ..Impairments::default()
+                        };
+                        let schedule = sched.map(|text| {
+                            if text.contains("bps") {
+                                Schedule::parse_native(&text).unwrap()
+                            } else {
+                                Schedule::parse_mahimahi(&text).unwrap()
+                            }
+                        });
+                        LinkShape {
+                            impairments,
+                            schedule,
+                            framing: crate::link::Framing {
+                                overhead: oh,
+                                mpu,
+                                linklayer: if atm {
+                                    crate::units::LinkLayer::Atm
+                                } else {
+                                    crate::units::LinkLayer::Ethernet
+                                },
+                            },
+                        }
+                    },
+                )
         }
 
         fn params() -> impl Strategy<Value = LinkParams> {

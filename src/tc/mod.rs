@@ -5,13 +5,18 @@
 //! words after the kind, over the one tokenizer `tokens`) and hands that to
 //! `crate::qdisc::tree::QdiscTree::apply`, which carries it out with the
 //! kernel's rules; `show` prints
-//! `tc [-s] [-d] [-j] qdisc|class show` exactly as iproute2 does.
+//! `tc [-s] [-d] [-j] qdisc|class show` exactly as iproute2 does. The link's
+//! own option languages live here too: `netem` (tc-netem(8) words into the
+//! link's typed impairments, and back) and `framing` (stab-style words and
+//! presets into the link's typed framing).
 //!
 //! The emulated link has two devices: `left` is the egress of the left→right
 //! direction, `right` its mirror. Errors read like tc's and name the bad token.
 
 pub mod command;
+pub mod framing;
 pub mod kinds;
+pub mod netem;
 pub mod opts;
 pub mod show;
 pub mod tokens;

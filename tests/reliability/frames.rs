@@ -12,8 +12,9 @@
 
 use bloatbox::bridge::Bridge;
 use bloatbox::dir::Dir;
-use bloatbox::link::{parse_netem, LinkParams, Path};
+use bloatbox::link::{LinkParams, Path};
 use bloatbox::qdisc::tree::DevSpec;
+use bloatbox::tc::netem::parse_netem;
 use bloatbox::time::Instant;
 use etherparse::PacketBuilder;
 use proptest::prelude::*;

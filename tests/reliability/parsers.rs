@@ -18,12 +18,12 @@
 
 use bloatbox::config::Config;
 use bloatbox::dir::Dir;
-use bloatbox::link::impair::format_netem;
-use bloatbox::link::{parse_netem, LinkParams, Path};
+use bloatbox::link::{LinkParams, Path};
 use bloatbox::packet::ecn::mark_ce;
 use bloatbox::packet::{Drops, Packet, L3};
 use bloatbox::qdisc::tree::DevSpec;
 use bloatbox::qdisc::Qdisc;
+use bloatbox::tc::netem::{format_netem, parse_netem};
 use bloatbox::tc::TcCommand;
 use bloatbox::time::Instant;
 use etherparse::PacketBuilder;
