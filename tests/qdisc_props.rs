@@ -128,7 +128,7 @@ fn qfq() -> Box<dyn Qdisc> {
         handle: 0x1_0000,
         ..ctx()
     };
-    let mut q = Qfq::from_args(ctx, &[]).expect("qfq");
+    let mut q = Qfq::build(ctx, &bloatbox::qdisc::QdiscOptions::None).expect("qfq");
     let classes = q.as_classful().expect("classful");
     classes
         .add_class(
