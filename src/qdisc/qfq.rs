@@ -712,7 +712,6 @@ impl Classful for Qfq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::filter::Filter;
     use crate::qdisc::testutil::{flow_pkt, pkt};
     use crate::qdisc::{tc_h_major, tc_h_make};
 
@@ -956,7 +955,8 @@ mod tests {
     #[test]
     fn filters_classify_and_skbedit_sets_priority() {
         let mut q = qfq_with(&[(1, dflt()), (2, dflt())]);
-        let f = |s: &str| Filter::parse(&s.split_whitespace().collect::<Vec<_>>()).unwrap();
+        let f =
+            |s: &str| crate::tc::filter::parse(&s.split_whitespace().collect::<Vec<_>>()).unwrap();
         q.add_filter(f(
             "parent 1: protocol all prio 1 u32 match ip dport 5001 0xffff flowid 1:2",
         ))
@@ -988,7 +988,7 @@ mod tests {
         assert_eq!(q.filters.filters().len(), 2);
         assert_eq!(q.chain_mut(None).unwrap().delete(Some(1)), 1);
         q.delete_class(cid(2), &mut d).unwrap();
-        assert!(q.filters.print(H).contains("matchall"));
+        assert!(crate::tc::filter::print(H, q.filters.filters()).contains("matchall"));
         assert_eq!(q.chain_mut(Some(H)).unwrap().delete(None), 1);
         let e = q.chain_mut(Some(cid(1))).unwrap_err().0;
         assert!(

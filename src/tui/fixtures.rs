@@ -10,7 +10,6 @@ use super::{Action, Control, Preset, Snapshot};
 use crate::bridge::Bridge;
 use crate::dir::Dir;
 use crate::link::{LinkParams, Path};
-use crate::packet::filter::Filter;
 use crate::packet::Packet;
 use crate::qdisc::fq_codel::FqCodel;
 use crate::qdisc::pfifo_fast::PfifoFast;
@@ -169,7 +168,8 @@ impl Scenario {
         };
         let mut q = Qfq::new(root_ctx(1));
         let filter = |s: &str| {
-            Filter::parse(&s.split_whitespace().collect::<Vec<_>>()).expect("a valid filter")
+            crate::tc::filter::parse(&s.split_whitespace().collect::<Vec<_>>())
+                .expect("a valid filter")
         };
         let built = q
             .add_class(class(1), class(0), &weight(3))
