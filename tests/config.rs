@@ -557,12 +557,11 @@ proptest! {
 /// end will run them; QFQ drops what no filter classifies).
 #[test]
 fn qfq_seed_filters_parse() {
-    use bloatbox::packet::filter::Filter;
     let check = |_: bloatbox::qdisc::tree::DevSpec, lines: &[&str]| {
         for (i, line) in lines.iter().enumerate() {
             let words: Vec<&str> = line.split_whitespace().collect();
             if let ["tc", "filter", "add", "dev", _, rest @ ..] = words.as_slice() {
-                Filter::parse(rest).map_err(|e| (Some(i), e.0))?;
+                bloatbox::tc::filter::parse(rest).map_err(|e| (Some(i), e.0))?;
             }
         }
         Ok(())

@@ -122,13 +122,12 @@ fn subjects() -> Vec<Subject> {
 /// QFQ with two classes; a matchall filter steers every frame to 1:1,
 /// whose maxpkt 512 the frames keep raising.
 fn qfq() -> Box<dyn Qdisc> {
-    use bloatbox::packet::filter::Filter;
     use bloatbox::qdisc::qfq::Qfq;
     let ctx = QdiscCtx {
         handle: 0x1_0000,
         ..ctx()
     };
-    let mut q = Qfq::from_args(ctx, &[]).expect("qfq");
+    let mut q = Qfq::build(ctx, &bloatbox::qdisc::QdiscOptions::None).expect("qfq");
     let classes = q.as_classful().expect("classful");
     classes
         .add_class(
@@ -140,7 +139,7 @@ fn qfq() -> Box<dyn Qdisc> {
     classes
         .add_class(0x1_0002, 0x1_0000, &class_options("qfq", ""))
         .expect("class 1:2");
-    let filter = Filter::parse(&[
+    let filter = bloatbox::tc::filter::parse(&[
         "parent", "1:", "protocol", "all", "matchall", "flowid", "1:1",
     ]);
     q.as_filter_host()

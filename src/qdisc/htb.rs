@@ -2381,7 +2381,7 @@ mod tests {
     }
 
     fn filter(line: &str) -> Filter {
-        Filter::parse(&line.split_whitespace().collect::<Vec<_>>()).unwrap()
+        crate::tc::filter::parse(&line.split_whitespace().collect::<Vec<_>>()).unwrap()
     }
 
     fn ip_pkt(id: u64, dport: u16) -> Packet {

@@ -26,6 +26,8 @@ pub enum ClassOptions {
     /// No options (pseudo-classes, mq's and TBF's classes).
     #[default]
     None,
+    /// A QFQ class's weight and lmax.
+    Qfq(super::qfq::QfqClassOptions),
     /// Not yet typed: the tc words after the kind.
     Words(Vec<String>),
 }

@@ -24,16 +24,15 @@
 //! is dropped (`Unclassified`): QFQ has no default class.
 
 use super::fifo::{Fifo, FifoKind};
-use super::ClassOptions;
 use super::{
     tc_h_major, tc_h_minor, ClassDump, Classful, FilterHost, FlowListing, Handle, Qdisc, QdiscCtx,
     QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
+use super::{ClassOptions, QdiscOptions};
 use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::{earliest, Instant};
 use priority_queue::PriorityQueue;
-use serde_json::json;
 use std::cmp::Reverse;
 
 /// Largest class weight.
@@ -46,8 +45,6 @@ pub const QFQ_MAX_LMAX: u32 = 1 << 16;
 /// Fixed point of the virtual times.
 const FRAC_BITS: u32 = 30;
 const ONE_FP: u128 = 1 << FRAC_BITS;
-
-const CLASS_USAGE: &str = "Usage: ... qfq weight NUMBER maxpkt BYTES";
 
 /// One QFQ class and its scheduling state.
 struct Class {
@@ -122,42 +119,38 @@ enum Set {
     Eligible,
 }
 
-/// `weight` and `maxpkt` as given (`None`: not given).
-struct ClassOpts {
-    weight: Option<u32>,
-    lmax: Option<u32>,
+/// A QFQ class's `TCA_OPTIONS` (`TCA_QFQ_WEIGHT`, `TCA_QFQ_LMAX`, tc's
+/// `weight` and `maxpkt`): `None` is an attribute left out, which
+/// `qfq_change_class` replaces by its default (weight 1, lmax psched_mtu),
+/// on a change too. A dump fills both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct QfqClassOptions {
+    pub weight: Option<u32>,
+    pub lmax: Option<u32>,
 }
 
-fn parse_class_opts(args: &[&str]) -> Result<ClassOpts, TcError> {
-    let mut opts = ClassOpts {
-        weight: None,
-        lmax: None,
-    };
-    let mut it = args.iter();
-    while let Some(&tok) = it.next() {
-        let (slot, name, lo, hi) = match tok {
-            "weight" => (&mut opts.weight, "weight", 1, QFQ_MAX_WEIGHT),
-            "maxpkt" => (&mut opts.lmax, "maxpkt", QFQ_MIN_LMAX, QFQ_MAX_LMAX),
-            other => return Err(TcError::new(format!("What is \"{other}\"?\n{CLASS_USAGE}"))),
+impl QfqClassOptions {
+    /// The attributes of a class request (`ClassOptions::None`: none given),
+    /// checked against `qfq_policy`'s ranges (`NLA_POLICY_RANGE`).
+    fn from_request(options: &ClassOptions) -> Result<Self, TcError> {
+        let o = match options {
+            ClassOptions::Qfq(o) => *o,
+            ClassOptions::None => QfqClassOptions::default(),
+            _ => return Err(TcError::new("Error: qfq: class options of another kind.")),
         };
-        let v = it.next().ok_or_else(|| {
-            TcError::new(format!(
-                "Error: argument \"{name}\" is required\n{CLASS_USAGE}"
-            ))
-        })?;
-        let n = v.parse::<u32>().map_err(|_| {
-            TcError::new(format!(
-                "Illegal \"{name}\": \"{v}\" is not a number\n{CLASS_USAGE}"
-            ))
-        })?;
-        if !(lo..=hi).contains(&n) {
-            return Err(TcError::new(format!(
-                "Error: qfq: invalid {name} {n}: allowed {lo}..{hi}."
-            )));
+        let ranges = [
+            (o.weight, "weight", 1, QFQ_MAX_WEIGHT),
+            (o.lmax, "maxpkt", QFQ_MIN_LMAX, QFQ_MAX_LMAX),
+        ];
+        for (value, name, lo, hi) in ranges {
+            if let Some(n) = value.filter(|n| !(lo..=hi).contains(n)) {
+                return Err(TcError::new(format!(
+                    "Error: qfq: invalid {name} {n}: allowed {lo}..{hi}."
+                )));
+            }
         }
-        *slot = Some(n);
+        Ok(o)
     }
-    Ok(opts)
 }
 
 impl Qfq {
@@ -178,12 +171,12 @@ impl Qfq {
         }
     }
 
-    /// `tc qdisc add ... qfq` (no options).
-    pub fn from_args(ctx: QdiscCtx, args: &[&str]) -> Result<Self, TcError> {
-        if let Some(tok) = args.first() {
-            return Err(TcError::new(format!("What is \"{tok}\"?\nUsage: ... qfq")));
+    /// `qfq_init`: QFQ's qdisc has no options.
+    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, TcError> {
+        match options {
+            QdiscOptions::None => Ok(Qfq::new(ctx)),
+            _ => Err(TcError::new("Error: qfq: options of another kind.")),
         }
-        Ok(Qfq::new(ctx))
     }
 
     fn find(&self, classid: Handle) -> Result<usize, usize> {
@@ -408,18 +401,15 @@ impl Qfq {
 
     /// A class as `tc class show` prints it; `child` is its qdisc's dump.
     fn class_dump(c: &Class, child: &QdiscDump) -> ClassDump {
-        let options = format!("weight {} maxpkt {}", c.weight, c.lmax);
-        let mut options_json = serde_json::Map::new();
-        options_json.insert("weight".into(), json!(c.weight));
-        options_json.insert("maxpkt".into(), json!(c.lmax));
         ClassDump {
             kind: "qfq".into(),
             classid: c.classid,
             parent: TC_H_ROOT,
             leaf: (child.handle != 0).then_some(child.handle),
-            options: options.clone(),
-            options_detail: options,
-            options_json,
+            typed: ClassOptions::Qfq(QfqClassOptions {
+                weight: Some(c.weight),
+                lmax: Some(c.lmax),
+            }),
             stats: Some(QdiscStats {
                 bytes: c.bytes,
                 packets: c.packets,
@@ -571,7 +561,6 @@ impl Classful for Qfq {
         parent: Handle,
         options: &ClassOptions,
     ) -> Result<(), TcError> {
-        let args = &options.words()[..];
         let major = tc_h_major(self.ctx.handle);
         if parent != TC_H_ROOT && parent != self.ctx.handle {
             return Err(TcError::new(format!(
@@ -593,7 +582,7 @@ impl Classful for Qfq {
                 tc_h_minor(classid)
             )));
         };
-        let opts = parse_class_opts(args)?;
+        let opts = QfqClassOptions::from_request(options)?;
         let weight = opts.weight.unwrap_or(1);
         let lmax = self.lmax_or_default(opts.lmax)?;
         let wsum = self.checked_wsum(0, weight)?;
@@ -624,7 +613,6 @@ impl Classful for Qfq {
     /// Like the kernel, an option left out of `tc class change` returns to
     /// its default (weight 1, maxpkt psched_mtu).
     fn change_class(&mut self, classid: Handle, options: &ClassOptions) -> Result<(), TcError> {
-        let args = &options.words()[..];
         let i = self.find(classid).map_err(|_| {
             TcError::new(format!(
                 "Error: class {:x}:{:x} does not exist.",
@@ -632,7 +620,7 @@ impl Classful for Qfq {
                 tc_h_minor(classid)
             ))
         })?;
-        let opts = parse_class_opts(args)?;
+        let opts = QfqClassOptions::from_request(options)?;
         let weight = opts.weight.unwrap_or(1);
         let lmax = self.lmax_or_default(opts.lmax)?;
         let wsum = self.checked_wsum(self.classes[i].weight, weight)?;
@@ -724,7 +712,6 @@ impl Classful for Qfq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::filter::Filter;
     use crate::qdisc::testutil::{flow_pkt, pkt};
     use crate::qdisc::{tc_h_major, tc_h_make};
 
@@ -748,12 +735,25 @@ mod tests {
         p
     }
 
-    fn qfq_with(classes: &[(u16, &str)]) -> Qfq {
-        let mut q = Qfq::from_args(ctx(), &[]).unwrap();
-        for (minor, args) in classes {
-            let toks: Vec<&str> = args.split_whitespace().collect();
-            q.add_class(cid(*minor), H, &crate::qdisc::testutil::cwords(&toks))
-                .unwrap();
+    /// A class's attributes (`None`: left out).
+    fn copts(weight: Option<u32>, lmax: Option<u32>) -> ClassOptions {
+        ClassOptions::Qfq(QfqClassOptions { weight, lmax })
+    }
+
+    /// Weight `w`, lmax left out.
+    fn w(weight: u32) -> ClassOptions {
+        copts(Some(weight), None)
+    }
+
+    /// Both attributes left out.
+    fn dflt() -> ClassOptions {
+        copts(None, None)
+    }
+
+    fn qfq_with(classes: &[(u16, ClassOptions)]) -> Qfq {
+        let mut q = Qfq::build(ctx(), &QdiscOptions::None).unwrap();
+        for (minor, options) in classes {
+            q.add_class(cid(*minor), H, options).unwrap();
         }
         q
     }
@@ -805,7 +805,7 @@ mod tests {
 
     #[test]
     fn weights_1_2_4_share_throughput() {
-        let mut q = qfq_with(&[(1, "weight 1"), (2, "weight 2"), (3, "weight 4")]);
+        let mut q = qfq_with(&[(1, w(1)), (2, w(2)), (3, w(4))]);
         let bytes = run_backlogged(&mut q, &[1, 2, 3], 70_000, |_, _| 1000);
         assert_shares(&bytes, &[1, 2, 4], 0.02);
     }
@@ -814,12 +814,11 @@ mod tests {
     fn two_hundred_classes_with_mixed_weights_share_by_weight() {
         let minors: Vec<u16> = (1..=200).collect();
         let weights: Vec<u64> = minors.iter().map(|&m| 1 + (m as u64 * 7) % 8).collect();
-        let spec: Vec<(u16, String)> = minors
+        let spec: Vec<(u16, ClassOptions)> = minors
             .iter()
             .zip(&weights)
-            .map(|(&m, w)| (m, format!("weight {w}")))
+            .map(|(&m, &weight)| (m, w(weight as u32)))
             .collect();
-        let spec: Vec<(u16, &str)> = spec.iter().map(|(m, a)| (*m, a.as_str())).collect();
         let mut q = qfq_with(&spec);
         // Sizes differ per class and per frame, so the eligible order keeps
         // changing.
@@ -840,7 +839,7 @@ mod tests {
             rng ^= rng << 17;
             rng
         };
-        let mut q = qfq_with(&[(1, ""), (2, "")]);
+        let mut q = qfq_with(&[(1, dflt()), (2, dflt())]);
         let bytes = run_backlogged(&mut q, &[1, 2], 50_000, |m, _| {
             if m == 1 {
                 1514
@@ -850,14 +849,14 @@ mod tests {
         });
         assert_shares(&bytes, &[1, 1], 0.02);
         // And 1:3 with both classes of mixed sizes.
-        let mut q = qfq_with(&[(1, "weight 1"), (2, "weight 3")]);
+        let mut q = qfq_with(&[(1, w(1)), (2, w(3))]);
         let bytes = run_backlogged(&mut q, &[1, 2], 60_000, |_, _| 64 + (next() % 1451) as u32);
         assert_shares(&bytes, &[1, 3], 0.02);
     }
 
     #[test]
     fn service_lag_is_bounded_by_a_few_lmax() {
-        let mut q = qfq_with(&[(1, "weight 1"), (2, "weight 2"), (3, "weight 4")]);
+        let mut q = qfq_with(&[(1, w(1)), (2, w(2)), (3, w(4))]);
         let mut d = Drops::new();
         let t = Instant::ZERO;
         let minors = [1u16, 2, 3];
@@ -892,7 +891,7 @@ mod tests {
 
     #[test]
     fn idle_time_is_not_credited() {
-        let mut q = qfq_with(&[(1, ""), (2, "")]);
+        let mut q = qfq_with(&[(1, dflt()), (2, dflt())]);
         let mut d = Drops::new();
         let t = Instant::ZERO;
         // Class 1 alone for a long while.
@@ -917,11 +916,11 @@ mod tests {
 
     #[test]
     fn longer_frame_raises_lmax_and_giant_is_dropped() {
-        let mut q = qfq_with(&[(1, "maxpkt 512")]);
+        let mut q = qfq_with(&[(1, copts(None, Some(512)))]);
         let mut d = Drops::new();
         let t = Instant::ZERO;
         assert_eq!(q.enqueue(to_class(1, 3000, 1), t, &mut d), Verdict::Queued);
-        assert_eq!(q.dump(t).classes[0].options, "weight 1 maxpkt 3000");
+        assert_eq!(q.dump(t).classes[0].typed, copts(Some(1), Some(3000)));
         assert_eq!(
             q.enqueue(to_class(2, 70_000, 1), t, &mut d),
             Verdict::Dropped
@@ -933,7 +932,7 @@ mod tests {
 
     #[test]
     fn unclassified_frames_are_dropped() {
-        let mut q = qfq_with(&[(1, "")]);
+        let mut q = qfq_with(&[(1, dflt())]);
         let mut d = Drops::new();
         let t = Instant::ZERO;
         // priority 0 and no filter.
@@ -955,8 +954,9 @@ mod tests {
 
     #[test]
     fn filters_classify_and_skbedit_sets_priority() {
-        let mut q = qfq_with(&[(1, ""), (2, "")]);
-        let f = |s: &str| Filter::parse(&s.split_whitespace().collect::<Vec<_>>()).unwrap();
+        let mut q = qfq_with(&[(1, dflt()), (2, dflt())]);
+        let f =
+            |s: &str| crate::tc::filter::parse(&s.split_whitespace().collect::<Vec<_>>()).unwrap();
         q.add_filter(f(
             "parent 1: protocol all prio 1 u32 match ip dport 5001 0xffff flowid 1:2",
         ))
@@ -988,7 +988,7 @@ mod tests {
         assert_eq!(q.filters.filters().len(), 2);
         assert_eq!(q.chain_mut(None).unwrap().delete(Some(1)), 1);
         q.delete_class(cid(2), &mut d).unwrap();
-        assert!(q.filters.print(H).contains("matchall"));
+        assert!(crate::tc::filter::print(H, q.filters.filters()).contains("matchall"));
         assert_eq!(q.chain_mut(Some(H)).unwrap().delete(None), 1);
         let e = q.chain_mut(Some(cid(1))).unwrap_err().0;
         assert!(
@@ -1003,8 +1003,7 @@ mod tests {
             txqueuelen: 2,
             ..ctx()
         });
-        q.add_class(cid(1), H, &crate::qdisc::testutil::cwords(&[]))
-            .unwrap();
+        q.add_class(cid(1), H, &dflt()).unwrap();
         let mut d = Drops::new();
         let t = Instant::ZERO;
         for id in 0..5 {
@@ -1019,21 +1018,12 @@ mod tests {
 
     #[test]
     fn delete_class_drops_its_frames_and_frees_weight() {
-        let mut q = qfq_with(&[(1, "weight 1024"), (2, "weight 1024")]);
+        let mut q = qfq_with(&[(1, w(1024)), (2, w(1024))]);
         for m in 3..=64 {
-            q.add_class(
-                cid(m),
-                H,
-                &crate::qdisc::testutil::cwords(&["weight", "1024"]),
-            )
-            .unwrap();
+            q.add_class(cid(m), H, &w(1024)).unwrap();
         }
         assert!(q
-            .add_class(
-                cid(65),
-                H,
-                &crate::qdisc::testutil::cwords(&["weight", "1"])
-            )
+            .add_class(cid(65), H, &w(1))
             .unwrap_err()
             .0
             .contains("total weight"));
@@ -1055,12 +1045,7 @@ mod tests {
             assert_ne!(p.meta.priority, first.meta.priority);
         }
         assert!(q.dequeue(t, &mut d).is_none());
-        q.add_class(
-            cid(65),
-            H,
-            &crate::qdisc::testutil::cwords(&["weight", "1024"]),
-        )
-        .unwrap();
+        q.add_class(cid(65), H, &w(1024)).unwrap();
         assert!(q.delete_class(cid(99), &mut d).is_err());
         // Frames for the deleted class are now unclassified.
         assert_eq!(
@@ -1075,7 +1060,7 @@ mod tests {
 
     #[test]
     fn delete_before_the_class_in_service_keeps_scheduling() {
-        let mut q = qfq_with(&[(1, ""), (2, ""), (3, "")]);
+        let mut q = qfq_with(&[(1, dflt()), (2, dflt()), (3, dflt())]);
         let mut d = Drops::new();
         let t = Instant::ZERO;
         for id in 0..3 {
@@ -1095,7 +1080,7 @@ mod tests {
 
     #[test]
     fn graft_replaces_the_child() {
-        let mut q = qfq_with(&[(1, ""), (2, "")]);
+        let mut q = qfq_with(&[(1, dflt()), (2, dflt())]);
         let mut d = Drops::new();
         let t = Instant::ZERO;
         for id in 0..3 {
@@ -1129,7 +1114,7 @@ mod tests {
 
     #[test]
     fn dump_prints_like_tc() {
-        let mut q = qfq_with(&[(1, ""), (0x20, "weight 10 maxpkt 2000")]);
+        let mut q = qfq_with(&[(1, dflt()), (0x20, copts(Some(10), Some(2000)))]);
         let mut d = Drops::new();
         let t = Instant::ZERO;
         q.enqueue(to_class(1, 500, 0x20), t, &mut d);
@@ -1140,19 +1125,17 @@ mod tests {
             (dump.kind.as_str(), dump.handle, dump.parent),
             ("qfq", H, TC_H_ROOT)
         );
-        assert_eq!(dump.options, "");
+        assert_eq!(dump.typed, QdiscOptions::None);
         let c = &dump.classes[1];
         assert_eq!(
             (c.kind.as_str(), c.classid, c.parent, c.leaf),
             ("qfq", cid(0x20), TC_H_ROOT, None)
         );
-        assert_eq!(c.options, "weight 10 maxpkt 2000");
-        assert_eq!(c.options_json["weight"], 10);
-        assert_eq!(c.options_json["maxpkt"], 2000);
+        assert_eq!(c.typed, copts(Some(10), Some(2000)));
         let s = c.stats.unwrap();
         // The class counts at enqueue, the qdisc at dequeue.
         assert_eq!((s.bytes, s.packets, s.qlen, s.backlog), (1200, 2, 1, 700));
-        assert_eq!(dump.classes[0].options, "weight 1 maxpkt 1514");
+        assert_eq!(dump.classes[0].typed, copts(Some(1), Some(1514)));
         assert_eq!(dump.children.len(), 2);
         assert_eq!(dump.children[1].kind, "pfifo");
         assert_eq!(
@@ -1169,85 +1152,59 @@ mod tests {
     #[test]
     fn class_options_are_validated() {
         let mut q = qfq_with(&[]);
+        // (The words tc refuses before sending: crate::tc::opts::qfq.)
         let bad = [
-            (cid(1), H, "weight 0", "invalid weight 0"),
-            (cid(1), H, "weight 1025", "1..1024"),
-            (cid(1), H, "maxpkt 511", "512..65536"),
-            (cid(1), H, "maxpkt 65537", "65537"),
-            (cid(1), H, "weight x", "Illegal \"weight\""),
-            (cid(1), H, "weight", "\"weight\" is required"),
-            (cid(1), H, "quantum 5", "What is \"quantum\""),
-            (tc_h_make(2, 1), H, "", "2:1"),
-            (cid(0), H, "", "1:0"),
-            (cid(1), cid(5), "", "flat"),
+            (cid(1), H, w(0), "invalid weight 0"),
+            (cid(1), H, w(1025), "1..1024"),
+            (cid(1), H, copts(None, Some(511)), "512..65536"),
+            (cid(1), H, copts(None, Some(65537)), "65537"),
+            (tc_h_make(2, 1), H, dflt(), "2:1"),
+            (cid(0), H, dflt(), "1:0"),
+            (cid(1), cid(5), dflt(), "flat"),
         ];
-        for (classid, parent, args, needle) in bad {
-            let toks: Vec<&str> = args.split_whitespace().collect();
-            let e = q
-                .add_class(classid, parent, &crate::qdisc::testutil::cwords(&toks))
-                .unwrap_err()
-                .0;
-            assert!(e.contains(needle), "{args}: {e}");
+        for (classid, parent, options, needle) in bad {
+            let e = q.add_class(classid, parent, &options).unwrap_err().0;
+            assert!(e.contains(needle), "{options:?}: {e}");
         }
         assert!(q.classes.is_empty());
         let mut tiny = Qfq::new(QdiscCtx {
             psched_mtu: 300,
             ..ctx()
         });
-        let e = tiny
-            .add_class(cid(1), H, &crate::qdisc::testutil::cwords(&[]))
-            .unwrap_err()
-            .0;
+        let e = tiny.add_class(cid(1), H, &dflt()).unwrap_err().0;
         assert!(e.contains("MTU size out of bounds"), "{e}");
-        tiny.add_class(
-            cid(1),
-            H,
-            &crate::qdisc::testutil::cwords(&["maxpkt", "512"]),
-        )
-        .unwrap();
-        q.add_class(
-            cid(1),
-            TC_H_ROOT,
-            &crate::qdisc::testutil::cwords(&["weight", "1024", "maxpkt", "65536"]),
-        )
-        .unwrap();
+        tiny.add_class(cid(1), H, &copts(None, Some(512))).unwrap();
+        q.add_class(cid(1), TC_H_ROOT, &copts(Some(1024), Some(65536)))
+            .unwrap();
         assert!(q
-            .add_class(cid(1), H, &crate::qdisc::testutil::cwords(&[]))
+            .add_class(cid(1), H, &dflt())
             .unwrap_err()
             .0
             .contains("already exists"));
-        let err = Qfq::from_args(ctx(), &["limit", "5"]).err().unwrap();
-        assert!(err.0.contains("limit"));
+        // No ClassOptions at all: the defaults.
+        q.add_class(cid(2), H, &ClassOptions::None).unwrap();
         assert_eq!(tc_h_major(q.classes[0].classid), 1);
     }
 
     #[test]
     fn change_class_reweights_at_runtime() {
-        let mut q = qfq_with(&[(1, "weight 1"), (2, "weight 1")]);
+        let mut q = qfq_with(&[(1, w(1)), (2, w(1))]);
         let bytes = run_backlogged(&mut q, &[1, 2], 10_000, |_, _| 1000);
         assert_shares(&bytes, &[1, 1], 0.02);
-        q.change_class(cid(2), &crate::qdisc::testutil::cwords(&["weight", "3"]))
-            .unwrap();
+        q.change_class(cid(2), &w(3)).unwrap();
         let bytes = run_backlogged(&mut q, &[1, 2], 40_000, |_, _| 1000);
         assert_shares(&bytes, &[1, 3], 0.02);
         // Omitted options go back to the defaults, as in the kernel.
-        q.change_class(cid(2), &crate::qdisc::testutil::cwords(&["maxpkt", "4000"]))
-            .unwrap();
+        q.change_class(cid(2), &copts(None, Some(4000))).unwrap();
         assert_eq!(
-            q.dump(Instant::ZERO).classes[1].options,
-            "weight 1 maxpkt 4000"
+            q.dump(Instant::ZERO).classes[1].typed,
+            copts(Some(1), Some(4000))
         );
-        assert!(q
-            .change_class(cid(9), &crate::qdisc::testutil::cwords(&[]))
-            .is_err());
-        assert!(q
-            .change_class(cid(1), &crate::qdisc::testutil::cwords(&["weight", "2000"]))
-            .is_err());
+        assert!(q.change_class(cid(9), &dflt()).is_err());
+        assert!(q.change_class(cid(1), &w(2000)).is_err());
         // Lowering maxpkt below queued frames does not stall them.
-        q.change_class(cid(1), &crate::qdisc::testutil::cwords(&["maxpkt", "512"]))
-            .unwrap();
-        q.change_class(cid(2), &crate::qdisc::testutil::cwords(&["maxpkt", "512"]))
-            .unwrap();
+        q.change_class(cid(1), &copts(None, Some(512))).unwrap();
+        q.change_class(cid(2), &copts(None, Some(512))).unwrap();
         let mut d = Drops::new();
         let mut n = 0;
         while q.dequeue(Instant::ZERO, &mut d).is_some() {
@@ -1258,7 +1215,7 @@ mod tests {
 
     #[test]
     fn peek_shows_what_dequeue_returns() {
-        let mut q = qfq_with(&[(1, "weight 1"), (2, "weight 3")]);
+        let mut q = qfq_with(&[(1, w(1)), (2, w(3))]);
         let mut d = Drops::new();
         let t = Instant::ZERO;
         for id in 0..30 {
@@ -1277,7 +1234,7 @@ mod tests {
 
     #[test]
     fn reset_and_drain_all_empty_every_class() {
-        let mut q = qfq_with(&[(1, ""), (2, "")]);
+        let mut q = qfq_with(&[(1, dflt()), (2, dflt())]);
         let mut d = Drops::new();
         let t = Instant::ZERO;
         for id in 0..6 {
@@ -1302,7 +1259,7 @@ mod tests {
 
     #[test]
     fn fifo_order_within_a_class() {
-        let mut q = qfq_with(&[(1, ""), (2, "weight 7")]);
+        let mut q = qfq_with(&[(1, dflt()), (2, w(7))]);
         let mut d = Drops::new();
         let t = Instant::ZERO;
         for id in 0..200 {
@@ -1337,8 +1294,7 @@ mod tests {
                     }
                     4 | 5 => sent += q.dequeue(t, &mut d).is_some() as u64,
                     6 => {
-                        let w = (len % 1024 + 1).to_string();
-                        let _ = q.add_class(cid(minor), H, &crate::qdisc::testutil::cwords(&["weight", &w]));
+                        let _ = q.add_class(cid(minor), H, &w(len % 1024 + 1));
                     }
                     _ => {
                         let _ = q.delete_class(cid(minor), &mut d);

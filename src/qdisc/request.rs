@@ -3,12 +3,14 @@
 //! the netlink flags its verb sends, the device, parent and handle, the kind,
 //! and the kind's options. `QdiscTree::apply` carries it out with the
 //! kernel's rules; the tc front end (`crate::tc`) makes it from a command
-//! line and prints the answers. The options are still the tokens after the
-//! kind, which each kind's constructor parses.
+//! line and prints the answers. The options are typed: a kind's
+//! `TCA_OPTIONS` (`QdiscOptions`, `ClassOptions`), or a filter as `tc
+//! filter` sends it.
 
 use super::options::{ClassOptions, QdiscOptions};
 use crate::dir::Dir;
 use crate::handle::Handle;
+use crate::packet::filter::Filter;
 
 /// `tc qdisc|class|filter`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,8 +46,11 @@ pub enum Options {
     Qdisc(QdiscOptions),
     /// A class's `TCA_OPTIONS`.
     Class(ClassOptions),
-    /// Not yet typed: a filter command's words but `dev X`.
-    FilterWords(Vec<String>),
+    /// `tc filter add|replace`: the filter.
+    Filter(Filter),
+    /// `tc filter del`: the prio whose filters go (`None`: every filter,
+    /// as the kernel's prio 0).
+    FilterPrio(Option<u16>),
 }
 
 /// One request to a device's qdisc tree.
@@ -80,14 +85,6 @@ impl Request {
         match &self.options {
             Options::Class(o) => o,
             _ => &NONE,
-        }
-    }
-
-    /// The words of a filter request.
-    pub fn filter_words(&self) -> Vec<&str> {
-        match &self.options {
-            Options::FilterWords(w) => w.iter().map(String::as_str).collect(),
-            _ => Vec::new(),
         }
     }
 }

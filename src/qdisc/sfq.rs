@@ -1015,7 +1015,7 @@ mod tests {
     #[test]
     fn with_filters_perturb_rekeys_but_leaves_frames_where_filters_put_them() {
         let mut q = sfq(&["perturb", "1"]);
-        let f = crate::packet::filter::Filter::parse(&[
+        let f = crate::tc::filter::parse(&[
             "parent", "8001:", "protocol", "all", "matchall", "flowid", "8001:7",
         ])
         .unwrap();

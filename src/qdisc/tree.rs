@@ -37,7 +37,7 @@ use crate::dir::Dir;
 
 use super::fifo::{Fifo, FifoKind};
 use super::registry;
-use super::request::{Object, Request, Verb};
+use super::request::{Object, Options, Request, Verb};
 use super::{
     seed_for, tc_h_make, tc_h_minor, Classful, FilterHost, FlowListing, Handle, Qdisc, QdiscCtx,
     QdiscDump, QdiscOptions, QdiscStats, TcError, Verdict, TC_H_ROOT,
@@ -247,9 +247,8 @@ impl QdiscTree {
 
     /// Carries out one tc request at `now` and returns what tc would print:
     /// the `Warning: ...` lines a successful change left (HTB quantum, TBF
-    /// burst below the MTU), the filters of a `filter show`, or `None`.
-    /// (`qdisc|class show` is the front end's: `crate::tc::run` prints it
-    /// from `dump`.) Frames freed by the request go to `drops`. On error
+    /// burst below the MTU), or `None`. (`qdisc|class|filter show` is the
+    /// front end's: `crate::tc::run` prints it from `dump` and `filters`.) Frames freed by the request go to `drops`. On error
     /// nothing has changed.
     pub fn apply(
         &mut self,
@@ -259,7 +258,11 @@ impl QdiscTree {
     ) -> Result<Option<String>, TcError> {
         self.check_dev(cmd.dev)?;
         match (cmd.object, cmd.verb) {
-            (Object::Filter, Verb::Show) => return self.show_filters(cmd, now).map(Some),
+            (Object::Filter, Verb::Show) => {
+                return Err(err(
+                    "Error: tc filter show is printed from the tree's filters by the tc front end",
+                ))
+            }
             (_, Verb::Show) => return Err(err(
                 "Error: tc qdisc|class show is printed from the tree's dump by the tc front end",
             )),
@@ -681,14 +684,19 @@ impl QdiscTree {
 
     /// `tc filter add`: the filter goes to the block `filter_target` names.
     fn add_filter(&mut self, cmd: &Request, now: Instant) -> Result<(), TcError> {
-        let filter = Filter::parse(&cmd.filter_words())?;
-        self.filter_target(cmd, now, |host, _| host?.add_filter(filter))
+        let Options::Filter(filter) = &cmd.options else {
+            return Err(err("Error: tc filter add carries no filter"));
+        };
+        self.filter_target(cmd, now, |host, _| host?.add_filter(filter.clone()))
     }
 
     /// `tc filter del dev X [parent P] [prio N]`: the filters of that prio
     /// (all without one) go.
     fn delete_filters(&mut self, cmd: &Request, now: Instant) -> Result<(), TcError> {
-        let prio = filter_prio(&cmd.filter_words())?;
+        let prio = match cmd.options {
+            Options::FilterPrio(prio) => prio,
+            _ => None,
+        };
         self.filter_target(cmd, now, |host, _| {
             match host?.chain_mut(cmd.parent)?.delete(prio) {
                 0 if prio.is_some() => Err(err(
@@ -699,21 +707,28 @@ impl QdiscTree {
         })
     }
 
-    /// `tc filter show dev X [parent P]`: the filters of that qdisc.
-    fn show_filters(&mut self, cmd: &Request, now: Instant) -> Result<String, TcError> {
+    /// `tc filter show dev X [parent P]` (`tc_dump_tfilter`): the qdisc
+    /// the request names and a copy of its filters, which the front end
+    /// prints.
+    pub fn filters(&mut self, cmd: &Request, now: Instant) -> Result<FilterListing, TcError> {
+        self.check_dev(cmd.dev)?;
         if cmd.dev.is_none() {
             return Err(err("Error: tc filter show needs \"dev left|right\""));
         }
-        let mut out = String::new();
+        let mut listing = FilterListing {
+            qdisc: 0,
+            filters: Vec::new(),
+        };
         // A qdisc or class without a filter block shows none (the kernel's
         // dump skips it).
         self.filter_target(cmd, now, |host, handle| {
+            listing.qdisc = handle;
             if let Ok(chain) = host.and_then(|h| h.chain_mut(cmd.parent)) {
-                out = chain.print(handle);
+                listing.filters = chain.filters().to_vec();
             }
             Ok(())
         })?;
-        Ok(out)
+        Ok(listing)
     }
 
     /// Runs `op` on the qdisc a filter command names (`tc_new_tfilter`):
@@ -785,20 +800,13 @@ impl QdiscTree {
     }
 }
 
-/// The `prio`/`pref`/`priority` of a filter command, if given.
-fn filter_prio(args: &[&str]) -> Result<Option<u16>, TcError> {
-    let Some(i) = args
-        .iter()
-        .position(|a| matches!(*a, "prio" | "pref" | "priority"))
-    else {
-        return Ok(None);
-    };
-    let v = args.get(i + 1).copied().unwrap_or("");
-    v.parse::<u16>()
-        .ok()
-        .filter(|&p| p > 0)
-        .map(Some)
-        .ok_or_else(|| TcError::new(format!("Illegal \"priority\": \"{v}\" (allowed 1..65535)")))
+/// The filters of one qdisc, for `tc filter show`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FilterListing {
+    /// The qdisc's handle.
+    pub qdisc: Handle,
+    /// Its filters in classification order (none without a filter block).
+    pub filters: Vec<Filter>,
 }
 
 /// The root a device gets: its default qdisc, or mq on a multi-queue device.

@@ -505,7 +505,7 @@ fn parse_class_show(t: &mut Tokens<'_>) -> Result<Parsed, TcError> {
 }
 
 /// `tc filter ...`: pulls out `dev` and the parent, keeps every other token
-/// for `Filter::parse`.
+/// for `crate::tc::filter::parse`.
 fn parse_filter(t: &mut Tokens<'_>, show: bool) -> Result<Parsed, TcError> {
     let mut p = Parsed::default();
     let mut in_options = false;

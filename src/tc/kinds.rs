@@ -186,8 +186,8 @@ pub static BUILTIN: &[KindEntry] = &[
         default_leaf: false,
         ..kind(
             "qfq",
-            |c, _, o| Ok(Box::new(Qfq::from_args(c, &o.words())?)),
-            &WORDS,
+            |c, _, o| Ok(Box::new(Qfq::build(c, o)?)),
+            &super::opts::qfq::SYNTAX,
         )
     },
 ];

@@ -5,15 +5,17 @@
 //! words after the kind, over the one tokenizer `tokens`) and hands that to
 //! `crate::qdisc::tree::QdiscTree::apply`, which carries it out with the
 //! kernel's rules; `show` prints
-//! `tc [-s] [-d] [-j] qdisc|class show` exactly as iproute2 does. The link's
-//! own option languages live here too: `netem` (tc-netem(8) words into the
-//! link's typed impairments, and back) and `framing` (stab-style words and
-//! presets into the link's typed framing).
+//! `tc [-s] [-d] [-j] qdisc|class show` exactly as iproute2 does, and
+//! `filter` parses `tc filter` commands and prints `tc filter show`. The
+//! link's own option languages live here too: `netem` (tc-netem(8) words
+//! into the link's typed impairments, and back) and `framing` (stab-style
+//! words and presets into the link's typed framing).
 //!
 //! The emulated link has two devices: `left` is the egress of the left→right
 //! direction, `right` its mirror. Errors read like tc's and name the bad token.
 
 pub mod command;
+pub mod filter;
 pub mod framing;
 pub mod kinds;
 pub mod netem;
@@ -41,7 +43,13 @@ use kinds::KindEntry;
 pub fn request(kinds: &[KindEntry], cmd: &TcCommand) -> Result<Request, TcError> {
     let words = cmd.arg_strs();
     let options = match (cmd.object, cmd.kind.as_deref()) {
-        (Object::Filter, _) => Options::FilterWords(cmd.args.clone()),
+        (Object::Filter, _) => match cmd.verb {
+            Verb::Add | Verb::Replace => Options::Filter(filter::parse(&words)?),
+            Verb::Delete => Options::FilterPrio(filter::parse_prio(&words)?),
+            // Nothing to send: the tree refuses change and link, show
+            // lists the filters.
+            _ => Options::None,
+        },
         (_, None) => Options::None,
         (Object::Qdisc, Some(kind)) => Options::Qdisc(kinds::parse_qdisc(kinds, kind, &words)?),
         (Object::Class, Some(kind)) => Options::Class(kinds::parse_class(kinds, kind, &words)?),
@@ -58,17 +66,22 @@ pub fn request(kinds: &[KindEntry], cmd: &TcCommand) -> Result<Request, TcError>
 }
 
 /// Carries out one tc command on `tree` at `now` and returns what tc would
-/// print: `qdisc|class show` is printed here from the tree's dump, every
-/// other command is the tree's (`QdiscTree::apply`: warnings, the filters
-/// of a `filter show`, or nothing). Frames the command frees go to `drops`.
+/// print: `qdisc|class show` is printed here from the tree's dump, `filter
+/// show` from the filters the tree lists, every other command is the
+/// tree's (`QdiscTree::apply`: warnings, or nothing). Frames the command
+/// frees go to `drops`.
 pub fn run(
     tree: &mut QdiscTree,
     cmd: &TcCommand,
     now: Instant,
     drops: &mut Drops,
 ) -> Result<Option<String>, TcError> {
-    if cmd.verb != Verb::Show || cmd.object == Object::Filter {
+    if cmd.verb != Verb::Show {
         return tree.apply(&request(tree.dev().kinds, cmd)?, now, drops);
+    }
+    if cmd.object == Object::Filter {
+        let listing = tree.filters(&request(tree.dev().kinds, cmd)?, now)?;
+        return Ok(Some(filter::print(listing.qdisc, &listing.filters)));
     }
     tree.check_dev(cmd.dev)?;
     let root = tree.dump(now);

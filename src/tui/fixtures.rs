@@ -10,7 +10,6 @@ use super::{Action, Control, Preset, Snapshot};
 use crate::bridge::Bridge;
 use crate::dir::Dir;
 use crate::link::{LinkParams, Path};
-use crate::packet::filter::Filter;
 use crate::packet::Packet;
 use crate::qdisc::fq_codel::FqCodel;
 use crate::qdisc::pfifo_fast::PfifoFast;
@@ -161,16 +160,20 @@ impl Scenario {
     /// and matchall the rest to 1:1; pfifo_fast right→left.
     pub fn qfq_under_load() -> Scenario {
         let class = |minor| tc_h_make(1, minor);
-        let words = |w: &[&str]| {
-            crate::qdisc::ClassOptions::Words(w.iter().map(|w| w.to_string()).collect())
+        let weight = |w| {
+            crate::qdisc::ClassOptions::Qfq(crate::qdisc::qfq::QfqClassOptions {
+                weight: Some(w),
+                lmax: None,
+            })
         };
-        let mut q = Qfq::from_args(root_ctx(1), &[]).expect("no options");
+        let mut q = Qfq::new(root_ctx(1));
         let filter = |s: &str| {
-            Filter::parse(&s.split_whitespace().collect::<Vec<_>>()).expect("a valid filter")
+            crate::tc::filter::parse(&s.split_whitespace().collect::<Vec<_>>())
+                .expect("a valid filter")
         };
         let built = q
-            .add_class(class(1), class(0), &words(&["weight", "3"]))
-            .and_then(|_| q.add_class(class(2), class(0), &words(&["weight", "1"])))
+            .add_class(class(1), class(0), &weight(3))
+            .and_then(|_| q.add_class(class(2), class(0), &weight(1)))
             .and_then(|_| {
                 q.add_filter(filter(
                     "parent 1: protocol all prio 1 u32 match ip dport 5202 0xffff flowid 1:2",
