@@ -37,7 +37,7 @@ fn class_options(options: &ClassOptions) -> Result<&HtbClassOptions, TcError> {
 
 impl Htb {
     /// Normalises a class id given with major 0 (`:10`) to ours.
-    pub(super) fn full_id(&self, h: Handle) -> Handle {
+    fn full_id(&self, h: Handle) -> Handle {
         if tc_h_major(h) == 0 {
             tc_h_make(tc_h_major(self.ctx.handle), tc_h_minor(h))
         } else {

@@ -159,14 +159,17 @@ impl Htb {
         self.direct_pkts
     }
 
+    #[inline]
     fn cl(&self, slot: usize) -> &Class {
         self.classes[slot].as_ref().expect("slot of a live class")
     }
 
+    #[inline]
     fn cl_mut(&mut self, slot: usize) -> &mut Class {
         self.classes[slot].as_mut().expect("slot of a live class")
     }
 
+    #[inline]
     fn find(&self, classid: u32) -> Option<usize> {
         self.ids.get(&classid).copied()
     }

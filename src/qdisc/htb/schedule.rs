@@ -14,7 +14,7 @@ use crate::qdisc::Qdisc;
 use crate::time::{Instant, NS_PER_SEC};
 
 impl Htb {
-    pub(super) fn set_mut(&mut self, r: SetRef) -> &mut ActiveSet {
+    fn set_mut(&mut self, r: SetRef) -> &mut ActiveSet {
         match r {
             SetRef::Row(level, prio) => &mut self.rows[level][prio],
             SetRef::Feed(slot, prio) => &mut self.cl_mut(slot).feeds[prio],
@@ -23,7 +23,7 @@ impl Htb {
 
     // ----- activity: rows, feeds, event queue (5.3, 5.4) -----
 
-    pub(super) fn add_class_to_row(&mut self, slot: usize, mask: u8) {
+    fn add_class_to_row(&mut self, slot: usize, mask: u8) {
         let (level, classid) = (self.cl(slot).level, self.cl(slot).classid);
         self.row_mask[level] |= mask;
         for prio in bits(mask) {
@@ -31,7 +31,7 @@ impl Htb {
         }
     }
 
-    pub(super) fn remove_class_from_row(&mut self, slot: usize, mask: u8) {
+    fn remove_class_from_row(&mut self, slot: usize, mask: u8) {
         let (level, classid) = (self.cl(slot).level, self.cl(slot).classid);
         let mut emptied = 0u8;
         for prio in bits(mask) {
@@ -49,7 +49,7 @@ impl Htb {
 
     /// `htb_activate_prios`: hook the class (and, while borrowing, its
     /// ancestors) into feeds up to the first CAN_SEND class, into its row.
-    pub(super) fn activate_prios(&mut self, slot: usize) {
+    fn activate_prios(&mut self, slot: usize) {
         let mut cl = slot;
         let mut mask = self.cl(cl).prio_activity;
         while self.cl(cl).mode == Mode::MayBorrow && mask != 0 {
@@ -72,7 +72,7 @@ impl Htb {
     }
 
     /// `htb_deactivate_prios`: the inverse of `activate_prios`.
-    pub(super) fn deactivate_prios(&mut self, slot: usize) {
+    fn deactivate_prios(&mut self, slot: usize) {
         let mut cl = slot;
         let mut mask = self.cl(cl).prio_activity;
         while self.cl(cl).mode == Mode::MayBorrow && mask != 0 {
@@ -117,7 +117,7 @@ impl Htb {
         }
     }
 
-    pub(super) fn add_to_wait_tree(&mut self, slot: usize, delay: i64) {
+    fn add_to_wait_tree(&mut self, slot: usize, delay: i64) {
         let mut key = self.now + delay;
         if key == self.now {
             key += 1;
@@ -139,7 +139,7 @@ impl Htb {
 
     /// `htb_change_class_mode`: recompute the mode, move the class between
     /// rows and feeds, count entries into CANT_SEND.
-    pub(super) fn change_class_mode(&mut self, slot: usize, diff: &mut i64) {
+    fn change_class_mode(&mut self, slot: usize, diff: &mut i64) {
         let new_mode = self.cl(slot).class_mode(diff);
         let cl = self.cl_mut(slot);
         if new_mode == cl.mode {
@@ -164,7 +164,7 @@ impl Htb {
 
     /// `htb_do_events`: mode changes due at `self.now` on one level.
     /// Returns the time of the next pending event of the level.
-    pub(super) fn do_events(&mut self, level: usize) -> Option<i64> {
+    fn do_events(&mut self, level: usize) -> Option<i64> {
         loop {
             let &(key, seq, slot) = self.wait_pq[level].first()?;
             if key > self.now {
@@ -182,7 +182,7 @@ impl Htb {
 
     /// `htb_charge_class`: the leaf and every ancestor pay for `len` bytes
     /// sent at `level`; classes below `level` borrowed.
-    pub(super) fn charge_class(&mut self, slot: usize, level: usize, len: u64) {
+    fn charge_class(&mut self, slot: usize, level: usize, len: u64) {
         let now = self.now;
         let mut next = Some(slot);
         while let Some(i) = next {
@@ -223,7 +223,7 @@ impl Htb {
     /// `htb_lookup_leaf`: descend from the row pointer through feed
     /// pointers to a leaf, rewinding exhausted feeds and advancing the
     /// pointer one level up.
-    pub(super) fn lookup_leaf(&mut self, level: usize, prio: usize) -> Option<usize> {
+    fn lookup_leaf(&mut self, level: usize, prio: usize) -> Option<usize> {
         let mut stack = [SetRef::Row(level, prio); MAXDEPTH];
         let mut sp = 0usize;
         for _ in 0..65535 {
@@ -262,7 +262,7 @@ impl Htb {
     }
 
     /// Advances the DRR pointer that selected `slot` at `level`.
-    pub(super) fn next_in_drr(&mut self, slot: usize, level: usize, prio: usize) {
+    fn next_in_drr(&mut self, slot: usize, level: usize, prio: usize) {
         let set = match (level, self.cl(slot).parent) {
             (0, _) | (_, None) => SetRef::Row(0, prio),
             (_, Some(p)) => SetRef::Feed(p, prio),
@@ -291,12 +291,13 @@ impl Htb {
         Some((r, dropped))
     }
 
+    #[inline]
     pub(super) fn leaf_qlen(&self, slot: usize) -> u32 {
         self.cl(slot).leaf.as_ref().map_or(0, |q| q.qlen())
     }
 
     /// `htb_dequeue_tree`: DRR among the leaves reachable at (level, prio).
-    pub(super) fn dequeue_tree(
+    fn dequeue_tree(
         &mut self,
         prio: usize,
         level: usize,
