@@ -165,7 +165,10 @@ fn tc<Q>(from_args: fn(QdiscCtx, &[&str]) -> Result<Q, TcError>, args: &str) -> 
 /// HTB with an 8 Mbit/s root class and two leaves (the default one may
 /// borrow up to the root's ceil).
 fn htb_tree() -> Box<dyn Qdisc> {
-    let mut q = tc(Htb::from_args, "default 20");
+    let options =
+        bloatbox::tc::kinds::parse_qdisc(bloatbox::tc::kinds::BUILTIN, "htb", &["default", "20"])
+            .expect("valid tc options");
+    let mut q = Htb::build(ctx(), &options).expect("valid htb options");
     let classful = q.as_classful().expect("htb is classful");
     let root = 0x8001_0001;
     for (classid, parent, args) in [

@@ -8,6 +8,7 @@
 //! kernel dumps filled in. A field the netlink message may leave out is an
 //! `Option` (absent: keep the current value, or the kernel's default).
 
+use super::htb::{HtbClassOptions, HtbGlob};
 use serde::{Deserialize, Serialize};
 
 /// A qdisc's `TCA_OPTIONS`.
@@ -16,6 +17,8 @@ pub enum QdiscOptions {
     /// No options (a kind without any, or a request that gives none).
     #[default]
     None,
+    /// HTB's `tc_htb_glob` and `TCA_HTB_DIRECT_QLEN`.
+    Htb(HtbGlob),
     /// Not yet typed: the tc words after the kind.
     Words(Vec<String>),
 }
@@ -26,6 +29,8 @@ pub enum ClassOptions {
     /// No options (pseudo-classes, mq's and TBF's classes).
     #[default]
     None,
+    /// An HTB class's `tc_htb_opt` (with its 64-bit rates).
+    Htb(HtbClassOptions),
     /// A QFQ class's weight and lmax.
     Qfq(super::qfq::QfqClassOptions),
     /// Not yet typed: the tc words after the kind.

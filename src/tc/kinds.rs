@@ -161,8 +161,8 @@ pub static BUILTIN: &[KindEntry] = &[
         shapes: true,
         ..kind(
             "htb",
-            |c, _, o| Ok(Box::new(Htb::from_args(c, &o.words())?)),
-            &WORDS,
+            |c, _, o| Ok(Box::new(Htb::build(c, o)?)),
+            &super::opts::htb::SYNTAX,
         )
     },
     KindEntry {

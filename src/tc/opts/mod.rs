@@ -5,4 +5,5 @@
 //! and the printer of the options a dump hands back, as `tc [-d] [-j]`
 //! prints them. `crate::tc::kinds::BUILTIN` ties each to its kind.
 
+pub mod htb;
 pub mod qfq;

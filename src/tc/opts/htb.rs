@@ -1,0 +1,588 @@
+//! HTB's tc syntax (iproute2 tc/q_htb.c): `htb_parse_opt` reads
+//! `[default N] [r2q N] [direct_qlen P]` into `tc_htb_glob`,
+//! `htb_parse_class_opt` reads `rate R [burst B] [ceil R2] [cburst B2] ...`
+//! into `tc_htb_opt`, computing what tc computes client-side (ceil defaults
+//! to rate, burst to rate / HZ + mtu, the buckets' depths in psched ticks
+//! via `tc_calc_xmittime`), and `htb_print_opt` prints a dump's options as
+//! `tc [-d] [-j] qdisc|class show` does.
+
+use crate::handle::TcError;
+use crate::qdisc::htb::{HtbClassOptions, HtbGlob, RateSpec};
+use crate::qdisc::tbf::{
+    linklayer_name, matches, parse_linklayer, parse_size_and_cell, DUMPED_CELL, LINKLAYER_ALLOWED,
+    U16_ALLOWED,
+};
+use crate::qdisc::{ClassOptions, QdiscOptions};
+use crate::tc::kinds::{Printed, Syntax};
+use crate::tc::tokens::Tokens;
+use crate::units::{
+    parse_rate, print_rate, sprint_size, tc_calc_xmitsize, tc_calc_xmittime, LinkLayer,
+};
+use serde_json::{json, Map};
+
+/// HTB's entry in `crate::tc::kinds::BUILTIN`.
+pub static SYNTAX: Syntax = Syntax {
+    qdisc: parse_qdisc,
+    class: parse_class,
+    print,
+    print_class,
+};
+
+/// tc's default `mtu` for burst computation and rate-table cells.
+const DEFAULT_MTU: u64 = 1600;
+/// `get_hz()` on hrtimer kernels (`/proc/net/psched`).
+const TC_HZ: u64 = 1_000_000_000;
+
+const HTB_USAGE: &str = "Usage: ... qdisc add ... htb [default N] [r2q N] [direct_qlen P]\n \
+    ... class add ... htb rate R1 [burst B1] [mpu B] [overhead O]\n                      \
+    [prio P] [quantum Q] [ceil R2] [cburst B2] [mtu MTU]\n                      \
+    [linklayer TYPE]";
+
+fn htb_err(msg: String) -> TcError {
+    TcError::new(format!("{msg}\n{HTB_USAGE}"))
+}
+
+fn illegal(param: &str, value: &str, allowed: &str) -> TcError {
+    htb_err(format!(
+        "Illegal \"{param}\": \"{value}\" (expected {allowed})"
+    ))
+}
+
+/// iproute2's "Command line is not complete" for `opt` without its value.
+fn incomplete(opt: &str) -> TcError {
+    htb_err(format!(
+        "Command line is not complete: \"{opt}\" needs a value. Try option \"help\""
+    ))
+}
+
+/// Parses a `get_u32(.., base)` value.
+fn parse_u32(s: &str, radix: u32) -> Option<u32> {
+    let digits = if radix == 16 {
+        s.strip_prefix("0x")
+            .or_else(|| s.strip_prefix("0X"))
+            .unwrap_or(s)
+    } else {
+        s
+    };
+    u32::from_str_radix(digits, radix).ok()
+}
+
+/// `htb_parse_opt`: `tc qdisc add ... htb [default MINOR] [r2q N]
+/// [direct_qlen P]`.
+fn parse_qdisc(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
+    let mut o = HtbGlob::default();
+    while let Some(tok) = t.next() {
+        if matches(tok, "r2q") {
+            let v = t.value(|| incomplete(tok))?;
+            o.rate2quantum =
+                parse_u32(v, 10).ok_or_else(|| illegal("r2q", v, "a positive integer"))?;
+        } else if matches(tok, "default") {
+            let v = t.value(|| incomplete(tok))?;
+            o.defcls = parse_u32(v, 16)
+                .ok_or_else(|| illegal("default", v, "a hexadecimal class minor like 20"))?;
+        } else if matches(tok, "direct_qlen") {
+            let v = t.value(|| incomplete(tok))?;
+            o.direct_qlen = Some(
+                parse_u32(v, 10).ok_or_else(|| illegal("direct_qlen", v, "a number of packets"))?,
+            );
+        } else if matches(tok, "offload") {
+            return Err(TcError::new(
+                "Error: htb offload needs a NIC with hardware QoS; bloatbox shapes in software (drop \"offload\").",
+            ));
+        } else {
+            return Err(htb_err(format!("What is \"{tok}\"?")));
+        }
+    }
+    Ok(QdiscOptions::Htb(o))
+}
+
+/// `htb_parse_class_opt`, defaults included: `tc class add ... htb rate R
+/// [burst B] [mpu B] [overhead O] [prio P] [quantum Q] [ceil R2]
+/// [cburst B2] [mtu MTU] [linklayer TYPE]`.
+fn parse_class(t: &mut Tokens) -> Result<ClassOptions, TcError> {
+    let mut rate = 0u64;
+    let mut ceil = 0u64;
+    let mut buffer = 0u64;
+    let mut cbuffer = 0u64;
+    let mut mtu = DEFAULT_MTU;
+    let mut mpu = 0u16;
+    let mut overhead = 0u16;
+    let mut linklayer = LinkLayer::Ethernet;
+    let mut prio = 0u32;
+    let mut quantum = 0u32;
+    while let Some(tok) = t.next() {
+        let u16_of =
+            |name: &str, v: &str| v.parse::<u16>().map_err(|_| illegal(name, v, U16_ALLOWED));
+        let u32_of = |name: &str, v: &str| {
+            parse_u32(v, 10).ok_or_else(|| illegal(name, v, "an integer 0..4294967295"))
+        };
+        let size_cell = |name: &str, v: &str| {
+            parse_size_and_cell(v).ok_or_else(|| {
+                illegal(
+                    name,
+                    v,
+                    "a size like 15k, optionally /CELL with CELL a power of two",
+                )
+            })
+        };
+        let mut value = || t.value(|| incomplete(tok));
+        if matches(tok, "prio") {
+            prio = u32_of("prio", value()?)?;
+        } else if matches(tok, "mtu") {
+            mtu = u32_of("mtu", value()?)? as u64;
+        } else if matches(tok, "mpu") {
+            mpu = u16_of("mpu", value()?)?;
+        } else if matches(tok, "overhead") {
+            overhead = u16_of("overhead", value()?)?;
+        } else if matches(tok, "linklayer") {
+            let v = value()?;
+            linklayer =
+                parse_linklayer(v).ok_or_else(|| illegal("linklayer", v, LINKLAYER_ALLOWED))?;
+        } else if matches(tok, "quantum") {
+            quantum = u32_of("quantum", value()?)?;
+        } else if matches(tok, "burst") || tok == "buffer" || tok == "maxburst" {
+            buffer = size_cell(tok, value()?)?;
+        } else if matches(tok, "cburst") || tok == "cbuffer" || tok == "cmaxburst" {
+            cbuffer = size_cell(tok, value()?)?;
+        } else if tok == "ceil" {
+            let v = value()?;
+            if ceil != 0 {
+                return Err(htb_err("Double \"ceil\" spec".into()));
+            }
+            ceil = parse_rate(v).map_err(|e| illegal("ceil", v, e.allowed))?;
+        } else if tok == "rate" {
+            let v = value()?;
+            if rate != 0 {
+                return Err(htb_err("Double \"rate\" spec".into()));
+            }
+            rate = parse_rate(v).map_err(|e| illegal("rate", v, e.allowed))?;
+        } else {
+            return Err(htb_err(format!("What is \"{tok}\"?")));
+        }
+    }
+    if rate == 0 {
+        return Err(htb_err(
+            "\"rate\" is required (and must be above 0, e.g. rate 10mbit).".into(),
+        ));
+    }
+    if ceil == 0 {
+        ceil = rate;
+    }
+    if buffer == 0 {
+        buffer = rate / TC_HZ + mtu;
+    }
+    if cbuffer == 0 {
+        cbuffer = ceil / TC_HZ + mtu;
+    }
+    let ticks = |r: u64, b: u64| u32::try_from(tc_calc_xmittime(r, b)).unwrap_or(u32::MAX);
+    let spec = |rate| RateSpec {
+        rate,
+        overhead,
+        mpu,
+        linklayer,
+    };
+    Ok(ClassOptions::Htb(HtbClassOptions {
+        rate: spec(rate),
+        ceil: spec(ceil),
+        buffer: ticks(rate, buffer),
+        cbuffer: ticks(ceil, cbuffer),
+        quantum,
+        level: 0,
+        prio,
+    }))
+}
+
+/// `default` as tc prints it (`%#llx`: `0` or `0x20`).
+fn default_text(defcls: u32) -> String {
+    if defcls == 0 {
+        "0".to_string()
+    } else {
+        format!("{defcls:#x}")
+    }
+}
+
+/// `htb_print_opt` of a qdisc's `tc_htb_glob` and `TCA_HTB_DIRECT_QLEN`.
+fn print(o: &QdiscOptions) -> Option<Printed> {
+    let QdiscOptions::Htb(g) = o else {
+        return None;
+    };
+    let default = default_text(g.defcls);
+    let head = format!(
+        "r2q {} default {} direct_packets_stat {}",
+        g.rate2quantum, default, g.direct_pkts
+    );
+    let ver = format!(" ver {}.{}", g.version >> 16, g.version & 0xffff);
+    let qlen = g
+        .direct_qlen
+        .map(|q| format!(" direct_qlen {q}"))
+        .unwrap_or_default();
+    let mut json = Map::new();
+    json.insert("r2q".into(), json!(g.rate2quantum));
+    json.insert("default".into(), json!(default));
+    json.insert("direct_packets_stat".into(), json!(g.direct_pkts));
+    if let Some(q) = g.direct_qlen {
+        json.insert("direct_qlen".into(), json!(q));
+    }
+    Some(Printed {
+        plain: format!("{head}{qlen}"),
+        detail: format!("{head}{ver}{qlen}"),
+        json,
+    })
+}
+
+/// `htb_print_opt` of a class's `tc_htb_opt`, without and with details.
+fn class_text(o: &HtbClassOptions, detail: bool) -> (String, Map<String, serde_json::Value>) {
+    let mut s = Vec::new();
+    let mut j = Map::new();
+    if o.level == 0 {
+        s.push(format!("prio {}", o.prio));
+        j.insert("prio".into(), json!(o.prio));
+        if detail {
+            s.push(format!("quantum {}", o.quantum));
+            j.insert("quantum".into(), json!(o.quantum));
+        }
+    }
+    s.push(format!("rate {}", print_rate(o.rate.rate)));
+    j.insert("rate".into(), json!(o.rate.rate));
+    if o.rate.overhead != 0 {
+        s.push(format!("overhead {}", o.rate.overhead));
+        j.insert("overhead".into(), json!(o.rate.overhead));
+    }
+    s.push(format!("ceil {}", print_rate(o.ceil.rate)));
+    j.insert("ceil".into(), json!(o.ceil.rate));
+    let linklayer = o.rate.linklayer;
+    if linklayer != LinkLayer::Ethernet || detail {
+        s.push(format!("linklayer {}", linklayer_name(linklayer)));
+        j.insert("linklayer".into(), json!(linklayer_name(linklayer)));
+    }
+    let burst = tc_calc_xmitsize(o.rate.rate, u64::from(o.buffer));
+    let cburst = tc_calc_xmitsize(o.ceil.rate, u64::from(o.cbuffer));
+    j.insert("burst".into(), json!(burst));
+    j.insert("cburst".into(), json!(cburst));
+    if detail {
+        s.push(format!(
+            "burst {}/{} mpu {} cburst {}/{} mpu {} level {}",
+            sprint_size(burst),
+            DUMPED_CELL,
+            sprint_size(u64::from(o.rate.mpu)),
+            sprint_size(cburst),
+            DUMPED_CELL,
+            sprint_size(u64::from(o.ceil.mpu)),
+            o.level
+        ));
+        j.insert("level".into(), json!(o.level));
+    } else {
+        s.push(format!(
+            "burst {} cburst {}",
+            sprint_size(burst),
+            sprint_size(cburst)
+        ));
+    }
+    (s.join(" "), j)
+}
+
+fn print_class(o: &ClassOptions) -> Option<Printed> {
+    let ClassOptions::Htb(o) = o else {
+        return None;
+    };
+    let (plain, json) = class_text(o, false);
+    let (detail, _) = class_text(o, true);
+    Some(Printed {
+        plain,
+        detail,
+        json,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::Drops;
+    use crate::qdisc::htb::Htb;
+    use crate::qdisc::{tc_h_make, ClassDump, Classful, Handle, Qdisc, QdiscCtx, QdiscDump};
+    use crate::tc::kinds::BUILTIN;
+    use crate::time::Instant;
+
+    fn cid(s: &str) -> Handle {
+        let (maj, min) = s.split_once(':').unwrap();
+        let maj = u16::from_str_radix(maj, 16).unwrap();
+        let min = if min.is_empty() {
+            0
+        } else {
+            u16::from_str_radix(min, 16).unwrap()
+        };
+        tc_h_make(maj, min)
+    }
+
+    fn ctx() -> QdiscCtx {
+        QdiscCtx {
+            handle: cid("1:"),
+            ..QdiscCtx::default()
+        }
+    }
+
+    fn words(args: &str) -> Vec<&str> {
+        args.split_whitespace().collect()
+    }
+
+    /// `tc qdisc add ... htb ARGS`: parsed, then built.
+    fn try_htb(args: &str) -> Result<Htb, TcError> {
+        let options = crate::tc::kinds::parse_qdisc(BUILTIN, "htb", &words(args))?;
+        Htb::build(ctx(), &options)
+    }
+
+    fn htb(args: &str) -> Htb {
+        try_htb(args).unwrap()
+    }
+
+    /// `tc class add ... classid CLASSID parent PARENT htb ARGS`.
+    fn try_add(q: &mut Htb, classid: &str, parent: &str, args: &str) -> Result<(), TcError> {
+        let options = crate::tc::kinds::parse_class(BUILTIN, "htb", &words(args))?;
+        q.add_class(cid(classid), cid(parent), &options)
+    }
+
+    fn add(q: &mut Htb, classid: &str, parent: &str, args: &str) {
+        try_add(q, classid, parent, args).unwrap()
+    }
+
+    fn add_err(q: &mut Htb, classid: &str, parent: &str, args: &str) -> String {
+        try_add(q, classid, parent, args).unwrap_err().0
+    }
+
+    fn class<'a>(d: &'a QdiscDump, classid: &str) -> &'a ClassDump {
+        d.classes
+            .iter()
+            .find(|c| c.classid == cid(classid))
+            .unwrap()
+    }
+
+    /// What `tc qdisc show` and `tc -d qdisc show` print after the head.
+    fn qdisc_text(d: &QdiscDump) -> Printed {
+        print(&d.typed).expect("htb dumps typed options")
+    }
+
+    fn class_text(c: &ClassDump) -> Printed {
+        print_class(&c.typed).expect("htb classes dump typed options")
+    }
+
+    fn tokens(c: &ClassDump) -> (i32, i32) {
+        match c.xstats {
+            Some(crate::qdisc::Xstats::HtbClass(x)) => (x.tokens, x.ctokens),
+            ref other => panic!("{other:?}"),
+        }
+    }
+
+    /// The common setup: root 1:1 100mbit, leaves 1:10 and 1:20.
+    fn common(a: &str, b: &str) -> Htb {
+        let mut q = htb("default 20");
+        add(&mut q, "1:1", "1:", "rate 100mbit ceil 100mbit");
+        add(&mut q, "1:10", "1:1", a);
+        add(&mut q, "1:20", "1:1", b);
+        q
+    }
+
+    #[test]
+    fn vector_h1_static_values() {
+        // 30mbit: 1600 B take 426.67 µs, which tc cuts to 426 µs before
+        // converting (6656 ticks, not a rounded-up 6667) and prints back as
+        // 425 µs worth of bytes, 1593 B; the kernel on this machine shows
+        // exactly that (see units::tc_calc_xmittime).
+        let rows = [
+            ("1mbit", 200_000, 1600, 12_500, None),
+            ("10mbit", 20_000, 1600, 125_000, None),
+            ("20mbit", 10_000, 1600, 200_000, Some("big")),
+            ("30mbit", 6_656, 1593, 200_000, Some("big")),
+            ("100mbit", 2_000, 1600, 200_000, Some("big")),
+            ("50kbit", 4_000_000, 1600, 1_000, Some("small")),
+        ];
+        for (rate, ticks, burst, quantum, warn) in rows {
+            let mut q = htb("default 20");
+            add(&mut q, "1:1", "1:", "rate 100mbit ceil 100mbit");
+            assert_eq!(
+                q.take_warnings().len(),
+                1,
+                "the root class starts as a leaf"
+            );
+            add(&mut q, "1:10", "1:1", &format!("rate {rate}"));
+            let d = q.dump(Instant::ZERO);
+            let c = class(&d, "1:10");
+            assert_eq!(i64::from(tokens(c).0), ticks, "{rate}");
+            assert_eq!(i64::from(tokens(c).1), ticks, "{rate}");
+            let text = class_text(c);
+            assert!(
+                text.plain
+                    .contains(&format!("burst {burst}b cburst {burst}b")),
+                "{rate}: {}",
+                text.plain
+            );
+            assert!(
+                text.detail
+                    .starts_with(&format!("prio 0 quantum {quantum} ")),
+                "{rate}: {}",
+                text.detail
+            );
+            match warn {
+                Some(w) => assert_eq!(
+                    q.take_warnings(),
+                    vec![format!(
+                        "quantum of class 10010 is {w}. Consider r2q change."
+                    )]
+                ),
+                None => assert!(q.take_warnings().is_empty(), "{rate}"),
+            }
+        }
+    }
+
+    #[test]
+    fn vector_h1_class_lines_and_qdisc_line() {
+        let q = common("rate 30mbit ceil 100mbit", "rate 70mbit ceil 100mbit");
+        let d = q.dump(Instant::ZERO);
+        assert_eq!(
+            qdisc_text(&d).plain,
+            "r2q 10 default 0x20 direct_packets_stat 0 direct_qlen 1000"
+        );
+        assert_eq!(
+            qdisc_text(&d).detail,
+            "r2q 10 default 0x20 direct_packets_stat 0 ver 3.17 direct_qlen 1000"
+        );
+        let a = class(&d, "1:10");
+        assert_eq!(a.parent, cid("1:1"));
+        assert_eq!(a.leaf, None);
+        assert_eq!(
+            class_text(a).plain,
+            "prio 0 rate 30Mbit ceil 100Mbit burst 1593b cburst 1600b"
+        );
+        // As `tc -s -d class show` prints it on this machine (kernel 6.18,
+        // iproute2 6.1): the cell is `/1` (see tbf::DUMPED_CELL) and the
+        // 30 Mbit burst 1593b (see units::tc_calc_xmittime).
+        assert_eq!(
+            class_text(a).detail,
+            "prio 0 quantum 200000 rate 30Mbit ceil 100Mbit linklayer ethernet burst 1593b/1 mpu 0b cburst 1600b/1 mpu 0b level 0"
+        );
+        assert_eq!(
+            a.xstats,
+            Some(crate::qdisc::Xstats::HtbClass(
+                crate::qdisc::dump::HtbXstats {
+                    lends: 0,
+                    borrows: 0,
+                    giants: 0,
+                    tokens: 6656,
+                    ctokens: 2000
+                }
+            ))
+        );
+        let root = class(&d, "1:1");
+        assert_eq!(root.parent, crate::qdisc::TC_H_ROOT);
+        assert_eq!(
+            class_text(root).plain,
+            "rate 100Mbit ceil 100Mbit burst 1600b cburst 1600b"
+        );
+        assert!(
+            class_text(root).detail.ends_with("level 7"),
+            "{}",
+            class_text(root).detail
+        );
+        assert_eq!(d.classes.len(), 3);
+        assert!(d.children.is_empty(), "default pfifo leaves are invisible");
+        assert_eq!(
+            qdisc_text(&htb("").dump(Instant::ZERO)).plain,
+            "r2q 10 default 0 direct_packets_stat 0 direct_qlen 1000"
+        );
+    }
+
+    #[test]
+    fn vector_u12_default_is_hex_and_qdisc_args_validate() {
+        assert_eq!(htb("default 20").options().defcls, 0x20);
+        assert_eq!(
+            qdisc_text(&htb("def 0x1f r2q 5 direct_qlen 7").dump(Instant::ZERO)).plain,
+            "r2q 5 default 0x1f direct_packets_stat 0 direct_qlen 7"
+        );
+        let e = try_htb("default zz").err().unwrap().0;
+        assert!(e.contains("Illegal \"default\": \"zz\""), "{e}");
+        let e = try_htb("bogus").err().unwrap().0;
+        assert!(e.contains("What is \"bogus\"?"), "{e}");
+        assert!(try_htb("r2q").is_err());
+        assert!(try_htb("offload").is_err());
+        assert_eq!(htb("r2q 0").options().rate2quantum, 1);
+        let mut q = htb("");
+        let change = crate::tc::kinds::parse_qdisc(BUILTIN, "htb", &["default", "10"]).unwrap();
+        assert!(q.change(&change, Instant::ZERO, &mut Drops::new()).is_err());
+    }
+
+    #[test]
+    fn class_args_validate() {
+        let mut q = htb("");
+        assert!(add_err(&mut q, "1:10", "1:", "ceil 1mbit").contains("\"rate\" is required"));
+        assert!(add_err(&mut q, "1:10", "1:", "rate 1mbit rate 2mbit").contains("Double \"rate\""));
+        assert!(add_err(&mut q, "1:10", "1:", "rate fast").contains("Illegal \"rate\": \"fast\""));
+        assert!(add_err(&mut q, "1:10", "1:", "rate 1mbit burst 1k/3").contains("\"burst\""));
+        assert!(add_err(&mut q, "1:10", "1:", "rate 1mbit mpu 70000").contains("\"mpu\""));
+        assert!(
+            add_err(&mut q, "1:10", "1:", "rate 1mbit colour red").contains("What is \"colour\"?")
+        );
+        assert!(add_err(&mut q, "1:10", "1:", "rate 1mbit prio").contains("\"prio\" needs a value"));
+        assert!(add_err(&mut q, "1:10", "1:99", "rate 1mbit")
+            .contains("parent class 1:99 does not exist"));
+        assert!(add_err(&mut q, "2:10", "1:", "rate 1mbit").contains("does not belong"));
+        add(
+            &mut q,
+            "1:10",
+            "1:",
+            "rate 1mbit prio 9 quantum 3000 burst 10k cburst 2k ceil 2mbit",
+        );
+        assert!(add_err(&mut q, "1:10", "1:", "rate 1mbit").contains("File exists"));
+        let d = q.dump(Instant::ZERO);
+        let c = class(&d, "1:10");
+        assert_eq!(
+            class_text(c).plain,
+            "prio 7 rate 1Mbit ceil 2Mbit burst 10Kb cburst 2Kb"
+        );
+        assert!(class_text(c).detail.starts_with("prio 7 quantum 3000 "));
+        assert!(q.take_warnings().is_empty(), "explicit quantum: no warning");
+        add(
+            &mut q,
+            "1:11",
+            "1:",
+            "rate 1mbit overhead 24 linklayer atm mpu 64",
+        );
+        let d = q.dump(Instant::ZERO);
+        let c = class(&d, "1:11");
+        assert!(
+            class_text(c)
+                .plain
+                .contains("rate 1Mbit overhead 24 ceil 1Mbit linklayer atm"),
+            "{}",
+            class_text(c).plain
+        );
+        assert!(
+            class_text(c).detail.contains("mpu 64b"),
+            "{}",
+            class_text(c).detail
+        );
+    }
+
+    /// From the core's `class_change_at_runtime`: a change whose options do
+    /// not parse leaves the class as it was.
+    #[test]
+    fn class_change_with_bad_words_is_refused() {
+        let mut q = htb("default 10");
+        add(&mut q, "1:10", "1:", "rate 20mbit");
+        assert!(crate::tc::kinds::parse_class(BUILTIN, "htb", &["rate", "x"]).is_err());
+        let c = &q.dump(Instant::ZERO).classes[0];
+        assert!(class_text(c).plain.contains("rate 20Mbit"));
+    }
+
+    #[test]
+    fn json_lists_the_dumped_fields() {
+        let q = common("rate 30mbit ceil 100mbit", "rate 70mbit ceil 100mbit");
+        let d = q.dump(Instant::ZERO);
+        assert_eq!(
+            serde_json::Value::Object(qdisc_text(&d).json),
+            json!({"r2q": 10, "default": "0x20", "direct_packets_stat": 0, "direct_qlen": 1000})
+        );
+        assert_eq!(
+            serde_json::Value::Object(class_text(class(&d, "1:10")).json),
+            json!({"prio": 0, "rate": 3_750_000, "ceil": 12_500_000, "burst": 1593, "cburst": 1600})
+        );
+    }
+}
