@@ -2468,7 +2468,7 @@ mod tests {
         let mut q = htb("default 10");
         add(&mut q, "1:10", "1:", "rate 1mbit");
         let ctx = q.child_ctx(cid("10:"), cid("1:10"));
-        let codel = crate::qdisc::codel_qdisc::CodelQdisc::from_args(ctx, &[]).unwrap();
+        let codel = crate::qdisc::codel_qdisc::CodelQdisc::new(ctx);
         q.graft(cid("1:10"), Box::new(codel)).unwrap();
         let t = drain_codel_child(&mut q, 150);
         assert_eq!(
