@@ -10,7 +10,7 @@
 use bloatbox::datapath::DEFAULT_SNAPSHOT_FLOWS;
 use bloatbox::dir::Dir;
 use bloatbox::link::LinkParams;
-use bloatbox::qdisc::fq_codel::FqCodel;
+use bloatbox::qdisc::fq_codel::{FqCodel, FqCodelOptions};
 use bloatbox::qdisc::{FlowListing, QdiscCtx, TC_H_ROOT};
 use bloatbox::tui::fixtures::Scenario;
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -21,8 +21,15 @@ fn scenario(flows: u32) -> Scenario {
         parent: TC_H_ROOT,
         ..QdiscCtx::default()
     };
-    let big = FqCodel::from_args(ctx(0x8001), &["flows", "65536", "limit", "20000"])
-        .expect("valid fq_codel arguments");
+    let big = FqCodel::with_options(
+        ctx(0x8001),
+        &FqCodelOptions {
+            flows: Some(65536),
+            limit: Some(20000),
+            ..FqCodelOptions::default()
+        },
+    )
+    .expect("valid fq_codel arguments");
     let params = LinkParams {
         rate_bytes_ps: 1_250_000,
         ..LinkParams::default()

@@ -59,8 +59,9 @@ fn subjects() -> Vec<Subject> {
         Subject {
             name: "codel",
             build: || {
-                Box::new(tc(
-                    CodelQdisc::from_args,
+                Box::new(parsed(
+                    CodelQdisc::build,
+                    "codel",
                     "limit 20 target 1ms interval 5ms",
                 ))
             },
@@ -69,8 +70,9 @@ fn subjects() -> Vec<Subject> {
         Subject {
             name: "fq_codel",
             build: || {
-                Box::new(tc(
-                    FqCodel::from_args,
+                Box::new(parsed(
+                    FqCodel::build,
+                    "fq_codel",
                     "limit 24 flows 16 target 1ms interval 5ms drop_batch 4",
                 ))
             },
@@ -78,7 +80,13 @@ fn subjects() -> Vec<Subject> {
         },
         Subject {
             name: "fq_codel_memory",
-            build: || Box::new(tc(FqCodel::from_args, "memory_limit 20000 noecn")),
+            build: || {
+                Box::new(parsed(
+                    FqCodel::build,
+                    "fq_codel",
+                    "memory_limit 20000 noecn",
+                ))
+            },
             shaping: None,
         },
         Subject {
@@ -103,12 +111,24 @@ fn subjects() -> Vec<Subject> {
         },
         Subject {
             name: "sfq",
-            build: || Box::new(tc(Sfq::from_args, "limit 20 depth 6 flows 8 divisor 16")),
+            build: || {
+                Box::new(parsed(
+                    Sfq::build,
+                    "sfq",
+                    "limit 20 depth 6 flows 8 divisor 16",
+                ))
+            },
             shaping: None,
         },
         Subject {
             name: "sfq_headdrop",
-            build: || Box::new(tc(Sfq::from_args, "limit 10 depth 3 headdrop perturb 1")),
+            build: || {
+                Box::new(parsed(
+                    Sfq::build,
+                    "sfq",
+                    "limit 10 depth 3 headdrop perturb 1",
+                ))
+            },
             shaping: None,
         },
         Subject {
@@ -160,6 +180,19 @@ fn class_options(kind: &str, args: &str) -> bloatbox::qdisc::ClassOptions {
 fn tc<Q>(from_args: fn(QdiscCtx, &[&str]) -> Result<Q, TcError>, args: &str) -> Q {
     let tokens: Vec<&str> = args.split_whitespace().collect();
     from_args(ctx(), &tokens).expect("valid tc options")
+}
+
+/// Builds a `kind` qdisc from the options tc parses from `args`, as
+/// `tc qdisc add ... KIND ARGS`.
+fn parsed<Q>(
+    build: fn(QdiscCtx, &bloatbox::qdisc::QdiscOptions) -> Result<Q, TcError>,
+    kind: &str,
+    args: &str,
+) -> Q {
+    let words: Vec<&str> = args.split_whitespace().collect();
+    let options = bloatbox::tc::kinds::parse_qdisc(bloatbox::tc::kinds::BUILTIN, kind, &words)
+        .expect("valid tc options");
+    build(ctx(), &options).expect("valid options")
 }
 
 /// HTB with an 8 Mbit/s root class and two leaves (the default one may

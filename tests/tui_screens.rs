@@ -4,7 +4,7 @@
 //! bounded to what fits plus one aggregate row.
 
 use bloatbox::dir::Dir;
-use bloatbox::qdisc::fq_codel::FqCodel;
+use bloatbox::qdisc::fq_codel::{FqCodel, FqCodelOptions};
 use bloatbox::qdisc::FlowListing;
 use bloatbox::time::NS_PER_MS;
 use bloatbox::tui::fixtures::{app_after, link_params, root_ctx, Scenario};
@@ -126,7 +126,15 @@ fn too_small_a_terminal_says_so() {
 /// fq_codel with 65536 buckets holding one frame from each of 10,000 UDP
 /// flows (hash collisions merge a few into shared buckets).
 fn ten_thousand_flows() -> (Scenario, App) {
-    let q = FqCodel::from_args(root_ctx(0x8001), &["flows", "65536", "limit", "20000"]).unwrap();
+    let q = FqCodel::with_options(
+        root_ctx(0x8001),
+        &FqCodelOptions {
+            flows: Some(65536),
+            limit: Some(20000),
+            ..FqCodelOptions::default()
+        },
+    )
+    .unwrap();
     let mut s = Scenario::new(
         Box::new(q),
         Box::new(FqCodel::new(root_ctx(0x8002))),

@@ -5,13 +5,10 @@
 //! one Newton step per count increment, and the control law adds
 //! `interval * rec_inv_sqrt`. `CodelVars::dequeue` is the kernel's
 //! `codel_dequeue` state machine over a queue the caller provides
-//! (`CodelQueue`); it drops into `Drops` (reason `Codel`) or ECN-marks. Also
-//! the tc option parsing/printing helpers both CoDel qdiscs share.
+//! (`CodelQueue`); it drops into `Drops` (reason `Codel`) or ECN-marks.
 
-use super::TcError;
 use crate::packet::{ecn, DropReason, Drops, Packet};
 use crate::time::Instant;
-use crate::units::{parse_time, sprint_time};
 
 /// A time in CoDel units (1024 ns), wrapping.
 pub type CodelTime = u32;
@@ -266,63 +263,12 @@ impl CodelVars {
     }
 }
 
-/// Parses a tc time option (`target 5ms`) into CoDel units; `name` is the
-/// option for the error message (tc: `Illegal "target"`).
-pub fn parse_codel_time(name: &str, value: Option<&&str>) -> Result<CodelTime, TcError> {
-    let v = value.ok_or_else(|| missing_arg(name))?;
-    parse_time(v)
-        .map(us_to_codel)
-        .map_err(|e| TcError::new(format!("Illegal \"{name}\" ({e})")))
-}
-
-/// Parses an unsigned tc number (decimal or 0x hex, as `get_unsigned`).
-pub fn parse_u32(name: &str, value: Option<&&str>) -> Result<u32, TcError> {
-    let v = value.ok_or_else(|| missing_arg(name))?;
-    let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        Some(hex) => u32::from_str_radix(hex, 16).ok(),
-        None => v.parse::<u32>().ok(),
-    };
-    parsed.ok_or_else(|| {
-        TcError::new(format!(
-            "Illegal \"{name}\" (\"{v}\": expected an unsigned 32-bit number)"
-        ))
-    })
-}
-
-/// tc's message when an option's value is missing.
-pub fn missing_arg(name: &str) -> TcError {
-    TcError::new(format!(
-        "Error: argument \"{name}\" is required (give it a value, e.g. \"{name} N\")"
-    ))
-}
-
-/// `tc` prints a CoDel time option as `codel_time_to_us` through sprint_time.
-pub fn print_codel_time(t: CodelTime) -> String {
-    sprint_time(codel_to_us(t))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::qdisc::testutil::pkt;
     use crate::time::NS_PER_MS;
-
-    /// CoDel times in tc's units (moved from `units`' time tests, which
-    /// cover the plain tc times around it).
-    #[test]
-    fn a_bare_codel_time_is_us_and_prints_as_the_kernel_dumps_it() {
-        // A bare time is µs (tc/tc_util.c `get_time`): `target 5` is 5 µs,
-        // which the kernel keeps as (5 × 1000) >> 10 = 4 CoDel units
-        // (net/sched/sch_fq_codel.c `fq_codel_change`, CODEL_SHIFT in
-        // include/net/codel.h) and dumps as 4 × 1024 / 1000 = 4 µs
-        // (include/net/codel.h `codel_time_to_us`, from `fq_codel_dump`), so
-        // tc prints `target 4us`, not the `5us` one would expect.
-        let target = parse_codel_time("target", Some(&"5")).unwrap();
-        assert_eq!(target, 4);
-        assert_eq!(print_codel_time(target), "4us");
-        let target = parse_codel_time("target", Some(&"5ms")).unwrap();
-        assert_eq!(print_codel_time(target), "5ms");
-    }
+    use crate::units::sprint_time;
     use std::collections::VecDeque;
 
     /// A FIFO whose backlog is its own byte count plus `extra` (other flows).
@@ -376,8 +322,8 @@ mod tests {
         assert_eq!(us_to_codel(100_000), 97656);
         assert_eq!(codel_to_us(4882), 4999);
         assert_eq!(codel_to_us(97656), 99999);
-        assert_eq!(print_codel_time(4882), "5ms");
-        assert_eq!(print_codel_time(97656), "100ms");
+        assert_eq!(sprint_time(codel_to_us(4882)), "5ms");
+        assert_eq!(sprint_time(codel_to_us(97656)), "100ms");
         assert_eq!(control_law(0, 97656, REC_INV_SQRT_ONE), 97654);
         assert_eq!(control_law(u32::MAX, 97656, REC_INV_SQRT_ONE), 97653);
     }

@@ -3,8 +3,8 @@
 //! packets. Defaults: limit 1000p, target 5ms, interval 100ms, noecn.
 
 use super::codel::{
-    codel_to_us, parse_codel_time, parse_u32, print_codel_time, CodelParams, CodelQueue,
-    CodelStats, CodelVars, CODEL_DISABLED_THRESHOLD,
+    codel_to_us, us_to_codel, CodelParams, CodelQueue, CodelStats, CodelVars,
+    CODEL_DISABLED_THRESHOLD,
 };
 use super::dump::{CodelXstats, Xstats};
 use super::park::{drop_all_held, ParkOnPeek};
@@ -12,44 +12,29 @@ use super::QdiscOptions;
 use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// `DEFAULT_CODEL_LIMIT`.
 pub const DEFAULT_LIMIT: u32 = 1000;
 
-const USAGE: &str = "Usage: ... codel [ limit PACKETS ] [ target TIME ]\n\t\t [ interval TIME ] [ ecn | noecn ]\n\t\t [ ce_threshold TIME ]";
-
-/// The options tc sends (absent/zero ones are not sent and keep the current
-/// value, as in iproute2's q_codel.c).
-#[derive(Default)]
-struct CodelArgs {
-    limit: Option<u32>,
-    target: Option<u32>,
-    interval: Option<u32>,
-    ecn: Option<bool>,
-    ce_threshold: Option<u32>,
-}
-
-fn parse_args(args: &[&str]) -> Result<CodelArgs, TcError> {
-    let mut out = CodelArgs::default();
-    let mut it = args.iter();
-    while let Some(tok) = it.next() {
-        match *tok {
-            "limit" => out.limit = Some(parse_u32("limit", it.next())?).filter(|v| *v != 0),
-            "target" => {
-                out.target = Some(parse_codel_time("target", it.next())?).filter(|v| *v != 0)
-            }
-            "interval" => {
-                out.interval = Some(parse_codel_time("interval", it.next())?).filter(|v| *v != 0)
-            }
-            "ce_threshold" => out.ce_threshold = Some(parse_codel_time("ce_threshold", it.next())?),
-            "ecn" => out.ecn = Some(true),
-            "noecn" => out.ecn = Some(false),
-            other => return Err(TcError::new(format!("What is \"{other}\"?\n{USAGE}"))),
-        }
-    }
-    Ok(out)
+/// The `TCA_CODEL_*` attributes (include/uapi/linux/pkt_sched.h), times in
+/// µs as netlink carries them (net/sched/sch_codel.c `codel_change` turns
+/// them into CoDel units, `codel_dump` back with `codel_time_to_us`). An
+/// absent attribute keeps the current value; `codel_dump` sends all but
+/// `ce_threshold` while that is off.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodelOptions {
+    /// `TCA_CODEL_TARGET`, µs.
+    pub target: Option<u32>,
+    /// `TCA_CODEL_LIMIT`, packets.
+    pub limit: Option<u32>,
+    /// `TCA_CODEL_INTERVAL`, µs.
+    pub interval: Option<u32>,
+    /// `TCA_CODEL_ECN`.
+    pub ecn: Option<bool>,
+    /// `TCA_CODEL_CE_THRESHOLD`, µs.
+    pub ce_threshold: Option<u32>,
 }
 
 /// The FIFO plus the backlog CoDel reads.
@@ -102,29 +87,50 @@ impl CodelQdisc {
         }
     }
 
-    /// `tc qdisc add ... codel [limit N] [target T] [interval T] [ecn|noecn] [ce_threshold T]`.
-    pub fn from_args(ctx: QdiscCtx, args: &[&str]) -> Result<Self, TcError> {
-        let a = parse_args(args)?;
-        let mut q = CodelQdisc::new(ctx);
-        q.apply(&a);
-        Ok(q)
+    /// A codel qdisc with `options` (`QdiscOptions::None`: the defaults).
+    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, TcError> {
+        match options {
+            QdiscOptions::None => Ok(CodelQdisc::new(ctx)),
+            QdiscOptions::Codel(o) => Ok(CodelQdisc::with_options(ctx, o)),
+            other => Err(other.foreign("codel")),
+        }
     }
 
-    fn apply(&mut self, a: &CodelArgs) {
-        if let Some(v) = a.limit {
+    /// A codel qdisc with the defaults changed by `o` (`codel_init`).
+    pub fn with_options(ctx: QdiscCtx, o: &CodelOptions) -> Self {
+        let mut q = CodelQdisc::new(ctx);
+        q.apply(o);
+        q
+    }
+
+    fn apply(&mut self, o: &CodelOptions) {
+        if let Some(v) = o.limit {
             self.limit = v;
         }
-        if let Some(v) = a.target {
-            self.params.target = v;
+        if let Some(v) = o.target {
+            self.params.target = us_to_codel(v.into());
         }
-        if let Some(v) = a.interval {
-            self.params.interval = v;
+        if let Some(v) = o.interval {
+            self.params.interval = us_to_codel(v.into());
         }
-        if let Some(v) = a.ecn {
+        if let Some(v) = o.ecn {
             self.params.ecn = v;
         }
-        if let Some(v) = a.ce_threshold {
-            self.params.ce_threshold = v;
+        if let Some(v) = o.ce_threshold {
+            self.params.ce_threshold = us_to_codel(v.into());
+        }
+    }
+
+    /// The options as `codel_dump` sends them.
+    pub fn options(&self) -> CodelOptions {
+        let p = &self.params;
+        CodelOptions {
+            target: Some(codel_to_us(p.target) as u32),
+            limit: Some(self.limit),
+            interval: Some(codel_to_us(p.interval) as u32),
+            ecn: Some(p.ecn),
+            ce_threshold: (p.ce_threshold != CODEL_DISABLED_THRESHOLD)
+                .then(|| codel_to_us(p.ce_threshold) as u32),
         }
     }
 
@@ -210,9 +216,11 @@ impl Qdisc for CodelQdisc {
         _now: Instant,
         drops: &mut Drops,
     ) -> Result<(), TcError> {
-        let args = &options.words()[..];
-        let a = parse_args(args)?;
-        self.apply(&a);
+        match options {
+            QdiscOptions::None => {}
+            QdiscOptions::Codel(o) => self.apply(o),
+            other => return Err(other.foreign("codel")),
+        }
         // sch_codel trims from the head, bypassing CoDel.
         while self.qlen() > self.limit {
             let Some(p) = self.parked.take().or_else(|| self.fifo.pop_head()) else {
@@ -224,29 +232,6 @@ impl Qdisc for CodelQdisc {
     }
 
     fn dump(&self, now: Instant) -> QdiscDump {
-        let p = &self.params;
-        let mut opts = format!(
-            "limit {}p target {}",
-            self.limit,
-            print_codel_time(p.target)
-        );
-        let mut oj = serde_json::Map::new();
-        oj.insert("limit".into(), json!(self.limit));
-        oj.insert("target".into(), json!(codel_to_us(p.target)));
-        if p.ce_threshold != CODEL_DISABLED_THRESHOLD {
-            opts.push_str(&format!(
-                " ce_threshold {}",
-                print_codel_time(p.ce_threshold)
-            ));
-            oj.insert("ce_threshold".into(), json!(codel_to_us(p.ce_threshold)));
-        }
-        opts.push_str(&format!(" interval {}", print_codel_time(p.interval)));
-        oj.insert("interval".into(), json!(codel_to_us(p.interval)));
-        if p.ecn {
-            opts.push_str(" ecn");
-            oj.insert("ecn".into(), json!(true));
-        }
-
         let v = &self.vars;
         let xstats = CodelXstats {
             maxpacket: self.cstats.maxpacket,
@@ -264,9 +249,7 @@ impl Qdisc for CodelQdisc {
             kind: "codel".into(),
             handle: self.handle,
             parent: self.parent,
-            options: opts.clone(),
-            options_detail: opts,
-            options_json: oj,
+            typed: QdiscOptions::Codel(self.options()),
             stats: self.stats(),
             xstats: Some(Xstats::Codel(xstats)),
             ..QdiscDump::default()
@@ -292,6 +275,14 @@ mod tests {
         Instant::from_millis(t)
     }
 
+    /// Options giving only `limit`.
+    fn limit(n: u32) -> CodelOptions {
+        CodelOptions {
+            limit: Some(n),
+            ..CodelOptions::default()
+        }
+    }
+
     /// The xstats in a dump at `now`.
     fn xstats(q: &CodelQdisc, now: Instant) -> CodelXstats {
         match q.dump(now).xstats {
@@ -301,55 +292,66 @@ mod tests {
     }
 
     #[test]
-    fn defaults_print() {
-        let q = CodelQdisc::from_args(QdiscCtx::default(), &[]).unwrap();
+    fn defaults_dump() {
+        let q = CodelQdisc::build(QdiscCtx::default(), &QdiscOptions::None).unwrap();
         let d = q.dump(Instant::ZERO);
-        assert_eq!(d.options, "limit 1000p target 5ms interval 100ms");
+        // 5 ms and 100 ms in CoDel units, dumped by `codel_time_to_us`.
+        assert_eq!(
+            d.typed,
+            QdiscOptions::Codel(CodelOptions {
+                target: Some(4999),
+                limit: Some(1000),
+                interval: Some(99999),
+                ecn: Some(false),
+                ce_threshold: None,
+            })
+        );
         assert_eq!(d.xstats, Some(Xstats::Codel(CodelXstats::default())));
         assert!(q.can_bypass());
     }
 
     #[test]
-    fn options_parse_and_print() {
-        let q = CodelQdisc::from_args(
+    fn options_apply_in_codel_units() {
+        let q = CodelQdisc::with_options(
             QdiscCtx::default(),
-            &[
-                "limit",
-                "50",
-                "target",
-                "2ms",
-                "interval",
-                "30ms",
-                "ecn",
-                "ce_threshold",
-                "1ms",
-            ],
-        )
-        .unwrap();
-        assert_eq!(
-            q.dump(Instant::ZERO).options,
-            // 1000 µs → 976 units → dumped 999 µs, as the kernel does.
-            "limit 50p target 2ms ce_threshold 999us interval 30ms ecn"
+            &CodelOptions {
+                limit: Some(50),
+                target: Some(2000),
+                interval: Some(30_000),
+                ecn: Some(true),
+                ce_threshold: Some(1000),
+            },
         );
-        // A bare time is µs (tc/tc_util.c `get_time`).
-        let q = CodelQdisc::from_args(QdiscCtx::default(), &["target", "5"]).unwrap();
+        assert_eq!(
+            q.options(),
+            // 1000 µs → 976 units → dumped 999 µs, as the kernel does.
+            CodelOptions {
+                limit: Some(50),
+                target: Some(1999),
+                interval: Some(29999),
+                ecn: Some(true),
+                ce_threshold: Some(999),
+            }
+        );
+        // 5 µs: (5 × 1000) >> 10 = 4 units, dumped as 4 µs.
+        let q = CodelQdisc::with_options(
+            QdiscCtx::default(),
+            &CodelOptions {
+                target: Some(5),
+                ..CodelOptions::default()
+            },
+        );
         assert_eq!(q.params.target, 4);
-        assert!(q.dump(Instant::ZERO).options.contains("target 4us"));
-        let e = CodelQdisc::from_args(QdiscCtx::default(), &["target", "5 parsecs"])
+        assert_eq!(q.options().target, Some(4));
+        let e = CodelQdisc::build(QdiscCtx::default(), &QdiscOptions::Sfq(Default::default()))
             .err()
             .unwrap();
-        assert!(e.0.starts_with("Illegal \"target\""), "{e}");
-        let e = CodelQdisc::from_args(QdiscCtx::default(), &["bogus"])
-            .err()
-            .unwrap();
-        assert!(e.0.starts_with("What is \"bogus\"?"));
-        assert!(CodelQdisc::from_args(QdiscCtx::default(), &["limit"]).is_err());
-        assert!(CodelQdisc::from_args(QdiscCtx::default(), &["limit", "-1"]).is_err());
+        assert!(e.0.contains("codel"), "{e}");
     }
 
     #[test]
     fn tail_drop_at_limit() {
-        let mut q = CodelQdisc::from_args(QdiscCtx::default(), &["limit", "3"]).unwrap();
+        let mut q = CodelQdisc::with_options(QdiscCtx::default(), &limit(3));
         let mut d = Drops::new();
         for i in 0..5 {
             q.enqueue(pkt(i, 100), ms(0), &mut d);
@@ -414,23 +416,18 @@ mod tests {
         for i in 0..10 {
             q.enqueue(pkt(i, 100), ms(0), &mut d);
         }
-        q.change(
-            &crate::qdisc::testutil::qwords(&["limit", "4", "ecn"]),
-            ms(0),
-            &mut d,
-        )
-        .unwrap();
+        let o = CodelOptions {
+            ecn: Some(true),
+            ..limit(4)
+        };
+        q.change(&QdiscOptions::Codel(o), ms(0), &mut d).unwrap();
         assert_eq!(q.qlen(), 4);
         assert_eq!(d.len(), 6);
         assert_eq!(d.since(0)[0].0.meta.id, 0, "trimmed from the head");
         assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::QdiscReset));
-        assert!(q.dump(ms(0)).options.ends_with(" ecn"));
+        assert_eq!(q.options().ecn, Some(true));
         assert!(q
-            .change(
-                &crate::qdisc::testutil::qwords(&["limit", "x"]),
-                ms(0),
-                &mut d
-            )
+            .change(&QdiscOptions::Sfq(Default::default()), ms(0), &mut d)
             .is_err());
         assert_eq!(q.limit, 4);
         q.reset(&mut d);

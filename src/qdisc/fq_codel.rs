@@ -9,8 +9,8 @@
 //! frame the TAP driver received (see `truesize`).
 
 use super::codel::{
-    codel_to_us, missing_arg, parse_codel_time, parse_u32, print_codel_time, CodelParams,
-    CodelQueue, CodelStats, CodelVars, CODEL_DISABLED_THRESHOLD,
+    codel_to_us, us_to_codel, CodelParams, CodelQueue, CodelStats, CodelVars,
+    CODEL_DISABLED_THRESHOLD,
 };
 use super::dump::{
     list_flows, ClassDump, FlowDump, FlowListing, FqCodelClassXstats, FqCodelXstats, Xstats,
@@ -22,8 +22,7 @@ use super::{FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError,
 use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, FlowKey, Packet};
 use crate::time::Instant;
-use crate::units::{parse_size, sprint_size};
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 pub const DEFAULT_LIMIT: u32 = 10240;
@@ -34,8 +33,6 @@ pub const DEFAULT_DROP_BATCH: u32 = 64;
 /// `FQ_CODEL_QUANTUM_MAX`.
 pub const QUANTUM_MAX: u32 = 1 << 20;
 const QUANTUM_MIN: u32 = 256;
-
-const USAGE: &str = "Usage: ... fq_codel [ limit PACKETS ] [ flows NUMBER ]\n\t\t\t[ memory_limit BYTES ]\n\t\t\t[ target TIME ] [ interval TIME ]\n\t\t\t[ quantum BYTES ] [ [no]ecn ]\n\t\t\t[ ce_threshold TIME ]\n\t\t\t[ ce_threshold_selector VALUE/MASK ]\n\t\t\t[ drop_batch SIZE ]";
 
 /// The kernel's `skb->truesize` for a frame of `len` bytes as the TAP driver
 /// allocates it: the data buffer holds NET_SKB_PAD (64) headroom plus the
@@ -132,79 +129,36 @@ impl CodelQueue for FlowQueue<'_> {
     }
 }
 
-/// The tc options given (absent ones keep the current value; tc does not
-/// send zero limit/flows/quantum/target/interval/memory_limit/drop_batch).
-#[derive(Default)]
-struct FqCodelArgs {
-    limit: Option<u32>,
-    flows: Option<u32>,
-    quantum: Option<u32>,
-    target: Option<u32>,
-    interval: Option<u32>,
-    ecn: Option<bool>,
-    ce_threshold: Option<u32>,
-    ce_selector: Option<(u8, u8)>,
-    memory_limit: Option<u32>,
-    drop_batch: Option<u32>,
-}
-
-fn nonzero(v: u32) -> Option<u32> {
-    Some(v).filter(|v| *v != 0)
-}
-
-fn parse_u8(s: &str) -> Option<u8> {
-    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(hex) => u8::from_str_radix(hex, 16).ok(),
-        None => s.parse().ok(),
-    }
-}
-
-fn parse_args(args: &[&str]) -> Result<FqCodelArgs, TcError> {
-    let mut a = FqCodelArgs::default();
-    let mut it = args.iter();
-    while let Some(tok) = it.next() {
-        match *tok {
-            "limit" => a.limit = nonzero(parse_u32("limit", it.next())?),
-            "flows" => a.flows = nonzero(parse_u32("flows", it.next())?),
-            "quantum" => a.quantum = nonzero(parse_u32("quantum", it.next())?),
-            "drop_batch" => a.drop_batch = nonzero(parse_u32("drop_batch", it.next())?),
-            "target" => a.target = nonzero(parse_codel_time("target", it.next())?),
-            "interval" => a.interval = nonzero(parse_codel_time("interval", it.next())?),
-            "ce_threshold" => a.ce_threshold = Some(parse_codel_time("ce_threshold", it.next())?),
-            "ce_threshold_selector" => {
-                let v = it
-                    .next()
-                    .ok_or_else(|| missing_arg("ce_threshold_selector"))?;
-                let parsed = v
-                    .split_once('/')
-                    .and_then(|(val, mask)| Some((parse_u8(val)?, parse_u8(mask)?)));
-                a.ce_selector = Some(parsed.ok_or_else(|| {
-                    TcError::new(format!(
-                        "Illegal \"ce_threshold_selector\" (\"{v}\": expected VALUE/MASK, two 8-bit numbers such as 0x01/0x03)"
-                    ))
-                })?);
-            }
-            "memory_limit" => {
-                let v = it.next().ok_or_else(|| missing_arg("memory_limit"))?;
-                let bytes = parse_size(v)
-                    .map_err(|e| TcError::new(format!("Illegal \"memory_limit\" ({e})")))?;
-                a.memory_limit = nonzero(bytes.min(u32::MAX as u64) as u32);
-            }
-            "ecn" => a.ecn = Some(true),
-            "noecn" => a.ecn = Some(false),
-            other => return Err(TcError::new(format!("What is \"{other}\"?\n{USAGE}"))),
-        }
-    }
-    Ok(a)
-}
-
-/// C's `%#x`.
-fn c_hex(v: u8) -> String {
-    if v == 0 {
-        "0".into()
-    } else {
-        format!("{v:#x}")
-    }
+/// The `TCA_FQ_CODEL_*` attributes (include/uapi/linux/pkt_sched.h), times
+/// in µs as netlink carries them (net/sched/sch_fq_codel.c
+/// `fq_codel_change` turns them into CoDel units, `fq_codel_dump` back with
+/// `codel_time_to_us`). An absent attribute keeps the current value;
+/// `fq_codel_dump` sends all but `ce_threshold` (while off) and the
+/// selector and mask (while the mask is 0).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FqCodelOptions {
+    /// `TCA_FQ_CODEL_TARGET`, µs.
+    pub target: Option<u32>,
+    /// `TCA_FQ_CODEL_LIMIT`, packets.
+    pub limit: Option<u32>,
+    /// `TCA_FQ_CODEL_INTERVAL`, µs.
+    pub interval: Option<u32>,
+    /// `TCA_FQ_CODEL_ECN`.
+    pub ecn: Option<bool>,
+    /// `TCA_FQ_CODEL_FLOWS` (at creation only).
+    pub flows: Option<u32>,
+    /// `TCA_FQ_CODEL_QUANTUM`, bytes.
+    pub quantum: Option<u32>,
+    /// `TCA_FQ_CODEL_CE_THRESHOLD`, µs.
+    pub ce_threshold: Option<u32>,
+    /// `TCA_FQ_CODEL_DROP_BATCH_SIZE`.
+    pub drop_batch_size: Option<u32>,
+    /// `TCA_FQ_CODEL_MEMORY_LIMIT`, bytes.
+    pub memory_limit: Option<u32>,
+    /// `TCA_FQ_CODEL_CE_THRESHOLD_SELECTOR`.
+    pub ce_threshold_selector: Option<u8>,
+    /// `TCA_FQ_CODEL_CE_THRESHOLD_MASK`.
+    pub ce_threshold_mask: Option<u8>,
 }
 
 pub struct FqCodel {
@@ -268,13 +222,20 @@ impl FqCodel {
         }
     }
 
-    /// `tc qdisc add ... fq_codel [limit N] [flows N] [quantum B] [target T]
-    /// [interval T] [ecn|noecn] [ce_threshold T] [ce_threshold_selector V/M]
-    /// [memory_limit B] [drop_batch N]`.
-    pub fn from_args(ctx: QdiscCtx, args: &[&str]) -> Result<Self, TcError> {
-        let a = parse_args(args)?;
+    /// An fq_codel qdisc with `options` (`QdiscOptions::None`: the
+    /// defaults).
+    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, TcError> {
+        match options {
+            QdiscOptions::None => Ok(FqCodel::new(ctx)),
+            QdiscOptions::FqCodel(o) => FqCodel::with_options(ctx, o),
+            other => Err(other.foreign("fq_codel")),
+        }
+    }
+
+    /// An fq_codel qdisc with the defaults changed by `o` (`fq_codel_init`).
+    pub fn with_options(ctx: QdiscCtx, o: &FqCodelOptions) -> Result<Self, TcError> {
         let mut q = FqCodel::new(ctx);
-        if let Some(flows) = a.flows {
+        if let Some(flows) = o.flows {
             if flows > MAX_FLOWS {
                 return Err(TcError::new(format!(
                     "RTNETLINK answers: Invalid argument (flows {flows}: allowed 1..{MAX_FLOWS})"
@@ -284,48 +245,70 @@ impl FqCodel {
             q.backlogs = vec![0; flows as usize];
             q.info = (0..flows).map(|_| FlowInfo::default()).collect();
         }
-        q.apply(&a)?;
+        q.apply(o)?;
         Ok(q)
     }
 
-    /// Validates then applies `a` (nothing changes on error).
-    fn apply(&mut self, a: &FqCodelArgs) -> Result<(), TcError> {
-        if let Some(qu) = a.quantum {
+    /// Validates then applies `o` (nothing changes on error).
+    fn apply(&mut self, o: &FqCodelOptions) -> Result<(), TcError> {
+        if let Some(qu) = o.quantum {
             if qu > QUANTUM_MAX {
                 return Err(TcError::new(format!(
                     "Error: Invalid quantum. (quantum {qu}: allowed up to {QUANTUM_MAX} bytes)"
                 )));
             }
         }
-        if let Some(v) = a.limit {
+        if let Some(v) = o.limit {
             self.limit = v;
         }
-        if let Some(v) = a.quantum {
+        if let Some(v) = o.quantum {
             self.quantum = v.max(QUANTUM_MIN);
         }
-        if let Some(v) = a.target {
-            self.params.target = v;
+        if let Some(v) = o.target {
+            self.params.target = us_to_codel(v.into());
         }
-        if let Some(v) = a.interval {
-            self.params.interval = v;
+        if let Some(v) = o.interval {
+            self.params.interval = us_to_codel(v.into());
         }
-        if let Some(v) = a.ecn {
+        if let Some(v) = o.ecn {
             self.params.ecn = v;
         }
-        if let Some(v) = a.ce_threshold {
-            self.params.ce_threshold = v;
+        if let Some(v) = o.ce_threshold {
+            self.params.ce_threshold = us_to_codel(v.into());
         }
-        if let Some((val, mask)) = a.ce_selector {
-            self.params.ce_threshold_selector = val;
-            self.params.ce_threshold_mask = mask;
+        if let Some(v) = o.ce_threshold_selector {
+            self.params.ce_threshold_selector = v;
         }
-        if let Some(v) = a.memory_limit {
+        if let Some(v) = o.ce_threshold_mask {
+            self.params.ce_threshold_mask = v;
+        }
+        if let Some(v) = o.memory_limit {
             self.memory_limit = v.min(1 << 31);
         }
-        if let Some(v) = a.drop_batch {
+        if let Some(v) = o.drop_batch_size {
             self.drop_batch = v.max(1);
         }
         Ok(())
+    }
+
+    /// The options as `fq_codel_dump` sends them.
+    pub fn options(&self) -> FqCodelOptions {
+        let p = &self.params;
+        let selected = p.ce_threshold_mask != 0;
+        FqCodelOptions {
+            target: Some(codel_to_us(p.target) as u32),
+            limit: Some(self.limit),
+            interval: Some(codel_to_us(p.interval) as u32),
+            ecn: Some(p.ecn),
+            flows: Some(self.flows_cnt()),
+            quantum: Some(self.quantum),
+            ce_threshold: (p.ce_threshold != CODEL_DISABLED_THRESHOLD)
+                .then(|| codel_to_us(p.ce_threshold) as u32),
+            drop_batch_size: Some(self.drop_batch),
+            memory_limit: Some(self.memory_limit),
+            ce_threshold_selector: selected.then_some(p.ce_threshold_selector),
+            ce_threshold_mask: selected.then_some(p.ce_threshold_mask),
+        }
     }
 
     /// The number of buckets.
@@ -512,55 +495,6 @@ impl FqCodel {
             sent_bytes: info.sent_bytes,
         }
     }
-
-    fn options(&self) -> (String, serde_json::Map<String, serde_json::Value>) {
-        let p = &self.params;
-        let mut o = format!(
-            "limit {}p flows {} quantum {} target {}",
-            self.limit,
-            self.flows_cnt(),
-            self.quantum,
-            print_codel_time(p.target)
-        );
-        let mut j = serde_json::Map::new();
-        j.insert("limit".into(), json!(self.limit));
-        j.insert("flows".into(), json!(self.flows_cnt()));
-        j.insert("quantum".into(), json!(self.quantum));
-        j.insert("target".into(), json!(codel_to_us(p.target)));
-        if p.ce_threshold != CODEL_DISABLED_THRESHOLD {
-            o.push_str(&format!(
-                " ce_threshold {}",
-                print_codel_time(p.ce_threshold)
-            ));
-            j.insert("ce_threshold".into(), json!(codel_to_us(p.ce_threshold)));
-        }
-        if p.ce_threshold_mask != 0 {
-            o.push_str(&format!(
-                " ce_threshold_selector {}/{}",
-                c_hex(p.ce_threshold_selector),
-                c_hex(p.ce_threshold_mask)
-            ));
-            j.insert(
-                "ce_threshold_selector".into(),
-                json!(p.ce_threshold_selector),
-            );
-            j.insert("ce_threshold_mask".into(), json!(p.ce_threshold_mask));
-        }
-        o.push_str(&format!(
-            " interval {} memory_limit {}",
-            print_codel_time(p.interval),
-            sprint_size(self.memory_limit as u64)
-        ));
-        j.insert("interval".into(), json!(codel_to_us(p.interval)));
-        j.insert("memory_limit".into(), json!(self.memory_limit));
-        if p.ecn {
-            o.push_str(" ecn");
-            j.insert("ecn".into(), json!(true));
-        }
-        o.push_str(&format!(" drop_batch {}", self.drop_batch));
-        j.insert("drop_batch".into(), json!(self.drop_batch));
-        (o, j)
-    }
 }
 
 impl ParkOnPeek for FqCodel {
@@ -663,14 +597,17 @@ impl Qdisc for FqCodel {
         now: Instant,
         drops: &mut Drops,
     ) -> Result<(), TcError> {
-        let args = &options.words()[..];
-        let a = parse_args(args)?;
-        if let Some(f) = a.flows {
+        let o = match options {
+            QdiscOptions::None => &FqCodelOptions::default(),
+            QdiscOptions::FqCodel(o) => o,
+            other => return Err(other.foreign("fq_codel")),
+        };
+        if let Some(f) = o.flows {
             return Err(TcError::new(format!(
                 "RTNETLINK answers: Invalid argument (flows {f}: the number of flows can only be set when the qdisc is created; delete and re-add it)"
             )));
         }
-        self.apply(&a)?;
+        self.apply(o)?;
         while self.total_qlen() > self.limit || self.memory_usage > self.memory_limit as u64 {
             let p = match self.parked.take() {
                 Some(p) => p,
@@ -689,7 +626,6 @@ impl Qdisc for FqCodel {
     }
 
     fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
-        let (options, options_json) = self.options();
         let xstats = FqCodelXstats {
             maxpacket: self.cstats.maxpacket,
             drop_overlimit: self.drop_overlimit,
@@ -716,16 +652,14 @@ impl Qdisc for FqCodel {
             kind: "fq_codel".into(),
             handle: self.handle,
             parent: self.parent,
-            options: options.clone(),
-            options_detail: options,
-            options_json,
-            typed: QdiscOptions::None,
+            typed: QdiscOptions::FqCodel(self.options()),
             stats: self.stats(),
             xstats: Some(Xstats::FqCodel(xstats)),
             classes,
             children: Vec::new(),
             flows,
             other_flows,
+            ..QdiscDump::default()
         }
     }
 
@@ -814,72 +748,110 @@ mod tests {
             .collect()
     }
 
+    /// The options `o` on top of the defaults.
+    fn fq(o: FqCodelOptions) -> FqCodel {
+        FqCodel::with_options(ctx(), &o).unwrap()
+    }
+
+    /// No options given.
+    fn none() -> FqCodelOptions {
+        FqCodelOptions::default()
+    }
+
     #[test]
-    fn f1_default_printout() {
-        let q = FqCodel::from_args(ctx(), &[]).unwrap();
+    fn f1_default_dump() {
+        let q = FqCodel::build(ctx(), &QdiscOptions::None).unwrap();
         let d = q.dump(Instant::ZERO);
         assert_eq!(
-            d.options,
-            "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64"
+            d.typed,
+            QdiscOptions::FqCodel(FqCodelOptions {
+                target: Some(4999),
+                limit: Some(10240),
+                interval: Some(99999),
+                ecn: Some(true),
+                flows: Some(1024),
+                quantum: Some(1514),
+                ce_threshold: None,
+                drop_batch_size: Some(64),
+                memory_limit: Some(33554432),
+                ce_threshold_selector: None,
+                ce_threshold_mask: None,
+            })
         );
         assert_eq!(d.xstats, Some(Xstats::FqCodel(FqCodelXstats::default())));
         assert!(d.classes.is_empty());
         assert!(q.can_bypass());
-        assert_eq!(d.options_json["memory_limit"], json!(33554432));
     }
 
     #[test]
-    fn options_parse_print_and_validate() {
-        let q = FqCodel::from_args(
-            ctx(),
-            &[
-                "limit",
-                "100",
-                "flows",
-                "16",
-                "quantum",
-                "300",
-                "target",
-                "2ms",
-                "interval",
-                "20ms",
-                "noecn",
-                "ce_threshold",
-                "4ms",
-                "ce_threshold_selector",
-                "0x1/0x3",
-                "memory_limit",
-                "1mb",
-                "drop_batch",
-                "0",
-            ],
-        )
-        .unwrap();
+    fn options_apply_and_validate() {
+        let q = fq(FqCodelOptions {
+            limit: Some(100),
+            flows: Some(16),
+            quantum: Some(300),
+            target: Some(2000),
+            interval: Some(20_000),
+            ecn: Some(false),
+            ce_threshold: Some(4000),
+            ce_threshold_selector: Some(1),
+            ce_threshold_mask: Some(3),
+            memory_limit: Some(1 << 20),
+            drop_batch_size: None,
+        });
         assert_eq!(
-            q.dump(Instant::ZERO).options,
-            "limit 100p flows 16 quantum 300 target 2ms ce_threshold 4ms ce_threshold_selector 0x1/0x3 interval 20ms memory_limit 1Mb drop_batch 64"
+            q.options(),
+            FqCodelOptions {
+                limit: Some(100),
+                flows: Some(16),
+                quantum: Some(300),
+                target: Some(1999),
+                interval: Some(19999),
+                ecn: Some(false),
+                ce_threshold: Some(3999),
+                ce_threshold_selector: Some(1),
+                ce_threshold_mask: Some(3),
+                memory_limit: Some(1 << 20),
+                drop_batch_size: Some(64),
+            }
         );
         // quantum below 256 is raised; memory_limit capped at 2^31.
-        let q = FqCodel::from_args(ctx(), &["quantum", "100", "memory_limit", "4gb"]).unwrap();
+        let q = fq(FqCodelOptions {
+            quantum: Some(100),
+            memory_limit: Some(u32::MAX),
+            ..none()
+        });
         assert_eq!(q.quantum, 256);
         assert_eq!(q.memory_limit, 1 << 31);
-        let e = FqCodel::from_args(ctx(), &["quantum", "2000000"])
-            .err()
-            .unwrap();
+        // drop_batch 0 is raised to 1 (`fq_codel_change`: max(1U, ..)).
+        let q = fq(FqCodelOptions {
+            drop_batch_size: Some(0),
+            ..none()
+        });
+        assert_eq!(q.drop_batch, 1);
+        let e = FqCodel::with_options(
+            ctx(),
+            &FqCodelOptions {
+                quantum: Some(2_000_000),
+                ..none()
+            },
+        )
+        .err()
+        .unwrap();
         assert!(e.0.starts_with("Error: Invalid quantum."), "{e}");
-        let e = FqCodel::from_args(ctx(), &["flows", "70000"])
-            .err()
-            .unwrap();
+        let e = FqCodel::with_options(
+            ctx(),
+            &FqCodelOptions {
+                flows: Some(70000),
+                ..none()
+            },
+        )
+        .err()
+        .unwrap();
         assert!(e.0.contains("flows 70000"), "{e}");
-        let e = FqCodel::from_args(ctx(), &["limit", "many"]).err().unwrap();
-        assert!(e.0.starts_with("Illegal \"limit\""), "{e}");
-        let e = FqCodel::from_args(ctx(), &["ce_threshold_selector", "1"])
+        let e = FqCodel::build(ctx(), &QdiscOptions::Sfq(Default::default()))
             .err()
             .unwrap();
-        assert!(e.0.contains("VALUE/MASK"), "{e}");
-        let e = FqCodel::from_args(ctx(), &["perturb", "10"]).err().unwrap();
-        assert!(e.0.starts_with("What is \"perturb\"?"), "{e}");
-        assert!(FqCodel::from_args(ctx(), &["target"]).is_err());
+        assert!(e.0.contains("fq_codel"), "{e}");
     }
 
     #[test]
@@ -987,7 +959,10 @@ mod tests {
 
     #[test]
     fn overflow_drops_from_fattest_flow_head() {
-        let mut q = FqCodel::from_args(ctx(), &["limit", "10"]).unwrap();
+        let mut q = fq(FqCodelOptions {
+            limit: Some(10),
+            ..none()
+        });
         let mut d = Drops::new();
         for i in 0..8 {
             assert_eq!(q.enqueue(bpkt(i, 1000, 0), ms(0), &mut d), Verdict::Queued);
@@ -1024,7 +999,11 @@ mod tests {
 
     #[test]
     fn drop_batch_caps_overflow_drops() {
-        let mut q = FqCodel::from_args(ctx(), &["limit", "20", "drop_batch", "2"]).unwrap();
+        let mut q = fq(FqCodelOptions {
+            limit: Some(20),
+            drop_batch_size: Some(2),
+            ..none()
+        });
         let mut d = Drops::new();
         for i in 0..21 {
             q.enqueue(bpkt(i, 100, 0), ms(0), &mut d);
@@ -1049,7 +1028,10 @@ mod tests {
     fn memory_limit_drops() {
         assert_eq!(truesize(1514), 2304);
         assert_eq!(truesize(64), 768);
-        let mut q = FqCodel::from_args(ctx(), &["memory_limit", "10000"]).unwrap();
+        let mut q = fq(FqCodelOptions {
+            memory_limit: Some(10000),
+            ..none()
+        });
         let mut d = Drops::new();
         for i in 0..4 {
             q.enqueue(bpkt(i, 1514, 0), ms(0), &mut d);
@@ -1112,7 +1094,10 @@ mod tests {
         assert_eq!(q.cstats.ecn_mark, 0);
 
         // noecn: ECT frames are dropped too.
-        let mut q = FqCodel::from_args(ctx(), &["noecn"]).unwrap();
+        let mut q = fq(FqCodelOptions {
+            ecn: Some(false),
+            ..none()
+        });
         let mut d = Drops::new();
         standing(&mut q, 2, 500, &mut d);
         assert!(d.len() >= 8);
@@ -1125,7 +1110,10 @@ mod tests {
     /// is dropped only when other flows make the qdisc-wide backlog exceed one
     /// MTU.
     fn lone_old_frame_drops(with_bulk: bool) -> (u64, u64) {
-        let mut q = FqCodel::from_args(ctx(), &["noecn"]).unwrap();
+        let mut q = fq(FqCodelOptions {
+            ecn: Some(false),
+            ..none()
+        });
         let mut d = Drops::new();
         let mut id = 0;
         for t in 30..600u64 {
@@ -1248,7 +1236,10 @@ mod tests {
         }
         let e = q
             .change(
-                &crate::qdisc::testutil::qwords(&["flows", "2048"]),
+                &QdiscOptions::FqCodel(FqCodelOptions {
+                    flows: Some(2048),
+                    ..none()
+                }),
                 ms(0),
                 &mut d,
             )
@@ -1257,7 +1248,11 @@ mod tests {
         assert!(e.0.contains("only be set when the qdisc is created"));
         let e = q
             .change(
-                &crate::qdisc::testutil::qwords(&["limit", "5", "quantum", "9999999"]),
+                &QdiscOptions::FqCodel(FqCodelOptions {
+                    limit: Some(5),
+                    quantum: Some(9999999),
+                    ..none()
+                }),
                 ms(0),
                 &mut d,
             )
@@ -1267,7 +1262,11 @@ mod tests {
         assert_eq!(q.limit, 10240, "a failed change leaves the qdisc untouched");
         // Lower the limit: drops in dequeue order (DRR: A A B B ...).
         q.change(
-            &crate::qdisc::testutil::qwords(&["limit", "16", "quantum", "2000"]),
+            &QdiscOptions::FqCodel(FqCodelOptions {
+                limit: Some(16),
+                quantum: Some(2000),
+                ..none()
+            }),
             ms(0),
             &mut d,
         )
@@ -1277,13 +1276,17 @@ mod tests {
         assert_eq!(dropped, vec![0, 1, 100, 101]);
         assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::QdiscReset));
         assert_eq!(q.stats().drops, 4);
-        assert!(q
-            .dump(ms(0))
-            .options
-            .starts_with("limit 16p flows 1024 quantum 2000 "));
+        let o = q.options();
+        assert_eq!(
+            (o.limit, o.flows, o.quantum),
+            (Some(16), Some(1024), Some(2000))
+        );
         // Lower memory_limit.
         q.change(
-            &crate::qdisc::testutil::qwords(&["memory_limit", "20000"]),
+            &QdiscOptions::FqCodel(FqCodelOptions {
+                memory_limit: Some(20000),
+                ..none()
+            }),
             ms(0),
             &mut d,
         )
@@ -1293,13 +1296,17 @@ mod tests {
         // Target/interval/ecn switch without disturbing the queue.
         let before = q.qlen();
         q.change(
-            &crate::qdisc::testutil::qwords(&["target", "1ms", "noecn"]),
+            &QdiscOptions::FqCodel(FqCodelOptions {
+                target: Some(1000),
+                ecn: Some(false),
+                ..none()
+            }),
             ms(0),
             &mut d,
         )
         .unwrap();
         assert_eq!(q.qlen(), before);
-        assert!(!q.dump(ms(0)).options.contains(" ecn"));
+        assert_eq!(q.options().ecn, Some(false));
     }
 
     #[test]
@@ -1353,7 +1360,12 @@ mod tests {
         proptest! {
             #[test]
             fn frames_are_conserved_and_counters_agree(ops in proptest::collection::vec(op(), 1..400)) {
-                let mut q = FqCodel::from_args(ctx(), &["limit", "30", "memory_limit", "40000", "drop_batch", "3"]).unwrap();
+                let mut q = fq(FqCodelOptions {
+                    limit: Some(30),
+                    memory_limit: Some(40000),
+                    drop_batch_size: Some(3),
+                    ..none()
+                });
                 let mut d = Drops::new();
                 let mut now = 0u64;
                 let (mut enq, mut sent) = (0u64, 0u64);
@@ -1368,8 +1380,8 @@ mod tests {
                         Op::Peek => { q.peek(t, &mut d); }
                         Op::Wait(ms) => now += ms,
                         Op::Change(limit) => {
-                            let l = limit.to_string();
-                            q.change(&crate::qdisc::testutil::qwords(&["limit", &l]), t, &mut d).unwrap();
+                            let o = FqCodelOptions { limit: Some(limit), ..none() };
+                            q.change(&QdiscOptions::FqCodel(o), t, &mut d).unwrap();
                         }
                     }
                     let held: u32 = q.flows.iter().map(|f| f.queue.len() as u32).sum();

@@ -9,6 +9,10 @@
 //! `Option` (absent: keep the current value, or the kernel's default).
 
 use super::htb::{HtbClassOptions, HtbGlob};
+use super::codel_qdisc::CodelOptions;
+use super::fq_codel::FqCodelOptions;
+use super::sfq::SfqOptions;
+use super::TcError;
 use serde::{Deserialize, Serialize};
 
 /// A qdisc's `TCA_OPTIONS`.
@@ -21,6 +25,12 @@ pub enum QdiscOptions {
     Htb(HtbGlob),
     /// Not yet typed: the tc words after the kind.
     Words(Vec<String>),
+    /// The `TCA_FQ_CODEL_*` attributes.
+    FqCodel(FqCodelOptions),
+    /// The `TCA_CODEL_*` attributes.
+    Codel(CodelOptions),
+    /// `struct tc_sfq_qopt_v1`.
+    Sfq(SfqOptions),
 }
 
 /// A class's `TCA_OPTIONS` (`tc class add ... <kind> OPTIONS`).
@@ -48,6 +58,15 @@ impl QdiscOptions {
             QdiscOptions::Words(w) => words(w),
             _ => Vec::new(),
         }
+    }
+
+    /// The kernel's answer when a `kind` qdisc is handed options of another
+    /// kind (a netlink message with another kind's `TCA_OPTIONS` cannot
+    /// happen; a typed request built by hand can).
+    pub fn foreign(&self, kind: &str) -> TcError {
+        TcError::new(format!(
+            "Error: Invalid argument (options of another kind for a {kind} qdisc)"
+        ))
     }
 }
 

@@ -12,14 +12,15 @@
 use super::dump::{list_flows, ClassDump, FlowDump, FlowListing, SfqXstats, Xstats};
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
-use super::{FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
+use super::{
+    FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, TcError, Verdict,
+};
 use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::{Instant, NS_PER_SEC};
-use crate::units::{parse_size, sprint_size};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// `SFQ_MAX_DEPTH`: default and maximum frames per slot (and default limit).
@@ -31,10 +32,8 @@ pub const MAX_FLOWS: u32 = 0x10000 - MAX_DEPTH - 1;
 /// `SFQ_DEFAULT_HASH_DIVISOR`.
 pub const DEFAULT_DIVISOR: u32 = 1024;
 /// The kernel's `INT_MAX / HZ` bound on `perturb` (HZ = 1000).
-const MAX_PERTURB_SECS: i64 = i32::MAX as i64 / 1000;
+const MAX_PERTURB_SECS: i32 = i32::MAX / 1000;
 const EMPTY: u16 = u16::MAX;
-
-const USAGE: &str = "Usage: ... sfq [ limit NUMBER ] [ perturb SECS ] [ quantum BYTES ]\n               [ divisor NUMBER ] [ flows NUMBER] [ depth NUMBER ]\n               [ headdrop ]";
 
 /// One slot: the FIFO of the bucket it serves and its DRR credit.
 struct Slot {
@@ -63,63 +62,26 @@ impl Slot {
     }
 }
 
-/// tc's `tc_sfq_qopt_v1` fields (0 = not given, keep the default).
-#[derive(Default)]
-struct SfqArgs {
-    limit: u32,
-    quantum: u64,
-    perturb: i64,
-    divisor: u32,
-    flows: u32,
-    depth: u32,
-    headdrop: bool,
-}
-
-fn parse_num(name: &str, v: Option<&&str>) -> Result<u32, TcError> {
-    super::codel::parse_u32(name, v)
-}
-
-fn parse_args(args: &[&str]) -> Result<SfqArgs, TcError> {
-    let mut a = SfqArgs::default();
-    let mut it = args.iter();
-    while let Some(tok) = it.next() {
-        match *tok {
-            "limit" => {
-                a.limit = parse_num("limit", it.next())?;
-                if a.limit < 2 {
-                    return Err(TcError::new(format!(
-                        "Illegal \"limit\", must be > 1 (got {})",
-                        a.limit
-                    )));
-                }
-            }
-            "quantum" => {
-                let v = it.next().ok_or_else(|| super::codel::missing_arg("quantum"))?;
-                a.quantum =
-                    parse_size(v).map_err(|e| TcError::new(format!("Illegal \"quantum\" ({e})")))?;
-            }
-            "perturb" => {
-                let v = it.next().ok_or_else(|| super::codel::missing_arg("perturb"))?;
-                a.perturb = v.parse::<i32>().map_err(|_| {
-                    TcError::new(format!(
-                        "Illegal \"perturb\" (\"{v}\": expected a whole number of seconds)"
-                    ))
-                })? as i64;
-            }
-            "divisor" => a.divisor = parse_num("divisor", it.next())?,
-            "flows" => a.flows = parse_num("flows", it.next())?,
-            "depth" => a.depth = parse_num("depth", it.next())?,
-            "headdrop" => a.headdrop = true,
-            "redflowlimit" | "min" | "max" | "burst" | "avpkt" | "probability" | "ecn"
-            | "harddrop" => {
-                return Err(TcError::new(format!(
-                    "\"{tok}\": SFQ's per-flow RED is not supported by this emulator (remove the RED options)"
-                )))
-            }
-            other => return Err(TcError::new(format!("What is \"{other}\"?\n{USAGE}"))),
-        }
-    }
-    Ok(a)
+/// `struct tc_sfq_qopt_v1` (include/uapi/linux/pkt_sched.h) as far as
+/// bloatbox uses it: its `tc_sfq_qopt` part, `depth` and `headdrop` (no
+/// per-flow RED). A zero keeps the kernel's default (net/sched/sch_sfq.c
+/// `sfq_change`); `sfq_dump` sends every field as in effect.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SfqOptions {
+    /// Bytes per round (default: psched_mtu).
+    pub quantum: u32,
+    /// Seconds between hash perturbations (0: never).
+    pub perturb_period: i32,
+    /// Packets in the qdisc.
+    pub limit: u32,
+    /// Hash buckets, a power of two.
+    pub divisor: u32,
+    /// Flow slots.
+    pub flows: u32,
+    /// Packets per flow slot.
+    pub depth: u32,
+    /// Drop from the head of a full slot, not the arriving frame.
+    pub headdrop: bool,
 }
 
 pub struct Sfq {
@@ -153,27 +115,35 @@ pub struct Sfq {
 }
 
 impl Sfq {
-    /// `tc qdisc add ... sfq [limit N] [perturb S] [quantum B] [divisor N]
-    /// [flows N] [depth N] [headdrop]`, validated as `sfq_change` does.
-    pub fn from_args(ctx: QdiscCtx, args: &[&str]) -> Result<Self, TcError> {
-        let a = parse_args(args)?;
+    /// An sfq qdisc with `options` (`QdiscOptions::None`: the defaults).
+    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, TcError> {
+        match options {
+            QdiscOptions::None => Sfq::with_options(ctx, &SfqOptions::default()),
+            QdiscOptions::Sfq(o) => Sfq::with_options(ctx, o),
+            other => Err(other.foreign("sfq")),
+        }
+    }
+
+    /// An sfq qdisc with the defaults changed by `a`, validated as
+    /// `sfq_change` does.
+    pub fn with_options(ctx: QdiscCtx, a: &SfqOptions) -> Result<Self, TcError> {
         if a.divisor != 0 && (!a.divisor.is_power_of_two() || a.divisor > 65536) {
             return Err(TcError::new(format!(
                 "RTNETLINK answers: Invalid argument (divisor {}: must be a power of two up to 65536)",
                 a.divisor
             )));
         }
-        if a.quantum > i32::MAX as u64 {
+        if a.quantum > i32::MAX as u32 {
             return Err(TcError::new(format!(
                 "Error: sch_sfq: invalid quantum. (quantum {}: at most {} bytes)",
                 a.quantum,
                 i32::MAX
             )));
         }
-        if !(0..=MAX_PERTURB_SECS).contains(&a.perturb) {
+        if !(0..=MAX_PERTURB_SECS).contains(&a.perturb_period) {
             return Err(TcError::new(format!(
                 "Error: sch_sfq: invalid perturb period. (perturb {}: allowed 0..{MAX_PERTURB_SECS} seconds)",
-                a.perturb
+                a.perturb_period
             )));
         }
         let mut limit = MAX_DEPTH;
@@ -182,7 +152,7 @@ impl Sfq {
         let mut divisor = DEFAULT_DIVISOR;
         let mut quantum = ctx.psched_mtu.max(1);
         if a.quantum != 0 {
-            quantum = a.quantum as u32;
+            quantum = a.quantum;
         }
         if a.flows != 0 {
             maxflows = a.flows.min(MAX_FLOWS);
@@ -214,7 +184,7 @@ impl Sfq {
             maxflows,
             divisor,
             quantum,
-            perturb_secs: a.perturb as u32,
+            perturb_secs: a.perturb_period.unsigned_abs(),
             headdrop: a.headdrop,
             ht: vec![EMPTY; divisor as usize],
             slots: (0..maxflows).map(|_| Slot::new()).collect(),
@@ -444,24 +414,17 @@ impl Sfq {
         self.qlen + self.parked.is_some() as u32
     }
 
-    fn options(&self, detail: bool) -> String {
-        let mut o = format!(
-            "limit {}p quantum {} depth {}",
-            self.limit,
-            sprint_size(self.quantum as u64),
-            self.maxdepth
-        );
-        if self.headdrop {
-            o.push_str(" headdrop");
+    /// The options as `sfq_dump` sends them.
+    pub fn options(&self) -> SfqOptions {
+        SfqOptions {
+            quantum: self.quantum,
+            perturb_period: self.perturb_secs as i32,
+            limit: self.limit,
+            divisor: self.divisor,
+            flows: self.maxflows,
+            depth: self.maxdepth,
+            headdrop: self.headdrop,
         }
-        if detail {
-            o.push_str(&format!(" flows {}", self.maxflows));
-        }
-        o.push_str(&format!(" divisor {}", self.divisor));
-        if self.perturb_secs != 0 {
-            o.push_str(&format!(" perturb {}sec", self.perturb_secs));
-        }
-        o
     }
 
     /// Active (bucket, slot) pairs in bucket order, as `sfq_walk` visits them.
@@ -583,14 +546,6 @@ impl Qdisc for Sfq {
     }
 
     fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
-        let mut oj = serde_json::Map::new();
-        oj.insert("limit".into(), json!(self.limit));
-        oj.insert("quantum".into(), json!(self.quantum));
-        oj.insert("depth".into(), json!(self.maxdepth));
-        oj.insert("headdrop".into(), json!(self.headdrop));
-        oj.insert("flows".into(), json!(self.maxflows));
-        oj.insert("divisor".into(), json!(self.divisor));
-        oj.insert("perturb".into(), json!(self.perturb_secs));
         let active = self.active().map(|(b, s)| FlowDump {
             bucket: b as u32,
             flow: s.queue.front().map(|p| p.meta.flow),
@@ -624,9 +579,7 @@ impl Qdisc for Sfq {
             kind: "sfq".into(),
             handle: self.handle,
             parent: self.parent,
-            options: self.options(false),
-            options_detail: self.options(true),
-            options_json: oj,
+            typed: QdiscOptions::Sfq(self.options()),
             stats: self.stats(),
             classes,
             flows,
@@ -670,8 +623,13 @@ mod tests {
         QdiscCtx::default()
     }
 
-    fn sfq(args: &[&str]) -> Sfq {
-        Sfq::from_args(ctx(), args).unwrap()
+    fn sfq(o: SfqOptions) -> Sfq {
+        Sfq::with_options(ctx(), &o).unwrap()
+    }
+
+    /// No options given.
+    fn none() -> SfqOptions {
+        SfqOptions::default()
     }
 
     /// A frame steered into `bucket` by `skb->priority = 8001:(bucket+1)`.
@@ -692,65 +650,110 @@ mod tests {
     }
 
     #[test]
-    fn s6_printing() {
-        let q = sfq(&[]);
+    fn s6_dump() {
+        let q = Sfq::build(ctx(), &QdiscOptions::None).unwrap();
         let d = q.dump(t0());
-        assert_eq!(d.options, "limit 127p quantum 1514b depth 127 divisor 1024");
         assert_eq!(
-            d.options_detail,
-            "limit 127p quantum 1514b depth 127 flows 128 divisor 1024"
+            d.typed,
+            QdiscOptions::Sfq(SfqOptions {
+                quantum: 1514,
+                perturb_period: 0,
+                limit: 127,
+                divisor: 1024,
+                flows: 128,
+                depth: 127,
+                headdrop: false,
+            })
         );
         assert!(d.xstats.is_none());
-        let q = sfq(&["perturb", "10"]);
+        let q = sfq(SfqOptions {
+            perturb_period: 10,
+            ..none()
+        });
+        assert_eq!(q.options().perturb_period, 10);
+        let q = sfq(SfqOptions {
+            headdrop: true,
+            quantum: 3000,
+            depth: 20,
+            ..none()
+        });
+        let o = q.options();
         assert_eq!(
-            q.dump(t0()).options,
-            "limit 127p quantum 1514b depth 127 divisor 1024 perturb 10sec"
-        );
-        let q = sfq(&["headdrop", "quantum", "3000", "depth", "20"]);
-        assert_eq!(
-            q.dump(t0()).options,
-            "limit 127p quantum 3000b depth 20 headdrop divisor 1024"
+            (o.limit, o.quantum, o.depth, o.headdrop),
+            (127, 3000, 20, true)
         );
     }
 
     #[test]
     fn parameter_rules() {
         // Effective limit = min(limit, depth × flows); flows capped by limit.
-        let q = sfq(&["limit", "1000", "depth", "10", "flows", "20"]);
+        let q = sfq(SfqOptions {
+            limit: 1000,
+            depth: 10,
+            flows: 20,
+            ..none()
+        });
         assert_eq!((q.limit, q.maxflows), (200, 20));
-        let q = sfq(&["limit", "50"]);
+        let q = sfq(SfqOptions {
+            limit: 50,
+            ..none()
+        });
         assert_eq!((q.limit, q.maxflows), (50, 50));
         // depth clamped to 127; flows capped by divisor.
-        let q = sfq(&["depth", "500", "divisor", "64", "flows", "1000"]);
+        let q = sfq(SfqOptions {
+            depth: 500,
+            divisor: 64,
+            flows: 1000,
+            ..none()
+        });
         assert_eq!((q.maxdepth, q.maxflows, q.divisor), (127, 64, 64));
-        assert_eq!(sfq(&["flows", "100000"]).maxflows, MAX_FLOWS);
-        let e = Sfq::from_args(ctx(), &["limit", "1"]).err().unwrap();
-        assert!(e.0.starts_with("Illegal \"limit\", must be > 1"), "{e}");
-        let e = Sfq::from_args(ctx(), &["limit", "5", "depth", "1", "flows", "1"])
-            .err()
-            .unwrap();
+        let q = sfq(SfqOptions {
+            flows: 100000,
+            ..none()
+        });
+        assert_eq!(q.maxflows, MAX_FLOWS);
+        let fails = |o: SfqOptions| Sfq::with_options(ctx(), &o).err().unwrap();
+        let e = fails(SfqOptions {
+            limit: 5,
+            depth: 1,
+            flows: 1,
+            ..none()
+        });
         assert!(e.0.starts_with("Error: sch_sfq: invalid limit."), "{e}");
-        let e = Sfq::from_args(ctx(), &["divisor", "1000"]).err().unwrap();
+        let e = fails(SfqOptions {
+            divisor: 1000,
+            ..none()
+        });
         assert!(e.0.contains("divisor 1000"), "{e}");
-        assert!(Sfq::from_args(ctx(), &["divisor", "131072"]).is_err());
-        let e = Sfq::from_args(ctx(), &["perturb", "-1"]).err().unwrap();
+        fails(SfqOptions {
+            divisor: 131072,
+            ..none()
+        });
+        let e = fails(SfqOptions {
+            perturb_period: -1,
+            ..none()
+        });
         assert!(e.0.contains("invalid perturb period"), "{e}");
-        assert!(Sfq::from_args(ctx(), &["perturb", "ten"]).is_err());
-        assert!(Sfq::from_args(ctx(), &["quantum", "4gb"]).is_err());
-        let e = Sfq::from_args(ctx(), &["redflowlimit", "100000"])
+        let e = fails(SfqOptions {
+            quantum: 1 << 31,
+            ..none()
+        });
+        assert!(e.0.starts_with("Error: sch_sfq: invalid quantum."), "{e}");
+        let e = Sfq::build(ctx(), &QdiscOptions::Codel(Default::default()))
             .err()
             .unwrap();
-        assert!(e.0.contains("not supported"));
-        let e = Sfq::from_args(ctx(), &["bogus"]).err().unwrap();
-        assert!(e.0.starts_with("What is \"bogus\"?"));
+        assert!(e.0.contains("sfq"), "{e}");
     }
 
     #[test]
     fn change_is_not_supported() {
-        let mut q = sfq(&[]);
+        let mut q = sfq(none());
         let e = q
             .change(
-                &crate::qdisc::testutil::qwords(&["limit", "10"]),
+                &QdiscOptions::Sfq(SfqOptions {
+                    limit: 10,
+                    ..none()
+                }),
                 t0(),
                 &mut Drops::new(),
             )
@@ -764,7 +767,7 @@ mod tests {
 
     #[test]
     fn s1_dequeue_order() {
-        let mut q = sfq(&[]);
+        let mut q = sfq(none());
         let mut d = Drops::new();
         for i in 0..10 {
             q.enqueue(bpkt(100 + i, 1500, 1), t0(), &mut d);
@@ -785,7 +788,7 @@ mod tests {
 
     #[test]
     fn s1_allot_trace() {
-        let mut q = sfq(&[]);
+        let mut q = sfq(none());
         let mut d = Drops::new();
         for i in 0..10 {
             q.enqueue(bpkt(i, 1500, 1), t0(), &mut d);
@@ -811,7 +814,7 @@ mod tests {
 
     #[test]
     fn s2_byte_fairness_exact_counts() {
-        let mut q = sfq(&[]);
+        let mut q = sfq(none());
         let mut d = Drops::new();
         let (mut a_bytes, mut b_bytes, mut a_pkts, mut b_pkts) = (0u64, 0u64, 0u64, 0u64);
         let mut id = 0;
@@ -847,7 +850,7 @@ mod tests {
 
     #[test]
     fn new_slot_joins_end_of_round() {
-        let mut q = sfq(&[]);
+        let mut q = sfq(none());
         let mut d = Drops::new();
         for i in 0..3 {
             q.enqueue(bpkt(10 + i, 1500, 1), t0(), &mut d);
@@ -861,7 +864,10 @@ mod tests {
 
     #[test]
     fn overflow_drops_tail_of_longest_slot() {
-        let mut q = sfq(&["limit", "10"]);
+        let mut q = sfq(SfqOptions {
+            limit: 10,
+            ..none()
+        });
         let mut d = Drops::new();
         for i in 0..6 {
             q.enqueue(bpkt(i, 100, 1), t0(), &mut d);
@@ -881,7 +887,10 @@ mod tests {
 
     #[test]
     fn overflow_tie_goes_to_most_recent() {
-        let mut q = sfq(&["limit", "10"]);
+        let mut q = sfq(SfqOptions {
+            limit: 10,
+            ..none()
+        });
         let mut d = Drops::new();
         for i in 0..5 {
             q.enqueue(bpkt(i, 100, 1), t0(), &mut d);
@@ -905,7 +914,11 @@ mod tests {
 
     #[test]
     fn headdrop_overflow_and_depth() {
-        let mut q = sfq(&["limit", "10", "headdrop"]);
+        let mut q = sfq(SfqOptions {
+            limit: 10,
+            headdrop: true,
+            ..none()
+        });
         let mut d = Drops::new();
         for i in 0..10 {
             q.enqueue(bpkt(i, 100, 1), t0(), &mut d);
@@ -917,7 +930,11 @@ mod tests {
         assert_eq!(d.since(0)[0].0.meta.id, 0);
         assert_eq!(d.since(0)[0].1, DropReason::SfqOverflow);
 
-        let mut q = sfq(&["depth", "3", "headdrop"]);
+        let mut q = sfq(SfqOptions {
+            depth: 3,
+            headdrop: true,
+            ..none()
+        });
         let mut d = Drops::new();
         for i in 0..3 {
             q.enqueue(bpkt(i, 100 + i as u32, 1), t0(), &mut d);
@@ -928,7 +945,7 @@ mod tests {
         assert_eq!((q.qlen(), q.backlog()), (3, 101 + 102 + 500));
         assert_eq!(drain_ids(&mut q, &mut d), vec![1, 2, 3]);
 
-        let mut q = sfq(&["depth", "3"]);
+        let mut q = sfq(SfqOptions { depth: 3, ..none() });
         let mut d = Drops::new();
         for i in 0..4 {
             q.enqueue(bpkt(i, 100, 1), t0(), &mut d);
@@ -941,7 +958,7 @@ mod tests {
     #[test]
     fn all_slots_one_packet_drops_next_served_slot() {
         // Default: 128 slots, limit 127.
-        let mut q = sfq(&[]);
+        let mut q = sfq(none());
         let mut d = Drops::new();
         for b in 0..128u16 {
             q.enqueue(bpkt(b as u64, 100, b), t0(), &mut d);
@@ -956,7 +973,7 @@ mod tests {
 
     #[test]
     fn no_free_slot_drops_arrival() {
-        let mut q = sfq(&["flows", "2"]);
+        let mut q = sfq(SfqOptions { flows: 2, ..none() });
         let mut d = Drops::new();
         q.enqueue(bpkt(1, 100, 1), t0(), &mut d);
         q.enqueue(bpkt(2, 100, 2), t0(), &mut d);
@@ -968,7 +985,10 @@ mod tests {
 
     #[test]
     fn perturb_rekeys_and_rehashes_keeping_flow_order() {
-        let mut q = sfq(&["perturb", "1"]);
+        let mut q = sfq(SfqOptions {
+            perturb_period: 1,
+            ..none()
+        });
         let mut d = Drops::new();
         let mut id = 0;
         for round in 0..5 {
@@ -1014,7 +1034,10 @@ mod tests {
 
     #[test]
     fn with_filters_perturb_rekeys_but_leaves_frames_where_filters_put_them() {
-        let mut q = sfq(&["perturb", "1"]);
+        let mut q = sfq(SfqOptions {
+            perturb_period: 1,
+            ..none()
+        });
         let f = crate::tc::filter::parse(&[
             "parent", "8001:", "protocol", "all", "matchall", "flowid", "8001:7",
         ])
@@ -1042,7 +1065,12 @@ mod tests {
 
     #[test]
     fn perturb_rehash_drops_beyond_depth() {
-        let mut q = sfq(&["perturb", "1", "depth", "4", "divisor", "2"]);
+        let mut q = sfq(SfqOptions {
+            perturb_period: 1,
+            depth: 4,
+            divisor: 2,
+            ..none()
+        });
         let key0 = q.hash_key;
         let key1: u32 = q.rng.clone().gen();
         let bucket = |f: u16, key: u32| keyed_flow_hash(flow_pkt(0, 1, f).meta.hash, key) & 1;
@@ -1073,7 +1101,7 @@ mod tests {
 
     #[test]
     fn peek_reset_drain() {
-        let mut q = sfq(&[]);
+        let mut q = sfq(none());
         let mut d = Drops::new();
         for i in 0..4 {
             q.enqueue(bpkt(i, 100, (i % 2) as u16), t0(), &mut d);
@@ -1099,7 +1127,10 @@ mod tests {
 
     #[test]
     fn hash_buckets_low_bits() {
-        let q = sfq(&["divisor", "16"]);
+        let q = sfq(SfqOptions {
+            divisor: 16,
+            ..none()
+        });
         for f in 0..100 {
             assert!(q.classify(&mut flow_pkt(0, 64, f)).unwrap() < 16);
         }
@@ -1131,8 +1162,8 @@ mod tests {
             ]
         }
 
-        fn check(args: &[&str], ops: Vec<Op>, perturb: bool) -> Result<(), TestCaseError> {
-            let mut q = sfq(args);
+        fn check(o: SfqOptions, ops: Vec<Op>, perturb: bool) -> Result<(), TestCaseError> {
+            let mut q = sfq(o);
             let mut d = Drops::new();
             let mut now = 0u64;
             let (mut enq, mut sent) = (0u64, 0u64);
@@ -1199,17 +1230,17 @@ mod tests {
         proptest! {
             #[test]
             fn invariants_hold(ops in proptest::collection::vec(op(), 1..400)) {
-                check(&["limit", "20", "depth", "6", "flows", "5", "divisor", "8"], ops, false)?;
+                check(SfqOptions { limit: 20, depth: 6, flows: 5, divisor: 8, ..none() }, ops, false)?;
             }
 
             #[test]
             fn invariants_hold_with_headdrop(ops in proptest::collection::vec(op(), 1..400)) {
-                check(&["limit", "20", "depth", "6", "headdrop", "divisor", "16"], ops, false)?;
+                check(SfqOptions { limit: 20, depth: 6, headdrop: true, divisor: 16, ..none() }, ops, false)?;
             }
 
             #[test]
             fn invariants_hold_with_perturb(ops in proptest::collection::vec(op(), 1..400)) {
-                check(&["limit", "20", "depth", "6", "flows", "5", "divisor", "8", "perturb", "1"], ops, true)?;
+                check(SfqOptions { limit: 20, depth: 6, flows: 5, divisor: 8, perturb_period: 1, ..none() }, ops, true)?;
             }
         }
     }

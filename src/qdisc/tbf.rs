@@ -1043,7 +1043,7 @@ mod tests {
     fn aqm_child_drops_at_peek_count_in_tbf() {
         let mut q = tbf("rate 1mbit burst 3000 limit 100000");
         let ctx = q.child_ctx(0x0010_0000, 0x8001_0001);
-        let codel = crate::qdisc::codel_qdisc::CodelQdisc::from_args(ctx, &[]).unwrap();
+        let codel = crate::qdisc::codel_qdisc::CodelQdisc::new(ctx);
         q.graft(0x8001_0001, Box::new(codel)).unwrap();
         drain_codel_child(&mut q, 60);
     }

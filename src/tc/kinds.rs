@@ -8,6 +8,7 @@
 //! outside the crate, one entry in a table of one's own handed to
 //! `DevSpec::new`).
 
+use super::opts;
 use super::tokens::Tokens;
 use crate::handle::TcError;
 use crate::qdisc::codel_qdisc::CodelQdisc;
@@ -133,18 +134,18 @@ pub static BUILTIN: &[KindEntry] = &[
     ),
     kind(
         "sfq",
-        |c, _, o| Ok(Box::new(Sfq::from_args(c, &o.words())?)),
-        &WORDS,
+        |c, _, o| Ok(Box::new(Sfq::build(c, o)?)),
+        &opts::sfq::SYNTAX,
     ),
     kind(
         "codel",
-        |c, _, o| Ok(Box::new(CodelQdisc::from_args(c, &o.words())?)),
-        &WORDS,
+        |c, _, o| Ok(Box::new(CodelQdisc::build(c, o)?)),
+        &opts::codel::SYNTAX,
     ),
     kind(
         "fq_codel",
-        |c, _, o| Ok(Box::new(FqCodel::from_args(c, &o.words())?)),
-        &WORDS,
+        |c, _, o| Ok(Box::new(FqCodel::build(c, o)?)),
+        &opts::fq_codel::SYNTAX,
     ),
     KindEntry {
         default_leaf: false,

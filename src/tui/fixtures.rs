@@ -14,7 +14,7 @@ use crate::packet::Packet;
 use crate::qdisc::fq_codel::FqCodel;
 use crate::qdisc::pfifo_fast::PfifoFast;
 use crate::qdisc::qfq::Qfq;
-use crate::qdisc::sfq::Sfq;
+use crate::qdisc::sfq::{Sfq, SfqOptions};
 use crate::qdisc::FilterHost;
 use crate::qdisc::{tc_h_make, Classful, FlowListing, Qdisc, QdiscCtx, TC_H_ROOT};
 use crate::time::{Instant, NS_PER_MS, NS_PER_SEC};
@@ -387,7 +387,11 @@ impl SimControl {
             Preset::PfifoFast => Box::new(PfifoFast::new(root_ctx(0))),
             Preset::FqCodel => Box::new(FqCodel::new(ctx)),
             Preset::Sfq => {
-                Box::new(Sfq::from_args(ctx, &["perturb", "10"]).map_err(|e| e.to_string())?)
+                let perturb = SfqOptions {
+                    perturb_period: 10,
+                    ..SfqOptions::default()
+                };
+                Box::new(Sfq::with_options(ctx, &perturb).map_err(|e| e.to_string())?)
             }
             Preset::HtbSfq | Preset::Tbf => {
                 return Err(format!("{}: not available in the fixture", preset.name()))

@@ -11,7 +11,7 @@ use bloatbox::dir::Dir;
 use bloatbox::link::{LinkParams, Path};
 use bloatbox::packet::pool::PacketPool;
 use bloatbox::packet::{DropReason, Drops, Packet};
-use bloatbox::qdisc::fq_codel::{truesize, FqCodel};
+use bloatbox::qdisc::fq_codel::{truesize, FqCodel, FqCodelOptions};
 use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
 use bloatbox::qdisc::{Qdisc, QdiscCtx};
 use bloatbox::time::Instant;
@@ -128,9 +128,13 @@ fn fq_codel_respects_limit_and_memory_limit() {
     // kernel, fq_codel checks the limit after queueing a frame and then
     // drops one batch from the fattest flow, so usage may exceed the limit
     // by at most the frame just queued.
-    let mut q = FqCodel::from_args(
+    let mut q = FqCodel::with_options(
         QdiscCtx::default(),
-        &["limit", "10000", "memory_limit", "256kb"],
+        &FqCodelOptions {
+            limit: Some(10000),
+            memory_limit: Some(256 * 1024),
+            ..FqCodelOptions::default()
+        },
     )
     .unwrap();
     let cap = 256 * 1024 + truesize(1514) as u64;

@@ -795,7 +795,7 @@ fn aqm_child_drops_count_in_htb() {
     let mut q = htb(default(0x10));
     add(&mut q, "1:10", "1:", rated(MBIT));
     let ctx = q.child_ctx(cid("10:"), cid("1:10"));
-    let codel = crate::qdisc::codel_qdisc::CodelQdisc::from_args(ctx, &[]).unwrap();
+    let codel = crate::qdisc::codel_qdisc::CodelQdisc::new(ctx);
     q.graft(cid("1:10"), Box::new(codel)).unwrap();
     let t = drain_codel_child(&mut q, 150);
     assert_eq!(

@@ -5,5 +5,8 @@
 //! and the printer of the options a dump hands back, as `tc [-d] [-j]`
 //! prints them. `crate::tc::kinds::BUILTIN` ties each to its kind.
 
+pub mod codel;
+pub mod fq_codel;
 pub mod htb;
 pub mod qfq;
+pub mod sfq;

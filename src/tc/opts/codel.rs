@@ -1,0 +1,217 @@
+//! The `codel` qdisc's tc syntax (iproute2 tc/q_codel.c): `codel_parse_opt`
+//! reads `limit`, `target`, `interval`, `ce_threshold` and `[no]ecn` into
+//! the `TCA_CODEL_*` attributes (`crate::qdisc::codel_qdisc::CodelOptions`),
+//! `codel_print_opt` prints what `codel_dump` sends back. Also the value
+//! readers the CoDel-family and SFQ parsers share (iproute2's
+//! `get_unsigned`, `get_time` and the missing-argument message).
+
+use crate::handle::TcError;
+use crate::qdisc::codel_qdisc::CodelOptions;
+use crate::qdisc::QdiscOptions;
+use crate::tc::kinds::{no_class_options, Printed, Syntax};
+use crate::tc::tokens::Tokens;
+use crate::units::{parse_time, sprint_time};
+use serde_json::{json, Map};
+
+const USAGE: &str = "Usage: ... codel [ limit PACKETS ] [ target TIME ]\n\t\t [ interval TIME ] [ ecn | noecn ]\n\t\t [ ce_threshold TIME ]";
+
+/// tc's message when an option's value is missing.
+pub fn missing(name: &str) -> TcError {
+    TcError::new(format!(
+        "Error: argument \"{name}\" is required (give it a value, e.g. \"{name} N\")"
+    ))
+}
+
+/// The value after keyword `name`, or tc's message when there is none.
+pub fn value<'a>(name: &str, t: &mut Tokens<'a>) -> Result<&'a str, TcError> {
+    t.value(|| missing(name))
+}
+
+/// The unsigned number after keyword `name` (decimal or 0x hex, as
+/// `get_unsigned`).
+pub fn unsigned(name: &str, t: &mut Tokens) -> Result<u32, TcError> {
+    let v = value(name, t)?;
+    let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => v.parse::<u32>().ok(),
+    };
+    parsed.ok_or_else(|| {
+        TcError::new(format!(
+            "Illegal \"{name}\" (\"{v}\": expected an unsigned 32-bit number)"
+        ))
+    })
+}
+
+/// The time after keyword `name` in µs (`get_time`: a bare number is µs;
+/// `parse_time` refuses more than 2^32 - 1 µs).
+pub fn time(name: &str, t: &mut Tokens) -> Result<u32, TcError> {
+    let v = value(name, t)?;
+    parse_time(v)
+        .map(|us| u32::try_from(us).unwrap_or(u32::MAX))
+        .map_err(|e| TcError::new(format!("Illegal \"{name}\" ({e})")))
+}
+
+/// tc sends none of these attributes when the value given is zero.
+pub fn nonzero(v: u32) -> Option<u32> {
+    Some(v).filter(|v| *v != 0)
+}
+
+/// A CoDel time attribute as tc prints it (`sprint_time` of the µs the
+/// kernel dumps).
+pub fn print_time(us: u32) -> String {
+    sprint_time(us.into())
+}
+
+/// `codel_parse_opt`.
+fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
+    let mut o = CodelOptions::default();
+    while let Some(word) = t.next() {
+        match word {
+            "limit" => o.limit = nonzero(unsigned("limit", t)?),
+            "target" => o.target = nonzero(time("target", t)?),
+            "interval" => o.interval = nonzero(time("interval", t)?),
+            "ce_threshold" => o.ce_threshold = Some(time("ce_threshold", t)?),
+            "ecn" => o.ecn = Some(true),
+            "noecn" => o.ecn = Some(false),
+            other => return Err(TcError::new(format!("What is \"{other}\"?\n{USAGE}"))),
+        }
+    }
+    Ok(QdiscOptions::Codel(o))
+}
+
+/// `codel_print_opt`: the same text with and without `-d`.
+fn print(options: &QdiscOptions) -> Option<Printed> {
+    let QdiscOptions::Codel(o) = options else {
+        return None;
+    };
+    let mut text = String::new();
+    let mut json = Map::new();
+    if let Some(limit) = o.limit {
+        text.push_str(&format!("limit {limit}p"));
+        json.insert("limit".into(), json!(limit));
+    }
+    if let Some(target) = o.target {
+        text.push_str(&format!(" target {}", print_time(target)));
+        json.insert("target".into(), json!(target));
+    }
+    if let Some(ce) = o.ce_threshold {
+        text.push_str(&format!(" ce_threshold {}", print_time(ce)));
+        json.insert("ce_threshold".into(), json!(ce));
+    }
+    if let Some(interval) = o.interval {
+        text.push_str(&format!(" interval {}", print_time(interval)));
+        json.insert("interval".into(), json!(interval));
+    }
+    if o.ecn == Some(true) {
+        text.push_str(" ecn");
+        json.insert("ecn".into(), json!(true));
+    }
+    Some(Printed {
+        plain: text.clone(),
+        detail: text,
+        json,
+    })
+}
+
+/// codel's tc syntax (its classes take no options).
+pub static SYNTAX: Syntax = Syntax {
+    qdisc: parse,
+    class: no_class_options,
+    print,
+    print_class: |_| None,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::codel::us_to_codel;
+    use crate::qdisc::codel_qdisc::CodelQdisc;
+    use crate::qdisc::{Qdisc, QdiscCtx};
+    use crate::tc::kinds::{parse_qdisc, BUILTIN};
+    use crate::time::Instant;
+
+    fn options(words: &[&str]) -> Result<QdiscOptions, TcError> {
+        parse_qdisc(BUILTIN, "codel", words)
+    }
+
+    /// A codel qdisc from the words after the kind, as tc builds one.
+    fn codel(words: &[&str]) -> Result<CodelQdisc, TcError> {
+        CodelQdisc::build(QdiscCtx::default(), &options(words)?)
+    }
+
+    /// What `tc qdisc show` prints after the head.
+    fn shown(q: &CodelQdisc) -> Printed {
+        crate::tc::show::qdisc_options(&q.dump(Instant::ZERO))
+    }
+
+    #[test]
+    fn defaults_print() {
+        let q = codel(&[]).unwrap();
+        let p = shown(&q);
+        assert_eq!(p.plain, "limit 1000p target 5ms interval 100ms");
+        assert_eq!(p.detail, p.plain);
+        assert_eq!(
+            serde_json::Value::Object(p.json),
+            json!({"limit": 1000, "target": 4999, "interval": 99999})
+        );
+    }
+
+    #[test]
+    fn options_parse_and_print() {
+        let q = codel(&[
+            "limit",
+            "50",
+            "target",
+            "2ms",
+            "interval",
+            "30ms",
+            "ecn",
+            "ce_threshold",
+            "1ms",
+        ])
+        .unwrap();
+        assert_eq!(
+            shown(&q).plain,
+            // 1000 µs → 976 units → dumped 999 µs, as the kernel does.
+            "limit 50p target 2ms ce_threshold 999us interval 30ms ecn"
+        );
+        assert_eq!(shown(&q).json["ce_threshold"], json!(999));
+        assert_eq!(shown(&q).json["ecn"], json!(true));
+        // A bare time is µs (tc/tc_util.c `get_time`).
+        let o = options(&["target", "5"]).unwrap();
+        let QdiscOptions::Codel(CodelOptions { target, .. }) = o else {
+            panic!("{o:?}")
+        };
+        assert_eq!(us_to_codel(target.unwrap().into()), 4);
+        let q = codel(&["target", "5"]).unwrap();
+        assert!(shown(&q).plain.contains("target 4us"));
+        let e = codel(&["target", "5 parsecs"]).err().unwrap();
+        assert!(e.0.starts_with("Illegal \"target\""), "{e}");
+        let e = codel(&["bogus"]).err().unwrap();
+        assert!(e.0.starts_with("What is \"bogus\"?"));
+        assert!(codel(&["limit"]).is_err());
+        assert!(codel(&["limit", "-1"]).is_err());
+        assert!(options(&["limit", "x"]).is_err());
+    }
+
+    /// CoDel times in tc's units (moved from `units`' time tests, which
+    /// cover the plain tc times around it).
+    #[test]
+    fn a_bare_codel_time_is_us_and_prints_as_the_kernel_dumps_it() {
+        // A bare time is µs (tc/tc_util.c `get_time`): `target 5` is 5 µs,
+        // which the kernel keeps as (5 × 1000) >> 10 = 4 CoDel units
+        // (net/sched/sch_fq_codel.c `fq_codel_change`, CODEL_SHIFT in
+        // include/net/codel.h) and dumps as 4 × 1024 / 1000 = 4 µs
+        // (include/net/codel.h `codel_time_to_us`, from `fq_codel_dump`), so
+        // tc prints `target 4us`, not the `5us` one would expect.
+        let words = ["5"];
+        let target = time("target", &mut Tokens::new(&words)).unwrap();
+        assert_eq!(us_to_codel(target.into()), 4);
+        let dumped = crate::qdisc::codel::codel_to_us(us_to_codel(target.into())) as u32;
+        assert_eq!(print_time(dumped), "4us");
+        let words = ["5ms"];
+        let target = time("target", &mut Tokens::new(&words)).unwrap();
+        let dumped = crate::qdisc::codel::codel_to_us(us_to_codel(target.into())) as u32;
+        assert_eq!(print_time(dumped), "5ms");
+    }
+}

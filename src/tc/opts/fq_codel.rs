@@ -1,0 +1,243 @@
+//! The `fq_codel` qdisc's tc syntax (iproute2 tc/q_fq_codel.c):
+//! `fq_codel_parse_opt` reads the words after the kind into the
+//! `TCA_FQ_CODEL_*` attributes (`crate::qdisc::fq_codel::FqCodelOptions`),
+//! sending none of those given as zero but `ce_threshold`;
+//! `fq_codel_print_opt` prints what `fq_codel_dump` sends back.
+
+use super::codel::{nonzero, print_time, time, unsigned, value};
+use crate::handle::TcError;
+use crate::qdisc::fq_codel::FqCodelOptions;
+use crate::qdisc::QdiscOptions;
+use crate::tc::kinds::{no_class_options, Printed, Syntax};
+use crate::tc::tokens::Tokens;
+use crate::units::{parse_size, sprint_size};
+use serde_json::{json, Map};
+
+const USAGE: &str = "Usage: ... fq_codel [ limit PACKETS ] [ flows NUMBER ]\n\t\t\t[ memory_limit BYTES ]\n\t\t\t[ target TIME ] [ interval TIME ]\n\t\t\t[ quantum BYTES ] [ [no]ecn ]\n\t\t\t[ ce_threshold TIME ]\n\t\t\t[ ce_threshold_selector VALUE/MASK ]\n\t\t\t[ drop_batch SIZE ]";
+
+/// An 8-bit number, decimal or 0x hex.
+fn parse_u8(s: &str) -> Option<u8> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u8::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// C's `%#x`.
+fn c_hex(v: u8) -> String {
+    if v == 0 {
+        "0".into()
+    } else {
+        format!("{v:#x}")
+    }
+}
+
+/// `fq_codel_parse_opt`.
+fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
+    let mut o = FqCodelOptions::default();
+    while let Some(word) = t.next() {
+        match word {
+            "limit" => o.limit = nonzero(unsigned("limit", t)?),
+            "flows" => o.flows = nonzero(unsigned("flows", t)?),
+            "quantum" => o.quantum = nonzero(unsigned("quantum", t)?),
+            "drop_batch" => o.drop_batch_size = nonzero(unsigned("drop_batch", t)?),
+            "target" => o.target = nonzero(time("target", t)?),
+            "interval" => o.interval = nonzero(time("interval", t)?),
+            "ce_threshold" => o.ce_threshold = Some(time("ce_threshold", t)?),
+            "ce_threshold_selector" => {
+                let v = value("ce_threshold_selector", t)?;
+                let (selector, mask) = v
+                    .split_once('/')
+                    .and_then(|(val, mask)| Some((parse_u8(val)?, parse_u8(mask)?)))
+                    .ok_or_else(|| {
+                        TcError::new(format!(
+                            "Illegal \"ce_threshold_selector\" (\"{v}\": expected VALUE/MASK, two 8-bit numbers such as 0x01/0x03)"
+                        ))
+                    })?;
+                o.ce_threshold_selector = Some(selector);
+                o.ce_threshold_mask = Some(mask);
+            }
+            "memory_limit" => {
+                let v = value("memory_limit", t)?;
+                let bytes = parse_size(v)
+                    .map_err(|e| TcError::new(format!("Illegal \"memory_limit\" ({e})")))?;
+                o.memory_limit = nonzero(u32::try_from(bytes).unwrap_or(u32::MAX));
+            }
+            "ecn" => o.ecn = Some(true),
+            "noecn" => o.ecn = Some(false),
+            other => return Err(TcError::new(format!("What is \"{other}\"?\n{USAGE}"))),
+        }
+    }
+    Ok(QdiscOptions::FqCodel(o))
+}
+
+/// `fq_codel_print_opt`: the same text with and without `-d`.
+fn print(options: &QdiscOptions) -> Option<Printed> {
+    let QdiscOptions::FqCodel(o) = options else {
+        return None;
+    };
+    let mut text = Vec::new();
+    let mut json = Map::new();
+    if let Some(limit) = o.limit {
+        text.push(format!("limit {limit}p"));
+        json.insert("limit".into(), json!(limit));
+    }
+    if let Some(flows) = o.flows {
+        text.push(format!("flows {flows}"));
+        json.insert("flows".into(), json!(flows));
+    }
+    if let Some(quantum) = o.quantum {
+        text.push(format!("quantum {quantum}"));
+        json.insert("quantum".into(), json!(quantum));
+    }
+    if let Some(target) = o.target {
+        text.push(format!("target {}", print_time(target)));
+        json.insert("target".into(), json!(target));
+    }
+    if let Some(ce) = o.ce_threshold {
+        text.push(format!("ce_threshold {}", print_time(ce)));
+        json.insert("ce_threshold".into(), json!(ce));
+    }
+    if let (Some(selector), Some(mask)) = (o.ce_threshold_selector, o.ce_threshold_mask) {
+        if mask != 0 {
+            text.push(format!(
+                "ce_threshold_selector {}/{}",
+                c_hex(selector),
+                c_hex(mask)
+            ));
+            json.insert("ce_threshold_selector".into(), json!(selector));
+            json.insert("ce_threshold_mask".into(), json!(mask));
+        }
+    }
+    if let Some(interval) = o.interval {
+        text.push(format!("interval {}", print_time(interval)));
+        json.insert("interval".into(), json!(interval));
+    }
+    if let Some(memory_limit) = o.memory_limit {
+        text.push(format!("memory_limit {}", sprint_size(memory_limit.into())));
+        json.insert("memory_limit".into(), json!(memory_limit));
+    }
+    if o.ecn == Some(true) {
+        text.push("ecn".into());
+        json.insert("ecn".into(), json!(true));
+    }
+    if let Some(drop_batch) = o.drop_batch_size {
+        text.push(format!("drop_batch {drop_batch}"));
+        json.insert("drop_batch".into(), json!(drop_batch));
+    }
+    let text = text.join(" ");
+    Some(Printed {
+        plain: text.clone(),
+        detail: text,
+        json,
+    })
+}
+
+/// fq_codel's tc syntax (its flow pseudo-classes take no options).
+pub static SYNTAX: Syntax = Syntax {
+    qdisc: parse,
+    class: no_class_options,
+    print,
+    print_class: |_| None,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::fq_codel::FqCodel;
+    use crate::qdisc::{Qdisc, QdiscCtx};
+    use crate::tc::kinds::{parse_qdisc, BUILTIN};
+    use crate::time::Instant;
+
+    /// An fq_codel qdisc from the words after the kind, as tc builds one.
+    fn fq_codel(words: &[&str]) -> Result<FqCodel, TcError> {
+        let options = parse_qdisc(BUILTIN, "fq_codel", words)?;
+        FqCodel::build(QdiscCtx::default(), &options)
+    }
+
+    /// What `tc qdisc show` prints after the head.
+    fn shown(q: &FqCodel) -> Printed {
+        crate::tc::show::qdisc_options(&q.dump(Instant::ZERO))
+    }
+
+    #[test]
+    fn f1_default_printout() {
+        let q = fq_codel(&[]).unwrap();
+        let p = shown(&q);
+        assert_eq!(
+            p.plain,
+            "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64"
+        );
+        assert_eq!(p.detail, p.plain);
+        assert_eq!(p.json["memory_limit"], json!(33554432));
+        assert_eq!(
+            serde_json::Value::Object(p.json),
+            json!({"limit": 10240, "flows": 1024, "quantum": 1514, "target": 4999,
+                   "interval": 99999, "memory_limit": 33554432, "ecn": true,
+                   "drop_batch": 64})
+        );
+    }
+
+    #[test]
+    fn options_parse_print_and_validate() {
+        let q = fq_codel(&[
+            "limit",
+            "100",
+            "flows",
+            "16",
+            "quantum",
+            "300",
+            "target",
+            "2ms",
+            "interval",
+            "20ms",
+            "noecn",
+            "ce_threshold",
+            "4ms",
+            "ce_threshold_selector",
+            "0x1/0x3",
+            "memory_limit",
+            "1mb",
+            "drop_batch",
+            "0",
+        ])
+        .unwrap();
+        assert_eq!(
+            shown(&q).plain,
+            "limit 100p flows 16 quantum 300 target 2ms ce_threshold 4ms ce_threshold_selector 0x1/0x3 interval 20ms memory_limit 1Mb drop_batch 64"
+        );
+        let json = shown(&q).json;
+        assert_eq!(
+            (&json["ce_threshold_selector"], &json["ce_threshold_mask"]),
+            (&json!(1), &json!(3))
+        );
+        assert!(json.get("ecn").is_none());
+        // quantum below 256 is raised; memory_limit capped at 2^31.
+        let q = fq_codel(&["quantum", "100", "memory_limit", "4gb"]).unwrap();
+        assert!(shown(&q).plain.contains(" quantum 256 "));
+        assert!(shown(&q).plain.contains(" memory_limit 2Gb "));
+        let e = fq_codel(&["quantum", "2000000"]).err().unwrap();
+        assert!(e.0.starts_with("Error: Invalid quantum."), "{e}");
+        let e = fq_codel(&["flows", "70000"]).err().unwrap();
+        assert!(e.0.contains("flows 70000"), "{e}");
+        let e = fq_codel(&["limit", "many"]).err().unwrap();
+        assert!(e.0.starts_with("Illegal \"limit\""), "{e}");
+        let e = fq_codel(&["ce_threshold_selector", "1"]).err().unwrap();
+        assert!(e.0.contains("VALUE/MASK"), "{e}");
+        let e = fq_codel(&["perturb", "10"]).err().unwrap();
+        assert!(e.0.starts_with("What is \"perturb\"?"), "{e}");
+        assert!(fq_codel(&["target"]).is_err());
+    }
+
+    #[test]
+    fn zero_values_are_not_sent() {
+        let o = parse_qdisc(BUILTIN, "fq_codel", &["limit", "0", "ce_threshold", "0"]).unwrap();
+        assert_eq!(
+            o,
+            QdiscOptions::FqCodel(FqCodelOptions {
+                ce_threshold: Some(0),
+                ..FqCodelOptions::default()
+            })
+        );
+    }
+}

@@ -1,0 +1,179 @@
+//! The `sfq` qdisc's tc syntax (iproute2 tc/q_sfq.c): `sfq_parse_opt` reads
+//! the words after the kind into `struct tc_sfq_qopt_v1`
+//! (`crate::qdisc::sfq::SfqOptions`; bloatbox has no per-flow RED and says
+//! so for its words), `sfq_print_opt` prints what `sfq_dump` sends back
+//! (`flows` only with `-d`).
+
+use super::codel::{unsigned, value};
+use crate::handle::TcError;
+use crate::qdisc::sfq::SfqOptions;
+use crate::qdisc::QdiscOptions;
+use crate::tc::kinds::{no_class_options, Printed, Syntax};
+use crate::tc::tokens::Tokens;
+use crate::units::{parse_size, sprint_size};
+use serde_json::{json, Map};
+
+const USAGE: &str = "Usage: ... sfq [ limit NUMBER ] [ perturb SECS ] [ quantum BYTES ]\n               [ divisor NUMBER ] [ flows NUMBER] [ depth NUMBER ]\n               [ headdrop ]";
+
+/// `sfq_parse_opt`.
+fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
+    let mut o = SfqOptions::default();
+    while let Some(word) = t.next() {
+        match word {
+            "limit" => {
+                o.limit = unsigned("limit", t)?;
+                if o.limit < 2 {
+                    return Err(TcError::new(format!(
+                        "Illegal \"limit\", must be > 1 (got {})",
+                        o.limit
+                    )));
+                }
+            }
+            "quantum" => {
+                let v = value("quantum", t)?;
+                let bytes = parse_size(v)
+                    .map_err(|e| TcError::new(format!("Illegal \"quantum\" ({e})")))?;
+                // `get_size` fills an unsigned int.
+                o.quantum = u32::try_from(bytes).map_err(|_| {
+                    TcError::new(format!(
+                        "Illegal \"quantum\" (\"{v}\": more than {} bytes)",
+                        u32::MAX
+                    ))
+                })?;
+            }
+            "perturb" => {
+                let v = value("perturb", t)?;
+                o.perturb_period = v.parse::<i32>().map_err(|_| {
+                    TcError::new(format!(
+                        "Illegal \"perturb\" (\"{v}\": expected a whole number of seconds)"
+                    ))
+                })?;
+            }
+            "divisor" => o.divisor = unsigned("divisor", t)?,
+            "flows" => o.flows = unsigned("flows", t)?,
+            "depth" => o.depth = unsigned("depth", t)?,
+            "headdrop" => o.headdrop = true,
+            "redflowlimit" | "min" | "max" | "burst" | "avpkt" | "probability" | "ecn"
+            | "harddrop" => {
+                return Err(TcError::new(format!(
+                    "\"{word}\": SFQ's per-flow RED is not supported by this emulator (remove the RED options)"
+                )))
+            }
+            other => return Err(TcError::new(format!("What is \"{other}\"?\n{USAGE}"))),
+        }
+    }
+    Ok(QdiscOptions::Sfq(o))
+}
+
+/// `sfq_print_opt`.
+fn print(options: &QdiscOptions) -> Option<Printed> {
+    let QdiscOptions::Sfq(o) = options else {
+        return None;
+    };
+    let text = |detail: bool| {
+        let mut text = format!(
+            "limit {}p quantum {} depth {}",
+            o.limit,
+            sprint_size(o.quantum.into()),
+            o.depth
+        );
+        if o.headdrop {
+            text.push_str(" headdrop");
+        }
+        if detail {
+            text.push_str(&format!(" flows {}", o.flows));
+        }
+        text.push_str(&format!(" divisor {}", o.divisor));
+        if o.perturb_period != 0 {
+            text.push_str(&format!(" perturb {}sec", o.perturb_period));
+        }
+        text
+    };
+    let mut json = Map::new();
+    json.insert("limit".into(), json!(o.limit));
+    json.insert("quantum".into(), json!(o.quantum));
+    json.insert("depth".into(), json!(o.depth));
+    json.insert("headdrop".into(), json!(o.headdrop));
+    json.insert("flows".into(), json!(o.flows));
+    json.insert("divisor".into(), json!(o.divisor));
+    json.insert("perturb".into(), json!(o.perturb_period));
+    Some(Printed {
+        plain: text(false),
+        detail: text(true),
+        json,
+    })
+}
+
+/// sfq's tc syntax (its flow pseudo-classes take no options).
+pub static SYNTAX: Syntax = Syntax {
+    qdisc: parse,
+    class: no_class_options,
+    print,
+    print_class: |_| None,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::sfq::Sfq;
+    use crate::qdisc::{Qdisc, QdiscCtx};
+    use crate::tc::kinds::{parse_qdisc, BUILTIN};
+    use crate::time::Instant;
+
+    /// An sfq qdisc from the words after the kind, as tc builds one.
+    fn sfq(words: &[&str]) -> Result<Sfq, TcError> {
+        let options = parse_qdisc(BUILTIN, "sfq", words)?;
+        Sfq::build(QdiscCtx::default(), &options)
+    }
+
+    /// What `tc qdisc show` prints after the head.
+    fn shown(words: &[&str]) -> Printed {
+        crate::tc::show::qdisc_options(&sfq(words).unwrap().dump(Instant::ZERO))
+    }
+
+    #[test]
+    fn s6_printing() {
+        let p = shown(&[]);
+        assert_eq!(p.plain, "limit 127p quantum 1514b depth 127 divisor 1024");
+        assert_eq!(
+            p.detail,
+            "limit 127p quantum 1514b depth 127 flows 128 divisor 1024"
+        );
+        assert_eq!(
+            serde_json::Value::Object(p.json),
+            json!({"limit": 127, "quantum": 1514, "depth": 127, "headdrop": false,
+                   "flows": 128, "divisor": 1024, "perturb": 0})
+        );
+        assert_eq!(
+            shown(&["perturb", "10"]).plain,
+            "limit 127p quantum 1514b depth 127 divisor 1024 perturb 10sec"
+        );
+        assert_eq!(
+            shown(&["headdrop", "quantum", "3000", "depth", "20"]).plain,
+            "limit 127p quantum 3000b depth 20 headdrop divisor 1024"
+        );
+    }
+
+    #[test]
+    fn parameter_rules() {
+        let e = sfq(&["limit", "1"]).err().unwrap();
+        assert!(e.0.starts_with("Illegal \"limit\", must be > 1"), "{e}");
+        let e = sfq(&["limit", "5", "depth", "1", "flows", "1"])
+            .err()
+            .unwrap();
+        assert!(e.0.starts_with("Error: sch_sfq: invalid limit."), "{e}");
+        let e = sfq(&["divisor", "1000"]).err().unwrap();
+        assert!(e.0.contains("divisor 1000"), "{e}");
+        assert!(sfq(&["divisor", "131072"]).is_err());
+        let e = sfq(&["perturb", "-1"]).err().unwrap();
+        assert!(e.0.contains("invalid perturb period"), "{e}");
+        assert!(sfq(&["perturb", "ten"]).is_err());
+        assert!(sfq(&["quantum", "4gb"]).is_err());
+        let e = sfq(&["quantum", "3gb"]).err().unwrap();
+        assert!(e.0.starts_with("Error: sch_sfq: invalid quantum."), "{e}");
+        let e = sfq(&["redflowlimit", "100000"]).err().unwrap();
+        assert!(e.0.contains("not supported"));
+        let e = sfq(&["bogus"]).err().unwrap();
+        assert!(e.0.starts_with("What is \"bogus\"?"));
+    }
+}
