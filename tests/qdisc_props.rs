@@ -8,7 +8,7 @@
 
 use bloatbox::packet::{Drops, FlowKey, Packet, PacketMeta};
 use bloatbox::qdisc::htb::Htb;
-use bloatbox::qdisc::{Qdisc, QdiscCtx, TcError};
+use bloatbox::qdisc::{Qdisc, QdiscCtx, QdiscOptions, TcError};
 use bloatbox::time::Instant;
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -83,14 +83,21 @@ fn subjects() -> Vec<Subject> {
         },
         Subject {
             name: "tbf",
-            build: || Box::new(tc(Tbf::from_args, "rate 8mbit burst 3000 limit 30000")),
+            build: || {
+                Box::new(parsed(
+                    Tbf::build,
+                    "tbf",
+                    "rate 8mbit burst 3000 limit 30000",
+                ))
+            },
             shaping: Some((1_000_000, 3000)),
         },
         Subject {
             name: "tbf_peakrate",
             build: || {
-                Box::new(tc(
-                    Tbf::from_args,
+                Box::new(parsed(
+                    Tbf::build,
+                    "tbf",
                     "rate 4mbit burst 6000 latency 20ms peakrate 16mbit mtu 1600",
                 ))
             },
@@ -155,6 +162,19 @@ fn class_options(kind: &str, args: &str) -> bloatbox::qdisc::ClassOptions {
     let words: Vec<&str> = args.split_whitespace().collect();
     bloatbox::tc::kinds::parse_class(bloatbox::tc::kinds::BUILTIN, kind, &words)
         .expect("valid class options")
+}
+
+/// Builds a `kind` qdisc from the options tc's parser makes of `args`, as
+/// `tc qdisc add ... KIND ARGS`.
+fn parsed<Q>(
+    build: fn(QdiscCtx, &QdiscOptions) -> Result<Q, TcError>,
+    kind: &str,
+    args: &str,
+) -> Q {
+    let words: Vec<&str> = args.split_whitespace().collect();
+    let options = bloatbox::tc::kinds::parse_qdisc(bloatbox::tc::kinds::BUILTIN, kind, &words)
+        .expect("valid tc options");
+    build(ctx(), &options).expect("valid options")
 }
 
 /// Builds a qdisc from tc option tokens, as `tc qdisc add ... KIND ARGS`.

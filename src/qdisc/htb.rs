@@ -16,10 +16,7 @@
 
 use super::dump::{HtbXstats, Xstats};
 use super::fifo::{Fifo, FifoKind};
-use super::tbf::{
-    linklayer_name, matches, ns_to_ticks, option_value, parse_linklayer, parse_size_and_cell,
-    DUMPED_CELL, LINKLAYER_ALLOWED, U16_ALLOWED,
-};
+use super::tbf::ns_to_ticks;
 use super::ClassOptions;
 use super::{
     tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, FilterHost, FlowListing, Handle, Qdisc,
@@ -27,6 +24,10 @@ use super::{
 };
 use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, Packet};
+use crate::tc::opts::tbf::{
+    linklayer_name, matches, option_value, parse_linklayer, parse_size_and_cell, DUMPED_CELL,
+    LINKLAYER_ALLOWED, U16_ALLOWED,
+};
 use crate::time::{Instant, NS_PER_SEC};
 use crate::units::{
     parse_rate, print_rate, sprint_size, tc_calc_xmitsize, tc_calc_xmittime, LinkLayer, PschedRate,
@@ -2251,7 +2252,7 @@ mod tests {
         let child = q.child_mut(cid("1:10")).unwrap();
         child
             .change(
-                &crate::qdisc::testutil::qwords(&["limit", "0"]),
+                &crate::qdisc::QdiscOptions::Fifo(crate::qdisc::fifo::FifoOptions { limit: 0 }),
                 Instant::ZERO,
                 &mut d,
             )
@@ -2275,9 +2276,14 @@ mod tests {
         let mut q = htb("default 10");
         add(&mut q, "1:10", "1:", "rate 100mbit");
         let ctx = q.child_ctx(cid("10:"), cid("1:10"));
-        let tbf = crate::qdisc::tbf::Tbf::from_args(
+        let tbf = crate::qdisc::tbf::Tbf::build(
             ctx,
-            &["rate", "1mbit", "burst", "1514", "limit", "100000"],
+            &crate::qdisc::QdiscOptions::Tbf(crate::qdisc::tbf::TbfOptions {
+                rate: crate::qdisc::tbf::RateSpec::new(125_000),
+                limit: 100_000,
+                burst: Some(1514),
+                ..Default::default()
+            }),
         );
         q.graft(cid("1:10"), Box::new(tbf.unwrap())).unwrap();
         let mut d = Drops::new();

@@ -8,6 +8,10 @@
 //! kernel dumps filled in. A field the netlink message may leave out is an
 //! `Option` (absent: keep the current value, or the kernel's default).
 
+use super::fifo::FifoOptions;
+use super::mq::MqOptions;
+use super::pfifo_fast::PfifoFastOptions;
+use super::tbf::TbfOptions;
 use serde::{Deserialize, Serialize};
 
 /// A qdisc's `TCA_OPTIONS`.
@@ -18,6 +22,14 @@ pub enum QdiscOptions {
     None,
     /// Not yet typed: the tc words after the kind.
     Words(Vec<String>),
+    /// pfifo, bfifo, pfifo_head_drop: `tc_fifo_qopt`.
+    Fifo(FifoOptions),
+    /// pfifo_fast (dumps only): `tc_prio_qopt`.
+    PfifoFast(PfifoFastOptions),
+    /// tbf: `tc_tbf_qopt` and the TCA_TBF_* attributes.
+    Tbf(TbfOptions),
+    /// mq: the TX queue count (a bloatbox extension).
+    Mq(MqOptions),
 }
 
 /// A class's `TCA_OPTIONS` (`tc class add ... <kind> OPTIONS`).

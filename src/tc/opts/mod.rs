@@ -4,3 +4,8 @@
 //! `ClassOptions`), with iproute2's messages for words it does not take,
 //! and the printer of the options a dump hands back, as `tc [-d] [-j]`
 //! prints them. `crate::tc::kinds::BUILTIN` ties each to its kind.
+
+pub mod fifo;
+pub mod mq;
+pub mod pfifo_fast;
+pub mod tbf;
