@@ -289,7 +289,7 @@ impl Tbf {
         TbfOptions {
             rate: self.p.opts.rate,
             peakrate: self.p.opts.peakrate,
-            limit: self.p.limit.min(u32::MAX as u64) as u32,
+            limit: self.p.opts.limit,
             buffer: ns_to_ticks(self.p.buffer).max(0) as u64,
             mtu: ns_to_ticks(self.p.mtu).max(0) as u64,
             burst: None,
