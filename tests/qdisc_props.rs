@@ -8,7 +8,7 @@
 
 use bloatbox::packet::{Drops, FlowKey, Packet, PacketMeta};
 use bloatbox::qdisc::htb::Htb;
-use bloatbox::qdisc::{Qdisc, QdiscCtx, TcError};
+use bloatbox::qdisc::{Qdisc, QdiscCtx, QdiscOptions, TcError};
 use bloatbox::time::Instant;
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -91,14 +91,21 @@ fn subjects() -> Vec<Subject> {
         },
         Subject {
             name: "tbf",
-            build: || Box::new(tc(Tbf::from_args, "rate 8mbit burst 3000 limit 30000")),
+            build: || {
+                Box::new(parsed(
+                    Tbf::build,
+                    "tbf",
+                    "rate 8mbit burst 3000 limit 30000",
+                ))
+            },
             shaping: Some((1_000_000, 3000)),
         },
         Subject {
             name: "tbf_peakrate",
             build: || {
-                Box::new(tc(
-                    Tbf::from_args,
+                Box::new(parsed(
+                    Tbf::build,
+                    "tbf",
                     "rate 4mbit burst 6000 latency 20ms peakrate 16mbit mtu 1600",
                 ))
             },
@@ -176,16 +183,10 @@ fn class_options(kind: &str, args: &str) -> bloatbox::qdisc::ClassOptions {
         .expect("valid class options")
 }
 
-/// Builds a qdisc from tc option tokens, as `tc qdisc add ... KIND ARGS`.
-fn tc<Q>(from_args: fn(QdiscCtx, &[&str]) -> Result<Q, TcError>, args: &str) -> Q {
-    let tokens: Vec<&str> = args.split_whitespace().collect();
-    from_args(ctx(), &tokens).expect("valid tc options")
-}
-
-/// Builds a `kind` qdisc from the options tc parses from `args`, as
+/// Builds a `kind` qdisc from the options tc's parser makes of `args`, as
 /// `tc qdisc add ... KIND ARGS`.
 fn parsed<Q>(
-    build: fn(QdiscCtx, &bloatbox::qdisc::QdiscOptions) -> Result<Q, TcError>,
+    build: fn(QdiscCtx, &QdiscOptions) -> Result<Q, TcError>,
     kind: &str,
     args: &str,
 ) -> Q {
@@ -198,10 +199,7 @@ fn parsed<Q>(
 /// HTB with an 8 Mbit/s root class and two leaves (the default one may
 /// borrow up to the root's ceil).
 fn htb_tree() -> Box<dyn Qdisc> {
-    let options =
-        bloatbox::tc::kinds::parse_qdisc(bloatbox::tc::kinds::BUILTIN, "htb", &["default", "20"])
-            .expect("valid tc options");
-    let mut q = Htb::build(ctx(), &options).expect("valid htb options");
+    let mut q = parsed(Htb::build, "htb", "default 20");
     let classful = q.as_classful().expect("htb is classful");
     let root = 0x8001_0001;
     for (classid, parent, args) in [

@@ -1251,7 +1251,8 @@ mod tests {
             p.ingress(pkt(i, 100), Instant::ZERO);
         }
         let r = p.edit_qdisc(Instant::ZERO, |q, now, drops| {
-            q.change(&crate::qdisc::testutil::qwords(&["limit", "4"]), now, drops)
+            let limit = crate::qdisc::fifo::FifoOptions { limit: 4 };
+            q.change(&crate::qdisc::QdiscOptions::Fifo(limit), now, drops)
         });
         assert!(r.is_ok());
         assert_eq!(p.counters().total_drops(), 5);

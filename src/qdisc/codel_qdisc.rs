@@ -92,7 +92,7 @@ impl CodelQdisc {
         match options {
             QdiscOptions::None => Ok(CodelQdisc::new(ctx)),
             QdiscOptions::Codel(o) => Ok(CodelQdisc::with_options(ctx, o)),
-            other => Err(other.foreign("codel")),
+            _ => Err(super::options::foreign("codel")),
         }
     }
 
@@ -219,7 +219,7 @@ impl Qdisc for CodelQdisc {
         match options {
             QdiscOptions::None => {}
             QdiscOptions::Codel(o) => self.apply(o),
-            other => return Err(other.foreign("codel")),
+            _ => return Err(super::options::foreign("codel")),
         }
         // sch_codel trims from the head, bypassing CoDel.
         while self.qlen() > self.limit {

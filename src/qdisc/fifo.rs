@@ -3,15 +3,24 @@
 //! packet or byte limit. pfifo/bfifo tail-drop the arriving frame;
 //! pfifo_head_drop drops the oldest frame and keeps the new one. They are also
 //! the default children HTB, QFQ (pfifo) and TBF (bfifo) create
-//! (`fifo_create_dflt`).
+//! (`fifo_create_dflt`). Their options are `struct tc_fifo_qopt`
+//! (`FifoOptions`).
 
+use super::options::foreign as foreign_options;
 use super::QdiscOptions;
 use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
-use crate::units::{parse_size, sprint_size};
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// `struct tc_fifo_qopt` (include/uapi/linux/pkt_sched.h): the limit in
+/// packets (pfifo, pfifo_head_drop) or bytes (bfifo). A request without
+/// it is `QdiscOptions::None` (the kernel's default limit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FifoOptions {
+    pub limit: u64,
+}
 
 /// Which of the three FIFOs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,7 +31,7 @@ pub enum FifoKind {
 }
 
 impl FifoKind {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             FifoKind::Pfifo => "pfifo",
             FifoKind::Bfifo => "bfifo",
@@ -69,14 +78,14 @@ impl Fifo {
         }
     }
 
-    /// `tc qdisc add ... pfifo|bfifo|pfifo_head_drop [limit N]`.
-    pub fn from_args(kind: FifoKind, ctx: QdiscCtx, args: &[&str]) -> Result<Self, TcError> {
-        let limit = parse_limit(kind, args)?;
-        let mut f = Fifo::new(kind, ctx);
-        if let Some(l) = limit {
-            f.limit = l;
+    /// `fifo_init`: a FIFO with the limit `options` give (none: the
+    /// default limit).
+    pub fn build(kind: FifoKind, ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, TcError> {
+        match options {
+            QdiscOptions::None => Ok(Fifo::new(kind, ctx)),
+            QdiscOptions::Fifo(o) => Ok(Fifo::with_limit(kind, ctx, o.limit)),
+            _ => Err(foreign_options(kind.name())),
         }
-        Ok(f)
     }
 
     pub fn limit(&self) -> u64 {
@@ -111,36 +120,6 @@ impl Fifo {
             self.queue.len() as u64 > self.limit
         }
     }
-}
-
-fn parse_limit(kind: FifoKind, args: &[&str]) -> Result<Option<u64>, TcError> {
-    let mut limit = None;
-    let mut it = args.iter();
-    while let Some(tok) = it.next() {
-        match *tok {
-            "limit" => {
-                let v = it
-                    .next()
-                    .ok_or_else(|| TcError::new("Error: argument \"limit\" is required"))?;
-                let parsed = if kind.counts_bytes() {
-                    parse_size(v).ok()
-                } else {
-                    v.parse::<u64>().ok()
-                };
-                limit = Some(parsed.ok_or_else(|| {
-                    TcError::new(format!(
-                        "Error: argument \"{v}\" is wrong: \"limit\" is invalid"
-                    ))
-                })?);
-            }
-            other => {
-                return Err(TcError::new(format!(
-                    "What is \"{other}\"?\nUsage: ... [p|b]fifo [ limit NUMBER ]"
-                )))
-            }
-        }
-    }
-    Ok(limit)
 }
 
 impl Qdisc for Fifo {
@@ -212,29 +191,25 @@ impl Qdisc for Fifo {
         _now: Instant,
         drops: &mut Drops,
     ) -> Result<(), TcError> {
-        let args = &options.words()[..];
-        if let Some(l) = parse_limit(self.kind, args)? {
-            self.limit = l;
-            self.trim_to_limit(drops);
+        match options {
+            // No options: the limit is kept (the kernel's fifo_init
+            // would restore the default; bloatbox has always kept it).
+            QdiscOptions::None => Ok(()),
+            QdiscOptions::Fifo(o) => {
+                self.limit = o.limit;
+                self.trim_to_limit(drops);
+                Ok(())
+            }
+            _ => Err(foreign_options(self.kind.name())),
         }
-        Ok(())
     }
 
     fn dump(&self, _now: Instant) -> QdiscDump {
-        let limit = if self.kind.counts_bytes() {
-            format!("limit {}", sprint_size(self.limit))
-        } else {
-            format!("limit {}p", self.limit)
-        };
-        let mut options_json = serde_json::Map::new();
-        options_json.insert("limit".into(), json!(self.limit));
         QdiscDump {
             kind: self.kind.name().into(),
             handle: self.handle,
             parent: self.parent,
-            options: limit.clone(),
-            options_detail: limit,
-            options_json,
+            typed: QdiscOptions::Fifo(FifoOptions { limit: self.limit }),
             stats: self.stats(),
             ..QdiscDump::default()
         }
@@ -298,13 +273,24 @@ mod tests {
     }
 
     #[test]
-    fn defaults_and_printing() {
-        let q = Fifo::new(FifoKind::Pfifo, ctx());
-        assert_eq!(q.dump(Instant::ZERO).options, "limit 1000p");
-        let b = Fifo::from_args(FifoKind::Bfifo, ctx(), &["limit", "10kb"]).unwrap();
-        assert_eq!(b.dump(Instant::ZERO).options, "limit 10Kb");
-        assert!(Fifo::from_args(FifoKind::Pfifo, ctx(), &["limit", "x"]).is_err());
-        assert!(Fifo::from_args(FifoKind::Pfifo, ctx(), &["bogus"]).is_err());
+    fn defaults_and_options() {
+        let typed = |q: &Fifo| q.dump(Instant::ZERO).typed;
+        let q = Fifo::build(FifoKind::Pfifo, ctx(), &QdiscOptions::None).unwrap();
+        assert_eq!(typed(&q), QdiscOptions::Fifo(FifoOptions { limit: 1000 }));
+        let b = Fifo::new(FifoKind::Bfifo, ctx());
+        assert_eq!(
+            typed(&b),
+            QdiscOptions::Fifo(FifoOptions { limit: 1_514_000 })
+        );
+        let b = Fifo::build(
+            FifoKind::Bfifo,
+            ctx(),
+            &QdiscOptions::Fifo(FifoOptions { limit: 10_240 }),
+        )
+        .unwrap();
+        assert_eq!(typed(&b), QdiscOptions::Fifo(FifoOptions { limit: 10_240 }));
+        let e = Fifo::build(FifoKind::Pfifo, ctx(), &QdiscOptions::Words(vec![]));
+        assert!(e.err().unwrap().0.contains("pfifo"));
     }
 
     #[test]
@@ -315,11 +301,13 @@ mod tests {
             q.enqueue(pkt(id, 100), Instant::ZERO, &mut d);
         }
         q.change(
-            &crate::qdisc::testutil::qwords(&["limit", "2"]),
+            &QdiscOptions::Fifo(FifoOptions { limit: 2 }),
             Instant::ZERO,
             &mut d,
         )
         .unwrap();
+        q.change(&QdiscOptions::None, Instant::ZERO, &mut d)
+            .unwrap();
         assert_eq!(q.qlen(), 2);
         assert_eq!(d.len(), 3);
         assert_eq!(q.stats().drops, 3);

@@ -228,7 +228,7 @@ impl FqCodel {
         match options {
             QdiscOptions::None => Ok(FqCodel::new(ctx)),
             QdiscOptions::FqCodel(o) => FqCodel::with_options(ctx, o),
-            other => Err(other.foreign("fq_codel")),
+            _ => Err(super::options::foreign("fq_codel")),
         }
     }
 
@@ -600,7 +600,7 @@ impl Qdisc for FqCodel {
         let o = match options {
             QdiscOptions::None => &FqCodelOptions::default(),
             QdiscOptions::FqCodel(o) => o,
-            other => return Err(other.foreign("fq_codel")),
+            _ => return Err(super::options::foreign("fq_codel")),
         };
         if let Some(f) = o.flows {
             return Err(TcError::new(format!(

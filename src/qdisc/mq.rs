@@ -12,18 +12,28 @@
 //! the per-queue child, which does not know the queue here), so every frame
 //! is enqueued and counted in its child.
 
-use super::ClassOptions;
+use super::options::foreign as foreign_options;
 use super::{
     tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx,
     QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
 };
+use super::{ClassOptions, QdiscOptions};
 use crate::packet::{Drops, Packet};
 use crate::time::{earliest, Instant};
+use serde::{Deserialize, Serialize};
 
 /// TX queues of an emulated device (`link.tx_queues`). The kernel allows
 /// 4096, but each child is a whole qdisc (an fq_codel with 65536 flows
 /// holds 8 MB), so bloatbox stops at a real multi-queue NIC's size.
 pub const MAX_QUEUES: u16 = 64;
+
+/// mq's options: the kernel's mq takes none (`mq_init` ignores
+/// `TCA_OPTIONS`); `queues` is a bloatbox extension that sets the emulated
+/// device's TX queue count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MqOptions {
+    pub queues: u16,
+}
 
 /// mq with one child qdisc per TX queue.
 pub struct Mq {
@@ -69,41 +79,28 @@ impl Mq {
         Ok(mq)
     }
 
-    /// `tc qdisc add ... mq [queues N]`: mq takes no options in tc; `queues N`
-    /// is a bloatbox extension that sets the emulated device's TX queue count
-    /// (default: the device's, `dev_queues`).
-    pub fn from_args(
+    /// mq on a device with `dev_queues` TX queues: as many children, or,
+    /// on a single-queue device, as many as `queues` asks for.
+    pub fn build(
         ctx: QdiscCtx,
         dev_queues: u16,
-        args: &[&str],
+        options: &QdiscOptions,
         child: &mut dyn FnMut(QdiscCtx) -> Box<dyn Qdisc>,
     ) -> Result<Mq, TcError> {
-        let n = match args {
-            [] => dev_queues,
-            ["queues", v] => {
-                let n = v
-                    .parse::<u16>()
-                    .ok()
-                    .filter(|n| (2..=MAX_QUEUES).contains(n))
-                    .ok_or_else(|| {
-                        TcError::new(format!(
-                            "Error: argument \"{v}\" is wrong: \"queues\" must be 2..{MAX_QUEUES}"
-                        ))
-                    })?;
+        let n = match options {
+            QdiscOptions::None => dev_queues,
+            QdiscOptions::Mq(MqOptions { queues: n }) => {
+                let n = *n;
                 if dev_queues > 1 && n != dev_queues {
                     return Err(TcError::new(format!(
-                        "Error: argument \"{v}\" is wrong: this device has {dev_queues} TX queues \
+                        "Error: argument \"{n}\" is wrong: this device has {dev_queues} TX queues \
                          (link.tx_queues) and mq makes one child per queue; leave out \"queues\" \
                          or set tx_queues = {n}"
                     )));
                 }
                 n
             }
-            [first, ..] => {
-                return Err(TcError::new(format!(
-                    "What is \"{first}\"?\nUsage: ... mq [ queues N ]"
-                )))
-            }
+            _ => return Err(foreign_options("mq")),
         };
         Mq::new(ctx, n, child)
     }
@@ -229,6 +226,8 @@ impl Qdisc for Mq {
         QdiscDump {
             kind: "mq".into(),
             handle: self.ctx.handle,
+            // mq_dump puts no TCA_OPTIONS.
+            typed: QdiscOptions::None,
             parent: self.ctx.parent,
             stats: self.stats(),
             classes,
@@ -457,18 +456,20 @@ mod tests {
             ..root_ctx()
         };
         assert!(Mq::new(child, 4, &mut f).err().unwrap().0.contains("root"));
+        let queues = |n| QdiscOptions::Mq(MqOptions { queues: n });
         assert_eq!(
-            Mq::from_args(root_ctx(), 1, &["queues", "8"], &mut f)
+            Mq::build(root_ctx(), 1, &queues(8), &mut f)
                 .unwrap()
                 .queue_count(),
             8
         );
-        assert!(Mq::from_args(root_ctx(), 4, &["queues", "1"], &mut f).is_err());
-        assert!(Mq::from_args(root_ctx(), 4, &["bogus"], &mut f).is_err());
+        assert!(Mq::build(root_ctx(), 4, &queues(1), &mut f).is_err());
+        assert!(Mq::build(root_ctx(), 4, &QdiscOptions::Words(vec![]), &mut f).is_err());
         // Past the emulated device's limit (each child is a whole qdisc).
-        assert!(Mq::from_args(root_ctx(), 1, &["queues", "4096"], &mut f).is_err());
+        assert!(Mq::build(root_ctx(), 1, &queues(4096), &mut f).is_err());
+        assert!(Mq::build(root_ctx(), 1, &queues(1), &mut f).is_err());
         // A multi-queue device keeps its own count.
-        let e = Mq::from_args(root_ctx(), 4, &["queues", "8"], &mut f)
+        let e = Mq::build(root_ctx(), 4, &queues(8), &mut f)
             .err()
             .unwrap()
             .0;
@@ -477,14 +478,18 @@ mod tests {
             "{e}"
         );
         assert_eq!(
-            Mq::from_args(root_ctx(), 4, &["queues", "4"], &mut f)
+            Mq::build(root_ctx(), 4, &queues(4), &mut f)
                 .unwrap()
                 .queue_count(),
             4
         );
-        assert!(mq(2)
-            .add_class(1, TC_H_ROOT, &crate::qdisc::testutil::cwords(&[]))
-            .is_err());
+        assert_eq!(
+            Mq::build(root_ctx(), 4, &QdiscOptions::None, &mut f)
+                .unwrap()
+                .queue_count(),
+            4
+        );
+        assert!(mq(2).add_class(1, TC_H_ROOT, &ClassOptions::None).is_err());
     }
 
     #[test]

@@ -8,11 +8,16 @@
 //! kernel dumps filled in. A field the netlink message may leave out is an
 //! `Option` (absent: keep the current value, or the kernel's default).
 
-use super::htb::{HtbClassOptions, HtbGlob};
-use super::codel_qdisc::CodelOptions;
-use super::fq_codel::FqCodelOptions;
-use super::sfq::SfqOptions;
 use super::TcError;
+use super::codel_qdisc::CodelOptions;
+use super::fifo::FifoOptions;
+use super::fq_codel::FqCodelOptions;
+use super::htb::{HtbClassOptions, HtbGlob};
+use super::mq::MqOptions;
+use super::pfifo_fast::PfifoFastOptions;
+use super::sfq::SfqOptions;
+use super::tbf::TbfOptions;
+use crate::units::{LinkLayer, PschedRate};
 use serde::{Deserialize, Serialize};
 
 /// A qdisc's `TCA_OPTIONS`.
@@ -25,6 +30,14 @@ pub enum QdiscOptions {
     Htb(HtbGlob),
     /// Not yet typed: the tc words after the kind.
     Words(Vec<String>),
+    /// pfifo, bfifo, pfifo_head_drop: `tc_fifo_qopt`.
+    Fifo(FifoOptions),
+    /// pfifo_fast (dumps only): `tc_prio_qopt`.
+    PfifoFast(PfifoFastOptions),
+    /// tbf: `tc_tbf_qopt` and the TCA_TBF_* attributes.
+    Tbf(TbfOptions),
+    /// mq: the TX queue count (a bloatbox extension).
+    Mq(MqOptions),
     /// The `TCA_FQ_CODEL_*` attributes.
     FqCodel(FqCodelOptions),
     /// The `TCA_CODEL_*` attributes.
@@ -60,14 +73,6 @@ impl QdiscOptions {
         }
     }
 
-    /// The kernel's answer when a `kind` qdisc is handed options of another
-    /// kind (a netlink message with another kind's `TCA_OPTIONS` cannot
-    /// happen; a typed request built by hand can).
-    pub fn foreign(&self, kind: &str) -> TcError {
-        TcError::new(format!(
-            "Error: Invalid argument (options of another kind for a {kind} qdisc)"
-        ))
-    }
 }
 
 impl ClassOptions {
@@ -78,4 +83,45 @@ impl ClassOptions {
             _ => Vec::new(),
         }
     }
+}
+
+/// `struct tc_ratespec` as the kernel uses it (include/uapi/linux/
+/// pkt_sched.h; TBF's rate and peakrate, HTB's rate and ceil), with the 64-bit rate of TCA_*_RATE64 folded into `rate`
+/// (bytes/s). The kernel ignores the legacy rate table and dumps
+/// `cell_log` 0 (`psched_ratecfg_getrate`), so no cell is kept.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RateSpec {
+    /// Bytes per second.
+    pub rate: u64,
+    pub overhead: u16,
+    pub mpu: u16,
+    pub linklayer: LinkLayer,
+}
+
+impl RateSpec {
+    /// A rate of `rate` bytes/s without framing.
+    pub fn new(rate: u64) -> Self {
+        RateSpec {
+            rate,
+            ..RateSpec::default()
+        }
+    }
+
+    /// `psched_ratecfg_precompute`.
+    pub fn psched(&self) -> PschedRate {
+        PschedRate::new(self.rate).with_framing(
+            self.overhead as i32,
+            self.mpu as u32,
+            self.linklayer,
+        )
+    }
+}
+
+/// The kernel's answer when a `kind` qdisc is handed options of another
+/// kind (a netlink message with another kind's `TCA_OPTIONS` cannot
+/// happen; a typed request built by hand can).
+pub fn foreign(kind: &str) -> TcError {
+    TcError::new(format!(
+        "Error: Invalid argument (options of another kind for a {kind} qdisc)"
+    ))
 }

@@ -2,18 +2,28 @@
 //! net/sched/sch_generic.c `pfifo_fast_enqueue`, `prio2band`): three
 //! strict-priority bands chosen by `skb->priority` through a fixed priomap,
 //! each band a FIFO of `txqueuelen` packets (per band, as since Linux 4.16).
-//! Band 0 is served first; band 2 can starve.
+//! Band 0 is served first; band 2 can starve. It takes no options and
+//! dumps its bands and priomap as `struct tc_prio_qopt`.
 
+use super::options::foreign as foreign_options;
 use super::park::drop_all_held;
-use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
+use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, TcError, Verdict};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// The fixed priomap: band for `priority & 15`.
 pub const PRIOMAP: [u8; 16] = [1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1];
 const BANDS: usize = 3;
+
+/// `struct tc_prio_qopt` as `pfifo_fast_dump` fills it (sch_generic.c):
+/// the number of bands and the priomap. pfifo_fast takes no options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PfifoFastOptions {
+    pub bands: u32,
+    pub priomap: [u8; 16],
+}
 
 pub struct PfifoFast {
     handle: Handle,
@@ -36,14 +46,12 @@ impl PfifoFast {
         }
     }
 
-    /// `tc qdisc add ... pfifo_fast` takes no options.
-    pub fn from_args(ctx: QdiscCtx, args: &[&str]) -> Result<Self, TcError> {
-        if let Some(tok) = args.first() {
-            return Err(TcError::new(format!(
-                "Error: pfifo_fast takes no options (got \"{tok}\")."
-            )));
+    /// `pfifo_fast_init`: pfifo_fast takes no options.
+    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, TcError> {
+        match options {
+            QdiscOptions::None => Ok(PfifoFast::new(ctx)),
+            _ => Err(foreign_options("pfifo_fast")),
         }
-        Ok(PfifoFast::new(ctx))
     }
 
     /// The band a frame with this `skb->priority` goes to.
@@ -113,18 +121,14 @@ impl Qdisc for PfifoFast {
     }
 
     fn dump(&self, _now: Instant) -> QdiscDump {
-        let map: Vec<String> = PRIOMAP.iter().map(|b| b.to_string()).collect();
-        let options = format!("bands {} priomap {}", BANDS, map.join(" "));
-        let mut options_json = serde_json::Map::new();
-        options_json.insert("bands".into(), json!(BANDS));
-        options_json.insert("priomap".into(), json!(PRIOMAP));
         QdiscDump {
             kind: "pfifo_fast".into(),
             handle: self.handle,
             parent: self.parent,
-            options: options.clone(),
-            options_detail: options,
-            options_json,
+            typed: QdiscOptions::PfifoFast(PfifoFastOptions {
+                bands: BANDS as u32,
+                priomap: PRIOMAP,
+            }),
             stats: self.stats(),
             ..QdiscDump::default()
         }
@@ -205,11 +209,16 @@ mod tests {
     }
 
     #[test]
-    fn prints_like_tc() {
-        let q = PfifoFast::new(QdiscCtx::default());
+    fn dumps_bands_and_priomap() {
+        let q = PfifoFast::build(QdiscCtx::default(), &QdiscOptions::None).unwrap();
         assert_eq!(
-            q.dump(Instant::ZERO).options,
-            "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1"
+            q.dump(Instant::ZERO).typed,
+            QdiscOptions::PfifoFast(PfifoFastOptions {
+                bands: 3,
+                priomap: [1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1],
+            })
         );
+        let e = PfifoFast::build(QdiscCtx::default(), &QdiscOptions::Words(vec![]));
+        assert!(e.err().unwrap().0.contains("pfifo_fast"));
     }
 }

@@ -1098,7 +1098,10 @@ mod tests {
         let dump = q.dump(t);
         assert_eq!(dump.classes[0].leaf, Some(tc_h_make(0x10, 0)));
         assert_eq!(dump.classes[1].leaf, None);
-        assert_eq!(dump.children[0].options, "limit 1p");
+        assert_eq!(
+            dump.children[0].typed,
+            crate::qdisc::QdiscOptions::Fifo(crate::qdisc::fifo::FifoOptions { limit: 1 })
+        );
         assert_eq!(q.dequeue(t, &mut d).unwrap().meta.id, 5);
         assert!(q
             .graft(cid(7), Box::new(Fifo::new(FifoKind::Pfifo, new_ctx)))
@@ -1142,7 +1145,10 @@ mod tests {
             (dump.children[1].handle, dump.children[1].parent),
             (0, cid(0x20))
         );
-        assert_eq!(dump.children[1].options, "limit 1000p");
+        assert_eq!(
+            dump.children[1].typed,
+            crate::qdisc::QdiscOptions::Fifo(crate::qdisc::fifo::FifoOptions { limit: 1000 })
+        );
         assert_eq!(
             (dump.stats.bytes, dump.stats.packets, dump.stats.backlog),
             (500, 1, 700)

@@ -120,7 +120,7 @@ impl Sfq {
         match options {
             QdiscOptions::None => Sfq::with_options(ctx, &SfqOptions::default()),
             QdiscOptions::Sfq(o) => Sfq::with_options(ctx, o),
-            other => Err(other.foreign("sfq")),
+            _ => Err(super::options::foreign("sfq")),
         }
     }
 

@@ -1,13 +1,15 @@
-//! TBF, the Token Bucket Filter (Linux net/sched/sch_tbf.c, iproute2
-//! tc/q_tbf.c): a classful shaper with one class `:1` whose child (by default a
-//! bfifo of `limit` bytes) holds the frames. Two buckets in nanoseconds of
-//! transmission time: `tokens` (depth `buffer` = l2t(rate, burst)) and, with a
-//! peakrate, `ptokens` (depth l2t(peakrate, mtu)). The head frame leaves only
-//! when both buckets cover its whole cost; otherwise the watchdog is armed for
-//! the deficit. Also holds the tc option helpers HTB shares (`matches`,
-//! `option_value`, sizes with `/cell`, linklayer).
+//! TBF, the Token Bucket Filter (Linux net/sched/sch_tbf.c): a classful
+//! shaper with one class `:1` whose child (by default a bfifo of `limit`
+//! bytes) holds the frames. Two buckets in nanoseconds of transmission
+//! time: `tokens` (depth `buffer` = l2t(rate, burst)) and, with a peakrate,
+//! `ptokens` (depth l2t(peakrate, mtu)). The head frame leaves only when
+//! both buckets cover its whole cost; otherwise the watchdog is armed for
+//! the deficit. Its options are `struct tc_tbf_qopt` with the
+//! TCA_TBF_RATE64/PRATE64/BURST/PBURST attributes (`TbfOptions`).
 
-use super::fifo::{Fifo, FifoKind};
+use super::fifo::{Fifo, FifoKind, FifoOptions};
+pub use super::options::RateSpec;
+use super::options::foreign as foreign_options;
 use super::park::ParkOnPeek;
 use super::ClassOptions;
 use super::QdiscOptions;
@@ -17,267 +19,63 @@ use super::{
 };
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
-use crate::units::{
-    parse_rate, parse_size, parse_time, print_rate, sprint_size, sprint_time, tc_calc_xmitsize,
-    tc_core_tick2time, LinkLayer, PschedRate,
-};
-use serde_json::{json, Map, Value};
+use crate::units::{print_rate, LinkLayer, PschedRate};
+use serde::{Deserialize, Serialize};
 
-/// iproute2's `matches(arg, keyword)`: `arg` is a non-empty prefix of
-/// `keyword` (so `lat` selects `latency`).
-pub(crate) fn matches(arg: &str, keyword: &str) -> bool {
-    !arg.is_empty() && keyword.starts_with(arg)
+/// TBF's `TCA_OPTIONS` (sch_tbf.c `tbf_change`, `tbf_dump`): `struct
+/// tc_tbf_qopt` (rate, peakrate, limit, buffer, mtu) and the attributes
+/// iproute2's `tbf_parse_opt` adds: TCA_TBF_BURST and TCA_TBF_PBURST (the
+/// bucket sizes in bytes, which the kernel prefers to `buffer`/`mtu`).
+/// `tbf_dump` fills the struct and leaves the two attributes out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TbfOptions {
+    pub rate: RateSpec,
+    /// None (or a zero rate): no peak bucket.
+    pub peakrate: Option<RateSpec>,
+    /// The default bfifo child's limit, bytes.
+    pub limit: u32,
+    /// The rate bucket's depth in psched ticks (64 ns). The kernel's field
+    /// is 32 bits; bloatbox keeps the ticks of buckets beyond 4.6 minutes.
+    pub buffer: u64,
+    /// The peak bucket's depth in psched ticks.
+    pub mtu: u64,
+    /// TCA_TBF_BURST: the rate bucket in bytes.
+    pub burst: Option<u32>,
+    /// TCA_TBF_PBURST: the peak bucket in bytes.
+    pub pburst: Option<u32>,
 }
-
-/// The value of tc option `opt`: the next token of `it`, or, when the command
-/// line ends there, iproute2's "Command line is not complete" message (the
-/// caller appends its usage).
-pub(crate) fn option_value<'a>(
-    it: &mut std::slice::Iter<'_, &'a str>,
-    opt: &str,
-) -> Result<&'a str, String> {
-    it.next().copied().ok_or_else(|| {
-        format!("Command line is not complete: \"{opt}\" needs a value. Try option \"help\"")
-    })
-}
-
-/// A size with an optional legacy rate-table cell (`get_size_and_cell`):
-/// `10kb/8` is 10240 bytes (cell 8). The cell must be a power of two; it
-/// only sizes tc's legacy rate table, which the kernel ignores and never
-/// dumps (see `DUMPED_CELL`), so only the bytes are kept.
-pub(crate) fn parse_size_and_cell(s: &str) -> Option<u64> {
-    let (size, cell) = match s.split_once('/') {
-        Some((size, cell)) => (size, Some(cell)),
-        None => (s, None),
-    };
-    let bytes = parse_size(size).ok()?;
-    if let Some(c) = cell {
-        let c: u64 = c.parse().ok()?;
-        if !c.is_power_of_two() || c >= 1 << 32 {
-            return None;
-        }
-    }
-    Some(bytes)
-}
-
-/// The cell `tc -d` prints after a burst or mtu (`burst 10Kb/1 mpu 0b`):
-/// the kernel fills the dumped `tc_ratespec` with `psched_ratecfg_getrate`,
-/// which zeroes it first and sets only rate, overhead, mpu and linklayer, so
-/// `cell_log` is 0 and tc prints `1 << 0`, whatever `/CELL` was given.
-/// Checked on this machine (kernel 6.18, iproute2 6.1): `tbf rate 1mbit burst
-/// 10kb/64 latency 50ms` shows `burst 10Kb/1 mpu 0b`. (Older write-ups show
-/// `/8`, the cell tc computed in `tc_calc_rtable` but the kernel drops.)
-pub(crate) const DUMPED_CELL: u32 = 1;
-
-/// `get_linklayer`: `ethernet`, `atm` or its alias `adsl`.
-pub(crate) fn parse_linklayer(s: &str) -> Option<LinkLayer> {
-    match s {
-        "ethernet" => Some(LinkLayer::Ethernet),
-        "atm" | "adsl" => Some(LinkLayer::Atm),
-        _ => None,
-    }
-}
-
-pub(crate) fn linklayer_name(l: LinkLayer) -> &'static str {
-    match l {
-        LinkLayer::Ethernet => "ethernet",
-        LinkLayer::Atm => "atm",
-    }
-}
-
-pub(crate) const LINKLAYER_ALLOWED: &str = "ethernet, atm or adsl";
-pub(crate) const U16_ALLOWED: &str = "an integer 0..65535";
 
 /// `psched_l2t_ns` as a signed bucket quantity.
 fn l2t(rate: &PschedRate, len: u64) -> i64 {
     i64::try_from(rate.l2t_ns(len)).unwrap_or(i64::MAX)
 }
 
-/// Psched ticks (64 ns) of a nanosecond value, as the kernel dumps them.
+/// `psched_ns_t2l` (sch_tbf.c): the bytes `ns` of transmission time at
+/// `rate` send, less the overhead, in whole 48-byte payloads on ATM.
+fn ns_t2l(rate: &PschedRate, ns: u64) -> u64 {
+    let mut len = (ns as u128 * rate.rate_bytes_ps as u128 / 1_000_000_000) as u64;
+    if rate.linklayer == LinkLayer::Atm {
+        len = len / 53 * 48;
+    }
+    len.saturating_sub(rate.overhead.max(0) as u64)
+}
+
+/// Psched ticks (64 ns) of a nanosecond value, as the kernel dumps them
+/// (`PSCHED_NS2TICKS`).
 pub(crate) fn ns_to_ticks(ns: i64) -> i64 {
     ns >> 6
 }
 
-const TBF_USAGE: &str =
-    "Usage: ... tbf limit BYTES burst BYTES[/BYTES] rate KBPS [ mtu BYTES[/BYTES] ]\n\
-        [ peakrate KBPS ] [ latency TIME ] [ overhead BYTES ] [ linklayer TYPE ]";
-
-fn tbf_err(msg: String) -> TcError {
-    TcError::new(format!("{msg}\n{TBF_USAGE}"))
-}
-
-fn illegal(param: &str, value: &str, allowed: &str) -> TcError {
-    tbf_err(format!(
-        "tbf: illegal value for \"{param}\": \"{value}\" (expected {allowed})"
-    ))
-}
-
-fn duplicate(what: &str) -> TcError {
-    tbf_err(format!("tbf: duplicate \"{what}\" specification"))
-}
-
-/// The options as tc parsed them (before the kernel derives its values).
-#[derive(Clone, Debug, PartialEq)]
-struct TbfOpts {
-    rate: u64,
-    burst: u64,
-    limit: u64,
-    latency_us: u64,
-    peakrate: u64,
-    mtu: u64,
-    mpu: u64,
-    overhead: u64,
-    linklayer: LinkLayer,
-}
-
-impl TbfOpts {
-    /// `tbf_parse_opt` of iproute2, including its checks.
-    fn parse(args: &[&str]) -> Result<TbfOpts, TcError> {
-        let mut o = TbfOpts {
-            rate: 0,
-            burst: 0,
-            limit: 0,
-            latency_us: 0,
-            peakrate: 0,
-            mtu: 0,
-            mpu: 0,
-            overhead: 0,
-            linklayer: LinkLayer::Ethernet,
-        };
-        let mut it = args.iter();
-        while let Some(&tok) = it.next() {
-            let mut value = || option_value(&mut it, tok).map_err(tbf_err);
-            if matches(tok, "limit") {
-                let v = value()?;
-                if o.limit != 0 {
-                    return Err(duplicate("limit"));
-                }
-                if o.latency_us != 0 {
-                    return Err(tbf_err(
-                        "tbf: you can specify either \"limit\" or \"latency\".".into(),
-                    ));
-                }
-                o.limit = parse_size(v).map_err(|e| illegal("limit", v, e.allowed))?;
-            } else if matches(tok, "latency") {
-                let v = value()?;
-                if o.latency_us != 0 {
-                    return Err(duplicate("latency"));
-                }
-                if o.limit != 0 {
-                    return Err(tbf_err(
-                        "tbf: you can specify either \"limit\" or \"latency\".".into(),
-                    ));
-                }
-                o.latency_us = parse_time(v).map_err(|e| illegal("latency", v, e.allowed))?;
-            } else if matches(tok, "burst") || tok == "buffer" || tok == "maxburst" {
-                let v = value()?;
-                if o.burst != 0 {
-                    return Err(duplicate("buffer/burst/maxburst"));
-                }
-                let b = parse_size_and_cell(v).ok_or_else(|| {
-                    illegal(
-                        tok,
-                        v,
-                        "a size like 10kb, optionally /CELL with CELL a power of two",
-                    )
-                })?;
-                o.burst = b;
-            } else if tok == "mtu" || tok == "minburst" {
-                let v = value()?;
-                if o.mtu != 0 {
-                    return Err(duplicate("mtu/minburst"));
-                }
-                let m = parse_size_and_cell(v).ok_or_else(|| {
-                    illegal(
-                        tok,
-                        v,
-                        "a size like 1514, optionally /CELL with CELL a power of two",
-                    )
-                })?;
-                o.mtu = m;
-            } else if tok == "mpu" {
-                let v = value()?;
-                if o.mpu != 0 {
-                    return Err(duplicate("mpu"));
-                }
-                o.mpu = parse_size(v)
-                    .ok()
-                    .filter(|m| *m <= u16::MAX as u64)
-                    .ok_or_else(|| illegal("mpu", v, "a size of 0..65535 bytes"))?;
-            } else if tok == "rate" {
-                let v = value()?;
-                if o.rate != 0 {
-                    return Err(duplicate("rate"));
-                }
-                o.rate = parse_rate(v).map_err(|e| illegal("rate", v, e.allowed))?;
-            } else if matches(tok, "peakrate") {
-                let v = value()?;
-                if o.peakrate != 0 {
-                    return Err(duplicate("peakrate"));
-                }
-                o.peakrate = parse_rate(v).map_err(|e| illegal("peakrate", v, e.allowed))?;
-            } else if matches(tok, "overhead") {
-                let v = value()?;
-                if o.overhead != 0 {
-                    return Err(duplicate("overhead"));
-                }
-                o.overhead = v
-                    .parse::<u16>()
-                    .map_err(|_| illegal("overhead", v, U16_ALLOWED))?
-                    as u64;
-            } else if matches(tok, "linklayer") {
-                let v = value()?;
-                o.linklayer =
-                    parse_linklayer(v).ok_or_else(|| illegal("linklayer", v, LINKLAYER_ALLOWED))?;
-            } else {
-                return Err(tbf_err(format!("tbf: unknown parameter \"{tok}\"")));
-            }
-        }
-        let mut missing = Vec::new();
-        if o.rate == 0 {
-            missing.push("tbf: the \"rate\" parameter is mandatory (e.g. rate 1mbit).");
-        }
-        if o.burst == 0 {
-            missing.push("tbf: the \"burst\" parameter is mandatory (e.g. burst 10kb).");
-        }
-        if o.peakrate != 0 && o.mtu == 0 {
-            missing.push(
-                "tbf: when \"peakrate\" is specified, \"mtu\" must also be specified (e.g. mtu 1514).",
-            );
-        }
-        if o.limit == 0 && o.latency_us == 0 {
-            missing.push(
-                "tbf: either \"limit\" or \"latency\" is required (e.g. latency 50ms or limit 30kb).",
-            );
-        }
-        if !missing.is_empty() {
-            return Err(tbf_err(missing.join("\n")));
-        }
-        if o.latency_us != 0 {
-            // tc: rate * latency + burst, or the peakrate bound if smaller;
-            // the double is truncated into the u32 netlink field.
-            let mut lim = o.rate as f64 * o.latency_us as f64 / 1e6 + o.burst as f64;
-            if o.peakrate != 0 {
-                let lim2 = o.peakrate as f64 * o.latency_us as f64 / 1e6 + o.mtu as f64;
-                lim = lim.min(lim2);
-            }
-            o.limit = lim.min(u32::MAX as f64) as u64;
-        }
-        if o.limit > u32::MAX as u64 {
-            return Err(illegal(
-                "limit",
-                &o.limit.to_string(),
-                "at most 4294967295 bytes",
-            ));
-        }
-        Ok(o)
-    }
+/// `PSCHED_TICKS2NS`, capped at `~0U` as `tbf_change` caps it.
+fn ticks_to_ns(ticks: u64) -> u64 {
+    ticks.saturating_mul(64).min(u32::MAX as u64)
 }
 
 /// What the kernel derives from the options (`tbf_change`).
 #[derive(Clone, Debug)]
 struct TbfParams {
-    opts: TbfOpts,
+    /// The options as given (peakrate None when absent).
+    opts: TbfOptions,
     rate: PschedRate,
     peak: Option<PschedRate>,
     /// Bucket depth, ns of transmission time at `rate`.
@@ -290,27 +88,42 @@ struct TbfParams {
 }
 
 impl TbfParams {
-    fn new(opts: TbfOpts, psched_mtu: u32) -> Result<(TbfParams, Option<String>), TcError> {
-        let framing = |r: u64| {
-            PschedRate::new(r).with_framing(opts.overhead as i32, opts.mpu as u32, opts.linklayer)
-        };
-        let rate = framing(opts.rate);
-        let mut max_size = opts.burst.min(u32::MAX as u64);
-        let buffer = l2t(&rate, max_size);
-        let (peak, mtu) = if opts.peakrate != 0 {
-            if opts.peakrate <= opts.rate {
-                return Err(TcError::new(format!(
-                    "Error: sch_tbf: peakrate {} is lower than or equals to rate {}: peakrate must be above rate.",
-                    print_rate(opts.peakrate),
-                    print_rate(opts.rate)
-                )));
+    fn new(opts: &TbfOptions, psched_mtu: u32) -> Result<(TbfParams, Option<String>), TcError> {
+        let mut opts = *opts;
+        opts.peakrate = opts.peakrate.filter(|p| p.rate != 0);
+        let rate = opts.rate.psched();
+        // The bucket in bytes (TCA_TBF_BURST), or the bytes its ticks hold.
+        let (mut max_size, buffer) = match opts.burst {
+            Some(b) => (b as u64, l2t(&rate, b as u64)),
+            None => {
+                let ns = ticks_to_ns(opts.buffer);
+                (ns_t2l(&rate, ns).min(u32::MAX as u64), ns as i64)
             }
-            let peak = framing(opts.peakrate);
-            let pburst = opts.mtu.min(u32::MAX as u64);
-            max_size = max_size.min(pburst);
-            (Some(peak), l2t(&peak, pburst))
-        } else {
-            (None, 0)
+        };
+        let (peak, mtu) = match &opts.peakrate {
+            Some(spec) => {
+                if spec.rate <= opts.rate.rate {
+                    return Err(TcError::new(format!(
+                        "Error: sch_tbf: peakrate {} is lower than or equals to rate {}: peakrate must be above rate.",
+                        print_rate(spec.rate),
+                        print_rate(opts.rate.rate)
+                    )));
+                }
+                let peak = spec.psched();
+                let mtu = match opts.pburst {
+                    Some(pburst) => {
+                        max_size = max_size.min(pburst as u64);
+                        l2t(&peak, pburst as u64)
+                    }
+                    None => {
+                        let ns = ticks_to_ns(opts.mtu);
+                        max_size = max_size.min(ns_t2l(&peak, ns));
+                        ns as i64
+                    }
+                };
+                (Some(peak), mtu)
+            }
+            None => (None, 0),
         };
         if max_size == 0 {
             return Err(TcError::new(
@@ -322,7 +135,7 @@ impl TbfParams {
                 "sch_tbf: burst {max_size} is lower than device mtu ({psched_mtu}) ! Larger frames will be dropped."
             )
         });
-        let limit = opts.limit;
+        let limit = opts.limit as u64;
         Ok((
             TbfParams {
                 opts,
@@ -357,9 +170,17 @@ pub struct Tbf {
 }
 
 impl Tbf {
-    /// `tc qdisc add ... tbf rate R burst B (limit L | latency T) [...]`.
-    pub fn from_args(ctx: QdiscCtx, args: &[&str]) -> Result<Self, TcError> {
-        let opts = TbfOpts::parse(args)?;
+    /// `tbf_init`: TBF has no defaults (no options: EINVAL).
+    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, TcError> {
+        let opts = match options {
+            QdiscOptions::Tbf(o) => o,
+            QdiscOptions::None => {
+                return Err(TcError::new(
+                    "Error: tbf needs options (rate, burst and limit).",
+                ))
+            }
+            _ => return Err(foreign_options("tbf")),
+        };
         let (p, warning) = TbfParams::new(opts, ctx.psched_mtu)?;
         let child_ctx = ctx.child(0, ctx.handle | 1);
         let child = Box::new(Fifo::with_limit(FifoKind::Bfifo, child_ctx, p.limit));
@@ -434,77 +255,17 @@ impl Tbf {
         self.stats.drops += (drops.len() - before) as u64;
     }
 
-    fn options_text(&self, detail: bool) -> (String, Map<String, Value>) {
-        let o = &self.p.opts;
-        let mut s = Vec::new();
-        let mut j = Map::new();
-        s.push(format!("rate {}", print_rate(o.rate)));
-        j.insert("rate".into(), json!(o.rate));
-        let buffer_ticks = ns_to_ticks(self.p.buffer).max(0) as u64;
-        let burst = tc_calc_xmitsize(o.rate, buffer_ticks);
-        if detail {
-            s.push(format!(
-                "burst {}/{} mpu {}",
-                sprint_size(burst),
-                DUMPED_CELL,
-                sprint_size(o.mpu)
-            ));
-            j.insert(
-                "burst".into(),
-                json!(format!("{}/{}", sprint_size(burst), DUMPED_CELL)),
-            );
-            j.insert("mpu".into(), json!(o.mpu));
-        } else {
-            s.push(format!("burst {}", sprint_size(burst)));
-            j.insert("burst".into(), json!(burst));
+    /// The options as `tbf_dump` fills them.
+    fn dumped_options(&self) -> TbfOptions {
+        TbfOptions {
+            rate: self.p.opts.rate,
+            peakrate: self.p.opts.peakrate,
+            limit: self.p.opts.limit,
+            buffer: ns_to_ticks(self.p.buffer).max(0) as u64,
+            mtu: ns_to_ticks(self.p.mtu).max(0) as u64,
+            burst: None,
+            pburst: None,
         }
-        let mtu_ticks = ns_to_ticks(self.p.mtu).max(0) as u64;
-        if o.peakrate != 0 {
-            s.push(format!("peakrate {}", print_rate(o.peakrate)));
-            j.insert("peakrate".into(), json!(o.peakrate));
-            if mtu_ticks != 0 || o.mpu != 0 {
-                let mtu = tc_calc_xmitsize(o.peakrate, mtu_ticks);
-                if detail {
-                    s.push(format!(
-                        "mtu {}/{} mpu {}",
-                        sprint_size(mtu),
-                        DUMPED_CELL,
-                        sprint_size(o.mpu)
-                    ));
-                    j.insert(
-                        "mtu".into(),
-                        json!(format!("{}/{}", sprint_size(mtu), DUMPED_CELL)),
-                    );
-                } else {
-                    s.push(format!("minburst {}", sprint_size(mtu)));
-                    j.insert("minburst".into(), json!(mtu));
-                }
-            }
-        }
-        let mut latency =
-            1e6 * (self.p.limit as f64 / o.rate as f64) - tc_core_tick2time(buffer_ticks) as f64;
-        if o.peakrate != 0 {
-            let lat2 = 1e6 * (self.p.limit as f64 / o.peakrate as f64)
-                - tc_core_tick2time(mtu_ticks) as f64;
-            latency = latency.max(lat2);
-        }
-        if latency >= 0.0 {
-            let us = latency.min(u32::MAX as f64) as u64;
-            s.push(format!("lat {}", sprint_time(us)));
-            j.insert("lat".into(), json!(us));
-        } else {
-            s.push(format!("limit {}", sprint_size(self.p.limit)));
-            j.insert("limit".into(), json!(self.p.limit));
-        }
-        if o.overhead != 0 {
-            s.push(format!("overhead {}", o.overhead));
-            j.insert("overhead".into(), json!(o.overhead));
-        }
-        if o.linklayer != LinkLayer::Ethernet || detail {
-            s.push(format!("linklayer {}", linklayer_name(o.linklayer)));
-            j.insert("linklayer".into(), json!(linklayer_name(o.linklayer)));
-        }
-        (s.join(" "), j)
     }
 }
 
@@ -586,16 +347,16 @@ impl Qdisc for Tbf {
         now: Instant,
         drops: &mut Drops,
     ) -> Result<(), TcError> {
-        let args = &options.words()[..];
         self.last_now = self.last_now.max(now);
-        let opts = TbfOpts::parse(args)?;
+        let QdiscOptions::Tbf(opts) = options else {
+            return Err(foreign_options("tbf"));
+        };
         let (p, warning) = TbfParams::new(opts, self.ctx.psched_mtu)?;
         // fifo_set_limit: only FIFO children learn the new limit.
         if matches!(self.child.kind(), "bfifo" | "pfifo" | "pfifo_head_drop") {
-            let limit = p.limit.to_string();
             let before = drops.len();
             self.child.change(
-                &QdiscOptions::Words(vec!["limit".into(), limit]),
+                &QdiscOptions::Fifo(FifoOptions { limit: p.limit }),
                 now,
                 drops,
             )?;
@@ -614,8 +375,6 @@ impl Qdisc for Tbf {
     }
 
     fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
-        let (options, options_json) = self.options_text(false);
-        let (options_detail, _) = self.options_text(true);
         let child = self.child.dump_listing(now, listing);
         let child_handle = child.handle;
         let class = ClassDump {
@@ -630,9 +389,7 @@ impl Qdisc for Tbf {
             kind: "tbf".into(),
             handle: self.ctx.handle,
             parent: self.ctx.parent,
-            options,
-            options_detail,
-            options_json,
+            typed: QdiscOptions::Tbf(self.dumped_options()),
             stats: self.stats(),
             classes: vec![class],
             // The default bfifo (handle 0) is invisible in `tc qdisc show`.
@@ -723,14 +480,44 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    fn tbf(args: &str) -> Tbf {
-        let args: Vec<&str> = args.split_whitespace().collect();
-        Tbf::from_args(QdiscCtx::default(), &args).unwrap()
+    const MBIT: u64 = 125_000;
+
+    /// The options tc sends for `rate RATE burst BURST limit LIMIT`
+    /// (bytes/s, bytes).
+    fn opts(rate: u64, burst: u32, limit: u32) -> TbfOptions {
+        TbfOptions {
+            rate: RateSpec::new(rate),
+            limit,
+            burst: Some(burst),
+            ..TbfOptions::default()
+        }
     }
 
-    fn err(args: &str) -> String {
-        let args: Vec<&str> = args.split_whitespace().collect();
-        Tbf::from_args(QdiscCtx::default(), &args).err().unwrap().0
+    /// `o` with `peakrate PEAKRATE mtu MTU`.
+    fn peaked(o: TbfOptions, peakrate: u64, mtu: u32) -> TbfOptions {
+        TbfOptions {
+            peakrate: Some(RateSpec {
+                rate: peakrate,
+                ..o.rate
+            }),
+            pburst: Some(mtu),
+            ..o
+        }
+    }
+
+    fn build(o: TbfOptions) -> Result<Tbf, TcError> {
+        Tbf::build(QdiscCtx::default(), &QdiscOptions::Tbf(o))
+    }
+
+    fn tbf(o: TbfOptions) -> Tbf {
+        build(o).unwrap()
+    }
+
+    fn dumped(q: &Tbf, now: Instant) -> TbfOptions {
+        match q.dump(now).typed {
+            QdiscOptions::Tbf(o) => o,
+            other => panic!("tbf dumped {other:?}"),
+        }
     }
 
     /// Drives dequeue like an infinitely fast link: dequeue whenever
@@ -756,37 +543,30 @@ mod tests {
         out
     }
 
-    /// `tc -d qdisc show` of a tree whose burst and mtu are not whole
-    /// microseconds of the rate, as this machine's kernel (6.18) and
-    /// iproute2 (6.1) print it: the dumped ticks are cut to whole µs before
-    /// they become bytes again (5000 B → 4999b, 1514 B → 1513b) and the cell
-    /// is always `/1`, even when one is given.
     #[test]
-    fn print_matches_the_kernel_for_uneven_bursts() {
-        let q = tbf("rate 3mbit burst 5000/8 latency 7ms peakrate 4mbit mtu 1514");
-        assert_eq!(
-            q.dump(Instant::ZERO).options_detail,
-            "rate 3Mbit burst 4999b/1 mpu 0b peakrate 4Mbit mtu 1513b/1 mpu 0b lat 7ms linklayer ethernet"
-        );
-    }
-
-    #[test]
-    fn vector_t1_derived_values_and_print() {
-        let q = tbf("rate 1mbit burst 10kb latency 50ms");
+    fn vector_t1_derived_values() {
+        // tc's `rate 1mbit burst 10kb latency 50ms` (the limit is tc's).
+        let q = tbf(opts(MBIT, 10240, 16490));
         assert_eq!(q.p.buffer, 81_920_000);
         assert_eq!(q.max_size(), 10240);
         assert_eq!(q.p.limit, 16490);
         let d = q.dump(Instant::ZERO);
         assert_eq!(d.kind, "tbf");
-        assert_eq!(d.options, "rate 1Mbit burst 10Kb lat 50ms");
+        let o = dumped(&q, Instant::ZERO);
         assert_eq!(
-            d.options_detail,
-            "rate 1Mbit burst 10Kb/1 mpu 0b lat 50ms linklayer ethernet"
+            (o.rate, o.limit, o.buffer),
+            (RateSpec::new(MBIT), 16490, 1_280_000)
         );
-        assert_eq!(d.options_json["rate"], json!(125000));
+        assert_eq!(
+            (o.peakrate, o.mtu, o.burst, o.pburst),
+            (None, 0, None, None)
+        );
         // The default child is an invisible bfifo holding the limit.
         assert!(d.children.is_empty());
-        assert_eq!(q.child.dump(Instant::ZERO).options, "limit 16490b");
+        assert_eq!(
+            q.child.dump(Instant::ZERO).typed,
+            QdiscOptions::Fifo(FifoOptions { limit: 16490 })
+        );
         assert_eq!(q.child.kind(), "bfifo");
         assert_eq!(d.classes.len(), 1);
         assert_eq!(d.classes[0].classid, 0x8001_0001);
@@ -795,9 +575,41 @@ mod tests {
         assert!(q.warnings().is_empty());
     }
 
+    /// Without TCA_TBF_BURST the kernel sizes the bucket from its ticks
+    /// (`psched_ns_t2l`).
+    #[test]
+    fn bucket_from_ticks_without_burst_attribute() {
+        let o = TbfOptions {
+            burst: None,
+            buffer: 1_280_000,
+            ..opts(MBIT, 0, 16490)
+        };
+        let q = tbf(o);
+        assert_eq!((q.p.buffer, q.max_size()), (81_920_000, 10240));
+        let o = TbfOptions {
+            pburst: None,
+            mtu: 23_437, // 1.5 ms at 8 Mbit/s: 1499 B
+            ..peaked(opts(MBIT, 10240, 16490), 8 * MBIT, 0)
+        };
+        let q = tbf(o);
+        assert_eq!((q.p.mtu, q.max_size()), (1_499_968, 1499));
+        let atm = RateSpec {
+            linklayer: LinkLayer::Atm,
+            overhead: 10,
+            ..RateSpec::new(MBIT)
+        };
+        // 10240 B of time = 193 cells of 53 B: 9264 B of payload, less 10.
+        assert_eq!(ns_t2l(&atm.psched(), 81_920_000), 9254);
+        assert!(build(TbfOptions {
+            burst: None,
+            ..opts(MBIT, 0, 1)
+        })
+        .is_err());
+    }
+
     #[test]
     fn vector_t2_departure_times_of_a_backlog() {
-        let mut q = tbf("rate 1mbit burst 10kb limit 200000");
+        let mut q = tbf(opts(MBIT, 10240, 200_000));
         let mut d = Drops::new();
         for id in 1..=100 {
             assert_eq!(
@@ -826,7 +638,7 @@ mod tests {
 
     #[test]
     fn vector_t5_burst_below_mtu_drops_full_frames() {
-        let mut q = tbf("rate 1mbit burst 1000 limit 10000");
+        let mut q = tbf(opts(MBIT, 1000, 10_000));
         assert_eq!(q.max_size(), 1000);
         assert_eq!(
             q.warnings()[0],
@@ -848,39 +660,24 @@ mod tests {
     }
 
     #[test]
-    fn latency_converts_to_byte_limit_with_peakrate_bound() {
-        // rate bound 125000*0.05+10240 = 16490; peak bound 250000*0.05+1514 = 14014.
-        let q = tbf("rate 1mbit burst 10kb latency 50ms peakrate 2mbit mtu 1514");
+    fn peak_bucket_bounds_the_frame_size() {
+        // tc's `rate 1mbit burst 10kb latency 50ms peakrate 2mbit mtu 1514`.
+        let q = tbf(peaked(opts(MBIT, 10240, 14014), 2 * MBIT, 1514));
         assert_eq!(q.p.limit, 14014);
         assert_eq!(q.max_size(), 1514);
-        let d = q.dump(Instant::ZERO);
-        assert_eq!(
-            d.options,
-            "rate 1Mbit burst 10Kb peakrate 2Mbit minburst 1514b lat 50ms"
-        );
-        assert_eq!(
-            d.options_detail,
-            "rate 1Mbit burst 10Kb/1 mpu 0b peakrate 2Mbit mtu 1514b/1 mpu 0b lat 50ms linklayer ethernet"
-        );
-    }
-
-    #[test]
-    fn negative_latency_prints_limit_and_framing_options() {
-        let q = tbf("rate 1mbit burst 10kb limit 5000 overhead 24 linklayer atm mpu 64");
-        let d = q.dump(Instant::ZERO);
-        // burst is printed from the kernel's buffer (computed with framing).
-        assert!(d.options.contains("limit 5000b"), "{}", d.options);
-        assert!(
-            d.options.ends_with("overhead 24 linklayer atm"),
-            "{}",
-            d.options
-        );
-        assert!(d.options_detail.contains("mpu 64b"), "{}", d.options_detail);
+        let o = dumped(&q, Instant::ZERO);
+        assert_eq!(o.peakrate, Some(RateSpec::new(2 * MBIT)));
+        assert_eq!(o.mtu, q.p.mtu as u64 >> 6);
+        assert!(build(peaked(opts(MBIT, 10240, 1000), MBIT, 1514))
+            .err()
+            .unwrap()
+            .0
+            .contains("peakrate 1Mbit is lower than or equals to rate 1Mbit"));
     }
 
     #[test]
     fn peakrate_spaces_the_burst() {
-        let mut q = tbf("rate 1mbit burst 10kb limit 100000 peakrate 2mbit mtu 1000");
+        let mut q = tbf(peaked(opts(MBIT, 10240, 100_000), 2 * MBIT, 1000));
         let mut d = Drops::new();
         for id in 0..30 {
             q.enqueue(pkt(id, 1000), Instant::ZERO, &mut d);
@@ -896,43 +693,8 @@ mod tests {
     }
 
     #[test]
-    fn validation_names_the_bad_token() {
-        assert!(err("burst 10kb latency 50ms").contains("\"rate\" parameter is mandatory"));
-        assert!(err("rate 1mbit latency 50ms").contains("\"burst\" parameter is mandatory"));
-        assert!(err("rate 1mbit burst 10kb").contains("either \"limit\" or \"latency\""));
-        assert!(err("rate 1mbit burst 10kb limit 1000 latency 5ms")
-            .contains("either \"limit\" or \"latency\""));
-        assert!(err("rate 1mbit burst 10kb limit 1000 peakrate 2mbit")
-            .contains("\"mtu\" must also be specified"));
-        assert!(
-            err("rate 1mbit burst 10kb limit 1000 peakrate 1mbit mtu 1514")
-                .contains("peakrate 1Mbit is lower than or equals to rate 1Mbit")
-        );
-        let e = err("rate fast burst 10kb limit 1000");
-        assert!(e.contains("illegal value for \"rate\": \"fast\""), "{e}");
-        assert!(e.contains("mbit"), "{e}");
-        assert!(err("rate 1mbit burst 10kb/7 limit 1000").contains("\"burst\": \"10kb/7\""));
-        assert!(
-            err("rate 1mbit burst 10kb limit 1000 bogus").contains("unknown parameter \"bogus\"")
-        );
-        assert!(err("rate 1mbit burst 10kb limit").contains("\"limit\" needs a value"));
-        assert!(err("rate 1mbit rate 2mbit burst 1 limit 1").contains("duplicate \"rate\""));
-        assert!(err("rate 1mbit burst 1 limit 1 linklayer token").contains("\"linklayer\""));
-        assert!(err("rate 1mbit burst 1 limit 1 overhead -4").contains("\"overhead\""));
-        // Abbreviations tc accepts.
-        // A given cell is accepted, but the kernel dumps cell_log 0.
-        let q = tbf("rate 1mbit bu 10kb/16 lat 50ms");
-        assert!(q
-            .dump(Instant::ZERO)
-            .options_detail
-            .contains("burst 10Kb/1 mpu 0b"));
-        assert_eq!(tbf("rate 1mbit buffer 3000 limit 5000").max_size(), 3000);
-        assert_eq!(tbf("rate 1mbit maxburst 3000 limit 5000").max_size(), 3000);
-    }
-
-    #[test]
     fn change_resets_tokens_and_applies_limit() {
-        let mut q = tbf("rate 1mbit burst 10kb limit 100000");
+        let mut q = tbf(opts(MBIT, 10240, 100_000));
         let mut d = Drops::new();
         for id in 0..20 {
             q.enqueue(pkt(id, 1000), Instant::ZERO, &mut d);
@@ -942,12 +704,8 @@ mod tests {
         assert!(q.tokens_ns() < 8_000_000);
         // A new config with a full new bucket and a lower limit.
         let t = Instant::from_nanos(MS);
-        q.change(
-            &crate::qdisc::testutil::qwords(&["rate", "2mbit", "burst", "4000", "limit", "5000"]),
-            t,
-            &mut d,
-        )
-        .unwrap();
+        q.change(&QdiscOptions::Tbf(opts(2 * MBIT, 4000, 5000)), t, &mut d)
+            .unwrap();
         assert_eq!(q.tokens_ns(), 16_000_000);
         assert_eq!(q.qlen(), 5, "bfifo trimmed to 5000 bytes");
         assert_eq!(d.len(), 5);
@@ -957,21 +715,25 @@ mod tests {
         // 4 frames from the 4000 B bucket at once, the 5th after 1000 B at 2 Mbit.
         assert!(out[..4].iter().all(|(x, _)| *x == t));
         assert_eq!(out[4].0, t + 4 * MS);
-        assert!(q.dump(t).options.starts_with("rate 2Mbit burst 4000b"));
-        // Invalid change leaves everything as it was.
-        assert!(q
-            .change(
-                &crate::qdisc::testutil::qwords(&["rate", "2mbit"]),
-                t,
-                &mut d
+        // `rate 2Mbit burst 4000b`, as tc prints the dump.
+        let rate_and_burst = |q: &Tbf| {
+            let o = dumped(q, t);
+            (
+                o.rate.rate,
+                crate::units::tc_calc_xmitsize(o.rate.rate, o.buffer),
             )
-            .is_err());
-        assert!(q.dump(t).options.starts_with("rate 2Mbit burst 4000b"));
+        };
+        assert_eq!(rate_and_burst(&q), (2 * MBIT, 4000));
+        // Invalid changes leave everything as they were.
+        assert!(q.change(&QdiscOptions::None, t, &mut d).is_err());
+        let lower_peak = peaked(opts(2 * MBIT, 4000, 5000), MBIT, 1514);
+        assert!(q.change(&QdiscOptions::Tbf(lower_peak), t, &mut d).is_err());
+        assert_eq!(rate_and_burst(&q), (2 * MBIT, 4000));
     }
 
     #[test]
     fn child_replaced_keeps_shaping_and_limit_no_longer_applies() {
-        let mut q = tbf("rate 1mbit burst 2000 limit 3000");
+        let mut q = tbf(opts(MBIT, 2000, 3000));
         let ctx = q.child_ctx(0x0010_0000, 0x8001_0001);
         let new = Box::new(Fifo::with_limit(FifoKind::Pfifo, ctx, 100));
         let old = q.graft(0x8001_0001, new).unwrap().unwrap();
@@ -987,7 +749,10 @@ mod tests {
         let dump = q.dump(Instant::ZERO);
         assert_eq!(dump.classes[0].leaf, Some(0x0010_0000));
         assert_eq!(dump.children.len(), 1);
-        assert_eq!(dump.children[0].options, "limit 100p");
+        assert_eq!(
+            dump.children[0].typed,
+            QdiscOptions::Fifo(FifoOptions { limit: 100 })
+        );
         let out = drain(&mut q, Instant::ZERO);
         assert_eq!(out.len(), 10);
         assert_eq!(out[2].0.nanos(), 8_000_000);
@@ -995,17 +760,13 @@ mod tests {
             .graft(0x0042_0001, Box::new(Fifo::new(FifoKind::Pfifo, ctx)))
             .is_err());
         assert!(q
-            .add_class(
-                0x8001_0002,
-                0x8001_0000,
-                &crate::qdisc::testutil::cwords(&[])
-            )
+            .add_class(0x8001_0002, 0x8001_0000, &ClassOptions::None)
             .is_err());
     }
 
     #[test]
     fn peek_parks_the_frame_and_counts_it_once() {
-        let mut q = tbf("rate 1mbit burst 1500 limit 10000");
+        let mut q = tbf(opts(MBIT, 1500, 10_000));
         let mut d = Drops::new();
         q.enqueue(pkt(1, 1000), Instant::ZERO, &mut d);
         q.enqueue(pkt(2, 1000), Instant::ZERO, &mut d);
@@ -1028,7 +789,13 @@ mod tests {
     #[test]
     fn atm_linklayer_charges_whole_cells() {
         // 100 B = 3 cells = 159 B on the wire; burst 1000 B = 21 cells = 1113 B.
-        let mut q = tbf("rate 1mbit burst 1000 limit 10000 linklayer atm");
+        let mut q = tbf(TbfOptions {
+            rate: RateSpec {
+                linklayer: LinkLayer::Atm,
+                ..RateSpec::new(MBIT)
+            },
+            ..opts(MBIT, 1000, 10_000)
+        });
         assert_eq!(q.p.buffer, 1113 * 8000);
         let mut d = Drops::new();
         for id in 0..9 {
@@ -1041,31 +808,11 @@ mod tests {
 
     #[test]
     fn aqm_child_drops_at_peek_count_in_tbf() {
-        let mut q = tbf("rate 1mbit burst 3000 limit 100000");
+        let mut q = tbf(opts(MBIT, 3000, 100_000));
         let ctx = q.child_ctx(0x0010_0000, 0x8001_0001);
         let codel = crate::qdisc::codel_qdisc::CodelQdisc::new(ctx);
         q.graft(0x8001_0001, Box::new(codel)).unwrap();
         drain_codel_child(&mut q, 60);
-    }
-
-    #[test]
-    fn extreme_configs_do_not_overflow() {
-        for args in [
-            "rate 8bit burst 4294967295 limit 4294967295 linklayer atm overhead 65535 mpu 65535",
-            "rate 8bit burst 4294967295 limit 1 peakrate 16bit mtu 4294967295",
-            "rate 100tbit burst 1 limit 1",
-        ] {
-            let mut q = tbf(args);
-            let mut d = Drops::new();
-            q.enqueue(pkt(1, 1), Instant::ZERO, &mut d);
-            q.enqueue(pkt(2, 1), Instant::ZERO, &mut d);
-            for t in [0, 1, u64::MAX / 2, u64::MAX] {
-                let t = Instant::from_nanos(t);
-                q.dequeue(t, &mut d);
-                assert!(q.next_wakeup(t).is_none_or(|w| w >= t));
-            }
-            let _ = q.dump(Instant::MAX);
-        }
     }
 
     /// Random arrivals: next_wakeup never in the past, conservation holds,
@@ -1074,12 +821,8 @@ mod tests {
     fn random_load_respects_rate_and_burst() {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
         for peak in [false, true] {
-            let args = if peak {
-                "rate 1mbit burst 5000 limit 20000 peakrate 4mbit mtu 1600"
-            } else {
-                "rate 1mbit burst 5000 limit 20000"
-            };
-            let mut q = tbf(args);
+            let o = opts(MBIT, 5000, 20_000);
+            let mut q = tbf(if peak { peaked(o, 4 * MBIT, 1600) } else { o });
             let mut d = Drops::new();
             let mut t = Instant::ZERO;
             let mut sent: Vec<(u64, u64)> = Vec::new();

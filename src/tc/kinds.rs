@@ -108,29 +108,23 @@ const fn kind(name: &'static str, build: Build, syntax: &'static Syntax) -> Kind
 pub static BUILTIN: &[KindEntry] = &[
     kind(
         "pfifo_fast",
-        |c, _, o| Ok(Box::new(PfifoFast::from_args(c, &o.words())?)),
-        &WORDS,
+        |c, _, o| Ok(Box::new(PfifoFast::build(c, o)?)),
+        &opts::pfifo_fast::SYNTAX,
     ),
     kind(
         "pfifo",
-        |c, _, o| Ok(Box::new(Fifo::from_args(FifoKind::Pfifo, c, &o.words())?)),
-        &WORDS,
+        |c, _, o| Ok(Box::new(Fifo::build(FifoKind::Pfifo, c, o)?)),
+        &opts::fifo::PFIFO,
     ),
     kind(
         "bfifo",
-        |c, _, o| Ok(Box::new(Fifo::from_args(FifoKind::Bfifo, c, &o.words())?)),
-        &WORDS,
+        |c, _, o| Ok(Box::new(Fifo::build(FifoKind::Bfifo, c, o)?)),
+        &opts::fifo::BFIFO,
     ),
     kind(
         "pfifo_head_drop",
-        |c, _, o| {
-            Ok(Box::new(Fifo::from_args(
-                FifoKind::PfifoHeadDrop,
-                c,
-                &o.words(),
-            )?))
-        },
-        &WORDS,
+        |c, _, o| Ok(Box::new(Fifo::build(FifoKind::PfifoHeadDrop, c, o)?)),
+        &opts::fifo::PFIFO_HEAD_DROP,
     ),
     kind(
         "sfq",
@@ -152,8 +146,8 @@ pub static BUILTIN: &[KindEntry] = &[
         shapes: true,
         ..kind(
             "tbf",
-            |c, _, o| Ok(Box::new(Tbf::from_args(c, &o.words())?)),
-            &WORDS,
+            |c, _, o| Ok(Box::new(Tbf::build(c, o)?)),
+            &opts::tbf::SYNTAX,
         )
     },
     KindEntry {
@@ -172,14 +166,11 @@ pub static BUILTIN: &[KindEntry] = &[
         ..kind(
             "mq",
             |c, dev, o| {
-                Ok(Box::new(Mq::from_args(
-                    c,
-                    dev.tx_queues,
-                    &o.words(),
-                    &mut |c| default_leaf(c, dev),
-                )?))
+                Ok(Box::new(Mq::build(c, dev.tx_queues, o, &mut |c| {
+                    default_leaf(c, dev)
+                })?))
             },
-            &WORDS,
+            &opts::mq::SYNTAX,
         )
     },
     KindEntry {
@@ -289,7 +280,8 @@ mod tests {
     fn options_reach_the_constructor() {
         let dev = DevSpec::new(Dir::LeftToRight, BUILTIN);
         let q = build("bfifo", &dev, &["limit", "10kb"]).unwrap();
-        assert_eq!(q.dump(crate::time::Instant::ZERO).options, "limit 10Kb");
+        let dump = q.dump(crate::time::Instant::ZERO);
+        assert_eq!(crate::tc::show::qdisc_options(&dump).plain, "limit 10Kb");
         assert!(build("pfifo", &dev, &["limit", "x"]).is_err());
     }
 }

@@ -8,6 +8,7 @@ use crate::packet::Drops;
 use crate::qdisc::testutil::{flow_pkt, pkt};
 use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::qdisc::{tc_h_make, Qdisc, TcError, Verdict, TC_H_ROOT};
+use crate::tc::show::qdisc_options;
 use crate::tc::{build_tree, TcCommand};
 use crate::time::Instant;
 
@@ -148,15 +149,15 @@ fn change_and_replace_same_kind_changes_in_place() {
         "tc qdisc add dev left root handle 1: pfifo limit 10",
     );
     ok(&mut t, "tc qdisc change dev left root pfifo limit 20");
-    assert_eq!(t.dump(T).options, "limit 20p");
+    assert_eq!(qdisc_options(&t.dump(T)).plain, "limit 20p");
     ok(&mut t, "tc qdisc replace dev left root pfifo limit 30");
     let d = t.dump(T);
     assert_eq!(
-        (d.handle, d.options.as_str()),
+        (d.handle, qdisc_options(&d).plain.as_str()),
         (tc_h_make(1, 0), "limit 30p")
     );
     ok(&mut t, "tc qdisc change dev left handle 1: pfifo limit 40");
-    assert_eq!(t.dump(T).options, "limit 40p");
+    assert_eq!(qdisc_options(&t.dump(T)).plain, "limit 40p");
     assert!(fail(&mut t, "tc qdisc change dev left root bfifo limit 5")
         .starts_with("Error: Invalid qdisc name."));
     assert!(fail(&mut t, "tc qdisc change dev left root pfifo limit x").contains("limit"));
@@ -248,7 +249,7 @@ fn mq_children_are_replaced_by_parent() {
         "tc qdisc change dev left handle 8001: pfifo limit 8",
     );
     ok(&mut t, "tc qdisc change dev left parent :3 pfifo limit 9");
-    assert_eq!(t.dump(T).children[2].options, "limit 9p");
+    assert_eq!(qdisc_options(&t.dump(T).children[2]).plain, "limit 9p");
     // delete it: the default child comes back
     ok(&mut t, "tc qdisc del dev left parent :3");
     let d = t.dump(T);

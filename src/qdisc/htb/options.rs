@@ -6,7 +6,7 @@
 //! client-side (buffers in psched ticks); dumps carry what
 //! `htb_dump`/`htb_dump_class` fill in.
 
-use crate::units::{LinkLayer, PschedRate};
+pub use crate::qdisc::options::RateSpec;
 use serde::{Deserialize, Serialize};
 
 /// `HTB_VER` of net/sched/sch_htb.c: 3.17, major in the high 16 bits.
@@ -44,30 +44,6 @@ impl Default for HtbGlob {
             direct_pkts: 0,
             direct_qlen: None,
         }
-    }
-}
-
-/// `struct tc_ratespec` with its 64-bit rate: what
-/// `psched_ratecfg_precompute` reads and `psched_ratecfg_getrate` dumps
-/// (the legacy rate-table `cell_log`/`cell_align` are ignored by the
-/// kernel and dumped as 0).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RateSpec {
-    /// Bytes per second.
-    pub rate: u64,
-    pub overhead: u16,
-    pub mpu: u16,
-    pub linklayer: LinkLayer,
-}
-
-impl RateSpec {
-    /// `psched_ratecfg_precompute`.
-    pub fn psched(&self) -> PschedRate {
-        PschedRate::new(self.rate).with_framing(
-            i32::from(self.overhead),
-            u32::from(self.mpu),
-            self.linklayer,
-        )
     }
 }
 

@@ -562,7 +562,7 @@ fn graft_replaces_leaf_qdisc_and_keeps_counts() {
     let child = q.child_mut(cid("1:10")).unwrap();
     child
         .change(
-            &crate::qdisc::testutil::qwords(&["limit", "0"]),
+            &crate::qdisc::QdiscOptions::Fifo(crate::qdisc::fifo::FifoOptions { limit: 0 }),
             Instant::ZERO,
             &mut d,
         )
@@ -586,9 +586,14 @@ fn shaping_child_under_a_leaf_sets_the_wakeup() {
     let mut q = htb(default(0x10));
     add(&mut q, "1:10", "1:", rated(100 * MBIT));
     let ctx = q.child_ctx(cid("10:"), cid("1:10"));
-    let tbf = crate::qdisc::tbf::Tbf::from_args(
+    let tbf = crate::qdisc::tbf::Tbf::build(
         ctx,
-        &["rate", "1mbit", "burst", "1514", "limit", "100000"],
+        &crate::qdisc::QdiscOptions::Tbf(crate::qdisc::tbf::TbfOptions {
+            rate: crate::qdisc::tbf::RateSpec::new(125_000),
+            limit: 100_000,
+            burst: Some(1514),
+            ..Default::default()
+        }),
     );
     q.graft(cid("1:10"), Box::new(tbf.unwrap())).unwrap();
     let mut d = Drops::new();

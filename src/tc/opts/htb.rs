@@ -8,7 +8,7 @@
 
 use crate::handle::TcError;
 use crate::qdisc::htb::{HtbClassOptions, HtbGlob, RateSpec};
-use crate::qdisc::tbf::{
+use crate::tc::opts::tbf::{
     linklayer_name, matches, parse_linklayer, parse_size_and_cell, DUMPED_CELL, LINKLAYER_ALLOWED,
     U16_ALLOWED,
 };

@@ -6,7 +6,11 @@
 //! prints them. `crate::tc::kinds::BUILTIN` ties each to its kind.
 
 pub mod codel;
+pub mod fifo;
 pub mod fq_codel;
 pub mod htb;
+pub mod mq;
+pub mod pfifo_fast;
 pub mod qfq;
 pub mod sfq;
+pub mod tbf;

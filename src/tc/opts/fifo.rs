@@ -1,0 +1,145 @@
+//! The tc syntax of pfifo, bfifo and pfifo_head_drop (iproute2
+//! tc/q_fifo.c `fifo_parse_opt`, `fifo_print_opt`): `[ limit NUMBER ]`, a
+//! packet count, or for bfifo a size; printed `limit 1000p` or
+//! `limit 10Kb`. No limit sends no options (the kernel's default).
+
+use crate::handle::TcError;
+use crate::qdisc::fifo::FifoOptions;
+use crate::qdisc::QdiscOptions;
+use crate::tc::kinds::{no_class_options, Printed, Syntax};
+use crate::tc::tokens::Tokens;
+use crate::units::{parse_size, sprint_size};
+use serde_json::json;
+
+/// A limit in packets.
+const PACKETS: Syntax = Syntax {
+    qdisc: |t| parse(t, false),
+    class: no_class_options,
+    print: |o| print(o, false),
+    print_class: |_| None,
+};
+
+/// pfifo: a limit in packets.
+pub static PFIFO: Syntax = PACKETS;
+
+/// bfifo: a limit in bytes.
+pub static BFIFO: Syntax = Syntax {
+    qdisc: |t| parse(t, true),
+    class: no_class_options,
+    print: |o| print(o, true),
+    print_class: |_| None,
+};
+
+/// pfifo_head_drop: a limit in packets.
+pub static PFIFO_HEAD_DROP: Syntax = PACKETS;
+
+/// `fifo_parse_opt`; `bytes`: the limit is a size (bfifo).
+fn parse(t: &mut Tokens, bytes: bool) -> Result<QdiscOptions, TcError> {
+    let mut limit = None;
+    while let Some(tok) = t.next() {
+        match tok {
+            "limit" => {
+                let v = t.value(|| TcError::new("Error: argument \"limit\" is required"))?;
+                let parsed = if bytes {
+                    parse_size(v).ok()
+                } else {
+                    v.parse::<u64>().ok()
+                };
+                limit = Some(parsed.ok_or_else(|| {
+                    TcError::new(format!(
+                        "Error: argument \"{v}\" is wrong: \"limit\" is invalid"
+                    ))
+                })?);
+            }
+            other => {
+                return Err(TcError::new(format!(
+                    "What is \"{other}\"?\nUsage: ... [p|b]fifo [ limit NUMBER ]"
+                )))
+            }
+        }
+    }
+    Ok(limit.map_or(QdiscOptions::None, |limit| {
+        QdiscOptions::Fifo(FifoOptions { limit })
+    }))
+}
+
+/// `fifo_print_opt`.
+fn print(o: &QdiscOptions, bytes: bool) -> Option<Printed> {
+    let QdiscOptions::Fifo(o) = o else {
+        return None;
+    };
+    let limit = if bytes {
+        format!("limit {}", sprint_size(o.limit))
+    } else {
+        format!("limit {}p", o.limit)
+    };
+    let mut json = serde_json::Map::new();
+    json.insert("limit".into(), json!(o.limit));
+    Some(Printed {
+        plain: limit.clone(),
+        detail: limit,
+        json,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::qdisc::fifo::{Fifo, FifoKind, FifoOptions};
+    use crate::qdisc::{Qdisc, QdiscCtx, QdiscOptions};
+    use crate::tc::kinds::{parse_qdisc, BUILTIN};
+    use crate::tc::show::qdisc_options;
+    use crate::time::Instant;
+
+    fn fifo(kind: FifoKind, words: &[&str]) -> Result<Fifo, String> {
+        let o = parse_qdisc(BUILTIN, kind.name(), words).map_err(|e| e.0)?;
+        Fifo::build(kind, QdiscCtx::default(), &o).map_err(|e| e.0)
+    }
+
+    fn plain(q: &Fifo) -> String {
+        qdisc_options(&q.dump(Instant::ZERO)).plain
+    }
+
+    #[test]
+    fn defaults_and_printing() {
+        let q = Fifo::new(FifoKind::Pfifo, QdiscCtx::default());
+        assert_eq!(plain(&q), "limit 1000p");
+        let b = fifo(FifoKind::Bfifo, &["limit", "10kb"]).unwrap();
+        assert_eq!(plain(&b), "limit 10Kb");
+        assert!(fifo(FifoKind::Pfifo, &["limit", "x"]).is_err());
+        assert!(fifo(FifoKind::Pfifo, &["bogus"]).is_err());
+    }
+
+    #[test]
+    fn parses_like_tc() {
+        let parse = |kind, words: &[&str]| parse_qdisc(BUILTIN, kind, words);
+        assert_eq!(parse("pfifo", &[]), Ok(QdiscOptions::None));
+        assert_eq!(
+            parse("pfifo_head_drop", &["limit", "7"]),
+            Ok(QdiscOptions::Fifo(FifoOptions { limit: 7 }))
+        );
+        assert_eq!(
+            parse("bfifo", &["limit", "2kb"]),
+            Ok(QdiscOptions::Fifo(FifoOptions { limit: 2048 }))
+        );
+        assert_eq!(
+            parse("pfifo", &["limit"]).unwrap_err().0,
+            "Error: argument \"limit\" is required"
+        );
+        assert_eq!(
+            parse("pfifo", &["limit", "1kb"]).unwrap_err().0,
+            "Error: argument \"1kb\" is wrong: \"limit\" is invalid"
+        );
+        assert_eq!(
+            parse("bfifo", &["bogus"]).unwrap_err().0,
+            "What is \"bogus\"?\nUsage: ... [p|b]fifo [ limit NUMBER ]"
+        );
+        let p = qdisc_options(
+            &Fifo::with_limit(FifoKind::PfifoHeadDrop, QdiscCtx::default(), 5).dump(Instant::ZERO),
+        );
+        assert_eq!(
+            (p.plain.as_str(), p.detail.as_str()),
+            ("limit 5p", "limit 5p")
+        );
+        assert_eq!(p.json["limit"], serde_json::json!(5));
+    }
+}

@@ -1,0 +1,78 @@
+//! The tc syntax of pfifo_fast: it takes no options (iproute2 has no
+//! parser for it) and prints its bands and priomap as tc/q_prio.c
+//! `prio_print_opt` does (`bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1`).
+
+use crate::handle::TcError;
+use crate::qdisc::QdiscOptions;
+use crate::tc::kinds::{no_class_options, Printed, Syntax};
+use crate::tc::tokens::Tokens;
+use serde_json::json;
+
+pub static SYNTAX: Syntax = Syntax {
+    qdisc: parse,
+    class: no_class_options,
+    print,
+    print_class: |_| None,
+};
+
+fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
+    match t.next() {
+        Some(tok) => Err(TcError::new(format!(
+            "Error: pfifo_fast takes no options (got \"{tok}\")."
+        ))),
+        None => Ok(QdiscOptions::None),
+    }
+}
+
+/// `prio_print_opt`.
+fn print(o: &QdiscOptions) -> Option<Printed> {
+    let QdiscOptions::PfifoFast(o) = o else {
+        return None;
+    };
+    let map: Vec<String> = o.priomap.iter().map(|b| b.to_string()).collect();
+    let text = format!("bands {} priomap {}", o.bands, map.join(" "));
+    let mut json = serde_json::Map::new();
+    json.insert("bands".into(), json!(o.bands));
+    json.insert("priomap".into(), json!(o.priomap));
+    Some(Printed {
+        plain: text.clone(),
+        detail: text,
+        json,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::qdisc::pfifo_fast::PfifoFast;
+    use crate::qdisc::{Qdisc, QdiscCtx, QdiscOptions};
+    use crate::tc::kinds::{parse_qdisc, BUILTIN};
+    use crate::tc::show::qdisc_options;
+    use crate::time::Instant;
+
+    #[test]
+    fn prints_like_tc() {
+        let q = PfifoFast::new(QdiscCtx::default());
+        let p = qdisc_options(&q.dump(Instant::ZERO));
+        assert_eq!(p.plain, "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1");
+        assert_eq!(p.detail, p.plain);
+        assert_eq!(p.json["bands"], serde_json::json!(3));
+        assert_eq!(
+            p.json["priomap"],
+            serde_json::json!([1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1])
+        );
+    }
+
+    #[test]
+    fn takes_no_options() {
+        assert_eq!(
+            parse_qdisc(BUILTIN, "pfifo_fast", &[]),
+            Ok(QdiscOptions::None)
+        );
+        assert_eq!(
+            parse_qdisc(BUILTIN, "pfifo_fast", &["limit", "5"])
+                .unwrap_err()
+                .0,
+            "Error: pfifo_fast takes no options (got \"limit\")."
+        );
+    }
+}

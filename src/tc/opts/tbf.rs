@@ -1,0 +1,549 @@
+//! The tc syntax of TBF (iproute2 tc/q_tbf.c `tbf_parse_opt`,
+//! `tbf_print_opt`): the words `rate R burst B (limit L | latency T)
+//! [peakrate P mtu M] [mpu N] [overhead N] [linklayer L]` with iproute2's
+//! checks and the values it computes before sending (the limit from a
+//! latency, the buckets' ticks), and the dump printed back (burst, minburst
+//! and latency recomputed from the dumped ticks). Also the tc helpers HTB
+//! shares (`matches`, sizes with `/cell`, linklayer names).
+
+use crate::handle::TcError;
+use crate::qdisc::tbf::{RateSpec, TbfOptions};
+use crate::qdisc::QdiscOptions;
+use crate::tc::kinds::{no_class_options, Printed, Syntax};
+use crate::tc::tokens::Tokens;
+use crate::units::{
+    parse_rate, parse_size, parse_time, print_rate, sprint_size, sprint_time, tc_calc_xmitsize,
+    tc_calc_xmittime, tc_core_tick2time, LinkLayer,
+};
+use serde_json::{json, Map, Value};
+
+pub static SYNTAX: Syntax = Syntax {
+    qdisc: |t| Ok(QdiscOptions::Tbf(parse(t)?)),
+    class: no_class_options,
+    print: |o| match o {
+        QdiscOptions::Tbf(o) => Some(print(o)),
+        _ => None,
+    },
+    // TBF's one class has no options.
+    print_class: |_| Some(Printed::default()),
+};
+
+/// iproute2's `matches(arg, keyword)`: `arg` is a non-empty prefix of
+/// `keyword` (so `lat` selects `latency`).
+pub(crate) fn matches(arg: &str, keyword: &str) -> bool {
+    !arg.is_empty() && keyword.starts_with(arg)
+}
+
+/// iproute2's "Command line is not complete" message for option `opt`
+/// given without a value (the caller appends its usage).
+fn incomplete(opt: &str) -> String {
+    format!("Command line is not complete: \"{opt}\" needs a value. Try option \"help\"")
+}
+
+/// The value of tc option `opt`: the next token of `it`, or, when the command
+/// line ends there, `incomplete`.
+pub(crate) fn option_value<'a>(
+    it: &mut std::slice::Iter<'_, &'a str>,
+    opt: &str,
+) -> Result<&'a str, String> {
+    it.next().copied().ok_or_else(|| incomplete(opt))
+}
+
+/// A size with an optional legacy rate-table cell (`get_size_and_cell`):
+/// `10kb/8` is 10240 bytes (cell 8). The cell must be a power of two; it
+/// only sizes tc's legacy rate table, which the kernel ignores and never
+/// dumps (see `DUMPED_CELL`), so only the bytes are kept.
+pub(crate) fn parse_size_and_cell(s: &str) -> Option<u64> {
+    let (size, cell) = match s.split_once('/') {
+        Some((size, cell)) => (size, Some(cell)),
+        None => (s, None),
+    };
+    let bytes = parse_size(size).ok()?;
+    if let Some(c) = cell {
+        let c: u64 = c.parse().ok()?;
+        if !c.is_power_of_two() || c >= 1 << 32 {
+            return None;
+        }
+    }
+    Some(bytes)
+}
+
+/// The cell `tc -d` prints after a burst or mtu (`burst 10Kb/1 mpu 0b`):
+/// the kernel fills the dumped `tc_ratespec` with `psched_ratecfg_getrate`,
+/// which zeroes it first and sets only rate, overhead, mpu and linklayer, so
+/// `cell_log` is 0 and tc prints `1 << 0`, whatever `/CELL` was given.
+/// Checked on this machine (kernel 6.18, iproute2 6.1): `tbf rate 1mbit burst
+/// 10kb/64 latency 50ms` shows `burst 10Kb/1 mpu 0b`. (Older write-ups show
+/// `/8`, the cell tc computed in `tc_calc_rtable` but the kernel drops.)
+pub(crate) const DUMPED_CELL: u32 = 1;
+
+/// `get_linklayer`: `ethernet`, `atm` or its alias `adsl`.
+pub(crate) fn parse_linklayer(s: &str) -> Option<LinkLayer> {
+    match s {
+        "ethernet" => Some(LinkLayer::Ethernet),
+        "atm" | "adsl" => Some(LinkLayer::Atm),
+        _ => None,
+    }
+}
+
+pub(crate) fn linklayer_name(l: LinkLayer) -> &'static str {
+    match l {
+        LinkLayer::Ethernet => "ethernet",
+        LinkLayer::Atm => "atm",
+    }
+}
+
+pub(crate) const LINKLAYER_ALLOWED: &str = "ethernet, atm or adsl";
+pub(crate) const U16_ALLOWED: &str = "an integer 0..65535";
+
+const TBF_USAGE: &str =
+    "Usage: ... tbf limit BYTES burst BYTES[/BYTES] rate KBPS [ mtu BYTES[/BYTES] ]\n\
+        [ peakrate KBPS ] [ latency TIME ] [ overhead BYTES ] [ linklayer TYPE ]";
+
+fn tbf_err(msg: String) -> TcError {
+    TcError::new(format!("{msg}\n{TBF_USAGE}"))
+}
+
+fn illegal(param: &str, value: &str, allowed: &str) -> TcError {
+    tbf_err(format!(
+        "tbf: illegal value for \"{param}\": \"{value}\" (expected {allowed})"
+    ))
+}
+
+fn duplicate(what: &str) -> TcError {
+    tbf_err(format!("tbf: duplicate \"{what}\" specification"))
+}
+
+/// The words as `tbf_parse_opt` reads them (0: not given).
+#[derive(Default)]
+struct Words {
+    rate: u64,
+    burst: u64,
+    limit: u64,
+    latency_us: u64,
+    peakrate: u64,
+    mtu: u64,
+    mpu: u64,
+    overhead: u64,
+    linklayer: LinkLayer,
+}
+
+/// `tbf_parse_opt` of iproute2, including its checks, and what it sends:
+/// the limit (from the latency if one is given), the rate specs, the
+/// buckets in ticks (`tc_calc_xmittime`) and in bytes (TCA_TBF_BURST,
+/// TCA_TBF_PBURST).
+fn parse(t: &mut Tokens) -> Result<TbfOptions, TcError> {
+    let mut o = Words::default();
+    while let Some(tok) = t.next() {
+        let mut value = || t.value(|| tbf_err(incomplete(tok)));
+        if matches(tok, "limit") {
+            let v = value()?;
+            if o.limit != 0 {
+                return Err(duplicate("limit"));
+            }
+            if o.latency_us != 0 {
+                return Err(tbf_err(
+                    "tbf: you can specify either \"limit\" or \"latency\".".into(),
+                ));
+            }
+            o.limit = parse_size(v).map_err(|e| illegal("limit", v, e.allowed))?;
+        } else if matches(tok, "latency") {
+            let v = value()?;
+            if o.latency_us != 0 {
+                return Err(duplicate("latency"));
+            }
+            if o.limit != 0 {
+                return Err(tbf_err(
+                    "tbf: you can specify either \"limit\" or \"latency\".".into(),
+                ));
+            }
+            o.latency_us = parse_time(v).map_err(|e| illegal("latency", v, e.allowed))?;
+        } else if matches(tok, "burst") || tok == "buffer" || tok == "maxburst" {
+            let v = value()?;
+            if o.burst != 0 {
+                return Err(duplicate("buffer/burst/maxburst"));
+            }
+            o.burst = parse_size_and_cell(v).ok_or_else(|| {
+                illegal(
+                    tok,
+                    v,
+                    "a size like 10kb, optionally /CELL with CELL a power of two",
+                )
+            })?;
+        } else if tok == "mtu" || tok == "minburst" {
+            let v = value()?;
+            if o.mtu != 0 {
+                return Err(duplicate("mtu/minburst"));
+            }
+            o.mtu = parse_size_and_cell(v).ok_or_else(|| {
+                illegal(
+                    tok,
+                    v,
+                    "a size like 1514, optionally /CELL with CELL a power of two",
+                )
+            })?;
+        } else if tok == "mpu" {
+            let v = value()?;
+            if o.mpu != 0 {
+                return Err(duplicate("mpu"));
+            }
+            o.mpu = parse_size(v)
+                .ok()
+                .filter(|m| *m <= u16::MAX as u64)
+                .ok_or_else(|| illegal("mpu", v, "a size of 0..65535 bytes"))?;
+        } else if tok == "rate" {
+            let v = value()?;
+            if o.rate != 0 {
+                return Err(duplicate("rate"));
+            }
+            o.rate = parse_rate(v).map_err(|e| illegal("rate", v, e.allowed))?;
+        } else if matches(tok, "peakrate") {
+            let v = value()?;
+            if o.peakrate != 0 {
+                return Err(duplicate("peakrate"));
+            }
+            o.peakrate = parse_rate(v).map_err(|e| illegal("peakrate", v, e.allowed))?;
+        } else if matches(tok, "overhead") {
+            let v = value()?;
+            if o.overhead != 0 {
+                return Err(duplicate("overhead"));
+            }
+            o.overhead = v
+                .parse::<u16>()
+                .map_err(|_| illegal("overhead", v, U16_ALLOWED))? as u64;
+        } else if matches(tok, "linklayer") {
+            let v = value()?;
+            o.linklayer =
+                parse_linklayer(v).ok_or_else(|| illegal("linklayer", v, LINKLAYER_ALLOWED))?;
+        } else {
+            return Err(tbf_err(format!("tbf: unknown parameter \"{tok}\"")));
+        }
+    }
+    let mut missing = Vec::new();
+    if o.rate == 0 {
+        missing.push("tbf: the \"rate\" parameter is mandatory (e.g. rate 1mbit).");
+    }
+    if o.burst == 0 {
+        missing.push("tbf: the \"burst\" parameter is mandatory (e.g. burst 10kb).");
+    }
+    if o.peakrate != 0 && o.mtu == 0 {
+        missing.push(
+            "tbf: when \"peakrate\" is specified, \"mtu\" must also be specified (e.g. mtu 1514).",
+        );
+    }
+    if o.limit == 0 && o.latency_us == 0 {
+        missing.push(
+            "tbf: either \"limit\" or \"latency\" is required (e.g. latency 50ms or limit 30kb).",
+        );
+    }
+    if !missing.is_empty() {
+        return Err(tbf_err(missing.join("\n")));
+    }
+    if o.latency_us != 0 {
+        // tc: rate * latency + burst, or the peakrate bound if smaller;
+        // the double is truncated into the u32 netlink field.
+        let mut lim = o.rate as f64 * o.latency_us as f64 / 1e6 + o.burst as f64;
+        if o.peakrate != 0 {
+            let lim2 = o.peakrate as f64 * o.latency_us as f64 / 1e6 + o.mtu as f64;
+            lim = lim.min(lim2);
+        }
+        o.limit = lim.min(u32::MAX as f64) as u64;
+    }
+    let limit = u32::try_from(o.limit)
+        .map_err(|_| illegal("limit", &o.limit.to_string(), "at most 4294967295 bytes"))?;
+    let spec = |rate| RateSpec {
+        rate,
+        overhead: o.overhead as u16,
+        mpu: o.mpu as u16,
+        linklayer: o.linklayer,
+    };
+    let burst = o.burst.min(u32::MAX as u64);
+    let peak = o.peakrate != 0;
+    Ok(TbfOptions {
+        rate: spec(o.rate),
+        peakrate: peak.then(|| spec(o.peakrate)),
+        limit,
+        buffer: tc_calc_xmittime(o.rate, o.burst),
+        mtu: if peak {
+            tc_calc_xmittime(o.peakrate, o.mtu)
+        } else {
+            0
+        },
+        burst: Some(burst as u32),
+        pburst: peak.then_some(o.mtu.min(u32::MAX as u64) as u32),
+    })
+}
+
+/// `tbf_print_opt`: the plain and the `-d` text, and the `-j` object
+/// (the plain text's fields).
+fn print(o: &TbfOptions) -> Printed {
+    let (plain, json) = print_text(o, false);
+    let (detail, _) = print_text(o, true);
+    Printed {
+        plain,
+        detail,
+        json,
+    }
+}
+
+fn print_text(o: &TbfOptions, detail: bool) -> (String, Map<String, Value>) {
+    let rate = o.rate.rate;
+    let mpu = o.rate.mpu as u64;
+    let mut s = Vec::new();
+    let mut j = Map::new();
+    s.push(format!("rate {}", print_rate(rate)));
+    j.insert("rate".into(), json!(rate));
+    let burst = tc_calc_xmitsize(rate, o.buffer);
+    if detail {
+        s.push(format!(
+            "burst {}/{} mpu {}",
+            sprint_size(burst),
+            DUMPED_CELL,
+            sprint_size(mpu)
+        ));
+        j.insert(
+            "burst".into(),
+            json!(format!("{}/{}", sprint_size(burst), DUMPED_CELL)),
+        );
+        j.insert("mpu".into(), json!(mpu));
+    } else {
+        s.push(format!("burst {}", sprint_size(burst)));
+        j.insert("burst".into(), json!(burst));
+    }
+    let peakrate = o.peakrate.map_or(0, |p| p.rate);
+    if let Some(peak) = &o.peakrate {
+        let pmpu = peak.mpu as u64;
+        s.push(format!("peakrate {}", print_rate(peak.rate)));
+        j.insert("peakrate".into(), json!(peak.rate));
+        if o.mtu != 0 || pmpu != 0 {
+            let mtu = tc_calc_xmitsize(peak.rate, o.mtu);
+            if detail {
+                s.push(format!(
+                    "mtu {}/{} mpu {}",
+                    sprint_size(mtu),
+                    DUMPED_CELL,
+                    sprint_size(pmpu)
+                ));
+                j.insert(
+                    "mtu".into(),
+                    json!(format!("{}/{}", sprint_size(mtu), DUMPED_CELL)),
+                );
+            } else {
+                s.push(format!("minburst {}", sprint_size(mtu)));
+                j.insert("minburst".into(), json!(mtu));
+            }
+        }
+    }
+    let limit = o.limit as u64;
+    let mut latency = 1e6 * (limit as f64 / rate as f64) - tc_core_tick2time(o.buffer) as f64;
+    if peakrate != 0 {
+        let lat2 = 1e6 * (limit as f64 / peakrate as f64) - tc_core_tick2time(o.mtu) as f64;
+        latency = latency.max(lat2);
+    }
+    if latency >= 0.0 {
+        let us = latency.min(u32::MAX as f64) as u64;
+        s.push(format!("lat {}", sprint_time(us)));
+        j.insert("lat".into(), json!(us));
+    } else {
+        s.push(format!("limit {}", sprint_size(limit)));
+        j.insert("limit".into(), json!(limit));
+    }
+    if o.rate.overhead != 0 {
+        s.push(format!("overhead {}", o.rate.overhead));
+        j.insert("overhead".into(), json!(o.rate.overhead));
+    }
+    if o.rate.linklayer != LinkLayer::Ethernet || detail {
+        let name = linklayer_name(o.rate.linklayer);
+        s.push(format!("linklayer {name}"));
+        j.insert("linklayer".into(), json!(name));
+    }
+    (s.join(" "), j)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::Drops;
+    use crate::qdisc::fifo::FifoOptions;
+    use crate::qdisc::tbf::Tbf;
+    use crate::qdisc::testutil::pkt;
+    use crate::qdisc::{Qdisc, QdiscCtx};
+    use crate::tc::kinds::{parse_qdisc, BUILTIN};
+    use crate::tc::show::qdisc_options;
+    use crate::time::Instant;
+
+    /// The options tc sends for `args`.
+    fn parsed(args: &str) -> Result<TbfOptions, String> {
+        let words: Vec<&str> = args.split_whitespace().collect();
+        match parse_qdisc(BUILTIN, "tbf", &words).map_err(|e| e.0)? {
+            QdiscOptions::Tbf(o) => Ok(o),
+            other => Err(format!("tbf parsed {other:?}")),
+        }
+    }
+
+    fn build(args: &str) -> Result<Tbf, String> {
+        let o = parsed(args)?;
+        Tbf::build(QdiscCtx::default(), &QdiscOptions::Tbf(o)).map_err(|e| e.0)
+    }
+
+    fn tbf(args: &str) -> Tbf {
+        build(args).unwrap()
+    }
+
+    fn err(args: &str) -> String {
+        build(args).err().unwrap()
+    }
+
+    fn printed(q: &Tbf) -> Printed {
+        qdisc_options(&q.dump(Instant::ZERO))
+    }
+
+    /// `tc -d qdisc show` of a tree whose burst and mtu are not whole
+    /// microseconds of the rate, as this machine's kernel (6.18) and
+    /// iproute2 (6.1) print it: the dumped ticks are cut to whole µs before
+    /// they become bytes again (5000 B → 4999b, 1514 B → 1513b) and the cell
+    /// is always `/1`, even when one is given.
+    #[test]
+    fn print_matches_the_kernel_for_uneven_bursts() {
+        let q = tbf("rate 3mbit burst 5000/8 latency 7ms peakrate 4mbit mtu 1514");
+        assert_eq!(
+            printed(&q).detail,
+            "rate 3Mbit burst 4999b/1 mpu 0b peakrate 4Mbit mtu 1513b/1 mpu 0b lat 7ms linklayer ethernet"
+        );
+    }
+
+    #[test]
+    fn vector_t1_derived_values_and_print() {
+        let o = parsed("rate 1mbit burst 10kb latency 50ms").unwrap();
+        assert_eq!(o.limit, 16490);
+        assert_eq!(
+            (o.burst, o.pburst, o.buffer),
+            (Some(10240), None, 1_280_000)
+        );
+        let q = tbf("rate 1mbit burst 10kb latency 50ms");
+        assert_eq!(q.tokens_ns(), 81_920_000, "a full bucket");
+        assert_eq!(q.max_size(), 10240);
+        let p = printed(&q);
+        assert_eq!(p.plain, "rate 1Mbit burst 10Kb lat 50ms");
+        assert_eq!(
+            p.detail,
+            "rate 1Mbit burst 10Kb/1 mpu 0b lat 50ms linklayer ethernet"
+        );
+        assert_eq!(p.json["rate"], json!(125000));
+        // The default child is an invisible bfifo holding the limit.
+        let child = QdiscOptions::Fifo(FifoOptions { limit: 16490 });
+        assert_eq!(
+            (crate::tc::opts::fifo::BFIFO.print)(&child).unwrap().plain,
+            "limit 16490b"
+        );
+        assert!(q.warnings().is_empty());
+    }
+
+    #[test]
+    fn latency_converts_to_byte_limit_with_peakrate_bound() {
+        // rate bound 125000*0.05+10240 = 16490; peak bound 250000*0.05+1514 = 14014.
+        let args = "rate 1mbit burst 10kb latency 50ms peakrate 2mbit mtu 1514";
+        let o = parsed(args).unwrap();
+        assert_eq!(o.limit, 14014);
+        assert_eq!(o.pburst, Some(1514));
+        let q = tbf(args);
+        assert_eq!(q.max_size(), 1514);
+        let p = printed(&q);
+        assert_eq!(
+            p.plain,
+            "rate 1Mbit burst 10Kb peakrate 2Mbit minburst 1514b lat 50ms"
+        );
+        assert_eq!(
+            p.detail,
+            "rate 1Mbit burst 10Kb/1 mpu 0b peakrate 2Mbit mtu 1514b/1 mpu 0b lat 50ms linklayer ethernet"
+        );
+    }
+
+    #[test]
+    fn negative_latency_prints_limit_and_framing_options() {
+        let q = tbf("rate 1mbit burst 10kb limit 5000 overhead 24 linklayer atm mpu 64");
+        let p = printed(&q);
+        // burst is printed from the kernel's buffer (computed with framing).
+        assert!(p.plain.contains("limit 5000b"), "{}", p.plain);
+        assert!(
+            p.plain.ends_with("overhead 24 linklayer atm"),
+            "{}",
+            p.plain
+        );
+        assert!(p.detail.contains("mpu 64b"), "{}", p.detail);
+    }
+
+    #[test]
+    fn validation_names_the_bad_token() {
+        assert!(err("burst 10kb latency 50ms").contains("\"rate\" parameter is mandatory"));
+        assert!(err("rate 1mbit latency 50ms").contains("\"burst\" parameter is mandatory"));
+        assert!(err("rate 1mbit burst 10kb").contains("either \"limit\" or \"latency\""));
+        assert!(err("rate 1mbit burst 10kb limit 1000 latency 5ms")
+            .contains("either \"limit\" or \"latency\""));
+        assert!(err("rate 1mbit burst 10kb limit 1000 peakrate 2mbit")
+            .contains("\"mtu\" must also be specified"));
+        assert!(
+            err("rate 1mbit burst 10kb limit 1000 peakrate 1mbit mtu 1514")
+                .contains("peakrate 1Mbit is lower than or equals to rate 1Mbit")
+        );
+        let e = err("rate fast burst 10kb limit 1000");
+        assert!(e.contains("illegal value for \"rate\": \"fast\""), "{e}");
+        assert!(e.contains("mbit"), "{e}");
+        assert!(err("rate 1mbit burst 10kb/7 limit 1000").contains("\"burst\": \"10kb/7\""));
+        assert!(
+            err("rate 1mbit burst 10kb limit 1000 bogus").contains("unknown parameter \"bogus\"")
+        );
+        assert!(err("rate 1mbit burst 10kb limit").contains("\"limit\" needs a value"));
+        assert!(err("rate 1mbit rate 2mbit burst 1 limit 1").contains("duplicate \"rate\""));
+        assert!(err("rate 1mbit burst 1 limit 1 linklayer token").contains("\"linklayer\""));
+        assert!(err("rate 1mbit burst 1 limit 1 overhead -4").contains("\"overhead\""));
+        // A change needs the whole set too.
+        assert!(parsed("rate 2mbit").is_err());
+        // Abbreviations tc accepts.
+        // A given cell is accepted, but the kernel dumps cell_log 0.
+        let q = tbf("rate 1mbit bu 10kb/16 lat 50ms");
+        assert!(printed(&q).detail.contains("burst 10Kb/1 mpu 0b"));
+        assert_eq!(tbf("rate 1mbit buffer 3000 limit 5000").max_size(), 3000);
+        assert_eq!(tbf("rate 1mbit maxburst 3000 limit 5000").max_size(), 3000);
+    }
+
+    #[test]
+    fn change_prints_the_new_rate_and_burst() {
+        let mut q = tbf("rate 1mbit burst 10kb limit 100000");
+        let o = parse_qdisc(
+            BUILTIN,
+            "tbf",
+            &["rate", "2mbit", "burst", "4000", "limit", "5000"],
+        );
+        q.change(&o.unwrap(), Instant::ZERO, &mut Drops::new())
+            .unwrap();
+        assert!(printed(&q).plain.starts_with("rate 2Mbit burst 4000b"));
+    }
+
+    #[test]
+    fn extreme_configs_do_not_overflow() {
+        for args in [
+            "rate 8bit burst 4294967295 limit 4294967295 linklayer atm overhead 65535 mpu 65535",
+            "rate 8bit burst 4294967295 limit 1 peakrate 16bit mtu 4294967295",
+            "rate 100tbit burst 1 limit 1",
+        ] {
+            let mut q = tbf(args);
+            let mut d = Drops::new();
+            q.enqueue(pkt(1, 1), Instant::ZERO, &mut d);
+            q.enqueue(pkt(2, 1), Instant::ZERO, &mut d);
+            for t in [0, 1, u64::MAX / 2, u64::MAX] {
+                let t = Instant::from_nanos(t);
+                q.dequeue(t, &mut d);
+                assert!(q.next_wakeup(t).is_none_or(|w| w >= t));
+            }
+            let _ = qdisc_options(&q.dump(Instant::MAX));
+        }
+    }
+
+    #[test]
+    fn size_and_cell() {
+        assert_eq!(parse_size_and_cell("10kb/8"), Some(10240));
+        assert_eq!(parse_size_and_cell("10kb/7"), None);
+        assert!(matches("lat", "latency") && !matches("", "latency"));
+    }
+}
