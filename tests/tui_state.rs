@@ -330,7 +330,14 @@ fn htb_classes_show_their_mode_derived_from_tokens() {
         kind: "htb".into(),
         classid: tc_h_make(1, minor),
         parent,
-        options: "rate 5Mbit ceil 10Mbit burst 1600b cburst 1600b".into(),
+        options: bloatbox::tc::kinds::parse_class(
+            bloatbox::tc::kinds::BUILTIN,
+            "htb",
+            &[
+                "rate", "5mbit", "ceil", "10mbit", "burst", "1600", "cburst", "1600",
+            ],
+        )
+        .unwrap(),
         stats: Some(QdiscStats::default()),
         xstats: Some(Xstats::HtbClass(HtbXstats {
             lends: 3,

@@ -249,7 +249,7 @@ impl Qdisc for CodelQdisc {
             kind: "codel".into(),
             handle: self.handle,
             parent: self.parent,
-            typed: QdiscOptions::Codel(self.options()),
+            options: QdiscOptions::Codel(self.options()),
             stats: self.stats(),
             xstats: Some(Xstats::Codel(xstats)),
             ..QdiscDump::default()
@@ -297,7 +297,7 @@ mod tests {
         let d = q.dump(Instant::ZERO);
         // 5 ms and 100 ms in CoDel units, dumped by `codel_time_to_us`.
         assert_eq!(
-            d.typed,
+            d.options,
             QdiscOptions::Codel(CodelOptions {
                 target: Some(4999),
                 limit: Some(1000),

@@ -1,9 +1,10 @@
 //! The data behind `tc -s -d qdisc show` and `tc -s -d class show`: a plain,
-//! thread-safe snapshot of a qdisc tree. Each discipline renders its own option
-//! text exactly as iproute2 prints it (plain and `-d`), plus the same values as
-//! JSON for `-j`; its extended statistics are typed values (`Xstats`, the
-//! kernel's `TCA_STATS_APP` structs) that `crate::tc::xstats` prints.
-//! `crate::tc::show` lays the lines out. The TUI and the control socket read
+//! thread-safe snapshot of a qdisc tree. Each discipline hands back its
+//! options as the kernel dumps them (`QdiscOptions`, `ClassOptions`, the
+//! kernel's `TCA_OPTIONS`) and its extended statistics as typed values
+//! (`Xstats`, the kernel's `TCA_STATS_APP` structs); the tc front end prints
+//! both (`crate::tc::show` lays the lines out, each kind's printer in
+//! `crate::tc::opts` writes its options, `crate::tc::xstats` the xstats). The TUI and the control socket read
 //! these snapshots and never the live qdiscs.
 //!
 //! Live snapshots are bounded (`FlowListing::Top`): a flow-queueing
@@ -13,7 +14,6 @@
 //! rows, instead of a row, a pseudo-class and its text for every flow.
 
 use super::{ClassOptions, Handle, QdiscOptions, QdiscStats};
-use serde_json::{Map, Value};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
@@ -34,17 +34,10 @@ pub struct QdiscDump {
     pub kind: String,
     pub handle: Handle,
     pub parent: Handle,
-    /// Option text after `refcnt N ` without `-d`, e.g.
-    /// `limit 10240p flows 1024 quantum 1514 ...` (no trailing space).
-    pub options: String,
-    /// The same with `-d`.
-    pub options_detail: String,
-    /// The options as tc -j prints them under "options".
-    pub options_json: Map<String, Value>,
-    /// The options as the kernel dumps them in `TCA_OPTIONS` (for the
-    /// kinds whose options are typed; `crate::tc::show` prints them).
+    /// The options as the kernel dumps them in `TCA_OPTIONS` (the tc front
+    /// end's `crate::tc::show` prints them with the kind's printer).
     #[serde(default)]
-    pub typed: QdiscOptions,
+    pub options: QdiscOptions,
     pub stats: QdiscStats,
     /// The discipline's extended statistics (`None`: the kind has none).
     pub xstats: Option<Xstats>,
@@ -85,12 +78,9 @@ pub struct ClassDump {
     pub parent: Handle,
     /// `leaf H:` is printed when the attached qdisc has a non-zero handle.
     pub leaf: Option<Handle>,
-    pub options: String,
-    pub options_detail: String,
-    pub options_json: Map<String, Value>,
-    /// The class's options as the kernel dumps them (typed kinds).
+    /// The class's options as the kernel dumps them.
     #[serde(default)]
-    pub typed: ClassOptions,
+    pub options: ClassOptions,
     /// `None` for pseudo-classes that report no byte counters (their block
     /// starts with ` (dropped 0, overlimits 0 requeues 0) `).
     pub stats: Option<QdiscStats>,

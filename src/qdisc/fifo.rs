@@ -209,7 +209,7 @@ impl Qdisc for Fifo {
             kind: self.kind.name().into(),
             handle: self.handle,
             parent: self.parent,
-            typed: QdiscOptions::Fifo(FifoOptions { limit: self.limit }),
+            options: QdiscOptions::Fifo(FifoOptions { limit: self.limit }),
             stats: self.stats(),
             ..QdiscDump::default()
         }
@@ -274,7 +274,7 @@ mod tests {
 
     #[test]
     fn defaults_and_options() {
-        let typed = |q: &Fifo| q.dump(Instant::ZERO).typed;
+        let typed = |q: &Fifo| q.dump(Instant::ZERO).options;
         let q = Fifo::build(FifoKind::Pfifo, ctx(), &QdiscOptions::None).unwrap();
         assert_eq!(typed(&q), QdiscOptions::Fifo(FifoOptions { limit: 1000 }));
         let b = Fifo::new(FifoKind::Bfifo, ctx());
@@ -289,7 +289,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(typed(&b), QdiscOptions::Fifo(FifoOptions { limit: 10_240 }));
-        let e = Fifo::build(FifoKind::Pfifo, ctx(), &QdiscOptions::Words(vec![]));
+        let e = Fifo::build(
+            FifoKind::Pfifo,
+            ctx(),
+            &QdiscOptions::Mq(crate::qdisc::mq::MqOptions { queues: 2 }),
+        );
         assert!(e.err().unwrap().0.contains("pfifo"));
     }
 

@@ -652,14 +652,13 @@ impl Qdisc for FqCodel {
             kind: "fq_codel".into(),
             handle: self.handle,
             parent: self.parent,
-            typed: QdiscOptions::FqCodel(self.options()),
+            options: QdiscOptions::FqCodel(self.options()),
             stats: self.stats(),
             xstats: Some(Xstats::FqCodel(xstats)),
             classes,
             children: Vec::new(),
             flows,
             other_flows,
-            ..QdiscDump::default()
         }
     }
 
@@ -763,7 +762,7 @@ mod tests {
         let q = FqCodel::build(ctx(), &QdiscOptions::None).unwrap();
         let d = q.dump(Instant::ZERO);
         assert_eq!(
-            d.typed,
+            d.options,
             QdiscOptions::FqCodel(FqCodelOptions {
                 target: Some(4999),
                 limit: Some(10240),

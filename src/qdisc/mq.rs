@@ -227,7 +227,7 @@ impl Qdisc for Mq {
             kind: "mq".into(),
             handle: self.ctx.handle,
             // mq_dump puts no TCA_OPTIONS.
-            typed: QdiscOptions::None,
+            options: QdiscOptions::None,
             parent: self.ctx.parent,
             stats: self.stats(),
             classes,
@@ -464,7 +464,8 @@ mod tests {
             8
         );
         assert!(Mq::build(root_ctx(), 4, &queues(1), &mut f).is_err());
-        assert!(Mq::build(root_ctx(), 4, &QdiscOptions::Words(vec![]), &mut f).is_err());
+        let fifo = QdiscOptions::Fifo(crate::qdisc::fifo::FifoOptions { limit: 1 });
+        assert!(Mq::build(root_ctx(), 4, &fifo, &mut f).is_err());
         // Past the emulated device's limit (each child is a whole qdisc).
         assert!(Mq::build(root_ctx(), 1, &queues(4096), &mut f).is_err());
         assert!(Mq::build(root_ctx(), 1, &queues(1), &mut f).is_err());

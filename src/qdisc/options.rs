@@ -8,7 +8,6 @@
 //! kernel dumps filled in. A field the netlink message may leave out is an
 //! `Option` (absent: keep the current value, or the kernel's default).
 
-use super::TcError;
 use super::codel_qdisc::CodelOptions;
 use super::fifo::FifoOptions;
 use super::fq_codel::FqCodelOptions;
@@ -17,6 +16,7 @@ use super::mq::MqOptions;
 use super::pfifo_fast::PfifoFastOptions;
 use super::sfq::SfqOptions;
 use super::tbf::TbfOptions;
+use super::TcError;
 use crate::units::{LinkLayer, PschedRate};
 use serde::{Deserialize, Serialize};
 
@@ -28,8 +28,6 @@ pub enum QdiscOptions {
     None,
     /// HTB's `tc_htb_glob` and `TCA_HTB_DIRECT_QLEN`.
     Htb(HtbGlob),
-    /// Not yet typed: the tc words after the kind.
-    Words(Vec<String>),
     /// pfifo, bfifo, pfifo_head_drop: `tc_fifo_qopt`.
     Fifo(FifoOptions),
     /// pfifo_fast (dumps only): `tc_prio_qopt`.
@@ -56,33 +54,6 @@ pub enum ClassOptions {
     Htb(HtbClassOptions),
     /// A QFQ class's weight and lmax.
     Qfq(super::qfq::QfqClassOptions),
-    /// Not yet typed: the tc words after the kind.
-    Words(Vec<String>),
-}
-
-fn words(w: &[String]) -> Vec<&str> {
-    w.iter().map(String::as_str).collect()
-}
-
-impl QdiscOptions {
-    /// The words of an untyped request (none for typed options).
-    pub fn words(&self) -> Vec<&str> {
-        match self {
-            QdiscOptions::Words(w) => words(w),
-            _ => Vec::new(),
-        }
-    }
-
-}
-
-impl ClassOptions {
-    /// The words of an untyped request (none for typed options).
-    pub fn words(&self) -> Vec<&str> {
-        match self {
-            ClassOptions::Words(w) => words(w),
-            _ => Vec::new(),
-        }
-    }
 }
 
 /// `struct tc_ratespec` as the kernel uses it (include/uapi/linux/

@@ -125,7 +125,7 @@ impl Qdisc for PfifoFast {
             kind: "pfifo_fast".into(),
             handle: self.handle,
             parent: self.parent,
-            typed: QdiscOptions::PfifoFast(PfifoFastOptions {
+            options: QdiscOptions::PfifoFast(PfifoFastOptions {
                 bands: BANDS as u32,
                 priomap: PRIOMAP,
             }),
@@ -212,13 +212,16 @@ mod tests {
     fn dumps_bands_and_priomap() {
         let q = PfifoFast::build(QdiscCtx::default(), &QdiscOptions::None).unwrap();
         assert_eq!(
-            q.dump(Instant::ZERO).typed,
+            q.dump(Instant::ZERO).options,
             QdiscOptions::PfifoFast(PfifoFastOptions {
                 bands: 3,
                 priomap: [1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1],
             })
         );
-        let e = PfifoFast::build(QdiscCtx::default(), &QdiscOptions::Words(vec![]));
+        let e = PfifoFast::build(
+            QdiscCtx::default(),
+            &QdiscOptions::Fifo(crate::qdisc::fifo::FifoOptions { limit: 1 }),
+        );
         assert!(e.err().unwrap().0.contains("pfifo_fast"));
     }
 }

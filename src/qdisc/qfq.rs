@@ -406,7 +406,7 @@ impl Qfq {
             classid: c.classid,
             parent: TC_H_ROOT,
             leaf: (child.handle != 0).then_some(child.handle),
-            typed: ClassOptions::Qfq(QfqClassOptions {
+            options: ClassOptions::Qfq(QfqClassOptions {
                 weight: Some(c.weight),
                 lmax: Some(c.lmax),
             }),
@@ -920,7 +920,7 @@ mod tests {
         let mut d = Drops::new();
         let t = Instant::ZERO;
         assert_eq!(q.enqueue(to_class(1, 3000, 1), t, &mut d), Verdict::Queued);
-        assert_eq!(q.dump(t).classes[0].typed, copts(Some(1), Some(3000)));
+        assert_eq!(q.dump(t).classes[0].options, copts(Some(1), Some(3000)));
         assert_eq!(
             q.enqueue(to_class(2, 70_000, 1), t, &mut d),
             Verdict::Dropped
@@ -955,15 +955,27 @@ mod tests {
     #[test]
     fn filters_classify_and_skbedit_sets_priority() {
         let mut q = qfq_with(&[(1, dflt()), (2, dflt())]);
-        let f =
-            |s: &str| crate::tc::filter::parse(&s.split_whitespace().collect::<Vec<_>>()).unwrap();
-        q.add_filter(f(
-            "parent 1: protocol all prio 1 u32 match ip dport 5001 0xffff flowid 1:2",
-        ))
+        use crate::packet::filter::{Family, Field, Filter, FilterKind, FilterProtocol, Match};
+        // parent 1: protocol all prio 1 u32 match ip dport 5001 0xffff flowid 1:2
+        let dport = Match::new(Family::V4, Field::Dport, 5001, 0xffff);
+        q.add_filter(Filter {
+            parent: Some(H),
+            prio: 1,
+            ..Filter::new(FilterProtocol::All, FilterKind::U32, vec![dport], cid(2))
+        })
         .unwrap();
-        q.add_filter(f(
-            "parent 1: protocol all prio 2 matchall flowid 1:1 action skbedit priority 5",
-        ))
+        // parent 1: protocol all prio 2 matchall flowid 1:1 action skbedit priority 5
+        q.add_filter(Filter {
+            parent: Some(H),
+            prio: 2,
+            skbedit_priority: Some(5),
+            ..Filter::new(
+                FilterProtocol::All,
+                FilterKind::Matchall,
+                Vec::new(),
+                cid(1),
+            )
+        })
         .unwrap();
         let mut d = Drops::new();
         let t = Instant::ZERO;
@@ -988,7 +1000,11 @@ mod tests {
         assert_eq!(q.filters.filters().len(), 2);
         assert_eq!(q.chain_mut(None).unwrap().delete(Some(1)), 1);
         q.delete_class(cid(2), &mut d).unwrap();
-        assert!(crate::tc::filter::print(H, q.filters.filters()).contains("matchall"));
+        assert!(q
+            .filters
+            .filters()
+            .iter()
+            .any(|f| f.kind == FilterKind::Matchall));
         assert_eq!(q.chain_mut(Some(H)).unwrap().delete(None), 1);
         let e = q.chain_mut(Some(cid(1))).unwrap_err().0;
         assert!(
@@ -1099,7 +1115,7 @@ mod tests {
         assert_eq!(dump.classes[0].leaf, Some(tc_h_make(0x10, 0)));
         assert_eq!(dump.classes[1].leaf, None);
         assert_eq!(
-            dump.children[0].typed,
+            dump.children[0].options,
             crate::qdisc::QdiscOptions::Fifo(crate::qdisc::fifo::FifoOptions { limit: 1 })
         );
         assert_eq!(q.dequeue(t, &mut d).unwrap().meta.id, 5);
@@ -1128,17 +1144,17 @@ mod tests {
             (dump.kind.as_str(), dump.handle, dump.parent),
             ("qfq", H, TC_H_ROOT)
         );
-        assert_eq!(dump.typed, QdiscOptions::None);
+        assert_eq!(dump.options, QdiscOptions::None);
         let c = &dump.classes[1];
         assert_eq!(
             (c.kind.as_str(), c.classid, c.parent, c.leaf),
             ("qfq", cid(0x20), TC_H_ROOT, None)
         );
-        assert_eq!(c.typed, copts(Some(10), Some(2000)));
+        assert_eq!(c.options, copts(Some(10), Some(2000)));
         let s = c.stats.unwrap();
         // The class counts at enqueue, the qdisc at dequeue.
         assert_eq!((s.bytes, s.packets, s.qlen, s.backlog), (1200, 2, 1, 700));
-        assert_eq!(dump.classes[0].typed, copts(Some(1), Some(1514)));
+        assert_eq!(dump.classes[0].options, copts(Some(1), Some(1514)));
         assert_eq!(dump.children.len(), 2);
         assert_eq!(dump.children[1].kind, "pfifo");
         assert_eq!(
@@ -1146,7 +1162,7 @@ mod tests {
             (0, cid(0x20))
         );
         assert_eq!(
-            dump.children[1].typed,
+            dump.children[1].options,
             crate::qdisc::QdiscOptions::Fifo(crate::qdisc::fifo::FifoOptions { limit: 1000 })
         );
         assert_eq!(
@@ -1203,7 +1219,7 @@ mod tests {
         // Omitted options go back to the defaults, as in the kernel.
         q.change_class(cid(2), &copts(None, Some(4000))).unwrap();
         assert_eq!(
-            q.dump(Instant::ZERO).classes[1].typed,
+            q.dump(Instant::ZERO).classes[1].options,
             copts(Some(1), Some(4000))
         );
         assert!(q.change_class(cid(9), &dflt()).is_err());

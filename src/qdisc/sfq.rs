@@ -579,7 +579,7 @@ impl Qdisc for Sfq {
             kind: "sfq".into(),
             handle: self.handle,
             parent: self.parent,
-            typed: QdiscOptions::Sfq(self.options()),
+            options: QdiscOptions::Sfq(self.options()),
             stats: self.stats(),
             classes,
             flows,
@@ -654,7 +654,7 @@ mod tests {
         let q = Sfq::build(ctx(), &QdiscOptions::None).unwrap();
         let d = q.dump(t0());
         assert_eq!(
-            d.typed,
+            d.options,
             QdiscOptions::Sfq(SfqOptions {
                 quantum: 1514,
                 perturb_period: 0,
@@ -1038,10 +1038,16 @@ mod tests {
             perturb_period: 1,
             ..none()
         });
-        let f = crate::tc::filter::parse(&[
-            "parent", "8001:", "protocol", "all", "matchall", "flowid", "8001:7",
-        ])
-        .unwrap();
+        // tc filter add ... parent 8001: protocol all matchall flowid 8001:7
+        let f = crate::packet::filter::Filter {
+            parent: Some(0x8001_0000),
+            ..crate::packet::filter::Filter::new(
+                crate::packet::filter::FilterProtocol::All,
+                crate::packet::filter::FilterKind::Matchall,
+                Vec::new(),
+                0x8001_0007,
+            )
+        };
         q.add_filter(f).unwrap();
         let mut d = Drops::new();
         for f in 0..10u16 {

@@ -8,8 +8,8 @@
 //! TCA_TBF_RATE64/PRATE64/BURST/PBURST attributes (`TbfOptions`).
 
 use super::fifo::{Fifo, FifoKind, FifoOptions};
-pub use super::options::RateSpec;
 use super::options::foreign as foreign_options;
+pub use super::options::RateSpec;
 use super::park::ParkOnPeek;
 use super::ClassOptions;
 use super::QdiscOptions;
@@ -389,7 +389,7 @@ impl Qdisc for Tbf {
             kind: "tbf".into(),
             handle: self.ctx.handle,
             parent: self.ctx.parent,
-            typed: QdiscOptions::Tbf(self.dumped_options()),
+            options: QdiscOptions::Tbf(self.dumped_options()),
             stats: self.stats(),
             classes: vec![class],
             // The default bfifo (handle 0) is invisible in `tc qdisc show`.
@@ -514,7 +514,7 @@ mod tests {
     }
 
     fn dumped(q: &Tbf, now: Instant) -> TbfOptions {
-        match q.dump(now).typed {
+        match q.dump(now).options {
             QdiscOptions::Tbf(o) => o,
             other => panic!("tbf dumped {other:?}"),
         }
@@ -564,7 +564,7 @@ mod tests {
         // The default child is an invisible bfifo holding the limit.
         assert!(d.children.is_empty());
         assert_eq!(
-            q.child.dump(Instant::ZERO).typed,
+            q.child.dump(Instant::ZERO).options,
             QdiscOptions::Fifo(FifoOptions { limit: 16490 })
         );
         assert_eq!(q.child.kind(), "bfifo");
@@ -750,7 +750,7 @@ mod tests {
         assert_eq!(dump.classes[0].leaf, Some(0x0010_0000));
         assert_eq!(dump.children.len(), 1);
         assert_eq!(
-            dump.children[0].typed,
+            dump.children[0].options,
             QdiscOptions::Fifo(FifoOptions { limit: 100 })
         );
         let out = drain(&mut q, Instant::ZERO);

@@ -68,13 +68,3 @@ pub fn drain_codel_child(q: &mut dyn Qdisc, n: u64) -> Instant {
     assert_eq!((q.qlen(), q.backlog()), (0, 0));
     t
 }
-
-/// Untyped qdisc options from tc words (until each kind's are typed).
-pub fn qwords(words: &[&str]) -> crate::qdisc::QdiscOptions {
-    crate::qdisc::QdiscOptions::Words(words.iter().map(|w| w.to_string()).collect())
-}
-
-/// Untyped class options from tc words (until each kind's are typed).
-pub fn cwords(words: &[&str]) -> crate::qdisc::ClassOptions {
-    crate::qdisc::ClassOptions::Words(words.iter().map(|w| w.to_string()).collect())
-}

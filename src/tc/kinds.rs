@@ -33,7 +33,7 @@ pub struct Syntax {
     /// (kinds whose classes take no options refuse any).
     pub class: fn(&mut Tokens) -> Result<ClassOptions, TcError>,
     /// `print_qopt`: a dump's qdisc options as tc prints them (`None`:
-    /// not typed yet, the dump's own text is printed).
+    /// nothing after the head).
     pub print: fn(&QdiscOptions) -> Option<Printed>,
     /// `print_copt`: a dump's class options.
     pub print_class: fn(&ClassOptions) -> Option<Printed>,
@@ -58,32 +58,6 @@ pub fn no_class_options(t: &mut Tokens) -> Result<ClassOptions, TcError> {
         None => Ok(ClassOptions::None),
     }
 }
-
-/// Not yet typed: the words go to the kind's constructor as they are.
-fn qdisc_words(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
-    let rest = t.rest();
-    Ok(if rest.is_empty() {
-        QdiscOptions::None
-    } else {
-        QdiscOptions::Words(rest.iter().map(|w| w.to_string()).collect())
-    })
-}
-
-fn class_words(t: &mut Tokens) -> Result<ClassOptions, TcError> {
-    let rest = t.rest();
-    Ok(if rest.is_empty() {
-        ClassOptions::None
-    } else {
-        ClassOptions::Words(rest.iter().map(|w| w.to_string()).collect())
-    })
-}
-
-static WORDS: Syntax = Syntax {
-    qdisc: qdisc_words,
-    class: class_words,
-    print: |_| None,
-    print_class: |_| None,
-};
 
 /// The syntax of `entry` (`None` for an entry made outside the front end
 /// with something else in its `syntax` slot).

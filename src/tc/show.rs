@@ -147,29 +147,21 @@ fn options_end_with_space(kind: &str) -> bool {
     !matches!(kind, "pfifo" | "bfifo" | "pfifo_head_drop" | "htb")
 }
 
-/// `q`'s options as its kind's printer writes them (the dump's own text
-/// for a kind whose options are not typed yet).
+/// `q`'s options as its kind's printer writes them (nothing for a kind
+/// the built-in table lacks).
 pub fn qdisc_options(q: &QdiscDump) -> Printed {
     kinds::lookup(&q.kind)
         .and_then(kinds::syntax)
-        .and_then(|s| (s.print)(&q.typed))
-        .unwrap_or_else(|| Printed {
-            plain: q.options.clone(),
-            detail: q.options_detail.clone(),
-            json: q.options_json.clone(),
-        })
+        .and_then(|s| (s.print)(&q.options))
+        .unwrap_or_default()
 }
 
 /// `c`'s options as its kind's printer writes them.
 pub fn class_options(c: &ClassDump) -> Printed {
     kinds::lookup(&c.kind)
         .and_then(kinds::syntax)
-        .and_then(|s| (s.print_class)(&c.typed))
-        .unwrap_or_else(|| Printed {
-            plain: c.options.clone(),
-            detail: c.options_detail.clone(),
-            json: c.options_json.clone(),
-        })
+        .and_then(|s| (s.print_class)(&c.options))
+        .unwrap_or_default()
 }
 
 fn options(p: &Printed, flags: Flags) -> &str {
@@ -369,8 +361,14 @@ mod tests {
         TcCommand::parse(line).unwrap()
     }
 
-    /// A qdisc `kind` at `handle` under `parent` with one-line `options`
-    /// and `children`.
+    /// The options tc's parser makes of `words` for `kind`.
+    fn opts(kind: &str, words: &str) -> crate::qdisc::QdiscOptions {
+        let words: Vec<&str> = words.split_whitespace().collect();
+        kinds::parse_qdisc(kinds::BUILTIN, kind, &words).unwrap()
+    }
+
+    /// A qdisc `kind` at `handle` under `parent` with the options tc makes
+    /// of `options` and with `children`.
     fn qdisc(
         kind: &str,
         handle: Handle,
@@ -382,7 +380,7 @@ mod tests {
             kind: kind.into(),
             handle,
             parent,
-            options: options.into(),
+            options: opts(kind, options),
             children,
             ..QdiscDump::default()
         }
@@ -397,17 +395,19 @@ mod tests {
     }
 
     fn fq_codel_like() -> QdiscDump {
-        let mut options_json = Map::new();
-        options_json.insert("limit".into(), json!(10240));
-        options_json.insert("flows".into(), json!(1024));
-        let opts = "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64";
+        fq_codel_with(
+            "limit 10240 flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn \
+             drop_batch 64",
+        )
+    }
+
+    /// A root fq_codel 8001: with the options tc makes of `words`.
+    fn fq_codel_with(words: &str) -> QdiscDump {
         QdiscDump {
             kind: "fq_codel".into(),
             handle: tc_h_make(0x8001, 0),
             parent: TC_H_ROOT,
-            options: opts.into(),
-            options_detail: opts.into(),
-            options_json,
+            options: opts("fq_codel", words),
             xstats: Some(Xstats::FqCodel(FqCodelXstats::default())),
             ..QdiscDump::default()
         }
@@ -445,14 +445,14 @@ mod tests {
             "pfifo",
             tc_h_make(0x10, 0),
             tc_h_make(1, 0x10),
-            "limit 1000p",
+            "limit 1000",
             Vec::new(),
         );
         let root = qdisc(
             "htb",
             tc_h_make(1, 0),
             TC_H_ROOT,
-            "r2q 10 default 0x20 direct_packets_stat 0 direct_qlen 1000",
+            "r2q 10 default 20 direct_qlen 1000",
             vec![child],
         );
         let out = render(&cmd("tc qdisc show dev left"), &one(&root)).unwrap();
@@ -465,12 +465,12 @@ mod tests {
 
     #[test]
     fn default_children_are_invisible_except_under_mq() {
-        let leaf = qdisc("bfifo", 0, tc_h_make(0x8001, 1), "limit 16490b", Vec::new());
+        let leaf = qdisc("bfifo", 0, tc_h_make(0x8001, 1), "limit 16490", Vec::new());
         let root = qdisc(
             "tbf",
             tc_h_make(0x8001, 0),
             TC_H_ROOT,
-            "rate 1Mbit burst 10Kb lat 50ms",
+            "rate 1mbit burst 10kb latency 50ms",
             vec![leaf],
         );
         assert_eq!(
@@ -488,7 +488,15 @@ mod tests {
             classid: tc_h_make(1, 0x10),
             parent: tc_h_make(1, 1),
             leaf: Some(tc_h_make(0x10, 0)),
-            options: "prio 0 rate 30Mbit ceil 100Mbit burst 1600b cburst 1600b".into(),
+            options: kinds::parse_class(
+                kinds::BUILTIN,
+                "htb",
+                &[
+                    "prio", "0", "rate", "30mbit", "ceil", "100mbit", "burst", "1600", "cburst",
+                    "1600",
+                ],
+            )
+            .unwrap(),
             stats: Some(QdiscStats {
                 bytes: 123,
                 packets: 2,
@@ -538,7 +546,7 @@ mod tests {
         let out = render(&cmd("tc -s class show dev left"), &one(&root)).unwrap();
         assert_eq!(
             out,
-            "class htb 1:10 parent 1:1 leaf 10: prio 0 rate 30Mbit ceil 100Mbit burst 1600b cburst 1600b \n\
+            "class htb 1:10 parent 1:1 leaf 10: prio 0 rate 30Mbit ceil 100Mbit burst 1593b cburst 1600b \n\
              \x20Sent 123 bytes 2 pkt (dropped 0, overlimits 0 requeues 0) \n\
              \x20backlog 0b 0p requeues 0\n\
              \x20lended: 2 borrowed: 0 giants: 0\n\
@@ -555,7 +563,7 @@ mod tests {
 
     #[test]
     fn json_keys_and_order() {
-        let d = fq_codel_like();
+        let d = fq_codel_with("limit 10240 flows 1024");
         let out = render(&cmd("tc -s -j qdisc show dev left"), &one(&d)).unwrap();
         assert_eq!(
             out,

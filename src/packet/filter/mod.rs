@@ -175,6 +175,30 @@ pub struct U32Key {
 }
 
 impl Filter {
+    /// A `kind` filter of `protocol` sending what matches `matches` to
+    /// `flowid`: no parent (the qdisc's own block), no prio, handle or
+    /// action yet (a chain numbers them on `add`), no u32 keys for `tc
+    /// filter show` (the front end's parser fills those).
+    pub fn new(
+        protocol: FilterProtocol,
+        kind: FilterKind,
+        matches: Vec<Match>,
+        flowid: Handle,
+    ) -> Filter {
+        Filter {
+            parent: None,
+            protocol,
+            prio: 0,
+            kind,
+            matches,
+            keys: Vec::new(),
+            flowid,
+            skbedit_priority: None,
+            handle: 0,
+            action_index: 0,
+        }
+    }
+
     /// Whether the frame is of the filter's protocol and every key matches.
     pub fn matches(&self, meta: &PacketMeta) -> bool {
         self.protocol.admits(meta.l3) && self.matches.iter().all(|m| m.matches(meta))
@@ -341,16 +365,8 @@ mod tests {
         flowid: Handle,
     ) -> Filter {
         Filter {
-            parent: None,
-            protocol,
             prio,
-            kind: FilterKind::U32,
-            matches,
-            keys: Vec::new(),
-            flowid,
-            skbedit_priority: None,
-            handle: 0,
-            action_index: 0,
+            ..Filter::new(protocol, FilterKind::U32, matches, flowid)
         }
     }
 

@@ -60,7 +60,7 @@ impl Htb {
             classid: cl.classid,
             parent: cl.parent.map_or(TC_H_ROOT, |p| self.cl(p).classid),
             leaf,
-            typed: ClassOptions::Htb(cl.dumped_options()),
+            options: ClassOptions::Htb(cl.dumped_options()),
             stats: Some(QdiscStats {
                 bytes: cl.bytes,
                 packets: cl.packets,
@@ -78,7 +78,6 @@ impl Htb {
                 tokens,
                 ctokens,
             })),
-            ..ClassDump::default()
         }
     }
 }

@@ -458,7 +458,7 @@ impl Qdisc for Htb {
             kind: "htb".into(),
             handle: self.ctx.handle,
             parent: self.ctx.parent,
-            typed: QdiscOptions::Htb(self.options()),
+            options: QdiscOptions::Htb(self.options()),
             stats: self.stats(),
             classes,
             children,

@@ -5,7 +5,7 @@
 //! operations and extreme configurations.
 
 use super::*;
-use crate::packet::filter::Filter;
+use crate::packet::filter::{Family, Field, Filter, FilterKind, FilterProtocol, Match};
 use crate::qdisc::dump::{HtbXstats, Xstats};
 use crate::qdisc::fifo::{Fifo, FifoKind};
 use crate::qdisc::testutil::{drain_codel_child, pkt};
@@ -95,7 +95,7 @@ fn add_err(q: &mut Htb, classid: &str, parent: &str, o: HtbClassOptions) -> Stri
 
 /// The options a class dumps.
 fn opts(c: &ClassDump) -> &HtbClassOptions {
-    match &c.typed {
+    match &c.options {
         ClassOptions::Htb(o) => o,
         other => panic!("{other:?}"),
     }
@@ -103,7 +103,7 @@ fn opts(c: &ClassDump) -> &HtbClassOptions {
 
 /// The options the qdisc dumps.
 fn glob(d: &QdiscDump) -> &HtbGlob {
-    match &d.typed {
+    match &d.options {
         QdiscOptions::Htb(o) => o,
         other => panic!("{other:?}"),
     }
@@ -712,8 +712,35 @@ fn random_operations_keep_invariants() {
     assert_eq!(q.backlog(), 0);
 }
 
-fn filter(line: &str) -> Filter {
-    crate::tc::filter::parse(&line.split_whitespace().collect::<Vec<_>>()).unwrap()
+/// `tc filter add ... parent PARENT protocol ip prio PRIO u32 match ip
+/// dport DPORT 0xffff flowid FLOWID`.
+fn dport_filter(parent: &str, prio: u16, dport: u16, flowid: &str) -> Filter {
+    let dport = Match::new(Family::V4, Field::Dport, u128::from(dport), 0xffff);
+    Filter {
+        parent: Some(cid(parent)),
+        prio,
+        ..Filter::new(
+            FilterProtocol::Ip,
+            FilterKind::U32,
+            vec![dport],
+            cid(flowid),
+        )
+    }
+}
+
+/// `tc filter add ... parent PARENT protocol all prio 1 matchall flowid
+/// FLOWID`.
+fn matchall(parent: &str, flowid: &str) -> Filter {
+    Filter {
+        parent: Some(cid(parent)),
+        prio: 1,
+        ..Filter::new(
+            FilterProtocol::All,
+            FilterKind::Matchall,
+            Vec::new(),
+            cid(flowid),
+        )
+    }
 }
 
 fn ip_pkt(id: u64, dport: u16) -> Packet {
@@ -749,26 +776,15 @@ fn filters_steer_to_leaves_through_inner_classes() {
     add(&mut q, "1:10", "1:1", rated(MBIT));
     add(&mut q, "1:20", "1:1", rated(MBIT));
     add(&mut q, "1:30", "1:", rated(MBIT));
-    q.add_filter(filter(
-        "parent 1: protocol ip prio 1 u32 match ip dport 5001 0xffff flowid 1:10",
-    ))
+    q.add_filter(dport_filter("1:", 1, 5001, "1:10")).unwrap();
+    q.add_filter(dport_filter("1:", 2, 22, "1:")).unwrap();
+    q.add_filter(dport_filter("1:", 3, 80, "1:1")).unwrap();
+    q.add_filter(Filter {
+        skbedit_priority: Some(7),
+        ..dport_filter("1:", 4, 443, "1:20")
+    })
     .unwrap();
-    q.add_filter(filter(
-        "parent 1: protocol ip prio 2 u32 match ip dport 22 0xffff flowid 1:",
-    ))
-    .unwrap();
-    q.add_filter(filter(
-        "parent 1: protocol ip prio 3 u32 match ip dport 80 0xffff flowid 1:1",
-    ))
-    .unwrap();
-    q.add_filter(filter(
-        "parent 1: protocol ip prio 4 u32 match ip dport 443 0xffff flowid 1:20 action skbedit priority 7",
-    ))
-    .unwrap();
-    q.add_filter(filter(
-        "parent 1:1 protocol all prio 1 matchall flowid 1:20",
-    ))
-    .unwrap();
+    q.add_filter(matchall("1:1", "1:20")).unwrap();
     assert_eq!(landed(&mut q, ip_pkt(1, 5001)), Some(cid("1:10")));
     assert_eq!(
         landed(&mut q, ip_pkt(2, 22)),
@@ -789,9 +805,7 @@ fn filters_steer_to_leaves_through_inner_classes() {
     let mut d = Drops::new();
     q.enqueue(ip_pkt(6, 443), Instant::ZERO, &mut d);
     assert_eq!(q.dequeue(Instant::ZERO, &mut d).unwrap().meta.priority, 7);
-    let e = q.add_filter(filter(
-        "parent 1:99 protocol all prio 1 matchall flowid 1:20",
-    ));
+    let e = q.add_filter(matchall("1:99", "1:20"));
     assert!(e.unwrap_err().0.contains("does not exist"));
 }
 

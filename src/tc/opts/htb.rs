@@ -8,12 +8,12 @@
 
 use crate::handle::TcError;
 use crate::qdisc::htb::{HtbClassOptions, HtbGlob, RateSpec};
-use crate::tc::opts::tbf::{
-    linklayer_name, matches, parse_linklayer, parse_size_and_cell, DUMPED_CELL, LINKLAYER_ALLOWED,
-    U16_ALLOWED,
-};
 use crate::qdisc::{ClassOptions, QdiscOptions};
 use crate::tc::kinds::{Printed, Syntax};
+use crate::tc::opts::tbf::{
+    self, linklayer_name, matches, parse_linklayer, parse_size_and_cell, DUMPED_CELL,
+    LINKLAYER_ALLOWED, U16_ALLOWED,
+};
 use crate::tc::tokens::Tokens;
 use crate::units::{
     parse_rate, print_rate, sprint_size, tc_calc_xmitsize, tc_calc_xmittime, LinkLayer,
@@ -50,9 +50,7 @@ fn illegal(param: &str, value: &str, allowed: &str) -> TcError {
 
 /// iproute2's "Command line is not complete" for `opt` without its value.
 fn incomplete(opt: &str) -> TcError {
-    htb_err(format!(
-        "Command line is not complete: \"{opt}\" needs a value. Try option \"help\""
-    ))
+    htb_err(tbf::incomplete(opt))
 }
 
 /// Parses a `get_u32(.., base)` value.
@@ -358,11 +356,11 @@ mod tests {
 
     /// What `tc qdisc show` and `tc -d qdisc show` print after the head.
     fn qdisc_text(d: &QdiscDump) -> Printed {
-        print(&d.typed).expect("htb dumps typed options")
+        print(&d.options).expect("htb dumps typed options")
     }
 
     fn class_text(c: &ClassDump) -> Printed {
-        print_class(&c.typed).expect("htb classes dump typed options")
+        print_class(&c.options).expect("htb classes dump typed options")
     }
 
     fn tokens(c: &ClassDump) -> (i32, i32) {

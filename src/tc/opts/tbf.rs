@@ -36,17 +36,8 @@ pub(crate) fn matches(arg: &str, keyword: &str) -> bool {
 
 /// iproute2's "Command line is not complete" message for option `opt`
 /// given without a value (the caller appends its usage).
-fn incomplete(opt: &str) -> String {
+pub(crate) fn incomplete(opt: &str) -> String {
     format!("Command line is not complete: \"{opt}\" needs a value. Try option \"help\"")
-}
-
-/// The value of tc option `opt`: the next token of `it`, or, when the command
-/// line ends there, `incomplete`.
-pub(crate) fn option_value<'a>(
-    it: &mut std::slice::Iter<'_, &'a str>,
-    opt: &str,
-) -> Result<&'a str, String> {
-    it.next().copied().ok_or_else(|| incomplete(opt))
 }
 
 /// A size with an optional legacy rate-table cell (`get_size_and_cell`):
