@@ -27,57 +27,53 @@
 //! bounded command queue (eventfd) at the top of each loop and publishes a
 //! snapshot at a fixed rate into a one-slot mailbox it only `try_lock`s.
 //! Qdisc trees are edited only through tc commands applied by the datapath
-//! (`QdiscTree::apply` inside `Path::edit_qdisc`), so an edit is atomic with
-//! respect to packets.
+//! (`tc::run` turning each into a typed request for `QdiscTree::apply`,
+//! inside `Path::edit_qdisc`), so an edit is atomic with respect to packets.
 //!
-//! Modules: `time` (Instant, the clock trait, the simulated clock), `clock`
-//! (CLOCK_MONOTONIC, the live clock), `units` (tc units), `dir` (the two
-//! directions), `handle` (tc handles and the error a tc request answers with), `packet` (frames,
-//! classifier, ECN, pool, drop reasons, TAP offload and TCP segmentation),
-//! `qdisc` (disciplines), `link` (ring, BQL, serializer, delay, coalescing,
-//! transit-time histogram, the per-direction `Path`), `bridge` (two paths),
-//! `tc` (tc command front end and `tc -s -d show` printer), `config` (TOML
-//! schema and validation), `sim` (simulator), `port` (FramePort: TAP with or
-//! without offload, AF_PACKET socket, or socketpair), `netns` (namespaces
-//! and cleanup), `rootless` (links in a user namespace, for unprivileged
-//! users), `privilege` (per-thread capabilities: what each thread keeps
-//! after set-up), `datapath` (the live driver thread), `release` (how the
-//! datapath spaces out frames that fell due while it was late), `control` (the
-//! daemon's socket: protocol, `set` language, client), `control_server` (its
-//! server), `capture` (pcapng capture of both directions),
-//! `metrics` (OpenMetrics export of every counter), `live` (a configuration's
-//! link brought up: namespaces, datapath, control socket), `app` (the
-//! command-line subcommands), `output` (their `out!`/`outln!`), `harness` (the `Link` guard for test suites and `bloatbox
-//! run`), `load` (TCP/UDP_RR/ICMP generators and the RRUL-like test),
-//! `experiment` (`bloatbox test`/`demo`: runs over configs, comparison
-//! table, JSON, SVG plots), `tui` (terminal UI).
+//! The core is its own crate, `bloatbox-core` (crates/core), re-exported
+//! here under its module names: `time`, `units`, `dir`, `handle`, `packet`,
+//! `qdisc`, `link`, `bridge`. It depends on nothing of this crate, so the
+//! build keeps the layers apart.
+//!
+//! Modules of this crate: `clock` (CLOCK_MONOTONIC, the live clock), `tc`
+//! (the tc language: commands, each kind's option syntax and printer, the
+//! table of kinds, netem, framing, filters, `tc -s -d [-j] show`), `config`
+//! (TOML schema and validation), `sim` (simulator), `port` (FramePort: TAP
+//! with or without offload, AF_PACKET socket, or socketpair), `netns`
+//! (namespaces and cleanup), `rootless` (links in a user namespace, for
+//! unprivileged users), `privilege` (per-thread capabilities: what each
+//! thread keeps after set-up), `datapath` (the live driver thread),
+//! `release` (how the datapath spaces out frames that fell due while it was
+//! late), `control` (the daemon's socket: protocol, `set` language, client),
+//! `control_server` (its server), `capture` (pcapng capture of both
+//! directions), `metrics` (OpenMetrics export of every counter), `live` (a
+//! configuration's link brought up: namespaces, datapath, control socket),
+//! `app` (the command-line subcommands), `output` (their `out!`/`outln!`),
+//! `harness` (the `Link` guard for test suites and `bloatbox run`), `load`
+//! (TCP/UDP_RR/ICMP generators and the RRUL-like test), `experiment`
+//! (`bloatbox test`/`demo`: runs over configs, comparison table, JSON, SVG
+//! plots), `tui` (terminal UI).
 
 pub mod app;
-pub mod bridge;
 pub mod capture;
 pub mod clock;
 pub mod config;
 pub mod control;
 pub mod control_server;
 pub mod datapath;
-pub mod dir;
 pub mod experiment;
-pub mod handle;
 pub mod harness;
-pub mod link;
 pub mod live;
 pub mod load;
 pub mod metrics;
 pub mod netns;
 pub mod output;
-pub mod packet;
 pub mod port;
 pub mod privilege;
-pub mod qdisc;
 pub mod release;
 pub mod rootless;
 pub mod sim;
 pub mod tc;
-pub mod time;
 pub mod tui;
-pub mod units;
+
+pub use bloatbox_core::{bridge, dir, handle, link, packet, qdisc, time, units};

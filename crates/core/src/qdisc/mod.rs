@@ -27,7 +27,7 @@ pub mod registry;
 pub mod request;
 pub mod sfq;
 pub mod tbf;
-#[cfg(test)]
+#[cfg(any(test, feature = "testutil"))]
 pub mod testutil;
 pub mod tree;
 

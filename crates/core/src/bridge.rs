@@ -353,7 +353,7 @@ impl Bridge {
 
 /// Bridges, frames and a run to the end, for the bridge's tests and those of
 /// the layers above (capture).
-#[cfg(test)]
+#[cfg(any(test, feature = "testutil"))]
 pub mod testutil {
     use super::*;
     use crate::link::LinkParams;
