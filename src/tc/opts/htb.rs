@@ -297,19 +297,12 @@ mod tests {
     use super::*;
     use crate::packet::Drops;
     use crate::qdisc::htb::Htb;
-    use crate::qdisc::{tc_h_make, ClassDump, Classful, Handle, Qdisc, QdiscCtx, QdiscDump};
+    use crate::qdisc::{ClassDump, Classful, Handle, Qdisc, QdiscCtx, QdiscDump};
     use crate::tc::kinds::BUILTIN;
     use crate::time::Instant;
 
     fn cid(s: &str) -> Handle {
-        let (maj, min) = s.split_once(':').unwrap();
-        let maj = u16::from_str_radix(maj, 16).unwrap();
-        let min = if min.is_empty() {
-            0
-        } else {
-            u16::from_str_radix(min, 16).unwrap()
-        };
-        tc_h_make(maj, min)
+        crate::tc::command::get_tc_classid(s).unwrap()
     }
 
     fn ctx() -> QdiscCtx {
