@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 UNITS = {"ps": 1e-3, "ns": 1.0, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}
-TIME = re.compile(r"time:\s+\[([\d.]+) ([^\d\]]+?) ([\d.]+) ([^\d\]]+?) ([\d.]+) ([^\]]+)\]")
+TIME = re.compile(r"time:\s+\[\s*([\d.]+) ([^\d\]]+?)\s*([\d.]+) ([^\d\]]+?)\s*([\d.]+) ([^\]]+)\]")
 
 
 def bench_executables(checkout, bench):
