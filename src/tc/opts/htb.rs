@@ -7,7 +7,8 @@
 //! `tc [-d] [-j] qdisc|class show` does.
 
 use crate::handle::TcError;
-use crate::qdisc::htb::{HtbClassOptions, HtbGlob, RateSpec};
+use crate::qdisc::htb::{HtbClassOptions, HtbGlob};
+use crate::qdisc::options::RateSpec;
 use crate::qdisc::{ClassOptions, QdiscOptions};
 use crate::tc::kinds::{Printed, Syntax};
 use crate::tc::opts::tbf::{

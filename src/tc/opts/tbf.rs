@@ -7,7 +7,8 @@
 //! shares (`matches`, sizes with `/cell`, linklayer names).
 
 use crate::handle::TcError;
-use crate::qdisc::tbf::{RateSpec, TbfOptions};
+use crate::qdisc::options::RateSpec;
+use crate::qdisc::tbf::TbfOptions;
 use crate::qdisc::QdiscOptions;
 use crate::tc::kinds::{no_class_options, Printed, Syntax};
 use crate::tc::tokens::Tokens;

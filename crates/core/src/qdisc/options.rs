@@ -86,6 +86,17 @@ impl RateSpec {
             self.linklayer,
         )
     }
+
+    /// `psched_ratecfg_getrate`: the spec a precomputed rate was made from,
+    /// as the kernel dumps it (`psched` and `of` round-trip).
+    pub fn of(rate: &PschedRate) -> Self {
+        RateSpec {
+            rate: rate.rate_bytes_ps,
+            overhead: rate.overhead as u16,
+            mpu: rate.mpu as u16,
+            linklayer: rate.linklayer,
+        }
+    }
 }
 
 /// The kernel's answer when a `kind` qdisc is handed options of another

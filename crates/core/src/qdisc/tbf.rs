@@ -9,7 +9,7 @@
 
 use super::fifo::{Fifo, FifoKind, FifoOptions};
 use super::options::foreign as foreign_options;
-pub use super::options::RateSpec;
+use super::options::RateSpec;
 use super::park::ParkOnPeek;
 use super::ClassOptions;
 use super::QdiscOptions;
@@ -74,8 +74,6 @@ fn ticks_to_ns(ticks: u64) -> u64 {
 /// What the kernel derives from the options (`tbf_change`).
 #[derive(Clone, Debug)]
 struct TbfParams {
-    /// The options as given (peakrate None when absent).
-    opts: TbfOptions,
     rate: PschedRate,
     peak: Option<PschedRate>,
     /// Bucket depth, ns of transmission time at `rate`.
@@ -138,7 +136,6 @@ impl TbfParams {
         let limit = opts.limit as u64;
         Ok((
             TbfParams {
-                opts,
                 rate,
                 peak,
                 buffer,
@@ -258,9 +255,9 @@ impl Tbf {
     /// The options as `tbf_dump` fills them.
     fn dumped_options(&self) -> TbfOptions {
         TbfOptions {
-            rate: self.p.opts.rate,
-            peakrate: self.p.opts.peakrate,
-            limit: self.p.opts.limit,
+            rate: RateSpec::of(&self.p.rate),
+            peakrate: self.p.peak.as_ref().map(RateSpec::of),
+            limit: self.p.limit as u32,
             buffer: ns_to_ticks(self.p.buffer).max(0) as u64,
             mtu: ns_to_ticks(self.p.mtu).max(0) as u64,
             burst: None,

@@ -8,6 +8,7 @@ use super::active::ActiveSet;
 use super::options::HtbClassOptions;
 use super::{MAXDEPTH, MBUFFER, NUMPRIO};
 use crate::packet::filter::FilterChain;
+use crate::qdisc::options::RateSpec;
 use crate::qdisc::tbf::ns_to_ticks;
 use crate::qdisc::Qdisc;
 use crate::units::PschedRate;
@@ -28,8 +29,6 @@ pub(super) struct Class {
     pub(super) level: usize,
     pub(super) prio: usize,
     pub(super) quantum: i64,
-    /// The options of the last add or change (rate specs as given).
-    pub(super) opts: HtbClassOptions,
     pub(super) rate: PschedRate,
     pub(super) ceil: PschedRate,
     pub(super) buffer: i64,
@@ -106,7 +105,6 @@ impl Class {
             level: 0,
             prio: 0,
             quantum: 0,
-            opts: HtbClassOptions::default(),
             rate: PschedRate::new(0),
             ceil: PschedRate::new(0),
             buffer: 0,
@@ -161,7 +159,6 @@ impl Class {
         }
         self.buffer = (u64::from(opts.buffer) << 6) as i64;
         self.cbuffer = (u64::from(opts.cbuffer) << 6) as i64;
-        self.opts = opts.clone();
         warning
     }
 
@@ -170,8 +167,8 @@ impl Class {
     pub(super) fn dumped_options(&self) -> HtbClassOptions {
         let ticks = |ns: i64| u32::try_from(ns_to_ticks(ns).max(0)).unwrap_or(u32::MAX);
         HtbClassOptions {
-            rate: self.opts.rate,
-            ceil: self.opts.ceil,
+            rate: RateSpec::of(&self.rate),
+            ceil: RateSpec::of(&self.ceil),
             buffer: ticks(self.buffer),
             cbuffer: ticks(self.cbuffer),
             quantum: u32::try_from(self.quantum).unwrap_or(u32::MAX),

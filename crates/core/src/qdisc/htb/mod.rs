@@ -21,7 +21,7 @@ mod schedule;
 #[cfg(test)]
 mod tests;
 
-pub use options::{HtbClassOptions, HtbGlob, RateSpec, HTB_VER};
+pub use options::{HtbClassOptions, HtbGlob, HTB_VER};
 
 use super::{
     tc_h_major, tc_h_make, Classful, FilterHost, FlowListing, Qdisc, QdiscCtx, QdiscDump,

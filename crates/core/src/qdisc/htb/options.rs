@@ -6,7 +6,7 @@
 //! client-side (buffers in psched ticks); dumps carry what
 //! `htb_dump`/`htb_dump_class` fill in.
 
-pub use crate::qdisc::options::RateSpec;
+use crate::qdisc::options::RateSpec;
 use serde::{Deserialize, Serialize};
 
 /// `HTB_VER` of net/sched/sch_htb.c: 3.17, major in the high 16 bits.

@@ -8,6 +8,7 @@ use super::*;
 use crate::packet::filter::{Family, Field, Filter, FilterKind, FilterProtocol, Match};
 use crate::qdisc::dump::{HtbXstats, Xstats};
 use crate::qdisc::fifo::{Fifo, FifoKind};
+use crate::qdisc::options::RateSpec;
 use crate::qdisc::testutil::{drain_codel_child, pkt};
 use crate::qdisc::{tc_h_make, ClassDump, ClassOptions, Handle};
 use crate::units::{tc_calc_xmittime, LinkLayer};
@@ -589,7 +590,7 @@ fn shaping_child_under_a_leaf_sets_the_wakeup() {
     let tbf = crate::qdisc::tbf::Tbf::build(
         ctx,
         &crate::qdisc::QdiscOptions::Tbf(crate::qdisc::tbf::TbfOptions {
-            rate: crate::qdisc::tbf::RateSpec::new(125_000),
+            rate: RateSpec::new(125_000),
             limit: 100_000,
             burst: Some(1514),
             ..Default::default()
