@@ -62,9 +62,34 @@ impl<'a> Tokens<'a> {
     }
 }
 
+/// A word as C's `strtoul(word, &end, 0)` reads it when the whole word must
+/// be the number (iproute2's `get_unsigned`, `get_u8(.., 0)`, and the
+/// filter parsers): `0x` hex, a leading `0` octal, else decimal.
+pub fn c_number(word: &str) -> Option<u64> {
+    if let Some(h) = word.strip_prefix("0x").or_else(|| word.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else if word.len() > 1 && word.starts_with('0') {
+        u64::from_str_radix(&word[1..], 8).ok()
+    } else {
+        word.parse().ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Tokens;
+    use super::{c_number, Tokens};
+
+    #[test]
+    fn numbers_read_as_strtoul_base_0() {
+        assert_eq!(c_number("10"), Some(10));
+        assert_eq!(c_number("0x1f"), Some(31));
+        assert_eq!(c_number("0X1F"), Some(31));
+        assert_eq!(c_number("010"), Some(8));
+        assert_eq!(c_number("0"), Some(0));
+        for bad in ["", "08", "0x", "1k", "-1", "ten"] {
+            assert_eq!(c_number(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn reads_front_to_back() {

@@ -4,9 +4,10 @@
 //! `crate::packet::filter::FlowClassifier` and printed back as `tc filter
 //! show` does (`flow_print_opt`).
 
-use super::{arg, parse_c_number, parse_classid};
+use super::{arg, parse_classid};
 use crate::handle::{tc_h_minor, TcError};
 use crate::packet::filter::{FlowClassifier, FlowMode, EMULATED_KEYS, FLOW_KEYS};
+use crate::tc::tokens::c_number;
 use crate::tc::tokens::Tokens;
 
 /// tc's key names, in the kernel's bit order (`FLOW_KEY_*`).
@@ -41,7 +42,7 @@ pub(super) fn parse(t: &mut Tokens<'_>) -> Result<(FlowClassifier, Option<u32>),
     let mut skbedit = None;
     let number = |t: &mut Tokens<'_>, what: &str| -> Result<u32, TcError> {
         let v = arg(t, what)?;
-        parse_c_number(v)
+        c_number(v)
             .and_then(|n| u32::try_from(n).ok())
             .ok_or_else(|| TcError::new(format!("Illegal \"{what}\": \"{v}\"")))
     };

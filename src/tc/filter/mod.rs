@@ -12,7 +12,7 @@ mod flow;
 
 use crate::handle::{Handle, TcError, TC_H_ROOT};
 use crate::packet::filter::{Family, Field, Filter, FilterKind, FilterProtocol, Match, U32Key};
-use crate::tc::tokens::Tokens;
+use crate::tc::tokens::{c_number, Tokens};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// `NEXT_ARG()`: the word after `key`, or tc's error for a missing one.
@@ -39,7 +39,7 @@ pub fn parse_prio(words: &[&str]) -> Result<Option<u16>, TcError> {
 
 /// `ll_proto_a2n`: a name or an ethertype number.
 fn parse_protocol(tok: &str) -> Result<FilterProtocol, TcError> {
-    let by_number = parse_c_number(tok).and_then(|n| match n {
+    let by_number = c_number(tok).and_then(|n| match n {
         0x0003 => Some(FilterProtocol::All),
         0x0800 => Some(FilterProtocol::Ip),
         0x86dd => Some(FilterProtocol::Ipv6),
@@ -84,7 +84,7 @@ pub fn parse(words: &[&str]) -> Result<Filter, TcError> {
             "protocol" => protocol = Some(parse_protocol(arg(&mut t, "protocol")?)?),
             "prio" | "pref" | "priority" | "preference" => {
                 let v = arg(&mut t, tok)?;
-                prio = parse_c_number(v)
+                prio = c_number(v)
                     .and_then(|n| u16::try_from(n).ok())
                     .filter(|&n| n > 0)
                     .ok_or_else(|| {
@@ -93,7 +93,7 @@ pub fn parse(words: &[&str]) -> Result<Filter, TcError> {
             }
             "chain" => {
                 let v = arg(&mut t, "chain")?;
-                if parse_c_number(v) != Some(0) {
+                if c_number(v) != Some(0) {
                     return Err(TcError::new(format!(
                         "Error: chain \"{v}\" is not supported: only chain 0 exists."
                     )));
@@ -122,7 +122,7 @@ pub fn parse(words: &[&str]) -> Result<Filter, TcError> {
     })?;
     let handle =
         match (kind_name, handle) {
-            ("flow", Some(v)) => parse_c_number(v)
+            ("flow", Some(v)) => c_number(v)
                 .and_then(|n| u32::try_from(n).ok())
                 .filter(|&n| n != 0)
                 .ok_or_else(|| TcError::new(format!("Illegal \"handle\": \"{v}\"")))?,
@@ -213,7 +213,7 @@ fn parse_selector(f: &mut Filter, t: &mut Tokens<'_>) -> Result<(), TcError> {
             if t.peek() == Some("at") {
                 t.next();
                 let v = arg(t, "at")?;
-                off = parse_c_number(v)
+                off = c_number(v)
                     .and_then(|n| i32::try_from(n).ok())
                     .ok_or_else(|| {
                         TcError::new(format!(
@@ -365,9 +365,7 @@ fn value_and_mask(t: &mut Tokens<'_>, what: &str, bits: u32) -> Result<(u32, u32
         ))
     };
     let v = t.next().ok_or_else(|| err(""))?;
-    let value = parse_c_number(v)
-        .filter(|&n| n <= max)
-        .ok_or_else(|| err(v))?;
+    let value = c_number(v).filter(|&n| n <= max).ok_or_else(|| err(v))?;
     let m = t.next().ok_or_else(|| err(""))?;
     let hex = m
         .strip_prefix("0x")
@@ -425,17 +423,6 @@ pub fn parse_classid(tok: &str) -> Result<Handle, TcError> {
             Some((maj, min)) => Ok((hex16(maj)? << 16) | hex16(min)?),
             None => u32::from_str_radix(tok, 16).map_err(|_| bad()),
         },
-    }
-}
-
-/// A number as C's `strtoul(s, NULL, 0)` reads it (the whole token).
-fn parse_c_number(s: &str) -> Option<u64> {
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        u64::from_str_radix(h, 16).ok()
-    } else if s.len() > 1 && s.starts_with('0') {
-        u64::from_str_radix(&s[1..], 8).ok()
-    } else {
-        s.parse().ok()
     }
 }
 

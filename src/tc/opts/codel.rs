@@ -9,7 +9,7 @@ use crate::handle::TcError;
 use crate::qdisc::codel_qdisc::CodelOptions;
 use crate::qdisc::QdiscOptions;
 use crate::tc::kinds::{no_class_options, Printed, Syntax};
-use crate::tc::tokens::Tokens;
+use crate::tc::tokens::{c_number, Tokens};
 use crate::units::{parse_time, sprint_time};
 use serde_json::{json, Map};
 
@@ -27,14 +27,11 @@ pub fn value<'a>(name: &str, t: &mut Tokens<'a>) -> Result<&'a str, TcError> {
     t.value(|| missing(name))
 }
 
-/// The unsigned number after keyword `name` (decimal or 0x hex, as
-/// `get_unsigned`).
+/// The unsigned number after keyword `name` (`get_unsigned`: decimal, 0x
+/// hex or 0 octal).
 pub fn unsigned(name: &str, t: &mut Tokens) -> Result<u32, TcError> {
     let v = value(name, t)?;
-    let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        Some(hex) => u32::from_str_radix(hex, 16).ok(),
-        None => v.parse::<u32>().ok(),
-    };
+    let parsed = c_number(v).and_then(|n| u32::try_from(n).ok());
     parsed.ok_or_else(|| {
         TcError::new(format!(
             "Illegal \"{name}\" (\"{v}\": expected an unsigned 32-bit number)"

@@ -9,18 +9,15 @@ use crate::handle::TcError;
 use crate::qdisc::fq_codel::FqCodelOptions;
 use crate::qdisc::QdiscOptions;
 use crate::tc::kinds::{no_class_options, Printed, Syntax};
-use crate::tc::tokens::Tokens;
+use crate::tc::tokens::{c_number, Tokens};
 use crate::units::{parse_size, sprint_size};
 use serde_json::{json, Map};
 
 const USAGE: &str = "Usage: ... fq_codel [ limit PACKETS ] [ flows NUMBER ]\n\t\t\t[ memory_limit BYTES ]\n\t\t\t[ target TIME ] [ interval TIME ]\n\t\t\t[ quantum BYTES ] [ [no]ecn ]\n\t\t\t[ ce_threshold TIME ]\n\t\t\t[ ce_threshold_selector VALUE/MASK ]\n\t\t\t[ drop_batch SIZE ]";
 
-/// An 8-bit number, decimal or 0x hex.
+/// An 8-bit number (`get_u8(.., 0)`: decimal, 0x hex or 0 octal).
 fn parse_u8(s: &str) -> Option<u8> {
-    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(hex) => u8::from_str_radix(hex, 16).ok(),
-        None => s.parse().ok(),
-    }
+    c_number(s).and_then(|n| u8::try_from(n).ok())
 }
 
 /// C's `%#x`.
