@@ -48,6 +48,17 @@ pub struct Printed {
     pub json: serde_json::Map<String, serde_json::Value>,
 }
 
+impl Printed {
+    /// Options whose `-d` text is the plain one.
+    pub fn same(text: String, json: serde_json::Map<String, serde_json::Value>) -> Printed {
+        Printed {
+            detail: text.clone(),
+            plain: text,
+            json,
+        }
+    }
+}
+
 /// The class parser of a kind whose classes take no options (tc refuses
 /// the command before, naming the kind classless).
 pub fn no_class_options(t: &mut Tokens) -> Result<ClassOptions, TcError> {
@@ -131,7 +142,7 @@ pub static BUILTIN: &[KindEntry] = &[
         ..kind(
             "htb",
             |c, _, o| Ok(Box::new(Htb::build(c, o)?)),
-            &super::opts::htb::SYNTAX,
+            &opts::htb::SYNTAX,
         )
     },
     KindEntry {

@@ -103,11 +103,7 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
         text.push_str(" ecn");
         json.insert("ecn".into(), json!(true));
     }
-    Some(Printed {
-        plain: text.clone(),
-        detail: text,
-        json,
-    })
+    Some(Printed::same(text, json))
 }
 
 /// codel's tc syntax (its classes take no options).

@@ -75,11 +75,7 @@ fn print(o: &QdiscOptions, bytes: bool) -> Option<Printed> {
     };
     let mut json = serde_json::Map::new();
     json.insert("limit".into(), json!(o.limit));
-    Some(Printed {
-        plain: limit.clone(),
-        detail: limit,
-        json,
-    })
+    Some(Printed::same(limit, json))
 }
 
 #[cfg(test)]

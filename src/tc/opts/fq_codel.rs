@@ -123,11 +123,7 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
         json.insert("drop_batch".into(), json!(drop_batch));
     }
     let text = text.join(" ");
-    Some(Printed {
-        plain: text.clone(),
-        detail: text,
-        json,
-    })
+    Some(Printed::same(text, json))
 }
 
 /// fq_codel's tc syntax (its flow pseudo-classes take no options).

@@ -34,11 +34,7 @@ fn print(o: &QdiscOptions) -> Option<Printed> {
     let mut json = serde_json::Map::new();
     json.insert("bands".into(), json!(o.bands));
     json.insert("priomap".into(), json!(o.priomap));
-    Some(Printed {
-        plain: text.clone(),
-        detail: text,
-        json,
-    })
+    Some(Printed::same(text, json))
 }
 
 #[cfg(test)]

@@ -73,12 +73,7 @@ fn print_class(o: &ClassOptions) -> Option<Printed> {
             map.insert(name.into(), json!(v));
         }
     }
-    let plain = words.join(" ");
-    Some(Printed {
-        detail: plain.clone(),
-        plain,
-        json: map,
-    })
+    Some(Printed::same(words.join(" "), map))
 }
 
 #[cfg(test)]
