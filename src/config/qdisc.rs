@@ -135,7 +135,7 @@ impl QdiscSpec {
     /// Classful with class options (HTB, QFQ): such a kind cannot sit
     /// under mq or be an HTB leaf in this form.
     fn is_classful(&self) -> bool {
-        configurable(self.kind()).is_some_and(|k| k.class_options)
+        configurable(self.kind()).is_some_and(kinds::has_class_options)
     }
 
     /// Checks the parts tc will not: known kind, HTB class ids and parents,

@@ -1,6 +1,6 @@
 //! The one table of qdisc kinds (`BUILTIN`): each discipline compiled into
 //! bloatbox with what tc, the configuration, the TUI and the link need to
-//! know of it (classful, may be a default leaf, configurable, shapes), its
+//! know of it (may be a default leaf, configurable, shapes), its
 //! constructor from typed options (the core's `KindEntry`), and its tc
 //! syntax (`Syntax`: iproute2's `qdisc_util`, the parsers of its qdisc and
 //! class options and their printers). Adding a kind is writing its module
@@ -23,15 +23,19 @@ use crate::qdisc::sfq::Sfq;
 use crate::qdisc::tbf::Tbf;
 use crate::qdisc::{ClassOptions, QdiscOptions};
 
-pub use crate::qdisc::registry::{names, unknown_kind, KindEntry};
+pub use crate::qdisc::registry::{names, KindEntry};
+
+/// A parser of the words after the kind in `tc class ...`.
+pub type ParseClass = fn(&mut Tokens) -> Result<ClassOptions, TcError>;
 
 /// A kind's tc syntax: what iproute2's `q_<kind>.c` does for it.
 pub struct Syntax {
     /// `parse_qopt`: the words after the kind in `tc qdisc add|change|...`.
     pub qdisc: fn(&mut Tokens) -> Result<QdiscOptions, TcError>,
-    /// `parse_copt`: the words after the kind in `tc class add|change ...`
-    /// (kinds whose classes take no options refuse any).
-    pub class: fn(&mut Tokens) -> Result<ClassOptions, TcError>,
+    /// `parse_copt`: the words after the kind in `tc class add|change ...`;
+    /// `None` for a kind whose classes take no options, which tc calls
+    /// classless there (as iproute2 does a `qdisc_util` without one).
+    pub class: Option<ParseClass>,
     /// `print_qopt`: a dump's qdisc options as tc prints them (`None`:
     /// nothing after the head).
     pub print: fn(&QdiscOptions) -> Option<Printed>,
@@ -59,27 +63,21 @@ impl Printed {
     }
 }
 
-/// The class parser of a kind whose classes take no options (tc refuses
-/// the command before, naming the kind classless).
-pub fn no_class_options(t: &mut Tokens) -> Result<ClassOptions, TcError> {
-    match t.next() {
-        Some(word) => Err(TcError::new(format!(
-            "Error: this qdisc's classes take no options (\"{word}\")"
-        ))),
-        None => Ok(ClassOptions::None),
-    }
-}
-
 /// The syntax of `entry` (`None` for an entry made outside the front end
 /// with something else in its `syntax` slot).
 pub fn syntax(entry: &KindEntry) -> Option<&'static Syntax> {
     entry.syntax.downcast_ref::<Syntax>()
 }
 
+/// Whether `entry`'s classes take options (`tc class add ... htb rate
+/// ...`); tc calls every other kind classless there.
+pub fn has_class_options(entry: &KindEntry) -> bool {
+    syntax(entry).is_some_and(|s| s.class.is_some())
+}
+
 const fn kind(name: &'static str, build: Build, syntax: &'static Syntax) -> KindEntry {
     KindEntry {
         name,
-        class_options: false,
         default_leaf: true,
         configurable: true,
         shapes: false,
@@ -136,7 +134,6 @@ pub static BUILTIN: &[KindEntry] = &[
         )
     },
     KindEntry {
-        class_options: true,
         default_leaf: false,
         shapes: true,
         ..kind(
@@ -159,7 +156,6 @@ pub static BUILTIN: &[KindEntry] = &[
         )
     },
     KindEntry {
-        class_options: true,
         default_leaf: false,
         ..kind(
             "qfq",
@@ -169,48 +165,52 @@ pub static BUILTIN: &[KindEntry] = &[
     },
 ];
 
-/// The syntax of `kind` in `kinds`: `Ok(None)` for a kind the table lacks
-/// (the tree then answers as the kernel does), tc's "Unknown qdisc" when
-/// options follow such a kind.
-fn syntax_of(
-    kinds: &[KindEntry],
-    kind: &str,
-    words: &[&str],
-) -> Result<Option<&'static Syntax>, TcError> {
-    match registry::lookup(kinds, kind) {
-        Some(entry) => syntax(entry).map(Some).ok_or_else(|| {
-            TcError::new(format!(
-                "Error: qdisc kind \"{kind}\" has no tc syntax in its table entry"
-            ))
-        }),
-        None if words.is_empty() => Ok(None),
-        None => Err(unknown_kind(kinds, kind, words.first().copied())),
-    }
-}
-
 /// The options `words` (after `kind` in `tc qdisc ...`) give, read by the
 /// kind's own parser from the table `kinds`, as iproute2 parses them before
-/// anything reaches the kernel.
+/// anything reaches the kernel. A kind the table lacks has no options
+/// (the tree then answers as the kernel does), or, when words follow it,
+/// tc's "Unknown qdisc".
 pub fn parse_qdisc(
     kinds: &[KindEntry],
     kind: &str,
     words: &[&str],
 ) -> Result<QdiscOptions, TcError> {
-    match syntax_of(kinds, kind, words)? {
-        Some(syntax) => (syntax.qdisc)(&mut Tokens::new(words)),
-        None => Ok(QdiscOptions::None),
+    match (registry::lookup(kinds, kind), words.first()) {
+        (Some(entry), _) => {
+            let syntax = syntax(entry).ok_or_else(|| {
+                TcError::new(format!(
+                    "Error: qdisc kind \"{kind}\" has no tc syntax in its table entry"
+                ))
+            })?;
+            (syntax.qdisc)(&mut Tokens::new(words))
+        }
+        (None, None) => Ok(QdiscOptions::None),
+        // iproute2 finds no q_<kind> to parse the options with.
+        (None, Some(first)) => Err(TcError::new(format!(
+            "Unknown qdisc \"{kind}\", hence option \"{first}\" is unparsable\n(bloatbox \
+             qdiscs: {})",
+            names(kinds, |_| true)
+        ))),
     }
 }
 
-/// The options `words` (after `kind` in `tc class ...`) give.
+/// The options `words` (after `kind` in `tc class ...`) give, read by the
+/// kind's class parser; a kind without one, or one the table lacks, is
+/// classless (iproute2's `tc_class_modify`).
 pub fn parse_class(
     kinds: &[KindEntry],
     kind: &str,
     words: &[&str],
 ) -> Result<ClassOptions, TcError> {
-    match syntax_of(kinds, kind, words)? {
-        Some(syntax) => (syntax.class)(&mut Tokens::new(words)),
-        None => Ok(ClassOptions::None),
+    match registry::lookup(kinds, kind)
+        .and_then(syntax)
+        .and_then(|s| s.class)
+    {
+        Some(parse) => parse(&mut Tokens::new(words)),
+        None => Err(TcError::new(format!(
+            "Error: Qdisc \"{kind}\" is classless.\n(classes with options: {})",
+            names(kinds, has_class_options)
+        ))),
     }
 }
 

@@ -8,7 +8,7 @@
 use crate::handle::TcError;
 use crate::qdisc::codel_qdisc::CodelOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{no_class_options, Printed, Syntax};
+use crate::tc::kinds::{Printed, Syntax};
 use crate::tc::tokens::{c_number, Tokens};
 use crate::units::{parse_time, sprint_time};
 use serde_json::{json, Map};
@@ -109,7 +109,7 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
 /// codel's tc syntax (its classes take no options).
 pub static SYNTAX: Syntax = Syntax {
     qdisc: parse,
-    class: no_class_options,
+    class: None,
     print,
     print_class: |_| None,
 };

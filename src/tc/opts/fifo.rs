@@ -6,7 +6,7 @@
 use crate::handle::TcError;
 use crate::qdisc::fifo::FifoOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{no_class_options, Printed, Syntax};
+use crate::tc::kinds::{Printed, Syntax};
 use crate::tc::tokens::Tokens;
 use crate::units::{parse_size, sprint_size};
 use serde_json::json;
@@ -14,7 +14,7 @@ use serde_json::json;
 /// A limit in packets.
 const PACKETS: Syntax = Syntax {
     qdisc: |t| parse(t, false),
-    class: no_class_options,
+    class: None,
     print: |o| print(o, false),
     print_class: |_| None,
 };
@@ -25,7 +25,7 @@ pub static PFIFO: Syntax = PACKETS;
 /// bfifo: a limit in bytes.
 pub static BFIFO: Syntax = Syntax {
     qdisc: |t| parse(t, true),
-    class: no_class_options,
+    class: None,
     print: |o| print(o, true),
     print_class: |_| None,
 };

@@ -8,7 +8,7 @@ use super::codel::{nonzero, print_time, time, unsigned, value};
 use crate::handle::TcError;
 use crate::qdisc::fq_codel::FqCodelOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{no_class_options, Printed, Syntax};
+use crate::tc::kinds::{Printed, Syntax};
 use crate::tc::tokens::{c_number, Tokens};
 use crate::units::{parse_size, sprint_size};
 use serde_json::{json, Map};
@@ -129,7 +129,7 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
 /// fq_codel's tc syntax (its flow pseudo-classes take no options).
 pub static SYNTAX: Syntax = Syntax {
     qdisc: parse,
-    class: no_class_options,
+    class: None,
     print,
     print_class: |_| None,
 };

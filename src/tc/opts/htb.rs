@@ -24,7 +24,7 @@ use serde_json::{json, Map};
 /// HTB's entry in `crate::tc::kinds::BUILTIN`.
 pub static SYNTAX: Syntax = Syntax {
     qdisc: parse_qdisc,
-    class: parse_class,
+    class: Some(parse_class),
     print,
     print_class,
 };

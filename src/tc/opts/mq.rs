@@ -5,12 +5,12 @@
 use crate::handle::TcError;
 use crate::qdisc::mq::{MqOptions, MAX_QUEUES};
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{no_class_options, Printed, Syntax};
+use crate::tc::kinds::{Printed, Syntax};
 use crate::tc::tokens::Tokens;
 
 pub static SYNTAX: Syntax = Syntax {
     qdisc: parse,
-    class: no_class_options,
+    class: None,
     // mq_dump sends no TCA_OPTIONS, its classes none either.
     print: |_| Some(Printed::default()),
     print_class: |_| Some(Printed::default()),

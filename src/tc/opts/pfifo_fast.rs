@@ -4,13 +4,13 @@
 
 use crate::handle::TcError;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{no_class_options, Printed, Syntax};
+use crate::tc::kinds::{Printed, Syntax};
 use crate::tc::tokens::Tokens;
 use serde_json::json;
 
 pub static SYNTAX: Syntax = Syntax {
     qdisc: parse,
-    class: no_class_options,
+    class: None,
     print,
     print_class: |_| None,
 };

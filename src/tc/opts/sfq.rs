@@ -8,7 +8,7 @@ use super::codel::{unsigned, value};
 use crate::handle::TcError;
 use crate::qdisc::sfq::SfqOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{no_class_options, Printed, Syntax};
+use crate::tc::kinds::{Printed, Syntax};
 use crate::tc::tokens::Tokens;
 use crate::units::{parse_size, sprint_size};
 use serde_json::{json, Map};
@@ -107,7 +107,7 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
 /// sfq's tc syntax (its flow pseudo-classes take no options).
 pub static SYNTAX: Syntax = Syntax {
     qdisc: parse,
-    class: no_class_options,
+    class: None,
     print,
     print_class: |_| None,
 };

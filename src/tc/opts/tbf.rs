@@ -10,7 +10,7 @@ use crate::handle::TcError;
 use crate::qdisc::options::RateSpec;
 use crate::qdisc::tbf::TbfOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{no_class_options, Printed, Syntax};
+use crate::tc::kinds::{Printed, Syntax};
 use crate::tc::tokens::Tokens;
 use crate::units::{
     parse_rate, parse_size, parse_time, print_rate, sprint_size, sprint_time, tc_calc_xmitsize,
@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 pub static SYNTAX: Syntax = Syntax {
     qdisc: |t| Ok(QdiscOptions::Tbf(parse(t)?)),
-    class: no_class_options,
+    class: None,
     print: |o| match o {
         QdiscOptions::Tbf(o) => Some(print(o)),
         _ => None,

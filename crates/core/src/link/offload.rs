@@ -73,7 +73,6 @@ mod tests {
     static KINDS: &[KindEntry] = &[
         KindEntry {
             name: "htb",
-            class_options: true,
             default_leaf: false,
             configurable: true,
             shapes: true,
@@ -82,7 +81,6 @@ mod tests {
         },
         KindEntry {
             name: "pfifo_fast",
-            class_options: false,
             default_leaf: true,
             configurable: true,
             shapes: false,

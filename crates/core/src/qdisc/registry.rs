@@ -4,8 +4,8 @@
 //! front end's (`crate::tc::kinds::BUILTIN`), because each entry also
 //! carries the kind's tc syntax (its option parsers and printers), which
 //! the core holds without looking at. A kind missing from a device's table
-//! gives tc's "Unknown qdisc" (or, without options, the kernel's "Specified
-//! qdisc kind is unknown").
+//! gives the kernel's "Specified qdisc kind is unknown" (tc's "Unknown
+//! qdisc", when options follow it, is the front end's).
 
 use super::pfifo_fast::PfifoFast;
 use super::tree::DevSpec;
@@ -24,9 +24,6 @@ pub type Build = fn(QdiscCtx, &DevSpec, &QdiscOptions) -> Result<Box<dyn Qdisc>,
 pub struct KindEntry {
     /// The tc kind (`TCA_KIND`).
     pub name: &'static str,
-    /// Its classes take options (`tc class add ... htb rate ...`); iproute2
-    /// calls every other kind classless there.
-    pub class_options: bool,
     /// Classless: may be the device's default qdisc
     /// (`net.core.default_qdisc`) and mq's per-queue child.
     pub default_leaf: bool,
@@ -69,18 +66,13 @@ pub fn names(kinds: &[KindEntry], pick: impl Fn(&KindEntry) -> bool) -> String {
     names.join(", ")
 }
 
-/// The error tc (with options) or the kernel (without) gives for a kind
-/// that is not in `kinds`.
-pub fn unknown_kind(kinds: &[KindEntry], kind: &str, first_option: Option<&str>) -> TcError {
-    let known = names(kinds, |_| true);
-    match first_option {
-        Some(first) => TcError::new(format!(
-            "Unknown qdisc \"{kind}\", hence option \"{first}\" is unparsable\n(bloatbox qdiscs: {known})"
-        )),
-        None => TcError::new(format!(
-            "Error: Specified qdisc kind is unknown.\n(\"{kind}\"; bloatbox qdiscs: {known})"
-        )),
-    }
+/// The kernel's error for a kind that is not in `kinds` (`qdisc_create`:
+/// no `Qdisc_ops` of that name).
+pub fn unknown_kind(kinds: &[KindEntry], kind: &str) -> TcError {
+    TcError::new(format!(
+        "Error: Specified qdisc kind is unknown.\n(\"{kind}\"; bloatbox qdiscs: {})",
+        names(kinds, |_| true)
+    ))
 }
 
 /// Builds a `kind` qdisc of the device's table (`DevSpec::kinds`) from its
@@ -93,7 +85,7 @@ pub fn new_qdisc(
 ) -> Result<Box<dyn Qdisc>, TcError> {
     match lookup(dev.kinds, kind) {
         Some(entry) => (entry.build)(ctx, dev, options),
-        None => Err(unknown_kind(dev.kinds, kind, None)),
+        None => Err(unknown_kind(dev.kinds, kind)),
     }
 }
 

@@ -459,7 +459,7 @@ impl QdiscTree {
         }
         let kind = kind.ok_or_else(|| err("Error: Specified qdisc kind is unknown."))?;
         if registry::lookup(self.dev.kinds, kind).is_none() {
-            return Err(registry::unknown_kind(self.dev.kinds, kind, None));
+            return Err(registry::unknown_kind(self.dev.kinds, kind));
         }
         let (new_handle, counter) = if handle != 0 {
             (handle, self.autohandle)
