@@ -24,7 +24,7 @@ use crate::time::NS_PER_SEC;
 pub(crate) fn load(path: Option<&Path>) -> anyhow::Result<Config> {
     match path {
         Some(p) => {
-            Config::load_with(p, Some(&crate::tc::check_lines)).map_err(|e| anyhow::anyhow!("{e}"))
+            Config::load_with(p, Some(&crate::tc::check_steps)).map_err(|e| anyhow::anyhow!("{e}"))
         }
         None => Ok(Config::embedded_default()),
     }
@@ -77,13 +77,13 @@ pub(crate) fn setup(cfg: &Config) -> anyhow::Result<Setup> {
 }
 
 /// The two paths of the link, per the configuration: each direction's
-/// qdisc tree is built by its tc lines on a device with that direction's
+/// qdisc tree is built by its tc steps on a device with that direction's
 /// txqueuelen, MTU and TX queues; its shape (netem, trace/schedule,
 /// framing, seed) is installed now, so a schedule starts with the link.
 pub(crate) fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
     let path = |dir: Dir| -> anyhow::Result<LinkPath> {
         let params = cfg.link_params(dir);
-        let tree = crate::tc::build_tree(cfg.dev_spec(dir), &cfg.tc_lines(dir))
+        let tree = crate::tc::build_tree_of(cfg.dev_spec(dir), &cfg.tc_steps(dir))
             .map_err(|e| anyhow::anyhow!("building the qdisc of {}: {e}", dir.arrow()))?;
         let mut link = LinkPath::new(params, Box::new(tree));
         let now = crate::time::Clock::now(&crate::clock::MonotonicClock);

@@ -350,8 +350,8 @@ qdisc = { kind = "sfq", perturb = 10 }
 #[test]
 fn tc_check_hook_sees_every_line_and_locates_errors() {
     let seen = std::cell::RefCell::new(Vec::new());
-    let check = |_: bloatbox::qdisc::tree::DevSpec, lines: &[&str]| {
-        for (i, line) in lines.iter().enumerate() {
+    let check = |_: bloatbox::qdisc::tree::DevSpec, steps: &[bloatbox::tc::Step]| {
+        for (i, line) in steps.iter().map(|s| s.line()).enumerate() {
             seen.borrow_mut().push(line.to_string());
             if line.contains("sfq") {
                 return Err((Some(i), "Error: sfq is not wanted here.".to_string()));
@@ -382,7 +382,7 @@ fn tc_check_hook_sees_every_line_and_locates_errors() {
 fn tc_lines_are_checked_together_and_the_failing_one_located() {
     let text = "[link]\ntc = [\n  \"tc qdisc add dev left root handle 1: htb default 10\",\n  \
                 \"tc class add dev left parent 2: classid 2:10 htb rate 10mbit\",\n]\n";
-    let err = Config::from_str_with(text, "tree.toml", Some(&bloatbox::tc::check_lines))
+    let err = Config::from_str_with(text, "tree.toml", Some(&bloatbox::tc::check_steps))
         .unwrap_err()
         .to_string();
     assert!(
@@ -557,8 +557,8 @@ proptest! {
 /// end will run them; QFQ drops what no filter classifies).
 #[test]
 fn qfq_seed_filters_parse() {
-    let check = |_: bloatbox::qdisc::tree::DevSpec, lines: &[&str]| {
-        for (i, line) in lines.iter().enumerate() {
+    let check = |_: bloatbox::qdisc::tree::DevSpec, steps: &[bloatbox::tc::Step]| {
+        for (i, line) in steps.iter().map(|s| s.line()).enumerate() {
             let words: Vec<&str> = line.split_whitespace().collect();
             if let ["tc", "filter", "add", "dev", _, rest @ ..] = words.as_slice() {
                 bloatbox::tc::filter::parse(rest).map_err(|e| (Some(i), e.0))?;

@@ -54,6 +54,7 @@ pub use values::{Delay, IfAddr, LinkRate, Size, TcRate, TcTime};
 
 use crate::link::LinkParams;
 use crate::qdisc::tree::DevSpec;
+use crate::tc::Step;
 use serde::{Deserialize, Deserializer, Serialize};
 use source::SpanIndex;
 use std::path::{Path, PathBuf};
@@ -84,10 +85,10 @@ pub fn read_input_file(path: &Path) -> std::io::Result<String> {
 /// The embedded default configuration (configs/default.toml).
 pub const DEFAULT_TOML: &str = include_str!("../../configs/default.toml");
 
-/// A check of one direction's tc lines by the tc front end, on the device
-/// they will build (`Err` = the failing line's index, none for the device
+/// A check of one direction's tc steps by the tc front end, on the device
+/// they will build (`Err` = the failing step's index, none for the device
 /// itself, and tc's message).
-pub type TcCheck<'a> = &'a dyn Fn(DevSpec, &[&str]) -> Result<(), (Option<usize>, String)>;
+pub type TcCheck<'a> = &'a dyn Fn(DevSpec, &[Step]) -> Result<(), (Option<usize>, String)>;
 
 use crate::dir::Dir;
 
@@ -587,14 +588,15 @@ impl Config {
         self.directed_lines(dir, "tc", |t| &t.tc, |l| qdisc::literal_direction(l).ok())
     }
 
-    /// tc lines of `dir` with the path each comes from.
-    pub(crate) fn try_tc_lines(&self, dir: Dir) -> Result<Vec<Sourced<String>>, ConfigError> {
+    /// The steps that build `dir`'s qdisc, with the path each comes from:
+    /// the literal tc lines, or the requests the structured form makes.
+    pub(crate) fn try_tc_steps(&self, dir: Dir) -> Result<Vec<Sourced<Step>>, ConfigError> {
         let literal = self.literal_tc_lines(dir);
         if !literal.is_empty() {
             return Ok(literal
                 .into_iter()
                 .map(|l| Sourced {
-                    value: l.value.to_string(),
+                    value: Step::Line(l.value.to_string()),
                     path: l.path,
                 })
                 .collect());
@@ -605,11 +607,15 @@ impl Config {
         let Some(spec) = self.pick(dir, "qdisc", |l| &l.qdisc) else {
             return Ok(Vec::new());
         };
-        let lines = spec
-            .value
-            .tc_lines(dir.dev(), tx_queues)
-            .map_err(|msg| ConfigError::field(spec.path.clone(), None, msg))?;
-        Ok(lines
+        let steps = spec.value.steps(dir, tx_queues).map_err(|(field, msg)| {
+            let path = if field.is_empty() {
+                spec.path.clone()
+            } else {
+                format!("{}.{field}", spec.path)
+            };
+            ConfigError::field(path, None, msg)
+        })?;
+        Ok(steps
             .into_iter()
             .map(|value| Sourced {
                 value,
@@ -618,14 +624,21 @@ impl Config {
             .collect())
     }
 
-    /// The tc command lines that build `dir`'s qdisc (device `left` for
-    /// left→right, `right` for right→left), for the tc front end to run.
-    pub fn tc_lines(&self, dir: Dir) -> Vec<String> {
-        match self.try_tc_lines(dir) {
-            Ok(lines) => lines.into_iter().map(|l| l.value).collect(),
-            Err(_) => QdiscSpec::pfifo_fast()
-                .tc_lines(dir.dev(), 1)
-                .unwrap_or_default(),
+    /// The steps that build `dir`'s qdisc (device `left` for left→right,
+    /// `right` for right→left), for the tc front end to run; a
+    /// configuration that does not validate gets the device default.
+    pub fn tc_steps(&self, dir: Dir) -> Vec<Step> {
+        match self.try_tc_steps(dir) {
+            Ok(steps) => steps.into_iter().map(|s| s.value).collect(),
+            Err(_) => QdiscSpec::pfifo_fast().steps(dir, 1).unwrap_or_default(),
         }
+    }
+
+    /// The tc lines `tc_steps` run or say (for reports).
+    pub fn tc_lines(&self, dir: Dir) -> Vec<String> {
+        self.tc_steps(dir)
+            .iter()
+            .map(|s| s.line().to_string())
+            .collect()
     }
 }

@@ -1,15 +1,30 @@
-//! The qdisc of one direction in its two written forms and their common
-//! result, a list of tc command lines: the structured form (`qdisc =
-//! "fq_codel"`, `qdisc = "tbf rate 1560mbit burst 20280b latency 5ms"`, or a
-//! table with `kind` and typed parameters, including an HTB tree) is converted
-//! into tc lines here; the literal form (`tc = [...]`) is checked for its
-//! shape (`tc qdisc|class|filter ... dev left|right ...`) and routed to its
-//! direction by the device it names. Deeper tc checks belong to the tc front
-//! end (see `Config::validate_tc_with`).
+//! The qdisc of one direction in its written forms and what they build:
+//! the structured form (`qdisc = "fq_codel"`, `qdisc = "tbf rate 1560mbit
+//! burst 20280b latency 5ms"`, or a table with `kind` and typed parameters,
+//! including an HTB tree) becomes typed tc requests here (`QdiscSpec::steps`):
+//! a table's values go through the same iproute2 rules as tc's words
+//! (`crate::tc::opts`), the words of the string form through the kind's own
+//! parser, and each request carries the tc line that says the same, for the
+//! report and for errors; errors name the field inside the qdisc. The
+//! literal form (`tc = [...]`) is checked for its shape (`tc
+//! qdisc|class|filter ... dev left|right ...`) and routed to its direction by
+//! the device it names; the tc front end parses it when the tree is built
+//! (see `Config::validate_with`).
 
 use super::values::{Size, TcRate, TcTime};
 use crate::dir::Dir;
+use crate::handle::{tc_h_make, tc_h_minor, Handle, TcError, TC_H_ROOT};
+use crate::qdisc::codel_qdisc::CodelOptions;
+use crate::qdisc::fq_codel::FqCodelOptions;
+use crate::qdisc::htb::HtbGlob;
+use crate::qdisc::request::{Object, Options, Request, Verb};
+use crate::qdisc::sfq::SfqOptions;
+use crate::qdisc::{ClassOptions, QdiscOptions};
 use crate::tc::kinds::{self, KindEntry};
+use crate::tc::opts::htb::{self, HtbClassArgs};
+use crate::tc::opts::tbf::{self, TbfArgs};
+use crate::tc::opts::{codel, fifo, fq_codel, sfq};
+use crate::tc::Step;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde::{Serialize, Serializer};
 use std::fmt;
@@ -117,6 +132,7 @@ pub struct HtbClass {
 
 /// Handle of the root qdisc the structured form creates for HTB and mq.
 const ROOT_HANDLE: &str = "1:";
+const ROOT: Handle = tc_h_make(1, 0);
 
 impl QdiscSpec {
     /// The default qdisc of a single-queue device.
@@ -164,55 +180,121 @@ impl QdiscSpec {
         }
     }
 
-    /// tc lines that build this qdisc as the root of `dev`, under an mq root
-    /// with one copy per TX queue when `tx_queues > 1`.
-    pub fn tc_lines(&self, dev: &str, tx_queues: u32) -> Result<Vec<String>, String> {
+    /// The steps that build this qdisc as the root of `dir`'s device
+    /// (under an mq root with one copy per TX queue when `tx_queues > 1`):
+    /// typed requests, each with the tc line that says the same. The error
+    /// names the field inside the qdisc (empty for the qdisc itself).
+    pub fn steps(&self, dir: Dir, tx_queues: u32) -> Result<Vec<Step>, (String, String)> {
+        let dev = dir.dev();
+        let args = self.args();
         if tx_queues > 1 {
             if self.is_classful() {
-                return Err(format!(
+                return Err((String::new(), format!(
                     "a {} tree cannot be repeated under mq (tx_queues = {tx_queues}); fix: use tx_queues = 1 or write tc lines",
                     self.kind()
-                ));
+                )));
             }
-            let mut lines = vec![format!(
-                "tc qdisc add dev {dev} root handle {ROOT_HANDLE} mq"
+            let options = self.options()?;
+            // mq without options: what `tc qdisc add ... mq` sends.
+            let mut steps = vec![qdisc_step(
+                dir,
+                TC_H_ROOT,
+                Some(ROOT),
+                "mq",
+                QdiscOptions::None,
+                format!("tc qdisc add dev {dev} root handle {ROOT_HANDLE} mq"),
             )];
             for queue in 1..=tx_queues {
-                lines.push(format!(
-                    "tc qdisc add dev {dev} parent {ROOT_HANDLE}{queue:x} {}",
-                    self.args()
+                steps.push(qdisc_step(
+                    dir,
+                    tc_h_make(1, queue as u16),
+                    None,
+                    self.kind(),
+                    options.clone(),
+                    format!("tc qdisc add dev {dev} parent {ROOT_HANDLE}{queue:x} {args}"),
                 ));
             }
-            return Ok(lines);
+            return Ok(steps);
         }
-        let mut lines = Vec::new();
-        match self {
-            QdiscSpec::Table(QdiscTable::Htb { classes, .. }) => {
-                lines.push(format!(
-                    "tc qdisc add dev {dev} root handle {ROOT_HANDLE} {}",
-                    self.args()
-                ));
-                for class in classes {
-                    lines.push(format!(
-                        "tc class add dev {dev} parent {} classid {} htb {}",
-                        class.parent.as_deref().unwrap_or(ROOT_HANDLE),
+        let options = self.options()?;
+        let QdiscSpec::Table(QdiscTable::Htb { classes, .. }) = self else {
+            return Ok(vec![qdisc_step(
+                dir,
+                TC_H_ROOT,
+                None,
+                self.kind(),
+                options,
+                format!("tc qdisc add dev {dev} root {args}"),
+            )]);
+        };
+        let mut steps = vec![qdisc_step(
+            dir,
+            TC_H_ROOT,
+            Some(ROOT),
+            "htb",
+            options,
+            format!("tc qdisc add dev {dev} root handle {ROOT_HANDLE} {args}"),
+        )];
+        let mut leaves = Vec::new();
+        for (i, class) in classes.iter().enumerate() {
+            let at = |(field, m): (String, String)| (format!("class[{i}].{field}"), m);
+            let classid = class_handle(&class.classid).map_err(|m| at(("classid".into(), m)))?;
+            let parent_text = class.parent.as_deref().unwrap_or(ROOT_HANDLE);
+            let parent = class_handle(parent_text).map_err(|m| at(("parent".into(), m)))?;
+            steps.push(Step::Request {
+                request: Request {
+                    object: Object::Class,
+                    verb: Verb::Add,
+                    dev: Some(dir),
+                    parent: Some(parent),
+                    handle: Some(classid),
+                    kind: Some("htb".into()),
+                    options: Options::Class(class.options().map_err(at)?),
+                },
+                line: format!(
+                    "tc class add dev {dev} parent {parent_text} classid {} htb {}",
+                    class.classid,
+                    class.args()
+                ),
+            });
+            if let Some(leaf) = &class.qdisc {
+                let options = leaf.options().map_err(|(_, m)| at(("qdisc".into(), m)))?;
+                leaves.push(qdisc_step(
+                    dir,
+                    classid,
+                    None,
+                    leaf.kind(),
+                    options,
+                    format!(
+                        "tc qdisc add dev {dev} parent {} {}",
                         class.classid,
-                        class.args()
-                    ));
-                }
-                for class in classes {
-                    if let Some(leaf) = &class.qdisc {
-                        lines.push(format!(
-                            "tc qdisc add dev {dev} parent {} {}",
-                            class.classid,
-                            leaf.args()
-                        ));
-                    }
-                }
+                        leaf.args()
+                    ),
+                ));
             }
-            _ => lines.push(format!("tc qdisc add dev {dev} root {}", self.args())),
         }
-        Ok(lines)
+        steps.extend(leaves);
+        Ok(steps)
+    }
+
+    /// The options tc would send for this qdisc: the written form's words
+    /// parsed by the kind's own parser, the table form's values converted
+    /// by the same rules (`crate::tc::opts`). The error names the field.
+    fn options(&self) -> Result<QdiscOptions, (String, String)> {
+        match self {
+            QdiscSpec::Line(line) => {
+                let mut words = line.split_whitespace();
+                let kind = words.next().unwrap_or("");
+                let words: Vec<&str> = words.collect();
+                kinds::parse_qdisc(kinds::BUILTIN, kind, &words).map_err(|e| {
+                    (
+                        String::new(),
+                        format!("tc rejects \"{}\": {e}", self.args()),
+                    )
+                })
+            }
+            QdiscSpec::Table(t) => t.options(),
+        }
     }
 
     /// `kind arg arg ...` as tc takes it after `root`/`parent X`.
@@ -229,6 +311,128 @@ impl QdiscSpec {
 }
 
 impl QdiscTable {
+    /// The options tc would send for the parameters set.
+    fn options(&self) -> Result<QdiscOptions, (String, String)> {
+        let tc = |e: TcError| {
+            let mut words = vec![self.kind().to_string()];
+            self.push_args(&mut words);
+            (
+                String::new(),
+                format!("tc rejects \"{}\": {e}", words.join(" ")),
+            )
+        };
+        Ok(match self {
+            // What tc sends without options.
+            QdiscTable::PfifoFast => QdiscOptions::None,
+            QdiscTable::Pfifo { limit } | QdiscTable::PfifoHeadDrop { limit } => {
+                fifo::options(limit.map(u64::from))
+            }
+            QdiscTable::Bfifo { limit } => fifo::options(limit.as_ref().map(Size::value)),
+            QdiscTable::Tbf {
+                rate,
+                burst,
+                latency,
+                limit,
+                peakrate,
+                mtu,
+            } => QdiscOptions::Tbf({
+                let latency_us = latency.as_ref().map_or(0, TcTime::value);
+                // As tc reads `latency T limit L`: a limit after a latency.
+                if latency_us != 0 && limit.is_some() {
+                    return Err(tc(tbf::limit_or_latency()));
+                }
+                tbf::options(&TbfArgs {
+                    rate: rate.value(),
+                    burst: burst.value(),
+                    limit: limit.as_ref().map_or(0, Size::value),
+                    latency_us,
+                    peakrate: peakrate.as_ref().map_or(0, TcRate::value),
+                    mtu: mtu.as_ref().map_or(0, Size::value),
+                    ..TbfArgs::default()
+                })
+                .map_err(tc)?
+            }),
+            QdiscTable::Sfq {
+                limit,
+                perturb,
+                quantum,
+                divisor,
+                flows,
+                depth,
+                headdrop,
+            } => QdiscOptions::Sfq(SfqOptions {
+                limit: limit.map(sfq::limit).transpose().map_err(tc)?.unwrap_or(0),
+                perturb_period: match perturb {
+                    None => 0,
+                    Some(p) => i32::try_from(*p).map_err(|_| {
+                        at("perturb")(format!(
+                            "{p} is out of range; expected 0..={} seconds; fix: write perturb = 10",
+                            i32::MAX
+                        ))
+                    })?,
+                },
+                quantum: u32_size("quantum", quantum)?.unwrap_or(0),
+                divisor: divisor.unwrap_or(0),
+                flows: flows.unwrap_or(0),
+                depth: depth.unwrap_or(0),
+                headdrop: *headdrop == Some(true),
+            }),
+            QdiscTable::Codel {
+                limit,
+                target,
+                interval,
+                ecn,
+                ce_threshold,
+            } => codel::options(CodelOptions {
+                limit: *limit,
+                target: micros(target),
+                interval: micros(interval),
+                ecn: *ecn,
+                ce_threshold: micros(ce_threshold),
+            }),
+            QdiscTable::FqCodel {
+                limit,
+                flows,
+                quantum,
+                target,
+                interval,
+                ecn,
+                ce_threshold,
+                memory_limit,
+                drop_batch,
+            } => fq_codel::options(FqCodelOptions {
+                limit: *limit,
+                flows: *flows,
+                quantum: u32_size("quantum", quantum)?,
+                target: micros(target),
+                interval: micros(interval),
+                ecn: *ecn,
+                ce_threshold: micros(ce_threshold),
+                memory_limit: memory_limit
+                    .as_ref()
+                    .map(|m| fq_codel::memory_limit(m.value())),
+                drop_batch_size: *drop_batch,
+                ..FqCodelOptions::default()
+            }),
+            QdiscTable::Htb {
+                default,
+                r2q,
+                direct_qlen,
+                ..
+            } => {
+                let mut glob = HtbGlob::default();
+                if let Some(d) = default {
+                    glob.defcls = parse_minor(d).map_err(at("default"))?;
+                }
+                if let Some(r2q) = r2q {
+                    glob.rate2quantum = *r2q;
+                }
+                glob.direct_qlen = *direct_qlen;
+                QdiscOptions::Htb(glob)
+            }
+        })
+    }
+
     fn kind(&self) -> &'static str {
         match self {
             QdiscTable::PfifoFast => "pfifo_fast",
@@ -311,7 +515,8 @@ impl QdiscTable {
             } => {
                 opt(w, "limit", limit);
                 opt(w, "flows", flows);
-                opt(w, "quantum", quantum);
+                // fq_codel reads a plain number (`get_unsigned`), not a size.
+                opt(w, "quantum", &quantum.as_ref().map(Size::value));
                 opt(w, "target", target);
                 opt(w, "interval", interval);
                 ecn_flag(w, ecn);
@@ -334,14 +539,27 @@ impl QdiscTable {
 }
 
 impl HtbClass {
+    /// The options `tc class add ... htb` sends for the parameters set.
+    fn options(&self) -> Result<ClassOptions, (String, String)> {
+        htb::class_options(&HtbClassArgs {
+            rate: self.rate.value(),
+            ceil: self.ceil.as_ref().map_or(0, TcRate::value),
+            buffer: self.burst.as_ref().map_or(0, Size::value),
+            cbuffer: self.cburst.as_ref().map_or(0, Size::value),
+            prio: self.prio.unwrap_or(0),
+            quantum: self.quantum.unwrap_or(0),
+            ..HtbClassArgs::default()
+        })
+        .map_err(|e| {
+            (
+                "rate".to_string(),
+                format!("tc rejects \"htb {}\": {e}", self.args()),
+            )
+        })
+    }
+
     fn check(&self, earlier: &[&str]) -> Result<(), (String, String)> {
-        let minor = |id: &str| -> Result<u32, String> {
-            let rest = id.strip_prefix(ROOT_HANDLE).ok_or_else(|| {
-                format!("class id \"{id}\" is not under the root {ROOT_HANDLE}; fix: write 1:MINOR such as 1:10")
-            })?;
-            parse_minor(rest)
-        };
-        if minor(&self.classid).map_err(at("classid"))? == 0 {
+        if tc_h_minor(class_handle(&self.classid).map_err(at("classid"))?) == 0 {
             return Err(at("classid")(format!(
                 "classid \"{}\": minor 0 is the qdisc itself; fix: use 1:1 .. 1:ffff",
                 self.classid
@@ -381,6 +599,64 @@ impl HtbClass {
         opt(&mut w, "prio", &self.prio);
         opt(&mut w, "quantum", &self.quantum);
         w.join(" ")
+    }
+}
+
+/// A TOML time in µs as the tc attribute holds it (`parse_time` already
+/// refused more than 2^32 - 1 µs).
+fn micros(t: &Option<TcTime>) -> Option<u32> {
+    t.as_ref()
+        .map(|t| u32::try_from(t.value()).unwrap_or(u32::MAX))
+}
+
+/// A size that tc reads into an unsigned int.
+fn u32_size(field: &'static str, size: &Option<Size>) -> Result<Option<u32>, (String, String)> {
+    size.as_ref()
+        .map(|s| {
+            u32::try_from(s.value()).map_err(|_| {
+                at(field)(format!(
+                    "\"{s}\" is out of range; expected at most {} bytes; fix: write e.g. {field} = 1514",
+                    u32::MAX
+                ))
+            })
+        })
+        .transpose()
+}
+
+/// A class id or parent under the root `1:` (`1:` itself is the root
+/// qdisc), as a handle.
+fn class_handle(id: &str) -> Result<Handle, String> {
+    let rest = id.strip_prefix(ROOT_HANDLE).ok_or_else(|| {
+        format!("class id \"{id}\" is not under the root {ROOT_HANDLE}; fix: write 1:MINOR such as 1:10")
+    })?;
+    let minor = if rest.is_empty() {
+        0
+    } else {
+        parse_minor(rest)?
+    };
+    Ok(tc_h_make(1, minor as u16))
+}
+
+/// A `tc qdisc add` step under `parent`.
+fn qdisc_step(
+    dir: Dir,
+    parent: Handle,
+    handle: Option<Handle>,
+    kind: &str,
+    options: QdiscOptions,
+    line: String,
+) -> Step {
+    Step::Request {
+        request: Request {
+            object: Object::Qdisc,
+            verb: Verb::Add,
+            dev: Some(dir),
+            parent: Some(parent),
+            handle,
+            kind: Some(kind.to_string()),
+            options: Options::Qdisc(options),
+        },
+        line,
     }
 }
 
@@ -506,6 +782,13 @@ impl<'de> Deserialize<'de> for QdiscSpec {
 mod tests {
     use super::*;
 
+    /// The tc lines the steps of `s` say, as the report prints them.
+    fn lines(s: &QdiscSpec, dir: Dir, tx_queues: u32) -> Result<Vec<String>, String> {
+        s.steps(dir, tx_queues)
+            .map(|steps| steps.iter().map(|s| s.line().to_string()).collect())
+            .map_err(|(_, m)| m)
+    }
+
     fn spec(toml_text: &str) -> Result<QdiscSpec, String> {
         #[derive(serde::Deserialize)]
         struct W {
@@ -520,7 +803,7 @@ mod tests {
     fn string_form_is_kind_and_args() {
         let s = spec("qdisc = \"tbf rate 1560mbit  burst 20280b latency 5ms\"").unwrap();
         assert_eq!(
-            s.tc_lines("left", 1).unwrap(),
+            lines(&s, Dir::LeftToRight, 1).unwrap(),
             vec!["tc qdisc add dev left root tbf rate 1560mbit burst 20280b latency 5ms"]
         );
         assert!(spec("qdisc = \"fq_kodel\"")
@@ -535,7 +818,7 @@ mod tests {
             spec("qdisc = { kind = \"fq_codel\", limit = 1024, target = \"5ms\", ecn = false }")
                 .unwrap();
         assert_eq!(
-            s.tc_lines("right", 1).unwrap(),
+            lines(&s, Dir::RightToLeft, 1).unwrap(),
             vec!["tc qdisc add dev right root fq_codel limit 1024 target 5ms noecn"]
         );
         let e = spec("qdisc = { kind = \"fq_codel\", limt = 1 }").unwrap_err();
@@ -549,14 +832,13 @@ mod tests {
     #[test]
     fn mq_repeats_classless_child_per_queue() {
         let s = spec("qdisc = \"fq_codel\"").unwrap();
-        let lines = s.tc_lines("left", 12).unwrap();
+        let lines = lines(&s, Dir::LeftToRight, 12).unwrap();
         assert_eq!(lines[0], "tc qdisc add dev left root handle 1: mq");
         assert_eq!(lines[1], "tc qdisc add dev left parent 1:1 fq_codel");
         assert_eq!(lines[10], "tc qdisc add dev left parent 1:a fq_codel");
         assert_eq!(lines.len(), 13);
         let htb = spec("qdisc = \"htb default 10\"").unwrap();
-        assert!(htb
-            .tc_lines("left", 2)
+        assert!(super::tests::lines(&htb, Dir::LeftToRight, 2)
             .unwrap_err()
             .contains("cannot be repeated under mq"));
     }
@@ -580,7 +862,7 @@ qdisc = { kind = "sfq", perturb = 10 }
         let s = spec(text).unwrap();
         s.check().unwrap();
         assert_eq!(
-            s.tc_lines("left", 1).unwrap(),
+            lines(&s, Dir::LeftToRight, 1).unwrap(),
             vec![
                 "tc qdisc add dev left root handle 1: htb default 10",
                 "tc class add dev left parent 1: classid 1:1 htb rate 100mbit",
@@ -676,5 +958,151 @@ qdisc = { kind = "sfq", perturb = 10 }
             spec(&toml::to_string(&W { qdisc: &line }).unwrap()).unwrap(),
             line
         );
+    }
+
+    /// What tc sends for `line` (the front end's parse of the tc text).
+    fn tc_request(line: &str) -> Result<Request, TcError> {
+        let cmd = crate::tc::TcCommand::parse(line)?;
+        crate::tc::request(kinds::BUILTIN, &cmd)
+    }
+
+    /// Every typed step is the request tc makes of the line it says.
+    fn assert_steps_are_their_lines(steps: &[Step]) {
+        for step in steps {
+            let Step::Request { request, line } = step else {
+                panic!("the structured form made a bare line: {step:?}");
+            };
+            assert_eq!(tc_request(line).as_ref(), Ok(request), "{line}");
+        }
+    }
+
+    #[test]
+    fn typed_steps_are_the_requests_of_their_lines() {
+        let specs = [
+            "qdisc = \"pfifo_fast\"",
+            "qdisc = { kind = \"pfifo_fast\" }",
+            "qdisc = { kind = \"pfifo\", limit = 50 }",
+            "qdisc = { kind = \"pfifo\" }",
+            "qdisc = { kind = \"bfifo\", limit = \"64kb\" }",
+            "qdisc = { kind = \"pfifo_head_drop\", limit = 3 }",
+            "qdisc = { kind = \"tbf\", rate = \"1560mbit\", burst = \"20280b\", latency = \"5ms\" }",
+            "qdisc = { kind = \"tbf\", rate = \"10mbit\", burst = 3000, limit = \"30kb\", peakrate = \"20mbit\", mtu = 1514 }",
+            "qdisc = { kind = \"sfq\", limit = 127, perturb = 10, quantum = \"1514b\", divisor = 1024, flows = 64, depth = 20, headdrop = true }",
+            "qdisc = { kind = \"sfq\", headdrop = false }",
+            "qdisc = { kind = \"codel\", limit = 1000, target = \"5ms\", interval = \"100ms\", ecn = true, ce_threshold = \"1ms\" }",
+            "qdisc = { kind = \"codel\", limit = 0, target = \"0\", ce_threshold = \"0\" }",
+            "qdisc = { kind = \"fq_codel\", limit = 10240, flows = 1024, quantum = 1514, target = \"5ms\", interval = \"100ms\", ecn = false, ce_threshold = \"2ms\", memory_limit = \"32mb\", drop_batch = 64 }",
+            "qdisc = { kind = \"fq_codel\", quantum = \"1.5kb\", memory_limit = \"8gb\" }",
+            "qdisc = \"fq_codel limit 1024 ecn\"",
+            "qdisc = \"tbf rate 1mbit burst 10kb/8 lat 50ms mpu 64 linklayer atm\"",
+            "qdisc = { kind = \"htb\", default = \"20\", r2q = 5, direct_qlen = 100 }",
+            r#"[qdisc]
+kind = "htb"
+default = "10"
+[[qdisc.class]]
+classid = "1:1"
+rate = "100mbit"
+burst = "15k"
+cburst = 3000
+[[qdisc.class]]
+classid = "1:10"
+parent = "1:1"
+rate = "60mbit"
+ceil = "100mbit"
+prio = 1
+quantum = 3000
+qdisc = { kind = "sfq", perturb = 10 }
+[[qdisc.class]]
+classid = "1:20"
+parent = "1:1"
+rate = "40mbit"
+qdisc = "fq_codel ecn"
+"#,
+        ];
+        for text in specs {
+            let s = spec(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            for dir in Dir::ALL {
+                for tx_queues in [1, 3] {
+                    if tx_queues > 1 && s.is_classful() {
+                        continue;
+                    }
+                    let steps = s
+                        .steps(dir, tx_queues)
+                        .unwrap_or_else(|e| panic!("{text}: {e:?}"));
+                    assert_steps_are_their_lines(&steps);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn steps_refuse_what_tc_refuses_and_name_the_field() {
+        let err = |text: &str| spec(text).unwrap().steps(Dir::LeftToRight, 1).unwrap_err();
+        let (field, m) = err("qdisc = { kind = \"tbf\", rate = \"1mbit\", burst = \"10kb\" }");
+        assert_eq!(field, "");
+        assert!(
+            m.starts_with(
+                "tc rejects \"tbf rate 1mbit burst 10kb\": tbf: either \"limit\" or \"latency\""
+            ),
+            "{m}"
+        );
+        let (_, m) = err("qdisc = { kind = \"tbf\", rate = \"1mbit\", burst = \"10kb\", limit = 3000, latency = \"5ms\" }");
+        assert!(m.contains("either \"limit\" or \"latency\"."), "{m}");
+        let (_, m) = err("qdisc = { kind = \"sfq\", limit = 1 }");
+        assert!(m.contains("Illegal \"limit\", must be > 1 (got 1)"), "{m}");
+        let (field, m) = err("qdisc = { kind = \"sfq\", perturb = 3000000000 }");
+        assert_eq!(field, "perturb");
+        assert!(m.contains("out of range"), "{m}");
+        let (field, _) = err("qdisc = { kind = \"fq_codel\", quantum = \"5gb\" }");
+        assert_eq!(field, "quantum");
+        let (_, m) = err("qdisc = \"fq_codel limit lots\"");
+        assert!(m.starts_with("tc rejects \"fq_codel limit lots\": "), "{m}");
+        let (field, m) = err("qdisc = { kind = \"htb\", class = [{ classid = \"1:1\", rate = \"1mbit\", qdisc = \"sfq limit 1\" }] }");
+        assert_eq!(field, "class[0].qdisc");
+        assert!(m.contains("must be > 1"), "{m}");
+    }
+
+    proptest::proptest! {
+        /// Tables with random values: when the typed conversion succeeds,
+        /// each step is the request of the line it says; when it fails, tc
+        /// refuses that line too.
+        #[test]
+        fn typed_conversion_agrees_with_tc(
+            kind in 0..5usize,
+            a in proptest::option::of(proptest::sample::select(vec![0u64, 1, 2, 3, 100, 1514, 65535, 65536, 4294967295])),
+            b in proptest::option::of(proptest::sample::select(vec![0u64, 1, 2, 1500, 1_000_000, 4294967295])),
+            t in proptest::option::of(proptest::sample::select(vec!["0", "1", "500us", "5ms", "1s", "4294s"])),
+            r in proptest::sample::select(vec!["8bit", "1kbit", "10mbit", "1560mbit", "100gbit"]),
+            flag in proptest::option::of(proptest::bool::ANY),
+        ) {
+            let opt = |k: &str, v: Option<String>| v.map(|v| format!(", {k} = {v}")).unwrap_or_default();
+            let a_ = a.map(|v| v.to_string());
+            let b_ = b.map(|v| v.to_string());
+            let t_ = t.map(|v| format!("\"{v}\""));
+            let f_ = flag.map(|v| v.to_string());
+            let text = match kind {
+                0 => format!("qdisc = {{ kind = \"fq_codel\"{}{}{}{}{} }}", opt("limit", a_.clone()), opt("quantum", b_.clone()), opt("target", t_.clone()), opt("ecn", f_), opt("memory_limit", b_)),
+                1 => format!("qdisc = {{ kind = \"codel\"{}{}{}{} }}", opt("limit", a_), opt("interval", t_.clone()), opt("ce_threshold", t_), opt("ecn", f_)),
+                2 => format!("qdisc = {{ kind = \"sfq\"{}{}{}{}{} }}", opt("limit", a_.clone()), opt("quantum", b_.clone()), opt("perturb", b_), opt("depth", a_), opt("headdrop", f_)),
+                3 => format!("qdisc = {{ kind = \"tbf\", rate = \"{r}\", burst = {}{}{}{} }}", b.unwrap_or(0), opt("limit", a_), opt("latency", t_), opt("mtu", f_.map(|_| "1514".into()))),
+                _ => format!("qdisc = {{ kind = \"htb\", class = [{{ classid = \"1:1\", rate = \"{r}\"{}{}{} }}] }}", opt("burst", b_), opt("quantum", a_.clone()), opt("prio", a_)),
+            };
+            // u32 fields the TOML refuses out of range, as serde does.
+            let Ok(s) = spec(&text) else { return Ok(()); };
+            match s.steps(Dir::LeftToRight, 1) {
+                Ok(steps) => assert_steps_are_their_lines(&steps),
+                Err(e) => {
+                    let mut lines = vec![];
+                    if let QdiscSpec::Table(QdiscTable::Htb { classes, .. }) = &s {
+                        lines.push("tc qdisc add dev left root handle 1: htb".to_string());
+                        lines.push(format!("tc class add dev left parent 1: classid 1:1 htb {}", classes[0].args()));
+                    } else {
+                        lines.push(format!("tc qdisc add dev left root {}", s.args()));
+                    }
+                    let refused = lines.iter().any(|l| tc_request(l).is_err());
+                    proptest::prop_assert!(refused, "{text}: typed refused ({e:?}) what tc takes: {lines:?}");
+                }
+            }
+        }
     }
 }

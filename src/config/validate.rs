@@ -8,6 +8,7 @@ use super::qdisc::literal_direction;
 use super::{Config, Endpoint, LinkSettings, TcCheck};
 use crate::dir::Dir;
 use crate::link::MAX_DELAY_NS;
+use crate::tc::Step;
 use crate::units::print_rate;
 use std::ops::RangeInclusive;
 
@@ -85,15 +86,15 @@ pub(super) fn validate(config: &Config, tc_check: Option<TcCheck>) -> Result<(),
         config.try_link_params(dir)?;
         config.try_link_shape(dir)?;
         qdisc_forms(config, dir)?;
-        let lines = config.try_tc_lines(dir)?;
+        let steps = config.try_tc_steps(dir)?;
         if let Some(check) = tc_check {
-            let text: Vec<&str> = lines.iter().map(|l| l.value.as_str()).collect();
-            check(config.dev_spec(dir), &text).map_err(|(i, e)| {
-                match i.and_then(|i| lines.get(i)) {
-                    Some(line) => ConfigError::field(
-                        line.path.clone(),
-                        Some(toml_text(line.value.as_str())),
-                        format!("tc rejects \"{}\": {e}", line.value),
+            let run: Vec<Step> = steps.iter().map(|s| s.value.clone()).collect();
+            check(config.dev_spec(dir), &run).map_err(|(i, e)| {
+                match i.and_then(|i| steps.get(i)) {
+                    Some(step) => ConfigError::field(
+                        step.path.clone(),
+                        Some(toml_text(step.value.line())),
+                        format!("tc rejects \"{}\": {e}", step.value.line()),
                     ),
                     // The device itself (no line applied yet).
                     None => ConfigError::field(format!("link.{}", dir.name()), None, e),

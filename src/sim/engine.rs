@@ -180,10 +180,10 @@ impl Sim {
         let cfg = sc.config();
         let mut make_path = |dir: Dir| {
             let params = cfg.link_params(dir);
-            let lines = cfg.tc_lines(dir);
+            let steps = cfg.tc_steps(dir);
             let qdisc = build_qdisc(
                 dir,
-                &lines,
+                &steps,
                 &params,
                 cfg.tx_queues(dir),
                 rng.next_u64(),

@@ -1,5 +1,5 @@
 //! The qdisc side of a simulated direction, through the tc front end: the
-//! direction's tc lines (from the scenario's `[link]` section, resolved by
+//! direction's tc steps (from the scenario's `[link]` section, resolved by
 //! `crate::config`) build a `QdiscTree` exactly as the daemon would, and at
 //! the end `tc -s -d qdisc show` / `class show` print its statistics.
 
@@ -10,14 +10,14 @@ use crate::qdisc::registry::KindEntry;
 use crate::qdisc::tree::DevSpec;
 use crate::qdisc::{Qdisc, QdiscDump};
 use crate::tc::show::{render, DevDump};
-use crate::tc::TcCommand;
+use crate::tc::{Step, TcCommand};
 
-/// The qdisc tree `lines` build on `dir`'s device from the kind table
-/// `kinds`; `seed` feeds hash perturbation. No lines: the device default
+/// The qdisc tree `steps` build on `dir`'s device from the kind table
+/// `kinds`; `seed` feeds hash perturbation. No steps: the device default
 /// (pfifo_fast).
 pub fn build_qdisc(
     dir: Dir,
-    lines: &[String],
+    steps: &[Step],
     params: &LinkParams,
     tx_queues: u32,
     seed: u64,
@@ -28,7 +28,7 @@ pub fn build_qdisc(
         seed,
         ..params.dev_spec(dir, kinds)
     };
-    let tree = crate::tc::build_tree(dev, lines).map_err(|e| SimError::Qdisc {
+    let tree = crate::tc::build_tree_of(dev, steps).map_err(|e| SimError::Qdisc {
         dir: dir.name().to_string(),
         msg: e.to_string(),
     })?;
@@ -60,10 +60,10 @@ mod tests {
     use crate::time::Instant;
 
     fn build(dir: Dir, lines: &[&str]) -> Result<Box<dyn Qdisc>, SimError> {
-        let lines: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+        let steps: Vec<Step> = lines.iter().map(|s| Step::Line(s.to_string())).collect();
         build_qdisc(
             dir,
-            &lines,
+            &steps,
             &LinkParams::default(),
             1,
             1,

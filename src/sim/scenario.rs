@@ -501,7 +501,7 @@ impl Scenario {
         let kinds = self.kinds;
         self.config()
             .validate_with(Some(&|dev, lines| {
-                crate::tc::check_lines(DevSpec { kinds, ..dev }, lines)
+                crate::tc::check_steps(DevSpec { kinds, ..dev }, lines)
             }))
             .map_err(|e| self.config_error(e))?;
         for dir in Dir::ALL {

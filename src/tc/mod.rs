@@ -96,45 +96,79 @@ pub fn run(
     .map(Some)
 }
 
-/// A device built by tc lines (e.g. `Config::tc_lines`), run in order at
-/// time zero. The error names the failing line.
+/// One step that builds a device's qdisc tree: a tc line as written (the
+/// front end parses it), or a request already typed (the configuration's
+/// structured form builds these) with the tc line that says the same, for
+/// reports and errors.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    Line(String),
+    Request { request: Request, line: String },
+}
+
+impl Step {
+    /// The tc line the step is, or says.
+    pub fn line(&self) -> &str {
+        match self {
+            Step::Line(line) | Step::Request { line, .. } => line,
+        }
+    }
+}
+
+/// A device built by tc lines, run in order at time zero. The error names
+/// the failing line.
 pub fn build_tree<S: AsRef<str>>(dev: DevSpec, lines: &[S]) -> Result<QdiscTree, TcError> {
-    build_tree_reporting(dev, lines, &mut |_, _| {}).map_err(|(i, e)| match i {
-        Some(i) => TcError::new(format!("{}\n{e}", lines[i].as_ref())),
+    build_tree_of(dev, &lines_as_steps(lines))
+}
+
+/// A device built by `steps` (e.g. `Config::tc_steps`), run in order at
+/// time zero. The error names the failing step's line.
+pub fn build_tree_of(dev: DevSpec, steps: &[Step]) -> Result<QdiscTree, TcError> {
+    build_tree_reporting(dev, steps, &mut |_, _| {}).map_err(|(i, e)| match i {
+        Some(i) => TcError::new(format!("{}\n{e}", steps[i].line())),
         None => e,
     })
 }
 
-/// `build_tree`, handing each warning tc would print (a TBF burst below the
-/// MTU, an HTB quantum out of range) to `warn` with its line; the error is
-/// the failing line's index (none when the device itself is refused) and
-/// tc's message.
-pub fn build_tree_reporting<S: AsRef<str>>(
+fn lines_as_steps<S: AsRef<str>>(lines: &[S]) -> Vec<Step> {
+    lines
+        .iter()
+        .map(|l| Step::Line(l.as_ref().to_string()))
+        .collect()
+}
+
+/// `build_tree_of`, handing each warning tc would print (a TBF burst below
+/// the MTU, an HTB quantum out of range) to `warn` with its line; the error
+/// is the failing step's index (none when the device itself is refused)
+/// and tc's message.
+pub fn build_tree_reporting(
     dev: DevSpec,
-    lines: &[S],
+    steps: &[Step],
     warn: &mut dyn FnMut(&str, &str),
 ) -> Result<QdiscTree, (Option<usize>, TcError)> {
     let mut tree = QdiscTree::new(dev).map_err(|e| (None, e))?;
     let mut drops = Drops::new();
-    for (i, line) in lines.iter().enumerate() {
-        let line = line.as_ref();
-        let said = TcCommand::parse(line)
-            .and_then(|cmd| run(&mut tree, &cmd, Instant::ZERO, &mut drops))
-            .map_err(|e| (Some(i), e))?;
+    for (i, step) in steps.iter().enumerate() {
+        let said = match step {
+            Step::Line(line) => TcCommand::parse(line)
+                .and_then(|cmd| run(&mut tree, &cmd, Instant::ZERO, &mut drops)),
+            Step::Request { request, .. } => tree.apply(request, Instant::ZERO, &mut drops),
+        }
+        .map_err(|e| (Some(i), e))?;
         if let Some(warning) = said {
-            warn(line, warning.trim_end());
+            warn(step.line(), warning.trim_end());
         }
     }
     Ok(tree)
 }
 
-/// Checks one direction's tc lines as they will run (the config's
-/// `TcCheck`): applied in order to a fresh tree of device `dev`, each must
-/// parse and succeed given the lines before it (options, parents, classes,
-/// handles). The error is the failing line's index (none: the device) and
-/// tc's message; the warnings tc would print are logged.
-pub fn check_lines(dev: DevSpec, lines: &[&str]) -> Result<(), (Option<usize>, String)> {
-    build_tree_reporting(dev, lines, &mut |line, warning| {
+/// Checks one direction's steps as they will run (the config's `TcCheck`):
+/// applied in order to a fresh tree of device `dev`, each must parse and
+/// succeed given the steps before it (options, parents, classes, handles).
+/// The error is the failing step's index (none: the device) and tc's
+/// message; the warnings tc would print are logged.
+pub fn check_steps(dev: DevSpec, steps: &[Step]) -> Result<(), (Option<usize>, String)> {
+    build_tree_reporting(dev, steps, &mut |line, warning| {
         tracing::warn!("{line}: {warning}")
     })
     .map(drop)
@@ -148,19 +182,19 @@ mod tree_tests;
 
 #[cfg(test)]
 mod tests {
-    use super::check_lines;
+    use super::{check_steps, lines_as_steps};
     use crate::dir::Dir;
     use crate::qdisc::tree::DevSpec;
 
     fn check(lines: &[&str]) -> Result<(), (Option<usize>, String)> {
-        check_lines(
+        check_steps(
             DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN),
-            lines,
+            &lines_as_steps(lines),
         )
     }
 
     #[test]
-    fn check_lines_judges_each_line_given_those_before_it() {
+    fn check_steps_judges_each_line_given_those_before_it() {
         assert!(check(&["tc qdisc add dev left root fq_codel limit 100"]).is_ok());
         assert!(check(&[
             "tc qdisc add dev left root handle 1: qfq",

@@ -49,7 +49,7 @@ pub fn time(name: &str, t: &mut Tokens) -> Result<u32, TcError> {
 }
 
 /// tc sends none of these attributes when the value given is zero.
-pub fn nonzero(v: u32) -> Option<u32> {
+pub(super) fn nonzero(v: u32) -> Option<u32> {
     Some(v).filter(|v| *v != 0)
 }
 
@@ -64,16 +64,28 @@ fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
     let mut o = CodelOptions::default();
     while let Some(word) = t.next() {
         match word {
-            "limit" => o.limit = nonzero(unsigned("limit", t)?),
-            "target" => o.target = nonzero(time("target", t)?),
-            "interval" => o.interval = nonzero(time("interval", t)?),
+            "limit" => o.limit = Some(unsigned("limit", t)?),
+            "target" => o.target = Some(time("target", t)?),
+            "interval" => o.interval = Some(time("interval", t)?),
             "ce_threshold" => o.ce_threshold = Some(time("ce_threshold", t)?),
             "ecn" => o.ecn = Some(true),
             "noecn" => o.ecn = Some(false),
             other => return Err(TcError::new(format!("What is \"{other}\"?\n{USAGE}"))),
         }
     }
-    Ok(QdiscOptions::Codel(o))
+    Ok(options(o))
+}
+
+/// What `codel_parse_opt` sends for the values given (the words', or the
+/// configuration's structured form's): no limit, target or interval
+/// attribute for a zero.
+pub fn options(o: CodelOptions) -> QdiscOptions {
+    QdiscOptions::Codel(CodelOptions {
+        limit: o.limit.and_then(nonzero),
+        target: o.target.and_then(nonzero),
+        interval: o.interval.and_then(nonzero),
+        ..o
+    })
 }
 
 /// `codel_print_opt`: the same text with and without `-d`.

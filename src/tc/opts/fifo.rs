@@ -58,9 +58,15 @@ fn parse(t: &mut Tokens, bytes: bool) -> Result<QdiscOptions, TcError> {
             }
         }
     }
-    Ok(limit.map_or(QdiscOptions::None, |limit| {
+    Ok(options(limit))
+}
+
+/// What `fifo_parse_opt` sends: `struct tc_fifo_qopt` when a limit is
+/// given (packets, or bytes for bfifo), nothing otherwise.
+pub fn options(limit: Option<u64>) -> QdiscOptions {
+    limit.map_or(QdiscOptions::None, |limit| {
         QdiscOptions::Fifo(FifoOptions { limit })
-    }))
+    })
 }
 
 /// `fifo_print_opt`.

@@ -34,12 +34,12 @@ fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
     let mut o = FqCodelOptions::default();
     while let Some(word) = t.next() {
         match word {
-            "limit" => o.limit = nonzero(unsigned("limit", t)?),
-            "flows" => o.flows = nonzero(unsigned("flows", t)?),
-            "quantum" => o.quantum = nonzero(unsigned("quantum", t)?),
-            "drop_batch" => o.drop_batch_size = nonzero(unsigned("drop_batch", t)?),
-            "target" => o.target = nonzero(time("target", t)?),
-            "interval" => o.interval = nonzero(time("interval", t)?),
+            "limit" => o.limit = Some(unsigned("limit", t)?),
+            "flows" => o.flows = Some(unsigned("flows", t)?),
+            "quantum" => o.quantum = Some(unsigned("quantum", t)?),
+            "drop_batch" => o.drop_batch_size = Some(unsigned("drop_batch", t)?),
+            "target" => o.target = Some(time("target", t)?),
+            "interval" => o.interval = Some(time("interval", t)?),
             "ce_threshold" => o.ce_threshold = Some(time("ce_threshold", t)?),
             "ce_threshold_selector" => {
                 let v = value("ce_threshold_selector", t)?;
@@ -58,14 +58,35 @@ fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
                 let v = value("memory_limit", t)?;
                 let bytes = parse_size(v)
                     .map_err(|e| TcError::new(format!("Illegal \"memory_limit\" ({e})")))?;
-                o.memory_limit = nonzero(u32::try_from(bytes).unwrap_or(u32::MAX));
+                o.memory_limit = Some(memory_limit(bytes));
             }
             "ecn" => o.ecn = Some(true),
             "noecn" => o.ecn = Some(false),
             other => return Err(TcError::new(format!("What is \"{other}\"?\n{USAGE}"))),
         }
     }
-    Ok(QdiscOptions::FqCodel(o))
+    Ok(options(o))
+}
+
+/// `memory_limit` as `get_size` fills its unsigned int (saturating).
+pub fn memory_limit(bytes: u64) -> u32 {
+    u32::try_from(bytes).unwrap_or(u32::MAX)
+}
+
+/// What `fq_codel_parse_opt` sends for the values given (the words', or
+/// the configuration's structured form's): none of them for a zero but
+/// `ce_threshold` and the selector.
+pub fn options(o: FqCodelOptions) -> QdiscOptions {
+    QdiscOptions::FqCodel(FqCodelOptions {
+        limit: o.limit.and_then(nonzero),
+        flows: o.flows.and_then(nonzero),
+        quantum: o.quantum.and_then(nonzero),
+        drop_batch_size: o.drop_batch_size.and_then(nonzero),
+        target: o.target.and_then(nonzero),
+        interval: o.interval.and_then(nonzero),
+        memory_limit: o.memory_limit.and_then(nonzero),
+        ..o
+    })
 }
 
 /// `fq_codel_print_opt`: the same text with and without `-d`.

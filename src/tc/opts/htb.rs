@@ -95,20 +95,46 @@ fn parse_qdisc(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
     Ok(QdiscOptions::Htb(o))
 }
 
-/// `htb_parse_class_opt`, defaults included: `tc class add ... htb rate R
+/// An HTB class's parameters as `htb_parse_class_opt` holds them after
+/// reading the words (rates in bytes/s, buckets in bytes; 0: not given);
+/// the configuration's structured form fills the same fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HtbClassArgs {
+    pub rate: u64,
+    pub ceil: u64,
+    pub buffer: u64,
+    pub cbuffer: u64,
+    pub mtu: u64,
+    pub mpu: u16,
+    pub overhead: u16,
+    pub linklayer: LinkLayer,
+    pub prio: u32,
+    pub quantum: u32,
+}
+
+impl Default for HtbClassArgs {
+    /// Nothing given: tc's `mtu` 1600 and an Ethernet link layer.
+    fn default() -> Self {
+        HtbClassArgs {
+            rate: 0,
+            ceil: 0,
+            buffer: 0,
+            cbuffer: 0,
+            mtu: DEFAULT_MTU,
+            mpu: 0,
+            overhead: 0,
+            linklayer: LinkLayer::Ethernet,
+            prio: 0,
+            quantum: 0,
+        }
+    }
+}
+
+/// `htb_parse_class_opt`'s reading of `tc class add ... htb rate R
 /// [burst B] [mpu B] [overhead O] [prio P] [quantum Q] [ceil R2]
-/// [cburst B2] [mtu MTU] [linklayer TYPE]`.
+/// [cburst B2] [mtu MTU] [linklayer TYPE]`, with its checks of each word.
 fn parse_class(t: &mut Tokens) -> Result<ClassOptions, TcError> {
-    let mut rate = 0u64;
-    let mut ceil = 0u64;
-    let mut buffer = 0u64;
-    let mut cbuffer = 0u64;
-    let mut mtu = DEFAULT_MTU;
-    let mut mpu = 0u16;
-    let mut overhead = 0u16;
-    let mut linklayer = LinkLayer::Ethernet;
-    let mut prio = 0u32;
-    let mut quantum = 0u32;
+    let mut a = HtbClassArgs::default();
     while let Some(tok) = t.next() {
         let u16_of =
             |name: &str, v: &str| v.parse::<u16>().map_err(|_| illegal(name, v, U16_ALLOWED));
@@ -126,68 +152,77 @@ fn parse_class(t: &mut Tokens) -> Result<ClassOptions, TcError> {
         };
         let mut value = || t.value(|| incomplete(tok));
         if matches(tok, "prio") {
-            prio = u32_of("prio", value()?)?;
+            a.prio = u32_of("prio", value()?)?;
         } else if matches(tok, "mtu") {
-            mtu = u32_of("mtu", value()?)? as u64;
+            a.mtu = u32_of("mtu", value()?)? as u64;
         } else if matches(tok, "mpu") {
-            mpu = u16_of("mpu", value()?)?;
+            a.mpu = u16_of("mpu", value()?)?;
         } else if matches(tok, "overhead") {
-            overhead = u16_of("overhead", value()?)?;
+            a.overhead = u16_of("overhead", value()?)?;
         } else if matches(tok, "linklayer") {
             let v = value()?;
-            linklayer =
+            a.linklayer =
                 parse_linklayer(v).ok_or_else(|| illegal("linklayer", v, LINKLAYER_ALLOWED))?;
         } else if matches(tok, "quantum") {
-            quantum = u32_of("quantum", value()?)?;
+            a.quantum = u32_of("quantum", value()?)?;
         } else if matches(tok, "burst") || tok == "buffer" || tok == "maxburst" {
-            buffer = size_cell(tok, value()?)?;
+            a.buffer = size_cell(tok, value()?)?;
         } else if matches(tok, "cburst") || tok == "cbuffer" || tok == "cmaxburst" {
-            cbuffer = size_cell(tok, value()?)?;
+            a.cbuffer = size_cell(tok, value()?)?;
         } else if tok == "ceil" {
             let v = value()?;
-            if ceil != 0 {
+            if a.ceil != 0 {
                 return Err(htb_err("Double \"ceil\" spec".into()));
             }
-            ceil = parse_rate(v).map_err(|e| illegal("ceil", v, e.allowed))?;
+            a.ceil = parse_rate(v).map_err(|e| illegal("ceil", v, e.allowed))?;
         } else if tok == "rate" {
             let v = value()?;
-            if rate != 0 {
+            if a.rate != 0 {
                 return Err(htb_err("Double \"rate\" spec".into()));
             }
-            rate = parse_rate(v).map_err(|e| illegal("rate", v, e.allowed))?;
+            a.rate = parse_rate(v).map_err(|e| illegal("rate", v, e.allowed))?;
         } else {
             return Err(htb_err(format!("What is \"{tok}\"?")));
         }
     }
-    if rate == 0 {
+    class_options(&a)
+}
+
+/// The rest of `htb_parse_class_opt`: a rate is required; ceil defaults to
+/// the rate, each bucket to rate / HZ + mtu; the buckets are sent in psched
+/// ticks (`tc_calc_xmittime`).
+pub fn class_options(a: &HtbClassArgs) -> Result<ClassOptions, TcError> {
+    if a.rate == 0 {
         return Err(htb_err(
             "\"rate\" is required (and must be above 0, e.g. rate 10mbit).".into(),
         ));
     }
-    if ceil == 0 {
-        ceil = rate;
-    }
-    if buffer == 0 {
-        buffer = rate / TC_HZ + mtu;
-    }
-    if cbuffer == 0 {
-        cbuffer = ceil / TC_HZ + mtu;
-    }
+    let ceil = if a.ceil == 0 { a.rate } else { a.ceil };
+    let buffer = if a.buffer == 0 {
+        a.rate / TC_HZ + a.mtu
+    } else {
+        a.buffer
+    };
+    let cbuffer = if a.cbuffer == 0 {
+        ceil / TC_HZ + a.mtu
+    } else {
+        a.cbuffer
+    };
     let ticks = |r: u64, b: u64| u32::try_from(tc_calc_xmittime(r, b)).unwrap_or(u32::MAX);
     let spec = |rate| RateSpec {
         rate,
-        overhead,
-        mpu,
-        linklayer,
+        overhead: a.overhead,
+        mpu: a.mpu,
+        linklayer: a.linklayer,
     };
     Ok(ClassOptions::Htb(HtbClassOptions {
-        rate: spec(rate),
+        rate: spec(a.rate),
         ceil: spec(ceil),
-        buffer: ticks(rate, buffer),
+        buffer: ticks(a.rate, buffer),
         cbuffer: ticks(ceil, cbuffer),
-        quantum,
+        quantum: a.quantum,
         level: 0,
-        prio,
+        prio: a.prio,
     }))
 }
 

@@ -15,20 +15,23 @@ use serde_json::{json, Map};
 
 const USAGE: &str = "Usage: ... sfq [ limit NUMBER ] [ perturb SECS ] [ quantum BYTES ]\n               [ divisor NUMBER ] [ flows NUMBER] [ depth NUMBER ]\n               [ headdrop ]";
 
+/// `sfq_parse_opt`'s check of a limit given (the words', or the
+/// configuration's structured form's).
+pub fn limit(limit: u32) -> Result<u32, TcError> {
+    if limit < 2 {
+        return Err(TcError::new(format!(
+            "Illegal \"limit\", must be > 1 (got {limit})"
+        )));
+    }
+    Ok(limit)
+}
+
 /// `sfq_parse_opt`.
 fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
     let mut o = SfqOptions::default();
     while let Some(word) = t.next() {
         match word {
-            "limit" => {
-                o.limit = unsigned("limit", t)?;
-                if o.limit < 2 {
-                    return Err(TcError::new(format!(
-                        "Illegal \"limit\", must be > 1 (got {})",
-                        o.limit
-                    )));
-                }
-            }
+            "limit" => o.limit = limit(unsigned("limit", t)?)?,
             "quantum" => {
                 let v = value("quantum", t)?;
                 let bytes = parse_size(v)

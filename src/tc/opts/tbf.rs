@@ -19,7 +19,7 @@ use crate::units::{
 use serde_json::{json, Map, Value};
 
 pub static SYNTAX: Syntax = Syntax {
-    qdisc: |t| Ok(QdiscOptions::Tbf(parse(t)?)),
+    qdisc: |t| Ok(QdiscOptions::Tbf(options(&parse(t)?)?)),
     class: None,
     print: |o| match o {
         QdiscOptions::Tbf(o) => Some(print(o)),
@@ -106,26 +106,32 @@ fn duplicate(what: &str) -> TcError {
     tbf_err(format!("tbf: duplicate \"{what}\" specification"))
 }
 
-/// The words as `tbf_parse_opt` reads them (0: not given).
-#[derive(Default)]
-struct Words {
-    rate: u64,
-    burst: u64,
-    limit: u64,
-    latency_us: u64,
-    peakrate: u64,
-    mtu: u64,
-    mpu: u64,
-    overhead: u64,
-    linklayer: LinkLayer,
+/// tc's refusal of a `limit` and a `latency` together (`tbf_parse_opt`
+/// reads the second one only if the first was zero).
+pub fn limit_or_latency() -> TcError {
+    tbf_err("tbf: you can specify either \"limit\" or \"latency\".".into())
 }
 
-/// `tbf_parse_opt` of iproute2, including its checks, and what it sends:
-/// the limit (from the latency if one is given), the rate specs, the
-/// buckets in ticks (`tc_calc_xmittime`) and in bytes (TCA_TBF_BURST,
-/// TCA_TBF_PBURST).
-fn parse(t: &mut Tokens) -> Result<TbfOptions, TcError> {
-    let mut o = Words::default();
+/// TBF's parameters as `tbf_parse_opt` holds them after reading the words
+/// (0: not given): rates in bytes/s, sizes in bytes, the latency in µs.
+/// The configuration's structured form fills the same fields.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TbfArgs {
+    pub rate: u64,
+    pub burst: u64,
+    pub limit: u64,
+    pub latency_us: u64,
+    pub peakrate: u64,
+    pub mtu: u64,
+    pub mpu: u64,
+    pub overhead: u64,
+    pub linklayer: LinkLayer,
+}
+
+/// `tbf_parse_opt`'s reading of the words, with its checks of each word
+/// (values, duplicates, `limit` against `latency`).
+fn parse(t: &mut Tokens) -> Result<TbfArgs, TcError> {
+    let mut o = TbfArgs::default();
     while let Some(tok) = t.next() {
         let mut value = || t.value(|| tbf_err(incomplete(tok)));
         if matches(tok, "limit") {
@@ -134,9 +140,7 @@ fn parse(t: &mut Tokens) -> Result<TbfOptions, TcError> {
                 return Err(duplicate("limit"));
             }
             if o.latency_us != 0 {
-                return Err(tbf_err(
-                    "tbf: you can specify either \"limit\" or \"latency\".".into(),
-                ));
+                return Err(limit_or_latency());
             }
             o.limit = parse_size(v).map_err(|e| illegal("limit", v, e.allowed))?;
         } else if matches(tok, "latency") {
@@ -145,9 +149,7 @@ fn parse(t: &mut Tokens) -> Result<TbfOptions, TcError> {
                 return Err(duplicate("latency"));
             }
             if o.limit != 0 {
-                return Err(tbf_err(
-                    "tbf: you can specify either \"limit\" or \"latency\".".into(),
-                ));
+                return Err(limit_or_latency());
             }
             o.latency_us = parse_time(v).map_err(|e| illegal("latency", v, e.allowed))?;
         } else if matches(tok, "burst") || tok == "buffer" || tok == "maxburst" {
@@ -211,6 +213,14 @@ fn parse(t: &mut Tokens) -> Result<TbfOptions, TcError> {
             return Err(tbf_err(format!("tbf: unknown parameter \"{tok}\"")));
         }
     }
+    Ok(o)
+}
+
+/// The rest of `tbf_parse_opt`: the checks of the whole (mandatory
+/// parameters, `limit` or `latency`) and what it sends: the limit (from
+/// the latency if one is given), the rate specs, the buckets in ticks
+/// (`tc_calc_xmittime`) and in bytes (TCA_TBF_BURST, TCA_TBF_PBURST).
+pub fn options(o: &TbfArgs) -> Result<TbfOptions, TcError> {
     let mut missing = Vec::new();
     if o.rate == 0 {
         missing.push("tbf: the \"rate\" parameter is mandatory (e.g. rate 1mbit).");
@@ -231,6 +241,7 @@ fn parse(t: &mut Tokens) -> Result<TbfOptions, TcError> {
     if !missing.is_empty() {
         return Err(tbf_err(missing.join("\n")));
     }
+    let mut limit = o.limit;
     if o.latency_us != 0 {
         // tc: rate * latency + burst, or the peakrate bound if smaller;
         // the double is truncated into the u32 netlink field.
@@ -239,10 +250,10 @@ fn parse(t: &mut Tokens) -> Result<TbfOptions, TcError> {
             let lim2 = o.peakrate as f64 * o.latency_us as f64 / 1e6 + o.mtu as f64;
             lim = lim.min(lim2);
         }
-        o.limit = lim.min(u32::MAX as f64) as u64;
+        limit = lim.min(u32::MAX as f64) as u64;
     }
-    let limit = u32::try_from(o.limit)
-        .map_err(|_| illegal("limit", &o.limit.to_string(), "at most 4294967295 bytes"))?;
+    let limit = u32::try_from(limit)
+        .map_err(|_| illegal("limit", &limit.to_string(), "at most 4294967295 bytes"))?;
     let spec = |rate| RateSpec {
         rate,
         overhead: o.overhead as u16,
