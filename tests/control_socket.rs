@@ -479,7 +479,9 @@ fn the_tui_attaches_through_remote_control() {
         value: 3_000_000,
     });
     assert_eq!(reply, Ok("rate 24Mbit".to_string()));
-    let lines = Preset::HtbSfq.tc_lines(bloatbox::dir::Dir::RightToLeft, 1_250_000);
+    let lines = Preset::named("htb")
+        .unwrap()
+        .tc_lines(bloatbox::dir::Dir::RightToLeft, 1_250_000);
     rc.send(&Action::Tc(lines.join("\n"))).unwrap();
     let err = rc
         .send(&Action::Tc("tc qdisc replace dev left root bogus".into()))

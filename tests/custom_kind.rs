@@ -83,6 +83,7 @@ static SYNTAX: Syntax = Syntax {
     class: None,
     print: |_| None,
     print_class: |_| None,
+    example: None,
 };
 
 /// The built-in kinds and the pass-through: the one entry this test adds.

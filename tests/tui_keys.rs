@@ -345,22 +345,24 @@ fn preset_menu_keys() {
     app.on_key(ch('m'));
     assert_eq!(
         app.mode,
-        Mode::Presets { selected: 1 },
+        Mode::Presets { selected: 3 },
         "opens on the current kind"
     );
     app.on_key(key(KeyCode::Down));
     app.on_key(ch('j'));
-    assert_eq!(app.mode, Mode::Presets { selected: 3 });
+    assert_eq!(app.mode, Mode::Presets { selected: 5 });
     app.on_key(key(KeyCode::Up));
+    app.on_key(ch('k'));
+    app.on_key(ch('k'));
     app.on_key(ch('k'));
     app.on_key(ch('k'));
     assert_eq!(app.mode, Mode::Presets { selected: 0 });
     app.on_key(ch('k'));
-    assert_eq!(app.mode, Mode::Presets { selected: 4 }, "wraps");
+    assert_eq!(app.mode, Mode::Presets { selected: 5 }, "wraps");
     app.on_key(ch('x'));
     assert_eq!(
         app.mode,
-        Mode::Presets { selected: 4 },
+        Mode::Presets { selected: 5 },
         "other keys keep the menu"
     );
     for close in [key(KeyCode::Esc), ch('m'), ch('q')] {
@@ -370,12 +372,13 @@ fn preset_menu_keys() {
     }
     // Enter picks the highlighted preset, digits pick directly.
     app.on_key(ch('m'));
-    app.on_key(key(KeyCode::Down));
+    app.on_key(key(KeyCode::Up));
+    app.on_key(key(KeyCode::Up));
     let Some(Action::Tc(lines)) = app.on_key(key(KeyCode::Enter)) else {
         panic!("Enter picks");
     };
     assert_eq!(lines, "tc qdisc replace dev left root sfq perturb 10");
-    for (i, p) in Preset::ALL.iter().enumerate() {
+    for (i, p) in Preset::all().iter().enumerate() {
         app.on_key(ch('2'));
         app.on_key(ch('m'));
         let digit = char::from(b'1' + i as u8);
@@ -393,17 +396,36 @@ fn preset_menu_keys() {
     assert!(matches!(app.mode, Mode::Presets { .. }), "9 is no preset");
 }
 
+fn preset(kind: &str) -> Preset {
+    Preset::named(kind).unwrap_or_else(|| panic!("{kind} is not on the menu"))
+}
+
+/// The menu is the kind table's entries with an example, in its order.
+#[test]
+fn the_menu_reads_the_kind_table() {
+    let names: Vec<&str> = Preset::all().iter().map(|p| p.name()).collect();
+    assert_eq!(
+        names,
+        ["pfifo_fast", "sfq", "codel", "fq_codel", "tbf", "htb"]
+    );
+    assert_eq!(
+        preset("codel").tc_lines(Dir::RightToLeft, 0),
+        vec!["tc qdisc replace dev right root codel"]
+    );
+    assert!(Preset::named("qfq").is_none() && Preset::named("mq").is_none());
+}
+
 #[test]
 fn preset_lines_name_the_device_and_shape_to_the_link_rate() {
     assert_eq!(
-        Preset::FqCodel.tc_lines(Dir::LeftToRight, 1_250_000),
+        preset("fq_codel").tc_lines(Dir::LeftToRight, 1_250_000),
         vec!["tc qdisc replace dev left root fq_codel"]
     );
     assert_eq!(
-        Preset::PfifoFast.tc_lines(Dir::RightToLeft, 0),
+        preset("pfifo_fast").tc_lines(Dir::RightToLeft, 0),
         vec!["tc qdisc replace dev right root pfifo_fast"]
     );
-    let htb = Preset::HtbSfq.tc_lines(Dir::LeftToRight, 12_500_000);
+    let htb = preset("htb").tc_lines(Dir::LeftToRight, 12_500_000);
     assert_eq!(
         htb,
         vec![
@@ -415,11 +437,11 @@ fn preset_lines_name_the_device_and_shape_to_the_link_rate() {
     // 4 ms of bytes at 100 Mbit/s; never under two frames; unlimited links
     // shape to 1 Gbit/s.
     assert_eq!(
-        Preset::Tbf.tc_lines(Dir::LeftToRight, 12_500_000),
+        preset("tbf").tc_lines(Dir::LeftToRight, 12_500_000),
         vec!["tc qdisc replace dev left root tbf rate 100Mbit burst 50000b latency 50ms"]
     );
-    assert!(Preset::Tbf.tc_lines(Dir::LeftToRight, 1000)[0].contains("burst 3028b"));
-    assert!(Preset::Tbf.tc_lines(Dir::LeftToRight, 0)[0].contains("rate 1Gbit"));
+    assert!(preset("tbf").tc_lines(Dir::LeftToRight, 1000)[0].contains("burst 3028b"));
+    assert!(preset("tbf").tc_lines(Dir::LeftToRight, 0)[0].contains("rate 1Gbit"));
 }
 
 #[test]

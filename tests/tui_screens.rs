@@ -74,7 +74,7 @@ fn overlays_and_prompt() {
     assert!(help.contains("toggle BQL"));
     insta::assert_snapshot!("help_80x24", help);
 
-    app.mode = Mode::Presets { selected: 3 };
+    app.mode = Mode::Presets { selected: 5 };
     let presets = text_capture(&app, 80, 24);
     assert!(presets.contains("htb default 10"), "{presets}");
     insta::assert_snapshot!("presets_80x24", presets);

@@ -69,12 +69,12 @@ fn pfifo_fast_to_fq_codel_through_the_preset_menu() {
     let mut control = SimControl::new(Scenario::pfifo_fast_under_load(), 100 * NS_PER_MS);
     let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
     let mut app = App::new();
-    // 2 s of pfifo_fast, open the menu, pick 2 (fq_codel), 2 s more, set
+    // 2 s of pfifo_fast, open the menu, pick 4 (fq_codel), 2 s more, set
     // the rate, toggle BQL, look at the help, resize, then quit.
     let mut script = Script::new()
         .idle(20)
         .key(KeyCode::Char('m'))
-        .key(KeyCode::Char('2'))
+        .key(KeyCode::Char('4'))
         .idle(20)
         .key(KeyCode::Char('r'))
         .text("5mbit")
@@ -165,7 +165,8 @@ fn refused_actions_are_logged_and_the_session_goes_on() {
     let mut control = SimControl::new(Scenario::pfifo_fast_under_load(), 100 * NS_PER_MS);
     let mut terminal = Terminal::new(TestBackend::new(160, 48)).unwrap();
     let mut app = App::new();
-    // tbf is refused by the fixture (no TBF in the core yet).
+    // tbf is refused by the fixture (it builds pfifo_fast, fq_codel and sfq
+    // by hand, not through tc).
     let mut script = Script::new()
         .idle(3)
         .key(KeyCode::Char('m'))

@@ -10,6 +10,7 @@
 
 use super::opts;
 use super::tokens::Tokens;
+use crate::dir::Dir;
 use crate::handle::TcError;
 use crate::qdisc::codel_qdisc::CodelQdisc;
 use crate::qdisc::fifo::{Fifo, FifoKind};
@@ -41,6 +42,28 @@ pub struct Syntax {
     pub print: fn(&QdiscOptions) -> Option<Printed>,
     /// `print_copt`: a dump's class options.
     pub print_class: fn(&ClassOptions) -> Option<Printed>,
+    /// The TUI's qdisc menu: the tc lines that make this kind the root of
+    /// a direction's device on a link of the rate given (bytes/s, 0:
+    /// unlimited); `None` keeps the kind off the menu.
+    pub example: Option<Example>,
+}
+
+/// The tc lines of a kind's menu entry (see `Syntax::example`).
+pub type Example = fn(Dir, u64) -> Vec<String>;
+
+/// `tc qdisc replace dev D root`, the head of a menu entry's first line.
+pub fn replace_root(dir: Dir) -> String {
+    format!("tc qdisc replace dev {} root", dir.dev())
+}
+
+/// The rate a shaping menu entry shapes to: the link's, or 1gbit when the
+/// link is unlimited.
+pub fn example_rate(rate_bytes_ps: u64) -> u64 {
+    if rate_bytes_ps == 0 {
+        125_000_000
+    } else {
+        rate_bytes_ps
+    }
 }
 
 /// Options as tc prints them: after `refcnt N ` without `-d` (no trailing

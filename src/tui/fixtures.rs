@@ -377,25 +377,23 @@ impl SimControl {
             return Err(format!("no device left or right in {lines:?}"));
         };
         let rate = self.scenario.bridge.path(dir).params().rate_bytes_ps;
-        let preset = Preset::ALL
-            .into_iter()
+        let preset = Preset::all()
+            .iter()
             .find(|p| p.tc_lines(dir, rate).join("\n") == lines)
             .ok_or_else(|| format!("the fixture applies only preset lines, not {lines:?}"))?;
         let major = 0x8001 + dir.index() as u16;
         let ctx = root_ctx(major);
-        let q: Box<dyn Qdisc> = match preset {
-            Preset::PfifoFast => Box::new(PfifoFast::new(root_ctx(0))),
-            Preset::FqCodel => Box::new(FqCodel::new(ctx)),
-            Preset::Sfq => {
+        let q: Box<dyn Qdisc> = match preset.name() {
+            "pfifo_fast" => Box::new(PfifoFast::new(root_ctx(0))),
+            "fq_codel" => Box::new(FqCodel::new(ctx)),
+            "sfq" => {
                 let perturb = SfqOptions {
                     perturb_period: 10,
                     ..SfqOptions::default()
                 };
                 Box::new(Sfq::with_options(ctx, &perturb).map_err(|e| e.to_string())?)
             }
-            Preset::HtbSfq | Preset::Tbf => {
-                return Err(format!("{}: not available in the fixture", preset.name()))
-            }
+            other => return Err(format!("{other}: not available in the fixture")),
         };
         let now = self.scenario.now();
         self.scenario.bridge.path_mut(dir).replace_qdisc(q, now);

@@ -37,7 +37,10 @@ pub use crate::control::field::LinkField;
 use crate::bridge::BridgeSnapshot;
 use crate::datapath::LiveSnapshot;
 use crate::dir::Dir;
+use crate::tc::kinds::{self, Example};
 use crate::time::{Instant, NS_PER_US};
+use std::fmt;
+use std::sync::LazyLock;
 
 /// What the TUI receives from the daemon at each refresh: the bridge and
 /// the datapath's own health.
@@ -69,66 +72,61 @@ impl Snapshot {
     }
 }
 
-/// A root qdisc the TUI can switch a direction to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Preset {
-    PfifoFast,
-    FqCodel,
-    Sfq,
-    HtbSfq,
-    Tbf,
+/// A root qdisc the TUI can switch a direction to: a kind of the table
+/// `crate::tc::kinds::BUILTIN` whose syntax has a menu example
+/// (`Syntax::example`), in the table's order.
+#[derive(Clone, Copy)]
+pub struct Preset {
+    name: &'static str,
+    example: Example,
 }
 
-impl Preset {
-    pub const ALL: [Preset; 5] = [
-        Preset::PfifoFast,
-        Preset::FqCodel,
-        Preset::Sfq,
-        Preset::HtbSfq,
-        Preset::Tbf,
-    ];
+static MENU: LazyLock<Vec<Preset>> = LazyLock::new(|| {
+    kinds::BUILTIN
+        .iter()
+        .filter_map(|entry| {
+            let example = kinds::syntax(entry)?.example?;
+            Some(Preset {
+                name: entry.name,
+                example,
+            })
+        })
+        .collect()
+});
 
+impl Preset {
+    /// The menu, in the order of the kind table.
+    pub fn all() -> &'static [Preset] {
+        &MENU
+    }
+
+    /// The menu entry of kind `name`.
+    pub fn named(name: &str) -> Option<Preset> {
+        Preset::all().iter().copied().find(|p| p.name == name)
+    }
+
+    /// The kind.
     pub fn name(self) -> &'static str {
-        match self {
-            Preset::PfifoFast => "pfifo_fast",
-            Preset::FqCodel => "fq_codel",
-            Preset::Sfq => "sfq",
-            Preset::HtbSfq => "htb + sfq",
-            Preset::Tbf => "tbf",
-        }
+        self.name
     }
 
     /// The tc command lines that install this preset as the root qdisc of
     /// `dir` (device `left` is the left→right egress). HTB and TBF shape to
     /// `rate_bytes_ps` (the link rate; 1gbit when the link is unlimited).
     pub fn tc_lines(self, dir: Dir, rate_bytes_ps: u64) -> Vec<String> {
-        let dev = dir.dev();
-        let rate_bytes_ps = if rate_bytes_ps == 0 {
-            125_000_000
-        } else {
-            rate_bytes_ps
-        };
-        let rate = crate::units::print_rate(rate_bytes_ps);
-        let root = format!("tc qdisc replace dev {dev} root");
-        match self {
-            Preset::PfifoFast => vec![format!("{root} pfifo_fast")],
-            Preset::FqCodel => vec![format!("{root} fq_codel")],
-            Preset::Sfq => vec![format!("{root} sfq perturb 10")],
-            Preset::HtbSfq => vec![
-                format!("{root} handle 1: htb default 10"),
-                format!(
-                    "tc class add dev {dev} parent 1: classid 1:10 htb rate {rate} ceil {rate}"
-                ),
-                format!("tc qdisc add dev {dev} parent 1:10 handle 10: sfq perturb 10"),
-            ],
-            Preset::Tbf => {
-                // 4 ms worth of bytes, at least two full frames.
-                let burst = (rate_bytes_ps / 250).max(3028);
-                vec![format!(
-                    "{root} tbf rate {rate} burst {burst}b latency 50ms"
-                )]
-            }
-        }
+        (self.example)(dir, rate_bytes_ps)
+    }
+}
+
+impl PartialEq for Preset {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl fmt::Debug for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "Preset({})", self.name)
     }
 }
 

@@ -269,7 +269,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("r l g c", "prompt: rate, delay, ring depth, rx-usecs"),
     ("e, :", "prompt: FIELD VALUE, e.g. tx-frames 16"),
     ("b", "toggle BQL"),
-    ("m", "root qdisc: pfifo_fast fq_codel sfq htb+sfq tbf"),
+    ("m", "switch the root qdisc (the menu of kinds)"),
 ];
 
 fn draw_help(frame: &mut Frame, area: Rect) {
@@ -296,10 +296,11 @@ fn draw_help(frame: &mut Frame, area: Rect) {
 
 fn draw_presets(frame: &mut Frame, app: &App, selected: usize, area: Rect) {
     let rate = app.path().map_or(0, |p| p.params.rate_bytes_ps);
-    let preset = Preset::ALL[selected.min(Preset::ALL.len() - 1)];
+    let menu = Preset::all();
+    let preset = menu[selected.min(menu.len() - 1)];
     let tc = preset.tc_lines(app.dir, rate);
-    let box_area = centred(area, 78, Preset::ALL.len() as u16 + tc.len() as u16 + 5);
-    let mut lines: Vec<Line> = Preset::ALL
+    let box_area = centred(area, 78, menu.len() as u16 + tc.len() as u16 + 5);
+    let mut lines: Vec<Line> = menu
         .iter()
         .enumerate()
         .map(|(i, p)| {
@@ -319,7 +320,11 @@ fn draw_presets(frame: &mut Frame, app: &App, selected: usize, area: Rect) {
     frame.render_widget(Clear, box_area);
     frame.render_widget(
         Paragraph::new(lines).block(Block::bordered().title(Span::styled(
-            format!(" root qdisc of {} (1-5, Enter, Esc) ", dir_label(app.dir)),
+            format!(
+                " root qdisc of {} (1-{}, Enter, Esc) ",
+                dir_label(app.dir),
+                menu.len()
+            ),
             TITLE,
         ))),
         box_area,

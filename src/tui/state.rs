@@ -414,7 +414,7 @@ impl App {
             }
             KeyCode::Char('m') => {
                 let kind = self.path().map(|p| p.qdisc.kind.as_str()).unwrap_or("");
-                let selected = Preset::ALL
+                let selected = Preset::all()
                     .iter()
                     .position(|p| p.name() == kind)
                     .unwrap_or(0);
@@ -482,7 +482,7 @@ impl App {
     }
 
     fn key_presets(&mut self, key: KeyEvent, selected: usize) -> Option<Action> {
-        let n = Preset::ALL.len();
+        let n = Preset::all().len();
         let pick = match key.code {
             KeyCode::Esc | KeyCode::Char('m') | KeyCode::Char('q') => return None,
             KeyCode::Up | KeyCode::Char('k') => {
@@ -507,7 +507,7 @@ impl App {
             }
         };
         let rate = self.path().map_or(0, |p| p.params.rate_bytes_ps);
-        let lines = Preset::ALL[pick.min(n - 1)].tc_lines(self.dir, rate);
+        let lines = Preset::all()[pick.min(n - 1)].tc_lines(self.dir, rate);
         Some(Action::Tc(lines.join("\n")))
     }
 

@@ -8,7 +8,7 @@
 use crate::handle::TcError;
 use crate::qdisc::codel_qdisc::CodelOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{Printed, Syntax};
+use crate::tc::kinds::{replace_root, Printed, Syntax};
 use crate::tc::tokens::{c_number, Tokens};
 use crate::units::{parse_time, sprint_time};
 use serde_json::{json, Map};
@@ -124,6 +124,7 @@ pub static SYNTAX: Syntax = Syntax {
     class: None,
     print,
     print_class: |_| None,
+    example: Some(|dir, _| vec![format!("{} codel", replace_root(dir))]),
 };
 
 #[cfg(test)]

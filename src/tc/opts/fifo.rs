@@ -17,6 +17,7 @@ const PACKETS: Syntax = Syntax {
     class: None,
     print: |o| print(o, false),
     print_class: |_| None,
+    example: None,
 };
 
 /// pfifo: a limit in packets.
@@ -28,6 +29,7 @@ pub static BFIFO: Syntax = Syntax {
     class: None,
     print: |o| print(o, true),
     print_class: |_| None,
+    example: None,
 };
 
 /// pfifo_head_drop: a limit in packets.

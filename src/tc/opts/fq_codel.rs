@@ -8,7 +8,7 @@ use super::codel::{nonzero, print_time, time, unsigned, value};
 use crate::handle::TcError;
 use crate::qdisc::fq_codel::FqCodelOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{Printed, Syntax};
+use crate::tc::kinds::{replace_root, Printed, Syntax};
 use crate::tc::tokens::{c_number, Tokens};
 use crate::units::{parse_size, sprint_size};
 use serde_json::{json, Map};
@@ -153,6 +153,7 @@ pub static SYNTAX: Syntax = Syntax {
     class: None,
     print,
     print_class: |_| None,
+    example: Some(|dir, _| vec![format!("{} fq_codel", replace_root(dir))]),
 };
 
 #[cfg(test)]

@@ -6,11 +6,12 @@
 //! via `tc_calc_xmittime`), and `htb_print_opt` prints a dump's options as
 //! `tc [-d] [-j] qdisc|class show` does.
 
+use crate::dir::Dir;
 use crate::handle::TcError;
 use crate::qdisc::htb::{HtbClassOptions, HtbGlob};
 use crate::qdisc::options::RateSpec;
 use crate::qdisc::{ClassOptions, QdiscOptions};
-use crate::tc::kinds::{Printed, Syntax};
+use crate::tc::kinds::{example_rate, replace_root, Printed, Syntax};
 use crate::tc::opts::tbf::{
     self, linklayer_name, matches, parse_linklayer, parse_size_and_cell, DUMPED_CELL,
     LINKLAYER_ALLOWED, U16_ALLOWED,
@@ -27,7 +28,20 @@ pub static SYNTAX: Syntax = Syntax {
     class: Some(parse_class),
     print,
     print_class,
+    example: Some(example),
 };
+
+/// The qdisc menu's HTB: one class at the link rate (1gbit when
+/// unlimited) that takes all traffic, with an SFQ leaf.
+fn example(dir: Dir, rate_bytes_ps: u64) -> Vec<String> {
+    let dev = dir.dev();
+    let rate = print_rate(example_rate(rate_bytes_ps));
+    vec![
+        format!("{} handle 1: htb default 10", replace_root(dir)),
+        format!("tc class add dev {dev} parent 1: classid 1:10 htb rate {rate} ceil {rate}"),
+        format!("tc qdisc add dev {dev} parent 1:10 handle 10: sfq perturb 10"),
+    ]
+}
 
 /// tc's default `mtu` for burst computation and rate-table cells.
 const DEFAULT_MTU: u64 = 1600;

@@ -14,6 +14,7 @@ pub static SYNTAX: Syntax = Syntax {
     // mq_dump sends no TCA_OPTIONS, its classes none either.
     print: |_| Some(Printed::default()),
     print_class: |_| Some(Printed::default()),
+    example: None,
 };
 
 /// `[ queues N ]`, and nothing else.

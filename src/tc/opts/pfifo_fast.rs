@@ -4,7 +4,7 @@
 
 use crate::handle::TcError;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{Printed, Syntax};
+use crate::tc::kinds::{replace_root, Printed, Syntax};
 use crate::tc::tokens::Tokens;
 use serde_json::json;
 
@@ -13,6 +13,7 @@ pub static SYNTAX: Syntax = Syntax {
     class: None,
     print,
     print_class: |_| None,
+    example: Some(|dir, _| vec![format!("{} pfifo_fast", replace_root(dir))]),
 };
 
 fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {

@@ -17,6 +17,7 @@ pub static SYNTAX: Syntax = Syntax {
     class: Some(parse_class),
     print,
     print_class,
+    example: None,
 };
 
 const CLASS_USAGE: &str = "Usage: ... qfq weight NUMBER maxpkt BYTES";

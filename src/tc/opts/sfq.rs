@@ -8,7 +8,7 @@ use super::codel::{unsigned, value};
 use crate::handle::TcError;
 use crate::qdisc::sfq::SfqOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{Printed, Syntax};
+use crate::tc::kinds::{replace_root, Printed, Syntax};
 use crate::tc::tokens::Tokens;
 use crate::units::{parse_size, sprint_size};
 use serde_json::{json, Map};
@@ -113,6 +113,7 @@ pub static SYNTAX: Syntax = Syntax {
     class: None,
     print,
     print_class: |_| None,
+    example: Some(|dir, _| vec![format!("{} sfq perturb 10", replace_root(dir))]),
 };
 
 #[cfg(test)]

@@ -6,11 +6,12 @@
 //! and latency recomputed from the dumped ticks). Also the tc helpers HTB
 //! shares (`matches`, sizes with `/cell`, linklayer names).
 
+use crate::dir::Dir;
 use crate::handle::TcError;
 use crate::qdisc::options::RateSpec;
 use crate::qdisc::tbf::TbfOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{Printed, Syntax};
+use crate::tc::kinds::{example_rate, replace_root, Printed, Syntax};
 use crate::tc::tokens::Tokens;
 use crate::units::{
     parse_rate, parse_size, parse_time, print_rate, sprint_size, sprint_time, tc_calc_xmitsize,
@@ -27,7 +28,20 @@ pub static SYNTAX: Syntax = Syntax {
     },
     // TBF's one class has no options.
     print_class: |_| Some(Printed::default()),
+    example: Some(example),
 };
+
+/// The qdisc menu's TBF: the link rate (1gbit when unlimited), a burst of
+/// 4 ms worth of bytes but at least two full frames, 50 ms of queue.
+fn example(dir: Dir, rate_bytes_ps: u64) -> Vec<String> {
+    let rate = example_rate(rate_bytes_ps);
+    let burst = (rate / 250).max(3028);
+    vec![format!(
+        "{} tbf rate {} burst {burst}b latency 50ms",
+        replace_root(dir),
+        print_rate(rate)
+    )]
+}
 
 /// iproute2's `matches(arg, keyword)`: `arg` is a non-empty prefix of
 /// `keyword` (so `lat` selects `latency`).
