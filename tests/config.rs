@@ -773,3 +773,34 @@ fn check_report_shows_shape_and_seed() {
     assert!(sched.contains("  framing overhead 8 mpu 0 linklayer ethernet\n"));
     assert!(!default.contains("framing"));
 }
+
+/// A bare link rate, a rate in bytes and a delay without a unit are taken
+/// as tc reads them, and each is warned about by its field.
+#[test]
+fn likely_typos_are_accepted_with_a_warning_naming_the_field() {
+    let c =
+        parse("[link]\nrate = \"100\"\ndelay = \"20\"\n[link.right_to_left]\nrate = \"10mbps\"\n");
+    assert_eq!(c.link_params(L).rate_bytes_ps, 12);
+    assert_eq!(c.link_params(L).delay_ns, 20_000);
+    assert_eq!(c.link_params(R).rate_bytes_ps, 10_000_000);
+    let w: Vec<String> = c.warnings().iter().map(|w| w.to_string()).collect();
+    assert_eq!(w.len(), 3, "{w:?}");
+    assert!(
+        w[0].contains("link.rate") && w[0].contains("did you mean \"100mbit\"?"),
+        "{}",
+        w[0]
+    );
+    assert!(
+        w[1].contains("link.delay") && w[1].contains("did you mean \"20ms\"?"),
+        "{}",
+        w[1]
+    );
+    assert!(
+        w[2].contains("link.right_to_left.rate") && w[2].contains("80Mbit"),
+        "{}",
+        w[2]
+    );
+    assert!(parse("[link]\nrate = \"100mbit\"\ndelay = \"5ms\"\n")
+        .warnings()
+        .is_empty());
+}

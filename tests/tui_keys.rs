@@ -224,6 +224,33 @@ fn prompt_keys_prefill_the_set_prompt() {
     }
 }
 
+/// A likely typo is sent as typed (tc's meaning) and warned about on the
+/// status line; a good value clears the warning.
+#[test]
+fn set_prompt_warns_about_likely_typos() {
+    let mut app = fq_app();
+    app.on_key(ch('e'));
+    typed(&mut app, "rate 100");
+    let got = app.on_key(key(KeyCode::Enter));
+    assert_eq!(
+        got,
+        Some(Action::SetLink {
+            dir: Dir::LeftToRight,
+            field: LinkField::Rate,
+            value: 12
+        })
+    );
+    let status = app.status.clone().unwrap_or_default();
+    assert!(
+        status.starts_with("warning: rate \"100\" is 96bit") && status.contains("100mbit"),
+        "{status}"
+    );
+    app.on_key(ch('e'));
+    typed(&mut app, "delay 20ms");
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(app.status, None);
+}
+
 #[test]
 fn set_prompt_produces_link_actions_in_core_units() {
     let cases = [

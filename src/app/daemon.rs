@@ -47,6 +47,9 @@ pub fn set(config: Option<&Path>, args: &[String]) -> anyhow::Result<u8> {
             return Ok(TC_FAILED);
         }
     };
+    for warning in crate::control::set::warnings(&args) {
+        eprintln!("warning: {warning}");
+    }
     match Client::connect(&socket(config)?)?.call(&Request::Set { args })? {
         Ok(reply) => {
             crate::outln!("{}", serde_json::to_string_pretty(&reply)?)?;

@@ -54,6 +54,15 @@ fn render_stats(snap: &LiveSnapshot, tap_tx_dropped: [Option<u64>; 2]) -> String
         let dup = c.duplicated;
         let drops = c.total_drops();
         let _ = writeln!(out, "{name}");
+        if let Some(wait) = p.stall_ns() {
+            let _ = writeln!(
+                out,
+                "  STALLED: the frame on the wire leaves in {} at rate {}; everything behind it waits (a new rate applies to that frame at once: bloatbox set {}.rate=...)",
+                crate::units::sprint_time(wait / 1000),
+                crate::units::print_rate(p.params.rate_bytes_ps),
+                crate::dir::Dir::ALL[i].dev()
+            );
+        }
         let _ = writeln!(
             out,
             "  frames in {fin}  out {fout}  held {held}  dropped {drops}  (bytes in {}  out {})",
@@ -194,6 +203,27 @@ mod tests {
         let mut back: LiveSnapshot = decode(serde_json::to_value(snap).unwrap()).unwrap();
         restore_drops_by_reason(&mut back.bridge);
         back
+    }
+
+    /// A frame on the wire for minutes (a rate typo) is said, with the fix;
+    /// through the socket's JSON, as `bloatbox stats` reads it.
+    #[test]
+    fn a_stalled_link_says_why() {
+        let mut snap = idle();
+        let p = &mut snap.bridge.paths[1];
+        p.params.rate_bytes_ps = 12;
+        p.wire_departs = Some(p.at + 126 * crate::time::NS_PER_SEC);
+        let text = render_stats(&over_the_socket(&snap), [None, None]);
+        let line = text
+            .lines()
+            .find(|l| l.contains("STALLED"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            line.contains("leaves in 126s at rate 96bit") && line.contains("set right.rate="),
+            "{line}"
+        );
+        assert_eq!(text.matches("STALLED").count(), 1, "{text}");
+        assert!(!render_stats(&idle(), [None, None]).contains("STALLED"));
     }
 
     #[test]

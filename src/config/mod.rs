@@ -407,7 +407,37 @@ impl Config {
         config
             .validate_with(tc_check)
             .map_err(|e| e.locate(origin, text, &index))?;
+        for warning in config.warnings() {
+            tracing::warn!("{}", warning.locate(origin, text, &index));
+        }
         Ok(config)
+    }
+
+    /// Values taken as tc reads them that are probably typos (a bare or
+    /// tiny link rate, a rate in bytes, a delay without a unit;
+    /// `crate::tc::hint`), each naming its field.
+    pub fn warnings(&self) -> Vec<ConfigError> {
+        let tables = [("link".to_string(), Some(&self.link))]
+            .into_iter()
+            .chain(Dir::ALL.map(|d| (format!("link.{}", d.name()), self.link.direction(d))));
+        let mut out = Vec::new();
+        for (prefix, table) in tables {
+            let Some(t) = table else { continue };
+            let rate = t
+                .rate
+                .as_ref()
+                .and_then(|r| crate::tc::hint::rate(r.text()));
+            let delay = t
+                .delay
+                .as_ref()
+                .and_then(|d| crate::tc::hint::time(d.text()));
+            for (field, hint) in [("rate", rate), ("delay", delay)] {
+                if let Some(hint) = hint {
+                    out.push(ConfigError::field(format!("{prefix}.{field}"), None, hint));
+                }
+            }
+        }
+        out
     }
 
     /// The configuration compiled into the binary (configs/default.toml).

@@ -354,6 +354,19 @@ impl SetPlan {
     }
 }
 
+/// A warning for each link field in `args` whose value is probably a typo
+/// (`LinkField::hint`), naming the argument; the value is still applied
+/// as tc reads it.
+pub fn warnings(args: &[String]) -> Vec<String> {
+    args.iter()
+        .filter_map(|arg| {
+            let (key, value) = arg.split_once('=')?;
+            let field = field_of(key.split_once('.')?.1)?;
+            Some(format!("\"{arg}\": {}", field.hint(value)?))
+        })
+        .collect()
+}
+
 fn field_of(name: &str) -> Option<LinkField> {
     let name = name.replace('_', "-");
     let name = if name == "tx-ring" { "ring" } else { &name };
@@ -459,6 +472,32 @@ mod tests {
         let mut p = [LinkParams::default(); 2];
         apply_set(&group_ethtool_words(&words), &mut p).unwrap();
         assert_eq!((p[0].rate_bytes_ps, p[1].tx_ring), (2_500_000, 64));
+    }
+
+    #[test]
+    fn likely_typos_are_warned_about_and_applied() {
+        let a = args(&[
+            "left.rate=100",
+            "right.delay=20",
+            "left.rate=100mbit",
+            "left.ring=64",
+        ]);
+        let w = warnings(&a);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].starts_with("\"left.rate=100\": rate \"100\" is 96bit"),
+            "{}",
+            w[0]
+        );
+        assert!(
+            w[1].starts_with("\"right.delay=20\": time \"20\" has no unit"),
+            "{}",
+            w[1]
+        );
+        let mut p = [LinkParams::default(); 2];
+        apply_set(&a[..2], &mut p).unwrap();
+        assert_eq!(p[0].rate_bytes_ps, 12);
+        assert_eq!(p[1].delay_ns, 20_000);
     }
 
     #[test]

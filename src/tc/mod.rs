@@ -17,6 +17,7 @@
 pub mod command;
 pub mod filter;
 pub mod framing;
+pub mod hint;
 pub mod kinds;
 pub mod netem;
 pub mod opts;
@@ -77,7 +78,8 @@ pub fn run(
     drops: &mut Drops,
 ) -> Result<Option<String>, TcError> {
     if cmd.verb != Verb::Show {
-        return tree.apply(&request(tree.dev().kinds, cmd)?, now, drops);
+        let said = tree.apply(&request(tree.dev().kinds, cmd)?, now, drops)?;
+        return Ok(with_hints(&cmd.arg_strs(), said));
     }
     if cmd.object == Object::Filter {
         let listing = tree.filters(&request(tree.dev().kinds, cmd)?, now)?;
@@ -94,6 +96,17 @@ pub fn run(
         }],
     )
     .map(Some)
+}
+
+/// What tc said, after a warning for each likely typo in `words` (see
+/// `hint`).
+fn with_hints(words: &[&str], said: Option<String>) -> Option<String> {
+    let mut text: String = hint::words(words)
+        .iter()
+        .map(|h| format!("Warning: {h}\n"))
+        .collect();
+    text.push_str(said.as_deref().unwrap_or(""));
+    (!text.is_empty()).then_some(text)
 }
 
 /// One step that builds a device's qdisc tree: a tc line as written (the
@@ -152,7 +165,9 @@ pub fn build_tree_reporting(
         let said = match step {
             Step::Line(line) => TcCommand::parse(line)
                 .and_then(|cmd| run(&mut tree, &cmd, Instant::ZERO, &mut drops)),
-            Step::Request { request, .. } => tree.apply(request, Instant::ZERO, &mut drops),
+            Step::Request { request, line } => tree
+                .apply(request, Instant::ZERO, &mut drops)
+                .map(|said| with_hints(&line.split_whitespace().collect::<Vec<_>>(), said)),
         }
         .map_err(|e| (Some(i), e))?;
         if let Some(warning) = said {
@@ -218,5 +233,40 @@ mod tests {
             .unwrap_err()
             .1
             .contains("unknown"));
+    }
+
+    /// A likely typo is taken as tc takes it, and said.
+    #[test]
+    fn typos_are_applied_as_tc_reads_them_with_a_warning() {
+        use super::{run, TcCommand};
+        use crate::packet::Drops;
+        use crate::qdisc::tree::QdiscTree;
+        use crate::time::Instant;
+        let mut tree =
+            QdiscTree::new(DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN)).unwrap();
+        let cmd = TcCommand::parse("tc qdisc add dev left root tbf rate 100 burst 10kb latency 50")
+            .unwrap();
+        let said = run(&mut tree, &cmd, Instant::ZERO, &mut Drops::new())
+            .unwrap()
+            .unwrap();
+        let lines: Vec<&str> = said.lines().collect();
+        assert!(
+            lines[0].starts_with("Warning: rate \"100\" is 96bit"),
+            "{said}"
+        );
+        assert!(
+            lines[1].starts_with("Warning: time \"50\" has no unit"),
+            "{said}"
+        );
+        let show = TcCommand::parse("tc qdisc show dev left").unwrap();
+        let text = run(&mut tree, &show, Instant::ZERO, &mut Drops::new())
+            .unwrap()
+            .unwrap();
+        assert!(text.contains("rate 96bit"), "{text}");
+        let fine = TcCommand::parse("tc qdisc replace dev left root fq_codel target 5ms").unwrap();
+        assert_eq!(
+            run(&mut tree, &fine, Instant::ZERO, &mut Drops::new()),
+            Ok(None)
+        );
     }
 }

@@ -438,7 +438,10 @@ impl App {
         match key.code {
             KeyCode::Esc => return None,
             KeyCode::Enter => match self.parse_set(&input) {
-                Ok(action) => return Some(action),
+                Ok((action, hint)) => {
+                    self.status = hint.map(|h| format!("warning: {h}"));
+                    return Some(action);
+                }
                 Err(e) => {
                     self.status = Some(e);
                     return None;
@@ -454,8 +457,9 @@ impl App {
         None
     }
 
-    /// `FIELD VALUE` as typed at the set prompt.
-    fn parse_set(&self, input: &str) -> Result<Action, String> {
+    /// `FIELD VALUE` as typed at the set prompt, with the warning for a
+    /// likely typo.
+    fn parse_set(&self, input: &str) -> Result<(Action, Option<String>), String> {
         let names: Vec<&str> = LinkField::ALL.iter().map(|f| f.name()).collect();
         let mut words = input.split_whitespace();
         let (Some(name), Some(text), None) = (words.next(), words.next(), words.next()) else {
@@ -474,11 +478,12 @@ impl App {
                 )
             })?;
         let value = field.parse(text)?;
-        Ok(Action::SetLink {
+        let action = Action::SetLink {
             dir: self.dir,
             field,
             value,
-        })
+        };
+        Ok((action, field.hint(text)))
     }
 
     fn key_presets(&mut self, key: KeyEvent, selected: usize) -> Option<Action> {

@@ -139,6 +139,13 @@ impl Widget for LinkPanel<'_> {
         );
         kv(&mut l1, "mtu ", params.mtu.to_string());
         kv(&mut l1, "ovh ", format!("{}B", params.overhead));
+        if let Some(wait) = p.stall_ns() {
+            kv(
+                &mut l1,
+                "STALLED ",
+                format!("wire frame leaves in {}", fmt_us(wait / 1000)),
+            );
+        }
 
         let mut l2 = Vec::new();
         kv(

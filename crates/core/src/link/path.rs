@@ -140,6 +140,9 @@ pub struct PathSnapshot {
     pub bql_inflight: Option<u32>,
     /// Frames posted to the NIC and not yet departed.
     pub on_wire: u32,
+    /// When the frame on the wire leaves (none: the wire is idle).
+    #[serde(default)]
+    pub wire_departs: Option<Instant>,
     /// Frames in propagation.
     pub in_flight: u32,
     /// Frames held by RX coalescing.
@@ -148,6 +151,19 @@ pub struct PathSnapshot {
     /// Transit times (ingress to delivery) of the delivered frames.
     #[serde(default)]
     pub transit: TransitSummary,
+}
+
+/// A frame on the wire that leaves later than this has stalled the link
+/// (a rate typed as 100 for 100mbit): reports say so.
+pub const STALL_NS: u64 = crate::time::NS_PER_SEC;
+
+impl PathSnapshot {
+    /// How long until the frame on the wire leaves, when that is more
+    /// than `STALL_NS`: everything behind it waits that long.
+    pub fn stall_ns(&self) -> Option<u64> {
+        let wait = self.wire_departs?.saturating_since(self.at);
+        (wait > STALL_NS).then_some(wait)
+    }
 }
 
 pub struct Path {
@@ -338,15 +354,15 @@ impl Path {
     }
 
     /// Changes rate, overhead, delay, ring, BQL and coalescing at `now`
-    /// without losing frames: the frame on the wire keeps its departure,
-    /// frames in propagation keep their arrival, held completions and RX
+    /// without losing frames: the rest of the frame on the wire goes at the
+    /// new rate, frames in propagation keep their arrival, held completions and RX
     /// frames fall under the new coalescing rule.
     pub fn set_params(&mut self, params: LinkParams, now: Instant) {
         self.advance(now);
         let t = self.now;
         self.ring.reconfigure(params.tx_ring, params.bql, t);
         self.serializer
-            .set_rate(params.rate_bytes_ps, params.overhead);
+            .set_rate(params.rate_bytes_ps, params.overhead, t);
         self.delay.set_delay(params.delay_ns);
         self.tx_done.set(params.tx_usecs, params.tx_frames);
         self.rx.set(params.rx_usecs, params.rx_frames);
@@ -416,6 +432,7 @@ impl Path {
             bql_limit: dql.map(|d| d.limit()),
             bql_inflight: dql.map(|d| d.inflight()),
             on_wire: self.serializer.len() as u32,
+            wire_departs: self.serializer.next_event(),
             in_flight: self.delay.len() as u32,
             rx_held: self.rx.len() as u32,
             qdisc: self.qdisc.dump_listing(now, listing),
@@ -584,7 +601,7 @@ mod tests {
     use crate::qdisc::fifo::{Fifo, FifoKind};
     use crate::qdisc::testutil::pkt;
     use crate::qdisc::QdiscCtx;
-    use crate::time::{NS_PER_MS, NS_PER_US};
+    use crate::time::{NS_PER_MS, NS_PER_SEC, NS_PER_US};
 
     fn fifo(limit: u64) -> Box<dyn Qdisc> {
         Box::new(Fifo::with_limit(
@@ -1175,6 +1192,72 @@ mod tests {
             exact.counters().total_drops() > 0,
             "the load overflows the qdisc"
         );
+    }
+
+    /// `set left.rate=100` (100 bit/s, tc's meaning) with frames queued,
+    /// then the intended 100mbit a second later: the frame that was on the
+    /// wire leaves at once, not 100 s later, and the backlog drains at the
+    /// new rate.
+    #[test]
+    fn a_rate_typo_is_undone_by_setting_the_right_rate() {
+        let fast = LinkParams {
+            rate_bytes_ps: 12_500_000,
+            delay_ns: 0,
+            ..LinkParams::default()
+        };
+        let mut p = path(fast);
+        for i in 0..20 {
+            p.ingress(pkt(i, 1500), Instant::ZERO);
+        }
+        p.set_params(
+            LinkParams {
+                rate_bytes_ps: 12,
+                ..fast
+            },
+            Instant::ZERO,
+        );
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        let second = Instant::from_millis(1_000);
+        p.poll(second, &mut out, &mut freed);
+        assert!(out.is_empty(), "nothing leaves in the typo's second");
+        assert!(p.poll_at().unwrap() > Instant::from_millis(100_000));
+        p.set_params(fast, second);
+        let got = drain(&mut p);
+        assert_eq!(got.len(), 20);
+        // 20 frames of 1538 wire bytes at 100 Mbit/s: under 2.5 ms.
+        let last = got.last().unwrap().1;
+        assert!(
+            last.saturating_since(second) < 2_500_000,
+            "drained {} ns after the fix",
+            last.saturating_since(second)
+        );
+        assert_conserved(&p);
+    }
+
+    #[test]
+    fn a_stalled_wire_is_seen_in_the_snapshot() {
+        let fast = LinkParams {
+            rate_bytes_ps: 12_500_000,
+            ..LinkParams::default()
+        };
+        let mut p = path(fast);
+        p.ingress(pkt(1, 1500), Instant::ZERO);
+        assert_eq!(p.snapshot(Instant::ZERO).stall_ns(), None);
+        p.set_params(
+            LinkParams {
+                rate_bytes_ps: 12,
+                ..fast
+            },
+            Instant::ZERO,
+        );
+        let s = p.snapshot(Instant::from_millis(1_000));
+        assert!(
+            s.stall_ns().unwrap() > 100 * NS_PER_SEC,
+            "{:?}",
+            s.wire_departs
+        );
+        p.set_params(fast, Instant::from_millis(1_000));
+        assert_eq!(p.snapshot(Instant::from_millis(1_000)).stall_ns(), None);
     }
 
     #[test]

@@ -50,14 +50,39 @@ impl Serializer {
         }
     }
 
-    /// Changes rate and overhead for frames that have not started yet; the
-    /// frame on the wire keeps its departure.
-    pub fn set_rate(&mut self, rate_bytes_ps: u64, overhead: u32) {
-        if rate_bytes_ps != self.wire.rate_bytes_ps {
-            self.busy_rem = 0;
-        }
+    /// Changes rate and overhead at `now`. The overhead counts for frames
+    /// not started yet; a new rate also carries the rest of the frame on
+    /// the wire: its bits not yet sent at `now` go at the new rate, so a
+    /// rate set by mistake (100 bit/s for 100 Mbit/s) is undone at once by
+    /// setting the right one. Under a schedule the schedule times the wire.
+    pub fn set_rate(&mut self, rate_bytes_ps: u64, overhead: u32, now: Instant) {
+        let old = self.wire.rate_bytes_ps;
         self.link_overhead = overhead;
         self.wire = wire(rate_bytes_ps, overhead, self.framing);
+        if rate_bytes_ps == old || self.timeline.is_some() {
+            return;
+        }
+        match &mut self.on_wire {
+            Some((_, departs)) if *departs > now && old > 0 => {
+                // What is left, in bytes × 1e9: (departure - now) ns at the
+                // old rate plus the remainder (in units of 1/old ns).
+                let left =
+                    departs.saturating_since(now) as u128 * old as u128 + self.busy_rem as u128;
+                let (ns, rem) = if rate_bytes_ps == 0 {
+                    (0, 0)
+                } else {
+                    let rate = rate_bytes_ps as u128;
+                    (
+                        (left / rate).min(u64::MAX as u128) as u64,
+                        (left % rate) as u64,
+                    )
+                };
+                *departs = now + ns;
+                self.busy_until = *departs;
+                self.busy_rem = rem;
+            }
+            _ => self.busy_rem = 0,
+        }
     }
 
     /// Changes the link-layer framing for frames not started yet.
@@ -228,12 +253,37 @@ mod tests {
     }
 
     #[test]
-    fn rate_change_applies_to_frames_not_started() {
+    fn a_rate_change_carries_the_rest_of_the_frame_on_the_wire() {
+        // 1 MB/s: the first 100-byte frame would leave at 100 µs; at 40 µs
+        // 60 bytes are left, which take 30 µs at 2 MB/s.
         let mut s = Serializer::new(1_000_000, 0);
         s.post(pkt(1, 100), Instant::ZERO);
         s.post(pkt(2, 100), Instant::ZERO);
-        s.set_rate(2_000_000, 0);
-        assert_eq!(departures(&mut s, Instant::MAX), vec![100_000, 150_000]);
+        s.set_rate(2_000_000, 0, Instant::from_micros(40));
+        assert_eq!(s.next_event(), Some(Instant::from_micros(70)));
+        assert_eq!(departures(&mut s, Instant::MAX), vec![70_000, 120_000]);
+        // A typo (100 bit/s) puts the frame 8 s away; the right rate a
+        // second later sends what is left of it at once.
+        let mut s = Serializer::new(12_500_000, 0);
+        s.post(pkt(1, 1000), Instant::ZERO);
+        s.set_rate(12, 0, Instant::ZERO);
+        assert!(s.next_event().unwrap() > Instant::from_millis(80_000));
+        s.set_rate(12_500_000, 0, Instant::from_millis(1_000));
+        // 12 bytes went in that second; 988 are left: 79.04 µs.
+        assert_eq!(departures(&mut s, Instant::MAX), vec![NS_PER_SEC + 79_040]);
+        // Uneven rates keep the exact remainder: 3 B/s for 10 bytes, then
+        // 7 B/s after 1 s: 7 bytes left = 1 s exactly.
+        let mut s = Serializer::new(3, 0);
+        s.post(pkt(1, 10), Instant::ZERO);
+        s.set_rate(7, 0, Instant::from_millis(1_000));
+        assert_eq!(departures(&mut s, Instant::MAX), vec![2 * NS_PER_SEC]);
+        // Unlimited: what is left leaves now; overhead alone retimes nothing.
+        let mut s = Serializer::new(1_000_000, 0);
+        s.post(pkt(1, 100), Instant::ZERO);
+        s.set_rate(1_000_000, 50, Instant::from_micros(10));
+        assert_eq!(s.next_event(), Some(Instant::from_micros(100)));
+        s.set_rate(0, 0, Instant::from_micros(10));
+        assert_eq!(departures(&mut s, Instant::MAX), vec![10_000]);
     }
 
     /// tc stab's ATM framing: a 1514-byte frame takes 32 cells = 1696
@@ -254,10 +304,10 @@ mod tests {
         assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_millis(11));
         assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_millis(12));
         // 49 B is two cells (106 B); the link overhead counts before cells.
-        s.set_rate(1_696_000, 0);
+        s.set_rate(1_696_000, 0, Instant::from_millis(20));
         s.post(pkt(4, 49), Instant::from_millis(20));
         assert_eq!(s.pop(Instant::MAX).unwrap().1.nanos(), 20_000_000 + 62_500);
-        s.set_rate(1_696_000, 47);
+        s.set_rate(1_696_000, 47, Instant::from_millis(30));
         s.post(pkt(5, 1), Instant::from_millis(30));
         assert_eq!(s.pop(Instant::MAX).unwrap().1.nanos(), 30_000_000 + 31_250);
     }
@@ -277,7 +327,7 @@ mod tests {
         assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_millis(1));
         // mpu 100 on Ethernet: a 60-byte frame counts 100 B.
         s.set_framing(framing(0, 100, LinkLayer::Ethernet));
-        s.set_rate(100_000, 0);
+        s.set_rate(100_000, 0, Instant::from_millis(5));
         s.post(pkt(2, 60), Instant::from_millis(5));
         assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_millis(6));
         // A negative overhead cannot make a frame shorter than nothing.
