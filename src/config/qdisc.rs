@@ -684,8 +684,11 @@ fn check_kind(kind: &str) -> Result<(), String> {
                 .into(),
         )
     } else {
+        let hint = crate::tc::hint::missing_kind(kind)
+            .map(|h| format!(" ({h})"))
+            .unwrap_or_default();
         Err(format!(
-            "unknown qdisc kind \"{kind}\"; expected one of {}; fix: write e.g. qdisc = \"fq_codel\"",
+            "unknown qdisc kind \"{kind}\"{hint}; expected one of {}; fix: write e.g. qdisc = \"fq_codel\"",
             kinds::names(kinds::BUILTIN, |k| k.configurable)
         ))
     }
@@ -810,6 +813,11 @@ mod tests {
             .unwrap_err()
             .contains("unknown qdisc kind \"fq_kodel\""));
         assert!(spec("qdisc = \"mq\"").unwrap_err().contains("tx_queues"));
+        let e = spec("qdisc = \"netem delay 20ms\"").unwrap_err();
+        assert!(
+            e.contains("unknown qdisc kind \"netem\" (bloatbox emulates netem"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -64,6 +64,21 @@ pub fn time(text: &str) -> Option<String> {
     ))
 }
 
+/// Where bloatbox has what a kernel qdisc it lacks does, for the kinds
+/// netdev threads paste most.
+pub fn missing_kind(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "netem" => "bloatbox emulates netem on the link itself, below the qdisc: bloatbox set left.netem=\"delay 20ms loss 1%\", or netem = \"...\" in the configuration's [link]",
+        "cake" => "bloatbox has no cake; the nearest here: fq_codel for the flow queueing and AQM, under htb or tbf to shape (see the htb menu entry, or qdisc = \"fq_codel\" with [link] rate)",
+        "fq" | "fq_pie" => "bloatbox has no fq or fq_pie; the nearest here: fq_codel (flow queueing with an AQM) or sfq",
+        "pie" | "red" | "choke" | "gred" | "sfb" => "bloatbox has no PIE or RED family; the nearest AQM here: codel, or fq_codel per flow",
+        "prio" | "multiq" => "bloatbox has no prio; pfifo_fast has three priority bands (by TOS), qfq weighs classes picked by filters",
+        "hfsc" | "cbq" | "drr" | "ets" => "bloatbox has no hfsc, cbq, drr or ets; htb shapes classes, qfq schedules them by weight",
+        "ingress" | "clsact" => "bloatbox has no ingress hook: each direction's egress qdisc is the bottleneck (dev left for left→right, dev right for right→left)",
+        _ => return None,
+    })
+}
+
 /// The hints for the values in tc words (`rate 100 burst 10kb ...`).
 pub fn words(words: &[&str]) -> Vec<String> {
     words
@@ -125,6 +140,14 @@ mod tests {
         for fine in ["20ms", "0", "5us", "1s", "x", ""] {
             assert_eq!(time(fine), None, "{fine}");
         }
+    }
+
+    #[test]
+    fn kernel_kinds_bloatbox_lacks_point_to_what_it_has() {
+        assert!(missing_kind("netem").unwrap().contains("set left.netem="));
+        assert!(missing_kind("cake").unwrap().contains("fq_codel"));
+        assert!(missing_kind("prio").unwrap().contains("pfifo_fast"));
+        assert_eq!(missing_kind("fq_codel"), None);
     }
 
     #[test]

@@ -77,6 +77,26 @@ pub fn run(
     now: Instant,
     drops: &mut Drops,
 ) -> Result<Option<String>, TcError> {
+    run_cmd(tree, cmd, now, drops).map_err(|e| {
+        let known = |k: &str| crate::qdisc::registry::lookup(tree.dev().kinds, k).is_some();
+        match cmd
+            .kind
+            .as_deref()
+            .filter(|k| !known(k))
+            .and_then(hint::missing_kind)
+        {
+            Some(h) => TcError::new(format!("{}\n{h}", e.0.trim_end())),
+            None => e,
+        }
+    })
+}
+
+fn run_cmd(
+    tree: &mut QdiscTree,
+    cmd: &TcCommand,
+    now: Instant,
+    drops: &mut Drops,
+) -> Result<Option<String>, TcError> {
     if cmd.verb != Verb::Show {
         let said = tree.apply(&request(tree.dev().kinds, cmd)?, now, drops)?;
         return Ok(with_hints(&cmd.arg_strs(), said));
@@ -267,6 +287,43 @@ mod tests {
         assert_eq!(
             run(&mut tree, &fine, Instant::ZERO, &mut Drops::new()),
             Ok(None)
+        );
+    }
+
+    /// A kernel kind bloatbox lacks gets tc's error and where bloatbox has
+    /// the same thing.
+    #[test]
+    fn kernel_kinds_bloatbox_lacks_say_what_to_use() {
+        use super::{run, TcCommand};
+        use crate::packet::Drops;
+        use crate::qdisc::tree::QdiscTree;
+        use crate::time::Instant;
+        let mut tree =
+            QdiscTree::new(DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN)).unwrap();
+        let mut err = |line: &str| {
+            let cmd = TcCommand::parse(line).unwrap();
+            run(&mut tree, &cmd, Instant::ZERO, &mut Drops::new())
+                .unwrap_err()
+                .0
+        };
+        let e = err("tc qdisc add dev left root netem delay 20ms");
+        assert!(
+            e.starts_with("Unknown qdisc \"netem\", hence option \"delay\" is unparsable"),
+            "{e}"
+        );
+        assert!(e.contains("bloatbox set left.netem="), "{e}");
+        let e = err("tc qdisc add dev left root cake");
+        assert!(
+            e.starts_with("Error: Specified qdisc kind is unknown."),
+            "{e}"
+        );
+        assert!(e.contains("fq_codel"), "{e}");
+        // A kind no kernel has gets tc's error and the list only.
+        let e = err("tc qdisc add dev left root bogus");
+        assert_eq!(e.lines().count(), 2, "{e}");
+        assert!(
+            e.lines().nth(1).unwrap().contains("bloatbox qdiscs:"),
+            "{e}"
         );
     }
 }
