@@ -210,6 +210,19 @@ fn the_left_commands_exit_code_is_passed_through() {
     let (out, _) = Run::start(&["--set", "link.rate=fast", "--", "true"]).finish();
     assert_eq!(code(&out), 125, "a bad --set: {}", text(&out));
     assert!(text(&out).contains("link.rate"), "{}", text(&out));
+    // A left command that does not exist, or cannot be executed: as a
+    // shell (and `bloatbox exec`) says, and the link is gone all the same.
+    let (out, name) = Run::start(&["--", "/nonexistent/command"]).finish();
+    assert_eq!(code(&out), 127, "{}", text(&out));
+    assert!(
+        text(&out).contains("/nonexistent/command"),
+        "{}",
+        text(&out)
+    );
+    assert_gone(&name);
+    let (out, name) = Run::start(&["--", "/etc"]).finish();
+    assert_eq!(code(&out), 126, "a directory: {}", text(&out));
+    assert_gone(&name);
 }
 
 #[test]

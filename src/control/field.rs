@@ -5,6 +5,7 @@
 //! turns a field's value back into the `set` argument that carries it, so
 //! the TUI's changes take the same path as `bloatbox set`.
 
+use crate::config::values::{DelayUnit, LinkRateUnit, UnitKind};
 use crate::dir::Dir;
 
 /// A link setting that `set` and the TUI change one at a time, in core units.
@@ -122,8 +123,10 @@ impl LinkField {
                 })
         };
         match self {
-            LinkField::Rate => crate::units::parse_rate(text).map_err(|e| e.to_string()),
-            LinkField::Delay => crate::units::parse_time_ns(text).map_err(|e| e.to_string()),
+            // The configuration's rules for `rate` and `delay`, so that a
+            // value means the same in both (`unlimited` included).
+            LinkField::Rate => LinkRateUnit::parse(text).map_err(|e| e.to_string()),
+            LinkField::Delay => DelayUnit::parse(text).map_err(|e| e.to_string()),
             LinkField::TxRing => number(4096).and_then(|v| {
                 if v == 0 {
                     Err(format!("ring \"{text}\": expected 1..=4096 descriptors"))
@@ -181,6 +184,15 @@ mod tests {
         assert_eq!((p.rate_bytes_ps, p.bql, p.rx_usecs), (1_000, false, 50));
         let err = LinkField::TxRing.apply(&mut p, u64::MAX).unwrap_err();
         assert!(err.contains("ring"), "{err}");
+    }
+
+    #[test]
+    fn rate_and_delay_follow_the_configuration_s_rules() {
+        assert_eq!(LinkField::Rate.parse("unlimited"), Ok(0));
+        assert_eq!(LinkField::Rate.parse("0"), Ok(0));
+        assert_eq!(LinkField::Rate.parse("100mbit"), Ok(12_500_000));
+        assert_eq!(LinkField::Delay.parse("250ns"), Ok(250));
+        assert!(LinkField::Rate.parse("fast").is_err());
     }
 
     #[test]

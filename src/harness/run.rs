@@ -13,7 +13,9 @@
 //!
 //! Exit codes: the left command's own; 128 + N when it died of signal N, or
 //! when `bloatbox run` itself got signal N; 124 when the right side never
-//! became ready; 125 when bloatbox could not run (configuration, set-up).
+//! became ready; 127 when the left command does not exist and 126 when it
+//! is not executable (as a shell, and `bloatbox exec`, say); 125 when
+//! bloatbox could not run (configuration, set-up).
 
 use std::io::{self, IsTerminal};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -270,7 +272,19 @@ enum Outcome {
     LeftExited(ExitStatus),
     Signal(i32),
     NotReady(String),
+    /// The left command could not be started: 127 (no such command) or 126
+    /// (not executable), as a shell and `bloatbox exec` say.
+    CannotRun(u8, anyhow::Error),
     Failed(anyhow::Error),
+}
+
+/// The shell's exit code for a command that could not be started.
+fn cannot_run_code(e: &anyhow::Error) -> Option<u8> {
+    match e.root_cause().downcast_ref::<io::Error>()?.kind() {
+        io::ErrorKind::NotFound => Some(127),
+        io::ErrorKind::PermissionDenied => Some(126),
+        _ => None,
+    }
 }
 
 /// `bloatbox run`: returns the process exit code; errors are printed.
@@ -349,6 +363,10 @@ fn run_inner(args: &RunArgs) -> anyhow::Result<u8> {
             eprintln!("bloatbox run: {why}");
             EXIT_NOT_READY
         }
+        Outcome::CannotRun(code, e) => {
+            eprintln!("bloatbox run: {e:#}");
+            *code
+        }
         Outcome::Failed(e) => {
             eprintln!("bloatbox run: error: {e:#}");
             EXIT_FAILED
@@ -359,6 +377,7 @@ fn run_inner(args: &RunArgs) -> anyhow::Result<u8> {
             Outcome::LeftExited(_) => "left command exited".to_string(),
             Outcome::Signal(sig) => format!("stopped by signal {sig}"),
             Outcome::NotReady(why) => format!("not ready: {why}"),
+            Outcome::CannotRun(_, e) => format!("left command not started: {e:#}"),
             Outcome::Failed(e) => format!("failed: {e:#}"),
         };
         let report = json!({
@@ -441,7 +460,12 @@ fn drive(
     };
     let mut proc = match Proc::spawn(cmd, own_group, link.rootless().is_some(), record, t0) {
         Ok(p) => p,
-        Err(e) => return Outcome::Failed(e),
+        Err(e) => {
+            return match cannot_run_code(&e) {
+                Some(code) => Outcome::CannotRun(code, e),
+                None => Outcome::Failed(e),
+            }
+        }
     };
     let outcome = loop {
         if let Some(status) = proc.poll(t0) {
