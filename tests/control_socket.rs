@@ -556,6 +556,36 @@ fn the_cli_clients_print_the_daemons_replies() {
     assert_eq!(code, Some(0), "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_conserved(&v);
+    // The client's options after the command's words, as netdev threads
+    // paste them; the socket directly, or from the environment.
+    let (code, out, err) = run(&["tc", "-s", "qdisc", "show", "dev", "left", "-c", cfg]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("qdisc fq_codel"), "{out}");
+    let sock = rig.socket.to_str().unwrap();
+    let (code, out, err) = run(&["set", "left.rate=20mbit", "--socket", sock]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(n(&v, "/left/rate_bytes_ps"), 2_500_000);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bloatbox"))
+        .args(["tc", "qdisc", "show", "dev", "left"])
+        .env("BLOATBOX_SOCKET", sock)
+        .env_remove("BLOATBOX_CONFIG")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("qdisc fq_codel"));
+    // Never another daemon silently: a socket the configuration contradicts,
+    // or two configurations.
+    let (code, _, err) = run(&["stats", "-c", cfg, "--socket", "/run/bloatbox/other.sock"]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("which daemon is meant"), "{err}");
+    let (code, _, err) = run(&["tc", "-c", cfg, "qdisc", "show", "-c", "other.toml"]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("--config given twice"), "{err}");
 }
 
 #[test]

@@ -17,6 +17,7 @@ pub mod daemon;
 mod exec;
 mod local;
 mod stats;
+pub mod target;
 mod up;
 
 pub use check::check;

@@ -4,18 +4,17 @@
 //! the text form reads it as a typed `LiveSnapshot`, so a reply missing a
 //! field is an error instead of a silent zero.
 
-use std::path::Path;
-
+use super::target::Target;
 use crate::control::{decode, request_stats, restore_drops_by_reason};
 use crate::datapath::LiveSnapshot;
-use crate::live::{load, setup};
+use crate::live::setup;
 use crate::netns::SideSpec;
 
 /// `bloatbox stats`.
-pub fn stats(config: Option<&Path>, json: bool) -> anyhow::Result<()> {
-    let cfg = load(config)?;
+pub fn stats(target: &Target, json: bool) -> anyhow::Result<()> {
+    let (cfg, socket) = target.resolve()?;
     let setup = setup(&cfg)?;
-    let mut snap = request_stats(&setup.control_socket)?;
+    let mut snap = request_stats(&socket)?;
     // Frames the TAPs' own queues dropped before the datapath read them are
     // invisible to the daemon; the kernel counts them.
     let side_drops = |s: &SideSpec| crate::netns::tap_tx_dropped(&s.netns, &s.tap.name);
