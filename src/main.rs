@@ -231,6 +231,10 @@ struct LoadArgs {
     /// Write latency.svg, latency-cdf.svg and throughput.svg here.
     #[arg(long, value_name = "DIR")]
     plots: Option<PathBuf>,
+    /// Every column of the table (ping's min/max/mdev, UDP_RR's p50 and
+    /// rate, marks, the datapath's cost); the default fits 100 columns.
+    #[arg(long)]
+    wide: bool,
 }
 
 /// A duration in tc's time units ("5s", "100ms"); a bare number other than 0 is refused.
@@ -273,7 +277,7 @@ impl LoadArgs {
 fn run_test(cands: &[experiment::Candidate], load: &LoadArgs) -> anyhow::Result<u8> {
     bloatbox::netns::require_privileges()?;
     let report = experiment::run_all(cands, &load.options()?)?;
-    bloatbox::out!("{}", experiment::table::render(&report))?;
+    bloatbox::out!("{}", experiment::table::render(&report, load.wide))?;
     if let Some(path) = &load.json {
         report.write_json(path)?;
         bloatbox::outln!("JSON written to {}", path.display())?;
