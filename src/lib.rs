@@ -49,6 +49,7 @@
 //! directions), `metrics` (OpenMetrics export of every counter), `live` (a
 //! configuration's link brought up: namespaces, datapath, control socket),
 //! `app` (the command-line subcommands), `output` (their `out!`/`outln!`),
+//! `progress` (the run's bar and the log writer around it),
 //! `harness` (the `Link` guard for test suites and `bloatbox run`), `load`
 //! (TCP/UDP_RR/ICMP generators and the RRUL-like test), `experiment`
 //! (`bloatbox test`/`demo`: runs over configs, comparison table, JSON, SVG
@@ -70,6 +71,7 @@ pub mod netns;
 pub mod output;
 pub mod port;
 pub mod privilege;
+pub mod progress;
 pub mod release;
 pub mod rootless;
 pub mod sim;

@@ -307,7 +307,7 @@ fn init_logs(file: Option<&std::path::Path>, default: &str) -> std::io::Result<(
                 .init()
         }
         None => logs
-            .with_writer(std::io::stderr)
+            .with_writer(bloatbox::progress::LogWriter)
             .with_ansi(std::io::stderr().is_terminal())
             .init(),
     }

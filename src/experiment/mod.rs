@@ -6,7 +6,7 @@
 pub mod plot;
 pub mod table;
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -281,26 +281,20 @@ pub fn run_all(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Report
         if !tty {
             eprintln!("{head}: {total:.0} s");
         }
+        let bar = tty.then(|| crate::progress::start(&head, total));
         let mut progress = |t: f64, _: &LiveLink| {
             if let Some(sig) = signals.wait(0) {
-                eprintln!("\nstopping after signal {sig}");
+                tracing::warn!("stopping after signal {sig}");
                 return false;
             }
-            if tty {
-                let width = 30usize;
-                let done = ((t / total).clamp(0.0, 1.0) * width as f64) as usize;
-                eprint!(
-                    "\r{head} [{}{}] {t:4.1}/{total:.0} s",
-                    "#".repeat(done),
-                    ".".repeat(width - done)
-                );
-                let _ = std::io::stderr().flush();
+            if let Some(bar) = &bar {
+                bar.set(t);
             }
             true
         };
         let r = run_one(c, i, opts, &mut progress);
-        if tty {
-            eprintln!();
+        if let Some(bar) = bar {
+            bar.finish();
         }
         results.push(r?);
     }
