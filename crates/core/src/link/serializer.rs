@@ -59,7 +59,13 @@ impl Serializer {
         let old = self.wire.rate_bytes_ps;
         self.link_overhead = overhead;
         self.wire = wire(rate_bytes_ps, overhead, self.framing);
-        if rate_bytes_ps == old || self.timeline.is_some() {
+        if rate_bytes_ps == old {
+            return;
+        }
+        if self.timeline.is_some() {
+            // The schedule times the wire; its remainder restarts, as
+            // before any rate change.
+            self.busy_rem = 0;
             return;
         }
         match &mut self.on_wire {
