@@ -803,4 +803,17 @@ fn likely_typos_are_accepted_with_a_warning_naming_the_field() {
     assert!(parse("[link]\nrate = \"100mbit\"\ndelay = \"5ms\"\n")
         .warnings()
         .is_empty());
+    // A shared qdisc that one side's tc lines override is said.
+    let c = parse("[link]\nqdisc = \"fq_codel\"\ntc = [\"tc qdisc add dev left root sfq\"]\n");
+    let w: Vec<String> = c.warnings().iter().map(|w| w.to_string()).collect();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].contains("link.qdisc")
+            && w[0].contains(
+                "applies to dev right only: dev left is built by its tc lines (link.tc[0])"
+            ),
+        "{}",
+        w[0]
+    );
+    assert_eq!(c.tc_lines(R), vec!["tc qdisc add dev right root fq_codel"]);
 }

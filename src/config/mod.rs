@@ -437,6 +437,26 @@ impl Config {
                 }
             }
         }
+        // A shared qdisc that one side's tc lines override (both sides: an
+        // error, see `validate`).
+        if self.link.qdisc.is_some() {
+            let covered: Vec<(Dir, String)> = Dir::ALL
+                .into_iter()
+                .filter_map(|d| Some((d, self.literal_tc_lines(d).first()?.path.clone())))
+                .collect();
+            if let [(dir, line)] = covered.as_slice() {
+                out.push(ConfigError::field(
+                    "link.qdisc",
+                    None,
+                    format!(
+                        "applies to dev {} only: dev {} is built by its tc lines ({line}); to say so, move the qdisc into [link.{}]",
+                        dir.reverse().dev(),
+                        dir.dev(),
+                        dir.reverse().name()
+                    ),
+                ));
+            }
+        }
         out
     }
 
