@@ -310,7 +310,11 @@ fn wait_port_waits_for_the_server_and_the_report_has_the_link() {
         "--",
         "sh",
         "-c",
-        "iperf3 -c $BLOATBOX_PEER_V4 -p 5201 -t 1",
+        // The server (-1) ends by itself after the test, but may still be
+        // finishing when the client is done; on a loaded machine the run's
+        // teardown could kill it first. The left side gives it half a
+        // second.
+        "iperf3 -c $BLOATBOX_PEER_V4 -p 5201 -t 1 && sleep 0.5",
     ])
     .finish();
     assert_eq!(code(&out), 0, "{}", text(&out));
