@@ -116,6 +116,35 @@ fn link_panel_shows_ring_bql_coalescing_lateness_and_drops() {
         lines[3].ends_with("drops codel 3, queue_full 1.5k"),
         "{lines:?}"
     );
+    // A stalled wire (a rate typo) leads the first line, even at 80 columns.
+    let mut stalled = path.clone();
+    stalled.params.rate_bytes_ps = 12;
+    stalled.wire_departs = Some(stalled.at + 126 * bloatbox::time::NS_PER_SEC);
+    let lines = render(
+        LinkPanel {
+            path: &stalled,
+            achieved_bps: 0,
+            lateness_us: [0; 3],
+            wakeups: 0,
+        },
+        80,
+        4,
+    );
+    assert!(
+        lines[0].starts_with("STALLED wire frame leaves in 126.00s  rate 96bit"),
+        "{lines:?}"
+    );
+    let lines = render(
+        LinkPanel {
+            path,
+            achieved_bps: 0,
+            lateness_us: [0; 3],
+            wakeups: 0,
+        },
+        80,
+        4,
+    );
+    assert!(!lines[0].contains("STALLED"), "{lines:?}");
     // Clipped, never panicking, in tiny areas.
     for (w, h) in [(1, 1), (10, 2), (0, 0)] {
         render(

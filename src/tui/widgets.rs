@@ -114,6 +114,14 @@ impl Widget for LinkPanel<'_> {
         let p = self.path;
         let params = &p.params;
         let mut l1 = Vec::new();
+        // First, so that a narrow terminal does not clip it away.
+        if let Some(wait) = p.stall_ns() {
+            kv(
+                &mut l1,
+                "STALLED ",
+                format!("wire frame leaves in {}", fmt_us(wait / 1000)),
+            );
+        }
         let rate_bps = params.rate_bytes_ps * 8;
         kv(
             &mut l1,
@@ -139,13 +147,6 @@ impl Widget for LinkPanel<'_> {
         );
         kv(&mut l1, "mtu ", params.mtu.to_string());
         kv(&mut l1, "ovh ", format!("{}B", params.overhead));
-        if let Some(wait) = p.stall_ns() {
-            kv(
-                &mut l1,
-                "STALLED ",
-                format!("wire frame leaves in {}", fmt_us(wait / 1000)),
-            );
-        }
 
         let mut l2 = Vec::new();
         kv(
