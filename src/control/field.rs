@@ -97,8 +97,6 @@ impl LinkField {
         }
     }
 
-    /// Parses the value as people type it (tc units for rate and delay,
-    /// on/off for BQL, plain numbers otherwise) into core units.
     /// A warning for a value that is taken as written but is probably a
     /// typo (a bare or tiny rate, a rate in bytes, a delay without a unit;
     /// `crate::tc::hint`).
@@ -110,6 +108,8 @@ impl LinkField {
         }
     }
 
+    /// Parses the value as people type it (tc units for rate and delay,
+    /// on/off for BQL, plain numbers otherwise) into core units.
     pub fn parse(self, text: &str) -> Result<u64, String> {
         let number = |max: u64| {
             text.parse::<u64>()
