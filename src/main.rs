@@ -110,22 +110,25 @@ enum Cmd {
     /// Print every counter of the running daemon as OpenMetrics text
     /// (what `up --metrics-listen` serves).
     Metrics {
+        /// Which daemon (in `tc` and `set` also after the command's words).
         #[command(flatten)]
-        target: ClientArgs,
+        target: Target,
     },
     /// Print the running daemon's counters.
     Stats {
         /// The raw snapshot as JSON.
         #[arg(long)]
         json: bool,
+        /// Which daemon (in `tc` and `set` also after the command's words).
         #[command(flatten)]
-        target: ClientArgs,
+        target: Target,
     },
     /// Run a tc command on the running daemon (`bloatbox tc -s qdisc show
     /// dev left`); exit 2 with tc's error text on failure.
     Tc {
+        /// Which daemon (in `tc` and `set` also after the command's words).
         #[command(flatten)]
-        target: ClientArgs,
+        target: Target,
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         args: Vec<String>,
     },
@@ -134,43 +137,22 @@ enum Cmd {
     /// left.netem="..."`, see the README) or `ethtool -C left rx-usecs 20`;
     /// all or nothing; prints the effective parameters and shapes.
     Set {
+        /// Which daemon (in `tc` and `set` also after the command's words).
         #[command(flatten)]
-        target: ClientArgs,
+        target: Target,
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         args: Vec<String>,
     },
     /// Attach the terminal UI to the running daemon (quitting leaves it
     /// running).
     Top {
+        /// Which daemon (in `tc` and `set` also after the command's words).
         #[command(flatten)]
-        target: ClientArgs,
+        target: Target,
         /// Where logs go while the TUI owns the terminal.
         #[arg(long, value_name = "FILE", default_value = "/tmp/bloatbox.log")]
         log: PathBuf,
     },
-}
-
-/// Which daemon a client subcommand talks to (`bloatbox::app::target`);
-/// in `tc` and `set` these may also follow the command's words.
-#[derive(clap::Args)]
-struct ClientArgs {
-    /// Configuration naming the daemon's control socket (default:
-    /// $BLOATBOX_CONFIG, else the embedded default)
-    #[arg(short, long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// The daemon's control socket (default: $BLOATBOX_SOCKET, else the
-    /// configuration's)
-    #[arg(long, value_name = "PATH")]
-    socket: Option<PathBuf>,
-}
-
-impl ClientArgs {
-    fn target(self) -> Target {
-        Target {
-            config: self.config,
-            socket: self.socket,
-        }
-    }
 }
 
 /// Where `up` exports its counters (see `bloatbox::metrics`).
@@ -381,18 +363,16 @@ fn main() -> ExitCode {
         }
         Cmd::Demo { load } => experiment::Candidate::demo().and_then(|c| run_test(&c, &load)),
         Cmd::Sim { scenario, out } => bloatbox::sim::run_cli(&scenario, out.as_deref()).map(|()| 0),
-        Cmd::Metrics { target } => daemon::metrics(&target.target()),
-        Cmd::Stats { json, target } => app::stats(&target.target(), json).map(|()| 0),
+        Cmd::Metrics { target } => daemon::metrics(&target),
+        Cmd::Stats { json, target } => app::stats(&target, json).map(|()| 0),
         Cmd::Run(args) => Ok(bloatbox::harness::run::run(&args)),
         Cmd::Tc { target, args } => target
-            .target()
             .take_from(args)
             .and_then(|(target, args)| daemon::tc(&target, &args)),
         Cmd::Set { target, args } => target
-            .target()
             .take_from(args)
             .and_then(|(target, args)| daemon::set(&target, &args)),
-        Cmd::Top { target, log: _ } => daemon::top(&target.target()),
+        Cmd::Top { target, log: _ } => daemon::top(&target),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -13,11 +13,17 @@ use anyhow::{bail, Context};
 
 use crate::config::Config;
 
-/// The client's options as given on the command line (before or after the
-/// command's words).
-#[derive(Clone, Debug, Default, PartialEq)]
+/// The client's options as given on the command line (before the
+/// command's words; `take_from` adds those after them).
+#[derive(clap::Args, Clone, Debug, Default, PartialEq)]
 pub struct Target {
+    /// Configuration naming the daemon's control socket (default:
+    /// $BLOATBOX_CONFIG, else the embedded default)
+    #[arg(short, long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// The daemon's control socket (default: $BLOATBOX_SOCKET, else the
+    /// configuration's)
+    #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
 }
 
@@ -62,21 +68,16 @@ impl Target {
 
     /// The configuration file: `-c`, else `BLOATBOX_CONFIG` (none: the
     /// embedded default).
-    pub fn config_path(&self) -> Option<PathBuf> {
+    fn config_path(&self) -> Option<PathBuf> {
         self.config
             .clone()
             .or_else(|| std::env::var_os("BLOATBOX_CONFIG").map(PathBuf::from))
     }
 
-    /// The configuration, loaded as `up` loads it.
-    pub fn load(&self) -> anyhow::Result<Config> {
-        crate::live::load(self.config_path().as_deref())
-    }
-
     /// The control socket of `cfg`, or the one named by `--socket` (else
     /// `BLOATBOX_SOCKET`); a configuration given explicitly that names
     /// another socket is an error.
-    pub fn socket(&self, cfg: &Config) -> anyhow::Result<PathBuf> {
+    fn socket(&self, cfg: &Config) -> anyhow::Result<PathBuf> {
         let named =
             self.socket.clone().map(|s| (s, "--socket")).or_else(|| {
                 std::env::var_os("BLOATBOX_SOCKET").map(|s| (s.into(), "BLOATBOX_SOCKET"))
@@ -94,9 +95,9 @@ impl Target {
         }
     }
 
-    /// The configuration and the socket together.
+    /// The configuration (loaded as `up` loads it) and the socket.
     pub fn resolve(&self) -> anyhow::Result<(Config, PathBuf)> {
-        let cfg = self.load()?;
+        let cfg = crate::live::load(self.config_path().as_deref())?;
         let socket = self.socket(&cfg)?;
         Ok((cfg, socket))
     }
