@@ -187,14 +187,14 @@ impl QdiscSpec {
     pub fn steps(&self, dir: Dir, tx_queues: u32) -> Result<Vec<Step>, (String, String)> {
         let dev = dir.dev();
         let args = self.args();
+        if tx_queues > 1 && self.is_classful() {
+            return Err((String::new(), format!(
+                "a {} tree cannot be repeated under mq (tx_queues = {tx_queues}); fix: use tx_queues = 1 or write tc lines",
+                self.kind()
+            )));
+        }
+        let options = self.options()?;
         if tx_queues > 1 {
-            if self.is_classful() {
-                return Err((String::new(), format!(
-                    "a {} tree cannot be repeated under mq (tx_queues = {tx_queues}); fix: use tx_queues = 1 or write tc lines",
-                    self.kind()
-                )));
-            }
-            let options = self.options()?;
             // mq without options: what `tc qdisc add ... mq` sends.
             let mut steps = vec![qdisc_step(
                 dir,
@@ -216,7 +216,6 @@ impl QdiscSpec {
             }
             return Ok(steps);
         }
-        let options = self.options()?;
         let QdiscSpec::Table(QdiscTable::Htb { classes, .. }) = self else {
             return Ok(vec![qdisc_step(
                 dir,
@@ -301,11 +300,7 @@ impl QdiscSpec {
     fn args(&self) -> String {
         match self {
             QdiscSpec::Line(line) => line.split_whitespace().collect::<Vec<_>>().join(" "),
-            QdiscSpec::Table(t) => {
-                let mut words = vec![t.kind().to_string()];
-                t.push_args(&mut words);
-                words.join(" ")
-            }
+            QdiscSpec::Table(t) => t.args(),
         }
     }
 }
@@ -314,11 +309,9 @@ impl QdiscTable {
     /// The options tc would send for the parameters set.
     fn options(&self) -> Result<QdiscOptions, (String, String)> {
         let tc = |e: TcError| {
-            let mut words = vec![self.kind().to_string()];
-            self.push_args(&mut words);
             (
                 String::new(),
-                format!("tc rejects \"{}\": {e}", words.join(" ")),
+                format!("tc rejects \"{}\": {e}", self.args()),
             )
         };
         Ok(match self {
@@ -445,6 +438,14 @@ impl QdiscTable {
             QdiscTable::FqCodel { .. } => "fq_codel",
             QdiscTable::Htb { .. } => "htb",
         }
+    }
+
+    /// `kind arg arg ...`: the kind and the tc arguments of the parameters
+    /// that are set.
+    fn args(&self) -> String {
+        let mut words = vec![self.kind().to_string()];
+        self.push_args(&mut words);
+        words.join(" ")
     }
 
     /// Appends the tc arguments of the parameters that are set.
