@@ -79,6 +79,36 @@ pub trait FramePort: Send {
     fn send_offload(&mut self, frame: &[u8], _hdr: &VnetHdr) -> io::Result<()> {
         self.send(frame)
     }
+    /// Splits the port into a half to read from and a half to write to,
+    /// each with a descriptor of its own (the same open device or socket,
+    /// `dup`ed), so that two threads can each own one half: the one that
+    /// reads frames from this port and the one that writes frames to it.
+    /// Each half counts what it does (the read half `rx_*`, the write half
+    /// `tx_*`); the port's counters are their `PortCounters::merge`.
+    fn split(self: Box<Self>) -> io::Result<PortHalves>;
+}
+
+/// A port split for two threads (`FramePort::split`).
+pub struct PortHalves {
+    /// Where frames are read from (and the descriptor to wait on).
+    pub rx: Box<dyn FramePort>,
+    /// Where frames are written to.
+    pub tx: Box<dyn FramePort>,
+}
+
+impl PortCounters {
+    /// The counters of a port whose halves counted `self` and `other`.
+    pub fn merge(&self, other: &PortCounters) -> PortCounters {
+        PortCounters {
+            rx_frames: self.rx_frames + other.rx_frames,
+            rx_bytes: self.rx_bytes + other.rx_bytes,
+            tx_frames: self.tx_frames + other.tx_frames,
+            tx_bytes: self.tx_bytes + other.tx_bytes,
+            tx_full_drops: self.tx_full_drops + other.tx_full_drops,
+            rx_errors: self.rx_errors + other.rx_errors,
+            tx_errors: self.tx_errors + other.tx_errors,
+        }
+    }
 }
 
 /// A port kind that is an `FdPort` made its own way (TAP, packet socket,
@@ -88,7 +118,7 @@ trait OnFd {
     fn fd_port_mut(&mut self) -> &mut FdPort;
 }
 
-impl<T: OnFd + Send> FramePort for T {
+impl<T: OnFd + Send + 'static> FramePort for T {
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
         self.fd_port_mut().recv(buf)
     }
@@ -110,6 +140,22 @@ impl<T: OnFd + Send> FramePort for T {
     fn send_offload(&mut self, frame: &[u8], hdr: &VnetHdr) -> io::Result<()> {
         self.fd_port_mut().send_offload(frame, hdr)
     }
+    fn split(self: Box<Self>) -> io::Result<PortHalves> {
+        let tx = self.fd_port().try_clone()?;
+        Ok(PortHalves {
+            rx: self,
+            tx: Box::new(tx),
+        })
+    }
+}
+
+impl OnFd for FdPort {
+    fn fd_port(&self) -> &FdPort {
+        self
+    }
+    fn fd_port_mut(&mut self) -> &mut FdPort {
+        self
+    }
 }
 
 /// The counting and error mapping shared by every port kind; the kinds only
@@ -129,6 +175,12 @@ impl FdPort {
             counters: PortCounters::default(),
             vnet,
         }
+    }
+
+    /// The same device or socket on a descriptor of its own, counting
+    /// from zero.
+    fn try_clone(&self) -> io::Result<FdPort> {
+        Ok(FdPort::new(self.fd.try_clone()?, self.vnet))
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
@@ -544,6 +596,31 @@ mod tests {
         let err = b.recv_offload(&mut buf).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         assert_eq!(b.counters().rx_errors, 1);
+    }
+
+    #[test]
+    fn split_halves_share_the_socket_and_count_their_own_side() {
+        let (a, mut b) = SocketPairPort::pair_offload().unwrap();
+        let PortHalves { mut rx, mut tx } = (Box::new(a) as Box<dyn FramePort>).split().unwrap();
+        assert!(rx.offload() && tx.offload());
+        assert_ne!(rx.raw_fd(), tx.raw_fd(), "each half has its own descriptor");
+        tx.send(&[5u8; 100]).unwrap();
+        b.send(&[6u8; 70]).unwrap();
+        let mut buf = [0u8; 256];
+        assert_eq!(b.recv(&mut buf).unwrap(), Some(100), "sent by the tx half");
+        assert_eq!(rx.recv(&mut buf).unwrap(), Some(70), "read by the rx half");
+        assert_eq!(buf[0], 6);
+        let (r, t) = (rx.counters(), tx.counters());
+        assert_eq!(
+            (r.rx_frames, r.tx_frames, t.rx_frames, t.tx_frames),
+            (1, 0, 0, 1)
+        );
+        let port = r.merge(&t);
+        assert_eq!((port.rx_bytes, port.tx_bytes), (70, 100));
+        // Dropping one half leaves the other working.
+        drop(rx);
+        tx.send(&[7u8; 60]).unwrap();
+        assert_eq!(b.recv(&mut buf).unwrap(), Some(60));
     }
 
     #[test]
