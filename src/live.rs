@@ -71,6 +71,12 @@ pub(crate) fn setup(cfg: &Config) -> anyhow::Result<Setup> {
             gso: GsoPolicy {
                 whole_min_rate_bytes_ps: cfg.tap.gso_min_rate.value(),
             },
+            // One CPU pins both threads; two, one each.
+            cpus: match cfg.daemon.cpus[..] {
+                [] => [None; 2],
+                [both] => [Some(both as usize); 2],
+                [l2r, r2l, ..] => [Some(l2r as usize), Some(r2l as usize)],
+            },
             ..DatapathConfig::default()
         },
     })

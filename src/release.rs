@@ -24,7 +24,6 @@
 //! it would hold every frame behind it for longer than the stall. The
 //! pacer is pure: it takes the times it is given.
 
-use crate::dir::Dir;
 use crate::time::{Instant, NS_PER_MS};
 
 /// The least fraction of its logical gap an overdue frame keeps, as a ratio.
@@ -32,10 +31,11 @@ pub const CATCH_UP: (u64, u64) = (3, 4);
 /// Beyond this lateness a frame is written at once.
 pub const GIVE_UP_NS: u64 = NS_PER_MS;
 
-/// Per direction: the last frame written, as (logical delivery, write) times.
+/// The pacer of one direction (each direction's datapath thread owns
+/// its own): the last frame written, as (logical delivery, write) times.
 #[derive(Debug)]
 pub struct ReleasePacer {
-    last: [Option<(Instant, Instant)>; 2],
+    last: Option<(Instant, Instant)>,
     /// The longest wait the pacer imposes; zero turns pacing off.
     max_wait_ns: u64,
 }
@@ -44,16 +44,16 @@ impl ReleasePacer {
     /// A pacer that never makes a frame wait longer than `max_wait_ns`.
     pub fn new(max_wait_ns: u64) -> Self {
         ReleasePacer {
-            last: [None; 2],
+            last: None,
             max_wait_ns,
         }
     }
 
-    /// When the frame the link delivered at `delivered` may be written in
-    /// `dir`, it being `now`: never before `delivered`, and `delivered`
+    /// When the frame the link delivered at `delivered` may be written,
+    /// it being `now`: never before `delivered`, and `delivered`
     /// itself whenever pacing does not apply.
-    pub fn earliest(&self, dir: Dir, delivered: Instant, now: Instant) -> Instant {
-        let Some((prev_delivered, prev_written)) = self.last[dir.index()] else {
+    pub fn earliest(&self, delivered: Instant, now: Instant) -> Instant {
+        let Some((prev_delivered, prev_written)) = self.last else {
             return delivered;
         };
         if now.saturating_since(delivered) > GIVE_UP_NS {
@@ -67,10 +67,10 @@ impl ReleasePacer {
         at
     }
 
-    /// Records that the frame delivered at `delivered` in `dir` was written
-    /// at `now`.
-    pub fn written(&mut self, dir: Dir, delivered: Instant, now: Instant) {
-        self.last[dir.index()] = Some((delivered, now));
+    /// Records that the frame delivered at `delivered` was written at
+    /// `now`.
+    pub fn written(&mut self, delivered: Instant, now: Instant) {
+        self.last = Some((delivered, now));
     }
 }
 
@@ -78,8 +78,6 @@ impl ReleasePacer {
 mod tests {
     use super::*;
     use crate::time::NS_PER_US;
-
-    const L2R: Dir = Dir::LeftToRight;
 
     fn us(n: u64) -> Instant {
         Instant::from_micros(n)
@@ -93,8 +91,8 @@ mod tests {
         delivered
             .iter()
             .map(|&d| {
-                now = now.max(pacer.earliest(L2R, us(d), now));
-                pacer.written(L2R, us(d), now);
+                now = now.max(pacer.earliest(us(d), now));
+                pacer.written(us(d), now);
                 now.nanos() / NS_PER_US
             })
             .collect()
@@ -137,11 +135,14 @@ mod tests {
 
     #[test]
     fn the_directions_are_paced_apart() {
-        let mut p = ReleasePacer::new(50 * NS_PER_US);
-        p.written(L2R, us(0), us(30));
-        let r2l = Dir::RightToLeft;
-        assert_eq!(p.earliest(r2l, us(10), us(30)), us(10));
-        assert_eq!(p.earliest(L2R, us(10), us(30)), us(37) + 500);
+        // Each direction's thread has a pacer of its own.
+        let (mut l2r, r2l) = (
+            ReleasePacer::new(50 * NS_PER_US),
+            ReleasePacer::new(50 * NS_PER_US),
+        );
+        l2r.written(us(0), us(30));
+        assert_eq!(r2l.earliest(us(10), us(30)), us(10));
+        assert_eq!(l2r.earliest(us(10), us(30)), us(37) + 500);
     }
 
     #[test]
@@ -178,7 +179,7 @@ mod tests {
                 delivered += gap;
                 // The loop reaches frames in order, never earlier than before.
                 loop_at = loop_at.max(delivered + late);
-                let at = p.earliest(L2R, delivered, loop_at);
+                let at = p.earliest(delivered, loop_at);
                 let written = loop_at.max(at);
                 proptest::prop_assert!(written >= delivered);
                 proptest::prop_assert!(written.saturating_since(loop_at) <= max_wait);
@@ -196,7 +197,7 @@ mod tests {
                             written.saturating_since(pw));
                     }
                 }
-                p.written(L2R, delivered, written);
+                p.written(delivered, written);
                 prev = Some((delivered, written));
             }
         }

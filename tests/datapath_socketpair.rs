@@ -39,6 +39,20 @@ fn spawn(bridge: Bridge, cfg: DatapathConfig) -> (Datapath, [SocketPairPort; 2])
     (dp, [host_left, host_right])
 }
 
+/// A bridge of two tc trees (each device's default root qdisc) on links
+/// of `params`, which tc commands can change.
+fn tree_bridge(params: LinkParams) -> Bridge {
+    let tree = |dev: Dir| {
+        let t = bloatbox::tc::build_tree(
+            params.dev_spec(dev, bloatbox::tc::kinds::BUILTIN),
+            &[] as &[&str],
+        )
+        .unwrap();
+        Path::new(params, Box::new(t))
+    };
+    Bridge::new(tree(Dir::LeftToRight), tree(Dir::RightToLeft))
+}
+
 /// A frame with an unused EtherType carrying `seq` in its first payload bytes.
 fn frame(seq: u32, len: usize) -> Vec<u8> {
     let mut f = vec![0u8; len];
@@ -385,18 +399,7 @@ fn tc_commands_change_and_show_the_live_qdisc_tree() {
         rate_bytes_ps: RATE_BYTES_PS,
         ..LinkParams::default()
     };
-    let tree = |dev: Dir| {
-        let t = bloatbox::tc::build_tree(
-            params.dev_spec(dev, bloatbox::tc::kinds::BUILTIN),
-            &[] as &[&str],
-        )
-        .unwrap();
-        Path::new(params, Box::new(t))
-    };
-    let (dp, [_host_left, _host_right]) = spawn(
-        Bridge::new(tree(Dir::LeftToRight), tree(Dir::RightToLeft)),
-        DatapathConfig::default(),
-    );
+    let (dp, [_host_left, _host_right]) = spawn(tree_bridge(params), DatapathConfig::default());
     let tc = |line: &str| {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         dp.command(Command::Tc {
@@ -432,7 +435,7 @@ fn tc_commands_change_and_show_the_live_qdisc_tree() {
 /// A port whose device vanishes after `ok_writes` frames: every later write
 /// fails with ENODEV and is counted as a write error, as a TAP's is.
 struct Vanishing {
-    inner: SocketPairPort,
+    inner: Box<dyn FramePort>,
     ok_writes: u64,
     errors: u64,
 }
@@ -457,6 +460,17 @@ impl FramePort for Vanishing {
             ..self.inner.counters()
         }
     }
+    /// The write half vanishes as the port does; the read half is plain.
+    fn split(self: Box<Self>) -> std::io::Result<bloatbox::port::PortHalves> {
+        let halves = self.inner.split()?;
+        Ok(bloatbox::port::PortHalves {
+            rx: halves.rx,
+            tx: Box::new(Vanishing {
+                inner: halves.tx,
+                ..*self
+            }),
+        })
+    }
 }
 
 #[test]
@@ -474,7 +488,7 @@ fn frames_behind_a_write_to_a_vanished_port_are_counted_not_lost() {
     let (dp_left, mut host_left) = SocketPairPort::pair().unwrap();
     let (dp_right, _host_right) = SocketPairPort::pair().unwrap();
     let right = Vanishing {
-        inner: dp_right,
+        inner: Box::new(dp_right),
         ok_writes: 3,
         errors: 0,
     };
@@ -508,4 +522,179 @@ fn frames_behind_a_write_to_a_vanished_port_are_counted_not_lost() {
         "every frame the link delivered was written or counted as an error"
     );
     assert_conserved(&snap, Dir::LeftToRight);
+}
+
+/// The names of this process's threads (`/proc/self/task/*/comm`).
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn two_threads_forward_and_conserve_across_a_rate_change_and_a_qdisc_switch_under_load() {
+    use bloatbox::datapath::Command;
+    const LOAD: u32 = 3000;
+    let params = LinkParams {
+        rate_bytes_ps: 12_500_000, // 100 Mbit/s
+        delay_ns: DELAY_NS,
+        ..LinkParams::default()
+    };
+    let (dp, [mut host_left, mut host_right]) =
+        spawn(tree_bridge(params), DatapathConfig::default());
+    // Each thread names itself as it starts ("bloatbox-datapath-left" and
+    // "-right", which the kernel cuts to 15 bytes).
+    let t0 = StdInstant::now();
+    let datapaths = || {
+        thread_names()
+            .iter()
+            .filter(|n| *n == "bloatbox-datapa")
+            .count()
+    };
+    while datapaths() < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "one thread per direction: {:?}",
+            thread_names()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // While both directions are loaded: a `set` over both directions, then
+    // a qdisc switch on each, from another thread.
+    let commander = dp.commander();
+    let changes = std::thread::spawn(move || {
+        let ask = |cmd: &dyn Fn(std::sync::mpsc::SyncSender<Result<String, String>>) -> Command| {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            commander.send(cmd(tx)).unwrap();
+            rx.recv_timeout(Duration::from_secs(5)).unwrap()
+        };
+        std::thread::sleep(Duration::from_millis(40));
+        let plan = bloatbox::control::set::parse_set(&[
+            "left.rate=200mbit".to_string(),
+            "right.rate=50mbit".to_string(),
+        ])
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        commander
+            .send(Command::EditLink { plan, reply: tx })
+            .unwrap();
+        let effective = rx.recv_timeout(Duration::from_secs(5)).unwrap().unwrap();
+        std::thread::sleep(Duration::from_millis(40));
+        for line in [
+            "tc qdisc replace dev left root fq_codel",
+            "tc qdisc replace dev right root sfq",
+        ] {
+            ask(&|reply| Command::Tc {
+                line: line.into(),
+                reply,
+            })
+            .unwrap();
+        }
+        let shown = ask(&|reply| Command::Tc {
+            line: "tc qdisc show".into(),
+            reply,
+        })
+        .unwrap();
+        (effective, shown)
+    });
+    // The load: 300 frames each way every 25 ms (about the line rate),
+    // so that it lasts past both changes.
+    let mut ports = [&mut host_left, &mut host_right];
+    let mut got = [Vec::new(), Vec::new()];
+    let mut buf = vec![0u8; 4096];
+    let mut receive = |ports: &mut [&mut SocketPairPort; 2], got: &mut [Vec<u32>; 2]| {
+        let mut any = false;
+        for (port, got) in ports.iter_mut().zip(got.iter_mut()) {
+            while let Some(_n) = port.recv(&mut buf).unwrap() {
+                got.push(seq_of(&buf));
+                any = true;
+            }
+        }
+        any
+    };
+    for chunk in 0..LOAD / 300 {
+        for k in chunk * 300..(chunk + 1) * 300 {
+            for (i, f) in [frame(k, FRAME_LEN), frame(100_000 + k, FRAME_LEN)]
+                .into_iter()
+                .enumerate()
+            {
+                // Retry while the socket is full: the host loses nothing.
+                loop {
+                    let full = ports[i].counters().tx_full_drops;
+                    ports[i].send(&f).unwrap();
+                    if ports[i].counters().tx_full_drops == full {
+                        break;
+                    }
+                    receive(&mut ports, &mut got);
+                }
+            }
+        }
+        receive(&mut ports, &mut got);
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let mut idle = StdInstant::now();
+    while idle.elapsed() < Duration::from_millis(500) {
+        if receive(&mut ports, &mut got) {
+            idle = StdInstant::now();
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let [at_left, at_right] = got;
+    let (effective, shown) = changes.join().unwrap();
+    let snap = dp.shutdown().unwrap();
+
+    assert_eq!(effective.left.rate_bytes_ps, 25_000_000);
+    assert_eq!(effective.right.rate_bytes_ps, 6_250_000);
+    assert!(
+        shown.contains("qdisc fq_codel") && shown.contains("qdisc sfq"),
+        "{shown}"
+    );
+    for (dir, got, port) in [
+        (Dir::LeftToRight, &at_right, snap.right_port),
+        (Dir::RightToLeft, &at_left, snap.left_port),
+    ] {
+        let p = snap.bridge.path(dir);
+        assert_conserved(&snap, dir);
+        assert_eq!(
+            p.counters.frames_in, LOAD as u64,
+            "{dir:?}: every frame read"
+        );
+        assert_eq!(p.held, 0, "{dir:?}: the link drained");
+        // What left the link was received, or counted by the port that
+        // found the receiving socket full.
+        assert_eq!(
+            got.len() as u64 + port.tx_full_drops,
+            p.counters.frames_out,
+            "{dir:?}"
+        );
+        assert!(
+            got.windows(2).all(|w| w[0] < w[1]),
+            "{dir:?}: frames left in order across both changes"
+        );
+        // The host sends faster than the link drains: the qdiscs drop
+        // (counted above), and the new qdisc forwarded after the switch.
+        assert!(
+            p.qdisc.stats.packets > 0,
+            "{dir:?}: nothing went through the new qdisc: {:?}",
+            p.qdisc.stats
+        );
+        eprintln!(
+            "{dir:?}: {} of {LOAD} through, {} dropped by reason {:?}",
+            got.len(),
+            p.counters.total_drops(),
+            p.drops_by_reason
+        );
+    }
+    assert_eq!(
+        snap.bridge.path(Dir::LeftToRight).params.rate_bytes_ps,
+        25_000_000
+    );
+    assert_eq!(snap.bridge.path(Dir::LeftToRight).qdisc.kind, "fq_codel");
+    assert_eq!(snap.bridge.path(Dir::RightToLeft).qdisc.kind, "sfq");
+    assert_eq!(
+        snap.left_port.rx_frames + snap.right_port.rx_frames,
+        2 * LOAD as u64
+    );
 }

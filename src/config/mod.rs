@@ -310,7 +310,7 @@ impl LinkSettings {
 #[serde(
     default,
     deny_unknown_fields,
-    expecting = "a table with control_socket, snapshot_hz, snapshot_flows, spin_us, busy_poll_us, pool_size"
+    expecting = "a table with control_socket, snapshot_hz, snapshot_flows, spin_us, busy_poll_us, pool_size, cpus"
 )]
 pub struct DaemonSettings {
     /// Control socket; unset = `/run/bloatbox/<left namespace>.sock`.
@@ -326,8 +326,12 @@ pub struct DaemonSettings {
     /// Keep polling the ports, without sleeping, for this many µs after
     /// the last frame read or written (0 = off), ≤ 1000000.
     pub busy_poll_us: u32,
-    /// Frame buffers in the pool, 64..=1048576.
+    /// Frame buffers in each direction's pool, 64..=1048576.
     pub pool_size: u32,
+    /// CPUs to pin the datapath threads to: `[L2R, R2L]`, or one CPU for
+    /// both; empty (the default) lets the scheduler place them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<u32>,
 }
 
 impl Default for DaemonSettings {
@@ -339,6 +343,7 @@ impl Default for DaemonSettings {
             spin_us: 0,
             busy_poll_us: 0,
             pool_size: 65536,
+            cpus: Vec::new(),
         }
     }
 }

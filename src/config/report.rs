@@ -44,7 +44,7 @@ pub fn check_report(config: &Config) -> String {
     let d = &config.daemon;
     let _ = writeln!(
         out,
-        "daemon control socket {}  snapshots {} Hz  spin {}  busy poll {}  pool {} frames",
+        "daemon control socket {}  snapshots {} Hz  spin {}  busy poll {}  pool {} frames{}",
         config.control_socket().display(),
         d.snapshot_hz,
         match d.spin_us {
@@ -52,7 +52,12 @@ pub fn check_report(config: &Config) -> String {
             us => format!("{} (late releases paced)", off_or_us(us)),
         },
         off_or_us(d.busy_poll_us),
-        d.pool_size
+        d.pool_size,
+        match d.cpus[..] {
+            [] => String::new(),
+            [both] => format!("  threads on CPU {both}"),
+            [l2r, r2l, ..] => format!("  threads on CPUs {l2r} (left→right), {r2l} (right→left)"),
+        }
     );
     out
 }

@@ -419,6 +419,7 @@ fn daemon(config: &Config) -> Result<(), ConfigError> {
     in_range("daemon.spin_us", d.spin_us, SPIN_US, "µs")?;
     in_range("daemon.busy_poll_us", d.busy_poll_us, BUSY_POLL_US, "µs")?;
     in_range("daemon.pool_size", d.pool_size, POOL_SIZE, "frames")?;
+    cpus(&d.cpus, allowed_cpus().as_deref())?;
     if let Some(path) = &d.control_socket {
         if !path.starts_with('/') || path.len() > MAX_SOCKET_PATH || path.ends_with('/') {
             return Err(ConfigError::field(
@@ -431,9 +432,71 @@ fn daemon(config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// The CPUs this process may run on, or None if that cannot be read.
+fn allowed_cpus() -> Option<Vec<u32>> {
+    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok()?;
+    Some(
+        (0..nix::sched::CpuSet::count() as u32)
+            .filter(|&c| set.is_set(c as usize).unwrap_or(false))
+            .collect(),
+    )
+}
+
+/// `daemon.cpus`: one CPU (both threads) or two (left→right, right→left),
+/// each one this process may run on (`allowed`, when known).
+fn cpus(cpus: &[u32], allowed: Option<&[u32]>) -> Result<(), ConfigError> {
+    let shown = || Some(format!("{cpus:?}"));
+    let list = |cpus: &[u32]| {
+        cpus.iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if cpus.len() > 2 {
+        return Err(ConfigError::field(
+            "daemon.cpus",
+            shown(),
+            "expected one CPU for both datapath threads or two (left→right, right→left); \
+             fix: write e.g. cpus = [0, 1]",
+        ));
+    }
+    let Some(allowed) = allowed else {
+        return Ok(());
+    };
+    if let Some(cpu) = cpus.iter().find(|c| !allowed.contains(c)) {
+        return Err(ConfigError::field(
+            "daemon.cpus",
+            shown(),
+            format!(
+                "CPU {cpu} is not one this process may run on (allowed: {}); fix: name \
+                 allowed CPUs, or remove the key to let the scheduler place the threads",
+                list(allowed)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn datapath_cpus_are_one_or_two_allowed_cpus() {
+        let allowed: &[u32] = &[0, 1];
+        assert!(cpus(&[], Some(allowed)).is_ok());
+        assert!(cpus(&[1], Some(allowed)).is_ok());
+        assert!(cpus(&[0, 1], Some(allowed)).is_ok());
+        assert!(cpus(&[7], None).is_ok(), "unknown: checked when pinned");
+        let e = cpus(&[0, 5], Some(allowed)).unwrap_err().to_string();
+        assert!(e.contains("daemon.cpus") && e.contains("[0, 5]"), "{e}");
+        assert!(e.contains("CPU 5") && e.contains("allowed: 0, 1"), "{e}");
+        let e = cpus(&[0, 1, 0], Some(allowed)).unwrap_err().to_string();
+        assert!(
+            e.contains("one CPU for both datapath threads or two"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn ranges_suggest_the_nearest_allowed_value() {

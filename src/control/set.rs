@@ -10,20 +10,19 @@
 //! `left.jitter=2ms`, `left.distribution=normal`, `left.loss=1%` (or
 //! `gemodel ...`, `state ...`, `none`), `left.duplicate=0.5%`,
 //! `left.corrupt=0.1%`, `left.reorder="25% gap 5"` (or `none`). Values are
-//! parsed where the request arrives (`parse_set`), so the datapath only
-//! swaps the result in (`SetPlan::apply_to`). The daemon opens no file a
+//! parsed where the request arrives (`parse_set`), and the plan is applied
+//! to copies of what both directions run with (`SetPlan::outcome`), so each
+//! direction's datapath thread only swaps its part in. The daemon opens no file a
 //! request names: the client reads trace and schedule files and sends their
 //! contents as `left.trace_text=...` / `left.schedule_text=...`
 //! (`inline_files`).
 
 use super::field::LinkField;
-use crate::bridge::Bridge;
 use crate::dir::Dir;
 use crate::link::impair::Loss;
 use crate::link::{Framing, Impairments, LinkParams, LinkShape, Schedule};
 use crate::tc::framing::parse_framing;
 use crate::tc::netem::{format_netem, parse_netem};
-use crate::time::Instant;
 
 const USAGE: &str =
     "expected DEV.FIELD=VALUE with DEV left or right and FIELD one of rate, delay, \
@@ -325,33 +324,50 @@ impl SetPlan {
         Ok(())
     }
 
-    /// Applies the plan to the running bridge at `now`, all or nothing
-    /// (only the directions that change are touched); returns the
-    /// effective configuration.
-    pub fn apply_to(&self, bridge: &mut Bridge, now: Instant) -> Result<Effective, String> {
-        let mut params = Dir::ALL.map(|d| *bridge.path(d).params());
-        let mut shapes = Dir::ALL.map(|d| bridge.path(d).shape().clone());
-        self.apply(&mut params, &mut shapes)?;
-        for d in Dir::ALL {
-            let path = bridge.path_mut(d);
-            if params[d.index()] != *path.params() {
-                path.set_params(params[d.index()], now);
+    /// What the plan makes of a link running with `params` and `shapes`
+    /// (by `Dir::index()`), all or nothing: each direction's part (only what
+    /// changes) and the effective configuration.
+    pub fn outcome(
+        &self,
+        params: [LinkParams; 2],
+        shapes: [LinkShape; 2],
+    ) -> Result<Outcome, String> {
+        let (mut next, mut next_shapes) = (params, shapes.clone());
+        self.apply(&mut next, &mut next_shapes)?;
+        let changes = Dir::ALL.map(|d| {
+            let i = d.index();
+            Change {
+                params: (next[i] != params[i]).then_some(next[i]),
+                shape: (next_shapes[i] != shapes[i]).then(|| next_shapes[i].clone()),
             }
-            if shapes[d.index()] != *path.shape() {
-                // Validated by `apply`, so this cannot fail.
-                path.set_shape(shapes[d.index()].clone(), now)
-                    .map_err(|e| e.to_string())?;
-            }
-        }
-        Ok(Effective {
-            left: params[0],
-            right: params[1],
-            shape: ShapeReports {
-                left: ShapeReport::of(&shapes[0]),
-                right: ShapeReport::of(&shapes[1]),
+        });
+        Ok(Outcome {
+            changes,
+            effective: Effective {
+                left: next[0],
+                right: next[1],
+                shape: ShapeReports {
+                    left: ShapeReport::of(&next_shapes[0]),
+                    right: ShapeReport::of(&next_shapes[1]),
+                },
             },
         })
     }
+}
+
+/// What a `set` changes in one direction (validated): `None` leaves it be.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Change {
+    pub params: Option<LinkParams>,
+    pub shape: Option<LinkShape>,
+}
+
+/// A `set` plan's outcome (`SetPlan::outcome`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// By `Dir::index()`.
+    pub changes: [Change; 2],
+    pub effective: Effective,
 }
 
 /// A warning for each link field in `args` whose value is probably a typo
@@ -658,36 +674,40 @@ mod tests {
     }
 
     #[test]
-    fn the_running_bridge_changes_atomically() {
-        use crate::qdisc::{pfifo_fast::PfifoFast, QdiscCtx};
-        let path = || {
-            crate::link::Path::new(
-                LinkParams::default(),
-                Box::new(PfifoFast::new(QdiscCtx::default())),
-            )
-        };
-        let mut b = Bridge::new(path(), path());
-        let t = Instant::from_millis(1);
-        let eff = parse_set(&args(&["left.loss=1%", "right.rate=1mbit"]))
+    fn the_outcome_changes_only_what_the_plan_names_all_or_nothing() {
+        let params = [LinkParams::default(); 2];
+        let shapes = [LinkShape::default(), LinkShape::default()];
+        let out = parse_set(&args(&["left.loss=1%", "right.rate=1mbit"]))
             .unwrap()
-            .apply_to(&mut b, t)
+            .outcome(params, shapes.clone())
             .unwrap();
+        let eff = &out.effective;
         assert!(eff.shape.left.netem.contains("loss 1%"), "{eff:?}");
         assert_eq!(eff.right.rate_bytes_ps, 125_000);
+        let [left, right] = &out.changes;
+        assert_eq!(left.params, None, "left's parameters are unchanged");
         assert_eq!(
-            b.path(Dir::LeftToRight).shape().impairments.loss,
-            Loss::Random {
+            left.shape.as_ref().map(|s| s.impairments.loss.clone()),
+            Some(Loss::Random {
                 percent: 1.0,
                 correlation: 0.0
-            }
+            })
         );
-        assert_eq!(b.path(Dir::RightToLeft).params().rate_bytes_ps, 125_000);
-        let before = b.path(Dir::LeftToRight).shape().clone();
+        assert_eq!(right.params.map(|p| p.rate_bytes_ps), Some(125_000));
+        assert_eq!(right.shape, None, "right's shape is unchanged");
         let e = parse_set(&args(&["left.loss=2%", "left.tx_ring=none"]))
             .unwrap()
-            .apply_to(&mut b, t)
+            .outcome(params, shapes.clone())
             .unwrap_err();
         assert!(e.contains("tx_ring"), "{e}");
-        assert_eq!(*b.path(Dir::LeftToRight).shape(), before);
+        let same = parse_set(&args(&["left.rate=100mbit"]))
+            .unwrap()
+            .outcome(params, shapes)
+            .unwrap();
+        assert_eq!(
+            same.changes,
+            [Change::default(), Change::default()],
+            "a value equal to the running one changes nothing"
+        );
     }
 }

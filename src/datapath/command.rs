@@ -1,33 +1,47 @@
-//! Requests to the running datapath (`Command`) and the bounded queue they
-//! travel in: a `Commander` queues without blocking and rings an eventfd
-//! the thread's epoll watches; the thread drains the queue at the top of a
-//! loop iteration.
+//! Requests to the running datapath (`Command`) and how they reach the
+//! threads: each direction's thread has a bounded queue of `Request`s and
+//! an eventfd its epoll watches. A `Commander` routes a command to the
+//! direction it names without blocking (a link change, a tc line naming a
+//! device). A command about both directions (a `set` plan, which is all or
+//! nothing over both; `tc qdisc show` without a device) is carried out by
+//! the commander on the caller's thread: it asks each direction's thread
+//! for what it needs, computes the result, and sends each its part. All
+//! commanders of one datapath take one lock while they queue, so such a
+//! command sees no other change land between its reads and its writes.
 
 use std::io;
-use std::sync::mpsc::{SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use nix::sys::eventfd::EventFd;
+use nix::sys::eventfd::{EfdFlags, EventFd};
 
+use crate::control::set::{Change, Effective, SetPlan};
 use crate::dir::Dir;
-use crate::link::LinkParams;
+use crate::link::{LinkParams, LinkShape};
+use crate::qdisc::dump::QdiscDump;
+use crate::tc::{Object, TcCommand, Verb};
 
 use super::error::DatapathError;
 
-/// Depth of the command queue.
+/// Depth of each direction's command queue.
 pub(super) const COMMAND_QUEUE: usize = 16;
 
-/// Requests to the running datapath, applied at the top of a loop
-/// iteration at the current time.
+/// How long a command about both directions waits for each thread's part.
+const BOTH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Requests to the running datapath, applied by the thread of the
+/// direction they concern at the top of a loop iteration, at the current
+/// time.
 #[derive(Debug)]
 pub enum Command {
-    /// Publish a final snapshot and return.
+    /// Publish a final snapshot and return (both threads).
     Shutdown,
     /// Change the link parameters of one direction (rate, delay, ring, BQL,
     /// coalescing...): `change` edits the parameters the path runs with
-    /// now, on the datapath thread, so no caller works from a stale copy;
-    /// frames in flight keep their schedule where the link allows it (see
-    /// `Path::set_params`). The reply is the parameters now in force.
+    /// now, on that direction's thread, so no caller works from a stale
+    /// copy; frames in flight keep their schedule where the link allows it
+    /// (see `Path::set_params`). The reply is the parameters now in force.
     SetLink {
         dir: Dir,
         change: LinkChange,
@@ -37,21 +51,24 @@ pub enum Command {
     /// such as `left.loss=1%`; see `control::set`), parsed, applied to the
     /// current parameters and shapes of both directions, all or nothing;
     /// the reply is the effective configuration or the error naming the
-    /// argument.
+    /// argument. `Commander::send` waits for both threads (at most 2 s
+    /// each) before it returns.
     EditLink {
-        plan: crate::control::set::SetPlan,
-        reply: SyncSender<Result<crate::control::set::Effective, String>>,
+        plan: SetPlan,
+        reply: SyncSender<Result<Effective, String>>,
     },
     /// One tc command line (`tc qdisc|class|filter ... dev left|right ...`)
     /// for the qdisc tree of the direction its device names; the reply is
-    /// its output (`show`) or its error.
+    /// its output (`show`) or its error. A line tc refuses, or one naming
+    /// no device, is answered by `Commander::send` itself; `tc qdisc show`
+    /// without a device waits for both threads' trees.
     Tc {
         line: String,
         reply: SyncSender<Result<String, String>>,
     },
 }
 
-/// An edit of one direction's link parameters, run by the datapath.
+/// An edit of one direction's link parameters, run by its thread.
 pub struct LinkChange(pub Box<dyn FnOnce(&mut LinkParams) + Send>);
 
 impl std::fmt::Debug for LinkChange {
@@ -60,23 +77,189 @@ impl std::fmt::Debug for LinkChange {
     }
 }
 
-/// A cloneable way to queue commands for the datapath (for threads other
-/// than the one holding the `Datapath`, e.g. the TUI).
-#[derive(Clone)]
-pub struct Commander {
-    pub(super) commands: SyncSender<Command>,
-    pub(super) wake: Arc<EventFd>,
+/// What one direction's thread is asked to do.
+pub(super) enum Request {
+    Shutdown,
+    SetLink {
+        change: LinkChange,
+        reply: SyncSender<LinkParams>,
+    },
+    /// The parameters and shape in force.
+    Read {
+        reply: SyncSender<(LinkParams, LinkShape)>,
+    },
+    /// Put a `set`'s part for this direction in force (validated).
+    Install {
+        change: Box<Change>,
+        reply: SyncSender<Result<(), String>>,
+    },
+    /// A parsed tc command naming this direction's device.
+    Tc {
+        cmd: TcCommand,
+        reply: SyncSender<Result<String, String>>,
+    },
+    /// The qdisc tree's dump and the device's TX queue count.
+    Dump {
+        reply: SyncSender<Result<(QdiscDump, u16), String>>,
+    },
 }
 
-impl Commander {
-    /// Queues a command without blocking.
-    pub fn send(&self, cmd: Command) -> Result<(), DatapathError> {
-        match self.commands.try_send(cmd) {
+/// A direction's queue and the doorbell its thread's epoll watches.
+struct Queue {
+    requests: SyncSender<Request>,
+    wake: Arc<EventFd>,
+}
+
+impl Queue {
+    fn send(&self, req: Request) -> Result<(), DatapathError> {
+        match self.requests.try_send(req) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => return Err(DatapathError::QueueFull),
             Err(TrySendError::Disconnected(_)) => return Err(DatapathError::Stopped),
         }
         self.wake.write(1).map_err(io::Error::from)?;
         Ok(())
+    }
+
+    /// Sends the request `make` builds around a reply channel and waits
+    /// for the reply.
+    fn ask<T>(&self, make: impl FnOnce(SyncSender<T>) -> Request) -> Result<T, String> {
+        let (tx, rx) = sync_channel(1);
+        self.send(make(tx)).map_err(|e| e.to_string())?;
+        rx.recv_timeout(BOTH_TIMEOUT)
+            .map_err(|_| format!("the datapath did not answer within {BOTH_TIMEOUT:?}"))
+    }
+}
+
+/// The receiving end of a direction's queue, for its thread.
+pub(super) struct Inbox {
+    pub(super) requests: Receiver<Request>,
+    pub(super) wake: Arc<EventFd>,
+}
+
+/// A cloneable way to queue commands for the datapath (for threads other
+/// than the one holding the `Datapath`, e.g. the TUI).
+#[derive(Clone)]
+pub struct Commander {
+    queues: Arc<[Queue; 2]>,
+    /// Held while a command is queued (and, for a command about both
+    /// directions, carried out).
+    order: Arc<Mutex<()>>,
+}
+
+impl Commander {
+    /// A commander and, by `Dir::index()`, the inbox of each direction's
+    /// thread.
+    pub(super) fn new() -> io::Result<(Commander, [Inbox; 2])> {
+        let queue = || -> io::Result<(Queue, Inbox)> {
+            let (tx, rx) = sync_channel(COMMAND_QUEUE);
+            let wake = Arc::new(
+                EventFd::from_flags(EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC)
+                    .map_err(io::Error::from)?,
+            );
+            let inbox = Inbox {
+                requests: rx,
+                wake: wake.clone(),
+            };
+            Ok((Queue { requests: tx, wake }, inbox))
+        };
+        let (q0, i0) = queue()?;
+        let (q1, i1) = queue()?;
+        let commander = Commander {
+            queues: Arc::new([q0, q1]),
+            order: Arc::new(Mutex::new(())),
+        };
+        Ok((commander, [i0, i1]))
+    }
+
+    /// Queues a command: without blocking for a command about one
+    /// direction; a command about both is carried out before this returns
+    /// (see `Command`), its result in its reply channel.
+    pub fn send(&self, cmd: Command) -> Result<(), DatapathError> {
+        let _order = self.order.lock().unwrap_or_else(|p| p.into_inner());
+        match cmd {
+            Command::Shutdown => self.shutdown(),
+            Command::SetLink { dir, change, reply } => {
+                self.queue(dir).send(Request::SetLink { change, reply })
+            }
+            Command::EditLink { plan, reply } => {
+                let _ = reply.try_send(self.edit_link(&plan));
+                Ok(())
+            }
+            Command::Tc { line, reply } => {
+                let cmd = match TcCommand::parse(&line) {
+                    Ok(cmd) => cmd,
+                    Err(e) => {
+                        let _ = reply.try_send(Err(e.0));
+                        return Ok(());
+                    }
+                };
+                match cmd.dev {
+                    Some(dir) => self.queue(dir).send(Request::Tc { cmd, reply }),
+                    None if cmd.verb == Verb::Show && cmd.object == Object::Qdisc => {
+                        let _ = reply.try_send(self.show_both(&cmd));
+                        Ok(())
+                    }
+                    None => {
+                        let _ = reply.try_send(Err(format!(
+                            "{line:?}: name a device: dev left or dev right"
+                        )));
+                        Ok(())
+                    }
+                }
+            }
+        }
+    }
+
+    /// Asks both threads to stop; fine if one already has.
+    pub(super) fn shutdown(&self) -> Result<(), DatapathError> {
+        let sent = self.queues.each_ref().map(|q| q.send(Request::Shutdown));
+        match sent {
+            [Err(e), Err(_)] => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    fn queue(&self, dir: Dir) -> &Queue {
+        &self.queues[dir.index()]
+    }
+
+    /// A `set` plan over both directions: reads what each runs with,
+    /// works out the plan's outcome (all or nothing), and installs in each
+    /// what changed.
+    fn edit_link(&self, plan: &SetPlan) -> Result<Effective, String> {
+        let mut params = [LinkParams::default(); 2];
+        let mut shapes = [LinkShape::default(), LinkShape::default()];
+        for dir in Dir::ALL {
+            (params[dir.index()], shapes[dir.index()]) =
+                self.queue(dir).ask(|reply| Request::Read { reply })?;
+        }
+        let outcome = plan.outcome(params, shapes)?;
+        for (dir, change) in Dir::ALL.into_iter().zip(outcome.changes) {
+            if change != Change::default() {
+                self.queue(dir).ask(|reply| Request::Install {
+                    change: Box::new(change),
+                    reply,
+                })??;
+            }
+        }
+        Ok(outcome.effective)
+    }
+
+    /// A `qdisc show` over both devices, rendered as one.
+    fn show_both(&self, cmd: &TcCommand) -> Result<String, String> {
+        let mut dumps = Vec::new();
+        for dir in Dir::ALL {
+            dumps.push((dir, self.queue(dir).ask(|reply| Request::Dump { reply })??));
+        }
+        let devs: Vec<_> = dumps
+            .iter()
+            .map(|(dir, (root, tx_queues))| crate::tc::show::DevDump {
+                dev: *dir,
+                root,
+                tx_queues: *tx_queues,
+            })
+            .collect();
+        crate::tc::show::render(cmd, &devs).map_err(|e| e.0)
     }
 }

@@ -1,4 +1,4 @@
-//! The datapath thread's tuning (`DatapathConfig`) and the buffer sizes it
+//! The datapath threads' tuning (`DatapathConfig`) and the buffer sizes it
 //! is derived from: what `app` builds from the configuration file and the
 //! driver reads once at start.
 
@@ -16,7 +16,8 @@ pub const GSO_FRAME_BUF: usize = 65_536 + 64;
 /// Default of `DatapathConfig::snapshot_flows`.
 pub const DEFAULT_SNAPSHOT_FLOWS: usize = 64;
 
-/// Tuning of the datapath thread.
+/// Tuning of the datapath threads (each direction's thread has the same,
+/// but for the CPU it is pinned to).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DatapathConfig {
     /// Spin (instead of sleeping) for this long before each deadline; 0 = never.
@@ -24,7 +25,7 @@ pub struct DatapathConfig {
     /// Poll the ports without sleeping for this long after the last frame
     /// read or written; 0 = never.
     pub busy_poll_us: u32,
-    /// Most frames read from one port per loop iteration.
+    /// Most frames read from the port per loop iteration (NAPI's budget).
     pub batch: usize,
     /// How often a snapshot is published, ns.
     pub publish_interval_ns: u64,
@@ -34,18 +35,22 @@ pub struct DatapathConfig {
     pub snapshot_flows: usize,
     /// Size of each frame buffer: the MTU plus `FRAME_OVERHEAD`.
     pub frame_buf: usize,
-    /// Most frame buffers in existence (the pool's hard cap).
+    /// Most frame buffers in existence per direction (each thread's
+    /// pool's hard cap).
     pub pool_buffers: usize,
-    /// Run the thread under SCHED_FIFO at this priority (1..=99); None keeps
-    /// the normal scheduler. On a busy machine this is what keeps wake-ups
+    /// Run the threads under SCHED_FIFO at this priority (1..=99); None
+    /// keeps the normal scheduler. On a busy machine this is what keeps wake-ups
     /// on time (see BENCHMARKS.md).
     pub realtime_priority: Option<u8>,
     /// Which directions pass GSO super-frames whole (offload ports only).
     pub gso: GsoPolicy,
-    /// Most `GSO_FRAME_BUF` buffers in existence (whole super-frames in the
-    /// link, plus the read buffer); when they run out super-frames are
-    /// segmented instead.
+    /// Most `GSO_FRAME_BUF` buffers in existence per direction (whole
+    /// super-frames in the link, plus the read buffer); when they run out
+    /// super-frames are segmented instead.
     pub gso_buffers: usize,
+    /// The CPU each direction's thread is pinned to, by `Dir::index()`;
+    /// None lets the scheduler choose.
+    pub cpus: [Option<usize>; 2],
 }
 
 impl Default for DatapathConfig {
@@ -61,6 +66,7 @@ impl Default for DatapathConfig {
             realtime_priority: None,
             gso: GsoPolicy::default(),
             gso_buffers: 1024,
+            cpus: [None; 2],
         }
     }
 }

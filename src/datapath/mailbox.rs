@@ -1,31 +1,55 @@
-//! The one-slot mailbox between the datapath and its readers: the thread
-//! offers each snapshot with `try_lock` and skips it if a reader holds the
-//! slot (only for as long as cloning an `Arc` takes), so no reader can ever
-//! hold up the hot path.
+//! The mailboxes between the datapath threads and their readers: one slot
+//! per direction, into which that direction's thread offers each
+//! `LaneSnapshot` with `try_lock` and skips it if a reader holds the slot
+//! (only for as long as cloning an `Arc` takes), so no reader can ever hold
+//! up a hot path. A reader takes both and merges them into one
+//! `LiveSnapshot`; the merge is kept until either direction publishes
+//! again, so readers that ask more often than the threads publish share it.
 
-use std::sync::{Arc, Mutex, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
-use super::snapshot::LiveSnapshot;
+use crate::dir::Dir;
 
-/// The one-slot mailbox snapshots are published into.
+use super::snapshot::{LaneSnapshot, LiveSnapshot};
+
+/// A slot of the mailbox.
+type Slot<T> = Mutex<Option<Arc<T>>>;
+
+/// The last merge: the two lane snapshots it was made of, and the result.
+type Merged = (Arc<LaneSnapshot>, Arc<LaneSnapshot>, Arc<LiveSnapshot>);
+
+/// The mailbox snapshots are published into, one slot per direction.
 #[derive(Clone, Debug, Default)]
 pub struct SnapshotReader {
-    slot: Arc<Mutex<Option<Arc<LiveSnapshot>>>>,
+    slots: Arc<[Slot<LaneSnapshot>; 2]>,
+    merged: Arc<Mutex<Option<Merged>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl SnapshotReader {
-    /// The most recent snapshot, if one was published yet.
+    /// The link as of both directions' most recent snapshots, once each
+    /// has published one.
     pub fn latest(&self) -> Option<Arc<LiveSnapshot>> {
-        match self.slot.lock() {
-            Ok(g) => g.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
+        let l2r = lock(&self.slots[0]).clone()?;
+        let r2l = lock(&self.slots[1]).clone()?;
+        let mut merged = lock(&self.merged);
+        if let Some((a, b, m)) = merged.as_ref() {
+            if Arc::ptr_eq(a, &l2r) && Arc::ptr_eq(b, &r2l) {
+                return Some(m.clone());
+            }
         }
+        let m = Arc::new(LiveSnapshot::merge([&*l2r, &*r2l]));
+        *merged = Some((l2r, r2l, m.clone()));
+        Some(m)
     }
 
-    /// Offers a snapshot without ever waiting: skipped if a reader holds the
-    /// slot right now.
-    pub(crate) fn offer(&self, snap: LiveSnapshot) {
-        match self.slot.try_lock() {
+    /// Offers direction `dir`'s snapshot without ever waiting: skipped if
+    /// a reader holds its slot right now.
+    pub(crate) fn offer(&self, dir: Dir, snap: LaneSnapshot) {
+        match self.slots[dir.index()].try_lock() {
             Ok(mut g) => *g = Some(Arc::new(snap)),
             Err(TryLockError::Poisoned(p)) => *p.into_inner() = Some(Arc::new(snap)),
             Err(TryLockError::WouldBlock) => {}
@@ -37,7 +61,8 @@ impl SnapshotReader {
 mod tests {
     use super::*;
     use crate::bridge::Bridge;
-    use crate::datapath::{LatenessSummary, PoolCounters, Wakeups};
+    use crate::datapath::snapshot::lateness_histogram;
+    use crate::datapath::{PoolCounters, Wakeups};
     use crate::port::PortCounters;
     use crate::time::Instant;
 
@@ -53,26 +78,94 @@ mod tests {
         Bridge::new(path(), path())
     }
 
+    /// Direction `dir`'s snapshot at `ms`, its lateness samples `late` ns,
+    /// having read `rx` frames and written `tx`.
+    fn lane(dir: Dir, ms: u64, late: &[u64], rx: u64, tx: u64) -> LaneSnapshot {
+        let at = Instant::from_millis(ms);
+        let mut lateness = lateness_histogram("test").unwrap();
+        for &ns in late {
+            lateness.record(ns).unwrap();
+        }
+        LaneSnapshot {
+            at,
+            path: idle_bridge().lane(dir).path().snapshot(at),
+            capture: None,
+            release_lateness: lateness.clone(),
+            lateness,
+            wakeups: Wakeups {
+                total: 1,
+                cpu_ns: 1000,
+                ..Wakeups::default()
+            },
+            rx_port: PortCounters {
+                rx_frames: rx,
+                ..PortCounters::default()
+            },
+            tx_port: PortCounters {
+                tx_frames: tx,
+                ..PortCounters::default()
+            },
+            pool: PoolCounters {
+                in_use: 2,
+                refused: 1,
+            },
+        }
+    }
+
     #[test]
     fn snapshot_slot_skips_instead_of_waiting() {
         let reader = SnapshotReader::default();
         assert!(reader.latest().is_none());
-        let held = reader.slot.lock().unwrap();
+        let held = reader.slots[0].lock().unwrap();
         // With the slot held, offering must return at once (and skip).
-        let snap = LiveSnapshot {
-            at: Instant::from_millis(1),
-            bridge: idle_bridge().snapshot(Instant::from_millis(1)),
-            lateness: LatenessSummary::default(),
-            release_lateness: LatenessSummary::default(),
-            wakeups: Wakeups::default(),
-            left_port: PortCounters::default(),
-            right_port: PortCounters::default(),
-            pool: PoolCounters::default(),
-        };
-        reader.offer(snap.clone());
+        let snap = lane(Dir::LeftToRight, 1, &[], 0, 0);
+        reader.offer(Dir::LeftToRight, snap.clone());
         drop(held);
-        assert!(reader.latest().is_none());
-        reader.offer(snap);
+        reader.offer(Dir::RightToLeft, lane(Dir::RightToLeft, 1, &[], 0, 0));
+        assert!(reader.latest().is_none(), "left to right was skipped");
+        reader.offer(Dir::LeftToRight, snap);
         assert_eq!(reader.latest().unwrap().at, Instant::from_millis(1));
+    }
+
+    #[test]
+    fn readers_see_both_directions_merged_and_share_the_merge() {
+        let reader = SnapshotReader::default();
+        reader.offer(Dir::LeftToRight, lane(Dir::LeftToRight, 7, &[10, 20], 5, 3));
+        assert!(reader.latest().is_none(), "one direction is not the link");
+        // Two samples of 10 and 20 ns on one side, 98 of 1 µs on the
+        // other: percentiles of the 100 together.
+        let r2l_late = vec![1000; 98];
+        reader.offer(Dir::RightToLeft, lane(Dir::RightToLeft, 5, &r2l_late, 9, 4));
+        let m = reader.latest().unwrap();
+        assert_eq!(m.at, Instant::from_millis(5), "the older of the two");
+        assert_eq!(m.bridge.at, m.at);
+        assert_eq!(
+            (m.left_port.rx_frames, m.left_port.tx_frames),
+            (5, 4),
+            "left is read by left→right and written by right→left"
+        );
+        assert_eq!((m.right_port.rx_frames, m.right_port.tx_frames), (9, 3));
+        assert_eq!(m.lateness.samples, 100);
+        assert_eq!(m.lateness.p50_ns, 1000);
+        assert_eq!(m.lateness.max_ns, 1000);
+        assert_eq!(m.release_lateness, m.lateness);
+        assert_eq!((m.wakeups.total, m.wakeups.cpu_ns), (2, 2000));
+        assert_eq!(
+            m.pool,
+            PoolCounters {
+                in_use: 4,
+                refused: 2
+            }
+        );
+        assert!(m.bridge.capture.is_none());
+        assert!(
+            Arc::ptr_eq(&m, &reader.latest().unwrap()),
+            "one merge shared"
+        );
+        reader.offer(Dir::LeftToRight, lane(Dir::LeftToRight, 9, &[], 6, 3));
+        let again = reader.latest().unwrap();
+        assert!(!Arc::ptr_eq(&m, &again), "a new snapshot is merged anew");
+        assert_eq!(again.left_port.rx_frames, 6);
+        assert_eq!(again.at, Instant::from_millis(5));
     }
 }

@@ -1,4 +1,5 @@
-//! How the datapath thread is scheduled: timer slack of 1 ns, and
+//! How each direction's datapath thread is scheduled: pinned to the CPU
+//! `daemon.cpus` names for it (if any), timer slack of 1 ns, and
 //! SCHED_FIFO when asked for (never together with busy polling, which would
 //! then starve the core's other processes), with a warning when spinning
 //! under the kernel's real-time throttling (`kernel.sched_rt_runtime_us`,
@@ -7,11 +8,25 @@
 
 use std::io;
 
+use nix::sched::{sched_setaffinity, CpuSet};
+use nix::unistd::Pid;
+
+use crate::dir::Dir;
+
 use super::config::DatapathConfig;
 
-/// Sets up the calling thread's scheduling as `cfg` asks; what cannot be
-/// done is logged, and the thread runs on without it.
-pub(super) fn set_up(cfg: &DatapathConfig) {
+/// Sets up the scheduling of the calling thread, which carries `dir`, as
+/// `cfg` asks; what cannot be done is logged, and the thread runs on
+/// without it.
+pub(super) fn set_up(cfg: &DatapathConfig, dir: Dir) {
+    if let Some(cpu) = cfg.cpus[dir.index()] {
+        if let Err(e) = pin_to(cpu) {
+            tracing::warn!(
+                "could not pin the {} datapath thread to CPU {cpu} (daemon.cpus): {e}",
+                dir.arrow()
+            );
+        }
+    }
     if let Err(e) = nix::sys::prctl::set_timerslack(1) {
         tracing::warn!("could not set timer slack to 1 ns: {e}");
     }
@@ -70,6 +85,14 @@ fn rt_throttle_warning(spin_us: u32, budget_us: Option<(i64, i64)>) -> Option<St
         (period - runtime) / 1000,
         period / 1000
     ))
+}
+
+/// Lets the calling thread run on CPU `cpu` only.
+fn pin_to(cpu: usize) -> nix::Result<()> {
+    let mut set = CpuSet::new();
+    set.set(cpu)?;
+    // Pid 0: the calling thread.
+    sched_setaffinity(Pid::from_raw(0), &set)
 }
 
 /// Puts the calling thread under SCHED_FIFO at `prio`.

@@ -1,12 +1,15 @@
-//! What the datapath publishes for readers (`LiveSnapshot`) and the
-//! summaries it is made of: lateness histograms reduced to percentiles,
-//! wake-up counts, the buffer pool's counters, and the thread's CPU time.
+//! What the datapath publishes for readers: each direction's thread its
+//! `LaneSnapshot`, which readers merge into one `LiveSnapshot` of the
+//! link; and the summaries they are made of: lateness histograms reduced
+//! to percentiles, wake-up counts, the buffer pools' counters, and the
+//! threads' CPU time.
 
 use std::io;
 
 use hdrhistogram::Histogram;
 
-use crate::bridge::BridgeSnapshot;
+use crate::bridge::{BridgeSnapshot, CaptureCounters};
+use crate::link::path::PathSnapshot;
 use crate::port::PortCounters;
 use crate::time::{Instant, NS_PER_SEC};
 
@@ -35,12 +38,12 @@ impl LatenessSummary {
 }
 
 /// A lateness histogram: 1 ns to 10 s, three significant digits.
-pub(super) fn lateness_histogram(what: &str) -> io::Result<Histogram<u64>> {
+pub(crate) fn lateness_histogram(what: &str) -> io::Result<Histogram<u64>> {
     Histogram::new_with_bounds(1, 10 * NS_PER_SEC, 3)
         .map_err(|e| io::Error::other(format!("{what} histogram: {e}")))
 }
 
-/// How often the thread woke, and why, and the CPU time it used.
+/// How often the threads woke, and why, and the CPU time they used.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Wakeups {
     pub total: u64,
@@ -53,13 +56,13 @@ pub struct Wakeups {
     pub spun: u64,
     /// Loop iterations that polled instead of sleeping (`busy_poll_us`).
     pub polls: u64,
-    /// CPU time the datapath thread has used so far
-    /// (CLOCK_THREAD_CPUTIME_ID, read by the thread itself at the
+    /// CPU time the datapath threads have used so far, both directions'
+    /// summed (CLOCK_THREAD_CPUTIME_ID, read by each thread itself at its
     /// snapshot), ns; 0 if the clock cannot be read.
     pub cpu_ns: u64,
 }
 
-/// The frame buffer pool.
+/// The frame buffer pools (one per direction, summed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PoolCounters {
     pub in_use: u64,
@@ -92,4 +95,72 @@ pub(super) fn thread_cpu_ns() -> u64 {
     clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).map_or(0, |t| {
         (t.tv_sec() as u64).saturating_mul(NS_PER_SEC) + t.tv_nsec() as u64
     })
+}
+
+/// What one direction's thread publishes: its path, its tap, its own
+/// timing and wake-ups, its halves of the two ports (it reads the port its
+/// frames come from and writes the other), and its buffer pool. Readers
+/// merge the two directions' into a `LiveSnapshot` (`LiveSnapshot::merge`).
+#[derive(Clone, Debug)]
+pub struct LaneSnapshot {
+    pub at: Instant,
+    pub path: PathSnapshot,
+    pub capture: Option<CaptureCounters>,
+    /// The whole histograms, so that the merge is exact.
+    pub lateness: Histogram<u64>,
+    pub release_lateness: Histogram<u64>,
+    pub wakeups: Wakeups,
+    /// The read half of the port the direction's frames come from.
+    pub rx_port: PortCounters,
+    /// The write half of the port they go to.
+    pub tx_port: PortCounters,
+    pub pool: PoolCounters,
+}
+
+impl LiveSnapshot {
+    /// Both directions' snapshots as one, by `Dir::index()`: taken at the
+    /// older of the two times (so every counter includes what happened
+    /// before `at`), counters and CPU time summed, lateness percentiles of
+    /// the merged histograms.
+    pub fn merge(lanes: [&LaneSnapshot; 2]) -> LiveSnapshot {
+        let [l2r, r2l] = lanes;
+        let at = l2r.at.min(r2l.at);
+        let merged = |h: fn(&LaneSnapshot) -> &Histogram<u64>| {
+            let mut sum = h(l2r).clone();
+            // Same bounds on both sides, so adding cannot fail.
+            let _ = sum.add(h(r2l));
+            LatenessSummary::of(&sum)
+        };
+        let (a, b) = (&l2r.wakeups, &r2l.wakeups);
+        LiveSnapshot {
+            at,
+            bridge: BridgeSnapshot {
+                at,
+                paths: [l2r.path.clone(), r2l.path.clone()],
+                capture: (l2r.capture.is_some() || r2l.capture.is_some()).then(|| {
+                    [
+                        l2r.capture.unwrap_or_default(),
+                        r2l.capture.unwrap_or_default(),
+                    ]
+                }),
+            },
+            lateness: merged(|l| &l.lateness),
+            release_lateness: merged(|l| &l.release_lateness),
+            wakeups: Wakeups {
+                total: a.total + b.total,
+                timer: a.timer + b.timer,
+                io: a.io + b.io,
+                spun: a.spun + b.spun,
+                polls: a.polls + b.polls,
+                cpu_ns: a.cpu_ns + b.cpu_ns,
+            },
+            // Left frames are read by left→right and written by right→left.
+            left_port: l2r.rx_port.merge(&r2l.tx_port),
+            right_port: r2l.rx_port.merge(&l2r.tx_port),
+            pool: PoolCounters {
+                in_use: l2r.pool.in_use + r2l.pool.in_use,
+                refused: l2r.pool.refused + r2l.pool.refused,
+            },
+        }
+    }
 }

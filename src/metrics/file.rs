@@ -104,7 +104,7 @@ fn file_loop(path: &Path, period: Duration, snapshots: &SnapshotReader, stop: &R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::fixture::snapshot;
+    use crate::metrics::fixture::publish;
     use crate::metrics::render;
 
     #[test]
@@ -114,11 +114,11 @@ mod tests {
         let reader = SnapshotReader::default();
         let file = MetricsFile::start(&path, Duration::from_secs(3600), reader.clone()).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "# EOF\n");
-        reader.offer(snapshot());
+        let snapshot = publish(&reader);
         // Dropping writes the last snapshot.
         drop(file);
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text, render(&snapshot()));
+        assert_eq!(text, render(&snapshot));
         assert!(!tmp_path(&path).exists());
         let e = MetricsFile::start(
             Path::new("/proc/nope/m.prom"),

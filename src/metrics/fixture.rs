@@ -1,9 +1,15 @@
 //! The snapshot the metrics tests render, serve and write: a small bridge
 //! with drops, a delivered frame and hand-set lateness, wake-up, port and
-//! pool counters.
+//! pool counters; and the same bridge published into a snapshot reader as
+//! the two datapath threads publish it.
 
 use crate::bridge::Bridge;
-use crate::datapath::{LatenessSummary, LiveSnapshot, PoolCounters, Wakeups};
+use std::sync::Arc;
+
+use crate::datapath::{
+    lateness_histogram, LaneSnapshot, LatenessSummary, LiveSnapshot, PoolCounters, SnapshotReader,
+    Wakeups,
+};
 use crate::dir::Dir;
 use crate::link::{LinkParams, Path as LinkPath};
 use crate::port::PortCounters;
@@ -12,8 +18,8 @@ use crate::qdisc::QdiscCtx;
 use crate::time::Instant;
 
 /// A bridge whose left→right pfifo (limit 2) took a burst of 5 frames,
-/// polled until the first of them is delivered.
-pub(super) fn snapshot() -> LiveSnapshot {
+/// polled until the first of them is delivered, and that moment.
+fn bridge() -> (Bridge, Instant) {
     let path = || {
         let fifo = Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 2);
         LinkPath::new(
@@ -36,6 +42,12 @@ pub(super) fn snapshot() -> LiveSnapshot {
     // Deliver one frame, so that the transit histogram has a sample.
     let now = b.poll_at().expect("frames are in flight");
     b.poll(now, &mut out, &mut freed);
+    (b, now)
+}
+
+/// The bridge's snapshot with hand-set datapath figures.
+pub(super) fn snapshot() -> LiveSnapshot {
+    let (b, now) = bridge();
     LiveSnapshot {
         at: now,
         bridge: b.snapshot(now),
@@ -71,4 +83,39 @@ pub(super) fn snapshot() -> LiveSnapshot {
             refused: 1,
         },
     }
+}
+
+/// The bridge's directions published into `reader` as each direction's
+/// thread publishes them (a few lateness samples, port counters); returns
+/// what the reader then gives.
+pub(super) fn publish(reader: &SnapshotReader) -> Arc<LiveSnapshot> {
+    let (b, now) = bridge();
+    for dir in Dir::ALL {
+        let mut lateness = lateness_histogram("fixture").expect("valid bounds");
+        for ns in [1_000, 2_000, 4_000] {
+            lateness.saturating_record(ns);
+        }
+        reader.offer(
+            dir,
+            LaneSnapshot {
+                at: now,
+                path: b.lane(dir).path().snapshot(now),
+                capture: None,
+                release_lateness: lateness.clone(),
+                lateness,
+                wakeups: Wakeups {
+                    total: 7,
+                    cpu_ns: 5_000_000,
+                    ..Wakeups::default()
+                },
+                rx_port: PortCounters {
+                    rx_frames: 5,
+                    ..PortCounters::default()
+                },
+                tx_port: PortCounters::default(),
+                pool: PoolCounters::default(),
+            },
+        );
+    }
+    reader.latest().expect("both directions published")
 }

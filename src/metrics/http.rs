@@ -159,7 +159,7 @@ fn serve(stream: TcpStream, snapshots: &SnapshotReader) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::fixture::snapshot;
+    use crate::metrics::fixture::publish;
     use crate::metrics::parse_samples;
 
     fn get(addr: SocketAddr, request: &str) -> String {
@@ -178,7 +178,7 @@ mod tests {
         let addr = server.local_addr();
         let r = get(addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
         assert!(r.starts_with("HTTP/1.1 503"), "{r}");
-        reader.offer(snapshot());
+        publish(&reader);
         let r = get(addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
         assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
         assert!(r.contains(CONTENT_TYPE));

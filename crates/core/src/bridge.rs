@@ -8,8 +8,8 @@
 //!
 //! Each direction is a `Lane` that owns everything it needs (its path, its
 //! frame numbers, its refused buffers, its tap), so whoever drives a
-//! direction owns it whole: the live datapath drives both through `Bridge`,
-//! the simulator drives each lane itself. With a `FrameTap` installed (the
+//! direction owns it whole: the live datapath runs each lane on a thread of
+//! its own (`Bridge::into_lanes`), the simulator drives each lane itself. With a `FrameTap` installed (the
 //! packet capture, `crate::capture`, implements it), a lane shows it every
 //! frame it takes in, every frame it hands out and every frame it frees
 //! (with the reason). What happens inside, between those edges (qdisc
@@ -276,6 +276,12 @@ impl Bridge {
         &self.lanes[dir.index()]
     }
 
+    /// The two lanes, by `Dir::index()`, for a driver per direction (the
+    /// live datapath runs each on a thread of its own).
+    pub fn into_lanes(self) -> [Lane; 2] {
+        self.lanes
+    }
+
     pub fn lane_mut(&mut self, dir: Dir) -> &mut Lane {
         &mut self.lanes[dir.index()]
     }
@@ -296,20 +302,6 @@ impl Bridge {
     /// A frame read from the `dir` sending side at `now`.
     pub fn ingress(&mut self, dir: Dir, frame: Vec<u8>, now: Instant) {
         self.lane_mut(dir).ingress(frame, now);
-    }
-
-    /// See `Lane::ingress_whole`.
-    pub fn ingress_whole(
-        &mut self,
-        dir: Dir,
-        frame: Vec<u8>,
-        offload: VnetHdr,
-        wire_len: u32,
-        segment_len: usize,
-        now: Instant,
-    ) {
-        self.lane_mut(dir)
-            .ingress_whole(frame, offload, wire_len, segment_len, now);
     }
 
     /// Advances both directions to `now`: frames to write to the receiving

@@ -1,10 +1,12 @@
-//! The driver: the state the datapath thread owns (the `Bridge`, both
-//! ports, the buffer pools, the epoll set with its timerfd and command
-//! eventfd) and its loop. One iteration reads the readable ports, polls the
-//! bridge, writes what it released, publishes a snapshot when one is due,
-//! waits as `WaitPolicy::plan` says, handles what epoll reported, and ends
-//! the loop on a port failure or a shutdown. Reading (`rx`), writing
-//! (`tx`) and commands (`commands`) are in submodules.
+//! The driver: the state one direction's datapath thread owns (its `Lane`
+//! of the bridge, the read half of the port its frames come from and the
+//! write half of the port they go to, its buffer pools, its epoll set with
+//! its timerfd and command eventfd) and its loop. One iteration reads a
+//! batch from the port (writing what falls due as it goes), polls the lane,
+//! writes what it released, publishes a snapshot when one is due, waits as
+//! `WaitPolicy::plan` says, handles what epoll reported, and ends the loop
+//! on a port failure, a shutdown, or the other direction's end. Reading
+//! (`rx`), writing (`tx`) and commands (`commands`) are in submodules.
 
 mod commands;
 mod rx;
@@ -13,7 +15,7 @@ mod tx;
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, RawFd};
-use std::sync::mpsc::Receiver;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use hdrhistogram::Histogram;
@@ -22,54 +24,60 @@ use nix::sys::eventfd::EventFd;
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
-use crate::bridge::Bridge;
+use crate::bridge::Lane;
 use crate::clock::MonotonicClock;
 use crate::dir::Dir;
 use crate::packet::pool::PacketPool;
+use crate::packet::Packet;
 use crate::port::FramePort;
 use crate::qdisc::FlowListing;
 use crate::release::ReleasePacer;
 use crate::time::{Clock, Instant, NS_PER_SEC, NS_PER_US};
 
-use super::command::Command;
+use super::command::Inbox;
 use super::config::{DatapathConfig, GSO_FRAME_BUF};
 use super::error::{DatapathError, PORT_NAMES};
 use super::mailbox::SnapshotReader;
 use super::realtime;
-use super::snapshot::{
-    lateness_histogram, thread_cpu_ns, LatenessSummary, LiveSnapshot, PoolCounters, Wakeups,
-};
+use super::snapshot::{lateness_histogram, thread_cpu_ns, LaneSnapshot, PoolCounters, Wakeups};
 use super::wait::{Pending, WaitPlan, WaitPolicy};
 
 /// epoll tokens.
-const TOKEN_LEFT: u64 = 0;
-const TOKEN_RIGHT: u64 = 1;
-const TOKEN_TIMER: u64 = 2;
-const TOKEN_COMMAND: u64 = 3;
+const TOKEN_PORT: u64 = 0;
+const TOKEN_TIMER: u64 = 1;
+const TOKEN_COMMAND: u64 = 2;
 
 /// Scratch space to read (and drop) a frame when the pool is exhausted.
 const DISCARD_BUF: usize = 65_536;
 
-/// The direction of the frames read from port `port`: ports are indexed
-/// like the directions that leave from them (0 left, 1 right).
-fn dir_from(port: usize) -> Dir {
-    Dir::ALL[port]
+/// How the two directions' threads end together: the first to end (a
+/// shutdown, a port failure) raises the flag and rings the other's
+/// doorbell, so the link never runs on one direction.
+pub(super) struct Ending {
+    pub(super) ended: Arc<AtomicBool>,
+    /// The other direction's command doorbell.
+    pub(super) peer: Arc<EventFd>,
 }
 
-/// The port a frame travelling `dir` is written to: the other one.
-fn port_towards(dir: Dir) -> usize {
-    dir.reverse().index()
+/// The ports a direction's thread uses: it reads the one its frames come
+/// from and writes the other.
+pub(super) struct LanePorts {
+    pub(super) rx: Box<dyn FramePort>,
+    pub(super) tx: Box<dyn FramePort>,
+    /// Both ports carry offload headers (super-frames may pass whole).
+    pub(super) offload: bool,
 }
 
-/// The state the datapath thread owns.
+/// The state one direction's datapath thread owns.
 pub(super) struct Driver {
-    bridge: Bridge,
-    ports: [Box<dyn FramePort>; 2],
+    dir: Dir,
+    lane: Lane,
+    ports: LanePorts,
     /// The first port failure; it ends the loop.
     failure: Option<DatapathError>,
     cfg: DatapathConfig,
-    commands: Receiver<Command>,
-    wake: Arc<EventFd>,
+    inbox: Inbox,
+    ending: Ending,
     snapshots: SnapshotReader,
     epoll: Epoll,
     timer: TimerFd,
@@ -91,31 +99,32 @@ pub(super) struct Driver {
     pool: PacketPool,
     /// Buffers of `GSO_FRAME_BUF` bytes for whole super-frames.
     gso_pool: PacketPool,
-    /// Where offload ports are read into (from `gso_pool`; empty if no port
-    /// has offload).
+    /// Where an offload port is read into (from `gso_pool`; empty without
+    /// offload).
     rx_gso: Vec<u8>,
-    /// Per direction: super-frames pass whole (else they are segmented).
-    pass_whole: [bool; 2],
+    /// Super-frames pass whole (else they are segmented).
+    pass_whole: bool,
     /// Where a frame is read to be dropped when the pool is exhausted.
     discard: Vec<u8>,
-    out: Vec<(Dir, crate::packet::Packet)>,
-    /// Per direction: frames the link delivered and not yet written (they
-    /// stay past one `write_out` only while the pacer spaces out overdue
-    /// frames).
-    held: [VecDeque<crate::packet::Packet>; 2],
+    /// What the lane's last poll delivered, and freed.
+    out: Vec<Packet>,
+    freed: Vec<Packet>,
+    /// Frames the link delivered and not yet written (they stay past one
+    /// `write_out` only while the pacer spaces out overdue frames).
+    held: VecDeque<Packet>,
     pacer: ReleasePacer,
     /// When the first held frame may be written.
     release_at: Option<Instant>,
-    freed: Vec<Vec<u8>>,
 }
 
 impl Driver {
     pub(super) fn new(
-        bridge: Bridge,
-        ports: [Box<dyn FramePort>; 2],
+        dir: Dir,
+        lane: Lane,
+        ports: LanePorts,
         cfg: DatapathConfig,
-        commands: Receiver<Command>,
-        wake: Arc<EventFd>,
+        inbox: Inbox,
+        ending: Ending,
         snapshots: SnapshotReader,
     ) -> io::Result<Driver> {
         let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
@@ -123,32 +132,29 @@ impl Driver {
             ClockId::CLOCK_MONOTONIC,
             TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
         )?;
-        for (i, port) in ports.iter().enumerate() {
-            epoll.add(
-                borrow(port.raw_fd()),
-                EpollEvent::new(EpollFlags::EPOLLIN, i as u64),
-            )?;
-        }
+        epoll.add(
+            borrow(ports.rx.raw_fd()),
+            EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_PORT),
+        )?;
         epoll.add(&timer, EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_TIMER))?;
         epoll.add(
-            wake.as_fd(),
+            inbox.wake.as_fd(),
             EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_COMMAND),
         )?;
-        let lateness = lateness_histogram("wake-up lateness")?;
-        let release_lateness = lateness_histogram("release lateness")?;
         let mut gso_pool = PacketPool::new(GSO_FRAME_BUF, cfg.gso_buffers.max(1));
-        let rx_gso = if ports.iter().any(|p| p.offload()) {
+        let rx_gso = if ports.rx.offload() {
             gso_pool.get().unwrap_or_default()
         } else {
             Vec::new()
         };
         let mut driver = Driver {
-            bridge,
+            dir,
+            lane,
             ports,
             failure: None,
             cfg,
-            commands,
-            wake,
+            inbox,
+            ending,
             snapshots,
             epoll,
             timer,
@@ -157,68 +163,93 @@ impl Driver {
             polled: None,
             last_frame: Instant::ZERO,
             clock: MonotonicClock,
-            lateness,
-            release_lateness,
+            lateness: lateness_histogram("wake-up lateness")?,
+            release_lateness: lateness_histogram("release lateness")?,
             wakeups: Wakeups::default(),
             next_publish: Instant::ZERO,
             pool: PacketPool::new(cfg.frame_buf, cfg.pool_buffers),
             gso_pool,
             rx_gso,
-            pass_whole: [false; 2],
+            pass_whole: false,
             discard: vec![0; DISCARD_BUF],
             out: Vec::with_capacity(256),
-            held: [VecDeque::with_capacity(256), VecDeque::with_capacity(256)],
+            freed: Vec::with_capacity(256),
+            held: VecDeque::with_capacity(256),
             pacer: ReleasePacer::new(cfg.spin_us as u64 * NS_PER_US),
             release_at: None,
-            freed: Vec::with_capacity(256),
         };
         driver.refresh_gso();
         Ok(driver)
     }
 
-    /// Decides per direction whether super-frames pass whole: both ports
-    /// must carry offload headers and the policy must allow it for the
-    /// direction's link, shape and qdisc tree.
+    /// The port frames of this direction are read from.
+    fn rx_port(&self) -> usize {
+        self.dir.index()
+    }
+
+    /// The port they are written to: the other one.
+    fn tx_port(&self) -> usize {
+        self.dir.reverse().index()
+    }
+
+    /// Decides whether super-frames pass whole: both ports must carry
+    /// offload headers and the policy must allow it for the direction's
+    /// link, shape and qdisc tree.
     fn refresh_gso(&mut self) {
-        let offload = self.ports.iter().all(|p| p.offload());
-        let now = self.clock.now();
-        for dir in Dir::ALL {
-            let path = self.bridge.path(dir);
-            self.pass_whole[dir.index()] = offload
-                && self.cfg.gso.passes_whole(
-                    path.params(),
-                    path.shape(),
-                    &path.qdisc().dump(now),
-                    crate::tc::kinds::BUILTIN,
-                );
-        }
+        let path = self.lane.path();
+        self.pass_whole = self.ports.offload
+            && self.cfg.gso.passes_whole(
+                path.params(),
+                path.shape(),
+                &path.qdisc().dump(self.clock.now()),
+                crate::tc::kinds::BUILTIN,
+            );
     }
 
     /// The thread's body: sets up its scheduling, drops every capability,
-    /// then iterates until a shutdown (the final snapshot) or a port
-    /// failure.
-    pub(super) fn run(&mut self) -> Result<LiveSnapshot, DatapathError> {
-        realtime::set_up(&self.cfg);
+    /// then iterates until a shutdown or the other direction's end (the
+    /// final snapshot) or a port failure.
+    pub(super) fn run(&mut self) -> Result<LaneSnapshot, DatapathError> {
+        let result = self.run_loop();
+        // Whatever ended this direction ends the other.
+        self.ending.ended.store(true, Ordering::Release);
+        let _ = self.ending.peer.write(1);
+        result
+    }
+
+    fn run_loop(&mut self) -> Result<LaneSnapshot, DatapathError> {
+        realtime::set_up(&self.cfg, self.dir);
         // Everything that needed a privilege is done (the ports are open).
         crate::privilege::drop_all()?;
-        let mut events = [EpollEvent::empty(); 8];
-        // Ports to read this iteration: readable per epoll, or left with
-        // frames when the batch limit was hit.
-        let mut readable = [true, true];
+        let mut events = [EpollEvent::empty(); 4];
+        // The port is read this iteration: readable per epoll, or left
+        // with frames when the batch limit was hit.
+        let mut readable = true;
         loop {
             self.reach_polled_deadline();
-            let backlog = self.read_ports(&mut readable);
+            if readable && self.failure.is_none() {
+                readable = self.read_port();
+            }
             let now = self.clock.now();
-            self.bridge.poll(now, &mut self.out, &mut self.freed);
+            self.poll_lane(now);
             self.write_out(true);
             self.publish_if_due(now);
-            let plan = self.wait.plan(now, &self.pending(backlog));
+            let plan = self.wait.plan(now, &self.pending(readable));
             let timeout = self.begin_wait(plan)?;
             let n = self.wait_events(&mut events, timeout)?;
-            self.dispatch(&events[..n], &mut readable);
+            readable |= self.dispatch(&events[..n]);
             if let Some(end) = self.finish() {
                 return end;
             }
+        }
+    }
+
+    /// Advances the lane to `now`: what it delivers joins `out`, the
+    /// buffers it freed go back to their pools.
+    fn poll_lane(&mut self, now: Instant) {
+        self.lane.poll(now, &mut self.out, &mut self.freed);
+        for pkt in self.freed.drain(..) {
+            recycle(&mut self.pool, &mut self.gso_pool, pkt.data);
         }
     }
 
@@ -234,19 +265,6 @@ impl Driver {
         }
     }
 
-    /// Reads each port marked readable (none once a port failed); a port
-    /// that stopped with frames possibly left stays marked. True if any did.
-    fn read_ports(&mut self, readable: &mut [bool; 2]) -> bool {
-        let mut backlog = false;
-        for (i, flag) in readable.iter_mut().enumerate() {
-            if *flag && self.failure.is_none() {
-                *flag = self.read_port(i);
-                backlog |= *flag;
-            }
-        }
-        backlog
-    }
-
     /// Publishes a snapshot if the period is over, and starts the next one.
     fn publish_if_due(&mut self, now: Instant) {
         if now >= self.next_publish {
@@ -259,7 +277,7 @@ impl Driver {
     fn pending(&self, backlog: bool) -> Pending {
         Pending {
             backlog,
-            bridge: self.bridge.poll_at(),
+            bridge: self.lane.poll_at(),
             release: self.release_at,
             publish: self.next_publish,
             last_frame: self.last_frame,
@@ -302,39 +320,42 @@ impl Driver {
         }
     }
 
-    /// Handles what epoll reported: a readable port is marked for reading
-    /// (a hung-up one fails), the timer finishes its wake-up, the command
-    /// doorbell is cleared (the queue is drained in `finish`).
-    fn dispatch(&mut self, events: &[EpollEvent], readable: &mut [bool; 2]) {
+    /// Handles what epoll reported: a readable port is to be read (a
+    /// hung-up one fails), the timer finishes its wake-up, the command
+    /// doorbell is cleared (the queue is drained in `finish`). True if the
+    /// port is readable.
+    fn dispatch(&mut self, events: &[EpollEvent]) -> bool {
         if !events.is_empty() {
             self.wakeups.total += 1;
         }
+        let mut readable = false;
         for ev in events {
             match ev.data() {
-                TOKEN_LEFT | TOKEN_RIGHT => {
-                    let i = ev.data() as usize;
-                    readable[i] = true;
+                TOKEN_PORT => {
+                    readable = true;
                     self.wakeups.io += 1;
                     // A hung-up socket reads as end-of-file forever. (A
                     // deleted TAP signals EPOLLERR, and its read fails.)
                     if ev.events().contains(EpollFlags::EPOLLHUP) {
-                        self.fail(i, "waiting for frames", io::ErrorKind::BrokenPipe.into());
+                        let port = self.rx_port();
+                        self.fail(port, "waiting for frames", io::ErrorKind::BrokenPipe.into());
                     }
                 }
                 TOKEN_TIMER => self.on_timer(),
                 TOKEN_COMMAND => {
                     // The counter only wakes us; the queue holds the commands.
-                    let _ = self.wake.read();
+                    let _ = self.inbox.wake.read();
                 }
                 _ => {}
             }
         }
+        readable
     }
 
     /// Ends the loop if it must, with what `run` returns: the first port
     /// failure, or (after applying the queued commands, a shutdown among
-    /// them) the final snapshot.
-    fn finish(&mut self) -> Option<Result<LiveSnapshot, DatapathError>> {
+    /// them, or when the other direction has ended) the final snapshot.
+    fn finish(&mut self) -> Option<Result<LaneSnapshot, DatapathError>> {
         if self.failure.is_some() {
             // Frames still held are written, or counted as lost by the
             // port that failed.
@@ -342,12 +363,11 @@ impl Driver {
             self.publish(self.clock.now());
             return self.failure.take().map(Err);
         }
-        if self.drain_commands() {
+        if self.drain_commands() || self.ending.ended.load(Ordering::Acquire) {
             // Frames the pacer still holds are written now, not lost.
             self.write_out(false);
-            let now = self.clock.now();
-            let snap = self.snapshot(now);
-            self.snapshots.offer(snap.clone());
+            let snap = self.snapshot(self.clock.now());
+            self.snapshots.offer(self.dir, snap.clone());
             return Some(Ok(snap));
         }
         None
@@ -413,20 +433,22 @@ impl Driver {
             .saturating_record(now.saturating_since(deadline).max(1));
     }
 
-    fn snapshot(&self, now: Instant) -> LiveSnapshot {
-        LiveSnapshot {
+    fn snapshot(&self, now: Instant) -> LaneSnapshot {
+        LaneSnapshot {
             at: now,
-            bridge: self
-                .bridge
+            path: self
+                .lane
+                .path()
                 .snapshot_listing(now, FlowListing::Top(self.cfg.snapshot_flows)),
-            lateness: LatenessSummary::of(&self.lateness),
-            release_lateness: LatenessSummary::of(&self.release_lateness),
+            capture: self.lane.tap_counters(),
+            lateness: self.lateness.clone(),
+            release_lateness: self.release_lateness.clone(),
             wakeups: Wakeups {
                 cpu_ns: thread_cpu_ns(),
                 ..self.wakeups
             },
-            left_port: self.ports[0].counters(),
-            right_port: self.ports[1].counters(),
+            rx_port: self.ports.rx.counters(),
+            tx_port: self.ports.tx.counters(),
             pool: PoolCounters {
                 in_use: (self.pool.in_use() + self.gso_pool.in_use()) as u64,
                 refused: self.pool.exhausted() + self.gso_pool.exhausted(),
@@ -435,7 +457,16 @@ impl Driver {
     }
 
     fn publish(&self, now: Instant) {
-        self.snapshots.offer(self.snapshot(now));
+        self.snapshots.offer(self.dir, self.snapshot(now));
+    }
+}
+
+/// Returns a buffer to the pool it came from (by its size).
+fn recycle(pool: &mut PacketPool, gso_pool: &mut PacketPool, buf: Vec<u8>) {
+    if buf.capacity() >= gso_pool.buf_size() {
+        gso_pool.put(buf);
+    } else {
+        pool.put(buf);
     }
 }
 
@@ -444,15 +475,4 @@ fn borrow(fd: RawFd) -> BorrowedFd<'static> {
     // SAFETY: the descriptor belongs to a port the Driver owns for its whole
     // life, and it is only used for epoll_ctl while the Driver exists.
     unsafe { BorrowedFd::borrow_raw(fd) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn directions_map_to_the_opposite_port() {
-        assert_eq!(port_towards(dir_from(0)), 1);
-        assert_eq!(port_towards(dir_from(1)), 0);
-    }
 }

@@ -1,148 +1,154 @@
-//! The driver's receive side: reading a batch of frames from a port into
-//! buffers of the bounded pool (or a scratch buffer, counted as a
-//! `PoolExhausted` drop, once it runs out), each stamped with the time it
-//! was read; and, for ports with offload headers, handing plain frames,
-//! whole GSO super-frames or their segments to the bridge.
+//! The driver's receive side: reading a batch of frames (NAPI's budget of
+//! 64 by default) from the port into buffers of the bounded pool (or a
+//! scratch buffer, counted as a `PoolExhausted` drop, once it runs out),
+//! each stamped with the time it was read, and writing whatever falls due
+//! meanwhile without returning to epoll; and, for ports with offload
+//! headers, handing plain frames, whole GSO super-frames or their segments
+//! to the lane.
 
 use std::io;
 
-use crate::bridge::Bridge;
-use crate::dir::Dir;
+use crate::bridge::Lane;
 use crate::packet::gso::{self, Segmenter, VnetHdr};
 use crate::packet::DropReason;
 use crate::time::{Clock, Instant};
 
-use super::{dir_from, Driver};
+use super::Driver;
+
+/// What one read from the port gave.
+enum Read {
+    /// A frame, handed to the lane.
+    Frame,
+    /// Nothing is waiting.
+    Empty,
+    /// The port failed (recorded in `failure`).
+    Failed,
+}
 
 impl Driver {
-    /// Reads up to `batch` frames from port `i` into the bridge, each
-    /// stamped with the time it was read. Returns true if it stopped with
-    /// frames possibly still waiting: at the batch limit, or early because
-    /// the bridge has a departure due (see `read_time`).
-    pub(super) fn read_port(&mut self, i: usize) -> bool {
-        if self.ports[i].offload() {
-            return self.read_offload_port(i);
+    /// Reads up to `batch` frames from the port into the lane, each stamped
+    /// with the time it was read; whenever the lane (or the release pacer)
+    /// has something due, it is written before the next read, so reading a
+    /// batch never delays a departure by more than one read. Returns true
+    /// if it stopped at the batch limit, with frames possibly still
+    /// waiting.
+    pub(super) fn read_port(&mut self) -> bool {
+        for _ in 0..self.cfg.batch {
+            let now = self.clock.now();
+            let read = if self.ports.rx.offload() {
+                self.read_offloaded(now)
+            } else {
+                self.read_plain(now)
+            };
+            match read {
+                Read::Frame => self.last_frame = now,
+                Read::Empty | Read::Failed => return false,
+            }
+            let now = self.clock.now();
+            if crate::time::earliest(self.lane.poll_at(), self.release_at)
+                .is_some_and(|due| due <= now)
+            {
+                self.poll_lane(now);
+                self.write_out(true);
+            }
         }
-        for k in 0..self.cfg.batch {
-            let Some(now) = self.read_time(k) else {
-                return true;
-            };
-            let Some(mut buf) = self.pool.get() else {
-                match self.ports[i].recv(&mut self.discard) {
-                    Ok(Some(n)) => {
-                        self.last_frame = now;
-                        let frame = &self.discard[..n.min(self.discard.len())];
-                        self.bridge
-                            .reject(dir_from(i), frame, DropReason::PoolExhausted, now);
-                        continue;
-                    }
-                    Ok(None) => return false,
-                    Err(e) => {
-                        self.fail(i, "reading frames", e);
-                        return false;
-                    }
-                }
-            };
-            match self.ports[i].recv(&mut buf) {
+        true
+    }
+
+    /// Reads one frame from a port without offload.
+    fn read_plain(&mut self, now: Instant) -> Read {
+        let port = self.rx_port();
+        let Some(mut buf) = self.pool.get() else {
+            return match self.ports.rx.recv(&mut self.discard) {
                 Ok(Some(n)) => {
-                    self.last_frame = now;
-                    buf.truncate(n);
-                    self.bridge.ingress(dir_from(i), buf, now);
+                    let frame = &self.discard[..n.min(self.discard.len())];
+                    self.lane.reject(frame, DropReason::PoolExhausted, now);
+                    Read::Frame
                 }
-                Ok(None) => {
-                    self.pool.put(buf);
-                    return false;
-                }
+                Ok(None) => Read::Empty,
                 Err(e) => {
-                    self.pool.put(buf);
-                    self.fail(i, "reading frames", e);
-                    return false;
+                    self.fail(port, "reading frames", e);
+                    Read::Failed
                 }
-            }
-        }
-        true
-    }
-
-    /// `read_port` for a port with offload headers.
-    fn read_offload_port(&mut self, i: usize) -> bool {
-        let dir = dir_from(i);
-        for k in 0..self.cfg.batch {
-            let Some(now) = self.read_time(k) else {
-                return true;
             };
-            match self.ports[i].recv_offload(&mut self.rx_gso) {
-                Ok(Some((n, hdr))) => {
-                    self.last_frame = now;
-                    self.ingress_offloaded(dir, n, hdr, now);
-                }
-                Ok(None) => return false,
-                // A read shorter than its header: that frame is lost.
-                Err(e) if e.kind() == io::ErrorKind::InvalidData => self
-                    .bridge
-                    .path_mut(dir)
-                    .count_rejected(0, DropReason::BadOffload),
-                Err(e) => {
-                    self.fail(i, "reading frames", e);
-                    return false;
-                }
+        };
+        match self.ports.rx.recv(&mut buf) {
+            Ok(Some(n)) => {
+                buf.truncate(n);
+                self.lane.ingress(buf, now);
+                Read::Frame
+            }
+            Ok(None) => {
+                self.pool.put(buf);
+                Read::Empty
+            }
+            Err(e) => {
+                self.pool.put(buf);
+                self.fail(port, "reading frames", e);
+                Read::Failed
             }
         }
-        true
     }
 
-    /// The arrival time for the `k`-th frame of a read batch, or `None` if
-    /// the bridge (or the release pacer) has something due by now: reading
-    /// then stops so that the departure is written on time rather than
-    /// after the rest of the batch (which, at 1.2 Gbit/s, would send frames
-    /// out back to back). The first frame of a batch is always read, so a
-    /// deadline that stays due cannot starve the ports.
-    fn read_time(&self, k: usize) -> Option<Instant> {
-        let now = self.clock.now();
-        match crate::time::earliest(self.bridge.poll_at(), self.release_at) {
-            Some(due) if k > 0 && due <= now => None,
-            _ => Some(now),
+    /// Reads one frame from a port with offload headers.
+    fn read_offloaded(&mut self, now: Instant) -> Read {
+        match self.ports.rx.recv_offload(&mut self.rx_gso) {
+            Ok(Some((n, hdr))) => {
+                self.ingress_offloaded(n, hdr, now);
+                Read::Frame
+            }
+            Ok(None) => Read::Empty,
+            // A read shorter than its header: that frame is lost.
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                self.lane
+                    .path_mut()
+                    .count_rejected(0, DropReason::BadOffload);
+                Read::Frame
+            }
+            Err(e) => {
+                let port = self.rx_port();
+                self.fail(port, "reading frames", e);
+                Read::Failed
+            }
         }
     }
 
-    /// Hands the `n`-byte frame in `rx_gso` to the bridge: copied if plain,
+    /// Hands the `n`-byte frame in `rx_gso` to the lane: copied if plain,
     /// whole or segmented if a super-frame.
-    fn ingress_offloaded(&mut self, dir: Dir, n: usize, hdr: VnetHdr, now: Instant) {
+    fn ingress_offloaded(&mut self, n: usize, hdr: VnetHdr, now: Instant) {
         let len = u32::try_from(n).unwrap_or(u32::MAX);
-        let reject = |bridge: &mut Bridge, len: u32, reason| {
-            bridge.path_mut(dir).count_rejected(len, reason)
-        };
+        let reject =
+            |lane: &mut Lane, len: u32, reason| lane.path_mut().count_rejected(len, reason);
         if n >= self.rx_gso.len() {
             // Filled the buffer: cut short, so its headers cannot be trusted.
-            return reject(&mut self.bridge, len, DropReason::BadOffload);
+            return reject(&mut self.lane, len, DropReason::BadOffload);
         }
         if !hdr.is_gso() {
             if n > self.pool.buf_size() {
-                return reject(&mut self.bridge, len, DropReason::Oversize);
+                return reject(&mut self.lane, len, DropReason::Oversize);
             }
             let Some(mut buf) = self.pool.get() else {
-                return reject(&mut self.bridge, len, DropReason::PoolExhausted);
+                return reject(&mut self.lane, len, DropReason::PoolExhausted);
             };
             buf.clear();
             buf.extend_from_slice(&self.rx_gso[..n]);
             if gso::complete_checksum(&mut buf, &hdr).is_err() {
                 self.pool.put(buf);
-                return reject(&mut self.bridge, len, DropReason::BadOffload);
+                return reject(&mut self.lane, len, DropReason::BadOffload);
             }
-            return self.bridge.ingress(dir, buf, now);
+            return self.lane.ingress(buf, now);
         }
         let mut seg = match Segmenter::new(&self.rx_gso[..n], &hdr) {
             Ok(seg) => seg,
-            Err(_) => return reject(&mut self.bridge, len, DropReason::BadOffload),
+            Err(_) => return reject(&mut self.lane, len, DropReason::BadOffload),
         };
-        if self.pass_whole[dir.index()] {
+        if self.pass_whole {
             let (wire, seg_len) = (seg.wire_len(), seg.max_segment_len());
             if let Some(fresh) = self.gso_pool.get() {
                 let mut frame = std::mem::replace(&mut self.rx_gso, fresh);
                 frame.truncate(n);
                 let wire = u32::try_from(wire).unwrap_or(u32::MAX);
-                return self
-                    .bridge
-                    .ingress_whole(dir, frame, hdr, wire, seg_len, now);
+                return self.lane.ingress_whole(frame, hdr, wire, seg_len, now);
             }
             // No 64 KB buffer left: segment instead.
         }
@@ -156,7 +162,7 @@ impl Driver {
                         self.pool.put(buf);
                         return;
                     }
-                    self.bridge.ingress(dir, buf, now);
+                    self.lane.ingress(buf, now);
                 }
                 None => {
                     let Some(seg_len) = seg.skip() else { return };
@@ -165,7 +171,7 @@ impl Driver {
                     } else {
                         DropReason::PoolExhausted
                     };
-                    reject(&mut self.bridge, seg_len as u32, reason);
+                    reject(&mut self.lane, seg_len as u32, reason);
                 }
             }
         }
