@@ -1,81 +1,216 @@
 #!/usr/bin/env bash
-# Live benchmark of bloatbox against a direct veth pair, side by side, in one run.
+# Live benchmark of bloatbox against the kernel's own path (a veth pair) and
+# against a bare userspace forwarder (examples/bare_forward.rs), side by
+# side, in one run.
 #
-#   sudo scripts/bench-live.sh            # prints a Markdown table
-#   sudo scripts/bench-live.sh --write    # also appends it to BENCHMARKS.md
+#   sudo scripts/bench-live.sh                     # prints a Markdown table
+#   sudo scripts/bench-live.sh --write FILE        # also writes it to FILE
+#   sudo DUR=1 ROUNDS=1 scripts/bench-live.sh      # a quick pass
+#   sudo BEFORE=REV scripts/bench-live.sh          # also bloatbox at REV
 #
-# Measures: unshaped forwarding (1 TCP flow, 4 TCP flows, 64-byte UDP pps)
-# with TAP offload on (GSO super-frames pass whole) and off (per-frame I/O),
-# idle ping RTT, the datapath's wake-up lateness (from `bloatbox stats`), and
-# the inter-departure spacing of full-size frames at 12 Mbit/s and 1.2 Gbit/s
-# as tcpdump sees them on the receiving TAP. Needs root, iproute2, iperf3,
-# ping, tcpdump, jq. Everything it creates is named bbb-* / bbb* and removed
-# on exit. It is a benchmark, not a test: it asserts nothing.
+# ROUNDS rounds (default 2) alternate the paths, each round measuring each
+# in turn: a veth pair between two namespaces (TSO, GSO and GRO off on both
+# ends); the bare forwarder (one thread per direction, frame by frame), and
+# again with --queues 2 (two multi-queue queues per TAP, a thread each);
+# bloatbox unshaped with TAP offload off (frame by frame) and on (GSO
+# super-frames pass whole). Per path: 1 and 4 cubic TCP flows, full-size UDP
+# as fast as iperf3 sends, full-size UDP offered at 400 and 800 Mbit/s
+# (iperf3's loss and the sending device's TX drops), 64-byte UDP packets per
+# second, and idle ping RTT (median, p99, added over the round's veth).
+# Once per round, bloatbox only: idle RTT with busy polling, the inter-
+# departure spacing of full-size frames at 12 Mbit/s and 1.2 Gbit/s as
+# tcpdump sees them on the receiving TAP, the datapath's wake-up and release
+# lateness (from `bloatbox stats`), and one cubic flow through seed 4's TBF
+# (tbf rate 1560mbit burst 20280b latency 5ms, left to right).
+# BEFORE=REV also builds git revision REV (in a temporary worktree, target
+# dir target/before) and measures it the same way, offload off and on and
+# its bloatbox-only runs, in every round beside this checkout's: two
+# commits compared in one run.
+#
+# Needs root, iproute2, iperf3, ping, tcpdump, jq, ethtool. Everything it
+# creates is named bbb-* / bbb* and removed on every exit (including Ctrl-C
+# and kill). It is a benchmark, not a test: it asserts nothing.
 set -euo pipefail
+ORIG_PWD=$PWD
+COMMAND="$0${*:+ $*}"
 cd "$(dirname "$0")/.."
 
 DUR=${DUR:-5}
+ROUNDS=${ROUNDS:-2}
 # RT=1 runs the datapath thread under SCHED_FIFO 20 (`bloatbox up --realtime
 # 20`), to see what a loaded machine's scheduler costs the datapath.
 RT=${RT:-0}
 # SPIN=N sets daemon.spin_us (spin the last N µs before each deadline).
 SPIN=${SPIN:-0}
-WRITE=0
-[ "${1:-}" = "--write" ] && WRITE=1
+BEFORE=${BEFORE:-}
+WRITE=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --write)
+      [ -n "${2:-}" ] || { echo "--write needs a FILE" >&2; exit 2; }
+      case $2 in /*) WRITE=$2 ;; *) WRITE=$ORIG_PWD/$2 ;; esac
+      shift 2 ;;
+    *) echo "usage: $0 [--write FILE]  (env DUR, ROUNDS, RT, SPIN)" >&2; exit 2 ;;
+  esac
+done
 [ "$(id -u)" = 0 ] || { echo "bench-live.sh needs root" >&2; exit 1; }
-for t in ip iperf3 ping tcpdump jq; do
+for t in ip iperf3 ping tcpdump jq ethtool; do
   command -v "$t" >/dev/null || { echo "missing tool: $t" >&2; exit 1; }
 done
 
 cargo build --release -q
+cargo build --release -q --example bare_forward
 BIN=$PWD/target/release/bloatbox
+FWD=$PWD/target/release/examples/bare_forward
 TMP=$(mktemp -d)
+# The bloatbox binary being measured (this checkout's, or BEFORE's).
+BB=$BIN
+BEFORE_BIN=""
 DAEMON=""
+FWDPID=""
+TCPDUMP=""
+MAIN=""
+NAMESPACES="bbb-vl bbb-vr bbb-fl bbb-fr bbb-bl bbb-br"
 
+# The processes below PID, deepest first.
+descendants() {
+  local c
+  for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+    descendants "$c"
+    echo "$c"
+  done
+}
+
+# The measurements run in a background subshell (MAIN) that this shell
+# waits for: `wait` returns at once on SIGINT or SIGTERM, so Ctrl-C or kill
+# always reaches the trap (a foreground child that handles SIGINT itself,
+# like ping or iperf3, would otherwise make bash skip it). The trap ends
+# MAIN and everything it started, then removes what they created.
 cleanup() {
   set +e
+  trap - EXIT INT TERM
+  if [ -n "$MAIN" ] && kill -0 "$MAIN" 2>/dev/null; then
+    local pids
+    pids="$(descendants "$MAIN") $MAIN"
+    # shellcheck disable=SC2086
+    kill -TERM $pids 2>/dev/null
+    for _ in $(seq 100); do
+      local alive=0 p
+      for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
+      [ "$alive" = 0 ] && break
+      sleep 0.05
+    done
+    wait "$MAIN" 2>/dev/null
+  fi
+  [ -n "$TCPDUMP" ] && kill "$TCPDUMP" 2>/dev/null && wait "$TCPDUMP" 2>/dev/null
+  [ -f "$TMP/iperf.pid" ] && kill "$(cat "$TMP/iperf.pid")" 2>/dev/null
   [ -n "$DAEMON" ] && kill -TERM "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null
+  [ -n "$FWDPID" ] && kill -TERM "$FWDPID" 2>/dev/null && wait "$FWDPID" 2>/dev/null
   for c in "$TMP"/*.toml; do [ -e "$c" ] && "$BIN" down -c "$c" >/dev/null 2>&1; done
-  for ns in bbb-vl bbb-vr; do ip netns del "$ns" 2>/dev/null; done
+  for ns in $NAMESPACES; do ip netns del "$ns" 2>/dev/null; done
+  [ -d "$TMP/before" ] && git worktree remove --force "$TMP/before"
   rm -rf "$TMP"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
+
+if [ -n "$BEFORE" ]; then
+  git worktree add -q --detach "$TMP/before" "$BEFORE"
+  CARGO_TARGET_DIR=$PWD/target/before cargo build --release -q --manifest-path "$TMP/before/Cargo.toml"
+  BEFORE_BIN=$PWD/target/before/release/bloatbox
+fi
 
 # ---- helpers ---------------------------------------------------------------
 
 # in NS CMD...: run in a namespace.
 in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 
-# Median of the RTTs (ms) of `ping -c 200 -i 0.01`.
-ping_median() {
-  in_ns "$1" ping -c 200 -i 0.01 -W 1 "$2" | sed -n 's/.*time=\([0-9.]*\) ms/\1/p' |
-    sort -g | awk '{v[NR]=$1} END {printf "%.3f", v[int((NR+1)/2)]}'
+# A figure or "-" when its measurement failed (empty or null).
+# num [FORMAT]: printf FORMAT (default %s) it.
+num() {
+  local v; v=$(cat)
+  case $v in "" | null) echo - ;; *) awk -v v="$v" -v f="${1:-%s}" 'BEGIN {printf f "\n", v}' ;; esac
 }
 
-# Throughput figures through a pair of namespaces: prints
-# "tcp1_gbit tcp4_gbit udp64_kpps udp1472_gbit udp400_loss" (full-size
-# frames as fast as the sender can, what the machine moves frame by frame;
-# then the loss, in %, of full-size frames paced by iperf3 at 400 Mbit/s,
-# whose bursts the sending TAP's queue must absorb while the datapath wakes).
-throughput() {
-  local nsl=$1 nsr=$2 dst=$3
-  in_ns "$nsr" iperf3 -s -D -B "$dst" --pidfile "$TMP/iperf.pid" >/dev/null
+# Median and p99 of the RTTs (ms) of `ping -c 200 -i 0.01`: "median p99".
+ping_stats() {
+  { in_ns "$1" ping -c 200 -i 0.01 -W 1 "$2" || true; } | sed -n 's/.*time=\([0-9.]*\) ms/\1/p' |
+    sort -g | awk '{v[NR]=$1} END {if (NR == 0) {print "- -"; exit}
+      i = int(NR * 0.99 + 0.5); if (i < 1) i = 1; printf "%.3f %.3f", v[int((NR+1)/2)], v[i]}'
+}
+
+# An iperf3 server in NS bound to DST (one at a time).
+start_iperf() {
+  in_ns "$1" iperf3 -s -D -B "$2" --pidfile "$TMP/iperf.pid" >/dev/null
   sleep 0.5
-  local t1 t4 u uf ul
-  t1=$(in_ns "$nsl" iperf3 -c "$dst" -t "$DUR" -C cubic -J | jq '.end.sum_received.bits_per_second / 1e9')
-  t4=$(in_ns "$nsl" iperf3 -c "$dst" -t "$DUR" -C cubic -P 4 -J | jq '.end.sum_received.bits_per_second / 1e9')
-  u=$(in_ns "$nsl" iperf3 -c "$dst" -t "$DUR" -u -l 64 -b 0 -J |
-    jq '(.end.sum.packets - .end.sum.lost_packets) / .end.sum.seconds / 1e3')
-  uf=$(in_ns "$nsl" iperf3 -c "$dst" -t "$DUR" -u -l 1472 -b 0 -J 2>/dev/null |
-    jq '(.end.sum.packets - .end.sum.lost_packets) * 1514 * 8 / .end.sum.seconds / 1e9')
-  ul=$(in_ns "$nsl" iperf3 -c "$dst" -t "$DUR" -u -l 1472 -b 400M -J 2>/dev/null | jq '.end.sum.lost_percent')
-  kill "$(cat "$TMP/iperf.pid")" 2>/dev/null || true
-  sleep 0.3
-  printf "%.2f %.2f %.0f %.2f %.1f" "$t1" "$t4" "$u" "$uf" "$ul"
+}
+stop_iperf() {
+  local pid
+  pid=$(cat "$TMP/iperf.pid" 2>/dev/null) || return 0
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+  rm -f "$TMP/iperf.pid"
 }
 
-# Writes a bloatbox config: config NAME RATE DELAY [OFFLOAD [BUSY_POLL_US]]
-# -> path.
+# Gbit/s received of N cubic TCP flows: tcp_gbit NS DST N.
+tcp_gbit() {
+  { in_ns "$1" iperf3 -c "$2" -t "$DUR" -C cubic -P "$3" -J 2>/dev/null || true; } |
+    jq '.end.sum_received.bits_per_second / 1e9' 2>/dev/null | num %.2f
+}
+
+# kpps received of 64-byte UDP payloads sent as fast as iperf3 can.
+udp64_kpps() {
+  { in_ns "$1" iperf3 -c "$2" -t "$DUR" -u -l 64 -b 0 -J 2>/dev/null || true; } |
+    jq '(.end.sum.packets - .end.sum.lost_packets) / .end.sum.seconds / 1e3 | round' 2>/dev/null | num
+}
+
+# Gbit/s of 1514-byte frames received, 1472-byte UDP payloads sent as fast
+# as iperf3 can (what the path moves frame by frame).
+udp_full_gbit() {
+  { in_ns "$1" iperf3 -c "$2" -t "$DUR" -u -l 1472 -b 0 -J 2>/dev/null || true; } |
+    jq '(.end.sum.packets - .end.sum.lost_packets) * 1514 * 8 / .end.sum.seconds / 1e9' 2>/dev/null | num %.2f
+}
+
+# The TX drops of DEV in NS so far.
+tx_dropped() { in_ns "$1" ip -s -j link show "$2" | jq '.[0].stats64.tx.dropped'; }
+
+# Full-size UDP (1472-byte payload) offered at RATE from NS to DST:
+# udp_loss NS DST RATE DEV prints "loss_pct txdrop_pct": iperf3's loss, and
+# the TX drops of the sending device DEV (in NS) as % of the packets sent.
+udp_loss() {
+  local ns=$1 dst=$2 rate=$3 dev=$4 d0 d1 out
+  d0=$(tx_dropped "$ns" "$dev")
+  out=$(in_ns "$ns" iperf3 -c "$dst" -t "$DUR" -u -l 1472 -b "$rate" -J 2>/dev/null) || true
+  d1=$(tx_dropped "$ns" "$dev")
+  jq -r --argjson d "$((d1 - d0))" '
+    (.end.sum_sent.packets // .end.sum.packets) as $sent |
+    "\(.end.sum.lost_percent * 100 | round / 100) \(if $sent > 0 then $d / $sent * 10000 | round / 100 else "-" end)"' \
+    <<<"$out" 2>/dev/null || echo "- -"
+}
+
+# All per-path figures, stored in R[PATH/FIGURE/ROUND]:
+# measure PATH ROUND NS_LEFT NS_RIGHT DST SENDING_DEV.
+declare -A R
+measure() {
+  local p=$1 r=$2 nsl=$3 nsr=$4 dst=$5 dev=$6 a b
+  in_ns "$nsl" ping -c 1 -W 2 "$dst" >/dev/null || echo "bench-live: $p: first ping failed" >&2
+  start_iperf "$nsr" "$dst"
+  R[$p/tcp1/$r]=$(tcp_gbit "$nsl" "$dst" 1)
+  R[$p/tcp4/$r]=$(tcp_gbit "$nsl" "$dst" 4)
+  R[$p/udpf/$r]=$(udp_full_gbit "$nsl" "$dst")
+  read -r a b <<<"$(udp_loss "$nsl" "$dst" 400M "$dev")"
+  R[$p/loss400/$r]=$a R[$p/drop400/$r]=$b
+  read -r a b <<<"$(udp_loss "$nsl" "$dst" 800M "$dev")"
+  R[$p/loss800/$r]=$a R[$p/drop800/$r]=$b
+  R[$p/kpps/$r]=$(udp64_kpps "$nsl" "$dst")
+  stop_iperf
+  read -r a b <<<"$(ping_stats "$nsl" "$dst")"
+  R[$p/rtt50/$r]=$a R[$p/rtt99/$r]=$b
+}
+
+# Writes a bloatbox config: config NAME RATE DELAY [OFFLOAD [BUSY_POLL_US
+# [EXTRA]]] -> path. EXTRA is appended to [link] (e.g. a direction table).
 config() {
   local f="$TMP/$1.toml"
   cat >"$f" <<EOF
@@ -94,27 +229,31 @@ tap = "bbbr0"
 ipv4 = "10.82.0.2/24"
 ipv6 = "fd00:82::2/64"
 
-[link]
-rate = "$2"
-delay = "$3"
-
 [daemon]
 control_socket = "$TMP/$1.sock"
 spin_us = $SPIN
 busy_poll_us = ${5:-0}
+
+[link]
+rate = "$2"
+delay = "$3"
+${6:-}
 EOF
   echo "$f"
 }
 
+# The left TAP of a bloatbox config (the sending side, left to right).
+left_tap() { sed -n '/^\[left\]/,/^\[/s/^tap = "\(.*\)"/\1/p' "$1"; }
+
 start_daemon() {
   if [ "$RT" = 1 ]; then
-    "$BIN" up --headless -c "$1" --realtime 20 2>"$TMP/daemon.log" &
+    "$BB" up --headless -c "$1" --realtime 20 2>"$TMP/daemon.log" &
   else
-    "$BIN" up --headless -c "$1" 2>"$TMP/daemon.log" &
+    "$BB" up --headless -c "$1" 2>"$TMP/daemon.log" &
   fi
   DAEMON=$!
   for _ in $(seq 100); do
-    "$BIN" stats -c "$1" --json >/dev/null 2>&1 && return 0
+    "$BB" stats -c "$1" --json >/dev/null 2>&1 && return 0
     sleep 0.05
   done
   cat "$TMP/daemon.log" >&2
@@ -131,8 +270,9 @@ stop_daemon() {
 # with times in µs: lateness CFG KEY, KEY = lateness (deadlines reached) or
 # release_lateness (frames written late against the link's delivery time).
 lateness() {
-  "$BIN" stats -c "$1" --json |
-    jq -r --arg k "$2" '.[$k] | "\(.p50_ns / 1e3) \(.p99_ns / 1e3) \(.p999_ns / 1e3) \(.max_ns / 1e3) \(.samples)"'
+  "$BB" stats -c "$1" --json |
+    jq -r --arg k "$2" '.[$k] | "\(.p50_ns / 1e3) \(.p99_ns / 1e3) \(.p999_ns / 1e3) \(.max_ns / 1e3) \(.samples)"' ||
+    echo "- - - - -"
 }
 
 # Spacing of full-size frames on the right TAP while UDP at OFFERED is sent
@@ -141,18 +281,19 @@ lateness() {
 # A burst is a run of frames each less than half the ideal spacing after the
 # one before (back to back, as far as the link is concerned).
 spacing() {
-  local cfg=$1 offered=$2 count=$3 ideal=$4
-  in_ns bbb-br iperf3 -s -D -B 10.82.0.2 --pidfile "$TMP/iperf.pid" >/dev/null
-  sleep 0.5
+  local offered=$2 count=$3 ideal=$4
+  start_iperf bbb-br 10.82.0.2
+  rm -f "$TMP/cap.pcap"
   in_ns bbb-br tcpdump -i bbbr0 -nn -q --time-stamp-precision=nano -w "$TMP/cap.pcap" \
     -c "$count" 'udp and greater 1500' 2>/dev/null &
-  local td=$!
+  TCPDUMP=$!
   sleep 1
   in_ns bbb-bl iperf3 -c 10.82.0.2 -u -l 1472 -b "$offered" -t 3 >/dev/null 2>&1 || true
   sleep 0.5
-  kill "$td" 2>/dev/null || true
-  wait "$td" 2>/dev/null || true
-  kill "$(cat "$TMP/iperf.pid")" 2>/dev/null || true
+  kill "$TCPDUMP" 2>/dev/null || true
+  wait "$TCPDUMP" 2>/dev/null || true
+  TCPDUMP=""
+  stop_iperf
   tcpdump -r "$TMP/cap.pcap" -nn -tt --time-stamp-precision=nano 2>/dev/null |
     awk '{print $1}' >"$TMP/times"
   awk 'NR>1 {printf "%.3f\n", ($1-p)*1e6} {p=$1}' "$TMP/times" >"$TMP/gaps"
@@ -166,103 +307,231 @@ spacing() {
       printf "%.2f %.2f %.2f %d %s", v[int(NR*0.1)+1], v[int(NR*0.5)+1], v[int(NR*0.9)+1], NR, tail}'
 }
 
-# ---- veth baseline ---------------------------------------------------------
+# ---- the paths -------------------------------------------------------------
 
-ip netns add bbb-vl
-ip netns add bbb-vr
-ip link add bbbvl0 type veth peer name bbbvr0
-ip link set bbbvl0 netns bbb-vl
-ip link set bbbvr0 netns bbb-vr
-in_ns bbb-vl ip addr add 10.81.0.1/24 dev bbbvl0
-in_ns bbb-vr ip addr add 10.81.0.2/24 dev bbbvr0
-for s in l r; do
-  in_ns bbb-v$s ip link set lo up
-  in_ns bbb-v$s ip link set bbbv${s}0 up
-done
-in_ns bbb-vl ping -c 1 -W 2 10.81.0.2 >/dev/null
-read -r V_T1 V_T4 V_U V_UF V_UL <<<"$(throughput bbb-vl bbb-vr 10.81.0.2)"
-V_RTT=$(ping_median bbb-vl 10.81.0.2)
-ip netns del bbb-vl
-ip netns del bbb-vr
+# veth pair, the kernel's own path, frame by frame (no TSO/GSO/GRO).
+run_veth() {
+  local r=$1
+  ip netns add bbb-vl
+  ip netns add bbb-vr
+  ip link add bbbvl0 type veth peer name bbbvr0
+  ip link set bbbvl0 netns bbb-vl
+  ip link set bbbvr0 netns bbb-vr
+  in_ns bbb-vl ip addr add 10.81.0.1/24 dev bbbvl0
+  in_ns bbb-vr ip addr add 10.81.0.2/24 dev bbbvr0
+  for s in l r; do
+    in_ns bbb-v$s ethtool -K bbbv${s}0 tso off gso off gro off >/dev/null 2>&1 ||
+      echo "bench-live: ethtool -K bbbv${s}0 failed" >&2
+    in_ns bbb-v$s ip link set lo up
+    in_ns bbb-v$s ip link set bbbv${s}0 up
+  done
+  measure veth "$r" bbb-vl bbb-vr 10.81.0.2 bbbvl0
+  ip netns del bbb-vl
+  ip netns del bbb-vr
+}
 
-# ---- bloatbox, unshaped ----------------------------------------------------
+# The bare forwarder with QUEUES queues per TAP: run_bare PATH ROUND QUEUES.
+run_bare() {
+  local p=$1 r=$2 q=$3
+  "$FWD" --left bbbfl0 --right bbbfr0 --queues "$q" >"$TMP/fwd.out" 2>"$TMP/fwd.log" &
+  FWDPID=$!
+  for _ in $(seq 100); do
+    grep -q '^ready$' "$TMP/fwd.out" 2>/dev/null && break
+    kill -0 "$FWDPID" 2>/dev/null || break
+    sleep 0.05
+  done
+  if ! grep -q '^ready$' "$TMP/fwd.out" 2>/dev/null; then
+    echo "bench-live: bare_forward --queues $q did not start:" >&2
+    cat "$TMP/fwd.log" >&2
+    kill -TERM "$FWDPID" 2>/dev/null; wait "$FWDPID" 2>/dev/null || true
+    FWDPID=""
+    return 0
+  fi
+  ip netns add bbb-fl
+  ip netns add bbb-fr
+  ip link set bbbfl0 netns bbb-fl
+  ip link set bbbfr0 netns bbb-fr
+  in_ns bbb-fl ip addr add 10.83.0.1/24 dev bbbfl0
+  in_ns bbb-fr ip addr add 10.83.0.2/24 dev bbbfr0
+  for s in l r; do
+    in_ns bbb-f$s ip link set lo up
+    in_ns bbb-f$s ip link set bbbf${s}0 up
+  done
+  measure "$p" "$r" bbb-fl bbb-fr 10.83.0.2 bbbfl0
+  kill -TERM "$FWDPID"
+  wait "$FWDPID" || echo "bench-live: bare_forward exited $?: $(cat "$TMP/fwd.log")" >&2
+  FWDPID=""
+  ip netns del bbb-fl
+  ip netns del bbb-fr
+}
 
-C=$(config unshaped unlimited 0ms true)
-start_daemon "$C"
-in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null
-read -r B_T1 B_T4 B_U B_UF B_UL <<<"$(throughput bbb-bl bbb-br 10.82.0.2)"
-B_RTT=$(ping_median bbb-bl 10.82.0.2)
-stop_daemon
+# bloatbox unshaped: run_bloatbox PATH ROUND OFFLOAD.
+run_bloatbox() {
+  local p=$1 r=$2 c
+  c=$(config "$p" unlimited 0ms "$3")
+  start_daemon "$c"
+  measure "$p" "$r" bbb-bl bbb-br 10.82.0.2 "$(left_tap "$c")"
+  stop_daemon
+}
 
-C=$(config unshaped-nooff unlimited 0ms false)
-start_daemon "$C"
-in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null
-read -r N_T1 N_T4 N_U N_UF N_UL <<<"$(throughput bbb-bl bbb-br 10.82.0.2)"
-N_RTT=$(ping_median bbb-bl 10.82.0.2)
-stop_daemon
+# Once per round, bloatbox only: busy polling, spacing, lateness, seed 4:
+# run_bloatbox_only ROUND KEY (figures stored under KEY: bb for this
+# checkout, bb4 for BEFORE's, which $BB then is).
+run_bloatbox_only() {
+  local r=$1 k=$2 c a b d e f g h
+  # Busy polling for 20 ms after each frame: with ping every 10 ms the
+  # datapath never sleeps, so no wake-up (of an idle vCPU, on a VM) is paid.
+  c=$(config busy unlimited 0ms true 20000)
+  start_daemon "$c"
+  in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
+  local cpu0 t0
+  cpu0=$("$BB" stats -c "$c" --json | jq '.wakeups.cpu_ns') || cpu0=0
+  t0=$(date +%s%N)
+  read -r a _ <<<"$(ping_stats bbb-bl 10.82.0.2)"
+  R[$k/busyrtt/$r]=$a
+  R[$k/busycpu/$r]=$("$BB" stats -c "$c" --json | jq --argjson c0 "$cpu0" --argjson t0 "$t0" \
+    --argjson t1 "$(date +%s%N)" '(.wakeups.cpu_ns - $c0) / ($t1 - $t0) * 100 | floor' | num) || R[$k/busycpu/$r]=-
+  stop_daemon
 
-# Busy polling for 20 ms after each frame: with ping every 10 ms the
-# datapath never sleeps, so no wake-up (of an idle vCPU, on a VM) is paid.
-C=$(config unshaped-busy unlimited 0ms true 20000)
-start_daemon "$C"
-in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null
-P_CPU0=$("$BIN" stats -c "$C" --json | jq '.wakeups.cpu_ns')
-P_T0=$(date +%s%N)
-P_RTT=$(ping_median bbb-bl 10.82.0.2)
-P_CPU=$("$BIN" stats -c "$C" --json | jq --argjson c0 "$P_CPU0" --argjson t0 "$P_T0" --argjson t1 "$(date +%s%N)" \
-  '(.wakeups.cpu_ns - $c0) / ($t1 - $t0) * 100 | floor')
-stop_daemon
+  c=$(config r12m 12mbit 0ms)
+  start_daemon "$c"
+  in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
+  read -r a b d e f g h <<<"$(spacing "$c" 20M 2000 "$IDEAL12")"
+  R[$k/s12p10/$r]=$a R[$k/s12p50/$r]=$b R[$k/s12p90/$r]=$d R[$k/s12rate/$r]=$h
+  read -r a b _ _ e <<<"$(lateness "$c" lateness)"
+  R[$k/l12p50/$r]=$a R[$k/l12p99/$r]=$b
+  stop_daemon
 
-# ---- bloatbox, pacing at 12 Mbit/s and 1.2 Gbit/s ---------------------------
+  c=$(config r1200m 1200mbit 0ms)
+  start_daemon "$c"
+  in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
+  read -r a b d e f g h <<<"$(spacing "$c" 2G 20000 "$IDEAL1G")"
+  R[$k/s1gp50/$r]=$b R[$k/s1grun/$r]=$f R[$k/s1gruns4/$r]=$g R[$k/s1grate/$r]=$h
+  read -r _ a _ _ _ <<<"$(lateness "$c" lateness)"
+  R[$k/l1gp99/$r]=$a
+  read -r _ a _ b _ <<<"$(lateness "$c" release_lateness)"
+  R[$k/r1gp99/$r]=$a R[$k/r1gmax/$r]=$b
+  stop_daemon
 
-C=$(config r12m 12mbit 0ms)
-start_daemon "$C"
-in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null
+  # Seed 4 (configs/tbf-1560mbit.toml, configs/sim/seed4-tbf-1560mbit.toml):
+  # a 10 Gbit/s link, 5 ms each way, TBF on the left→right device; TAP
+  # offload as in the seed's config (on: the default).
+  c=$(config tbf 10gbit 5ms true 0 '
+[link.left_to_right]
+qdisc = "tbf rate 1560mbit burst 20280b latency 5ms"')
+  "$BB" check "$c" >"$TMP/check.log" 2>&1 || { cat "$TMP/check.log" >&2; return 1; }
+  start_daemon "$c"
+  in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
+  start_iperf bbb-br 10.82.0.2
+  a=$(tcp_gbit bbb-bl 10.82.0.2 1)
+  stop_iperf
+  stop_daemon
+  R[$k/tbf/$r]=$(awk -v g="$a" 'BEGIN {if (g == "-") print "-"; else printf "%.0f", g * 1000}')
+  R[$k/tbfshare/$r]=$(awk -v g="$a" 'BEGIN {if (g == "-") print "-"; else printf "%.2f", g * 1000 / 1560}')
+}
+
 IDEAL12=$(awk 'BEGIN {printf "%.2f", 1514*8/12e6*1e6}')
 IDEAL1G=$(awk 'BEGIN {printf "%.2f", 1514*8/1.2e9*1e6}')
-read -r S12_10 S12_50 S12_90 S12_N S12_B S12_BB S12_R <<<"$(spacing "$C" 20M 2000 "$IDEAL12")"
-read -r L12_50 L12_99 L12_999 _ L12_N <<<"$(lateness "$C" lateness)"
-stop_daemon
-
-C=$(config r1200m 1200mbit 0ms)
-start_daemon "$C"
-in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null
-read -r S1G_10 S1G_50 S1G_90 S1G_N S1G_B S1G_BB S1G_R <<<"$(spacing "$C" 2G 20000 "$IDEAL1G")"
-read -r L1G_50 L1G_99 L1G_999 _ L1G_N <<<"$(lateness "$C" lateness)"
-read -r R1G_50 R1G_99 R1G_999 R1G_MAX _ <<<"$(lateness "$C" release_lateness)"
-stop_daemon
 
 # ---- report ----------------------------------------------------------------
 
-DEV12=$(awk -v a="$S12_10" -v b="$S12_90" -v i="$IDEAL12" 'BEGIN {
-  if (a == "-") {print "-"; exit} printf "%+.1f%% / %+.1f%%", (a/i-1)*100, (b/i-1)*100}')
-ADDED_RTT=$(awk -v b="$B_RTT" -v v="$V_RTT" 'BEGIN {printf "%.0f", (b-v)*1000}')
-N_ADDED_RTT=$(awk -v b="$N_RTT" -v v="$V_RTT" 'BEGIN {printf "%.0f", (b-v)*1000}')
-P_ADDED_RTT=$(awk -v b="$P_RTT" -v v="$V_RTT" 'BEGIN {printf "%.0f", (b-v)*1000}')
+# The rounds of one figure of one path, "a, b"; for bloatbox paths with
+# their ratio to the bare forwarder of the same round.
+cell() {
+  local p=$1 k=$2 r vals="" ratios="" v bv
+  for r in $(seq "$ROUNDS"); do
+    v=${R[$p/$k/$r]:-}
+    [ -z "$v" ] && continue
+    vals+="${vals:+, }$v"
+    case $p in nooff | off | before-nooff | before-off)
+      bv=${R[bare/$k/$r]:--}
+      ratios+="${ratios:+, }$(awk -v a="$v" -v b="$bv" 'BEGIN {
+        if (a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.2f", a / b}')" ;;
+    esac
+  done
+  [ -n "$ratios" ] && vals+=" ($ratios of bare)"
+  echo "$vals"
+}
 
-REPORT=$(cat <<EOF
+# row LABEL KEY: a row over all paths.
+row() {
+  echo "| $1 | $(cell veth "$2") | $(cell bare "$2") | $(cell bare2 "$2") | $(cell nooff "$2") | $(cell off "$2") |${BEFORE:+ $(cell before-nooff "$2") | $(cell before-off "$2") |}"
+}
+# bbrow LABEL KEY: a bloatbox-only figure (offload on, once per round).
+bbrow() { echo "| $1 | | | | | $(cell bb "$2") |${BEFORE:+ | $(cell bb4 "$2") |}"; }
 
-## $(date -u '+%Y-%m-%d %H:%M UTC') — \`sudo scripts/bench-live.sh\` (DUR=$DUR s, RT=$RT, SPIN=$SPIN, load average $(cut -d' ' -f1 /proc/loadavg) at the end, $(nproc) cores, kernel $(uname -r))
+# ---- the run ---------------------------------------------------------------
 
-| measurement | veth pair | bloatbox, offload on | bloatbox, offload off | target |
-|---|---|---|---|---|
-| 1 TCP flow (cubic), Gbit/s | $V_T1 | $B_T1 | $N_T1 | ≥ 2.5 |
-| 4 TCP flows (cubic), Gbit/s | $V_T4 | $B_T4 | $N_T4 | |
-| UDP 64-byte payload, kpps received | $V_U | $B_U | $N_U | |
-| UDP 1472-byte payload (1514-byte frames) as fast as iperf3 sends, Gbit/s of frames received | $V_UF | $B_UF | $N_UF | (above 1.2 for the 1.2 Gbit/s rows) |
-| UDP 1472-byte payload paced by iperf3 at 400 Mbit/s, % lost | $V_UL | $B_UL | $N_UL | |
-| idle ping RTT median, ms | $V_RTT | $B_RTT (+$ADDED_RTT µs) | $N_RTT (+$N_ADDED_RTT µs) | ≤ +50 µs |
-| idle ping RTT median with busy_poll_us = 20000, ms (datapath CPU while pinging) | $V_RTT | $P_RTT (+$P_ADDED_RTT µs; $P_CPU % of a core) | | ≤ +50 µs |
-| wake-up lateness p50 / p99 / p99.9, µs (12 Mbit/s run, $L12_N deadlines) | | $L12_50 / $L12_99 / $L12_999 | | p99 ≤ 20 |
-| wake-up lateness p50 / p99 / p99.9, µs (1.2 Gbit/s run, $L1G_N deadlines) | | $L1G_50 / $L1G_99 / $L1G_999 | | |
-| 1514-byte frame spacing at 12 Mbit/s p10 / p50 / p90, µs ($S12_N frames, $S12_R Mbit/s) | | $S12_10 / $S12_50 / $S12_90 (ideal $IDEAL12; p10/p90 $DEV12) | | ±2 % at p10–p90 |
-| 1514-byte frame spacing at 1.2 Gbit/s p10 / p50 / p90, µs ($S1G_N frames, $S1G_R Mbit/s) | | $S1G_10 / $S1G_50 / $S1G_90 (ideal $IDEAL1G) | | |
-| 1.2 Gbit/s: longest run of back-to-back frames (gap < ideal/2); runs longer than 4 | | $S1G_B; $S1G_BB | | ≤ 4; 0 |
-| 1.2 Gbit/s release lateness p50 / p99 / p99.9 / max, µs (write time − link delivery time) | | $R1G_50 / $R1G_99 / $R1G_999 / $R1G_MAX | | |
-EOF
-)
-echo "$REPORT"
-if [ "$WRITE" = 1 ]; then
-  [ -f BENCHMARKS.md ] || printf '# Live benchmarks\n\nMeasured with `scripts/bench-live.sh`; newest last.\n' >BENCHMARKS.md
-  echo "$REPORT" >>BENCHMARKS.md
-fi
+# All rounds, then the report.
+main() {
+  for r in $(seq "$ROUNDS"); do
+    echo "bench-live: round $r of $ROUNDS" >&2
+    run_veth "$r"
+    run_bare bare "$r" 1
+    run_bloatbox nooff "$r" false
+    run_bloatbox off "$r" true
+    run_bare bare2 "$r" 2
+    run_bloatbox_only "$r" bb
+    if [ -n "$BEFORE" ]; then
+      BB=$BEFORE_BIN
+      run_bloatbox before-nooff "$r" false
+      run_bloatbox before-off "$r" true
+      run_bloatbox_only "$r" bb4
+      BB=$BIN
+    fi
+    # The idle RTT each path adds over this round's veth pair, µs.
+    for p in bare bare2 nooff off before-nooff before-off; do
+      [ -n "${R[$p/rtt50/$r]:-}" ] || continue
+      R[$p/added/$r]=$(awk -v b="${R[$p/rtt50/$r]}" -v v="${R[veth/rtt50/$r]}" \
+        'BEGIN {if (b == "-" || v == "-") print "-"; else printf "%.0f", (b - v) * 1000}')
+    done
+  done
+
+  REPORT=$(
+    echo "## $(date -u '+%Y-%m-%d %H:%M UTC') — \`DUR=$DUR ROUNDS=$ROUNDS RT=$RT SPIN=$SPIN${BEFORE:+ BEFORE=$BEFORE} $COMMAND\`"
+    echo
+    echo "DUR=$DUR s, ROUNDS=$ROUNDS, RT=$RT, SPIN=$SPIN; load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; nproc $(nproc); kernel $(uname -r). Each cell: the rounds in order."
+    echo
+    echo "| measurement | veth pair (TSO/GSO/GRO off) | bare forwarder | bare forwarder, --queues 2 | bloatbox, offload off | bloatbox, offload on |${BEFORE:+ bloatbox at $BEFORE, offload off | bloatbox at $BEFORE, offload on |}"
+    echo "|---|---|---|---|---|---|${BEFORE:+---|---|}"
+    row "1 TCP flow (cubic), Gbit/s" tcp1
+    row "4 TCP flows (cubic), Gbit/s" tcp4
+    row "UDP 1472-byte payload as fast as iperf3 sends, Gbit/s of 1514-byte frames received" udpf
+    row "UDP 1472-byte payload at 400 Mbit/s, % lost (iperf3)" loss400
+    row "UDP 1472-byte payload at 400 Mbit/s, sending device TX drops, % of sent" drop400
+    row "UDP 1472-byte payload at 800 Mbit/s, % lost (iperf3)" loss800
+    row "UDP 1472-byte payload at 800 Mbit/s, sending device TX drops, % of sent" drop800
+    row "UDP 64-byte payload, kpps received" kpps
+    row "idle ping RTT median, ms" rtt50
+    row "idle ping RTT p99, ms" rtt99
+    row "idle ping RTT median added over veth, µs" added
+    bbrow "idle ping RTT median with busy_poll_us = 20000, ms" busyrtt
+    bbrow "datapath CPU while pinging with busy_poll_us = 20000, % of one core (all datapath threads together)" busycpu
+    bbrow "12 Mbit/s: 1514-byte frame spacing p10, µs (ideal $IDEAL12)" s12p10
+    bbrow "12 Mbit/s: 1514-byte frame spacing p50, µs (ideal $IDEAL12)" s12p50
+    bbrow "12 Mbit/s: 1514-byte frame spacing p90, µs (ideal $IDEAL12)" s12p90
+    bbrow "12 Mbit/s: delivered, Mbit/s (tcpdump)" s12rate
+    bbrow "12 Mbit/s: wake-up lateness p50, µs" l12p50
+    bbrow "12 Mbit/s: wake-up lateness p99, µs" l12p99
+    bbrow "1.2 Gbit/s: 1514-byte frame spacing p50, µs (ideal $IDEAL1G)" s1gp50
+    bbrow "1.2 Gbit/s: delivered, Mbit/s (tcpdump)" s1grate
+    bbrow "1.2 Gbit/s: longest run of back-to-back frames (gap < ideal/2)" s1grun
+    bbrow "1.2 Gbit/s: runs longer than 4 frames" s1gruns4
+    bbrow "1.2 Gbit/s: wake-up lateness p99, µs" l1gp99
+    bbrow "1.2 Gbit/s: release lateness p99, µs (write time − link delivery time)" r1gp99
+    bbrow "1.2 Gbit/s: release lateness max, µs" r1gmax
+    bbrow "seed 4 TBF (1560mbit burst 20280b latency 5ms, 10gbit, 5 ms each way): 1 cubic flow goodput, Mbit/s" tbf
+    bbrow "seed 4 TBF: goodput / 1560 Mbit/s" tbfshare
+  )
+  echo "$REPORT"
+  if [ -n "$WRITE" ]; then
+    echo "$REPORT" >"$WRITE"
+  fi
+}
+
+main &
+MAIN=$!
+STATUS=0
+wait "$MAIN" || STATUS=$?
+MAIN=""
+exit "$STATUS"

@@ -237,6 +237,12 @@ impl Driver {
             let plan = self.wait.plan(now, &self.pending(readable));
             let timeout = self.begin_wait(plan)?;
             let n = self.wait_events(&mut events, timeout)?;
+            if n == 0 && matches!(plan, WaitPlan::Poll { .. }) {
+                // Nothing yet: let whatever else wants this core run (the
+                // traffic's own processes, the other direction's thread)
+                // before polling again.
+                std::thread::yield_now();
+            }
             readable |= self.dispatch(&events[..n]);
             if let Some(end) = self.finish() {
                 return end;

@@ -1,0 +1,236 @@
+//! The reference userspace forwarder: two TAP devices joined by threads that
+//! each read a frame from one TAP and write it to the other at once, one
+//! thread per direction (per queue with `--queues N`), nothing else: no
+//! link, no qdisc, no clock. What it moves is what any userspace forwarder
+//! can move on this machine, frame by frame (no offload), the yardstick for
+//! bloatbox's own datapath in `scripts/bench-live.sh`.
+//!
+//! ```text
+//! cargo build --release --example bare_forward
+//! sudo target/release/examples/bare_forward --left bbbfl0 --right bbbfr0 [--queues 2]
+//! ```
+//!
+//! Both TAPs are created (down) in the namespace it starts in; once they
+//! exist it prints `ready` on stdout. Move them into namespaces of their own,
+//! address them and bring them up; it forwards until SIGTERM or SIGINT and
+//! exits 0, and the TAPs go away with its descriptors. With `--queues N`
+//! each TAP is opened N times with `IFF_MULTI_QUEUE`, and queue i of one TAP
+//! is forwarded to queue i of the other.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+
+use anyhow::{bail, Context};
+use bloatbox::port::{FramePort, PortCounters, PortHalves, TapPort, TapSpec};
+use clap::Parser;
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::{SigSet, Signal};
+
+/// The TAPs' own kernel txqueuelen, bloatbox's default (`tap.txqueuelen`).
+const TXQUEUELEN: u32 = 128;
+
+/// Forward frames between two fresh TAP devices, one thread per direction.
+#[derive(Parser, Debug)]
+#[command(about)]
+struct Args {
+    /// Name of the left TAP.
+    #[arg(long)]
+    left: String,
+    /// Name of the right TAP.
+    #[arg(long)]
+    right: String,
+    /// MTU of both TAPs.
+    #[arg(long, default_value_t = 1500)]
+    mtu: u16,
+    /// The TAPs' kernel txqueuelen (bloatbox's default).
+    #[arg(long, default_value_t = TXQUEUELEN)]
+    txqueuelen: u32,
+    /// Queues per TAP (IFF_MULTI_QUEUE when more than 1), one thread per
+    /// queue per direction.
+    #[arg(long, default_value_t = 1)]
+    queues: usize,
+}
+
+/// One queue of a multi-queue TAP: a non-blocking descriptor of its own.
+struct QueuePort {
+    fd: OwnedFd,
+    counters: PortCounters,
+}
+
+impl QueuePort {
+    fn new(fd: OwnedFd) -> io::Result<QueuePort> {
+        nix::fcntl::fcntl(
+            fd.as_raw_fd(),
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        )?;
+        Ok(QueuePort {
+            fd,
+            counters: PortCounters::default(),
+        })
+    }
+}
+
+impl FramePort for QueuePort {
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        match nix::unistd::read(self.fd.as_raw_fd(), buf) {
+            Ok(n) => {
+                self.counters.rx_frames += 1;
+                self.counters.rx_bytes += n as u64;
+                Ok(Some(n))
+            }
+            Err(Errno::EAGAIN) | Err(Errno::EINTR) => Ok(None),
+            Err(e) => {
+                self.counters.rx_errors += 1;
+                Err(e.into())
+            }
+        }
+    }
+
+    fn send(&mut self, frame: &[u8]) -> io::Result<()> {
+        match nix::unistd::write(self.fd.as_fd(), frame) {
+            Ok(_) => {
+                self.counters.tx_frames += 1;
+                self.counters.tx_bytes += frame.len() as u64;
+                Ok(())
+            }
+            Err(Errno::EAGAIN) | Err(Errno::ENOBUFS) | Err(Errno::EINTR) => {
+                self.counters.tx_full_drops += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.counters.tx_errors += 1;
+                Err(e.into())
+            }
+        }
+    }
+
+    fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    fn counters(&self) -> PortCounters {
+        self.counters
+    }
+
+    fn split(self: Box<Self>) -> io::Result<PortHalves> {
+        let tx = QueuePort::new(self.fd.try_clone()?)?;
+        Ok(PortHalves {
+            rx: self,
+            tx: Box::new(tx),
+        })
+    }
+}
+
+/// A locally administered MAC address, distinct per side.
+fn mac(side: u8) -> [u8; 6] {
+    [0x02, 0xbb, 0xbf, 0x00, 0x00, side]
+}
+
+/// Opens the TAP `name` (created here, down) with `queues` queues.
+fn open_tap(args: &Args, name: &str, side: u8) -> anyhow::Result<Vec<Box<dyn FramePort>>> {
+    if args.queues == 1 {
+        let port = TapPort::create(&TapSpec {
+            name: name.to_string(),
+            mtu: args.mtu,
+            mac: mac(side),
+            txqueuelen: args.txqueuelen,
+            offload: false,
+        })?;
+        return Ok(vec![Box::new(port)]);
+    }
+    let first = tun_rs::DeviceBuilder::new()
+        .name(name.to_string())
+        .layer(tun_rs::Layer::L2)
+        .packet_information(false)
+        .mtu(args.mtu)
+        .mac_addr(mac(side))
+        .tx_queue_len(args.txqueuelen)
+        .offload(false)
+        .multi_queue(true)
+        .enable(false)
+        .build_sync()
+        .with_context(|| format!("creating multi-queue TAP {name:?}"))?;
+    let mut devices = Vec::with_capacity(args.queues);
+    for i in 1..args.queues {
+        devices.push(
+            first
+                .try_clone()
+                .with_context(|| format!("opening queue {i} of TAP {name:?}"))?,
+        );
+    }
+    devices.insert(0, first);
+    devices
+        .into_iter()
+        .map(|dev| {
+            // SAFETY: `into_raw_fd` hands over the open queue descriptor and
+            // gives up ownership, so this OwnedFd is its only owner.
+            let fd = unsafe { OwnedFd::from_raw_fd(dev.into_raw_fd()) };
+            Ok(Box::new(QueuePort::new(fd)?) as Box<dyn FramePort>)
+        })
+        .collect()
+}
+
+/// Waits for frames on `rx` and writes each one to `tx` as soon as it is
+/// read, until reading fails. Write errors (the other TAP still down, say)
+/// lose the frame and nothing more.
+fn forward(mut rx: Box<dyn FramePort>, mut tx: Box<dyn FramePort>) -> io::Result<()> {
+    let mut buf = vec![0u8; 65536];
+    // SAFETY: `rx` owns the descriptor and outlives every use of `fd`.
+    let fd = unsafe { BorrowedFd::borrow_raw(rx.raw_fd()) };
+    loop {
+        let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+        match nix::poll::poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+        while let Some(n) = rx.recv(&mut buf)? {
+            let _ = tx.send(&buf[..n]);
+        }
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if args.queues == 0 {
+        bail!("--queues must be at least 1");
+    }
+    // Block the signals that end the program before any thread starts, so
+    // that every thread inherits the mask and only `wait` below takes them.
+    let mut signals = SigSet::empty();
+    signals.add(Signal::SIGTERM);
+    signals.add(Signal::SIGINT);
+    signals.thread_block()?;
+
+    let left = open_tap(&args, &args.left, 1)?;
+    let right = open_tap(&args, &args.right, 2)?;
+    let mut threads = Vec::new();
+    for (i, (l, r)) in left.into_iter().zip(right).enumerate() {
+        let l = l.split()?;
+        let r = r.split()?;
+        for (dir, rx, tx) in [("left->right", l.rx, r.tx), ("right->left", r.rx, l.tx)] {
+            let name = format!("{dir} q{i}");
+            threads.push(
+                std::thread::Builder::new()
+                    .name(name.clone())
+                    .spawn(move || {
+                        if let Err(e) = forward(rx, tx) {
+                            eprintln!("bare_forward: {name}: reading failed: {e}");
+                            std::process::exit(1);
+                        }
+                    })?,
+            );
+        }
+    }
+    {
+        use std::io::Write;
+        let mut out = io::stdout().lock();
+        writeln!(out, "ready")?;
+        out.flush()?;
+    }
+    let signal = signals.wait()?;
+    eprintln!("bare_forward: {signal}, exiting");
+    // The forwarding threads never return; exiting closes every descriptor,
+    // which removes both TAPs.
+    std::process::exit(0);
+}
