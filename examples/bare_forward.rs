@@ -18,10 +18,10 @@
 //! is forwarded to queue i of the other.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::BorrowedFd;
 
 use anyhow::{bail, Context};
-use bloatbox::port::{FramePort, PortCounters, PortHalves, TapPort, TapSpec};
+use bloatbox::port::{FramePort, TapPort, TapSpec};
 use clap::Parser;
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
@@ -52,76 +52,6 @@ struct Args {
     queues: usize,
 }
 
-/// One queue of a multi-queue TAP: a non-blocking descriptor of its own.
-struct QueuePort {
-    fd: OwnedFd,
-    counters: PortCounters,
-}
-
-impl QueuePort {
-    fn new(fd: OwnedFd) -> io::Result<QueuePort> {
-        nix::fcntl::fcntl(
-            fd.as_raw_fd(),
-            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
-        )?;
-        Ok(QueuePort {
-            fd,
-            counters: PortCounters::default(),
-        })
-    }
-}
-
-impl FramePort for QueuePort {
-    fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
-        match nix::unistd::read(self.fd.as_raw_fd(), buf) {
-            Ok(n) => {
-                self.counters.rx_frames += 1;
-                self.counters.rx_bytes += n as u64;
-                Ok(Some(n))
-            }
-            Err(Errno::EAGAIN) | Err(Errno::EINTR) => Ok(None),
-            Err(e) => {
-                self.counters.rx_errors += 1;
-                Err(e.into())
-            }
-        }
-    }
-
-    fn send(&mut self, frame: &[u8]) -> io::Result<()> {
-        match nix::unistd::write(self.fd.as_fd(), frame) {
-            Ok(_) => {
-                self.counters.tx_frames += 1;
-                self.counters.tx_bytes += frame.len() as u64;
-                Ok(())
-            }
-            Err(Errno::EAGAIN) | Err(Errno::ENOBUFS) | Err(Errno::EINTR) => {
-                self.counters.tx_full_drops += 1;
-                Ok(())
-            }
-            Err(e) => {
-                self.counters.tx_errors += 1;
-                Err(e.into())
-            }
-        }
-    }
-
-    fn raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-
-    fn counters(&self) -> PortCounters {
-        self.counters
-    }
-
-    fn split(self: Box<Self>) -> io::Result<PortHalves> {
-        let tx = QueuePort::new(self.fd.try_clone()?)?;
-        Ok(PortHalves {
-            rx: self,
-            tx: Box::new(tx),
-        })
-    }
-}
-
 /// A locally administered MAC address, distinct per side.
 fn mac(side: u8) -> [u8; 6] {
     [0x02, 0xbb, 0xbf, 0x00, 0x00, side]
@@ -129,46 +59,19 @@ fn mac(side: u8) -> [u8; 6] {
 
 /// Opens the TAP `name` (created here, down) with `queues` queues.
 fn open_tap(args: &Args, name: &str, side: u8) -> anyhow::Result<Vec<Box<dyn FramePort>>> {
-    if args.queues == 1 {
-        let port = TapPort::create(&TapSpec {
-            name: name.to_string(),
-            mtu: args.mtu,
-            mac: mac(side),
-            txqueuelen: args.txqueuelen,
-            offload: false,
-        })?;
-        return Ok(vec![Box::new(port)]);
-    }
-    let first = tun_rs::DeviceBuilder::new()
-        .name(name.to_string())
-        .layer(tun_rs::Layer::L2)
-        .packet_information(false)
-        .mtu(args.mtu)
-        .mac_addr(mac(side))
-        .tx_queue_len(args.txqueuelen)
-        .offload(false)
-        .multi_queue(true)
-        .enable(false)
-        .build_sync()
-        .with_context(|| format!("creating multi-queue TAP {name:?}"))?;
-    let mut devices = Vec::with_capacity(args.queues);
-    for i in 1..args.queues {
-        devices.push(
-            first
-                .try_clone()
-                .with_context(|| format!("opening queue {i} of TAP {name:?}"))?,
-        );
-    }
-    devices.insert(0, first);
-    devices
+    let spec = TapSpec {
+        name: name.to_string(),
+        mtu: args.mtu,
+        mac: mac(side),
+        txqueuelen: args.txqueuelen,
+        offload: false,
+    };
+    let queues = TapPort::create_queues(&spec, args.queues)
+        .with_context(|| format!("creating TAP {name:?} with {} queues", args.queues))?;
+    Ok(queues
         .into_iter()
-        .map(|dev| {
-            // SAFETY: `into_raw_fd` hands over the open queue descriptor and
-            // gives up ownership, so this OwnedFd is its only owner.
-            let fd = unsafe { OwnedFd::from_raw_fd(dev.into_raw_fd()) };
-            Ok(Box::new(QueuePort::new(fd)?) as Box<dyn FramePort>)
-        })
-        .collect()
+        .map(|q| Box::new(q) as Box<dyn FramePort>)
+        .collect())
 }
 
 /// Waits for frames on `rx` and writes each one to `tx` as soon as it is

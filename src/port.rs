@@ -276,17 +276,27 @@ impl TapPort {
     /// txqueuelen set, and with offload if the spec asks; it is left down
     /// (moving it to another namespace downs it anyway).
     pub fn create(spec: &TapSpec) -> io::Result<TapPort> {
-        Self::build(spec, true)
+        let mut ports = Self::build(spec, true, 1)?;
+        Ok(ports.remove(0))
+    }
+
+    /// As `create`, with `queues` queues: with more than one the TAP is
+    /// made with `IFF_MULTI_QUEUE` and opened once per queue, a port each
+    /// (the kernel spreads the frames it sends over the queues by flow);
+    /// the device lives as long as any of them.
+    pub fn create_queues(spec: &TapSpec, queues: usize) -> io::Result<Vec<TapPort>> {
+        Self::build(spec, true, queues)
     }
 
     /// As `create`, but leaves txqueuelen at the kernel's default: inside a
     /// user namespace the ioctl that sets it (SIOCSIFTXQLEN) is refused, so
     /// set it by netlink instead (`ip link set DEV txqueuelen N`).
     pub fn create_in_user_namespace(spec: &TapSpec) -> io::Result<TapPort> {
-        Self::build(spec, false)
+        let mut ports = Self::build(spec, false, 1)?;
+        Ok(ports.remove(0))
     }
 
-    fn build(spec: &TapSpec, set_txqueuelen: bool) -> io::Result<TapPort> {
+    fn build(spec: &TapSpec, set_txqueuelen: bool, queues: usize) -> io::Result<Vec<TapPort>> {
         let named = |what: &str, e: io::Error| {
             io::Error::new(e.kind(), format!("{what} TAP device {:?}: {e}", spec.name))
         };
@@ -297,12 +307,25 @@ impl TapPort {
             .mtu(spec.mtu)
             .mac_addr(spec.mac)
             .offload(spec.offload)
+            .multi_queue(queues > 1)
             .enable(false);
         if set_txqueuelen {
             builder = builder.tx_queue_len(spec.txqueuelen);
         }
-        let dev = builder.build_sync().map_err(|e| named("creating", e))?;
-        TapPort::from_device(&spec.name, dev, spec.offload)
+        let first = builder.build_sync().map_err(|e| named("creating", e))?;
+        let mut devices = Vec::with_capacity(queues.max(1));
+        for _ in 1..queues {
+            devices.push(
+                first
+                    .try_clone()
+                    .map_err(|e| named("opening a queue of", e))?,
+            );
+        }
+        devices.insert(0, first);
+        devices
+            .into_iter()
+            .map(|dev| TapPort::from_device(&spec.name, dev, spec.offload))
+            .collect()
     }
 
     /// Attaches to the existing persistent TAP `name` of the calling
