@@ -346,7 +346,7 @@ pub fn render(snap: &LiveSnapshot) -> String {
         &[
             (
                 "datapath_cpu_seconds",
-                "CPU time the datapath thread has used",
+                "CPU time the datapath threads have used (both directions)",
                 w.cpu_ns as f64 / 1e9,
             ),
             (
