@@ -698,3 +698,39 @@ fn two_threads_forward_and_conserve_across_a_rate_change_and_a_qdisc_switch_unde
         2 * LOAD as u64
     );
 }
+
+#[test]
+fn each_direction_s_thread_runs_on_the_cpu_it_is_pinned_to() {
+    // CPU 0 exists wherever this runs; pin both threads there.
+    let cfg = DatapathConfig {
+        cpus: [Some(0), Some(0)],
+        ..DatapathConfig::default()
+    };
+    let (dp, [_host_left, _host_right]) = spawn(bridge(), cfg);
+    let allowed = || -> Vec<String> {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|t| {
+                let dir = t.ok()?.path();
+                let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
+                (comm.trim() == "bloatbox-datapa").then_some(())?;
+                let status = std::fs::read_to_string(dir.join("status")).ok()?;
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                    .map(|v| v.trim().to_string())
+            })
+            .collect()
+    };
+    // Each thread pins itself as it starts.
+    let t0 = StdInstant::now();
+    while allowed() != ["0", "0"] {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "datapath threads' CPUs: {:?}",
+            allowed()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    dp.shutdown().unwrap();
+}
