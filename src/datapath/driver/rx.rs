@@ -50,6 +50,10 @@ impl Driver {
             {
                 self.poll_lane(now);
                 self.write_out(true);
+                if self.failure.is_some() {
+                    // The port written to is gone: the loop ends.
+                    return false;
+                }
             }
         }
         true
