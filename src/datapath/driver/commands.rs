@@ -1,7 +1,8 @@
 //! The driver's command handling: draining its direction's queue at the
 //! top of an iteration and carrying out each request (a link change, its
 //! part of a `set`, a tc command on its tree, its tree's dump) at the
-//! current time, then deciding again whether GSO super-frames pass whole.
+//! current time, then, after one that may have changed the link or its
+//! tree, deciding again whether GSO super-frames pass whole.
 
 use std::sync::mpsc::TryRecvError;
 
@@ -23,16 +24,19 @@ impl Driver {
             let now = self.clock.now();
             let path = self.lane.path_mut();
             // The asker may have given up waiting: nothing to do then.
-            match req {
+            // A request that changed the link or its tree says so.
+            let changed = match req {
                 Request::Shutdown => return true,
                 Request::SetLink { change, reply } => {
                     let mut params = *path.params();
                     (change.0)(&mut params);
                     path.set_params(params, now);
                     let _ = reply.try_send(params);
+                    true
                 }
                 Request::Read { reply } => {
                     let _ = reply.try_send((*path.params(), path.shape().clone()));
+                    false
                 }
                 Request::Install { change, reply } => {
                     if let Some(params) = change.params {
@@ -43,6 +47,7 @@ impl Driver {
                         None => Ok(()),
                     };
                     let _ = reply.try_send(installed);
+                    true
                 }
                 Request::Tc { cmd, reply } => {
                     let out = path.edit_qdisc(now, |qdisc, t, drops| match qdisc.as_tree() {
@@ -52,6 +57,7 @@ impl Driver {
                         None => Err(NOT_A_TREE.to_string()),
                     });
                     let _ = reply.try_send(out);
+                    true
                 }
                 Request::Dump { reply } => {
                     let dump = path.edit_qdisc(now, |qdisc, t, _| {
@@ -61,9 +67,12 @@ impl Driver {
                             .ok_or_else(|| NOT_A_TREE.to_string())
                     });
                     let _ = reply.try_send(dump);
+                    false
                 }
+            };
+            if changed {
+                self.refresh_gso();
             }
-            self.refresh_gso();
         }
     }
 }

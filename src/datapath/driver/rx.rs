@@ -33,9 +33,10 @@ impl Driver {
     /// if it stopped at the batch limit, with frames possibly still
     /// waiting.
     pub(super) fn read_port(&mut self) -> bool {
+        let offload = self.ports.rx.offload();
         for _ in 0..self.cfg.batch {
             let now = self.clock.now();
-            let read = if self.ports.rx.offload() {
+            let read = if offload {
                 self.read_offloaded(now)
             } else {
                 self.read_plain(now)
@@ -44,7 +45,8 @@ impl Driver {
                 Read::Frame => self.last_frame = now,
                 Read::Empty | Read::Failed => return false,
             }
-            let now = self.clock.now();
+            // Due by the time of the read: a departure that fell due during
+            // it is caught before the next one.
             if crate::time::earliest(self.lane.poll_at(), self.release_at)
                 .is_some_and(|due| due <= now)
             {
