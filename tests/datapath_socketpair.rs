@@ -524,12 +524,17 @@ fn frames_behind_a_write_to_a_vanished_port_are_counted_not_lost() {
     assert_conserved(&snap, Dir::LeftToRight);
 }
 
-/// The names of this process's threads (`/proc/self/task/*/comm`).
-fn thread_names() -> Vec<String> {
+/// The `/proc/self/task` entries of this process's datapath threads
+/// ("bloatbox-datapath-left" and "-right", which the kernel cuts to 15
+/// bytes).
+fn datapath_tasks() -> Vec<std::path::PathBuf> {
     std::fs::read_dir("/proc/self/task")
         .unwrap()
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .map(|n| n.trim().to_string())
+        .filter_map(|t| {
+            let dir = t.ok()?.path();
+            let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
+            (comm.trim() == "bloatbox-datapa").then_some(dir)
+        })
         .collect()
 }
 
@@ -544,20 +549,13 @@ fn two_threads_forward_and_conserve_across_a_rate_change_and_a_qdisc_switch_unde
     };
     let (dp, [mut host_left, mut host_right]) =
         spawn(tree_bridge(params), DatapathConfig::default());
-    // Each thread names itself as it starts ("bloatbox-datapath-left" and
-    // "-right", which the kernel cuts to 15 bytes).
+    // Each thread names itself as it starts.
     let t0 = StdInstant::now();
-    let datapaths = || {
-        thread_names()
-            .iter()
-            .filter(|n| *n == "bloatbox-datapa")
-            .count()
-    };
-    while datapaths() < 2 {
+    while datapath_tasks().len() < 2 {
         assert!(
             t0.elapsed() < Duration::from_secs(5),
             "one thread per direction: {:?}",
-            thread_names()
+            datapath_tasks()
         );
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -708,12 +706,9 @@ fn each_direction_s_thread_runs_on_the_cpu_it_is_pinned_to() {
     };
     let (dp, [_host_left, _host_right]) = spawn(bridge(), cfg);
     let allowed = || -> Vec<String> {
-        std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .filter_map(|t| {
-                let dir = t.ok()?.path();
-                let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
-                (comm.trim() == "bloatbox-datapa").then_some(())?;
+        datapath_tasks()
+            .iter()
+            .filter_map(|dir| {
                 let status = std::fs::read_to_string(dir.join("status")).ok()?;
                 status
                     .lines()
