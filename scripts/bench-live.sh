@@ -17,6 +17,25 @@
 # as fast as iperf3 sends, full-size UDP offered at 400 and 800 Mbit/s
 # (iperf3's loss and the sending device's TX drops), 64-byte UDP packets per
 # second, and idle ping RTT (median, p99, added over the round's veth).
+# Full-size UDP offered at OFFERED through a link of RATE: the spacing of
+# COUNT frames on the receiving TAP (ideal IDEAL µs) and the daemon's
+# lateness, stored as R[KEY/NAME<figure>/ROUND]:
+# paced ROUND KEY NAME RATE OFFERED COUNT IDEAL.
+paced() {
+  local r=$1 k=$2 n=$3 c a b d e f g h
+  c=$(config "r$4" "$4" 0ms)
+  start_daemon "$c"
+  in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
+  read -r a b d e f g h <<<"$(spacing "$c" "$5" "$6" "$7")"
+  R[$k/${n}p10/$r]=$a R[$k/${n}p50/$r]=$b R[$k/${n}p90/$r]=$d
+  R[$k/${n}run/$r]=$f R[$k/${n}runs4/$r]=$g R[$k/${n}rate/$r]=$h
+  read -r a b _ _ _ <<<"$(lateness "$c" lateness)"
+  R[$k/${n}l50/$r]=$a R[$k/${n}l99/$r]=$b
+  read -r _ a _ b _ <<<"$(lateness "$c" release_lateness)"
+  R[$k/${n}r99/$r]=$a R[$k/${n}rmax/$r]=$b
+  stop_daemon
+}
+
 # Once per round, bloatbox only: idle RTT with busy polling, the inter-
 # departure spacing of full-size frames at 12 Mbit/s and 1.2 Gbit/s as
 # tcpdump sees them on the receiving TAP, the datapath's wake-up and release
@@ -378,7 +397,7 @@ run_bloatbox() {
 # run_bloatbox_only ROUND KEY (figures stored under KEY: bb for this
 # checkout, bb4 for BEFORE's, which $BB then is).
 run_bloatbox_only() {
-  local r=$1 k=$2 c a b d e f g h
+  local r=$1 k=$2 c a
   # Busy polling for 20 ms after each frame: with ping every 10 ms the
   # datapath never sleeps, so no wake-up (of an idle vCPU, on a VM) is paid.
   c=$(config busy unlimited 0ms true 20000)
@@ -393,25 +412,8 @@ run_bloatbox_only() {
     --argjson t1 "$(date +%s%N)" '(.wakeups.cpu_ns - $c0) / ($t1 - $t0) * 100 | floor' | num) || R[$k/busycpu/$r]=-
   stop_daemon
 
-  c=$(config r12m 12mbit 0ms)
-  start_daemon "$c"
-  in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
-  read -r a b d e f g h <<<"$(spacing "$c" 20M 2000 "$IDEAL12")"
-  R[$k/s12p10/$r]=$a R[$k/s12p50/$r]=$b R[$k/s12p90/$r]=$d R[$k/s12rate/$r]=$h
-  read -r a b _ _ e <<<"$(lateness "$c" lateness)"
-  R[$k/l12p50/$r]=$a R[$k/l12p99/$r]=$b
-  stop_daemon
-
-  c=$(config r1200m 1200mbit 0ms)
-  start_daemon "$c"
-  in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
-  read -r a b d e f g h <<<"$(spacing "$c" 2G 20000 "$IDEAL1G")"
-  R[$k/s1gp50/$r]=$b R[$k/s1grun/$r]=$f R[$k/s1gruns4/$r]=$g R[$k/s1grate/$r]=$h
-  read -r _ a _ _ _ <<<"$(lateness "$c" lateness)"
-  R[$k/l1gp99/$r]=$a
-  read -r _ a _ b _ <<<"$(lateness "$c" release_lateness)"
-  R[$k/r1gp99/$r]=$a R[$k/r1gmax/$r]=$b
-  stop_daemon
+  paced "$r" "$k" s12 12mbit 20M 2000 "$IDEAL12"
+  paced "$r" "$k" s1g 1200mbit 2G 20000 "$IDEAL1G"
 
   # Seed 4 (configs/tbf-1560mbit.toml, configs/sim/seed4-tbf-1560mbit.toml):
   # a 10 Gbit/s link, 5 ms each way, TBF on the left→right device; TAP
@@ -511,15 +513,15 @@ main() {
     bbrow "12 Mbit/s: 1514-byte frame spacing p50, µs (ideal $IDEAL12)" s12p50
     bbrow "12 Mbit/s: 1514-byte frame spacing p90, µs (ideal $IDEAL12)" s12p90
     bbrow "12 Mbit/s: delivered, Mbit/s (tcpdump)" s12rate
-    bbrow "12 Mbit/s: wake-up lateness p50, µs" l12p50
-    bbrow "12 Mbit/s: wake-up lateness p99, µs" l12p99
+    bbrow "12 Mbit/s: wake-up lateness p50, µs" s12l50
+    bbrow "12 Mbit/s: wake-up lateness p99, µs" s12l99
     bbrow "1.2 Gbit/s: 1514-byte frame spacing p50, µs (ideal $IDEAL1G)" s1gp50
     bbrow "1.2 Gbit/s: delivered, Mbit/s (tcpdump)" s1grate
     bbrow "1.2 Gbit/s: longest run of back-to-back frames (gap < ideal/2)" s1grun
     bbrow "1.2 Gbit/s: runs longer than 4 frames" s1gruns4
-    bbrow "1.2 Gbit/s: wake-up lateness p99, µs" l1gp99
-    bbrow "1.2 Gbit/s: release lateness p99, µs (write time − link delivery time)" r1gp99
-    bbrow "1.2 Gbit/s: release lateness max, µs" r1gmax
+    bbrow "1.2 Gbit/s: wake-up lateness p99, µs" s1gl99
+    bbrow "1.2 Gbit/s: release lateness p99, µs (write time − link delivery time)" s1gr99
+    bbrow "1.2 Gbit/s: release lateness max, µs" s1grmax
     bbrow "seed 4 TBF (1560mbit burst 20280b latency 5ms, 10gbit, 5 ms each way): 1 cubic flow goodput, Mbit/s" tbf
     bbrow "seed 4 TBF: goodput / 1560 Mbit/s" tbfshare
   )

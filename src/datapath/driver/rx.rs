@@ -45,8 +45,7 @@ impl Driver {
                 Read::Frame => self.last_frame = now,
                 Read::Empty | Read::Failed => return false,
             }
-            // Due by the time of the read: a departure that fell due during
-            // it is caught before the next one.
+            let now = self.clock.now();
             if crate::time::earliest(self.lane.poll_at(), self.release_at)
                 .is_some_and(|due| due <= now)
             {
