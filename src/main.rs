@@ -135,11 +135,28 @@ enum Cmd {
     /// Change the running link: `left.rate=10mbit right.delay=20ms ...`,
     /// shape keys (`left.loss=1% left.jitter=2ms left.trace=FILE
     /// left.netem="..."`, see the README) or `ethtool -C left rx-usecs 20`;
-    /// all or nothing; prints the effective parameters and shapes.
+    /// all or nothing; prints the effective parameters and shapes, and
+    /// what ethtool prints for ethtool lines.
     Set {
+        /// Print the effective parameters, shapes and ethtool replies as
+        /// JSON (also accepted after the arguments).
+        #[arg(long)]
+        json: bool,
         /// Which daemon (in `tc` and `set` also after the command's words).
         #[command(flatten)]
         target: Target,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        args: Vec<String>,
+    },
+    /// Run an ethtool command on the running daemon's emulated devices
+    /// (`bloatbox ethtool -K left tso off gso off`, `-k`, `-c`, `-g`, `-C`,
+    /// `-G`): ethtool's text and exit code; the same as `bloatbox set
+    /// ethtool ...`.
+    ///
+    /// The daemon's options go among the words, as in `tc`: `-c FILE`
+    /// (except right after `ethtool`, where `-c` is ethtool's),
+    /// `--config FILE`, `--socket PATH`; `--json` prints JSON.
+    Ethtool {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         args: Vec<String>,
     },
@@ -369,9 +386,12 @@ fn main() -> ExitCode {
         Cmd::Tc { target, args } => target
             .take_from(args)
             .and_then(|(target, args)| daemon::tc(&target, &args)),
-        Cmd::Set { target, args } => target
+        Cmd::Set { json, target, args } => target
             .take_from(args)
-            .and_then(|(target, args)| daemon::set(&target, &args)),
+            .and_then(|(target, args)| daemon::set(&target, &args, json)),
+        Cmd::Ethtool { args } => Target::default()
+            .take_from(std::iter::once("ethtool".to_string()).chain(args).collect())
+            .and_then(|(target, args)| daemon::set(&target, &args, false)),
         Cmd::Top { target, log: _ } => daemon::top(&target),
     };
     match result {

@@ -76,6 +76,7 @@ fn defaults_are_the_documented_values() {
             bulk_dequeue: true,
             mtu: 1500,
             txqueuelen: 1000,
+            features: Default::default(),
         }
     );
     assert_eq!(c.link_params(R), p);
@@ -285,12 +286,26 @@ fn ethtool_lines_apply_after_fields_and_by_device() {
         (c.link_params(R).tx_usecs, c.link_params(R).tx_frames),
         (64, 32)
     );
-    assert_eq!(
-        c.offloads(R),
-        vec![("tso".to_string(), false), ("gso".to_string(), false)]
+    // TSO and GSO off on the right device: its qdisc sees per-MTU segments.
+    assert!(!c.link_params(R).features.passes_super_frames());
+    assert!(c.link_params(L).features.passes_super_frames());
+    assert_eq!(c.link_params(L).features, Default::default());
+    let report = check_report(&c);
+    assert!(
+        report.contains(
+            "features tx-generic-segmentation off tx-tcp-segmentation off \
+             tx-tcp-ecn-segmentation off tx-tcp6-segmentation off \
+             (TSO and GSO off: the qdisc sees per-MTU segments)"
+        ),
+        "{report}"
     );
-    assert!(c.offloads(L).is_empty());
-    assert!(check_report(&c).contains("offloads (informational) tso off gso off"));
+    assert_eq!(report.matches("  features ").count(), 1, "{report}");
+    // A query changes nothing: refused in a configuration, with the fix.
+    let e = parse_err("[link]\nethtool = [\"ethtool -G left tx 512\", \"ethtool -k left\"]\n");
+    assert!(
+        e.contains("link.ethtool[1]") && e.contains("a query (-k, -c, -g) changes nothing"),
+        "{e}"
+    );
     // The daemon reuses the same parser on live parameters.
     let mut live = c.link_params(L);
     apply_ethtool("ethtool -C left rx-usecs 20 rx-frames 0", &mut live).unwrap();

@@ -541,14 +541,64 @@ fn the_cli_clients_print_the_daemons_replies() {
     ]);
     assert_eq!(code, Some(2));
     assert!(err.contains("bogus"), "{err}");
-    let (code, out, err) = run(&["set", "-c", cfg, "left.rate=10mbit", "right.delay=20ms"]);
+    let (code, out, err) = run(&[
+        "set",
+        "--json",
+        "-c",
+        cfg,
+        "left.rate=10mbit",
+        "right.delay=20ms",
+    ]);
     assert_eq!(code, Some(0), "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(n(&v, "/right/delay_ns"), 20_000_000);
-    let (code, out, err) = run(&["set", "-c", cfg, "ethtool", "-C", "left", "rx-usecs", "20"]);
+    let (code, out, err) = run(&[
+        "set", "-c", cfg, "ethtool", "-C", "left", "rx-usecs", "20", "--json",
+    ]);
     assert_eq!(code, Some(0), "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(n(&v, "/left/rx_usecs"), 20);
+    assert_eq!(v.pointer("/ethtool/0/stdout"), Some(&Value::from("")));
+    // Without --json: the link as text, and ethtool's own text.
+    let (code, out, err) = run(&["set", "-c", cfg, "left.rate=12mbit"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("dev left (left→right): rate 12Mbit delay 1ms ")
+            && out.contains("\ndev right (right→left): rate ")
+            && out.contains(" delay 20ms "),
+        "{out}"
+    );
+    let (code, out, err) = run(&["ethtool", "-c", "left", "-c", cfg]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("Coalesce parameters for left:\n") && out.contains("\nrx-usecs: 20\n"),
+        "{out}"
+    );
+    let (code, out, err) = run(&[
+        "ethtool", "-K", "left", "tso", "off", "gso", "off", "-c", cfg,
+    ]);
+    assert_eq!((code, out.as_str()), (Some(0), ""), "{err}");
+    let (code, out, err) = run(&["set", "-c", cfg, "ethtool", "-k", "left"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("Features for left:\n")
+            && out.contains("\ntcp-segmentation-offload: off\n")
+            && out.contains("\ngeneric-segmentation-offload: off\n"),
+        "{out}"
+    );
+    let (code, out, err) = run(&["ethtool", "-K", "right", "lro", "on", "--config", cfg]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(out, "Actual changes:\nrx-lro: off [requested on]\n");
+    assert_eq!(err.trim(), "Could not change any device features");
+    let (code, out, err) = run(&[
+        "ethtool",
+        "-g",
+        "right",
+        "--socket",
+        rig.socket.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("Current hardware settings:\n"), "{out}");
     let (code, _, err) = run(&["set", "-c", cfg, "left.ring=0"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("ring"), "{err}");
@@ -562,7 +612,7 @@ fn the_cli_clients_print_the_daemons_replies() {
     assert_eq!(code, Some(0), "{err}");
     assert!(out.starts_with("qdisc fq_codel"), "{out}");
     let sock = rig.socket.to_str().unwrap();
-    let (code, out, err) = run(&["set", "left.rate=20mbit", "--socket", sock]);
+    let (code, out, err) = run(&["set", "left.rate=20mbit", "--socket", sock, "--json"]);
     assert_eq!(code, Some(0), "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(n(&v, "/left/rate_bytes_ps"), 2_500_000);

@@ -2,8 +2,9 @@
 //! virtio_net_hdr, as a TAP with IFF_VNET_HDR does; no root needed): GSO
 //! super-frames cross an unlimited link whole, in one write with their
 //! header; a slow link segments them into checksummed per-MTU frames; a
-//! rate change at runtime switches between the two, and so does a lack of
-//! free 64 KB buffers; malformed offload frames are counted as
+//! rate change at runtime switches between the two, and so do the device's
+//! features (`ethtool -K left tso off gso off`) and a lack of free 64 KB
+//! buffers; malformed offload frames are counted as
 //! `bad_offload`; conservation holds in segment units.
 
 use std::time::{Duration, Instant as StdInstant};
@@ -194,14 +195,58 @@ fn a_rate_change_at_runtime_switches_between_whole_and_segmented() {
         reply,
     })
     .unwrap();
+    // The thread redoes its GSO decision before it reads again.
     assert_eq!(answer.recv_timeout(Duration::from_secs(5)).unwrap(), slow);
-    std::thread::sleep(Duration::from_millis(50));
     left.send_offload(&frame, &hdr).unwrap();
     let got = receive(&mut right, 4);
     let snap = dp.shutdown().unwrap();
     assert_eq!(got.len(), 4, "5000 bytes at 1448 per segment");
     assert!(got.iter().all(|(h, _)| !h.is_gso()));
     assert_eq!(snap.bridge.path(Dir::LeftToRight).counters.frames_in, 5);
+    assert_conserved(&snap, Dir::LeftToRight);
+}
+
+/// Applies an ethtool line to the left→right device, as `bloatbox ethtool`
+/// does through the daemon.
+fn ethtool(dp: &Datapath, line: &'static str) -> LinkParams {
+    let (reply, answer) = std::sync::mpsc::sync_channel(1);
+    dp.command(Command::SetLink {
+        dir: Dir::LeftToRight,
+        change: bloatbox::datapath::LinkChange(Box::new(move |p| {
+            bloatbox::config::apply_ethtool(line, p).unwrap()
+        })),
+        reply,
+    })
+    .unwrap();
+    answer.recv_timeout(Duration::from_secs(5)).unwrap()
+}
+
+#[test]
+fn tso_and_gso_off_on_the_device_segment_super_frames_on_an_unlimited_link() {
+    let (dp, mut left, mut right) = offload_datapath(0, DatapathConfig::default());
+    let (frame, hdr) = super_frame(false, &payload(5000), 1448);
+    let mut sizes = Vec::new();
+    for line in [
+        "ethtool -K left tso off",
+        "ethtool -K left tso off gso off",
+        "ethtool -K left gso on",
+    ] {
+        let p = ethtool(&dp, line);
+        left.send_offload(&frame, &hdr).unwrap();
+        let want = if p.features.passes_super_frames() {
+            1
+        } else {
+            4
+        };
+        let got = receive(&mut right, want);
+        assert!(got.iter().all(|(h, _)| h.is_gso() == (want == 1)), "{line}");
+        sizes.push(got.len());
+    }
+    // TSO off alone: GSO still builds super-packets (the qdisc sees them
+    // whole); both off: per-MTU segments; GSO back on: whole again.
+    assert_eq!(sizes, [1, 4, 1]);
+    let snap = dp.shutdown().unwrap();
+    assert_eq!(snap.bridge.path(Dir::LeftToRight).counters.frames_in, 6);
     assert_conserved(&snap, Dir::LeftToRight);
 }
 

@@ -4,7 +4,7 @@
 //! its `Target` (`super::target`).
 
 use super::target::Target;
-use crate::control::set::{group_ethtool_words, inline_files};
+use crate::control::set::{group_ethtool_words, inline_files, Effective};
 use crate::control::{decode, Client, Request, TcReply};
 use crate::tui::RemoteControl;
 
@@ -37,10 +37,15 @@ pub fn tc(target: &Target, args: &[String]) -> anyhow::Result<u8> {
 }
 
 /// `bloatbox set left.rate=10mbit left.loss=1% ...` or `bloatbox set
-/// ethtool -C left rx-usecs 20`: prints the effective link parameters and
-/// shapes of both directions.
-pub fn set(target: &Target, args: &[String]) -> anyhow::Result<u8> {
-    let args = group_ethtool_words(args);
+/// ethtool -K left tso off` (and `bloatbox ethtool ...`): prints what each
+/// ethtool line answers, in ethtool's text, and for other arguments the
+/// effective link of both directions; with `json` (or a `--json` among the
+/// arguments) all of it as JSON. Exits 1 when an ethtool line failed as
+/// ethtool would (a `-K` that changed nothing), 2 when the daemon refused.
+pub fn set(target: &Target, args: &[String], json: bool) -> anyhow::Result<u8> {
+    let json = json || args.iter().any(|a| a == "--json");
+    let args: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
+    let args = group_ethtool_words(&args);
     let args = match inline_files(&args, &std::env::current_dir()?) {
         Ok(args) => args,
         Err(e) => {
@@ -51,10 +56,26 @@ pub fn set(target: &Target, args: &[String]) -> anyhow::Result<u8> {
     for warning in crate::control::set::warnings(&args) {
         eprintln!("warning: {warning}");
     }
+    let only_ethtool = args.iter().all(|a| a.trim_start().starts_with("ethtool"));
     match client(target)?.call(&Request::Set { args })? {
-        Ok(reply) => {
+        Ok(reply) if json => {
             crate::outln!("{}", serde_json::to_string_pretty(&reply)?)?;
             Ok(0)
+        }
+        Ok(reply) => {
+            let effective: Effective = decode(reply).map_err(anyhow::Error::msg)?;
+            let mut code = 0;
+            for r in &effective.ethtool {
+                crate::out!("{}", r.stdout)?;
+                if let Some(e) = &r.error {
+                    eprintln!("{e}");
+                    code = 1;
+                }
+            }
+            if !only_ethtool {
+                crate::out!("{}", effective.text())?;
+            }
+            Ok(code)
         }
         Err(e) => {
             eprintln!("error: {e}");

@@ -1,5 +1,5 @@
-//! Which running daemon a client subcommand (`tc`, `set`, `stats`,
-//! `metrics`, `top`) talks to: the configuration (`-c FILE`, else
+//! Which running daemon a client subcommand (`tc`, `set`, `ethtool`,
+//! `stats`, `metrics`, `top`) talks to: the configuration (`-c FILE`, else
 //! `BLOATBOX_CONFIG`, else the embedded default) names its control socket,
 //! and `--socket PATH` (else `BLOATBOX_SOCKET`) names one directly. The
 //! client's options may come before or after the command's own words

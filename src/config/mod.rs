@@ -45,7 +45,7 @@ mod validate;
 pub mod values;
 
 pub use error::ConfigError;
-pub use ethtool::{apply_ethtool, parse_ethtool, EthtoolCommand, EthtoolSetting};
+pub use ethtool::{apply_ethtool, parse_ethtool, EthtoolCommand, EthtoolSetting, Query};
 pub use qdisc::{HtbClass, QdiscSpec, QdiscTable};
 pub use report::check_report;
 pub use source::Position;
@@ -546,6 +546,7 @@ impl Config {
             bulk_dequeue: flag("bulk_dequeue", |l| &l.bulk_dequeue, d.bulk_dequeue),
             mtu: self.tap.mtu,
             txqueuelen: num("txqueuelen", |l| &l.txqueuelen, d.txqueuelen),
+            features: d.features,
         }
     }
 
@@ -593,9 +594,16 @@ impl Config {
     pub(crate) fn try_link_params(&self, dir: Dir) -> Result<LinkParams, ConfigError> {
         let mut params = self.base_link_params(dir);
         for line in self.ethtool_lines(dir) {
-            apply_ethtool(line.value, &mut params).map_err(|e| {
-                ConfigError::field(line.path, Some(error::toml_text(line.value)), e.message)
-            })?;
+            let located = |message: String| {
+                ConfigError::field(&line.path, Some(error::toml_text(line.value)), message)
+            };
+            let cmd = parse_ethtool(line.value).map_err(|e| located(e.message))?;
+            if let EthtoolSetting::Show(_) = cmd.setting {
+                return Err(located(
+                    "a query (-k, -c, -g) changes nothing; expected -C, -G or -K here; fix: run it as `bloatbox ethtool -k left` against the running link".into(),
+                ));
+            }
+            cmd.apply(&mut params).map_err(|e| located(e.message))?;
         }
         Ok(params)
     }
@@ -624,18 +632,6 @@ impl Config {
     pub fn link_params(&self, dir: Dir) -> LinkParams {
         self.try_link_params(dir)
             .unwrap_or_else(|_| self.base_link_params(dir))
-    }
-
-    /// Offload flags the ethtool lines of `dir` set (informational).
-    pub fn offloads(&self, dir: Dir) -> Vec<(String, bool)> {
-        self.ethtool_lines(dir)
-            .iter()
-            .filter_map(|l| match parse_ethtool(l.value).ok()?.setting {
-                EthtoolSetting::Offload(flags) => Some(flags),
-                _ => None,
-            })
-            .flatten()
-            .collect()
     }
 
     /// The literal tc lines of `dir`'s device.

@@ -120,13 +120,17 @@ fn direction(out: &mut String, config: &Config, dir: Dir) {
         );
     }
     shape(out, config, dir);
-    let offloads = config.offloads(dir);
-    if !offloads.is_empty() {
-        let flags: Vec<String> = offloads
-            .iter()
-            .map(|(f, v)| format!("{f} {}", on(*v)))
-            .collect();
-        let _ = writeln!(out, "  offloads (informational) {}", flags.join(" "));
+    if p.features != Default::default() {
+        let _ = writeln!(
+            out,
+            "  features {}{}",
+            p.features,
+            if p.features.passes_super_frames() {
+                ""
+            } else {
+                " (TSO and GSO off: the qdisc sees per-MTU segments)"
+            }
+        );
     }
     for line in config.tc_lines(dir) {
         let _ = writeln!(out, "  {line}");

@@ -18,6 +18,7 @@
 //! (`inline_files`).
 
 use super::field::LinkField;
+use crate::config::ethtool::show::{self, EthtoolReply};
 use crate::dir::Dir;
 use crate::link::impair::Loss;
 use crate::link::{Framing, Impairments, LinkParams, LinkShape, Schedule};
@@ -28,7 +29,7 @@ const USAGE: &str =
     "expected DEV.FIELD=VALUE with DEV left or right and FIELD one of rate, delay, \
 tx_ring, bql, tx_usecs, tx_frames, rx_usecs, rx_frames (e.g. left.rate=10mbit), or a \
 shape key: netem, trace, schedule, framing, seed, jitter, distribution, loss, duplicate, \
-corrupt, reorder (e.g. left.loss=1%); or an ethtool -C/-G line";
+corrupt, reorder (e.g. left.loss=1%); or an ethtool -C/-G/-K line or -k/-c/-g query";
 
 /// The shape keys, as `set` takes them.
 const SHAPE_KEYS: [&str; 13] = [
@@ -168,8 +169,10 @@ pub struct SetPlan {
 }
 
 /// What a direction's shape is after a `set`.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ShapeReport {
+    /// Whether any impairment is set.
+    pub impaired: bool,
     /// The impairments as netem options (with the seed).
     pub netem: String,
     /// "none", or the schedule's kind and length.
@@ -180,6 +183,7 @@ pub struct ShapeReport {
 impl ShapeReport {
     pub fn of(shape: &LinkShape) -> ShapeReport {
         ShapeReport {
+            impaired: !shape.impairments.is_none(),
             netem: format_netem(&shape.impairments),
             schedule: match &shape.schedule {
                 None => "none".into(),
@@ -197,15 +201,72 @@ impl ShapeReport {
     }
 }
 
-/// The effective configuration of both directions after a `set`.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+/// The effective configuration of both directions after a `set`, and what
+/// its ethtool lines answer.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Effective {
     pub left: LinkParams,
     pub right: LinkParams,
     pub shape: ShapeReports,
+    /// One reply per ethtool line, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ethtool: Vec<EthtoolReply>,
 }
 
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+impl Effective {
+    /// Each direction's link in a few lines: rate, delay, ring, BQL,
+    /// coalescing, and what is set beyond the defaults (features, netem,
+    /// a schedule, framing).
+    pub fn text(&self) -> String {
+        use crate::units::{print_rate, sprint_time};
+        let mut out = String::new();
+        let on = |b: bool| if b { "on" } else { "off" };
+        for (dir, p, shape) in [
+            (Dir::LeftToRight, &self.left, &self.shape.left),
+            (Dir::RightToLeft, &self.right, &self.shape.right),
+        ] {
+            let rate = match p.rate_bytes_ps {
+                0 => "unlimited".to_string(),
+                r => print_rate(r),
+            };
+            out += &format!(
+                "dev {} ({}): rate {rate} delay {} ring {} bql {} coalescing rx-usecs {} rx-frames {} tx-usecs {} tx-frames {}\n",
+                dir.dev(),
+                dir.arrow(),
+                sprint_time(p.delay_ns / 1000),
+                p.tx_ring,
+                on(p.bql),
+                p.rx_usecs,
+                p.rx_frames,
+                p.tx_usecs,
+                p.tx_frames,
+            );
+            if p.features != Default::default() {
+                out += &format!("  features {}\n", p.features);
+            }
+            if shape.impaired {
+                out += &format!("  netem {}\n", shape.netem);
+            }
+            if shape.schedule != "none" {
+                out += &format!("  schedule {}\n", shape.schedule);
+            }
+            if shape.framing != Framing::default() {
+                let f = shape.framing;
+                let linklayer = match f.linklayer {
+                    crate::units::LinkLayer::Ethernet => "ethernet",
+                    crate::units::LinkLayer::Atm => "atm",
+                };
+                out += &format!(
+                    "  framing overhead {} mpu {} linklayer {linklayer}\n",
+                    f.overhead, f.mpu
+                );
+            }
+        }
+        out
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ShapeReports {
     pub left: ShapeReport,
     pub right: ShapeReport,
@@ -303,15 +364,16 @@ pub fn inline_files(args: &[String], cwd: &std::path::Path) -> Result<Vec<String
 impl SetPlan {
     /// Applies the plan to copies of both directions' parameters and
     /// shapes, then validates the shapes; on error nothing changes and the
-    /// message names the argument.
+    /// message names the argument. Returns the replies of its ethtool lines.
     pub fn apply(
         &self,
         params: &mut [LinkParams; 2],
         shapes: &mut [LinkShape; 2],
-    ) -> Result<(), String> {
+    ) -> Result<Vec<EthtoolReply>, String> {
         let mut next = *params;
+        let mut replies = Vec::new();
         if !self.link.is_empty() {
-            apply_set(&self.link, &mut next)?;
+            replies = apply_set(&self.link, &mut next)?;
         }
         let mut next_shapes = shapes.clone();
         for (arg, dir, edit) in &self.shape {
@@ -321,7 +383,7 @@ impl SetPlan {
         }
         *params = next;
         *shapes = next_shapes;
-        Ok(())
+        Ok(replies)
     }
 
     /// What the plan makes of a link running with `params` and `shapes`
@@ -333,7 +395,7 @@ impl SetPlan {
         shapes: [LinkShape; 2],
     ) -> Result<Outcome, String> {
         let (mut next, mut next_shapes) = (params, shapes.clone());
-        self.apply(&mut next, &mut next_shapes)?;
+        let ethtool = self.apply(&mut next, &mut next_shapes)?;
         let changes = Dir::ALL.map(|d| {
             let i = d.index();
             Change {
@@ -350,6 +412,7 @@ impl SetPlan {
                     left: ShapeReport::of(&next_shapes[0]),
                     right: ShapeReport::of(&next_shapes[1]),
                 },
+                ethtool,
             },
         })
     }
@@ -390,17 +453,24 @@ fn field_of(name: &str) -> Option<LinkField> {
 }
 
 /// Applies every argument to `params` (indexed by `Dir::index`); on error
-/// `params` is unchanged and the message names the argument.
-pub fn apply_set(args: &[String], params: &mut [LinkParams; 2]) -> Result<(), String> {
+/// `params` is unchanged and the message names the argument. Returns what
+/// each ethtool line answers, in order.
+pub fn apply_set(
+    args: &[String],
+    params: &mut [LinkParams; 2],
+) -> Result<Vec<EthtoolReply>, String> {
     if args.is_empty() {
         return Err(format!("nothing to set: {USAGE}"));
     }
     let mut next = *params;
+    let mut replies = Vec::new();
     for arg in args {
         if arg.trim_start().starts_with("ethtool") {
             let cmd = crate::config::parse_ethtool(arg).map_err(|e| e.to_string())?;
-            cmd.apply(&mut next[cmd.direction.index()])
-                .map_err(|e| e.to_string())?;
+            let device = &mut next[cmd.direction.index()];
+            let before = *device;
+            cmd.apply(device).map_err(|e| e.to_string())?;
+            replies.push(show::reply(&cmd, &before, device));
             continue;
         }
         let (key, value) = arg
@@ -422,7 +492,7 @@ pub fn apply_set(args: &[String], params: &mut [LinkParams; 2]) -> Result<(), St
         crate::config::check_link_coalescing(p).map_err(|e| format!("dev {}: {e}", dir.dev()))?;
     }
     *params = next;
-    Ok(())
+    Ok(replies)
 }
 
 #[cfg(test)]
@@ -455,6 +525,43 @@ mod tests {
         assert_eq!(p[0].rx_usecs, 20);
         assert_eq!(p[1].tx_ring, 32);
         assert_eq!(p[1].rate_bytes_ps, LinkParams::default().rate_bytes_ps);
+    }
+
+    #[test]
+    fn the_effective_link_reads_as_text_with_what_differs_from_the_defaults() {
+        let plan = parse_set(&args(&[
+            "left.rate=10mbit",
+            "right.delay=20ms",
+            "left.loss=1%",
+            "ethtool -K right tso off gso off",
+            "ethtool -k right",
+        ]))
+        .unwrap();
+        let out = plan
+            .outcome([LinkParams::default(); 2], Default::default())
+            .unwrap();
+        let e = out.effective;
+        assert_eq!(e.ethtool.len(), 2);
+        assert_eq!(
+            e.ethtool[0],
+            EthtoolReply::default(),
+            "tso gso off: as asked"
+        );
+        assert!(e.ethtool[1]
+            .stdout
+            .contains("tcp-segmentation-offload: off\n"));
+        let text = e.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "dev left (left→right): rate 10Mbit delay 0us ring 256 bql on coalescing rx-usecs 0 rx-frames 1 tx-usecs 0 tx-frames 1",
+                "  netem loss 1% seed 0",
+                "dev right (right→left): rate 100Mbit delay 20ms ring 256 bql on coalescing rx-usecs 0 rx-frames 1 tx-usecs 0 tx-frames 1",
+                "  features tx-generic-segmentation off tx-tcp-segmentation off tx-tcp-ecn-segmentation off tx-tcp6-segmentation off",
+            ],
+            "{text}"
+        );
     }
 
     #[test]

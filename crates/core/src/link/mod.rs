@@ -1,7 +1,8 @@
 //! The emulated link below the qdisc, one direction at a time: the driver TX
 //! ring with BQL (`ring`), TX completion and RX interrupt coalescing
 //! (`coalesce`), the line-rate serializer (`serializer`), the propagation
-//! delay line (`delay`), wire impairments (`impair`), rate/delay schedules
+//! delay line (`delay`), wire impairments (`impair`), the device's netdev
+//! features (`features`), rate/delay schedules
 //! and traces (`schedule`), whether super-frames pass whole (`offload`), `Path`,
 //! which composes them behind a qdisc, and the transit-time
 //! histogram it keeps (`transit`).
@@ -12,6 +13,7 @@
 
 pub mod coalesce;
 pub mod delay;
+pub mod features;
 pub mod impair;
 pub mod offload;
 pub mod path;
@@ -122,6 +124,9 @@ pub struct LinkParams {
     pub mtu: u32,
     /// Device txqueuelen (default limits of pfifo_fast and friends).
     pub txqueuelen: u32,
+    /// The device's netdev features (`ethtool -K`).
+    #[serde(default)]
+    pub features: features::Features,
 }
 
 impl LinkParams {
@@ -152,6 +157,7 @@ impl Default for LinkParams {
             bulk_dequeue: true,
             mtu: 1500,
             txqueuelen: 1000,
+            features: features::Features::default(),
         }
     }
 }

@@ -46,8 +46,9 @@ impl GsoPolicy {
     /// True when super-frames pass this direction whole: its link rate is
     /// unlimited or at least `whole_min_rate_bytes_ps`, and nothing acts per
     /// frame at a lower timescale: no shaping qdisc (HTB, TBF) in the tree,
-    /// no rate/delay schedule, no impairments, no link-layer framing.
-    /// `kinds` is the device's table (which kinds shape).
+    /// no rate/delay schedule, no impairments, no link-layer framing; and
+    /// the device's features let the sender build super-packets (TSO or
+    /// GSO on, `Features::passes_super_frames`). `kinds` is the device's table (which kinds shape).
     pub fn passes_whole(
         &self,
         params: &LinkParams,
@@ -57,7 +58,8 @@ impl GsoPolicy {
     ) -> bool {
         let fast =
             params.rate_bytes_ps == 0 || params.rate_bytes_ps >= self.whole_min_rate_bytes_ps;
-        fast && shape.schedule.is_none()
+        fast && params.features.passes_super_frames()
+            && shape.schedule.is_none()
             && shape.impairments.is_none()
             && shape.framing == Default::default()
             && !has_shaper(kinds, qdisc)

@@ -1,13 +1,18 @@
-//! ethtool-style link settings: `ethtool -C left rx-usecs 20 rx-frames 0`
-//! (coalescing), `ethtool -G left tx 512` (TX ring) and `ethtool -K left tso
-//! off` (offloads: recorded, informational, since frames are handled one by
-//! one) parsed into the emulated device's `LinkParams`. `left` is the
-//! left→right egress device, `right` its mirror. Used by the configuration
-//! and, at run time, by the daemon.
+//! ethtool-style link settings and queries: `ethtool -C left rx-usecs 20
+//! rx-frames 0` (coalescing), `ethtool -G left tx 512` (TX ring), `ethtool -K
+//! left tso off gso off` (netdev features, `link::features`: with TSO and GSO
+//! off the direction's qdisc sees per-MTU segments), and the queries `-k`,
+//! `-c` and `-g`, answered in ethtool's own text (`show`). `left` is the
+//! left→right egress device, `right` its mirror. Parsed into the emulated
+//! device's `LinkParams`; used by the configuration and, at run time, by
+//! the daemon.
+
+pub mod show;
 
 use super::error::ConfigError;
 use super::validate::{check_link_coalescing, MAX_FRAMES, MAX_USECS, TX_RING};
 use crate::dir::Dir;
+use crate::link::features::{self, Group};
 use crate::link::LinkParams;
 
 /// One parsed ethtool line.
@@ -18,7 +23,7 @@ pub struct EthtoolCommand {
     pub setting: EthtoolSetting,
 }
 
-/// What an ethtool line changes.
+/// What an ethtool line changes or shows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EthtoolSetting {
     /// `-C`: the values given, others unchanged.
@@ -30,11 +35,25 @@ pub enum EthtoolSetting {
     },
     /// `-G tx N`.
     Ring { tx: u32 },
-    /// `-K feature on|off ...`, in order.
-    Offload(Vec<(String, bool)>),
+    /// `-K feature on|off ...`: each named feature (a group name stands for
+    /// all its features), by index into `features::FEATURES`, in order.
+    Features(Vec<(usize, bool)>),
+    /// `-k`, `-c` or `-g`: changes nothing.
+    Show(Query),
 }
 
-const USAGE: &str = "fix: write e.g. \"ethtool -C left rx-usecs 20 rx-frames 0\", \"ethtool -G left tx 512\" or \"ethtool -K left tso off\"";
+/// What a query line shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Query {
+    /// `-k`: the features.
+    Features,
+    /// `-c`: interrupt coalescing.
+    Coalesce,
+    /// `-g`: the rings.
+    Ring,
+}
+
+const USAGE: &str = "fix: write e.g. \"ethtool -C left rx-usecs 20 rx-frames 0\", \"ethtool -G left tx 512\", \"ethtool -K left tso off gso off\" or \"ethtool -k left\"";
 const COALESCE_KEYS: &str =
     "rx-usecs, rx-frames, tx-usecs, tx-frames, adaptive-rx off, adaptive-tx off";
 
@@ -54,13 +73,20 @@ pub fn parse_ethtool(line: &str) -> Result<EthtoolCommand, ConfigError> {
         )));
     }
     let option = words.get(1).copied().unwrap_or("");
-    let parse: SettingParser = match option {
-        "-C" | "--coalesce" => parse_coalesce,
-        "-G" | "--set-ring" => parse_ring,
-        "-K" | "--features" | "--offload" => parse_offload,
+    let query = match option {
+        "-k" | "--show-features" | "--show-offload" => Some(Query::Features),
+        "-c" | "--show-coalesce" => Some(Query::Coalesce),
+        "-g" | "--show-ring" => Some(Query::Ring),
+        _ => None,
+    };
+    let parse: Option<SettingParser> = match option {
+        _ if query.is_some() => None,
+        "-C" | "--coalesce" => Some(parse_coalesce),
+        "-G" | "--set-ring" => Some(parse_ring),
+        "-K" | "--features" | "--offload" => Some(parse_features),
         other => {
             return Err(err(format!(
-                "option \"{other}\" is not supported; expected -C (coalescing), -G (ring) or -K (offloads); {USAGE}"
+                "option \"{other}\" is not supported; expected -C (coalescing), -G (ring), -K (features) or the queries -k, -c, -g; {USAGE}"
             )))
         }
     };
@@ -70,7 +96,17 @@ pub fn parse_ethtool(line: &str) -> Result<EthtoolCommand, ConfigError> {
             "device \"{dev}\" is unknown; expected left (left→right egress) or right (right→left egress); {USAGE}"
         ))
     })?;
-    let setting = parse(&key_values(&words[3.min(words.len())..])?)?;
+    let rest = &words[3.min(words.len())..];
+    let setting = match (parse, query, rest.first()) {
+        (Some(parse), _, _) => parse(&key_values(rest)?)?,
+        (None, Some(query), None) => EthtoolSetting::Show(query),
+        (None, _, extra) => {
+            return Err(err(format!(
+                "unexpected parameter \"{}\": {option} takes only the device; fix: write \"ethtool {option} {dev}\"",
+                extra.copied().unwrap_or_default()
+            )))
+        }
+    };
     Ok(EthtoolCommand { direction, setting })
 }
 
@@ -100,7 +136,8 @@ impl EthtoolCommand {
                 check_link_coalescing(&next).map_err(err)?;
             }
             EthtoolSetting::Ring { tx } => next.tx_ring = *tx,
-            EthtoolSetting::Offload(_) => {}
+            EthtoolSetting::Features(changes) => next.features = next.features.request(changes),
+            EthtoolSetting::Show(_) => {}
         }
         *params = next;
         Ok(())
@@ -190,116 +227,32 @@ fn parse_ring(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError> {
         .ok_or_else(|| err(format!("nothing to set; {USAGE}")))
 }
 
-/// The names `ethtool -K` takes: its own short names and their long forms
-/// (ethtool's `off_flag_def`), then the kernel's feature strings
-/// (`netdev_features_strings`, as `ethtool -k` lists them).
-const OFFLOAD_FEATURES: &[&str] = &[
-    "rx",
-    "rx-checksumming",
-    "tx",
-    "tx-checksumming",
-    "sg",
-    "scatter-gather",
-    "tso",
-    "tcp-segmentation-offload",
-    "ufo",
-    "udp-fragmentation-offload",
-    "gso",
-    "generic-segmentation-offload",
-    "gro",
-    "generic-receive-offload",
-    "lro",
-    "large-receive-offload",
-    "rxvlan",
-    "rx-vlan-offload",
-    "txvlan",
-    "tx-vlan-offload",
-    "ntuple",
-    "ntuple-filters",
-    "rxhash",
-    "receive-hashing",
-    "tx-scatter-gather",
-    "tx-checksum-ipv4",
-    "tx-checksum-ip-generic",
-    "tx-checksum-ipv6",
-    "highdma",
-    "tx-scatter-gather-fraglist",
-    "tx-vlan-hw-insert",
-    "rx-vlan-hw-parse",
-    "rx-vlan-filter",
-    "tx-vlan-stag-hw-insert",
-    "rx-vlan-stag-hw-parse",
-    "rx-vlan-stag-filter",
-    "vlan-challenged",
-    "tx-generic-segmentation",
-    "netns-local",
-    "rx-gro",
-    "rx-gro-hw",
-    "rx-lro",
-    "tx-tcp-segmentation",
-    "tx-gso-robust",
-    "tx-tcp-ecn-segmentation",
-    "tx-tcp-mangleid-segmentation",
-    "tx-tcp6-segmentation",
-    "tx-fcoe-segmentation",
-    "tx-gre-segmentation",
-    "tx-gre-csum-segmentation",
-    "tx-ipxip4-segmentation",
-    "tx-ipxip6-segmentation",
-    "tx-udp_tnl-segmentation",
-    "tx-udp_tnl-csum-segmentation",
-    "tx-gso-partial",
-    "tx-tunnel-remcsum-segmentation",
-    "tx-sctp-segmentation",
-    "tx-esp-segmentation",
-    "tx-udp-segmentation",
-    "tx-gso-list",
-    "tx-checksum-fcoe-crc",
-    "tx-checksum-sctp",
-    "fcoe-mtu",
-    "rx-ntuple-filter",
-    "rx-hashing",
-    "rx-checksum",
-    "tx-nocache-copy",
-    "loopback",
-    "rx-fcs",
-    "rx-all",
-    "l2-fwd-offload",
-    "hw-tc-offload",
-    "esp-hw-offload",
-    "esp-tx-csum-hw-offload",
-    "rx-udp_tunnel-port-offload",
-    "tls-hw-record",
-    "tls-hw-tx-offload",
-    "tls-hw-rx-offload",
-    "rx-gro-list",
-    "macsec-hw-offload",
-    "rx-udp-gro-forwarding",
-    "hsr-tag-ins-offload",
-    "hsr-tag-rm-offload",
-    "hsr-fwd-offload",
-    "hsr-dup-offload",
-];
-
-fn parse_offload(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError> {
-    pairs
-        .iter()
-        .map(|&(feature, value)| {
-            if !OFFLOAD_FEATURES.contains(&feature) {
+/// `-K` words: `NAME on|off` pairs, where NAME is a group's short or long
+/// name (ethtool's `off_flag_def`: every feature of the group) or a
+/// feature's kernel name (as `ethtool -k` lists it).
+fn parse_features(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError> {
+    let mut changes = Vec::new();
+    for &(name, value) in pairs {
+        let on = match value {
+            "on" => true,
+            "off" => false,
+            _ => {
                 return Err(err(format!(
-                    "feature \"{feature}\" is not one ethtool knows; expected rx, tx, sg, tso, ufo, gso, gro, lro, rxvlan, txvlan, ntuple, rxhash or a kernel feature name as `ethtool -k` lists it (such as tx-tcp-segmentation); {USAGE}"
-                )));
+                    "{name} \"{value}\": expected on or off; fix: write e.g. {name} off"
+                )))
             }
-            match value {
-                "on" => Ok((feature.to_string(), true)),
-                "off" => Ok((feature.to_string(), false)),
-                _ => Err(err(format!(
-                    "{feature} \"{value}\": expected on or off; fix: write e.g. {feature} off"
-                ))),
+        };
+        match (Group::by_name(name), features::index(name)) {
+            (Some(group), _) => changes.extend(group.members().map(|i| (i, on))),
+            (None, Some(i)) => changes.push((i, on)),
+            (None, None) => {
+                return Err(err(format!(
+                    "feature \"{name}\" is not one ethtool knows on this device; expected rx, tx, sg, tso, gso, gro, lro, rxvlan, txvlan, ntuple, rxhash or a feature name as `ethtool -k left` lists it (such as tx-tcp-segmentation); {USAGE}"
+                )))
             }
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map(EthtoolSetting::Offload)
+        }
+    }
+    Ok(EthtoolSetting::Features(changes))
 }
 
 #[cfg(test)]
@@ -354,17 +307,37 @@ mod tests {
         apply_ethtool("ethtool -G left tx 512", &mut p).unwrap();
         assert_eq!(p.tx_ring, 512);
         let cmd = parse_ethtool("ethtool -K left tso off gso off gro on").unwrap();
-        assert_eq!(
-            cmd.setting,
-            EthtoolSetting::Offload(vec![
-                ("tso".into(), false),
-                ("gso".into(), false),
-                ("gro".into(), true)
-            ])
-        );
+        let index = |n| features::index(n).unwrap();
+        let tso = [
+            "tx-tcp-segmentation",
+            "tx-tcp-ecn-segmentation",
+            "tx-tcp-mangleid-segmentation",
+            "tx-tcp6-segmentation",
+            "tx-tcp-accecn-segmentation",
+        ];
+        let mut want: Vec<(usize, bool)> = tso.iter().map(|n| (index(n), false)).collect();
+        want.push((index("tx-generic-segmentation"), false));
+        want.push((index("rx-gro"), true));
+        assert_eq!(cmd.setting, EthtoolSetting::Features(want));
+        // It acts: the sender no longer builds super-packets on this device.
+        assert!(p.features.passes_super_frames());
         let before = p;
         cmd.apply(&mut p).unwrap();
-        assert_eq!(p, before);
+        assert_ne!(p, before);
+        assert!(!p.features.passes_super_frames());
+        assert_eq!((p.tx_ring, p.rx_usecs), (before.tx_ring, before.rx_usecs));
+        // Kernel names work too; a query changes nothing.
+        apply_ethtool("ethtool -K left tx-generic-segmentation on", &mut p).unwrap();
+        assert!(p.features.passes_super_frames());
+        let q = p;
+        for line in [
+            "ethtool -k left",
+            "ethtool -c left",
+            "ethtool --show-ring left",
+        ] {
+            apply_ethtool(line, &mut p).unwrap();
+            assert_eq!(p, q, "{line}");
+        }
     }
 
     #[test]
@@ -385,6 +358,8 @@ mod tests {
         assert!(msg("ethtool -K left tso maybe").contains("tso \"maybe\": expected on or off"));
         assert!(msg("ethtool -K left t/so off").contains("\"t/so\" is not one ethtool knows"));
         assert!(msg("ethtool -K left tos off").contains("\"tos\" is not one ethtool knows"));
+        assert!(msg("ethtool -k left tso").contains("unexpected parameter \"tso\""));
+        assert!(msg("ethtool -g eth0").contains("device \"eth0\" is unknown"));
         let mut p = LinkParams::default();
         for line in [
             "ethtool -K left tso off gso off gro off",
