@@ -27,6 +27,10 @@ enum Cmd {
         /// Configuration file (default: the embedded default).
         #[arg(short, long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Override a configuration value, e.g. --set link.rate=10mbit or
+        /// --set left.delay=20ms (repeatable; applied in order after the file).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
         /// Run the datapath thread under SCHED_FIFO at this priority
         /// (1..=99): keeps pacing exact on a busy machine.
         #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
@@ -343,6 +347,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Cmd::Up {
             config,
+            sets,
             realtime,
             tui,
             headless: _,
@@ -352,6 +357,7 @@ fn main() -> ExitCode {
             metrics: m,
         } => {
             let opts = app::UpOptions {
+                overrides: sets,
                 realtime,
                 tui,
                 capture: capture.spec(),

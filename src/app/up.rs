@@ -72,6 +72,8 @@ fn explain_datapath_error(e: crate::datapath::DatapathError, topo: &Topology) ->
 /// How `bloatbox up` runs once the link is up.
 #[derive(Clone, Debug, Default)]
 pub struct UpOptions {
+    /// `--set KEY=VALUE` overrides, applied in order after loading.
+    pub overrides: Vec<String>,
     /// SCHED_FIFO priority of the datapath thread.
     pub realtime: Option<u8>,
     /// Show the TUI on this terminal (the daemon stops when it quits).
@@ -92,7 +94,10 @@ pub struct UpOptions {
 /// until the datapath stops, then removes everything it created (also on
 /// error and on panic, through the guards' Drop).
 pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
-    let cfg = load(config)?;
+    let mut cfg = load(config)?;
+    for assignment in &opts.overrides {
+        cfg.apply_override(assignment)?;
+    }
     let mut setup = setup(&cfg)?;
     setup.datapath.realtime_priority = opts.realtime;
     prepare_privileges()?;
