@@ -136,6 +136,14 @@ fn up_without_privileges_refuses_clearly() {
 }
 
 #[test]
+fn up_takes_set_overrides_and_refuses_a_bad_one_before_anything_runs() {
+    let out = run(&["up", "--headless", "--set", "link.rate=fast"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("--set: link.rate = fast: invalid rate"), "{e}");
+}
+
+#[test]
 fn sim_reports_a_bad_scenario_with_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
