@@ -76,6 +76,7 @@ fn defaults_are_the_documented_values() {
             bulk_dequeue: true,
             mtu: 1500,
             txqueuelen: 1000,
+            tx_queues: 1,
             features: Default::default(),
         }
     );

@@ -639,6 +639,70 @@ fn the_cli_clients_print_the_daemons_replies() {
 }
 
 #[test]
+fn tx_queues_change_at_run_time_all_or_nothing_and_mq_then_fits() {
+    let rig = Rig::start(pfifo_fast);
+    let mut c = rig.client();
+    let set = |c: &mut Client, args: &[&str]| {
+        c.call(&Request::Set {
+            args: args.iter().map(|a| a.to_string()).collect(),
+        })
+        .unwrap()
+    };
+    let tc = |c: &mut Client, line: &str| -> Result<String, String> {
+        c.call(&Request::Tc { line: line.into() })
+            .unwrap()
+            .map(|v| v["output"].as_str().unwrap().to_string())
+    };
+    // One queue: mq is refused with the way out.
+    let e = tc(&mut c, "tc qdisc replace dev left root handle 1: mq").unwrap_err();
+    assert!(e.contains("`bloatbox set left.tx_queues=4`"), "{e}");
+    // The explicit pfifo_fast root stays when the queues change.
+    let eff = set(&mut c, &["left.tx_queues=4"]).unwrap();
+    assert_eq!(n(&eff, "/left/tx_queues"), 4);
+    assert_eq!(n(&eff, "/right/tx_queues"), 1);
+    let show = tc(&mut c, "tc qdisc show dev left").unwrap();
+    assert!(show.starts_with("qdisc pfifo_fast 8001: root"), "{show}");
+    tc(&mut c, "tc qdisc replace dev left root handle 1: mq").unwrap();
+    let show = tc(&mut c, "tc qdisc show dev left").unwrap();
+    assert!(show.starts_with("qdisc mq 1: root"), "{show}");
+    assert_eq!(show.matches(" parent 1:").count(), 4, "{show}");
+    // mq with 4 children refuses 2 queues; the right side's change in the
+    // same request is undone.
+    let e = set(&mut c, &["right.tx_queues=3", "left.tx_queues=2"]).unwrap_err();
+    assert!(
+        e.contains("dev left") && e.contains("replace it first"),
+        "{e}"
+    );
+    // (A query reads what each direction runs with now.)
+    let now = set(&mut c, &["ethtool -l left"]).unwrap();
+    assert_eq!(n(&now, "/left/tx_queues"), 4);
+    assert_eq!(n(&now, "/right/tx_queues"), 1);
+    let show = tc(&mut c, "tc qdisc show dev right").unwrap();
+    assert!(show.starts_with("qdisc pfifo_fast"), "{show}");
+    // ethtool -L says the same through `set`.
+    let eff = set(&mut c, &["ethtool -L right tx 2", "ethtool -l right"]).unwrap();
+    assert_eq!(n(&eff, "/right/tx_queues"), 2);
+    let l = eff["ethtool"][1]["stdout"].as_str().unwrap();
+    assert!(
+        l.contains("Current hardware settings:\nRX:\t\tn/a\nTX:\t\t2\n"),
+        "{l}"
+    );
+    // The left direction takes its part first; when the right one is
+    // refused, the left one is put back.
+    tc(&mut c, "tc qdisc replace dev right root handle 2: mq").unwrap();
+    let e = set(&mut c, &["left.rate=5mbit", "right.tx_queues=3"]).unwrap_err();
+    assert!(
+        e.contains("dev right") && e.contains("replace it first"),
+        "{e}"
+    );
+    let now = set(&mut c, &["ethtool -l left"]).unwrap();
+    assert_eq!(n(&now, "/left/rate_bytes_ps"), 1_250_000);
+    assert_eq!(n(&now, "/right/tx_queues"), 2);
+    let e = set(&mut c, &["left.tx_queues=0"]).unwrap_err();
+    assert!(e.contains("1..=64"), "{e}");
+}
+
+#[test]
 fn shape_keys_are_set_all_or_nothing_and_metrics_match_the_snapshot() {
     let mut rig = Rig::start(pfifo_fast);
     let mut c = rig.client();

@@ -546,6 +546,8 @@ impl Config {
             bulk_dequeue: flag("bulk_dequeue", |l| &l.bulk_dequeue, d.bulk_dequeue),
             mtu: self.tap.mtu,
             txqueuelen: num("txqueuelen", |l| &l.txqueuelen, d.txqueuelen),
+            // Validated to at most mq::MAX_QUEUES.
+            tx_queues: u16::try_from(self.tx_queues(dir)).unwrap_or(u16::MAX),
             features: d.features,
         }
     }
@@ -611,13 +613,8 @@ impl Config {
     /// The emulated device of `dir` that its tc lines build on: txqueuelen,
     /// MTU and TX queues.
     pub fn dev_spec(&self, dir: Dir) -> DevSpec {
-        DevSpec {
-            // Validated to at most mq::MAX_QUEUES.
-            tx_queues: u16::try_from(self.tx_queues(dir)).unwrap_or(u16::MAX),
-            ..self
-                .link_params(dir)
-                .dev_spec(dir, crate::tc::kinds::BUILTIN)
-        }
+        self.link_params(dir)
+            .dev_spec(dir, crate::tc::kinds::BUILTIN)
     }
 
     /// TX queues of `dir`'s device (more than 1: mq with a qdisc per queue).

@@ -25,6 +25,8 @@ pub enum LinkField {
     TxFrames,
     RxUsecs,
     RxFrames,
+    /// TX queues of the device (`ethtool -L DEV tx N`; more than one: mq).
+    TxQueues,
 }
 
 impl LinkField {
@@ -68,11 +70,14 @@ impl LinkField {
             LinkField::TxFrames => p.tx_frames = within(0, MAX_FRAMES as u64, "frames")?,
             LinkField::RxUsecs => p.rx_usecs = within(0, MAX_USECS as u64, "µs")?,
             LinkField::RxFrames => p.rx_frames = within(0, MAX_FRAMES as u64, "frames")?,
+            LinkField::TxQueues => {
+                p.tx_queues = within(1, u64::from(crate::qdisc::mq::MAX_QUEUES), "queues")? as u16
+            }
         }
         Ok(())
     }
 
-    pub const ALL: [LinkField; 8] = [
+    pub const ALL: [LinkField; 9] = [
         LinkField::Rate,
         LinkField::Delay,
         LinkField::TxRing,
@@ -81,6 +86,7 @@ impl LinkField {
         LinkField::TxFrames,
         LinkField::RxUsecs,
         LinkField::RxFrames,
+        LinkField::TxQueues,
     ];
 
     /// The word the set prompt accepts (`rate 50mbit`, `rx-usecs 20`).
@@ -94,6 +100,7 @@ impl LinkField {
             LinkField::TxFrames => "tx-frames",
             LinkField::RxUsecs => "rx-usecs",
             LinkField::RxFrames => "rx-frames",
+            LinkField::TxQueues => "tx-queues",
         }
     }
 
@@ -141,6 +148,13 @@ impl LinkField {
             },
             LinkField::TxUsecs | LinkField::RxUsecs => number(1_000_000),
             LinkField::TxFrames | LinkField::RxFrames => number(4096),
+            LinkField::TxQueues => {
+                let max = u64::from(crate::qdisc::mq::MAX_QUEUES);
+                number(max).and_then(|v| match v {
+                    0 => Err(format!("tx-queues \"{text}\": expected 1..={max} queues")),
+                    v => Ok(v),
+                })
+            }
         }
     }
 
@@ -204,6 +218,7 @@ mod tests {
             (LinkField::TxRing, 64),
             (LinkField::Bql, 0),
             (LinkField::RxUsecs, 20),
+            (LinkField::TxQueues, 4),
         ] {
             let mut p = [LinkParams::default(); 2];
             let arg = set_arg(Dir::RightToLeft, field, value);
@@ -213,6 +228,7 @@ mod tests {
                 LinkField::Delay => p[1].delay_ns,
                 LinkField::TxRing => u64::from(p[1].tx_ring),
                 LinkField::Bql => u64::from(p[1].bql),
+                LinkField::TxQueues => u64::from(p[1].tx_queues),
                 _ => u64::from(p[1].rx_usecs),
             };
             assert_eq!(got, value, "{arg}");

@@ -27,9 +27,9 @@ use crate::tc::netem::{format_netem, parse_netem};
 
 const USAGE: &str =
     "expected DEV.FIELD=VALUE with DEV left or right and FIELD one of rate, delay, \
-tx_ring, bql, tx_usecs, tx_frames, rx_usecs, rx_frames (e.g. left.rate=10mbit), or a \
-shape key: netem, trace, schedule, framing, seed, jitter, distribution, loss, duplicate, \
-corrupt, reorder (e.g. left.loss=1%); or an ethtool -C/-G/-K line or -k/-c/-g query";
+tx_ring, bql, tx_usecs, tx_frames, rx_usecs, rx_frames, tx_queues (e.g. left.rate=10mbit), \
+or a shape key: netem, trace, schedule, framing, seed, jitter, distribution, loss, duplicate, \
+corrupt, reorder (e.g. left.loss=1%); or an ethtool -C/-G/-K/-L line or -k/-c/-g/-l query";
 
 /// The shape keys, as `set` takes them.
 const SHAPE_KEYS: [&str; 13] = [
@@ -229,8 +229,12 @@ impl Effective {
                 0 => "unlimited".to_string(),
                 r => print_rate(r),
             };
+            let queues = match p.tx_queues {
+                1 => String::new(),
+                n => format!(" tx-queues {n}"),
+            };
             out += &format!(
-                "dev {} ({}): rate {rate} delay {} ring {} bql {} coalescing rx-usecs {} rx-frames {} tx-usecs {} tx-frames {}\n",
+                "dev {} ({}): rate {rate} delay {} ring {} bql {}{queues} coalescing rx-usecs {} rx-frames {} tx-usecs {} tx-frames {}\n",
                 dir.dev(),
                 dir.arrow(),
                 sprint_time(p.delay_ns / 1000),

@@ -234,14 +234,33 @@ impl Commander {
             (params[dir.index()], shapes[dir.index()]) =
                 self.queue(dir).ask(|reply| Request::Read { reply })?;
         }
-        let outcome = plan.outcome(params, shapes)?;
+        let outcome = plan.outcome(params, shapes.clone())?;
+        let mut installed = Vec::new();
         for (dir, change) in Dir::ALL.into_iter().zip(outcome.changes) {
-            if change != Change::default() {
-                self.queue(dir).ask(|reply| Request::Install {
-                    change: Box::new(change),
-                    reply,
-                })??;
+            if change == Change::default() {
+                continue;
             }
+            let i = dir.index();
+            // What puts this direction back as it was.
+            let back = Change {
+                params: change.params.map(|_| params[i]),
+                shape: change.shape.as_ref().map(|_| shapes[i].clone()),
+            };
+            let done = self.queue(dir).ask(|reply| Request::Install {
+                change: Box::new(change),
+                reply,
+            })?;
+            if let Err(e) = done {
+                // All or nothing: what the other direction took is undone.
+                for (d, back) in installed {
+                    let _ = self.queue(d).ask(|reply| Request::Install {
+                        change: Box::new(back),
+                        reply,
+                    });
+                }
+                return Err(format!("dev {}: {e}", dir.dev()));
+            }
+            installed.push((dir, back));
         }
         Ok(outcome.effective)
     }

@@ -79,6 +79,17 @@ pub fn missing_kind(kind: &str) -> Option<&'static str> {
     })
 }
 
+/// How to give a single-queue device the TX queues mq needs, at run time
+/// or in the configuration.
+pub fn single_queue(dev: crate::dir::Dir) -> String {
+    let d = dev.dev();
+    format!(
+        "dev {d} has one TX queue: give it more first with `bloatbox set {d}.tx_queues=4` \
+         (or `bloatbox ethtool -L {d} tx 4`; tx_queues = 4 in the configuration), then add mq \
+         again; or write \"mq queues 4\""
+    )
+}
+
 /// The hints for the values in tc words (`rate 100 burst 10kb ...`).
 pub fn words(words: &[&str]) -> Vec<String> {
     words

@@ -79,12 +79,15 @@ pub fn run(
 ) -> Result<Option<String>, TcError> {
     run_cmd(tree, cmd, now, drops).map_err(|e| {
         let known = |k: &str| crate::qdisc::registry::lookup(tree.dev().kinds, k).is_some();
-        match cmd
-            .kind
-            .as_deref()
-            .filter(|k| !known(k))
-            .and_then(hint::missing_kind)
-        {
+        let kind = cmd.kind.as_deref();
+        let hint = match kind {
+            Some("mq") if tree.dev().tx_queues == 1 => Some(hint::single_queue(tree.dev().dev)),
+            _ => kind
+                .filter(|k| !known(k))
+                .and_then(hint::missing_kind)
+                .map(str::to_string),
+        };
+        match hint {
             Some(h) => TcError::new(format!("{}\n{h}", e.0.trim_end())),
             None => e,
         }

@@ -266,15 +266,55 @@ fn mq_children_are_replaced_by_parent() {
 #[test]
 fn mq_on_a_single_queue_device_is_refused_unless_queues_given() {
     let mut t = tree();
-    assert!(
-        fail(&mut t, "tc qdisc add dev left root handle 1: mq").contains("Operation not supported")
-    );
+    let e = fail(&mut t, "tc qdisc add dev left root handle 1: mq");
+    assert!(e.contains("Operation not supported"), "{e}");
+    assert!(e.contains("`bloatbox set left.tx_queues=4`"), "{e}");
     ok(&mut t, "tc qdisc add dev left root handle 1: mq queues 2");
     ok(&mut t, "tc qdisc add dev left parent 1:2 bfifo");
     let d = t.dump(T);
     assert_eq!(d.children[1].parent, tc_h_make(1, 2));
     assert_eq!(d.children[1].kind, "bfifo");
     assert!(fail(&mut t, "tc qdisc add dev left parent 8001:1 mq queues 2").contains("classful"));
+}
+
+#[test]
+fn the_queue_count_changes_at_run_time_and_rebuilds_only_a_default_root() {
+    let mut t = tree();
+    let mut drops = Drops::new();
+    for i in 0..5 {
+        assert_eq!(
+            t.enqueue(flow_pkt(i, 100, i as u16), T, &mut drops),
+            Verdict::Queued
+        );
+    }
+    // The default pfifo_fast becomes the default for 4 queues: mq, with the
+    // backlog moved into it.
+    t.set_tx_queues(4, T, &mut drops).unwrap();
+    let d = t.dump(T);
+    assert_eq!((d.kind.as_str(), d.handle, d.classes.len()), ("mq", 0, 4));
+    assert_eq!(d.stats.qlen, 5);
+    assert_eq!(t.dev().tx_queues, 4);
+    // Now mq works without "queues"; an explicit mq of 4 refuses another
+    // count, and nothing changes then.
+    ok(&mut t, "tc qdisc replace dev left root handle 1: mq");
+    ok(&mut t, "tc qdisc replace dev left parent 1:2 fq_codel");
+    let before = format!("{:?}", t.dump(T));
+    let e = t.set_tx_queues(2, T, &mut drops).unwrap_err().0;
+    assert!(e.contains("replace it first"), "{e}");
+    assert_eq!(format!("{:?}", t.dump(T)), before);
+    assert_eq!(t.dev().tx_queues, 4);
+    assert!(t.set_tx_queues(0, T, &mut drops).is_err());
+    assert!(t.set_tx_queues(65, T, &mut drops).is_err());
+    // Any other root stays as it is.
+    ok(&mut t, "tc qdisc replace dev left root handle 2: fq_codel");
+    t.set_tx_queues(1, T, &mut drops).unwrap();
+    assert_eq!(t.dump(T).kind, "fq_codel");
+    assert_eq!(t.dev().tx_queues, 1);
+    let mut count = 0;
+    while t.dequeue(T, &mut drops).is_some() {
+        count += 1;
+    }
+    assert_eq!(count, 5, "no frame lost in the moves");
 }
 
 #[test]

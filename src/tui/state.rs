@@ -774,6 +774,7 @@ fn config_events(p: &PathSnapshot, c: &PathSnapshot, events: &mut Vec<(EventKind
         (LinkField::TxFrames, a.tx_frames as u64, b.tx_frames as u64),
         (LinkField::RxUsecs, a.rx_usecs as u64, b.rx_usecs as u64),
         (LinkField::RxFrames, a.rx_frames as u64, b.rx_frames as u64),
+        (LinkField::TxQueues, a.tx_queues as u64, b.tx_queues as u64),
     ];
     for (f, old, new) in fields {
         if old != new {

@@ -35,6 +35,8 @@ pub enum EthtoolSetting {
     },
     /// `-G tx N`.
     Ring { tx: u32 },
+    /// `-L tx N`: the device's TX queues.
+    Channels { tx: u16 },
     /// `-K feature on|off ...`: each named feature (a group name stands for
     /// all its features), by index into `features::FEATURES`, in order.
     Features(Vec<(usize, bool)>),
@@ -51,6 +53,8 @@ pub enum Query {
     Coalesce,
     /// `-g`: the rings.
     Ring,
+    /// `-l`: the channels (TX queues).
+    Channels,
 }
 
 const USAGE: &str = "fix: write e.g. \"ethtool -C left rx-usecs 20 rx-frames 0\", \"ethtool -G left tx 512\", \"ethtool -K left tso off gso off\" or \"ethtool -k left\"";
@@ -77,6 +81,7 @@ pub fn parse_ethtool(line: &str) -> Result<EthtoolCommand, ConfigError> {
         "-k" | "--show-features" | "--show-offload" => Some(Query::Features),
         "-c" | "--show-coalesce" => Some(Query::Coalesce),
         "-g" | "--show-ring" => Some(Query::Ring),
+        "-l" | "--show-channels" => Some(Query::Channels),
         _ => None,
     };
     let parse: Option<SettingParser> = match option {
@@ -84,9 +89,10 @@ pub fn parse_ethtool(line: &str) -> Result<EthtoolCommand, ConfigError> {
         "-C" | "--coalesce" => Some(parse_coalesce),
         "-G" | "--set-ring" => Some(parse_ring),
         "-K" | "--features" | "--offload" => Some(parse_features),
+        "-L" | "--set-channels" => Some(parse_channels),
         other => {
             return Err(err(format!(
-                "option \"{other}\" is not supported; expected -C (coalescing), -G (ring), -K (features) or the queries -k, -c, -g; {USAGE}"
+                "option \"{other}\" is not supported; expected -C (coalescing), -G (ring), -K (features), -L (channels) or the queries -k, -c, -g, -l; {USAGE}"
             )))
         }
     };
@@ -136,6 +142,7 @@ impl EthtoolCommand {
                 check_link_coalescing(&next).map_err(err)?;
             }
             EthtoolSetting::Ring { tx } => next.tx_ring = *tx,
+            EthtoolSetting::Channels { tx } => next.tx_queues = *tx,
             EthtoolSetting::Features(changes) => next.features = next.features.request(changes),
             EthtoolSetting::Show(_) => {}
         }
@@ -224,6 +231,32 @@ fn parse_ring(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError> {
         }
     }
     tx.map(|tx| EthtoolSetting::Ring { tx })
+        .ok_or_else(|| err(format!("nothing to set; {USAGE}")))
+}
+
+/// `-L tx N`: the TX queues (the emulated NIC has no separate RX, other or
+/// combined channels).
+fn parse_channels(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError> {
+    let max = crate::qdisc::mq::MAX_QUEUES;
+    let mut tx = None;
+    for &(key, value) in pairs {
+        match key {
+            "tx" => match value.parse::<u16>() {
+                Ok(v) if (1..=max).contains(&v) => tx = Some(v),
+                _ => {
+                    return Err(err(format!(
+                        "tx \"{value}\": expected 1..={max} TX queues; fix: write e.g. tx 4"
+                    )))
+                }
+            },
+            _ => {
+                return Err(err(format!(
+                    "channel \"{key}\" is not emulated; expected tx (TX queues); fix: write e.g. \"ethtool -L left tx 4\""
+                )))
+            }
+        }
+    }
+    tx.map(|tx| EthtoolSetting::Channels { tx })
         .ok_or_else(|| err(format!("nothing to set; {USAGE}")))
 }
 

@@ -29,10 +29,13 @@ pub fn reply(cmd: &EthtoolCommand, before: &LinkParams, after: &LinkParams) -> E
         EthtoolSetting::Show(Query::Features) => features(dev, &after.features),
         EthtoolSetting::Show(Query::Coalesce) => coalesce(dev, after),
         EthtoolSetting::Show(Query::Ring) => ring(dev, after),
+        EthtoolSetting::Show(Query::Channels) => channels(dev, after),
         EthtoolSetting::Features(request) => {
             return changes(&before.features, &after.features, request)
         }
-        EthtoolSetting::Coalesce { .. } | EthtoolSetting::Ring { .. } => String::new(),
+        EthtoolSetting::Coalesce { .. }
+        | EthtoolSetting::Ring { .. }
+        | EthtoolSetting::Channels { .. } => String::new(),
     };
     EthtoolReply {
         stdout,
@@ -176,6 +179,25 @@ pub fn coalesce(dev: &str, p: &LinkParams) -> String {
     )
 }
 
+/// `ethtool -l DEV`: the TX queues (`netlink/channels.c`).
+pub fn channels(dev: &str, p: &LinkParams) -> String {
+    format!(
+        "Channel parameters for {dev}:\n\
+         Pre-set maximums:\n\
+         RX:\t\tn/a\n\
+         TX:\t\t{}\n\
+         Other:\t\tn/a\n\
+         Combined:\tn/a\n\
+         Current hardware settings:\n\
+         RX:\t\tn/a\n\
+         TX:\t\t{}\n\
+         Other:\t\tn/a\n\
+         Combined:\tn/a\n",
+        crate::qdisc::mq::MAX_QUEUES,
+        p.tx_queues
+    )
+}
+
 /// `ethtool -g DEV`: the TX ring (the emulated NIC has no RX ring).
 pub fn ring(dev: &str, p: &LinkParams) -> String {
     format!(
@@ -287,5 +309,16 @@ mod tests {
             "{g}"
         );
         assert!(g.contains("Current hardware settings:\nRX:\t\tn/a\nRX Mini:\tn/a\nRX Jumbo:\tn/a\nTX:\t\t512\n"), "{g}");
+        let cmd = parse_ethtool("ethtool -L left tx 4").unwrap();
+        let before = p;
+        cmd.apply(&mut p).unwrap();
+        assert_eq!((before.tx_queues, p.tx_queues), (1, 4));
+        let l = reply(&parse_ethtool("ethtool -l left").unwrap(), &p, &p).stdout;
+        assert_eq!(
+            l,
+            "Channel parameters for left:\nPre-set maximums:\nRX:\t\tn/a\nTX:\t\t64\n\
+             Other:\t\tn/a\nCombined:\tn/a\nCurrent hardware settings:\nRX:\t\tn/a\n\
+             TX:\t\t4\nOther:\t\tn/a\nCombined:\tn/a\n"
+        );
     }
 }

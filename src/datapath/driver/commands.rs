@@ -39,13 +39,22 @@ impl Driver {
                     false
                 }
                 Request::Install { change, reply } => {
-                    if let Some(params) = change.params {
-                        path.set_params(params, now);
-                    }
-                    let installed = match change.shape {
-                        Some(shape) => path.set_shape(shape, now).map_err(|e| e.to_string()),
+                    // The queue count first: it alone can be refused by
+                    // the tree (an mq root of another count), and then
+                    // nothing of the change is made.
+                    let queues = match change.params {
+                        Some(params) => path.set_tx_queues(params.tx_queues, now),
                         None => Ok(()),
                     };
+                    let installed = queues.and_then(|()| {
+                        if let Some(params) = change.params {
+                            path.set_params(params, now);
+                        }
+                        match change.shape {
+                            Some(shape) => path.set_shape(shape, now).map_err(|e| e.to_string()),
+                            None => Ok(()),
+                        }
+                    });
                     let _ = reply.try_send(installed);
                     true
                 }

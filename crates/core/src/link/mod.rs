@@ -124,6 +124,10 @@ pub struct LinkParams {
     pub mtu: u32,
     /// Device txqueuelen (default limits of pfifo_fast and friends).
     pub txqueuelen: u32,
+    /// TX queues of the device (`ethtool -L DEV tx N`): more than one gives
+    /// an mq root by default. Changed at run time by `Path::set_tx_queues`.
+    #[serde(default = "one_queue")]
+    pub tx_queues: u16,
     /// The device's netdev features (`ethtool -K`).
     #[serde(default)]
     pub features: features::Features,
@@ -131,15 +135,20 @@ pub struct LinkParams {
 
 impl LinkParams {
     /// The device below `dir`'s qdisc tree these parameters describe:
-    /// its txqueuelen and MTU (default qdisc pfifo_fast, one TX queue),
-    /// with the qdisc kinds of `kinds`.
+    /// its txqueuelen, MTU and TX queues (default qdisc pfifo_fast), with
+    /// the qdisc kinds of `kinds`.
     pub fn dev_spec(&self, dir: Dir, kinds: &'static [KindEntry]) -> DevSpec {
         DevSpec {
             txqueuelen: self.txqueuelen,
             mtu: self.mtu,
+            tx_queues: self.tx_queues,
             ..DevSpec::new(dir, kinds)
         }
     }
+}
+
+fn one_queue() -> u16 {
+    1
 }
 
 impl Default for LinkParams {
@@ -157,6 +166,7 @@ impl Default for LinkParams {
             bulk_dequeue: true,
             mtu: 1500,
             txqueuelen: 1000,
+            tx_queues: 1,
             features: features::Features::default(),
         }
     }

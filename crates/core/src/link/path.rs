@@ -357,7 +357,9 @@ impl Path {
     /// without losing frames: the rest of the frame on the wire goes at the
     /// new rate, frames in propagation keep their arrival, held completions and RX
     /// frames fall under the new coalescing rule.
-    pub fn set_params(&mut self, params: LinkParams, now: Instant) {
+    pub fn set_params(&mut self, mut params: LinkParams, now: Instant) {
+        // The device's queues change only through `set_tx_queues`.
+        params.tx_queues = self.params.tx_queues;
         self.advance(now);
         let t = self.now;
         self.ring.reconfigure(params.tx_ring, params.bql, t);
@@ -369,6 +371,21 @@ impl Path {
         self.params = params;
         self.qdisc_ready = true;
         self.advance(t);
+    }
+
+    /// Changes the device's TX queue count at `now` (`QdiscTree::
+    /// set_tx_queues`: a default root is rebuilt for it). On error, or
+    /// when the qdisc is not a tree, nothing changes.
+    pub fn set_tx_queues(&mut self, n: u16, now: Instant) -> Result<(), String> {
+        if n == self.params.tx_queues {
+            return Ok(());
+        }
+        self.edit_qdisc(now, |qdisc, t, drops| match qdisc.as_tree() {
+            Some(tree) => tree.set_tx_queues(n, t, drops).map_err(|e| e.0),
+            None => Err("this direction's qdisc is not a device tree".to_string()),
+        })?;
+        self.params.tx_queues = n;
+        Ok(())
     }
 
     /// Swaps the qdisc at `now`: the frames the old one holds (and requeued

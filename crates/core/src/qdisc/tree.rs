@@ -792,6 +792,44 @@ impl QdiscTree {
     }
 
     /// Puts `new` at the root, moving the old root's frames into it.
+    /// Sets the device's TX queue count (`ethtool -L DEV tx N`). A default
+    /// root (handle 0) becomes the default for the new count, mq above one
+    /// queue and the default qdisc at one, as the device gets at its next
+    /// activation (`dev_activate`, net/sched/sch_generic.c); its frames
+    /// move into the new root. Any other root stays, except an mq whose
+    /// children (one per queue) would no longer match: that is refused.
+    /// On error nothing changes.
+    pub fn set_tx_queues(
+        &mut self,
+        n: u16,
+        now: Instant,
+        drops: &mut Drops,
+    ) -> Result<(), TcError> {
+        let next = DevSpec {
+            tx_queues: n,
+            ..self.dev.clone()
+        };
+        next.validate()?;
+        let root = self.root.dump(now);
+        let default = root.handle == 0;
+        if !default && root.kind == "mq" && root.classes.len() != usize::from(n) {
+            return Err(TcError::new(format!(
+                "Error: dev {} has mq {} at its root with one child per TX queue ({}); \
+                 replace it first (tc qdisc replace dev {} root pfifo_fast, or delete it), \
+                 then change the queues and add mq again",
+                self.dev.dev.dev(),
+                crate::handle::tc_handle(root.handle),
+                root.classes.len(),
+                self.dev.dev.dev(),
+            )));
+        }
+        self.dev = next;
+        if default {
+            self.swap_root(default_root(&self.dev), now, drops);
+        }
+        Ok(())
+    }
+
     fn swap_root(&mut self, new: Box<dyn Qdisc>, now: Instant, drops: &mut Drops) {
         let mut old = std::mem::replace(&mut self.root, new);
         for pkt in old.drain_all() {
