@@ -71,8 +71,9 @@ pub struct RunArgs {
     /// link) with the left side's environment, exits 0; retried every 100 ms.
     #[arg(long, value_name = "CMD")]
     pub wait_cmd: Option<String>,
-    /// Longest wait for readiness: 30s, 500ms, 2m (bare number: seconds).
-    #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_duration)]
+    /// Longest wait for readiness: 30s, 500ms (tc time units, as in the
+    /// configuration: a bare number is µs, with a warning).
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = crate::config::DurationFlag)]
     pub timeout: Duration,
     /// Write a JSON report here: exit codes, timings, link counters, drops
     /// by reason, ring/BQL, the transit-time histogram of each direction,
@@ -113,28 +114,6 @@ pub fn parse_port(s: &str) -> Result<(u16, Proto), String> {
         Ok(p) if p > 0 => Ok((p, proto)),
         _ => Err(format!("port {num:?}: use a number 1..=65535")),
     }
-}
-
-/// `500ms`, `30s`, `2m`, a bare number of seconds; fractions allowed.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let scale = match unit {
-        "ms" => 1e-3,
-        "" | "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        _ => return Err(format!("duration {s:?}: unit {unit:?}; use ms, s, m or h")),
-    };
-    num.parse::<f64>()
-        .ok()
-        .map(|v| v * scale)
-        .filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e9)
-        .map(Duration::from_secs_f64)
-        .ok_or_else(|| format!("duration {s:?}: expected e.g. 10s, 500ms or 2m"))
 }
 
 /// An exit status as a shell reports it: the code, or 128 + the signal.
@@ -632,15 +611,38 @@ mod tests {
         assert!(parse_port("80/sctp").unwrap_err().contains("PORT/udp"));
     }
 
+    /// `--timeout` reads a text as the configuration reads a delay: the
+    /// same duration, or an error for both (a bare number is µs, as in tc).
     #[test]
-    fn durations_take_units_and_bare_seconds() {
-        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("5parsecs").unwrap_err().contains("unit"));
-        assert!(parse_duration("").is_err());
-        assert!(parse_duration("1e999").is_err());
+    fn the_timeout_flag_reads_a_time_as_the_configuration_does() {
+        use crate::config::values::{DelayUnit, UnitKind};
+        use crate::config::Config;
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        let flag = |text: &str| {
+            Cli::try_parse_from(["run".to_string(), format!("--timeout={text}")])
+                .map(|c| c.run.timeout)
+                .map_err(|e| e.to_string())
+        };
+        let config = |text: &str| {
+            Config::from_str(&format!("[link]\ndelay = \"{text}\"\n"), "t.toml")
+                .map(|c| Duration::from_nanos(c.link_params(Dir::LeftToRight).delay_ns))
+                .map_err(|e| e.to_string())
+        };
+        for text in ["10", "1.5s", "500ms", "20us", "250ns", "0", " 3s"] {
+            assert_eq!(flag(text), Ok(config(text).unwrap()), "{text:?}");
+        }
+        assert_eq!(flag("10"), Ok(Duration::from_micros(10)));
+        for text in ["2m", "5parsecs", "", "1e999", "-1s"] {
+            let (flag, config) = (flag(text).unwrap_err(), config(text).unwrap_err());
+            let help = DelayUnit::HELP;
+            assert!(flag.contains(help), "{text:?}: {flag}");
+            assert!(config.contains(help), "{text:?}: {config}");
+        }
     }
 
     #[test]
