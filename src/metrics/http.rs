@@ -266,5 +266,18 @@ mod tests {
             0,
             "closed after {CLIENT_TIMEOUT:?}"
         );
+        // Dropping the server does not wait for an open connection, and
+        // closes it.
+        let open = TcpStream::connect(addr).unwrap();
+        let t0 = std::time::Instant::now();
+        drop(server);
+        assert!(t0.elapsed() < CLIENT_TIMEOUT / 2, "{:?}", t0.elapsed());
+        open.set_read_timeout(Some(CLIENT_TIMEOUT)).unwrap();
+        // Closed if it was accepted, reset if still in the backlog.
+        match open.peek(&mut [0; 1]) {
+            Ok(0) => {}
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {}
+            other => panic!("still open after the drop: {other:?}"),
+        }
     }
 }
