@@ -10,7 +10,9 @@
 //! server thread runs; the accept thread then drops every capability
 //! (`privilege::drop_all`), and the client threads it starts inherit that.
 //! A file left at the socket's path is replaced only if it is a socket no
-//! daemon answers on: any other file is an error, never removed.
+//! daemon answers on: any other file is an error, never removed. Missing
+//! directories of the path are created, and removed again when the server
+//! stops or fails to start, those still empty.
 
 use nix::sys::socket::Shutdown;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -54,6 +56,50 @@ pub struct ControlServer {
     listener: UnixListener,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    /// Dropped after the socket file is removed (fields drop after `drop`).
+    _dirs: CreatedDirs,
+}
+
+/// The directories one call created, innermost first; dropping it removes
+/// those still empty (`rmdir` refuses the others, and then their parents).
+struct CreatedDirs(Vec<PathBuf>);
+
+impl CreatedDirs {
+    /// Creates the missing directories of `dir`, outermost first, and keeps
+    /// those this call made (not one that another process made meanwhile).
+    fn create(dir: &Path) -> io::Result<CreatedDirs> {
+        let missing: Vec<&Path> = dir
+            .ancestors()
+            .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+            .collect();
+        let mut created = CreatedDirs(Vec::new());
+        for d in missing.into_iter().rev() {
+            match std::fs::create_dir(d) {
+                Ok(()) => created.0.insert(0, d.to_path_buf()),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "creating {} for the control socket: {e}; fix: create it, or set [daemon] control_socket to a path in a writable directory",
+                            d.display()
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(created)
+    }
+}
+
+impl Drop for CreatedDirs {
+    fn drop(&mut self) {
+        for d in &self.0 {
+            if std::fs::remove_dir(d).is_err() {
+                break;
+            }
+        }
+    }
 }
 
 /// A file's (device, inode), if it exists.
@@ -107,11 +153,7 @@ impl ControlServer {
             }
             std::fs::remove_file(path)?;
         }
-        if let Some(dir) = path.parent() {
-            if !dir.as_os_str().is_empty() {
-                std::fs::create_dir_all(dir)?;
-            }
-        }
+        let dirs = CreatedDirs::create(path.parent().unwrap_or(Path::new("")))?;
         // Created with mode 0600 from the start (no window in which others
         // could connect).
         let old = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o177));
@@ -165,6 +207,7 @@ impl ControlServer {
             listener: waker,
             stop,
             thread: Some(thread),
+            _dirs: dirs,
         })
     }
 }

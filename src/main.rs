@@ -191,7 +191,7 @@ struct MetricsArgs {
     #[arg(long, value_name = "FILE")]
     metrics_file: Option<PathBuf>,
     /// How often --metrics-file is rewritten.
-    #[arg(long, default_value = "1s", value_parser = parse_time, requires = "metrics_file")]
+    #[arg(long, default_value = "1s", value_parser = bloatbox::config::DurationFlag, requires = "metrics_file")]
     metrics_period: std::time::Duration,
 }
 
@@ -205,16 +205,16 @@ struct LoadArgs {
     #[arg(long)]
     upload_only: bool,
     /// Length of each config's run, warm-up included (tc time units: 10s, 500ms).
-    #[arg(long, default_value = "12s", value_parser = parse_time)]
+    #[arg(long, default_value = "12s", value_parser = bloatbox::config::DurationFlag)]
     duration: std::time::Duration,
     /// Leading part of each run left out of the numbers.
-    #[arg(long, default_value = "2s", value_parser = parse_time)]
+    #[arg(long, default_value = "2s", value_parser = bloatbox::config::DurationFlag)]
     warmup: std::time::Duration,
     /// TCP congestion control of the flows.
     #[arg(long, value_enum, default_value = "cubic")]
     cc: bloatbox::load::tcp::CongestionControl,
     /// ICMP ping interval; 0 = no ping.
-    #[arg(long, default_value = "100ms", value_parser = parse_time)]
+    #[arg(long, default_value = "100ms", value_parser = bloatbox::config::DurationFlag)]
     ping_interval: std::time::Duration,
     /// No UDP_RR probe.
     #[arg(long)]
@@ -238,20 +238,6 @@ struct LoadArgs {
     /// rate, marks, the datapath's cost); the default fits 100 columns.
     #[arg(long)]
     wide: bool,
-}
-
-/// A duration in tc's time units ("5s", "100ms"); a bare number other than 0 is refused.
-fn parse_time(s: &str) -> Result<std::time::Duration, String> {
-    let unitless = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.');
-    if unitless && s.parse::<f64>() != Ok(0.0) {
-        // tc would read µs, which no one means for a test's length.
-        return Err(format!(
-            "\"{s}\" has no unit; write it with one, e.g. {s}s or {s}ms (tc reads a bare number as µs)"
-        ));
-    }
-    bloatbox::units::parse_time_ns(s)
-        .map(std::time::Duration::from_nanos)
-        .map_err(|e| e.to_string())
 }
 
 impl LoadArgs {

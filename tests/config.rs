@@ -807,7 +807,7 @@ fn likely_typos_are_accepted_with_a_warning_naming_the_field() {
         w[0]
     );
     assert!(
-        w[1].contains("link.delay") && w[1].contains("did you mean \"20ms\"?"),
+        w[1].contains("link.delay") && w[1].contains("did you mean \"20ms\" or \"20s\"?"),
         "{}",
         w[1]
     );

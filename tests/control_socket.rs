@@ -464,6 +464,35 @@ fn the_server_stops_whatever_became_of_its_socket_file() {
     assert!(!path.exists());
 }
 
+/// The directories the server made for its socket go when it stops, those
+/// still empty, and when it fails to start after making them; one that
+/// holds something else stays, with its parents.
+#[test]
+fn the_directories_made_for_the_socket_go_with_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = dir.path().join("a");
+    let path = top.join("b/c/ctl.sock");
+    let server = ControlServer::start(&path, SnapshotReader::default(), None).unwrap();
+    assert!(path.exists());
+    drop(server);
+    assert!(!top.exists(), "{} left", top.display());
+    assert!(dir.path().exists(), "the directory that was there stays");
+
+    let server = ControlServer::start(&path, SnapshotReader::default(), None).unwrap();
+    std::fs::write(top.join("b/keep"), "").unwrap();
+    drop(server);
+    assert!(!top.join("b/c").exists());
+    assert!(top.join("b/keep").exists());
+
+    // Too long for a socket address: bind fails after the directories are made.
+    let long = dir.path().join("x").join("y".repeat(120)).join("s.sock");
+    let e = ControlServer::start(&long, SnapshotReader::default(), None)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("binding control socket"), "{e}");
+    assert!(!dir.path().join("x").exists());
+}
+
 #[test]
 fn the_tui_attaches_through_remote_control() {
     use bloatbox::tui::RemoteControl;

@@ -226,6 +226,52 @@ fn live_nothing_is_left_after_exit_or_after_sigkill_and_down() {
     assert!(text(&down).contains("nothing to remove"), "{}", text(&down));
 }
 
+/// A control socket in a missing directory: `up` makes the directory and
+/// removes it when it stops, on SIGTERM, on SIGINT, and when it fails
+/// after binding the socket (here: the metrics port is taken).
+#[test]
+fn live_the_control_sockets_directory_goes_with_the_daemon() {
+    require!();
+    let _serial = serial();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let metrics = taken.local_addr().unwrap().to_string();
+    for how in ["SIGTERM", "SIGINT", "failure"] {
+        let mut d = Daemon::configure(Names::unique(), "", "rate = \"100mbit\"");
+        let dir = d.socket.parent().unwrap().to_path_buf();
+        std::fs::remove_dir(&dir).unwrap();
+        let status = if how == "failure" {
+            d.spawn(None, &["--metrics-listen", &metrics]);
+            d.wait_exit(Duration::from_secs(15)).0
+        } else {
+            d.spawn(None, &[]);
+            d.wait_ready();
+            assert!(d.socket.exists());
+            let sig = if how == "SIGINT" {
+                nix::sys::signal::Signal::SIGINT
+            } else {
+                nix::sys::signal::Signal::SIGTERM
+            };
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(d.pid()), sig).unwrap();
+            d.wait_exit(Duration::from_secs(10)).0
+        };
+        assert_eq!(
+            status.success(),
+            how != "failure",
+            "{how}: {}",
+            d.log_text()
+        );
+        if how == "failure" {
+            assert!(
+                d.log_text().contains("--metrics-listen"),
+                "{}",
+                d.log_text()
+            );
+        }
+        assert!(!dir.exists(), "{how}: {} left", dir.display());
+        assert_eq!(d.leftovers(), Vec::<String>::new(), "{how}");
+    }
+}
+
 /// Waits (at most 5 s) until namespace `ns` holds exactly `n` processes.
 fn wait_for_pids(ns: &str, n: usize) {
     let pids = || {

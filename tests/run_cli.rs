@@ -29,14 +29,20 @@ struct Run {
 
 impl Run {
     fn start(args: &[&str]) -> Run {
+        Run::start_to(args, Stdio::piped(), Stdio::piped())
+    }
+
+    /// `start` with stdout and stderr sent elsewhere (e.g. files, for more
+    /// output than a pipe holds unread).
+    fn start_to(args: &[&str], stdout: Stdio, stderr: Stdio) -> Run {
         let name = unique_name();
         let child = Command::new(BIN)
             .arg("run")
             .args(["--name", &name])
             .args(args)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stdout(stdout)
+            .stderr(stderr)
             .spawn()
             .expect("starting bloatbox run");
         Run {
@@ -374,6 +380,77 @@ fn wait_port_waits_for_the_server_and_the_report_has_the_link() {
             .sum();
         assert_eq!(Some(in_buckets), t["count"].as_u64(), "{t}");
     }
+}
+
+/// The right command's output reaches stdout and stderr line by line, each
+/// line led by `[right] ` (a last line without a newline too), even far
+/// more of it than a pipe holds before the left side starts; the left
+/// command's output is left as it is.
+#[test]
+fn the_right_sides_lines_are_prefixed_and_the_left_sides_are_not() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
+    let ready = dir.path().join("ready");
+    let marker = marker_seconds();
+    let right = format!(
+        "seq 100000; echo r-err >&2; printf r-part; printf r-err-part >&2; touch {}; exec sleep {marker}",
+        ready.display()
+    );
+    let wait = format!("test -e {}", ready.display());
+    let (out, name) = Run::start_to(
+        &[
+            "--right",
+            &right,
+            "--wait-cmd",
+            &wait,
+            "--timeout",
+            "20s",
+            "--left",
+            "echo l-out; echo l-err >&2",
+        ],
+        std::fs::File::create(&out_path).unwrap().into(),
+        std::fs::File::create(&err_path).unwrap().into(),
+    )
+    .finish();
+    let stdout = std::fs::read_to_string(&out_path).unwrap();
+    let stderr = std::fs::read_to_string(&err_path).unwrap();
+    assert_eq!(code(&out), 0, "{stderr}");
+    assert_gone(&name);
+    assert_no_processes(&[&marker]);
+    let lines: Vec<&str> = stdout.lines().collect();
+    let expected: Vec<String> = (1..=100_000)
+        .map(|i| format!("[right] {i}"))
+        .chain(["[right] r-part".to_string()])
+        .collect();
+    let right: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("[right] "))
+        .collect();
+    let first_difference = right.iter().zip(&expected).position(|(a, b)| a != b);
+    assert!(
+        right.len() == expected.len() && first_difference.is_none(),
+        "{} prefixed lines, {} expected, first difference at {first_difference:?}; stdout begins {:?}",
+        right.len(),
+        expected.len(),
+        &stdout[..stdout.len().min(200)]
+    );
+    let left: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| !l.starts_with("[right] "))
+        .collect();
+    assert_eq!(left, ["l-out"]);
+    let err: Vec<&str> = stderr.lines().collect();
+    for line in ["[right] r-err", "[right] r-err-part", "l-err"] {
+        assert!(err.contains(&line), "{line:?} not in stderr: {stderr}");
+    }
+    assert!(
+        !err.iter()
+            .any(|l| l.starts_with("r-") || l.contains("[right] l-")),
+        "{stderr}"
+    );
 }
 
 /// A run whose right side never gets ready: exit 124 within 10 s, saying

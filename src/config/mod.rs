@@ -50,7 +50,7 @@ pub use qdisc::{HtbClass, QdiscSpec, QdiscTable};
 pub use report::check_report;
 pub use source::Position;
 pub use validate::{check_link_coalescing, MAX_FRAMES, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING};
-pub use values::{Delay, IfAddr, LinkRate, Size, TcRate, TcTime};
+pub use values::{Delay, DurationFlag, IfAddr, LinkRate, Size, TcRate, TcTime};
 
 use crate::link::LinkParams;
 use crate::qdisc::tree::DevSpec;

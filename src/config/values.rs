@@ -1,7 +1,9 @@
 //! Typed leaf values of the configuration that parse at deserialization
 //! time, so that a bad value is reported with its exact position: tc-style
 //! quantities (rates, sizes, times, keeping the text as written) and
-//! interface addresses with a prefix length.
+//! interface addresses with a prefix length. The command line's duration
+//! flags parse with the same rule as a delay (`DurationFlag`), so that a
+//! text means the same in the file, in `set` and on the command line.
 
 use crate::units::{parse_rate, parse_size, parse_time, parse_time_ns, UnitError};
 use serde::de::{self, Deserialize, Deserializer, Visitor};
@@ -166,7 +168,35 @@ impl UnitKind for DelayUnit {
         parse_time_ns(text)
     }
     const BARE_INTEGERS: bool = false;
-    const HELP: &'static str = "invalid delay; expected a number with a unit: ns, us, ms, s; fix: write a delay such as \"5ms\"";
+    const HELP: &'static str = "invalid time; expected a number with a unit: ns, us, ms, s (a bare number is µs, as in tc); fix: write a time such as \"5ms\" or \"30s\"";
+}
+
+/// clap's parser of every duration flag (`--duration`, `--timeout`...):
+/// the `Delay` rule of the configuration and `set` (tc's time units plus
+/// `ns`; a bare number is µs, as tc reads it, taken with the
+/// `tc::hint::time` warning on stderr, naming the flag).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DurationFlag;
+
+impl clap::builder::TypedValueParser for DurationFlag {
+    type Value = std::time::Duration;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        let delay = clap::builder::StringValueParser::new()
+            .try_map(|text| Delay::parse(&text))
+            .parse_ref(cmd, arg, value)?;
+        if let Some(hint) = crate::tc::hint::time(delay.text()) {
+            let flag = arg.and_then(|a| a.get_long()).unwrap_or("value");
+            // Logging is not set up while the arguments are parsed.
+            eprintln!("warning: --{flag} {}: {hint}", delay.text());
+        }
+        Ok(std::time::Duration::from_nanos(delay.value()))
+    }
 }
 
 /// Link rate in bytes/s (0 = unlimited).

@@ -5,7 +5,9 @@
 //! command's exit code. Everything is torn down on every path (success,
 //! failure, SIGINT, SIGTERM, SIGHUP): both commands' process groups, then
 //! anything else left in the namespaces, the datapath and the namespaces.
-//! Optionally writes a JSON report.
+//! Optionally writes a JSON report. The right command's output (stdout and
+//! stderr) goes to bloatbox's, each line led by `[right] ` so that it does
+//! not pass for the left command's, which is left as it is.
 //!
 //! With a terminal on stdin the left command stays in bloatbox's process
 //! group (the terminal's foreground), so that a shell works as under
@@ -17,10 +19,11 @@
 //! is not executable (as a shell, and `bloatbox exec`, say); 125 when
 //! bloatbox could not run (configuration, set-up).
 
-use std::io::{self, IsTerminal};
+use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ExitStatus, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -41,6 +44,14 @@ pub const EXIT_NOT_READY: u8 = 124;
 pub const EXIT_FAILED: u8 = 125;
 /// How often the run checks its children, signals and readiness.
 const POLL: Duration = Duration::from_millis(50);
+/// What leads each line of the right command's output.
+const RIGHT_PREFIX: &str = "[right] ";
+/// Longest line relayed whole; a longer one is cut into lines this long.
+const RELAY_LINE: usize = 64 * 1024;
+/// How long the run waits, once its commands are gone, for the relays to
+/// write their last lines (a process that escaped the teardown may keep
+/// the pipes open).
+const RELAY_DRAIN: Duration = Duration::from_secs(1);
 
 /// `bloatbox run`'s arguments.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -71,8 +82,9 @@ pub struct RunArgs {
     /// link) with the left side's environment, exits 0; retried every 100 ms.
     #[arg(long, value_name = "CMD")]
     pub wait_cmd: Option<String>,
-    /// Longest wait for readiness: 30s, 500ms, 2m (bare number: seconds).
-    #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_duration)]
+    /// Longest wait for readiness: 30s, 500ms (tc time units, as in the
+    /// configuration: a bare number is µs, with a warning).
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = crate::config::DurationFlag)]
     pub timeout: Duration,
     /// Write a JSON report here: exit codes, timings, link counters, drops
     /// by reason, ring/BQL, the transit-time histogram of each direction,
@@ -113,28 +125,6 @@ pub fn parse_port(s: &str) -> Result<(u16, Proto), String> {
         Ok(p) if p > 0 => Ok((p, proto)),
         _ => Err(format!("port {num:?}: use a number 1..=65535")),
     }
-}
-
-/// `500ms`, `30s`, `2m`, a bare number of seconds; fractions allowed.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let scale = match unit {
-        "ms" => 1e-3,
-        "" | "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        _ => return Err(format!("duration {s:?}: unit {unit:?}; use ms, s, m or h")),
-    };
-    num.parse::<f64>()
-        .ok()
-        .map(|v| v * scale)
-        .filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e9)
-        .map(Duration::from_secs_f64)
-        .ok_or_else(|| format!("duration {s:?}: expected e.g. 10s, 500ms or 2m"))
 }
 
 /// An exit status as a shell reports it: the code, or 128 + the signal.
@@ -181,18 +171,60 @@ struct Proc {
     child: Child,
     own_group: bool,
     record: Record,
+    /// The threads relaying its output with a prefix, if it has one.
+    relays: Vec<JoinHandle<()>>,
+}
+
+/// `relay` on a thread of its own.
+fn spawn_relay(
+    from: impl Read + Send + 'static,
+    to: impl Write + Send + 'static,
+    prefix: &'static str,
+) -> io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("bloatbox-relay".into())
+        .spawn(move || relay(from, to, prefix))
+}
+
+/// Copies `from` to `to` line by line, each line led by `prefix` and
+/// written in one piece; a last line without a newline gets one. Reads on
+/// when `to` fails (e.g. a closed pipe), so that the writer never blocks.
+fn relay(from: impl Read, mut to: impl Write, prefix: &str) {
+    let mut from = BufReader::new(from);
+    let mut line = Vec::with_capacity(prefix.len() + 128);
+    loop {
+        line.clear();
+        line.extend_from_slice(prefix.as_bytes());
+        match (&mut from)
+            .take(RELAY_LINE as u64)
+            .read_until(b'\n', &mut line)
+        {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if !line.ends_with(b"\n") {
+            line.push(b'\n');
+        }
+        let _ = to.write_all(&line).and_then(|()| to.flush());
+    }
 }
 
 impl Proc {
+    /// Starts `cmd`; with a `prefix`, its stdout and stderr are relayed to
+    /// ours line by line, each line led by it.
     fn spawn(
         mut cmd: std::process::Command,
         own_group: bool,
         rootless: bool,
+        prefix: Option<&'static str>,
         record: Record,
         t0: Instant,
     ) -> anyhow::Result<Proc> {
         if own_group {
             cmd.process_group(0);
+        }
+        if prefix.is_some() {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
         if rootless {
             // Nothing named outlives the run: the commands die with it even
@@ -211,17 +243,36 @@ impl Proc {
                 });
             }
         }
-        let child = cmd
+        let mut child = cmd
             .spawn()
             .with_context(|| format!("starting {:?}", record.command.join(" ")))?;
-        Ok(Proc {
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let mut proc = Proc {
             child,
             own_group,
             record: Record {
                 started_s: Some(t0.elapsed().as_secs_f64()),
                 ..record
             },
-        })
+            relays: Vec::new(),
+        };
+        if let Some(prefix) = prefix {
+            let relays = [
+                stdout.map(|from| spawn_relay(from, io::stdout(), prefix)),
+                stderr.map(|from| spawn_relay(from, io::stderr(), prefix)),
+            ];
+            for r in relays.into_iter().flatten() {
+                match r {
+                    Ok(r) => proc.relays.push(r),
+                    Err(e) => {
+                        // Undrained pipes would block it: it does not run.
+                        proc.stop(t0);
+                        return Err(e).context("starting a thread to relay the output");
+                    }
+                }
+            }
+        }
+        Ok(proc)
     }
 
     /// Its status, if it has ended (reaped and recorded once).
@@ -242,6 +293,18 @@ impl Proc {
         } else {
             nix::sys::signal::kill(pid, sig)
         };
+    }
+
+    /// Waits (at most `RELAY_DRAIN`) for its output to be relayed to the
+    /// end; a relay still blocked then is left to end with the process.
+    fn finish_relays(&mut self) {
+        let deadline = Instant::now() + RELAY_DRAIN;
+        while self.relays.iter().any(|r| !r.is_finished()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for r in self.relays.drain(..).filter(|r| r.is_finished()) {
+            let _ = r.join();
+        }
     }
 
     /// SIGTERM to it (its whole group if it has one), SIGKILL after the
@@ -356,6 +419,10 @@ fn run_inner(args: &RunArgs) -> anyhow::Result<u8> {
     });
     let rootless = link.rootless().map(|r| r.backend());
     let last = link.shutdown();
+    // Nothing is left in the namespaces to hold the pipes open.
+    if let Some(r) = right.as_mut() {
+        r.finish_relays();
+    }
     let code = match &outcome {
         Outcome::LeftExited(status) => exit_code(*status),
         Outcome::Signal(sig) => EXIT_SIGNAL_BASE.wrapping_add(*sig as u8),
@@ -420,7 +487,8 @@ fn drive(
             command: vec!["sh".into(), "-c".into(), script.clone()],
             ..Record::default()
         };
-        match Proc::spawn(cmd, true, link.rootless().is_some(), record, t0) {
+        let rootless = link.rootless().is_some();
+        match Proc::spawn(cmd, true, rootless, Some(RIGHT_PREFIX), record, t0) {
             Ok(p) => *right = Some(p),
             Err(e) => return Outcome::Failed(e),
         }
@@ -458,7 +526,7 @@ fn drive(
         command,
         ..Record::default()
     };
-    let mut proc = match Proc::spawn(cmd, own_group, link.rootless().is_some(), record, t0) {
+    let mut proc = match Proc::spawn(cmd, own_group, link.rootless().is_some(), None, record, t0) {
         Ok(p) => p,
         Err(e) => {
             return match cannot_run_code(&e) {
@@ -632,15 +700,38 @@ mod tests {
         assert!(parse_port("80/sctp").unwrap_err().contains("PORT/udp"));
     }
 
+    /// `--timeout` reads a text as the configuration reads a delay: the
+    /// same duration, or an error for both (a bare number is µs, as in tc).
     #[test]
-    fn durations_take_units_and_bare_seconds() {
-        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("5parsecs").unwrap_err().contains("unit"));
-        assert!(parse_duration("").is_err());
-        assert!(parse_duration("1e999").is_err());
+    fn the_timeout_flag_reads_a_time_as_the_configuration_does() {
+        use crate::config::values::{DelayUnit, UnitKind};
+        use crate::config::Config;
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        let flag = |text: &str| {
+            Cli::try_parse_from(["run".to_string(), format!("--timeout={text}")])
+                .map(|c| c.run.timeout)
+                .map_err(|e| e.to_string())
+        };
+        let config = |text: &str| {
+            Config::from_str(&format!("[link]\ndelay = \"{text}\"\n"), "t.toml")
+                .map(|c| Duration::from_nanos(c.link_params(Dir::LeftToRight).delay_ns))
+                .map_err(|e| e.to_string())
+        };
+        for text in ["10", "1.5s", "500ms", "20us", "250ns", "0", " 3s"] {
+            assert_eq!(flag(text), Ok(config(text).unwrap()), "{text:?}");
+        }
+        assert_eq!(flag("10"), Ok(Duration::from_micros(10)));
+        for text in ["2m", "5parsecs", "", "1e999", "-1s"] {
+            let (flag, config) = (flag(text).unwrap_err(), config(text).unwrap_err());
+            let help = DelayUnit::HELP;
+            assert!(flag.contains(help), "{text:?}: {flag}");
+            assert!(config.contains(help), "{text:?}: {config}");
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //!
 //! Submodules: `render` (which counters, named how), `families` (their
 //! registration and encoding), `parse` (a strict checker of the text),
-//! `http` (the server) and `file` (the file writer).
+//! `http` (the server, hyper on tokio) and `file` (the file writer).
 
 mod families;
 mod file;

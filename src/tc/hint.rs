@@ -60,7 +60,7 @@ pub fn time(text: &str) -> Option<String> {
         return None;
     }
     Some(format!(
-        "time \"{text}\" has no unit: tc reads it as {n}us; did you mean \"{n}ms\"?"
+        "time \"{text}\" has no unit: tc reads it as {n}us; did you mean \"{n}ms\" or \"{n}s\"?"
     ))
 }
 
@@ -146,7 +146,7 @@ mod tests {
         let h = time("20").unwrap();
         assert_eq!(
             h,
-            "time \"20\" has no unit: tc reads it as 20us; did you mean \"20ms\"?"
+            "time \"20\" has no unit: tc reads it as 20us; did you mean \"20ms\" or \"20s\"?"
         );
         for fine in ["20ms", "0", "5us", "1s", "x", ""] {
             assert_eq!(time(fine), None, "{fine}");
