@@ -352,6 +352,7 @@ fn main() -> ExitCode {
                 Ok(vec![experiment::Candidate {
                     name: "default".into(),
                     config: bloatbox::config::Config::embedded_default(),
+                    file: None,
                 }])
             } else {
                 configs

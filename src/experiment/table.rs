@@ -187,6 +187,8 @@ mod tests {
     fn result(name: &str, datapath: DatapathTotals) -> ConfigResult {
         ConfigResult {
             name: name.into(),
+            config: Default::default(),
+            config_file: None,
             summary: Default::default(),
             paths: [PathTotals::default(), PathTotals::default()],
             datapath,
@@ -213,6 +215,8 @@ mod tests {
                 ),
                 result("idle", DatapathTotals::default()),
             ],
+            started: std::time::SystemTime::UNIX_EPOCH,
+            kernel_release: String::new(),
         };
         let text = render(&report, true);
         assert!(text.lines().next().unwrap().contains("ping off"), "{text}");
@@ -245,6 +249,8 @@ mod tests {
         let report = Report {
             options: TestOptions::default(),
             results: vec![r],
+            started: std::time::SystemTime::UNIX_EPOCH,
+            kernel_release: String::new(),
         };
         let narrow = render(&report, false);
         assert!(narrow.lines().all(|l| l.chars().count() <= 100), "{narrow}");
