@@ -170,10 +170,7 @@ pub fn cdf(values: &[f64]) -> Points {
 /// Mbit/s of TCP data reaching the receivers of one direction in each
 /// interval between samples, at the interval's end. Bytes read would not
 /// do: after a loss, the bytes queued behind the hole are read at once.
-pub fn goodput(
-    samples: &[ThroughputSample],
-    dir: fn(&ThroughputSample) -> Received,
-) -> Points {
+pub fn goodput(samples: &[ThroughputSample], dir: fn(&ThroughputSample) -> Received) -> Points {
     samples
         .windows(2)
         .map(|w| {
@@ -299,6 +296,12 @@ pub fn charts(report: &Report) -> Vec<Chart> {
     charts
 }
 
+/// An axis label: at most two decimals, no trailing zeros (90, 0.25).
+fn tick(v: f64) -> String {
+    let text = format!("{v:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// `lo..hi` padded for a linear axis from 0.
 fn linear_range(values: impl Iterator<Item = f64>) -> Range<f64> {
     let max = values.fold(0.0, f64::max);
@@ -391,10 +394,24 @@ impl Chart {
             .x_label_area_size(44)
             .y_label_area_size(64)
             .build_cartesian_2d(x, y)?;
+        // A log axis labels 1, 2 and 5 of each decade: its other key
+        // points (3, 4, 6 ... 9) keep their grid lines but would crowd.
+        let log_x = self.log_x;
+        let x_tick = move |v: &f64| {
+            let lead = *v / 10f64.powf(v.log10().floor());
+            let labelled = !log_x || [1.0, 2.0, 5.0].iter().any(|d| (lead - d).abs() < 1e-6);
+            if labelled {
+                tick(*v)
+            } else {
+                String::new()
+            }
+        };
         chart
             .configure_mesh()
             .x_desc(self.x_label)
             .y_desc(self.y_label)
+            .x_label_formatter(&x_tick)
+            .y_label_formatter(&|v| tick(*v))
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15))
             .light_line_style(WHITE.mix(0.0))
@@ -404,11 +421,14 @@ impl Chart {
                 [(0.0, y_lo), (w, y_hi)],
                 BLACK.mix(0.08).filled(),
             )))?;
-            chart.draw_series(std::iter::once(Text::new(
-                "warm-up",
-                (0.0, y_hi),
-                (FONT, 13).into_font().color(&BLACK.mix(0.6)),
-            )))?;
+            chart.draw_series(std::iter::once(
+                EmptyElement::at((0.0, y_hi))
+                    + Text::new(
+                        "warm-up",
+                        (6, 6),
+                        (FONT, 13).into_font().color(&BLACK.mix(0.6)),
+                    ),
+            ))?;
         }
         for s in &self.series {
             let style = s.color.stroke_width(2);
@@ -519,6 +539,14 @@ mod tests {
         );
         assert!(svg.contains("fq-codel: 100Mbit 5ms fq_codel each way"));
         assert!(svg.contains("warm-up"));
+    }
+
+    #[test]
+    fn axis_labels_drop_needless_zeros() {
+        assert_eq!(tick(90.0), "90");
+        assert_eq!(tick(0.25), "0.25");
+        assert_eq!(tick(12.5), "12.5");
+        assert_eq!(tick(0.0), "0");
     }
 
     #[test]
