@@ -228,10 +228,12 @@ struct LoadArgs {
     /// before any emulated queue fills.
     #[arg(long, value_name = "PRIO", default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=99))]
     realtime: u8,
-    /// Write every result and sample as JSON.
+    /// Write the report as JSON (docs/report.schema.json): options, each
+    /// config's link, results, final qdisc trees and every sample.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Write latency.svg, latency-cdf.svg and throughput.svg here.
+    /// Write the plots here, each as SVG and PNG: latency (ping),
+    /// udp-rr, latency-cdf and throughput (goodput).
     #[arg(long, value_name = "DIR")]
     plots: Option<PathBuf>,
     /// Every column of the table (ping's min/max/mdev, UDP_RR's p50 and
@@ -361,6 +363,7 @@ fn main() -> ExitCode {
                 Ok(vec![experiment::Candidate {
                     name: "default".into(),
                     config: bloatbox::config::Config::embedded_default(),
+                    file: None,
                 }])
             } else {
                 configs

@@ -180,6 +180,7 @@ fn live_mq_fq_codel_uses_several_queues_and_keeps_ping_near_idle() {
             "mq-fq-codel.toml",
         )
         .unwrap(),
+        file: None,
     };
     let loaded = TestOptions {
         flows: 8,

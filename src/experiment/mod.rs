@@ -1,18 +1,21 @@
 //! `bloatbox test` and `bloatbox demo`: for each configuration bring the
 //! link up in fresh namespaces, run the RRUL-like test (`load::rrul`), take
 //! the daemon's drop and ECN-mark counters, tear the link down; then print a
-//! comparison table, and optionally write JSON and SVG plots (`plot`).
+//! comparison table (`table`), and optionally write the report as JSON
+//! (`json`) and plots (`plot`).
 
+pub mod json;
 pub mod plot;
 pub mod table;
+#[cfg(test)]
+mod testdata;
 
 use std::io::IsTerminal;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
-use serde::Serialize;
 
 use crate::config::Config;
 use crate::dir::Dir;
@@ -35,7 +38,7 @@ pub const DEMO_CONFIGS: [(&str, &str); 3] = [
 ];
 
 /// How each configuration is tested.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct TestOptions {
     /// TCP flows per direction (0 = idle link, probes only).
     pub flows: usize,
@@ -69,11 +72,13 @@ impl Default for TestOptions {
     }
 }
 
-/// A configuration to test and the name it goes by in the table.
+/// A configuration to test, the name it goes by in the table and the file
+/// it was read from (`None`: embedded or made in code).
 #[derive(Clone, Debug)]
 pub struct Candidate {
     pub name: String,
     pub config: Config,
+    pub file: Option<PathBuf>,
 }
 
 impl Candidate {
@@ -83,7 +88,11 @@ impl Candidate {
             || path.display().to_string(),
             |s| s.to_string_lossy().into(),
         );
-        Ok(Candidate { name, config })
+        Ok(Candidate {
+            name,
+            config,
+            file: Some(path.to_path_buf()),
+        })
     }
 
     /// The embedded demo configurations.
@@ -96,6 +105,7 @@ impl Candidate {
                 Ok(Candidate {
                     name: name.to_string(),
                     config,
+                    file: None,
                 })
             })
             .collect()
@@ -103,7 +113,7 @@ impl Candidate {
 }
 
 /// The daemon's counters of one direction at the end of a run.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct PathTotals {
     /// Root qdisc kind actually running.
     pub qdisc: String,
@@ -135,7 +145,7 @@ impl PathTotals {
 
 /// What the datapath thread spent on the whole run (link up to link
 /// down, warm-up included).
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct DatapathTotals {
     /// Frames that entered the emulated link, both directions.
     pub frames: u64,
@@ -155,9 +165,14 @@ impl DatapathTotals {
 }
 
 /// One configuration's result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct ConfigResult {
     pub name: String,
+    /// The configuration as loaded (the run used private namespace and TAP
+    /// names, see `private_names`).
+    pub config: Config,
+    /// The file it was read from (`None`: embedded or made in code).
+    pub config_file: Option<PathBuf>,
     pub summary: RrulSummary,
     /// left→right, right→left.
     pub paths: [PathTotals; 2],
@@ -169,10 +184,14 @@ pub struct ConfigResult {
 }
 
 /// A whole `bloatbox test` run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Report {
     pub options: TestOptions,
     pub results: Vec<ConfigResult>,
+    /// When the run started.
+    pub started: SystemTime,
+    /// The host's kernel release (`uname -r`).
+    pub kernel_release: String,
 }
 
 /// `cfg` with namespace and TAP names no other run uses: `tag` makes them
@@ -259,6 +278,8 @@ pub fn run_one(
     };
     Ok(ConfigResult {
         name: cand.name.clone(),
+        config: cand.config.clone(),
+        config_file: cand.file.clone(),
         summary: raw.summary(opts.warmup.as_secs_f64()),
         paths,
         datapath,
@@ -273,6 +294,12 @@ pub fn run_one(
 pub fn run_all(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Report> {
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = crate::netns::TerminationSignals::block()?;
+    let started = SystemTime::now();
+    // The release as `uname -r` prints it (proc(5): the same string).
+    let kernel_release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .context("reading /proc/sys/kernel/osrelease")?
+        .trim()
+        .to_string();
     let tty = std::io::stderr().is_terminal();
     let total = opts.duration.as_secs_f64();
     let mut results = Vec::new();
@@ -301,127 +328,25 @@ pub fn run_all(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Report
     Ok(Report {
         options: opts.clone(),
         results,
+        started,
+        kernel_release,
     })
 }
 
 impl Report {
+    /// Writes the report as JSON (`json`; docs/report.schema.json).
     pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
-        let text = serde_json::to_string_pretty(self)?;
+        let text = serde_json::to_string_pretty(&json::ReportJson::of(self)?)?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
     }
 
-    /// Writes latency.svg, latency-cdf.svg and throughput.svg into `dir`;
+    /// Writes the plots (`plot::charts`) into `dir`, each as SVG and PNG;
     /// returns their paths.
     pub fn write_plots(&self, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        use plot::{cdf, line_chart, Series, PALETTE};
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let warmup = self.options.warmup.as_secs_f64();
-        let color = |i: usize| PALETTE[i % PALETTE.len()];
-        // Ping if there is one, else the UDP_RR times.
-        let latency = |r: &ConfigResult| {
-            r.raw
-                .ping
-                .as_ref()
-                .map(|p| p.samples.clone())
-                .or_else(|| r.raw.udp_rr.as_ref().map(|u| u.samples.clone()))
-                .unwrap_or_default()
-        };
-        let probe = if self.options.ping_interval.is_some() {
-            "ping"
-        } else {
-            "UDP_RR"
-        };
-        let over_time: Vec<Series> = self
-            .results
-            .iter()
-            .enumerate()
-            .map(|(i, r)| Series {
-                name: r.name.clone(),
-                color: color(i),
-                dashed: false,
-                points: latency(r).iter().map(|s| (s.t, s.rtt_us / 1e3)).collect(),
-            })
-            .collect();
-        let cdfs: Vec<Series> = self
-            .results
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let v: Vec<f64> = latency(r)
-                    .iter()
-                    .filter(|s| s.t >= warmup)
-                    .map(|s| s.rtt_us / 1e3)
-                    .collect();
-                Series {
-                    name: r.name.clone(),
-                    color: color(i),
-                    dashed: false,
-                    points: cdf(&v),
-                }
-            })
-            .collect();
-        let mut tput = Vec::new();
-        for (i, r) in self.results.iter().enumerate() {
-            let rate = |pick: fn(&rrul::ThroughputSample) -> u64| {
-                r.raw
-                    .throughput
-                    .windows(2)
-                    .map(|w| {
-                        let dt = (w[1].t - w[0].t).max(1e-9);
-                        let bytes = pick(&w[1]).saturating_sub(pick(&w[0]));
-                        (w[1].t, bytes as f64 * 8.0 / dt / 1e6)
-                    })
-                    .collect::<Vec<_>>()
-            };
-            tput.push(Series {
-                name: format!("{} up", r.name),
-                color: color(i),
-                dashed: false,
-                points: rate(|s| s.up_bytes),
-            });
-            if self.options.bidirectional {
-                tput.push(Series {
-                    name: format!("{} down", r.name),
-                    color: color(i),
-                    dashed: true,
-                    points: rate(|s| s.down_bytes),
-                });
-            }
-        }
-        let files = [
-            (
-                "latency.svg",
-                line_chart(
-                    &format!("{probe} RTT under load (warm-up {warmup:.0} s included)"),
-                    "time (s)",
-                    "RTT (ms)",
-                    &over_time,
-                ),
-            ),
-            (
-                "latency-cdf.svg",
-                line_chart(
-                    &format!("{probe} RTT CDF (after warm-up)"),
-                    "RTT (ms)",
-                    "fraction of samples",
-                    &cdfs,
-                ),
-            ),
-            (
-                "throughput.svg",
-                line_chart(
-                    "TCP goodput per direction (up = left to right)",
-                    "time (s)",
-                    "Mbit/s",
-                    &tput,
-                ),
-            ),
-        ];
         let mut written = Vec::new();
-        for (name, svg) in files {
-            let path = dir.join(name);
-            std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
-            written.push(path);
+        for chart in plot::charts(self) {
+            written.extend(chart.write(dir)?);
         }
         Ok(written)
     }

@@ -5,11 +5,18 @@
 //! direction (`>` = left→right, `<` = right→left); then the datapath
 //! thread's wake-ups and CPU time per frame over the whole run. By default
 //! only the columns that fit a 100-column terminal (ping's avg, p50, p99,
-//! UDP_RR's p99, goodput, drops); `--wide` prints them all.
+//! UDP_RR's p99, goodput, drops); `--wide` prints them all. comfy-table
+//! lays the table out: it sizes each column to its widest cell and, in the
+//! default layout, wraps cells so that no line passes 100 columns.
 
 use std::fmt::Write;
 
+use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table};
+
 use super::Report;
+
+/// The width the default layout fits.
+pub const NARROW_WIDTH: u16 = 100;
 
 /// Which layouts show a column.
 #[derive(Clone, Copy, PartialEq)]
@@ -19,22 +26,20 @@ enum Shown {
     Wide,
 }
 
-/// One column: its two header lines, width, alignment, the layouts that
-/// show it, and the group it belongs to (groups are separated by `|`).
+/// One column: its two header lines, alignment, the layouts that show it,
+/// and the group it belongs to (groups are set apart by wider gaps).
 struct Col {
     head: &'static str,
     unit: &'static str,
-    width: usize,
     left: bool,
     shown: Shown,
     group: u8,
 }
 
-const fn col(head: &'static str, unit: &'static str, width: usize, shown: Shown, group: u8) -> Col {
+const fn col(head: &'static str, unit: &'static str, shown: Shown, group: u8) -> Col {
     Col {
         head,
         unit,
-        width,
         left: false,
         shown,
         group,
@@ -47,27 +52,31 @@ use Shown::{Always, Narrow, Wide};
 const COLS: [Col; 16] = [
     Col {
         left: true,
-        ..col("config", "", 20, Always, 0)
+        ..col("config", "", Always, 0)
     },
     Col {
         left: true,
-        ..col("qdisc", "", 10, Always, 0)
+        ..col("qdisc", "", Always, 0)
     },
-    col("ping rtt min/avg/max/mdev ms", "", 30, Wide, 1),
-    col("ping", "avg ms", 7, Narrow, 2),
-    col("p50", "ms", 7, Always, 2),
-    col("p99", "ms", 7, Always, 2),
-    col("udp_rr p50/p99", "ms", 15, Wide, 3),
-    col("udp_rr", "p99 ms", 8, Narrow, 3),
-    col("trans/s", "", 8, Wide, 3),
-    col("up", "Mbit/s", 6, Always, 4),
-    col("down", "Mbit/s", 6, Always, 4),
-    col("drops >/<", "link+tap", 19, Wide, 5),
-    col("drops >/<", "link+tap", 13, Narrow, 5),
-    col("marks >/<", "", 9, Wide, 6),
-    col("wakeups", "/frame", 9, Wide, 7),
-    col("cpu", "us/frame", 9, Wide, 7),
+    col("ping rtt min/avg/max/mdev", "ms", Wide, 1),
+    col("ping", "avg ms", Narrow, 2),
+    col("p50", "ms", Always, 2),
+    col("p99", "ms", Always, 2),
+    col("udp_rr p50/p99", "ms", Wide, 3),
+    col("udp_rr", "p99 ms", Narrow, 3),
+    col("trans/s", "", Wide, 3),
+    col("up", "Mbit/s", Always, 4),
+    col("down", "Mbit/s", Always, 4),
+    col("drops >/<", "link+tap", Wide, 5),
+    col("drops >/<", "link+tap", Narrow, 5),
+    col("marks >/<", "", Wide, 6),
+    col("wakeups", "/frame", Wide, 7),
+    col("cpu", "us/frame", Wide, 7),
 ];
+
+/// Spaces between two columns of a group, and between groups.
+const GAP: u16 = 1;
+const GROUP_GAP: u16 = 3;
 
 /// The cells of one configuration's row, one per column of `COLS`.
 fn cells(r: &super::ConfigResult) -> [String; 16] {
@@ -107,35 +116,6 @@ fn cells(r: &super::ConfigResult) -> [String; 16] {
     ]
 }
 
-/// One line of the columns `wide` shows, groups separated by ` | `.
-fn line(wide: bool, text: &[String]) -> String {
-    let mut out = String::new();
-    let mut group = None;
-    for (c, t) in COLS.iter().zip(text) {
-        let shown = match c.shown {
-            Always => true,
-            Narrow => !wide,
-            Wide => wide,
-        };
-        if !shown {
-            continue;
-        }
-        match group {
-            Some(g) if g != c.group => out.push_str(" | "),
-            Some(_) => out.push(' '),
-            None => {}
-        }
-        group = Some(c.group);
-        let w = c.width;
-        if c.left {
-            let _ = write!(out, "{t:<w$}");
-        } else {
-            let _ = write!(out, "{t:>w$}");
-        }
-    }
-    out.trim_end().to_string()
-}
-
 /// Renders the table (one row per configuration) and a line on how it was
 /// measured: the columns that fit 100 columns, or with `wide` all of them
 /// (ping's min/max/mdev, UDP_RR's p50 and rate, marks, the datapath's
@@ -156,12 +136,45 @@ pub fn render(report: &Report, wide: bool) -> String {
             .map_or("off".into(), |i| format!("every {} ms", i.as_millis())),
         if o.udp_rr { "on" } else { "off" },
     );
-    let heads = COLS.map(|c| c.head.to_string());
-    let units = COLS.map(|c| c.unit.to_string());
-    let _ = writeln!(out, "{}", line(wide, &heads));
-    let _ = writeln!(out, "{}", line(wide, &units));
+    let mut table = Table::new();
+    table.load_style(comfy_table::presets::NOTHING);
+    table.set_header(COLS.map(|c| format!("{}\n{}", c.head, c.unit)));
     for r in &report.results {
-        let _ = writeln!(out, "{}", line(wide, &cells(r)));
+        table.add_row(cells(r));
+    }
+    if wide {
+        table.set_content_arrangement(ContentArrangement::Disabled);
+    } else {
+        table
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(NARROW_WIDTH);
+    }
+    let shown = |c: &Col| match c.shown {
+        Always => true,
+        Narrow => !wide,
+        Wide => wide,
+    };
+    let visible: Vec<&Col> = COLS.iter().filter(|c| shown(c)).collect();
+    for (column, c) in table.column_iter_mut().zip(&COLS) {
+        if !shown(c) {
+            column.set_constraint(ColumnConstraint::Hidden);
+            continue;
+        }
+        let next = visible.iter().skip_while(|v| !std::ptr::eq(**v, c)).nth(1);
+        let gap = match next {
+            None => 0,
+            Some(n) if n.group == c.group => GAP,
+            Some(_) => GROUP_GAP,
+        };
+        column.set_padding((0, gap));
+        column.set_cell_alignment(if c.left {
+            CellAlignment::Left
+        } else {
+            CellAlignment::Right
+        });
+    }
+    for line in table.lines() {
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     out
 }
@@ -174,6 +187,8 @@ mod tests {
     fn result(name: &str, datapath: DatapathTotals) -> ConfigResult {
         ConfigResult {
             name: name.into(),
+            config: Default::default(),
+            config_file: None,
             summary: Default::default(),
             paths: [PathTotals::default(), PathTotals::default()],
             datapath,
@@ -200,6 +215,8 @@ mod tests {
                 ),
                 result("idle", DatapathTotals::default()),
             ],
+            started: std::time::SystemTime::UNIX_EPOCH,
+            kernel_release: String::new(),
         };
         let text = render(&report, true);
         assert!(text.lines().next().unwrap().contains("ping off"), "{text}");
@@ -215,7 +232,39 @@ mod tests {
         assert!(narrow.lines().any(|l| l.starts_with("busy")), "{narrow}");
         assert!(!narrow.contains("us/frame") && text.contains("us/frame"));
         // 250 wake-ups and 30 ms of CPU over 1000 frames.
-        assert!(row("busy").ends_with("|     0.250     30.00"), "{text}");
-        assert!(row("idle").ends_with("|     0.000      0.00"), "{text}");
+        // (the marks, the gap between groups, then the two cells).
+        assert!(row("busy").ends_with("0/0     0.250    30.00"), "{text}");
+        assert!(row("idle").ends_with("0/0     0.000     0.00"), "{text}");
+    }
+
+    #[test]
+    fn a_long_name_wraps_to_fit_100_columns_and_no_number_is_cut() {
+        let mut r = result(
+            "a-configuration-with-a-very-long-file-name",
+            Default::default(),
+        );
+        r.paths[0].drops = 123_456_789;
+        r.paths[1].tap_drops = 987_654;
+        r.summary.up_mbit = 95.61;
+        let report = Report {
+            options: TestOptions::default(),
+            results: vec![r],
+            started: std::time::SystemTime::UNIX_EPOCH,
+            kernel_release: String::new(),
+        };
+        let narrow = render(&report, false);
+        assert!(narrow.lines().all(|l| l.chars().count() <= 100), "{narrow}");
+        assert!(narrow.contains("123456789+0/0+987654"), "{narrow}");
+        assert!(narrow.contains(" 95.6 "), "{narrow}");
+        // The name is wrapped, not cut: its pieces put together give it back.
+        let name: String = narrow
+            .lines()
+            .skip(3)
+            .map(|l| l.split_whitespace().next().unwrap_or(""))
+            .collect();
+        assert!(
+            name.starts_with("a-configuration-with-a-very-long-file-name"),
+            "{narrow}"
+        );
     }
 }

@@ -16,7 +16,6 @@ use nix::sys::socket::{
     SockType, SockaddrIn,
 };
 use nix::sys::time::TimeVal;
-use serde::Serialize;
 
 use super::stats::{LatencyStats, Sample};
 use super::{spawn_in, Run};
@@ -33,14 +32,14 @@ pub struct PingSpec {
     pub interval: Duration,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct PingRaw {
     pub samples: Vec<Sample>,
     /// Send times (s) of every request.
     pub sent: Vec<f64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct PingResult {
     pub transmitted: u64,
     pub received: u64,

@@ -7,8 +7,6 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use serde::Serialize;
-
 use super::icmp::{Ping, PingRaw, PingResult, PingSpec};
 use super::tcp::{Bulk, BulkSpec, CongestionControl};
 use super::udp_rr::{UdpRr, UdpRrRaw, UdpRrResult, UdpRrSpec};
@@ -34,7 +32,7 @@ const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
 
 /// What to run. "Up" is left→right (the left namespace sends), "down"
 /// right→left.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct RrulSpec {
     pub left_ns: String,
     pub right_ns: String,
@@ -53,16 +51,28 @@ pub struct RrulSpec {
     pub ecn: bool,
 }
 
-/// Bytes received per direction at one moment.
-#[derive(Clone, Copy, Debug, Serialize)]
+/// What one direction's receivers had received at one moment, all flows
+/// together.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Received {
+    /// Bytes read, in order (goodput as the application sees it).
+    pub read: u64,
+    /// Bytes that reached the receiving TCP, in order or not
+    /// (`tcp::Bulk::arrived`): never faster than the link.
+    pub arrived: u64,
+}
+
+/// The receivers' counters per direction at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ThroughputSample {
+    /// Seconds since the load started.
     pub t: f64,
-    pub up_bytes: u64,
-    pub down_bytes: u64,
+    pub up: Received,
+    pub down: Received,
 }
 
 /// Everything measured, unsummarised.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct RrulRaw {
     pub ping: Option<PingRaw>,
     pub udp_rr: Option<UdpRrRaw>,
@@ -70,7 +80,7 @@ pub struct RrulRaw {
 }
 
 /// The numbers of the measured part (after the warm-up).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct RrulSummary {
     pub measured_s: f64,
     pub ping: Option<PingResult>,
@@ -89,8 +99,7 @@ impl RrulRaw {
             .copied()
             .unwrap_or(ThroughputSample {
                 t: warmup,
-                up_bytes: 0,
-                down_bytes: 0,
+                ..ThroughputSample::default()
             });
         let last = self.throughput.last().copied().unwrap_or(at_warmup);
         let span = (last.t - at_warmup.t).max(1e-9);
@@ -99,8 +108,8 @@ impl RrulRaw {
             measured_s: end - warmup,
             ping: self.ping.as_ref().map(|p| p.summary(warmup)),
             udp_rr: self.udp_rr.as_ref().map(|u| u.summary(warmup, end)),
-            up_mbit: mbit(at_warmup.up_bytes, last.up_bytes),
-            down_mbit: mbit(at_warmup.down_bytes, last.down_bytes),
+            up_mbit: mbit(at_warmup.up.read, last.up.read),
+            down_mbit: mbit(at_warmup.down.read, last.down.read),
         }
     }
 }
@@ -200,21 +209,30 @@ fn run_started(
         .transpose()?;
     // Everything is connected and bound: the load and the clock start now.
     run.go();
-    let count = |b: &Option<Bulk>| b.as_ref().map_or(0, |b| b.bytes.load(Ordering::Relaxed));
+    let count = |b: &Option<Bulk>| -> anyhow::Result<Received> {
+        Ok(match b {
+            Some(b) => Received {
+                read: b.bytes.load(Ordering::Relaxed),
+                arrived: b.arrived()?,
+            },
+            None => Received::default(),
+        })
+    };
     let mut raw = RrulRaw::default();
     let total = spec.duration.as_secs_f64();
-    let aborted = loop {
+    let sampled = loop {
         let t = run.elapsed();
-        raw.throughput.push(ThroughputSample {
-            t,
-            up_bytes: count(&up),
-            down_bytes: count(&down),
-        });
+        let sample = count(&up).and_then(|u| Ok((u, count(&down)?)));
+        let (u, d) = match sample {
+            Ok(s) => s,
+            Err(e) => break Err(e),
+        };
+        raw.throughput.push(ThroughputSample { t, up: u, down: d });
         if !progress(t) {
-            break true;
+            break Err(anyhow::anyhow!("interrupted"));
         }
         if t >= total {
-            break false;
+            break Ok(());
         }
         std::thread::sleep(SAMPLE_INTERVAL.min(Duration::from_secs_f64(total - t)));
     };
@@ -228,6 +246,6 @@ fn run_started(
     raw.udp_rr = udp?;
     up?;
     down?;
-    anyhow::ensure!(!aborted, "interrupted");
+    sampled?;
     Ok(raw)
 }

@@ -3,17 +3,16 @@
 //! TEN_SEC, ten buckets each).
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
 
 /// One probe sample: seconds since the test started, round-trip time in µs.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sample {
     pub t: f64,
     pub rtt_us: f64,
 }
 
 /// A latency summary of samples, in milliseconds as ping prints them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct LatencyStats {
     pub samples: u64,
     pub min_ms: f64,
@@ -84,7 +83,7 @@ pub const DECADES: [&str; 8] = [
 /// netperf's histogram of request/response times: for each decade from 1 µs
 /// to 10 s, ten buckets (the decade's leading digit), plus the count of
 /// times of 100 s or more.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DecadeHistogram {
     pub rows: [[u64; 10]; 8],
     pub over_100s: u64,

@@ -1,13 +1,18 @@
 //! Bulk TCP flows like netperf TCP_STREAM: a sender writes as fast as it can
-//! until the run stops, a receiver counts the bytes that arrive. The
+//! until the run stops, a receiver counts the bytes it reads. The
 //! congestion control is pinned per socket (TCP_CONGESTION), because this
-//! machine's default (bbr) paces itself and hides the queue.
+//! machine's default (bbr) paces itself and hides the queue. Besides the
+//! bytes read (in order, when the reader gets to them), `Bulk::arrived`
+//! asks the receiving sockets' TCP how much data reached it in any order
+//! (`TCP_INFO`): after a loss the bytes behind the hole become readable
+//! all at once when the retransmission fills it, so bytes read per 100 ms
+//! can reach twice the line rate while arrivals cannot.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -30,7 +35,7 @@ const CONNECT_WAVE: usize = 16;
 
 /// Congestion controls the generator offers: loss-based ones that fill
 /// queues, as the netdev experiments used.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum CongestionControl {
     Cubic,
     Reno,
@@ -58,11 +63,16 @@ pub struct BulkSpec {
     pub cc: CongestionControl,
 }
 
+/// The receiving ends of a direction's flows, as accepted (each a second
+/// handle on the socket its reader thread reads).
+type Receivers = Arc<Mutex<Vec<TcpStream>>>;
+
 /// Running flows of one direction.
 pub struct Bulk {
     threads: Vec<JoinHandle<anyhow::Result<u64>>>,
-    /// Bytes received so far, all flows together.
+    /// Bytes read by the receivers so far, all flows together.
     pub bytes: Arc<AtomicU64>,
+    receivers: Receivers,
 }
 
 impl Bulk {
@@ -71,17 +81,18 @@ impl Bulk {
     /// sending at the run's gate (`Run::go`).
     pub fn start(spec: &BulkSpec, run: &Run) -> anyhow::Result<Bulk> {
         let bytes = Arc::new(AtomicU64::new(0));
+        let receivers = Receivers::default();
         let mut threads = Vec::new();
         let (tx, rx) = std::sync::mpsc::channel();
         let dst = spec.dst;
         let flows = spec.flows;
         {
-            let (run, bytes) = (run.clone(), bytes.clone());
+            let (run, bytes, receivers) = (run.clone(), bytes.clone(), receivers.clone());
             threads.push(spawn_in(&spec.dst_ns, "tcp-listen", move || {
                 let listener =
                     listen(dst, flows).with_context(|| format!("listening on TCP {dst}"))?;
                 let _ = tx.send(());
-                accept_all(listener, flows, &run, &bytes)
+                accept_all(listener, flows, &run, &bytes, &receivers)
             })?);
         }
         rx.recv_timeout(Duration::from_secs(5))
@@ -117,7 +128,18 @@ impl Bulk {
                     .map_err(|e| anyhow::anyhow!("a flow to {dst}: {e}"))?;
             }
         }
-        Ok(Bulk { threads, bytes })
+        Ok(Bulk {
+            threads,
+            bytes,
+            receivers,
+        })
+    }
+
+    /// Bytes of data that reached the receiving sockets' TCP so far, in
+    /// order or not, all flows together (see `arrived`).
+    pub fn arrived(&self) -> anyhow::Result<u64> {
+        let receivers = self.receivers.lock().unwrap_or_else(|e| e.into_inner());
+        receivers.iter().map(arrived).sum()
     }
 
     /// Waits for every thread after the run was stopped; returns the bytes
@@ -216,19 +238,63 @@ fn send(mut s: TcpStream, run: &Run) -> anyhow::Result<u64> {
     Ok(sent)
 }
 
+/// Bytes of data that reached `s`'s TCP, from its `TCP_INFO`
+/// (include/uapi/linux/tcp.h): the data segments received
+/// (`tcpi_data_segs_in`, counted on arrival by `tcp_segs_in()` in
+/// include/net/tcp.h, in order or not, retransmissions included) times the
+/// receive MSS, or the bytes received in order (`tcpi_bytes_received`,
+/// RFC 4898's tcpEStatsAppHCThruOctetsReceived, advanced by
+/// `tcp_rcv_nxt_update()` in net/ipv4/tcp_input.c) where those are more:
+/// a GSO super-frame from a TAP counts as one segment, since
+/// `virtio_net_hdr_to_skb()` (include/linux/virtio_net.h) leaves its
+/// `gso_segs` at 0.
+fn arrived(s: &TcpStream) -> anyhow::Result<u64> {
+    let mut info = std::mem::MaybeUninit::<libc::tcp_info>::zeroed();
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `info` is a writable tcp_info of `len` bytes; the kernel
+    // writes at most `len` bytes and says how many in `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_fd().as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error()).context("getsockopt TCP_INFO");
+    }
+    anyhow::ensure!(
+        len as usize >= std::mem::offset_of!(libc::tcp_info, tcpi_data_segs_out),
+        "TCP_INFO of {len} bytes has no tcpi_data_segs_in (Linux 4.6 added it)"
+    );
+    // SAFETY: zeroed and then filled in by the kernel: every field is an
+    // integer, valid for any bytes.
+    let info = unsafe { info.assume_init() };
+    let segments = u64::from(info.tcpi_data_segs_in) * u64::from(info.tcpi_rcv_mss);
+    Ok(segments.max(info.tcpi_bytes_received))
+}
+
 /// Accepts `flows` connections and starts one counting thread per
-/// connection; returns when all of them end.
+/// connection (a second handle on each goes into `receivers`); returns
+/// when all of them end.
 fn accept_all(
     listener: TcpListener,
     flows: usize,
     run: &Run,
     bytes: &Arc<AtomicU64>,
+    receivers: &Receivers,
 ) -> anyhow::Result<u64> {
     listener.set_nonblocking(true)?;
     let mut readers = Vec::new();
     while readers.len() < flows && !run.stopped() {
         match listener.accept() {
             Ok((s, _)) => {
+                receivers
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(s.try_clone().context("a second handle on a TCP flow")?);
                 s.set_nonblocking(false)?;
                 s.set_read_timeout(Some(POLL_INTERVAL))?;
                 let (run, bytes) = (run.clone(), bytes.clone());

@@ -10,7 +10,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use serde::Serialize;
 
 use super::stats::{DecadeHistogram, LatencyStats, Sample};
 use super::{join, spawn_in, Run, POLL_INTERVAL};
@@ -30,7 +29,7 @@ pub struct UdpRrSpec {
 }
 
 /// What the client measured: every transaction's time.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct UdpRrRaw {
     pub samples: Vec<Sample>,
     /// Requests whose responses did not arrive in time, with their send time.
@@ -38,7 +37,7 @@ pub struct UdpRrRaw {
 }
 
 /// The summary netperf prints, over the measured part of the run.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct UdpRrResult {
     /// Completed transactions per second.
     pub transactions_per_s: f64,

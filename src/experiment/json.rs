@@ -1,0 +1,695 @@
+//! The JSON form of a test report (`bloatbox test --json`), shaped for its
+//! readers rather than by the Rust types it is made from, and described by
+//! the JSON Schema in docs/report.schema.json (`SCHEMA_VERSION`). A header
+//! says which bloatbox ran it, when (RFC 3339, UTC), on which kernel, with
+//! which options; each configuration carries its name and file, the link it
+//! set up per direction (effective parameters, shape and the tc lines of its
+//! qdisc tree), the summary, the daemon's counters with the final qdisc and
+//! class trees as `tc -s -j` prints them, and the raw samples. Directions
+//! are named objects (`left_to_right`, `right_to_left`), every number with
+//! a unit has it in its key (`_s`, `_ms`, `_bytes`, `_mbit`, `_bit_s`), and
+//! floats are rounded: times in ms to the µs, in s to the µs, rates to
+//! 0.01 Mbit/s.
+
+use anyhow::Context;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{ConfigResult, DatapathTotals, PathTotals, Report, TestOptions};
+use crate::config::Config;
+use crate::dir::Dir;
+use crate::load::icmp::PingResult;
+use crate::load::rrul::{Received, RrulSummary};
+use crate::load::stats::{DecadeHistogram, LatencyStats, Sample};
+use crate::load::udp_rr::UdpRrResult;
+use crate::qdisc::dump::QdiscDump;
+use crate::tc::command::TcCommand;
+use crate::tc::show::{render, DevDump};
+use crate::units::print_rate;
+
+/// The version of the report's shape; docs/report.schema.json describes
+/// this one. Raised on any change a reader could trip over.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// `v` rounded to `decimals` decimal places.
+fn round(v: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (v * scale).round() / scale
+}
+
+/// Milliseconds to the µs.
+fn ms(v: f64) -> f64 {
+    round(v, 3)
+}
+
+/// Seconds to the µs.
+fn secs(v: f64) -> f64 {
+    round(v, 6)
+}
+
+/// One value per direction.
+#[derive(Serialize)]
+pub struct PerDir<T> {
+    pub left_to_right: T,
+    pub right_to_left: T,
+}
+
+impl<T> PerDir<T> {
+    fn of(mut f: impl FnMut(Dir) -> T) -> PerDir<T> {
+        PerDir {
+            left_to_right: f(Dir::LeftToRight),
+            right_to_left: f(Dir::RightToLeft),
+        }
+    }
+}
+
+/// The whole report.
+#[derive(Serialize)]
+pub struct ReportJson {
+    pub schema_version: u32,
+    pub bloatbox_version: &'static str,
+    /// When the run started, RFC 3339 in UTC.
+    pub started_at: String,
+    /// The host's kernel release (`uname -r`).
+    pub kernel_release: String,
+    pub options: OptionsJson,
+    pub results: Vec<ResultJson>,
+}
+
+#[derive(Serialize)]
+pub struct OptionsJson {
+    pub flows_per_direction: usize,
+    pub bidirectional: bool,
+    /// Each configuration's run, warm-up included.
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub congestion_control: &'static str,
+    /// `null`: no ping.
+    pub ping_interval_ms: Option<f64>,
+    pub udp_rr: bool,
+    pub ecn: bool,
+    /// SCHED_FIFO priority of the datapath; `null`: normal scheduling.
+    pub realtime_priority: Option<u8>,
+}
+
+#[derive(Serialize)]
+pub struct ResultJson {
+    pub name: String,
+    /// The file the configuration was read from; `null` for an embedded one.
+    pub config_file: Option<String>,
+    pub taps: TapsJson,
+    /// The link as configured, per direction.
+    pub link: PerDir<LinkJson>,
+    pub summary: SummaryJson,
+    /// The daemon's counters at the end of the run, per direction.
+    pub counters: PerDir<CountersJson>,
+    pub datapath: DatapathJson,
+    pub samples: SamplesJson,
+}
+
+#[derive(Serialize)]
+pub struct TapsJson {
+    pub mtu_bytes: u32,
+    pub txqueuelen_packets: u32,
+    pub offload: bool,
+}
+
+/// One direction's effective link, ethtool lines applied.
+#[derive(Serialize)]
+pub struct LinkJson {
+    /// The emulated device (`tc ... dev left` is left→right).
+    pub dev: &'static str,
+    /// Line rate as tc prints it (`100Mbit`), or `unlimited`.
+    pub rate: String,
+    /// `null`: unlimited.
+    pub rate_bit_s: Option<u64>,
+    pub delay_ms: f64,
+    pub overhead_bytes: u32,
+    pub mtu_bytes: u32,
+    pub tx_ring_frames: u32,
+    pub bql: bool,
+    pub bulk_dequeue: bool,
+    pub txqueuelen_packets: u32,
+    pub tx_queues: u32,
+    pub rx_usecs: u32,
+    pub rx_frames: u32,
+    pub tx_usecs: u32,
+    pub tx_frames: u32,
+    /// Wire impairments as tc-netem(8) options; `null`: none.
+    pub netem: Option<String>,
+    /// A trace or schedule driving the rate; `null`: none.
+    pub schedule: Option<String>,
+    /// Link-layer framing as tc-stab(8) options; `null`: none.
+    pub framing: Option<String>,
+    /// The tc command lines that build the qdisc tree.
+    pub tc: Vec<String>,
+}
+
+impl LinkJson {
+    fn of(config: &Config, dir: Dir) -> LinkJson {
+        let p = config.link_params(dir);
+        let shape = config.link_shape(dir);
+        let report = crate::control::set::ShapeReport::of(&shape);
+        let f = shape.framing;
+        LinkJson {
+            dev: dir.dev(),
+            rate: match p.rate_bytes_ps {
+                0 => "unlimited".into(),
+                r => print_rate(r),
+            },
+            rate_bit_s: (p.rate_bytes_ps > 0).then_some(p.rate_bytes_ps * 8),
+            delay_ms: ms(p.delay_ns as f64 / 1e6),
+            overhead_bytes: p.overhead,
+            mtu_bytes: p.mtu,
+            tx_ring_frames: p.tx_ring,
+            bql: p.bql,
+            bulk_dequeue: p.bulk_dequeue,
+            txqueuelen_packets: p.txqueuelen,
+            tx_queues: config.tx_queues(dir),
+            rx_usecs: p.rx_usecs,
+            rx_frames: p.rx_frames,
+            tx_usecs: p.tx_usecs,
+            tx_frames: p.tx_frames,
+            netem: (!shape.impairments.is_none()).then_some(report.netem),
+            schedule: shape.schedule.is_some().then_some(report.schedule),
+            framing: (f != Default::default()).then(|| {
+                let layer = match f.linklayer {
+                    crate::units::LinkLayer::Ethernet => "ethernet",
+                    crate::units::LinkLayer::Atm => "atm",
+                };
+                format!("overhead {} mpu {} linklayer {layer}", f.overhead, f.mpu)
+            }),
+            tc: config.tc_lines(dir),
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct SummaryJson {
+    /// The measured part: the run less its warm-up.
+    pub measured_s: f64,
+    /// Bytes the receivers read over the measured part.
+    pub goodput_mbit: PerDir<f64>,
+    pub ping: Option<PingJson>,
+    pub udp_rr: Option<UdpRrJson>,
+}
+
+impl SummaryJson {
+    fn of(s: &RrulSummary) -> SummaryJson {
+        SummaryJson {
+            measured_s: secs(s.measured_s),
+            goodput_mbit: PerDir {
+                left_to_right: round(s.up_mbit, 2),
+                right_to_left: round(s.down_mbit, 2),
+            },
+            ping: s.ping.as_ref().map(PingJson::of),
+            udp_rr: s.udp_rr.as_ref().map(UdpRrJson::of),
+        }
+    }
+}
+
+/// Round-trip times, as ping summarises them, and percentiles.
+#[derive(Serialize)]
+pub struct LatencyJson {
+    pub samples: u64,
+    pub min_ms: f64,
+    pub avg_ms: f64,
+    pub max_ms: f64,
+    pub mdev_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+}
+
+impl LatencyJson {
+    fn of(l: &LatencyStats) -> LatencyJson {
+        LatencyJson {
+            samples: l.samples,
+            min_ms: ms(l.min_ms),
+            avg_ms: ms(l.avg_ms),
+            max_ms: ms(l.max_ms),
+            mdev_ms: ms(l.mdev_ms),
+            p50_ms: ms(l.p50_ms),
+            p90_ms: ms(l.p90_ms),
+            p99_ms: ms(l.p99_ms),
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct PingJson {
+    pub transmitted: u64,
+    pub received: u64,
+    pub rtt: LatencyJson,
+}
+
+impl PingJson {
+    fn of(p: &PingResult) -> PingJson {
+        PingJson {
+            transmitted: p.transmitted,
+            received: p.received,
+            rtt: LatencyJson::of(&p.latency),
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct UdpRrJson {
+    pub transactions_per_s: f64,
+    pub lost: u64,
+    pub rtt: LatencyJson,
+    /// netperf's histogram of the round-trip times.
+    pub histogram: Vec<BucketJson>,
+}
+
+impl UdpRrJson {
+    fn of(u: &UdpRrResult) -> UdpRrJson {
+        UdpRrJson {
+            transactions_per_s: round(u.transactions_per_s, 1),
+            lost: u.lost,
+            rtt: LatencyJson::of(&u.latency),
+            histogram: BucketJson::of(&u.histogram),
+        }
+    }
+}
+
+/// A bucket of the decade histogram that holds samples: round-trip times
+/// from `from_us` up to, not including, `to_us` (`null`: no bound).
+#[derive(Serialize)]
+pub struct BucketJson {
+    pub from_us: u64,
+    pub to_us: Option<u64>,
+    pub count: u64,
+}
+
+impl BucketJson {
+    /// The non-empty buckets, shortest times first.
+    fn of(h: &DecadeHistogram) -> Vec<BucketJson> {
+        let mut unit = 1u64;
+        let mut buckets = Vec::new();
+        for row in &h.rows {
+            for (digit, &count) in (0u64..).zip(row) {
+                if count > 0 {
+                    buckets.push(BucketJson {
+                        from_us: digit * unit,
+                        to_us: Some((digit + 1) * unit),
+                        count,
+                    });
+                }
+            }
+            unit *= 10;
+        }
+        if h.over_100s > 0 {
+            buckets.push(BucketJson {
+                from_us: unit,
+                to_us: None,
+                count: h.over_100s,
+            });
+        }
+        buckets
+    }
+}
+
+#[derive(Serialize)]
+pub struct CountersJson {
+    /// Root qdisc kind.
+    pub qdisc: String,
+    /// Drops in the emulated link (qdiscs, ring, impairments).
+    pub drops: u64,
+    /// ECN CE marks by CoDel-based qdiscs anywhere in the tree.
+    pub ecn_marks: u64,
+    /// Frames lost outside the emulated link: the sending TAP's queue plus
+    /// those the receiving TAP refused.
+    pub tap_drops: u64,
+    pub frames: u64,
+    /// Batches the qdisc handed to the emulated NIC (TX doorbells).
+    pub xmit_batches: u64,
+    /// The BQL limit at the end; `null`: no BQL.
+    pub bql_limit_bytes: Option<u32>,
+    /// Median transit through the direction, all frames.
+    pub transit_p50_ms: f64,
+    /// `tc -s -j qdisc show dev DEV` at the end of the run.
+    pub qdiscs: Value,
+    /// `tc -s -j class show dev DEV` at the end of the run.
+    pub classes: Value,
+}
+
+impl CountersJson {
+    fn of(
+        p: &PathTotals,
+        dir: Dir,
+        root: &QdiscDump,
+        tx_queues: u32,
+    ) -> anyhow::Result<CountersJson> {
+        let show = |object: &str| -> anyhow::Result<Value> {
+            let dev = [DevDump {
+                dev: dir,
+                root,
+                tx_queues: tx_queues.clamp(1, u16::MAX as u32) as u16,
+            }];
+            let line = format!("tc -s -j {object} show dev {}", dir.dev());
+            let text = TcCommand::parse(&line)
+                .and_then(|cmd| render(&cmd, &dev))
+                .map_err(|e| anyhow::anyhow!("{line}: {e}"))?;
+            serde_json::from_str(&text).with_context(|| format!("{line} printed {text}"))
+        };
+        Ok(CountersJson {
+            qdisc: p.qdisc.clone(),
+            drops: p.drops,
+            ecn_marks: p.marks,
+            tap_drops: p.tap_drops,
+            frames: p.frames,
+            xmit_batches: p.xmit_batches,
+            bql_limit_bytes: p.bql_limit,
+            transit_p50_ms: ms(p.transit_p50_ms),
+            qdiscs: show("qdisc")?,
+            classes: show("class")?,
+        })
+    }
+}
+
+/// The datapath thread's cost over the whole run (warm-up included).
+#[derive(Serialize)]
+pub struct DatapathJson {
+    pub frames: u64,
+    pub wakeups: u64,
+    pub cpu_ms: f64,
+    pub wakeups_per_frame: f64,
+    pub cpu_us_per_frame: f64,
+}
+
+impl DatapathJson {
+    fn of(d: &DatapathTotals) -> DatapathJson {
+        DatapathJson {
+            frames: d.frames,
+            wakeups: d.wakeups,
+            cpu_ms: ms(d.cpu_ns as f64 / 1e6),
+            wakeups_per_frame: round(d.wakeups_per_frame(), 4),
+            cpu_us_per_frame: round(d.cpu_ns_per_frame() / 1e3, 3),
+        }
+    }
+}
+
+/// Everything measured, warm-up included (the plots draw it).
+#[derive(Serialize)]
+pub struct SamplesJson {
+    /// The receivers' counters about every 100 ms.
+    pub throughput: Vec<ThroughputJson>,
+    pub ping: Option<PingSamplesJson>,
+    pub udp_rr: Option<UdpRrSamplesJson>,
+}
+
+#[derive(Serialize)]
+pub struct ThroughputJson {
+    /// Seconds since the load started.
+    pub t_s: f64,
+    pub left_to_right: ReceivedJson,
+    pub right_to_left: ReceivedJson,
+}
+
+/// A direction's receivers' byte counters so far, all flows together.
+#[derive(Serialize)]
+pub struct ReceivedJson {
+    /// Read by the receivers, in order.
+    pub read_bytes: u64,
+    /// Reached the receiving TCP, in order or not.
+    pub arrived_bytes: u64,
+}
+
+impl From<Received> for ReceivedJson {
+    fn from(r: Received) -> ReceivedJson {
+        ReceivedJson {
+            read_bytes: r.read,
+            arrived_bytes: r.arrived,
+        }
+    }
+}
+
+/// One probe's round trip, by the time it was sent.
+#[derive(Serialize)]
+pub struct RttJson {
+    pub t_s: f64,
+    pub rtt_ms: f64,
+}
+
+fn rtts(samples: &[Sample]) -> Vec<RttJson> {
+    samples
+        .iter()
+        .map(|s| RttJson {
+            t_s: secs(s.t),
+            rtt_ms: ms(s.rtt_us / 1e3),
+        })
+        .collect()
+}
+
+fn times(t: &[f64]) -> Vec<f64> {
+    t.iter().map(|&t| secs(t)).collect()
+}
+
+#[derive(Serialize)]
+pub struct PingSamplesJson {
+    /// Replies received.
+    pub replies: Vec<RttJson>,
+    /// When each echo request was sent, s.
+    pub sent_s: Vec<f64>,
+}
+
+#[derive(Serialize)]
+pub struct UdpRrSamplesJson {
+    /// Completed transactions.
+    pub transactions: Vec<RttJson>,
+    /// When each lost request was sent, s.
+    pub lost_s: Vec<f64>,
+}
+
+impl OptionsJson {
+    fn of(o: &TestOptions) -> OptionsJson {
+        OptionsJson {
+            flows_per_direction: o.flows,
+            bidirectional: o.bidirectional,
+            duration_s: secs(o.duration.as_secs_f64()),
+            warmup_s: secs(o.warmup.as_secs_f64()),
+            congestion_control: o.cc.name(),
+            ping_interval_ms: o.ping_interval.map(|i| ms(i.as_secs_f64() * 1e3)),
+            udp_rr: o.udp_rr,
+            ecn: o.ecn,
+            realtime_priority: o.realtime,
+        }
+    }
+}
+
+impl ResultJson {
+    fn of(r: &ConfigResult) -> anyhow::Result<ResultJson> {
+        let c = &r.config;
+        let counters = |d: Dir| {
+            CountersJson::of(
+                &r.paths[d.index()],
+                d,
+                &r.final_qdiscs[d.index()],
+                c.tx_queues(d),
+            )
+        };
+        Ok(ResultJson {
+            name: r.name.clone(),
+            config_file: r.config_file.as_ref().map(|p| p.display().to_string()),
+            taps: TapsJson {
+                mtu_bytes: c.tap.mtu,
+                txqueuelen_packets: c.tap.txqueuelen,
+                offload: c.tap.offload,
+            },
+            link: PerDir::of(|d| LinkJson::of(c, d)),
+            summary: SummaryJson::of(&r.summary),
+            counters: PerDir {
+                left_to_right: counters(Dir::LeftToRight)?,
+                right_to_left: counters(Dir::RightToLeft)?,
+            },
+            datapath: DatapathJson::of(&r.datapath),
+            samples: SamplesJson {
+                throughput: r
+                    .raw
+                    .throughput
+                    .iter()
+                    .map(|s| ThroughputJson {
+                        t_s: secs(s.t),
+                        left_to_right: s.up.into(),
+                        right_to_left: s.down.into(),
+                    })
+                    .collect(),
+                ping: r.raw.ping.as_ref().map(|p| PingSamplesJson {
+                    replies: rtts(&p.samples),
+                    sent_s: times(&p.sent),
+                }),
+                udp_rr: r.raw.udp_rr.as_ref().map(|u| UdpRrSamplesJson {
+                    transactions: rtts(&u.samples),
+                    lost_s: times(&u.lost),
+                }),
+            },
+        })
+    }
+}
+
+impl ReportJson {
+    pub fn of(report: &Report) -> anyhow::Result<ReportJson> {
+        let started = time::OffsetDateTime::from(report.started)
+            .format(&time::format_description::well_known::Rfc3339)
+            .context("formatting the start time")?;
+        Ok(ReportJson {
+            schema_version: SCHEMA_VERSION,
+            bloatbox_version: env!("CARGO_PKG_VERSION"),
+            started_at: started,
+            kernel_release: report.kernel_release.clone(),
+            options: OptionsJson::of(&report.options),
+            results: report
+                .results
+                .iter()
+                .map(ResultJson::of)
+                .collect::<anyhow::Result<_>>()?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::testdata;
+
+    /// The published schema.
+    fn validator() -> jsonschema::Validator {
+        let schema: Value =
+            serde_json::from_str(include_str!("../../docs/report.schema.json")).unwrap();
+        jsonschema::draft202012::new(&schema).unwrap()
+    }
+
+    fn report_value() -> Value {
+        serde_json::to_value(ReportJson::of(&testdata::report()).unwrap()).unwrap()
+    }
+
+    fn errors(v: &jsonschema::Validator, report: &Value) -> Vec<String> {
+        v.iter_errors(report)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect()
+    }
+
+    #[test]
+    fn the_report_validates_against_its_published_schema() {
+        let report = report_value();
+        let errors = errors(&validator(), &report);
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
+
+    #[test]
+    fn the_schema_rejects_reports_shaped_by_the_rust_types() {
+        let v = validator();
+        type Breaks = fn(&mut Value);
+        let broken: [(&str, Breaks); 7] = [
+            ("a Duration as serde writes it", |r| {
+                r["options"]["duration_s"] = serde_json::json!({"secs": 8, "nanos": 0})
+            }),
+            ("the enum variant's name", |r| {
+                r["options"]["congestion_control"] = "Cubic".into()
+            }),
+            ("a handle as a number", |r| {
+                r["results"][0]["counters"]["left_to_right"]["qdiscs"][0]["handle"] = 65536.into()
+            }),
+            ("directions as an unnamed pair", |r| {
+                let pair = serde_json::json!([
+                    r["results"][0]["link"]["left_to_right"],
+                    r["results"][0]["link"]["right_to_left"]
+                ]);
+                r["results"][0]["link"] = pair;
+            }),
+            ("an unlabelled histogram row", |r| {
+                r["results"][0]["summary"]["udp_rr"]["histogram"][0] =
+                    serde_json::json!([0, 3, 5, 0, 0, 0, 0, 0, 0, 0])
+            }),
+            ("no version", |r| {
+                r.as_object_mut().unwrap().remove("schema_version");
+            }),
+            ("a key the schema does not know", |r| {
+                r["results"][1]["summary"]["up_mbit"] = 93.5.into()
+            }),
+        ];
+        for (what, breaks) in broken {
+            let mut report = report_value();
+            breaks(&mut report);
+            assert!(!v.is_valid(&report), "the schema took {what}");
+        }
+    }
+
+    #[test]
+    fn the_report_says_what_ran_in_the_readers_units() {
+        let r = report_value();
+        assert_eq!(r["schema_version"], SCHEMA_VERSION);
+        assert_eq!(r["started_at"], "2026-01-01T00:00:00Z");
+        assert_eq!(r["kernel_release"], "6.12.0-test");
+        let o = &r["options"];
+        assert_eq!(o["duration_s"], 12.0);
+        assert_eq!(o["warmup_s"], 2.0);
+        assert_eq!(o["ping_interval_ms"], 100.0);
+        assert_eq!(o["congestion_control"], "cubic");
+        assert_eq!(o["realtime_priority"], 50);
+        let fq = &r["results"][0];
+        assert_eq!(fq["name"], "fq-codel");
+        assert_eq!(fq["config_file"], "configs/fq-codel.toml");
+        let link = &fq["link"]["right_to_left"];
+        assert_eq!(link["dev"], "right");
+        assert_eq!(link["rate"], "100Mbit");
+        assert_eq!(link["rate_bit_s"], 100_000_000);
+        assert_eq!(link["delay_ms"], 5.0);
+        assert_eq!(link["netem"], Value::Null);
+        assert!(
+            link["tc"][0]
+                .as_str()
+                .unwrap()
+                .starts_with("tc qdisc add dev right root fq_codel limit 10240"),
+            "{}",
+            link["tc"]
+        );
+        let qdisc = &fq["counters"]["right_to_left"]["qdiscs"][0];
+        assert_eq!(qdisc["kind"], "fq_codel");
+        assert!(qdisc["handle"].as_str().unwrap().ends_with(':'), "{qdisc}");
+        // The histogram's buckets hold every transaction of the summary.
+        let rr = &fq["summary"]["udp_rr"];
+        let total: u64 = rr["histogram"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(total, rr["rtt"]["samples"].as_u64().unwrap());
+        assert!(total > 0);
+        // Round trips of 10.1 to 10.9 ms: netperf's TEN_MSEC row, digit 1.
+        assert_eq!(
+            rr["histogram"],
+            serde_json::json!([{"from_us": 10000, "to_us": 20000, "count": total}])
+        );
+        let sample = &fq["samples"]["throughput"][1];
+        assert_eq!(sample["t_s"], 0.1);
+        assert_eq!(
+            sample["left_to_right"]["arrived_bytes"],
+            (testdata::ARRIVED_MBIT * 1e6 / 8.0 * 0.1) as u64
+        );
+    }
+
+    #[test]
+    fn floats_are_rounded_to_the_microsecond_or_finer_units() {
+        fn walk(key: &str, v: &Value, bad: &mut Vec<String>) {
+            match v {
+                Value::Object(m) => m.iter().for_each(|(k, v)| walk(k, v, bad)),
+                Value::Array(a) => a.iter().for_each(|v| walk(key, v, bad)),
+                Value::Number(n) if n.is_f64() => {
+                    let text = n.to_string();
+                    let decimals = text.split_once('.').map_or(0, |(_, d)| d.len());
+                    let most = if key.ends_with("_s") { 6 } else { 4 };
+                    if decimals > most {
+                        bad.push(format!("{key}: {text}"));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut bad = Vec::new();
+        walk("", &report_value(), &mut bad);
+        assert!(bad.is_empty(), "{bad:?}");
+    }
+}
