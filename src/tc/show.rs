@@ -114,7 +114,9 @@ pub fn render(cmd: &TcCommand, devs: &[DevDump<'_>]) -> Result<String, TcError> 
 fn dump_order(root: &QdiscDump, invisible: bool) -> Vec<&QdiscDump> {
     fn collect<'a>(q: &'a QdiscDump, invisible: bool, out: &mut Vec<&'a QdiscDump>) {
         for c in &q.children {
-            if invisible || c.handle != 0 || q.kind == "mq" {
+            // The built-in noop qdisc is never listed.
+            let builtin = c.kind == crate::qdisc::noop::KIND;
+            if !builtin && (invisible || c.handle != 0 || q.kind == "mq") {
                 out.push(c);
             }
             collect(c, invisible, out);

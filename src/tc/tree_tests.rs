@@ -250,12 +250,13 @@ fn mq_children_are_replaced_by_parent() {
     );
     ok(&mut t, "tc qdisc change dev left parent :3 pfifo limit 9");
     assert_eq!(qdisc_options(&t.dump(T).children[2]).plain, "limit 9p");
-    // delete it: the default child comes back
+    // delete it: the queue is left with the noop qdisc (`dev_graft_qdisc`
+    // grafts `noop_qdisc`; the kernel shows no leaf for class :3 then)
     ok(&mut t, "tc qdisc del dev left parent :3");
     let d = t.dump(T);
     assert_eq!(
         (d.children[2].kind.as_str(), d.children[2].handle),
-        ("pfifo_fast", 0)
+        ("noop", 0)
     );
     assert_eq!(
         fail(&mut t, "tc qdisc del dev left parent :3"),
@@ -275,6 +276,79 @@ fn mq_on_a_single_queue_device_is_refused_unless_queues_given() {
     assert_eq!(d.children[1].parent, tc_h_make(1, 2));
     assert_eq!(d.children[1].kind, "bfifo");
     assert!(fail(&mut t, "tc qdisc add dev left parent 8001:1 mq queues 2").contains("classful"));
+}
+
+/// What the kernel printed here (Linux 6.18, iproute2 6.1, a veth with four
+/// TX queues) after the same commands.
+#[test]
+fn a_deleted_tbf_or_mq_child_leaves_the_noop_qdisc_which_drops_everything() {
+    let mut t = tree();
+    ok(
+        &mut t,
+        "tc qdisc add dev left root handle 1: tbf rate 10mbit burst 10kb latency 50ms",
+    );
+    ok(
+        &mut t,
+        "tc qdisc add dev left parent 1:1 handle 10: pfifo limit 100",
+    );
+    assert_eq!(
+        show(&mut t, "tc class show dev left"),
+        "class tbf 1:1 parent 1: leaf 10: \n"
+    );
+    ok(&mut t, "tc qdisc del dev left parent 1:1");
+    assert_eq!(
+        show(&mut t, "tc class show dev left"),
+        "class tbf 1:1 parent 1: \n"
+    );
+    let mut drops = Drops::new();
+    for i in 0..3 {
+        assert_eq!(t.enqueue(pkt(i, 98), T, &mut drops), Verdict::Dropped);
+    }
+    assert_eq!(drops.len(), 3);
+    assert_eq!(
+        show(&mut t, "tc -s qdisc show dev left"),
+        "qdisc tbf 1: root refcnt 2 rate 10Mbit burst 10Kb lat 50ms \n \
+         Sent 0 bytes 0 pkt (dropped 3, overlimits 0 requeues 0) \n \
+         backlog 0b 0p requeues 0\n"
+    );
+    // A qdisc added under the class takes the noop's place.
+    ok(&mut t, "tc qdisc add dev left parent 1:1 handle 11: bfifo");
+    assert_eq!(t.enqueue(pkt(9, 98), T, &mut drops), Verdict::Queued);
+
+    let mut m = mq_tree(4);
+    ok(&mut m, "tc qdisc replace dev left root handle 2: mq");
+    for q in 1..=4 {
+        ok(
+            &mut m,
+            &format!("tc qdisc add dev left parent 2:{q} handle 2{q}: pfifo"),
+        );
+    }
+    ok(&mut m, "tc qdisc del dev left parent 2:1");
+    let classes = show(&mut m, "tc class show dev left");
+    assert!(
+        classes.starts_with("class mq 2:1 root \nclass mq 2:2 root leaf 22: \n"),
+        "{classes}"
+    );
+    let qdiscs = show(&mut m, "tc qdisc show dev left");
+    assert!(
+        !qdiscs.contains("parent 2:1") && !qdiscs.contains("noop"),
+        "{qdiscs}"
+    );
+    assert_eq!(qdiscs.matches("qdisc pfifo 2").count(), 3, "{qdiscs}");
+    // HTB's leaf gets a default pfifo instead, hidden, and forwards.
+    let mut h = tree();
+    ok(
+        &mut h,
+        "tc qdisc add dev left root handle 3: htb default 10",
+    );
+    ok(
+        &mut h,
+        "tc class add dev left parent 3: classid 3:10 htb rate 10mbit",
+    );
+    ok(&mut h, "tc qdisc add dev left parent 3:10 handle 30: pfifo");
+    ok(&mut h, "tc qdisc del dev left parent 3:10");
+    assert!(!show(&mut h, "tc qdisc show dev left").contains("parent 3:10"));
+    assert_eq!(h.enqueue(pkt(1, 98), T, &mut drops), Verdict::Queued);
 }
 
 #[test]

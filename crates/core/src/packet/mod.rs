@@ -158,10 +158,13 @@ pub enum DropReason {
     /// A frame read with a malformed offload header or GSO super-frame
     /// (see `gso::OffloadError`).
     BadOffload,
+    /// Reached a class whose qdisc was deleted: the noop qdisc the kernel
+    /// leaves there drops everything (`qdisc::noop`).
+    NoQdisc,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 14] = [
+    pub const ALL: [DropReason; 15] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -176,6 +179,7 @@ impl DropReason {
         DropReason::Oversize,
         DropReason::WireLoss,
         DropReason::BadOffload,
+        DropReason::NoQdisc,
     ];
 
     pub fn index(self) -> usize {
@@ -201,6 +205,7 @@ impl DropReason {
             DropReason::Oversize => "oversize",
             DropReason::WireLoss => "wire_loss",
             DropReason::BadOffload => "bad_offload",
+            DropReason::NoQdisc => "noop",
         }
     }
 }

@@ -9,7 +9,8 @@
 //! (`codel_qdisc.rs`) and `fq_codel` share; `park.rs` the peek-by-dequeue
 //! plumbing of codel, fq_codel, sfq and tbf; `registry.rs` maps a kind to
 //! its constructor; `request.rs` is a tc request as rtnetlink carries it;
-//! `tree.rs` edits a device's tree by such requests; `dump.rs` is the data `tc -s -d show`, the TUI
+//! `tree.rs` edits a device's tree by such requests; `noop.rs` is what a
+//! deleted child leaves where the kernel grafts nothing; `dump.rs` is the data `tc -s -d show`, the TUI
 //! and the control socket read.
 
 pub mod codel;
@@ -19,6 +20,7 @@ pub mod fifo;
 pub mod fq_codel;
 pub mod htb;
 pub mod mq;
+pub mod noop;
 pub mod options;
 mod park;
 pub mod pfifo_fast;
@@ -349,6 +351,16 @@ pub trait Classful {
     /// The ctx children get (txqueuelen, mtu, their own seed): always
     /// `QdiscCtx::child` of this qdisc's ctx.
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx;
+    /// What class `classid` holds once its qdisc is deleted (the kernel's
+    /// `graft` called with no new qdisc): a default pfifo, as HTB's and
+    /// QFQ's create (`qdisc_create_dflt`); TBF and mq override it with the
+    /// noop qdisc, which drops everything.
+    fn after_delete(&self, classid: Handle) -> Box<dyn Qdisc> {
+        Box::new(fifo::Fifo::new(
+            fifo::FifoKind::Pfifo,
+            self.child_ctx(0, classid),
+        ))
+    }
     /// Warnings the kernel attaches to successful class operations (tc
     /// prints them as `Warning: ...`, e.g. HTB's "quantum of class 10010 is
     /// big. Consider r2q change."), each returned once.

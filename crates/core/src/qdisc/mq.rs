@@ -304,6 +304,12 @@ impl Classful for Mq {
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {
         self.ctx.child(handle, parent)
     }
+
+    /// `mq_graft` grafts through `dev_graft_qdisc`, which puts the noop
+    /// qdisc on a TX queue left without one: that queue drops everything.
+    fn after_delete(&self, classid: Handle) -> Box<dyn Qdisc> {
+        Box::new(crate::qdisc::noop::Noop::new(classid))
+    }
 }
 
 #[cfg(test)]

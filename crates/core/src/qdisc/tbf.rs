@@ -463,6 +463,13 @@ impl Classful for Tbf {
         self.ctx.child(handle, parent)
     }
 
+    /// `tbf_graft` puts the noop qdisc where a deleted child was: TBF then
+    /// drops every frame (counted in its own drops) until a qdisc is added.
+    fn after_delete(&self, _classid: Handle) -> Box<dyn Qdisc> {
+        let class = crate::handle::tc_h_make(tc_h_major(self.ctx.handle), 1);
+        Box::new(crate::qdisc::noop::Noop::new(class))
+    }
+
     /// The kernel's "burst is lower than device mtu" log lines.
     fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.warnings)

@@ -35,7 +35,6 @@
 //! anything is swapped, and disciplines apply `change` atomically.
 use crate::dir::Dir;
 
-use super::fifo::{Fifo, FifoKind};
 use super::registry;
 use super::request::{Object, Options, Request, Verb};
 use super::{
@@ -557,16 +556,10 @@ impl QdiscTree {
             Slot::Class { parent, classid } => {
                 let node = node_at(&mut self.root, &parent)
                     .ok_or_else(|| err("Error: qdisc vanished while applying the command"))?;
-                let under_mq = node.kind() == "mq";
                 let cl = node
                     .as_classful()
                     .ok_or_else(|| err("Error: Parent qdisc is not classful."))?;
-                let ctx = cl.child_ctx(0, classid);
-                let replacement: Box<dyn Qdisc> = if under_mq {
-                    registry::default_leaf(ctx, &self.dev)
-                } else {
-                    Box::new(Fifo::new(FifoKind::Pfifo, ctx))
-                };
+                let replacement = cl.after_delete(classid);
                 let old = cl.graft(classid, replacement)?;
                 self.requeue_at_root(old, now, drops);
             }
