@@ -158,11 +158,126 @@ fn change_and_replace_same_kind_changes_in_place() {
     );
     ok(&mut t, "tc qdisc change dev left handle 1: pfifo limit 40");
     assert_eq!(qdisc_options(&t.dump(T)).plain, "limit 40p");
-    assert!(fail(&mut t, "tc qdisc change dev left root bfifo limit 5")
-        .starts_with("Error: Invalid qdisc name."));
+    // Another kind through its handle is refused; through its place it
+    // is grafted instead (tc_modify_qdisc: `req_change`, Linux 6.x).
+    assert!(
+        fail(&mut t, "tc qdisc change dev left handle 1: bfifo limit 5")
+            .starts_with("Error: Invalid qdisc name.")
+    );
     assert!(fail(&mut t, "tc qdisc change dev left root pfifo limit x").contains("limit"));
     assert!(fail(&mut t, "tc qdisc change dev left handle 7: pfifo")
         .starts_with("Error: Specified qdisc not found."));
+}
+
+/// What Linux 6.18 did here (iproute2 6.1, a veth): a request naming
+/// another kind without a handle grafts it in place of the qdisc there,
+/// for add, replace and a bare change; the same kind without a handle is a
+/// change, which add refuses.
+#[test]
+fn another_kind_without_a_handle_takes_the_place_of_the_qdisc_there() {
+    let mut t = tree();
+    ok(
+        &mut t,
+        "tc qdisc add dev left root handle 1: tbf rate 10mbit burst 10kb latency 50ms",
+    );
+    ok(&mut t, "tc qdisc add dev left root pfifo");
+    assert_eq!(
+        show(&mut t, "tc qdisc show dev left"),
+        "qdisc pfifo 8001: root refcnt 2 limit 1000p\n"
+    );
+    assert_eq!(
+        fail(&mut t, "tc qdisc add dev left root pfifo limit 5"),
+        "Error: Exclusivity flag on, cannot modify."
+    );
+    ok(
+        &mut t,
+        "tc qdisc add dev left root tbf rate 10mbit burst 10kb latency 50ms",
+    );
+    assert!(show(&mut t, "tc qdisc show dev left").starts_with("qdisc tbf 8002: root"));
+    ok(&mut t, "tc qdisc change dev left root pfifo");
+    assert!(show(&mut t, "tc qdisc show dev left").starts_with("qdisc pfifo 8003: root"));
+    // Under a class too.
+    ok(
+        &mut t,
+        "tc qdisc replace dev left root handle 1: tbf rate 10mbit burst 10kb latency 50ms",
+    );
+    ok(&mut t, "tc qdisc add dev left parent 1:1 pfifo");
+    ok(&mut t, "tc qdisc add dev left parent 1:1 bfifo");
+    assert!(show(&mut t, "tc qdisc show dev left")
+        .contains("qdisc bfifo 8005: parent 1:1 limit 1514000b"));
+    // TBF's one class answers to any minor (tbf_find).
+    ok(
+        &mut t,
+        "tc qdisc replace dev left root handle 1: tbf rate 10mbit burst 10kb latency 50ms",
+    );
+    ok(
+        &mut t,
+        "tc qdisc replace dev left parent 1:5 handle 5: pfifo",
+    );
+    assert_eq!(
+        show(&mut t, "tc qdisc show dev left"),
+        "qdisc tbf 1: root refcnt 2 rate 10Mbit burst 10Kb lat 50ms \nqdisc pfifo 5: parent 1:5 limit 1000p\n"
+    );
+    assert_eq!(
+        show(&mut t, "tc class show dev left"),
+        "class tbf 1:1 parent 1: leaf 5: \n"
+    );
+    assert_eq!(
+        fail(&mut t, "tc qdisc add dev left parent 1:7 handle 6: pfifo"),
+        "Error: NLM_F_REPLACE needed to override."
+    );
+    // With a handle the old rules hold.
+    assert_eq!(
+        fail(&mut t, "tc qdisc add dev left root handle 1: pfifo"),
+        "Error: Exclusivity flag on, cannot modify."
+    );
+    assert_eq!(
+        fail(&mut t, "tc qdisc add dev left root handle 5: pfifo"),
+        "Error: NLM_F_REPLACE needed to override."
+    ); // A change without options changes nothing, even for a kind that has
+       // no change operation (iproute2 sends no TCA_OPTIONS for pfifo_fast).
+    ok(
+        &mut t,
+        "tc qdisc replace dev left root handle 7: pfifo_fast",
+    );
+    ok(&mut t, "tc qdisc change dev left root handle 7: pfifo_fast");
+    assert!(show(&mut t, "tc qdisc show dev left").starts_with("qdisc pfifo_fast 7: root"));
+}
+
+/// Linux 6.18 (iproute2 6.1) printed these class lines after the same
+/// commands: a class whose parent does not exist becomes a root class, and
+/// class X:0 exists.
+#[test]
+fn htb_takes_a_missing_parent_as_the_root_and_a_zero_minor() {
+    let mut t = tree();
+    ok(&mut t, "tc qdisc replace dev left root handle 2: htb");
+    let said = run(
+        &mut t,
+        "tc class add dev left parent 2:9 classid 2:10 htb rate 1mbit",
+    )
+    .unwrap();
+    assert_eq!(
+        said.as_deref(),
+        Some("Warning: sch_htb: parent class 2:9 does not exist: class 2:10 is a root class (as the kernel makes it)\n")
+    );
+    assert_eq!(
+        show(&mut t, "tc class show dev left"),
+        "class htb 2:10 root prio 0 rate 1Mbit ceil 1Mbit burst 1600b cburst 1600b \n"
+    );
+    ok(
+        &mut t,
+        "tc class add dev left parent 2: classid 2:0 htb rate 1mbit",
+    );
+    assert_eq!(
+        show(&mut t, "tc class show dev left"),
+        "class htb 2: root prio 0 rate 1Mbit ceil 1Mbit burst 1600b cburst 1600b \n\
+         class htb 2:10 root prio 0 rate 1Mbit ceil 1Mbit burst 1600b cburst 1600b \n"
+    );
+    assert!(fail(
+        &mut t,
+        "tc class add dev left parent 2: classid 3:1 htb rate 1mbit"
+    )
+    .contains("Invalid argument"));
 }
 
 #[test]

@@ -562,8 +562,18 @@ mod tests {
             add_err(&mut q, "1:10", "1:", "rate 1mbit colour red").contains("What is \"colour\"?")
         );
         assert!(add_err(&mut q, "1:10", "1:", "rate 1mbit prio").contains("\"prio\" needs a value"));
-        assert!(add_err(&mut q, "1:10", "1:99", "rate 1mbit")
-            .contains("parent class 1:99 does not exist"));
+        // A parent that does not exist makes a root class, with a warning
+        // (htb_change_class takes htb_find's NULL as the root).
+        add(&mut q, "1:77", "1:99", "rate 1mbit");
+        let warned = q.take_warnings();
+        assert!(
+            warned[0].contains("parent class 1:99 does not exist"),
+            "{warned:?}"
+        );
+        assert_eq!(
+            class(&q.dump(Instant::ZERO), "1:77").parent,
+            crate::qdisc::TC_H_ROOT
+        );
         assert!(add_err(&mut q, "2:10", "1:", "rate 1mbit").contains("does not belong"));
         add(
             &mut q,

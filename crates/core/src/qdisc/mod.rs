@@ -351,6 +351,11 @@ pub trait Classful {
     /// The ctx children get (txqueuelen, mtu, their own seed): always
     /// `QdiscCtx::child` of this qdisc's ctx.
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx;
+    /// The class `classid` names (`cops->find`): itself, except where a
+    /// discipline answers to several ids (TBF's one class, any minor).
+    fn find_class(&self, classid: Handle) -> Handle {
+        classid
+    }
     /// What class `classid` holds once its qdisc is deleted (the kernel's
     /// `graft` called with no new qdisc): a default pfifo, as HTB's and
     /// QFQ's create (`qdisc_create_dflt`); TBF and mq override it with the

@@ -463,6 +463,17 @@ impl Classful for Tbf {
         self.ctx.child(handle, parent)
     }
 
+    /// `tbf_find` answers 1 for any class id: `parent 1:5` is the one
+    /// class 1:1 (the child keeps the parent id it was added with).
+    fn find_class(&self, classid: Handle) -> Handle {
+        let major = tc_h_major(self.ctx.handle);
+        if tc_h_major(classid) == major {
+            crate::handle::tc_h_make(major, 1)
+        } else {
+            classid
+        }
+    }
+
     /// `tbf_graft` puts the noop qdisc where a deleted child was: TBF then
     /// drops every frame (counted in its own drops) until a qdisc is added.
     fn after_delete(&self, _classid: Handle) -> Box<dyn Qdisc> {

@@ -151,9 +151,6 @@ impl<'d> Found<'d> {
         p.push(classid);
         p
     }
-    fn child(&self, classid: Handle) -> Option<&'d QdiscDump> {
-        self.dump.children.iter().find(|c| c.parent == classid)
-    }
 }
 
 /// Pre-order search, root first (like `qdisc_lookup`).
@@ -317,16 +314,28 @@ impl QdiscTree {
         ))
     }
 
-    /// Checks that `p` is classful and has class `classid` (`qdisc_leaf`).
-    fn check_leaf(&mut self, p: &Found<'_>, classid: Handle) -> Result<(), TcError> {
-        if classful_at(&mut self.root, &p.path).is_none() {
+    /// Checks that `p` is classful and has the class `classid` names
+    /// (`qdisc_leaf`: `cops->find`); returns the qdisc attached there, if
+    /// any, as `p`'s child.
+    fn check_leaf<'d>(
+        &mut self,
+        p: &Found<'d>,
+        classid: Handle,
+    ) -> Result<Option<&'d QdiscDump>, TcError> {
+        let Some(cl) = classful_at(&mut self.root, &p.path) else {
             return Err(TcError::new(format!(
                 "Error: Parent qdisc is not classful.\n({} {} has no classes to attach to)",
                 p.dump.kind,
                 tc_handle(p.dump.handle)
             )));
-        }
-        if !p.dump.classes.iter().any(|c| c.classid == classid) {
+        };
+        let class = cl.find_class(classid);
+        let child = p
+            .dump
+            .children
+            .iter()
+            .find(|c| cl.find_class(c.parent) == class);
+        if !p.dump.classes.iter().any(|c| c.classid == class) {
             return Err(TcError::new(format!(
                 "Error: Specified class not found.\n(no class {} under {} {})",
                 tc_handle(classid),
@@ -334,7 +343,7 @@ impl QdiscTree {
                 tc_handle(p.dump.handle)
             )));
         }
-        Ok(())
+        Ok(child)
     }
 
     /// `tc qdisc add|change|replace|link` (`tc_modify_qdisc`).
@@ -352,6 +361,7 @@ impl QdiscTree {
         let options = cmd.qdisc_options();
 
         // Either the qdisc to change (its path and dump) or where to create.
+        let mut graft_on_change = false;
         let (slot, current): (Slot, Option<Found<'_>>) = if clid != 0 {
             let (slot, at) = if clid != TC_H_ROOT {
                 let p = find(&d, clid & 0xFFFF_0000).ok_or_else(|| {
@@ -361,8 +371,7 @@ impl QdiscTree {
                         tc_handle(clid)
                     ))
                 })?;
-                self.check_leaf(&p, clid)?;
-                let at = p.child(clid).map(|q| Found {
+                let at = self.check_leaf(&p, clid)?.map(|q| Found {
                     path: p.child_path(clid),
                     dump: q,
                 });
@@ -408,12 +417,20 @@ impl QdiscTree {
             } else {
                 match q {
                     None => (slot, None),
-                    Some(q)
-                        if flags.create
-                            && flags.replace
-                            && (flags.excl || kind.is_some_and(|k| k != q.dump.kind)) =>
-                    {
-                        (slot, None)
+                    // Another kind without a handle: the kernel grafts a new
+                    // qdisc in its place when the request may create (add,
+                    // replace) and also for a bare change (no flags), which
+                    // skips the NLM_F_CREATE check (`req_change`,
+                    // `create_n_graft2` in tc_modify_qdisc).
+                    Some(q) if kind.is_some_and(|k| k != q.dump.kind) => {
+                        if flags.create && (flags.replace || flags.excl) {
+                            (slot, None)
+                        } else if !flags.create && !flags.replace && !flags.excl {
+                            graft_on_change = true;
+                            (slot, None)
+                        } else {
+                            (slot, Some(q))
+                        }
                     }
                     Some(q) => (slot, Some(q)),
                 }
@@ -445,13 +462,19 @@ impl QdiscTree {
                     q.dump.kind
                 )));
             }
+            // A request without options changes nothing and succeeds,
+            // whether or not the kind can change (`qdisc_change` calls
+            // `ops->change` only for TCA_OPTIONS).
+            if *options == QdiscOptions::None {
+                return Ok(());
+            }
             let node = node_at(&mut self.root, &q.path)
                 .ok_or_else(|| err("Error: qdisc vanished while applying the command"))?;
             return node.change(options, now, drops);
         }
 
         // Create a new qdisc and graft it.
-        if !flags.create {
+        if !flags.create && !graft_on_change {
             return Err(err(
                 "Error: Qdisc not found. To create specify NLM_F_CREATE flag.",
             ));
@@ -502,9 +525,8 @@ impl QdiscTree {
                         tc_handle(clid & 0xFFFF_0000)
                     ))
                 })?;
-                self.check_leaf(&p, clid)?;
                 (
-                    p.child(clid),
+                    self.check_leaf(&p, clid)?,
                     Slot::Class {
                         parent: p.path,
                         classid: clid,

@@ -95,9 +95,11 @@ impl Classful for Htb {
     ) -> Result<(), TcError> {
         let classid = self.full_id(classid);
         let major = tc_h_major(self.ctx.handle);
-        if tc_h_major(classid) != major || tc_h_minor(classid) == 0 {
+        // `htb_change_class`: any classid of this qdisc's major, minor 0
+        // included (tc shows class X:0 as "X:").
+        if classid == 0 || tc_h_major(classid) != major {
             return Err(TcError::new(format!(
-                "Error: classid {} does not belong to htb {major:x}: (use classid {major:x}:MINOR with MINOR 1..ffff).",
+                "Error: classid {} does not belong to htb {major:x}: (use classid {major:x}:MINOR with MINOR 0..ffff).",
                 fmt_classid(classid)
             )));
         }
@@ -107,22 +109,28 @@ impl Classful for Htb {
                 fmt_classid(classid)
             )));
         }
-        let parent_slot = if parent == TC_H_ROOT || tc_h_minor(parent) == 0 {
-            if parent != TC_H_ROOT && tc_h_major(parent) != major && tc_h_major(parent) != 0 {
-                return Err(TcError::new(format!(
-                    "Error: parent {:x}: is not this htb ({major:x}:).",
-                    tc_h_major(parent)
-                )));
-            }
+        if parent != TC_H_ROOT && tc_h_major(parent) != major && tc_h_major(parent) != 0 {
+            return Err(TcError::new(format!(
+                "Error: parent {:x}: is not this htb ({major:x}:).",
+                tc_h_major(parent)
+            )));
+        }
+        // `htb_find(parentid)`: a parent that does not exist makes this a
+        // root class, as in the kernel; "parent X:" names the root unless a
+        // class X:0 exists.
+        let parent_slot = if parent == TC_H_ROOT {
             None
         } else {
             let p = self.full_id(parent);
-            Some(self.find(p).ok_or_else(|| {
-                TcError::new(format!(
-                    "Error: parent class {} does not exist (add it before its children).",
-                    fmt_classid(p)
-                ))
-            })?)
+            let found = self.find(p);
+            if found.is_none() && tc_h_minor(p) != 0 {
+                self.warnings.push(format!(
+                    "parent class {} does not exist: class {} is a root class (as the kernel makes it)",
+                    fmt_classid(p),
+                    fmt_classid(classid)
+                ));
+            }
+            found
         };
         let opts = class_options(options)?;
         if let Some(gp) = parent_slot.and_then(|p| self.cl(p).parent) {
