@@ -5,6 +5,10 @@
 #
 #   sudo scripts/bench-live.sh                     # prints a Markdown table
 #   sudo scripts/bench-live.sh --write FILE        # also writes it to FILE
+#
+# Every run keeps its raw results in bench/results/live/DATE.json and
+# regenerates the live table of BENCHMARKS.md from the latest one
+# (scripts/bench-table.py).
 #   sudo DUR=1 ROUNDS=1 scripts/bench-live.sh      # a quick pass
 #   sudo BEFORE=REV scripts/bench-live.sh          # also bloatbox at REV
 #
@@ -437,30 +441,9 @@ IDEAL1G=$(awk 'BEGIN {printf "%.2f", 1514*8/1.2e9*1e6}')
 
 # ---- report ----------------------------------------------------------------
 
-# The rounds of one figure of one path, "a, b"; for bloatbox paths with
-# their ratio to the bare forwarder of the same round.
-cell() {
-  local p=$1 k=$2 r vals="" ratios="" v bv
-  for r in $(seq "$ROUNDS"); do
-    v=${R[$p/$k/$r]:-}
-    [ -z "$v" ] && continue
-    vals+="${vals:+, }$v"
-    case $p in nooff | off | before-nooff | before-off)
-      bv=${R[bare/$k/$r]:--}
-      ratios+="${ratios:+, }$(awk -v a="$v" -v b="$bv" 'BEGIN {
-        if (a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.2f", a / b}')" ;;
-    esac
-  done
-  [ -n "$ratios" ] && vals+=" ($ratios of bare)"
-  echo "$vals"
-}
-
-# row LABEL KEY: a row over all paths.
-row() {
-  echo "| $1 | $(cell veth "$2") | $(cell bare "$2") | $(cell bare2 "$2") | $(cell nooff "$2") | $(cell off "$2") |${BEFORE:+ $(cell before-nooff "$2") | $(cell before-off "$2") |}"
-}
-# bbrow LABEL KEY: a bloatbox-only figure (offload on, once per round).
-bbrow() { echo "| $1 | | | | | $(cell bb "$2") |${BEFORE:+ | $(cell bb4 "$2") |}"; }
+# The table (rows, columns, ratios to the bare forwarder) is rendered by
+# scripts/bench-table.py from the raw results this script stores in
+# bench/results/live/, one JSON file per run.
 
 # ---- the run ---------------------------------------------------------------
 
@@ -489,42 +472,27 @@ main() {
     done
   done
 
-  REPORT=$(
-    echo "## $(date -u '+%Y-%m-%d %H:%M UTC') — \`DUR=$DUR ROUNDS=$ROUNDS RT=$RT SPIN=$SPIN${BEFORE:+ BEFORE=$BEFORE} $COMMAND\`"
-    echo
-    echo "DUR=$DUR s, ROUNDS=$ROUNDS, RT=$RT, SPIN=$SPIN; load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; nproc $(nproc); kernel $(uname -r). Each cell: the rounds in order."
-    echo
-    echo "| measurement | veth pair (TSO/GSO/GRO off) | bare forwarder | bare forwarder, --queues 2 | bloatbox, offload off | bloatbox, offload on |${BEFORE:+ bloatbox at $BEFORE, offload off | bloatbox at $BEFORE, offload on |}"
-    echo "|---|---|---|---|---|---|${BEFORE:+---|---|}"
-    row "1 TCP flow (cubic), Gbit/s" tcp1
-    row "4 TCP flows (cubic), Gbit/s" tcp4
-    row "UDP 1472-byte payload as fast as iperf3 sends, Gbit/s of 1514-byte frames received" udpf
-    row "UDP 1472-byte payload at 400 Mbit/s, % lost (iperf3)" loss400
-    row "UDP 1472-byte payload at 400 Mbit/s, sending device TX drops, % of sent" drop400
-    row "UDP 1472-byte payload at 800 Mbit/s, % lost (iperf3)" loss800
-    row "UDP 1472-byte payload at 800 Mbit/s, sending device TX drops, % of sent" drop800
-    row "UDP 64-byte payload, kpps received" kpps
-    row "idle ping RTT median, ms" rtt50
-    row "idle ping RTT p99, ms" rtt99
-    row "idle ping RTT median added over veth, µs" added
-    bbrow "idle ping RTT median with busy_poll_us = 20000, ms" busyrtt
-    bbrow "datapath CPU while pinging with busy_poll_us = 20000, % of one core (all datapath threads together)" busycpu
-    bbrow "12 Mbit/s: 1514-byte frame spacing p10, µs (ideal $IDEAL12)" s12p10
-    bbrow "12 Mbit/s: 1514-byte frame spacing p50, µs (ideal $IDEAL12)" s12p50
-    bbrow "12 Mbit/s: 1514-byte frame spacing p90, µs (ideal $IDEAL12)" s12p90
-    bbrow "12 Mbit/s: delivered, Mbit/s (tcpdump)" s12rate
-    bbrow "12 Mbit/s: wake-up lateness p50, µs" s12l50
-    bbrow "12 Mbit/s: wake-up lateness p99, µs" s12l99
-    bbrow "1.2 Gbit/s: 1514-byte frame spacing p50, µs (ideal $IDEAL1G)" s1gp50
-    bbrow "1.2 Gbit/s: delivered, Mbit/s (tcpdump)" s1grate
-    bbrow "1.2 Gbit/s: longest run of back-to-back frames (gap < ideal/2)" s1grun
-    bbrow "1.2 Gbit/s: runs longer than 4 frames" s1gruns4
-    bbrow "1.2 Gbit/s: wake-up lateness p99, µs" s1gl99
-    bbrow "1.2 Gbit/s: release lateness p99, µs (write time − link delivery time)" s1gr99
-    bbrow "1.2 Gbit/s: release lateness max, µs" s1grmax
-    bbrow "seed 4 TBF (1560mbit burst 20280b latency 5ms, 10gbit, 5 ms each way): 1 cubic flow goodput, Mbit/s" tbf
-    bbrow "seed 4 TBF: goodput / 1560 Mbit/s" tbfshare
-  )
+  # The raw results: every figure of R, and the run's date, command,
+  # commit and machine; bench-table.py stores them in bench/results/live/,
+  # prints the table, and regenerates BENCHMARKS.md's live table from them.
+  local tsv meta
+  tsv=$(mktemp) meta=$(mktemp)
+  for k in "${!R[@]}"; do printf '%s\t%s\n' "$k" "${R[$k]}"; done | sort >"$tsv"
+  jq -n --arg date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
+    --arg command "${BEFORE:+BEFORE=$BEFORE }DUR=$DUR ROUNDS=$ROUNDS RT=$RT SPIN=$SPIN $COMMAND" \
+    --arg commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src crates || echo +changes)" \
+    --arg before "$BEFORE" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
+    --arg kernel "$(uname -r)" --argjson nproc "$(nproc)" \
+    --argjson dur "$DUR" --argjson rounds "$ROUNDS" --arg rt "$RT" --arg spin "$SPIN" \
+    --arg ideal12 "$IDEAL12" --arg ideal1g "$IDEAL1G" \
+    '{kind: "live", date: $date, command: $command, commit: $commit,
+      machine: {nproc: $nproc, kernel: $kernel, "load average at the end": $load},
+      settings: {DUR: $dur, ROUNDS: $rounds, RT: $rt, SPIN: $spin}, rounds: $rounds,
+      ideal12: $ideal12, ideal1g: $ideal1g}
+     + (if $before == "" then {} else {before: $before} end)' >"$meta"
+  REPORT=$(python3 scripts/bench-table.py --record-live "$tsv" "$meta")
+  rm -f "$tsv" "$meta"
+  python3 scripts/bench-table.py
   echo "$REPORT"
   if [ -n "$WRITE" ]; then
     echo "$REPORT" >"$WRITE"

@@ -6,7 +6,9 @@
 # both alike, plus the ratio.
 #
 #   sudo scripts/bench-tui.sh            # prints a Markdown table
-#   sudo scripts/bench-tui.sh --write    # also appends it to BENCHMARKS.md
+#   sudo scripts/bench-tui.sh --write    # also keeps the raw results in
+#                                        # bench/results/tui/DATE.json and
+#                                        # regenerates BENCHMARKS.md's table
 #
 # The link is unshaped with fq_codel as root qdisc (so the UI has flows to
 # list). Per round and mode: 4 TCP flows (cubic) for DUR seconds and
@@ -127,5 +129,20 @@ EOF
 )
 echo "$TABLE"
 if [ "$WRITE" = 1 ]; then
-  printf "\n%s\n" "$TABLE" >>BENCHMARKS.md
+  mkdir -p bench/results/tui
+  jq -n --arg date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
+    --arg command "DUR=$DUR ROUNDS=$ROUNDS scripts/bench-tui.sh --write" \
+    --arg commit "$(git rev-parse --short HEAD)" --arg kernel "$(uname -r)" \
+    --argjson nproc "$(nproc)" --arg load "$load" --arg hz "$HZ" \
+    --arg t "4 TCP flows (cubic), Gbit/s, mean of rounds ($(list "${T_OFF[@]}") vs $(list "${T_ON[@]}"))" \
+    --arg u "UDP 64-byte payload, kpps received, mean of rounds ($(list "${U_OFF[@]}") vs $(list "${U_ON[@]}"))" \
+    --arg t_off "$t_off" --arg t_on "$t_on" --arg t_r "$(ratio "$t_off" "$t_on")" \
+    --arg u_off "$u_off" --arg u_on "$u_on" --arg u_r "$(ratio "$u_off" "$u_on")" \
+    '{kind: "tui", date: $date, command: $command, commit: $commit,
+      machine: {nproc: $nproc, kernel: $kernel, "load average": $load},
+      note: "Unshaped link, fq_codel, snapshot_hz \($hz).",
+      columns: ["measurement", "no UI", "`bloatbox top` attached (tmux 120×40)", "with / without"],
+      rows: [[$t, $t_off, $t_on, $t_r], [$u, $u_off, $u_on, $u_r]]}' \
+    >"bench/results/tui/$(date -u '+%Y-%m-%dT%H%MZ').json"
+  python3 scripts/bench-table.py
 fi

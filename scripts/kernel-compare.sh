@@ -31,7 +31,10 @@
 # Also printed: each tree's `tc -s` counters, the sender's TCP
 # retransmissions per run (nstat) and the bloatbox sender TAP's TX drops.
 # DUR defaults to 30 s: with 8 s, cubic had not yet filled HTB's
-# 1000-packet leaf and the loaded RTT was a transient (see BENCHMARKS.md).
+# 1000-packet leaf and the loaded RTT was a transient (docs/benchmarking.md).
+# Every run keeps its table's raw rows in bench/results/kernel/DATE.json and
+# regenerates BENCHMARKS.md's kernel table from the latest
+# (scripts/bench-table.py).
 # Needs root, iproute2 with sch_htb/sch_tbf, iperf3, ping, jq, cargo.
 # Everything it creates is named kc-$$-* / kc$$* and removed on exit; all
 # traffic stays inside its own namespaces. It asserts nothing.
@@ -241,6 +244,35 @@ for tree in htb tbf; do
 done
 
 # ---- report ------------------------------------------------------------------
+
+# The raw results: one row per tree and path, kept in bench/results/kernel/.
+ROWS=$(mktemp)
+for tree in htb tbf; do
+  for path in kernel router $(printf 'bloatbox%s ' $TXQS); do
+    read -r m i l <<<"${RES[$tree,$path]}"
+    case $path in
+      kernel) label="kernel veth (tree on sender)" ;;
+      router) label="kernel router (3 namespaces)" ;;
+      *) label="bloatbox (TAP txqueuelen ${path#bloatbox})" ;;
+    esac
+    awk -v t="$tree" -v p="$label" -v m="$m" -v i="$i" -v l="$l" -v r="$RATE_MBIT" \
+      'BEGIN {printf "%s\t%s\t%.2f\t%.4f\t%s\t%s\n", t, p, m, m/r, i, l}' >>"$ROWS"
+  done
+done
+STAMP=$(date -u '+%Y-%m-%dT%H%MZ')
+mkdir -p bench/results/kernel
+jq -R -s --arg date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
+  --arg command "DUR=$DUR RT=$RT TXQS=\"$TXQS\" scripts/kernel-compare.sh" \
+  --arg commit "$(git rev-parse --short HEAD)" --arg kernel "$(uname -r)" \
+  --argjson nproc "$(nproc)" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
+  --arg rate "$RATE_MBIT" \
+  '{kind: "kernel", date: $date, command: $command, commit: $commit,
+    machine: {nproc: $nproc, kernel: $kernel, "load average at the end": $load},
+    columns: ["tree", "path", "throughput Mbit/s", "ratio to \($rate) Mbit/s", "idle RTT ms", "loaded RTT median ms"],
+    rows: (split("\n") | map(select(length > 0) | split("\t")))}' \
+  <"$ROWS" >"bench/results/kernel/$STAMP.json"
+rm -f "$ROWS"
+python3 scripts/bench-table.py
 
 echo
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'), DUR=$DUR s, RT=$RT, kernel $(uname -r), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"

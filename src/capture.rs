@@ -83,7 +83,7 @@ impl CaptureSpec {
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
 pub struct CaptureArgs {
     /// Capture both directions into DIR/left_to_right.pcapng and
-    /// DIR/right_to_left.pcapng (frames in, out and dropped; see the README).
+    /// DIR/right_to_left.pcapng (frames in, out and dropped; see docs/control.md).
     #[arg(long, value_name = "DIR")]
     pub pcap: Option<PathBuf>,
     /// Capture the left→right direction into this pcapng file.

@@ -138,7 +138,7 @@ enum Cmd {
     },
     /// Change the running link: `left.rate=10mbit right.delay=20ms ...`,
     /// shape keys (`left.loss=1% left.jitter=2ms left.trace=FILE
-    /// left.netem="..."`, see the README) or `ethtool -C left rx-usecs 20`;
+    /// left.netem="..."`, see docs/configuration.md) or `ethtool -C left rx-usecs 20`;
     /// all or nothing; prints the effective parameters and shapes, and
     /// what ethtool prints for ethtool lines.
     Set {

@@ -73,7 +73,7 @@ fn ping_stays_near_idle_under_fq_codel_and_sfq_but_not_behind_a_deep_ring() {
     // is what the receivers read, and data held behind a loss until its
     // retransmission arrives is read in a burst, so a 4 s window can show
     // a little more than the 95.6 Mbit/s of payload a 100 Mbit/s line
-    // carries; BENCHMARKS.md, seed 1.)
+    // carries; docs/benchmarking.md, seed 1.)
     for (r, _) in runs {
         assert!(
             r.summary.up_mbit > 50.0,

@@ -18,7 +18,7 @@
 //! - live, root only: 4 CUBIC flows through each config (alternating, two
 //!   runs each); throughput within a ratio, doorbells per frame lower with
 //!   bulk dequeue. The datapath thread's wake-ups and CPU time per frame
-//!   are printed for BENCHMARKS.md, not asserted: they are timing, and the
+//!   are printed for docs/benchmarking.md, not asserted: they are timing, and the
 //!   daemon's TAP I/O per frame is the same in both modes.
 
 use std::time::Duration;

@@ -27,7 +27,7 @@
 //! difference measured 14.4–22.7 µs, and once (CI, 2026-11-30 10:24) 10.7,
 //! when it fell by half from the seventh pair of blocks on. With the
 //! spin, twelve runs idle and with two or four busy loops on two cores
-//! gave 19.6–20.7 µs (BENCHMARKS.md).
+//! gave 19.6–20.7 µs (docs/benchmarking.md, seed 2).
 
 use std::time::{Duration, Instant};
 

@@ -29,7 +29,7 @@ fn prepare_privileges() -> anyhow::Result<()> {
         let names: Vec<String> = missing.iter().map(|c| c.to_string()).collect();
         tracing::warn!(
             "without root and without {}, `ip netns add`/`del` can only work if /run/netns \
-             is writable by this user (see README, \"Running without full root\")",
+             is writable by this user (see docs/privileges.md, \"Running without full root\")",
             names.join(", ")
         );
     }

@@ -40,7 +40,7 @@ pub struct DatapathConfig {
     pub pool_buffers: usize,
     /// Run the threads under SCHED_FIFO at this priority (1..=99); None
     /// keeps the normal scheduler. On a busy machine this is what keeps wake-ups
-    /// on time (see BENCHMARKS.md).
+    /// on time (see docs/timing.md).
     pub realtime_priority: Option<u8>,
     /// Which directions pass GSO super-frames whole (offload ports only).
     pub gso: GsoPolicy,

@@ -4,7 +4,7 @@
 //! times, then snapshotted. `SimControl` is a `Control` over such a bridge:
 //! each `snapshot()` advances it by a fixed step, `send` applies link
 //! changes and the qdisc presets the core has. Used by the TUI tests and for
-//! the README screenshot; everything is deterministic.
+//! screenshots for the documents; everything is deterministic.
 
 use super::{Action, Control, Preset, Snapshot};
 use crate::bridge::Bridge;

@@ -11,7 +11,7 @@
 //!   and on panic) and `run_with_backend`, the same loop over any ratatui
 //!   backend and a scripted event source for tests;
 //! - `fixtures`: realistic snapshots made by driving the real core, for
-//!   tests and the README screenshot.
+//!   tests and screenshots for the documents.
 //!
 //! - `remote`: `RemoteControl`, the `Control` over the control socket.
 //!

@@ -2,7 +2,7 @@
 //! size (80×24 and up), adds the header, the footer (key hints, the set
 //! prompt, errors) and the help and preset overlays. It reads `App` only.
 //! `text_capture` renders into a test backend and returns the text, for
-//! snapshot tests and the README screenshot.
+//! snapshot tests and screenshots for the documents.
 
 use super::state::{App, Focus, Mode};
 use super::widgets::{fmt_at, Charts, EventLog, FlowTable, LinkPanel, TreePanel};

@@ -1,0 +1,417 @@
+//! The documents checked against the code, so that they cannot drift:
+//!
+//! - docs/configuration.md's key tables list exactly the keys the
+//!   configuration accepts. The accepted keys come from the configuration's
+//!   own serde types: a table with an unknown key is refused with serde's
+//!   "expected one of ..." list, which the derive generates from the struct.
+//! - Each documented default (a backticked TOML value in the `default`
+//!   column) equals `Config::default()` (= configs/default.toml) serialized.
+//! - Each documented integer range `A..=B` is what validation accepts: A
+//!   and B load, A − 1 and B + 1 are refused.
+//! - The structured qdisc table's keys per kind, likewise.
+//! - No document or source file cites notes that a clone of the repository
+//!   does not have.
+
+use bloatbox::config::{Config, DEFAULT_TOML};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+fn read(rel: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// One row of a documented key table.
+#[derive(Debug)]
+struct Row {
+    key: String,
+    range: String,
+    default: String,
+}
+
+/// The rows of every Markdown table of `doc` whose header's first cell is
+/// `first_header` (e.g. `key`), split into cells.
+fn tables(doc: &str, first_header: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let mut inside = false;
+    for line in doc.lines() {
+        let line = line.trim();
+        if !line.starts_with('|') {
+            inside = false;
+            continue;
+        }
+        let cells: Vec<String> = line
+            .trim_matches('|')
+            .split('|')
+            .map(|c| c.trim().to_string())
+            .collect();
+        if cells.iter().all(|c| c.chars().all(|ch| "-: ".contains(ch))) {
+            continue; // the separator line
+        }
+        if !inside {
+            inside = cells.first().is_some_and(|c| c == first_header);
+            continue; // the header
+        }
+        rows.push(cells);
+    }
+    rows
+}
+
+/// The first backticked text of a cell, if any.
+fn backticked(cell: &str) -> Option<&str> {
+    let rest = cell.split_once('`')?.1;
+    rest.split_once('`').map(|(inner, _)| inner)
+}
+
+fn key_rows(doc: &str) -> Vec<Row> {
+    tables(doc, "key")
+        .into_iter()
+        .map(|cells| {
+            let cell = |i: usize| cells.get(i).cloned().unwrap_or_default();
+            Row {
+                key: backticked(&cell(0))
+                    .unwrap_or_else(|| panic!("a key row without a `key`: {cells:?}"))
+                    .to_string(),
+                range: cell(2),
+                default: cell(3),
+            }
+        })
+        .collect()
+}
+
+/// The fields serde accepts in the table at `path` ("" = the top level),
+/// read from the refusal of an unknown key there.
+fn accepted_fields(path: &str) -> BTreeSet<String> {
+    let text = if path.is_empty() {
+        "zz_not_a_key = 1\n".to_string()
+    } else {
+        format!("[{path}]\nzz_not_a_key = 1\n")
+    };
+    fields_from_refusal(&text)
+}
+
+fn fields_from_refusal(text: &str) -> BTreeSet<String> {
+    fields_if_refused(text).unwrap_or_else(|| panic!("an unknown key must be refused: {text}"))
+}
+
+/// The fields listed by the refusal of `text`, or None if it is accepted.
+fn fields_if_refused(text: &str) -> Option<BTreeSet<String>> {
+    let err = Config::from_str(text, "probe.toml").err()?.to_string();
+    let list = err
+        .split("expected one of ")
+        .nth(1)
+        .or_else(|| err.split("expected `").nth(1).map(|_| ""))
+        .unwrap_or_else(|| panic!("no list of fields in: {err}"));
+    let list = if list.is_empty() {
+        // serde says "expected `x`" when a table has one field
+        &err[err.find("expected `").unwrap() + "expected ".len()..]
+    } else {
+        list
+    };
+    let list = list.split(';').next().unwrap_or(list);
+    Some(
+        list.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// Every key the configuration accepts, as dotted paths (the direction
+/// tables `link.left_to_right`/`link.right_to_left` take the keys of
+/// `[link]`, so they are documented once as `link.*`).
+fn accepted_keys() -> BTreeSet<String> {
+    let mut keys = BTreeSet::new();
+    for table in accepted_fields("") {
+        let fields = accepted_fields(&table);
+        assert!(!fields.is_empty(), "no fields found for [{table}]");
+        for f in fields {
+            keys.insert(format!("{table}.{f}"));
+        }
+    }
+    let l2r = accepted_fields("link.left_to_right");
+    let link = accepted_fields("link");
+    assert_eq!(l2r, link, "a direction table takes the keys of [link]");
+    keys
+}
+
+fn config_doc() -> String {
+    read("docs/configuration.md")
+}
+
+#[test]
+fn the_configuration_reference_lists_exactly_the_accepted_keys() {
+    let doc = config_doc();
+    let rows = key_rows(&doc);
+    let mut documented = BTreeSet::new();
+    for row in &rows {
+        assert!(
+            documented.insert(row.key.clone()),
+            "docs/configuration.md lists `{}` twice",
+            row.key
+        );
+    }
+    let accepted = accepted_keys();
+    let missing: Vec<_> = accepted.difference(&documented).collect();
+    let unknown: Vec<_> = documented.difference(&accepted).collect();
+    assert!(
+        missing.is_empty() && unknown.is_empty(),
+        "docs/configuration.md's key tables drifted from the configuration:\n  \
+         accepted but not documented: {missing:?}\n  documented but not accepted: {unknown:?}"
+    );
+}
+
+/// The value at a dotted path of the default configuration, serialized.
+fn default_value<'a>(root: &'a toml::Value, key: &str) -> Option<&'a toml::Value> {
+    key.split('.').try_fold(root, |v, part| v.get(part))
+}
+
+#[test]
+fn documented_defaults_are_the_default_configuration() {
+    let default = toml::Value::try_from(Config::default()).expect("the default serializes");
+    let embedded: toml::Value = toml::from_str(DEFAULT_TOML).expect("the embedded default parses");
+    let mut checked = 0;
+    for row in key_rows(&config_doc()) {
+        if row.default.starts_with("none") {
+            continue; // unset by default (what that means follows in words)
+        }
+        let Some(written) = backticked(&row.default) else {
+            continue; // words
+        };
+        let actual = default_value(&default, &row.key)
+            .or_else(|| default_value(&embedded, &row.key))
+            .unwrap_or_else(|| {
+                panic!(
+                    "docs/configuration.md gives `{}` the default `{written}`, but the default configuration has no value there",
+                    row.key
+                )
+            });
+        let parsed: toml::Value = toml::from_str::<toml::Table>(&format!("v = {written}"))
+            .unwrap_or_else(|e| panic!("`{}`'s default `{written}` is not TOML: {e}", row.key))
+            .remove("v")
+            .unwrap();
+        assert_eq!(
+            &parsed, actual,
+            "docs/configuration.md: default of `{}`",
+            row.key
+        );
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} defaults checked");
+}
+
+/// Loads a configuration setting `key` (a dotted path) to `value`.
+fn load_with(key: &str, value: i64) -> Result<Config, String> {
+    let (table, field) = key.rsplit_once('.').expect("a dotted key");
+    let mut text = format!("[{table}]\n{field} = {value}\n");
+    // Frames coalescing with usecs 0 never interrupts; give it a timer.
+    if let Some(kind) = field.strip_suffix("_frames") {
+        text.push_str(&format!("{kind}_usecs = 1\n"));
+    }
+    Config::from_str(&text, "probe.toml").map_err(|e| e.to_string())
+}
+
+#[test]
+fn documented_integer_ranges_are_what_validation_accepts() {
+    let mut checked = 0;
+    for row in key_rows(&config_doc()) {
+        let Some(range) = backticked(&row.range) else {
+            continue;
+        };
+        let Some((lo, hi)) = range.split_once("..=") else {
+            continue;
+        };
+        let (Ok(lo), Ok(hi)) = (lo.parse::<i64>(), hi.parse::<i64>()) else {
+            continue;
+        };
+        for ok in [lo, hi] {
+            load_with(&row.key, ok).unwrap_or_else(|e| {
+                panic!(
+                    "docs/configuration.md: `{}` in `{range}`, but {ok} is refused: {e}",
+                    row.key
+                )
+            });
+        }
+        for bad in [lo - 1, hi + 1] {
+            if bad < 0 {
+                continue;
+            }
+            assert!(
+                load_with(&row.key, bad).is_err(),
+                "docs/configuration.md: `{}` in `{range}`, but {bad} is accepted",
+                row.key
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 12, "only {checked} ranges checked");
+}
+
+#[test]
+fn the_structured_qdisc_keys_are_documented_per_kind() {
+    let doc = config_doc();
+    let mut documented: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for cells in tables(&doc, "kind") {
+        let kind = backticked(&cells[0]).expect("a `kind`").to_string();
+        let keys = cells
+            .get(1)
+            .map(|c| {
+                c.split('`')
+                    .skip(1)
+                    .step_by(2)
+                    .map(str::to_string)
+                    .collect::<BTreeSet<_>>()
+            })
+            .unwrap_or_default();
+        documented.insert(kind, keys);
+    }
+    let kinds = fields_from_variant_refusal();
+    assert_eq!(
+        documented.keys().cloned().collect::<BTreeSet<_>>(),
+        kinds,
+        "docs/configuration.md: the kinds of the structured qdisc table"
+    );
+    for (kind, keys) in &documented {
+        // A kind without options (pfifo_fast) is a unit variant of an
+        // internally tagged enum, which serde lets take any other key: no
+        // refusal lists its fields, and it has none.
+        let mut accepted = fields_if_refused(&format!(
+            "[link.qdisc]\nkind = \"{kind}\"\nzz_not_a_key = 1\n"
+        ))
+        .unwrap_or_default();
+        accepted.insert("kind".into());
+        // HTB's classes are `[[link.qdisc.class]]` tables, documented apart.
+        let mut keys = keys.clone();
+        keys.insert("kind".into());
+        assert_eq!(
+            &keys, &accepted,
+            "docs/configuration.md: keys of the structured `{kind}` table"
+        );
+    }
+    let class = fields_from_refusal(
+        "[link.qdisc]\nkind = \"htb\"\n[[link.qdisc.class]]\nzz_not_a_key = 1\n",
+    );
+    let documented_class: BTreeSet<String> = tables(&doc, "class key")
+        .iter()
+        .filter_map(|c| backticked(&c[0]).map(str::to_string))
+        .collect();
+    assert_eq!(
+        documented_class, class,
+        "docs/configuration.md: keys of [[link.qdisc.class]]"
+    );
+}
+
+/// The kinds the structured qdisc table accepts, from the refusal of an
+/// unknown one.
+fn fields_from_variant_refusal() -> BTreeSet<String> {
+    let err = Config::from_str("[link.qdisc]\nkind = \"zz_not_a_kind\"\n", "probe.toml")
+        .expect_err("an unknown kind must be refused")
+        .to_string();
+    let list = err
+        .split("expected one of ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no list of kinds in: {err}"));
+    let list = list.split(';').next().unwrap_or(list);
+    list.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Files a clone of the repository has, which documents and comments may
+/// cite; notes kept elsewhere may not be.
+#[test]
+fn nothing_cites_notes_outside_the_repository() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Spelled in pieces so that this file does not cite them itself.
+    let forbidden: Vec<String> = [
+        ["shared", "/"],
+        ["LINUX", "-TC"],
+        ["VECTORS", ".md"],
+        ["DESIGN", ".md"],
+        ["design", " card"],
+    ]
+    .iter()
+    .map(|p| p.concat())
+    .collect();
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if path.is_dir() {
+                if !matches!(name.as_str(), "target" | ".git" | "proptest-regressions") {
+                    stack.push(path);
+                }
+                continue;
+            }
+            let ext = path.extension().map(|e| e.to_string_lossy().to_string());
+            if !matches!(ext.as_deref(), Some("rs" | "md" | "toml" | "sh" | "py")) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            for (n, line) in text.lines().enumerate() {
+                if forbidden.iter().any(|f| line.contains(f.as_str())) {
+                    found.push(format!("{}:{}: {line}", path.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "citations of notes a clone lacks:\n{}",
+        found.join("\n")
+    );
+}
+
+/// Relative links between the documents point at files that exist.
+#[test]
+fn links_between_the_documents_resolve() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs: Vec<String> = [
+        "README.md",
+        "BENCHMARKS.md",
+        "RELIABILITY.md",
+        "CHANGELOG.md",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "md") {
+            docs.push(format!("docs/{}", p.file_name().unwrap().to_string_lossy()));
+        }
+    }
+    let mut broken = Vec::new();
+    for doc in &docs {
+        let text = read(doc);
+        let base = Path::new(doc).parent().unwrap_or(Path::new(""));
+        for part in text.split("](").skip(1) {
+            let target = part.split(')').next().unwrap_or("");
+            let target = target.split('#').next().unwrap_or("");
+            if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            // docs/fuzzing.md is written on another branch.
+            if target.ends_with("fuzzing.md") {
+                continue;
+            }
+            if !root.join(base).join(target).exists() {
+                broken.push(format!("{doc}: {target}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links: {broken:?}");
+}
+
+#[test]
+fn the_readme_and_benchmarks_stay_short() {
+    for (doc, max) in [("README.md", 250), ("BENCHMARKS.md", 200)] {
+        let lines = read(doc).lines().count();
+        assert!(lines <= max, "{doc} has {lines} lines, at most {max}");
+    }
+}
