@@ -231,45 +231,45 @@ impl SimReport {
             .collect()
     }
 
-    /// A small fixed-width table: one row per flow, one per direction.
+    /// The flows as a table (comfy-table, columns sized to their cells,
+    /// numbers right-aligned), then one line per direction.
     pub fn table(&self) -> String {
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "{:<12} {:<6} {:<13} {:>8} {:>8} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9}",
-            "flow",
-            "kind",
-            "dir",
-            "sent",
-            "deliv",
-            "drop",
-            "ce",
-            "Mbit/s",
-            "owd ms",
-            "rtt p50",
-            "rtt p99"
-        );
+        use comfy_table::{CellAlignment, Table};
+        let mut table = Table::new();
+        table.load_style(comfy_table::presets::NOTHING);
+        table.set_header([
+            "flow", "kind", "dir", "sent", "deliv", "drop", "ce", "Mbit/s", "owd ms", "rtt p50",
+            "rtt p99",
+        ]);
         for f in &self.flows {
             let (p50, p99) = f.rtt.map_or(("-".into(), "-".into()), |r| {
                 (format!("{:.2}", ms(r.p50)), format!("{:.2}", ms(r.p99)))
             });
-            let _ = writeln!(
-                s,
-                "{:<12} {:<6} {:<13} {:>8} {:>8} {:>6} {:>6} {:>9.3} {:>9} {:>9} {:>9}",
-                f.name,
-                f.kind,
-                f.dir,
-                f.forward.sent_pkts,
-                f.forward.delivered_pkts,
-                f.forward.dropped_pkts + f.reverse.dropped_pkts,
-                f.forward.ce_marks,
-                f.goodput_bps.unwrap_or(f.throughput_bps) / 1e6,
+            table.add_row([
+                f.name.clone(),
+                f.kind.to_string(),
+                f.dir.to_string(),
+                f.forward.sent_pkts.to_string(),
+                f.forward.delivered_pkts.to_string(),
+                (f.forward.dropped_pkts + f.reverse.dropped_pkts).to_string(),
+                f.forward.ce_marks.to_string(),
+                format!("{:.3}", f.goodput_bps.unwrap_or(f.throughput_bps) / 1e6),
                 f.owd_mean_ns
                     .map_or("-".into(), |o| format!("{:.2}", o / 1e6)),
                 p50,
-                p99
-            );
+                p99,
+            ]);
         }
+        for (i, column) in table.column_iter_mut().enumerate() {
+            column.set_padding((0, 2));
+            if i >= 3 {
+                column.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+        let mut s: String = table
+            .lines()
+            .map(|l| format!("{}\n", l.trim_end()))
+            .collect();
         for d in &self.directions {
             let drops: Vec<String> = d.drops.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let _ = writeln!(
