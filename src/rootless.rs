@@ -610,11 +610,12 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs root"]
     fn anonymous_namespace_runs_code_and_ip_inside_and_vanishes() {
-        if crate::netns::require_privileges().is_err() {
-            eprintln!("skipped: needs CAP_SYS_ADMIN and CAP_NET_ADMIN (root or `unshare -Ur`)");
-            return;
-        }
+        assert!(
+            crate::netns::require_privileges().is_ok(),
+            "needs CAP_SYS_ADMIN and CAP_NET_ADMIN (root or `unshare -Ur`)"
+        );
         let ns = AnonNetns::new().unwrap();
         let mine = std::fs::read_link("/proc/thread-self/ns/net").unwrap();
         let inside = ns
@@ -633,11 +634,12 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs root"]
     fn packet_port_reads_what_the_peer_sends_and_not_its_own_frames() {
-        if crate::netns::require_privileges().is_err() {
-            eprintln!("skipped: needs CAP_SYS_ADMIN and CAP_NET_ADMIN (root or `unshare -Ur`)");
-            return;
-        }
+        assert!(
+            crate::netns::require_privileges().is_ok(),
+            "needs CAP_SYS_ADMIN and CAP_NET_ADMIN (root or `unshare -Ur`)"
+        );
         let ns = AnonNetns::new().unwrap();
         ns.ip(&[
             "link", "add", "bbpa", "type", "veth", "peer", "name", "bbpb",
