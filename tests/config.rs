@@ -9,6 +9,8 @@ use bloatbox::link::LinkParams;
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 
+mod common;
+
 const L: Dir = Dir::LeftToRight;
 const R: Dir = Dir::RightToLeft;
 
@@ -528,7 +530,7 @@ fn nested_direction_tables_and_tap_names_are_rejected() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(crate::common::proptest_config(256, file!()))]
 
     #[test]
     fn no_panic_on_arbitrary_text(text in "\\PC{0,200}") {

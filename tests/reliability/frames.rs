@@ -430,7 +430,7 @@ fn frames() -> impl Strategy<Value = Vec<(bool, Vec<u8>, u32)>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(crate::common::proptest_config(2000, file!()))]
 
     #[test]
     fn fuzzed_frames_are_forwarded_or_dropped_with_a_reason(
