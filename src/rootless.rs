@@ -210,6 +210,7 @@ impl AnonNetns {
 
     /// `program`, to be run inside this namespace: the child enters it
     /// (setns) before exec.
+    #[allow(unsafe_code)]
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> io::Result<Command> {
         let fd = self.fd.try_clone()?;
         let mut cmd = Command::new(program);
@@ -459,6 +460,7 @@ struct EthtoolValue {
 
 /// Turns TX checksum offload (and with it TSO) off on `ifname` of this
 /// thread's namespace, so frames leave it complete, with their checksums.
+#[allow(unsafe_code)]
 fn disable_tx_checksum(ifname: &str) -> io::Result<()> {
     use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
     let sock = socket(

@@ -213,9 +213,8 @@ fn fixture_errors(
             .filter_map(|l| l.strip_prefix("# expect: "))
             .collect();
         assert!(!expected.is_empty(), "{name} has no # expect: line");
-        let err = match load(&text, &name) {
-            Ok(_) => panic!("{name} loaded but should fail"),
-            Err(e) => e,
+        let Err(err) = load(&text, &name) else {
+            panic!("{name} loaded but should fail")
         };
         for want in expected {
             assert!(err.contains(want), "{name}:\n  got:  {err}\n  want: {want}");

@@ -166,8 +166,8 @@ fn live_idle_rtt_is_twice_the_delay_plus_serialization() {
     let med = median(rtts.clone());
     eprintln!(
         "idle RTT median {med:.3} ms (ideal {ideal:.3} ms), min {:.3} max {:.3}",
-        rtts.iter().cloned().fold(f64::MAX, f64::min),
-        rtts.iter().cloned().fold(0.0, f64::max)
+        rtts.iter().copied().fold(f64::MAX, f64::min),
+        rtts.iter().copied().fold(0.0, f64::max)
     );
     assert!(
         med >= ideal - 0.05,

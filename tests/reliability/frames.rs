@@ -258,7 +258,7 @@ fn valid_frame(shape: u8, payload: usize, port: u16, tos: u8) -> Vec<u8> {
                 .ipv6(v6, v6b, 64)
                 .udp(port, 5001)
                 .write(&mut out, &body)
-                .map(|_| out.clone())
+                .map(|()| out.clone())
                 .unwrap();
             ipv6_ext_chain(&mut f);
             return set_tos(f, tos);
