@@ -6,10 +6,10 @@
 //!
 //! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
 //! as ignored; run without root they fail). Skipped, with the reason
-//! printed, where `ip`, `ping` or `bash` is missing. Every link has names unique to this process (the
-//! harness's generated names, `common::Names`) and is removed on every exit
-//! path: `bloatbox run` tears its link down itself, and `harness::Link` and
-//! `common::Daemon` do on drop.
+//! printed, where `ip`, `ping` or `bash` is missing. Every link has names
+//! unique to this process (the harness's generated names, `common::Names`)
+//! and is removed on every exit path: `bloatbox run` tears its link down
+//! itself, and `harness::Link` and `common::Daemon` do on drop.
 
 use std::path::Path;
 use std::process::Command;

@@ -4,10 +4,10 @@
 //!
 //! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
 //! as ignored; run without root they fail). Skipped, with the reason
-//! printed, where `ip` or `ping` is missing. Names (namespaces, TAPs, addresses, socket) are
-//! unique to the test (`common::Daemon`); every exit path stops the daemon
-//! and removes what it created (`bloatbox down`, then `ip netns del` as a
-//! last resort).
+//! printed, where `ip` or `ping` is missing. Names (namespaces, TAPs,
+//! addresses, socket) are unique to the test (`common::Daemon`); every exit
+//! path stops the daemon and removes what it created (`bloatbox down`, then
+//! `ip netns del` as a last resort).
 
 use std::process::Output;
 

@@ -4,10 +4,11 @@
 //!
 //! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
 //! as ignored; run without root they fail). Skipped, with the reason
-//! printed, where `ip`, `ping` or `iperf3` is missing. Tests run one at a time (a shared lock) so that a
-//! bulk transfer never disturbs an RTT measurement. Every exit path removes
-//! what a test created: the daemon is stopped (SIGTERM, then SIGKILL and
-//! `bloatbox down`) and the namespaces are deleted as a last resort.
+//! printed, where `ip`, `ping` or `iperf3` is missing. Tests run one at a
+//! time (a shared lock) so that a bulk transfer never disturbs an RTT
+//! measurement. Every exit path removes what a test created: the daemon is
+//! stopped (SIGTERM, then SIGKILL and `bloatbox down`) and the namespaces
+//! are deleted as a last resort.
 
 use std::process::Output;
 use std::sync::{Mutex, MutexGuard};

@@ -7,9 +7,9 @@
 //!
 //! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
 //! as ignored; run without root they fail). Skipped, with the reason
-//! printed, without /dev/net/tun, `ip`, `iperf3` or `tmux`. Every exit path, panics included, kills the tmux
-//! server, the traffic and the daemon and removes the namespaces (guards'
-//! Drop).
+//! printed, without /dev/net/tun, `ip`, `iperf3` or `tmux`. Every exit path,
+//! panics included, kills the tmux server, the traffic and the daemon and
+//! removes the namespaces (guards' Drop).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

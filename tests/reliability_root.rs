@@ -12,8 +12,9 @@
 //!
 //! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
 //! as ignored; run without root they fail). Skipped, with the reason
-//! printed, without /dev/net/tun, `ip`, `ping` or `setcap`. Tests run one at a time; every exit path stops the
-//! daemon and removes what the test created.
+//! printed, without /dev/net/tun, `ip`, `ping` or `setcap`. Tests run one at
+//! a time; every exit path stops the daemon and removes what the test
+//! created.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

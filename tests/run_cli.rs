@@ -4,9 +4,9 @@
 //!
 //! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
 //! as ignored; run without root they fail). Skipped, with the reason
-//! printed, where a tool is missing. Each run gets a unique `--name`; every test is bounded (a run
-//! that overstays is SIGKILLed and its namespaces removed) and checks that
-//! no namespace, TAP or process of its run is left.
+//! printed, where a tool is missing. Each run gets a unique `--name`; every
+//! test is bounded (a run that overstays is SIGKILLed and its namespaces
+//! removed) and checks that no namespace, TAP or process of its run is left.
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

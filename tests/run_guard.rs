@@ -4,8 +4,8 @@
 //! the guard removes everything on drop, also when a test panics.
 //!
 //! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
-//! as ignored; run without root they fail). Every link has a unique
-//! name (the guard's default).
+//! as ignored; run without root they fail). Every link has a unique name
+//! (the guard's default).
 
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::Path;
