@@ -77,6 +77,7 @@ fn open_tap(args: &Args, name: &str, side: u8) -> anyhow::Result<Vec<Box<dyn Fra
 /// Waits for frames on `rx` and writes each one to `tx` as soon as it is
 /// read, until reading fails. Write errors (the other TAP still down, say)
 /// lose the frame and nothing more.
+#[allow(unsafe_code)]
 fn forward(mut rx: Box<dyn FramePort>, mut tx: Box<dyn FramePort>) -> io::Result<()> {
     let mut buf = vec![0u8; 65536];
     // SAFETY: `rx` owns the descriptor and outlives every use of `fd`.

@@ -533,11 +533,12 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs root"]
     fn attach_without_prepared_namespaces_says_how_to_make_them() {
-        if require_privileges().is_err() {
-            eprintln!("skipped: needs root or CAP_NET_ADMIN+CAP_SYS_ADMIN");
-            return;
-        }
+        assert!(
+            require_privileges().is_ok(),
+            "needs root or CAP_NET_ADMIN+CAP_SYS_ADMIN"
+        );
         let t = topo(&format!("{}a", std::process::id() % 100_000));
         let err = t.attach().expect_err("nothing to attach to").to_string();
         assert!(err.contains(&t.left.netns), "{err}");
@@ -546,11 +547,12 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs root"]
     fn up_creates_everything_and_the_guard_removes_it() {
-        if require_privileges().is_err() {
-            eprintln!("skipped: needs root or CAP_NET_ADMIN+CAP_SYS_ADMIN");
-            return;
-        }
+        assert!(
+            require_privileges().is_ok(),
+            "needs root or CAP_NET_ADMIN+CAP_SYS_ADMIN"
+        );
         let mut t = topo(&format!("{}g", std::process::id() % 100_000));
         t.left.addrs = vec![("10.201.0.1".parse().unwrap(), 24)];
         t.right.addrs = vec![("fd00:201::2".parse().unwrap(), 64)];

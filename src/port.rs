@@ -360,6 +360,7 @@ impl TapPort {
     /// Takes over the open TAP descriptor of `dev`, non-blocking; with
     /// `offload` (the device was opened with `IFF_VNET_HDR`) pins the header
     /// size and the offload mask.
+    #[allow(unsafe_code)]
     fn from_device(name: &str, dev: tun_rs::SyncDevice, offload: bool) -> io::Result<TapPort> {
         let named = |what: &str, e: io::Error| {
             io::Error::new(e.kind(), format!("{what} TAP device {name:?}: {e}"))
@@ -420,6 +421,7 @@ pub struct PacketPort {
 impl PacketPort {
     /// Binds to interface `ifname` (which must exist in this thread's
     /// network namespace; needs CAP_NET_RAW in the user namespace owning it).
+    #[allow(unsafe_code)]
     pub fn bind(ifname: &str) -> io::Result<PacketPort> {
         let ifindex = nix::net::if_::if_nametoindex(ifname).map_err(|e| {
             io::Error::new(

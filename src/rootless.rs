@@ -210,6 +210,7 @@ impl AnonNetns {
 
     /// `program`, to be run inside this namespace: the child enters it
     /// (setns) before exec.
+    #[allow(unsafe_code)]
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> io::Result<Command> {
         let fd = self.fd.try_clone()?;
         let mut cmd = Command::new(program);
@@ -459,6 +460,7 @@ struct EthtoolValue {
 
 /// Turns TX checksum offload (and with it TSO) off on `ifname` of this
 /// thread's namespace, so frames leave it complete, with their checksums.
+#[allow(unsafe_code)]
 fn disable_tx_checksum(ifname: &str) -> io::Result<()> {
     use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
     let sock = socket(
@@ -610,11 +612,12 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs root"]
     fn anonymous_namespace_runs_code_and_ip_inside_and_vanishes() {
-        if crate::netns::require_privileges().is_err() {
-            eprintln!("skipped: needs CAP_SYS_ADMIN and CAP_NET_ADMIN (root or `unshare -Ur`)");
-            return;
-        }
+        assert!(
+            crate::netns::require_privileges().is_ok(),
+            "needs CAP_SYS_ADMIN and CAP_NET_ADMIN (root or `unshare -Ur`)"
+        );
         let ns = AnonNetns::new().unwrap();
         let mine = std::fs::read_link("/proc/thread-self/ns/net").unwrap();
         let inside = ns
@@ -633,11 +636,12 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs root"]
     fn packet_port_reads_what_the_peer_sends_and_not_its_own_frames() {
-        if crate::netns::require_privileges().is_err() {
-            eprintln!("skipped: needs CAP_SYS_ADMIN and CAP_NET_ADMIN (root or `unshare -Ur`)");
-            return;
-        }
+        assert!(
+            crate::netns::require_privileges().is_ok(),
+            "needs CAP_SYS_ADMIN and CAP_NET_ADMIN (root or `unshare -Ur`)"
+        );
         let ns = AnonNetns::new().unwrap();
         ns.ip(&[
             "link", "add", "bbpa", "type", "veth", "peer", "name", "bbpb",

@@ -9,6 +9,8 @@ use bloatbox::link::LinkParams;
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 
+mod common;
+
 const L: Dir = Dir::LeftToRight;
 const R: Dir = Dir::RightToLeft;
 
@@ -211,9 +213,8 @@ fn fixture_errors(
             .filter_map(|l| l.strip_prefix("# expect: "))
             .collect();
         assert!(!expected.is_empty(), "{name} has no # expect: line");
-        let err = match load(&text, &name) {
-            Ok(_) => panic!("{name} loaded but should fail"),
-            Err(e) => e,
+        let Err(err) = load(&text, &name) else {
+            panic!("{name} loaded but should fail")
         };
         for want in expected {
             assert!(err.contains(want), "{name}:\n  got:  {err}\n  want: {want}");
@@ -528,7 +529,7 @@ fn nested_direction_tables_and_tap_names_are_rejected() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(crate::common::proptest_config(256, file!()))]
 
     #[test]
     fn no_panic_on_arbitrary_text(text in "\\PC{0,200}") {

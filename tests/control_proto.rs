@@ -4,7 +4,10 @@
 use bloatbox::control::{parse_request, Request};
 use proptest::prelude::*;
 
+mod common;
+
 proptest! {
+    #![proptest_config(crate::common::proptest_config(256, file!()))]
     #[test]
     fn parse_request_never_panics(line in ".{0,200}") {
         let _ = parse_request(&line);

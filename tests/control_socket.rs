@@ -18,7 +18,9 @@ use bloatbox::datapath::SnapshotReader;
 use bloatbox::port::FramePort;
 use serde_json::Value;
 
+mod common;
 mod control_rig;
+use common::{run_bin, wait_for, wait_until};
 use control_rig::Rig;
 
 /// pfifo_fast at the root of `dev`.
@@ -220,9 +222,14 @@ fn reset_stats_counts_from_zero_and_keeps_conservation() {
         rig.host()[0].send(&frame(1000)).unwrap();
     }
     let mut c = rig.client();
-    // Reset while frames are still queued, then check the counters only
-    // hold what came after (plus what was held at the reset).
-    std::thread::sleep(Duration::from_millis(30));
+    // Reset while frames are still queued (all 50 in, at 10 Mbit/s most
+    // still held), then check the counters only hold what came after (plus
+    // what was held at the reset).
+    let all_in = wait_until(Duration::from_secs(5), || {
+        let s = c.call(&Request::Snapshot).unwrap().unwrap();
+        n(&s, "/bridge/paths/0/counters/frames_in") == 50
+    });
+    assert!(all_in, "the 50 frames never entered the datapath");
     c.call(&Request::ResetStats).unwrap().unwrap();
     let stats = c.call(&Request::Stats).unwrap().unwrap();
     assert_conserved(&stats);
@@ -239,8 +246,12 @@ fn reset_stats_counts_from_zero_and_keeps_conservation() {
         }
     }
     assert_eq!(got, 50);
-    std::thread::sleep(Duration::from_millis(30));
-    let stats = c.call(&Request::Stats).unwrap().unwrap();
+    // The snapshot after the last departure holds nothing.
+    let stats = wait_for(Duration::from_secs(5), || {
+        let s = c.call(&Request::Stats).unwrap().unwrap();
+        (n(&s, "/bridge/paths/0/held") == 0).then_some(s)
+    })
+    .unwrap_or_else(|| c.call(&Request::Stats).unwrap().unwrap());
     assert_conserved(&stats);
     assert_eq!(n(&stats, "/bridge/paths/0/held"), 0);
     // Only departures after the reset are counted.
@@ -546,10 +557,7 @@ fn the_cli_clients_print_the_daemons_replies() {
     )
     .unwrap();
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bloatbox"))
-            .args(args)
-            .output()
-            .unwrap();
+        let out = run_bin(args);
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -647,7 +655,7 @@ fn the_cli_clients_print_the_daemons_replies() {
     assert_eq!(code, Some(0), "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(n(&v, "/left/rate_bytes_ps"), 2_500_000);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bloatbox"))
+    let out = common::bloatbox()
         .args(["tc", "qdisc", "show", "dev", "left"])
         .env("BLOATBOX_SOCKET", sock)
         .env_remove("BLOATBOX_CONFIG")

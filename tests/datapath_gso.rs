@@ -19,6 +19,8 @@ use bloatbox::qdisc::pfifo_fast::PfifoFast;
 use bloatbox::qdisc::QdiscCtx;
 use etherparse::{NetSlice, PacketBuilder, SlicedPacket, TransportSlice};
 
+mod common;
+
 fn bridge(rate_bytes_ps: u64) -> Bridge {
     let params = LinkParams {
         rate_bytes_ps,
@@ -304,7 +306,13 @@ fn segments_without_buffers_are_pool_exhausted_drops() {
     let (frame, hdr) = super_frame(false, &payload(20 * 1000), 1000);
     left.send_offload(&frame, &hdr).unwrap();
     let got = receive(&mut right, 4);
-    std::thread::sleep(Duration::from_millis(50));
+    // Every segment counted in before the datapath stops.
+    let reader = dp.snapshots();
+    common::wait_until(Duration::from_secs(5), || {
+        reader
+            .latest()
+            .is_some_and(|s| s.bridge.path(Dir::LeftToRight).counters.frames_in == 20)
+    });
     let snap = dp.shutdown().unwrap();
     assert_eq!(got.len(), 4);
     let p = snap.bridge.path(Dir::LeftToRight);

@@ -8,12 +8,16 @@
 use std::time::{Duration, Instant as StdInstant};
 
 use bloatbox::bridge::Bridge;
+use bloatbox::clock::MonotonicClock;
 use bloatbox::datapath::{Datapath, DatapathConfig, LiveSnapshot};
 use bloatbox::dir::Dir;
 use bloatbox::link::{LinkParams, Path};
 use bloatbox::port::{FramePort, SocketPairPort};
 use bloatbox::qdisc::pfifo_fast::PfifoFast;
 use bloatbox::qdisc::QdiscCtx;
+use bloatbox::time::Clock;
+
+mod common;
 
 const RATE_BYTES_PS: u64 = 1_250_000; // 10 Mbit/s
 const DELAY_NS: u64 = 2_000_000;
@@ -303,7 +307,14 @@ fn an_exhausted_pool_drops_and_counts_but_keeps_forwarding() {
         [0, 4],
         t0,
     );
-    std::thread::sleep(Duration::from_millis(50));
+    // The burst's buffers come home before the next frame: a snapshot
+    // taken after the exchange shows the link empty.
+    let (reader, since) = (dp.snapshots(), MonotonicClock.now());
+    common::wait_until(Duration::from_secs(5), || {
+        reader.latest().is_some_and(|s| {
+            s.at > since && s.pool.in_use == 0 && s.bridge.path(Dir::LeftToRight).held == 0
+        })
+    });
     let [_, later] = exchange(
         &mut [&mut host_left, &mut host_right],
         [vec![frame(99, 1000)], vec![]],
@@ -369,7 +380,13 @@ fn set_link_changes_the_rate_of_a_running_link() {
         [0, FRAMES as usize],
         t0,
     );
-    std::thread::sleep(Duration::from_millis(20));
+    // Every frame out (received, or refused by the full socket) before the
+    // datapath stops.
+    common::wait_until(Duration::from_secs(5), || {
+        reader
+            .latest()
+            .is_some_and(|s| got.len() as u64 + s.right_port.tx_full_drops == FRAMES as u64)
+    });
     let snap = dp.shutdown().unwrap();
     // At 1 Gbit/s the datapath can outrun this test's reader; frames that
     // found the receiving socket full are counted, not lost silently.

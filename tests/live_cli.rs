@@ -3,11 +3,8 @@
 
 use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
-
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
-}
+mod common;
+use common::{run_bin as run, tool_exists, BIN};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -94,12 +91,7 @@ fn up_without_privileges_refuses_clearly() {
     let cfg = cfg.to_str().unwrap();
     let out = if nix::unistd::geteuid().is_root() {
         // Drop to nobody without capabilities.
-        let found = Command::new("sh")
-            .args(["-c", "command -v setpriv"])
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-        if !found {
+        if !tool_exists("setpriv") {
             eprintln!("SKIPPED: running as root and setpriv is missing");
             return;
         }

@@ -4,11 +4,12 @@
 //! of link shape keys (all or nothing) and the `metrics` text against the
 //! raw snapshot.
 //!
-//! Skipped, with the reason printed, where not root or where `ip`,
-//! `ping` or `bash` is missing. Every link has names unique to this process (the
-//! harness's generated names, `common::Names`) and is removed on every exit
-//! path: `bloatbox run` tears its link down itself, and `harness::Link` and
-//! `common::Daemon` do on drop.
+//! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
+//! as ignored; run without root they fail). Skipped, with the reason
+//! printed, where `ip`, `ping` or `bash` is missing. Every link has names
+//! unique to this process (the harness's generated names, `common::Names`)
+//! and is removed on every exit path: `bloatbox run` tears its link down
+//! itself, and `harness::Link` and `common::Daemon` do on drop.
 
 use std::path::Path;
 use std::process::Command;
@@ -20,7 +21,7 @@ use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketOption;
 use pcap_file::pcapng::{Block, PcapNgReader};
 
 mod common;
-use common::{Daemon, Names, BIN};
+use common::{Daemon, Names};
 
 /// One packet of a capture: interface, time (ns), bytes, comment.
 struct Pkt {
@@ -61,7 +62,7 @@ fn is_echo_request(f: &[u8]) -> bool {
 
 /// `bloatbox run` with these arguments; panics with its stderr on failure.
 fn run(args: &[&str]) {
-    let out = Command::new(BIN).arg("run").args(args).output().unwrap();
+    let out = common::bloatbox().arg("run").args(args).output().unwrap();
     assert!(
         out.status.success(),
         "bloatbox run {args:?}: {}\n{}",
@@ -71,11 +72,9 @@ fn run(args: &[&str]) {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_capture_has_ingress_egress_and_ns_times() {
-    if let Some(reason) = common::skip_reason(&["ip", "ping", "bash"]) {
-        eprintln!("SKIPPED: {reason}");
-        return;
-    }
+    require!("ping", "bash");
     let dir = tempfile::tempdir().unwrap();
     let pcap = dir.path().join("cap");
     run(&[
@@ -131,11 +130,9 @@ fn live_capture_has_ingress_egress_and_ns_times() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_capture_shows_qdisc_drops_with_their_reason() {
-    if let Some(reason) = common::skip_reason(&["ip", "ping", "bash"]) {
-        eprintln!("SKIPPED: {reason}");
-        return;
-    }
+    require!("ping", "bash");
     let dir = tempfile::tempdir().unwrap();
     let (pcap, report) = (dir.path().join("l.pcapng"), dir.path().join("r.json"));
     // A 1 Mbit/s link, one TX descriptor and a 3-packet pfifo: a burst of
@@ -220,11 +217,9 @@ fn ping(link: &Link, count: u32) -> u32 {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_set_shape_and_metrics_over_the_control_socket() {
-    if let Some(reason) = common::skip_reason(&["ip", "ping", "bash"]) {
-        eprintln!("SKIPPED: {reason}");
-        return;
-    }
+    require!("ping", "bash");
     let link = Link::builder().set("link.delay=1ms").up().unwrap();
     assert_eq!(ping(&link, 10), 10);
 
@@ -310,11 +305,9 @@ fn live_set_shape_and_metrics_over_the_control_socket() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_up_serves_metrics_writes_the_file_and_captures() {
-    if let Some(reason) = common::skip_reason(&["ip", "ping", "bash"]) {
-        eprintln!("SKIPPED: {reason}");
-        return;
-    }
+    require!("ping", "bash");
     let files = tempfile::tempdir().unwrap();
     let (prom, cap) = (files.path().join("m.prom"), files.path().join("cap"));
     let (prom_arg, cap_arg) = (prom.to_str().unwrap(), cap.to_str().unwrap());
@@ -384,10 +377,11 @@ fn live_up_serves_metrics_writes_the_file_and_captures() {
     assert!(out.status.success());
     let cli = bloatbox::metrics::parse_samples(&String::from_utf8_lossy(&out.stdout)).unwrap();
     assert!(frames_in(&cli) >= frames_in(&samples));
-    // The file is rewritten every 100 ms.
-    std::thread::sleep(Duration::from_millis(300));
-    let file = bloatbox::metrics::parse_samples(&std::fs::read_to_string(&prom).unwrap()).unwrap();
-    assert!(frames_in(&file) >= 5.0);
+    // The file is rewritten every 100 ms: a rewrite soon counts the pings.
+    let read_file =
+        || bloatbox::metrics::parse_samples(&std::fs::read_to_string(&prom).unwrap()).unwrap();
+    common::wait_until(Duration::from_secs(5), || frames_in(&read_file()) >= 5.0);
+    assert!(frames_in(&read_file()) >= 5.0);
 
     up.stop();
     assert!(

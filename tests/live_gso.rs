@@ -23,6 +23,7 @@ use bloatbox::qdisc::pfifo_fast::PfifoFast;
 use bloatbox::qdisc::QdiscCtx;
 
 mod common;
+use common::{tcp_listening, wait_until};
 
 /// One transfer at a time: they share the two cores.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -76,7 +77,13 @@ fn transfer(tag: u32, rate_bytes_ps: u64) -> (LiveSnapshot, f64) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        wait_until(Duration::from_secs(10), || tcp_listening(
+            &topo.right.netns,
+            5201
+        )),
+        "the iperf3 server never listened"
+    );
     let out = in_ns(
         &topo.left.netns,
         &["iperf3", "-c", &dst, "-t", "2", "-C", "cubic", "-J"],
@@ -107,11 +114,9 @@ fn check_conserved_without_bad_offload(s: &LiveSnapshot) {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_super_frames_pass_an_unlimited_link_whole_and_a_slow_one_segmented() {
-    if let Some(why) = common::skip_reason(&["ip", "iperf3"]) {
-        eprintln!("SKIPPED: {why}");
-        return;
-    }
+    require!("iperf3");
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
 
     let (fast, fast_bps) = transfer(1, 0);

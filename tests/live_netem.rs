@@ -2,11 +2,12 @@
 //! on one direction of a running `bloatbox up` loses and jitters frames
 //! as configured, and the seeds of both directions show in the stats.
 //!
-//! Skipped, with the reason printed, where not root or where `ip` or
-//! `ping` is missing. Names (namespaces, TAPs, addresses, socket) are
-//! unique to the test (`common::Daemon`); every exit path stops the daemon
-//! and removes what it created (`bloatbox down`, then `ip netns del` as a
-//! last resort).
+//! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
+//! as ignored; run without root they fail). Skipped, with the reason
+//! printed, where `ip` or `ping` is missing. Names (namespaces, TAPs,
+//! addresses, socket) are unique to the test (`common::Daemon`); every exit
+//! path stops the daemon and removes what it created (`bloatbox down`, then
+//! `ip netns del` as a last resort).
 
 use std::process::Output;
 
@@ -55,6 +56,7 @@ fn path_stats(stats: &serde_json::Value, i: usize) -> &serde_json::Value {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_netem_loss_and_jitter_from_the_config() {
     require!("ping");
 

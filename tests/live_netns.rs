@@ -2,11 +2,13 @@
 //! started with a per-test configuration (unique namespace, TAP and address
 //! names) and traffic runs between the two namespaces it creates.
 //!
-//! Skipped, with the reason printed, where not root or where `ip`, `ping` or
-//! `iperf3` is missing. Tests run one at a time (a shared lock) so that a
-//! bulk transfer never disturbs an RTT measurement. Every exit path removes
-//! what a test created: the daemon is stopped (SIGTERM, then SIGKILL and
-//! `bloatbox down`) and the namespaces are deleted as a last resort.
+//! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
+//! as ignored; run without root they fail). Skipped, with the reason
+//! printed, where `ip`, `ping` or `iperf3` is missing. Tests run one at a
+//! time (a shared lock) so that a bulk transfer never disturbs an RTT
+//! measurement. Every exit path removes what a test created: the daemon is
+//! stopped (SIGTERM, then SIGKILL and `bloatbox down`) and the namespaces
+//! are deleted as a last resort.
 
 use std::process::Output;
 use std::sync::{Mutex, MutexGuard};
@@ -14,7 +16,7 @@ use std::time::Duration;
 
 #[macro_use]
 mod common;
-use common::{netns_script, text, Daemon, Names, Side};
+use common::{netns_script, tcp_listening, text, wait_until, Daemon, Names, Side};
 
 /// Tests in this file run one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -55,6 +57,7 @@ fn assert_conserved(stats: &serde_json::Value) {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_ping_works_both_ways_ipv4_and_ipv6() {
     require!("ping");
     let _serial = serial();
@@ -90,13 +93,20 @@ fn live_ping_works_both_ways_ipv4_and_ipv6() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_bulk_tcp_fills_a_20mbit_link() {
     require!("iperf3");
     let _serial = serial();
     let d = Daemon::start("rate = \"20mbit\"\ndelay = \"5ms\"");
     let server_addr = d.names.v4[1].clone();
     let mut server = d.spawn_in(Side::Right, &["iperf3", "-s", "-1", "-B", &server_addr]);
-    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        wait_until(Duration::from_secs(10), || tcp_listening(
+            &d.names.ns[1],
+            5201
+        )),
+        "the iperf3 server never listened"
+    );
     let out = d.exec(
         Side::Left,
         &[
@@ -136,6 +146,7 @@ fn live_bulk_tcp_fills_a_20mbit_link() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_idle_rtt_is_twice_the_delay_plus_serialization() {
     require!("ping");
     let _serial = serial();
@@ -156,8 +167,8 @@ fn live_idle_rtt_is_twice_the_delay_plus_serialization() {
     let med = median(rtts.clone());
     eprintln!(
         "idle RTT median {med:.3} ms (ideal {ideal:.3} ms), min {:.3} max {:.3}",
-        rtts.iter().cloned().fold(f64::MAX, f64::min),
-        rtts.iter().cloned().fold(0.0, f64::max)
+        rtts.iter().copied().fold(f64::MAX, f64::min),
+        rtts.iter().copied().fold(0.0, f64::max)
     );
     assert!(
         med >= ideal - 0.05,
@@ -170,6 +181,7 @@ fn live_idle_rtt_is_twice_the_delay_plus_serialization() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_nothing_is_left_after_exit_or_after_sigkill_and_down() {
     require!();
     let _serial = serial();
@@ -230,6 +242,7 @@ fn live_nothing_is_left_after_exit_or_after_sigkill_and_down() {
 /// removes it when it stops, on SIGTERM, on SIGINT, and when it fails
 /// after binding the socket (here: the metrics port is taken).
 #[test]
+#[ignore = "needs root"]
 fn live_the_control_sockets_directory_goes_with_the_daemon() {
     require!();
     let _serial = serial();
@@ -304,6 +317,7 @@ impl Drop for ScriptsDown {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_attach_to_what_netns_up_sh_made_and_leave_it() {
     require!("ping");
     let _serial = serial();

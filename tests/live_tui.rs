@@ -5,10 +5,11 @@
 //! show the flows and counters that move between the captures; `q` must
 //! then end the TUI (the session closes with it).
 //!
-//! Skipped, with the reason printed, without root, /dev/net/tun, `ip`,
-//! `iperf3` or `tmux`. Every exit path, panics included, kills the tmux
-//! server, the traffic and the daemon and removes the namespaces (guards'
-//! Drop).
+//! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
+//! as ignored; run without root they fail). Skipped, with the reason
+//! printed, without /dev/net/tun, `ip`, `iperf3` or `tmux`. Every exit path,
+//! panics included, kills the tmux server, the traffic and the daemon and
+//! removes the namespaces (guards' Drop).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{text, Daemon, Names, Side, BIN};
+use common::{tcp_listening, text, wait_until, Daemon, Names, Side, BIN};
 
 /// A daemon's configuration on names unique to this test, snapshots at
 /// 10 Hz, with `link` as the body of `[link]`.
@@ -120,18 +121,22 @@ fn tcp_rows(pane: &str) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_top_in_tmux_shows_flows_and_counters_that_move() {
-    if let Some(reason) = common::skip_reason(&["ip", "iperf3", "tmux"]) {
-        eprintln!("SKIPPED: {reason}");
-        return;
-    }
+    require!("iperf3", "tmux");
     // A headless daemon (no terminal: stdin and stdout are not one).
     let mut d = configure("rate = \"20mbit\"\ndelay = \"10ms\"\nqdisc = \"fq_codel\"");
     d.spawn(None, &[]);
     d.wait_ready();
     let server = d.names.v4[1].clone();
     d.start_in(Side::Right, &["iperf3", "-s", "-1", "-B", &server]);
-    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        wait_until(Duration::from_secs(10), || tcp_listening(
+            &d.names.ns[1],
+            5201
+        )),
+        "the iperf3 server never listened"
+    );
     d.start_in(
         Side::Left,
         &[
@@ -167,9 +172,13 @@ fn live_top_in_tmux_shows_flows_and_counters_that_move() {
     // The flow table lists the flows queued at the snapshot's instant (as
     // fq_codel's new and old lists hold them), and CoDel keeps queues
     // short, so a single later capture can catch fewer than two: wait,
-    // bounded, for a later moment that holds two again.
-    std::thread::sleep(Duration::from_millis(1500));
-    let second = tmux.wait_for(Duration::from_secs(10), |p| tcp_rows(p).len() >= 2);
+    // bounded, for a later moment that holds two again, with the Sent
+    // counter and the header's time moved on.
+    let second = tmux.wait_for(Duration::from_secs(10), |p| {
+        tcp_rows(p).len() >= 2
+            && sent_line(p).is_some_and(|s| s != sent1)
+            && p.lines().next() != first.lines().next()
+    });
     let sent2 = sent_line(&second).unwrap_or_else(|| panic!("{}", diagnostics(&second)));
     assert_ne!(sent1, sent2, "the Sent counter did not move");
     assert!(tcp_rows(&second).len() >= 2, "{}", diagnostics(&second));
@@ -198,11 +207,9 @@ fn live_top_in_tmux_shows_flows_and_counters_that_move() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_up_on_a_terminal_opens_the_tui_and_q_removes_the_link() {
-    if let Some(reason) = common::skip_reason(&["ip", "iperf3", "tmux"]) {
-        eprintln!("SKIPPED: {reason}");
-        return;
-    }
+    require!("iperf3", "tmux");
     let d = configure("rate = \"20mbit\"\ndelay = \"5ms\"\nqdisc = \"fq_codel\"");
     // No --tui: the pane is a terminal in the foreground, so `up` opens it.
     let command = format!(

@@ -13,6 +13,8 @@ use bloatbox::time::Instant;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
+mod common;
+
 /// A discipline under test: how to build it, and its shaping bound if any
 /// (rate in bytes/s, burst in bytes).
 struct Subject {
@@ -338,7 +340,7 @@ fn check(subject: &Subject, ops: &[Op]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(crate::common::proptest_config(96, file!()))]
 
     #[test]
     fn every_discipline_keeps_its_invariants(ops in proptest::collection::vec(op(), 1..400)) {

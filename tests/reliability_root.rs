@@ -10,9 +10,11 @@
 //! - a copy of the binary with file capabilities (`setcap`) run as user
 //!   nobody: `up`, traffic, `down` after SIGKILL.
 //!
-//! Skipped, with the reason printed, without root, /dev/net/tun, `ip`,
-//! `ping` or `setcap`. Tests run one at a time; every exit path stops the
-//! daemon and removes what the test created.
+//! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
+//! as ignored; run without root they fail). Skipped, with the reason
+//! printed, without /dev/net/tun, `ip`, `ping` or `setcap`. Tests run one at
+//! a time; every exit path stops the daemon and removes what the test
+//! created.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -21,7 +23,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{text, Daemon, Names, BIN};
+use common::{text, wait_until, Daemon, Names, BIN};
 
 /// The unprivileged user the tests act as.
 const NOBODY: u32 = 65534;
@@ -168,6 +170,7 @@ fn assert_threads_dropped(d: &Daemon, as_root: bool) {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn threads_drop_their_capabilities_after_set_up_and_frames_still_cross() {
     require!("ip", "ping");
     let _serial = serial();
@@ -223,6 +226,7 @@ fn assert_fault_ends_the_daemon(
 }
 
 #[test]
+#[ignore = "needs root"]
 fn a_tap_deleted_under_the_daemon_ends_it_with_a_clear_error_and_nothing_left() {
     require!("ip");
     let _serial = serial();
@@ -241,6 +245,7 @@ fn a_tap_deleted_under_the_daemon_ends_it_with_a_clear_error_and_nothing_left() 
 }
 
 #[test]
+#[ignore = "needs root"]
 fn a_namespace_deleted_under_the_daemon_ends_it_with_a_clear_error_and_nothing_left() {
     require!("ip");
     let _serial = serial();
@@ -253,6 +258,7 @@ fn a_namespace_deleted_under_the_daemon_ends_it_with_a_clear_error_and_nothing_l
 }
 
 #[test]
+#[ignore = "needs root"]
 fn a_namespace_deleted_while_a_process_holds_it_still_ends_the_daemon() {
     require!("ip", "sleep");
     let _serial = serial();
@@ -267,7 +273,15 @@ fn a_namespace_deleted_while_a_process_holds_it_still_ends_the_daemon() {
                     .spawn()
                     .unwrap(),
             );
-            std::thread::sleep(Duration::from_millis(300));
+            // The sleep runs in the namespace before the name goes.
+            let inside = wait_until(Duration::from_secs(10), || {
+                let pids = Command::new("ip")
+                    .args(["netns", "pids", &d.names.ns[0]])
+                    .output()
+                    .unwrap();
+                !String::from_utf8_lossy(&pids.stdout).trim().is_empty()
+            });
+            assert!(inside, "the holder never entered the namespace");
             ip(&["netns", "del", &d.names.ns[0]]);
         },
         &["network namespace", "-l\" was deleted under the daemon"],
@@ -282,6 +296,7 @@ fn a_namespace_deleted_while_a_process_holds_it_still_ends_the_daemon() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn a_tap_set_down_loses_frames_counted_and_the_daemon_carries_on() {
     require!("ip", "ping");
     let _serial = serial();
@@ -307,6 +322,7 @@ fn a_tap_set_down_loses_frames_counted_and_the_daemon_carries_on() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn another_user_is_refused_by_the_socket_mode_and_by_peer_credentials() {
     require!("ip");
     let _serial = serial();
@@ -362,6 +378,7 @@ fn setcap_copy(dir: &Path, caps: &str) -> PathBuf {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn a_setcap_binary_runs_up_and_down_as_nobody() {
     require!("ip", "ping", "setcap");
     let _serial = serial();
@@ -408,6 +425,7 @@ fn a_setcap_binary_runs_up_and_down_as_nobody() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn a_setcap_binary_without_dac_override_fails_clearly_and_leaves_nothing() {
     require!("ip", "setcap");
     let _serial = serial();

@@ -6,9 +6,10 @@
 //! in the link's namespaces) after a normal end and after SIGKILL.
 //!
 //! The tests run as root and drop to uid/gid 65534 (`setpriv`), which is
-//! how they exercise the unprivileged path; they are skipped, with the
-//! reason printed, where not root, where a tool is missing or where this
-//! machine gives the user no user namespace.
+//! how they exercise the unprivileged path: they are `#[ignore = "needs
+//! root"]` and fail when run without root; as root they are skipped, with
+//! the reason printed, where a tool is missing or where this machine gives
+//! the user no user namespace.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -17,19 +18,13 @@ use std::time::{Duration, Instant};
 
 use bloatbox::harness::unique_name;
 
-const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
+mod common;
+use common::{text, tool_exists, BIN};
+
 /// Longest a single run may take in these tests.
 const RUN_LIMIT: Duration = Duration::from_secs(30);
 /// The unprivileged user the runs use.
 const NOBODY: &str = "65534";
-
-fn tool_exists(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 /// `setpriv` to uid/gid 65534 with no supplementary groups.
 fn as_nobody() -> Command {
@@ -42,10 +37,11 @@ fn as_nobody() -> Command {
     cmd
 }
 
+/// Why this machine cannot run these tests (a missing tool, no user
+/// namespace for uid 65534), if it cannot; panics unless root (to drop to
+/// an unprivileged uid with setpriv).
 fn skip_reason(tools: &[&str]) -> Option<String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("needs root (to drop to an unprivileged uid with setpriv)".into());
-    }
+    common::require_root();
     for tool in ["setpriv", "unshare", "ip"].iter().chain(tools) {
         if !tool_exists(tool) {
             return Some(format!("`{tool}` is not installed"));
@@ -65,7 +61,9 @@ fn skip_reason(tools: &[&str]) -> Option<String> {
     }
 }
 
-macro_rules! require {
+/// Fails unless root; returns from the test, saying why, where a tool or
+/// the user namespace is missing.
+macro_rules! require_rootless {
     ($($tool:expr),*) => {
         if let Some(reason) = skip_reason(&[$($tool),*]) {
             eprintln!("SKIPPED: {reason}");
@@ -111,14 +109,6 @@ fn run_as_nobody(name: &str, args: &[&str]) -> Output {
 
 fn code(out: &Output) -> i32 {
     out.status.code().unwrap_or(-1)
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// The `min` of ping's `rtt min/avg/max/mdev = a/b/c/d ms` line, in ms.
@@ -179,8 +169,9 @@ fn assert_delayed_pings(out: &Output) {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn rootless_veth_ping_crosses_the_delayed_link() {
-    require!("ping");
+    require_rootless!("ping");
     assert_delayed_pings(&ping_across("veth"));
 }
 
@@ -188,8 +179,9 @@ fn rootless_veth_ping_crosses_the_delayed_link() {
 /// on most distributions): a private mount namespace bind-mounts a 0666
 /// node of the same device over /dev/net/tun for this run only.
 #[test]
+#[ignore = "needs root"]
 fn rootless_tap_ping_crosses_the_delayed_link_where_tun_is_open() {
-    require!("ping", "mknod", "mount");
+    require_rootless!("ping", "mknod", "mount");
     let dir = shared_dir();
     let node = dir.path().join("tun");
     let script = format!(
@@ -228,8 +220,9 @@ fn rootless_tap_ping_crosses_the_delayed_link_where_tun_is_open() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn rootless_tap_where_tun_is_closed_says_what_to_do() {
-    require!();
+    require_rootless!();
     let open = as_nobody()
         .args(["sh", "-c", "exec 3<>/dev/net/tun"])
         .stderr(Stdio::null())
@@ -251,8 +244,9 @@ fn rootless_tap_where_tun_is_closed_says_what_to_do() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn rootless_run_passes_exit_codes_through() {
-    require!();
+    require_rootless!();
     let out = run_as_nobody(&unique_name(), &["--rootless", "--left", "exit 7"]);
     assert_eq!(code(&out), 7, "{}", text(&out));
     let out = run_as_nobody(
@@ -267,8 +261,9 @@ fn rootless_run_passes_exit_codes_through() {
 /// TCP needs complete checksums: the veth ends must not leave them to an
 /// offload that never happens across the AF_PACKET sockets.
 #[test]
+#[ignore = "needs root"]
 fn rootless_veth_carries_tcp_both_ways() {
-    require!("iperf3");
+    require_rootless!("iperf3");
     let out = run_as_nobody(
         &unique_name(),
         &[
@@ -335,8 +330,9 @@ fn read_ns_file(path: &PathBuf, child: &mut Child) -> String {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn rootless_link_disappears_with_the_run_even_after_sigkill() {
-    require!("setsid");
+    require_rootless!("setsid");
     let dir = shared_dir();
     // A normal end: a process that left the command's group is killed too.
     let ns_file = dir.path().join("ns-normal");
@@ -399,11 +395,16 @@ fn ping_summary_parses() {
 /// user namespace): no names, commands and closures in the link's
 /// namespaces, teardown by descriptor.
 #[test]
+#[ignore = "needs root"]
 fn rootless_link_guard_runs_commands_and_closures_in_its_namespaces() {
     use bloatbox::harness::{Backend, Link, Proto, Side};
     // Root, or uid 0 of a user namespace (this binary run under `unshare -Ur`).
-    if bloatbox::netns::require_privileges().is_err() || !tool_exists("ping") {
-        eprintln!("SKIPPED: needs CAP_SYS_ADMIN and CAP_NET_ADMIN, and ping");
+    assert!(
+        bloatbox::netns::require_privileges().is_ok(),
+        "needs CAP_SYS_ADMIN and CAP_NET_ADMIN: run as root or under `unshare -Ur`"
+    );
+    if !tool_exists("ping") {
+        eprintln!("SKIPPED: `ping` is not installed");
         return;
     }
     let link = Link::builder()
@@ -461,8 +462,9 @@ fn left_to_right_frames(out: &Output) -> u64 {
 /// The control socket of a rootless run answers `bloatbox stats` and
 /// `bloatbox tc` run by the same user from outside its user namespace.
 #[test]
+#[ignore = "needs root"]
 fn rootless_control_socket_answers_from_outside_the_user_namespace() {
-    require!();
+    require_rootless!();
     let dir = shared_dir();
     let socket = dir.path().join("c.sock");
     let config = dir.path().join("c.toml");

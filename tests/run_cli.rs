@@ -2,10 +2,11 @@
 //! teardown after a failing command and after SIGINT, readiness by port and
 //! by command, and the JSON report.
 //!
-//! Skipped, with the reason printed, where not root or where a tool is
-//! missing. Each run gets a unique `--name`; every test is bounded (a run
-//! that overstays is SIGKILLed and its namespaces removed) and checks that
-//! no namespace, TAP or process of its run is left.
+//! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
+//! as ignored; run without root they fail). Skipped, with the reason
+//! printed, where a tool is missing. Each run gets a unique `--name`; every
+//! test is bounded (a run that overstays is SIGKILLed and its namespaces
+//! removed) and checks that no namespace, TAP or process of its run is left.
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -15,7 +16,7 @@ use bloatbox::harness::unique_name;
 
 #[macro_use]
 mod common;
-use common::{text, BIN};
+use common::{run_bin, text};
 
 /// Longest a single `bloatbox run` may take in these tests.
 const RUN_LIMIT: Duration = Duration::from_secs(30);
@@ -36,7 +37,7 @@ impl Run {
     /// output than a pipe holds unread).
     fn start_to(args: &[&str], stdout: Stdio, stderr: Stdio) -> Run {
         let name = unique_name();
-        let child = Command::new(BIN)
+        let child = common::bloatbox()
             .arg("run")
             .args(["--name", &name])
             .args(args)
@@ -173,6 +174,7 @@ fn min_rtt_ms(ping_output: &str) -> f64 {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn two_runs_in_parallel_each_ping_their_own_peer() {
     require!("ping");
     let ping = "ping -c 3 -i 0.2 -W 2 $BLOATBOX_PEER_V4";
@@ -205,6 +207,7 @@ fn two_runs_in_parallel_each_ping_their_own_peer() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn the_left_commands_exit_code_is_passed_through() {
     require!();
     let (out, name) = Run::start(&["--", "sh", "-c", "exit 7"]).finish();
@@ -232,6 +235,7 @@ fn the_left_commands_exit_code_is_passed_through() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn a_failing_command_leaves_nothing_behind() {
     require!();
     let right = marker_seconds();
@@ -264,6 +268,7 @@ fn a_failing_command_leaves_nothing_behind() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn sigint_and_sigterm_tear_everything_down() {
     require!();
     use nix::sys::signal::Signal;
@@ -297,6 +302,7 @@ fn sigint_and_sigterm_tear_everything_down() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn wait_port_waits_for_the_server_and_the_report_has_the_link() {
     require!("iperf3");
     let report = tempfile::NamedTempFile::new().unwrap();
@@ -387,6 +393,7 @@ fn wait_port_waits_for_the_server_and_the_report_has_the_link() {
 /// more of it than a pipe holds before the left side starts; the left
 /// command's output is left as it is.
 #[test]
+#[ignore = "needs root"]
 fn the_right_sides_lines_are_prefixed_and_the_left_sides_are_not() {
     require!();
     let dir = tempfile::tempdir().unwrap();
@@ -465,6 +472,7 @@ fn assert_not_ready(args: &[&str], why: &str) {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn readiness_times_out_with_124_and_a_dead_server_is_noticed() {
     require!();
     let right = marker_seconds();
@@ -492,6 +500,7 @@ fn readiness_times_out_with_124_and_a_dead_server_is_noticed() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn wait_cmd_retries_through_the_link_until_it_succeeds() {
     require!("python3");
     // The right side serves HTTP after 0.5 s; the readiness command fetches
@@ -519,6 +528,7 @@ fn script(name: &str, args: &[&str]) -> (i32, String) {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn netns_scripts_are_idempotent_and_exec_reaches_a_running_link() {
     require!("ping");
     let name = unique_name();
@@ -558,7 +568,7 @@ fn netns_scripts_are_idempotent_and_exec_reaches_a_running_link() {
     let run = Run {
         name: run_name.clone(),
         child: Some(
-            Command::new(BIN)
+            common::bloatbox()
                 .args(["run", "--name", &run_name, "--", "sleep", &left])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -588,6 +598,7 @@ fn netns_scripts_are_idempotent_and_exec_reaches_a_running_link() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn down_runs_cleans_up_after_a_sigkilled_run() {
     require!();
     let (right, left) = (marker_seconds(), marker_seconds());
@@ -612,7 +623,7 @@ fn down_runs_cleans_up_after_a_sigkilled_run() {
     assert!(record.exists(), "a SIGKILLed run keeps its record");
     assert!(!processes_with(&right).is_empty(), "its commands live on");
 
-    let down = Command::new(BIN).args(["down", "--runs"]).output().unwrap();
+    let down = run_bin(&["down", "--runs"]);
     assert!(down.status.success(), "{}", text(&down));
     let said = String::from_utf8_lossy(&down.stdout);
     assert!(said.contains(&format!("run {name} (pid")), "{said}");
@@ -623,12 +634,13 @@ fn down_runs_cleans_up_after_a_sigkilled_run() {
     assert_gone(&name);
     assert!(!record.exists());
     assert_no_processes(&[&right, &left]);
-    let again = Command::new(BIN).args(["down", "--runs"]).output().unwrap();
+    let again = run_bin(&["down", "--runs"]);
     assert!(again.status.success(), "{}", text(&again));
     assert!(!String::from_utf8_lossy(&again.stdout).contains(&name));
 }
 
 #[test]
+#[ignore = "needs root"]
 fn both_sides_reach_their_peer_over_ipv4_and_ipv6_from_the_environment() {
     require!("ping");
     let dir = tempfile::tempdir().unwrap();

@@ -3,8 +3,9 @@
 //! mid-test shows in the counters, commands get the side's environment, and
 //! the guard removes everything on drop, also when a test panics.
 //!
-//! Skipped, with the reason printed, where not root. Every link has a unique
-//! name (the guard's default).
+//! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
+//! as ignored; run without root they fail). Every link has a unique name
+//! (the guard's default).
 
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::Path;
@@ -55,6 +56,7 @@ fn drain(sock: &UdpSocket) -> usize {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn closures_in_each_namespace_and_a_rate_change_mid_test() {
     require!();
     let link = Link::builder()
@@ -139,6 +141,7 @@ fn closures_in_each_namespace_and_a_rate_change_mid_test() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn commands_get_the_side_environment_and_die_with_the_link() {
     require!();
     let link = Link::builder().up().unwrap();
@@ -181,6 +184,7 @@ fn commands_get_the_side_environment_and_die_with_the_link() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn a_panicking_test_still_removes_the_link() {
     require!();
     let mut names = None;
@@ -198,6 +202,7 @@ fn a_panicking_test_still_removes_the_link() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn two_guards_in_one_process_do_not_collide() {
     require!();
     let a = Link::builder().up().unwrap();
@@ -221,6 +226,7 @@ fn two_guards_in_one_process_do_not_collide() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn the_transit_histogram_of_an_idle_link_starts_at_its_delay() {
     require!();
     let link = Link::builder()
@@ -255,6 +261,7 @@ fn the_transit_histogram_of_an_idle_link_starts_at_its_delay() {
 /// the control socket is what `params` reports, and a later `set_link`
 /// edits the parameters in force instead of writing back a stale copy.
 #[test]
+#[ignore = "needs root"]
 fn a_change_through_the_control_socket_is_seen_and_kept() {
     require!();
     let link = Link::builder().set("link.delay=1ms").up().unwrap();

@@ -9,9 +9,11 @@
 //! budget on two cores. Assertions are orderings and ratios within this one
 //! run.
 
+mod common;
+
 use std::time::Duration;
 
-use bloatbox::experiment::{run_one, skip_reason, ConfigResult, TestOptions};
+use bloatbox::experiment::{run_one, ConfigResult, TestOptions};
 
 mod seed;
 use seed::{candidate, idle_options};
@@ -21,11 +23,9 @@ fn p50_ms(r: &ConfigResult) -> f64 {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn ping_stays_near_idle_under_fq_codel_and_sfq_but_not_behind_a_deep_ring() {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
-        return;
-    }
+    common::require_root();
     let loaded = TestOptions {
         flows: 50,
         bidirectional: false,

@@ -21,11 +21,13 @@
 //!   are printed for docs/benchmarking.md, not asserted: they are timing, and the
 //!   daemon's TAP I/O per frame is the same in both modes.
 
+mod common;
+
 use std::time::Duration;
 
 use bloatbox::config::Config;
 use bloatbox::dir::Dir;
-use bloatbox::experiment::{run_one, skip_reason, ConfigResult, TestOptions};
+use bloatbox::experiment::{run_one, ConfigResult, TestOptions};
 use bloatbox::link::path::Path as LinkPath;
 use bloatbox::packet::{Packet, PacketMeta};
 use bloatbox::time::{Instant, NS_PER_MS, NS_PER_SEC};
@@ -164,11 +166,9 @@ fn bulk_dequeue_moves_the_same_frames_in_fewer_doorbells() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_bulk_dequeue_keeps_throughput_with_fewer_doorbells() {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
-        return;
-    }
+    common::require_root();
     let opts = TestOptions {
         flows: 4,
         bidirectional: false,

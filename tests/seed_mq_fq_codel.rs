@@ -14,10 +14,12 @@
 //! snapshot carry traffic (the flows' source ports are random), their sum
 //! is the root's, and ping stays within a few ms of idle.
 
+mod common;
+
 use std::path::Path;
 use std::time::Duration;
 
-use bloatbox::experiment::{run_one, skip_reason, Candidate, TestOptions};
+use bloatbox::experiment::{run_one, Candidate, TestOptions};
 use bloatbox::qdisc::{QdiscDump, QdiscStats};
 use bloatbox::sim::{self, Scenario, SimReport};
 
@@ -164,11 +166,9 @@ fn mq_spreads_flows_over_per_queue_fq_codels_and_keeps_ping_near_idle() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_mq_fq_codel_uses_several_queues_and_keeps_ping_near_idle() {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
-        return;
-    }
+    common::require_root();
     // At 100 Mbit/s: a debug-build datapath does not forward 1 Gbit/s, and
     // the link, not the daemon, must be the bottleneck for a queue to form.
     let text = std::fs::read_to_string(manifest("configs/mq-fq-codel.toml")).unwrap();

@@ -29,11 +29,13 @@
 //! spin, twelve runs idle and with two or four busy loops on two cores
 //! gave 19.6–20.7 µs (docs/benchmarking.md, seed 2).
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use bloatbox::control::{Client, Request};
 use bloatbox::dir::Dir;
-use bloatbox::experiment::{run_one, skip_reason, Candidate, TestOptions};
+use bloatbox::experiment::{run_one, Candidate, TestOptions};
 use bloatbox::link::LinkParams;
 
 mod seed;
@@ -66,11 +68,9 @@ fn p10(v: &mut [f64]) -> Option<f64> {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
-        return;
-    }
+    common::require_root();
     let (mut c20, c1) = (candidate("rx-usecs-20"), candidate("rx-usecs-1"));
     // The link runs as c20 (c1 only lends its ethtool lines): its releases
     // are spun to, not left to a timer wake-up (see the module comment).

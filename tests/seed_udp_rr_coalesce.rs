@@ -4,19 +4,19 @@
 //! receive waits 50 µs and the transaction rate falls. Two alternating
 //! 1.8 s runs per setting; the assertion is a ratio within one test.
 
+mod common;
+
 use std::time::Duration;
 
-use bloatbox::experiment::{run_one, skip_reason, ConfigResult, TestOptions};
+use bloatbox::experiment::{run_one, ConfigResult, TestOptions};
 
 mod seed;
 use seed::candidate;
 
 #[test]
+#[ignore = "needs root"]
 fn udp_rr_transaction_rate_is_higher_with_coalescing_off() {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
-        return;
-    }
+    common::require_root();
     let opts = TestOptions {
         flows: 0,
         duration: Duration::from_millis(1800),

@@ -9,6 +9,8 @@ use bloatbox::tui::state::{Focus, Mode, SortKey};
 use bloatbox::tui::{Action, App, LinkField, Preset};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
+mod common;
+
 fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
 }
@@ -560,7 +562,7 @@ mod any_input {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
+        #![proptest_config(crate::common::proptest_config(64, file!()))]
         /// Any key sequence at any terminal size: no panic, selections in
         /// range, the screen exactly the terminal's size.
         #[test]

@@ -96,6 +96,7 @@ fn pin_to(cpu: usize) -> nix::Result<()> {
 }
 
 /// Puts the calling thread under SCHED_FIFO at `prio`.
+#[allow(unsafe_code)]
 fn set_fifo_priority(prio: u8) -> io::Result<()> {
     let param = libc::sched_param {
         sched_priority: i32::from(prio),

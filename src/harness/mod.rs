@@ -418,6 +418,7 @@ impl Link {
     /// namespace (setns) before exec, so once `spawn` returns it is inside
     /// and is killed when the link goes down. Unlike `ip netns exec`, /sys
     /// is not remounted and /etc/netns is not applied.
+    #[allow(unsafe_code)]
     pub fn command(&self, side: Side, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let ns = &self.endpoint(side).namespace;
         let mut cmd = Command::new(program);

@@ -212,6 +212,7 @@ fn relay(from: impl Read, mut to: impl Write, prefix: &str) {
 impl Proc {
     /// Starts `cmd`; with a `prefix`, its stdout and stderr are relayed to
     /// ours line by line, each line led by it.
+    #[allow(unsafe_code)]
     fn spawn(
         mut cmd: std::process::Command,
         own_group: bool,

@@ -118,7 +118,7 @@ impl DecadeHistogram {
     pub fn render(&self) -> String {
         let mut out = String::from("Histogram of request/response times\n");
         for (name, row) in DECADES.iter().zip(&self.rows) {
-            out.push_str(&format!("{:<14}:", name));
+            out.push_str(&format!("{name:<14}:"));
             for c in row {
                 out.push_str(&format!(" {c:5}:"));
             }

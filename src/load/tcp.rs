@@ -248,6 +248,7 @@ fn send(mut s: TcpStream, run: &Run) -> anyhow::Result<u64> {
 /// a GSO super-frame from a TAP counts as one segment, since
 /// `virtio_net_hdr_to_skb()` (include/linux/virtio_net.h) leaves its
 /// `gso_segs` at 0.
+#[allow(unsafe_code)]
 fn arrived(s: &TcpStream) -> anyhow::Result<u64> {
     let mut info = std::mem::MaybeUninit::<libc::tcp_info>::zeroed();
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;

@@ -173,13 +173,13 @@ impl Scenario {
         };
         let built = q
             .add_class(class(1), class(0), &weight(3))
-            .and_then(|_| q.add_class(class(2), class(0), &weight(1)))
-            .and_then(|_| {
+            .and_then(|()| q.add_class(class(2), class(0), &weight(1)))
+            .and_then(|()| {
                 q.add_filter(filter(
                     "parent 1: protocol all prio 1 u32 match ip dport 5202 0xffff flowid 1:2",
                 ))
             })
-            .and_then(|_| {
+            .and_then(|()| {
                 q.add_filter(filter("parent 1: protocol all prio 2 matchall flowid 1:1"))
             });
         built.expect("a valid class set-up");

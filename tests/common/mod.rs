@@ -1,8 +1,12 @@
-//! Helpers shared by the root-only integration tests (`mod common;` in each):
-//! why a test must be skipped, and `Daemon`, a `bloatbox up` on names and
-//! addresses unique to one test that cleans up on every exit path (the
-//! commands it started killed, SIGTERM, then SIGKILL, `bloatbox down`, `ip
-//! netns del` and `ip link del` as a last resort).
+//! Helpers shared by the integration tests (`mod common;` in each): the
+//! binary under test (`bloatbox`, `run_bin`), the root check of the
+//! root-only tests, which are marked `#[ignore = "needs root"]` and fail
+//! loudly when run without root (`require_root`, `skip_reason`,
+//! `require!`), bounded waits for a condition instead of fixed sleeps
+//! (`wait_until`, `wait_for`, `tcp_listening`), and `Daemon`, a `bloatbox
+//! up` on names and addresses unique to one test that cleans up on every
+//! exit path (the commands it started killed, SIGTERM, then SIGKILL,
+//! `bloatbox down`, `ip netns del` and `ip link del` as a last resort).
 //!
 //! Each test binary uses a part of this module.
 #![allow(dead_code)]
@@ -17,29 +21,56 @@ use nix::sys::signal::Signal;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
 
-/// Why this machine cannot run a root test needing `tools`, if it cannot.
+/// The binary under test, ready for arguments.
+pub fn bloatbox() -> Command {
+    Command::new(BIN)
+}
+
+/// `bloatbox ARGS...`, its output captured.
+pub fn run_bin(args: &[&str]) -> Output {
+    bloatbox()
+        .args(args)
+        .output()
+        .expect("running the bloatbox binary")
+}
+
+/// What a root-only test says when run without root.
+pub const NEEDS_ROOT: &str = "needs root: run as root (`cargo test -- --include-ignored`); \
+     as a user, plain `cargo test` leaves this test out as ignored";
+
+/// Panics unless root. Root-only tests are `#[ignore = "needs root"]`, so
+/// a plain `cargo test` reports them as ignored; run anyway (with
+/// `--include-ignored`) without root, they fail instead of passing
+/// untested.
+pub fn require_root() {
+    assert!(nix::unistd::geteuid().is_root(), "{NEEDS_ROOT}");
+}
+
+/// Whether `tool` is on the PATH.
+pub fn tool_exists(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Why this machine cannot run a root test needing `tools` (a missing
+/// tool, no /dev/net/tun), if it cannot. Panics unless root: see
+/// `require_root`.
 pub fn skip_reason(tools: &[&str]) -> Option<String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("needs root (creates network namespaces and TAPs)".into());
-    }
+    require_root();
     if !Path::new("/dev/net/tun").exists() {
         return Some("/dev/net/tun is missing".into());
     }
-    for tool in tools {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !found {
-            return Some(format!("`{tool}` is not installed"));
-        }
-    }
-    None
+    tools
+        .iter()
+        .find(|tool| !tool_exists(tool))
+        .map(|tool| format!("`{tool}` is not installed"))
 }
 
-/// Returns from the test, saying why, unless root and `ip` plus the given
-/// tools are there.
+/// Fails unless root; returns from the test, saying why, unless `ip` plus
+/// the given tools are there.
 #[macro_export]
 macro_rules! require {
     ($($tool:expr),*) => {
@@ -48,6 +79,50 @@ macro_rules! require {
             return;
         }
     };
+}
+
+/// Polls `cond` (every 5 ms) until it holds or `limit` has passed; whether
+/// it held. The assertion that follows says what was expected.
+pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    wait_for(limit, || cond().then_some(())).is_some()
+}
+
+/// Polls `f` (every 5 ms) until it returns a value or `limit` has passed.
+pub fn wait_for<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if t0.elapsed() >= limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Whether a TCP socket listens on `port` in network namespace `ns` (as
+/// /proc/net/tcp and tcp6 list it there), e.g. an iperf3 server that is
+/// ready for its client.
+pub fn tcp_listening(ns: &str, port: u16) -> bool {
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            ns,
+            "cat",
+            "/proc/net/tcp",
+            "/proc/net/tcp6",
+        ])
+        .output();
+    let Ok(out) = out else { return false };
+    let local = format!(":{port:04X}");
+    String::from_utf8_lossy(&out.stdout).lines().any(|line| {
+        let mut fields = line.split_whitespace().skip(1);
+        let addr = fields.next().unwrap_or("");
+        let state = fields.nth(1).unwrap_or("");
+        addr.ends_with(&local) && state == "0A"
+    })
 }
 
 #[derive(Clone, Copy)]
@@ -401,4 +476,24 @@ pub fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
+}
+
+/// `ProptestConfig` with `cases` whose failures persist in the one place
+/// for the package's regression seeds, `proptest-regressions/` at the
+/// root, under the test's source path (`source` is the caller's
+/// `file!()`, e.g. `proptest-regressions/tests/config.txt`).
+pub fn proptest_config(cases: u32, source: &str) -> proptest::test_runner::Config {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("proptest-regressions")
+        .join(source)
+        .with_extension("txt");
+    // `Direct` wants a `&'static str`: one small path per proptest block.
+    let path: &'static str = Box::leak(path.to_string_lossy().into_owned().into_boxed_str());
+    proptest::test_runner::Config {
+        cases,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct(path),
+        )),
+        ..proptest::test_runner::Config::default()
+    }
 }

@@ -17,10 +17,12 @@
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::{Duration, Instant as StdInstant};
 
+use bloatbox::clock::MonotonicClock;
 use bloatbox::control::{Client, Request};
 use bloatbox::control_server::ControlServer;
 use bloatbox::datapath::DatapathError;
 use bloatbox::port::FramePort;
+use bloatbox::time::Clock;
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -52,9 +54,17 @@ impl Rig {
     /// Both directions' link parameters and full qdisc dumps, from a
     /// snapshot published after any change made before the call.
     fn running_config(&self) -> Value {
-        // Snapshots are published every 10 ms.
-        std::thread::sleep(Duration::from_millis(25));
-        let snap = self.call(&Request::Snapshot).unwrap();
+        // A snapshot of both directions taken after this call (its time is
+        // the older direction's).
+        let since = Clock::now(&MonotonicClock).nanos();
+        let snap = crate::common::wait_for(Duration::from_secs(5), || {
+            let snap = self.call(&Request::Snapshot).unwrap();
+            snap["at"]
+                .as_u64()
+                .is_some_and(|at| at > since)
+                .then_some(snap)
+        })
+        .expect("a snapshot within 5 s");
         let show = |dev: &str| {
             self.tc(&format!("tc -s -d class show dev {dev}"))
                 .unwrap_or_else(Value::String)
@@ -160,7 +170,7 @@ fn requests_naming_paths_or_other_devices_are_refused_and_touch_nothing() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(crate::common::proptest_config(64, file!()))]
 
     /// Any mix of path-like and device-like words in a tc line or a set
     /// argument: never accepted with a device other than left/right, and

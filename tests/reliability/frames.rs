@@ -258,7 +258,7 @@ fn valid_frame(shape: u8, payload: usize, port: u16, tos: u8) -> Vec<u8> {
                 .ipv6(v6, v6b, 64)
                 .udp(port, 5001)
                 .write(&mut out, &body)
-                .map(|_| out.clone())
+                .map(|()| out.clone())
                 .unwrap();
             ipv6_ext_chain(&mut f);
             return set_tos(f, tos);
@@ -430,7 +430,7 @@ fn frames() -> impl Strategy<Value = Vec<(bool, Vec<u8>, u32)>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(crate::common::proptest_config(2000, file!()))]
 
     #[test]
     fn fuzzed_frames_are_forwarded_or_dropped_with_a_reason(

@@ -5,6 +5,8 @@
 //! stays a binary of its own because it installs a counting allocator.
 
 mod bounds;
+#[path = "../common/mod.rs"]
+mod common;
 mod control;
 #[path = "../control_rig/mod.rs"]
 mod control_rig;

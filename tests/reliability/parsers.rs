@@ -112,7 +112,7 @@ fn valid_ipv4_header(data: &[u8], off: usize) -> Option<usize> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #![proptest_config(crate::common::proptest_config(3000, file!()))]
 
     #[test]
     fn ecn_marking_keeps_checksums_and_touches_only_ecn_capable_ip(
@@ -221,7 +221,7 @@ const NETEM_GROUPS: &[&str] = &[
 ];
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #![proptest_config(crate::common::proptest_config(3000, file!()))]
 
     #[test]
     fn netem_soup_never_panics_and_what_parses_round_trips(
@@ -302,7 +302,7 @@ fn frame(i: usize) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    #![proptest_config(crate::common::proptest_config(400, file!()))]
 
     #[test]
     fn runtime_tc_on_a_live_path_is_atomic_and_conserves_frames(
@@ -418,7 +418,7 @@ fn dev_spec(c: &Config, d: Dir) -> DevSpec {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    #![proptest_config(crate::common::proptest_config(300, file!()))]
 
     #[test]
     fn overrides_are_atomic_and_valid_configs_build_their_trees(

@@ -78,9 +78,9 @@ fn scenario_errors_carry_file_and_line() {
 
 #[test]
 fn a_reader_that_goes_away_ends_the_output_without_a_panic() {
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     // `bloatbox sim ... | head -1`: the reader closes its end at once.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bloatbox"))
+    let mut child = crate::common::bloatbox()
         .arg("sim")
         .arg(scenario_path("mixed_sources.toml"))
         .stdout(Stdio::piped())

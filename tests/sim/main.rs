@@ -4,6 +4,8 @@
 mod basic;
 mod bufferbloat;
 mod cli;
+#[path = "../common/mod.rs"]
+mod common;
 mod determinism;
 mod edges;
 mod props;

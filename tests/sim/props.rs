@@ -6,7 +6,7 @@ use bloatbox::sim::{self, Scenario};
 use proptest::prelude::*;
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(crate::common::proptest_config(256, file!()))]
 
     #[test]
     fn parsing_arbitrary_text_never_panics(text in "\\PC{0,200}") {
@@ -63,7 +63,7 @@ interval = "7ms"
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(crate::common::proptest_config(64, file!()))]
 
     #[test]
     fn random_runs_conserve_frames(

@@ -152,7 +152,7 @@ pub fn sprint_size(sz: u64) -> String {
     } else if sz >= KIB && near(KIB, 16) {
         format!("{}Kb", fmt_g((sz as f64 / KIB as f64).round()))
     } else {
-        format!("{}b", sz)
+        format!("{sz}b")
     }
 }
 
@@ -196,7 +196,7 @@ pub fn sprint_time(usecs: u64) -> String {
     } else if t >= 1e3 {
         format!("{}ms", fmt_g3(t / 1e3))
     } else {
-        format!("{}us", usecs)
+        format!("{usecs}us")
     }
 }
 
@@ -230,11 +230,11 @@ fn fmt_sig(v: f64, sig: i32) -> String {
         // %g would switch to exponent form; tc never reaches this for its
         // ranges, but stay correct.
         let decimals = (sig - 1).max(0) as usize;
-        let s = format!("{:.*e}", decimals, v);
+        let s = format!("{v:.decimals$e}");
         return trim_exp(&s);
     }
     let decimals = (sig - 1 - mag).max(0) as usize;
-    let s = format!("{:.*}", decimals, v);
+    let s = format!("{v:.decimals$}");
     // %g could round up to the next magnitude (9.999 → "10.0"); re-trim.
     trim_zeros(&s)
 }

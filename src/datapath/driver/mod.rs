@@ -477,6 +477,7 @@ fn recycle(pool: &mut PacketPool, gso_pool: &mut PacketPool, buf: Vec<u8>) {
 }
 
 /// Borrows a port's descriptor for epoll registration.
+#[allow(unsafe_code)]
 fn borrow(fd: RawFd) -> BorrowedFd<'static> {
     // SAFETY: the descriptor belongs to a port the Driver owns for its whole
     // life, and it is only used for epoll_ctl while the Driver exists.

@@ -143,9 +143,8 @@ impl Driver {
             }
             return self.lane.ingress(buf, now);
         }
-        let mut seg = match Segmenter::new(&self.rx_gso[..n], &hdr) {
-            Ok(seg) => seg,
-            Err(_) => return reject(&mut self.lane, len, DropReason::BadOffload),
+        let Ok(mut seg) = Segmenter::new(&self.rx_gso[..n], &hdr) else {
+            return reject(&mut self.lane, len, DropReason::BadOffload);
         };
         if self.pass_whole {
             let (wire, seg_len) = (seg.wire_len(), seg.max_segment_len());
