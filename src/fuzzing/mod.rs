@@ -88,7 +88,7 @@ pub fn bridge(data: &[u8]) {
         } else {
             Dir::RightToLeft
         };
-        let unit = [0, 1_000, 100_000, 1_000_000][usize::from(ctl >> 1 & 3)];
+        let unit = [0, 1_000, 100_000, 1_000_000][usize::from((ctl >> 1) & 3)];
         let gap_ns = u64::from(b.u8()) * unit;
         let len = usize::from(b.u16()) % 9019;
         offers.push(setups::Offer {
@@ -135,7 +135,7 @@ pub fn tc(data: &[u8]) {
         now += 100_000;
         bridge.poll(now, &mut out, &mut freed);
         let dir = Dir::ALL[i % 2];
-        bridge.ingress(dir, udp_frame(5000 + i as u16 % 3, 60 + line.len()), now);
+        bridge.ingress(dir, udp_frame(5000 + (i % 3) as u16, 60 + line.len()), now);
         let Ok(cmd) = crate::tc::TcCommand::parse(line) else {
             continue;
         };
@@ -147,8 +147,14 @@ pub fn tc(data: &[u8]) {
         });
         if let Err(e) = result {
             let after = tree_state(&mut bridge, dir, now);
-            assert_eq!(before.0, after.0, "{line:?} failed ({e}) but changed the tree");
-            assert_eq!(before.1, after.1, "{line:?} failed ({e}) but dropped frames");
+            assert_eq!(
+                before.0, after.0,
+                "{line:?} failed ({e}) but changed the tree"
+            );
+            assert_eq!(
+                before.1, after.1,
+                "{line:?} failed ({e}) but dropped frames"
+            );
         }
         if let Err(e) = bridge.check_conservation() {
             panic!("after {line:?}: {e}");
@@ -244,9 +250,12 @@ fn control_rig() -> &'static ControlRig {
 /// The reply to `line` as JSON: exactly one of `ok` and `error`.
 fn control_reply(rig: &ControlRig, line: &[u8]) -> Option<serde_json::Value> {
     let reply = rig.handler.reply(line)?;
-    assert!(!reply.contains('\n'), "a reply of more than one line: {reply}");
-    let v: serde_json::Value = serde_json::from_str(&reply)
-        .unwrap_or_else(|e| panic!("reply is not JSON ({e}): {reply}"));
+    assert!(
+        !reply.contains('\n'),
+        "a reply of more than one line: {reply}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&reply).unwrap_or_else(|e| panic!("reply is not JSON ({e}): {reply}"));
     let obj = v.as_object().expect("a reply is a JSON object");
     assert_eq!(obj.len(), 1, "ok xor error: {reply}");
     assert!(
@@ -325,7 +334,10 @@ pub fn ethtool(data: &[u8]) {
     let mut params = crate::link::LinkParams::default();
     let before = params;
     if crate::config::apply_ethtool(&line, &mut params).is_err() {
-        assert_eq!(params, before, "{line:?} was refused but changed the parameters");
+        assert_eq!(
+            params, before,
+            "{line:?} was refused but changed the parameters"
+        );
     }
     let Ok(cmd) = crate::config::parse_ethtool(&line) else {
         return;

@@ -131,10 +131,7 @@ pub fn path(dev: Dir, setup: &Setup) -> Path {
 
 /// Both directions of `setup`, with its impairments.
 pub fn bridge(setup: &Setup) -> Bridge {
-    let mut b = Bridge::new(
-        path(Dir::LeftToRight, setup),
-        path(Dir::RightToLeft, setup),
-    );
+    let mut b = Bridge::new(path(Dir::LeftToRight, setup), path(Dir::RightToLeft, setup));
     if setup.impaired() {
         let imp = parse_netem(NETEM).expect("valid netem options");
         for dir in Dir::ALL {

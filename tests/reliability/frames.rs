@@ -331,7 +331,10 @@ fn corpus_through_every_root_qdisc() {
             .map(|(i, f)| (i % 3 == 0, f.clone(), (i % 7) as u32 * 50))
             .collect();
         let (delivered, dropped) = run(kind, &frames);
-        println!("{:>14}: {delivered} delivered, {dropped} dropped", setup.name);
+        println!(
+            "{:>14}: {delivered} delivered, {dropped} dropped",
+            setup.name
+        );
         assert!(
             delivered > 0 && dropped > 0,
             "the corpus reaches both outcomes"

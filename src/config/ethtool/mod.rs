@@ -359,7 +359,10 @@ mod tests {
                 "ethtool --coalesce right tx-frames 16 rx-usecs 20 adaptive-tx off",
                 "ethtool -C right rx-usecs 20 tx-frames 16",
             ),
-            ("ethtool -C left adaptive-rx off", "ethtool -C left adaptive-rx off"),
+            (
+                "ethtool -C left adaptive-rx off",
+                "ethtool -C left adaptive-rx off",
+            ),
             ("ethtool --set-ring left tx 512", "ethtool -G left tx 512"),
             ("ethtool -L right tx 4", "ethtool -L right tx 4"),
             (
