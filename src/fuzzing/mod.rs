@@ -22,8 +22,11 @@ use crate::dir::Dir;
 use crate::packet::DropReason;
 use crate::time::Instant;
 
+/// A target's body: the fuzzer's bytes in, a panic on a broken invariant.
+pub type Target = fn(&[u8]);
+
 /// Every target by name, for the fuzz crate and the corpus test.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("bridge", bridge),
     ("tc", tc),
     ("config", config),
@@ -363,8 +366,12 @@ pub fn mahimahi(data: &[u8]) {
     }
 }
 
-/// What the capture hook receives, as records: (point, frame, time).
-pub fn capture_records(data: &[u8]) -> (Dir, u64, Vec<(Point, Vec<u8>, Instant)>) {
+/// One record the capture hook receives: where, the frame, when.
+pub type CaptureRecord = (Point, Vec<u8>, Instant);
+
+/// What the capture hook of direction `.0` receives, decoded from the
+/// fuzzer's bytes, and the time offset (ns) of the file.
+pub fn capture_records(data: &[u8]) -> (Dir, u64, Vec<CaptureRecord>) {
     let mut b = Bytes(data);
     let dir = Dir::ALL[usize::from(b.u8() & 1)];
     let offset_ns = b.u64() >> (b.u8() % 64);

@@ -277,7 +277,7 @@ pub fn format_netem(imp: &Impairments) -> String {
 /// reads back as the same time, else exactly in µs or ns: tc's 5.01ms for
 /// 5009us would make the report's delay, parsed again, 1 µs longer.
 fn exact_time(ns: u64) -> String {
-    if ns % 1000 != 0 {
+    if !ns.is_multiple_of(1000) {
         return format!("{ns}ns");
     }
     let shown = sprint_time(ns / 1000);
