@@ -447,20 +447,58 @@ fn write_loop(
         let Some(mut w) = files[i].take() else {
             continue;
         };
-        let done = (IF_IN..=IF_DROPPED).try_for_each(|id| {
-            let lost = counters.lost_per_if[i][id as usize].load(Ordering::Relaxed);
-            let isb = InterfaceStatisticsBlock {
-                interface_id: id,
-                timestamp: last[i].saturating_add(offset_ns),
-                options: vec![InterfaceStatisticsOption::IsbIfDrop(lost)],
-            };
-            w.write_pcapng_block(isb).map(drop).map_err(pcap_io)
-        });
-        let flushed = done.and_then(|()| io::Write::flush(w.get_mut()));
-        if let Err(e) = flushed {
+        let lost = [IF_IN, IF_OUT, IF_DROPPED]
+            .map(|id| counters.lost_per_if[i][id as usize].load(Ordering::Relaxed));
+        if let Err(e) = finish_file(&mut w, lost, last[i], offset_ns) {
             tracing::error!("finishing the capture of {}: {e}", dir.arrow());
         }
     }
+}
+
+/// Ends a file: each interface's lost records (`isb_ifdrop`, by interface
+/// id) in an Interface Statistics Block stamped `last_ns`, then a flush.
+fn finish_file<W: io::Write>(
+    w: &mut PcapNgWriter<W>,
+    lost: [u64; 3],
+    last_ns: u64,
+    offset_ns: u64,
+) -> io::Result<()> {
+    for (id, lost) in (IF_IN..=IF_DROPPED).zip(lost) {
+        let isb = InterfaceStatisticsBlock {
+            interface_id: id,
+            timestamp: last_ns.saturating_add(offset_ns),
+            options: vec![InterfaceStatisticsOption::IsbIfDrop(lost)],
+        };
+        w.write_pcapng_block(isb).map_err(pcap_io)?;
+    }
+    io::Write::flush(w.get_mut())
+}
+
+/// A whole capture file of `dir` written to `out` as the writer thread
+/// writes one: the header and interfaces, one record per `(point, frame,
+/// time)` the tap received (times shifted by `offset_ns`), and the
+/// statistics (nothing lost). For tests and the `pcapng` fuzz target.
+pub fn write_file<W: io::Write>(
+    out: W,
+    dir: Dir,
+    records: &[(Point, &[u8], Instant)],
+    offset_ns: u64,
+) -> io::Result<W> {
+    let mut w = open_pcapng(out, dir)?;
+    let mut last = 0;
+    for &(point, frame, at) in records {
+        let rec = Record {
+            dir,
+            point,
+            at,
+            orig_len: u32::try_from(frame.len()).unwrap_or(u32::MAX),
+            data: frame.to_vec(),
+        };
+        write_record(&mut w, &rec, offset_ns)?;
+        last = at.nanos().max(last);
+    }
+    finish_file(&mut w, [0; 3], last, offset_ns)?;
+    Ok(w.into_inner())
 }
 
 #[cfg(test)]

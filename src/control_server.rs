@@ -168,13 +168,7 @@ impl ControlServer {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
         let file_id = file_id(path).unwrap_or_default();
         let waker = listener.try_clone()?;
-        let shared = Arc::new(Shared {
-            snapshots,
-            commander,
-            baseline: Mutex::new(None),
-            clients: AtomicUsize::new(0),
-            uid: nix::unistd::geteuid().as_raw(),
-        });
+        let shared = Arc::new(Shared::new(snapshots, commander));
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready) = std::sync::mpsc::sync_channel(1);
         let thread = {
@@ -317,15 +311,53 @@ fn serve_client(stream: UnixStream, shared: &Shared) -> io::Result<()> {
             // The client closed mid-line: nothing to answer.
             return Ok(());
         }
-        let reply = match std::str::from_utf8(&buf) {
-            Ok(line) if line.trim().is_empty() => continue,
+        if let Some(reply) = shared.reply(&buf) {
+            writeln!(out, "{reply}")?;
+        }
+    }
+}
+
+impl Shared {
+    fn new(snapshots: SnapshotReader, commander: Option<Commander>) -> Shared {
+        Shared {
+            snapshots,
+            commander,
+            baseline: Mutex::new(None),
+            clients: AtomicUsize::new(0),
+            uid: nix::unistd::geteuid().as_raw(),
+        }
+    }
+
+    /// The reply line (without newline) to one request line; None for a
+    /// blank line, which gets no reply.
+    fn reply(&self, line: &[u8]) -> Option<String> {
+        Some(match std::str::from_utf8(line) {
+            Ok(line) if line.trim().is_empty() => return None,
             Ok(line) => match parse_request(line) {
-                Ok(req) => handle(req, shared),
+                Ok(req) => handle(req, self),
                 Err(e) => error_line(&e.to_string()),
             },
             Err(_) => error_line("request is not UTF-8: send one JSON object per line"),
-        };
-        writeln!(out, "{reply}")?;
+        })
+    }
+}
+
+/// What the server does with a request line, without the socket (for
+/// tests and the `control` fuzz target): the same handler the connection
+/// threads call, with its own `reset_stats` baseline.
+pub struct RequestHandler(Shared);
+
+impl RequestHandler {
+    /// A handler reading `snapshots`; without a `commander` only `snapshot`
+    /// and `stats` are served, as by `ControlServer::start`.
+    pub fn new(snapshots: SnapshotReader, commander: Option<Commander>) -> RequestHandler {
+        RequestHandler(Shared::new(snapshots, commander))
+    }
+
+    /// The reply line (without newline) to one request line (newline
+    /// optional); None for a blank line.
+    pub fn reply(&self, line: &[u8]) -> Option<String> {
+        self.0.reply(line)
     }
 }
 

@@ -50,7 +50,8 @@
 //! configuration's link brought up: namespaces, datapath, control socket),
 //! `app` (the command-line subcommands), `output` (their `out!`/`outln!`),
 //! `progress` (the run's bar and the log writer around it),
-//! `harness` (the `Link` guard for test suites and `bloatbox run`), `load`
+//! `fuzzing` (the fuzz targets' bodies and the reliability set-ups they
+//! share with the tests), `harness` (the `Link` guard for test suites and `bloatbox run`), `load`
 //! (TCP/UDP_RR/ICMP generators and the RRUL-like test), `experiment`
 //! (`bloatbox test`/`demo`: runs over configs, comparison table, JSON, SVG
 //! plots), `tui` (terminal UI).
@@ -63,6 +64,7 @@ pub mod control;
 pub mod control_server;
 pub mod datapath;
 pub mod experiment;
+pub mod fuzzing;
 pub mod harness;
 pub mod live;
 pub mod load;

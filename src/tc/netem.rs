@@ -209,9 +209,9 @@ fn parse_loss(it: &mut Tokens) -> Result<Loss, String> {
 pub fn format_netem(imp: &Impairments) -> String {
     let mut s = Vec::new();
     if imp.delay_ns > 0 || imp.jitter_ns > 0 {
-        s.push(format!("delay {}", sprint_time(imp.delay_ns / 1000)));
+        s.push(format!("delay {}", exact_time(imp.delay_ns)));
         if imp.jitter_ns > 0 {
-            s.push(sprint_time(imp.jitter_ns / 1000));
+            s.push(exact_time(imp.jitter_ns));
             if imp.jitter_correlation > 0.0 {
                 s.push(format!("{}%", imp.jitter_correlation));
             }
@@ -273,9 +273,45 @@ pub fn format_netem(imp: &Impairments) -> String {
     s.join(" ")
 }
 
+/// A time as tc prints it (`sprint_time`: 3 significant digits) when that
+/// reads back as the same time, else exactly in µs or ns: tc's 5.01ms for
+/// 5009us would make the report's delay, parsed again, 1 µs longer.
+fn exact_time(ns: u64) -> String {
+    if !ns.is_multiple_of(1000) {
+        return format!("{ns}ns");
+    }
+    let shown = sprint_time(ns / 1000);
+    if parse_time_ns(&shown) == Ok(ns) {
+        shown
+    } else {
+        format!("{}us", ns / 1000)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `netem` fuzz target: `delay 5009` (µs) printed as
+    /// `delay 5.01ms`, which parses as 5010 µs; sub-µs times lost their ns.
+    #[test]
+    fn times_print_exactly_and_parse_back_equal() {
+        for args in [
+            "delay 5009",
+            "delay 1500ns 1ms",
+            "delay 1s 1000001us",
+            "delay 10ms 2ms",
+        ] {
+            let imp = with(args);
+            let printed = format_netem(&imp);
+            assert_eq!(with(&printed), imp, "{args} printed as {printed}");
+        }
+        assert_eq!(
+            format_netem(&with("delay 10ms 2ms")),
+            "delay 10ms 2ms seed 0"
+        );
+        assert_eq!(format_netem(&with("delay 5009")), "delay 5009us seed 0");
+    }
 
     fn with(args: &str) -> Impairments {
         parse_netem(&args.split_whitespace().collect::<Vec<_>>()).unwrap()

@@ -3,207 +3,38 @@
 //! 802.1Q and QinQ tags, ARP, LLDP) and then mutated (truncated, bytes
 //! flipped, IHL and lengths corrupted, padded past the MTU), plus runts and
 //! random bytes, are fed into `Bridge::ingress` at explicit times under every
-//! root qdisc kind, and under fq_codel followed by netem impairments. After
+//! root qdisc kind, and under fq_codel followed by netem impairments (the
+//! set-ups of `bloatbox::fuzzing::setups`, shared with the `bridge` fuzz
+//! target). After
 //! every step each direction must conserve frames (`frames_in + duplicated
 //! = frames_out + drops + held`); after polling to
 //! completion every frame offered was either delivered or returned as a
-//! freed buffer counted under a drop reason. cargo-fuzz needs a nightly
-//! toolchain this machine cannot fetch, so this is a proptest corpus run.
+//! freed buffer counted under a drop reason. This is the proptest run; the
+//! coverage-guided run is the `bridge` target of `fuzz/` (docs/fuzzing.md).
 
-use bloatbox::bridge::Bridge;
 use bloatbox::dir::Dir;
-use bloatbox::link::{LinkParams, Path};
-use bloatbox::qdisc::tree::DevSpec;
-use bloatbox::tc::netem::parse_netem;
-use bloatbox::time::Instant;
+use bloatbox::fuzzing::setups::{self, Offer, SETUPS};
 use etherparse::PacketBuilder;
 use proptest::prelude::*;
 use std::time::Instant as WallClock;
 
-/// Every root qdisc kind, as tc lines (the device name is filled in), and
-/// the TX queue count the device needs.
-const TREES: &[(&str, &[&str], u16)] = &[
-    ("pfifo_fast", &[], 1),
-    ("fq_codel ecn", &["tc qdisc add dev D root fq_codel ecn limit 64"], 1),
-    ("sfq", &["tc qdisc add dev D root sfq limit 32"], 1),
-    ("codel", &["tc qdisc add dev D root codel limit 50 ecn"], 1),
-    (
-        "tbf",
-        &["tc qdisc add dev D root tbf rate 5mbit burst 3kb limit 20kb"],
-        1,
-    ),
-    (
-        "htb+sfq",
-        &[
-            "tc qdisc add dev D root handle 1: htb default 20",
-            "tc class add dev D parent 1: classid 1:1 htb rate 8mbit",
-            "tc class add dev D parent 1:1 classid 1:10 htb rate 2mbit ceil 8mbit prio 1",
-            "tc class add dev D parent 1:1 classid 1:20 htb rate 1mbit ceil 4mbit",
-            "tc qdisc add dev D parent 1:10 sfq limit 20",
-            "tc qdisc add dev D parent 1:20 pfifo limit 20",
-            "tc filter add dev D parent 1: protocol all prio 1 u32 match ip dport 5001 0xffff flowid 1:10",
-        ],
-        1,
-    ),
-    (
-        "qfq+matchall",
-        &[
-            "tc qdisc add dev D root handle 1: qfq",
-            "tc class add dev D parent 1: classid 1:1 qfq weight 10",
-            "tc class add dev D parent 1: classid 1:2 qfq weight 1",
-            "tc filter add dev D parent 1: protocol all prio 1 u32 match ip protocol 17 0xff flowid 1:2",
-            "tc filter add dev D parent 1: protocol all prio 2 matchall flowid 1:1",
-        ],
-        1,
-    ),
-    (
-        "fq_codel+netem",
-        &["tc qdisc add dev D root fq_codel ecn"],
-        1,
-    ),
-    (
-        "mq+fq_codel",
-        &[
-            "tc qdisc add dev D root handle 1: mq",
-            "tc qdisc add dev D parent 1:1 fq_codel limit 30 ecn",
-            "tc qdisc add dev D parent 1:2 fq_codel limit 30 memory_limit 64kb",
-        ],
-        2,
-    ),
-];
-
-fn path(dev: Dir, lines: &[&str], queues: u16) -> Path {
-    let params = LinkParams {
-        rate_bytes_ps: 1_250_000, // 10 Mbit/s: queues build up
-        delay_ns: 2_000_000,
-        ..LinkParams::default()
-    };
-    let spec = DevSpec {
-        tx_queues: queues,
-        seed: 7,
-        ..params.dev_spec(dev, bloatbox::tc::kinds::BUILTIN)
-    };
-    let lines: Vec<String> = lines
-        .iter()
-        .map(|l| l.replace(" D ", &format!(" {} ", dev.dev())))
-        .collect();
-    let tree = bloatbox::tc::build_tree(spec, &lines).unwrap_or_else(|e| panic!("{e}"));
-    Path::new(params, Box::new(tree))
-}
-
-/// Impairments of the `+netem` entry: every effect that adds, removes,
-/// reorders or alters frames after the qdisc.
-const NETEM: &[&str] = &[
-    "delay",
-    "1ms",
-    "1ms",
-    "loss",
-    "5%",
-    "duplicate",
-    "10%",
-    "corrupt",
-    "5%",
-    "reorder",
-    "20%",
-];
-
-fn bridge(kind: usize) -> Bridge {
-    let (name, lines, q) = TREES[kind];
-    let mut b = Bridge::new(
-        path(Dir::LeftToRight, lines, q),
-        path(Dir::RightToLeft, lines, q),
-    );
-    if name.ends_with("+netem") {
-        let imp = parse_netem(NETEM).expect("valid netem options");
-        for dir in Dir::ALL {
-            b.path_mut(dir)
-                .set_impairments(imp.clone(), Instant::ZERO)
-                .unwrap();
-        }
-    }
-    b
-}
-
-/// Conservation in both directions; panics with the step on failure.
-fn check_conservation(b: &Bridge, step: &str) {
-    for dir in Dir::ALL {
-        let p = b.path(dir);
-        let c = p.counters();
-        assert_eq!(
-            c.frames_in + c.duplicated,
-            c.frames_out + c.total_drops() + p.held(),
-            "{} after {step}: {c:?} held {}",
-            dir.name(),
-            p.held()
-        );
-    }
-}
-
-/// Tallies of one run, to check against the counters.
-#[derive(Default)]
-struct Tally {
-    offered: [u64; 2],
-    delivered: [u64; 2],
-    freed: u64,
-}
-
-fn drain(b: &mut Bridge, now: Instant, t: &mut Tally) {
-    let (mut out, mut freed) = (Vec::new(), Vec::new());
-    b.poll(now, &mut out, &mut freed);
-    for (dir, _p) in out.drain(..) {
-        t.delivered[dir.index()] += 1;
-    }
-    t.freed += freed.len() as u64;
-}
-
-/// Offers `frames` (direction, bytes, gap in µs) at explicit times, checks
-/// conservation after every step, polls to completion and checks that every
-/// frame was delivered or dropped with a reason.
+/// Offers `frames` (right-to-left?, bytes, gap in µs) under set-up `kind`
+/// (`setups::run`: conservation after every step, every frame delivered or
+/// dropped with a reason): (delivered, dropped).
 fn run(kind: usize, frames: &[(bool, Vec<u8>, u32)]) -> (u64, u64) {
-    let mut b = bridge(kind);
-    let mut t = Tally::default();
-    let mut now = Instant::ZERO;
-    for (i, (right, data, gap)) in frames.iter().enumerate() {
-        now += *gap as u64 * 1_000;
-        if let Some(due) = b.poll_at() {
-            if due <= now {
-                drain(&mut b, due, &mut t);
-            }
-        }
-        let dir = if *right {
-            Dir::RightToLeft
-        } else {
-            Dir::LeftToRight
-        };
-        t.offered[dir.index()] += 1;
-        b.ingress(dir, data.clone(), now);
-        check_conservation(&b, &format!("frame {i} ({} bytes)", data.len()));
-    }
-    let mut polls = 0;
-    while let Some(due) = b.poll_at() {
-        drain(&mut b, due.max(now), &mut t);
-        now = due.max(now);
-        polls += 1;
-        assert!(polls < 1_000_000, "{}: poll never finishes", TREES[kind].0);
-    }
-    check_conservation(&b, "completion");
-    let (mut drops, mut dups) = (0, 0);
-    for dir in Dir::ALL {
-        let p = b.path(dir);
-        let c = p.counters();
-        assert_eq!(p.held(), 0, "{}: frames left inside", TREES[kind].0);
-        assert_eq!(c.frames_in, t.offered[dir.index()]);
-        assert_eq!(c.frames_out, t.delivered[dir.index()]);
-        drops += c.total_drops();
-        dups += c.duplicated;
-    }
-    assert!(dups == 0 || TREES[kind].0.ends_with("+netem"));
-    assert_eq!(
-        drops, t.freed,
-        "{}: every drop returns its buffer",
-        TREES[kind].0
-    );
-    (t.delivered.iter().sum(), drops)
+    let offers: Vec<Offer> = frames
+        .iter()
+        .map(|(right, data, gap)| Offer {
+            dir: if *right {
+                Dir::RightToLeft
+            } else {
+                Dir::LeftToRight
+            },
+            data: data.clone(),
+            gap_ns: u64::from(*gap) * 1_000,
+        })
+        .collect();
+    setups::run(&SETUPS[kind], &offers)
 }
 
 const MAC_A: [u8; 6] = [2, 0, 0, 0, 0, 1];
@@ -434,7 +265,7 @@ proptest! {
 
     #[test]
     fn fuzzed_frames_are_forwarded_or_dropped_with_a_reason(
-        kind in 0..TREES.len(),
+        kind in 0..SETUPS.len(),
         frames in frames(),
     ) {
         run(kind, &frames);
@@ -493,14 +324,17 @@ fn corpus_through_every_root_qdisc() {
     }
     let start = WallClock::now();
     let mut executions = 0u64;
-    for (kind, tree) in TREES.iter().enumerate() {
+    for (kind, setup) in SETUPS.iter().enumerate() {
         let frames: Vec<(bool, Vec<u8>, u32)> = corpus
             .iter()
             .enumerate()
             .map(|(i, f)| (i % 3 == 0, f.clone(), (i % 7) as u32 * 50))
             .collect();
         let (delivered, dropped) = run(kind, &frames);
-        println!("{:>14}: {delivered} delivered, {dropped} dropped", tree.0);
+        println!(
+            "{:>14}: {delivered} delivered, {dropped} dropped",
+            setup.name
+        );
         assert!(
             delivered > 0 && dropped > 0,
             "the corpus reaches both outcomes"
@@ -510,7 +344,7 @@ fn corpus_through_every_root_qdisc() {
     println!(
         "corpus: {} frames x {} root qdiscs = {executions} ingress calls in {:?}",
         corpus.len(),
-        TREES.len(),
+        SETUPS.len(),
         start.elapsed()
     );
     assert!(executions > 5_000);

@@ -299,6 +299,16 @@ impl Bridge {
         self.lane_mut(dir).path_mut()
     }
 
+    /// `Path::check_conservation` of both directions; the error names the
+    /// direction.
+    pub fn check_conservation(&self) -> Result<(), String> {
+        Dir::ALL.into_iter().try_for_each(|dir| {
+            self.path(dir)
+                .check_conservation()
+                .map_err(|e| format!("{}: {e}", dir.name()))
+        })
+    }
+
     /// A frame read from the `dir` sending side at `now`.
     pub fn ingress(&mut self, dir: Dir, frame: Vec<u8>, now: Instant) {
         self.lane_mut(dir).ingress(frame, now);

@@ -151,6 +151,61 @@ impl EthtoolCommand {
     }
 }
 
+/// The line as written (`ethtool -C left rx-usecs 20`), which
+/// `parse_ethtool` reads back equal: each feature of a `-K` line by its
+/// kernel name, a `-C` line without values as `adaptive-rx off`.
+impl std::fmt::Display for EthtoolCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dev = self.direction.dev();
+        match &self.setting {
+            EthtoolSetting::Coalesce {
+                rx_usecs,
+                rx_frames,
+                tx_usecs,
+                tx_frames,
+            } => {
+                write!(f, "ethtool -C {dev}")?;
+                let values = [
+                    ("rx-usecs", rx_usecs),
+                    ("rx-frames", rx_frames),
+                    ("tx-usecs", tx_usecs),
+                    ("tx-frames", tx_frames),
+                ];
+                let mut any = false;
+                for (key, value) in values {
+                    if let Some(v) = value {
+                        write!(f, " {key} {v}")?;
+                        any = true;
+                    }
+                }
+                if !any {
+                    f.write_str(" adaptive-rx off")?;
+                }
+                Ok(())
+            }
+            EthtoolSetting::Ring { tx } => write!(f, "ethtool -G {dev} tx {tx}"),
+            EthtoolSetting::Channels { tx } => write!(f, "ethtool -L {dev} tx {tx}"),
+            EthtoolSetting::Features(changes) => {
+                write!(f, "ethtool -K {dev}")?;
+                for &(i, on) in changes {
+                    let state = if on { "on" } else { "off" };
+                    write!(f, " {} {state}", features::FEATURES[i].name)?;
+                }
+                Ok(())
+            }
+            EthtoolSetting::Show(query) => {
+                let option = match query {
+                    Query::Features => "-k",
+                    Query::Coalesce => "-c",
+                    Query::Ring => "-g",
+                    Query::Channels => "-l",
+                };
+                write!(f, "ethtool {option} {dev}")
+            }
+        }
+    }
+}
+
 fn key_values<'a>(words: &[&'a str]) -> Result<Vec<(&'a str, &'a str)>, ConfigError> {
     if words.is_empty() {
         return Err(err(format!("nothing to set after the device; {USAGE}")));
@@ -295,6 +350,37 @@ mod tests {
     fn msg(line: &str) -> String {
         let mut p = LinkParams::default();
         apply_ethtool(line, &mut p).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_parsed_line_prints_as_a_line_that_parses_equal() {
+        for (line, printed) in [
+            (
+                "ethtool --coalesce right tx-frames 16 rx-usecs 20 adaptive-tx off",
+                "ethtool -C right rx-usecs 20 tx-frames 16",
+            ),
+            (
+                "ethtool -C left adaptive-rx off",
+                "ethtool -C left adaptive-rx off",
+            ),
+            ("ethtool --set-ring left tx 512", "ethtool -G left tx 512"),
+            ("ethtool -L right tx 4", "ethtool -L right tx 4"),
+            (
+                "ethtool -K left tx-tcp-segmentation off",
+                "ethtool -K left tx-tcp-segmentation off",
+            ),
+            ("ethtool --show-offload right", "ethtool -k right"),
+            ("ethtool -c left", "ethtool -c left"),
+            ("ethtool -g left", "ethtool -g left"),
+            ("ethtool -l left", "ethtool -l left"),
+        ] {
+            let cmd = parse_ethtool(line).unwrap();
+            assert_eq!(cmd.to_string(), printed, "{line}");
+            assert_eq!(parse_ethtool(printed).unwrap(), cmd, "{line}");
+        }
+        // A group prints as its features, which parse to the same changes.
+        let cmd = parse_ethtool("ethtool -K left tso off gso on").unwrap();
+        assert_eq!(parse_ethtool(&cmd.to_string()).unwrap(), cmd);
     }
 
     #[test]

@@ -110,6 +110,26 @@ impl PathCounters {
     pub fn total_drops(&self) -> u64 {
         self.drops.iter().sum()
     }
+
+    /// Checks `frames_in + duplicated = frames_out + drops + held`, with
+    /// `held` the frames still inside the path; the error shows both sides.
+    pub fn check_conservation(&self, held: u64) -> Result<(), String> {
+        let (arrived, left) = (
+            u128::from(self.frames_in) + u128::from(self.duplicated),
+            u128::from(self.frames_out) + u128::from(self.total_drops()) + u128::from(held),
+        );
+        if arrived == left {
+            Ok(())
+        } else {
+            Err(format!(
+                "conservation broken: in {} + duplicated {} = {arrived} but out {} + dropped {} + held {held} = {left}",
+                self.frames_in,
+                self.duplicated,
+                self.frames_out,
+                self.total_drops()
+            ))
+        }
+    }
 }
 
 /// What a path looks like at one instant (for the TUI, the control socket
@@ -291,6 +311,11 @@ impl Path {
             + self.serializer.len() as u64
             + self.delay.len() as u64
             + self.rx.len() as u64
+    }
+
+    /// `PathCounters::check_conservation` with the frames held now.
+    pub fn check_conservation(&self) -> Result<(), String> {
+        self.counters.check_conservation(self.held())
     }
 
     /// A frame arrives from the sending side at `now` (its
@@ -633,13 +658,9 @@ mod tests {
     }
 
     fn assert_conserved(p: &Path) {
-        let c = p.counters();
-        assert_eq!(
-            c.frames_in + c.duplicated,
-            c.frames_out + c.total_drops() + p.held(),
-            "conservation: {c:?} held {}",
-            p.held()
-        );
+        if let Err(e) = p.check_conservation() {
+            panic!("{e}: {:?}", p.counters());
+        }
     }
 
     /// Polls at every `poll_at` until nothing is left, returning (id, time).
@@ -1491,6 +1512,23 @@ mod tests {
         let m = v.iter().sum::<f64>() / v.len() as f64;
         let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len() as f64;
         (m, var.sqrt())
+    }
+
+    #[test]
+    fn conservation_check_accepts_balanced_counters_and_names_a_gap() {
+        let mut c = PathCounters {
+            frames_in: 5,
+            duplicated: 1,
+            frames_out: 3,
+            ..PathCounters::default()
+        };
+        c.drops[0] = 2;
+        assert_eq!(c.check_conservation(1), Ok(()));
+        let e = c.check_conservation(0).unwrap_err();
+        assert!(e.contains("= 6") && e.contains("= 5"), "{e}");
+        // Counters near u64::MAX do not overflow the sums.
+        c.frames_in = u64::MAX;
+        assert!(c.check_conservation(u64::MAX).is_err());
     }
 
     #[test]

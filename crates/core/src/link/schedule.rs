@@ -167,6 +167,21 @@ impl Schedule {
         Ok(s)
     }
 
+    /// The trace as a mahimahi trace file (one delivery time in ms a
+    /// line), which `parse_mahimahi` reads back equal; None for a schedule
+    /// of rate steps.
+    pub fn to_mahimahi(&self) -> Option<String> {
+        match self {
+            Schedule::Trace { opportunities_ms } => Some(
+                opportunities_ms
+                    .iter()
+                    .map(|ms| format!("{ms}\n"))
+                    .collect(),
+            ),
+            Schedule::Steps { .. } => None,
+        }
+    }
+
     pub fn validate(&self) -> Result<(), ShapeError> {
         match self {
             Schedule::Steps { steps, repeat_ns } => {
@@ -526,6 +541,16 @@ mod tests {
         assert!(Schedule::parse_mahimahi("5\n4\n").is_err());
         assert!(Schedule::parse_mahimahi("0\n0\n").is_err());
         assert!(Schedule::parse_mahimahi("").is_err());
+    }
+
+    #[test]
+    fn a_trace_prints_as_the_file_it_was_read_from() {
+        let text = "3\n3\n7\n";
+        let trace = Schedule::parse_mahimahi(" 3\n\n3 \n7").unwrap();
+        assert_eq!(trace.to_mahimahi().as_deref(), Some(text));
+        assert_eq!(Schedule::parse_mahimahi(text).unwrap(), trace);
+        let steps = Schedule::parse_native("0us 1mbit\n").unwrap();
+        assert_eq!(steps.to_mahimahi(), None);
     }
 
     #[test]

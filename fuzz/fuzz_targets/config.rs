@@ -1,0 +1,4 @@
+//! The `config` fuzz target: `bloatbox::fuzzing::config` (its doc comment lists
+//! the invariants it asserts).
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| bloatbox::fuzzing::config(data));

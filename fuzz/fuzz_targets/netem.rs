@@ -1,0 +1,4 @@
+//! The `netem` fuzz target: `bloatbox::fuzzing::netem` (its doc comment lists
+//! the invariants it asserts).
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| bloatbox::fuzzing::netem(data));
