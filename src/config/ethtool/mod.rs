@@ -264,55 +264,81 @@ fn parse_coalesce(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError>
     })
 }
 
-fn parse_ring(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError> {
-    let mut tx = None;
-    for &(key, value) in pairs {
-        match key {
-            "tx" => match value.parse::<u32>() {
-                Ok(v) if TX_RING.contains(&v) => tx = Some(v),
+/// What `-G` or `-L` says about its one key, `tx N`.
+struct TxOnly {
+    /// The values allowed.
+    range: std::ops::RangeInclusive<u32>,
+    /// The allowed range as the error says it ("a ring size 1..=4096
+    /// descriptors").
+    allowed: String,
+    /// A value to suggest ("tx 256").
+    value_fix: &'static str,
+    /// What another key names ("ring") and what `tx` is ("the TX ring").
+    kind: &'static str,
+    tx_is: &'static str,
+    /// A whole line to suggest.
+    line_fix: &'static str,
+}
+
+impl TxOnly {
+    /// The `tx` value of `pairs`; any other key is a ring or channel the
+    /// emulated NIC does not have.
+    fn parse(&self, pairs: &[(&str, &str)]) -> Result<u32, ConfigError> {
+        let mut tx = None;
+        for &(key, value) in pairs {
+            if key != "tx" {
+                return Err(err(format!(
+                    "{} \"{key}\" is not emulated; expected tx ({}); fix: write e.g. \"{}\"",
+                    self.kind, self.tx_is, self.line_fix
+                )));
+            }
+            match value.parse::<u32>() {
+                Ok(v) if self.range.contains(&v) => tx = Some(v),
                 _ => {
                     return Err(err(format!(
-                        "tx \"{value}\": expected a ring size {}..={} descriptors; fix: write e.g. tx 256",
-                        TX_RING.start(),
-                        TX_RING.end()
+                        "tx \"{value}\": expected {}; fix: write e.g. {}",
+                        self.allowed, self.value_fix
                     )))
                 }
-            },
-            _ => {
-                return Err(err(format!(
-                    "ring \"{key}\" is not emulated; expected tx (the TX ring); fix: write e.g. \"ethtool -G left tx 512\""
-                )))
             }
         }
+        tx.ok_or_else(|| err(format!("nothing to set; {USAGE}")))
     }
-    tx.map(|tx| EthtoolSetting::Ring { tx })
-        .ok_or_else(|| err(format!("nothing to set; {USAGE}")))
+}
+
+/// `-G tx N`: the TX ring (the emulated NIC has no RX ring).
+fn parse_ring(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError> {
+    let tx = TxOnly {
+        range: TX_RING,
+        allowed: format!(
+            "a ring size {}..={} descriptors",
+            TX_RING.start(),
+            TX_RING.end()
+        ),
+        value_fix: "tx 256",
+        kind: "ring",
+        tx_is: "the TX ring",
+        line_fix: "ethtool -G left tx 512",
+    }
+    .parse(pairs)?;
+    Ok(EthtoolSetting::Ring { tx })
 }
 
 /// `-L tx N`: the TX queues (the emulated NIC has no separate RX, other or
 /// combined channels).
 fn parse_channels(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError> {
     let max = crate::qdisc::mq::MAX_QUEUES;
-    let mut tx = None;
-    for &(key, value) in pairs {
-        match key {
-            "tx" => match value.parse::<u16>() {
-                Ok(v) if (1..=max).contains(&v) => tx = Some(v),
-                _ => {
-                    return Err(err(format!(
-                        "tx \"{value}\": expected 1..={max} TX queues; fix: write e.g. tx 4"
-                    )))
-                }
-            },
-            _ => {
-                return Err(err(format!(
-                    "channel \"{key}\" is not emulated; expected tx (TX queues); fix: write e.g. \"ethtool -L left tx 4\""
-                )))
-            }
-        }
+    let tx = TxOnly {
+        range: 1..=u32::from(max),
+        allowed: format!("1..={max} TX queues"),
+        value_fix: "tx 4",
+        kind: "channel",
+        tx_is: "TX queues",
+        line_fix: "ethtool -L left tx 4",
     }
-    tx.map(|tx| EthtoolSetting::Channels { tx })
-        .ok_or_else(|| err(format!("nothing to set; {USAGE}")))
+    .parse(pairs)?;
+    // At most mq::MAX_QUEUES, a u16.
+    Ok(EthtoolSetting::Channels { tx: tx as u16 })
 }
 
 /// `-K` words: `NAME on|off` pairs, where NAME is a group's short or long
