@@ -271,7 +271,6 @@ jq -R -s --arg date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
     columns: ["tree", "path", "throughput Mbit/s", "ratio to \($rate) Mbit/s", "idle RTT ms", "loaded RTT median ms"],
     rows: (split("\n") | map(select(length > 0) | split("\t")))}' \
   <"$ROWS" >"bench/results/kernel/$STAMP.json"
-rm -f "$ROWS"
 python3 scripts/bench-table.py
 
 echo
@@ -279,18 +278,9 @@ echo "$(date -u '+%Y-%m-%d %H:%M UTC'), DUR=$DUR s, RT=$RT, kernel $(uname -r), 
 echo
 echo "| tree | path | throughput Mbit/s | ratio to ${RATE_MBIT} Mbit/s | idle RTT ms | loaded RTT median ms |"
 echo "|---|---|---:|---:|---:|---:|"
-for tree in htb tbf; do
-  for path in kernel router $(printf 'bloatbox%s ' $TXQS); do
-    read -r m i l <<<"${RES[$tree,$path]}"
-    case $path in
-      kernel) label="kernel veth (tree on sender)" ;;
-      router) label="kernel router (3 namespaces)" ;;
-      *) label="bloatbox (TAP txqueuelen ${path#bloatbox})" ;;
-    esac
-    awk -v t="$tree" -v p="$label" -v m="$m" -v i="$i" -v l="$l" -v r="$RATE_MBIT" \
-      'BEGIN {printf "| %s | %s | %.2f | %.4f | %s | %s |\n", t, p, m, m/r, i, l}'
-  done
-done
+# The same rows as the results file, as a Markdown table.
+awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6}' "$ROWS"
+rm -f "$ROWS"
 echo
 for tree in htb tbf; do
   read -r rm _ rl <<<"${RES[$tree,router]}"
