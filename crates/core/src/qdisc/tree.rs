@@ -829,10 +829,9 @@ impl QdiscTree {
         let default = root.handle == 0;
         if !default && root.kind == "mq" && root.classes.len() != usize::from(n) {
             return Err(TcError::new(format!(
-                "Error: dev {} has mq {} at its root with one child per TX queue ({}); \
+                "Error: the root is mq {} with one child per TX queue ({}); \
                  replace it first (tc qdisc replace dev {} root pfifo_fast, or delete it), \
                  then change the queues and add mq again",
-                self.dev.dev.dev(),
                 crate::handle::tc_handle(root.handle),
                 root.classes.len(),
                 self.dev.dev.dev(),
