@@ -754,7 +754,7 @@ pub(crate) mod tests {
             };
             let mut b = Bridge::new(path(), path());
             b.set_capture(tap);
-            for _ in 0..4 {
+            for _ in 0..5 {
                 b.ingress(Dir::LeftToRight, frame(1000, None), Instant::ZERO);
             }
             run(&mut b);
@@ -765,7 +765,10 @@ pub(crate) mod tests {
             let (pkts, _) = read(&spec.files[0].clone().unwrap());
             let dropped: Vec<_> = pkts.iter().filter(|p| p.0 == IF_DROPPED).collect();
             assert_eq!(dropped.len() as u64, drops);
-            assert_eq!(drops, 2, "one on the wire, one queued, two dropped");
+            assert_eq!(
+                drops, 2,
+                "one on the wire, one requeued at the bypass, one queued, two dropped"
+            );
             assert!(dropped
                 .iter()
                 .all(|p| p.3.as_deref() == Some("dropped: queue_full")));

@@ -88,7 +88,9 @@ mod tests {
     #[test]
     fn logs_dequeues_and_bypasses_and_nothing_else() {
         // One frame on the ring at a time: the first bypasses the empty
-        // qdisc, the next two wait in it. 100 B at 1 MB/s = 100 us.
+        // qdisc; the second bypasses it too (it leaves the qdisc, counted
+        // Sent) but waits in the requeue slot for the ring; the third waits
+        // in the qdisc. 100 B at 1 MB/s = 100 us.
         let params = LinkParams {
             rate_bytes_ps: 1_000_000,
             tx_ring: 1,
@@ -100,14 +102,19 @@ mod tests {
         path.ingress(frame(7), Instant::from_micros(1));
         path.ingress(frame(8), Instant::from_micros(1));
         path.ingress(frame_tos(9, 3), Instant::from_micros(2));
-        assert_eq!(drain(&mut path), vec![(Instant::from_micros(1), 7, false)]);
-        assert_eq!((path.qdisc().qlen(), path.qdisc().backlog()), (2, 200));
-        let (mut out, mut freed) = (Vec::new(), Vec::new());
-        path.poll(Instant::from_micros(101), &mut out, &mut freed);
         assert_eq!(
             drain(&mut path),
-            vec![(Instant::from_micros(101), 8, false)]
+            vec![
+                (Instant::from_micros(1), 7, false),
+                (Instant::from_micros(1), 8, false)
+            ]
         );
+        assert_eq!((path.qdisc().qlen(), path.qdisc().backlog()), (1, 100));
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        // Frame 8 goes from the slot to the ring: no second departure.
+        path.poll(Instant::from_micros(101), &mut out, &mut freed);
+        assert_eq!(drain(&mut path), vec![]);
+        assert_eq!(path.snapshot(Instant::from_micros(101)).requeued, 0);
         assert_eq!(path.qdisc().stats().packets, 2);
         // Moving frames into a new qdisc (`drain_all`) is no departure.
         path.replace_qdisc(pfifo(), Instant::from_micros(102));

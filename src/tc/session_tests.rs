@@ -780,3 +780,91 @@ fn policy_sees_htb_and_tbf_in_built_trees() {
     assert!(whole(&["tc qdisc add dev left root fq_codel"]));
     assert!(whole(&[]), "the default pfifo_fast");
 }
+
+/// `tc -s qdisc show` through a path, as the datapath runs it.
+fn show_through(p: &mut crate::link::Path, t: Instant) -> String {
+    let cmd = TcCommand::parse("tc -s qdisc show dev left").unwrap();
+    p.edit_qdisc(t, |q, t, d| super::run(q.as_tree().unwrap(), &cmd, t, d))
+        .unwrap()
+        .unwrap_or_default()
+}
+
+/// The requeue slot (net/sched/sch_generic.c `dev_requeue_skb`): a frame
+/// that finds the qdisc empty bypasses it (`__dev_xmit_skb`, counted Sent)
+/// while the driver's queue is stopped, so `sch_direct_xmit` parks it on
+/// the root: it shows in the root's backlog and qlen and in `requeues`,
+/// and leaves first when the ring frees a slot.
+#[test]
+fn a_frame_bypassing_into_a_stopped_queue_is_requeued_on_the_root() {
+    use crate::link::{LinkParams, Path};
+    let params = LinkParams {
+        rate_bytes_ps: 1_000_000, // 1000 B = 1 ms
+        tx_ring: 1,
+        bql: false,
+        ..LinkParams::default()
+    };
+    let mut p = Path::new(params, Box::new(left(1)));
+    for id in 0..3 {
+        p.ingress(flow_pkt(id, 1000, 0), T);
+    }
+    let text = |sent: u32, backlog: u32| {
+        format!(
+            "qdisc pfifo_fast 0: root refcnt 2 {PFIFO_FAST}\n Sent {} bytes {sent} pkt \
+             (dropped 0, overlimits 0 requeues 1) \n backlog {}b {backlog}p requeues 1\n",
+            sent * 1000,
+            backlog * 1000
+        )
+    };
+    // Frame 0 on the ring, frame 1 in the slot, frame 2 in band 1.
+    assert_eq!(show_through(&mut p, T), text(2, 2));
+    // Frame 0 leaves at 1 ms: the slot's frame goes to the ring.
+    let ms = Instant::from_millis;
+    assert_eq!(show_through(&mut p, ms(1)), text(2, 1));
+    assert_eq!(show_through(&mut p, ms(2)), text(3, 0));
+}
+
+/// Under mq the slot is the TX queue's own qdisc (`txq->qdisc`), and mq
+/// adds its children up (net/sched/sch_mq.c `mq_dump`): a bulk batch that
+/// overruns the ring parks each refused frame on its queue's child.
+#[test]
+fn requeued_frames_count_on_their_queues_child_under_mq() {
+    use crate::link::{LinkParams, Path};
+    let params = LinkParams {
+        rate_bytes_ps: 125_000_000,
+        tx_ring: 4,
+        bulk_dequeue: true,
+        tx_queues: 2,
+        ..LinkParams::default()
+    };
+    let mut p = Path::new(params, Box::new(left(2)));
+    assert!(p.set_bql_bounds(10_000, 10_000));
+    for id in 0..20u64 {
+        let q = (id % 2) as u16;
+        let mut f = flow_pkt(id, 1514, q);
+        f.meta.queue_mapping = q;
+        p.ingress(f, T);
+    }
+    // Frame 0 stops the queue (BQL limit 0). At its completion the limit
+    // is 10000: mq hands out 1, 2, 3, 4, 5, 6, 7 alternating queues; the
+    // ring takes four, and 5 (queue 1), 6 (queue 0), 7 (queue 1) are
+    // requeued.
+    let t1 = p.poll_at().unwrap();
+    let (mut out, mut freed) = (Vec::new(), Vec::new());
+    p.poll(t1, &mut out, &mut freed);
+    let s = p.snapshot(t1);
+    assert_eq!((s.ring_used, s.requeued, s.requeues), (4, 3, 3));
+    let stats = |d: &crate::qdisc::QdiscDump| (d.stats.qlen, d.stats.backlog, d.stats.requeues);
+    assert_eq!(stats(&s.qdisc), (15, 15 * 1514, 3));
+    assert_eq!(stats(&s.qdisc.children[0]), (7, 7 * 1514, 1));
+    assert_eq!(stats(&s.qdisc.children[1]), (8, 8 * 1514, 2));
+    assert_eq!(s.qdisc.classes[1].stats.unwrap().requeues, 2);
+    let text = show_through(&mut p, t1);
+    assert!(
+        text.starts_with(&format!(
+            "qdisc mq 0: root \n Sent 12112 bytes 8 pkt (dropped 0, overlimits 0 requeues 3) \n \
+             backlog {}b 15p requeues 3\n",
+            15 * 1514
+        )),
+        "{text}"
+    );
+}

@@ -10,7 +10,11 @@
 //! full or BQL STACK_XOFF), bulk dequeue bounded by `dql_avail` and the
 //! quota (net/sched/sch_generic.c `dequeue_skb`, `try_bulk_dequeue_skb`;
 //! include/linux/dynamic_queue_limits.h `dql_avail`), and requeue of a batch
-//! remainder that did not fit in the ring (`dev_requeue_skb`). The whole
+//! remainder that did not fit in the ring, or of a frame that bypassed the
+//! empty qdisc while the queue was stopped (`sch_direct_xmit`,
+//! `dev_requeue_skb`): requeued frames leave first, one at a time, and
+//! count in the root's qlen, backlog and requeues as tc shows them
+//! (`qdisc::requeue`). The whole
 //! batch is handed to the NIC at one instant (the `xmit_more` doorbell delay
 //! is not modelled).
 //!
@@ -326,16 +330,19 @@ impl Path {
         pkt.meta.arrival = t;
         self.counters.frames_in += 1;
         self.counters.bytes_in += pkt.len as u64;
-        if self.requeued.is_empty()
-            && self.qdisc.can_bypass()
-            && self.qdisc.qlen() == 0
-            && self.ring.can_post()
-        {
+        if self.requeued.is_empty() && self.qdisc.can_bypass() && self.qdisc.qlen() == 0 {
+            // `__dev_xmit_skb`'s bypass counts the frame Sent and calls
+            // `sch_direct_xmit`, which finds a stopped queue without asking
+            // the driver and requeues the frame (`dev_requeue_skb`).
             self.qdisc.count_bypass(pkt.len);
             notify(&mut self.observer, PathEvent::Bypassed, &pkt, t);
-            self.counters.xmit_batches += 1;
-            self.ring.post(pkt.len);
-            self.serializer.post(pkt, t);
+            if self.ring.can_post() {
+                self.counters.xmit_batches += 1;
+                self.ring.post(pkt.len);
+                self.serializer.post(pkt, t);
+            } else {
+                self.park(pkt, 0);
+            }
         } else {
             notify(&mut self.observer, PathEvent::Enqueued, &pkt, t);
             self.qdisc.enqueue(pkt, t, &mut self.drops);
@@ -588,6 +595,9 @@ impl Path {
         let mut batch = std::mem::take(&mut self.batch);
         while self.ring.can_post() {
             if let Some(pkt) = self.requeued.pop_front() {
+                if let Some(tree) = self.qdisc.as_tree() {
+                    tree.requeue_slot().resent(pkt.meta.queue_mapping, pkt.len);
+                }
                 batch.push(pkt);
             } else if let Some(first) = self.qdisc.dequeue(t, &mut self.drops) {
                 notify(&mut self.observer, PathEvent::Dequeued, &first, t);
@@ -619,7 +629,8 @@ impl Path {
     }
 
     /// `dev_hard_start_xmit`: posts the batch until the ring is full; the
-    /// driver refuses the rest (NETDEV_TX_BUSY) and it is requeued.
+    /// driver refuses the rest (NETDEV_TX_BUSY) and it is requeued, ahead
+    /// of frames requeued before, in the root's slot (`dev_requeue_skb`).
     fn xmit(&mut self, batch: &mut Vec<Packet>, t: Instant) {
         self.counters.xmit_batches += 1;
         let mut refused = 0;
@@ -627,11 +638,21 @@ impl Path {
             if self.ring.post(pkt.len) {
                 self.serializer.post(pkt, t);
             } else {
-                self.requeued.insert(refused, pkt);
+                self.park(pkt, refused);
                 refused += 1;
             }
         }
-        self.requeues += refused as u64;
+    }
+
+    /// `dev_requeue_skb`: parks a frame the driver refused at position `at`
+    /// of the requeue slot, counted in the root's slot tally.
+    fn park(&mut self, pkt: Packet, at: usize) {
+        if let Some(tree) = self.qdisc.as_tree() {
+            tree.requeue_slot()
+                .requeued(pkt.meta.queue_mapping, pkt.len);
+        }
+        self.requeued.insert(at, pkt);
+        self.requeues += 1;
     }
 }
 
@@ -756,9 +777,14 @@ mod tests {
         assert!(p.observer_mut::<Recorder>().is_none());
         p.set_observer(Box::new(Recorder::default()));
         let t0 = Instant::from_millis(1);
-        for i in 0..3 {
+        for i in 0..4 {
             p.ingress(pkt(i, 1000), t0);
         }
+        // Frame 1 finds the qdisc empty and bypasses it, but the ring is
+        // full: it waits in the requeue slot (`dev_requeue_skb`), goes out
+        // first at the next completion and is not dequeued again. Frame 2
+        // fills the one-frame pfifo, frame 3 is dropped.
+        assert_eq!((p.snapshot(t0).requeued, p.snapshot(t0).requeues), (1, 1));
         let (mut out, mut freed) = (Vec::new(), Vec::new());
         while let Some(t) = p.poll_at() {
             p.poll(t, &mut out, &mut freed);
@@ -769,15 +795,17 @@ mod tests {
             p.observer_mut::<Recorder>().unwrap().0,
             vec![
                 (Bypassed, 0, t0),
-                (Enqueued, 1, t0),
+                (Bypassed, 1, t0),
                 (Enqueued, 2, t0),
-                (Dropped(DropReason::QueueFull), 2, t0),
-                (Dequeued, 1, ms(2)),
+                (Enqueued, 3, t0),
+                (Dropped(DropReason::QueueFull), 3, t0),
+                (Dequeued, 2, ms(3)),
                 (Delivered, 0, ms(4)),
                 (Delivered, 1, ms(5)),
+                (Delivered, 2, ms(6)),
             ]
         );
-        assert_eq!((out.len(), freed.len()), (2, 1));
+        assert_eq!((out.len(), freed.len()), (3, 1));
         assert_eq!(freed[0].meta.dropped, Some(DropReason::QueueFull));
     }
 
@@ -1041,16 +1069,21 @@ mod tests {
         };
         let mut p = Path::new(params, fifo(1000));
         assert!(p.set_bql_bounds(10_000, 10_000));
-        // First frame bypasses and stops the queue (limit 0); 19 wait.
+        // The first frame bypasses and stops the queue (limit 0); the
+        // second bypasses too, finds the queue stopped and is requeued
+        // (`sch_direct_xmit`); 18 wait in the pfifo.
         for i in 0..20 {
             p.ingress(pkt(i, 1514), Instant::ZERO);
         }
-        assert_eq!(ring_of(&p, Instant::ZERO), (1, 1514, 19));
+        assert_eq!(ring_of(&p, Instant::ZERO), (1, 1514, 18));
+        let s = p.snapshot(Instant::ZERO);
+        assert_eq!((s.requeued, s.requeues, s.held), (1, 1, 20));
         p
     }
 
-    /// B-4 through the path: at the completion the limit becomes 10000 and
-    /// one bulk batch of 7 frames (10598 B) is dequeued.
+    /// B-4 through the path: at the completion the limit becomes 10000; the
+    /// requeued frame goes first, alone (`dequeue_skb` takes `gso_skb`
+    /// without bulking), then one bulk batch of 6: 7 frames (10598 B).
     #[test]
     fn b4_bulk_dequeue_after_completion() {
         let mut p = bulk_setup(256, true);
@@ -1062,7 +1095,7 @@ mod tests {
         assert_eq!(s.bql_limit, Some(10_000));
         assert_eq!((s.ring_used, s.ring_bytes), (7, 10_598));
         assert_eq!(s.qdisc.stats.qlen, 12);
-        assert_eq!(s.requeues, 0);
+        assert_eq!((s.requeued, s.requeues), (0, 1));
     }
 
     /// A batch larger than the free ring slots is partly refused and
@@ -1074,7 +1107,8 @@ mod tests {
         let t1 = p.poll_at().unwrap();
         p.poll(t1, &mut out, &mut freed);
         let s = p.snapshot(t1);
-        assert_eq!((s.ring_used, s.requeued, s.requeues), (4, 3, 3));
+        // 1 requeued at the bypass, 3 of the bulk batch of 6.
+        assert_eq!((s.ring_used, s.requeued, s.requeues), (4, 3, 4));
         assert_eq!(s.qdisc.stats.qlen, 12);
         assert_eq!(s.held, 20 - 1);
         assert_conserved(&p);
@@ -1086,7 +1120,7 @@ mod tests {
         let t1 = p.poll_at().unwrap();
         p.poll(t1, &mut out, &mut freed);
         let s = p.snapshot(t1);
-        assert_eq!((s.ring_used, s.requeued, s.requeues), (4, 0, 0));
+        assert_eq!((s.ring_used, s.requeued, s.requeues), (4, 0, 1));
         assert_eq!(s.qdisc.stats.qlen, 15);
     }
 
@@ -1344,7 +1378,11 @@ mod tests {
         for i in 0..10 {
             p.ingress(pkt(i, 1000), Instant::ZERO);
         }
-        assert_eq!(p.qdisc().qlen(), 8);
+        // Two on the ring, one requeued at the bypass, seven in the pfifo.
+        assert_eq!(
+            (p.qdisc().qlen(), p.snapshot(Instant::ZERO).requeued),
+            (7, 1)
+        );
         let old = p.replace_qdisc(fifo(5), Instant::from_micros(10));
         assert_eq!(old.qlen(), 0);
         assert_eq!(p.qdisc().qlen(), 5);
@@ -1376,7 +1414,9 @@ mod tests {
             q.change(&crate::qdisc::QdiscOptions::Fifo(limit), now, drops)
         });
         assert!(r.is_ok());
-        assert_eq!(p.counters().total_drops(), 5);
+        // One on the ring, one requeued, eight in the pfifo: four dropped.
+        assert_eq!(p.snapshot(Instant::ZERO).requeued, 1);
+        assert_eq!(p.counters().total_drops(), 4);
         assert_conserved(&p);
     }
 

@@ -27,6 +27,7 @@ pub mod pfifo_fast;
 pub mod qfq;
 pub mod registry;
 pub mod request;
+pub mod requeue;
 pub mod sfq;
 pub mod tbf;
 #[cfg(any(test, feature = "testutil"))]

@@ -31,12 +31,18 @@
 //! receiver refuses are counted as drops. Moving an existing qdisc to another
 //! parent (`replace ... handle H:` where `H:` lives elsewhere) is refused.
 //!
+//! Frames the driver refused wait in the path's requeue slot, which the
+//! kernel keeps on the root qdisc (`gso_skb`); they survive a root switch
+//! (the kernel frees them with the old root) and count in whichever root
+//! the tree dumps, whose `requeues` start from zero (`requeue::RequeueSlot`).
+//!
 //! A command that fails leaves the tree untouched: new qdiscs are built before
 //! anything is swapped, and disciplines apply `change` atomically.
 use crate::dir::Dir;
 
 use super::registry;
 use super::request::{Object, Options, Request, Verb};
+use super::requeue::RequeueSlot;
 use super::{
     seed_for, tc_h_make, tc_h_minor, Classful, FilterHost, FlowListing, Handle, Qdisc, QdiscCtx,
     QdiscDump, QdiscOptions, QdiscStats, TcError, Verdict, TC_H_ROOT,
@@ -206,6 +212,8 @@ pub struct QdiscTree {
     root: Box<dyn Qdisc>,
     /// Last major handed out by the automatic allocator (starts at 0x8000).
     autohandle: u16,
+    /// The frames the driver refused, as the root's counters show them.
+    slot: RequeueSlot,
 }
 
 impl QdiscTree {
@@ -217,7 +225,20 @@ impl QdiscTree {
             dev,
             root,
             autohandle: 0x8000,
+            slot: RequeueSlot::default(),
         })
+    }
+
+    /// The requeue slot's tally, which `link::Path` keeps as it parks and
+    /// resends frames the driver refused.
+    pub fn requeue_slot(&mut self) -> &mut RequeueSlot {
+        &mut self.slot
+    }
+
+    /// The root's dump with the requeue slot folded in.
+    fn dump_with_slot(&self, mut d: QdiscDump) -> QdiscDump {
+        self.slot.fold_into(&mut d, self.root.kind() == "mq");
+        d
     }
 
     pub fn dev(&self) -> &DevSpec {
@@ -845,6 +866,7 @@ impl QdiscTree {
     }
 
     fn swap_root(&mut self, new: Box<dyn Qdisc>, now: Instant, drops: &mut Drops) {
+        self.slot.new_root();
         let mut old = std::mem::replace(&mut self.root, new);
         for pkt in old.drain_all() {
             self.root.enqueue(pkt, now, drops);
@@ -918,10 +940,10 @@ impl Qdisc for QdiscTree {
         self.root.change(options, now, drops)
     }
     fn dump(&self, now: Instant) -> QdiscDump {
-        self.root.dump(now)
+        self.dump_with_slot(self.root.dump(now))
     }
     fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
-        self.root.dump_listing(now, listing)
+        self.dump_with_slot(self.root.dump_listing(now, listing))
     }
     fn as_classful(&mut self) -> Option<&mut dyn Classful> {
         self.root.as_classful()
