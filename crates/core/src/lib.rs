@@ -14,10 +14,6 @@
 //! and BQL, serializer, delay, impairments, coalescing, the per-direction
 //! `Path`), `bridge` (the two directions and their admission).
 
-// Every public item documented; Cargo's `[lints]` cannot add a lint to
-// `workspace = true`, hence here (see the root Cargo.toml).
-#![warn(missing_docs)]
-
 pub mod bridge;
 pub mod dir;
 pub mod handle;

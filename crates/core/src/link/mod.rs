@@ -36,11 +36,11 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct ShapeError {
     /// The setting that was refused, as the config or the request names it
-    /// (e.g. "impairments.loss.percent").
+    /// (e.g. "loss.percent").
     pub field: String,
     /// The refused value, as given.
     pub value: String,
-    /// What is allowed instead, e.g. "0..=100 (percent)".
+    /// What is allowed instead, e.g. "a percentage in 0..=100".
     pub allowed: String,
 }
 

@@ -141,8 +141,8 @@ pub struct QdiscStats {
     pub packets: u64,
     /// Packets dropped (`gnet_stats_queue.drops`).
     pub drops: u64,
-    /// Times the qdisc was over its limit: a shaper throttled, or a class
-    /// borrowed (`gnet_stats_queue.overlimits`).
+    /// Times a shaper held back a packet it could not send yet
+    /// (`gnet_stats_queue.overlimits`).
     pub overlimits: u64,
     /// Packets put back after a dequeue (`gnet_stats_queue.requeues`).
     pub requeues: u64,

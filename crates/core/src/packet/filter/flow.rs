@@ -41,7 +41,7 @@ pub const EMULATED_KEYS: u32 =
 /// Hash or map mode, with map mode's operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlowMode {
-    /// `mode hash` (`FLOW_MODE_HASH`): the chosen keys hashed together.
+    /// `flow hash` (`FLOW_MODE_HASH`): the chosen keys hashed together.
     Hash,
     /// `((value & mask) ^ xor) >> rshift) + addend`.
     Map {
