@@ -7,6 +7,9 @@
 //! like `Datapath::snapshot`, then dropped. Run: `cargo bench --bench
 //! snapshot`. Results go to BENCHMARKS.md.
 
+// `criterion_group!` makes a public `fn` no doc comment can reach.
+#![allow(missing_docs)]
+
 use bloatbox::datapath::DEFAULT_SNAPSHOT_FLOWS;
 use bloatbox::dir::Dir;
 use bloatbox::link::LinkParams;

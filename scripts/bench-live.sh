@@ -307,8 +307,11 @@ spacing() {
   local offered=$2 count=$3 ideal=$4
   start_iperf bbb-br 10.82.0.2
   rm -f "$TMP/cap.pcap"
-  in_ns bbb-br tcpdump -i bbbr0 -nn -q --time-stamp-precision=nano -w "$TMP/cap.pcap" \
-    -c "$count" 'udp and greater 1500' 2>/dev/null &
+  # Not through in_ns: its subshell would be $!, and killing it would leave
+  # tcpdump running (and holding this command substitution's output open,
+  # so the script hung whenever fewer than COUNT frames arrived).
+  ip netns exec bbb-br tcpdump -i bbbr0 -nn -q --time-stamp-precision=nano -w "$TMP/cap.pcap" \
+    -c "$count" 'udp and greater 1500' >/dev/null 2>&1 &
   TCPDUMP=$!
   sleep 1
   in_ns bbb-bl iperf3 -c 10.82.0.2 -u -l 1472 -b "$offered" -t 3 >/dev/null 2>&1 || true

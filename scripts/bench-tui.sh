@@ -37,6 +37,8 @@ TMUX_SERVER="bbu-$$"
 cleanup() {
   set +e
   tmux -L "$TMUX_SERVER" kill-server 2>/dev/null
+  # The server leaves its socket file behind when it ends with its last session.
+  rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$TMUX_SERVER"
   [ -f "$TMP/iperf.pid" ] && kill "$(cat "$TMP/iperf.pid")" 2>/dev/null
   [ -n "$DAEMON" ] && kill -TERM "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null
   [ -e "$TMP/c.toml" ] && "$BIN" down -c "$TMP/c.toml" >/dev/null 2>&1

@@ -55,7 +55,9 @@ pub const CHANNEL_DEPTH: usize = 8192;
 
 /// Interface ids within each file.
 pub const IF_IN: u32 = 0;
+/// Interface id of the frames leaving the lane (written to the receiving TAP).
 pub const IF_OUT: u32 = 1;
+/// Interface id of the frames the lane dropped.
 pub const IF_DROPPED: u32 = 2;
 
 /// epb_flags direction bits: inbound, outbound.
@@ -66,6 +68,8 @@ const EPB_OUTBOUND: u32 = 0b10;
 /// not captured.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CaptureSpec {
+    /// The pcapng file of each direction, by `Dir::index()`; None: not
+    /// captured.
     pub files: [Option<PathBuf>; 2],
 }
 

@@ -38,8 +38,10 @@ const NETNS_RUN_DIR: &str = "/run/netns";
 /// How long `kill_until_gone` keeps killing before it gives up and warns.
 const KILL_WAIT: Duration = Duration::from_secs(2);
 
+/// Why a namespace or TAP operation failed; each message says how to fix it.
 #[derive(Debug, thiserror::Error)]
 pub enum NetnsError {
+    /// Not root and without CAP_NET_ADMIN and CAP_SYS_ADMIN; the failing step.
     #[error("bloatbox up needs root or CAP_NET_ADMIN and CAP_SYS_ADMIN: {0} (run it with sudo)")]
     NotPrivileged(String),
     #[error(
@@ -47,21 +49,37 @@ pub enum NetnsError {
          (same -c FILE); if you made them with netns/up.sh, start with `bloatbox up --attach`",
         .0.join(", ")
     )]
+    /// Namespaces or devices of the configuration exist already (a killed
+    /// run's, or another link's).
     Leftovers(Vec<String>),
+    /// An `ip` command failed, with its stderr.
     #[error("`{cmd}` failed: {stderr}")]
-    Command { cmd: String, stderr: String },
+    Command {
+        /// The command line.
+        cmd: String,
+        /// What it printed on standard error.
+        stderr: String,
+    },
+    /// A system call failed.
     #[error("{what}: {source}")]
     Io {
+        /// What was being done.
         what: String,
+        /// The system call's error.
         #[source]
         source: std::io::Error,
     },
+    /// `exec` into a namespace that does not exist (no link is up).
     #[error("network namespace {0:?} does not exist: start the link first with `bloatbox up`")]
     NoSuchNamespace(String),
+    /// `up --attach`: the prepared namespaces or TAPs are not there.
     #[error("--attach: {0}")]
     NotPrepared(String),
+    /// `exec` of a command that is not on the PATH (exit status 127).
     #[error("{0}: command not found")]
     CommandNotFound(String),
+    /// The rootless link (namespaces of a user namespace, for an unprivileged
+    /// user) could not be set up; the step and its error.
     #[error("rootless link: {0}")]
     Rootless(String),
 }
@@ -69,7 +87,9 @@ pub enum NetnsError {
 /// One side of the link: a namespace holding one TAP and its addresses.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SideSpec {
+    /// The name of the network namespace (`ip netns` name).
     pub netns: String,
+    /// The TAP device created in it.
     pub tap: TapSpec,
     /// Addresses with prefix length, IPv4 and IPv6.
     pub addrs: Vec<(IpAddr, u8)>,
@@ -78,6 +98,9 @@ pub struct SideSpec {
 /// One end of the link: the namespace `exec` runs in, a harness command's
 /// side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+// A doc comment on a variant would become clap's help for that value and
+// change `--help`; the names say it (the namespace of that side).
+#[allow(missing_docs)]
 pub enum Side {
     Left,
     Right,
@@ -86,7 +109,9 @@ pub enum Side {
 /// Both sides of the link.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Topology {
+    /// The left namespace and its TAP.
     pub left: SideSpec,
+    /// The right namespace and its TAP.
     pub right: SideSpec,
 }
 
@@ -454,6 +479,8 @@ pub struct TerminationSignals {
 }
 
 impl TerminationSignals {
+    /// Blocks SIGINT and SIGTERM in this thread (and the threads it spawns
+    /// later) and opens a signalfd that reads them.
     pub fn block() -> Result<TerminationSignals, NetnsError> {
         let mut mask = SigSet::empty();
         mask.add(Signal::SIGINT);

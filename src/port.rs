@@ -37,15 +37,32 @@ const TAP_OFFLOADS: libc::c_uint =
     libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_TSO_ECN;
 
 // TUNSETOFFLOAD takes the flags by value, TUNSETVNETHDRSZ a pointer to an int.
-nix::ioctl_write_int!(tun_set_offload, b'T', 208);
-nix::ioctl_write_ptr!(tun_set_vnet_hdr_sz, b'T', 216, libc::c_int);
+nix::ioctl_write_int!(
+    /// `TUNSETOFFLOAD` (include/uapi/linux/if_tun.h): which offloads the
+    /// reader of the TAP handles.
+    tun_set_offload,
+    b'T',
+    208
+);
+nix::ioctl_write_ptr!(
+    /// `TUNSETVNETHDRSZ`: the size of the virtio-net header before each
+    /// frame.
+    tun_set_vnet_hdr_sz,
+    b'T',
+    216,
+    libc::c_int
+);
 
 /// Per-port I/O counters, exported in the live snapshot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PortCounters {
+    /// Frames read from the port.
     pub rx_frames: u64,
+    /// Bytes read from the port.
     pub rx_bytes: u64,
+    /// Frames written to the port.
     pub tx_frames: u64,
+    /// Bytes written to the port.
     pub tx_bytes: u64,
     /// Frames dropped because the device or socket was full (EAGAIN/ENOBUFS).
     pub tx_full_drops: u64,
@@ -64,6 +81,7 @@ pub trait FramePort: Send {
     fn send(&mut self, frame: &[u8]) -> io::Result<()>;
     /// The descriptor to wait on for readability.
     fn raw_fd(&self) -> RawFd;
+    /// The port's I/O counters so far.
     fn counters(&self) -> PortCounters;
     /// Frames carry an offload header (see the module doc).
     fn offload(&self) -> bool {
@@ -255,9 +273,14 @@ impl FdPort {
 /// What a TAP device is created with (in the current network namespace).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TapSpec {
+    /// The interface name (at most 15 bytes, `IFNAMSIZ` - 1).
     pub name: String,
+    /// The MTU, bytes (without the Ethernet header).
     pub mtu: u16,
+    /// The MAC address.
     pub mac: [u8; 6],
+    /// The kernel queue in front of the TAP's reader, frames (`ip link set ...
+    /// txqueuelen`).
     pub txqueuelen: u32,
     /// Open with `IFF_VNET_HDR` and the TCP offloads (GSO super-frames).
     pub offload: bool,
@@ -391,6 +414,7 @@ impl TapPort {
         })
     }
 
+    /// The TAP's interface name.
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -297,6 +297,7 @@ impl Namespaces {
         self.backend
     }
 
+    /// The anonymous namespace of `side`.
     pub fn side(&self, side: Side) -> &AnonNetns {
         match side {
             Side::Left => &self.left,

@@ -145,6 +145,29 @@ fn live_bulk_tcp_fills_a_20mbit_link() {
     assert_conserved(&d.stats());
 }
 
+/// How late the machine wakes a thread whose timer expires: a thread of
+/// the test sleeps `period` again and again, with the datapath's timer
+/// slack (1 ns), until `stop` is set, and returns by how much each sleep
+/// overran, in ms. The live link's frames wait on such timers (the delay
+/// line's release) and on such wake-ups (a TAP read, the ping's reply),
+/// so this is the machine's own scheduling noise on them, measured in the
+/// same run.
+fn oversleep_in_background(
+    period: Duration,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<f64>> {
+    std::thread::spawn(move || {
+        nix::sys::prctl::set_timerslack(1).expect("PR_SET_TIMERSLACK");
+        let mut late = Vec::new();
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let t0 = std::time::Instant::now();
+            std::thread::sleep(period);
+            late.push((t0.elapsed().saturating_sub(period)).as_secs_f64() * 1e3);
+        }
+        late
+    })
+}
+
 #[test]
 #[ignore = "needs root"]
 fn live_idle_rtt_is_twice_the_delay_plus_serialization() {
@@ -157,7 +180,11 @@ fn live_idle_rtt_is_twice_the_delay_plus_serialization() {
     let dst = d.names.v4[1].clone();
     // Resolve the neighbour first so that no ARP exchange is measured.
     d.exec(Side::Left, &["ping", "-c", "1", "-W", "2", &dst]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sleeper = oversleep_in_background(Duration::from_millis(10), stop.clone());
     let out = d.exec(Side::Left, &["ping", "-c", "20", "-i", "0.05", &dst]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let late = sleeper.join().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let rtts = ping_rtts(&out);
     assert_eq!(rtts.len(), 20, "{}", text(&out));
@@ -165,18 +192,34 @@ fn live_idle_rtt_is_twice_the_delay_plus_serialization() {
     let serialization_ms = 2.0 * 98.0 * 8.0 / 100e6 * 1e3;
     let ideal = 20.0 + serialization_ms;
     let med = median(rtts.clone());
+    // A round trip waits for five wake-ups: per direction the datapath
+    // thread woken by the TAP read and by the delay line's timer, and ping
+    // woken by the reply. What the machine adds to them is its own noise,
+    // measured alongside: their sum is skewed to the right (rare long
+    // delays), so its median lies below its mean, five times the mean
+    // oversleep. What bloatbox adds beyond that and beyond 1 ms fails the
+    // test, loaded or not; on a quiet machine (a wake-up costs tens of µs)
+    // the bound is ideal + 1 ms and a little.
+    let mean_late = late.iter().sum::<f64>() / late.len().max(1) as f64;
+    let noise = 5.0 * mean_late;
     eprintln!(
-        "idle RTT median {med:.3} ms (ideal {ideal:.3} ms), min {:.3} max {:.3}",
+        "idle RTT median {med:.3} ms (ideal {ideal:.3} ms), min {:.3} max {:.3}; \
+         the machine's oversleep of a 10 ms timer: mean {mean_late:.3} ms, median {:.3} ms, \
+         max {:.3} ms over {} sleeps",
         rtts.iter().copied().fold(f64::MAX, f64::min),
-        rtts.iter().copied().fold(0.0, f64::max)
+        rtts.iter().copied().fold(0.0, f64::max),
+        median(late.clone()),
+        late.iter().copied().fold(0.0, f64::max),
+        late.len()
     );
     assert!(
         med >= ideal - 0.05,
         "RTT {med} ms below the physics ({ideal} ms)"
     );
     assert!(
-        med <= ideal + 1.0,
-        "RTT {med} ms more than 1 ms above {ideal} ms"
+        med <= ideal + 1.0 + noise,
+        "RTT {med} ms more than 1 ms above {ideal} ms plus five of this machine's wake-ups \
+         ({noise:.3} ms)"
     );
 }
 

@@ -100,16 +100,24 @@ pub struct Config {
         default = "Endpoint::default_left",
         deserialize_with = "Endpoint::deserialize_left"
     )]
+    /// `[left]`: the left namespace, its TAP and addresses (missing keys take
+    /// `Endpoint::default_left`).
     pub left: Endpoint,
     #[serde(
         default = "Endpoint::default_right",
         deserialize_with = "Endpoint::deserialize_right"
     )]
+    /// `[right]`: the right namespace, its TAP and addresses (missing keys take
+    /// `Endpoint::default_right`).
     pub right: Endpoint,
+    /// `[tap]`: how both TAPs are opened (offload, kernel queue).
     #[serde(default)]
     pub tap: TapSettings,
+    /// `[link]`: the emulated link, both directions, with per-direction
+    /// overrides.
     #[serde(default)]
     pub link: LinkSettings,
+    /// `[daemon]`: the daemon's control socket, threads, snapshots, metrics.
     #[serde(default)]
     pub daemon: DaemonSettings,
 }
@@ -117,9 +125,13 @@ pub struct Config {
 /// One side: its network namespace, TAP and addresses.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Endpoint {
+    /// The network namespace's name (`ip netns` name), created by `up`.
     pub namespace: String,
+    /// The TAP device's name in it (at most 15 bytes).
     pub tap: String,
+    /// The TAP's IPv4 address with its prefix length (`10.77.0.1/24`).
     pub ipv4: IfAddr,
+    /// The TAP's IPv6 address with its prefix length (`fd00:77::1/64`).
     pub ipv6: IfAddr,
 }
 
@@ -152,10 +164,14 @@ impl Endpoint {
         }
     }
 
+    /// The left side of the default configuration: namespace `bb-left`, TAP
+    /// `bbl0`, 10.77.0.1/24 and fd00:77::1/64.
     pub fn default_left() -> Endpoint {
         Endpoint::side("bb-left", "bbl0", "10.77.0.1/24", "fd00:77::1/64")
     }
 
+    /// The right side of the default configuration: namespace `bb-right`, TAP
+    /// `bbr0`, 10.77.0.2/24 and fd00:77::2/64.
     pub fn default_right() -> Endpoint {
         Endpoint::side("bb-right", "bbr0", "10.77.0.2/24", "fd00:77::2/64")
     }
@@ -236,9 +252,11 @@ pub struct LinkSettings {
     pub bql: Option<bool>,
     /// TX completion coalescing (ethtool -C tx-usecs / tx-frames).
     pub tx_usecs: Option<u32>,
+    /// Completions per TX interrupt (ethtool -C tx-frames), 0..=65535.
     pub tx_frames: Option<u32>,
     /// RX interrupt coalescing (ethtool -C rx-usecs / rx-frames).
     pub rx_usecs: Option<u32>,
+    /// Frames per RX interrupt (ethtool -C rx-frames), 0..=65535.
     pub rx_frames: Option<u32>,
     /// Qdisc bulk dequeue.
     pub bulk_dequeue: Option<bool>,

@@ -54,56 +54,105 @@ pub enum QdiscSpec {
     expecting = "a qdisc table with a kind"
 )]
 pub enum QdiscTable {
+    /// `pfifo_fast`: no parameters.
     PfifoFast,
+    /// `pfifo`: a packet FIFO.
     Pfifo {
+        /// `limit`, packets (default: the device's txqueuelen).
         limit: Option<u32>,
     },
+    /// `bfifo`: a byte FIFO.
     Bfifo {
+        /// `limit`, bytes (default: txqueuelen × MTU).
         limit: Option<Size>,
     },
+    /// `pfifo_head_drop`: a packet FIFO that drops its oldest packet when full.
     PfifoHeadDrop {
+        /// `limit`, packets (default: the device's txqueuelen).
         limit: Option<u32>,
     },
+    /// `tbf`: a token bucket shaper.
     Tbf {
+        /// `rate`: the token rate.
         rate: TcRate,
+        /// `burst`: the bucket size.
         burst: Size,
+        /// `latency`: the longest a packet may wait (this or `limit`).
         latency: Option<TcTime>,
+        /// `limit`: bytes that may queue (this or `latency`).
         limit: Option<Size>,
+        /// `peakrate`: the rate of the second, peak bucket (needs `mtu`).
         peakrate: Option<TcRate>,
+        /// `mtu`: the peak bucket's size.
         mtu: Option<Size>,
     },
+    /// `sfq`: stochastic fairness queueing.
     Sfq {
+        /// `limit`, packets (default 127).
         limit: Option<u32>,
+        /// `perturb`: seconds between hash perturbations (0: never).
         perturb: Option<u32>,
+        /// `quantum`: bytes per round (default: the MTU plus the Ethernet
+        /// header).
         quantum: Option<Size>,
+        /// `divisor`: hash buckets, a power of two (default 1024).
         divisor: Option<u32>,
+        /// `flows`: flow slots (default 128).
         flows: Option<u32>,
+        /// `depth`: packets per flow (default 127).
         depth: Option<u32>,
+        /// `headdrop`: drop from the head of a full flow, not the arriving
+        /// packet.
         headdrop: Option<bool>,
     },
+    /// `codel`: one FIFO under CoDel's control law.
     Codel {
+        /// `limit`, packets (default 1000).
         limit: Option<u32>,
+        /// `target`: the acceptable standing queue delay (default 5ms).
         target: Option<TcTime>,
+        /// `interval`: the window the delay must stay above target (default
+        /// 100ms).
         interval: Option<TcTime>,
+        /// `ecn`: mark ECT packets instead of dropping them (default off).
         ecn: Option<bool>,
+        /// `ce_threshold`: mark ECT packets whose sojourn exceeds it.
         ce_threshold: Option<TcTime>,
     },
+    /// `fq_codel`: flow queueing with CoDel per flow.
     FqCodel {
+        /// `limit`, packets (default 10240).
         limit: Option<u32>,
+        /// `flows`: hash buckets (default 1024).
         flows: Option<u32>,
+        /// `quantum`: bytes per DRR round (default: the MTU plus the Ethernet
+        /// header).
         quantum: Option<Size>,
+        /// `target`: the acceptable standing queue delay (default 5ms).
         target: Option<TcTime>,
+        /// `interval`: the window the delay must stay above target (default
+        /// 100ms).
         interval: Option<TcTime>,
+        /// `ecn`: mark ECT packets instead of dropping them (default on).
         ecn: Option<bool>,
+        /// `ce_threshold`: mark ECT packets whose sojourn exceeds it.
         ce_threshold: Option<TcTime>,
+        /// `memory_limit`: bytes all queued packets may occupy (default 32MB).
         memory_limit: Option<Size>,
+        /// `drop_batch`: packets dropped at most per overflow (default 64).
         drop_batch: Option<u32>,
     },
+    /// `htb`: hierarchical token bucket, root `1:`, with its classes.
     Htb {
         /// Minor id (hex, as tc) of the class unclassified traffic goes to.
         default: Option<String>,
+        /// `r2q`: divisor of a class's rate giving its default quantum (default
+        /// 10).
         r2q: Option<u32>,
+        /// `direct_qlen`: packets of the direct queue (default: the device's
+        /// txqueuelen).
         direct_qlen: Option<u32>,
+        /// The classes (`[[link.qdisc.class]]`), parents before children.
         #[serde(default, rename = "class")]
         classes: Vec<HtbClass>,
     },
@@ -120,11 +169,17 @@ pub struct HtbClass {
     pub classid: String,
     /// `1:` (the root, default) or an earlier class such as `1:1`.
     pub parent: Option<String>,
+    /// `rate`: the guaranteed rate.
     pub rate: TcRate,
+    /// `ceil`: the most the class may borrow up to (default: `rate`).
     pub ceil: Option<TcRate>,
+    /// `burst`: the rate bucket (default from the rate and the MTU).
     pub burst: Option<Size>,
+    /// `cburst`: the ceil bucket (default from the ceil and the MTU).
     pub cburst: Option<Size>,
+    /// `prio`: the class's priority when borrowing, lower first (default 0).
     pub prio: Option<u32>,
+    /// `quantum`: bytes per DRR round (default: rate / r2q).
     pub quantum: Option<u32>,
     /// Leaf qdisc (classless), e.g. `"sfq perturb 10"`.
     pub qdisc: Option<QdiscSpec>,

@@ -9,7 +9,9 @@ use toml_edit::{ImDocument, Item, TableLike, Value};
 /// A 1-based line and column in a text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Position {
+    /// Line number, from 1.
     pub line: usize,
+    /// Column, from 1 (characters).
     pub column: usize,
 }
 

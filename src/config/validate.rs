@@ -14,8 +14,11 @@ use std::ops::RangeInclusive;
 
 /// Coalescing limits shared with the ethtool parser.
 pub const MAX_USECS: u32 = 1_000_000;
+/// Most frames per coalesced interrupt (`rx-frames`, `tx-frames`).
 pub const MAX_FRAMES: u32 = 65_535;
+/// TX ring depths allowed, descriptors (ethtool -G `tx`).
 pub const TX_RING: RangeInclusive<u32> = 1..=4096;
+/// Fastest link rate allowed, bytes/s (100 Gbit/s).
 pub const MAX_RATE_BYTES_PS: u64 = 100_000_000_000 / 8;
 const MTU: RangeInclusive<u32> = 68..=9000;
 const TXQUEUELEN: RangeInclusive<u32> = 1..=100_000;

@@ -213,13 +213,17 @@ pub type Delay = Quantity<DelayUnit>;
 /// An interface address with its prefix length: `10.77.0.1/24`, `fd00:77::1/64`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IfAddr {
+    /// The address.
     pub addr: IpAddr,
+    /// The prefix length: 0..=32 for IPv4, 0..=128 for IPv6.
     pub prefix: u8,
 }
 
 const ADDR_HELP: &str = "invalid address; expected an address with a prefix length such as 10.77.0.1/24 or fd00:77::1/64; fix: write the address as ADDRESS/PREFIX";
 
 impl IfAddr {
+    /// Parses `ADDRESS/PREFIX`; the error says what is expected and how to fix
+    /// it.
     pub fn parse(text: &str) -> Result<IfAddr, String> {
         let (addr, prefix) = text.trim().split_once('/').ok_or(ADDR_HELP)?;
         let addr: IpAddr = addr.parse().map_err(|_| ADDR_HELP.to_string())?;

@@ -22,6 +22,8 @@ pub struct Client {
 }
 
 impl Client {
+    /// Connects to the daemon's control socket at `path`; the error says
+    /// whether no daemon runs there or the socket refused this user.
     pub fn connect(path: &Path) -> anyhow::Result<Client> {
         let stream = UnixStream::connect(path).map_err(|e| {
             let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {

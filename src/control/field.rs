@@ -22,8 +22,11 @@ pub enum LinkField {
     Bql,
     /// ethtool -C tx-usecs / tx-frames / rx-usecs / rx-frames.
     TxUsecs,
+    /// `tx-frames`: TX completions per interrupt (ethtool -C).
     TxFrames,
+    /// `rx-usecs`: RX interrupt delay, µs (ethtool -C).
     RxUsecs,
+    /// `rx-frames`: received frames per interrupt (ethtool -C).
     RxFrames,
     /// TX queues of the device (`ethtool -L DEV tx N`; more than one: mq).
     TxQueues,
@@ -77,6 +80,7 @@ impl LinkField {
         Ok(())
     }
 
+    /// Every field, in the order the docs and the help list them.
     pub const ALL: [LinkField; 9] = [
         LinkField::Rate,
         LinkField::Delay,

@@ -34,12 +34,27 @@ pub const MAX_LINE: usize = 64 * 1024;
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(tag = "cmd", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Request {
+    /// `{"cmd":"snapshot"}`: the latest datapath snapshot, raw.
     Snapshot,
+    /// `{"cmd":"stats"}`: the snapshot with counters since the last
+    /// `reset_stats`.
     Stats,
-    Tc { line: String },
-    Set { args: Vec<String> },
+    /// `{"cmd":"tc","line":LINE}`: one tc command line for a device's tree.
+    Tc {
+        /// The tc command line (`tc qdisc replace dev left root fq_codel`).
+        line: String,
+    },
+    /// `{"cmd":"set","args":[...]}`: link settings, ethtool lines and shape
+    /// keys of both directions, all or nothing.
+    Set {
+        /// The arguments (`left.rate=10mbit`, `ethtool -C left rx-usecs 20`).
+        args: Vec<String>,
+    },
+    /// `{"cmd":"reset_stats"}`: start the counters of `stats` from now.
     ResetStats,
+    /// `{"cmd":"metrics"}`: every counter as OpenMetrics text.
     Metrics,
+    /// `{"cmd":"shutdown"}`: stop the daemon like Ctrl-C.
     Shutdown,
 }
 
@@ -47,17 +62,22 @@ pub enum Request {
 /// show` of that device.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
 pub struct TcReply {
+    /// What tc prints for the command (empty for a change that succeeded).
     pub output: String,
+    /// For a change, `tc qdisc show` of the device afterwards.
     pub config: Option<String>,
 }
 
 /// Why a request line was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ProtoError {
+    /// The line exceeds `MAX_LINE` bytes.
     #[error("request line longer than {MAX_LINE} bytes: send one JSON object per line")]
     TooLong,
+    /// The line is not JSON; the parser's message.
     #[error("request is not valid JSON ({0}); send e.g. {{\"cmd\":\"stats\"}}")]
     Json(String),
+    /// JSON, but not one of the requests; serde's message.
     #[error("unknown or malformed request ({0}); {REQUESTS}")]
     Unknown(String),
 }

@@ -177,10 +177,12 @@ pub struct ShapeReport {
     pub netem: String,
     /// "none", or the schedule's kind and length.
     pub schedule: String,
+    /// The link-layer framing (overhead, mpu, linklayer) in force.
     pub framing: Framing,
 }
 
 impl ShapeReport {
+    /// The report of `shape`.
     pub fn of(shape: &LinkShape) -> ShapeReport {
         ShapeReport {
             impaired: !shape.impairments.is_none(),
@@ -205,8 +207,11 @@ impl ShapeReport {
 /// its ethtool lines answer.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Effective {
+    /// Left→right parameters in force.
     pub left: LinkParams,
+    /// Right→left parameters in force.
     pub right: LinkParams,
+    /// The impairments, schedule and framing of each direction.
     pub shape: ShapeReports,
     /// One reply per ethtool line, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -270,9 +275,12 @@ impl Effective {
     }
 }
 
+/// Both directions' shape reports.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ShapeReports {
+    /// Left→right.
     pub left: ShapeReport,
+    /// Right→left.
     pub right: ShapeReport,
 }
 
@@ -425,7 +433,9 @@ impl SetPlan {
 /// What a `set` changes in one direction (validated): `None` leaves it be.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Change {
+    /// The new parameters of the direction, if the `set` changes any.
     pub params: Option<LinkParams>,
+    /// The new shape of the direction, if the `set` changes any.
     pub shape: Option<LinkShape>,
 }
 
@@ -434,6 +444,7 @@ pub struct Change {
 pub struct Outcome {
     /// By `Dir::index()`.
     pub changes: [Change; 2],
+    /// The effective configuration after the `set`, as its reply shows it.
     pub effective: Effective,
 }
 

@@ -43,8 +43,12 @@ pub enum Command {
     /// copy; frames in flight keep their schedule where the link allows it
     /// (see `Path::set_params`). The reply is the parameters now in force.
     SetLink {
+        /// The direction whose parameters change.
         dir: Dir,
+        /// The change, applied to the parameters in force on the direction's
+        /// thread.
         change: LinkChange,
+        /// Where the parameters in force afterwards are sent.
         reply: SyncSender<LinkParams>,
     },
     /// `set` arguments (`left.rate=10mbit`, ethtool lines, shape keys
@@ -54,7 +58,10 @@ pub enum Command {
     /// argument. `Commander::send` waits for both threads (at most 2 s
     /// each) before it returns.
     EditLink {
+        /// The parsed and checked `set` arguments of both directions.
         plan: SetPlan,
+        /// Where the effective configuration, or the error naming the argument,
+        /// is sent.
         reply: SyncSender<Result<Effective, String>>,
     },
     /// One tc command line (`tc qdisc|class|filter ... dev left|right ...`)
@@ -63,7 +70,10 @@ pub enum Command {
     /// no device, is answered by `Commander::send` itself; `tc qdisc show`
     /// without a device waits for both threads' trees.
     Tc {
+        /// The tc command line, as typed (`tc qdisc add dev left root
+        /// fq_codel`).
         line: String,
+        /// Where its output (`show`) or its error is sent.
         reply: SyncSender<Result<String, String>>,
     },
 }

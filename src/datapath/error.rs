@@ -9,14 +9,21 @@ use crate::privilege::PrivilegeError;
 
 use super::command::COMMAND_QUEUE;
 
+/// Why the datapath refused a command or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum DatapathError {
+    /// The bounded command queue holds `COMMAND_QUEUE` commands already: the
+    /// caller may retry.
     #[error("the datapath command queue is full ({COMMAND_QUEUE} pending): retry")]
     QueueFull,
+    /// The datapath threads have returned: no command can be served.
     #[error("the datapath thread has stopped")]
     Stopped,
+    /// A datapath thread panicked, with the panic's message.
     #[error("datapath thread panicked: {0}")]
     Panicked(String),
+    /// A system call of the datapath failed (epoll, timerfd, eventfd, thread
+    /// spawn).
     #[error("datapath I/O: {0}")]
     Io(#[from] io::Error),
     /// A port stopped working; the datapath cannot go on without it.
@@ -26,9 +33,11 @@ pub enum DatapathError {
         port: &'static str,
         /// What the datapath was doing: reading, writing, waiting.
         op: &'static str,
+        /// The errno of the failed read, write or wait.
         #[source]
         source: io::Error,
     },
+    /// The datapath thread could not drop its capabilities after set-up.
     #[error("the datapath thread could not drop its capabilities: {0}")]
     Privilege(#[from] PrivilegeError),
 }

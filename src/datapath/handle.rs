@@ -108,6 +108,8 @@ impl Datapath {
         Ok(datapath)
     }
 
+    /// A reader of the latest snapshots the threads published (cheap to clone,
+    /// never blocks the datapath).
     pub fn snapshots(&self) -> SnapshotReader {
         self.snapshots.clone()
     }
@@ -117,6 +119,8 @@ impl Datapath {
         self.commander.send(cmd)
     }
 
+    /// A handle that queues commands for the threads (cheap to clone; usable
+    /// from any thread).
     pub fn commander(&self) -> Commander {
         self.commander.clone()
     }

@@ -18,10 +18,15 @@ use crate::time::{Instant, NS_PER_SEC};
 /// written minus the time the link delivered it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LatenessSummary {
+    /// Values in the histogram.
     pub samples: u64,
+    /// Median, ns.
     pub p50_ns: u64,
+    /// 99th percentile, ns.
     pub p99_ns: u64,
+    /// 99.9th percentile, ns.
     pub p999_ns: u64,
+    /// Largest value, ns.
     pub max_ns: u64,
 }
 
@@ -46,6 +51,7 @@ pub(crate) fn lateness_histogram(what: &str) -> io::Result<Histogram<u64>> {
 /// How often the threads woke, and why, and the CPU time they used.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Wakeups {
+    /// Returns of `epoll_wait` with at least one event, whatever the event.
     pub total: u64,
     /// Woken by the deadline timer.
     pub timer: u64,
@@ -65,6 +71,8 @@ pub struct Wakeups {
 /// The frame buffer pools (one per direction, summed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PoolCounters {
+    /// Buffers handed out and not returned (frames inside the link or being
+    /// read).
     pub in_use: u64,
     /// Buffer requests refused at the cap (the frames lost to it are the
     /// `pool_exhausted` drops of each direction).
@@ -76,16 +84,23 @@ pub struct PoolCounters {
 pub struct LiveSnapshot {
     /// CLOCK_MONOTONIC time of the snapshot, ns.
     pub at: Instant,
+    /// Both directions' paths, and the capture counters while a capture runs.
     pub bridge: BridgeSnapshot,
+    /// Wake-up lateness of the datapath threads: the time the deadline timer
+    /// woke a thread minus the deadline.
     pub lateness: LatenessSummary,
     /// How late frames were written: the write's time minus the logical
     /// time the link delivered the frame (`PacketMeta::delivered`). This
     /// is the emulation's own timing error as the receiving side sees it.
     pub release_lateness: LatenessSummary,
+    /// How often the threads woke, why, and their CPU time.
     pub wakeups: Wakeups,
     /// Port I/O counters (reads, writes, full-device drops, errors).
     pub left_port: PortCounters,
+    /// Port I/O counters of the right TAP (reads, writes, full-device drops,
+    /// errors).
     pub right_port: PortCounters,
+    /// The buffer pools, both directions summed.
     pub pool: PoolCounters,
 }
 
@@ -103,17 +118,24 @@ pub(super) fn thread_cpu_ns() -> u64 {
 /// merge the two directions' into a `LiveSnapshot` (`LiveSnapshot::merge`).
 #[derive(Clone, Debug)]
 pub struct LaneSnapshot {
+    /// CLOCK_MONOTONIC time of the snapshot, ns.
     pub at: Instant,
+    /// The direction's path.
     pub path: PathSnapshot,
+    /// Its capture counters while a capture runs.
     pub capture: Option<CaptureCounters>,
     /// The whole histograms, so that the merge is exact.
     pub lateness: Histogram<u64>,
+    /// Release lateness (write time minus the link's delivery time), the whole
+    /// histogram.
     pub release_lateness: Histogram<u64>,
+    /// The thread's wake-ups and CPU time.
     pub wakeups: Wakeups,
     /// The read half of the port the direction's frames come from.
     pub rx_port: PortCounters,
     /// The write half of the port they go to.
     pub tx_port: PortCounters,
+    /// The direction's buffer pool.
     pub pool: PoolCounters,
 }
 

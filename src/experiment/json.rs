@@ -50,7 +50,9 @@ fn secs(v: f64) -> f64 {
 /// One value per direction.
 #[derive(Serialize)]
 pub struct PerDir<T> {
+    /// The value of left→right.
     pub left_to_right: T,
+    /// The value of right→left.
     pub right_to_left: T,
 }
 
@@ -66,51 +68,72 @@ impl<T> PerDir<T> {
 /// The whole report.
 #[derive(Serialize)]
 pub struct ReportJson {
+    /// The version of docs/report.schema.json the report follows (1).
     pub schema_version: u32,
+    /// The bloatbox version that wrote it (the crate's version).
     pub bloatbox_version: &'static str,
     /// When the run started, RFC 3339 in UTC.
     pub started_at: String,
     /// The host's kernel release (`uname -r`).
     pub kernel_release: String,
+    /// How each configuration was tested.
     pub options: OptionsJson,
+    /// One result per configuration, in the order given.
     pub results: Vec<ResultJson>,
 }
 
+/// The test's options (`options` of the schema).
 #[derive(Serialize)]
 pub struct OptionsJson {
+    /// TCP flows per direction (0: probes only).
     pub flows_per_direction: usize,
+    /// Flows both ways (RRUL) or left→right only.
     pub bidirectional: bool,
     /// Each configuration's run, warm-up included.
     pub duration_s: f64,
+    /// The leading part of each run left out of the summary, s.
     pub warmup_s: f64,
+    /// The TCP flows' congestion control (`cubic` or `reno`).
     pub congestion_control: &'static str,
     /// `null`: no ping.
     pub ping_interval_ms: Option<f64>,
+    /// Whether a UDP_RR probe ran.
     pub udp_rr: bool,
+    /// Whether the TCP flows negotiated ECN.
     pub ecn: bool,
     /// SCHED_FIFO priority of the datapath; `null`: normal scheduling.
     pub realtime_priority: Option<u8>,
 }
 
+/// One configuration's result (`results[]` of the schema).
 #[derive(Serialize)]
 pub struct ResultJson {
+    /// The configuration's name in the table.
     pub name: String,
     /// The file the configuration was read from; `null` for an embedded one.
     pub config_file: Option<String>,
+    /// How the TAPs were opened.
     pub taps: TapsJson,
     /// The link as configured, per direction.
     pub link: PerDir<LinkJson>,
+    /// What was measured after the warm-up.
     pub summary: SummaryJson,
     /// The daemon's counters at the end of the run, per direction.
     pub counters: PerDir<CountersJson>,
+    /// The datapath's cost over the run.
     pub datapath: DatapathJson,
+    /// Every sample, warm-up included.
     pub samples: SamplesJson,
 }
 
+/// The TAPs' settings (`taps` of the schema).
 #[derive(Serialize)]
 pub struct TapsJson {
+    /// The TAPs' MTU, bytes.
     pub mtu_bytes: u32,
+    /// The TAPs' kernel queue, packets.
     pub txqueuelen_packets: u32,
+    /// Whether the TAPs pass GSO super-frames (`tap.offload`).
     pub offload: bool,
 }
 
@@ -123,17 +146,29 @@ pub struct LinkJson {
     pub rate: String,
     /// `null`: unlimited.
     pub rate_bit_s: Option<u64>,
+    /// One-way propagation delay, ms.
     pub delay_ms: f64,
+    /// Extra bytes per frame on the wire.
     pub overhead_bytes: u32,
+    /// The device's MTU, bytes.
     pub mtu_bytes: u32,
+    /// TX ring depth, descriptors.
     pub tx_ring_frames: u32,
+    /// Byte queue limits on the ring.
     pub bql: bool,
+    /// Qdisc bulk dequeue.
     pub bulk_dequeue: bool,
+    /// The device's txqueuelen, packets.
     pub txqueuelen_packets: u32,
+    /// TX queues of the device.
     pub tx_queues: u32,
+    /// RX interrupt delay, µs (ethtool -C rx-usecs).
     pub rx_usecs: u32,
+    /// Frames per RX interrupt (ethtool -C rx-frames).
     pub rx_frames: u32,
+    /// TX completion delay, µs (ethtool -C tx-usecs).
     pub tx_usecs: u32,
+    /// Completions per TX interrupt (ethtool -C tx-frames).
     pub tx_frames: u32,
     /// Wire impairments as tc-netem(8) options; `null`: none.
     pub netem: Option<String>,
@@ -184,13 +219,16 @@ impl LinkJson {
     }
 }
 
+/// The measured part's numbers (`summary` of the schema).
 #[derive(Serialize)]
 pub struct SummaryJson {
     /// The measured part: the run less its warm-up.
     pub measured_s: f64,
     /// Bytes the receivers read over the measured part.
     pub goodput_mbit: PerDir<f64>,
+    /// ping's summary; `null`: no ping.
     pub ping: Option<PingJson>,
+    /// UDP_RR's summary; `null`: not run.
     pub udp_rr: Option<UdpRrJson>,
 }
 
@@ -211,13 +249,21 @@ impl SummaryJson {
 /// Round-trip times, as ping summarises them, and percentiles.
 #[derive(Serialize)]
 pub struct LatencyJson {
+    /// Replies (or transactions) summarised.
     pub samples: u64,
+    /// Shortest round trip, ms.
     pub min_ms: f64,
+    /// Mean round trip, ms.
     pub avg_ms: f64,
+    /// Longest round trip, ms.
     pub max_ms: f64,
+    /// ping's mdev: the standard deviation of the round trips, ms.
     pub mdev_ms: f64,
+    /// Median round trip, ms.
     pub p50_ms: f64,
+    /// 90th percentile, ms.
     pub p90_ms: f64,
+    /// 99th percentile, ms.
     pub p99_ms: f64,
 }
 
@@ -236,10 +282,14 @@ impl LatencyJson {
     }
 }
 
+/// ping's counts and round trips over the measured part.
 #[derive(Serialize)]
 pub struct PingJson {
+    /// Echo requests sent.
     pub transmitted: u64,
+    /// Replies received.
     pub received: u64,
+    /// The replies' round trips.
     pub rtt: LatencyJson,
 }
 
@@ -253,10 +303,14 @@ impl PingJson {
     }
 }
 
+/// UDP_RR's rate and round trips over the measured part.
 #[derive(Serialize)]
 pub struct UdpRrJson {
+    /// Completed transactions per second.
     pub transactions_per_s: f64,
+    /// Requests whose response did not arrive within 500 ms.
     pub lost: u64,
+    /// The transactions' round trips.
     pub rtt: LatencyJson,
     /// netperf's histogram of the round-trip times.
     pub histogram: Vec<BucketJson>,
@@ -277,8 +331,11 @@ impl UdpRrJson {
 /// from `from_us` up to, not including, `to_us` (`null`: no bound).
 #[derive(Serialize)]
 pub struct BucketJson {
+    /// Lower bound of the bucket, µs (inclusive).
     pub from_us: u64,
+    /// Upper bound, µs (exclusive); `null`: none.
     pub to_us: Option<u64>,
+    /// Samples in the bucket.
     pub count: u64,
 }
 
@@ -310,6 +367,7 @@ impl BucketJson {
     }
 }
 
+/// One direction's counters at the end (`counters` of the schema).
 #[derive(Serialize)]
 pub struct CountersJson {
     /// Root qdisc kind.
@@ -321,6 +379,7 @@ pub struct CountersJson {
     /// Frames lost outside the emulated link: the sending TAP's queue plus
     /// those the receiving TAP refused.
     pub tap_drops: u64,
+    /// Frames that entered the emulated link.
     pub frames: u64,
     /// Batches the qdisc handed to the emulated NIC (TX doorbells).
     pub xmit_batches: u64,
@@ -371,10 +430,15 @@ impl CountersJson {
 /// The datapath thread's cost over the whole run (warm-up included).
 #[derive(Serialize)]
 pub struct DatapathJson {
+    /// Frames that entered the emulated link, both directions.
     pub frames: u64,
+    /// Returns of `epoll_wait` with events.
     pub wakeups: u64,
+    /// CPU time of the datapath threads, ms.
     pub cpu_ms: f64,
+    /// Wake-ups per frame.
     pub wakeups_per_frame: f64,
+    /// CPU time per frame, µs.
     pub cpu_us_per_frame: f64,
 }
 
@@ -395,15 +459,20 @@ impl DatapathJson {
 pub struct SamplesJson {
     /// The receivers' counters about every 100 ms.
     pub throughput: Vec<ThroughputJson>,
+    /// ping's samples; `null`: no ping.
     pub ping: Option<PingSamplesJson>,
+    /// UDP_RR's samples; `null`: not run.
     pub udp_rr: Option<UdpRrSamplesJson>,
 }
 
+/// The receivers' counters at one moment.
 #[derive(Serialize)]
 pub struct ThroughputJson {
     /// Seconds since the load started.
     pub t_s: f64,
+    /// Left→right receivers.
     pub left_to_right: ReceivedJson,
+    /// Right→left receivers.
     pub right_to_left: ReceivedJson,
 }
 
@@ -428,7 +497,9 @@ impl From<Received> for ReceivedJson {
 /// One probe's round trip, by the time it was sent.
 #[derive(Serialize)]
 pub struct RttJson {
+    /// When the probe was sent, s since the load started.
     pub t_s: f64,
+    /// Its round trip, ms.
     pub rtt_ms: f64,
 }
 
@@ -446,6 +517,7 @@ fn times(t: &[f64]) -> Vec<f64> {
     t.iter().map(|&t| secs(t)).collect()
 }
 
+/// ping's raw samples.
 #[derive(Serialize)]
 pub struct PingSamplesJson {
     /// Replies received.
@@ -454,6 +526,7 @@ pub struct PingSamplesJson {
     pub sent_s: Vec<f64>,
 }
 
+/// UDP_RR's raw samples.
 #[derive(Serialize)]
 pub struct UdpRrSamplesJson {
     /// Completed transactions.
@@ -529,6 +602,8 @@ impl ResultJson {
 }
 
 impl ReportJson {
+    /// The report of `report` in the published shape; fails only if a final
+    /// qdisc tree cannot be printed as `tc -j`.
     pub fn of(report: &Report) -> anyhow::Result<ReportJson> {
         let started = time::OffsetDateTime::from(report.started)
             .format(&time::format_description::well_known::Rfc3339)

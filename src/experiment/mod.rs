@@ -44,12 +44,18 @@ pub struct TestOptions {
     pub flows: usize,
     /// Both directions (RRUL) or left→right only.
     pub bidirectional: bool,
+    /// Length of each configuration's run, warm-up included.
     pub duration: Duration,
+    /// Leading part of each run left out of the numbers.
     pub warmup: Duration,
+    /// Congestion control of the TCP flows.
     pub cc: CongestionControl,
     /// `None`: no ICMP ping.
     pub ping_interval: Option<Duration>,
+    /// Run a UDP_RR probe alongside.
     pub udp_rr: bool,
+    /// Let the TCP flows negotiate ECN (net.ipv4.tcp_ecn = 1 in both
+    /// namespaces).
     pub ecn: bool,
     /// SCHED_FIFO priority of the datapath thread (as `up --realtime`).
     pub realtime: Option<u8>,
@@ -76,12 +82,16 @@ impl Default for TestOptions {
 /// it was read from (`None`: embedded or made in code).
 #[derive(Clone, Debug)]
 pub struct Candidate {
+    /// Its name in the table: the file's stem, or the embedded config's name.
     pub name: String,
+    /// The configuration.
     pub config: Config,
+    /// The file it was read from (`None`: embedded or made in code).
     pub file: Option<PathBuf>,
 }
 
 impl Candidate {
+    /// The configuration in `path`, named by the file's stem.
     pub fn from_file(path: &Path) -> anyhow::Result<Candidate> {
         let config = Config::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
         let name = path.file_stem().map_or_else(
@@ -117,6 +127,7 @@ impl Candidate {
 pub struct PathTotals {
     /// Root qdisc kind actually running.
     pub qdisc: String,
+    /// Frames the emulated link dropped, every reason.
     pub drops: u64,
     /// ECN CE marks by CoDel-based qdiscs anywhere in the tree.
     pub marks: u64,
@@ -156,9 +167,11 @@ pub struct DatapathTotals {
 }
 
 impl DatapathTotals {
+    /// Wake-ups of the datapath per frame that entered the link.
     pub fn wakeups_per_frame(&self) -> f64 {
         self.wakeups as f64 / self.frames.max(1) as f64
     }
+    /// Datapath CPU time per frame that entered the link, ns.
     pub fn cpu_ns_per_frame(&self) -> f64 {
         self.cpu_ns as f64 / self.frames.max(1) as f64
     }
@@ -167,26 +180,32 @@ impl DatapathTotals {
 /// One configuration's result.
 #[derive(Clone, Debug)]
 pub struct ConfigResult {
+    /// The configuration's name in the table.
     pub name: String,
     /// The configuration as loaded (the run used private namespace and TAP
     /// names, see `private_names`).
     pub config: Config,
     /// The file it was read from (`None`: embedded or made in code).
     pub config_file: Option<PathBuf>,
+    /// What the probes and flows measured after the warm-up.
     pub summary: RrulSummary,
     /// left→right, right→left.
     pub paths: [PathTotals; 2],
+    /// The datapath's wake-ups, CPU time and frames over the run.
     pub datapath: DatapathTotals,
     /// Each direction's qdisc tree at the end of the run (left→right,
     /// right→left), with per-queue / per-class counters.
     pub final_qdiscs: [QdiscDump; 2],
+    /// Every sample, for the JSON report and the plots.
     pub raw: RrulRaw,
 }
 
 /// A whole `bloatbox test` run.
 #[derive(Clone, Debug)]
 pub struct Report {
+    /// How each configuration was tested.
     pub options: TestOptions,
+    /// One result per configuration, in the order given.
     pub results: Vec<ConfigResult>,
     /// When the run started.
     pub started: SystemTime,

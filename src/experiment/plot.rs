@@ -26,6 +26,7 @@ use crate::units::{print_rate, sprint_time};
 
 /// Size of every plot, pixels.
 pub const WIDTH: u32 = 1000;
+/// Height of every plot, pixels.
 pub const HEIGHT: u32 = 640;
 
 /// Line colours, one per configuration (cycled).
@@ -64,15 +65,20 @@ pub type Points = Vec<(f64, f64)>;
 /// One line of a chart.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Series {
+    /// The configuration's colour.
     pub color: RGBColor,
+    /// Dashed: UDP_RR against ping, or right→left against left→right.
     pub dashed: bool,
+    /// The points, in x order.
     pub points: Points,
 }
 
 /// A line of the header: a configuration's colour and its description.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Entry {
+    /// The configuration's colour in the plots.
     pub color: RGBColor,
+    /// The configuration's name and link.
     pub text: String,
 }
 
@@ -81,17 +87,21 @@ pub struct Entry {
 pub struct Chart {
     /// File name without extension.
     pub stem: &'static str,
+    /// The chart's title.
     pub title: String,
     /// One per configuration, under the title.
     pub entries: Vec<Entry>,
     /// What solid and dashed lines are, if both occur.
     pub styles: Option<&'static str>,
+    /// The x axis's label, with its unit.
     pub x_label: &'static str,
+    /// The y axis's label, with its unit.
     pub y_label: &'static str,
     /// A logarithmic x axis.
     pub log_x: bool,
     /// Shade 0..warm-up on the x axis.
     pub warmup_s: Option<f64>,
+    /// The lines, one or two per configuration.
     pub series: Vec<Series>,
 }
 

@@ -15,8 +15,11 @@ use crate::time::Instant;
 /// device) and the TX queue count the device needs.
 #[derive(Clone, Copy, Debug)]
 pub struct Setup {
+    /// The set-up's name, for messages.
     pub name: &'static str,
+    /// The tc lines that build the tree; ` D ` stands for the device.
     pub lines: &'static [&'static str],
+    /// TX queues the device needs (more than 1 for mq).
     pub tx_queues: u16,
 }
 
@@ -147,8 +150,11 @@ pub fn bridge(setup: &Setup) -> Bridge {
 /// time since the previous frame.
 #[derive(Clone, Debug)]
 pub struct Offer {
+    /// The side that sends the frame.
     pub dir: Dir,
+    /// The frame's bytes, from the Ethernet header on.
     pub data: Vec<u8>,
+    /// Time since the previous frame, ns.
     pub gap_ns: u64,
 }
 

@@ -78,26 +78,37 @@ const FRESH_STATS_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a killed process group gets between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
+/// Why a harness link could not come up or answer.
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
+    /// The configuration is invalid (the message names the key).
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(
         "link name {0:?}: use 1..={MAX_NAME} characters from a-z, A-Z, 0-9, '_' and '-' (the TAPs are NAME + 'l'/'r', at most 15 characters)"
     )]
+    /// Counts per decade (row 0: under 10 µs, row 1: 10..100 µs, ... row 7:
+    /// 10..100 s) and leading digit (column).
     BadName(String),
+    /// Namespaces, TAPs or the datapath could not be set up.
     #[error("bringing the link up: {0:#}")]
     Up(anyhow::Error),
+    /// A thread could not enter one of the link's namespaces.
     #[error("entering network namespace {ns:?}: {source}")]
     Namespace {
+        /// The namespace's name.
         ns: String,
+        /// The `setns` error.
         #[source]
         source: io::Error,
     },
+    /// The datapath refused a command or stopped.
     #[error(transparent)]
     Datapath(#[from] DatapathError),
+    /// The datapath published no snapshot within the time given.
     #[error("no snapshot from the datapath within {0:?}")]
     NoSnapshot(Duration),
+    /// The datapath did not answer a link change within the time given.
     #[error("the datapath did not answer a link change within {0:?}")]
     NoAnswer(Duration),
 }
@@ -289,6 +300,7 @@ pub struct Link {
 }
 
 impl Link {
+    /// A builder of a link with the default configuration.
     pub fn builder() -> LinkBuilder {
         LinkBuilder::default()
     }
@@ -339,6 +351,7 @@ impl Link {
         &self.name
     }
 
+    /// The configuration the link runs with.
     pub fn config(&self) -> &Config {
         &self.config
     }
@@ -596,7 +609,9 @@ fn remove_record(path: Option<&Path>) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Proto {
+    /// A TCP port (listening).
     Tcp,
+    /// A UDP port (bound).
     Udp,
 }
 

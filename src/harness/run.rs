@@ -95,6 +95,8 @@ pub struct RunArgs {
     /// keeps pacing exact on a busy CI runner.
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
     pub realtime: Option<u8>,
+    /// The capture flags (`--pcap DIR`, `--pcap-left`, `--pcap-right`); clap
+    /// leaves a flattened field's doc comment out of the help.
     #[command(flatten)]
     pub capture: crate::capture::CaptureArgs,
     /// Run without root: in a user namespace of its own, with anonymous

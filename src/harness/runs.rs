@@ -19,14 +19,18 @@ pub const RUNS_DIR: &str = "/run/bloatbox/runs";
 /// What one running link made, and who owns it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RunRecord {
+    /// The link's name (`bloatbox run --name`, or the configuration's).
     pub name: String,
+    /// The owning process.
     pub pid: u32,
     /// The owner's start time (`/proc/PID/stat` field 22, clock ticks since
     /// boot), if it could be read.
     pub started: Option<u64>,
     /// Left, right.
     pub namespaces: [String; 2],
+    /// The TAPs' names: left, right.
     pub taps: [String; 2],
+    /// The daemon's control socket.
     pub control_socket: PathBuf,
 }
 
@@ -54,6 +58,7 @@ impl RunRecord {
         }
     }
 
+    /// Where the record is kept: `RUNS_DIR/NAME.json`.
     pub fn path(&self) -> PathBuf {
         Path::new(RUNS_DIR).join(format!("{}.json", self.name))
     }
@@ -122,14 +127,27 @@ fn ip(args: &[&str]) -> bool {
 pub enum RunCleanup {
     /// The owner is dead: these were removed (and the record).
     Removed {
+        /// The link's name.
         name: String,
+        /// The dead owner.
         pid: u32,
+        /// The namespaces and TAPs removed.
         removed: Vec<String>,
     },
     /// The owner still runs: left alone.
-    Alive { name: String, pid: u32 },
+    Alive {
+        /// The link's name.
+        name: String,
+        /// The living owner.
+        pid: u32,
+    },
     /// A record that cannot be read (removed).
-    Unreadable { path: PathBuf, error: String },
+    Unreadable {
+        /// The record's file.
+        path: PathBuf,
+        /// Why it could not be read.
+        error: String,
+    },
 }
 
 /// Every run record of this machine.

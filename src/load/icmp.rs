@@ -25,24 +25,34 @@ const ECHO_REPLY: u8 = 0;
 /// ICMP header (8) + payload (56), as ping sends by default.
 const PACKET: usize = 64;
 
+/// An ICMP echo probe: like `ping -i INTERVAL DST` from a namespace.
 #[derive(Clone, Debug)]
 pub struct PingSpec {
+    /// The namespace to ping from.
     pub ns: String,
+    /// The address pinged.
     pub dst: Ipv4Addr,
+    /// Time between requests.
     pub interval: Duration,
 }
 
+/// What the probe recorded.
 #[derive(Clone, Debug, Default)]
 pub struct PingRaw {
+    /// Every answered request: its send time and round-trip time.
     pub samples: Vec<Sample>,
     /// Send times (s) of every request.
     pub sent: Vec<f64>,
 }
 
+/// ping's summary line over the measured part of the run.
 #[derive(Clone, Debug, Default)]
 pub struct PingResult {
+    /// Requests sent.
     pub transmitted: u64,
+    /// Replies received.
     pub received: u64,
+    /// Round-trip time summary of the replies.
     pub latency: LatencyStats,
 }
 
@@ -96,11 +106,14 @@ fn parse_reply(datagram: &[u8], id: u16) -> Option<u64> {
     Some(u64::from_be_bytes(icmp[8..16].try_into().ok()?))
 }
 
+/// A running ICMP probe (a thread in the source namespace, on a raw socket).
 pub struct Ping {
     thread: JoinHandle<anyhow::Result<PingRaw>>,
 }
 
 impl Ping {
+    /// Opens a raw ICMP socket in `spec.ns` (needs CAP_NET_RAW) and pings with
+    /// echo id `id` once `run` opens its gate.
     pub fn start(spec: &PingSpec, run: &Run, id: u16) -> anyhow::Result<Ping> {
         let (spec2, run) = (spec.clone(), run.clone());
         let thread = spawn_in(&spec.ns, "ping", move || {
@@ -119,6 +132,8 @@ impl Ping {
         Ok(Ping { thread })
     }
 
+    /// Waits for the probe's thread (after `run` stopped) and returns what it
+    /// recorded.
     pub fn finish(self) -> anyhow::Result<PingRaw> {
         super::join(self.thread)
     }

@@ -76,6 +76,7 @@ pub struct Run {
 }
 
 impl Run {
+    /// A run whose gate is closed: nothing starts before `go`.
     pub fn new() -> Run {
         Run::default()
     }
@@ -109,11 +110,13 @@ impl Run {
         self.start.get().map_or(0.0, |s| s.elapsed().as_secs_f64())
     }
 
+    /// Ends the run: every generator stops and waiters return.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
         self.wake_waiters();
     }
 
+    /// Whether `stop` was called.
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }

@@ -34,18 +34,27 @@ const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
 /// right→left.
 #[derive(Clone, Debug)]
 pub struct RrulSpec {
+    /// The left namespace (the upload's senders).
     pub left_ns: String,
+    /// The right namespace (the download's senders).
     pub right_ns: String,
+    /// The left TAP's IPv4 address.
     pub left_ip: Ipv4Addr,
+    /// The right TAP's IPv4 address.
     pub right_ip: Ipv4Addr,
+    /// TCP flows left→right.
     pub flows_up: usize,
+    /// TCP flows right→left.
     pub flows_down: usize,
+    /// Congestion control of every flow.
     pub cc: CongestionControl,
     /// Total length, warm-up included.
     pub duration: Duration,
+    /// Leading part left out of the summary.
     pub warmup: Duration,
     /// Ping interval; `None` = no ping.
     pub ping_interval: Option<Duration>,
+    /// Run a UDP_RR probe from left to right.
     pub udp_rr: bool,
     /// Let TCP negotiate ECN (net.ipv4.tcp_ecn = 1 in both namespaces).
     pub ecn: bool,
@@ -67,29 +76,40 @@ pub struct Received {
 pub struct ThroughputSample {
     /// Seconds since the load started.
     pub t: f64,
+    /// The left→right receivers' counters.
     pub up: Received,
+    /// The right→left receivers' counters.
     pub down: Received,
 }
 
 /// Everything measured, unsummarised.
 #[derive(Clone, Debug, Default)]
 pub struct RrulRaw {
+    /// The ICMP probe's samples (None: no ping).
     pub ping: Option<PingRaw>,
+    /// The UDP_RR probe's samples (None: not run).
     pub udp_rr: Option<UdpRrRaw>,
+    /// The receivers' counters every 100 ms.
     pub throughput: Vec<ThroughputSample>,
 }
 
 /// The numbers of the measured part (after the warm-up).
 #[derive(Clone, Debug, Default)]
 pub struct RrulSummary {
+    /// Length of the measured part, s.
     pub measured_s: f64,
+    /// ping's summary (None: no ping).
     pub ping: Option<PingResult>,
+    /// UDP_RR's summary (None: not run).
     pub udp_rr: Option<UdpRrResult>,
+    /// Goodput left→right, Mbit/s (bytes read by the receivers).
     pub up_mbit: f64,
+    /// Goodput right→left, Mbit/s.
     pub down_mbit: f64,
 }
 
 impl RrulRaw {
+    /// The numbers after `warmup` seconds.
     pub fn summary(&self, warmup: f64) -> RrulSummary {
         let end = self.throughput.last().map_or(warmup, |s| s.t);
         let at_warmup = self

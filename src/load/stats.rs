@@ -7,21 +7,30 @@ use hdrhistogram::Histogram;
 /// One probe sample: seconds since the test started, round-trip time in µs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sample {
+    /// Seconds since the load started (`Run::go`).
     pub t: f64,
+    /// Round-trip time, µs.
     pub rtt_us: f64,
 }
 
 /// A latency summary of samples, in milliseconds as ping prints them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LatencyStats {
+    /// Number of samples.
     pub samples: u64,
+    /// Shortest round-trip time, ms.
     pub min_ms: f64,
+    /// Mean round-trip time, ms.
     pub avg_ms: f64,
+    /// Longest round-trip time, ms.
     pub max_ms: f64,
     /// ping's mdev: sqrt(mean(rtt²) - mean(rtt)²).
     pub mdev_ms: f64,
+    /// Median, ms.
     pub p50_ms: f64,
+    /// 90th percentile, ms.
     pub p90_ms: f64,
+    /// 99th percentile, ms.
     pub p99_ms: f64,
 }
 
@@ -85,11 +94,15 @@ pub const DECADES: [&str; 8] = [
 /// times of 100 s or more.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DecadeHistogram {
+    /// Counts per decade (row 0: under 10 µs, row 1: 10..100 µs, ... row 7:
+    /// 10..100 s) and leading digit (column).
     pub rows: [[u64; 10]; 8],
+    /// Times of 100 s or more.
     pub over_100s: u64,
 }
 
 impl DecadeHistogram {
+    /// Counts one time, µs.
     pub fn record(&mut self, rtt_us: u64) {
         let mut unit = 1u64;
         for row in self.rows.iter_mut() {
@@ -102,6 +115,7 @@ impl DecadeHistogram {
         self.over_100s += 1;
     }
 
+    /// The histogram of the samples taken from `from` seconds on.
     pub fn of(samples: &[Sample], from: f64) -> DecadeHistogram {
         let mut h = DecadeHistogram::default();
         for s in samples.iter().filter(|s| s.t >= from) {
@@ -110,6 +124,7 @@ impl DecadeHistogram {
         h
     }
 
+    /// All counted times.
     pub fn total(&self) -> u64 {
         self.rows.iter().flatten().sum::<u64>() + self.over_100s
     }

@@ -36,12 +36,16 @@ const CONNECT_WAVE: usize = 16;
 /// Congestion controls the generator offers: loss-based ones that fill
 /// queues, as the netdev experiments used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+// A doc comment on a variant would become clap's help for that value and
+// change `--help`; the names are the kernel's (`TCP_CONGESTION`).
+#[allow(missing_docs)]
 pub enum CongestionControl {
     Cubic,
     Reno,
 }
 
 impl CongestionControl {
+    /// The algorithm's name, as `TCP_CONGESTION` takes it.
     pub fn name(self) -> &'static str {
         match self {
             CongestionControl::Cubic => "cubic",
@@ -54,12 +58,17 @@ impl CongestionControl {
 /// `dst_ns`), counting received bytes into `bytes`.
 #[derive(Clone, Debug)]
 pub struct BulkSpec {
+    /// The namespace the flows are sent from.
     pub src_ns: String,
+    /// The namespace of the receiver.
     pub dst_ns: String,
+    /// The receiver's address and port.
     pub dst: SocketAddr,
+    /// Number of flows.
     pub flows: usize,
     /// Flow i binds source port `first_src_port + i`.
     pub first_src_port: u16,
+    /// The congestion control of every flow.
     pub cc: CongestionControl,
 }
 

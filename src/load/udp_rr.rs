@@ -20,9 +20,13 @@ const MSG: usize = 8;
 /// How long the client waits for a response before counting it lost.
 const RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
 
+/// A UDP request/response probe (netperf's UDP_RR): one request in flight at a
+/// time, a server in `server_ns` echoing it.
 #[derive(Clone, Debug)]
 pub struct UdpRrSpec {
+    /// The namespace the client runs in.
     pub client_ns: String,
+    /// The namespace the server runs in.
     pub server_ns: String,
     /// The server's address (in `server_ns`).
     pub server: SocketAddr,
@@ -31,6 +35,7 @@ pub struct UdpRrSpec {
 /// What the client measured: every transaction's time.
 #[derive(Clone, Debug, Default)]
 pub struct UdpRrRaw {
+    /// Every completed transaction: its start time and its round-trip time.
     pub samples: Vec<Sample>,
     /// Requests whose responses did not arrive in time, with their send time.
     pub lost: Vec<f64>,
@@ -41,8 +46,11 @@ pub struct UdpRrRaw {
 pub struct UdpRrResult {
     /// Completed transactions per second.
     pub transactions_per_s: f64,
+    /// Round-trip time summary of the completed transactions.
     pub latency: LatencyStats,
+    /// netperf's decade histogram of the round-trip times.
     pub histogram: DecadeHistogram,
+    /// Requests whose responses did not arrive within 500 ms.
     pub lost: u64,
 }
 
@@ -67,6 +75,7 @@ pub struct UdpRr {
 }
 
 impl UdpRr {
+    /// Starts the server and the client threads; they wait for `run`'s gate.
     pub fn start(spec: &UdpRrSpec, run: &Run) -> anyhow::Result<UdpRr> {
         let addr = spec.server;
         let (tx, rx) = std::sync::mpsc::channel();

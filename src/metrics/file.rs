@@ -21,6 +21,9 @@ pub struct MetricsFile {
 }
 
 impl MetricsFile {
+    /// Writes the metrics of `snapshots` to `path` every `period` on a
+    /// thread of its own; a zero period or a place that cannot be written
+    /// is refused at once.
     pub fn start(
         path: &Path,
         period: Duration,

@@ -41,14 +41,18 @@ const MAC_RIGHT: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Proto {
+    /// TCP: a bulk flow's data or ACKs.
     Tcp,
+    /// UDP: constant-rate, on/off or Poisson sources and probes.
     Udp,
 }
 
 /// Addresses of one direction of a flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Endpoints {
+    /// Source address and port.
     pub src: SocketAddr,
+    /// Destination address and port.
     pub dst: SocketAddr,
     /// True when `src` is the left host (sets the MAC addresses).
     pub from_left: bool,
@@ -86,14 +90,21 @@ impl Endpoints {
 /// The transport header fields of one frame.
 #[derive(Clone, Copy, Debug)]
 pub enum L4 {
+    /// A TCP segment's header fields.
     Tcp {
+        /// Sequence number, bytes (the initial one plus the segment number
+        /// times the MSS, modulo 2^32).
         seq: u32,
+        /// Acknowledgement number, if the ACK flag is set.
         ack: Option<u32>,
+        /// ECN-Echo flag.
         ece: bool,
+        /// Congestion Window Reduced flag.
         cwr: bool,
         /// Up to three SACK blocks (left, right) in sequence space.
         sack: [Option<(u32, u32)>; 3],
     },
+    /// UDP: no fields beyond the ports.
     Udp,
 }
 

@@ -47,14 +47,23 @@ pub enum SimError {
     /// A tc line of a direction could not be applied (the message quotes
     /// the line and tc's error).
     #[error("{dir}: {msg}")]
-    Qdisc { dir: String, msg: String },
+    Qdisc {
+        /// The direction (`left_to_right` or `right_to_left`).
+        dir: String,
+        /// The line and tc's error.
+        msg: String,
+    },
     /// The event loop made no progress at one instant.
     #[error(
         "simulation stalled at {at_ns} ns: events keep coming at that instant and time never \
          advances (TCP over a link with no rate limit and no delay does this: its data and \
          acks take no time); fix: give the link a rate or a delay"
     )]
-    Stalled { at_ns: u64 },
+    Stalled {
+        /// The simulated time it stalled at, ns.
+        at_ns: u64,
+    },
+    /// The trace could not be written.
     #[error("writing the trace: {0}")]
     Io(#[from] std::io::Error),
 }

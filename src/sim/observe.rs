@@ -12,7 +12,9 @@ use crate::time::Instant;
 /// One frame leaving the qdisc.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Departure {
+    /// When the frame left the qdisc (simulated time).
     pub at: Instant,
+    /// Which frame it was (its side-table slot and serial).
     pub tag: Tag,
     /// It carries CE (set by the qdisc, or already when sent).
     pub ce: bool,

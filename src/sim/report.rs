@@ -16,18 +16,26 @@ use std::fmt::Write;
 /// Latency percentiles in ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Percentiles {
+    /// Values recorded.
     pub count: u64,
+    /// Smallest, ns.
     pub min: u64,
+    /// Median, ns.
     pub p50: u64,
+    /// 90th percentile, ns.
     pub p90: u64,
+    /// 99th percentile, ns.
     pub p99: u64,
+    /// Largest, ns.
     pub max: u64,
+    /// Mean, ns.
     pub mean: f64,
     /// Population standard deviation (what ping prints as mdev).
     pub stdev: f64,
 }
 
 impl Percentiles {
+    /// The summary of `h` (None when it is empty).
     pub fn of(h: &Histogram<u64>) -> Option<Percentiles> {
         (!h.is_empty()).then(|| Percentiles {
             count: h.len(),
@@ -45,19 +53,26 @@ impl Percentiles {
 /// TCP sender state at the end of the run.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct TcpReport {
+    /// The sender's congestion control.
     pub cc: super::scenario::CcAlgo,
+    /// The sender's counters.
     pub stats: TcpStats,
     /// Payload bytes acknowledged.
     pub acked_bytes: u64,
+    /// Congestion window at the end, segments.
     pub cwnd: f64,
+    /// Smoothed RTT at the end, ns (None without a sample).
     pub srtt_ns: Option<u64>,
 }
 
 /// One flow's results.
 #[derive(Clone, Debug, Serialize)]
 pub struct FlowReport {
+    /// The flow's name in the scenario.
     pub name: String,
+    /// The source's kind (`tcp`, `udp`, `ping`, ...).
     pub kind: &'static str,
+    /// The direction its data travels (`left_to_right` or `right_to_left`).
     pub dir: &'static str,
     /// Data / requests.
     pub forward: FlowCounters,
@@ -69,15 +84,18 @@ pub struct FlowReport {
     pub goodput_bps: Option<f64>,
     /// Forward one-way delay, mean and max (ns).
     pub owd_mean_ns: Option<f64>,
+    /// Forward one-way delay, max (ns).
     pub owd_max_ns: u64,
     /// Ping round-trip times.
     pub rtt: Option<Percentiles>,
     /// Ping one-way delays: requests, replies.
     pub ping_owd: Option<[Option<Percentiles>; 2]>,
+    /// TCP flows: the sender's state at the end.
     pub tcp: Option<TcpReport>,
 }
 
 impl FlowReport {
+    /// The results of flow `f` at the end of the run, `end`.
     pub fn new(f: &Flow, end: Instant) -> FlowReport {
         let life_s = end.saturating_since(f.start.min(end)) as f64 / NS_PER_SEC as f64;
         let per_s = |bytes: u64| {
@@ -129,25 +147,33 @@ impl FlowReport {
 /// One direction's results.
 #[derive(Clone, Debug, Serialize)]
 pub struct DirReport {
+    /// `l2r` or `r2l`.
     pub name: &'static str,
     /// The tc device: `left` (left→right) or `right`.
     pub dev: &'static str,
+    /// Line rate, bytes/s (0: unlimited).
     pub rate_bytes_ps: u64,
+    /// Frames that entered the path.
     pub frames_in: u64,
+    /// Frames delivered.
     pub frames_out: u64,
+    /// Bytes delivered.
     pub bytes_out: u64,
     /// Delivered bytes over line rate × duration.
     pub utilisation: f64,
+    /// Drops by `DropReason::name`, the non-zero ones.
     pub drops: BTreeMap<&'static str, u64>,
     /// Frames freed without a counted reason (should stay 0).
     pub unexplained_drops: u64,
     /// Frames the link corrupted, discarded by the receiving host.
     pub corrupt_discarded: u64,
+    /// Frames that arrived with CE set although sent without it.
     pub ce_marks: u64,
     /// One-way delay of every delivered frame.
     pub owd: Option<Percentiles>,
     /// Frames still inside the path at the end.
     pub held: u64,
+    /// The qdisc tree at the end, with its counters.
     pub qdisc: QdiscDump,
     /// `tc -s -d qdisc show` and `class show` of the direction's device.
     pub tc: String,
@@ -156,8 +182,11 @@ pub struct DirReport {
 /// What the simulator itself counted for one direction.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DirTally {
+    /// Frames that arrived with CE set although sent without it.
     pub ce_marks: u64,
+    /// Frames freed without a counted reason (should stay 0).
     pub unexplained_drops: u64,
+    /// Frames the link corrupted, discarded by the receiving host.
     pub corrupt_discarded: u64,
 }
 
@@ -200,8 +229,11 @@ impl DirReport {
 /// Everything a run produces except the trace lines.
 #[derive(Clone, Debug, Serialize)]
 pub struct SimReport {
+    /// The scenario's seed.
     pub seed: u64,
+    /// Simulated time the run covered, ns.
     pub duration_ns: u64,
+    /// Events in the trace.
     pub trace_events: u64,
     /// Hash of the whole event trace (equal runs, equal hash).
     pub trace_hash: u64,
@@ -209,7 +241,9 @@ pub struct SimReport {
     /// duplicated frame, or one whose tag the link corrupted (0 without
     /// netem duplication or corruption).
     pub unmatched_frames: u64,
+    /// Every flow's results, in the scenario's order.
     pub flows: Vec<FlowReport>,
+    /// Both directions' results, by `Dir::index()`.
     pub directions: [DirReport; 2],
 }
 

@@ -112,12 +112,16 @@ pub struct Scenario {
     /// Wire impairments per direction, in tc-netem option syntax.
     #[serde(default)]
     pub netem: NetemSpec,
+    /// `[[tcp]]`: bulk TCP flows.
     #[serde(default)]
     pub tcp: Vec<toml::Spanned<TcpSpec>>,
+    /// `[[udp]]`: UDP sources.
     #[serde(default)]
     pub udp: Vec<toml::Spanned<UdpSpec>>,
+    /// `[[ping]]`: ping-like probes.
     #[serde(default)]
     pub ping: Vec<toml::Spanned<PingSpec>>,
+    /// `[[packet]]`: explicit packets.
     #[serde(default)]
     pub packet: Vec<toml::Spanned<PacketSpec>>,
     /// Source text, for line numbers in later checks.
@@ -139,7 +143,9 @@ fn builtin_kinds() -> &'static [KindEntry] {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetemSpec {
+    /// netem options of the left→right wire.
     pub left_to_right: Option<String>,
+    /// netem options of the right→left wire.
     pub right_to_left: Option<String>,
 }
 
@@ -147,7 +153,9 @@ pub struct NetemSpec {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CcAlgo {
+    /// Reno (RFC 5681).
     Reno,
+    /// CUBIC (RFC 9438), with HyStart; the default.
     #[default]
     Cubic,
 }
@@ -157,8 +165,11 @@ pub enum CcAlgo {
 /// is on the side `direction` starts from.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Addressing {
+    /// The sender's address and port (default: the host of its side).
     pub src: Option<SocketAddr>,
+    /// The receiver's address and port (default: the host of the other side).
     pub dst: Option<SocketAddr>,
+    /// Use the default IPv6 hosts instead of the IPv4 ones.
     pub ipv6: bool,
 }
 
@@ -178,24 +189,32 @@ addressing!(TcpSpec, UdpSpec, PingSpec, PacketSpec);
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpSpec {
+    /// `name`: the flows' name in reports (default `tcpN`, N the entry's
+    /// index).
     #[serde(default)]
     pub name: Option<String>,
+    /// `cc`: congestion control (default cubic).
     #[serde(default)]
     pub cc: CcAlgo,
+    /// `direction`: where the data goes (default `left_to_right`).
     #[serde(default = "left_to_right")]
     pub direction: Dir,
+    /// `start`: when the flows start (default 0).
     #[serde(default)]
     pub start: SimTime,
     /// Random extra start delay, uniform in [0, start_jitter).
     #[serde(default)]
     pub start_jitter: SimTime,
+    /// `stop`: when they stop sending (default: the end of the run).
     pub stop: Option<SimTime>,
+    /// `count`: identical flows (default 1).
     #[serde(default = "one")]
     pub count: u32,
     /// Bytes to send; unlimited (bulk) when absent.
     pub bytes: Option<Size>,
     /// Payload bytes per segment; default MTU − IP − TCP(32).
     pub mss: Option<u32>,
+    /// `init_cwnd`: initial congestion window, segments (default 10).
     #[serde(default = "ten")]
     pub init_cwnd: u32,
     /// Receive window in bytes (the receiver's buffer).
@@ -207,13 +226,19 @@ pub struct TcpSpec {
     /// Receiver ACKs every second segment or after `delack_timeout`.
     #[serde(default)]
     pub delayed_ack: bool,
+    /// `delack_timeout`: the delayed-ACK timer (default 40ms).
     #[serde(default = "default_delack")]
     pub delack_timeout: SimTime,
+    /// `min_rto`: the smallest retransmission timeout (default 200ms).
     #[serde(default = "default_min_rto")]
     pub min_rto: SimTime,
+    /// `tos`: the TOS / traffic-class byte of the data (ECT bits are added with
+    /// `ecn`).
     #[serde(default)]
     pub tos: u8,
+    /// The sender's address and port (default: the host of its side).
     pub src: Option<SocketAddr>,
+    /// The receiver's address and port (default: the host of the other side).
     pub dst: Option<SocketAddr>,
     /// Use the default IPv6 hosts instead of the IPv4 ones.
     #[serde(default)]
@@ -224,13 +249,18 @@ pub struct TcpSpec {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UdpSpec {
+    /// `name`: the sources' name in reports (default `udpN`).
     #[serde(default)]
     pub name: Option<String>,
+    /// `direction`: where the frames go (default `left_to_right`).
     #[serde(default = "left_to_right")]
     pub direction: Dir,
+    /// `start`: when the sources start (default 0).
     #[serde(default)]
     pub start: SimTime,
+    /// `stop`: when they stop (default: the end of the run).
     pub stop: Option<SimTime>,
+    /// `count`: identical sources (default 1).
     #[serde(default = "one")]
     pub count: u32,
     /// Rate while on, bytes/s of frames (tc rate string).
@@ -240,14 +270,18 @@ pub struct UdpSpec {
     pub size: u32,
     /// On period; with `off`, the source alternates on/off.
     pub on: Option<SimTime>,
+    /// Off period; with `on`, the source alternates on/off.
     pub off: Option<SimTime>,
     /// Exponential inter-departure times (same mean rate) instead of
     /// constant ones.
     #[serde(default)]
     pub poisson: bool,
+    /// `tos`: the TOS / traffic-class byte.
     #[serde(default)]
     pub tos: u8,
+    /// The sender's address and port (default: the host of its side).
     pub src: Option<SocketAddr>,
+    /// The receiver's address and port (default: the host of the other side).
     pub dst: Option<SocketAddr>,
     /// Use the default IPv6 hosts instead of the IPv4 ones.
     #[serde(default)]
@@ -259,21 +293,29 @@ pub struct UdpSpec {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PingSpec {
+    /// `name`: the probe's name in reports (default `pingN`).
     #[serde(default)]
     pub name: Option<String>,
+    /// `direction`: where the requests go (default `left_to_right`).
     #[serde(default = "left_to_right")]
     pub direction: Dir,
+    /// `start`: when the probe starts (default 0).
     #[serde(default)]
     pub start: SimTime,
+    /// `stop`: when it stops (default: the end of the run).
     pub stop: Option<SimTime>,
+    /// `interval`: time between requests (default 100ms).
     #[serde(default = "default_interval")]
     pub interval: SimTime,
     /// Frame size of request and reply.
     #[serde(default = "default_ping_size")]
     pub size: u32,
+    /// `tos`: the TOS / traffic-class byte.
     #[serde(default)]
     pub tos: u8,
+    /// The requester's address and port (default: the host of its side).
     pub src: Option<SocketAddr>,
+    /// The responder's address and port (default: the host of the other side).
     pub dst: Option<SocketAddr>,
     /// Use the default IPv6 hosts instead of the IPv4 ones.
     #[serde(default)]
@@ -284,22 +326,32 @@ pub struct PingSpec {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PacketSpec {
+    /// `name`: the packets' name in reports (default `packetN`).
     #[serde(default)]
     pub name: Option<String>,
+    /// `direction`: where they go (default `left_to_right`).
     #[serde(default = "left_to_right")]
     pub direction: Dir,
+    /// `time`: when the first is sent.
     pub time: SimTime,
+    /// `proto`: `udp` (default) or `tcp` headers.
     #[serde(default = "default_proto")]
     pub proto: Proto,
+    /// `size`: frame size, bytes (Ethernet header included).
     pub size: u32,
     /// The whole TOS / traffic-class byte (DSCP and ECN).
     #[serde(default)]
     pub tos: u8,
+    /// `count`: how many (default 1).
     #[serde(default = "one")]
     pub count: u32,
+    /// `interval`: time between them (default 0: back to back at the same
+    /// instant).
     #[serde(default)]
     pub interval: SimTime,
+    /// The sender's address and port (default: the host of its side).
     pub src: Option<SocketAddr>,
+    /// The receiver's address and port (default: the host of the other side).
     pub dst: Option<SocketAddr>,
     /// Use the default IPv6 hosts instead of the IPv4 ones.
     #[serde(default)]

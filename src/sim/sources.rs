@@ -23,13 +23,17 @@ pub fn latency_histogram() -> Histogram<u64> {
 /// A TCP bulk flow: both ends and their timers.
 #[derive(Debug)]
 pub struct TcpFlow {
+    /// The congestion control of the sender.
     pub cc: CcAlgo,
+    /// The sending end.
     pub sender: TcpSender,
+    /// The receiving end.
     pub receiver: TcpReceiver,
     /// Payload bytes per full segment.
     pub mss: u32,
     /// Total payload bytes, `None` for unlimited.
     pub total: Option<u64>,
+    /// The flow uses ECN: its data is ECN-capable and CE is echoed back.
     pub ecn: bool,
     /// Initial sequence number (byte sequence in headers).
     pub isn: u32,
@@ -37,6 +41,7 @@ pub struct TcpFlow {
     pub rto_event: Option<Instant>,
     /// The time a delayed-ACK event is queued for, if any.
     pub delack_event: Option<Instant>,
+    /// The first segment has been sent.
     pub started: bool,
 }
 
@@ -54,8 +59,12 @@ pub fn seg_bytes(total: Option<u64>, mss: u32, seg: u64) -> u32 {
 pub struct UdpSource {
     /// Mean gap between frames, ns.
     pub gap_ns: f64,
+    /// Frame size, bytes.
     pub size: u32,
+    /// On and off durations, ns: sends only during the first part of each
+    /// period.
     pub on_off: Option<(u64, u64)>,
+    /// Exponential gaps (a Poisson process) instead of constant ones.
     pub poisson: bool,
 }
 
@@ -89,8 +98,11 @@ impl UdpSource {
 /// histograms.
 #[derive(Debug)]
 pub struct PingSource {
+    /// Time between requests, ns.
     pub interval_ns: u64,
+    /// Frame size, bytes.
     pub size: u32,
+    /// Round-trip times, ns.
     pub rtt: Histogram<u64>,
     /// One-way delays of requests and of replies.
     pub owd: [Histogram<u64>; 2],
@@ -99,22 +111,31 @@ pub struct PingSource {
 /// Explicit packets: `left` more, every `interval_ns`.
 #[derive(Debug)]
 pub struct PacketSource {
+    /// TCP or UDP headers.
     pub proto: Proto,
+    /// Frame size, bytes.
     pub size: u32,
+    /// Packets still to send.
     pub left: u32,
+    /// Time between packets, ns.
     pub interval_ns: u64,
 }
 
 /// What generates a flow's traffic.
 #[derive(Debug)]
 pub enum Source {
+    /// A TCP bulk flow.
     Tcp(Box<TcpFlow>),
+    /// Constant-rate, on/off or Poisson UDP.
     Udp(UdpSource),
+    /// The ping-like probe.
     Ping(Box<PingSource>),
+    /// Explicit packets.
     Packets(PacketSource),
 }
 
 impl Source {
+    /// The kind's name in reports: `tcp`, `udp`, `ping` or `packet`.
     pub fn kind(&self) -> &'static str {
         match self {
             Source::Tcp(_) => "tcp",
@@ -128,23 +149,34 @@ impl Source {
 /// Counters of one direction of one flow.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct FlowCounters {
+    /// Frames sent.
     pub sent_pkts: u64,
+    /// Bytes sent (accounted lengths).
     pub sent_bytes: u64,
+    /// Frames delivered to the receiving host.
     pub delivered_pkts: u64,
+    /// Bytes delivered.
     pub delivered_bytes: u64,
+    /// Frames dropped in the link.
     pub dropped_pkts: u64,
     /// Delivered corrupted and discarded by the receiver.
     pub discarded_pkts: u64,
+    /// Frames that arrived with CE set although sent without it.
     pub ce_marks: u64,
+    /// Sum of the one-way delays of the delivered frames, ns.
     pub owd_sum_ns: u64,
+    /// Longest one-way delay, ns.
     pub owd_max_ns: u64,
+    /// When the first frame was delivered.
     pub first_delivery: Option<Instant>,
+    /// When the last frame was delivered.
     pub last_delivery: Option<Instant>,
 }
 
 /// One flow of the scenario.
 #[derive(Debug)]
 pub struct Flow {
+    /// The flow's name in the scenario.
     pub name: String,
     /// Path index of the forward packets (0: left→right).
     pub dir: usize,
@@ -152,8 +184,11 @@ pub struct Flow {
     pub ep: Endpoints,
     /// DS field of forward packets (ECT bits added by ECN-capable TCP).
     pub tos: u8,
+    /// When the flow starts sending.
     pub start: Instant,
+    /// When it stops sending (None: at the end of the run).
     pub stop: Option<Instant>,
+    /// What generates its traffic.
     pub source: Source,
     /// `[forward, reverse]`: data / requests, and ACKs / replies.
     pub counters: [FlowCounters; 2],

@@ -41,10 +41,16 @@ const HYSTART_DELAY_MAX_NS: u64 = 16_000_000;
 /// Counters of one sender.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct TcpStats {
+    /// Segments sent, retransmissions included.
     pub segments_sent: u64,
+    /// Segments retransmitted.
     pub retransmits: u64,
+    /// Fast recoveries entered (three duplicate ACKs or SACKed data beyond a
+    /// hole).
     pub fast_recoveries: u64,
+    /// Retransmission timeouts.
     pub timeouts: u64,
+    /// Window reductions in answer to ECN-Echo.
     pub ecn_reductions: u64,
     /// Slow starts CUBIC's HyStart ended on a rising RTT.
     pub hystart_exits: u64,
@@ -53,7 +59,9 @@ pub struct TcpStats {
 /// One segment the sender wants on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
+    /// The segment's number (bytes / MSS from the start of the flow).
     pub seg: u64,
+    /// A retransmission.
     pub retransmit: bool,
     /// Congestion Window Reduced: first new segment after an ECE reaction.
     pub cwr: bool,
@@ -133,10 +141,15 @@ pub struct TcpSender {
     fast_retransmit: bool,
     cubic: Cubic,
     hystart: HyStart,
+    /// The sender's counters.
     pub stats: TcpStats,
 }
 
 impl TcpSender {
+    /// A sender with congestion control `cc`, `limit` segments to send (None:
+    /// unbounded), an initial window of `init_cwnd` segments, the receiver's
+    /// window of `rwnd_segs` segments, a minimum RTO of `min_rto_ns` and ECN on
+    /// or off.
     pub fn new(
         cc: CcAlgo,
         limit: Option<u64>,
@@ -183,6 +196,7 @@ impl TcpSender {
     pub fn cwnd(&self) -> f64 {
         self.cwnd
     }
+    /// Slow-start threshold, segments (f64::MAX until the first loss).
     pub fn ssthresh(&self) -> f64 {
         self.ssthresh
     }
@@ -190,6 +204,7 @@ impl TcpSender {
     pub fn snd_una(&self) -> u64 {
         self.snd_una
     }
+    /// Smoothed RTT (RFC 6298), ns; None before the first sample.
     pub fn srtt_ns(&self) -> Option<u64> {
         self.srtt_ns
     }
@@ -197,6 +212,7 @@ impl TcpSender {
     pub fn rto_at(&self) -> Option<Instant> {
         self.rto_at
     }
+    /// In fast recovery.
     pub fn in_recovery(&self) -> bool {
         self.in_recovery
     }
@@ -553,13 +569,18 @@ pub enum AckNow {
 /// The ACK the receiver sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AckInfo {
+    /// Cumulative acknowledgement: the next segment expected.
     pub ack: u64,
+    /// SACK blocks, [start, end) in segments; the first `nsacks` are valid.
     pub sacks: [(u64, u64); 3],
+    /// Valid SACK blocks.
     pub nsacks: u8,
+    /// ECN-Echo set.
     pub ece: bool,
 }
 
 impl AckInfo {
+    /// The valid SACK blocks.
     pub fn sack_blocks(&self) -> &[(u64, u64)] {
         &self.sacks[..self.nsacks as usize]
     }
@@ -583,6 +604,8 @@ pub struct TcpReceiver {
 }
 
 impl TcpReceiver {
+    /// A receiver that acknowledges every other segment within `delack_ns`
+    /// (delayed ACKs) or every segment.
     pub fn new(delayed_ack: bool, delack_ns: u64) -> Self {
         TcpReceiver {
             rcv_nxt: 0,

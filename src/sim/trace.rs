@@ -36,12 +36,19 @@ pub enum EventKind {
 /// One trace line.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct TraceEvent {
+    /// Simulated time of the event, ns.
     pub t: u64,
+    /// What happened.
     pub ev: EventKind,
+    /// The direction the frame travels.
     pub dir: Dir,
+    /// The flow's index in the scenario.
     pub flow: u32,
+    /// The frame's serial number in the run.
     pub pkt: u64,
+    /// The frame's accounted length, bytes.
     pub size: u32,
+    /// For a drop, the reason's name (`DropReason::name`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<&'static str>,
 }
@@ -73,6 +80,8 @@ impl Trace {
         }
     }
 
+    /// Hashes the event and writes it as a JSON line if the trace has a sink (a
+    /// write error is kept and reported at the end).
     pub fn record(&mut self, ev: TraceEvent) {
         self.events += 1;
         let mut h = fx(self.hash, ev.t);

@@ -29,8 +29,11 @@ pub struct Flags {
 /// (`crate::tc::run`), against that device's table of kinds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TcCommand {
+    /// The global flags before the object (`-s`, `-d`, `-j`, `-p`).
     pub flags: Flags,
+    /// `qdisc`, `class` or `filter`.
     pub object: Object,
+    /// `add`, `change`, `replace`, `link`, `del` or `show`.
     pub verb: Verb,
     /// `dev left|right`; `None` only for `show` (then every device is listed).
     pub dev: Option<Dir>,

@@ -70,8 +70,11 @@ pub fn example_rate(rate_bytes_ps: u64) -> u64 {
 /// space), with `-d`, and under "options" with `-j`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Printed {
+    /// What tc prints without `-d` (after `refcnt N `, no trailing space).
     pub plain: String,
+    /// What tc prints with `-d`.
     pub detail: String,
+    /// The `options` object of `tc -j`.
     pub json: serde_json::Map<String, serde_json::Value>,
 }
 

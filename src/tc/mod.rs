@@ -138,8 +138,15 @@ fn with_hints(words: &[&str], said: Option<String>) -> Option<String> {
 /// reports and errors.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
+    /// A tc line as written, parsed when the step runs.
     Line(String),
-    Request { request: Request, line: String },
+    /// A typed request and the tc line that says the same.
+    Request {
+        /// The request, built from the configuration's structured form.
+        request: Request,
+        /// The equivalent tc line, for reports and errors.
+        line: String,
+    },
 }
 
 impl Step {

@@ -41,7 +41,9 @@ use std::fmt::Write;
 
 /// One device's tree, as the printer needs it.
 pub struct DevDump<'a> {
+    /// The device (`left` or `right`).
     pub dev: Dir,
+    /// The root qdisc of the device's tree.
     pub root: &'a QdiscDump,
     /// TX queues of the device (a non-mq root is referenced once per queue
     /// plus once by the device: `refcnt` = queues + 1).

@@ -28,7 +28,9 @@ const RIGHT_MAC: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 2];
 /// Transport of a traffic source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Proto {
+    /// TCP headers (no handshake: data segments only).
     Tcp,
+    /// UDP headers.
     Udp,
 }
 
@@ -36,13 +38,19 @@ pub enum Proto {
 /// uses source port `first_port + i` and destination port `dst_port`.
 #[derive(Clone, Copy, Debug)]
 pub struct Load {
+    /// The direction the frames travel.
     pub dir: Dir,
+    /// Their transport.
     pub proto: Proto,
+    /// Flows, sent round robin.
     pub flows: u32,
+    /// Source port of flow 0 (flow i uses `first_port + i`).
     pub first_port: u16,
+    /// Destination port of every flow.
     pub dst_port: u16,
     /// Whole Ethernet frame length, bytes.
     pub frame_len: usize,
+    /// Rate of the whole source, bytes/s of frames.
     pub bytes_per_sec: u64,
     /// Frames carry ECT(0).
     pub ecn: bool,
@@ -119,6 +127,8 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// A scenario over a bridge whose left→right path runs `l2r` and right→left
+    /// `r2l`, both with `params`, at time 0 with no load.
     pub fn new(l2r: Box<dyn Qdisc>, r2l: Box<dyn Qdisc>, params: LinkParams) -> Scenario {
         Scenario {
             bridge: Bridge::new(Path::new(params, l2r), Path::new(params, r2l)),
@@ -244,20 +254,24 @@ impl Scenario {
         });
     }
 
+    /// Adds a source, sending from now on.
     pub fn add_load(&mut self, load: Load) {
         self.loads.push(load);
         self.next.push((self.now, 0));
     }
 
+    /// Removes every source.
     pub fn clear_loads(&mut self) {
         self.loads.clear();
         self.next.clear();
     }
 
+    /// The scenario's current time.
     pub fn now(&self) -> Instant {
         self.now
     }
 
+    /// The bridge, to change its paths.
     pub fn bridge_mut(&mut self) -> &mut Bridge {
         &mut self.bridge
     }
@@ -354,12 +368,16 @@ impl Scenario {
 /// and sfq presets replace the root qdisc (other tc lines are refused, as
 /// the fixture has no tc front end). Every action sent is kept in `sent`.
 pub struct SimControl {
+    /// The scenario driven.
     pub scenario: Scenario,
+    /// How far each `snapshot()` advances it, ns.
     pub step_ns: u64,
+    /// Every action sent, in order.
     pub sent: Vec<Action>,
 }
 
 impl SimControl {
+    /// A control over `scenario` that advances it `step_ns` per snapshot.
     pub fn new(scenario: Scenario, step_ns: u64) -> SimControl {
         SimControl {
             scenario,

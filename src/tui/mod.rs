@@ -46,6 +46,7 @@ use std::sync::LazyLock;
 /// the datapath's own health.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Snapshot {
+    /// The daemon's snapshot of both directions.
     pub bridge: BridgeSnapshot,
     /// The datapath's timer wake-up lateness, p50, p99 and p99.9, µs.
     pub lateness_us: [u64; 3],
@@ -136,8 +137,11 @@ pub enum Action {
     /// Change one link setting of one direction (value in core units, see
     /// `LinkField`).
     SetLink {
+        /// The direction.
         dir: Dir,
+        /// The setting.
         field: LinkField,
+        /// The new value, in core units (bytes/s, ns, descriptors...).
         value: u64,
     },
     /// tc command lines, one per line, applied in order.

@@ -20,6 +20,8 @@ pub struct RemoteControl {
 }
 
 impl RemoteControl {
+    /// A control over the daemon's socket at `path` (connects at once, so a
+    /// wrong path fails here).
     pub fn connect(path: &Path) -> anyhow::Result<RemoteControl> {
         Ok(RemoteControl {
             path: path.to_path_buf(),

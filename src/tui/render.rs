@@ -17,6 +17,7 @@ use ratatui::{Frame, Terminal};
 
 /// The smallest screen the layout is made for.
 pub const MIN_WIDTH: u16 = 80;
+/// The smallest screen height the layout is made for, rows.
 pub const MIN_HEIGHT: u16 = 24;
 
 const TITLE: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
@@ -44,6 +45,9 @@ fn split_heights(height: u16) -> (u16, u16, u16) {
     (middle, rest - middle, events)
 }
 
+/// Draws the whole screen for `app`: header, link panels, charts, tree, flow
+/// table, events and footer, with the help overlay or the set prompt over them
+/// in those modes.
 pub fn draw(frame: &mut Frame, app: &App) {
     let area = frame.area();
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {

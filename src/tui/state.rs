@@ -33,16 +33,24 @@ const PAGE: usize = 10;
 /// What the flow table is sorted by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SortKey {
+    /// Bytes queued.
     Backlog,
+    /// Packets queued.
     Packets,
+    /// Sojourn time of the head packet.
     Sojourn,
+    /// Drops.
     Drops,
+    /// ECN marks.
     Marks,
+    /// Dequeued bits/s.
     Throughput,
+    /// The bucket number (the flow's place in the qdisc).
     Flow,
 }
 
 impl SortKey {
+    /// Every key, in the order `s` cycles through them.
     pub const ALL: [SortKey; 7] = [
         SortKey::Backlog,
         SortKey::Packets,
@@ -53,6 +61,7 @@ impl SortKey {
         SortKey::Flow,
     ];
 
+    /// The key's name in the table's header.
     pub fn name(self) -> &'static str {
         match self {
             SortKey::Backlog => "backlog",
@@ -86,21 +95,27 @@ impl SortKey {
 /// Which list the arrow keys move in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Focus {
+    /// The flow table.
     Flows,
+    /// The qdisc tree.
     Tree,
 }
 
 /// What keys currently mean.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Mode {
+    /// Keys are commands (the footer lists them).
     Normal,
+    /// The help overlay is shown; any key closes it.
     Help,
     /// The `set` prompt: `rate 50mbit`, `bql off`, `rx-usecs 20`...
     Set {
+        /// What has been typed so far.
         input: String,
     },
     /// The root qdisc preset menu, with the highlighted entry.
     Presets {
+        /// The highlighted entry.
         selected: usize,
     },
 }
@@ -110,15 +125,25 @@ pub enum Mode {
 pub struct FlowRow {
     /// The qdisc holding the flow queue, and its bucket there.
     pub qdisc: Handle,
+    /// The bucket (fq_codel) or slot (SFQ) of the flow queue.
     pub bucket: u32,
+    /// The 5-tuple of one of its frames, if the dump tells it.
     pub flow: Option<FlowKey>,
+    /// Bytes queued.
     pub backlog: u64,
+    /// Packets queued.
     pub qlen: u32,
+    /// Sojourn time of the head packet, ns.
     pub sojourn_ns: u64,
+    /// DRR deficit or SFQ allot, bytes.
     pub deficit: i64,
+    /// CoDel's `count` of the queue.
     pub codel_count: u32,
+    /// Whether the queue's CoDel is dropping.
     pub dropping: bool,
+    /// Packets dropped from the queue.
     pub drops: u64,
+    /// Packets of the queue CE-marked.
     pub ecn_marks: u64,
     /// Dequeued bits/s since the flow was last seen.
     pub throughput_bps: u64,
@@ -127,14 +152,19 @@ pub struct FlowRow {
 /// One qdisc or class of the tree, flattened in display order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TreeNode {
+    /// Nesting level (0 for the root qdisc).
     pub depth: usize,
+    /// A class rather than a qdisc.
     pub is_class: bool,
+    /// The qdisc kind (of the class's qdisc for a class).
     pub kind: String,
     /// `8001:` for a qdisc, `1:10` for a class (hex, as tc prints them).
     pub id: String,
     /// `root` or `parent 1:10`.
     pub parent: String,
+    /// The options as `tc -d` prints them.
     pub options: String,
+    /// The generic counters (`tc -s`).
     pub stats: QdiscStats,
     /// The xstats lines, trimmed.
     pub xstats: Vec<String>,
@@ -143,6 +173,7 @@ pub struct TreeNode {
 /// One point of a direction's time series.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sample {
+    /// When the snapshot was taken.
     pub at: Instant,
     /// Highest head-of-queue sojourn among flows, or, for qdiscs without
     /// flow queues, the backlog (qdisc and ring) drained at the line rate.
@@ -153,24 +184,35 @@ pub struct Sample {
     pub throughput_bps: u64,
     /// Drops and ECN marks during the interval.
     pub drops: u64,
+    /// ECN marks during the interval.
     pub marks: u64,
 }
 
 /// What an event is about (its colour in the log).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventKind {
+    /// The link or the qdisc tree changed (rate, delay, ring, a new root...).
     Config,
+    /// A CoDel queue entered or left the dropping state.
     Codel,
+    /// Drops other than CoDel's, by reason.
     Overflow,
+    /// A command typed in the TUI, and its answer.
     Command,
+    /// A command that failed.
     Error,
 }
 
+/// One line of the event log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
+    /// When it happened (snapshot time).
     pub at: Instant,
+    /// The direction it concerns, if one.
     pub dir: Option<Dir>,
+    /// What it is about.
     pub kind: EventKind,
+    /// The line's text.
     pub text: String,
 }
 
@@ -185,7 +227,9 @@ pub struct DirState {
     /// Their share of the delivered rate: what the listed flows do not
     /// account for, bits/s.
     pub unlisted_tput_bps: u64,
+    /// The qdisc tree, flattened in display order.
     pub tree: Vec<TreeNode>,
+    /// The time series of the charts, oldest first.
     pub history: VecDeque<Sample>,
     /// Delivered bits/s over the last `ACHIEVED_WINDOW_NS`.
     pub achieved_bps: u64,
@@ -207,20 +251,29 @@ pub struct DirState {
 /// The whole TUI state.
 #[derive(Clone, Debug)]
 pub struct App {
+    /// The latest snapshot (None before the first).
     pub latest: Option<Snapshot>,
+    /// Both directions' derived state, by `Dir::index()`.
     pub dirs: [DirState; 2],
+    /// The direction shown.
     pub dir: Dir,
+    /// Which list the arrow keys move in.
     pub focus: Focus,
+    /// What the flow table is sorted by.
     pub sort: SortKey,
     /// Largest first (the default) or smallest first.
     pub sort_desc: bool,
     /// Selected row of the flow table and node of the tree.
     pub flow_sel: usize,
+    /// Selected node of the tree.
     pub tree_sel: usize,
     /// Frozen: snapshots are counted but not shown.
     pub paused: bool,
+    /// Snapshots received while paused.
     pub skipped: u64,
+    /// What keys mean now.
     pub mode: Mode,
+    /// The event log, newest last.
     pub events: VecDeque<Event>,
     /// The footer message (errors of the set prompt, hints).
     pub status: Option<String>,
@@ -233,6 +286,8 @@ impl Default for App {
 }
 
 impl App {
+    /// An empty state: nothing received yet, left→right shown, flows focused,
+    /// sorted by backlog, largest first.
     pub fn new() -> App {
         App {
             latest: None,

@@ -103,9 +103,13 @@ fn kv<'a>(spans: &mut Vec<Span<'a>>, key: &'a str, value: String) {
 /// The link of one direction: rates, delay, ring and BQL, coalescing, the
 /// datapath's lateness, conservation counters and drops by reason.
 pub struct LinkPanel<'a> {
+    /// The direction's path.
     pub path: &'a PathSnapshot,
+    /// Delivered bits/s over the recent window.
     pub achieved_bps: u64,
+    /// The datapath's wake-up lateness p50, p99 and p99.9, µs.
     pub lateness_us: [u64; 3],
+    /// The datapath's wake-ups so far (`epoll_wait` returns with events).
     pub wakeups: u64,
 }
 
@@ -235,7 +239,9 @@ impl Widget for LinkPanel<'_> {
 /// parent, options), a counters line and the xstats lines. Scrolls to keep
 /// the selected node visible; highlights it when `selected` is set.
 pub struct TreePanel<'a> {
+    /// The nodes, flattened in display order.
     pub nodes: &'a [TreeNode],
+    /// The highlighted node, if the tree has the focus.
     pub selected: Option<usize>,
 }
 
@@ -360,14 +366,19 @@ impl Columns {
 /// and drop_next fit at 80 columns, then the whole flow). Work is bounded
 /// by the window, plus one pass summing the rest.
 pub struct FlowTable<'a> {
+    /// The rows, sorted.
     pub rows: &'a [FlowRow],
     /// Flows the snapshot did not list, and their share of the throughput.
     pub unlisted: FlowSummary,
+    /// The unlisted flows' share of the delivered rate, bits/s.
     pub unlisted_tput_bps: u64,
+    /// The selected row.
     pub selected: usize,
     /// Highlight the selected row (the table has the focus).
     pub focused: bool,
+    /// The sort key, named in the header.
     pub sort: SortKey,
+    /// Largest first.
     pub sort_desc: bool,
     /// The selected flow's queue xstats (`App::flow_xstats`), shown in the
     /// detail line instead of its deficit and CoDel count.
@@ -526,7 +537,9 @@ impl Widget for FlowTable<'_> {
 /// One labelled sparkline per series: latency, queue length, throughput of
 /// both directions, drops and marks of the selected direction.
 pub struct Charts<'a> {
+    /// The selected direction (its drops and marks are charted).
     pub dir: Dir,
+    /// Both directions' time series, by `Dir::index()`.
     pub history: [&'a VecDeque<Sample>; 2],
     /// Latency comes from flow sojourn times (else a backlog estimate).
     pub latency_from_flows: bool,
@@ -612,6 +625,7 @@ impl Widget for Charts<'_> {
 
 /// The newest events that fit, oldest first.
 pub struct EventLog<'a> {
+    /// The event log, newest last.
     pub events: &'a VecDeque<Event>,
 }
 

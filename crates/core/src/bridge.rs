@@ -35,8 +35,14 @@ const ETH_P_8021AD: u16 = 0x88A8;
 /// Where in a lane a tap saw a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Point {
+    /// The frame entered the lane: read from the sending namespace's TAP,
+    /// before the path's qdisc.
     In,
+    /// The frame left the lane: released by the path, to be written to the
+    /// receiving namespace's TAP.
     Out,
+    /// The frame was dropped in the lane (refused at ingress, or dropped by the
+    /// path), with the reason it is counted under.
     Dropped(DropReason),
 }
 
@@ -56,13 +62,17 @@ pub struct CaptureCounters {
 pub trait FrameTap: Send {
     /// `frame` seen at `point` at `at`.
     fn frame(&mut self, point: Point, frame: &[u8], at: Instant);
+    /// What the tap has written and lost so far (for `bloatbox stats` and the
+    /// metrics).
     fn counters(&self) -> CaptureCounters;
 }
 
 /// Both directions at one instant, indexed by `Dir::index()`.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct BridgeSnapshot {
+    /// When the snapshot was taken, on the driver's clock.
     pub at: Instant,
+    /// Both directions' path snapshots, by `Dir::index()`.
     pub paths: [PathSnapshot; 2],
     /// Capture counters by `Dir::index()`, while a capture runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,6 +80,7 @@ pub struct BridgeSnapshot {
 }
 
 impl BridgeSnapshot {
+    /// The snapshot of direction `dir`'s path.
     pub fn path(&self, dir: Dir) -> &PathSnapshot {
         &self.paths[dir.index()]
     }
@@ -100,6 +111,8 @@ fn vlan_tag_bytes(frame: &[u8]) -> usize {
 }
 
 impl Lane {
+    /// A lane around `path`, with no tap and its clock at `Instant::ZERO` until
+    /// the first frame.
     pub fn new(path: Path) -> Lane {
         Lane {
             path,
@@ -121,10 +134,12 @@ impl Lane {
         self.path.set_observer(observer);
     }
 
+    /// The lane's path (qdisc tree, ring, link stages), to read its counters.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The lane's path, to change it at run time (tc and ethtool requests).
     pub fn path_mut(&mut self) -> &mut Path {
         &mut self.path
     }
@@ -256,6 +271,8 @@ pub struct Bridge {
 }
 
 impl Bridge {
+    /// A bridge of two lanes: `l2r` carries left→right (egress of `left`),
+    /// `r2l` right→left.
     pub fn new(l2r: Path, r2l: Path) -> Bridge {
         Bridge {
             lanes: [Lane::new(l2r), Lane::new(r2l)],
@@ -272,6 +289,7 @@ impl Bridge {
         }
     }
 
+    /// The lane of direction `dir`.
     pub fn lane(&self, dir: Dir) -> &Lane {
         &self.lanes[dir.index()]
     }
@@ -282,6 +300,7 @@ impl Bridge {
         self.lanes
     }
 
+    /// The lane of direction `dir`, to feed it frames or change its path.
     pub fn lane_mut(&mut self, dir: Dir) -> &mut Lane {
         &mut self.lanes[dir.index()]
     }
@@ -291,10 +310,12 @@ impl Bridge {
         self.lane_mut(dir).reject(frame, reason, now);
     }
 
+    /// The path of direction `dir`.
     pub fn path(&self, dir: Dir) -> &Path {
         self.lane(dir).path()
     }
 
+    /// The path of direction `dir`, to change it (tc and ethtool requests).
     pub fn path_mut(&mut self, dir: Dir) -> &mut Path {
         self.lane_mut(dir).path_mut()
     }

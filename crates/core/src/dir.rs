@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+/// One direction of the link, named after the device whose egress it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Dir {
@@ -14,6 +15,7 @@ pub enum Dir {
 }
 
 impl Dir {
+    /// Both directions, in `index()` order.
     pub const ALL: [Dir; 2] = [Dir::LeftToRight, Dir::RightToLeft];
 
     /// Position in per-direction arrays: 0 left→right, 1 right→left.
@@ -54,6 +56,7 @@ impl Dir {
         Dir::ALL.into_iter().find(|d| d.dev() == dev)
     }
 
+    /// The other direction (a request's reply travels the reverse way).
     pub fn reverse(self) -> Dir {
         match self {
             Dir::LeftToRight => Dir::RightToLeft,

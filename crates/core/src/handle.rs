@@ -10,14 +10,20 @@ pub type Handle = u32;
 /// `TC_H_ROOT`: the parent of a root qdisc.
 pub const TC_H_ROOT: Handle = 0xFFFF_FFFF;
 
+/// `TC_H_MAKE(maj, min)` of include/uapi/linux/pkt_sched.h with the major as a
+/// 16-bit number: `major:minor` as one handle.
 #[inline]
 pub const fn tc_h_make(major: u16, minor: u16) -> Handle {
     ((major as u32) << 16) | minor as u32
 }
+/// `TC_H_MAJ(h) >> 16`: the major number of a handle (the qdisc part of a class
+/// id).
 #[inline]
 pub const fn tc_h_major(h: Handle) -> u16 {
     (h >> 16) as u16
 }
+/// `TC_H_MIN(h)`: the minor number of a handle (0 for a qdisc, the class number
+/// of a class id).
 #[inline]
 pub const fn tc_h_minor(h: Handle) -> u16 {
     (h & 0xFFFF) as u16
@@ -29,6 +35,8 @@ pub const fn tc_h_minor(h: Handle) -> u16 {
 pub struct TcError(pub String);
 
 impl TcError {
+    /// An error whose message is `msg`, printed as is (tc's wording, e.g.
+    /// "Error: Specified qdisc kind is unknown.").
     pub fn new(msg: impl Into<String>) -> Self {
         TcError(msg.into())
     }

@@ -9,7 +9,9 @@ use std::ops::{Add, AddAssign};
 
 /// Nanoseconds per microsecond, millisecond and second.
 pub const NS_PER_US: u64 = 1_000;
+/// Nanoseconds per millisecond.
 pub const NS_PER_MS: u64 = 1_000_000;
+/// Nanoseconds per second.
 pub const NS_PER_SEC: u64 = 1_000_000_000;
 
 /// A point in time, in nanoseconds since an arbitrary epoch (CLOCK_MONOTONIC in
@@ -22,18 +24,25 @@ pub const NS_PER_SEC: u64 = 1_000_000_000;
 pub struct Instant(u64);
 
 impl Instant {
+    /// The epoch: 0 ns.
     pub const ZERO: Instant = Instant(0);
+    /// The latest representable instant (about 584 years after the epoch):
+    /// "never" for deadlines.
     pub const MAX: Instant = Instant(u64::MAX);
 
+    /// The instant `ns` nanoseconds after the epoch.
     pub const fn from_nanos(ns: u64) -> Self {
         Instant(ns)
     }
+    /// The instant `us` microseconds after the epoch.
     pub const fn from_micros(us: u64) -> Self {
         Instant(us * NS_PER_US)
     }
+    /// The instant `ms` milliseconds after the epoch.
     pub const fn from_millis(ms: u64) -> Self {
         Instant(ms * NS_PER_MS)
     }
+    /// Nanoseconds since the epoch.
     pub const fn nanos(self) -> u64 {
         self.0
     }
@@ -45,6 +54,7 @@ impl Instant {
     pub const fn signed_since(self, other: Instant) -> i64 {
         self.0.wrapping_sub(other.0) as i64
     }
+    /// The instant `ns` nanoseconds earlier, clamped at the epoch.
     pub const fn saturating_sub(self, ns: u64) -> Instant {
         Instant(self.0.saturating_sub(ns))
     }
@@ -80,6 +90,7 @@ pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 
 /// Where drivers get `now` from.
 pub trait Clock {
+    /// The current time, never earlier than the previous call's.
     fn now(&self) -> Instant;
 }
 
@@ -90,6 +101,7 @@ pub struct SimClock {
 }
 
 impl SimClock {
+    /// A clock that reads `start` until it is advanced.
     pub fn new(start: Instant) -> Self {
         SimClock {
             now: Cell::new(start),

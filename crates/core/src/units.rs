@@ -12,8 +12,12 @@ use std::fmt;
 /// A unit parsing error: the value and what is allowed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct UnitError {
+    /// What was being parsed, e.g. "rate" or "burst".
     pub what: &'static str,
+    /// The text that did not parse, as given.
     pub value: String,
+    /// What is allowed instead, e.g. "a number of bytes with an optional unit:
+    /// b k kb m mb g gb kbit mbit gbit".
     pub allowed: &'static str,
 }
 
@@ -300,6 +304,8 @@ pub fn tc_calc_xmitsize(rate_bps: u64, ticks: u64) -> u64 {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LinkLayer {
+    /// Ethernet: lengths count as they are (tc's `linklayer ethernet`, the
+    /// default).
     #[default]
     Ethernet,
     /// ATM: lengths are rounded up to 48-byte cells of 53 bytes.
@@ -311,11 +317,21 @@ pub enum LinkLayer {
 /// `psched_l2t_ns` does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PschedRate {
+    /// The rate in bytes per second (`struct psched_ratecfg` `rate_bytes_ps`).
     pub rate_bytes_ps: u64,
+    /// Multiplier of the length-to-time conversion: time_ns = (len * mult) >>
+    /// shift (`psched_ratecfg` `mult`).
     pub mult: u32,
+    /// Right shift of the length-to-time conversion (`psched_ratecfg` `shift`).
     pub shift: u8,
+    /// Bytes added to every packet's length before the conversion, may be
+    /// negative (tc's `overhead`, `psched_ratecfg` `overhead`).
     pub overhead: i32,
+    /// Minimum packet length in bytes that is accounted, after the overhead
+    /// (tc's `mpu`, `psched_ratecfg` `mpu`).
     pub mpu: u32,
+    /// How lengths are framed before the conversion (tc's `linklayer`,
+    /// `psched_ratecfg` `linklayer`).
     pub linklayer: LinkLayer,
 }
 
@@ -343,6 +359,9 @@ impl PschedRate {
         }
     }
 
+    /// The same rate with tc's `overhead`, `mpu` and `linklayer` applied, as
+    /// `psched_ratecfg_precompute` (net/sched/sch_generic.c) stores them from
+    /// `struct tc_ratespec`.
     pub fn with_framing(mut self, overhead: i32, mpu: u32, linklayer: LinkLayer) -> Self {
         self.overhead = overhead;
         self.mpu = mpu;

@@ -20,6 +20,7 @@ use crate::link::LinkParams;
 pub struct EthtoolCommand {
     /// The direction whose egress device the line names.
     pub direction: Dir,
+    /// What the line changes or shows.
     pub setting: EthtoolSetting,
 }
 
@@ -28,15 +29,27 @@ pub struct EthtoolCommand {
 pub enum EthtoolSetting {
     /// `-C`: the values given, others unchanged.
     Coalesce {
+        /// `rx-usecs`: RX interrupt delay, µs (`struct ethtool_coalesce`
+        /// `rx_coalesce_usecs`).
         rx_usecs: Option<u32>,
+        /// `rx-frames`: frames per RX interrupt (`rx_max_coalesced_frames`).
         rx_frames: Option<u32>,
+        /// `tx-usecs`: TX completion interrupt delay, µs (`tx_coalesce_usecs`).
         tx_usecs: Option<u32>,
+        /// `tx-frames`: completions per TX interrupt
+        /// (`tx_max_coalesced_frames`).
         tx_frames: Option<u32>,
     },
     /// `-G tx N`.
-    Ring { tx: u32 },
+    Ring {
+        /// TX ring depth, descriptors.
+        tx: u32,
+    },
     /// `-L tx N`: the device's TX queues.
-    Channels { tx: u16 },
+    Channels {
+        /// TX queues (more than one: an mq root).
+        tx: u16,
+    },
     /// `-K feature on|off ...`: each named feature (a group name stands for
     /// all its features), by index into `features::FEATURES`, in order.
     Features(Vec<(usize, bool)>),

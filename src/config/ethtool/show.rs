@@ -16,7 +16,10 @@ use crate::link::LinkParams;
 /// prints on standard error (exiting 1) when a `-K` changed nothing.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EthtoolReply {
+    /// What ethtool prints on standard output.
     pub stdout: String,
+    /// What ethtool prints on standard error when it exits 1 (a `-K` that
+    /// changed nothing); None on success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }

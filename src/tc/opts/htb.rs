@@ -114,15 +114,27 @@ fn parse_qdisc(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
 /// the configuration's structured form fills the same fields.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HtbClassArgs {
+    /// `rate`, bytes/s (required).
     pub rate: u64,
+    /// `ceil`, bytes/s (default: `rate`).
     pub ceil: u64,
+    /// `burst`/`buffer`: the rate bucket, bytes (default from the rate and the
+    /// MTU).
     pub buffer: u64,
+    /// `cburst`/`cbuffer`: the ceil bucket, bytes (default from the ceil and
+    /// the MTU).
     pub cbuffer: u64,
+    /// `mtu`, bytes (default 1600), for the default bursts.
     pub mtu: u64,
+    /// `mpu`: minimum accounted packet size, bytes.
     pub mpu: u16,
+    /// `overhead`: bytes added to each packet's length.
     pub overhead: u16,
+    /// `linklayer ethernet|atm|adsl`.
     pub linklayer: LinkLayer,
+    /// `prio`: the class's priority, lower first (0 if not given).
     pub prio: u32,
+    /// `quantum`: bytes per DRR round (default from `r2q`).
     pub quantum: u32,
 }
 

@@ -8,6 +8,8 @@ use crate::qdisc::QdiscOptions;
 use crate::tc::kinds::{Printed, Syntax};
 use crate::tc::tokens::Tokens;
 
+/// mq's syntax: iproute2's tc/q_mq.c (no options there); `queues N` is
+/// bloatbox's extension (`MqOptions`).
 pub static SYNTAX: Syntax = Syntax {
     qdisc: parse,
     class: None,

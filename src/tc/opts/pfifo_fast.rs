@@ -8,6 +8,8 @@ use crate::tc::kinds::{replace_root, Printed, Syntax};
 use crate::tc::tokens::Tokens;
 use serde_json::json;
 
+/// pfifo_fast's syntax: no options (iproute2's tc/q_prio.c prints its bands and
+/// priomap).
 pub static SYNTAX: Syntax = Syntax {
     qdisc: parse,
     class: None,

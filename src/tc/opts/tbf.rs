@@ -19,6 +19,8 @@ use crate::units::{
 };
 use serde_json::{json, Map, Value};
 
+/// tbf's syntax: iproute2's tc/q_tbf.c (`tbf_parse_opt`, `tbf_print_opt`) for
+/// `TbfOptions`.
 pub static SYNTAX: Syntax = Syntax {
     qdisc: |t| Ok(QdiscOptions::Tbf(options(&parse(t)?)?)),
     class: None,
@@ -131,14 +133,23 @@ pub fn limit_or_latency() -> TcError {
 /// The configuration's structured form fills the same fields.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TbfArgs {
+    /// `rate`, bytes/s (required).
     pub rate: u64,
+    /// `burst`/`buffer`/`maxburst`: the bucket, bytes (required).
     pub burst: u64,
+    /// `limit`: bytes that may queue (this or `latency` is required).
     pub limit: u64,
+    /// `latency`: how long a packet may wait, µs (this or `limit` is required).
     pub latency_us: u64,
+    /// `peakrate`, bytes/s (optional; needs `mtu`).
     pub peakrate: u64,
+    /// `mtu`/`minburst`: the peak bucket, bytes.
     pub mtu: u64,
+    /// `mpu`: minimum accounted packet size, bytes.
     pub mpu: u64,
+    /// `overhead`: bytes added to each packet's length.
     pub overhead: u64,
+    /// `linklayer ethernet|atm|adsl`.
     pub linklayer: LinkLayer,
 }
 

@@ -24,6 +24,9 @@ pub struct Coalescer<T> {
 }
 
 impl<T> Coalescer<T> {
+    /// A coalescer that fires `usecs` microseconds after the first held item or
+    /// at `max_frames` held items, whichever comes first (ethtool -C
+    /// `rx-usecs`/`rx-frames` or `tx-usecs`/`tx-frames`).
     pub fn new(usecs: u32, max_frames: u32) -> Coalescer<T> {
         Coalescer {
             usecs,
@@ -41,10 +44,12 @@ impl<T> Coalescer<T> {
         self.max_frames = max_frames;
     }
 
+    /// Items held, waiting for the interrupt.
     pub fn len(&self) -> usize {
         self.held.len()
     }
 
+    /// Whether nothing is held.
     pub fn is_empty(&self) -> bool {
         self.held.is_empty()
     }

@@ -9,6 +9,8 @@ use crate::packet::Packet;
 use crate::time::Instant;
 use std::collections::VecDeque;
 
+/// The propagation delay stage: frames in flight, each with the time its last
+/// bit reaches the other end.
 #[derive(Debug)]
 pub struct DelayLine {
     delay_ns: u64,
@@ -18,6 +20,7 @@ pub struct DelayLine {
 }
 
 impl DelayLine {
+    /// A delay line of `delay_ns` nanoseconds that keeps frames in order.
     pub fn new(delay_ns: u64) -> DelayLine {
         DelayLine {
             delay_ns,
@@ -36,10 +39,12 @@ impl DelayLine {
         self.reorder = reorder;
     }
 
+    /// Frames in flight.
     pub fn len(&self) -> usize {
         self.in_flight.len()
     }
 
+    /// Whether no frame is in flight.
     pub fn is_empty(&self) -> bool {
         self.in_flight.is_empty()
     }

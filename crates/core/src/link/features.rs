@@ -18,20 +18,32 @@ use std::fmt;
 /// features (ethtool's `off_flag_def`), in ethtool's order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Group {
+    /// ethtool's `rx` / `rx-checksumming`.
     RxChecksum,
+    /// ethtool's `tx` / `tx-checksumming`.
     TxChecksum,
+    /// ethtool's `sg` / `scatter-gather`.
     ScatterGather,
+    /// ethtool's `tso` / `tcp-segmentation-offload`.
     Tso,
+    /// ethtool's `gso` / `generic-segmentation-offload`.
     Gso,
+    /// ethtool's `gro` / `generic-receive-offload`.
     Gro,
+    /// ethtool's `lro` / `large-receive-offload`.
     Lro,
+    /// ethtool's `rxvlan` / `rx-vlan-offload`.
     RxVlan,
+    /// ethtool's `txvlan` / `tx-vlan-offload`.
     TxVlan,
+    /// ethtool's `ntuple` / `ntuple-filters`.
     Ntuple,
+    /// ethtool's `rxhash` / `receive-hashing`.
     RxHash,
 }
 
 impl Group {
+    /// Every group, in ethtool's order (`off_flag_def` of ethtool's common.c).
     pub const ALL: [Group; 11] = [
         Group::RxChecksum,
         Group::TxChecksum,
@@ -115,7 +127,10 @@ pub enum Kind {
 pub struct FeatureDef {
     /// The kernel's name (`netdev_features_strings`).
     pub name: &'static str,
+    /// The `ethtool -K` group the feature belongs to, if it has one.
     pub group: Option<Group>,
+    /// How the emulated device treats the feature: fixed, changeable, or never
+    /// on.
     pub kind: Kind,
 }
 
@@ -211,6 +226,7 @@ fn bit(name: &str) -> u64 {
 pub struct FeatureSet(pub u64);
 
 impl FeatureSet {
+    /// Whether feature `i` (an index into `FEATURES`) is in the set.
     pub fn contains(self, i: usize) -> bool {
         self.0 & (1 << i) != 0
     }

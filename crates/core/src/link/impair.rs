@@ -53,19 +53,36 @@ pub enum Distribution {
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "model")]
 pub enum Loss {
+    /// No loss (netem without `loss`).
     #[default]
     None,
     /// Each frame is lost with `percent`; `correlation` mixes in the
     /// previous random value as netem does (which clusters losses and, as
     /// in netem, lowers the loss rate below `percent`).
-    Random { percent: f64, correlation: f64 },
+    Random {
+        /// Probability that a frame is lost, percent (`struct tc_netem_qopt`
+        /// `loss`, include/uapi/linux/pkt_sched.h).
+        percent: f64,
+        /// Correlation with the previous draw, percent (`struct
+        /// tc_netem_corr` `loss_corr`).
+        correlation: f64,
+    },
     /// Gilbert–Elliott: `p` good→bad, `r` bad→good, `one_minus_h` loss in
     /// the bad state, `one_minus_k` loss in the good state. A frame's fate
     /// is decided by the state it finds; the chain then moves.
     GilbertElliott {
+        /// Gilbert–Elliott's `p`: probability of moving from the good to the
+        /// bad state, percent (`struct tc_netem_gemodel` `p`,
+        /// include/uapi/linux/pkt_sched.h).
         p: f64,
+        /// Gilbert–Elliott's `r`: probability of moving from the bad to the
+        /// good state, percent (`tc_netem_gemodel` `r`).
         r: f64,
+        /// Gilbert–Elliott's `1-h`: loss probability in the bad state, percent
+        /// (`tc_netem_gemodel` `h`).
         one_minus_h: f64,
+        /// Gilbert–Elliott's `1-k`: loss probability in the good state, percent
+        /// (`tc_netem_gemodel` `k1`).
         one_minus_k: f64,
     },
     /// netem's 4-state model: 1 = received in a gap, 2 = received in a
@@ -73,10 +90,20 @@ pub enum Loss {
     /// transition probability from i to j; a frame is lost when the chain
     /// enters state 3 or 4; 4 always goes back to 1.
     FourState {
+        /// Transition probability from state 1 (gap) to 3 (burst loss), percent
+        /// (`struct tc_netem_gimodel` `p13`).
         p13: f64,
+        /// Transition probability from state 3 (burst loss) to 1 (gap), percent
+        /// (`tc_netem_gimodel` `p31`).
         p31: f64,
+        /// Transition probability from state 3 (burst loss) to 2 (burst
+        /// reception), percent (`tc_netem_gimodel` `p32`).
         p32: f64,
+        /// Transition probability from state 2 (burst reception) to 3 (burst
+        /// loss), percent (`tc_netem_gimodel` `p23`).
         p23: f64,
+        /// Transition probability from state 1 (gap) to 4 (isolated loss),
+        /// percent (`tc_netem_gimodel` `p14`).
         p14: f64,
     },
 }
@@ -157,8 +184,16 @@ impl Loss {
 /// probability `percent` without the netem delay and jitter.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Reorder {
+    /// Probability that a frame is sent without the netem delay, percent
+    /// (`struct tc_netem_reorder` `probability`); 0 reorders through jitter
+    /// alone.
     pub percent: f64,
+    /// Correlation of successive reorder draws, percent (`tc_netem_reorder`
+    /// `correlation`).
     pub correlation: f64,
+    /// A frame may skip the delay only after `gap - 1` frames delayed normally
+    /// (netem's `gap`, `struct tc_netem_qopt` `gap`): 1 makes every frame a
+    /// candidate, 0 none.
     pub gap: u32,
 }
 
@@ -174,13 +209,17 @@ pub struct Impairments {
     pub jitter_ns: u64,
     /// netem delay correlation, percent.
     pub jitter_correlation: f64,
+    /// The shape of the delay variation.
     pub distribution: Distribution,
+    /// How frames are lost on the wire.
     pub loss: Loss,
     /// Frames duplicated, percent, and the correlation of the draws.
     pub duplicate: f64,
+    /// Correlation of successive duplication draws, percent.
     pub duplicate_correlation: f64,
     /// Frames with one payload bit flipped, percent, and the correlation.
     pub corrupt: f64,
+    /// Correlation of successive corruption draws, percent.
     pub corrupt_correlation: f64,
     /// None: frames never overtake each other, whatever the jitter.
     pub reorder: Option<Reorder>,
@@ -402,6 +441,7 @@ fn normal_quantiles(n: usize) -> Vec<f64> {
 /// What happened to a frame on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fate {
+    /// The frame is lost on the wire (counted as a `WireLoss` drop).
     Lost,
     /// Goes on with this much extra latency (ns).
     Delayed(u64),
@@ -410,7 +450,9 @@ pub enum Fate {
 /// Counts of what `Impair::transmit` did besides loss.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Effects {
+    /// Extra copies of the frame sent (netem `duplicate`).
     pub duplicated: u32,
+    /// Frames that had a payload bit flipped (netem `corrupt`).
     pub corrupted: u32,
 }
 
@@ -457,6 +499,7 @@ impl Impair {
         }
     }
 
+    /// The settings the stage applies.
     pub fn params(&self) -> &Impairments {
         &self.params
     }

@@ -35,12 +35,17 @@ use std::fmt;
 /// A rejected link setting: the field, its value and what is allowed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct ShapeError {
+    /// The setting that was refused, as the config or the request names it
+    /// (e.g. "loss.percent").
     pub field: String,
+    /// The refused value, as given.
     pub value: String,
+    /// What is allowed instead, e.g. "a percentage in 0..=100".
     pub allowed: String,
 }
 
 impl ShapeError {
+    /// An error naming `field`, its `value` and what is `allowed`.
     pub fn new(field: &str, value: impl fmt::Display, allowed: impl Into<String>) -> Self {
         ShapeError {
             field: field.to_string(),
@@ -71,6 +76,7 @@ pub struct Framing {
     pub overhead: i32,
     /// Minimum accounted size.
     pub mpu: u32,
+    /// How lengths are framed: ATM adds the 53-byte cell per 48 bytes.
     pub linklayer: LinkLayer,
 }
 
@@ -79,14 +85,20 @@ pub struct Framing {
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct LinkShape {
+    /// Loss, duplication, corruption, jitter and reordering on the wire
+    /// (netem's).
     pub impairments: Impairments,
     /// While set, the schedule's rate (and delay, where it gives one)
     /// replaces `LinkParams::rate_bytes_ps` (and `delay_ns`).
     pub schedule: Option<Schedule>,
+    /// Overhead, mpu and link layer applied to every frame's length on the
+    /// wire.
     pub framing: Framing,
 }
 
 impl LinkShape {
+    /// Checks every part: percentages within 0..=100, a schedule that starts at
+    /// 0 and increases, a trace with opportunities.
     pub fn validate(&self) -> Result<(), ShapeError> {
         self.impairments.validate()?;
         if let Some(s) = &self.schedule {
@@ -114,9 +126,16 @@ pub struct LinkParams {
     pub bql: bool,
     /// TX completion coalescing (ethtool -C tx-usecs / tx-frames).
     pub tx_usecs: u32,
+    /// TX completion coalescing: the most frames per completion interrupt
+    /// (ethtool -C `tx-frames`, `struct ethtool_coalesce`
+    /// `tx_max_coalesced_frames`); 0 with `tx_usecs` 0 means one interrupt per
+    /// frame.
     pub tx_frames: u32,
     /// RX interrupt coalescing (ethtool -C rx-usecs / rx-frames).
     pub rx_usecs: u32,
+    /// RX coalescing: the most frames per receive interrupt (ethtool -C
+    /// `rx-frames`, `struct ethtool_coalesce` `rx_max_coalesced_frames`); 0
+    /// with `rx_usecs` 0 means one interrupt per frame.
     pub rx_frames: u32,
     /// Qdisc bulk dequeue (try_bulk_dequeue_skb) on or off.
     pub bulk_dequeue: bool,

@@ -93,9 +93,13 @@ fn notify(
 /// `frames_in + duplicated = frames_out + drops + held`.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct PathCounters {
+    /// Frames that entered the path (admitted at ingress or refused there).
     pub frames_in: u64,
+    /// Bytes of the frames that entered the path (accounted lengths).
     pub bytes_in: u64,
+    /// Frames delivered to the receiving side.
     pub frames_out: u64,
+    /// Bytes of the frames delivered to the receiving side.
     pub bytes_out: u64,
     /// Extra copies made by the duplication impairment.
     pub duplicated: u64,
@@ -140,10 +144,13 @@ impl PathCounters {
 /// and reports).
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PathSnapshot {
+    /// When the snapshot was taken.
     pub at: Instant,
+    /// The link settings in force.
     pub params: LinkParams,
     /// Seed of the impairments' random generator.
     pub seed: u64,
+    /// The conservation counters.
     pub counters: PathCounters,
     /// Drops by `DropReason::name()`, only the non-zero ones (not read back
     /// from JSON: rebuild it from `counters.drops`).
@@ -154,13 +161,19 @@ pub struct PathSnapshot {
     /// Frames put back by the driver (`NETDEV_TX_BUSY`) waiting to be resent,
     /// and how often that happened.
     pub requeued: u32,
+    /// Times the driver put a frame back (`NETDEV_TX_BUSY`; the qdisc's
+    /// `requeues`).
     pub requeues: u64,
     /// TX ring: descriptors in use, of how many, and their bytes.
     pub ring_used: u32,
+    /// The ring's depth in descriptors.
     pub ring_size: u32,
+    /// Bytes of the frames in the used descriptors.
     pub ring_bytes: u64,
     /// BQL limit and in-flight bytes (None with BQL off).
     pub bql_limit: Option<u32>,
+    /// Bytes queued to the ring and not yet completed, BQL's `inflight` (None
+    /// with BQL off).
     pub bql_inflight: Option<u32>,
     /// Frames posted to the NIC and not yet departed.
     pub on_wire: u32,
@@ -171,6 +184,7 @@ pub struct PathSnapshot {
     pub in_flight: u32,
     /// Frames held by RX coalescing.
     pub rx_held: u32,
+    /// The qdisc tree as `tc -s qdisc show` and `tc -s class show` dump it.
     pub qdisc: QdiscDump,
     /// Transit times (ingress to delivery) of the delivered frames.
     #[serde(default)]
@@ -190,6 +204,10 @@ impl PathSnapshot {
     }
 }
 
+/// One direction of the emulated link: the qdisc tree, the driver's requeue
+/// list, the TX ring with BQL, TX completion coalescing, the serializer, the
+/// impairments, the propagation delay line and RX coalescing, driven with
+/// explicit times.
 pub struct Path {
     params: LinkParams,
     shape: LinkShape,
@@ -223,6 +241,8 @@ pub struct Path {
 }
 
 impl Path {
+    /// A path behind `qdisc` with the settings `params`, no impairment,
+    /// schedule or framing, empty, at time 0.
     pub fn new(params: LinkParams, qdisc: Box<dyn Qdisc>) -> Path {
         Path {
             params,
@@ -262,10 +282,12 @@ impl Path {
         observer.downcast_mut()
     }
 
+    /// The link settings in force.
     pub fn params(&self) -> &LinkParams {
         &self.params
     }
 
+    /// The impairments, schedule and framing in force.
     pub fn shape(&self) -> &LinkShape {
         &self.shape
     }
@@ -300,10 +322,12 @@ impl Path {
         self.set_shape(shape, now)
     }
 
+    /// The root qdisc of the path's tree.
     pub fn qdisc(&self) -> &dyn Qdisc {
         &*self.qdisc
     }
 
+    /// The conservation counters so far.
     pub fn counters(&self) -> &PathCounters {
         &self.counters
     }
@@ -453,6 +477,7 @@ impl Path {
         r
     }
 
+    /// The path at `now`, every flow of its flow-queueing qdiscs listed.
     pub fn snapshot(&self, now: Instant) -> PathSnapshot {
         self.snapshot_listing(now, FlowListing::All)
     }

@@ -80,6 +80,10 @@ impl Dql {
         self.avail() < 0
     }
 
+    /// `dql.limit`: the current limit in bytes
+    /// (include/linux/dynamic_queue_limits.h `struct dql`), moved by
+    /// `dql_completed` (lib/dynamic_queue_limits.c) between `min_limit` and
+    /// `max_limit`.
     pub fn limit(&self) -> u32 {
         self.limit
     }
@@ -178,6 +182,7 @@ impl TxRing {
         }
     }
 
+    /// The ring's depth in descriptors (ethtool -G `tx`), at least 1.
     pub fn size(&self) -> u32 {
         self.size
     }
@@ -189,9 +194,11 @@ impl TxRing {
     pub fn busy_bytes(&self) -> u64 {
         self.busy_bytes
     }
+    /// Whether one more frame can be posted now (a descriptor is free).
     pub fn has_free_slot(&self) -> bool {
         self.busy < self.size
     }
+    /// The ring's byte queue limits, when BQL is on.
     pub fn dql(&self) -> Option<&Dql> {
         self.bql.as_ref()
     }

@@ -54,21 +54,35 @@ pub enum StepRate {
 /// with propagation delay `delay_ns` (None: `LinkParams::delay_ns`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Step {
+    /// When the step starts, ns from the start of the schedule (of each period
+    /// when it repeats); the first step is at 0.
     pub at_ns: u64,
+    /// The line rate from `at_ns` on.
     pub rate: StepRate,
+    /// The propagation delay from `at_ns` on, ns; None keeps the link's
+    /// `LinkParams::delay_ns`.
     pub delay_ns: Option<u64>,
 }
 
+/// A time-varying link: rate/delay steps, or a mahimahi delivery trace,
+/// replacing the link's line rate while it is set.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Schedule {
     /// Scripted or native-format rate/delay steps.
     Steps {
+        /// The steps in increasing `at_ns`, the first at 0.
         steps: Vec<Step>,
+        /// The period after which the steps start over, ns (`repeat` in the
+        /// native format); None: the last step holds for ever.
         repeat_ns: Option<u64>,
     },
     /// A mahimahi trace: delivery opportunities in ms.
-    Trace { opportunities_ms: Vec<u64> },
+    Trace {
+        /// The opportunities' times, ms from the start of the trace, in
+        /// increasing order; the last one is the trace's period.
+        opportunities_ms: Vec<u64>,
+    },
 }
 
 impl Schedule {
@@ -182,6 +196,9 @@ impl Schedule {
         }
     }
 
+    /// Checks what `parse_native` and the trace reader also check: a first step
+    /// at 0, increasing step times, a period after the last step, a non-empty
+    /// trace with increasing times.
     pub fn validate(&self) -> Result<(), ShapeError> {
         match self {
             Schedule::Steps { steps, repeat_ns } => {
@@ -281,6 +298,7 @@ impl Timeline {
         }
     }
 
+    /// The schedule this timeline follows.
     pub fn schedule(&self) -> &Schedule {
         &self.schedule
     }

@@ -15,6 +15,9 @@ use crate::time::{Instant, NS_PER_SEC};
 use crate::units::PschedRate;
 use std::collections::VecDeque;
 
+/// The line: sends one frame at a time at the line rate (or the schedule's), so
+/// a frame leaves `wire_len / rate` after the one before it; frames posted
+/// while it is busy wait in order.
 #[derive(Debug)]
 pub struct Serializer {
     /// The link's overhead (`LinkParams::overhead`) and framing.
@@ -115,6 +118,7 @@ impl Serializer {
         self.waiting.len() + self.on_wire.is_some() as usize
     }
 
+    /// Whether no frame is on the wire (then none waits either).
     pub fn is_empty(&self) -> bool {
         self.on_wire.is_none()
     }

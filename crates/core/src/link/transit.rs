@@ -29,7 +29,9 @@ pub const FIRST_BUCKET_NS: u64 = NS_PER_US;
 /// bucket's `upper_ns` and at most this one (hdrhistogram's precision).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TransitBucket {
+    /// The bucket's upper bound, ns (inclusive).
     pub upper_ns: u64,
+    /// Frames in the bucket.
     pub count: u64,
 }
 
@@ -39,12 +41,19 @@ pub struct TransitBucket {
 pub struct TransitSummary {
     /// Frames recorded: equals `PathCounters::frames_out`.
     pub count: u64,
+    /// Shortest transit time, ns (exact).
     pub min_ns: u64,
+    /// Mean transit time, ns (exact).
     pub mean_ns: f64,
+    /// Median transit time, ns (within 1 %).
     pub p50_ns: u64,
+    /// 90th percentile of the transit time, ns (within 1 %).
     pub p90_ns: u64,
+    /// 99th percentile of the transit time, ns (within 1 %).
     pub p99_ns: u64,
+    /// 99.9th percentile of the transit time, ns (within 1 %).
     pub p999_ns: u64,
+    /// Longest transit time, ns (exact, capped at `TRANSIT_MAX_NS`).
     pub max_ns: u64,
     /// Log2 buckets from `FIRST_BUCKET_NS` up to the maximum; empty ones
     /// are left out.
@@ -69,6 +78,7 @@ impl Default for Transit {
 }
 
 impl Transit {
+    /// An empty recorder; its histogram is allocated here, once.
     pub fn new() -> Transit {
         Transit {
             hist: Histogram::new_with_bounds(1, TRANSIT_MAX_NS, SIGNIFICANT_DIGITS)
@@ -88,10 +98,13 @@ impl Transit {
         self.sum_ns += ns as u128;
     }
 
+    /// Frames recorded so far.
     pub fn count(&self) -> u64 {
         self.hist.len()
     }
 
+    /// Count, exact min/mean/max, percentiles and the non-empty log2 buckets of
+    /// what was recorded (all zero before the first frame).
     pub fn summary(&self) -> TransitSummary {
         let h = &self.hist;
         if h.is_empty() {

@@ -15,8 +15,12 @@ use etherparse::{ether_type, ip_number, IpNumber, LaxNetSlice, LaxSlicedPacket};
 
 /// `TC_PRIO_*` values (include/uapi/linux/pkt_sched.h).
 pub const TC_PRIO_BESTEFFORT: u32 = 0;
+/// `TC_PRIO_BULK`: band 2 of pfifo_fast's priomap.
 pub const TC_PRIO_BULK: u32 = 2;
+/// `TC_PRIO_INTERACTIVE_BULK`: band 1 of pfifo_fast's priomap, with best
+/// effort.
 pub const TC_PRIO_INTERACTIVE_BULK: u32 = 4;
+/// `TC_PRIO_INTERACTIVE`: band 0 of pfifo_fast's priomap.
 pub const TC_PRIO_INTERACTIVE: u32 = 6;
 
 /// The kernel's `ip_tos2prio` table, indexed by `(tos & 0x1E) >> 1`.

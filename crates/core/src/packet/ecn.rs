@@ -8,8 +8,11 @@ use super::{Packet, L3};
 
 /// The ECN codepoints of the DS field's two low bits.
 pub const ECN_NOT_ECT: u8 = 0;
+/// ECN Capable Transport (1), RFC 3168's ECT(1) (L4S in RFC 9331).
 pub const ECN_ECT1: u8 = 1;
+/// ECN Capable Transport (0), RFC 3168's ECT(0).
 pub const ECN_ECT0: u8 = 2;
+/// Congestion Experienced, RFC 3168.
 pub const ECN_CE: u8 = 3;
 const ECN_MASK: u8 = 3;
 

@@ -31,11 +31,15 @@ pub const VNET_HDR_LEN: usize = 10;
 
 /// `VIRTIO_NET_HDR_F_*` flags.
 pub const F_NEEDS_CSUM: u8 = 1;
+/// `VIRTIO_NET_HDR_F_DATA_VALID`: the checksum was already checked (receive
+/// side).
 pub const F_DATA_VALID: u8 = 2;
 
 /// `VIRTIO_NET_HDR_GSO_*` types.
 pub const GSO_NONE: u8 = 0;
+/// `VIRTIO_NET_HDR_GSO_TCPV4`: an IPv4 TCP super-frame (TSO4).
 pub const GSO_TCPV4: u8 = 1;
+/// `VIRTIO_NET_HDR_GSO_TCPV6`: an IPv6 TCP super-frame (TSO6).
 pub const GSO_TCPV6: u8 = 4;
 /// Set with a TCP type when the sender uses ECN (`SKB_GSO_TCP_ECN`).
 pub const GSO_ECN: u8 = 0x80;
@@ -61,7 +65,11 @@ const UDP_CSUM_OFFSET: usize = 6;
 /// as a TAP on a little-endian host or with `TUNSETVNETLE` uses).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VnetHdr {
+    /// `VIRTIO_NET_HDR_F_*` bits (include/uapi/linux/virtio_net.h `struct
+    /// virtio_net_hdr` `flags`).
     pub flags: u8,
+    /// `VIRTIO_NET_HDR_GSO_*` type, possibly with `GSO_ECN` (`virtio_net_hdr`
+    /// `gso_type`).
     pub gso_type: u8,
     /// Length of the headers (a hint from the kernel; not trusted here).
     pub hdr_len: u16,
@@ -70,10 +78,13 @@ pub struct VnetHdr {
     /// With `F_NEEDS_CSUM`: where the checksummed part starts, and where in
     /// it the checksum goes.
     pub csum_start: u16,
+    /// Offset of the checksum field from `csum_start`, bytes (16 for TCP, 6 for
+    /// UDP).
     pub csum_offset: u16,
 }
 
 impl VnetHdr {
+    /// Reads the 10 header bytes (little endian).
     pub fn from_bytes(b: &[u8; VNET_HDR_LEN]) -> VnetHdr {
         let le = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
         VnetHdr {
@@ -86,6 +97,7 @@ impl VnetHdr {
         }
     }
 
+    /// The 10 header bytes (little endian), as written before a frame.
     pub fn to_bytes(&self) -> [u8; VNET_HDR_LEN] {
         let mut b = [0u8; VNET_HDR_LEN];
         b[0] = self.flags;
@@ -102,6 +114,8 @@ impl VnetHdr {
         self.gso_type & !GSO_ECN != GSO_NONE
     }
 
+    /// Whether the sender left the L4 checksum to be completed
+    /// (`VIRTIO_NET_HDR_F_NEEDS_CSUM`).
     pub fn needs_csum(&self) -> bool {
         self.flags & F_NEEDS_CSUM != 0
     }
@@ -110,20 +124,37 @@ impl VnetHdr {
 /// Why an offloaded frame cannot be handled (counted as `BadOffload`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum OffloadError {
+    /// A GSO type other than TCPv4 or TCPv6 (UDP fragmentation offload, UDP L4
+    /// segmentation...), with the type.
     #[error("GSO type {0:#x} is not TCPv4 or TCPv6")]
     UnsupportedGsoType(u8),
+    /// A super-frame whose `gso_size` is 0 (no segment size).
     #[error("gso_size is 0")]
     ZeroGsoSize,
+    /// The frame ends before its Ethernet, IP or TCP header does.
     #[error("the frame is too short for its headers")]
     Truncated,
+    /// `GSO_TCPV4` on an IPv6 frame, `GSO_TCPV6` on IPv4, or either on a frame
+    /// that is not TCP.
     #[error("the GSO type does not match the frame's network protocol")]
     ProtocolMismatch,
+    /// The super-frame is an IP fragment (IPv4 MF/offset, or an IPv6 fragment
+    /// header).
     #[error("IP fragments cannot be segmented")]
     Fragment,
+    /// A super-frame with headers but no TCP payload.
     #[error("the super-frame carries no payload")]
     NoPayload,
+    /// The checksum's position lies beyond the end of the frame.
     #[error("csum_start {start} + csum_offset {offset} lies outside the {len}-byte frame")]
-    ChecksumOutOfRange { start: u16, offset: u16, len: usize },
+    ChecksumOutOfRange {
+        /// `csum_start` of the header.
+        start: u16,
+        /// `csum_offset` of the header.
+        offset: u16,
+        /// The frame's length, bytes.
+        len: usize,
+    },
 }
 
 /// The network layer of a super-frame.

@@ -36,10 +36,16 @@ pub enum L3 {
     /// Not IP (ARP, LLDP, ...), or IP too short to parse.
     #[default]
     Other,
+    /// IPv4.
     Ipv4 {
+        /// Offset of the IPv4 header from the start of the frame, bytes (past
+        /// the VLAN tags).
         offset: u16,
     },
+    /// IPv6.
     Ipv6 {
+        /// Offset of the IPv6 header from the start of the frame, bytes (past
+        /// the VLAN tags).
         offset: u16,
     },
 }
@@ -51,10 +57,15 @@ pub enum L3 {
     Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
 )]
 pub struct FlowKey {
+    /// Source address (IPv4-mapped for IPv4; zero for non-IP frames).
     pub src: [u8; 16],
+    /// Destination address (IPv4-mapped for IPv4; zero for non-IP frames).
     pub dst: [u8; 16],
+    /// TCP/UDP/SCTP source port; 0 for other protocols.
     pub src_port: u16,
+    /// TCP/UDP/SCTP destination port; 0 for other protocols.
     pub dst_port: u16,
+    /// IP protocol number (IPv6: the final next header), e.g. 6 TCP, 17 UDP.
     pub proto: u8,
 }
 
@@ -70,7 +81,9 @@ pub struct PacketMeta {
     /// When the link handed the frame to the receiving side (logical time;
     /// set at delivery). The live datapath measures its writes against it.
     pub delivered: Instant,
+    /// The network layer and the offset of its header.
     pub l3: L3,
+    /// The 5-tuple the frame belongs to.
     pub flow: FlowKey,
     /// Unkeyed flow hash of `flow`; qdiscs mix in their own perturbation.
     pub hash: u32,
@@ -103,8 +116,12 @@ impl PacketMeta {
 /// and a larger `len`.
 #[derive(Debug)]
 pub struct Packet {
+    /// The frame's bytes from the Ethernet header on (no FCS).
     pub data: Vec<u8>,
+    /// The length every counter and rate computation uses, bytes
+    /// (`qdisc_pkt_len`).
     pub len: u32,
+    /// What the classifier learnt and the times the core records.
     pub meta: PacketMeta,
 }
 
@@ -164,6 +181,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
+    /// Every reason, in the order of the stats' counters (`index()`).
     pub const ALL: [DropReason; 15] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
@@ -182,6 +200,7 @@ impl DropReason {
         DropReason::NoQdisc,
     ];
 
+    /// Position of the reason in `ALL` (its counter's index).
     pub fn index(self) -> usize {
         DropReason::ALL
             .iter()
@@ -189,6 +208,8 @@ impl DropReason {
             .expect("ALL lists every reason")
     }
 
+    /// The reason's name in the stats, the metrics and the capture
+    /// (`queue_full`, `codel`, ...).
     pub fn name(self) -> &'static str {
         match self {
             DropReason::QueueFull => "queue_full",
@@ -220,17 +241,21 @@ pub struct Drops {
 }
 
 impl Drops {
+    /// An empty list with room for 256 drops.
     pub fn new() -> Self {
         Drops {
             list: Vec::with_capacity(256),
         }
     }
+    /// Records that `pkt` was dropped for `reason`.
     pub fn push(&mut self, pkt: Packet, reason: DropReason) {
         self.list.push((pkt, reason));
     }
+    /// Drops recorded and not yet drained.
     pub fn len(&self) -> usize {
         self.list.len()
     }
+    /// Whether no drop is waiting to be drained.
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }
@@ -242,6 +267,8 @@ impl Drops {
     pub fn since(&self, from: usize) -> &[(Packet, DropReason)] {
         &self.list[from..]
     }
+    /// Takes every recorded drop out, oldest first, for the owner to count and
+    /// recycle.
     pub fn drain(&mut self) -> std::vec::Drain<'_, (Packet, DropReason)> {
         self.list.drain(..)
     }

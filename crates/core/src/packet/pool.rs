@@ -70,10 +70,13 @@ impl PacketPool {
         self.exhausted
     }
 
+    /// The size of every buffer the pool hands out, bytes (the largest frame it
+    /// holds).
     pub fn buf_size(&self) -> usize {
         self.buf_size
     }
 
+    /// The hard cap on buffers the pool hands out at once.
     pub fn max_buffers(&self) -> usize {
         self.max_buffers
     }

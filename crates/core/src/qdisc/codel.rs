@@ -70,16 +70,22 @@ pub fn control_law(t: CodelTime, interval: CodelTime, rec_inv_sqrt: u16) -> Code
 /// CoDel parameters (`struct codel_params`), times in CoDel units.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CodelParams {
+    /// Acceptable standing queue delay (`codel_params.target`), CoDel units (ns
+    /// >> 10); default 5 ms.
     pub target: CodelTime,
+    /// Width of the window in which the delay must stay above target before
+    /// CoDel drops (`codel_params.interval`), CoDel units; default 100 ms.
     pub interval: CodelTime,
     /// Minimum remaining backlog (bytes) for a drop: psched_mtu.
     pub mtu: u32,
+    /// Mark ECT packets with CE instead of dropping them (`codel_params.ecn`).
     pub ecn: bool,
     /// Sojourn above which ECT packets are CE-marked regardless of state.
     pub ce_threshold: CodelTime,
     /// `ce_threshold_selector`: apply ce_threshold only when
     /// `dsfield & mask == value` (mask 0 = all packets).
     pub ce_threshold_selector: u8,
+    /// The mask of `ce_threshold_selector` (`TCA_FQ_CODEL_CE_THRESHOLD_MASK`).
     pub ce_threshold_mask: u8,
 }
 
@@ -101,11 +107,22 @@ impl CodelParams {
 /// Per-queue CoDel state (`struct codel_vars`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CodelVars {
+    /// Packets dropped (or marked) since the current dropping state began
+    /// (`codel_vars.count`, include/net/codel.h).
     pub count: u32,
+    /// `count` when the previous dropping state ended, to resume near it
+    /// (`codel_vars.lastcount`).
     pub lastcount: u32,
+    /// In the dropping state (`codel_vars.dropping`).
     pub dropping: bool,
+    /// 1/sqrt(count) in Q0.16 fixed point (`codel_vars.rec_inv_sqrt`), updated
+    /// by Newton steps (`codel_Newton_step`).
     pub rec_inv_sqrt: u16,
+    /// When the sojourn time will have been above target for a whole interval,
+    /// CoDel units; 0 while below target (`codel_vars.first_above_time`).
     pub first_above_time: CodelTime,
+    /// When the next drop is due in the dropping state, CoDel units
+    /// (`codel_vars.drop_next`).
     pub drop_next: CodelTime,
     /// Sojourn of the last packet examined.
     pub ldelay: CodelTime,
@@ -118,8 +135,12 @@ pub struct CodelStats {
     pub maxpacket: u32,
     /// Packets dropped by the control law (cumulative).
     pub drop_count: u64,
+    /// Bytes of the packets the control law dropped (`codel_stats.drop_len`).
     pub drop_len: u64,
+    /// Packets CE-marked instead of dropped (`codel_stats.ecn_mark`).
     pub ecn_mark: u64,
+    /// Packets CE-marked because their sojourn exceeded `ce_threshold`
+    /// (`codel_stats.ce_mark`).
     pub ce_mark: u64,
 }
 

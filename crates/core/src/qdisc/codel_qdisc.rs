@@ -54,6 +54,8 @@ impl CodelQueue for Fifo {
     }
 }
 
+/// The `codel` qdisc (net/sched/sch_codel.c): one FIFO whose head is subject to
+/// CoDel's control law at dequeue, with a packet limit at enqueue.
 pub struct CodelQdisc {
     handle: Handle,
     parent: Handle,
@@ -69,6 +71,8 @@ pub struct CodelQdisc {
 }
 
 impl CodelQdisc {
+    /// A codel qdisc with the kernel's defaults (`codel_init`: limit 1000
+    /// packets, target 5 ms, interval 100 ms, ECN off).
     pub fn new(ctx: QdiscCtx) -> Self {
         CodelQdisc {
             handle: ctx.handle,

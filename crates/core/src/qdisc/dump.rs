@@ -31,17 +31,24 @@ pub enum FlowListing {
 /// One qdisc, its classes and its child qdiscs.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct QdiscDump {
+    /// The qdisc's kind as tc prints it (`TCA_KIND`: `fq_codel`, `htb`, ...).
     pub kind: String,
+    /// The qdisc's handle (`tcm_handle`; `major:0`).
     pub handle: Handle,
+    /// The handle of its parent: `TC_H_ROOT` or a class id (`tcm_parent`).
     pub parent: Handle,
     /// The options as the kernel dumps them in `TCA_OPTIONS` (the tc front
     /// end's `crate::tc::show` prints them with the kind's printer).
     #[serde(default)]
     pub options: QdiscOptions,
+    /// The generic counters (`TCA_STATS2`: `gnet_stats_basic` and
+    /// `gnet_stats_queue`).
     pub stats: QdiscStats,
     /// The discipline's extended statistics (`None`: the kind has none).
     pub xstats: Option<Xstats>,
+    /// Its classes, in the order `tc class show` lists them.
     pub classes: Vec<ClassDump>,
+    /// The qdiscs attached below its classes, in class order.
     pub children: Vec<QdiscDump>,
     /// Per-flow rows for the TUI (flow-queueing disciplines only): every
     /// active flow in bucket order, or under `FlowListing::Top` the
@@ -73,8 +80,11 @@ impl QdiscDump {
 /// One class (HTB/QFQ/TBF/mq classes, SFQ/fq_codel per-flow pseudo-classes).
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct ClassDump {
+    /// The class's qdisc kind as tc prints it (`htb`, `qfq`, ...).
     pub kind: String,
+    /// The class id (`tcm_handle`; `major:minor`).
     pub classid: Handle,
+    /// The parent: the qdisc's handle or another class's id (`tcm_parent`).
     pub parent: Handle,
     /// `leaf H:` is printed when the attached qdisc has a non-zero handle.
     pub leaf: Option<Handle>,
@@ -123,7 +133,9 @@ pub struct FqCodelXstats {
     pub ecn_mark: u64,
     /// Flows that went onto the new list.
     pub new_flow_count: u64,
+    /// Flows on the new list now (`tc_fq_codel_qd_stats.new_flows_len`).
     pub new_flows_len: u32,
+    /// Flows on the old list now (`tc_fq_codel_qd_stats.old_flows_len`).
     pub old_flows_len: u32,
     /// Frames CE-marked over `ce_threshold`.
     pub ce_mark: u64,
@@ -137,11 +149,15 @@ pub struct FqCodelXstats {
 /// class's `queue`, as the kernel's `gnet_stats_copy_queue`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FqCodelClassXstats {
+    /// The flow's DRR deficit, bytes (`tc_fq_codel_cl_stats.deficit`).
     pub deficit: i32,
     /// In-queue delay of the last dequeued frame, µs.
     pub ldelay_us: u64,
+    /// CoDel's `count` of the flow (`tc_fq_codel_cl_stats.count`).
     pub count: u32,
+    /// CoDel's `lastcount` of the flow (`tc_fq_codel_cl_stats.lastcount`).
     pub lastcount: u32,
+    /// Whether the flow's CoDel is dropping (`tc_fq_codel_cl_stats.dropping`).
     pub dropping: bool,
     /// Time to the next drop, µs (negative: overdue); 0 unless dropping.
     pub drop_next_us: i64,
@@ -152,7 +168,10 @@ pub struct FqCodelClassXstats {
 pub struct CodelXstats {
     /// Largest frame seen so far, bytes.
     pub maxpacket: u32,
+    /// CoDel's `count` (`tc_codel_xstats.count`): drops since the dropping
+    /// state began.
     pub count: u32,
+    /// CoDel's `lastcount` (`tc_codel_xstats.lastcount`).
     pub lastcount: u32,
     /// In-queue delay of the last dequeued frame, µs.
     pub ldelay_us: u64,
@@ -162,6 +181,7 @@ pub struct CodelXstats {
     pub drop_overlimit: u64,
     /// Frames CE-marked by CoDel instead of dropped.
     pub ecn_mark: u64,
+    /// Whether CoDel is in the dropping state (`tc_codel_xstats.dropping`).
     pub dropping: bool,
     /// Frames CE-marked over `ce_threshold`.
     pub ce_mark: u64,
@@ -193,18 +213,28 @@ pub struct HtbXstats {
 /// A flow queue as the TUI shows it.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct FlowDump {
+    /// The hash bucket (fq_codel) or slot (SFQ) of the flow.
     pub bucket: u32,
+    /// The 5-tuple of a frame of the flow: the last one queued (fq_codel) or
+    /// the head one (SFQ); None when none tells it.
     pub flow: Option<crate::packet::FlowKey>,
+    /// Bytes queued in the flow.
     pub backlog: u64,
+    /// Frames queued in the flow.
     pub qlen: u32,
     /// Sojourn time of the head frame, ns.
     pub head_sojourn_ns: u64,
     /// DRR deficit or SFQ allot.
     pub deficit: i64,
+    /// CoDel's `count` of the flow (0 for SFQ).
     pub codel_count: u32,
+    /// Whether the flow's CoDel is dropping (false for SFQ).
     pub codel_dropping: bool,
+    /// Frames dropped from the flow.
     pub drops: u64,
+    /// Frames of the flow CE-marked instead of dropped.
     pub ecn_marks: u64,
+    /// Bytes dequeued from the flow.
     pub sent_bytes: u64,
 }
 
@@ -213,16 +243,22 @@ pub struct FlowDump {
 pub struct FlowSummary {
     /// How many flow queues.
     pub flows: u64,
+    /// Bytes queued in them.
     pub backlog: u64,
+    /// Frames queued in them.
     pub qlen: u64,
     /// The largest head-of-queue sojourn among them, ns.
     pub max_head_sojourn_ns: u64,
+    /// Frames dropped from them.
     pub drops: u64,
+    /// Frames of theirs CE-marked instead of dropped.
     pub ecn_marks: u64,
+    /// Bytes dequeued from them.
     pub sent_bytes: u64,
 }
 
 impl FlowSummary {
+    /// Counts `f` in the summary (its largest sojourn kept as the maximum).
     pub fn add(&mut self, f: &FlowDump) {
         self.merge(&FlowSummary {
             flows: 1,

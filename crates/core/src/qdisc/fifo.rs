@@ -19,18 +19,25 @@ use std::collections::VecDeque;
 /// it is `QdiscOptions::None` (the kernel's default limit).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FifoOptions {
+    /// The limit: packets for pfifo and pfifo_head_drop, bytes for bfifo.
     pub limit: u64,
 }
 
 /// Which of the three FIFOs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FifoKind {
+    /// `pfifo`: a packet limit, tail drop (net/sched/sch_fifo.c
+    /// `pfifo_enqueue`).
     Pfifo,
+    /// `bfifo`: a byte limit, tail drop (`bfifo_enqueue`).
     Bfifo,
+    /// `pfifo_head_drop`: a packet limit; a full queue drops its oldest packet
+    /// (`pfifo_tail_enqueue`).
     PfifoHeadDrop,
 }
 
 impl FifoKind {
+    /// The kind's tc name: `pfifo`, `bfifo` or `pfifo_head_drop`.
     pub fn name(self) -> &'static str {
         match self {
             FifoKind::Pfifo => "pfifo",
@@ -66,6 +73,7 @@ impl Fifo {
         Fifo::with_limit(kind, ctx, limit)
     }
 
+    /// A FIFO of `kind` with `limit` (packets, or bytes for bfifo).
     pub fn with_limit(kind: FifoKind, ctx: QdiscCtx, limit: u64) -> Self {
         Fifo {
             kind,
@@ -88,6 +96,7 @@ impl Fifo {
         }
     }
 
+    /// The limit: packets, or bytes for bfifo.
     pub fn limit(&self) -> u64 {
         self.limit
     }

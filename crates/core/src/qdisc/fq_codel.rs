@@ -25,10 +25,17 @@ use crate::time::Instant;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
+/// Default `limit`, packets (`fq_codel_init`, net/sched/sch_fq_codel.c: 10 *
+/// 1024).
 pub const DEFAULT_LIMIT: u32 = 10240;
+/// Default number of flow buckets (`flows`).
 pub const DEFAULT_FLOWS: u32 = 1024;
+/// Most flow buckets `fq_codel_change` accepts.
 pub const MAX_FLOWS: u32 = 65536;
+/// Default `memory_limit`, bytes (32 MB).
 pub const DEFAULT_MEMORY_LIMIT: u32 = 32 << 20;
+/// Default `drop_batch`: packets dropped at most from the fattest flow per
+/// overflow.
 pub const DEFAULT_DROP_BATCH: u32 = 64;
 /// `FQ_CODEL_QUANTUM_MAX`.
 pub const QUANTUM_MAX: u32 = 1 << 20;
@@ -161,6 +168,9 @@ pub struct FqCodelOptions {
     pub ce_threshold_mask: Option<u8>,
 }
 
+/// The `fq_codel` qdisc (net/sched/sch_fq_codel.c): flows hashed into buckets,
+/// served by deficit round robin with new flows first, each with its own CoDel
+/// state; overflow drops from the fattest flow.
 pub struct FqCodel {
     handle: Handle,
     parent: Handle,
@@ -193,6 +203,8 @@ pub struct FqCodel {
 }
 
 impl FqCodel {
+    /// An fq_codel with the kernel's defaults (`fq_codel_init`) and a hash key
+    /// drawn from the context's seed.
     pub fn new(ctx: QdiscCtx) -> Self {
         let seed = ctx.seed ^ 0x6671_5f63_6f64_656c; // "fq_codel"
         FqCodel {

@@ -136,12 +136,20 @@ impl Default for QdiscCtx {
 /// (dropped, overlimits, requeues)` and `backlog <bytes>b <qlen>p`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QdiscStats {
+    /// Bytes dequeued (`gnet_stats_basic.bytes`).
     pub bytes: u64,
+    /// Packets dequeued (`gnet_stats_basic.packets`).
     pub packets: u64,
+    /// Packets dropped (`gnet_stats_queue.drops`).
     pub drops: u64,
+    /// Times a shaper held back a packet it could not send yet
+    /// (`gnet_stats_queue.overlimits`).
     pub overlimits: u64,
+    /// Packets put back after a dequeue (`gnet_stats_queue.requeues`).
     pub requeues: u64,
+    /// Bytes queued now (`gnet_stats_queue.backlog`).
     pub backlog: u64,
+    /// Packets queued now (`gnet_stats_queue.qlen`).
     pub qlen: u32,
 }
 

@@ -32,6 +32,9 @@ pub const MAX_QUEUES: u16 = 64;
 /// device's TX queue count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MqOptions {
+    /// TX queues (children) to make on a single-queue device, 2..=`MAX_QUEUES`
+    /// (tc's `mq queues N`); on a multi-queue device it must equal
+    /// `link.tx_queues`.
     pub queues: u16,
 }
 
@@ -105,6 +108,7 @@ impl Mq {
         Mq::new(ctx, n, child)
     }
 
+    /// The number of TX queues (children).
     pub fn queue_count(&self) -> usize {
         self.queues.len()
     }

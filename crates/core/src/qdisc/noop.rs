@@ -21,6 +21,7 @@ pub struct Noop {
 }
 
 impl Noop {
+    /// The noop qdisc left in a class under `parent` when its qdisc is deleted.
     pub fn new(parent: Handle) -> Noop {
         Noop { parent }
     }

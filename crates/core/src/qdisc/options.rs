@@ -64,8 +64,12 @@ pub enum ClassOptions {
 pub struct RateSpec {
     /// Bytes per second.
     pub rate: u64,
+    /// Bytes added to every packet's length before the rate conversion
+    /// (`tc_ratespec.overhead`; tc's `overhead`).
     pub overhead: u16,
+    /// Minimum accounted packet length, bytes (`tc_ratespec.mpu`; tc's `mpu`).
     pub mpu: u16,
+    /// The link layer (`tc_ratespec.linklayer`; tc's `linklayer ethernet|atm`).
     pub linklayer: LinkLayer,
 }
 

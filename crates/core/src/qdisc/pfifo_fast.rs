@@ -21,10 +21,14 @@ const BANDS: usize = 3;
 /// the number of bands and the priomap. pfifo_fast takes no options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PfifoFastOptions {
+    /// Number of bands: always 3 (`PFIFO_FAST_BANDS`).
     pub bands: u32,
+    /// Band for each `skb->priority & 15`: always `PRIOMAP` (`prio2band`).
     pub priomap: [u8; 16],
 }
 
+/// The `pfifo_fast` qdisc (net/sched/sch_generic.c): three strict-priority
+/// bands of `txqueuelen` packets each, chosen through `PRIOMAP`.
 pub struct PfifoFast {
     handle: Handle,
     parent: Handle,
@@ -35,6 +39,8 @@ pub struct PfifoFast {
 }
 
 impl PfifoFast {
+    /// A pfifo_fast whose bands each hold up to the device's `txqueuelen`
+    /// packets.
     pub fn new(ctx: QdiscCtx) -> Self {
         PfifoFast {
             handle: ctx.handle,

@@ -41,6 +41,7 @@ pub const QFQ_MAX_WEIGHT: u32 = 1 << 10;
 pub const QFQ_MAX_WSUM: u32 = 64 * QFQ_MAX_WEIGHT;
 /// `maxpkt` range.
 pub const QFQ_MIN_LMAX: u32 = 512;
+/// Largest `maxpkt` (lmax), bytes.
 pub const QFQ_MAX_LMAX: u32 = 1 << 16;
 /// Fixed point of the virtual times.
 const FRAC_BITS: u32 = 30;
@@ -125,7 +126,10 @@ enum Set {
 /// on a change too. A dump fills both.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QfqClassOptions {
+    /// `TCA_QFQ_WEIGHT`, tc's `weight`: 1..=`QFQ_MAX_WEIGHT`; None: 1.
     pub weight: Option<u32>,
+    /// `TCA_QFQ_LMAX`, tc's `maxpkt`, bytes: `QFQ_MIN_LMAX`..=`QFQ_MAX_LMAX`;
+    /// None: the device's psched_mtu.
     pub lmax: Option<u32>,
 }
 
@@ -154,6 +158,7 @@ impl QfqClassOptions {
 }
 
 impl Qfq {
+    /// An empty QFQ (net/sched/sch_qfq.c `qfq_init`): no classes yet.
     pub fn new(ctx: QdiscCtx) -> Self {
         Qfq {
             ctx,

@@ -33,6 +33,7 @@ pub struct KindEntry {
     /// Shapes to a configured rate: a tree holding one makes the link
     /// segment GSO super-frames (`link::offload`).
     pub shapes: bool,
+    /// Builds a qdisc of this kind from its options (the kind's `init`).
     pub build: Build,
     /// The front end's part of the entry (`crate::tc::kinds::Syntax`: the
     /// parsers of the kind's qdisc and class options and their printers),

@@ -15,8 +15,11 @@ use crate::packet::filter::Filter;
 /// `tc qdisc|class|filter`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Object {
+    /// `tc qdisc`.
     Qdisc,
+    /// `tc class`.
     Class,
+    /// `tc filter`.
     Filter,
 }
 
@@ -31,6 +34,7 @@ pub enum Verb {
     Replace,
     /// NLM_F_REPLACE only (qdiscs).
     Link,
+    /// `del`/`delete` (RTM_DELQDISC, RTM_DELTCLASS, RTM_DELTFILTER).
     Delete,
     /// `show`, `list`, `lst` (and no verb at all).
     Show,
@@ -56,7 +60,9 @@ pub enum Options {
 /// One request to a device's qdisc tree.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Request {
+    /// Qdisc, class or filter.
     pub object: Object,
+    /// What to do with it.
     pub verb: Verb,
     /// The device it names (`None`: whichever tree receives it).
     pub dev: Option<Dir>,
@@ -66,6 +72,7 @@ pub struct Request {
     pub handle: Option<Handle>,
     /// `TCA_KIND`.
     pub kind: Option<String>,
+    /// The options after the kind.
     pub options: Options,
 }
 

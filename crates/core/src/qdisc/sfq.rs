@@ -84,6 +84,8 @@ pub struct SfqOptions {
     pub headdrop: bool,
 }
 
+/// The `sfq` qdisc (net/sched/sch_sfq.c): flows hashed into slots served round
+/// robin, a quantum at a time; a full qdisc drops from the longest slot.
 pub struct Sfq {
     handle: Handle,
     parent: Handle,

@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 /// `tbf_dump` fills the struct and leaves the two attributes out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TbfOptions {
+    /// The token rate (`tc_tbf_qopt.rate`).
     pub rate: RateSpec,
     /// None (or a zero rate): no peak bucket.
     pub peakrate: Option<RateSpec>,

@@ -55,6 +55,7 @@ use crate::time::Instant;
 /// What the kernel knows about the device below the tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DevSpec {
+    /// The device (direction) the tree is on.
     pub dev: Dir,
     /// `dev->tx_queue_len`: default limits of pfifo_fast, pfifo, ...
     pub txqueuelen: u32,
@@ -241,6 +242,7 @@ impl QdiscTree {
         d
     }
 
+    /// The device below the tree.
     pub fn dev(&self) -> &DevSpec {
         &self.dev
     }

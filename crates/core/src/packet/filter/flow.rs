@@ -41,12 +41,17 @@ pub const EMULATED_KEYS: u32 =
 /// Hash or map mode, with map mode's operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlowMode {
+    /// `flow hash` (`FLOW_MODE_HASH`): the chosen keys hashed together.
     Hash,
     /// `((value & mask) ^ xor) >> rshift) + addend`.
     Map {
+        /// `and MASK` (`TCA_FLOW_MASK`), applied first.
         mask: u32,
+        /// `xor VALUE` (`TCA_FLOW_XOR`).
         xor: u32,
+        /// `rshift N` (`TCA_FLOW_RSHIFT`), bits.
         rshift: u32,
+        /// `addend VALUE` (`TCA_FLOW_ADDEND`), added last.
         addend: u32,
     },
 }
@@ -54,6 +59,7 @@ pub enum FlowMode {
 /// One `flow` filter's options (`TCA_FLOW_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowClassifier {
+    /// Hash or map (`TCA_FLOW_MODE`).
     pub mode: FlowMode,
     /// `TCA_FLOW_KEYS`: bit i set, key i (`FLOW_KEYS`).
     pub keys: u32,

@@ -37,6 +37,7 @@ pub enum FilterProtocol {
 }
 
 impl FilterProtocol {
+    /// The word tc prints after `protocol`: `all`, `ip` or `ipv6`.
     pub fn name(self) -> &'static str {
         match self {
             FilterProtocol::All => "all",
@@ -58,12 +59,16 @@ impl FilterProtocol {
 /// `flow` computes the class from the frame with its options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FilterKind {
+    /// `u32` (net/sched/cls_u32.c): selectors on header fields.
     U32,
+    /// `matchall` (net/sched/cls_matchall.c): every frame of the protocol.
     Matchall,
+    /// `flow` (net/sched/cls_flow.c): the class computed from the frame's keys.
     Flow(FlowClassifier),
 }
 
 impl FilterKind {
+    /// The classifier's name as tc prints it: `u32`, `matchall` or `flow`.
     pub fn name(&self) -> &'static str {
         match self {
             FilterKind::U32 => "u32",
@@ -76,16 +81,22 @@ impl FilterKind {
 /// The address family a selector reads (`match ip` or `match ip6`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
+    /// `match ip`: IPv4 frames only.
     V4,
+    /// `match ip6`: IPv6 frames only.
     V6,
 }
 
 /// The packet field a selector compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Field {
+    /// The source address (`src ADDR/LEN`).
     Src,
+    /// The destination address (`dst ADDR/LEN`).
     Dst,
+    /// The TCP/UDP source port (`sport N MASK`).
     Sport,
+    /// The TCP/UDP destination port (`dport N MASK`).
     Dport,
     /// IPv4 protocol / IPv6 final next header.
     Protocol,
@@ -97,9 +108,16 @@ pub enum Field {
 /// `field & mask == value` (`value` is stored already masked).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Match {
+    /// The address family the selector applies to; frames of the other family
+    /// never match.
     pub family: Family,
+    /// The field compared.
     pub field: Field,
+    /// The value the masked field must equal, already masked; addresses in host
+    /// order (an IPv4 address in the low 32 bits).
     pub value: u128,
+    /// The mask applied to the field (an address prefix of /24 is 0xFFFF_FF00
+    /// for IPv4).
     pub mask: u128,
 }
 
@@ -114,6 +132,8 @@ impl Match {
         }
     }
 
+    /// Whether the frame's parsed fields satisfy the selector (false for a
+    /// frame of another family or not IP).
     pub fn matches(&self, meta: &PacketMeta) -> bool {
         let family_ok = matches!(
             (self.family, meta.l3),
@@ -143,10 +163,12 @@ impl Match {
 pub struct Filter {
     /// `parent X:` / `root` as given (`None`: not given; tc then means root).
     pub parent: Option<Handle>,
+    /// Which frames the filter looks at (`protocol all|ip|ipv6`).
     pub protocol: FilterProtocol,
     /// `prio`/`pref`; 0 until a `FilterChain` assigns the kernel's automatic
     /// one (49152, then one less than the first filter's).
     pub prio: u16,
+    /// The classifier and, for `flow`, its options.
     pub kind: FilterKind,
     /// All must match (an empty list matches every frame of `protocol`).
     pub matches: Vec<Match>,
@@ -169,8 +191,13 @@ pub struct Filter {
 /// network header, masked, must equal `val` (both in host order here).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct U32Key {
+    /// The value of the masked word (`struct tc_u32_key` `val`,
+    /// include/uapi/linux/pkt_cls.h).
     pub val: u32,
+    /// The mask (`tc_u32_key` `mask`).
     pub mask: u32,
+    /// Offset of the 32-bit word from the network header, bytes (`tc_u32_key`
+    /// `off`).
     pub off: i32,
 }
 
@@ -240,6 +267,7 @@ const U32_ROOT_HT: u32 = 0x800;
 const U32_FIRST_NODE: u32 = 0x800;
 
 impl FilterChain {
+    /// An empty chain.
     pub fn new() -> Self {
         FilterChain::default()
     }
@@ -328,10 +356,12 @@ impl FilterChain {
         before - self.filters.len()
     }
 
+    /// The filters in classification order (prio, then insertion).
     pub fn filters(&self) -> &[Filter] {
         &self.filters
     }
 
+    /// Whether the chain holds no filter.
     pub fn is_empty(&self) -> bool {
         self.filters.is_empty()
     }
