@@ -202,7 +202,7 @@ fn draw_chart(frame: &mut Frame, lesson: &Lesson, area: Rect) {
         .legend_position(None)
         .x_axis(Axis::default().bounds([0.0, x_max]).style(HINT).labels([
             "0 s".to_string(),
-            format!("{:.0} s", x_max / 2.0),
+            format!("{} s", (x_max / 2.0 * 10.0).round() / 10.0),
             format!("{x_max:.0} s"),
         ]))
         .y_axis(Axis::default().bounds([0.0, y_max]).style(HINT).labels([
