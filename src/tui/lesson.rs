@@ -122,10 +122,12 @@ impl Lesson {
         self.phases.get(self.current)
     }
 
-    /// Starts phase `index` afresh (its link is coming up).
+    /// Starts phase `index` afresh (its link is coming up), unpaused: a
+    /// phase run again or the next one is shown live.
     pub fn start_phase(&mut self, index: usize) {
         self.current = index.min(self.phases.len().saturating_sub(1));
         self.stage = Stage::Starting;
+        self.paused = false;
         self.t = 0.0;
         self.app = App::new();
         self.samples = Default::default();
@@ -331,9 +333,11 @@ mod tests {
         l.start_phase(1);
         assert!(!l.end_phase());
         assert_eq!(l.stage, Stage::Over);
-        // A new phase starts clean.
+        // A new phase starts clean, and live.
+        l.on_key(key('p'));
         l.start_phase(1);
         assert!(l.samples[0].is_empty() && l.queue.is_empty());
+        assert!(!l.paused);
         assert_eq!(l.stage, Stage::Starting);
     }
 }
