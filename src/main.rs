@@ -240,6 +240,16 @@ struct LoadArgs {
     /// rate, marks, the datapath's cost); the default fits 100 columns.
     #[arg(long)]
     wide: bool,
+    /// Run the phases as a lesson on the terminal UI: each configuration's
+    /// caption, the probes' round trips live beside the link's queue
+    /// delay, each phase's row when it ends; keys p pause, n next phase,
+    /// r repeat phase, q quit. The table (and --json, --plots) follow on
+    /// exit, for the phases that ended.
+    #[arg(long)]
+    tui: bool,
+    /// Where logs go while the lesson owns the terminal (with --tui).
+    #[arg(long, value_name = "FILE", default_value = "/tmp/bloatbox.log")]
+    log: PathBuf,
 }
 
 impl LoadArgs {
@@ -267,7 +277,11 @@ impl LoadArgs {
 /// `test` and `demo`: run, print the table, write JSON and plots.
 fn run_test(cands: &[experiment::Candidate], load: &LoadArgs) -> anyhow::Result<u8> {
     bloatbox::netns::require_privileges()?;
-    let report = experiment::run_all(cands, &load.options()?)?;
+    let report = if load.tui {
+        experiment::lesson::run(cands, &load.options()?)?
+    } else {
+        experiment::run_all(cands, &load.options()?)?
+    };
     bloatbox::out!("{}", experiment::table::render(&report, load.wide))?;
     if let Some(path) = &load.json {
         report.write_json(path)?;
@@ -321,6 +335,7 @@ fn main() -> ExitCode {
     }
     let log_file = match &cli.command {
         Cmd::Up { tui: true, log, .. } | Cmd::Top { log, .. } => Some(log.as_path()),
+        Cmd::Test { load, .. } | Cmd::Demo { load } if load.tui => Some(load.log.as_path()),
         _ => None,
     };
     // `run` shares stderr with the commands it runs: only warnings.

@@ -3,7 +3,9 @@
 //! fq_codel while `bloatbox top` runs inside a detached tmux session of
 //! 120×40 on a private tmux server. The pane is captured twice and must
 //! show the flows and counters that move between the captures; `q` must
-//! then end the TUI (the session closes with it).
+//! then end the TUI (the session closes with it). And `demo --tui`, the
+//! lesson, with short phases: each caption, the final table on screen and
+//! the table printed after `q`.
 //!
 //! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
 //! as ignored; run without root they fail). Skipped, with the reason
@@ -81,6 +83,18 @@ impl Tmux {
     fn dead(&self) -> bool {
         let out = self.run(&["display-message", "-p", "-t", "tui", "#{pane_dead}"]);
         String::from_utf8_lossy(&out.stdout).trim() == "1"
+    }
+
+    /// Sends `q` and waits (at most `limit`) for the command to end;
+    /// whether it did.
+    fn quit(&self, limit: Duration) -> bool {
+        let out = self.run(&["send-keys", "-t", "tui", "q"]);
+        assert!(out.status.success(), "tmux send-keys: {}", text(&out));
+        let t0 = Instant::now();
+        while !self.dead() && t0.elapsed() < limit {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.dead()
     }
 
     /// Captures until `ok` holds (at most `limit`), returning the last one.
@@ -243,4 +257,109 @@ fn live_up_on_a_terminal_opens_the_tui_and_q_removes_the_link() {
             d.log_text()
         );
     }
+}
+
+/// The cells of the table row of `name` on a screen (the row's first
+/// cell is the configuration's name).
+fn table_row<'a>(pane: &'a str, name: &str) -> Option<Vec<&'a str>> {
+    pane.lines()
+        .find(|l| l.starts_with(&format!("{name} ")))
+        .map(|l| l.split_whitespace().collect())
+}
+
+/// The ping p50 (ms) of a table row: config, qdisc, ping avg, p50, ...
+fn ping_p50(row: &[&str]) -> Option<f64> {
+    row.get(3)?.parse().ok()
+}
+
+#[test]
+#[ignore = "needs root"]
+fn live_demo_lesson_in_tmux_shows_each_caption_and_the_table() {
+    require!("tmux");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("lesson.log");
+    let command = format!(
+        "{BIN} demo --tui --duration 5s --warmup 1500ms --log {}",
+        log.display()
+    );
+    let tmux = Tmux::start(dir.path(), 100, 30, &command);
+    // The demo's namespaces are named after its pid
+    // (`experiment::private_names`): the pane's, or its child's if the
+    // shell did not exec it.
+    let pane_pid = String::from_utf8_lossy(
+        &tmux
+            .run(&["display-message", "-p", "-t", "tui", "#{pane_pid}"])
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    let children = Command::new("pgrep")
+        .args(["-P", &pane_pid])
+        .output()
+        .unwrap();
+    let pids: Vec<String> = std::iter::once(pane_pid.clone())
+        .chain(
+            String::from_utf8_lossy(&children.stdout)
+                .lines()
+                .map(str::to_string),
+        )
+        .filter_map(|p| p.trim().parse::<u32>().ok())
+        .map(|p| format!("bbt-{}-", p % 100_000))
+        .collect();
+    let diagnostics = |pane: &str| {
+        format!(
+            "pane:\n{pane}\nlog:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        )
+    };
+    let demo = bloatbox::experiment::Candidate::demo().unwrap();
+    for cand in &demo {
+        let caption = cand.config.lesson.caption.clone().expect("a demo caption");
+        let head: String = caption.chars().take(40).collect();
+        let pane = tmux.wait_for(Duration::from_secs(90), |p| p.contains(&head));
+        assert!(
+            pane.contains(&head),
+            "no caption {head:?}: {}",
+            diagnostics(&pane)
+        );
+        eprintln!("phase {}:\n{pane}", cand.name);
+    }
+    let over = tmux.wait_for(Duration::from_secs(90), |p| {
+        p.contains("lesson over") && demo.iter().all(|c| table_row(p, &c.name).is_some())
+    });
+    eprintln!("the end:\n{over}");
+    let p50 = |name: &str| {
+        table_row(&over, name)
+            .and_then(|r| ping_p50(&r))
+            .unwrap_or_else(|| panic!("no ping p50 of {name}: {}", diagnostics(&over)))
+    };
+    let (fifo, fq) = (p50("pfifo-fast-deep-ring"), p50("fq-codel"));
+    assert!(
+        fifo >= 5.0 * fq,
+        "pfifo_fast's ping p50 {fifo} ms is not 5× fq_codel's {fq} ms: {}",
+        diagnostics(&over)
+    );
+    // `q` quits, gives the terminal back and prints the same table.
+    assert!(
+        tmux.quit(Duration::from_secs(10)),
+        "the lesson did not quit on q"
+    );
+    let after = tmux.capture();
+    assert!(
+        !after.contains("lesson over"),
+        "the screen was not restored:\n{after}"
+    );
+    for c in &demo {
+        let printed = table_row(&after, &c.name).unwrap_or_else(|| panic!("{after}"));
+        let shown = table_row(&over, &c.name).unwrap();
+        assert_eq!(printed, shown, "the printed row differs from the screen's");
+    }
+    // Nothing of the demo's left behind.
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let left: Vec<_> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter(|l| pids.iter().any(|p| l.starts_with(p.as_str())))
+        .map(str::to_string)
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }

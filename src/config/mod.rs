@@ -27,6 +27,7 @@
 //! seed = 7                    # left→right 7, right→left 8
 //! [link.left_to_right]        # overrides for the left→right direction
 //! [daemon]
+//! [lesson]                    # caption = "...": what `demo --tui` shows
 //! ```
 //!
 //! Precedence per direction: a value in `link.left_to_right` (or
@@ -120,6 +121,25 @@ pub struct Config {
     /// `[daemon]`: the daemon's control socket, threads, snapshots, metrics.
     #[serde(default)]
     pub daemon: DaemonSettings,
+    #[serde(default, skip_serializing_if = "LessonSettings::is_empty")]
+    pub lesson: LessonSettings,
+}
+
+/// What `demo --tui` and `test --tui` show while this configuration runs
+/// as a phase of a lesson.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, expecting = "a table with caption")]
+pub struct LessonSettings {
+    /// One line on what the phase sets up and what to watch; unset: the
+    /// lesson names the configuration and its root qdisc.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caption: Option<String>,
+}
+
+impl LessonSettings {
+    fn is_empty(&self) -> bool {
+        self.caption.is_none()
+    }
 }
 
 /// One side: its network namespace, TAP and addresses.
@@ -375,6 +395,7 @@ impl Default for Config {
             tap: TapSettings::default(),
             link: LinkSettings::builtin(),
             daemon: DaemonSettings::default(),
+            lesson: LessonSettings::default(),
         }
     }
 }

@@ -73,6 +73,7 @@ impl Config {
         config.link.tc = vec![String::new()];
         config.link.ethtool = vec![String::new()];
         config.daemon.control_socket = Some(String::new());
+        config.lesson.caption = Some(String::new());
         config
     }
 }

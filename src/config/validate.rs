@@ -106,7 +106,41 @@ pub(super) fn validate(config: &Config, tc_check: Option<TcCheck>) -> Result<(),
         }
     }
     unused_shared_qdisc(config)?;
-    daemon(config)
+    daemon(config)?;
+    lesson_caption(config.lesson.caption.as_deref())
+}
+
+/// The longest `lesson.caption`, in characters: two lines of an 80-column
+/// screen, where the lesson shows it.
+pub const MAX_CAPTION_CHARS: usize = 160;
+
+/// `lesson.caption`: one line of printable text, 1..=`MAX_CAPTION_CHARS`
+/// characters.
+fn lesson_caption(caption: Option<&str>) -> Result<(), ConfigError> {
+    let Some(text) = caption else { return Ok(()) };
+    let chars = text.chars().count();
+    let problem = if text.trim().is_empty() {
+        Some("is empty".to_string())
+    } else if let Some(c) = text.chars().find(|c| c.is_control()) {
+        Some(format!("holds the control character {c:?}"))
+    } else if chars > MAX_CAPTION_CHARS {
+        Some(format!("is {chars} characters long"))
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) => Err(ConfigError::field(
+            "lesson.caption",
+            // Escaped on one line (TOML would print a multi-line string).
+            Some(format!("{text:?}")),
+            format!(
+                "the caption {problem}; expected one line of 1 to {MAX_CAPTION_CHARS} printable \
+                 characters (the lesson shows it above the phase); fix: shorten it to one \
+                 sentence, or remove the key to show the configuration's name"
+            ),
+        )),
+    }
 }
 
 /// `tap.gso_min_rate`: a rate above 0 and at most the highest link rate.

@@ -2,9 +2,11 @@
 //! link up in fresh namespaces, run the RRUL-like test (`load::rrul`), take
 //! the daemon's drop and ECN-mark counters, tear the link down; then print a
 //! comparison table (`table`), and optionally write the report as JSON
-//! (`json`) and plots (`plot`).
+//! (`json`) and plots (`plot`). With `--tui` the same runs are a lesson on
+//! the terminal UI (`lesson`).
 
 pub mod json;
+pub mod lesson;
 pub mod plot;
 pub mod table;
 #[cfg(test)]
@@ -20,7 +22,8 @@ use anyhow::Context;
 use crate::config::Config;
 use crate::dir::Dir;
 use crate::live::LiveLink;
-use crate::load::rrul::{self, RrulRaw, RrulSpec, RrulSummary};
+use crate::load::feed::ProbeFeed;
+use crate::load::rrul::{self, RrulRaw, RrulSpec, RrulSummary, Steer};
 use crate::load::tcp::CongestionControl;
 use crate::qdisc::dump::QdiscDump;
 
@@ -249,6 +252,25 @@ pub fn run_one(
     opts: &TestOptions,
     progress: &mut dyn FnMut(f64, &LiveLink) -> bool,
 ) -> anyhow::Result<ConfigResult> {
+    run_one_steered(cand, tag, opts, None, &mut |t, link| {
+        if progress(t, link) {
+            Steer::Continue
+        } else {
+            Steer::Abort
+        }
+    })
+}
+
+/// `run_one` with the probes' samples also pushed into `feed` as they are
+/// taken, and a `progress` that may also end the run early keeping what
+/// was measured (`Steer::EndNow`: the result covers the load up to then).
+pub fn run_one_steered(
+    cand: &Candidate,
+    tag: usize,
+    opts: &TestOptions,
+    feed: Option<ProbeFeed>,
+    progress: &mut dyn FnMut(f64, &LiveLink) -> Steer,
+) -> anyhow::Result<ConfigResult> {
     let cfg = private_names(&cand.config, tag);
     let spec = RrulSpec {
         left_ns: cfg.left.namespace.clone(),
@@ -263,6 +285,7 @@ pub fn run_one(
         ping_interval: opts.ping_interval,
         udp_rr: opts.udp_rr,
         ecn: opts.ecn,
+        feed,
     };
     let link = LiveLink::start(&cfg, opts.realtime)
         .with_context(|| format!("bringing up {}", cand.name))?;
@@ -307,6 +330,14 @@ pub fn run_one(
     })
 }
 
+/// The release as `uname -r` prints it (proc(5): the same string).
+fn kernel_release() -> anyhow::Result<String> {
+    Ok(std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .context("reading /proc/sys/kernel/osrelease")?
+        .trim()
+        .to_string())
+}
+
 /// Runs every candidate in turn, with a progress line on a terminal.
 /// SIGINT, SIGTERM and SIGHUP stop the run cleanly (threads joined, link
 /// torn down) with an error.
@@ -314,11 +345,7 @@ pub fn run_all(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Report
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = crate::netns::TerminationSignals::block()?;
     let started = SystemTime::now();
-    // The release as `uname -r` prints it (proc(5): the same string).
-    let kernel_release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .context("reading /proc/sys/kernel/osrelease")?
-        .trim()
-        .to_string();
+    let kernel_release = kernel_release()?;
     let tty = std::io::stderr().is_terminal();
     let total = opts.duration.as_secs_f64();
     let mut results = Vec::new();

@@ -136,6 +136,27 @@ pub fn render(report: &Report, wide: bool) -> String {
             .map_or("off".into(), |i| format!("every {} ms", i.as_millis())),
         if o.udp_rr { "on" } else { "off" },
     );
+    for line in layout(report, wide, false, NARROW_WIDTH).lines() {
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
+
+/// The table alone (its header lines and the rows) for a screen of
+/// `width` columns: what the lesson screen shows of the phases so far. The
+/// default layout from 100 columns up; narrower, only the columns every
+/// layout has (ping's p50 and p99, goodput), wrapped to fit.
+pub fn lines_at(report: &Report, width: u16) -> Vec<String> {
+    let compact = width < NARROW_WIDTH;
+    layout(report, false, compact, width)
+        .lines()
+        .map(|l| l.trim_end().to_string())
+        .collect()
+}
+
+/// The laid-out table: every column with `wide`, else the default ones
+/// (with `compact` only those every layout has) wrapped to fit `width`.
+fn layout(report: &Report, wide: bool, compact: bool, width: u16) -> Table {
     let mut table = Table::new();
     table.load_style(comfy_table::presets::NOTHING);
     table.set_header(COLS.map(|c| format!("{}\n{}", c.head, c.unit)));
@@ -147,11 +168,11 @@ pub fn render(report: &Report, wide: bool) -> String {
     } else {
         table
             .set_content_arrangement(ContentArrangement::Dynamic)
-            .set_width(NARROW_WIDTH);
+            .set_width(width);
     }
     let shown = |c: &Col| match c.shown {
         Always => true,
-        Narrow => !wide,
+        Narrow => !wide && !compact,
         Wide => wide,
     };
     let visible: Vec<&Col> = COLS.iter().filter(|c| shown(c)).collect();
@@ -173,10 +194,7 @@ pub fn render(report: &Report, wide: bool) -> String {
             CellAlignment::Right
         });
     }
-    for line in table.lines() {
-        let _ = writeln!(out, "{}", line.trim_end());
-    }
-    out
+    table
 }
 
 #[cfg(test)]

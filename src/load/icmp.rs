@@ -17,6 +17,7 @@ use nix::sys::socket::{
 };
 use nix::sys::time::TimeVal;
 
+use super::feed::Probe;
 use super::stats::{LatencyStats, Sample};
 use super::{spawn_in, Run};
 
@@ -169,10 +170,12 @@ fn ping(fd: &OwnedFd, spec: &PingSpec, run: &Run, id: u16) -> anyhow::Result<Pin
             let arrived = run.elapsed();
             if let Some(sent_ns) = parse_reply(&buf[..n], id) {
                 let sent = sent_ns as f64 / 1e9;
-                raw.samples.push(Sample {
+                let sample = Sample {
                     t: sent,
                     rtt_us: (arrived - sent) * 1e6,
-                });
+                };
+                raw.samples.push(sample);
+                run.feed(Probe::Ping, sample);
             }
         }
     }

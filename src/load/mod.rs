@@ -2,7 +2,8 @@
 //! in-process (no netperf, flent or ping needed): bulk TCP flows like netperf
 //! TCP_STREAM (`tcp`), a UDP request/response probe like netperf UDP_RR with
 //! its decade histogram (`udp_rr`), an ICMP echo probe like ping (`icmp`),
-//! and the RRUL-like test that runs them together (`rrul`).
+//! and the RRUL-like test that runs them together (`rrul`); the probes can
+//! also hand each sample over as it is taken (`feed`), for a live view.
 //!
 //! Running inside a namespace: every generator runs on its own thread that
 //! first joins the namespace with `setns(2)` on `/run/netns/NAME`
@@ -12,6 +13,7 @@
 //! join handle. Sockets are created after the `setns`, so they belong to
 //! that namespace.
 
+pub mod feed;
 pub mod icmp;
 pub mod rrul;
 pub mod stats;
@@ -67,18 +69,35 @@ pub fn join<T>(h: JoinHandle<anyhow::Result<T>>) -> anyhow::Result<T> {
 /// up first (connect their flows, bind their sockets), then wait at the gate
 /// (`wait_go`); `go` opens it and starts the clock, so that every part's
 /// load begins at once and no set-up time is counted. Every sample is
-/// timestamped in seconds since `go`.
+/// timestamped in seconds since `go`. With a `feed`, the probes also push
+/// each sample there as they take it.
 #[derive(Clone, Debug, Default)]
 pub struct Run {
     start: Arc<OnceLock<Instant>>,
     gate: Arc<(Mutex<()>, Condvar)>,
     stop: Arc<AtomicBool>,
+    feed: Option<feed::ProbeFeed>,
 }
 
 impl Run {
     /// A run whose gate is closed: nothing starts before `go`.
     pub fn new() -> Run {
         Run::default()
+    }
+
+    /// A run whose probes also push their samples into `feed`.
+    pub fn with_feed(feed: Option<feed::ProbeFeed>) -> Run {
+        Run {
+            feed,
+            ..Run::default()
+        }
+    }
+
+    /// Hands a probe's sample to the feed, if the run has one.
+    pub fn feed(&self, probe: feed::Probe, sample: stats::Sample) {
+        if let Some(f) = &self.feed {
+            f.push(probe, sample);
+        }
     }
 
     /// Opens the gate: the load starts now.

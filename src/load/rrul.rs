@@ -7,6 +7,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use super::feed::ProbeFeed;
 use super::icmp::{Ping, PingRaw, PingResult, PingSpec};
 use super::tcp::{Bulk, BulkSpec, CongestionControl};
 use super::udp_rr::{UdpRr, UdpRrRaw, UdpRrResult, UdpRrSpec};
@@ -58,6 +59,20 @@ pub struct RrulSpec {
     pub udp_rr: bool,
     /// Let TCP negotiate ECN (net.ipv4.tcp_ecn = 1 in both namespaces).
     pub ecn: bool,
+    /// Where the probes also push each sample as they take it (a live
+    /// view); `None`: only the raw record.
+    pub feed: Option<ProbeFeed>,
+}
+
+/// What the caller of `run` wants after a progress report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Steer {
+    /// Go on to the full duration.
+    Continue,
+    /// Stop now and keep what was measured (a run cut short).
+    EndNow,
+    /// Stop now with an error ("interrupted").
+    Abort,
 }
 
 /// What one direction's receivers had received at one moment, all flows
@@ -135,9 +150,9 @@ impl RrulRaw {
 }
 
 /// Runs the test; `progress` gets the elapsed seconds about ten times a
-/// second and returns false to abort (an error). Every thread is stopped and
-/// joined on every path.
-pub fn run(spec: &RrulSpec, progress: &mut dyn FnMut(f64) -> bool) -> anyhow::Result<RrulRaw> {
+/// second and steers: go on, end now keeping the samples, or abort (an
+/// error). Every thread is stopped and joined on every path.
+pub fn run(spec: &RrulSpec, progress: &mut dyn FnMut(f64) -> Steer) -> anyhow::Result<RrulRaw> {
     if spec.ecn {
         for ns in [&spec.left_ns, &spec.right_ns] {
             join(spawn_in(ns, "sysctl", || {
@@ -145,7 +160,7 @@ pub fn run(spec: &RrulSpec, progress: &mut dyn FnMut(f64) -> bool) -> anyhow::Re
             })?)?;
         }
     }
-    let run = Run::new();
+    let run = Run::with_feed(spec.feed.clone());
     let result = run_started(spec, &run, progress);
     run.stop();
     result
@@ -154,7 +169,7 @@ pub fn run(spec: &RrulSpec, progress: &mut dyn FnMut(f64) -> bool) -> anyhow::Re
 fn run_started(
     spec: &RrulSpec,
     run: &Run,
-    progress: &mut dyn FnMut(f64) -> bool,
+    progress: &mut dyn FnMut(f64) -> Steer,
 ) -> anyhow::Result<RrulRaw> {
     // Each part sets up and waits at the gate; if a later one fails to
     // start, `run.stop()` in `run` releases the others, whose threads end on
@@ -248,8 +263,10 @@ fn run_started(
             Err(e) => break Err(e),
         };
         raw.throughput.push(ThroughputSample { t, up: u, down: d });
-        if !progress(t) {
-            break Err(anyhow::anyhow!("interrupted"));
+        match progress(t) {
+            Steer::Continue => {}
+            Steer::EndNow => break Ok(()),
+            Steer::Abort => break Err(anyhow::anyhow!("interrupted")),
         }
         if t >= total {
             break Ok(());

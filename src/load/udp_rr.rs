@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+use super::feed::Probe;
 use super::stats::{DecadeHistogram, LatencyStats, Sample};
 use super::{join, spawn_in, Run, POLL_INTERVAL};
 
@@ -156,10 +157,12 @@ fn transact(sock: &UdpSocket, run: &Run) -> anyhow::Result<UdpRrRaw> {
         loop {
             match sock.recv(&mut buf) {
                 Ok(n) if n == MSG && buf[..MSG] == seq.to_be_bytes() => {
-                    raw.samples.push(Sample {
+                    let sample = Sample {
                         t,
                         rtt_us: sent_at.elapsed().as_nanos() as f64 / 1e3,
-                    });
+                    };
+                    raw.samples.push(sample);
+                    run.feed(Probe::UdpRr, sample);
                     break;
                 }
                 // A late response to an earlier request.

@@ -13,13 +13,19 @@
 //! - `fixtures`: realistic snapshots made by driving the real core, for
 //!   tests and screenshots for the documents.
 //!
-//! - `remote`: `RemoteControl`, the `Control` over the control socket.
+//! - `remote`: `RemoteControl`, the `Control` over the control socket;
+//! - `lesson` and `lesson_screen`: the lesson of `demo --tui` and
+//!   `test --tui` (its state, fed by `experiment::lesson`, and its screen):
+//!   the phases with their captions, the probes' measured round trips
+//!   beside the link's queue delays, the comparison table so far.
 //!
 //! The daemon is reached through `Control`: `RemoteControl` implements it
 //! over the socket, `bloatbox up` over the datapath's command queue, tests
 //! use a fake.
 
 pub mod fixtures;
+pub mod lesson;
+pub mod lesson_screen;
 pub mod remote;
 pub mod render;
 pub mod run;

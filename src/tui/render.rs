@@ -45,17 +45,27 @@ fn split_heights(height: u16) -> (u16, u16, u16) {
     (middle, rest - middle, events)
 }
 
+/// On a screen smaller than `MIN_WIDTH`×`MIN_HEIGHT`, says so in place of
+/// `what` ("the TUI", "the lesson") and returns true.
+pub(crate) fn too_small(frame: &mut Frame, what: &str) -> bool {
+    let area = frame.area();
+    if area.width >= MIN_WIDTH && area.height >= MIN_HEIGHT {
+        return false;
+    }
+    let msg = format!(
+        "bloatbox: the terminal is {}×{}; {what} needs at least {MIN_WIDTH}×{MIN_HEIGHT}. Enlarge it, or press q to quit.",
+        area.width, area.height
+    );
+    frame.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), area);
+    true
+}
+
 /// Draws the whole screen for `app`: header, link panels, charts, tree, flow
 /// table, events and footer, with the help overlay or the set prompt over them
 /// in those modes.
 pub fn draw(frame: &mut Frame, app: &App) {
     let area = frame.area();
-    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
-        let msg = format!(
-            "bloatbox: the terminal is {}×{}; the TUI needs at least {MIN_WIDTH}×{MIN_HEIGHT}. Enlarge it, or press q to quit.",
-            area.width, area.height
-        );
-        frame.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), area);
+    if too_small(frame, "the TUI") {
         return;
     }
     let (mid_h, mut flows_h, mut events_h) = split_heights(area.height);
@@ -338,10 +348,16 @@ fn draw_presets(frame: &mut Frame, app: &App, selected: usize, area: Rect) {
 /// The screen `app` draws at `width`×`height`, as text: one line per row,
 /// trailing spaces removed.
 pub fn text_capture(app: &App, width: u16, height: u16) -> String {
+    capture(width, height, |f| draw(f, app))
+}
+
+/// What `draw_screen` draws at `width`×`height`, as text: one line per
+/// row, trailing spaces removed.
+pub fn capture(width: u16, height: u16, draw_screen: impl FnOnce(&mut Frame)) -> String {
     let mut terminal =
         Terminal::new(TestBackend::new(width, height)).expect("a test backend always opens");
     terminal
-        .draw(|f| draw(f, app))
+        .draw(draw_screen)
         .expect("drawing into a test backend cannot fail");
     let buf = terminal.backend().buffer();
     let mut out = String::new();

@@ -1,0 +1,293 @@
+//! The lesson's driver (`demo --tui`, `test --tui`): runs the same phases
+//! under the same load as `run_all`, one configuration each through
+//! `run_one_steered`, while the terminal shows `tui::lesson`: about ten
+//! times a second (at each of the load's progress reports) it hands the
+//! lesson the link's newest snapshot and the probes' new samples, reads the
+//! keys and redraws. When a phase ends its result joins the report and its
+//! row the table on screen; the keys pause the lesson, end a phase early
+//! (its row keeps what it measured past the warm-up, named as cut short),
+//! repeat one, or quit. The report it returns holds the phases that ended,
+//! so that the caller prints the same table and writes the same JSON and
+//! plots as `demo` does.
+
+use std::time::{Duration, SystemTime};
+
+use ratatui::backend::Backend;
+use ratatui::Terminal;
+
+use super::{run_one_steered, table, Candidate, ConfigResult, Report, TestOptions};
+use crate::dir::Dir;
+use crate::load::feed::ProbeFeed;
+use crate::load::rrul::Steer;
+use crate::qdisc::Qdisc;
+use crate::time::Instant;
+use crate::tui::lesson::{Lesson, LessonAction, Phase, Stage};
+use crate::tui::lesson_screen::draw_lesson;
+use crate::tui::run::{EventSource, TerminalEvents};
+use crate::tui::Snapshot;
+use crate::units::{print_rate, sprint_time};
+use crossterm::event::Event;
+
+/// How long the lesson waits for a key between redraws while it holds
+/// (paused between phases, or over).
+const HOLD_FRAME: Duration = Duration::from_millis(100);
+
+/// The caption of `cand`'s phase: its `[lesson] caption`, or what it runs
+/// (the left→right root qdisc, rate and delay).
+pub fn caption(cand: &Candidate) -> String {
+    if let Some(c) = &cand.config.lesson.caption {
+        return c.clone();
+    }
+    let dir = Dir::LeftToRight;
+    let kind = crate::tc::build_tree(cand.config.dev_spec(dir), &cand.config.tc_lines(dir))
+        .map_or_else(|_| "its qdisc".to_string(), |t| t.dump(Instant::ZERO).kind);
+    let p = cand.config.link_params(dir);
+    format!(
+        "{}: {kind} on a {} link, {} each way: watch the ping against the link's queue delay",
+        cand.name,
+        print_rate(p.rate_bytes_ps),
+        sprint_time(p.delay_ns / 1000)
+    )
+}
+
+/// Runs the lesson on the process's terminal (raw mode and the alternate
+/// screen, restored on every exit) and returns the report of the phases
+/// that ended. SIGINT, SIGTERM and SIGHUP stop it like `q`.
+pub fn run(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Report> {
+    // Before any thread exists, so that all inherit the blocked mask.
+    let mut signals = crate::netns::TerminationSignals::block()?;
+    let started = SystemTime::now();
+    let kernel_release = super::kernel_release()?;
+    let mut terminal = ratatui::try_init()
+        .map_err(|e| anyhow::anyhow!("cannot take over the terminal for the lesson: {e}"))?;
+    let _restore = crate::tui::run::Restore;
+    let mut stop = || signals.wait(0).is_some();
+    let results = run_with_backend(&mut terminal, cands, opts, &mut TerminalEvents, &mut stop)?;
+    Ok(Report {
+        options: opts.clone(),
+        results,
+        started,
+        kernel_release,
+    })
+}
+
+/// What the lesson does after a phase's run.
+enum After {
+    Advance,
+    Again,
+    Quit,
+}
+
+/// The lesson over any backend and event source; `stop` says when a
+/// signal asks to quit. Returns the results of the phases that ended, in
+/// phase order.
+pub fn run_with_backend<B: Backend>(
+    terminal: &mut Terminal<B>,
+    cands: &[Candidate],
+    opts: &TestOptions,
+    events: &mut dyn EventSource,
+    stop: &mut dyn FnMut() -> bool,
+) -> anyhow::Result<Vec<ConfigResult>>
+where
+    B::Error: Send + Sync + 'static,
+{
+    let phases = cands
+        .iter()
+        .map(|c| Phase {
+            name: c.name.clone(),
+            caption: caption(c),
+        })
+        .collect();
+    let warmup = opts.warmup.as_secs_f64();
+    let mut lesson = Lesson::new(phases, opts.duration.as_secs_f64(), warmup);
+    let mut screen = Screen::new(cands.len());
+    let mut index = 0;
+    let mut tag = 0;
+    while index < cands.len() {
+        lesson.start_phase(index);
+        screen.draw(terminal, &mut lesson, opts)?;
+        let feed = ProbeFeed::new();
+        let mut wanted = None;
+        let mut draw_error = None;
+        let result = run_one_steered(
+            &cands[index],
+            tag,
+            opts,
+            Some(feed.clone()),
+            &mut |t, link| {
+                if stop() {
+                    wanted = Some(LessonAction::Quit);
+                }
+                let snapshot = link.snapshot().map(|s| Snapshot::of(&s));
+                let (samples, missed) = feed.drain();
+                lesson.on_missed(missed);
+                lesson.on_tick(t, snapshot.filter(|s| screen.is_new(s)), samples);
+                while wanted.is_none() {
+                    match events.next(Duration::ZERO) {
+                        Ok(Some(Event::Key(key))) => wanted = lesson.on_key(key),
+                        Ok(Some(_)) => {}
+                        Ok(None) => break,
+                        Err(e) => {
+                            draw_error = Some(anyhow::Error::from(e));
+                            wanted = Some(LessonAction::Quit);
+                        }
+                    }
+                }
+                if let Err(e) = screen.draw(terminal, &mut lesson, opts) {
+                    draw_error = Some(e);
+                    wanted = Some(LessonAction::Quit);
+                }
+                match wanted {
+                    None => Steer::Continue,
+                    // Past the warm-up a phase cut short still has numbers.
+                    Some(LessonAction::Next) if t >= warmup => Steer::EndNow,
+                    Some(_) => Steer::Abort,
+                }
+            },
+        );
+        tag += 1;
+        if let Some(e) = draw_error {
+            return Err(e);
+        }
+        let after = match (result, wanted) {
+            (Ok(r), None) => {
+                screen.set_row(index, r);
+                lesson.status = None;
+                After::Advance
+            }
+            (Ok(mut r), Some(LessonAction::Next)) => {
+                lesson.status = Some(format!(
+                    "{} cut short at {:.1} s: its row covers {:.1} s after the warm-up",
+                    r.name, lesson.t, r.summary.measured_s
+                ));
+                r.name = format!("{} (cut)", r.name);
+                screen.set_row(index, r);
+                After::Advance
+            }
+            (Err(_), Some(LessonAction::Next)) => {
+                lesson.status = Some(format!(
+                    "{} skipped in its warm-up: no row",
+                    cands[index].name
+                ));
+                After::Advance
+            }
+            (_, Some(LessonAction::Repeat)) => After::Again,
+            (_, Some(LessonAction::Quit)) => After::Quit,
+            (Err(e), None) => return Err(e),
+        };
+        match after {
+            After::Quit => break,
+            After::Again => continue,
+            After::Advance => {}
+        }
+        if lesson.end_phase() || lesson.stage == Stage::Over {
+            match hold(terminal, &mut lesson, &mut screen, opts, events, stop)? {
+                LessonAction::Quit => break,
+                LessonAction::Repeat => continue,
+                LessonAction::Next => {}
+            }
+        }
+        index += 1;
+    }
+    Ok(screen.rows.into_iter().flatten().collect())
+}
+
+/// Waits between phases (paused) or at the end: `p` or `n` goes on, `r`
+/// repeats the phase that ended, `q` quits.
+fn hold<B: Backend>(
+    terminal: &mut Terminal<B>,
+    lesson: &mut Lesson,
+    screen: &mut Screen,
+    opts: &TestOptions,
+    events: &mut dyn EventSource,
+    stop: &mut dyn FnMut() -> bool,
+) -> anyhow::Result<LessonAction>
+where
+    B::Error: Send + Sync + 'static,
+{
+    loop {
+        screen.draw(terminal, lesson, opts)?;
+        if stop() {
+            return Ok(LessonAction::Quit);
+        }
+        let Some(Event::Key(key)) = events.next(HOLD_FRAME)? else {
+            continue;
+        };
+        match lesson.on_key(key) {
+            Some(LessonAction::Next) if lesson.stage == Stage::Held => {
+                lesson.paused = false;
+                return Ok(LessonAction::Next);
+            }
+            Some(LessonAction::Next) => {}
+            Some(a) => return Ok(a),
+            None if lesson.stage == Stage::Held && !lesson.paused => return Ok(LessonAction::Next),
+            None => {}
+        }
+    }
+}
+
+/// The phases' results and what the screen last showed: the table's
+/// width and version, and the newest snapshot's time (a snapshot is taken
+/// in only once).
+struct Screen {
+    rows: Vec<Option<ConfigResult>>,
+    /// Bumped at each change of `rows`.
+    version: u64,
+    table_for: Option<(u16, u64)>,
+    last_snapshot: Option<Instant>,
+}
+
+impl Screen {
+    fn new(phases: usize) -> Screen {
+        Screen {
+            rows: vec![None; phases],
+            version: 0,
+            table_for: None,
+            last_snapshot: None,
+        }
+    }
+
+    fn set_row(&mut self, index: usize, r: ConfigResult) {
+        self.rows[index] = Some(r);
+        self.version += 1;
+    }
+
+    fn is_new(&mut self, s: &Snapshot) -> bool {
+        let new = self.last_snapshot != Some(s.taken_at);
+        self.last_snapshot = Some(s.taken_at);
+        new
+    }
+
+    /// Redraws, re-rendering the table when a row came or the width
+    /// changed.
+    fn draw<B: Backend>(
+        &mut self,
+        terminal: &mut Terminal<B>,
+        lesson: &mut Lesson,
+        opts: &TestOptions,
+    ) -> anyhow::Result<()>
+    where
+        B::Error: Send + Sync + 'static,
+    {
+        let width = terminal.size()?.width;
+        if self.table_for != Some((width, self.version)) {
+            self.table_for = Some((width, self.version));
+            let done: Vec<ConfigResult> = self.rows.iter().flatten().cloned().collect();
+            lesson.table = if done.is_empty() {
+                Vec::new()
+            } else {
+                table::lines_at(
+                    &Report {
+                        options: opts.clone(),
+                        results: done,
+                        started: SystemTime::UNIX_EPOCH,
+                        kernel_release: String::new(),
+                    },
+                    width,
+                )
+            };
+        }
+        terminal.draw(|f| draw_lesson(f, lesson))?;
+        Ok(())
+    }
+}
