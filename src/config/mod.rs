@@ -121,6 +121,8 @@ pub struct Config {
     /// `[daemon]`: the daemon's control socket, threads, snapshots, metrics.
     #[serde(default)]
     pub daemon: DaemonSettings,
+    /// `[lesson]`: how `demo --tui` and `test --tui` narrate this
+    /// configuration's phase (its caption).
     #[serde(default, skip_serializing_if = "LessonSettings::is_empty")]
     pub lesson: LessonSettings,
 }

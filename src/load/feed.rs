@@ -22,6 +22,7 @@ pub enum Probe {
 }
 
 impl Probe {
+    /// Both probes, in the order the lesson keeps their samples.
     pub const ALL: [Probe; 2] = [Probe::Ping, Probe::UdpRr];
 
     /// `ping`, `udp_rr`: the names the comparison table uses.
@@ -44,6 +45,7 @@ struct Pending {
 pub struct ProbeFeed(Arc<Mutex<Pending>>);
 
 impl ProbeFeed {
+    /// An empty feed.
     pub fn new() -> ProbeFeed {
         ProbeFeed::default()
     }

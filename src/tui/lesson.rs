@@ -20,7 +20,9 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 /// One phase: the configuration's name and the line that narrates it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Phase {
+    /// The configuration's name (its file stem), as the table names it.
     pub name: String,
+    /// The one line shown while the phase runs (`[lesson] caption`).
     pub caption: String,
 }
 
@@ -54,19 +56,24 @@ pub enum LessonAction {
 /// queue delay of each direction (left→right, right→left), ms.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct QueuePoint {
+    /// Seconds into the phase.
     pub t: f64,
+    /// Queue delay left→right and right→left, ms.
     pub delay_ms: [f64; 2],
 }
 
 /// Everything the lesson screen shows.
 #[derive(Clone, Debug)]
 pub struct Lesson {
+    /// The phases in the order they run.
     pub phases: Vec<Phase>,
     /// Index into `phases`.
     pub current: usize,
+    /// Where the current phase is.
     pub stage: Stage,
     /// Each phase's length and the warm-up left out of its numbers, s.
     pub duration_s: f64,
+    /// The warm-up at the start of each phase that its numbers leave out, s.
     pub warmup_s: f64,
     /// Seconds since this phase's load started.
     pub t: f64,
@@ -96,6 +103,8 @@ pub struct Lesson {
 }
 
 impl Lesson {
+    /// A lesson of `phases`, each `duration_s` long with `warmup_s` of
+    /// warm-up, about to start its first phase.
     pub fn new(phases: Vec<Phase>, duration_s: f64, warmup_s: f64) -> Lesson {
         Lesson {
             phases,

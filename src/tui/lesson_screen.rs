@@ -66,6 +66,9 @@ fn wrapped_lines(text: &str, width: u16) -> u16 {
     u16::try_from(lines).unwrap_or(u16::MAX)
 }
 
+/// Draws the lesson screen: the phase's caption, the probes' RTT chart and
+/// percentiles beside the link's queue delay, the link's figures and the
+/// comparison table so far.
 pub fn draw_lesson(frame: &mut Frame, lesson: &Lesson) {
     let area = frame.area();
     if too_small(frame, "the lesson") {
