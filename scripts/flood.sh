@@ -24,7 +24,9 @@
 #     active flow queues <= the qdisc's table (fq_codel 1024 buckets, sfq
 #     127 flows), whatever the number of flows sent;
 #   - RSS flat: the second half's peak within 10 % of the first half's;
-#   - conservation to the frame at every sample, nothing held at the end.
+#   - conservation to the frame at every sample, nothing held at the end;
+#   - every frame sent read by the daemon or dropped in the TAP's ring
+#     (its tx_dropped).
 # Prints one table of figures per qdisc. Everything it creates is removed on
 # every exit path (trap). Needs root, iproute2, python3.
 set -euo pipefail
@@ -197,8 +199,16 @@ EOF
   sleep 2 # the link drains (5 ms delay, queues bounded)
   python3 "$TMP/probe.py" "$TMP/flood.sock" "$DAEMON" 0 "$TMP/end"
   sed 's/^1 /end /' "$TMP/end" >>"$TMP/samples"
+  # Frames the left TAP's ring dropped before the daemon read them.
+  RING=$(ip -n "$NSL" -s -j link show dev "bbf${ID}l" | python3 -c \
+    'import json, sys; print(json.load(sys.stdin)[0]["stats64"]["tx"]["dropped"])')
+  IN=$(awk '$1 == "end" {print $6}' "$TMP/samples")
 
-  echo "== $QDISC: $SENT frames sent ($((SENT < FLOWS ? SENT : FLOWS)) distinct flows), $REFUSED refused by the socket, ${FLOOD_SECONDS} s at $RATE"
+  echo "== $QDISC: $SENT frames sent ($((SENT < FLOWS ? SENT : FLOWS)) distinct flows), $REFUSED refused by the socket, $RING dropped in the TAP's ring, $IN read by the daemon, ${FLOOD_SECONDS} s at $RATE"
+  # Every frame sent is read by the daemon or counted by the TAP (the
+  # namespace's own frames, ARP and ND, come on top).
+  [ $((IN + RING)) -ge $((SENT - REFUSED)) ] ||
+    { echo "FAIL: $((SENT - REFUSED - IN - RING)) frames lost uncounted before the daemon"; fail=1; }
   printf '%4s %8s %8s %6s %6s %10s %10s %10s %5s %3s\n' \
     t rss_kB snap_ms listed other in out drops held ok
   awk -v every=$(( FLOOD_SECONDS / 10 > 0 ? FLOOD_SECONDS / 10 : 1 )) \
