@@ -2,9 +2,13 @@
 //! protocol and the client): an accept thread plus one thread per connection (at
 //! most `MAX_CLIENTS`), so a slow or silent client never holds up another.
 //! Only peers with the daemon's uid or root are served (SO_PEERCRED). Each
-//! connection may send requests until it closes or stays silent for
-//! `IDLE_TIMEOUT`. The datapath is reached only through its non-blocking
-//! command queue and its snapshot slot, so no client can stall it.
+//! connection may send requests until it closes; each request line must be
+//! complete within `LINE_TIMEOUT` of the server starting to wait for it
+//! (a client silent that long is closed; one that dribbles a line slower
+//! is told so and closed), so no client holds a thread for longer than
+//! that without sending requests. The datapath is reached only through its
+//! non-blocking command queue and its snapshot slot, so no client can
+//! stall it.
 //!
 //! The socket is bound (mode 0600, owned by the daemon's user) before any
 //! server thread runs; the accept thread then drops every capability
@@ -15,7 +19,7 @@
 //! stops or fails to start, those still empty.
 
 use nix::sys::socket::Shutdown;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -32,8 +36,9 @@ use crate::datapath::{Command, Commander, LiveSnapshot, SnapshotReader};
 use crate::dir::Dir;
 use crate::link::PathCounters;
 
-/// How long a connection may stay silent (mid-line or between requests).
-const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one request line may take to arrive, counted from the
+/// connection or the previous reply (however its bytes are spread out).
+const LINE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long a reply may take to be written.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -41,8 +46,15 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a `tc` or `set` request waits for the datapath to apply it.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Most connections served at once; more are refused with an error line.
-const MAX_CLIENTS: usize = 32;
+/// Most connections served at once (a thread each); more are refused with
+/// an error line. Large enough that a thousand clients that connect and
+/// stall do not lock out the others (each is closed after `LINE_TIMEOUT`).
+const MAX_CLIENTS: usize = 1024;
+
+/// How long the accept thread waits after a failed `accept` (e.g. EMFILE:
+/// out of file descriptors) before trying again, rather than spinning on
+/// the connection that is still pending.
+const ACCEPT_RETRY: Duration = Duration::from_millis(10);
 
 /// The running control socket; dropping it stops accepting, and removes the
 /// socket file (connections already open finish their current request).
@@ -230,6 +242,7 @@ fn accept_loop(listener: UnixListener, shared: &Arc<Shared>, stop: &AtomicBool) 
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!("control socket accept: {e}");
+                std::thread::sleep(ACCEPT_RETRY);
                 continue;
             }
         };
@@ -271,20 +284,18 @@ fn uid_allowed(peer: u32, daemon: u32) -> bool {
     peer == 0 || peer == daemon
 }
 
-/// Answers request lines until the client closes, idles out, or sends a
+/// Answers request lines until the client closes, sends nothing for
+/// `LINE_TIMEOUT`, takes longer than that to finish a line, or sends a
 /// line too long to resynchronise after.
 fn serve_client(stream: UnixStream, shared: &Shared) -> io::Result<()> {
-    stream.set_read_timeout(Some(IDLE_TIMEOUT))?;
     stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
     let mut out = &stream;
+    let mut lines = LineReader::new(&stream);
     if !peer_allowed(&stream, shared.uid)? {
         // The refusal is the reply to the first request, read (bounded) and
         // ignored: a reply sent before the client has written would make
         // its write fail (EPIPE) and hide the reason.
-        let mut first = Vec::new();
-        let _ = BufReader::new(&stream)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut first);
+        let _ = lines.next_line(LINE_TIMEOUT)?;
         writeln!(
             out,
             "{}",
@@ -292,27 +303,111 @@ fn serve_client(stream: UnixStream, shared: &Shared) -> io::Result<()> {
         )?;
         return Ok(());
     }
-    let mut reader = BufReader::new(&stream);
-    let mut buf = Vec::new();
     loop {
-        buf.clear();
-        let n = (&mut reader)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut buf)?;
-        if n == 0 {
-            return Ok(());
+        match lines.next_line(LINE_TIMEOUT)? {
+            // Closed between requests or mid-line (nothing to answer), or
+            // silent: a client that keeps a connection open between
+            // requests reconnects.
+            Line::Closed | Line::Silent => return Ok(()),
+            Line::TooLong => {
+                writeln!(out, "{}", error_line(&ProtoError::TooLong.to_string()))?;
+                return Ok(());
+            }
+            Line::Unfinished(got) => {
+                writeln!(
+                    out,
+                    "{}",
+                    error_line(&format!(
+                        "request line not finished within {LINE_TIMEOUT:?} ({got} bytes \
+                         without a newline): send each request as one JSON object and a \
+                         newline at once"
+                    ))
+                )?;
+                return Ok(());
+            }
+            Line::Complete(line) => {
+                if let Some(reply) = shared.reply(&line) {
+                    writeln!(out, "{reply}")?;
+                }
+            }
         }
-        let complete = buf.last() == Some(&b'\n');
-        if !complete && buf.len() > MAX_LINE {
-            writeln!(out, "{}", error_line(&ProtoError::TooLong.to_string()))?;
-            return Ok(());
+    }
+}
+
+/// What `LineReader::next_line` read.
+#[derive(Debug, PartialEq)]
+enum Line {
+    /// A line, its newline included.
+    Complete(Vec<u8>),
+    /// The client closed (between requests, or mid-line).
+    Closed,
+    /// Nothing arrived in time.
+    Silent,
+    /// Part of a line (this many bytes) arrived in time, not its end.
+    Unfinished(usize),
+    /// More than `MAX_LINE` bytes without a newline.
+    TooLong,
+}
+
+/// Request lines from a socket, each read against a deadline for the
+/// whole line (a read timeout alone would let a client that sends a byte
+/// now and then hold its thread forever), at most `MAX_LINE` bytes each.
+struct LineReader<'a> {
+    stream: &'a UnixStream,
+    /// Bytes read after the last line returned.
+    pending: Vec<u8>,
+}
+
+impl<'a> LineReader<'a> {
+    fn new(stream: &'a UnixStream) -> LineReader<'a> {
+        LineReader {
+            stream,
+            pending: Vec::new(),
         }
-        if !complete {
-            // The client closed mid-line: nothing to answer.
-            return Ok(());
+    }
+
+    /// The next line, which must be complete within `limit` of this call.
+    fn next_line(&mut self, limit: Duration) -> io::Result<Line> {
+        let deadline = std::time::Instant::now() + limit;
+        let mut chunk = [0u8; 4096];
+        loop {
+            if let Some(i) = self.pending.iter().position(|&b| b == b'\n') {
+                if i > MAX_LINE {
+                    return Ok(Line::TooLong);
+                }
+                let rest = self.pending.split_off(i + 1);
+                return Ok(Line::Complete(std::mem::replace(&mut self.pending, rest)));
+            }
+            if self.pending.len() > MAX_LINE {
+                return Ok(Line::TooLong);
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Ok(self.late());
+            }
+            self.stream.set_read_timeout(Some(left))?;
+            match (&mut &*self.stream).read(&mut chunk) {
+                Ok(0) => return Ok(Line::Closed),
+                Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Ok(self.late())
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
         }
-        if let Some(reply) = shared.reply(&buf) {
-            writeln!(out, "{reply}")?;
+    }
+
+    /// What a deadline passed with `pending` unfinished means.
+    fn late(&self) -> Line {
+        match self.pending.len() {
+            0 => Line::Silent,
+            n => Line::Unfinished(n),
         }
     }
 }
@@ -503,5 +598,77 @@ mod tests {
         let (a, _b) = UnixStream::pair().unwrap();
         let me = nix::unistd::geteuid().as_raw();
         assert!(peer_allowed(&a, me).unwrap());
+    }
+
+    #[test]
+    fn lines_are_split_bounded_and_read_against_one_deadline() {
+        let (server, mut client) = UnixStream::pair().unwrap();
+        let mut lines = LineReader::new(&server);
+        let long = Duration::from_secs(10);
+        // Two pipelined requests in one write, then one in two writes.
+        client.write_all(b"{\"a\":1}\n{\"b\":2}\n{\"c\"").unwrap();
+        assert_eq!(
+            lines.next_line(long).unwrap(),
+            Line::Complete(b"{\"a\":1}\n".to_vec())
+        );
+        assert_eq!(
+            lines.next_line(long).unwrap(),
+            Line::Complete(b"{\"b\":2}\n".to_vec())
+        );
+        client.write_all(b":3}\n").unwrap();
+        assert_eq!(
+            lines.next_line(long).unwrap(),
+            Line::Complete(b"{\"c\":3}\n".to_vec())
+        );
+        // Nothing at all, then part of a line: the deadline passes.
+        let short = Duration::from_millis(50);
+        assert_eq!(lines.next_line(short).unwrap(), Line::Silent);
+        client.write_all(b"{\"d\"").unwrap();
+        assert_eq!(lines.next_line(short).unwrap(), Line::Unfinished(4));
+        // MAX_LINE bytes and a newline is a line; one byte more is not.
+        let mut exact = vec![b' '; MAX_LINE];
+        exact.push(b'\n');
+        let (server, mut client) = UnixStream::pair().unwrap();
+        let writer = std::thread::spawn(move || {
+            client.write_all(&exact).unwrap();
+            client.write_all(&[b' '; MAX_LINE + 1]).unwrap();
+            client
+        });
+        let mut lines = LineReader::new(&server);
+        assert!(
+            matches!(lines.next_line(long).unwrap(), Line::Complete(l) if l.len() == MAX_LINE + 1)
+        );
+        assert_eq!(lines.next_line(long).unwrap(), Line::TooLong);
+        drop(writer.join().unwrap());
+        assert_eq!(lines.next_line(long).unwrap(), Line::TooLong);
+    }
+
+    #[test]
+    fn a_client_dribbling_a_line_is_cut_at_the_line_deadline() {
+        let (server, mut client) = UnixStream::pair().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let dribbler = {
+            let stop = stop.clone();
+            // One byte every 10 ms, never a newline: each read alone would
+            // beat any per-read timeout.
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) && client.write_all(b" ").is_ok() {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            })
+        };
+        let got = LineReader::new(&server).next_line(Duration::from_millis(300));
+        stop.store(true, Ordering::SeqCst);
+        dribbler.join().unwrap();
+        assert!(matches!(got.unwrap(), Line::Unfinished(n) if n > 0));
+    }
+
+    #[test]
+    fn a_client_closing_mid_line_is_closed() {
+        let (server, mut client) = UnixStream::pair().unwrap();
+        client.write_all(b"{\"half\"").unwrap();
+        drop(client);
+        let got = LineReader::new(&server).next_line(Duration::from_secs(10));
+        assert_eq!(got.unwrap(), Line::Closed);
     }
 }

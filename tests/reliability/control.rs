@@ -338,3 +338,154 @@ fn datapath_and_control_threads_hold_no_capability() {
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+/// A 1000-byte frame of an unused EtherType, numbered in its payload.
+fn numbered_frame(i: u64) -> Vec<u8> {
+    let mut f = vec![0u8; 1000];
+    f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+    f[12..14].copy_from_slice(&[0x88, 0xb5]);
+    f[14..22].copy_from_slice(&i.to_be_bytes());
+    f
+}
+
+/// Reads what the server sends until it closes (bounded by the socket's
+/// read timeout): Some(text) once closed, None if it did not close.
+fn read_to_close(s: &mut std::os::unix::net::UnixStream) -> Option<String> {
+    use std::io::Read;
+    let mut got = Vec::new();
+    s.read_to_end(&mut got)
+        .ok()
+        .map(|_| String::from_utf8_lossy(&got).into_owned())
+}
+
+#[test]
+fn a_thousand_clients_half_of_them_stalling_leave_the_others_and_the_datapath_unaffected() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixStream;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let mut rig = Rig::start(htb_fq_codel);
+    // Frames left→right at 2 Mbit/s (under the 5 Mbit/s class) all the
+    // while: every one must come out, in order.
+    let stop = Arc::new(AtomicBool::new(false));
+    let [mut left, mut right] = rig.take_host();
+    let traffic = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 2048];
+            let (mut sent, mut got) = (0u64, 0u64);
+            // Counts what came out, checking each frame's number.
+            let mut receive = |right: &mut bloatbox::port::SocketPairPort, got: &mut u64| {
+                while let Some(n) = right.recv(&mut buf).unwrap() {
+                    assert_eq!(buf[..n], numbered_frame(*got)[..], "frame {got}");
+                    *got += 1;
+                }
+            };
+            while !stop.load(Ordering::SeqCst) {
+                for _ in 0..5 {
+                    left.send(&numbered_frame(sent)).unwrap();
+                    sent += 1;
+                }
+                receive(&mut right, &mut got);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let all_out = crate::common::wait_until(Duration::from_secs(10), || {
+                receive(&mut right, &mut got);
+                got == sent
+            });
+            assert!(all_out, "{got} of {sent} frames came out");
+            // The ports stay open until the datapath stops.
+            (sent, left, right)
+        })
+    };
+    // Lateness before the clients: once 200 frames are out.
+    let out = |s: &Value| s["bridge"]["paths"][0]["counters"]["frames_out"].as_u64();
+    let before = crate::common::wait_for(Duration::from_secs(10), || {
+        let snap = rig.call(&Request::Snapshot).unwrap();
+        (out(&snap) >= Some(200)).then_some(snap)
+    })
+    .expect("frames flow");
+
+    let connect = || {
+        let s = UnixStream::connect(&rig.socket).unwrap_or_else(|e| {
+            panic!("connect: {e} (1000 clients need about 2000 fds: `ulimit -n`)")
+        });
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s
+    };
+    // 250 silent clients, 250 that send part of a request and then a byte
+    // every 100 ms, never a newline.
+    let mut silent: Vec<UnixStream> = (0..250).map(|_| connect()).collect();
+    let mut dribbling: Vec<UnixStream> = (0..250).map(|_| connect()).collect();
+    for s in &mut dribbling {
+        s.write_all(b"{\"cmd\":").unwrap();
+    }
+    let dribbler = {
+        let stop = stop.clone();
+        let socks: Vec<UnixStream> = dribbling.iter().map(|s| s.try_clone().unwrap()).collect();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                for mut s in &socks {
+                    let _ = s.write_all(b" ");
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    // 500 clients connected at once next to them, 10 threads of 50: each
+    // sends `stats` on every connection, then reads every reply.
+    let t0 = StdInstant::now();
+    let good: Vec<_> = (0..10)
+        .map(|_| {
+            let conns: Vec<UnixStream> = (0..50).map(|_| connect()).collect();
+            std::thread::spawn(move || {
+                let mut slowest = Duration::ZERO;
+                for mut c in &conns {
+                    c.write_all(b"{\"cmd\":\"stats\"}\n").unwrap();
+                }
+                for c in &conns {
+                    let mut line = String::new();
+                    BufReader::new(c).read_line(&mut line).unwrap();
+                    let v: Value =
+                        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+                    assert!(v.get("ok").is_some(), "refused: {line}");
+                    slowest = slowest.max(t0.elapsed());
+                }
+                slowest
+            })
+        })
+        .collect();
+    let slowest = good.into_iter().map(|t| t.join().unwrap()).max().unwrap();
+    eprintln!("500 clients next to 500 stalled ones: all answered within {slowest:?}");
+
+    // The stalled ones are closed once their line is overdue: the silent
+    // ones without a word, the dribbling ones with an error saying why.
+    for s in &mut silent {
+        assert_eq!(read_to_close(s).as_deref(), Some(""), "silent client");
+    }
+    for s in &mut dribbling {
+        let said = read_to_close(s).expect("a dribbling client is closed");
+        assert!(said.contains("not finished within"), "{said:?}");
+    }
+    stop.store(true, Ordering::SeqCst);
+    dribbler.join().unwrap();
+    let (sent, _left, _right) = traffic.join().unwrap();
+    // A snapshot that has seen every frame leave: none dropped.
+    let after = crate::common::wait_for(Duration::from_secs(5), || {
+        let snap = rig.call(&Request::Snapshot).unwrap();
+        (out(&snap) == Some(sent)).then_some(snap)
+    })
+    .expect("a snapshot counting every frame out");
+    let drops = &after["bridge"]["paths"][0]["counters"]["drops"];
+    assert!(drops.as_array().unwrap().iter().all(|d| d == 0), "{drops}");
+    let lateness = |s: &Value| s["release_lateness"].clone();
+    eprintln!(
+        "{sent} frames, all delivered in order; release lateness before {} after {}",
+        lateness(&before),
+        lateness(&after)
+    );
+    // And the server takes new clients as before.
+    rig.call(&Request::Stats).unwrap();
+}
