@@ -283,8 +283,9 @@ fn live_up_on_the_default_lists_the_flows_in_pfifo_fast() {
             "iperf3", "-c", &server, "-t", "30", "-P", "4", "-C", "cubic",
         ],
     );
+    let ping_row = format!("{client}→{server} icmp");
     let pane = tmux.wait_for(Duration::from_secs(25), |p| {
-        backlogged_band_rows(p, " tcp").len() >= 4 && p.contains(" icmp")
+        backlogged_band_rows(p, " tcp").len() >= 4 && p.contains(&ping_row)
     });
     eprintln!("capture:\n{pane}");
     let rows = backlogged_band_rows(&pane, " tcp");
@@ -298,10 +299,7 @@ fn live_up_on_the_default_lists_the_flows_in_pfifo_fast() {
         assert!(r.contains(&format!("→{server}:5201 tcp")), "{r}");
     }
     assert!(pane.contains("root pfifo_fast"), "{pane}");
-    assert!(
-        pane.contains(&format!("{client}→{server} icmp")),
-        "the ping's row:\n{pane}"
-    );
+    assert!(pane.contains(&ping_row), "the ping's row:\n{pane}");
     quit_up(&tmux, &d);
 }
 
