@@ -13,6 +13,12 @@
 //! thread waited for a core. (Cache contention from other processes still
 //! counts.)
 //!
+//! `path_meter_off` and `path_meter_on` measure a whole `Path` (pfifo
+//! root, 100 Mbit/s, a 256-descriptor ring with BQL, no delay) per frame
+//! offered and delivered at 1, 100 and 10,000 flows, without and with the
+//! per-flow meter (`link::meter`), so the meter's cost per frame is the
+//! difference of the two in the same run.
+//!
 //! Run: `cargo bench --bench qdisc [-- --warm-up-time 1 --measurement-time 2]`.
 //! Per-packet time = criterion's time per iteration / 4096. Results go to
 //! BENCHMARKS.md.
@@ -23,6 +29,7 @@
 #[path = "common/disciplines.rs"]
 mod disciplines;
 
+use bloatbox::link::{LinkParams, Path};
 use bloatbox::packet::Drops;
 use bloatbox::qdisc::Qdisc;
 use bloatbox::time::Instant;
@@ -146,12 +153,59 @@ fn bench_one(
     group.finish();
 }
 
+/// A `Path` with the meter `on` or off, fed one frame every `SPACING_NS`
+/// (the line rate) and polled at each: ingress, the qdisc, the ring, the
+/// serializer and delivery, per frame.
+fn bench_path(c: &mut Criterion<ThreadCpuTime>, d: &Discipline, on: bool) {
+    let name = if on {
+        "path_meter_on"
+    } else {
+        "path_meter_off"
+    };
+    let mut group = c.benchmark_group(name);
+    group.throughput(Throughput::Elements(BATCH));
+    let params = LinkParams {
+        rate_bytes_ps: 12_500_000,
+        delay_ns: 0,
+        ..LinkParams::default()
+    };
+    for flows in FLOW_COUNTS {
+        let mut path = Path::new(params, Box::new(d.build()));
+        path.set_flow_meter(on);
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        let mut now = Instant::from_millis(1);
+        let mut next_id = 0;
+        group.bench_function(format!("{flows}_flows"), |b| {
+            b.iter_batched_ref(
+                || {
+                    let batch = d.frames(flows, next_id, BATCH);
+                    next_id += BATCH;
+                    batch
+                },
+                |batch| {
+                    for p in batch.drain(..) {
+                        now += SPACING_NS;
+                        path.ingress(p, now);
+                        path.poll(now, &mut out, &mut freed);
+                        out.drain(..).for_each(|p| drop(std::hint::black_box(p)));
+                        freed.drain(..).for_each(drop);
+                    }
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    group.finish();
+}
+
 fn bench(c: &mut Criterion<ThreadCpuTime>) {
     let all = disciplines::all();
     for d in &all {
         bench_one(c, d.name, d, &FLOW_COUNTS);
     }
     let pfifo = all.iter().find(|d| d.name == "pfifo").expect("pfifo");
+    bench_path(c, pfifo, false);
+    bench_path(c, pfifo, true);
     bench_one(c, "reference_end", pfifo, &[1]);
 }
 

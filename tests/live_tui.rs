@@ -3,7 +3,10 @@
 //! fq_codel while `bloatbox top` runs inside a detached tmux session of
 //! 120×40 on a private tmux server. The pane is captured twice and must
 //! show the flows and counters that move between the captures; `q` must
-//! then end the TUI (the session closes with it). And `demo --tui`, the
+//! then end the TUI (the session closes with it). `up` on a terminal opens
+//! the TUI, and its `q` asks before it stops the link; on the embedded
+//! default (pfifo_fast) its flow table lists four TCP flows and a ping by
+//! address, in pfifo_fast's band with their backlog. And `demo --tui`, the
 //! lesson, with short phases: each caption, the final table on screen and
 //! the table printed after `q`.
 //!
@@ -220,6 +223,100 @@ fn live_top_in_tmux_shows_flows_and_counters_that_move() {
     assert!(d.cli(&["stats", "--json"]).status.success());
 }
 
+/// `q` in `up`: the TUI asks first (the link stays up meanwhile), `y`
+/// stops the link and `up` exits.
+fn quit_up(tmux: &Tmux, d: &Daemon) {
+    let out = tmux.run(&["send-keys", "-t", "tui", "q"]);
+    assert!(out.status.success(), "tmux send-keys: {}", text(&out));
+    let asked = tmux.wait_for(Duration::from_secs(5), |p| p.contains("stop the link?"));
+    assert!(asked.contains("stop the link?"), "q did not ask:\n{asked}");
+    assert!(!tmux.dead(), "q stopped up without asking");
+    assert!(d.cli(&["stats", "--json"]).status.success());
+    let out = tmux.run(&["send-keys", "-t", "tui", "y"]);
+    assert!(out.status.success(), "tmux send-keys: {}", text(&out));
+    let t0 = Instant::now();
+    while !tmux.dead() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(tmux.dead(), "up did not stop when its TUI quit");
+}
+
+/// Rows of the flow table whose queue is a pfifo_fast band with a
+/// non-zero backlog (`… tcp root band 1   1.2MB  …`).
+fn backlogged_band_rows<'a>(pane: &'a str, proto: &str) -> Vec<&'a str> {
+    pane.lines()
+        .filter(|l| l.contains('→') && l.contains(proto) && !l.starts_with('#'))
+        .filter(|l| {
+            let Some(at) = l.find(" band ") else {
+                return false;
+            };
+            let mut cells = l[at + 6..].split_whitespace();
+            let _band = cells.next();
+            cells.next().is_some_and(|backlog| backlog != "0B")
+        })
+        .collect()
+}
+
+/// Issue 17: on the embedded default link (pfifo_fast behind the TX
+/// ring), four cubic flows and a ping; `up`'s flow table must list the
+/// flows by address in pfifo_fast's band with their backlog, though the
+/// qdisc keeps no per-flow state.
+#[test]
+#[ignore = "needs root"]
+fn live_up_on_the_default_lists_the_flows_in_pfifo_fast() {
+    require!("iperf3", "tmux", "ping");
+    let d = configure("");
+    let command = format!(
+        "{BIN} up -c {} --log {}",
+        d.config.display(),
+        d.log.display()
+    );
+    let tmux = Tmux::start(d.dir.path(), 200, 50, &command);
+    let mut d = d;
+    assert!(
+        wait_until(Duration::from_secs(20), || d
+            .cli(&["stats", "--json"])
+            .status
+            .success()),
+        "the link did not come up: {}",
+        d.log_text()
+    );
+    let (client, server) = (d.names.v4[0].clone(), d.names.v4[1].clone());
+    d.start_in(Side::Right, &["iperf3", "-s", "-1", "-B", &server]);
+    assert!(
+        wait_until(Duration::from_secs(10), || tcp_listening(
+            &d.names.ns[1],
+            5201
+        )),
+        "the iperf3 server never listened"
+    );
+    d.start_in(Side::Left, &["ping", "-i", "0.2", &server]);
+    d.start_in(
+        Side::Left,
+        &[
+            "iperf3", "-c", &server, "-t", "30", "-P", "4", "-C", "cubic",
+        ],
+    );
+    let ping_row = format!("{client}→{server} icmp");
+    let pane = tmux.wait_for(Duration::from_secs(25), |p| {
+        backlogged_band_rows(p, " tcp").len() >= 4 && p.contains(&ping_row)
+    });
+    eprintln!("capture:\n{pane}");
+    let rows = backlogged_band_rows(&pane, " tcp");
+    assert!(
+        rows.len() >= 4,
+        "four backlogged TCP flows in pfifo_fast's band:\n{pane}\ndaemon log:\n{}",
+        d.log_text()
+    );
+    for r in &rows {
+        assert!(r.contains(&format!("{client}:")), "{r}");
+        assert!(r.contains(&format!("→{server}:5201 tcp")), "{r}");
+    }
+    assert!(pane.contains("root pfifo_fast"), "{pane}");
+    assert!(pane.contains(&ping_row), "the ping's row:\n{pane}");
+    quit_up(&tmux, &d);
+}
+
 #[test]
 #[ignore = "needs root"]
 fn live_up_on_a_terminal_opens_the_tui_and_q_removes_the_link() {
@@ -242,13 +339,7 @@ fn live_up_on_a_terminal_opens_the_tui_and_q_removes_the_link() {
     );
     // The link is up behind it.
     assert!(d.cli(&["stats", "--json"]).status.success());
-    let out = tmux.run(&["send-keys", "-t", "tui", "q"]);
-    assert!(out.status.success(), "tmux send-keys: {}", text(&out));
-    let t0 = Instant::now();
-    while !tmux.dead() && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(tmux.dead(), "up did not stop when its TUI quit");
+    quit_up(&tmux, &d);
     // Quitting the TUI stopped the daemon, which removed its namespaces.
     for ns in &d.names.ns {
         assert!(

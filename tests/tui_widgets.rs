@@ -169,7 +169,17 @@ fn row(i: u32, backlog: u64) -> FlowRow {
     dst[15] = 254;
     FlowRow {
         qdisc: 0x8001_0000,
+        queue: None,
         bucket: i,
+        queue_label: format!("8001:{:x}", i + 1),
+        hash: i,
+        share_permille: 0,
+        ring: 0,
+        wire: 0,
+        traffic: None,
+        ahead: None,
+        ahead_delay_ns: 0,
+        gone_since: None,
         flow: Some(FlowKey {
             src,
             dst,
@@ -369,7 +379,7 @@ fn flow_rows_show_codel_state_and_adapt_columns_to_width() {
         80,
         4,
     );
-    assert!(empty[1].starts_with("no flow queues"));
+    assert!(empty[1].starts_with("no flows"));
     for (w, h) in [(1, 1), (5, 3), (80, 1), (0, 0)] {
         render(
             FlowTable {
@@ -477,6 +487,7 @@ fn charts_label_the_latest_values_and_draw_the_history() {
                 dir,
                 history: [&h0, &h1],
                 latency_from_flows,
+                line_bps: [0, 0],
             },
             w,
             h,
@@ -519,4 +530,40 @@ fn event_log_shows_the_newest_that_fit() {
             "   13.500s     event 9"
         ]
     );
+}
+
+/// Each rate chart is scaled to its direction's line rate: 2 Mbit/s on a
+/// 100 Mbit/s link draws low bars, 100 Mbit/s full ones, where a chart
+/// scaled to itself would draw both full.
+#[test]
+fn rate_charts_are_scaled_to_the_line_rate() {
+    let history = |bps: u64| -> VecDeque<Sample> {
+        (0..40u64)
+            .map(|i| Sample {
+                at: Instant::from_millis(i * 100),
+                throughput_bps: bps,
+                ..Sample::default()
+            })
+            .collect()
+    };
+    let (slow, full) = (history(2_000_000), history(100_000_000));
+    let bars = |h: &VecDeque<Sample>, line_bps: u64| -> String {
+        let lines = render(
+            Charts {
+                dir: Dir::LeftToRight,
+                history: [h, h],
+                latency_from_flows: true,
+                line_bps: [line_bps, line_bps],
+            },
+            64,
+            5,
+        );
+        lines[2].chars().skip(24).collect()
+    };
+    let full_bar = "█".repeat(40);
+    assert!(bars(&full, 100_000_000).contains(&full_bar));
+    let low = bars(&slow, 100_000_000);
+    assert!(!low.contains('█'), "2% of the line rate: {low:?}");
+    // Unlimited link (0): scaled to the largest value shown, as before.
+    assert!(bars(&slow, 0).contains(&full_bar));
 }

@@ -72,4 +72,8 @@ impl crate::tui::Control for LocalControl {
         self.last = Some(s.at);
         Some(crate::tui::Snapshot::of(&s))
     }
+
+    fn quit_stops_link(&self) -> bool {
+        true
+    }
 }

@@ -2,11 +2,15 @@
 //! of a `LiveSnapshot` (per direction: the link, its transit times, drops
 //! by reason, ring, BQL, each qdisc and class of its tree, capture; then
 //! lateness, wake-ups, ports and the buffer pool), named and explained.
+//! Per-flow families cover only the `METRIC_FLOWS` flows of each direction
+//! with the highest rate and one `flow="others"` row, so the label set
+//! stays bounded however many flows cross the link.
 
 use crate::datapath::{LiveSnapshot, SnapshotReader};
 use crate::dir::Dir;
+use crate::link::PathSnapshot;
 use crate::packet::DropReason;
-use crate::qdisc::dump::QdiscDump;
+use crate::qdisc::dump::{FlowTraffic, QdiscDump};
 use crate::qdisc::QdiscStats;
 use crate::tc::show::tc_handle;
 
@@ -96,6 +100,120 @@ impl Families {
         }
         for child in &q.children {
             self.qdisc_tree(dir, child);
+        }
+    }
+}
+
+/// Flows of each direction with their own label (the rest are `others`).
+pub const METRIC_FLOWS: usize = 8;
+
+/// Frames and bytes of the flow of `hash` in every queue of the path (the
+/// qdisc tree, the TX ring, the wire), as its snapshot lists them.
+fn queued(p: &PathSnapshot, hash: u32) -> (u64, u64) {
+    let mut sum = (0u64, 0u64);
+    let mut add = |packets: u64, bytes: u64| {
+        sum.0 += packets;
+        sum.1 += bytes;
+    };
+    let mut stack = vec![&p.qdisc];
+    while let Some(q) = stack.pop() {
+        for f in q.flows.iter().filter(|f| f.hash == hash) {
+            add(u64::from(f.qlen), f.backlog);
+        }
+        for o in &q.occupancy {
+            for f in o.flows.iter().filter(|f| f.hash == hash) {
+                add(u64::from(f.packets), f.bytes);
+            }
+        }
+        stack.extend(q.children.iter());
+    }
+    for o in [&p.ring_flows, &p.wire_flows] {
+        for f in o.flows.iter().filter(|f| f.hash == hash) {
+            add(u64::from(f.packets), f.bytes);
+        }
+    }
+    sum
+}
+
+impl Families {
+    /// The flow meter's top flows of `dir` and the others, one row each.
+    fn flows(&mut self, dir: Dir, p: &PathSnapshot) {
+        let mut others = p.other_flows.clone();
+        for t in p.flows.iter().skip(METRIC_FLOWS) {
+            others.packets += t.packets;
+            others.bytes += t.bytes;
+            others.rate_bps += t.rate_bps;
+            others.ecn_marks += t.ecn_marks;
+            for (r, n) in &t.drops {
+                *others.drops.entry(*r).or_default() += n;
+            }
+        }
+        let listed = p.flows.iter().take(METRIC_FLOWS);
+        let rows = listed
+            .map(|t| (t.flow.to_string(), t, Some(queued(p, t.hash))))
+            .chain(std::iter::once(("others".to_string(), &others, None)));
+        for (name, t, queued) in rows {
+            self.flow(dir, &name, t, queued);
+        }
+    }
+
+    fn flow(&mut self, dir: Dir, name: &str, t: &FlowTraffic, queued: Option<(u64, u64)>) {
+        let l = labels(&[("direction", dir.name()), ("flow", name)]);
+        self.counters(
+            &l,
+            &[
+                (
+                    "flow_frames_out",
+                    "Frames of a flow the link delivered",
+                    t.packets,
+                ),
+                (
+                    "flow_bytes_out",
+                    "Bytes of a flow the link delivered",
+                    t.bytes,
+                ),
+                (
+                    "flow_ecn_marks",
+                    "Frames of a flow delivered CE-marked by an AQM of the link",
+                    t.ecn_marks,
+                ),
+            ],
+        );
+        self.gauge(
+            "flow_rate_bits_per_second",
+            "A flow's delivered rate over the last second",
+            l.clone(),
+            t.rate_bps as f64,
+        );
+        if let Some((packets, bytes)) = queued {
+            self.gauges(
+                &l,
+                &[
+                    (
+                        "flow_queued_packets",
+                        "Frames of a flow in the link's queues (qdisc, TX ring, wire)",
+                        packets as f64,
+                    ),
+                    (
+                        "flow_queued_bytes",
+                        "Bytes of a flow in the link's queues (qdisc, TX ring, wire)",
+                        bytes as f64,
+                    ),
+                ],
+            );
+        }
+        for (r, n) in &t.drops {
+            let l = labels(&[
+                ("direction", dir.name()),
+                ("flow", name),
+                ("reason", r.name()),
+            ]);
+            self.counter(
+                "flow_drops",
+                "Frames of a flow the link dropped, by reason",
+                l,
+                *n,
+            );
         }
     }
 }
@@ -244,6 +362,7 @@ pub fn render(snap: &LiveSnapshot) -> String {
             ],
         );
         f.qdisc_tree(dir, &p.qdisc);
+        f.flows(dir, p);
         if let Some(cap) = &snap.bridge.capture {
             let cap = cap[dir.index()];
             f.counters(

@@ -1,11 +1,13 @@
 //! What a simulation run produces besides the trace: per-flow throughput,
 //! latency percentiles (ping RTT, one-way delay), drops by reason, ECN
-//! marks, and each direction's final qdisc statistics; plus a small text
-//! table for people and tests.
+//! marks, and each direction's final qdisc statistics with the flows in
+//! each of its queues (qdisc, TX ring, wire) and its flow meter's per-flow
+//! counts; plus a small text table for people and tests.
 
 use super::sources::{Flow, FlowCounters, Source};
 use super::tcp::TcpStats;
 use crate::link::path::PathSnapshot;
+use crate::qdisc::dump::{FlowTraffic, QueueOccupancy};
 use crate::qdisc::QdiscDump;
 use crate::time::{Instant, NS_PER_SEC};
 use hdrhistogram::Histogram;
@@ -173,8 +175,16 @@ pub struct DirReport {
     pub owd: Option<Percentiles>,
     /// Frames still inside the path at the end.
     pub held: u64,
-    /// The qdisc tree at the end, with its counters.
+    /// The qdisc tree at the end, with its counters, each queue with the
+    /// flows it holds.
     pub qdisc: QdiscDump,
+    /// The flows of the frames in the TX ring and on the wire at the end.
+    pub ring_flows: QueueOccupancy,
+    pub wire_flows: QueueOccupancy,
+    /// What the path's flow meter counted per flow (every tracked flow,
+    /// highest rate over the last second first) and for the others.
+    pub link_flows: Vec<FlowTraffic>,
+    pub other_flows: FlowTraffic,
     /// `tc -s -d qdisc show` and `class show` of the direction's device.
     pub tc: String,
 }
@@ -221,6 +231,10 @@ impl DirReport {
             owd: Percentiles::of(owd),
             held: snap.held,
             qdisc: snap.qdisc.clone(),
+            ring_flows: snap.ring_flows.clone(),
+            wire_flows: snap.wire_flows.clone(),
+            link_flows: snap.flows.clone(),
+            other_flows: snap.other_flows.clone(),
             tc,
         }
     }

@@ -209,6 +209,34 @@ impl Scenario {
         s
     }
 
+    /// An HTB tree with SFQ leaves under the same traffic left→right, built
+    /// by tc lines: root `1:` (default 1:20), class 1:1 at the line rate
+    /// over 1:10 (6 Mbit/s, ceil the line rate) and 1:20 (4 Mbit/s, ceil
+    /// the line rate), SFQ `10:` and `20:` on them (limit 64 each, so they
+    /// drop), destination port 5202 and the UDP ping to 1:10; pfifo_fast
+    /// right→left.
+    pub fn htb_sfq_under_load() -> Scenario {
+        let lines = [
+            "tc qdisc add dev left root handle 1: htb default 20",
+            "tc class add dev left parent 1: classid 1:1 htb rate 10mbit",
+            "tc class add dev left parent 1:1 classid 1:10 htb rate 6mbit ceil 10mbit",
+            "tc class add dev left parent 1:1 classid 1:20 htb rate 4mbit ceil 10mbit",
+            "tc qdisc add dev left parent 1:10 handle 10: sfq limit 64",
+            "tc qdisc add dev left parent 1:20 handle 20: sfq limit 64",
+            "tc filter add dev left parent 1: protocol ip prio 1 u32 match ip dport 5202 0xffff flowid 1:10",
+            "tc filter add dev left parent 1: protocol ip prio 1 u32 match ip dport 7 0xffff flowid 1:10",
+        ];
+        let dev = crate::qdisc::tree::DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN);
+        let tree = crate::tc::build_tree(dev, &lines).expect("a valid HTB tree");
+        let mut s = Scenario::new(
+            Box::new(tree),
+            Box::new(PfifoFast::new(root_ctx(0))),
+            link_params(),
+        );
+        s.add_standard_loads();
+        s
+    }
+
     /// The loads of `pfifo_fast_under_load`.
     pub fn add_standard_loads(&mut self) {
         let rate = link_params().rate_bytes_ps;

@@ -152,7 +152,8 @@ pub enum Action {
     },
     /// tc command lines, one per line, applied in order.
     Tc(String),
-    /// Leave the TUI (the daemon keeps running).
+    /// Leave the TUI: in `bloatbox top` the daemon keeps running; in
+    /// `bloatbox up` the link is stopped (see `Control::quit_stops_link`).
     Quit,
 }
 
@@ -193,6 +194,16 @@ pub trait Control {
     fn send(&mut self, action: &Action) -> Result<String, String>;
     /// The newest snapshot, or `None` when there is nothing new.
     fn snapshot(&mut self) -> Option<Snapshot>;
+    /// Whether the last attempt to reach the daemon succeeded (a remote
+    /// daemon may exit, and another take its socket).
+    fn connected(&self) -> bool {
+        true
+    }
+    /// Whether quitting the TUI stops the link (`bloatbox up`, where the
+    /// TUI runs inside the daemon): then `q` asks first.
+    fn quit_stops_link(&self) -> bool {
+        false
+    }
 }
 
 /// `L→R` / `R→L`.

@@ -17,6 +17,8 @@ pub struct RemoteControl {
     client: Client,
     /// Time of the last snapshot handed to the TUI.
     last: Option<Instant>,
+    /// Whether the last snapshot request reached a daemon.
+    connected: bool,
 }
 
 impl RemoteControl {
@@ -27,6 +29,7 @@ impl RemoteControl {
             path: path.to_path_buf(),
             client: Client::connect(path)?,
             last: None,
+            connected: true,
         })
     }
 
@@ -80,12 +83,17 @@ impl Control for RemoteControl {
     }
 
     fn snapshot(&mut self) -> Option<Snapshot> {
-        let v = self.call(&Request::Snapshot).ok()?;
-        let s = tui_snapshot(v).ok()?;
+        let reply = self.call(&Request::Snapshot);
+        self.connected = reply.is_ok();
+        let s = tui_snapshot(reply.ok()?).ok()?;
         if self.last == Some(s.taken_at) {
             return None;
         }
         self.last = Some(s.taken_at);
         Some(s)
+    }
+
+    fn connected(&self) -> bool {
+        self.connected
     }
 }

@@ -141,6 +141,11 @@ pub fn draw(frame: &mut Frame, app: &App) {
             dir: app.dir,
             history: [&app.dirs[0].history, &app.dirs[1].history],
             latency_from_flows: view.latency_from_flows,
+            line_bps: Dir::ALL.map(|d| {
+                app.latest
+                    .as_ref()
+                    .map_or(0, |s| s.bridge.path(d).params.rate_bytes_ps * 8)
+            }),
         },
         charts_inner,
     );
@@ -197,6 +202,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
     match &app.mode {
         Mode::Help => draw_help(frame, area),
         Mode::Presets { selected } => draw_presets(frame, app, *selected, area),
+        Mode::ConfirmQuit => draw_confirm_quit(frame, area),
         Mode::Normal | Mode::Set { .. } => {}
     }
 }
@@ -220,10 +226,22 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
     ];
     if let Some(s) = &app.latest {
         let root = &s.bridge.path(app.dir).qdisc.kind;
+        // Time since the link came up (the earlier direction's start).
+        let up = Dir::ALL
+            .iter()
+            .filter_map(|d| s.bridge.path(*d).up_since)
+            .min()
+            .unwrap_or(s.bridge.at);
         spans.push(Span::raw(format!(
             "  t {}  root {root}",
-            fmt_at(s.bridge.at.nanos())
+            fmt_at(s.bridge.at.saturating_since(up))
         )));
+    }
+    if app.disconnected {
+        spans.push(Span::styled(
+            "  DISCONNECTED (retrying)",
+            Style::new().fg(Color::White).bg(Color::Red),
+        ));
     }
     if app.paused {
         spans.push(Span::styled(
@@ -271,7 +289,8 @@ fn centred(area: Rect, w: u16, h: u16) -> Rect {
 
 /// The help screen: keys and what they do.
 pub const HELP: &[(&str, &str)] = &[
-    ("q, Ctrl-C", "quit (the daemon keeps running)"),
+    ("q", "up: stop the link and exit (asks); top: leave"),
+    ("Ctrl-C", "the same as q, without asking"),
     ("?, Esc", "open / close this help"),
     ("p, space", "pause / resume the display"),
     ("d, 1, 2", "switch direction, or pick L→R / R→L"),
@@ -304,6 +323,30 @@ fn draw_help(frame: &mut Frame, area: Rect) {
     frame.render_widget(Clear, box_area);
     frame.render_widget(
         Paragraph::new(lines).block(Block::bordered().title(Span::styled(" keys ", TITLE))),
+        box_area,
+    );
+}
+
+/// `q` in `bloatbox up`: the link stops with the TUI, so ask.
+fn draw_confirm_quit(frame: &mut Frame, area: Rect) {
+    let box_area = centred(area, 56, 5);
+    let lines = vec![
+        Line::raw("Quitting stops the link: the namespaces and TAPs go."),
+        Line::from(vec![
+            Span::styled("y", TITLE),
+            Span::raw(" stop and quit   "),
+            Span::styled("any other key", TITLE),
+            Span::raw(" keep running"),
+        ]),
+        Line::styled(
+            "(bloatbox top leaves a daemon running)",
+            Style::new().fg(Color::DarkGray),
+        ),
+    ];
+    frame.render_widget(Clear, box_area);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(Block::bordered().title(Span::styled(" stop the link? ", TITLE))),
         box_area,
     );
 }

@@ -71,10 +71,12 @@ where
     B::Error: Send + Sync + 'static,
 {
     let frame = Duration::from_secs(1) / hz.clamp(1, 60);
+    app.quit_stops_link = control.quit_stops_link();
     loop {
         if let Some(s) = control.snapshot() {
             app.on_snapshot(s);
         }
+        app.on_connection(control.connected());
         terminal.draw(|f| draw(f, app))?;
         // Resizes and other events only need the redraw above.
         let Some(Event::Key(key)) = events.next(frame)? else {

@@ -8,7 +8,9 @@ use super::{Action, LinkField, Preset, Snapshot};
 use crate::dir::Dir;
 use crate::link::PathSnapshot;
 use crate::packet::{DropReason, FlowKey};
-use crate::qdisc::dump::{CodelXstats, FlowSummary, Xstats};
+use crate::qdisc::dump::{
+    Ahead, CodelXstats, FlowSummary, FlowTraffic, QueueId, QueueOccupancy, Xstats,
+};
 use crate::qdisc::{ClassDump, Handle, QdiscDump, QdiscStats, TC_H_ROOT};
 use crate::tc::show::{class_options, qdisc_options};
 use crate::tc::xstats::trimmed_lines;
@@ -29,6 +31,8 @@ pub const EVENTS_LEN: usize = 200;
 const CODEL_EVENTS_PER_SNAPSHOT: usize = 4;
 /// Rows moved by PageUp/PageDown.
 const PAGE: usize = 10;
+/// How long a flow whose queue emptied stays in the table, dimmed.
+pub const GONE_KEEP_NS: u64 = 3 * NS_PER_SEC;
 
 /// What the flow table is sorted by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,21 +122,39 @@ pub enum Mode {
         /// The highlighted entry.
         selected: usize,
     },
+    /// `q` in `bloatbox up`: stop the link and quit? (`y` confirms.)
+    ConfirmQuit,
 }
 
-/// One flow queue as the table shows it.
+/// One flow in one queue as the table shows it: a flow queue of a
+/// flow-queueing qdisc, or a flow's frames in a queue that keeps no
+/// per-flow state (a FIFO, a band, a default leaf, or, for a flow with no
+/// frame in the qdisc, the TX ring or the wire).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlowRow {
-    /// The qdisc holding the flow queue, and its bucket there.
+    /// The qdisc holding the queue (0 for the ring and the wire).
     pub qdisc: Handle,
-    /// The bucket (fq_codel) or slot (SFQ) of the flow queue.
+    /// Which queue: `None` for a flow queue (bucket `bucket` of `qdisc`).
+    pub queue: Option<QueueId>,
+    /// The flow queue's bucket; for other queues the flow's hash.
     pub bucket: u32,
+    /// Where the flow sits, as the table's queue column says it: `1:b`
+    /// (flow queue b-1 of qdisc 1:), `band 1`, `leaf 1:10`, `ring`, ...
+    pub queue_label: String,
     /// The 5-tuple of one of its frames, if the dump tells it.
     pub flow: Option<FlowKey>,
+    /// The classifier's flow hash (what the flow meter is keyed by).
+    pub hash: u32,
     /// Bytes queued.
     pub backlog: u64,
     /// Packets queued.
     pub qlen: u32,
+    /// The flow's share of its queue's bytes, per mille.
+    pub share_permille: u32,
+    /// The flow's frames in the TX ring.
+    pub ring: u32,
+    /// The flow's frames on the wire (the delay line).
+    pub wire: u32,
     /// Sojourn time of the head packet, ns.
     pub sojourn_ns: u64,
     /// DRR deficit or SFQ allot, bytes.
@@ -145,8 +167,37 @@ pub struct FlowRow {
     pub drops: u64,
     /// Packets of the queue CE-marked.
     pub ecn_marks: u64,
-    /// Dequeued bits/s since the flow was last seen.
+    /// Delivered bits/s over the last second (the path's flow meter).
     pub throughput_bps: u64,
+    /// What the flow meter counted for the flow (drops by reason).
+    pub traffic: Option<FlowTraffic>,
+    /// What stands ahead of the flow's newest frame in its queue (queues
+    /// served in order only, not flow queues), and the time that takes to
+    /// drain, with the TX ring's bytes behind it, at the direction's
+    /// delivered rate (the line rate before there is one), ns.
+    pub ahead: Option<Ahead>,
+    pub ahead_delay_ns: u64,
+    /// When the queue was last seen holding the flow, for a row kept
+    /// (dimmed) for `GONE_KEEP_NS` after its queue emptied.
+    pub gone_since: Option<Instant>,
+}
+
+impl FlowRow {
+    /// Takes drops, marks and throughput from the flow meter's `traffic`
+    /// (when it counts the flow; else the queue's own counters stay).
+    fn set_traffic(&mut self, traffic: Option<FlowTraffic>) {
+        if let Some(t) = &traffic {
+            self.drops = t.total_drops();
+            self.ecn_marks = t.ecn_marks;
+            self.throughput_bps = t.rate_bps;
+        }
+        self.traffic = traffic;
+    }
+
+    /// What identifies the row from one snapshot to the next.
+    pub fn key(&self) -> (Handle, Option<QueueId>, u32) {
+        (self.qdisc, self.queue, self.bucket)
+    }
 }
 
 /// One qdisc or class of the tree, flattened in display order.
@@ -236,8 +287,9 @@ pub struct DirState {
     /// Whether `Sample::latency_us` comes from flow sojourn times (else it
     /// is estimated from the backlog).
     pub latency_from_flows: bool,
-    /// Sent bytes of each flow and when it was last seen.
-    flow_sent: HashMap<(Handle, u32), (u64, Instant)>,
+    /// The flows the path's meter lists, and the others summed up.
+    pub traffic: Vec<FlowTraffic>,
+    pub other_traffic: FlowTraffic,
     /// Flows (and codel qdiscs, bucket `u32::MAX`) in CoDel's dropping
     /// state, with the flow each queue last held (to name it in the event
     /// log once the queue is empty).
@@ -246,6 +298,10 @@ pub struct DirState {
     marks: u64,
     /// Root qdisc and class layout, to notice tree changes.
     signature: String,
+    /// The root qdisc's kind and handle, and the path's drops by reason
+    /// when it was put in: the root's "dropped by reason" counts from then.
+    root: (String, Handle),
+    drops_base: Vec<u64>,
 }
 
 /// The whole TUI state.
@@ -277,6 +333,11 @@ pub struct App {
     pub events: VecDeque<Event>,
     /// The footer message (errors of the set prompt, hints).
     pub status: Option<String>,
+    /// Quitting stops the link (`bloatbox up`): `q` asks first.
+    pub quit_stops_link: bool,
+    /// The daemon could not be reached at the last attempt (`bloatbox
+    /// top` after the daemon exited).
+    pub disconnected: bool,
 }
 
 impl Default for App {
@@ -303,6 +364,34 @@ impl App {
             mode: Mode::Normal,
             events: VecDeque::with_capacity(EVENTS_LEN),
             status: None,
+            quit_stops_link: false,
+            disconnected: false,
+        }
+    }
+
+    /// Takes in whether the daemon answered: a change is logged (and the
+    /// header says "disconnected" while it lasts).
+    pub fn on_connection(&mut self, connected: bool) {
+        if connected != self.disconnected {
+            return;
+        }
+        self.disconnected = !connected;
+        let at = self.latest.as_ref().map_or(Instant::ZERO, |s| s.bridge.at);
+        let text = if connected {
+            "re-attached to a daemon: showing its link"
+        } else {
+            "disconnected: the daemon does not answer (it may have exited); retrying"
+        };
+        self.log(at, None, EventKind::Error, text.into());
+    }
+
+    /// `q`: quit, or in `bloatbox up` ask first.
+    fn quit(&mut self) -> Option<Action> {
+        if self.quit_stops_link {
+            self.mode = Mode::ConfirmQuit;
+            None
+        } else {
+            Some(Action::Quit)
         }
     }
 
@@ -387,8 +476,8 @@ impl App {
             d.flows.sort_unstable_by(|a, b| {
                 let (x, y) = (key.value(a), key.value(b));
                 let ord = if desc { y.cmp(&x) } else { x.cmp(&y) };
-                ord.then(a.qdisc.cmp(&b.qdisc))
-                    .then(a.bucket.cmp(&b.bucket))
+                ord.then(a.gone_since.is_some().cmp(&b.gone_since.is_some()))
+                    .then(a.key().cmp(&b.key()))
             });
         }
         self.clamp_selection();
@@ -414,13 +503,17 @@ impl App {
             Mode::Help => self.key_help(key),
             Mode::Set { input } => self.key_set(key, input),
             Mode::Presets { selected } => self.key_presets(key, selected),
+            Mode::ConfirmQuit => match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => Some(Action::Quit),
+                _ => None,
+            },
         }
     }
 
     fn key_normal(&mut self, key: KeyEvent) -> Option<Action> {
         self.status = None;
         match key.code {
-            KeyCode::Char('q') => return Some(Action::Quit),
+            KeyCode::Char('q') => return self.quit(),
             KeyCode::Char('?') => self.mode = Mode::Help,
             KeyCode::Char('p') | KeyCode::Char(' ') => {
                 self.paused = !self.paused;
@@ -482,7 +575,7 @@ impl App {
 
     fn key_help(&mut self, key: KeyEvent) -> Option<Action> {
         match key.code {
-            KeyCode::Char('q') => return Some(Action::Quit),
+            KeyCode::Char('q') => return self.quit(),
             KeyCode::Char('?') | KeyCode::Esc | KeyCode::Enter => {}
             _ => self.mode = Mode::Help,
         }
@@ -649,11 +742,21 @@ impl DirState {
             ));
         }
         self.signature = signature;
+        let root = (cur.qdisc.kind.clone(), cur.qdisc.handle);
+        if root != self.root || self.drops_base.len() != cur.counters.drops.len() {
+            // A new root qdisc: its drops count from now (the path's
+            // counters are the link's, since it came up).
+            self.drops_base = match prev {
+                Some(p) if !self.root.0.is_empty() => p.counters.drops.to_vec(),
+                _ => vec![0; cur.counters.drops.len()],
+            };
+            self.root = root;
+        }
 
         self.tree.clear();
         flatten(&cur.qdisc, 0, &mut self.tree);
         if let Some(root) = self.tree.first_mut() {
-            let by_reason = qdisc_drops_by_reason(cur);
+            let by_reason = qdisc_drops_by_reason(cur, &self.drops_base);
             if !by_reason.is_empty() {
                 root.xstats
                     .insert(0, format!("dropped by reason: {by_reason}"));
@@ -672,13 +775,19 @@ impl DirState {
         self.unlisted_tput_bps = if self.unlisted.flows == 0 {
             0
         } else {
-            let listed: u64 = self.flows.iter().map(|f| f.throughput_bps).sum();
+            let listed: u64 = self
+                .flows
+                .iter()
+                .filter(|f| f.queue.is_none())
+                .map(|f| f.throughput_bps)
+                .sum();
             interval_bps.saturating_sub(listed)
         };
         if let Some(p) = prev.filter(|_| dt > 0) {
-            self.latency_from_flows = !self.flows.is_empty() || self.unlisted.flows > 0;
+            let flow_queues = || self.flows.iter().filter(|f| f.queue.is_none());
+            self.latency_from_flows = flow_queues().next().is_some() || self.unlisted.flows > 0;
             let latency_us = if self.latency_from_flows {
-                let listed = self.flows.iter().map(|f| f.sojourn_ns).max().unwrap_or(0);
+                let listed = flow_queues().map(|f| f.sojourn_ns).max().unwrap_or(0);
                 listed.max(self.unlisted.max_head_sojourn_ns) / 1000
             } else {
                 queue_delay_us(cur)
@@ -702,45 +811,133 @@ impl DirState {
         self.marks = marks;
     }
 
-    /// Rebuilds the flow rows, with throughput from each flow's sent bytes
-    /// since it was last seen, and sums up the unlisted flows.
+    /// Rebuilds the flow rows: every flow queue the snapshot lists, every
+    /// flow of a queue without per-flow state, each flow found only in the
+    /// TX ring or on the wire, and the rows of the previous snapshot whose
+    /// queue emptied less than `GONE_KEEP_NS` ago (dimmed). Drops, marks
+    /// and throughput come from the path's flow meter where it counts the
+    /// flow, else from the flow queue's own counters.
     fn collect_flows(&mut self, cur: &PathSnapshot) {
-        self.flows.clear();
+        let old = std::mem::take(&mut self.flows);
         self.unlisted = FlowSummary::default();
+        self.traffic.clone_from(&cur.flows);
+        self.other_traffic = cur.other_flows.clone();
         let mut stack = vec![&cur.qdisc];
         while let Some(q) = stack.pop() {
             self.unlisted.merge(&q.other_flows);
             for f in &q.flows {
-                let key = (q.handle, f.bucket);
-                let throughput_bps = match self.flow_sent.get(&key) {
-                    Some(&(sent, at)) if cur.at > at => {
-                        let bits = f.sent_bytes.saturating_sub(sent) as u128 * 8;
-                        (bits * NS_PER_SEC as u128 / cur.at.saturating_since(at) as u128) as u64
-                    }
-                    _ => 0,
-                };
-                self.flow_sent.insert(key, (f.sent_bytes, cur.at));
-                self.flows.push(FlowRow {
+                let mut row = FlowRow {
                     qdisc: q.handle,
+                    queue: None,
                     bucket: f.bucket,
+                    queue_label: handle_id(q.handle | f.bucket.wrapping_add(1), true),
                     flow: f.flow,
+                    hash: f.hash,
                     backlog: f.backlog,
                     qlen: f.qlen,
+                    share_permille: crate::qdisc::dump::permille(f.backlog, q.stats.backlog),
+                    ring: 0,
+                    wire: 0,
                     sojourn_ns: f.head_sojourn_ns,
                     deficit: f.deficit,
                     codel_count: f.codel_count,
                     dropping: f.codel_dropping,
                     drops: f.drops,
                     ecn_marks: f.ecn_marks,
-                    throughput_bps,
+                    throughput_bps: 0,
+                    traffic: None,
+                    ahead: None,
+                    ahead_delay_ns: 0,
+                    gone_since: None,
+                };
+                row.set_traffic(f.traffic.clone());
+                self.flows.push(row);
+            }
+            let at = if q.handle == 0 {
+                handle_id(q.parent, true)
+            } else {
+                handle_id(q.handle, false)
+            };
+            for o in &q.occupancy {
+                self.unlisted.merge(&FlowSummary {
+                    flows: u64::from(o.others.flows),
+                    backlog: o.others.bytes,
+                    qlen: u64::from(o.others.packets),
+                    max_head_sojourn_ns: o.others.oldest_sojourn_ns,
+                    ..FlowSummary::default()
                 });
+                let label = match o.queue {
+                    QueueId::Leaf(_) => o.queue.label(),
+                    _ => format!("{at} {}", o.queue.label()),
+                };
+                self.flows.extend(occupancy_rows(q.handle, o, &label));
             }
             stack.extend(q.children.iter());
         }
-        // Bound the memory of flows not seen for a while.
-        if self.flow_sent.len() > 4 * self.flows.len() + 4096 {
-            let at = cur.at;
-            self.flow_sent.retain(|_, (_, seen)| *seen == at);
+        // The ring and the wire: counts on the flow's rows, and rows of
+        // their own for flows with no frame in the qdisc.
+        for o in [&cur.ring_flows, &cur.wire_flows] {
+            for f in &o.flows {
+                let rows = self.flows.iter_mut().filter(|r| r.hash == f.hash);
+                let mut found = false;
+                for r in rows {
+                    found = true;
+                    match o.queue {
+                        QueueId::Ring => r.ring += f.packets,
+                        _ => r.wire += f.packets,
+                    }
+                }
+                if !found {
+                    let label = o.queue.label();
+                    let single = QueueOccupancy {
+                        flows: vec![f.clone()],
+                        ..o.clone()
+                    };
+                    self.flows.extend(occupancy_rows(0, &single, &label));
+                }
+            }
+        }
+        // Head of line: what is ahead in the queue, then the TX ring, at the
+        // rate the direction delivers.
+        let rate_bps = match self.achieved_bps {
+            0 => cur.params.rate_bytes_ps * 8,
+            r => r,
+        };
+        for r in &mut self.flows {
+            let behind_ring = match r.queue {
+                Some(QueueId::Ring | QueueId::Wire) => 0,
+                _ => cur.ring_bytes,
+            };
+            r.ahead_delay_ns = match (&r.ahead, rate_bps) {
+                (Some(a), rate) if rate > 0 => {
+                    let bits = u128::from(a.bytes + behind_ring) * 8;
+                    (bits * u128::from(NS_PER_SEC) / u128::from(rate)) as u64
+                }
+                _ => 0,
+            };
+        }
+        // Rows whose queue emptied: kept a while, dimmed, with the meter's
+        // current rate.
+        let seen: HashSet<_> = self.flows.iter().map(FlowRow::key).collect();
+        for mut r in old.into_iter().filter(|r| !seen.contains(&r.key())) {
+            let since = r.gone_since.unwrap_or(cur.at);
+            if cur.at.saturating_since(since) >= GONE_KEEP_NS {
+                continue;
+            }
+            let traffic = cur.flows.iter().find(|t| t.hash == r.hash).cloned();
+            r.gone_since = Some(since);
+            r.backlog = 0;
+            r.qlen = 0;
+            r.share_permille = 0;
+            r.ring = 0;
+            r.wire = 0;
+            r.sojourn_ns = 0;
+            r.ahead = None;
+            r.ahead_delay_ns = 0;
+            r.dropping = false;
+            r.throughput_bps = 0;
+            r.set_traffic(traffic);
+            self.flows.push(r);
         }
     }
 
@@ -756,8 +953,12 @@ impl DirState {
             .map(|f| ((f.qdisc, f.bucket), f.flow))
             .collect();
         if self.unlisted.flows > 0 {
-            let listed: HashSet<(Handle, u32)> =
-                self.flows.iter().map(|f| (f.qdisc, f.bucket)).collect();
+            let listed: HashSet<(Handle, u32)> = self
+                .flows
+                .iter()
+                .filter(|f| f.queue.is_none() && f.gone_since.is_none())
+                .map(|f| (f.qdisc, f.bucket))
+                .collect();
             now.extend(
                 self.dropping
                     .iter()
@@ -817,6 +1018,46 @@ impl DirState {
     }
 }
 
+/// The rows of the flows in queue `o` of qdisc `qdisc` (the listed ones;
+/// the others are added to no row: the table's aggregate row counts them
+/// from the queue totals).
+fn occupancy_rows<'a>(
+    qdisc: Handle,
+    o: &'a QueueOccupancy,
+    label: &'a str,
+) -> impl Iterator<Item = FlowRow> + 'a {
+    o.flows.iter().map(move |f| {
+        let mut row = FlowRow {
+            qdisc,
+            queue: Some(o.queue),
+            bucket: f.hash,
+            queue_label: label.to_string(),
+            flow: Some(f.flow),
+            hash: f.hash,
+            backlog: f.bytes,
+            qlen: f.packets,
+            share_permille: f.share_permille,
+            ring: 0,
+            wire: 0,
+            sojourn_ns: f.oldest_sojourn_ns,
+            deficit: 0,
+            codel_count: 0,
+            dropping: false,
+            drops: 0,
+            ecn_marks: 0,
+            throughput_bps: 0,
+            traffic: None,
+            // Frames ahead on the wire do not delay it: they propagate
+            // side by side.
+            ahead: (o.queue != QueueId::Wire).then(|| f.ahead.clone()),
+            ahead_delay_ns: 0,
+            gone_since: None,
+        };
+        row.set_traffic(f.traffic.clone());
+        row
+    })
+}
+
 /// Link parameter changes between two snapshots.
 fn config_events(p: &PathSnapshot, c: &PathSnapshot, events: &mut Vec<(EventKind, String)>) {
     let (a, b) = (&p.params, &c.params);
@@ -857,8 +1098,9 @@ fn overflow_events(p: &PathSnapshot, c: &PathSnapshot, events: &mut Vec<(EventKi
 }
 
 /// The path's drops whose reason lies in the qdisc tree (not the ingress
-/// checks nor the buffer pool): `codel 12, queue_full 3`.
-fn qdisc_drops_by_reason(p: &PathSnapshot) -> String {
+/// checks nor the buffer pool) since `base` (the counters when the root
+/// qdisc was put in): `codel 12, queue_full 3`.
+fn qdisc_drops_by_reason(p: &PathSnapshot, base: &[u64]) -> String {
     let outside = [
         DropReason::Runt,
         DropReason::Oversize,
@@ -868,7 +1110,8 @@ fn qdisc_drops_by_reason(p: &PathSnapshot) -> String {
         .iter()
         .filter(|r| !outside.contains(r))
         .filter_map(|r| {
-            let n = p.counters.drops[r.index()];
+            let since = base.get(r.index()).copied().unwrap_or(0);
+            let n = p.counters.drops[r.index()].saturating_sub(since);
             (n > 0).then(|| format!("{} {n}", r.name()))
         })
         .collect::<Vec<_>>()
@@ -1000,34 +1243,7 @@ fn htb_mode(c: &ClassDump) -> Option<&'static str> {
     })
 }
 
-/// `10.0.0.1:5201→10.0.0.2:40000 tcp`; IPv4-mapped addresses print as
-/// IPv4, non-IP flows as `non-IP`.
+/// `10.0.0.1:5201→10.0.0.2:40000 tcp` (`FlowKey`'s `Display`).
 pub fn flow_label(k: &FlowKey) -> String {
-    if *k == FlowKey::default() {
-        return "non-IP".into();
-    }
-    let addr = |a: &[u8; 16]| -> String {
-        let v6 = std::net::Ipv6Addr::from(*a);
-        match v6.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None => format!("[{v6}]"),
-        }
-    };
-    let proto = match k.proto {
-        6 => "tcp".to_string(),
-        17 => "udp".to_string(),
-        1 | 58 => "icmp".to_string(),
-        p => format!("proto {p}"),
-    };
-    if k.src_port == 0 && k.dst_port == 0 {
-        format!("{}→{} {proto}", addr(&k.src), addr(&k.dst))
-    } else {
-        format!(
-            "{}:{}→{}:{} {proto}",
-            addr(&k.src),
-            k.src_port,
-            addr(&k.dst),
-            k.dst_port
-        )
-    }
+    k.to_string()
 }

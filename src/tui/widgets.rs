@@ -318,43 +318,80 @@ impl Widget for TreePanel<'_> {
 /// Column widths of the flow table; the flow column takes what is left.
 struct Columns {
     flow: usize,
+    queue: usize,
     deficit: bool,
+    share: bool,
 }
 
+/// Cells of a flow table row: flow, queue, backlog, pkts, share, sojourn,
+/// deficit, codel, drops, ecn, throughput.
+const CELLS: usize = 11;
+/// The deficit column's index (shown on wide screens only).
+const DEFICIT: usize = 6;
+/// The share column's index (shown from 100 columns on).
+const SHARE: usize = 4;
+
 impl Columns {
-    /// Fixed columns: backlog 7, pkts 5, sojourn 7, codel 8, drops 6,
-    /// ecn 5, throughput 8 (+ deficit 7 on wide screens), one space each.
+    /// Fixed columns: queue 12, backlog 7, pkts 5, share 5, sojourn 7,
+    /// codel 8, drops 6, ecn 5, throughput 8 (+ deficit 7 on wide
+    /// screens), one space each.
+    /// Under 100 columns the queue column is 8 wide and share is left out.
     fn for_width(w: usize) -> Columns {
-        let deficit = w >= 110;
-        let fixed = 7 + 5 + 7 + 8 + 6 + 5 + 8 + 7 + if deficit { 8 } else { 0 };
+        let (deficit, share) = (w >= 120, w >= 100);
+        let queue = if share { 12 } else { 8 };
+        let fixed = queue
+            + 7
+            + 5
+            + 7
+            + 8
+            + 6
+            + 5
+            + 8
+            + 9
+            + if share { 6 } else { 0 }
+            + if deficit { 8 } else { 0 };
         Columns {
             flow: w.saturating_sub(fixed).max(10),
+            queue,
             deficit,
+            share,
         }
     }
 
     /// The cells of one row, padded to their columns and separated by a
-    /// space: flow, backlog, pkts, sojourn, [deficit,] codel, drops, ecn,
-    /// throughput. `cells` holds those nine values (deficit included).
-    fn cells(&self, cells: [&str; 9]) -> Vec<String> {
-        let widths = [self.flow, 7, 5, 7, 7, 8, 6, 5, 8];
-        let mut out = Vec::with_capacity(9);
+    /// space (`CELLS` values, deficit and share included). A row without a
+    /// queue (the aggregate row) gives the queue's room to its label.
+    fn cells(&self, cells: [&str; CELLS]) -> Vec<String> {
+        let widths = [self.flow, self.queue, 7, 5, 5, 7, 7, 8, 6, 5, 8];
+        let wide_label = cells[1].is_empty();
+        let mut out = Vec::with_capacity(CELLS);
         for (i, (text, w)) in cells.iter().zip(widths).enumerate() {
-            if i == 4 && !self.deficit {
+            if (i == DEFICIT && !self.deficit) || (i == SHARE && !self.share) {
                 continue;
             }
-            let cell = if i == 0 {
-                fit(text, w)
-            } else {
-                format!(" {}", rfit(text, w))
+            let cell = match i {
+                0 if wide_label => fit(text, w + 1 + self.queue),
+                1 if wide_label => String::new(),
+                0 => fit(text, w),
+                1 => format!(" {}", fit(text, w)),
+                _ => format!(" {}", rfit(text, w)),
             };
             out.push(cell);
         }
         out
     }
 
-    fn line(&self, cells: [&str; 9]) -> String {
+    fn line(&self, cells: [&str; CELLS]) -> String {
         self.cells(cells).concat()
+    }
+}
+
+/// A share per mille as a percentage: `42%`, `7.5%`.
+fn fmt_share(permille: u32) -> String {
+    if permille >= 100 {
+        format!("{}%", permille / 10)
+    } else {
+        format!("{}.{}%", permille / 10, permille % 10)
     }
 }
 
@@ -403,24 +440,24 @@ impl Widget for FlowTable<'_> {
         let cols = Columns::for_width(area.width as usize);
         let sorted_cell = match self.sort {
             SortKey::Flow => 0,
-            SortKey::Backlog => 1,
-            SortKey::Packets => 2,
-            SortKey::Sojourn => 3,
-            SortKey::Drops => 6,
-            SortKey::Marks => 7,
-            SortKey::Throughput => 8,
+            SortKey::Backlog => 2,
+            SortKey::Packets => 3,
+            SortKey::Sojourn => 5,
+            SortKey::Drops => 8,
+            SortKey::Marks => 9,
+            SortKey::Throughput => 10,
         };
         let names = [
-            "flow", "backlog", "pkts", "sojourn", "deficit", "codel", "drops", "ecn", "tput",
+            "flow", "queue", "backlog", "pkts", "share", "sojourn", "deficit", "codel", "drops",
+            "ecn", "tput",
         ];
         let head = Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED);
         let mut cells = cols.cells(names);
         // Without the deficit column, cells after it move one to the left.
-        let sorted = if !cols.deficit && sorted_cell > 4 {
-            sorted_cell - 1
-        } else {
-            sorted_cell
-        };
+        // Cells after a left-out column move one to the left.
+        let sorted = sorted_cell
+            - usize::from(!cols.deficit && sorted_cell > DEFICIT)
+            - usize::from(!cols.share && sorted_cell > SHARE);
         let header: Vec<Span> = cells
             .drain(..)
             .enumerate()
@@ -435,7 +472,7 @@ impl Widget for FlowTable<'_> {
         let mut lines = vec![Line::from(header)];
         if self.rows.is_empty() && self.unlisted.flows == 0 {
             lines.push(Line::styled(
-                "no flow queues: this qdisc keeps no per-flow state (try m → fq_codel)",
+                "no flows: nothing queued in the qdisc, the TX ring or on the wire",
                 LABEL,
             ));
             Paragraph::new(lines).render(area, buf);
@@ -454,18 +491,27 @@ impl Widget for FlowTable<'_> {
             } else {
                 "-".into()
             };
+            let deficit = if r.queue.is_none() {
+                r.deficit.to_string()
+            } else {
+                "-".into()
+            };
             let text = cols.line([
                 &label,
+                &r.queue_label,
                 &fmt_bytes(r.backlog),
                 &r.qlen.to_string(),
+                &fmt_share(r.share_permille),
                 &fmt_us(r.sojourn_ns / 1000),
-                &r.deficit.to_string(),
+                &deficit,
                 &codel,
                 &fmt_count(r.drops),
                 &fmt_count(r.ecn_marks),
                 &fmt_bits(r.throughput_bps),
             ]);
-            let mut style = if r.dropping {
+            let mut style = if r.gone_since.is_some() {
+                Style::new().fg(Color::DarkGray).add_modifier(Modifier::DIM)
+            } else if r.dropping {
                 Style::new().fg(Color::Red)
             } else {
                 Style::new()
@@ -490,8 +536,10 @@ impl Widget for FlowTable<'_> {
             }
             let text = cols.line([
                 &format!("+ {} other flows", fmt_count(others)),
+                "",
                 &fmt_bytes(rest.backlog),
                 &fmt_count(rest.qlen),
+                "",
                 &format!("≤{}", fmt_us(rest.max_head_sojourn_ns / 1000)),
                 "",
                 "",
@@ -506,17 +554,43 @@ impl Widget for FlowTable<'_> {
                 .flow
                 .as_ref()
                 .map_or_else(|| "unknown flow".into(), super::state::flow_label);
-            let state = self.selected_xstats.clone().unwrap_or_else(|| {
-                format!(
-                    "deficit {} codel count {}{}",
-                    r.deficit,
-                    r.codel_count,
-                    if r.dropping { " dropping" } else { "" }
-                )
-            });
+            let state = match r.queue {
+                Some(_) => format!("{}p in {}", r.qlen, r.queue_label),
+                None => self.selected_xstats.clone().unwrap_or_else(|| {
+                    format!(
+                        "deficit {} codel count {}{}",
+                        r.deficit,
+                        r.codel_count,
+                        if r.dropping { " dropping" } else { "" }
+                    )
+                }),
+            };
+            let drops: String = r
+                .traffic
+                .iter()
+                .flat_map(|t| &t.drops)
+                .map(|(reason, n)| format!(" {} {n}", reason.name()))
+                .collect();
+            let head = match &r.ahead {
+                Some(a) if a.packets > 0 => {
+                    let who: Vec<String> = a
+                        .flows
+                        .iter()
+                        .map(|f| format!("{} {}p", f.flow, f.packets))
+                        .collect();
+                    format!(
+                        "  newest frame behind {}p {} ({}) ≈{}",
+                        a.packets,
+                        fmt_bytes(a.bytes),
+                        who.join(", "),
+                        fmt_us(r.ahead_delay_ns / 1000)
+                    )
+                }
+                _ => String::new(),
+            };
             lines.push(Line::styled(
                 format!(
-                    "#{} of {}{}: {state}  {} bucket {}  {label}",
+                    "#{} of {}{}: {state}{head}  {}  ring {}p wire {}p{}{drops}  {label}",
                     self.selected + 1,
                     self.rows.len(),
                     if self.unlisted.flows > 0 {
@@ -524,8 +598,10 @@ impl Widget for FlowTable<'_> {
                     } else {
                         ""
                     },
-                    super::state::handle_id(r.qdisc, false),
-                    r.bucket,
+                    r.queue_label,
+                    r.ring,
+                    r.wire,
+                    if drops.is_empty() { "" } else { "  dropped" },
                 ),
                 LABEL,
             ));
@@ -543,6 +619,9 @@ pub struct Charts<'a> {
     pub history: [&'a VecDeque<Sample>; 2],
     /// Latency comes from flow sojourn times (else a backlog estimate).
     pub latency_from_flows: bool,
+    /// Each direction's line rate, bits/s (0: unlimited): the top of its
+    /// rate chart, so 2 Mbit/s on a 100 Mbit/s link reads as 2 % of it.
+    pub line_bps: [u64; 2],
 }
 
 impl Widget for Charts<'_> {
@@ -550,7 +629,16 @@ impl Widget for Charts<'_> {
         const LABEL_W: u16 = 24;
         let own = self.history[self.dir.index()];
         let other = self.dir.reverse();
-        type Series<'s> = (String, Box<dyn Fn(&Sample) -> u64 + 's>, Color, Dir);
+        // Label, value, colour, direction, fixed top of the scale (`None`:
+        // the largest value shown).
+        type Series<'s> = (
+            String,
+            Box<dyn Fn(&Sample) -> u64 + 's>,
+            Color,
+            Dir,
+            Option<u64>,
+        );
+        let line = |d: Dir| Some(self.line_bps[d.index()]).filter(|b| *b > 0);
         let latest = |d: Dir| self.history[d.index()].back().copied().unwrap_or_default();
         let peak = |f: &dyn Fn(&Sample) -> u64| own.iter().map(f).max().unwrap_or(0);
         let cur = latest(self.dir);
@@ -569,18 +657,21 @@ impl Widget for Charts<'_> {
                 Box::new(|s: &Sample| s.latency_us),
                 Color::Yellow,
                 self.dir,
+                None,
             ),
             (
                 format!("queue {}p ^{}p", cur.qlen, peak(&|s| s.qlen)),
                 Box::new(|s: &Sample| s.qlen),
                 Color::Magenta,
                 self.dir,
+                None,
             ),
             (
                 format!("{} {}", dir_label(self.dir), fmt_bits(cur.throughput_bps)),
                 Box::new(|s: &Sample| s.throughput_bps),
                 Color::Green,
                 self.dir,
+                line(self.dir),
             ),
             (
                 format!(
@@ -591,17 +682,19 @@ impl Widget for Charts<'_> {
                 Box::new(|s: &Sample| s.throughput_bps),
                 Color::Blue,
                 other,
+                line(other),
             ),
             (
                 format!("drops {} marks {}", cur.drops, cur.marks),
                 Box::new(|s: &Sample| s.drops + s.marks),
                 Color::Red,
                 self.dir,
+                None,
             ),
         ];
         let n = series.len() as u16;
         let rows = Layout::vertical(vec![Constraint::Ratio(1, n as u32); n as usize]).split(area);
-        for ((label, value, color, dir), row) in series.into_iter().zip(rows.iter()) {
+        for ((label, value, color, dir, top), row) in series.into_iter().zip(rows.iter()) {
             if row.height == 0 {
                 continue;
             }
@@ -615,10 +708,13 @@ impl Widget for Charts<'_> {
                 .skip(hist.len().saturating_sub(w))
                 .map(&value)
                 .collect();
-            Sparkline::default()
+            let mut spark = Sparkline::default()
                 .data(&data)
-                .style(Style::new().fg(color))
-                .render(r, buf);
+                .style(Style::new().fg(color));
+            if let Some(top) = top {
+                spark = spark.max(top);
+            }
+            spark.render(r, buf);
         }
     }
 }

@@ -15,8 +15,8 @@ use std::collections::VecDeque;
 pub struct DelayLine {
     delay_ns: u64,
     reorder: bool,
-    /// Sorted by exit time.
-    in_flight: VecDeque<(Packet, Instant)>,
+    /// Sorted by exit time; each with the time it entered.
+    in_flight: VecDeque<(Packet, Instant, Instant)>,
 }
 
 impl DelayLine {
@@ -54,17 +54,22 @@ impl DelayLine {
     pub fn push(&mut self, pkt: Packet, departed: Instant, extra_ns: u64) {
         let exit = departed + self.delay_ns + extra_ns;
         if self.reorder {
-            let at = self.in_flight.partition_point(|(_, t)| *t <= exit);
-            self.in_flight.insert(at, (pkt, exit));
+            let at = self.in_flight.partition_point(|(_, t, _)| *t <= exit);
+            self.in_flight.insert(at, (pkt, exit, departed));
         } else {
-            let last = self.in_flight.back().map_or(exit, |(_, t)| *t);
-            self.in_flight.push_back((pkt, exit.max(last)));
+            let last = self.in_flight.back().map_or(exit, |(_, t, _)| *t);
+            self.in_flight.push_back((pkt, exit.max(last), departed));
         }
     }
 
     /// When the front frame reaches the far end.
     pub fn next_event(&self) -> Option<Instant> {
-        self.in_flight.front().map(|(_, t)| *t)
+        self.in_flight.front().map(|(_, t, _)| *t)
+    }
+
+    /// The frames in propagation, each with the instant it entered.
+    pub fn queued(&self) -> impl Iterator<Item = (&Packet, Instant)> + Clone {
+        self.in_flight.iter().map(|(p, _, entered)| (p, *entered))
     }
 
     /// The front frame if it arrived by `now`, with its arrival time.
@@ -72,7 +77,7 @@ impl DelayLine {
         if self.next_event()? > now {
             return None;
         }
-        self.in_flight.pop_front()
+        self.in_flight.pop_front().map(|(p, exit, _)| (p, exit))
     }
 }
 

@@ -1,7 +1,8 @@
 //! The emulated link below the qdisc, one direction at a time: the driver TX
 //! ring with BQL (`ring`), TX completion and RX interrupt coalescing
 //! (`coalesce`), the line-rate serializer (`serializer`), the propagation
-//! delay line (`delay`), wire impairments (`impair`), the device's netdev
+//! delay line (`delay`), wire impairments (`impair`), the per-flow meter
+//! (`meter`), the device's netdev
 //! features (`features`), rate/delay schedules
 //! and traces (`schedule`), whether super-frames pass whole (`offload`), `Path`,
 //! which composes them behind a qdisc, and the transit-time
@@ -15,6 +16,7 @@ pub mod coalesce;
 pub mod delay;
 pub mod features;
 pub mod impair;
+pub mod meter;
 pub mod offload;
 pub mod path;
 pub mod ring;

@@ -29,6 +29,12 @@
 //! `impair`). A duplicated frame adds one frame to the path, so
 //! conservation reads `frames_in + duplicated = frames_out + drops + held`.
 //!
+//! A `FlowMeter` (on unless `set_flow_meter(false)`) counts each frame
+//! delivered or dropped against its flow, O(1) and without allocating;
+//! snapshots add it to the occupancy of every queue (the qdisc's, the TX
+//! ring's and the delay line's), which they work out by walking the queued
+//! frames, so the per-frame path pays only the meter.
+//!
 //! A `PathObserver`, when one is installed, is told what happens to each
 //! frame inside the path (offered to the qdisc, dequeued, bypassed, dropped
 //! with its reason, delivered), which its owner cannot see from outside: the
@@ -38,11 +44,13 @@
 use super::coalesce::Coalescer;
 use super::delay::DelayLine;
 use super::impair::{Fate, Impair, Impairments};
+use super::meter::FlowMeter;
 use super::ring::{BulkBudget, TxRing, DEV_TX_WEIGHT};
 use super::serializer::Serializer;
 use super::transit::{Transit, TransitSummary};
 use super::{LinkParams, LinkShape, ShapeError};
 use crate::packet::{DropReason, Drops, Packet};
+use crate::qdisc::dump::{FlowTraffic, QueueId, QueueOccupancy};
 use crate::qdisc::{FlowListing, Qdisc, QdiscDump};
 use crate::time::{earliest, Instant};
 use std::any::Any;
@@ -189,6 +197,30 @@ pub struct PathSnapshot {
     /// Transit times (ingress to delivery) of the delivered frames.
     #[serde(default)]
     pub transit: TransitSummary,
+    /// The flows of the frames in the TX ring (the one being serialized
+    /// included), each waiting since it was posted.
+    #[serde(default)]
+    pub ring_flows: QueueOccupancy,
+    /// The flows of the frames in propagation ("on the wire"), each
+    /// waiting since it left the serializer.
+    #[serde(default)]
+    pub wire_flows: QueueOccupancy,
+    /// The flow meter's flows with the highest rate over the last second
+    /// (as many as the listing's bound; all tracked ones for
+    /// `FlowListing::All`), empty with the meter off.
+    #[serde(default)]
+    pub flows: Vec<FlowTraffic>,
+    /// Every other flow the meter counted, summed up (its `flow` and
+    /// `hash` are zero).
+    #[serde(default)]
+    pub other_flows: FlowTraffic,
+    /// Flows the meter tracks by name (of `meter::FLOWS`).
+    #[serde(default)]
+    pub flows_tracked: u32,
+    /// When the path first ran (the first instant its driver advanced it
+    /// to: the link coming up), `None` before that.
+    #[serde(default)]
+    pub up_since: Option<Instant>,
 }
 
 /// A frame on the wire that leaves later than this has stalled the link
@@ -238,6 +270,9 @@ pub struct Path {
     qdisc_ready: bool,
     qdisc_wakeup: Option<Instant>,
     observer: Option<Box<dyn PathObserver>>,
+    meter: Option<Box<FlowMeter>>,
+    /// The first instant the path was advanced to.
+    up_since: Option<Instant>,
 }
 
 impl Path {
@@ -267,7 +302,15 @@ impl Path {
             qdisc_ready: true,
             qdisc_wakeup: None,
             observer: None,
+            meter: Some(Box::new(FlowMeter::new())),
+            up_since: None,
         }
+    }
+
+    /// Turns the per-flow meter on (a fresh, empty one) or off (the
+    /// benchmark's reference; snapshots then carry no `FlowTraffic`).
+    pub fn set_flow_meter(&mut self, on: bool) {
+        self.meter = on.then(|| Box::new(FlowMeter::new()));
     }
 
     /// Tells `observer` from now on what happens to every frame inside the
@@ -491,6 +534,19 @@ impl Path {
             .filter(|(_, n)| *n > 0)
             .collect();
         let dql = self.ring.dql();
+        let mut qdisc = self.qdisc.dump_listing(now, listing);
+        self.annotate(&mut qdisc, now);
+        let ring_flows = self.occupancy(QueueId::Ring, self.serializer.queued(), now);
+        let wire_flows = self.occupancy(QueueId::Wire, self.delay.queued(), now);
+        let bound = match listing {
+            FlowListing::All => usize::MAX,
+            FlowListing::Top(n) => n,
+        };
+        let (flows, other_flows) = self
+            .meter
+            .as_ref()
+            .map(|m| m.top(bound, now))
+            .unwrap_or_default();
         PathSnapshot {
             at: now,
             params: self.params,
@@ -509,9 +565,47 @@ impl Path {
             wire_departs: self.serializer.next_event(),
             in_flight: self.delay.len() as u32,
             rx_held: self.rx.len() as u32,
-            qdisc: self.qdisc.dump_listing(now, listing),
+            qdisc,
             transit: self.transit.summary(),
+            ring_flows,
+            wire_flows,
+            flows,
+            other_flows,
+            flows_tracked: self.meter.as_ref().map_or(0, |m| m.tracked()),
+            up_since: self.up_since,
         }
+    }
+
+    /// Fills in the meter's counts of every flow row of `dump` and below.
+    fn annotate(&self, dump: &mut QdiscDump, now: Instant) {
+        let Some(m) = &self.meter else {
+            return;
+        };
+        for f in &mut dump.flows {
+            f.traffic = m.lookup(f.hash, now);
+        }
+        for f in dump.occupancy.iter_mut().flat_map(|o| o.flows.iter_mut()) {
+            f.traffic = m.lookup(f.hash, now);
+        }
+        for ch in &mut dump.children {
+            self.annotate(ch, now);
+        }
+    }
+
+    /// `QueueOccupancy::of` with the meter's counts filled in.
+    fn occupancy<'a>(
+        &self,
+        queue: QueueId,
+        queued: impl Iterator<Item = (&'a Packet, Instant)> + Clone,
+        now: Instant,
+    ) -> QueueOccupancy {
+        let mut o = QueueOccupancy::of(queue, queued, now);
+        if let Some(m) = &self.meter {
+            for f in &mut o.flows {
+                f.traffic = m.lookup(f.hash, now);
+            }
+        }
+        o
     }
 
     /// When the qdisc should be run: now if it may have something and the
@@ -545,6 +639,7 @@ impl Path {
     /// Processes every event up to `now` in time order.
     fn advance(&mut self, now: Instant) {
         let now = now.max(self.now);
+        self.up_since.get_or_insert(now);
         while let Some(ev) = self.next_event().filter(|t| *t <= now) {
             self.now = ev.max(self.now);
             self.step();
@@ -583,15 +678,19 @@ impl Path {
         while let Some((pkt, arrived)) = self.delay.pop(t) {
             self.rx.push(pkt, arrived);
         }
-        let (outbox, counters, transit, observer) = (
+        let (outbox, counters, transit, observer, meter) = (
             &mut self.outbox,
             &mut self.counters,
             &mut self.transit,
             &mut self.observer,
+            &mut self.meter,
         );
         self.rx.fire(t, |mut pkt| {
             counters.frames_out += 1;
             counters.bytes_out += pkt.len as u64;
+            if let Some(m) = meter {
+                m.delivered(&pkt, t);
+            }
             transit.record(t.saturating_since(pkt.meta.arrival));
             pkt.meta.delivered = t;
             notify(observer, PathEvent::Delivered, &pkt, t);
@@ -605,6 +704,9 @@ impl Path {
         let t = self.now;
         for (mut pkt, reason) in self.drops.drain() {
             self.counters.drops[reason.index()] += 1;
+            if let Some(m) = &mut self.meter {
+                m.dropped(&pkt, reason, t);
+            }
             pkt.meta.dropped = Some(reason);
             notify(&mut self.observer, PathEvent::Dropped(reason), &pkt, t);
             self.freed.push(pkt);

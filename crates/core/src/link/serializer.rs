@@ -31,6 +31,8 @@ pub struct Serializer {
     waiting: VecDeque<(Packet, Instant)>,
     /// The frame on the wire and when its last bit leaves.
     on_wire: Option<(Packet, Instant)>,
+    /// When the frame on the wire was posted.
+    on_wire_posted: Instant,
     /// When the wire is free, and the fraction of a ns beyond it, in units
     /// of 1/rate ns (always < rate).
     busy_until: Instant,
@@ -48,6 +50,7 @@ impl Serializer {
             timeline: None,
             waiting: VecDeque::new(),
             on_wire: None,
+            on_wire_posted: Instant::ZERO,
             busy_until: Instant::ZERO,
             busy_rem: 0,
         }
@@ -149,6 +152,15 @@ impl Serializer {
             self.busy_rem = (total % rate) as u64;
         }
         self.on_wire = Some((pkt, self.busy_until));
+        self.on_wire_posted = posted;
+    }
+
+    /// The frames posted and not departed (the one on the wire first),
+    /// each with the instant it was posted.
+    pub fn queued(&self) -> impl Iterator<Item = (&Packet, Instant)> + Clone {
+        let wire = self.on_wire.as_ref().map(|(p, _)| (p, self.on_wire_posted));
+        wire.into_iter()
+            .chain(self.waiting.iter().map(|(p, at)| (p, *at)))
     }
 
     /// When the frame on the wire departs.

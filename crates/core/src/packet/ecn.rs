@@ -29,6 +29,7 @@ pub fn mark_ce(pkt: &mut Packet) -> bool {
     match marked {
         Some(dsfield) => {
             pkt.meta.dsfield = dsfield;
+            pkt.meta.ce_marked = true;
             true
         }
         None => false,

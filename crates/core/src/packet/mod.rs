@@ -69,6 +69,36 @@ pub struct FlowKey {
     pub proto: u8,
 }
 
+/// `10.0.0.1:5201→10.0.0.2:40000 tcp`; IPv4-mapped addresses print as
+/// IPv4, flows without ports as `10.0.0.1→10.0.0.2 icmp`, non-IP flows
+/// (the all-zero key) as `non-IP`.
+impl std::fmt::Display for FlowKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if *self == FlowKey::default() {
+            return f.write_str("non-IP");
+        }
+        let addr = |a: &[u8; 16]| -> String {
+            let v6 = std::net::Ipv6Addr::from(*a);
+            match v6.to_ipv4_mapped() {
+                Some(v4) => v4.to_string(),
+                None => format!("[{v6}]"),
+            }
+        };
+        let proto = match self.proto {
+            6 => "tcp".to_string(),
+            17 => "udp".to_string(),
+            1 | 58 => "icmp".to_string(),
+            p => format!("proto {p}"),
+        };
+        let (src, dst) = (addr(&self.src), addr(&self.dst));
+        if self.src_port == 0 && self.dst_port == 0 {
+            write!(f, "{src}→{dst} {proto}")
+        } else {
+            write!(f, "{src}:{}→{dst}:{} {proto}", self.src_port, self.dst_port)
+        }
+    }
+}
+
 /// What the classifier learnt about a frame, plus the timestamps the core adds.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PacketMeta {
@@ -101,6 +131,9 @@ pub struct PacketMeta {
     /// Why the core freed the frame (set when a path counts the drop; read
     /// by the capture).
     pub dropped: Option<DropReason>,
+    /// An AQM of the path marked the frame CE (`ecn::mark_ce` returned
+    /// true): the path's flow meter counts it as a mark when delivered.
+    pub ce_marked: bool,
 }
 
 impl PacketMeta {
@@ -140,7 +173,9 @@ impl Packet {
 }
 
 /// Why the core freed a frame. Every variant is a counter in the stats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum DropReason {
     /// Tail drop of the arriving frame: a FIFO, a band, a flow slot or a

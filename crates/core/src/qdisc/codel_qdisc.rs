@@ -6,7 +6,7 @@ use super::codel::{
     codel_to_us, us_to_codel, CodelParams, CodelQueue, CodelStats, CodelVars,
     CODEL_DISABLED_THRESHOLD,
 };
-use super::dump::{CodelXstats, Xstats};
+use super::dump::{CodelXstats, QueueId, QueueOccupancy, Xstats};
 use super::park::{drop_all_held, ParkOnPeek};
 use super::QdiscOptions;
 use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
@@ -256,6 +256,11 @@ impl Qdisc for CodelQdisc {
             options: QdiscOptions::Codel(self.options()),
             stats: self.stats(),
             xstats: Some(Xstats::Codel(xstats)),
+            occupancy: vec![QueueOccupancy::of_qdisc(
+                QueueId::Fifo,
+                self.parked.iter().chain(&self.fifo.queue),
+                now,
+            )],
             ..QdiscDump::default()
         }
     }

@@ -12,10 +12,27 @@
 //! into one `FlowSummary`, picked in one pass with a heap of N entries
 //! (`top_flows`): publishing costs one pass over the active flows plus N
 //! rows, instead of a row, a pseudo-class and its text for every flow.
+//!
+//! Every queue also says which flows fill it (`QueueOccupancy`), flow-aware
+//! or not: a FIFO, each pfifo_fast band, HTB's direct queue, a parked frame,
+//! and (in `crate::link::path`) the TX ring and the delay line. The kernel
+//! keeps no per-flow state there; the occupancy is worked out when the dump
+//! is taken by walking the queued frames (`occupancy`), each of which
+//! carries the flow key and hash the classifier gave it at admission, so
+//! the packet path pays nothing for it and the walk is bounded by the
+//! queue's limit. A row also carries what the path's flow meter counted for
+//! that flow (`FlowTraffic`: drops and marks by reason, the rate over the
+//! last second), filled in by the path after the qdisc's dump.
 
 use super::{ClassOptions, Handle, QdiscOptions, QdiscStats};
+use crate::packet::{DropReason, FlowKey, Packet};
+use crate::time::Instant;
 use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+
+/// How many flows a `QueueOccupancy` lists by name; the rest are summed up
+/// in its `others`.
+pub const OCCUPANCY_FLOWS: usize = 16;
 
 /// How many flow queues a dump lists.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -58,6 +75,11 @@ pub struct QdiscDump {
     /// out of `classes`), summed up.
     #[serde(default)]
     pub other_flows: FlowSummary,
+    /// The flows in the qdisc's own queues (not its children's, and not
+    /// the flow queues of a flow-queueing discipline, which `flows` lists):
+    /// one entry per queue, empty for a qdisc that holds no frames itself.
+    #[serde(default)]
+    pub occupancy: Vec<QueueOccupancy>,
 }
 
 impl QdiscDump {
@@ -236,6 +258,280 @@ pub struct FlowDump {
     pub ecn_marks: u64,
     /// Bytes dequeued from the flow.
     pub sent_bytes: u64,
+    /// The flow hash of the queue's head frame (`PacketMeta::hash`), or of
+    /// `flow` when the queue is empty: what `traffic` is looked up by.
+    #[serde(default)]
+    pub hash: u32,
+    /// What the path's flow meter counted for this flow (filled in by the
+    /// path; `None` with the meter off or when the flow is not tracked).
+    #[serde(default)]
+    pub traffic: Option<FlowTraffic>,
+}
+
+/// Which of a qdisc's own queues (or of the link's stages) an occupancy
+/// describes.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueId {
+    /// The qdisc's one queue (pfifo, bfifo, pfifo_head_drop, codel).
+    #[default]
+    Fifo,
+    /// A band of pfifo_fast (0 is served first).
+    Band(u8),
+    /// HTB's direct queue (unclassified frames, sent unshaped).
+    Direct,
+    /// The frame a peek took out of a child and holds until it may leave
+    /// (TBF, HTB: the kernel's `qdisc_peek_dequeued` `gso_skb`).
+    Parked,
+    /// The default FIFO of a class (HTB's pfifo, TBF's bfifo: handle 0,
+    /// which `tc qdisc show` does not list), lifted into its parent's dump.
+    Leaf(Handle),
+    /// The driver's TX ring: frames posted to the NIC, the one being
+    /// serialized included.
+    Ring,
+    /// The delay line: frames in propagation ("on the wire").
+    Wire,
+}
+
+impl QueueId {
+    /// `band 1`, `ring`, `wire`, ... (the TUI's queue column).
+    pub fn label(self) -> String {
+        match self {
+            QueueId::Fifo => "fifo".into(),
+            QueueId::Band(b) => format!("band {b}"),
+            QueueId::Direct => "direct".into(),
+            QueueId::Parked => "parked".into(),
+            QueueId::Leaf(classid) => format!("leaf {:x}:{:x}", classid >> 16, classid & 0xFFFF),
+            QueueId::Ring => "ring".into(),
+            QueueId::Wire => "wire".into(),
+        }
+    }
+}
+
+/// One flow's frames in one queue at the instant of the dump.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FlowOccupancy {
+    pub flow: FlowKey,
+    /// The classifier's unkeyed flow hash (`PacketMeta::hash`).
+    pub hash: u32,
+    pub packets: u32,
+    pub bytes: u64,
+    /// This flow's share of the queue's bytes, per mille.
+    pub share_permille: u32,
+    /// How long the flow's oldest frame in this queue has waited there, ns.
+    pub oldest_sojourn_ns: u64,
+    /// What stands ahead of the flow's newest frame in this queue.
+    #[serde(default)]
+    pub ahead: Ahead,
+    /// What the path's flow meter counted for this flow (filled in by the
+    /// path).
+    #[serde(default)]
+    pub traffic: Option<FlowTraffic>,
+}
+
+/// The frames ahead of a flow's newest frame in a queue served in order:
+/// how many, their bytes, and the `AHEAD_FLOWS` flows with the most bytes
+/// among them (the flow itself included, if its older frames are there).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Ahead {
+    pub packets: u32,
+    pub bytes: u64,
+    pub flows: Vec<AheadFlow>,
+}
+
+/// One flow's frames ahead of another's newest frame.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AheadFlow {
+    pub flow: FlowKey,
+    pub hash: u32,
+    pub packets: u32,
+    pub bytes: u64,
+}
+
+/// How many flows an `Ahead` names.
+pub const AHEAD_FLOWS: usize = 3;
+
+/// The flows a `QueueOccupancy` does not list, summed up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OccupancyOthers {
+    pub flows: u32,
+    pub packets: u32,
+    pub bytes: u64,
+    /// The longest wait among their frames, ns.
+    pub oldest_sojourn_ns: u64,
+}
+
+/// A queue's frames by flow: the `OCCUPANCY_FLOWS` flows with the most
+/// bytes (most first; equal bytes: lower hash first) and the others summed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct QueueOccupancy {
+    pub queue: QueueId,
+    /// Every frame of the queue and its bytes (listed or not).
+    pub packets: u32,
+    pub bytes: u64,
+    pub flows: Vec<FlowOccupancy>,
+    pub others: OccupancyOthers,
+}
+
+impl QueueOccupancy {
+    /// The frames of `queued` in the order they are served, each with the
+    /// instant it entered this queue, grouped by flow hash (the first frame
+    /// seen names the flow), with what stands ahead of each listed flow's
+    /// newest frame. Two passes: O(frames) time and O(distinct flows)
+    /// memory, plus O(distinct flows) per listed flow for its `ahead`; at
+    /// dump time only.
+    pub fn of<'a>(
+        queue: QueueId,
+        queued: impl Iterator<Item = (&'a Packet, Instant)> + Clone,
+        now: Instant,
+    ) -> QueueOccupancy {
+        let mut by_hash: HashMap<u32, FlowOccupancy> = HashMap::new();
+        let mut newest: HashMap<u32, usize> = HashMap::new();
+        let (mut packets, mut bytes) = (0u32, 0u64);
+        for (i, (p, since)) in queued.clone().enumerate() {
+            newest.insert(p.meta.hash, i);
+            packets += 1;
+            bytes += u64::from(p.len);
+            let e = by_hash.entry(p.meta.hash).or_insert_with(|| FlowOccupancy {
+                flow: p.meta.flow,
+                hash: p.meta.hash,
+                ..FlowOccupancy::default()
+            });
+            e.packets += 1;
+            e.bytes += u64::from(p.len);
+            e.oldest_sojourn_ns = e.oldest_sojourn_ns.max(now.saturating_since(since));
+        }
+        let mut flows: Vec<FlowOccupancy> = by_hash.into_values().collect();
+        flows.sort_unstable_by_key(|f| (Reverse(f.bytes), f.hash));
+        let mut others = OccupancyOthers::default();
+        for f in flows.iter().skip(OCCUPANCY_FLOWS) {
+            others.flows += 1;
+            others.packets += f.packets;
+            others.bytes += f.bytes;
+            others.oldest_sojourn_ns = others.oldest_sojourn_ns.max(f.oldest_sojourn_ns);
+        }
+        flows.truncate(OCCUPANCY_FLOWS);
+        for f in &mut flows {
+            f.share_permille = permille(f.bytes, bytes);
+        }
+        let mut listed_at: HashMap<usize, usize> = flows
+            .iter()
+            .enumerate()
+            .filter_map(|(row, f)| Some((*newest.get(&f.hash)?, row)))
+            .collect();
+        let mut cum: HashMap<u32, AheadFlow> = HashMap::new();
+        let mut ahead = (0u32, 0u64);
+        for (i, (p, _)) in queued.enumerate() {
+            if listed_at.is_empty() {
+                break;
+            }
+            if let Some(row) = listed_at.remove(&i) {
+                let mut by_bytes: Vec<&AheadFlow> = cum.values().collect();
+                by_bytes.sort_unstable_by_key(|a| (Reverse(a.bytes), a.hash));
+                flows[row].ahead = Ahead {
+                    packets: ahead.0,
+                    bytes: ahead.1,
+                    flows: by_bytes.into_iter().take(AHEAD_FLOWS).cloned().collect(),
+                };
+            }
+            let a = cum.entry(p.meta.hash).or_insert_with(|| AheadFlow {
+                flow: p.meta.flow,
+                hash: p.meta.hash,
+                ..AheadFlow::default()
+            });
+            a.packets += 1;
+            a.bytes += u64::from(p.len);
+            ahead.0 += 1;
+            ahead.1 += u64::from(p.len);
+        }
+        QueueOccupancy {
+            queue,
+            packets,
+            bytes,
+            flows,
+            others,
+        }
+    }
+
+    /// The frames of a qdisc queue, each waiting since it was enqueued
+    /// (`PacketMeta::enqueue_time`).
+    pub fn of_qdisc<'a>(
+        queue: QueueId,
+        queued: impl Iterator<Item = &'a Packet> + Clone,
+        now: Instant,
+    ) -> QueueOccupancy {
+        QueueOccupancy::of(queue, queued.map(|p| (p, p.meta.enqueue_time)), now)
+    }
+}
+
+/// The occupancy of `child`, a class's default FIFO that the parent's dump
+/// leaves out (handle 0), retagged as the class's leaf queue.
+pub fn lift_hidden_child(child: QdiscDump, classid: Handle) -> Vec<QueueOccupancy> {
+    child
+        .occupancy
+        .into_iter()
+        .filter(|o| o.packets > 0)
+        .map(|o| QueueOccupancy {
+            queue: QueueId::Leaf(classid),
+            ..o
+        })
+        .collect()
+}
+
+/// The flow hash a flow queue's row is known by: its head frame's
+/// (`PacketMeta::hash`), else the classifier's unkeyed hash of the flow it
+/// last held (`packet::classify::flow_hash(key, 0)`), else 0.
+pub fn flow_queue_hash(head: Option<&Packet>, last: Option<FlowKey>) -> u32 {
+    match (head, last) {
+        (Some(p), _) => p.meta.hash,
+        (None, Some(k)) => crate::packet::classify::flow_hash(&k, 0),
+        (None, None) => 0,
+    }
+}
+
+/// `part` of `whole`, per mille (0 for an empty whole).
+pub fn permille(part: u64, whole: u64) -> u32 {
+    if whole == 0 {
+        0
+    } else {
+        (u128::from(part) * 1000 / u128::from(whole)) as u32
+    }
+}
+
+/// What a path's flow meter counted for one flow since it was first seen
+/// (or, for the meter's `others` entry, for every flow it does not track).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FlowTraffic {
+    pub flow: FlowKey,
+    pub hash: u32,
+    /// Frames and bytes delivered to the far end.
+    pub packets: u64,
+    pub bytes: u64,
+    /// Delivered bits/s over the last second.
+    pub rate_bps: u64,
+    /// Frames delivered CE-marked by an AQM of the path.
+    pub ecn_marks: u64,
+    /// Frames the path dropped, by reason (non-zero only).
+    pub drops: BTreeMap<DropReason, u64>,
+}
+
+impl FlowTraffic {
+    /// Drops whatever the reason.
+    pub fn total_drops(&self) -> u64 {
+        self.drops.values().sum()
+    }
 }
 
 /// Flow queues summed up: the rows a bounded dump does not list.
@@ -402,6 +698,81 @@ mod tests {
         let (none, rest) = top_flows((0..3).map(|i| flow(i, 1)), 0);
         assert!(none.is_empty());
         assert_eq!(rest.flows, 3);
+    }
+
+    #[test]
+    fn occupancy_groups_a_fifo_by_flow_with_what_stands_ahead() {
+        use crate::qdisc::testutil::flow_pkt;
+        // Served in this order: bulk A, A, B, the ping P, then A, B.
+        let order = [
+            (1, 1000),
+            (1, 1000),
+            (2, 1500),
+            (9, 100),
+            (1, 1000),
+            (2, 1500),
+        ];
+        let queue: Vec<Packet> = order
+            .iter()
+            .enumerate()
+            .map(|(i, &(flow, len))| {
+                let mut p = flow_pkt(i as u64, len, flow);
+                p.meta.enqueue_time = Instant::from_millis(10 * i as u64);
+                p
+            })
+            .collect();
+        let now = Instant::from_millis(100);
+        let o = QueueOccupancy::of_qdisc(QueueId::Fifo, queue.iter(), now);
+        assert_eq!((o.packets, o.bytes), (6, 6100));
+        let got: Vec<(u16, u32, u64, u32)> = o
+            .flows
+            .iter()
+            .map(|f| {
+                (
+                    f.flow.src_port - 10_000,
+                    f.packets,
+                    f.bytes,
+                    f.share_permille,
+                )
+            })
+            .collect();
+        // A and B tie on bytes: the lower hash (B's) first.
+        assert_eq!(
+            got,
+            vec![(2, 2, 3000, 491), (1, 3, 3000, 491), (9, 1, 100, 16)]
+        );
+        let by_port = |port: u16| o.flows.iter().find(|f| f.flow.src_port == port).unwrap();
+        // A's oldest frame entered at 0 ms; the ping's at 30 ms.
+        assert_eq!(by_port(10_001).oldest_sojourn_ns, 100 * 1_000_000);
+        let ping = by_port(10_009);
+        assert_eq!(ping.oldest_sojourn_ns, 70 * 1_000_000);
+        assert_eq!((ping.ahead.packets, ping.ahead.bytes), (3, 3500));
+        let ahead: Vec<(u16, u32)> = ping
+            .ahead
+            .flows
+            .iter()
+            .map(|a| (a.flow.src_port - 10_000, a.packets))
+            .collect();
+        assert_eq!(ahead, vec![(1, 2), (2, 1)]);
+        // B's newest frame is last: everything else is ahead of it.
+        assert_eq!(by_port(10_002).ahead.packets, 5);
+        assert_eq!(o.others, OccupancyOthers::default());
+    }
+
+    #[test]
+    fn occupancy_lists_the_largest_flows_and_sums_the_others() {
+        use crate::qdisc::testutil::flow_pkt;
+        let n = OCCUPANCY_FLOWS as u16 + 5;
+        let queue: Vec<Packet> = (0..n)
+            .flat_map(|f| (0..=f).map(move |i| flow_pkt(u64::from(i), 100, f)))
+            .collect();
+        let o = QueueOccupancy::of_qdisc(QueueId::Band(1), queue.iter(), Instant::ZERO);
+        assert_eq!(o.flows.len(), OCCUPANCY_FLOWS);
+        assert_eq!(o.flows[0].packets, u32::from(n));
+        assert_eq!(o.others.flows, 5);
+        assert_eq!(o.others.packets, 1 + 2 + 3 + 4 + 5);
+        let listed: u32 = o.flows.iter().map(|f| f.packets).sum();
+        assert_eq!(listed + o.others.packets, o.packets);
     }
 
     #[test]

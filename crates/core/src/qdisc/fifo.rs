@@ -6,6 +6,7 @@
 //! (`fifo_create_dflt`). Their options are `struct tc_fifo_qopt`
 //! (`FifoOptions`).
 
+use super::dump::{QueueId, QueueOccupancy};
 use super::options::foreign as foreign_options;
 use super::QdiscOptions;
 use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
@@ -213,13 +214,18 @@ impl Qdisc for Fifo {
         }
     }
 
-    fn dump(&self, _now: Instant) -> QdiscDump {
+    fn dump(&self, now: Instant) -> QdiscDump {
         QdiscDump {
             kind: self.kind.name().into(),
             handle: self.handle,
             parent: self.parent,
             options: QdiscOptions::Fifo(FifoOptions { limit: self.limit }),
             stats: self.stats(),
+            occupancy: vec![QueueOccupancy::of_qdisc(
+                QueueId::Fifo,
+                self.queue.iter(),
+                now,
+            )],
             ..QdiscDump::default()
         }
     }

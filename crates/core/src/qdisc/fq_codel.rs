@@ -505,6 +505,8 @@ impl FqCodel {
             drops: info.drops,
             ecn_marks: info.ecn_marks,
             sent_bytes: info.sent_bytes,
+            hash: super::dump::flow_queue_hash(flow.queue.front(), info.key),
+            traffic: None,
         }
     }
 }
@@ -671,6 +673,7 @@ impl Qdisc for FqCodel {
             children: Vec::new(),
             flows,
             other_flows,
+            occupancy: Vec::new(),
         }
     }
 

@@ -5,6 +5,7 @@
 //! Band 0 is served first; band 2 can starve. It takes no options and
 //! dumps its bands and priomap as `struct tc_prio_qopt`.
 
+use super::dump::{QueueId, QueueOccupancy};
 use super::options::foreign as foreign_options;
 use super::park::drop_all_held;
 use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, TcError, Verdict};
@@ -126,7 +127,7 @@ impl Qdisc for PfifoFast {
         drop_all_held(self, drops);
     }
 
-    fn dump(&self, _now: Instant) -> QdiscDump {
+    fn dump(&self, now: Instant) -> QdiscDump {
         QdiscDump {
             kind: "pfifo_fast".into(),
             handle: self.handle,
@@ -136,6 +137,12 @@ impl Qdisc for PfifoFast {
                 priomap: PRIOMAP,
             }),
             stats: self.stats(),
+            occupancy: self
+                .bands
+                .iter()
+                .enumerate()
+                .map(|(b, q)| QueueOccupancy::of_qdisc(QueueId::Band(b as u8), q.iter(), now))
+                .collect(),
             ..QdiscDump::default()
         }
     }

@@ -558,6 +558,7 @@ impl Qdisc for Sfq {
                 .front()
                 .map_or(0, |p| now.saturating_since(p.meta.enqueue_time)),
             deficit: s.allot as i64,
+            hash: super::dump::flow_queue_hash(s.queue.front(), None),
             ..FlowDump::default()
         });
         let class_of = |b: u32| {

@@ -7,6 +7,7 @@
 //! the deficit. Its options are `struct tc_tbf_qopt` with the
 //! TCA_TBF_RATE64/PRATE64/BURST/PBURST attributes (`TbfOptions`).
 
+use super::dump::{lift_hidden_child, QueueId, QueueOccupancy};
 use super::fifo::{Fifo, FifoKind, FifoOptions};
 use super::options::foreign as foreign_options;
 use super::options::RateSpec;
@@ -375,9 +376,18 @@ impl Qdisc for Tbf {
     fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
         let child = self.child.dump_listing(now, listing);
         let child_handle = child.handle;
+        let classid = self.ctx.handle | 1;
+        let mut occupancy = Vec::new();
+        if let Some(p) = &self.parked {
+            occupancy.push(QueueOccupancy::of_qdisc(
+                QueueId::Parked,
+                std::iter::once(p),
+                now,
+            ));
+        }
         let class = ClassDump {
             kind: "tbf".into(),
-            classid: self.ctx.handle | 1,
+            classid,
             parent: self.ctx.handle,
             leaf: (child_handle != 0).then_some(child_handle),
             stats: Some(QdiscStats::default()),
@@ -390,12 +400,15 @@ impl Qdisc for Tbf {
             options: QdiscOptions::Tbf(self.dumped_options()),
             stats: self.stats(),
             classes: vec![class],
-            // The default bfifo (handle 0) is invisible in `tc qdisc show`.
+            // The default bfifo (handle 0) is invisible in `tc qdisc show`;
+            // its frames are listed as the class's leaf queue.
             children: if child.handle != 0 {
                 vec![child]
             } else {
+                occupancy.extend(lift_hidden_child(child, classid));
                 Vec::new()
             },
+            occupancy,
             ..QdiscDump::default()
         }
     }

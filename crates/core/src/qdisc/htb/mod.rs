@@ -23,6 +23,7 @@ mod tests;
 
 pub use options::{HtbClassOptions, HtbGlob, HTB_VER};
 
+use super::dump::{lift_hidden_child, QueueId, QueueOccupancy};
 use super::{
     tc_h_major, tc_h_make, Classful, FilterHost, FlowListing, Qdisc, QdiscCtx, QdiscDump,
     QdiscOptions, QdiscStats, TcError, Verdict,
@@ -444,13 +445,29 @@ impl Qdisc for Htb {
         order.sort_by_key(|c| c.classid);
         let mut classes = Vec::with_capacity(order.len());
         let mut children = Vec::new();
+        let mut occupancy = vec![QueueOccupancy::of_qdisc(
+            QueueId::Direct,
+            self.direct.iter(),
+            now,
+        )];
+        if let Some(p) = &self.parked {
+            occupancy.push(QueueOccupancy::of_qdisc(
+                QueueId::Parked,
+                std::iter::once(p),
+                now,
+            ));
+        }
         for cl in order {
-            // Default pfifo leaves (handle 0) are invisible in `tc qdisc show`.
-            let child = cl
-                .leaf
-                .as_ref()
-                .map(|q| q.dump_listing(now, listing))
-                .filter(|d| d.handle != 0);
+            // Default pfifo leaves (handle 0) are invisible in `tc qdisc
+            // show`; their frames are listed as the class's leaf queue.
+            let child = cl.leaf.as_ref().map(|q| q.dump_listing(now, listing));
+            let child = match child {
+                Some(d) if d.handle == 0 => {
+                    occupancy.extend(lift_hidden_child(d, cl.classid));
+                    None
+                }
+                other => other,
+            };
             classes.push(self.class_dump(cl, child.as_ref().map(|d| d.handle)));
             children.extend(child);
         }
@@ -462,6 +479,7 @@ impl Qdisc for Htb {
             stats: self.stats(),
             classes,
             children,
+            occupancy,
             ..QdiscDump::default()
         }
     }
