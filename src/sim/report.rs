@@ -178,12 +178,14 @@ pub struct DirReport {
     /// The qdisc tree at the end, with its counters, each queue with the
     /// flows it holds.
     pub qdisc: QdiscDump,
-    /// The flows of the frames in the TX ring and on the wire at the end.
+    /// The flows of the frames in the TX ring at the end.
     pub ring_flows: QueueOccupancy,
+    /// The flows of the frames on the wire (the delay line) at the end.
     pub wire_flows: QueueOccupancy,
     /// What the path's flow meter counted per flow (every tracked flow,
     /// highest rate over the last second first) and for the others.
     pub link_flows: Vec<FlowTraffic>,
+    /// What the meter counted for the flows it does not track.
     pub other_flows: FlowTraffic,
     /// `tc -s -d qdisc show` and `class show` of the direction's device.
     pub tc: String,

@@ -176,6 +176,7 @@ pub struct FlowRow {
     /// drain, with the TX ring's bytes behind it, at the direction's
     /// delivered rate (the line rate before there is one), ns.
     pub ahead: Option<Ahead>,
+    /// The time `ahead` takes to drain at that rate, ns.
     pub ahead_delay_ns: u64,
     /// When the queue was last seen holding the flow, for a row kept
     /// (dimmed) for `GONE_KEEP_NS` after its queue emptied.
@@ -289,6 +290,7 @@ pub struct DirState {
     pub latency_from_flows: bool,
     /// The flows the path's meter lists, and the others summed up.
     pub traffic: Vec<FlowTraffic>,
+    /// What the meter counted for the flows it does not track.
     pub other_traffic: FlowTraffic,
     /// Flows (and codel qdiscs, bucket `u32::MAX`) in CoDel's dropping
     /// state, with the flow each queue last held (to name it in the event

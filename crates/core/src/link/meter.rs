@@ -122,6 +122,7 @@ impl Default for FlowMeter {
 }
 
 impl FlowMeter {
+    /// An empty meter with its table allocated (no allocation later).
     pub fn new() -> FlowMeter {
         FlowMeter {
             entries: vec![Entry::default(); FLOWS].into_boxed_slice(),

@@ -323,10 +323,13 @@ impl QueueId {
 /// One flow's frames in one queue at the instant of the dump.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FlowOccupancy {
+    /// The flow's 5-tuple (`PacketMeta::flow`).
     pub flow: FlowKey,
     /// The classifier's unkeyed flow hash (`PacketMeta::hash`).
     pub hash: u32,
+    /// The flow's frames in this queue.
     pub packets: u32,
+    /// Their bytes (`qdisc_pkt_len`).
     pub bytes: u64,
     /// This flow's share of the queue's bytes, per mille.
     pub share_permille: u32,
@@ -346,17 +349,24 @@ pub struct FlowOccupancy {
 /// among them (the flow itself included, if its older frames are there).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Ahead {
+    /// Frames ahead of the flow's newest frame.
     pub packets: u32,
+    /// Their bytes.
     pub bytes: u64,
+    /// The flows with the most bytes among them, most first.
     pub flows: Vec<AheadFlow>,
 }
 
 /// One flow's frames ahead of another's newest frame.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AheadFlow {
+    /// The flow's 5-tuple.
     pub flow: FlowKey,
+    /// Its unkeyed flow hash.
     pub hash: u32,
+    /// Its frames ahead.
     pub packets: u32,
+    /// Their bytes.
     pub bytes: u64,
 }
 
@@ -366,8 +376,11 @@ pub const AHEAD_FLOWS: usize = 3;
 /// The flows a `QueueOccupancy` does not list, summed up.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OccupancyOthers {
+    /// How many flows.
     pub flows: u32,
+    /// Their frames in the queue.
     pub packets: u32,
+    /// Their bytes.
     pub bytes: u64,
     /// The longest wait among their frames, ns.
     pub oldest_sojourn_ns: u64,
@@ -377,11 +390,15 @@ pub struct OccupancyOthers {
 /// bytes (most first; equal bytes: lower hash first) and the others summed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QueueOccupancy {
+    /// Which queue of the qdisc (or of the path).
     pub queue: QueueId,
-    /// Every frame of the queue and its bytes (listed or not).
+    /// Every frame of the queue (listed or not).
     pub packets: u32,
+    /// Their bytes.
     pub bytes: u64,
+    /// The listed flows, most bytes first.
     pub flows: Vec<FlowOccupancy>,
+    /// The flows not listed, summed up.
     pub others: OccupancyOthers,
 }
 
@@ -514,10 +531,13 @@ pub fn permille(part: u64, whole: u64) -> u32 {
 /// (or, for the meter's `others` entry, for every flow it does not track).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FlowTraffic {
+    /// The flow's 5-tuple (all zero for the `others` entry).
     pub flow: FlowKey,
+    /// Its unkeyed flow hash, the meter's key.
     pub hash: u32,
-    /// Frames and bytes delivered to the far end.
+    /// Frames delivered to the far end.
     pub packets: u64,
+    /// Their bytes.
     pub bytes: u64,
     /// Delivered bits/s over the last second.
     pub rate_bps: u64,
