@@ -32,7 +32,7 @@ use serde_json::Value;
 
 #[macro_use]
 mod common;
-use common::{tcp_listening, text, wait_for, wait_until, Daemon, Names, Side};
+use common::{text, wait_for, wait_until, Daemon, Names, Side};
 
 /// The link: 20 Mbit/s, 5 ms, pfifo_fast (its 1000 frames hold a 5 s
 /// backlog of the ring's size, so the daemon itself drops nothing).
@@ -62,14 +62,7 @@ fn start(extra: &str) -> Daemon {
 /// sending for `secs`; returns the client, once frames flow.
 fn udp_load(d: &mut Daemon, secs: u32) -> Child {
     let server = d.names.v4[1].clone();
-    d.start_in(Side::Right, &["iperf3", "-s", "-1", "-B", &server]);
-    assert!(
-        wait_until(Duration::from_secs(10), || tcp_listening(
-            &d.names.ns[1],
-            5201
-        )),
-        "the iperf3 server never listened"
-    );
+    d.start_iperf3_server();
     let t = secs.to_string();
     let client = d.spawn_in(
         Side::Left,

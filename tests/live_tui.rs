@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{tcp_listening, text, wait_until, Daemon, Names, Side, BIN};
+use common::{text, wait_until, Daemon, Names, Side, BIN};
 
 /// A daemon's configuration on names unique to this test, snapshots at
 /// 10 Hz, with `link` as the body of `[link]`.
@@ -93,6 +93,12 @@ impl Tmux {
     fn quit(&self, limit: Duration) -> bool {
         let out = self.run(&["send-keys", "-t", "tui", "q"]);
         assert!(out.status.success(), "tmux send-keys: {}", text(&out));
+        self.wait_dead(limit)
+    }
+
+    /// Waits (at most `limit`) for the command in the pane to end;
+    /// whether it did.
+    fn wait_dead(&self, limit: Duration) -> bool {
         let t0 = Instant::now();
         while !self.dead() && t0.elapsed() < limit {
             std::thread::sleep(Duration::from_millis(100));
@@ -146,14 +152,7 @@ fn live_top_in_tmux_shows_flows_and_counters_that_move() {
     d.spawn(None, &[]);
     d.wait_ready();
     let server = d.names.v4[1].clone();
-    d.start_in(Side::Right, &["iperf3", "-s", "-1", "-B", &server]);
-    assert!(
-        wait_until(Duration::from_secs(10), || tcp_listening(
-            &d.names.ns[1],
-            5201
-        )),
-        "the iperf3 server never listened"
-    );
+    d.start_iperf3_server();
     d.start_in(
         Side::Left,
         &[
@@ -207,13 +206,10 @@ fn live_top_in_tmux_shows_flows_and_counters_that_move() {
 
     // `q` quits the TUI and gives the terminal back: the alternate screen
     // is left, so the pane no longer shows the TUI.
-    let out = tmux.run(&["send-keys", "-t", "tui", "q"]);
-    assert!(out.status.success(), "tmux send-keys: {}", text(&out));
-    let t0 = Instant::now();
-    while !tmux.dead() && t0.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(tmux.dead(), "the TUI did not quit on q");
+    assert!(
+        tmux.quit(Duration::from_secs(5)),
+        "the TUI did not quit on q"
+    );
     let after = tmux.capture();
     assert!(
         !after.contains("qdisc fq_codel 8001: root") && tcp_rows(&after).is_empty(),
@@ -234,11 +230,10 @@ fn quit_up(tmux: &Tmux, d: &Daemon) {
     assert!(d.cli(&["stats", "--json"]).status.success());
     let out = tmux.run(&["send-keys", "-t", "tui", "y"]);
     assert!(out.status.success(), "tmux send-keys: {}", text(&out));
-    let t0 = Instant::now();
-    while !tmux.dead() && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(tmux.dead(), "up did not stop when its TUI quit");
+    assert!(
+        tmux.wait_dead(Duration::from_secs(10)),
+        "up did not stop when its TUI quit"
+    );
 }
 
 /// Rows of the flow table whose queue is a pfifo_fast band with a
@@ -282,14 +277,7 @@ fn live_up_on_the_default_lists_the_flows_in_pfifo_fast() {
         d.log_text()
     );
     let (client, server) = (d.names.v4[0].clone(), d.names.v4[1].clone());
-    d.start_in(Side::Right, &["iperf3", "-s", "-1", "-B", &server]);
-    assert!(
-        wait_until(Duration::from_secs(10), || tcp_listening(
-            &d.names.ns[1],
-            5201
-        )),
-        "the iperf3 server never listened"
-    );
+    d.start_iperf3_server();
     d.start_in(Side::Left, &["ping", "-i", "0.2", &server]);
     d.start_in(
         Side::Left,

@@ -356,6 +356,20 @@ impl Daemon {
             .unwrap()
     }
 
+    /// Starts a one-shot iperf3 server on the right side's address and
+    /// waits (at most 10 s) until it listens on port 5201.
+    pub fn start_iperf3_server(&mut self) {
+        let server = self.names.v4[1].clone();
+        self.start_in(Side::Right, &["iperf3", "-s", "-1", "-B", &server]);
+        assert!(
+            wait_until(Duration::from_secs(10), || tcp_listening(
+                &self.names.ns[1],
+                5201
+            )),
+            "the iperf3 server never listened"
+        );
+    }
+
     /// Starts `cmd` in the namespace of `side` without stdio; it is killed
     /// on drop, before the daemon stops.
     pub fn start_in(&mut self, side: Side, cmd: &[&str]) {
