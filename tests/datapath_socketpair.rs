@@ -449,6 +449,72 @@ fn tc_commands_change_and_show_the_live_qdisc_tree() {
     assert_eq!(snap.bridge.path(Dir::LeftToRight).qdisc.kind, "fq_codel");
 }
 
+/// A show, or a command that fails, does not run the live qdisc (the fuzz
+/// finding in docs/fuzzing.md): a throttled TBF's `overlimits` then grows
+/// only with what it sends (`tbf_dequeue` counts one each time a frame
+/// leaves and the next must wait), never with the shows in between.
+#[test]
+fn shows_and_failed_commands_do_not_tick_a_throttled_tbf() {
+    use bloatbox::datapath::Command;
+    let (dp, [mut host_left, _host_right]) = spawn(
+        tree_bridge(LinkParams::default()),
+        DatapathConfig::default(),
+    );
+    let tc = |line: &str| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        dp.command(Command::Tc {
+            line: line.into(),
+            reply: tx,
+        })
+        .unwrap();
+        rx.recv_timeout(Duration::from_secs(5)).unwrap()
+    };
+    // (sent packets, overlimits, backlog packets) of the root TBF.
+    let stats = || {
+        let text = tc("tc -s qdisc show dev left").unwrap();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        // The number `skip` words after the word `word`.
+        let field = |word: &str, skip: usize| -> u64 {
+            let at = words.iter().position(|w| *w == word);
+            let w = at.and_then(|i| words.get(i + skip));
+            let digits = w.map(|w| w.trim_matches(|c: char| !c.is_ascii_digit()));
+            digits
+                .and_then(|d| d.parse().ok())
+                .unwrap_or_else(|| panic!("no number {skip} after {word:?}: {text}"))
+        };
+        (
+            field("bytes", 1),
+            field("overlimits", 1),
+            field("backlog", 2),
+        )
+    };
+    tc("tc qdisc replace dev left root tbf rate 8kbit burst 1600 limit 10000").unwrap();
+    for seq in 0..5 {
+        host_left.send(&frame(seq, 1000)).unwrap();
+    }
+    let t0 = StdInstant::now();
+    while stats().2 < 4 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the TBF never held 4 frames"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let (sent0, over0, _) = stats();
+    assert!(over0 > 0, "the TBF is throttled");
+    for _ in 0..10 {
+        stats();
+        tc("tc class add dev left parent 1: classid 1:9 htb rate 1mbit").unwrap_err();
+    }
+    let (sent1, over1, _) = stats();
+    assert_eq!(
+        over1 - over0,
+        sent1 - sent0,
+        "overlimits grew by more than the frames sent (8 kbit/s: one per second)"
+    );
+    drop(dp);
+}
+
 /// A port whose device vanishes after `ok_writes` frames: every later write
 /// fails with ENODEV and is counted as a write error, as a TAP's is.
 struct Vanishing {

@@ -117,7 +117,7 @@ fn udp_frame(port: u16, len: usize) -> Vec<u8> {
 /// The tree of `dir` as its dump prints, and the drops so far.
 fn tree_state(b: &mut crate::bridge::Bridge, dir: Dir, now: Instant) -> (String, u64) {
     let path = b.path_mut(dir);
-    let dump = path.edit_qdisc(now, |q, t, _| format!("{:?}", q.dump(t)));
+    let dump = path.inspect_qdisc(now, |q, t| format!("{:?}", q.dump(t)));
     (dump, path.counters().total_drops())
 }
 

@@ -104,9 +104,22 @@ fn run_cmd(
         let said = tree.apply(&request(tree.dev().kinds, cmd)?, now, drops)?;
         return Ok(with_hints(&cmd.arg_strs(), said));
     }
+    show(tree, cmd, now).map(Some)
+}
+
+/// What tc prints for a `show` command (`qdisc|class|filter show`) on
+/// `tree` at `now`. Reads the tree only: it frees no frame and changes no
+/// counter, so a caller need not run the qdisc after it.
+pub fn show(tree: &mut QdiscTree, cmd: &TcCommand, now: Instant) -> Result<String, TcError> {
+    if cmd.verb != Verb::Show {
+        return Err(TcError::new(format!(
+            "\"{}\" changes the tree; only a show reads it",
+            cmd.arg_strs().join(" ")
+        )));
+    }
     if cmd.object == Object::Filter {
         let listing = tree.filters(&request(tree.dev().kinds, cmd)?, now)?;
-        return Ok(Some(filter::print(listing.qdisc, &listing.filters)));
+        return Ok(filter::print(listing.qdisc, &listing.filters));
     }
     tree.check_dev(cmd.dev)?;
     let root = tree.dump(now);
@@ -118,7 +131,6 @@ fn run_cmd(
             tx_queues: tree.dev().tx_queues,
         }],
     )
-    .map(Some)
 }
 
 /// What tc said, after a warning for each likely typo in `words` (see

@@ -323,16 +323,16 @@ proptest! {
             now += 3_000_000;
             path.poll(now, &mut out, &mut freed);
             let Ok(cmd) = TcCommand::parse(line) else { continue };
-            // Before and after the command inside one edit (the path runs
-            // the qdisc only after the edit, which may change its stats).
-            let (res, before, after, dropped) = path.edit_qdisc(now, |q: &mut dyn Qdisc, t: Instant, d: &mut Drops| {
+            // Before and after the command inside one edit; a failed
+            // command returns both dumps and what it dropped.
+            let res = path.edit_qdisc(now, |q: &mut dyn Qdisc, t: Instant, d: &mut Drops| {
                 let tree = q.as_tree().expect("the root is a tree");
                 let before = format!("{:?}", tree.dump(t));
                 let n = d.len();
-                let res = bloatbox::tc::run(tree, &cmd, t, d);
-                (res, before, format!("{:?}", tree.dump(t)), d.len() - n)
+                bloatbox::tc::run(tree, &cmd, t, d)
+                    .map_err(|_| (before, format!("{:?}", tree.dump(t)), d.len() - n))
             });
-            if res.is_err() {
+            if let Err((before, after, dropped)) = res {
                 prop_assert_eq!(&before, &after, "{}", line);
                 prop_assert_eq!(dropped, 0, "{}", line);
             }
@@ -485,9 +485,10 @@ fn purged_htb_leaf_frames_are_counted_at_once() {
     path.edit_qdisc(
         Instant::ZERO,
         |q: &mut dyn Qdisc, t: Instant, d: &mut Drops| {
-            bloatbox::tc::run(q.as_tree().unwrap(), &cmd, t, d).unwrap();
+            bloatbox::tc::run(q.as_tree().unwrap(), &cmd, t, d)
         },
-    );
+    )
+    .unwrap();
     let c = path.counters();
     assert!(c.total_drops() > 0, "the leaf's queue was purged");
     assert_eq!(c.frames_in, c.frames_out + c.total_drops() + path.held());

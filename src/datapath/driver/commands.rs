@@ -59,17 +59,27 @@ impl Driver {
                     true
                 }
                 Request::Tc { cmd, reply } => {
-                    let out = path.edit_qdisc(now, |qdisc, t, drops| match qdisc.as_tree() {
-                        Some(tree) => crate::tc::run(tree, &cmd, t, drops)
-                            .map(Option::unwrap_or_default)
-                            .map_err(|e| e.0),
-                        None => Err(NOT_A_TREE.to_string()),
-                    });
+                    // A show reads the tree without running the qdisc (a
+                    // dump makes no dequeue in the kernel either).
+                    let show = cmd.verb == crate::qdisc::request::Verb::Show;
+                    let out = if show {
+                        path.inspect_qdisc(now, |qdisc, t| match qdisc.as_tree() {
+                            Some(tree) => crate::tc::show(tree, &cmd, t).map_err(|e| e.0),
+                            None => Err(NOT_A_TREE.to_string()),
+                        })
+                    } else {
+                        path.edit_qdisc(now, |qdisc, t, drops| match qdisc.as_tree() {
+                            Some(tree) => crate::tc::run(tree, &cmd, t, drops)
+                                .map(Option::unwrap_or_default)
+                                .map_err(|e| e.0),
+                            None => Err(NOT_A_TREE.to_string()),
+                        })
+                    };
                     let _ = reply.try_send(out);
-                    true
+                    !show
                 }
                 Request::Dump { reply } => {
-                    let dump = path.edit_qdisc(now, |qdisc, t, _| {
+                    let dump = path.inspect_qdisc(now, |qdisc, t| {
                         qdisc
                             .as_tree()
                             .map(|tree| (crate::qdisc::Qdisc::dump(tree, t), tree.dev().tx_queues))

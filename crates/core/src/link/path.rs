@@ -505,19 +505,37 @@ impl Path {
     }
 
     /// Runs `edit` on the qdisc at `now` (tc change, class and filter
-    /// edits); whatever it drops is counted, and the qdisc is run afterwards.
-    pub fn edit_qdisc<R>(
+    /// edits); whatever it drops is counted. Only an edit that succeeded
+    /// runs the qdisc afterwards: as in the kernel, a command that fails
+    /// makes no dequeue, so it cannot tick a throttled qdisc's counters
+    /// (`tbf_dequeue`'s overlimits, net/sched/sch_tbf.c).
+    pub fn edit_qdisc<T, E>(
         &mut self,
         now: Instant,
-        edit: impl FnOnce(&mut dyn Qdisc, Instant, &mut Drops) -> R,
-    ) -> R {
+        edit: impl FnOnce(&mut dyn Qdisc, Instant, &mut Drops) -> Result<T, E>,
+    ) -> Result<T, E> {
         self.advance(now);
         let t = self.now;
         let r = edit(&mut *self.qdisc, t, &mut self.drops);
         self.absorb();
-        self.qdisc_ready = true;
-        self.advance(t);
+        if r.is_ok() {
+            self.qdisc_ready = true;
+            self.advance(t);
+        }
         r
+    }
+
+    /// Reads the qdisc at `now` (a dump, `tc ... show`) without running it:
+    /// the kernel's dumps make no dequeue, so reading changes no counter.
+    /// `read` gets the qdisc mutably only because a tree is reached through
+    /// `Qdisc::as_tree`; it must not change it.
+    pub fn inspect_qdisc<R>(
+        &mut self,
+        now: Instant,
+        read: impl FnOnce(&mut dyn Qdisc, Instant) -> R,
+    ) -> R {
+        self.advance(now);
+        read(&mut *self.qdisc, self.now)
     }
 
     /// The path at `now`, every flow of its flow-queueing qdiscs listed.
@@ -1544,6 +1562,41 @@ mod tests {
         // One on the ring, one requeued, eight in the pfifo: four dropped.
         assert_eq!(p.snapshot(Instant::ZERO).requeued, 1);
         assert_eq!(p.counters().total_drops(), 4);
+        assert_conserved(&p);
+    }
+
+    /// The fuzz finding "a failed command ticks a throttled TBF's
+    /// overlimits" (docs/fuzzing.md): neither a failed edit nor a read runs
+    /// the qdisc, so a throttled TBF counts no overlimit for them; a
+    /// successful edit runs it once, and then it does.
+    #[test]
+    fn a_failed_edit_or_a_read_does_not_run_a_throttled_qdisc() {
+        use crate::qdisc::options::{QdiscOptions, RateSpec};
+        use crate::qdisc::tbf::{Tbf, TbfOptions};
+        // tbf rate 8kbit burst 1600b limit 10000b on a fast link: the
+        // first frame takes the bucket, the rest wait for tokens.
+        let opts = TbfOptions {
+            rate: RateSpec::new(1_000),
+            limit: 10_000,
+            burst: Some(1_600),
+            ..TbfOptions::default()
+        };
+        let tbf = Tbf::build(QdiscCtx::default(), &QdiscOptions::Tbf(opts)).unwrap();
+        let mut p = Path::new(LinkParams::default(), Box::new(tbf));
+        for i in 0..5 {
+            p.ingress(pkt(i, 1000), Instant::ZERO);
+        }
+        let t = Instant::from_millis(1);
+        let overlimits = |p: &mut Path| p.inspect_qdisc(t, |q, t| q.dump(t).stats.overlimits);
+        let before = overlimits(&mut p);
+        assert!(before > 0, "the TBF is throttled");
+        assert_eq!(overlimits(&mut p), before, "a read ran the qdisc");
+        let failed: Result<(), &str> = p.edit_qdisc(t, |_, _, _| Err("refused"));
+        assert!(failed.is_err());
+        assert_eq!(overlimits(&mut p), before, "a failed edit ran the qdisc");
+        let done: Result<(), &str> = p.edit_qdisc(t, |_, _, _| Ok(()));
+        assert!(done.is_ok());
+        assert_eq!(overlimits(&mut p), before + 1, "a successful edit runs it");
         assert_conserved(&p);
     }
 
