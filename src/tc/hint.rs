@@ -38,7 +38,7 @@ pub fn rate(text: &str) -> Option<String> {
         return None;
     }
     let frame_ns = 1514 * 1_000_000_000 / bytes;
-    if unit.is_empty() || bytes * 8 < SLOW_BITS_PS {
+    if unit.is_empty() || bytes < SLOW_BITS_PS / 8 {
         let why = if unit.is_empty() {
             "a bare number is bit/s in tc"
         } else {
@@ -128,6 +128,13 @@ mod tests {
         );
         assert!(h.ends_with("write \"100mbit\""), "{h}");
         assert!(rate("12KBps").unwrap().contains("\"12kbit\""));
+        // A rate near u64::MAX bytes/s is fine, not an overflow (found by
+        // the tc fuzz target: `bytes * 8` overflowed).
+        assert_eq!(rate("90001512873769mbit"), None);
+        assert!(
+            rate("73786976294838206460").is_some(),
+            "a bare number still warns"
+        );
         for fine in [
             "100mbit",
             "10kbit",
