@@ -231,7 +231,8 @@ EOF
   RES[$tree,$key]=$(measure "$NS_BA" "$NS_BB" 10.92.0.2 "b$qlen-$tree")
   "$BIN" tc -c "$f" -s qdisc show dev left >"$TMP/$key-$tree.qdisc" 2>&1 || true
   # Frames the sender's TAP dropped (its own queue full) never reach the tree.
-  echo "== b$qlen-$tree: sender TAP $(in_ns "$NS_BA" ip -s link show dev "$TA" | awk '/TX:/ {getline; print "TX packets " $2 ", dropped " $4}')" >>"$TMP/diag.txt"
+  in_ns "$NS_BA" ip -s link show dev "$TA" | awk '/TX:/ {getline; print $4}' >"$TMP/tapdrops-$key-$tree.txt"
+  echo "== b$qlen-$tree: sender TAP TX dropped $(cat "$TMP/tapdrops-$key-$tree.txt")" >>"$TMP/diag.txt"
   kill -INT "$DAEMON"
   wait "$DAEMON" || echo "bloatbox ($tree) exited with status $?" >&2
   DAEMON=""
@@ -246,17 +247,25 @@ done
 # ---- report ------------------------------------------------------------------
 
 # The raw results: one row per tree and path, kept in bench/results/kernel/.
+# tree drops: the root qdisc's `dropped` in its `tc -s` line after the run
+# (HTB's root counts its leaves' drops, as htb_enqueue does); sender TCP
+# retransmissions: nstat's TcpRetransSegs, and for bloatbox the frames the
+# sender's TAP dropped in its own queue (losses outside the tree).
 ROWS=$(mktemp)
 for tree in htb tbf; do
   for path in kernel router $(printf 'bloatbox%s ' $TXQS); do
     read -r m i l <<<"${RES[$tree,$path]}"
     case $path in
-      kernel) label="kernel veth (tree on sender)" ;;
-      router) label="kernel router (3 namespaces)" ;;
-      *) label="bloatbox (TAP txqueuelen ${path#bloatbox})" ;;
+      kernel) label="kernel veth (tree on sender)"; tag=k-$tree ;;
+      router) label="kernel router (3 namespaces)"; tag=r-$tree ;;
+      *) label="bloatbox (TAP txqueuelen ${path#bloatbox})"; tag=b${path#bloatbox}-$tree ;;
     esac
+    drops=$(sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' "$TMP/$path-$tree.qdisc" 2>/dev/null | head -1)
+    retrans=$(cat "$TMP/retrans-$tag.txt" 2>/dev/null)
+    [ -f "$TMP/tapdrops-$path-$tree.txt" ] && retrans="${retrans:--} ($(cat "$TMP/tapdrops-$path-$tree.txt") TAP drops)"
     awk -v t="$tree" -v p="$label" -v m="$m" -v i="$i" -v l="$l" -v r="$RATE_MBIT" \
-      'BEGIN {printf "%s\t%s\t%.2f\t%.4f\t%s\t%s\n", t, p, m, m/r, i, l}' >>"$ROWS"
+      -v d="${drops:--}" -v x="${retrans:--}" \
+      'BEGIN {printf "%s\t%s\t%.2f\t%.4f\t%s\t%s\t%s\t%s\n", t, p, m, m/r, i, l, d, x}' >>"$ROWS"
   done
 done
 STAMP=$(date -u '+%Y-%m-%dT%H%MZ')
@@ -268,7 +277,7 @@ jq -R -s --arg date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
   --arg rate "$RATE_MBIT" \
   '{kind: "kernel", date: $date, command: $command, commit: $commit,
     machine: {nproc: $nproc, kernel: $kernel, "load average at the end": $load},
-    columns: ["tree", "path", "throughput Mbit/s", "ratio to \($rate) Mbit/s", "idle RTT ms", "loaded RTT median ms"],
+    columns: ["tree", "path", "throughput Mbit/s", "ratio to \($rate) Mbit/s", "idle RTT ms", "loaded RTT median ms", "tree drops", "sender TCP retransmissions"],
     rows: (split("\n") | map(select(length > 0) | split("\t")))}' \
   <"$ROWS" >"bench/results/kernel/$STAMP.json"
 python3 scripts/bench-table.py
@@ -276,10 +285,10 @@ python3 scripts/bench-table.py
 echo
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'), DUR=$DUR s, RT=$RT, kernel $(uname -r), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| tree | path | throughput Mbit/s | ratio to ${RATE_MBIT} Mbit/s | idle RTT ms | loaded RTT median ms |"
-echo "|---|---|---:|---:|---:|---:|"
+echo "| tree | path | throughput Mbit/s | ratio to ${RATE_MBIT} Mbit/s | idle RTT ms | loaded RTT median ms | tree drops | sender TCP retransmissions |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|"
 # The same rows as the results file, as a Markdown table.
-awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6}' "$ROWS"
+awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8}' "$ROWS"
 rm -f "$ROWS"
 echo
 for tree in htb tbf; do
