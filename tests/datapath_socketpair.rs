@@ -515,6 +515,62 @@ fn shows_and_failed_commands_do_not_tick_a_throttled_tbf() {
     drop(dp);
 }
 
+/// A stepped datapath (no threads) answers a request before `send`
+/// returns, publishes its effect at once, and forwards the frames waiting
+/// on its ports when a request steps it; its shutdown returns the final
+/// snapshot, conserved.
+#[test]
+fn a_stepped_datapath_answers_at_once_and_forwards_when_stepped() {
+    use bloatbox::datapath::Command;
+    let params = LinkParams {
+        rate_bytes_ps: RATE_BYTES_PS,
+        ..LinkParams::default()
+    };
+    let (dp_left, mut host_left) = SocketPairPort::pair().unwrap();
+    let (dp_right, mut host_right) = SocketPairPort::pair().unwrap();
+    let dp = Datapath::stepped(
+        tree_bridge(params),
+        Box::new(dp_left),
+        Box::new(dp_right),
+        DatapathConfig::default(),
+    )
+    .unwrap();
+    assert!(!dp.is_finished());
+    let first = dp.snapshots().latest().expect("a first snapshot at once");
+    assert_eq!(first.bridge.path(Dir::LeftToRight).qdisc.kind, "pfifo_fast");
+    let tc = |line: &str| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        dp.command(Command::Tc {
+            line: line.into(),
+            reply: tx,
+        })
+        .unwrap();
+        rx.try_recv().expect("answered before send returned")
+    };
+    tc("tc qdisc replace dev left root fq_codel").unwrap();
+    let snap = dp.snapshots().latest().unwrap();
+    assert_eq!(snap.bridge.path(Dir::LeftToRight).qdisc.kind, "fq_codel");
+    for seq in 0..3 {
+        host_left.send(&frame(seq, 100)).unwrap();
+    }
+    // Each show steps the left direction: the frames are read, cross the
+    // 0-delay link at the rate and come out of the right port.
+    let t0 = StdInstant::now();
+    let mut buf = vec![0u8; 2048];
+    let mut got = Vec::new();
+    while got.len() < 3 {
+        assert!(t0.elapsed() < Duration::from_secs(5), "got {got:?}");
+        tc("tc qdisc show dev left").unwrap();
+        while let Some(n) = host_right.recv(&mut buf).unwrap() {
+            got.push((seq_of(&buf), n));
+        }
+    }
+    assert_eq!(got, vec![(0, 100), (1, 100), (2, 100)]);
+    let end = dp.shutdown().unwrap();
+    assert_conserved(&end, Dir::LeftToRight);
+    assert_eq!(end.bridge.path(Dir::LeftToRight).counters.frames_out, 3);
+}
+
 /// A port whose device vanishes after `ok_writes` frames: every later write
 /// fails with ENODEV and is counted as a write error, as a TAP's is.
 struct Vanishing {

@@ -11,7 +11,7 @@
 
 use std::io;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use nix::sys::eventfd::{EfdFlags, EventFd};
@@ -114,10 +114,25 @@ pub(super) enum Request {
     },
 }
 
+/// A direction run on the caller's thread instead of its own
+/// (`Datapath::stepped`): what a thread would do when its doorbell rings.
+pub(super) trait Stepper: Send {
+    /// Carries out the queued requests, advances the direction to now and
+    /// publishes its snapshot.
+    fn step(&mut self);
+}
+
+/// A direction's stepper, shared by its queue and the `Datapath` handle.
+pub(super) type SharedStepper = Arc<Mutex<dyn Stepper>>;
+
 /// A direction's queue and the doorbell its thread's epoll watches.
 struct Queue {
     requests: SyncSender<Request>,
     wake: Arc<EventFd>,
+    /// Set for a stepped datapath: the direction is stepped as soon as a
+    /// request is queued, so the request is answered before `send`
+    /// returns.
+    stepper: OnceLock<SharedStepper>,
 }
 
 impl Queue {
@@ -128,6 +143,9 @@ impl Queue {
             Err(TrySendError::Disconnected(_)) => return Err(DatapathError::Stopped),
         }
         self.wake.write(1).map_err(io::Error::from)?;
+        if let Some(stepper) = self.stepper.get() {
+            stepper.lock().unwrap_or_else(|p| p.into_inner()).step();
+        }
         Ok(())
     }
 
@@ -171,7 +189,12 @@ impl Commander {
                 requests: rx,
                 wake: wake.clone(),
             };
-            Ok((Queue { requests: tx, wake }, inbox))
+            let queue = Queue {
+                requests: tx,
+                wake,
+                stepper: OnceLock::new(),
+            };
+            Ok((queue, inbox))
         };
         let (q0, i0) = queue()?;
         let (q1, i1) = queue()?;
@@ -180,6 +203,14 @@ impl Commander {
             order: Arc::new(Mutex::new(())),
         };
         Ok((commander, [i0, i1]))
+    }
+
+    /// Makes the datapath stepped: each direction's requests are carried
+    /// out by `steppers[dir.index()]` on the thread that queues them.
+    pub(super) fn step_with(&self, steppers: [SharedStepper; 2]) {
+        for (queue, stepper) in self.queues.iter().zip(steppers) {
+            let _ = queue.stepper.set(stepper);
+        }
     }
 
     /// Queues a command: without blocking for a command about one

@@ -3,17 +3,19 @@
 //! one thread per direction (each reads the port its frames come from and
 //! writes the other), hands out the snapshot reader and commanders, and on
 //! shutdown (or drop) stops both threads and returns their final
-//! snapshots merged.
+//! snapshots merged. A stepped datapath (`Datapath::stepped`, for the
+//! control fuzz target) has no threads: each direction is stepped on the
+//! thread that queues a request for it.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use crate::bridge::Bridge;
 use crate::dir::Dir;
 use crate::port::{FramePort, PortHalves};
 
-use super::command::Commander;
+use super::command::{Commander, SharedStepper, Stepper};
 use super::config::DatapathConfig;
 use super::driver::{Driver, Ending, LanePorts};
 use super::error::DatapathError;
@@ -27,6 +29,9 @@ pub struct Datapath {
     commander: Commander,
     /// By `Dir::index()`; empty once stopped.
     threads: Vec<Thread>,
+    /// A stepped datapath's directions, by `Dir::index()` (no threads);
+    /// empty once stopped.
+    stepped: Vec<Arc<Mutex<Driver>>>,
     snapshots: SnapshotReader,
 }
 
@@ -39,6 +44,57 @@ impl Datapath {
         right: Box<dyn FramePort>,
         cfg: DatapathConfig,
     ) -> Result<Datapath, DatapathError> {
+        let (mut datapath, drivers) = Datapath::build(bridge, left, right, cfg)?;
+        for (dir, mut driver) in Dir::ALL.into_iter().zip(drivers) {
+            // The kernel keeps 15 bytes of it ("bloatbox-datapa"); panics
+            // and debuggers show it whole.
+            let name = format!("bloatbox-datapath-{}", dir.dev());
+            match std::thread::Builder::new()
+                .name(name)
+                .spawn(move || driver.run())
+            {
+                Ok(thread) => datapath.threads.push(thread),
+                // Dropping `datapath` stops the thread already started.
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(datapath)
+    }
+
+    /// The same datapath without threads, for the control fuzz target and
+    /// tests of the request handler: a direction is stepped on the thread
+    /// that queues a request for it (the request carried out, the lane
+    /// advanced to now, its snapshot published) before `Commander::send`
+    /// returns, so a request costs no thread wake-up and every reader sees
+    /// its effect at once. Frames move only when a request is queued.
+    pub fn stepped(
+        bridge: Bridge,
+        left: Box<dyn FramePort>,
+        right: Box<dyn FramePort>,
+        cfg: DatapathConfig,
+    ) -> Result<Datapath, DatapathError> {
+        let (mut datapath, drivers) = Datapath::build(bridge, left, right, cfg)?;
+        datapath.stepped = drivers
+            .into_iter()
+            .map(|d| Arc::new(Mutex::new(d)))
+            .collect();
+        let shared = |i: usize| -> SharedStepper { datapath.stepped[i].clone() };
+        datapath.commander.step_with([shared(0), shared(1)]);
+        // Both directions publish a first snapshot.
+        for driver in &datapath.stepped {
+            lock(driver).step();
+        }
+        Ok(datapath)
+    }
+
+    /// The handle (no thread started) and each direction's driver, by
+    /// `Dir::index()`.
+    fn build(
+        bridge: Bridge,
+        left: Box<dyn FramePort>,
+        right: Box<dyn FramePort>,
+        cfg: DatapathConfig,
+    ) -> Result<(Datapath, Vec<Driver>), DatapathError> {
         let offload = left.offload() && right.offload();
         let [left, right] = [left.split()?, right.split()?];
         let (commander, inboxes) = Commander::new()?;
@@ -87,25 +143,13 @@ impl Datapath {
                 snapshots.clone(),
             )?);
         }
-        let mut datapath = Datapath {
+        let datapath = Datapath {
             commander,
             threads: Vec::with_capacity(2),
+            stepped: Vec::new(),
             snapshots,
         };
-        for (dir, mut driver) in Dir::ALL.into_iter().zip(drivers) {
-            // The kernel keeps 15 bytes of it ("bloatbox-datapa"); panics
-            // and debuggers show it whole.
-            let name = format!("bloatbox-datapath-{}", dir.dev());
-            match std::thread::Builder::new()
-                .name(name)
-                .spawn(move || driver.run())
-            {
-                Ok(thread) => datapath.threads.push(thread),
-                // Dropping `datapath` stops the thread already started.
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(datapath)
+        Ok((datapath, drivers))
     }
 
     /// A reader of the latest snapshots the threads published (cheap to clone,
@@ -128,7 +172,7 @@ impl Datapath {
     /// Both threads have returned (after a shutdown, an error or a panic:
     /// either direction's end ends the other).
     pub fn is_finished(&self) -> bool {
-        self.threads.iter().all(|t| t.is_finished())
+        self.stepped.is_empty() && self.threads.iter().all(|t| t.is_finished())
     }
 
     /// Stops both threads and returns their final snapshots merged, or the
@@ -138,6 +182,14 @@ impl Datapath {
     }
 
     fn stop(&mut self) -> Result<LiveSnapshot, DatapathError> {
+        if !self.stepped.is_empty() {
+            let ends: Vec<_> = self
+                .stepped
+                .drain(..)
+                .map(|d| lock(&d).end_stepped())
+                .collect();
+            return Ok(LiveSnapshot::merge([&ends[0], &ends[1]]));
+        }
         // Fails only if both threads already stopped; joining then returns
         // their results.
         let _ = self.commander.shutdown();
@@ -164,9 +216,15 @@ fn join(thread: Thread) -> Result<LaneSnapshot, DatapathError> {
     }
 }
 
+/// The driver of a stepped direction (a panic while stepping leaves its
+/// state as it was, which the next step carries on from).
+fn lock(driver: &Mutex<Driver>) -> MutexGuard<'_, Driver> {
+    driver.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl Drop for Datapath {
     fn drop(&mut self) {
-        if !self.threads.is_empty() {
+        if !self.threads.is_empty() || !self.stepped.is_empty() {
             if let Err(e) = self.stop() {
                 tracing::warn!("datapath shutdown: {e}");
             }

@@ -8,8 +8,28 @@ use std::sync::mpsc::TryRecvError;
 
 use crate::time::Clock;
 
-use super::super::command::Request;
+use super::super::command::{Request, Stepper};
 use super::Driver;
+
+/// A stepped direction (no thread of its own) does, when a request is
+/// queued, what its thread's loop does when the doorbell rings: it carries
+/// out the requests, reads what its port has, advances the lane to now,
+/// writes what it delivered and publishes a snapshot at once, so readers
+/// see the request's effect. (A shutdown request is left to
+/// `Datapath::shutdown`, which ends a stepped datapath.)
+impl Stepper for Driver {
+    fn step(&mut self) {
+        let _ = self.inbox.wake.read();
+        let _stop = self.drain_commands();
+        if self.failure.is_none() {
+            self.read_port();
+        }
+        let now = self.clock.now();
+        self.poll_lane(now);
+        self.write_out(false);
+        self.publish(now);
+    }
+}
 
 impl Driver {
     /// Carries out every queued request; true if the thread must stop.

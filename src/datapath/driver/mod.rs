@@ -465,6 +465,15 @@ impl Driver {
     fn publish(&self, now: Instant) {
         self.snapshots.offer(self.dir, self.snapshot(now));
     }
+
+    /// A stepped direction's end: what the pacer holds is written, and the
+    /// final snapshot returned (as `finish` does for a thread).
+    pub(super) fn end_stepped(&mut self) -> LaneSnapshot {
+        self.write_out(false);
+        let snap = self.snapshot(self.clock.now());
+        self.snapshots.offer(self.dir, snap.clone());
+        snap
+    }
 }
 
 /// Returns a buffer to the pool it came from (by its size).
