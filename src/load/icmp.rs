@@ -170,10 +170,7 @@ fn ping(fd: &OwnedFd, spec: &PingSpec, run: &Run, id: u16) -> anyhow::Result<Pin
             let arrived = run.elapsed();
             if let Some(sent_ns) = parse_reply(&buf[..n], id) {
                 let sent = sent_ns as f64 / 1e9;
-                let sample = Sample {
-                    t: sent,
-                    rtt_us: (arrived - sent) * 1e6,
-                };
+                let sample = Sample::rtt(sent, (arrived - sent) * 1e6);
                 raw.samples.push(sample);
                 run.feed(Probe::Ping, sample);
             }

@@ -26,6 +26,8 @@
 pub mod fixtures;
 pub mod lesson;
 pub mod lesson_screen;
+pub mod probe_panel;
+pub mod probes;
 pub mod remote;
 pub mod render;
 pub mod run;
