@@ -183,7 +183,7 @@ impl UdpRr {
                 if !run.wait_go() {
                     return Ok(UdpRrRaw::default());
                 }
-                transact(&sock, &run)
+                transact(&sock, &run, None)
             })?
         };
         Ok(UdpRr { server, client })
@@ -244,14 +244,28 @@ pub fn serve(sock: &UdpSocket, run: &Run) -> anyhow::Result<()> {
 }
 
 /// The client's loop until `run` stops: one transaction at a time, each
-/// recorded (and fed) with its round trip and one-way delays.
-pub fn transact(sock: &UdpSocket, run: &Run) -> anyhow::Result<UdpRrRaw> {
+/// recorded (unless the run is feed-only) and fed with its round trip and
+/// one-way delays. Back to back as netperf's UDP_RR (`pace` `None`), or
+/// one transaction every `pace` at most.
+pub fn transact(
+    sock: &UdpSocket,
+    run: &Run,
+    pace: Option<Duration>,
+) -> anyhow::Result<UdpRrRaw> {
     let mut raw = UdpRrRaw::default();
     let mut buf = [0u8; 64];
     let mut seq = 0u64;
+    let pace = pace.map_or(0.0, |p| p.as_secs_f64());
+    let mut next = 0.0;
     while !run.stopped() {
+        let wait = next - run.elapsed();
+        if wait > 0.0 {
+            std::thread::sleep(Duration::from_secs_f64(wait.min(POLL_INTERVAL.as_secs_f64())));
+            continue;
+        }
         seq += 1;
         let t = run.elapsed();
+        next = t + pace;
         match sock.send(&request(seq, now_ns())) {
             Ok(_) => {}
             // ENOBUFS and the like under load: count as lost, go on.
@@ -273,7 +287,9 @@ pub fn transact(sock: &UdpSocket, run: &Run) -> anyhow::Result<UdpRrRaw> {
                         rtt_us: stamps.rtt_us(),
                         one_way_us: stamps.one_way_us(),
                     };
-                    raw.samples.push(sample);
+                    if run.keeps_record() {
+                        raw.samples.push(sample);
+                    }
                     run.feed(Probe::UdpRr, sample);
                     break;
                 }
@@ -365,7 +381,7 @@ mod tests {
         let threads = [run.clone(), run.clone()];
         let [a, b] = threads;
         let serving = std::thread::spawn(move || serve(&server, &a));
-        let client = std::thread::spawn(move || transact(&client, &b));
+        let client = std::thread::spawn(move || transact(&client, &b, None));
         // Wait (bounded) for a few transactions to complete.
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         let mut fed = Vec::new();

@@ -107,6 +107,15 @@ impl ProbeView {
         self.queue.drain(..old);
     }
 
+    /// The oldest time of a sample or a queue point.
+    pub fn oldest(&self) -> Option<f64> {
+        self.samples
+            .iter()
+            .filter_map(|s| s.first().map(|s| s.t))
+            .chain(self.queue.first().map(|q| q.t))
+            .reduce(f64::min)
+    }
+
     /// The newest time of a sample or a queue point.
     pub fn newest(&self) -> Option<f64> {
         self.samples
@@ -169,11 +178,13 @@ mod tests {
             delay_ms: [3.0, 4.0],
         });
         assert_eq!(v.newest(), Some(2.0));
+        assert_eq!(v.oldest(), Some(1.0));
         v.forget_before(1.8);
         assert_eq!(v.samples[Probe::UdpRr as usize].len(), 1);
         assert!(v.queue.is_empty());
         assert_eq!(v.newest(), Some(2.0));
         assert_eq!(ProbeView::default().newest(), None);
+        assert_eq!(ProbeView::default().oldest(), None);
         let q = QueuePoint {
             t: 0.0,
             delay_ms: [3.0, 4.0],
