@@ -285,7 +285,9 @@ fn run_test(cands: &[experiment::Candidate], load: &LoadArgs) -> anyhow::Result<
     // The phases that ended are printed and written even when a later one
     // failed; the failure, naming its phase, comes last.
     let report = &outcome.report;
-    if !report.results.is_empty() {
+    if report.results.is_empty() {
+        eprintln!("no phase ended: no table, JSON or plots");
+    } else {
         bloatbox::out!("{}", experiment::table::render(report, load.wide))?;
         if let Some(path) = &load.json {
             report.write_json(path)?;

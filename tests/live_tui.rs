@@ -353,10 +353,7 @@ fn p50_after(pane: &str, head: &str, next: &str) -> Option<f64> {
     let f = figures(pane);
     let at = f.iter().position(|l| l.starts_with(head))?;
     let line = f.get(at + 1)?.strip_prefix(next)?;
-    line.split(['/', ' '])
-        .find(|w| !w.is_empty())?
-        .parse()
-        .ok()
+    line.split(['/', ' ']).find(|w| !w.is_empty())?.parse().ok()
 }
 
 /// The samples a probe's line counts (`udp_rr now 20.3 ms  n 57`).
@@ -386,7 +383,11 @@ fn live_up_probes_key_shows_the_rtt_and_follows_the_link_changed_by_hand() {
     let pane = tmux.wait_for(Duration::from_secs(20), |p| {
         p.contains("qdisc fq_codel 8001: root")
     });
-    assert!(pane.contains("qdisc fq_codel 8001: root"), "{}", diagnostics(&pane));
+    assert!(
+        pane.contains("qdisc fq_codel 8001: root"),
+        "{}",
+        diagnostics(&pane)
+    );
     let key = |k: &str| {
         let out = tmux.run(&["send-keys", "-t", "tui", k]);
         assert!(out.status.success(), "tmux send-keys: {}", text(&out));
@@ -398,12 +399,17 @@ fn live_up_probes_key_shows_the_rtt_and_follows_the_link_changed_by_hand() {
             && p50_after(p, "R→L ", "1-way p50/95/99 ").is_some()
     });
     eprintln!("probes on an idle link:\n{idle}");
-    let ping = p50_after(&idle, "ping ", "p50 ").unwrap_or_else(|| panic!("{}", diagnostics(&idle)));
+    let ping =
+        p50_after(&idle, "ping ", "p50 ").unwrap_or_else(|| panic!("{}", diagnostics(&idle)));
     let up = p50_after(&idle, "L→R ", "1-way p50/95/99 ").unwrap();
     let down = p50_after(&idle, "R→L ", "1-way p50/95/99 ").unwrap();
     // 10 ms each way: the round trip is at least both, each direction at
     // least its own; the probes' own wake-ups add well under 10 ms.
-    assert!((20.0..30.0).contains(&ping), "ping p50 {ping} ms: {}", diagnostics(&idle));
+    assert!(
+        (20.0..30.0).contains(&ping),
+        "ping p50 {ping} ms: {}",
+        diagnostics(&idle)
+    );
     assert!((10.0..20.0).contains(&up), "L→R one-way p50 {up} ms");
     assert!((10.0..20.0).contains(&down), "R→L one-way p50 {down} ms");
     assert!(idle.contains("L→R queue delay"), "{idle}");
@@ -420,7 +426,10 @@ fn live_up_probes_key_shows_the_rtt_and_follows_the_link_changed_by_hand() {
     });
     assert!(after_tc.contains("root sfq"), "{}", diagnostics(&after_tc));
     let n = probe_count(&after_tc, "udp_rr").unwrap_or(0);
-    assert!(n > before + 100, "UDP_RR stopped at {n} after the tc change: {after_tc}");
+    assert!(
+        n > before + 100,
+        "UDP_RR stopped at {n} after the tc change: {after_tc}"
+    );
     eprintln!("after bloatbox tc:\n{after_tc}");
 
     // 40 ms more left→right only: that direction's one-way p50 (over the
@@ -433,8 +442,15 @@ fn live_up_probes_key_shows_the_rtt_and_follows_the_link_changed_by_hand() {
     eprintln!("after bloatbox set left.delay=50ms:\n{slower}");
     let up = p50_after(&slower, "L→R ", "1-way p50/95/99 ").unwrap_or(0.0);
     let down = p50_after(&slower, "R→L ", "1-way p50/95/99 ").unwrap_or(0.0);
-    assert!((50.0..60.0).contains(&up), "L→R one-way p50 {up} ms: {}", diagnostics(&slower));
-    assert!((10.0..20.0).contains(&down), "R→L one-way p50 {down} ms: {slower}");
+    assert!(
+        (50.0..60.0).contains(&up),
+        "L→R one-way p50 {up} ms: {}",
+        diagnostics(&slower)
+    );
+    assert!(
+        (10.0..20.0).contains(&down),
+        "R→L one-way p50 {down} ms: {slower}"
+    );
 
     // `t` again: the probes stop, the tree is back.
     key("t");
@@ -545,11 +561,11 @@ fn live_demo_lesson_in_tmux_shows_each_caption_and_the_table() {
     }
     // --json and --plots in lesson mode: the report of the three phases,
     // and each plot as a non-empty PNG (and SVG).
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap_or_else(|e| {
-            panic!("no JSON report ({e}): {}", diagnostics(&after))
-        }))
-        .unwrap();
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&json)
+            .unwrap_or_else(|e| panic!("no JSON report ({e}): {}", diagnostics(&after))),
+    )
+    .unwrap();
     let names: Vec<&str> = report["results"]
         .as_array()
         .unwrap()

@@ -116,10 +116,7 @@ fn run_ticks(
         // serves it ahead of them, a frame time or so above the idle RTT.
         let base = if fifo { predicted } else { idle + 1.2 };
         let jitter = |k: usize| ((i * 7 + k * 3) % 11) as f64 * 0.09;
-        let mut samples = vec![(
-            Probe::Ping,
-            Sample::rtt(t - 0.05, (base + jitter(0)) * 1e3),
-        )];
+        let mut samples = vec![(Probe::Ping, Sample::rtt(t - 0.05, (base + jitter(0)) * 1e3))];
         // Each UDP_RR request waits behind the left→right queue (under a
         // FIFO) and its response behind the right→left one; the server
         // takes 0.1 ms.
@@ -230,9 +227,15 @@ fn each_phase_shows_its_caption_the_measured_rtt_and_its_row_when_it_ends() {
         // the same summary.
         let ping = r.summary.ping.as_ref().unwrap();
         let probes = &lesson.probes;
-        assert_eq!(probes.stats[Probe::Ping as usize].p50_ms, ping.latency.p50_ms);
+        assert_eq!(
+            probes.stats[Probe::Ping as usize].p50_ms,
+            ping.latency.p50_ms
+        );
         let rr = r.summary.udp_rr.as_ref().unwrap();
-        assert_eq!(probes.stats[Probe::UdpRr as usize].p99_ms, rr.latency.p99_ms);
+        assert_eq!(
+            probes.stats[Probe::UdpRr as usize].p99_ms,
+            rr.latency.p99_ms
+        );
         // The one-way percentiles: each direction's delays of the same
         // samples, after the warm-up.
         let rr_samples = &r.raw.udp_rr.as_ref().unwrap().samples;
@@ -245,8 +248,21 @@ fn each_phase_shows_its_caption_the_measured_rtt_and_its_row_when_it_ends() {
         // queue: the upload's (left→right) p50 above the propagation delay
         // by at least the fq_codel phase's whole round trip.
         if fifo {
-            let prop_ms = lesson.app.latest.as_ref().unwrap().bridge.path(Dir::LeftToRight).params.delay_ns as f64 / 1e6;
-            assert!(probes.one_way[0].p50_ms > prop_ms + 5.0, "{:?}", probes.one_way);
+            let prop_ms = lesson
+                .app
+                .latest
+                .as_ref()
+                .unwrap()
+                .bridge
+                .path(Dir::LeftToRight)
+                .params
+                .delay_ns as f64
+                / 1e6;
+            assert!(
+                probes.one_way[0].p50_ms > prop_ms + 5.0,
+                "{:?}",
+                probes.one_way
+            );
         }
         results.push(r);
         assert!(!lesson.end_phase(), "not paused: no hold");

@@ -68,7 +68,11 @@ fn t_asks_to_start_the_probes_and_their_view_exists_once_the_daemon_agrees() {
     assert_eq!(v.missed, 3);
     app.on_probe_samples(vec![rr(t0 + PROBE_CHART_S + 1.0, 4.0, 6.0)], 0);
     let v = app.probes.as_ref().unwrap();
-    assert_eq!(v.samples[Probe::UdpRr as usize].len(), 21, "the oldest left the chart");
+    assert_eq!(
+        v.samples[Probe::UdpRr as usize].len(),
+        21,
+        "the oldest left the chart"
+    );
     assert!(v.samples[Probe::UdpRr as usize][0].t > t0);
 
     // Frozen with the display.
@@ -83,7 +87,9 @@ fn t_asks_to_start_the_probes_and_their_view_exists_once_the_daemon_agrees() {
     // Samples that arrive while they are off are not kept.
     app.on_probe_samples(vec![rr(t0, 1.0, 1.0)], 0);
     assert!(app.probes.is_none());
-    assert!(HELP.iter().any(|(k, what)| *k == "t" && what.contains("probes")));
+    assert!(HELP
+        .iter()
+        .any(|(k, what)| *k == "t" && what.contains("probes")));
 }
 
 /// Replays keys; a `None` is a frame without one.
@@ -136,7 +142,14 @@ fn probing_session(w: u16, h: u16) -> (App, SimControl, Terminal<TestBackend>) {
             true
         }
     }
-    run_with_backend(&mut terminal, &mut app, &mut Up(&mut control), &mut script, 10).unwrap();
+    run_with_backend(
+        &mut terminal,
+        &mut app,
+        &mut Up(&mut control),
+        &mut script,
+        10,
+    )
+    .unwrap();
     (app, control, terminal)
 }
 

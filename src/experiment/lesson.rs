@@ -387,7 +387,10 @@ mod tests {
          -> anyhow::Result<ConfigResult> {
             ran.push(cand.name.clone());
             if ran.len() == 2 {
-                anyhow::bail!("testing {}: binding UDP 10.0.0.2:5203: address in use", cand.name);
+                anyhow::bail!(
+                    "testing {}: binding UDP 10.0.0.2:5203: address in use",
+                    cand.name
+                );
             }
             for t in [0.5, 1.5, 3.0] {
                 feed.push(Probe::Ping, Sample::rtt(t - 0.1, 12_000.0));

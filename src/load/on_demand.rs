@@ -149,7 +149,8 @@ impl OnDemand {
             dst,
         } = sockets;
         let r = run.clone();
-        let server = spawn("probe-udp-rr-server").spawn(move || (udp_rr::serve(&server, &r), server))?;
+        let server =
+            spawn("probe-udp-rr-server").spawn(move || (udp_rr::serve(&server, &r), server))?;
         let r = run.clone();
         let client = spawn("probe-udp-rr").spawn(move || {
             let res = udp_rr::transact(&client, &r, Some(UDP_RR_PACE)).map(|_| ());
@@ -246,7 +247,10 @@ mod tests {
             assert!(!probes.running());
             let after = MonotonicClock.now().nanos() as f64 / 1e9;
             for p in Probe::ALL {
-                assert!(got.iter().any(|(q, _)| *q == p), "session {session}: no {p:?}");
+                assert!(
+                    got.iter().any(|(q, _)| *q == p),
+                    "session {session}: no {p:?}"
+                );
             }
             for (p, s) in &got {
                 // Stamped on CLOCK_MONOTONIC, within the session.
@@ -255,7 +259,10 @@ mod tests {
             }
             // Paced: at most one transaction per 10 ms.
             let rr = got.iter().filter(|(p, _)| *p == Probe::UdpRr).count();
-            assert!(rr as f64 <= (after - before) / 0.01 + 1.0, "{rr} transactions");
+            assert!(
+                rr as f64 <= (after - before) / 0.01 + 1.0,
+                "{rr} transactions"
+            );
         }
         probes.stop().unwrap();
     }

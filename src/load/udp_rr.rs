@@ -22,10 +22,10 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::feed::Probe;
-use crate::clock::MonotonicClock;
-use crate::time::Clock;
 use super::stats::{DecadeHistogram, LatencyStats, Sample};
 use super::{join, spawn_in, Run, POLL_INTERVAL};
+use crate::clock::MonotonicClock;
+use crate::time::Clock;
 
 /// Bytes of a request and of a response: the sequence number and the
 /// three stamps (`Stamps`), each a big-endian u64. The request carries the
@@ -247,11 +247,7 @@ pub fn serve(sock: &UdpSocket, run: &Run) -> anyhow::Result<()> {
 /// recorded (unless the run is feed-only) and fed with its round trip and
 /// one-way delays. Back to back as netperf's UDP_RR (`pace` `None`), or
 /// one transaction every `pace` at most.
-pub fn transact(
-    sock: &UdpSocket,
-    run: &Run,
-    pace: Option<Duration>,
-) -> anyhow::Result<UdpRrRaw> {
+pub fn transact(sock: &UdpSocket, run: &Run, pace: Option<Duration>) -> anyhow::Result<UdpRrRaw> {
     let mut raw = UdpRrRaw::default();
     let mut buf = [0u8; 64];
     let mut seq = 0u64;
@@ -260,7 +256,9 @@ pub fn transact(
     while !run.stopped() {
         let wait = next - run.elapsed();
         if wait > 0.0 {
-            std::thread::sleep(Duration::from_secs_f64(wait.min(POLL_INTERVAL.as_secs_f64())));
+            std::thread::sleep(Duration::from_secs_f64(
+                wait.min(POLL_INTERVAL.as_secs_f64()),
+            ));
             continue;
         }
         seq += 1;

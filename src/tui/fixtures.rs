@@ -440,7 +440,10 @@ impl SimControl {
             .push((Probe::Ping, Sample::rtt(end - step / 2.0, ping)));
         let n = ((step / 0.02) as usize).max(1);
         for k in 0..n {
-            let way = [one_way_us(Dir::LeftToRight, k), one_way_us(Dir::RightToLeft, 0)];
+            let way = [
+                one_way_us(Dir::LeftToRight, k),
+                one_way_us(Dir::RightToLeft, 0),
+            ];
             self.probe_samples.push((
                 Probe::UdpRr,
                 Sample {

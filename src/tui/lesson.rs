@@ -273,7 +273,10 @@ mod tests {
         l.on_tick(3.0, None, vec![ping(2.5, 10.0), ping(2.9, 10.0)]);
         assert!(l.measured());
         // As the table computes them: samples from the warm-up on.
-        assert_eq!(l.probes.stats[0], LatencyStats::of(&l.probes.samples[0], 2.0));
+        assert_eq!(
+            l.probes.stats[0],
+            LatencyStats::of(&l.probes.samples[0], 2.0)
+        );
         assert_eq!(l.probes.stats[0].samples, 2);
         assert!((l.probes.stats[0].p50_ms - 10.0).abs() < 0.01);
         assert_eq!(l.probes.stats[1].samples, 0, "no UDP_RR sample yet");

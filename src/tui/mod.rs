@@ -43,10 +43,10 @@ pub use state::App;
 pub use crate::control::field::LinkField;
 
 use crate::bridge::BridgeSnapshot;
-use crate::load::feed::Probe;
-use crate::load::stats::Sample;
 use crate::datapath::LiveSnapshot;
 use crate::dir::Dir;
+use crate::load::feed::Probe;
+use crate::load::stats::Sample;
 use crate::tc::kinds::{self, Example};
 use crate::time::{Instant, NS_PER_US};
 use std::fmt;

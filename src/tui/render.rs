@@ -229,7 +229,6 @@ fn draw_tree_and_charts(frame: &mut Frame, app: &App, middle: Rect) {
         },
         charts_inner,
     );
-
 }
 
 /// The middle area while the probes run: their panel, the chart up to the
@@ -241,8 +240,7 @@ fn draw_probes(frame: &mut Frame, app: &App, view: &ProbeView, middle: Rect) {
         .or_else(|| app.latest.as_ref().map(|s| s.taken_at.nanos() as f64 / 1e9))
         .unwrap_or(0.0);
     let span = (now - view.oldest().unwrap_or(now))
-        .max(10.0)
-        .min(PROBE_CHART_S)
+        .clamp(10.0, PROBE_CHART_S)
         .ceil();
     let panel = Panel {
         view,

@@ -7,8 +7,8 @@
 use super::probes::{ProbeView, QueuePoint};
 use super::{Action, LinkField, Preset, Snapshot};
 use crate::dir::Dir;
-use crate::load::feed::Probe;
 use crate::link::PathSnapshot;
+use crate::load::feed::Probe;
 use crate::packet::{DropReason, FlowKey};
 use crate::qdisc::dump::{
     Ahead, CodelXstats, FlowSummary, FlowTraffic, QueueId, QueueOccupancy, Xstats,
