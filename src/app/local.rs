@@ -60,8 +60,15 @@ impl crate::tui::Control for LocalControl {
                     .probes
                     .as_mut()
                     .map_err(|why| format!("no probes: {why}"))?;
-                let done = if *on { probes.start() } else { probes.stop() };
-                done.map(|()| String::new()).map_err(|e| format!("{e:#}"))
+                if *on {
+                    probes.start().map_err(|e| format!("{e:#}"))?;
+                    return Ok(String::new());
+                }
+                // Stopped either way: a probe's own failure is only told.
+                Ok(match probes.stop() {
+                    Ok(()) => String::new(),
+                    Err(e) => format!("a probe had failed: {e:#}"),
+                })
             }
             Action::SetLink { dir, field, value } => {
                 let args = vec![crate::control::field::set_arg(*dir, *field, *value)];

@@ -78,9 +78,45 @@ impl ProbeSockets {
 /// The probes' threads while they run.
 struct Running {
     run: Run,
-    ping: JoinHandle<(anyhow::Result<()>, OwnedFd)>,
-    client: JoinHandle<(anyhow::Result<()>, UdpSocket)>,
-    server: JoinHandle<(anyhow::Result<()>, UdpSocket)>,
+    ping: ProbeThread<OwnedFd>,
+    client: ProbeThread<UdpSocket>,
+    server: ProbeThread<UdpSocket>,
+}
+
+/// A probe's thread: how it ended, and its socket back.
+type ProbeThread<T> = JoinHandle<(anyhow::Result<()>, T)>;
+
+/// The probes' three threads (ping, UDP_RR client, UDP_RR server).
+fn spawn_probes(
+    sockets: ProbeSockets,
+    run: &Run,
+    id: u16,
+) -> std::io::Result<(
+    ProbeThread<OwnedFd>,
+    ProbeThread<UdpSocket>,
+    ProbeThread<UdpSocket>,
+)> {
+    let spawn = |name: &str| std::thread::Builder::new().name(name.into());
+    let ProbeSockets {
+        ping,
+        client,
+        server,
+        dst,
+    } = sockets;
+    let r = run.clone();
+    let server =
+        spawn("probe-udp-rr-server").spawn(move || (udp_rr::serve(&server, &r), server))?;
+    let r = run.clone();
+    let client = spawn("probe-udp-rr").spawn(move || {
+        let res = udp_rr::transact(&client, &r, Some(UDP_RR_PACE)).map(|_| ());
+        (res, client)
+    })?;
+    let r = run.clone();
+    let ping = spawn("probe-ping").spawn(move || {
+        let res = icmp::ping(&ping, dst, PING_INTERVAL, &r, id).map(|_| ());
+        (res, ping)
+    })?;
+    Ok((ping, client, server))
 }
 
 /// The probes, started and stopped on demand.
@@ -141,26 +177,12 @@ impl OnDemand {
         self.sessions = self.sessions.wrapping_add(1);
         let id = (std::process::id() as u16).rotate_left(4) ^ self.sessions;
         let run = Run::feed_only(self.feed.clone());
-        let spawn = |name: &str| std::thread::Builder::new().name(name.into());
-        let ProbeSockets {
-            ping,
-            client,
-            server,
-            dst,
-        } = sockets;
-        let r = run.clone();
-        let server =
-            spawn("probe-udp-rr-server").spawn(move || (udp_rr::serve(&server, &r), server))?;
-        let r = run.clone();
-        let client = spawn("probe-udp-rr").spawn(move || {
-            let res = udp_rr::transact(&client, &r, Some(UDP_RR_PACE)).map(|_| ());
-            (res, client)
-        })?;
-        let r = run.clone();
-        let ping = spawn("probe-ping").spawn(move || {
-            let res = icmp::ping(&ping, dst, PING_INTERVAL, &r, id).map(|_| ());
-            (res, ping)
-        })?;
+        let threads = spawn_probes(sockets, &run, id);
+        if threads.is_err() {
+            // Those already spawned end with the run.
+            run.stop();
+        }
+        let (ping, client, server) = threads?;
         self.origin_s = MonotonicClock.now().nanos() as f64 / 1e9;
         run.go();
         self.running = Some(Running {
