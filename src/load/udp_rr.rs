@@ -243,6 +243,13 @@ pub fn serve(sock: &UdpSocket, run: &Run) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Counts a request sent at `t` as lost (unless the run is feed-only).
+fn lost(raw: &mut UdpRrRaw, run: &Run, t: f64) {
+    if run.keeps_record() {
+        raw.lost.push(t);
+    }
+}
+
 /// The client's loop until `run` stops: one transaction at a time, each
 /// recorded (unless the run is feed-only) and fed with its round trip and
 /// one-way delays. Back to back as netperf's UDP_RR (`pace` `None`), or
@@ -268,7 +275,7 @@ pub fn transact(sock: &UdpSocket, run: &Run, pace: Option<Duration>) -> anyhow::
             Ok(_) => {}
             // ENOBUFS and the like under load: count as lost, go on.
             Err(_) => {
-                raw.lost.push(t);
+                lost(&mut raw, run, t);
                 std::thread::sleep(Duration::from_millis(1));
                 continue;
             }
@@ -292,13 +299,13 @@ pub fn transact(sock: &UdpSocket, run: &Run, pace: Option<Duration>) -> anyhow::
                     break;
                 }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    raw.lost.push(t);
+                    lost(&mut raw, run, t);
                     break;
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 // ECONNREFUSED while the server starts or stops.
                 Err(_) => {
-                    raw.lost.push(t);
+                    lost(&mut raw, run, t);
                     break;
                 }
             }
