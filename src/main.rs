@@ -277,22 +277,32 @@ impl LoadArgs {
 /// `test` and `demo`: run, print the table, write JSON and plots.
 fn run_test(cands: &[experiment::Candidate], load: &LoadArgs) -> anyhow::Result<u8> {
     bloatbox::netns::require_privileges()?;
-    let report = if load.tui {
+    let outcome = if load.tui {
         experiment::lesson::run(cands, &load.options()?)?
     } else {
         experiment::run_all(cands, &load.options()?)?
     };
-    bloatbox::out!("{}", experiment::table::render(&report, load.wide))?;
-    if let Some(path) = &load.json {
-        report.write_json(path)?;
-        bloatbox::outln!("JSON written to {}", path.display())?;
-    }
-    if let Some(dir) = &load.plots {
-        for p in report.write_plots(dir)? {
-            bloatbox::outln!("plot written to {}", p.display())?;
+    // The phases that ended are printed and written even when a later one
+    // failed; the failure, naming its phase, comes last.
+    let report = &outcome.report;
+    if report.results.is_empty() {
+        eprintln!("no phase ended: no table, JSON or plots");
+    } else {
+        bloatbox::out!("{}", experiment::table::render(report, load.wide))?;
+        if let Some(path) = &load.json {
+            report.write_json(path)?;
+            bloatbox::outln!("JSON written to {}", path.display())?;
+        }
+        if let Some(dir) = &load.plots {
+            for p in report.write_plots(dir)? {
+                bloatbox::outln!("plot written to {}", p.display())?;
+            }
         }
     }
-    Ok(0)
+    match outcome.failure {
+        Some(f) => Err(f.into_error()),
+        None => Ok(0),
+    }
 }
 
 /// Logs to stderr, or to `file` while the TUI owns the terminal; at

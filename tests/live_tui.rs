@@ -338,6 +338,128 @@ fn live_up_on_a_terminal_opens_the_tui_and_q_removes_the_link() {
     }
 }
 
+/// The figures panel's part of a pane's lines: what follows the panel's
+/// left border (the last `│` of the line), trimmed.
+fn figures(pane: &str) -> Vec<&str> {
+    pane.lines()
+        .filter_map(|l| l.rsplit_once('│').map(|(_, r)| r.trim()))
+        .collect()
+}
+
+/// The first number of the figure line after the one starting with
+/// `head` whose text starts with `next` (`1-way p50/95/99 10.2/...`, `p50
+/// 20.3  p90 ...`): the p50, ms.
+fn p50_after(pane: &str, head: &str, next: &str) -> Option<f64> {
+    let f = figures(pane);
+    let at = f.iter().position(|l| l.starts_with(head))?;
+    let line = f.get(at + 1)?.strip_prefix(next)?;
+    line.split(['/', ' ']).find(|w| !w.is_empty())?.parse().ok()
+}
+
+/// The samples a probe's line counts (`udp_rr now 20.3 ms  n 57`).
+fn probe_count(pane: &str, probe: &str) -> Option<u64> {
+    let f = figures(pane);
+    let line = f.iter().find(|l| l.starts_with(&format!("{probe} ")))?;
+    line.rsplit_once(" n ")?.1.trim().parse().ok()
+}
+
+/// Issue 22: `t` in `up`'s TUI starts the probes against the link; their
+/// round trips and each direction's one-way delay show beside the queue
+/// delay, they go on through a qdisc changed with `bloatbox tc`, and a
+/// delay changed with `bloatbox set` on one direction shows in that
+/// direction's one-way delay only. `t` again stops them.
+#[test]
+#[ignore = "needs root"]
+fn live_up_probes_key_shows_the_rtt_and_follows_the_link_changed_by_hand() {
+    require!("tmux");
+    let d = configure("rate = \"20mbit\"\ndelay = \"10ms\"\nqdisc = \"fq_codel\"");
+    let command = format!(
+        "{BIN} up -c {} --log {}",
+        d.config.display(),
+        d.log.display()
+    );
+    let tmux = Tmux::start(d.dir.path(), 120, 40, &command);
+    let diagnostics = |pane: &str| format!("pane:\n{pane}\ndaemon log:\n{}", d.log_text());
+    let pane = tmux.wait_for(Duration::from_secs(20), |p| {
+        p.contains("qdisc fq_codel 8001: root")
+    });
+    assert!(
+        pane.contains("qdisc fq_codel 8001: root"),
+        "{}",
+        diagnostics(&pane)
+    );
+    let key = |k: &str| {
+        let out = tmux.run(&["send-keys", "-t", "tui", k]);
+        assert!(out.status.success(), "tmux send-keys: {}", text(&out));
+    };
+    key("t");
+    // Two seconds of samples at least: ping every 100 ms.
+    let idle = tmux.wait_for(Duration::from_secs(20), |p| {
+        probe_count(p, "ping").is_some_and(|n| n >= 20)
+            && p50_after(p, "R→L ", "1-way p50/95/99 ").is_some()
+    });
+    eprintln!("probes on an idle link:\n{idle}");
+    let ping =
+        p50_after(&idle, "ping ", "p50 ").unwrap_or_else(|| panic!("{}", diagnostics(&idle)));
+    let up = p50_after(&idle, "L→R ", "1-way p50/95/99 ").unwrap();
+    let down = p50_after(&idle, "R→L ", "1-way p50/95/99 ").unwrap();
+    // 10 ms each way: the round trip is at least both, each direction at
+    // least its own; the probes' own wake-ups add well under 10 ms.
+    assert!(
+        (20.0..30.0).contains(&ping),
+        "ping p50 {ping} ms: {}",
+        diagnostics(&idle)
+    );
+    assert!((10.0..20.0).contains(&up), "L→R one-way p50 {up} ms");
+    assert!((10.0..20.0).contains(&down), "R→L one-way p50 {down} ms");
+    assert!(idle.contains("L→R queue delay"), "{idle}");
+
+    // The qdisc changed by hand: the probes go on. (`n` counts the last
+    // 10 s: at most about 500 at this RTT, so the first wait must have
+    // ended well before it fills.)
+    let before = probe_count(&idle, "udp_rr").unwrap();
+    assert!(before < 350, "{before} transactions already: {idle}");
+    let out = d.cli(&["tc", "qdisc", "replace", "dev", "left", "root", "sfq"]);
+    assert!(out.status.success(), "bloatbox tc: {}", text(&out));
+    let after_tc = tmux.wait_for(Duration::from_secs(10), |p| {
+        p.contains("root sfq") && probe_count(p, "udp_rr").is_some_and(|n| n > before + 100)
+    });
+    assert!(after_tc.contains("root sfq"), "{}", diagnostics(&after_tc));
+    let n = probe_count(&after_tc, "udp_rr").unwrap_or(0);
+    assert!(
+        n > before + 100,
+        "UDP_RR stopped at {n} after the tc change: {after_tc}"
+    );
+    eprintln!("after bloatbox tc:\n{after_tc}");
+
+    // 40 ms more left→right only: that direction's one-way p50 (over the
+    // last 10 s) crosses 50 ms, the other stays near 10.
+    let out = d.cli(&["set", "left.delay=50ms"]);
+    assert!(out.status.success(), "bloatbox set: {}", text(&out));
+    let slower = tmux.wait_for(Duration::from_secs(20), |p| {
+        p50_after(p, "L→R ", "1-way p50/95/99 ").is_some_and(|v| v >= 50.0)
+    });
+    eprintln!("after bloatbox set left.delay=50ms:\n{slower}");
+    let up = p50_after(&slower, "L→R ", "1-way p50/95/99 ").unwrap_or(0.0);
+    let down = p50_after(&slower, "R→L ", "1-way p50/95/99 ").unwrap_or(0.0);
+    assert!(
+        (50.0..60.0).contains(&up),
+        "L→R one-way p50 {up} ms: {}",
+        diagnostics(&slower)
+    );
+    assert!(
+        (10.0..20.0).contains(&down),
+        "R→L one-way p50 {down} ms: {slower}"
+    );
+
+    // `t` again: the probes stop, the tree is back.
+    key("t");
+    let off = tmux.wait_for(Duration::from_secs(10), |p| p.contains(" qdisc tree ("));
+    assert!(off.contains(" qdisc tree ("), "{}", diagnostics(&off));
+    assert!(!off.contains("udp_rr now"), "{off}");
+    quit_up(&tmux, &d);
+}
+
 /// The cells of the table row of `name` on a screen (the row's first
 /// cell is the configuration's name).
 fn table_row<'a>(pane: &'a str, name: &str) -> Option<Vec<&'a str>> {
@@ -357,9 +479,13 @@ fn live_demo_lesson_in_tmux_shows_each_caption_and_the_table() {
     require!("tmux");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("lesson.log");
+    let plots = dir.path().join("plots");
+    let json = dir.path().join("report.json");
     let command = format!(
-        "{BIN} demo --tui --duration 5s --warmup 1500ms --log {}",
-        log.display()
+        "{BIN} demo --tui --duration 5s --warmup 1500ms --log {} --plots {} --json {}",
+        log.display(),
+        plots.display(),
+        json.display()
     );
     let tmux = Tmux::start(dir.path(), 100, 30, &command);
     // The demo's namespaces are named after its pid
@@ -433,6 +559,41 @@ fn live_demo_lesson_in_tmux_shows_each_caption_and_the_table() {
         let shown = table_row(&over, &c.name).unwrap();
         assert_eq!(printed, shown, "the printed row differs from the screen's");
     }
+    // --json and --plots in lesson mode: the report of the three phases,
+    // and each plot as a non-empty PNG (and SVG).
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&json)
+            .unwrap_or_else(|e| panic!("no JSON report ({e}): {}", diagnostics(&after))),
+    )
+    .unwrap();
+    let names: Vec<&str> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    let expected: Vec<&str> = demo.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, expected);
+    let mut pngs = 0;
+    for entry in std::fs::read_dir(&plots).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("png") => {
+                pngs += 1;
+                assert!(
+                    bytes.len() > 1000 && bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+                    "{} is not a PNG ({} bytes)",
+                    path.display(),
+                    bytes.len()
+                );
+                assert!(after.contains(&format!("plot written to {}", path.display())));
+            }
+            Some("svg") => assert!(bytes.starts_with(b"<svg"), "{}", path.display()),
+            _ => panic!("unexpected file {}", path.display()),
+        }
+    }
+    assert_eq!(pngs, 4, "latency, udp-rr, latency-cdf and throughput");
     // Nothing of the demo's left behind.
     let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
     let left: Vec<_> = String::from_utf8_lossy(&list.stdout)

@@ -17,13 +17,14 @@ use bloatbox::experiment::{
 use bloatbox::load::feed::Probe;
 use bloatbox::load::icmp::PingRaw;
 use bloatbox::load::rrul::{Received, RrulRaw, ThroughputSample};
-use bloatbox::load::stats::Sample;
+use bloatbox::load::stats::{LatencyStats, Sample};
 use bloatbox::load::udp_rr::UdpRrRaw;
 use bloatbox::qdisc::sfq::{Sfq, SfqOptions};
 use bloatbox::time::NS_PER_MS;
 use bloatbox::tui::fixtures::{link_params, root_ctx, Scenario};
 use bloatbox::tui::lesson::{Lesson, Phase, Stage};
 use bloatbox::tui::lesson_screen::draw_lesson;
+use bloatbox::tui::probe_panel::ms as fmt_ms;
 use bloatbox::tui::render::capture;
 use std::time::Duration;
 
@@ -108,26 +109,27 @@ fn run_ticks(
         let snap = s.snapshot();
         let delivered = Dir::ALL.map(|d| snap.bridge.path(d).counters.bytes_out);
         lesson.on_tick(t, Some(snap), Vec::new());
-        let q = *lesson.queue.last().unwrap();
+        let q = *lesson.probes.queue.last().unwrap();
         let predicted = lesson.link_rtt_ms(&q).unwrap();
         let idle = predicted - q.delay_ms[0] - q.delay_ms[1];
         // A FIFO makes the ping wait behind both queues; flow queueing
         // serves it ahead of them, a frame time or so above the idle RTT.
         let base = if fifo { predicted } else { idle + 1.2 };
         let jitter = |k: usize| ((i * 7 + k * 3) % 11) as f64 * 0.09;
-        let mut samples = vec![(
-            Probe::Ping,
-            Sample {
-                t: t - 0.05,
-                rtt_us: (base + jitter(0)) * 1e3,
-            },
-        )];
+        let mut samples = vec![(Probe::Ping, Sample::rtt(t - 0.05, (base + jitter(0)) * 1e3))];
+        // Each UDP_RR request waits behind the left→right queue (under a
+        // FIFO) and its response behind the right→left one; the server
+        // takes 0.1 ms.
+        let way = |d: usize| idle / 2.0 + if fifo { q.delay_ms[d] } else { 0.6 };
         for k in 0..RR_PER_TICK {
+            let there = way(0) + jitter(k + 1);
+            let back = way(1);
             samples.push((
                 Probe::UdpRr,
                 Sample {
                     t: t - 0.1 + k as f64 * 0.02,
-                    rtt_us: (base + 0.1 + jitter(k + 1)) * 1e3,
+                    rtt_us: (there + back + 0.1) * 1e3,
+                    one_way_us: Some([there * 1e3, back * 1e3]),
                 },
             ));
         }
@@ -224,15 +226,44 @@ fn each_phase_shows_its_caption_the_measured_rtt_and_its_row_when_it_ends() {
         // The live percentiles are the table's: the same samples through
         // the same summary.
         let ping = r.summary.ping.as_ref().unwrap();
+        let probes = &lesson.probes;
         assert_eq!(
-            lesson.stats[Probe::Ping as usize].p50_ms,
+            probes.stats[Probe::Ping as usize].p50_ms,
             ping.latency.p50_ms
         );
         let rr = r.summary.udp_rr.as_ref().unwrap();
         assert_eq!(
-            lesson.stats[Probe::UdpRr as usize].p99_ms,
+            probes.stats[Probe::UdpRr as usize].p99_ms,
             rr.latency.p99_ms
         );
+        // The one-way percentiles: each direction's delays of the same
+        // samples, after the warm-up.
+        let rr_samples = &r.raw.udp_rr.as_ref().unwrap().samples;
+        for d in Dir::ALL {
+            let ow = LatencyStats::one_way(rr_samples, WARMUP.as_secs_f64(), d.index());
+            assert_eq!(probes.one_way[d.index()], ow);
+            assert!(ow.samples > 0);
+        }
+        // Under the FIFO each direction's one-way delay carries its own
+        // queue: the upload's (left→right) p50 above the propagation delay
+        // by at least the fq_codel phase's whole round trip.
+        if fifo {
+            let prop_ms = lesson
+                .app
+                .latest
+                .as_ref()
+                .unwrap()
+                .bridge
+                .path(Dir::LeftToRight)
+                .params
+                .delay_ns as f64
+                / 1e6;
+            assert!(
+                probes.one_way[0].p50_ms > prop_ms + 5.0,
+                "{:?}",
+                probes.one_way
+            );
+        }
         results.push(r);
         assert!(!lesson.end_phase(), "not paused: no hold");
         for (w, h) in [(80, 24), (160, 48)] {
@@ -255,7 +286,12 @@ fn each_phase_shows_its_caption_the_measured_rtt_and_its_row_when_it_ends() {
                     "{cells:?}\n{text}"
                 );
             }
-            assert!(text.contains("the link computes:"), "{text}");
+            assert!(text.contains("link queue / udp_rr one-way:"), "{text}");
+            let ow = &lesson.probes.one_way[0];
+            assert!(
+                text.contains(&format!("1-way p50/95/99 {}/", fmt_ms(ow.p50_ms))),
+                "{text}"
+            );
             insta::assert_snapshot!(format!("lesson_phase{}_{w}x{h}", i + 1), text);
         }
     }

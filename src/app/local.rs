@@ -3,6 +3,9 @@
 //! control socket.
 
 use crate::datapath::{Command, Commander, Datapath, SnapshotReader};
+use crate::load::feed::Probe;
+use crate::load::on_demand::OnDemand;
+use crate::load::stats::Sample;
 use crate::time::Instant;
 use crate::tui::Action;
 
@@ -19,14 +22,20 @@ pub(super) struct LocalControl {
     snapshots: SnapshotReader,
     /// Time of the last snapshot handed to the TUI.
     last: Option<Instant>,
+    /// The latency probes across the link (`t`), or why there are none.
+    probes: Result<OnDemand, String>,
 }
 
 impl LocalControl {
-    pub(super) fn new(datapath: &Datapath) -> LocalControl {
+    /// The TUI's control of `datapath`, with `probes` (their sockets
+    /// opened while the daemon still held its privileges) or why there
+    /// are none.
+    pub(super) fn new(datapath: &Datapath, probes: Result<OnDemand, String>) -> LocalControl {
         LocalControl {
             commander: datapath.commander(),
             snapshots: datapath.snapshots(),
             last: None,
+            probes,
         }
     }
 
@@ -46,6 +55,21 @@ impl crate::tui::Control for LocalControl {
     fn send(&mut self, action: &Action) -> Result<String, String> {
         match action {
             Action::Quit => Ok(String::new()),
+            Action::Probes(on) => {
+                let probes = self
+                    .probes
+                    .as_mut()
+                    .map_err(|why| format!("no probes: {why}"))?;
+                if *on {
+                    probes.start().map_err(|e| format!("{e:#}"))?;
+                    return Ok(String::new());
+                }
+                // Stopped either way: a probe's own failure is only told.
+                Ok(match probes.stop() {
+                    Ok(()) => String::new(),
+                    Err(e) => format!("a probe had failed: {e:#}"),
+                })
+            }
             Action::SetLink { dir, field, value } => {
                 let args = vec![crate::control::field::set_arg(*dir, *field, *value)];
                 // Parsed here, not on the datapath, as the control socket does.
@@ -71,6 +95,13 @@ impl crate::tui::Control for LocalControl {
         }
         self.last = Some(s.at);
         Some(crate::tui::Snapshot::of(&s))
+    }
+
+    fn probe_samples(&mut self) -> (Vec<(Probe, Sample)>, u64) {
+        match &self.probes {
+            Ok(p) if p.running() => p.drain(),
+            _ => (Vec::new(), 0),
+        }
     }
 
     fn quit_stops_link(&self) -> bool {

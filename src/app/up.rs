@@ -12,6 +12,7 @@ use crate::control_server::ControlServer;
 use crate::datapath::Datapath;
 use crate::dir::Dir;
 use crate::live::{attach_capture, build_bridge, load, setup};
+use crate::load::on_demand::{OnDemand, ProbeSockets, ProbeTargets};
 use crate::netns::{self, TerminationSignals, Topology};
 use crate::privilege;
 
@@ -69,6 +70,29 @@ fn explain_datapath_error(e: crate::datapath::DatapathError, topo: &Topology) ->
     }
 }
 
+/// The TUI's latency probes from the left namespace to the right one's
+/// IPv4 address, their sockets opened now; or why there are none (shown
+/// when the probes key is pressed).
+fn open_probes(cfg: &crate::config::Config, topo: &Topology) -> Result<OnDemand, String> {
+    let right_ip = match cfg.right.ipv4.addr {
+        std::net::IpAddr::V4(a) => a,
+        std::net::IpAddr::V6(a) => {
+            return Err(format!("the right side's address {a} is not IPv4"));
+        }
+    };
+    let targets = ProbeTargets {
+        left_ns: topo.left.netns.clone(),
+        right_ns: topo.right.netns.clone(),
+        right_ip,
+    };
+    ProbeSockets::open(&targets)
+        .map(OnDemand::new)
+        .map_err(|e| {
+            tracing::warn!("the TUI's probes are not available: {e:#}");
+            format!("{e:#}")
+        })
+}
+
 /// How `bloatbox up` runs once the link is up.
 #[derive(Clone, Debug, Default)]
 pub struct UpOptions {
@@ -119,6 +143,9 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     } else {
         setup.topology.up()?
     };
+    // The TUI's probes: their sockets are opened now, while this thread
+    // may still join the namespaces and open a raw socket.
+    let probes = opts.tui.then(|| open_probes(&cfg, &setup.topology));
     // The TAPs are open: the socket is created with the user's own rights.
     privilege::lower_children_only()?;
     let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
@@ -152,8 +179,8 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
         control = %setup.control_socket.display(),
         "link up; stop with Ctrl-C (try `bloatbox exec left -- ping ...`)"
     );
-    let tui = if opts.tui {
-        let mut local = LocalControl::new(&datapath);
+    let tui = if let Some(probes) = probes {
+        let mut local = LocalControl::new(&datapath, probes);
         let hz = cfg.daemon.snapshot_hz;
         Some(
             std::thread::Builder::new()

@@ -8,14 +8,17 @@
 //! (its row keeps what it measured past the warm-up, named as cut short),
 //! repeat one, or quit. The report it returns holds the phases that ended,
 //! so that the caller prints the same table and writes the same JSON and
-//! plots as `demo` does.
+//! plots as `demo` does; a phase that fails ends the lesson, and the
+//! outcome names it beside the phases that ended before it.
 
 use std::time::{Duration, SystemTime};
 
 use ratatui::backend::Backend;
 use ratatui::Terminal;
 
-use super::{run_one_steered, table, Candidate, ConfigResult, Report, TestOptions};
+use super::{
+    run_one_steered, table, Candidate, ConfigResult, Outcome, PhaseFailure, Report, TestOptions,
+};
 use crate::dir::Dir;
 use crate::load::feed::ProbeFeed;
 use crate::load::rrul::Steer;
@@ -50,10 +53,39 @@ pub fn caption(cand: &Candidate) -> String {
     )
 }
 
+/// Runs one phase: brings the candidate up (as the `usize`-th link of the
+/// process), runs the load with the probes pushing into the feed, calls
+/// the progress with the seconds since the load started and the link's
+/// newest snapshot, and returns the phase's result. `live_phase` is the
+/// real one; tests pass their own.
+pub type PhaseRunner<'a> = dyn FnMut(
+        &Candidate,
+        usize,
+        &TestOptions,
+        ProbeFeed,
+        &mut dyn FnMut(f64, Option<Snapshot>) -> Steer,
+    ) -> anyhow::Result<ConfigResult>
+    + 'a;
+
+/// The phase on a live link: `run_one_steered`, its snapshots taken from
+/// the link's datapath.
+pub fn live_phase(
+    cand: &Candidate,
+    tag: usize,
+    opts: &TestOptions,
+    feed: ProbeFeed,
+    progress: &mut dyn FnMut(f64, Option<Snapshot>) -> Steer,
+) -> anyhow::Result<ConfigResult> {
+    run_one_steered(cand, tag, opts, Some(feed), &mut |t, link| {
+        progress(t, link.snapshot().map(|s| Snapshot::of(&s)))
+    })
+}
+
 /// Runs the lesson on the process's terminal (raw mode and the alternate
 /// screen, restored on every exit) and returns the report of the phases
-/// that ended. SIGINT, SIGTERM and SIGHUP stop it like `q`.
-pub fn run(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Report> {
+/// that ended, and the phase that failed if one did. SIGINT, SIGTERM and
+/// SIGHUP stop it like `q`.
+pub fn run(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Outcome> {
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = crate::netns::TerminationSignals::block()?;
     let started = SystemTime::now();
@@ -62,12 +94,22 @@ pub fn run(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Report> {
         .map_err(|e| anyhow::anyhow!("cannot take over the terminal for the lesson: {e}"))?;
     let _restore = crate::tui::run::Restore;
     let mut stop = || signals.wait(0).is_some();
-    let results = run_with_backend(&mut terminal, cands, opts, &mut TerminalEvents, &mut stop)?;
-    Ok(Report {
-        options: opts.clone(),
-        results,
-        started,
-        kernel_release,
+    let (results, failure) = run_with_backend(
+        &mut terminal,
+        cands,
+        opts,
+        &mut TerminalEvents,
+        &mut stop,
+        &mut live_phase,
+    )?;
+    Ok(Outcome {
+        report: Report {
+            options: opts.clone(),
+            results,
+            started,
+            kernel_release,
+        },
+        failure,
     })
 }
 
@@ -78,16 +120,18 @@ enum After {
     Quit,
 }
 
-/// The lesson over any backend and event source; `stop` says when a
-/// signal asks to quit. Returns the results of the phases that ended, in
-/// phase order.
+/// The lesson over any backend, event source and phase runner; `stop`
+/// says when a signal asks to quit. Returns the results of the phases that
+/// ended, in phase order, and the phase that failed (which ended the
+/// lesson), if one did.
 pub fn run_with_backend<B: Backend>(
     terminal: &mut Terminal<B>,
     cands: &[Candidate],
     opts: &TestOptions,
     events: &mut dyn EventSource,
     stop: &mut dyn FnMut() -> bool,
-) -> anyhow::Result<Vec<ConfigResult>>
+    run_phase: &mut PhaseRunner,
+) -> anyhow::Result<(Vec<ConfigResult>, Option<PhaseFailure>)>
 where
     B::Error: Send + Sync + 'static,
 {
@@ -109,16 +153,15 @@ where
         let feed = ProbeFeed::new();
         let mut wanted = None;
         let mut draw_error = None;
-        let result = run_one_steered(
+        let result = run_phase(
             &cands[index],
             tag,
             opts,
-            Some(feed.clone()),
-            &mut |t, link| {
+            feed.clone(),
+            &mut |t, snapshot| {
                 if stop() {
                     wanted = Some(LessonAction::Quit);
                 }
-                let snapshot = link.snapshot().map(|s| Snapshot::of(&s));
                 let (samples, missed) = feed.drain();
                 lesson.on_missed(missed);
                 lesson.on_tick(t, snapshot.filter(|s| screen.is_new(s)), samples);
@@ -173,7 +216,15 @@ where
             }
             (_, Some(LessonAction::Repeat)) => After::Again,
             (_, Some(LessonAction::Quit)) => After::Quit,
-            (Err(e), None) => return Err(e),
+            (Err(error), None) => {
+                let failure = PhaseFailure {
+                    phase: cands[index].name.clone(),
+                    index,
+                    of: cands.len(),
+                    error,
+                };
+                return Ok((screen.into_results(), Some(failure)));
+            }
         };
         match after {
             After::Quit => break,
@@ -189,7 +240,7 @@ where
         }
         index += 1;
     }
-    Ok(screen.rows.into_iter().flatten().collect())
+    Ok((screen.into_results(), None))
 }
 
 /// Waits between phases (paused) or at the end: `p` or `n` goes on, `r`
@@ -247,6 +298,11 @@ impl Screen {
         }
     }
 
+    /// The phases' results, in phase order.
+    fn into_results(self) -> Vec<ConfigResult> {
+        self.rows.into_iter().flatten().collect()
+    }
+
     fn set_row(&mut self, index: usize, r: ConfigResult) {
         self.rows[index] = Some(r);
         self.version += 1;
@@ -289,5 +345,83 @@ impl Screen {
         }
         terminal.draw(|f| draw_lesson(f, lesson))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::testdata;
+    use crate::load::feed::Probe;
+    use crate::load::stats::Sample;
+    use ratatui::backend::TestBackend;
+    use std::io;
+
+    /// No key is ever pressed.
+    struct NoKeys;
+
+    impl EventSource for NoKeys {
+        fn next(&mut self, _: Duration) -> io::Result<Option<Event>> {
+            Ok(None)
+        }
+    }
+
+    #[test]
+    fn a_phase_that_fails_ends_the_lesson_keeping_the_rows_before_it() {
+        let cands = Candidate::demo().unwrap();
+        let opts = TestOptions {
+            duration: Duration::from_secs(3),
+            warmup: Duration::from_secs(1),
+            ..TestOptions::default()
+        };
+        let done = testdata::report().results.remove(0);
+        let mut ran = Vec::new();
+        // Phase 1 runs to its end (its progress ticks and a probe sample
+        // on the way); phase 2 fails to start its load; phase 3 must not
+        // run.
+        let mut runner = |cand: &Candidate,
+                          _tag: usize,
+                          _opts: &TestOptions,
+                          feed: ProbeFeed,
+                          progress: &mut dyn FnMut(f64, Option<Snapshot>) -> Steer|
+         -> anyhow::Result<ConfigResult> {
+            ran.push(cand.name.clone());
+            if ran.len() == 2 {
+                anyhow::bail!(
+                    "testing {}: binding UDP 10.0.0.2:5203: address in use",
+                    cand.name
+                );
+            }
+            for t in [0.5, 1.5, 3.0] {
+                feed.push(Probe::Ping, Sample::rtt(t - 0.1, 12_000.0));
+                assert_eq!(progress(t, None), Steer::Continue);
+            }
+            Ok(ConfigResult {
+                name: cand.name.clone(),
+                ..done.clone()
+            })
+        };
+        let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        let (results, failure) = run_with_backend(
+            &mut terminal,
+            &cands,
+            &opts,
+            &mut NoKeys,
+            &mut || false,
+            &mut runner,
+        )
+        .unwrap();
+        assert_eq!(ran, [cands[0].name.clone(), cands[1].name.clone()]);
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0].name, cands[0].name);
+        let failure = failure.expect("the second phase failed");
+        assert_eq!((failure.index, failure.of), (1, 3));
+        assert_eq!(failure.phase, cands[1].name);
+        let text = format!("{:#}", failure.into_error());
+        assert!(
+            text.starts_with(&format!("phase 2/3 ({}) failed", cands[1].name)),
+            "{text}"
+        );
+        assert!(text.ends_with("address in use"), "{text}");
     }
 }

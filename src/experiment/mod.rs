@@ -216,6 +216,48 @@ pub struct Report {
     pub kernel_release: String,
 }
 
+/// A phase that failed: its configuration's name, its place, and why. The
+/// phases after it did not run; those before it ended with their rows.
+#[derive(Debug)]
+pub struct PhaseFailure {
+    /// The configuration's name in the table.
+    pub phase: String,
+    /// Its place among the phases, from 0.
+    pub index: usize,
+    /// How many phases there were.
+    pub of: usize,
+    /// Why it failed.
+    pub error: anyhow::Error,
+}
+
+impl PhaseFailure {
+    /// The error to print after the table of the phases that ended: it
+    /// names the phase that failed and says what was kept.
+    pub fn into_error(self) -> anyhow::Error {
+        let kept = match self.index {
+            0 => "no phase ended before it".to_string(),
+            1 => "the table above is the one phase that ended before it".to_string(),
+            n => format!("the table above is the {n} phases that ended before it"),
+        };
+        self.error.context(format!(
+            "phase {}/{} ({}) failed; {kept}, the phases after it did not run",
+            self.index + 1,
+            self.of,
+            self.phase
+        ))
+    }
+}
+
+/// What a run of phases ended with: the report of the phases that ended
+/// (all of them, or those before the one that failed), and the failure.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The phases that ended.
+    pub report: Report,
+    /// The phase that failed, if one did.
+    pub failure: Option<PhaseFailure>,
+}
+
 /// `cfg` with namespace and TAP names no other run uses: `tag` makes them
 /// unique within this process, the pid across processes.
 pub fn private_names(cfg: &Config, tag: usize) -> Config {
@@ -338,10 +380,12 @@ fn kernel_release() -> anyhow::Result<String> {
         .to_string())
 }
 
-/// Runs every candidate in turn, with a progress line on a terminal.
-/// SIGINT, SIGTERM and SIGHUP stop the run cleanly (threads joined, link
-/// torn down) with an error.
-pub fn run_all(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Report> {
+/// Runs every candidate in turn, with a progress line on a terminal. A
+/// phase that fails ends the run: the outcome holds the phases that ended
+/// before it, and the failure. SIGINT, SIGTERM and SIGHUP stop the run
+/// cleanly (threads joined, link torn down) as a failure of the phase
+/// they interrupt.
+pub fn run_all(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Outcome> {
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = crate::netns::TerminationSignals::block()?;
     let started = SystemTime::now();
@@ -349,6 +393,7 @@ pub fn run_all(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Report
     let tty = std::io::stderr().is_terminal();
     let total = opts.duration.as_secs_f64();
     let mut results = Vec::new();
+    let mut failure = None;
     for (i, c) in cands.iter().enumerate() {
         let head = format!("[{}/{}] {}", i + 1, cands.len(), c.name);
         if !tty {
@@ -369,13 +414,27 @@ pub fn run_all(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Report
         if let Some(bar) = bar {
             bar.finish();
         }
-        results.push(r?);
+        match r {
+            Ok(r) => results.push(r),
+            Err(error) => {
+                failure = Some(PhaseFailure {
+                    phase: c.name.clone(),
+                    index: i,
+                    of: cands.len(),
+                    error,
+                });
+                break;
+            }
+        }
     }
-    Ok(Report {
-        options: opts.clone(),
-        results,
-        started,
-        kernel_release,
+    Ok(Outcome {
+        report: Report {
+            options: opts.clone(),
+            results,
+            started,
+            kernel_release,
+        },
+        failure,
     })
 }
 
@@ -401,6 +460,23 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_names_its_phase_and_what_was_kept() {
+        let f = |index| PhaseFailure {
+            phase: "fq-codel".into(),
+            index,
+            of: 3,
+            error: anyhow::anyhow!("no route"),
+        };
+        assert_eq!(
+            format!("{:#}", f(1).into_error()),
+            "phase 2/3 (fq-codel) failed; the table above is the one phase that ended \
+             before it, the phases after it did not run: no route"
+        );
+        assert!(format!("{:#}", f(2).into_error()).contains("the 2 phases that ended"));
+        assert!(format!("{:#}", f(0).into_error()).contains("no phase ended before it"));
+    }
 
     #[test]
     fn demo_configs_parse_and_private_names_are_unique_and_fit_a_tap() {

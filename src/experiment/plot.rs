@@ -568,7 +568,7 @@ mod tests {
 
     #[test]
     fn udp_rr_points_are_the_median_of_each_100_ms() {
-        let s = |t: f64, rtt_us: f64| Sample { t, rtt_us };
+        let s = |t: f64, rtt_us: f64| Sample::rtt(t, rtt_us);
         let points = binned_median(&[
             s(0.01, 1000.0),
             s(0.02, 9000.0),

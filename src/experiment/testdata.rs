@@ -51,10 +51,7 @@ fn probe(secs: f64, every: f64, idle_ms: f64, loaded_ms: f64) -> Vec<Sample> {
             let ramp = (t / 2.0).min(1.0);
             // A little jitter so that percentiles differ.
             let jitter = (i % 7) as f64 * 0.05;
-            Sample {
-                t,
-                rtt_us: (idle_ms + (loaded_ms - idle_ms) * ramp + jitter) * 1e3,
-            }
+            Sample::rtt(t, (idle_ms + (loaded_ms - idle_ms) * ramp + jitter) * 1e3)
         })
         .collect()
 }

@@ -77,7 +77,7 @@ mod tests {
     #[test]
     fn drain_hands_over_in_order_and_a_full_feed_counts_what_it_misses() {
         let feed = ProbeFeed::new();
-        let s = |t: f64| Sample { t, rtt_us: 1e4 };
+        let s = |t: f64| Sample::rtt(t, 1e4);
         feed.push(Probe::Ping, s(0.1));
         feed.clone().push(Probe::UdpRr, s(0.2));
         let (got, missed) = feed.drain();

@@ -118,17 +118,11 @@ impl Ping {
     pub fn start(spec: &PingSpec, run: &Run, id: u16) -> anyhow::Result<Ping> {
         let (spec2, run) = (spec.clone(), run.clone());
         let thread = spawn_in(&spec.ns, "ping", move || {
-            let fd = socket(
-                AddressFamily::Inet,
-                SockType::Raw,
-                SockFlag::SOCK_CLOEXEC,
-                SockProtocol::Icmp,
-            )
-            .context("opening a raw ICMP socket (needs CAP_NET_RAW)")?;
+            let fd = raw_socket()?;
             if !run.wait_go() {
                 return Ok(PingRaw::default());
             }
-            ping(&fd, &spec2, &run, id)
+            ping(&fd, spec2.dst, spec2.interval, &run, id)
         })?;
         Ok(Ping { thread })
     }
@@ -140,11 +134,39 @@ impl Ping {
     }
 }
 
-fn ping(fd: &OwnedFd, spec: &PingSpec, run: &Run, id: u16) -> anyhow::Result<PingRaw> {
-    let dst = SockaddrIn::from(SocketAddrV4::new(spec.dst, 0));
+/// A raw ICMP socket in the calling thread's namespace (needs
+/// CAP_NET_RAW); it stays in that namespace whichever thread uses it.
+pub fn raw_socket() -> anyhow::Result<OwnedFd> {
+    socket(
+        AddressFamily::Inet,
+        SockType::Raw,
+        SockFlag::SOCK_CLOEXEC,
+        SockProtocol::Icmp,
+    )
+    .context("opening a raw ICMP socket (needs CAP_NET_RAW)")
+}
+
+/// Throws away what waits in the raw socket `fd` (replies and requests
+/// seen while nobody was pinging).
+pub fn discard_pending(fd: &OwnedFd) {
+    let mut buf = [0u8; 1500];
+    while recv(fd.as_raw_fd(), &mut buf, MsgFlags::MSG_DONTWAIT).is_ok() {}
+}
+
+/// The probe's loop on the raw socket `fd` until `run` stops: an echo
+/// request to `dst` every `interval` with identifier `id`, each reply
+/// recorded (unless the run is feed-only) and fed.
+pub fn ping(
+    fd: &OwnedFd,
+    dst: Ipv4Addr,
+    interval: Duration,
+    run: &Run,
+    id: u16,
+) -> anyhow::Result<PingRaw> {
+    let dst = SockaddrIn::from(SocketAddrV4::new(dst, 0));
     let mut raw = PingRaw::default();
     let mut buf = [0u8; 1500];
-    let interval = spec.interval.as_secs_f64();
+    let interval = interval.as_secs_f64();
     let mut seq: u16 = 0;
     let mut next_send = run.elapsed();
     while !run.stopped() {
@@ -154,7 +176,9 @@ fn ping(fd: &OwnedFd, spec: &PingSpec, run: &Run, id: u16) -> anyhow::Result<Pin
             seq = seq.wrapping_add(1);
             // A failed send (ENOBUFS under load) is a lost request.
             let _ = sendto(fd.as_raw_fd(), &pkt, &dst, MsgFlags::empty());
-            raw.sent.push(now);
+            if run.keeps_record() {
+                raw.sent.push(now);
+            }
             next_send += interval;
             if next_send < now {
                 next_send = now + interval;
@@ -170,11 +194,10 @@ fn ping(fd: &OwnedFd, spec: &PingSpec, run: &Run, id: u16) -> anyhow::Result<Pin
             let arrived = run.elapsed();
             if let Some(sent_ns) = parse_reply(&buf[..n], id) {
                 let sent = sent_ns as f64 / 1e9;
-                let sample = Sample {
-                    t: sent,
-                    rtt_us: (arrived - sent) * 1e6,
-                };
-                raw.samples.push(sample);
+                let sample = Sample::rtt(sent, (arrived - sent) * 1e6);
+                if run.keeps_record() {
+                    raw.samples.push(sample);
+                }
                 run.feed(Probe::Ping, sample);
             }
         }

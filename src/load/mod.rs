@@ -3,7 +3,9 @@
 //! TCP_STREAM (`tcp`), a UDP request/response probe like netperf UDP_RR with
 //! its decade histogram (`udp_rr`), an ICMP echo probe like ping (`icmp`),
 //! and the RRUL-like test that runs them together (`rrul`); the probes can
-//! also hand each sample over as it is taken (`feed`), for a live view.
+//! also hand each sample over as it is taken (`feed`), for a live view, and
+//! run on demand against a link that is up (`on_demand`, the live TUI's
+//! probes key).
 //!
 //! Running inside a namespace: every generator runs on its own thread that
 //! first joins the namespace with `setns(2)` on `/run/netns/NAME`
@@ -15,6 +17,7 @@
 
 pub mod feed;
 pub mod icmp;
+pub mod on_demand;
 pub mod rrul;
 pub mod stats;
 pub mod tcp;
@@ -77,6 +80,9 @@ pub struct Run {
     gate: Arc<(Mutex<()>, Condvar)>,
     stop: Arc<AtomicBool>,
     feed: Option<feed::ProbeFeed>,
+    /// The probes only feed their samples, keeping no record (a session
+    /// of unbounded length).
+    feed_only: bool,
 }
 
 impl Run {
@@ -91,6 +97,22 @@ impl Run {
             feed,
             ..Run::default()
         }
+    }
+
+    /// A run whose probes push their samples into `feed` only, without
+    /// keeping a record of them (what they return holds none).
+    pub fn feed_only(feed: feed::ProbeFeed) -> Run {
+        Run {
+            feed: Some(feed),
+            feed_only: true,
+            ..Run::default()
+        }
+    }
+
+    /// Whether the probes keep a record of their samples (every run but a
+    /// `feed_only` one).
+    pub fn keeps_record(&self) -> bool {
+        !self.feed_only
     }
 
     /// Hands a probe's sample to the feed, if the run has one.

@@ -4,13 +4,28 @@
 
 use hdrhistogram::Histogram;
 
-/// One probe sample: seconds since the test started, round-trip time in µs.
+/// One probe sample: seconds since the test started, round-trip time in µs
+/// and, from the UDP_RR probe, the one-way delay of each direction.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sample {
     /// Seconds since the load started (`Run::go`).
     pub t: f64,
     /// Round-trip time, µs.
     pub rtt_us: f64,
+    /// The request's delay left→right and the response's right→left, µs
+    /// (`udp_rr::one_way_us`); `None` for the ICMP probe.
+    pub one_way_us: Option<[f64; 2]>,
+}
+
+impl Sample {
+    /// A sample with a round-trip time only.
+    pub const fn rtt(t: f64, rtt_us: f64) -> Sample {
+        Sample {
+            t,
+            rtt_us,
+            one_way_us: None,
+        }
+    }
 }
 
 /// A latency summary of samples, in milliseconds as ping prints them.
@@ -30,6 +45,8 @@ pub struct LatencyStats {
     pub p50_ms: f64,
     /// 90th percentile, ms.
     pub p90_ms: f64,
+    /// 95th percentile, ms.
+    pub p95_ms: f64,
     /// 99th percentile, ms.
     pub p99_ms: f64,
 }
@@ -41,11 +58,24 @@ const HIST_MAX_US: u64 = 100_000_000;
 impl LatencyStats {
     /// Summarises the RTTs of `samples` taken at or after `from` seconds.
     pub fn of(samples: &[Sample], from: f64) -> LatencyStats {
-        let rtts: Vec<f64> = samples
-            .iter()
-            .filter(|s| s.t >= from)
-            .map(|s| s.rtt_us)
-            .collect();
+        LatencyStats::of_values(samples.iter().filter(|s| s.t >= from).map(|s| s.rtt_us))
+    }
+
+    /// Summarises the one-way delays in direction `dir` (0: left→right,
+    /// 1: right→left) of the `samples` taken at or after `from` seconds
+    /// that carry them.
+    pub fn one_way(samples: &[Sample], from: f64, dir: usize) -> LatencyStats {
+        LatencyStats::of_values(
+            samples
+                .iter()
+                .filter(|s| s.t >= from)
+                .filter_map(|s| s.one_way_us?.get(dir).copied()),
+        )
+    }
+
+    /// Summarises times in µs (round trips or one-way delays).
+    pub fn of_values(values: impl Iterator<Item = f64>) -> LatencyStats {
+        let rtts: Vec<f64> = values.collect();
         if rtts.is_empty() {
             return LatencyStats::default();
         }
@@ -72,6 +102,7 @@ impl LatencyStats {
             mdev_ms: mdev / 1e3,
             p50_ms: pct(0.50),
             p90_ms: pct(0.90),
+            p95_ms: pct(0.95),
             p99_ms: pct(0.99),
         }
     }
@@ -153,10 +184,7 @@ mod tests {
     fn samples(rtts: &[f64]) -> Vec<Sample> {
         rtts.iter()
             .enumerate()
-            .map(|(i, &r)| Sample {
-                t: i as f64,
-                rtt_us: r,
-            })
+            .map(|(i, &r)| Sample::rtt(i as f64, r))
             .collect()
     }
 

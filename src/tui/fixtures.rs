@@ -10,6 +10,8 @@ use super::{Action, Control, Preset, Snapshot};
 use crate::bridge::Bridge;
 use crate::dir::Dir;
 use crate::link::{LinkParams, Path};
+use crate::load::feed::Probe;
+use crate::load::stats::Sample;
 use crate::packet::Packet;
 use crate::qdisc::fq_codel::FqCodel;
 use crate::qdisc::pfifo_fast::PfifoFast;
@@ -402,6 +404,11 @@ pub struct SimControl {
     pub step_ns: u64,
     /// Every action sent, in order.
     pub sent: Vec<Action>,
+    /// Whether the probes run (`Action::Probes`).
+    pub probes: bool,
+    /// The probe samples modelled at the snapshots since the last
+    /// `probe_samples`.
+    probe_samples: Vec<(Probe, Sample)>,
 }
 
 impl SimControl {
@@ -411,6 +418,40 @@ impl SimControl {
             scenario,
             step_ns,
             sent: Vec::new(),
+            probes: false,
+            probe_samples: Vec::new(),
+        }
+    }
+
+    /// The probes' samples at snapshot `snap`, modelled as frames that wait
+    /// behind each direction's whole qdisc backlog (a FIFO's behaviour) on
+    /// top of its propagation delay: a ping, and UDP_RR transactions every
+    /// 20 ms of the step, with jitter so that percentiles differ.
+    fn model_probes(&mut self, snap: &Snapshot) {
+        let one_way_us = |d: Dir, k: usize| {
+            let p = snap.bridge.path(d);
+            let wait_ns = p.qdisc.stats.backlog as f64 * 1e9 / p.params.rate_bytes_ps.max(1) as f64;
+            (p.params.delay_ns as f64 + wait_ns) / 1e3 + (k % 5) as f64 * 40.0
+        };
+        let end = snap.taken_at.nanos() as f64 / 1e9;
+        let step = self.step_ns as f64 / 1e9;
+        let ping = one_way_us(Dir::LeftToRight, 0) + one_way_us(Dir::RightToLeft, 0);
+        self.probe_samples
+            .push((Probe::Ping, Sample::rtt(end - step / 2.0, ping)));
+        let n = ((step / 0.02) as usize).max(1);
+        for k in 0..n {
+            let way = [
+                one_way_us(Dir::LeftToRight, k),
+                one_way_us(Dir::RightToLeft, 0),
+            ];
+            self.probe_samples.push((
+                Probe::UdpRr,
+                Sample {
+                    t: end - step + k as f64 * step / n as f64,
+                    rtt_us: way[0] + way[1] + 50.0,
+                    one_way_us: Some(way),
+                },
+            ));
         }
     }
 
@@ -452,6 +493,10 @@ impl Control for SimControl {
         self.sent.push(action.clone());
         match action {
             Action::Quit => Ok(String::new()),
+            Action::Probes(on) => {
+                self.probes = *on;
+                Ok(String::new())
+            }
             Action::Tc(lines) => self.apply_tc(lines),
             Action::SetLink { dir, field, value } => {
                 let now = self.scenario.now();
@@ -467,7 +512,15 @@ impl Control for SimControl {
     fn snapshot(&mut self) -> Option<Snapshot> {
         let until = self.scenario.now() + self.step_ns;
         self.scenario.run_until(until);
-        Some(self.scenario.snapshot())
+        let snap = self.scenario.snapshot();
+        if self.probes {
+            self.model_probes(&snap);
+        }
+        Some(snap)
+    }
+
+    fn probe_samples(&mut self) -> (Vec<(Probe, Sample)>, u64) {
+        (std::mem::take(&mut self.probe_samples), 0)
     }
 }
 

@@ -10,11 +10,12 @@
 //! the terminal: `experiment::lesson` drives it, tests feed it recorded
 //! snapshots and samples.
 
+pub use super::probes::QueuePoint;
+use super::probes::{link_rtt_ms, ProbeView};
 use super::state::App;
 use super::Snapshot;
-use crate::dir::Dir;
 use crate::load::feed::Probe;
-use crate::load::stats::{LatencyStats, Sample};
+use crate::load::stats::Sample;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 /// One phase: the configuration's name and the line that narrates it.
@@ -52,16 +53,6 @@ pub enum LessonAction {
     Quit,
 }
 
-/// One point of the link's own figures: seconds into the phase, and the
-/// queue delay of each direction (left→right, right→left), ms.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct QueuePoint {
-    /// Seconds into the phase.
-    pub t: f64,
-    /// Queue delay left→right and right→left, ms.
-    pub delay_ms: [f64; 2],
-}
-
 /// Everything the lesson screen shows.
 #[derive(Clone, Debug)]
 pub struct Lesson {
@@ -80,15 +71,11 @@ pub struct Lesson {
     /// The live TUI's state, fed the same snapshots: the link's figures
     /// and each direction's queue delay.
     pub app: App,
-    /// This phase's samples per probe (`Probe::ALL` order).
-    pub samples: [Vec<Sample>; 2],
-    /// Their summary: over the measured part once the warm-up is over,
-    /// over everything so far before.
-    pub stats: [LatencyStats; 2],
-    /// Samples the feed had to drop (nobody drained it in time).
-    pub missed: u64,
-    /// The link's queue delay over this phase.
-    pub queue: Vec<QueuePoint>,
+    /// This phase's probe samples, their round-trip and one-way
+    /// percentiles (over the measured part once the warm-up is over, over
+    /// everything so far before) and the link's queue delay, on the
+    /// phase's time axis.
+    pub probes: ProbeView,
     /// The comparison table so far (header and rows), as the driver
     /// rendered it for the screen's width.
     pub table: Vec<String>,
@@ -114,10 +101,7 @@ impl Lesson {
             warmup_s,
             t: 0.0,
             app: App::new(),
-            samples: Default::default(),
-            stats: Default::default(),
-            missed: 0,
-            queue: Vec::new(),
+            probes: ProbeView::default(),
             table: Vec::new(),
             paused: false,
             held_samples: Vec::new(),
@@ -139,9 +123,10 @@ impl Lesson {
         self.paused = false;
         self.t = 0.0;
         self.app = App::new();
-        self.samples = Default::default();
-        self.stats = Default::default();
-        self.queue.clear();
+        self.probes = ProbeView {
+            missed: self.probes.missed,
+            ..ProbeView::default()
+        };
         self.held_samples.clear();
         self.held_snapshot = None;
     }
@@ -169,33 +154,12 @@ impl Lesson {
 
     fn on_snapshot(&mut self, t: f64, snapshot: Snapshot) {
         self.app.on_snapshot(snapshot);
-        let delay = |d: Dir| {
-            self.app.dirs[d.index()]
-                .history
-                .back()
-                .map_or(0.0, |s| s.latency_us as f64 / 1e3)
-        };
-        self.queue.push(QueuePoint {
-            t,
-            delay_ms: [delay(Dir::LeftToRight), delay(Dir::RightToLeft)],
-        });
+        self.probes.queue.push(QueuePoint::of(t, &self.app));
     }
 
     fn on_samples(&mut self, samples: Vec<(Probe, Sample)>) {
-        if samples.is_empty() {
-            return;
-        }
-        for (probe, s) in samples {
-            self.samples[probe as usize].push(s);
-        }
-        let from = if self.t >= self.warmup_s {
-            self.warmup_s
-        } else {
-            0.0
-        };
-        for p in Probe::ALL {
-            self.stats[p as usize] = LatencyStats::of(&self.samples[p as usize], from);
-        }
+        let from = if self.measured() { self.warmup_s } else { 0.0 };
+        self.probes.add_samples(samples, from);
     }
 
     /// Whether the percentiles cover the measured part (the warm-up is
@@ -206,7 +170,7 @@ impl Lesson {
 
     /// The feed dropped `n` samples.
     pub fn on_missed(&mut self, n: u64) {
-        self.missed += n;
+        self.probes.missed += n;
     }
 
     /// This phase's load is over. Returns whether the lesson holds here
@@ -258,18 +222,14 @@ impl Lesson {
     /// behind each direction's queue: both propagation delays plus both
     /// queue delays, ms (`None` before the first snapshot).
     pub fn link_rtt_ms(&self, q: &QueuePoint) -> Option<f64> {
-        let s = self.app.latest.as_ref()?;
-        let prop: u64 = Dir::ALL
-            .iter()
-            .map(|d| s.bridge.path(*d).params.delay_ns)
-            .sum();
-        Some(prop as f64 / 1e6 + q.delay_ms[0] + q.delay_ms[1])
+        link_rtt_ms(self.app.latest.as_ref(), q)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::stats::LatencyStats;
 
     fn key(c: char) -> KeyEvent {
         KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
@@ -284,13 +244,7 @@ mod tests {
     }
 
     fn ping(t: f64, ms: f64) -> (Probe, Sample) {
-        (
-            Probe::Ping,
-            Sample {
-                t,
-                rtt_us: ms * 1e3,
-            },
-        )
+        (Probe::Ping, Sample::rtt(t, ms * 1e3))
     }
 
     #[test]
@@ -315,14 +269,17 @@ mod tests {
         l.on_tick(1.0, None, vec![ping(0.5, 100.0), ping(0.9, 100.0)]);
         assert_eq!(l.stage, Stage::Running);
         assert!(!l.measured());
-        assert_eq!(l.stats[0].samples, 2);
+        assert_eq!(l.probes.stats[0].samples, 2);
         l.on_tick(3.0, None, vec![ping(2.5, 10.0), ping(2.9, 10.0)]);
         assert!(l.measured());
         // As the table computes them: samples from the warm-up on.
-        assert_eq!(l.stats[0], LatencyStats::of(&l.samples[0], 2.0));
-        assert_eq!(l.stats[0].samples, 2);
-        assert!((l.stats[0].p50_ms - 10.0).abs() < 0.01);
-        assert_eq!(l.stats[1].samples, 0, "no UDP_RR sample yet");
+        assert_eq!(
+            l.probes.stats[0],
+            LatencyStats::of(&l.probes.samples[0], 2.0)
+        );
+        assert_eq!(l.probes.stats[0].samples, 2);
+        assert!((l.probes.stats[0].p50_ms - 10.0).abs() < 0.01);
+        assert_eq!(l.probes.stats[1].samples, 0, "no UDP_RR sample yet");
     }
 
     #[test]
@@ -332,12 +289,12 @@ mod tests {
         l.on_tick(1.0, None, vec![ping(0.5, 20.0)]);
         l.on_key(key('p'));
         l.on_tick(4.0, None, vec![ping(3.5, 30.0)]);
-        assert_eq!(l.samples[0].len(), 1, "frozen while paused");
+        assert_eq!(l.probes.samples[0].len(), 1, "frozen while paused");
         assert_eq!(l.t, 1.0);
         assert!(l.end_phase(), "holds before the next phase");
         assert_eq!(l.stage, Stage::Held);
         l.on_key(key('p'));
-        assert_eq!(l.samples[0].len(), 2, "applied on resume");
+        assert_eq!(l.probes.samples[0].len(), 2, "applied on resume");
         // The last phase ends the lesson, paused or not.
         l.start_phase(1);
         assert!(!l.end_phase());
@@ -345,7 +302,7 @@ mod tests {
         // A new phase starts clean, and live.
         l.on_key(key('p'));
         l.start_phase(1);
-        assert!(l.samples[0].is_empty() && l.queue.is_empty());
+        assert!(l.probes.samples[0].is_empty() && l.probes.queue.is_empty());
         assert!(!l.paused);
         assert_eq!(l.stage, Stage::Starting);
     }

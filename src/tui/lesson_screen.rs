@@ -1,51 +1,19 @@
 //! The lesson's screen: `draw_lesson(frame, &Lesson)` lays out, for any
 //! terminal from 80×24 up, the phase and its time, the caption, the round
-//! trips the probes measure as a live chart (ping and UDP_RR points, and
-//! the RTT the link's own queue delays predict as a line) beside their
-//! percentiles and each direction's queue delay, then the comparison table
-//! so far and the keys. Colours are the terminal's red, magenta and blue on
-//! its default background, with bold rather than white or yellow text, so
-//! that the screen reads on a white background as well as a dark one.
+//! trips the probes measure as a live chart beside their percentiles and
+//! each direction's queue delay and one-way delays (`probe_panel`, which
+//! the live TUI shows too), then the comparison table so far and the keys.
+//! Bold rather than white or yellow text, so that the screen reads on a
+//! white background as well as a dark one.
 
-use super::dir_label;
-use super::lesson::{Lesson, QueuePoint, Stage};
+use super::lesson::{Lesson, Stage};
+use super::probe_panel::{draw_probe_panel, rule, Panel, TimeAxis, BOLD, HINT};
 use super::render::too_small;
-use super::widgets::fit;
-use crate::dir::Dir;
-use crate::load::feed::Probe;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Color, Modifier, Style};
-use ratatui::symbols::Marker;
+use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Paragraph, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
-
-const BOLD: Style = Style::new().add_modifier(Modifier::BOLD);
-const HINT: Style = Style::new().fg(Color::DarkGray);
-/// The colour of each probe (`Probe::ALL` order) and of the link's line.
-const PROBE_COLOUR: [Color; 2] = [Color::Red, Color::Magenta];
-const LINK_COLOUR: Color = Color::Blue;
-/// Points drawn per probe at most (UDP_RR takes about 100 a second).
-const MAX_POINTS: usize = 2000;
-
-/// A rule with a title, as the live TUI's panels have.
-fn rule(title: String) -> Block<'static> {
-    Block::new()
-        .borders(Borders::TOP)
-        .border_style(HINT)
-        .title(Span::styled(title, BOLD))
-}
-
-/// Milliseconds with two decimals under 10, one under 100, none above.
-fn ms(v: f64) -> String {
-    if v < 10.0 {
-        format!("{v:.2}")
-    } else if v < 100.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.0}")
-    }
-}
 
 /// Lines `text` takes wrapped at word boundaries to `width` columns (a
 /// word longer than a line takes as many as it needs).
@@ -90,11 +58,25 @@ pub fn draw_lesson(frame: &mut Frame, lesson: &Lesson) {
         Paragraph::new(Line::styled(caption, BOLD)).wrap(Wrap { trim: true }),
         cap.inner(ratatui::layout::Margin::new(1, 0)),
     );
-    let side_w = if area.width >= 140 { 40 } else { 31 };
-    let [chart, side] =
-        Layout::horizontal([Constraint::Min(40), Constraint::Length(side_w)]).areas(middle);
-    draw_chart(frame, lesson, chart);
-    draw_figures(frame, lesson, side);
+    let x_max = lesson.duration_s.max(1.0);
+    let panel = Panel {
+        view: &lesson.probes,
+        app: &lesson.app,
+        axis: TimeAxis {
+            bounds: [0.0, x_max],
+            labels: [
+                "0 s".to_string(),
+                format!("{} s", (x_max / 2.0 * 10.0).round() / 10.0),
+                format!("{x_max:.0} s"),
+            ],
+        },
+        title: if lesson.measured() {
+            " measured (after warm-up) ".into()
+        } else {
+            " measured (so far) ".into()
+        },
+    };
+    draw_probe_panel(frame, &panel, middle);
     let block = rule(" results so far (the table `demo` prints) ".into());
     let inner = block.inner(table);
     frame.render_widget(block, table);
@@ -153,137 +135,6 @@ fn draw_footer(frame: &mut Frame, lesson: &Lesson, area: Rect) {
         ),
     };
     frame.render_widget(Paragraph::new(line), area);
-}
-
-/// The probes' round trips over the phase, and the RTT the link predicts.
-fn draw_chart(frame: &mut Frame, lesson: &Lesson, area: Rect) {
-    let points = |p: Probe| -> Vec<(f64, f64)> {
-        let s = &lesson.samples[p as usize];
-        let step = s.len().div_ceil(MAX_POINTS).max(1);
-        s.iter()
-            .step_by(step)
-            .map(|s| (s.t, s.rtt_us / 1e3))
-            .collect()
-    };
-    let probes = Probe::ALL.map(points);
-    let link: Vec<(f64, f64)> = lesson
-        .queue
-        .iter()
-        .filter_map(|q: &QueuePoint| Some((q.t, lesson.link_rtt_ms(q)?)))
-        .collect();
-    let top = probes
-        .iter()
-        .flatten()
-        .chain(&link)
-        .map(|p| p.1)
-        .fold(20.0, f64::max);
-    // A round scale: 20, 50, 100, 200, 500 ms...
-    let y_max = [1.0, 2.0, 5.0]
-        .iter()
-        .flat_map(|m| (1..6).map(move |e| m * 10f64.powi(e)))
-        .filter(|v| *v >= top)
-        .fold(f64::INFINITY, f64::min);
-    let x_max = lesson.duration_s.max(1.0);
-    let mut datasets = vec![Dataset::default()
-        .name("link")
-        .marker(Marker::Braille)
-        .graph_type(GraphType::Line)
-        .style(Style::new().fg(LINK_COLOUR))
-        .data(&link)];
-    for p in Probe::ALL {
-        datasets.push(
-            Dataset::default()
-                .name(p.name())
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Scatter)
-                .style(Style::new().fg(PROBE_COLOUR[p as usize]))
-                .data(&probes[p as usize]),
-        );
-    }
-    let chart = Chart::new(datasets)
-        .block(rule(" RTT ms: dots measured, line = link ".into()))
-        .legend_position(None)
-        .x_axis(Axis::default().bounds([0.0, x_max]).style(HINT).labels([
-            "0 s".to_string(),
-            format!("{} s", (x_max / 2.0 * 10.0).round() / 10.0),
-            format!("{x_max:.0} s"),
-        ]))
-        .y_axis(Axis::default().bounds([0.0, y_max]).style(HINT).labels([
-            "0".to_string(),
-            format!("{:.0}", y_max / 2.0),
-            format!("{y_max:.0}"),
-        ]));
-    frame.render_widget(chart, area);
-}
-
-/// Each probe's newest RTT and percentiles, each direction's queue delay,
-/// and the RTT the link predicts from them.
-fn draw_figures(frame: &mut Frame, lesson: &Lesson, area: Rect) {
-    let w = area.width.saturating_sub(1) as usize;
-    let block = rule(if lesson.measured() {
-        " measured (after warm-up) ".into()
-    } else {
-        " measured (so far) ".into()
-    })
-    .borders(Borders::TOP | Borders::LEFT);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let mut lines = Vec::new();
-    for p in Probe::ALL {
-        let colour = Style::new()
-            .fg(PROBE_COLOUR[p as usize])
-            .add_modifier(Modifier::BOLD);
-        let st = &lesson.stats[p as usize];
-        let now = lesson.samples[p as usize].last();
-        lines.push(Line::from(vec![
-            Span::styled(format!("{:<7}", p.name()), colour),
-            Span::raw(match now {
-                Some(s) => format!("now {} ms  n {}", ms(s.rtt_us / 1e3), st.samples),
-                None => "no reply yet".into(),
-            }),
-        ]));
-        if st.samples > 0 {
-            lines.push(Line::raw(fit(
-                &format!(
-                    "  p50 {}  p90 {}  p99 {}",
-                    ms(st.p50_ms),
-                    ms(st.p90_ms),
-                    ms(st.p99_ms)
-                ),
-                w,
-            )));
-        } else {
-            lines.push(Line::raw(""));
-        }
-    }
-    lines.push(Line::styled(
-        fit("the link computes:", w),
-        Style::new().fg(LINK_COLOUR).add_modifier(Modifier::BOLD),
-    ));
-    let last = lesson.queue.last().copied();
-    for d in Dir::ALL {
-        let view = &lesson.app.dirs[d.index()];
-        let what = if view.latency_from_flows {
-            "bulk sojourn"
-        } else {
-            "queue delay"
-        };
-        let v = last.map_or("-".into(), |q| format!("{} ms", ms(q.delay_ms[d.index()])));
-        lines.push(Line::raw(fit(&format!("{} {what} {v}", dir_label(d)), w)));
-    }
-    if let Some(rtt) = last.and_then(|q| lesson.link_rtt_ms(&q)) {
-        lines.push(Line::raw(fit(
-            &format!("RTT ≈ delays+queues {} ms", ms(rtt)),
-            w,
-        )));
-    }
-    if lesson.missed > 0 {
-        lines.push(Line::styled(
-            fit(&format!("{} samples missed", lesson.missed), w),
-            HINT,
-        ));
-    }
-    frame.render_widget(Paragraph::new(lines), inner);
 }
 
 #[cfg(test)]

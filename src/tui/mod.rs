@@ -26,6 +26,8 @@
 pub mod fixtures;
 pub mod lesson;
 pub mod lesson_screen;
+pub mod probe_panel;
+pub mod probes;
 pub mod remote;
 pub mod render;
 pub mod run;
@@ -43,6 +45,8 @@ pub use crate::control::field::LinkField;
 use crate::bridge::BridgeSnapshot;
 use crate::datapath::LiveSnapshot;
 use crate::dir::Dir;
+use crate::load::feed::Probe;
+use crate::load::stats::Sample;
 use crate::tc::kinds::{self, Example};
 use crate::time::{Instant, NS_PER_US};
 use std::fmt;
@@ -152,6 +156,9 @@ pub enum Action {
     },
     /// tc command lines, one per line, applied in order.
     Tc(String),
+    /// Start (true) or stop (false) the latency probes across the link
+    /// (`load::on_demand`; `bloatbox up` only).
+    Probes(bool),
     /// Leave the TUI: in `bloatbox top` the daemon keeps running; in
     /// `bloatbox up` the link is stopped (see `Control::quit_stops_link`).
     Quit,
@@ -171,7 +178,7 @@ impl Action {
                     _ => None,
                 }
             }
-            Action::Quit => None,
+            Action::Probes(_) | Action::Quit => None,
         }
     }
 
@@ -182,6 +189,8 @@ impl Action {
                 format!("set {} {}", field.name(), field.show(*value))
             }
             Action::Tc(lines) => lines.lines().collect::<Vec<_>>().join("; "),
+            Action::Probes(true) => "probes on: ping and UDP_RR from left to right".into(),
+            Action::Probes(false) => "probes off".into(),
             Action::Quit => "quit".into(),
         }
     }
@@ -194,6 +203,12 @@ pub trait Control {
     fn send(&mut self, action: &Action) -> Result<String, String>;
     /// The newest snapshot, or `None` when there is nothing new.
     fn snapshot(&mut self) -> Option<Snapshot>;
+    /// The probes' samples since the last call (times in seconds of
+    /// CLOCK_MONOTONIC, the snapshots' clock) and how many were dropped
+    /// unread; none where no probes run.
+    fn probe_samples(&mut self) -> (Vec<(Probe, Sample)>, u64) {
+        (Vec::new(), 0)
+    }
     /// Whether the last attempt to reach the daemon succeeded (a remote
     /// daemon may exit, and another take its socket).
     fn connected(&self) -> bool {

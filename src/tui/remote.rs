@@ -63,6 +63,11 @@ impl Control for RemoteControl {
         let mut call = |req: Request| self.call(&req);
         match action {
             Action::Quit => Ok(String::new()),
+            Action::Probes(_) => Err(
+                "the probes run inside the daemon's own TUI (`bloatbox up --tui`), not in \
+                 `bloatbox top`"
+                    .into(),
+            ),
             Action::SetLink { dir, field, value } => {
                 call(Request::Set {
                     args: vec![set_arg(*dir, *field, *value)],

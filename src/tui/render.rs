@@ -4,7 +4,9 @@
 //! `text_capture` renders into a test backend and returns the text, for
 //! snapshot tests and screenshots for the documents.
 
-use super::state::{App, Focus, Mode};
+use super::probe_panel::{draw_probe_panel, Panel, TimeAxis};
+use super::probes::ProbeView;
+use super::state::{App, Focus, Mode, PROBE_CHART_S, PROBE_STATS_S};
 use super::widgets::{fmt_at, Charts, EventLog, FlowTable, LinkPanel, TreePanel};
 use super::{dir_label, Preset};
 use crate::dir::Dir;
@@ -45,6 +47,14 @@ fn split_heights(height: u16) -> (u16, u16, u16) {
     (middle, rest - middle, events)
 }
 
+/// While the probes run: the middle area (the probes' panel) takes 3/5 of
+/// `rest` (the lines between the link panels and the event log), at least
+/// 11 when that leaves the flow table 3.
+fn probe_heights(rest: u16) -> (u16, u16) {
+    let middle = (rest * 3 / 5).max(11.min(rest.saturating_sub(3)));
+    (middle, rest - middle)
+}
+
 /// On a screen smaller than `MIN_WIDTH`×`MIN_HEIGHT`, says so in place of
 /// `what` ("the TUI", "the lesson") and returns true.
 pub(crate) fn too_small(frame: &mut Frame, what: &str) -> bool {
@@ -68,7 +78,10 @@ pub fn draw(frame: &mut Frame, app: &App) {
     if too_small(frame, "the TUI") {
         return;
     }
-    let (mid_h, mut flows_h, mut events_h) = split_heights(area.height);
+    let (mut mid_h, mut flows_h, mut events_h) = split_heights(area.height);
+    if app.probes.is_some() {
+        (mid_h, flows_h) = probe_heights(mid_h + flows_h);
+    }
     // A short flow table leaves its spare lines to the event log: it needs
     // its title, header, rows, aggregate row and detail line.
     let view = app.view();
@@ -108,47 +121,11 @@ pub fn draw(frame: &mut Frame, app: &App) {
         ),
     }
 
-    let tree_pct = if area.width >= 140 { 60 } else { 52 };
-    let [tree, charts] = Layout::horizontal([
-        Constraint::Percentage(tree_pct),
-        Constraint::Percentage(100 - tree_pct),
-    ])
-    .areas(middle);
-    let tree_focus = app.focus == Focus::Tree;
-    let tree_block = panel(
-        format!(
-            " qdisc tree ({} node{}) ",
-            view.tree.len(),
-            if view.tree.len() == 1 { "" } else { "s" }
-        ),
-        tree_focus,
-    );
-    let tree_inner = tree_block.inner(tree);
-    frame.render_widget(tree_block, tree);
-    frame.render_widget(
-        TreePanel {
-            nodes: &view.tree,
-            selected: tree_focus.then_some(app.tree_sel),
-        },
-        tree_inner,
-    );
-    let charts_block = panel(format!(" history ({} samples) ", view.history.len()), false)
-        .borders(Borders::TOP | Borders::LEFT);
-    let charts_inner = charts_block.inner(charts);
-    frame.render_widget(charts_block, charts);
-    frame.render_widget(
-        Charts {
-            dir: app.dir,
-            history: [&app.dirs[0].history, &app.dirs[1].history],
-            latency_from_flows: view.latency_from_flows,
-            line_bps: Dir::ALL.map(|d| {
-                app.latest
-                    .as_ref()
-                    .map_or(0, |s| s.bridge.path(d).params.rate_bytes_ps * 8)
-            }),
-        },
-        charts_inner,
-    );
+    if let Some(view) = &app.probes {
+        draw_probes(frame, app, view, middle);
+    } else {
+        draw_tree_and_charts(frame, app, middle);
+    }
 
     let flows_focus = app.focus == Focus::Flows;
     let count = if view.unlisted.flows > 0 {
@@ -205,6 +182,80 @@ pub fn draw(frame: &mut Frame, app: &App) {
         Mode::ConfirmQuit => draw_confirm_quit(frame, area),
         Mode::Normal | Mode::Set { .. } => {}
     }
+}
+
+/// The middle area while the probes are off: the qdisc tree and the
+/// selected direction's history charts.
+fn draw_tree_and_charts(frame: &mut Frame, app: &App, middle: Rect) {
+    let view = app.view();
+    let tree_pct = if frame.area().width >= 140 { 60 } else { 52 };
+    let [tree, charts] = Layout::horizontal([
+        Constraint::Percentage(tree_pct),
+        Constraint::Percentage(100 - tree_pct),
+    ])
+    .areas(middle);
+    let tree_focus = app.focus == Focus::Tree;
+    let tree_block = panel(
+        format!(
+            " qdisc tree ({} node{}) ",
+            view.tree.len(),
+            if view.tree.len() == 1 { "" } else { "s" }
+        ),
+        tree_focus,
+    );
+    let tree_inner = tree_block.inner(tree);
+    frame.render_widget(tree_block, tree);
+    frame.render_widget(
+        TreePanel {
+            nodes: &view.tree,
+            selected: tree_focus.then_some(app.tree_sel),
+        },
+        tree_inner,
+    );
+    let charts_block = panel(format!(" history ({} samples) ", view.history.len()), false)
+        .borders(Borders::TOP | Borders::LEFT);
+    let charts_inner = charts_block.inner(charts);
+    frame.render_widget(charts_block, charts);
+    frame.render_widget(
+        Charts {
+            dir: app.dir,
+            history: [&app.dirs[0].history, &app.dirs[1].history],
+            latency_from_flows: view.latency_from_flows,
+            line_bps: Dir::ALL.map(|d| {
+                app.latest
+                    .as_ref()
+                    .map_or(0, |s| s.bridge.path(d).params.rate_bytes_ps * 8)
+            }),
+        },
+        charts_inner,
+    );
+}
+
+/// The middle area while the probes run: their panel, the chart up to the
+/// newest sample or snapshot over the time since the probes started (10 s
+/// at least, `PROBE_CHART_S` at most).
+fn draw_probes(frame: &mut Frame, app: &App, view: &ProbeView, middle: Rect) {
+    let now = view
+        .newest()
+        .or_else(|| app.latest.as_ref().map(|s| s.taken_at.nanos() as f64 / 1e9))
+        .unwrap_or(0.0);
+    let span = (now - view.oldest().unwrap_or(now))
+        .clamp(10.0, PROBE_CHART_S)
+        .ceil();
+    let panel = Panel {
+        view,
+        app,
+        axis: TimeAxis {
+            bounds: [now - span, now],
+            labels: [
+                format!("-{span:.0} s"),
+                format!("-{:.0} s", span / 2.0),
+                "now".to_string(),
+            ],
+        },
+        title: format!(" probes L→R, last {PROBE_STATS_S:.0} s "),
+    };
+    draw_probe_panel(frame, &panel, middle);
 }
 
 fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
@@ -303,6 +354,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("e, :", "prompt: FIELD VALUE, e.g. tx-frames 16"),
     ("b", "toggle BQL"),
     ("m", "switch the root qdisc (the menu of kinds)"),
+    ("t", "start / stop the latency probes: ping, UDP_RR"),
 ];
 
 fn draw_help(frame: &mut Frame, area: Rect) {

@@ -76,6 +76,8 @@ where
         if let Some(s) = control.snapshot() {
             app.on_snapshot(s);
         }
+        let (samples, missed) = control.probe_samples();
+        app.on_probe_samples(samples, missed);
         app.on_connection(control.connected());
         terminal.draw(|f| draw(f, app))?;
         // Resizes and other events only need the redraw above.

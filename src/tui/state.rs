@@ -4,9 +4,11 @@
 //! handling that turns key presses into state changes and `Action`s.
 //! Nothing here reads a clock or the terminal.
 
+use super::probes::{ProbeView, QueuePoint};
 use super::{Action, LinkField, Preset, Snapshot};
 use crate::dir::Dir;
 use crate::link::PathSnapshot;
+use crate::load::feed::Probe;
 use crate::packet::{DropReason, FlowKey};
 use crate::qdisc::dump::{
     Ahead, CodelXstats, FlowSummary, FlowTraffic, QueueId, QueueOccupancy, Xstats,
@@ -31,6 +33,10 @@ pub const EVENTS_LEN: usize = 200;
 const CODEL_EVENTS_PER_SNAPSHOT: usize = 4;
 /// Rows moved by PageUp/PageDown.
 const PAGE: usize = 10;
+/// The probes' percentiles cover this many seconds of the newest samples.
+pub const PROBE_STATS_S: f64 = 10.0;
+/// The probes' chart shows this many seconds.
+pub const PROBE_CHART_S: f64 = 60.0;
 /// How long a flow whose queue emptied stays in the table, dimmed.
 pub const GONE_KEEP_NS: u64 = 3 * NS_PER_SEC;
 
@@ -340,6 +346,9 @@ pub struct App {
     /// The daemon could not be reached at the last attempt (`bloatbox
     /// top` after the daemon exited).
     pub disconnected: bool,
+    /// The latency probes' view while they run (`t`), on the snapshots'
+    /// clock in seconds; `None` while they are off.
+    pub probes: Option<ProbeView>,
 }
 
 impl Default for App {
@@ -368,6 +377,7 @@ impl App {
             status: None,
             quit_stops_link: false,
             disconnected: false,
+            probes: None,
         }
     }
 
@@ -441,14 +451,45 @@ impl App {
                 self.log(cur.at, Some(dir), kind, text);
             }
         }
+        let t = snap.taken_at.nanos() as f64 / 1e9;
         self.latest = Some(snap);
         self.resort();
+        if self.probes.is_some() {
+            let point = QueuePoint::of(t, self);
+            if let Some(p) = &mut self.probes {
+                p.queue.push(point);
+                p.forget_before(t - PROBE_CHART_S);
+            }
+        }
+    }
+
+    /// Takes in the probes' samples (times on the snapshots' clock) and how
+    /// many were dropped unread: the percentiles cover the last
+    /// `PROBE_STATS_S`, the chart the last `PROBE_CHART_S`. Ignored while
+    /// the probes are off or the display is paused.
+    pub fn on_probe_samples(
+        &mut self,
+        samples: Vec<(Probe, crate::load::stats::Sample)>,
+        missed: u64,
+    ) {
+        let Some(p) = self.probes.as_mut().filter(|_| !self.paused) else {
+            return;
+        };
+        p.missed += missed;
+        let newest = samples.iter().map(|(_, s)| s.t).fold(f64::MIN, f64::max);
+        if newest > f64::MIN {
+            p.add_samples(samples, newest - PROBE_STATS_S);
+            p.forget_before(newest - PROBE_CHART_S);
+        }
     }
 
     /// Records the daemon's answer to an action in the event log.
     pub fn on_reply(&mut self, action: &Action, reply: Result<String, String>) {
         let at = self.latest.as_ref().map_or(Instant::ZERO, |s| s.bridge.at);
         let (what, dir) = (action.describe(), action.dir());
+        if let (Action::Probes(on), Ok(_)) = (action, &reply) {
+            self.probes = on.then(ProbeView::default);
+        }
         match reply {
             Ok(r) if r.trim().is_empty() => self.log(at, dir, EventKind::Command, what),
             Ok(r) => self.log(at, dir, EventKind::Command, format!("{what}: {}", r.trim())),
@@ -562,6 +603,7 @@ impl App {
                     value: u64::from(!p.params.bql),
                 });
             }
+            KeyCode::Char('t') => return Some(Action::Probes(self.probes.is_none())),
             KeyCode::Char('m') => {
                 let kind = self.path().map(|p| p.qdisc.kind.as_str()).unwrap_or("");
                 let selected = Preset::all()
