@@ -12,8 +12,10 @@ use super::codel::{
     codel_to_us, us_to_codel, CodelParams, CodelQueue, CodelStats, CodelVars,
     CODEL_DISABLED_THRESHOLD,
 };
+use super::drr_ahead::{drr_ahead, DrrQueue};
 use super::dump::{
-    list_flows, ClassDump, FlowDump, FlowListing, FqCodelClassXstats, FqCodelXstats, Xstats,
+    list_flows, ClassDump, FlowDump, FlowListing, FqCodelClassXstats, FqCodelXstats,
+    QueueOccupancy, Xstats,
 };
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
@@ -507,6 +509,7 @@ impl FqCodel {
             sent_bytes: info.sent_bytes,
             hash: super::dump::flow_queue_hash(flow.queue.front(), info.key),
             traffic: None,
+            ahead: None,
         }
     }
 }
@@ -651,6 +654,22 @@ impl Qdisc for FqCodel {
             memory_usage: self.memory_usage,
             drop_overmemory: self.drop_overmemory,
         };
+        let queues = |list: &'_ VecDeque<u32>| {
+            list.iter()
+                .filter_map(|&i| Some((i, self.flows.get(i as usize)?)))
+                .map(|(i, f)| DrrQueue {
+                    id: i,
+                    deficit: i64::from(f.deficit),
+                    frames: &f.queue,
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut ahead = drr_ahead(
+            self.quantum,
+            self.parked.as_ref(),
+            queues(&self.new_flows).into_iter(),
+            queues(&self.old_flows).into_iter(),
+        );
         // The listed flows are exactly those on new_flows and old_flows:
         // walking the lists costs the active flows, not all the buckets.
         let active = self
@@ -659,7 +678,10 @@ impl Qdisc for FqCodel {
             .chain(&self.old_flows)
             .map(|&i| i as usize)
             .filter(|&i| i < self.flows.len())
-            .map(|i| self.flow_dump(i, now));
+            .map(|i| FlowDump {
+                ahead: ahead.remove(&(i as u32)),
+                ..self.flow_dump(i, now)
+            });
         let (flows, classes, other_flows) =
             list_flows(listing, active, |b| self.class_dump(b as usize, now));
         QdiscDump {
@@ -673,7 +695,7 @@ impl Qdisc for FqCodel {
             children: Vec::new(),
             flows,
             other_flows,
-            occupancy: Vec::new(),
+            occupancy: QueueOccupancy::parked(self.parked.as_ref(), now),
         }
     }
 
