@@ -935,9 +935,13 @@ impl DirState {
             };
         }
         // Rows whose queue emptied: kept a while, dimmed, with the meter's
-        // current rate.
+        // current rate (not a parked frame's: one frame that a peek took
+        // out, a different flow's from one instant to the next).
         let seen: HashSet<_> = self.flows.iter().map(FlowRow::key).collect();
-        for mut r in old.into_iter().filter(|r| !seen.contains(&r.key())) {
+        let gone = old
+            .into_iter()
+            .filter(|r| !seen.contains(&r.key()) && r.queue != Some(QueueId::Parked));
+        for mut r in gone {
             let since = r.gone_since.unwrap_or(cur.at);
             if cur.at.saturating_since(since) >= GONE_KEEP_NS {
                 continue;
