@@ -65,15 +65,18 @@ impl Top {
     }
 }
 
-/// `Ahead` of the newest frame of every non-empty queue, by queue id.
-/// `first` is a frame sent before any queue (one a peek parked); `new` and
-/// `old` are the lists in serving order (SFQ: `old` only); `quantum` the
-/// credit a queue gets per round (a zero counts as 1).
+/// `Ahead` of the newest frame of every non-empty queue whose id is
+/// `wanted` (the listed ones: the run covers every queue, the result only
+/// those), by queue id. `first` is a frame sent before any queue (one a
+/// peek parked); `new` and `old` are the lists in serving order (SFQ:
+/// `old` only); `quantum` the credit a queue gets per round (a zero counts
+/// as 1).
 pub fn drr_ahead<'a>(
     quantum: u32,
     first: Option<&'a Packet>,
     new: impl Iterator<Item = DrrQueue<'a>>,
     old: impl Iterator<Item = DrrQueue<'a>>,
+    wanted: impl Fn(u32) -> bool,
 ) -> HashMap<u32, Ahead> {
     let q = i64::from(quantum.max(1));
     let mut runs: Vec<Run> = Vec::new();
@@ -96,7 +99,7 @@ pub fn drr_ahead<'a>(
             });
         }
     }
-    let mut out = HashMap::with_capacity(runs.len());
+    let mut out = HashMap::new();
     // The parked frame, if any, counts as one more entry, sent first.
     let parked = runs.len();
     let mut total = (0u32, 0u64);
@@ -161,7 +164,7 @@ pub fn drr_ahead<'a>(
             continue;
         };
         let len = u64::from(p.len);
-        if r.left == 1 {
+        if r.left == 1 && wanted(r.id) {
             let mut named = top.0.clone();
             named.sort_unstable_by_key(|&j| {
                 let e = entry(&runs, j);
@@ -239,6 +242,7 @@ mod tests {
             None,
             [dq(9, 1514, &ping)].into_iter(),
             [dq(1, 500, &a), dq(2, 1514, &b)].into_iter(),
+            |_| true,
         );
         let p = &got[&9];
         assert_eq!((p.packets, p.bytes, p.own_packets), (0, 0, 0));
@@ -287,6 +291,7 @@ mod tests {
             Some(&parked),
             std::iter::empty(),
             [dq(7, 0, &empty), dq(1, 1514, &a)].into_iter(),
+            |_| true,
         );
         assert_eq!(got.len(), 1);
         let a_got = &got[&1];
@@ -387,6 +392,7 @@ mod tests {
             None,
             std::iter::empty(),
             [dq(1, -1000, &a), dq(2, -995, &b)].into_iter(),
+            |id| id == 1 || id == 2,
         );
         // A needs 101 refills (to 10), B 100 (to 5); A is visited first
         // each round, so in round 101 A is refilled and B sends. A sends

@@ -25,7 +25,7 @@ use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, FlowKey, Packet};
 use crate::time::Instant;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 /// Default `limit`, packets (`fq_codel_init`, net/sched/sch_fq_codel.c: 10 *
 /// 1024).
@@ -654,6 +654,17 @@ impl Qdisc for FqCodel {
             memory_usage: self.memory_usage,
             drop_overmemory: self.drop_overmemory,
         };
+        // The listed flows are exactly those on new_flows and old_flows:
+        // walking the lists costs the active flows, not all the buckets.
+        let active = self
+            .new_flows
+            .iter()
+            .chain(&self.old_flows)
+            .map(|&i| i as usize)
+            .filter(|&i| i < self.flows.len())
+            .map(|i| self.flow_dump(i, now));
+        let (mut flows, classes, other_flows) =
+            list_flows(listing, active, |b| self.class_dump(b as usize, now));
         let queues = |list: &'_ VecDeque<u32>| {
             list.iter()
                 .filter_map(|&i| Some((i, self.flows.get(i as usize)?)))
@@ -664,26 +675,17 @@ impl Qdisc for FqCodel {
                 })
                 .collect::<Vec<_>>()
         };
+        let listed: HashSet<u32> = flows.iter().map(|f| f.bucket).collect();
         let mut ahead = drr_ahead(
             self.quantum,
             self.parked.as_ref(),
             queues(&self.new_flows).into_iter(),
             queues(&self.old_flows).into_iter(),
+            |id| listed.contains(&id),
         );
-        // The listed flows are exactly those on new_flows and old_flows:
-        // walking the lists costs the active flows, not all the buckets.
-        let active = self
-            .new_flows
-            .iter()
-            .chain(&self.old_flows)
-            .map(|&i| i as usize)
-            .filter(|&i| i < self.flows.len())
-            .map(|i| FlowDump {
-                ahead: ahead.remove(&(i as u32)),
-                ..self.flow_dump(i, now)
-            });
-        let (flows, classes, other_flows) =
-            list_flows(listing, active, |b| self.class_dump(b as usize, now));
+        for f in &mut flows {
+            f.ahead = ahead.remove(&f.bucket);
+        }
         QdiscDump {
             kind: "fq_codel".into(),
             handle: self.handle,

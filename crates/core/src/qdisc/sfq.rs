@@ -24,7 +24,7 @@ use crate::time::{Instant, NS_PER_SEC};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 /// `SFQ_MAX_DEPTH`: default and maximum frames per slot (and default limit).
 pub const MAX_DEPTH: u32 = 127;
@@ -566,18 +566,7 @@ impl Qdisc for Sfq {
     }
 
     fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
-        let mut ahead = drr_ahead(
-            self.quantum,
-            self.parked.as_ref(),
-            std::iter::empty(),
-            self.round().map(|s| DrrQueue {
-                id: s.bucket,
-                deficit: i64::from(s.allot),
-                frames: &s.queue,
-            }),
-        );
         let active = self.active().map(|(b, s)| FlowDump {
-            ahead: ahead.remove(&(b as u32)),
             bucket: b as u32,
             flow: s.queue.front().map(|p| p.meta.flow),
             backlog: s.backlog,
@@ -606,7 +595,22 @@ impl Qdisc for Sfq {
                 ..ClassDump::default()
             }
         };
-        let (flows, classes, other_flows) = list_flows(listing, active, class_of);
+        let (mut flows, classes, other_flows) = list_flows(listing, active, class_of);
+        let listed: HashSet<u32> = flows.iter().map(|f| f.bucket).collect();
+        let mut ahead = drr_ahead(
+            self.quantum,
+            self.parked.as_ref(),
+            std::iter::empty(),
+            self.round().map(|s| DrrQueue {
+                id: s.bucket,
+                deficit: i64::from(s.allot),
+                frames: &s.queue,
+            }),
+            |id| listed.contains(&id),
+        );
+        for f in &mut flows {
+            f.ahead = ahead.remove(&f.bucket);
+        }
         QdiscDump {
             kind: "sfq".into(),
             handle: self.handle,
