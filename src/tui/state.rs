@@ -924,11 +924,11 @@ impl DirState {
             let before = match r.queue {
                 Some(QueueId::Ring | QueueId::Wire | QueueId::RxHeld) => 0,
                 Some(QueueId::Requeued) => cur.ring_bytes,
-                _ => cur.ring_bytes + cur.requeued_flows.bytes,
+                _ => cur.ring_bytes.saturating_add(cur.requeued_flows.bytes),
             };
             r.ahead_delay_ns = match (&r.ahead, rate_bps) {
                 (Some(a), rate) if rate > 0 => {
-                    let bits = u128::from(a.bytes + before) * 8;
+                    let bits = u128::from(a.bytes.saturating_add(before)) * 8;
                     (bits * u128::from(NS_PER_SEC) / u128::from(rate)) as u64
                 }
                 _ => 0,
@@ -1049,29 +1049,26 @@ impl DirState {
 fn queue_labels(at: &str, queue: QueueId) -> (String, String) {
     const SHORT: usize = 8;
     let word = queue.label();
-    match queue {
-        QueueId::Leaf(classid) => (word, handle_id(classid, true)),
-        QueueId::Ring | QueueId::Wire | QueueId::Requeued | QueueId::RxHeld => (word.clone(), word),
-        _ if at.is_empty() => (word.clone(), word),
-        QueueId::Band(b) => {
-            let long = format!("{at} {word}");
-            let short = match at {
-                "root" => word,
-                _ => format!("{at}b{b}"),
-            };
-            (long, short)
-        }
+    let long = if at.is_empty() {
+        word.clone()
+    } else {
+        format!("{at} {word}")
+    };
+    let short = match queue {
+        QueueId::Leaf(classid) => return (word, handle_id(classid, true)),
+        // The root's queues and the link's go by their own name.
+        _ if at.is_empty() || at == "root" => word,
+        QueueId::Band(b) => format!("{at}b{b}"),
         _ => {
-            let long = format!("{at} {word}");
             let joined = format!("{at}{word}");
-            let short = if joined.chars().count() <= SHORT {
+            if joined.chars().count() <= SHORT {
                 joined
             } else {
                 word
-            };
-            (long, short)
+            }
         }
-    }
+    };
+    (long, short)
 }
 
 /// The rows of the flows in queue `o` of qdisc `qdisc` (the listed ones;

@@ -399,9 +399,12 @@ fn fmt_share(permille: u32) -> String {
 /// (the top rows by the sort key when the selection is at the top), one
 /// aggregate row for every other flow (rows off the window and the flows
 /// the daemon's bounded snapshot did not list), and a detail line for the
-/// selected flow (its queue state first, so that CoDel's count, ldelay
-/// and drop_next fit at 80 columns, then the whole flow). Work is bounded
-/// by the window, plus one pass summing the rest.
+/// selected flow: what stands before its newest frame and how long that
+/// takes (the head of line), its queue state (CoDel's count, ldelay and
+/// drop_next for an fq_codel queue), its frames in the link's queues and
+/// the whole flow; the head of line gets a line of its own when the area
+/// has one to spare. Work is bounded by the window, plus one pass summing
+/// the rest.
 pub struct FlowTable<'a> {
     /// The rows, sorted.
     pub rows: &'a [FlowRow],
