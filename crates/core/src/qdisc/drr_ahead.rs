@@ -30,13 +30,17 @@ pub struct DrrQueue<'a> {
 struct Run<'a> {
     id: u32,
     deficit: i64,
-    frames: std::collections::vec_deque::Iter<'a, Packet>,
-    left: usize,
+    /// Its frames; `sent.0` of them have been sent.
+    frames: &'a VecDeque<Packet>,
     new: bool,
-    /// The flow the queue is named by (its head frame's).
-    name: (FlowKey, u32),
     sent: (u32, u64),
     rounds: u32,
+}
+
+impl Run<'_> {
+    fn left(&self) -> usize {
+        self.frames.len().saturating_sub(self.sent.0 as usize)
+    }
 }
 
 /// The `AHEAD_FLOWS` entries with the most bytes sent so far. Sent bytes
@@ -45,6 +49,7 @@ struct Run<'a> {
 struct Top(Vec<usize>);
 
 impl Top {
+    /// Entry `i` sent more; `sent(j)` is entry j's bytes sent and hash.
     fn grew(&mut self, i: usize, sent: impl Fn(usize) -> (u64, u32)) {
         if self.0.contains(&i) {
             return;
@@ -65,9 +70,9 @@ impl Top {
     }
 }
 
-/// `Ahead` of the newest frame of every non-empty queue whose id is
-/// `wanted` (the listed ones: the run covers every queue, the result only
-/// those), by queue id. `first` is a frame sent before any queue (one a
+/// `Ahead` of the newest frame of every non-empty queue whose id is in
+/// `wanted` (sorted: the listed ones; the run covers every queue until
+/// those are done, the result only them), by queue id. `first` is a frame sent before any queue (one a
 /// peek parked); `new` and `old` are the lists in serving order (SFQ:
 /// `old` only); `quantum` the credit a queue gets per round (a zero counts
 /// as 1).
@@ -76,30 +81,27 @@ pub fn drr_ahead<'a>(
     first: Option<&'a Packet>,
     new: impl Iterator<Item = DrrQueue<'a>>,
     old: impl Iterator<Item = DrrQueue<'a>>,
-    wanted: impl Fn(u32) -> bool,
+    wanted: &[u32],
 ) -> HashMap<u32, Ahead> {
     let q = i64::from(quantum.max(1));
     let mut runs: Vec<Run> = Vec::new();
     let mut lists: [VecDeque<usize>; 2] = [VecDeque::new(), VecDeque::new()];
-    for (list, queues) in [(0, new.collect::<Vec<_>>()), (1, old.collect())] {
-        for dq in queues {
-            let Some(head) = dq.frames.front() else {
-                continue;
-            };
+    let mut add = |list: usize, dq: DrrQueue<'a>| {
+        if !dq.frames.is_empty() {
             lists[list].push_back(runs.len());
             runs.push(Run {
                 id: dq.id,
                 deficit: dq.deficit,
-                frames: dq.frames.iter(),
-                left: dq.frames.len(),
+                frames: dq.frames,
                 new: list == 0,
-                name: (head.meta.flow, head.meta.hash),
                 sent: (0, 0),
                 rounds: 0,
             });
         }
-    }
-    let mut out = HashMap::new();
+    };
+    new.for_each(|dq| add(0, dq));
+    old.for_each(|dq| add(1, dq));
+    let mut out = HashMap::with_capacity(wanted.len());
     // The parked frame, if any, counts as one more entry, sent first.
     let parked = runs.len();
     let mut total = (0u32, 0u64);
@@ -111,9 +113,24 @@ pub fn drr_ahead<'a>(
         total = (1, u64::from(p.len));
         top.0.push(parked);
     }
+    // Entry j's bytes sent and hash (the parked frame is entry
+    // `runs.len()`).
+    let sent = |runs: &[Run], j: usize| -> (u64, u32) {
+        match runs.get(j) {
+            Some(r) => (r.sent.1, r.frames.front().map_or(0, |p| p.meta.hash)),
+            None => (parked_sent.1, parked_sent.3),
+        }
+    };
+    // A queue is named by its head frame's flow.
     let entry = |runs: &[Run], j: usize| -> AheadFlow {
         let (flow, hash, packets, bytes) = match runs.get(j) {
-            Some(r) => (r.name.0, r.name.1, r.sent.0, r.sent.1),
+            Some(r) => {
+                let (flow, hash) = r
+                    .frames
+                    .front()
+                    .map_or_else(Default::default, |p| (p.meta.flow, p.meta.hash));
+                (flow, hash, r.sent.0, r.sent.1)
+            }
             None => (parked_sent.2, parked_sent.3, parked_sent.0, parked_sent.1),
         };
         AheadFlow {
@@ -133,8 +150,12 @@ pub fn drr_ahead<'a>(
             (None, Some(&i)) => (i, 1),
             (None, None) => break,
         };
+        if out.len() == wanted.len() {
+            break;
+        }
         let r = &mut runs[i];
-        if r.left == 0 {
+        let left = r.left();
+        if left == 0 {
             lists[l].pop_front();
             continue;
         }
@@ -159,16 +180,16 @@ pub fn drr_ahead<'a>(
             continue;
         }
         dry = 0;
-        let Some(p) = r.frames.next() else {
-            r.left = 0;
+        let Some(p) = r.frames.get(r.sent.0 as usize) else {
+            lists[l].pop_front();
             continue;
         };
         let len = u64::from(p.len);
-        if r.left == 1 && wanted(r.id) {
+        if left == 1 && wanted.binary_search(&r.id).is_ok() {
             let mut named = top.0.clone();
             named.sort_unstable_by_key(|&j| {
-                let e = entry(&runs, j);
-                (std::cmp::Reverse(e.bytes), e.hash)
+                let (bytes, hash) = sent(&runs, j);
+                (std::cmp::Reverse(bytes), hash)
             });
             let r = &runs[i];
             out.insert(
@@ -195,16 +216,12 @@ pub fn drr_ahead<'a>(
         r.sent.0 += 1;
         r.sent.1 += len;
         r.deficit -= len as i64;
-        r.left -= 1;
         total.0 += 1;
         total.1 += len;
-        if r.left == 0 {
+        if left == 1 {
             lists[l].pop_front();
         }
-        top.grew(i, |j| {
-            let e = entry(&runs, j);
-            (e.bytes, e.hash)
-        });
+        top.grew(i, |j| sent(&runs, j));
     }
     out
 }
@@ -242,7 +259,7 @@ mod tests {
             None,
             [dq(9, 1514, &ping)].into_iter(),
             [dq(1, 500, &a), dq(2, 1514, &b)].into_iter(),
-            |_| true,
+            &[1, 2, 9],
         );
         let p = &got[&9];
         assert_eq!((p.packets, p.bytes, p.own_packets), (0, 0, 0));
@@ -291,7 +308,7 @@ mod tests {
             Some(&parked),
             std::iter::empty(),
             [dq(7, 0, &empty), dq(1, 1514, &a)].into_iter(),
-            |_| true,
+            &[1, 7],
         );
         assert_eq!(got.len(), 1);
         let a_got = &got[&1];
@@ -392,7 +409,7 @@ mod tests {
             None,
             std::iter::empty(),
             [dq(1, -1000, &a), dq(2, -995, &b)].into_iter(),
-            |id| id == 1 || id == 2,
+            &[1, 2],
         );
         // A needs 101 refills (to 10), B 100 (to 5); A is visited first
         // each round, so in round 101 A is refilled and B sends. A sends

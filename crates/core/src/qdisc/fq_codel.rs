@@ -25,7 +25,7 @@ use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, FlowKey, Packet};
 use crate::time::Instant;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 /// Default `limit`, packets (`fq_codel_init`, net/sched/sch_fq_codel.c: 10 *
 /// 1024).
@@ -462,6 +462,18 @@ impl FqCodel {
         self.qlen + self.parked.is_some() as u32
     }
 
+    /// The queues of `list` (new_flows or old_flows) as `drr_ahead` runs
+    /// them.
+    fn drr_queues<'a>(&'a self, list: &'a VecDeque<u32>) -> impl Iterator<Item = DrrQueue<'a>> {
+        list.iter()
+            .filter_map(|&i| Some((i, self.flows.get(i as usize)?)))
+            .map(|(i, f)| DrrQueue {
+                id: i,
+                deficit: i64::from(f.deficit),
+                frames: &f.queue,
+            })
+    }
+
     fn class_dump(&self, idx: usize, now: Instant) -> ClassDump {
         let flow = &self.flows[idx];
         let v = &flow.cvars;
@@ -665,23 +677,14 @@ impl Qdisc for FqCodel {
             .map(|i| self.flow_dump(i, now));
         let (mut flows, classes, other_flows) =
             list_flows(listing, active, |b| self.class_dump(b as usize, now));
-        let queues = |list: &'_ VecDeque<u32>| {
-            list.iter()
-                .filter_map(|&i| Some((i, self.flows.get(i as usize)?)))
-                .map(|(i, f)| DrrQueue {
-                    id: i,
-                    deficit: i64::from(f.deficit),
-                    frames: &f.queue,
-                })
-                .collect::<Vec<_>>()
-        };
-        let listed: HashSet<u32> = flows.iter().map(|f| f.bucket).collect();
+        let mut listed: Vec<u32> = flows.iter().map(|f| f.bucket).collect();
+        listed.sort_unstable();
         let mut ahead = drr_ahead(
             self.quantum,
             self.parked.as_ref(),
-            queues(&self.new_flows).into_iter(),
-            queues(&self.old_flows).into_iter(),
-            |id| listed.contains(&id),
+            self.drr_queues(&self.new_flows),
+            self.drr_queues(&self.old_flows),
+            &listed,
         );
         for f in &mut flows {
             f.ahead = ahead.remove(&f.bucket);

@@ -24,7 +24,7 @@ use crate::time::{Instant, NS_PER_SEC};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 /// `SFQ_MAX_DEPTH`: default and maximum frames per slot (and default limit).
 pub const MAX_DEPTH: u32 = 127;
@@ -596,7 +596,8 @@ impl Qdisc for Sfq {
             }
         };
         let (mut flows, classes, other_flows) = list_flows(listing, active, class_of);
-        let listed: HashSet<u32> = flows.iter().map(|f| f.bucket).collect();
+        let mut listed: Vec<u32> = flows.iter().map(|f| f.bucket).collect();
+        listed.sort_unstable();
         let mut ahead = drr_ahead(
             self.quantum,
             self.parked.as_ref(),
@@ -606,7 +607,7 @@ impl Qdisc for Sfq {
                 deficit: i64::from(s.allot),
                 frames: &s.queue,
             }),
-            |id| listed.contains(&id),
+            &listed,
         );
         for f in &mut flows {
             f.ahead = ahead.remove(&f.bucket);
