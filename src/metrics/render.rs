@@ -108,7 +108,8 @@ impl Families {
 pub const METRIC_FLOWS: usize = 8;
 
 /// Frames and bytes of the flow of `hash` in every queue of the path (the
-/// qdisc tree, the TX ring, the wire), as its snapshot lists them.
+/// qdisc tree, the requeue slot, the TX ring, the wire, RX held), as its
+/// snapshot lists them.
 fn queued(p: &PathSnapshot, hash: u32) -> (u64, u64) {
     let mut sum = (0u64, 0u64);
     let mut add = |packets: u64, bytes: u64| {
@@ -127,7 +128,7 @@ fn queued(p: &PathSnapshot, hash: u32) -> (u64, u64) {
         }
         stack.extend(q.children.iter());
     }
-    for o in [&p.ring_flows, &p.wire_flows] {
+    for o in p.link_queues() {
         for f in o.flows.iter().filter(|f| f.hash == hash) {
             add(u64::from(f.packets), f.bytes);
         }

@@ -182,6 +182,10 @@ pub struct DirReport {
     pub ring_flows: QueueOccupancy,
     /// The flows of the frames on the wire (the delay line) at the end.
     pub wire_flows: QueueOccupancy,
+    /// The flows of the frames in the driver's requeue slot at the end.
+    pub requeued_flows: QueueOccupancy,
+    /// The flows of the frames held by RX coalescing at the end.
+    pub rx_flows: QueueOccupancy,
     /// What the path's flow meter counted per flow (every tracked flow,
     /// highest rate over the last second first) and for the others.
     pub link_flows: Vec<FlowTraffic>,
@@ -235,6 +239,8 @@ impl DirReport {
             qdisc: snap.qdisc.clone(),
             ring_flows: snap.ring_flows.clone(),
             wire_flows: snap.wire_flows.clone(),
+            requeued_flows: snap.requeued_flows.clone(),
+            rx_flows: snap.rx_flows.clone(),
             link_flows: snap.flows.clone(),
             other_flows: snap.other_flows.clone(),
             tc,

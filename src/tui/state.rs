@@ -145,8 +145,11 @@ pub struct FlowRow {
     /// The flow queue's bucket; for other queues the flow's hash.
     pub bucket: u32,
     /// Where the flow sits, as the table's queue column says it: `1:b`
-    /// (flow queue b-1 of qdisc 1:), `band 1`, `leaf 1:10`, `ring`, ...
+    /// (flow queue b-1 of qdisc 1:), `root band 1`, `leaf 1:10`, `ring`, ...
     pub queue_label: String,
+    /// The same in at most 8 characters where it can be, for the narrow
+    /// queue column of an 80-column screen: `band 1`, `1:10`, `8001:b1`.
+    pub queue_short: String,
     /// The 5-tuple of one of its frames, if the dump tells it.
     pub flow: Option<FlowKey>,
     /// The classifier's flow hash (what the flow meter is keyed by).
@@ -161,6 +164,10 @@ pub struct FlowRow {
     pub ring: u32,
     /// The flow's frames on the wire (the delay line).
     pub wire: u32,
+    /// The flow's frames in the driver's requeue slot.
+    pub requeued: u32,
+    /// The flow's frames held by RX coalescing at the far end.
+    pub rx_held: u32,
     /// Sojourn time of the head packet, ns.
     pub sojourn_ns: u64,
     /// DRR deficit or SFQ allot, bytes.
@@ -177,12 +184,14 @@ pub struct FlowRow {
     pub throughput_bps: u64,
     /// What the flow meter counted for the flow (drops by reason).
     pub traffic: Option<FlowTraffic>,
-    /// What stands ahead of the flow's newest frame in its queue (queues
-    /// served in order only, not flow queues), and the time that takes to
-    /// drain, with the TX ring's bytes behind it, at the direction's
-    /// delivered rate (the line rate before there is one), ns.
+    /// What is served before the flow's newest frame in its qdisc: the
+    /// frames ahead of it in a queue served in order, or what the round
+    /// robin sends first for a flow queue (`Ahead::drr`). None on the wire
+    /// and in RX coalescing, where frames do not wait for each other.
     pub ahead: Option<Ahead>,
-    /// The time `ahead` takes to drain at that rate, ns.
+    /// The time `ahead`, with what the link sends before the qdisc's
+    /// frames (the TX ring, the requeue slot), takes to drain at the
+    /// direction's delivered rate (the line rate before there is one), ns.
     pub ahead_delay_ns: u64,
     /// When the queue was last seen holding the flow, for a row kept
     /// (dimmed) for `GONE_KEEP_NS` after its queue emptied.
@@ -875,6 +884,7 @@ impl DirState {
                     queue: None,
                     bucket: f.bucket,
                     queue_label: handle_id(q.handle | f.bucket.wrapping_add(1), true),
+                    queue_short: handle_id(q.handle | f.bucket.wrapping_add(1), true),
                     flow: f.flow,
                     hash: f.hash,
                     backlog: f.backlog,
@@ -882,6 +892,8 @@ impl DirState {
                     share_permille: crate::qdisc::dump::permille(f.backlog, q.stats.backlog),
                     ring: 0,
                     wire: 0,
+                    requeued: 0,
+                    rx_held: 0,
                     sojourn_ns: f.head_sojourn_ns,
                     deficit: f.deficit,
                     codel_count: f.codel_count,
@@ -890,7 +902,7 @@ impl DirState {
                     ecn_marks: f.ecn_marks,
                     throughput_bps: 0,
                     traffic: None,
-                    ahead: None,
+                    ahead: f.ahead.clone(),
                     ahead_delay_ns: 0,
                     gone_since: None,
                 };
@@ -910,29 +922,30 @@ impl DirState {
                     max_head_sojourn_ns: o.others.oldest_sojourn_ns,
                     ..FlowSummary::default()
                 });
-                let label = match o.queue {
-                    QueueId::Leaf(_) => o.queue.label(),
-                    _ => format!("{at} {}", o.queue.label()),
-                };
+                let label = queue_labels(&at, o.queue);
                 self.flows.extend(occupancy_rows(q.handle, o, &label));
             }
             stack.extend(q.children.iter());
         }
-        // The ring and the wire: counts on the flow's rows, and rows of
-        // their own for flows with no frame in the qdisc.
-        for o in [&cur.ring_flows, &cur.wire_flows] {
+        // The link's queues (requeue slot, ring, wire, RX held): counts on
+        // the flow's rows, and rows of their own for flows with no frame
+        // in the qdisc.
+        for o in cur.link_queues() {
             for f in &o.flows {
                 let rows = self.flows.iter_mut().filter(|r| r.hash == f.hash);
                 let mut found = false;
                 for r in rows {
                     found = true;
-                    match o.queue {
-                        QueueId::Ring => r.ring += f.packets,
-                        _ => r.wire += f.packets,
-                    }
+                    let count = match o.queue {
+                        QueueId::Requeued => &mut r.requeued,
+                        QueueId::Ring => &mut r.ring,
+                        QueueId::Wire => &mut r.wire,
+                        _ => &mut r.rx_held,
+                    };
+                    *count += f.packets;
                 }
                 if !found {
-                    let label = o.queue.label();
+                    let label = queue_labels("", o.queue);
                     let single = QueueOccupancy {
                         flows: vec![f.clone()],
                         ..o.clone()
@@ -948,22 +961,29 @@ impl DirState {
             r => r,
         };
         for r in &mut self.flows {
-            let behind_ring = match r.queue {
-                Some(QueueId::Ring | QueueId::Wire) => 0,
-                _ => cur.ring_bytes,
+            // The ring goes before the requeue slot, which goes before the
+            // qdisc.
+            let before = match r.queue {
+                Some(QueueId::Ring | QueueId::Wire | QueueId::RxHeld) => 0,
+                Some(QueueId::Requeued) => cur.ring_bytes,
+                _ => cur.ring_bytes.saturating_add(cur.requeued_flows.bytes),
             };
             r.ahead_delay_ns = match (&r.ahead, rate_bps) {
                 (Some(a), rate) if rate > 0 => {
-                    let bits = u128::from(a.bytes + behind_ring) * 8;
+                    let bits = u128::from(a.bytes.saturating_add(before)) * 8;
                     (bits * u128::from(NS_PER_SEC) / u128::from(rate)) as u64
                 }
                 _ => 0,
             };
         }
         // Rows whose queue emptied: kept a while, dimmed, with the meter's
-        // current rate.
+        // current rate (not a parked frame's: one frame that a peek took
+        // out, a different flow's from one instant to the next).
         let seen: HashSet<_> = self.flows.iter().map(FlowRow::key).collect();
-        for mut r in old.into_iter().filter(|r| !seen.contains(&r.key())) {
+        let gone = old
+            .into_iter()
+            .filter(|r| !seen.contains(&r.key()) && r.queue != Some(QueueId::Parked));
+        for mut r in gone {
             let since = r.gone_since.unwrap_or(cur.at);
             if cur.at.saturating_since(since) >= GONE_KEEP_NS {
                 continue;
@@ -975,6 +995,8 @@ impl DirState {
             r.share_permille = 0;
             r.ring = 0;
             r.wire = 0;
+            r.requeued = 0;
+            r.rx_held = 0;
             r.sojourn_ns = 0;
             r.ahead = None;
             r.ahead_delay_ns = 0;
@@ -1062,20 +1084,50 @@ impl DirState {
     }
 }
 
+/// The long and the short label of `queue` of the qdisc named `at`
+/// (`root`, `8001:`, `1:10` for a hidden default qdisc; empty for the
+/// link's own queues): `root band 1` and `band 1`, `8001: parked` and
+/// `parked`, `leaf 1:10` and `1:10`, `ring` and `ring`.
+fn queue_labels(at: &str, queue: QueueId) -> (String, String) {
+    const SHORT: usize = 8;
+    let word = queue.label();
+    let long = if at.is_empty() {
+        word.clone()
+    } else {
+        format!("{at} {word}")
+    };
+    let short = match queue {
+        QueueId::Leaf(classid) => return (word, handle_id(classid, true)),
+        // The root's queues and the link's go by their own name.
+        _ if at.is_empty() || at == "root" => word,
+        QueueId::Band(b) => format!("{at}b{b}"),
+        _ => {
+            let joined = format!("{at}{word}");
+            if joined.chars().count() <= SHORT {
+                joined
+            } else {
+                word
+            }
+        }
+    };
+    (long, short)
+}
+
 /// The rows of the flows in queue `o` of qdisc `qdisc` (the listed ones;
 /// the others are added to no row: the table's aggregate row counts them
-/// from the queue totals).
+/// from the queue totals); `label` its long and short label.
 fn occupancy_rows<'a>(
     qdisc: Handle,
     o: &'a QueueOccupancy,
-    label: &'a str,
+    label: &'a (String, String),
 ) -> impl Iterator<Item = FlowRow> + 'a {
     o.flows.iter().map(move |f| {
         let mut row = FlowRow {
             qdisc,
             queue: Some(o.queue),
             bucket: f.hash,
-            queue_label: label.to_string(),
+            queue_label: label.0.clone(),
+            queue_short: label.1.clone(),
             flow: Some(f.flow),
             hash: f.hash,
             backlog: f.bytes,
@@ -1083,6 +1135,8 @@ fn occupancy_rows<'a>(
             share_permille: f.share_permille,
             ring: 0,
             wire: 0,
+            requeued: 0,
+            rx_held: 0,
             sojourn_ns: f.oldest_sojourn_ns,
             deficit: 0,
             codel_count: 0,
@@ -1092,8 +1146,8 @@ fn occupancy_rows<'a>(
             throughput_bps: 0,
             traffic: None,
             // Frames ahead on the wire do not delay it: they propagate
-            // side by side.
-            ahead: (o.queue != QueueId::Wire).then(|| f.ahead.clone()),
+            // side by side; RX coalescing hands them over as one batch.
+            ahead: (!matches!(o.queue, QueueId::Wire | QueueId::RxHeld)).then(|| f.ahead.clone()),
             ahead_delay_ns: 0,
             gone_since: None,
         };

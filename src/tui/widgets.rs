@@ -399,9 +399,12 @@ fn fmt_share(permille: u32) -> String {
 /// (the top rows by the sort key when the selection is at the top), one
 /// aggregate row for every other flow (rows off the window and the flows
 /// the daemon's bounded snapshot did not list), and a detail line for the
-/// selected flow (its queue state first, so that CoDel's count, ldelay
-/// and drop_next fit at 80 columns, then the whole flow). Work is bounded
-/// by the window, plus one pass summing the rest.
+/// selected flow: what stands before its newest frame and how long that
+/// takes (the head of line), its queue state (CoDel's count, ldelay and
+/// drop_next for an fq_codel queue), its frames in the link's queues and
+/// the whole flow; the head of line gets a line of its own when the area
+/// has one to spare. Work is bounded by the window, plus one pass summing
+/// the rest.
 pub struct FlowTable<'a> {
     /// The rows, sorted.
     pub rows: &'a [FlowRow],
@@ -496,9 +499,14 @@ impl Widget for FlowTable<'_> {
             } else {
                 "-".into()
             };
+            let queue = if r.queue_label.chars().count() > cols.queue {
+                &r.queue_short
+            } else {
+                &r.queue_label
+            };
             let text = cols.line([
                 &label,
-                &r.queue_label,
+                queue,
                 &fmt_bytes(r.backlog),
                 &r.qlen.to_string(),
                 &fmt_share(r.share_permille),
@@ -556,14 +564,17 @@ impl Widget for FlowTable<'_> {
                 .map_or_else(|| "unknown flow".into(), super::state::flow_label);
             let state = match r.queue {
                 Some(_) => format!("{}p in {}", r.qlen, r.queue_label),
-                None => self.selected_xstats.clone().unwrap_or_else(|| {
-                    format!(
-                        "deficit {} codel count {}{}",
-                        r.deficit,
-                        r.codel_count,
-                        if r.dropping { " dropping" } else { "" }
-                    )
-                }),
+                None => {
+                    let xstats = self.selected_xstats.clone().unwrap_or_else(|| {
+                        format!(
+                            "deficit {} codel count {}{}",
+                            r.deficit,
+                            r.codel_count,
+                            if r.dropping { " dropping" } else { "" }
+                        )
+                    });
+                    format!("{xstats}  {}", r.queue_label)
+                }
             };
             let drops: String = r
                 .traffic
@@ -571,43 +582,85 @@ impl Widget for FlowTable<'_> {
                 .flat_map(|t| &t.drops)
                 .map(|(reason, n)| format!(" {} {n}", reason.name()))
                 .collect();
-            let head = match &r.ahead {
-                Some(a) if a.packets > 0 => {
-                    let who: Vec<String> = a
-                        .flows
-                        .iter()
-                        .map(|f| format!("{} {}p", f.flow, f.packets))
-                        .collect();
-                    format!(
-                        "  newest frame behind {}p {} ({}) ≈{}",
-                        a.packets,
-                        fmt_bytes(a.bytes),
-                        who.join(", "),
-                        fmt_us(r.ahead_delay_ns / 1000)
-                    )
+            let link: String = [
+                ("ring", r.ring),
+                ("wire", r.wire),
+                ("requeued", r.requeued),
+                ("rx held", r.rx_held),
+            ]
+            .iter()
+            .filter(|(name, n)| *n > 0 || matches!(*name, "ring" | "wire"))
+            .map(|(name, n)| format!("{name} {n}p"))
+            .collect::<Vec<_>>()
+            .join(" ");
+            let number = format!(
+                "#{} of {}{}:",
+                self.selected + 1,
+                self.rows.len(),
+                if self.unlisted.flows > 0 {
+                    " listed"
+                } else {
+                    ""
+                },
+            );
+            let rest = format!(
+                "{state}  {link}{}{drops}  {label}",
+                if drops.is_empty() { "" } else { "  dropped" },
+            );
+            // The head of line first; on a line of its own when the area
+            // has a line to spare.
+            let head = head_of_line(r);
+            let spare = (area.height as usize).saturating_sub(lines.len()) >= 2;
+            match head {
+                Some(h) if spare => {
+                    lines.push(Line::styled(format!("{number} {rest}"), LABEL));
+                    lines.push(Line::styled(format!("  head of line: {h}"), LABEL));
                 }
-                _ => String::new(),
-            };
-            lines.push(Line::styled(
-                format!(
-                    "#{} of {}{}: {state}{head}  {}  ring {}p wire {}p{}{drops}  {label}",
-                    self.selected + 1,
-                    self.rows.len(),
-                    if self.unlisted.flows > 0 {
-                        " listed"
-                    } else {
-                        ""
-                    },
-                    r.queue_label,
-                    r.ring,
-                    r.wire,
-                    if drops.is_empty() { "" } else { "  dropped" },
-                ),
-                LABEL,
-            ));
+                Some(h) => lines.push(Line::styled(format!("{number} {h} | {rest}"), LABEL)),
+                None => lines.push(Line::styled(format!("{number} {rest}"), LABEL)),
+            }
         }
         Paragraph::new(lines).render(area, buf);
     }
+}
+
+/// What stands before the row's newest frame and how long that takes at
+/// the direction's rate: `new flow: served next, after 1p 1.5KB ≈1.2ms`
+/// (a flow queue on fq_codel's new list with no other queue before it),
+/// `newest after 27p 40KB ≈32.0ms (own 26p, 3 queues, 2 rounds)` (a flow
+/// queue), `newest behind 623p 913KB ≈730ms (A 200p, B 113p)` (a queue
+/// served in order). None where nothing is worked out (the wire, RX held).
+fn head_of_line(r: &FlowRow) -> Option<String> {
+    let a = r.ahead.as_ref()?;
+    let delay = fmt_us(r.ahead_delay_ns / 1000);
+    let size = format!("{}p {}", a.packets, fmt_bytes(a.bytes));
+    Some(match a.drr {
+        Some(t) if t.new_flow && t.queues == 0 => {
+            format!("new flow: served next, after {size} ≈{delay}")
+        }
+        Some(t) => format!(
+            "newest after {size} ≈{delay} (own {}p, {} queue{}, {} round{}{})",
+            a.own_packets,
+            t.queues,
+            if t.queues == 1 { "" } else { "s" },
+            t.rounds,
+            if t.rounds == 1 { "" } else { "s" },
+            if t.new_flow { ", new flow" } else { "" },
+        ),
+        None => {
+            let who: Vec<String> = a
+                .flows
+                .iter()
+                .map(|f| format!("{} {}p", f.flow, f.packets))
+                .collect();
+            let who = if who.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", who.join(", "))
+            };
+            format!("newest behind {size} ≈{delay}{who}")
+        }
+    })
 }
 
 /// One labelled sparkline per series: latency, queue length, throughput of

@@ -16,7 +16,8 @@ use std::collections::VecDeque;
 pub struct Coalescer<T> {
     usecs: u32,
     max_frames: u32,
-    held: VecDeque<T>,
+    /// The held items, each with the instant it completed.
+    held: VecDeque<(T, Instant)>,
     /// When the first held item arrived.
     first: Option<Instant>,
     /// When the latest item arrived.
@@ -49,6 +50,11 @@ impl<T> Coalescer<T> {
         self.held.len()
     }
 
+    /// The held items, oldest first, each with the instant it completed.
+    pub fn queued(&self) -> impl Iterator<Item = (&T, Instant)> + Clone {
+        self.held.iter().map(|(item, at)| (item, *at))
+    }
+
     /// Whether nothing is held.
     pub fn is_empty(&self) -> bool {
         self.held.is_empty()
@@ -60,7 +66,7 @@ impl<T> Coalescer<T> {
             self.first = Some(now);
         }
         self.last = now;
-        self.held.push_back(item);
+        self.held.push_back((item, now));
     }
 
     fn frames_reached(&self) -> bool {
@@ -87,7 +93,7 @@ impl<T> Coalescer<T> {
     /// and returns the time it fired.
     pub fn fire(&mut self, now: Instant, mut sink: impl FnMut(T)) -> Option<Instant> {
         let at = self.next_event().filter(|t| *t <= now)?;
-        for item in self.held.drain(..) {
+        for (item, _) in self.held.drain(..) {
             sink(item);
         }
         self.first = None;

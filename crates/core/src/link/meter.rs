@@ -6,7 +6,9 @@
 //!
 //! The table is fixed-capacity open addressing allocated once (`FLOWS`
 //! entries, linear probing over at most `PROBES` of them), so counting a
-//! frame is O(1) and never allocates. A flow that finds no free entry is
+//! frame is O(1) and never allocates. What a probe reads (the hash and the
+//! second last seen) is kept apart from the counters, 8 bytes an entry, so
+//! a lookup reads one or two cache lines however many entries it probes. A flow that finds no free entry is
 //! counted in the `others` entry; an entry idle for `STALE_SECS` is handed
 //! to the next new flow that probes it, its counts folded into `others`
 //! first, so totals are never lost: the entries plus `others` always sum
@@ -25,14 +27,27 @@ pub const PROBES: usize = 8;
 /// Seconds without a frame after which an entry may be reused.
 pub const STALE_SECS: u64 = 10;
 
+/// What a probe reads of an entry.
+#[derive(Clone, Copy, Debug, Default)]
+struct Key {
+    /// The flow's hash.
+    hash: u32,
+    /// 1 + the last second (of `Instant`) the entry counted a frame in;
+    /// 0: the entry is unused.
+    seen: u32,
+}
+
+impl Key {
+    /// `Key::seen` for second `sec`.
+    fn seen_at(sec: u64) -> u32 {
+        (sec.min(u64::from(u32::MAX - 1)) + 1) as u32
+    }
+}
+
 /// One flow's counters.
 #[derive(Clone, Copy, Debug, Default)]
 struct Entry {
-    used: bool,
-    hash: u32,
     flow: FlowKey,
-    /// The last second (of `Instant`) the entry counted a frame in.
-    seen_sec: u64,
     packets: u64,
     bytes: u64,
     marks: u64,
@@ -86,10 +101,10 @@ impl Entry {
         }
     }
 
-    fn traffic(&self, now: Instant) -> FlowTraffic {
+    fn traffic(&self, hash: u32, now: Instant) -> FlowTraffic {
         FlowTraffic {
             flow: self.flow,
-            hash: self.hash,
+            hash,
             packets: self.packets,
             bytes: self.bytes,
             rate_bps: self.rate_bps(now),
@@ -108,6 +123,8 @@ impl Entry {
 /// hash.
 #[derive(Clone, Debug)]
 pub struct FlowMeter {
+    /// What probes read, entry by entry.
+    keys: Box<[Key]>,
     entries: Box<[Entry]>,
     /// Flows with no entry, and the counts of reused entries.
     others: Entry,
@@ -125,6 +142,7 @@ impl FlowMeter {
     /// An empty meter with its table allocated (no allocation later).
     pub fn new() -> FlowMeter {
         FlowMeter {
+            keys: vec![Key::default(); FLOWS].into_boxed_slice(),
             entries: vec![Entry::default(); FLOWS].into_boxed_slice(),
             others: Entry::default(),
             tracked: 0,
@@ -135,20 +153,21 @@ impl FlowMeter {
     /// stale one it takes over, else `others`.
     fn entry(&mut self, pkt: &Packet, sec: u64) -> &mut Entry {
         let hash = pkt.meta.hash;
+        let seen = Key::seen_at(sec);
         let home = hash as usize & (FLOWS - 1);
         let mut free = None;
         for i in 0..PROBES {
             let at = (home + i) & (FLOWS - 1);
-            let e = &self.entries[at];
-            if !e.used {
+            let k = self.keys[at];
+            if k.seen == 0 {
                 free = free.or(Some(at));
                 break;
             }
-            if e.hash == hash {
-                self.entries[at].seen_sec = sec;
+            if k.hash == hash {
+                self.keys[at].seen = seen;
                 return &mut self.entries[at];
             }
-            if free.is_none() && sec.saturating_sub(e.seen_sec) > STALE_SECS {
+            if free.is_none() && u64::from(seen.saturating_sub(k.seen)) > STALE_SECS {
                 free = Some(at);
             }
         }
@@ -156,16 +175,14 @@ impl FlowMeter {
             return &mut self.others;
         };
         let old = std::mem::take(&mut self.entries[at]);
-        if old.used {
+        if self.keys[at].seen != 0 {
             self.others.fold(&old);
         } else {
             self.tracked += 1;
         }
+        self.keys[at] = Key { hash, seen };
         self.entries[at] = Entry {
-            used: true,
-            hash,
             flow: pkt.meta.flow,
-            seen_sec: sec,
             win_sec: sec,
             ..Entry::default()
         };
@@ -191,29 +208,38 @@ impl FlowMeter {
     pub fn lookup(&self, hash: u32, now: Instant) -> Option<FlowTraffic> {
         let home = hash as usize & (FLOWS - 1);
         (0..PROBES)
-            .map(|i| &self.entries[(home + i) & (FLOWS - 1)])
-            .take_while(|e| e.used)
-            .find(|e| e.hash == hash)
-            .map(|e| e.traffic(now))
+            .map(|i| (home + i) & (FLOWS - 1))
+            .take_while(|&at| self.keys[at].seen != 0)
+            .find(|&at| self.keys[at].hash == hash)
+            .map(|at| self.entries[at].traffic(hash, now))
     }
 
     /// The `n` tracked flows with the highest rate over the last second
     /// (then the most bytes, then the lowest hash), and everything else
     /// summed up (the untracked flows and the tracked ones left out).
     pub fn top(&self, n: usize, now: Instant) -> (Vec<FlowTraffic>, FlowTraffic) {
-        let mut used: Vec<&Entry> = self.entries.iter().filter(|e| e.used).collect();
-        used.sort_unstable_by_key(|e| (Reverse(e.rate_bps(now)), Reverse(e.bytes), e.hash));
+        let mut used: Vec<(u32, &Entry)> = self
+            .keys
+            .iter()
+            .zip(self.entries.iter())
+            .filter(|(k, _)| k.seen != 0)
+            .map(|(k, e)| (k.hash, e))
+            .collect();
+        used.sort_unstable_by_key(|(hash, e)| (Reverse(e.rate_bps(now)), Reverse(e.bytes), *hash));
         let mut rest = self.others;
         let mut rest_rate = self.others.rate_bps(now);
-        for e in used.iter().skip(n) {
+        for (_, e) in used.iter().skip(n) {
             rest.fold(e);
             rest_rate += e.rate_bps(now);
         }
-        let mut others = rest.traffic(now);
+        let mut others = rest.traffic(0, now);
         others.flow = FlowKey::default();
-        others.hash = 0;
         others.rate_bps = rest_rate;
-        let listed = used.iter().take(n).map(|e| e.traffic(now)).collect();
+        let listed = used
+            .iter()
+            .take(n)
+            .map(|(hash, e)| e.traffic(*hash, now))
+            .collect();
         (listed, others)
     }
 

@@ -205,6 +205,15 @@ pub struct PathSnapshot {
     /// waiting since it left the serializer.
     #[serde(default)]
     pub wire_flows: QueueOccupancy,
+    /// The flows of the frames in the requeue slot, each waiting since it
+    /// arrived at the path (they count in the root's qlen and backlog, as
+    /// tc shows them, but are in no qdisc queue's `occupancy`).
+    #[serde(default = "requeued_queue")]
+    pub requeued_flows: QueueOccupancy,
+    /// The flows of the frames held by RX coalescing, each waiting since
+    /// it arrived at the far end.
+    #[serde(default = "rx_queue")]
+    pub rx_flows: QueueOccupancy,
     /// The flow meter's flows with the highest rate over the last second
     /// (as many as the listing's bound; all tracked ones for
     /// `FlowListing::All`), empty with the meter off.
@@ -227,7 +236,33 @@ pub struct PathSnapshot {
 /// (a rate typed as 100 for 100mbit): reports say so.
 pub const STALL_NS: u64 = crate::time::NS_PER_SEC;
 
+fn requeued_queue() -> QueueOccupancy {
+    QueueOccupancy {
+        queue: QueueId::Requeued,
+        ..QueueOccupancy::default()
+    }
+}
+
+fn rx_queue() -> QueueOccupancy {
+    QueueOccupancy {
+        queue: QueueId::RxHeld,
+        ..QueueOccupancy::default()
+    }
+}
+
 impl PathSnapshot {
+    /// The link's own queues past the qdisc, in the order a frame goes
+    /// through them: the requeue slot, the TX ring, the wire, RX held.
+    /// With the qdisc tree's queues they hold every frame of `held`.
+    pub fn link_queues(&self) -> [&QueueOccupancy; 4] {
+        [
+            &self.requeued_flows,
+            &self.ring_flows,
+            &self.wire_flows,
+            &self.rx_flows,
+        ]
+    }
+
     /// How long until the frame on the wire leaves, when that is more
     /// than `STALL_NS`: everything behind it waits that long.
     pub fn stall_ns(&self) -> Option<u64> {
@@ -556,6 +591,9 @@ impl Path {
         self.annotate(&mut qdisc, now);
         let ring_flows = self.occupancy(QueueId::Ring, self.serializer.queued(), now);
         let wire_flows = self.occupancy(QueueId::Wire, self.delay.queued(), now);
+        let requeued = self.requeued.iter().map(|p| (p, p.meta.arrival));
+        let requeued_flows = self.occupancy(QueueId::Requeued, requeued, now);
+        let rx_flows = self.occupancy(QueueId::RxHeld, self.rx.queued(), now);
         let bound = match listing {
             FlowListing::All => usize::MAX,
             FlowListing::Top(n) => n,
@@ -587,6 +625,8 @@ impl Path {
             transit: self.transit.summary(),
             ring_flows,
             wire_flows,
+            requeued_flows,
+            rx_flows,
             flows,
             other_flows,
             flows_tracked: self.meter.as_ref().map_or(0, |m| m.tracked()),

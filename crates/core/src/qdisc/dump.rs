@@ -266,6 +266,11 @@ pub struct FlowDump {
     /// path; `None` with the meter off or when the flow is not tracked).
     #[serde(default)]
     pub traffic: Option<FlowTraffic>,
+    /// What the discipline serves before the queue's newest frame, from
+    /// its queued frames and DRR state at the dump (`qdisc::drr_ahead`);
+    /// `None` for an empty queue.
+    #[serde(default)]
+    pub ahead: Option<Ahead>,
 }
 
 /// Which of a qdisc's own queues (or of the link's stages) an occupancy
@@ -303,6 +308,12 @@ pub enum QueueId {
     Ring,
     /// The delay line: frames in propagation ("on the wire").
     Wire,
+    /// The driver's requeue slot: frames it refused (`NETDEV_TX_BUSY`),
+    /// sent again before anything of the qdisc.
+    Requeued,
+    /// Frames arrived at the far end, held by RX interrupt coalescing until
+    /// they are delivered.
+    RxHeld,
 }
 
 impl QueueId {
@@ -316,6 +327,8 @@ impl QueueId {
             QueueId::Leaf(classid) => format!("leaf {:x}:{:x}", classid >> 16, classid & 0xFFFF),
             QueueId::Ring => "ring".into(),
             QueueId::Wire => "wire".into(),
+            QueueId::Requeued => "requeued".into(),
+            QueueId::RxHeld => "rx held".into(),
         }
     }
 }
@@ -344,9 +357,13 @@ pub struct FlowOccupancy {
     pub traffic: Option<FlowTraffic>,
 }
 
-/// The frames ahead of a flow's newest frame in a queue served in order:
-/// how many, their bytes, and the `AHEAD_FLOWS` flows with the most bytes
-/// among them (the flow itself included, if its older frames are there).
+/// The frames served before a flow's newest frame: in a queue served in
+/// order, the frames ahead of it (and, in pfifo_fast, every frame of the
+/// bands served first); in a flow queue, what the discipline's deficit
+/// round robin sends before it (`drr`). How many, their bytes, the flow's
+/// own older frames among them, and the `AHEAD_FLOWS` flows (for flow
+/// queues: queues) with the most bytes among them (the flow itself
+/// included, if its older frames are there).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Ahead {
     /// Frames ahead of the flow's newest frame.
@@ -355,6 +372,33 @@ pub struct Ahead {
     pub bytes: u64,
     /// The flows with the most bytes among them, most first.
     pub flows: Vec<AheadFlow>,
+    /// Of those frames, the flow's own (older frames of the same flow, or
+    /// of the same flow queue).
+    #[serde(default)]
+    pub own_packets: u32,
+    /// Their bytes.
+    #[serde(default)]
+    pub own_bytes: u64,
+    /// For a flow queue, how the scheduler reaches the newest frame.
+    #[serde(default)]
+    pub drr: Option<DrrTurn>,
+}
+
+/// How a DRR scheduler (fq_codel, SFQ) reaches a flow queue's newest
+/// frame, as `qdisc::drr_ahead` works it out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DrrTurn {
+    /// The queue is on fq_codel's new-flows list: it is served before
+    /// every queue on the old list, for one quantum.
+    pub new_flow: bool,
+    /// Other flow queues that send at least one frame before it.
+    pub queues: u32,
+    /// Rounds the queue waits for: how often it uses up its deficit and
+    /// goes to the back of the round (getting a fresh quantum) before its
+    /// newest frame leaves. 0: within the credit it has now.
+    pub rounds: u32,
+    /// The quantum each queue gets per round, bytes.
+    pub quantum: u32,
 }
 
 /// One flow's frames ahead of another's newest frame.
@@ -414,6 +458,18 @@ impl QueueOccupancy {
         queued: impl Iterator<Item = (&'a Packet, Instant)> + Clone,
         now: Instant,
     ) -> QueueOccupancy {
+        QueueOccupancy::of_behind(queue, queued, std::iter::empty(), now)
+    }
+
+    /// `of` for a queue served only after the frames of `before` (in
+    /// pfifo_fast, the bands of higher priority): they count in every
+    /// flow's `ahead`, not in the queue.
+    pub fn of_behind<'a>(
+        queue: QueueId,
+        queued: impl Iterator<Item = (&'a Packet, Instant)> + Clone,
+        before: impl Iterator<Item = &'a Packet>,
+        now: Instant,
+    ) -> QueueOccupancy {
         let mut by_hash: HashMap<u32, FlowOccupancy> = HashMap::new();
         let mut newest: HashMap<u32, usize> = HashMap::new();
         let (mut packets, mut bytes) = (0u32, 0u64);
@@ -450,19 +506,7 @@ impl QueueOccupancy {
             .collect();
         let mut cum: HashMap<u32, AheadFlow> = HashMap::new();
         let mut ahead = (0u32, 0u64);
-        for (i, (p, _)) in queued.enumerate() {
-            if listed_at.is_empty() {
-                break;
-            }
-            if let Some(row) = listed_at.remove(&i) {
-                let mut by_bytes: Vec<&AheadFlow> = cum.values().collect();
-                by_bytes.sort_unstable_by_key(|a| (Reverse(a.bytes), a.hash));
-                flows[row].ahead = Ahead {
-                    packets: ahead.0,
-                    bytes: ahead.1,
-                    flows: by_bytes.into_iter().take(AHEAD_FLOWS).cloned().collect(),
-                };
-            }
+        fn count(cum: &mut HashMap<u32, AheadFlow>, ahead: &mut (u32, u64), p: &Packet) {
             let a = cum.entry(p.meta.hash).or_insert_with(|| AheadFlow {
                 flow: p.meta.flow,
                 hash: p.meta.hash,
@@ -472,6 +516,30 @@ impl QueueOccupancy {
             a.bytes += u64::from(p.len);
             ahead.0 += 1;
             ahead.1 += u64::from(p.len);
+        }
+        if !listed_at.is_empty() {
+            for p in before {
+                count(&mut cum, &mut ahead, p);
+            }
+        }
+        for (i, (p, _)) in queued.enumerate() {
+            if listed_at.is_empty() {
+                break;
+            }
+            if let Some(row) = listed_at.remove(&i) {
+                let mut by_bytes: Vec<&AheadFlow> = cum.values().collect();
+                by_bytes.sort_unstable_by_key(|a| (Reverse(a.bytes), a.hash));
+                let own = cum.get(&p.meta.hash);
+                flows[row].ahead = Ahead {
+                    packets: ahead.0,
+                    bytes: ahead.1,
+                    flows: by_bytes.into_iter().take(AHEAD_FLOWS).cloned().collect(),
+                    own_packets: own.map_or(0, |a| a.packets),
+                    own_bytes: own.map_or(0, |a| a.bytes),
+                    drr: None,
+                };
+            }
+            count(&mut cum, &mut ahead, p);
         }
         QueueOccupancy {
             queue,
@@ -490,6 +558,26 @@ impl QueueOccupancy {
         now: Instant,
     ) -> QueueOccupancy {
         QueueOccupancy::of(queue, queued.map(|p| (p, p.meta.enqueue_time)), now)
+    }
+
+    /// The frame a peek parked (`QueueId::Parked`), if one is: empty or
+    /// one queue, for a dump's `occupancy`.
+    pub fn parked(parked: Option<&Packet>, now: Instant) -> Vec<QueueOccupancy> {
+        parked
+            .map(|p| QueueOccupancy::of_qdisc(QueueId::Parked, std::iter::once(p), now))
+            .into_iter()
+            .collect()
+    }
+
+    /// `of_qdisc` for a queue served after the frames of `before`.
+    pub fn of_qdisc_behind<'a>(
+        queue: QueueId,
+        queued: impl Iterator<Item = &'a Packet> + Clone,
+        before: impl Iterator<Item = &'a Packet>,
+        now: Instant,
+    ) -> QueueOccupancy {
+        let queued = queued.map(|p| (p, p.meta.enqueue_time));
+        QueueOccupancy::of_behind(queue, queued, before, now)
     }
 }
 

@@ -12,8 +12,10 @@ use super::codel::{
     codel_to_us, us_to_codel, CodelParams, CodelQueue, CodelStats, CodelVars,
     CODEL_DISABLED_THRESHOLD,
 };
+use super::drr_ahead::{drr_ahead, DrrQueue};
 use super::dump::{
-    list_flows, ClassDump, FlowDump, FlowListing, FqCodelClassXstats, FqCodelXstats, Xstats,
+    list_flows, ClassDump, FlowDump, FlowListing, FqCodelClassXstats, FqCodelXstats,
+    QueueOccupancy, Xstats,
 };
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
@@ -460,6 +462,18 @@ impl FqCodel {
         self.qlen + self.parked.is_some() as u32
     }
 
+    /// The queues of `list` (new_flows or old_flows) as `drr_ahead` runs
+    /// them.
+    fn drr_queues<'a>(&'a self, list: &'a VecDeque<u32>) -> impl Iterator<Item = DrrQueue<'a>> {
+        list.iter()
+            .filter_map(|&i| Some((i, self.flows.get(i as usize)?)))
+            .map(|(i, f)| DrrQueue {
+                id: i,
+                deficit: i64::from(f.deficit),
+                frames: &f.queue,
+            })
+    }
+
     fn class_dump(&self, idx: usize, now: Instant) -> ClassDump {
         let flow = &self.flows[idx];
         let v = &flow.cvars;
@@ -507,6 +521,7 @@ impl FqCodel {
             sent_bytes: info.sent_bytes,
             hash: super::dump::flow_queue_hash(flow.queue.front(), info.key),
             traffic: None,
+            ahead: None,
         }
     }
 }
@@ -660,8 +675,20 @@ impl Qdisc for FqCodel {
             .map(|&i| i as usize)
             .filter(|&i| i < self.flows.len())
             .map(|i| self.flow_dump(i, now));
-        let (flows, classes, other_flows) =
+        let (mut flows, classes, other_flows) =
             list_flows(listing, active, |b| self.class_dump(b as usize, now));
+        let mut listed: Vec<u32> = flows.iter().map(|f| f.bucket).collect();
+        listed.sort_unstable();
+        let mut ahead = drr_ahead(
+            self.quantum,
+            self.parked.as_ref(),
+            self.drr_queues(&self.new_flows),
+            self.drr_queues(&self.old_flows),
+            &listed,
+        );
+        for f in &mut flows {
+            f.ahead = ahead.remove(&f.bucket);
+        }
         QdiscDump {
             kind: "fq_codel".into(),
             handle: self.handle,
@@ -673,7 +700,7 @@ impl Qdisc for FqCodel {
             children: Vec::new(),
             flows,
             other_flows,
-            occupancy: Vec::new(),
+            occupancy: QueueOccupancy::parked(self.parked.as_ref(), now),
         }
     }
 

@@ -11,10 +11,13 @@
 //! its constructor; `request.rs` is a tc request as rtnetlink carries it;
 //! `tree.rs` edits a device's tree by such requests; `noop.rs` is what a
 //! deleted child leaves where the kernel grafts nothing; `dump.rs` is the data `tc -s -d show`, the TUI
-//! and the control socket read.
+//! and the control socket read; `drr_ahead.rs` works out, for that data,
+//! what fq_codel's and SFQ's round robin sends before a flow queue's newest
+//! frame.
 
 pub mod codel;
 pub mod codel_qdisc;
+pub mod drr_ahead;
 pub mod dump;
 pub mod fifo;
 pub mod fq_codel;

@@ -141,7 +141,12 @@ impl Qdisc for PfifoFast {
                 .bands
                 .iter()
                 .enumerate()
-                .map(|(b, q)| QueueOccupancy::of_qdisc(QueueId::Band(b as u8), q.iter(), now))
+                .map(|(b, q)| {
+                    // A band is served only once the bands before it are
+                    // empty: their frames stand ahead of all of its own.
+                    let before = self.bands[..b].iter().flatten();
+                    QueueOccupancy::of_qdisc_behind(QueueId::Band(b as u8), q.iter(), before, now)
+                })
                 .collect(),
             ..QdiscDump::default()
         }

@@ -9,7 +9,10 @@
 //! of the calls) and queued frames are rehashed, keeping per-flow order. No RED
 //! (`redflowlimit`) support.
 
-use super::dump::{list_flows, ClassDump, FlowDump, FlowListing, SfqXstats, Xstats};
+use super::drr_ahead::{drr_ahead, DrrQueue};
+use super::dump::{
+    list_flows, ClassDump, FlowDump, FlowListing, QueueOccupancy, SfqXstats, Xstats,
+};
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
 use super::{
@@ -429,6 +432,21 @@ impl Sfq {
         }
     }
 
+    /// The active slots in the order the round serves them, from
+    /// `tail.next` (each slot once, however the links read).
+    fn round(&self) -> impl Iterator<Item = &Slot> {
+        let start = self.tail.map(|t| self.slots[t as usize].next);
+        let mut at = start;
+        let mut seen = 0;
+        std::iter::from_fn(move || {
+            let a = at?;
+            let s = self.slots.get(a as usize)?;
+            seen += 1;
+            at = (s.next != start? && seen < self.slots.len()).then_some(s.next);
+            Some(s)
+        })
+    }
+
     /// Active (bucket, slot) pairs in bucket order, as `sfq_walk` visits them.
     fn active(&self) -> impl Iterator<Item = (usize, &Slot)> {
         self.ht
@@ -577,7 +595,23 @@ impl Qdisc for Sfq {
                 ..ClassDump::default()
             }
         };
-        let (flows, classes, other_flows) = list_flows(listing, active, class_of);
+        let (mut flows, classes, other_flows) = list_flows(listing, active, class_of);
+        let mut listed: Vec<u32> = flows.iter().map(|f| f.bucket).collect();
+        listed.sort_unstable();
+        let mut ahead = drr_ahead(
+            self.quantum,
+            self.parked.as_ref(),
+            std::iter::empty(),
+            self.round().map(|s| DrrQueue {
+                id: s.bucket,
+                deficit: i64::from(s.allot),
+                frames: &s.queue,
+            }),
+            &listed,
+        );
+        for f in &mut flows {
+            f.ahead = ahead.remove(&f.bucket);
+        }
         QdiscDump {
             kind: "sfq".into(),
             handle: self.handle,
@@ -587,6 +621,7 @@ impl Qdisc for Sfq {
             classes,
             flows,
             other_flows,
+            occupancy: QueueOccupancy::parked(self.parked.as_ref(), now),
             ..QdiscDump::default()
         }
     }

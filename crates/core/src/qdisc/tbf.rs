@@ -7,7 +7,7 @@
 //! the deficit. Its options are `struct tc_tbf_qopt` with the
 //! TCA_TBF_RATE64/PRATE64/BURST/PBURST attributes (`TbfOptions`).
 
-use super::dump::{lift_hidden_child, QueueId, QueueOccupancy};
+use super::dump::{lift_hidden_child, QueueOccupancy};
 use super::fifo::{Fifo, FifoKind, FifoOptions};
 use super::options::foreign as foreign_options;
 use super::options::RateSpec;
@@ -377,14 +377,7 @@ impl Qdisc for Tbf {
         let child = self.child.dump_listing(now, listing);
         let child_handle = child.handle;
         let classid = self.ctx.handle | 1;
-        let mut occupancy = Vec::new();
-        if let Some(p) = &self.parked {
-            occupancy.push(QueueOccupancy::of_qdisc(
-                QueueId::Parked,
-                std::iter::once(p),
-                now,
-            ));
-        }
+        let mut occupancy = QueueOccupancy::parked(self.parked.as_ref(), now);
         let class = ClassDump {
             kind: "tbf".into(),
             classid,

@@ -450,13 +450,7 @@ impl Qdisc for Htb {
             self.direct.iter(),
             now,
         )];
-        if let Some(p) = &self.parked {
-            occupancy.push(QueueOccupancy::of_qdisc(
-                QueueId::Parked,
-                std::iter::once(p),
-                now,
-            ));
-        }
+        occupancy.extend(QueueOccupancy::parked(self.parked.as_ref(), now));
         for cl in order {
             // Default pfifo leaves (handle 0) are invisible in `tc qdisc
             // show`; their frames are listed as the class's leaf queue.
