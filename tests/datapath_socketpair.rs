@@ -409,23 +409,26 @@ fn set_link_changes_the_rate_of_a_running_link() {
     assert_conserved(&snap, Dir::LeftToRight);
 }
 
+/// A tc command line sent to the running datapath, and its reply (5 s at
+/// most).
+fn tc_line(dp: &Datapath, line: &str) -> Result<String, String> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    dp.command(bloatbox::datapath::Command::Tc {
+        line: line.into(),
+        reply: tx,
+    })
+    .unwrap();
+    rx.recv_timeout(Duration::from_secs(5)).unwrap()
+}
+
 #[test]
 fn tc_commands_change_and_show_the_live_qdisc_tree() {
-    use bloatbox::datapath::Command;
     let params = LinkParams {
         rate_bytes_ps: RATE_BYTES_PS,
         ..LinkParams::default()
     };
     let (dp, [_host_left, _host_right]) = spawn(tree_bridge(params), DatapathConfig::default());
-    let tc = |line: &str| {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        dp.command(Command::Tc {
-            line: line.into(),
-            reply: tx,
-        })
-        .unwrap();
-        rx.recv_timeout(Duration::from_secs(5)).unwrap()
-    };
+    let tc = |line: &str| tc_line(&dp, line);
     tc("tc qdisc replace dev left root fq_codel").unwrap();
     let shown = tc("tc qdisc show dev left").unwrap();
     assert!(shown.contains("fq_codel"), "{shown}");
@@ -455,20 +458,11 @@ fn tc_commands_change_and_show_the_live_qdisc_tree() {
 /// leaves and the next must wait), never with the shows in between.
 #[test]
 fn shows_and_failed_commands_do_not_tick_a_throttled_tbf() {
-    use bloatbox::datapath::Command;
     let (dp, [mut host_left, _host_right]) = spawn(
         tree_bridge(LinkParams::default()),
         DatapathConfig::default(),
     );
-    let tc = |line: &str| {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        dp.command(Command::Tc {
-            line: line.into(),
-            reply: tx,
-        })
-        .unwrap();
-        rx.recv_timeout(Duration::from_secs(5)).unwrap()
-    };
+    let tc = |line: &str| tc_line(&dp, line);
     // (sent packets, overlimits, backlog packets) of the root TBF.
     let stats = || {
         let text = tc("tc -s qdisc show dev left").unwrap();
