@@ -215,12 +215,37 @@ impl Tbf {
 
     /// `tbf_dequeue`: release the child's head frame if both buckets cover
     /// it; otherwise arm the watchdog and count an overlimit.
+    ///
+    /// One departure from the kernel: a head frame that not even full
+    /// buckets cover is dropped (`TbfOversize`, as at enqueue) instead of
+    /// waiting. Enqueue refuses such frames, so they are only there when a
+    /// `change` shrank the burst (or the peak bucket) below frames already
+    /// queued; `tbf_dequeue` would then re-arm its watchdog for that frame
+    /// forever, and every frame behind it would wait too, until the next
+    /// change: a dead link, which bloatbox never leaves.
     fn try_release(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
         self.last_now = self.last_now.max(now);
-        let before = drops.len();
-        let len = self.child.peek(now, drops).map(|p| p.len as u64);
-        self.count_child_drops(before, drops);
-        let len = len?;
+        let len = loop {
+            let before = drops.len();
+            let len = self.child.peek(now, drops).map(|p| p.len as u64);
+            self.count_child_drops(before, drops);
+            let len = len?;
+            let never = l2t(&self.p.rate, len) > self.p.buffer
+                || self
+                    .p
+                    .peak
+                    .as_ref()
+                    .is_some_and(|pk| l2t(pk, len) > self.p.mtu);
+            if !never {
+                break len;
+            }
+            let before = drops.len();
+            let pkt = self.child.dequeue(now, drops);
+            self.count_child_drops(before, drops);
+            if let Some(pkt) = pkt {
+                self.stats.count_drop(pkt, DropReason::TbfOversize, drops);
+            }
+        };
         let elapsed = now.signed_since(self.t_c).min(self.p.buffer);
         let mut ptoks = 0i64;
         if let Some(peak) = &self.p.peak {
@@ -545,11 +570,16 @@ mod tests {
     /// Drives dequeue like an infinitely fast link: dequeue whenever
     /// possible, otherwise sleep until `next_wakeup`. Returns departure
     /// times and lengths.
-    fn drain(q: &mut dyn Qdisc, mut t: Instant) -> Vec<(Instant, u32)> {
-        let mut d = Drops::new();
+    fn drain(q: &mut dyn Qdisc, t: Instant) -> Vec<(Instant, u32)> {
+        drain_into(q, t, &mut Drops::new())
+    }
+
+    /// `drain`, with the drops going to `d`; panics if the queue never
+    /// empties.
+    fn drain_into(q: &mut dyn Qdisc, mut t: Instant, d: &mut Drops) -> Vec<(Instant, u32)> {
         let mut out = Vec::new();
         for _ in 0..100_000 {
-            if let Some(p) = q.dequeue(t, &mut d) {
+            if let Some(p) = q.dequeue(t, d) {
                 out.push((t, p.len));
                 continue;
             }
@@ -559,10 +589,10 @@ mod tests {
                     assert!(w > t || q.qlen() == 0, "wakeup at now without progress");
                     t = w;
                 }
-                None => break,
+                None => return out,
             }
         }
-        out
+        panic!("still {} frames queued after 100,000 steps", q.qlen());
     }
 
     #[test]
@@ -751,6 +781,68 @@ mod tests {
         let lower_peak = peaked(opts(2 * MBIT, 4000, 5000), MBIT, 1514);
         assert!(q.change(&QdiscOptions::Tbf(lower_peak), t, &mut d).is_err());
         assert_eq!(rate_and_burst(&q), (2 * MBIT, 4000));
+    }
+
+    /// A change that shrinks the burst below frames already queued (found
+    /// by the tc fuzz target: `rate 11 b 150` then `rate 11 b 10`): the
+    /// kernel would keep them, and every frame behind them, forever;
+    /// bloatbox drops each as it reaches the head, with its reason, and the
+    /// frames that fit the new bucket go on.
+    #[test]
+    fn frames_larger_than_a_shrunk_bucket_are_dropped_at_the_head() {
+        let mut q = tbf(opts(MBIT, 3000, 100_000));
+        let mut d = Drops::new();
+        for (id, len) in [(0, 1500), (1, 400), (2, 1500), (3, 1500), (4, 300)] {
+            assert_eq!(
+                q.enqueue(pkt(id, len), Instant::ZERO, &mut d),
+                Verdict::Queued
+            );
+        }
+        let t = Instant::from_nanos(MS);
+        q.change(&QdiscOptions::Tbf(opts(MBIT, 1000, 100_000)), t, &mut d)
+            .unwrap();
+        assert_eq!(q.max_size(), 1000);
+        assert!(d.is_empty(), "the change itself drops nothing");
+        let out = drain_into(&mut q, t, &mut d);
+        let lens: Vec<u32> = out.iter().map(|(_, l)| *l).collect();
+        assert_eq!(lens, vec![400, 300]);
+        let dropped: Vec<(u64, DropReason)> =
+            d.since(0).iter().map(|(p, r)| (p.meta.id, *r)).collect();
+        assert_eq!(
+            dropped,
+            vec![
+                (0, DropReason::TbfOversize),
+                (2, DropReason::TbfOversize),
+                (3, DropReason::TbfOversize)
+            ]
+        );
+        assert_eq!((q.stats().drops, q.qlen(), q.next_wakeup(t)), (3, 0, None));
+        // Shaped as before for what fits: 400 B at once, 300 B too (the
+        // new bucket holds 1000 B).
+        assert!(out.iter().all(|(x, _)| *x == t));
+    }
+
+    /// The peak bucket too: `mtu` shrunk below a queued frame.
+    #[test]
+    fn frames_larger_than_a_shrunk_peak_bucket_are_dropped_at_the_head() {
+        let mut q = tbf(peaked(opts(MBIT, 3000, 100_000), 2 * MBIT, 2000));
+        let mut d = Drops::new();
+        for (id, len) in [(0, 1500), (1, 400)] {
+            assert_eq!(
+                q.enqueue(pkt(id, len), Instant::ZERO, &mut d),
+                Verdict::Queued
+            );
+        }
+        let t = Instant::from_nanos(MS);
+        let smaller = peaked(opts(MBIT, 3000, 100_000), 2 * MBIT, 1000);
+        q.change(&QdiscOptions::Tbf(smaller), t, &mut d).unwrap();
+        let out = drain_into(&mut q, t, &mut d);
+        assert_eq!(out.iter().map(|(_, l)| *l).collect::<Vec<_>>(), vec![400]);
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            d.since(0).first().map(|(p, r)| (p.meta.id, *r)),
+            Some((0, DropReason::TbfOversize))
+        );
     }
 
     #[test]
