@@ -203,6 +203,45 @@ fn fq_codel_ping_is_served_next_and_bulk_flows_wait_a_quantum_per_round() {
     insta::assert_snapshot!("head_of_line_fq_codel_ping_160", ping_view);
 }
 
+/// fq_codel with 5000 frames of A and then a ping, both new flows: the
+/// ping's turn is worked out exactly (after A's first frame), A's newest
+/// frame is further back than the replay's 4096 turns (each 1514-byte
+/// frame of A costs a refill and a send), so its figures are a lower
+/// bound, and the screen says so.
+#[test]
+fn a_queue_beyond_the_replay_reads_as_a_lower_bound() {
+    let mut q = FqCodel::new(root_ctx(0x8001));
+    place(&mut q, &[A; 5000], 1514);
+    place(&mut q, &[P], 100);
+    let mut app = app_of(Box::new(q));
+    let fr = 1514u64;
+    let ping = row(&app, P);
+    let pa = ping.ahead.as_ref().unwrap();
+    assert!(!pa.at_least);
+    assert_eq!(counts(pa), (1, fr, 0, 0));
+    let a = row(&app, A);
+    let aa = a.ahead.clone().unwrap();
+    assert!(aa.at_least, "{aa:?}");
+    // 4096 turns: A's first frame, the ping, then a refill and a send per
+    // frame of A.
+    let sent = 1 + (4096 - 2) / 2;
+    assert_eq!(
+        counts(&aa),
+        (
+            sent + 1,
+            u64::from(sent) * fr + 100,
+            sent,
+            u64::from(sent) * fr
+        )
+    );
+    assert_eq!(a.ahead_delay_ns, at_line_rate(aa.bytes));
+    select(&mut app, A);
+    let text = table(&app, 160, 10);
+    let want = format!("newest after over {}p ", sent + 1);
+    assert!(text.contains(&want), "{text}");
+    assert!(text.contains("(the replay stops at 4096 turns)"), "{text}");
+}
+
 /// HTB with SFQ leaves (the fixtures' tree: 5201 to 1:20, 5202 and the
 /// ping to 1:10), quantum 1514. SFQ 20: A, B, C with three 1514-byte
 /// frames each; SFQ 10: E with two, then the ping. SFQ has no new list:

@@ -8,6 +8,7 @@ use super::dir_label;
 use super::state::{Event, EventKind, FlowRow, Sample, SortKey, TreeNode};
 use crate::dir::Dir;
 use crate::link::PathSnapshot;
+use crate::qdisc::drr_ahead::AHEAD_TURNS;
 use crate::qdisc::dump::FlowSummary;
 use crate::time::NS_PER_SEC;
 use ratatui::buffer::Buffer;
@@ -629,11 +630,19 @@ impl Widget for FlowTable<'_> {
 /// (a flow queue on fq_codel's new list with no other queue before it),
 /// `newest after 27p 40KB ≈32.0ms (own 26p, 3 queues, 2 rounds)` (a flow
 /// queue), `newest behind 623p 913KB ≈730ms (A 200p, B 113p)` (a queue
-/// served in order). None where nothing is worked out (the wire, RX held).
+/// served in order), `newest after over 4096p 6.2MB, over 4.9ms (the
+/// replay stops at 4096 turns)` (a flow queue too far back for the replay,
+/// `qdisc::drr_ahead::AHEAD_TURNS`). None where nothing is worked out (the
+/// wire, RX held).
 fn head_of_line(r: &FlowRow) -> Option<String> {
     let a = r.ahead.as_ref()?;
     let delay = fmt_us(r.ahead_delay_ns / 1000);
     let size = format!("{}p {}", a.packets, fmt_bytes(a.bytes));
+    if a.at_least {
+        return Some(format!(
+            "newest after over {size}, over {delay} (the replay stops at {AHEAD_TURNS} turns)"
+        ));
+    }
     Some(match a.drr {
         Some(t) if t.new_flow && t.queues == 0 => {
             format!("new flow: served next, after {size} ≈{delay}")

@@ -2,18 +2,30 @@
 //! flow queue's newest frame, worked out when the dump is taken from the
 //! queued frames alone: the scheduler is run on a copy of its state (the
 //! lists in serving order, each queue's deficit and frame lengths, the
-//! quantum) until every queue is empty, as if nothing arrived meanwhile
-//! and the AQM dropped nothing. fq_codel's rules (`fq_codel_dequeue`): the
-//! head of the new-flows list is served before the old list; a queue with
-//! no credit left gets a quantum and goes to the back of the old list; a
-//! queue that empties leaves. SFQ (`sfq_dequeue`) is the same round with
-//! only an old list, in ring order from `tail->next`. The packet path pays
-//! nothing: this is O(frames + queues · rounds) at dump time, with O(1)
-//! work per frame served.
+//! quantum) until every listed queue's newest frame is out, as if nothing
+//! arrived meanwhile and the AQM dropped nothing. fq_codel's rules
+//! (`fq_codel_dequeue`): the head of the new-flows list is served before
+//! the old list; a queue with no credit left gets a quantum and goes to
+//! the back of the old list; a queue that empties leaves. SFQ
+//! (`sfq_dequeue`) is the same round with only an old list, in ring order
+//! from `tail->next`. The packet path pays nothing. The dump pays O(1) per
+//! turn of the scheduler (a frame sent or a quantum given) and per queue
+//! the run reaches, for at most `AHEAD_TURNS` turns: a queue is copied
+//! only when the run comes to it, and where the run stops short of a
+//! listed queue's newest frame, that queue's figures are marked as a lower
+//! bound (`Ahead::at_least`). So a snapshot of 10,000 one-frame queues
+//! costs the turns, not the queues.
 
 use super::dump::{Ahead, AheadFlow, DrrTurn, AHEAD_FLOWS};
 use crate::packet::{FlowKey, Packet};
 use std::collections::{HashMap, VecDeque};
+
+/// The most turns of the scheduler (a frame sent, or a queue given a
+/// quantum) one run takes: past them, what is still ahead of a listed
+/// queue's newest frame is reported as a lower bound. 4096 covers every
+/// frame of a default SFQ (limit 127) and of an fq_codel whose queues hold
+/// a few thousand frames, at a bounded cost per snapshot.
+pub const AHEAD_TURNS: u32 = 4096;
 
 /// One flow queue as the scheduler holds it at the dump.
 pub struct DrrQueue<'a> {
@@ -40,6 +52,68 @@ struct Run<'a> {
 impl Run<'_> {
     fn left(&self) -> usize {
         self.frames.len().saturating_sub(self.sent.0 as usize)
+    }
+}
+
+/// The scheduler's two lists during the run, read from the dump's lists
+/// as the run reaches them. New list: the dump's new list (nothing joins
+/// it during a run). Old list: the dump's old list, then the queues sent
+/// to its back during the run. A queue is copied into `runs` when it first
+/// comes to the front.
+struct Lists<'a, N, O> {
+    runs: Vec<Run<'a>>,
+    new: std::iter::Fuse<N>,
+    old: std::iter::Fuse<O>,
+    /// Each list's front queue taken from the dump's list, if reached and
+    /// not yet moved on.
+    front: [Option<usize>; 2],
+    /// The queues sent to the back of the old list.
+    back: VecDeque<usize>,
+    /// Both dump lists are read to the end.
+    all_read: bool,
+}
+
+impl<'a, N, O> Lists<'a, N, O>
+where
+    N: Iterator<Item = DrrQueue<'a>>,
+    O: Iterator<Item = DrrQueue<'a>>,
+{
+    /// The queue served next and its list (0 new, 1 old).
+    fn head(&mut self) -> Option<(usize, usize)> {
+        for l in 0..2 {
+            if self.front[l].is_none() {
+                let from = match l {
+                    0 => self.new.by_ref().find(|dq| !dq.frames.is_empty()),
+                    _ => self.old.by_ref().find(|dq| !dq.frames.is_empty()),
+                };
+                self.front[l] = from.map(|dq| {
+                    self.runs.push(Run {
+                        id: dq.id,
+                        deficit: dq.deficit,
+                        frames: dq.frames,
+                        new: l == 0,
+                        sent: (0, 0),
+                        rounds: 0,
+                    });
+                    self.runs.len() - 1
+                });
+            }
+            if let Some(i) = self.front[l] {
+                return Some((i, l));
+            }
+            if l == 1 {
+                self.all_read = true;
+                return self.back.front().map(|&i| (i, 1));
+            }
+        }
+        None
+    }
+
+    /// Takes list `l`'s head off it.
+    fn pop(&mut self, l: usize) {
+        if self.front[l].take().is_none() {
+            self.back.pop_front();
+        }
     }
 }
 
@@ -70,40 +144,68 @@ impl Top {
     }
 }
 
+/// What a run found: the `Ahead` of each listed queue it reached, and the
+/// lower bound for those it did not reach before its last turn.
+#[derive(Debug, Default)]
+pub struct DrrAhead {
+    /// By queue id: exact for a queue whose newest frame the run reached,
+    /// `at_least` for one the run reached but stopped in.
+    by_queue: HashMap<u32, Ahead>,
+    /// For a listed queue the run never came to (it stopped first): every
+    /// frame sent so far is ahead of it, and more. `None` when the run
+    /// finished.
+    unreached: Option<Ahead>,
+}
+
+impl DrrAhead {
+    /// What stands before the newest frame of queue `id`, which holds
+    /// `frames` frames (`None` for an empty queue, or one not listed).
+    pub fn take(&mut self, id: u32, frames: u32) -> Option<Ahead> {
+        if frames == 0 {
+            return None;
+        }
+        self.by_queue.remove(&id).or_else(|| self.unreached.clone())
+    }
+}
+
 /// `Ahead` of the newest frame of every non-empty queue whose id is in
-/// `wanted` (sorted: the listed ones; the run covers every queue until
-/// those are done, the result only them), by queue id. `first` is a frame sent before any queue (one a
-/// peek parked); `new` and `old` are the lists in serving order (SFQ:
-/// `old` only); `quantum` the credit a queue gets per round (a zero counts
-/// as 1).
+/// `wanted` (sorted: the listed ones; the run serves every queue in turn
+/// until those are done or `AHEAD_TURNS` turns are taken). `first` is a
+/// frame sent before any queue (one a peek parked); `new` and `old` are
+/// the lists in serving order (SFQ: `old` only); `quantum` the credit a
+/// queue gets per round (a zero counts as 1).
 pub fn drr_ahead<'a>(
     quantum: u32,
     first: Option<&'a Packet>,
     new: impl Iterator<Item = DrrQueue<'a>>,
     old: impl Iterator<Item = DrrQueue<'a>>,
     wanted: &[u32],
-) -> HashMap<u32, Ahead> {
+) -> DrrAhead {
+    drr_ahead_within(AHEAD_TURNS, quantum, first, new, old, wanted)
+}
+
+/// `drr_ahead` with at most `turns` turns.
+fn drr_ahead_within<'a>(
+    turns: u32,
+    quantum: u32,
+    first: Option<&'a Packet>,
+    new: impl Iterator<Item = DrrQueue<'a>>,
+    old: impl Iterator<Item = DrrQueue<'a>>,
+    wanted: &[u32],
+) -> DrrAhead {
     let q = i64::from(quantum.max(1));
-    let mut runs: Vec<Run> = Vec::new();
-    let mut lists: [VecDeque<usize>; 2] = [VecDeque::new(), VecDeque::new()];
-    let mut add = |list: usize, dq: DrrQueue<'a>| {
-        if !dq.frames.is_empty() {
-            lists[list].push_back(runs.len());
-            runs.push(Run {
-                id: dq.id,
-                deficit: dq.deficit,
-                frames: dq.frames,
-                new: list == 0,
-                sent: (0, 0),
-                rounds: 0,
-            });
-        }
+    let mut lists = Lists {
+        runs: Vec::new(),
+        new: new.fuse(),
+        old: old.fuse(),
+        front: [None, None],
+        back: VecDeque::new(),
+        all_read: false,
     };
-    new.for_each(|dq| add(0, dq));
-    old.for_each(|dq| add(1, dq));
     let mut out = HashMap::with_capacity(wanted.len());
-    // The parked frame, if any, counts as one more entry, sent first.
-    let parked = runs.len();
+    // The parked frame, if any, counts as one more entry, sent first; it
+    // is named by `usize::MAX`.
+    const PARKED: usize = usize::MAX;
     let mut total = (0u32, 0u64);
     let mut started = 0u32;
     let mut top = Top(Vec::with_capacity(AHEAD_FLOWS));
@@ -111,10 +213,9 @@ pub fn drr_ahead<'a>(
     if let Some(p) = first {
         parked_sent = (1, u64::from(p.len), p.meta.flow, p.meta.hash);
         total = (1, u64::from(p.len));
-        top.0.push(parked);
+        top.0.push(PARKED);
     }
-    // Entry j's bytes sent and hash (the parked frame is entry
-    // `runs.len()`).
+    // Entry j's bytes sent and hash.
     let sent = |runs: &[Run], j: usize| -> (u64, u32) {
         match runs.get(j) {
             Some(r) => (r.sent.1, r.frames.front().map_or(0, |p| p.meta.hash)),
@@ -140,38 +241,54 @@ pub fn drr_ahead<'a>(
             bytes,
         }
     };
+    // The flows named so far, most bytes first.
+    let named = |runs: &[Run], top: &Top| -> Vec<AheadFlow> {
+        let mut named = top.0.clone();
+        named.sort_unstable_by_key(|&j| {
+            let (bytes, hash) = sent(runs, j);
+            (std::cmp::Reverse(bytes), hash)
+        });
+        named.into_iter().map(|j| entry(runs, j)).collect()
+    };
     // Refills in a row without a frame sent: a whole round of them means
     // every queue is short of credit; the rounds until the first has some
     // again are then taken at once.
     let mut dry = 0usize;
-    loop {
-        let (i, l) = match (lists[0].front(), lists[1].front()) {
-            (Some(&i), _) => (i, 0),
-            (None, Some(&i)) => (i, 1),
-            (None, None) => break,
-        };
+    let mut taken = 0u32;
+    let finished = loop {
         if out.len() == wanted.len() {
-            break;
+            break true;
         }
-        let r = &mut runs[i];
+        let Some((i, l)) = lists.head() else {
+            break true;
+        };
+        if taken == turns {
+            break false;
+        }
+        taken += 1;
+        let r = &mut lists.runs[i];
         let left = r.left();
         if left == 0 {
-            lists[l].pop_front();
+            lists.pop(l);
             continue;
         }
         if r.deficit <= 0 {
             r.deficit += q;
             r.rounds += 1;
-            lists[l].pop_front();
-            lists[1].push_back(i);
+            lists.pop(l);
+            lists.back.push_back(i);
             dry += 1;
-            if lists[0].is_empty() && dry >= lists[1].len() {
-                let skip = lists[1]
+            // Every queue is on the back of the old list only once both
+            // dump lists are read and no front is left from them.
+            if lists.all_read && lists.front == [None, None] && dry >= lists.back.len() {
+                let runs = &mut lists.runs;
+                let skip = lists
+                    .back
                     .iter()
                     .map(|&j| (1 - runs[j].deficit).max(0) / q)
                     .min()
                     .unwrap_or(0);
-                for &j in &lists[1] {
+                for &j in &lists.back {
                     runs[j].deficit += skip * q;
                     runs[j].rounds = runs[j].rounds.saturating_add(skip as u32);
                 }
@@ -181,23 +298,18 @@ pub fn drr_ahead<'a>(
         }
         dry = 0;
         let Some(p) = r.frames.get(r.sent.0 as usize) else {
-            lists[l].pop_front();
+            lists.pop(l);
             continue;
         };
         let len = u64::from(p.len);
         if left == 1 && wanted.binary_search(&r.id).is_ok() {
-            let mut named = top.0.clone();
-            named.sort_unstable_by_key(|&j| {
-                let (bytes, hash) = sent(&runs, j);
-                (std::cmp::Reverse(bytes), hash)
-            });
-            let r = &runs[i];
+            let r = &lists.runs[i];
             out.insert(
                 r.id,
                 Ahead {
                     packets: total.0,
                     bytes: total.1,
-                    flows: named.into_iter().map(|j| entry(&runs, j)).collect(),
+                    flows: named(&lists.runs, &top),
                     own_packets: r.sent.0,
                     own_bytes: r.sent.1,
                     drr: Some(DrrTurn {
@@ -206,10 +318,11 @@ pub fn drr_ahead<'a>(
                         rounds: r.rounds,
                         quantum: quantum.max(1),
                     }),
+                    at_least: false,
                 },
             );
         }
-        let r = &mut runs[i];
+        let r = &mut lists.runs[i];
         if r.sent.0 == 0 {
             started += 1;
         }
@@ -219,11 +332,41 @@ pub fn drr_ahead<'a>(
         total.0 += 1;
         total.1 += len;
         if left == 1 {
-            lists[l].pop_front();
+            lists.pop(l);
         }
-        top.grew(i, |j| sent(&runs, j));
+        top.grew(i, |j| sent(&lists.runs, j));
+    };
+    if finished {
+        return DrrAhead {
+            by_queue: out,
+            unreached: None,
+        };
     }
-    out
+    // Stopped: what was sent is ahead of every listed frame still queued.
+    let bound = |own: (u32, u64), drr: Option<DrrTurn>| Ahead {
+        packets: total.0,
+        bytes: total.1,
+        flows: named(&lists.runs, &top),
+        own_packets: own.0,
+        own_bytes: own.1,
+        drr,
+        at_least: true,
+    };
+    for r in &lists.runs {
+        if r.left() > 0 && wanted.binary_search(&r.id).is_ok() {
+            let turn = DrrTurn {
+                new_flow: r.new,
+                queues: started - u32::from(r.sent.0 > 0),
+                rounds: r.rounds,
+                quantum: quantum.max(1),
+            };
+            out.insert(r.id, bound(r.sent, Some(turn)));
+        }
+    }
+    DrrAhead {
+        unreached: Some(bound((0, 0), None)),
+        by_queue: out,
+    }
 }
 
 #[cfg(test)]
@@ -260,7 +403,8 @@ mod tests {
             [dq(9, 1514, &ping)].into_iter(),
             [dq(1, 500, &a), dq(2, 1514, &b)].into_iter(),
             &[1, 2, 9],
-        );
+        )
+        .by_queue;
         let p = &got[&9];
         assert_eq!((p.packets, p.bytes, p.own_packets), (0, 0, 0));
         assert_eq!(
@@ -309,7 +453,8 @@ mod tests {
             std::iter::empty(),
             [dq(7, 0, &empty), dq(1, 1514, &a)].into_iter(),
             &[1, 7],
-        );
+        )
+        .by_queue;
         assert_eq!(got.len(), 1);
         let a_got = &got[&1];
         assert_eq!((a_got.packets, a_got.bytes), (2, 2100));
@@ -410,7 +555,8 @@ mod tests {
             std::iter::empty(),
             [dq(1, -1000, &a), dq(2, -995, &b)].into_iter(),
             &[1, 2],
-        );
+        )
+        .by_queue;
         // A needs 101 refills (to 10), B 100 (to 5); A is visited first
         // each round, so in round 101 A is refilled and B sends. A sends
         // its first frame (10 → -90), then needs 10 more refills.
@@ -418,5 +564,78 @@ mod tests {
         assert_eq!(got[&2].drr.unwrap().rounds, 100);
         assert_eq!((got[&1].packets, got[&1].own_packets), (2, 1));
         assert_eq!(got[&1].drr.unwrap().rounds, 111);
+    }
+
+    /// A run cut short: each listed queue's figures are the exact ones
+    /// where the run reached its newest frame, and otherwise no more than
+    /// the exact ones, marked `at_least`; a queue the run never came to
+    /// gets what was sent by the stop.
+    #[test]
+    fn a_run_cut_short_gives_lower_bounds() {
+        let queues: Vec<VecDeque<Packet>> = (0..40u16)
+            .map(|f| queue(f, &vec![200 + 37 * u32::from(f); 1 + usize::from(f % 7)]))
+            .collect();
+        let lists = |k: usize| {
+            let dqs = queues.iter().enumerate().map(|(i, q)| dq(i as u32, 300, q));
+            (dqs.clone().take(k), dqs.skip(k))
+        };
+        let wanted: Vec<u32> = (0..40).collect();
+        let (new, old) = lists(5);
+        let exact = drr_ahead_within(u32::MAX, 500, None, new, old, &wanted);
+        assert!(exact.unreached.is_none());
+        assert_eq!(exact.by_queue.len(), 40);
+        let (mut seen_exact, mut seen_short, mut seen_unreached) = (0, 0, 0);
+        for turns in [1, 30, 60, 100] {
+            let (new, old) = lists(5);
+            let mut cut = drr_ahead_within(turns, 500, None, new, old, &wanted);
+            let bound = cut.unreached.clone().expect("the run stopped");
+            assert!(bound.at_least && bound.drr.is_none());
+            assert_eq!(bound.own_packets, 0);
+            for id in 0..40u32 {
+                let want = &exact.by_queue[&id];
+                let reached = cut.by_queue.contains_key(&id);
+                let got = cut.take(id, 1).expect("a queue with frames");
+                if !got.at_least {
+                    assert_eq!(&got, want, "{turns} turns, queue {id}");
+                    seen_exact += 1;
+                    continue;
+                }
+                assert!(got.packets <= want.packets && got.bytes <= want.bytes);
+                assert!(got.own_packets <= want.own_packets);
+                assert!(got.packets < turns + 1, "no more frames than turns");
+                if reached {
+                    let (g, w) = (got.drr.unwrap(), want.drr.unwrap());
+                    assert!(g.rounds <= w.rounds && g.queues <= w.queues);
+                    assert_eq!(g.new_flow, w.new_flow);
+                    seen_short += 1;
+                } else {
+                    assert_eq!(got, bound);
+                    seen_unreached += 1;
+                }
+            }
+            assert_eq!(cut.take(3, 0), None, "an empty queue has no head of line");
+        }
+        assert!(seen_exact > 0 && seen_short > 0 && seen_unreached > 0);
+    }
+
+    /// The run reads the dump's lists only as far as it gets: with
+    /// 100,000 one-frame queues and the listed one last, it reads the
+    /// queues of its `AHEAD_TURNS` turns and stops.
+    #[test]
+    fn queues_past_the_last_turn_are_never_read() {
+        let one = queue(1, &[1500]);
+        let read = std::cell::Cell::new(0u32);
+        let old = (0..100_000u32).map(|id| {
+            read.set(read.get() + 1);
+            dq(id, 1514, &one)
+        });
+        let mut got = drr_ahead(1514, None, std::iter::empty(), old, &[99_999]);
+        assert!(read.get() <= AHEAD_TURNS + 1, "read {} queues", read.get());
+        let a = got.take(99_999, 1).expect("a lower bound");
+        assert!(a.at_least);
+        assert_eq!(
+            (a.packets, a.bytes),
+            (AHEAD_TURNS, 1500 * u64::from(AHEAD_TURNS))
+        );
     }
 }

@@ -382,6 +382,13 @@ pub struct Ahead {
     /// For a flow queue, how the scheduler reaches the newest frame.
     #[serde(default)]
     pub drr: Option<DrrTurn>,
+    /// The figures are a lower bound: working out a flow queue's turn
+    /// stopped after `qdisc::drr_ahead::AHEAD_TURNS` turns of the
+    /// scheduler, before this frame's (what was sent by then is ahead of
+    /// it, and more). `drr` is then `None` for a queue the run did not
+    /// reach.
+    #[serde(default)]
+    pub at_least: bool,
 }
 
 /// How a DRR scheduler (fq_codel, SFQ) reaches a flow queue's newest
@@ -537,6 +544,7 @@ impl QueueOccupancy {
                     own_packets: own.map_or(0, |a| a.packets),
                     own_bytes: own.map_or(0, |a| a.bytes),
                     drr: None,
+                    at_least: false,
                 };
             }
             count(&mut cum, &mut ahead, p);

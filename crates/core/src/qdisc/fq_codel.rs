@@ -687,7 +687,7 @@ impl Qdisc for FqCodel {
             &listed,
         );
         for f in &mut flows {
-            f.ahead = ahead.remove(&f.bucket);
+            f.ahead = ahead.take(f.bucket, f.qlen);
         }
         QdiscDump {
             kind: "fq_codel".into(),

@@ -610,7 +610,7 @@ impl Qdisc for Sfq {
             &listed,
         );
         for f in &mut flows {
-            f.ahead = ahead.remove(&f.bucket);
+            f.ahead = ahead.take(f.bucket, f.qlen);
         }
         QdiscDump {
             kind: "sfq".into(),
