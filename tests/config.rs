@@ -75,6 +75,8 @@ fn defaults_are_the_documented_values() {
             tx_frames: 1,
             rx_usecs: 0,
             rx_frames: 1,
+            rx_cqe: false,
+            tx_cqe: false,
             bulk_dequeue: true,
             mtu: 1500,
             txqueuelen: 1000,
@@ -280,9 +282,11 @@ fn direction_tables_override_shared_values() {
 fn ethtool_lines_apply_after_fields_and_by_device() {
     let c = parse(
         "[link]\ntx_ring = 128\nethtool = [\"ethtool -G left tx 512\", \"ethtool -K right tso off gso off\"]\n\
-         [link.right_to_left]\nethtool = [\"ethtool -C right tx-usecs 64 tx-frames 32\"]\n",
+         [link.right_to_left]\nethtool = [\"ethtool -C right tx-usecs 64 tx-frames 32 cqe-mode-rx on\"]\n",
     );
     assert_eq!(c.link_params(L).tx_ring, 512);
+    assert!(c.link_params(R).rx_cqe && !c.link_params(R).tx_cqe);
+    assert!(!c.link_params(L).rx_cqe);
     assert_eq!(c.link_params(R).tx_ring, 128);
     assert_eq!(
         (c.link_params(R).tx_usecs, c.link_params(R).tx_frames),
@@ -302,6 +306,11 @@ fn ethtool_lines_apply_after_fields_and_by_device() {
         "{report}"
     );
     assert_eq!(report.matches("  features ").count(), 1, "{report}");
+    assert!(
+        report.contains("tx-usecs 64 tx-frames 32 cqe-mode-rx on\n"),
+        "{report}"
+    );
+    assert_eq!(report.matches("cqe-mode").count(), 1, "{report}");
     // A query changes nothing: refused in a configuration, with the fix.
     let e = parse_err("[link]\nethtool = [\"ethtool -G left tx 512\", \"ethtool -k left\"]\n");
     assert!(

@@ -100,8 +100,12 @@ fn direction(out: &mut String, config: &Config, dir: Dir) {
     );
     let _ = writeln!(
         out,
-        "  coalescing rx-usecs {} rx-frames {}  tx-usecs {} tx-frames {}",
-        p.rx_usecs, p.rx_frames, p.tx_usecs, p.tx_frames
+        "  coalescing rx-usecs {} rx-frames {}  tx-usecs {} tx-frames {}{}",
+        p.rx_usecs,
+        p.rx_frames,
+        p.tx_usecs,
+        p.tx_frames,
+        super::ethtool::show::cqe_words(&p)
     );
     if p.rate_bytes_ps > 0 {
         let frame = p.mtu as u64 + ETH_HEADER + p.overhead as u64;

@@ -239,7 +239,7 @@ impl Effective {
                 n => format!(" tx-queues {n}"),
             };
             out += &format!(
-                "dev {} ({}): rate {rate} delay {} ring {} bql {}{queues} coalescing rx-usecs {} rx-frames {} tx-usecs {} tx-frames {}\n",
+                "dev {} ({}): rate {rate} delay {} ring {} bql {}{queues} coalescing rx-usecs {} rx-frames {} tx-usecs {} tx-frames {}{}\n",
                 dir.dev(),
                 dir.arrow(),
                 sprint_time(p.delay_ns / 1000),
@@ -249,6 +249,7 @@ impl Effective {
                 p.rx_frames,
                 p.tx_usecs,
                 p.tx_frames,
+                crate::config::ethtool::show::cqe_words(p),
             );
             if p.features != Default::default() {
                 out += &format!("  features {}\n", p.features);

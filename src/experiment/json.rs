@@ -170,6 +170,10 @@ pub struct LinkJson {
     pub tx_usecs: u32,
     /// Completions per TX interrupt (ethtool -C tx-frames).
     pub tx_frames: u32,
+    /// RX coalescing in CQE mode (ethtool -C cqe-mode-rx).
+    pub cqe_mode_rx: bool,
+    /// TX completion coalescing in CQE mode (ethtool -C cqe-mode-tx).
+    pub cqe_mode_tx: bool,
     /// Wire impairments as tc-netem(8) options; `null`: none.
     pub netem: Option<String>,
     /// A trace or schedule driving the rate; `null`: none.
@@ -205,6 +209,8 @@ impl LinkJson {
             rx_frames: p.rx_frames,
             tx_usecs: p.tx_usecs,
             tx_frames: p.tx_frames,
+            cqe_mode_rx: p.rx_cqe,
+            cqe_mode_tx: p.tx_cqe,
             netem: (!shape.impairments.is_none()).then_some(report.netem),
             schedule: shape.schedule.is_some().then_some(report.schedule),
             framing: (f != Default::default()).then(|| {

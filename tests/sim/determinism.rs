@@ -2,10 +2,8 @@
 //! used); the written trace is the hashed one; and every frame is accounted
 //! for (sent = delivered + dropped + still in the path).
 
-use super::load;
+use super::{load, traced};
 use bloatbox::sim::{self, Scenario};
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 
 fn with_seed(name: &str, seed: u64) -> Scenario {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -24,18 +22,6 @@ fn with_seed(name: &str, seed: u64) -> Scenario {
         .collect::<Vec<_>>()
         .join("\n");
     Scenario::from_toml(&text).unwrap()
-}
-
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-impl Write for Shared {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[test]
@@ -70,10 +56,8 @@ fn written_trace_matches_the_hashed_run() {
 /// time order, each packet's life, and that every life in `expect` occurs.
 fn check_trace(name: &str, expect: &[&str]) {
     let sc = load(name);
-    let buf = Shared::default();
-    let r = sim::run_with_trace(&sc, Box::new(buf.clone())).unwrap();
+    let (r, text) = traced(&sc);
     assert_eq!(r.trace_hash, sim::run(&sc).unwrap().trace_hash);
-    let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
     let mut last_t = 0;
     let mut kinds = std::collections::BTreeMap::<String, u64>::new();
     // Per packet: the events in order.

@@ -4,6 +4,7 @@
 mod basic;
 mod bufferbloat;
 mod cli;
+mod coalesce;
 #[path = "../common/mod.rs"]
 mod common;
 mod determinism;
@@ -11,7 +12,9 @@ mod edges;
 mod props;
 mod tcp;
 
-use bloatbox::sim::Scenario;
+use bloatbox::sim::{self, Scenario, SimReport};
+use std::io::Write;
+use std::sync::{Arc, Mutex};
 
 /// Loads `tests/scenarios/NAME`, panicking with the scenario error.
 pub fn load(name: &str) -> Scenario {
@@ -19,4 +22,26 @@ pub fn load(name: &str) -> Scenario {
         .join("tests/scenarios")
         .join(name);
     Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A trace sink the test keeps a handle on.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+impl Write for Shared {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs a scenario with a written trace: the report and the trace's JSON
+/// lines.
+pub fn traced(sc: &Scenario) -> (SimReport, String) {
+    let buf = Shared::default();
+    let r = sim::run_with_trace(sc, Box::new(buf.clone())).unwrap();
+    let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    (r, text)
 }

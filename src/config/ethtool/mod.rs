@@ -39,6 +39,11 @@ pub enum EthtoolSetting {
         /// `tx-frames`: completions per TX interrupt
         /// (`tx_max_coalesced_frames`).
         tx_frames: Option<u32>,
+        /// `cqe-mode-rx on|off`: the RX timer restarts at every completion
+        /// (`ETHTOOL_A_COALESCE_USE_CQE_MODE_RX`).
+        rx_cqe: Option<bool>,
+        /// `cqe-mode-tx on|off`, the same for TX completions.
+        tx_cqe: Option<bool>,
     },
     /// `-G tx N`.
     Ring {
@@ -71,8 +76,7 @@ pub enum Query {
 }
 
 const USAGE: &str = "fix: write e.g. \"ethtool -C left rx-usecs 20 rx-frames 0\", \"ethtool -G left tx 512\", \"ethtool -K left tso off gso off\" or \"ethtool -k left\"";
-const COALESCE_KEYS: &str =
-    "rx-usecs, rx-frames, tx-usecs, tx-frames, adaptive-rx off, adaptive-tx off";
+const COALESCE_KEYS: &str = "rx-usecs, rx-frames, tx-usecs, tx-frames, cqe-mode-rx on|off, cqe-mode-tx on|off, adaptive-rx off, adaptive-tx off";
 
 /// Parses the key/value pairs of one ethtool option.
 type SettingParser = fn(&[(&str, &str)]) -> Result<EthtoolSetting, ConfigError>;
@@ -147,7 +151,11 @@ impl EthtoolCommand {
                 rx_frames,
                 tx_usecs,
                 tx_frames,
+                rx_cqe,
+                tx_cqe,
             } => {
+                next.rx_cqe = rx_cqe.unwrap_or(next.rx_cqe);
+                next.tx_cqe = tx_cqe.unwrap_or(next.tx_cqe);
                 next.rx_usecs = rx_usecs.unwrap_or(next.rx_usecs);
                 next.rx_frames = rx_frames.unwrap_or(next.rx_frames);
                 next.tx_usecs = tx_usecs.unwrap_or(next.tx_usecs);
@@ -176,6 +184,8 @@ impl std::fmt::Display for EthtoolCommand {
                 rx_frames,
                 tx_usecs,
                 tx_frames,
+                rx_cqe,
+                tx_cqe,
             } => {
                 write!(f, "ethtool -C {dev}")?;
                 let values = [
@@ -188,6 +198,12 @@ impl std::fmt::Display for EthtoolCommand {
                 for (key, value) in values {
                     if let Some(v) = value {
                         write!(f, " {key} {v}")?;
+                        any = true;
+                    }
+                }
+                for (key, value) in [("cqe-mode-rx", rx_cqe), ("cqe-mode-tx", tx_cqe)] {
+                    if let Some(on) = value {
+                        write!(f, " {key} {}", if *on { "on" } else { "off" })?;
                         any = true;
                     }
                 }
@@ -247,12 +263,22 @@ fn number(key: &str, value: &str, max: u32, unit: &str) -> Result<u32, ConfigErr
 
 fn parse_coalesce(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError> {
     let (mut rx_usecs, mut rx_frames, mut tx_usecs, mut tx_frames) = (None, None, None, None);
+    let (mut rx_cqe, mut tx_cqe) = (None, None);
+    let on_off = |key: &str, value: &str| match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(err(format!(
+            "{key} \"{value}\": expected on or off; fix: write {key} on"
+        ))),
+    };
     for &(key, value) in pairs {
         match key {
             "rx-usecs" => rx_usecs = Some(number(key, value, MAX_USECS, "µs")?),
             "tx-usecs" => tx_usecs = Some(number(key, value, MAX_USECS, "µs")?),
             "rx-frames" => rx_frames = Some(number(key, value, MAX_FRAMES, "frames")?),
             "tx-frames" => tx_frames = Some(number(key, value, MAX_FRAMES, "frames")?),
+            "cqe-mode-rx" => rx_cqe = Some(on_off(key, value)?),
+            "cqe-mode-tx" => tx_cqe = Some(on_off(key, value)?),
             "adaptive-rx" | "adaptive-tx" => match value {
                 "off" => {}
                 "on" => {
@@ -274,6 +300,8 @@ fn parse_coalesce(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError>
         rx_frames,
         tx_usecs,
         tx_frames,
+        rx_cqe,
+        tx_cqe,
     })
 }
 
@@ -391,6 +419,20 @@ mod tests {
         apply_ethtool(line, &mut p).unwrap_err().to_string()
     }
 
+    /// `cqe-mode-rx`/`cqe-mode-tx` set the CQE modes and nothing else.
+    #[test]
+    fn cqe_modes_apply() {
+        let mut p = LinkParams::default();
+        apply_ethtool("ethtool -C left cqe-mode-rx on rx-usecs 30", &mut p).unwrap();
+        assert!(p.rx_cqe && !p.tx_cqe);
+        assert_eq!((p.rx_usecs, p.rx_frames), (30, 1));
+        apply_ethtool("ethtool -C left cqe-mode-tx on cqe-mode-rx off", &mut p).unwrap();
+        assert!(!p.rx_cqe && p.tx_cqe);
+        let before = p;
+        assert!(apply_ethtool("ethtool -C left cqe-mode-tx maybe", &mut p).is_err());
+        assert_eq!(p, before, "a refused line changes nothing");
+    }
+
     #[test]
     fn a_parsed_line_prints_as_a_line_that_parses_equal() {
         for (line, printed) in [
@@ -401,6 +443,10 @@ mod tests {
             (
                 "ethtool -C left adaptive-rx off",
                 "ethtool -C left adaptive-rx off",
+            ),
+            (
+                "ethtool -C left cqe-mode-tx off rx-usecs 8 cqe-mode-rx on",
+                "ethtool -C left rx-usecs 8 cqe-mode-rx on cqe-mode-tx off",
             ),
             ("ethtool --set-ring left tx 512", "ethtool -G left tx 512"),
             ("ethtool -L right tx 4", "ethtool -L right tx 4"),
@@ -507,6 +553,7 @@ mod tests {
         assert!(msg("ethtool -C left rx-usecs-irq 5")
             .contains("\"rx-usecs-irq\" is not supported; expected rx-usecs"));
         assert!(msg("ethtool -C left adaptive-rx on").contains("not emulated"));
+        assert!(msg("ethtool -C left cqe-mode-rx 1").contains("expected on or off"));
         assert!(msg("ethtool -C left adaptive-tx maybe").contains("expected on or off"));
         assert!(msg("ethtool -C left rx-usecs").contains("\"rx-usecs\" needs a value"));
         assert!(msg("ethtool -C left").contains("nothing to set"));

@@ -138,8 +138,9 @@ pub fn changes(before: &Features, after: &Features, request: &[(usize, bool)]) -
     EthtoolReply { stdout, error }
 }
 
-/// `ethtool -c DEV`: adaptive coalescing (off: not emulated) and the four
-/// parameters the emulated NIC has; the rest `n/a`.
+/// `ethtool -c DEV`: adaptive coalescing (off: not emulated), the four
+/// parameters the emulated NIC has and its CQE modes (`netlink/coalesce.c`
+/// prints `CQE mode RX: on  TX: off`); the rest `n/a`.
 pub fn coalesce(dev: &str, p: &LinkParams) -> String {
     let na = |names: &[&str]| -> String { names.iter().map(|n| format!("{n}: n/a\n")).collect() };
     format!(
@@ -154,7 +155,7 @@ pub fn coalesce(dev: &str, p: &LinkParams) -> String {
          {}\n\
          {}\n\
          {}\n\
-         CQE mode RX: n/a  TX: n/a\n\n",
+         CQE mode RX: {}  TX: {}\n\n",
         na(&[
             "stats-block-usecs",
             "sample-interval",
@@ -179,7 +180,20 @@ pub fn coalesce(dev: &str, p: &LinkParams) -> String {
             "tx-usecs-high",
             "tx-frame-high"
         ]),
+        on(p.rx_cqe),
+        on(p.tx_cqe),
     )
+}
+
+/// The CQE modes that are on, as `-C` words after the coalescing values
+/// (` cqe-mode-rx on`), for the one-line summaries of a link (`set`, the
+/// configuration report); empty in the default EQE mode.
+pub fn cqe_words(p: &LinkParams) -> String {
+    [("cqe-mode-rx", p.rx_cqe), ("cqe-mode-tx", p.tx_cqe)]
+        .iter()
+        .filter(|(_, on)| *on)
+        .map(|(key, _)| format!(" {key} on"))
+        .collect()
 }
 
 /// `ethtool -l DEV`: the TX queues (`netlink/channels.c`).
@@ -287,8 +301,10 @@ mod tests {
     #[test]
     fn queries_print_the_device_s_coalescing_and_ring() {
         let mut p = LinkParams::default();
+        let c = reply(&parse_ethtool("ethtool -c left").unwrap(), &p, &p).stdout;
+        assert!(c.ends_with("\nCQE mode RX: off  TX: off\n\n"), "{c}");
         for line in [
-            "ethtool -C left rx-usecs 20 rx-frames 0",
+            "ethtool -C left rx-usecs 20 rx-frames 0 cqe-mode-rx on",
             "ethtool -G left tx 512",
         ] {
             let cmd = parse_ethtool(line).unwrap();
@@ -303,7 +319,7 @@ mod tests {
             "{c}"
         );
         assert!(c.contains("\n\ntx-usecs: 0\ntx-frames: 1\n"), "{c}");
-        assert!(c.ends_with("\nCQE mode RX: n/a  TX: n/a\n\n"), "{c}");
+        assert!(c.ends_with("\nCQE mode RX: on  TX: off\n\n"), "{c}");
         assert_eq!(c.lines().count(), 29);
         let g = reply(&parse_ethtool("ethtool -g right").unwrap(), &p, &p).stdout;
         assert!(g.starts_with("Ring parameters for right:\nPre-set maximums:\nRX:\t\tn/a\n"));

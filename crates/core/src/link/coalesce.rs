@@ -4,9 +4,13 @@
 //! `Coalescer` holds completed items (sent frames for TX, received frames for
 //! RX) and releases them as a batch when `usecs` have passed since the first
 //! held item or when `max_frames` are held, whichever comes first. The timer
-//! starts at the first item after the previous interrupt (EQE mode).
-//! `usecs 0, max_frames 1` means one interrupt per item; both 0 (never
-//! interrupt, illegal in ethtool) is treated as one interrupt per item.
+//! starts at the first item after the previous interrupt (EQE mode, the
+//! default); in CQE mode (`ethtool -C cqe-mode-rx on`, as mlx5's
+//! `MLX5_CQ_PERIOD_MODE_START_FROM_CQE` does it) it restarts at every
+//! completion, so while items keep arriving less than `usecs` apart only
+//! `max_frames` fires. `usecs 0, max_frames 1` means one interrupt per
+//! item; both 0 (never interrupt, illegal in ethtool) is treated as one
+//! interrupt per item.
 
 use crate::time::{Instant, NS_PER_US};
 use std::collections::VecDeque;
@@ -16,6 +20,8 @@ use std::collections::VecDeque;
 pub struct Coalescer<T> {
     usecs: u32,
     max_frames: u32,
+    /// CQE mode: the timer counts from the latest item.
+    cqe: bool,
     /// The held items, each with the instant it completed.
     held: VecDeque<(T, Instant)>,
     /// When the first held item arrived.
@@ -27,11 +33,13 @@ pub struct Coalescer<T> {
 impl<T> Coalescer<T> {
     /// A coalescer that fires `usecs` microseconds after the first held item or
     /// at `max_frames` held items, whichever comes first (ethtool -C
-    /// `rx-usecs`/`rx-frames` or `tx-usecs`/`tx-frames`).
-    pub fn new(usecs: u32, max_frames: u32) -> Coalescer<T> {
+    /// `rx-usecs`/`rx-frames` or `tx-usecs`/`tx-frames`); in CQE mode
+    /// (`cqe`) `usecs` after the latest held item.
+    pub fn new(usecs: u32, max_frames: u32, cqe: bool) -> Coalescer<T> {
         Coalescer {
             usecs,
             max_frames,
+            cqe,
             held: VecDeque::new(),
             first: None,
             last: Instant::ZERO,
@@ -39,10 +47,11 @@ impl<T> Coalescer<T> {
     }
 
     /// Changes the settings; held items stay and the new rule applies from
-    /// the first held item's time.
-    pub fn set(&mut self, usecs: u32, max_frames: u32) {
+    /// the first (CQE mode: the latest) held item's time.
+    pub fn set(&mut self, usecs: u32, max_frames: u32, cqe: bool) {
         self.usecs = usecs;
         self.max_frames = max_frames;
+        self.cqe = cqe;
     }
 
     /// Items held, waiting for the interrupt.
@@ -79,14 +88,16 @@ impl<T> Coalescer<T> {
     }
 
     /// When the interrupt fires: now if `max_frames` are held, else `usecs`
-    /// after the first held item; `None` when nothing is held.
+    /// after the first held item (CQE mode: the latest); `None` when
+    /// nothing is held.
     pub fn next_event(&self) -> Option<Instant> {
         let first = self.first.filter(|_| !self.held.is_empty())?;
         if self.frames_reached() {
             // Fired by the frame that reached max_frames: the latest one.
             return Some(self.last);
         }
-        (self.usecs > 0).then(|| first + self.usecs as u64 * NS_PER_US)
+        let from = if self.cqe { self.last } else { first };
+        (self.usecs > 0).then(|| from + self.usecs as u64 * NS_PER_US)
     }
 
     /// If the interrupt has fired by `now`, hands the whole batch to `sink`
@@ -108,7 +119,12 @@ mod tests {
     /// Feeds frames at `arrivals` (µs) and fires at every event, in time
     /// order as a driver would; returns (frame arrival, delivery) pairs.
     fn run(usecs: u32, max_frames: u32, arrivals: &[u64]) -> Vec<(u64, u64)> {
-        let mut c = Coalescer::new(usecs, max_frames);
+        run_mode(usecs, max_frames, false, arrivals)
+    }
+
+    /// `run` in EQE (`cqe` false) or CQE mode.
+    fn run_mode(usecs: u32, max_frames: u32, cqe: bool, arrivals: &[u64]) -> Vec<(u64, u64)> {
+        let mut c = Coalescer::new(usecs, max_frames, cqe);
         let mut out = Vec::new();
         let mut i = 0;
         loop {
@@ -168,7 +184,7 @@ mod tests {
 
     #[test]
     fn frames_only_waits_for_the_count() {
-        let mut c = Coalescer::new(0, 4);
+        let mut c = Coalescer::new(0, 4, false);
         for t in 0..3 {
             c.push(t, Instant::from_micros(t));
         }
@@ -183,14 +199,14 @@ mod tests {
 
     #[test]
     fn both_zero_means_per_frame() {
-        let mut c = Coalescer::new(0, 0);
+        let mut c = Coalescer::new(0, 0, false);
         c.push(1u8, Instant::from_micros(7));
         assert_eq!(c.next_event(), Some(Instant::from_micros(7)));
     }
 
     #[test]
     fn fire_before_the_deadline_does_nothing() {
-        let mut c = Coalescer::new(50, 0);
+        let mut c = Coalescer::new(50, 0, false);
         c.push(1u8, Instant::from_micros(10));
         assert_eq!(c.fire(Instant::from_micros(59), |_| panic!()), None);
         assert_eq!(c.len(), 1);
@@ -203,11 +219,45 @@ mod tests {
 
     #[test]
     fn settings_change_applies_to_held_items() {
-        let mut c = Coalescer::new(1000, 0);
+        let mut c = Coalescer::new(1000, 0, false);
         c.push(1u8, Instant::from_micros(10));
-        c.set(20, 0);
+        c.push(2u8, Instant::from_micros(15));
+        c.set(20, 0, false);
         assert_eq!(c.next_event(), Some(Instant::from_micros(30)));
-        c.set(1000, 1);
-        assert_eq!(c.next_event(), Some(Instant::from_micros(10)));
+        c.set(20, 0, true);
+        assert_eq!(
+            c.next_event(),
+            Some(Instant::from_micros(35)),
+            "CQE: from the latest"
+        );
+        c.set(1000, 1, false);
+        assert_eq!(c.next_event(), Some(Instant::from_micros(15)));
+    }
+
+    /// CQE mode, rx-usecs 50, frames every 12 µs: the timer restarts at
+    /// every frame, so no interrupt fires until 50 µs after the last one
+    /// (EQE mode fires every 60 µs: `n1_rx_usecs_50_frames_0`).
+    #[test]
+    fn cqe_mode_waits_for_a_quiet_gap() {
+        let arrivals: Vec<u64> = (0..20).map(|i| i * 12).collect();
+        let out = run_mode(50, 0, true, &arrivals);
+        assert_eq!(out.len(), 20);
+        assert!(out.iter().all(|(_, d)| *d == 228 + 50), "{out:?}");
+        // Gaps longer than the timer: one interrupt per frame, as in EQE.
+        let sparse = run_mode(50, 0, true, &[0, 100, 200]);
+        assert_eq!(sparse, run_mode(50, 0, false, &[0, 100, 200]));
+        assert_eq!(sparse, vec![(0, 50), (100, 150), (200, 250)]);
+    }
+
+    /// CQE mode with rx-frames: the frame count still fires at once; the
+    /// timer then counts from the latest frame of the next batch.
+    #[test]
+    fn cqe_mode_fires_at_max_frames() {
+        let arrivals: Vec<u64> = (0..10).map(|i| i * 12).collect();
+        let out = run_mode(50, 4, true, &arrivals);
+        let deliveries: Vec<u64> = out.iter().map(|(_, d)| *d).collect();
+        // Batches of 4 at 36 and 84 µs; the last two frames (96, 108)
+        // wait 50 µs after 108.
+        assert_eq!(deliveries, vec![36, 36, 36, 36, 84, 84, 84, 84, 158, 158]);
     }
 }

@@ -139,6 +139,16 @@ pub struct LinkParams {
     /// `rx-frames`, `struct ethtool_coalesce` `rx_max_coalesced_frames`); 0
     /// with `rx_usecs` 0 means one interrupt per frame.
     pub rx_frames: u32,
+    /// RX coalescing in CQE mode (ethtool -C `cqe-mode-rx on`,
+    /// `ETHTOOL_A_COALESCE_USE_CQE_MODE_RX`): the `rx_usecs` timer restarts
+    /// at every completion, so the interrupt fires `rx_usecs` after the
+    /// latest frame rather than the first (EQE mode, off).
+    #[serde(default)]
+    pub rx_cqe: bool,
+    /// TX completion coalescing in CQE mode (ethtool -C `cqe-mode-tx on`),
+    /// as `rx_cqe` for `tx_usecs`.
+    #[serde(default)]
+    pub tx_cqe: bool,
     /// Qdisc bulk dequeue (try_bulk_dequeue_skb) on or off.
     pub bulk_dequeue: bool,
     /// Device MTU (frames up to MTU + 14 bytes pass; larger are dropped).
@@ -184,6 +194,8 @@ impl Default for LinkParams {
             tx_frames: 1,
             rx_usecs: 0,
             rx_frames: 1,
+            rx_cqe: false,
+            tx_cqe: false,
             bulk_dequeue: true,
             mtu: 1500,
             txqueuelen: 1000,

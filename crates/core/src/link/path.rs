@@ -324,9 +324,9 @@ impl Path {
             requeues: 0,
             ring: TxRing::new(params.tx_ring, params.bql, Instant::ZERO),
             serializer: Serializer::new(params.rate_bytes_ps, params.overhead),
-            tx_done: Coalescer::new(params.tx_usecs, params.tx_frames),
+            tx_done: Coalescer::new(params.tx_usecs, params.tx_frames, params.tx_cqe),
             delay: DelayLine::new(params.delay_ns),
-            rx: Coalescer::new(params.rx_usecs, params.rx_frames),
+            rx: Coalescer::new(params.rx_usecs, params.rx_frames, params.rx_cqe),
             drops: Drops::new(),
             outbox: Vec::new(),
             freed: Vec::new(),
@@ -500,8 +500,10 @@ impl Path {
         self.serializer
             .set_rate(params.rate_bytes_ps, params.overhead, t);
         self.delay.set_delay(params.delay_ns);
-        self.tx_done.set(params.tx_usecs, params.tx_frames);
-        self.rx.set(params.rx_usecs, params.rx_frames);
+        self.tx_done
+            .set(params.tx_usecs, params.tx_frames, params.tx_cqe);
+        self.rx
+            .set(params.rx_usecs, params.rx_frames, params.rx_cqe);
         self.params = params;
         self.qdisc_ready = true;
         self.advance(t);
@@ -1398,6 +1400,40 @@ mod tests {
         }
         deliveries.extend(drain(&mut p).iter().map(|(_, t)| t.nanos() / 1000));
         assert_eq!(deliveries, [[50; 5], [110; 5], [170; 5]].concat());
+    }
+
+    /// N-1's frames through a path in CQE mode (`ethtool -C cqe-mode-rx
+    /// on`): the timer restarts at every arrival 12 us apart, so the first
+    /// interrupt waits for the quiet gap after the 15th frame (168 + 50
+    /// us), unless `rx-frames` fires first: 8 frames at the 8th's arrival
+    /// (84 us), the other 7 at 168 + 50.
+    #[test]
+    fn n1_through_the_path_in_cqe_mode() {
+        for (rx_frames, want) in [
+            (0, [218; 15].to_vec()),
+            (8, [[84; 8].as_slice(), &[218; 7]].concat()),
+        ] {
+            let params = LinkParams {
+                rate_bytes_ps: 0,
+                rx_usecs: 50,
+                rx_frames,
+                rx_cqe: true,
+                ..LinkParams::default()
+            };
+            let mut p = path(params);
+            let (mut out, mut freed) = (Vec::new(), Vec::new());
+            let mut deliveries = Vec::new();
+            for i in 0..15u64 {
+                let t = Instant::from_micros(i * 12);
+                while let Some(due) = p.poll_at().filter(|d| *d <= t) {
+                    p.poll(due, &mut out, &mut freed);
+                    deliveries.extend(out.drain(..).map(|_| due.nanos() / 1000));
+                }
+                p.ingress(pkt(i, 100), t);
+            }
+            deliveries.extend(drain(&mut p).iter().map(|(_, t)| t.nanos() / 1000));
+            assert_eq!(deliveries, want, "rx-frames {rx_frames}");
+        }
     }
 
     /// A path polled only every 333 us (plus at arrivals) ends up in the
