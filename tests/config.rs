@@ -77,6 +77,8 @@ fn defaults_are_the_documented_values() {
             rx_frames: 1,
             rx_cqe: false,
             tx_cqe: false,
+            rx_adaptive: false,
+            tx_adaptive: false,
             bulk_dequeue: true,
             mtu: 1500,
             txqueuelen: 1000,
@@ -282,10 +284,11 @@ fn direction_tables_override_shared_values() {
 fn ethtool_lines_apply_after_fields_and_by_device() {
     let c = parse(
         "[link]\ntx_ring = 128\nethtool = [\"ethtool -G left tx 512\", \"ethtool -K right tso off gso off\"]\n\
-         [link.right_to_left]\nethtool = [\"ethtool -C right tx-usecs 64 tx-frames 32 cqe-mode-rx on\"]\n",
+         [link.right_to_left]\nethtool = [\"ethtool -C right tx-usecs 64 tx-frames 32 cqe-mode-rx on adaptive-rx on\"]\n",
     );
     assert_eq!(c.link_params(L).tx_ring, 512);
     assert!(c.link_params(R).rx_cqe && !c.link_params(R).tx_cqe);
+    assert!(c.link_params(R).rx_adaptive && !c.link_params(R).tx_adaptive);
     assert!(!c.link_params(L).rx_cqe);
     assert_eq!(c.link_params(R).tx_ring, 128);
     assert_eq!(
@@ -307,7 +310,7 @@ fn ethtool_lines_apply_after_fields_and_by_device() {
     );
     assert_eq!(report.matches("  features ").count(), 1, "{report}");
     assert!(
-        report.contains("tx-usecs 64 tx-frames 32 cqe-mode-rx on\n"),
+        report.contains("tx-usecs 64 tx-frames 32 cqe-mode-rx on adaptive-rx on\n"),
         "{report}"
     );
     assert_eq!(report.matches("cqe-mode").count(), 1, "{report}");

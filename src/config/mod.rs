@@ -584,9 +584,12 @@ impl Config {
             tx_frames: num("tx_frames", |l| &l.tx_frames, d.tx_frames),
             rx_usecs: num("rx_usecs", |l| &l.rx_usecs, d.rx_usecs),
             rx_frames: num("rx_frames", |l| &l.rx_frames, d.rx_frames),
-            // Set only by ethtool lines (`cqe-mode-rx on`), applied after.
+            // Set only by ethtool lines (`cqe-mode-rx on`, `adaptive-rx
+            // on`), applied after.
             rx_cqe: d.rx_cqe,
             tx_cqe: d.tx_cqe,
+            rx_adaptive: d.rx_adaptive,
+            tx_adaptive: d.tx_adaptive,
             bulk_dequeue: flag("bulk_dequeue", |l| &l.bulk_dequeue, d.bulk_dequeue),
             mtu: self.tap.mtu,
             txqueuelen: num("txqueuelen", |l| &l.txqueuelen, d.txqueuelen),

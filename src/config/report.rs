@@ -105,7 +105,7 @@ fn direction(out: &mut String, config: &Config, dir: Dir) {
         p.rx_frames,
         p.tx_usecs,
         p.tx_frames,
-        super::ethtool::show::cqe_words(&p)
+        super::ethtool::show::coalesce_mode_words(&p)
     );
     if p.rate_bytes_ps > 0 {
         let frame = p.mtu as u64 + ETH_HEADER + p.overhead as u64;

@@ -249,7 +249,7 @@ impl Effective {
                 p.rx_frames,
                 p.tx_usecs,
                 p.tx_frames,
-                crate::config::ethtool::show::cqe_words(p),
+                crate::config::ethtool::show::coalesce_mode_words(p),
             );
             if p.features != Default::default() {
                 out += &format!("  features {}\n", p.features);

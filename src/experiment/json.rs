@@ -174,6 +174,10 @@ pub struct LinkJson {
     pub cqe_mode_rx: bool,
     /// TX completion coalescing in CQE mode (ethtool -C cqe-mode-tx).
     pub cqe_mode_tx: bool,
+    /// Adaptive RX moderation, net_dim (ethtool -C adaptive-rx).
+    pub adaptive_rx: bool,
+    /// Adaptive TX completion moderation (ethtool -C adaptive-tx).
+    pub adaptive_tx: bool,
     /// Wire impairments as tc-netem(8) options; `null`: none.
     pub netem: Option<String>,
     /// A trace or schedule driving the rate; `null`: none.
@@ -211,6 +215,8 @@ impl LinkJson {
             tx_frames: p.tx_frames,
             cqe_mode_rx: p.rx_cqe,
             cqe_mode_tx: p.tx_cqe,
+            adaptive_rx: p.rx_adaptive,
+            adaptive_tx: p.tx_adaptive,
             netem: (!shape.impairments.is_none()).then_some(report.netem),
             schedule: shape.schedule.is_some().then_some(report.schedule),
             framing: (f != Default::default()).then(|| {

@@ -44,6 +44,11 @@ pub enum EthtoolSetting {
         rx_cqe: Option<bool>,
         /// `cqe-mode-tx on|off`, the same for TX completions.
         tx_cqe: Option<bool>,
+        /// `adaptive-rx on|off`: net_dim moderates RX interrupts
+        /// (`ETHTOOL_A_COALESCE_USE_ADAPTIVE_RX`).
+        rx_adaptive: Option<bool>,
+        /// `adaptive-tx on|off`, the same for TX completions.
+        tx_adaptive: Option<bool>,
     },
     /// `-G tx N`.
     Ring {
@@ -76,7 +81,7 @@ pub enum Query {
 }
 
 const USAGE: &str = "fix: write e.g. \"ethtool -C left rx-usecs 20 rx-frames 0\", \"ethtool -G left tx 512\", \"ethtool -K left tso off gso off\" or \"ethtool -k left\"";
-const COALESCE_KEYS: &str = "rx-usecs, rx-frames, tx-usecs, tx-frames, cqe-mode-rx on|off, cqe-mode-tx on|off, adaptive-rx off, adaptive-tx off";
+const COALESCE_KEYS: &str = "rx-usecs, rx-frames, tx-usecs, tx-frames, cqe-mode-rx on|off, cqe-mode-tx on|off, adaptive-rx on|off, adaptive-tx on|off";
 
 /// Parses the key/value pairs of one ethtool option.
 type SettingParser = fn(&[(&str, &str)]) -> Result<EthtoolSetting, ConfigError>;
@@ -153,7 +158,11 @@ impl EthtoolCommand {
                 tx_frames,
                 rx_cqe,
                 tx_cqe,
+                rx_adaptive,
+                tx_adaptive,
             } => {
+                next.rx_adaptive = rx_adaptive.unwrap_or(next.rx_adaptive);
+                next.tx_adaptive = tx_adaptive.unwrap_or(next.tx_adaptive);
                 next.rx_cqe = rx_cqe.unwrap_or(next.rx_cqe);
                 next.tx_cqe = tx_cqe.unwrap_or(next.tx_cqe);
                 next.rx_usecs = rx_usecs.unwrap_or(next.rx_usecs);
@@ -186,6 +195,8 @@ impl std::fmt::Display for EthtoolCommand {
                 tx_frames,
                 rx_cqe,
                 tx_cqe,
+                rx_adaptive,
+                tx_adaptive,
             } => {
                 write!(f, "ethtool -C {dev}")?;
                 let values = [
@@ -194,21 +205,21 @@ impl std::fmt::Display for EthtoolCommand {
                     ("tx-usecs", tx_usecs),
                     ("tx-frames", tx_frames),
                 ];
-                let mut any = false;
                 for (key, value) in values {
                     if let Some(v) = value {
                         write!(f, " {key} {v}")?;
-                        any = true;
                     }
                 }
-                for (key, value) in [("cqe-mode-rx", rx_cqe), ("cqe-mode-tx", tx_cqe)] {
+                let switches = [
+                    ("cqe-mode-rx", rx_cqe),
+                    ("cqe-mode-tx", tx_cqe),
+                    ("adaptive-rx", rx_adaptive),
+                    ("adaptive-tx", tx_adaptive),
+                ];
+                for (key, value) in switches {
                     if let Some(on) = value {
                         write!(f, " {key} {}", if *on { "on" } else { "off" })?;
-                        any = true;
                     }
-                }
-                if !any {
-                    f.write_str(" adaptive-rx off")?;
                 }
                 Ok(())
             }
@@ -263,7 +274,7 @@ fn number(key: &str, value: &str, max: u32, unit: &str) -> Result<u32, ConfigErr
 
 fn parse_coalesce(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError> {
     let (mut rx_usecs, mut rx_frames, mut tx_usecs, mut tx_frames) = (None, None, None, None);
-    let (mut rx_cqe, mut tx_cqe) = (None, None);
+    let (mut rx_cqe, mut tx_cqe, mut rx_adaptive, mut tx_adaptive) = (None, None, None, None);
     let on_off = |key: &str, value: &str| match value {
         "on" => Ok(true),
         "off" => Ok(false),
@@ -279,15 +290,8 @@ fn parse_coalesce(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError>
             "tx-frames" => tx_frames = Some(number(key, value, MAX_FRAMES, "frames")?),
             "cqe-mode-rx" => rx_cqe = Some(on_off(key, value)?),
             "cqe-mode-tx" => tx_cqe = Some(on_off(key, value)?),
-            "adaptive-rx" | "adaptive-tx" => match value {
-                "off" => {}
-                "on" => {
-                    return Err(err(format!(
-                        "{key} on: adaptive coalescing is not emulated; expected {key} off; fix: set fixed rx-usecs/rx-frames values"
-                    )))
-                }
-                _ => return Err(err(format!("{key} \"{value}\": expected on or off; fix: write {key} off"))),
-            },
+            "adaptive-rx" => rx_adaptive = Some(on_off(key, value)?),
+            "adaptive-tx" => tx_adaptive = Some(on_off(key, value)?),
             _ => {
                 return Err(err(format!(
                     "coalescing parameter \"{key}\" is not supported; expected {COALESCE_KEYS}; {USAGE}"
@@ -302,6 +306,8 @@ fn parse_coalesce(pairs: &[(&str, &str)]) -> Result<EthtoolSetting, ConfigError>
         tx_frames,
         rx_cqe,
         tx_cqe,
+        rx_adaptive,
+        tx_adaptive,
     })
 }
 
@@ -428,6 +434,9 @@ mod tests {
         assert_eq!((p.rx_usecs, p.rx_frames), (30, 1));
         apply_ethtool("ethtool -C left cqe-mode-tx on cqe-mode-rx off", &mut p).unwrap();
         assert!(!p.rx_cqe && p.tx_cqe);
+        assert!(!p.rx_adaptive && !p.tx_adaptive);
+        apply_ethtool("ethtool -C left adaptive-rx on", &mut p).unwrap();
+        assert!(p.rx_adaptive && !p.tx_adaptive && p.tx_cqe);
         let before = p;
         assert!(apply_ethtool("ethtool -C left cqe-mode-tx maybe", &mut p).is_err());
         assert_eq!(p, before, "a refused line changes nothing");
@@ -438,7 +447,7 @@ mod tests {
         for (line, printed) in [
             (
                 "ethtool --coalesce right tx-frames 16 rx-usecs 20 adaptive-tx off",
-                "ethtool -C right rx-usecs 20 tx-frames 16",
+                "ethtool -C right rx-usecs 20 tx-frames 16 adaptive-tx off",
             ),
             (
                 "ethtool -C left adaptive-rx off",
@@ -552,9 +561,9 @@ mod tests {
         assert!(msg("ethtool -C left rx-frames 70000").contains("0..=65535"));
         assert!(msg("ethtool -C left rx-usecs-irq 5")
             .contains("\"rx-usecs-irq\" is not supported; expected rx-usecs"));
-        assert!(msg("ethtool -C left adaptive-rx on").contains("not emulated"));
-        assert!(msg("ethtool -C left cqe-mode-rx 1").contains("expected on or off"));
         assert!(msg("ethtool -C left adaptive-tx maybe").contains("expected on or off"));
+        assert!(msg("ethtool -C left cqe-mode-rx 1").contains("expected on or off"));
+        assert!(msg("ethtool -C left adaptive-rx 2").contains("expected on or off"));
         assert!(msg("ethtool -C left rx-usecs").contains("\"rx-usecs\" needs a value"));
         assert!(msg("ethtool -C left").contains("nothing to set"));
         assert!(msg("ethtool -G left tx 0").contains("1..=4096"));

@@ -8,12 +8,28 @@
 //! default); in CQE mode (`ethtool -C cqe-mode-rx on`, as mlx5's
 //! `MLX5_CQ_PERIOD_MODE_START_FROM_CQE` does it) it restarts at every
 //! completion, so while items keep arriving less than `usecs` apart only
-//! `max_frames` fires. `usecs 0, max_frames 1` means one interrupt per
+//! `max_frames` fires. With adaptive moderation (`adaptive-rx on`) a
+//! net_dim tuner (`link::dim`) sets `usecs` and `max_frames` from what each
+//! interrupt handled. `usecs 0, max_frames 1` means one interrupt per
 //! item; both 0 (never interrupt, illegal in ethtool) is treated as one
 //! interrupt per item.
 
+use super::dim::{Dim, DimSide};
 use crate::time::{Instant, NS_PER_US};
 use std::collections::VecDeque;
+
+/// One coalescer's `ethtool -C` settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CoalesceSettings {
+    /// `rx-usecs`/`tx-usecs`.
+    pub usecs: u32,
+    /// `rx-frames`/`tx-frames`.
+    pub max_frames: u32,
+    /// `cqe-mode-rx`/`cqe-mode-tx`.
+    pub cqe: bool,
+    /// `adaptive-rx`/`adaptive-tx` on: the side net_dim moderates.
+    pub adaptive: Option<DimSide>,
+}
 
 /// Holds items until the coalescing condition fires.
 #[derive(Clone, Debug)]
@@ -28,6 +44,10 @@ pub struct Coalescer<T> {
     first: Option<Instant>,
     /// When the latest item arrived.
     last: Instant,
+    /// The held items' bytes.
+    held_bytes: u64,
+    /// Adaptive moderation: the tuner that sets `usecs` and `max_frames`.
+    dim: Option<Dim>,
 }
 
 impl<T> Coalescer<T> {
@@ -43,7 +63,16 @@ impl<T> Coalescer<T> {
             held: VecDeque::new(),
             first: None,
             last: Instant::ZERO,
+            held_bytes: 0,
+            dim: None,
         }
+    }
+
+    /// A coalescer set up as `configure` does.
+    pub fn configured(settings: CoalesceSettings) -> Coalescer<T> {
+        let mut c = Coalescer::new(settings.usecs, settings.max_frames, settings.cqe);
+        c.configure(settings);
+        c
     }
 
     /// Changes the settings; held items stay and the new rule applies from
@@ -52,6 +81,32 @@ impl<T> Coalescer<T> {
         self.usecs = usecs;
         self.max_frames = max_frames;
         self.cqe = cqe;
+    }
+
+    /// Applies `ethtool -C` settings: the fixed `usecs` and `max_frames`,
+    /// or with `adaptive` (`adaptive-rx on`) the profiles of net_dim for
+    /// that side, starting from its default profile when adaptive
+    /// moderation is turned on or the CQE mode changes (as a driver sets
+    /// its tuner up again); a tuner already running keeps its profile.
+    pub fn configure(&mut self, settings: CoalesceSettings) {
+        let cqe = settings.cqe;
+        let Some(side) = settings.adaptive else {
+            self.dim = None;
+            self.set(settings.usecs, settings.max_frames, cqe);
+            return;
+        };
+        if self.dim.is_none() || self.cqe != cqe {
+            let dim = Dim::new(side, cqe);
+            let start = dim.initial();
+            self.dim = Some(dim);
+            self.set(start.usecs, start.frames, cqe);
+        }
+    }
+
+    /// The `usecs` and `max_frames` in force (net_dim's current profile
+    /// under adaptive moderation).
+    pub fn moderation(&self) -> (u32, u32) {
+        (self.usecs, self.max_frames)
     }
 
     /// Items held, waiting for the interrupt.
@@ -69,12 +124,13 @@ impl<T> Coalescer<T> {
         self.held.is_empty()
     }
 
-    /// An item completes at `now`.
-    pub fn push(&mut self, item: T, now: Instant) {
+    /// An item of `bytes` completes at `now`.
+    pub fn push(&mut self, item: T, bytes: u64, now: Instant) {
         if self.held.is_empty() {
             self.first = Some(now);
         }
         self.last = now;
+        self.held_bytes += bytes;
         self.held.push_back((item, now));
     }
 
@@ -104,10 +160,20 @@ impl<T> Coalescer<T> {
     /// and returns the time it fired.
     pub fn fire(&mut self, now: Instant, mut sink: impl FnMut(T)) -> Option<Instant> {
         let at = self.next_event().filter(|t| *t <= now)?;
+        let frames = self.held.len() as u64;
         for (item, _) in self.held.drain(..) {
             sink(item);
         }
         self.first = None;
+        let bytes = std::mem::take(&mut self.held_bytes);
+        if let Some(m) = self
+            .dim
+            .as_mut()
+            .and_then(|d| d.interrupt(at, frames, bytes))
+        {
+            self.usecs = m.usecs;
+            self.max_frames = m.frames;
+        }
         Some(at)
     }
 }
@@ -135,7 +201,7 @@ mod tests {
                     c.fire(e, |x: u64| out.push((x, e.nanos() / 1000)));
                 }
                 (Some(a), _) => {
-                    c.push(a.nanos() / 1000, a);
+                    c.push(a.nanos() / 1000, 100, a);
                     i += 1;
                     // A frame that completes the batch fires at its arrival.
                     c.fire(a, |x: u64| out.push((x, a.nanos() / 1000)));
@@ -186,10 +252,10 @@ mod tests {
     fn frames_only_waits_for_the_count() {
         let mut c = Coalescer::new(0, 4, false);
         for t in 0..3 {
-            c.push(t, Instant::from_micros(t));
+            c.push(t, 100, Instant::from_micros(t));
         }
         assert_eq!(c.next_event(), None, "no timer: waits for the 4th frame");
-        c.push(3, Instant::from_micros(100));
+        c.push(3, 100, Instant::from_micros(100));
         assert_eq!(c.next_event(), Some(Instant::from_micros(100)));
         let mut got = Vec::new();
         assert!(c.fire(Instant::from_micros(100), |x| got.push(x)).is_some());
@@ -200,14 +266,14 @@ mod tests {
     #[test]
     fn both_zero_means_per_frame() {
         let mut c = Coalescer::new(0, 0, false);
-        c.push(1u8, Instant::from_micros(7));
+        c.push(1u8, 100, Instant::from_micros(7));
         assert_eq!(c.next_event(), Some(Instant::from_micros(7)));
     }
 
     #[test]
     fn fire_before_the_deadline_does_nothing() {
         let mut c = Coalescer::new(50, 0, false);
-        c.push(1u8, Instant::from_micros(10));
+        c.push(1u8, 100, Instant::from_micros(10));
         assert_eq!(c.fire(Instant::from_micros(59), |_| panic!()), None);
         assert_eq!(c.len(), 1);
         assert_eq!(
@@ -220,8 +286,8 @@ mod tests {
     #[test]
     fn settings_change_applies_to_held_items() {
         let mut c = Coalescer::new(1000, 0, false);
-        c.push(1u8, Instant::from_micros(10));
-        c.push(2u8, Instant::from_micros(15));
+        c.push(1u8, 100, Instant::from_micros(10));
+        c.push(2u8, 100, Instant::from_micros(15));
         c.set(20, 0, false);
         assert_eq!(c.next_event(), Some(Instant::from_micros(30)));
         c.set(20, 0, true);

@@ -14,6 +14,7 @@
 
 pub mod coalesce;
 pub mod delay;
+pub mod dim;
 pub mod features;
 pub mod impair;
 pub mod meter;
@@ -149,6 +150,14 @@ pub struct LinkParams {
     /// as `rx_cqe` for `tx_usecs`.
     #[serde(default)]
     pub tx_cqe: bool,
+    /// Adaptive RX moderation (ethtool -C `adaptive-rx on`): the kernel's
+    /// net_dim picks `rx_usecs`/`rx_frames` from its profiles by the
+    /// traffic (`link::dim`); the fixed values then wait unused.
+    #[serde(default)]
+    pub rx_adaptive: bool,
+    /// Adaptive TX completion moderation (ethtool -C `adaptive-tx on`).
+    #[serde(default)]
+    pub tx_adaptive: bool,
     /// Qdisc bulk dequeue (try_bulk_dequeue_skb) on or off.
     pub bulk_dequeue: bool,
     /// Device MTU (frames up to MTU + 14 bytes pass; larger are dropped).
@@ -165,6 +174,26 @@ pub struct LinkParams {
 }
 
 impl LinkParams {
+    /// The RX coalescer's settings.
+    pub fn rx_coalescing(&self) -> coalesce::CoalesceSettings {
+        coalesce::CoalesceSettings {
+            usecs: self.rx_usecs,
+            max_frames: self.rx_frames,
+            cqe: self.rx_cqe,
+            adaptive: self.rx_adaptive.then_some(dim::DimSide::Rx),
+        }
+    }
+
+    /// The TX completion coalescer's settings.
+    pub fn tx_coalescing(&self) -> coalesce::CoalesceSettings {
+        coalesce::CoalesceSettings {
+            usecs: self.tx_usecs,
+            max_frames: self.tx_frames,
+            cqe: self.tx_cqe,
+            adaptive: self.tx_adaptive.then_some(dim::DimSide::Tx),
+        }
+    }
+
     /// The device below `dir`'s qdisc tree these parameters describe:
     /// its txqueuelen, MTU and TX queues (default qdisc pfifo_fast), with
     /// the qdisc kinds of `kinds`.
@@ -196,6 +225,8 @@ impl Default for LinkParams {
             rx_frames: 1,
             rx_cqe: false,
             tx_cqe: false,
+            rx_adaptive: false,
+            tx_adaptive: false,
             bulk_dequeue: true,
             mtu: 1500,
             txqueuelen: 1000,

@@ -324,9 +324,9 @@ impl Path {
             requeues: 0,
             ring: TxRing::new(params.tx_ring, params.bql, Instant::ZERO),
             serializer: Serializer::new(params.rate_bytes_ps, params.overhead),
-            tx_done: Coalescer::new(params.tx_usecs, params.tx_frames, params.tx_cqe),
+            tx_done: Coalescer::configured(params.tx_coalescing()),
             delay: DelayLine::new(params.delay_ns),
-            rx: Coalescer::new(params.rx_usecs, params.rx_frames, params.rx_cqe),
+            rx: Coalescer::configured(params.rx_coalescing()),
             drops: Drops::new(),
             outbox: Vec::new(),
             freed: Vec::new(),
@@ -500,13 +500,17 @@ impl Path {
         self.serializer
             .set_rate(params.rate_bytes_ps, params.overhead, t);
         self.delay.set_delay(params.delay_ns);
-        self.tx_done
-            .set(params.tx_usecs, params.tx_frames, params.tx_cqe);
-        self.rx
-            .set(params.rx_usecs, params.rx_frames, params.rx_cqe);
+        self.tx_done.configure(params.tx_coalescing());
+        self.rx.configure(params.rx_coalescing());
         self.params = params;
         self.qdisc_ready = true;
         self.advance(t);
+    }
+
+    /// The RX coalescer's `usecs` and `frames` in force: the fixed ones,
+    /// or net_dim's current profile under `adaptive-rx`.
+    pub fn rx_moderation(&self) -> (u32, u32) {
+        self.rx.moderation()
     }
 
     /// Changes the device's TX queue count at `now` (`QdiscTree::
@@ -711,7 +715,7 @@ impl Path {
     fn step(&mut self) {
         let t = self.now;
         while let Some((pkt, departed)) = self.serializer.pop(t) {
-            self.tx_done.push(pkt.len, departed);
+            self.tx_done.push(pkt.len, u64::from(pkt.len), departed);
             let delay = self.serializer.scheduled_delay(departed);
             self.delay.set_delay(delay.unwrap_or(self.params.delay_ns));
             let effects = self.impair.transmit(pkt, &mut self.wire);
@@ -736,7 +740,8 @@ impl Path {
             self.run_qdisc(t);
         }
         while let Some((pkt, arrived)) = self.delay.pop(t) {
-            self.rx.push(pkt, arrived);
+            let len = u64::from(pkt.len);
+            self.rx.push(pkt, len, arrived);
         }
         let (outbox, counters, transit, observer, meter) = (
             &mut self.outbox,
@@ -1434,6 +1439,55 @@ mod tests {
             deliveries.extend(drain(&mut p).iter().map(|(_, t)| t.nanos() / 1000));
             assert_eq!(deliveries, want, "rx-frames {rx_frames}");
         }
+    }
+
+    /// `adaptive-rx on`: the coalescer starts on net_dim's default EQE
+    /// profile (8 us, 256 frames) whatever rx-usecs says, a lone frame
+    /// waits those 8 us, and under steady traffic the tuner moves between
+    /// its profiles (traffic the moderation cannot change reads the same
+    /// each window, so it turns and steps until tired). Turning adaptive
+    /// moderation off brings the fixed values back.
+    #[test]
+    fn adaptive_rx_moderates_with_net_dim_profiles() {
+        let params = LinkParams {
+            rate_bytes_ps: 0,
+            rx_usecs: 50,
+            rx_frames: 0,
+            rx_adaptive: true,
+            ..LinkParams::default()
+        };
+        let mut p = path(params);
+        assert_eq!(p.rx_moderation(), (8, 256));
+        let t0 = Instant::from_micros(100);
+        p.ingress(pkt(0, 100), t0);
+        assert_eq!(drain(&mut p), vec![(0, t0 + 8 * NS_PER_US)]);
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 1..2000u64 {
+            let t = t0 + i * 4 * NS_PER_US;
+            p.poll(t, &mut out, &mut freed);
+            p.ingress(pkt(i, 100), t);
+            seen.insert(p.rx_moderation());
+        }
+        drain(&mut p);
+        assert_eq!(p.counters().frames_out, 2000);
+        let profiles = [(1, 256), (8, 256), (64, 256), (128, 256), (256, 256)];
+        assert!(seen.iter().all(|m| profiles.contains(m)), "{seen:?}");
+        assert!(
+            seen.contains(&(1, 256)) && seen.contains(&(8, 256)),
+            "{seen:?}"
+        );
+        let t = t0 + 10 * NS_PER_MS;
+        p.set_params(
+            LinkParams {
+                rx_adaptive: false,
+                ..params
+            },
+            t,
+        );
+        assert_eq!(p.rx_moderation(), (50, 0));
+        p.set_params(params, t);
+        assert_eq!(p.rx_moderation(), (8, 256), "a fresh tuner");
     }
 
     /// A path polled only every 333 us (plus at arrivals) ends up in the
