@@ -846,3 +846,57 @@ fn likely_typos_are_accepted_with_a_warning_naming_the_field() {
     );
     assert_eq!(c.tc_lines(R), vec!["tc qdisc add dev right root fq_codel"]);
 }
+
+/// `bloatbox tc -c FILE ...` with no daemon at FILE's socket answers from
+/// the configuration as the link would start, says so on stderr, keeps no
+/// change, and fails as tc fails.
+#[test]
+fn tc_with_a_config_and_no_daemon_answers_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("none.sock");
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/htb-sfq-100mbit.toml"),
+    )
+    .unwrap();
+    let cfg = dir.path().join("htb.toml");
+    let text = format!(
+        "{}\n[daemon]\ncontrol_socket = \"{}\"\n",
+        text.replace("[daemon]", "[daemon_unused]"),
+        socket.display()
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let tc = |args: &[&str]| {
+        let cfg = cfg.to_str().unwrap();
+        common::bloatbox()
+            .args(["tc", "-c", cfg])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let show = tc(&["-s", "class", "show", "dev", "left"]);
+    let (out, err) = (
+        String::from_utf8_lossy(&show.stdout),
+        String::from_utf8_lossy(&show.stderr),
+    );
+    assert!(show.status.success(), "{out}{err}");
+    assert!(
+        out.contains("class htb 1:10 root leaf 10: prio 0 rate 100Mbit"),
+        "{out}"
+    );
+    assert!(out.contains(" Sent 0 bytes 0 pkt"), "{out}");
+    assert!(
+        err.contains("no daemon at") && err.contains("offline"),
+        "{err}"
+    );
+    // A change is carried out, not kept.
+    assert!(tc(&["qdisc", "replace", "dev", "left", "root", "pfifo"])
+        .status
+        .success());
+    let again = tc(&["qdisc", "show", "dev", "left"]);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("qdisc htb 1: root"));
+    let bad = tc(&[
+        "class", "change", "dev", "left", "classid", "1:99", "htb", "rate", "1mbit",
+    ]);
+    assert!(!bad.status.success());
+    assert!(!bad.stderr.is_empty());
+}

@@ -18,10 +18,32 @@ fn client(target: &Target) -> anyhow::Result<Client> {
 }
 
 /// `bloatbox tc ARGS...`: prints what the daemon returns; on tc's error
-/// prints its text to stderr and returns exit code 2.
+/// prints its text to stderr and returns exit code 2. With `-c FILE` and no
+/// daemon at that configuration's socket, answers from the configuration
+/// alone (`super::offline`), and says so on stderr.
 pub fn tc(target: &Target, args: &[String]) -> anyhow::Result<u8> {
-    let line = format!("tc {}", args.join(" "));
-    match client(target)?.call(&Request::Tc { line })? {
+    let request = Request::Tc {
+        line: format!("tc {}", args.join(" ")),
+    };
+    let (cfg, socket) = target.resolve()?;
+    let no_daemon = std::os::unix::net::UnixStream::connect(&socket).is_err_and(|e| {
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+        )
+    });
+    let answer = match &target.config {
+        Some(file) if no_daemon => {
+            eprintln!(
+                "bloatbox tc: no daemon at {}: answering from {} as the link would start (offline; a change is not kept)",
+                socket.display(),
+                file.display()
+            );
+            super::offline::answer(&cfg, &request)?
+        }
+        _ => Client::connect(&socket)?.call(&request)?,
+    };
+    match answer {
         Ok(reply) => {
             crate::out!(
                 "{}",

@@ -7,7 +7,9 @@
 //! - `exec`: `exec`, a command in one side's namespace;
 //! - `check`: `check`, a configuration file validated;
 //! - `stats`: `stats`, the running daemon's counters;
-//! - `daemon`: `tc`, `set`, `metrics` and `top`, over the control socket.
+//! - `daemon`: `tc`, `set`, `metrics` and `top`, over the control socket;
+//! - `offline`: `tc -c FILE` answered from the configuration when no
+//!   daemon runs.
 //!
 //! The link they bring up is `crate::live` (`LiveLink`, re-exported here),
 //! shared with `bloatbox test` and `crate::harness`.
@@ -16,6 +18,7 @@ mod check;
 pub mod daemon;
 mod exec;
 mod local;
+mod offline;
 mod stats;
 pub mod target;
 mod up;

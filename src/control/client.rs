@@ -16,6 +16,21 @@ use crate::packet::DropReason;
 /// server's 2 s datapath timeout).
 const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// One reply line read: the daemon's value (`{"ok": ...}`, inner `Ok`),
+/// its error (`{"error": ...}`, inner `Err`), or an error for a line that
+/// is neither.
+pub fn parse_reply(reply: &str) -> anyhow::Result<Result<serde_json::Value, String>> {
+    let mut value: serde_json::Value = serde_json::from_str(reply.trim())
+        .map_err(|e| anyhow::anyhow!("the daemon's reply is not JSON ({e}): {reply:?}"))?;
+    if let Some(err) = value.get("error") {
+        return Ok(Err(err.as_str().unwrap_or_default().to_string()));
+    }
+    match value.get_mut("ok") {
+        Some(ok) => Ok(Ok(ok.take())),
+        None => anyhow::bail!("the daemon's reply has neither ok nor error: {reply:?}"),
+    }
+}
+
 /// One connection to the daemon.
 pub struct Client {
     reader: BufReader<UnixStream>,
@@ -53,15 +68,7 @@ impl Client {
         if self.reader.read_line(&mut reply)? == 0 {
             anyhow::bail!("the daemon closed the connection without replying");
         }
-        let mut value: serde_json::Value = serde_json::from_str(reply.trim())
-            .map_err(|e| anyhow::anyhow!("the daemon's reply is not JSON ({e}): {reply:?}"))?;
-        if let Some(err) = value.get("error") {
-            return Ok(Err(err.as_str().unwrap_or_default().to_string()));
-        }
-        match value.get_mut("ok") {
-            Some(ok) => Ok(Ok(ok.take())),
-            None => anyhow::bail!("the daemon's reply has neither ok nor error: {reply:?}"),
-        }
+        parse_reply(&reply)
     }
 
     /// `call`, with the daemon's error as an error too.
