@@ -13,7 +13,7 @@
 use super::frame::{self, Endpoints, Proto, Tag, L4};
 use super::observe::{Departure, DequeueLog};
 use super::qdiscs::{build_qdisc, tc_show};
-use super::report::{DirReport, DirTally, FlowReport, SimReport};
+use super::report::{DirReport, DirTally, FlowReport, SimReport, SnapshotDir, SnapshotReport};
 use super::scenario::Scenario;
 use super::sources::{build_flows, latency_histogram, seg_bytes, Flow, Source};
 use super::trace::{EventKind, Trace, TraceEvent};
@@ -171,6 +171,11 @@ pub struct Sim {
     /// Frames sent since the clock last moved (see `STALL_FRAMES`).
     emitted_this_instant: u64,
     unmatched_frames: u64,
+    /// The `[[snapshot]]` instants not taken yet, earliest last.
+    snapshot_at: Vec<Instant>,
+    /// Each direction's TX queues (for the snapshots' tc text).
+    tx_queues: [u32; 2],
+    snapshots: Vec<SnapshotReport>,
 }
 
 impl Sim {
@@ -234,6 +239,17 @@ impl Sim {
             next_trace_id: 0,
             emitted_this_instant: 0,
             unmatched_frames: 0,
+            snapshot_at: {
+                let mut at: Vec<Instant> = sc
+                    .snapshot
+                    .iter()
+                    .map(|s| Instant::from_nanos(s.get_ref().at.0))
+                    .collect();
+                at.sort_unstable_by(|a, b| b.cmp(a));
+                at
+            },
+            tx_queues: Dir::ALL.map(|d| cfg.tx_queues(d)),
+            snapshots: Vec::new(),
         };
         for i in 0..sim.flows.len() {
             let start = sim.flows[i].start;
@@ -260,6 +276,8 @@ impl Sim {
             let Some(t) = earliest(next_timer, earliest(path_due[0], path_due[1])) else {
                 break;
             };
+            // Everything up to a snapshot's instant has happened.
+            self.take_snapshots(|at| at < t);
             if t > self.end {
                 break;
             }
@@ -296,7 +314,29 @@ impl Sim {
         for dir in 0..2 {
             self.poll(dir);
         }
+        self.take_snapshots(|_| true);
         self.trace.finish().map_err(SimError::Io)
+    }
+
+    /// Takes the snapshots due by `due`, earliest first.
+    fn take_snapshots(&mut self, due: impl Fn(Instant) -> bool) {
+        while let Some(at) = self.snapshot_at.last().copied().filter(|at| due(*at)) {
+            self.snapshot_at.pop();
+            let directions = [0, 1].map(|d| {
+                let dir = Dir::ALL[d];
+                let qdisc = self.bridge.path(dir).snapshot(at).qdisc;
+                SnapshotDir {
+                    name: dir.name(),
+                    dev: dir.dev(),
+                    tc: tc_show(dir, &qdisc, self.tx_queues[d]),
+                    qdisc,
+                }
+            });
+            self.snapshots.push(SnapshotReport {
+                at_ns: at.nanos(),
+                directions,
+            });
+        }
     }
 
     fn fire(&mut self, timer: Timer) {
@@ -733,6 +773,7 @@ impl Sim {
             unmatched_frames: self.unmatched_frames,
             flows,
             directions,
+            snapshots: self.snapshots.clone(),
         }
     }
 }

@@ -33,7 +33,7 @@ pub mod sources;
 pub mod tcp;
 pub mod trace;
 
-pub use report::SimReport;
+pub use report::{SimReport, SnapshotDir, SnapshotReport};
 pub use scenario::Scenario;
 
 use std::io::Write;
@@ -113,6 +113,9 @@ pub fn run_cli(path: &std::path::Path, out_dir: Option<&std::path::Path>) -> any
         None => run(&scenario)?,
     };
     crate::out!("{}\n{}", report.table(), report.tc_text())?;
+    for snapshot in &report.snapshots {
+        crate::out!("\n{}", snapshot.tc_text())?;
+    }
     Ok(())
 }
 

@@ -195,6 +195,39 @@ pub struct DirReport {
     pub tc: String,
 }
 
+/// Both directions' qdisc statistics at one instant (`[[snapshot]]`).
+#[derive(Clone, Debug, Serialize)]
+pub struct SnapshotReport {
+    /// The instant, ns of the run.
+    pub at_ns: u64,
+    /// Each direction, by `Dir::index()`.
+    pub directions: [SnapshotDir; 2],
+}
+
+/// One direction in a `SnapshotReport`.
+#[derive(Clone, Debug, Serialize)]
+pub struct SnapshotDir {
+    /// `l2r` or `r2l`.
+    pub name: &'static str,
+    /// The tc device.
+    pub dev: &'static str,
+    /// The qdisc tree then, with its counters.
+    pub qdisc: QdiscDump,
+    /// `tc -s -d qdisc show` and `class show` of the device then.
+    pub tc: String,
+}
+
+impl SnapshotReport {
+    /// Both directions' tc statistics under a heading with the instant.
+    pub fn tc_text(&self) -> String {
+        let at = crate::units::sprint_time(self.at_ns / 1_000);
+        self.directions
+            .iter()
+            .map(|d| format!("# {} ({}) at {at}\n{}", d.name, d.dev, d.tc))
+            .collect()
+    }
+}
+
 /// What the simulator itself counted for one direction.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DirTally {
@@ -267,6 +300,8 @@ pub struct SimReport {
     pub flows: Vec<FlowReport>,
     /// Both directions' results, by `Dir::index()`.
     pub directions: [DirReport; 2],
+    /// The `[[snapshot]]`s, in time order.
+    pub snapshots: Vec<SnapshotReport>,
 }
 
 fn ms(ns: u64) -> f64 {

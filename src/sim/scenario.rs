@@ -32,11 +32,14 @@
 //! interval = "100ms"
 //!
 //! [[packet]]                # explicit frames: time, proto, size, tos,
-//! time = "1s"               # count, interval, src/dst
+//! time = "1s"               # count, interval (0: at one instant), src/dst
 //! size = 200
 //! tos = 0xb8
 //! src = "10.0.0.1:4000"
 //! dst = "10.0.0.2:53"
+//!
+//! [[snapshot]]              # tc -s -d and JSON of both directions then
+//! at = "1.5s"
 //! ```
 //!
 //! `direction` is `left_to_right` (default) or `right_to_left`: data and
@@ -124,6 +127,9 @@ pub struct Scenario {
     /// `[[packet]]`: explicit packets.
     #[serde(default)]
     pub packet: Vec<toml::Spanned<PacketSpec>>,
+    /// `[[snapshot]]`: both directions' statistics at chosen instants.
+    #[serde(default)]
+    pub snapshot: Vec<toml::Spanned<SnapshotSpec>>,
     /// Source text, for line numbers in later checks.
     #[serde(skip)]
     source: String,
@@ -320,6 +326,16 @@ pub struct PingSpec {
     /// Use the default IPv6 hosts instead of the IPv4 ones.
     #[serde(default)]
     pub ipv6: bool,
+}
+
+/// `[[snapshot]] at = "1.5s"`: both directions' qdisc statistics (as
+/// `tc -s -d` prints them, and as JSON) at that instant of the run, after
+/// everything that happens at it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotSpec {
+    /// `at`: when, at most the run's `duration`.
+    pub at: SimTime,
 }
 
 /// An explicit packet (repeated `count` times every `interval`).
@@ -655,14 +671,20 @@ impl Scenario {
                 spec.direction,
                 spec.proto,
             )?;
-            if spec.count > 1 && spec.interval.0 == 0 {
+            frames_total += spec.count as f64;
+        }
+        for (i, s) in self.snapshot.iter().enumerate() {
+            if s.get_ref().at.0 > self.duration.0 {
                 return Err(self.err_at(
-                    p.span(),
-                    format!("packet[{i}].interval"),
-                    "must be > 0 when count > 1".into(),
+                    s.span(),
+                    format!("snapshot[{i}].at"),
+                    format!(
+                        "{} is after the end of the run ({}); expected at most the duration",
+                        units::sprint_time(s.get_ref().at.0 / 1_000),
+                        units::sprint_time(self.duration.0 / 1_000)
+                    ),
                 ));
             }
-            frames_total += spec.count as f64;
         }
         if frames_total > MAX_SOURCE_FRAMES {
             return Err(bad(

@@ -61,3 +61,83 @@ fn tcp_over_a_link_that_takes_no_time_is_reported_not_spun() {
         "{e}"
     );
 }
+
+/// `count > 1` with `interval = "0"`: the packets arrive at one instant,
+/// back to back (the first finds the qdisc empty and bypasses it, the
+/// others queue), and leave one serialization time apart: 1000 bytes at
+/// 10 Mbit/s is 800 µs.
+#[test]
+fn simultaneous_packets_arrive_at_one_instant() {
+    let sc = Scenario::from_toml(
+        "seed = 1\nduration = \"100ms\"\n[link]\nrate = \"10mbit\"\ndelay = \"0\"\n\
+         [[packet]]\ntime = \"1ms\"\nsize = 1000\ncount = 5\ninterval = \"0\"\n",
+    )
+    .unwrap();
+    let (r, text) = super::traced(&sc);
+    let events: Vec<(String, u64)> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["dir"] == "left_to_right")
+        .map(|v| {
+            (
+                v["ev"].as_str().unwrap().to_string(),
+                v["t"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let at = |kind: &str| -> Vec<u64> {
+        events
+            .iter()
+            .filter(|(k, _)| k == kind)
+            .map(|(_, t)| (t - 1_000_000) / 1000)
+            .collect()
+    };
+    assert_eq!(at("enqueue"), vec![0; 5]);
+    assert_eq!(at("deliver"), vec![800, 1600, 2400, 3200, 4000]);
+    assert_eq!(r.directions[0].frames_out, 5);
+}
+
+/// `[[snapshot]]`: statistics at chosen instants, after everything at
+/// that instant. 20 frames of 1000 bytes at 1 ms into a 1-slot ring
+/// without BQL and a pfifo of 10 at 10 Mbit/s: the first bypasses into
+/// the ring, the second bypasses into the stopped queue (the requeue
+/// slot), ten queue and eight are dropped. At 5 ms five have left (800 µs
+/// each, the fifth at 5 ms exactly) and the ring took the sixth.
+#[test]
+fn snapshots_show_the_qdisc_at_their_instants() {
+    let sc = Scenario::from_toml(
+        "seed = 1\nduration = \"100ms\"\n\
+         [link]\nrate = \"10mbit\"\ndelay = \"0\"\ntx_ring = 1\nbql = false\n\
+         tc = [\"tc qdisc add dev left root pfifo limit 10\"]\n\
+         [[packet]]\ntime = \"1ms\"\nsize = 1000\ncount = 20\ninterval = \"0\"\n\
+         [[snapshot]]\nat = \"5ms\"\n[[snapshot]]\nat = \"1ms\"\n[[snapshot]]\nat = \"100ms\"\n",
+    )
+    .unwrap();
+    let r = sim::run(&sc).unwrap();
+    let at: Vec<u64> = r.snapshots.iter().map(|s| s.at_ns / 1_000_000).collect();
+    assert_eq!(at, vec![1, 5, 100], "in time order");
+    let counts = |i: usize| {
+        let s = &r.snapshots[i].directions[0].qdisc.stats;
+        (s.packets, s.drops, s.requeues, s.qlen, s.backlog)
+    };
+    assert_eq!(counts(0), (2, 8, 1, 11, 11_000));
+    assert_eq!(counts(1), (6, 8, 1, 6, 6_000));
+    assert_eq!(counts(2), (12, 8, 1, 0, 0));
+    let text = r.snapshots[0].tc_text();
+    assert!(
+        text.contains("# left_to_right (left) at 1ms\nqdisc pfifo 8001: root"),
+        "{text}"
+    );
+    assert!(
+        text.contains(" Sent 2000 bytes 2 pkt (dropped 8, overlimits 0 requeues 1)"),
+        "{text}"
+    );
+    assert!(text.contains(" backlog 11000b 11p requeues 1"), "{text}");
+    // The last one is the end of the run: the report's own dump.
+    assert_eq!(r.snapshots[2].directions[0].tc, r.directions[0].tc);
+    // A snapshot after the end is refused at its line.
+    let e = Scenario::from_toml("seed = 1\nduration = \"1s\"\n\n[[snapshot]]\nat = \"2s\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 4") && e.contains("snapshot[0].at"), "{e}");
+}
