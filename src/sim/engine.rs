@@ -324,12 +324,14 @@ impl Sim {
             self.snapshot_at.pop();
             let directions = [0, 1].map(|d| {
                 let dir = Dir::ALL[d];
-                let qdisc = self.bridge.path(dir).snapshot(at).qdisc;
+                let snap = self.bridge.path(dir).snapshot(at);
                 SnapshotDir {
                     name: dir.name(),
                     dev: dir.dev(),
-                    tc: tc_show(dir, &qdisc, self.tx_queues[d]),
-                    qdisc,
+                    tc: tc_show(dir, &snap.qdisc, self.tx_queues[d]),
+                    qdisc: snap.qdisc,
+                    bql_limit_bytes: snap.bql_limit,
+                    bql_inflight_bytes: snap.bql_inflight,
                 }
             });
             self.snapshots.push(SnapshotReport {

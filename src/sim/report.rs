@@ -193,6 +193,11 @@ pub struct DirReport {
     pub other_flows: FlowTraffic,
     /// `tc -s -d qdisc show` and `class show` of the direction's device.
     pub tc: String,
+    /// BQL's limit at the end, bytes (`dql.limit`; `None` without BQL).
+    pub bql_limit_bytes: Option<u32>,
+    /// Bytes in the ring BQL counts at the end (`dql.num_queued -
+    /// num_completed`).
+    pub bql_inflight_bytes: Option<u32>,
 }
 
 /// Both directions' qdisc statistics at one instant (`[[snapshot]]`).
@@ -215,6 +220,10 @@ pub struct SnapshotDir {
     pub qdisc: QdiscDump,
     /// `tc -s -d qdisc show` and `class show` of the device then.
     pub tc: String,
+    /// BQL's limit then, bytes (`None` without BQL).
+    pub bql_limit_bytes: Option<u32>,
+    /// Bytes in the ring BQL counted then.
+    pub bql_inflight_bytes: Option<u32>,
 }
 
 impl SnapshotReport {
@@ -277,6 +286,8 @@ impl DirReport {
             link_flows: snap.flows.clone(),
             other_flows: snap.other_flows.clone(),
             tc,
+            bql_limit_bytes: snap.bql_limit,
+            bql_inflight_bytes: snap.bql_inflight,
         }
     }
 }

@@ -109,6 +109,7 @@ fn snapshots_show_the_qdisc_at_their_instants() {
         "seed = 1\nduration = \"100ms\"\n\
          [link]\nrate = \"10mbit\"\ndelay = \"0\"\ntx_ring = 1\nbql = false\n\
          tc = [\"tc qdisc add dev left root pfifo limit 10\"]\n\
+         [link.right_to_left]\nbql = true\n\
          [[packet]]\ntime = \"1ms\"\nsize = 1000\ncount = 20\ninterval = \"0\"\n\
          [[snapshot]]\nat = \"5ms\"\n[[snapshot]]\nat = \"1ms\"\n[[snapshot]]\nat = \"100ms\"\n",
     )
@@ -135,6 +136,12 @@ fn snapshots_show_the_qdisc_at_their_instants() {
     assert!(text.contains(" backlog 11000b 11p requeues 1"), "{text}");
     // The last one is the end of the run: the report's own dump.
     assert_eq!(r.snapshots[2].directions[0].tc, r.directions[0].tc);
+    // BQL is off on the left device; the right one has it, idle:
+    // nothing in flight.
+    assert_eq!(r.snapshots[0].directions[0].bql_limit_bytes, None);
+    assert_eq!(r.directions[0].bql_limit_bytes, None);
+    assert_eq!(r.directions[1].bql_inflight_bytes, Some(0));
+    assert!(r.snapshots[1].directions[1].bql_limit_bytes.is_some());
     // A snapshot after the end is refused at its line.
     let e = Scenario::from_toml("seed = 1\nduration = \"1s\"\n\n[[snapshot]]\nat = \"2s\"\n")
         .unwrap_err()
