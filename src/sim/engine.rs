@@ -11,17 +11,19 @@
 //! header buffers are recycled.
 
 use super::frame::{self, Endpoints, Proto, Tag, L4};
-use super::observe::{Departure, DequeueLog};
+use super::observe::{DequeueLog, Logged};
 use super::qdiscs::{build_qdisc, tc_show};
 use super::report::{DirReport, DirTally, FlowReport, SimReport, SnapshotDir, SnapshotReport};
 use super::scenario::Scenario;
 use super::sources::{build_flows, latency_histogram, seg_bytes, Flow, Source};
-use super::trace::{EventKind, Trace, TraceEvent};
+use super::trace::{DriverTrace, EventKind, Trace, TraceEvent};
 use super::SimError;
 use crate::bridge::Bridge;
 use crate::dir::Dir;
+use crate::link::path::DriverEvent;
 use crate::link::Path;
 use crate::packet::Packet;
+use crate::qdisc::Verdict;
 use crate::time::{earliest, Instant};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
@@ -164,7 +166,7 @@ pub struct Sim {
     out: Vec<Packet>,
     freed: Vec<Packet>,
     segs: Vec<super::tcp::Segment>,
-    departures: Vec<Departure>,
+    departures: Vec<Logged>,
     dirs: [DirState; 2],
     trace: Trace,
     next_trace_id: u64,
@@ -544,6 +546,12 @@ impl Sim {
         let c = &mut self.flows[flow].counters[reverse as usize];
         c.sent_pkts += 1;
         c.sent_bytes += len as u64;
+        let lane = self.bridge.lane_mut(Dir::ALL[dir]);
+        lane.ingress_headers(buf, len, now);
+        let verdict = lane
+            .path_mut()
+            .observer_mut::<DequeueLog>()
+            .and_then(DequeueLog::take_verdict);
         self.trace.record(TraceEvent {
             t: now.nanos(),
             ev: EventKind::Enqueue,
@@ -552,10 +560,12 @@ impl Sim {
             pkt: trace_id,
             size: len,
             reason: None,
+            verdict: Some(match verdict {
+                None | Some(Verdict::Queued) => "success",
+                Some(Verdict::Dropped) => "drop",
+                Some(Verdict::Congested) => "cn",
+            }),
         });
-        self.bridge
-            .lane_mut(Dir::ALL[dir])
-            .ingress_headers(buf, len, now);
         self.trace_dequeues(dir);
     }
 
@@ -571,7 +581,30 @@ impl Sim {
         {
             log.drain_into(&mut deps);
         }
-        for d in deps.drain(..) {
+        for logged in deps.drain(..) {
+            let d = match logged {
+                Logged::Dequeued(d) => d,
+                Logged::Departed { at, tag } => {
+                    if let Some(info) = self.slab.get(tag) {
+                        self.trace.record(TraceEvent {
+                            t: at.nanos(),
+                            ev: EventKind::Depart,
+                            dir: Dir::ALL[dir],
+                            flow: info.flow,
+                            pkt: info.trace_id,
+                            size: info.len,
+                            reason: None,
+                            verdict: None,
+                        });
+                    }
+                    continue;
+                }
+                Logged::Driver { at, event } => {
+                    self.trace
+                        .record_driver(driver_trace(at, Dir::ALL[dir], event));
+                    continue;
+                }
+            };
             let Some(info) = self.slab.get(d.tag) else {
                 continue;
             };
@@ -583,6 +616,7 @@ impl Sim {
                 pkt: info.trace_id,
                 size: info.len,
                 reason: None,
+                verdict: None,
             };
             if d.ce && info.ecn_sent != 3 {
                 self.trace.record(TraceEvent {
@@ -637,6 +671,7 @@ impl Sim {
             pkt: info.trace_id,
             size: pkt.len,
             reason: Some(reason),
+            verdict: None,
         });
         self.pool.push(pkt.data);
     }
@@ -662,6 +697,7 @@ impl Sim {
                 pkt: info.trace_id,
                 size: pkt.len,
                 reason: Some("corrupt"),
+                verdict: None,
             });
             self.pool.push(pkt.data);
             return;
@@ -687,6 +723,7 @@ impl Sim {
             pkt: info.trace_id,
             size: len,
             reason: None,
+            verdict: None,
         });
         if marked {
             // Traced when it left the qdisc marked.
@@ -777,5 +814,32 @@ impl Sim {
             directions,
             snapshots: self.snapshots.clone(),
         }
+    }
+}
+
+/// The trace line of a driver event.
+fn driver_trace(at: Instant, dir: Dir, event: DriverEvent) -> DriverTrace {
+    let line = |ev, frames| DriverTrace {
+        t: at.nanos(),
+        ev,
+        dir,
+        frames,
+        bytes: None,
+        bql_limit: None,
+        bql_inflight: None,
+    };
+    match event {
+        DriverEvent::TxCompletion {
+            frames,
+            bytes,
+            bql_limit,
+            bql_inflight,
+        } => DriverTrace {
+            bytes: Some(bytes),
+            bql_limit,
+            bql_inflight,
+            ..line(EventKind::TxCompletion, frames)
+        },
+        DriverEvent::RxInterrupt { frames } => line(EventKind::RxInterrupt, frames),
     }
 }

@@ -1,12 +1,15 @@
-//! The simulator's `PathObserver`: `DequeueLog` keeps each frame leaving a
-//! direction's qdisc (dequeued, or bypassing it empty) with its simulator
-//! tag, time and CE mark, which `Path` does not hand out; the engine
-//! installs one in each lane and drains it into the trace after every call
-//! into that lane.
+//! The simulator's `PathObserver`: `DequeueLog` keeps, in the order the
+//! path reports them, each frame leaving a direction's qdisc (dequeued, or
+//! bypassing it empty) with its simulator tag, time and CE mark, each
+//! frame leaving the NIC, the driver's TX completion and RX interrupts, and
+//! the qdisc's verdict on the frame last offered, none of which `Path`
+//! hands out; the engine installs one in each lane and drains it into the
+//! trace after every call into that lane.
 
 use super::frame::{read_ecn, read_tag, Tag};
-use crate::link::path::{PathEvent, PathObserver};
+use crate::link::path::{DriverEvent, PathEvent, PathObserver};
 use crate::packet::Packet;
+use crate::qdisc::Verdict;
 use crate::time::Instant;
 
 /// One frame leaving the qdisc.
@@ -20,32 +23,72 @@ pub struct Departure {
     pub ce: bool,
 }
 
-/// The departures of one direction not yet drained (a frame without a tag
-/// is none of the simulator's and not kept).
+/// One entry of the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Logged {
+    /// A frame left the qdisc.
+    Dequeued(Departure),
+    /// A frame's last bit left the NIC, at `at`.
+    Departed {
+        /// When.
+        at: Instant,
+        /// Which frame.
+        tag: Tag,
+    },
+    /// The driver did `event` at `at`.
+    Driver {
+        /// When.
+        at: Instant,
+        /// What.
+        event: DriverEvent,
+    },
+}
+
+/// What one direction reported and the engine has not drained yet (a frame
+/// without a tag is none of the simulator's and not kept).
 #[derive(Default)]
 pub struct DequeueLog {
-    entries: Vec<Departure>,
+    entries: Vec<Logged>,
+    verdict: Option<Verdict>,
 }
 
 impl DequeueLog {
-    /// Moves every logged departure into `into` (in order).
-    pub fn drain_into(&mut self, into: &mut Vec<Departure>) {
+    /// Moves every logged entry into `into` (in order).
+    pub fn drain_into(&mut self, into: &mut Vec<Logged>) {
         into.append(&mut self.entries);
+    }
+
+    /// The verdict on the frame last offered to the qdisc, once (`None`
+    /// for a frame that bypassed it).
+    pub fn take_verdict(&mut self) -> Option<Verdict> {
+        self.verdict.take()
     }
 }
 
 impl PathObserver for DequeueLog {
     fn event(&mut self, event: PathEvent, pkt: &Packet, at: Instant) {
-        if !matches!(event, PathEvent::Dequeued | PathEvent::Bypassed) {
+        let Some(tag) = read_tag(&pkt.data) else {
             return;
+        };
+        match event {
+            PathEvent::Dequeued | PathEvent::Bypassed => {
+                self.entries.push(Logged::Dequeued(Departure {
+                    at,
+                    tag,
+                    ce: read_ecn(&pkt.data) == Some(3),
+                }))
+            }
+            PathEvent::Departed => self.entries.push(Logged::Departed { at, tag }),
+            PathEvent::Enqueued | PathEvent::Dropped(_) | PathEvent::Delivered => {}
         }
-        if let Some(tag) = read_tag(&pkt.data) {
-            self.entries.push(Departure {
-                at,
-                tag,
-                ce: read_ecn(&pkt.data) == Some(3),
-            });
-        }
+    }
+
+    fn verdict(&mut self, verdict: Verdict, _at: Instant) {
+        self.verdict = Some(verdict);
+    }
+
+    fn driver(&mut self, event: DriverEvent, at: Instant) {
+        self.entries.push(Logged::Driver { at, event });
     }
 }
 
@@ -79,12 +122,94 @@ mod tests {
         Box::new(Fifo::new(FifoKind::Pfifo, QdiscCtx::default()))
     }
 
+    /// The frames that left the qdisc since the last drain (the other
+    /// entries are dropped: `logs_departures_interrupts_and_verdicts`).
     fn drain(path: &mut Path) -> Vec<(Instant, u32, bool)> {
         let mut got = Vec::new();
         path.observer_mut::<DequeueLog>()
             .expect("a DequeueLog is installed")
             .drain_into(&mut got);
-        got.iter().map(|d| (d.at, d.tag.slot, d.ce)).collect()
+        got.iter()
+            .filter_map(|l| match l {
+                Logged::Dequeued(d) => Some((d.at, d.tag.slot, d.ce)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// One frame through a 1 MB/s link with BQL: it bypasses the empty
+    /// pfifo (no verdict), leaves the NIC after 100 us, its completion
+    /// reaps it at once (tx-usecs 0) with BQL's state, and the RX
+    /// interrupt delivers it. Then, behind a 1-slot ring and a pfifo of
+    /// limit 1: two frames bypass (the second into the requeue slot), the
+    /// third is queued (NET_XMIT_SUCCESS), the fourth dropped
+    /// (NET_XMIT_DROP).
+    #[test]
+    fn logs_departures_interrupts_and_verdicts() {
+        let params = LinkParams {
+            rate_bytes_ps: 1_000_000,
+            ..LinkParams::default()
+        };
+        let mut path = Path::new(params, pfifo());
+        path.set_observer(Box::new(DequeueLog::default()));
+        path.ingress(frame(1), Instant::from_micros(0));
+        fn log(path: &mut Path) -> &mut DequeueLog {
+            path.observer_mut::<DequeueLog>().unwrap()
+        }
+        assert_eq!(log(&mut path).take_verdict(), None, "bypassed");
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        while let Some(t) = path.poll_at() {
+            path.poll(t, &mut out, &mut freed);
+        }
+        let mut got = Vec::new();
+        log(&mut path).drain_into(&mut got);
+        let at = Instant::from_micros(100);
+        let tag = Tag { slot: 1, serial: 0 };
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert!(matches!(got[0], Logged::Dequeued(d) if d.tag == tag));
+        assert_eq!(got[1], Logged::Departed { at, tag });
+        let Logged::Driver {
+            at: done,
+            event:
+                DriverEvent::TxCompletion {
+                    frames: 1,
+                    bytes: 100,
+                    bql_limit: Some(_),
+                    bql_inflight: Some(0),
+                },
+        } = got[2]
+        else {
+            panic!("{got:?}");
+        };
+        assert_eq!(done, at);
+        assert_eq!(
+            got[3],
+            Logged::Driver {
+                at,
+                event: DriverEvent::RxInterrupt { frames: 1 }
+            }
+        );
+        // A full qdisc: the frame offered is dropped.
+        let mut full = Path::new(
+            LinkParams {
+                rate_bytes_ps: 1_000,
+                tx_ring: 1,
+                bql: false,
+                ..params
+            },
+            Box::new(Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 1)),
+        );
+        full.set_observer(Box::new(DequeueLog::default()));
+        let verdicts = [
+            (1, None),
+            (2, None),
+            (3, Some(Verdict::Queued)),
+            (4, Some(Verdict::Dropped)),
+        ];
+        for (i, want) in verdicts {
+            full.ingress(frame(i), Instant::from_micros(0));
+            assert_eq!(log(&mut full).take_verdict(), want, "frame {i}");
+        }
     }
 
     #[test]

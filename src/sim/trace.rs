@@ -31,6 +31,12 @@ pub enum EventKind {
     EcnMark,
     /// Handed to the receiving host.
     Deliver,
+    /// Its last bit left the sending NIC (on the wire from now).
+    Depart,
+    /// A TX completion interrupt (a `DriverTrace` line).
+    TxCompletion,
+    /// An RX interrupt (a `DriverTrace` line).
+    RxInterrupt,
 }
 
 /// One trace line.
@@ -51,6 +57,33 @@ pub struct TraceEvent {
     /// For a drop, the reason's name (`DropReason::name`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<&'static str>,
+    /// For an enqueue, the qdisc's verdict: `success`, `drop` or `cn`
+    /// (NET_XMIT_SUCCESS, _DROP, _CN; a frame that bypasses the empty
+    /// qdisc is a success).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<&'static str>,
+}
+
+/// One trace line of the driver, for a batch of frames.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct DriverTrace {
+    /// Simulated time, ns.
+    pub t: u64,
+    /// `tx_completion` or `rx_interrupt`.
+    pub ev: EventKind,
+    /// The direction.
+    pub dir: Dir,
+    /// Frames the interrupt handled.
+    pub frames: u32,
+    /// Their bytes (TX completions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// BQL's limit after a TX completion, bytes (with BQL).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bql_limit: Option<u32>,
+    /// Bytes BQL counts in the ring after a TX completion (with BQL).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bql_inflight: Option<u32>,
 }
 
 /// Where events go.
@@ -83,17 +116,36 @@ impl Trace {
     /// Hashes the event and writes it as a JSON line if the trace has a sink (a
     /// write error is kept and reported at the end).
     pub fn record(&mut self, ev: TraceEvent) {
-        self.events += 1;
         let mut h = fx(self.hash, ev.t);
         h = fx(h, ev.pkt);
         h = fx(h, (ev.flow as u64) << 32 | ev.size as u64);
         h = fx(h, ev.ev as u64 | (ev.dir as u64) << 8);
-        for b in ev.reason.unwrap_or("").bytes() {
+        for b in ev.reason.or(ev.verdict).unwrap_or("").bytes() {
             h = fx(h, b as u64);
         }
         self.hash = h;
+        self.write(&ev);
+    }
+
+    /// `record` for a driver line.
+    pub fn record_driver(&mut self, ev: DriverTrace) {
+        let mut h = fx(self.hash, ev.t);
+        h = fx(
+            h,
+            ev.ev as u64 | (ev.dir as u64) << 8 | (ev.frames as u64) << 16,
+        );
+        h = fx(h, ev.bytes.unwrap_or(0));
+        let bql = |v: Option<u32>| v.map_or(u64::MAX, u64::from);
+        h = fx(h, bql(ev.bql_limit) << 32 ^ bql(ev.bql_inflight));
+        self.hash = h;
+        self.write(&ev);
+    }
+
+    /// Counts a line and writes it if the trace has a sink.
+    fn write(&mut self, line: &impl Serialize) {
+        self.events += 1;
         if let Some(w) = self.sink.as_mut() {
-            let r = serde_json::to_writer(&mut *w, &ev)
+            let r = serde_json::to_writer(&mut *w, line)
                 .map_err(std::io::Error::from)
                 .and_then(|()| w.write_all(b"\n"));
             if let Err(e) = r {
@@ -152,6 +204,7 @@ mod tests {
             pkt: 2,
             size: 1514,
             reason: (kind == EventKind::Drop).then_some("queue_full"),
+            verdict: (kind == EventKind::Enqueue).then_some("success"),
         }
     }
 
@@ -165,7 +218,7 @@ mod tests {
         let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
         assert_eq!(
             text,
-            "{\"t\":5,\"ev\":\"enqueue\",\"dir\":\"left_to_right\",\"flow\":1,\"pkt\":2,\"size\":1514}\n\
+            "{\"t\":5,\"ev\":\"enqueue\",\"dir\":\"left_to_right\",\"flow\":1,\"pkt\":2,\"size\":1514,\"verdict\":\"success\"}\n\
              {\"t\":9,\"ev\":\"drop\",\"dir\":\"left_to_right\",\"flow\":1,\"pkt\":2,\"size\":1514,\"reason\":\"queue_full\"}\n"
         );
         let mut other = Trace::hash_only();
@@ -177,6 +230,38 @@ mod tests {
         third.record(ev(5, EventKind::Enqueue));
         third.record(ev(10, EventKind::Drop));
         assert_ne!(third.hash(), other.hash());
+        // A driver line: its own fields, counted and hashed.
+        let line = DriverTrace {
+            t: 12,
+            ev: EventKind::TxCompletion,
+            dir: Dir::RightToLeft,
+            frames: 2,
+            bytes: Some(3028),
+            bql_limit: Some(6056),
+            bql_inflight: Some(0),
+        };
+        let mut with = Trace::to_writer(Box::new(buf.clone()));
+        with.record_driver(line);
+        with.record_driver(DriverTrace {
+            ev: EventKind::RxInterrupt,
+            bytes: None,
+            bql_limit: None,
+            bql_inflight: None,
+            ..line
+        });
+        with.finish().unwrap();
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        assert!(text.ends_with(
+            "{\"t\":12,\"ev\":\"tx_completion\",\"dir\":\"right_to_left\",\"frames\":2,\"bytes\":3028,\"bql_limit\":6056,\"bql_inflight\":0}\n\
+             {\"t\":12,\"ev\":\"rx_interrupt\",\"dir\":\"right_to_left\",\"frames\":2}\n"
+        ), "{text}");
+        assert_eq!(with.events(), 2);
+        let mut once = Trace::hash_only();
+        once.record_driver(line);
+        assert_ne!(once.hash(), 0);
+        let mut fewer = Trace::hash_only();
+        fewer.record_driver(DriverTrace { frames: 1, ..line });
+        assert_ne!(once.hash(), fewer.hash());
     }
 
     struct Failing;

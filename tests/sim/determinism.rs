@@ -48,12 +48,14 @@ fn without_randomness_the_seed_only_changes_hashing() {
 
 #[test]
 fn written_trace_matches_the_hashed_run() {
-    check_trace("mixed_sources.toml", &["EQD", "EX"]);
-    check_trace("ecn_fq_codel.toml", &["EQD", "EMQD"]);
+    check_trace("mixed_sources.toml", &["EQTD", "EX"]);
+    check_trace("ecn_fq_codel.toml", &["EQTD", "EMQTD"]);
 }
 
 /// Runs `name` with a written trace; checks it against the hashed run, its
-/// time order, each packet's life, and that every life in `expect` occurs.
+/// time order, each packet's life, that every life in `expect` occurs, the
+/// enqueue verdicts against the lives, and the driver's interrupt lines
+/// against the frames they handled.
 fn check_trace(name: &str, expect: &[&str]) {
     let sc = load(name);
     let (r, text) = traced(&sc);
@@ -63,35 +65,70 @@ fn check_trace(name: &str, expect: &[&str]) {
     // Per packet: the events in order.
     let mut life = std::collections::HashMap::<u64, String>::new();
     let mut lines = 0u64;
+    let mut dropped_at_enqueue = Vec::new();
+    let (mut rx_frames, mut tx_frames) = (0u64, 0u64);
     for line in text.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         let t = v["t"].as_u64().unwrap();
         assert!(t >= last_t, "trace goes back in time at {line}");
         last_t = t;
+        lines += 1;
+        let ev = v["ev"].as_str().unwrap();
+        *kinds.entry(ev.to_string()).or_default() += 1;
+        if ev == "tx_completion" || ev == "rx_interrupt" {
+            let frames = v["frames"].as_u64().unwrap();
+            assert!(frames >= 1, "{line}");
+            if ev == "rx_interrupt" {
+                rx_frames += frames;
+                continue;
+            }
+            tx_frames += frames;
+            assert!(v["bytes"].as_u64().unwrap() >= 46 * frames, "{line}");
+            // BQL is on: its limit, and what it still counts in the ring.
+            assert!(v["bql_limit"].as_u64().unwrap() > 0, "{line}");
+            assert!(v["bql_inflight"].is_u64(), "{line}");
+            continue;
+        }
         assert!(v["size"].as_u64().unwrap() >= 46);
+        if ev == "enqueue" {
+            let verdict = v["verdict"].as_str().unwrap();
+            assert!(["success", "drop", "cn"].contains(&verdict), "{line}");
+            if verdict == "drop" {
+                dropped_at_enqueue.push(v["pkt"].as_u64().unwrap());
+            }
+        }
         if v["ev"] == "drop" {
             assert!(v["reason"].is_string(), "{line}");
         }
-        let ev = v["ev"].as_str().unwrap();
-        *kinds.entry(ev.to_string()).or_default() += 1;
         life.entry(v["pkt"].as_u64().unwrap())
             .or_default()
             .push(match ev {
                 "enqueue" => 'E',
                 "dequeue" => 'Q',
                 "ecn_mark" => 'M',
+                "depart" => 'T',
                 "deliver" => 'D',
                 "drop" => 'X',
                 other => panic!("unknown event {other}"),
             });
-        lines += 1;
     }
-    // enqueue, then (an ECN mark as it leaves the qdisc and) the dequeue and
-    // the delivery; or a drop in the qdisc.
+    // enqueue, then (an ECN mark as it leaves the qdisc and) the dequeue,
+    // the departure from the NIC and the delivery; or a drop in the qdisc.
     for (pkt, seen) in &life {
-        let ok = matches!(seen.as_str(), "E" | "EQ" | "EQD" | "EMQ" | "EMQD" | "EX");
+        let ok = matches!(
+            seen.as_str(),
+            "E" | "EQ" | "EQT" | "EQTD" | "EMQ" | "EMQT" | "EMQTD" | "EX"
+        );
         assert!(ok, "packet {pkt}: {seen}");
     }
+    // A frame the qdisc refused at enqueue is dropped there.
+    for pkt in &dropped_at_enqueue {
+        assert_eq!(life[pkt], "EX", "packet {pkt}");
+    }
+    // Every delivery came with one RX interrupt; every completion reaped a
+    // frame that had left the NIC.
+    assert_eq!(rx_frames, kinds["deliver"]);
+    assert!(tx_frames <= kinds["depart"] && tx_frames > 0);
     for e in expect {
         assert!(life.values().any(|s| s == e), "{name}: no packet lived {e}");
     }

@@ -51,7 +51,7 @@ use super::transit::{Transit, TransitSummary};
 use super::{LinkParams, LinkShape, ShapeError};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::qdisc::dump::{FlowTraffic, QueueId, QueueOccupancy};
-use crate::qdisc::{FlowListing, Qdisc, QdiscDump};
+use crate::qdisc::{FlowListing, Qdisc, QdiscDump, Verdict};
 use crate::time::{earliest, Instant};
 use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
@@ -73,6 +73,32 @@ pub enum PathEvent {
     Dropped(DropReason),
     /// Handed to the receiving side.
     Delivered,
+    /// Its last bit left the NIC (the serializer is done with it): it is
+    /// on the wire, and its TX completion is pending.
+    Departed,
+}
+
+/// What the driver does for a batch of frames, not for one frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DriverEvent {
+    /// A TX completion interrupt reaped `frames` frames of `bytes`
+    /// (`dql_completed`), leaving BQL at `bql_limit` with `bql_inflight`
+    /// bytes still in the ring (`None` without BQL).
+    TxCompletion {
+        /// Frames reaped.
+        frames: u32,
+        /// Their bytes.
+        bytes: u64,
+        /// BQL's limit after the completion, bytes.
+        bql_limit: Option<u32>,
+        /// Bytes BQL counts in the ring after it.
+        bql_inflight: Option<u32>,
+    },
+    /// An RX interrupt handed `frames` frames to the receiving side.
+    RxInterrupt {
+        /// Frames delivered.
+        frames: u32,
+    },
 }
 
 /// Sees the frames inside a path (installed with `Path::set_observer`).
@@ -82,6 +108,13 @@ pub enum PathEvent {
 pub trait PathObserver: Any + Send {
     /// `pkt` went through `event` at `at`.
     fn event(&mut self, event: PathEvent, pkt: &Packet, at: Instant);
+
+    /// The qdisc's verdict on the frame last `Enqueued` (NET_XMIT_SUCCESS,
+    /// _DROP or _CN), at `at`.
+    fn verdict(&mut self, _verdict: Verdict, _at: Instant) {}
+
+    /// The driver did `event` at `at`.
+    fn driver(&mut self, _event: DriverEvent, _at: Instant) {}
 }
 
 /// Tells `observer`, if there is one, of `event`.
@@ -447,7 +480,10 @@ impl Path {
             }
         } else {
             notify(&mut self.observer, PathEvent::Enqueued, &pkt, t);
-            self.qdisc.enqueue(pkt, t, &mut self.drops);
+            let verdict = self.qdisc.enqueue(pkt, t, &mut self.drops);
+            if let Some(o) = &mut self.observer {
+                o.verdict(verdict, t);
+            }
             self.absorb();
             self.qdisc_ready = true;
         }
@@ -715,6 +751,7 @@ impl Path {
     fn step(&mut self) {
         let t = self.now;
         while let Some((pkt, departed)) = self.serializer.pop(t) {
+            notify(&mut self.observer, PathEvent::Departed, &pkt, departed);
             self.tx_done.push(pkt.len, u64::from(pkt.len), departed);
             let delay = self.serializer.scheduled_delay(departed);
             self.delay.set_delay(delay.unwrap_or(self.params.delay_ns));
@@ -735,6 +772,16 @@ impl Path {
             bytes += len as u64;
         }) {
             self.ring.reap(frames, bytes, at.max(t));
+            if let Some(o) = &mut self.observer {
+                let dql = self.ring.dql();
+                let event = DriverEvent::TxCompletion {
+                    frames,
+                    bytes,
+                    bql_limit: dql.map(|d| d.limit()),
+                    bql_inflight: dql.map(|d| d.inflight()),
+                };
+                o.driver(event, at.max(t));
+            }
         }
         if self.qdisc_event().is_some_and(|e| e <= t) {
             self.run_qdisc(t);
@@ -750,7 +797,9 @@ impl Path {
             &mut self.observer,
             &mut self.meter,
         );
-        self.rx.fire(t, |mut pkt| {
+        let mut frames = 0u32;
+        let fired = self.rx.fire(t, |mut pkt| {
+            frames += 1;
             counters.frames_out += 1;
             counters.bytes_out += pkt.len as u64;
             if let Some(m) = meter {
@@ -761,6 +810,9 @@ impl Path {
             notify(observer, PathEvent::Delivered, &pkt, t);
             outbox.push(pkt);
         });
+        if let (Some(at), Some(o)) = (fired, &mut self.observer) {
+            o.driver(DriverEvent::RxInterrupt { frames }, at);
+        }
     }
 
     /// Counts every frame in `drops` by reason and moves it to `freed`, the
