@@ -1027,7 +1027,8 @@ mod tests {
         // Frame 1 finds the qdisc empty and bypasses it, but the ring is
         // full: it waits in the requeue slot (`dev_requeue_skb`), goes out
         // first at the next completion and is not dequeued again. Frame 2
-        // fills the one-frame pfifo, frame 3 is dropped.
+        // fills the one-frame pfifo, frame 3 is dropped. Each leaves the
+        // NIC 1 ms after it went onto the ring.
         assert_eq!((p.snapshot(t0).requeued, p.snapshot(t0).requeues), (1, 1));
         let (mut out, mut freed) = (Vec::new(), Vec::new());
         while let Some(t) = p.poll_at() {
@@ -1043,7 +1044,10 @@ mod tests {
                 (Enqueued, 2, t0),
                 (Enqueued, 3, t0),
                 (Dropped(DropReason::QueueFull), 3, t0),
+                (Departed, 0, ms(2)),
+                (Departed, 1, ms(3)),
                 (Dequeued, 2, ms(3)),
+                (Departed, 2, ms(4)),
                 (Delivered, 0, ms(4)),
                 (Delivered, 1, ms(5)),
                 (Delivered, 2, ms(6)),
