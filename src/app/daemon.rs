@@ -8,8 +8,8 @@ use crate::control::set::{group_ethtool_words, inline_files, Effective};
 use crate::control::{decode, Client, Request, TcReply};
 use crate::tui::RemoteControl;
 
-/// Exit code of `tc` (and `bloatbox tc`) when the command fails.
-pub const TC_FAILED: u8 = 2;
+/// Exit code of `bloatbox set` when the daemon refuses.
+pub const TC_FAILED: u8 = crate::tc::FAILED;
 
 /// The daemon's socket, or an error naming which one did not answer.
 fn client(target: &Target) -> anyhow::Result<Client> {
@@ -17,23 +17,18 @@ fn client(target: &Target) -> anyhow::Result<Client> {
     Client::connect(&socket)
 }
 
-/// `bloatbox tc ARGS...`: prints what the daemon returns; on tc's error
-/// prints its text to stderr and returns exit code 2.
+/// `bloatbox tc ARGS...`: prints what the daemon returns and exits as tc
+/// would (`crate::tc::Printed`).
 pub fn tc(target: &Target, args: &[String]) -> anyhow::Result<u8> {
     let line = format!("tc {}", args.join(" "));
-    match client(target)?.call(&Request::Tc { line })? {
-        Ok(reply) => {
-            crate::out!(
-                "{}",
-                decode::<TcReply>(reply).map_err(anyhow::Error::msg)?.output
-            )?;
-            Ok(0)
-        }
-        Err(e) => {
-            eprintln!("{}", e.trim_end());
-            Ok(TC_FAILED)
-        }
-    }
+    let result = match client(target)?.call(&Request::Tc { line })? {
+        Ok(reply) => Ok(decode::<TcReply>(reply).map_err(anyhow::Error::msg)?.output),
+        Err(e) => Err(e),
+    };
+    let printed = crate::tc::Printed::of(result);
+    crate::out!("{}", printed.stdout)?;
+    eprint!("{}", printed.stderr);
+    Ok(printed.code)
 }
 
 /// `bloatbox set left.rate=10mbit left.loss=1% ...` or `bloatbox set

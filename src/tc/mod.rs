@@ -232,6 +232,42 @@ pub fn check_steps(dev: DevSpec, steps: &[Step]) -> Result<(), (Option<usize>, S
     .map_err(|(i, e)| (i, e.0))
 }
 
+/// What `bloatbox tc` prints for one command and the exit code it gives,
+/// as tc would.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Printed {
+    /// Standard output: what a show lists.
+    pub stdout: String,
+    /// Standard error: the error, or the warnings of a command that
+    /// succeeded.
+    pub stderr: String,
+    /// The exit code: 0, or `FAILED` for an error.
+    pub code: u8,
+}
+
+/// Exit code of `bloatbox tc` when the command fails.
+pub const FAILED: u8 = 2;
+
+impl Printed {
+    /// What is printed for a command's `result`: the daemon's answer (tc's
+    /// output, or its error).
+    pub fn of(result: Result<String, String>) -> Printed {
+        match result {
+            Ok(stdout) => Printed {
+                stdout,
+                ..Printed::default()
+            },
+            Err(e) => Printed {
+                stderr: format!("{}\n", e.trim_end()),
+                code: FAILED,
+                ..Printed::default()
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod battery_tests;
 #[cfg(test)]
 mod session_tests;
 #[cfg(test)]
