@@ -181,6 +181,9 @@ impl Classful for Htb {
             }
         };
         self.ids.insert(classid, slot);
+        // htb_change_class: qdisc_class_hash_insert, then _grow.
+        self.clhash.insert(classid);
+        self.clhash.grow();
         if let Some(p) = parent_slot {
             self.cl_mut(p).children += 1;
         }
@@ -225,6 +228,7 @@ impl Classful for Htb {
         self.purge_leaf(slot);
         self.flush_purged(drops);
         self.ids.remove(&classid);
+        self.clhash.remove(classid);
         if let Some(p) = parent {
             self.cl_mut(p).children -= 1;
         }
