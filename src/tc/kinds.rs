@@ -75,17 +75,115 @@ pub struct Printed {
     /// What tc prints with `-d`.
     pub detail: String,
     /// The `options` object of `tc -j`.
-    pub json: serde_json::Map<String, serde_json::Value>,
+    pub json: JsonObj,
 }
 
 impl Printed {
     /// Options whose `-d` text is the plain one.
-    pub fn same(text: String, json: serde_json::Map<String, serde_json::Value>) -> Printed {
+    pub fn same(text: String, json: JsonObj) -> Printed {
         Printed {
             detail: text.clone(),
             plain: text,
             json,
         }
+    }
+}
+
+/// A JSON object that keeps its keys in the order they were put, as
+/// iproute2's JSON writer prints them (`print_uint(PRINT_JSON, ...)` in
+/// the order of each kind's `print_opt`); serde_json's `Map` sorts them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JsonObj(Vec<(String, JsonField)>);
+
+/// One value of a `JsonObj`: a JSON value, or an object in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum JsonField {
+    /// A value (a number, string, array, ...).
+    Value(serde_json::Value),
+    /// A nested object whose keys keep their order.
+    Obj(JsonObj),
+}
+
+impl JsonObj {
+    /// An empty object.
+    pub fn new() -> JsonObj {
+        JsonObj::default()
+    }
+
+    /// Puts `key` last, or replaces its value where it is.
+    pub fn insert(&mut self, key: impl Into<String>, v: serde_json::Value) {
+        self.put(key.into(), JsonField::Value(v));
+    }
+
+    /// Puts the object `o` under `key`, last or where `key` is.
+    pub fn insert_obj(&mut self, key: impl Into<String>, o: JsonObj) {
+        self.put(key.into(), JsonField::Obj(o));
+    }
+
+    fn put(&mut self, key: String, v: JsonField) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, old)) => *old = v,
+            None => self.0.push((key, v)),
+        }
+    }
+
+    /// Every key of `other` put after this object's (or where they are).
+    pub fn extend(&mut self, other: JsonObj) {
+        for (k, v) in other.0 {
+            self.put(k, v);
+        }
+    }
+
+    /// The value under `key`, if it is a plain value.
+    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
+        self.0.iter().find_map(|(k, v)| match v {
+            JsonField::Value(v) if k == key => Some(v),
+            _ => None,
+        })
+    }
+
+    /// The keys in order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(k, _)| k.as_str())
+    }
+
+    /// The object as a `serde_json::Value` (whose keys are sorted).
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::Value::Object(
+            self.0
+                .iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        JsonField::Value(v) => v.clone(),
+                        JsonField::Obj(o) => o.to_value(),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        )
+    }
+}
+
+impl std::ops::Index<&str> for JsonObj {
+    type Output = serde_json::Value;
+    /// The value under `key`, or null (as `serde_json::Value` indexes).
+    fn index(&self, key: &str) -> &serde_json::Value {
+        static NULL: serde_json::Value = serde_json::Value::Null;
+        self.get(key).unwrap_or(&NULL)
+    }
+}
+
+impl serde::Serialize for JsonObj {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            match v {
+                JsonField::Value(v) => m.serialize_entry(k, v)?,
+                JsonField::Obj(o) => m.serialize_entry(k, o)?,
+            }
+        }
+        m.end()
     }
 }
 

@@ -81,8 +81,8 @@ fn print(o: &QdiscOptions, bytes: bool) -> Option<Printed> {
     } else {
         format!("limit {}p", o.limit)
     };
-    let mut json = serde_json::Map::new();
-    json.insert("limit".into(), json!(o.limit));
+    let mut json = crate::tc::kinds::JsonObj::new();
+    json.insert("limit", json!(o.limit));
     Some(Printed::same(limit, json))
 }
 

@@ -20,7 +20,7 @@ use crate::tc::tokens::Tokens;
 use crate::units::{
     parse_rate, print_rate, sprint_size, tc_calc_xmitsize, tc_calc_xmittime, LinkLayer,
 };
-use serde_json::{json, Map};
+use serde_json::json;
 
 /// HTB's entry in `crate::tc::kinds::BUILTIN`.
 pub static SYNTAX: Syntax = Syntax {
@@ -276,12 +276,12 @@ fn print(o: &QdiscOptions) -> Option<Printed> {
         .direct_qlen
         .map(|q| format!(" direct_qlen {q}"))
         .unwrap_or_default();
-    let mut json = Map::new();
-    json.insert("r2q".into(), json!(g.rate2quantum));
-    json.insert("default".into(), json!(default));
-    json.insert("direct_packets_stat".into(), json!(g.direct_pkts));
+    let mut json = crate::tc::kinds::JsonObj::new();
+    json.insert("r2q", json!(g.rate2quantum));
+    json.insert("default", json!(default));
+    json.insert("direct_packets_stat", json!(g.direct_pkts));
     if let Some(q) = g.direct_qlen {
-        json.insert("direct_qlen".into(), json!(q));
+        json.insert("direct_qlen", json!(q));
     }
     Some(Printed {
         plain: format!("{head}{qlen}"),
@@ -291,34 +291,34 @@ fn print(o: &QdiscOptions) -> Option<Printed> {
 }
 
 /// `htb_print_opt` of a class's `tc_htb_opt`, without and with details.
-fn class_text(o: &HtbClassOptions, detail: bool) -> (String, Map<String, serde_json::Value>) {
+fn class_text(o: &HtbClassOptions, detail: bool) -> (String, crate::tc::kinds::JsonObj) {
     let mut s = Vec::new();
-    let mut j = Map::new();
+    let mut j = crate::tc::kinds::JsonObj::new();
     if o.level == 0 {
         s.push(format!("prio {}", o.prio));
-        j.insert("prio".into(), json!(o.prio));
+        j.insert("prio", json!(o.prio));
         if detail {
             s.push(format!("quantum {}", o.quantum));
-            j.insert("quantum".into(), json!(o.quantum));
+            j.insert("quantum", json!(o.quantum));
         }
     }
     s.push(format!("rate {}", print_rate(o.rate.rate)));
-    j.insert("rate".into(), json!(o.rate.rate));
+    j.insert("rate", json!(o.rate.rate));
     if o.rate.overhead != 0 {
         s.push(format!("overhead {}", o.rate.overhead));
-        j.insert("overhead".into(), json!(o.rate.overhead));
+        j.insert("overhead", json!(o.rate.overhead));
     }
     s.push(format!("ceil {}", print_rate(o.ceil.rate)));
-    j.insert("ceil".into(), json!(o.ceil.rate));
+    j.insert("ceil", json!(o.ceil.rate));
     let linklayer = o.rate.linklayer;
     if linklayer != LinkLayer::Ethernet || detail {
         s.push(format!("linklayer {}", linklayer_name(linklayer)));
-        j.insert("linklayer".into(), json!(linklayer_name(linklayer)));
+        j.insert("linklayer", json!(linklayer_name(linklayer)));
     }
     let burst = tc_calc_xmitsize(o.rate.rate, u64::from(o.buffer));
     let cburst = tc_calc_xmitsize(o.ceil.rate, u64::from(o.cbuffer));
-    j.insert("burst".into(), json!(burst));
-    j.insert("cburst".into(), json!(cburst));
+    j.insert("burst", json!(burst));
+    j.insert("cburst", json!(cburst));
     if detail {
         s.push(format!(
             "burst {}/{} mpu {} cburst {}/{} mpu {} level {}",
@@ -330,7 +330,7 @@ fn class_text(o: &HtbClassOptions, detail: bool) -> (String, Map<String, serde_j
             sprint_size(u64::from(o.ceil.mpu)),
             o.level
         ));
-        j.insert("level".into(), json!(o.level));
+        j.insert("level", json!(o.level));
     } else {
         s.push(format!(
             "burst {} cburst {}",
@@ -640,11 +640,11 @@ mod tests {
         let q = common("rate 30mbit ceil 100mbit", "rate 70mbit ceil 100mbit");
         let d = q.dump(Instant::ZERO);
         assert_eq!(
-            serde_json::Value::Object(qdisc_text(&d).json),
+            qdisc_text(&d).json.to_value(),
             json!({"r2q": 10, "default": "0x20", "direct_packets_stat": 0, "direct_qlen": 1000})
         );
         assert_eq!(
-            serde_json::Value::Object(class_text(class(&d, "1:10")).json),
+            class_text(class(&d, "1:10")).json.to_value(),
             json!({"prio": 0, "rate": 3_750_000, "ceil": 12_500_000, "burst": 1593, "cburst": 1600})
         );
     }

@@ -34,9 +34,9 @@ fn print(o: &QdiscOptions) -> Option<Printed> {
     };
     let map: Vec<String> = o.priomap.iter().map(|b| b.to_string()).collect();
     let text = format!("bands {} priomap {}", o.bands, map.join(" "));
-    let mut json = serde_json::Map::new();
-    json.insert("bands".into(), json!(o.bands));
-    json.insert("priomap".into(), json!(o.priomap));
+    let mut json = crate::tc::kinds::JsonObj::new();
+    json.insert("bands", json!(o.bands));
+    json.insert("priomap", json!(o.priomap));
     Some(Printed::same(text, json))
 }
 

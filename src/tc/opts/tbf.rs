@@ -17,7 +17,7 @@ use crate::units::{
     parse_rate, parse_size, parse_time, print_rate, sprint_size, sprint_time, tc_calc_xmitsize,
     tc_calc_xmittime, tc_core_tick2time, LinkLayer,
 };
-use serde_json::{json, Map, Value};
+use serde_json::json;
 
 /// tbf's syntax: iproute2's tc/q_tbf.c (`tbf_parse_opt`, `tbf_print_opt`) for
 /// `TbfOptions`.
@@ -314,13 +314,13 @@ fn print(o: &TbfOptions) -> Printed {
     }
 }
 
-fn print_text(o: &TbfOptions, detail: bool) -> (String, Map<String, Value>) {
+fn print_text(o: &TbfOptions, detail: bool) -> (String, crate::tc::kinds::JsonObj) {
     let rate = o.rate.rate;
     let mpu = o.rate.mpu as u64;
     let mut s = Vec::new();
-    let mut j = Map::new();
+    let mut j = crate::tc::kinds::JsonObj::new();
     s.push(format!("rate {}", print_rate(rate)));
-    j.insert("rate".into(), json!(rate));
+    j.insert("rate", json!(rate));
     let burst = tc_calc_xmitsize(rate, o.buffer);
     if detail {
         s.push(format!(
@@ -330,19 +330,19 @@ fn print_text(o: &TbfOptions, detail: bool) -> (String, Map<String, Value>) {
             sprint_size(mpu)
         ));
         j.insert(
-            "burst".into(),
+            "burst",
             json!(format!("{}/{}", sprint_size(burst), DUMPED_CELL)),
         );
-        j.insert("mpu".into(), json!(mpu));
+        j.insert("mpu", json!(mpu));
     } else {
         s.push(format!("burst {}", sprint_size(burst)));
-        j.insert("burst".into(), json!(burst));
+        j.insert("burst", json!(burst));
     }
     let peakrate = o.peakrate.map_or(0, |p| p.rate);
     if let Some(peak) = &o.peakrate {
         let pmpu = peak.mpu as u64;
+        // Text only: iproute2's tbf_print_opt prints it with PRINT_FP.
         s.push(format!("peakrate {}", print_rate(peak.rate)));
-        j.insert("peakrate".into(), json!(peak.rate));
         if o.mtu != 0 || pmpu != 0 {
             let mtu = tc_calc_xmitsize(peak.rate, o.mtu);
             if detail {
@@ -353,12 +353,12 @@ fn print_text(o: &TbfOptions, detail: bool) -> (String, Map<String, Value>) {
                     sprint_size(pmpu)
                 ));
                 j.insert(
-                    "mtu".into(),
+                    "mtu",
                     json!(format!("{}/{}", sprint_size(mtu), DUMPED_CELL)),
                 );
             } else {
                 s.push(format!("minburst {}", sprint_size(mtu)));
-                j.insert("minburst".into(), json!(mtu));
+                j.insert("minburst", json!(mtu));
             }
         }
     }
@@ -371,19 +371,19 @@ fn print_text(o: &TbfOptions, detail: bool) -> (String, Map<String, Value>) {
     if latency >= 0.0 {
         let us = latency.min(u32::MAX as f64) as u64;
         s.push(format!("lat {}", sprint_time(us)));
-        j.insert("lat".into(), json!(us));
+        j.insert("lat", json!(us));
     } else {
         s.push(format!("limit {}", sprint_size(limit)));
-        j.insert("limit".into(), json!(limit));
+        j.insert("limit", json!(limit));
     }
     if o.rate.overhead != 0 {
         s.push(format!("overhead {}", o.rate.overhead));
-        j.insert("overhead".into(), json!(o.rate.overhead));
+        j.insert("overhead", json!(o.rate.overhead));
     }
     if o.rate.linklayer != LinkLayer::Ethernet || detail {
         let name = linklayer_name(o.rate.linklayer);
         s.push(format!("linklayer {name}"));
-        j.insert("linklayer".into(), json!(name));
+        j.insert("linklayer", json!(name));
     }
     (s.join(" "), j)
 }
