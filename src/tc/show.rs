@@ -146,9 +146,14 @@ fn refcnt(q: &QdiscDump, d: &DevDump<'_>) -> u32 {
     }
 }
 
-/// iproute2's option printers leave a trailing space, except these.
+/// iproute2's option printers leave a trailing space, except these
+/// (pfifo_fast's is tc/q_prio.c `prio_print_opt`, whose last word is the
+/// priomap's last band).
 fn options_end_with_space(kind: &str) -> bool {
-    !matches!(kind, "pfifo" | "bfifo" | "pfifo_head_drop" | "htb")
+    !matches!(
+        kind,
+        "pfifo" | "bfifo" | "pfifo_head_drop" | "htb" | "pfifo_fast"
+    )
 }
 
 /// `q`'s options as its kind's printer writes them (nothing for a kind

@@ -555,7 +555,7 @@ fn show_through_apply() {
     let mut t = tree();
     assert_eq!(
         show(&mut t, "tc qdisc show dev left"),
-        "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 \n"
+        "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1\n"
     );
 }
 

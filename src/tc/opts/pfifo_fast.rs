@@ -37,6 +37,9 @@ fn print(o: &QdiscOptions) -> Option<Printed> {
     let mut json = crate::tc::kinds::JsonObj::new();
     json.insert("bands", json!(o.bands));
     json.insert("priomap", json!(o.priomap));
+    // tc/q_prio.c prio_print_opt: "multiqueue" is false in JSON when the
+    // dump has no TCA_PRIO_MQ (pfifo_fast's never has).
+    json.insert("multiqueue", json!(false));
     Some(Printed::same(text, json))
 }
 
