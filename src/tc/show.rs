@@ -212,6 +212,13 @@ fn qdisc_text(out: &mut String, q: &QdiscDump, dev: Option<Dir>, refcnt: u32, fl
     }
 }
 
+/// Whether the kernel dumps counters for a class of `kind`: TBF's class
+/// ops have no `dump_stats` (net/sched/sch_tbf.c `tbf_class_ops`), so
+/// `tc_fill_tclass` sends an empty stats nest for its one class.
+fn class_dumps_stats(kind: &str) -> bool {
+    kind != "tbf"
+}
+
 fn class_text(out: &mut String, c: &ClassDump, dev: Option<Dir>, flags: Flags) {
     let _ = write!(out, "class {} {} ", c.kind, tc_handle(c.classid));
     if let Some(d) = dev {
@@ -232,7 +239,11 @@ fn class_text(out: &mut String, c: &ClassDump, dev: Option<Dir>, flags: Flags) {
         out.push(' ');
     }
     out.push('\n');
-    if flags.stats {
+    if flags.stats && !class_dumps_stats(&c.kind) {
+        // An empty stats nest: iproute2's print_class prints only the
+        // newline after it.
+        out.push('\n');
+    } else if flags.stats {
         stats_lines(out, c.stats.as_ref(), c.stats.as_ref().unwrap_or(&c.queue));
         if let Some(x) = &c.xstats {
             xstats::write_text(out, x);
@@ -325,7 +336,7 @@ fn class_json(c: &ClassDump, dev: Option<Dir>, flags: Flags) -> JsonObj {
         o.insert("leaf", json!(format!("{:#x}", tc_h_major(leaf))));
     }
     o.insert_obj("options", class_options(c).json);
-    if flags.stats {
+    if flags.stats && class_dumps_stats(&c.kind) {
         stats_json(
             &mut o,
             c.stats.as_ref(),
