@@ -120,6 +120,13 @@ impl JsonObj {
         self.put(key.into(), JsonField::Obj(o));
     }
 
+    /// Appends `o` under `key` even if the key is there already: iproute2's
+    /// JSON writer repeats a key when a printer opens the same object
+    /// twice (u32's `match`, once per key).
+    pub fn push_obj(&mut self, key: impl Into<String>, o: JsonObj) {
+        self.0.push((key.into(), JsonField::Obj(o)));
+    }
+
     fn put(&mut self, key: String, v: JsonField) {
         match self.0.iter_mut().find(|(k, _)| *k == key) {
             Some((_, old)) => *old = v,

@@ -119,7 +119,13 @@ pub fn show(tree: &mut QdiscTree, cmd: &TcCommand, now: Instant) -> Result<Strin
     }
     if cmd.object == Object::Filter {
         let listing = tree.filters(&request(tree.dev().kinds, cmd)?, now)?;
-        return Ok(filter::print(listing.qdisc, &listing.filters));
+        // tc/tc_filter.c print_filter: "parent" unless the show named it.
+        let show_parent = cmd.parent != Some(listing.qdisc);
+        if cmd.flags.json {
+            let objs = filter::print_json(listing.qdisc, &listing.filters, show_parent);
+            return Ok(format!("{}\n", show::to_json(&objs, cmd.flags.pretty)));
+        }
+        return Ok(filter::print(listing.qdisc, &listing.filters, show_parent));
     }
     tree.check_dev(cmd.dev)?;
     let root = tree.dump(now);

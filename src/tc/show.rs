@@ -271,7 +271,8 @@ fn stats_lines(out: &mut String, basic: Option<&QdiscStats>, q: &QdiscStats) {
     );
 }
 
-fn to_json(objs: &[JsonObj], pretty: bool) -> String {
+/// `objs` as tc -j prints them (`-p`: pretty, indented by four).
+pub fn to_json(objs: &[JsonObj], pretty: bool) -> String {
     let mut buf = Vec::new();
     let res = if pretty {
         let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
