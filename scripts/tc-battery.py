@@ -35,8 +35,9 @@ written as `left`.
 A session that names a qdisc kind bloatbox has and the running kernel lacks
 (probed by adding it as the root of a scratch TAP) is skipped on both sides.
 A difference is either exact (stdout, stderr and exit code agree), or
-"same plus a hint" (bloatbox's stderr is the kernel's, verbatim, followed by
-lines of its own: the rule of docs/tc-ethtool.md for hints), or different.
+"same plus a hint" (bloatbox's stderr is the kernel's, verbatim, if any,
+followed by lines of its own: the rule of docs/tc-ethtool.md for hints),
+or different.
 
 --write stores the kernel's results in src/tc/testdata/battery-kernel.jsonl
 (one JSON object per command: the command, stdout, stderr, exit code, or
@@ -267,7 +268,8 @@ def verdict(k, b):
     own) or 'differ'."""
     if k == b:
         return "same"
-    if (k["stdout"], k["rc"]) == (b["stdout"], b["rc"]) and k["stderr"].endswith("\n") \
+    if (k["stdout"], k["rc"]) == (b["stdout"], b["rc"]) \
+            and (k["stderr"] == "" or k["stderr"].endswith("\n")) \
             and b["stderr"].startswith(k["stderr"]):
         return "hint"
     return "differ"

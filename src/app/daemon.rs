@@ -21,11 +21,15 @@ fn client(target: &Target) -> anyhow::Result<Client> {
 /// would (`crate::tc::Printed`).
 pub fn tc(target: &Target, args: &[String]) -> anyhow::Result<u8> {
     let line = format!("tc {}", args.join(" "));
-    let result = match client(target)?.call(&Request::Tc { line })? {
-        Ok(reply) => Ok(decode::<TcReply>(reply).map_err(anyhow::Error::msg)?.output),
-        Err(e) => Err(e),
+    let (show, result) = match client(target)?.call(&Request::Tc { line })? {
+        Ok(reply) => {
+            let reply = decode::<TcReply>(reply).map_err(anyhow::Error::msg)?;
+            // The daemon sends the device's tree back for a change only.
+            (reply.config.is_none(), Ok(reply.output))
+        }
+        Err(e) => (false, Err(e)),
     };
-    let printed = crate::tc::Printed::of(result);
+    let printed = crate::tc::Printed::of(show, result);
     crate::out!("{}", printed.stdout)?;
     eprint!("{}", printed.stderr);
     Ok(printed.code)

@@ -12,6 +12,7 @@
 use super::{run, Printed, TcCommand};
 use crate::dir::Dir;
 use crate::packet::Drops;
+use crate::qdisc::request::Verb;
 use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::time::Instant;
 
@@ -31,15 +32,16 @@ fn bloatbox(tree: &mut QdiscTree, line: &str) -> Printed {
             // The battery runs every command on dev left.
             _ => Err(format!("the battery's test runs on dev left only: {line}")),
         });
-    Printed::of(result)
+    let show = TcCommand::parse(line).is_ok_and(|c| c.verb == Verb::Show);
+    Printed::of(show, result)
 }
 
-/// tc's output, or its error followed by bloatbox's hint lines.
+/// tc's output, or its stderr (if any) followed by bloatbox's hint lines.
 fn agrees(kernel: &Printed, ours: &Printed) -> bool {
     kernel == ours
         || (kernel.stdout == ours.stdout
             && kernel.code == ours.code
-            && kernel.stderr.ends_with('\n')
+            && (kernel.stderr.is_empty() || kernel.stderr.ends_with('\n'))
             && ours.stderr.starts_with(&kernel.stderr))
 }
 

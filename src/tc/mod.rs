@@ -256,11 +256,18 @@ pub const FAILED: u8 = 2;
 
 impl Printed {
     /// What is printed for a command's `result`: the daemon's answer (tc's
-    /// output, or its error).
-    pub fn of(result: Result<String, String>) -> Printed {
+    /// output, or its error). A show's output is its listing; what a
+    /// change answers are warnings, which tc prints on stderr (the
+    /// kernel's extack warnings, iproute2's lib/libnetlink.c
+    /// `nl_dump_ext_ack`), as bloatbox's hints are.
+    pub fn of(show: bool, result: Result<String, String>) -> Printed {
         match result {
-            Ok(stdout) => Printed {
+            Ok(stdout) if show => Printed {
                 stdout,
+                ..Printed::default()
+            },
+            Ok(stderr) => Printed {
+                stderr,
                 ..Printed::default()
             },
             Err(e) => Printed {
