@@ -21,7 +21,7 @@ fn client(target: &Target) -> anyhow::Result<Client> {
 /// would (`crate::tc::Printed`).
 pub fn tc(target: &Target, args: &[String]) -> anyhow::Result<u8> {
     let line = format!("tc {}", args.join(" "));
-    let (show, result) = match client(target)?.call(&Request::Tc { line })? {
+    let (show, result) = match client(target)?.call(&Request::Tc { line: line.clone() })? {
         Ok(reply) => {
             let reply = decode::<TcReply>(reply).map_err(anyhow::Error::msg)?;
             // The daemon sends the device's tree back for a change only.
@@ -29,7 +29,7 @@ pub fn tc(target: &Target, args: &[String]) -> anyhow::Result<u8> {
         }
         Err(e) => (false, Err(e)),
     };
-    let printed = crate::tc::Printed::of(show, result);
+    let printed = crate::tc::Printed::of(&line, show, result);
     crate::out!("{}", printed.stdout)?;
     eprint!("{}", printed.stderr);
     Ok(printed.code)

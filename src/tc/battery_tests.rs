@@ -33,7 +33,7 @@ fn bloatbox(tree: &mut QdiscTree, line: &str) -> Printed {
             _ => Err(format!("the battery's test runs on dev left only: {line}")),
         });
     let show = TcCommand::parse(line).is_ok_and(|c| c.verb == Verb::Show);
-    Printed::of(show, result)
+    Printed::of(line, show, result)
 }
 
 /// tc's output, or its stderr (if any) followed by bloatbox's hint lines.

@@ -313,7 +313,7 @@ pub fn parse_qdisc(
                     "Error: qdisc kind \"{kind}\" has no tc syntax in its table entry"
                 ))
             })?;
-            (syntax.qdisc)(&mut Tokens::new(words))
+            (syntax.qdisc)(&mut Tokens::new(words)).map_err(parser_exit)
         }
         (None, None) => Ok(QdiscOptions::None),
         // iproute2 finds no q_<kind> to parse the options with.
@@ -321,7 +321,8 @@ pub fn parse_qdisc(
             "Unknown qdisc \"{kind}\", hence option \"{first}\" is unparsable\n(bloatbox \
              qdiscs: {})",
             names(kinds, |_| true)
-        ))),
+        ))
+        .exit(TcError::PARSE)),
     }
 }
 
@@ -337,11 +338,38 @@ pub fn parse_class(
         .and_then(syntax)
         .and_then(|s| s.class)
     {
-        Some(parse) => parse(&mut Tokens::new(words)),
+        Some(parse) => parse(&mut Tokens::new(words)).map_err(parser_exit),
+        // tc_class_modify prints it and returns 1.
         None => Err(TcError::new(format!(
             "Error: Qdisc \"{kind}\" is classless.\n(classes with options: {})",
             names(kinds, has_class_options)
-        ))),
+        ))
+        .exit(TcError::PARSE)),
+    }
+}
+
+/// `e` from a kind's (or a classifier's) option parser with the exit code
+/// tc gives: iproute2's `invarg`, `duparg` and `incomplete_command` (its
+/// messages "Error: argument ...", "Error: duplicate ..." and "Command line
+/// is not complete") `exit(-1)`, 255; its other refusals make
+/// `tc_qdisc_modify` (`tc_class_modify`, `tc_filter_modify`) return 1. A
+/// message in the kernel's "Error: " form is a refusal bloatbox's parser
+/// makes where the kernel would, and keeps the kernel's 2.
+pub fn parser_exit(e: TcError) -> TcError {
+    let args = [
+        "Error: argument \"",
+        "Error: duplicate \"",
+        "Command line is not complete",
+    ];
+    if args.iter().any(|a| e.0.starts_with(a)) {
+        e.exit(TcError::ARGS)
+    } else if e.code() == TcError::KERNEL
+        && !e.0.starts_with("Error: ")
+        && !e.0.starts_with("RTNETLINK")
+    {
+        e.exit(TcError::PARSE)
+    } else {
+        e
     }
 }
 

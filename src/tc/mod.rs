@@ -45,8 +45,12 @@ pub fn request(kinds: &[KindEntry], cmd: &TcCommand) -> Result<Request, TcError>
     let words = cmd.arg_strs();
     let options = match (cmd.object, cmd.kind.as_deref()) {
         (Object::Filter, _) => match cmd.verb {
-            Verb::Add | Verb::Replace => Options::Filter(filter::parse(&words)?),
-            Verb::Delete => Options::FilterPrio(filter::parse_prio(&words)?),
+            Verb::Add | Verb::Replace => {
+                Options::Filter(filter::parse(&words).map_err(kinds::parser_exit)?)
+            }
+            Verb::Delete => {
+                Options::FilterPrio(filter::parse_prio(&words).map_err(kinds::parser_exit)?)
+            }
             // Nothing to send: the tree refuses change and link, show
             // lists the filters.
             _ => Options::None,
@@ -247,20 +251,36 @@ pub struct Printed {
     /// Standard error: the error, or the warnings of a command that
     /// succeeded.
     pub stderr: String,
-    /// The exit code: 0, or `FAILED` for an error.
+    /// The exit code: 0, or tc's for the error (`exit_code`).
     pub code: u8,
 }
 
-/// Exit code of `bloatbox tc` when the command fails.
-pub const FAILED: u8 = 2;
+/// Exit code of `bloatbox tc` when the daemon refuses a command (the
+/// kernel's refusal in tc, `TcError::KERNEL`).
+pub const FAILED: u8 = TcError::KERNEL;
+
+/// The exit code tc gives when `line` fails: that of its own parsing where
+/// it refuses the line (done here as tc does it, before it talks to the
+/// kernel, against the built-in kinds: 1 or 255, see `TcError`), else
+/// the kernel's refusal, 2.
+pub fn exit_code(line: &str) -> u8 {
+    match TcCommand::parse(line) {
+        Err(e) => e.code(),
+        Ok(cmd) => match request(kinds::BUILTIN, &cmd) {
+            Err(e) => e.code(),
+            Ok(_) => TcError::KERNEL,
+        },
+    }
+}
 
 impl Printed {
-    /// What is printed for a command's `result`: the daemon's answer (tc's
-    /// output, or its error). A show's output is its listing; what a
-    /// change answers are warnings, which tc prints on stderr (the
-    /// kernel's extack warnings, iproute2's lib/libnetlink.c
-    /// `nl_dump_ext_ack`), as bloatbox's hints are.
-    pub fn of(show: bool, result: Result<String, String>) -> Printed {
+    /// What is printed for the command `line` whose answer is `result`
+    /// (tc's output, or its error, from the daemon). A show's output is
+    /// its listing; what a change answers are warnings, which tc prints
+    /// on stderr (the kernel's extack warnings, iproute2's
+    /// lib/libnetlink.c `nl_dump_ext_ack`), as bloatbox's hints are. An
+    /// error exits with `exit_code(line)`.
+    pub fn of(line: &str, show: bool, result: Result<String, String>) -> Printed {
         match result {
             Ok(stdout) if show => Printed {
                 stdout,
@@ -272,7 +292,7 @@ impl Printed {
             },
             Err(e) => Printed {
                 stderr: format!("{}\n", e.trim_end()),
-                code: FAILED,
+                code: exit_code(line),
                 ..Printed::default()
             },
         }
