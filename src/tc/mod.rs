@@ -82,6 +82,7 @@ pub fn run(
     drops: &mut Drops,
 ) -> Result<Option<String>, TcError> {
     run_cmd(tree, cmd, now, drops).map_err(|e| {
+        let e = talking_to_the_kernel(cmd, e);
         let known = |k: &str| crate::qdisc::registry::lookup(tree.dev().kinds, k).is_some();
         let kind = cmd.kind.as_deref();
         let hint = match kind {
@@ -96,6 +97,22 @@ pub fn run(
             None => e,
         }
     })
+}
+
+/// iproute2 6.1's tc_filter.c `tc_filter_modify` adds "We have an error
+/// talking to the kernel" after the kernel's refusal of a filter change;
+/// bloatbox's hints, if any, follow it.
+fn talking_to_the_kernel(cmd: &TcCommand, e: TcError) -> TcError {
+    if cmd.object != Object::Filter || cmd.verb == Verb::Show || e.code() != TcError::KERNEL {
+        return e;
+    }
+    let (kernel, hints) = e.0.split_once('\n').unwrap_or((&e.0, ""));
+    let mut text = format!("{kernel}\nWe have an error talking to the kernel");
+    if !hints.trim().is_empty() {
+        text.push('\n');
+        text.push_str(hints);
+    }
+    TcError::new(text)
 }
 
 fn run_cmd(

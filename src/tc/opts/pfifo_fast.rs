@@ -20,9 +20,12 @@ pub static SYNTAX: Syntax = Syntax {
 
 fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
     match t.next() {
+        // iproute2 has no parser for it: tc_qdisc_modify says so and
+        // returns -1 (exit 255).
         Some(tok) => Err(TcError::new(format!(
-            "Error: pfifo_fast takes no options (got \"{tok}\")."
-        ))),
+            "qdisc 'pfifo_fast' does not support option parsing\n(pfifo_fast takes no options; got \"{tok}\")"
+        ))
+        .exit(TcError::ARGS)),
         None => Ok(QdiscOptions::None),
     }
 }
@@ -74,7 +77,7 @@ mod tests {
             parse_qdisc(BUILTIN, "pfifo_fast", &["limit", "5"])
                 .unwrap_err()
                 .0,
-            "Error: pfifo_fast takes no options (got \"limit\")."
+            "qdisc 'pfifo_fast' does not support option parsing\n(pfifo_fast takes no options; got \"limit\")"
         );
     }
 }

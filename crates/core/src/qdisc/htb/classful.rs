@@ -217,7 +217,7 @@ impl Classful for Htb {
         })?;
         if self.cl(slot).children > 0 {
             return Err(TcError::new(format!(
-                "Error: HTB class in use (class {} has child classes; delete them first).",
+                "Error: HTB class in use.\n(class {} has child classes; delete them first)",
                 fmt_classid(classid)
             )));
         }
