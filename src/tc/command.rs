@@ -5,7 +5,7 @@
 //! word that is not a keyword is the kind and everything after it belongs to
 //! the kind's own parser. Errors read like tc's and name the bad token.
 
-use super::tokens::Tokens;
+use super::tokens::{incomplete, Tokens};
 use crate::dir::Dir;
 use crate::handle::{Handle, TcError, TC_H_ROOT};
 pub use crate::qdisc::request::{Object, Verb};
@@ -73,14 +73,6 @@ pub fn parse_dev(name: &str) -> Result<Dir, TcError> {
 /// iproute2's `matches(prefix, word)`: a non-empty prefix of `word`.
 fn matches(prefix: &str, word: &str) -> bool {
     !prefix.is_empty() && word.starts_with(prefix)
-}
-
-/// NEXT_ARG() at the end of the line: keyword `key` needs a value.
-fn incomplete(key: &str) -> TcError {
-    TcError::new(format!(
-        "Command line is not complete. Try option \"help\"\n(\"{key}\" needs a value)"
-    ))
-    .exit(TcError::ARGS)
 }
 
 fn duparg(key: &str, arg: &str) -> TcError {
