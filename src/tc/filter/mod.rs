@@ -13,13 +13,13 @@ mod flow;
 use crate::handle::{Handle, TcError, TC_H_ROOT};
 use crate::packet::filter::{Family, Field, Filter, FilterKind, FilterProtocol, Match, U32Key};
 use crate::tc::kinds::JsonObj;
-use crate::tc::tokens::{c_number, Tokens};
+use crate::tc::tokens::{c_number, incomplete, Tokens};
 use serde_json::json;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// `NEXT_ARG()`: the word after `key`, or tc's error for a missing one.
 fn arg<'a>(t: &mut Tokens<'a>, key: &str) -> Result<&'a str, TcError> {
-    t.value(|| TcError::new(format!("Error: argument \"{key}\" is required")))
+    t.value(|| incomplete(key))
 }
 
 /// The `prio`/`pref`/`priority` of a `tc filter del` command, if given (the
@@ -53,7 +53,8 @@ fn parse_protocol(tok: &str) -> Result<FilterProtocol, TcError> {
         "ipv6" => Ok(FilterProtocol::Ipv6),
         _ => by_number.ok_or_else(|| {
             TcError::new(format!(
-                "Error: protocol \"{tok}\" is not supported: use ip, ipv6 or all."
+                "Error: argument \"{tok}\" is wrong: invalid protocol\n(bloatbox filters \
+                 take ip, ipv6 or all)"
             ))
         }),
     }
@@ -108,12 +109,18 @@ pub fn parse(words: &[&str]) -> Result<Filter, TcError> {
                 ))
             }
             "u32" | "matchall" | "flow" => break tok,
+            // iproute2 finds no f_<kind>: with options it cannot parse
+            // them, without it sends the kind and the kernel has none.
             other => {
-                return Err(TcError::new(format!(
-                    "Unknown filter \"{other}\", hence option \"{}\" is unparsable \
-                     (supported kinds: u32, matchall, flow)",
-                    t.peek().unwrap_or("")
-                )))
+                return Err(match t.peek() {
+                    Some(first) => TcError::new(format!(
+                        "Unknown filter \"{other}\", hence option \"{first}\" is unparsable\n\
+                         (supported kinds: u32, matchall, flow)"
+                    )),
+                    None => TcError::new(
+                        "Error: TC classifier not found.\n(supported kinds: u32, matchall, flow)",
+                    ),
+                })
             }
         }
     };
@@ -166,6 +173,10 @@ pub fn parse(words: &[&str]) -> Result<Filter, TcError> {
         return Ok(filter);
     }
     parse_options(&mut filter, &mut t)?;
+    if filter.kind == FilterKind::U32 && filter.matches.is_empty() && filter.keys.is_empty() {
+        // u32_change refuses a knode without TCA_U32_SEL.
+        return Err(TcError::new("Error: cls_u32: Selector not specified."));
+    }
     if filter.flowid == 0 && filter.skbedit_priority.is_none() {
         return Err(TcError::new(
             "Error: the filter needs \"flowid CLASSID\" (or an action) to have an effect.",
@@ -178,8 +189,22 @@ pub fn parse(words: &[&str]) -> Result<Filter, TcError> {
 fn parse_options(f: &mut Filter, t: &mut Tokens<'_>) -> Result<(), TcError> {
     while let Some(tok) = t.next() {
         match tok {
-            "match" if f.kind == FilterKind::U32 => parse_selector(f, t)?,
-            "flowid" | "classid" => f.flowid = parse_classid(arg(t, tok)?)?,
+            // f_u32.c's messages, then what bloatbox found on a line of
+            // its own.
+            "match" if f.kind == FilterKind::U32 => {
+                parse_selector(f, t).map_err(|e| match e.0.strip_prefix("Illegal \"match\": ") {
+                    Some(why) => TcError::new(format!("Illegal \"match\"\n({why})")),
+                    None => e,
+                })?
+            }
+            "flowid" | "classid" => {
+                f.flowid = parse_classid(arg(t, tok)?).map_err(|e| {
+                    TcError::new(format!(
+                        "Illegal \"classid\"\n({})",
+                        e.0.trim_start_matches("Error: ")
+                    ))
+                })?
+            }
             "action" | "actions" => f.skbedit_priority = Some(parse_action(t)?),
             "skip_hw" => {}
             other => {
