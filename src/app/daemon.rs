@@ -8,8 +8,8 @@ use crate::control::set::{group_ethtool_words, inline_files, Effective};
 use crate::control::{decode, Client, Request, TcReply};
 use crate::tui::RemoteControl;
 
-/// Exit code of `tc` (and `bloatbox tc`) when the command fails.
-pub const TC_FAILED: u8 = 2;
+/// Exit code of `bloatbox set` when the daemon refuses.
+pub const TC_FAILED: u8 = crate::tc::FAILED;
 
 /// The daemon's socket, or an error naming which one did not answer.
 fn client(target: &Target) -> anyhow::Result<Client> {
@@ -17,14 +17,13 @@ fn client(target: &Target) -> anyhow::Result<Client> {
     Client::connect(&socket)
 }
 
-/// `bloatbox tc ARGS...`: prints what the daemon returns; on tc's error
-/// prints its text to stderr and returns exit code 2. With `-c FILE` and no
-/// daemon at that configuration's socket, answers from the configuration
-/// alone (`super::offline`), and says so on stderr.
+/// `bloatbox tc ARGS...`: prints what the daemon returns and exits as tc
+/// would (`crate::tc::Printed`). With `-c FILE` and no daemon at that
+/// configuration's socket, answers from the configuration alone
+/// (`super::offline`), and says so on stderr.
 pub fn tc(target: &Target, args: &[String]) -> anyhow::Result<u8> {
-    let request = Request::Tc {
-        line: format!("tc {}", args.join(" ")),
-    };
+    let line = format!("tc {}", args.join(" "));
+    let request = Request::Tc { line: line.clone() };
     let (cfg, socket) = target.resolve()?;
     let no_daemon = std::os::unix::net::UnixStream::connect(&socket).is_err_and(|e| {
         matches!(
@@ -43,19 +42,18 @@ pub fn tc(target: &Target, args: &[String]) -> anyhow::Result<u8> {
         }
         _ => Client::connect(&socket)?.call(&request)?,
     };
-    match answer {
+    let (show, result) = match answer {
         Ok(reply) => {
-            crate::out!(
-                "{}",
-                decode::<TcReply>(reply).map_err(anyhow::Error::msg)?.output
-            )?;
-            Ok(0)
+            let reply = decode::<TcReply>(reply).map_err(anyhow::Error::msg)?;
+            // The daemon sends the device's tree back for a change only.
+            (reply.config.is_none(), Ok(reply.output))
         }
-        Err(e) => {
-            eprintln!("{}", e.trim_end());
-            Ok(TC_FAILED)
-        }
-    }
+        Err(e) => (false, Err(e)),
+    };
+    let printed = crate::tc::Printed::of(&line, show, result);
+    crate::out!("{}", printed.stdout)?;
+    eprint!("{}", printed.stderr);
+    Ok(printed.code)
 }
 
 /// `bloatbox set left.rate=10mbit left.loss=1% ...` or `bloatbox set

@@ -1111,7 +1111,10 @@ qdisc = "fq_codel ecn"
             "{m}"
         );
         let (_, m) = err("qdisc = { kind = \"tbf\", rate = \"1mbit\", burst = \"10kb\", limit = 3000, latency = \"5ms\" }");
-        assert!(m.contains("either \"limit\" or \"latency\"."), "{m}");
+        assert!(
+            m.contains("specifying both \"latency\" and \"limit\" is not allowed"),
+            "{m}"
+        );
         let (_, m) = err("qdisc = { kind = \"sfq\", limit = 1 }");
         assert!(m.contains("Illegal \"limit\", must be > 1 (got 1)"), "{m}");
         let (field, m) = err("qdisc = { kind = \"sfq\", perturb = 3000000000 }");

@@ -5,7 +5,7 @@
 //! word that is not a keyword is the kind and everything after it belongs to
 //! the kind's own parser. Errors read like tc's and name the bad token.
 
-use super::tokens::Tokens;
+use super::tokens::{incomplete, Tokens};
 use crate::dir::Dir;
 use crate::handle::{Handle, TcError, TC_H_ROOT};
 pub use crate::qdisc::request::{Object, Verb};
@@ -66,6 +66,7 @@ pub fn parse_dev(name: &str) -> Result<Dir, TcError> {
             "Cannot find device \"{name}\"\n(bloatbox has two devices: \"left\" = egress of \
              the left→right direction, \"right\" = egress of right→left)"
         ))
+        .exit(TcError::PARSE)
     })
 }
 
@@ -74,21 +75,15 @@ fn matches(prefix: &str, word: &str) -> bool {
     !prefix.is_empty() && word.starts_with(prefix)
 }
 
-/// NEXT_ARG() at the end of the line: keyword `key` needs a value.
-fn incomplete(key: &str) -> TcError {
-    TcError::new(format!(
-        "Command line is not complete. Try option \"help\"\n(\"{key}\" needs a value)"
-    ))
-}
-
 fn duparg(key: &str, arg: &str) -> TcError {
     TcError::new(format!(
         "Error: duplicate \"{key}\": \"{arg}\" is the second value."
     ))
+    .exit(TcError::ARGS)
 }
 
 fn invarg(msg: &str, arg: &str) -> TcError {
-    TcError::new(format!("Error: argument \"{arg}\" is wrong: {msg}"))
+    TcError::new(format!("Error: argument \"{arg}\" is wrong: {msg}")).exit(TcError::ARGS)
 }
 
 fn unsupported(what: &str, why: &str) -> TcError {
@@ -182,7 +177,7 @@ impl Parsed {
     }
     fn set_root(&mut self) -> Result<(), TcError> {
         if self.parent.is_some() {
-            return Err(TcError::new("Error: \"root\" is duplicate parent ID"));
+            return Err(TcError::new("Error: \"root\" is duplicate parent ID").exit(TcError::ARGS));
         }
         self.parent = Some(TC_H_ROOT);
         Ok(())
@@ -241,8 +236,9 @@ impl TcCommand {
             (Object::Filter, _) => parse_filter(&mut t, false)?,
         };
         if verb != Verb::Show && p.dev.is_none() {
+            // tc sends it with no device; the kernel answers ENODEV.
             return Err(TcError::new(format!(
-                "Error: \"dev\" is required: tc {} {} dev left|right ...",
+                "RTNETLINK answers: No such device\n(\"dev\" is required: tc {} {} dev left|right ...)",
                 object_name(object),
                 verb_name(verb)
             )));
@@ -302,7 +298,8 @@ fn parse_flags(t: &mut Tokens<'_>) -> Result<Flags, TcError> {
         } else {
             return Err(TcError::new(format!(
                 "Option \"{tok}\" is unknown, try \"tc -help\".\n(bloatbox supports -s, -d, -j, -p)"
-            )));
+            ))
+            .exit(TcError::ARGS));
         }
     }
     Ok(flags)
@@ -332,7 +329,8 @@ fn parse_object(tok: Option<&str>) -> Result<Object, TcError> {
     } else {
         Err(TcError::new(format!(
             "Object \"{tok}\" is unknown, try \"tc help\".\n(bloatbox objects: qdisc, class, filter)"
-        )))
+        ))
+        .exit(TcError::ARGS))
     }
 }
 
@@ -359,7 +357,8 @@ fn parse_verb(tok: &str, object: Object) -> Result<Verb, TcError> {
             } else {
                 ""
             }
-        )));
+        ))
+        .exit(TcError::ARGS));
     };
     Ok(verb)
 }

@@ -75,17 +75,122 @@ pub struct Printed {
     /// What tc prints with `-d`.
     pub detail: String,
     /// The `options` object of `tc -j`.
-    pub json: serde_json::Map<String, serde_json::Value>,
+    pub json: JsonObj,
 }
 
 impl Printed {
     /// Options whose `-d` text is the plain one.
-    pub fn same(text: String, json: serde_json::Map<String, serde_json::Value>) -> Printed {
+    pub fn same(text: String, json: JsonObj) -> Printed {
         Printed {
             detail: text.clone(),
             plain: text,
             json,
         }
+    }
+}
+
+/// A JSON object that keeps its keys in the order they were put, as
+/// iproute2's JSON writer prints them (`print_uint(PRINT_JSON, ...)` in
+/// the order of each kind's `print_opt`); serde_json's `Map` sorts them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JsonObj(Vec<(String, JsonField)>);
+
+/// One value of a `JsonObj`: a JSON value, or an object in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum JsonField {
+    /// A value (a number, string, array, ...).
+    Value(serde_json::Value),
+    /// A nested object whose keys keep their order.
+    Obj(JsonObj),
+}
+
+impl JsonObj {
+    /// An empty object.
+    pub fn new() -> JsonObj {
+        JsonObj::default()
+    }
+
+    /// Puts `key` last, or replaces its value where it is.
+    pub fn insert(&mut self, key: impl Into<String>, v: serde_json::Value) {
+        self.put(key.into(), JsonField::Value(v));
+    }
+
+    /// Puts the object `o` under `key`, last or where `key` is.
+    pub fn insert_obj(&mut self, key: impl Into<String>, o: JsonObj) {
+        self.put(key.into(), JsonField::Obj(o));
+    }
+
+    /// Appends `o` under `key` even if the key is there already: iproute2's
+    /// JSON writer repeats a key when a printer opens the same object
+    /// twice (u32's `match`, once per key).
+    pub fn push_obj(&mut self, key: impl Into<String>, o: JsonObj) {
+        self.0.push((key.into(), JsonField::Obj(o)));
+    }
+
+    fn put(&mut self, key: String, v: JsonField) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, old)) => *old = v,
+            None => self.0.push((key, v)),
+        }
+    }
+
+    /// Every key of `other` put after this object's (or where they are).
+    pub fn extend(&mut self, other: JsonObj) {
+        for (k, v) in other.0 {
+            self.put(k, v);
+        }
+    }
+
+    /// The value under `key`, if it is a plain value.
+    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
+        self.0.iter().find_map(|(k, v)| match v {
+            JsonField::Value(v) if k == key => Some(v),
+            _ => None,
+        })
+    }
+
+    /// The keys in order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(k, _)| k.as_str())
+    }
+
+    /// The object as a `serde_json::Value` (whose keys are sorted).
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::Value::Object(
+            self.0
+                .iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        JsonField::Value(v) => v.clone(),
+                        JsonField::Obj(o) => o.to_value(),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        )
+    }
+}
+
+impl std::ops::Index<&str> for JsonObj {
+    type Output = serde_json::Value;
+    /// The value under `key`, or null (as `serde_json::Value` indexes).
+    fn index(&self, key: &str) -> &serde_json::Value {
+        static NULL: serde_json::Value = serde_json::Value::Null;
+        self.get(key).unwrap_or(&NULL)
+    }
+}
+
+impl serde::Serialize for JsonObj {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            match v {
+                JsonField::Value(v) => m.serialize_entry(k, v)?,
+                JsonField::Obj(o) => m.serialize_entry(k, o)?,
+            }
+        }
+        m.end()
     }
 }
 
@@ -208,15 +313,22 @@ pub fn parse_qdisc(
                     "Error: qdisc kind \"{kind}\" has no tc syntax in its table entry"
                 ))
             })?;
-            (syntax.qdisc)(&mut Tokens::new(words))
+            (syntax.qdisc)(&mut Tokens::new(words)).map_err(parser_exit)
         }
         (None, None) => Ok(QdiscOptions::None),
         // iproute2 finds no q_<kind> to parse the options with.
+        // A kind iproute2 has a q_<kind> for: tc parses its options and
+        // the kernel, which lacks the kind here, refuses it.
+        (None, Some(_)) if IPROUTE2_KINDS.contains(&kind) => Err(TcError::new(format!(
+            "Error: Specified qdisc kind is unknown.\n(\"{kind}\"; bloatbox qdiscs: {})",
+            names(kinds, |_| true)
+        ))),
         (None, Some(first)) => Err(TcError::new(format!(
             "Unknown qdisc \"{kind}\", hence option \"{first}\" is unparsable\n(bloatbox \
              qdiscs: {})",
             names(kinds, |_| true)
-        ))),
+        ))
+        .exit(TcError::PARSE)),
     }
 }
 
@@ -232,13 +344,48 @@ pub fn parse_class(
         .and_then(syntax)
         .and_then(|s| s.class)
     {
-        Some(parse) => parse(&mut Tokens::new(words)),
+        Some(parse) => parse(&mut Tokens::new(words)).map_err(parser_exit),
+        // tc_class_modify prints it and returns 1.
         None => Err(TcError::new(format!(
             "Error: Qdisc \"{kind}\" is classless.\n(classes with options: {})",
             names(kinds, has_class_options)
-        ))),
+        ))
+        .exit(TcError::PARSE)),
     }
 }
+
+/// `e` from a kind's (or a classifier's) option parser with the exit code
+/// tc gives: iproute2's `invarg`, `duparg` and `incomplete_command` (its
+/// messages "Error: argument ...", "Error: duplicate ..." and "Command line
+/// is not complete") `exit(-1)`, 255; its other refusals make
+/// `tc_qdisc_modify` (`tc_class_modify`, `tc_filter_modify`) return 1. A
+/// message in the kernel's "Error: " form is a refusal bloatbox's parser
+/// makes where the kernel would, and keeps the kernel's 2.
+pub fn parser_exit(e: TcError) -> TcError {
+    let args = [
+        "Error: argument \"",
+        "Error: duplicate \"",
+        "Command line is not complete",
+    ];
+    if args.iter().any(|a| e.0.starts_with(a)) {
+        e.exit(TcError::ARGS)
+    } else if e.code() == TcError::KERNEL
+        && !e.0.starts_with("Error: ")
+        && !e.0.starts_with("RTNETLINK")
+    {
+        e.exit(TcError::PARSE)
+    } else {
+        e
+    }
+}
+
+/// The qdisc kinds iproute2 6.1 has a parser for (tc/q_*.c) that bloatbox
+/// does not build.
+const IPROUTE2_KINDS: &[&str] = &[
+    "cake", "cbs", "choke", "clsact", "drr", "etf", "ets", "fq", "fq_pie", "gred", "hfsc", "hhf",
+    "ingress", "mqprio", "multiq", "netem", "pie", "plug", "prio", "red", "sfb", "skbprio",
+    "taprio", "cbq",
+];
 
 /// The built-in entry of `name`.
 pub fn lookup(name: &str) -> Option<&'static KindEntry> {
@@ -279,10 +426,16 @@ mod tests {
     #[test]
     fn unknown_kinds_error_like_tc() {
         let dev = DevSpec::new(Dir::LeftToRight, BUILTIN);
+        // iproute2 6.1 has q_cake: it parses the options, the kernel
+        // refuses the kind; a kind iproute2 lacks cannot be parsed.
         let e = build("cake", &dev, &["bandwidth", "1mbit"]).err().unwrap();
+        assert!(e.0.starts_with("Error: Specified qdisc kind is unknown.\n"));
+        assert_eq!(e.code(), TcError::KERNEL);
+        let e = build("bogus", &dev, &["limit", "1"]).err().unwrap();
         assert!(e
             .0
-            .starts_with("Unknown qdisc \"cake\", hence option \"bandwidth\" is unparsable"));
+            .starts_with("Unknown qdisc \"bogus\", hence option \"limit\" is unparsable"));
+        assert_eq!(e.code(), TcError::PARSE);
         let e = build("cake", &dev, &[]).err().unwrap();
         assert!(e.0.starts_with("Error: Specified qdisc kind is unknown."));
     }

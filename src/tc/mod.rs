@@ -45,8 +45,12 @@ pub fn request(kinds: &[KindEntry], cmd: &TcCommand) -> Result<Request, TcError>
     let words = cmd.arg_strs();
     let options = match (cmd.object, cmd.kind.as_deref()) {
         (Object::Filter, _) => match cmd.verb {
-            Verb::Add | Verb::Replace => Options::Filter(filter::parse(&words)?),
-            Verb::Delete => Options::FilterPrio(filter::parse_prio(&words)?),
+            Verb::Add | Verb::Replace => {
+                Options::Filter(filter::parse(&words).map_err(kinds::parser_exit)?)
+            }
+            Verb::Delete => {
+                Options::FilterPrio(filter::parse_prio(&words).map_err(kinds::parser_exit)?)
+            }
             // Nothing to send: the tree refuses change and link, show
             // lists the filters.
             _ => Options::None,
@@ -78,6 +82,7 @@ pub fn run(
     drops: &mut Drops,
 ) -> Result<Option<String>, TcError> {
     run_cmd(tree, cmd, now, drops).map_err(|e| {
+        let e = talking_to_the_kernel(cmd, e);
         let known = |k: &str| crate::qdisc::registry::lookup(tree.dev().kinds, k).is_some();
         let kind = cmd.kind.as_deref();
         let hint = match kind {
@@ -92,6 +97,22 @@ pub fn run(
             None => e,
         }
     })
+}
+
+/// iproute2 6.1's tc_filter.c `tc_filter_modify` adds "We have an error
+/// talking to the kernel" after the kernel's refusal of a filter change;
+/// bloatbox's hints, if any, follow it.
+fn talking_to_the_kernel(cmd: &TcCommand, e: TcError) -> TcError {
+    if cmd.object != Object::Filter || cmd.verb == Verb::Show || e.code() != TcError::KERNEL {
+        return e;
+    }
+    let (kernel, hints) = e.0.split_once('\n').unwrap_or((&e.0, ""));
+    let mut text = format!("{kernel}\nWe have an error talking to the kernel");
+    if !hints.trim().is_empty() {
+        text.push('\n');
+        text.push_str(hints);
+    }
+    TcError::new(text)
 }
 
 fn run_cmd(
@@ -119,7 +140,13 @@ pub fn show(tree: &mut QdiscTree, cmd: &TcCommand, now: Instant) -> Result<Strin
     }
     if cmd.object == Object::Filter {
         let listing = tree.filters(&request(tree.dev().kinds, cmd)?, now)?;
-        return Ok(filter::print(listing.qdisc, &listing.filters));
+        // tc/tc_filter.c print_filter: "parent" unless the show named it.
+        let show_parent = cmd.parent != Some(listing.qdisc);
+        if cmd.flags.json {
+            let objs = filter::print_json(listing.qdisc, &listing.filters, show_parent);
+            return Ok(format!("{}\n", show::to_json(&objs, cmd.flags.pretty)));
+        }
+        return Ok(filter::print(listing.qdisc, &listing.filters, show_parent));
     }
     tree.check_dev(cmd.dev)?;
     let root = tree.dump(now);
@@ -232,6 +259,65 @@ pub fn check_steps(dev: DevSpec, steps: &[Step]) -> Result<(), (Option<usize>, S
     .map_err(|(i, e)| (i, e.0))
 }
 
+/// What `bloatbox tc` prints for one command and the exit code it gives,
+/// as tc would.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Printed {
+    /// Standard output: what a show lists.
+    pub stdout: String,
+    /// Standard error: the error, or the warnings of a command that
+    /// succeeded.
+    pub stderr: String,
+    /// The exit code: 0, or tc's for the error (`exit_code`).
+    pub code: u8,
+}
+
+/// Exit code of `bloatbox tc` when the daemon refuses a command (the
+/// kernel's refusal in tc, `TcError::KERNEL`).
+pub const FAILED: u8 = TcError::KERNEL;
+
+/// The exit code tc gives when `line` fails: that of its own parsing where
+/// it refuses the line (done here as tc does it, before it talks to the
+/// kernel, against the built-in kinds: 1 or 255, see `TcError`), else
+/// the kernel's refusal, 2.
+pub fn exit_code(line: &str) -> u8 {
+    match TcCommand::parse(line) {
+        Err(e) => e.code(),
+        Ok(cmd) => match request(kinds::BUILTIN, &cmd) {
+            Err(e) => e.code(),
+            Ok(_) => TcError::KERNEL,
+        },
+    }
+}
+
+impl Printed {
+    /// What is printed for the command `line` whose answer is `result`
+    /// (tc's output, or its error, from the daemon). A show's output is
+    /// its listing; what a change answers are warnings, which tc prints
+    /// on stderr (the kernel's extack warnings, iproute2's
+    /// lib/libnetlink.c `nl_dump_ext_ack`), as bloatbox's hints are. An
+    /// error exits with `exit_code(line)`.
+    pub fn of(line: &str, show: bool, result: Result<String, String>) -> Printed {
+        match result {
+            Ok(stdout) if show => Printed {
+                stdout,
+                ..Printed::default()
+            },
+            Ok(stderr) => Printed {
+                stderr,
+                ..Printed::default()
+            },
+            Err(e) => Printed {
+                stderr: format!("{}\n", e.trim_end()),
+                code: exit_code(line),
+                ..Printed::default()
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod battery_tests;
 #[cfg(test)]
 mod session_tests;
 #[cfg(test)]
@@ -329,8 +415,9 @@ mod tests {
                 .0
         };
         let e = err("tc qdisc add dev left root netem delay 20ms");
+        // iproute2 parses netem's options; the kernel (bloatbox) lacks it.
         assert!(
-            e.starts_with("Unknown qdisc \"netem\", hence option \"delay\" is unparsable"),
+            e.starts_with("Error: Specified qdisc kind is unknown.\n"),
             "{e}"
         );
         assert!(e.contains("bloatbox set left.netem="), "{e}");

@@ -14,7 +14,7 @@ use crate::time::Instant;
 
 const T: Instant = Instant::ZERO;
 /// The options `tc qdisc show` prints for a default pfifo_fast.
-const PFIFO_FAST: &str = "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 ";
+const PFIFO_FAST: &str = "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1";
 /// The options `tc qdisc show` prints for a default fq_codel.
 const FQ_CODEL: &str = "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms \
                         memory_limit 32Mb ecn drop_batch 64 ";
@@ -61,7 +61,7 @@ fn printouts_like_iproute2() {
         (
             "a fresh tap shows pfifo_fast",
             "tc -s qdisc show dev left",
-            "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 \n\
+            "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1\n\
              \x20Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n\
              \x20backlog 0b 0p requeues 0\n",
         ),

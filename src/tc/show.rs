@@ -29,14 +29,14 @@
 use crate::dir::Dir;
 
 use super::command::{Flags, Object, TcCommand};
-use super::kinds::{self, Printed};
+use super::kinds::{self, JsonObj, Printed};
 use super::xstats;
 pub use crate::handle::tc_handle;
 use crate::qdisc::TC_H_ROOT;
 use crate::qdisc::{tc_h_major, ClassDump, Handle, QdiscDump, QdiscStats, TcError};
 use crate::units::sprint_size;
-use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::{json, Map, Value};
+use serde::ser::Serialize;
+use serde_json::json;
 use std::fmt::Write;
 
 /// One device's tree, as the printer needs it.
@@ -146,9 +146,14 @@ fn refcnt(q: &QdiscDump, d: &DevDump<'_>) -> u32 {
     }
 }
 
-/// iproute2's option printers leave a trailing space, except these.
+/// iproute2's option printers leave a trailing space, except these
+/// (pfifo_fast's is tc/q_prio.c `prio_print_opt`, whose last word is the
+/// priomap's last band).
 fn options_end_with_space(kind: &str) -> bool {
-    !matches!(kind, "pfifo" | "bfifo" | "pfifo_head_drop" | "htb")
+    !matches!(
+        kind,
+        "pfifo" | "bfifo" | "pfifo_head_drop" | "htb" | "pfifo_fast"
+    )
 }
 
 /// `q`'s options as its kind's printer writes them (nothing for a kind
@@ -207,6 +212,13 @@ fn qdisc_text(out: &mut String, q: &QdiscDump, dev: Option<Dir>, refcnt: u32, fl
     }
 }
 
+/// Whether the kernel dumps counters for a class of `kind`: TBF's class
+/// ops have no `dump_stats` (net/sched/sch_tbf.c `tbf_class_ops`), so
+/// `tc_fill_tclass` sends an empty stats nest for its one class.
+fn class_dumps_stats(kind: &str) -> bool {
+    kind != "tbf"
+}
+
 fn class_text(out: &mut String, c: &ClassDump, dev: Option<Dir>, flags: Flags) {
     let _ = write!(out, "class {} {} ", c.kind, tc_handle(c.classid));
     if let Some(d) = dev {
@@ -227,7 +239,11 @@ fn class_text(out: &mut String, c: &ClassDump, dev: Option<Dir>, flags: Flags) {
         out.push(' ');
     }
     out.push('\n');
-    if flags.stats {
+    if flags.stats && !class_dumps_stats(&c.kind) {
+        // An empty stats nest: iproute2's print_class prints only the
+        // newline after it.
+        out.push('\n');
+    } else if flags.stats {
         stats_lines(out, c.stats.as_ref(), c.stats.as_ref().unwrap_or(&c.queue));
         if let Some(x) = &c.xstats {
             xstats::write_text(out, x);
@@ -255,29 +271,8 @@ fn stats_lines(out: &mut String, basic: Option<&QdiscStats>, q: &QdiscStats) {
     );
 }
 
-/// A JSON object that keeps its keys in insertion order, as iproute2 prints.
-struct Obj(Vec<(String, Value)>);
-
-impl Obj {
-    fn put(&mut self, key: &str, v: Value) {
-        self.0.push((key.to_string(), v));
-    }
-    fn extend(&mut self, m: &Map<String, Value>) {
-        self.0.extend(m.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
-}
-
-impl Serialize for Obj {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
-    }
-}
-
-fn to_json(objs: &[Obj], pretty: bool) -> String {
+/// `objs` as tc -j prints them (`-p`: pretty, indented by four).
+pub fn to_json(objs: &[JsonObj], pretty: bool) -> String {
     let mut buf = Vec::new();
     let res = if pretty {
         let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
@@ -292,64 +287,64 @@ fn to_json(objs: &[Obj], pretty: bool) -> String {
     }
 }
 
-fn head_json(o: &mut Obj, dev: Option<Dir>, parent: Handle) {
+fn head_json(o: &mut JsonObj, dev: Option<Dir>, parent: Handle) {
     if let Some(d) = dev {
-        o.put("dev", json!(d.dev()));
+        o.insert("dev", json!(d.dev()));
     }
     if parent == TC_H_ROOT {
-        o.put("root", json!(true));
+        o.insert("root", json!(true));
     } else if parent != 0 {
-        o.put("parent", json!(tc_handle(parent)));
+        o.insert("parent", json!(tc_handle(parent)));
     }
 }
 
-fn stats_json(o: &mut Obj, basic: Option<&QdiscStats>, q: &QdiscStats) {
+fn stats_json(o: &mut JsonObj, basic: Option<&QdiscStats>, q: &QdiscStats) {
     if let Some(b) = basic {
-        o.put("bytes", json!(b.bytes));
-        o.put("packets", json!(b.packets));
+        o.insert("bytes", json!(b.bytes));
+        o.insert("packets", json!(b.packets));
     }
-    o.put("drops", json!(q.drops));
-    o.put("overlimits", json!(q.overlimits));
-    o.put("requeues", json!(q.requeues));
-    o.put("backlog", json!(q.backlog));
-    o.put("qlen", json!(q.qlen));
+    o.insert("drops", json!(q.drops));
+    o.insert("overlimits", json!(q.overlimits));
+    o.insert("requeues", json!(q.requeues));
+    o.insert("backlog", json!(q.backlog));
+    o.insert("qlen", json!(q.qlen));
 }
 
-fn qdisc_json(q: &QdiscDump, dev: Option<Dir>, refcnt: u32, flags: Flags) -> Obj {
-    let mut o = Obj(Vec::new());
-    o.put("kind", json!(q.kind));
-    o.put("handle", json!(format!("{:x}:", tc_h_major(q.handle))));
+fn qdisc_json(q: &QdiscDump, dev: Option<Dir>, refcnt: u32, flags: Flags) -> JsonObj {
+    let mut o = JsonObj::new();
+    o.insert("kind", json!(q.kind));
+    o.insert("handle", json!(format!("{:x}:", tc_h_major(q.handle))));
     head_json(&mut o, dev, q.parent);
     if refcnt != 1 {
-        o.put("refcnt", json!(refcnt));
+        o.insert("refcnt", json!(refcnt));
     }
-    o.put("options", Value::Object(qdisc_options(q).json));
+    o.insert_obj("options", qdisc_options(q).json);
     if flags.stats {
         stats_json(&mut o, Some(&q.stats), &q.stats);
         if let Some(x) = &q.xstats {
-            o.extend(&xstats::json(x));
+            o.extend(xstats::json(x));
         }
     }
     o
 }
 
-fn class_json(c: &ClassDump, dev: Option<Dir>, flags: Flags) -> Obj {
-    let mut o = Obj(Vec::new());
-    o.put("class", json!(c.kind));
-    o.put("handle", json!(tc_handle(c.classid)));
+fn class_json(c: &ClassDump, dev: Option<Dir>, flags: Flags) -> JsonObj {
+    let mut o = JsonObj::new();
+    o.insert("class", json!(c.kind));
+    o.insert("handle", json!(tc_handle(c.classid)));
     head_json(&mut o, dev, c.parent);
     if let Some(leaf) = c.leaf.filter(|&l| l != 0) {
-        o.put("leaf", json!(format!("{:#x}", tc_h_major(leaf))));
+        o.insert("leaf", json!(format!("{:#x}", tc_h_major(leaf))));
     }
-    o.put("options", Value::Object(class_options(c).json));
-    if flags.stats {
+    o.insert_obj("options", class_options(c).json);
+    if flags.stats && class_dumps_stats(&c.kind) {
         stats_json(
             &mut o,
             c.stats.as_ref(),
             c.stats.as_ref().unwrap_or(&c.queue),
         );
         if let Some(x) = &c.xstats {
-            o.extend(&xstats::json(x));
+            o.extend(xstats::json(x));
         }
     }
     o
@@ -565,6 +560,8 @@ mod tests {
         assert_eq!(only.lines().count(), 1);
     }
 
+    /// The keys in the order iproute2 prints them (tc/q_fq_codel.c
+    /// `fq_codel_print_opt`, `fq_codel_print_xstats`), not sorted.
     #[test]
     fn json_keys_and_order() {
         let d = fq_codel_with("limit 10240 flows 1024");
@@ -572,11 +569,11 @@ mod tests {
         assert_eq!(
             out,
             "[{\"kind\":\"fq_codel\",\"handle\":\"8001:\",\"root\":true,\"refcnt\":2,\
-             \"options\":{\"flows\":1024,\"limit\":10240},\"bytes\":0,\"packets\":0,\"drops\":0,\
-             \"overlimits\":0,\"requeues\":0,\"backlog\":0,\"qlen\":0,\"drop_overlimit\":0,\
-             \"ecn_mark\":0,\"maxpacket\":0,\"new_flow_count\":0,\"new_flows_len\":0,\"old_flows_len\":0}]\n"
+             \"options\":{\"limit\":10240,\"flows\":1024},\"bytes\":0,\"packets\":0,\"drops\":0,\
+             \"overlimits\":0,\"requeues\":0,\"backlog\":0,\"qlen\":0,\"maxpacket\":0,\
+             \"drop_overlimit\":0,\"new_flow_count\":0,\"ecn_mark\":0,\"new_flows_len\":0,\"old_flows_len\":0}]\n"
         );
-        let v: Value =
+        let v: serde_json::Value =
             serde_json::from_str(&render(&cmd("tc -j -p qdisc show"), &one(&d)).unwrap()).unwrap();
         assert_eq!(v[0]["dev"], "left");
         assert!(v[0].get("bytes").is_none());

@@ -162,7 +162,7 @@ fn change_and_replace_same_kind_changes_in_place() {
     // is grafted instead (tc_modify_qdisc: `req_change`, Linux 6.x).
     assert!(
         fail(&mut t, "tc qdisc change dev left handle 1: bfifo limit 5")
-            .starts_with("Error: Invalid qdisc name.")
+            .starts_with("Error: Invalid qdisc name: must match existing qdisc.")
     );
     assert!(fail(&mut t, "tc qdisc change dev left root pfifo limit x").contains("limit"));
     assert!(fail(&mut t, "tc qdisc change dev left handle 7: pfifo")
@@ -314,9 +314,8 @@ fn delete_rules() {
     assert!(
         fail(&mut t, "tc qdisc del dev left root handle 2:").starts_with("Error: Invalid handle.")
     );
-    assert!(
-        fail(&mut t, "tc qdisc del dev left root bfifo").starts_with("Error: Invalid qdisc name.")
-    );
+    assert!(fail(&mut t, "tc qdisc del dev left root bfifo")
+        .starts_with("Error: Invalid qdisc name: must match existing qdisc."));
     assert!(fail(&mut t, "tc qdisc del dev left handle 1:")
         .starts_with("Error: Classid cannot be zero."));
     ok(&mut t, "tc qdisc del dev left root handle 1: pfifo");
@@ -555,7 +554,7 @@ fn show_through_apply() {
     let mut t = tree();
     assert_eq!(
         show(&mut t, "tc qdisc show dev left"),
-        "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 \n"
+        "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1\n"
     );
 }
 

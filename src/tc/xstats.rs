@@ -8,7 +8,7 @@
 
 use crate::qdisc::dump::{CodelXstats, FqCodelClassXstats, FqCodelXstats, HtbXstats, Xstats};
 use crate::units::{sprint_time, sprint_time_signed};
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use std::fmt::Write;
 
 /// Appends the lines `tc -s` prints for `x`, each with its leading spaces
@@ -40,56 +40,56 @@ pub fn trimmed_lines(x: &Xstats) -> Vec<String> {
 
 /// The keys `tc -s -j` prints for `x` at the level of the qdisc's or
 /// class's counters.
-pub fn json(x: &Xstats) -> Map<String, Value> {
-    let mut xj = Map::new();
+pub fn json(x: &Xstats) -> crate::tc::kinds::JsonObj {
+    let mut xj = crate::tc::kinds::JsonObj::new();
     match x {
         Xstats::FqCodel(s) => {
-            xj.insert("maxpacket".into(), json!(s.maxpacket));
-            xj.insert("drop_overlimit".into(), json!(s.drop_overlimit));
-            xj.insert("new_flow_count".into(), json!(s.new_flow_count));
-            xj.insert("ecn_mark".into(), json!(s.ecn_mark));
+            xj.insert("maxpacket", json!(s.maxpacket));
+            xj.insert("drop_overlimit", json!(s.drop_overlimit));
+            xj.insert("new_flow_count", json!(s.new_flow_count));
+            xj.insert("ecn_mark", json!(s.ecn_mark));
             for (name, v) in fq_codel_optional(s) {
                 if v != 0 {
-                    xj.insert(name.into(), json!(v));
+                    xj.insert(name, json!(v));
                 }
             }
-            xj.insert("new_flows_len".into(), json!(s.new_flows_len));
-            xj.insert("old_flows_len".into(), json!(s.old_flows_len));
+            xj.insert("new_flows_len", json!(s.new_flows_len));
+            xj.insert("old_flows_len", json!(s.old_flows_len));
         }
         Xstats::FqCodelClass(s) => {
-            xj.insert("deficit".into(), json!(s.deficit));
-            xj.insert("count".into(), json!(s.count));
-            xj.insert("lastcount".into(), json!(s.lastcount));
-            xj.insert("ldelay".into(), json!(s.ldelay_us));
+            xj.insert("deficit", json!(s.deficit));
+            xj.insert("count", json!(s.count));
+            xj.insert("lastcount", json!(s.lastcount));
+            xj.insert("ldelay", json!(s.ldelay_us));
             if s.dropping {
-                xj.insert("dropping".into(), json!(true));
-                xj.insert("drop_next".into(), json!(s.drop_next_us));
+                xj.insert("dropping", json!(true));
+                xj.insert("drop_next", json!(s.drop_next_us));
             }
         }
         Xstats::Codel(s) => {
-            xj.insert("count".into(), json!(s.count));
-            xj.insert("lastcount".into(), json!(s.lastcount));
-            xj.insert("ldelay".into(), json!(s.ldelay_us));
+            xj.insert("count", json!(s.count));
+            xj.insert("lastcount", json!(s.lastcount));
+            xj.insert("ldelay", json!(s.ldelay_us));
             if s.dropping {
-                xj.insert("dropping".into(), json!(true));
+                xj.insert("dropping", json!(true));
             }
-            xj.insert("drop_next".into(), json!(s.drop_next_us));
-            xj.insert("maxpacket".into(), json!(s.maxpacket));
-            xj.insert("ecn_mark".into(), json!(s.ecn_mark));
-            xj.insert("drop_overlimit".into(), json!(s.drop_overlimit));
+            xj.insert("drop_next", json!(s.drop_next_us));
+            xj.insert("maxpacket", json!(s.maxpacket));
+            xj.insert("ecn_mark", json!(s.ecn_mark));
+            xj.insert("drop_overlimit", json!(s.drop_overlimit));
             if s.ce_mark != 0 {
-                xj.insert("ce_mark".into(), json!(s.ce_mark));
+                xj.insert("ce_mark", json!(s.ce_mark));
             }
         }
         Xstats::SfqClass(s) => {
-            xj.insert("allot".into(), json!(s.allot));
+            xj.insert("allot", json!(s.allot));
         }
         Xstats::HtbClass(s) => {
-            xj.insert("lended".into(), json!(s.lends));
-            xj.insert("borrowed".into(), json!(s.borrows));
-            xj.insert("giants".into(), json!(s.giants));
-            xj.insert("tokens".into(), json!(s.tokens));
-            xj.insert("ctokens".into(), json!(s.ctokens));
+            xj.insert("lended", json!(s.lends));
+            xj.insert("borrowed", json!(s.borrows));
+            xj.insert("giants", json!(s.giants));
+            xj.insert("tokens", json!(s.tokens));
+            xj.insert("ctokens", json!(s.ctokens));
         }
     }
     xj

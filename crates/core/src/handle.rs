@@ -29,16 +29,37 @@ pub const fn tc_h_minor(h: Handle) -> u16 {
     (h & 0xFFFF) as u16
 }
 
-/// A tc-style error: the message tc would print, naming the bad token.
+/// A tc-style error: the message tc would print, naming the bad token, and
+/// the exit code tc gives with it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct TcError(pub String);
+pub struct TcError(pub String, pub u8);
 
 impl TcError {
-    /// An error whose message is `msg`, printed as is (tc's wording, e.g.
-    /// "Error: Specified qdisc kind is unknown.").
+    /// tc's exit code when the kernel refused the request (`rtnl_talk`
+    /// failed: iproute2's tc_qdisc.c `tc_qdisc_modify` returns 2).
+    pub const KERNEL: u8 = 2;
+    /// tc's exit code when a kind's own parser refused its options
+    /// (`tc_qdisc_modify` returns 1 when `parse_qopt` fails).
+    pub const PARSE: u8 = 1;
+    /// tc's exit code when iproute2 gave up on the command line itself:
+    /// `invarg`, `duparg`, `incomplete_command` and the usages `exit(-1)`.
+    pub const ARGS: u8 = 255;
+
+    /// A refusal of the kernel's whose message is `msg`, printed as is
+    /// (its wording, e.g. "Error: Specified qdisc kind is unknown.").
     pub fn new(msg: impl Into<String>) -> Self {
-        TcError(msg.into())
+        TcError(msg.into(), Self::KERNEL)
+    }
+
+    /// The same message with tc's exit code `code`.
+    pub fn exit(self, code: u8) -> Self {
+        TcError(self.0, code)
+    }
+
+    /// The exit code tc gives with this error.
+    pub fn code(&self) -> u8 {
+        self.1
     }
 }
 

@@ -273,7 +273,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(
-            super::super::print(QDISC, chain.filters()),
+            super::super::print(QDISC, chain.filters(), true),
             "filter parent 1: protocol all pref 3 flow chain 0 \n\
              filter parent 1: protocol all pref 3 flow chain 0 handle 0x1 hash keys dst divisor 8 baseclass 1:1 \n"
         );

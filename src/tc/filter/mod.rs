@@ -12,12 +12,14 @@ mod flow;
 
 use crate::handle::{Handle, TcError, TC_H_ROOT};
 use crate::packet::filter::{Family, Field, Filter, FilterKind, FilterProtocol, Match, U32Key};
-use crate::tc::tokens::{c_number, Tokens};
+use crate::tc::kinds::JsonObj;
+use crate::tc::tokens::{c_number, incomplete, Tokens};
+use serde_json::json;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// `NEXT_ARG()`: the word after `key`, or tc's error for a missing one.
 fn arg<'a>(t: &mut Tokens<'a>, key: &str) -> Result<&'a str, TcError> {
-    t.value(|| TcError::new(format!("Error: argument \"{key}\" is required")))
+    t.value(|| incomplete(key))
 }
 
 /// The `prio`/`pref`/`priority` of a `tc filter del` command, if given (the
@@ -51,7 +53,8 @@ fn parse_protocol(tok: &str) -> Result<FilterProtocol, TcError> {
         "ipv6" => Ok(FilterProtocol::Ipv6),
         _ => by_number.ok_or_else(|| {
             TcError::new(format!(
-                "Error: protocol \"{tok}\" is not supported: use ip, ipv6 or all."
+                "Error: argument \"{tok}\" is wrong: invalid protocol\n(bloatbox filters \
+                 take ip, ipv6 or all)"
             ))
         }),
     }
@@ -106,12 +109,18 @@ pub fn parse(words: &[&str]) -> Result<Filter, TcError> {
                 ))
             }
             "u32" | "matchall" | "flow" => break tok,
+            // iproute2 finds no f_<kind>: with options it cannot parse
+            // them, without it sends the kind and the kernel has none.
             other => {
-                return Err(TcError::new(format!(
-                    "Unknown filter \"{other}\", hence option \"{}\" is unparsable \
-                     (supported kinds: u32, matchall, flow)",
-                    t.peek().unwrap_or("")
-                )))
+                return Err(match t.peek() {
+                    Some(first) => TcError::new(format!(
+                        "Unknown filter \"{other}\", hence option \"{first}\" is unparsable\n\
+                         (supported kinds: u32, matchall, flow)"
+                    )),
+                    None => TcError::new(
+                        "Error: TC classifier not found.\n(supported kinds: u32, matchall, flow)",
+                    ),
+                })
             }
         }
     };
@@ -164,6 +173,10 @@ pub fn parse(words: &[&str]) -> Result<Filter, TcError> {
         return Ok(filter);
     }
     parse_options(&mut filter, &mut t)?;
+    if filter.kind == FilterKind::U32 && filter.matches.is_empty() && filter.keys.is_empty() {
+        // u32_change refuses a knode without TCA_U32_SEL.
+        return Err(TcError::new("Error: cls_u32: Selector not specified."));
+    }
     if filter.flowid == 0 && filter.skbedit_priority.is_none() {
         return Err(TcError::new(
             "Error: the filter needs \"flowid CLASSID\" (or an action) to have an effect.",
@@ -176,8 +189,22 @@ pub fn parse(words: &[&str]) -> Result<Filter, TcError> {
 fn parse_options(f: &mut Filter, t: &mut Tokens<'_>) -> Result<(), TcError> {
     while let Some(tok) = t.next() {
         match tok {
-            "match" if f.kind == FilterKind::U32 => parse_selector(f, t)?,
-            "flowid" | "classid" => f.flowid = parse_classid(arg(t, tok)?)?,
+            // f_u32.c's messages, then what bloatbox found on a line of
+            // its own.
+            "match" if f.kind == FilterKind::U32 => {
+                parse_selector(f, t).map_err(|e| match e.0.strip_prefix("Illegal \"match\": ") {
+                    Some(why) => TcError::new(format!("Illegal \"match\"\n({why})")),
+                    None => e,
+                })?
+            }
+            "flowid" | "classid" => {
+                f.flowid = parse_classid(arg(t, tok)?).map_err(|e| {
+                    TcError::new(format!(
+                        "Illegal \"classid\"\n({})",
+                        e.0.trim_start_matches("Error: ")
+                    ))
+                })?
+            }
             "action" | "actions" => f.skbedit_priority = Some(parse_action(t)?),
             "skip_hw" => {}
             other => {
@@ -480,17 +507,24 @@ fn pack_key(keys: &mut Vec<U32Key>, val: u32, mask: u32, off: i32, bits: u32) ->
     true
 }
 
-/// What `tc filter show dev X parent <qdisc>` prints of the qdisc's
+/// What `tc filter show dev X [parent <qdisc>]` prints of the qdisc's
 /// `filters` (in chain order): per prio the classifier line, for u32 its
 /// hash table, then one entry per filter with its raw keys (tc without
-/// `-p`). The action block follows
-/// iproute2's skbedit layout **[unverified against a real run]**.
-pub fn print(qdisc: Handle, filters: &[Filter]) -> String {
+/// `-p`), as iproute2's tc/tc_filter.c `print_filter` and tc/f_u32.c
+/// `u32_print_opt` do. `parent 1:` is printed unless the show named that
+/// parent (`filter_parent`). A u32 filter's flowid is `*flowid`: tc adds
+/// it without `TC_U32_TERMINAL`. The action block follows iproute2's
+/// skbedit layout **[unverified against a real run]**.
+pub fn print(qdisc: Handle, filters: &[Filter], show_parent: bool) -> String {
     let mut out = String::new();
+    let parent = if show_parent {
+        format!("parent {} ", classid_str(qdisc))
+    } else {
+        String::new()
+    };
     for (i, f) in filters.iter().enumerate() {
         let head = format!(
-            "filter parent {} protocol {} pref {} {} chain 0 ",
-            classid_str(qdisc),
+            "filter {parent}protocol {} pref {} {} chain 0 ",
             f.protocol.name(),
             f.prio,
             f.kind.name()
@@ -508,7 +542,7 @@ pub fn print(qdisc: Handle, filters: &[Filter]) -> String {
                 let node = f.handle & 0xfff;
                 out += &format!("{head}fh {ht:x}::{node:x} order {node} key ht {ht:x} bkt 0 ");
                 if f.flowid != 0 {
-                    out += &format!("flowid {} ", classid_str(f.flowid));
+                    out += &format!("*flowid {} ", classid_str(f.flowid));
                 } else {
                     out += "terminal flowid ";
                 }
@@ -536,6 +570,78 @@ pub fn print(qdisc: Handle, filters: &[Filter]) -> String {
             );
         }
         out += "\n";
+    }
+    out
+}
+
+/// The objects of `tc -j filter show` for the same lines as `print`: the
+/// head (`parent`, `protocol`, `pref`, `kind`, `chain`) and, for u32, the
+/// `options` iproute2's `u32_print_opt` writes (its `match` key once per
+/// key, as iproute2's writer repeats it). Checked for u32 against Linux
+/// 6.18 with iproute2 6.1; matchall's and flow's options are bloatbox's
+/// reading of f_matchall.c and f_flow.c.
+pub fn print_json(qdisc: Handle, filters: &[Filter], show_parent: bool) -> Vec<JsonObj> {
+    let mut out = Vec::new();
+    for (i, f) in filters.iter().enumerate() {
+        let head = || {
+            let mut o = JsonObj::new();
+            if show_parent {
+                o.insert("parent", json!(classid_str(qdisc)));
+            }
+            o.insert("protocol", json!(f.protocol.name()));
+            o.insert("pref", json!(f.prio));
+            o.insert("kind", json!(f.kind.name()));
+            o.insert("chain", json!(0));
+            o
+        };
+        let first_of_prio = i == 0 || filters[i - 1].prio != f.prio;
+        if first_of_prio {
+            out.push(head());
+        }
+        let mut opts = JsonObj::new();
+        match f.kind {
+            FilterKind::U32 => {
+                let ht = f.handle >> 20;
+                if first_of_prio {
+                    let mut table = JsonObj::new();
+                    table.insert("fh", json!(format!("{ht:x}:")));
+                    table.insert("ht_divisor", json!(1));
+                    let mut o = head();
+                    o.insert_obj("options", table);
+                    out.push(o);
+                }
+                let node = f.handle & 0xfff;
+                opts.insert("fh", json!(format!("{ht:x}::{node:x}")));
+                opts.insert("order", json!(node));
+                opts.insert("key_ht", json!(format!("{ht:x}")));
+                opts.insert("bkt", json!("0"));
+                if f.flowid != 0 {
+                    opts.insert("flowid", json!(classid_str(f.flowid)));
+                }
+                opts.insert("not_in_hw", json!(true));
+                for k in &f.keys {
+                    let mut m = JsonObj::new();
+                    m.insert("value", json!(format!("{:x}", k.val)));
+                    m.insert("mask", json!(format!("{:x}", k.mask)));
+                    m.insert("offmask", json!(""));
+                    m.insert("off", json!(k.off));
+                    opts.push_obj("match", m);
+                }
+            }
+            FilterKind::Matchall => {
+                opts.insert("handle", json!(format!("0x{:x}", f.handle)));
+                if f.flowid != 0 {
+                    opts.insert("flowid", json!(classid_str(f.flowid)));
+                }
+                opts.insert("not_in_hw", json!(true));
+            }
+            FilterKind::Flow(_) => {
+                opts.insert("handle", json!(format!("0x{:x}", f.handle)));
+            }
+        }
+        let mut o = head();
+        o.insert_obj("options", opts);
+        out.push(o);
     }
     out
 }
@@ -933,20 +1039,20 @@ mod tests {
         let expected = "\
 filter parent 1: protocol ip pref 1 u32 chain 0 
 filter parent 1: protocol ip pref 1 u32 chain 0 fh 800: ht divisor 1 
-filter parent 1: protocol ip pref 1 u32 chain 0 fh 800::800 order 2048 key ht 800 bkt 0 flowid 1:10 not_in_hw 
+filter parent 1: protocol ip pref 1 u32 chain 0 fh 800::800 order 2048 key ht 800 bkt 0 *flowid 1:10 not_in_hw 
   match 0a000000/ff000000 at 12
   match 00000050/0000ffff at 20
-filter parent 1: protocol ip pref 1 u32 chain 0 fh 800::801 order 2049 key ht 800 bkt 0 flowid 1:20 not_in_hw 
+filter parent 1: protocol ip pref 1 u32 chain 0 fh 800::801 order 2049 key ht 800 bkt 0 *flowid 1:20 not_in_hw 
   match 00110000/00ff0000 at 8
 filter parent 1: protocol ipv6 pref 3 u32 chain 0 
 filter parent 1: protocol ipv6 pref 3 u32 chain 0 fh 801: ht divisor 1 
-filter parent 1: protocol ipv6 pref 3 u32 chain 0 fh 801::800 order 2048 key ht 801 bkt 0 flowid 1:30 not_in_hw 
+filter parent 1: protocol ipv6 pref 3 u32 chain 0 fh 801::800 order 2048 key ht 801 bkt 0 *flowid 1:30 not_in_hw 
   match 00000035/0000ffff at 40
 filter parent 1: protocol all pref 9 matchall chain 0 
 filter parent 1: protocol all pref 9 matchall chain 0 handle 0x1 flowid 1:a 
   not_in_hw
 ";
-        assert_eq!(print(0x1_0000, c.filters()), expected);
+        assert_eq!(print(0x1_0000, c.filters(), true), expected);
         // Deleting every u32 filter gives the next group table 800 again.
         c.delete(Some(1));
         c.delete(Some(3));
@@ -955,8 +1061,8 @@ filter parent 1: protocol all pref 9 matchall chain 0 handle 0x1 flowid 1:a
                 .unwrap(),
         )
         .unwrap();
-        let out = print(0x1_0000, c.filters());
-        assert!(out.contains("fh 800::800 order 2048 key ht 800 bkt 0 flowid 1:1 not_in_hw \n  match 00000000/00000000 at 0\n\taction order 1: skbedit  priority 1:5 pipe\n\t index 1 ref 1 bind 1\n"), "{out}");
+        let out = print(0x1_0000, c.filters(), true);
+        assert!(out.contains("fh 800::800 order 2048 key ht 800 bkt 0 *flowid 1:1 not_in_hw \n  match 00000000/00000000 at 0\n\taction order 1: skbedit  priority 1:5 pipe\n\t index 1 ref 1 bind 1\n"), "{out}");
         assert_eq!(classid_str(TC_H_ROOT), "root");
         assert_eq!(classid_str(0), "none");
         assert_eq!(classid_str(0x12), "12");

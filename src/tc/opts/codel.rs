@@ -11,7 +11,7 @@ use crate::qdisc::QdiscOptions;
 use crate::tc::kinds::{replace_root, Printed, Syntax};
 use crate::tc::tokens::{c_number, Tokens};
 use crate::units::{parse_time, sprint_time};
-use serde_json::{json, Map};
+use serde_json::json;
 
 const USAGE: &str = "Usage: ... codel [ limit PACKETS ] [ target TIME ]\n\t\t [ interval TIME ] [ ecn | noecn ]\n\t\t [ ce_threshold TIME ]";
 
@@ -94,26 +94,26 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
         return None;
     };
     let mut text = String::new();
-    let mut json = Map::new();
+    let mut json = crate::tc::kinds::JsonObj::new();
     if let Some(limit) = o.limit {
         text.push_str(&format!("limit {limit}p"));
-        json.insert("limit".into(), json!(limit));
+        json.insert("limit", json!(limit));
     }
     if let Some(target) = o.target {
         text.push_str(&format!(" target {}", print_time(target)));
-        json.insert("target".into(), json!(target));
+        json.insert("target", json!(target));
     }
     if let Some(ce) = o.ce_threshold {
         text.push_str(&format!(" ce_threshold {}", print_time(ce)));
-        json.insert("ce_threshold".into(), json!(ce));
+        json.insert("ce_threshold", json!(ce));
     }
     if let Some(interval) = o.interval {
         text.push_str(&format!(" interval {}", print_time(interval)));
-        json.insert("interval".into(), json!(interval));
+        json.insert("interval", json!(interval));
     }
     if o.ecn == Some(true) {
         text.push_str(" ecn");
-        json.insert("ecn".into(), json!(true));
+        json.insert("ecn", json!(true));
     }
     Some(Printed::same(text, json))
 }
@@ -157,7 +157,7 @@ mod tests {
         assert_eq!(p.plain, "limit 1000p target 5ms interval 100ms");
         assert_eq!(p.detail, p.plain);
         assert_eq!(
-            serde_json::Value::Object(p.json),
+            p.json.to_value(),
             json!({"limit": 1000, "target": 4999, "interval": 99999})
         );
     }

@@ -7,25 +7,22 @@ use crate::handle::TcError;
 use crate::qdisc::fifo::FifoOptions;
 use crate::qdisc::QdiscOptions;
 use crate::tc::kinds::{Printed, Syntax};
-use crate::tc::tokens::Tokens;
+use crate::tc::tokens::{incomplete, Tokens};
 use crate::units::{parse_size, sprint_size};
 use serde_json::json;
 
-/// A limit in packets.
-const PACKETS: Syntax = Syntax {
-    qdisc: |t| parse(t, false),
+/// pfifo: a limit in packets.
+pub static PFIFO: Syntax = Syntax {
+    qdisc: |t| parse(t, "pfifo"),
     class: None,
     print: |o| print(o, false),
     print_class: |_| None,
     example: None,
 };
 
-/// pfifo: a limit in packets.
-pub static PFIFO: Syntax = PACKETS;
-
 /// bfifo: a limit in bytes.
 pub static BFIFO: Syntax = Syntax {
-    qdisc: |t| parse(t, true),
+    qdisc: |t| parse(t, "bfifo"),
     class: None,
     print: |o| print(o, true),
     print_class: |_| None,
@@ -33,29 +30,32 @@ pub static BFIFO: Syntax = Syntax {
 };
 
 /// pfifo_head_drop: a limit in packets.
-pub static PFIFO_HEAD_DROP: Syntax = PACKETS;
+pub static PFIFO_HEAD_DROP: Syntax = Syntax {
+    qdisc: |t| parse(t, "pfifo_head_drop"),
+    ..PFIFO
+};
 
-/// `fifo_parse_opt`; `bytes`: the limit is a size (bfifo).
-fn parse(t: &mut Tokens, bytes: bool) -> Result<QdiscOptions, TcError> {
+/// `fifo_parse_opt` for `kind` (bfifo's limit is a size), with its
+/// messages.
+fn parse(t: &mut Tokens, kind: &str) -> Result<QdiscOptions, TcError> {
     let mut limit = None;
     while let Some(tok) = t.next() {
         match tok {
             "limit" => {
-                let v = t.value(|| TcError::new("Error: argument \"limit\" is required"))?;
-                let parsed = if bytes {
+                let v = t.value(|| incomplete("limit"))?;
+                let parsed = if kind == "bfifo" {
                     parse_size(v).ok()
                 } else {
-                    v.parse::<u64>().ok()
+                    v.parse::<u32>().ok().map(u64::from)
                 };
                 limit = Some(parsed.ok_or_else(|| {
-                    TcError::new(format!(
-                        "Error: argument \"{v}\" is wrong: \"limit\" is invalid"
-                    ))
+                    TcError::new(format!("{kind}: Illegal value for \"limit\": \"{v}\""))
                 })?);
             }
             other => {
                 return Err(TcError::new(format!(
-                    "What is \"{other}\"?\nUsage: ... [p|b]fifo [ limit NUMBER ]"
+                    "{kind}: unknown parameter \"{other}\"\n\
+                     Usage: ... <[p|b]fifo | pfifo_head_drop> [ limit NUMBER ]"
                 )))
             }
         }
@@ -81,8 +81,8 @@ fn print(o: &QdiscOptions, bytes: bool) -> Option<Printed> {
     } else {
         format!("limit {}p", o.limit)
     };
-    let mut json = serde_json::Map::new();
-    json.insert("limit".into(), json!(o.limit));
+    let mut json = crate::tc::kinds::JsonObj::new();
+    json.insert("limit", json!(o.limit));
     Some(Printed::same(limit, json))
 }
 
@@ -127,15 +127,15 @@ mod tests {
         );
         assert_eq!(
             parse("pfifo", &["limit"]).unwrap_err().0,
-            "Error: argument \"limit\" is required"
+            "Command line is not complete. Try option \"help\"\n(\"limit\" needs a value)"
         );
         assert_eq!(
             parse("pfifo", &["limit", "1kb"]).unwrap_err().0,
-            "Error: argument \"1kb\" is wrong: \"limit\" is invalid"
+            "pfifo: Illegal value for \"limit\": \"1kb\""
         );
         assert_eq!(
             parse("bfifo", &["bogus"]).unwrap_err().0,
-            "What is \"bogus\"?\nUsage: ... [p|b]fifo [ limit NUMBER ]"
+            "bfifo: unknown parameter \"bogus\"\nUsage: ... <[p|b]fifo | pfifo_head_drop> [ limit NUMBER ]"
         );
         let p = qdisc_options(
             &Fifo::with_limit(FifoKind::PfifoHeadDrop, QdiscCtx::default(), 5).dump(Instant::ZERO),

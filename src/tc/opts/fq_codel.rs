@@ -11,7 +11,7 @@ use crate::qdisc::QdiscOptions;
 use crate::tc::kinds::{replace_root, Printed, Syntax};
 use crate::tc::tokens::{c_number, Tokens};
 use crate::units::{parse_size, sprint_size};
-use serde_json::{json, Map};
+use serde_json::json;
 
 const USAGE: &str = "Usage: ... fq_codel [ limit PACKETS ] [ flows NUMBER ]\n\t\t\t[ memory_limit BYTES ]\n\t\t\t[ target TIME ] [ interval TIME ]\n\t\t\t[ quantum BYTES ] [ [no]ecn ]\n\t\t\t[ ce_threshold TIME ]\n\t\t\t[ ce_threshold_selector VALUE/MASK ]\n\t\t\t[ drop_batch SIZE ]";
 
@@ -95,26 +95,26 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
         return None;
     };
     let mut text = Vec::new();
-    let mut json = Map::new();
+    let mut json = crate::tc::kinds::JsonObj::new();
     if let Some(limit) = o.limit {
         text.push(format!("limit {limit}p"));
-        json.insert("limit".into(), json!(limit));
+        json.insert("limit", json!(limit));
     }
     if let Some(flows) = o.flows {
         text.push(format!("flows {flows}"));
-        json.insert("flows".into(), json!(flows));
+        json.insert("flows", json!(flows));
     }
     if let Some(quantum) = o.quantum {
         text.push(format!("quantum {quantum}"));
-        json.insert("quantum".into(), json!(quantum));
+        json.insert("quantum", json!(quantum));
     }
     if let Some(target) = o.target {
         text.push(format!("target {}", print_time(target)));
-        json.insert("target".into(), json!(target));
+        json.insert("target", json!(target));
     }
     if let Some(ce) = o.ce_threshold {
         text.push(format!("ce_threshold {}", print_time(ce)));
-        json.insert("ce_threshold".into(), json!(ce));
+        json.insert("ce_threshold", json!(ce));
     }
     if let (Some(selector), Some(mask)) = (o.ce_threshold_selector, o.ce_threshold_mask) {
         if mask != 0 {
@@ -123,25 +123,25 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
                 c_hex(selector),
                 c_hex(mask)
             ));
-            json.insert("ce_threshold_selector".into(), json!(selector));
-            json.insert("ce_threshold_mask".into(), json!(mask));
+            json.insert("ce_threshold_selector", json!(selector));
+            json.insert("ce_threshold_mask", json!(mask));
         }
     }
     if let Some(interval) = o.interval {
         text.push(format!("interval {}", print_time(interval)));
-        json.insert("interval".into(), json!(interval));
+        json.insert("interval", json!(interval));
     }
     if let Some(memory_limit) = o.memory_limit {
         text.push(format!("memory_limit {}", sprint_size(memory_limit.into())));
-        json.insert("memory_limit".into(), json!(memory_limit));
+        json.insert("memory_limit", json!(memory_limit));
     }
     if o.ecn == Some(true) {
         text.push("ecn".into());
-        json.insert("ecn".into(), json!(true));
+        json.insert("ecn", json!(true));
     }
     if let Some(drop_batch) = o.drop_batch_size {
         text.push(format!("drop_batch {drop_batch}"));
-        json.insert("drop_batch".into(), json!(drop_batch));
+        json.insert("drop_batch", json!(drop_batch));
     }
     let text = text.join(" ");
     Some(Printed::same(text, json))
@@ -186,7 +186,7 @@ mod tests {
         assert_eq!(p.detail, p.plain);
         assert_eq!(p.json["memory_limit"], json!(33554432));
         assert_eq!(
-            serde_json::Value::Object(p.json),
+            p.json.to_value(),
             json!({"limit": 10240, "flows": 1024, "quantum": 1514, "target": 4999,
                    "interval": 99999, "memory_limit": 33554432, "ecn": true,
                    "drop_batch": 64})

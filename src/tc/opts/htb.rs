@@ -13,14 +13,14 @@ use crate::qdisc::options::RateSpec;
 use crate::qdisc::{ClassOptions, QdiscOptions};
 use crate::tc::kinds::{example_rate, replace_root, Printed, Syntax};
 use crate::tc::opts::tbf::{
-    self, linklayer_name, matches, parse_linklayer, parse_size_and_cell, DUMPED_CELL,
-    LINKLAYER_ALLOWED, U16_ALLOWED,
+    linklayer_name, matches, parse_linklayer, parse_size_and_cell, DUMPED_CELL, LINKLAYER_ALLOWED,
+    U16_ALLOWED,
 };
-use crate::tc::tokens::Tokens;
+use crate::tc::tokens::{incomplete, Tokens};
 use crate::units::{
     parse_rate, print_rate, sprint_size, tc_calc_xmitsize, tc_calc_xmittime, LinkLayer,
 };
-use serde_json::{json, Map};
+use serde_json::json;
 
 /// HTB's entry in `crate::tc::kinds::BUILTIN`.
 pub static SYNTAX: Syntax = Syntax {
@@ -48,24 +48,21 @@ const DEFAULT_MTU: u64 = 1600;
 /// `get_hz()` on hrtimer kernels (`/proc/net/psched`).
 const TC_HZ: u64 = 1_000_000_000;
 
-const HTB_USAGE: &str = "Usage: ... qdisc add ... htb [default N] [r2q N] [direct_qlen P]\n \
-    ... class add ... htb rate R1 [burst B1] [mpu B] [overhead O]\n                      \
-    [prio P] [quantum Q] [ceil R2] [cburst B2] [mtu MTU]\n                      \
-    [linklayer TYPE]";
+/// iproute2 6.1's q_htb.c `explain`, which tc prints after most of its
+/// HTB errors (bloatbox takes `slot`, `pslot`, `debug` and `offload` as
+/// they are listed, and refuses them: see docs/tc-ethtool.md).
+const HTB_USAGE: &str = "Usage: ... qdisc add ... htb [default N] [r2q N]\n                      [direct_qlen P] [offload]\n default  minor id of class to which unclassified packets are sent {0}\n r2q      DRR quantums are computed as rate in Bps/r2q {10}\n debug    string of 16 numbers each 0-3 {0}\n\n direct_qlen  Limit of the direct queue {in packets}\n offload  enable hardware offload\n... class add ... htb rate R1 [burst B1] [mpu B] [overhead O]\n                      [prio P] [slot S] [pslot PS]\n                      [ceil R2] [cburst B2] [mtu MTU] [quantum Q]\n rate     rate allocated to this class (class can still borrow)\n burst    max bytes burst which can be accumulated during idle period {computed}\n mpu      minimum packet size used in rate computations\n overhead per-packet size overhead used in rate computations\n linklay  adapting to a linklayer e.g. atm\n ceil     definite upper class rate (no borrows) {rate}\n cburst   burst but for ceil {computed}\n mtu      max packet size we create rate map for {1600}\n prio     priority of leaf; lower are served first {0}\n quantum  how much bytes to serve from leaf at once {use r2q}\n\nTC HTB version 3.3";
 
 fn htb_err(msg: String) -> TcError {
     TcError::new(format!("{msg}\n{HTB_USAGE}"))
 }
 
+/// q_htb.c `explain1`: `Illegal "PARAM"` and the usage, then what bloatbox
+/// expected on a line of its own.
 fn illegal(param: &str, value: &str, allowed: &str) -> TcError {
-    htb_err(format!(
-        "Illegal \"{param}\": \"{value}\" (expected {allowed})"
+    TcError::new(format!(
+        "Illegal \"{param}\"\n{HTB_USAGE}\n(\"{value}\": expected {allowed})"
     ))
-}
-
-/// iproute2's "Command line is not complete" for `opt` without its value.
-fn incomplete(opt: &str) -> TcError {
-    htb_err(tbf::incomplete(opt))
 }
 
 /// Parses a `get_u32(.., base)` value.
@@ -219,8 +216,8 @@ fn parse_class(t: &mut Tokens) -> Result<ClassOptions, TcError> {
 /// ticks (`tc_calc_xmittime`).
 pub fn class_options(a: &HtbClassArgs) -> Result<ClassOptions, TcError> {
     if a.rate == 0 {
-        return Err(htb_err(
-            "\"rate\" is required (and must be above 0, e.g. rate 10mbit).".into(),
+        return Err(TcError::new(
+            "\"rate\" is required.\n(and must be above 0, e.g. rate 10mbit)",
         ));
     }
     let ceil = if a.ceil == 0 { a.rate } else { a.ceil };
@@ -276,12 +273,12 @@ fn print(o: &QdiscOptions) -> Option<Printed> {
         .direct_qlen
         .map(|q| format!(" direct_qlen {q}"))
         .unwrap_or_default();
-    let mut json = Map::new();
-    json.insert("r2q".into(), json!(g.rate2quantum));
-    json.insert("default".into(), json!(default));
-    json.insert("direct_packets_stat".into(), json!(g.direct_pkts));
+    let mut json = crate::tc::kinds::JsonObj::new();
+    json.insert("r2q", json!(g.rate2quantum));
+    json.insert("default", json!(default));
+    json.insert("direct_packets_stat", json!(g.direct_pkts));
     if let Some(q) = g.direct_qlen {
-        json.insert("direct_qlen".into(), json!(q));
+        json.insert("direct_qlen", json!(q));
     }
     Some(Printed {
         plain: format!("{head}{qlen}"),
@@ -291,34 +288,34 @@ fn print(o: &QdiscOptions) -> Option<Printed> {
 }
 
 /// `htb_print_opt` of a class's `tc_htb_opt`, without and with details.
-fn class_text(o: &HtbClassOptions, detail: bool) -> (String, Map<String, serde_json::Value>) {
+fn class_text(o: &HtbClassOptions, detail: bool) -> (String, crate::tc::kinds::JsonObj) {
     let mut s = Vec::new();
-    let mut j = Map::new();
+    let mut j = crate::tc::kinds::JsonObj::new();
     if o.level == 0 {
         s.push(format!("prio {}", o.prio));
-        j.insert("prio".into(), json!(o.prio));
+        j.insert("prio", json!(o.prio));
         if detail {
             s.push(format!("quantum {}", o.quantum));
-            j.insert("quantum".into(), json!(o.quantum));
+            j.insert("quantum", json!(o.quantum));
         }
     }
     s.push(format!("rate {}", print_rate(o.rate.rate)));
-    j.insert("rate".into(), json!(o.rate.rate));
+    j.insert("rate", json!(o.rate.rate));
     if o.rate.overhead != 0 {
         s.push(format!("overhead {}", o.rate.overhead));
-        j.insert("overhead".into(), json!(o.rate.overhead));
+        j.insert("overhead", json!(o.rate.overhead));
     }
     s.push(format!("ceil {}", print_rate(o.ceil.rate)));
-    j.insert("ceil".into(), json!(o.ceil.rate));
+    j.insert("ceil", json!(o.ceil.rate));
     let linklayer = o.rate.linklayer;
     if linklayer != LinkLayer::Ethernet || detail {
         s.push(format!("linklayer {}", linklayer_name(linklayer)));
-        j.insert("linklayer".into(), json!(linklayer_name(linklayer)));
+        j.insert("linklayer", json!(linklayer_name(linklayer)));
     }
     let burst = tc_calc_xmitsize(o.rate.rate, u64::from(o.buffer));
     let cburst = tc_calc_xmitsize(o.ceil.rate, u64::from(o.cbuffer));
-    j.insert("burst".into(), json!(burst));
-    j.insert("cburst".into(), json!(cburst));
+    j.insert("burst", json!(burst));
+    j.insert("cburst", json!(cburst));
     if detail {
         s.push(format!(
             "burst {}/{} mpu {} cburst {}/{} mpu {} level {}",
@@ -330,7 +327,7 @@ fn class_text(o: &HtbClassOptions, detail: bool) -> (String, Map<String, serde_j
             sprint_size(u64::from(o.ceil.mpu)),
             o.level
         ));
-        j.insert("level".into(), json!(o.level));
+        j.insert("level", json!(o.level));
     } else {
         s.push(format!(
             "burst {} cburst {}",
@@ -551,7 +548,10 @@ mod tests {
             "r2q 5 default 0x1f direct_packets_stat 0 direct_qlen 7"
         );
         let e = try_htb("default zz").err().unwrap().0;
-        assert!(e.contains("Illegal \"default\": \"zz\""), "{e}");
+        assert!(
+            e.starts_with("Illegal \"default\"\n") && e.contains("\"zz\""),
+            "{e}"
+        );
         let e = try_htb("bogus").err().unwrap().0;
         assert!(e.contains("What is \"bogus\"?"), "{e}");
         assert!(try_htb("r2q").is_err());
@@ -567,7 +567,7 @@ mod tests {
         let mut q = htb("");
         assert!(add_err(&mut q, "1:10", "1:", "ceil 1mbit").contains("\"rate\" is required"));
         assert!(add_err(&mut q, "1:10", "1:", "rate 1mbit rate 2mbit").contains("Double \"rate\""));
-        assert!(add_err(&mut q, "1:10", "1:", "rate fast").contains("Illegal \"rate\": \"fast\""));
+        assert!(add_err(&mut q, "1:10", "1:", "rate fast").starts_with("Illegal \"rate\"\n"));
         assert!(add_err(&mut q, "1:10", "1:", "rate 1mbit burst 1k/3").contains("\"burst\""));
         assert!(add_err(&mut q, "1:10", "1:", "rate 1mbit mpu 70000").contains("\"mpu\""));
         assert!(
@@ -640,11 +640,11 @@ mod tests {
         let q = common("rate 30mbit ceil 100mbit", "rate 70mbit ceil 100mbit");
         let d = q.dump(Instant::ZERO);
         assert_eq!(
-            serde_json::Value::Object(qdisc_text(&d).json),
+            qdisc_text(&d).json.to_value(),
             json!({"r2q": 10, "default": "0x20", "direct_packets_stat": 0, "direct_qlen": 1000})
         );
         assert_eq!(
-            serde_json::Value::Object(class_text(class(&d, "1:10")).json),
+            class_text(class(&d, "1:10")).json.to_value(),
             json!({"prio": 0, "rate": 3_750_000, "ceil": 12_500_000, "burst": 1593, "cburst": 1600})
         );
     }

@@ -20,9 +20,12 @@ pub static SYNTAX: Syntax = Syntax {
 
 fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
     match t.next() {
+        // iproute2 has no parser for it: tc_qdisc_modify says so and
+        // returns -1 (exit 255).
         Some(tok) => Err(TcError::new(format!(
-            "Error: pfifo_fast takes no options (got \"{tok}\")."
-        ))),
+            "qdisc 'pfifo_fast' does not support option parsing\n(pfifo_fast takes no options; got \"{tok}\")"
+        ))
+        .exit(TcError::ARGS)),
         None => Ok(QdiscOptions::None),
     }
 }
@@ -34,9 +37,12 @@ fn print(o: &QdiscOptions) -> Option<Printed> {
     };
     let map: Vec<String> = o.priomap.iter().map(|b| b.to_string()).collect();
     let text = format!("bands {} priomap {}", o.bands, map.join(" "));
-    let mut json = serde_json::Map::new();
-    json.insert("bands".into(), json!(o.bands));
-    json.insert("priomap".into(), json!(o.priomap));
+    let mut json = crate::tc::kinds::JsonObj::new();
+    json.insert("bands", json!(o.bands));
+    json.insert("priomap", json!(o.priomap));
+    // tc/q_prio.c prio_print_opt: "multiqueue" is false in JSON when the
+    // dump has no TCA_PRIO_MQ (pfifo_fast's never has).
+    json.insert("multiqueue", json!(false));
     Some(Printed::same(text, json))
 }
 
@@ -71,7 +77,7 @@ mod tests {
             parse_qdisc(BUILTIN, "pfifo_fast", &["limit", "5"])
                 .unwrap_err()
                 .0,
-            "Error: pfifo_fast takes no options (got \"limit\")."
+            "qdisc 'pfifo_fast' does not support option parsing\n(pfifo_fast takes no options; got \"limit\")"
         );
     }
 }

@@ -67,11 +67,11 @@ fn print_class(o: &ClassOptions) -> Option<Printed> {
         return None;
     };
     let mut words = Vec::new();
-    let mut map = serde_json::Map::new();
+    let mut map = crate::tc::kinds::JsonObj::new();
     for (name, value) in [("weight", o.weight), ("maxpkt", o.lmax)] {
         if let Some(v) = value {
             words.push(format!("{name} {v}"));
-            map.insert(name.into(), json!(v));
+            map.insert(name, json!(v));
         }
     }
     Some(Printed::same(words.join(" "), map))

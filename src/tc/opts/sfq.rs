@@ -11,7 +11,7 @@ use crate::qdisc::QdiscOptions;
 use crate::tc::kinds::{replace_root, Printed, Syntax};
 use crate::tc::tokens::Tokens;
 use crate::units::{parse_size, sprint_size};
-use serde_json::{json, Map};
+use serde_json::json;
 
 const USAGE: &str = "Usage: ... sfq [ limit NUMBER ] [ perturb SECS ] [ quantum BYTES ]\n               [ divisor NUMBER ] [ flows NUMBER] [ depth NUMBER ]\n               [ headdrop ]";
 
@@ -92,14 +92,14 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
         }
         text
     };
-    let mut json = Map::new();
-    json.insert("limit".into(), json!(o.limit));
-    json.insert("quantum".into(), json!(o.quantum));
-    json.insert("depth".into(), json!(o.depth));
-    json.insert("headdrop".into(), json!(o.headdrop));
-    json.insert("flows".into(), json!(o.flows));
-    json.insert("divisor".into(), json!(o.divisor));
-    json.insert("perturb".into(), json!(o.perturb_period));
+    let mut json = crate::tc::kinds::JsonObj::new();
+    json.insert("limit", json!(o.limit));
+    json.insert("quantum", json!(o.quantum));
+    json.insert("depth", json!(o.depth));
+    json.insert("headdrop", json!(o.headdrop));
+    json.insert("flows", json!(o.flows));
+    json.insert("divisor", json!(o.divisor));
+    json.insert("perturb", json!(o.perturb_period));
     Some(Printed {
         plain: text(false),
         detail: text(true),
@@ -144,7 +144,7 @@ mod tests {
             "limit 127p quantum 1514b depth 127 flows 128 divisor 1024"
         );
         assert_eq!(
-            serde_json::Value::Object(p.json),
+            p.json.to_value(),
             json!({"limit": 127, "quantum": 1514, "depth": 127, "headdrop": false,
                    "flows": 128, "divisor": 1024, "perturb": 0})
         );

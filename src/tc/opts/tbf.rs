@@ -12,12 +12,12 @@ use crate::qdisc::options::RateSpec;
 use crate::qdisc::tbf::TbfOptions;
 use crate::qdisc::QdiscOptions;
 use crate::tc::kinds::{example_rate, replace_root, Printed, Syntax};
-use crate::tc::tokens::Tokens;
+use crate::tc::tokens::{incomplete, Tokens};
 use crate::units::{
     parse_rate, parse_size, parse_time, print_rate, sprint_size, sprint_time, tc_calc_xmitsize,
     tc_calc_xmittime, tc_core_tick2time, LinkLayer,
 };
-use serde_json::{json, Map, Value};
+use serde_json::json;
 
 /// tbf's syntax: iproute2's tc/q_tbf.c (`tbf_parse_opt`, `tbf_print_opt`) for
 /// `TbfOptions`.
@@ -49,12 +49,6 @@ fn example(dir: Dir, rate_bytes_ps: u64) -> Vec<String> {
 /// `keyword` (so `lat` selects `latency`).
 pub(crate) fn matches(arg: &str, keyword: &str) -> bool {
     !arg.is_empty() && keyword.starts_with(arg)
-}
-
-/// iproute2's "Command line is not complete" message for option `opt`
-/// given without a value (the caller appends its usage).
-pub(crate) fn incomplete(opt: &str) -> String {
-    format!("Command line is not complete: \"{opt}\" needs a value. Try option \"help\"")
 }
 
 /// A size with an optional legacy rate-table cell (`get_size_and_cell`):
@@ -104,28 +98,30 @@ pub(crate) fn linklayer_name(l: LinkLayer) -> &'static str {
 pub(crate) const LINKLAYER_ALLOWED: &str = "ethernet, atm or adsl";
 pub(crate) const U16_ALLOWED: &str = "an integer 0..65535";
 
+/// q_tbf.c `explain1`.
 const TBF_USAGE: &str =
     "Usage: ... tbf limit BYTES burst BYTES[/BYTES] rate KBPS [ mtu BYTES[/BYTES] ]\n\
-        [ peakrate KBPS ] [ latency TIME ] [ overhead BYTES ] [ linklayer TYPE ]";
+     \t[ peakrate KBPS ] [ latency TIME ] [ overhead BYTES ] [ linklayer TYPE ]";
 
 fn tbf_err(msg: String) -> TcError {
     TcError::new(format!("{msg}\n{TBF_USAGE}"))
 }
 
+/// tc's message for a value it cannot read (no usage follows), then what
+/// bloatbox expected on a line of its own.
 fn illegal(param: &str, value: &str, allowed: &str) -> TcError {
-    tbf_err(format!(
-        "tbf: illegal value for \"{param}\": \"{value}\" (expected {allowed})"
+    TcError::new(format!(
+        "tbf: illegal value for \"{param}\": \"{value}\"\n(expected {allowed})"
     ))
 }
 
 fn duplicate(what: &str) -> TcError {
-    tbf_err(format!("tbf: duplicate \"{what}\" specification"))
+    TcError::new(format!("tbf: duplicate \"{what}\" specification"))
 }
 
-/// tc's refusal of a `limit` and a `latency` together (`tbf_parse_opt`
-/// reads the second one only if the first was zero).
+/// tc's refusal of a `limit` and a `latency` together.
 pub fn limit_or_latency() -> TcError {
-    tbf_err("tbf: you can specify either \"limit\" or \"latency\".".into())
+    TcError::new("tbf: specifying both \"latency\" and \"limit\" is not allowed")
 }
 
 /// TBF's parameters as `tbf_parse_opt` holds them after reading the words
@@ -158,7 +154,7 @@ pub struct TbfArgs {
 fn parse(t: &mut Tokens) -> Result<TbfArgs, TcError> {
     let mut o = TbfArgs::default();
     while let Some(tok) = t.next() {
-        let mut value = || t.value(|| tbf_err(incomplete(tok)));
+        let mut value = || t.value(|| incomplete(tok));
         if matches(tok, "limit") {
             let v = value()?;
             if o.limit != 0 {
@@ -246,25 +242,35 @@ fn parse(t: &mut Tokens) -> Result<TbfArgs, TcError> {
 /// the latency if one is given), the rate specs, the buckets in ticks
 /// (`tc_calc_xmittime`) and in bytes (TCA_TBF_BURST, TCA_TBF_PBURST).
 pub fn options(o: &TbfArgs) -> Result<TbfOptions, TcError> {
+    // tc's message for each, its usage, then an example of each on a
+    // line of bloatbox's own.
     let mut missing = Vec::new();
     if o.rate == 0 {
-        missing.push("tbf: the \"rate\" parameter is mandatory (e.g. rate 1mbit).");
+        missing.push(("tbf: the \"rate\" parameter is mandatory.", "rate 1mbit"));
     }
     if o.burst == 0 {
-        missing.push("tbf: the \"burst\" parameter is mandatory (e.g. burst 10kb).");
+        missing.push(("tbf: the \"burst\" parameter is mandatory.", "burst 10kb"));
     }
     if o.peakrate != 0 && o.mtu == 0 {
-        missing.push(
-            "tbf: when \"peakrate\" is specified, \"mtu\" must also be specified (e.g. mtu 1514).",
-        );
+        missing.push((
+            "tbf: when \"peakrate\" is specified, \"mtu\" must also be specified.",
+            "mtu 1514",
+        ));
     }
     if o.limit == 0 && o.latency_us == 0 {
-        missing.push(
-            "tbf: either \"limit\" or \"latency\" is required (e.g. latency 50ms or limit 30kb).",
-        );
+        missing.push((
+            "tbf: either \"limit\" or \"latency\" is required.",
+            "latency 50ms or limit 30kb",
+        ));
     }
     if !missing.is_empty() {
-        return Err(tbf_err(missing.join("\n")));
+        let said: Vec<&str> = missing.iter().map(|m| m.0).collect();
+        let examples: Vec<&str> = missing.iter().map(|m| m.1).collect();
+        return Err(TcError::new(format!(
+            "{}\n{TBF_USAGE}\n(e.g. {})",
+            said.join("\n"),
+            examples.join(", ")
+        )));
     }
     let mut limit = o.limit;
     if o.latency_us != 0 {
@@ -314,13 +320,13 @@ fn print(o: &TbfOptions) -> Printed {
     }
 }
 
-fn print_text(o: &TbfOptions, detail: bool) -> (String, Map<String, Value>) {
+fn print_text(o: &TbfOptions, detail: bool) -> (String, crate::tc::kinds::JsonObj) {
     let rate = o.rate.rate;
     let mpu = o.rate.mpu as u64;
     let mut s = Vec::new();
-    let mut j = Map::new();
+    let mut j = crate::tc::kinds::JsonObj::new();
     s.push(format!("rate {}", print_rate(rate)));
-    j.insert("rate".into(), json!(rate));
+    j.insert("rate", json!(rate));
     let burst = tc_calc_xmitsize(rate, o.buffer);
     if detail {
         s.push(format!(
@@ -330,19 +336,19 @@ fn print_text(o: &TbfOptions, detail: bool) -> (String, Map<String, Value>) {
             sprint_size(mpu)
         ));
         j.insert(
-            "burst".into(),
+            "burst",
             json!(format!("{}/{}", sprint_size(burst), DUMPED_CELL)),
         );
-        j.insert("mpu".into(), json!(mpu));
+        j.insert("mpu", json!(mpu));
     } else {
         s.push(format!("burst {}", sprint_size(burst)));
-        j.insert("burst".into(), json!(burst));
+        j.insert("burst", json!(burst));
     }
     let peakrate = o.peakrate.map_or(0, |p| p.rate);
     if let Some(peak) = &o.peakrate {
         let pmpu = peak.mpu as u64;
+        // Text only: iproute2's tbf_print_opt prints it with PRINT_FP.
         s.push(format!("peakrate {}", print_rate(peak.rate)));
-        j.insert("peakrate".into(), json!(peak.rate));
         if o.mtu != 0 || pmpu != 0 {
             let mtu = tc_calc_xmitsize(peak.rate, o.mtu);
             if detail {
@@ -353,12 +359,12 @@ fn print_text(o: &TbfOptions, detail: bool) -> (String, Map<String, Value>) {
                     sprint_size(pmpu)
                 ));
                 j.insert(
-                    "mtu".into(),
+                    "mtu",
                     json!(format!("{}/{}", sprint_size(mtu), DUMPED_CELL)),
                 );
             } else {
                 s.push(format!("minburst {}", sprint_size(mtu)));
-                j.insert("minburst".into(), json!(mtu));
+                j.insert("minburst", json!(mtu));
             }
         }
     }
@@ -371,19 +377,19 @@ fn print_text(o: &TbfOptions, detail: bool) -> (String, Map<String, Value>) {
     if latency >= 0.0 {
         let us = latency.min(u32::MAX as f64) as u64;
         s.push(format!("lat {}", sprint_time(us)));
-        j.insert("lat".into(), json!(us));
+        j.insert("lat", json!(us));
     } else {
         s.push(format!("limit {}", sprint_size(limit)));
-        j.insert("limit".into(), json!(limit));
+        j.insert("limit", json!(limit));
     }
     if o.rate.overhead != 0 {
         s.push(format!("overhead {}", o.rate.overhead));
-        j.insert("overhead".into(), json!(o.rate.overhead));
+        j.insert("overhead", json!(o.rate.overhead));
     }
     if o.rate.linklayer != LinkLayer::Ethernet || detail {
         let name = linklayer_name(o.rate.linklayer);
         s.push(format!("linklayer {name}"));
-        j.insert("linklayer".into(), json!(name));
+        j.insert("linklayer", json!(name));
     }
     (s.join(" "), j)
 }
@@ -507,7 +513,7 @@ mod tests {
         assert!(err("rate 1mbit latency 50ms").contains("\"burst\" parameter is mandatory"));
         assert!(err("rate 1mbit burst 10kb").contains("either \"limit\" or \"latency\""));
         assert!(err("rate 1mbit burst 10kb limit 1000 latency 5ms")
-            .contains("either \"limit\" or \"latency\""));
+            .contains("specifying both \"latency\" and \"limit\" is not allowed"));
         assert!(err("rate 1mbit burst 10kb limit 1000 peakrate 2mbit")
             .contains("\"mtu\" must also be specified"));
         assert!(

@@ -15,6 +15,7 @@
 //! what fq_codel's and SFQ's round robin sends before a flow queue's newest
 //! frame.
 
+pub mod class_hash;
 pub mod codel;
 pub mod codel_qdisc;
 pub mod drr_ahead;

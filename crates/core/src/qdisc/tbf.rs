@@ -103,8 +103,9 @@ impl TbfParams {
         let (peak, mtu) = match &opts.peakrate {
             Some(spec) => {
                 if spec.rate <= opts.rate.rate {
+                    // tbf_change: a pr_warn in the kernel log, EINVAL to tc.
                     return Err(TcError::new(format!(
-                        "Error: sch_tbf: peakrate {} is lower than or equals to rate {}: peakrate must be above rate.",
+                        "RTNETLINK answers: Invalid argument\n(sch_tbf: peakrate {} is lower than or equals to rate {}: peakrate must be above rate)",
                         print_rate(spec.rate),
                         print_rate(opts.rate.rate)
                     )));
@@ -442,8 +443,10 @@ impl Qdisc for Tbf {
     }
 }
 
+/// tbf_class_ops has no change or delete: tc_ctl_tclass answers
+/// EOPNOTSUPP.
 const TBF_ONE_CLASS: &str =
-    "Error: tbf has a single fixed class :1; attach a qdisc to it with `tc qdisc add ... parent <tbf handle>:1 ...`.";
+    "RTNETLINK answers: Operation not supported\n(tbf has a single fixed class :1; attach a qdisc to it with `tc qdisc add ... parent <tbf handle>:1 ...`)";
 
 impl Classful for Tbf {
     fn add_class(

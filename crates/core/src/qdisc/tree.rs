@@ -428,7 +428,7 @@ impl QdiscTree {
                         return Err(err("Error: Exclusivity flag on, cannot override."));
                     }
                     if kind.is_some_and(|k| k != elsewhere.dump.kind) {
-                        return Err(err("Error: Invalid qdisc name."));
+                        return Err(err("Error: Invalid qdisc name: must match existing qdisc."));
                     }
                     return Err(TcError::new(format!(
                         "Error: qdisc {} already exists elsewhere in the tree; bloatbox does not \
@@ -480,7 +480,7 @@ impl QdiscTree {
             }
             if kind.is_some_and(|k| k != q.dump.kind) {
                 return Err(TcError::new(format!(
-                    "Error: Invalid qdisc name.\n({} is a {}; use replace to swap kinds)",
+                    "Error: Invalid qdisc name: must match existing qdisc.\n({} is a {}; use replace to swap kinds)",
                     tc_handle(q.dump.handle),
                     q.dump.kind
                 )));
@@ -558,8 +558,22 @@ impl QdiscTree {
             } else {
                 (Some(&d), Slot::Root)
             };
-            let q =
-                q.ok_or_else(|| err("Error: Cannot find specified qdisc on specified device."))?;
+            // A class whose qdisc is not listed (a default pfifo, the noop
+            // qdisc) holds one with handle 0 in the kernel (qdisc_leaf).
+            let q = match (q, &slot) {
+                (Some(q), _) => q,
+                (None, Slot::Class { .. }) if handle != 0 => {
+                    return Err(err("Error: Invalid handle."))
+                }
+                (None, Slot::Class { .. }) => {
+                    return Err(err("Error: Cannot delete qdisc with handle of zero."))
+                }
+                (None, Slot::Root) => {
+                    return Err(err(
+                        "Error: Cannot find specified qdisc on specified device.",
+                    ))
+                }
+            };
             if handle != 0 && q.handle != handle {
                 return Err(TcError::new(format!(
                     "Error: Invalid handle.\n(the qdisc there is {} {}, not {})",
@@ -580,7 +594,7 @@ impl QdiscTree {
         };
         if cmd.kind.as_deref().is_some_and(|k| k != q.kind) {
             return Err(TcError::new(format!(
-                "Error: Invalid qdisc name.\n({} is a {})",
+                "Error: Invalid qdisc name: must match existing qdisc.\n({} is a {})",
                 tc_handle(q.handle),
                 q.kind
             )));

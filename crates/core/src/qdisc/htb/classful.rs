@@ -181,6 +181,9 @@ impl Classful for Htb {
             }
         };
         self.ids.insert(classid, slot);
+        // htb_change_class: qdisc_class_hash_insert, then _grow.
+        self.clhash.insert(classid);
+        self.clhash.grow();
         if let Some(p) = parent_slot {
             self.cl_mut(p).children += 1;
         }
@@ -214,7 +217,7 @@ impl Classful for Htb {
         })?;
         if self.cl(slot).children > 0 {
             return Err(TcError::new(format!(
-                "Error: HTB class in use (class {} has child classes; delete them first).",
+                "Error: HTB class in use.\n(class {} has child classes; delete them first)",
                 fmt_classid(classid)
             )));
         }
@@ -225,6 +228,7 @@ impl Classful for Htb {
         self.purge_leaf(slot);
         self.flush_purged(drops);
         self.ids.remove(&classid);
+        self.clhash.remove(classid);
         if let Some(p) = parent {
             self.cl_mut(p).children -= 1;
         }

@@ -23,6 +23,7 @@ mod tests;
 
 pub use options::{HtbClassOptions, HtbGlob, HTB_VER};
 
+use super::class_hash::ClassHash;
 use super::dump::{lift_hidden_child, QueueId, QueueOccupancy};
 use super::{
     tc_h_major, tc_h_make, Classful, FilterHost, FlowListing, Qdisc, QdiscCtx, QdiscDump,
@@ -58,6 +59,9 @@ pub struct Htb {
     classes: Vec<Option<Class>>,
     free_slots: Vec<usize>,
     ids: HashMap<u32, usize>,
+    /// `q->clhash`: the order `htb_walk` (and so `tc class show`) visits
+    /// the classes in.
+    clhash: ClassHash,
     /// Filters attached to the qdisc itself.
     filters: FilterChain,
     rows: [[ActiveSet; NUMPRIO]; MAXDEPTH],
@@ -115,6 +119,7 @@ impl Htb {
             classes: Vec::new(),
             free_slots: Vec::new(),
             ids: HashMap::new(),
+            clhash: ClassHash::new(),
             filters: FilterChain::new(),
             rows: Default::default(),
             row_mask: [0; MAXDEPTH],
@@ -441,8 +446,13 @@ impl Qdisc for Htb {
     }
 
     fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
-        let mut order: Vec<&Class> = self.classes.iter().flatten().collect();
-        order.sort_by_key(|c| c.classid);
+        // htb_walk: the class hash's buckets in order.
+        let order: Vec<&Class> = self
+            .clhash
+            .walk()
+            .filter_map(|id| self.ids.get(&id))
+            .map(|&s| self.cl(s))
+            .collect();
         let mut classes = Vec::with_capacity(order.len());
         let mut children = Vec::new();
         let mut occupancy = vec![QueueOccupancy::of_qdisc(
