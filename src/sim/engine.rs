@@ -106,6 +106,23 @@ struct PktInfo {
     what: What,
 }
 
+impl PktInfo {
+    /// The trace line of `ev` happening to this frame at `at` in its own
+    /// direction, with its length as sent.
+    fn event(&self, at: Instant, ev: EventKind) -> TraceEvent {
+        TraceEvent {
+            t: at.nanos(),
+            ev,
+            dir: Dir::ALL[usize::from(self.dir)],
+            flow: self.flow,
+            pkt: self.trace_id,
+            size: self.len,
+            reason: None,
+            verdict: None,
+        }
+    }
+}
+
 /// Side table of frames in flight; the slot index and the serial (the low
 /// bits of the trace id) form the frame's tag, so a duplicate arriving after
 /// its slot was reused is not mistaken for the new frame.
@@ -586,16 +603,8 @@ impl Sim {
                 Logged::Dequeued(d) => d,
                 Logged::Departed { at, tag } => {
                     if let Some(info) = self.slab.get(tag) {
-                        self.trace.record(TraceEvent {
-                            t: at.nanos(),
-                            ev: EventKind::Depart,
-                            dir: Dir::ALL[dir],
-                            flow: info.flow,
-                            pkt: info.trace_id,
-                            size: info.len,
-                            reason: None,
-                            verdict: None,
-                        });
+                        let ev = info.event(at, EventKind::Depart);
+                        self.trace.record(ev);
                     }
                     continue;
                 }
@@ -608,16 +617,7 @@ impl Sim {
             let Some(info) = self.slab.get(d.tag) else {
                 continue;
             };
-            let ev = TraceEvent {
-                t: d.at.nanos(),
-                ev: EventKind::Dequeue,
-                dir: Dir::ALL[dir],
-                flow: info.flow,
-                pkt: info.trace_id,
-                size: info.len,
-                reason: None,
-                verdict: None,
-            };
+            let ev = info.event(d.at, EventKind::Dequeue);
             if d.ce && info.ecn_sent != 3 {
                 self.trace.record(TraceEvent {
                     ev: EventKind::EcnMark,

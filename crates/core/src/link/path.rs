@@ -1447,6 +1447,15 @@ mod tests {
             rx_frames: 0,
             ..LinkParams::default()
         };
+        assert_eq!(
+            n1_deliveries(params),
+            [[50; 5], [110; 5], [170; 5]].concat()
+        );
+    }
+
+    /// N-1's 15 frames of 100 bytes 12 us apart through a path of
+    /// `params`: when each is delivered, us.
+    fn n1_deliveries(params: LinkParams) -> Vec<u64> {
         let mut p = path(params);
         let (mut out, mut freed) = (Vec::new(), Vec::new());
         let mut deliveries = Vec::new();
@@ -1460,7 +1469,7 @@ mod tests {
             p.ingress(pkt(i, 100), t);
         }
         deliveries.extend(drain(&mut p).iter().map(|(_, t)| t.nanos() / 1000));
-        assert_eq!(deliveries, [[50; 5], [110; 5], [170; 5]].concat());
+        deliveries
     }
 
     /// N-1's frames through a path in CQE mode (`ethtool -C cqe-mode-rx
@@ -1481,19 +1490,7 @@ mod tests {
                 rx_cqe: true,
                 ..LinkParams::default()
             };
-            let mut p = path(params);
-            let (mut out, mut freed) = (Vec::new(), Vec::new());
-            let mut deliveries = Vec::new();
-            for i in 0..15u64 {
-                let t = Instant::from_micros(i * 12);
-                while let Some(due) = p.poll_at().filter(|d| *d <= t) {
-                    p.poll(due, &mut out, &mut freed);
-                    deliveries.extend(out.drain(..).map(|_| due.nanos() / 1000));
-                }
-                p.ingress(pkt(i, 100), t);
-            }
-            deliveries.extend(drain(&mut p).iter().map(|(_, t)| t.nanos() / 1000));
-            assert_eq!(deliveries, want, "rx-frames {rx_frames}");
+            assert_eq!(n1_deliveries(params), want, "rx-frames {rx_frames}");
         }
     }
 

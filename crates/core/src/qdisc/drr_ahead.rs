@@ -241,6 +241,14 @@ fn drr_ahead_within<'a>(
             bytes,
         }
     };
+    // How the scheduler has reached queue `r` so far, with `started`
+    // queues sent from.
+    let turn = |r: &Run, started: u32| DrrTurn {
+        new_flow: r.new,
+        queues: started - u32::from(r.sent.0 > 0),
+        rounds: r.rounds,
+        quantum: quantum.max(1),
+    };
     // The flows named so far, most bytes first.
     let named = |runs: &[Run], top: &Top| -> Vec<AheadFlow> {
         let mut named = top.0.clone();
@@ -312,12 +320,7 @@ fn drr_ahead_within<'a>(
                     flows: named(&lists.runs, &top),
                     own_packets: r.sent.0,
                     own_bytes: r.sent.1,
-                    drr: Some(DrrTurn {
-                        new_flow: r.new,
-                        queues: started - u32::from(r.sent.0 > 0),
-                        rounds: r.rounds,
-                        quantum: quantum.max(1),
-                    }),
+                    drr: Some(turn(r, started)),
                     at_least: false,
                 },
             );
@@ -354,13 +357,7 @@ fn drr_ahead_within<'a>(
     };
     for r in &lists.runs {
         if r.left() > 0 && wanted.binary_search(&r.id).is_ok() {
-            let turn = DrrTurn {
-                new_flow: r.new,
-                queues: started - u32::from(r.sent.0 > 0),
-                rounds: r.rounds,
-                quantum: quantum.max(1),
-            };
-            out.insert(r.id, bound(r.sent, Some(turn)));
+            out.insert(r.id, bound(r.sent, Some(turn(r, started))));
         }
     }
     DrrAhead {
