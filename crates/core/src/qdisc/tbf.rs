@@ -226,19 +226,16 @@ impl Tbf {
     /// change: a dead link, which bloatbox never leaves.
     fn try_release(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
         self.last_now = self.last_now.max(now);
-        let len = loop {
+        // The head frame's cost in each bucket, ns (0 without a peak).
+        let (cost, peak_cost) = loop {
             let before = drops.len();
             let len = self.child.peek(now, drops).map(|p| p.len as u64);
             self.count_child_drops(before, drops);
             let len = len?;
-            let never = l2t(&self.p.rate, len) > self.p.buffer
-                || self
-                    .p
-                    .peak
-                    .as_ref()
-                    .is_some_and(|pk| l2t(pk, len) > self.p.mtu);
-            if !never {
-                break len;
+            let cost = l2t(&self.p.rate, len);
+            let peak_cost = self.p.peak.as_ref().map_or(0, |pk| l2t(pk, len));
+            if cost <= self.p.buffer && peak_cost <= self.p.mtu {
+                break (cost, peak_cost);
             }
             let before = drops.len();
             let pkt = self.child.dequeue(now, drops);
@@ -249,16 +246,16 @@ impl Tbf {
         };
         let elapsed = now.signed_since(self.t_c).min(self.p.buffer);
         let mut ptoks = 0i64;
-        if let Some(peak) = &self.p.peak {
+        if self.p.peak.is_some() {
             ptoks = elapsed
                 .saturating_add(self.ptokens)
                 .min(self.p.mtu)
-                .saturating_sub(l2t(peak, len));
+                .saturating_sub(peak_cost);
         }
         let toks = elapsed
             .saturating_add(self.tokens)
             .min(self.p.buffer)
-            .saturating_sub(l2t(&self.p.rate, len));
+            .saturating_sub(cost);
         if toks >= 0 && ptoks >= 0 {
             let before = drops.len();
             let pkt = self.child.dequeue(now, drops);
