@@ -44,7 +44,8 @@ paced() {
 # departure spacing of full-size frames at 12 Mbit/s and 1.2 Gbit/s as
 # tcpdump sees them on the receiving TAP, the datapath's wake-up and release
 # lateness (from `bloatbox stats`), and one cubic flow through seed 4's TBF
-# (tbf rate 1560mbit burst 20280b latency 5ms, left to right).
+# (tbf rate 1560mbit burst 20280b latency 5ms, left to right), without and
+# with GRO at the receiving TAP (`tap.gro`).
 # BEFORE=REV also builds git revision REV (in a temporary worktree, target
 # dir target/before) and measures it the same way, offload off and on and
 # its bloatbox-only runs, in every round beside this checkout's: two
@@ -422,21 +423,35 @@ run_bloatbox_only() {
   paced "$r" "$k" s12 12mbit 20M 2000 "$IDEAL12"
   paced "$r" "$k" s1g 1200mbit 2G 20000 "$IDEAL1G"
 
-  # Seed 4 (configs/tbf-1560mbit.toml, configs/sim/seed4-tbf-1560mbit.toml):
-  # a 10 Gbit/s link, 5 ms each way, TBF on the left→right device; TAP
-  # offload as in the seed's config (on: the default).
-  c=$(config tbf 10gbit 5ms true 0 '
+  seed4 "$r" "$k" tbf false
+  seed4 "$r" "$k" tbfgro true
+}
+
+# Seed 4 (configs/tbf-1560mbit.toml, configs/sim/seed4-tbf-1560mbit.toml):
+# a 10 Gbit/s link, 5 ms each way, TBF on the left→right device, TAP
+# offload on, GRO at the receiving TAP as GRO says (true is the seed's
+# config; a binary that does not know tap.gro gives "-"): one cubic flow's
+# goodput, stored as R[KEY/NAME/ROUND] and R[KEY/NAMEshare/ROUND].
+# seed4 ROUND KEY NAME GRO.
+seed4() {
+  local r=$1 k=$2 n=$3 a c
+  c=$(config "$n" 10gbit 5ms true 0 '
 [link.left_to_right]
 qdisc = "tbf rate 1560mbit burst 20280b latency 5ms"')
-  "$BB" check "$c" >"$TMP/check.log" 2>&1 || { cat "$TMP/check.log" >&2; return 1; }
+  sed -i "s/^offload = true$/offload = true\ngro = $4/" "$c"
+  if ! "$BB" check "$c" >"$TMP/check.log" 2>&1; then
+    [ "$4" = true ] || { cat "$TMP/check.log" >&2; return 1; }
+    R[$k/$n/$r]=- R[$k/${n}share/$r]=-
+    return 0
+  fi
   start_daemon "$c"
   in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
   start_iperf bbb-br 10.82.0.2
   a=$(tcp_gbit bbb-bl 10.82.0.2 1)
   stop_iperf
   stop_daemon
-  R[$k/tbf/$r]=$(awk -v g="$a" 'BEGIN {if (g == "-") print "-"; else printf "%.0f", g * 1000}')
-  R[$k/tbfshare/$r]=$(awk -v g="$a" 'BEGIN {if (g == "-") print "-"; else printf "%.2f", g * 1000 / 1560}')
+  R[$k/$n/$r]=$(awk -v g="$a" 'BEGIN {if (g == "-") print "-"; else printf "%.0f", g * 1000}')
+  R[$k/${n}share/$r]=$(awk -v g="$a" 'BEGIN {if (g == "-") print "-"; else printf "%.2f", g * 1000 / 1560}')
 }
 
 IDEAL12=$(awk 'BEGIN {printf "%.2f", 1514*8/12e6*1e6}')

@@ -73,6 +73,8 @@ LIVE_BB_ROWS = [
     ("1.2 Gbit/s: release lateness max, µs", "s1grmax"),
     ("seed 4 TBF (1560mbit burst 20280b latency 5ms, 10gbit, 5 ms each way): 1 cubic flow goodput, Mbit/s", "tbf"),
     ("seed 4 TBF: goodput / 1560 Mbit/s", "tbfshare"),
+    ("seed 4 TBF with GRO at the receiving TAP (tap.gro = true, as configs/tbf-1560mbit.toml): 1 cubic flow goodput, Mbit/s", "tbfgro"),
+    ("seed 4 TBF with GRO: goodput / 1560 Mbit/s", "tbfgroshare"),
 ]
 
 

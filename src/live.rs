@@ -71,6 +71,7 @@ pub(crate) fn setup(cfg: &Config) -> anyhow::Result<Setup> {
             gso: GsoPolicy {
                 whole_min_rate_bytes_ps: cfg.tap.gso_min_rate.value(),
             },
+            gro: cfg.tap.offload && cfg.tap.gro,
             // One CPU pins both threads; two, one each.
             cpus: match cfg.daemon.cpus[..] {
                 [] => [None; 2],

@@ -5,15 +5,16 @@
 //! rate change at runtime switches between the two, and so do the device's
 //! features (`ethtool -K left tso off gso off`) and a lack of free 64 KB
 //! buffers; malformed offload frames are counted as
-//! `bad_offload`; conservation holds in segment units.
+//! `bad_offload`; conservation holds in segment units. With GRO on, the
+//! segments a link releases together are written as one super-frame again.
 
 use std::time::{Duration, Instant as StdInstant};
 
 use bloatbox::bridge::Bridge;
-use bloatbox::datapath::{Command, Datapath, DatapathConfig, LiveSnapshot};
+use bloatbox::datapath::{Command, Datapath, DatapathConfig, GroCounters, LiveSnapshot};
 use bloatbox::dir::Dir;
 use bloatbox::link::{LinkParams, Path};
-use bloatbox::packet::gso::{VnetHdr, F_NEEDS_CSUM, GSO_TCPV4, GSO_TCPV6};
+use bloatbox::packet::gso::{Segmenter, VnetHdr, F_NEEDS_CSUM, GSO_TCPV4, GSO_TCPV6};
 use bloatbox::port::{FramePort, SocketPairPort};
 use bloatbox::qdisc::pfifo_fast::PfifoFast;
 use bloatbox::qdisc::QdiscCtx;
@@ -339,5 +340,54 @@ fn without_a_free_64k_buffer_super_frames_are_segmented_instead() {
     let joined: Vec<u8> = got.iter().flat_map(|(_, f)| verified_payload(f)).collect();
     assert_eq!(joined, data);
     assert_eq!(snap.pool.refused, 1, "the refused 64 KB buffer");
+    assert_conserved(&snap, Dir::LeftToRight);
+}
+
+#[test]
+fn with_gro_segments_released_together_are_written_as_one_super_frame() {
+    let cfg = DatapathConfig {
+        gro: true,
+        ..DatapathConfig::default()
+    };
+    let (dp, mut left, mut right) = offload_datapath(0, cfg);
+    // The device segments (TSO and GSO off); the unlimited link releases
+    // all of a super-frame's segments at once.
+    ethtool(&dp, "ethtool -K left tso off gso off");
+    let data = payload(30_000);
+    for v6 in [false, true] {
+        let (frame, hdr) = super_frame(v6, &data, 1400);
+        left.send_offload(&frame, &hdr).unwrap();
+        let got = receive(&mut right, 1);
+        assert_eq!(got.len(), 1, "v6 {v6}: one write");
+        let (h, f) = &got[0];
+        assert_eq!(
+            (h.gso_type, h.gso_size, h.needs_csum()),
+            (hdr.gso_type, 1400, true),
+            "v6 {v6}"
+        );
+        // What the receiving kernel would make of it: the 22 checksummed
+        // per-MTU segments carrying the data in order.
+        let mut seg = Segmenter::new(f, h).unwrap();
+        assert_eq!(seg.segments(), 22);
+        let mut out = Vec::new();
+        let mut joined = Vec::new();
+        while seg.next_into(&mut out) {
+            assert!(out.len() <= 1514);
+            joined.extend(verified_payload(&out));
+        }
+        assert_eq!(joined, data, "v6 {v6}");
+    }
+    let snap = dp.shutdown().unwrap();
+    assert_eq!(
+        snap.gro,
+        GroCounters {
+            super_frames: 2,
+            segments: 44
+        }
+    );
+    let c = &snap.bridge.path(Dir::LeftToRight).counters;
+    assert_eq!((c.frames_in, c.frames_out), (44, 44));
+    // The port counts each super-frame as one write.
+    assert_eq!(snap.right_port.tx_frames, 2);
     assert_conserved(&snap, Dir::LeftToRight);
 }

@@ -155,6 +155,13 @@ fn render_stats(snap: &LiveSnapshot, tap_tx_dropped: [Option<u64>; 2]) -> String
         "  frame buffers in use {}, requests refused at the cap {}",
         snap.pool.in_use, snap.pool.refused
     );
+    if snap.gro.super_frames > 0 {
+        let _ = writeln!(
+            out,
+            "  GRO: {} TCP segments written as {} super-frames",
+            snap.gro.segments, snap.gro.super_frames
+        );
+    }
     for (name, pc) in [("left", &snap.left_port), ("right", &snap.right_port)] {
         let _ = writeln!(
             out,
@@ -194,6 +201,7 @@ mod tests {
             left_port: PortCounters::default(),
             right_port: PortCounters::default(),
             pool: PoolCounters::default(),
+            gro: Default::default(),
         }
     }
 

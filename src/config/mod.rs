@@ -220,7 +220,7 @@ impl Endpoint {
 #[serde(
     default,
     deny_unknown_fields,
-    expecting = "a table with mtu, txqueuelen, offload, gso_min_rate"
+    expecting = "a table with mtu, txqueuelen, offload, gso_min_rate, gro"
 )]
 pub struct TapSettings {
     /// MTU of the TAPs and of the emulated devices, 68..=9000.
@@ -237,6 +237,10 @@ pub struct TapSettings {
     /// unlimited), with no shaping qdisc, schedule, impairment or framing,
     /// pass super-frames whole; all others see per-MTU segments.
     pub gso_min_rate: LinkRate,
+    /// With offload: frames the link releases together are merged into TCP
+    /// super-frames before they are written to the receiving TAP, as the
+    /// receiving host's NIC does with GRO on (`packet::gro`).
+    pub gro: bool,
 }
 
 impl Default for TapSettings {
@@ -246,6 +250,7 @@ impl Default for TapSettings {
             txqueuelen: 128,
             offload: true,
             gso_min_rate: LinkRate::parse(DEFAULT_GSO_MIN_RATE).expect("a valid rate"),
+            gro: false,
         }
     }
 }

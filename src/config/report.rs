@@ -27,8 +27,13 @@ pub fn check_report(config: &Config) -> String {
     }
     let offload = if config.tap.offload {
         format!(
-            "offload on (TSO super-frames pass whole at >= {} unshaped)",
-            config.tap.gso_min_rate
+            "offload on (TSO super-frames pass whole at >= {} unshaped){}",
+            config.tap.gso_min_rate,
+            if config.tap.gro {
+                ", GRO on the receiving TAPs"
+            } else {
+                ""
+            }
         )
     } else {
         "offload off".to_string()

@@ -71,6 +71,13 @@ pub(super) fn validate(config: &Config, tc_check: Option<TcCheck>) -> Result<(),
         "packets",
     )?;
     gso_min_rate(config)?;
+    if config.tap.gro && !config.tap.offload {
+        return Err(ConfigError::field(
+            "tap.gro",
+            Some("true".into()),
+            "GRO merges TCP segments into the super-frames an offload TAP takes, and tap.offload is false; fix: set offload = true, or remove gro",
+        ));
+    }
     link_table("link", &config.link)?;
     for dir in Dir::ALL {
         if let Some(table) = config.link.direction(dir) {
@@ -571,6 +578,20 @@ mod tests {
         let stall = check_coalescing("tx-usecs", "tx-frames", 0, 8).unwrap_err();
         assert!(stall.contains("tx-frames = 8 with tx-usecs = 0"), "{stall}");
         assert!(stall.contains("fix: set tx-usecs"), "{stall}");
+    }
+
+    #[test]
+    fn gro_needs_offload() {
+        let e = Config::from_str("[tap]\noffload = false\ngro = true\n", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("tap.gro") && e.contains("fix: set offload = true"),
+            "{e}"
+        );
+        let c = Config::from_str("[tap]\ngro = true\n", "t.toml").unwrap();
+        assert!(c.tap.gro && c.tap.offload);
+        assert!(!Config::default().tap.gro);
     }
 
     #[test]

@@ -48,6 +48,9 @@ pub struct DatapathConfig {
     /// super-frames in the link, plus the read buffer); when they run out
     /// super-frames are segmented instead.
     pub gso_buffers: usize,
+    /// Merge what is written to an offload port in one pass into TCP
+    /// super-frames where the kernel's GRO would (`packet::gro`).
+    pub gro: bool,
     /// The CPU each direction's thread is pinned to, by `Dir::index()`;
     /// None lets the scheduler choose.
     pub cpus: [Option<usize>; 2],
@@ -66,6 +69,7 @@ impl Default for DatapathConfig {
             realtime_priority: None,
             gso: GsoPolicy::default(),
             gso_buffers: 1024,
+            gro: false,
             cpus: [None; 2],
         }
     }

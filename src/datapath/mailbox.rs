@@ -109,6 +109,7 @@ mod tests {
                 in_use: 2,
                 refused: 1,
             },
+            gro: Default::default(),
         }
     }
 

@@ -89,4 +89,6 @@ pub use handle::Datapath;
 pub use mailbox::SnapshotReader;
 #[cfg(test)]
 pub(crate) use snapshot::lateness_histogram;
-pub use snapshot::{LaneSnapshot, LatenessSummary, LiveSnapshot, PoolCounters, Wakeups};
+pub use snapshot::{
+    GroCounters, LaneSnapshot, LatenessSummary, LiveSnapshot, PoolCounters, Wakeups,
+};

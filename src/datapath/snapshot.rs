@@ -79,6 +79,18 @@ pub struct PoolCounters {
     pub refused: u64,
 }
 
+/// What GRO at the receiving TAPs merged (`tap.gro`; both directions
+/// summed): the super-frames written, and the TCP segments in them. The
+/// ports count each super-frame as one frame written, so the frames the
+/// links delivered are the ports' writes plus `segments - super_frames`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GroCounters {
+    /// Super-frames written, each of two or more segments.
+    pub super_frames: u64,
+    /// The segments merged into them.
+    pub segments: u64,
+}
+
 /// What the datapath publishes for readers.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LiveSnapshot {
@@ -102,6 +114,9 @@ pub struct LiveSnapshot {
     pub right_port: PortCounters,
     /// The buffer pools, both directions summed.
     pub pool: PoolCounters,
+    /// GRO at the receiving TAPs, both directions summed.
+    #[serde(default)]
+    pub gro: GroCounters,
 }
 
 /// CPU time of the calling thread, ns (0 if the clock cannot be read).
@@ -137,6 +152,8 @@ pub struct LaneSnapshot {
     pub tx_port: PortCounters,
     /// The direction's buffer pool.
     pub pool: PoolCounters,
+    /// What GRO merged before writing (the direction's receiving TAP).
+    pub gro: GroCounters,
 }
 
 impl LiveSnapshot {
@@ -182,6 +199,10 @@ impl LiveSnapshot {
             pool: PoolCounters {
                 in_use: l2r.pool.in_use + r2l.pool.in_use,
                 refused: l2r.pool.refused + r2l.pool.refused,
+            },
+            gro: GroCounters {
+                super_frames: l2r.gro.super_frames + r2l.gro.super_frames,
+                segments: l2r.gro.segments + r2l.gro.segments,
             },
         }
     }

@@ -82,6 +82,7 @@ pub(super) fn snapshot() -> LiveSnapshot {
             in_use: 2,
             refused: 1,
         },
+        gro: Default::default(),
     }
 }
 
@@ -114,6 +115,7 @@ pub(super) fn publish(reader: &SnapshotReader) -> Arc<LiveSnapshot> {
                 },
                 tx_port: PortCounters::default(),
                 pool: PoolCounters::default(),
+                gro: Default::default(),
             },
         );
     }

@@ -27,6 +27,7 @@ use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFl
 use crate::bridge::Lane;
 use crate::clock::MonotonicClock;
 use crate::dir::Dir;
+use crate::packet::gro::Gro;
 use crate::packet::pool::PacketPool;
 use crate::packet::Packet;
 use crate::port::FramePort;
@@ -39,7 +40,9 @@ use super::config::{DatapathConfig, GSO_FRAME_BUF};
 use super::error::{DatapathError, PORT_NAMES};
 use super::mailbox::SnapshotReader;
 use super::realtime;
-use super::snapshot::{lateness_histogram, thread_cpu_ns, LaneSnapshot, PoolCounters, Wakeups};
+use super::snapshot::{
+    lateness_histogram, thread_cpu_ns, GroCounters, LaneSnapshot, PoolCounters, Wakeups,
+};
 use super::wait::{Pending, WaitPlan, WaitPolicy};
 
 /// epoll tokens.
@@ -115,6 +118,11 @@ pub(super) struct Driver {
     pacer: ReleasePacer,
     /// When the first held frame may be written.
     release_at: Option<Instant>,
+    /// Merge plain TCP segments written in one pass (`DatapathConfig::gro`,
+    /// an offload port written to).
+    gro_on: bool,
+    gro: Gro,
+    gro_counts: GroCounters,
 }
 
 impl Driver {
@@ -177,7 +185,11 @@ impl Driver {
             held: VecDeque::with_capacity(256),
             pacer: ReleasePacer::new(cfg.spin_us as u64 * NS_PER_US),
             release_at: None,
+            gro_on: false,
+            gro: Gro::new(),
+            gro_counts: GroCounters::default(),
         };
+        driver.gro_on = driver.cfg.gro && driver.ports.tx.offload();
         driver.refresh_gso();
         Ok(driver)
     }
@@ -459,6 +471,7 @@ impl Driver {
                 in_use: (self.pool.in_use() + self.gso_pool.in_use()) as u64,
                 refused: self.pool.exhausted() + self.gso_pool.exhausted(),
             },
+            gro: self.gro_counts,
         }
     }
 

@@ -1,8 +1,15 @@
 //! The driver's transmit side: writing what the lane released to the port
 //! its direction leads to, spaced out by the release pacer when the loop
 //! was late, and returning every sent buffer to the pool it came from.
+//! With GRO on (`DatapathConfig::gro`, offload ports only), plain TCP
+//! segments written in one pass are merged into super-frames
+//! (`packet::gro`) first.
 
-use crate::time::Clock;
+use std::io;
+
+use crate::packet::gso::VnetHdr;
+use crate::packet::Packet;
+use crate::time::{Clock, Instant};
 
 use super::super::error::port_gone;
 use super::{recycle, Driver};
@@ -31,20 +38,72 @@ impl Driver {
             let Some(pkt) = self.held.pop_front() else {
                 break;
             };
-            self.last_frame = now;
-            self.pacer.written(delivered, now);
-            self.release_lateness
-                .saturating_record(now.saturating_since(delivered).max(1));
-            if let Err(e) = self.ports.tx.send_offload(&pkt.data, &pkt.meta.offload) {
+            self.written(delivered, now);
+            let sent = if self.gro_on && self.next_is_due(pace, now) {
+                self.send_merged(pkt, pace, now)
+            } else {
+                let sent = self.ports.tx.send_offload(&pkt.data, &pkt.meta.offload);
+                recycle(&mut self.pool, &mut self.gso_pool, pkt.data);
+                sent
+            };
+            if let Err(e) = sent {
                 if port_gone(&e) && gone.is_none() {
                     gone = Some(e);
                 }
             }
-            recycle(&mut self.pool, &mut self.gso_pool, pkt.data);
         }
         if let Some(e) = gone {
             let port = self.tx_port();
             self.fail(port, "writing frames", e);
         }
+    }
+
+    /// Records a frame delivered at `delivered` as written `now`.
+    fn written(&mut self, delivered: Instant, now: Instant) {
+        self.last_frame = now;
+        self.pacer.written(delivered, now);
+        self.release_lateness
+            .saturating_record(now.saturating_since(delivered).max(1));
+    }
+
+    /// The first held frame may be written now too.
+    fn next_is_due(&self, pace: bool, now: Instant) -> bool {
+        self.held.front().is_some_and(|p| {
+            let at = p.meta.delivered;
+            at <= now && (!pace || self.pacer.earliest(at, now) <= now)
+        })
+    }
+
+    /// Writes `first` merged with the plain TCP segments after it that are
+    /// due now and continue it (`packet::gro`), as one super-frame; alone
+    /// if none does.
+    fn send_merged(&mut self, first: Packet, pace: bool, now: Instant) -> io::Result<()> {
+        let plain = |p: &Packet| p.meta.offload == VnetHdr::default();
+        if plain(&first) && self.gro.start(&first.data) {
+            while self.next_is_due(pace, now) {
+                match self.held.pop_front() {
+                    Some(next) if plain(&next) && self.gro.push(&next.data) => {
+                        self.written(next.meta.delivered, now);
+                        recycle(&mut self.pool, &mut self.gso_pool, next.data);
+                    }
+                    Some(next) => {
+                        self.held.push_front(next);
+                        break;
+                    }
+                    None => break,
+                }
+            }
+        }
+        let segments = self.gro.segments();
+        let sent = match self.gro.finish() {
+            Some((frame, hdr)) if segments > 1 => {
+                self.gro_counts.super_frames += 1;
+                self.gro_counts.segments += u64::from(segments);
+                self.ports.tx.send_offload(frame, &hdr)
+            }
+            _ => self.ports.tx.send_offload(&first.data, &first.meta.offload),
+        };
+        recycle(&mut self.pool, &mut self.gso_pool, first.data);
+        sent
     }
 }

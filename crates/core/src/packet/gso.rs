@@ -44,21 +44,21 @@ pub const GSO_TCPV6: u8 = 4;
 /// Set with a TCP type when the sender uses ECN (`SKB_GSO_TCP_ECN`).
 pub const GSO_ECN: u8 = 0x80;
 
-const ETH_P_IPV4: u16 = 0x0800;
-const ETH_P_IPV6: u16 = 0x86DD;
+pub(super) const ETH_P_IPV4: u16 = 0x0800;
+pub(super) const ETH_P_IPV6: u16 = 0x86DD;
 const ETH_P_8021Q: u16 = 0x8100;
 const ETH_P_8021AD: u16 = 0x88A8;
-const IPPROTO_TCP: u8 = 6;
-const IPV6_HLEN: usize = 40;
+pub(super) const IPPROTO_TCP: u8 = 6;
+pub(super) const IPV6_HLEN: usize = 40;
 /// IPv6 extension headers that may precede TCP (hop-by-hop, routing,
 /// destination options); a fragment header is refused.
 const IPV6_EXT: [u8; 3] = [0, 43, 60];
 const IPV6_FRAGMENT: u8 = 44;
-const TCP_CWR: u8 = 0x80;
-const TCP_PSH: u8 = 0x08;
-const TCP_FIN: u8 = 0x01;
+pub(super) const TCP_CWR: u8 = 0x80;
+pub(super) const TCP_PSH: u8 = 0x08;
+pub(super) const TCP_FIN: u8 = 0x01;
 /// Offset of the checksum in a TCP and a UDP header (`csum_offset`).
-const TCP_CSUM_OFFSET: usize = 16;
+pub(super) const TCP_CSUM_OFFSET: usize = 16;
 const UDP_CSUM_OFFSET: usize = 6;
 
 /// The header before each frame on an `IFF_VNET_HDR` TAP (little endian,
@@ -159,14 +159,14 @@ pub enum OffloadError {
 
 /// The network layer of a super-frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ip {
+pub(super) enum Ip {
     V4,
     V6,
 }
 
 /// Offset of the network header after the Ethernet header and up to two
 /// VLAN tags, and its ethertype.
-fn network_header(frame: &[u8]) -> Result<(usize, u16), OffloadError> {
+pub(super) fn network_header(frame: &[u8]) -> Result<(usize, u16), OffloadError> {
     let mut off = 12;
     for _ in 0..3 {
         let t = frame.get(off..off + 2).ok_or(OffloadError::Truncated)?;
@@ -413,7 +413,7 @@ impl<'a> Segmenter<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use etherparse::{PacketBuilder, SlicedPacket, TransportSlice};
     use proptest::prelude::*;
@@ -424,7 +424,7 @@ mod tests {
     /// A TCP super-frame as the kernel hands it over: IPv4 total length of
     /// the whole frame, a partial checksum (the pseudo-header sum) and the
     /// matching vnet header.
-    fn tcp_frame(
+    pub(in crate::packet) fn tcp_frame(
         v6: bool,
         payload: &[u8],
         flags: u8,
@@ -534,7 +534,7 @@ mod tests {
         got
     }
 
-    fn payload(n: usize) -> Vec<u8> {
+    pub(in crate::packet) fn payload(n: usize) -> Vec<u8> {
         (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
     }
 

@@ -7,11 +7,13 @@
 //! Submodules: `classify` (parse Ethernet/VLAN/IP/L4 once, flow key and hash),
 //! `ecn` (CE marking with checksum fix), `filter` (tc u32/matchall filters
 //! steering frames to classes), `pool` (the bounded buffer pool), `gso`
-//! (TAP offload headers, TCP segmentation of GSO super-frames).
+//! (TAP offload headers, TCP segmentation of GSO super-frames), `gro` (the
+//! receiving side's merge of TCP segments into super-frames).
 
 pub mod classify;
 pub mod ecn;
 pub mod filter;
+pub mod gro;
 pub mod gso;
 pub mod pool;
 
