@@ -70,6 +70,7 @@ pub(crate) fn setup(cfg: &Config) -> anyhow::Result<Setup> {
             pool_buffers: cfg.daemon.pool_size as usize,
             gso: GsoPolicy {
                 whole_min_rate_bytes_ps: cfg.tap.gso_min_rate.value(),
+                forward_gro: cfg.tap.forward_gro,
             },
             gro: cfg.tap.offload && cfg.tap.gro,
             // One CPU pins both threads; two, one each.

@@ -6,7 +6,8 @@
 //! features (`ethtool -K left tso off gso off`) and a lack of free 64 KB
 //! buffers; malformed offload frames are counted as
 //! `bad_offload`; conservation holds in segment units. With GRO on, the
-//! segments a link releases together are written as one super-frame again.
+//! segments a link releases together are written as one super-frame again;
+//! with forward GRO a TBF sees the super-frames its bucket holds whole.
 
 use std::time::{Duration, Instant as StdInstant};
 
@@ -73,15 +74,16 @@ fn offload_datapath(
     rate_bytes_ps: u64,
     cfg: DatapathConfig,
 ) -> (Datapath, SocketPairPort, SocketPairPort) {
+    offload_datapath_over(bridge(rate_bytes_ps), cfg)
+}
+
+fn offload_datapath_over(
+    bridge: Bridge,
+    cfg: DatapathConfig,
+) -> (Datapath, SocketPairPort, SocketPairPort) {
     let (dp_left, host_left) = SocketPairPort::pair_offload().unwrap();
     let (dp_right, host_right) = SocketPairPort::pair_offload().unwrap();
-    let dp = Datapath::spawn(
-        bridge(rate_bytes_ps),
-        Box::new(dp_left),
-        Box::new(dp_right),
-        cfg,
-    )
-    .unwrap();
+    let dp = Datapath::spawn(bridge, Box::new(dp_left), Box::new(dp_right), cfg).unwrap();
     (dp, host_left, host_right)
 }
 
@@ -390,4 +392,69 @@ fn with_gro_segments_released_together_are_written_as_one_super_frame() {
     // The port counts each super-frame as one write.
     assert_eq!(snap.right_port.tx_frames, 2);
     assert_conserved(&snap, Dir::LeftToRight);
+}
+
+/// An unlimited link whose left→right device has `tbf rate 10gbit burst
+/// 30000 latency 10ms` at its root.
+fn tbf_bridge() -> Bridge {
+    let params = LinkParams {
+        rate_bytes_ps: 0,
+        ..LinkParams::default()
+    };
+    let tree = bloatbox::tc::build_tree(
+        params.dev_spec(Dir::LeftToRight, bloatbox::tc::kinds::BUILTIN),
+        &["tc qdisc add dev left root tbf rate 10gbit burst 30000 latency 10ms"],
+    )
+    .unwrap();
+    Bridge::new(
+        Path::new(params, Box::new(tree)),
+        Path::new(params, Box::new(PfifoFast::new(QdiscCtx::default()))),
+    )
+}
+
+#[test]
+fn forward_gro_lets_a_tbf_see_the_super_frames_its_bucket_holds() {
+    let small = super_frame(false, &payload(20_000), 1448);
+    let large = super_frame(false, &payload(40_000), 1448);
+    // 20,054 bytes + 13 more headers of 54 = 20,756 fit the 30,000-byte
+    // bucket; 40,054 + 27 × 54 do not (tbf_segment cuts them).
+    let mut writes = Vec::new();
+    for forward_gro in [false, true] {
+        let cfg = DatapathConfig {
+            gso: bloatbox::link::offload::GsoPolicy {
+                forward_gro,
+                ..Default::default()
+            },
+            ..DatapathConfig::default()
+        };
+        let (dp, mut left, mut right) = offload_datapath_over(tbf_bridge(), cfg);
+        let mut got = Vec::new();
+        for (frame, hdr, want) in [
+            (&small.0, &small.1, if forward_gro { 1 } else { 14 }),
+            (&large.0, &large.1, 28),
+        ] {
+            left.send_offload(frame, hdr).unwrap();
+            let r = receive(&mut right, want);
+            assert_eq!(r.len(), want, "forward_gro {forward_gro}");
+            got.push(r);
+        }
+        let snap = dp.shutdown().unwrap();
+        let c = &snap.bridge.path(Dir::LeftToRight).counters;
+        if forward_gro {
+            assert!(
+                got[0][0] == (small.1, small.0.clone()),
+                "whole, with its header"
+            );
+            assert_eq!(c.frames_in, 1 + 28);
+            assert_eq!(c.bytes_in, 20_756 + 40_000 + 28 * 54);
+        } else {
+            assert_eq!(c.frames_in, 14 + 28);
+        }
+        assert!(got[1]
+            .iter()
+            .all(|(h, f)| *h == VnetHdr::default() && f.len() <= 1514));
+        assert_conserved(&snap, Dir::LeftToRight);
+        writes.push(snap.right_port.tx_frames);
+    }
+    assert_eq!(writes, [42, 29]);
 }

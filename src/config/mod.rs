@@ -220,7 +220,7 @@ impl Endpoint {
 #[serde(
     default,
     deny_unknown_fields,
-    expecting = "a table with mtu, txqueuelen, offload, gso_min_rate, gro"
+    expecting = "a table with mtu, txqueuelen, offload, gso_min_rate, gro, forward_gro"
 )]
 pub struct TapSettings {
     /// MTU of the TAPs and of the emulated devices, 68..=9000.
@@ -241,6 +241,10 @@ pub struct TapSettings {
     /// super-frames before they are written to the receiving TAP, as the
     /// receiving host's NIC does with GRO on (`packet::gro`).
     pub gro: bool,
+    /// With offload: HTB and TBF see super-frames whole too, as on a
+    /// forwarding Linux router with GRO on its ingress NIC (TBF's bucket
+    /// bounds them, `link::offload`).
+    pub forward_gro: bool,
 }
 
 impl Default for TapSettings {
@@ -251,6 +255,7 @@ impl Default for TapSettings {
             offload: true,
             gso_min_rate: LinkRate::parse(DEFAULT_GSO_MIN_RATE).expect("a valid rate"),
             gro: false,
+            forward_gro: false,
         }
     }
 }

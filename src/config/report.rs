@@ -27,8 +27,13 @@ pub fn check_report(config: &Config) -> String {
     }
     let offload = if config.tap.offload {
         format!(
-            "offload on (TSO super-frames pass whole at >= {} unshaped){}",
+            "offload on (TSO super-frames pass whole at >= {} {}){}",
             config.tap.gso_min_rate,
+            if config.tap.forward_gro {
+                "through HTB and TBF too, as a router with GRO"
+            } else {
+                "unshaped"
+            },
             if config.tap.gro {
                 ", GRO on the receiving TAPs"
             } else {

@@ -71,12 +71,26 @@ pub(super) fn validate(config: &Config, tc_check: Option<TcCheck>) -> Result<(),
         "packets",
     )?;
     gso_min_rate(config)?;
-    if config.tap.gro && !config.tap.offload {
-        return Err(ConfigError::field(
+    for (key, on, what) in [
+        (
             "tap.gro",
-            Some("true".into()),
-            "GRO merges TCP segments into the super-frames an offload TAP takes, and tap.offload is false; fix: set offload = true, or remove gro",
-        ));
+            config.tap.gro,
+            "GRO at the receiving TAP writes TCP super-frames",
+        ),
+        (
+            "tap.forward_gro",
+            config.tap.forward_gro,
+            "forward_gro lets the TAPs' TCP super-frames reach shaping qdiscs",
+        ),
+    ] {
+        if on && !config.tap.offload {
+            let name = key.trim_start_matches("tap.");
+            return Err(ConfigError::field(
+                key,
+                Some("true".into()),
+                format!("{what}, which needs the TAPs opened with offload, and tap.offload is false; fix: set offload = true, or remove {name}"),
+            ));
+        }
     }
     link_table("link", &config.link)?;
     for dir in Dir::ALL {
@@ -592,6 +606,15 @@ mod tests {
         let c = Config::from_str("[tap]\ngro = true\n", "t.toml").unwrap();
         assert!(c.tap.gro && c.tap.offload);
         assert!(!Config::default().tap.gro);
+        let e = Config::from_str("[tap]\noffload = false\nforward_gro = true\n", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("tap.forward_gro") && e.contains("or remove forward_gro"),
+            "{e}"
+        );
+        let c = Config::from_str("[tap]\nforward_gro = true\n", "t.toml").unwrap();
+        assert!(c.tap.forward_gro && !Config::default().tap.forward_gro);
     }
 
     #[test]

@@ -748,26 +748,28 @@ fn sfq_leaves_under_one_htb_hash_differently() {
 
 #[test]
 fn policy_sees_htb_and_tbf_in_built_trees() {
-    let policy = crate::link::offload::GsoPolicy {
+    let mut policy = crate::link::offload::GsoPolicy {
         whole_min_rate_bytes_ps: 125_000_000,
+        forward_gro: false,
     };
     let params = crate::link::LinkParams {
         rate_bytes_ps: 125_000_000,
         ..crate::link::LinkParams::default()
     };
-    let whole = |lines: &[&str]| {
+    let up_to = |policy: &crate::link::offload::GsoPolicy, lines: &[&str]| {
         let tree = crate::tc::build_tree(
             params.dev_spec(Dir::LeftToRight, crate::tc::kinds::BUILTIN),
             lines,
         )
         .unwrap();
-        policy.passes_whole(
+        policy.whole_up_to(
             &params,
             &crate::link::LinkShape::default(),
             &tree.dump(T),
             crate::tc::kinds::BUILTIN,
         )
     };
+    let whole = |lines: &[&str]| up_to(&policy, lines).is_some();
     // configs/htb-sfq-100mbit.toml: 100 Mbit/s HTB on a 1 Gbit/s link.
     assert!(!whole(&[
         "tc qdisc add dev left root handle 1: htb default 10",
@@ -779,6 +781,38 @@ fn policy_sees_htb_and_tbf_in_built_trees() {
     ]));
     assert!(whole(&["tc qdisc add dev left root fq_codel"]));
     assert!(whole(&[]), "the default pfifo_fast");
+    // A forwarding router with GRO: HTB sees super-frames whole, TBF those
+    // its 20 KB bucket holds (20kb = 20480 bytes).
+    policy.forward_gro = true;
+    assert_eq!(
+        up_to(
+            &policy,
+            &[
+                "tc qdisc add dev left root handle 1: htb default 10",
+                "tc class add dev left parent 1: classid 1:10 htb rate 100mbit ceil 100mbit",
+                "tc qdisc add dev left parent 1:10 handle 10: sfq perturb 10",
+            ]
+        ),
+        Some(u64::MAX)
+    );
+    assert_eq!(
+        up_to(
+            &policy,
+            &["tc qdisc add dev left root tbf rate 20mbit burst 20kb latency 20ms"]
+        ),
+        Some(20_480)
+    );
+    assert_eq!(
+        up_to(&policy, &[
+            "tc qdisc add dev left root handle 1: htb default 10",
+            "tc class add dev left parent 1: classid 1:10 htb rate 100mbit",
+            "tc qdisc add dev left parent 1:10 tbf rate 20mbit burst 9000 peakrate 30mbit mtu 3000 latency 20ms"
+        ]),
+        // tc turns `mtu 3000` into ticks of the peak rate, and the kernel's
+        // psched_ns_t2l of those ticks gives one byte less.
+        Some(2999),
+        "the peak bucket bounds it"
+    );
 }
 
 /// `tc -s qdisc show` through a path, as the datapath runs it.

@@ -105,8 +105,9 @@ pub(super) struct Driver {
     /// Where an offload port is read into (from `gso_pool`; empty without
     /// offload).
     rx_gso: Vec<u8>,
-    /// Super-frames pass whole (else they are segmented).
-    pass_whole: bool,
+    /// Super-frames whose length is at most this pass whole (others are
+    /// segmented); None: all are segmented (`GsoPolicy::whole_up_to`).
+    whole_up_to: Option<u64>,
     /// Where a frame is read to be dropped when the pool is exhausted.
     discard: Vec<u8>,
     /// What the lane's last poll delivered, and freed.
@@ -178,7 +179,7 @@ impl Driver {
             pool: PacketPool::new(cfg.frame_buf, cfg.pool_buffers),
             gso_pool,
             rx_gso,
-            pass_whole: false,
+            whole_up_to: None,
             discard: vec![0; DISCARD_BUF],
             out: Vec::with_capacity(256),
             freed: Vec::with_capacity(256),
@@ -204,18 +205,23 @@ impl Driver {
         self.dir.reverse().index()
     }
 
-    /// Decides whether super-frames pass whole: both ports must carry
+    /// Decides which super-frames pass whole: both ports must carry
     /// offload headers and the policy must allow it for the direction's
     /// link, shape and qdisc tree.
     fn refresh_gso(&mut self) {
         let path = self.lane.path();
-        self.pass_whole = self.ports.offload
-            && self.cfg.gso.passes_whole(
-                path.params(),
-                path.shape(),
-                &path.qdisc().dump(self.clock.now()),
-                crate::tc::kinds::BUILTIN,
-            );
+        self.whole_up_to = self
+            .ports
+            .offload
+            .then(|| {
+                self.cfg.gso.whole_up_to(
+                    path.params(),
+                    path.shape(),
+                    &path.qdisc().dump(self.clock.now()),
+                    crate::tc::kinds::BUILTIN,
+                )
+            })
+            .flatten();
     }
 
     /// The thread's body: sets up its scheduling, drops every capability,

@@ -146,7 +146,10 @@ impl Driver {
         let Ok(mut seg) = Segmenter::new(&self.rx_gso[..n], &hdr) else {
             return reject(&mut self.lane, len, DropReason::BadOffload);
         };
-        if self.pass_whole {
+        if self
+            .whole_up_to
+            .is_some_and(|bound| seg.wire_len() <= bound)
+        {
             let (wire, seg_len) = (seg.wire_len(), seg.max_segment_len());
             if let Some(fresh) = self.gso_pool.get() {
                 let mut frame = std::mem::replace(&mut self.rx_gso, fresh);

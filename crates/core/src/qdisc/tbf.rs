@@ -87,18 +87,36 @@ struct TbfParams {
     limit: u64,
 }
 
+impl TbfOptions {
+    /// The largest packet the buckets let through (`max_size` of
+    /// `tbf_change`, sch_tbf.c): the rate bucket's bytes, and with a peak
+    /// rate at most the peak bucket's. Larger GSO packets are segmented
+    /// (`tbf_segment`), larger others dropped.
+    pub fn max_size(&self) -> u64 {
+        let rate = self.rate.psched();
+        let rate_bucket = match self.burst {
+            Some(b) => b as u64,
+            None => ns_t2l(&rate, ticks_to_ns(self.buffer)).min(u32::MAX as u64),
+        };
+        match self.peakrate.filter(|p| p.rate != 0) {
+            Some(spec) => rate_bucket.min(match self.pburst {
+                Some(pburst) => pburst as u64,
+                None => ns_t2l(&spec.psched(), ticks_to_ns(self.mtu)),
+            }),
+            None => rate_bucket,
+        }
+    }
+}
+
 impl TbfParams {
     fn new(opts: &TbfOptions, psched_mtu: u32) -> Result<(TbfParams, Option<String>), TcError> {
         let mut opts = *opts;
         opts.peakrate = opts.peakrate.filter(|p| p.rate != 0);
         let rate = opts.rate.psched();
-        // The bucket in bytes (TCA_TBF_BURST), or the bytes its ticks hold.
-        let (mut max_size, buffer) = match opts.burst {
-            Some(b) => (b as u64, l2t(&rate, b as u64)),
-            None => {
-                let ns = ticks_to_ns(opts.buffer);
-                (ns_t2l(&rate, ns).min(u32::MAX as u64), ns as i64)
-            }
+        let max_size = opts.max_size();
+        let buffer = match opts.burst {
+            Some(b) => l2t(&rate, b as u64),
+            None => ticks_to_ns(opts.buffer) as i64,
         };
         let (peak, mtu) = match &opts.peakrate {
             Some(spec) => {
@@ -112,15 +130,8 @@ impl TbfParams {
                 }
                 let peak = spec.psched();
                 let mtu = match opts.pburst {
-                    Some(pburst) => {
-                        max_size = max_size.min(pburst as u64);
-                        l2t(&peak, pburst as u64)
-                    }
-                    None => {
-                        let ns = ticks_to_ns(opts.mtu);
-                        max_size = max_size.min(ns_t2l(&peak, ns));
-                        ns as i64
-                    }
+                    Some(pburst) => l2t(&peak, pburst as u64),
+                    None => ticks_to_ns(opts.mtu) as i64,
                 };
                 (Some(peak), mtu)
             }
