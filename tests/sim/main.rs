@@ -9,6 +9,7 @@ mod coalesce;
 mod common;
 mod determinism;
 mod edges;
+mod mq;
 mod props;
 mod tcp;
 

@@ -232,6 +232,17 @@ impl TxRing {
         true
     }
 
+    /// Counts a frame of `bytes` already in flight (posted to the NIC, its
+    /// completion not reaped) into a ring made afresh, even past its size;
+    /// BQL counts it queued.
+    pub fn adopt(&mut self, bytes: u32) {
+        self.busy += 1;
+        self.busy_bytes += u64::from(bytes);
+        if let Some(dql) = &mut self.bql {
+            dql.queued(bytes);
+        }
+    }
+
     /// A TX clean pass at `now` reaped `frames` completions of `bytes` in
     /// total: their slots are freed and BQL learns of them.
     pub fn reap(&mut self, frames: u32, bytes: u64, now: Instant) {
