@@ -198,8 +198,8 @@ pub struct DirReport {
     /// Bytes in the ring BQL counts at the end (`dql.num_queued -
     /// num_completed`).
     pub bql_inflight_bytes: Option<u32>,
-    /// Under mq, each TX queue's ring and BQL at the end (the two fields
-    /// above are their sums); empty with one TX queue.
+    /// Each TX queue's ring, BQL and stops at the end (under mq the two
+    /// fields above are their sums).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tx_queues: Vec<TxQueueStats>,
 }
@@ -228,19 +228,14 @@ pub struct SnapshotDir {
     pub bql_limit_bytes: Option<u32>,
     /// Bytes in the ring BQL counted then.
     pub bql_inflight_bytes: Option<u32>,
-    /// Under mq, each TX queue's ring and BQL then; empty with one.
+    /// Each TX queue's ring, BQL and stops then.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tx_queues: Vec<TxQueueStats>,
 }
 
-/// Each TX queue's ring and BQL in `snap` when it has more than one (mq),
-/// else nothing (the direction's own fields say it all).
+/// Each TX queue's ring, BQL and stops in `snap` (one entry per queue).
 pub fn per_queue(snap: &PathSnapshot) -> Vec<TxQueueStats> {
-    if snap.tx_queues.len() > 1 {
-        snap.tx_queues.clone()
-    } else {
-        Vec::new()
-    }
+    snap.tx_queues.clone()
 }
 
 impl SnapshotReport {

@@ -11,6 +11,7 @@ mod determinism;
 mod edges;
 mod mq;
 mod props;
+mod ring;
 mod tcp;
 
 use bloatbox::sim::{self, Scenario, SimReport};

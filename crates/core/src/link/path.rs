@@ -301,6 +301,10 @@ pub struct TxQueueStats {
     pub bql_limit: Option<u32>,
     /// BQL's in-flight bytes (None with BQL off).
     pub bql_inflight: Option<u32>,
+    /// Times the driver stopped the queue (DRV_XOFF: the ring full, or
+    /// fewer free descriptors than `tx_stop_threshold`).
+    #[serde(default)]
+    pub stops: u64,
 }
 
 impl TxQueueStats {
@@ -312,6 +316,7 @@ impl TxQueueStats {
             ring_bytes: ring.busy_bytes(),
             bql_limit: dql.map(|d| d.limit()),
             bql_inflight: dql.map(|d| d.inflight()),
+            stops: ring.stops(),
         }
     }
 }
@@ -330,8 +335,10 @@ struct TxQueue {
 
 impl TxQueue {
     fn new(params: &LinkParams, now: Instant) -> TxQueue {
+        let mut ring = TxRing::new(params.tx_ring, params.bql, now);
+        ring.set_stop_threshold(params.tx_stop_threshold);
         TxQueue {
-            ring: TxRing::new(params.tx_ring, params.bql, now),
+            ring,
             requeued: VecDeque::new(),
             ready: true,
             wakeup: None,
@@ -663,6 +670,7 @@ impl Path {
         let t = self.now;
         for q in &mut self.queues {
             q.ring.reconfigure(params.tx_ring, params.bql, t);
+            q.ring.set_stop_threshold(params.tx_stop_threshold);
         }
         self.serializer
             .set_rate(params.rate_bytes_ps, params.overhead, t);
