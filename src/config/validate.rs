@@ -28,6 +28,9 @@ const SNAPSHOT_HZ: RangeInclusive<u32> = 1..=1000;
 const SNAPSHOT_FLOWS: RangeInclusive<u32> = 0..=65_536;
 const SPIN_US: RangeInclusive<u32> = 0..=10_000;
 const BUSY_POLL_US: RangeInclusive<u32> = 0..=1_000_000;
+/// The longest per-frame post cost, ns (1 ms: a driver slower than that
+/// is a stall, not a cost).
+const MAX_POST_NS: u32 = 1_000_000;
 const POOL_SIZE: RangeInclusive<u32> = 64..=1_048_576;
 /// Linux IFNAMSIZ − 1.
 const MAX_IFNAME: usize = 15;
@@ -313,7 +316,7 @@ fn link_table(prefix: &str, t: &LinkSettings) -> Result<(), ConfigError> {
             ));
         }
     }
-    let checks: [(&str, Option<u32>, RangeInclusive<u32>, &str); 9] = [
+    let checks: [(&str, Option<u32>, RangeInclusive<u32>, &str); 10] = [
         ("overhead", t.overhead, OVERHEAD, "bytes"),
         ("tx_ring", t.tx_ring, TX_RING, "descriptors"),
         (
@@ -322,6 +325,7 @@ fn link_table(prefix: &str, t: &LinkSettings) -> Result<(), ConfigError> {
             0..=*TX_RING.end(),
             "descriptors",
         ),
+        ("tx_post_ns", t.tx_post_ns, 0..=MAX_POST_NS, "ns"),
         ("tx_usecs", t.tx_usecs, 0..=MAX_USECS, "µs"),
         ("rx_usecs", t.rx_usecs, 0..=MAX_USECS, "µs"),
         ("tx_frames", t.tx_frames, 0..=MAX_FRAMES, "frames"),

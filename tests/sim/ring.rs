@@ -105,3 +105,27 @@ fn a_threshold_above_the_ring_is_refused_at_its_line() {
     assert!(e.contains("line 15"), "{e}");
     assert!(e.contains("expected at most tx_ring (20)"), "{e}");
 }
+
+/// tests/scenarios/doorbell.toml: 10 µs per posted frame, 8 µs per
+/// 1000-byte frame on the wire. Each frame bypasses the empty
+/// pfifo_fast as a batch of one; posts to the queue follow each other
+/// (`HARD_TX_LOCK`), so the doorbells ring at 10, 20 and 30 µs and the
+/// frames leave at 18, 28 and 38 µs (the wire idles between them). With
+/// no post cost they leave back to back at 8, 16 and 24 µs.
+#[test]
+fn the_doorbell_rings_after_each_batch_is_posted() {
+    let (_, text) = traced(&load("doorbell.toml"));
+    let departs: Vec<u64> = events(&text, &["depart"])
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
+    assert_eq!(departs, vec![18, 28, 38]);
+    let mut sc = load("doorbell.toml");
+    sc.link.tx_post_ns = Some(0);
+    let (_, text) = traced(&sc);
+    let departs: Vec<u64> = events(&text, &["depart"])
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
+    assert_eq!(departs, vec![8, 16, 24]);
+}

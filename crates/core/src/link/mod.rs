@@ -135,6 +135,15 @@ pub struct LinkParams {
     /// run time stops at its size.
     #[serde(default)]
     pub tx_stop_threshold: u32,
+    /// The driver's cost of posting one frame to the ring, ns: the NIC
+    /// starts on a batch only at its doorbell, rung after the batch's last
+    /// frame is posted (`skb->xmit_more` / `netdev_xmit_more()`, the
+    /// driver's kick in drivers/net/virtio_net.c `start_xmit`), so the
+    /// first frame of a batch of k waits k × this. Posts to one TX queue
+    /// follow each other (`HARD_TX_LOCK`). 0: the NIC sees each frame as
+    /// it is posted.
+    #[serde(default)]
+    pub tx_post_ns: u64,
     /// Byte queue limits on the TX queue.
     pub bql: bool,
     /// TX completion coalescing (ethtool -C tx-usecs / tx-frames).
@@ -229,6 +238,7 @@ impl Default for LinkParams {
             delay_ns: 0,
             tx_ring: 256,
             tx_stop_threshold: 0,
+            tx_post_ns: 0,
             bql: true,
             tx_usecs: 0,
             tx_frames: 1,

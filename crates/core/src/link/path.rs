@@ -14,7 +14,11 @@
 //! empty qdisc while the queue was stopped (`sch_direct_xmit`,
 //! `dev_requeue_skb`): requeued frames leave first, one at a time, and
 //! count in the root's qlen, backlog and requeues as tc shows them
-//! (`qdisc::requeue`).
+//! (`qdisc::requeue`). The NIC learns of a batch at its doorbell, rung
+//! once after the batch's last frame is posted (`netdev_xmit_more()`): with
+//! `tx_post_ns` each posted frame costs the driver that long, so the first
+//! frame of a batch of k reaches the wire k × `tx_post_ns` after the
+//! dequeue at the earliest.
 //!
 //! Under an mq root every TX queue runs on its own, as the kernel's
 //! `netdev_queue`s do: each has its own ring, DQL and requeue slot
@@ -24,9 +28,7 @@
 //! of the qdisc's own `dev_queue`). The serializer shares the one wire
 //! between the rings round robin. Any other root runs as one queue with
 //! one ring. Switching between an mq root and another rebuilds the rings:
-//! their DQLs start afresh, counting the frames in flight as queued. The whole
-//! batch is handed to the NIC at one instant (the `xmit_more` doorbell delay
-//! is not modelled).
+//! their DQLs start afresh, counting the frames in flight as queued.
 //!
 //! At one instant stages run in pipeline order: departures, TX completions
 //! (freeing slots and feeding BQL), the qdisc, arrivals from the delay line,
@@ -331,6 +333,9 @@ struct TxQueue {
     /// The qdisc may have something to dequeue now (else see `wakeup`).
     ready: bool,
     wakeup: Option<Instant>,
+    /// When the driver is done posting to this queue's ring (its last
+    /// doorbell): posts to one queue follow each other (`HARD_TX_LOCK`).
+    driver_free: Instant,
 }
 
 impl TxQueue {
@@ -342,7 +347,18 @@ impl TxQueue {
             requeued: VecDeque::new(),
             ready: true,
             wakeup: None,
+            driver_free: now,
         }
+    }
+
+    /// The doorbell of a batch of `k` frames handed to the driver at `t`:
+    /// it posts them one after the other, `post_ns` each, from when it is
+    /// free, and rings once after the last (`netdev_xmit_more()` is false
+    /// only there).
+    fn doorbell(&mut self, t: Instant, k: u64, post_ns: u64) -> Instant {
+        let at = t.max(self.driver_free) + k.saturating_mul(post_ns);
+        self.driver_free = at;
+        at
     }
 }
 
@@ -401,6 +417,8 @@ pub struct Path {
     tx_done: Coalescer<(u16, u32)>,
     /// Frames and bytes per TX queue of the completion being reaped.
     reaped: Vec<(u32, u64)>,
+    /// The frames of a batch the ring took, waiting for its doorbell.
+    posted: Vec<Packet>,
     delay: DelayLine,
     rx: Coalescer<Packet>,
     drops: Drops,
@@ -434,6 +452,7 @@ impl Path {
             serializer: Serializer::new(params.rate_bytes_ps, params.overhead),
             tx_done: Coalescer::configured(params.tx_coalescing()),
             reaped: vec![(0, 0)],
+            posted: Vec::with_capacity(DEV_TX_WEIGHT as usize + 1),
             delay: DelayLine::new(params.delay_ns),
             rx: Coalescer::configured(params.rx_coalescing()),
             drops: Drops::new(),
@@ -600,7 +619,8 @@ impl Path {
             if self.queues[q].ring.can_post() {
                 self.counters.xmit_batches += 1;
                 self.queues[q].ring.post(pkt.len);
-                self.serializer.post(pkt, t);
+                let at = self.queues[q].doorbell(t, 1, self.params.tx_post_ns);
+                self.serializer.post(pkt, at);
             } else {
                 self.park(q, pkt, 0);
             }
@@ -1060,16 +1080,24 @@ impl Path {
     /// `dev_hard_start_xmit`: posts the batch until the ring is full; the
     /// driver refuses the rest (NETDEV_TX_BUSY) and it is requeued, ahead
     /// of frames requeued before, in the root's slot (`dev_requeue_skb`).
+    /// The frames the ring took reach the NIC at the batch's doorbell,
+    /// rung after the last of them (`TxQueue::doorbell`; the driver also
+    /// kicks when the queue stops, which ends the batch).
     fn xmit(&mut self, i: usize, batch: &mut Vec<Packet>, t: Instant) {
         self.counters.xmit_batches += 1;
         let mut refused = 0;
         for pkt in batch.drain(..) {
             if self.queues[i].ring.post(pkt.len) {
-                self.serializer.post(pkt, t);
+                self.posted.push(pkt);
             } else {
                 self.park(i, pkt, refused);
                 refused += 1;
             }
+        }
+        let k = self.posted.len() as u64;
+        let at = self.queues[i].doorbell(t, k, self.params.tx_post_ns);
+        for pkt in self.posted.drain(..) {
+            self.serializer.post(pkt, at);
         }
     }
 
@@ -1529,6 +1557,44 @@ mod tests {
         assert_eq!((s.ring_used, s.ring_bytes), (7, 10_598));
         assert_eq!(s.qdisc.stats.qlen, 12);
         assert_eq!((s.requeued, s.requeues), (0, 1));
+    }
+
+    /// The `xmit_more` doorbell: at 5 µs per posted frame, frame 0 (a
+    /// bypass, a batch of 1) reaches the NIC at 5 µs and leaves 12.112 µs
+    /// later (1514 B at 125 MB/s). At its completion (17112 ns) the
+    /// requeued frame 1 goes alone: doorbell 22112, leaves 34224. Then the
+    /// bulk batch of six (B-4's rule with the limit pinned at 10000) is
+    /// posted after it, the driver busy until 22112: its doorbell rings at
+    /// 22112 + 6 × 5000 = 52112, so frame 2 leaves at 64224 although the
+    /// wire was free from 34224; the rest follow back to back.
+    #[test]
+    fn xmit_more_doorbell_delays_a_batch_by_its_posting() {
+        let params = LinkParams {
+            rate_bytes_ps: 125_000_000,
+            tx_post_ns: 5_000,
+            ..LinkParams::default()
+        };
+        let mut p = Path::new(params, fifo(1000));
+        assert!(p.set_bql_bounds(10_000, 10_000));
+        for i in 0..20 {
+            p.ingress(pkt(i, 1514), Instant::ZERO);
+        }
+        let got = drain(&mut p);
+        let first: Vec<(u64, u64)> = got[..8].iter().map(|(id, t)| (*id, t.nanos())).collect();
+        let mut want = vec![(0, 17_112), (1, 34_224)];
+        want.extend((2..8).map(|id| (id, 52_112 + (id - 1) * 12_112)));
+        assert_eq!(first, want);
+        assert_eq!(got.len(), 20);
+        // Cost 0: each frame reaches the NIC as it is posted (B-4's times).
+        let mut p = Path::new(
+            LinkParams {
+                tx_post_ns: 0,
+                ..params
+            },
+            fifo(1000),
+        );
+        p.ingress(pkt(0, 1514), Instant::ZERO);
+        assert_eq!(drain(&mut p), vec![(0, Instant::from_nanos(12_112))]);
     }
 
     /// A batch larger than the free ring slots is partly refused and
