@@ -2493,10 +2493,10 @@ mod tests {
 
         #[derive(Clone, Debug)]
         enum Op {
-            Ingress { len: u32, dt: u64 },
+            Ingress { len: u32, dt: u64, queue: u16 },
             Advance { dt: u64 },
             SetParams(LinkParams),
-            Replace { limit: u64, paced: bool },
+            Replace { limit: u64, kind: u8 },
             Shape(Box<LinkShape>),
         }
 
@@ -2580,32 +2580,40 @@ mod tests {
                 (0u32..300, 0u32..6),
                 (0u32..300, 0u32..6),
                 any::<bool>(),
+                (0u32..45, prop_oneof![Just(0u64), 1u64..20_000]),
             )
-                .prop_map(|(rate, overhead, delay, ring, bql, tx, rx, bulk)| {
-                    LinkParams {
-                        rate_bytes_ps: rate,
-                        overhead,
-                        delay_ns: delay,
-                        tx_ring: ring,
-                        bql,
-                        // usecs 0 with frames > 1 never reaps a lone completion
-                        // (as on real hardware); keep a timer in that case.
-                        tx_usecs: if tx.1 > 1 { tx.0.max(1) } else { tx.0 },
-                        tx_frames: tx.1,
-                        rx_usecs: if rx.1 > 1 { rx.0.max(1) } else { rx.0 },
-                        rx_frames: rx.1,
-                        bulk_dequeue: bulk,
-                        ..LinkParams::default()
-                    }
-                })
+                .prop_map(
+                    |(rate, overhead, delay, ring, bql, tx, rx, bulk, driver)| {
+                        LinkParams {
+                            rate_bytes_ps: rate,
+                            overhead,
+                            delay_ns: delay,
+                            tx_ring: ring,
+                            bql,
+                            // usecs 0 with frames > 1 never reaps a lone completion
+                            // (as on real hardware); keep a timer in that case.
+                            tx_usecs: if tx.1 > 1 { tx.0.max(1) } else { tx.0 },
+                            tx_frames: tx.1,
+                            rx_usecs: if rx.1 > 1 { rx.0.max(1) } else { rx.0 },
+                            rx_frames: rx.1,
+                            bulk_dequeue: bulk,
+                            // A threshold past the ring (ethtool -G shrank it)
+                            // stops at the ring's size.
+                            tx_stop_threshold: driver.0,
+                            tx_post_ns: driver.1,
+                            ..LinkParams::default()
+                        }
+                    },
+                )
         }
 
         fn op() -> impl Strategy<Value = Op> {
             prop_oneof![
-                6 => (1u32..3000, 0u64..200_000).prop_map(|(len, dt)| Op::Ingress { len, dt }),
+                6 => (1u32..3000, 0u64..200_000, 0u16..4)
+                    .prop_map(|(len, dt, queue)| Op::Ingress { len, dt, queue }),
                 2 => (0u64..2_000_000).prop_map(|dt| Op::Advance { dt }),
                 1 => params().prop_map(Op::SetParams),
-                1 => (0u64..40, any::<bool>()).prop_map(|(limit, paced)| Op::Replace { limit, paced }),
+                1 => (0u64..40, 0u8..3).prop_map(|(limit, kind)| Op::Replace { limit, kind }),
                 1 => shape().prop_map(|s| Op::Shape(Box::new(s))),
             ]
         }
@@ -2647,14 +2655,21 @@ mod tests {
                     for p in [&mut exact, &mut late] {
                         p.poll(now, &mut out, &mut freed);
                         match &op {
-                            Op::Ingress { len, .. } => p.ingress(pkt(id, *len), now),
+                            Op::Ingress { len, queue, .. } => {
+                                p.ingress(on_queue(id, *len, *queue), now);
+                            }
                             Op::Advance { .. } => {}
                             Op::SetParams(params) => p.set_params(*params, now),
-                            Op::Replace { limit, paced: false } => {
+                            Op::Replace { limit, kind: 0 } => {
                                 p.replace_qdisc(fifo(*limit), now);
                             }
-                            Op::Replace { limit, paced: true } => {
+                            Op::Replace { limit, kind: 1 } => {
                                 p.replace_qdisc(super::paced(*limit * 10_000, true), now);
+                            }
+                            Op::Replace { limit, .. } => {
+                                // mq: a ring per queue, rebuilt on the way
+                                // in and out.
+                                p.replace_qdisc(mq2(*limit), now);
                             }
                             Op::Shape(shape) => {
                                 prop_assert!(p.set_shape((**shape).clone(), now).is_ok());
