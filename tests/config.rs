@@ -70,6 +70,8 @@ fn defaults_are_the_documented_values() {
             overhead: 0,
             delay_ns: 5_000_000,
             tx_ring: 256,
+            tx_stop_threshold: 0,
+            tx_post_ns: 0,
             bql: true,
             tx_usecs: 0,
             tx_frames: 1,

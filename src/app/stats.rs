@@ -97,6 +97,21 @@ fn render_stats(snap: &LiveSnapshot, tap_tx_dropped: [Option<u64>; 2]) -> String
             "  ring {}/{} descriptors ({} B)  BQL {bql}",
             p.ring_used, p.ring_size, p.ring_bytes
         );
+        // Under mq each TX queue has its own ring and BQL (the line above
+        // sums them).
+        if p.tx_queues.len() > 1 {
+            for (q, s) in p.tx_queues.iter().enumerate() {
+                let bql = match s.bql_limit.zip(s.bql_inflight) {
+                    Some((limit, inflight)) => format!("limit {limit} B, in flight {inflight} B"),
+                    None => "off".to_string(),
+                };
+                let _ = writeln!(
+                    out,
+                    "    tx-{q}: ring {}/{} descriptors ({} B)  BQL {bql}",
+                    s.ring_used, s.ring_size, s.ring_bytes
+                );
+            }
+        }
         if let Some(cap) = snap.bridge.capture.as_ref().map(|c| c[i]) {
             let _ = writeln!(
                 out,

@@ -280,6 +280,12 @@ pub struct LinkSettings {
     pub delay: Option<Delay>,
     /// TX ring descriptors, 1..=4096.
     pub tx_ring: Option<u32>,
+    /// The driver's early queue stop: stop the TX queue when fewer than
+    /// this many descriptors are free, 0..=`tx_ring` (0: when full).
+    pub tx_stop_threshold: Option<u32>,
+    /// The driver's cost of posting one frame, ns, 0..=1000000: a batch
+    /// reaches the NIC at its doorbell, after its last frame is posted.
+    pub tx_post_ns: Option<u32>,
     /// Byte queue limits on the TX queue.
     pub bql: Option<bool>,
     /// TX completion coalescing (ethtool -C tx-usecs / tx-frames).
@@ -333,6 +339,8 @@ impl LinkSettings {
             overhead: Some(base.overhead),
             delay: Delay::parse("5ms").ok(),
             tx_ring: Some(base.tx_ring),
+            tx_stop_threshold: Some(base.tx_stop_threshold),
+            tx_post_ns: u32::try_from(base.tx_post_ns).ok(),
             bql: Some(base.bql),
             tx_usecs: Some(base.tx_usecs),
             tx_frames: Some(base.tx_frames),
@@ -589,6 +597,14 @@ impl Config {
                 .pick(dir, "delay", |l| &l.delay)
                 .map_or(d.delay_ns, |s| s.value.value()),
             tx_ring: num("tx_ring", |l| &l.tx_ring, d.tx_ring),
+            tx_stop_threshold: num(
+                "tx_stop_threshold",
+                |l| &l.tx_stop_threshold,
+                d.tx_stop_threshold,
+            ),
+            tx_post_ns: self
+                .pick(dir, "tx_post_ns", |l| &l.tx_post_ns)
+                .map_or(d.tx_post_ns, |s| u64::from(s.value)),
             bql: flag("bql", |l| &l.bql, d.bql),
             tx_usecs: num("tx_usecs", |l| &l.tx_usecs, d.tx_usecs),
             tx_frames: num("tx_frames", |l| &l.tx_frames, d.tx_frames),

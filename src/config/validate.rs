@@ -28,6 +28,9 @@ const SNAPSHOT_HZ: RangeInclusive<u32> = 1..=1000;
 const SNAPSHOT_FLOWS: RangeInclusive<u32> = 0..=65_536;
 const SPIN_US: RangeInclusive<u32> = 0..=10_000;
 const BUSY_POLL_US: RangeInclusive<u32> = 0..=1_000_000;
+/// The longest per-frame post cost, ns (1 ms: a driver slower than that
+/// is a stall, not a cost).
+const MAX_POST_NS: u32 = 1_000_000;
 const POOL_SIZE: RangeInclusive<u32> = 64..=1_048_576;
 /// Linux IFNAMSIZ − 1.
 const MAX_IFNAME: usize = 15;
@@ -107,7 +110,7 @@ pub(super) fn validate(config: &Config, tc_check: Option<TcCheck>) -> Result<(),
             lines_name_direction(&prefix, table, dir)?;
         }
         coalescing(config, dir)?;
-        config.try_link_params(dir)?;
+        stop_threshold(config, dir)?;
         config.try_link_shape(dir)?;
         qdisc_forms(config, dir)?;
         let steps = config.try_tc_steps(dir)?;
@@ -327,9 +330,16 @@ fn link_table(prefix: &str, t: &LinkSettings) -> Result<(), ConfigError> {
             ));
         }
     }
-    let checks: [(&str, Option<u32>, RangeInclusive<u32>, &str); 8] = [
+    let checks: [(&str, Option<u32>, RangeInclusive<u32>, &str); 10] = [
         ("overhead", t.overhead, OVERHEAD, "bytes"),
         ("tx_ring", t.tx_ring, TX_RING, "descriptors"),
+        (
+            "tx_stop_threshold",
+            t.tx_stop_threshold,
+            0..=*TX_RING.end(),
+            "descriptors",
+        ),
+        ("tx_post_ns", t.tx_post_ns, 0..=MAX_POST_NS, "ns"),
         ("tx_usecs", t.tx_usecs, 0..=MAX_USECS, "µs"),
         ("rx_usecs", t.rx_usecs, 0..=MAX_USECS, "µs"),
         ("tx_frames", t.tx_frames, 0..=MAX_FRAMES, "frames"),
@@ -427,6 +437,30 @@ fn coalescing(config: &Config, dir: Dir) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+/// `tx_stop_threshold` of `dir` fits its ring (after ethtool lines): a
+/// queue that stops with more descriptors free than the ring has would
+/// never run.
+fn stop_threshold(config: &Config, dir: Dir) -> Result<(), ConfigError> {
+    let p = config.try_link_params(dir)?;
+    if p.tx_stop_threshold <= p.tx_ring {
+        return Ok(());
+    }
+    let at = config.pick(dir, "tx_stop_threshold", |l| &l.tx_stop_threshold);
+    let path = at.map_or_else(|| "link.tx_stop_threshold".to_string(), |s| s.path);
+    Err(ConfigError::field(
+        path,
+        Some(p.tx_stop_threshold.to_string()),
+        format!(
+            "for {}: the TX queue would stop with {} descriptors free but the ring has {}; expected at most tx_ring ({}); fix: write tx_stop_threshold = {} or less (19 is virtio_net's 2 + MAX_SKB_FRAGS), or a larger tx_ring",
+            dir.arrow(),
+            p.tx_stop_threshold,
+            p.tx_ring,
+            p.tx_ring,
+            p.tx_ring
+        ),
+    ))
 }
 
 /// A direction's own `qdisc` and literal tc lines for it exclude each other.

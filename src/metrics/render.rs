@@ -332,6 +332,42 @@ pub fn render(snap: &LiveSnapshot) -> String {
                 ],
             );
         }
+        // Each TX queue's ring and DQL (sysfs queues/tx-N/byte_queue_limits).
+        for (i, q) in p.tx_queues.iter().enumerate() {
+            let queue = i.to_string();
+            let l = labels(&[("direction", dir.name()), ("queue", &queue)]);
+            f.gauges(
+                &l,
+                &[(
+                    "tx_queue_ring_used_descriptors",
+                    "TX ring descriptors in use, per TX queue",
+                    f64::from(q.ring_used),
+                )],
+            );
+            f.counter(
+                "tx_queue_stops",
+                "Times the driver stopped the TX queue (ring full or below tx_stop_threshold)",
+                l.clone(),
+                q.stops,
+            );
+            if let (Some(limit), Some(inflight)) = (q.bql_limit, q.bql_inflight) {
+                f.gauges(
+                    &l,
+                    &[
+                        (
+                            "tx_queue_bql_limit_bytes",
+                            "BQL limit, per TX queue",
+                            f64::from(limit),
+                        ),
+                        (
+                            "tx_queue_bql_inflight_bytes",
+                            "BQL bytes in flight, per TX queue",
+                            f64::from(inflight),
+                        ),
+                    ],
+                );
+            }
+        }
         f.gauges(
             &d,
             &[
@@ -558,6 +594,20 @@ mod tests {
             8e-6
         );
         assert_eq!(value(&s, "bloatbox_release_lateness_samples_total"), 5.0);
+        let ring = &snap.bridge.path(Dir::LeftToRight).tx_queues;
+        assert_eq!(ring.len(), 1);
+        let q0 = format!("{l2r},queue=\"0\"");
+        assert_eq!(
+            value(
+                &s,
+                &format!("bloatbox_tx_queue_ring_used_descriptors{{{q0}}}")
+            ),
+            f64::from(ring[0].ring_used)
+        );
+        assert_eq!(
+            value(&s, &format!("bloatbox_tx_queue_stops_total{{{q0}}}")),
+            ring[0].stops as f64
+        );
         let t = &snap.bridge.path(Dir::LeftToRight).transit;
         assert!(t.count > 0, "frames were delivered");
         assert_eq!(t.count, c.frames_out);

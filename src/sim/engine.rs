@@ -13,7 +13,9 @@
 use super::frame::{self, Endpoints, Proto, Tag, L4};
 use super::observe::{DequeueLog, Logged};
 use super::qdiscs::{build_qdisc, tc_show};
-use super::report::{DirReport, DirTally, FlowReport, SimReport, SnapshotDir, SnapshotReport};
+use super::report::{
+    per_queue, DirReport, DirTally, FlowReport, SimReport, SnapshotDir, SnapshotReport,
+};
 use super::scenario::Scenario;
 use super::sources::{build_flows, latency_histogram, seg_bytes, Flow, Source};
 use super::trace::{DriverTrace, EventKind, Trace, TraceEvent};
@@ -344,6 +346,7 @@ impl Sim {
             let directions = [0, 1].map(|d| {
                 let dir = Dir::ALL[d];
                 let snap = self.bridge.path(dir).snapshot(at);
+                let tx_queues = per_queue(&snap);
                 SnapshotDir {
                     name: dir.name(),
                     dev: dir.dev(),
@@ -351,6 +354,7 @@ impl Sim {
                     qdisc: snap.qdisc,
                     bql_limit_bytes: snap.bql_limit,
                     bql_inflight_bytes: snap.bql_inflight,
+                    tx_queues,
                 }
             });
             self.snapshots.push(SnapshotReport {
@@ -823,6 +827,7 @@ fn driver_trace(at: Instant, dir: Dir, event: DriverEvent) -> DriverTrace {
         t: at.nanos(),
         ev,
         dir,
+        queue: None,
         frames,
         bytes: None,
         bql_limit: None,
@@ -830,11 +835,13 @@ fn driver_trace(at: Instant, dir: Dir, event: DriverEvent) -> DriverTrace {
     };
     match event {
         DriverEvent::TxCompletion {
+            queue,
             frames,
             bytes,
             bql_limit,
             bql_inflight,
         } => DriverTrace {
+            queue,
             bytes: Some(bytes),
             bql_limit,
             bql_inflight,

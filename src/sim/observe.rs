@@ -172,6 +172,7 @@ mod tests {
             at: done,
             event:
                 DriverEvent::TxCompletion {
+                    queue: None,
                     frames: 1,
                     bytes: 100,
                     bql_limit: Some(_),

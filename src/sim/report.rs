@@ -6,7 +6,7 @@
 
 use super::sources::{Flow, FlowCounters, Source};
 use super::tcp::TcpStats;
-use crate::link::path::PathSnapshot;
+use crate::link::path::{PathSnapshot, TxQueueStats};
 use crate::qdisc::dump::{FlowTraffic, QueueOccupancy};
 use crate::qdisc::QdiscDump;
 use crate::time::{Instant, NS_PER_SEC};
@@ -198,6 +198,10 @@ pub struct DirReport {
     /// Bytes in the ring BQL counts at the end (`dql.num_queued -
     /// num_completed`).
     pub bql_inflight_bytes: Option<u32>,
+    /// Each TX queue's ring, BQL and stops at the end (under mq the two
+    /// fields above are their sums).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tx_queues: Vec<TxQueueStats>,
 }
 
 /// Both directions' qdisc statistics at one instant (`[[snapshot]]`).
@@ -224,6 +228,14 @@ pub struct SnapshotDir {
     pub bql_limit_bytes: Option<u32>,
     /// Bytes in the ring BQL counted then.
     pub bql_inflight_bytes: Option<u32>,
+    /// Each TX queue's ring, BQL and stops then.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tx_queues: Vec<TxQueueStats>,
+}
+
+/// Each TX queue's ring, BQL and stops in `snap` (one entry per queue).
+pub fn per_queue(snap: &PathSnapshot) -> Vec<TxQueueStats> {
+    snap.tx_queues.clone()
 }
 
 impl SnapshotReport {
@@ -288,6 +300,7 @@ impl DirReport {
             tc,
             bql_limit_bytes: snap.bql_limit,
             bql_inflight_bytes: snap.bql_inflight,
+            tx_queues: per_queue(snap),
         }
     }
 }

@@ -73,6 +73,9 @@ pub struct DriverTrace {
     pub ev: EventKind,
     /// The direction.
     pub dir: Dir,
+    /// The TX queue of a TX completion under mq (`None` with one queue).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<u16>,
     /// Frames the interrupt handled.
     pub frames: u32,
     /// Their bytes (TX completions).
@@ -137,6 +140,9 @@ impl Trace {
         h = fx(h, ev.bytes.unwrap_or(0));
         let bql = |v: Option<u32>| v.map_or(u64::MAX, u64::from);
         h = fx(h, bql(ev.bql_limit) << 32 ^ bql(ev.bql_inflight));
+        if let Some(q) = ev.queue {
+            h = fx(h, u64::from(q));
+        }
         self.hash = h;
         self.write(&ev);
     }
@@ -235,6 +241,7 @@ mod tests {
             t: 12,
             ev: EventKind::TxCompletion,
             dir: Dir::RightToLeft,
+            queue: None,
             frames: 2,
             bytes: Some(3028),
             bql_limit: Some(6056),

@@ -859,7 +859,8 @@ fn a_frame_bypassing_into_a_stopped_queue_is_requeued_on_the_root() {
 
 /// Under mq the slot is the TX queue's own qdisc (`txq->qdisc`), and mq
 /// adds its children up (net/sched/sch_mq.c `mq_dump`): a bulk batch that
-/// overruns the ring parks each refused frame on its queue's child.
+/// overruns its queue's ring parks each refused frame on that queue's
+/// child. Each queue has its own ring and DQL (`netdev_queue.dql`).
 #[test]
 fn requeued_frames_count_on_their_queues_child_under_mq() {
     use crate::link::{LinkParams, Path};
@@ -878,26 +879,30 @@ fn requeued_frames_count_on_their_queues_child_under_mq() {
         f.meta.queue_mapping = q;
         p.ingress(f, T);
     }
-    // Frame 0 stops the queue (BQL limit 0). At its completion the limit
-    // is 10000: mq hands out 1, 2, 3, 4, 5, 6, 7 alternating queues; the
-    // ring takes four, and 5 (queue 1), 6 (queue 0), 7 (queue 1) are
-    // requeued.
+    // Frames 0 (queue 0) and 1 (queue 1) each stop their own queue (BQL
+    // limit 0). At frame 0's completion queue 0's limit is 10000: its
+    // child hands out 2, 4, ..., 14 (try_bulk_dequeue_skb: 10000 - 1514
+    // bytes of budget), ring 0 takes four and 10, 12, 14 are requeued on
+    // queue 0's child. Queue 1 waits for frame 1, now on the wire.
     let t1 = p.poll_at().unwrap();
     let (mut out, mut freed) = (Vec::new(), Vec::new());
     p.poll(t1, &mut out, &mut freed);
     let s = p.snapshot(t1);
-    assert_eq!((s.ring_used, s.requeued, s.requeues), (4, 3, 3));
+    assert_eq!((s.ring_used, s.requeued, s.requeues), (5, 3, 3));
+    let used: Vec<u32> = s.tx_queues.iter().map(|q| q.ring_used).collect();
+    assert_eq!(used, vec![4, 1]);
     let stats = |d: &crate::qdisc::QdiscDump| (d.stats.qlen, d.stats.backlog, d.stats.requeues);
-    assert_eq!(stats(&s.qdisc), (15, 15 * 1514, 3));
-    assert_eq!(stats(&s.qdisc.children[0]), (7, 7 * 1514, 1));
-    assert_eq!(stats(&s.qdisc.children[1]), (8, 8 * 1514, 2));
-    assert_eq!(s.qdisc.classes[1].stats.unwrap().requeues, 2);
+    assert_eq!(stats(&s.qdisc), (14, 14 * 1514, 3));
+    assert_eq!(stats(&s.qdisc.children[0]), (5, 5 * 1514, 3));
+    assert_eq!(stats(&s.qdisc.children[1]), (9, 9 * 1514, 0));
+    assert_eq!(s.qdisc.classes[0].stats.unwrap().requeues, 3);
+    assert_eq!(s.qdisc.classes[1].stats.unwrap().requeues, 0);
     let text = show_through(&mut p, t1);
     assert!(
         text.starts_with(&format!(
-            "qdisc mq 0: root \n Sent 12112 bytes 8 pkt (dropped 0, overlimits 0 requeues 3) \n \
-             backlog {}b 15p requeues 3\n",
-            15 * 1514
+            "qdisc mq 0: root \n Sent 13626 bytes 9 pkt (dropped 0, overlimits 0 requeues 3) \n \
+             backlog {}b 14p requeues 3\n",
+            14 * 1514
         )),
         "{text}"
     );

@@ -9,7 +9,9 @@ mod coalesce;
 mod common;
 mod determinism;
 mod edges;
+mod mq;
 mod props;
+mod ring;
 mod tcp;
 
 use bloatbox::sim::{self, Scenario, SimReport};

@@ -125,6 +125,25 @@ pub struct LinkParams {
     pub delay_ns: u64,
     /// TX ring depth in descriptors (one per frame).
     pub tx_ring: u32,
+    /// The driver's early queue stop, in descriptors: after posting a
+    /// frame the driver stops the queue when fewer than this many
+    /// descriptors are free, and wakes it when completions free that many
+    /// (drivers/net/virtio_net.c `check_sq_full_and_disable`: `num_free <
+    /// 2 + MAX_SKB_FRAGS`, 19 with include/linux/skbuff.h's
+    /// `MAX_SKB_FRAGS` 17; `virtnet_poll_tx` wakes it at `>=`). 0 (and 1)
+    /// stops only on a full ring. At most `tx_ring`; a ring made smaller at
+    /// run time stops at its size.
+    #[serde(default)]
+    pub tx_stop_threshold: u32,
+    /// The driver's cost of posting one frame to the ring, ns: the NIC
+    /// starts on a batch only at its doorbell, rung after the batch's last
+    /// frame is posted (`skb->xmit_more` / `netdev_xmit_more()`, the
+    /// driver's kick in drivers/net/virtio_net.c `start_xmit`), so the
+    /// first frame of a batch of k waits k × this. Posts to one TX queue
+    /// follow each other (`HARD_TX_LOCK`). 0: the NIC sees each frame as
+    /// it is posted.
+    #[serde(default)]
+    pub tx_post_ns: u64,
     /// Byte queue limits on the TX queue.
     pub bql: bool,
     /// TX completion coalescing (ethtool -C tx-usecs / tx-frames).
@@ -218,6 +237,8 @@ impl Default for LinkParams {
             overhead: 0,
             delay_ns: 0,
             tx_ring: 256,
+            tx_stop_threshold: 0,
+            tx_post_ns: 0,
             bql: true,
             tx_usecs: 0,
             tx_frames: 1,

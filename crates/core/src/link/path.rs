@@ -14,9 +14,21 @@
 //! empty qdisc while the queue was stopped (`sch_direct_xmit`,
 //! `dev_requeue_skb`): requeued frames leave first, one at a time, and
 //! count in the root's qlen, backlog and requeues as tc shows them
-//! (`qdisc::requeue`). The whole
-//! batch is handed to the NIC at one instant (the `xmit_more` doorbell delay
-//! is not modelled).
+//! (`qdisc::requeue`). The NIC learns of a batch at its doorbell, rung
+//! once after the batch's last frame is posted (`netdev_xmit_more()`): with
+//! `tx_post_ns` each posted frame costs the driver that long, so the first
+//! frame of a batch of k reaches the wire k × `tx_post_ns` after the
+//! dequeue at the earliest.
+//!
+//! Under an mq root every TX queue runs on its own, as the kernel's
+//! `netdev_queue`s do: each has its own ring, DQL and requeue slot
+//! (`TxQueue`), mq's child i is dequeued only into ring i
+//! (`Qdisc::dequeue_queue`), and a stopped queue stops only its own child
+//! (net/sched/sch_generic.c `dequeue_skb`: `netif_xmit_frozen_or_stopped`
+//! of the qdisc's own `dev_queue`). The serializer shares the one wire
+//! between the rings round robin. Any other root runs as one queue with
+//! one ring. Switching between an mq root and another rebuilds the rings:
+//! their DQLs start afresh, counting the frames in flight as queued.
 //!
 //! At one instant stages run in pipeline order: departures, TX completions
 //! (freeing slots and feeding BQL), the qdisc, arrivals from the delay line,
@@ -83,8 +95,11 @@ pub enum PathEvent {
 pub enum DriverEvent {
     /// A TX completion interrupt reaped `frames` frames of `bytes`
     /// (`dql_completed`), leaving BQL at `bql_limit` with `bql_inflight`
-    /// bytes still in the ring (`None` without BQL).
+    /// bytes still in the ring (`None` without BQL). Under mq one event per
+    /// TX queue the pass cleaned (`netdev_tx_completed_queue` per queue).
     TxCompletion {
+        /// The TX queue, under mq (`None` on a path with one ring).
+        queue: Option<u16>,
         /// Frames reaped.
         frames: u32,
         /// Their bytes.
@@ -216,6 +231,11 @@ pub struct PathSnapshot {
     /// Bytes queued to the ring and not yet completed, BQL's `inflight` (None
     /// with BQL off).
     pub bql_inflight: Option<u32>,
+    /// Each TX queue's ring and BQL under mq (one entry per queue; the
+    /// `ring_*` and `bql_*` fields above are their sums); a path with one
+    /// ring lists it alone.
+    #[serde(default)]
+    pub tx_queues: Vec<TxQueueStats>,
     /// Frames posted to the NIC and not yet departed.
     pub on_wire: u32,
     /// When the frame on the wire leaves (none: the wire is idle).
@@ -269,6 +289,79 @@ pub struct PathSnapshot {
 /// (a rate typed as 100 for 100mbit): reports say so.
 pub const STALL_NS: u64 = crate::time::NS_PER_SEC;
 
+/// One TX queue's ring and BQL in a `PathSnapshot` (sysfs
+/// `/sys/class/net/DEV/queues/tx-N/byte_queue_limits/{limit,inflight}`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TxQueueStats {
+    /// Descriptors in use.
+    pub ring_used: u32,
+    /// The ring's depth in descriptors.
+    pub ring_size: u32,
+    /// Bytes of the frames in the used descriptors.
+    pub ring_bytes: u64,
+    /// BQL's limit (None with BQL off).
+    pub bql_limit: Option<u32>,
+    /// BQL's in-flight bytes (None with BQL off).
+    pub bql_inflight: Option<u32>,
+    /// Times the driver stopped the queue (DRV_XOFF: the ring full, or
+    /// fewer free descriptors than `tx_stop_threshold`).
+    #[serde(default)]
+    pub stops: u64,
+}
+
+impl TxQueueStats {
+    fn of(ring: &TxRing) -> TxQueueStats {
+        let dql = ring.dql();
+        TxQueueStats {
+            ring_used: ring.busy(),
+            ring_size: ring.size(),
+            ring_bytes: ring.busy_bytes(),
+            bql_limit: dql.map(|d| d.limit()),
+            bql_inflight: dql.map(|d| d.inflight()),
+            stops: ring.stops(),
+        }
+    }
+}
+
+/// One TX queue of the device (`struct netdev_queue`): its ring with its
+/// DQL, the requeue slot of its qdisc (`gso_skb`) and whether that qdisc
+/// may have something to dequeue.
+struct TxQueue {
+    ring: TxRing,
+    /// The kernel's `gso_skb` list: frames the driver refused, sent first.
+    requeued: VecDeque<Packet>,
+    /// The qdisc may have something to dequeue now (else see `wakeup`).
+    ready: bool,
+    wakeup: Option<Instant>,
+    /// When the driver is done posting to this queue's ring (its last
+    /// doorbell): posts to one queue follow each other (`HARD_TX_LOCK`).
+    driver_free: Instant,
+}
+
+impl TxQueue {
+    fn new(params: &LinkParams, now: Instant) -> TxQueue {
+        let mut ring = TxRing::new(params.tx_ring, params.bql, now);
+        ring.set_stop_threshold(params.tx_stop_threshold);
+        TxQueue {
+            ring,
+            requeued: VecDeque::new(),
+            ready: true,
+            wakeup: None,
+            driver_free: now,
+        }
+    }
+
+    /// The doorbell of a batch of `k` frames handed to the driver at `t`:
+    /// it posts them one after the other, `post_ns` each, from when it is
+    /// free, and rings once after the last (`netdev_xmit_more()` is false
+    /// only there).
+    fn doorbell(&mut self, t: Instant, k: u64, post_ns: u64) -> Instant {
+        let at = t.max(self.driver_free) + k.saturating_mul(post_ns);
+        self.driver_free = at;
+        at
+    }
+}
+
 fn requeued_queue() -> QueueOccupancy {
     QueueOccupancy {
         queue: QueueId::Requeued,
@@ -315,13 +408,17 @@ pub struct Path {
     /// Frames leaving the impairment stage, reused per departure.
     wire: Vec<(Packet, Fate)>,
     qdisc: Box<dyn Qdisc>,
-    /// The kernel's `gso_skb` list: frames the driver refused, sent first.
-    requeued: VecDeque<Packet>,
     requeues: u64,
-    ring: TxRing,
+    /// The TX queues: one, or one per mq child (`Qdisc::tx_queue_count`).
+    queues: Vec<TxQueue>,
     serializer: Serializer,
-    /// Lengths of sent frames whose completions are not reaped yet.
-    tx_done: Coalescer<u32>,
+    /// `queue_mapping` and length of sent frames whose completions are not
+    /// reaped yet.
+    tx_done: Coalescer<(u16, u32)>,
+    /// Frames and bytes per TX queue of the completion being reaped.
+    reaped: Vec<(u32, u64)>,
+    /// The frames of a batch the ring took, waiting for its doorbell.
+    posted: Vec<Packet>,
     delay: DelayLine,
     rx: Coalescer<Packet>,
     drops: Drops,
@@ -334,9 +431,6 @@ pub struct Path {
     transit: Transit,
     /// The time the path has advanced to.
     now: Instant,
-    /// The qdisc may have something to dequeue now (else see `qdisc_wakeup`).
-    qdisc_ready: bool,
-    qdisc_wakeup: Option<Instant>,
     observer: Option<Box<dyn PathObserver>>,
     meter: Option<Box<FlowMeter>>,
     /// The first instant the path was advanced to.
@@ -347,17 +441,18 @@ impl Path {
     /// A path behind `qdisc` with the settings `params`, no impairment,
     /// schedule or framing, empty, at time 0.
     pub fn new(params: LinkParams, qdisc: Box<dyn Qdisc>) -> Path {
-        Path {
+        let mut path = Path {
             params,
             shape: LinkShape::default(),
             impair: Impair::new(Impairments::default()),
             wire: Vec::with_capacity(2),
             qdisc,
-            requeued: VecDeque::new(),
             requeues: 0,
-            ring: TxRing::new(params.tx_ring, params.bql, Instant::ZERO),
+            queues: vec![TxQueue::new(&params, Instant::ZERO)],
             serializer: Serializer::new(params.rate_bytes_ps, params.overhead),
             tx_done: Coalescer::configured(params.tx_coalescing()),
+            reaped: vec![(0, 0)],
+            posted: Vec::with_capacity(DEV_TX_WEIGHT as usize + 1),
             delay: DelayLine::new(params.delay_ns),
             rx: Coalescer::configured(params.rx_coalescing()),
             drops: Drops::new(),
@@ -367,12 +462,56 @@ impl Path {
             counters: PathCounters::default(),
             transit: Transit::new(),
             now: Instant::ZERO,
-            qdisc_ready: true,
-            qdisc_wakeup: None,
             observer: None,
             meter: Some(Box::new(FlowMeter::new())),
             up_since: None,
+        };
+        path.sync_queues();
+        path
+    }
+
+    /// Marks every TX queue's qdisc as maybe having something to dequeue.
+    fn kick(&mut self) {
+        for q in &mut self.queues {
+            q.ready = true;
         }
+    }
+
+    /// The TX queue `pkt` goes to.
+    fn queue_of(&self, pkt: &Packet) -> usize {
+        super::serializer::queue_of(pkt, self.queues.len())
+    }
+
+    /// Makes one TX queue per queue the qdisc runs separately (one per mq
+    /// child, else one). When the count changes the rings are made afresh,
+    /// each counting the frames of its queue still in flight (posted, or
+    /// departed with the completion not reaped), and requeued frames move
+    /// to their queue's slot.
+    fn sync_queues(&mut self) {
+        let n = self.qdisc.tx_queue_count().max(1);
+        if n == self.queues.len() {
+            return;
+        }
+        let t = self.now;
+        let requeued: Vec<Packet> = self
+            .queues
+            .iter_mut()
+            .flat_map(|q| q.requeued.drain(..))
+            .collect();
+        self.queues = (0..n).map(|_| TxQueue::new(&self.params, t)).collect();
+        for (pkt, _) in self.serializer.queued() {
+            let q = super::serializer::queue_of(pkt, n);
+            self.queues[q].ring.adopt(pkt.len);
+        }
+        for ((mapping, len), _) in self.tx_done.queued() {
+            self.queues[usize::from(*mapping) % n].ring.adopt(*len);
+        }
+        for pkt in requeued {
+            let q = self.queue_of(&pkt);
+            self.queues[q].requeued.push_back(pkt);
+        }
+        self.serializer.set_queues(n);
+        self.reaped = vec![(0, 0); n];
     }
 
     /// Turns the per-flow meter on (a fresh, empty one) or off (the
@@ -419,7 +558,7 @@ impl Path {
         self.impair = Impair::new(shape.impairments.clone());
         self.delay.set_reorder(self.impair.reorders());
         self.shape = shape;
-        self.qdisc_ready = true;
+        self.kick();
         self.advance(t);
         Ok(())
     }
@@ -446,10 +585,15 @@ impl Path {
     /// Frames inside the path: `frames_in + duplicated - frames_out - drops`.
     pub fn held(&self) -> u64 {
         self.qdisc.qlen() as u64
-            + self.requeued.len() as u64
+            + self.requeued_len() as u64
             + self.serializer.len() as u64
             + self.delay.len() as u64
             + self.rx.len() as u64
+    }
+
+    /// Frames in the requeue slots of every TX queue.
+    fn requeued_len(&self) -> usize {
+        self.queues.iter().map(|q| q.requeued.len()).sum()
     }
 
     /// `PathCounters::check_conservation` with the frames held now.
@@ -465,18 +609,20 @@ impl Path {
         pkt.meta.arrival = t;
         self.counters.frames_in += 1;
         self.counters.bytes_in += pkt.len as u64;
-        if self.requeued.is_empty() && self.qdisc.can_bypass() && self.qdisc.qlen() == 0 {
+        let q = self.queue_of(&pkt);
+        if self.queues[q].requeued.is_empty() && self.qdisc.can_bypass() && self.qdisc.qlen() == 0 {
             // `__dev_xmit_skb`'s bypass counts the frame Sent and calls
             // `sch_direct_xmit`, which finds a stopped queue without asking
             // the driver and requeues the frame (`dev_requeue_skb`).
             self.qdisc.count_bypass(pkt.len);
             notify(&mut self.observer, PathEvent::Bypassed, &pkt, t);
-            if self.ring.can_post() {
+            if self.queues[q].ring.can_post() {
                 self.counters.xmit_batches += 1;
-                self.ring.post(pkt.len);
-                self.serializer.post(pkt, t);
+                self.queues[q].ring.post(pkt.len);
+                let at = self.queues[q].doorbell(t, 1, self.params.tx_post_ns);
+                self.serializer.post(pkt, at);
             } else {
-                self.park(pkt, 0);
+                self.park(q, pkt, 0);
             }
         } else {
             notify(&mut self.observer, PathEvent::Enqueued, &pkt, t);
@@ -485,16 +631,26 @@ impl Path {
                 o.verdict(verdict, t);
             }
             self.absorb();
-            self.qdisc_ready = true;
+            self.queues[q].ready = true;
         }
         self.advance(t);
     }
 
-    /// BQL's `limit_min`/`limit_max` (sysfs); effective from the next
-    /// completion. False when BQL is off.
+    /// BQL's `limit_min`/`limit_max` (sysfs) of every TX queue; effective
+    /// from the next completion. False when BQL is off.
     pub fn set_bql_bounds(&mut self, min_limit: u32, max_limit: u32) -> bool {
-        self.ring
-            .dql_mut()
+        (0..self.queues.len()).fold(false, |set, q| {
+            self.set_queue_bql_bounds(q, min_limit, max_limit) | set
+        })
+    }
+
+    /// BQL's `limit_min`/`limit_max` of TX queue `queue` alone (sysfs
+    /// `queues/tx-N/byte_queue_limits`). False when BQL is off or there is
+    /// no such queue.
+    pub fn set_queue_bql_bounds(&mut self, queue: usize, min_limit: u32, max_limit: u32) -> bool {
+        self.queues
+            .get_mut(queue)
+            .and_then(|q| q.ring.dql_mut())
             .map(|d| d.set_bounds(min_limit, max_limit))
             .is_some()
     }
@@ -532,14 +688,17 @@ impl Path {
         params.tx_queues = self.params.tx_queues;
         self.advance(now);
         let t = self.now;
-        self.ring.reconfigure(params.tx_ring, params.bql, t);
+        for q in &mut self.queues {
+            q.ring.reconfigure(params.tx_ring, params.bql, t);
+            q.ring.set_stop_threshold(params.tx_stop_threshold);
+        }
         self.serializer
             .set_rate(params.rate_bytes_ps, params.overhead, t);
         self.delay.set_delay(params.delay_ns);
         self.tx_done.configure(params.tx_coalescing());
         self.rx.configure(params.rx_coalescing());
         self.params = params;
-        self.qdisc_ready = true;
+        self.kick();
         self.advance(t);
     }
 
@@ -571,12 +730,14 @@ impl Path {
         self.advance(now);
         let t = self.now;
         let mut old = std::mem::replace(&mut self.qdisc, new);
-        let moved = self.requeued.drain(..).chain(old.drain_all());
+        let requeued = self.queues.iter_mut().flat_map(|q| q.requeued.drain(..));
+        let moved: Vec<Packet> = requeued.chain(old.drain_all()).collect();
         for pkt in moved {
             self.qdisc.enqueue(pkt, t, &mut self.drops);
         }
         self.absorb();
-        self.qdisc_ready = true;
+        self.sync_queues();
+        self.kick();
         self.advance(t);
         old
     }
@@ -595,8 +756,9 @@ impl Path {
         let t = self.now;
         let r = edit(&mut *self.qdisc, t, &mut self.drops);
         self.absorb();
+        self.sync_queues();
         if r.is_ok() {
-            self.qdisc_ready = true;
+            self.kick();
             self.advance(t);
         }
         r
@@ -628,12 +790,27 @@ impl Path {
             .map(|r| (r.name(), self.counters.drops[r.index()]))
             .filter(|(_, n)| *n > 0)
             .collect();
-        let dql = self.ring.dql();
+        let tx_queues: Vec<TxQueueStats> = self
+            .queues
+            .iter()
+            .map(|q| TxQueueStats::of(&q.ring))
+            .collect();
+        let sum = |f: fn(&TxQueueStats) -> Option<u32>| {
+            tx_queues
+                .iter()
+                .map(f)
+                .try_fold(0u32, |acc, v| v.map(|v| acc.saturating_add(v)))
+        };
+        let (bql_limit, bql_inflight) = (sum(|q| q.bql_limit), sum(|q| q.bql_inflight));
         let mut qdisc = self.qdisc.dump_listing(now, listing);
         self.annotate(&mut qdisc, now);
         let ring_flows = self.occupancy(QueueId::Ring, self.serializer.queued(), now);
         let wire_flows = self.occupancy(QueueId::Wire, self.delay.queued(), now);
-        let requeued = self.requeued.iter().map(|p| (p, p.meta.arrival));
+        let requeued = self
+            .queues
+            .iter()
+            .flat_map(|q| q.requeued.iter())
+            .map(|p| (p, p.meta.arrival));
         let requeued_flows = self.occupancy(QueueId::Requeued, requeued, now);
         let rx_flows = self.occupancy(QueueId::RxHeld, self.rx.queued(), now);
         let bound = match listing {
@@ -652,13 +829,14 @@ impl Path {
             counters: self.counters.clone(),
             drops_by_reason,
             held: self.held(),
-            requeued: self.requeued.len() as u32,
+            requeued: self.requeued_len() as u32,
             requeues: self.requeues,
-            ring_used: self.ring.busy(),
-            ring_size: self.ring.size(),
-            ring_bytes: self.ring.busy_bytes(),
-            bql_limit: dql.map(|d| d.limit()),
-            bql_inflight: dql.map(|d| d.inflight()),
+            ring_used: tx_queues.iter().map(|q| q.ring_used).sum(),
+            ring_size: tx_queues.iter().map(|q| q.ring_size).sum(),
+            ring_bytes: tx_queues.iter().map(|q| q.ring_bytes).sum(),
+            bql_limit,
+            bql_inflight,
+            tx_queues,
             on_wire: self.serializer.len() as u32,
             wire_departs: self.serializer.next_event(),
             in_flight: self.delay.len() as u32,
@@ -708,20 +886,29 @@ impl Path {
         o
     }
 
-    /// When the qdisc should be run: now if it may have something and the
-    /// TX queue is not stopped, else its wake-up.
-    fn qdisc_event(&self) -> Option<Instant> {
-        if !self.ring.can_post() {
+    /// When TX queue `i`'s qdisc should be run: now if it may have
+    /// something and the queue is not stopped, else its wake-up.
+    fn queue_event(&self, i: usize) -> Option<Instant> {
+        let q = &self.queues[i];
+        if !q.ring.can_post() {
             return None;
         }
-        if !self.requeued.is_empty() || (self.qdisc_ready && self.qdisc.qlen() > 0) {
+        let qlen = self.qdisc.queue_qlen(i);
+        if !q.requeued.is_empty() || (q.ready && qlen > 0) {
             return Some(self.now);
         }
-        if self.qdisc.qlen() > 0 {
-            self.qdisc_wakeup
+        if qlen > 0 {
+            q.wakeup
         } else {
             None
         }
+    }
+
+    /// When some TX queue's qdisc should be run.
+    fn qdisc_event(&self) -> Option<Instant> {
+        (0..self.queues.len())
+            .map(|i| self.queue_event(i))
+            .fold(None, earliest)
     }
 
     fn next_event(&self) -> Option<Instant> {
@@ -752,7 +939,11 @@ impl Path {
         let t = self.now;
         while let Some((pkt, departed)) = self.serializer.pop(t) {
             notify(&mut self.observer, PathEvent::Departed, &pkt, departed);
-            self.tx_done.push(pkt.len, u64::from(pkt.len), departed);
+            self.tx_done.push(
+                (pkt.meta.queue_mapping, pkt.len),
+                u64::from(pkt.len),
+                departed,
+            );
             let delay = self.serializer.scheduled_delay(departed);
             self.delay.set_delay(delay.unwrap_or(self.params.delay_ns));
             let effects = self.impair.transmit(pkt, &mut self.wire);
@@ -766,26 +957,40 @@ impl Path {
             }
             self.absorb();
         }
-        let (mut frames, mut bytes) = (0u32, 0u64);
-        if let Some(at) = self.tx_done.fire(t, |len| {
-            frames += 1;
-            bytes += len as u64;
+        let n = self.queues.len();
+        let reaped = &mut self.reaped;
+        if let Some(at) = self.tx_done.fire(t, |(mapping, len)| {
+            let r = &mut reaped[usize::from(mapping) % n];
+            r.0 += 1;
+            r.1 += u64::from(len);
         }) {
-            self.ring.reap(frames, bytes, at.max(t));
-            if let Some(o) = &mut self.observer {
-                let dql = self.ring.dql();
-                let event = DriverEvent::TxCompletion {
-                    frames,
-                    bytes,
-                    bql_limit: dql.map(|d| d.limit()),
-                    bql_inflight: dql.map(|d| d.inflight()),
-                };
-                o.driver(event, at.max(t));
+            // One clean pass; each queue's completions reach its own DQL
+            // (`netdev_tx_completed_queue(txq, ...)` per queue).
+            for (i, q) in self.queues.iter_mut().enumerate() {
+                let (frames, bytes) = std::mem::take(&mut self.reaped[i]);
+                if frames == 0 {
+                    continue;
+                }
+                q.ring.reap(frames, bytes, at.max(t));
+                if let Some(o) = &mut self.observer {
+                    let dql = q.ring.dql();
+                    let event = DriverEvent::TxCompletion {
+                        queue: (n > 1).then(|| u16::try_from(i).unwrap_or(u16::MAX)),
+                        frames,
+                        bytes,
+                        bql_limit: dql.map(|d| d.limit()),
+                        bql_inflight: dql.map(|d| d.inflight()),
+                    };
+                    o.driver(event, at.max(t));
+                }
             }
         }
-        if self.qdisc_event().is_some_and(|e| e <= t) {
-            self.run_qdisc(t);
+        for i in 0..self.queues.len() {
+            if self.queue_event(i).is_some_and(|e| e <= t) {
+                self.run_queue(i, t);
+            }
         }
+        self.absorb();
         while let Some((pkt, arrived)) = self.delay.pop(t) {
             let len = u64::from(pkt.len);
             self.rx.push(pkt, len, arrived);
@@ -830,26 +1035,27 @@ impl Path {
         }
     }
 
-    /// `__qdisc_run` at `t`: `qdisc_restart` until the TX queue stops or the
-    /// qdisc has nothing to give.
-    fn run_qdisc(&mut self, t: Instant) {
-        self.qdisc_ready = true;
-        self.qdisc_wakeup = None;
+    /// `__qdisc_run` of TX queue `i`'s qdisc at `t`: `qdisc_restart` until
+    /// the queue stops or its qdisc has nothing to give.
+    fn run_queue(&mut self, i: usize, t: Instant) {
+        self.queues[i].ready = true;
+        self.queues[i].wakeup = None;
         let mut quota = DEV_TX_WEIGHT;
         let mut batch = std::mem::take(&mut self.batch);
-        while self.ring.can_post() {
-            if let Some(pkt) = self.requeued.pop_front() {
+        while self.queues[i].ring.can_post() {
+            if let Some(pkt) = self.queues[i].requeued.pop_front() {
                 if let Some(tree) = self.qdisc.as_tree() {
                     tree.requeue_slot().resent(pkt.meta.queue_mapping, pkt.len);
                 }
                 batch.push(pkt);
-            } else if let Some(first) = self.qdisc.dequeue(t, &mut self.drops) {
+            } else if let Some(first) = self.qdisc.dequeue_queue(i, t, &mut self.drops) {
                 notify(&mut self.observer, PathEvent::Dequeued, &first, t);
-                let bulk = self.params.bulk_dequeue && self.ring.dql().is_some();
-                let mut budget = BulkBudget::new(self.ring.dql_avail(), first.len, quota);
+                let ring = &self.queues[i].ring;
+                let bulk = self.params.bulk_dequeue && ring.dql().is_some();
+                let mut budget = BulkBudget::new(ring.dql_avail(), first.len, quota);
                 batch.push(first);
                 while bulk && budget.wants_more() {
-                    let Some(pkt) = self.qdisc.dequeue(t, &mut self.drops) else {
+                    let Some(pkt) = self.qdisc.dequeue_queue(i, t, &mut self.drops) else {
                         break;
                     };
                     notify(&mut self.observer, PathEvent::Dequeued, &pkt, t);
@@ -857,8 +1063,8 @@ impl Path {
                     batch.push(pkt);
                 }
             } else {
-                self.qdisc_ready = false;
-                self.qdisc_wakeup = self.qdisc.next_wakeup(t).filter(|w| *w > t);
+                self.queues[i].ready = false;
+                self.queues[i].wakeup = self.qdisc.queue_wakeup(i, t).filter(|w| *w > t);
                 break;
             }
             quota = quota.saturating_sub(batch.len() as u32);
@@ -866,36 +1072,43 @@ impl Path {
                 // The softirq reschedules the run at once with a fresh quota.
                 quota = DEV_TX_WEIGHT;
             }
-            self.xmit(&mut batch, t);
+            self.xmit(i, &mut batch, t);
         }
         self.batch = batch;
-        self.absorb();
     }
 
     /// `dev_hard_start_xmit`: posts the batch until the ring is full; the
     /// driver refuses the rest (NETDEV_TX_BUSY) and it is requeued, ahead
     /// of frames requeued before, in the root's slot (`dev_requeue_skb`).
-    fn xmit(&mut self, batch: &mut Vec<Packet>, t: Instant) {
+    /// The frames the ring took reach the NIC at the batch's doorbell,
+    /// rung after the last of them (`TxQueue::doorbell`; the driver also
+    /// kicks when the queue stops, which ends the batch).
+    fn xmit(&mut self, i: usize, batch: &mut Vec<Packet>, t: Instant) {
         self.counters.xmit_batches += 1;
         let mut refused = 0;
         for pkt in batch.drain(..) {
-            if self.ring.post(pkt.len) {
-                self.serializer.post(pkt, t);
+            if self.queues[i].ring.post(pkt.len) {
+                self.posted.push(pkt);
             } else {
-                self.park(pkt, refused);
+                self.park(i, pkt, refused);
                 refused += 1;
             }
+        }
+        let k = self.posted.len() as u64;
+        let at = self.queues[i].doorbell(t, k, self.params.tx_post_ns);
+        for pkt in self.posted.drain(..) {
+            self.serializer.post(pkt, at);
         }
     }
 
     /// `dev_requeue_skb`: parks a frame the driver refused at position `at`
     /// of the requeue slot, counted in the root's slot tally.
-    fn park(&mut self, pkt: Packet, at: usize) {
+    fn park(&mut self, i: usize, pkt: Packet, at: usize) {
         if let Some(tree) = self.qdisc.as_tree() {
             tree.requeue_slot()
                 .requeued(pkt.meta.queue_mapping, pkt.len);
         }
-        self.requeued.insert(at, pkt);
+        self.queues[i].requeued.insert(at, pkt);
         self.requeues += 1;
     }
 }
@@ -1344,6 +1557,44 @@ mod tests {
         assert_eq!((s.ring_used, s.ring_bytes), (7, 10_598));
         assert_eq!(s.qdisc.stats.qlen, 12);
         assert_eq!((s.requeued, s.requeues), (0, 1));
+    }
+
+    /// The `xmit_more` doorbell: at 5 µs per posted frame, frame 0 (a
+    /// bypass, a batch of 1) reaches the NIC at 5 µs and leaves 12.112 µs
+    /// later (1514 B at 125 MB/s). At its completion (17112 ns) the
+    /// requeued frame 1 goes alone: doorbell 22112, leaves 34224. Then the
+    /// bulk batch of six (B-4's rule with the limit pinned at 10000) is
+    /// posted after it, the driver busy until 22112: its doorbell rings at
+    /// 22112 + 6 × 5000 = 52112, so frame 2 leaves at 64224 although the
+    /// wire was free from 34224; the rest follow back to back.
+    #[test]
+    fn xmit_more_doorbell_delays_a_batch_by_its_posting() {
+        let params = LinkParams {
+            rate_bytes_ps: 125_000_000,
+            tx_post_ns: 5_000,
+            ..LinkParams::default()
+        };
+        let mut p = Path::new(params, fifo(1000));
+        assert!(p.set_bql_bounds(10_000, 10_000));
+        for i in 0..20 {
+            p.ingress(pkt(i, 1514), Instant::ZERO);
+        }
+        let got = drain(&mut p);
+        let first: Vec<(u64, u64)> = got[..8].iter().map(|(id, t)| (*id, t.nanos())).collect();
+        let mut want = vec![(0, 17_112), (1, 34_224)];
+        want.extend((2..8).map(|id| (id, 52_112 + (id - 1) * 12_112)));
+        assert_eq!(first, want);
+        assert_eq!(got.len(), 20);
+        // Cost 0: each frame reaches the NIC as it is posted (B-4's times).
+        let mut p = Path::new(
+            LinkParams {
+                tx_post_ns: 0,
+                ..params
+            },
+            fifo(1000),
+        );
+        p.ingress(pkt(0, 1514), Instant::ZERO);
+        assert_eq!(drain(&mut p), vec![(0, Instant::from_nanos(12_112))]);
     }
 
     /// A batch larger than the free ring slots is partly refused and
@@ -2091,16 +2342,161 @@ mod tests {
         assert_eq!(p.shape(), &shape);
     }
 
+    /// mq over two pfifo children (limit `limit`), each run on its own TX
+    /// queue.
+    fn mq2(limit: u64) -> Box<dyn Qdisc> {
+        let mq = crate::qdisc::mq::Mq::new(QdiscCtx::default(), 2, &mut |c| {
+            Box::new(Fifo::with_limit(FifoKind::Pfifo, c, limit)) as Box<dyn Qdisc>
+        });
+        Box::new(mq.unwrap())
+    }
+
+    /// A frame of TX queue `queue`.
+    fn on_queue(id: u64, len: u32, queue: u16) -> Packet {
+        let mut p = pkt(id, len);
+        p.meta.queue_mapping = queue;
+        p
+    }
+
+    /// Per-queue rings under mq (include/linux/netdevice.h: each
+    /// `netdev_queue` its own ring and `dql`; net/sched/sch_generic.c
+    /// `dequeue_skb` checks the qdisc's own `dev_queue`): ten frames on
+    /// queue 0 fill its ring of 2 and stop it, but queue 1's three frames
+    /// still go to ring 1, and the wire alternates between the rings.
+    /// 1000 B at 1 MB/s is 1 ms; completions are reaped at departure.
+    /// A0 leaves at 1 ms, then round robin: B0 2, A1 3, B1 4, A2 5, B2 6,
+    /// then A3..A9 one a ms. With one shared ring B0 waited behind A1
+    /// (3 ms).
+    #[test]
+    fn mq_queues_have_rings_of_their_own() {
+        let params = LinkParams {
+            rate_bytes_ps: 1_000_000,
+            tx_ring: 2,
+            bql: false,
+            tx_queues: 2,
+            ..LinkParams::default()
+        };
+        let mut p = Path::new(params, mq2(100));
+        for id in 0..10 {
+            p.ingress(on_queue(id, 1000, 0), Instant::ZERO);
+        }
+        for id in 100..103 {
+            p.ingress(on_queue(id, 1000, 1), Instant::ZERO);
+        }
+        let s = p.snapshot(Instant::ZERO);
+        let used: Vec<u32> = s.tx_queues.iter().map(|q| q.ring_used).collect();
+        assert_eq!(used, vec![2, 2], "queue 1 posts while queue 0 is stopped");
+        assert_eq!((s.ring_used, s.ring_size), (4, 4));
+        assert_eq!(s.qdisc.children[0].stats.qlen, 8);
+        assert_eq!(s.qdisc.children[1].stats.qlen, 1);
+        let got: Vec<(u64, u64)> = drain(&mut p)
+            .into_iter()
+            .map(|(id, t)| (id, t.nanos() / NS_PER_MS))
+            .collect();
+        let mut want = vec![(0, 1), (100, 2), (1, 3), (101, 4), (2, 5), (102, 6)];
+        want.extend((3..10).map(|id| (id, id + 4)));
+        assert_eq!(got, want);
+    }
+
+    /// Each queue's BQL is its own: a completion of queue 0 moves only
+    /// queue 0's DQL, the snapshot lists each queue's limit and in-flight
+    /// bytes (their sums in `bql_*`), and pinning queue 1's limit leaves
+    /// queue 0's alone.
+    #[test]
+    fn mq_queues_have_a_dql_each() {
+        let params = LinkParams {
+            rate_bytes_ps: 1_000_000,
+            bulk_dequeue: false,
+            tx_queues: 2,
+            ..LinkParams::default()
+        };
+        let mut p = Path::new(params, mq2(100));
+        assert!(p.set_queue_bql_bounds(1, 3000, 3000));
+        assert!(!p.set_queue_bql_bounds(2, 3000, 3000), "no queue 2");
+        for id in 0..3 {
+            p.ingress(on_queue(id, 1000, 0), Instant::ZERO);
+            p.ingress(on_queue(100 + id, 1000, 1), Instant::ZERO);
+        }
+        // Limit 0: each queue stops after its first frame (dql_queued
+        // puts it over), whatever the other does.
+        let bql = |p: &Path, t: u64| {
+            let s = p.snapshot(Instant::from_millis(t));
+            let q: Vec<(Option<u32>, Option<u32>)> = s
+                .tx_queues
+                .iter()
+                .map(|q| (q.bql_limit, q.bql_inflight))
+                .collect();
+            (q, s.bql_limit, s.bql_inflight)
+        };
+        assert_eq!(
+            bql(&p, 0),
+            (
+                vec![(Some(0), Some(1000)), (Some(0), Some(1000))],
+                Some(0),
+                Some(2000)
+            )
+        );
+        // A0 leaves at 1 ms: queue 0 was starved (over its limit and
+        // empty): limit 0 + 1000 completed (dql_completed). Queue 1 is
+        // untouched: B0 is on the wire.
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        p.poll(Instant::from_millis(1), &mut out, &mut freed);
+        let (q, _, _) = bql(&p, 1);
+        assert_eq!(q[0].0, Some(1000));
+        assert_eq!(q[1], (Some(0), Some(1000)));
+        // B0 leaves at 2 ms: queue 1 takes its pinned 3000.
+        p.poll(Instant::from_millis(2), &mut out, &mut freed);
+        let (q, _, _) = bql(&p, 2);
+        assert_eq!(q[1].0, Some(3000));
+        assert_eq!(q[0].0, Some(1000));
+        drain(&mut p);
+        assert_eq!(p.counters().frames_out, 6);
+    }
+
+    /// Switching the root between mq and a single qdisc rebuilds the rings
+    /// without losing the frames in flight: the new rings count them.
+    #[test]
+    fn rings_follow_the_root_between_mq_and_one_queue() {
+        let params = LinkParams {
+            rate_bytes_ps: 1_000_000,
+            tx_ring: 4,
+            bql: false,
+            tx_queues: 2,
+            ..LinkParams::default()
+        };
+        let mut p = Path::new(params, fifo(100));
+        assert_eq!(p.snapshot(Instant::ZERO).tx_queues.len(), 1);
+        p.replace_qdisc(mq2(100), Instant::ZERO);
+        for id in 0..6 {
+            p.ingress(on_queue(id, 1000, (id % 2) as u16), Instant::ZERO);
+        }
+        let s = p.snapshot(Instant::ZERO);
+        assert_eq!(s.tx_queues.len(), 2);
+        assert_eq!((s.tx_queues[0].ring_used, s.tx_queues[1].ring_used), (3, 3));
+        p.replace_qdisc(fifo(100), Instant::from_micros(500));
+        let s = p.snapshot(Instant::from_micros(500));
+        assert_eq!(s.tx_queues.len(), 1);
+        assert_eq!(
+            (s.ring_used, s.ring_size),
+            (6, 4),
+            "in flight, past the new size"
+        );
+        drain(&mut p);
+        assert_conserved(&p);
+        assert_eq!(p.snapshot(Instant::from_millis(10)).ring_used, 0);
+        assert_eq!(p.counters().frames_out, 6);
+    }
+
     mod prop {
         use super::*;
         use proptest::prelude::*;
 
         #[derive(Clone, Debug)]
         enum Op {
-            Ingress { len: u32, dt: u64 },
+            Ingress { len: u32, dt: u64, queue: u16 },
             Advance { dt: u64 },
             SetParams(LinkParams),
-            Replace { limit: u64, paced: bool },
+            Replace { limit: u64, kind: u8 },
             Shape(Box<LinkShape>),
         }
 
@@ -2184,32 +2580,40 @@ mod tests {
                 (0u32..300, 0u32..6),
                 (0u32..300, 0u32..6),
                 any::<bool>(),
+                (0u32..45, prop_oneof![Just(0u64), 1u64..20_000]),
             )
-                .prop_map(|(rate, overhead, delay, ring, bql, tx, rx, bulk)| {
-                    LinkParams {
-                        rate_bytes_ps: rate,
-                        overhead,
-                        delay_ns: delay,
-                        tx_ring: ring,
-                        bql,
-                        // usecs 0 with frames > 1 never reaps a lone completion
-                        // (as on real hardware); keep a timer in that case.
-                        tx_usecs: if tx.1 > 1 { tx.0.max(1) } else { tx.0 },
-                        tx_frames: tx.1,
-                        rx_usecs: if rx.1 > 1 { rx.0.max(1) } else { rx.0 },
-                        rx_frames: rx.1,
-                        bulk_dequeue: bulk,
-                        ..LinkParams::default()
-                    }
-                })
+                .prop_map(
+                    |(rate, overhead, delay, ring, bql, tx, rx, bulk, driver)| {
+                        LinkParams {
+                            rate_bytes_ps: rate,
+                            overhead,
+                            delay_ns: delay,
+                            tx_ring: ring,
+                            bql,
+                            // usecs 0 with frames > 1 never reaps a lone completion
+                            // (as on real hardware); keep a timer in that case.
+                            tx_usecs: if tx.1 > 1 { tx.0.max(1) } else { tx.0 },
+                            tx_frames: tx.1,
+                            rx_usecs: if rx.1 > 1 { rx.0.max(1) } else { rx.0 },
+                            rx_frames: rx.1,
+                            bulk_dequeue: bulk,
+                            // A threshold past the ring (ethtool -G shrank it)
+                            // stops at the ring's size.
+                            tx_stop_threshold: driver.0,
+                            tx_post_ns: driver.1,
+                            ..LinkParams::default()
+                        }
+                    },
+                )
         }
 
         fn op() -> impl Strategy<Value = Op> {
             prop_oneof![
-                6 => (1u32..3000, 0u64..200_000).prop_map(|(len, dt)| Op::Ingress { len, dt }),
+                6 => (1u32..3000, 0u64..200_000, 0u16..4)
+                    .prop_map(|(len, dt, queue)| Op::Ingress { len, dt, queue }),
                 2 => (0u64..2_000_000).prop_map(|dt| Op::Advance { dt }),
                 1 => params().prop_map(Op::SetParams),
-                1 => (0u64..40, any::<bool>()).prop_map(|(limit, paced)| Op::Replace { limit, paced }),
+                1 => (0u64..40, 0u8..3).prop_map(|(limit, kind)| Op::Replace { limit, kind }),
                 1 => shape().prop_map(|s| Op::Shape(Box::new(s))),
             ]
         }
@@ -2251,14 +2655,21 @@ mod tests {
                     for p in [&mut exact, &mut late] {
                         p.poll(now, &mut out, &mut freed);
                         match &op {
-                            Op::Ingress { len, .. } => p.ingress(pkt(id, *len), now),
+                            Op::Ingress { len, queue, .. } => {
+                                p.ingress(on_queue(id, *len, *queue), now);
+                            }
                             Op::Advance { .. } => {}
                             Op::SetParams(params) => p.set_params(*params, now),
-                            Op::Replace { limit, paced: false } => {
+                            Op::Replace { limit, kind: 0 } => {
                                 p.replace_qdisc(fifo(*limit), now);
                             }
-                            Op::Replace { limit, paced: true } => {
+                            Op::Replace { limit, kind: 1 } => {
                                 p.replace_qdisc(super::paced(*limit * 10_000, true), now);
+                            }
+                            Op::Replace { limit, .. } => {
+                                // mq: a ring per queue, rebuilt on the way
+                                // in and out.
+                                p.replace_qdisc(mq2(*limit), now);
                             }
                             Op::Shape(shape) => {
                                 prop_assert!(p.set_shape((**shape).clone(), now).is_ok());

@@ -158,10 +158,14 @@ impl Dql {
 }
 
 /// N TX descriptors, one per frame; a slot is busy from the moment the driver
-/// posts the frame until its completion is reaped. The queue stops (DRV_XOFF)
-/// when every slot is busy; real drivers stop ~20 descriptors early to fit a
-/// fully fragmented skb, which single-descriptor frames never need. With BQL
-/// the DQL limit also stops the queue (STACK_XOFF); without it only the ring
+/// posts the frame until its completion is reaped. The driver stops the
+/// queue (DRV_XOFF, `netif_tx_stop_queue`) after a post leaves fewer than
+/// `stop_threshold` descriptors free, and wakes it when completions free
+/// that many again (drivers/net/virtio_net.c `check_sq_full_and_disable`
+/// stops below `2 + MAX_SKB_FRAGS`, room for a fully fragmented skb;
+/// `virtnet_poll_tx` wakes at `>=`): the queue is stopped exactly while
+/// fewer are free. A threshold of 0 or 1 stops on a full ring. With BQL the
+/// DQL limit also stops the queue (STACK_XOFF); without it only the ring
 /// does.
 #[derive(Clone, Debug)]
 pub struct TxRing {
@@ -169,6 +173,8 @@ pub struct TxRing {
     busy: u32,
     busy_bytes: u64,
     bql: Option<Dql>,
+    stop_threshold: u32,
+    stops: u64,
 }
 
 impl TxRing {
@@ -179,7 +185,21 @@ impl TxRing {
             busy: 0,
             busy_bytes: 0,
             bql: bql.then(|| Dql::new(now)),
+            stop_threshold: 0,
+            stops: 0,
         }
+    }
+
+    /// The driver's early stop: stop when fewer than `threshold`
+    /// descriptors are free (at most the ring's size counts).
+    pub fn set_stop_threshold(&mut self, threshold: u32) {
+        self.stop_threshold = threshold;
+    }
+
+    /// Times a post stopped the queue (DRV_XOFF: the ring full, or below
+    /// the stop threshold).
+    pub fn stops(&self) -> u64 {
+        self.stops
     }
 
     /// The ring's depth in descriptors (ethtool -G `tx`), at least 1.
@@ -194,9 +214,10 @@ impl TxRing {
     pub fn busy_bytes(&self) -> u64 {
         self.busy_bytes
     }
-    /// Whether one more frame can be posted now (a descriptor is free).
+    /// Whether the driver has the queue running (no DRV_XOFF): at least
+    /// the stop threshold (and at least one) descriptors are free.
     pub fn has_free_slot(&self) -> bool {
-        self.busy < self.size
+        self.size.saturating_sub(self.busy) >= self.stop_threshold.clamp(1, self.size)
     }
     /// The ring's byte queue limits, when BQL is on.
     pub fn dql(&self) -> Option<&Dql> {
@@ -219,7 +240,9 @@ impl TxRing {
     }
 
     /// Posts a frame of `bytes` into a slot. The caller checks
-    /// `has_free_slot` first; a post into a full ring is refused (false).
+    /// `has_free_slot` first; a post into a stopped queue is refused
+    /// (false: `dev_hard_start_xmit` returns NETDEV_TX_BUSY for the rest of
+    /// a batch once `netif_tx_queue_stopped`).
     pub fn post(&mut self, bytes: u32) -> bool {
         if !self.has_free_slot() {
             return false;
@@ -229,7 +252,21 @@ impl TxRing {
         if let Some(dql) = &mut self.bql {
             dql.queued(bytes);
         }
+        if !self.has_free_slot() {
+            self.stops += 1;
+        }
         true
+    }
+
+    /// Counts a frame of `bytes` already in flight (posted to the NIC, its
+    /// completion not reaped) into a ring made afresh, even past its size;
+    /// BQL counts it queued.
+    pub fn adopt(&mut self, bytes: u32) {
+        self.busy += 1;
+        self.busy_bytes += u64::from(bytes);
+        if let Some(dql) = &mut self.bql {
+            dql.queued(bytes);
+        }
     }
 
     /// A TX clean pass at `now` reaped `frames` completions of `bytes` in
@@ -489,6 +526,38 @@ mod tests {
         r.reap(3, 3 * 1514, Instant::ZERO);
         assert_eq!(r.busy(), 1);
         assert!(r.can_post());
+    }
+
+    /// virtio_net's rule with MAX_SKB_FRAGS 17: stop after a post leaves
+    /// fewer than 19 of 20 descriptors free, wake when 19 are free again.
+    #[test]
+    fn early_stop_below_the_threshold_and_wake_at_it() {
+        let mut r = TxRing::new(20, false, Instant::ZERO);
+        r.set_stop_threshold(19);
+        assert!(r.post(1000), "20 free");
+        assert!(r.can_post(), "19 free: still running");
+        assert_eq!(r.stops(), 0);
+        assert!(r.post(1000));
+        assert!(!r.can_post(), "18 free: stopped");
+        assert_eq!(r.stops(), 1);
+        assert!(!r.post(1000), "a stopped queue takes nothing");
+        r.reap(1, 1000, Instant::ZERO);
+        assert!(r.can_post(), "19 free: woken");
+        // The threshold counts at most the ring's size; 0 and 1 stop on
+        // a full ring.
+        r.set_stop_threshold(500);
+        assert!(!r.can_post());
+        r.reap(1, 1000, Instant::ZERO);
+        assert!(
+            r.can_post(),
+            "empty: a threshold past the size waits for all"
+        );
+        for t in [0, 1] {
+            let mut r = TxRing::new(2, false, Instant::ZERO);
+            r.set_stop_threshold(t);
+            assert!(r.post(1) && r.post(1) && !r.post(1));
+            assert_eq!(r.stops(), 1);
+        }
     }
 
     #[test]

@@ -7,6 +7,14 @@
 //! remainder), so late polls and non-integer frame times never accumulate
 //! drift. With a schedule installed, the schedule's `Timeline` gives the
 //! departure instead (rate steps or trace delivery opportunities).
+//!
+//! A multi-queue NIC has one TX ring per queue and one wire: when the wire
+//! frees, it takes the next frame round robin over the queues with frames
+//! posted (`set_queues`; a frame's queue is `queue_mapping % queues`, as mq
+//! maps it), starting after the queue it served last. Round robin is the
+//! usual arbitration of a NIC's TX scheduler between its queues (the
+//! datasheets' default "round robin between TX queues" without DCB); the
+//! kernel does not see it. With one queue this is the ring's FIFO order.
 
 use super::schedule::{Schedule, Timeline};
 use super::Framing;
@@ -27,8 +35,13 @@ pub struct Serializer {
     wire: PschedRate,
     /// The schedule in force, replacing the line rate.
     timeline: Option<Timeline>,
-    /// Frames posted but not yet on the wire, with the time they were posted.
-    waiting: VecDeque<(Packet, Instant)>,
+    /// Frames posted but not yet on the wire, per TX queue, with the time
+    /// the NIC was told of them (at least 1 queue).
+    waiting: Vec<VecDeque<(Packet, Instant)>>,
+    /// Frames in `waiting`, over every queue.
+    waiting_len: usize,
+    /// The queue the wire serves first next time (round robin).
+    next_queue: usize,
     /// The frame on the wire and when its last bit leaves.
     on_wire: Option<(Packet, Instant)>,
     /// When the frame on the wire was posted.
@@ -48,7 +61,9 @@ impl Serializer {
             framing,
             wire: wire(rate_bytes_ps, overhead, framing),
             timeline: None,
-            waiting: VecDeque::new(),
+            waiting: vec![VecDeque::new()],
+            waiting_len: 0,
+            next_queue: 0,
             on_wire: None,
             on_wire_posted: Instant::ZERO,
             busy_until: Instant::ZERO,
@@ -118,7 +133,22 @@ impl Serializer {
 
     /// Frames posted and not departed (waiting plus on the wire).
     pub fn len(&self) -> usize {
-        self.waiting.len() + self.on_wire.is_some() as usize
+        self.waiting_len + self.on_wire.is_some() as usize
+    }
+
+    /// The TX queues the wire arbitrates between (at least 1); waiting
+    /// frames move to their queue under the new count, in order.
+    pub fn set_queues(&mut self, n: usize) {
+        let n = n.max(1);
+        if n == self.waiting.len() {
+            return;
+        }
+        let old = std::mem::replace(&mut self.waiting, (0..n).map(|_| VecDeque::new()).collect());
+        for (pkt, at) in old.into_iter().flatten() {
+            let q = queue_of(&pkt, n);
+            self.waiting[q].push_back((pkt, at));
+        }
+        self.next_queue %= n;
     }
 
     /// Whether no frame is on the wire (then none waits either).
@@ -126,13 +156,39 @@ impl Serializer {
         self.on_wire.is_none()
     }
 
-    /// The driver hands a frame to the NIC at `now`.
+    /// The driver hands a frame to the NIC at `now` (into the ring of its
+    /// TX queue).
     pub fn post(&mut self, pkt: Packet, now: Instant) {
+        let n = self.waiting.len();
+        let q = queue_of(&pkt, n);
         if self.on_wire.is_none() {
+            self.next_queue = (q + 1) % n;
             self.start(pkt, now);
         } else {
-            self.waiting.push_back((pkt, now));
+            self.waiting[q].push_back((pkt, now));
+            self.waiting_len += 1;
         }
+    }
+
+    /// The next frame for the wire when it frees at `busy_until`: round
+    /// robin from `next_queue` over the queues whose head the NIC knows of
+    /// by then, else the head it learns of first.
+    fn take_next(&mut self) -> Option<(Packet, Instant)> {
+        let n = self.waiting.len();
+        let free = self.busy_until;
+        let q = (0..n)
+            .map(|k| (self.next_queue + k) % n)
+            .find(|&q| self.waiting[q].front().is_some_and(|(_, at)| *at <= free))
+            .or_else(|| {
+                (0..n)
+                    .filter_map(|q| self.waiting[q].front().map(|(_, at)| (*at, q)))
+                    .min()
+                    .map(|(_, q)| q)
+            })?;
+        let next = self.waiting[q].pop_front()?;
+        self.waiting_len -= 1;
+        self.next_queue = (q + 1) % n;
+        Some(next)
     }
 
     fn start(&mut self, pkt: Packet, posted: Instant) {
@@ -160,7 +216,7 @@ impl Serializer {
     pub fn queued(&self) -> impl Iterator<Item = (&Packet, Instant)> + Clone {
         let wire = self.on_wire.as_ref().map(|(p, _)| (p, self.on_wire_posted));
         wire.into_iter()
-            .chain(self.waiting.iter().map(|(p, at)| (p, *at)))
+            .chain(self.waiting.iter().flatten().map(|(p, at)| (p, *at)))
     }
 
     /// When the frame on the wire departs.
@@ -175,11 +231,16 @@ impl Serializer {
             return None;
         }
         let (pkt, departed) = self.on_wire.take()?;
-        if let Some((next, posted)) = self.waiting.pop_front() {
+        if let Some((next, posted)) = self.take_next() {
             self.start(next, posted);
         }
         Some((pkt, departed))
     }
+}
+
+/// The TX queue of `pkt` among `n` (mq's `queue_mapping % n`).
+pub(crate) fn queue_of(pkt: &Packet, n: usize) -> usize {
+    usize::from(pkt.meta.queue_mapping) % n.max(1)
 }
 
 /// The wire arithmetic for a rate, the link's overhead and a framing.
@@ -264,6 +325,41 @@ mod tests {
         assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_micros(600));
         assert_eq!(s.pop(Instant::MAX).unwrap().1, Instant::from_micros(650));
         assert!(s.is_empty());
+    }
+
+    /// Two TX queues share the wire round robin, starting after the queue
+    /// served last; a queue's own frames stay in order.
+    #[test]
+    fn queues_share_the_wire_round_robin() {
+        let mut s = Serializer::new(1_000_000, 0); // 100 B = 100 us
+        s.set_queues(2);
+        let on = |id: u64, q: u16| {
+            let mut p = pkt(id, 100);
+            p.meta.queue_mapping = q;
+            p
+        };
+        for id in 0..3 {
+            s.post(on(id, 0), Instant::ZERO);
+        }
+        s.post(on(10, 1), Instant::ZERO);
+        s.post(on(11, 3), Instant::ZERO); // 3 % 2: queue 1
+        let mut order = Vec::new();
+        while let Some((p, t)) = s.pop(Instant::MAX) {
+            order.push((p.meta.id, t.nanos() / 1_000));
+        }
+        assert_eq!(
+            order,
+            vec![(0, 100), (10, 200), (1, 300), (11, 400), (2, 500)]
+        );
+        // One queue: the ring's FIFO order, as before.
+        s.set_queues(1);
+        s.post(on(20, 1), Instant::from_millis(1));
+        s.post(on(21, 0), Instant::from_millis(1));
+        s.post(on(22, 1), Instant::from_millis(1));
+        let ids: Vec<u64> = std::iter::from_fn(|| s.pop(Instant::MAX))
+            .map(|(p, _)| p.meta.id)
+            .collect();
+        assert_eq!(ids, vec![20, 21, 22]);
     }
 
     #[test]

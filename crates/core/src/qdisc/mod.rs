@@ -291,6 +291,33 @@ pub trait Qdisc: Send {
     fn as_tree(&mut self) -> Option<&mut tree::QdiscTree> {
         None
     }
+
+    /// TX queues this root runs separately, each into its own TX ring: mq's
+    /// children, each attached to its own `netdev_queue` (net/sched/sch_mq.c
+    /// `mq_attach`) and run by its own `__qdisc_run` (net/core/dev.c
+    /// `__dev_xmit_skb`); 1 for any other qdisc, run as one.
+    fn tx_queue_count(&self) -> usize {
+        1
+    }
+
+    /// `dequeue` of TX queue `queue`'s own qdisc (mq's child `queue`); the
+    /// qdisc itself where `tx_queue_count` is 1.
+    fn dequeue_queue(&mut self, queue: usize, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        let _ = queue;
+        self.dequeue(now, drops)
+    }
+
+    /// `qlen` of TX queue `queue`'s own qdisc.
+    fn queue_qlen(&self, queue: usize) -> u32 {
+        let _ = queue;
+        self.qlen()
+    }
+
+    /// `next_wakeup` of TX queue `queue`'s own qdisc.
+    fn queue_wakeup(&self, queue: usize, now: Instant) -> Option<Instant> {
+        let _ = queue;
+        self.next_wakeup(now)
+    }
 }
 
 /// The `tc filter` side of a qdisc: its filter chains, one per block (the

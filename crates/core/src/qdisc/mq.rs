@@ -5,10 +5,16 @@
 //! share a child's fairness or AQM. mq's own counters are the sum of its
 //! children's, computed at dump time; its classes `:1..:N` report each child.
 //!
-//! Emulation note: the kernel runs each TX queue separately, each with its own
-//! ring and BQL. bloatbox has one ring per direction, so mq's dequeue serves
-//! the queues round-robin into that single ring: per-queue BQL is approximated
-//! by the one shared ring. mq never bypasses (the kernel's bypass happens in
+//! The kernel runs each TX queue separately (each child is attached to its
+//! own `netdev_queue` by `mq_attach`, and `__qdisc_run` runs it against that
+//! queue only: net/sched/sch_generic.c `qdisc_restart`, `sch_direct_xmit`
+//! checks `netif_xmit_frozen_or_stopped(txq)` of that queue), each with its
+//! own ring and BQL (`netdev_queue.dql`, include/linux/netdevice.h
+//! `netdev_tx_sent_queue`). `link::Path` does the same: it keeps a ring and a
+//! DQL per child (`tx_queue_count`) and dequeues child i into ring i
+//! (`dequeue_queue`), so a stopped queue stops only its own child. mq's own
+//! `dequeue` (round robin over the children) serves only callers that take
+//! the whole tree at once. mq never bypasses (the kernel's bypass happens in
 //! the per-queue child, which does not know the queue here), so every frame
 //! is enqueued and counted in its child.
 
@@ -242,6 +248,22 @@ impl Qdisc for Mq {
 
     fn as_classful(&mut self) -> Option<&mut dyn Classful> {
         Some(self)
+    }
+
+    fn tx_queue_count(&self) -> usize {
+        self.queues.len()
+    }
+
+    fn dequeue_queue(&mut self, queue: usize, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        self.queues.get_mut(queue)?.dequeue(now, drops)
+    }
+
+    fn queue_qlen(&self, queue: usize) -> u32 {
+        self.queues.get(queue).map_or(0, |q| q.qlen())
+    }
+
+    fn queue_wakeup(&self, queue: usize, now: Instant) -> Option<Instant> {
+        self.queues.get(queue)?.next_wakeup(now)
     }
 
     fn drain_all(&mut self) -> Vec<Packet> {

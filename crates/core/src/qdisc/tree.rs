@@ -970,4 +970,16 @@ impl Qdisc for QdiscTree {
     fn as_tree(&mut self) -> Option<&mut QdiscTree> {
         Some(self)
     }
+    fn tx_queue_count(&self) -> usize {
+        self.root.tx_queue_count()
+    }
+    fn dequeue_queue(&mut self, queue: usize, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        self.root.dequeue_queue(queue, now, drops)
+    }
+    fn queue_qlen(&self, queue: usize) -> u32 {
+        self.root.queue_qlen(queue)
+    }
+    fn queue_wakeup(&self, queue: usize, now: Instant) -> Option<Instant> {
+        self.root.queue_wakeup(queue, now)
+    }
 }
