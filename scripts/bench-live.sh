@@ -438,7 +438,7 @@ seed4() {
   c=$(config "$n" 10gbit 5ms true 0 '
 [link.left_to_right]
 qdisc = "tbf rate 1560mbit burst 20280b latency 5ms"')
-  sed -i "s/^offload = true$/offload = true\ngro = $4/" "$c"
+  [ "$4" = true ] && sed -i "s/^offload = true$/offload = true\ngro = true/" "$c"
   if ! "$BB" check "$c" >"$TMP/check.log" 2>&1; then
     [ "$4" = true ] || { cat "$TMP/check.log" >&2; return 1; }
     R[$k/$n/$r]=- R[$k/${n}share/$r]=-
