@@ -32,8 +32,9 @@
 use etherparse::checksum::Sum16BitWords;
 
 use super::gso::{
-    network_header, Ip, VnetHdr, ETH_P_IPV4, ETH_P_IPV6, F_NEEDS_CSUM, GSO_ECN, GSO_TCPV4,
-    GSO_TCPV6, IPPROTO_TCP, IPV6_HLEN, TCP_CSUM_OFFSET, TCP_CWR, TCP_FIN, TCP_PSH,
+    network_header, set_ip_length, tcp_pseudo_header, Ip, VnetHdr, ETH_P_IPV4, ETH_P_IPV6,
+    F_NEEDS_CSUM, GSO_ECN, GSO_TCPV4, GSO_TCPV6, IPPROTO_TCP, IPV6_HLEN, TCP_CSUM_OFFSET, TCP_CWR,
+    TCP_FIN, TCP_PSH,
 };
 
 const TCP_URG: u8 = 0x20;
@@ -114,17 +115,7 @@ impl Segment {
 
     /// The TCP pseudo-header's sum for `tcp_len` bytes of TCP.
     fn pseudo_header(&self, frame: &[u8], tcp_len: usize) -> Sum16BitWords {
-        let l3 = self.l3;
-        match self.ip {
-            Ip::V4 => Sum16BitWords::new()
-                .add_slice(&frame[l3 + 12..l3 + 20])
-                .add_2bytes([0, IPPROTO_TCP])
-                .add_2bytes((tcp_len as u16).to_be_bytes()),
-            Ip::V6 => Sum16BitWords::new()
-                .add_slice(&frame[l3 + 8..l3 + 40])
-                .add_4bytes((tcp_len as u32).to_be_bytes())
-                .add_4bytes([0, 0, 0, IPPROTO_TCP]),
-        }
+        tcp_pseudo_header(frame, self.ip, self.l3, tcp_len)
     }
 
     fn payload_len(&self) -> usize {
@@ -259,21 +250,7 @@ impl Gro {
         let head = open.head;
         let (l3, l4) = (head.l3, head.l4);
         let out = &mut self.out;
-        match head.ip {
-            Ip::V4 => {
-                let total = (out.len() - l3) as u16;
-                out[l3 + 2..l3 + 4].copy_from_slice(&total.to_be_bytes());
-                out[l3 + 10..l3 + 12].fill(0);
-                let csum = Sum16BitWords::new()
-                    .add_slice(&out[l3..l4])
-                    .ones_complement();
-                out[l3 + 10..l3 + 12].copy_from_slice(&csum.to_ne_bytes());
-            }
-            Ip::V6 => {
-                let plen = (out.len() - l3 - IPV6_HLEN) as u16;
-                out[l3 + 4..l3 + 6].copy_from_slice(&plen.to_be_bytes());
-            }
-        }
+        set_ip_length(out, head.ip, l3, l4);
         let pseudo = !head.pseudo_header(out, out.len() - l4).ones_complement();
         let at = l4 + TCP_CSUM_OFFSET;
         out[at..at + 2].copy_from_slice(&pseudo.to_ne_bytes());

@@ -238,6 +238,42 @@ pub fn complete_checksum(frame: &mut [u8], hdr: &VnetHdr) -> Result<(), OffloadE
     Ok(())
 }
 
+/// Makes the IP header at `l3` (TCP at `l4`) of `frame` say the frame's
+/// length: IPv4's total length and a fresh header checksum, IPv6's payload
+/// length.
+pub(super) fn set_ip_length(frame: &mut [u8], ip: Ip, l3: usize, l4: usize) {
+    match ip {
+        Ip::V4 => {
+            let total = (frame.len() - l3) as u16;
+            frame[l3 + 2..l3 + 4].copy_from_slice(&total.to_be_bytes());
+            frame[l3 + 10..l3 + 12].fill(0);
+            let csum = Sum16BitWords::new()
+                .add_slice(&frame[l3..l4])
+                .ones_complement();
+            frame[l3 + 10..l3 + 12].copy_from_slice(&csum.to_ne_bytes());
+        }
+        Ip::V6 => {
+            let plen = (frame.len() - l3 - IPV6_HLEN) as u16;
+            frame[l3 + 4..l3 + 6].copy_from_slice(&plen.to_be_bytes());
+        }
+    }
+}
+
+/// The sum of the TCP pseudo-header (RFC 793, RFC 8200 section 8.1) for
+/// `tcp_len` bytes of TCP behind the IP header at `l3` of `frame`.
+pub(super) fn tcp_pseudo_header(frame: &[u8], ip: Ip, l3: usize, tcp_len: usize) -> Sum16BitWords {
+    match ip {
+        Ip::V4 => Sum16BitWords::new()
+            .add_slice(&frame[l3 + 12..l3 + 20])
+            .add_2bytes([0, IPPROTO_TCP])
+            .add_2bytes((tcp_len as u16).to_be_bytes()),
+        Ip::V6 => Sum16BitWords::new()
+            .add_slice(&frame[l3 + 8..l3 + 40])
+            .add_4bytes((tcp_len as u32).to_be_bytes())
+            .add_4bytes([0, 0, 0, IPPROTO_TCP]),
+    }
+}
+
 /// A validated TCP super-frame, cut into segments one at a time.
 #[derive(Debug)]
 pub struct Segmenter<'a> {
@@ -367,23 +403,11 @@ impl<'a> Segmenter<'a> {
         out.extend_from_slice(&self.frame[..self.payload_at]);
         out.extend_from_slice(&self.frame[from..to]);
         let (l3, l4) = (self.l3, self.l4);
-        match self.ip {
-            Ip::V4 => {
-                let total = (out.len() - l3) as u16;
-                out[l3 + 2..l3 + 4].copy_from_slice(&total.to_be_bytes());
-                let id = u16::from_be_bytes([out[l3 + 4], out[l3 + 5]]).wrapping_add(k as u16);
-                out[l3 + 4..l3 + 6].copy_from_slice(&id.to_be_bytes());
-                out[l3 + 10..l3 + 12].fill(0);
-                let csum = Sum16BitWords::new()
-                    .add_slice(&out[l3..l4])
-                    .ones_complement();
-                out[l3 + 10..l3 + 12].copy_from_slice(&csum.to_ne_bytes());
-            }
-            Ip::V6 => {
-                let plen = (out.len() - l3 - IPV6_HLEN) as u16;
-                out[l3 + 4..l3 + 6].copy_from_slice(&plen.to_be_bytes());
-            }
+        if self.ip == Ip::V4 {
+            let id = u16::from_be_bytes([out[l3 + 4], out[l3 + 5]]).wrapping_add(k as u16);
+            out[l3 + 4..l3 + 6].copy_from_slice(&id.to_be_bytes());
         }
+        set_ip_length(out, self.ip, l3, l4);
         let seq = u32::from_be_bytes([out[l4 + 4], out[l4 + 5], out[l4 + 6], out[l4 + 7]])
             .wrapping_add((k * self.gso_size) as u32);
         out[l4 + 4..l4 + 8].copy_from_slice(&seq.to_be_bytes());
@@ -395,17 +419,7 @@ impl<'a> Segmenter<'a> {
         }
         let at = l4 + TCP_CSUM_OFFSET;
         out[at..at + 2].fill(0);
-        let tcp_len = (out.len() - l4) as u32;
-        let pseudo = match self.ip {
-            Ip::V4 => Sum16BitWords::new()
-                .add_slice(&out[l3 + 12..l3 + 20])
-                .add_2bytes([0, IPPROTO_TCP])
-                .add_2bytes((tcp_len as u16).to_be_bytes()),
-            Ip::V6 => Sum16BitWords::new()
-                .add_slice(&out[l3 + 8..l3 + 40])
-                .add_4bytes(tcp_len.to_be_bytes())
-                .add_4bytes([0, 0, 0, IPPROTO_TCP]),
-        };
+        let pseudo = tcp_pseudo_header(out, self.ip, l3, out.len() - l4);
         let csum = pseudo.add_slice(&out[l4..]).ones_complement();
         out[at..at + 2].copy_from_slice(&csum.to_ne_bytes());
         true
