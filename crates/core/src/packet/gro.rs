@@ -23,8 +23,11 @@
 //! whole length), `gso_size` the first segment's payload, and the ECN GSO
 //! flag when the first segment carries CWR. Departures: segments with a
 //! fixed IPv4 ID (which the kernel merges as `SKB_GSO_TCP_FIXEDID`, a type
-//! a TAP's `virtio_net_hdr` cannot carry) are not merged, and a merge stops
-//! at 65,535 bytes of IP length (`GRO_LEGACY_MAX_SIZE`).
+//! a TAP's `virtio_net_hdr` cannot carry) are not merged, a merge stops at
+//! 65,535 bytes of IP length (`GRO_LEGACY_MAX_SIZE`), and only consecutive
+//! frames merge: a frame of another flow ends the merge, where the kernel
+//! keeps up to `MAX_GRO_SKBS` (8) flows open per poll, so frames are never
+//! reordered between flows.
 //!
 //! `packet::gso::Segmenter` is the inverse: segmenting a merge gives back
 //! the segments it was made of.
