@@ -39,6 +39,19 @@ impl Write for Shared {
     }
 }
 
+/// The left-to-right lines of a trace whose event is one of `kinds`, each
+/// with its time in µs after 1 ms (when the scenarios' packets start).
+pub fn l2r_events(text: &str, kinds: &[&str]) -> Vec<(serde_json::Value, u64)> {
+    text.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["dir"] == "left_to_right" && kinds.iter().any(|k| v["ev"] == *k))
+        .map(|v| {
+            let us = (v["t"].as_u64().unwrap() - 1_000_000) / 1_000;
+            (v, us)
+        })
+        .collect()
+}
+
 /// Runs a scenario with a written trace: the report and the trace's JSON
 /// lines.
 pub fn traced(sc: &Scenario) -> (SimReport, String) {

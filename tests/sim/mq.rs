@@ -4,19 +4,13 @@
 //! child only when its own queue is stopped): scenarios with two flows on
 //! two TX queues, times and counters worked out by hand.
 
-use super::{load, traced};
+use super::{l2r_events, load, traced};
 
 /// `(flow, µs after 1 ms)` of every left-to-right `ev` line of a trace.
 fn times(text: &str, ev: &str) -> Vec<(u64, u64)> {
-    text.lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v["dir"] == "left_to_right" && v["ev"] == ev)
-        .map(|v| {
-            (
-                v["flow"].as_u64().unwrap(),
-                (v["t"].as_u64().unwrap() - 1_000_000) / 1_000,
-            )
-        })
+    l2r_events(text, &[ev])
+        .into_iter()
+        .map(|(v, us)| (v["flow"].as_u64().unwrap(), us))
         .collect()
 }
 

@@ -2,20 +2,14 @@
 //! (`tx_stop_threshold`), with stops, requeues and times worked out by
 //! hand from the kernel's rules.
 
-use super::{load, traced};
+use super::{l2r_events, load, traced};
 
 /// `(event, µs after 1 ms)` of the left-to-right lines of a trace whose
 /// kind is one of `kinds`.
 fn events(text: &str, kinds: &[&str]) -> Vec<(String, u64)> {
-    text.lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v["dir"] == "left_to_right" && kinds.iter().any(|k| v["ev"] == *k))
-        .map(|v| {
-            (
-                v["ev"].as_str().unwrap().to_string(),
-                (v["t"].as_u64().unwrap() - 1_000_000) / 1_000,
-            )
-        })
+    l2r_events(text, kinds)
+        .into_iter()
+        .map(|(v, us)| (v["ev"].as_str().unwrap().to_string(), us))
         .collect()
 }
 
