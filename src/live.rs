@@ -14,7 +14,6 @@ use crate::config::{Config, Endpoint};
 use crate::control_server::ControlServer;
 use crate::datapath::{Datapath, DatapathConfig, FRAME_OVERHEAD};
 use crate::dir::Dir;
-use crate::link::offload::GsoPolicy;
 use crate::link::Path as LinkPath;
 use crate::netns::{self, SideSpec, Topology};
 use crate::port::{FramePort, TapSpec};
@@ -68,10 +67,7 @@ pub(crate) fn setup(cfg: &Config) -> anyhow::Result<Setup> {
             snapshot_flows: cfg.daemon.snapshot_flows as usize,
             frame_buf: cfg.tap.mtu as usize + FRAME_OVERHEAD,
             pool_buffers: cfg.daemon.pool_size as usize,
-            gso: GsoPolicy {
-                whole_min_rate_bytes_ps: cfg.tap.gso_min_rate.value(),
-                forward_gro: cfg.tap.forward_gro,
-            },
+            gso: cfg.tap.gso_policy().unwrap_or_default(),
             gro: cfg.tap.offload && cfg.tap.gro,
             // One CPU pins both threads; two, one each.
             cpus: match cfg.daemon.cpus[..] {

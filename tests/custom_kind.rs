@@ -37,7 +37,7 @@ impl Qdisc for Passthrough {
     fn dequeue(&mut self, _: Instant, _: &mut Drops) -> Option<Packet> {
         let pkt = self.queue.pop_front()?;
         self.backlog -= u64::from(pkt.len);
-        self.stats.count_sent(pkt.len);
+        self.stats.count_sent(&pkt);
         Some(pkt)
     }
     fn peek(&mut self, _: Instant, _: &mut Drops) -> Option<&Packet> {

@@ -53,6 +53,7 @@ pub use source::Position;
 pub use validate::{check_link_coalescing, MAX_FRAMES, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING};
 pub use values::{Delay, DurationFlag, IfAddr, LinkRate, Size, TcRate, TcTime};
 
+use crate::link::offload::GsoPolicy;
 use crate::link::LinkParams;
 use crate::qdisc::tree::DevSpec;
 use crate::tc::Step;
@@ -245,6 +246,18 @@ pub struct TapSettings {
     /// forwarding Linux router with GRO on its ingress NIC (TBF's bucket
     /// bounds them, `link::offload`).
     pub forward_gro: bool,
+}
+
+impl TapSettings {
+    /// Which super-frames may pass whole (`link::offload`), per
+    /// `gso_min_rate` and `forward_gro`; None without offload, when the
+    /// TAPs hand over no super-frames.
+    pub fn gso_policy(&self) -> Option<GsoPolicy> {
+        self.offload.then(|| GsoPolicy {
+            whole_min_rate_bytes_ps: self.gso_min_rate.value(),
+            forward_gro: self.forward_gro,
+        })
+    }
 }
 
 impl Default for TapSettings {

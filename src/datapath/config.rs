@@ -5,13 +5,7 @@
 use crate::link::offload::GsoPolicy;
 use crate::time::NS_PER_MS;
 
-/// Ethernet header plus two VLAN tags: the most a frame exceeds the MTU by.
-pub const FRAME_OVERHEAD: usize = 14 + 8;
-
-/// Size of the buffers offload ports are read into: the largest GSO
-/// super-frame a TAP hands over (64 KB, `gso_max_size`) and some slack, so
-/// that a read filling the buffer is known to be cut short.
-pub const GSO_FRAME_BUF: usize = 65_536 + 64;
+pub use crate::packet::pool::{FRAME_OVERHEAD, GSO_FRAME_BUF};
 
 /// Default of `DatapathConfig::snapshot_flows`.
 pub const DEFAULT_SNAPSHOT_FLOWS: usize = 64;

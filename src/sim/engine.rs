@@ -8,7 +8,10 @@
 //! sequence, so equal-time events run in a fixed order; all randomness comes
 //! from one `SmallRng` seeded by the scenario. Frames carry real headers; a
 //! side table (slot = the frame's tag) remembers what each frame is, and
-//! header buffers are recycled.
+//! header buffers are recycled. A `[[packet]]` source with `segments > 1`
+//! sends whole TCP super-frames (real bytes) through the lane's offload
+//! ingress, which passes them whole or segments them as the live driver's
+//! does; their segments share the super-frame's tag and entry.
 
 use super::frame::{self, Endpoints, Proto, Tag, L4};
 use super::observe::{DequeueLog, Logged};
@@ -24,7 +27,8 @@ use crate::bridge::Bridge;
 use crate::dir::Dir;
 use crate::link::path::DriverEvent;
 use crate::link::Path;
-use crate::packet::Packet;
+use crate::packet::pool::{Buffers, PacketPool, FRAME_OVERHEAD, GSO_FRAME_BUF};
+use crate::packet::{gro, gso, Packet};
 use crate::qdisc::Verdict;
 use crate::time::{earliest, Instant};
 use hdrhistogram::Histogram;
@@ -106,6 +110,12 @@ struct PktInfo {
     len: u32,
     ecn_sent: u8,
     what: What,
+    /// Segments it was sent as: 1 for a plain frame, more for a
+    /// super-frame.
+    segments: u32,
+    /// Of those, the ones not yet delivered or dropped (a segmented
+    /// super-frame's entry stays until the last).
+    segments_left: u32,
 }
 
 impl PktInfo {
@@ -162,6 +172,19 @@ impl Slab {
         self.free.push(tag.slot);
         Some(info)
     }
+    /// The entry of a frame that left the link carrying `segs` of its
+    /// segments (a segment 1, a whole super-frame all): removed with the
+    /// last of them.
+    fn take_segments(&mut self, tag: Tag, segs: u32) -> Option<PktInfo> {
+        let slot = tag.slot;
+        let left = self.get(tag)?.segments_left;
+        if segs >= left {
+            return self.take(tag);
+        }
+        let info = self.get_mut(slot)?;
+        info.segments_left = left - segs;
+        Some(*info)
+    }
 }
 
 /// Per-direction results beyond the path's own counters.
@@ -197,6 +220,8 @@ pub struct Sim {
     /// Each direction's TX queues (for the snapshots' tc text).
     tx_queues: [u32; 2],
     snapshots: Vec<SnapshotReport>,
+    /// Super-frames and their segments, for scenarios that send them.
+    bufs: Option<Buffers>,
 }
 
 impl Sim {
@@ -231,10 +256,11 @@ impl Sim {
         let l2r = make_path(Dir::LeftToRight)?;
         let r2l = make_path(Dir::RightToLeft)?;
         let mut bridge = Bridge::new(l2r, r2l);
+        let gso = sc.tap.gso_policy();
         for dir in Dir::ALL {
-            bridge
-                .lane_mut(dir)
-                .set_observer(Box::new(DequeueLog::default()));
+            let lane = bridge.lane_mut(dir);
+            lane.set_observer(Box::new(DequeueLog::default()));
+            lane.set_gso(gso.as_ref(), sc.kinds, Instant::ZERO);
         }
         let flows = build_flows(sc, &mut rng)?;
         let dir_state = || DirState {
@@ -271,6 +297,7 @@ impl Sim {
             },
             tx_queues: Dir::ALL.map(|d| cfg.tx_queues(d)),
             snapshots: Vec::new(),
+            bufs: super_frame_buffers(sc),
         };
         for i in 0..sim.flows.len() {
             let start = sim.flows[i].start;
@@ -425,6 +452,14 @@ impl Sim {
                 }
                 p.left -= 1;
                 let (size, proto, more, next) = (p.size, p.proto, p.left > 0, now + p.interval_ns);
+                let segments = p.segments;
+                if segments > 1 {
+                    self.emit_super(i, dir, &ep, tos, size, segments);
+                    if more {
+                        self.schedule(next, i as u32, TimerKind::Source);
+                    }
+                    return;
+                }
                 let l4 = match proto {
                     Proto::Udp => L4::Udp,
                     Proto::Tcp => L4::Tcp {
@@ -553,6 +588,8 @@ impl Sim {
             len: 0,
             ecn_sent: dsfield & 3,
             what,
+            segments: 1,
+            segments_left: 1,
         });
         let mut buf = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(128));
         let tag = Tag {
@@ -567,14 +604,99 @@ impl Sim {
         let c = &mut self.flows[flow].counters[reverse as usize];
         c.sent_pkts += 1;
         c.sent_bytes += len as u64;
-        let lane = self.bridge.lane_mut(Dir::ALL[dir]);
-        lane.ingress_headers(buf, len, now);
-        let verdict = lane
+        self.bridge
+            .lane_mut(Dir::ALL[dir])
+            .ingress_headers(buf, len, now);
+        self.trace_enqueue(flow, dir, trace_id, len);
+    }
+
+    /// Builds a TCP super-frame of `segments` segments of `size` bytes
+    /// (real bytes, zero payload) and hands it with its offload header to
+    /// lane `dir`, as a TAP with offload hands one to the live driver
+    /// (`Lane::ingress_offloaded`): it passes whole or is segmented there.
+    /// Its flow counts it as its segments.
+    fn emit_super(
+        &mut self,
+        flow: usize,
+        dir: usize,
+        ep: &Endpoints,
+        dsfield: u8,
+        size: u32,
+        segments: u32,
+    ) {
+        let now = self.now;
+        let Some(bufs) = self.bufs.as_mut() else {
+            return;
+        };
+        self.emitted_this_instant += 1;
+        let trace_id = self.next_trace_id;
+        self.next_trace_id += 1;
+        let hdr_len = ep.min_frame(Proto::Tcp);
+        let mss = size as usize - hdr_len;
+        let total = hdr_len + segments as usize * mss;
+        // What its segments occupy on the wire (`qdisc_pkt_len`).
+        let wire = segments * size;
+        let slot = self.slab.insert(PktInfo {
+            trace_id,
+            digest: 0,
+            flow: flow as u32,
+            dir: dir as u8,
+            reverse: false,
+            sent: now,
+            len: wire,
+            ecn_sent: dsfield & 3,
+            what: What::Datagram,
+            segments,
+            segments_left: segments,
+        });
+        let tag = Tag {
+            slot,
+            serial: trace_id as u32,
+        };
+        let l4 = L4::Tcp {
+            seq: 0,
+            ack: Some(1),
+            ece: false,
+            cwr: false,
+            sack: [None; 3],
+        };
+        let mut rx = bufs.super_frames.get().unwrap_or_default();
+        frame::write_frame(&mut rx, ep, dsfield, total, tag, &l4);
+        rx.resize(total, 0);
+        // The scenario's check keeps the segments within 65,535 bytes of IP
+        // and with a payload, so the frame is a valid super-frame.
+        let Ok(hdr) = gso::make_super_frame(&mut rx, mss as u16) else {
+            self.dirs[dir].tally.unexplained_drops += 1;
+            self.slab.take(tag);
+            bufs.put(rx);
+            return;
+        };
+        if let Some(info) = self.slab.get_mut(slot) {
+            info.digest = frame::digest(&rx);
+        }
+        let c = &mut self.flows[flow].counters[0];
+        c.sent_pkts += segments as u64;
+        c.sent_bytes += wire as u64;
+        rx.resize(GSO_FRAME_BUF, 0);
+        self.bridge
+            .lane_mut(Dir::ALL[dir])
+            .ingress_offloaded(&mut rx, total, hdr, now, bufs);
+        bufs.put(rx);
+        self.trace_enqueue(flow, dir, trace_id, wire);
+    }
+
+    /// Traces the enqueue of frame `trace_id` into lane `dir` with the
+    /// qdisc's verdict (a segmented super-frame's is its last segment's),
+    /// and the departures it caused.
+    fn trace_enqueue(&mut self, flow: usize, dir: usize, trace_id: u64, len: u32) {
+        let verdict = self
+            .bridge
+            .lane_mut(Dir::ALL[dir])
             .path_mut()
             .observer_mut::<DequeueLog>()
             .and_then(DequeueLog::take_verdict);
         self.trace.record(TraceEvent {
-            t: now.nanos(),
+            t: self.now.nanos(),
             ev: EventKind::Enqueue,
             dir: Dir::ALL[dir],
             flow: flow as u32,
@@ -588,6 +710,15 @@ impl Sim {
             }),
         });
         self.trace_dequeues(dir);
+    }
+
+    /// Returns a delivered or dropped frame's buffer: to the super-frame
+    /// buffers if it was (part of) a super-frame, else to the header pool.
+    fn recycle(&mut self, data: Vec<u8>, super_frame: bool) {
+        match (&mut self.bufs, super_frame) {
+            (Some(bufs), true) => bufs.put(data),
+            _ => self.pool.push(data),
+        }
     }
 
     /// Traces the departures lane `dir`'s qdisc logged (a frame bypassing
@@ -661,12 +792,14 @@ impl Sim {
                 "unknown"
             }
         };
-        let Some(info) = frame::read_tag(&pkt.data).and_then(|t| self.slab.take(t)) else {
+        let segs = pkt.segs();
+        let Some(info) = frame::read_tag(&pkt.data).and_then(|t| self.slab.take_segments(t, segs))
+        else {
             self.unmatched_frames += 1;
             self.pool.push(pkt.data);
             return;
         };
-        self.flows[info.flow as usize].counters[info.reverse as usize].dropped_pkts += 1;
+        self.flows[info.flow as usize].counters[info.reverse as usize].dropped_pkts += segs as u64;
         self.trace.record(TraceEvent {
             t: self.now.nanos(),
             ev: EventKind::Drop,
@@ -677,22 +810,31 @@ impl Sim {
             reason: Some(reason),
             verdict: None,
         });
-        self.pool.push(pkt.data);
+        self.recycle(pkt.data, info.segments > 1);
     }
 
     fn deliver(&mut self, dir: usize, pkt: Packet) {
         let now = self.now;
-        let Some(info) = frame::read_tag(&pkt.data).and_then(|t| self.slab.take(t)) else {
+        let segs = pkt.segs();
+        let Some(info) = frame::read_tag(&pkt.data).and_then(|t| self.slab.take_segments(t, segs))
+        else {
             self.unmatched_frames += 1;
             self.pool.push(pkt.data);
             return;
         };
         debug_assert_eq!(info.dir as usize, dir);
         let i = info.flow as usize;
-        if frame::digest(&pkt.data) != info.digest {
+        // A super-frame's segment was rewritten by the segmentation: the
+        // receiver's checks are its IPv4 header and TCP checksums.
+        let intact = if info.segments > 1 && pkt.meta.gso_segs == 0 {
+            gro::is_intact_tcp_segment(&pkt.data)
+        } else {
+            frame::digest(&pkt.data) == info.digest
+        };
+        if !intact {
             // Corrupted on the wire: the receiver's checksum check drops it.
-            self.flows[i].counters[info.reverse as usize].discarded_pkts += 1;
-            self.dirs[dir].tally.corrupt_discarded += 1;
+            self.flows[i].counters[info.reverse as usize].discarded_pkts += segs as u64;
+            self.dirs[dir].tally.corrupt_discarded += segs as u64;
             self.trace.record(TraceEvent {
                 t: now.nanos(),
                 ev: EventKind::Drop,
@@ -703,17 +845,17 @@ impl Sim {
                 reason: Some("corrupt"),
                 verdict: None,
             });
-            self.pool.push(pkt.data);
+            self.recycle(pkt.data, info.segments > 1);
             return;
         }
         let ce = frame::read_ecn(&pkt.data) == Some(3);
         let marked = ce && info.ecn_sent != 3;
         let len = pkt.len;
-        self.pool.push(pkt.data);
+        self.recycle(pkt.data, info.segments > 1);
         let owd = now.saturating_since(info.sent);
         self.dirs[dir].owd.saturating_record(owd.max(1));
         let c = &mut self.flows[i].counters[info.reverse as usize];
-        c.delivered_pkts += 1;
+        c.delivered_pkts += segs as u64;
         c.delivered_bytes += len as u64;
         c.owd_sum_ns += owd;
         c.owd_max_ns = c.owd_max_ns.max(owd);
@@ -819,6 +961,28 @@ impl Sim {
             snapshots: self.snapshots.clone(),
         }
     }
+}
+
+/// Buffers for the super-frames of a scenario's `[[packet]]` sources with
+/// `segments > 1` (None if it has none): enough for every one of them and
+/// their segments to be in flight at once, up to 2^20 segments (beyond
+/// that the lane drops a segment with no buffer as `PoolExhausted`).
+fn super_frame_buffers(sc: &Scenario) -> Option<Buffers> {
+    let (supers, segments) = sc
+        .packet
+        .iter()
+        .map(|p| p.get_ref())
+        .filter(|p| p.segments > 1)
+        .fold((0u64, 0u64), |(f, s), p| {
+            (f + p.count as u64, s + p.count as u64 * p.segments as u64)
+        });
+    (supers > 0).then(|| Buffers {
+        frames: PacketPool::new(
+            sc.tap.mtu as usize + FRAME_OVERHEAD,
+            segments.min(1 << 20) as usize,
+        ),
+        super_frames: PacketPool::new(GSO_FRAME_BUF, supers.min(1 << 20) as usize + 1),
+    })
 }
 
 /// The trace line of a driver event.

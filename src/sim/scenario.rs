@@ -45,7 +45,7 @@
 //! `direction` is `left_to_right` (default) or `right_to_left`: data and
 //! requests go that way, ACKs and replies come back the other way.
 
-use super::frame::{Endpoints, Proto};
+use super::frame::{self, Endpoints, Proto};
 use super::SimError;
 use crate::config::{Config, LinkSettings, TapSettings};
 use crate::dir::Dir;
@@ -361,6 +361,12 @@ pub struct PacketSpec {
     /// `count`: how many (default 1).
     #[serde(default = "one")]
     pub count: u32,
+    /// `segments`: with `proto = "tcp"`, each packet is a GSO super-frame
+    /// of this many `size`-byte segments, as a sending kernel with TSO hands
+    /// one to a TAP with offload; the link passes it whole or segments it
+    /// (`[tap]` `gso_min_rate`, `forward_gro`). Default 1: a plain frame.
+    #[serde(default = "one")]
+    pub segments: u32,
     /// `interval`: time between them (default 0: back to back at the same
     /// instant).
     #[serde(default)]
@@ -671,7 +677,8 @@ impl Scenario {
                 spec.direction,
                 spec.proto,
             )?;
-            frames_total += spec.count as f64;
+            self.check_segments(p.span(), i, spec)?;
+            frames_total += spec.count as f64 * spec.segments as f64;
         }
         for (i, s) in self.snapshot.iter().enumerate() {
             if s.get_ref().at.0 > self.duration.0 {
@@ -721,6 +728,54 @@ impl Scenario {
                 span,
                 what.to_string(),
                 format!("{size} bytes is out of range: allowed {min}..={max} (Ethernet header included)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks `packet[i].segments`: a super-frame needs TCP, TAPs with
+    /// offload, and at most 65,535 bytes of IP packet.
+    fn check_segments(
+        &self,
+        span: std::ops::Range<usize>,
+        i: usize,
+        spec: &PacketSpec,
+    ) -> Result<(), SimError> {
+        let what = format!("packet[{i}].segments");
+        let err = |msg: String| Err(self.err_at(span.clone(), what.clone(), msg));
+        let n = spec.segments;
+        if n == 0 {
+            return err("0 is out of range: allowed 1 (a plain frame) or more".into());
+        }
+        if n == 1 {
+            return Ok(());
+        }
+        if spec.proto != Proto::Tcp {
+            return err(format!(
+                "{n}: a super-frame is TCP (GSO of TCPv4/TCPv6); add proto = \"tcp\" or remove segments"
+            ));
+        }
+        if !self.tap.offload {
+            return err(format!(
+                "{n}: TAPs without offload (tap.offload = false) never hand over super-frames; set tap.offload = true or remove segments"
+            ));
+        }
+        let hdr = self
+            .endpoints(&spec.addr(), spec.direction, Proto::Tcp, 0)?
+            .min_frame(Proto::Tcp);
+        if spec.size as usize <= hdr {
+            return err(format!(
+                "{n}: segments of {} bytes carry no payload (the headers take {hdr}); raise size",
+                spec.size
+            ));
+        }
+        let total = hdr as u64 + n as u64 * (spec.size as u64 - hdr as u64);
+        let max = (frame::ETH_LEN + 65_535) as u64;
+        if total > max {
+            let most = (max - hdr as u64) / (spec.size as u64 - hdr as u64);
+            return err(format!(
+                "{n} segments of {} bytes make a {total}-byte super-frame: at most {max} fit (an IP packet of 65,535 bytes), so at most {most} segments of this size",
+                spec.size
             ));
         }
         Ok(())

@@ -117,6 +117,9 @@ pub struct PacketSource {
     pub size: u32,
     /// Packets still to send.
     pub left: u32,
+    /// Segments per packet: more than 1 makes each a TCP super-frame of
+    /// that many `size`-byte segments.
+    pub segments: u32,
     /// Time between packets, ns.
     pub interval_ns: u64,
 }
@@ -330,6 +333,7 @@ pub fn build_flows(sc: &Scenario, rng: &mut SmallRng) -> Result<Vec<Flow>, SimEr
             proto: spec.proto,
             size: spec.size,
             left: spec.count,
+            segments: spec.segments,
             interval_ns: spec.interval.0,
         };
         push(

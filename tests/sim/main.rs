@@ -9,6 +9,7 @@ mod coalesce;
 mod common;
 mod determinism;
 mod edges;
+mod gso;
 mod mq;
 mod props;
 mod ring;

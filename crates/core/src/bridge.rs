@@ -4,7 +4,9 @@
 //! plus 4 per VLAN tag) are dropped and counted in their direction; the rest
 //! are numbered, classified once and handed to that direction's `Path`. A
 //! GSO super-frame passing whole (`ingress_whole`) is checked by its largest
-//! segment.
+//! segment; a super-frame read with its offload header
+//! (`ingress_offloaded`) passes whole or is segmented first, as the lane's
+//! GSO bound (`set_gso`, from `link::offload::GsoPolicy`) says.
 //!
 //! Each direction is a `Lane` that owns everything it needs (its path, its
 //! frame numbers, its refused buffers, its tap), so whoever drives a
@@ -18,10 +20,13 @@
 //! datapath installs none.
 
 use crate::dir::Dir;
+use crate::link::offload::GsoPolicy;
 use crate::link::path::{PathObserver, PathSnapshot};
 use crate::link::Path;
-use crate::packet::gso::VnetHdr;
+use crate::packet::gso::{self, Segmenter, VnetHdr};
+use crate::packet::pool::Buffers;
 use crate::packet::{DropReason, Packet, PacketMeta};
+use crate::qdisc::registry::KindEntry;
 use crate::qdisc::FlowListing;
 use crate::time::{earliest, Instant};
 
@@ -31,6 +36,16 @@ const VLAN_HLEN: usize = 4;
 /// 802.1Q and 802.1ad (QinQ) tag protocol identifiers.
 const ETH_P_8021Q: u16 = 0x8100;
 const ETH_P_8021AD: u16 = 0x88A8;
+
+/// The offload state a frame enters the path with: a plain frame's is
+/// all zero.
+#[derive(Clone, Copy, Default)]
+struct Gso {
+    /// The header it is written out with.
+    offload: VnetHdr,
+    /// Its segments if it is a super-frame, else 0.
+    segments: u32,
+}
 
 /// Where in a lane a tap saw a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +110,9 @@ pub struct Lane {
     rejected: Vec<Packet>,
     now: Instant,
     tap: Option<Box<dyn FrameTap>>,
+    /// Super-frames whose length is at most this pass whole (others are
+    /// segmented); None: all are segmented (`GsoPolicy::whole_up_to`).
+    whole_up_to: Option<u64>,
 }
 
 /// Bytes of VLAN tags after the MAC addresses (nested tags allowed).
@@ -120,7 +138,26 @@ impl Lane {
             rejected: Vec::new(),
             now: Instant::ZERO,
             tap: None,
+            whole_up_to: None,
         }
+    }
+
+    /// Decides which super-frames pass whole from now on, for the path as
+    /// it is at `now`: `policy` None when the ports carry no offload
+    /// headers (all are segmented), else `GsoPolicy::whole_up_to` for the
+    /// path's parameters, shape and qdisc tree (`kinds`: which kinds
+    /// shape). Called again whenever any of those changes.
+    pub fn set_gso(&mut self, policy: Option<&GsoPolicy>, kinds: &[KindEntry], now: Instant) {
+        let path = &self.path;
+        self.whole_up_to = policy.and_then(|p| {
+            p.whole_up_to(path.params(), path.shape(), &path.qdisc().dump(now), kinds)
+        });
+    }
+
+    /// The bound `set_gso` last chose: super-frames up to this many bytes
+    /// pass whole; None: all are segmented.
+    pub fn whole_up_to(&self) -> Option<u64> {
+        self.whole_up_to
     }
 
     /// Shows every frame from now on to `tap`.
@@ -158,29 +195,112 @@ impl Lane {
     /// A frame read from the sending side at `now`.
     pub fn ingress(&mut self, frame: Vec<u8>, now: Instant) {
         let len = frame.len() as u32;
-        self.ingress_accounted(frame, len, len as usize, VnetHdr::default(), now);
+        self.ingress_accounted(frame, len, len as usize, Gso::default(), now);
     }
 
     /// A frame of which `frame` holds only the headers (the simulator's,
     /// see `crate::sim::frame`), accounted and checked as `len` bytes.
     pub fn ingress_headers(&mut self, frame: Vec<u8>, len: u32, now: Instant) {
-        self.ingress_accounted(frame, len, len as usize, VnetHdr::default(), now);
+        self.ingress_accounted(frame, len, len as usize, Gso::default(), now);
     }
 
     /// A GSO super-frame that passes the link whole (see `packet::gso`):
     /// one frame accounted with `wire_len` (what its segments occupy) and
     /// written out with its `offload` header. Its largest segment,
     /// `segment_len` bytes, must fit the MTU like any frame, else the
-    /// super-frame is dropped as `Oversize`.
+    /// super-frame is dropped as `Oversize`. It counts as its `segments`
+    /// in the qdiscs' Sent packets.
     pub fn ingress_whole(
         &mut self,
         frame: Vec<u8>,
         offload: VnetHdr,
         wire_len: u32,
         segment_len: usize,
+        segments: u32,
         now: Instant,
     ) {
-        self.ingress_accounted(frame, wire_len, segment_len, offload, now);
+        let gso = Gso { offload, segments };
+        self.ingress_accounted(frame, wire_len, segment_len, gso, now);
+    }
+
+    /// The `n`-byte frame at the start of `rx` (a receive buffer of
+    /// `bufs.super_frames`' size), read at `now` with its offload header
+    /// `hdr`: a plain frame is copied into a frame buffer (its checksum
+    /// completed if the header asks); a super-frame within the bound
+    /// passes whole (`rx` is handed to the lane and replaced by a fresh
+    /// super-frame buffer), any other is segmented into frame buffers
+    /// (`packet::gso::Segmenter`, the kernel's `skb_segment`). What cannot
+    /// be taken is counted in and dropped: a read that filled `rx` or a
+    /// header that does not match the frame as `BadOffload`, a frame or
+    /// segment larger than a frame buffer as `Oversize`, one with no
+    /// buffer left as `PoolExhausted`.
+    pub fn ingress_offloaded(
+        &mut self,
+        rx: &mut Vec<u8>,
+        n: usize,
+        hdr: VnetHdr,
+        now: Instant,
+        bufs: &mut Buffers,
+    ) {
+        let len = u32::try_from(n).unwrap_or(u32::MAX);
+        if n >= rx.len() {
+            // Filled the buffer: cut short, so its headers cannot be trusted.
+            return self.path.count_rejected(len, DropReason::BadOffload);
+        }
+        if !hdr.is_gso() {
+            if n > bufs.frames.buf_size() {
+                return self.path.count_rejected(len, DropReason::Oversize);
+            }
+            let Some(mut buf) = bufs.frames.get() else {
+                return self.path.count_rejected(len, DropReason::PoolExhausted);
+            };
+            buf.clear();
+            buf.extend_from_slice(&rx[..n]);
+            if gso::complete_checksum(&mut buf, &hdr).is_err() {
+                bufs.frames.put(buf);
+                return self.path.count_rejected(len, DropReason::BadOffload);
+            }
+            return self.ingress(buf, now);
+        }
+        let Ok(mut seg) = Segmenter::new(&rx[..n], &hdr) else {
+            return self.path.count_rejected(len, DropReason::BadOffload);
+        };
+        if self
+            .whole_up_to
+            .is_some_and(|bound| seg.wire_len() <= bound)
+        {
+            let (wire, seg_len, segs) = (seg.wire_len(), seg.max_segment_len(), seg.segments());
+            if let Some(fresh) = bufs.super_frames.get() {
+                let mut frame = std::mem::replace(rx, fresh);
+                frame.truncate(n);
+                let wire = u32::try_from(wire).unwrap_or(u32::MAX);
+                return self.ingress_whole(frame, hdr, wire, seg_len, segs, now);
+            }
+            // No super-frame buffer left: segment instead.
+        }
+        // Segments larger than a frame buffer could never pass the MTU.
+        let too_big = seg.max_segment_len() > bufs.frames.buf_size();
+        loop {
+            let buf = if too_big { None } else { bufs.frames.get() };
+            match buf {
+                Some(mut buf) => {
+                    if !seg.next_into(&mut buf) {
+                        bufs.frames.put(buf);
+                        return;
+                    }
+                    self.ingress(buf, now);
+                }
+                None => {
+                    let Some(seg_len) = seg.skip() else { return };
+                    let reason = if too_big {
+                        DropReason::Oversize
+                    } else {
+                        DropReason::PoolExhausted
+                    };
+                    self.path.count_rejected(seg_len as u32, reason);
+                }
+            }
+        }
     }
 
     /// The runt and MTU checks on a frame accounted as `len` bytes whose
@@ -192,7 +312,7 @@ impl Lane {
         frame: Vec<u8>,
         len: u32,
         frame_len: usize,
-        offload: VnetHdr,
+        gso: Gso,
         now: Instant,
     ) {
         self.now = self.now.max(now);
@@ -224,7 +344,8 @@ impl Lane {
         }
         let mut pkt = Packet::from_frame(frame, now);
         pkt.len = len;
-        pkt.meta.offload = offload;
+        pkt.meta.offload = gso.offload;
+        pkt.meta.gso_segs = gso.segments;
         pkt.meta.id = self.next_id;
         self.next_id += 1;
         self.path.ingress(pkt, now);
@@ -428,6 +549,7 @@ mod tests {
     use super::testutil::{bridge, frame, run};
     use super::*;
     use crate::link::LinkParams;
+    use crate::packet::pool::{PacketPool, FRAME_OVERHEAD, GSO_FRAME_BUF};
     use crate::qdisc::QdiscCtx;
 
     #[test]
@@ -452,6 +574,76 @@ mod tests {
         let s = b.snapshot(Instant::from_millis(1000));
         assert_eq!(s.path(Dir::LeftToRight).counters.frames_out, 2);
         assert_eq!(s.path(Dir::RightToLeft).counters.frames_out, 1);
+    }
+
+    /// A TCP super-frame of `segs` segments of 1000 bytes of payload (1054
+    /// on the wire each), as a TAP with offload hands it over: in a receive
+    /// buffer of `GSO_FRAME_BUF` bytes, its length and its header.
+    fn super_frame(segs: usize) -> (Vec<u8>, usize, VnetHdr) {
+        let mut f = Vec::new();
+        etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+            .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .tcp(40000, 5201, 1, 512)
+            .write(&mut f, &vec![7u8; segs * 1000])
+            .unwrap();
+        let hdr = gso::make_super_frame(&mut f, 1000).unwrap();
+        let n = f.len();
+        f.resize(GSO_FRAME_BUF, 0);
+        (f, n, hdr)
+    }
+
+    #[test]
+    fn a_lane_passes_super_frames_whole_or_segments_them_as_set() {
+        let policy = GsoPolicy {
+            whole_min_rate_bytes_ps: 0,
+            forward_gro: false,
+        };
+        // (policy, super-frame buffers, frames the path takes in)
+        for (policy, supers, frames_in) in [
+            (Some(&policy), 4, 1),
+            (None, 4, 5),
+            // No buffer to keep it whole in: segmented.
+            (Some(&policy), 0, 5),
+        ] {
+            let mut b = bridge();
+            let mut bufs = Buffers {
+                frames: PacketPool::new(1500 + FRAME_OVERHEAD, 64),
+                super_frames: PacketPool::new(GSO_FRAME_BUF, supers),
+            };
+            let lane = b.lane_mut(Dir::LeftToRight);
+            lane.set_gso(policy, &[], Instant::ZERO);
+            assert_eq!(lane.whole_up_to(), policy.map(|_| u64::MAX));
+            let (mut rx, n, hdr) = super_frame(5);
+            lane.ingress_offloaded(&mut rx, n, hdr, Instant::ZERO, &mut bufs);
+            assert_eq!(rx.len(), GSO_FRAME_BUF, "a receive buffer is left");
+            let (got, freed) = run(&mut b);
+            assert_eq!((got.len(), freed.len()), (frames_in, 0));
+            let s = b.snapshot(Instant::from_millis(1000));
+            let p = s.path(Dir::LeftToRight);
+            assert_eq!(
+                (p.counters.frames_in, p.counters.bytes_in),
+                (frames_in as u64, 5270)
+            );
+            // Sent counts the segments, whole or not (`bstats_update`).
+            let q = &p.qdisc.stats;
+            assert_eq!((q.packets, q.bytes), (5, 5270));
+        }
+        // A read that filled its buffer, and a header that does not match
+        // the frame, are counted in and dropped as BadOffload.
+        let mut b = bridge();
+        let mut bufs = Buffers {
+            frames: PacketPool::new(1500 + FRAME_OVERHEAD, 64),
+            super_frames: PacketPool::new(GSO_FRAME_BUF, 4),
+        };
+        let lane = b.lane_mut(Dir::LeftToRight);
+        let (mut rx, n, mut hdr) = super_frame(2);
+        lane.ingress_offloaded(&mut rx, GSO_FRAME_BUF, hdr, Instant::ZERO, &mut bufs);
+        hdr.gso_type = gso::GSO_TCPV6;
+        lane.ingress_offloaded(&mut rx, n, hdr, Instant::ZERO, &mut bufs);
+        let s = b.snapshot(Instant::ZERO);
+        let c = &s.path(Dir::LeftToRight).counters;
+        assert_eq!(c.frames_in, 2);
+        assert_eq!(c.drops[DropReason::BadOffload.index()], 2);
     }
 
     #[test]

@@ -28,7 +28,7 @@ use crate::bridge::Lane;
 use crate::clock::MonotonicClock;
 use crate::dir::Dir;
 use crate::packet::gro::Gro;
-use crate::packet::pool::PacketPool;
+use crate::packet::pool::{Buffers, PacketPool};
 use crate::packet::Packet;
 use crate::port::FramePort;
 use crate::qdisc::FlowListing;
@@ -99,15 +99,12 @@ pub(super) struct Driver {
     release_lateness: Histogram<u64>,
     wakeups: Wakeups,
     next_publish: Instant,
-    pool: PacketPool,
-    /// Buffers of `GSO_FRAME_BUF` bytes for whole super-frames.
-    gso_pool: PacketPool,
-    /// Where an offload port is read into (from `gso_pool`; empty without
-    /// offload).
+    /// Frame buffers, and `GSO_FRAME_BUF`-byte ones for whole
+    /// super-frames.
+    bufs: Buffers,
+    /// Where an offload port is read into (from `bufs.super_frames`; empty
+    /// without offload).
     rx_gso: Vec<u8>,
-    /// Super-frames whose length is at most this pass whole (others are
-    /// segmented); None: all are segmented (`GsoPolicy::whole_up_to`).
-    whole_up_to: Option<u64>,
     /// Where a frame is read to be dropped when the pool is exhausted.
     discard: Vec<u8>,
     /// What the lane's last poll delivered, and freed.
@@ -150,9 +147,12 @@ impl Driver {
             inbox.wake.as_fd(),
             EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_COMMAND),
         )?;
-        let mut gso_pool = PacketPool::new(GSO_FRAME_BUF, cfg.gso_buffers.max(1));
+        let mut bufs = Buffers {
+            frames: PacketPool::new(cfg.frame_buf, cfg.pool_buffers),
+            super_frames: PacketPool::new(GSO_FRAME_BUF, cfg.gso_buffers.max(1)),
+        };
         let rx_gso = if ports.rx.offload() {
-            gso_pool.get().unwrap_or_default()
+            bufs.super_frames.get().unwrap_or_default()
         } else {
             Vec::new()
         };
@@ -176,10 +176,8 @@ impl Driver {
             release_lateness: lateness_histogram("release lateness")?,
             wakeups: Wakeups::default(),
             next_publish: Instant::ZERO,
-            pool: PacketPool::new(cfg.frame_buf, cfg.pool_buffers),
-            gso_pool,
+            bufs,
             rx_gso,
-            whole_up_to: None,
             discard: vec![0; DISCARD_BUF],
             out: Vec::with_capacity(256),
             freed: Vec::with_capacity(256),
@@ -209,19 +207,9 @@ impl Driver {
     /// offload headers and the policy must allow it for the direction's
     /// link, shape and qdisc tree.
     fn refresh_gso(&mut self) {
-        let path = self.lane.path();
-        self.whole_up_to = self
-            .ports
-            .offload
-            .then(|| {
-                self.cfg.gso.whole_up_to(
-                    path.params(),
-                    path.shape(),
-                    &path.qdisc().dump(self.clock.now()),
-                    crate::tc::kinds::BUILTIN,
-                )
-            })
-            .flatten();
+        let policy = self.ports.offload.then_some(&self.cfg.gso);
+        self.lane
+            .set_gso(policy, crate::tc::kinds::BUILTIN, self.clock.now());
     }
 
     /// The thread's body: sets up its scheduling, drops every capability,
@@ -273,7 +261,7 @@ impl Driver {
     fn poll_lane(&mut self, now: Instant) {
         self.lane.poll(now, &mut self.out, &mut self.freed);
         for pkt in self.freed.drain(..) {
-            recycle(&mut self.pool, &mut self.gso_pool, pkt.data);
+            self.bufs.put(pkt.data);
         }
     }
 
@@ -474,8 +462,8 @@ impl Driver {
             rx_port: self.ports.rx.counters(),
             tx_port: self.ports.tx.counters(),
             pool: PoolCounters {
-                in_use: (self.pool.in_use() + self.gso_pool.in_use()) as u64,
-                refused: self.pool.exhausted() + self.gso_pool.exhausted(),
+                in_use: self.bufs.in_use() as u64,
+                refused: self.bufs.exhausted(),
             },
             gro: self.gro_counts,
         }
@@ -492,15 +480,6 @@ impl Driver {
         let snap = self.snapshot(self.clock.now());
         self.snapshots.offer(self.dir, snap.clone());
         snap
-    }
-}
-
-/// Returns a buffer to the pool it came from (by its size).
-fn recycle(pool: &mut PacketPool, gso_pool: &mut PacketPool, buf: Vec<u8>) {
-    if buf.capacity() >= gso_pool.buf_size() {
-        gso_pool.put(buf);
-    } else {
-        pool.put(buf);
     }
 }
 

@@ -2,14 +2,12 @@
 //! 64 by default) from the port into buffers of the bounded pool (or a
 //! scratch buffer, counted as a `PoolExhausted` drop, once it runs out),
 //! each stamped with the time it was read, and writing whatever falls due
-//! meanwhile without returning to epoll; and, for ports with offload
-//! headers, handing plain frames, whole GSO super-frames or their segments
-//! to the lane.
+//! meanwhile without returning to epoll; for ports with offload headers,
+//! the lane takes each frame with its header (`Lane::ingress_offloaded`:
+//! plain frames, whole GSO super-frames or their segments).
 
 use std::io;
 
-use crate::bridge::Lane;
-use crate::packet::gso::{self, Segmenter, VnetHdr};
 use crate::packet::DropReason;
 use crate::time::{Clock, Instant};
 
@@ -63,7 +61,7 @@ impl Driver {
     /// Reads one frame from a port without offload.
     fn read_plain(&mut self, now: Instant) -> Read {
         let port = self.rx_port();
-        let Some(mut buf) = self.pool.get() else {
+        let Some(mut buf) = self.bufs.frames.get() else {
             return match self.ports.rx.recv(&mut self.discard) {
                 Ok(Some(n)) => {
                     let frame = &self.discard[..n.min(self.discard.len())];
@@ -84,11 +82,11 @@ impl Driver {
                 Read::Frame
             }
             Ok(None) => {
-                self.pool.put(buf);
+                self.bufs.frames.put(buf);
                 Read::Empty
             }
             Err(e) => {
-                self.pool.put(buf);
+                self.bufs.frames.put(buf);
                 self.fail(port, "reading frames", e);
                 Read::Failed
             }
@@ -99,7 +97,8 @@ impl Driver {
     fn read_offloaded(&mut self, now: Instant) -> Read {
         match self.ports.rx.recv_offload(&mut self.rx_gso) {
             Ok(Some((n, hdr))) => {
-                self.ingress_offloaded(n, hdr, now);
+                self.lane
+                    .ingress_offloaded(&mut self.rx_gso, n, hdr, now, &mut self.bufs);
                 Read::Frame
             }
             Ok(None) => Read::Empty,
@@ -114,72 +113,6 @@ impl Driver {
                 let port = self.rx_port();
                 self.fail(port, "reading frames", e);
                 Read::Failed
-            }
-        }
-    }
-
-    /// Hands the `n`-byte frame in `rx_gso` to the lane: copied if plain,
-    /// whole or segmented if a super-frame.
-    fn ingress_offloaded(&mut self, n: usize, hdr: VnetHdr, now: Instant) {
-        let len = u32::try_from(n).unwrap_or(u32::MAX);
-        let reject =
-            |lane: &mut Lane, len: u32, reason| lane.path_mut().count_rejected(len, reason);
-        if n >= self.rx_gso.len() {
-            // Filled the buffer: cut short, so its headers cannot be trusted.
-            return reject(&mut self.lane, len, DropReason::BadOffload);
-        }
-        if !hdr.is_gso() {
-            if n > self.pool.buf_size() {
-                return reject(&mut self.lane, len, DropReason::Oversize);
-            }
-            let Some(mut buf) = self.pool.get() else {
-                return reject(&mut self.lane, len, DropReason::PoolExhausted);
-            };
-            buf.clear();
-            buf.extend_from_slice(&self.rx_gso[..n]);
-            if gso::complete_checksum(&mut buf, &hdr).is_err() {
-                self.pool.put(buf);
-                return reject(&mut self.lane, len, DropReason::BadOffload);
-            }
-            return self.lane.ingress(buf, now);
-        }
-        let Ok(mut seg) = Segmenter::new(&self.rx_gso[..n], &hdr) else {
-            return reject(&mut self.lane, len, DropReason::BadOffload);
-        };
-        if self
-            .whole_up_to
-            .is_some_and(|bound| seg.wire_len() <= bound)
-        {
-            let (wire, seg_len) = (seg.wire_len(), seg.max_segment_len());
-            if let Some(fresh) = self.gso_pool.get() {
-                let mut frame = std::mem::replace(&mut self.rx_gso, fresh);
-                frame.truncate(n);
-                let wire = u32::try_from(wire).unwrap_or(u32::MAX);
-                return self.lane.ingress_whole(frame, hdr, wire, seg_len, now);
-            }
-            // No 64 KB buffer left: segment instead.
-        }
-        // Segments larger than a pool buffer could never pass the MTU.
-        let too_big = seg.max_segment_len() > self.pool.buf_size();
-        loop {
-            let buf = if too_big { None } else { self.pool.get() };
-            match buf {
-                Some(mut buf) => {
-                    if !seg.next_into(&mut buf) {
-                        self.pool.put(buf);
-                        return;
-                    }
-                    self.lane.ingress(buf, now);
-                }
-                None => {
-                    let Some(seg_len) = seg.skip() else { return };
-                    let reason = if too_big {
-                        DropReason::Oversize
-                    } else {
-                        DropReason::PoolExhausted
-                    };
-                    reject(&mut self.lane, seg_len as u32, reason);
-                }
             }
         }
     }

@@ -12,7 +12,7 @@ use crate::packet::Packet;
 use crate::time::{Clock, Instant};
 
 use super::super::error::port_gone;
-use super::{recycle, Driver};
+use super::Driver;
 
 impl Driver {
     /// Writes what the lane released, in the order the link delivered it,
@@ -43,7 +43,7 @@ impl Driver {
                 self.send_merged(pkt, pace, now)
             } else {
                 let sent = self.ports.tx.send_offload(&pkt.data, &pkt.meta.offload);
-                recycle(&mut self.pool, &mut self.gso_pool, pkt.data);
+                self.bufs.put(pkt.data);
                 sent
             };
             if let Err(e) = sent {
@@ -84,7 +84,7 @@ impl Driver {
                 match self.held.pop_front() {
                     Some(next) if plain(&next) && self.gro.push(&next.data) => {
                         self.written(next.meta.delivered, now);
-                        recycle(&mut self.pool, &mut self.gso_pool, next.data);
+                        self.bufs.put(next.data);
                     }
                     Some(next) => {
                         self.held.push_front(next);
@@ -103,7 +103,7 @@ impl Driver {
             }
             _ => self.ports.tx.send_offload(&first.data, &first.meta.offload),
         };
-        recycle(&mut self.pool, &mut self.gso_pool, first.data);
+        self.bufs.put(first.data);
         sent
     }
 }

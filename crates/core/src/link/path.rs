@@ -614,7 +614,7 @@ impl Path {
             // `__dev_xmit_skb`'s bypass counts the frame Sent and calls
             // `sch_direct_xmit`, which finds a stopped queue without asking
             // the driver and requeues the frame (`dev_requeue_skb`).
-            self.qdisc.count_bypass(pkt.len);
+            self.qdisc.count_bypass(&pkt);
             notify(&mut self.observer, PathEvent::Bypassed, &pkt, t);
             if self.queues[q].ring.can_post() {
                 self.counters.xmit_batches += 1;

@@ -35,9 +35,8 @@
 use etherparse::checksum::Sum16BitWords;
 
 use super::gso::{
-    network_header, set_ip_length, tcp_pseudo_header, Ip, VnetHdr, ETH_P_IPV4, ETH_P_IPV6,
-    F_NEEDS_CSUM, GSO_ECN, GSO_TCPV4, GSO_TCPV6, IPPROTO_TCP, IPV6_HLEN, TCP_CSUM_OFFSET, TCP_CWR,
-    TCP_FIN, TCP_PSH,
+    network_header, offload_header, set_ip_length, tcp_pseudo_header, Ip, VnetHdr, ETH_P_IPV4,
+    ETH_P_IPV6, IPPROTO_TCP, IPV6_HLEN, TCP_CWR, TCP_FIN, TCP_PSH,
 };
 
 const TCP_URG: u8 = 0x20;
@@ -124,6 +123,14 @@ impl Segment {
     fn payload_len(&self) -> usize {
         self.end - self.payload_at
     }
+}
+
+/// Whether `frame` is a TCP segment a receiver would take: IPv4 without
+/// options or IPv6 without extension headers, carrying TCP, not a
+/// fragment, with valid IPv4 header and TCP checksums (what GRO checks
+/// before merging, as the receiving stack would).
+pub fn is_intact_tcp_segment(frame: &[u8]) -> bool {
+    Segment::parse(frame).is_some()
 }
 
 /// The merge in progress: its layout (that of its first segment, whose
@@ -254,47 +261,17 @@ impl Gro {
         let (l3, l4) = (head.l3, head.l4);
         let out = &mut self.out;
         set_ip_length(out, head.ip, l3, l4);
-        let pseudo = !head.pseudo_header(out, out.len() - l4).ones_complement();
-        let at = l4 + TCP_CSUM_OFFSET;
-        out[at..at + 2].copy_from_slice(&pseudo.to_ne_bytes());
-        let ty = match head.ip {
-            Ip::V4 => GSO_TCPV4,
-            Ip::V6 => GSO_TCPV6,
-        };
-        let ecn = if out[l4 + 13] & TCP_CWR != 0 {
-            GSO_ECN
-        } else {
-            0
-        };
-        let hdr = VnetHdr {
-            flags: F_NEEDS_CSUM,
-            gso_type: ty | ecn,
-            hdr_len: head.payload_at as u16,
-            gso_size: open.mss as u16,
-            csum_start: l4 as u16,
-            csum_offset: TCP_CSUM_OFFSET as u16,
-        };
+        let hdr = offload_header(out, head.ip, l3, l4, head.payload_at, open.mss as u16);
         Some((&self.out[..], hdr))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::gso::tests::{payload, tcp_frame};
-    use super::super::gso::Segmenter;
+    use super::super::gso::tests::{payload, segments_of, tcp_frame};
+    use super::super::gso::GSO_ECN;
     use super::*;
     use proptest::prelude::*;
-
-    /// The segments the kernel's TSO would make of a super-frame.
-    fn segments_of(frame: &[u8], hdr: &VnetHdr) -> Vec<Vec<u8>> {
-        let mut s = Segmenter::new(frame, hdr).unwrap();
-        let mut segs = Vec::new();
-        let mut out = Vec::new();
-        while s.next_into(&mut out) {
-            segs.push(out.clone());
-        }
-        segs
-    }
 
     /// Recomputes a plain IPv4 or IPv6 TCP frame's checksums after a test
     /// changed it.

@@ -274,6 +274,64 @@ pub(super) fn tcp_pseudo_header(frame: &[u8], ip: Ip, l3: usize, tcp_len: usize)
     }
 }
 
+/// Makes `frame` (one TCP packet whose IP header counts all its bytes) a
+/// super-frame as a sending kernel hands one to a TSO device
+/// (`virtio_net_hdr_from_skb`, include/linux/virtio_net.h): the TCP
+/// checksum field gets the pseudo-header's sum (CHECKSUM_PARTIAL), and the
+/// header returned says where to finish the checksum and to cut
+/// `gso_size`-byte segments.
+pub fn make_super_frame(frame: &mut [u8], gso_size: u16) -> Result<VnetHdr, OffloadError> {
+    let (_, ethertype) = network_header(frame)?;
+    let gso_type = if ethertype == ETH_P_IPV6 {
+        GSO_TCPV6
+    } else {
+        GSO_TCPV4
+    };
+    let probe = VnetHdr {
+        gso_type,
+        gso_size,
+        ..VnetHdr::default()
+    };
+    let seg = Segmenter::new(frame, &probe)?;
+    let (ip, l3, l4, payload_at) = (seg.ip, seg.l3, seg.l4, seg.payload_at);
+    Ok(offload_header(frame, ip, l3, l4, payload_at, gso_size))
+}
+
+/// Stores the pseudo-header sum in the TCP checksum field of the
+/// super-frame `frame` (IP at `l3`, TCP at `l4`, payload from
+/// `payload_at`) and returns its offload header: TCPv4 or TCPv6, with
+/// `GSO_ECN` when CWR is set (`tcp_gso_segment` clears it after the first
+/// segment), the checksum to finish from `l4`.
+pub(super) fn offload_header(
+    frame: &mut [u8],
+    ip: Ip,
+    l3: usize,
+    l4: usize,
+    payload_at: usize,
+    gso_size: u16,
+) -> VnetHdr {
+    let pseudo = !tcp_pseudo_header(frame, ip, l3, frame.len() - l4).ones_complement();
+    let at = l4 + TCP_CSUM_OFFSET;
+    frame[at..at + 2].copy_from_slice(&pseudo.to_ne_bytes());
+    let ty = match ip {
+        Ip::V4 => GSO_TCPV4,
+        Ip::V6 => GSO_TCPV6,
+    };
+    let ecn = if frame[l4 + 13] & TCP_CWR != 0 {
+        GSO_ECN
+    } else {
+        0
+    };
+    VnetHdr {
+        flags: F_NEEDS_CSUM,
+        gso_type: ty | ecn,
+        hdr_len: payload_at as u16,
+        gso_size,
+        csum_start: l4 as u16,
+        csum_offset: TCP_CSUM_OFFSET as u16,
+    }
+}
+
 /// A validated TCP super-frame, cut into segments one at a time.
 #[derive(Debug)]
 pub struct Segmenter<'a> {
@@ -550,6 +608,56 @@ pub(super) mod tests {
 
     pub(in crate::packet) fn payload(n: usize) -> Vec<u8> {
         (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    /// The segments the kernel's TSO would make of a super-frame.
+    pub(in crate::packet) fn segments_of(frame: &[u8], hdr: &VnetHdr) -> Vec<Vec<u8>> {
+        let mut seg = Segmenter::new(frame, hdr).unwrap();
+        let mut out = Vec::new();
+        let mut buf = Vec::new();
+        while seg.next_into(&mut buf) {
+            out.push(buf.clone());
+        }
+        out
+    }
+
+    #[test]
+    fn make_super_frame_writes_what_a_sender_hands_over() {
+        for (v6, vlan, flags) in [
+            (false, false, 0),
+            (true, false, TCP_PSH),
+            (false, true, TCP_CWR),
+            (true, true, TCP_CWR | TCP_FIN),
+        ] {
+            let (sent, hdr) = tcp_frame(v6, &payload(5000), flags, 1448, vlan);
+            let mut made = sent.clone();
+            let l4 = hdr.csum_start as usize;
+            // Whatever the checksum field held before.
+            made[l4 + 16..l4 + 18].copy_from_slice(&[0xAB, 0xCD]);
+            let got = make_super_frame(&mut made, 1448).unwrap();
+            assert_eq!(made, sent, "v6 {v6} vlan {vlan}: the partial checksum");
+            let ecn = if flags & TCP_CWR != 0 { GSO_ECN } else { 0 };
+            assert_eq!(got.gso_type, hdr.gso_type | ecn);
+            assert_eq!(
+                (got.flags, got.gso_size, got.csum_start, got.csum_offset),
+                (hdr.flags, hdr.gso_size, hdr.csum_start, hdr.csum_offset)
+            );
+            assert_eq!(got.hdr_len as usize, l4 + 20, "headers up to the payload");
+            let segs = segments_of(&made, &got);
+            assert_eq!(segs.len(), 4);
+            assert_eq!(segs, segments_of(&sent, &hdr));
+        }
+        let (mut udp, _) = tcp_frame(false, &payload(100), 0, 50, false);
+        udp[14 + 9] = 17;
+        assert_eq!(
+            make_super_frame(&mut udp, 50),
+            Err(OffloadError::ProtocolMismatch)
+        );
+        let (mut empty, _) = tcp_frame(false, &[], 0, 50, false);
+        assert_eq!(
+            make_super_frame(&mut empty, 50),
+            Err(OffloadError::NoPayload)
+        );
     }
 
     #[test]

@@ -130,6 +130,9 @@ pub struct PacketMeta {
     /// frame; a GSO super-frame that passes the link whole keeps the one it
     /// was read with (see `gso`).
     pub offload: gso::VnetHdr,
+    /// Segments of a GSO super-frame passing whole
+    /// (`skb_shinfo(skb)->gso_segs`); 0 for a plain frame.
+    pub gso_segs: u32,
     /// Why the core freed the frame (set when a path counts the drop; read
     /// by the capture).
     pub dropped: Option<DropReason>,
@@ -161,6 +164,13 @@ pub struct Packet {
 }
 
 impl Packet {
+    /// How many packets the frame counts as in the qdiscs' Sent counters:
+    /// a super-frame its segments, any other frame 1 (`bstats_update` in
+    /// include/net/sch_generic.h).
+    pub fn segs(&self) -> u32 {
+        self.meta.gso_segs.max(1)
+    }
+
     /// A frame whose accounted length is its byte length.
     pub fn from_frame(data: Vec<u8>, arrival: Instant) -> Packet {
         let mut meta = classify::classify(&data);

@@ -3,7 +3,18 @@
 //! dropped, so that after warm-up no frame allocates. The pool never holds
 //! more than `max_buffers` buffers in total (in use plus free); at that cap
 //! `get` fails and counts the exhaustion (the caller drops the frame with
-//! `DropReason::PoolExhausted`).
+//! `DropReason::PoolExhausted`). `Buffers` pairs a pool of frame-sized
+//! buffers with one of super-frame-sized ones, as a lane that takes GSO
+//! super-frames needs (`bridge::Lane::ingress_offloaded`).
+
+/// Ethernet header plus two VLAN tags: the most a frame exceeds the MTU by
+/// (a frame buffer is the MTU plus this).
+pub const FRAME_OVERHEAD: usize = 14 + 8;
+
+/// Size of the buffers super-frames are read into: the largest GSO
+/// super-frame a TAP hands over (64 KB, `gso_max_size`) and some slack, so
+/// that a read filling the buffer is known to be cut short.
+pub const GSO_FRAME_BUF: usize = 65_536 + 64;
 
 /// A free list of equally sized byte buffers with a hard cap.
 #[derive(Debug)]
@@ -79,6 +90,38 @@ impl PacketPool {
     /// The hard cap on buffers the pool hands out at once.
     pub fn max_buffers(&self) -> usize {
         self.max_buffers
+    }
+}
+
+/// The two pools a lane's frames come from: frames of up to one MTU
+/// (`frames`) and whole GSO super-frames of up to 64 KB (`super_frames`).
+/// A returned buffer goes back to the pool its capacity says it came from.
+#[derive(Debug)]
+pub struct Buffers {
+    /// Buffers for one frame each.
+    pub frames: PacketPool,
+    /// Buffers for whole super-frames.
+    pub super_frames: PacketPool,
+}
+
+impl Buffers {
+    /// Returns a buffer to the pool it came from (by its capacity).
+    pub fn put(&mut self, buf: Vec<u8>) {
+        if buf.capacity() >= self.super_frames.buf_size() {
+            self.super_frames.put(buf);
+        } else {
+            self.frames.put(buf);
+        }
+    }
+
+    /// Buffers of both pools handed out and not yet returned.
+    pub fn in_use(&self) -> usize {
+        self.frames.in_use() + self.super_frames.in_use()
+    }
+
+    /// How many `get` calls failed at either pool's cap.
+    pub fn exhausted(&self) -> u64 {
+        self.frames.exhausted() + self.super_frames.exhausted()
     }
 }
 

@@ -157,7 +157,7 @@ impl Qdisc for Fifo {
 
     fn dequeue(&mut self, _now: Instant, _drops: &mut Drops) -> Option<Packet> {
         let p = self.pop()?;
-        self.stats.count_sent(p.len);
+        self.stats.count_sent(&p);
         Some(p)
     }
 
@@ -185,8 +185,8 @@ impl Qdisc for Fifo {
         }
     }
 
-    fn count_bypass(&mut self, len: u32) {
-        self.stats.count_sent(len);
+    fn count_bypass(&mut self, pkt: &Packet) {
+        self.stats.count_sent(pkt);
     }
 
     fn reset(&mut self, drops: &mut Drops) {

@@ -608,8 +608,8 @@ impl Qdisc for FqCodel {
         self.limit >= 1
     }
 
-    fn count_bypass(&mut self, len: u32) {
-        self.stats.count_sent(len);
+    fn count_bypass(&mut self, pkt: &Packet) {
+        self.stats.count_sent(pkt);
     }
 
     fn reset(&mut self, drops: &mut Drops) {

@@ -158,10 +158,11 @@ pub struct QdiscStats {
 }
 
 impl QdiscStats {
-    /// Counts a frame as Sent (at dequeue, or at bypass).
-    pub fn count_sent(&mut self, len: u32) {
-        self.bytes += len as u64;
-        self.packets += 1;
+    /// Counts a frame as Sent (at dequeue, or at bypass): its bytes, and
+    /// as packets its segments if it is a GSO super-frame (`bstats_update`).
+    pub fn count_sent(&mut self, pkt: &Packet) {
+        self.bytes += pkt.len as u64;
+        self.packets += pkt.segs() as u64;
     }
 
     /// Counts a frame the qdisc drops and hands it to `drops` with its reason.
@@ -237,7 +238,7 @@ pub trait Qdisc: Send {
     }
     /// Counts a frame that bypassed this (empty) qdisc as Sent. Every qdisc
     /// whose `can_bypass` can return true overrides this.
-    fn count_bypass(&mut self, _len: u32) {}
+    fn count_bypass(&mut self, _pkt: &Packet) {}
 
     /// Drops everything held (reason `QdiscReset`) and clears queue state,
     /// keeping the counters.

@@ -26,7 +26,7 @@ pub(crate) trait ParkOnPeek {
             Some(p) => p,
             None => self.dequeue_next(now, drops)?,
         };
-        self.sent_stats().count_sent(p.len);
+        self.sent_stats().count_sent(&p);
         Some(p)
     }
 

@@ -95,7 +95,7 @@ impl Qdisc for PfifoFast {
     fn dequeue(&mut self, _now: Instant, _drops: &mut Drops) -> Option<Packet> {
         let p = self.bands.iter_mut().find_map(|b| b.pop_front())?;
         self.backlog -= p.len as u64;
-        self.stats.count_sent(p.len);
+        self.stats.count_sent(&p);
         Some(p)
     }
 
@@ -119,8 +119,8 @@ impl Qdisc for PfifoFast {
         true
     }
 
-    fn count_bypass(&mut self, len: u32) {
-        self.stats.count_sent(len);
+    fn count_bypass(&mut self, pkt: &Packet) {
+        self.stats.count_sent(pkt);
     }
 
     fn reset(&mut self, drops: &mut Drops) {

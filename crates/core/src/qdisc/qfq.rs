@@ -440,13 +440,13 @@ impl Qdisc for Qfq {
             }
             self.raise_lmax(i, pkt.len);
         }
-        let len = pkt.len;
+        let (len, segs) = (pkt.len, pkt.segs());
         let before = drops.len();
         let verdict = self.classes[i].child.enqueue(pkt, now, drops);
         self.stats.drops += (drops.len() - before) as u64;
         if verdict == Verdict::Queued {
             self.classes[i].bytes += len as u64;
-            self.classes[i].packets += 1;
+            self.classes[i].packets += segs as u64;
         }
         if !self.classes[i].active && self.classes[i].child.qlen() > 0 {
             self.activate(i);
@@ -466,7 +466,7 @@ impl Qdisc for Qfq {
         };
         self.classes[i].served += pkt.len as u64;
         self.vtime += pkt.len as u128 * self.iwsum;
-        self.stats.count_sent(pkt.len);
+        self.stats.count_sent(&pkt);
         if self.classes[i].child.qlen() == 0 {
             self.end_turn(i);
         }

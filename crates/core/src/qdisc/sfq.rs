@@ -553,8 +553,8 @@ impl Qdisc for Sfq {
         self.limit >= 1
     }
 
-    fn count_bypass(&mut self, len: u32) {
-        self.stats.count_sent(len);
+    fn count_bypass(&mut self, pkt: &Packet) {
+        self.stats.count_sent(pkt);
     }
 
     fn reset(&mut self, drops: &mut Drops) {

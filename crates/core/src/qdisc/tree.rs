@@ -941,8 +941,8 @@ impl Qdisc for QdiscTree {
     fn can_bypass(&self) -> bool {
         self.root.can_bypass()
     }
-    fn count_bypass(&mut self, len: u32) {
-        self.root.count_bypass(len)
+    fn count_bypass(&mut self, pkt: &Packet) {
+        self.root.count_bypass(pkt)
     }
     fn reset(&mut self, drops: &mut Drops) {
         self.root.reset(drops)

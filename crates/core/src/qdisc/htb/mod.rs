@@ -352,7 +352,7 @@ impl Qdisc for Htb {
             None => self.dequeue_inner(now, drops)?,
         };
         self.stalled = false;
-        self.stats.count_sent(pkt.len);
+        self.stats.count_sent(&pkt);
         Some(pkt)
     }
 

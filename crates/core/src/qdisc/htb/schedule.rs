@@ -181,8 +181,9 @@ impl Htb {
     }
 
     /// `htb_charge_class`: the leaf and every ancestor pay for `len` bytes
-    /// sent at `level`; classes below `level` borrowed.
-    fn charge_class(&mut self, slot: usize, level: usize, len: u64) {
+    /// (`segs` packets: a super-frame's segments) sent at `level`; classes
+    /// below `level` borrowed.
+    fn charge_class(&mut self, slot: usize, level: usize, len: u64, segs: u64) {
         let now = self.now;
         let mut next = Some(slot);
         while let Some(i) = next {
@@ -201,7 +202,7 @@ impl Htb {
             cl.t_c = now;
             if cl.level != 0 {
                 cl.bytes += len;
-                cl.packets += 1;
+                cl.packets += segs;
             }
             let old_mode = cl.mode;
             let mut diff = 0;
@@ -342,10 +343,10 @@ impl Htb {
             }
             cur = next;
         };
-        let len = pkt.len as u64;
+        let (len, segs) = (pkt.len as u64, pkt.segs() as u64);
         let cl = self.cl_mut(slot);
         cl.bytes += len;
-        cl.packets += 1;
+        cl.packets += segs;
         cl.deficit[level] -= len as i64;
         if cl.deficit[level] < 0 {
             cl.deficit[level] += cl.quantum;
@@ -354,7 +355,7 @@ impl Htb {
         if self.leaf_qlen(slot) == 0 {
             self.deactivate(slot);
         }
-        self.charge_class(slot, level, len);
+        self.charge_class(slot, level, len, segs);
         Some(pkt)
     }
 
