@@ -85,9 +85,11 @@ pub(crate) fn setup(cfg: &Config) -> anyhow::Result<Setup> {
 /// txqueuelen, MTU and TX queues; its shape (netem, trace/schedule,
 /// framing, seed) is installed now, so a schedule starts with the link.
 pub(crate) fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
+    let devs = cfg.dev_specs();
     let path = |dir: Dir| -> anyhow::Result<LinkPath> {
         let params = cfg.link_params(dir);
-        let tree = crate::tc::build_tree_of(cfg.dev_spec(dir), &cfg.tc_steps(dir))
+        let dev = devs[dir.index()].clone();
+        let tree = crate::tc::build_tree_of(dev, &cfg.tc_steps(dir))
             .map_err(|e| anyhow::anyhow!("building the qdisc of {}: {e}", dir.arrow()))?;
         let mut link = LinkPath::new(params, Box::new(tree));
         let now = crate::time::Clock::now(&crate::clock::MonotonicClock);
@@ -247,6 +249,27 @@ mod tests {
         .unwrap();
         let err = format!("{:#}", build_bridge(&cfg).err().expect("no parent 1:"));
         assert!(err.contains("parent 1:1"), "{err}");
+    }
+
+    /// The configuration's check and the live build number automatic
+    /// handles from one counter for both devices (the right's tree refers
+    /// to 8002:, which it gets after the left's 8001:).
+    #[test]
+    fn both_devices_take_automatic_handles_from_one_counter() {
+        let text = "[link.left_to_right]\ntc = [\"tc qdisc add dev left root tbf rate 10mbit burst 5k latency 10ms\"]\n\
+                    [link.right_to_left]\ntc = [\"tc qdisc add dev right root tbf rate 10mbit burst 5k latency 10ms\", \
+                    \"tc qdisc add dev right parent 8002:1 pfifo limit 7\"]\n";
+        let cfg = Config::from_str_with(text, "test", Some(&crate::tc::check_steps))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let bridge = build_bridge(&cfg).unwrap();
+        let root = |d: Dir| bridge.path(d).qdisc().dump(crate::time::Instant::ZERO);
+        assert_eq!(root(Dir::LeftToRight).handle, 0x8001_0000);
+        let r = root(Dir::RightToLeft);
+        assert_eq!(r.handle, 0x8002_0000);
+        assert_eq!(
+            (r.children[0].kind.as_str(), r.children[0].parent),
+            ("pfifo", 0x8002_0001)
+        );
     }
 
     #[test]

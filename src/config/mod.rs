@@ -703,6 +703,16 @@ impl Config {
             .dev_spec(dir, crate::tc::kinds::BUILTIN)
     }
 
+    /// Both devices (by `Dir::index()`), sharing one automatic handle
+    /// counter as the devices of one machine do (`qdisc::tree::AutoHandles`).
+    pub fn dev_specs(&self) -> [DevSpec; 2] {
+        let autohandles = crate::qdisc::tree::AutoHandles::default();
+        Dir::ALL.map(|dir| DevSpec {
+            autohandles: autohandles.clone(),
+            ..self.dev_spec(dir)
+        })
+    }
+
     /// TX queues of `dir`'s device (more than 1: mq with a qdisc per queue).
     pub fn tx_queues(&self, dir: Dir) -> u32 {
         self.pick(dir, "tx_queues", |l| &l.tx_queues)

@@ -96,6 +96,7 @@ pub(super) fn validate(config: &Config, tc_check: Option<TcCheck>) -> Result<(),
         }
     }
     link_table("link", &config.link)?;
+    let devs = config.dev_specs();
     for dir in Dir::ALL {
         if let Some(table) = config.link.direction(dir) {
             let prefix = format!("link.{}", dir.name());
@@ -116,7 +117,7 @@ pub(super) fn validate(config: &Config, tc_check: Option<TcCheck>) -> Result<(),
         let steps = config.try_tc_steps(dir)?;
         if let Some(check) = tc_check {
             let run: Vec<Step> = steps.iter().map(|s| s.value.clone()).collect();
-            check(config.dev_spec(dir), &run).map_err(|(i, e)| {
+            check(devs[dir.index()].clone(), &run).map_err(|(i, e)| {
                 match i.and_then(|i| steps.get(i)) {
                     Some(step) => ConfigError::field(
                         step.path.clone(),

@@ -29,6 +29,7 @@ use crate::link::path::DriverEvent;
 use crate::link::Path;
 use crate::packet::pool::{Buffers, PacketPool, FRAME_OVERHEAD, GSO_FRAME_BUF};
 use crate::packet::{gro, gso, Packet};
+use crate::qdisc::tree::AutoHandles;
 use crate::qdisc::Verdict;
 use crate::time::{earliest, Instant};
 use hdrhistogram::Histogram;
@@ -229,6 +230,7 @@ impl Sim {
     pub fn new(sc: &Scenario, trace: Trace) -> Result<Sim, SimError> {
         let mut rng = SmallRng::seed_from_u64(sc.seed);
         let cfg = sc.config();
+        let autohandles = AutoHandles::default();
         let mut make_path = |dir: Dir| {
             let params = cfg.link_params(dir);
             let steps = cfg.tc_steps(dir);
@@ -239,6 +241,7 @@ impl Sim {
                 cfg.tx_queues(dir),
                 rng.next_u64(),
                 sc.kinds,
+                &autohandles,
             )?;
             let mut path = Path::new(params, qdisc);
             let shape = sc.link_shape(dir, &mut || rng.next_u64())?;

@@ -7,14 +7,15 @@ use super::SimError;
 use crate::dir::Dir;
 use crate::link::LinkParams;
 use crate::qdisc::registry::KindEntry;
-use crate::qdisc::tree::DevSpec;
+use crate::qdisc::tree::{AutoHandles, DevSpec};
 use crate::qdisc::{Qdisc, QdiscDump};
 use crate::tc::show::{render, DevDump};
 use crate::tc::{Step, TcCommand};
 
 /// The qdisc tree `steps` build on `dir`'s device from the kind table
-/// `kinds`; `seed` feeds hash perturbation. No steps: the device default
-/// (pfifo_fast).
+/// `kinds`; `seed` feeds hash perturbation; `autohandles` is the link's
+/// automatic handle counter, shared by both devices. No steps: the device
+/// default (pfifo_fast).
 pub fn build_qdisc(
     dir: Dir,
     steps: &[Step],
@@ -22,10 +23,12 @@ pub fn build_qdisc(
     tx_queues: u32,
     seed: u64,
     kinds: &'static [KindEntry],
+    autohandles: &AutoHandles,
 ) -> Result<Box<dyn Qdisc>, SimError> {
     let dev = DevSpec {
         tx_queues: tx_queues.clamp(1, u16::MAX as u32) as u16,
         seed,
+        autohandles: autohandles.clone(),
         ..params.dev_spec(dir, kinds)
     };
     let tree = crate::tc::build_tree_of(dev, steps).map_err(|e| SimError::Qdisc {
@@ -68,6 +71,7 @@ mod tests {
             1,
             1,
             crate::tc::kinds::BUILTIN,
+            &AutoHandles::default(),
         )
     }
 

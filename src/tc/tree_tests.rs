@@ -123,6 +123,49 @@ fn auto_handles_count_up_from_8001() {
     assert_eq!(t.dump(T).handle, tc_h_make(0x8003, 0));
 }
 
+/// `qdisc_create` takes the automatic handle before the kind's `init`
+/// runs, so a qdisc `init` refuses (mq on a single-queue device:
+/// `mq_init`'s EOPNOTSUPP) has used one up, as the kernel's counter is
+/// static; a command refused before that (an unknown kind) has not.
+#[test]
+fn a_qdisc_refused_by_its_init_uses_up_an_automatic_handle() {
+    let mut t = tree();
+    assert!(fail(&mut t, "tc qdisc add dev left root mq").contains("Operation not supported"));
+    assert!(fail(&mut t, "tc qdisc add dev left root bogus").contains("unknown"));
+    ok(&mut t, "tc qdisc add dev left root pfifo");
+    assert_eq!(t.dump(T).handle, tc_h_make(0x8002, 0));
+}
+
+/// The kernel's counter is one for the machine: the two devices of a link
+/// take turns from it, each skipping only the handles it uses itself.
+#[test]
+fn the_devices_of_a_link_share_the_automatic_handle_counter() {
+    let left = DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN);
+    let right = DevSpec {
+        autohandles: left.autohandles.clone(),
+        ..DevSpec::new(Dir::RightToLeft, crate::tc::kinds::BUILTIN)
+    };
+    let (mut l, mut r) = (
+        QdiscTree::new(left).unwrap(),
+        QdiscTree::new(right).unwrap(),
+    );
+    ok(&mut l, "tc qdisc add dev left root pfifo");
+    ok(&mut r, "tc qdisc add dev right root pfifo");
+    assert_eq!(l.dump(T).handle, tc_h_make(0x8001, 0));
+    assert_eq!(r.dump(T).handle, tc_h_make(0x8002, 0));
+    // 8003: is taken on the right only: the left may have it.
+    ok(&mut r, "tc qdisc replace dev right root handle 8003: bfifo");
+    ok(&mut l, "tc qdisc replace dev left root bfifo");
+    assert_eq!(l.dump(T).handle, tc_h_make(0x8003, 0));
+    // The right skips its own 8003:... which the counter has passed anyway.
+    ok(&mut r, "tc qdisc replace dev right root pfifo");
+    assert_eq!(r.dump(T).handle, tc_h_make(0x8004, 0));
+    // A separate DevSpec::new has a counter of its own.
+    let mut other = tree();
+    ok(&mut other, "tc qdisc add dev left root pfifo");
+    assert_eq!(other.dump(T).handle, tc_h_make(0x8001, 0));
+}
+
 #[test]
 fn add_on_existing_root_is_exclusive() {
     let mut t = tree();

@@ -29,8 +29,10 @@ fn writes_trace_summary_and_qdisc_stats() {
         tc.contains("# left_to_right (left)\nqdisc pfifo 8001: root refcnt 2 limit 200p"),
         "{tc}"
     );
+    // Both devices take automatic handles from one counter, as a
+    // machine's do: the right's root, added second, is 8002:.
     assert!(
-        tc.contains("# right_to_left (right)\nqdisc pfifo_fast 8001: root refcnt 2 bands 3"),
+        tc.contains("# right_to_left (right)\nqdisc pfifo_fast 8002: root refcnt 2 bands 3"),
         "{tc}"
     );
     // The counters tc prints are the path's.

@@ -13,8 +13,10 @@
 //!   (pfifo_fast, or `default_qdisc`), or mq with one default child per TX
 //!   queue on a multi-queue device.
 //! * Handles not given are allocated `8001:`, `8002:`, ... (kernel's
-//!   `qdisc_alloc_handle`; the counter only moves forward and skips handles in
-//!   use). The kernel's counter is global; here it is per device.
+//!   `qdisc_alloc_handle`; the counter only moves forward, skips handles the
+//!   device uses, and moves on even if the qdisc is then refused). The
+//!   kernel's counter is one for the machine; here one for the link, both
+//!   devices sharing it (`AutoHandles`).
 //! * `add` = create + exclusive, `replace` = create + replace, `change` = no
 //!   flags, `link` = replace only; the default (handle 0) qdisc counts as
 //!   absent, so `add root` works on a fresh device and fails with "Exclusivity
@@ -39,6 +41,8 @@
 //! A command that fails leaves the tree untouched: new qdiscs are built before
 //! anything is swapped, and disciplines apply `change` atomically.
 use crate::dir::Dir;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::Arc;
 
 use super::registry;
 use super::request::{Object, Options, Request, Verb};
@@ -51,6 +55,60 @@ use crate::handle::tc_handle;
 use crate::packet::filter::Filter;
 use crate::packet::{Drops, Packet};
 use crate::time::Instant;
+
+/// The kernel's counter of automatic qdisc handles (`qdisc_alloc_handle`'s
+/// `static u32 autohandle`, net/sched/sch_api.c): one for the whole
+/// machine, so the devices of one link share it (each clone shares the
+/// counter). It holds the last major handed out, from 8000: (none yet);
+/// the next is the first after it that the device does not use.
+#[derive(Clone, Debug)]
+pub struct AutoHandles(Arc<AtomicU16>);
+
+impl Default for AutoHandles {
+    /// A fresh counter: the first automatic handle is 8001:.
+    fn default() -> Self {
+        AutoHandles(Arc::new(AtomicU16::new(0x8000)))
+    }
+}
+
+impl PartialEq for AutoHandles {
+    /// The counter is the machine's state, not a property of a device: any
+    /// two compare equal.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for AutoHandles {}
+
+impl AutoHandles {
+    /// Takes the next major after the last one handed out (after fffe:
+    /// comes 8000:) for which `free` holds, as the kernel's loop does;
+    /// None when all 32,768 are taken. The counter moves on with the
+    /// allocation, whether or not the qdisc is then created (as the
+    /// kernel's static does).
+    fn alloc(&self, free: impl Fn(u16) -> bool) -> Option<u16> {
+        // ffff: is TC_H_ROOT's major: the counter wraps to 8000: instead.
+        let step = |m: u16| if m >= 0xFFFE { 0x8000 } else { m + 1 };
+        loop {
+            let last = self.0.load(Ordering::Relaxed);
+            let mut major = last;
+            let found = (0..0x8000).find_map(|_| {
+                major = step(major);
+                free(major).then_some(major)
+            })?;
+            // Another device's tree took a handle meanwhile: start again
+            // from it (the kernel's RTNL lock serializes the two).
+            if self
+                .0
+                .compare_exchange(last, found, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Some(found);
+            }
+        }
+    }
+}
 
 /// What the kernel knows about the device below the tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,6 +127,8 @@ pub struct DevSpec {
     pub kinds: &'static [registry::KindEntry],
     /// Seed every qdisc created here derives its perturbation from.
     pub seed: u64,
+    /// The automatic handle counter, shared by the link's devices.
+    pub autohandles: AutoHandles,
 }
 
 impl DevSpec {
@@ -83,6 +143,7 @@ impl DevSpec {
             default_qdisc: "pfifo_fast".into(),
             kinds,
             seed: 0,
+            autohandles: AutoHandles::default(),
         }
     }
 
@@ -211,8 +272,6 @@ enum Slot {
 pub struct QdiscTree {
     dev: DevSpec,
     root: Box<dyn Qdisc>,
-    /// Last major handed out by the automatic allocator (starts at 0x8000).
-    autohandle: u16,
     /// The frames the driver refused, as the root's counters show them.
     slot: RequeueSlot,
 }
@@ -225,7 +284,6 @@ impl QdiscTree {
         Ok(QdiscTree {
             dev,
             root,
-            autohandle: 0x8000,
             slot: RequeueSlot::default(),
         })
     }
@@ -323,18 +381,16 @@ impl QdiscTree {
         out
     }
 
-    fn alloc_handle(&self, d: &QdiscDump) -> Result<(Handle, u16), TcError> {
-        let mut major = self.autohandle;
-        for _ in 0..0x8000 {
-            major = if major >= 0xFFFE { 0x8000 } else { major + 1 };
-            let h = tc_h_make(major, 0);
-            if find(d, h).is_none() {
-                return Ok((h, major));
-            }
+    /// `qdisc_alloc_handle`: the next automatic handle of the link's
+    /// counter that this device (whose tree `d` is) does not use.
+    fn alloc_handle(&self, d: &QdiscDump) -> Result<Handle, TcError> {
+        let free = |major: u16| find(d, tc_h_make(major, 0)).is_none();
+        match self.dev.autohandles.alloc(free) {
+            Some(major) => Ok(tc_h_make(major, 0)),
+            None => Err(err(
+                "Error: no free automatic qdisc handle (8000:..fffe: all in use).",
+            )),
         }
-        Err(err(
-            "Error: no free automatic qdisc handle (8000:..fffe: all in use).",
-        ))
     }
 
     /// Checks that `p` is classful and has the class `classid` names
@@ -506,8 +562,8 @@ impl QdiscTree {
         if registry::lookup(self.dev.kinds, kind).is_none() {
             return Err(registry::unknown_kind(self.dev.kinds, kind));
         }
-        let (new_handle, counter) = if handle != 0 {
-            (handle, self.autohandle)
+        let new_handle = if handle != 0 {
+            handle
         } else {
             self.alloc_handle(&d)?
         };
@@ -526,7 +582,6 @@ impl QdiscTree {
                 self.requeue_at_root(old, now, drops);
             }
         }
-        self.autohandle = counter;
         Ok(())
     }
 
@@ -981,5 +1036,36 @@ impl Qdisc for QdiscTree {
     }
     fn queue_wakeup(&self, queue: usize, now: Instant) -> Option<Instant> {
         self.root.queue_wakeup(queue, now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(last: u16) -> AutoHandles {
+        AutoHandles(Arc::new(AtomicU16::new(last)))
+    }
+
+    #[test]
+    fn auto_handles_skip_used_ones_and_wrap_to_8000_after_fffe() {
+        let h = AutoHandles::default();
+        assert_eq!(h.alloc(|_| true), Some(0x8001));
+        assert_eq!(h.alloc(|m| m != 0x8002), Some(0x8003));
+        // ffff: would be TC_H_ROOT's major: 8000: follows fffe:.
+        let h = at(0xFFFD);
+        assert_eq!(h.alloc(|_| true), Some(0xFFFE));
+        assert_eq!(h.alloc(|_| true), Some(0x8000));
+        assert_eq!(h.alloc(|_| true), Some(0x8001));
+        // All 32,768 in use: none, and the counter stays.
+        let h = at(0x9000);
+        assert_eq!(h.alloc(|_| false), None);
+        assert_eq!(h.alloc(|m| m == 0x8fff), Some(0x8fff));
+        // Clones share the counter.
+        let (a, b) = (AutoHandles::default(), AutoHandles::default());
+        let a2 = a.clone();
+        assert_eq!(a.alloc(|_| true), Some(0x8001));
+        assert_eq!(a2.alloc(|_| true), Some(0x8002));
+        assert_eq!(b.alloc(|_| true), Some(0x8001));
     }
 }
