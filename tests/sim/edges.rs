@@ -148,3 +148,27 @@ fn snapshots_show_the_qdisc_at_their_instants() {
         .to_string();
     assert!(e.contains("line 4") && e.contains("snapshot[0].at"), "{e}");
 }
+
+/// tests/scenarios/noop_child.toml: a TBF whose child was deleted holds
+/// the noop qdisc, which drops every packet (as on Linux 6.18: three
+/// pings, `dropped 3`, 100 % loss); nothing leaves and each drop has its
+/// reason. Without the delete the same three packets cross.
+#[test]
+fn a_deleted_tbf_child_drops_every_packet() {
+    let r = sim::run(&load("noop_child.toml")).unwrap();
+    let s = &r.directions[0].qdisc.stats;
+    assert_eq!((s.packets, s.drops, s.qlen), (0, 3, 0));
+    assert_eq!(r.directions[0].drops.get("noop"), Some(&3));
+    assert_eq!(r.directions[0].frames_out, 0);
+    let c = &r.flows[0].forward;
+    assert_eq!((c.sent_pkts, c.delivered_pkts, c.dropped_pkts), (3, 0, 3));
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/noop_child.toml"),
+    )
+    .unwrap();
+    let line = "  \"tc qdisc del dev left parent 1:1 handle 10:\",\n";
+    assert!(text.contains(line));
+    let r = sim::run(&Scenario::from_toml(&text.replace(line, "")).unwrap()).unwrap();
+    assert_eq!(r.directions[0].qdisc.stats.packets, 3);
+    assert_eq!(r.flows[0].forward.delivered_pkts, 3);
+}
