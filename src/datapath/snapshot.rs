@@ -32,6 +32,11 @@ pub struct LatenessSummary {
 
 impl LatenessSummary {
     pub(super) fn of(h: &Histogram<u64>) -> LatenessSummary {
+        if h.is_empty() {
+            // What the quantiles of no samples are (0), without walking
+            // every bucket of the histogram to find that out.
+            return LatenessSummary::default();
+        }
         LatenessSummary {
             samples: h.len(),
             p50_ns: h.value_at_quantile(0.5),
@@ -165,9 +170,17 @@ impl LiveSnapshot {
         let [l2r, r2l] = lanes;
         let at = l2r.at.min(r2l.at);
         let merged = |h: fn(&LaneSnapshot) -> &Histogram<u64>| {
-            let mut sum = h(l2r).clone();
+            let (a, b) = (h(l2r), h(r2l));
+            // An idle direction adds nothing: no copy of the other.
+            if b.is_empty() {
+                return LatenessSummary::of(a);
+            }
+            if a.is_empty() {
+                return LatenessSummary::of(b);
+            }
+            let mut sum = a.clone();
             // Same bounds on both sides, so adding cannot fail.
-            let _ = sum.add(h(r2l));
+            let _ = sum.add(b);
             LatenessSummary::of(&sum)
         };
         let (a, b) = (&l2r.wakeups, &r2l.wakeups);
@@ -204,6 +217,62 @@ impl LiveSnapshot {
                 super_frames: l2r.gro.super_frames + r2l.gro.super_frames,
                 segments: l2r.gro.segments + r2l.gro.segments,
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The summary the quantiles give (the slow way, for comparison).
+    fn walked(h: &Histogram<u64>) -> LatenessSummary {
+        LatenessSummary {
+            samples: h.len(),
+            p50_ns: h.value_at_quantile(0.5),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+        }
+    }
+
+    #[test]
+    fn an_empty_or_idle_side_summarises_as_the_full_walk_does() {
+        let empty = lateness_histogram("test").unwrap();
+        assert_eq!(LatenessSummary::of(&empty), walked(&empty));
+        let mut busy = lateness_histogram("test").unwrap();
+        for v in [1, 900, 25_000, 25_001, 3_000_000, 9_999_999_999] {
+            busy.record(v).unwrap();
+        }
+        assert_eq!(LatenessSummary::of(&busy), walked(&busy));
+        assert_ne!(LatenessSummary::of(&busy), LatenessSummary::default());
+        let mut sum = busy.clone();
+        sum.add(&busy).unwrap();
+        let fifo = crate::qdisc::fifo::Fifo::new(
+            crate::qdisc::fifo::FifoKind::Pfifo,
+            crate::qdisc::QdiscCtx::default(),
+        );
+        let path = crate::link::Path::new(Default::default(), Box::new(fifo));
+        let lane = |h: &Histogram<u64>| LaneSnapshot {
+            at: Instant::ZERO,
+            path: path.snapshot(Instant::ZERO),
+            capture: None,
+            lateness: h.clone(),
+            release_lateness: empty.clone(),
+            wakeups: Wakeups::default(),
+            rx_port: PortCounters::default(),
+            tx_port: PortCounters::default(),
+            pool: PoolCounters::default(),
+            gro: GroCounters::default(),
+        };
+        for (a, b, want) in [
+            (&busy, &empty, walked(&busy)),
+            (&empty, &busy, walked(&busy)),
+            (&busy, &busy, walked(&sum)),
+            (&empty, &empty, walked(&empty)),
+        ] {
+            let m = LiveSnapshot::merge([&lane(a), &lane(b)]);
+            assert_eq!(m.lateness, want);
         }
     }
 }
