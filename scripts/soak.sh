@@ -73,6 +73,8 @@ ipv6 = "fd00:83::2/64"
 [link]
 rate = "$RATE"
 delay = "10ms"
+
+[link.left_to_right]
 qdisc = "fq_codel"
 
 [link.right_to_left]
