@@ -152,11 +152,15 @@ fn every_request_kind_is_answered() {
                 "left.rate=20mbit".into(),
                 "right.delay=20ms".into(),
                 "ethtool -C left rx-usecs 20".into(),
+                "left.tx_stop_threshold=19".into(),
+                "right.tx_post_ns=2000".into(),
             ],
         })
         .unwrap()
         .unwrap();
     assert_eq!(n(&set, "/left/rate_bytes_ps"), 2_500_000);
+    assert_eq!(n(&set, "/left/tx_stop_threshold"), 19);
+    assert_eq!(n(&set, "/right/tx_post_ns"), 2_000);
     assert_eq!(n(&set, "/left/rx_usecs"), 20);
     assert_eq!(n(&set, "/right/delay_ns"), 20_000_000);
     assert_eq!(n(&set, "/right/rate_bytes_ps"), 1_250_000);
@@ -183,6 +187,8 @@ fn every_request_kind_is_answered() {
         let s = c.call(&Request::Snapshot).unwrap().unwrap();
         if n(&s, "/bridge/paths/0/params/rate_bytes_ps") == 2_500_000
             && n(&s, "/bridge/paths/1/params/delay_ns") == 20_000_000
+            && n(&s, "/bridge/paths/0/params/tx_stop_threshold") == 19
+            && n(&s, "/bridge/paths/1/params/tx_post_ns") == 2_000
         {
             break;
         }

@@ -50,7 +50,9 @@ pub use ethtool::{apply_ethtool, parse_ethtool, EthtoolCommand, EthtoolSetting, 
 pub use qdisc::{HtbClass, QdiscSpec, QdiscTable};
 pub use report::check_report;
 pub use source::Position;
-pub use validate::{check_link_coalescing, MAX_FRAMES, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING};
+pub use validate::{
+    check_link_coalescing, MAX_FRAMES, MAX_POST_NS, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING,
+};
 pub use values::{Delay, DurationFlag, IfAddr, LinkRate, Size, TcRate, TcTime};
 
 use crate::link::offload::GsoPolicy;

@@ -30,7 +30,7 @@ const SPIN_US: RangeInclusive<u32> = 0..=10_000;
 const BUSY_POLL_US: RangeInclusive<u32> = 0..=1_000_000;
 /// The longest per-frame post cost, ns (1 ms: a driver slower than that
 /// is a stall, not a cost).
-const MAX_POST_NS: u32 = 1_000_000;
+pub const MAX_POST_NS: u32 = 1_000_000;
 const POOL_SIZE: RangeInclusive<u32> = 64..=1_048_576;
 /// Linux IFNAMSIZ − 1.
 const MAX_IFNAME: usize = 15;

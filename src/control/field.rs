@@ -30,6 +30,12 @@ pub enum LinkField {
     RxFrames,
     /// TX queues of the device (`ethtool -L DEV tx N`; more than one: mq).
     TxQueues,
+    /// The driver stops its TX queue with fewer free descriptors than this
+    /// (virtio_net's 2 + MAX_SKB_FRAGS = 19; 0: only when full).
+    TxStopThreshold,
+    /// What posting one frame to the ring costs the driver, ns (the
+    /// `xmit_more` doorbell).
+    TxPostNs,
 }
 
 impl LinkField {
@@ -76,12 +82,35 @@ impl LinkField {
             LinkField::TxQueues => {
                 p.tx_queues = within(1, u64::from(crate::qdisc::mq::MAX_QUEUES), "queues")? as u16
             }
+            LinkField::TxStopThreshold => {
+                p.tx_stop_threshold = within(0, *TX_RING.end() as u64, "descriptors")?
+            }
+            LinkField::TxPostNs => {
+                p.tx_post_ns = u64::from(within(0, u64::from(crate::config::MAX_POST_NS), "ns")?)
+            }
         }
         Ok(())
     }
 
+    /// This field of `p`, in core units (what `apply` sets).
+    pub fn get(self, p: &crate::link::LinkParams) -> u64 {
+        match self {
+            LinkField::Rate => p.rate_bytes_ps,
+            LinkField::Delay => p.delay_ns,
+            LinkField::TxRing => u64::from(p.tx_ring),
+            LinkField::Bql => u64::from(p.bql),
+            LinkField::TxUsecs => u64::from(p.tx_usecs),
+            LinkField::TxFrames => u64::from(p.tx_frames),
+            LinkField::RxUsecs => u64::from(p.rx_usecs),
+            LinkField::RxFrames => u64::from(p.rx_frames),
+            LinkField::TxQueues => u64::from(p.tx_queues),
+            LinkField::TxStopThreshold => u64::from(p.tx_stop_threshold),
+            LinkField::TxPostNs => p.tx_post_ns,
+        }
+    }
+
     /// Every field, in the order the docs and the help list them.
-    pub const ALL: [LinkField; 9] = [
+    pub const ALL: [LinkField; 11] = [
         LinkField::Rate,
         LinkField::Delay,
         LinkField::TxRing,
@@ -91,6 +120,8 @@ impl LinkField {
         LinkField::RxUsecs,
         LinkField::RxFrames,
         LinkField::TxQueues,
+        LinkField::TxStopThreshold,
+        LinkField::TxPostNs,
     ];
 
     /// The word the set prompt accepts (`rate 50mbit`, `rx-usecs 20`).
@@ -105,6 +136,8 @@ impl LinkField {
             LinkField::RxUsecs => "rx-usecs",
             LinkField::RxFrames => "rx-frames",
             LinkField::TxQueues => "tx-queues",
+            LinkField::TxStopThreshold => "tx-stop-threshold",
+            LinkField::TxPostNs => "tx-post-ns",
         }
     }
 
@@ -152,6 +185,8 @@ impl LinkField {
             },
             LinkField::TxUsecs | LinkField::RxUsecs => number(1_000_000),
             LinkField::TxFrames | LinkField::RxFrames => number(4096),
+            LinkField::TxStopThreshold => number(4096),
+            LinkField::TxPostNs => number(u64::from(crate::config::MAX_POST_NS)),
             LinkField::TxQueues => {
                 let max = u64::from(crate::qdisc::mq::MAX_QUEUES);
                 number(max).and_then(|v| match v {
@@ -169,6 +204,7 @@ impl LinkField {
             LinkField::Rate => crate::units::print_rate(value),
             LinkField::Delay => crate::units::sprint_time(value / crate::time::NS_PER_US),
             LinkField::Bql => if value != 0 { "on" } else { "off" }.into(),
+            LinkField::TxPostNs => format!("{value}ns"),
             _ => value.to_string(),
         }
     }
@@ -223,19 +259,14 @@ mod tests {
             (LinkField::Bql, 0),
             (LinkField::RxUsecs, 20),
             (LinkField::TxQueues, 4),
+            (LinkField::TxStopThreshold, 19),
+            (LinkField::TxPostNs, 2_500),
         ] {
             let mut p = [LinkParams::default(); 2];
             let arg = set_arg(Dir::RightToLeft, field, value);
             super::super::set::apply_set(std::slice::from_ref(&arg), &mut p).unwrap();
-            let got = match field {
-                LinkField::Rate => p[1].rate_bytes_ps,
-                LinkField::Delay => p[1].delay_ns,
-                LinkField::TxRing => u64::from(p[1].tx_ring),
-                LinkField::Bql => u64::from(p[1].bql),
-                LinkField::TxQueues => u64::from(p[1].tx_queues),
-                _ => u64::from(p[1].rx_usecs),
-            };
-            assert_eq!(got, value, "{arg}");
+            assert_eq!(field.get(&p[1]), value, "{arg}");
+            assert_eq!(p[0], LinkParams::default(), "{arg} changed left");
         }
     }
 }

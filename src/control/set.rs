@@ -27,7 +27,8 @@ use crate::tc::netem::{format_netem, parse_netem};
 
 const USAGE: &str =
     "expected DEV.FIELD=VALUE with DEV left or right and FIELD one of rate, delay, \
-tx_ring, bql, tx_usecs, tx_frames, rx_usecs, rx_frames, tx_queues (e.g. left.rate=10mbit), \
+tx_ring, bql, tx_usecs, tx_frames, rx_usecs, rx_frames, tx_queues, tx_stop_threshold, tx_post_ns \
+(e.g. left.rate=10mbit), \
 or a shape key: netem, trace, schedule, framing, seed, jitter, distribution, loss, duplicate, \
 corrupt, reorder (e.g. left.loss=1%); or an ethtool -C/-G/-K/-L line or -k/-c/-g/-l query";
 
@@ -506,6 +507,15 @@ pub fn apply_set(
     }
     for (dir, p) in Dir::ALL.into_iter().zip(&next) {
         crate::config::check_link_coalescing(p).map_err(|e| format!("dev {}: {e}", dir.dev()))?;
+        if p.tx_stop_threshold > p.tx_ring {
+            return Err(format!(
+                "dev {}: tx_stop_threshold {} is above tx_ring ({}): the queue would stop with more descriptors free than the ring has; set tx_stop_threshold to {} or less (19 is virtio_net's 2 + MAX_SKB_FRAGS), or a larger tx_ring",
+                dir.dev(),
+                p.tx_stop_threshold,
+                p.tx_ring,
+                p.tx_ring
+            ));
+        }
     }
     *params = next;
     Ok(replies)
@@ -541,6 +551,32 @@ mod tests {
         assert_eq!(p[0].rx_usecs, 20);
         assert_eq!(p[1].tx_ring, 32);
         assert_eq!(p[1].rate_bytes_ps, LinkParams::default().rate_bytes_ps);
+    }
+
+    #[test]
+    fn the_driver_s_stop_threshold_and_post_cost_are_set_live_within_the_ring() {
+        let mut p = [LinkParams::default(); 2];
+        apply_set(
+            &args(&["left.tx_stop_threshold=19", "right.tx-post-ns=2000"]),
+            &mut p,
+        )
+        .unwrap();
+        assert_eq!((p[0].tx_stop_threshold, p[1].tx_post_ns), (19, 2_000));
+        // The threshold must fit the ring, whichever of the two is set first.
+        for order in [
+            ["left.tx_ring=10", "left.tx_stop_threshold=19"],
+            ["left.tx_stop_threshold=19", "left.tx_ring=10"],
+        ] {
+            let mut q = p;
+            let e = apply_set(&args(&order), &mut q).unwrap_err();
+            assert!(
+                e.contains("dev left") && e.contains("tx_stop_threshold 19 is above tx_ring (10)"),
+                "{e}"
+            );
+            assert_eq!(q, p, "a refused set changes nothing");
+        }
+        let e = apply_set(&args(&["left.tx_post_ns=1000001"]), &mut p).unwrap_err();
+        assert!(e.contains("tx-post-ns") && e.contains("1000000"), "{e}");
     }
 
     #[test]

@@ -1159,18 +1159,8 @@ fn occupancy_rows<'a>(
 /// Link parameter changes between two snapshots.
 fn config_events(p: &PathSnapshot, c: &PathSnapshot, events: &mut Vec<(EventKind, String)>) {
     let (a, b) = (&p.params, &c.params);
-    let fields = [
-        (LinkField::Rate, a.rate_bytes_ps, b.rate_bytes_ps),
-        (LinkField::Delay, a.delay_ns, b.delay_ns),
-        (LinkField::TxRing, a.tx_ring as u64, b.tx_ring as u64),
-        (LinkField::Bql, a.bql as u64, b.bql as u64),
-        (LinkField::TxUsecs, a.tx_usecs as u64, b.tx_usecs as u64),
-        (LinkField::TxFrames, a.tx_frames as u64, b.tx_frames as u64),
-        (LinkField::RxUsecs, a.rx_usecs as u64, b.rx_usecs as u64),
-        (LinkField::RxFrames, a.rx_frames as u64, b.rx_frames as u64),
-        (LinkField::TxQueues, a.tx_queues as u64, b.tx_queues as u64),
-    ];
-    for (f, old, new) in fields {
+    for f in LinkField::ALL {
+        let (old, new) = (f.get(a), f.get(b));
         if old != new {
             events.push((
                 EventKind::Config,
