@@ -116,6 +116,22 @@ fn link_panel_shows_ring_bql_coalescing_lateness_and_drops() {
         lines[3].ends_with("drops codel 3, queue_full 1.5k"),
         "{lines:?}"
     );
+    // Adaptive RX: net_dim's current profile, not the ethtool value.
+    let mut dim = path.clone();
+    dim.params.rx_adaptive = true;
+    dim.params.rx_usecs = 50;
+    dim.moderation[1] = (8, 256);
+    let lines = render(
+        LinkPanel {
+            path: &dim,
+            achieved_bps: 1,
+            lateness_us: [0; 3],
+            wakeups: 0,
+        },
+        120,
+        4,
+    );
+    assert!(lines[2].contains("tx 0us/1f rx 8us/256f dim"), "{lines:?}");
     // A stalled wire (a rate typo) leads the first line, even at 80 columns.
     let mut stalled = path.clone();
     stalled.params.rate_bytes_ps = 12;

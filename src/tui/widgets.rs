@@ -184,12 +184,18 @@ impl Widget for LinkPanel<'_> {
         );
 
         let mut l3 = Vec::new();
+        // Under adaptive moderation net_dim's current profile, marked.
+        let side = |(usecs, frames): (u32, u32), adaptive: bool| {
+            let dim = if adaptive { " dim" } else { "" };
+            format!("{usecs}us/{frames}f{dim}")
+        };
         kv(
             &mut l3,
             "coal ",
             format!(
-                "tx {}us/{}f rx {}us/{}f",
-                params.tx_usecs, params.tx_frames, params.rx_usecs, params.rx_frames
+                "tx {} rx {}",
+                side(p.moderation[0], params.tx_adaptive),
+                side(p.moderation[1], params.rx_adaptive)
             ),
         );
         let [p50, p99, p999] = self.lateness_us;

@@ -245,6 +245,11 @@ pub struct PathSnapshot {
     pub in_flight: u32,
     /// Frames held by RX coalescing.
     pub rx_held: u32,
+    /// The interrupt moderation in force, `[tx, rx]` as (usecs, frames):
+    /// the ethtool values, or net_dim's current profile under
+    /// `adaptive-tx`/`adaptive-rx`.
+    #[serde(default)]
+    pub moderation: [(u32, u32); 2],
     /// The qdisc tree as `tc -s qdisc show` and `tc -s class show` dump it.
     pub qdisc: QdiscDump,
     /// Transit times (ingress to delivery) of the delivered frames.
@@ -841,6 +846,7 @@ impl Path {
             wire_departs: self.serializer.next_event(),
             in_flight: self.delay.len() as u32,
             rx_held: self.rx.len() as u32,
+            moderation: [self.tx_done.moderation(), self.rx.moderation()],
             qdisc,
             transit: self.transit.summary(),
             ring_flows,
@@ -1762,6 +1768,8 @@ mod tests {
         };
         let mut p = path(params);
         assert_eq!(p.rx_moderation(), (8, 256));
+        // The snapshot shows the profile in force (the TUI's coal line).
+        assert_eq!(p.snapshot(Instant::ZERO).moderation[1], (8, 256));
         let t0 = Instant::from_micros(100);
         p.ingress(pkt(0, 100), t0);
         assert_eq!(drain(&mut p), vec![(0, t0 + 8 * NS_PER_US)]);
