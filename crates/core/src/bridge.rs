@@ -154,12 +154,6 @@ impl Lane {
         });
     }
 
-    /// The bound `set_gso` last chose: super-frames up to this many bytes
-    /// pass whole; None: all are segmented.
-    pub fn whole_up_to(&self) -> Option<u64> {
-        self.whole_up_to
-    }
-
     /// Shows every frame from now on to `tap`.
     pub fn set_tap(&mut self, tap: Box<dyn FrameTap>) {
         self.tap = Some(tap);
@@ -612,7 +606,6 @@ mod tests {
             };
             let lane = b.lane_mut(Dir::LeftToRight);
             lane.set_gso(policy, &[], Instant::ZERO);
-            assert_eq!(lane.whole_up_to(), policy.map(|_| u64::MAX));
             let (mut rx, n, hdr) = super_frame(5);
             lane.ingress_offloaded(&mut rx, n, hdr, Instant::ZERO, &mut bufs);
             assert_eq!(rx.len(), GSO_FRAME_BUF, "a receive buffer is left");
