@@ -97,16 +97,20 @@ fn link_panel_shows_ring_bql_coalescing_lateness_and_drops() {
     p.params.rate_bytes_ps = 0;
     p.drops_by_reason.insert("queue_full", 1500);
     p.drops_by_reason.insert("codel", 3);
-    let lines = render(
-        LinkPanel {
-            path: &p,
-            achieved_bps: 1,
-            lateness_us: [0; 3],
-            wakeups: 0,
-        },
-        120,
-        4,
-    );
+    // The panel of `path` at 120 columns with nothing achieved or late.
+    let quiet = |path: &_| {
+        render(
+            LinkPanel {
+                path,
+                achieved_bps: 1,
+                lateness_us: [0; 3],
+                wakeups: 0,
+            },
+            120,
+            4,
+        )
+    };
+    let lines = quiet(&p);
     assert!(
         lines[0].starts_with("rate unlimited  achieved 1bit  delay"),
         "{lines:?}"
@@ -121,16 +125,7 @@ fn link_panel_shows_ring_bql_coalescing_lateness_and_drops() {
     dim.params.rx_adaptive = true;
     dim.params.rx_usecs = 50;
     dim.moderation[1] = (8, 256);
-    let lines = render(
-        LinkPanel {
-            path: &dim,
-            achieved_bps: 1,
-            lateness_us: [0; 3],
-            wakeups: 0,
-        },
-        120,
-        4,
-    );
+    let lines = quiet(&dim);
     assert!(lines[2].contains("tx 0us/1f rx 8us/256f dim"), "{lines:?}");
     // A stalled wire (a rate typo) leads the first line, even at 80 columns.
     let mut stalled = path.clone();

@@ -37,6 +37,11 @@ impl LatenessSummary {
             // every bucket of the histogram to find that out.
             return LatenessSummary::default();
         }
+        LatenessSummary::walked(h)
+    }
+
+    /// The quantiles read off the histogram, one walk of its buckets each.
+    fn walked(h: &Histogram<u64>) -> LatenessSummary {
         LatenessSummary {
             samples: h.len(),
             p50_ns: h.value_at_quantile(0.5),
@@ -225,26 +230,15 @@ impl LiveSnapshot {
 mod tests {
     use super::*;
 
-    /// The summary the quantiles give (the slow way, for comparison).
-    fn walked(h: &Histogram<u64>) -> LatenessSummary {
-        LatenessSummary {
-            samples: h.len(),
-            p50_ns: h.value_at_quantile(0.5),
-            p99_ns: h.value_at_quantile(0.99),
-            p999_ns: h.value_at_quantile(0.999),
-            max_ns: h.max(),
-        }
-    }
-
     #[test]
     fn an_empty_or_idle_side_summarises_as_the_full_walk_does() {
         let empty = lateness_histogram("test").unwrap();
-        assert_eq!(LatenessSummary::of(&empty), walked(&empty));
+        assert_eq!(LatenessSummary::of(&empty), LatenessSummary::walked(&empty));
         let mut busy = lateness_histogram("test").unwrap();
         for v in [1, 900, 25_000, 25_001, 3_000_000, 9_999_999_999] {
             busy.record(v).unwrap();
         }
-        assert_eq!(LatenessSummary::of(&busy), walked(&busy));
+        assert_eq!(LatenessSummary::of(&busy), LatenessSummary::walked(&busy));
         assert_ne!(LatenessSummary::of(&busy), LatenessSummary::default());
         let mut sum = busy.clone();
         sum.add(&busy).unwrap();
@@ -266,10 +260,10 @@ mod tests {
             gro: GroCounters::default(),
         };
         for (a, b, want) in [
-            (&busy, &empty, walked(&busy)),
-            (&empty, &busy, walked(&busy)),
-            (&busy, &busy, walked(&sum)),
-            (&empty, &empty, walked(&empty)),
+            (&busy, &empty, LatenessSummary::walked(&busy)),
+            (&empty, &busy, LatenessSummary::walked(&busy)),
+            (&busy, &busy, LatenessSummary::walked(&sum)),
+            (&empty, &empty, LatenessSummary::walked(&empty)),
         ] {
             let m = LiveSnapshot::merge([&lane(a), &lane(b)]);
             assert_eq!(m.lateness, want);
