@@ -458,22 +458,20 @@ impl RequestHandler {
 
 /// Answers one request (a reply line without newline).
 fn handle(req: Request, shared: &Shared) -> String {
-    match answer(req, shared) {
-        Ok(v) => ok_line(&v),
-        Err(e) => error_line(&e),
-    }
+    answer(req, shared).unwrap_or_else(|e| error_line(&e))
 }
 
-fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
-    match req {
-        Request::Snapshot => Ok(to_json(&*latest(shared)?)),
-        Request::Metrics => Ok(serde_json::json!(crate::metrics::render(&*latest(shared)?))),
+/// The `ok` reply line to `req`, or why it failed.
+fn answer(req: Request, shared: &Shared) -> Result<String, String> {
+    Ok(match req {
+        Request::Snapshot => ok_line(&*latest(shared)?),
+        Request::Metrics => ok_line(&crate::metrics::render(&*latest(shared)?)),
         Request::Stats => {
             let mut snap = (*latest(shared)?).clone();
             if let Some(base) = lock(&shared.baseline).as_ref() {
                 subtract_baseline(&mut snap, base);
             }
-            Ok(to_json(&snap))
+            ok_line(&snap)
         }
         Request::ResetStats => {
             let snap = latest(shared)?;
@@ -483,7 +481,7 @@ fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
                     snap.bridge.path(d).held,
                 )
             }));
-            Ok(serde_json::json!("counters reset"))
+            ok_line(&"counters reset")
         }
         Request::Tc { line } => {
             use crate::tc::{TcCommand, Verb};
@@ -501,7 +499,7 @@ fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
                 // tc), and lines tc refuses (the datapath gives the error).
                 _ => (run_tc(commander, &line)?, None),
             };
-            Ok(to_json(&TcReply { output, config }))
+            ok_line(&TcReply { output, config })
         }
         Request::Set { args } => {
             // Parsed (and trace files read) here, not on the datapath.
@@ -513,20 +511,15 @@ fn answer(req: Request, shared: &Shared) -> Result<serde_json::Value, String> {
             let effective = rx
                 .recv_timeout(COMMAND_TIMEOUT)
                 .map_err(|_| format!("the datapath did not answer within {COMMAND_TIMEOUT:?}"))??;
-            Ok(to_json(&effective))
+            ok_line(&effective)
         }
         Request::Shutdown => {
             commander(shared)?
                 .send(Command::Shutdown)
                 .map_err(|e| e.to_string())?;
-            Ok(serde_json::json!("shutting down"))
+            ok_line(&"shutting down")
         }
-    }
-}
-
-fn to_json<T: serde::Serialize>(v: &T) -> serde_json::Value {
-    serde_json::to_value(v)
-        .unwrap_or_else(|e| serde_json::json!({ "serialize_error": e.to_string() }))
+    })
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -105,10 +105,12 @@ pub fn parse_request(line: &str) -> Result<Request, ProtoError> {
     serde_json::from_value(value).map_err(|e| ProtoError::Unknown(e.to_string()))
 }
 
-/// A success reply line (no newline).
+/// A success reply line (no newline): `value` serialized straight into
+/// the line (no `serde_json::Value` in between), its fields in their
+/// declaration order.
 pub fn ok_line(value: &impl serde::Serialize) -> String {
-    match serde_json::to_value(value) {
-        Ok(v) => serde_json::json!({ "ok": v }).to_string(),
+    match serde_json::to_string(value) {
+        Ok(v) => format!("{{\"ok\":{v}}}"),
         Err(e) => error_line(&format!("serializing the reply: {e}")),
     }
 }

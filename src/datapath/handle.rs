@@ -183,11 +183,7 @@ impl Datapath {
 
     fn stop(&mut self) -> Result<LiveSnapshot, DatapathError> {
         if !self.stepped.is_empty() {
-            let ends: Vec<_> = self
-                .stepped
-                .drain(..)
-                .map(|d| lock(&d).end_stepped())
-                .collect();
+            let ends: Vec<_> = self.stepped.drain(..).map(|d| lock(&d).end()).collect();
             return Ok(LiveSnapshot::merge([&ends[0], &ends[1]]));
         }
         // Fails only if both threads already stopped; joining then returns

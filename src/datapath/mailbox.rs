@@ -90,8 +90,8 @@ mod tests {
             at,
             path: idle_bridge().lane(dir).path().snapshot(at),
             capture: None,
-            release_lateness: lateness.clone(),
-            lateness,
+            release_lateness: std::sync::Arc::new(lateness.clone()),
+            lateness: std::sync::Arc::new(lateness),
             wakeups: Wakeups {
                 total: 1,
                 cpu_ns: 1000,

@@ -5,6 +5,7 @@
 //! threads' CPU time.
 
 use std::io;
+use std::sync::Arc;
 
 use hdrhistogram::Histogram;
 
@@ -56,6 +57,42 @@ impl LatenessSummary {
 pub(crate) fn lateness_histogram(what: &str) -> io::Result<Histogram<u64>> {
     Histogram::new_with_bounds(1, 10 * NS_PER_SEC, 3)
         .map_err(|e| io::Error::other(format!("{what} histogram: {e}")))
+}
+
+/// A lateness histogram a thread records into, and the copy its
+/// snapshots share: copied again only when something was recorded since
+/// the last copy (a histogram is about 190 kB, and a stepped datapath
+/// publishes after every step).
+pub(crate) struct RecordedLateness {
+    live: Histogram<u64>,
+    shared: Arc<Histogram<u64>>,
+    recorded: bool,
+}
+
+impl RecordedLateness {
+    /// An empty `lateness_histogram`.
+    pub(crate) fn new(what: &str) -> io::Result<RecordedLateness> {
+        let live = lateness_histogram(what)?;
+        Ok(RecordedLateness {
+            shared: Arc::new(live.clone()),
+            live,
+            recorded: false,
+        })
+    }
+
+    /// Records `ns` (clamped to the histogram's 1 ns–10 s).
+    pub(crate) fn record(&mut self, ns: u64) {
+        self.live.saturating_record(ns.max(1));
+        self.recorded = true;
+    }
+
+    /// Everything recorded so far, for a snapshot.
+    pub(crate) fn share(&mut self) -> Arc<Histogram<u64>> {
+        if std::mem::take(&mut self.recorded) {
+            self.shared = Arc::new(self.live.clone());
+        }
+        self.shared.clone()
+    }
 }
 
 /// How often the threads woke, and why, and the CPU time they used.
@@ -149,11 +186,12 @@ pub struct LaneSnapshot {
     pub path: PathSnapshot,
     /// Its capture counters while a capture runs.
     pub capture: Option<CaptureCounters>,
-    /// The whole histograms, so that the merge is exact.
-    pub lateness: Histogram<u64>,
+    /// The whole histograms, so that the merge is exact (shared with the
+    /// thread until it records again: `RecordedLateness`).
+    pub lateness: Arc<Histogram<u64>>,
     /// Release lateness (write time minus the link's delivery time), the whole
     /// histogram.
-    pub release_lateness: Histogram<u64>,
+    pub release_lateness: Arc<Histogram<u64>>,
     /// The thread's wake-ups and CPU time.
     pub wakeups: Wakeups,
     /// The read half of the port the direction's frames come from.
@@ -183,7 +221,7 @@ impl LiveSnapshot {
             if a.is_empty() {
                 return LatenessSummary::of(b);
             }
-            let mut sum = a.clone();
+            let mut sum = Histogram::clone(a);
             // Same bounds on both sides, so adding cannot fail.
             let _ = sum.add(b);
             LatenessSummary::of(&sum)
@@ -231,6 +269,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_shared_lateness_is_copied_only_after_new_records_and_never_changes() {
+        let mut l = RecordedLateness::new("test").unwrap();
+        let first = l.share();
+        assert!(first.is_empty());
+        assert!(Arc::ptr_eq(&first, &l.share()), "nothing recorded: no copy");
+        l.record(0);
+        l.record(2_000);
+        let second = l.share();
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert!(first.is_empty(), "a published copy never changes");
+        assert_eq!((second.len(), second.min(), second.max()), (2, 1, 2_000));
+        l.record(20_000_000_000);
+        assert_eq!(second.len(), 2);
+        let third = l.share();
+        assert_eq!(third.len(), 3);
+        assert!(
+            third.equivalent(third.max(), third.high()),
+            "clamped to 10 s"
+        );
+        assert!(Arc::ptr_eq(&third, &l.share()));
+    }
+
+    #[test]
     fn an_empty_or_idle_side_summarises_as_the_full_walk_does() {
         let empty = lateness_histogram("test").unwrap();
         assert_eq!(LatenessSummary::of(&empty), LatenessSummary::walked(&empty));
@@ -251,8 +312,8 @@ mod tests {
             at: Instant::ZERO,
             path: path.snapshot(Instant::ZERO),
             capture: None,
-            lateness: h.clone(),
-            release_lateness: empty.clone(),
+            lateness: Arc::new(h.clone()),
+            release_lateness: Arc::new(empty.clone()),
             wakeups: Wakeups::default(),
             rx_port: PortCounters::default(),
             tx_port: PortCounters::default(),

@@ -255,22 +255,36 @@ fn control_rig() -> &'static ControlRig {
     })
 }
 
-/// The reply to `line` as JSON: exactly one of `ok` and `error`.
-fn control_reply(rig: &ControlRig, line: &[u8]) -> Option<serde_json::Value> {
+/// A reply line as the protocol defines it: an object with exactly one
+/// of `ok` and `error` (the `ok` value is checked to be JSON, not kept).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Reply {
+    ok: Option<serde::de::IgnoredAny>,
+    error: Option<String>,
+}
+
+/// A `stats` reply: the snapshot it carries, decoded as the client does.
+#[derive(serde::Deserialize)]
+struct StatsReply {
+    ok: crate::datapath::LiveSnapshot,
+}
+
+/// The reply line to `line`, checked to be one line of JSON with exactly
+/// one of `ok` and `error`, and that error.
+fn control_reply(rig: &ControlRig, line: &[u8]) -> Option<(String, Option<String>)> {
     let reply = rig.handler.reply(line)?;
     assert!(
         !reply.contains('\n'),
         "a reply of more than one line: {reply}"
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&reply).unwrap_or_else(|e| panic!("reply is not JSON ({e}): {reply}"));
-    let obj = v.as_object().expect("a reply is a JSON object");
-    assert_eq!(obj.len(), 1, "ok xor error: {reply}");
+    let parsed: Reply = serde_json::from_str(&reply)
+        .unwrap_or_else(|e| panic!("reply is not a JSON object with ok or error ({e}): {reply}"));
     assert!(
-        obj.contains_key("ok") || obj.contains_key("error"),
-        "{reply}"
+        parsed.ok.is_some() != parsed.error.is_some(),
+        "ok xor error: {reply}"
     );
-    Some(v)
+    Some((reply, parsed.error))
 }
 
 /// Control-socket request lines against the request handler (the one
@@ -295,10 +309,10 @@ pub fn control(data: &[u8]) {
             _ => (false, false),
         };
         let before = tc.then(|| control_reply(rig, show));
-        let Some(reply) = control_reply(rig, line) else {
+        let Some((reply, error)) = control_reply(rig, line) else {
             continue;
         };
-        if let (Some(before), Some(e)) = (before, reply.get("error")) {
+        if let (Some(before), Some(e)) = (before, &error) {
             assert_eq!(
                 before,
                 control_reply(rig, show),
@@ -310,12 +324,11 @@ pub fn control(data: &[u8]) {
         // baseline) decodes as a snapshot and conserves frames; after any
         // other request the snapshot the datapath published (the stepped
         // datapath publishes after every request) conserves them.
-        match reply.get("ok").filter(|_| stats) {
-            Some(ok) => check_conserved(
-                &serde_json::from_value(ok.clone()).expect("stats decode as a snapshot"),
-                line,
-            ),
-            None => check_conserved(&rig.snapshots.latest().expect("a snapshot"), line),
+        if stats && error.is_none() {
+            let got: StatsReply = serde_json::from_str(&reply).expect("stats decode as a snapshot");
+            check_conserved(&got.ok, line);
+        } else {
+            check_conserved(&rig.snapshots.latest().expect("a snapshot"), line);
         }
     }
 }

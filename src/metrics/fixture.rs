@@ -102,8 +102,8 @@ pub(super) fn publish(reader: &SnapshotReader) -> Arc<LiveSnapshot> {
                 at: now,
                 path: b.lane(dir).path().snapshot(now),
                 capture: None,
-                release_lateness: lateness.clone(),
-                lateness,
+                release_lateness: Arc::new(lateness.clone()),
+                lateness: Arc::new(lateness),
                 wakeups: Wakeups {
                     total: 7,
                     cpu_ns: 5_000_000,

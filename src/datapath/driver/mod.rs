@@ -18,7 +18,6 @@ use std::os::fd::{AsFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use hdrhistogram::Histogram;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use nix::sys::eventfd::EventFd;
 use nix::sys::time::TimeSpec;
@@ -41,7 +40,7 @@ use super::error::{DatapathError, PORT_NAMES};
 use super::mailbox::SnapshotReader;
 use super::realtime;
 use super::snapshot::{
-    lateness_histogram, thread_cpu_ns, GroCounters, LaneSnapshot, PoolCounters, Wakeups,
+    thread_cpu_ns, GroCounters, LaneSnapshot, PoolCounters, RecordedLateness, Wakeups,
 };
 use super::wait::{Pending, WaitPlan, WaitPolicy};
 
@@ -95,8 +94,8 @@ pub(super) struct Driver {
     /// `busy_poll_us` from then).
     last_frame: Instant,
     clock: MonotonicClock,
-    lateness: Histogram<u64>,
-    release_lateness: Histogram<u64>,
+    lateness: RecordedLateness,
+    release_lateness: RecordedLateness,
     wakeups: Wakeups,
     next_publish: Instant,
     /// Frame buffers, and `GSO_FRAME_BUF`-byte ones for whole
@@ -172,8 +171,8 @@ impl Driver {
             polled: None,
             last_frame: Instant::ZERO,
             clock: MonotonicClock,
-            lateness: lateness_histogram("wake-up lateness")?,
-            release_lateness: lateness_histogram("release lateness")?,
+            lateness: RecordedLateness::new("wake-up lateness")?,
+            release_lateness: RecordedLateness::new("release lateness")?,
             wakeups: Wakeups::default(),
             next_publish: Instant::ZERO,
             bufs,
@@ -377,10 +376,7 @@ impl Driver {
         }
         if self.drain_commands() || self.ending.ended.load(Ordering::Acquire) {
             // Frames the pacer still holds are written now, not lost.
-            self.write_out(false);
-            let snap = self.snapshot(self.clock.now());
-            self.snapshots.offer(self.dir, snap.clone());
-            return Some(Ok(snap));
+            return Some(Ok(self.end()));
         }
         None
     }
@@ -441,11 +437,10 @@ impl Driver {
 
     /// Records how late the loop reached `deadline` (at `now`).
     fn reached(&mut self, deadline: Instant, now: Instant) {
-        self.lateness
-            .saturating_record(now.saturating_since(deadline).max(1));
+        self.lateness.record(now.saturating_since(deadline));
     }
 
-    fn snapshot(&self, now: Instant) -> LaneSnapshot {
+    fn snapshot(&mut self, now: Instant) -> LaneSnapshot {
         LaneSnapshot {
             at: now,
             path: self
@@ -453,8 +448,8 @@ impl Driver {
                 .path()
                 .snapshot_listing(now, FlowListing::Top(self.cfg.snapshot_flows)),
             capture: self.lane.tap_counters(),
-            lateness: self.lateness.clone(),
-            release_lateness: self.release_lateness.clone(),
+            lateness: self.lateness.share(),
+            release_lateness: self.release_lateness.share(),
             wakeups: Wakeups {
                 cpu_ns: thread_cpu_ns(),
                 ..self.wakeups
@@ -469,13 +464,14 @@ impl Driver {
         }
     }
 
-    fn publish(&self, now: Instant) {
-        self.snapshots.offer(self.dir, self.snapshot(now));
+    fn publish(&mut self, now: Instant) {
+        let snap = self.snapshot(now);
+        self.snapshots.offer(self.dir, snap);
     }
 
-    /// A stepped direction's end: what the pacer holds is written, and the
-    /// final snapshot returned (as `finish` does for a thread).
-    pub(super) fn end_stepped(&mut self) -> LaneSnapshot {
+    /// The direction's end (a thread's or a stepped one's): what the pacer
+    /// holds is written, and the final snapshot published and returned.
+    pub(super) fn end(&mut self) -> LaneSnapshot {
         self.write_out(false);
         let snap = self.snapshot(self.clock.now());
         self.snapshots.offer(self.dir, snap.clone());

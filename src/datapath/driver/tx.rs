@@ -63,7 +63,7 @@ impl Driver {
         self.last_frame = now;
         self.pacer.written(delivered, now);
         self.release_lateness
-            .saturating_record(now.saturating_since(delivered).max(1));
+            .record(now.saturating_since(delivered));
     }
 
     /// The first held frame may be written now too.
