@@ -148,7 +148,7 @@ fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
             Ok(())
         });
         match reply {
-            Ok(_) => {
+            Ok(()) => {
                 blocks.push(Block {
                     rx_usecs_20: next,
                     from: t + sent.elapsed().as_secs_f64() + SETTLE,
