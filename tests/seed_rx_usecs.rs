@@ -8,7 +8,7 @@
 //! configs/rx-usecs-20.toml and the test switches it between that config's
 //! ethtool lines and those of configs/rx-usecs-1.toml over the control
 //! socket (`bloatbox set`, as a user would) every 300 ms, reading the
-//! daemon's `stats` just before each switch.
+//! daemon's `stats` just before and just after each switch.
 //!
 //! What is asserted is exact: the link's own transit times (ingress to
 //! delivery, in the emulated link's time, which no scheduling noise
@@ -209,12 +209,13 @@ fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
         per_receive.len()
     );
 
-    // The exact part: block i (i ≥ 1) runs from the stats read before
-    // switch i to the one before switch i + 1.
+    // The exact part: block i (i ≥ 1) runs from the stats read just after
+    // the switch that started it to the one just before the switch that
+    // ended it (block 0 has no read before it, the last none after it).
     assert_eq!(
         transits.len(),
         blocks.len() - 1,
-        "one stats read per switch"
+        "stats read at each switch"
     );
     eprintln!("block  rx-usecs  frames  under 16 us  from 16 us");
     let mut checked = 0;
