@@ -256,35 +256,38 @@ fn control_rig() -> &'static ControlRig {
 }
 
 /// A reply line as the protocol defines it: an object with exactly one
-/// of `ok` and `error` (the `ok` value is checked to be JSON, not kept).
+/// of `ok` and `error`, its `ok` decoded as `T` (`IgnoredAny` checks only
+/// that it is JSON; a `stats` reply's decodes as the client's snapshot).
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Reply {
-    ok: Option<serde::de::IgnoredAny>,
+struct Reply<T> {
+    ok: Option<T>,
     error: Option<String>,
 }
 
-/// A `stats` reply: the snapshot it carries, decoded as the client does.
-#[derive(serde::Deserialize)]
-struct StatsReply {
-    ok: crate::datapath::LiveSnapshot,
-}
-
 /// The reply line to `line`, checked to be one line of JSON with exactly
-/// one of `ok` and `error`, and that error.
-fn control_reply(rig: &ControlRig, line: &[u8]) -> Option<(String, Option<String>)> {
+/// one of `ok` and `error`, and decoded in the same pass.
+fn control_reply<T: serde::de::DeserializeOwned>(
+    rig: &ControlRig,
+    line: &[u8],
+) -> Option<(String, Reply<T>)> {
     let reply = rig.handler.reply(line)?;
     assert!(
         !reply.contains('\n'),
         "a reply of more than one line: {reply}"
     );
-    let parsed: Reply = serde_json::from_str(&reply)
+    let parsed: Reply<T> = serde_json::from_str(&reply)
         .unwrap_or_else(|e| panic!("reply is not a JSON object with ok or error ({e}): {reply}"));
     assert!(
         parsed.ok.is_some() != parsed.error.is_some(),
         "ok xor error: {reply}"
     );
-    Some((reply, parsed.error))
+    Some((reply, parsed))
+}
+
+/// The reply line to `line`, its `ok` checked to be JSON but not kept.
+fn control_line(rig: &ControlRig, line: &[u8]) -> Option<(String, Option<String>)> {
+    control_reply::<serde::de::IgnoredAny>(rig, line).map(|(reply, r)| (reply, r.error))
 }
 
 /// Control-socket request lines against the request handler (the one
@@ -298,7 +301,7 @@ pub fn control(data: &[u8]) {
     let show = br#"{"cmd":"tc","line":"tc qdisc show"}"#;
     for dev in ["left", "right"] {
         let del = format!(r#"{{"cmd":"tc","line":"tc qdisc del dev {dev} root"}}"#);
-        control_reply(rig, del.as_bytes());
+        control_line(rig, del.as_bytes());
     }
     for line in data.split(|&c| c == b'\n').take(MAX_ITEMS) {
         let parsed = std::str::from_utf8(line).map(crate::control::proto::parse_request);
@@ -308,28 +311,33 @@ pub fn control(data: &[u8]) {
             Ok(Ok(crate::control::Request::Stats)) => (false, true),
             _ => (false, false),
         };
-        let before = tc.then(|| control_reply(rig, show));
-        let Some((reply, error)) = control_reply(rig, line) else {
-            continue;
-        };
-        if let (Some(before), Some(e)) = (before, &error) {
-            assert_eq!(
-                before,
-                control_reply(rig, show),
-                "{} failed ({e}) but changed a tree",
-                String::from_utf8_lossy(line)
-            );
-        }
         // What a `stats` line got (counters less the `reset_stats`
         // baseline) decodes as a snapshot and conserves frames; after any
         // other request the snapshot the datapath published (the stepped
         // datapath publishes after every request) conserves them.
-        if stats && error.is_none() {
-            let got: StatsReply = serde_json::from_str(&reply).expect("stats decode as a snapshot");
-            check_conserved(&got.ok, line);
+        if stats {
+            let Some((_, got)) = control_reply::<crate::datapath::LiveSnapshot>(rig, line) else {
+                continue;
+            };
+            if let Some(snap) = got.ok {
+                check_conserved(&snap, line);
+                continue;
+            }
         } else {
-            check_conserved(&rig.snapshots.latest().expect("a snapshot"), line);
+            let before = tc.then(|| control_line(rig, show));
+            let Some((_, error)) = control_line(rig, line) else {
+                continue;
+            };
+            if let (Some(before), Some(e)) = (before, &error) {
+                assert_eq!(
+                    before,
+                    control_line(rig, show),
+                    "{} failed ({e}) but changed a tree",
+                    String::from_utf8_lossy(line)
+                );
+            }
         }
+        check_conserved(&rig.snapshots.latest().expect("a snapshot"), line);
     }
 }
 
