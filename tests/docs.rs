@@ -396,10 +396,6 @@ fn links_between_the_documents_resolve() {
             if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
                 continue;
             }
-            // docs/fuzzing.md is written on another branch.
-            if target.ends_with("fuzzing.md") {
-                continue;
-            }
             if !root.join(base).join(target).exists() {
                 broken.push(format!("{doc}: {target}"));
             }
