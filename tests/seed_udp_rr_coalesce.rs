@@ -64,7 +64,11 @@ fn with_coalescing_on_each_frame_waits_50_us_at_the_receiver() {
     // The exact part: each run's median transit per direction.
     const WAIT_US: f64 = 50.0;
     const SLACK_US: f64 = 2.0;
-    for (setting, runs) in [("on", &on), ("off", &off)] {
+    let windows = [
+        ("on", &on, WAIT_US, WAIT_US + SLACK_US),
+        ("off", &off, 0.0, SLACK_US),
+    ];
+    for (setting, runs, lo, hi) in windows {
         for r in runs.iter() {
             for (d, p) in r.paths.iter().enumerate() {
                 let p50_us = p.transit_p50_ms * 1e3;
@@ -77,11 +81,6 @@ fn with_coalescing_on_each_frame_waits_50_us_at_the_receiver() {
                     "coalescing {setting}, direction {d}: only {} frames",
                     p.frames
                 );
-                let (lo, hi) = if setting == "on" {
-                    (WAIT_US, WAIT_US + SLACK_US)
-                } else {
-                    (0.0, SLACK_US)
-                };
                 assert!(
                     (lo..hi).contains(&p50_us),
                     "coalescing {setting}, direction {d}: transit p50 {p50_us:.2} us, \
