@@ -27,13 +27,18 @@ impl Driver {
     /// Reads up to `batch` frames from the port into the lane, each stamped
     /// with the time it was read; whenever the lane (or the release pacer)
     /// has something due, it is written before the next read, so reading a
-    /// batch never delays a departure by more than one read. Returns true
-    /// if it stopped at the batch limit, with frames possibly still
-    /// waiting.
+    /// batch never delays a departure by more than one read. One clock
+    /// read per frame serves both: the time a frame is stamped with is the
+    /// time the previous frames' due check used. Returns true if it stopped
+    /// at the batch limit, with frames possibly still waiting.
     pub(super) fn read_port(&mut self) -> bool {
         let offload = self.ports.rx.offload();
-        for _ in 0..self.cfg.batch {
+        for i in 0..self.cfg.batch {
             let now = self.clock.now();
+            if i > 0 && !self.write_due(now) {
+                // The port written to is gone: the loop ends.
+                return false;
+            }
             let read = if offload {
                 self.read_offloaded(now)
             } else {
@@ -43,19 +48,20 @@ impl Driver {
                 Read::Frame => self.last_frame = now,
                 Read::Empty | Read::Failed => return false,
             }
-            let now = self.clock.now();
-            if crate::time::earliest(self.lane.poll_at(), self.release_at)
-                .is_some_and(|due| due <= now)
-            {
-                self.poll_lane(now);
-                self.write_out(true);
-                if self.failure.is_some() {
-                    // The port written to is gone: the loop ends.
-                    return false;
-                }
-            }
         }
-        true
+        let now = self.clock.now();
+        self.write_due(now)
+    }
+
+    /// Writes what the lane (or the release pacer) has due by `now`; false
+    /// if the port written to is gone.
+    fn write_due(&mut self, now: Instant) -> bool {
+        if crate::time::earliest(self.lane.poll_at(), self.release_at).is_some_and(|due| due <= now)
+        {
+            self.poll_lane(now);
+            self.write_out(true);
+        }
+        self.failure.is_none()
     }
 
     /// Reads one frame from a port without offload.

@@ -471,6 +471,8 @@ pub struct Impair {
     table: Option<Vec<i16>>,
     /// Frames delayed normally since the last reordered one.
     reorder_count: u32,
+    /// The settings change nothing (`Impairments::is_none`), decided once.
+    inactive: bool,
 }
 
 impl Impair {
@@ -495,8 +497,15 @@ impl Impair {
             loss_state: 1,
             table,
             reorder_count: 0,
+            inactive: params.is_none(),
             params,
         }
+    }
+
+    /// True when the stage changes nothing: every frame goes on with no
+    /// extra delay (`transmit` would give it `Fate::Delayed(0)`).
+    pub fn is_inactive(&self) -> bool {
+        self.inactive
     }
 
     /// The settings the stage applies.
@@ -513,7 +522,7 @@ impl Impair {
     /// `out` with its fate.
     pub fn transmit(&mut self, pkt: Packet, out: &mut Vec<(Packet, Fate)>) -> Effects {
         let mut effects = Effects::default();
-        if self.params.is_none() {
+        if self.inactive {
             out.push((pkt, Fate::Delayed(0)));
             return effects;
         }

@@ -440,6 +440,10 @@ pub struct Path {
     meter: Option<Box<FlowMeter>>,
     /// The first instant the path was advanced to.
     up_since: Option<Instant>,
+    /// `next_event` as the last `advance` left it, while nothing has
+    /// changed since (None: to be computed). It spares the frame path a
+    /// scan of every stage when it advances again with nothing due.
+    settled: Option<Option<Instant>>,
 }
 
 impl Path {
@@ -470,6 +474,7 @@ impl Path {
             observer: None,
             meter: Some(Box::new(FlowMeter::new())),
             up_since: None,
+            settled: None,
         };
         path.sync_queues();
         path
@@ -480,6 +485,12 @@ impl Path {
         for q in &mut self.queues {
             q.ready = true;
         }
+        self.unsettle();
+    }
+
+    /// Forgets the settled next event: something changed outside `advance`.
+    fn unsettle(&mut self) {
+        self.settled = None;
     }
 
     /// The TX queue `pkt` goes to.
@@ -610,6 +621,7 @@ impl Path {
     /// `meta.arrival`, from which its transit time is measured).
     pub fn ingress(&mut self, mut pkt: Packet, now: Instant) {
         self.advance(now);
+        self.unsettle();
         let t = self.now;
         pkt.meta.arrival = t;
         self.counters.frames_in += 1;
@@ -653,6 +665,7 @@ impl Path {
     /// `queues/tx-N/byte_queue_limits`). False when BQL is off or there is
     /// no such queue.
     pub fn set_queue_bql_bounds(&mut self, queue: usize, min_limit: u32, max_limit: u32) -> bool {
+        self.unsettle();
         self.queues
             .get_mut(queue)
             .and_then(|q| q.ring.dql_mut())
@@ -681,7 +694,7 @@ impl Path {
         if !self.outbox.is_empty() || !self.freed.is_empty() {
             return Some(self.now);
         }
-        self.next_event()
+        self.settled.unwrap_or_else(|| self.next_event())
     }
 
     /// Changes rate, overhead, delay, ring, BQL and coalescing at `now`
@@ -760,6 +773,7 @@ impl Path {
         self.advance(now);
         let t = self.now;
         let r = edit(&mut *self.qdisc, t, &mut self.drops);
+        self.unsettle();
         self.absorb();
         self.sync_queues();
         if r.is_ok() {
@@ -779,7 +793,9 @@ impl Path {
         read: impl FnOnce(&mut dyn Qdisc, Instant) -> R,
     ) -> R {
         self.advance(now);
-        read(&mut *self.qdisc, self.now)
+        let r = read(&mut *self.qdisc, self.now);
+        self.unsettle();
+        r
     }
 
     /// The path at `now`, every flow of its flow-queueing qdiscs listed.
@@ -910,34 +926,40 @@ impl Path {
         }
     }
 
-    /// When some TX queue's qdisc should be run.
-    fn qdisc_event(&self) -> Option<Instant> {
-        (0..self.queues.len())
-            .map(|i| self.queue_event(i))
-            .fold(None, earliest)
-    }
-
+    /// The earliest event of any stage or TX queue (called several times
+    /// per frame: written as a chain, without an iterator over the queues
+    /// when there is only one).
     fn next_event(&self) -> Option<Instant> {
-        [
-            self.serializer.next_event(),
-            self.tx_done.next_event(),
-            self.delay.next_event(),
-            self.rx.next_event(),
-            self.qdisc_event(),
-        ]
-        .into_iter()
-        .fold(None, earliest)
+        let mut ev = earliest(self.serializer.next_event(), self.tx_done.next_event());
+        ev = earliest(ev, self.delay.next_event());
+        ev = earliest(ev, self.rx.next_event());
+        ev = earliest(ev, self.queue_event(0));
+        for i in 1..self.queues.len() {
+            ev = earliest(ev, self.queue_event(i));
+        }
+        ev
     }
 
     /// Processes every event up to `now` in time order.
     fn advance(&mut self, now: Instant) {
         let now = now.max(self.now);
         self.up_since.get_or_insert(now);
-        while let Some(ev) = self.next_event().filter(|t| *t <= now) {
+        let mut next = match self.settled {
+            Some(next) => {
+                debug_assert_eq!(next, self.next_event(), "a change left the path unsettled");
+                next
+            }
+            None => self.next_event(),
+        };
+        while let Some(ev) = next.filter(|t| *t <= now) {
             self.now = ev.max(self.now);
             self.step();
+            next = self.next_event();
         }
         self.now = now;
+        // What is left is later than `now`, so it does not depend on
+        // `self.now` (only a due TX queue reports `self.now`).
+        self.settled = Some(next);
     }
 
     /// Runs every stage whose event is due at `self.now`, in pipeline order.
@@ -952,13 +974,18 @@ impl Path {
             );
             let delay = self.serializer.scheduled_delay(departed);
             self.delay.set_delay(delay.unwrap_or(self.params.delay_ns));
-            let effects = self.impair.transmit(pkt, &mut self.wire);
-            self.counters.duplicated += effects.duplicated as u64;
-            self.counters.corrupted += effects.corrupted as u64;
-            for (pkt, fate) in self.wire.drain(..) {
-                match fate {
-                    Fate::Lost => self.drops.push(pkt, DropReason::WireLoss),
-                    Fate::Delayed(extra) => self.delay.push(pkt, departed, extra),
+            if self.impair.is_inactive() {
+                // Nothing to decide: straight into propagation.
+                self.delay.push(pkt, departed, 0);
+            } else {
+                let effects = self.impair.transmit(pkt, &mut self.wire);
+                self.counters.duplicated += effects.duplicated as u64;
+                self.counters.corrupted += effects.corrupted as u64;
+                for (pkt, fate) in self.wire.drain(..) {
+                    match fate {
+                        Fate::Lost => self.drops.push(pkt, DropReason::WireLoss),
+                        Fate::Delayed(extra) => self.delay.push(pkt, departed, extra),
+                    }
                 }
             }
             self.absorb();
@@ -966,7 +993,7 @@ impl Path {
         let n = self.queues.len();
         let reaped = &mut self.reaped;
         if let Some(at) = self.tx_done.fire(t, |(mapping, len)| {
-            let r = &mut reaped[usize::from(mapping) % n];
+            let r = &mut reaped[super::serializer::queue_index(mapping, n)];
             r.0 += 1;
             r.1 += u64::from(len);
         }) {

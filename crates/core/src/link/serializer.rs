@@ -162,7 +162,7 @@ impl Serializer {
         let n = self.waiting.len();
         let q = queue_of(&pkt, n);
         if self.on_wire.is_none() {
-            self.next_queue = (q + 1) % n;
+            self.next_queue = next_of(q, n);
             self.start(pkt, now);
         } else {
             self.waiting[q].push_back((pkt, now));
@@ -175,6 +175,12 @@ impl Serializer {
     /// by then, else the head it learns of first.
     fn take_next(&mut self) -> Option<(Packet, Instant)> {
         let n = self.waiting.len();
+        if n == 1 {
+            // One queue: its head, whenever the NIC learns of it.
+            let next = self.waiting[0].pop_front()?;
+            self.waiting_len -= 1;
+            return Some(next);
+        }
         let free = self.busy_until;
         let q = (0..n)
             .map(|k| (self.next_queue + k) % n)
@@ -187,7 +193,7 @@ impl Serializer {
             })?;
         let next = self.waiting[q].pop_front()?;
         self.waiting_len -= 1;
-        self.next_queue = (q + 1) % n;
+        self.next_queue = next_of(q, n);
         Some(next)
     }
 
@@ -240,7 +246,26 @@ impl Serializer {
 
 /// The TX queue of `pkt` among `n` (mq's `queue_mapping % n`).
 pub(crate) fn queue_of(pkt: &Packet, n: usize) -> usize {
-    usize::from(pkt.meta.queue_mapping) % n.max(1)
+    queue_index(pkt.meta.queue_mapping, n)
+}
+
+/// The TX queue of a frame mapped to `mapping`, among `n`.
+pub(crate) fn queue_index(mapping: u16, n: usize) -> usize {
+    // A division per frame is worth skipping in the common single-queue case.
+    if n <= 1 {
+        0
+    } else {
+        usize::from(mapping) % n
+    }
+}
+
+/// The queue after `q` of `n`, round robin (`q < n`).
+fn next_of(q: usize, n: usize) -> usize {
+    if q + 1 >= n {
+        0
+    } else {
+        q + 1
+    }
 }
 
 /// The wire arithmetic for a rate, the link's overhead and a framing.
