@@ -5,6 +5,7 @@
 //! segments written in one pass are merged into super-frames
 //! (`packet::gro`) first.
 
+use std::collections::VecDeque;
 use std::io;
 
 use crate::packet::gso::VnetHdr;
@@ -23,7 +24,14 @@ impl Driver {
     /// saying the port is gone ends the loop (the frames after it are still
     /// tried, and counted as errors by the gone port).
     pub(super) fn write_out(&mut self, pace: bool) {
-        self.held.extend(self.out.drain(..));
+        if self.held.is_empty() {
+            // Take the released frames as they lie (the two lists swap
+            // buffers) rather than moving each one.
+            let out = VecDeque::from(std::mem::take(&mut self.out));
+            self.out = Vec::from(std::mem::replace(&mut self.held, out));
+        } else {
+            self.held.extend(self.out.drain(..));
+        }
         let mut gone = None;
         self.release_at = None;
         while let Some(delivered) = self.held.front().map(|p| p.meta.delivered) {
