@@ -136,7 +136,11 @@ fn live_capture_shows_qdisc_drops_with_their_reason() {
     let dir = tempfile::tempdir().unwrap();
     let (pcap, report) = (dir.path().join("l.pcapng"), dir.path().join("r.json"));
     // A 1 Mbit/s link, one TX descriptor and a 3-packet pfifo: a burst of
-    // 40 UDP datagrams of 1000 bytes (bash's /dev/udp) overflows it.
+    // 40 UDP datagrams of 1000 bytes (bash's /dev/udp) overflows it. One
+    // ping first resolves the peer's address, so the burst does not wait
+    // in the neighbour table for ARP, and the command outlives the burst
+    // by a moment, so the link is not torn down before reading it (both
+    // were races on a loaded machine).
     let config = dir.path().join("c.toml");
     std::fs::write(
         &config,
@@ -154,7 +158,8 @@ fn live_capture_shows_qdisc_drops_with_their_reason() {
         "--",
         "bash",
         "-c",
-        "s=$(printf %1000s); for i in $(seq 40); do printf %s \"$s\" > /dev/udp/$BLOATBOX_PEER_V4/9; done",
+        "ping -n -q -c 1 -W 2 $BLOATBOX_PEER_V4 >/dev/null; s=$(printf %1000s); \
+         for i in $(seq 40); do printf %s \"$s\" > /dev/udp/$BLOATBOX_PEER_V4/9; done; sleep 0.3",
     ]);
     let pkts = read_pcapng(&pcap);
     let dropped: Vec<&Pkt> = pkts.iter().filter(|p| p.interface == 2).collect();
