@@ -471,8 +471,6 @@ pub struct Impair {
     table: Option<Vec<i16>>,
     /// Frames delayed normally since the last reordered one.
     reorder_count: u32,
-    /// The settings change nothing (`Impairments::is_none`), decided once.
-    inactive: bool,
 }
 
 impl Impair {
@@ -497,7 +495,6 @@ impl Impair {
             loss_state: 1,
             table,
             reorder_count: 0,
-            inactive: params.is_none(),
             params,
         }
     }
@@ -505,7 +502,7 @@ impl Impair {
     /// True when the stage changes nothing: every frame goes on with no
     /// extra delay (`transmit` would give it `Fate::Delayed(0)`).
     pub fn is_inactive(&self) -> bool {
-        self.inactive
+        self.params.is_none()
     }
 
     /// The settings the stage applies.
@@ -522,7 +519,7 @@ impl Impair {
     /// `out` with its fate.
     pub fn transmit(&mut self, pkt: Packet, out: &mut Vec<(Packet, Fate)>) -> Effects {
         let mut effects = Effects::default();
-        if self.inactive {
+        if self.is_inactive() {
             out.push((pkt, Fate::Delayed(0)));
             return effects;
         }

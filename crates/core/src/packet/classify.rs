@@ -505,48 +505,22 @@ mod tests {
         assert_eq!((m.flow.src_port, m.flow.dst_port), (1, 2));
     }
 
-    /// What etherparse's whole-packet lax slicer (`LaxSlicedPacket`, which
-    /// also slices the transport header) makes of `data`, as `classify`
-    /// fills it: the oracle for `classify`'s shorter walk.
+    /// What `classify` makes of `data` when etherparse's whole-packet lax
+    /// slicer (`LaxSlicedPacket`, which also slices the transport header)
+    /// walks the layers: the oracle for `classify`'s shorter walk, which
+    /// fills the fields from the IP layer it finds the same way.
     fn sliced_by_etherparse(data: &[u8]) -> PacketMeta {
         use etherparse::{LaxNetSlice, LaxSlicedPacket};
         let mut meta = PacketMeta::default();
-        let Ok(sliced) = LaxSlicedPacket::from_ethernet(data) else {
-            meta.hash = flow_hash(&meta.flow, 0);
-            return meta;
-        };
-        let ether_type = sliced.ether_payload().map(|p| p.ether_type);
-        let ip = match (&sliced.net, ether_type) {
-            (Some(LaxNetSlice::Ipv4(ip)), Some(ether_type::IPV4)) => {
-                let h = ip.header();
-                meta.flow.src = ipv4_mapped(h.source());
-                meta.flow.dst = ipv4_mapped(h.destination());
-                meta.dsfield = h.slice()[1];
-                meta.priority = rt_tos2priority(meta.dsfield);
-                Some((h.slice().as_ptr(), false, ip.payload()))
-            }
-            (Some(LaxNetSlice::Ipv6(ip)), Some(ether_type::IPV6)) => {
-                let h = ip.header();
-                meta.flow.src = h.source();
-                meta.flow.dst = h.destination();
-                meta.dsfield = h.traffic_class();
-                Some((h.slice().as_ptr(), true, ip.payload()))
-            }
-            _ => None,
-        };
-        if let Some((start, v6, payload)) = ip {
-            let offset = (start as usize - data.as_ptr() as usize) as u16;
-            meta.l3 = if v6 {
-                L3::Ipv6 { offset }
-            } else {
-                L3::Ipv4 { offset }
+        if let Ok(sliced) = LaxSlicedPacket::from_ethernet(data) {
+            let ether_type = sliced.ether_payload().map(|p| p.ether_type);
+            let ip = match (sliced.net, ether_type) {
+                (Some(LaxNetSlice::Ipv4(ip)), Some(ether_type::IPV4)) => Some(LaxIpSlice::Ipv4(ip)),
+                (Some(LaxNetSlice::Ipv6(ip)), Some(ether_type::IPV6)) => Some(LaxIpSlice::Ipv6(ip)),
+                _ => None,
             };
-            meta.flow.proto = payload.ip_number.0;
-            if !payload.fragmented && PORT_PROTOCOLS.contains(&payload.ip_number) {
-                if let [s0, s1, d0, d1, ..] = *payload.payload {
-                    meta.flow.src_port = u16::from_be_bytes([s0, s1]);
-                    meta.flow.dst_port = u16::from_be_bytes([d0, d1]);
-                }
+            if let Some(ip) = ip {
+                fill_from_ip(&mut meta, data, &ip);
             }
         }
         meta.hash = flow_hash(&meta.flow, 0);
