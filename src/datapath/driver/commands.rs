@@ -26,7 +26,7 @@ impl Stepper for Driver {
         }
         let now = self.clock.now();
         self.poll_lane(now);
-        self.write_out(false);
+        self.write_out(false, now);
         self.publish(now);
     }
 }

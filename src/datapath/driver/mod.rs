@@ -237,7 +237,7 @@ impl Driver {
             }
             let now = self.clock.now();
             self.poll_lane(now);
-            self.write_out(true);
+            self.write_out(true, now);
             self.publish_if_due(now);
             let plan = self.wait.plan(now, &self.pending(readable));
             let timeout = self.begin_wait(plan)?;
@@ -370,7 +370,7 @@ impl Driver {
         if self.failure.is_some() {
             // Frames still held are written, or counted as lost by the
             // port that failed.
-            self.write_out(false);
+            self.write_out(false, self.clock.now());
             self.publish(self.clock.now());
             return self.failure.take().map(Err);
         }
@@ -472,7 +472,7 @@ impl Driver {
     /// The direction's end (a thread's or a stepped one's): what the pacer
     /// holds is written, and the final snapshot published and returned.
     pub(super) fn end(&mut self) -> LaneSnapshot {
-        self.write_out(false);
+        self.write_out(false, self.clock.now());
         let snap = self.snapshot(self.clock.now());
         self.snapshots.offer(self.dir, snap.clone());
         snap

@@ -59,7 +59,7 @@ impl Driver {
         if crate::time::earliest(self.lane.poll_at(), self.release_at).is_some_and(|due| due <= now)
         {
             self.poll_lane(now);
-            self.write_out(true);
+            self.write_out(true, now);
         }
         self.failure.is_none()
     }

@@ -22,8 +22,11 @@ impl Driver {
     /// `release_at` says until when); without, everything held is written
     /// now. A write error is counted by the port and loses that frame; one
     /// saying the port is gone ends the loop (the frames after it are still
-    /// tried, and counted as errors by the gone port).
-    pub(super) fn write_out(&mut self, pace: bool) {
+    /// tried, and counted as errors by the gone port). `now` is the time
+    /// the pass starts (the caller has just read the clock): the first
+    /// frame is written at it, each later one at a fresh reading, since a
+    /// write takes as long as the receiving side's stack does with it.
+    pub(super) fn write_out(&mut self, pace: bool, mut now: Instant) {
         if self.held.is_empty() {
             // Take the released frames as they lie (the two lists swap
             // buffers) rather than moving each one.
@@ -34,8 +37,11 @@ impl Driver {
         }
         let mut gone = None;
         self.release_at = None;
+        let mut first = true;
         while let Some(delivered) = self.held.front().map(|p| p.meta.delivered) {
-            let now = self.clock.now();
+            if !std::mem::take(&mut first) {
+                now = self.clock.now();
+            }
             if pace {
                 let at = self.pacer.earliest(delivered, now);
                 if at > now {

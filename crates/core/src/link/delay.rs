@@ -29,6 +29,11 @@ impl DelayLine {
         }
     }
 
+    /// The delay a frame entering now gets (before impairments).
+    pub fn delay_ns(&self) -> u64 {
+        self.delay_ns
+    }
+
     /// Applies to frames entering from now on.
     pub fn set_delay(&mut self, delay_ns: u64) {
         self.delay_ns = delay_ns;

@@ -685,8 +685,8 @@ impl Path {
     /// appended to `out`; freed frames (drops) are appended to `freed`.
     pub fn poll(&mut self, now: Instant, out: &mut Vec<Packet>, freed: &mut Vec<Packet>) {
         self.advance(now);
-        out.append(&mut self.outbox);
-        freed.append(&mut self.freed);
+        hand_over(&mut self.outbox, out);
+        hand_over(&mut self.freed, freed);
     }
 
     /// The next time `poll` has something to do.
@@ -975,8 +975,17 @@ impl Path {
             let delay = self.serializer.scheduled_delay(departed);
             self.delay.set_delay(delay.unwrap_or(self.params.delay_ns));
             if self.impair.is_inactive() {
-                // Nothing to decide: straight into propagation.
-                self.delay.push(pkt, departed, 0);
+                // Nothing to decide: straight into propagation. A frame
+                // that reaches the far end by now with none in flight
+                // ahead of it goes on to the receiver at once, as the
+                // line would hand it over later in this step.
+                let arrives = departed + self.delay.delay_ns();
+                if self.delay.is_empty() && arrives <= t {
+                    let len = u64::from(pkt.len);
+                    self.rx.push(pkt, len, arrives);
+                } else {
+                    self.delay.push(pkt, departed, 0);
+                }
             } else {
                 let effects = self.impair.transmit(pkt, &mut self.wire);
                 self.counters.duplicated += effects.duplicated as u64;
@@ -1143,6 +1152,17 @@ impl Path {
         }
         self.queues[i].requeued.insert(at, pkt);
         self.requeues += 1;
+    }
+}
+
+/// Appends everything in `from` to `to`, leaving `from` empty: into an
+/// empty `to` by swapping the two lists' buffers (the usual case, every
+/// poll of the live datapath) rather than copying each frame.
+fn hand_over(from: &mut Vec<Packet>, to: &mut Vec<Packet>) {
+    if to.is_empty() {
+        std::mem::swap(from, to);
+    } else {
+        to.append(from);
     }
 }
 
