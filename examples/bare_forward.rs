@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! cargo build --release --example bare_forward
-//! sudo target/release/examples/bare_forward --left bbbfl0 --right bbbfr0 [--queues 2]
+//! sudo target/release/examples/bare_forward --left bbbfl0 --right bbbfr0 [--queues 2] [--spin-ns 500]
 //! ```
 //!
 //! Both TAPs are created (down) in the namespace it starts in; once they
@@ -15,7 +15,10 @@
 //! address them and bring them up; it forwards until SIGTERM or SIGINT and
 //! exits 0, and the TAPs go away with its descriptors. With `--queues N`
 //! each TAP is opened N times with `IFF_MULTI_QUEUE`, and queue i of one TAP
-//! is forwarded to queue i of the other.
+//! is forwarded to queue i of the other. `--spin-ns N` busy-waits N ns per
+//! frame between the read and the write: a forwarder with that much work of
+//! its own per frame, to calibrate what such work costs in throughput
+//! (docs/benchmarking.md).
 
 use std::io;
 use std::os::fd::BorrowedFd;
@@ -50,6 +53,12 @@ struct Args {
     /// queue per direction.
     #[arg(long, default_value_t = 1)]
     queues: usize,
+    /// Busy-wait this many nanoseconds after reading each frame, before
+    /// writing it: a stand-in for a forwarder's own work per frame, to see
+    /// what a given cost per frame takes from the throughput (0: none, the
+    /// reference).
+    #[arg(long, default_value_t = 0)]
+    spin_ns: u64,
 }
 
 /// A locally administered MAC address, distinct per side.
@@ -74,11 +83,22 @@ fn open_tap(args: &Args, name: &str, side: u8) -> anyhow::Result<Vec<Box<dyn Fra
         .collect())
 }
 
+/// Busy-waits `ns` nanoseconds (nothing for 0).
+fn spin(ns: u64) {
+    if ns == 0 {
+        return;
+    }
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_nanos(ns) {
+        std::hint::spin_loop();
+    }
+}
+
 /// Waits for frames on `rx` and writes each one to `tx` as soon as it is
-/// read, until reading fails. Write errors (the other TAP still down, say)
-/// lose the frame and nothing more.
+/// read (after `spin_ns` of busy-waiting), until reading fails. Write
+/// errors (the other TAP still down, say) lose the frame and nothing more.
 #[allow(unsafe_code)]
-fn forward(mut rx: Box<dyn FramePort>, mut tx: Box<dyn FramePort>) -> io::Result<()> {
+fn forward(mut rx: Box<dyn FramePort>, mut tx: Box<dyn FramePort>, spin_ns: u64) -> io::Result<()> {
     let mut buf = vec![0u8; 65536];
     // SAFETY: `rx` owns the descriptor and outlives every use of `fd`.
     let fd = unsafe { BorrowedFd::borrow_raw(rx.raw_fd()) };
@@ -89,6 +109,7 @@ fn forward(mut rx: Box<dyn FramePort>, mut tx: Box<dyn FramePort>) -> io::Result
             Err(e) => return Err(e.into()),
         }
         while let Some(n) = rx.recv(&mut buf)? {
+            spin(spin_ns);
             let _ = tx.send(&buf[..n]);
         }
     }
@@ -108,6 +129,7 @@ fn main() -> anyhow::Result<()> {
 
     let left = open_tap(&args, &args.left, 1)?;
     let right = open_tap(&args, &args.right, 2)?;
+    let spin_ns = args.spin_ns;
     let mut threads = Vec::new();
     for (i, (l, r)) in left.into_iter().zip(right).enumerate() {
         let l = l.split()?;
@@ -118,7 +140,7 @@ fn main() -> anyhow::Result<()> {
                 std::thread::Builder::new()
                     .name(name.clone())
                     .spawn(move || {
-                        if let Err(e) = forward(rx, tx) {
+                        if let Err(e) = forward(rx, tx, spin_ns) {
                             eprintln!("bare_forward: {name}: reading failed: {e}");
                             std::process::exit(1);
                         }

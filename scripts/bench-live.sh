@@ -13,7 +13,7 @@
 #   sudo BEFORE=REV scripts/bench-live.sh          # also bloatbox at REV
 #
 # ROUNDS rounds (default 2) alternate the paths, each round measuring each
-# in turn: a veth pair between two namespaces (TSO, GSO and GRO off on both
+# in turn (even rounds in the reverse order): a veth pair between two namespaces (TSO, GSO and GRO off on both
 # ends); the bare forwarder (one thread per direction, frame by frame), and
 # again with --queues 2 (two multi-queue queues per TAP, a thread each);
 # bloatbox unshaped with TAP offload off (frame by frame) and on (GSO
@@ -465,23 +465,44 @@ IDEAL1G=$(awk 'BEGIN {printf "%.2f", 1514*8/1.2e9*1e6}')
 
 # ---- the run ---------------------------------------------------------------
 
+# The measurements of round R, one command a line, in the order odd
+# rounds run them; even rounds run them in reverse, so that no path always
+# runs right after the same other one (within a round, the order moved a
+# result by more than a change did).
+round_steps() {
+  local r=$1
+  echo "run_veth $r"
+  echo "run_bare bare $r 1"
+  echo "run_bloatbox nooff $r false"
+  echo "run_bloatbox off $r true"
+  echo "run_bare bare2 $r 2"
+  echo "run_bloatbox_only $r bb"
+  if [ -n "$BEFORE" ]; then
+    echo "before run_bloatbox before-nooff $r false"
+    echo "before run_bloatbox before-off $r true"
+    echo "before run_bloatbox_only $r bb4"
+  fi
+}
+
+# before CMD...: runs CMD with BEFORE's binary as the one measured.
+before() {
+  BB=$BEFORE_BIN
+  "$@"
+  BB=$BIN
+}
+
 # All rounds, then the report.
 main() {
+  local steps step i cmd
   for r in $(seq "$ROUNDS"); do
     echo "bench-live: round $r of $ROUNDS" >&2
-    run_veth "$r"
-    run_bare bare "$r" 1
-    run_bloatbox nooff "$r" false
-    run_bloatbox off "$r" true
-    run_bare bare2 "$r" 2
-    run_bloatbox_only "$r" bb
-    if [ -n "$BEFORE" ]; then
-      BB=$BEFORE_BIN
-      run_bloatbox before-nooff "$r" false
-      run_bloatbox before-off "$r" true
-      run_bloatbox_only "$r" bb4
-      BB=$BIN
-    fi
+    mapfile -t steps < <(round_steps "$r")
+    for i in "${!steps[@]}"; do
+      step=${steps[$i]}
+      [ $((r % 2)) = 0 ] && step=${steps[$((${#steps[@]} - 1 - i))]}
+      read -ra cmd <<<"$step"
+      "${cmd[@]}"
+    done
     # The idle RTT each path adds over this round's veth pair, µs.
     for p in bare bare2 nooff off before-nooff before-off; do
       [ -n "${R[$p/rtt50/$r]:-}" ] || continue
