@@ -45,13 +45,15 @@ paced() {
 # tcpdump sees them on the receiving TAP, the datapath's wake-up and release
 # lateness (from `bloatbox stats`), and one cubic flow through seed 4's TBF
 # (tbf rate 1560mbit burst 20280b latency 5ms, left to right), without and
-# with GRO at the receiving TAP (`tap.gro`).
+# with GRO at the receiving TAP (`tap.gro`); and, as their reference, the
+# same flow through the kernel's own TBF with those settings on a router
+# one hop after bloatbox's link (`seed4_kernel`).
 # BEFORE=REV also builds git revision REV (in a temporary worktree, target
 # dir target/before) and measures it the same way, offload off and on and
 # its bloatbox-only runs, in every round beside this checkout's: two
 # commits compared in one run.
 #
-# Needs root, iproute2, iperf3, ping, tcpdump, jq, ethtool. Everything it
+# Needs root, iproute2 (ip, tc), iperf3, ping, tcpdump, jq, ethtool. Everything it
 # creates is named bbb-* / bbb* and removed on every exit (including Ctrl-C
 # and kill). It is a benchmark, not a test: it asserts nothing.
 set -euo pipefail
@@ -78,7 +80,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "bench-live.sh needs root" >&2; exit 1; }
-for t in ip iperf3 ping tcpdump jq ethtool; do
+for t in ip tc iperf3 ping tcpdump jq ethtool; do
   command -v "$t" >/dev/null || { echo "missing tool: $t" >&2; exit 1; }
 done
 
@@ -94,7 +96,7 @@ DAEMON=""
 FWDPID=""
 TCPDUMP=""
 MAIN=""
-NAMESPACES="bbb-vl bbb-vr bbb-fl bbb-fr bbb-bl bbb-br"
+NAMESPACES="bbb-vl bbb-vr bbb-fl bbb-fr bbb-bl bbb-br bbb-bs"
 
 # The processes below PID, deepest first.
 descendants() {
@@ -425,6 +427,9 @@ run_bloatbox_only() {
 
   seed4 "$r" "$k" tbf false
   seed4 "$r" "$k" tbfgro true
+  # The reference, with this checkout's binary only (the kernel's TBF
+  # does not depend on the build).
+  if [ "$k" = bb ]; then seed4_kernel "$r" "$k"; fi
 }
 
 # Seed 4 (configs/tbf-1560mbit.toml, configs/sim/seed4-tbf-1560mbit.toml):
@@ -452,6 +457,40 @@ qdisc = "tbf rate 1560mbit burst 20280b latency 5ms"')
   stop_daemon
   R[$k/$n/$r]=$(awk -v g="$a" 'BEGIN {if (g == "-") print "-"; else printf "%.0f", g * 1000}')
   R[$k/${n}share/$r]=$(awk -v g="$a" 'BEGIN {if (g == "-") print "-"; else printf "%.2f", g * 1000 / 1560}')
+}
+
+# Seed 4's TBF in the kernel instead, the reference for the rows above:
+# bloatbox's link (10 Gbit/s, 5 ms each way, GRO at the right TAP, no
+# qdisc) then a router (the right namespace, forwarding) whose egress veth
+# to a third namespace has `tc qdisc add ... tbf rate 1560mbit burst 20280b
+# latency 5ms` (net/sched/sch_tbf.c; its dequeue runs from the qdisc
+# watchdog's hrtimer and the NET_TX softirq); one cubic flow from the left
+# namespace to the third: R[KEY/ktbf/ROUND] and R[KEY/ktbfshare/ROUND].
+# seed4_kernel ROUND KEY.
+seed4_kernel() {
+  local r=$1 k=$2 a c
+  c=$(config ktbf 10gbit 5ms true 0)
+  sed -i "s/^offload = true$/offload = true\ngro = true/" "$c"
+  start_daemon "$c"
+  ip netns add bbb-bs
+  ip link add bbbrs0 netns bbb-br type veth peer name bbbs0 netns bbb-bs
+  in_ns bbb-br ip addr add 10.87.0.1/24 dev bbbrs0
+  in_ns bbb-bs ip addr add 10.87.0.2/24 dev bbbs0
+  in_ns bbb-br ip link set bbbrs0 up
+  in_ns bbb-bs ip link set lo up
+  in_ns bbb-bs ip link set bbbs0 up
+  in_ns bbb-bs ip route add default via 10.87.0.1
+  in_ns bbb-bl ip route add 10.87.0.0/24 via 10.82.0.2
+  in_ns bbb-br sysctl -qw net.ipv4.ip_forward=1
+  in_ns bbb-br tc qdisc replace dev bbbrs0 root tbf rate 1560mbit burst 20280b latency 5ms
+  in_ns bbb-bl ping -c 1 -W 2 10.87.0.2 >/dev/null || echo "bench-live: kernel TBF: first ping failed" >&2
+  start_iperf bbb-bs 10.87.0.2
+  a=$(tcp_gbit bbb-bl 10.87.0.2 1)
+  stop_iperf
+  ip netns del bbb-bs
+  stop_daemon
+  R[$k/ktbf/$r]=$(awk -v g="$a" 'BEGIN {if (g == "-") print "-"; else printf "%.0f", g * 1000}')
+  R[$k/ktbfshare/$r]=$(awk -v g="$a" 'BEGIN {if (g == "-") print "-"; else printf "%.2f", g * 1000 / 1560}')
 }
 
 IDEAL12=$(awk 'BEGIN {printf "%.2f", 1514*8/12e6*1e6}')

@@ -75,6 +75,8 @@ LIVE_BB_ROWS = [
     ("seed 4 TBF: goodput / 1560 Mbit/s", "tbfshare"),
     ("seed 4 TBF with GRO at the receiving TAP (tap.gro = true, as configs/tbf-1560mbit.toml): 1 cubic flow goodput, Mbit/s", "tbfgro"),
     ("seed 4 TBF with GRO: goodput / 1560 Mbit/s", "tbfgroshare"),
+    ("reference: seed 4's TBF in the kernel instead (on a router's egress veth one hop after bloatbox's 10gbit 5 ms link with GRO, which has no qdisc): 1 cubic flow goodput, Mbit/s", "ktbf"),
+    ("reference: the kernel's TBF: goodput / 1560 Mbit/s", "ktbfshare"),
 ]
 
 
