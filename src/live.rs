@@ -62,6 +62,7 @@ pub(crate) fn setup(cfg: &Config) -> anyhow::Result<Setup> {
         control_socket: cfg.control_socket(),
         datapath: DatapathConfig {
             spin_us: cfg.daemon.spin_us,
+            timer_slack_us: cfg.daemon.timer_slack_us,
             busy_poll_us: cfg.daemon.busy_poll_us,
             publish_interval_ns: NS_PER_SEC / u64::from(cfg.daemon.snapshot_hz.max(1)),
             snapshot_flows: cfg.daemon.snapshot_flows as usize,

@@ -160,6 +160,42 @@ fn busy_polling_never_sleeps_while_frames_flow() {
     assert!(snap.wakeups.timer < 10, "{:?}", snap.wakeups);
 }
 
+#[test]
+fn timer_slack_serves_several_departures_with_one_wake_up() {
+    // Frames are 400 and 800 µs apart on the wire; with 2 ms of slack a
+    // wake-up comes up to 2 ms after the deadline it was armed for and
+    // meets every departure due by then.
+    let exact = cross_both_ways(DatapathConfig::default());
+    let slack = cross_both_ways(DatapathConfig {
+        timer_slack_us: 2_000,
+        ..DatapathConfig::default()
+    });
+    eprintln!(
+        "timer wake-ups: {:?} on time, {:?} with slack",
+        exact.wakeups, slack.wakeups
+    );
+    // 400 departures (and as many delay-line deadlines) on time take a
+    // wake-up each; with the slack the left→right thread needs about one
+    // per 2.5 frames, the right→left one per 5.
+    assert!(
+        exact.wakeups.timer >= u64::from(FRAMES),
+        "{:?}",
+        exact.wakeups
+    );
+    assert!(
+        slack.wakeups.timer < u64::from(FRAMES),
+        "{:?}",
+        slack.wakeups
+    );
+    // Every deadline the timer reached, it reached the slack late or more.
+    assert!(
+        slack.lateness.p50_ns >= 1_990_000,
+        "lateness p50 {} ns",
+        slack.lateness.p50_ns
+    );
+    assert_eq!((slack.wakeups.spun, slack.wakeups.polls), (0, 0));
+}
+
 /// 200 frames each way through a 10 Mbit/s, 2 ms link driven by `cfg`,
 /// checked for order, timing, conservation and lateness accounting; the
 /// final snapshot.

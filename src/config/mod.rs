@@ -383,7 +383,7 @@ impl LinkSettings {
 #[serde(
     default,
     deny_unknown_fields,
-    expecting = "a table with control_socket, snapshot_hz, snapshot_flows, spin_us, busy_poll_us, pool_size, cpus"
+    expecting = "a table with control_socket, snapshot_hz, snapshot_flows, spin_us, timer_slack_us, busy_poll_us, pool_size, cpus"
 )]
 pub struct DaemonSettings {
     /// Control socket; unset = `/run/bloatbox/<left namespace>.sock`.
@@ -396,6 +396,10 @@ pub struct DaemonSettings {
     pub snapshot_flows: u32,
     /// Spin this many µs before a timer deadline (0 = off), ≤ 10000.
     pub spin_us: u32,
+    /// Let a timer wake-up come up to this many µs after its deadline, so
+    /// that one wake-up serves every deadline within it (0 = on time),
+    /// ≤ 10000; not with `spin_us`.
+    pub timer_slack_us: u32,
     /// Keep polling the ports, without sleeping, for this many µs after
     /// the last frame read or written (0 = off), ≤ 1000000.
     pub busy_poll_us: u32,
@@ -414,6 +418,7 @@ impl Default for DaemonSettings {
             snapshot_hz: 20,
             snapshot_flows: 64,
             spin_us: 0,
+            timer_slack_us: 0,
             busy_poll_us: 0,
             pool_size: 65536,
             cpus: Vec::new(),

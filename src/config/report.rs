@@ -54,13 +54,14 @@ pub fn check_report(config: &Config) -> String {
     let d = &config.daemon;
     let _ = writeln!(
         out,
-        "daemon control socket {}  snapshots {} Hz  spin {}  busy poll {}  pool {} frames{}",
+        "daemon control socket {}  snapshots {} Hz  spin {}  timer slack {}  busy poll {}  pool {} frames{}",
         config.control_socket().display(),
         d.snapshot_hz,
         match d.spin_us {
             0 => off_or_us(0),
             us => format!("{} (late releases paced)", off_or_us(us)),
         },
+        off_or_us(d.timer_slack_us),
         off_or_us(d.busy_poll_us),
         d.pool_size,
         match d.cpus[..] {
@@ -224,11 +225,15 @@ mod tests {
     }
 
     #[test]
-    fn the_daemon_line_says_when_late_releases_are_paced() {
+    fn the_daemon_line_says_when_late_releases_are_paced_and_the_timer_slack() {
         let mut c = Config::default();
-        assert!(check_report(&c).contains("  spin off  busy poll off  "));
+        assert!(check_report(&c).contains("  spin off  timer slack off  busy poll off  "));
         c.daemon.spin_us = 50;
-        assert!(check_report(&c).contains("  spin 50us (late releases paced)  busy poll off  "));
+        assert!(check_report(&c)
+            .contains("  spin 50us (late releases paced)  timer slack off  busy poll off  "));
+        c.daemon.spin_us = 0;
+        c.daemon.timer_slack_us = 20;
+        assert!(check_report(&c).contains("  spin off  timer slack 20us  busy poll off  "));
     }
 
     #[test]

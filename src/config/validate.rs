@@ -27,6 +27,7 @@ const OVERHEAD: RangeInclusive<u32> = 0..=256;
 const SNAPSHOT_HZ: RangeInclusive<u32> = 1..=1000;
 const SNAPSHOT_FLOWS: RangeInclusive<u32> = 0..=65_536;
 const SPIN_US: RangeInclusive<u32> = 0..=10_000;
+const TIMER_SLACK_US: RangeInclusive<u32> = 0..=10_000;
 const BUSY_POLL_US: RangeInclusive<u32> = 0..=1_000_000;
 /// The longest per-frame post cost, ns (1 ms: a driver slower than that
 /// is a stall, not a cost).
@@ -510,6 +511,24 @@ fn daemon(config: &Config) -> Result<(), ConfigError> {
         "flows",
     )?;
     in_range("daemon.spin_us", d.spin_us, SPIN_US, "µs")?;
+    in_range(
+        "daemon.timer_slack_us",
+        d.timer_slack_us,
+        TIMER_SLACK_US,
+        "µs",
+    )?;
+    if d.spin_us > 0 && d.timer_slack_us > 0 {
+        return Err(ConfigError::field(
+            "daemon.timer_slack_us",
+            Some(d.timer_slack_us.to_string()),
+            format!(
+                "cannot be set with daemon.spin_us = {}: spin_us wakes up early to meet each \
+                 deadline on time, timer_slack_us late to serve several at once; fix: set one \
+                 of them to 0",
+                d.spin_us
+            ),
+        ));
+    }
     in_range("daemon.busy_poll_us", d.busy_poll_us, BUSY_POLL_US, "µs")?;
     in_range("daemon.pool_size", d.pool_size, POOL_SIZE, "frames")?;
     cpus(&d.cpus, allowed_cpus().as_deref())?;
@@ -650,6 +669,30 @@ mod tests {
         );
         let c = Config::from_str("[tap]\nforward_gro = true\n", "t.toml").unwrap();
         assert!(c.tap.forward_gro && !Config::default().tap.forward_gro);
+    }
+
+    #[test]
+    fn timer_slack_is_in_range_and_not_with_spinning() {
+        let c = Config::from_str("[daemon]\ntimer_slack_us = 20\n", "t.toml").unwrap();
+        assert_eq!((c.daemon.timer_slack_us, c.daemon.spin_us), (20, 0));
+        assert_eq!(Config::default().daemon.timer_slack_us, 0);
+        let e = Config::from_str("[daemon]\ntimer_slack_us = 20000\n", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("t.toml:2"), "{e}");
+        assert!(
+            e.contains("daemon.timer_slack_us") && e.contains("fix: write timer_slack_us = 10000"),
+            "{e}"
+        );
+        let e = Config::from_str("[daemon]\nspin_us = 50\ntimer_slack_us = 20\n", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("daemon.timer_slack_us")
+                && e.contains("spin_us = 50")
+                && e.contains("fix: set one of them to 0"),
+            "{e}"
+        );
     }
 
     #[test]

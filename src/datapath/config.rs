@@ -16,6 +16,10 @@ pub const DEFAULT_SNAPSHOT_FLOWS: usize = 64;
 pub struct DatapathConfig {
     /// Spin (instead of sleeping) for this long before each deadline; 0 = never.
     pub spin_us: u32,
+    /// Let the timer fire up to this long after a deadline, so that one
+    /// wake-up serves every deadline within it; 0 = on time. Not with
+    /// `spin_us` (the configuration refuses both).
+    pub timer_slack_us: u32,
     /// Poll the ports without sleeping for this long after the last frame
     /// read or written; 0 = never.
     pub busy_poll_us: u32,
@@ -54,6 +58,7 @@ impl Default for DatapathConfig {
     fn default() -> Self {
         DatapathConfig {
             spin_us: 0,
+            timer_slack_us: 0,
             busy_poll_us: 0,
             batch: 64,
             publish_interval_ns: 100 * NS_PER_MS,

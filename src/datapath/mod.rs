@@ -15,6 +15,10 @@
 //! deadline are spun instead of slept: the timer is armed `spin_us` early,
 //! and a deadline already that close is spun to without arming it at all
 //! (`timerfd_settime` costs a VM exit on a virtual machine). With
+//! `timer_slack_us` the timer is armed that much late instead, and not
+//! re-armed for a deadline it already serves, so one wake-up meets every
+//! deadline within the slack (fewer wake-ups and timer arms at high
+//! shaping rates, at the cost of the departures' spacing). With
 //! `busy_poll_us` the loop does not sleep at all for that long after the
 //! last frame read or written (and then never runs under SCHED_FIFO, which
 //! would starve the core's other processes). `daemon.cpus` pins each

@@ -1,19 +1,25 @@
 //! The datapath's wait decision, as a pure function: given the time, what
 //! the iteration left pending (a read batch cut short, the bridge's and the
 //! release pacer's next deadline, the next snapshot) and the `spin_us` /
-//! `busy_poll_us` settings, `WaitPolicy::plan` says how the loop waits for
-//! the next event: not at all, by busy polling, by spinning to a deadline
-//! without the timer, or by sleeping in `epoll_wait` on the timerfd. It
-//! reads no clock and makes no system call; the driver carries the plan out.
+//! `busy_poll_us` / `timer_slack_us` settings, `WaitPolicy::plan` says how
+//! the loop waits for the next event: not at all, by busy polling, by
+//! spinning to a deadline without the timer, or by sleeping in
+//! `epoll_wait` on the timerfd, armed at the deadline (`spin_us` earlier,
+//! or up to `timer_slack_us` later, so that one wake-up serves every
+//! deadline within the slack, as `qdisc_watchdog_schedule_range_ns` in
+//! net/sched/sch_api.c does for sch_fq's `timer_slack`). It reads no clock
+//! and makes no system call; the driver carries the plan out.
 
 use crate::time::{earliest, Instant, NS_PER_US};
 
-/// How the loop may wait, from `DatapathConfig::spin_us` and
-/// `DatapathConfig::busy_poll_us`.
+/// How the loop may wait, from `DatapathConfig::spin_us`,
+/// `DatapathConfig::busy_poll_us` and `DatapathConfig::timer_slack_us`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct WaitPolicy {
     /// Spun (instead of slept) before each deadline, ns; 0 = never.
     spin_ns: u64,
+    /// How late the timer may fire after a deadline, ns; 0 = on time.
+    slack_ns: u64,
     /// How long after the last frame the loop polls instead of sleeping,
     /// ns; 0 = never.
     busy_poll_ns: u64,
@@ -54,16 +60,26 @@ pub(super) enum WaitPlan {
 }
 
 impl WaitPolicy {
-    pub(super) fn new(spin_us: u32, busy_poll_us: u32) -> WaitPolicy {
+    pub(super) fn new(spin_us: u32, busy_poll_us: u32, timer_slack_us: u32) -> WaitPolicy {
         WaitPolicy {
             spin_ns: u64::from(spin_us) * NS_PER_US,
+            slack_ns: u64::from(timer_slack_us) * NS_PER_US,
             busy_poll_ns: u64::from(busy_poll_us) * NS_PER_US,
         }
     }
 
-    /// When the timer for `deadline` fires: the spin margin before it.
+    /// When the timer for `deadline` fires: the spin margin before it, or
+    /// the slack after it.
     pub(super) fn wake_at(&self, deadline: Instant) -> Instant {
-        deadline.saturating_sub(self.spin_ns)
+        deadline.saturating_sub(self.spin_ns) + self.slack_ns
+    }
+
+    /// Whether a timer armed for `armed` serves `deadline` as well: it is
+    /// the same, or (with slack) it fires within `deadline`'s slack, not
+    /// before `deadline` (the test of `qdisc_watchdog_schedule_range_ns`).
+    /// Re-arming then would cost a `timerfd_settime` for nothing.
+    pub(super) fn serves(&self, armed: Instant, deadline: Instant) -> bool {
+        armed <= deadline && deadline.saturating_sub(self.slack_ns) <= armed
     }
 
     /// How to wait at `now` for what `p` leaves pending. The deadline is
@@ -102,7 +118,7 @@ mod tests {
     };
 
     fn plan(spin_us: u32, busy_poll_us: u32, now: Instant, p: Pending) -> WaitPlan {
-        WaitPolicy::new(spin_us, busy_poll_us).plan(now, &p)
+        WaitPolicy::new(spin_us, busy_poll_us, 0).plan(now, &p)
     }
 
     #[test]
@@ -231,12 +247,12 @@ mod tests {
 
     #[test]
     fn the_timer_fires_the_spin_margin_early() {
-        let w = WaitPolicy::new(50, 0);
+        let w = WaitPolicy::new(50, 0, 0);
         assert_eq!(w.wake_at(at(1_050)), at(1_000));
         assert_eq!(w.wake_at(at(10)), Instant::ZERO, "saturates at zero");
-        assert_eq!(WaitPolicy::new(0, 100).wake_at(at(7)), at(7));
+        assert_eq!(WaitPolicy::new(0, 100, 0).wake_at(at(7)), at(7));
         // The largest settings do not overflow.
-        let max = WaitPolicy::new(u32::MAX, u32::MAX);
+        let max = WaitPolicy::new(u32::MAX, u32::MAX, 0);
         assert_eq!(max.wake_at(at(1)), Instant::ZERO);
         let p = Pending {
             last_frame: Instant::from_nanos(u64::MAX),
@@ -248,5 +264,40 @@ mod tests {
                 deadline: at(100_000)
             }
         );
+    }
+
+    #[test]
+    fn with_slack_the_timer_fires_late_and_one_arming_serves_the_slack() {
+        let w = WaitPolicy::new(0, 0, 20);
+        assert_eq!(w.wake_at(at(1_000)), at(1_020));
+        // A deadline ahead is slept to, never spun to: the wake-up comes
+        // after it.
+        let p = Pending {
+            bridge: Some(at(1_000)),
+            ..IDLE
+        };
+        assert_eq!(
+            w.plan(at(999), &p),
+            WaitPlan::Sleep {
+                deadline: at(1_000)
+            }
+        );
+        // Armed for 1000 µs (firing at 1020): serves a deadline from 1000
+        // to 1020, not one before 1000 (it would fire late by more than
+        // the slack) nor one after 1020 (it would fire before it).
+        assert!(w.serves(at(1_000), at(1_000)));
+        assert!(w.serves(at(1_000), at(1_013)));
+        assert!(w.serves(at(1_000), at(1_020)));
+        assert!(!w.serves(at(1_000), at(1_021)));
+        assert!(!w.serves(at(1_000), at(999)));
+        // Without slack only the same deadline is served.
+        let exact = WaitPolicy::new(0, 0, 0);
+        assert!(exact.serves(at(1_000), at(1_000)));
+        assert!(!exact.serves(at(1_000), at(1_001)));
+        assert!(!exact.serves(at(1_001), at(1_000)));
+        // The largest slack does not overflow.
+        let max = WaitPolicy::new(0, 0, u32::MAX);
+        assert!(max.serves(at(0), at(5)));
+        assert_eq!(max.wake_at(at(1)), at(1) + u64::from(u32::MAX) * NS_PER_US);
     }
 }

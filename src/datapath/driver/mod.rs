@@ -83,7 +83,8 @@ pub(super) struct Driver {
     snapshots: SnapshotReader,
     epoll: Epoll,
     timer: TimerFd,
-    /// How the loop waits between iterations (`spin_us`, `busy_poll_us`).
+    /// How the loop waits between iterations (`spin_us`, `busy_poll_us`,
+    /// `timer_slack_us`).
     wait: WaitPolicy,
     /// The deadline the timer is armed for (the spin margin not subtracted).
     armed: Option<Instant>,
@@ -166,7 +167,7 @@ impl Driver {
             snapshots,
             epoll,
             timer,
-            wait: WaitPolicy::new(cfg.spin_us, cfg.busy_poll_us),
+            wait: WaitPolicy::new(cfg.spin_us, cfg.busy_poll_us, cfg.timer_slack_us),
             armed: None,
             polled: None,
             last_frame: Instant::ZERO,
@@ -395,9 +396,13 @@ impl Driver {
     }
 
     /// Arms the timer for `deadline` (`WaitPolicy::wake_at`: minus the spin
-    /// margin) unless it already is.
+    /// margin, or plus the slack) unless the timer already armed serves it
+    /// (`WaitPolicy::serves`).
     fn arm(&mut self, deadline: Instant) -> io::Result<()> {
-        if self.armed == Some(deadline) {
+        if self
+            .armed
+            .is_some_and(|armed| self.wait.serves(armed, deadline))
+        {
             return Ok(());
         }
         let wake_at = self.wait.wake_at(deadline);
