@@ -76,8 +76,10 @@ impl WaitPolicy {
 
     /// Whether a timer armed for `armed` serves `deadline` as well: it is
     /// the same, or (with slack) it fires within `deadline`'s slack, not
-    /// before `deadline` (the test of `qdisc_watchdog_schedule_range_ns`).
-    /// Re-arming then would cost a `timerfd_settime` for nothing.
+    /// before `deadline`. Re-arming then would cost a `timerfd_settime` for
+    /// nothing (`qdisc_watchdog_schedule_range_ns` leaves a watchdog alone
+    /// for the same reason when it is already due within the new expiry's
+    /// slack).
     pub(super) fn serves(&self, armed: Instant, deadline: Instant) -> bool {
         armed <= deadline && deadline.saturating_sub(self.slack_ns) <= armed
     }

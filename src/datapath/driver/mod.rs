@@ -86,7 +86,8 @@ pub(super) struct Driver {
     /// How the loop waits between iterations (`spin_us`, `busy_poll_us`,
     /// `timer_slack_us`).
     wait: WaitPolicy,
-    /// The deadline the timer is armed for (the spin margin not subtracted).
+    /// The deadline the timer is armed for (the spin margin not subtracted,
+    /// the slack not added).
     armed: Option<Instant>,
     /// The deadline the last busy-poll iteration was waiting for: its
     /// lateness is recorded when an iteration finds it passed.
