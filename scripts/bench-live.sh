@@ -432,6 +432,21 @@ run_bloatbox_only() {
   if [ "$k" = bb ]; then seed4_kernel "$r" "$k"; fi
 }
 
+# Seed 4's TBF, as tc writes it (the seed's configs have the same).
+SEED4_TBF="tbf rate 1560mbit burst 20280b latency 5ms"
+
+# Turns GRO on at the receiving TAP of config FILE: with_gro FILE.
+with_gro() { sed -i "s/^offload = true$/offload = true\ngro = true/" "$1"; }
+
+# Stores GBIT (Gbit/s, or "-") as R[KEY/NAME/ROUND] in Mbit/s and as
+# R[KEY/NAMEshare/ROUND], its share of seed 4's 1560 Mbit/s:
+# seed4_goodput ROUND KEY NAME GBIT.
+seed4_goodput() {
+  local r=$1 k=$2 n=$3 g=$4
+  R[$k/$n/$r]=$(awk -v g="$g" 'BEGIN {if (g == "-") print "-"; else printf "%.0f", g * 1000}')
+  R[$k/${n}share/$r]=$(awk -v g="$g" 'BEGIN {if (g == "-") print "-"; else printf "%.2f", g * 1000 / 1560}')
+}
+
 # Seed 4 (configs/tbf-1560mbit.toml, configs/sim/seed4-tbf-1560mbit.toml):
 # a 10 Gbit/s link, 5 ms each way, TBF on the left→right device, TAP
 # offload on, GRO at the receiving TAP as GRO says (true is the seed's
@@ -440,13 +455,13 @@ run_bloatbox_only() {
 # seed4 ROUND KEY NAME GRO.
 seed4() {
   local r=$1 k=$2 n=$3 a c
-  c=$(config "$n" 10gbit 5ms true 0 '
+  c=$(config "$n" 10gbit 5ms true 0 "
 [link.left_to_right]
-qdisc = "tbf rate 1560mbit burst 20280b latency 5ms"')
-  [ "$4" = true ] && sed -i "s/^offload = true$/offload = true\ngro = true/" "$c"
+qdisc = \"$SEED4_TBF\"")
+  [ "$4" = true ] && with_gro "$c"
   if ! "$BB" check "$c" >"$TMP/check.log" 2>&1; then
     [ "$4" = true ] || { cat "$TMP/check.log" >&2; return 1; }
-    R[$k/$n/$r]=- R[$k/${n}share/$r]=-
+    seed4_goodput "$r" "$k" "$n" -
     return 0
   fi
   start_daemon "$c"
@@ -455,8 +470,7 @@ qdisc = "tbf rate 1560mbit burst 20280b latency 5ms"')
   a=$(tcp_gbit bbb-bl 10.82.0.2 1)
   stop_iperf
   stop_daemon
-  R[$k/$n/$r]=$(awk -v g="$a" 'BEGIN {if (g == "-") print "-"; else printf "%.0f", g * 1000}')
-  R[$k/${n}share/$r]=$(awk -v g="$a" 'BEGIN {if (g == "-") print "-"; else printf "%.2f", g * 1000 / 1560}')
+  seed4_goodput "$r" "$k" "$n" "$a"
 }
 
 # Seed 4's TBF in the kernel instead, the reference for the rows above:
@@ -470,7 +484,7 @@ qdisc = "tbf rate 1560mbit burst 20280b latency 5ms"')
 seed4_kernel() {
   local r=$1 k=$2 a c
   c=$(config ktbf 10gbit 5ms true 0)
-  sed -i "s/^offload = true$/offload = true\ngro = true/" "$c"
+  with_gro "$c"
   start_daemon "$c"
   ip netns add bbb-bs
   ip link add bbbrs0 netns bbb-br type veth peer name bbbs0 netns bbb-bs
@@ -482,15 +496,15 @@ seed4_kernel() {
   in_ns bbb-bs ip route add default via 10.87.0.1
   in_ns bbb-bl ip route add 10.87.0.0/24 via 10.82.0.2
   in_ns bbb-br sysctl -qw net.ipv4.ip_forward=1
-  in_ns bbb-br tc qdisc replace dev bbbrs0 root tbf rate 1560mbit burst 20280b latency 5ms
+  # shellcheck disable=SC2086 # SEED4_TBF is words for tc
+  in_ns bbb-br tc qdisc replace dev bbbrs0 root $SEED4_TBF
   in_ns bbb-bl ping -c 1 -W 2 10.87.0.2 >/dev/null || echo "bench-live: kernel TBF: first ping failed" >&2
   start_iperf bbb-bs 10.87.0.2
   a=$(tcp_gbit bbb-bl 10.87.0.2 1)
   stop_iperf
   ip netns del bbb-bs
   stop_daemon
-  R[$k/ktbf/$r]=$(awk -v g="$a" 'BEGIN {if (g == "-") print "-"; else printf "%.0f", g * 1000}')
-  R[$k/ktbfshare/$r]=$(awk -v g="$a" 'BEGIN {if (g == "-") print "-"; else printf "%.2f", g * 1000 / 1560}')
+  seed4_goodput "$r" "$k" ktbf "$a"
 }
 
 IDEAL12=$(awk 'BEGIN {printf "%.2f", 1514*8/12e6*1e6}')
