@@ -1,37 +1,76 @@
-//! A qdisc kind from outside the crate, added by one entry in a table of
-//! kinds: a pass-through FIFO (every frame queued, none dropped, sent in
-//! arrival order). It is driven through the tc front end (built, shown,
-//! replaced with frames in flight, refused with options or on a device whose
-//! table lacks it) and through the simulator, which checks a scenario's tc
-//! lines against the same table and builds its trees from it.
+//! A qdisc kind from outside the crates, added as the recipe of
+//! docs/architecture.md says: its discipline with options and xstats of its
+//! own (as netlink attributes, `Attrs`), one entry in a table of kinds, and
+//! its tc syntax registered by name. The kind is a pass-through FIFO (every
+//! frame queued up to its `limit`, sent in arrival order) that counts the
+//! longest queue it held (`maxqlen`). It is driven through the tc front end
+//! (built with options, shown with its options and xstats in text and JSON,
+//! changed, replaced with frames in flight, refused with bad options or on a
+//! device whose table lacks it), the TUI (its xstats in the qdisc tree)
+//! and the simulator, which checks a scenario's tc lines against the same
+//! table and builds its trees from it.
 
 use std::collections::VecDeque;
 use std::sync::OnceLock;
 
 use bloatbox::dir::Dir;
 use bloatbox::packet::{DropReason, Drops, Packet, PacketMeta};
+use bloatbox::qdisc::dump::Xstats;
+use bloatbox::qdisc::kinds::{KindEntry, BUILTIN};
 use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
-use bloatbox::qdisc::{Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, TcError, Verdict};
+use bloatbox::qdisc::{
+    AttrValue, Attrs, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, TcError, Verdict,
+};
 use bloatbox::sim::scenario::Scenario;
-use bloatbox::tc::kinds::{KindEntry, Syntax, BUILTIN};
+use bloatbox::tc::syntax::{register, JsonObj, Printed, Syntax, XstatsPrinter};
 use bloatbox::tc::{build_tree, run, TcCommand};
 use bloatbox::time::Instant;
 
-/// Holds every frame until it is dequeued, in order.
+/// The pass-through's option attribute: its limit, packets
+/// (`TCA_PASSTHROUGH_LIMIT`, as a kernel kind numbers its own).
+const LIMIT: u16 = 1;
+/// Its xstats attribute: the longest queue it held, packets.
+const MAXQLEN: u16 = 1;
+/// Its limit when none is given.
+const DEFAULT_LIMIT: u32 = 1000;
+
+/// Holds every frame until it is dequeued, in order, up to `limit`.
 struct Passthrough {
     ctx: QdiscCtx,
+    limit: u32,
+    maxqlen: u32,
     queue: VecDeque<Packet>,
     backlog: u64,
     stats: QdiscStats,
+}
+
+impl Passthrough {
+    /// Its constructor from its options, as the table's `build` calls it.
+    fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Passthrough, TcError> {
+        let mut q = Passthrough {
+            ctx,
+            limit: DEFAULT_LIMIT,
+            maxqlen: 0,
+            queue: VecDeque::new(),
+            backlog: 0,
+            stats: QdiscStats::default(),
+        };
+        q.change(options, Instant::ZERO, &mut Drops::new())?;
+        Ok(q)
+    }
 }
 
 impl Qdisc for Passthrough {
     fn kind(&self) -> &'static str {
         "passthrough"
     }
-    fn enqueue(&mut self, pkt: Packet, _: Instant, _: &mut Drops) -> Verdict {
+    fn enqueue(&mut self, pkt: Packet, _: Instant, drops: &mut Drops) -> Verdict {
+        if self.queue.len() as u32 >= self.limit {
+            return self.stats.reject(pkt, DropReason::QueueFull, drops);
+        }
         self.backlog += u64::from(pkt.len);
         self.queue.push_back(pkt);
+        self.maxqlen = self.maxqlen.max(self.queue.len() as u32);
         Verdict::Queued
     }
     fn dequeue(&mut self, _: Instant, _: &mut Drops) -> Option<Packet> {
@@ -57,12 +96,32 @@ impl Qdisc for Passthrough {
             drops.push(pkt, DropReason::QdiscReset);
         }
     }
+    fn change(&mut self, options: &QdiscOptions, _: Instant, _: &mut Drops) -> Result<(), TcError> {
+        match options {
+            QdiscOptions::None => Ok(()),
+            QdiscOptions::Other(attrs) => {
+                if let Some(limit) = attrs.unsigned(LIMIT) {
+                    self.limit = u32::try_from(limit)
+                        .ok()
+                        .filter(|l| *l > 0)
+                        .ok_or_else(|| TcError::new("Error: Invalid limit."))?;
+                }
+                Ok(())
+            }
+            _ => Err(TcError::new("Error: Invalid argument")),
+        }
+    }
     fn dump(&self, _: Instant) -> QdiscDump {
         QdiscDump {
             kind: self.kind().into(),
             handle: self.ctx.handle,
             parent: self.ctx.parent,
             stats: self.stats(),
+            options: QdiscOptions::Other(Attrs(vec![(LIMIT, AttrValue::U32(self.limit))])),
+            xstats: Some(Xstats::Other(Attrs(vec![(
+                MAXQLEN,
+                AttrValue::U32(self.maxqlen),
+            )]))),
             ..QdiscDump::default()
         }
     }
@@ -72,18 +131,60 @@ impl Qdisc for Passthrough {
     }
 }
 
-/// The pass-through's tc syntax: it takes no options.
+/// The pass-through's tc syntax: `[ limit PACKETS ]`, printed back as
+/// `limit N`; its xstats as ` maxqlen N`.
 static SYNTAX: Syntax = Syntax {
-    qdisc: |words| match words.next() {
-        Some(word) => Err(TcError::new(format!(
-            "What is \"{word}\"? passthrough takes no options"
-        ))),
-        None => Ok(QdiscOptions::None),
+    kind: "passthrough",
+    qdisc: |words| {
+        let mut attrs = Attrs::default();
+        while let Some(word) = words.next() {
+            match word {
+                "limit" => {
+                    let v = words
+                        .next()
+                        .and_then(|v| v.parse::<u32>().ok())
+                        .ok_or_else(|| TcError::new("Illegal \"limit\"").exit(TcError::PARSE))?;
+                    attrs.put(LIMIT, AttrValue::U32(v));
+                }
+                _ => {
+                    return Err(TcError::new(format!(
+                        "What is \"{word}\"? passthrough takes [ limit PACKETS ]"
+                    ))
+                    .exit(TcError::PARSE))
+                }
+            }
+        }
+        Ok(QdiscOptions::Other(attrs))
     },
     class: None,
-    print: |_| None,
+    print: |o| {
+        let QdiscOptions::Other(attrs) = o else {
+            return None;
+        };
+        let limit = attrs.unsigned(LIMIT)?;
+        let mut json = JsonObj::new();
+        json.insert("limit", limit.into());
+        Some(Printed::same(format!("limit {limit}"), json))
+    },
     print_class: |_| None,
+    trailing_space: true,
+    xstats: Some(&XSTATS),
     example: None,
+};
+
+/// The pass-through's xstats printer.
+static XSTATS: XstatsPrinter = XstatsPrinter {
+    text: |out, x| {
+        let Xstats::Other(attrs) = x else { return None };
+        out.push_str(&format!("  maxqlen {}\n", attrs.unsigned(MAXQLEN)?));
+        Some(())
+    },
+    json: |x| {
+        let Xstats::Other(attrs) = x else { return None };
+        let mut json = JsonObj::new();
+        json.insert("maxqlen", attrs.unsigned(MAXQLEN)?.into());
+        Some(json)
+    },
 };
 
 /// The built-in kinds and the pass-through: the one entry this test adds.
@@ -96,16 +197,10 @@ fn kinds() -> &'static [KindEntry] {
             default_leaf: true,
             configurable: false,
             shapes: false,
-            build: |ctx, _, _| {
-                Ok(Box::new(Passthrough {
-                    ctx,
-                    queue: VecDeque::new(),
-                    backlog: 0,
-                    stats: QdiscStats::default(),
-                }))
-            },
-            syntax: &SYNTAX,
+            class_stats: true,
+            build: |ctx, _, options| Ok(Box::new(Passthrough::build(ctx, options)?)),
         });
+        register(&SYNTAX);
         kinds
     })
 }
@@ -150,8 +245,8 @@ fn an_extra_kind_is_built_shown_and_replaced_through_tc() {
         tc(&mut tree, "tc -s qdisc show dev left", &mut drops)
             .unwrap()
             .unwrap(),
-        "qdisc passthrough 1: root refcnt 2 \n Sent 100 bytes 1 pkt (dropped 0, overlimits 0 \
-         requeues 0) \n backlog 410b 4p requeues 0\n"
+        "qdisc passthrough 1: root refcnt 2 limit 1000 \n Sent 100 bytes 1 pkt (dropped 0, \
+         overlimits 0 requeues 0) \n backlog 410b 4p requeues 0\n  maxqlen 5\n"
     );
     // Replaced by pfifo, and back: the frames in flight move along, in order.
     tc(
@@ -191,10 +286,125 @@ fn an_extra_kind_is_built_shown_and_replaced_through_tc() {
                 &mut Drops::new(),
             )
         });
-    let err = err.unwrap_err().0;
+    let err = err.unwrap_err();
     assert!(
-        err.contains("What is \"x\"? passthrough takes no options"),
-        "its own parser, from the device's table, reads the words: {err}"
+        err.0
+            .contains("What is \"x\"? passthrough takes [ limit PACKETS ]"),
+        "its own parser, registered by name, reads the words: {err}"
+    );
+    assert_eq!(err.code(), TcError::PARSE);
+}
+
+#[test]
+fn its_options_and_xstats_go_through_tc() {
+    let mut drops = Drops::new();
+    let mut tree = build_tree(
+        dev(kinds()),
+        &["tc qdisc add dev left root handle 1: passthrough limit 3"],
+    )
+    .unwrap();
+    // The limit reached the constructor: the fourth frame is dropped.
+    let verdicts: Vec<Verdict> = (0..4)
+        .map(|id| tree.enqueue(frame(id, 100), Instant::ZERO, &mut drops))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            Verdict::Queued,
+            Verdict::Queued,
+            Verdict::Queued,
+            Verdict::Dropped
+        ]
+    );
+    assert_eq!(drops.len(), 1);
+    assert_eq!(
+        tc(&mut tree, "tc -s qdisc show dev left", &mut drops)
+            .unwrap()
+            .unwrap(),
+        "qdisc passthrough 1: root refcnt 2 limit 3 \n Sent 0 bytes 0 pkt (dropped 1, \
+         overlimits 0 requeues 0) \n backlog 300b 3p requeues 0\n  maxqlen 3\n"
+    );
+    let json: serde_json::Value = serde_json::from_str(
+        &tc(&mut tree, "tc -s -j qdisc show dev left", &mut drops)
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json[0]["kind"], "passthrough");
+    assert_eq!(json[0]["options"]["limit"], 3);
+    assert_eq!(json[0]["maxqlen"], 3);
+    // A change reaches the running qdisc; a bad value is refused by its
+    // own parser with tc's exit code, and one its `change` refuses leaves
+    // it as it was.
+    tc(
+        &mut tree,
+        "tc qdisc change dev left root passthrough limit 10",
+        &mut drops,
+    )
+    .unwrap();
+    assert!(matches!(
+        &tree.dump(Instant::ZERO).options,
+        QdiscOptions::Other(a) if a.unsigned(LIMIT) == Some(10)
+    ));
+    let err = tc(
+        &mut tree,
+        "tc qdisc change dev left root passthrough limit x",
+        &mut drops,
+    )
+    .unwrap_err();
+    assert_eq!(
+        (err.0.as_str(), err.code()),
+        ("Illegal \"limit\"", TcError::PARSE)
+    );
+    let err = tc(
+        &mut tree,
+        "tc qdisc change dev left root passthrough limit 0",
+        &mut drops,
+    )
+    .unwrap_err();
+    assert_eq!(err.0, "Error: Invalid limit.");
+    assert!(matches!(
+        &tree.dump(Instant::ZERO).options,
+        QdiscOptions::Other(a) if a.unsigned(LIMIT) == Some(10)
+    ));
+}
+
+#[test]
+fn the_tui_shows_its_options_and_xstats() {
+    use bloatbox::tui::fixtures::{link_params, Scenario as TuiScenario};
+    let tree = |dir| {
+        build_tree(
+            DevSpec::new(dir, kinds()),
+            &[&format!(
+                "tc qdisc add dev {} root handle 1: passthrough limit 64",
+                dir.dev()
+            )],
+        )
+        .unwrap()
+    };
+    let mut sc = TuiScenario::new(
+        Box::new(tree(Dir::LeftToRight)),
+        Box::new(tree(Dir::RightToLeft)),
+        link_params(),
+    );
+    sc.add_standard_loads();
+    let mut app = bloatbox::tui::App::new();
+    for snap in sc.snapshots(20, 1_000_000) {
+        app.on_snapshot(snap);
+    }
+    let root = &app.view().tree[0];
+    assert_eq!(root.kind, "passthrough");
+    assert_eq!(root.options, "limit 64");
+    let maxqlen: u32 = root
+        .xstats
+        .iter()
+        .find_map(|l| l.strip_prefix("maxqlen "))
+        .unwrap_or_else(|| panic!("no maxqlen line in {:?}", root.xstats))
+        .parse()
+        .unwrap();
+    assert!(
+        (1..=64).contains(&maxqlen),
+        "a loaded link queues, within the limit: {maxqlen}"
     );
 }
 
@@ -224,7 +434,7 @@ rate = "10mbit"
 delay = "1ms"
 
 [link.left_to_right]
-tc = ["tc qdisc add dev left root handle 1: passthrough"]
+tc = ["tc qdisc add dev left root handle 1: passthrough limit 100"]
 
 [[udp]]
 name = "cbr"
@@ -234,7 +444,14 @@ size = 1000
 
 #[test]
 fn the_simulator_checks_and_builds_it_from_the_same_table() {
+    // Without the table, tc finds no parser for the kind's options.
     let err = Scenario::from_toml(SCENARIO).err().unwrap().to_string();
+    assert!(
+        err.contains("Unknown qdisc \"passthrough\", hence option \"limit\" is unparsable"),
+        "{err}"
+    );
+    let bare = SCENARIO.replace(" limit 100", "");
+    let err = Scenario::from_toml(&bare).err().unwrap().to_string();
     assert!(err.contains("Specified qdisc kind is unknown"), "{err}");
     let sc = Scenario::from_toml_with_kinds(SCENARIO, kinds()).unwrap();
     let report = bloatbox::sim::run(&sc).unwrap();
@@ -249,9 +466,11 @@ fn the_simulator_checks_and_builds_it_from_the_same_table() {
         l2r.frames_in
     );
     assert!(
-        l2r.tc.starts_with("qdisc passthrough 1: root refcnt 2 \n"),
+        l2r.tc
+            .starts_with("qdisc passthrough 1: root refcnt 2 limit 100 \n"),
         "{}",
         l2r.tc
     );
+    assert!(l2r.tc.contains("\n  maxqlen "), "{}", l2r.tc);
     assert_eq!(report.directions[1].qdisc.kind, "pfifo_fast");
 }

@@ -402,7 +402,7 @@ fn tbf_bridge() -> Bridge {
         ..LinkParams::default()
     };
     let tree = bloatbox::tc::build_tree(
-        params.dev_spec(Dir::LeftToRight, bloatbox::tc::kinds::BUILTIN),
+        params.dev_spec(Dir::LeftToRight, bloatbox::qdisc::kinds::BUILTIN),
         &["tc qdisc add dev left root tbf rate 10gbit burst 30000 latency 10ms"],
     )
     .unwrap();

@@ -48,7 +48,7 @@ fn spawn(bridge: Bridge, cfg: DatapathConfig) -> (Datapath, [SocketPairPort; 2])
 fn tree_bridge(params: LinkParams) -> Bridge {
     let tree = |dev: Dir| {
         let t = bloatbox::tc::build_tree(
-            params.dev_spec(dev, bloatbox::tc::kinds::BUILTIN),
+            params.dev_spec(dev, bloatbox::qdisc::kinds::BUILTIN),
             &[] as &[&str],
         )
         .unwrap();

@@ -181,7 +181,7 @@ fn qfq() -> Box<dyn Qdisc> {
 /// The class options `args` give a `kind` class, as tc parses them.
 fn class_options(kind: &str, args: &str) -> bloatbox::qdisc::ClassOptions {
     let words: Vec<&str> = args.split_whitespace().collect();
-    bloatbox::tc::kinds::parse_class(bloatbox::tc::kinds::BUILTIN, kind, &words)
+    bloatbox::tc::syntax::parse_class(bloatbox::qdisc::kinds::BUILTIN, kind, &words)
         .expect("valid class options")
 }
 
@@ -193,7 +193,7 @@ fn parsed<Q>(
     args: &str,
 ) -> Q {
     let words: Vec<&str> = args.split_whitespace().collect();
-    let options = bloatbox::tc::kinds::parse_qdisc(bloatbox::tc::kinds::BUILTIN, kind, &words)
+    let options = bloatbox::tc::syntax::parse_qdisc(bloatbox::qdisc::kinds::BUILTIN, kind, &words)
         .expect("valid tc options");
     build(ctx(), &options).expect("valid options")
 }

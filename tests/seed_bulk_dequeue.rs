@@ -65,7 +65,7 @@ struct CoreRun {
 fn overload(cfg: &Config) -> CoreRun {
     let params = cfg.link_params(Dir::LeftToRight);
     let tree = bloatbox::tc::build_tree(
-        params.dev_spec(Dir::LeftToRight, bloatbox::tc::kinds::BUILTIN),
+        params.dev_spec(Dir::LeftToRight, bloatbox::qdisc::kinds::BUILTIN),
         &cfg.tc_lines(Dir::LeftToRight),
     )
     .unwrap();

@@ -259,7 +259,8 @@ fn sfq_leaves_serve_each_slot_a_quantum_per_round() {
         "tc filter add dev left parent 1: protocol ip prio 1 u32 match ip dport 5202 0xffff flowid 1:10",
         "tc filter add dev left parent 1: protocol ip prio 1 u32 match ip dport 7 0xffff flowid 1:10",
     ];
-    let dev = bloatbox::qdisc::tree::DevSpec::new(Dir::LeftToRight, bloatbox::tc::kinds::BUILTIN);
+    let dev =
+        bloatbox::qdisc::tree::DevSpec::new(Dir::LeftToRight, bloatbox::qdisc::kinds::BUILTIN);
     let mut tree = bloatbox::tc::build_tree(dev, &lines).expect("a valid tree");
     place(&mut tree, &[A, B, C, A, B, C, A, B, C], 1514);
     place(&mut tree, &[E, E], 1514);
@@ -464,7 +465,8 @@ fn queue_column_fits_80_columns() {
         "tc filter add dev left parent 1: protocol ip prio 1 u32 match ip dport 5202 0xffff flowid 1:10",
         "tc filter add dev left parent 1: protocol ip prio 1 u32 match ip dport 7 0xffff flowid 1:10",
     ];
-    let dev = bloatbox::qdisc::tree::DevSpec::new(Dir::LeftToRight, bloatbox::tc::kinds::BUILTIN);
+    let dev =
+        bloatbox::qdisc::tree::DevSpec::new(Dir::LeftToRight, bloatbox::qdisc::kinds::BUILTIN);
     let tree = bloatbox::tc::build_tree(dev, &lines).expect("a valid tree");
     let mut s = Scenario::new(
         Box::new(tree),

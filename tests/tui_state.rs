@@ -340,8 +340,8 @@ fn htb_classes_show_their_mode_derived_from_tokens() {
         kind: "htb".into(),
         classid: tc_h_make(1, minor),
         parent,
-        options: bloatbox::tc::kinds::parse_class(
-            bloatbox::tc::kinds::BUILTIN,
+        options: bloatbox::tc::syntax::parse_class(
+            bloatbox::qdisc::kinds::BUILTIN,
             "htb",
             &[
                 "rate", "5mbit", "ceil", "10mbit", "burst", "1600", "cburst", "1600",

@@ -102,7 +102,7 @@ fn tc_shows_of_a_battery_of_trees() {
     for (name, tx_queues, lines) in TREES {
         let mut tree = QdiscTree::new(DevSpec {
             tx_queues: *tx_queues,
-            ..DevSpec::new(Dir::LeftToRight, bloatbox::tc::kinds::BUILTIN)
+            ..DevSpec::new(Dir::LeftToRight, bloatbox::qdisc::kinds::BUILTIN)
         })
         .unwrap();
         let mut drops = Drops::new();

@@ -51,7 +51,7 @@ impl Discipline {
         let dev = DevSpec {
             txqueuelen: 100_000,
             tx_queues: self.tx_queues,
-            ..DevSpec::new(Dir::LeftToRight, bloatbox::tc::kinds::BUILTIN)
+            ..DevSpec::new(Dir::LeftToRight, bloatbox::qdisc::kinds::BUILTIN)
         };
         bloatbox::tc::build_tree(dev, &self.lines).unwrap_or_else(|e| panic!("{}: {e}", self.name))
     }

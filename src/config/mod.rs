@@ -707,7 +707,7 @@ impl Config {
     /// MTU and TX queues.
     pub fn dev_spec(&self, dir: Dir) -> DevSpec {
         self.link_params(dir)
-            .dev_spec(dir, crate::tc::kinds::BUILTIN)
+            .dev_spec(dir, crate::qdisc::kinds::BUILTIN)
     }
 
     /// Both devices (by `Dir::index()`), sharing one automatic handle

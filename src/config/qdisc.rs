@@ -17,13 +17,14 @@ use crate::handle::{tc_h_make, tc_h_minor, Handle, TcError, TC_H_ROOT};
 use crate::qdisc::codel_qdisc::CodelOptions;
 use crate::qdisc::fq_codel::FqCodelOptions;
 use crate::qdisc::htb::HtbGlob;
+use crate::qdisc::kinds::{self, KindEntry};
 use crate::qdisc::request::{Object, Options, Request, Verb};
 use crate::qdisc::sfq::SfqOptions;
 use crate::qdisc::{ClassOptions, QdiscOptions};
-use crate::tc::kinds::{self, KindEntry};
 use crate::tc::opts::htb::{self, HtbClassArgs};
 use crate::tc::opts::tbf::{self, TbfArgs};
 use crate::tc::opts::{codel, fifo, fq_codel, sfq};
+use crate::tc::syntax;
 use crate::tc::Step;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde::{Serialize, Serializer};
@@ -32,7 +33,7 @@ use std::fmt;
 /// The kind `qdisc = "..."` names: a configurable entry of the kind table
 /// (mq is chosen with `tx_queues`).
 fn configurable(kind: &str) -> Option<&'static KindEntry> {
-    kinds::lookup(kind).filter(|k| k.configurable)
+    syntax::lookup(kind).filter(|k| k.configurable)
 }
 
 /// The qdisc of a direction as written in the configuration.
@@ -206,7 +207,7 @@ impl QdiscSpec {
     /// Classful with class options (HTB, QFQ): such a kind cannot sit
     /// under mq or be an HTB leaf in this form.
     fn is_classful(&self) -> bool {
-        configurable(self.kind()).is_some_and(kinds::has_class_options)
+        configurable(self.kind()).is_some_and(syntax::has_class_options)
     }
 
     /// Checks the parts tc will not: known kind, HTB class ids and parents,
@@ -340,7 +341,7 @@ impl QdiscSpec {
                 let mut words = line.split_whitespace();
                 let kind = words.next().unwrap_or("");
                 let words: Vec<&str> = words.collect();
-                kinds::parse_qdisc(kinds::BUILTIN, kind, &words).map_err(|e| {
+                syntax::parse_qdisc(kinds::BUILTIN, kind, &words).map_err(|e| {
                     (
                         String::new(),
                         format!("tc rejects \"{}\": {e}", self.args()),
@@ -745,7 +746,7 @@ fn check_kind(kind: &str) -> Result<(), String> {
             .unwrap_or_default();
         Err(format!(
             "unknown qdisc kind \"{kind}\"{hint}; expected one of {}; fix: write e.g. qdisc = \"fq_codel\"",
-            kinds::names(kinds::BUILTIN, |k| k.configurable)
+            syntax::names(kinds::BUILTIN, |k| k.configurable)
         ))
     }
 }

@@ -120,7 +120,7 @@ pub fn path(dev: Dir, setup: &Setup) -> Path {
     let spec = DevSpec {
         tx_queues: setup.tx_queues,
         seed: 7,
-        ..params.dev_spec(dev, crate::tc::kinds::BUILTIN)
+        ..params.dev_spec(dev, crate::qdisc::kinds::BUILTIN)
     };
     let lines: Vec<String> = setup
         .lines

@@ -669,7 +669,7 @@ fn link_report(last: &LiveSnapshot) -> Value {
                 json!({
                     "qdisc": q.kind,
                     "max_head_sojourn_ns": max_head,
-                    "xstats": q.xstats.as_ref().map(crate::tc::xstats::json).unwrap_or_default(),
+                    "xstats": q.xstats.as_ref().map(|x| crate::tc::xstats::json(&q.kind, x)).unwrap_or_default(),
                 }),
             )
         })

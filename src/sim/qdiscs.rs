@@ -6,7 +6,7 @@
 use super::SimError;
 use crate::dir::Dir;
 use crate::link::LinkParams;
-use crate::qdisc::registry::KindEntry;
+use crate::qdisc::kinds::KindEntry;
 use crate::qdisc::tree::{AutoHandles, DevSpec};
 use crate::qdisc::{Qdisc, QdiscDump};
 use crate::tc::show::{render, DevDump};
@@ -70,7 +70,7 @@ mod tests {
             &LinkParams::default(),
             1,
             1,
-            crate::tc::kinds::BUILTIN,
+            crate::qdisc::kinds::BUILTIN,
             &AutoHandles::default(),
         )
     }

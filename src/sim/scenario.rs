@@ -51,7 +51,7 @@ use crate::config::{Config, LinkSettings, TapSettings};
 use crate::dir::Dir;
 use crate::link::impair::Impairments;
 use crate::link::LinkShape;
-use crate::qdisc::registry::KindEntry;
+use crate::qdisc::kinds::KindEntry;
 use crate::qdisc::tree::DevSpec;
 use crate::tc::netem::parse_netem;
 use crate::units;
@@ -140,7 +140,7 @@ pub struct Scenario {
 }
 
 fn builtin_kinds() -> &'static [KindEntry] {
-    crate::tc::kinds::BUILTIN
+    crate::qdisc::kinds::BUILTIN
 }
 
 /// netem-style impairments (loss, delay variation, duplication, corruption,

@@ -68,7 +68,8 @@ fn bloatbox_prints_what_the_kernel_battery_printed() {
             index = 0;
             last.clear();
             tree = Some(
-                QdiscTree::new(DevSpec::new(Dir::LeftToRight, super::kinds::BUILTIN)).unwrap(),
+                QdiscTree::new(DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN))
+                    .unwrap(),
             );
             continue;
         }

@@ -552,7 +552,7 @@ mod tests {
     /// What tc answers for line `s` once the kind's parser has read its
     /// words (`crate::tc::request` against the built-in kinds).
     fn request_err(s: &str) -> String {
-        crate::tc::request(crate::tc::kinds::BUILTIN, &parse(s))
+        crate::tc::request(crate::qdisc::kinds::BUILTIN, &parse(s))
             .expect_err(s)
             .0
     }

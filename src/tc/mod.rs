@@ -18,23 +18,23 @@ pub mod command;
 pub mod filter;
 pub mod framing;
 pub mod hint;
-pub mod kinds;
 pub mod netem;
 pub mod opts;
 pub mod show;
+pub mod syntax;
 pub mod tokens;
 pub mod xstats;
 
-pub use crate::qdisc::registry::new_qdisc;
+pub use crate::qdisc::kinds::new_qdisc;
 pub use command::{parse_dev, Flags, Object, TcCommand, Verb};
 
 use crate::handle::TcError;
 use crate::packet::Drops;
+use crate::qdisc::kinds::KindEntry;
 use crate::qdisc::request::{Options, Request};
 use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::qdisc::Qdisc;
 use crate::time::Instant;
-use kinds::KindEntry;
 
 /// The request `cmd` sends to a device whose kinds are `kinds`: the words
 /// after the kind parsed by that kind's own parser (as iproute2 parses
@@ -46,18 +46,18 @@ pub fn request(kinds: &[KindEntry], cmd: &TcCommand) -> Result<Request, TcError>
     let options = match (cmd.object, cmd.kind.as_deref()) {
         (Object::Filter, _) => match cmd.verb {
             Verb::Add | Verb::Replace => {
-                Options::Filter(filter::parse(&words).map_err(kinds::parser_exit)?)
+                Options::Filter(filter::parse(&words).map_err(syntax::parser_exit)?)
             }
             Verb::Delete => {
-                Options::FilterPrio(filter::parse_prio(&words).map_err(kinds::parser_exit)?)
+                Options::FilterPrio(filter::parse_prio(&words).map_err(syntax::parser_exit)?)
             }
             // Nothing to send: the tree refuses change and link, show
             // lists the filters.
             _ => Options::None,
         },
         (_, None) => Options::None,
-        (Object::Qdisc, Some(kind)) => Options::Qdisc(kinds::parse_qdisc(kinds, kind, &words)?),
-        (Object::Class, Some(kind)) => Options::Class(kinds::parse_class(kinds, kind, &words)?),
+        (Object::Qdisc, Some(kind)) => Options::Qdisc(syntax::parse_qdisc(kinds, kind, &words)?),
+        (Object::Class, Some(kind)) => Options::Class(syntax::parse_class(kinds, kind, &words)?),
     };
     Ok(Request {
         object: cmd.object,
@@ -83,7 +83,7 @@ pub fn run(
 ) -> Result<Option<String>, TcError> {
     run_cmd(tree, cmd, now, drops).map_err(|e| {
         let e = talking_to_the_kernel(cmd, e);
-        let known = |k: &str| crate::qdisc::registry::lookup(tree.dev().kinds, k).is_some();
+        let known = |k: &str| crate::qdisc::kinds::lookup(tree.dev().kinds, k).is_some();
         let kind = cmd.kind.as_deref();
         let hint = match kind {
             Some("mq") if tree.dev().tx_queues == 1 => Some(hint::single_queue(tree.dev().dev)),
@@ -283,7 +283,7 @@ pub const FAILED: u8 = TcError::KERNEL;
 pub fn exit_code(line: &str) -> u8 {
     match TcCommand::parse(line) {
         Err(e) => e.code(),
-        Ok(cmd) => match request(kinds::BUILTIN, &cmd) {
+        Ok(cmd) => match request(crate::qdisc::kinds::BUILTIN, &cmd) {
             Err(e) => e.code(),
             Ok(_) => TcError::KERNEL,
         },
@@ -331,7 +331,7 @@ mod tests {
 
     fn check(lines: &[&str]) -> Result<(), (Option<usize>, String)> {
         check_steps(
-            DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN),
+            DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN),
             &lines_as_steps(lines),
         )
     }
@@ -371,7 +371,7 @@ mod tests {
         use crate::qdisc::tree::QdiscTree;
         use crate::time::Instant;
         let mut tree =
-            QdiscTree::new(DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN)).unwrap();
+            QdiscTree::new(DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN)).unwrap();
         let cmd = TcCommand::parse("tc qdisc add dev left root tbf rate 100 burst 10kb latency 50")
             .unwrap();
         let said = run(&mut tree, &cmd, Instant::ZERO, &mut Drops::new())
@@ -407,7 +407,7 @@ mod tests {
         use crate::qdisc::tree::QdiscTree;
         use crate::time::Instant;
         let mut tree =
-            QdiscTree::new(DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN)).unwrap();
+            QdiscTree::new(DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN)).unwrap();
         let mut err = |line: &str| {
             let cmd = TcCommand::parse(line).unwrap();
             run(&mut tree, &cmd, Instant::ZERO, &mut Drops::new())

@@ -48,7 +48,7 @@ fn left_session(lines: &str) -> (QdiscTree, Drops, String) {
 fn left(tx_queues: u16) -> QdiscTree {
     QdiscTree::new(DevSpec {
         tx_queues,
-        ..DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN)
+        ..DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN)
     })
     .unwrap()
 }
@@ -291,7 +291,7 @@ fn vector_m1_with_fq_codel_as_default_qdisc() {
     let mut t = QdiscTree::new(DevSpec {
         tx_queues: 2,
         default_qdisc: "fq_codel".into(),
-        ..DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN)
+        ..DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN)
     })
     .unwrap();
     let out = session(&mut t, "tc qdisc show dev left", &mut Drops::new());
@@ -758,7 +758,7 @@ fn policy_sees_htb_and_tbf_in_built_trees() {
     };
     let up_to = |policy: &crate::link::offload::GsoPolicy, lines: &[&str]| {
         let tree = crate::tc::build_tree(
-            params.dev_spec(Dir::LeftToRight, crate::tc::kinds::BUILTIN),
+            params.dev_spec(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN),
             lines,
         )
         .unwrap();
@@ -766,7 +766,7 @@ fn policy_sees_htb_and_tbf_in_built_trees() {
             &params,
             &crate::link::LinkShape::default(),
             &tree.dump(T),
-            crate::tc::kinds::BUILTIN,
+            crate::qdisc::kinds::BUILTIN,
         )
     };
     let whole = |lines: &[&str]| up_to(&policy, lines).is_some();

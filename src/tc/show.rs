@@ -29,7 +29,7 @@
 use crate::dir::Dir;
 
 use super::command::{Flags, Object, TcCommand};
-use super::kinds::{self, JsonObj, Printed};
+use super::syntax::{self, JsonObj, Printed};
 use super::xstats;
 pub use crate::handle::tc_handle;
 use crate::qdisc::TC_H_ROOT;
@@ -146,29 +146,23 @@ fn refcnt(q: &QdiscDump, d: &DevDump<'_>) -> u32 {
     }
 }
 
-/// iproute2's option printers leave a trailing space, except these
-/// (pfifo_fast's is tc/q_prio.c `prio_print_opt`, whose last word is the
-/// priomap's last band).
+/// Whether `kind`'s option printer leaves a trailing space
+/// (`Syntax::trailing_space`).
 fn options_end_with_space(kind: &str) -> bool {
-    !matches!(
-        kind,
-        "pfifo" | "bfifo" | "pfifo_head_drop" | "htb" | "pfifo_fast"
-    )
+    syntax::syntax(kind).is_some_and(|s| s.trailing_space)
 }
 
 /// `q`'s options as its kind's printer writes them (nothing for a kind
-/// the built-in table lacks).
+/// without a syntax).
 pub fn qdisc_options(q: &QdiscDump) -> Printed {
-    kinds::lookup(&q.kind)
-        .and_then(kinds::syntax)
+    syntax::syntax(&q.kind)
         .and_then(|s| (s.print)(&q.options))
         .unwrap_or_default()
 }
 
 /// `c`'s options as its kind's printer writes them.
 pub fn class_options(c: &ClassDump) -> Printed {
-    kinds::lookup(&c.kind)
-        .and_then(kinds::syntax)
+    syntax::syntax(&c.kind)
         .and_then(|s| (s.print_class)(&c.options))
         .unwrap_or_default()
 }
@@ -207,16 +201,15 @@ fn qdisc_text(out: &mut String, q: &QdiscDump, dev: Option<Dir>, refcnt: u32, fl
     if flags.stats {
         stats_lines(out, Some(&q.stats), &q.stats);
         if let Some(x) = &q.xstats {
-            xstats::write_text(out, x);
+            xstats::write_text(out, &q.kind, x);
         }
     }
 }
 
-/// Whether the kernel dumps counters for a class of `kind`: TBF's class
-/// ops have no `dump_stats` (net/sched/sch_tbf.c `tbf_class_ops`), so
-/// `tc_fill_tclass` sends an empty stats nest for its one class.
+/// Whether the kernel dumps counters for a class of `kind`
+/// (`KindEntry::class_stats`; a kind of no table does).
 fn class_dumps_stats(kind: &str) -> bool {
-    kind != "tbf"
+    syntax::lookup(kind).is_none_or(|k| k.class_stats)
 }
 
 fn class_text(out: &mut String, c: &ClassDump, dev: Option<Dir>, flags: Flags) {
@@ -246,7 +239,7 @@ fn class_text(out: &mut String, c: &ClassDump, dev: Option<Dir>, flags: Flags) {
     } else if flags.stats {
         stats_lines(out, c.stats.as_ref(), c.stats.as_ref().unwrap_or(&c.queue));
         if let Some(x) = &c.xstats {
-            xstats::write_text(out, x);
+            xstats::write_text(out, &c.kind, x);
         }
     }
 }
@@ -322,7 +315,7 @@ fn qdisc_json(q: &QdiscDump, dev: Option<Dir>, refcnt: u32, flags: Flags) -> Jso
     if flags.stats {
         stats_json(&mut o, Some(&q.stats), &q.stats);
         if let Some(x) = &q.xstats {
-            o.extend(xstats::json(x));
+            o.extend(xstats::json(&q.kind, x));
         }
     }
     o
@@ -344,258 +337,12 @@ fn class_json(c: &ClassDump, dev: Option<Dir>, flags: Flags) -> JsonObj {
             c.stats.as_ref().unwrap_or(&c.queue),
         );
         if let Some(x) = &c.xstats {
-            o.extend(xstats::json(x));
+            o.extend(xstats::json(&c.kind, x));
         }
     }
     o
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::qdisc::dump::{FqCodelClassXstats, FqCodelXstats, HtbXstats, Xstats};
-    use crate::qdisc::tc_h_make;
-
-    fn cmd(line: &str) -> TcCommand {
-        TcCommand::parse(line).unwrap()
-    }
-
-    /// The options tc's parser makes of `words` for `kind`.
-    fn opts(kind: &str, words: &str) -> crate::qdisc::QdiscOptions {
-        let words: Vec<&str> = words.split_whitespace().collect();
-        kinds::parse_qdisc(kinds::BUILTIN, kind, &words).unwrap()
-    }
-
-    /// A qdisc `kind` at `handle` under `parent` with the options tc makes
-    /// of `options` and with `children`.
-    fn qdisc(
-        kind: &str,
-        handle: Handle,
-        parent: Handle,
-        options: &str,
-        children: Vec<QdiscDump>,
-    ) -> QdiscDump {
-        QdiscDump {
-            kind: kind.into(),
-            handle,
-            parent,
-            options: opts(kind, options),
-            children,
-            ..QdiscDump::default()
-        }
-    }
-
-    fn one<'a>(root: &'a QdiscDump) -> [DevDump<'a>; 1] {
-        [DevDump {
-            dev: Dir::LeftToRight,
-            root,
-            tx_queues: 1,
-        }]
-    }
-
-    fn fq_codel_like() -> QdiscDump {
-        fq_codel_with(
-            "limit 10240 flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn \
-             drop_batch 64",
-        )
-    }
-
-    /// A root fq_codel 8001: with the options tc makes of `words`.
-    fn fq_codel_with(words: &str) -> QdiscDump {
-        QdiscDump {
-            kind: "fq_codel".into(),
-            handle: tc_h_make(0x8001, 0),
-            parent: TC_H_ROOT,
-            options: opts("fq_codel", words),
-            xstats: Some(Xstats::FqCodel(FqCodelXstats::default())),
-            ..QdiscDump::default()
-        }
-    }
-
-    #[test]
-    fn vector_f1_layout() {
-        let d = fq_codel_like();
-        let out = render(&cmd("tc -s qdisc show dev left"), &one(&d)).unwrap();
-        assert_eq!(
-            out,
-            "qdisc fq_codel 8001: root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64 \n\
-             \x20Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n\
-             \x20backlog 0b 0p requeues 0\n\
-             \x20\x20maxpacket 0 drop_overlimit 0 new_flow_count 0 ecn_mark 0\n\
-             \x20\x20new_flows_len 0 old_flows_len 0\n"
-        );
-        // without -s only the head line
-        let out = render(&cmd("tc qdisc show dev left"), &one(&d)).unwrap();
-        assert_eq!(out.lines().count(), 1);
-    }
-
-    #[test]
-    fn dev_is_named_when_not_filtering() {
-        let d = fq_codel_like();
-        let out = render(&cmd("tc qdisc show"), &one(&d)).unwrap();
-        assert!(out.starts_with("qdisc fq_codel 8001: dev left root refcnt 2 limit"));
-        let out = render(&cmd("tc qdisc show dev right"), &one(&d)).unwrap();
-        assert_eq!(out, "");
-    }
-
-    #[test]
-    fn fifo_and_htb_have_no_trailing_space_and_children_no_refcnt() {
-        let child = qdisc(
-            "pfifo",
-            tc_h_make(0x10, 0),
-            tc_h_make(1, 0x10),
-            "limit 1000",
-            Vec::new(),
-        );
-        let root = qdisc(
-            "htb",
-            tc_h_make(1, 0),
-            TC_H_ROOT,
-            "r2q 10 default 20 direct_qlen 1000",
-            vec![child],
-        );
-        let out = render(&cmd("tc qdisc show dev left"), &one(&root)).unwrap();
-        assert_eq!(
-            out,
-            "qdisc htb 1: root refcnt 2 r2q 10 default 0x20 direct_packets_stat 0 direct_qlen 1000\n\
-             qdisc pfifo 10: parent 1:10 limit 1000p\n"
-        );
-    }
-
-    #[test]
-    fn default_children_are_invisible_except_under_mq() {
-        let leaf = qdisc("bfifo", 0, tc_h_make(0x8001, 1), "limit 16490", Vec::new());
-        let root = qdisc(
-            "tbf",
-            tc_h_make(0x8001, 0),
-            TC_H_ROOT,
-            "rate 1mbit burst 10kb latency 50ms",
-            vec![leaf],
-        );
-        assert_eq!(
-            render(&cmd("tc qdisc show dev left"), &one(&root)).unwrap(),
-            "qdisc tbf 8001: root refcnt 2 rate 1Mbit burst 10Kb lat 50ms \n"
-        );
-        let all = render(&cmd("tc qdisc show dev left invisible"), &one(&root)).unwrap();
-        assert!(all.ends_with("qdisc bfifo 0: parent 8001:1 limit 16490b\n"));
-    }
-
-    #[test]
-    fn class_lines() {
-        let class = ClassDump {
-            kind: "htb".into(),
-            classid: tc_h_make(1, 0x10),
-            parent: tc_h_make(1, 1),
-            leaf: Some(tc_h_make(0x10, 0)),
-            options: kinds::parse_class(
-                kinds::BUILTIN,
-                "htb",
-                &[
-                    "prio", "0", "rate", "30mbit", "ceil", "100mbit", "burst", "1600", "cburst",
-                    "1600",
-                ],
-            )
-            .unwrap(),
-            stats: Some(QdiscStats {
-                bytes: 123,
-                packets: 2,
-                ..QdiscStats::default()
-            }),
-            xstats: Some(Xstats::HtbClass(HtbXstats {
-                lends: 2,
-                tokens: 6667,
-                ctokens: 2000,
-                ..HtbXstats::default()
-            })),
-            ..ClassDump::default()
-        };
-        let htb_blank = render(
-            &cmd("tc -s class show dev left"),
-            &one(&QdiscDump {
-                classes: vec![class.clone()],
-                ..QdiscDump::default()
-            }),
-        )
-        .unwrap();
-        assert!(htb_blank.ends_with(" tokens: 6667 ctokens: 2000\n\n"));
-        let pseudo = ClassDump {
-            kind: "fq_codel".into(),
-            classid: tc_h_make(0x8001, 0x3b1),
-            parent: tc_h_make(0x8001, 0),
-            stats: None,
-            queue: QdiscStats {
-                backlog: 1514,
-                qlen: 1,
-                ..QdiscStats::default()
-            },
-            xstats: Some(Xstats::FqCodelClass(FqCodelClassXstats {
-                deficit: 1342,
-                ldelay_us: 2,
-                ..FqCodelClassXstats::default()
-            })),
-            ..ClassDump::default()
-        };
-        let root = QdiscDump {
-            kind: "htb".into(),
-            handle: tc_h_make(1, 0),
-            parent: TC_H_ROOT,
-            classes: vec![class, pseudo],
-            ..QdiscDump::default()
-        };
-        let out = render(&cmd("tc -s class show dev left"), &one(&root)).unwrap();
-        assert_eq!(
-            out,
-            "class htb 1:10 parent 1:1 leaf 10: prio 0 rate 30Mbit ceil 100Mbit burst 1593b cburst 1600b \n\
-             \x20Sent 123 bytes 2 pkt (dropped 0, overlimits 0 requeues 0) \n\
-             \x20backlog 0b 0p requeues 0\n\
-             \x20lended: 2 borrowed: 0 giants: 0\n\
-             \x20tokens: 6667 ctokens: 2000\n\
-             \n\
-             class fq_codel 8001:3b1 parent 8001: \n\
-             \x20(dropped 0, overlimits 0 requeues 0) \n\
-             \x20backlog 1514b 1p requeues 0\n\
-             \x20\x20deficit 1342 count 0 lastcount 0 ldelay 2us\n"
-        );
-        let only = render(&cmd("tc class show dev left classid 1:10"), &one(&root)).unwrap();
-        assert_eq!(only.lines().count(), 1);
-    }
-
-    /// The keys in the order iproute2 prints them (tc/q_fq_codel.c
-    /// `fq_codel_print_opt`, `fq_codel_print_xstats`), not sorted.
-    #[test]
-    fn json_keys_and_order() {
-        let d = fq_codel_with("limit 10240 flows 1024");
-        let out = render(&cmd("tc -s -j qdisc show dev left"), &one(&d)).unwrap();
-        assert_eq!(
-            out,
-            "[{\"kind\":\"fq_codel\",\"handle\":\"8001:\",\"root\":true,\"refcnt\":2,\
-             \"options\":{\"limit\":10240,\"flows\":1024},\"bytes\":0,\"packets\":0,\"drops\":0,\
-             \"overlimits\":0,\"requeues\":0,\"backlog\":0,\"qlen\":0,\"maxpacket\":0,\
-             \"drop_overlimit\":0,\"new_flow_count\":0,\"ecn_mark\":0,\"new_flows_len\":0,\"old_flows_len\":0}]\n"
-        );
-        let v: serde_json::Value =
-            serde_json::from_str(&render(&cmd("tc -j -p qdisc show"), &one(&d)).unwrap()).unwrap();
-        assert_eq!(v[0]["dev"], "left");
-        assert!(v[0].get("bytes").is_none());
-    }
-
-    #[test]
-    fn hash_order_puts_mq_children_newest_first() {
-        let kids: Vec<QdiscDump> = (1..=4)
-            .map(|i| qdisc("pfifo_fast", 0, i, "", Vec::new()))
-            .collect();
-        let root = qdisc("mq", 0, TC_H_ROOT, "", kids);
-        let parents: Vec<Handle> = dump_order(&root, false).iter().map(|q| q.parent).collect();
-        assert_eq!(parents, vec![TC_H_ROOT, 4, 3, 2, 1]);
-        assert_eq!(hash_bucket(tc_h_make(0x10, 0)), 6);
-    }
-
-    #[test]
-    fn handles_print_like_iproute2() {
-        assert_eq!(tc_handle(TC_H_ROOT), "root");
-        assert_eq!(tc_handle(0), "none");
-        assert_eq!(tc_handle(3), ":3");
-        assert_eq!(tc_handle(tc_h_make(0x8001, 0)), "8001:");
-        assert_eq!(tc_handle(tc_h_make(1, 0x10)), "1:10");
-    }
-}
+#[path = "show_tests.rs"]
+mod tests;

@@ -15,13 +15,13 @@ use crate::time::Instant;
 const T: Instant = Instant::ZERO;
 
 fn tree() -> QdiscTree {
-    QdiscTree::new(DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN)).unwrap()
+    QdiscTree::new(DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN)).unwrap()
 }
 
 fn mq_tree(n: u16) -> QdiscTree {
     QdiscTree::new(DevSpec {
         tx_queues: n,
-        ..DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN)
+        ..DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN)
     })
     .unwrap()
 }
@@ -67,7 +67,7 @@ fn default_root_is_pfifo_fast_handle_0() {
     assert_eq!(m.children.len(), 4);
     assert!(QdiscTree::new(DevSpec {
         default_qdisc: "htb".into(),
-        ..DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN)
+        ..DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN)
     })
     .is_err());
 }
@@ -76,7 +76,7 @@ fn default_root_is_pfifo_fast_handle_0() {
 fn build_applies_lines_in_order() {
     let dev = DevSpec {
         tx_queues: 2,
-        ..DevSpec::new(Dir::RightToLeft, crate::tc::kinds::BUILTIN)
+        ..DevSpec::new(Dir::RightToLeft, crate::qdisc::kinds::BUILTIN)
     };
     let t = build_tree(
         dev.clone(),
@@ -101,7 +101,7 @@ fn build_applies_lines_in_order() {
     // without lines.
     let bad = DevSpec {
         tx_queues: 0,
-        ..DevSpec::new(Dir::RightToLeft, crate::tc::kinds::BUILTIN)
+        ..DevSpec::new(Dir::RightToLeft, crate::qdisc::kinds::BUILTIN)
     };
     for lines in [&[][..], &["tc qdisc add dev right root pfifo"][..]] {
         let e = build_tree(bad.clone(), lines).err().unwrap();
@@ -140,10 +140,10 @@ fn a_qdisc_refused_by_its_init_uses_up_an_automatic_handle() {
 /// take turns from it, each skipping only the handles it uses itself.
 #[test]
 fn the_devices_of_a_link_share_the_automatic_handle_counter() {
-    let left = DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN);
+    let left = DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN);
     let right = DevSpec {
         autohandles: left.autohandles.clone(),
-        ..DevSpec::new(Dir::RightToLeft, crate::tc::kinds::BUILTIN)
+        ..DevSpec::new(Dir::RightToLeft, crate::qdisc::kinds::BUILTIN)
     };
     let (mut l, mut r) = (
         QdiscTree::new(left).unwrap(),
@@ -741,7 +741,7 @@ mod props {
             cmds in proptest::collection::vec(shaped(), 1..25),
             queues in 1u16..4,
         ) {
-            let mut t = QdiscTree::new(DevSpec { tx_queues: queues, ..DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN) }).unwrap();
+            let mut t = QdiscTree::new(DevSpec { tx_queues: queues, ..DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN) }).unwrap();
             let mut drops = Drops::new();
             let now = Instant::ZERO;
             for (i, line) in cmds.iter().enumerate() {

@@ -228,7 +228,7 @@ impl Scenario {
             "tc filter add dev left parent 1: protocol ip prio 1 u32 match ip dport 5202 0xffff flowid 1:10",
             "tc filter add dev left parent 1: protocol ip prio 1 u32 match ip dport 7 0xffff flowid 1:10",
         ];
-        let dev = crate::qdisc::tree::DevSpec::new(Dir::LeftToRight, crate::tc::kinds::BUILTIN);
+        let dev = crate::qdisc::tree::DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN);
         let tree = crate::tc::build_tree(dev, &lines).expect("a valid HTB tree");
         let mut s = Scenario::new(
             Box::new(tree),

@@ -47,7 +47,8 @@ use crate::datapath::LiveSnapshot;
 use crate::dir::Dir;
 use crate::load::feed::Probe;
 use crate::load::stats::Sample;
-use crate::tc::kinds::{self, Example};
+use crate::qdisc::kinds;
+use crate::tc::syntax::{self, Example};
 use crate::time::{Instant, NS_PER_US};
 use std::fmt;
 use std::sync::LazyLock;
@@ -84,7 +85,7 @@ impl Snapshot {
 }
 
 /// A root qdisc the TUI can switch a direction to: a kind of the table
-/// `crate::tc::kinds::BUILTIN` whose syntax has a menu example
+/// `crate::qdisc::kinds::BUILTIN` whose syntax has a menu example
 /// (`Syntax::example`), in the table's order.
 #[derive(Clone, Copy)]
 pub struct Preset {
@@ -96,7 +97,7 @@ static MENU: LazyLock<Vec<Preset>> = LazyLock::new(|| {
     kinds::BUILTIN
         .iter()
         .filter_map(|entry| {
-            let example = kinds::syntax(entry)?.example?;
+            let example = syntax::syntax(entry.name)?.example?;
             Some(Preset {
                 name: entry.name,
                 example,

@@ -435,7 +435,11 @@ impl App {
             if q.handle == row.qdisc {
                 let classid = row.qdisc | row.bucket.wrapping_add(1);
                 let c = q.classes.iter().find(|c| c.classid == classid)?;
-                let lines = c.xstats.as_ref().map(trimmed_lines).unwrap_or_default();
+                let lines = c
+                    .xstats
+                    .as_ref()
+                    .map(|x| trimmed_lines(&c.kind, x))
+                    .unwrap_or_default();
                 return Some(lines.join(" ")).filter(|x| !x.is_empty());
             }
             stack.extend(q.children.iter());
@@ -1260,7 +1264,11 @@ fn flatten(q: &QdiscDump, depth: usize, out: &mut Vec<TreeNode>) {
         parent: parent_label(q.parent),
         options: qdisc_options(q).plain,
         stats: q.stats,
-        xstats: q.xstats.as_ref().map(trimmed_lines).unwrap_or_default(),
+        xstats: q
+            .xstats
+            .as_ref()
+            .map(|x| trimmed_lines(&q.kind, x))
+            .unwrap_or_default(),
     });
     let classes: Vec<&ClassDump> = q.classes.iter().filter(|c| c.stats.is_some()).collect();
     let mut placed = vec![false; q.children.len()];
@@ -1285,7 +1293,11 @@ fn flatten_class(
     placed: &mut [bool],
     out: &mut Vec<TreeNode>,
 ) {
-    let mut xstats = c.xstats.as_ref().map(trimmed_lines).unwrap_or_default();
+    let mut xstats = c
+        .xstats
+        .as_ref()
+        .map(|x| trimmed_lines(&c.kind, x))
+        .unwrap_or_default();
     if let Some(mode) = htb_mode(c) {
         xstats.push(format!("mode {mode}"));
     }

@@ -40,7 +40,7 @@ impl Rig {
         };
         let path = |dev: Dir, name: &str| {
             let tree = bloatbox::tc::build_tree(
-                params.dev_spec(dev, bloatbox::tc::kinds::BUILTIN),
+                params.dev_spec(dev, bloatbox::qdisc::kinds::BUILTIN),
                 &tc(name),
             )
             .unwrap();

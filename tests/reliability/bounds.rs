@@ -97,7 +97,7 @@ fn flood<Q: Qdisc>(q: &mut Q, ratio: u64, bound: &dyn Fn(&Q) -> Result<(), Strin
 fn tree(lines: &[&str], queues: u16) -> QdiscTree {
     let spec = DevSpec {
         tx_queues: queues,
-        ..DevSpec::new(Dir::LeftToRight, bloatbox::tc::kinds::BUILTIN)
+        ..DevSpec::new(Dir::LeftToRight, bloatbox::qdisc::kinds::BUILTIN)
     };
     bloatbox::tc::build_tree(spec, lines).unwrap_or_else(|e| panic!("{e}"))
 }

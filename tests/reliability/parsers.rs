@@ -310,7 +310,7 @@ proptest! {
         burst in 1usize..30,
     ) {
         let params = LinkParams { rate_bytes_ps: 250_000, ..LinkParams::default() };
-        let tree = bloatbox::tc::build_tree(params.dev_spec(Dir::LeftToRight, bloatbox::tc::kinds::BUILTIN), &["tc qdisc add dev left root handle 1: htb default 10", "tc class add dev left parent 1: classid 1:10 htb rate 1mbit"]).unwrap();
+        let tree = bloatbox::tc::build_tree(params.dev_spec(Dir::LeftToRight, bloatbox::qdisc::kinds::BUILTIN), &["tc qdisc add dev left root handle 1: htb default 10", "tc class add dev left parent 1: classid 1:10 htb rate 1mbit"]).unwrap();
         let mut path = Path::new(params, Box::new(tree));
         let (mut out, mut freed) = (Vec::new(), Vec::new());
         let mut now = Instant::ZERO;
@@ -413,7 +413,8 @@ fn dev_spec(c: &Config, d: Dir) -> DevSpec {
     };
     DevSpec {
         tx_queues: c.tx_queues(d).clamp(1, u16::MAX as u32) as u16,
-        ..c.link_params(d).dev_spec(dev, bloatbox::tc::kinds::BUILTIN)
+        ..c.link_params(d)
+            .dev_spec(dev, bloatbox::qdisc::kinds::BUILTIN)
     }
 }
 
@@ -472,7 +473,7 @@ fn purged_htb_leaf_frames_are_counted_at_once() {
         "tc class add dev left parent 1: classid 1:1 htb rate 1mbit",
     ];
     let tree = bloatbox::tc::build_tree(
-        params.dev_spec(Dir::LeftToRight, bloatbox::tc::kinds::BUILTIN),
+        params.dev_spec(Dir::LeftToRight, bloatbox::qdisc::kinds::BUILTIN),
         &lines,
     )
     .unwrap();
@@ -533,7 +534,7 @@ fn an_htb_class_waiting_for_tokens_over_a_ready_tbf_leaf_is_woken() {
         ..LinkParams::default()
     };
     let tree = bloatbox::tc::build_tree(
-        params.dev_spec(Dir::LeftToRight, bloatbox::tc::kinds::BUILTIN),
+        params.dev_spec(Dir::LeftToRight, bloatbox::qdisc::kinds::BUILTIN),
         &[
             "tc qdisc add dev left root handle 1: htb default 10",
             "tc class add dev left parent 1: classid 1:10 htb rate 1mbit",

@@ -26,7 +26,7 @@ use crate::link::Path;
 use crate::packet::gso::{self, Segmenter, VnetHdr};
 use crate::packet::pool::Buffers;
 use crate::packet::{DropReason, Packet, PacketMeta};
-use crate::qdisc::registry::KindEntry;
+use crate::qdisc::kinds::KindEntry;
 use crate::qdisc::FlowListing;
 use crate::time::{earliest, Instant};
 

@@ -210,7 +210,7 @@ impl Driver {
     fn refresh_gso(&mut self) {
         let policy = self.ports.offload.then_some(&self.cfg.gso);
         self.lane
-            .set_gso(policy, crate::tc::kinds::BUILTIN, self.clock.now());
+            .set_gso(policy, crate::qdisc::kinds::BUILTIN, self.clock.now());
     }
 
     /// The thread's body: sets up its scheduling, drops every capability,

@@ -12,7 +12,7 @@ mod flow;
 
 use crate::handle::{Handle, TcError, TC_H_ROOT};
 use crate::packet::filter::{Family, Field, Filter, FilterKind, FilterProtocol, Match, U32Key};
-use crate::tc::kinds::JsonObj;
+use crate::tc::syntax::JsonObj;
 use crate::tc::tokens::{c_number, incomplete, Tokens};
 use serde_json::json;
 use std::net::{Ipv4Addr, Ipv6Addr};

@@ -7,11 +7,15 @@
 
 use crate::handle::TcError;
 use crate::qdisc::codel_qdisc::CodelOptions;
+use crate::qdisc::dump::{CodelXstats, Xstats};
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{replace_root, Printed, Syntax};
+use crate::tc::syntax::{replace_root, Printed, Syntax};
+use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::{c_number, Tokens};
+use crate::units::sprint_time_signed;
 use crate::units::{parse_time, sprint_time};
 use serde_json::json;
+use std::fmt::Write;
 
 const USAGE: &str = "Usage: ... codel [ limit PACKETS ] [ target TIME ]\n\t\t [ interval TIME ] [ ecn | noecn ]\n\t\t [ ce_threshold TIME ]";
 
@@ -94,7 +98,7 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
         return None;
     };
     let mut text = String::new();
-    let mut json = crate::tc::kinds::JsonObj::new();
+    let mut json = crate::tc::syntax::JsonObj::new();
     if let Some(limit) = o.limit {
         text.push_str(&format!("limit {limit}p"));
         json.insert("limit", json!(limit));
@@ -120,20 +124,78 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
 
 /// codel's tc syntax (its classes take no options).
 pub static SYNTAX: Syntax = Syntax {
+    kind: "codel",
     qdisc: parse,
     class: None,
     print,
     print_class: |_| None,
     example: Some(|dir, _| vec![format!("{} codel", replace_root(dir))]),
+    trailing_space: true,
+    xstats: Some(&XSTATS),
 };
+
+/// `codel_print_xstats`: `tc_codel_xstats`.
+static XSTATS: XstatsPrinter = XstatsPrinter {
+    text: |out, x| match x {
+        Xstats::Codel(s) => {
+            codel_text(out, s);
+            Some(())
+        }
+        _ => None,
+    },
+    json: |x| {
+        let Xstats::Codel(s) = x else { return None };
+        let mut xj = JsonObj::new();
+        xj.insert("count", json!(s.count));
+        xj.insert("lastcount", json!(s.lastcount));
+        xj.insert("ldelay", json!(s.ldelay_us));
+        if s.dropping {
+            xj.insert("dropping", json!(true));
+        }
+        xj.insert("drop_next", json!(s.drop_next_us));
+        xj.insert("maxpacket", json!(s.maxpacket));
+        xj.insert("ecn_mark", json!(s.ecn_mark));
+        xj.insert("drop_overlimit", json!(s.drop_overlimit));
+        if s.ce_mark != 0 {
+            xj.insert("ce_mark", json!(s.ce_mark));
+        }
+        Some(xj)
+    },
+};
+
+fn codel_text(out: &mut String, s: &CodelXstats) {
+    let _ = write!(
+        out,
+        "  count {} lastcount {} ldelay {}",
+        s.count,
+        s.lastcount,
+        sprint_time(s.ldelay_us)
+    );
+    if s.dropping {
+        out.push_str(" dropping");
+    }
+    let _ = write!(
+        out,
+        " drop_next {}\n  maxpacket {} ecn_mark {} drop_overlimit {}",
+        sprint_time_signed(s.drop_next_us),
+        s.maxpacket,
+        s.ecn_mark,
+        s.drop_overlimit
+    );
+    if s.ce_mark != 0 {
+        let _ = write!(out, " ce_mark {}", s.ce_mark);
+    }
+    out.push('\n');
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::qdisc::codel::us_to_codel;
     use crate::qdisc::codel_qdisc::CodelQdisc;
+    use crate::qdisc::kinds::BUILTIN;
     use crate::qdisc::{Qdisc, QdiscCtx};
-    use crate::tc::kinds::{parse_qdisc, BUILTIN};
+    use crate::tc::syntax::parse_qdisc;
     use crate::time::Instant;
 
     fn options(words: &[&str]) -> Result<QdiscOptions, TcError> {

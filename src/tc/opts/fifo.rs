@@ -6,31 +6,38 @@
 use crate::handle::TcError;
 use crate::qdisc::fifo::FifoOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{Printed, Syntax};
+use crate::tc::syntax::{Printed, Syntax};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::units::{parse_size, sprint_size};
 use serde_json::json;
 
 /// pfifo: a limit in packets.
 pub static PFIFO: Syntax = Syntax {
+    kind: "pfifo",
     qdisc: |t| parse(t, "pfifo"),
     class: None,
     print: |o| print(o, false),
     print_class: |_| None,
     example: None,
+    trailing_space: false,
+    xstats: None,
 };
 
 /// bfifo: a limit in bytes.
 pub static BFIFO: Syntax = Syntax {
+    kind: "bfifo",
     qdisc: |t| parse(t, "bfifo"),
     class: None,
     print: |o| print(o, true),
     print_class: |_| None,
     example: None,
+    trailing_space: false,
+    xstats: None,
 };
 
 /// pfifo_head_drop: a limit in packets.
 pub static PFIFO_HEAD_DROP: Syntax = Syntax {
+    kind: "pfifo_head_drop",
     qdisc: |t| parse(t, "pfifo_head_drop"),
     ..PFIFO
 };
@@ -81,7 +88,7 @@ fn print(o: &QdiscOptions, bytes: bool) -> Option<Printed> {
     } else {
         format!("limit {}p", o.limit)
     };
-    let mut json = crate::tc::kinds::JsonObj::new();
+    let mut json = crate::tc::syntax::JsonObj::new();
     json.insert("limit", json!(o.limit));
     Some(Printed::same(limit, json))
 }
@@ -89,9 +96,10 @@ fn print(o: &QdiscOptions, bytes: bool) -> Option<Printed> {
 #[cfg(test)]
 mod tests {
     use crate::qdisc::fifo::{Fifo, FifoKind, FifoOptions};
+    use crate::qdisc::kinds::BUILTIN;
     use crate::qdisc::{Qdisc, QdiscCtx, QdiscOptions};
-    use crate::tc::kinds::{parse_qdisc, BUILTIN};
     use crate::tc::show::qdisc_options;
+    use crate::tc::syntax::parse_qdisc;
     use crate::time::Instant;
 
     fn fifo(kind: FifoKind, words: &[&str]) -> Result<Fifo, String> {

@@ -6,12 +6,16 @@
 
 use super::codel::{nonzero, print_time, time, unsigned, value};
 use crate::handle::TcError;
+use crate::qdisc::dump::{FqCodelClassXstats, FqCodelXstats, Xstats};
 use crate::qdisc::fq_codel::FqCodelOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{replace_root, Printed, Syntax};
+use crate::tc::syntax::{replace_root, Printed, Syntax};
+use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::{c_number, Tokens};
 use crate::units::{parse_size, sprint_size};
+use crate::units::{sprint_time, sprint_time_signed};
 use serde_json::json;
+use std::fmt::Write;
 
 const USAGE: &str = "Usage: ... fq_codel [ limit PACKETS ] [ flows NUMBER ]\n\t\t\t[ memory_limit BYTES ]\n\t\t\t[ target TIME ] [ interval TIME ]\n\t\t\t[ quantum BYTES ] [ [no]ecn ]\n\t\t\t[ ce_threshold TIME ]\n\t\t\t[ ce_threshold_selector VALUE/MASK ]\n\t\t\t[ drop_batch SIZE ]";
 
@@ -95,7 +99,7 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
         return None;
     };
     let mut text = Vec::new();
-    let mut json = crate::tc::kinds::JsonObj::new();
+    let mut json = crate::tc::syntax::JsonObj::new();
     if let Some(limit) = o.limit {
         text.push(format!("limit {limit}p"));
         json.insert("limit", json!(limit));
@@ -149,19 +153,113 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
 
 /// fq_codel's tc syntax (its flow pseudo-classes take no options).
 pub static SYNTAX: Syntax = Syntax {
+    kind: "fq_codel",
     qdisc: parse,
     class: None,
     print,
     print_class: |_| None,
     example: Some(|dir, _| vec![format!("{} fq_codel", replace_root(dir))]),
+    trailing_space: true,
+    xstats: Some(&XSTATS),
 };
+
+/// `fq_codel_print_xstats`: the qdisc's `tc_fq_codel_qd_stats` and a
+/// flow queue's `tc_fq_codel_cl_stats`.
+static XSTATS: XstatsPrinter = XstatsPrinter {
+    text: |out, x| {
+        match x {
+            Xstats::FqCodel(s) => fq_codel_text(out, s),
+            Xstats::FqCodelClass(s) => fq_codel_class_text(out, s),
+            _ => return None,
+        }
+        Some(())
+    },
+    json: |x| {
+        let mut xj = JsonObj::new();
+        match x {
+            Xstats::FqCodel(s) => {
+                xj.insert("maxpacket", json!(s.maxpacket));
+                xj.insert("drop_overlimit", json!(s.drop_overlimit));
+                xj.insert("new_flow_count", json!(s.new_flow_count));
+                xj.insert("ecn_mark", json!(s.ecn_mark));
+                for (name, v) in fq_codel_optional(s) {
+                    if v != 0 {
+                        xj.insert(name, json!(v));
+                    }
+                }
+                xj.insert("new_flows_len", json!(s.new_flows_len));
+                xj.insert("old_flows_len", json!(s.old_flows_len));
+            }
+            Xstats::FqCodelClass(s) => {
+                xj.insert("deficit", json!(s.deficit));
+                xj.insert("count", json!(s.count));
+                xj.insert("lastcount", json!(s.lastcount));
+                xj.insert("ldelay", json!(s.ldelay_us));
+                if s.dropping {
+                    xj.insert("dropping", json!(true));
+                    xj.insert("drop_next", json!(s.drop_next_us));
+                }
+            }
+            _ => return None,
+        }
+        Some(xj)
+    },
+};
+
+/// The counters `fq_codel_print_xstats` prints only when non-zero, by the
+/// names it prints them under.
+fn fq_codel_optional(s: &FqCodelXstats) -> [(&'static str, u64); 3] {
+    [
+        ("ce_mark", s.ce_mark),
+        ("memory_used", s.memory_usage),
+        ("drop_overmemory", s.drop_overmemory),
+    ]
+}
+
+fn fq_codel_text(out: &mut String, s: &FqCodelXstats) {
+    let _ = write!(
+        out,
+        "  maxpacket {} drop_overlimit {} new_flow_count {} ecn_mark {}",
+        s.maxpacket, s.drop_overlimit, s.new_flow_count, s.ecn_mark
+    );
+    for (name, v) in fq_codel_optional(s) {
+        if v != 0 {
+            let _ = write!(out, " {name} {v}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n  new_flows_len {} old_flows_len {}",
+        s.new_flows_len, s.old_flows_len
+    );
+}
+
+fn fq_codel_class_text(out: &mut String, s: &FqCodelClassXstats) {
+    let _ = write!(
+        out,
+        "  deficit {} count {} lastcount {} ldelay {}",
+        s.deficit,
+        s.count,
+        s.lastcount,
+        sprint_time(s.ldelay_us)
+    );
+    if s.dropping {
+        let _ = write!(
+            out,
+            " dropping drop_next {}",
+            sprint_time_signed(s.drop_next_us)
+        );
+    }
+    out.push('\n');
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::qdisc::fq_codel::FqCodel;
+    use crate::qdisc::kinds::BUILTIN;
     use crate::qdisc::{Qdisc, QdiscCtx};
-    use crate::tc::kinds::{parse_qdisc, BUILTIN};
+    use crate::tc::syntax::parse_qdisc;
     use crate::time::Instant;
 
     /// An fq_codel qdisc from the words after the kind, as tc builds one.

@@ -8,27 +8,33 @@
 
 use crate::dir::Dir;
 use crate::handle::TcError;
+use crate::qdisc::dump::{HtbXstats, Xstats};
 use crate::qdisc::htb::{HtbClassOptions, HtbGlob};
 use crate::qdisc::options::RateSpec;
 use crate::qdisc::{ClassOptions, QdiscOptions};
-use crate::tc::kinds::{example_rate, replace_root, Printed, Syntax};
 use crate::tc::opts::tbf::{
     linklayer_name, matches, parse_linklayer, parse_size_and_cell, DUMPED_CELL, LINKLAYER_ALLOWED,
     U16_ALLOWED,
 };
+use crate::tc::syntax::{example_rate, replace_root, Printed, Syntax};
+use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::units::{
     parse_rate, print_rate, sprint_size, tc_calc_xmitsize, tc_calc_xmittime, LinkLayer,
 };
 use serde_json::json;
+use std::fmt::Write;
 
-/// HTB's entry in `crate::tc::kinds::BUILTIN`.
+/// HTB's entry in `crate::qdisc::kinds::BUILTIN`.
 pub static SYNTAX: Syntax = Syntax {
+    kind: "htb",
     qdisc: parse_qdisc,
     class: Some(parse_class),
     print,
     print_class,
     example: Some(example),
+    trailing_space: false,
+    xstats: Some(&XSTATS),
 };
 
 /// The qdisc menu's HTB: one class at the link rate (1gbit when
@@ -273,7 +279,7 @@ fn print(o: &QdiscOptions) -> Option<Printed> {
         .direct_qlen
         .map(|q| format!(" direct_qlen {q}"))
         .unwrap_or_default();
-    let mut json = crate::tc::kinds::JsonObj::new();
+    let mut json = crate::tc::syntax::JsonObj::new();
     json.insert("r2q", json!(g.rate2quantum));
     json.insert("default", json!(default));
     json.insert("direct_packets_stat", json!(g.direct_pkts));
@@ -288,9 +294,9 @@ fn print(o: &QdiscOptions) -> Option<Printed> {
 }
 
 /// `htb_print_opt` of a class's `tc_htb_opt`, without and with details.
-fn class_text(o: &HtbClassOptions, detail: bool) -> (String, crate::tc::kinds::JsonObj) {
+fn class_text(o: &HtbClassOptions, detail: bool) -> (String, crate::tc::syntax::JsonObj) {
     let mut s = Vec::new();
-    let mut j = crate::tc::kinds::JsonObj::new();
+    let mut j = crate::tc::syntax::JsonObj::new();
     if o.level == 0 {
         s.push(format!("prio {}", o.prio));
         j.insert("prio", json!(o.prio));
@@ -351,13 +357,44 @@ fn print_class(o: &ClassOptions) -> Option<Printed> {
     })
 }
 
+/// `htb_print_xstats`: a class's `tc_htb_xstats`.
+static XSTATS: XstatsPrinter = XstatsPrinter {
+    text: |out, x| match x {
+        Xstats::HtbClass(s) => {
+            htb_text(out, s);
+            Some(())
+        }
+        _ => None,
+    },
+    json: |x| {
+        let Xstats::HtbClass(s) = x else { return None };
+        let mut xj = JsonObj::new();
+        xj.insert("lended", json!(s.lends));
+        xj.insert("borrowed", json!(s.borrows));
+        xj.insert("giants", json!(s.giants));
+        xj.insert("tokens", json!(s.tokens));
+        xj.insert("ctokens", json!(s.ctokens));
+        Some(xj)
+    },
+};
+
+fn htb_text(out: &mut String, s: &HtbXstats) {
+    let _ = writeln!(
+        out,
+        " lended: {} borrowed: {} giants: {}",
+        s.lends, s.borrows, s.giants
+    );
+    let _ = writeln!(out, " tokens: {} ctokens: {}", s.tokens, s.ctokens);
+    out.push('\n');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::packet::Drops;
     use crate::qdisc::htb::Htb;
+    use crate::qdisc::kinds::BUILTIN;
     use crate::qdisc::{ClassDump, Classful, Handle, Qdisc, QdiscCtx, QdiscDump};
-    use crate::tc::kinds::BUILTIN;
     use crate::time::Instant;
 
     fn cid(s: &str) -> Handle {
@@ -377,7 +414,7 @@ mod tests {
 
     /// `tc qdisc add ... htb ARGS`: parsed, then built.
     fn try_htb(args: &str) -> Result<Htb, TcError> {
-        let options = crate::tc::kinds::parse_qdisc(BUILTIN, "htb", &words(args))?;
+        let options = crate::tc::syntax::parse_qdisc(BUILTIN, "htb", &words(args))?;
         Htb::build(ctx(), &options)
     }
 
@@ -387,7 +424,7 @@ mod tests {
 
     /// `tc class add ... classid CLASSID parent PARENT htb ARGS`.
     fn try_add(q: &mut Htb, classid: &str, parent: &str, args: &str) -> Result<(), TcError> {
-        let options = crate::tc::kinds::parse_class(BUILTIN, "htb", &words(args))?;
+        let options = crate::tc::syntax::parse_class(BUILTIN, "htb", &words(args))?;
         q.add_class(cid(classid), cid(parent), &options)
     }
 
@@ -558,7 +595,7 @@ mod tests {
         assert!(try_htb("offload").is_err());
         assert_eq!(htb("r2q 0").options().rate2quantum, 1);
         let mut q = htb("");
-        let change = crate::tc::kinds::parse_qdisc(BUILTIN, "htb", &["default", "10"]).unwrap();
+        let change = crate::tc::syntax::parse_qdisc(BUILTIN, "htb", &["default", "10"]).unwrap();
         assert!(q.change(&change, Instant::ZERO, &mut Drops::new()).is_err());
     }
 
@@ -630,7 +667,7 @@ mod tests {
     fn class_change_with_bad_words_is_refused() {
         let mut q = htb("default 10");
         add(&mut q, "1:10", "1:", "rate 20mbit");
-        assert!(crate::tc::kinds::parse_class(BUILTIN, "htb", &["rate", "x"]).is_err());
+        assert!(crate::tc::syntax::parse_class(BUILTIN, "htb", &["rate", "x"]).is_err());
         let c = &q.dump(Instant::ZERO).classes[0];
         assert!(class_text(c).plain.contains("rate 20Mbit"));
     }

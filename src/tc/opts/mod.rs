@@ -3,7 +3,7 @@
 //! the kind's typed options, `crate::qdisc::QdiscOptions` and
 //! `ClassOptions`), with iproute2's messages for words it does not take,
 //! and the printer of the options a dump hands back, as `tc [-d] [-j]`
-//! prints them. `crate::tc::kinds::BUILTIN` ties each to its kind.
+//! prints them. `crate::qdisc::kinds::BUILTIN` ties each to its kind.
 
 pub mod codel;
 pub mod fifo;
@@ -14,3 +14,21 @@ pub mod pfifo_fast;
 pub mod qfq;
 pub mod sfq;
 pub mod tbf;
+
+use super::syntax::Syntax;
+
+/// The syntax of every built-in kind, each found by its kind's name
+/// (`crate::tc::syntax::syntax`).
+pub static BUILTIN: &[&Syntax] = &[
+    &pfifo_fast::SYNTAX,
+    &fifo::PFIFO,
+    &fifo::BFIFO,
+    &fifo::PFIFO_HEAD_DROP,
+    &sfq::SYNTAX,
+    &codel::SYNTAX,
+    &fq_codel::SYNTAX,
+    &tbf::SYNTAX,
+    &htb::SYNTAX,
+    &mq::SYNTAX,
+    &qfq::SYNTAX,
+];

@@ -5,18 +5,21 @@
 use crate::handle::TcError;
 use crate::qdisc::mq::{MqOptions, MAX_QUEUES};
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{Printed, Syntax};
+use crate::tc::syntax::{Printed, Syntax};
 use crate::tc::tokens::Tokens;
 
 /// mq's syntax: iproute2's tc/q_mq.c (no options there); `queues N` is
 /// bloatbox's extension (`MqOptions`).
 pub static SYNTAX: Syntax = Syntax {
+    kind: "mq",
     qdisc: parse,
     class: None,
     // mq_dump sends no TCA_OPTIONS, its classes none either.
     print: |_| Some(Printed::default()),
     print_class: |_| Some(Printed::default()),
     example: None,
+    trailing_space: true,
+    xstats: None,
 };
 
 /// `[ queues N ]`, and nothing else.
@@ -43,9 +46,10 @@ fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
 
 #[cfg(test)]
 mod tests {
+    use crate::qdisc::kinds::BUILTIN;
     use crate::qdisc::mq::MqOptions;
     use crate::qdisc::QdiscOptions;
-    use crate::tc::kinds::{parse_qdisc, BUILTIN};
+    use crate::tc::syntax::parse_qdisc;
 
     #[test]
     fn parses_queues_only() {

@@ -4,18 +4,21 @@
 
 use crate::handle::TcError;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{replace_root, Printed, Syntax};
+use crate::tc::syntax::{replace_root, Printed, Syntax};
 use crate::tc::tokens::Tokens;
 use serde_json::json;
 
 /// pfifo_fast's syntax: no options (iproute2's tc/q_prio.c prints its bands and
 /// priomap).
 pub static SYNTAX: Syntax = Syntax {
+    kind: "pfifo_fast",
     qdisc: parse,
     class: None,
     print,
     print_class: |_| None,
     example: Some(|dir, _| vec![format!("{} pfifo_fast", replace_root(dir))]),
+    trailing_space: false,
+    xstats: None,
 };
 
 fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
@@ -37,7 +40,7 @@ fn print(o: &QdiscOptions) -> Option<Printed> {
     };
     let map: Vec<String> = o.priomap.iter().map(|b| b.to_string()).collect();
     let text = format!("bands {} priomap {}", o.bands, map.join(" "));
-    let mut json = crate::tc::kinds::JsonObj::new();
+    let mut json = crate::tc::syntax::JsonObj::new();
     json.insert("bands", json!(o.bands));
     json.insert("priomap", json!(o.priomap));
     // tc/q_prio.c prio_print_opt: "multiqueue" is false in JSON when the
@@ -48,10 +51,11 @@ fn print(o: &QdiscOptions) -> Option<Printed> {
 
 #[cfg(test)]
 mod tests {
+    use crate::qdisc::kinds::BUILTIN;
     use crate::qdisc::pfifo_fast::PfifoFast;
     use crate::qdisc::{Qdisc, QdiscCtx, QdiscOptions};
-    use crate::tc::kinds::{parse_qdisc, BUILTIN};
     use crate::tc::show::qdisc_options;
+    use crate::tc::syntax::parse_qdisc;
     use crate::time::Instant;
 
     #[test]

@@ -7,17 +7,20 @@
 use crate::handle::TcError;
 use crate::qdisc::qfq::QfqClassOptions;
 use crate::qdisc::{ClassOptions, QdiscOptions};
-use crate::tc::kinds::{Printed, Syntax};
+use crate::tc::syntax::{Printed, Syntax};
 use crate::tc::tokens::Tokens;
 use serde_json::json;
 
-/// QFQ's entry in `crate::tc::kinds::BUILTIN`.
+/// QFQ's entry in `crate::qdisc::kinds::BUILTIN`.
 pub static SYNTAX: Syntax = Syntax {
+    kind: "qfq",
     qdisc: parse_qdisc,
     class: Some(parse_class),
     print,
     print_class,
     example: None,
+    trailing_space: true,
+    xstats: None,
 };
 
 const CLASS_USAGE: &str = "Usage: ... qfq weight NUMBER maxpkt BYTES";
@@ -67,7 +70,7 @@ fn print_class(o: &ClassOptions) -> Option<Printed> {
         return None;
     };
     let mut words = Vec::new();
-    let mut map = crate::tc::kinds::JsonObj::new();
+    let mut map = crate::tc::syntax::JsonObj::new();
     for (name, value) in [("weight", o.weight), ("maxpkt", o.lmax)] {
         if let Some(v) = value {
             words.push(format!("{name} {v}"));
@@ -80,10 +83,11 @@ fn print_class(o: &ClassOptions) -> Option<Printed> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::kinds::BUILTIN;
     use crate::qdisc::qfq::Qfq;
     use crate::qdisc::{tc_h_make, Classful, Qdisc, QdiscCtx, TC_H_ROOT};
-    use crate::tc::kinds::{parse_class, parse_qdisc, BUILTIN};
     use crate::tc::show::{class_options, qdisc_options};
+    use crate::tc::syntax::{parse_class, parse_qdisc};
     use crate::time::Instant;
 
     const H: u32 = 0x0001_0000;

@@ -6,12 +6,15 @@
 
 use super::codel::{unsigned, value};
 use crate::handle::TcError;
+use crate::qdisc::dump::Xstats;
 use crate::qdisc::sfq::SfqOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{replace_root, Printed, Syntax};
+use crate::tc::syntax::{replace_root, Printed, Syntax};
+use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::Tokens;
 use crate::units::{parse_size, sprint_size};
 use serde_json::json;
+use std::fmt::Write;
 
 const USAGE: &str = "Usage: ... sfq [ limit NUMBER ] [ perturb SECS ] [ quantum BYTES ]\n               [ divisor NUMBER ] [ flows NUMBER] [ depth NUMBER ]\n               [ headdrop ]";
 
@@ -92,7 +95,7 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
         }
         text
     };
-    let mut json = crate::tc::kinds::JsonObj::new();
+    let mut json = crate::tc::syntax::JsonObj::new();
     json.insert("limit", json!(o.limit));
     json.insert("quantum", json!(o.quantum));
     json.insert("depth", json!(o.depth));
@@ -109,19 +112,40 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
 
 /// sfq's tc syntax (its flow pseudo-classes take no options).
 pub static SYNTAX: Syntax = Syntax {
+    kind: "sfq",
     qdisc: parse,
     class: None,
     print,
     print_class: |_| None,
     example: Some(|dir, _| vec![format!("{} sfq perturb 10", replace_root(dir))]),
+    trailing_space: true,
+    xstats: Some(&XSTATS),
+};
+
+/// `sfq_print_xstats`: a flow queue's `tc_sfq_xstats`.
+static XSTATS: XstatsPrinter = XstatsPrinter {
+    text: |out, x| match x {
+        Xstats::SfqClass(s) => {
+            let _ = writeln!(out, "  allot {}", s.allot);
+            Some(())
+        }
+        _ => None,
+    },
+    json: |x| {
+        let Xstats::SfqClass(s) = x else { return None };
+        let mut xj = JsonObj::new();
+        xj.insert("allot", json!(s.allot));
+        Some(xj)
+    },
 };
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::kinds::BUILTIN;
     use crate::qdisc::sfq::Sfq;
     use crate::qdisc::{Qdisc, QdiscCtx};
-    use crate::tc::kinds::{parse_qdisc, BUILTIN};
+    use crate::tc::syntax::parse_qdisc;
     use crate::time::Instant;
 
     /// An sfq qdisc from the words after the kind, as tc builds one.

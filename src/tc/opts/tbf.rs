@@ -11,7 +11,7 @@ use crate::handle::TcError;
 use crate::qdisc::options::RateSpec;
 use crate::qdisc::tbf::TbfOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::kinds::{example_rate, replace_root, Printed, Syntax};
+use crate::tc::syntax::{example_rate, replace_root, Printed, Syntax};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::units::{
     parse_rate, parse_size, parse_time, print_rate, sprint_size, sprint_time, tc_calc_xmitsize,
@@ -22,6 +22,7 @@ use serde_json::json;
 /// tbf's syntax: iproute2's tc/q_tbf.c (`tbf_parse_opt`, `tbf_print_opt`) for
 /// `TbfOptions`.
 pub static SYNTAX: Syntax = Syntax {
+    kind: "tbf",
     qdisc: |t| Ok(QdiscOptions::Tbf(options(&parse(t)?)?)),
     class: None,
     print: |o| match o {
@@ -31,6 +32,8 @@ pub static SYNTAX: Syntax = Syntax {
     // TBF's one class has no options.
     print_class: |_| Some(Printed::default()),
     example: Some(example),
+    trailing_space: true,
+    xstats: None,
 };
 
 /// The qdisc menu's TBF: the link rate (1gbit when unlimited), a burst of
@@ -320,11 +323,11 @@ fn print(o: &TbfOptions) -> Printed {
     }
 }
 
-fn print_text(o: &TbfOptions, detail: bool) -> (String, crate::tc::kinds::JsonObj) {
+fn print_text(o: &TbfOptions, detail: bool) -> (String, crate::tc::syntax::JsonObj) {
     let rate = o.rate.rate;
     let mpu = o.rate.mpu as u64;
     let mut s = Vec::new();
-    let mut j = crate::tc::kinds::JsonObj::new();
+    let mut j = crate::tc::syntax::JsonObj::new();
     s.push(format!("rate {}", print_rate(rate)));
     j.insert("rate", json!(rate));
     let burst = tc_calc_xmitsize(rate, o.buffer);
@@ -399,11 +402,12 @@ mod tests {
     use super::*;
     use crate::packet::Drops;
     use crate::qdisc::fifo::FifoOptions;
+    use crate::qdisc::kinds::BUILTIN;
     use crate::qdisc::tbf::Tbf;
     use crate::qdisc::testutil::pkt;
     use crate::qdisc::{Qdisc, QdiscCtx};
-    use crate::tc::kinds::{parse_qdisc, BUILTIN};
     use crate::tc::show::qdisc_options;
+    use crate::tc::syntax::parse_qdisc;
     use crate::time::Instant;
 
     /// The options tc sends for `args`.

@@ -30,7 +30,7 @@ pub use path::{Path, PathCounters, PathSnapshot};
 pub use schedule::Schedule;
 
 use crate::dir::Dir;
-use crate::qdisc::registry::KindEntry;
+use crate::qdisc::kinds::KindEntry;
 use crate::qdisc::tree::DevSpec;
 use crate::units::LinkLayer;
 use std::fmt;

@@ -12,7 +12,7 @@
 //! tree.
 
 use super::{LinkParams, LinkShape};
-use crate::qdisc::registry::{self, KindEntry};
+use crate::qdisc::kinds::{self, KindEntry};
 use crate::qdisc::{QdiscDump, QdiscOptions};
 
 /// When super-frames may pass a direction whole: the emulated device then
@@ -43,7 +43,7 @@ impl Default for GsoPolicy {
 /// `kinds`): below one a super-frame would leave as one burst, so a tree
 /// holding one segments. A kind outside the table counts as not shaping.
 fn shapes(kinds: &[KindEntry], kind: &str) -> bool {
-    registry::lookup(kinds, kind).is_some_and(|k| k.shapes)
+    kinds::lookup(kinds, kind).is_some_and(|k| k.shapes)
 }
 
 fn has_shaper(kinds: &[KindEntry], d: &QdiscDump) -> bool {
@@ -111,7 +111,7 @@ mod tests {
             configurable: true,
             shapes: true,
             build: |c, _, _| Ok(Box::new(fifo::Fifo::new(fifo::FifoKind::Pfifo, c))),
-            syntax: &(),
+            class_stats: true,
         },
         KindEntry {
             name: "pfifo_fast",
@@ -119,7 +119,7 @@ mod tests {
             configurable: true,
             shapes: false,
             build: |c, _, _| Ok(Box::new(fifo::Fifo::new(fifo::FifoKind::Pfifo, c))),
-            syntax: &(),
+            class_stats: true,
         },
     ];
 

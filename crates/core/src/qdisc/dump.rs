@@ -126,7 +126,7 @@ pub struct ClassDump {
 /// (include/uapi/linux/pkt_sched.h): one variant per struct, qdisc-level or
 /// class-level as the kernel dumps them (`Qdisc_ops::dump_stats`,
 /// `Qdisc_class_ops::dump_stats`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Xstats {
     /// `struct tc_fq_codel_xstats` of type `TCA_FQ_CODEL_XSTATS_QDISC`
     /// (net/sched/sch_fq_codel.c `fq_codel_dump_stats`).
@@ -142,6 +142,9 @@ pub enum Xstats {
     /// `struct tc_htb_xstats`, a class's (net/sched/sch_htb.c
     /// `htb_dump_class_stats`).
     HtbClass(HtbXstats),
+    /// The xstats of a kind outside the built-in table (its qdisc's or a
+    /// class's), as attributes of its own numbering.
+    Other(super::options::Attrs),
 }
 
 /// `struct tc_fq_codel_qd_stats`.

@@ -42,6 +42,9 @@ pub enum QdiscOptions {
     Codel(CodelOptions),
     /// `struct tc_sfq_qopt_v1`.
     Sfq(SfqOptions),
+    /// The options of a kind outside the built-in table, as netlink
+    /// carries them.
+    Other(Attrs),
 }
 
 /// A class's `TCA_OPTIONS` (`tc class add ... <kind> OPTIONS`).
@@ -54,6 +57,58 @@ pub enum ClassOptions {
     Htb(HtbClassOptions),
     /// A QFQ class's weight and lmax.
     Qfq(super::qfq::QfqClassOptions),
+    /// The class options of a kind outside the built-in table.
+    Other(Attrs),
+}
+
+/// The options or extended statistics of a kind outside the built-in
+/// table, as netlink carries any kind's: attributes, each a type the kind
+/// numbers (as the kernel's `TCA_<KIND>_*`) with its value, in the order
+/// they were put. Such a kind converts its own typed struct to and from
+/// them in its constructor, its `dump` and its tc syntax; the built-in
+/// kinds have variants of their own.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attrs(pub Vec<(u16, AttrValue)>);
+
+/// One attribute's value (`NLA_U32`, `NLA_U64`, `NLA_S64`, `NLA_FLAG`,
+/// `NLA_STRING`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AttrValue {
+    /// An unsigned 32-bit value.
+    U32(u32),
+    /// An unsigned 64-bit value.
+    U64(u64),
+    /// A signed 64-bit value.
+    S64(i64),
+    /// A flag: present or not.
+    Flag(bool),
+    /// A string.
+    Str(String),
+}
+
+impl Attrs {
+    /// The value of attribute `ty`, if present.
+    pub fn get(&self, ty: u16) -> Option<&AttrValue> {
+        self.0.iter().find(|(t, _)| *t == ty).map(|(_, v)| v)
+    }
+
+    /// Attribute `ty` as an unsigned number (of any width), if present and
+    /// a number.
+    pub fn unsigned(&self, ty: u16) -> Option<u64> {
+        match self.get(ty)? {
+            AttrValue::U32(v) => Some(u64::from(*v)),
+            AttrValue::U64(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// Puts attribute `ty` last, or replaces its value where it is.
+    pub fn put(&mut self, ty: u16, value: AttrValue) {
+        match self.0.iter_mut().find(|(t, _)| *t == ty) {
+            Some((_, v)) => *v = value,
+            None => self.0.push((ty, value)),
+        }
+    }
 }
 
 /// `struct tc_ratespec` as the kernel uses it (include/uapi/linux/

@@ -834,7 +834,7 @@ mod tests {
         for i in 0..10 {
             q.enqueue(bpkt(100 + i, 100, 2), t0(), &mut d);
         }
-        let allot = |q: &Sfq| q.dump(t0()).classes[0].xstats;
+        let allot = |q: &Sfq| q.dump(t0()).classes[0].xstats.clone();
         let sx = |allot| Some(Xstats::SfqClass(SfqXstats { allot }));
         assert_eq!(allot(&q), sx(1514));
         q.dequeue(t0(), &mut d);

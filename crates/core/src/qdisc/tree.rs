@@ -44,7 +44,7 @@ use crate::dir::Dir;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 
-use super::registry;
+use super::kinds;
 use super::request::{Object, Options, Request, Verb};
 use super::requeue::RequeueSlot;
 use super::{
@@ -124,7 +124,7 @@ pub struct DevSpec {
     /// `net.core.default_qdisc` (a `default_leaf` kind of `kinds`).
     pub default_qdisc: String,
     /// The kinds qdiscs on this device are built from.
-    pub kinds: &'static [registry::KindEntry],
+    pub kinds: &'static [kinds::KindEntry],
     /// Seed every qdisc created here derives its perturbation from.
     pub seed: u64,
     /// The automatic handle counter, shared by the link's devices.
@@ -134,7 +134,7 @@ pub struct DevSpec {
 impl DevSpec {
     /// A single-queue TAP with the kinds of `kinds`: txqueuelen 1000, MTU
     /// 1500, pfifo_fast.
-    pub fn new(dev: Dir, kinds: &'static [registry::KindEntry]) -> DevSpec {
+    pub fn new(dev: Dir, kinds: &'static [kinds::KindEntry]) -> DevSpec {
         DevSpec {
             dev,
             txqueuelen: 1000,
@@ -164,11 +164,11 @@ impl DevSpec {
     }
 
     fn validate(&self) -> Result<(), TcError> {
-        if !registry::lookup(self.kinds, &self.default_qdisc).is_some_and(|k| k.default_leaf) {
+        if !kinds::lookup(self.kinds, &self.default_qdisc).is_some_and(|k| k.default_leaf) {
             return Err(TcError::new(format!(
                 "Error: default qdisc \"{}\" is not allowed (use one of {})",
                 self.default_qdisc,
-                registry::names(self.kinds, |k| k.default_leaf)
+                kinds::names(self.kinds, |k| k.default_leaf)
             )));
         }
         if !(1..=super::mq::MAX_QUEUES).contains(&self.tx_queues) {
@@ -559,8 +559,8 @@ impl QdiscTree {
             ));
         }
         let kind = kind.ok_or_else(|| err("Error: Specified qdisc kind is unknown."))?;
-        if registry::lookup(self.dev.kinds, kind).is_none() {
-            return Err(registry::unknown_kind(self.dev.kinds, kind));
+        if kinds::lookup(self.dev.kinds, kind).is_none() {
+            return Err(kinds::unknown_kind(self.dev.kinds, kind));
         }
         let new_handle = if handle != 0 {
             handle
@@ -570,14 +570,14 @@ impl QdiscTree {
         match slot {
             Slot::Root => {
                 let ctx = self.dev.ctx(new_handle, TC_H_ROOT);
-                let new = registry::new_qdisc(kind, ctx, &self.dev, options)?;
+                let new = kinds::new_qdisc(kind, ctx, &self.dev, options)?;
                 self.swap_root(new, now, drops);
             }
             Slot::Class { parent, classid } => {
                 let cl = classful_at(&mut self.root, &parent)
                     .ok_or_else(|| err("Error: Parent qdisc is not classful."))?;
                 let ctx = cl.child_ctx(new_handle, classid);
-                let new = registry::new_qdisc(kind, ctx, &self.dev, options)?;
+                let new = kinds::new_qdisc(kind, ctx, &self.dev, options)?;
                 let old = cl.graft(classid, new)?;
                 self.requeue_at_root(old, now, drops);
             }
@@ -958,11 +958,11 @@ pub struct FilterListing {
 fn default_root(dev: &DevSpec) -> Box<dyn Qdisc> {
     let ctx = dev.ctx(0, TC_H_ROOT);
     if dev.tx_queues > 1 {
-        if let Ok(q) = registry::new_qdisc("mq", ctx, dev, &QdiscOptions::None) {
+        if let Ok(q) = kinds::new_qdisc("mq", ctx, dev, &QdiscOptions::None) {
             return q;
         }
     }
-    registry::default_leaf(ctx, dev)
+    kinds::default_leaf(ctx, dev)
 }
 
 impl Qdisc for QdiscTree {

@@ -125,8 +125,8 @@ fn class<'a>(d: &'a QdiscDump, classid: &str) -> &'a ClassDump {
 }
 
 fn hx(c: &ClassDump) -> HtbXstats {
-    match c.xstats {
-        Some(Xstats::HtbClass(x)) => x,
+    match &c.xstats {
+        Some(Xstats::HtbClass(x)) => *x,
         other => panic!("{other:?}"),
     }
 }

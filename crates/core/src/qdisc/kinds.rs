@@ -1,16 +1,25 @@
-//! What the core knows of a qdisc kind (`KindEntry`: its name, what it
-//! may be used for, its constructor from typed options), and the lookups a
-//! device's tree makes in its table of kinds. The table itself is the
-//! front end's (`crate::tc::kinds::BUILTIN`), because each entry also
-//! carries the kind's tc syntax (its option parsers and printers), which
-//! the core holds without looking at. A kind missing from a device's table
-//! gives the kernel's "Specified qdisc kind is unknown" (tc's "Unknown
-//! qdisc", when options follow it, is the front end's).
+//! The table of qdisc kinds (`BUILTIN`: one row a kind, as the kernel's
+//! list of registered `Qdisc_ops`), what the core knows of a kind
+//! (`KindEntry`: its name, what it may be used for, its constructor from
+//! typed options), and the lookups a device's tree makes in its table. A
+//! kind's tc syntax (its option parsers and printers) is the front end's,
+//! registered there by the kind's name. A kind missing from a device's
+//! table gives the kernel's "Specified qdisc kind is unknown" (tc's
+//! "Unknown qdisc", when options follow it, is the front end's). Every
+//! other list of kinds (the configuration's, the TUI's menu, fuzz set-ups,
+//! benches, property tests) is derived from a table like this one.
 
+use super::codel_qdisc::CodelQdisc;
+use super::fifo::{Fifo, FifoKind};
+use super::fq_codel::FqCodel;
+use super::htb::Htb;
+use super::mq::Mq;
 use super::pfifo_fast::PfifoFast;
+use super::qfq::Qfq;
+use super::sfq::Sfq;
+use super::tbf::Tbf;
 use super::tree::DevSpec;
 use super::{Qdisc, QdiscCtx, QdiscOptions, TcError};
-use std::any::Any;
 
 /// Builds a qdisc of one kind with `ctx` on device `dev` from its options
 /// (`QdiscOptions::None`: the kind's defaults).
@@ -18,8 +27,8 @@ pub type Build = fn(QdiscCtx, &DevSpec, &QdiscOptions) -> Result<Box<dyn Qdisc>,
 
 /// One kind of qdisc: what tc, the configuration, the TUI and the link's
 /// offload policy need to know of it, and how to build one. Adding a kind
-/// is writing its module and one entry here (or, for a kind outside the
-/// crate, one entry in a table of one's own handed to `DevSpec::kinds`).
+/// is writing its folder and one row in `BUILTIN` (or, for a kind outside
+/// the crate, one entry in a table of one's own handed to `DevSpec::kinds`).
 #[derive(Clone, Copy)]
 pub struct KindEntry {
     /// The tc kind (`TCA_KIND`).
@@ -33,12 +42,12 @@ pub struct KindEntry {
     /// Shapes to a configured rate: a tree holding one makes the link
     /// segment GSO super-frames (`link::offload`).
     pub shapes: bool,
+    /// Its classes have counters of their own: the kind's
+    /// `Qdisc_class_ops` has a `dump_stats` (TBF's has none, so
+    /// `tc_fill_tclass` sends an empty stats nest for its one class).
+    pub class_stats: bool,
     /// Builds a qdisc of this kind from its options (the kind's `init`).
     pub build: Build,
-    /// The front end's part of the entry (`crate::tc::kinds::Syntax`: the
-    /// parsers of the kind's qdisc and class options and their printers),
-    /// which the core passes on without looking at it.
-    pub syntax: &'static (dyn Any + Send + Sync),
 }
 
 impl std::fmt::Debug for KindEntry {
@@ -98,3 +107,60 @@ pub fn default_leaf(ctx: QdiscCtx, dev: &DevSpec) -> Box<dyn Qdisc> {
     new_qdisc(&dev.default_qdisc, ctx, dev, &QdiscOptions::None)
         .unwrap_or_else(|_| Box::new(PfifoFast::new(ctx)))
 }
+
+/// A row of `BUILTIN`: a classless kind that may be a default leaf and is
+/// configurable, neither shaping nor with classes of its own counters.
+const fn kind(name: &'static str, build: Build) -> KindEntry {
+    KindEntry {
+        name,
+        default_leaf: true,
+        configurable: true,
+        shapes: false,
+        class_stats: true,
+        build,
+    }
+}
+
+/// Every kind compiled into bloatbox, in the order error messages list
+/// them.
+pub static BUILTIN: &[KindEntry] = &[
+    kind("pfifo_fast", |c, _, o| {
+        Ok(Box::new(PfifoFast::build(c, o)?))
+    }),
+    kind("pfifo", |c, _, o| {
+        Ok(Box::new(Fifo::build(FifoKind::Pfifo, c, o)?))
+    }),
+    kind("bfifo", |c, _, o| {
+        Ok(Box::new(Fifo::build(FifoKind::Bfifo, c, o)?))
+    }),
+    kind("pfifo_head_drop", |c, _, o| {
+        Ok(Box::new(Fifo::build(FifoKind::PfifoHeadDrop, c, o)?))
+    }),
+    kind("sfq", |c, _, o| Ok(Box::new(Sfq::build(c, o)?))),
+    kind("codel", |c, _, o| Ok(Box::new(CodelQdisc::build(c, o)?))),
+    kind("fq_codel", |c, _, o| Ok(Box::new(FqCodel::build(c, o)?))),
+    KindEntry {
+        default_leaf: false,
+        shapes: true,
+        class_stats: false,
+        ..kind("tbf", |c, _, o| Ok(Box::new(Tbf::build(c, o)?)))
+    },
+    KindEntry {
+        default_leaf: false,
+        shapes: true,
+        ..kind("htb", |c, _, o| Ok(Box::new(Htb::build(c, o)?)))
+    },
+    KindEntry {
+        default_leaf: false,
+        configurable: false,
+        ..kind("mq", |c, dev, o| {
+            Ok(Box::new(Mq::build(c, dev.tx_queues, o, &mut |c| {
+                default_leaf(c, dev)
+            })?))
+        })
+    },
+    KindEntry {
+        default_leaf: false,
+        ..kind("qfq", |c, _, o| Ok(Box::new(Qfq::build(c, o)?)))
+    },
+];

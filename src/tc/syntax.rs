@@ -1,36 +1,29 @@
-//! The one table of qdisc kinds (`BUILTIN`): each discipline compiled into
-//! bloatbox with what tc, the configuration, the TUI and the link need to
-//! know of it (may be a default leaf, configurable, shapes), its
-//! constructor from typed options (the core's `KindEntry`), and its tc
-//! syntax (`Syntax`: iproute2's `qdisc_util`, the parsers of its qdisc and
-//! class options and their printers). Adding a kind is writing its module
-//! in `qdisc`, its syntax in `tc::opts`, and one entry here (or, for a kind
-//! outside the crate, one entry in a table of one's own handed to
-//! `DevSpec::new`).
+//! Each qdisc kind's tc syntax, registered by the kind's name as iproute2
+//! finds a `qdisc_util` by name (tc/tc.c `get_qdisc_kind`): the built-in
+//! kinds' (`crate::tc::opts::BUILTIN`, one `tc/q_<kind>.c` each) and any
+//! a program registers for a kind of its own (`register`, as iproute2
+//! loads a `q_<kind>.so`). The kinds themselves, what a device can build,
+//! are the core's table (`crate::qdisc::kinds::BUILTIN`); a kind without
+//! a syntax here can be built but not parsed or printed by tc. Here too
+//! is what reads the words after a kind with the kind's parser, and the
+//! ordered JSON object iproute2's printers write.
 
-use super::opts;
 use super::tokens::Tokens;
 use crate::dir::Dir;
 use crate::handle::TcError;
-use crate::qdisc::codel_qdisc::CodelQdisc;
-use crate::qdisc::fifo::{Fifo, FifoKind};
-use crate::qdisc::fq_codel::FqCodel;
-use crate::qdisc::htb::Htb;
-use crate::qdisc::mq::Mq;
-use crate::qdisc::pfifo_fast::PfifoFast;
-use crate::qdisc::qfq::Qfq;
-use crate::qdisc::registry::{self, default_leaf, Build};
-use crate::qdisc::sfq::Sfq;
-use crate::qdisc::tbf::Tbf;
-use crate::qdisc::{ClassOptions, QdiscOptions};
+use crate::qdisc::kinds::{self, KindEntry};
+use crate::qdisc::{ClassOptions, QdiscOptions, Xstats};
+use std::sync::RwLock;
 
-pub use crate::qdisc::registry::{names, KindEntry};
+pub use crate::qdisc::kinds::names;
 
 /// A parser of the words after the kind in `tc class ...`.
 pub type ParseClass = fn(&mut Tokens) -> Result<ClassOptions, TcError>;
 
 /// A kind's tc syntax: what iproute2's `q_<kind>.c` does for it.
 pub struct Syntax {
+    /// The kind (`TCA_KIND`) this is the syntax of.
+    pub kind: &'static str,
     /// `parse_qopt`: the words after the kind in `tc qdisc add|change|...`.
     pub qdisc: fn(&mut Tokens) -> Result<QdiscOptions, TcError>,
     /// `parse_copt`: the words after the kind in `tc class add|change ...`;
@@ -42,6 +35,13 @@ pub struct Syntax {
     pub print: fn(&QdiscOptions) -> Option<Printed>,
     /// `print_copt`: a dump's class options.
     pub print_class: fn(&ClassOptions) -> Option<Printed>,
+    /// Whether the options printer leaves a trailing space after the last
+    /// word, as most of iproute2's do (not the fifos', HTB's or
+    /// pfifo_fast's, tc/q_prio.c `prio_print_opt`).
+    pub trailing_space: bool,
+    /// `print_xstats`: the kind's xstats (qdisc or class) as `tc -s`
+    /// prints them, and their `-j` object; `None` for a kind without any.
+    pub xstats: Option<&'static XstatsPrinter>,
     /// The TUI's qdisc menu: the tc lines that make this kind the root of
     /// a direction's device on a link of the rate given (bytes/s, 0:
     /// unlimited); `None` keeps the kind off the menu.
@@ -50,6 +50,15 @@ pub struct Syntax {
 
 /// The tc lines of a kind's menu entry (see `Syntax::example`).
 pub type Example = fn(Dir, u64) -> Vec<String>;
+
+/// A kind's xstats printer: the text `tc -s` prints for `xstats` (`None`
+/// for xstats of another kind), and the `xstats` object of `tc -s -j`.
+pub struct XstatsPrinter {
+    /// Appends the lines `tc -s` prints after the counters.
+    pub text: fn(&mut String, &Xstats) -> Option<()>,
+    /// The `xstats` object of `tc -s -j`.
+    pub json: fn(&Xstats) -> Option<JsonObj>,
+}
 
 /// `tc qdisc replace dev D root`, the head of a menu entry's first line.
 pub fn replace_root(dir: Dir) -> String {
@@ -194,107 +203,36 @@ impl serde::Serialize for JsonObj {
     }
 }
 
-/// The syntax of `entry` (`None` for an entry made outside the front end
-/// with something else in its `syntax` slot).
-pub fn syntax(entry: &KindEntry) -> Option<&'static Syntax> {
-    entry.syntax.downcast_ref::<Syntax>()
+/// The kinds registered beyond the built-in ones (`register`).
+static REGISTERED: RwLock<Vec<&'static Syntax>> = RwLock::new(Vec::new());
+
+/// Registers the syntax of a kind of one's own (a kind of a table handed
+/// to `DevSpec::kinds`), so that tc parses and prints it; a later
+/// registration of the same kind replaces the earlier one. A built-in
+/// kind's syntax cannot be replaced.
+pub fn register(syntax: &'static Syntax) {
+    let mut registered = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
+    registered.retain(|s| s.kind != syntax.kind);
+    registered.push(syntax);
+}
+
+/// The syntax of kind `kind`: the built-in one, or one registered.
+pub fn syntax(kind: &str) -> Option<&'static Syntax> {
+    super::opts::BUILTIN
+        .iter()
+        .copied()
+        .find(|s| s.kind == kind)
+        .or_else(|| {
+            let registered = REGISTERED.read().unwrap_or_else(|e| e.into_inner());
+            registered.iter().copied().find(|s| s.kind == kind)
+        })
 }
 
 /// Whether `entry`'s classes take options (`tc class add ... htb rate
 /// ...`); tc calls every other kind classless there.
 pub fn has_class_options(entry: &KindEntry) -> bool {
-    syntax(entry).is_some_and(|s| s.class.is_some())
+    syntax(entry.name).is_some_and(|s| s.class.is_some())
 }
-
-const fn kind(name: &'static str, build: Build, syntax: &'static Syntax) -> KindEntry {
-    KindEntry {
-        name,
-        default_leaf: true,
-        configurable: true,
-        shapes: false,
-        build,
-        syntax,
-    }
-}
-
-/// Every kind compiled into bloatbox, in the order error messages list
-/// them.
-pub static BUILTIN: &[KindEntry] = &[
-    kind(
-        "pfifo_fast",
-        |c, _, o| Ok(Box::new(PfifoFast::build(c, o)?)),
-        &opts::pfifo_fast::SYNTAX,
-    ),
-    kind(
-        "pfifo",
-        |c, _, o| Ok(Box::new(Fifo::build(FifoKind::Pfifo, c, o)?)),
-        &opts::fifo::PFIFO,
-    ),
-    kind(
-        "bfifo",
-        |c, _, o| Ok(Box::new(Fifo::build(FifoKind::Bfifo, c, o)?)),
-        &opts::fifo::BFIFO,
-    ),
-    kind(
-        "pfifo_head_drop",
-        |c, _, o| Ok(Box::new(Fifo::build(FifoKind::PfifoHeadDrop, c, o)?)),
-        &opts::fifo::PFIFO_HEAD_DROP,
-    ),
-    kind(
-        "sfq",
-        |c, _, o| Ok(Box::new(Sfq::build(c, o)?)),
-        &opts::sfq::SYNTAX,
-    ),
-    kind(
-        "codel",
-        |c, _, o| Ok(Box::new(CodelQdisc::build(c, o)?)),
-        &opts::codel::SYNTAX,
-    ),
-    kind(
-        "fq_codel",
-        |c, _, o| Ok(Box::new(FqCodel::build(c, o)?)),
-        &opts::fq_codel::SYNTAX,
-    ),
-    KindEntry {
-        default_leaf: false,
-        shapes: true,
-        ..kind(
-            "tbf",
-            |c, _, o| Ok(Box::new(Tbf::build(c, o)?)),
-            &opts::tbf::SYNTAX,
-        )
-    },
-    KindEntry {
-        default_leaf: false,
-        shapes: true,
-        ..kind(
-            "htb",
-            |c, _, o| Ok(Box::new(Htb::build(c, o)?)),
-            &opts::htb::SYNTAX,
-        )
-    },
-    KindEntry {
-        default_leaf: false,
-        configurable: false,
-        ..kind(
-            "mq",
-            |c, dev, o| {
-                Ok(Box::new(Mq::build(c, dev.tx_queues, o, &mut |c| {
-                    default_leaf(c, dev)
-                })?))
-            },
-            &opts::mq::SYNTAX,
-        )
-    },
-    KindEntry {
-        default_leaf: false,
-        ..kind(
-            "qfq",
-            |c, _, o| Ok(Box::new(Qfq::build(c, o)?)),
-            &super::opts::qfq::SYNTAX,
-        )
-    },
-];
 
 /// The options `words` (after `kind` in `tc qdisc ...`) give, read by the
 /// kind's own parser from the table `kinds`, as iproute2 parses them before
@@ -302,13 +240,13 @@ pub static BUILTIN: &[KindEntry] = &[
 /// (the tree then answers as the kernel does), or, when words follow it,
 /// tc's "Unknown qdisc".
 pub fn parse_qdisc(
-    kinds: &[KindEntry],
+    table: &[KindEntry],
     kind: &str,
     words: &[&str],
 ) -> Result<QdiscOptions, TcError> {
-    match (registry::lookup(kinds, kind), words.first()) {
-        (Some(entry), _) => {
-            let syntax = syntax(entry).ok_or_else(|| {
+    match (kinds::lookup(table, kind), words.first()) {
+        (Some(_), _) => {
+            let syntax = syntax(kind).ok_or_else(|| {
                 TcError::new(format!(
                     "Error: qdisc kind \"{kind}\" has no tc syntax in its table entry"
                 ))
@@ -321,12 +259,12 @@ pub fn parse_qdisc(
         // the kernel, which lacks the kind here, refuses it.
         (None, Some(_)) if IPROUTE2_KINDS.contains(&kind) => Err(TcError::new(format!(
             "Error: Specified qdisc kind is unknown.\n(\"{kind}\"; bloatbox qdiscs: {})",
-            names(kinds, |_| true)
+            names(table, |_| true)
         ))),
         (None, Some(first)) => Err(TcError::new(format!(
             "Unknown qdisc \"{kind}\", hence option \"{first}\" is unparsable\n(bloatbox \
              qdiscs: {})",
-            names(kinds, |_| true)
+            names(table, |_| true)
         ))
         .exit(TcError::PARSE)),
     }
@@ -336,19 +274,19 @@ pub fn parse_qdisc(
 /// kind's class parser; a kind without one, or one the table lacks, is
 /// classless (iproute2's `tc_class_modify`).
 pub fn parse_class(
-    kinds: &[KindEntry],
+    table: &[KindEntry],
     kind: &str,
     words: &[&str],
 ) -> Result<ClassOptions, TcError> {
-    match registry::lookup(kinds, kind)
-        .and_then(syntax)
+    match kinds::lookup(table, kind)
+        .and_then(|entry| syntax(entry.name))
         .and_then(|s| s.class)
     {
         Some(parse) => parse(&mut Tokens::new(words)).map_err(parser_exit),
         // tc_class_modify prints it and returns 1.
         None => Err(TcError::new(format!(
             "Error: Qdisc \"{kind}\" is classless.\n(classes with options: {})",
-            names(kinds, has_class_options)
+            names(table, has_class_options)
         ))
         .exit(TcError::PARSE)),
     }
@@ -387,16 +325,16 @@ const IPROUTE2_KINDS: &[&str] = &[
     "taprio", "cbq",
 ];
 
-/// The built-in entry of `name`.
+/// The built-in entry of `name` (`crate::qdisc::kinds::BUILTIN`).
 pub fn lookup(name: &str) -> Option<&'static KindEntry> {
-    crate::qdisc::registry::lookup(BUILTIN, name)
+    kinds::lookup(kinds::BUILTIN, name)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::dir::Dir;
-    use crate::qdisc::registry::new_qdisc;
+    use crate::qdisc::kinds::{new_qdisc, BUILTIN};
     use crate::qdisc::tree::DevSpec;
     use crate::qdisc::{Qdisc, QdiscCtx};
 
