@@ -22,7 +22,7 @@ use bloatbox::qdisc::{
     AttrValue, Attrs, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, TcError, Verdict,
 };
 use bloatbox::sim::scenario::Scenario;
-use bloatbox::tc::syntax::{register, JsonObj, Printed, Syntax, XstatsPrinter};
+use bloatbox::tc::syntax::{register, samples, JsonObj, Printed, Sample, Syntax, XstatsPrinter};
 use bloatbox::tc::{build_tree, run, TcCommand};
 use bloatbox::time::Instant;
 
@@ -170,6 +170,10 @@ static SYNTAX: Syntax = Syntax {
     trailing_space: true,
     xstats: Some(&XSTATS),
     example: None,
+    samples: &[Sample::new(
+        "passthrough limit 8",
+        &["tc qdisc add dev D root passthrough limit 8"],
+    )],
 };
 
 /// The pass-through's xstats printer.
@@ -406,6 +410,18 @@ fn the_tui_shows_its_options_and_xstats() {
         (1..=64).contains(&maxqlen),
         "a loaded link queues, within the limit: {maxqlen}"
     );
+}
+
+#[test]
+fn its_sample_is_among_the_table_samples_and_builds() {
+    let all = samples(kinds());
+    let (kind, sample) = all.last().unwrap();
+    assert_eq!(*kind, "passthrough");
+    let tree = build_tree(dev(kinds()), &sample.lines_for(Dir::LeftToRight)).unwrap();
+    assert!(matches!(
+        &tree.dump(Instant::ZERO).options,
+        QdiscOptions::Other(a) if a.unsigned(LIMIT) == Some(8)
+    ));
 }
 
 #[test]

@@ -6,214 +6,41 @@
 //! for shapers, that the bytes sent in any window never exceed
 //! rate × window + burst (+ one frame of HTB overdraft).
 
+use bloatbox::dir::Dir;
 use bloatbox::packet::{Drops, FlowKey, Packet, PacketMeta};
-use bloatbox::qdisc::htb::Htb;
-use bloatbox::qdisc::{Qdisc, QdiscCtx, QdiscOptions, TcError};
+use bloatbox::qdisc::kinds::BUILTIN;
+use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
+use bloatbox::qdisc::Qdisc;
+use bloatbox::tc::syntax::{samples, Sample};
 use bloatbox::time::Instant;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
 mod common;
 
-/// A discipline under test: how to build it, and its shaping bound if any
-/// (rate in bytes/s, burst in bytes).
-struct Subject {
-    name: &'static str,
-    build: fn() -> Box<dyn Qdisc>,
-    shaping: Option<(u64, u64)>,
+/// Every sample tree of every kind of the table (`Syntax::samples`): no
+/// kind is listed here.
+fn subjects() -> Vec<(&'static str, Sample)> {
+    let all = samples(BUILTIN);
+    for kind in BUILTIN {
+        assert!(
+            all.iter().any(|(k, _)| *k == kind.name),
+            "{}: no sample tree in its syntax",
+            kind.name
+        );
+    }
+    all
 }
 
-fn ctx() -> QdiscCtx {
-    QdiscCtx {
+/// `sample`'s tree, as tc builds it, on a device with txqueuelen 50.
+fn build(sample: &Sample) -> QdiscTree {
+    let dev = DevSpec {
         txqueuelen: 50,
-        ..QdiscCtx::default()
-    }
-}
-
-fn subjects() -> Vec<Subject> {
-    use bloatbox::qdisc::codel_qdisc::CodelQdisc;
-    use bloatbox::qdisc::fifo::{Fifo, FifoKind};
-    use bloatbox::qdisc::fq_codel::FqCodel;
-    use bloatbox::qdisc::pfifo_fast::PfifoFast;
-    use bloatbox::qdisc::sfq::Sfq;
-    use bloatbox::qdisc::tbf::Tbf;
-    vec![
-        Subject {
-            name: "pfifo",
-            build: || Box::new(Fifo::new(FifoKind::Pfifo, ctx())),
-            shaping: None,
-        },
-        Subject {
-            name: "bfifo",
-            build: || Box::new(Fifo::with_limit(FifoKind::Bfifo, ctx(), 20_000)),
-            shaping: None,
-        },
-        Subject {
-            name: "pfifo_head_drop",
-            build: || Box::new(Fifo::with_limit(FifoKind::PfifoHeadDrop, ctx(), 8)),
-            shaping: None,
-        },
-        Subject {
-            name: "pfifo_fast",
-            build: || Box::new(PfifoFast::new(ctx())),
-            shaping: None,
-        },
-        Subject {
-            name: "codel",
-            build: || {
-                Box::new(parsed(
-                    CodelQdisc::build,
-                    "codel",
-                    "limit 20 target 1ms interval 5ms",
-                ))
-            },
-            shaping: None,
-        },
-        Subject {
-            name: "fq_codel",
-            build: || {
-                Box::new(parsed(
-                    FqCodel::build,
-                    "fq_codel",
-                    "limit 24 flows 16 target 1ms interval 5ms drop_batch 4",
-                ))
-            },
-            shaping: None,
-        },
-        Subject {
-            name: "fq_codel_memory",
-            build: || {
-                Box::new(parsed(
-                    FqCodel::build,
-                    "fq_codel",
-                    "memory_limit 20000 noecn",
-                ))
-            },
-            shaping: None,
-        },
-        Subject {
-            name: "tbf",
-            build: || {
-                Box::new(parsed(
-                    Tbf::build,
-                    "tbf",
-                    "rate 8mbit burst 3000 limit 30000",
-                ))
-            },
-            shaping: Some((1_000_000, 3000)),
-        },
-        Subject {
-            name: "tbf_peakrate",
-            build: || {
-                Box::new(parsed(
-                    Tbf::build,
-                    "tbf",
-                    "rate 4mbit burst 6000 latency 20ms peakrate 16mbit mtu 1600",
-                ))
-            },
-            shaping: Some((500_000, 6000)),
-        },
-        Subject {
-            name: "htb",
-            build: htb_tree,
-            shaping: Some((1_000_000, 3200)),
-        },
-        Subject {
-            name: "sfq",
-            build: || {
-                Box::new(parsed(
-                    Sfq::build,
-                    "sfq",
-                    "limit 20 depth 6 flows 8 divisor 16",
-                ))
-            },
-            shaping: None,
-        },
-        Subject {
-            name: "sfq_headdrop",
-            build: || {
-                Box::new(parsed(
-                    Sfq::build,
-                    "sfq",
-                    "limit 10 depth 3 headdrop perturb 1",
-                ))
-            },
-            shaping: None,
-        },
-        Subject {
-            name: "qfq",
-            build: qfq,
-            shaping: None,
-        },
-    ]
-}
-
-/// QFQ with two classes; a matchall filter steers every frame to 1:1,
-/// whose maxpkt 512 the frames keep raising.
-fn qfq() -> Box<dyn Qdisc> {
-    use bloatbox::qdisc::qfq::Qfq;
-    let ctx = QdiscCtx {
-        handle: 0x1_0000,
-        ..ctx()
+        tx_queues: sample.tx_queues,
+        ..DevSpec::new(Dir::LeftToRight, BUILTIN)
     };
-    let mut q = Qfq::build(ctx, &bloatbox::qdisc::QdiscOptions::None).expect("qfq");
-    let classes = q.as_classful().expect("classful");
-    classes
-        .add_class(
-            0x1_0001,
-            0x1_0000,
-            &class_options("qfq", "weight 2 maxpkt 512"),
-        )
-        .expect("class 1:1");
-    classes
-        .add_class(0x1_0002, 0x1_0000, &class_options("qfq", ""))
-        .expect("class 1:2");
-    let filter = bloatbox::tc::filter::parse(&[
-        "parent", "1:", "protocol", "all", "matchall", "flowid", "1:1",
-    ]);
-    q.as_filter_host()
-        .expect("qfq takes filters")
-        .add_filter(filter.expect("filter"))
-        .expect("add filter");
-    Box::new(q)
-}
-
-/// The class options `args` give a `kind` class, as tc parses them.
-fn class_options(kind: &str, args: &str) -> bloatbox::qdisc::ClassOptions {
-    let words: Vec<&str> = args.split_whitespace().collect();
-    bloatbox::tc::syntax::parse_class(bloatbox::qdisc::kinds::BUILTIN, kind, &words)
-        .expect("valid class options")
-}
-
-/// Builds a `kind` qdisc from the options tc's parser makes of `args`, as
-/// `tc qdisc add ... KIND ARGS`.
-fn parsed<Q>(
-    build: fn(QdiscCtx, &QdiscOptions) -> Result<Q, TcError>,
-    kind: &str,
-    args: &str,
-) -> Q {
-    let words: Vec<&str> = args.split_whitespace().collect();
-    let options = bloatbox::tc::syntax::parse_qdisc(bloatbox::qdisc::kinds::BUILTIN, kind, &words)
-        .expect("valid tc options");
-    build(ctx(), &options).expect("valid options")
-}
-
-/// HTB with an 8 Mbit/s root class and two leaves (the default one may
-/// borrow up to the root's ceil).
-fn htb_tree() -> Box<dyn Qdisc> {
-    let mut q = parsed(Htb::build, "htb", "default 20");
-    let classful = q.as_classful().expect("htb is classful");
-    let root = 0x8001_0001;
-    for (classid, parent, args) in [
-        (root, 0x8001_0000, "rate 8mbit"),
-        (0x8001_0010, root, "rate 2mbit ceil 8mbit"),
-        (0x8001_0020, root, "rate 6mbit ceil 8mbit"),
-    ] {
-        classful
-            .add_class(classid, parent, &class_options("htb", args))
-            .expect("valid class");
-    }
-    Box::new(q)
+    bloatbox::tc::build_tree(dev, &sample.lines_for(Dir::LeftToRight))
+        .unwrap_or_else(|e| panic!("{}: {e}", sample.name))
 }
 
 #[derive(Clone, Debug)]
@@ -259,8 +86,8 @@ fn frame(id: u64, flow: u8, len: u16) -> Packet {
 
 /// Runs one sequence against one discipline, checking every invariant after
 /// every step.
-fn check(subject: &Subject, ops: &[Op]) -> Result<(), TestCaseError> {
-    let mut q = (subject.build)();
+fn check(subject: &Sample, ops: &[Op]) -> Result<(), TestCaseError> {
+    let mut q = build(subject);
     let mut drops = Drops::new();
     let mut now = Instant::from_millis(1);
     let mut held: HashMap<u64, (u8, u32)> = HashMap::new();
@@ -344,7 +171,7 @@ proptest! {
 
     #[test]
     fn every_discipline_keeps_its_invariants(ops in proptest::collection::vec(op(), 1..400)) {
-        for s in subjects() {
+        for (_, s) in subjects() {
             check(&s, &ops)?;
         }
     }

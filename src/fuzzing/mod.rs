@@ -71,9 +71,10 @@ impl<'a> Bytes<'a> {
 /// execution).
 const MAX_ITEMS: usize = 256;
 
-/// A set-up of `setups::SETUPS`, chosen by one byte.
+/// A set-up of `setups::setups()`, chosen by one byte.
 fn pick_setup(b: &mut Bytes) -> &'static setups::Setup {
-    &setups::SETUPS[b.u8() as usize % setups::SETUPS.len()]
+    let all = setups::setups();
+    &all[b.u8() as usize % all.len()]
 }
 
 /// Frames at times into a bridge of each root qdisc set-up. Input: a
@@ -223,7 +224,7 @@ fn control_rig() -> &'static ControlRig {
     static RIG: std::sync::OnceLock<ControlRig> = std::sync::OnceLock::new();
     RIG.get_or_init(|| {
         use crate::port::SocketPairPort;
-        let setup = &setups::SETUPS[1];
+        let setup = setups::named("fq_codel ecn").expect("the fq_codel ecn sample");
         let bridge = setups::bridge(setup);
         let (dp_left, host_left) = SocketPairPort::pair().expect("socketpair");
         let (dp_right, host_right) = SocketPairPort::pair().expect("socketpair");

@@ -1,93 +1,72 @@
-//! The reliability set-ups: every root qdisc kind as the tc lines that build
-//! it (plus fq_codel followed by netem impairments), each on a 10 Mbit/s,
-//! 2 ms link so that queues build up, as a ready `Bridge`. Shared by the
-//! reliability tests (`tests/reliability/frames.rs`) and the `bridge` fuzz
-//! target, so both exercise the same trees.
+//! The reliability set-ups: every sample tree of every kind of the table
+//! (`crate::tc::syntax::Syntax::samples`, built from the tc lines each
+//! kind's syntax gives), plus fq_codel followed by netem impairments, each
+//! on a 10 Mbit/s, 2 ms link so that queues build up, as a ready `Bridge`.
+//! Shared by the reliability tests (`tests/reliability/frames.rs`) and the
+//! `bridge` fuzz target, so both exercise the same trees, and a kind added
+//! to the table is among them without a line written here.
 
 use crate::bridge::Bridge;
 use crate::dir::Dir;
 use crate::link::{LinkParams, Path};
+use crate::qdisc::kinds::BUILTIN;
 use crate::qdisc::tree::DevSpec;
 use crate::tc::netem::parse_netem;
+use crate::tc::syntax::{samples, Sample};
 use crate::time::Instant;
+use std::sync::LazyLock;
 
-/// One root qdisc set-up: its name, its tc lines (` D ` stands for the
-/// device) and the TX queue count the device needs.
+/// One root qdisc set-up: a kind's sample tree, and whether netem
+/// impairments follow the qdisc.
 #[derive(Clone, Copy, Debug)]
 pub struct Setup {
-    /// The set-up's name, for messages.
-    pub name: &'static str,
-    /// The tc lines that build the tree; ` D ` stands for the device.
-    pub lines: &'static [&'static str],
-    /// TX queues the device needs (more than 1 for mq).
-    pub tx_queues: u16,
+    /// The root's kind.
+    pub kind: &'static str,
+    /// The tree: its name and tc lines.
+    pub sample: Sample,
+    /// Netem impairments (which duplicate frames) act after the qdisc.
+    pub impaired: bool,
 }
 
 impl Setup {
-    /// Whether the set-up adds netem impairments (which duplicate frames).
-    pub fn impaired(&self) -> bool {
-        self.name.ends_with("+netem")
+    /// The set-up's name, for messages (`fq_codel+netem` for the impaired
+    /// one).
+    pub fn name(&self) -> String {
+        if self.impaired {
+            format!("{}+netem", self.sample.name)
+        } else {
+            self.sample.name.to_string()
+        }
     }
 }
 
-const fn setup(name: &'static str, lines: &'static [&'static str], tx_queues: u16) -> Setup {
-    Setup {
-        name,
-        lines,
-        tx_queues,
-    }
+/// Every sample of every built-in kind, then fq_codel with impairments.
+static SETUPS: LazyLock<Vec<Setup>> = LazyLock::new(|| {
+    let mut all: Vec<Setup> = samples(BUILTIN)
+        .into_iter()
+        .map(|(kind, sample)| Setup {
+            kind,
+            sample,
+            impaired: false,
+        })
+        .collect();
+    all.push(Setup {
+        kind: "fq_codel",
+        sample: Sample::new("fq_codel", &["tc qdisc add dev D root fq_codel ecn"]),
+        impaired: true,
+    });
+    all
+});
+
+/// Every set-up.
+pub fn setups() -> &'static [Setup] {
+    &SETUPS
 }
 
-/// Every root qdisc kind.
-pub const SETUPS: &[Setup] = &[
-    setup("pfifo_fast", &[], 1),
-    setup(
-        "fq_codel ecn",
-        &["tc qdisc add dev D root fq_codel ecn limit 64"],
-        1,
-    ),
-    setup("sfq", &["tc qdisc add dev D root sfq limit 32"], 1),
-    setup("codel", &["tc qdisc add dev D root codel limit 50 ecn"], 1),
-    setup(
-        "tbf",
-        &["tc qdisc add dev D root tbf rate 5mbit burst 3kb limit 20kb"],
-        1,
-    ),
-    setup(
-        "htb+sfq",
-        &[
-            "tc qdisc add dev D root handle 1: htb default 20",
-            "tc class add dev D parent 1: classid 1:1 htb rate 8mbit",
-            "tc class add dev D parent 1:1 classid 1:10 htb rate 2mbit ceil 8mbit prio 1",
-            "tc class add dev D parent 1:1 classid 1:20 htb rate 1mbit ceil 4mbit",
-            "tc qdisc add dev D parent 1:10 sfq limit 20",
-            "tc qdisc add dev D parent 1:20 pfifo limit 20",
-            "tc filter add dev D parent 1: protocol all prio 1 u32 match ip dport 5001 0xffff flowid 1:10",
-        ],
-        1,
-    ),
-    setup(
-        "qfq+matchall",
-        &[
-            "tc qdisc add dev D root handle 1: qfq",
-            "tc class add dev D parent 1: classid 1:1 qfq weight 10",
-            "tc class add dev D parent 1: classid 1:2 qfq weight 1",
-            "tc filter add dev D parent 1: protocol all prio 1 u32 match ip protocol 17 0xff flowid 1:2",
-            "tc filter add dev D parent 1: protocol all prio 2 matchall flowid 1:1",
-        ],
-        1,
-    ),
-    setup("fq_codel+netem", &["tc qdisc add dev D root fq_codel ecn"], 1),
-    setup(
-        "mq+fq_codel",
-        &[
-            "tc qdisc add dev D root handle 1: mq",
-            "tc qdisc add dev D parent 1:1 fq_codel limit 30 ecn",
-            "tc qdisc add dev D parent 1:2 fq_codel limit 30 memory_limit 64kb",
-        ],
-        2,
-    ),
-];
+/// The set-up named `name` (`Setup::name`).
+pub fn named(name: &str) -> Option<&'static Setup> {
+    setups().iter().find(|s| s.name() == name)
+}
 
 /// Impairments of the `+netem` set-up: every effect that adds, removes,
 /// reorders or alters frames after the qdisc.
@@ -118,24 +97,19 @@ pub fn params() -> LinkParams {
 pub fn path(dev: Dir, setup: &Setup) -> Path {
     let params = params();
     let spec = DevSpec {
-        tx_queues: setup.tx_queues,
+        tx_queues: setup.sample.tx_queues,
         seed: 7,
-        ..params.dev_spec(dev, crate::qdisc::kinds::BUILTIN)
+        ..params.dev_spec(dev, BUILTIN)
     };
-    let lines: Vec<String> = setup
-        .lines
-        .iter()
-        .map(|l| l.replace(" D ", &format!(" {} ", dev.dev())))
-        .collect();
-    let tree = crate::tc::build_tree(spec, &lines)
-        .unwrap_or_else(|e| panic!("set-up {}: {e}", setup.name));
+    let tree = crate::tc::build_tree(spec, &setup.sample.lines_for(dev))
+        .unwrap_or_else(|e| panic!("set-up {}: {e}", setup.name()));
     Path::new(params, Box::new(tree))
 }
 
 /// Both directions of `setup`, with its impairments.
 pub fn bridge(setup: &Setup) -> Bridge {
     let mut b = Bridge::new(path(Dir::LeftToRight, setup), path(Dir::RightToLeft, setup));
-    if setup.impaired() {
+    if setup.impaired {
         let imp = parse_netem(NETEM).expect("valid netem options");
         for dir in Dir::ALL {
             b.path_mut(dir)
@@ -185,9 +159,10 @@ pub fn run(setup: &Setup, frames: &[Offer]) -> (u64, u64) {
     let mut b = bridge(setup);
     let mut t = Tally::default();
     let mut now = Instant::ZERO;
+    let name = setup.name();
     let check = |b: &Bridge, step: &dyn std::fmt::Display| {
         if let Err(e) = b.check_conservation() {
-            panic!("{} after {step}: {e}", setup.name);
+            panic!("{name} after {step}: {e}");
         }
     };
     for (i, offer) in frames.iter().enumerate() {
@@ -207,29 +182,24 @@ pub fn run(setup: &Setup, frames: &[Offer]) -> (u64, u64) {
         now = due.max(now);
         drain(&mut b, now, &mut t);
         polls += 1;
-        assert!(polls < 1_000_000, "{}: poll never finishes", setup.name);
+        assert!(polls < 1_000_000, "{name}: poll never finishes");
     }
     check(&b, &"completion");
     let (mut drops, mut dups) = (0, 0);
     for dir in Dir::ALL {
         let p = b.path(dir);
         let c = p.counters();
-        assert_eq!(p.held(), 0, "{}: frames left inside", setup.name);
-        assert_eq!(c.frames_in, t.offered[dir.index()], "{}", setup.name);
-        assert_eq!(c.frames_out, t.delivered[dir.index()], "{}", setup.name);
+        assert_eq!(p.held(), 0, "{name}: frames left inside");
+        assert_eq!(c.frames_in, t.offered[dir.index()], "{name}");
+        assert_eq!(c.frames_out, t.delivered[dir.index()], "{name}");
         drops += c.total_drops();
         dups += c.duplicated;
     }
     assert!(
-        dups == 0 || setup.impaired(),
-        "{}: duplicates without netem",
-        setup.name
+        dups == 0 || setup.impaired,
+        "{name}: duplicates without netem"
     );
-    assert_eq!(
-        drops, t.freed,
-        "{}: every drop returns its buffer",
-        setup.name
-    );
+    assert_eq!(drops, t.freed, "{name}: every drop returns its buffer");
     (t.delivered.iter().sum(), drops)
 }
 
@@ -239,11 +209,21 @@ mod tests {
 
     #[test]
     fn every_setup_builds_with_its_root_kind() {
-        for s in SETUPS {
+        for s in setups() {
             let b = bridge(s);
             let root = b.path(Dir::LeftToRight).qdisc().kind();
-            let first = s.name.split(['+', ' ']).next().unwrap();
-            assert_eq!(root, first, "{}", s.name);
+            assert_eq!(root, s.kind, "{}", s.name());
+        }
+    }
+
+    #[test]
+    fn every_kind_of_the_table_has_a_setup() {
+        for kind in BUILTIN {
+            assert!(
+                setups().iter().any(|s| s.kind == kind.name),
+                "{} has no sample tree in its syntax",
+                kind.name
+            );
         }
     }
 }

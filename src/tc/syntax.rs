@@ -42,10 +42,60 @@ pub struct Syntax {
     /// `print_xstats`: the kind's xstats (qdisc or class) as `tc -s`
     /// prints them, and their `-j` object; `None` for a kind without any.
     pub xstats: Option<&'static XstatsPrinter>,
+    /// Trees that exercise the kind as a root, at least one: the property
+    /// tests, the reliability tests and the fuzz set-ups run every kind's
+    /// samples, so a kind in the table is checked without a line written
+    /// for it there.
+    pub samples: &'static [Sample],
     /// The TUI's qdisc menu: the tc lines that make this kind the root of
     /// a direction's device on a link of the rate given (bytes/s, 0:
     /// unlimited); `None` keeps the kind off the menu.
     pub example: Option<Example>,
+}
+
+/// A tree that exercises a kind (`Syntax::samples`): the tc lines that
+/// build it, with small limits so that queues fill and drop.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample {
+    /// Its name, for messages (`tbf_peakrate`).
+    pub name: &'static str,
+    /// The tc lines that build it; ` D ` stands for the device.
+    pub lines: &'static [&'static str],
+    /// TX queues the device needs (more than 1 for mq).
+    pub tx_queues: u16,
+    /// The shaper's bound, for a tree that shapes: bytes sent in any
+    /// window stay within rate (bytes/s) × window + burst (bytes).
+    pub shaping: Option<(u64, u64)>,
+}
+
+impl Sample {
+    /// A sample on a single-queue device that does not shape.
+    pub const fn new(name: &'static str, lines: &'static [&'static str]) -> Sample {
+        Sample {
+            name,
+            lines,
+            tx_queues: 1,
+            shaping: None,
+        }
+    }
+
+    /// Its lines for device `dev` (` D ` replaced).
+    pub fn lines_for(&self, dev: Dir) -> Vec<String> {
+        self.lines
+            .iter()
+            .map(|l| l.replace(" D ", &format!(" {} ", dev.dev())))
+            .collect()
+    }
+}
+
+/// Every sample of every kind of `table` that has a syntax, in the table's
+/// order, with its kind.
+pub fn samples(table: &[KindEntry]) -> Vec<(&'static str, Sample)> {
+    table
+        .iter()
+        .filter_map(|k| syntax(k.name))
+        .flat_map(|s| s.samples.iter().map(move |sample| (s.kind, *sample)))
+        .collect()
 }
 
 /// The tc lines of a kind's menu entry (see `Syntax::example`).

@@ -13,7 +13,7 @@
 //! coverage-guided run is the `bridge` target of `fuzz/` (docs/fuzzing.md).
 
 use bloatbox::dir::Dir;
-use bloatbox::fuzzing::setups::{self, Offer, SETUPS};
+use bloatbox::fuzzing::setups::{self, setups, Offer};
 use etherparse::PacketBuilder;
 use proptest::prelude::*;
 use std::time::Instant as WallClock;
@@ -34,7 +34,7 @@ fn run(kind: usize, frames: &[(bool, Vec<u8>, u32)]) -> (u64, u64) {
             gap_ns: u64::from(*gap) * 1_000,
         })
         .collect();
-    setups::run(&SETUPS[kind], &offers)
+    setups::run(&setups()[kind], &offers)
 }
 
 const MAC_A: [u8; 6] = [2, 0, 0, 0, 0, 1];
@@ -265,7 +265,7 @@ proptest! {
 
     #[test]
     fn fuzzed_frames_are_forwarded_or_dropped_with_a_reason(
-        kind in 0..SETUPS.len(),
+        kind in 0..setups().len(),
         frames in frames(),
     ) {
         run(kind, &frames);
@@ -324,7 +324,7 @@ fn corpus_through_every_root_qdisc() {
     }
     let start = WallClock::now();
     let mut executions = 0u64;
-    for (kind, setup) in SETUPS.iter().enumerate() {
+    for (kind, setup) in setups().iter().enumerate() {
         let frames: Vec<(bool, Vec<u8>, u32)> = corpus
             .iter()
             .enumerate()
@@ -333,7 +333,7 @@ fn corpus_through_every_root_qdisc() {
         let (delivered, dropped) = run(kind, &frames);
         println!(
             "{:>14}: {delivered} delivered, {dropped} dropped",
-            setup.name
+            setup.name()
         );
         assert!(
             delivered > 0 && dropped > 0,
@@ -344,7 +344,7 @@ fn corpus_through_every_root_qdisc() {
     println!(
         "corpus: {} frames x {} root qdiscs = {executions} ingress calls in {:?}",
         corpus.len(),
-        SETUPS.len(),
+        setups().len(),
         start.elapsed()
     );
     assert!(executions > 5_000);

@@ -9,7 +9,7 @@ use crate::handle::TcError;
 use crate::qdisc::codel_qdisc::CodelOptions;
 use crate::qdisc::dump::{CodelXstats, Xstats};
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{replace_root, Printed, Syntax};
+use crate::tc::syntax::{replace_root, Printed, Sample, Syntax};
 use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::{c_number, Tokens};
 use crate::units::sprint_time_signed;
@@ -132,6 +132,13 @@ pub static SYNTAX: Syntax = Syntax {
     example: Some(|dir, _| vec![format!("{} codel", replace_root(dir))]),
     trailing_space: true,
     xstats: Some(&XSTATS),
+    samples: &[
+        Sample::new(
+            "codel",
+            &["tc qdisc add dev D root codel limit 20 target 1ms interval 5ms"],
+        ),
+        Sample::new("codel ecn", &["tc qdisc add dev D root codel limit 50 ecn"]),
+    ],
 };
 
 /// `codel_print_xstats`: `tc_codel_xstats`.

@@ -6,7 +6,7 @@
 use crate::handle::TcError;
 use crate::qdisc::fifo::FifoOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{Printed, Syntax};
+use crate::tc::syntax::{Printed, Sample, Syntax};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::units::{parse_size, sprint_size};
 use serde_json::json;
@@ -21,6 +21,7 @@ pub static PFIFO: Syntax = Syntax {
     example: None,
     trailing_space: false,
     xstats: None,
+    samples: &[Sample::new("pfifo", &["tc qdisc add dev D root pfifo"])],
 };
 
 /// bfifo: a limit in bytes.
@@ -33,12 +34,20 @@ pub static BFIFO: Syntax = Syntax {
     example: None,
     trailing_space: false,
     xstats: None,
+    samples: &[Sample::new(
+        "bfifo",
+        &["tc qdisc add dev D root bfifo limit 20000"],
+    )],
 };
 
 /// pfifo_head_drop: a limit in packets.
 pub static PFIFO_HEAD_DROP: Syntax = Syntax {
     kind: "pfifo_head_drop",
     qdisc: |t| parse(t, "pfifo_head_drop"),
+    samples: &[Sample::new(
+        "pfifo_head_drop",
+        &["tc qdisc add dev D root pfifo_head_drop limit 8"],
+    )],
     ..PFIFO
 };
 

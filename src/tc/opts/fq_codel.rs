@@ -9,7 +9,7 @@ use crate::handle::TcError;
 use crate::qdisc::dump::{FqCodelClassXstats, FqCodelXstats, Xstats};
 use crate::qdisc::fq_codel::FqCodelOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{replace_root, Printed, Syntax};
+use crate::tc::syntax::{replace_root, Printed, Sample, Syntax};
 use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::{c_number, Tokens};
 use crate::units::{parse_size, sprint_size};
@@ -161,6 +161,20 @@ pub static SYNTAX: Syntax = Syntax {
     example: Some(|dir, _| vec![format!("{} fq_codel", replace_root(dir))]),
     trailing_space: true,
     xstats: Some(&XSTATS),
+    samples: &[
+        Sample::new(
+            "fq_codel",
+            &["tc qdisc add dev D root fq_codel limit 24 flows 16 target 1ms interval 5ms drop_batch 4"],
+        ),
+        Sample::new(
+            "fq_codel_memory",
+            &["tc qdisc add dev D root fq_codel memory_limit 20000 noecn"],
+        ),
+        Sample::new(
+            "fq_codel ecn",
+            &["tc qdisc add dev D root fq_codel ecn limit 64"],
+        ),
+    ],
 };
 
 /// `fq_codel_print_xstats`: the qdisc's `tc_fq_codel_qd_stats` and a

@@ -16,7 +16,7 @@ use crate::tc::opts::tbf::{
     linklayer_name, matches, parse_linklayer, parse_size_and_cell, DUMPED_CELL, LINKLAYER_ALLOWED,
     U16_ALLOWED,
 };
-use crate::tc::syntax::{example_rate, replace_root, Printed, Syntax};
+use crate::tc::syntax::{example_rate, replace_root, Printed, Sample, Syntax};
 use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::units::{
@@ -35,6 +35,32 @@ pub static SYNTAX: Syntax = Syntax {
     example: Some(example),
     trailing_space: false,
     xstats: Some(&XSTATS),
+    samples: &[
+        Sample {
+            shaping: Some((1_000_000, 3200)),
+            ..Sample::new(
+                "htb",
+                &[
+                    "tc qdisc add dev D root handle 1: htb default 20",
+                    "tc class add dev D parent 1: classid 1:1 htb rate 8mbit",
+                    "tc class add dev D parent 1:1 classid 1:10 htb rate 2mbit ceil 8mbit",
+                    "tc class add dev D parent 1:1 classid 1:20 htb rate 6mbit ceil 8mbit",
+                ],
+            )
+        },
+        Sample::new(
+            "htb+sfq",
+            &[
+                "tc qdisc add dev D root handle 1: htb default 20",
+                "tc class add dev D parent 1: classid 1:1 htb rate 8mbit",
+                "tc class add dev D parent 1:1 classid 1:10 htb rate 2mbit ceil 8mbit prio 1",
+                "tc class add dev D parent 1:1 classid 1:20 htb rate 1mbit ceil 4mbit",
+                "tc qdisc add dev D parent 1:10 sfq limit 20",
+                "tc qdisc add dev D parent 1:20 pfifo limit 20",
+                "tc filter add dev D parent 1: protocol all prio 1 u32 match ip dport 5001 0xffff flowid 1:10",
+            ],
+        ),
+    ],
 };
 
 /// The qdisc menu's HTB: one class at the link rate (1gbit when

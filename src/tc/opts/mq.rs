@@ -5,7 +5,7 @@
 use crate::handle::TcError;
 use crate::qdisc::mq::{MqOptions, MAX_QUEUES};
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{Printed, Syntax};
+use crate::tc::syntax::{Printed, Sample, Syntax};
 use crate::tc::tokens::Tokens;
 
 /// mq's syntax: iproute2's tc/q_mq.c (no options there); `queues N` is
@@ -20,6 +20,17 @@ pub static SYNTAX: Syntax = Syntax {
     example: None,
     trailing_space: true,
     xstats: None,
+    samples: &[Sample {
+        tx_queues: 2,
+        ..Sample::new(
+            "mq+fq_codel",
+            &[
+                "tc qdisc add dev D root handle 1: mq",
+                "tc qdisc add dev D parent 1:1 fq_codel limit 30 ecn",
+                "tc qdisc add dev D parent 1:2 fq_codel limit 30 memory_limit 64kb",
+            ],
+        )
+    }],
 };
 
 /// `[ queues N ]`, and nothing else.

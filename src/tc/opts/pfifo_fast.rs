@@ -4,7 +4,7 @@
 
 use crate::handle::TcError;
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{replace_root, Printed, Syntax};
+use crate::tc::syntax::{replace_root, Printed, Sample, Syntax};
 use crate::tc::tokens::Tokens;
 use serde_json::json;
 
@@ -19,6 +19,10 @@ pub static SYNTAX: Syntax = Syntax {
     example: Some(|dir, _| vec![format!("{} pfifo_fast", replace_root(dir))]),
     trailing_space: false,
     xstats: None,
+    samples: &[Sample::new(
+        "pfifo_fast",
+        &["tc qdisc add dev D root pfifo_fast"],
+    )],
 };
 
 fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {

@@ -7,7 +7,7 @@
 use crate::handle::TcError;
 use crate::qdisc::qfq::QfqClassOptions;
 use crate::qdisc::{ClassOptions, QdiscOptions};
-use crate::tc::syntax::{Printed, Syntax};
+use crate::tc::syntax::{Printed, Sample, Syntax};
 use crate::tc::tokens::Tokens;
 use serde_json::json;
 
@@ -21,6 +21,27 @@ pub static SYNTAX: Syntax = Syntax {
     example: None,
     trailing_space: true,
     xstats: None,
+    samples: &[
+        Sample::new(
+            "qfq",
+            &[
+                "tc qdisc add dev D root handle 1: qfq",
+                "tc class add dev D parent 1: classid 1:1 qfq weight 2 maxpkt 512",
+                "tc class add dev D parent 1: classid 1:2 qfq",
+                "tc filter add dev D parent 1: protocol all matchall flowid 1:1",
+            ],
+        ),
+        Sample::new(
+            "qfq+matchall",
+            &[
+                "tc qdisc add dev D root handle 1: qfq",
+                "tc class add dev D parent 1: classid 1:1 qfq weight 10",
+                "tc class add dev D parent 1: classid 1:2 qfq weight 1",
+                "tc filter add dev D parent 1: protocol all prio 1 u32 match ip protocol 17 0xff flowid 1:2",
+                "tc filter add dev D parent 1: protocol all prio 2 matchall flowid 1:1",
+            ],
+        ),
+    ],
 };
 
 const CLASS_USAGE: &str = "Usage: ... qfq weight NUMBER maxpkt BYTES";

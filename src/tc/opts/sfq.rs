@@ -9,7 +9,7 @@ use crate::handle::TcError;
 use crate::qdisc::dump::Xstats;
 use crate::qdisc::sfq::SfqOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{replace_root, Printed, Syntax};
+use crate::tc::syntax::{replace_root, Printed, Sample, Syntax};
 use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::Tokens;
 use crate::units::{parse_size, sprint_size};
@@ -120,6 +120,17 @@ pub static SYNTAX: Syntax = Syntax {
     example: Some(|dir, _| vec![format!("{} sfq perturb 10", replace_root(dir))]),
     trailing_space: true,
     xstats: Some(&XSTATS),
+    samples: &[
+        Sample::new(
+            "sfq",
+            &["tc qdisc add dev D root sfq limit 20 depth 6 flows 8 divisor 16"],
+        ),
+        Sample::new(
+            "sfq_headdrop",
+            &["tc qdisc add dev D root sfq limit 10 depth 3 headdrop perturb 1"],
+        ),
+        Sample::new("sfq limit 32", &["tc qdisc add dev D root sfq limit 32"]),
+    ],
 };
 
 /// `sfq_print_xstats`: a flow queue's `tc_sfq_xstats`.

@@ -11,7 +11,7 @@ use crate::handle::TcError;
 use crate::qdisc::options::RateSpec;
 use crate::qdisc::tbf::TbfOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{example_rate, replace_root, Printed, Syntax};
+use crate::tc::syntax::{example_rate, replace_root, Printed, Sample, Syntax};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::units::{
     parse_rate, parse_size, parse_time, print_rate, sprint_size, sprint_time, tc_calc_xmitsize,
@@ -34,6 +34,29 @@ pub static SYNTAX: Syntax = Syntax {
     example: Some(example),
     trailing_space: true,
     xstats: None,
+    samples: &[
+        Sample {
+            shaping: Some((1_000_000, 3000)),
+            ..Sample::new(
+                "tbf",
+                &["tc qdisc add dev D root tbf rate 8mbit burst 3000 limit 30000"],
+            )
+        },
+        Sample {
+            shaping: Some((500_000, 6000)),
+            ..Sample::new(
+                "tbf_peakrate",
+                &["tc qdisc add dev D root tbf rate 4mbit burst 6000 latency 20ms peakrate 16mbit mtu 1600"],
+            )
+        },
+        Sample {
+            shaping: Some((625_000, 3072)),
+            ..Sample::new(
+                "tbf 5mbit",
+                &["tc qdisc add dev D root tbf rate 5mbit burst 3kb limit 20kb"],
+            )
+        },
+    ],
 };
 
 /// The qdisc menu's TBF: the link rate (1gbit when unlimited), a burst of
