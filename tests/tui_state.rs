@@ -307,7 +307,7 @@ fn the_selected_flow_shows_its_queue_xstats() {
 
 #[test]
 fn a_codel_root_entering_dropping_is_logged_by_handle() {
-    use bloatbox::qdisc::codel_qdisc::CodelQdisc;
+    use bloatbox::qdisc::codel::CodelQdisc;
     let mut s = Scenario::new(
         Box::new(CodelQdisc::new(root_ctx(0x8001))),
         Box::new(PfifoFast::new(root_ctx(0))),
@@ -334,7 +334,8 @@ fn a_codel_root_entering_dropping_is_logged_by_handle() {
 
 #[test]
 fn htb_classes_show_their_mode_derived_from_tokens() {
-    use bloatbox::qdisc::dump::{HtbXstats, Xstats};
+    use bloatbox::qdisc::dump::Xstats;
+    use bloatbox::qdisc::htb::HtbXstats;
     use bloatbox::qdisc::{ClassDump, QdiscDump, QdiscStats};
     let class = |minor: u16, parent: u32, tokens: i32, ctokens: i32| ClassDump {
         kind: "htb".into(),

@@ -14,7 +14,7 @@
 use super::values::{Size, TcRate, TcTime};
 use crate::dir::Dir;
 use crate::handle::{tc_h_make, tc_h_minor, Handle, TcError, TC_H_ROOT};
-use crate::qdisc::codel_qdisc::CodelOptions;
+use crate::qdisc::codel::CodelOptions;
 use crate::qdisc::fq_codel::FqCodelOptions;
 use crate::qdisc::htb::HtbGlob;
 use crate::qdisc::kinds::{self, KindEntry};

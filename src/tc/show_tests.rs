@@ -2,7 +2,9 @@
 //! hand-built dumps of every built-in kind: heads, refcnt, option
 //! printers, xstats, the order of a tree's qdiscs and classes, JSON.
 use super::*;
-use crate::qdisc::dump::{FqCodelClassXstats, FqCodelXstats, HtbXstats, Xstats};
+use crate::qdisc::dump::Xstats;
+use crate::qdisc::fq_codel::{FqCodelClassXstats, FqCodelXstats};
+use crate::qdisc::htb::HtbXstats;
 use crate::qdisc::tc_h_make;
 
 fn cmd(line: &str) -> TcCommand {

@@ -44,9 +44,10 @@ pub fn json(kind: &str, x: &Xstats) -> JsonObj {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qdisc::dump::{
-        CodelXstats, FqCodelClassXstats, FqCodelXstats, HtbXstats, SfqXstats,
-    };
+    use crate::qdisc::codel::CodelXstats;
+    use crate::qdisc::fq_codel::{FqCodelClassXstats, FqCodelXstats};
+    use crate::qdisc::htb::HtbXstats;
+    use crate::qdisc::sfq::SfqXstats;
     use serde_json::json;
 
     /// The kind whose printer prints `x`.

@@ -10,9 +10,8 @@ use crate::dir::Dir;
 use crate::link::PathSnapshot;
 use crate::load::feed::Probe;
 use crate::packet::{DropReason, FlowKey};
-use crate::qdisc::dump::{
-    Ahead, CodelXstats, FlowSummary, FlowTraffic, QueueId, QueueOccupancy, Xstats,
-};
+use crate::qdisc::codel::CodelXstats;
+use crate::qdisc::dump::{Ahead, FlowSummary, FlowTraffic, QueueId, QueueOccupancy, Xstats};
 use crate::qdisc::{ClassDump, Handle, QdiscDump, QdiscStats, TC_H_ROOT};
 use crate::tc::show::{class_options, qdisc_options};
 use crate::tc::xstats::trimmed_lines;

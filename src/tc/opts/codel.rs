@@ -1,13 +1,14 @@
 //! The `codel` qdisc's tc syntax (iproute2 tc/q_codel.c): `codel_parse_opt`
 //! reads `limit`, `target`, `interval`, `ce_threshold` and `[no]ecn` into
-//! the `TCA_CODEL_*` attributes (`crate::qdisc::codel_qdisc::CodelOptions`),
+//! the `TCA_CODEL_*` attributes (`crate::qdisc::codel::CodelOptions`),
 //! `codel_print_opt` prints what `codel_dump` sends back. Also the value
 //! readers the CoDel-family and SFQ parsers share (iproute2's
 //! `get_unsigned`, `get_time` and the missing-argument message).
 
 use crate::handle::TcError;
-use crate::qdisc::codel_qdisc::CodelOptions;
-use crate::qdisc::dump::{CodelXstats, Xstats};
+use crate::qdisc::codel::CodelOptions;
+use crate::qdisc::codel::CodelXstats;
+use crate::qdisc::dump::Xstats;
 use crate::qdisc::QdiscOptions;
 use crate::tc::syntax::{replace_root, Printed, Sample, Syntax};
 use crate::tc::syntax::{JsonObj, XstatsPrinter};
@@ -198,8 +199,8 @@ fn codel_text(out: &mut String, s: &CodelXstats) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qdisc::codel::us_to_codel;
-    use crate::qdisc::codel_qdisc::CodelQdisc;
+    use crate::qdisc::codel::algorithm::us_to_codel;
+    use crate::qdisc::codel::CodelQdisc;
     use crate::qdisc::kinds::BUILTIN;
     use crate::qdisc::{Qdisc, QdiscCtx};
     use crate::tc::syntax::parse_qdisc;
@@ -282,11 +283,11 @@ mod tests {
         let words = ["5"];
         let target = time("target", &mut Tokens::new(&words)).unwrap();
         assert_eq!(us_to_codel(target.into()), 4);
-        let dumped = crate::qdisc::codel::codel_to_us(us_to_codel(target.into())) as u32;
+        let dumped = crate::qdisc::codel::algorithm::codel_to_us(us_to_codel(target.into())) as u32;
         assert_eq!(print_time(dumped), "4us");
         let words = ["5ms"];
         let target = time("target", &mut Tokens::new(&words)).unwrap();
-        let dumped = crate::qdisc::codel::codel_to_us(us_to_codel(target.into())) as u32;
+        let dumped = crate::qdisc::codel::algorithm::codel_to_us(us_to_codel(target.into())) as u32;
         assert_eq!(print_time(dumped), "5ms");
     }
 }

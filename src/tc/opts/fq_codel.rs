@@ -6,8 +6,9 @@
 
 use super::codel::{nonzero, print_time, time, unsigned, value};
 use crate::handle::TcError;
-use crate::qdisc::dump::{FqCodelClassXstats, FqCodelXstats, Xstats};
+use crate::qdisc::dump::Xstats;
 use crate::qdisc::fq_codel::FqCodelOptions;
+use crate::qdisc::fq_codel::{FqCodelClassXstats, FqCodelXstats};
 use crate::qdisc::QdiscOptions;
 use crate::tc::syntax::{replace_root, Printed, Sample, Syntax};
 use crate::tc::syntax::{JsonObj, XstatsPrinter};

@@ -8,7 +8,8 @@
 
 use crate::dir::Dir;
 use crate::handle::TcError;
-use crate::qdisc::dump::{HtbXstats, Xstats};
+use crate::qdisc::dump::Xstats;
+use crate::qdisc::htb::HtbXstats;
 use crate::qdisc::htb::{HtbClassOptions, HtbGlob};
 use crate::qdisc::options::RateSpec;
 use crate::qdisc::{ClassOptions, QdiscOptions};
@@ -575,7 +576,7 @@ mod tests {
         assert_eq!(
             a.xstats,
             Some(crate::qdisc::Xstats::HtbClass(
-                crate::qdisc::dump::HtbXstats {
+                crate::qdisc::htb::HtbXstats {
                     lends: 0,
                     borrows: 0,
                     giants: 0,

@@ -24,6 +24,7 @@
 //! that flow (`FlowTraffic`: drops and marks by reason, the rate over the
 //! last second), filled in by the path after the qdisc's dump.
 
+pub use super::options::Xstats;
 use super::{ClassOptions, Handle, QdiscOptions, QdiscStats};
 use crate::packet::{DropReason, FlowKey, Packet};
 use crate::time::Instant;
@@ -120,119 +121,6 @@ pub struct ClassDump {
     pub queue: QdiscStats,
     /// The class's extended statistics (`None`: the kind has none).
     pub xstats: Option<Xstats>,
-}
-
-/// Extended statistics as the kernel hands them to tc in `TCA_STATS_APP`
-/// (include/uapi/linux/pkt_sched.h): one variant per struct, qdisc-level or
-/// class-level as the kernel dumps them (`Qdisc_ops::dump_stats`,
-/// `Qdisc_class_ops::dump_stats`).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Xstats {
-    /// `struct tc_fq_codel_xstats` of type `TCA_FQ_CODEL_XSTATS_QDISC`
-    /// (net/sched/sch_fq_codel.c `fq_codel_dump_stats`).
-    FqCodel(FqCodelXstats),
-    /// `struct tc_fq_codel_xstats` of type `TCA_FQ_CODEL_XSTATS_CLASS`, a
-    /// flow queue's (`fq_codel_dump_class_stats`).
-    FqCodelClass(FqCodelClassXstats),
-    /// `struct tc_codel_xstats` (net/sched/sch_codel.c `codel_dump_stats`).
-    Codel(CodelXstats),
-    /// `struct tc_sfq_xstats`, a flow queue's (net/sched/sch_sfq.c
-    /// `sfq_dump_class_stats`).
-    SfqClass(SfqXstats),
-    /// `struct tc_htb_xstats`, a class's (net/sched/sch_htb.c
-    /// `htb_dump_class_stats`).
-    HtbClass(HtbXstats),
-    /// The xstats of a kind outside the built-in table (its qdisc's or a
-    /// class's), as attributes of its own numbering.
-    Other(super::options::Attrs),
-}
-
-/// `struct tc_fq_codel_qd_stats`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct FqCodelXstats {
-    /// Largest frame seen so far, bytes.
-    pub maxpacket: u32,
-    /// Frames dropped because the qdisc was over its limit.
-    pub drop_overlimit: u64,
-    /// Frames CE-marked by CoDel instead of dropped.
-    pub ecn_mark: u64,
-    /// Flows that went onto the new list.
-    pub new_flow_count: u64,
-    /// Flows on the new list now (`tc_fq_codel_qd_stats.new_flows_len`).
-    pub new_flows_len: u32,
-    /// Flows on the old list now (`tc_fq_codel_qd_stats.old_flows_len`).
-    pub old_flows_len: u32,
-    /// Frames CE-marked over `ce_threshold`.
-    pub ce_mark: u64,
-    /// Memory held by queued frames, bytes.
-    pub memory_usage: u64,
-    /// Frames dropped because the qdisc was over its `memory_limit`.
-    pub drop_overmemory: u64,
-}
-
-/// `struct tc_fq_codel_cl_stats` (the flow's backlog and qlen ride in the
-/// class's `queue`, as the kernel's `gnet_stats_copy_queue`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct FqCodelClassXstats {
-    /// The flow's DRR deficit, bytes (`tc_fq_codel_cl_stats.deficit`).
-    pub deficit: i32,
-    /// In-queue delay of the last dequeued frame, µs.
-    pub ldelay_us: u64,
-    /// CoDel's `count` of the flow (`tc_fq_codel_cl_stats.count`).
-    pub count: u32,
-    /// CoDel's `lastcount` of the flow (`tc_fq_codel_cl_stats.lastcount`).
-    pub lastcount: u32,
-    /// Whether the flow's CoDel is dropping (`tc_fq_codel_cl_stats.dropping`).
-    pub dropping: bool,
-    /// Time to the next drop, µs (negative: overdue); 0 unless dropping.
-    pub drop_next_us: i64,
-}
-
-/// `struct tc_codel_xstats`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CodelXstats {
-    /// Largest frame seen so far, bytes.
-    pub maxpacket: u32,
-    /// CoDel's `count` (`tc_codel_xstats.count`): drops since the dropping
-    /// state began.
-    pub count: u32,
-    /// CoDel's `lastcount` (`tc_codel_xstats.lastcount`).
-    pub lastcount: u32,
-    /// In-queue delay of the last dequeued frame, µs.
-    pub ldelay_us: u64,
-    /// Time to the next drop, µs (negative: overdue).
-    pub drop_next_us: i64,
-    /// Frames dropped because the qdisc was over its limit.
-    pub drop_overlimit: u64,
-    /// Frames CE-marked by CoDel instead of dropped.
-    pub ecn_mark: u64,
-    /// Whether CoDel is in the dropping state (`tc_codel_xstats.dropping`).
-    pub dropping: bool,
-    /// Frames CE-marked over `ce_threshold`.
-    pub ce_mark: u64,
-}
-
-/// `struct tc_sfq_xstats`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SfqXstats {
-    /// The slot's remaining allotment, bytes.
-    pub allot: i32,
-}
-
-/// `struct tc_htb_xstats`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct HtbXstats {
-    /// `lends` (tc prints `lended:`).
-    pub lends: u64,
-    /// `borrows` (tc prints `borrowed:`).
-    pub borrows: u64,
-    /// Always 0: unused since the kernel's "Make HTB scheduler work with
-    /// TSO" change, kept because tc prints it.
-    pub giants: u32,
-    /// Tokens of the rate bucket, psched ticks (negative: over rate).
-    pub tokens: i32,
-    /// Tokens of the ceil bucket, psched ticks (negative: over ceil).
-    pub ctokens: i32,
 }
 
 /// A flow queue as the TUI shows it.

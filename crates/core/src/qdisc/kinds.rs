@@ -9,7 +9,7 @@
 //! other list of kinds (the configuration's, the TUI's menu, fuzz set-ups,
 //! benches, property tests) is derived from a table like this one.
 
-use super::codel_qdisc::CodelQdisc;
+use super::codel::CodelQdisc;
 use super::fifo::{Fifo, FifoKind};
 use super::fq_codel::FqCodel;
 use super::htb::Htb;

@@ -5,19 +5,21 @@
 //! reason. Classful disciplines own their children as `Box<dyn Qdisc>` and also
 //! implement `Classful`.
 //!
-//! One file per discipline; `codel.rs` is the CoDel core that `codel`
-//! (`codel_qdisc.rs`) and `fq_codel` share; `park.rs` the peek-by-dequeue
-//! plumbing of codel, fq_codel, sfq and tbf; `registry.rs` maps a kind to
-//! its constructor; `request.rs` is a tc request as rtnetlink carries it;
-//! `tree.rs` edits a device's tree by such requests; `noop.rs` is what a
-//! deleted child leaves where the kernel grafts nothing; `dump.rs` is the data `tc -s -d show`, the TUI
-//! and the control socket read; `drr_ahead.rs` works out, for that data,
-//! what fq_codel's and SFQ's round robin sends before a flow queue's newest
-//! frame.
+//! One folder per kind (`<kind>/`: the discipline and its typed options
+//! in `mod.rs`, its xstats in `xstats.rs`, its unit tests in `tests.rs`;
+//! `fifo/` holds pfifo, bfifo and pfifo_head_drop; `codel/algorithm.rs` is
+//! the CoDel core that `codel` and `fq_codel` share), and one row per kind
+//! in `kinds.rs`, the table of kinds; `options.rs` holds the enums of every
+//! kind's options and xstats. `park.rs` is the peek-by-dequeue plumbing of
+//! codel, fq_codel, sfq and tbf; `request.rs` is a tc request as rtnetlink
+//! carries it; `tree.rs` edits a device's tree by such requests; `noop.rs`
+//! is what a deleted child leaves where the kernel grafts nothing;
+//! `dump.rs` is the data `tc -s -d show`, the TUI and the control socket
+//! read; `drr_ahead.rs` works out, for that data, what fq_codel's and SFQ's
+//! round robin sends before a flow queue's newest frame.
 
 pub mod class_hash;
 pub mod codel;
-pub mod codel_qdisc;
 pub mod drr_ahead;
 pub mod dump;
 pub mod fifo;

@@ -7,14 +7,18 @@
 //! `change` take them, and its `dump` hands them back with every field the
 //! kernel dumps filled in. A field the netlink message may leave out is an
 //! `Option` (absent: keep the current value, or the kernel's default).
+//! Beside them, the extended statistics a kind dumps (`Xstats`, the
+//! kernel's `TCA_STATS_APP` structs, each defined in its kind's folder),
+//! and what a kind from outside the built-in table carries in place of
+//! both (`Attrs`).
 
-use super::codel_qdisc::CodelOptions;
+use super::codel::{CodelOptions, CodelXstats};
 use super::fifo::FifoOptions;
-use super::fq_codel::FqCodelOptions;
-use super::htb::{HtbClassOptions, HtbGlob};
+use super::fq_codel::{FqCodelClassXstats, FqCodelOptions, FqCodelXstats};
+use super::htb::{HtbClassOptions, HtbGlob, HtbXstats};
 use super::mq::MqOptions;
 use super::pfifo_fast::PfifoFastOptions;
-use super::sfq::SfqOptions;
+use super::sfq::{SfqOptions, SfqXstats};
 use super::tbf::TbfOptions;
 use super::TcError;
 use crate::units::{LinkLayer, PschedRate};
@@ -109,6 +113,31 @@ impl Attrs {
             None => self.0.push((ty, value)),
         }
     }
+}
+
+/// Extended statistics as the kernel hands them to tc in `TCA_STATS_APP`
+/// (include/uapi/linux/pkt_sched.h): one variant per struct, qdisc-level or
+/// class-level as the kernel dumps them (`Qdisc_ops::dump_stats`,
+/// `Qdisc_class_ops::dump_stats`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Xstats {
+    /// `struct tc_fq_codel_xstats` of type `TCA_FQ_CODEL_XSTATS_QDISC`
+    /// (net/sched/sch_fq_codel.c `fq_codel_dump_stats`).
+    FqCodel(FqCodelXstats),
+    /// `struct tc_fq_codel_xstats` of type `TCA_FQ_CODEL_XSTATS_CLASS`, a
+    /// flow queue's (`fq_codel_dump_class_stats`).
+    FqCodelClass(FqCodelClassXstats),
+    /// `struct tc_codel_xstats` (net/sched/sch_codel.c `codel_dump_stats`).
+    Codel(CodelXstats),
+    /// `struct tc_sfq_xstats`, a flow queue's (net/sched/sch_sfq.c
+    /// `sfq_dump_class_stats`).
+    SfqClass(SfqXstats),
+    /// `struct tc_htb_xstats`, a class's (net/sched/sch_htb.c
+    /// `htb_dump_class_stats`).
+    HtbClass(HtbXstats),
+    /// The xstats of a kind outside the built-in table (its qdisc's or a
+    /// class's), as attributes of its own numbering.
+    Other(Attrs),
 }
 
 /// `struct tc_ratespec` as the kernel uses it (include/uapi/linux/

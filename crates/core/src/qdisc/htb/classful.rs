@@ -11,8 +11,9 @@ use super::options::HtbClassOptions;
 use super::{Htb, MAXDEPTH};
 use crate::packet::filter::FilterChain;
 use crate::packet::Drops;
-use crate::qdisc::dump::{HtbXstats, Xstats};
+use crate::qdisc::dump::Xstats;
 use crate::qdisc::fifo::{Fifo, FifoKind};
+use crate::qdisc::htb::HtbXstats;
 use crate::qdisc::tbf::ns_to_ticks;
 use crate::qdisc::{
     tc_h_major, tc_h_make, tc_h_minor, ClassDump, ClassOptions, Classful, FilterHost, Handle,

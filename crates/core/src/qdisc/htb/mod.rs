@@ -13,6 +13,9 @@
 //! feeds, `schedule` activity and dequeue, `classful` class management and
 //! filters, `options` the netlink options.
 
+mod xstats;
+pub use xstats::HtbXstats;
+
 mod active;
 mod class;
 mod classful;

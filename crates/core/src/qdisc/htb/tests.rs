@@ -6,8 +6,9 @@
 
 use super::*;
 use crate::packet::filter::{Family, Field, Filter, FilterKind, FilterProtocol, Match};
-use crate::qdisc::dump::{HtbXstats, Xstats};
+use crate::qdisc::dump::Xstats;
 use crate::qdisc::fifo::{Fifo, FifoKind};
+use crate::qdisc::htb::HtbXstats;
 use crate::qdisc::options::RateSpec;
 use crate::qdisc::testutil::{drain_codel_child, pkt};
 use crate::qdisc::{tc_h_make, ClassDump, ClassOptions, Handle};
@@ -815,7 +816,7 @@ fn aqm_child_drops_count_in_htb() {
     let mut q = htb(default(0x10));
     add(&mut q, "1:10", "1:", rated(MBIT));
     let ctx = q.child_ctx(cid("10:"), cid("1:10"));
-    let codel = crate::qdisc::codel_qdisc::CodelQdisc::new(ctx);
+    let codel = crate::qdisc::codel::CodelQdisc::new(ctx);
     q.graft(cid("1:10"), Box::new(codel)).unwrap();
     let t = drain_codel_child(&mut q, 150);
     assert_eq!(

@@ -1,0 +1,636 @@
+//! Unit tests of the `sfq` qdisc at explicit times, with expected values
+//! derived from the kernel functions each test cites.
+
+use super::*;
+use crate::qdisc::tc_h_make;
+use crate::qdisc::testutil::flow_pkt;
+
+fn ctx() -> QdiscCtx {
+    QdiscCtx::default()
+}
+
+fn sfq(o: SfqOptions) -> Sfq {
+    Sfq::with_options(ctx(), &o).unwrap()
+}
+
+/// No options given.
+fn none() -> SfqOptions {
+    SfqOptions::default()
+}
+
+/// A frame steered into `bucket` by `skb->priority = 8001:(bucket+1)`.
+fn bpkt(id: u64, len: u32, bucket: u16) -> Packet {
+    let mut p = flow_pkt(id, len, bucket);
+    p.meta.priority = tc_h_make(0x8001, bucket + 1);
+    p
+}
+
+fn t0() -> Instant {
+    Instant::ZERO
+}
+
+fn drain_ids(q: &mut Sfq, d: &mut Drops) -> Vec<u64> {
+    std::iter::from_fn(|| q.dequeue(t0(), d))
+        .map(|p| p.meta.id)
+        .collect()
+}
+
+#[test]
+fn s6_dump() {
+    let q = Sfq::build(ctx(), &QdiscOptions::None).unwrap();
+    let d = q.dump(t0());
+    assert_eq!(
+        d.options,
+        QdiscOptions::Sfq(SfqOptions {
+            quantum: 1514,
+            perturb_period: 0,
+            limit: 127,
+            divisor: 1024,
+            flows: 128,
+            depth: 127,
+            headdrop: false,
+        })
+    );
+    assert!(d.xstats.is_none());
+    let q = sfq(SfqOptions {
+        perturb_period: 10,
+        ..none()
+    });
+    assert_eq!(q.options().perturb_period, 10);
+    let q = sfq(SfqOptions {
+        headdrop: true,
+        quantum: 3000,
+        depth: 20,
+        ..none()
+    });
+    let o = q.options();
+    assert_eq!(
+        (o.limit, o.quantum, o.depth, o.headdrop),
+        (127, 3000, 20, true)
+    );
+}
+
+#[test]
+fn parameter_rules() {
+    // Effective limit = min(limit, depth × flows); flows capped by limit.
+    let q = sfq(SfqOptions {
+        limit: 1000,
+        depth: 10,
+        flows: 20,
+        ..none()
+    });
+    assert_eq!((q.limit, q.maxflows), (200, 20));
+    let q = sfq(SfqOptions {
+        limit: 50,
+        ..none()
+    });
+    assert_eq!((q.limit, q.maxflows), (50, 50));
+    // depth clamped to 127; flows capped by divisor.
+    let q = sfq(SfqOptions {
+        depth: 500,
+        divisor: 64,
+        flows: 1000,
+        ..none()
+    });
+    assert_eq!((q.maxdepth, q.maxflows, q.divisor), (127, 64, 64));
+    let q = sfq(SfqOptions {
+        flows: 100000,
+        ..none()
+    });
+    assert_eq!(q.maxflows, MAX_FLOWS);
+    let fails = |o: SfqOptions| Sfq::with_options(ctx(), &o).err().unwrap();
+    let e = fails(SfqOptions {
+        limit: 5,
+        depth: 1,
+        flows: 1,
+        ..none()
+    });
+    assert!(e.0.starts_with("Error: sch_sfq: invalid limit."), "{e}");
+    let e = fails(SfqOptions {
+        divisor: 1000,
+        ..none()
+    });
+    assert!(e.0.contains("divisor 1000"), "{e}");
+    fails(SfqOptions {
+        divisor: 131072,
+        ..none()
+    });
+    let e = fails(SfqOptions {
+        perturb_period: -1,
+        ..none()
+    });
+    assert!(e.0.contains("invalid perturb period"), "{e}");
+    let e = fails(SfqOptions {
+        quantum: 1 << 31,
+        ..none()
+    });
+    assert!(e.0.starts_with("Error: sch_sfq: invalid quantum."), "{e}");
+    let e = Sfq::build(ctx(), &QdiscOptions::Codel(Default::default()))
+        .err()
+        .unwrap();
+    assert!(e.0.contains("sfq"), "{e}");
+}
+
+#[test]
+fn change_is_not_supported() {
+    let mut q = sfq(none());
+    let e = q
+        .change(
+            &QdiscOptions::Sfq(SfqOptions {
+                limit: 10,
+                ..none()
+            }),
+            t0(),
+            &mut Drops::new(),
+        )
+        .err()
+        .unwrap();
+    assert_eq!(
+        e.0,
+        "Error: Change operation not supported by specified qdisc."
+    );
+}
+
+#[test]
+fn s1_dequeue_order() {
+    let mut q = sfq(none());
+    let mut d = Drops::new();
+    for i in 0..10 {
+        q.enqueue(bpkt(100 + i, 1500, 1), t0(), &mut d);
+    }
+    for i in 0..10 {
+        q.enqueue(bpkt(200 + i, 100, 2), t0(), &mut d);
+    }
+    let order: String = drain_ids(&mut q, &mut d)
+        .iter()
+        .map(|id| if *id < 200 { 'A' } else { 'B' })
+        .collect();
+    assert_eq!(order, "AABBBBBBBBBBAAAAAAAA");
+    assert_eq!(q.stats().packets, 20);
+    assert_eq!(q.qlen(), 0);
+    assert!(q.tail.is_none());
+    assert_eq!(q.free.len(), 128);
+}
+
+#[test]
+fn s1_allot_trace() {
+    let mut q = sfq(none());
+    let mut d = Drops::new();
+    for i in 0..10 {
+        q.enqueue(bpkt(i, 1500, 1), t0(), &mut d);
+    }
+    for i in 0..10 {
+        q.enqueue(bpkt(100 + i, 100, 2), t0(), &mut d);
+    }
+    let allot = |q: &Sfq| q.dump(t0()).classes[0].xstats.clone();
+    let sx = |allot| Some(Xstats::SfqClass(SfqXstats { allot }));
+    assert_eq!(allot(&q), sx(1514));
+    q.dequeue(t0(), &mut d);
+    assert_eq!(allot(&q), sx(14));
+    q.dequeue(t0(), &mut d);
+    assert_eq!(allot(&q), sx(-1486));
+    q.dequeue(t0(), &mut d); // A rotated (+1514 = 28), B sends.
+    assert_eq!(allot(&q), sx(28));
+    let c = &q.dump(t0()).classes;
+    assert_eq!(c[0].classid, 0x8001_0002);
+    assert_eq!(c[1].classid, 0x8001_0003);
+    assert_eq!((c[1].queue.qlen, c[1].queue.backlog), (9, 900));
+    assert_eq!(c[1].xstats, sx(1414));
+}
+
+#[test]
+fn s2_byte_fairness_exact_counts() {
+    let mut q = sfq(none());
+    let mut d = Drops::new();
+    let (mut a_bytes, mut b_bytes, mut a_pkts, mut b_pkts) = (0u64, 0u64, 0u64, 0u64);
+    let mut id = 0;
+    let mut refill = |q: &mut Sfq, d: &mut Drops| {
+        for (bucket, len) in [(1u16, 1500u32), (2, 100)] {
+            let x = q.ht[bucket as usize];
+            let have = if x == EMPTY {
+                0
+            } else {
+                q.slots[x as usize].queue.len()
+            };
+            for _ in have..4 {
+                q.enqueue(bpkt(id, len, bucket), t0(), d);
+                id += 1;
+            }
+        }
+    };
+    for _ in 0..100_000 {
+        refill(&mut q, &mut d);
+        let p = q.dequeue(t0(), &mut d).unwrap();
+        if p.len == 1500 {
+            a_bytes += 1500;
+            a_pkts += 1;
+        } else {
+            b_bytes += 100;
+            b_pkts += 1;
+        }
+    }
+    assert!(d.is_empty());
+    assert_eq!((a_bytes, b_bytes), (9_376_500, 9_374_900));
+    assert_eq!((a_pkts, b_pkts), (6251, 93749));
+}
+
+#[test]
+fn new_slot_joins_end_of_round() {
+    let mut q = sfq(none());
+    let mut d = Drops::new();
+    for i in 0..3 {
+        q.enqueue(bpkt(10 + i, 1500, 1), t0(), &mut d);
+        q.enqueue(bpkt(20 + i, 1500, 2), t0(), &mut d);
+    }
+    assert_eq!(q.dequeue(t0(), &mut d).unwrap().meta.id, 10);
+    // C arrives: served after A's and B's current turns.
+    q.enqueue(bpkt(30, 100, 3), t0(), &mut d);
+    assert_eq!(drain_ids(&mut q, &mut d), vec![11, 20, 21, 30, 12, 22]);
+}
+
+#[test]
+fn overflow_drops_tail_of_longest_slot() {
+    let mut q = sfq(SfqOptions {
+        limit: 10,
+        ..none()
+    });
+    let mut d = Drops::new();
+    for i in 0..6 {
+        q.enqueue(bpkt(i, 100, 1), t0(), &mut d);
+    }
+    for i in 0..4 {
+        q.enqueue(bpkt(10 + i, 100, 2), t0(), &mut d);
+    }
+    assert_eq!(q.enqueue(bpkt(20, 100, 3), t0(), &mut d), Verdict::Queued);
+    assert_eq!(d.since(0)[0].0.meta.id, 5);
+    assert_eq!(d.since(0)[0].1, DropReason::SfqOverflow);
+    assert_eq!((q.qlen(), q.backlog()), (10, 1000));
+    assert_eq!(q.stats().drops, 1);
+    // Arriving into the longest slot: the arriving frame is the tail.
+    assert_eq!(q.enqueue(bpkt(6, 100, 1), t0(), &mut d), Verdict::Dropped);
+    assert_eq!(d.since(1)[0].0.meta.id, 6);
+}
+
+#[test]
+fn overflow_tie_goes_to_most_recent() {
+    let mut q = sfq(SfqOptions {
+        limit: 10,
+        ..none()
+    });
+    let mut d = Drops::new();
+    for i in 0..5 {
+        q.enqueue(bpkt(i, 100, 1), t0(), &mut d);
+    }
+    for i in 0..5 {
+        q.enqueue(bpkt(10 + i, 100, 2), t0(), &mut d);
+    }
+    // Both hold 5; B reached 5 last.
+    q.enqueue(bpkt(20, 100, 3), t0(), &mut d);
+    assert_eq!(d.since(0)[0].0.meta.id, 14);
+    // Now A 5, B 4, C 1. Bring B back to 5: B is again the latest.
+    q.enqueue(bpkt(15, 100, 2), t0(), &mut d);
+    assert_eq!(d.since(1)[0].0.meta.id, 15, "arriving frame of B dropped");
+    // Dequeue one of A (A 4) then refill A to 5: A is now the latest.
+    assert_eq!(q.dequeue(t0(), &mut d).unwrap().meta.id, 0);
+    q.enqueue(bpkt(5, 100, 1), t0(), &mut d);
+    assert!(d.len() == 2, "9 + 1 = 10 frames, no drop");
+    q.enqueue(bpkt(6, 100, 1), t0(), &mut d);
+    assert_eq!(d.since(2)[0].0.meta.id, 6);
+}
+
+#[test]
+fn headdrop_overflow_and_depth() {
+    let mut q = sfq(SfqOptions {
+        limit: 10,
+        headdrop: true,
+        ..none()
+    });
+    let mut d = Drops::new();
+    for i in 0..10 {
+        q.enqueue(bpkt(i, 100, 1), t0(), &mut d);
+    }
+    assert_eq!(
+        q.enqueue(bpkt(10, 100, 1), t0(), &mut d),
+        Verdict::Congested
+    );
+    assert_eq!(d.since(0)[0].0.meta.id, 0);
+    assert_eq!(d.since(0)[0].1, DropReason::SfqOverflow);
+
+    let mut q = sfq(SfqOptions {
+        depth: 3,
+        headdrop: true,
+        ..none()
+    });
+    let mut d = Drops::new();
+    for i in 0..3 {
+        q.enqueue(bpkt(i, 100 + i as u32, 1), t0(), &mut d);
+    }
+    assert_eq!(q.enqueue(bpkt(3, 500, 1), t0(), &mut d), Verdict::Congested);
+    assert_eq!(d.since(0)[0].0.meta.id, 0);
+    assert_eq!(d.since(0)[0].1, DropReason::HeadDrop);
+    assert_eq!((q.qlen(), q.backlog()), (3, 101 + 102 + 500));
+    assert_eq!(drain_ids(&mut q, &mut d), vec![1, 2, 3]);
+
+    let mut q = sfq(SfqOptions { depth: 3, ..none() });
+    let mut d = Drops::new();
+    for i in 0..4 {
+        q.enqueue(bpkt(i, 100, 1), t0(), &mut d);
+    }
+    assert_eq!(d.since(0)[0].0.meta.id, 3);
+    assert_eq!(d.since(0)[0].1, DropReason::QueueFull);
+    assert_eq!(q.stats().drops, 1);
+}
+
+#[test]
+fn all_slots_one_packet_drops_next_served_slot() {
+    // Default: 128 slots, limit 127.
+    let mut q = sfq(none());
+    let mut d = Drops::new();
+    for b in 0..128u16 {
+        q.enqueue(bpkt(b as u64, 100, b), t0(), &mut d);
+    }
+    assert_eq!(d.len(), 1);
+    assert_eq!(d.since(0)[0].0.meta.id, 0, "slot served next");
+    assert_eq!(q.qlen(), 127);
+    assert_eq!(q.ht[0], EMPTY);
+    assert_eq!(q.dequeue(t0(), &mut d).unwrap().meta.id, 1);
+    assert_eq!(q.dump(t0()).classes.len(), 126);
+}
+
+#[test]
+fn no_free_slot_drops_arrival() {
+    let mut q = sfq(SfqOptions { flows: 2, ..none() });
+    let mut d = Drops::new();
+    q.enqueue(bpkt(1, 100, 1), t0(), &mut d);
+    q.enqueue(bpkt(2, 100, 2), t0(), &mut d);
+    assert_eq!(q.enqueue(bpkt(3, 100, 3), t0(), &mut d), Verdict::Dropped);
+    assert_eq!(d.since(0)[0].1, DropReason::SfqOverflow);
+    q.dequeue(t0(), &mut d);
+    assert_eq!(q.enqueue(bpkt(4, 100, 3), t0(), &mut d), Verdict::Queued);
+}
+
+#[test]
+fn perturb_rekeys_and_rehashes_keeping_flow_order() {
+    let mut q = sfq(SfqOptions {
+        perturb_period: 1,
+        ..none()
+    });
+    let mut d = Drops::new();
+    let mut id = 0;
+    for round in 0..5 {
+        for f in 0..20u16 {
+            let mut p = flow_pkt(id, 100 + round, f);
+            p.meta.id = (f as u64) * 1000 + round as u64;
+            q.enqueue(p, Instant::from_millis(100), &mut d);
+            id += 1;
+        }
+    }
+    let key0 = q.hash_key;
+    let buckets0: Vec<u32> = q.dump(t0()).classes.iter().map(|c| c.classid).collect();
+    // Before the period: no change.
+    q.dequeue(Instant::from_millis(900), &mut d).unwrap();
+    assert_eq!(q.hash_key, key0);
+    // After 1 s from the first call: re-keyed and rehashed.
+    q.enqueue(
+        flow_pkt(999_999, 64, 99),
+        Instant::from_millis(1100),
+        &mut d,
+    );
+    assert_ne!(q.hash_key, key0);
+    let buckets1: Vec<u32> = q.dump(t0()).classes.iter().map(|c| c.classid).collect();
+    assert_ne!(buckets0, buckets1);
+    assert!(d.is_empty());
+    assert_eq!(q.qlen(), 100);
+    let out = drain_ids(&mut q, &mut d);
+    assert_eq!(out.len(), 100);
+    for f in 0..20u64 {
+        let rounds: Vec<u64> = out
+            .iter()
+            .filter(|id| **id / 1000 == f && **id < 999_999)
+            .map(|id| id % 1000)
+            .collect();
+        let expected: Vec<u64> = if f == 0 {
+            (1..5).collect()
+        } else {
+            (0..5).collect()
+        };
+        assert_eq!(rounds, expected, "flow {f}");
+    }
+}
+
+#[test]
+fn with_filters_perturb_rekeys_but_leaves_frames_where_filters_put_them() {
+    let mut q = sfq(SfqOptions {
+        perturb_period: 1,
+        ..none()
+    });
+    // tc filter add ... parent 8001: protocol all matchall flowid 8001:7
+    let f = crate::packet::filter::Filter {
+        parent: Some(0x8001_0000),
+        ..crate::packet::filter::Filter::new(
+            crate::packet::filter::FilterProtocol::All,
+            crate::packet::filter::FilterKind::Matchall,
+            Vec::new(),
+            0x8001_0007,
+        )
+    };
+    q.add_filter(f).unwrap();
+    let mut d = Drops::new();
+    for f in 0..10u16 {
+        q.enqueue(
+            flow_pkt(f as u64, 100, f),
+            Instant::from_millis(100),
+            &mut d,
+        );
+    }
+    let key0 = q.hash_key;
+    q.enqueue(flow_pkt(10, 100, 10), Instant::from_millis(1200), &mut d);
+    assert_ne!(q.hash_key, key0, "re-keyed");
+    let classes: Vec<u32> = q.dump(t0()).classes.iter().map(|c| c.classid).collect();
+    assert_eq!(
+        classes,
+        vec![0x8001_0007],
+        "all 11 frames still in bucket 7"
+    );
+    assert!(d.is_empty());
+}
+
+#[test]
+fn perturb_rehash_drops_beyond_depth() {
+    let mut q = sfq(SfqOptions {
+        perturb_period: 1,
+        depth: 4,
+        divisor: 2,
+        ..none()
+    });
+    let key0 = q.hash_key;
+    let key1: u32 = q.rng.clone().gen();
+    let bucket = |f: u16, key: u32| keyed_flow_hash(flow_pkt(0, 1, f).meta.hash, key) & 1;
+    // Two flows apart under the old key that collide under the new one.
+    let (f1, f2) = (0..200u16)
+        .flat_map(|a| (0..200u16).map(move |b| (a, b)))
+        .find(|&(a, b)| bucket(a, key0) != bucket(b, key0) && bucket(a, key1) == bucket(b, key1))
+        .expect("some pair collides");
+    let mut d = Drops::new();
+    for i in 0..3 {
+        q.enqueue(flow_pkt(i, 100, f1), t0(), &mut d);
+        q.enqueue(flow_pkt(10 + i, 100, f2), t0(), &mut d);
+    }
+    assert_eq!(q.dump(t0()).classes.len(), 2);
+    q.peek(Instant::from_millis(1500), &mut d);
+    assert_eq!(q.hash_key, key1);
+    assert_eq!(d.len(), 2, "6 frames into one slot of depth 4");
+    assert!(d
+        .since(0)
+        .iter()
+        .all(|(_, r)| *r == DropReason::SfqOverflow));
+    assert_eq!(q.stats().drops, 0, "rehash frees are not counted (kernel)");
+    assert_eq!(q.qlen(), 4);
+    assert_eq!(q.dump(t0()).classes.len(), 1);
+}
+
+#[test]
+fn peek_reset_drain() {
+    let mut q = sfq(none());
+    let mut d = Drops::new();
+    for i in 0..4 {
+        q.enqueue(bpkt(i, 100, (i % 2) as u16), t0(), &mut d);
+    }
+    assert_eq!(q.peek(t0(), &mut d).unwrap().meta.id, 0);
+    assert_eq!((q.qlen(), q.backlog()), (4, 400));
+    assert_eq!(q.stats().packets, 0);
+    assert_eq!(q.dequeue(t0(), &mut d).unwrap().meta.id, 0);
+    q.peek(t0(), &mut d);
+    let drained: Vec<u64> = q.drain_all().iter().map(|p| p.meta.id).collect();
+    assert_eq!(drained.len(), 3);
+    assert_eq!((q.qlen(), q.backlog()), (0, 0));
+    assert_eq!(q.free.len(), 128);
+    for i in 0..4 {
+        q.enqueue(bpkt(i, 100, i as u16), t0(), &mut d);
+    }
+    q.reset(&mut d);
+    assert_eq!(d.len(), 4);
+    assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::QdiscReset));
+    assert!(q.dump(t0()).classes.is_empty());
+    assert!(q.can_bypass());
+}
+
+#[test]
+fn hash_buckets_low_bits() {
+    let q = sfq(SfqOptions {
+        divisor: 16,
+        ..none()
+    });
+    for f in 0..100 {
+        assert!(q.classify(&mut flow_pkt(0, 64, f)).unwrap() < 16);
+    }
+    let mut p = flow_pkt(0, 64, 1);
+    p.meta.priority = tc_h_make(0x8001, 16);
+    assert_eq!(q.classify(&mut p), Some(15));
+    p.meta.priority = tc_h_make(0x8001, 17);
+    assert!(q.classify(&mut p).unwrap() < 16);
+}
+
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Enq { flow: u16, len: u32 },
+        Deq,
+        Peek,
+        Wait(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            5 => (0u16..12, 60u32..1515).prop_map(|(flow, len)| Op::Enq { flow, len }),
+            3 => Just(Op::Deq),
+            1 => Just(Op::Peek),
+            1 => (0u64..700).prop_map(Op::Wait),
+        ]
+    }
+
+    fn check(o: SfqOptions, ops: Vec<Op>, perturb: bool) -> Result<(), TestCaseError> {
+        let mut q = sfq(o);
+        let mut d = Drops::new();
+        let mut now = 0u64;
+        let (mut enq, mut sent) = (0u64, 0u64);
+        let mut last_out: std::collections::HashMap<u16, u64> = Default::default();
+        for (i, o) in ops.into_iter().enumerate() {
+            let t = Instant::from_millis(now);
+            match o {
+                Op::Enq { flow, len } => {
+                    enq += 1;
+                    let mut p = flow_pkt(i as u64, len, flow);
+                    p.meta.id = i as u64;
+                    q.enqueue(p, t, &mut d);
+                }
+                Op::Deq => {
+                    if let Some(p) = q.dequeue(t, &mut d) {
+                        sent += 1;
+                        // Per-flow FIFO order holds, perturbation or not.
+                        let flow = p.meta.flow.src_port;
+                        let prev = last_out.insert(flow, p.meta.id);
+                        prop_assert!(prev.is_none_or(|x| x < p.meta.id));
+                    }
+                }
+                Op::Peek => {
+                    q.peek(t, &mut d);
+                }
+                Op::Wait(ms) => now += ms,
+            }
+            let active: Vec<usize> =
+                q.ht.iter()
+                    .filter(|x| **x != EMPTY)
+                    .map(|x| *x as usize)
+                    .collect();
+            let held: usize = active.iter().map(|x| q.slots[*x].queue.len()).sum();
+            let bytes: u64 = active.iter().map(|x| q.slots[*x].backlog).sum();
+            prop_assert_eq!(held as u32, q.qlen);
+            prop_assert_eq!(bytes, q.backlog);
+            prop_assert!(active.iter().all(|x| !q.slots[*x].queue.is_empty()));
+            prop_assert!(active
+                .iter()
+                .all(|x| q.slots[*x].queue.len() <= q.maxdepth as usize));
+            prop_assert_eq!(active.len() + q.free.len(), q.maxflows as usize);
+            prop_assert!(q.qlen() <= q.limit);
+            prop_assert_eq!(enq, sent + d.len() as u64 + q.qlen() as u64);
+            if !perturb {
+                prop_assert_eq!(q.stats().drops, d.len() as u64);
+            }
+            // The round visits exactly the active slots.
+            let mut ring = 0;
+            if let Some(t) = q.tail {
+                let mut x = t;
+                loop {
+                    ring += 1;
+                    x = q.slots[x as usize].next;
+                    if x == t || ring > q.maxflows {
+                        break;
+                    }
+                }
+            }
+            prop_assert_eq!(ring as usize, active.len());
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn invariants_hold(ops in proptest::collection::vec(op(), 1..400)) {
+            check(SfqOptions { limit: 20, depth: 6, flows: 5, divisor: 8, ..none() }, ops, false)?;
+        }
+
+        #[test]
+        fn invariants_hold_with_headdrop(ops in proptest::collection::vec(op(), 1..400)) {
+            check(SfqOptions { limit: 20, depth: 6, headdrop: true, divisor: 16, ..none() }, ops, false)?;
+        }
+
+        #[test]
+        fn invariants_hold_with_perturb(ops in proptest::collection::vec(op(), 1..400)) {
+            check(SfqOptions { limit: 20, depth: 6, flows: 5, divisor: 8, perturb_period: 1, ..none() }, ops, true)?;
+        }
+    }
+}
