@@ -53,7 +53,7 @@ pub use source::Position;
 pub use validate::{
     check_link_coalescing, MAX_FRAMES, MAX_POST_NS, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING,
 };
-pub use values::{Delay, DurationFlag, IfAddr, LinkRate, Size, TcRate, TcTime};
+pub use values::{Delay, IfAddr, LinkRate, Size, TcRate, TcTime};
 
 use crate::link::offload::GsoPolicy;
 use crate::link::LinkParams;

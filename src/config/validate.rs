@@ -544,14 +544,27 @@ fn daemon(config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// The CPUs this process may run on, or None if that cannot be read.
+/// The CPUs this process may run on (its affinity, as the kernel lists it
+/// in /proc/self/status `Cpus_allowed_list`: `0-3,6`), or None if that
+/// cannot be read.
 fn allowed_cpus() -> Option<Vec<u32>> {
-    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok()?;
-    Some(
-        (0..nix::sched::CpuSet::count() as u32)
-            .filter(|&c| set.is_set(c as usize).unwrap_or(false))
-            .collect(),
-    )
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+    cpu_list(list.trim())
+}
+
+/// A kernel CPU list (`0-3,6`, as `bitmap_parselist` reads it).
+fn cpu_list(text: &str) -> Option<Vec<u32>> {
+    let mut cpus = Vec::new();
+    for part in text.split(',') {
+        match part.split_once('-') {
+            Some((lo, hi)) => cpus.extend(lo.parse::<u32>().ok()?..=hi.parse::<u32>().ok()?),
+            None => cpus.push(part.parse().ok()?),
+        }
+    }
+    Some(cpus)
 }
 
 /// `daemon.cpus`: one CPU (both threads) or two (left→right, right→left),
@@ -592,6 +605,25 @@ fn cpus(cpus: &[u32], allowed: Option<&[u32]>) -> Result<(), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_allowed_cpus_are_the_affinity_the_kernel_lists() {
+        assert_eq!(cpu_list("0-3,6"), Some(vec![0, 1, 2, 3, 6]));
+        assert_eq!(cpu_list("1"), Some(vec![1]));
+        assert_eq!(cpu_list("x"), None);
+        let mut affinity: Vec<u32> = Vec::new();
+        let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap();
+        for c in 0..nix::sched::CpuSet::count() {
+            if set.is_set(c).unwrap() {
+                affinity.push(c as u32);
+            }
+        }
+        assert_eq!(
+            allowed_cpus(),
+            Some(affinity),
+            "as sched_getaffinity(2) says"
+        );
+    }
 
     #[test]
     fn datapath_cpus_are_one_or_two_allowed_cpus() {

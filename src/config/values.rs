@@ -171,34 +171,6 @@ impl UnitKind for DelayUnit {
     const HELP: &'static str = "invalid time; expected a number with a unit: ns, us, ms, s (a bare number is µs, as in tc); fix: write a time such as \"5ms\" or \"30s\"";
 }
 
-/// clap's parser of every duration flag (`--duration`, `--timeout`...):
-/// the `Delay` rule of the configuration and `set` (tc's time units plus
-/// `ns`; a bare number is µs, as tc reads it, taken with the
-/// `tc::hint::time` warning on stderr, naming the flag).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DurationFlag;
-
-impl clap::builder::TypedValueParser for DurationFlag {
-    type Value = std::time::Duration;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<Self::Value, clap::Error> {
-        let delay = clap::builder::StringValueParser::new()
-            .try_map(|text| Delay::parse(&text))
-            .parse_ref(cmd, arg, value)?;
-        if let Some(hint) = crate::tc::hint::time(delay.text()) {
-            let flag = arg.and_then(|a| a.get_long()).unwrap_or("value");
-            // Logging is not set up while the arguments are parsed.
-            eprintln!("warning: --{flag} {}: {hint}", delay.text());
-        }
-        Ok(std::time::Duration::from_nanos(delay.value()))
-    }
-}
-
 /// Link rate in bytes/s (0 = unlimited).
 pub type LinkRate = Quantity<LinkRateUnit>;
 /// tc rate in bytes/s.
