@@ -17,7 +17,7 @@ use bloatbox::qdisc::pfifo_fast::PfifoFast;
 use bloatbox::qdisc::QdiscCtx;
 use bloatbox::time::Clock;
 
-mod common;
+use crate::common;
 
 const RATE_BYTES_PS: u64 = 1_250_000; // 10 Mbit/s
 const DELAY_NS: u64 = 2_000_000;

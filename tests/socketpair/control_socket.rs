@@ -18,10 +18,8 @@ use bloatbox::datapath::SnapshotReader;
 use bloatbox::port::FramePort;
 use serde_json::Value;
 
-mod common;
-mod control_rig;
-use common::{run_bin, wait_for, wait_until};
-use control_rig::Rig;
+use crate::common::{self, run_bin, wait_for, wait_until};
+use crate::control_rig::Rig;
 
 /// pfifo_fast at the root of `dev`.
 fn pfifo_fast(dev: &str) -> Vec<String> {

@@ -1,10 +1,6 @@
 //! The control server with the real datapath over socketpairs (no root):
-//! `Rig`, shared by `tests/control_socket.rs` (`mod control_rig;`) and the
-//! `reliability` binary's `control` module (`#[path]` in
-//! `tests/reliability/main.rs`).
-//!
-//! Each binary uses a part of this module.
-#![allow(dead_code)]
+//! `Rig`, shared by the `control_socket` and `reliability` modules of this
+//! binary.
 use bloatbox::dir::Dir;
 
 use std::path::PathBuf;

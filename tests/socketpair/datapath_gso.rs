@@ -21,7 +21,7 @@ use bloatbox::qdisc::pfifo_fast::PfifoFast;
 use bloatbox::qdisc::QdiscCtx;
 use etherparse::{NetSlice, PacketBuilder, SlicedPacket, TransportSlice};
 
-mod common;
+use crate::common;
 
 fn bridge(rate_bytes_ps: u64) -> Bridge {
     let params = LinkParams {
