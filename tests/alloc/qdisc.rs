@@ -5,15 +5,15 @@
 //! count). After a warm-up of `WARM_UP` enqueue+dequeue steps, the next
 //! `MEASURED` steps must not allocate at all.
 
-#[path = "../benches/common/disciplines.rs"]
+#[path = "../../benches/common/disciplines.rs"]
 mod disciplines;
 
 use bloatbox::packet::Drops;
 use bloatbox::qdisc::Qdisc;
 use bloatbox::time::Instant;
 
-mod alloc_counter;
-use alloc_counter::thread_allocations;
+mod counter;
+use counter::thread_allocations;
 
 const WARM_UP: u64 = 40_000;
 const MEASURED: u64 = 40_000;

@@ -9,7 +9,7 @@
 
 use bloatbox::sim::{self, Scenario};
 
-mod alloc_counter;
+mod counter;
 
 fn scenario(duration: &str) -> Scenario {
     Scenario::from_toml(&format!(
@@ -55,7 +55,7 @@ poisson = true
 /// and the frames handed to both paths.
 fn soak(duration: &str) -> (i64, u64) {
     let sc = scenario(duration);
-    let (r, peak) = alloc_counter::peak_growth(|| sim::run(&sc).unwrap());
+    let (r, peak) = counter::peak_growth(|| sim::run(&sc).unwrap());
     let mut frames = 0;
     for d in &r.directions {
         let drops: u64 = d.drops.values().sum();

@@ -1,5 +1,5 @@
-//! A counting global allocator for the allocation tests (`mod
-//! alloc_counter;` in each; including the module installs it): the system
+//! A counting global allocator for the alloc tier (`mod counter;` in each
+//! binary of tests/alloc/; including the module installs it): the system
 //! allocator, counting the allocations (alloc and realloc calls) of the
 //! process and of each thread, and the live heap bytes with their peak.
 //!

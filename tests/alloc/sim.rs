@@ -5,8 +5,8 @@
 
 use bloatbox::sim::{self, Scenario};
 
-mod alloc_counter;
-use alloc_counter::allocations;
+mod counter;
+use counter::allocations;
 
 fn scenario(duration: &str) -> Scenario {
     Scenario::from_toml(&format!(
