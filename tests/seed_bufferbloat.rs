@@ -15,8 +15,7 @@ use std::time::Duration;
 
 use bloatbox::experiment::{run_one, ConfigResult, TestOptions};
 
-mod seed;
-use seed::{candidate, idle_options};
+use common::seed::{candidate, idle_options};
 
 fn p50_ms(r: &ConfigResult) -> f64 {
     r.summary.ping.as_ref().expect("ping ran").latency.p50_ms

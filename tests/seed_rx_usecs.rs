@@ -42,8 +42,7 @@ use bloatbox::experiment::{run_one, Candidate, TestOptions};
 use bloatbox::link::LinkParams;
 use bloatbox::time::Clock;
 
-mod seed;
-use seed::candidate;
+use common::seed::candidate;
 
 /// How long each setting stays on.
 const BLOCK: f64 = 0.3;

@@ -18,8 +18,7 @@ use std::time::Duration;
 
 use bloatbox::experiment::{run_one, ConfigResult, TestOptions};
 
-mod seed;
-use seed::candidate;
+use common::seed::candidate;
 
 #[test]
 #[ignore = "needs root"]
