@@ -9,7 +9,8 @@
 //! budget on two cores. Assertions are orderings and ratios within this one
 //! run.
 
-mod common;
+use crate::common;
+use crate::serial;
 
 use std::time::Duration;
 
@@ -25,6 +26,7 @@ fn p50_ms(r: &ConfigResult) -> f64 {
 #[ignore = "needs root"]
 fn ping_stays_near_idle_under_fq_codel_and_sfq_but_not_behind_a_deep_ring() {
     common::require_root();
+    let _serial = serial();
     let loaded = TestOptions {
         flows: 50,
         bidirectional: false,

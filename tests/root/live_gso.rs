@@ -11,7 +11,6 @@
 
 use std::net::IpAddr;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use bloatbox::bridge::Bridge;
@@ -23,11 +22,9 @@ use bloatbox::port::TapSpec;
 use bloatbox::qdisc::pfifo_fast::PfifoFast;
 use bloatbox::qdisc::QdiscCtx;
 
-mod common;
+use crate::common;
+use crate::serial;
 use common::{tcp_listening, wait_until};
-
-/// One transfer at a time: they share the two cores.
-static SERIAL: Mutex<()> = Mutex::new(());
 
 /// A 2 s single-flow iperf3 transfer left → right through a link of
 /// `rate_bytes_ps` (0 = unlimited) with TAP offload on, the device's
@@ -140,7 +137,7 @@ fn check_conserved_without_bad_offload(s: &LiveSnapshot) {
 #[ignore = "needs root"]
 fn live_super_frames_pass_an_unlimited_link_whole_and_a_slow_one_segmented() {
     require!("iperf3");
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = serial();
 
     let (fast, fast_bps, _) = transfer(1, 0, "", false);
     let c = &fast.bridge.path(Dir::LeftToRight).counters;
@@ -175,7 +172,7 @@ fn live_super_frames_pass_an_unlimited_link_whole_and_a_slow_one_segmented() {
 #[ignore = "needs root"]
 fn live_gro_hands_the_receiving_kernel_super_frames_it_takes() {
     require!("iperf3");
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = serial();
     // TSO and GSO off on the device: the link segments every super-frame
     // the left TAP hands over and releases its segments together.
     let (s, bps, [rx_packets, rx_dropped]) =

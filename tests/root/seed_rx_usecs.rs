@@ -30,7 +30,8 @@
 //! The datapath spins the last 30 µs before each deadline (`spin_us`) so
 //! that both settings' releases are on time.
 
-mod common;
+use crate::common;
+use crate::serial;
 
 use std::time::{Duration, Instant};
 
@@ -76,6 +77,7 @@ fn p10(v: &mut [f64]) -> Option<f64> {
 #[ignore = "needs root"]
 fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
     common::require_root();
+    let _serial = serial();
     let (mut c20, c1) = (candidate("rx-usecs-20"), candidate("rx-usecs-1"));
     // The link runs as c20 (c1 only lends its ethtool lines): its releases
     // are spun to, not left to a timer wake-up (see the module comment).

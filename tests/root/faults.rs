@@ -23,15 +23,14 @@
 
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-#[macro_use]
-mod common;
+use crate::common;
+use crate::serial;
 use common::{text, wait_for, wait_until, Daemon, Names, Side};
 
 /// The link: 20 Mbit/s, 5 ms, pfifo_fast (its 1000 frames hold a 5 s
@@ -41,12 +40,6 @@ const RATE_BPS: f64 = 20e6;
 
 /// UDP load: 10 Mbit/s of 1200-byte datagrams.
 const LOAD: &str = "10M";
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// `[daemon]` lines: snapshots every 10 ms (finer pacing samples), and
 /// `extra`.

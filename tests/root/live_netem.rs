@@ -11,8 +11,8 @@
 
 use std::process::Output;
 
-#[macro_use]
-mod common;
+use crate::common;
+use crate::serial;
 use common::{Daemon, Side};
 
 /// `ping -c COUNT -i 0.01` from the left namespace to the right.
@@ -59,6 +59,7 @@ fn path_stats(stats: &serde_json::Value, i: usize) -> &serde_json::Value {
 #[ignore = "needs root"]
 fn live_netem_loss_and_jitter_from_the_config() {
     require!("ping");
+    let _serial = serial();
 
     // 20% loss on left→right only; echo replies come back untouched.
     let d = Daemon::start(

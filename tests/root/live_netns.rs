@@ -11,19 +11,11 @@
 //! are deleted as a last resort.
 
 use std::process::Output;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-#[macro_use]
-mod common;
+use crate::common;
+use crate::serial;
 use common::{netns_script, tcp_listening, text, wait_until, Daemon, Names, Side};
-
-/// Tests in this file run one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// The RTTs (ms) ping printed.
 fn ping_rtts(out: &Output) -> Vec<f64> {

@@ -19,10 +19,10 @@
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
+use crate::serial;
 use common::{text, wait_until, Daemon, Names, BIN};
 
 /// The unprivileged user the tests act as.
@@ -41,12 +41,6 @@ const CAP_SYS_PTRACE: u64 = 1 << 19;
 /// in the namespaces before it.
 const TEARDOWN_MASK: u64 =
     CAP_DAC_OVERRIDE | CAP_NET_ADMIN | CAP_SYS_ADMIN | CAP_SYS_PTRACE | CAP_KILL;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// How a daemon is started.
 struct Launch {

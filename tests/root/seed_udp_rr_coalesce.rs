@@ -12,7 +12,8 @@
 //! timing, so they are printed, not asserted (timing claims are
 //! benchmarks: docs/benchmarking.md, seed 5).
 
-mod common;
+use crate::common;
+use crate::serial;
 
 use std::time::Duration;
 
@@ -24,6 +25,7 @@ use common::seed::candidate;
 #[ignore = "needs root"]
 fn with_coalescing_on_each_frame_waits_50_us_at_the_receiver() {
     common::require_root();
+    let _serial = serial();
     let opts = TestOptions {
         flows: 0,
         duration: Duration::from_millis(1800),

@@ -8,7 +8,8 @@
 //! saves doorbells, and the same overload at explicit times, are the
 //! pure-core half: tests/sim/seed_bulk_dequeue.rs.
 
-mod common;
+use crate::common;
+use crate::serial;
 
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use common::seed::candidate;
 #[ignore = "needs root"]
 fn live_bulk_dequeue_keeps_throughput_with_fewer_doorbells() {
     common::require_root();
+    let _serial = serial();
     let opts = TestOptions {
         flows: 4,
         bidirectional: false,
