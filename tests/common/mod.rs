@@ -499,7 +499,7 @@ pub fn text(out: &Output) -> String {
 /// `ProptestConfig` with `cases` whose failures persist in the one place
 /// for the package's regression seeds, `proptest-regressions/` at the
 /// root, under the test's source path (`source` is the caller's
-/// `file!()`, e.g. `proptest-regressions/tests/config.txt`).
+/// `file!()`, e.g. `proptest-regressions/tests/pure/config.txt`).
 pub fn proptest_config(cases: u32, source: &str) -> proptest::test_runner::Config {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("proptest-regressions")

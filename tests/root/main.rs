@@ -6,12 +6,11 @@
 //! `#[ignore = "needs root"]`: a plain `cargo test` reports it as ignored,
 //! `cargo test -- --include-ignored` runs it and it fails, saying so, when
 //! not root. Each skips, printing the reason, where a tool it runs (`ip`,
-//! `ping`, `iperf3`, `tmux`, `setpriv`, ...) is missing.
-//!
-//! Each test's names are its own, so they could run side by side, but they
-//! share the machine's cores and clock: a bulk transfer, a SIGSTOPped
-//! daemon or a SCHED_FIFO hog of one test would disturb another's timing.
-//! So every root test holds `serial()` while it runs, one at a time.
+//! `ping`, `iperf3`, `tmux`, `setpriv`, ...) is missing. Each test's names
+//! are its own, so they could run side by side, but they share the
+//! machine's cores and clock: a bulk transfer, a SIGSTOPped daemon or a
+//! SCHED_FIFO hog of one test would disturb another's timing. So every
+//! root test holds `serial()` while it runs, one at a time.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
