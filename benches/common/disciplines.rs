@@ -1,5 +1,5 @@
 //! The qdisc trees the per-packet benchmark (`benches/qdisc.rs`) and the
-//! allocation test (`tests/qdisc_alloc.rs`) both drive: every discipline,
+//! allocation test (`tests/alloc/qdisc.rs`) both drive: every discipline,
 //! built from the tc lines a user would type, with limits large enough that a
 //! standing queue of one frame per flow (10,000 flows) is never tail-dropped,
 //! and the frames those runs offer.

@@ -1,7 +1,7 @@
 //! The bodies of the coverage-guided fuzz targets (`fuzz/`, run with
 //! `scripts/fuzz.sh TARGET SECONDS`; see docs/fuzzing.md). Each takes the
 //! fuzzer's bytes, drives one part of bloatbox with them and panics when an
-//! invariant breaks, so libFuzzer reports it; `tests/fuzz_corpus.rs` feeds
+//! invariant breaks, so libFuzzer reports it; `tests/pure/fuzz_corpus.rs` feeds
 //! every seed of `fuzz/corpus/TARGET/` through the same function on stable.
 //!
 //! | target   | input                                | invariants |

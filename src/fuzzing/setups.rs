@@ -2,7 +2,7 @@
 //! (`crate::tc::syntax::Syntax::samples`, built from the tc lines each
 //! kind's syntax gives), plus fq_codel followed by netem impairments, each
 //! on a 10 Mbit/s, 2 ms link so that queues build up, as a ready `Bridge`.
-//! Shared by the reliability tests (`tests/reliability/frames.rs`) and the
+//! Shared by the reliability tests (`tests/pure/reliability/frames.rs`) and the
 //! `bridge` fuzz target, so both exercise the same trees, and a kind added
 //! to the table is among them without a line written here.
 

@@ -1,12 +1,14 @@
-//! Helpers shared by the integration tests (`mod common;` in each): the
-//! binary under test (`bloatbox`, `run_bin`), the root check of the
-//! root-only tests, which are marked `#[ignore = "needs root"]` and fail
-//! loudly when run without root (`require_root`, `skip_reason`,
-//! `require!`), bounded waits for a condition instead of fixed sleeps
-//! (`wait_until`, `wait_for`, `tcp_listening`), and `Daemon`, a `bloatbox
-//! up` on names and addresses unique to one test that cleans up on every
-//! exit path (the commands it started killed, SIGTERM, then SIGKILL,
-//! `bloatbox down`, `ip netns del` and `ip link del` as a last resort).
+//! Helpers shared by the integration tests (`#[path = "../common/mod.rs"]
+//! mod common;` in each tier's binary): the binary under test (`bloatbox`,
+//! `run_bin`), the root check of the root-only tests, which are marked
+//! `#[ignore = "needs root"]` and fail loudly when run without root
+//! (`require_root`, `skip_reason`, `require!`), bounded waits for a
+//! condition instead of fixed sleeps (`wait_until`, `wait_for`,
+//! `tcp_listening`), `Daemon`, a `bloatbox up` on names and addresses
+//! unique to one test that cleans up on every exit path (the commands it
+//! started killed, SIGTERM, then SIGKILL, `bloatbox down`, `ip netns del`
+//! and `ip link del` as a last resort), and the seed experiments' helpers
+//! (`seed`).
 //!
 //! Each test binary uses a part of this module.
 #![allow(dead_code)]
@@ -18,6 +20,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
+
+pub mod seed;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
 
@@ -495,7 +499,7 @@ pub fn text(out: &Output) -> String {
 /// `ProptestConfig` with `cases` whose failures persist in the one place
 /// for the package's regression seeds, `proptest-regressions/` at the
 /// root, under the test's source path (`source` is the caller's
-/// `file!()`, e.g. `proptest-regressions/tests/config.txt`).
+/// `file!()`, e.g. `proptest-regressions/tests/pure/config.txt`).
 pub fn proptest_config(cases: u32, source: &str) -> proptest::test_runner::Config {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("proptest-regressions")

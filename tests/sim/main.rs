@@ -1,5 +1,9 @@
-//! The simulator's integration tests, one binary: scenarios from
-//! `tests/scenarios/` run through the real link and qdisc code.
+//! The simulator tier, one binary: deterministic runs in simulated time.
+//! Scenarios from `tests/scenarios/` run through the real link and qdisc
+//! code on the simulator's clock, and so do the seed experiments' halves
+//! that need no root (`seed_*`: seed 4 whole, seeds 3 and 6 without their
+//! live halves, which are the root tier's). No root, no sockets; the
+//! results do not depend on the machine or its load.
 
 mod basic;
 mod bufferbloat;
@@ -13,6 +17,9 @@ mod gso;
 mod mq;
 mod props;
 mod ring;
+mod seed_bulk_dequeue;
+mod seed_mq_fq_codel;
+mod seed_tbf_fq_codel;
 mod tcp;
 
 use bloatbox::sim::{self, Scenario, SimReport};

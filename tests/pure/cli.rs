@@ -1,0 +1,167 @@
+//! The `bloatbox` command line without a running daemon: exit codes and the
+//! messages that tell people what to do. No namespaces are created here.
+
+use std::process::{Command, Output};
+
+use crate::common::{run_bin as run, tool_exists, BIN};
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A configuration whose names no other test or daemon uses.
+fn private_config(dir: &std::path::Path) -> std::path::PathBuf {
+    let pid = std::process::id();
+    let path = dir.join("c.toml");
+    let text = format!(
+        "[left]\nnamespace = \"bbc-{pid}-l\"\ntap = \"bc{}l\"\n\n\
+         [right]\nnamespace = \"bbc-{pid}-r\"\ntap = \"bc{}r\"\n\n\
+         [daemon]\ncontrol_socket = \"{}\"\n",
+        pid % 100_000,
+        pid % 100_000,
+        dir.join("ctl.sock").display()
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn check_prints_the_report_or_the_error_with_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = private_config(dir.path());
+    let out = run(&["check", good.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains(&format!("bbc-{}-l", std::process::id())),
+        "{report}"
+    );
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[link]\nrate = \"fast\"\n").unwrap();
+    let out = run(&["check", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("link.rate") && err.contains("fast"), "{err}");
+
+    let out = run(&["check", dir.path().join("missing.toml").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+
+    // Valid but doomed: tc's warning reaches the user.
+    let warned = dir.path().join("warned.toml");
+    std::fs::write(
+        &warned,
+        "[link]\ntc = [\"tc qdisc add dev left root tbf rate 1mbit burst 100 latency 5ms\"]\n",
+    )
+    .unwrap();
+    let out = run(&["check", warned.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("burst 100 is lower than device mtu (1514)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn stats_and_exec_without_a_daemon_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = private_config(dir.path());
+    let cfg = cfg.to_str().unwrap();
+    let out = run(&["stats", "-c", cfg]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is `bloatbox up` running"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&["exec", "left", "-c", cfg, "--", "true"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("bloatbox up"), "{}", stderr(&out));
+    // exec needs a command after `--`.
+    let out = run(&["exec", "left", "-c", cfg]);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn up_without_privileges_refuses_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = private_config(dir.path());
+    let cfg = cfg.to_str().unwrap();
+    let out = if nix::unistd::geteuid().is_root() {
+        // Drop to nobody without capabilities.
+        if !tool_exists("setpriv") {
+            eprintln!("SKIPPED: running as root and setpriv is missing");
+            return;
+        }
+        Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all",
+                BIN,
+                "up",
+                "-c",
+                cfg,
+            ])
+            .output()
+            .unwrap()
+    } else {
+        run(&["up", "-c", cfg])
+    };
+    if stderr(&out).starts_with("setpriv:") {
+        // e.g. nobody may not enter the directory the binary is in.
+        eprintln!(
+            "SKIPPED: setpriv could not run the binary: {}",
+            stderr(&out)
+        );
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("bloatbox up needs root or CAP_NET_ADMIN"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn up_takes_set_overrides_and_refuses_a_bad_one_before_anything_runs() {
+    let out = run(&["up", "--headless", "--set", "link.rate=fast"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("--set: link.rate = fast: invalid rate"), "{e}");
+}
+
+#[test]
+fn sim_reports_a_bad_scenario_with_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "this is not a scenario\n").unwrap();
+    let out = run(&["sim", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("bad.toml"), "{}", stderr(&out));
+}
+
+/// A duration flag reads a bare number as the configuration and `set` do:
+/// µs, as tc reads it, with a warning naming the flag.
+#[test]
+fn a_duration_without_a_unit_is_microseconds_with_a_warning() {
+    let out = run(&["test", "--duration", "10"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "warning: --duration 10: time \"10\" has no unit: tc reads it as 10us; did you mean \"10ms\" or \"10s\"?"
+        ),
+        "{err}"
+    );
+    if nix::unistd::geteuid().is_root() {
+        // Refused before anything runs: the default warm-up is longer.
+        assert!(
+            err.contains("--warmup 2s must be shorter than --duration 10µs"),
+            "{err}"
+        );
+    }
+}
