@@ -21,7 +21,7 @@ use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketOption;
 use pcap_file::pcapng::{Block, PcapNgReader};
 
 use crate::common;
-use crate::serial;
+use crate::turn;
 use common::{Daemon, Names};
 
 /// One packet of a capture: interface, time (ns), bytes, comment.
@@ -76,7 +76,7 @@ fn run(args: &[&str]) {
 #[ignore = "needs root"]
 fn live_capture_has_ingress_egress_and_ns_times() {
     require!("ping", "bash");
-    let _serial = serial();
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let pcap = dir.path().join("cap");
     run(&[
@@ -135,7 +135,7 @@ fn live_capture_has_ingress_egress_and_ns_times() {
 #[ignore = "needs root"]
 fn live_capture_shows_qdisc_drops_with_their_reason() {
     require!("ping", "bash");
-    let _serial = serial();
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let (pcap, report) = (dir.path().join("l.pcapng"), dir.path().join("r.json"));
     // A 1 Mbit/s link, one TX descriptor and a 3-packet pfifo: a burst of
@@ -228,7 +228,7 @@ fn ping(link: &Link, count: u32) -> u32 {
 #[ignore = "needs root"]
 fn live_set_shape_and_metrics_over_the_control_socket() {
     require!("ping", "bash");
-    let _serial = serial();
+    let _turn = turn();
     let link = Link::builder().set("link.delay=1ms").up().unwrap();
     assert_eq!(ping(&link, 10), 10);
 
@@ -317,7 +317,7 @@ fn live_set_shape_and_metrics_over_the_control_socket() {
 #[ignore = "needs root"]
 fn live_up_serves_metrics_writes_the_file_and_captures() {
     require!("ping", "bash");
-    let _serial = serial();
+    let _turn = turn();
     let files = tempfile::tempdir().unwrap();
     let (prom, cap) = (files.path().join("m.prom"), files.path().join("cap"));
     let (prom_arg, cap_arg) = (prom.to_str().unwrap(), cap.to_str().unwrap());

@@ -12,7 +12,7 @@
 use std::process::Output;
 
 use crate::common;
-use crate::serial;
+use crate::turn;
 use common::{Daemon, Side};
 
 /// `ping -c COUNT -i 0.01` from the left namespace to the right.
@@ -59,7 +59,7 @@ fn path_stats(stats: &serde_json::Value, i: usize) -> &serde_json::Value {
 #[ignore = "needs root"]
 fn live_netem_loss_and_jitter_from_the_config() {
     require!("ping");
-    let _serial = serial();
+    let _turn = turn();
 
     // 20% loss on left→right only; echo replies come back untouched.
     let d = Daemon::start(

@@ -21,7 +21,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use crate::common;
-use crate::serial;
+use crate::turn;
 
 use common::{text, wait_until, Daemon, Names, Side, BIN};
 
@@ -148,7 +148,7 @@ fn tcp_rows(pane: &str) -> Vec<String> {
 #[ignore = "needs root"]
 fn live_top_in_tmux_shows_flows_and_counters_that_move() {
     require!("iperf3", "tmux");
-    let _serial = serial();
+    let _turn = turn();
     // A headless daemon (no terminal: stdin and stdout are not one).
     let mut d = configure("rate = \"20mbit\"\ndelay = \"10ms\"\nqdisc = \"fq_codel\"");
     d.spawn(None, &[]);
@@ -262,7 +262,7 @@ fn backlogged_band_rows<'a>(pane: &'a str, proto: &str) -> Vec<&'a str> {
 #[ignore = "needs root"]
 fn live_up_on_the_default_lists_the_flows_in_pfifo_fast() {
     require!("iperf3", "tmux", "ping");
-    let _serial = serial();
+    let _turn = turn();
     let d = configure("");
     let command = format!(
         "{BIN} up -c {} --log {}",
@@ -312,7 +312,7 @@ fn live_up_on_the_default_lists_the_flows_in_pfifo_fast() {
 #[ignore = "needs root"]
 fn live_up_on_a_terminal_opens_the_tui_and_q_removes_the_link() {
     require!("iperf3", "tmux");
-    let _serial = serial();
+    let _turn = turn();
     let d = configure("rate = \"20mbit\"\ndelay = \"5ms\"\nqdisc = \"fq_codel\"");
     // No --tui: the pane is a terminal in the foreground, so `up` opens it.
     let command = format!(
@@ -376,7 +376,7 @@ fn probe_count(pane: &str, probe: &str) -> Option<u64> {
 #[ignore = "needs root"]
 fn live_up_probes_key_shows_the_rtt_and_follows_the_link_changed_by_hand() {
     require!("tmux");
-    let _serial = serial();
+    let _turn = turn();
     let d = configure("rate = \"20mbit\"\ndelay = \"10ms\"\nqdisc = \"fq_codel\"");
     let command = format!(
         "{BIN} up -c {} --log {}",
@@ -482,7 +482,7 @@ fn ping_p50(row: &[&str]) -> Option<f64> {
 #[ignore = "needs root"]
 fn live_demo_lesson_in_tmux_shows_each_caption_and_the_table() {
     require!("tmux");
-    let _serial = serial();
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("lesson.log");
     let plots = dir.path().join("plots");

@@ -9,10 +9,14 @@
 //! `ping`, `iperf3`, `tmux`, `setpriv`, ...) is missing. Each test's names
 //! are its own, so they could run side by side, but they share the
 //! machine's cores and clock: a bulk transfer, a SIGSTOPped daemon or a
-//! SCHED_FIFO hog of one test would disturb another's timing. So every
-//! root test holds `serial()` while it runs, one at a time.
+//! SCHED_FIFO hog of one test would disturb another's timing. So, as when
+//! each file was a binary of its own, root tests of one file may run side
+//! by side but never beside another file's (every root test holds
+//! `turn()`), and the files whose tests must not overlap at all hold
+//! `serial()`.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::panic::Location;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 #[macro_use]
 #[path = "../common/mod.rs"]
@@ -34,9 +38,54 @@ mod seed_mq_fq_codel;
 mod seed_rx_usecs;
 mod seed_udp_rr_coalesce;
 
-/// The root tests' lock: whichever test holds it is the only root test
-/// running (one that panicked releases it).
-pub fn serial() -> MutexGuard<'static, ()> {
+/// Which file's root tests run now, and how many of them.
+struct Gate {
+    file: Option<&'static str>,
+    running: usize,
+}
+
+static GATE: Mutex<Gate> = Mutex::new(Gate {
+    file: None,
+    running: 0,
+});
+static GATE_OPENED: Condvar = Condvar::new();
+
+/// A root test's turn: while it is held, only root tests of the same file
+/// run (it is given back when dropped, also by a test that panicked).
+pub struct Turn;
+
+/// Waits until no root test of another file runs, then holds the turn of
+/// the caller's file.
+#[track_caller]
+pub fn turn() -> Turn {
+    let file = Location::caller().file();
+    let mut gate = GATE.lock().unwrap_or_else(PoisonError::into_inner);
+    while gate.file.is_some_and(|f| f != file) {
+        gate = GATE_OPENED
+            .wait(gate)
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+    gate.file = Some(file);
+    gate.running += 1;
+    Turn
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let mut gate = GATE.lock().unwrap_or_else(PoisonError::into_inner);
+        gate.running -= 1;
+        if gate.running == 0 {
+            gate.file = None;
+            GATE_OPENED.notify_all();
+        }
+    }
+}
+
+/// The caller's file's turn, and no other root test beside it: for the
+/// files whose tests must not overlap each other either.
+#[track_caller]
+pub fn serial() -> (Turn, MutexGuard<'static, ()>) {
     static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+    let turn = turn();
+    (turn, SERIAL.lock().unwrap_or_else(PoisonError::into_inner))
 }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use bloatbox::harness::unique_name;
 
 use crate::common;
-use crate::serial;
+use crate::turn;
 use common::{text, tool_exists, BIN};
 
 /// Longest a single run may take in these tests.
@@ -173,7 +173,7 @@ fn assert_delayed_pings(out: &Output) {
 #[ignore = "needs root"]
 fn rootless_veth_ping_crosses_the_delayed_link() {
     require_rootless!("ping");
-    let _serial = serial();
+    let _turn = turn();
     assert_delayed_pings(&ping_across("veth"));
 }
 
@@ -184,7 +184,7 @@ fn rootless_veth_ping_crosses_the_delayed_link() {
 #[ignore = "needs root"]
 fn rootless_tap_ping_crosses_the_delayed_link_where_tun_is_open() {
     require_rootless!("ping", "mknod", "mount");
-    let _serial = serial();
+    let _turn = turn();
     let dir = shared_dir();
     let node = dir.path().join("tun");
     let script = format!(
@@ -226,7 +226,7 @@ fn rootless_tap_ping_crosses_the_delayed_link_where_tun_is_open() {
 #[ignore = "needs root"]
 fn rootless_tap_where_tun_is_closed_says_what_to_do() {
     require_rootless!();
-    let _serial = serial();
+    let _turn = turn();
     let open = as_nobody()
         .args(["sh", "-c", "exec 3<>/dev/net/tun"])
         .stderr(Stdio::null())
@@ -251,7 +251,7 @@ fn rootless_tap_where_tun_is_closed_says_what_to_do() {
 #[ignore = "needs root"]
 fn rootless_run_passes_exit_codes_through() {
     require_rootless!();
-    let _serial = serial();
+    let _turn = turn();
     let out = run_as_nobody(&unique_name(), &["--rootless", "--left", "exit 7"]);
     assert_eq!(code(&out), 7, "{}", text(&out));
     let out = run_as_nobody(
@@ -269,7 +269,7 @@ fn rootless_run_passes_exit_codes_through() {
 #[ignore = "needs root"]
 fn rootless_veth_carries_tcp_both_ways() {
     require_rootless!("iperf3");
-    let _serial = serial();
+    let _turn = turn();
     let out = run_as_nobody(
         &unique_name(),
         &[
@@ -339,7 +339,7 @@ fn read_ns_file(path: &PathBuf, child: &mut Child) -> String {
 #[ignore = "needs root"]
 fn rootless_link_disappears_with_the_run_even_after_sigkill() {
     require_rootless!("setsid");
-    let _serial = serial();
+    let _turn = turn();
     let dir = shared_dir();
     // A normal end: a process that left the command's group is killed too.
     let ns_file = dir.path().join("ns-normal");
@@ -414,7 +414,7 @@ fn rootless_link_guard_runs_commands_and_closures_in_its_namespaces() {
         eprintln!("SKIPPED: `ping` is not installed");
         return;
     }
-    let _serial = serial();
+    let _turn = turn();
     let link = Link::builder()
         .set("link.delay=5ms")
         .rootless(Backend::Veth)
@@ -473,7 +473,7 @@ fn left_to_right_frames(out: &Output) -> u64 {
 #[ignore = "needs root"]
 fn rootless_control_socket_answers_from_outside_the_user_namespace() {
     require_rootless!();
-    let _serial = serial();
+    let _turn = turn();
     let dir = shared_dir();
     let socket = dir.path().join("c.sock");
     let config = dir.path().join("c.toml");

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use bloatbox::harness::unique_name;
 
 use crate::common;
-use crate::serial;
+use crate::turn;
 use common::{run_bin, text};
 
 /// Longest a single `bloatbox run` may take in these tests.
@@ -177,7 +177,7 @@ fn min_rtt_ms(ping_output: &str) -> f64 {
 #[ignore = "needs root"]
 fn two_runs_in_parallel_each_ping_their_own_peer() {
     require!("ping");
-    let _serial = serial();
+    let _turn = turn();
     let ping = "ping -c 3 -i 0.2 -W 2 $BLOATBOX_PEER_V4";
     let a = Run::start(&[
         "--realtime",
@@ -211,7 +211,7 @@ fn two_runs_in_parallel_each_ping_their_own_peer() {
 #[ignore = "needs root"]
 fn the_left_commands_exit_code_is_passed_through() {
     require!();
-    let _serial = serial();
+    let _turn = turn();
     let (out, name) = Run::start(&["--", "sh", "-c", "exit 7"]).finish();
     assert_eq!(code(&out), 7, "{}", text(&out));
     assert_gone(&name);
@@ -240,7 +240,7 @@ fn the_left_commands_exit_code_is_passed_through() {
 #[ignore = "needs root"]
 fn a_failing_command_leaves_nothing_behind() {
     require!();
-    let _serial = serial();
+    let _turn = turn();
     let right = marker_seconds();
     let report = tempfile::NamedTempFile::new().unwrap();
     let (out, name) = Run::start(&[
@@ -274,7 +274,7 @@ fn a_failing_command_leaves_nothing_behind() {
 #[ignore = "needs root"]
 fn sigint_and_sigterm_tear_everything_down() {
     require!();
-    let _serial = serial();
+    let _turn = turn();
     use nix::sys::signal::Signal;
     for sig in [Signal::SIGINT, Signal::SIGTERM] {
         let (right, left) = (marker_seconds(), marker_seconds());
@@ -309,7 +309,7 @@ fn sigint_and_sigterm_tear_everything_down() {
 #[ignore = "needs root"]
 fn wait_port_waits_for_the_server_and_the_report_has_the_link() {
     require!("iperf3");
-    let _serial = serial();
+    let _turn = turn();
     let report = tempfile::NamedTempFile::new().unwrap();
     // The server starts listening only after 0.7 s: a client started at once
     // would be refused.
@@ -401,7 +401,7 @@ fn wait_port_waits_for_the_server_and_the_report_has_the_link() {
 #[ignore = "needs root"]
 fn the_right_sides_lines_are_prefixed_and_the_left_sides_are_not() {
     require!();
-    let _serial = serial();
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
     let ready = dir.path().join("ready");
@@ -481,7 +481,7 @@ fn assert_not_ready(args: &[&str], why: &str) {
 #[ignore = "needs root"]
 fn readiness_times_out_with_124_and_a_dead_server_is_noticed() {
     require!();
-    let _serial = serial();
+    let _turn = turn();
     let right = marker_seconds();
     let sleep_right = format!("sleep {right}");
     let args = [
@@ -510,7 +510,7 @@ fn readiness_times_out_with_124_and_a_dead_server_is_noticed() {
 #[ignore = "needs root"]
 fn wait_cmd_retries_through_the_link_until_it_succeeds() {
     require!("python3");
-    let _serial = serial();
+    let _turn = turn();
     // The right side serves HTTP after 0.5 s; the readiness command fetches
     // through the link from the left namespace.
     let fetch = "python3 -c \"import urllib.request,os; urllib.request.urlopen('http://'+os.environ['BLOATBOX_PEER_V4']+':8000/', timeout=1)\"";
@@ -539,7 +539,7 @@ fn script(name: &str, args: &[&str]) -> (i32, String) {
 #[ignore = "needs root"]
 fn netns_scripts_are_idempotent_and_exec_reaches_a_running_link() {
     require!("ping");
-    let _serial = serial();
+    let _turn = turn();
     let name = unique_name();
     // Whatever happens, the names are removed at the end.
     let _cleanup = Run {
@@ -610,7 +610,7 @@ fn netns_scripts_are_idempotent_and_exec_reaches_a_running_link() {
 #[ignore = "needs root"]
 fn down_runs_cleans_up_after_a_sigkilled_run() {
     require!();
-    let _serial = serial();
+    let _turn = turn();
     let (right, left) = (marker_seconds(), marker_seconds());
     let mut run = Run::start(&["--right", &format!("sleep {right}"), "--", "sleep", &left]);
     let record = Path::new("/run/bloatbox/runs").join(format!("{}.json", run.name));
@@ -653,7 +653,7 @@ fn down_runs_cleans_up_after_a_sigkilled_run() {
 #[ignore = "needs root"]
 fn both_sides_reach_their_peer_over_ipv4_and_ipv6_from_the_environment() {
     require!("ping");
-    let _serial = serial();
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let ok = dir.path().join("right-ok");
     // The right side pings the left one, then says so; the left command

@@ -15,7 +15,7 @@ use bloatbox::dir::Dir;
 use bloatbox::harness::{Link, Proto, Side};
 
 use crate::common;
-use crate::serial;
+use crate::turn;
 
 fn namespaces_of(link: &Link) -> [String; 2] {
     [Side::Left, Side::Right].map(|s| link.endpoint(s).namespace.clone())
@@ -59,7 +59,7 @@ fn drain(sock: &UdpSocket) -> usize {
 #[ignore = "needs root"]
 fn closures_in_each_namespace_and_a_rate_change_mid_test() {
     require!();
-    let _serial = serial();
+    let _turn = turn();
     let link = Link::builder()
         .set("link.delay=2ms")
         .set("link.txqueuelen=20")
@@ -145,7 +145,7 @@ fn closures_in_each_namespace_and_a_rate_change_mid_test() {
 #[ignore = "needs root"]
 fn commands_get_the_side_environment_and_die_with_the_link() {
     require!();
-    let _serial = serial();
+    let _turn = turn();
     let link = Link::builder().up().unwrap();
     let out = link
         .shell(
@@ -189,7 +189,7 @@ fn commands_get_the_side_environment_and_die_with_the_link() {
 #[ignore = "needs root"]
 fn a_panicking_test_still_removes_the_link() {
     require!();
-    let _serial = serial();
+    let _turn = turn();
     let mut names = None;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let link = Link::builder().up().unwrap();
@@ -208,7 +208,7 @@ fn a_panicking_test_still_removes_the_link() {
 #[ignore = "needs root"]
 fn two_guards_in_one_process_do_not_collide() {
     require!();
-    let _serial = serial();
+    let _turn = turn();
     let a = Link::builder().up().unwrap();
     let b = Link::builder().set("link.delay=1ms").up().unwrap();
     assert_ne!(a.name(), b.name());
@@ -233,7 +233,7 @@ fn two_guards_in_one_process_do_not_collide() {
 #[ignore = "needs root"]
 fn the_transit_histogram_of_an_idle_link_starts_at_its_delay() {
     require!();
-    let _serial = serial();
+    let _turn = turn();
     let link = Link::builder()
         .set("link.delay=10ms")
         .set("link.rate=100mbit")
@@ -269,7 +269,7 @@ fn the_transit_histogram_of_an_idle_link_starts_at_its_delay() {
 #[ignore = "needs root"]
 fn a_change_through_the_control_socket_is_seen_and_kept() {
     require!();
-    let _serial = serial();
+    let _turn = turn();
     let link = Link::builder().set("link.delay=1ms").up().unwrap();
     let mut client = bloatbox::control::Client::connect(link.control_socket()).unwrap();
     client

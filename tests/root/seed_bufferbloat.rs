@@ -10,7 +10,7 @@
 //! run.
 
 use crate::common;
-use crate::serial;
+use crate::turn;
 
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ fn p50_ms(r: &ConfigResult) -> f64 {
 #[ignore = "needs root"]
 fn ping_stays_near_idle_under_fq_codel_and_sfq_but_not_behind_a_deep_ring() {
     common::require_root();
-    let _serial = serial();
+    let _turn = turn();
     let loaded = TestOptions {
         flows: 50,
         bidirectional: false,

@@ -9,7 +9,7 @@
 //! pure-core half: tests/sim/seed_bulk_dequeue.rs.
 
 use crate::common;
-use crate::serial;
+use crate::turn;
 
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ use common::seed::candidate;
 #[ignore = "needs root"]
 fn live_bulk_dequeue_keeps_throughput_with_fewer_doorbells() {
     common::require_root();
-    let _serial = serial();
+    let _turn = turn();
     let opts = TestOptions {
         flows: 4,
         bidirectional: false,

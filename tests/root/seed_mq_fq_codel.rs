@@ -7,7 +7,7 @@
 //! tests/sim/seed_mq_fq_codel.rs.
 
 use crate::common;
-use crate::serial;
+use crate::turn;
 
 use std::time::Duration;
 
@@ -19,7 +19,7 @@ use common::seed::{check_mq, idle_options, manifest};
 #[ignore = "needs root"]
 fn live_mq_fq_codel_uses_several_queues_and_keeps_ping_near_idle() {
     common::require_root();
-    let _serial = serial();
+    let _turn = turn();
     // At 100 Mbit/s: a debug-build datapath does not forward 1 Gbit/s, and
     // the link, not the daemon, must be the bottleneck for a queue to form.
     let text = std::fs::read_to_string(manifest("configs/mq-fq-codel.toml")).unwrap();

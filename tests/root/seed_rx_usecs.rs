@@ -31,7 +31,7 @@
 //! that both settings' releases are on time.
 
 use crate::common;
-use crate::serial;
+use crate::turn;
 
 use std::time::{Duration, Instant};
 
@@ -77,7 +77,7 @@ fn p10(v: &mut [f64]) -> Option<f64> {
 #[ignore = "needs root"]
 fn idle_rtt_rises_by_about_the_coalescing_delay_per_receive() {
     common::require_root();
-    let _serial = serial();
+    let _turn = turn();
     let (mut c20, c1) = (candidate("rx-usecs-20"), candidate("rx-usecs-1"));
     // The link runs as c20 (c1 only lends its ethtool lines): its releases
     // are spun to, not left to a timer wake-up (see the module comment).

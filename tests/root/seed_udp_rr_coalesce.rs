@@ -13,7 +13,7 @@
 //! benchmarks: docs/benchmarking.md, seed 5).
 
 use crate::common;
-use crate::serial;
+use crate::turn;
 
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ use common::seed::candidate;
 #[ignore = "needs root"]
 fn with_coalescing_on_each_frame_waits_50_us_at_the_receiver() {
     common::require_root();
-    let _serial = serial();
+    let _turn = turn();
     let opts = TestOptions {
         flows: 0,
         duration: Duration::from_millis(1800),
