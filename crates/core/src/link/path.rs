@@ -63,6 +63,7 @@ use super::transit::{Transit, TransitSummary};
 use super::{LinkParams, LinkShape, ShapeError};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::qdisc::dump::{FlowTraffic, QueueId, QueueOccupancy};
+use crate::qdisc::tree::QdiscTree;
 use crate::qdisc::{FlowListing, Qdisc, QdiscDump, Verdict};
 use crate::time::{earliest, Instant};
 use std::any::Any;
@@ -412,7 +413,7 @@ pub struct Path {
     impair: Impair,
     /// Frames leaving the impairment stage, reused per departure.
     wire: Vec<(Packet, Fate)>,
-    qdisc: Box<dyn Qdisc>,
+    qdisc: QdiscTree,
     requeues: u64,
     /// The TX queues: one, or one per mq child (`Qdisc::tx_queue_count`).
     queues: Vec<TxQueue>,
@@ -447,9 +448,9 @@ pub struct Path {
 }
 
 impl Path {
-    /// A path behind `qdisc` with the settings `params`, no impairment,
-    /// schedule or framing, empty, at time 0.
-    pub fn new(params: LinkParams, qdisc: Box<dyn Qdisc>) -> Path {
+    /// A path behind the qdisc tree `qdisc` with the settings `params`, no
+    /// impairment, schedule or framing, empty, at time 0.
+    pub fn new(params: LinkParams, qdisc: QdiscTree) -> Path {
         let mut path = Path {
             params,
             shape: LinkShape::default(),
@@ -588,9 +589,9 @@ impl Path {
         self.set_shape(shape, now)
     }
 
-    /// The root qdisc of the path's tree.
-    pub fn qdisc(&self) -> &dyn Qdisc {
-        &*self.qdisc
+    /// The path's qdisc tree.
+    pub fn qdisc(&self) -> &QdiscTree {
+        &self.qdisc
     }
 
     /// The conservation counters so far.
@@ -727,24 +728,23 @@ impl Path {
     }
 
     /// Changes the device's TX queue count at `now` (`QdiscTree::
-    /// set_tx_queues`: a default root is rebuilt for it). On error, or
-    /// when the qdisc is not a tree, nothing changes.
+    /// set_tx_queues`: a default root is rebuilt for it). On error nothing
+    /// changes.
     pub fn set_tx_queues(&mut self, n: u16, now: Instant) -> Result<(), String> {
         if n == self.params.tx_queues {
             return Ok(());
         }
-        self.edit_qdisc(now, |qdisc, t, drops| match qdisc.as_tree() {
-            Some(tree) => tree.set_tx_queues(n, t, drops).map_err(|e| e.0),
-            None => Err("this direction's qdisc is not a device tree".to_string()),
+        self.edit_qdisc(now, |tree, t, drops| {
+            tree.set_tx_queues(n, t, drops).map_err(|e| e.0)
         })?;
         self.params.tx_queues = n;
         Ok(())
     }
 
-    /// Swaps the qdisc at `now`: the frames the old one holds (and requeued
-    /// ones) are enqueued into the new one, which may refuse some (counted as
-    /// drops). Returns the old, empty qdisc.
-    pub fn replace_qdisc(&mut self, new: Box<dyn Qdisc>, now: Instant) -> Box<dyn Qdisc> {
+    /// Swaps the qdisc tree at `now`: the frames the old one holds (and
+    /// requeued ones) are enqueued into the new one, which may refuse some
+    /// (counted as drops). Returns the old, empty tree.
+    pub fn replace_qdisc(&mut self, new: QdiscTree, now: Instant) -> QdiscTree {
         self.advance(now);
         let t = self.now;
         let mut old = std::mem::replace(&mut self.qdisc, new);
@@ -760,7 +760,7 @@ impl Path {
         old
     }
 
-    /// Runs `edit` on the qdisc at `now` (tc change, class and filter
+    /// Runs `edit` on the qdisc tree at `now` (tc change, class and filter
     /// edits); whatever it drops is counted. Only an edit that succeeded
     /// runs the qdisc afterwards: as in the kernel, a command that fails
     /// makes no dequeue, so it cannot tick a throttled qdisc's counters
@@ -768,11 +768,11 @@ impl Path {
     pub fn edit_qdisc<T, E>(
         &mut self,
         now: Instant,
-        edit: impl FnOnce(&mut dyn Qdisc, Instant, &mut Drops) -> Result<T, E>,
+        edit: impl FnOnce(&mut QdiscTree, Instant, &mut Drops) -> Result<T, E>,
     ) -> Result<T, E> {
         self.advance(now);
         let t = self.now;
-        let r = edit(&mut *self.qdisc, t, &mut self.drops);
+        let r = edit(&mut self.qdisc, t, &mut self.drops);
         self.unsettle();
         self.absorb();
         self.sync_queues();
@@ -783,17 +783,18 @@ impl Path {
         r
     }
 
-    /// Reads the qdisc at `now` (a dump, `tc ... show`) without running it:
-    /// the kernel's dumps make no dequeue, so reading changes no counter.
-    /// `read` gets the qdisc mutably only because a tree is reached through
-    /// `Qdisc::as_tree`; it must not change it.
+    /// Reads the qdisc tree at `now` (a dump, `tc ... show`) without running
+    /// it: the kernel's dumps make no dequeue, so reading changes no
+    /// counter. `read` gets the tree mutably only because
+    /// `QdiscTree::filters` reaches a qdisc's filters through it; it must
+    /// not change it.
     pub fn inspect_qdisc<R>(
         &mut self,
         now: Instant,
-        read: impl FnOnce(&mut dyn Qdisc, Instant) -> R,
+        read: impl FnOnce(&mut QdiscTree, Instant) -> R,
     ) -> R {
         self.advance(now);
-        let r = read(&mut *self.qdisc, self.now);
+        let r = read(&mut self.qdisc, self.now);
         self.unsettle();
         r
     }
@@ -1086,9 +1087,9 @@ impl Path {
         let mut batch = std::mem::take(&mut self.batch);
         while self.queues[i].ring.can_post() {
             if let Some(pkt) = self.queues[i].requeued.pop_front() {
-                if let Some(tree) = self.qdisc.as_tree() {
-                    tree.requeue_slot().resent(pkt.meta.queue_mapping, pkt.len);
-                }
+                self.qdisc
+                    .requeue_slot()
+                    .resent(pkt.meta.queue_mapping, pkt.len);
                 batch.push(pkt);
             } else if let Some(first) = self.qdisc.dequeue_queue(i, t, &mut self.drops) {
                 notify(&mut self.observer, PathEvent::Dequeued, &first, t);
@@ -1146,10 +1147,9 @@ impl Path {
     /// `dev_requeue_skb`: parks a frame the driver refused at position `at`
     /// of the requeue slot, counted in the root's slot tally.
     fn park(&mut self, i: usize, pkt: Packet, at: usize) {
-        if let Some(tree) = self.qdisc.as_tree() {
-            tree.requeue_slot()
-                .requeued(pkt.meta.queue_mapping, pkt.len);
-        }
+        self.qdisc
+            .requeue_slot()
+            .requeued(pkt.meta.queue_mapping, pkt.len);
         self.queues[i].requeued.insert(at, pkt);
         self.requeues += 1;
     }
@@ -1169,19 +1169,26 @@ fn hand_over(from: &mut Vec<Packet>, to: &mut Vec<Packet>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dir::Dir;
     use crate::link::impair::{Distribution, Loss, Reorder};
     use crate::link::Schedule;
     use crate::qdisc::fifo::{Fifo, FifoKind};
     use crate::qdisc::testutil::pkt;
+    use crate::qdisc::tree::DevSpec;
     use crate::qdisc::QdiscCtx;
     use crate::time::{NS_PER_MS, NS_PER_SEC, NS_PER_US};
 
-    fn fifo(limit: u64) -> Box<dyn Qdisc> {
-        Box::new(Fifo::with_limit(
+    /// A device tree whose root is `root`.
+    fn tree(root: Box<dyn Qdisc>) -> QdiscTree {
+        QdiscTree::with_root(DevSpec::new(Dir::LeftToRight, &[]), root)
+    }
+
+    fn fifo(limit: u64) -> QdiscTree {
+        tree(Box::new(Fifo::with_limit(
             FifoKind::Pfifo,
             QdiscCtx::default(),
             limit,
-        ))
+        )))
     }
 
     fn path(params: LinkParams) -> Path {
@@ -1350,9 +1357,12 @@ mod tests {
         assert_eq!(s.min_ns, lone, "{s:?}");
     }
 
+    /// The ring's descriptors in use and their bytes, and the frames in
+    /// the qdisc (the root's dump counts the requeued ones too, as tc shows
+    /// them: they are not in the qdisc).
     fn ring_of(p: &Path, now: Instant) -> (u32, u64, u32) {
         let s = p.snapshot(now);
-        (s.ring_used, s.ring_bytes, s.qdisc.stats.qlen)
+        (s.ring_used, s.ring_bytes, s.qdisc.stats.qlen - s.requeued)
     }
 
     /// Offers `n` frames of 1514 B, one every 60.56 us (twice 100 Mbit/s),
@@ -1508,13 +1518,13 @@ mod tests {
         }
     }
 
-    fn paced(gap_ns: u64, announce: bool) -> Box<dyn Qdisc> {
-        Box::new(Paced {
+    fn paced(gap_ns: u64, announce: bool) -> QdiscTree {
+        tree(Box::new(Paced {
             queue: VecDeque::new(),
             gap_ns,
             next: Instant::ZERO,
             announce,
-        })
+        }))
     }
 
     #[test]
@@ -1661,7 +1671,9 @@ mod tests {
         let s = p.snapshot(t1);
         // 1 requeued at the bypass, 3 of the bulk batch of 6.
         assert_eq!((s.ring_used, s.requeued, s.requeues), (4, 3, 4));
-        assert_eq!(s.qdisc.stats.qlen, 12);
+        // 12 in the pfifo, and the root counts the 3 requeued (as tc
+        // shows them).
+        assert_eq!(s.qdisc.stats.qlen, 12 + 3);
         assert_eq!(s.held, 20 - 1);
         assert_conserved(&p);
         // Requeued frames go first and keep their order.
@@ -2071,7 +2083,7 @@ mod tests {
             ..TbfOptions::default()
         };
         let tbf = Tbf::build(QdiscCtx::default(), &QdiscOptions::Tbf(opts)).unwrap();
-        let mut p = Path::new(LinkParams::default(), Box::new(tbf));
+        let mut p = Path::new(LinkParams::default(), tree(Box::new(tbf)));
         for i in 0..5 {
             p.ingress(pkt(i, 1000), Instant::ZERO);
         }
@@ -2399,11 +2411,11 @@ mod tests {
 
     /// mq over two pfifo children (limit `limit`), each run on its own TX
     /// queue.
-    fn mq2(limit: u64) -> Box<dyn Qdisc> {
+    fn mq2(limit: u64) -> QdiscTree {
         let mq = crate::qdisc::mq::Mq::new(QdiscCtx::default(), 2, &mut |c| {
             Box::new(Fifo::with_limit(FifoKind::Pfifo, c, limit)) as Box<dyn Qdisc>
         });
-        Box::new(mq.unwrap())
+        tree(Box::new(mq.unwrap()))
     }
 
     /// A frame of TX queue `queue`.
