@@ -170,7 +170,7 @@ fn bench_path(c: &mut Criterion<ThreadCpuTime>, d: &Discipline, on: bool) {
         ..LinkParams::default()
     };
     for flows in FLOW_COUNTS {
-        let mut path = Path::new(params, Box::new(d.build()));
+        let mut path = Path::new(params, d.build());
         path.set_flow_meter(on);
         let (mut out, mut freed) = (Vec::new(), Vec::new());
         let mut now = Instant::from_millis(1);

@@ -61,7 +61,7 @@ fn main() {
         delay_ns: 0,
         ..LinkParams::default()
     };
-    let mut path = Path::new(params, Box::new(pfifo.build()));
+    let mut path = Path::new(params, pfifo.build());
     path.set_flow_meter(on);
     let mut now = Instant::from_millis(1);
     for b in 0..batches {

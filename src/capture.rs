@@ -691,6 +691,7 @@ pub(crate) mod tests {
         use crate::link::{LinkParams, Path};
         use crate::packet::DropReason;
         use crate::qdisc::fifo::{Fifo, FifoKind};
+        use crate::qdisc::tree::{DevSpec, QdiscTree};
         use crate::qdisc::QdiscCtx;
         use crate::time::Instant;
 
@@ -746,17 +747,19 @@ pub(crate) mod tests {
             let dir = tempfile::tempdir().unwrap();
             let spec = CaptureSpec::in_dir(dir.path());
             let (tap, writer) = start(&spec, Some(0)).unwrap();
-            let path = || {
+            let path = |dir| {
+                let pfifo = Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 1);
+                let dev = DevSpec::new(dir, crate::qdisc::kinds::BUILTIN);
                 Path::new(
                     LinkParams {
                         tx_ring: 1,
                         bql: false,
                         ..LinkParams::default()
                     },
-                    Box::new(Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 1)),
+                    QdiscTree::with_root(dev, Box::new(pfifo)),
                 )
             };
-            let mut b = Bridge::new(path(), path());
+            let mut b = Bridge::new(path(Dir::LeftToRight), path(Dir::RightToLeft));
             b.set_capture(tap);
             for _ in 0..5 {
                 b.ingress(Dir::LeftToRight, frame(1000, None), Instant::ZERO);

@@ -92,7 +92,7 @@ pub(crate) fn build_bridge(cfg: &Config) -> anyhow::Result<Bridge> {
         let dev = devs[dir.index()].clone();
         let tree = crate::tc::build_tree_of(dev, &cfg.tc_steps(dir))
             .map_err(|e| anyhow::anyhow!("building the qdisc of {}: {e}", dir.arrow()))?;
-        let mut link = LinkPath::new(params, Box::new(tree));
+        let mut link = LinkPath::new(params, tree);
         let now = crate::time::Clock::now(&crate::clock::MonotonicClock);
         link.set_shape(cfg.link_shape(dir), now)
             .map_err(|e| anyhow::anyhow!("the link shape of {}: {e}", dir.arrow()))?;
@@ -263,7 +263,8 @@ mod tests {
         let cfg = Config::from_str_with(text, "test", Some(&crate::tc::check_steps))
             .unwrap_or_else(|e| panic!("{e}"));
         let bridge = build_bridge(&cfg).unwrap();
-        let root = |d: Dir| bridge.path(d).qdisc().dump(crate::time::Instant::ZERO);
+        let root =
+            |d: Dir| crate::qdisc::Qdisc::dump(bridge.path(d).qdisc(), crate::time::Instant::ZERO);
         assert_eq!(root(Dir::LeftToRight).handle, 0x8001_0000);
         let r = root(Dir::RightToLeft);
         assert_eq!(r.handle, 0x8002_0000);

@@ -110,7 +110,7 @@ pub(super) enum Request {
     },
     /// The qdisc tree's dump and the device's TX queue count.
     Dump {
-        reply: SyncSender<Result<(QdiscDump, u16), String>>,
+        reply: SyncSender<(QdiscDump, u16)>,
     },
 }
 
@@ -310,7 +310,7 @@ impl Commander {
     fn show_both(&self, cmd: &TcCommand) -> Result<String, String> {
         let mut dumps = Vec::new();
         for dir in Dir::ALL {
-            dumps.push((dir, self.queue(dir).ask(|reply| Request::Dump { reply })??));
+            dumps.push((dir, self.queue(dir).ask(|reply| Request::Dump { reply })?));
         }
         let devs: Vec<_> = dumps
             .iter()

@@ -68,14 +68,14 @@ mod tests {
 
     fn idle_bridge() -> Bridge {
         use crate::link::{LinkParams, Path};
+        use crate::qdisc::tree::{DevSpec, QdiscTree};
         use crate::qdisc::{pfifo_fast::PfifoFast, QdiscCtx};
-        let path = || {
-            Path::new(
-                LinkParams::default(),
-                Box::new(PfifoFast::new(QdiscCtx::default())),
-            )
+        let path = |dir| {
+            let root = Box::new(PfifoFast::new(QdiscCtx::default()));
+            let dev = DevSpec::new(dir, crate::qdisc::kinds::BUILTIN);
+            Path::new(LinkParams::default(), QdiscTree::with_root(dev, root))
         };
-        Bridge::new(path(), path())
+        Bridge::new(path(Dir::LeftToRight), path(Dir::RightToLeft))
     }
 
     /// Direction `dir`'s snapshot at `ms`, its lateness samples `late` ns,

@@ -307,7 +307,12 @@ mod tests {
             crate::qdisc::fifo::FifoKind::Pfifo,
             crate::qdisc::QdiscCtx::default(),
         );
-        let path = crate::link::Path::new(Default::default(), Box::new(fifo));
+        let dev = crate::qdisc::tree::DevSpec::new(
+            crate::dir::Dir::LeftToRight,
+            crate::qdisc::kinds::BUILTIN,
+        );
+        let tree = crate::qdisc::tree::QdiscTree::with_root(dev, Box::new(fifo));
+        let path = crate::link::Path::new(Default::default(), tree);
         let lane = |h: &Histogram<u64>| LaneSnapshot {
             at: Instant::ZERO,
             path: path.snapshot(Instant::ZERO),

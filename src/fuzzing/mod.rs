@@ -20,6 +20,7 @@ pub mod setups;
 use crate::bridge::Point;
 use crate::dir::Dir;
 use crate::packet::DropReason;
+use crate::qdisc::Qdisc;
 use crate::time::Instant;
 
 /// A target's body: the fuzzer's bytes in, a panic on a broken invariant.
@@ -118,7 +119,7 @@ fn udp_frame(port: u16, len: usize) -> Vec<u8> {
 /// The tree of `dir` as its dump prints, and the drops so far.
 fn tree_state(b: &mut crate::bridge::Bridge, dir: Dir, now: Instant) -> (String, u64) {
     let path = b.path_mut(dir);
-    let dump = path.inspect_qdisc(now, |q, t| format!("{:?}", q.dump(t)));
+    let dump = path.inspect_qdisc(now, |tree, t| format!("{:?}", Qdisc::dump(tree, t)));
     (dump, path.counters().total_drops())
 }
 
@@ -145,10 +146,9 @@ pub fn tc(data: &[u8]) {
         };
         let dir = cmd.dev.unwrap_or(Dir::LeftToRight);
         let before = tree_state(&mut bridge, dir, now);
-        let result = bridge.path_mut(dir).edit_qdisc(now, |q, t, drops| {
-            let tree = q.as_tree().expect("set-ups are tc trees");
-            crate::tc::run(tree, &cmd, t, drops)
-        });
+        let result = bridge
+            .path_mut(dir)
+            .edit_qdisc(now, |tree, t, drops| crate::tc::run(tree, &cmd, t, drops));
         if let Err(e) = result {
             let after = tree_state(&mut bridge, dir, now);
             assert_eq!(

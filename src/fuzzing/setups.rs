@@ -103,7 +103,7 @@ pub fn path(dev: Dir, setup: &Setup) -> Path {
     };
     let tree = crate::tc::build_tree(spec, &setup.sample.lines_for(dev))
         .unwrap_or_else(|e| panic!("set-up {}: {e}", setup.name()));
-    Path::new(params, Box::new(tree))
+    Path::new(params, tree)
 }
 
 /// Both directions of `setup`, with its impairments.
@@ -206,6 +206,7 @@ pub fn run(setup: &Setup, frames: &[Offer]) -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::Qdisc;
 
     #[test]
     fn every_setup_builds_with_its_root_kind() {

@@ -14,24 +14,26 @@ use crate::dir::Dir;
 use crate::link::{LinkParams, Path as LinkPath};
 use crate::port::PortCounters;
 use crate::qdisc::fifo::{Fifo, FifoKind};
+use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::qdisc::QdiscCtx;
 use crate::time::Instant;
 
 /// A bridge whose left→right pfifo (limit 2) took a burst of 5 frames,
 /// polled until the first of them is delivered, and that moment.
 fn bridge() -> (Bridge, Instant) {
-    let path = || {
+    let path = |dir| {
         let fifo = Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 2);
+        let dev = DevSpec::new(dir, crate::qdisc::kinds::BUILTIN);
         LinkPath::new(
             LinkParams {
                 tx_ring: 1,
                 bql: false,
                 ..LinkParams::default()
             },
-            Box::new(fifo),
+            QdiscTree::with_root(dev, Box::new(fifo)),
         )
     };
-    let mut b = Bridge::new(path(), path());
+    let mut b = Bridge::new(path(Dir::LeftToRight), path(Dir::RightToLeft));
     for _ in 0..5 {
         let mut f = vec![0u8; 1000];
         f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());

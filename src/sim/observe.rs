@@ -95,9 +95,11 @@ impl PathObserver for DequeueLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dir::Dir;
     use crate::link::{LinkParams, Path};
     use crate::qdisc::fifo::{Fifo, FifoKind};
-    use crate::qdisc::QdiscCtx;
+    use crate::qdisc::tree::{DevSpec, QdiscTree};
+    use crate::qdisc::{Qdisc, QdiscCtx};
     use crate::sim::frame::{write_frame, Endpoints, L4};
 
     fn frame(tag: u32) -> Packet {
@@ -118,8 +120,14 @@ mod tests {
         p
     }
 
-    fn pfifo() -> Box<Fifo> {
-        Box::new(Fifo::new(FifoKind::Pfifo, QdiscCtx::default()))
+    /// A device tree whose root is `root`.
+    fn tree(root: Fifo) -> QdiscTree {
+        let dev = DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN);
+        QdiscTree::with_root(dev, Box::new(root))
+    }
+
+    fn pfifo() -> QdiscTree {
+        tree(Fifo::new(FifoKind::Pfifo, QdiscCtx::default()))
     }
 
     /// The frames that left the qdisc since the last drain (the other
@@ -198,7 +206,7 @@ mod tests {
                 bql: false,
                 ..params
             },
-            Box::new(Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 1)),
+            tree(Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 1)),
         );
         full.set_observer(Box::new(DequeueLog::default()));
         let verdicts = [

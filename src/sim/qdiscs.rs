@@ -7,8 +7,8 @@ use super::SimError;
 use crate::dir::Dir;
 use crate::link::LinkParams;
 use crate::qdisc::kinds::KindEntry;
-use crate::qdisc::tree::{AutoHandles, DevSpec};
-use crate::qdisc::{Qdisc, QdiscDump};
+use crate::qdisc::tree::{AutoHandles, DevSpec, QdiscTree};
+use crate::qdisc::QdiscDump;
 use crate::tc::show::{render, DevDump};
 use crate::tc::{Step, TcCommand};
 
@@ -24,18 +24,17 @@ pub fn build_qdisc(
     seed: u64,
     kinds: &'static [KindEntry],
     autohandles: &AutoHandles,
-) -> Result<Box<dyn Qdisc>, SimError> {
+) -> Result<QdiscTree, SimError> {
     let dev = DevSpec {
         tx_queues: tx_queues.clamp(1, u16::MAX as u32) as u16,
         seed,
         autohandles: autohandles.clone(),
         ..params.dev_spec(dir, kinds)
     };
-    let tree = crate::tc::build_tree_of(dev, steps).map_err(|e| SimError::Qdisc {
+    crate::tc::build_tree_of(dev, steps).map_err(|e| SimError::Qdisc {
         dir: dir.name().to_string(),
         msg: e.to_string(),
-    })?;
-    Ok(Box::new(tree))
+    })
 }
 
 /// `tc -s -d qdisc show dev D` followed by `tc -s -d class show dev D`, as
@@ -60,9 +59,10 @@ pub fn tc_show(dir: Dir, root: &QdiscDump, tx_queues: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::Qdisc;
     use crate::time::Instant;
 
-    fn build(dir: Dir, lines: &[&str]) -> Result<Box<dyn Qdisc>, SimError> {
+    fn build(dir: Dir, lines: &[&str]) -> Result<QdiscTree, SimError> {
         let steps: Vec<Step> = lines.iter().map(|s| Step::Line(s.to_string())).collect();
         build_qdisc(
             dir,

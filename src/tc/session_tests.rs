@@ -818,7 +818,7 @@ fn policy_sees_htb_and_tbf_in_built_trees() {
 /// `tc -s qdisc show` through a path, as the datapath runs it.
 fn show_through(p: &mut crate::link::Path, t: Instant) -> String {
     let cmd = TcCommand::parse("tc -s qdisc show dev left").unwrap();
-    p.edit_qdisc(t, |q, t, d| super::run(q.as_tree().unwrap(), &cmd, t, d))
+    p.edit_qdisc(t, |tree, t, d| super::run(tree, &cmd, t, d))
         .unwrap()
         .unwrap_or_default()
 }
@@ -837,7 +837,7 @@ fn a_frame_bypassing_into_a_stopped_queue_is_requeued_on_the_root() {
         bql: false,
         ..LinkParams::default()
     };
-    let mut p = Path::new(params, Box::new(left(1)));
+    let mut p = Path::new(params, left(1));
     for id in 0..3 {
         p.ingress(flow_pkt(id, 1000, 0), T);
     }
@@ -871,7 +871,7 @@ fn requeued_frames_count_on_their_queues_child_under_mq() {
         tx_queues: 2,
         ..LinkParams::default()
     };
-    let mut p = Path::new(params, Box::new(left(2)));
+    let mut p = Path::new(params, left(2));
     assert!(p.set_bql_bounds(10_000, 10_000));
     for id in 0..20u64 {
         let q = (id % 2) as u16;

@@ -17,6 +17,7 @@ use crate::qdisc::fq_codel::FqCodel;
 use crate::qdisc::pfifo_fast::PfifoFast;
 use crate::qdisc::qfq::Qfq;
 use crate::qdisc::sfq::{Sfq, SfqOptions};
+use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::qdisc::FilterHost;
 use crate::qdisc::{tc_h_make, Classful, FlowListing, Qdisc, QdiscCtx, TC_H_ROOT};
 use crate::time::{Instant, NS_PER_MS, NS_PER_SEC};
@@ -130,10 +131,15 @@ pub struct Scenario {
 
 impl Scenario {
     /// A scenario over a bridge whose left→right path runs `l2r` and right→left
-    /// `r2l`, both with `params`, at time 0 with no load.
+    /// `r2l` (each the root of its device's tree), both with `params`, at
+    /// time 0 with no load.
     pub fn new(l2r: Box<dyn Qdisc>, r2l: Box<dyn Qdisc>, params: LinkParams) -> Scenario {
+        let path = |dir, root| {
+            let dev = DevSpec::new(dir, crate::qdisc::kinds::BUILTIN);
+            Path::new(params, QdiscTree::with_root(dev, root))
+        };
         Scenario {
-            bridge: Bridge::new(Path::new(params, l2r), Path::new(params, r2l)),
+            bridge: Bridge::new(path(Dir::LeftToRight, l2r), path(Dir::RightToLeft, r2l)),
             now: Instant::ZERO,
             loads: Vec::new(),
             next: Vec::new(),
@@ -483,7 +489,9 @@ impl SimControl {
             other => return Err(format!("{other}: not available in the fixture")),
         };
         let now = self.scenario.now();
-        self.scenario.bridge.path_mut(dir).replace_qdisc(q, now);
+        let path = self.scenario.bridge.path_mut(dir);
+        let tree = QdiscTree::with_root(path.qdisc().dev().clone(), q);
+        path.replace_qdisc(tree, now);
         Ok(String::new())
     }
 }

@@ -20,6 +20,7 @@ use bloatbox::link::{LinkParams, Path};
 use bloatbox::netns::{SideSpec, Topology};
 use bloatbox::port::TapSpec;
 use bloatbox::qdisc::pfifo_fast::PfifoFast;
+use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
 use bloatbox::qdisc::QdiscCtx;
 
 use crate::common;
@@ -67,9 +68,13 @@ fn transfer(
     if !ethtool.is_empty() {
         bloatbox::config::apply_ethtool(ethtool, &mut params).unwrap();
     }
-    let path = || Path::new(params, Box::new(PfifoFast::new(QdiscCtx::default())));
+    let path = |dir| {
+        let root = Box::new(PfifoFast::new(QdiscCtx::default()));
+        let dev = DevSpec::new(dir, bloatbox::qdisc::kinds::BUILTIN);
+        Path::new(params, QdiscTree::with_root(dev, root))
+    };
     let dp = Datapath::spawn(
-        Bridge::new(path(), path()),
+        Bridge::new(path(Dir::LeftToRight), path(Dir::RightToLeft)),
         Box::new(left),
         Box::new(right),
         DatapathConfig {

@@ -58,7 +58,7 @@ fn overload(cfg: &Config) -> CoreRun {
         &cfg.tc_lines(Dir::LeftToRight),
     )
     .unwrap();
-    let mut path = LinkPath::new(params, Box::new(tree));
+    let mut path = LinkPath::new(params, tree);
     let len = 1514u32;
     let gap = len as u64 * NS_PER_SEC * 2 / (3 * params.rate_bytes_ps);
     let end = Instant::from_millis(200);

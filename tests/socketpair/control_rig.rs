@@ -40,7 +40,7 @@ impl Rig {
                 &tc(name),
             )
             .unwrap();
-            LinkPath::new(params, Box::new(tree))
+            LinkPath::new(params, tree)
         };
         let bridge = Bridge::new(
             path(Dir::LeftToRight, "left"),

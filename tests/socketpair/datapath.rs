@@ -14,6 +14,7 @@ use bloatbox::dir::Dir;
 use bloatbox::link::{LinkParams, Path};
 use bloatbox::port::{FramePort, SocketPairPort};
 use bloatbox::qdisc::pfifo_fast::PfifoFast;
+use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
 use bloatbox::qdisc::QdiscCtx;
 use bloatbox::time::Clock;
 
@@ -30,8 +31,17 @@ fn bridge() -> Bridge {
         delay_ns: DELAY_NS,
         ..LinkParams::default()
     };
-    let path = || Path::new(params, Box::new(PfifoFast::new(QdiscCtx::default())));
-    Bridge::new(path(), path())
+    Bridge::new(
+        pfifo_fast(params, Dir::LeftToRight),
+        pfifo_fast(params, Dir::RightToLeft),
+    )
+}
+
+/// A path of `params` whose tree has a bare pfifo_fast at its root.
+fn pfifo_fast(params: LinkParams, dir: Dir) -> Path {
+    let root = Box::new(PfifoFast::new(QdiscCtx::default()));
+    let dev = DevSpec::new(dir, bloatbox::qdisc::kinds::BUILTIN);
+    Path::new(params, QdiscTree::with_root(dev, root))
 }
 
 /// A datapath thread forwarding through `bridge` between two socketpairs,
@@ -52,7 +62,7 @@ fn tree_bridge(params: LinkParams) -> Bridge {
             &[] as &[&str],
         )
         .unwrap();
-        Path::new(params, Box::new(t))
+        Path::new(params, t)
     };
     Bridge::new(tree(Dir::LeftToRight), tree(Dir::RightToLeft))
 }
@@ -653,7 +663,7 @@ fn frames_behind_a_write_to_a_vanished_port_are_counted_not_lost() {
         rx_usecs: 1_000_000,
         ..LinkParams::default()
     };
-    let path = || Path::new(params, Box::new(PfifoFast::new(QdiscCtx::default())));
+    let path = |dir| pfifo_fast(params, dir);
     let (dp_left, mut host_left) = SocketPairPort::pair().unwrap();
     let (dp_right, _host_right) = SocketPairPort::pair().unwrap();
     let right = Vanishing {
@@ -662,7 +672,7 @@ fn frames_behind_a_write_to_a_vanished_port_are_counted_not_lost() {
         errors: 0,
     };
     let dp = Datapath::spawn(
-        Bridge::new(path(), path()),
+        Bridge::new(path(Dir::LeftToRight), path(Dir::RightToLeft)),
         Box::new(dp_left),
         Box::new(right),
         DatapathConfig::default(),

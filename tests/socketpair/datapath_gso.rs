@@ -18,6 +18,7 @@ use bloatbox::link::{LinkParams, Path};
 use bloatbox::packet::gso::{Segmenter, VnetHdr, F_NEEDS_CSUM, GSO_TCPV4, GSO_TCPV6};
 use bloatbox::port::{FramePort, SocketPairPort};
 use bloatbox::qdisc::pfifo_fast::PfifoFast;
+use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
 use bloatbox::qdisc::QdiscCtx;
 use etherparse::{NetSlice, PacketBuilder, SlicedPacket, TransportSlice};
 
@@ -29,8 +30,17 @@ fn bridge(rate_bytes_ps: u64) -> Bridge {
         delay_ns: 0,
         ..LinkParams::default()
     };
-    let path = || Path::new(params, Box::new(PfifoFast::new(QdiscCtx::default())));
-    Bridge::new(path(), path())
+    Bridge::new(
+        pfifo_fast(params, Dir::LeftToRight),
+        pfifo_fast(params, Dir::RightToLeft),
+    )
+}
+
+/// A path of `params` whose tree has a bare pfifo_fast at its root.
+fn pfifo_fast(params: LinkParams, dir: Dir) -> Path {
+    let root = Box::new(PfifoFast::new(QdiscCtx::default()));
+    let dev = DevSpec::new(dir, bloatbox::qdisc::kinds::BUILTIN);
+    Path::new(params, QdiscTree::with_root(dev, root))
 }
 
 fn payload(n: usize) -> Vec<u8> {
@@ -407,8 +417,8 @@ fn tbf_bridge() -> Bridge {
     )
     .unwrap();
     Bridge::new(
-        Path::new(params, Box::new(tree)),
-        Path::new(params, Box::new(PfifoFast::new(QdiscCtx::default()))),
+        Path::new(params, tree),
+        pfifo_fast(params, Dir::RightToLeft),
     )
 }
 

@@ -11,6 +11,7 @@ use bloatbox::link::PathSnapshot;
 use bloatbox::packet::DropReason;
 use bloatbox::qdisc::dump::{QueueId, Xstats};
 use bloatbox::qdisc::pfifo_fast::PfifoFast;
+use bloatbox::qdisc::tree::QdiscTree;
 use bloatbox::qdisc::QdiscDump;
 use bloatbox::time::{Instant, NS_PER_MS};
 use bloatbox::tui::fixtures::{app_after, root_ctx, Scenario};
@@ -246,7 +247,8 @@ fn drop_reasons_count_from_the_root_qdiscs_switch() {
     assert!(app.dirs[0].tree[0].xstats[0].starts_with("dropped by reason: codel"));
     let now = s.now();
     let path = s.bridge_mut().path_mut(Dir::LeftToRight);
-    path.replace_qdisc(Box::new(PfifoFast::new(root_ctx(0))), now);
+    let root = Box::new(PfifoFast::new(root_ctx(0)));
+    path.replace_qdisc(QdiscTree::with_root(path.qdisc().dev().clone(), root), now);
     for snap in s.snapshots(3, STEP) {
         app.on_snapshot(snap);
     }

@@ -8,6 +8,7 @@ use bloatbox::link::LinkParams;
 use bloatbox::qdisc::fifo::{Fifo, FifoKind};
 use bloatbox::qdisc::fq_codel::FqCodel;
 use bloatbox::qdisc::pfifo_fast::PfifoFast;
+use bloatbox::qdisc::tree::QdiscTree;
 use bloatbox::qdisc::{tc_h_make, QdiscCtx};
 use bloatbox::time::NS_PER_MS;
 use bloatbox::tui::fixtures::{app_after, link_params, root_ctx, Scenario};
@@ -133,9 +134,9 @@ fn link_changes_and_qdisc_switches_are_logged() {
         ..*path.params()
     };
     path.set_params(p, now);
-    s.bridge_mut()
-        .path_mut(Dir::LeftToRight)
-        .replace_qdisc(Box::new(FqCodel::new(root_ctx(0x8001))), now);
+    let path = s.bridge_mut().path_mut(Dir::LeftToRight);
+    let root = Box::new(FqCodel::new(root_ctx(0x8001)));
+    path.replace_qdisc(QdiscTree::with_root(path.qdisc().dev().clone(), root), now);
     for snap in s.snapshots(1, STEP) {
         app.on_snapshot(snap);
     }

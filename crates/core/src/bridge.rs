@@ -27,7 +27,7 @@ use crate::packet::gso::{self, Segmenter, VnetHdr};
 use crate::packet::pool::Buffers;
 use crate::packet::{DropReason, Packet, PacketMeta};
 use crate::qdisc::kinds::KindEntry;
-use crate::qdisc::FlowListing;
+use crate::qdisc::{FlowListing, Qdisc};
 use crate::time::{earliest, Instant};
 
 /// Ethernet header without FCS.
@@ -496,21 +496,23 @@ pub mod testutil {
     use super::*;
     use crate::link::LinkParams;
     use crate::qdisc::fifo::{Fifo, FifoKind};
+    use crate::qdisc::tree::{DevSpec, QdiscTree};
     use crate::qdisc::QdiscCtx;
 
     /// Two paths at 12.5 MB/s with pfifo and 10 ms (left→right) and 20 ms
     /// (right→left) of delay.
     pub fn bridge() -> Bridge {
-        let path = |delay_ms| {
+        let path = |dir, delay_ms| {
+            let pfifo = Fifo::new(FifoKind::Pfifo, QdiscCtx::default());
             Path::new(
                 LinkParams {
                     delay_ns: delay_ms * crate::time::NS_PER_MS,
                     ..LinkParams::default()
                 },
-                Box::new(Fifo::new(FifoKind::Pfifo, QdiscCtx::default())),
+                QdiscTree::with_root(DevSpec::new(dir, &[]), Box::new(pfifo)),
             )
         };
-        Bridge::new(path(10), path(20))
+        Bridge::new(path(Dir::LeftToRight, 10), path(Dir::RightToLeft, 20))
     }
 
     /// An IPv4 Ethernet frame of `len` bytes, VLAN-tagged with TPID `tag`.
@@ -544,6 +546,7 @@ mod tests {
     use super::*;
     use crate::link::LinkParams;
     use crate::packet::pool::{PacketPool, FRAME_OVERHEAD, GSO_FRAME_BUF};
+    use crate::qdisc::tree::DevSpec;
     use crate::qdisc::QdiscCtx;
 
     #[test]
@@ -730,18 +733,22 @@ mod tests {
 
     #[test]
     fn bounded_snapshots_list_the_top_flows_and_sum_up_the_rest() {
-        let fq = || {
+        let fq = |dir| {
             let ctx = QdiscCtx {
                 handle: 0x8001_0000,
                 ..QdiscCtx::default()
             };
-            Box::new(crate::qdisc::fq_codel::FqCodel::new(ctx))
+            let root = Box::new(crate::qdisc::fq_codel::FqCodel::new(ctx));
+            crate::qdisc::tree::QdiscTree::with_root(DevSpec::new(dir, &[]), root)
         };
         let slow = LinkParams {
             rate_bytes_ps: 1000,
             ..LinkParams::default()
         };
-        let mut b = Bridge::new(Path::new(slow, fq()), Path::new(slow, fq()));
+        let mut b = Bridge::new(
+            Path::new(slow, fq(Dir::LeftToRight)),
+            Path::new(slow, fq(Dir::RightToLeft)),
+        );
         // Flow i sends i % 7 + 1 frames: backlogs differ.
         for i in 0..300u16 {
             for _ in 0..(i % 7 + 1) {
@@ -771,10 +778,12 @@ mod tests {
         assert_eq!(listed, backlogs[..8], "the largest backlogs, largest first");
         let rest = fq_top.other_flows;
         assert_eq!(rest.flows as usize + 8, fq_all.flows.len());
+        // The root counts the requeued frames too, as tc shows them.
+        let requeued = top.path(Dir::LeftToRight).requeued_flows.bytes;
         assert_eq!(
-            rest.backlog + listed.iter().sum::<u64>(),
+            rest.backlog + listed.iter().sum::<u64>() + requeued,
             fq_top.stats.backlog,
-            "listed + summed up = the qdisc's backlog"
+            "listed + summed up + requeued = the qdisc's backlog"
         );
         // Everything else is the same as the full snapshot.
         assert_eq!(fq_top.stats, fq_all.stats);

@@ -83,27 +83,22 @@ impl Driver {
                     // dump makes no dequeue in the kernel either).
                     let show = cmd.verb == crate::qdisc::request::Verb::Show;
                     let out = if show {
-                        path.inspect_qdisc(now, |qdisc, t| match qdisc.as_tree() {
-                            Some(tree) => crate::tc::show(tree, &cmd, t).map_err(|e| e.0),
-                            None => Err(NOT_A_TREE.to_string()),
+                        path.inspect_qdisc(now, |tree, t| {
+                            crate::tc::show(tree, &cmd, t).map_err(|e| e.0)
                         })
                     } else {
-                        path.edit_qdisc(now, |qdisc, t, drops| match qdisc.as_tree() {
-                            Some(tree) => crate::tc::run(tree, &cmd, t, drops)
+                        path.edit_qdisc(now, |tree, t, drops| {
+                            crate::tc::run(tree, &cmd, t, drops)
                                 .map(Option::unwrap_or_default)
-                                .map_err(|e| e.0),
-                            None => Err(NOT_A_TREE.to_string()),
+                                .map_err(|e| e.0)
                         })
                     };
                     let _ = reply.try_send(out);
                     !show
                 }
                 Request::Dump { reply } => {
-                    let dump = path.inspect_qdisc(now, |qdisc, t| {
-                        qdisc
-                            .as_tree()
-                            .map(|tree| (crate::qdisc::Qdisc::dump(tree, t), tree.dev().tx_queues))
-                            .ok_or_else(|| NOT_A_TREE.to_string())
+                    let dump = path.inspect_qdisc(now, |tree, t| {
+                        (crate::qdisc::Qdisc::dump(tree, t), tree.dev().tx_queues)
                     });
                     let _ = reply.try_send(dump);
                     false
@@ -115,6 +110,3 @@ impl Driver {
         }
     }
 }
-
-/// The answer to a tc command on a direction whose qdisc is not a tree.
-const NOT_A_TREE: &str = "this direction's qdisc was not built as a tc tree";

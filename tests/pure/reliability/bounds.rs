@@ -261,7 +261,7 @@ fn pool_and_bridge_together_stay_bounded_and_conserve() {
             ..LinkParams::default()
         };
         let lines = ["tc qdisc add dev left root fq_codel limit 10000"];
-        Path::new(params, Box::new(tree(&lines, 1)))
+        Path::new(params, tree(&lines, 1))
     };
     let mut bridge = Bridge::new(path(), path());
     let mut pool = PacketPool::new(2048, CAP);

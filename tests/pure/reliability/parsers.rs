@@ -21,7 +21,7 @@ use bloatbox::dir::Dir;
 use bloatbox::link::{LinkParams, Path};
 use bloatbox::packet::ecn::mark_ce;
 use bloatbox::packet::{Drops, Packet, L3};
-use bloatbox::qdisc::tree::DevSpec;
+use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
 use bloatbox::qdisc::Qdisc;
 use bloatbox::tc::netem::{format_netem, parse_netem};
 use bloatbox::tc::TcCommand;
@@ -311,7 +311,7 @@ proptest! {
     ) {
         let params = LinkParams { rate_bytes_ps: 250_000, ..LinkParams::default() };
         let tree = bloatbox::tc::build_tree(params.dev_spec(Dir::LeftToRight, bloatbox::qdisc::kinds::BUILTIN), &["tc qdisc add dev left root handle 1: htb default 10", "tc class add dev left parent 1: classid 1:10 htb rate 1mbit"]).unwrap();
-        let mut path = Path::new(params, Box::new(tree));
+        let mut path = Path::new(params, tree);
         let (mut out, mut freed) = (Vec::new(), Vec::new());
         let mut now = Instant::ZERO;
         let mut offered = 0u64;
@@ -325,8 +325,7 @@ proptest! {
             let Ok(cmd) = TcCommand::parse(line) else { continue };
             // Before and after the command inside one edit; a failed
             // command returns both dumps and what it dropped.
-            let res = path.edit_qdisc(now, |q: &mut dyn Qdisc, t: Instant, d: &mut Drops| {
-                let tree = q.as_tree().expect("the root is a tree");
+            let res = path.edit_qdisc(now, |tree: &mut QdiscTree, t: Instant, d: &mut Drops| {
                 let before = format!("{:?}", tree.dump(t));
                 let n = d.len();
                 bloatbox::tc::run(tree, &cmd, t, d)
@@ -477,7 +476,7 @@ fn purged_htb_leaf_frames_are_counted_at_once() {
         &lines,
     )
     .unwrap();
-    let mut path = Path::new(params, Box::new(tree));
+    let mut path = Path::new(params, tree);
     for i in 0..5 {
         path.ingress(Packet::from_frame(frame(i), Instant::ZERO), Instant::ZERO);
     }
@@ -485,9 +484,7 @@ fn purged_htb_leaf_frames_are_counted_at_once() {
         TcCommand::parse("tc class add dev left parent 1:1 classid 1:2 htb rate 1mbit").unwrap();
     path.edit_qdisc(
         Instant::ZERO,
-        |q: &mut dyn Qdisc, t: Instant, d: &mut Drops| {
-            bloatbox::tc::run(q.as_tree().unwrap(), &cmd, t, d)
-        },
+        |tree: &mut QdiscTree, t: Instant, d: &mut Drops| bloatbox::tc::run(tree, &cmd, t, d),
     )
     .unwrap();
     let c = path.counters();
@@ -541,7 +538,7 @@ fn an_htb_class_waiting_for_tokens_over_a_ready_tbf_leaf_is_woken() {
         ],
     )
     .unwrap();
-    let mut path = Path::new(params, Box::new(tree));
+    let mut path = Path::new(params, tree);
     let (mut out, mut freed) = (Vec::new(), Vec::new());
     let mut now = Instant::ZERO;
     for (step, line) in cmds.iter().enumerate() {
@@ -551,8 +548,8 @@ fn an_htb_class_waiting_for_tokens_over_a_ready_tbf_leaf_is_woken() {
         now += 3_000_000;
         path.poll(now, &mut out, &mut freed);
         let cmd = TcCommand::parse(line).unwrap();
-        let _ = path.edit_qdisc(now, |q: &mut dyn Qdisc, t: Instant, d: &mut Drops| {
-            bloatbox::tc::run(q.as_tree().expect("the root is a tree"), &cmd, t, d)
+        let _ = path.edit_qdisc(now, |tree: &mut QdiscTree, t: Instant, d: &mut Drops| {
+            bloatbox::tc::run(tree, &cmd, t, d)
         });
     }
     while let Some(t) = path.poll_at() {

@@ -289,12 +289,6 @@ pub trait Qdisc: Send {
     /// replacement qdisc so a switch loses nothing in flight.
     fn drain_all(&mut self) -> Vec<Packet>;
 
-    /// The tc tree of a device: only `tree::QdiscTree` (the root a `Path`
-    /// holds) answers, so tc commands reach it through `dyn Qdisc`.
-    fn as_tree(&mut self) -> Option<&mut tree::QdiscTree> {
-        None
-    }
-
     /// TX queues this root runs separately, each into its own TX ring: mq's
     /// children, each attached to its own `netdev_queue` (net/sched/sch_mq.c
     /// `mq_attach`) and run by its own `__qdisc_run` (net/core/dev.c

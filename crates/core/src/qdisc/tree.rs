@@ -3,10 +3,9 @@
 //! `tc_ctl_tclass` in net/sched/sch_api.c).
 //!
 //! Design: `QdiscTree` owns the root qdisc and *is* a `Qdisc` itself,
-//! delegating every datapath call to the root, so `link::Path` holds it as its
-//! `Box<dyn Qdisc>` like any other discipline. Commands reach it without a
-//! downcast through `Qdisc::as_tree()` (answered only by the tree), e.g.
-//! `path.edit_qdisc(now, |q, t, drops| q.as_tree().unwrap().apply(&cmd, t, drops))`.
+//! delegating every datapath call to the root; `link::Path` holds one and
+//! runs it like any other discipline, and hands it to tc requests as it is,
+//! e.g. `path.edit_qdisc(now, |tree, t, drops| tree.apply(&cmd, t, drops))`.
 //!
 //! Rules carried over from the kernel:
 //! * A new device has its default qdisc with handle `0:` at the root
@@ -286,6 +285,19 @@ impl QdiscTree {
             root,
             slot: RequeueSlot::default(),
         })
+    }
+
+    /// A device whose root is `root`, built outside tc (a discipline of
+    /// one's own, a test's or a benchmark's); tc requests then edit it like
+    /// any root. `dev` is taken as it is (`new` checks it against its
+    /// kinds): where its kinds lack its default qdisc, a default child is
+    /// pfifo_fast (`kinds::default_leaf`).
+    pub fn with_root(dev: DevSpec, root: Box<dyn Qdisc>) -> QdiscTree {
+        QdiscTree {
+            dev,
+            root,
+            slot: RequeueSlot::default(),
+        }
     }
 
     /// The requeue slot's tally, which `link::Path` keeps as it parks and
@@ -1021,9 +1033,6 @@ impl Qdisc for QdiscTree {
     }
     fn drain_all(&mut self) -> Vec<Packet> {
         self.root.drain_all()
-    }
-    fn as_tree(&mut self) -> Option<&mut QdiscTree> {
-        Some(self)
     }
     fn tx_queue_count(&self) -> usize {
         self.root.tx_queue_count()
