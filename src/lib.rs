@@ -30,54 +30,33 @@
 //! (`tc::run` turning each into a typed request for `QdiscTree::apply`,
 //! inside `Path::edit_qdisc`), so an edit is atomic with respect to packets.
 //!
-//! The core is its own crate, `bloatbox-core` (crates/core), re-exported
-//! here under its module names: `time`, `units`, `dir`, `handle`, `packet`,
-//! `qdisc`, `link`, `bridge`. It depends on nothing of this crate, so the
-//! build keeps the layers apart.
-//!
-//! Modules of this crate: `clock` (CLOCK_MONOTONIC, the live clock), `tc`
-//! (the tc language: commands, each kind's option syntax and printer, the
-//! table of kinds, netem, framing, filters, `tc -s -d [-j] show`), `config`
-//! (TOML schema and validation), `sim` (simulator), `port` (FramePort: TAP
-//! with or without offload, AF_PACKET socket, or socketpair), `netns`
-//! (namespaces and cleanup), `rootless` (links in a user namespace, for
-//! unprivileged users), `privilege` (per-thread capabilities: what each
-//! thread keeps after set-up), `datapath` (the live driver thread),
-//! `release` (how the datapath spaces out frames that fell due while it was
-//! late), `control` (the daemon's socket: protocol, `set` language, client),
-//! `control_server` (its server), `capture` (pcapng capture of both
-//! directions), `metrics` (OpenMetrics export of every counter), `live` (a
-//! configuration's link brought up: namespaces, datapath, control socket),
-//! `app` (the command-line subcommands), `output` (their `out!`/`outln!`),
-//! `progress` (the run's bar and the log writer around it),
-//! `fuzzing` (the fuzz targets' bodies and the reliability set-ups they
-//! share with the tests), `harness` (the `Link` guard for test suites and `bloatbox run`), `load`
-//! (TCP/UDP_RR/ICMP generators and the RRUL-like test), `experiment`
+//! The workspace is one crate per layer, lowest first, each depending only
+//! on those below it, so cargo refuses an upward import
+//! (docs/architecture.md): `bloatbox-core` (crates/core: `time`, `units`,
+//! `dir`, `handle`, `packet`, `qdisc`, `link`, `bridge`), `bloatbox-lang`
+//! (crates/lang: `tc`, `config`, `output`), `bloatbox-sim` (crates/sim:
+//! `sim`), `bloatbox-live` (crates/live: `clock`, `port`, `netns`,
+//! `rootless`, `privilege`, `process`, `datapath`, `release`, `control`,
+//! `control_server`, `capture`, `metrics`, `load`, `fuzzing`),
+//! `bloatbox-tui` (crates/tui: `tui`), and this crate, the application:
+//! `app` (the command-line subcommands), `live` (a configuration's link
+//! brought up: namespaces, datapath, control socket), `experiment`
 //! (`bloatbox test`/`demo`: runs over configs, comparison table, JSON, SVG
-//! plots), `tui` (terminal UI).
+//! plots), `harness` (the `Link` guard for test suites and `bloatbox
+//! run`), `progress` (the run's bar and the log writer around it). Every
+//! module of the crates below is re-exported here under its name.
 
 pub mod app;
-pub mod capture;
-pub mod clock;
-pub mod config;
-pub mod control;
-pub mod control_server;
-pub mod datapath;
 pub mod experiment;
-pub mod fuzzing;
 pub mod harness;
 pub mod live;
-pub mod load;
-pub mod metrics;
-pub mod netns;
-pub mod output;
-pub mod port;
-pub mod privilege;
 pub mod progress;
-pub mod release;
-pub mod rootless;
-pub mod sim;
-pub mod tc;
-pub mod tui;
 
 pub use bloatbox_core::{bridge, dir, handle, link, packet, qdisc, time, units};
+pub use bloatbox_lang::{config, out, outln, output, tc};
+pub use bloatbox_live::{
+    capture, clock, control, control_server, datapath, fuzzing, load, metrics, netns, port,
+    privilege, process, release, rootless,
+};
+pub use bloatbox_sim::sim;
+pub use bloatbox_tui::tui;

@@ -335,7 +335,7 @@ fn foreground_terminal() -> bool {
     let stdin = std::io::stdin();
     stdin.is_terminal()
         && std::io::stdout().is_terminal()
-        && nix::unistd::tcgetpgrp(stdin.as_fd()).is_ok_and(|pg| pg == nix::unistd::getpgrp())
+        && bloatbox::process::in_foreground(stdin.as_fd())
 }
 
 fn main() -> ExitCode {

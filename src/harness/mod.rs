@@ -48,15 +48,12 @@ pub mod runs;
 
 use std::fs::File;
 use std::io;
-use std::os::unix::process::CommandExt;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-use nix::sched::CloneFlags;
-use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 
 use crate::clock::MonotonicClock;
 use crate::config::{Config, ConfigError, Endpoint};
@@ -65,6 +62,7 @@ use crate::dir::Dir;
 use crate::link::LinkParams;
 use crate::live::LiveLink;
 pub use crate::netns::Side;
+use crate::process;
 pub use crate::rootless::Backend;
 use crate::time::Clock;
 use runs::RunRecord;
@@ -431,7 +429,6 @@ impl Link {
     /// namespace (setns) before exec, so once `spawn` returns it is inside
     /// and is killed when the link goes down. Unlike `ip netns exec`, /sys
     /// is not remounted and /etc/netns is not applied.
-    #[allow(unsafe_code)]
     pub fn command(&self, side: Side, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let ns = &self.endpoint(side).namespace;
         let mut cmd = Command::new(program);
@@ -441,23 +438,10 @@ impl Link {
             None => File::open(Path::new(NETNS_DIR).join(ns)),
         };
         match netns {
-            Ok(file) => {
-                // SAFETY: only async-signal-safe calls (setns, sigprocmask)
-                // between fork and exec; the descriptor is close-on-exec.
-                unsafe {
-                    cmd.pre_exec(move || {
-                        nix::sched::setns(&file, CloneFlags::CLONE_NEWNET)?;
-                        unblock_termination_signals().map_err(io::Error::from)
-                    });
-                }
-            }
+            Ok(file) => process::in_netns(&mut cmd, file),
             Err(e) => {
                 tracing::warn!(netns = %ns, "opening the namespace: {e}");
-                let errno = e.raw_os_error().unwrap_or(libc::ENOENT);
-                // SAFETY: no allocation or lock between fork and exec.
-                unsafe {
-                    cmd.pre_exec(move || Err(io::Error::from_raw_os_error(errno)));
-                }
+                process::fail_at_exec(&mut cmd, process::errno_of(&e));
             }
         }
         cmd
@@ -666,16 +650,6 @@ pub fn table_has_port(table: &str, port: u16, proto: Proto) -> bool {
         let state = u8::from_str_radix(state, 16).ok();
         local_port == Some(port) && (proto == Proto::Udp || state == Some(TCP_LISTEN))
     })
-}
-
-/// Unblocks what `netns::TerminationSignals` blocks, so that children of a
-/// process that reads signals from a signalfd can be stopped.
-fn unblock_termination_signals() -> nix::Result<()> {
-    let mut mask = SigSet::empty();
-    mask.add(Signal::SIGINT);
-    mask.add(Signal::SIGTERM);
-    mask.add(Signal::SIGHUP);
-    nix::sys::signal::sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&mask), None)
 }
 
 #[cfg(test)]

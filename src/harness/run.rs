@@ -26,9 +26,8 @@ use std::process::{Child, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::process::{self, Signal};
 use anyhow::Context;
-use nix::sys::signal::Signal;
-use nix::unistd::Pid;
 use serde_json::{json, Value};
 
 use super::{Link, LinkBuilder, Proto, Side, KILL_GRACE};
@@ -214,7 +213,6 @@ fn relay(from: impl Read, mut to: impl Write, prefix: &str) {
 impl Proc {
     /// Starts `cmd`; with a `prefix`, its stdout and stderr are relayed to
     /// ours line by line, each line led by it.
-    #[allow(unsafe_code)]
     fn spawn(
         mut cmd: std::process::Command,
         own_group: bool,
@@ -232,19 +230,7 @@ impl Proc {
         if rootless {
             // Nothing named outlives the run: the commands die with it even
             // when it is SIGKILLed, and with them the last namespace users.
-            let parent = nix::unistd::getpid();
-            // SAFETY: prctl and getppid only, async-signal-safe, between
-            // fork and exec.
-            unsafe {
-                cmd.pre_exec(move || {
-                    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-                    // The run died before the signal was armed.
-                    if nix::unistd::getppid() != parent {
-                        return Err(io::Error::from_raw_os_error(libc::ESRCH));
-                    }
-                    Ok(())
-                });
-            }
+            process::dies_with_parent(&mut cmd);
         }
         let mut child = cmd
             .spawn()
@@ -290,12 +276,7 @@ impl Proc {
     }
 
     fn signal(&self, sig: Signal) {
-        let pid = Pid::from_raw(self.child.id() as i32);
-        let _ = if self.own_group {
-            nix::sys::signal::killpg(pid, sig)
-        } else {
-            nix::sys::signal::kill(pid, sig)
-        };
+        let _ = process::signal(self.child.id(), self.own_group, sig);
     }
 
     /// Waits (at most `RELAY_DRAIN`) for its output to be relayed to the
@@ -630,7 +611,7 @@ fn wait_ready(
 
 fn kill_probe(probe: Option<Child>) {
     if let Some(mut c) = probe {
-        let _ = nix::sys::signal::killpg(Pid::from_raw(c.id() as i32), Signal::SIGKILL);
+        let _ = process::signal(c.id(), true, Signal::SIGKILL);
         let _ = c.wait();
     }
 }
@@ -741,6 +722,6 @@ mod tests {
     fn exit_codes_follow_the_shell() {
         assert_eq!(exit_code(ExitStatus::from_raw(7 << 8)), 7);
         assert_eq!(exit_code(ExitStatus::from_raw(0)), 0);
-        assert_eq!(exit_code(ExitStatus::from_raw(libc::SIGKILL)), 137);
+        assert_eq!(exit_code(ExitStatus::from_raw(Signal::SIGKILL as i32)), 137);
     }
 }

@@ -902,3 +902,15 @@ fn tc_with_a_config_and_no_daemon_answers_offline() {
     assert!(!bad.status.success());
     assert!(!bad.stderr.is_empty());
 }
+
+/// The CPUs `daemon.cpus` is checked against are the process's affinity,
+/// as sched_getaffinity(2) gives it.
+#[test]
+fn the_cpus_the_configuration_allows_are_the_process_affinity() {
+    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap();
+    let affinity: Vec<u32> = (0..nix::sched::CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap())
+        .map(|c| c as u32)
+        .collect();
+    assert_eq!(bloatbox::config::allowed_cpus(), Some(affinity));
+}

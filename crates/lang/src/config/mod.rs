@@ -51,7 +51,8 @@ pub use qdisc::{HtbClass, QdiscSpec, QdiscTable};
 pub use report::check_report;
 pub use source::Position;
 pub use validate::{
-    check_link_coalescing, MAX_FRAMES, MAX_POST_NS, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING,
+    allowed_cpus, check_link_coalescing, MAX_FRAMES, MAX_POST_NS, MAX_RATE_BYTES_PS, MAX_USECS,
+    TX_RING,
 };
 pub use values::{Delay, IfAddr, LinkRate, Size, TcRate, TcTime};
 
@@ -87,7 +88,7 @@ pub fn read_input_file(path: &Path) -> std::io::Result<String> {
 }
 
 /// The embedded default configuration (configs/default.toml).
-pub const DEFAULT_TOML: &str = include_str!("../../configs/default.toml");
+pub const DEFAULT_TOML: &str = include_str!("../../../../configs/default.toml");
 
 /// A check of one direction's tc steps by the tc front end, on the device
 /// they will build (`Err` = the failing step's index, none for the device

@@ -38,7 +38,7 @@ impl EventSource for TerminalEvents {
 
 /// Restores the terminal when dropped: on return, on error and while
 /// unwinding.
-pub(crate) struct Restore;
+pub struct Restore;
 
 impl Drop for Restore {
     fn drop(&mut self) {

@@ -72,7 +72,7 @@ impl LinkSettings {
 impl Config {
     /// Makes relative trace and schedule paths relative to `base` (the
     /// configuration file's directory).
-    pub(crate) fn resolve_paths(&mut self, base: &Path) {
+    pub fn resolve_paths(&mut self, base: &Path) {
         self.link.resolve_paths(base);
         for table in [&mut self.link.left_to_right, &mut self.link.right_to_left]
             .into_iter()
@@ -199,7 +199,7 @@ impl Config {
 
     /// The shape of `dir`, reading its trace or schedule file (each part
     /// validated by its parser).
-    pub(crate) fn try_link_shape(&self, dir: Dir) -> Result<LinkShape, ConfigError> {
+    pub fn try_link_shape(&self, dir: Dir) -> Result<LinkShape, ConfigError> {
         Ok(LinkShape {
             impairments: self.impairments(dir)?,
             schedule: self.schedule(dir)?,

@@ -172,7 +172,7 @@ pub fn kill_netns_processes(ns: &str) {
 
 /// SIGKILLs the processes `pids` lists (those inside namespace `ns`) until
 /// it lists none, for at most `KILL_WAIT`.
-pub(crate) fn kill_until_gone(ns: &str, pids: impl Fn() -> Vec<i32>) {
+pub fn kill_until_gone(ns: &str, pids: impl Fn() -> Vec<i32>) {
     let deadline = std::time::Instant::now() + KILL_WAIT;
     loop {
         let pids = pids();
