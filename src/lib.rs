@@ -26,9 +26,10 @@
 //! The datapath shares no lock with anyone in its hot path: it drains a
 //! bounded command queue (eventfd) at the top of each loop and publishes a
 //! snapshot at a fixed rate into a one-slot mailbox it only `try_lock`s.
-//! Qdisc trees are edited only through tc commands applied by the datapath
-//! (`tc::run` turning each into a typed request for `QdiscTree::apply`,
-//! inside `Path::edit_qdisc`), so an edit is atomic with respect to packets.
+//! Qdisc trees are edited only by typed tc requests applied by the datapath
+//! (`QdiscTree::apply` inside `Path::edit_qdisc`; the commander's `tc::talk`
+//! reads the tc line into the request and prints the answer on the caller's
+//! thread), so an edit is atomic with respect to packets.
 //!
 //! The workspace is one crate per layer, lowest first, each depending only
 //! on those below it, so cargo refuses an upward import

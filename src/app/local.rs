@@ -1,7 +1,9 @@
 //! The TUI's `Control` inside `bloatbox up`: the daemon reached directly,
-//! through the datapath's snapshot slot and command queue, without the
-//! control socket.
+//! through the datapath's snapshot slot and its `Commander`, without the
+//! control socket: a field edit goes as a typed `set` plan, a tc line as
+//! the line, which the commander reads and prints on this thread.
 
+use crate::control::set::SetPlan;
 use crate::datapath::{Command, Commander, Datapath, SnapshotReader};
 use crate::load::feed::Probe;
 use crate::load::on_demand::OnDemand;
@@ -13,10 +15,10 @@ use crate::tui::Action;
 const TC_REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The TUI's view of the daemon it runs in: snapshots straight from the
-/// datapath's slot, link changes through its command queue as field edits
-/// (`Command::EditLink`, like `bloatbox set` over the control socket), so
-/// a change from the TUI and one from `bloatbox set` at the same moment
-/// each change only their own field.
+/// datapath's slot, link changes through its command queue as typed field
+/// edits (`Command::EditLink` with `SetPlan::field`, the plan `bloatbox
+/// set` makes over the control socket), so a change from the TUI and one
+/// from `bloatbox set` at the same moment each change only their own field.
 pub(super) struct LocalControl {
     commander: Commander,
     snapshots: SnapshotReader,
@@ -71,9 +73,9 @@ impl crate::tui::Control for LocalControl {
                 })
             }
             Action::SetLink { dir, field, value } => {
-                let args = vec![crate::control::field::set_arg(*dir, *field, *value)];
-                // Parsed here, not on the datapath, as the control socket does.
-                let plan = crate::control::set::parse_set(&args)?;
+                // Typed from the start: the field edit `set` makes of the
+                // argument that says the same.
+                let plan = SetPlan::field(*dir, *field, *value);
                 self.ask(|reply| Command::EditLink { plan, reply })?;
                 Ok(format!("{} {}", field.name(), field.show(*value)))
             }

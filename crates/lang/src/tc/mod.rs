@@ -1,20 +1,23 @@
 //! The tc command front end: what a user types after `tc` (with or without the
 //! leading `tc`, global flags `-s -d -j -p`) becomes a `TcCommand`
-//! (`command`); `run` turns it into the typed request a device receives
-//! (the kind's own parser, found in the table of kinds `kinds`, reads the
-//! words after the kind, over the one tokenizer `tokens`) and hands that to
-//! `crate::qdisc::tree::QdiscTree::apply`, which carries it out with the
-//! kernel's rules; `show` prints
-//! `tc [-s] [-d] [-j] qdisc|class show` exactly as iproute2 does, and
-//! `filter` parses `tc filter` commands and prints `tc filter show`. The
-//! link's own option languages live here too: `netem` (tc-netem(8) words
-//! into the link's typed impairments, and back) and `framing` (stab-style
-//! words and presets into the link's typed framing).
+//! (`command`); `talk` turns it into the typed request a device receives
+//! (the kind's own parser, found in the device's table of kinds `kinds`,
+//! reads the words after the kind, over the one tokenizer `tokens`) and
+//! sends that to the device (`device::Device`: a tree at hand, `run`, or a
+//! direction of the running datapath), whose tree carries it out with the
+//! kernel's rules (`crate::qdisc::tree::QdiscTree::apply`); a show asks the
+//! device for its tree's dump or a qdisc's filters and prints them here:
+//! `show` prints `tc [-s] [-d] [-j] qdisc|class show` exactly as iproute2
+//! does, and `filter` parses `tc filter` commands and prints `tc filter
+//! show`. The link's own option languages live here too: `netem`
+//! (tc-netem(8) words into the link's typed impairments, and back) and
+//! `framing` (stab-style words and presets into the link's typed framing).
 //!
 //! The emulated link has two devices: `left` is the egress of the left→right
 //! direction, `right` its mirror. Errors read like tc's and name the bad token.
 
 pub mod command;
+pub mod device;
 pub mod filter;
 pub mod framing;
 pub mod hint;
@@ -33,8 +36,9 @@ use crate::packet::Drops;
 use crate::qdisc::kinds::KindEntry;
 use crate::qdisc::request::{Options, Request};
 use crate::qdisc::tree::{DevSpec, QdiscTree};
-use crate::qdisc::Qdisc;
+use crate::qdisc::QdiscDump;
 use crate::time::Instant;
+use device::{Answer, At, Device};
 
 /// The request `cmd` sends to a device whose kinds are `kinds`: the words
 /// after the kind parsed by that kind's own parser (as iproute2 parses
@@ -81,22 +85,79 @@ pub fn run(
     now: Instant,
     drops: &mut Drops,
 ) -> Result<Option<String>, TcError> {
-    run_cmd(tree, cmd, now, drops).map_err(|e| {
-        let e = talking_to_the_kernel(cmd, e);
-        let known = |k: &str| crate::qdisc::kinds::lookup(tree.dev().kinds, k).is_some();
-        let kind = cmd.kind.as_deref();
-        let hint = match kind {
-            Some("mq") if tree.dev().tx_queues == 1 => Some(hint::single_queue(tree.dev().dev)),
-            _ => kind
-                .filter(|k| !known(k))
-                .and_then(hint::missing_kind)
-                .map(str::to_string),
-        };
-        match hint {
-            Some(h) => TcError::new(format!("{}\n{h}", e.0.trim_end())),
-            None => e,
+    let Ok(said) = talk(&mut At { tree, now, drops }, cmd);
+    said
+}
+
+/// `run` on any device (`device`): the command is read and its answer
+/// printed here, the device gets typed requests and answers typed values.
+/// `Err` when the device could not be reached, with its own error.
+pub fn talk<D: Device>(
+    dev: &mut D,
+    cmd: &TcCommand,
+) -> Result<Result<Option<String>, TcError>, D::Unreached> {
+    let spec = dev.spec()?;
+    match exchange(dev, &spec, cmd) {
+        Ok(said) => Ok(Ok(said)),
+        Err(Failed::Tc(e)) => Ok(Err(worded(&spec, cmd, e))),
+        Err(Failed::Unreached(u)) => Err(u),
+    }
+}
+
+/// `tc qdisc|class show` naming no device, over `devs` in order, each
+/// listed with `dev X`: what tc prints, or why a device could not be
+/// reached.
+pub fn show_devices<D: Device>(
+    devs: &mut [D],
+    cmd: &TcCommand,
+) -> Result<Result<String, TcError>, D::Unreached> {
+    let mut dumps = Vec::new();
+    for dev in devs {
+        let spec = dev.spec()?;
+        match dev.dump(cmd.dev)? {
+            Ok(root) => dumps.push((spec, root)),
+            Err(e) => return Ok(Err(e)),
         }
-    })
+    }
+    Ok(print_dumps(cmd, &dumps))
+}
+
+/// Why a command got no answer: tc's error (the front end's or the
+/// tree's), or a device that was not reached.
+enum Failed<U> {
+    Tc(TcError),
+    Unreached(U),
+}
+
+impl<U> From<TcError> for Failed<U> {
+    fn from(e: TcError) -> Self {
+        Failed::Tc(e)
+    }
+}
+
+/// The value a device answered, or its error as a `Failed`.
+fn reached<T, U>(answer: Answer<T, U>) -> Result<T, Failed<U>> {
+    answer.map_err(Failed::Unreached)?.map_err(Failed::Tc)
+}
+
+/// tc's error for `cmd` on the device `spec` as tc words it: after the
+/// kernel's refusal of a filter change (`talking_to_the_kernel`), with
+/// bloatbox's hint for a kind the device lacks or mq on a single queue.
+fn worded(spec: &DevSpec, cmd: &TcCommand, e: TcError) -> TcError {
+    let e = talking_to_the_kernel(cmd, e);
+    let known = |k: &str| crate::qdisc::kinds::lookup(spec.kinds, k).is_some();
+    let kind = cmd.kind.as_deref();
+    let hint = match kind {
+        Some("mq") if spec.tx_queues == 1 => Some(hint::single_queue(spec.dev)),
+        _ => kind
+            .filter(|k| !known(k))
+            .and_then(hint::missing_kind)
+            .map(str::to_string),
+    };
+    match hint {
+        Some(h) => TcError::new(format!("{}\n{h}", e.0.trim_end())),
+        None => e,
+    }
 }
 
 /// iproute2 6.1's tc_filter.c `tc_filter_modify` adds "We have an error
@@ -115,49 +176,50 @@ fn talking_to_the_kernel(cmd: &TcCommand, e: TcError) -> TcError {
     TcError::new(text)
 }
 
-fn run_cmd(
-    tree: &mut QdiscTree,
+/// One command on the device `spec` describes: a change is sent as the
+/// typed request its words make, a show asks for the tree's dump (or a
+/// qdisc's filters) and prints it.
+fn exchange<D: Device>(
+    dev: &mut D,
+    spec: &DevSpec,
     cmd: &TcCommand,
-    now: Instant,
-    drops: &mut Drops,
-) -> Result<Option<String>, TcError> {
+) -> Result<Option<String>, Failed<D::Unreached>> {
     if cmd.verb != Verb::Show {
-        let said = tree.apply(&request(tree.dev().kinds, cmd)?, now, drops)?;
+        let said = reached(dev.apply(request(spec.kinds, cmd)?))?;
         return Ok(with_hints(&cmd.arg_strs(), said));
     }
-    show(tree, cmd, now).map(Some)
-}
-
-/// What tc prints for a `show` command (`qdisc|class|filter show`) on
-/// `tree` at `now`. Reads the tree only: it frees no frame and changes no
-/// counter, so a caller need not run the qdisc after it.
-pub fn show(tree: &mut QdiscTree, cmd: &TcCommand, now: Instant) -> Result<String, TcError> {
-    if cmd.verb != Verb::Show {
-        return Err(TcError::new(format!(
-            "\"{}\" changes the tree; only a show reads it",
-            cmd.arg_strs().join(" ")
-        )));
-    }
     if cmd.object == Object::Filter {
-        let listing = tree.filters(&request(tree.dev().kinds, cmd)?, now)?;
+        let listing = reached(dev.filters(request(spec.kinds, cmd)?))?;
         // tc/tc_filter.c print_filter: "parent" unless the show named it.
         let show_parent = cmd.parent != Some(listing.qdisc);
         if cmd.flags.json {
             let objs = filter::print_json(listing.qdisc, &listing.filters, show_parent);
-            return Ok(format!("{}\n", show::to_json(&objs, cmd.flags.pretty)));
+            return Ok(Some(format!(
+                "{}\n",
+                show::to_json(&objs, cmd.flags.pretty)
+            )));
         }
-        return Ok(filter::print(listing.qdisc, &listing.filters, show_parent));
+        return Ok(Some(filter::print(
+            listing.qdisc,
+            &listing.filters,
+            show_parent,
+        )));
     }
-    tree.check_dev(cmd.dev)?;
-    let root = tree.dump(now);
-    show::render(
-        cmd,
-        &[show::DevDump {
-            dev: tree.dev().dev,
-            root: &root,
-            tx_queues: tree.dev().tx_queues,
-        }],
-    )
+    let root = reached(dev.dump(cmd.dev))?;
+    Ok(Some(print_dumps(cmd, &[(spec.clone(), root)])?))
+}
+
+/// `tc qdisc|class show` printed from the devices' dumps.
+fn print_dumps(cmd: &TcCommand, dumps: &[(DevSpec, QdiscDump)]) -> Result<String, TcError> {
+    let devs: Vec<show::DevDump> = dumps
+        .iter()
+        .map(|(spec, root)| show::DevDump {
+            dev: spec.dev,
+            root,
+            tx_queues: spec.tx_queues,
+        })
+        .collect();
+    show::render(cmd, &devs)
 }
 
 /// What tc said, after a warning for each likely typo in `words` (see
@@ -396,6 +458,47 @@ mod tests {
             run(&mut tree, &fine, Instant::ZERO, &mut Drops::new()),
             Ok(None)
         );
+    }
+
+    /// A device that cannot be reached says why in its own words: tc
+    /// hands that back as it is, not as tc's error with hints.
+    #[test]
+    fn a_device_that_is_not_reached_is_not_worded_as_tc() {
+        use super::device::{Answer, Device};
+        use super::{talk, TcCommand};
+        use crate::qdisc::request::Request;
+        use crate::qdisc::tree::FilterListing;
+        use crate::qdisc::QdiscDump;
+        /// Knows its device, answers nothing else.
+        struct Gone(DevSpec);
+        impl Device for Gone {
+            type Unreached = &'static str;
+            fn spec(&mut self) -> Result<DevSpec, &'static str> {
+                Ok(self.0.clone())
+            }
+            fn apply(&mut self, _: Request) -> Answer<Option<String>, &'static str> {
+                Err("gone")
+            }
+            fn dump(&mut self, _: Option<Dir>) -> Answer<QdiscDump, &'static str> {
+                Err("gone")
+            }
+            fn filters(&mut self, _: Request) -> Answer<FilterListing, &'static str> {
+                Err("gone")
+            }
+        }
+        let mut dev = Gone(DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN));
+        for line in [
+            "tc qdisc add dev left root mq",
+            "tc qdisc show dev left",
+            "tc filter show dev left",
+        ] {
+            let cmd = TcCommand::parse(line).unwrap();
+            assert_eq!(talk(&mut dev, &cmd), Err("gone"), "{line}");
+        }
+        // tc's own refusal needs no device answer, and is worded as tc's.
+        let cmd = TcCommand::parse("tc qdisc add dev left root cake limit 3").unwrap();
+        let e = talk(&mut dev, &cmd).unwrap().unwrap_err();
+        assert!(e.0.contains("bloatbox has no cake"), "{}", e.0);
     }
 
     /// A kernel kind bloatbox lacks gets tc's error and where bloatbox has

@@ -3,7 +3,8 @@
 //! as people type it into core units, shows it back and applies it to
 //! `LinkParams` within the ranges a configuration file allows; `set_arg`
 //! turns a field's value back into the `set` argument that carries it, so
-//! the TUI's changes take the same path as `bloatbox set`.
+//! the TUI's changes over the control socket take the same path as
+//! `bloatbox set` (inside the daemon they go typed: `SetPlan::field`).
 
 use crate::config::values::{DelayUnit, LinkRateUnit, UnitKind};
 use crate::dir::Dir;
@@ -211,9 +212,10 @@ impl LinkField {
 }
 
 /// A `set` argument that `LinkField::parse` reads back as exactly `value`
-/// (core units: bytes/s, ns). The TUI sends its link changes as these, in
-/// the daemon as over the socket, so they go through the same field edit
-/// as `bloatbox set`.
+/// (core units: bytes/s, ns). `bloatbox top` sends its link changes over
+/// the control socket as these, so they go through the same field edit as
+/// `bloatbox set`; a typed field edit (`SetPlan::field`) is named by it in
+/// an error.
 pub fn set_arg(dir: Dir, field: LinkField, value: u64) -> String {
     let dev = dir.dev();
     let text = match field {

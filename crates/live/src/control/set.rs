@@ -17,7 +17,7 @@
 //! contents as `left.trace_text=...` / `left.schedule_text=...`
 //! (`inline_files`).
 
-use super::field::LinkField;
+use super::field::{set_arg, LinkField};
 use crate::config::ethtool::show::{self, EthtoolReply};
 use crate::dir::Dir;
 use crate::link::impair::Loss;
@@ -161,12 +161,27 @@ impl ShapeEdit {
     }
 }
 
-/// `set` arguments, parsed: link arguments (applied by `apply_set`) and
-/// shape edits.
+/// `set` arguments, parsed: link edits (applied as `apply_set` applies
+/// arguments) and shape edits.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SetPlan {
-    link: Vec<String>,
+    link: Vec<LinkEdit>,
     shape: Vec<(String, Dir, ShapeEdit)>,
+}
+
+/// One change to the link parameters in a `SetPlan`.
+#[derive(Clone, Debug, PartialEq)]
+enum LinkEdit {
+    /// A link argument as written (`DEV.FIELD=VALUE`, or an ethtool line),
+    /// read when the plan is applied.
+    Arg(String),
+    /// A field of a direction set to a value in core units (the TUI's
+    /// edits, typed from the start).
+    Field {
+        dir: Dir,
+        field: LinkField,
+        value: u64,
+    },
 }
 
 /// What a direction's shape is after a `set`.
@@ -311,7 +326,7 @@ pub fn parse_set(args: &[String]) -> Result<SetPlan, String> {
                     ShapeEdit::parse(name, value).map_err(|e| format!("\"{shown}\": {e}"))?;
                 plan.shape.push((arg.clone(), dir, edit));
             }
-            None => plan.link.push(arg.clone()),
+            None => plan.link.push(LinkEdit::Arg(arg.clone())),
         }
     }
     Ok(plan)
@@ -376,6 +391,17 @@ pub fn inline_files(args: &[String], cwd: &std::path::Path) -> Result<Vec<String
 }
 
 impl SetPlan {
+    /// The plan that sets `field` of direction `dir` to `value` (core
+    /// units, as `LinkField::parse` gives them), as the TUI edits a field:
+    /// checked and applied as the `set` argument `set_arg` writes for it
+    /// would be, with no text to read.
+    pub fn field(dir: Dir, field: LinkField, value: u64) -> SetPlan {
+        SetPlan {
+            link: vec![LinkEdit::Field { dir, field, value }],
+            shape: Vec::new(),
+        }
+    }
+
     /// Applies the plan to copies of both directions' parameters and
     /// shapes, then validates the shapes; on error nothing changes and the
     /// message names the argument. Returns the replies of its ethtool lines.
@@ -387,7 +413,7 @@ impl SetPlan {
         let mut next = *params;
         let mut replies = Vec::new();
         if !self.link.is_empty() {
-            replies = apply_set(&self.link, &mut next)?;
+            replies = apply_link(&self.link, &mut next)?;
         }
         let mut next_shapes = shapes.clone();
         for (arg, dir, edit) in &self.shape {
@@ -476,31 +502,50 @@ pub fn apply_set(
     args: &[String],
     params: &mut [LinkParams; 2],
 ) -> Result<Vec<EthtoolReply>, String> {
-    if args.is_empty() {
+    let edits: Vec<LinkEdit> = args.iter().cloned().map(LinkEdit::Arg).collect();
+    apply_link(&edits, params)
+}
+
+/// `apply_set` of a plan's link edits: an argument is read here, a typed
+/// field is named in an error by the argument that says the same
+/// (`set_arg`).
+fn apply_link(
+    edits: &[LinkEdit],
+    params: &mut [LinkParams; 2],
+) -> Result<Vec<EthtoolReply>, String> {
+    if edits.is_empty() {
         return Err(format!("nothing to set: {USAGE}"));
     }
     let mut next = *params;
     let mut replies = Vec::new();
-    for arg in args {
-        if arg.trim_start().starts_with("ethtool") {
-            let cmd = crate::config::parse_ethtool(arg).map_err(|e| e.to_string())?;
-            let device = &mut next[cmd.direction.index()];
-            let before = *device;
-            cmd.apply(device).map_err(|e| e.to_string())?;
-            replies.push(show::reply(&cmd, &before, device));
-            continue;
-        }
-        let (key, value) = arg
-            .split_once('=')
-            .ok_or_else(|| format!("\"{arg}\": {USAGE}"))?;
-        let (dev, name) = key
-            .split_once('.')
-            .ok_or_else(|| format!("\"{arg}\": {USAGE}"))?;
-        let dir = Dir::from_dev(dev)
-            .ok_or_else(|| format!("\"{arg}\": device \"{dev}\" is unknown; {USAGE}"))?;
-        let field = field_of(name)
-            .ok_or_else(|| format!("\"{arg}\": field \"{name}\" is unknown; {USAGE}"))?;
-        let v = field.parse(value).map_err(|e| format!("\"{arg}\": {e}"))?;
+    for edit in edits {
+        let (dir, field, v, arg) = match edit {
+            LinkEdit::Field { dir, field, value } => {
+                (*dir, *field, *value, set_arg(*dir, *field, *value))
+            }
+            LinkEdit::Arg(arg) if arg.trim_start().starts_with("ethtool") => {
+                let cmd = crate::config::parse_ethtool(arg).map_err(|e| e.to_string())?;
+                let device = &mut next[cmd.direction.index()];
+                let before = *device;
+                cmd.apply(device).map_err(|e| e.to_string())?;
+                replies.push(show::reply(&cmd, &before, device));
+                continue;
+            }
+            LinkEdit::Arg(arg) => {
+                let (key, value) = arg
+                    .split_once('=')
+                    .ok_or_else(|| format!("\"{arg}\": {USAGE}"))?;
+                let (dev, name) = key
+                    .split_once('.')
+                    .ok_or_else(|| format!("\"{arg}\": {USAGE}"))?;
+                let dir = Dir::from_dev(dev)
+                    .ok_or_else(|| format!("\"{arg}\": device \"{dev}\" is unknown; {USAGE}"))?;
+                let field = field_of(name)
+                    .ok_or_else(|| format!("\"{arg}\": field \"{name}\" is unknown; {USAGE}"))?;
+                let v = field.parse(value).map_err(|e| format!("\"{arg}\": {e}"))?;
+                (dir, field, v, arg.clone())
+            }
+        };
         field
             .apply(&mut next[dir.index()], v)
             .map_err(|e| format!("\"{arg}\": {e}"))?;
@@ -868,5 +913,32 @@ mod tests {
             [Change::default(), Change::default()],
             "a value equal to the running one changes nothing"
         );
+    }
+
+    /// The TUI's typed field edit has the outcome of the `set` argument
+    /// that says the same, refusals and their messages included.
+    #[test]
+    fn a_typed_field_edit_is_the_set_argument_that_says_the_same() {
+        let params = [LinkParams::default(); 2];
+        let shapes = [LinkShape::default(), LinkShape::default()];
+        for (dir, field, value) in [
+            (Dir::LeftToRight, LinkField::Rate, 1_250_000),
+            (Dir::RightToLeft, LinkField::Delay, 20_000_123),
+            (Dir::LeftToRight, LinkField::Bql, 0),
+            (Dir::RightToLeft, LinkField::TxQueues, 4),
+            (Dir::LeftToRight, LinkField::TxStopThreshold, 19),
+            // Refused: a stop threshold above the ring.
+            (Dir::RightToLeft, LinkField::TxStopThreshold, 4_000),
+        ] {
+            let typed = SetPlan::field(dir, field, value).outcome(params, shapes.clone());
+            let written = parse_set(&[set_arg(dir, field, value)])
+                .unwrap()
+                .outcome(params, shapes.clone());
+            assert_eq!(typed, written, "{field:?} {value}");
+        }
+        let e = SetPlan::field(Dir::RightToLeft, LinkField::TxStopThreshold, 4_000)
+            .outcome(params, shapes)
+            .unwrap_err();
+        assert!(e.starts_with("dev right: tx_stop_threshold 4000"), "{e}");
     }
 }

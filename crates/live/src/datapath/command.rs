@@ -1,11 +1,15 @@
 //! Requests to the running datapath (`Command`) and how they reach the
-//! threads: each direction's thread has a bounded queue of `Request`s and
-//! an eventfd its epoll watches. A `Commander` routes a command to the
-//! direction it names without blocking (a link change, a tc line naming a
-//! device). A command about both directions (a `set` plan, which is all or
-//! nothing over both; `tc qdisc show` without a device) is carried out by
-//! the commander on the caller's thread: it asks each direction's thread
-//! for what it needs, computes the result, and sends each its part. All
+//! threads: each direction's thread has a bounded queue of typed `Request`s
+//! and an eventfd its epoll watches. A `Commander` routes a link change to
+//! the direction it names without blocking. A `set` plan (all or nothing
+//! over both directions) and a tc line are carried out by the commander on
+//! the caller's thread: it asks each direction's thread for what it needs
+//! and waits for the typed answers, computes the result, and sends each its
+//! part; for a tc line that means reading the line and its options
+//! (against the kinds of the device it names), sending the typed request,
+//! dump or filter listing the line asks for to the direction it names (to
+//! both for `tc qdisc show` without a device), and printing the answer
+//! (`crate::tc::talk`), so the threads read and write no tc text. All
 //! commanders of one datapath take one lock while they queue, so such a
 //! command sees no other change land between its reads and its writes.
 
@@ -18,8 +22,12 @@ use nix::sys::eventfd::{EfdFlags, EventFd};
 
 use crate::control::set::{Change, Effective, SetPlan};
 use crate::dir::Dir;
+use crate::handle::TcError;
 use crate::link::{LinkParams, LinkShape};
 use crate::qdisc::dump::QdiscDump;
+use crate::qdisc::request::Request as TreeRequest;
+use crate::qdisc::tree::{DevSpec, FilterListing};
+use crate::tc::device::{Answer, Device};
 use crate::tc::{Object, TcCommand, Verb};
 
 use super::error::DatapathError;
@@ -66,9 +74,11 @@ pub enum Command {
     },
     /// One tc command line (`tc qdisc|class|filter ... dev left|right ...`)
     /// for the qdisc tree of the direction its device names; the reply is
-    /// its output (`show`) or its error. A line tc refuses, or one naming
-    /// no device, is answered by `Commander::send` itself; `tc qdisc show`
-    /// without a device waits for both threads' trees.
+    /// its output (`show`, or a change's warnings) or its error.
+    /// `Commander::send` reads the line, sends the direction's thread the
+    /// typed requests it makes and prints the typed answers, waiting for
+    /// them (at most 2 s each) before it returns; `tc qdisc show` without
+    /// a device asks both threads.
     Tc {
         /// The tc command line, as typed (`tc qdisc add dev left root
         /// fq_codel`).
@@ -103,14 +113,24 @@ pub(super) enum Request {
         change: Box<Change>,
         reply: SyncSender<Result<(), String>>,
     },
-    /// A parsed tc command naming this direction's device.
-    Tc {
-        cmd: TcCommand,
-        reply: SyncSender<Result<String, String>>,
+    /// The device below the qdisc tree.
+    Device {
+        reply: SyncSender<DevSpec>,
     },
-    /// The qdisc tree's dump and the device's TX queue count.
+    /// A typed tc request for the qdisc tree, carried out between frames.
+    Apply {
+        request: TreeRequest,
+        reply: SyncSender<Result<Option<String>, TcError>>,
+    },
+    /// The qdisc tree's dump, for a show naming `dev`.
     Dump {
-        reply: SyncSender<(QdiscDump, u16)>,
+        dev: Option<Dir>,
+        reply: SyncSender<Result<QdiscDump, TcError>>,
+    },
+    /// The qdisc a `tc filter show` request names, and its filters.
+    Filters {
+        request: TreeRequest,
+        reply: SyncSender<Result<FilterListing, TcError>>,
     },
 }
 
@@ -228,26 +248,8 @@ impl Commander {
                 Ok(())
             }
             Command::Tc { line, reply } => {
-                let cmd = match TcCommand::parse(&line) {
-                    Ok(cmd) => cmd,
-                    Err(e) => {
-                        let _ = reply.try_send(Err(e.0));
-                        return Ok(());
-                    }
-                };
-                match cmd.dev {
-                    Some(dir) => self.queue(dir).send(Request::Tc { cmd, reply }),
-                    None if cmd.verb == Verb::Show && cmd.object == Object::Qdisc => {
-                        let _ = reply.try_send(self.show_both(&cmd));
-                        Ok(())
-                    }
-                    None => {
-                        let _ = reply.try_send(Err(format!(
-                            "{line:?}: name a device: dev left or dev right"
-                        )));
-                        Ok(())
-                    }
-                }
+                let _ = reply.try_send(self.tc(&line));
+                Ok(())
             }
         }
     }
@@ -306,20 +308,47 @@ impl Commander {
         Ok(outcome.effective)
     }
 
-    /// A `qdisc show` over both devices, rendered as one.
-    fn show_both(&self, cmd: &TcCommand) -> Result<String, String> {
-        let mut dumps = Vec::new();
-        for dir in Dir::ALL {
-            dumps.push((dir, self.queue(dir).ask(|reply| Request::Dump { reply })?));
+    /// A tc line: read here, carried out by the typed requests it makes
+    /// to the direction its device names (`tc qdisc show` without a
+    /// device: to both, listed as one), and its answer printed here: tc's
+    /// output or its error.
+    fn tc(&self, line: &str) -> Result<String, String> {
+        let cmd = TcCommand::parse(line).map_err(|e| e.0)?;
+        match cmd.dev {
+            Some(dir) => crate::tc::talk(&mut Remote(self.queue(dir)), &cmd)?
+                .map(Option::unwrap_or_default)
+                .map_err(|e| e.0),
+            None if cmd.verb == Verb::Show && cmd.object == Object::Qdisc => {
+                let mut both = Dir::ALL.map(|dir| Remote(self.queue(dir)));
+                crate::tc::show_devices(&mut both, &cmd)?.map_err(|e| e.0)
+            }
+            None => Err(format!("{line:?}: name a device: dev left or dev right")),
         }
-        let devs: Vec<_> = dumps
-            .iter()
-            .map(|(dir, (root, tx_queues))| crate::tc::show::DevDump {
-                dev: *dir,
-                root,
-                tx_queues: *tx_queues,
-            })
-            .collect();
-        crate::tc::show::render(cmd, &devs).map_err(|e| e.0)
+    }
+}
+
+/// One direction's qdisc tree as tc reaches it from the caller's thread:
+/// each typed request is queued for the direction's thread, which carries
+/// it out between frames, and its typed answer awaited (at most 2 s).
+struct Remote<'q>(&'q Queue);
+
+impl Device for Remote<'_> {
+    /// The queue was full or its thread gone, or no answer came in time.
+    type Unreached = String;
+
+    fn spec(&mut self) -> Result<DevSpec, String> {
+        self.0.ask(|reply| Request::Device { reply })
+    }
+
+    fn apply(&mut self, request: TreeRequest) -> Answer<Option<String>, String> {
+        self.0.ask(|reply| Request::Apply { request, reply })
+    }
+
+    fn dump(&mut self, dev: Option<Dir>) -> Answer<QdiscDump, String> {
+        self.0.ask(|reply| Request::Dump { dev, reply })
+    }
+
+    fn filters(&mut self, request: TreeRequest) -> Answer<FilterListing, String> {
+        self.0.ask(|reply| Request::Filters { request, reply })
     }
 }

@@ -6,7 +6,9 @@
 //! half and a write half on `dup`ed descriptors (`FramePort::split`), each
 //! thread has its own buffer pools, timerfd, epoll set, wake-up policy,
 //! lateness histograms and release pacer. Commands reach the direction they
-//! name; readers merge the two directions' snapshots.
+//! name as typed requests (a tc line is read and its answer printed on the
+//! caller's thread, by the `Commander`); readers merge the two directions'
+//! snapshots.
 //!
 //! Each thread sleeps in `epoll_wait` over its read port, an absolute
 //! CLOCK_MONOTONIC timerfd armed at its lane's next deadline

@@ -1,11 +1,14 @@
 //! The driver's command handling: draining its direction's queue at the
 //! top of an iteration and carrying out each request (a link change, its
-//! part of a `set`, a tc command on its tree, its tree's dump) at the
-//! current time, then, after one that may have changed the link or its
-//! tree, deciding again whether GSO super-frames pass whole.
+//! part of a `set`, a typed tc request on its tree, its tree's device, dump
+//! or filters) at the current time, then, after one that may have changed
+//! the link or its tree, deciding again whether GSO super-frames pass
+//! whole. Requests and replies are typed: no tc text is read or written
+//! here (`crate::tc::talk` does that on the commander's side).
 
 use std::sync::mpsc::TryRecvError;
 
+use crate::qdisc::Qdisc;
 use crate::time::Clock;
 
 use super::super::command::{Request, Stepper};
@@ -78,29 +81,27 @@ impl Driver {
                     let _ = reply.try_send(installed);
                     true
                 }
-                Request::Tc { cmd, reply } => {
-                    // A show reads the tree without running the qdisc (a
-                    // dump makes no dequeue in the kernel either).
-                    let show = cmd.verb == crate::qdisc::request::Verb::Show;
-                    let out = if show {
-                        path.inspect_qdisc(now, |tree, t| {
-                            crate::tc::show(tree, &cmd, t).map_err(|e| e.0)
-                        })
-                    } else {
-                        path.edit_qdisc(now, |tree, t, drops| {
-                            crate::tc::run(tree, &cmd, t, drops)
-                                .map(Option::unwrap_or_default)
-                                .map_err(|e| e.0)
-                        })
-                    };
-                    let _ = reply.try_send(out);
-                    !show
+                Request::Device { reply } => {
+                    let _ = reply.try_send(path.qdisc().dev().clone());
+                    false
                 }
-                Request::Dump { reply } => {
-                    let dump = path.inspect_qdisc(now, |tree, t| {
-                        (crate::qdisc::Qdisc::dump(tree, t), tree.dev().tx_queues)
-                    });
+                Request::Apply { request, reply } => {
+                    let said =
+                        path.edit_qdisc(now, |tree, t, drops| tree.apply(&request, t, drops));
+                    let _ = reply.try_send(said);
+                    true
+                }
+                // A dump and a filter listing read the tree without running
+                // the qdisc (a dump makes no dequeue in the kernel either).
+                Request::Dump { dev, reply } => {
+                    let dump = path
+                        .inspect_qdisc(now, |tree, t| tree.check_dev(dev).map(|()| tree.dump(t)));
                     let _ = reply.try_send(dump);
+                    false
+                }
+                Request::Filters { request, reply } => {
+                    let listing = path.inspect_qdisc(now, |tree, t| tree.filters(&request, t));
+                    let _ = reply.try_send(listing);
                     false
                 }
             };
