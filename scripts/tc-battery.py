@@ -8,7 +8,7 @@ usage:
   sudo scripts/tc-battery.py --all      # print every difference (default: the first 40)
   sudo scripts/tc-battery.py --dump=F   # also keep both sides' raw results in F (JSON)
 
-The commands are src/tc/testdata/battery.tc: sessions (`== NAME`), each
+The commands are crates/lang/src/tc/testdata/battery.tc: sessions (`== NAME`), each
 run on a fresh device, every command followed by the shows of SHOWS below.
 Each side runs it on its own device:
 
@@ -39,7 +39,7 @@ A difference is either exact (stdout, stderr and exit code agree), or
 followed by lines of its own: the rule of docs/tc-ethtool.md for hints),
 or different.
 
---write stores the kernel's results in src/tc/testdata/battery-kernel.jsonl
+--write stores the kernel's results in crates/lang/src/tc/testdata/battery-kernel.jsonl
 (one JSON object per command: the command, stdout, stderr, exit code, or
 `"repeat": true` for a show that printed what it printed last in its
 session; `{"session": NAME}` starts a session; the first line says which
@@ -61,8 +61,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LIST = os.path.join(ROOT, "src/tc/testdata/battery.tc")
-KERNEL_DATA = os.path.join(ROOT, "src/tc/testdata/battery-kernel.jsonl")
+LIST = os.path.join(ROOT, "crates/lang/src/tc/testdata/battery.tc")
+KERNEL_DATA = os.path.join(ROOT, "crates/lang/src/tc/testdata/battery-kernel.jsonl")
 
 # What follows every command: each object's show, with -s, -d and -j. No
 # `-j class show`: iproute2 6.1 prints classes as text under -j

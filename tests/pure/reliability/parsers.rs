@@ -12,7 +12,7 @@
 //!   the configuration unchanged, an accepted one keeps it valid, and the
 //!   tc lines of a valid configuration always build a qdisc tree.
 //!
-//! The control socket (src/control) has no pure request parser (the
+//! The control socket (crates/live/src/control) has no pure request parser (the
 //! server answers any connection with a stats snapshot), so there is
 //! nothing to fuzz there without the live plumbing.
 

@@ -108,7 +108,7 @@ fn bloatbox_prints_what_the_kernel_battery_printed() {
         );
         let mut text = String::from(
             "# Battery lines (session #index: command) where bloatbox still prints\n\
-             # other than the kernel did; see src/tc/battery_tests.rs.\n",
+             # other than the kernel did; see crates/lang/src/tc/battery_tests.rs.\n",
         );
         text.extend(differ.iter().map(|d| format!("{d}\n")));
         std::fs::write(path, text).unwrap();
