@@ -31,9 +31,9 @@
 //! inside `Path::edit_qdisc`), so an edit is atomic with respect to packets.
 //!
 //! The core is its own crate, `bloatbox-core` (crates/core), re-exported
-//! here under its module names: `time`, `units`, `dir`, `handle`, `packet`,
-//! `qdisc`, `link`, `bridge`. It depends on nothing of this crate, so the
-//! build keeps the layers apart.
+//! here under its module names: `time`, `units`, `dir`, `handle`,
+//! `refusal`, `packet`, `qdisc`, `link`, `bridge`. It depends on nothing of
+//! this crate, so the build keeps the layers apart.
 //!
 //! Modules of this crate: `clock` (CLOCK_MONOTONIC, the live clock), `tc`
 //! (the tc language: commands, each kind's option syntax and printer, the
@@ -80,4 +80,4 @@ pub mod sim;
 pub mod tc;
 pub mod tui;
 
-pub use bloatbox_core::{bridge, dir, handle, link, packet, qdisc, time, units};
+pub use bloatbox_core::{bridge, dir, handle, link, packet, qdisc, refusal, time, units};

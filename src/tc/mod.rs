@@ -15,6 +15,7 @@
 //! direction, `right` its mirror. Errors read like tc's and name the bad token.
 
 pub mod command;
+pub mod error;
 pub mod filter;
 pub mod framing;
 pub mod hint;
@@ -27,8 +28,8 @@ pub mod xstats;
 
 pub use crate::qdisc::kinds::new_qdisc;
 pub use command::{parse_dev, Flags, Object, TcCommand, Verb};
+pub use error::TcError;
 
-use crate::handle::TcError;
 use crate::packet::Drops;
 use crate::qdisc::kinds::KindEntry;
 use crate::qdisc::request::{Options, Request};
@@ -228,7 +229,7 @@ pub fn build_tree_reporting(
     steps: &[Step],
     warn: &mut dyn FnMut(&str, &str),
 ) -> Result<QdiscTree, (Option<usize>, TcError)> {
-    let mut tree = QdiscTree::new(dev).map_err(|e| (None, e))?;
+    let mut tree = QdiscTree::new(dev).map_err(|e| (None, e.into()))?;
     let mut drops = Drops::new();
     for (i, step) in steps.iter().enumerate() {
         let said = match step {
@@ -236,7 +237,8 @@ pub fn build_tree_reporting(
                 .and_then(|cmd| run(&mut tree, &cmd, Instant::ZERO, &mut drops)),
             Step::Request { request, line } => tree
                 .apply(request, Instant::ZERO, &mut drops)
-                .map(|said| with_hints(&line.split_whitespace().collect::<Vec<_>>(), said)),
+                .map(|said| with_hints(&line.split_whitespace().collect::<Vec<_>>(), said))
+                .map_err(TcError::from),
         }
         .map_err(|e| (Some(i), e))?;
         if let Some(warning) = said {

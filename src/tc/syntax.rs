@@ -9,8 +9,8 @@
 //! ordered JSON object iproute2's printers write.
 
 use super::tokens::Tokens;
+use super::TcError;
 use crate::dir::Dir;
-use crate::handle::TcError;
 use crate::qdisc::kinds::{self, KindEntry};
 use crate::qdisc::{ClassOptions, QdiscOptions, Xstats};
 use std::sync::RwLock;
@@ -391,7 +391,7 @@ mod tests {
     /// A `kind` qdisc from the words after the kind, as tc builds one.
     fn build(kind: &str, dev: &DevSpec, words: &[&str]) -> Result<Box<dyn Qdisc>, TcError> {
         let options = parse_qdisc(dev.kinds, kind, words)?;
-        new_qdisc(kind, QdiscCtx::default(), dev, &options)
+        Ok(new_qdisc(kind, QdiscCtx::default(), dev, &options)?)
     }
 
     #[test]
