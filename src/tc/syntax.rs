@@ -307,10 +307,9 @@ pub fn parse_qdisc(
         // iproute2 finds no q_<kind> to parse the options with.
         // A kind iproute2 has a q_<kind> for: tc parses its options and
         // the kernel, which lacks the kind here, refuses it.
-        (None, Some(_)) if IPROUTE2_KINDS.contains(&kind) => Err(TcError::new(format!(
-            "Error: Specified qdisc kind is unknown.\n(\"{kind}\"; bloatbox qdiscs: {})",
-            names(table, |_| true)
-        ))),
+        (None, Some(_)) if IPROUTE2_KINDS.contains(&kind) => {
+            Err(kinds::unknown_kind(table, kind).into())
+        }
         (None, Some(first)) => Err(TcError::new(format!(
             "Unknown qdisc \"{kind}\", hence option \"{first}\" is unparsable\n(bloatbox \
              qdiscs: {})",
