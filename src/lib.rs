@@ -34,7 +34,7 @@
 //! The workspace is one crate per layer, lowest first, each depending only
 //! on those below it, so cargo refuses an upward import
 //! (docs/architecture.md): `bloatbox-core` (crates/core: `time`, `units`,
-//! `dir`, `handle`, `packet`, `qdisc`, `link`, `bridge`), `bloatbox-lang`
+//! `dir`, `handle`, `refusal`, `packet`, `qdisc`, `link`, `bridge`), `bloatbox-lang`
 //! (crates/lang: `tc`, `config`, `output`), `bloatbox-sim` (crates/sim:
 //! `sim`), `bloatbox-live` (crates/live: `clock`, `port`, `netns`,
 //! `rootless`, `privilege`, `process`, `datapath`, `release`, `control`,
@@ -53,7 +53,7 @@ pub mod harness;
 pub mod live;
 pub mod progress;
 
-pub use bloatbox_core::{bridge, dir, handle, link, packet, qdisc, time, units};
+pub use bloatbox_core::{bridge, dir, handle, link, packet, qdisc, refusal, time, units};
 pub use bloatbox_lang::{config, out, outln, output, tc};
 pub use bloatbox_live::{
     capture, clock, control, control_server, datapath, fuzzing, load, metrics, netns, port,

@@ -19,11 +19,11 @@ use bloatbox::qdisc::dump::Xstats;
 use bloatbox::qdisc::kinds::{KindEntry, BUILTIN};
 use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
 use bloatbox::qdisc::{
-    AttrValue, Attrs, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, TcError, Verdict,
+    AttrValue, Attrs, Errno, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict,
 };
 use bloatbox::sim::scenario::Scenario;
 use bloatbox::tc::syntax::{register, samples, JsonObj, Printed, Sample, Syntax, XstatsPrinter};
-use bloatbox::tc::{build_tree, run, TcCommand};
+use bloatbox::tc::{build_tree, run, TcCommand, TcError};
 use bloatbox::time::Instant;
 
 /// The pass-through's option attribute: its limit, packets
@@ -46,7 +46,7 @@ struct Passthrough {
 
 impl Passthrough {
     /// Its constructor from its options, as the table's `build` calls it.
-    fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Passthrough, TcError> {
+    fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Passthrough, Refusal> {
         let mut q = Passthrough {
             ctx,
             limit: DEFAULT_LIMIT,
@@ -96,7 +96,7 @@ impl Qdisc for Passthrough {
             drops.push(pkt, DropReason::QdiscReset);
         }
     }
-    fn change(&mut self, options: &QdiscOptions, _: Instant, _: &mut Drops) -> Result<(), TcError> {
+    fn change(&mut self, options: &QdiscOptions, _: Instant, _: &mut Drops) -> Result<(), Refusal> {
         match options {
             QdiscOptions::None => Ok(()),
             QdiscOptions::Other(attrs) => {
@@ -104,11 +104,11 @@ impl Qdisc for Passthrough {
                     self.limit = u32::try_from(limit)
                         .ok()
                         .filter(|l| *l > 0)
-                        .ok_or_else(|| TcError::new("Error: Invalid limit."))?;
+                        .ok_or_else(|| Refusal::new(Errno::EINVAL, "Invalid limit."))?;
                 }
                 Ok(())
             }
-            _ => Err(TcError::new("Error: Invalid argument")),
+            _ => Err(Refusal::new(Errno::EINVAL, "Invalid argument")),
         }
     }
     fn dump(&self, _: Instant) -> QdiscDump {

@@ -7,12 +7,13 @@
 //!
 //! Modules, lowest first: `time` (Instant, the clock trait, the simulated
 //! clock), `units` (tc's units), `dir` (the two directions), `handle` (tc
-//! handles and the error a tc request answers with), `packet` (frames,
-//! classification, ECN, the buffer pool, drop reasons, TAP offload and
-//! segmentation, tc filters), `qdisc` (the disciplines, their typed options
-//! and dumps, a device's tree and the requests it takes), `link` (TX ring
-//! and BQL, serializer, delay, impairments, coalescing, the per-direction
-//! `Path`), `bridge` (the two directions and their admission).
+//! handles), `refusal` (a refused tc request: errno, extack message and
+//! bloatbox's hint, as data), `packet` (frames, classification, ECN, the
+//! buffer pool, drop reasons, TAP offload and segmentation, tc filters),
+//! `qdisc` (the disciplines, their typed options and dumps, a device's tree
+//! and the requests it takes), `link` (TX ring and BQL, serializer, delay,
+//! impairments, coalescing, the per-direction `Path`), `bridge` (the two
+//! directions and their admission).
 
 pub mod bridge;
 pub mod dir;
@@ -20,5 +21,6 @@ pub mod handle;
 pub mod link;
 pub mod packet;
 pub mod qdisc;
+pub mod refusal;
 pub mod time;
 pub mod units;

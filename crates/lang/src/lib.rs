@@ -12,4 +12,4 @@ pub mod config;
 pub mod output;
 pub mod tc;
 
-pub use bloatbox_core::{bridge, dir, handle, link, packet, qdisc, time, units};
+pub use bloatbox_core::{bridge, dir, handle, link, packet, qdisc, refusal, time, units};

@@ -26,5 +26,5 @@ pub mod process;
 pub mod release;
 pub mod rootless;
 
-pub use bloatbox_lang::{bridge, dir, handle, link, packet, qdisc, time, units};
+pub use bloatbox_lang::{bridge, dir, handle, link, packet, qdisc, refusal, time, units};
 pub use bloatbox_lang::{config, out, outln, output, tc};

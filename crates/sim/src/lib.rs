@@ -6,5 +6,5 @@
 
 pub mod sim;
 
-pub use bloatbox_lang::{bridge, dir, handle, link, packet, qdisc, time, units};
+pub use bloatbox_lang::{bridge, dir, handle, link, packet, qdisc, refusal, time, units};
 pub use bloatbox_lang::{config, out, outln, output, tc};

@@ -5,7 +5,7 @@
 
 pub mod tui;
 
-pub use bloatbox_live::{bridge, dir, handle, link, packet, qdisc, time, units};
+pub use bloatbox_live::{bridge, dir, handle, link, packet, qdisc, refusal, time, units};
 pub use bloatbox_live::{
     capture, clock, config, control, control_server, datapath, fuzzing, load, metrics, netns, out,
     outln, output, port, privilege, release, rootless, tc,

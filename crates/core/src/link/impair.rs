@@ -308,22 +308,27 @@ impl Impairments {
 }
 
 /// Parses the content of a netem `.dist` file: whitespace-separated signed
-/// integers (8192 = one sigma), `#` comments.
-pub fn parse_dist_table(text: &str) -> Result<Vec<i16>, String> {
+/// integers (8192 = one sigma), `#` comments. The error names the line.
+pub fn parse_dist_table(text: &str) -> Result<Vec<i16>, ShapeError> {
     let mut table = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("");
         for tok in line.split_whitespace() {
             table.push(tok.parse::<i16>().map_err(|_| {
-                format!(
-                    "distribution table line {}: \"{tok}\" is not an integer in -32768..=32767",
-                    n + 1
+                ShapeError::new(
+                    &format!("distribution table line {}", n + 1),
+                    tok,
+                    "an integer in -32768..=32767",
                 )
             })?);
         }
     }
     if table.is_empty() {
-        return Err("distribution table: no values".into());
+        return Err(ShapeError::new(
+            "distribution table",
+            "no values",
+            "at least one value",
+        ));
     }
     Ok(table)
 }
@@ -915,7 +920,10 @@ mod tests {
             parse_dist_table("# netem\n-8192 0\n 8192 # end\n").unwrap(),
             vec![-8192, 0, 8192]
         );
-        assert!(parse_dist_table("1 2 40000").unwrap_err().contains("40000"));
+        assert!(parse_dist_table("1 2 40000")
+            .unwrap_err()
+            .to_string()
+            .contains("40000"));
         assert!(parse_dist_table("# nothing\n").is_err());
     }
 

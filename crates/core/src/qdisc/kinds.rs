@@ -19,11 +19,11 @@ use super::qfq::Qfq;
 use super::sfq::Sfq;
 use super::tbf::Tbf;
 use super::tree::DevSpec;
-use super::{Qdisc, QdiscCtx, QdiscOptions, TcError};
+use super::{Errno, Qdisc, QdiscCtx, QdiscOptions, Refusal};
 
 /// Builds a qdisc of one kind with `ctx` on device `dev` from its options
 /// (`QdiscOptions::None`: the kind's defaults).
-pub type Build = fn(QdiscCtx, &DevSpec, &QdiscOptions) -> Result<Box<dyn Qdisc>, TcError>;
+pub type Build = fn(QdiscCtx, &DevSpec, &QdiscOptions) -> Result<Box<dyn Qdisc>, Refusal>;
 
 /// One kind of qdisc: what tc, the configuration, the TUI and the link's
 /// offload policy need to know of it, and how to build one. Adding a kind
@@ -78,9 +78,9 @@ pub fn names(kinds: &[KindEntry], pick: impl Fn(&KindEntry) -> bool) -> String {
 
 /// The kernel's error for a kind that is not in `kinds` (`qdisc_create`:
 /// no `Qdisc_ops` of that name).
-pub fn unknown_kind(kinds: &[KindEntry], kind: &str) -> TcError {
-    TcError::new(format!(
-        "Error: Specified qdisc kind is unknown.\n(\"{kind}\"; bloatbox qdiscs: {})",
+pub fn unknown_kind(kinds: &[KindEntry], kind: &str) -> Refusal {
+    Refusal::new(Errno::ENOENT, "Specified qdisc kind is unknown.").below(format!(
+        "\"{kind}\"; bloatbox qdiscs: {}",
         names(kinds, |_| true)
     ))
 }
@@ -92,7 +92,7 @@ pub fn new_qdisc(
     ctx: QdiscCtx,
     dev: &DevSpec,
     options: &QdiscOptions,
-) -> Result<Box<dyn Qdisc>, TcError> {
+) -> Result<Box<dyn Qdisc>, Refusal> {
     match lookup(dev.kinds, kind) {
         Some(entry) => (entry.build)(ctx, dev, options),
         None => Err(unknown_kind(dev.kinds, kind)),

@@ -40,8 +40,9 @@ pub mod tbf;
 pub mod testutil;
 pub mod tree;
 
-pub use crate::handle::{tc_h_major, tc_h_make, tc_h_minor, Handle, TcError, TC_H_ROOT};
+pub use crate::handle::{tc_h_major, tc_h_make, tc_h_minor, Handle, TC_H_ROOT};
 pub use crate::packet::keyed_flow_hash;
+pub use crate::refusal::{Errno, Refusal};
 pub use dump::{ClassDump, FlowListing, QdiscDump, Xstats};
 pub use options::{AttrValue, Attrs, ClassOptions, QdiscOptions};
 
@@ -254,10 +255,11 @@ pub trait Qdisc: Send {
         options: &QdiscOptions,
         now: Instant,
         drops: &mut Drops,
-    ) -> Result<(), TcError> {
+    ) -> Result<(), Refusal> {
         let _ = (options, now, drops);
-        Err(TcError::new(
-            "Error: Change operation not supported by specified qdisc.",
+        Err(Refusal::new(
+            Errno::EINVAL,
+            "Change operation not supported by specified qdisc.",
         ))
     }
 
@@ -326,14 +328,14 @@ pub trait FilterHost {
     fn chain_mut(
         &mut self,
         parent: Option<Handle>,
-    ) -> Result<&mut crate::packet::filter::FilterChain, TcError>;
+    ) -> Result<&mut crate::packet::filter::FilterChain, Refusal>;
 
     /// The qdisc's handle (what a `flow` filter's default class derives
     /// from).
     fn filter_qdisc(&self) -> Handle;
 
     /// `tc filter add`: into the chain of the filter's parent.
-    fn add_filter(&mut self, mut filter: crate::packet::filter::Filter) -> Result<(), TcError> {
+    fn add_filter(&mut self, mut filter: crate::packet::filter::Filter) -> Result<(), Refusal> {
         filter.bind(self.filter_qdisc());
         self.chain_mut(filter.parent)?.add(filter)
     }
@@ -341,18 +343,19 @@ pub trait FilterHost {
 
 /// `FilterHost::chain_mut` of a qdisc with only its own block: a class
 /// (`parent X:Y`) has none, as in the kernel's `sfq_tcf_block` and
-/// `fq_codel_tcf_block` (tc then says "Invalid argument").
+/// `fq_codel_tcf_block` (the kernel's EINVAL).
 pub fn own_chain<'a>(
     chain: &'a mut crate::packet::filter::FilterChain,
     kind: &str,
     parent: Option<Handle>,
-) -> Result<&'a mut crate::packet::filter::FilterChain, TcError> {
+) -> Result<&'a mut crate::packet::filter::FilterChain, Refusal> {
     match parent {
-        Some(p) if p != TC_H_ROOT && tc_h_minor(p) != 0 => Err(TcError::new(format!(
-            "RTNETLINK answers: Invalid argument\n(filters attach to the {kind} qdisc itself, \
-             parent {:x}:, not to a class)",
-            tc_h_major(p)
-        ))),
+        Some(p) if p != TC_H_ROOT && tc_h_minor(p) != 0 => {
+            Err(Refusal::bare(Errno::EINVAL).below(format!(
+                "filters attach to the {kind} qdisc itself, parent {:x}:, not to a class",
+                tc_h_major(p)
+            )))
+        }
         _ => Ok(chain),
     }
 }
@@ -365,22 +368,22 @@ pub trait Classful {
         classid: Handle,
         parent: Handle,
         options: &ClassOptions,
-    ) -> Result<(), TcError>;
+    ) -> Result<(), Refusal>;
     /// `tc class change`.
-    fn change_class(&mut self, classid: Handle, options: &ClassOptions) -> Result<(), TcError>;
+    fn change_class(&mut self, classid: Handle, options: &ClassOptions) -> Result<(), Refusal>;
     /// Hands frames that `add_class`/`change_class` purged (HTB turning a
     /// leaf into an inner class) to `drops`.
     fn flush_freed(&mut self, drops: &mut Drops) {
         let _ = drops;
     }
     /// `tc class del`.
-    fn delete_class(&mut self, classid: Handle, drops: &mut Drops) -> Result<(), TcError>;
+    fn delete_class(&mut self, classid: Handle, drops: &mut Drops) -> Result<(), Refusal>;
     /// Attaches `child` under `classid`, returning the qdisc it replaces.
     fn graft(
         &mut self,
         classid: Handle,
         child: Box<dyn Qdisc>,
-    ) -> Result<Option<Box<dyn Qdisc>>, TcError>;
+    ) -> Result<Option<Box<dyn Qdisc>>, Refusal>;
     /// The qdisc attached under `classid`.
     fn child_mut(&mut self, classid: Handle) -> Option<&mut Box<dyn Qdisc>>;
     /// The child qdiscs, for walking the tree (by handle lookups).

@@ -20,7 +20,7 @@ use super::mq::MqOptions;
 use super::pfifo_fast::PfifoFastOptions;
 use super::sfq::{SfqOptions, SfqXstats};
 use super::tbf::TbfOptions;
-use super::TcError;
+use super::{Errno, Refusal};
 use crate::units::{LinkLayer, PschedRate};
 use serde::{Deserialize, Serialize};
 
@@ -188,10 +188,9 @@ impl RateSpec {
 }
 
 /// The kernel's answer when a `kind` qdisc is handed options of another
-/// kind (a netlink message with another kind's `TCA_OPTIONS` cannot
-/// happen; a typed request built by hand can).
-pub fn foreign(kind: &str) -> TcError {
-    TcError::new(format!(
-        "Error: Invalid argument (options of another kind for a {kind} qdisc)"
-    ))
+/// kind, EINVAL (a netlink message with another kind's `TCA_OPTIONS`
+/// cannot happen, nor can a request tc's front end builds; a typed request
+/// built by hand can).
+pub fn foreign(kind: &str) -> Refusal {
+    Refusal::bare(Errno::EINVAL).beside(format!("options of another kind for a {kind} qdisc"))
 }

@@ -47,8 +47,8 @@ use super::kinds;
 use super::request::{Object, Options, Request, Verb};
 use super::requeue::RequeueSlot;
 use super::{
-    seed_for, tc_h_make, tc_h_minor, Classful, FilterHost, FlowListing, Handle, Qdisc, QdiscCtx,
-    QdiscDump, QdiscOptions, QdiscStats, TcError, Verdict, TC_H_ROOT,
+    seed_for, tc_h_make, tc_h_minor, Classful, Errno, FilterHost, FlowListing, Handle, Qdisc,
+    QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict, TC_H_ROOT,
 };
 use crate::handle::tc_handle;
 use crate::packet::filter::Filter;
@@ -162,20 +162,26 @@ impl DevSpec {
         }
     }
 
-    fn validate(&self) -> Result<(), TcError> {
+    fn validate(&self) -> Result<(), Refusal> {
         if !kinds::lookup(self.kinds, &self.default_qdisc).is_some_and(|k| k.default_leaf) {
-            return Err(TcError::new(format!(
-                "Error: default qdisc \"{}\" is not allowed (use one of {})",
-                self.default_qdisc,
-                kinds::names(self.kinds, |k| k.default_leaf)
-            )));
+            return Err(Refusal::new(
+                Errno::EINVAL,
+                format!(
+                    "default qdisc \"{}\" is not allowed (use one of {})",
+                    self.default_qdisc,
+                    kinds::names(self.kinds, |k| k.default_leaf)
+                ),
+            ));
         }
         if !(1..=super::mq::MAX_QUEUES).contains(&self.tx_queues) {
-            return Err(TcError::new(format!(
-                "Error: tx_queues {} is out of range (1..{})",
-                self.tx_queues,
-                super::mq::MAX_QUEUES
-            )));
+            return Err(Refusal::new(
+                Errno::EINVAL,
+                format!(
+                    "tx_queues {} is out of range (1..{})",
+                    self.tx_queues,
+                    super::mq::MAX_QUEUES
+                ),
+            ));
         }
         Ok(())
     }
@@ -249,13 +255,23 @@ fn classful_at<'a>(root: &'a mut Box<dyn Qdisc>, path: &[Handle]) -> Option<&'a 
     node_at(root, path)?.as_classful()
 }
 
-fn err(msg: &str) -> TcError {
-    TcError::new(msg)
+/// `tc_new_tfilter`'s extack when the filter's parent qdisc is not there.
+const PARENT_QDISC: &str = "Parent Qdisc doesn't exists.";
+
+/// `qdisc_leaf`'s refusal of a parent without classes.
+fn not_classful() -> Refusal {
+    Refusal::new(Errno::EOPNOTSUPP, "Parent qdisc is not classful.")
 }
 
-/// An error the kernel reports without a message: tc prints the errno.
-fn rtnl(errno: &str, hint: String) -> TcError {
-    TcError::new(format!("RTNETLINK answers: {errno}\n({hint})"))
+/// `tc_get_qdisc`'s refusal to delete a qdisc of handle 0 (a default one).
+fn handle_of_zero() -> Refusal {
+    Refusal::new(Errno::ENOENT, "Cannot delete qdisc with handle of zero.")
+}
+
+/// A qdisc of the tree's dump that the tree no longer has (cannot happen:
+/// the dump is taken within the same command).
+fn vanished() -> Refusal {
+    Refusal::new(Errno::ENOENT, "qdisc vanished while applying the command")
 }
 
 /// Where a new qdisc goes.
@@ -277,7 +293,7 @@ pub struct QdiscTree {
 
 impl QdiscTree {
     /// A device with its default root qdisc.
-    pub fn new(dev: DevSpec) -> Result<QdiscTree, TcError> {
+    pub fn new(dev: DevSpec) -> Result<QdiscTree, Refusal> {
         dev.validate()?;
         let root = default_root(&dev);
         Ok(QdiscTree {
@@ -323,13 +339,16 @@ impl QdiscTree {
     }
 
     /// Refuses a request for the other device.
-    pub fn check_dev(&self, dev: Option<Dir>) -> Result<(), TcError> {
+    pub fn check_dev(&self, dev: Option<Dir>) -> Result<(), Refusal> {
         match dev {
-            Some(dev) if dev != self.dev.dev => Err(TcError::new(format!(
-                "Error: a command for dev {} reached the tree of dev {}",
-                dev.dev(),
-                self.dev.dev.dev()
-            ))),
+            Some(dev) if dev != self.dev.dev => Err(Refusal::new(
+                Errno::EINVAL,
+                format!(
+                    "a command for dev {} reached the tree of dev {}",
+                    dev.dev(),
+                    self.dev.dev.dev()
+                ),
+            )),
             _ => Ok(()),
         }
     }
@@ -344,25 +363,30 @@ impl QdiscTree {
         cmd: &Request,
         now: Instant,
         drops: &mut Drops,
-    ) -> Result<Option<String>, TcError> {
+    ) -> Result<Option<String>, Refusal> {
         self.check_dev(cmd.dev)?;
         match (cmd.object, cmd.verb) {
             (Object::Filter, Verb::Show) => {
-                return Err(err(
-                    "Error: tc filter show is printed from the tree's filters by the tc front end",
+                return Err(Refusal::new(
+                    Errno::EOPNOTSUPP,
+                    "tc filter show is printed from the tree's filters by the tc front end",
                 ))
             }
-            (_, Verb::Show) => return Err(err(
-                "Error: tc qdisc|class show is printed from the tree's dump by the tc front end",
-            )),
+            (_, Verb::Show) => {
+                return Err(Refusal::new(
+                    Errno::EOPNOTSUPP,
+                    "tc qdisc|class show is printed from the tree's dump by the tc front end",
+                ))
+            }
             (Object::Qdisc, Verb::Delete) => self.delete_qdisc(cmd, now, drops)?,
             (Object::Qdisc, _) => self.modify_qdisc(cmd, now, drops)?,
             (Object::Class, _) => self.modify_class(cmd, now, drops)?,
             (Object::Filter, Verb::Add | Verb::Replace) => self.add_filter(cmd, now)?,
             (Object::Filter, Verb::Delete) => self.delete_filters(cmd, now)?,
             (Object::Filter, _) => {
-                return Err(err(
-                    "Error: bloatbox supports tc filter add, del and show (no change/link)",
+                return Err(Refusal::new(
+                    Errno::EOPNOTSUPP,
+                    "bloatbox supports tc filter add, del and show (no change/link)",
                 ))
             }
         }
@@ -395,12 +419,13 @@ impl QdiscTree {
 
     /// `qdisc_alloc_handle`: the next automatic handle of the link's
     /// counter that this device (whose tree `d` is) does not use.
-    fn alloc_handle(&self, d: &QdiscDump) -> Result<Handle, TcError> {
+    fn alloc_handle(&self, d: &QdiscDump) -> Result<Handle, Refusal> {
         let free = |major: u16| find(d, tc_h_make(major, 0)).is_none();
         match self.dev.autohandles.alloc(free) {
             Some(major) => Ok(tc_h_make(major, 0)),
-            None => Err(err(
-                "Error: no free automatic qdisc handle (8000:..fffe: all in use).",
+            None => Err(Refusal::new(
+                Errno::ENOSPC,
+                "no free automatic qdisc handle (8000:..fffe: all in use).",
             )),
         }
     }
@@ -412,10 +437,10 @@ impl QdiscTree {
         &mut self,
         p: &Found<'d>,
         classid: Handle,
-    ) -> Result<Option<&'d QdiscDump>, TcError> {
+    ) -> Result<Option<&'d QdiscDump>, Refusal> {
         let Some(cl) = classful_at(&mut self.root, &p.path) else {
-            return Err(TcError::new(format!(
-                "Error: Parent qdisc is not classful.\n({} {} has no classes to attach to)",
+            return Err(not_classful().below(format!(
+                "{} {} has no classes to attach to",
                 p.dump.kind,
                 tc_handle(p.dump.handle)
             )));
@@ -427,12 +452,14 @@ impl QdiscTree {
             .iter()
             .find(|c| cl.find_class(c.parent) == class);
         if !p.dump.classes.iter().any(|c| c.classid == class) {
-            return Err(TcError::new(format!(
-                "Error: Specified class not found.\n(no class {} under {} {})",
-                tc_handle(classid),
-                p.dump.kind,
-                tc_handle(p.dump.handle)
-            )));
+            return Err(
+                Refusal::new(Errno::ENOENT, "Specified class not found.").below(format!(
+                    "no class {} under {} {}",
+                    tc_handle(classid),
+                    p.dump.kind,
+                    tc_handle(p.dump.handle)
+                )),
+            );
         }
         Ok(child)
     }
@@ -443,7 +470,7 @@ impl QdiscTree {
         cmd: &Request,
         now: Instant,
         drops: &mut Drops,
-    ) -> Result<(), TcError> {
+    ) -> Result<(), Refusal> {
         let flags = NlmFlags::of(cmd.verb);
         let d = self.root.dump(now);
         let clid = cmd.parent.unwrap_or(0);
@@ -456,8 +483,8 @@ impl QdiscTree {
         let (slot, current): (Slot, Option<Found<'_>>) = if clid != 0 {
             let (slot, at) = if clid != TC_H_ROOT {
                 let p = find(&d, clid & 0xFFFF_0000).ok_or_else(|| {
-                    TcError::new(format!(
-                        "Error: Failed to find specified qdisc.\n(no qdisc {} for parent {})",
+                    Refusal::new(Errno::ENOENT, "Failed to find specified qdisc.").below(format!(
+                        "no qdisc {} for parent {}",
                         tc_handle(clid & 0xFFFF_0000),
                         tc_handle(clid)
                     ))
@@ -489,20 +516,32 @@ impl QdiscTree {
                 (slot, q)
             } else if handle != 0 {
                 if q.is_some() && !flags.replace {
-                    return Err(err("Error: NLM_F_REPLACE needed to override."));
+                    return Err(Refusal::new(
+                        Errno::EEXIST,
+                        "NLM_F_REPLACE needed to override.",
+                    ));
                 }
                 if let Some(elsewhere) = find(&d, handle) {
                     if flags.excl {
-                        return Err(err("Error: Exclusivity flag on, cannot override."));
+                        return Err(Refusal::new(
+                            Errno::EEXIST,
+                            "Exclusivity flag on, cannot override.",
+                        ));
                     }
                     if kind.is_some_and(|k| k != elsewhere.dump.kind) {
-                        return Err(err("Error: Invalid qdisc name: must match existing qdisc."));
+                        return Err(Refusal::new(
+                            Errno::EINVAL,
+                            "Invalid qdisc name: must match existing qdisc.",
+                        ));
                     }
-                    return Err(TcError::new(format!(
-                        "Error: qdisc {} already exists elsewhere in the tree; bloatbox does not \
-                         move qdiscs between parents (delete it first)",
-                        tc_handle(handle)
-                    )));
+                    return Err(Refusal::new(
+                        Errno::EINVAL,
+                        format!(
+                            "qdisc {} already exists elsewhere in the tree; bloatbox does not \
+                             move qdiscs between parents (delete it first)",
+                            tc_handle(handle)
+                        ),
+                    ));
                 }
                 (slot, None)
             } else {
@@ -528,15 +567,12 @@ impl QdiscTree {
             }
         } else {
             if handle == 0 {
-                return Err(err(
-                    "Error: Handle cannot be zero.\n(give \"root\", \"parent M:m\" or \"handle M:\")",
-                ));
+                return Err(Refusal::new(Errno::EINVAL, "Handle cannot be zero.")
+                    .below("give \"root\", \"parent M:m\" or \"handle M:\""));
             }
             let q = find(&d, handle).ok_or_else(|| {
-                TcError::new(format!(
-                    "Error: Specified qdisc not found.\n(no qdisc {})",
-                    tc_handle(handle)
-                ))
+                Refusal::new(Errno::ENOENT, "Specified qdisc not found.")
+                    .below(format!("no qdisc {}", tc_handle(handle)))
             })?;
             (Slot::Root, Some(q))
         };
@@ -544,11 +580,18 @@ impl QdiscTree {
         if let Some(q) = current {
             // Change the parameters of an existing qdisc.
             if flags.excl {
-                return Err(err("Error: Exclusivity flag on, cannot modify."));
+                return Err(Refusal::new(
+                    Errno::EEXIST,
+                    "Exclusivity flag on, cannot modify.",
+                ));
             }
             if kind.is_some_and(|k| k != q.dump.kind) {
-                return Err(TcError::new(format!(
-                    "Error: Invalid qdisc name: must match existing qdisc.\n({} is a {}; use replace to swap kinds)",
+                return Err(Refusal::new(
+                    Errno::EINVAL,
+                    "Invalid qdisc name: must match existing qdisc.",
+                )
+                .below(format!(
+                    "{} is a {}; use replace to swap kinds",
                     tc_handle(q.dump.handle),
                     q.dump.kind
                 )));
@@ -559,18 +602,19 @@ impl QdiscTree {
             if *options == QdiscOptions::None {
                 return Ok(());
             }
-            let node = node_at(&mut self.root, &q.path)
-                .ok_or_else(|| err("Error: qdisc vanished while applying the command"))?;
+            let node = node_at(&mut self.root, &q.path).ok_or_else(vanished)?;
             return node.change(options, now, drops);
         }
 
         // Create a new qdisc and graft it.
         if !flags.create && !graft_on_change {
-            return Err(err(
-                "Error: Qdisc not found. To create specify NLM_F_CREATE flag.",
+            return Err(Refusal::new(
+                Errno::ENOENT,
+                "Qdisc not found. To create specify NLM_F_CREATE flag.",
             ));
         }
-        let kind = kind.ok_or_else(|| err("Error: Specified qdisc kind is unknown."))?;
+        let kind =
+            kind.ok_or_else(|| Refusal::new(Errno::ENOENT, "Specified qdisc kind is unknown."))?;
         if kinds::lookup(self.dev.kinds, kind).is_none() {
             return Err(kinds::unknown_kind(self.dev.kinds, kind));
         }
@@ -586,8 +630,7 @@ impl QdiscTree {
                 self.swap_root(new, now, drops);
             }
             Slot::Class { parent, classid } => {
-                let cl = classful_at(&mut self.root, &parent)
-                    .ok_or_else(|| err("Error: Parent qdisc is not classful."))?;
+                let cl = classful_at(&mut self.root, &parent).ok_or_else(not_classful)?;
                 let ctx = cl.child_ctx(new_handle, classid);
                 let new = kinds::new_qdisc(kind, ctx, &self.dev, options)?;
                 let old = cl.graft(classid, new)?;
@@ -603,17 +646,18 @@ impl QdiscTree {
         cmd: &Request,
         now: Instant,
         drops: &mut Drops,
-    ) -> Result<(), TcError> {
+    ) -> Result<(), Refusal> {
         let d = self.root.dump(now);
         let clid = cmd.parent.unwrap_or(0);
         let handle = cmd.handle.unwrap_or(0);
         let (q, slot) = if clid != 0 {
             let (q, slot) = if clid != TC_H_ROOT {
                 let p = find(&d, clid & 0xFFFF_0000).ok_or_else(|| {
-                    TcError::new(format!(
-                        "Error: Failed to find qdisc with specified classid.\n(no qdisc {})",
-                        tc_handle(clid & 0xFFFF_0000)
-                    ))
+                    Refusal::new(
+                        Errno::ENOENT,
+                        "Failed to find qdisc with specified classid.",
+                    )
+                    .below(format!("no qdisc {}", tc_handle(clid & 0xFFFF_0000)))
                 })?;
                 (
                     self.check_leaf(&p, clid)?,
@@ -630,49 +674,47 @@ impl QdiscTree {
             let q = match (q, &slot) {
                 (Some(q), _) => q,
                 (None, Slot::Class { .. }) if handle != 0 => {
-                    return Err(err("Error: Invalid handle."))
+                    return Err(Refusal::new(Errno::EINVAL, "Invalid handle."))
                 }
-                (None, Slot::Class { .. }) => {
-                    return Err(err("Error: Cannot delete qdisc with handle of zero."))
-                }
+                (None, Slot::Class { .. }) => return Err(handle_of_zero()),
                 (None, Slot::Root) => {
-                    return Err(err(
-                        "Error: Cannot find specified qdisc on specified device.",
+                    return Err(Refusal::new(
+                        Errno::ENOENT,
+                        "Cannot find specified qdisc on specified device.",
                     ))
                 }
             };
             if handle != 0 && q.handle != handle {
-                return Err(TcError::new(format!(
-                    "Error: Invalid handle.\n(the qdisc there is {} {}, not {})",
-                    q.kind,
-                    tc_handle(q.handle),
-                    tc_handle(handle)
-                )));
+                return Err(
+                    Refusal::new(Errno::EINVAL, "Invalid handle.").below(format!(
+                        "the qdisc there is {} {}, not {}",
+                        q.kind,
+                        tc_handle(q.handle),
+                        tc_handle(handle)
+                    )),
+                );
             }
             (q, slot)
         } else {
             let q = find(&d, handle).ok_or_else(|| {
-                TcError::new(format!(
-                    "Error: Failed to find qdisc with specified handle.\n(no qdisc {})",
-                    tc_handle(handle)
-                ))
+                Refusal::new(Errno::ENOENT, "Failed to find qdisc with specified handle.")
+                    .below(format!("no qdisc {}", tc_handle(handle)))
             })?;
             (q.dump, Slot::Root)
         };
         if cmd.kind.as_deref().is_some_and(|k| k != q.kind) {
-            return Err(TcError::new(format!(
-                "Error: Invalid qdisc name: must match existing qdisc.\n({} is a {})",
-                tc_handle(q.handle),
-                q.kind
-            )));
+            return Err(Refusal::new(
+                Errno::EINVAL,
+                "Invalid qdisc name: must match existing qdisc.",
+            )
+            .below(format!("{} is a {}", tc_handle(q.handle), q.kind)));
         }
         if clid == 0 {
-            return Err(err(
-                "Error: Classid cannot be zero.\n(say where it is: \"root\" or \"parent M:m\")",
-            ));
+            return Err(Refusal::new(Errno::EINVAL, "Classid cannot be zero.")
+                .below("say where it is: \"root\" or \"parent M:m\""));
         }
         if q.handle == 0 {
-            return Err(err("Error: Cannot delete qdisc with handle of zero."));
+            return Err(handle_of_zero());
         }
         match slot {
             Slot::Root => {
@@ -680,11 +722,8 @@ impl QdiscTree {
                 self.swap_root(new, now, drops);
             }
             Slot::Class { parent, classid } => {
-                let node = node_at(&mut self.root, &parent)
-                    .ok_or_else(|| err("Error: qdisc vanished while applying the command"))?;
-                let cl = node
-                    .as_classful()
-                    .ok_or_else(|| err("Error: Parent qdisc is not classful."))?;
+                let node = node_at(&mut self.root, &parent).ok_or_else(vanished)?;
+                let cl = node.as_classful().ok_or_else(not_classful)?;
                 let replacement = cl.after_delete(classid);
                 let old = cl.graft(classid, replacement)?;
                 self.requeue_at_root(old, now, drops);
@@ -699,7 +738,7 @@ impl QdiscTree {
         cmd: &Request,
         now: Instant,
         drops: &mut Drops,
-    ) -> Result<(), TcError> {
+    ) -> Result<(), Refusal> {
         let d = self.root.dump(now);
         let mut portid = cmd.parent.unwrap_or(0);
         let mut clid = cmd.handle.unwrap_or(0);
@@ -708,14 +747,11 @@ impl QdiscTree {
             let qid1 = portid & 0xFFFF_0000;
             if qid != 0 && qid1 != 0 {
                 if qid != qid1 {
-                    return Err(rtnl(
-                        "Invalid argument",
-                        format!(
-                            "classid {} and parent {} belong to different qdiscs",
-                            tc_handle(clid),
-                            tc_handle(portid)
-                        ),
-                    ));
+                    return Err(Refusal::bare(Errno::EINVAL).below(format!(
+                        "classid {} and parent {} belong to different qdiscs",
+                        tc_handle(clid),
+                        tc_handle(portid)
+                    )));
                 }
             } else if qid1 != 0 {
                 qid = qid1;
@@ -729,17 +765,19 @@ impl QdiscTree {
             qid = d.handle;
         }
         let q = find(&d, qid).ok_or_else(|| {
-            rtnl(
-                "No such file or directory",
-                format!("no qdisc {} on dev {}", tc_handle(qid), self.dev.dev.dev()),
-            )
+            Refusal::bare(Errno::ENOENT).below(format!(
+                "no qdisc {} on dev {}",
+                tc_handle(qid),
+                self.dev.dev.dev()
+            ))
         })?;
         if let Some(k) = cmd.kind.as_deref() {
             if k != q.dump.kind {
-                return Err(rtnl(
-                    "Invalid argument",
-                    format!("qdisc {} is {}, not {k}", tc_handle(qid), q.dump.kind),
-                ));
+                return Err(Refusal::bare(Errno::EINVAL).below(format!(
+                    "qdisc {} is {}, not {k}",
+                    tc_handle(qid),
+                    q.dump.kind
+                )));
             }
         }
         if clid == 0 {
@@ -753,27 +791,19 @@ impl QdiscTree {
         let (kind, path) = (q.dump.kind.clone(), q.path);
         let options = cmd.class_options();
         let cl = classful_at(&mut self.root, &path).ok_or_else(|| {
-            rtnl(
-                "Invalid argument",
-                format!("{kind} {} has no classes", tc_handle(qid)),
-            )
+            Refusal::bare(Errno::EINVAL).below(format!("{kind} {} has no classes", tc_handle(qid)))
         })?;
         let missing = || {
-            rtnl(
-                "No such file or directory",
-                format!(
-                    "no class {} under {kind} {}",
-                    tc_handle(clid),
-                    tc_handle(qid)
-                ),
-            )
+            Refusal::bare(Errno::ENOENT).below(format!(
+                "no class {} under {kind} {}",
+                tc_handle(clid),
+                tc_handle(qid)
+            ))
         };
         let add = |cl: &mut dyn Classful| {
             if clid == 0 {
-                return Err(rtnl(
-                    "Invalid argument",
-                    "give the new class an id with \"classid M:m\"".into(),
-                ));
+                return Err(Refusal::bare(Errno::EINVAL)
+                    .below("give the new class an id with \"classid M:m\""));
             }
             // No parent (0) means a top-level class, which the kernel's
             // disciplines treat like TC_H_ROOT.
@@ -781,19 +811,18 @@ impl QdiscTree {
             cl.add_class(clid, parent, options)
         };
         let result = match cmd.verb {
-            Verb::Add if exists => Err(rtnl(
-                "File exists",
-                format!(
-                    "class {} exists; use \"tc class change\" or \"replace\"",
-                    tc_handle(clid)
-                ),
-            )),
+            Verb::Add if exists => Err(Refusal::bare(Errno::EEXIST).below(format!(
+                "class {} exists; use \"tc class change\" or \"replace\"",
+                tc_handle(clid)
+            ))),
             Verb::Add => add(cl),
             Verb::Replace if !exists => add(cl),
             Verb::Change | Verb::Replace if exists => cl.change_class(clid, options),
             Verb::Delete if exists => cl.delete_class(clid, drops),
             Verb::Change | Verb::Delete => Err(missing()),
-            Verb::Replace | Verb::Link | Verb::Show => Err(err("Error: unsupported class verb")),
+            Verb::Replace | Verb::Link | Verb::Show => {
+                Err(Refusal::new(Errno::EOPNOTSUPP, "unsupported class verb"))
+            }
         };
         // Frames a class operation purged (a leaf turned inner) are freed
         // now, not at the next enqueue or dequeue.
@@ -802,24 +831,28 @@ impl QdiscTree {
     }
 
     /// `tc filter add`: the filter goes to the block `filter_target` names.
-    fn add_filter(&mut self, cmd: &Request, now: Instant) -> Result<(), TcError> {
+    fn add_filter(&mut self, cmd: &Request, now: Instant) -> Result<(), Refusal> {
         let Options::Filter(filter) = &cmd.options else {
-            return Err(err("Error: tc filter add carries no filter"));
+            return Err(Refusal::new(
+                Errno::EINVAL,
+                "tc filter add carries no filter",
+            ));
         };
         self.filter_target(cmd, now, |host, _| host?.add_filter(filter.clone()))
     }
 
     /// `tc filter del dev X [parent P] [prio N]`: the filters of that prio
     /// (all without one) go.
-    fn delete_filters(&mut self, cmd: &Request, now: Instant) -> Result<(), TcError> {
+    fn delete_filters(&mut self, cmd: &Request, now: Instant) -> Result<(), Refusal> {
         let prio = match cmd.options {
             Options::FilterPrio(prio) => prio,
             _ => None,
         };
         self.filter_target(cmd, now, |host, _| {
             match host?.chain_mut(cmd.parent)?.delete(prio) {
-                0 if prio.is_some() => Err(err(
-                    "Error: Filter with specified priority/protocol not found.",
+                0 if prio.is_some() => Err(Refusal::new(
+                    Errno::ENOENT,
+                    "Filter with specified priority/protocol not found.",
                 )),
                 _ => Ok(()),
             }
@@ -829,10 +862,13 @@ impl QdiscTree {
     /// `tc filter show dev X [parent P]` (`tc_dump_tfilter`): the qdisc
     /// the request names and a copy of its filters, which the front end
     /// prints.
-    pub fn filters(&mut self, cmd: &Request, now: Instant) -> Result<FilterListing, TcError> {
+    pub fn filters(&mut self, cmd: &Request, now: Instant) -> Result<FilterListing, Refusal> {
         self.check_dev(cmd.dev)?;
         if cmd.dev.is_none() {
-            return Err(err("Error: tc filter show needs \"dev left|right\""));
+            return Err(Refusal::new(
+                Errno::EINVAL,
+                "tc filter show needs \"dev left|right\"",
+            ));
         }
         let mut listing = FilterListing {
             qdisc: 0,
@@ -858,8 +894,8 @@ impl QdiscTree {
         &mut self,
         cmd: &Request,
         now: Instant,
-        op: impl FnOnce(Result<&mut dyn FilterHost, TcError>, Handle) -> Result<(), TcError>,
-    ) -> Result<(), TcError> {
+        op: impl FnOnce(Result<&mut dyn FilterHost, Refusal>, Handle) -> Result<(), Refusal>,
+    ) -> Result<(), Refusal> {
         let d = self.root.dump(now);
         let parent = cmd.parent.filter(|&p| p != 0 && p != TC_H_ROOT);
         let q = match parent {
@@ -868,8 +904,8 @@ impl QdiscTree {
                 dump: &d,
             },
             Some(p) => find(&d, p & 0xFFFF_0000).ok_or_else(|| {
-                TcError::new(format!(
-                    "Error: Parent Qdisc doesn't exists.\n(no qdisc {} on dev {})",
+                Refusal::new(Errno::EINVAL, PARENT_QDISC).below(format!(
+                    "no qdisc {} on dev {}",
                     tc_handle(p & 0xFFFF_0000),
                     self.dev.dev.dev()
                 ))
@@ -877,24 +913,30 @@ impl QdiscTree {
         };
         if let Some(p) = parent.filter(|&p| tc_h_minor(p) != 0) {
             if !q.dump.classes.iter().any(|c| c.classid == p) {
-                return Err(TcError::new(format!(
-                    "Error: Specified class doesn't exist.\n(no class {} under {} {})",
-                    tc_handle(p),
-                    q.dump.kind,
-                    tc_handle(q.dump.handle)
-                )));
+                return Err(
+                    Refusal::new(Errno::ENOENT, "Specified class doesn't exist.").below(format!(
+                        "no class {} under {} {}",
+                        tc_handle(p),
+                        q.dump.kind,
+                        tc_handle(q.dump.handle)
+                    )),
+                );
             }
         }
         let (kind, handle) = (q.dump.kind.clone(), q.dump.handle);
         let node = node_at(&mut self.root, &q.path)
-            .ok_or_else(|| err("Error: Parent Qdisc doesn't exists."))?;
+            .ok_or_else(|| Refusal::new(Errno::EINVAL, PARENT_QDISC))?;
         let classful = node.as_classful().is_some();
         let host = node.as_filter_host().ok_or_else(|| {
-            TcError::new(if classful {
-                format!("Error: Class doesn't support filters.\n({kind} takes no filters; htb, qfq, sfq and fq_codel do)")
+            if classful {
+                Refusal::new(Errno::EOPNOTSUPP, "Class doesn't support filters.").below(format!(
+                    "{kind} takes no filters; htb, qfq, sfq and fq_codel do"
+                ))
             } else {
-                format!("Error: Qdisc not classful.\n({kind} cannot take filters; attach them to htb, qfq, sfq or fq_codel)")
-            })
+                Refusal::new(Errno::EINVAL, "Qdisc not classful.").below(format!(
+                    "{kind} cannot take filters; attach them to htb, qfq, sfq or fq_codel"
+                ))
+            }
         });
         op(host, handle)
     }
@@ -910,7 +952,6 @@ impl QdiscTree {
         }
     }
 
-    /// Puts `new` at the root, moving the old root's frames into it.
     /// Sets the device's TX queue count (`ethtool -L DEV tx N`). A default
     /// root (handle 0) becomes the default for the new count, mq above one
     /// queue and the default qdisc at one, as the device gets at its next
@@ -918,12 +959,12 @@ impl QdiscTree {
     /// move into the new root. Any other root stays, except an mq whose
     /// children (one per queue) would no longer match: that is refused.
     /// On error nothing changes.
-    pub fn set_tx_queues(
+    pub fn change_tx_queues(
         &mut self,
         n: u16,
         now: Instant,
         drops: &mut Drops,
-    ) -> Result<(), TcError> {
+    ) -> Result<(), Refusal> {
         let next = DevSpec {
             tx_queues: n,
             ..self.dev.clone()
@@ -932,14 +973,17 @@ impl QdiscTree {
         let root = self.root.dump(now);
         let default = root.handle == 0;
         if !default && root.kind == "mq" && root.classes.len() != usize::from(n) {
-            return Err(TcError::new(format!(
-                "Error: the root is mq {} with one child per TX queue ({}); \
-                 replace it first (tc qdisc replace dev {} root pfifo_fast, or delete it), \
-                 then change the queues and add mq again",
-                crate::handle::tc_handle(root.handle),
-                root.classes.len(),
-                self.dev.dev.dev(),
-            )));
+            return Err(Refusal::new(
+                Errno::EBUSY,
+                format!(
+                    "the root is mq {} with one child per TX queue ({}); \
+                     replace it first (tc qdisc replace dev {} root pfifo_fast, or delete it), \
+                     then change the queues and add mq again",
+                    tc_handle(root.handle),
+                    root.classes.len(),
+                    self.dev.dev.dev(),
+                ),
+            ));
         }
         self.dev = next;
         if default {
@@ -1019,7 +1063,7 @@ impl Qdisc for QdiscTree {
         options: &QdiscOptions,
         now: Instant,
         drops: &mut Drops,
-    ) -> Result<(), TcError> {
+    ) -> Result<(), Refusal> {
         self.root.change(options, now, drops)
     }
     fn dump(&self, now: Instant) -> QdiscDump {

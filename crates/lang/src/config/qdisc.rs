@@ -13,7 +13,7 @@
 
 use super::values::{Size, TcRate, TcTime};
 use crate::dir::Dir;
-use crate::handle::{tc_h_make, tc_h_minor, Handle, TcError, TC_H_ROOT};
+use crate::handle::{tc_h_make, tc_h_minor, Handle, TC_H_ROOT};
 use crate::qdisc::codel::CodelOptions;
 use crate::qdisc::fq_codel::FqCodelOptions;
 use crate::qdisc::htb::HtbGlob;
@@ -26,6 +26,7 @@ use crate::tc::opts::tbf::{self, TbfArgs};
 use crate::tc::opts::{codel, fifo, fq_codel, sfq};
 use crate::tc::syntax;
 use crate::tc::Step;
+use crate::tc::TcError;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde::{Serialize, Serializer};
 use std::fmt;

@@ -6,8 +6,9 @@
 //! the kind's own parser. Errors read like tc's and name the bad token.
 
 use super::tokens::{incomplete, Tokens};
+use super::TcError;
 use crate::dir::Dir;
-use crate::handle::{Handle, TcError, TC_H_ROOT};
+use crate::handle::{Handle, TC_H_ROOT};
 pub use crate::qdisc::request::{Object, Verb};
 
 /// Global flags before the object.

@@ -12,16 +12,17 @@
 use std::convert::Infallible;
 
 use crate::dir::Dir;
-use crate::handle::TcError;
 use crate::packet::Drops;
 use crate::qdisc::request::Request;
 use crate::qdisc::tree::{DevSpec, FilterListing, QdiscTree};
 use crate::qdisc::{Qdisc, QdiscDump};
+use crate::refusal::Refusal;
 use crate::time::Instant;
 
 /// What a device answers: once it was reached (`Ok`), its tree's value or
-/// tc's error; else why it was not (`Err`).
-pub type Answer<T, U> = Result<Result<T, TcError>, U>;
+/// its typed refusal (which tc words on its own side); else why it was not
+/// (`Err`).
+pub type Answer<T, U> = Result<Result<T, Refusal>, U>;
 
 /// One device's qdisc tree, as tc reaches it.
 pub trait Device {

@@ -18,6 +18,7 @@
 
 pub mod command;
 pub mod device;
+pub mod error;
 pub mod filter;
 pub mod framing;
 pub mod hint;
@@ -30,13 +31,14 @@ pub mod xstats;
 
 pub use crate::qdisc::kinds::new_qdisc;
 pub use command::{parse_dev, Flags, Object, TcCommand, Verb};
+pub use error::TcError;
 
-use crate::handle::TcError;
 use crate::packet::Drops;
 use crate::qdisc::kinds::KindEntry;
 use crate::qdisc::request::{Options, Request};
 use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::qdisc::QdiscDump;
+use crate::refusal::Refusal;
 use crate::time::Instant;
 use device::{Answer, At, Device};
 
@@ -116,7 +118,7 @@ pub fn show_devices<D: Device>(
         let spec = dev.spec()?;
         match dev.dump(cmd.dev)? {
             Ok(root) => dumps.push((spec, root)),
-            Err(e) => return Ok(Err(e)),
+            Err(e) => return Ok(Err(e.into())),
         }
     }
     Ok(print_dumps(cmd, &dumps))
@@ -129,6 +131,12 @@ enum Failed<U> {
     Unreached(U),
 }
 
+impl<U> From<Refusal> for Failed<U> {
+    fn from(e: Refusal) -> Self {
+        Failed::Tc(TcError::from(e))
+    }
+}
+
 impl<U> From<TcError> for Failed<U> {
     fn from(e: TcError) -> Self {
         Failed::Tc(e)
@@ -137,7 +145,7 @@ impl<U> From<TcError> for Failed<U> {
 
 /// The value a device answered, or its error as a `Failed`.
 fn reached<T, U>(answer: Answer<T, U>) -> Result<T, Failed<U>> {
-    answer.map_err(Failed::Unreached)?.map_err(Failed::Tc)
+    answer.map_err(Failed::Unreached)?.map_err(Failed::from)
 }
 
 /// tc's error for `cmd` on the device `spec` as tc words it: after the
@@ -290,7 +298,7 @@ pub fn build_tree_reporting(
     steps: &[Step],
     warn: &mut dyn FnMut(&str, &str),
 ) -> Result<QdiscTree, (Option<usize>, TcError)> {
-    let mut tree = QdiscTree::new(dev).map_err(|e| (None, e))?;
+    let mut tree = QdiscTree::new(dev).map_err(|e| (None, e.into()))?;
     let mut drops = Drops::new();
     for (i, step) in steps.iter().enumerate() {
         let said = match step {
@@ -298,7 +306,8 @@ pub fn build_tree_reporting(
                 .and_then(|cmd| run(&mut tree, &cmd, Instant::ZERO, &mut drops)),
             Step::Request { request, line } => tree
                 .apply(request, Instant::ZERO, &mut drops)
-                .map(|said| with_hints(&line.split_whitespace().collect::<Vec<_>>(), said)),
+                .map(|said| with_hints(&line.split_whitespace().collect::<Vec<_>>(), said))
+                .map_err(TcError::from),
         }
         .map_err(|e| (Some(i), e))?;
         if let Some(warning) = said {

@@ -8,8 +8,9 @@ use crate::dir::Dir;
 use crate::packet::Drops;
 use crate::qdisc::testutil::flow_pkt;
 use crate::qdisc::tree::{DevSpec, QdiscTree};
-use crate::qdisc::{Qdisc, TcError};
+use crate::qdisc::Qdisc;
 use crate::tc::TcCommand;
+use crate::tc::TcError;
 use crate::time::Instant;
 
 const T: Instant = Instant::ZERO;

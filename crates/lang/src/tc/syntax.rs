@@ -9,8 +9,8 @@
 //! ordered JSON object iproute2's printers write.
 
 use super::tokens::Tokens;
+use super::TcError;
 use crate::dir::Dir;
-use crate::handle::TcError;
 use crate::qdisc::kinds::{self, KindEntry};
 use crate::qdisc::{ClassOptions, QdiscOptions, Xstats};
 use std::sync::RwLock;
@@ -307,10 +307,9 @@ pub fn parse_qdisc(
         // iproute2 finds no q_<kind> to parse the options with.
         // A kind iproute2 has a q_<kind> for: tc parses its options and
         // the kernel, which lacks the kind here, refuses it.
-        (None, Some(_)) if IPROUTE2_KINDS.contains(&kind) => Err(TcError::new(format!(
-            "Error: Specified qdisc kind is unknown.\n(\"{kind}\"; bloatbox qdiscs: {})",
-            names(table, |_| true)
-        ))),
+        (None, Some(_)) if IPROUTE2_KINDS.contains(&kind) => {
+            Err(kinds::unknown_kind(table, kind).into())
+        }
         (None, Some(first)) => Err(TcError::new(format!(
             "Unknown qdisc \"{kind}\", hence option \"{first}\" is unparsable\n(bloatbox \
              qdiscs: {})",
@@ -391,7 +390,7 @@ mod tests {
     /// A `kind` qdisc from the words after the kind, as tc builds one.
     fn build(kind: &str, dev: &DevSpec, words: &[&str]) -> Result<Box<dyn Qdisc>, TcError> {
         let options = parse_qdisc(dev.kinds, kind, words)?;
-        new_qdisc(kind, QdiscCtx::default(), dev, &options)
+        Ok(new_qdisc(kind, QdiscCtx::default(), dev, &options)?)
     }
 
     #[test]

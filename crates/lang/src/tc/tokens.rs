@@ -78,8 +78,8 @@ pub fn c_number(word: &str) -> Option<u64> {
 /// iproute2's `NEXT_ARG()` at the end of the line (`incomplete_command`,
 /// exit 255): keyword `key` needs a value, which bloatbox says on a line
 /// of its own.
-pub fn incomplete(key: &str) -> crate::handle::TcError {
-    use crate::handle::TcError;
+pub fn incomplete(key: &str) -> super::TcError {
+    use super::TcError;
     TcError::new(format!(
         "Command line is not complete. Try option \"help\"\n(\"{key}\" needs a value)"
     ))

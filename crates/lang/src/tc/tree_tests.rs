@@ -7,8 +7,9 @@ use crate::dir::Dir;
 use crate::packet::Drops;
 use crate::qdisc::testutil::{flow_pkt, pkt};
 use crate::qdisc::tree::{DevSpec, QdiscTree};
-use crate::qdisc::{tc_h_make, Qdisc, TcError, Verdict, TC_H_ROOT};
+use crate::qdisc::{tc_h_make, Qdisc, Verdict, TC_H_ROOT};
 use crate::tc::show::qdisc_options;
+use crate::tc::TcError;
 use crate::tc::{build_tree, TcCommand};
 use crate::time::Instant;
 
@@ -520,7 +521,7 @@ fn the_queue_count_changes_at_run_time_and_rebuilds_only_a_default_root() {
     }
     // The default pfifo_fast becomes the default for 4 queues: mq, with the
     // backlog moved into it.
-    t.set_tx_queues(4, T, &mut drops).unwrap();
+    t.change_tx_queues(4, T, &mut drops).unwrap();
     let d = t.dump(T);
     assert_eq!((d.kind.as_str(), d.handle, d.classes.len()), ("mq", 0, 4));
     assert_eq!(d.stats.qlen, 5);
@@ -530,15 +531,15 @@ fn the_queue_count_changes_at_run_time_and_rebuilds_only_a_default_root() {
     ok(&mut t, "tc qdisc replace dev left root handle 1: mq");
     ok(&mut t, "tc qdisc replace dev left parent 1:2 fq_codel");
     let before = format!("{:?}", t.dump(T));
-    let e = t.set_tx_queues(2, T, &mut drops).unwrap_err().0;
+    let e = TcError::from(t.change_tx_queues(2, T, &mut drops).unwrap_err()).0;
     assert!(e.contains("replace it first"), "{e}");
     assert_eq!(format!("{:?}", t.dump(T)), before);
     assert_eq!(t.dev().tx_queues, 4);
-    assert!(t.set_tx_queues(0, T, &mut drops).is_err());
-    assert!(t.set_tx_queues(65, T, &mut drops).is_err());
+    assert!(t.change_tx_queues(0, T, &mut drops).is_err());
+    assert!(t.change_tx_queues(65, T, &mut drops).is_err());
     // Any other root stays as it is.
     ok(&mut t, "tc qdisc replace dev left root handle 2: fq_codel");
-    t.set_tx_queues(1, T, &mut drops).unwrap();
+    t.change_tx_queues(1, T, &mut drops).unwrap();
     assert_eq!(t.dump(T).kind, "fq_codel");
     assert_eq!(t.dev().tx_queues, 1);
     let mut count = 0;

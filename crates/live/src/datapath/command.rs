@@ -22,13 +22,13 @@ use nix::sys::eventfd::{EfdFlags, EventFd};
 
 use crate::control::set::{Change, Effective, SetPlan};
 use crate::dir::Dir;
-use crate::handle::TcError;
-use crate::link::{LinkParams, LinkShape};
+use crate::link::{LinkParams, LinkShape, ShapeError};
 use crate::qdisc::dump::QdiscDump;
 use crate::qdisc::request::Request as TreeRequest;
 use crate::qdisc::tree::{DevSpec, FilterListing};
+use crate::refusal::Refusal;
 use crate::tc::device::{Answer, Device};
-use crate::tc::{Object, TcCommand, Verb};
+use crate::tc::{Object, TcCommand, TcError, Verb};
 
 use super::error::DatapathError;
 
@@ -111,7 +111,7 @@ pub(super) enum Request {
     /// Put a `set`'s part for this direction in force (validated).
     Install {
         change: Box<Change>,
-        reply: SyncSender<Result<(), String>>,
+        reply: SyncSender<Result<(), Refused>>,
     },
     /// The device below the qdisc tree.
     Device {
@@ -120,18 +120,38 @@ pub(super) enum Request {
     /// A typed tc request for the qdisc tree, carried out between frames.
     Apply {
         request: TreeRequest,
-        reply: SyncSender<Result<Option<String>, TcError>>,
+        reply: SyncSender<Result<Option<String>, Refusal>>,
     },
     /// The qdisc tree's dump, for a show naming `dev`.
     Dump {
         dev: Option<Dir>,
-        reply: SyncSender<Result<QdiscDump, TcError>>,
+        reply: SyncSender<Result<QdiscDump, Refusal>>,
     },
     /// The qdisc a `tc filter show` request names, and its filters.
     Filters {
         request: TreeRequest,
-        reply: SyncSender<Result<FilterListing, TcError>>,
+        reply: SyncSender<Result<FilterListing, Refusal>>,
     },
+}
+
+/// Why a direction refused a change of its link (`Request::Install`),
+/// typed: the commander words it on the caller's thread.
+pub(super) enum Refused {
+    /// The tree refused the TX queue count (an mq root of another count).
+    Queues(Refusal),
+    /// The shape was refused.
+    Shape(ShapeError),
+}
+
+impl Refused {
+    /// What the `set` reply says of it: the queue count's refusal as tc
+    /// prints it, the shape's error as it reads.
+    fn text(self) -> String {
+        match self {
+            Refused::Queues(r) => TcError::from(r).0,
+            Refused::Shape(e) => e.to_string(),
+        }
+    }
 }
 
 /// A direction run on the caller's thread instead of its own
@@ -301,7 +321,7 @@ impl Commander {
                         reply,
                     });
                 }
-                return Err(format!("dev {}: {e}", dir.dev()));
+                return Err(format!("dev {}: {}", dir.dev(), e.text()));
             }
             installed.push((dir, back));
         }

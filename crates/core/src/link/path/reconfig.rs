@@ -11,6 +11,7 @@ use super::Path;
 use crate::packet::{Drops, Packet};
 use crate::qdisc::tree::QdiscTree;
 use crate::qdisc::Qdisc;
+use crate::refusal::Refusal;
 use crate::time::Instant;
 
 impl Path {
@@ -88,15 +89,13 @@ impl Path {
     }
 
     /// Changes the device's TX queue count at `now` (`QdiscTree::
-    /// set_tx_queues`: a default root is rebuilt for it). On error nothing
-    /// changes.
-    pub fn set_tx_queues(&mut self, n: u16, now: Instant) -> Result<(), String> {
+    /// change_tx_queues`: a default root is rebuilt for it). On a refusal
+    /// nothing changes.
+    pub fn set_tx_queues(&mut self, n: u16, now: Instant) -> Result<(), Refusal> {
         if n == self.params.tx_queues {
             return Ok(());
         }
-        self.edit_qdisc(now, |tree, t, drops| {
-            tree.set_tx_queues(n, t, drops).map_err(|e| e.0)
-        })?;
+        self.edit_qdisc(now, |tree, t, drops| tree.change_tx_queues(n, t, drops))?;
         self.params.tx_queues = n;
         Ok(())
     }

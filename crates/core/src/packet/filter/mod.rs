@@ -23,7 +23,8 @@ mod flow;
 pub use flow::{FlowClassifier, FlowMode, EMULATED_KEYS, FLOW_KEYS};
 
 use super::{PacketMeta, L3};
-use crate::handle::{Handle, TcError};
+use crate::handle::Handle;
+use crate::refusal::{Errno, Refusal};
 
 /// The `protocol` a filter applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,14 +278,15 @@ impl FilterChain {
     /// one less than the first filter's. Filters sharing a prio must share
     /// protocol and kind, and a matchall prio holds one filter (as in the
     /// kernel, where a prio is one classifier instance).
-    pub fn add(&mut self, mut filter: Filter) -> Result<(), TcError> {
+    pub fn add(&mut self, mut filter: Filter) -> Result<(), Refusal> {
         if filter.prio == 0 {
             filter.prio = match self.filters.first() {
                 None => AUTO_PRIO_FIRST,
                 Some(first) if first.prio > 1 => first.prio - 1,
                 Some(_) => {
-                    return Err(TcError::new(
-                        "Error: no automatic priority is left below 1: give \"prio N\".",
+                    return Err(Refusal::new(
+                        Errno::EINVAL,
+                        "no automatic priority is left below 1: give \"prio N\".",
                     ))
                 }
             };
@@ -296,26 +298,32 @@ impl FilterChain {
             .collect();
         if let Some(g) = group.first() {
             if g.protocol != filter.protocol || g.kind.name() != filter.kind.name() {
-                return Err(TcError::new(format!(
-                    "Error: prio {} already holds {} {} filters: use another prio for {} {}.",
-                    filter.prio,
-                    g.protocol.name(),
-                    g.kind.name(),
-                    filter.protocol.name(),
-                    filter.kind.name()
-                )));
+                return Err(Refusal::new(
+                    Errno::EINVAL,
+                    format!(
+                        "prio {} already holds {} {} filters: use another prio for {} {}.",
+                        filter.prio,
+                        g.protocol.name(),
+                        g.kind.name(),
+                        filter.protocol.name(),
+                        filter.kind.name()
+                    ),
+                ));
             }
             if g.kind == FilterKind::Matchall {
-                return Err(TcError::new(format!(
-                    "Error: prio {} already holds a matchall filter (one per prio).",
-                    filter.prio
-                )));
+                return Err(Refusal::new(
+                    Errno::EEXIST,
+                    format!(
+                        "prio {} already holds a matchall filter (one per prio).",
+                        filter.prio
+                    ),
+                ));
             }
         }
         filter.handle = match filter.kind {
             FilterKind::Flow(_) if group.iter().any(|f| f.handle == filter.handle) => {
-                return Err(TcError::new(format!(
-                    "RTNETLINK answers: File exists\n(prio {} already has a flow filter with handle 0x{:x})",
+                return Err(Refusal::bare(Errno::EEXIST).below(format!(
+                    "prio {} already has a flow filter with handle 0x{:x}",
                     filter.prio, filter.handle
                 )))
             }
@@ -448,7 +456,7 @@ mod tests {
         assert_eq!(c.classify(&v4(2)), Some((0x1_0006, None)));
         assert!(c.targets(0x1_0006) && !c.targets(0x1_0007));
         let e = c.add(u32_filter(FilterProtocol::Ipv6, 5, Vec::new(), 0x1_0001));
-        assert!(e.unwrap_err().0.contains("prio 5 already holds ip u32"));
+        assert!(e.unwrap_err().says("prio 5 already holds ip u32"));
         assert_eq!(c.delete(Some(5)), 2);
         assert_eq!(c.delete(None), 1);
         assert!(c.is_empty());

@@ -10,7 +10,7 @@ pub mod algorithm;
 use super::dump::{QueueId, QueueOccupancy, Xstats};
 use super::park::{drop_all_held, ParkOnPeek};
 use super::QdiscOptions;
-use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
+use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, Refusal, Verdict};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
 use algorithm::{
@@ -97,7 +97,7 @@ impl CodelQdisc {
     }
 
     /// A codel qdisc with `options` (`QdiscOptions::None`: the defaults).
-    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, TcError> {
+    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, Refusal> {
         match options {
             QdiscOptions::None => Ok(CodelQdisc::new(ctx)),
             QdiscOptions::Codel(o) => Ok(CodelQdisc::with_options(ctx, o)),
@@ -224,7 +224,7 @@ impl Qdisc for CodelQdisc {
         options: &QdiscOptions,
         _now: Instant,
         drops: &mut Drops,
-    ) -> Result<(), TcError> {
+    ) -> Result<(), Refusal> {
         match options {
             QdiscOptions::None => {}
             QdiscOptions::Codel(o) => self.apply(o),

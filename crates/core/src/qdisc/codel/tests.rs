@@ -81,7 +81,7 @@ fn options_apply_in_codel_units() {
     let e = CodelQdisc::build(QdiscCtx::default(), &QdiscOptions::Sfq(Default::default()))
         .err()
         .unwrap();
-    assert!(e.0.contains("codel"), "{e}");
+    assert!(e.says("codel"), "{e:?}");
 }
 
 #[test]

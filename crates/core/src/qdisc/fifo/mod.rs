@@ -9,7 +9,7 @@
 use super::dump::{QueueId, QueueOccupancy};
 use super::options::foreign as foreign_options;
 use super::QdiscOptions;
-use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
+use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, Refusal, Verdict};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
 use serde::{Deserialize, Serialize};
@@ -89,7 +89,7 @@ impl Fifo {
 
     /// `fifo_init`: a FIFO with the limit `options` give (none: the
     /// default limit).
-    pub fn build(kind: FifoKind, ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, TcError> {
+    pub fn build(kind: FifoKind, ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, Refusal> {
         match options {
             QdiscOptions::None => Ok(Fifo::new(kind, ctx)),
             QdiscOptions::Fifo(o) => Ok(Fifo::with_limit(kind, ctx, o.limit)),
@@ -200,7 +200,7 @@ impl Qdisc for Fifo {
         options: &QdiscOptions,
         _now: Instant,
         drops: &mut Drops,
-    ) -> Result<(), TcError> {
+    ) -> Result<(), Refusal> {
         match options {
             // No options: the limit is kept (the kernel's fifo_init
             // would restore the default; bloatbox has always kept it).

@@ -72,7 +72,7 @@ fn defaults_and_options() {
         ctx(),
         &QdiscOptions::Mq(crate::qdisc::mq::MqOptions { queues: 2 }),
     );
-    assert!(e.err().unwrap().0.contains("pfifo"));
+    assert!(e.err().unwrap().says("pfifo"));
 }
 
 #[test]

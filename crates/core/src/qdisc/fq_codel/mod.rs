@@ -20,7 +20,7 @@ use super::dump::{list_flows, ClassDump, FlowDump, FlowListing, QueueOccupancy, 
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
 use super::QdiscOptions;
-use super::{FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, TcError, Verdict};
+use super::{Errno, FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, Refusal, Verdict};
 use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, FlowKey, Packet};
 use crate::time::Instant;
@@ -238,7 +238,7 @@ impl FqCodel {
 
     /// An fq_codel qdisc with `options` (`QdiscOptions::None`: the
     /// defaults).
-    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, TcError> {
+    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, Refusal> {
         match options {
             QdiscOptions::None => Ok(FqCodel::new(ctx)),
             QdiscOptions::FqCodel(o) => FqCodel::with_options(ctx, o),
@@ -247,13 +247,12 @@ impl FqCodel {
     }
 
     /// An fq_codel qdisc with the defaults changed by `o` (`fq_codel_init`).
-    pub fn with_options(ctx: QdiscCtx, o: &FqCodelOptions) -> Result<Self, TcError> {
+    pub fn with_options(ctx: QdiscCtx, o: &FqCodelOptions) -> Result<Self, Refusal> {
         let mut q = FqCodel::new(ctx);
         if let Some(flows) = o.flows {
             if flows > MAX_FLOWS {
-                return Err(TcError::new(format!(
-                    "RTNETLINK answers: Invalid argument (flows {flows}: allowed 1..{MAX_FLOWS})"
-                )));
+                return Err(Refusal::bare(Errno::EINVAL)
+                    .beside(format!("flows {flows}: allowed 1..{MAX_FLOWS}")));
             }
             q.flows = (0..flows).map(|_| Flow::new()).collect();
             q.backlogs = vec![0; flows as usize];
@@ -264,12 +263,11 @@ impl FqCodel {
     }
 
     /// Validates then applies `o` (nothing changes on error).
-    fn apply(&mut self, o: &FqCodelOptions) -> Result<(), TcError> {
+    fn apply(&mut self, o: &FqCodelOptions) -> Result<(), Refusal> {
         if let Some(qu) = o.quantum {
             if qu > QUANTUM_MAX {
-                return Err(TcError::new(format!(
-                    "Error: Invalid quantum. (quantum {qu}: allowed up to {QUANTUM_MAX} bytes)"
-                )));
+                return Err(Refusal::new(Errno::EINVAL, "Invalid quantum.")
+                    .beside(format!("quantum {qu}: allowed up to {QUANTUM_MAX} bytes")));
             }
         }
         if let Some(v) = o.limit {
@@ -543,7 +541,7 @@ impl FilterHost for FqCodel {
         self.handle
     }
 
-    fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, TcError> {
+    fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, Refusal> {
         super::own_chain(&mut self.filters, "fq_codel", parent)
     }
 }
@@ -625,15 +623,16 @@ impl Qdisc for FqCodel {
         options: &QdiscOptions,
         now: Instant,
         drops: &mut Drops,
-    ) -> Result<(), TcError> {
+    ) -> Result<(), Refusal> {
         let o = match options {
             QdiscOptions::None => &FqCodelOptions::default(),
             QdiscOptions::FqCodel(o) => o,
             _ => return Err(super::options::foreign("fq_codel")),
         };
         if let Some(f) = o.flows {
-            return Err(TcError::new(format!(
-                "RTNETLINK answers: Invalid argument (flows {f}: the number of flows can only be set when the qdisc is created; delete and re-add it)"
+            return Err(Refusal::bare(Errno::EINVAL).beside(format!(
+                "flows {f}: the number of flows can only be set when the qdisc is created; \
+                 delete and re-add it"
             )));
         }
         self.apply(o)?;

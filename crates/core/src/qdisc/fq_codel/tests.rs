@@ -145,7 +145,7 @@ fn options_apply_and_validate() {
     )
     .err()
     .unwrap();
-    assert!(e.0.starts_with("Error: Invalid quantum."), "{e}");
+    assert_eq!(e.message.as_deref(), Some("Invalid quantum."), "{e:?}");
     let e = FqCodel::with_options(
         ctx(),
         &FqCodelOptions {
@@ -155,11 +155,11 @@ fn options_apply_and_validate() {
     )
     .err()
     .unwrap();
-    assert!(e.0.contains("flows 70000"), "{e}");
+    assert!(e.says("flows 70000"), "{e:?}");
     let e = FqCodel::build(ctx(), &QdiscOptions::Sfq(Default::default()))
         .err()
         .unwrap();
-    assert!(e.0.contains("fq_codel"), "{e}");
+    assert!(e.says("fq_codel"), "{e:?}");
 }
 
 #[test]
@@ -552,7 +552,7 @@ fn change_at_runtime() {
         )
         .err()
         .unwrap();
-    assert!(e.0.contains("only be set when the qdisc is created"));
+    assert!(e.says("only be set when the qdisc is created"));
     let e = q
         .change(
             &QdiscOptions::FqCodel(FqCodelOptions {
@@ -565,7 +565,7 @@ fn change_at_runtime() {
         )
         .err()
         .unwrap();
-    assert!(e.0.contains("Invalid quantum"));
+    assert!(e.says("Invalid quantum"));
     assert_eq!(q.limit, 10240, "a failed change leaves the qdisc untouched");
     // Lower the limit: drops in dequeue order (DRR: A A B B ...).
     q.change(

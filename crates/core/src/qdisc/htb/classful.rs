@@ -16,8 +16,8 @@ use crate::qdisc::fifo::{Fifo, FifoKind};
 use crate::qdisc::htb::HtbXstats;
 use crate::qdisc::tbf::ns_to_ticks;
 use crate::qdisc::{
-    tc_h_major, tc_h_make, tc_h_minor, ClassDump, ClassOptions, Classful, FilterHost, Handle,
-    Qdisc, QdiscCtx, QdiscStats, TcError, TC_H_ROOT,
+    tc_h_major, tc_h_make, tc_h_minor, ClassDump, ClassOptions, Classful, Errno, FilterHost,
+    Handle, Qdisc, QdiscCtx, QdiscStats, Refusal, TC_H_ROOT,
 };
 
 fn fmt_classid(h: Handle) -> String {
@@ -26,13 +26,15 @@ fn fmt_classid(h: Handle) -> String {
 
 /// The `tc_htb_opt` of a class request: `htb_change_class` refuses a
 /// request without one, or with a zero rate or ceil (`-EINVAL`).
-fn class_options(options: &ClassOptions) -> Result<&HtbClassOptions, TcError> {
+fn class_options(options: &ClassOptions) -> Result<&HtbClassOptions, Refusal> {
     match options {
         ClassOptions::Htb(o) if o.rate.rate != 0 && o.ceil.rate != 0 => Ok(o),
-        ClassOptions::Htb(_) | ClassOptions::None => Err(TcError::new(
-            "RTNETLINK answers: Invalid argument (an htb class needs a rate and a ceil above 0).",
+        ClassOptions::Htb(_) | ClassOptions::None => Err(Refusal::bare(Errno::EINVAL)
+            .beside_stop("an htb class needs a rate and a ceil above 0")),
+        _ => Err(Refusal::new(
+            Errno::EINVAL,
+            "htb: class options of another kind.",
         )),
-        _ => Err(TcError::new("Error: htb: class options of another kind.")),
     }
 }
 
@@ -93,28 +95,34 @@ impl Classful for Htb {
         classid: Handle,
         parent: Handle,
         options: &ClassOptions,
-    ) -> Result<(), TcError> {
+    ) -> Result<(), Refusal> {
         let classid = self.full_id(classid);
         let major = tc_h_major(self.ctx.handle);
         // `htb_change_class`: any classid of this qdisc's major, minor 0
         // included (tc shows class X:0 as "X:").
         if classid == 0 || tc_h_major(classid) != major {
-            return Err(TcError::new(format!(
-                "Error: classid {} does not belong to htb {major:x}: (use classid {major:x}:MINOR with MINOR 0..ffff).",
-                fmt_classid(classid)
-            )));
+            return Err(Refusal::new(
+                Errno::EINVAL,
+                format!(
+                    "classid {} does not belong to htb {major:x}: (use classid {major:x}:MINOR with MINOR 0..ffff).",
+                    fmt_classid(classid)
+                ),
+            ));
         }
         if self.find(classid).is_some() {
-            return Err(TcError::new(format!(
-                "RTNETLINK answers: File exists (class {} already exists; use `tc class change` to modify it).",
+            return Err(Refusal::bare(Errno::EEXIST).beside_stop(format!(
+                "class {} already exists; use `tc class change` to modify it",
                 fmt_classid(classid)
             )));
         }
         if parent != TC_H_ROOT && tc_h_major(parent) != major && tc_h_major(parent) != 0 {
-            return Err(TcError::new(format!(
-                "Error: parent {:x}: is not this htb ({major:x}:).",
-                tc_h_major(parent)
-            )));
+            return Err(Refusal::new(
+                Errno::EINVAL,
+                format!(
+                    "parent {:x}: is not this htb ({major:x}:).",
+                    tc_h_major(parent)
+                ),
+            ));
         }
         // `htb_find(parentid)`: a parent that does not exist makes this a
         // root class, as in the kernel; "parent X:" names the root unless a
@@ -136,8 +144,9 @@ impl Classful for Htb {
         let opts = class_options(options)?;
         if let Some(gp) = parent_slot.and_then(|p| self.cl(p).parent) {
             if self.cl(gp).level < 2 {
-                return Err(TcError::new(
-                    "Error: sch_htb: tree is too deep (HTB allows 8 levels: a root class, 6 inner levels and leaves).",
+                return Err(Refusal::new(
+                    Errno::EINVAL,
+                    "sch_htb: tree is too deep (HTB allows 8 levels: a root class, 6 inner levels and leaves).",
                 ));
             }
         }
@@ -192,11 +201,11 @@ impl Classful for Htb {
         Ok(())
     }
 
-    fn change_class(&mut self, classid: Handle, options: &ClassOptions) -> Result<(), TcError> {
+    fn change_class(&mut self, classid: Handle, options: &ClassOptions) -> Result<(), Refusal> {
         let classid = self.full_id(classid);
         let slot = self.find(classid).ok_or_else(|| {
-            TcError::new(format!(
-                "RTNETLINK answers: No such file or directory (class {} does not exist; use `tc class add`).",
+            Refusal::bare(Errno::ENOENT).beside_stop(format!(
+                "class {} does not exist; use `tc class add`",
                 fmt_classid(classid)
             ))
         })?;
@@ -208,19 +217,19 @@ impl Classful for Htb {
         Ok(())
     }
 
-    fn delete_class(&mut self, classid: Handle, drops: &mut Drops) -> Result<(), TcError> {
+    fn delete_class(&mut self, classid: Handle, drops: &mut Drops) -> Result<(), Refusal> {
         let classid = self.full_id(classid);
         let slot = self.find(classid).ok_or_else(|| {
-            TcError::new(format!(
-                "RTNETLINK answers: No such file or directory (class {} does not exist).",
-                fmt_classid(classid)
-            ))
+            Refusal::bare(Errno::ENOENT)
+                .beside_stop(format!("class {} does not exist", fmt_classid(classid)))
         })?;
         if self.cl(slot).children > 0 {
-            return Err(TcError::new(format!(
-                "Error: HTB class in use.\n(class {} has child classes; delete them first)",
-                fmt_classid(classid)
-            )));
+            return Err(
+                Refusal::new(Errno::EBUSY, "HTB class in use.").below(format!(
+                    "class {} has child classes; delete them first",
+                    fmt_classid(classid)
+                )),
+            );
         }
         self.resync();
         let parent = self.cl(slot).parent;
@@ -268,19 +277,25 @@ impl Classful for Htb {
         &mut self,
         classid: Handle,
         child: Box<dyn Qdisc>,
-    ) -> Result<Option<Box<dyn Qdisc>>, TcError> {
+    ) -> Result<Option<Box<dyn Qdisc>>, Refusal> {
         let classid = self.full_id(classid);
         let slot = self.find(classid).ok_or_else(|| {
-            TcError::new(format!(
-                "Error: class {} does not exist (add it with `tc class add` first).",
-                fmt_classid(classid)
-            ))
+            Refusal::new(
+                Errno::ENOENT,
+                format!(
+                    "class {} does not exist (add it with `tc class add` first).",
+                    fmt_classid(classid)
+                ),
+            )
         })?;
         if self.cl(slot).level != 0 {
-            return Err(TcError::new(format!(
-                "Error: class {} is an inner class (it has child classes); qdiscs attach to leaf classes only.",
-                fmt_classid(classid)
-            )));
+            return Err(Refusal::new(
+                Errno::EINVAL,
+                format!(
+                    "class {} is an inner class (it has child classes); qdiscs attach to leaf classes only.",
+                    fmt_classid(classid)
+                ),
+            ));
         }
         self.dirty = true;
         let cl = self.cl_mut(slot);
@@ -319,7 +334,7 @@ impl FilterHost for Htb {
 
     /// The qdisc's chain (`parent 1:` or none) or a class's (`parent 1:1`,
     /// used when classification reaches that inner class).
-    fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, TcError> {
+    fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, Refusal> {
         let major = tc_h_major(self.ctx.handle);
         match parent {
             None => Ok(&mut self.filters),
@@ -327,16 +342,22 @@ impl FilterHost for Htb {
             Some(p) => {
                 let p = self.full_id(p);
                 if tc_h_major(p) != major {
-                    return Err(TcError::new(format!(
-                        "Error: filter parent {} is not this htb ({major:x}:).",
-                        fmt_classid(p)
-                    )));
+                    return Err(Refusal::new(
+                        Errno::EINVAL,
+                        format!(
+                            "filter parent {} is not this htb ({major:x}:).",
+                            fmt_classid(p)
+                        ),
+                    ));
                 }
                 let slot = self.find(p).ok_or_else(|| {
-                    TcError::new(format!(
-                        "Error: filter parent class {} does not exist (add the class first).",
-                        fmt_classid(p)
-                    ))
+                    Refusal::new(
+                        Errno::ENOENT,
+                        format!(
+                            "filter parent class {} does not exist (add the class first).",
+                            fmt_classid(p)
+                        ),
+                    )
                 })?;
                 Ok(&mut self.cl_mut(slot).filters)
             }

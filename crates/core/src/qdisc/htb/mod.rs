@@ -29,8 +29,8 @@ pub use options::{HtbClassOptions, HtbGlob, HTB_VER};
 use super::class_hash::ClassHash;
 use super::dump::{lift_hidden_child, QueueId, QueueOccupancy};
 use super::{
-    tc_h_major, tc_h_make, Classful, FilterHost, FlowListing, Qdisc, QdiscCtx, QdiscDump,
-    QdiscOptions, QdiscStats, TcError, Verdict,
+    tc_h_major, tc_h_make, Classful, Errno, FilterHost, FlowListing, Qdisc, QdiscCtx, QdiscDump,
+    QdiscOptions, QdiscStats, Refusal, Verdict,
 };
 use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, Packet};
@@ -100,19 +100,22 @@ impl Htb {
     /// `htb_init`: the qdisc from its `TCA_OPTIONS` (`QdiscOptions::None`
     /// is what tc sends without options). The direct queue holds
     /// `direct_qlen` frames, by default the device's txqueuelen.
-    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, TcError> {
+    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, Refusal> {
         let glob = match options {
             QdiscOptions::Htb(o) => o.clone(),
             QdiscOptions::None => HtbGlob::default(),
-            _ => return Err(TcError::new("Error: htb: options of another kind.")),
+            _ => return Err(Refusal::new(Errno::EINVAL, "htb: options of another kind.")),
         };
         if glob.version != HTB_VER >> 16 {
-            return Err(TcError::new(format!(
-                "Error: HTB: need tc/htb version {} (minor is {}), you have {}.",
-                HTB_VER >> 16,
-                HTB_VER & 0xffff,
-                glob.version
-            )));
+            return Err(Refusal::new(
+                Errno::EINVAL,
+                format!(
+                    "HTB: need tc/htb version {} (minor is {}), you have {}.",
+                    HTB_VER >> 16,
+                    HTB_VER & 0xffff,
+                    glob.version
+                ),
+            ));
         }
         Ok(Htb {
             direct_qlen: glob.direct_qlen.unwrap_or(ctx.txqueuelen),

@@ -20,8 +20,8 @@
 
 use super::options::foreign as foreign_options;
 use super::{
-    tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx,
-    QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
+    tc_h_major, tc_h_make, tc_h_minor, ClassDump, Classful, Errno, FlowListing, Handle, Qdisc,
+    QdiscCtx, QdiscDump, QdiscStats, Refusal, Verdict, TC_H_ROOT,
 };
 use super::{ClassOptions, QdiscOptions};
 use crate::packet::{Drops, Packet};
@@ -52,10 +52,8 @@ pub struct Mq {
     next: usize,
 }
 
-fn not_supported(why: &str) -> TcError {
-    TcError::new(format!(
-        "RTNETLINK answers: Operation not supported\n({why})"
-    ))
+fn not_supported(why: &str) -> Refusal {
+    Refusal::bare(Errno::EOPNOTSUPP).below(why)
 }
 
 impl Mq {
@@ -65,7 +63,7 @@ impl Mq {
         ctx: QdiscCtx,
         n: u16,
         child: &mut dyn FnMut(QdiscCtx) -> Box<dyn Qdisc>,
-    ) -> Result<Mq, TcError> {
+    ) -> Result<Mq, Refusal> {
         if ctx.parent != TC_H_ROOT {
             return Err(not_supported("mq can only be the root qdisc of a device"));
         }
@@ -95,17 +93,20 @@ impl Mq {
         dev_queues: u16,
         options: &QdiscOptions,
         child: &mut dyn FnMut(QdiscCtx) -> Box<dyn Qdisc>,
-    ) -> Result<Mq, TcError> {
+    ) -> Result<Mq, Refusal> {
         let n = match options {
             QdiscOptions::None => dev_queues,
             QdiscOptions::Mq(MqOptions { queues: n }) => {
                 let n = *n;
                 if dev_queues > 1 && n != dev_queues {
-                    return Err(TcError::new(format!(
-                        "Error: argument \"{n}\" is wrong: this device has {dev_queues} TX queues \
-                         (link.tx_queues) and mq makes one child per queue; leave out \"queues\" \
-                         or set tx_queues = {n}"
-                    )));
+                    return Err(Refusal::new(
+                        Errno::EINVAL,
+                        format!(
+                            "argument \"{n}\" is wrong: this device has {dev_queues} TX queues \
+                             (link.tx_queues) and mq makes one child per queue; leave out \
+                             \"queues\" or set tx_queues = {n}"
+                        ),
+                    ));
                 }
                 n
             }
@@ -131,9 +132,9 @@ impl Mq {
         (1..=self.queues.len()).contains(&minor).then(|| minor - 1)
     }
 
-    fn class_not_found(&self, classid: Handle) -> TcError {
-        TcError::new(format!(
-            "Error: Specified class not found.\n(mq class {:x}:{:x}; it has :1..:{:x})",
+    fn class_not_found(&self, classid: Handle) -> Refusal {
+        Refusal::new(Errno::ENOENT, "Specified class not found.").below(format!(
+            "mq class {:x}:{:x}; it has :1..:{:x}",
             tc_h_major(classid),
             tc_h_minor(classid),
             self.queues.len()
@@ -289,19 +290,19 @@ impl Classful for Mq {
         _classid: Handle,
         _parent: Handle,
         _options: &ClassOptions,
-    ) -> Result<(), TcError> {
+    ) -> Result<(), Refusal> {
         Err(not_supported(
             "mq classes are its TX queues; they cannot be added",
         ))
     }
 
-    fn change_class(&mut self, _classid: Handle, _options: &ClassOptions) -> Result<(), TcError> {
+    fn change_class(&mut self, _classid: Handle, _options: &ClassOptions) -> Result<(), Refusal> {
         Err(not_supported(
             "mq classes are its TX queues and have no options",
         ))
     }
 
-    fn delete_class(&mut self, _classid: Handle, _drops: &mut Drops) -> Result<(), TcError> {
+    fn delete_class(&mut self, _classid: Handle, _drops: &mut Drops) -> Result<(), Refusal> {
         Err(not_supported(
             "mq classes are its TX queues; they cannot be deleted",
         ))
@@ -311,7 +312,7 @@ impl Classful for Mq {
         &mut self,
         classid: Handle,
         child: Box<dyn Qdisc>,
-    ) -> Result<Option<Box<dyn Qdisc>>, TcError> {
+    ) -> Result<Option<Box<dyn Qdisc>>, Refusal> {
         let i = self
             .index_of(classid)
             .ok_or_else(|| self.class_not_found(classid))?;

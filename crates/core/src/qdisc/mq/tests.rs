@@ -142,13 +142,12 @@ fn rejects_single_queue_and_non_root() {
     assert!(Mq::new(root_ctx(), 1, &mut f)
         .err()
         .unwrap()
-        .0
-        .contains("multi-queue"));
+        .says("multi-queue"));
     let child = QdiscCtx {
         parent: tc_h_make(1, 1),
         ..root_ctx()
     };
-    assert!(Mq::new(child, 4, &mut f).err().unwrap().0.contains("root"));
+    assert!(Mq::new(child, 4, &mut f).err().unwrap().says("root"));
     let queues = |n| QdiscOptions::Mq(MqOptions { queues: n });
     assert_eq!(
         Mq::build(root_ctx(), 1, &queues(8), &mut f)
@@ -163,13 +162,10 @@ fn rejects_single_queue_and_non_root() {
     assert!(Mq::build(root_ctx(), 1, &queues(4096), &mut f).is_err());
     assert!(Mq::build(root_ctx(), 1, &queues(1), &mut f).is_err());
     // A multi-queue device keeps its own count.
-    let e = Mq::build(root_ctx(), 4, &queues(8), &mut f)
-        .err()
-        .unwrap()
-        .0;
+    let e = Mq::build(root_ctx(), 4, &queues(8), &mut f).err().unwrap();
     assert!(
-        e.contains("has 4 TX queues") && e.contains("tx_queues = 8"),
-        "{e}"
+        e.says("has 4 TX queues") && e.says("tx_queues = 8"),
+        "{e:?}"
     );
     assert_eq!(
         Mq::build(root_ctx(), 4, &queues(4), &mut f)

@@ -8,7 +8,7 @@
 use super::dump::{QueueId, QueueOccupancy};
 use super::options::foreign as foreign_options;
 use super::park::drop_all_held;
-use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, TcError, Verdict};
+use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
 use serde::{Deserialize, Serialize};
@@ -54,7 +54,7 @@ impl PfifoFast {
     }
 
     /// `pfifo_fast_init`: pfifo_fast takes no options.
-    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, TcError> {
+    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, Refusal> {
         match options {
             QdiscOptions::None => Ok(PfifoFast::new(ctx)),
             _ => Err(foreign_options("pfifo_fast")),

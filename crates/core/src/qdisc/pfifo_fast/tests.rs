@@ -81,5 +81,5 @@ fn dumps_bands_and_priomap() {
         QdiscCtx::default(),
         &QdiscOptions::Fifo(crate::qdisc::fifo::FifoOptions { limit: 1 }),
     );
-    assert!(e.err().unwrap().0.contains("pfifo_fast"));
+    assert!(e.err().unwrap().says("pfifo_fast"));
 }

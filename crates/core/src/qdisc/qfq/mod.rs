@@ -25,8 +25,8 @@
 
 use super::fifo::{Fifo, FifoKind};
 use super::{
-    tc_h_major, tc_h_minor, ClassDump, Classful, FilterHost, FlowListing, Handle, Qdisc, QdiscCtx,
-    QdiscDump, QdiscStats, TcError, Verdict, TC_H_ROOT,
+    tc_h_major, tc_h_minor, ClassDump, Classful, Errno, FilterHost, FlowListing, Handle, Qdisc,
+    QdiscCtx, QdiscDump, QdiscStats, Refusal, Verdict, TC_H_ROOT,
 };
 use super::{ClassOptions, QdiscOptions};
 use crate::packet::filter::FilterChain;
@@ -136,11 +136,16 @@ pub struct QfqClassOptions {
 impl QfqClassOptions {
     /// The attributes of a class request (`ClassOptions::None`: none given),
     /// checked against `qfq_policy`'s ranges (`NLA_POLICY_RANGE`).
-    fn from_request(options: &ClassOptions) -> Result<Self, TcError> {
+    fn from_request(options: &ClassOptions) -> Result<Self, Refusal> {
         let o = match options {
             ClassOptions::Qfq(o) => *o,
             ClassOptions::None => QfqClassOptions::default(),
-            _ => return Err(TcError::new("Error: qfq: class options of another kind.")),
+            _ => {
+                return Err(Refusal::new(
+                    Errno::EINVAL,
+                    "qfq: class options of another kind.",
+                ))
+            }
         };
         let ranges = [
             (o.weight, "weight", 1, QFQ_MAX_WEIGHT),
@@ -148,9 +153,10 @@ impl QfqClassOptions {
         ];
         for (value, name, lo, hi) in ranges {
             if let Some(n) = value.filter(|n| !(lo..=hi).contains(n)) {
-                return Err(TcError::new(format!(
-                    "Error: qfq: invalid {name} {n}: allowed {lo}..{hi}."
-                )));
+                return Err(Refusal::new(
+                    Errno::EINVAL,
+                    format!("qfq: invalid {name} {n}: allowed {lo}..{hi}."),
+                ));
             }
         }
         Ok(o)
@@ -177,10 +183,10 @@ impl Qfq {
     }
 
     /// `qfq_init`: QFQ's qdisc has no options.
-    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, TcError> {
+    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, Refusal> {
         match options {
             QdiscOptions::None => Ok(Qfq::new(ctx)),
-            _ => Err(TcError::new("Error: qfq: options of another kind.")),
+            _ => Err(Refusal::new(Errno::EINVAL, "qfq: options of another kind.")),
         }
     }
 
@@ -194,29 +200,35 @@ impl Qfq {
     }
 
     /// The weight sum after replacing `old` by `new`, checked.
-    fn checked_wsum(&self, old: u32, new: u32) -> Result<u32, TcError> {
+    fn checked_wsum(&self, old: u32, new: u32) -> Result<u32, Refusal> {
         let wsum = self.wsum - old + new;
         if wsum > QFQ_MAX_WSUM {
-            return Err(TcError::new(format!(
-                "Error: qfq: total weight out of range ({} + {}): the sum of all class weights \
-                 may not exceed {QFQ_MAX_WSUM}.",
-                new as i64 - old as i64,
-                self.wsum
-            )));
+            return Err(Refusal::new(
+                Errno::EINVAL,
+                format!(
+                    "qfq: total weight out of range ({} + {}): the sum of all class weights \
+                     may not exceed {QFQ_MAX_WSUM}.",
+                    new as i64 - old as i64,
+                    self.wsum
+                ),
+            ));
         }
         Ok(wsum)
     }
 
     /// `maxpkt` as given, else psched_mtu, which must be in range too.
-    fn lmax_or_default(&self, lmax: Option<u32>) -> Result<u32, TcError> {
+    fn lmax_or_default(&self, lmax: Option<u32>) -> Result<u32, Refusal> {
         let mtu = self.ctx.psched_mtu;
         match lmax {
             Some(l) => Ok(l),
             None if (QFQ_MIN_LMAX..=QFQ_MAX_LMAX).contains(&mtu) => Ok(mtu),
-            None => Err(TcError::new(format!(
-                "Error: qfq: MTU size out of bounds for qfq (psched_mtu {mtu}, allowed \
-                 {QFQ_MIN_LMAX}..{QFQ_MAX_LMAX}): give \"maxpkt BYTES\"."
-            ))),
+            None => Err(Refusal::new(
+                Errno::EINVAL,
+                format!(
+                    "qfq: MTU size out of bounds for qfq (psched_mtu {mtu}, allowed \
+                     {QFQ_MIN_LMAX}..{QFQ_MAX_LMAX}): give \"maxpkt BYTES\"."
+                ),
+            )),
         }
     }
 
@@ -554,9 +566,21 @@ impl FilterHost for Qfq {
         self.ctx.handle
     }
 
-    fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, TcError> {
+    fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, Refusal> {
         super::own_chain(&mut self.filters, "qfq", parent)
     }
+}
+
+/// The refusal of a class operation on a class QFQ does not have.
+fn no_class(classid: Handle) -> Refusal {
+    Refusal::new(
+        Errno::ENOENT,
+        format!(
+            "class {:x}:{:x} does not exist.",
+            tc_h_major(classid),
+            tc_h_minor(classid)
+        ),
+    )
 }
 
 impl Classful for Qfq {
@@ -565,27 +589,36 @@ impl Classful for Qfq {
         classid: Handle,
         parent: Handle,
         options: &ClassOptions,
-    ) -> Result<(), TcError> {
+    ) -> Result<(), Refusal> {
         let major = tc_h_major(self.ctx.handle);
         if parent != TC_H_ROOT && parent != self.ctx.handle {
-            return Err(TcError::new(format!(
-                "Error: qfq classes are flat: parent must be {major:x}: (got {:x}:{:x}).",
-                tc_h_major(parent),
-                tc_h_minor(parent)
-            )));
+            return Err(Refusal::new(
+                Errno::EINVAL,
+                format!(
+                    "qfq classes are flat: parent must be {major:x}: (got {:x}:{:x}).",
+                    tc_h_major(parent),
+                    tc_h_minor(parent)
+                ),
+            ));
         }
         if tc_h_major(classid) != major || tc_h_minor(classid) == 0 {
-            return Err(TcError::new(format!(
-                "Error: invalid classid {:x}:{:x}: use {major:x}:N with N 1..ffff.",
-                tc_h_major(classid),
-                tc_h_minor(classid)
-            )));
+            return Err(Refusal::new(
+                Errno::EINVAL,
+                format!(
+                    "invalid classid {:x}:{:x}: use {major:x}:N with N 1..ffff.",
+                    tc_h_major(classid),
+                    tc_h_minor(classid)
+                ),
+            ));
         }
         let Err(pos) = self.find(classid) else {
-            return Err(TcError::new(format!(
-                "Error: class {major:x}:{:x} already exists (use tc class change).",
-                tc_h_minor(classid)
-            )));
+            return Err(Refusal::new(
+                Errno::EEXIST,
+                format!(
+                    "class {major:x}:{:x} already exists (use tc class change).",
+                    tc_h_minor(classid)
+                ),
+            ));
         };
         let opts = QfqClassOptions::from_request(options)?;
         let weight = opts.weight.unwrap_or(1);
@@ -617,14 +650,8 @@ impl Classful for Qfq {
 
     /// Like the kernel, an option left out of `tc class change` returns to
     /// its default (weight 1, maxpkt psched_mtu).
-    fn change_class(&mut self, classid: Handle, options: &ClassOptions) -> Result<(), TcError> {
-        let i = self.find(classid).map_err(|_| {
-            TcError::new(format!(
-                "Error: class {:x}:{:x} does not exist.",
-                tc_h_major(classid),
-                tc_h_minor(classid)
-            ))
-        })?;
+    fn change_class(&mut self, classid: Handle, options: &ClassOptions) -> Result<(), Refusal> {
+        let i = self.find(classid).map_err(|_| no_class(classid))?;
         let opts = QfqClassOptions::from_request(options)?;
         let weight = opts.weight.unwrap_or(1);
         let lmax = self.lmax_or_default(opts.lmax)?;
@@ -644,21 +671,18 @@ impl Classful for Qfq {
     /// Purges the class's frames (`QdiscReset`, counted as qdisc drops) and
     /// frees its weight. Like the kernel, refuses while a filter points to
     /// the class.
-    fn delete_class(&mut self, classid: Handle, drops: &mut Drops) -> Result<(), TcError> {
-        let i = self.find(classid).map_err(|_| {
-            TcError::new(format!(
-                "Error: class {:x}:{:x} does not exist.",
-                tc_h_major(classid),
-                tc_h_minor(classid)
-            ))
-        })?;
+    fn delete_class(&mut self, classid: Handle, drops: &mut Drops) -> Result<(), Refusal> {
+        let i = self.find(classid).map_err(|_| no_class(classid))?;
         if self.filters.targets(classid) {
-            return Err(TcError::new(format!(
-                "Error: qfq: QFQ class in use: filters send frames to {:x}:{:x}; delete them \
-                 first (tc filter del ... prio N).",
-                tc_h_major(classid),
-                tc_h_minor(classid)
-            )));
+            return Err(Refusal::new(
+                Errno::EBUSY,
+                format!(
+                    "qfq: QFQ class in use: filters send frames to {:x}:{:x}; delete them \
+                     first (tc filter del ... prio N).",
+                    tc_h_major(classid),
+                    tc_h_minor(classid)
+                ),
+            ));
         }
         if self.in_service == Some(i) {
             self.in_service = None;
@@ -682,14 +706,8 @@ impl Classful for Qfq {
         &mut self,
         classid: Handle,
         child: Box<dyn Qdisc>,
-    ) -> Result<Option<Box<dyn Qdisc>>, TcError> {
-        let i = self.find(classid).map_err(|_| {
-            TcError::new(format!(
-                "Error: class {:x}:{:x} does not exist.",
-                tc_h_major(classid),
-                tc_h_minor(classid)
-            ))
-        })?;
+    ) -> Result<Option<Box<dyn Qdisc>>, Refusal> {
+        let i = self.find(classid).map_err(|_| no_class(classid))?;
         let old = std::mem::replace(&mut self.classes[i].child, child);
         let c = &self.classes[i];
         if self.in_service == Some(i) || (c.active && c.child.qlen() == 0) {

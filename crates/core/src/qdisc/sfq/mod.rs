@@ -17,7 +17,8 @@ use super::dump::{list_flows, ClassDump, FlowDump, FlowListing, QueueOccupancy, 
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
 use super::{
-    FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, TcError, Verdict,
+    Errno, FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal,
+    Verdict,
 };
 use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, Packet};
@@ -122,7 +123,7 @@ pub struct Sfq {
 
 impl Sfq {
     /// An sfq qdisc with `options` (`QdiscOptions::None`: the defaults).
-    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, TcError> {
+    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, Refusal> {
         match options {
             QdiscOptions::None => Sfq::with_options(ctx, &SfqOptions::default()),
             QdiscOptions::Sfq(o) => Sfq::with_options(ctx, o),
@@ -132,25 +133,29 @@ impl Sfq {
 
     /// An sfq qdisc with the defaults changed by `a`, validated as
     /// `sfq_change` does.
-    pub fn with_options(ctx: QdiscCtx, a: &SfqOptions) -> Result<Self, TcError> {
+    pub fn with_options(ctx: QdiscCtx, a: &SfqOptions) -> Result<Self, Refusal> {
         if a.divisor != 0 && (!a.divisor.is_power_of_two() || a.divisor > 65536) {
-            return Err(TcError::new(format!(
-                "RTNETLINK answers: Invalid argument (divisor {}: must be a power of two up to 65536)",
+            return Err(Refusal::bare(Errno::EINVAL).beside(format!(
+                "divisor {}: must be a power of two up to 65536",
                 a.divisor
             )));
         }
         if a.quantum > i32::MAX as u32 {
-            return Err(TcError::new(format!(
-                "Error: sch_sfq: invalid quantum. (quantum {}: at most {} bytes)",
-                a.quantum,
-                i32::MAX
-            )));
+            return Err(
+                Refusal::new(Errno::EINVAL, "sch_sfq: invalid quantum.").beside(format!(
+                    "quantum {}: at most {} bytes",
+                    a.quantum,
+                    i32::MAX
+                )),
+            );
         }
         if !(0..=MAX_PERTURB_SECS).contains(&a.perturb_period) {
-            return Err(TcError::new(format!(
-                "Error: sch_sfq: invalid perturb period. (perturb {}: allowed 0..{MAX_PERTURB_SECS} seconds)",
-                a.perturb_period
-            )));
+            return Err(
+                Refusal::new(Errno::EINVAL, "sch_sfq: invalid perturb period.").beside(format!(
+                    "perturb {}: allowed 0..{MAX_PERTURB_SECS} seconds",
+                    a.perturb_period
+                )),
+            );
         }
         let mut limit = MAX_DEPTH;
         let mut maxdepth = MAX_DEPTH;
@@ -175,10 +180,13 @@ impl Sfq {
             maxflows = maxflows.min(limit);
         }
         if limit == 1 {
-            return Err(TcError::new(format!(
-                "Error: sch_sfq: invalid limit. (limit {} with depth {maxdepth} and flows {maxflows} allows only one packet; raise depth or flows)",
-                a.limit
-            )));
+            return Err(
+                Refusal::new(Errno::EINVAL, "sch_sfq: invalid limit.").beside(format!(
+                    "limit {} with depth {maxdepth} and flows {maxflows} allows only one packet; \
+                     raise depth or flows",
+                    a.limit
+                )),
+            );
         }
         let mut rng = SmallRng::seed_from_u64(ctx.seed ^ 0x0073_6671); // "sfq"
         let hash_key = rng.gen();
@@ -476,7 +484,7 @@ impl FilterHost for Sfq {
         self.handle
     }
 
-    fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, TcError> {
+    fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, Refusal> {
         super::own_chain(&mut self.filters, "sfq", parent)
     }
 }

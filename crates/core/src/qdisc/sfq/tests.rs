@@ -105,12 +105,16 @@ fn parameter_rules() {
         flows: 1,
         ..none()
     });
-    assert!(e.0.starts_with("Error: sch_sfq: invalid limit."), "{e}");
+    assert_eq!(
+        e.message.as_deref(),
+        Some("sch_sfq: invalid limit."),
+        "{e:?}"
+    );
     let e = fails(SfqOptions {
         divisor: 1000,
         ..none()
     });
-    assert!(e.0.contains("divisor 1000"), "{e}");
+    assert!(e.says("divisor 1000"), "{e:?}");
     fails(SfqOptions {
         divisor: 131072,
         ..none()
@@ -119,16 +123,20 @@ fn parameter_rules() {
         perturb_period: -1,
         ..none()
     });
-    assert!(e.0.contains("invalid perturb period"), "{e}");
+    assert!(e.says("invalid perturb period"), "{e:?}");
     let e = fails(SfqOptions {
         quantum: 1 << 31,
         ..none()
     });
-    assert!(e.0.starts_with("Error: sch_sfq: invalid quantum."), "{e}");
+    assert_eq!(
+        e.message.as_deref(),
+        Some("sch_sfq: invalid quantum."),
+        "{e:?}"
+    );
     let e = Sfq::build(ctx(), &QdiscOptions::Codel(Default::default()))
         .err()
         .unwrap();
-    assert!(e.0.contains("sfq"), "{e}");
+    assert!(e.says("sfq"), "{e:?}");
 }
 
 #[test]
@@ -146,8 +154,11 @@ fn change_is_not_supported() {
         .err()
         .unwrap();
     assert_eq!(
-        e.0,
-        "Error: Change operation not supported by specified qdisc."
+        e,
+        Refusal::new(
+            Errno::EINVAL,
+            "Change operation not supported by specified qdisc."
+        )
     );
 }
 

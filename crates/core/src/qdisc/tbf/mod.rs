@@ -15,8 +15,8 @@ use super::park::ParkOnPeek;
 use super::ClassOptions;
 use super::QdiscOptions;
 use super::{
-    tc_h_major, tc_h_minor, ClassDump, Classful, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump,
-    QdiscStats, TcError, Verdict,
+    tc_h_major, tc_h_minor, ClassDump, Classful, Errno, FlowListing, Handle, Qdisc, QdiscCtx,
+    QdiscDump, QdiscStats, Refusal, Verdict,
 };
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
@@ -109,7 +109,7 @@ impl TbfOptions {
 }
 
 impl TbfParams {
-    fn new(opts: &TbfOptions, psched_mtu: u32) -> Result<(TbfParams, Option<String>), TcError> {
+    fn new(opts: &TbfOptions, psched_mtu: u32) -> Result<(TbfParams, Option<String>), Refusal> {
         let mut opts = *opts;
         opts.peakrate = opts.peakrate.filter(|p| p.rate != 0);
         let rate = opts.rate.psched();
@@ -122,8 +122,8 @@ impl TbfParams {
             Some(spec) => {
                 if spec.rate <= opts.rate.rate {
                     // tbf_change: a pr_warn in the kernel log, EINVAL to tc.
-                    return Err(TcError::new(format!(
-                        "RTNETLINK answers: Invalid argument\n(sch_tbf: peakrate {} is lower than or equals to rate {}: peakrate must be above rate)",
+                    return Err(Refusal::bare(Errno::EINVAL).below(format!(
+                        "sch_tbf: peakrate {} is lower than or equals to rate {}: peakrate must be above rate",
                         print_rate(spec.rate),
                         print_rate(opts.rate.rate)
                     )));
@@ -138,8 +138,9 @@ impl TbfParams {
             None => (None, 0),
         };
         if max_size == 0 {
-            return Err(TcError::new(
-                "Error: tbf: burst (or mtu with a peakrate) must be at least 1 byte.",
+            return Err(Refusal::new(
+                Errno::EINVAL,
+                "tbf: burst (or mtu with a peakrate) must be at least 1 byte.",
             ));
         }
         let warning = (max_size < psched_mtu as u64).then(|| {
@@ -182,12 +183,13 @@ pub struct Tbf {
 
 impl Tbf {
     /// `tbf_init`: TBF has no defaults (no options: EINVAL).
-    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, TcError> {
+    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, Refusal> {
         let opts = match options {
             QdiscOptions::Tbf(o) => o,
             QdiscOptions::None => {
-                return Err(TcError::new(
-                    "Error: tbf needs options (rate, burst and limit).",
+                return Err(Refusal::new(
+                    Errno::EINVAL,
+                    "tbf needs options (rate, burst and limit).",
                 ))
             }
             _ => return Err(foreign_options("tbf")),
@@ -379,7 +381,7 @@ impl Qdisc for Tbf {
         options: &QdiscOptions,
         now: Instant,
         drops: &mut Drops,
-    ) -> Result<(), TcError> {
+    ) -> Result<(), Refusal> {
         self.last_now = self.last_now.max(now);
         let QdiscOptions::Tbf(opts) = options else {
             return Err(foreign_options("tbf"));
@@ -453,8 +455,12 @@ impl Qdisc for Tbf {
 
 /// tbf_class_ops has no change or delete: tc_ctl_tclass answers
 /// EOPNOTSUPP.
-const TBF_ONE_CLASS: &str =
-    "RTNETLINK answers: Operation not supported\n(tbf has a single fixed class :1; attach a qdisc to it with `tc qdisc add ... parent <tbf handle>:1 ...`)";
+fn one_class() -> Refusal {
+    Refusal::bare(Errno::EOPNOTSUPP).below(
+        "tbf has a single fixed class :1; attach a qdisc to it with \
+         `tc qdisc add ... parent <tbf handle>:1 ...`",
+    )
+}
 
 impl Classful for Tbf {
     fn add_class(
@@ -462,16 +468,16 @@ impl Classful for Tbf {
         _classid: Handle,
         _parent: Handle,
         _options: &ClassOptions,
-    ) -> Result<(), TcError> {
-        Err(TcError::new(TBF_ONE_CLASS))
+    ) -> Result<(), Refusal> {
+        Err(one_class())
     }
 
-    fn change_class(&mut self, _classid: Handle, _options: &ClassOptions) -> Result<(), TcError> {
-        Err(TcError::new(TBF_ONE_CLASS))
+    fn change_class(&mut self, _classid: Handle, _options: &ClassOptions) -> Result<(), Refusal> {
+        Err(one_class())
     }
 
-    fn delete_class(&mut self, _classid: Handle, _drops: &mut Drops) -> Result<(), TcError> {
-        Err(TcError::new(TBF_ONE_CLASS))
+    fn delete_class(&mut self, _classid: Handle, _drops: &mut Drops) -> Result<(), Refusal> {
+        Err(one_class())
     }
 
     /// Like the kernel's `tbf_find`, any minor selects the one class. The
@@ -481,14 +487,17 @@ impl Classful for Tbf {
         &mut self,
         classid: Handle,
         child: Box<dyn Qdisc>,
-    ) -> Result<Option<Box<dyn Qdisc>>, TcError> {
+    ) -> Result<Option<Box<dyn Qdisc>>, Refusal> {
         if tc_h_major(classid) != tc_h_major(self.ctx.handle) {
             let major = tc_h_major(self.ctx.handle);
-            return Err(TcError::new(format!(
-                "Error: class {:x}:{:x} is not a class of tbf {major:x}: (use parent {major:x}:1).",
-                tc_h_major(classid),
-                tc_h_minor(classid),
-            )));
+            return Err(Refusal::new(
+                Errno::EINVAL,
+                format!(
+                    "class {:x}:{:x} is not a class of tbf {major:x}: (use parent {major:x}:1).",
+                    tc_h_major(classid),
+                    tc_h_minor(classid),
+                ),
+            ));
         }
         self.throttled_until = None;
         Ok(Some(std::mem::replace(&mut self.child, child)))

@@ -32,7 +32,7 @@ fn peaked(o: TbfOptions, peakrate: u64, mtu: u32) -> TbfOptions {
     }
 }
 
-fn build(o: TbfOptions) -> Result<Tbf, TcError> {
+fn build(o: TbfOptions) -> Result<Tbf, Refusal> {
     Tbf::build(QdiscCtx::default(), &QdiscOptions::Tbf(o))
 }
 
@@ -203,8 +203,7 @@ fn peak_bucket_bounds_the_frame_size() {
     assert!(build(peaked(opts(MBIT, 10240, 1000), MBIT, 1514))
         .err()
         .unwrap()
-        .0
-        .contains("peakrate 1Mbit is lower than or equals to rate 1Mbit"));
+        .says("peakrate 1Mbit is lower than or equals to rate 1Mbit"));
 }
 
 #[test]

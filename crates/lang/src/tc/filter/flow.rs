@@ -5,10 +5,11 @@
 //! show` does (`flow_print_opt`).
 
 use super::{arg, parse_classid};
-use crate::handle::{tc_h_minor, TcError};
+use crate::handle::tc_h_minor;
 use crate::packet::filter::{FlowClassifier, FlowMode, EMULATED_KEYS, FLOW_KEYS};
 use crate::tc::tokens::c_number;
 use crate::tc::tokens::Tokens;
+use crate::tc::TcError;
 
 /// tc's key names, in the kernel's bit order (`FLOW_KEY_*`).
 const KEY_NAMES: [&str; FLOW_KEYS] = [
@@ -184,7 +185,7 @@ mod tests {
 
     const QDISC: u32 = 0x1_0000;
 
-    fn filter(line: &str) -> Result<Filter, crate::handle::TcError> {
+    fn filter(line: &str) -> Result<Filter, crate::tc::TcError> {
         let toks: Vec<&str> = line.split_whitespace().collect();
         let mut f = super::super::parse(&toks)?;
         f.bind(QDISC);
@@ -278,7 +279,9 @@ mod tests {
              filter parent 1: protocol all pref 3 flow chain 0 handle 0x1 hash keys dst divisor 8 baseclass 1:1 \n"
         );
         let dup = filter("parent 1: protocol all prio 3 handle 1 flow hash keys src").unwrap();
-        assert!(chain.add(dup).unwrap_err().0.contains("File exists"));
+        assert!(crate::tc::TcError::from(chain.add(dup).unwrap_err())
+            .0
+            .contains("File exists"));
         chain
             .add(filter("parent 1: protocol all prio 3 handle 2 flow hash keys src").unwrap())
             .unwrap();

@@ -10,10 +10,11 @@
 
 mod flow;
 
-use crate::handle::{Handle, TcError, TC_H_ROOT};
+use crate::handle::{Handle, TC_H_ROOT};
 use crate::packet::filter::{Family, Field, Filter, FilterKind, FilterProtocol, Match, U32Key};
 use crate::tc::syntax::JsonObj;
 use crate::tc::tokens::{c_number, incomplete, Tokens};
+use crate::tc::TcError;
 use serde_json::json;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -1010,13 +1011,15 @@ mod tests {
         c.add(parse("protocol ip prio 1 u32 match u32 0 0 flowid 1:1").unwrap())
             .unwrap();
         let e = c.add(parse("protocol ipv6 prio 1 u32 match u32 0 0 flowid 1:1").unwrap());
-        assert!(e.unwrap_err().0.contains("prio 1 already holds ip u32"));
+        assert!(TcError::from(e.unwrap_err())
+            .0
+            .contains("prio 1 already holds ip u32"));
         let e = c.add(parse("protocol ip prio 1 matchall flowid 1:1").unwrap());
         assert!(e.is_err());
         c.add(parse("protocol all prio 2 matchall flowid 1:1").unwrap())
             .unwrap();
         let e = c.add(parse("protocol all prio 2 matchall flowid 1:2").unwrap());
-        assert!(e.unwrap_err().0.contains("one per prio"));
+        assert!(TcError::from(e.unwrap_err()).0.contains("one per prio"));
     }
 
     #[test]

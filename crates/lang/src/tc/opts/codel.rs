@@ -5,7 +5,6 @@
 //! readers the CoDel-family and SFQ parsers share (iproute2's
 //! `get_unsigned`, `get_time` and the missing-argument message).
 
-use crate::handle::TcError;
 use crate::qdisc::codel::CodelOptions;
 use crate::qdisc::codel::CodelXstats;
 use crate::qdisc::dump::Xstats;
@@ -13,6 +12,7 @@ use crate::qdisc::QdiscOptions;
 use crate::tc::syntax::{replace_root, Printed, Sample, Syntax};
 use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::{c_number, Tokens};
+use crate::tc::TcError;
 use crate::units::sprint_time_signed;
 use crate::units::{parse_time, sprint_time};
 use serde_json::json;
@@ -212,7 +212,7 @@ mod tests {
 
     /// A codel qdisc from the words after the kind, as tc builds one.
     fn codel(words: &[&str]) -> Result<CodelQdisc, TcError> {
-        CodelQdisc::build(QdiscCtx::default(), &options(words)?)
+        Ok(CodelQdisc::build(QdiscCtx::default(), &options(words)?)?)
     }
 
     /// What `tc qdisc show` prints after the head.

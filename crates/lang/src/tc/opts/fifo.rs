@@ -3,11 +3,11 @@
 //! packet count, or for bfifo a size; printed `limit 1000p` or
 //! `limit 10Kb`. No limit sends no options (the kernel's default).
 
-use crate::handle::TcError;
 use crate::qdisc::fifo::FifoOptions;
 use crate::qdisc::QdiscOptions;
 use crate::tc::syntax::{Printed, Sample, Syntax};
 use crate::tc::tokens::{incomplete, Tokens};
+use crate::tc::TcError;
 use crate::units::{parse_size, sprint_size};
 use serde_json::json;
 
@@ -113,7 +113,7 @@ mod tests {
 
     fn fifo(kind: FifoKind, words: &[&str]) -> Result<Fifo, String> {
         let o = parse_qdisc(BUILTIN, kind.name(), words).map_err(|e| e.0)?;
-        Fifo::build(kind, QdiscCtx::default(), &o).map_err(|e| e.0)
+        Fifo::build(kind, QdiscCtx::default(), &o).map_err(|e| crate::tc::TcError::from(e).0)
     }
 
     fn plain(q: &Fifo) -> String {

@@ -5,7 +5,6 @@
 //! `fq_codel_print_opt` prints what `fq_codel_dump` sends back.
 
 use super::codel::{nonzero, print_time, time, unsigned, value};
-use crate::handle::TcError;
 use crate::qdisc::dump::Xstats;
 use crate::qdisc::fq_codel::FqCodelOptions;
 use crate::qdisc::fq_codel::{FqCodelClassXstats, FqCodelXstats};
@@ -13,6 +12,7 @@ use crate::qdisc::QdiscOptions;
 use crate::tc::syntax::{replace_root, Printed, Sample, Syntax};
 use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::{c_number, Tokens};
+use crate::tc::TcError;
 use crate::units::{parse_size, sprint_size};
 use crate::units::{sprint_time, sprint_time_signed};
 use serde_json::json;
@@ -280,7 +280,7 @@ mod tests {
     /// An fq_codel qdisc from the words after the kind, as tc builds one.
     fn fq_codel(words: &[&str]) -> Result<FqCodel, TcError> {
         let options = parse_qdisc(BUILTIN, "fq_codel", words)?;
-        FqCodel::build(QdiscCtx::default(), &options)
+        Ok(FqCodel::build(QdiscCtx::default(), &options)?)
     }
 
     /// What `tc qdisc show` prints after the head.

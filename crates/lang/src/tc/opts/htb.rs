@@ -7,7 +7,6 @@
 //! `tc [-d] [-j] qdisc|class show` does.
 
 use crate::dir::Dir;
-use crate::handle::TcError;
 use crate::qdisc::dump::Xstats;
 use crate::qdisc::htb::HtbXstats;
 use crate::qdisc::htb::{HtbClassOptions, HtbGlob};
@@ -20,6 +19,7 @@ use crate::tc::opts::tbf::{
 use crate::tc::syntax::{example_rate, replace_root, Printed, Sample, Syntax};
 use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::{incomplete, Tokens};
+use crate::tc::TcError;
 use crate::units::{
     parse_rate, print_rate, sprint_size, tc_calc_xmitsize, tc_calc_xmittime, LinkLayer,
 };
@@ -442,7 +442,7 @@ mod tests {
     /// `tc qdisc add ... htb ARGS`: parsed, then built.
     fn try_htb(args: &str) -> Result<Htb, TcError> {
         let options = crate::tc::syntax::parse_qdisc(BUILTIN, "htb", &words(args))?;
-        Htb::build(ctx(), &options)
+        Ok(Htb::build(ctx(), &options)?)
     }
 
     fn htb(args: &str) -> Htb {
@@ -452,7 +452,7 @@ mod tests {
     /// `tc class add ... classid CLASSID parent PARENT htb ARGS`.
     fn try_add(q: &mut Htb, classid: &str, parent: &str, args: &str) -> Result<(), TcError> {
         let options = crate::tc::syntax::parse_class(BUILTIN, "htb", &words(args))?;
-        q.add_class(cid(classid), cid(parent), &options)
+        Ok(q.add_class(cid(classid), cid(parent), &options)?)
     }
 
     fn add(q: &mut Htb, classid: &str, parent: &str, args: &str) {

@@ -2,11 +2,11 @@
 //! bloatbox adds `queues N` (the emulated device's TX queue count, 2..64),
 //! checked here as tc checks its arguments.
 
-use crate::handle::TcError;
 use crate::qdisc::mq::{MqOptions, MAX_QUEUES};
 use crate::qdisc::QdiscOptions;
 use crate::tc::syntax::{Printed, Sample, Syntax};
 use crate::tc::tokens::Tokens;
+use crate::tc::TcError;
 
 /// mq's syntax: iproute2's tc/q_mq.c (no options there); `queues N` is
 /// bloatbox's extension (`MqOptions`).

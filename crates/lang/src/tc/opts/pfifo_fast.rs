@@ -2,10 +2,10 @@
 //! parser for it) and prints its bands and priomap as tc/q_prio.c
 //! `prio_print_opt` does (`bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1`).
 
-use crate::handle::TcError;
 use crate::qdisc::QdiscOptions;
 use crate::tc::syntax::{replace_root, Printed, Sample, Syntax};
 use crate::tc::tokens::Tokens;
+use crate::tc::TcError;
 use serde_json::json;
 
 /// pfifo_fast's syntax: no options (iproute2's tc/q_prio.c prints its bands and

@@ -4,11 +4,11 @@
 //! `TCA_QFQ_LMAX`; their ranges are the kernel's, checked in
 //! `crate::qdisc::qfq`), and `qfq_print_opt` prints them back.
 
-use crate::handle::TcError;
 use crate::qdisc::qfq::QfqClassOptions;
 use crate::qdisc::{ClassOptions, QdiscOptions};
 use crate::tc::syntax::{Printed, Sample, Syntax};
 use crate::tc::tokens::Tokens;
+use crate::tc::TcError;
 use serde_json::json;
 
 /// QFQ's entry in `crate::qdisc::kinds::BUILTIN`.

@@ -5,13 +5,13 @@
 //! (`flows` only with `-d`).
 
 use super::codel::{unsigned, value};
-use crate::handle::TcError;
 use crate::qdisc::dump::Xstats;
 use crate::qdisc::sfq::SfqOptions;
 use crate::qdisc::QdiscOptions;
 use crate::tc::syntax::{replace_root, Printed, Sample, Syntax};
 use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::Tokens;
+use crate::tc::TcError;
 use crate::units::{parse_size, sprint_size};
 use serde_json::json;
 use std::fmt::Write;
@@ -162,7 +162,7 @@ mod tests {
     /// An sfq qdisc from the words after the kind, as tc builds one.
     fn sfq(words: &[&str]) -> Result<Sfq, TcError> {
         let options = parse_qdisc(BUILTIN, "sfq", words)?;
-        Sfq::build(QdiscCtx::default(), &options)
+        Ok(Sfq::build(QdiscCtx::default(), &options)?)
     }
 
     /// What `tc qdisc show` prints after the head.

@@ -7,12 +7,12 @@
 //! shares (`matches`, sizes with `/cell`, linklayer names).
 
 use crate::dir::Dir;
-use crate::handle::TcError;
 use crate::qdisc::options::RateSpec;
 use crate::qdisc::tbf::TbfOptions;
 use crate::qdisc::QdiscOptions;
 use crate::tc::syntax::{example_rate, replace_root, Printed, Sample, Syntax};
 use crate::tc::tokens::{incomplete, Tokens};
+use crate::tc::TcError;
 use crate::units::{
     parse_rate, parse_size, parse_time, print_rate, sprint_size, sprint_time, tc_calc_xmitsize,
     tc_calc_xmittime, tc_core_tick2time, LinkLayer,
@@ -444,7 +444,7 @@ mod tests {
 
     fn build(args: &str) -> Result<Tbf, String> {
         let o = parsed(args)?;
-        Tbf::build(QdiscCtx::default(), &QdiscOptions::Tbf(o)).map_err(|e| e.0)
+        Tbf::build(QdiscCtx::default(), &QdiscOptions::Tbf(o)).map_err(|e| TcError::from(e).0)
     }
 
     fn tbf(args: &str) -> Tbf {

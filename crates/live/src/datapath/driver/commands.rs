@@ -11,7 +11,7 @@ use std::sync::mpsc::TryRecvError;
 use crate::qdisc::Qdisc;
 use crate::time::Clock;
 
-use super::super::command::{Request, Stepper};
+use super::super::command::{Refused, Request, Stepper};
 use super::Driver;
 
 /// A stepped direction (no thread of its own) does, when a request is
@@ -66,7 +66,9 @@ impl Driver {
                     // the tree (an mq root of another count), and then
                     // nothing of the change is made.
                     let queues = match change.params {
-                        Some(params) => path.set_tx_queues(params.tx_queues, now),
+                        Some(params) => path
+                            .set_tx_queues(params.tx_queues, now)
+                            .map_err(Refused::Queues),
                         None => Ok(()),
                     };
                     let installed = queues.and_then(|()| {
@@ -74,7 +76,7 @@ impl Driver {
                             path.set_params(params, now);
                         }
                         match change.shape {
-                            Some(shape) => path.set_shape(shape, now).map_err(|e| e.to_string()),
+                            Some(shape) => path.set_shape(shape, now).map_err(Refused::Shape),
                             None => Ok(()),
                         }
                     });
