@@ -43,12 +43,14 @@
 //! `app` (the command-line subcommands), `live` (a configuration's link
 //! brought up: namespaces, datapath, control socket), `experiment`
 //! (`bloatbox test`/`demo`: runs over configs, comparison table, JSON, SVG
-//! plots), `harness` (the `Link` guard for test suites and `bloatbox
+//! plots), `flags` (the command line's value parsers of duration flags),
+//! `harness` (the `Link` guard for test suites and `bloatbox
 //! run`), `progress` (the run's bar and the log writer around it). Every
 //! module of the crates below is re-exported here under its name.
 
 pub mod app;
 pub mod experiment;
+pub mod flags;
 pub mod harness;
 pub mod live;
 pub mod progress;

@@ -191,7 +191,7 @@ struct MetricsArgs {
     #[arg(long, value_name = "FILE")]
     metrics_file: Option<PathBuf>,
     /// How often --metrics-file is rewritten.
-    #[arg(long, default_value = "1s", value_parser = bloatbox::app::DurationFlag, requires = "metrics_file")]
+    #[arg(long, default_value = "1s", value_parser = bloatbox::flags::DurationFlag, requires = "metrics_file")]
     metrics_period: std::time::Duration,
 }
 
@@ -205,16 +205,16 @@ struct LoadArgs {
     #[arg(long)]
     upload_only: bool,
     /// Length of each config's run, warm-up included (tc time units: 10s, 500ms).
-    #[arg(long, default_value = "12s", value_parser = bloatbox::app::DurationFlag)]
+    #[arg(long, default_value = "12s", value_parser = bloatbox::flags::DurationFlag)]
     duration: std::time::Duration,
     /// Leading part of each run left out of the numbers.
-    #[arg(long, default_value = "2s", value_parser = bloatbox::app::DurationFlag)]
+    #[arg(long, default_value = "2s", value_parser = bloatbox::flags::DurationFlag)]
     warmup: std::time::Duration,
     /// TCP congestion control of the flows.
     #[arg(long, value_enum, default_value = "cubic")]
     cc: bloatbox::load::tcp::CongestionControl,
     /// ICMP ping interval; 0 = no ping.
-    #[arg(long, default_value = "100ms", value_parser = bloatbox::app::DurationFlag)]
+    #[arg(long, default_value = "100ms", value_parser = bloatbox::flags::DurationFlag)]
     ping_interval: std::time::Duration,
     /// No UDP_RR probe.
     #[arg(long)]

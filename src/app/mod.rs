@@ -9,8 +9,7 @@
 //! - `stats`: `stats`, the running daemon's counters;
 //! - `daemon`: `tc`, `set`, `metrics` and `top`, over the control socket;
 //! - `offline`: `tc -c FILE` answered from the configuration when no
-//!   daemon runs;
-//! - `flags`: the value parsers of duration flags.
+//!   daemon runs.
 //!
 //! The link they bring up is `crate::live` (`LiveLink`, re-exported here),
 //! shared with `bloatbox test` and `crate::harness`.
@@ -18,7 +17,6 @@
 mod check;
 pub mod daemon;
 mod exec;
-mod flags;
 mod local;
 mod offline;
 mod stats;
@@ -27,7 +25,6 @@ mod up;
 
 pub use check::check;
 pub use exec::exec;
-pub use flags::DurationFlag;
 pub use stats::stats;
 pub use up::{down, up, UpOptions};
 

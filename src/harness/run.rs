@@ -83,7 +83,7 @@ pub struct RunArgs {
     pub wait_cmd: Option<String>,
     /// Longest wait for readiness: 30s, 500ms (tc time units, as in the
     /// configuration: a bare number is µs, with a warning).
-    #[arg(long, value_name = "D", default_value = "10s", value_parser = crate::app::DurationFlag)]
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = crate::flags::DurationFlag)]
     pub timeout: Duration,
     /// Write a JSON report here: exit codes, timings, link counters, drops
     /// by reason, ring/BQL, the transit-time histogram of each direction,
