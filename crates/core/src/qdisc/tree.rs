@@ -353,17 +353,18 @@ impl QdiscTree {
         }
     }
 
-    /// Carries out one tc request at `now` and returns what tc would print:
-    /// the `Warning: ...` lines a successful change left (HTB quantum, TBF
-    /// burst below the MTU), or `None`. (`qdisc|class|filter show` is the
-    /// front end's: `crate::tc::run` prints it from `dump` and `filters`.) Frames freed by the request go to `drops`. On error
-    /// nothing has changed.
+    /// Carries out one tc request at `now` and returns the extack warnings
+    /// a successful change left (HTB quantum, TBF burst below the MTU), as
+    /// the kernel words them; the front end prints them. (A `qdisc|class|
+    /// filter show` is the front end's, printed from `dump` and `filters`.)
+    /// Frames freed by the request go to `drops`. On error nothing has
+    /// changed.
     pub fn apply(
         &mut self,
         cmd: &Request,
         now: Instant,
         drops: &mut Drops,
-    ) -> Result<Option<String>, Refusal> {
+    ) -> Result<Vec<String>, Refusal> {
         self.check_dev(cmd.dev)?;
         match (cmd.object, cmd.verb) {
             (Object::Filter, Verb::Show) => {
@@ -390,12 +391,11 @@ impl QdiscTree {
                 ))
             }
         }
-        let warnings = self.take_warnings();
-        Ok((!warnings.is_empty()).then(|| warnings.concat()))
+        Ok(self.take_warnings())
     }
 
-    /// The warnings classful qdiscs left for the last command, as tc prints
-    /// kernel extack warnings (`Warning: sch_htb: ...`), one line each.
+    /// The warnings classful qdiscs left for the last command, as the
+    /// kernel's extack warnings read (`sch_htb: ...`), one each.
     fn take_warnings(&mut self) -> Vec<String> {
         fn walk(q: &mut Box<dyn Qdisc>, out: &mut Vec<String>) {
             let kind = q.kind();
@@ -406,7 +406,7 @@ impl QdiscTree {
                 } else {
                     format!("sch_{kind}: ")
                 };
-                out.push(format!("Warning: {module}{w}\n"));
+                out.push(format!("{module}{w}"));
             }
             for c in cl.children_mut() {
                 walk(c, out);

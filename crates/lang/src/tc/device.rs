@@ -33,9 +33,9 @@ pub trait Device {
     /// its qdiscs are built from (which parse a command's options).
     fn spec(&mut self) -> Result<DevSpec, Self::Unreached>;
 
-    /// Carries out `request` on the tree (`QdiscTree::apply`): the warnings
-    /// a change left, or the tree's refusal (then nothing changed).
-    fn apply(&mut self, request: Request) -> Answer<Option<String>, Self::Unreached>;
+    /// Carries out `request` on the tree (`QdiscTree::apply`): the extack
+    /// warnings a change left, or the tree's refusal (then nothing changed).
+    fn apply(&mut self, request: Request) -> Answer<Vec<String>, Self::Unreached>;
 
     /// The tree's dump, read without running the qdisc, for a show naming
     /// `dev` (`QdiscTree::check_dev` refuses the other device's).
@@ -64,7 +64,7 @@ impl Device for At<'_> {
         Ok(self.tree.dev().clone())
     }
 
-    fn apply(&mut self, request: Request) -> Answer<Option<String>, Infallible> {
+    fn apply(&mut self, request: Request) -> Answer<Vec<String>, Infallible> {
         Ok(self.tree.apply(&request, self.now, self.drops))
     }
 

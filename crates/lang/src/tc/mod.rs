@@ -230,14 +230,15 @@ fn print_dumps(cmd: &TcCommand, dumps: &[(DevSpec, QdiscDump)]) -> Result<String
     show::render(cmd, &devs)
 }
 
-/// What tc said, after a warning for each likely typo in `words` (see
-/// `hint`).
-fn with_hints(words: &[&str], said: Option<String>) -> Option<String> {
-    let mut text: String = hint::words(words)
-        .iter()
-        .map(|h| format!("Warning: {h}\n"))
+/// What tc prints after a change: a warning for each likely typo in
+/// `words` (see `hint`), then the kernel's extack `warnings`, each as
+/// iproute2's `nl_dump_ext_ack` prints one.
+fn with_hints(words: &[&str], warnings: Vec<String>) -> Option<String> {
+    let text: String = hint::words(words)
+        .into_iter()
+        .chain(warnings)
+        .map(|w| format!("Warning: {w}\n"))
         .collect();
-    text.push_str(said.as_deref().unwrap_or(""));
     (!text.is_empty()).then_some(text)
 }
 
@@ -485,7 +486,7 @@ mod tests {
             fn spec(&mut self) -> Result<DevSpec, &'static str> {
                 Ok(self.0.clone())
             }
-            fn apply(&mut self, _: Request) -> Answer<Option<String>, &'static str> {
+            fn apply(&mut self, _: Request) -> Answer<Vec<String>, &'static str> {
                 Err("gone")
             }
             fn dump(&mut self, _: Option<Dir>) -> Answer<QdiscDump, &'static str> {

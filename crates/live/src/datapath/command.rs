@@ -120,7 +120,7 @@ pub(super) enum Request {
     /// A typed tc request for the qdisc tree, carried out between frames.
     Apply {
         request: TreeRequest,
-        reply: SyncSender<Result<Option<String>, Refusal>>,
+        reply: SyncSender<Result<Vec<String>, Refusal>>,
     },
     /// The qdisc tree's dump, for a show naming `dev`.
     Dump {
@@ -360,7 +360,7 @@ impl Device for Remote<'_> {
         self.0.ask(|reply| Request::Device { reply })
     }
 
-    fn apply(&mut self, request: TreeRequest) -> Answer<Option<String>, String> {
+    fn apply(&mut self, request: TreeRequest) -> Answer<Vec<String>, String> {
         self.0.ask(|reply| Request::Apply { request, reply })
     }
 
