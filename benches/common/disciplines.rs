@@ -1,19 +1,20 @@
 //! The qdisc trees the per-packet benchmark (`benches/qdisc.rs`) and the
-//! allocation test (`tests/alloc/qdisc.rs`) both drive: every discipline,
-//! built from the tc lines a user would type, with limits large enough that a
-//! standing queue of one frame per flow (10,000 flows) is never tail-dropped,
-//! and the frames those runs offer.
+//! allocation test (`tests/alloc/qdisc.rs`) both drive: every kind's
+//! benchmark trees (`Syntax::benches`, in the table of kinds' order), built
+//! from the tc lines a user would type, with limits large enough that a
+//! standing queue of one frame per flow (10,000 flows) is never
+//! tail-dropped, and the frames those runs offer.
 use bloatbox::dir::Dir;
 
 use bloatbox::packet::{classify::flow_hash, FlowKey, Packet, PacketMeta};
+use bloatbox::qdisc::kinds::BUILTIN;
 use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
+use bloatbox::tc::syntax::{syntax, Bench};
 
 /// Flow counts every discipline is measured at.
 pub const FLOW_COUNTS: [u32; 3] = [1, 100, 10_000];
 
-/// TX queues of the `mq` device.
-const MQ_QUEUES: u16 = 4;
-/// Classes of the `htb_1000_classes` and `qfq` trees.
+/// Classes of a tree whose bench repeats a class line (`Bench::classes`).
 const CLASSES: u32 = 1000;
 
 /// How a frame finds its class.
@@ -23,7 +24,7 @@ pub enum Steer {
     None,
     /// `skb->priority` = `1:(flow % 1000 + 1)`, one of the tree's classes.
     Classid,
-    /// `queue_mapping` = flow % 4 (the TX queue a flow hashes to).
+    /// `queue_mapping` = flow % TX queues (the TX queue a flow hashes to).
     TxQueue,
 }
 
@@ -36,12 +37,21 @@ pub struct Discipline {
 }
 
 impl Discipline {
-    fn new(name: &'static str, steer: Steer, lines: &[&str]) -> Discipline {
+    /// The tree of `bench`, with its frames steered to its repeated
+    /// classes or its TX queues.
+    fn of(bench: &Bench) -> Discipline {
+        let steer = if bench.classes.is_some() {
+            Steer::Classid
+        } else if bench.tx_queues > 1 {
+            Steer::TxQueue
+        } else {
+            Steer::None
+        };
         Discipline {
-            name,
+            name: bench.name,
             steer,
-            tx_queues: 1,
-            lines: lines.iter().map(|l| l.to_string()).collect(),
+            tx_queues: bench.tx_queues,
+            lines: bench.lines_for(Dir::LeftToRight, CLASSES),
         }
     }
 
@@ -73,7 +83,7 @@ impl Discipline {
                 let (priority, queue_mapping) = match self.steer {
                     Steer::None => (0, 0),
                     Steer::Classid => (0x0001_0000 | (f % CLASSES + 1), 0),
-                    Steer::TxQueue => (0, (f % MQ_QUEUES as u32) as u16),
+                    Steer::TxQueue => (0, (f % u32::from(self.tx_queues)) as u16),
                 };
                 Packet {
                     data: Vec::new(),
@@ -92,93 +102,15 @@ impl Discipline {
     }
 }
 
-/// `N` classes `1:1` .. `1:N` (tc minors are hex) below `parent`.
-fn classes(parent: &str, kind_args: &str) -> Vec<String> {
-    (1..=CLASSES)
-        .map(|minor| {
-            format!("tc class add dev left parent {parent} classid 1:{minor:x} {kind_args}")
+/// Every benchmark tree of every built-in kind, in the table's order; a
+/// kind without a syntax or without a tree is a mistake of its syntax.
+pub fn all() -> Vec<Discipline> {
+    BUILTIN
+        .iter()
+        .flat_map(|kind| {
+            let benches = syntax(kind.name).map_or(&[][..], |s| s.benches);
+            assert!(!benches.is_empty(), "kind {} has no benchmark tree", kind.name);
+            benches.iter().map(Discipline::of)
         })
         .collect()
-}
-
-/// Every discipline of issue 3, as tc builds it.
-pub fn all() -> Vec<Discipline> {
-    let mut htb_1000 = Discipline::new(
-        "htb_1000_classes",
-        Steer::Classid,
-        &[
-            "tc qdisc add dev left root handle 1: htb default 1",
-            "tc class add dev left parent 1: classid 1:ffff htb rate 10gbit",
-        ],
-    );
-    htb_1000
-        .lines
-        .extend(classes("1:ffff", "htb rate 10mbit ceil 10gbit"));
-    let mut qfq = Discipline::new(
-        "qfq_1000_classes",
-        Steer::Classid,
-        &["tc qdisc add dev left root handle 1: qfq"],
-    );
-    qfq.lines.extend(classes("1:", "qfq weight 10 maxpkt 1514"));
-    let mut mq = Discipline::new(
-        "mq_4_fq_codel",
-        Steer::TxQueue,
-        &["tc qdisc add dev left root handle 1: mq"],
-    );
-    mq.tx_queues = MQ_QUEUES;
-    mq.lines
-        .extend((1..=MQ_QUEUES).map(|q| format!("tc qdisc add dev left parent 1:{q:x} fq_codel")));
-    vec![
-        Discipline::new(
-            "pfifo",
-            Steer::None,
-            &["tc qdisc add dev left root pfifo limit 100000"],
-        ),
-        Discipline::new(
-            "pfifo_fast",
-            Steer::None,
-            &["tc qdisc add dev left root pfifo_fast"],
-        ),
-        Discipline::new(
-            "bfifo",
-            Steer::None,
-            &["tc qdisc add dev left root bfifo limit 200mb"],
-        ),
-        Discipline::new(
-            "pfifo_head_drop",
-            Steer::None,
-            &["tc qdisc add dev left root pfifo_head_drop limit 100000"],
-        ),
-        Discipline::new(
-            "tbf",
-            Steer::None,
-            &["tc qdisc add dev left root tbf rate 10gbit burst 1mb limit 200mb"],
-        ),
-        Discipline::new(
-            "htb",
-            Steer::None,
-            &[
-                "tc qdisc add dev left root handle 1: htb default 10",
-                "tc class add dev left parent 1: classid 1:10 htb rate 10gbit",
-            ],
-        ),
-        htb_1000,
-        Discipline::new(
-            "sfq",
-            Steer::None,
-            &["tc qdisc add dev left root sfq limit 65535 flows 65535 divisor 65536"],
-        ),
-        Discipline::new(
-            "codel",
-            Steer::None,
-            &["tc qdisc add dev left root codel limit 100000"],
-        ),
-        Discipline::new(
-            "fq_codel",
-            Steer::None,
-            &["tc qdisc add dev left root fq_codel"],
-        ),
-        qfq,
-        mq,
-    ]
 }

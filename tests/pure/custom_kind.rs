@@ -6,13 +6,15 @@
 //! longest queue it held (`maxqlen`). It is driven through the tc front end
 //! (built with options, shown with its options and xstats in text and JSON,
 //! changed, replaced with frames in flight, refused with bad options or on a
-//! device whose table lacks it), the TUI (its xstats in the qdisc tree)
-//! and the simulator, which checks a scenario's tc lines against the same
-//! table and builds its trees from it.
+//! device whose table lacks it), the configuration (as a string and as a
+//! structured table read by the keys its syntax declares), the TUI (its
+//! xstats in the qdisc tree) and the simulator, which checks a scenario's
+//! tc lines against the same table and builds its trees from it.
 
 use std::collections::VecDeque;
-use std::sync::OnceLock;
+use std::sync::Once;
 
+use bloatbox::config::Config;
 use bloatbox::dir::Dir;
 use bloatbox::packet::{DropReason, Drops, Packet, PacketMeta};
 use bloatbox::qdisc::dump::Xstats;
@@ -22,8 +24,11 @@ use bloatbox::qdisc::{
     AttrValue, Attrs, Errno, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict,
 };
 use bloatbox::sim::scenario::Scenario;
-use bloatbox::tc::syntax::{register, samples, JsonObj, Printed, Sample, Syntax, XstatsPrinter};
-use bloatbox::tc::{build_tree, run, TcCommand, TcError};
+use bloatbox::tc::keys::{Key, KeyTable, Value};
+use bloatbox::tc::syntax::{
+    register, samples, Bench, JsonObj, Printed, Sample, Syntax, XstatsPrinter,
+};
+use bloatbox::tc::{build_tree, build_tree_of, run, TcCommand, TcError};
 use bloatbox::time::Instant;
 
 /// The pass-through's option attribute: its limit, packets
@@ -170,6 +175,11 @@ static SYNTAX: Syntax = Syntax {
     trailing_space: true,
     xstats: Some(&XSTATS),
     example: None,
+    table: Some(&KeyTable::qdisc(&[Key::opt("limit", Value::Count)])),
+    benches: &[Bench::new(
+        "passthrough",
+        &["tc qdisc add dev D root passthrough limit 100000"],
+    )],
     samples: &[Sample::new(
         "passthrough limit 8",
         &["tc qdisc add dev D root passthrough limit 8"],
@@ -191,22 +201,25 @@ static XSTATS: XstatsPrinter = XstatsPrinter {
     },
 };
 
-/// The built-in kinds and the pass-through: the one entry this test adds.
+/// The built-in kinds and the pass-through, registered once: the one
+/// entry this test adds (the configuration builds its devices from the
+/// registered table).
 fn kinds() -> &'static [KindEntry] {
-    static KINDS: OnceLock<Vec<KindEntry>> = OnceLock::new();
-    KINDS.get_or_init(|| {
-        let mut kinds = BUILTIN.to_vec();
-        kinds.push(KindEntry {
-            name: "passthrough",
-            default_leaf: true,
-            configurable: false,
-            shapes: false,
-            class_stats: true,
-            build: |ctx, _, options| Ok(Box::new(Passthrough::build(ctx, options)?)),
-        });
-        register(&SYNTAX);
-        kinds
-    })
+    static REGISTERED: Once = Once::new();
+    REGISTERED.call_once(|| {
+        register(
+            KindEntry {
+                name: "passthrough",
+                default_leaf: true,
+                configurable: true,
+                shapes: false,
+                class_stats: true,
+                build: |ctx, _, options| Ok(Box::new(Passthrough::build(ctx, options)?)),
+            },
+            &SYNTAX,
+        )
+    });
+    bloatbox::tc::syntax::kinds()
 }
 
 fn dev(kinds: &'static [KindEntry]) -> DevSpec {
@@ -489,4 +502,59 @@ fn the_simulator_checks_and_builds_it_from_the_same_table() {
     );
     assert!(l2r.tc.contains("\n  maxqlen "), "{}", l2r.tc);
     assert_eq!(report.directions[1].qdisc.kind, "pfifo_fast");
+}
+
+#[test]
+fn the_configuration_takes_it_as_a_string_and_as_a_table() {
+    kinds();
+    for text in [
+        "[link]\nqdisc = \"passthrough limit 7\"\n",
+        "[link]\nqdisc = { kind = \"passthrough\", limit = 7 }\n",
+        "[link.qdisc]\nkind = \"passthrough\"\nlimit = 7\n",
+    ] {
+        let config =
+            Config::from_str(text, "custom.toml").unwrap_or_else(|e| panic!("{text}: {e}"));
+        config.validate().unwrap_or_else(|e| panic!("{text}: {e}"));
+        for dir in Dir::ALL {
+            let dev = dir.dev();
+            assert_eq!(
+                config.tc_lines(dir),
+                vec![format!("tc qdisc add dev {dev} root passthrough limit 7")],
+                "{text}"
+            );
+            // The device the configuration describes builds it.
+            let tree = build_tree_of(config.dev_spec(dir), &config.tc_steps(dir)).unwrap();
+            let root = tree.dump(Instant::ZERO);
+            assert_eq!(root.kind, "passthrough");
+            let QdiscOptions::Other(attrs) = &root.options else {
+                panic!("{:?}", root.options)
+            };
+            assert_eq!(attrs.unsigned(LIMIT), Some(7));
+        }
+    }
+    let err = |text: &str| {
+        Config::from_str(text, "custom.toml")
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err("[link]\nqdisc = { kind = \"passthrough\", limt = 7 }\n");
+    assert!(
+        e.starts_with("custom.toml:2:")
+            && e.contains("link.qdisc.limt: unknown field `limt`, expected `limit`"),
+        "{e}"
+    );
+    let e = err("[link]\nqdisc = { kind = \"passthrough\", limit = \"seven\" }\n");
+    assert!(
+        e.contains("invalid type: string \"seven\", expected u32"),
+        "{e}"
+    );
+    // Its own parser reads the string form's words.
+    let e = err("[link]\nqdisc = \"passthrough limit lots\"\n");
+    assert!(
+        e.contains("tc rejects \"passthrough limit lots\": Illegal \"limit\""),
+        "{e}"
+    );
+    // The unknown-kind message lists it among the kinds the file may name.
+    let e = err("[link]\nqdisc = \"passthru\"\n");
+    assert!(e.contains(", passthrough;"), "{e}");
 }

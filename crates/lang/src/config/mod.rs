@@ -47,7 +47,7 @@ pub mod values;
 
 pub use error::ConfigError;
 pub use ethtool::{apply_ethtool, parse_ethtool, EthtoolCommand, EthtoolSetting, Query};
-pub use qdisc::{HtbClass, QdiscSpec, QdiscTable};
+pub use qdisc::{ClassTable, QdiscSpec, QdiscTable};
 pub use report::check_report;
 pub use source::Position;
 pub use validate::{
@@ -708,7 +708,7 @@ impl Config {
     /// MTU and TX queues.
     pub fn dev_spec(&self, dir: Dir) -> DevSpec {
         self.link_params(dir)
-            .dev_spec(dir, crate::qdisc::kinds::BUILTIN)
+            .dev_spec(dir, crate::tc::syntax::kinds())
     }
 
     /// Both devices (by `Dir::index()`), sharing one automatic handle

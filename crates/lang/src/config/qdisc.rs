@@ -1,40 +1,45 @@
 //! The qdisc of one direction in its written forms and what they build:
 //! the structured form (`qdisc = "fq_codel"`, `qdisc = "tbf rate 1560mbit
 //! burst 20280b latency 5ms"`, or a table with `kind` and typed parameters,
-//! including an HTB tree) becomes typed tc requests here (`QdiscSpec::steps`):
-//! a table's values go through the same iproute2 rules as tc's words
-//! (`crate::tc::opts`), the words of the string form through the kind's own
-//! parser, and each request carries the tc line that says the same, for the
-//! report and for errors; errors name the field inside the qdisc. The
+//! including a classful kind's tree) becomes typed tc requests here
+//! (`QdiscSpec::steps`). A table is read by the keys its kind's syntax
+//! declares (`crate::tc::keys`, `Syntax::table`): their values are typed
+//! when the file is read, so a bad one is reported at its place, and become
+//! the tc words the kind's own parser reads, as the words of the string
+//! form do; each request carries the tc line that says the same, for the
+//! report and for errors, and errors name the field inside the qdisc. The
 //! literal form (`tc = [...]`) is checked for its shape (`tc
-//! qdisc|class|filter ... dev left|right ...`) and routed to its direction by
-//! the device it names; the tc front end parses it when the tree is built
-//! (see `Config::validate_with`).
+//! qdisc|class|filter ... dev left|right ...`) and routed to its direction
+//! by the device it names; the tc front end parses it when the tree is
+//! built (see `Config::validate_with`).
 
 use super::values::{Size, TcRate, TcTime};
 use crate::dir::Dir;
 use crate::handle::{tc_h_make, tc_h_minor, Handle, TC_H_ROOT};
-use crate::qdisc::codel::CodelOptions;
-use crate::qdisc::fq_codel::FqCodelOptions;
-use crate::qdisc::htb::HtbGlob;
-use crate::qdisc::kinds::{self, KindEntry};
+use crate::qdisc::kinds::KindEntry;
 use crate::qdisc::request::{Object, Options, Request, Verb};
-use crate::qdisc::sfq::SfqOptions;
-use crate::qdisc::{ClassOptions, QdiscOptions};
-use crate::tc::opts::htb::{self, HtbClassArgs};
-use crate::tc::opts::tbf::{self, TbfArgs};
-use crate::tc::opts::{codel, fifo, fq_codel, sfq};
+use crate::qdisc::QdiscOptions;
+use crate::tc::keys::{Key, KeyTable, Value};
 use crate::tc::syntax;
 use crate::tc::Step;
-use crate::tc::TcError;
-use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, MapAccess, Visitor};
+use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use std::fmt;
 
-/// The kind `qdisc = "..."` names: a configurable entry of the kind table
-/// (mq is chosen with `tx_queues`).
+/// The kind `qdisc = "..."` names: a configurable entry of the table of
+/// kinds (mq is chosen with `tx_queues`).
 fn configurable(kind: &str) -> Option<&'static KindEntry> {
     syntax::lookup(kind).filter(|k| k.configurable)
+}
+
+/// The configurable kinds that have a structured table, with its keys, in
+/// the table's order.
+fn table_kinds() -> impl Iterator<Item = (&'static str, &'static KeyTable)> {
+    syntax::kinds()
+        .iter()
+        .filter(|k| k.configurable)
+        .filter_map(|k| Some((k.name, syntax::syntax(k.name)?.table?)))
 }
 
 /// The qdisc of a direction as written in the configuration.
@@ -46,150 +51,57 @@ pub enum QdiscSpec {
     Table(QdiscTable),
 }
 
-/// The structured qdisc form. Times and rates use tc units; a bare time is
-/// µs as in tc, so write units.
-#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
-#[serde(
-    tag = "kind",
-    rename_all = "snake_case",
-    deny_unknown_fields,
-    expecting = "a qdisc table with a kind"
-)]
-pub enum QdiscTable {
-    /// `pfifo_fast`: no parameters.
-    PfifoFast,
-    /// `pfifo`: a packet FIFO.
-    Pfifo {
-        /// `limit`, packets (default: the device's txqueuelen).
-        limit: Option<u32>,
-    },
-    /// `bfifo`: a byte FIFO.
-    Bfifo {
-        /// `limit`, bytes (default: txqueuelen × MTU).
-        limit: Option<Size>,
-    },
-    /// `pfifo_head_drop`: a packet FIFO that drops its oldest packet when full.
-    PfifoHeadDrop {
-        /// `limit`, packets (default: the device's txqueuelen).
-        limit: Option<u32>,
-    },
-    /// `tbf`: a token bucket shaper.
-    Tbf {
-        /// `rate`: the token rate.
-        rate: TcRate,
-        /// `burst`: the bucket size.
-        burst: Size,
-        /// `latency`: the longest a packet may wait (this or `limit`).
-        latency: Option<TcTime>,
-        /// `limit`: bytes that may queue (this or `latency`).
-        limit: Option<Size>,
-        /// `peakrate`: the rate of the second, peak bucket (needs `mtu`).
-        peakrate: Option<TcRate>,
-        /// `mtu`: the peak bucket's size.
-        mtu: Option<Size>,
-    },
-    /// `sfq`: stochastic fairness queueing.
-    Sfq {
-        /// `limit`, packets (default 127).
-        limit: Option<u32>,
-        /// `perturb`: seconds between hash perturbations (0: never).
-        perturb: Option<u32>,
-        /// `quantum`: bytes per round (default: the MTU plus the Ethernet
-        /// header).
-        quantum: Option<Size>,
-        /// `divisor`: hash buckets, a power of two (default 1024).
-        divisor: Option<u32>,
-        /// `flows`: flow slots (default 128).
-        flows: Option<u32>,
-        /// `depth`: packets per flow (default 127).
-        depth: Option<u32>,
-        /// `headdrop`: drop from the head of a full flow, not the arriving
-        /// packet.
-        headdrop: Option<bool>,
-    },
-    /// `codel`: one FIFO under CoDel's control law.
-    Codel {
-        /// `limit`, packets (default 1000).
-        limit: Option<u32>,
-        /// `target`: the acceptable standing queue delay (default 5ms).
-        target: Option<TcTime>,
-        /// `interval`: the window the delay must stay above target (default
-        /// 100ms).
-        interval: Option<TcTime>,
-        /// `ecn`: mark ECT packets instead of dropping them (default off).
-        ecn: Option<bool>,
-        /// `ce_threshold`: mark ECT packets whose sojourn exceeds it.
-        ce_threshold: Option<TcTime>,
-    },
-    /// `fq_codel`: flow queueing with CoDel per flow.
-    FqCodel {
-        /// `limit`, packets (default 10240).
-        limit: Option<u32>,
-        /// `flows`: hash buckets (default 1024).
-        flows: Option<u32>,
-        /// `quantum`: bytes per DRR round (default: the MTU plus the Ethernet
-        /// header).
-        quantum: Option<Size>,
-        /// `target`: the acceptable standing queue delay (default 5ms).
-        target: Option<TcTime>,
-        /// `interval`: the window the delay must stay above target (default
-        /// 100ms).
-        interval: Option<TcTime>,
-        /// `ecn`: mark ECT packets instead of dropping them (default on).
-        ecn: Option<bool>,
-        /// `ce_threshold`: mark ECT packets whose sojourn exceeds it.
-        ce_threshold: Option<TcTime>,
-        /// `memory_limit`: bytes all queued packets may occupy (default 32MB).
-        memory_limit: Option<Size>,
-        /// `drop_batch`: packets dropped at most per overflow (default 64).
-        drop_batch: Option<u32>,
-    },
-    /// `htb`: hierarchical token bucket, root `1:`, with its classes.
-    Htb {
-        /// Minor id (hex, as tc) of the class unclassified traffic goes to.
-        default: Option<String>,
-        /// `r2q`: divisor of a class's rate giving its default quantum (default
-        /// 10).
-        r2q: Option<u32>,
-        /// `direct_qlen`: packets of the direct queue (default: the device's
-        /// txqueuelen).
-        direct_qlen: Option<u32>,
-        /// The classes (`[[link.qdisc.class]]`), parents before children.
-        #[serde(default, rename = "class")]
-        classes: Vec<HtbClass>,
-    },
+/// The structured qdisc form: a kind and the values of its keys (times and
+/// rates in tc units; a bare time is µs as in tc, so write units), and for
+/// a classful kind its classes under the root `1:`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QdiscTable {
+    kind: &'static str,
+    keys: &'static KeyTable,
+    values: Vec<Set>,
+    classes: Vec<ClassTable>,
 }
 
-/// One HTB class under the root `1:` (`[[link.qdisc.class]]`).
-#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "an HTB class table (classid, rate, ...)"
-)]
-pub struct HtbClass {
+/// One class under the root `1:` (`[[link.qdisc.class]]`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassTable {
     /// `1:10` (minor in hex, as tc).
-    pub classid: String,
+    classid: String,
     /// `1:` (the root, default) or an earlier class such as `1:1`.
-    pub parent: Option<String>,
-    /// `rate`: the guaranteed rate.
-    pub rate: TcRate,
-    /// `ceil`: the most the class may borrow up to (default: `rate`).
-    pub ceil: Option<TcRate>,
-    /// `burst`: the rate bucket (default from the rate and the MTU).
-    pub burst: Option<Size>,
-    /// `cburst`: the ceil bucket (default from the ceil and the MTU).
-    pub cburst: Option<Size>,
-    /// `prio`: the class's priority when borrowing, lower first (default 0).
-    pub prio: Option<u32>,
-    /// `quantum`: bytes per DRR round (default: rate / r2q).
-    pub quantum: Option<u32>,
+    parent: Option<String>,
+    /// The values of the kind's class keys.
+    values: Vec<Set>,
     /// Leaf qdisc (classless), e.g. `"sfq perturb 10"`.
-    pub qdisc: Option<QdiscSpec>,
+    qdisc: Option<QdiscSpec>,
 }
 
-/// Handle of the root qdisc the structured form creates for HTB and mq.
+/// A key set in a table, with its value as read.
+#[derive(Clone, Debug, PartialEq)]
+struct Set {
+    key: &'static Key,
+    value: Written,
+}
+
+/// A value as read from the file, typed by its key.
+#[derive(Clone, Debug, PartialEq)]
+enum Written {
+    Count(u32),
+    Size(Size),
+    Rate(TcRate),
+    Time(TcTime),
+    Flag(bool),
+    Text(String),
+}
+
+/// Handle of the root qdisc the structured form creates for a classful
+/// kind and for mq.
 const ROOT_HANDLE: &str = "1:";
 const ROOT: Handle = tc_h_make(1, 0);
+
+/// The keys a class table takes besides its kind's.
+const CLASSID: &str = "classid";
+const PARENT: &str = "parent";
+const LEAF: &str = "qdisc";
 
 impl QdiscSpec {
     /// The default qdisc of a single-queue device.
@@ -201,7 +113,7 @@ impl QdiscSpec {
     pub fn kind(&self) -> &str {
         match self {
             QdiscSpec::Line(l) => l.split_whitespace().next().unwrap_or(""),
-            QdiscSpec::Table(t) => t.kind(),
+            QdiscSpec::Table(t) => t.kind,
         }
     }
 
@@ -211,29 +123,23 @@ impl QdiscSpec {
         configurable(self.kind()).is_some_and(syntax::has_class_options)
     }
 
-    /// Checks the parts tc will not: known kind, HTB class ids and parents,
-    /// classless leaves. The error names the field inside the qdisc
-    /// (`class[1].parent`, empty for the qdisc itself) and the message.
+    /// Checks the parts tc will not: known kind, values in the range tc
+    /// reads them into, class ids and parents, classless leaves. The error
+    /// names the field inside the qdisc (`class[1].parent`, empty for the
+    /// qdisc itself) and the message.
     pub fn check(&self) -> Result<(), (String, String)> {
         match self {
             QdiscSpec::Line(line) => check_kind(line.split_whitespace().next().unwrap_or(""))
                 .map_err(|m| (String::new(), m)),
-            QdiscSpec::Table(QdiscTable::Htb {
-                default, classes, ..
-            }) => {
-                if let Some(d) = default {
-                    parse_minor(d).map_err(|m| ("default".to_string(), m))?;
-                }
+            QdiscSpec::Table(t) => {
+                check_values(&t.values)?;
                 let mut seen: Vec<&str> = Vec::new();
-                for (i, class) in classes.iter().enumerate() {
-                    class
-                        .check(&seen)
-                        .map_err(|(field, m)| (format!("class[{i}].{field}"), m))?;
+                for (i, class) in t.classes.iter().enumerate() {
+                    class.check(&seen).map_err(in_class(i))?;
                     seen.push(&class.classid);
                 }
                 Ok(())
             }
-            QdiscSpec::Table(_) => Ok(()),
         }
     }
 
@@ -273,7 +179,7 @@ impl QdiscSpec {
             }
             return Ok(steps);
         }
-        let QdiscSpec::Table(QdiscTable::Htb { classes, .. }) = self else {
+        let QdiscSpec::Table(table) = self else {
             return Ok(vec![qdisc_step(
                 dir,
                 TC_H_ROOT,
@@ -283,20 +189,41 @@ impl QdiscSpec {
                 format!("tc qdisc add dev {dev} root {args}"),
             )]);
         };
+        if table.keys.class.is_none() {
+            return Ok(vec![qdisc_step(
+                dir,
+                TC_H_ROOT,
+                None,
+                table.kind,
+                options,
+                format!("tc qdisc add dev {dev} root {args}"),
+            )]);
+        }
         let mut steps = vec![qdisc_step(
             dir,
             TC_H_ROOT,
             Some(ROOT),
-            "htb",
+            table.kind,
             options,
             format!("tc qdisc add dev {dev} root handle {ROOT_HANDLE} {args}"),
         )];
         let mut leaves = Vec::new();
-        for (i, class) in classes.iter().enumerate() {
-            let at = |(field, m): (String, String)| (format!("class[{i}].{field}"), m);
-            let classid = class_handle(&class.classid).map_err(|m| at(("classid".into(), m)))?;
+        for (i, class) in table.classes.iter().enumerate() {
+            let at = in_class(i);
+            let classid = class_handle(&class.classid).map_err(|m| at((CLASSID.into(), m)))?;
             let parent_text = class.parent.as_deref().unwrap_or(ROOT_HANDLE);
-            let parent = class_handle(parent_text).map_err(|m| at(("parent".into(), m)))?;
+            let parent = class_handle(parent_text).map_err(|m| at((PARENT.into(), m)))?;
+            check_values(&class.values).map_err(&at)?;
+            let words = words(&class.values);
+            let class_args = words.join(" ");
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            let options =
+                syntax::parse_class(syntax::kinds(), table.kind, &words).map_err(|e| {
+                    at((
+                        String::new(),
+                        format!("tc rejects \"{} {class_args}\": {e}", table.kind),
+                    ))
+                })?;
             steps.push(Step::Request {
                 request: Request {
                     object: Object::Class,
@@ -304,17 +231,16 @@ impl QdiscSpec {
                     dev: Some(dir),
                     parent: Some(parent),
                     handle: Some(classid),
-                    kind: Some("htb".into()),
-                    options: Options::Class(class.options().map_err(at)?),
+                    kind: Some(table.kind.into()),
+                    options: Options::Class(options),
                 },
                 line: format!(
-                    "tc class add dev {dev} parent {parent_text} classid {} htb {}",
-                    class.classid,
-                    class.args()
+                    "tc class add dev {dev} parent {parent_text} classid {} {} {class_args}",
+                    class.classid, table.kind,
                 ),
             });
             if let Some(leaf) = &class.qdisc {
-                let options = leaf.options().map_err(|(_, m)| at(("qdisc".into(), m)))?;
+                let options = leaf.options().map_err(|(_, m)| at((LEAF.into(), m)))?;
                 leaves.push(qdisc_step(
                     dir,
                     classid,
@@ -333,298 +259,44 @@ impl QdiscSpec {
         Ok(steps)
     }
 
-    /// The options tc would send for this qdisc: the written form's words
-    /// parsed by the kind's own parser, the table form's values converted
-    /// by the same rules (`crate::tc::opts`). The error names the field.
+    /// The options tc would send for this qdisc: the words of the written
+    /// form, or those a table's values make, read by the kind's own parser.
+    /// The error names the field.
     fn options(&self) -> Result<QdiscOptions, (String, String)> {
-        match self {
-            QdiscSpec::Line(line) => {
-                let mut words = line.split_whitespace();
-                let kind = words.next().unwrap_or("");
-                let words: Vec<&str> = words.collect();
-                syntax::parse_qdisc(kinds::BUILTIN, kind, &words).map_err(|e| {
-                    (
-                        String::new(),
-                        format!("tc rejects \"{}\": {e}", self.args()),
-                    )
-                })
-            }
-            QdiscSpec::Table(t) => t.options(),
+        if let QdiscSpec::Table(t) = self {
+            check_values(&t.values)?;
         }
+        let args = self.args();
+        let mut words = args.split_whitespace();
+        let kind = words.next().unwrap_or("");
+        let words: Vec<&str> = words.collect();
+        syntax::parse_qdisc(syntax::kinds(), kind, &words)
+            .map_err(|e| (String::new(), format!("tc rejects \"{args}\": {e}")))
     }
 
     /// `kind arg arg ...` as tc takes it after `root`/`parent X`.
     fn args(&self) -> String {
         match self {
             QdiscSpec::Line(line) => line.split_whitespace().collect::<Vec<_>>().join(" "),
-            QdiscSpec::Table(t) => t.args(),
-        }
-    }
-}
-
-impl QdiscTable {
-    /// The options tc would send for the parameters set.
-    fn options(&self) -> Result<QdiscOptions, (String, String)> {
-        let tc = |e: TcError| {
-            (
-                String::new(),
-                format!("tc rejects \"{}\": {e}", self.args()),
-            )
-        };
-        Ok(match self {
-            // What tc sends without options.
-            QdiscTable::PfifoFast => QdiscOptions::None,
-            QdiscTable::Pfifo { limit } | QdiscTable::PfifoHeadDrop { limit } => {
-                fifo::options(limit.map(u64::from))
-            }
-            QdiscTable::Bfifo { limit } => fifo::options(limit.as_ref().map(Size::value)),
-            QdiscTable::Tbf {
-                rate,
-                burst,
-                latency,
-                limit,
-                peakrate,
-                mtu,
-            } => QdiscOptions::Tbf({
-                let latency_us = latency.as_ref().map_or(0, TcTime::value);
-                // As tc reads `latency T limit L`: a limit after a latency.
-                if latency_us != 0 && limit.is_some() {
-                    return Err(tc(tbf::limit_or_latency()));
-                }
-                tbf::options(&TbfArgs {
-                    rate: rate.value(),
-                    burst: burst.value(),
-                    limit: limit.as_ref().map_or(0, Size::value),
-                    latency_us,
-                    peakrate: peakrate.as_ref().map_or(0, TcRate::value),
-                    mtu: mtu.as_ref().map_or(0, Size::value),
-                    ..TbfArgs::default()
-                })
-                .map_err(tc)?
-            }),
-            QdiscTable::Sfq {
-                limit,
-                perturb,
-                quantum,
-                divisor,
-                flows,
-                depth,
-                headdrop,
-            } => QdiscOptions::Sfq(SfqOptions {
-                limit: limit.map(sfq::limit).transpose().map_err(tc)?.unwrap_or(0),
-                perturb_period: match perturb {
-                    None => 0,
-                    Some(p) => i32::try_from(*p).map_err(|_| {
-                        at("perturb")(format!(
-                            "{p} is out of range; expected 0..={} seconds; fix: write perturb = 10",
-                            i32::MAX
-                        ))
-                    })?,
-                },
-                quantum: u32_size("quantum", quantum)?.unwrap_or(0),
-                divisor: divisor.unwrap_or(0),
-                flows: flows.unwrap_or(0),
-                depth: depth.unwrap_or(0),
-                headdrop: *headdrop == Some(true),
-            }),
-            QdiscTable::Codel {
-                limit,
-                target,
-                interval,
-                ecn,
-                ce_threshold,
-            } => codel::options(CodelOptions {
-                limit: *limit,
-                target: micros(target),
-                interval: micros(interval),
-                ecn: *ecn,
-                ce_threshold: micros(ce_threshold),
-            }),
-            QdiscTable::FqCodel {
-                limit,
-                flows,
-                quantum,
-                target,
-                interval,
-                ecn,
-                ce_threshold,
-                memory_limit,
-                drop_batch,
-            } => fq_codel::options(FqCodelOptions {
-                limit: *limit,
-                flows: *flows,
-                quantum: u32_size("quantum", quantum)?,
-                target: micros(target),
-                interval: micros(interval),
-                ecn: *ecn,
-                ce_threshold: micros(ce_threshold),
-                memory_limit: memory_limit
-                    .as_ref()
-                    .map(|m| fq_codel::memory_limit(m.value())),
-                drop_batch_size: *drop_batch,
-                ..FqCodelOptions::default()
-            }),
-            QdiscTable::Htb {
-                default,
-                r2q,
-                direct_qlen,
-                ..
-            } => {
-                let mut glob = HtbGlob::default();
-                if let Some(d) = default {
-                    glob.defcls = parse_minor(d).map_err(at("default"))?;
-                }
-                if let Some(r2q) = r2q {
-                    glob.rate2quantum = *r2q;
-                }
-                glob.direct_qlen = *direct_qlen;
-                QdiscOptions::Htb(glob)
-            }
-        })
-    }
-
-    fn kind(&self) -> &'static str {
-        match self {
-            QdiscTable::PfifoFast => "pfifo_fast",
-            QdiscTable::Pfifo { .. } => "pfifo",
-            QdiscTable::Bfifo { .. } => "bfifo",
-            QdiscTable::PfifoHeadDrop { .. } => "pfifo_head_drop",
-            QdiscTable::Tbf { .. } => "tbf",
-            QdiscTable::Sfq { .. } => "sfq",
-            QdiscTable::Codel { .. } => "codel",
-            QdiscTable::FqCodel { .. } => "fq_codel",
-            QdiscTable::Htb { .. } => "htb",
-        }
-    }
-
-    /// `kind arg arg ...`: the kind and the tc arguments of the parameters
-    /// that are set.
-    fn args(&self) -> String {
-        let mut words = vec![self.kind().to_string()];
-        self.push_args(&mut words);
-        words.join(" ")
-    }
-
-    /// Appends the tc arguments of the parameters that are set.
-    fn push_args(&self, w: &mut Vec<String>) {
-        match self {
-            QdiscTable::PfifoFast => {}
-            QdiscTable::Pfifo { limit } | QdiscTable::PfifoHeadDrop { limit } => {
-                opt(w, "limit", limit)
-            }
-            QdiscTable::Bfifo { limit } => opt(w, "limit", limit),
-            QdiscTable::Tbf {
-                rate,
-                burst,
-                latency,
-                limit,
-                peakrate,
-                mtu,
-            } => {
-                opt(w, "rate", &Some(rate));
-                opt(w, "burst", &Some(burst));
-                opt(w, "latency", latency);
-                opt(w, "limit", limit);
-                opt(w, "peakrate", peakrate);
-                opt(w, "mtu", mtu);
-            }
-            QdiscTable::Sfq {
-                limit,
-                perturb,
-                quantum,
-                divisor,
-                flows,
-                depth,
-                headdrop,
-            } => {
-                opt(w, "limit", limit);
-                opt(w, "perturb", perturb);
-                opt(w, "quantum", quantum);
-                opt(w, "divisor", divisor);
-                opt(w, "flows", flows);
-                opt(w, "depth", depth);
-                if *headdrop == Some(true) {
-                    w.push("headdrop".into());
-                }
-            }
-            QdiscTable::Codel {
-                limit,
-                target,
-                interval,
-                ecn,
-                ce_threshold,
-            } => {
-                opt(w, "limit", limit);
-                opt(w, "target", target);
-                opt(w, "interval", interval);
-                ecn_flag(w, ecn);
-                opt(w, "ce_threshold", ce_threshold);
-            }
-            QdiscTable::FqCodel {
-                limit,
-                flows,
-                quantum,
-                target,
-                interval,
-                ecn,
-                ce_threshold,
-                memory_limit,
-                drop_batch,
-            } => {
-                opt(w, "limit", limit);
-                opt(w, "flows", flows);
-                // fq_codel reads a plain number (`get_unsigned`), not a size.
-                opt(w, "quantum", &quantum.as_ref().map(Size::value));
-                opt(w, "target", target);
-                opt(w, "interval", interval);
-                ecn_flag(w, ecn);
-                opt(w, "ce_threshold", ce_threshold);
-                opt(w, "memory_limit", memory_limit);
-                opt(w, "drop_batch", drop_batch);
-            }
-            QdiscTable::Htb {
-                default,
-                r2q,
-                direct_qlen,
-                ..
-            } => {
-                opt(w, "default", default);
-                opt(w, "r2q", r2q);
-                opt(w, "direct_qlen", direct_qlen);
+            QdiscSpec::Table(t) => {
+                let mut w = vec![t.kind.to_string()];
+                w.extend(words(&t.values));
+                w.join(" ")
             }
         }
     }
 }
 
-impl HtbClass {
-    /// The options `tc class add ... htb` sends for the parameters set.
-    fn options(&self) -> Result<ClassOptions, (String, String)> {
-        htb::class_options(&HtbClassArgs {
-            rate: self.rate.value(),
-            ceil: self.ceil.as_ref().map_or(0, TcRate::value),
-            buffer: self.burst.as_ref().map_or(0, Size::value),
-            cbuffer: self.cburst.as_ref().map_or(0, Size::value),
-            prio: self.prio.unwrap_or(0),
-            quantum: self.quantum.unwrap_or(0),
-            ..HtbClassArgs::default()
-        })
-        .map_err(|e| {
-            (
-                "rate".to_string(),
-                format!("tc rejects \"htb {}\": {e}", self.args()),
-            )
-        })
-    }
-
+impl ClassTable {
     fn check(&self, earlier: &[&str]) -> Result<(), (String, String)> {
-        if tc_h_minor(class_handle(&self.classid).map_err(at("classid"))?) == 0 {
-            return Err(at("classid")(format!(
+        if tc_h_minor(class_handle(&self.classid).map_err(at(CLASSID))?) == 0 {
+            return Err(at(CLASSID)(format!(
                 "classid \"{}\": minor 0 is the qdisc itself; fix: use 1:1 .. 1:ffff",
                 self.classid
             )));
         }
         if earlier.contains(&self.classid.as_str()) {
-            return Err(at("classid")(format!(
+            return Err(at(CLASSID)(format!(
                 "classid \"{}\" is defined twice; fix: give each class its own id",
                 self.classid
             )));
@@ -632,53 +304,94 @@ impl HtbClass {
         if let Some(parent) = &self.parent {
             let is_root = parent == ROOT_HANDLE || parent == "1:0";
             if !is_root && !earlier.contains(&parent.as_str()) {
-                return Err(at("parent")(format!(
+                return Err(at(PARENT)(format!(
                     "parent \"{parent}\" is neither the root 1: nor a class defined above; fix: define the parent class first"
                 )));
             }
         }
+        check_values(&self.values)?;
         if let Some(leaf) = &self.qdisc {
             if leaf.is_classful() {
-                return Err(at("qdisc")(format!(
+                return Err(at(LEAF)(format!(
                     "leaf qdisc \"{}\" is classful; fix: use a classless leaf (sfq, fq_codel, pfifo...) or write tc lines",
                     leaf.kind()
                 )));
             }
-            leaf.check().map_err(|(_, m)| ("qdisc".to_string(), m))?;
+            leaf.check().map_err(|(_, m)| (LEAF.to_string(), m))?;
         }
         Ok(())
     }
+}
 
-    fn args(&self) -> String {
-        let mut w = vec!["rate".to_string(), self.rate.to_string()];
-        opt(&mut w, "ceil", &self.ceil);
-        opt(&mut w, "burst", &self.burst);
-        opt(&mut w, "cburst", &self.cburst);
-        opt(&mut w, "prio", &self.prio);
-        opt(&mut w, "quantum", &self.quantum);
-        w.join(" ")
+/// Puts a field of class `i` under `class[i]` (the class itself when the
+/// field is empty).
+fn in_class(i: usize) -> impl Fn((String, String)) -> (String, String) {
+    move |(field, m)| {
+        if field.is_empty() {
+            (format!("class[{i}]"), m)
+        } else {
+            (format!("class[{i}].{field}"), m)
+        }
     }
 }
 
-/// A TOML time in µs as the tc attribute holds it (`parse_time` already
-/// refused more than 2^32 - 1 µs).
-fn micros(t: &Option<TcTime>) -> Option<u32> {
-    t.as_ref()
-        .map(|t| u32::try_from(t.value()).unwrap_or(u32::MAX))
+/// Checks what tc's parser would take differently from the file: a
+/// number beyond what tc reads it into, a class minor that is not one.
+fn check_values(values: &[Set]) -> Result<(), (String, String)> {
+    for set in values {
+        let name = set.key.name;
+        match (set.key.value, &set.value) {
+            (Value::Bounded { max, unit, example }, Written::Count(n)) if u64::from(*n) > max => {
+                return Err(at(name)(format!(
+                    "{n} is out of range; expected 0..={max} {unit}; fix: write {name} = {example}"
+                )));
+            }
+            (Value::Size32 { .. }, Written::Size(s)) if u32::try_from(s.value()).is_err() => {
+                return Err(at(name)(format!(
+                    "\"{s}\" is out of range; expected at most {} bytes; fix: write e.g. {name} = 1514",
+                    u32::MAX
+                )));
+            }
+            (Value::Minor, Written::Text(t)) => {
+                parse_minor(t).map_err(at(name))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
-/// A size that tc reads into an unsigned int.
-fn u32_size(field: &'static str, size: &Option<Size>) -> Result<Option<u32>, (String, String)> {
-    size.as_ref()
-        .map(|s| {
-            u32::try_from(s.value()).map_err(|_| {
-                at(field)(format!(
-                    "\"{s}\" is out of range; expected at most {} bytes; fix: write e.g. {field} = 1514",
-                    u32::MAX
-                ))
-            })
-        })
-        .transpose()
+/// The tc words of the values set, in their keys' order.
+fn words(values: &[Set]) -> Vec<String> {
+    let mut w = Vec::new();
+    for set in values {
+        let name = set.key.name.to_string();
+        match (set.key.value, &set.value) {
+            (Value::Flag { on, off }, Written::Flag(b)) => {
+                if let Some(word) = if *b { Some(on) } else { off } {
+                    w.push(word.to_string());
+                }
+            }
+            (Value::Size32 { plain: true }, Written::Size(s)) => {
+                w.extend([name, s.value().to_string()]);
+            }
+            (_, value) => w.extend([name, value.to_string()]),
+        }
+    }
+    w
+}
+
+impl fmt::Display for Written {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Written::Count(n) => write!(f, "{n}"),
+            Written::Size(s) => write!(f, "{s}"),
+            Written::Rate(r) => write!(f, "{r}"),
+            Written::Time(t) => write!(f, "{t}"),
+            Written::Flag(b) => write!(f, "{b}"),
+            Written::Text(t) => f.write_str(t),
+        }
+    }
 }
 
 /// A class id or parent under the root `1:` (`1:` itself is the root
@@ -718,21 +431,6 @@ fn qdisc_step(
     }
 }
 
-fn opt<T: fmt::Display>(w: &mut Vec<String>, key: &str, value: &Option<T>) {
-    if let Some(v) = value {
-        w.push(key.to_string());
-        w.push(v.to_string());
-    }
-}
-
-fn ecn_flag(w: &mut Vec<String>, ecn: &Option<bool>) {
-    match ecn {
-        Some(true) => w.push("ecn".into()),
-        Some(false) => w.push("noecn".into()),
-        None => {}
-    }
-}
-
 fn check_kind(kind: &str) -> Result<(), String> {
     if configurable(kind).is_some() {
         Ok(())
@@ -747,7 +445,7 @@ fn check_kind(kind: &str) -> Result<(), String> {
             .unwrap_or_default();
         Err(format!(
             "unknown qdisc kind \"{kind}\"{hint}; expected one of {}; fix: write e.g. qdisc = \"fq_codel\"",
-            syntax::names(kinds::BUILTIN, |k| k.configurable)
+            syntax::names(syntax::kinds(), |k| k.configurable)
         ))
     }
 }
@@ -764,6 +462,144 @@ fn parse_minor(text: &str) -> Result<u32, String> {
         _ => Err(format!(
             "\"{text}\" is not a class minor number; expected hexadecimal 0..ffff as in tc; fix: write e.g. \"10\" for 1:10"
         )),
+    }
+}
+
+/// The entries of a TOML table in the order written.
+type Entries = Vec<(String, toml::Value)>;
+
+impl QdiscTable {
+    /// Reads a table by its kind's keys. The messages are serde's for the
+    /// same mistakes (unknown or missing field, unknown kind, wrong type),
+    /// so a table reads as a derived struct would.
+    fn read(entries: Entries) -> Result<QdiscTable, String> {
+        let mut kind = None;
+        let mut rest = Vec::new();
+        for (key, value) in entries {
+            if key == "kind" {
+                kind = Some(value);
+            } else {
+                rest.push((key, value));
+            }
+        }
+        let kind: String = typed(kind.ok_or_else(|| missing("kind"))?)?;
+        let Some((kind, keys)) = table_kinds().find(|(name, _)| *name == kind) else {
+            let names: Vec<&str> = table_kinds().map(|(name, _)| name).collect();
+            return Err(format!(
+                "unknown variant `{kind}`, expected {}",
+                one_of(&names)
+            ));
+        };
+        let mut names: Vec<&str> = keys.qdisc.iter().map(|k| k.name).collect();
+        let mut classes = Vec::new();
+        let mut others = Vec::new();
+        if let Some(class_keys) = keys.class {
+            names.push("class");
+            for (key, value) in rest {
+                if key == "class" {
+                    let tables: Vec<toml::Table> = typed(value)?;
+                    classes = tables
+                        .into_iter()
+                        .map(|t| ClassTable::read(t.into_iter().collect(), class_keys))
+                        .collect::<Result<_, _>>()?;
+                } else {
+                    others.push((key, value));
+                }
+            }
+        } else {
+            others = rest;
+        }
+        Ok(QdiscTable {
+            kind,
+            keys,
+            values: read_values(others, keys.qdisc, &names)?,
+            classes,
+        })
+    }
+}
+
+impl ClassTable {
+    /// Reads a class table: its id, parent and leaf, and its kind's class
+    /// keys.
+    fn read(entries: Entries, keys: &'static [Key]) -> Result<ClassTable, String> {
+        let mut names = vec![CLASSID, PARENT];
+        names.extend(keys.iter().map(|k| k.name));
+        names.push(LEAF);
+        let (mut classid, mut parent, mut qdisc) = (None, None, None);
+        let mut others = Vec::new();
+        for (key, value) in entries {
+            match key.as_str() {
+                CLASSID => classid = Some(typed(value)?),
+                PARENT => parent = Some(typed(value)?),
+                LEAF => qdisc = Some(typed(value)?),
+                _ => others.push((key, value)),
+            }
+        }
+        let values = read_values(others, keys, &names)?;
+        Ok(ClassTable {
+            classid: classid.ok_or_else(|| missing(CLASSID))?,
+            parent,
+            values,
+            qdisc,
+        })
+    }
+}
+
+/// The values of `keys` among `entries`, in the keys' order; `names` are
+/// all the keys the table takes, for the message about one it does not.
+fn read_values(entries: Entries, keys: &'static [Key], names: &[&str]) -> Result<Vec<Set>, String> {
+    let mut values = Vec::new();
+    for (name, value) in entries {
+        let key = keys
+            .iter()
+            .find(|k| k.name == name)
+            .ok_or_else(|| unknown_field(&name, names))?;
+        let value = match key.value {
+            Value::Count | Value::Bounded { .. } => Written::Count(typed(value)?),
+            Value::Size | Value::Size32 { .. } => Written::Size(typed(value)?),
+            Value::Rate => Written::Rate(typed(value)?),
+            Value::Time => Written::Time(typed(value)?),
+            Value::Flag { .. } => Written::Flag(typed(value)?),
+            Value::Minor => Written::Text(typed(value)?),
+        };
+        values.push(Set { key, value });
+    }
+    if let Some(key) = keys
+        .iter()
+        .find(|k| k.required && !values.iter().any(|s| s.key.name == k.name))
+    {
+        return Err(missing(key.name));
+    }
+    values.sort_by_key(|s| keys.iter().position(|k| k.name == s.key.name));
+    Ok(values)
+}
+
+/// A TOML value as `T`, or serde's message about it.
+fn typed<T: DeserializeOwned>(value: toml::Value) -> Result<T, String> {
+    T::deserialize(value).map_err(|e| e.message().to_string())
+}
+
+/// serde's message for a missing field.
+fn missing(field: &str) -> String {
+    format!("missing field `{field}`")
+}
+
+/// serde's message for a field the table does not take.
+fn unknown_field(field: &str, names: &[&str]) -> String {
+    if names.is_empty() {
+        format!("unknown field `{field}`, there are no fields")
+    } else {
+        format!("unknown field `{field}`, expected {}", one_of(names))
+    }
+}
+
+/// The names a message offers, as serde lists them.
+fn one_of(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.as_slice() {
+        [one] => one.clone(),
+        [a, b] => format!("{a} or {b}"),
+        _ => format!("one of {}", quoted.join(", ")),
     }
 }
 
@@ -810,9 +646,44 @@ impl Serialize for QdiscSpec {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             QdiscSpec::Line(l) => s.serialize_str(l),
-            QdiscSpec::Table(t) => t.serialize(s),
+            QdiscSpec::Table(t) => {
+                let mut m = s.serialize_map(None)?;
+                m.serialize_entry("kind", t.kind)?;
+                serialize_values(&mut m, &t.values)?;
+                if !t.classes.is_empty() {
+                    m.serialize_entry("class", &t.classes)?;
+                }
+                m.end()
+            }
         }
     }
+}
+
+impl Serialize for ClassTable {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry(CLASSID, &self.classid)?;
+        if let Some(parent) = &self.parent {
+            m.serialize_entry(PARENT, parent)?;
+        }
+        serialize_values(&mut m, &self.values)?;
+        if let Some(qdisc) = &self.qdisc {
+            m.serialize_entry(LEAF, qdisc)?;
+        }
+        m.end()
+    }
+}
+
+/// The values set, as they were written.
+fn serialize_values<M: SerializeMap>(m: &mut M, values: &[Set]) -> Result<(), M::Error> {
+    for set in values {
+        match &set.value {
+            Written::Count(n) => m.serialize_entry(set.key.name, n)?,
+            Written::Flag(b) => m.serialize_entry(set.key.name, b)?,
+            other => m.serialize_entry(set.key.name, &other.to_string())?,
+        }
+    }
+    Ok(())
 }
 
 impl<'de> Deserialize<'de> for QdiscSpec {
@@ -830,9 +701,14 @@ impl<'de> Deserialize<'de> for QdiscSpec {
                 check_kind(spec.kind()).map_err(E::custom)?;
                 Ok(spec)
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<QdiscSpec, A::Error> {
-                QdiscTable::deserialize(de::value::MapAccessDeserializer::new(map))
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<QdiscSpec, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry::<String, toml::Value>()? {
+                    entries.push(entry);
+                }
+                QdiscTable::read(entries)
                     .map(QdiscSpec::Table)
+                    .map_err(de::Error::custom)
             }
         }
         d.deserialize_any(V)
@@ -848,6 +724,15 @@ mod tests {
         s.steps(dir, tx_queues)
             .map(|steps| steps.iter().map(|s| s.line().to_string()).collect())
             .map_err(|(_, m)| m)
+    }
+
+    impl QdiscSpec {
+        fn table(&self) -> Option<&QdiscTable> {
+            match self {
+                QdiscSpec::Table(t) => Some(t),
+                QdiscSpec::Line(_) => None,
+            }
+        }
     }
 
     fn spec(toml_text: &str) -> Result<QdiscSpec, String> {
@@ -1027,9 +912,9 @@ qdisc = { kind = "sfq", perturb = 10 }
     }
 
     /// What tc sends for `line` (the front end's parse of the tc text).
-    fn tc_request(line: &str) -> Result<Request, TcError> {
+    fn tc_request(line: &str) -> Result<Request, crate::tc::TcError> {
         let cmd = crate::tc::TcCommand::parse(line)?;
-        crate::tc::request(kinds::BUILTIN, &cmd)
+        crate::tc::request(syntax::kinds(), &cmd)
     }
 
     /// Every typed step is the request tc makes of the line it says.
@@ -1162,9 +1047,9 @@ qdisc = "fq_codel ecn"
                 Ok(steps) => assert_steps_are_their_lines(&steps),
                 Err(e) => {
                     let mut lines = vec![];
-                    if let QdiscSpec::Table(QdiscTable::Htb { classes, .. }) = &s {
+                    if let Some(class) = s.table().and_then(|t| t.classes.first()) {
                         lines.push("tc qdisc add dev left root handle 1: htb".to_string());
-                        lines.push(format!("tc class add dev left parent 1: classid 1:1 htb {}", classes[0].args()));
+                        lines.push(format!("tc class add dev left parent 1: classid 1:1 htb {}", words(&class.values).join(" ")));
                     } else {
                         lines.push(format!("tc qdisc add dev left root {}", s.args()));
                     }

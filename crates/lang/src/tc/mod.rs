@@ -22,6 +22,7 @@ pub mod error;
 pub mod filter;
 pub mod framing;
 pub mod hint;
+pub mod keys;
 pub mod netem;
 pub mod opts;
 pub mod show;

@@ -8,6 +8,7 @@
 //! is what reads the words after a kind with the kind's parser, and the
 //! ordered JSON object iproute2's printers write.
 
+use super::keys::KeyTable;
 use super::tokens::Tokens;
 use super::TcError;
 use crate::dir::Dir;
@@ -47,10 +48,20 @@ pub struct Syntax {
     /// samples, so a kind in the table is checked without a line written
     /// for it there.
     pub samples: &'static [Sample],
+    /// Trees the per-packet benchmark (`benches/qdisc.rs`) and the
+    /// allocation test drive, at least one: limits large enough that a
+    /// standing queue of one frame per flow (10 000 flows) is never
+    /// tail-dropped. Their names are the benchmark's, kept from commit to
+    /// commit so that runs compare.
+    pub benches: &'static [Bench],
     /// The TUI's qdisc menu: the tc lines that make this kind the root of
     /// a direction's device on a link of the rate given (bytes/s, 0:
     /// unlimited); `None` keeps the kind off the menu.
     pub example: Option<Example>,
+    /// The keys of its structured table in the configuration
+    /// (`[link.qdisc]` with `kind = "..."`); `None`: the configuration
+    /// takes the kind as a string only (`qdisc = "kind options"`).
+    pub table: Option<&'static KeyTable>,
 }
 
 /// A tree that exercises a kind (`Syntax::samples`): the tc lines that
@@ -85,6 +96,56 @@ impl Sample {
             .iter()
             .map(|l| l.replace(" D ", &format!(" {} ", dev.dev())))
             .collect()
+    }
+}
+
+/// A tree a kind is benchmarked on (`Syntax::benches`): the tc lines that
+/// build it, and for a tree of many classes the line of one class, which
+/// the benchmark repeats for each minor and steers each flow to one of.
+#[derive(Clone, Copy, Debug)]
+pub struct Bench {
+    /// Its name in the benchmark's results (`htb_1000_classes`).
+    pub name: &'static str,
+    /// The tc lines that build it; ` D ` stands for the device.
+    pub lines: &'static [&'static str],
+    /// A class line repeated after `lines` for each minor of the
+    /// benchmark's classes, ` D ` the device and `MINOR` the minor in hex
+    /// (`None`: the tree's own classes take every frame).
+    pub classes: Option<&'static str>,
+    /// TX queues the device needs (more than 1 for mq, whose children the
+    /// benchmark steers each flow to one of).
+    pub tx_queues: u16,
+}
+
+impl Bench {
+    /// A tree on a single-queue device, without repeated classes.
+    pub const fn new(name: &'static str, lines: &'static [&'static str]) -> Bench {
+        Bench {
+            name,
+            lines,
+            classes: None,
+            tx_queues: 1,
+        }
+    }
+
+    /// The same tree with `line` repeated for each class minor.
+    pub const fn with_classes(self, line: &'static str) -> Bench {
+        Bench {
+            classes: Some(line),
+            ..self
+        }
+    }
+
+    /// Its lines for device `dev`, with `classes` classes `1..=classes`.
+    pub fn lines_for(&self, dev: Dir, classes: u32) -> Vec<String> {
+        let on_dev = |l: &str| l.replace(" D ", &format!(" {} ", dev.dev()));
+        let mut lines: Vec<String> = self.lines.iter().map(|l| on_dev(l)).collect();
+        if let Some(class) = self.classes {
+            lines.extend(
+                (1..=classes).map(|minor| on_dev(class).replace("MINOR", &format!("{minor:x}"))),
+            );
+        }
+        lines
     }
 }
 
@@ -253,17 +314,40 @@ impl serde::Serialize for JsonObj {
     }
 }
 
-/// The kinds registered beyond the built-in ones (`register`).
+/// The syntaxes registered beyond the built-in ones (`register`).
 static REGISTERED: RwLock<Vec<&'static Syntax>> = RwLock::new(Vec::new());
 
-/// Registers the syntax of a kind of one's own (a kind of a table handed
-/// to `DevSpec::kinds`), so that tc parses and prints it; a later
-/// registration of the same kind replaces the earlier one. A built-in
-/// kind's syntax cannot be replaced.
-pub fn register(syntax: &'static Syntax) {
+/// The built-in kinds and those registered (`kinds`): a table that only
+/// grows, rebuilt (and the old one left behind) by each registration.
+static KINDS: RwLock<&'static [KindEntry]> = RwLock::new(kinds::BUILTIN);
+
+/// Registers a kind of one's own, as the kernel loads a `sch_<kind>` module
+/// and iproute2 a `q_<kind>.so`: its row joins the table of kinds the
+/// configuration builds devices from (`kinds`), and its syntax lets tc
+/// parse and print it. A later registration of the same kind replaces the
+/// earlier one; a built-in kind cannot be replaced (its registration is
+/// ignored).
+pub fn register(entry: KindEntry, syntax: &'static Syntax) {
+    if kinds::lookup(kinds::BUILTIN, entry.name).is_some() {
+        return;
+    }
     let mut registered = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
     registered.retain(|s| s.kind != syntax.kind);
     registered.push(syntax);
+    let mut table = KINDS.write().unwrap_or_else(|e| e.into_inner());
+    let mut rows: Vec<KindEntry> = table
+        .iter()
+        .filter(|k| k.name != entry.name)
+        .copied()
+        .collect();
+    rows.push(entry);
+    *table = Vec::leak(rows);
+}
+
+/// The table of kinds: the built-in ones (`crate::qdisc::kinds::BUILTIN`)
+/// and those registered, in that order.
+pub fn kinds() -> &'static [KindEntry] {
+    *KINDS.read().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The syntax of kind `kind`: the built-in one, or one registered.
@@ -374,9 +458,9 @@ const IPROUTE2_KINDS: &[&str] = &[
     "taprio", "cbq",
 ];
 
-/// The built-in entry of `name` (`crate::qdisc::kinds::BUILTIN`).
+/// The entry of `name` in the table of kinds (`kinds`).
 pub fn lookup(name: &str) -> Option<&'static KindEntry> {
-    kinds::lookup(kinds::BUILTIN, name)
+    kinds::lookup(kinds(), name)
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@ use crate::qdisc::codel::CodelOptions;
 use crate::qdisc::codel::CodelXstats;
 use crate::qdisc::dump::Xstats;
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{replace_root, Printed, Sample, Syntax};
+use crate::tc::keys::{Key, KeyTable, Value};
+use crate::tc::syntax::{replace_root, Bench, Printed, Sample, Syntax};
 use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::{c_number, Tokens};
 use crate::tc::TcError;
@@ -131,8 +132,13 @@ pub static SYNTAX: Syntax = Syntax {
     print,
     print_class: |_| None,
     example: Some(|dir, _| vec![format!("{} codel", replace_root(dir))]),
+    table: Some(&TABLE),
     trailing_space: true,
     xstats: Some(&XSTATS),
+    benches: &[Bench::new(
+        "codel",
+        &["tc qdisc add dev D root codel limit 100000"],
+    )],
     samples: &[
         Sample::new(
             "codel",
@@ -141,6 +147,21 @@ pub static SYNTAX: Syntax = Syntax {
         Sample::new("codel ecn", &["tc qdisc add dev D root codel limit 50 ecn"]),
     ],
 };
+
+/// The keys of a `codel` table in the configuration.
+static TABLE: KeyTable = KeyTable::qdisc(&[
+    Key::opt("limit", Value::Count),
+    Key::opt("target", Value::Time),
+    Key::opt("interval", Value::Time),
+    Key::opt(
+        "ecn",
+        Value::Flag {
+            on: "ecn",
+            off: Some("noecn"),
+        },
+    ),
+    Key::opt("ce_threshold", Value::Time),
+]);
 
 /// `codel_print_xstats`: `tc_codel_xstats`.
 static XSTATS: XstatsPrinter = XstatsPrinter {

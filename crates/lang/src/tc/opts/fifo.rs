@@ -5,7 +5,8 @@
 
 use crate::qdisc::fifo::FifoOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{Printed, Sample, Syntax};
+use crate::tc::keys::{Key, KeyTable, Value};
+use crate::tc::syntax::{Bench, Printed, Sample, Syntax};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::tc::TcError;
 use crate::units::{parse_size, sprint_size};
@@ -19,8 +20,13 @@ pub static PFIFO: Syntax = Syntax {
     print: |o| print(o, false),
     print_class: |_| None,
     example: None,
+    table: Some(&KeyTable::qdisc(&[Key::opt("limit", Value::Count)])),
     trailing_space: false,
     xstats: None,
+    benches: &[Bench::new(
+        "pfifo",
+        &["tc qdisc add dev D root pfifo limit 100000"],
+    )],
     samples: &[Sample::new("pfifo", &["tc qdisc add dev D root pfifo"])],
 };
 
@@ -32,8 +38,13 @@ pub static BFIFO: Syntax = Syntax {
     print: |o| print(o, true),
     print_class: |_| None,
     example: None,
+    table: Some(&KeyTable::qdisc(&[Key::opt("limit", Value::Size)])),
     trailing_space: false,
     xstats: None,
+    benches: &[Bench::new(
+        "bfifo",
+        &["tc qdisc add dev D root bfifo limit 200mb"],
+    )],
     samples: &[Sample::new(
         "bfifo",
         &["tc qdisc add dev D root bfifo limit 20000"],
@@ -44,6 +55,10 @@ pub static BFIFO: Syntax = Syntax {
 pub static PFIFO_HEAD_DROP: Syntax = Syntax {
     kind: "pfifo_head_drop",
     qdisc: |t| parse(t, "pfifo_head_drop"),
+    benches: &[Bench::new(
+        "pfifo_head_drop",
+        &["tc qdisc add dev D root pfifo_head_drop limit 100000"],
+    )],
     samples: &[Sample::new(
         "pfifo_head_drop",
         &["tc qdisc add dev D root pfifo_head_drop limit 8"],

@@ -9,7 +9,8 @@ use crate::qdisc::dump::Xstats;
 use crate::qdisc::fq_codel::FqCodelOptions;
 use crate::qdisc::fq_codel::{FqCodelClassXstats, FqCodelXstats};
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{replace_root, Printed, Sample, Syntax};
+use crate::tc::keys::{Key, KeyTable, Value};
+use crate::tc::syntax::{replace_root, Bench, Printed, Sample, Syntax};
 use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::{c_number, Tokens};
 use crate::tc::TcError;
@@ -160,8 +161,10 @@ pub static SYNTAX: Syntax = Syntax {
     print,
     print_class: |_| None,
     example: Some(|dir, _| vec![format!("{} fq_codel", replace_root(dir))]),
+    table: Some(&TABLE),
     trailing_space: true,
     xstats: Some(&XSTATS),
+    benches: &[Bench::new("fq_codel", &["tc qdisc add dev D root fq_codel"])],
     samples: &[
         Sample::new(
             "fq_codel",
@@ -177,6 +180,26 @@ pub static SYNTAX: Syntax = Syntax {
         ),
     ],
 };
+
+/// The keys of an `fq_codel` table in the configuration.
+static TABLE: KeyTable = KeyTable::qdisc(&[
+    Key::opt("limit", Value::Count),
+    Key::opt("flows", Value::Count),
+    // fq_codel reads a plain number (`get_unsigned`), not a size.
+    Key::opt("quantum", Value::Size32 { plain: true }),
+    Key::opt("target", Value::Time),
+    Key::opt("interval", Value::Time),
+    Key::opt(
+        "ecn",
+        Value::Flag {
+            on: "ecn",
+            off: Some("noecn"),
+        },
+    ),
+    Key::opt("ce_threshold", Value::Time),
+    Key::opt("memory_limit", Value::Size),
+    Key::opt("drop_batch", Value::Count),
+]);
 
 /// `fq_codel_print_xstats`: the qdisc's `tc_fq_codel_qd_stats` and a
 /// flow queue's `tc_fq_codel_cl_stats`.

@@ -12,11 +12,12 @@ use crate::qdisc::htb::HtbXstats;
 use crate::qdisc::htb::{HtbClassOptions, HtbGlob};
 use crate::qdisc::options::RateSpec;
 use crate::qdisc::{ClassOptions, QdiscOptions};
+use crate::tc::keys::{Key, KeyTable, Value};
 use crate::tc::opts::tbf::{
     linklayer_name, matches, parse_linklayer, parse_size_and_cell, DUMPED_CELL, LINKLAYER_ALLOWED,
     U16_ALLOWED,
 };
-use crate::tc::syntax::{example_rate, replace_root, Printed, Sample, Syntax};
+use crate::tc::syntax::{example_rate, replace_root, Bench, Printed, Sample, Syntax};
 use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::tc::TcError;
@@ -34,8 +35,26 @@ pub static SYNTAX: Syntax = Syntax {
     print,
     print_class,
     example: Some(example),
+    table: Some(&TABLE),
     trailing_space: false,
     xstats: Some(&XSTATS),
+    benches: &[
+        Bench::new(
+            "htb",
+            &[
+                "tc qdisc add dev D root handle 1: htb default 10",
+                "tc class add dev D parent 1: classid 1:10 htb rate 10gbit",
+            ],
+        ),
+        Bench::new(
+            "htb_1000_classes",
+            &[
+                "tc qdisc add dev D root handle 1: htb default 1",
+                "tc class add dev D parent 1: classid 1:ffff htb rate 10gbit",
+            ],
+        )
+        .with_classes("tc class add dev D parent 1:ffff classid 1:MINOR htb rate 10mbit ceil 10gbit"),
+    ],
     samples: &[
         Sample {
             shaping: Some((1_000_000, 3200)),
@@ -62,6 +81,23 @@ pub static SYNTAX: Syntax = Syntax {
             ],
         ),
     ],
+};
+
+/// The keys of an `htb` table in the configuration and of its classes.
+static TABLE: KeyTable = KeyTable {
+    qdisc: &[
+        Key::opt("default", Value::Minor),
+        Key::opt("r2q", Value::Count),
+        Key::opt("direct_qlen", Value::Count),
+    ],
+    class: Some(&[
+        Key::required("rate", Value::Rate),
+        Key::opt("ceil", Value::Rate),
+        Key::opt("burst", Value::Size),
+        Key::opt("cburst", Value::Size),
+        Key::opt("prio", Value::Count),
+        Key::opt("quantum", Value::Count),
+    ]),
 };
 
 /// The qdisc menu's HTB: one class at the link rate (1gbit when

@@ -4,7 +4,7 @@
 
 use crate::qdisc::mq::{MqOptions, MAX_QUEUES};
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{Printed, Sample, Syntax};
+use crate::tc::syntax::{Bench, Printed, Sample, Syntax};
 use crate::tc::tokens::Tokens;
 use crate::tc::TcError;
 
@@ -18,8 +18,22 @@ pub static SYNTAX: Syntax = Syntax {
     print: |_| Some(Printed::default()),
     print_class: |_| Some(Printed::default()),
     example: None,
+    table: None,
     trailing_space: true,
     xstats: None,
+    benches: &[Bench {
+        tx_queues: 4,
+        ..Bench::new(
+            "mq_4_fq_codel",
+            &[
+                "tc qdisc add dev D root handle 1: mq",
+                "tc qdisc add dev D parent 1:1 fq_codel",
+                "tc qdisc add dev D parent 1:2 fq_codel",
+                "tc qdisc add dev D parent 1:3 fq_codel",
+                "tc qdisc add dev D parent 1:4 fq_codel",
+            ],
+        )
+    }],
     samples: &[Sample {
         tx_queues: 2,
         ..Sample::new(

@@ -3,7 +3,8 @@
 //! `prio_print_opt` does (`bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1`).
 
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{replace_root, Printed, Sample, Syntax};
+use crate::tc::keys::KeyTable;
+use crate::tc::syntax::{replace_root, Bench, Printed, Sample, Syntax};
 use crate::tc::tokens::Tokens;
 use crate::tc::TcError;
 use serde_json::json;
@@ -17,8 +18,13 @@ pub static SYNTAX: Syntax = Syntax {
     print,
     print_class: |_| None,
     example: Some(|dir, _| vec![format!("{} pfifo_fast", replace_root(dir))]),
+    table: Some(&KeyTable::qdisc(&[])),
     trailing_space: false,
     xstats: None,
+    benches: &[Bench::new(
+        "pfifo_fast",
+        &["tc qdisc add dev D root pfifo_fast"],
+    )],
     samples: &[Sample::new(
         "pfifo_fast",
         &["tc qdisc add dev D root pfifo_fast"],

@@ -6,7 +6,7 @@
 
 use crate::qdisc::qfq::QfqClassOptions;
 use crate::qdisc::{ClassOptions, QdiscOptions};
-use crate::tc::syntax::{Printed, Sample, Syntax};
+use crate::tc::syntax::{Bench, Printed, Sample, Syntax};
 use crate::tc::tokens::Tokens;
 use crate::tc::TcError;
 use serde_json::json;
@@ -19,8 +19,14 @@ pub static SYNTAX: Syntax = Syntax {
     print,
     print_class,
     example: None,
+    table: None,
     trailing_space: true,
     xstats: None,
+    benches: &[Bench::new(
+        "qfq_1000_classes",
+        &["tc qdisc add dev D root handle 1: qfq"],
+    )
+    .with_classes("tc class add dev D parent 1: classid 1:MINOR qfq weight 10 maxpkt 1514")],
     samples: &[
         Sample::new(
             "qfq",

@@ -8,7 +8,8 @@ use super::codel::{unsigned, value};
 use crate::qdisc::dump::Xstats;
 use crate::qdisc::sfq::SfqOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{replace_root, Printed, Sample, Syntax};
+use crate::tc::keys::{Key, KeyTable, Value};
+use crate::tc::syntax::{replace_root, Bench, Printed, Sample, Syntax};
 use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::Tokens;
 use crate::tc::TcError;
@@ -118,8 +119,13 @@ pub static SYNTAX: Syntax = Syntax {
     print,
     print_class: |_| None,
     example: Some(|dir, _| vec![format!("{} sfq perturb 10", replace_root(dir))]),
+    table: Some(&TABLE),
     trailing_space: true,
     xstats: Some(&XSTATS),
+    benches: &[Bench::new(
+        "sfq",
+        &["tc qdisc add dev D root sfq limit 65535 flows 65535 divisor 65536"],
+    )],
     samples: &[
         Sample::new(
             "sfq",
@@ -132,6 +138,31 @@ pub static SYNTAX: Syntax = Syntax {
         Sample::new("sfq limit 32", &["tc qdisc add dev D root sfq limit 32"]),
     ],
 };
+
+/// The keys of an `sfq` table in the configuration.
+static TABLE: KeyTable = KeyTable::qdisc(&[
+    Key::opt("limit", Value::Count),
+    // `perturb_period` is an int in `tc_sfq_qopt`.
+    Key::opt(
+        "perturb",
+        Value::Bounded {
+            max: i32::MAX as u64,
+            unit: "seconds",
+            example: "10",
+        },
+    ),
+    Key::opt("quantum", Value::Size32 { plain: false }),
+    Key::opt("divisor", Value::Count),
+    Key::opt("flows", Value::Count),
+    Key::opt("depth", Value::Count),
+    Key::opt(
+        "headdrop",
+        Value::Flag {
+            on: "headdrop",
+            off: None,
+        },
+    ),
+]);
 
 /// `sfq_print_xstats`: a flow queue's `tc_sfq_xstats`.
 static XSTATS: XstatsPrinter = XstatsPrinter {

@@ -10,7 +10,8 @@ use crate::dir::Dir;
 use crate::qdisc::options::RateSpec;
 use crate::qdisc::tbf::TbfOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{example_rate, replace_root, Printed, Sample, Syntax};
+use crate::tc::keys::{Key, KeyTable, Value};
+use crate::tc::syntax::{example_rate, replace_root, Bench, Printed, Sample, Syntax};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::tc::TcError;
 use crate::units::{
@@ -32,8 +33,13 @@ pub static SYNTAX: Syntax = Syntax {
     // TBF's one class has no options.
     print_class: |_| Some(Printed::default()),
     example: Some(example),
+    table: Some(&TABLE),
     trailing_space: true,
     xstats: None,
+    benches: &[Bench::new(
+        "tbf",
+        &["tc qdisc add dev D root tbf rate 10gbit burst 1mb limit 200mb"],
+    )],
     samples: &[
         Sample {
             shaping: Some((1_000_000, 3000)),
@@ -58,6 +64,16 @@ pub static SYNTAX: Syntax = Syntax {
         },
     ],
 };
+
+/// The keys of a `tbf` table in the configuration.
+static TABLE: KeyTable = KeyTable::qdisc(&[
+    Key::required("rate", Value::Rate),
+    Key::required("burst", Value::Size),
+    Key::opt("latency", Value::Time),
+    Key::opt("limit", Value::Size),
+    Key::opt("peakrate", Value::Rate),
+    Key::opt("mtu", Value::Size),
+]);
 
 /// The qdisc menu's TBF: the link rate (1gbit when unlimited), a burst of
 /// 4 ms worth of bytes but at least two full frames, 50 ms of queue.
