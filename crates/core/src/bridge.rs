@@ -712,7 +712,7 @@ mod tests {
         );
         // 1514 B at 12.5 MB/s = 121.12 us, then 10 ms of delay.
         assert_eq!(
-            out[0].meta.delivered,
+            out[0].meta.delivered(),
             Instant::from_nanos(121_120 + 10_000_000)
         );
         let c = b.path(Dir::LeftToRight).counters();

@@ -108,11 +108,12 @@ pub struct PacketMeta {
     pub id: u64,
     /// When the frame entered the emulated link.
     pub arrival: Instant,
-    /// When the frame was last enqueued into a qdisc (CoDel's timestamp).
+    /// While the frame waits in a qdisc, when it was last enqueued there
+    /// (CoDel's timestamp); once the link has delivered it, when (see
+    /// `delivered`). The two stages never overlap, and one slot for both,
+    /// as the kernel's layers take turns with `skb->cb`, keeps a `Packet`
+    /// within the 128 bytes a move copies inline (`packet_fits_a_move`).
     pub enqueue_time: Instant,
-    /// When the link handed the frame to the receiving side (logical time;
-    /// set at delivery). The live datapath measures its writes against it.
-    pub delivered: Instant,
     /// The network layer and the offset of its header.
     pub l3: L3,
     /// The 5-tuple the frame belongs to.
@@ -145,6 +146,18 @@ impl PacketMeta {
     /// The two ECN bits of the DS field (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE).
     pub fn ecn(&self) -> u8 {
         self.dsfield & 0x3
+    }
+
+    /// When the link handed the frame to the receiving side (logical
+    /// time), on a frame it delivered: the live datapath measures its
+    /// writes against it.
+    pub fn delivered(&self) -> Instant {
+        self.enqueue_time
+    }
+
+    /// Records the delivery time; the frame has left every qdisc.
+    pub fn set_delivered(&mut self, at: Instant) {
+        self.enqueue_time = at;
     }
 }
 
@@ -318,5 +331,22 @@ impl Drops {
     /// recycle.
     pub fn drain(&mut self) -> std::vec::Drain<'_, (Packet, DropReason)> {
         self.list.drain(..)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `Packet` moves into and out of every queue: at 128 bytes or less
+    /// the compiler copies it inline rather than calling `memcpy` (136
+    /// bytes cost the fifos about 29 instructions a frame under callgrind).
+    #[test]
+    fn packet_fits_a_move() {
+        assert!(
+            std::mem::size_of::<Packet>() <= 128,
+            "Packet is {} bytes",
+            std::mem::size_of::<Packet>()
+        );
     }
 }

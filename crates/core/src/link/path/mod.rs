@@ -395,7 +395,7 @@ impl Path {
                 m.delivered(&pkt, t);
             }
             transit.record(t.saturating_since(pkt.meta.arrival));
-            pkt.meta.delivered = t;
+            pkt.meta.set_delivered(t);
             notify(observer, PathEvent::Delivered, &pkt, t);
             outbox.push(pkt);
         });

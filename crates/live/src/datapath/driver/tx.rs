@@ -38,7 +38,7 @@ impl Driver {
         let mut gone = None;
         self.release_at = None;
         let mut first = true;
-        while let Some(delivered) = self.held.front().map(|p| p.meta.delivered) {
+        while let Some(delivered) = self.held.front().map(|p| p.meta.delivered()) {
             if !std::mem::take(&mut first) {
                 now = self.clock.now();
             }
@@ -83,7 +83,7 @@ impl Driver {
     /// The first held frame may be written now too.
     fn next_is_due(&self, pace: bool, now: Instant) -> bool {
         self.held.front().is_some_and(|p| {
-            let at = p.meta.delivered;
+            let at = p.meta.delivered();
             at <= now && (!pace || self.pacer.earliest(at, now) <= now)
         })
     }
@@ -97,7 +97,7 @@ impl Driver {
             while self.next_is_due(pace, now) {
                 match self.held.pop_front() {
                     Some(next) if plain(&next) && self.gro.push(&next.data) => {
-                        self.written(next.meta.delivered, now);
+                        self.written(next.meta.delivered(), now);
                         self.bufs.put(next.data);
                     }
                     Some(next) => {
