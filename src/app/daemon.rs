@@ -44,7 +44,7 @@ pub fn tc(target: &Target, args: &[String]) -> anyhow::Result<u8> {
     };
     let (show, result) = match answer {
         Ok(reply) => {
-            let reply = decode::<TcReply>(reply).map_err(anyhow::Error::msg)?;
+            let reply = decode::<TcReply>(reply)?;
             // The daemon sends the device's tree back for a change only.
             (reply.config.is_none(), Ok(reply.output))
         }
@@ -83,7 +83,7 @@ pub fn set(target: &Target, args: &[String], json: bool) -> anyhow::Result<u8> {
             Ok(0)
         }
         Ok(reply) => {
-            let effective: Effective = decode(reply).map_err(anyhow::Error::msg)?;
+            let effective: Effective = decode(reply)?;
             let mut code = 0;
             for r in &effective.ethtool {
                 crate::out!("{}", r.stdout)?;

@@ -9,7 +9,8 @@ use crate::load::feed::Probe;
 use crate::load::on_demand::OnDemand;
 use crate::load::stats::Sample;
 use crate::time::Instant;
-use crate::tui::Action;
+use crate::tui::{Action, ControlError};
+use std::sync::Arc;
 
 /// How long the TUI waits for the datapath to apply a tc line.
 const TC_REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -25,45 +26,52 @@ pub(super) struct LocalControl {
     /// Time of the last snapshot handed to the TUI.
     last: Option<Instant>,
     /// The latency probes across the link (`t`), or why there are none.
-    probes: Result<OnDemand, String>,
+    probes: Result<OnDemand, Arc<anyhow::Error>>,
 }
 
 impl LocalControl {
     /// The TUI's control of `datapath`, with `probes` (their sockets
     /// opened while the daemon still held its privileges) or why there
     /// are none.
-    pub(super) fn new(datapath: &Datapath, probes: Result<OnDemand, String>) -> LocalControl {
+    pub(super) fn new(
+        datapath: &Datapath,
+        probes: Result<OnDemand, anyhow::Error>,
+    ) -> LocalControl {
         LocalControl {
             commander: datapath.commander(),
             snapshots: datapath.snapshots(),
             last: None,
-            probes,
+            probes: probes.map_err(Arc::new),
         }
     }
 
     /// Sends `cmd` (built around a reply channel) and waits for the reply.
-    fn ask<T>(
+    fn ask<T, E>(
         &self,
-        cmd: impl FnOnce(std::sync::mpsc::SyncSender<Result<T, String>>) -> Command,
-    ) -> Result<T, String> {
+        cmd: impl FnOnce(std::sync::mpsc::SyncSender<Result<T, E>>) -> Command,
+    ) -> Result<T, ControlError>
+    where
+        ControlError: From<E>,
+    {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.commander.send(cmd(tx)).map_err(|e| e.to_string())?;
-        rx.recv_timeout(TC_REPLY_TIMEOUT)
-            .map_err(|_| "the datapath did not answer within 2 s".to_string())?
+        self.commander.send(cmd(tx))?;
+        Ok(rx
+            .recv_timeout(TC_REPLY_TIMEOUT)
+            .map_err(|_| ControlError::NoAnswer(TC_REPLY_TIMEOUT))??)
     }
 }
 
 impl crate::tui::Control for LocalControl {
-    fn send(&mut self, action: &Action) -> Result<String, String> {
+    fn send(&mut self, action: &Action) -> Result<String, ControlError> {
         match action {
             Action::Quit => Ok(String::new()),
             Action::Probes(on) => {
-                let probes = self
-                    .probes
-                    .as_mut()
-                    .map_err(|why| format!("no probes: {why}"))?;
+                let probes = match &mut self.probes {
+                    Ok(probes) => probes,
+                    Err(why) => return Err(ControlError::NoProbes(why.clone())),
+                };
                 if *on {
-                    probes.start().map_err(|e| format!("{e:#}"))?;
+                    probes.start().map_err(ControlError::Probes)?;
                     return Ok(String::new());
                 }
                 // Stopped either way: a probe's own failure is only told.

@@ -7,17 +7,17 @@
 //! out (and their errors reported) but not kept.
 
 use crate::config::Config;
-use crate::control::{parse_reply, Request};
+use crate::control::{parse_reply, DaemonRefusal, Request};
 use crate::control_server::RequestHandler;
 use crate::datapath::{Datapath, DatapathConfig};
 use crate::port::SocketPairPort;
 
 /// The answer to `request` from a link of `cfg` that exists only for it:
-/// the daemon's reply (`Ok`) or its error text.
+/// the daemon's reply (`Ok`) or its refusal.
 pub fn answer(
     cfg: &Config,
     request: &Request,
-) -> anyhow::Result<Result<serde_json::Value, String>> {
+) -> anyhow::Result<Result<serde_json::Value, DaemonRefusal>> {
     let bridge = crate::live::build_bridge(cfg)?;
     let (left, _left_host) = SocketPairPort::pair()?;
     let (right, _right_host) = SocketPairPort::pair()?;

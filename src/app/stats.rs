@@ -29,7 +29,7 @@ pub fn stats(target: &Target, json: bool) -> anyhow::Result<()> {
         });
         crate::outln!("{snap}")?;
     } else {
-        let mut live: LiveSnapshot = decode(snap).map_err(anyhow::Error::msg)?;
+        let mut live: LiveSnapshot = decode(snap)?;
         restore_drops_by_reason(&mut live.bridge);
         crate::out!("{}", render_stats(&live, tap_tx_dropped))?;
     }
@@ -378,7 +378,7 @@ mod tests {
         assert!(decode::<LiveSnapshot>(reply.clone()).is_ok());
         let removed = reply["wakeups"].as_object_mut().unwrap().remove("total");
         assert!(removed.is_some());
-        let err = decode::<LiveSnapshot>(reply).unwrap_err();
+        let err = decode::<LiveSnapshot>(reply).unwrap_err().to_string();
         assert!(err.contains("total"), "{err}");
     }
 }

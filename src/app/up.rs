@@ -73,12 +73,10 @@ fn explain_datapath_error(e: crate::datapath::DatapathError, topo: &Topology) ->
 /// The TUI's latency probes from the left namespace to the right one's
 /// IPv4 address, their sockets opened now; or why there are none (shown
 /// when the probes key is pressed).
-fn open_probes(cfg: &crate::config::Config, topo: &Topology) -> Result<OnDemand, String> {
+fn open_probes(cfg: &crate::config::Config, topo: &Topology) -> anyhow::Result<OnDemand> {
     let right_ip = match cfg.right.ipv4.addr {
         std::net::IpAddr::V4(a) => a,
-        std::net::IpAddr::V6(a) => {
-            return Err(format!("the right side's address {a} is not IPv4"));
-        }
+        std::net::IpAddr::V6(a) => anyhow::bail!("the right side's address {a} is not IPv4"),
     };
     let targets = ProbeTargets {
         left_ns: topo.left.netns.clone(),
@@ -87,9 +85,8 @@ fn open_probes(cfg: &crate::config::Config, topo: &Topology) -> Result<OnDemand,
     };
     ProbeSockets::open(&targets)
         .map(OnDemand::new)
-        .map_err(|e| {
+        .inspect_err(|e| {
             tracing::warn!("the TUI's probes are not available: {e:#}");
-            format!("{e:#}")
         })
 }
 

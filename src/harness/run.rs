@@ -110,21 +110,28 @@ pub struct RunArgs {
     pub cmd: Vec<String>,
 }
 
+/// Why a `--wait-port` value was refused.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PortError {
+    /// A protocol other than tcp or udp.
+    #[error("protocol {0:?}: use PORT, PORT/tcp or PORT/udp")]
+    Protocol(String),
+    /// A port that is not a number in 1..=65535.
+    #[error("port {0:?}: use a number 1..=65535")]
+    Number(String),
+}
+
 /// `PORT`, `PORT/tcp` or `PORT/udp`.
-pub fn parse_port(s: &str) -> Result<(u16, Proto), String> {
+pub fn parse_port(s: &str) -> Result<(u16, Proto), PortError> {
     let (num, proto) = match s.split_once('/') {
         None => (s, Proto::Tcp),
         Some((n, "tcp")) => (n, Proto::Tcp),
         Some((n, "udp")) => (n, Proto::Udp),
-        Some((_, other)) => {
-            return Err(format!(
-                "protocol {other:?}: use PORT, PORT/tcp or PORT/udp"
-            ))
-        }
+        Some((_, other)) => return Err(PortError::Protocol(other.to_string())),
     };
     match num.parse::<u16>() {
         Ok(p) if p > 0 => Ok((p, proto)),
-        _ => Err(format!("port {num:?}: use a number 1..=65535")),
+        _ => Err(PortError::Number(num.to_string())),
     }
 }
 
@@ -679,9 +686,16 @@ mod tests {
         assert_eq!(parse_port("5201"), Ok((5201, Proto::Tcp)));
         assert_eq!(parse_port("53/udp"), Ok((53, Proto::Udp)));
         assert_eq!(parse_port("80/tcp"), Ok((80, Proto::Tcp)));
-        assert!(parse_port("0").unwrap_err().contains("1..=65535"));
-        assert!(parse_port("70000").is_err());
-        assert!(parse_port("80/sctp").unwrap_err().contains("PORT/udp"));
+        assert_eq!(parse_port("0"), Err(PortError::Number("0".into())));
+        assert_eq!(
+            parse_port("0").unwrap_err().to_string(),
+            "port \"0\": use a number 1..=65535"
+        );
+        assert_eq!(parse_port("70000"), Err(PortError::Number("70000".into())));
+        assert_eq!(
+            parse_port("80/sctp").unwrap_err().to_string(),
+            "protocol \"sctp\": use PORT, PORT/tcp or PORT/udp"
+        );
     }
 
     /// `--timeout` reads a text as the configuration reads a delay: the

@@ -123,7 +123,7 @@ fn ip(args: &[&str]) -> bool {
 }
 
 /// What `remove_dead` did with one record.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum RunCleanup {
     /// The owner is dead: these were removed (and the record).
     Removed {
@@ -146,12 +146,23 @@ pub enum RunCleanup {
         /// The record's file.
         path: PathBuf,
         /// Why it could not be read.
-        error: String,
+        error: RecordError,
     },
 }
 
+/// Why a run record could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The file could not be read.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// The file is not a record.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
 /// Every run record of this machine.
-pub fn records() -> io::Result<Vec<(PathBuf, Result<RunRecord, String>)>> {
+pub fn records() -> io::Result<Vec<(PathBuf, Result<RunRecord, RecordError>)>> {
     let entries = match std::fs::read_dir(RUNS_DIR) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -162,8 +173,8 @@ pub fn records() -> io::Result<Vec<(PathBuf, Result<RunRecord, String>)>> {
         let path = entry?.path();
         if path.extension().is_some_and(|x| x == "json") {
             let record = std::fs::read(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()));
+                .map_err(RecordError::from)
+                .and_then(|b| Ok(serde_json::from_slice(&b)?));
             out.push((path, record));
         }
     }

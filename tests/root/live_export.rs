@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use bloatbox::control::{Client, Request};
+use bloatbox::control::{Client, DaemonRefusal, Request};
 use bloatbox::harness::{Link, Side};
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketOption;
 use pcap_file::pcapng::{Block, PcapNgReader};
@@ -182,7 +182,7 @@ fn live_capture_shows_qdisc_drops_with_their_reason() {
     assert_eq!(capture["dropped"].as_u64(), Some(0), "{capture}");
 }
 
-fn call(link: &Link, req: &Request) -> Result<serde_json::Value, String> {
+fn call(link: &Link, req: &Request) -> Result<serde_json::Value, DaemonRefusal> {
     Client::connect(link.control_socket())
         .unwrap()
         .call(req)
@@ -240,7 +240,7 @@ fn live_set_shape_and_metrics_over_the_control_socket() {
         },
     )
     .unwrap_err();
-    assert!(e.contains("left.jitter=soon"), "{e}");
+    assert!(e.message.contains("left.jitter=soon"), "{e}");
     assert_eq!(ping(&link, 10), 10, "the loss was not applied");
 
     // All of it: every request lost on the wire; the reply shows the shape.

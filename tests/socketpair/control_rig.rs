@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant as StdInstant};
 
 use bloatbox::bridge::Bridge;
-use bloatbox::control::{Client, Request};
+use bloatbox::control::{Client, DaemonRefusal, Request};
 use bloatbox::control_server::ControlServer;
 use bloatbox::datapath::{Datapath, DatapathConfig};
 use bloatbox::link::{LinkParams, Path as LinkPath};
@@ -79,7 +79,7 @@ impl Rig {
     }
 
     /// `req` on a connection of its own.
-    pub fn call(&self, req: &Request) -> Result<Value, String> {
+    pub fn call(&self, req: &Request) -> Result<Value, DaemonRefusal> {
         self.client().call(req).expect("the connection works")
     }
 

@@ -142,7 +142,7 @@ fn every_request_kind_is_answered() {
         })
         .unwrap()
         .unwrap_err();
-    assert!(err.contains("nosuchqdisc"), "{err}");
+    assert!(err.message.contains("nosuchqdisc"), "{err}");
 
     let set = c
         .call(&Request::Set {
@@ -177,7 +177,7 @@ fn every_request_kind_is_answered() {
         })
         .unwrap()
         .unwrap_err();
-    assert!(bad.contains("left.rate=fast"), "{bad}");
+    assert!(bad.message.contains("left.rate=fast"), "{bad}");
     // The datapath applies it: later snapshots show the new rate and delay
     // (each direction publishes its own part, so one may show it first).
     let t0 = StdInstant::now();
@@ -216,7 +216,7 @@ fn every_request_kind_is_answered() {
         })
         .unwrap()
         .unwrap_err();
-    assert!(err.contains("stopped"), "{err}");
+    assert!(err.message.contains("stopped"), "{err}");
 }
 
 #[test]
@@ -346,7 +346,7 @@ fn eight_concurrent_clients_are_all_answered() {
                     match c.call(&req).unwrap() {
                         Ok(v) => assert!(!v.is_null()),
                         // The datapath's queue may be momentarily full.
-                        Err(e) => assert!(e.contains("retry"), "{e}"),
+                        Err(e) => assert!(e.message.contains("retry"), "{e}"),
                     }
                 }
             })
@@ -434,14 +434,14 @@ fn a_read_only_server_refuses_commands_and_the_socket_is_exclusive() {
     let server = ControlServer::start(&path, SnapshotReader::default(), None).unwrap();
     let mut c = Client::connect(&path).unwrap();
     let e = c.call(&Request::Stats).unwrap().unwrap_err();
-    assert!(e.contains("no snapshot yet"), "{e}");
+    assert!(e.message.contains("no snapshot yet"), "{e}");
     let e = c
         .call(&Request::Tc {
             line: "tc qdisc show".into(),
         })
         .unwrap()
         .unwrap_err();
-    assert!(e.contains("read-only"), "{e}");
+    assert!(e.message.contains("read-only"), "{e}");
     assert!(ControlServer::start(&path, SnapshotReader::default(), None).is_err());
     drop(server);
     assert!(!path.exists());
@@ -524,14 +524,18 @@ fn the_tui_attaches_through_remote_control() {
         field: LinkField::Rate,
         value: 3_000_000,
     });
-    assert_eq!(reply, Ok("rate 24Mbit".to_string()));
+    assert_eq!(
+        reply.map_err(|e| e.to_string()),
+        Ok("rate 24Mbit".to_string())
+    );
     let lines = Preset::named("htb")
         .unwrap()
         .tc_lines(bloatbox::dir::Dir::RightToLeft, 1_250_000);
     rc.send(&Action::Tc(lines.join("\n"))).unwrap();
     let err = rc
         .send(&Action::Tc("tc qdisc replace dev left root bogus".into()))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("bogus"), "{err}");
     let t0 = StdInstant::now();
     loop {
@@ -545,7 +549,10 @@ fn the_tui_attaches_through_remote_control() {
         assert!(t0.elapsed() < Duration::from_secs(5), "changes not seen");
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(rc.send(&Action::Quit), Ok(String::new()));
+    assert_eq!(
+        rc.send(&Action::Quit).map_err(|e| e.to_string()),
+        Ok(String::new())
+    );
 }
 
 #[test]
@@ -695,6 +702,7 @@ fn tx_queues_change_at_run_time_all_or_nothing_and_mq_then_fits() {
         c.call(&Request::Tc { line: line.into() })
             .unwrap()
             .map(|v| v["output"].as_str().unwrap().to_string())
+            .map_err(|e| e.message)
     };
     // One queue: mq is refused with the way out.
     let e = tc(&mut c, "tc qdisc replace dev left root handle 1: mq").unwrap_err();
@@ -713,7 +721,7 @@ fn tx_queues_change_at_run_time_all_or_nothing_and_mq_then_fits() {
     // same request is undone.
     let e = set(&mut c, &["right.tx_queues=3", "left.tx_queues=2"]).unwrap_err();
     assert!(
-        e.contains("dev left") && e.contains("replace it first"),
+        e.message.contains("dev left") && e.message.contains("replace it first"),
         "{e}"
     );
     // (A query reads what each direction runs with now.)
@@ -735,14 +743,14 @@ fn tx_queues_change_at_run_time_all_or_nothing_and_mq_then_fits() {
     tc(&mut c, "tc qdisc replace dev right root handle 2: mq").unwrap();
     let e = set(&mut c, &["left.rate=5mbit", "right.tx_queues=3"]).unwrap_err();
     assert!(
-        e.contains("dev right") && e.contains("replace it first"),
+        e.message.contains("dev right") && e.message.contains("replace it first"),
         "{e}"
     );
     let now = set(&mut c, &["ethtool -l left"]).unwrap();
     assert_eq!(n(&now, "/left/rate_bytes_ps"), 1_250_000);
     assert_eq!(n(&now, "/right/tx_queues"), 2);
     let e = set(&mut c, &["left.tx_queues=0"]).unwrap_err();
-    assert!(e.contains("1..=64"), "{e}");
+    assert!(e.message.contains("1..=64"), "{e}");
 }
 
 #[test]
@@ -757,7 +765,7 @@ fn shape_keys_are_set_all_or_nothing_and_metrics_match_the_snapshot() {
     };
     // One bad argument: nothing changes (the loss would drop everything).
     let bad = set(&mut c, &["left.loss=100%", "left.seed=x"]).unwrap_err();
-    assert!(bad.contains("left.seed=x"), "{bad}");
+    assert!(bad.message.contains("left.seed=x"), "{bad}");
     let eff = set(
         &mut c,
         &["left.loss=100%", "left.seed=9", "right.framing=pppoe"],

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant as StdInstant};
 
 use bloatbox::bridge::Bridge;
 use bloatbox::clock::MonotonicClock;
-use bloatbox::datapath::{Datapath, DatapathConfig, LiveSnapshot};
+use bloatbox::datapath::{Datapath, DatapathConfig, LiveSnapshot, TcFailure};
 use bloatbox::dir::Dir;
 use bloatbox::link::{LinkParams, Path};
 use bloatbox::port::{FramePort, SocketPairPort};
@@ -457,7 +457,7 @@ fn set_link_changes_the_rate_of_a_running_link() {
 
 /// A tc command line sent to the running datapath, and its reply (5 s at
 /// most).
-fn tc_line(dp: &Datapath, line: &str) -> Result<String, String> {
+fn tc_line(dp: &Datapath, line: &str) -> Result<String, TcFailure> {
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     dp.command(bloatbox::datapath::Command::Tc {
         line: line.into(),
@@ -481,7 +481,7 @@ fn tc_commands_change_and_show_the_live_qdisc_tree() {
     let other = tc("tc qdisc show dev right").unwrap();
     assert!(other.contains("pfifo_fast"), "{other}");
     let err = tc("tc qdisc replace dev left root frobnicate").unwrap_err();
-    assert!(err.contains("frobnicate"), "{err}");
+    assert!(err.to_string().contains("frobnicate"), "{err}");
     // Without a device: qdiscs of both, each named; classes need one.
     let both = tc("tc qdisc show").unwrap();
     assert!(
@@ -493,7 +493,7 @@ fn tc_commands_change_and_show_the_live_qdisc_tree() {
     let json: serde_json::Value = serde_json::from_str(&tc("tc -j qdisc show").unwrap()).unwrap();
     assert_eq!(json.as_array().map(Vec::len), Some(2), "{json}");
     let err = tc("tc class show").unwrap_err();
-    assert!(err.contains("dev left or dev right"), "{err}");
+    assert!(err.to_string().contains("dev left or dev right"), "{err}");
     let snap = dp.shutdown().unwrap();
     assert_eq!(snap.bridge.path(Dir::LeftToRight).qdisc.kind, "fq_codel");
 }
@@ -742,11 +742,12 @@ fn two_threads_forward_and_conserve_across_a_rate_change_and_a_qdisc_switch_unde
     // a qdisc switch on each, from another thread.
     let commander = dp.commander();
     let changes = std::thread::spawn(move || {
-        let ask = |cmd: &dyn Fn(std::sync::mpsc::SyncSender<Result<String, String>>) -> Command| {
-            let (tx, rx) = std::sync::mpsc::sync_channel(1);
-            commander.send(cmd(tx)).unwrap();
-            rx.recv_timeout(Duration::from_secs(5)).unwrap()
-        };
+        let ask =
+            |cmd: &dyn Fn(std::sync::mpsc::SyncSender<Result<String, TcFailure>>) -> Command| {
+                let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                commander.send(cmd(tx)).unwrap();
+                rx.recv_timeout(Duration::from_secs(5)).unwrap()
+            };
         std::thread::sleep(Duration::from_millis(40));
         let plan = bloatbox::control::set::parse_set(&[
             "left.rate=200mbit".to_string(),

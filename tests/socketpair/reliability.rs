@@ -43,12 +43,14 @@ impl Rig {
         self.call(&Request::Tc {
             line: line.to_string(),
         })
+        .map_err(|e| e.message)
     }
 
     fn set(&self, args: &[&str]) -> Result<Value, String> {
         self.call(&Request::Set {
             args: args.iter().map(|a| a.to_string()).collect(),
         })
+        .map_err(|e| e.message)
     }
 
     /// Both directions' link parameters and full qdisc dumps, from a

@@ -2,6 +2,7 @@
 //! and the `Action`s they produce, on an `App` fed with snapshots of the
 //! real core.
 
+use bloatbox::control::field::FieldError;
 use bloatbox::dir::Dir;
 use bloatbox::time::NS_PER_MS;
 use bloatbox::tui::fixtures::{app_after, Scenario};
@@ -497,8 +498,17 @@ fn link_field_values_parse_and_print() {
     assert_eq!(LinkField::Delay.show(5_000_000), "5ms");
     assert_eq!(LinkField::Bql.show(1), "on");
     assert_eq!(LinkField::TxRing.show(512), "512");
+    let e = LinkField::RxUsecs.parse("1000001").unwrap_err();
     assert_eq!(
-        LinkField::RxUsecs.parse("1000001").unwrap_err(),
+        e,
+        FieldError::NotANumber {
+            field: LinkField::RxUsecs,
+            text: "1000001".into(),
+            max: 1_000_000
+        }
+    );
+    assert_eq!(
+        e.to_string(),
         "rx-usecs \"1000001\": expected a whole number 0..=1000000"
     );
     assert!(LinkField::Delay.parse("-1").is_err());

@@ -11,12 +11,15 @@ use bloatbox::time::NS_PER_MS;
 use bloatbox::tui::fixtures::{Scenario, SimControl};
 use bloatbox::tui::render::HELP;
 use bloatbox::tui::state::{Mode, PROBE_CHART_S, PROBE_STATS_S};
-use bloatbox::tui::{run_with_backend, text_capture, Action, App, Control, EventSource};
+use bloatbox::tui::{
+    run_with_backend, text_capture, Action, App, Control, ControlError, EventSource,
+};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use std::collections::VecDeque;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 const STEP: u64 = 100 * NS_PER_MS;
@@ -42,7 +45,12 @@ fn t_asks_to_start_the_probes_and_their_view_exists_once_the_daemon_agrees() {
     assert_eq!(app.on_key(key('t')), Some(Action::Probes(true)));
     assert!(app.probes.is_none(), "not on before the daemon says so");
     // Refused (bloatbox top, or no probes): stays off, the error shown.
-    app.on_reply(&Action::Probes(true), Err("no probes: not IPv4".into()));
+    app.on_reply(
+        &Action::Probes(true),
+        Err(ControlError::NoProbes(Arc::new(anyhow::anyhow!(
+            "not IPv4"
+        )))),
+    );
     assert!(app.probes.is_none());
     assert_eq!(app.status.as_deref(), Some("error: no probes: not IPv4"));
     app.on_reply(&Action::Probes(true), Ok(String::new()));
@@ -129,7 +137,7 @@ fn probing_session(w: u16, h: u16) -> (App, SimControl, Terminal<TestBackend>) {
     // Like `up`: q asks first.
     struct Up<'a>(&'a mut SimControl);
     impl Control for Up<'_> {
-        fn send(&mut self, a: &Action) -> Result<String, String> {
+        fn send(&mut self, a: &Action) -> Result<String, ControlError> {
             self.0.send(a)
         }
         fn snapshot(&mut self) -> Option<bloatbox::tui::Snapshot> {

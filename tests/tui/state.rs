@@ -3,6 +3,7 @@
 //! event log (configuration changes, CoDel entering and leaving its
 //! dropping state, overflow drops, command replies).
 
+use bloatbox::datapath::TcFailure;
 use bloatbox::dir::Dir;
 use bloatbox::link::LinkParams;
 use bloatbox::qdisc::fifo::{Fifo, FifoKind};
@@ -10,10 +11,11 @@ use bloatbox::qdisc::fq_codel::FqCodel;
 use bloatbox::qdisc::pfifo_fast::PfifoFast;
 use bloatbox::qdisc::tree::QdiscTree;
 use bloatbox::qdisc::{tc_h_make, QdiscCtx};
+use bloatbox::tc::TcError;
 use bloatbox::time::NS_PER_MS;
 use bloatbox::tui::fixtures::{app_after, link_params, root_ctx, Scenario};
 use bloatbox::tui::state::{EventKind, Focus, EVENTS_LEN, HISTORY_LEN};
-use bloatbox::tui::{Action, App};
+use bloatbox::tui::{Action, App, ControlError};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 const STEP: u64 = 100 * NS_PER_MS;
@@ -237,7 +239,9 @@ fn the_event_log_is_bounded_and_replies_are_logged() {
     assert_eq!(app.events.back().unwrap().text, "quit: bye");
     app.on_reply(
         &Action::Tc("tc qdisc frob".into()),
-        Err("Unknown qdisc \"frob\"".into()),
+        Err(ControlError::Tc(TcFailure::Tc(TcError::new(
+            "Unknown qdisc \"frob\"",
+        )))),
     );
     let last = app.events.back().unwrap();
     assert_eq!(last.kind, EventKind::Error);

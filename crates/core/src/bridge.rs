@@ -21,7 +21,7 @@
 
 use crate::dir::Dir;
 use crate::link::offload::GsoPolicy;
-use crate::link::path::{PathObserver, PathSnapshot};
+use crate::link::path::{ConservationError, PathObserver, PathSnapshot};
 use crate::link::Path;
 use crate::packet::gso::{self, Segmenter, VnetHdr};
 use crate::packet::pool::Buffers;
@@ -377,6 +377,16 @@ impl Lane {
     }
 }
 
+/// A direction whose counters break conservation, and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {broken}", dir.name())]
+pub struct LaneConservationError {
+    /// The direction whose path broke it.
+    pub dir: Dir,
+    /// Its counters.
+    pub broken: ConservationError,
+}
+
 /// Both lanes, driven together (the live datapath's view).
 pub struct Bridge {
     lanes: [Lane; 2],
@@ -437,11 +447,11 @@ impl Bridge {
 
     /// `Path::check_conservation` of both directions; the error names the
     /// direction.
-    pub fn check_conservation(&self) -> Result<(), String> {
+    pub fn check_conservation(&self) -> Result<(), LaneConservationError> {
         Dir::ALL.into_iter().try_for_each(|dir| {
             self.path(dir)
                 .check_conservation()
-                .map_err(|e| format!("{}: {e}", dir.name()))
+                .map_err(|broken| LaneConservationError { dir, broken })
         })
     }
 

@@ -32,7 +32,10 @@ use std::time::Duration;
 use crate::control::proto::{
     error_line, ok_line, parse_request, ProtoError, Request, TcReply, MAX_LINE,
 };
-use crate::datapath::{Command, Commander, LiveSnapshot, SnapshotReader};
+use crate::control::set::SetError;
+use crate::datapath::{
+    Command, Commander, DatapathError, EditError, LiveSnapshot, SnapshotReader, TcFailure,
+};
 use crate::dir::Dir;
 use crate::link::PathCounters;
 
@@ -458,11 +461,43 @@ impl RequestHandler {
 
 /// Answers one request (a reply line without newline).
 fn handle(req: Request, shared: &Shared) -> String {
-    answer(req, shared).unwrap_or_else(|e| error_line(&e))
+    answer(req, shared).unwrap_or_else(|e| error_line(&e.to_string()))
+}
+
+/// Why a request was not answered with `ok`: the reply's error says it.
+#[derive(Debug, thiserror::Error)]
+enum Unanswered {
+    /// No snapshot published yet.
+    #[error("no snapshot yet: the datapath is starting, retry in a moment")]
+    NoSnapshot,
+    /// A command on a socket without a commander.
+    #[error("this control socket is read-only (no datapath commands)")]
+    ReadOnly,
+    /// The datapath did not take the command.
+    #[error(transparent)]
+    Datapath(#[from] DatapathError),
+    /// The datapath did not answer within this long.
+    #[error("the datapath did not answer within {0:?}")]
+    Timeout(Duration),
+    /// `set` arguments refused here (boxed, being large).
+    #[error(transparent)]
+    Set(Box<SetError>),
+    /// A `set` plan refused by the datapath.
+    #[error(transparent)]
+    Edit(#[from] EditError),
+    /// A tc line that failed.
+    #[error(transparent)]
+    Tc(#[from] TcFailure),
+}
+
+impl From<SetError> for Unanswered {
+    fn from(e: SetError) -> Unanswered {
+        Unanswered::Set(Box::new(e))
+    }
 }
 
 /// The `ok` reply line to `req`, or why it failed.
-fn answer(req: Request, shared: &Shared) -> Result<String, String> {
+fn answer(req: Request, shared: &Shared) -> Result<String, Unanswered> {
     Ok(match req {
         Request::Snapshot => ok_line(&*latest(shared)?),
         Request::Metrics => ok_line(&crate::metrics::render(&*latest(shared)?)),
@@ -505,18 +540,14 @@ fn answer(req: Request, shared: &Shared) -> Result<String, String> {
             // Parsed (and trace files read) here, not on the datapath.
             let plan = crate::control::set::parse_set(&args)?;
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
-            commander(shared)?
-                .send(Command::EditLink { plan, reply: tx })
-                .map_err(|e| e.to_string())?;
+            commander(shared)?.send(Command::EditLink { plan, reply: tx })?;
             let effective = rx
                 .recv_timeout(COMMAND_TIMEOUT)
-                .map_err(|_| format!("the datapath did not answer within {COMMAND_TIMEOUT:?}"))??;
+                .map_err(|_| Unanswered::Timeout(COMMAND_TIMEOUT))??;
             ok_line(&effective)
         }
         Request::Shutdown => {
-            commander(shared)?
-                .send(Command::Shutdown)
-                .map_err(|e| e.to_string())?;
+            commander(shared)?.send(Command::Shutdown)?;
             ok_line(&"shutting down")
         }
     })
@@ -526,31 +557,24 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn latest(shared: &Shared) -> Result<Arc<LiveSnapshot>, String> {
-    shared
-        .snapshots
-        .latest()
-        .ok_or_else(|| "no snapshot yet: the datapath is starting, retry in a moment".to_string())
+fn latest(shared: &Shared) -> Result<Arc<LiveSnapshot>, Unanswered> {
+    shared.snapshots.latest().ok_or(Unanswered::NoSnapshot)
 }
 
-fn commander(shared: &Shared) -> Result<&Commander, String> {
-    shared
-        .commander
-        .as_ref()
-        .ok_or_else(|| "this control socket is read-only (no datapath commands)".to_string())
+fn commander(shared: &Shared) -> Result<&Commander, Unanswered> {
+    shared.commander.as_ref().ok_or(Unanswered::ReadOnly)
 }
 
 /// One tc line through the datapath's queue; its output or tc's error.
-fn run_tc(commander: &Commander, line: &str) -> Result<String, String> {
+fn run_tc(commander: &Commander, line: &str) -> Result<String, Unanswered> {
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    commander
-        .send(Command::Tc {
-            line: line.to_string(),
-            reply: tx,
-        })
-        .map_err(|e| e.to_string())?;
-    rx.recv_timeout(COMMAND_TIMEOUT)
-        .map_err(|_| format!("the datapath did not answer within {COMMAND_TIMEOUT:?}"))?
+    commander.send(Command::Tc {
+        line: line.to_string(),
+        reply: tx,
+    })?;
+    Ok(rx
+        .recv_timeout(COMMAND_TIMEOUT)
+        .map_err(|_| Unanswered::Timeout(COMMAND_TIMEOUT))??)
 }
 
 /// Counters since the reset: the baseline's counters subtracted, and the

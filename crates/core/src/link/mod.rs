@@ -26,7 +26,7 @@ pub mod serializer;
 pub mod transit;
 
 pub use impair::Impairments;
-pub use path::{Path, PathCounters, PathSnapshot};
+pub use path::{ConservationError, Path, PathCounters, PathSnapshot};
 pub use schedule::Schedule;
 
 use crate::dir::Dir;

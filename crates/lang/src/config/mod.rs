@@ -51,10 +51,10 @@ pub use qdisc::{ClassTable, QdiscSpec, QdiscTable};
 pub use report::check_report;
 pub use source::Position;
 pub use validate::{
-    allowed_cpus, check_link_coalescing, MAX_FRAMES, MAX_POST_NS, MAX_RATE_BYTES_PS, MAX_USECS,
-    TX_RING,
+    allowed_cpus, check_link_coalescing, CoalescingError, MAX_FRAMES, MAX_POST_NS,
+    MAX_RATE_BYTES_PS, MAX_USECS, TX_RING,
 };
-pub use values::{Delay, IfAddr, LinkRate, Size, TcRate, TcTime};
+pub use values::{Delay, IfAddr, IfAddrError, LinkRate, QuantityError, Size, TcRate, TcTime};
 
 use crate::link::offload::GsoPolicy;
 use crate::link::LinkParams;

@@ -44,8 +44,9 @@ impl Config {
                 ),
             ));
         }
-        let value = coerce(raw, current.as_ref()).map_err(|m| err(&key, Some(raw), m))?;
-        set(&mut tree, &key, value).map_err(|m| err(&key, Some(raw), m))?;
+        let value =
+            coerce(raw, current.as_ref()).map_err(|e| err(&key, Some(raw), e.to_string()))?;
+        set(&mut tree, &key, value).map_err(|e| err(&key, Some(raw), e.to_string()))?;
         let next: Config = tree
             .try_into()
             .map_err(|e: toml::de::Error| err(&key, Some(raw), one_line(e.message())))?;
@@ -126,8 +127,27 @@ fn parent_is_open_table(tree: &Value, key: &str) -> bool {
     }
 }
 
+/// Why a value cannot take the place of the one at its key.
+#[derive(Debug, PartialEq, thiserror::Error)]
+enum Unfit {
+    /// The text is not of the replaced value's TOML type.
+    #[error("expected {expected}; fix: write e.g. {example}")]
+    Type {
+        /// The replaced value's TOML type.
+        expected: &'static str,
+        /// A value of that type.
+        example: &'static str,
+    },
+    /// A key on the way is not a table.
+    #[error("\"{0}\" is not inside a table")]
+    NotInTable(String),
+    /// The key's parent is not a table.
+    #[error("the parent of \"{0}\" is not a table")]
+    ParentNotTable(String),
+}
+
 /// Types the text after the value it replaces.
-fn coerce(raw: &str, current: Option<&Value>) -> Result<Value, String> {
+fn coerce(raw: &str, current: Option<&Value>) -> Result<Value, Unfit> {
     let parsed = toml::from_str::<toml::Table>(&format!("v = {raw}"))
         .ok()
         .and_then(|mut t| t.remove("v"));
@@ -136,34 +156,33 @@ fn coerce(raw: &str, current: Option<&Value>) -> Result<Value, String> {
         (Some(Value::String(_)), _) => Ok(Value::String(raw.to_string())),
         (_, Some(v)) => Ok(v),
         (None, None) => Ok(Value::String(raw.to_string())),
-        (Some(cur), None) => Err(format!(
-            "expected {}; fix: write e.g. {}",
-            cur.type_str(),
-            match cur {
+        (Some(cur), None) => Err(Unfit::Type {
+            expected: cur.type_str(),
+            example: match cur {
                 Value::Integer(_) => "256",
                 Value::Boolean(_) => "true or false",
                 Value::Array(_) => "[\"tc qdisc add dev left root fq_codel\"]",
                 _ => "a TOML value",
-            }
-        )),
+            },
+        }),
     }
 }
 
-fn set(tree: &mut Value, key: &str, value: Value) -> Result<(), String> {
+fn set(tree: &mut Value, key: &str, value: Value) -> Result<(), Unfit> {
     let mut parts: Vec<&str> = key.split('.').collect();
     let last = parts.pop().unwrap_or_default();
     let mut node = tree;
     for part in parts {
         let table = node
             .as_table_mut()
-            .ok_or_else(|| format!("\"{part}\" is not inside a table"))?;
+            .ok_or_else(|| Unfit::NotInTable(part.to_string()))?;
         node = table
             .entry(part)
             .or_insert_with(|| Value::Table(toml::Table::new()));
     }
     let table = node
         .as_table_mut()
-        .ok_or_else(|| format!("the parent of \"{last}\" is not a table"))?;
+        .ok_or_else(|| Unfit::ParentNotTable(last.to_string()))?;
     table.insert(last.to_string(), value);
     Ok(())
 }
@@ -227,9 +246,13 @@ mod tests {
             coerce("512", Some(&Value::Integer(1))),
             Ok(Value::Integer(512))
         );
-        assert!(coerce("abc", Some(&Value::Integer(1)))
-            .unwrap_err()
-            .starts_with("expected integer"));
+        assert_eq!(
+            coerce("abc", Some(&Value::Integer(1))),
+            Err(Unfit::Type {
+                expected: "integer",
+                example: "256"
+            })
+        );
         assert_eq!(
             coerce("false", Some(&Value::Boolean(true))),
             Ok(Value::Boolean(false))

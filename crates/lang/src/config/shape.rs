@@ -150,7 +150,7 @@ impl Config {
                 "seed is not a netem option here; expected the seed in its own key; fix: remove seed N from netem and write seed = N in the same table".into(),
             ));
         }
-        let mut imp = parse_netem(&tokens).map_err(fail)?;
+        let mut imp = parse_netem(&tokens).map_err(|e| fail(e.to_string()))?;
         imp.seed = seed;
         imp.validate().map_err(|e| fail(e.to_string()))?;
         Ok(imp)

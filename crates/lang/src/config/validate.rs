@@ -39,28 +39,56 @@ const MAX_NETNS_NAME: usize = 64;
 /// `sun_path` minus the terminating NUL.
 const MAX_SOCKET_PATH: usize = 107;
 
+/// Interrupt coalescing the NIC could not live with, in the names of the
+/// caller (ethtool's `rx-usecs` or the configuration's keys).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CoalescingError {
+    /// Both values 0: the NIC would never interrupt.
+    #[error("{usecs_name} and {frames_name} are both 0: the NIC would never interrupt; expected {frames_name} >= 1 or {usecs_name} >= 1; fix: set {frames_name} 1 (no coalescing) or {usecs_name} to a wait in µs")]
+    BothZero {
+        /// The name of the wait in µs.
+        usecs_name: String,
+        /// The name of the frame count.
+        frames_name: String,
+    },
+    /// More than one frame and no wait: fewer frames pending never fire.
+    #[error("{frames_name} = {frames} with {usecs_name} = 0: with fewer than {frames} frames pending the interrupt would never fire (a lone ping, or BQL starting from a limit of 0, would stall for good); expected {usecs_name} >= 1 when {frames_name} > 1; fix: set {usecs_name} to the longest wait in µs, e.g. {usecs_name} 50")]
+    NoWait {
+        /// The name of the wait in µs.
+        usecs_name: String,
+        /// The name of the frame count.
+        frames_name: String,
+        /// The frame count given.
+        frames: u32,
+    },
+}
+
 /// Both coalescing values 0 would never interrupt.
 pub fn check_coalescing(
     usecs_name: &str,
     frames_name: &str,
     usecs: u32,
     frames: u32,
-) -> Result<(), String> {
+) -> Result<(), CoalescingError> {
+    let (usecs_name, frames_name) = (usecs_name.to_string(), frames_name.to_string());
     if usecs == 0 && frames == 0 {
-        Err(format!(
-            "{usecs_name} and {frames_name} are both 0: the NIC would never interrupt; expected {frames_name} >= 1 or {usecs_name} >= 1; fix: set {frames_name} 1 (no coalescing) or {usecs_name} to a wait in µs"
-        ))
+        Err(CoalescingError::BothZero {
+            usecs_name,
+            frames_name,
+        })
     } else if usecs == 0 && frames > 1 {
-        Err(format!(
-            "{frames_name} = {frames} with {usecs_name} = 0: with fewer than {frames} frames pending the interrupt would never fire (a lone ping, or BQL starting from a limit of 0, would stall for good); expected {usecs_name} >= 1 when {frames_name} > 1; fix: set {usecs_name} to the longest wait in µs, e.g. {usecs_name} 50"
-        ))
+        Err(CoalescingError::NoWait {
+            usecs_name,
+            frames_name,
+            frames,
+        })
     } else {
         Ok(())
     }
 }
 
 /// `check_coalescing` of both pairs of `p`, in ethtool's names.
-pub fn check_link_coalescing(p: &crate::link::LinkParams) -> Result<(), String> {
+pub fn check_link_coalescing(p: &crate::link::LinkParams) -> Result<(), CoalescingError> {
     check_coalescing("rx-usecs", "rx-frames", p.rx_usecs, p.rx_frames)?;
     check_coalescing("tx-usecs", "tx-frames", p.tx_usecs, p.tx_frames)
 }
@@ -664,6 +692,15 @@ mod tests {
         assert!(check_coalescing("rx-usecs", "rx-frames", 20, 0).is_ok());
         assert!(check_coalescing("rx-usecs", "rx-frames", 50, 32).is_ok());
         let stall = check_coalescing("tx-usecs", "tx-frames", 0, 8).unwrap_err();
+        assert_eq!(
+            stall,
+            CoalescingError::NoWait {
+                usecs_name: "tx-usecs".into(),
+                frames_name: "tx-frames".into(),
+                frames: 8
+            }
+        );
+        let stall = stall.to_string();
         assert!(stall.contains("tx-frames = 8 with tx-usecs = 0"), "{stall}");
         assert!(stall.contains("fix: set tx-usecs"), "{stall}");
     }

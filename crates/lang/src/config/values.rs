@@ -29,16 +29,30 @@ pub struct Quantity<K> {
     kind: PhantomData<K>,
 }
 
+/// A quantity that did not parse: why the unit parser refused it, shown as
+/// the full help message of its kind.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{help}")]
+pub struct QuantityError {
+    /// The unit parser's refusal: the text as given and what it allows.
+    pub unit: UnitError,
+    /// The kind's help (`UnitKind::HELP`).
+    pub help: &'static str,
+}
+
 impl<K: UnitKind> Quantity<K> {
-    /// Parses `text`; the error is the full help message for that kind.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// Parses `text`; the error reads as the full help message for that kind.
+    pub fn parse(text: &str) -> Result<Self, QuantityError> {
         match K::parse(text.trim()) {
             Ok(value) => Ok(Quantity {
                 text: text.trim().to_string(),
                 value,
                 kind: PhantomData,
             }),
-            Err(_) => Err(K::HELP.to_string()),
+            Err(unit) => Err(QuantityError {
+                unit,
+                help: K::HELP,
+            }),
         }
     }
 
@@ -191,22 +205,48 @@ pub struct IfAddr {
     pub prefix: u8,
 }
 
-const ADDR_HELP: &str = "invalid address; expected an address with a prefix length such as 10.77.0.1/24 or fd00:77::1/64; fix: write the address as ADDRESS/PREFIX";
+/// An interface address that did not parse; each says what is expected and
+/// how to fix it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum IfAddrError {
+    /// No `/PREFIX`, or the address before it is not an IP address.
+    #[error("invalid address; expected an address with a prefix length such as 10.77.0.1/24 or fd00:77::1/64; fix: write the address as ADDRESS/PREFIX")]
+    Address {
+        /// The text as given.
+        text: String,
+    },
+    /// The prefix length is not a number in `0..=max`.
+    #[error(
+        "invalid prefix length \"{prefix}\"; expected 0..={max}; fix: write e.g. {addr}/{}",
+        if addr.is_ipv4() { 24 } else { 64 }
+    )]
+    Prefix {
+        /// The address, which parsed.
+        addr: IpAddr,
+        /// The prefix length as given.
+        prefix: String,
+        /// The longest prefix of the address's family.
+        max: u8,
+    },
+}
 
 impl IfAddr {
     /// Parses `ADDRESS/PREFIX`; the error says what is expected and how to fix
     /// it.
-    pub fn parse(text: &str) -> Result<IfAddr, String> {
-        let (addr, prefix) = text.trim().split_once('/').ok_or(ADDR_HELP)?;
-        let addr: IpAddr = addr.parse().map_err(|_| ADDR_HELP.to_string())?;
+    pub fn parse(text: &str) -> Result<IfAddr, IfAddrError> {
+        let malformed = || IfAddrError::Address {
+            text: text.to_string(),
+        };
+        let (addr, prefix) = text.trim().split_once('/').ok_or_else(malformed)?;
+        let addr: IpAddr = addr.parse().map_err(|_| malformed())?;
         let max = if addr.is_ipv4() { 32 } else { 128 };
         match prefix.parse::<u8>() {
             Ok(prefix) if prefix <= max => Ok(IfAddr { addr, prefix }),
-            _ => Err(format!(
-                "invalid prefix length \"{prefix}\"; expected 0..={max}; fix: write e.g. {}/{}",
+            _ => Err(IfAddrError::Prefix {
                 addr,
-                if addr.is_ipv4() { 24 } else { 64 }
-            )),
+                prefix: prefix.to_string(),
+                max,
+            }),
         }
     }
 
@@ -260,7 +300,10 @@ mod tests {
         assert_eq!(TcTime::parse("499us").unwrap().value(), 499);
         assert_eq!(Size::parse("20280b").unwrap().value(), 20280);
         let e = LinkRate::parse("100mbps/s").unwrap_err();
-        assert!(e.starts_with("invalid rate; expected a number with a unit such as 100mbit"));
+        assert_eq!(e.unit.value, "100mbps/s");
+        assert!(e
+            .to_string()
+            .starts_with("invalid rate; expected a number with a unit such as 100mbit"));
     }
 
     #[test]
@@ -291,9 +334,12 @@ mod tests {
         );
         assert_eq!(IfAddr::parse("0.0.0.1/0").unwrap().network(), 0);
         assert!(IfAddr::parse("10.77.0.1").is_err());
-        assert!(IfAddr::parse("10.77.0.1/33")
-            .unwrap_err()
-            .contains("0..=32"));
+        let e = IfAddr::parse("10.77.0.1/33").unwrap_err();
+        assert!(matches!(e, IfAddrError::Prefix { max: 32, .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "invalid prefix length \"33\"; expected 0..=32; fix: write e.g. 10.77.0.1/24"
+        );
         assert!(IfAddr::parse("10.77.0.256/24").is_err());
     }
 }

@@ -369,8 +369,8 @@ impl Printed {
     /// its listing; what a change answers are warnings, which tc prints
     /// on stderr (the kernel's extack warnings, iproute2's
     /// lib/libnetlink.c `nl_dump_ext_ack`), as bloatbox's hints are. An
-    /// error exits with `exit_code(line)`.
-    pub fn of(line: &str, show: bool, result: Result<String, String>) -> Printed {
+    /// error, printed as it reads (`Display`), exits with `exit_code(line)`.
+    pub fn of<E: std::fmt::Display>(line: &str, show: bool, result: Result<String, E>) -> Printed {
         match result {
             Ok(stdout) if show => Printed {
                 stdout,
@@ -381,7 +381,7 @@ impl Printed {
                 ..Printed::default()
             },
             Err(e) => Printed {
-                stderr: format!("{}\n", e.trim_end()),
+                stderr: format!("{}\n", e.to_string().trim_end()),
                 code: exit_code(line),
                 ..Printed::default()
             },

@@ -9,28 +9,82 @@
 //! with the stage.
 
 use crate::link::impair::{Distribution, Impairments, Loss, Reorder, GEMODEL_LABELS, STATE_LABELS};
+use crate::link::ShapeError;
 use crate::tc::tokens::Tokens;
-use crate::units::{parse_time_ns, sprint_time};
+use crate::units::{parse_time_ns, sprint_time, UnitError};
+
+/// Why netem options were refused: the word at fault and what is expected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NetemError {
+    /// A percentage that is not a number in 0..=100.
+    #[error("invalid {field} \"{value}\": expected a percentage in 0..=100 such as 1% or 0.5")]
+    Percent {
+        /// What the percentage is (`loss`, `delay correlation`, `gemodel r`).
+        field: String,
+        /// The word as given.
+        value: String,
+    },
+    /// A keyword that ends the list without its value.
+    #[error("netem: \"{0}\" needs a value")]
+    NeedsValue(String),
+    /// A label (`gemodel r`) that ends the list without its percentage.
+    #[error("netem: \"{0}\" needs a percentage")]
+    NeedsPercent(String),
+    /// A time that does not parse.
+    #[error(transparent)]
+    Time(#[from] UnitError),
+    /// A distribution netem does not have.
+    #[error("netem: unknown distribution \"{0}\": expected uniform, normal, pareto or paretonormal (a custom .dist table is set through the config)")]
+    Distribution(String),
+    /// A reorder gap that is not a frame count.
+    #[error("invalid reorder gap \"{0}\": expected a frame count 0..=4294967295")]
+    Gap(String),
+    /// A seed that is not an unsigned 64-bit integer.
+    #[error("invalid seed \"{0}\": expected an integer 0..=18446744073709551615")]
+    Seed(String),
+    /// A netem option that is not an impairment of the wire here.
+    #[error("netem: \"{0}\" is not a wire impairment: set the link rate in the link parameters and the queue limit on the qdisc")]
+    NotImpairment(String),
+    /// A word that is no netem option.
+    #[error("netem: unknown option \"{0}\": expected delay, distribution, loss, duplicate, corrupt, reorder or seed")]
+    Unknown(String),
+    /// A distribution without a jitter to shape.
+    #[error("netem: a distribution needs a jitter: delay TIME JITTER distribution NAME")]
+    DistributionWithoutJitter,
+    /// `loss gemodel` without its `p`.
+    #[error("netem: \"loss gemodel\" needs at least p")]
+    GemodelWithoutP,
+    /// `loss state` without its `p13`.
+    #[error("netem: \"loss state\" needs at least p13")]
+    StateWithoutP13,
+    /// `loss [random]` without its percentage.
+    #[error("netem: \"loss\" needs a percentage: loss [random] PERCENT [CORRELATION]")]
+    LossWithoutPercent,
+    /// Settings the link stage refuses (`Impairments::validate`).
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
+}
 
 /// Reads a percentage as tc does: `1%`, `1` or `0.5%`.
-fn parse_percent(tok: &str, field: &str) -> Result<f64, String> {
+fn parse_percent(tok: &str, field: &str) -> Result<f64, NetemError> {
     let num = tok.strip_suffix('%').unwrap_or(tok);
     match num.parse::<f64>() {
         Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "invalid {field} \"{tok}\": expected a percentage in 0..=100 such as 1% or 0.5"
-        )),
+        _ => Err(NetemError::Percent {
+            field: field.to_string(),
+            value: tok.to_string(),
+        }),
     }
 }
 
-/// The message of a keyword `what` that ends the list without its value.
-fn needs_value(what: &str) -> impl FnOnce() -> String + '_ {
-    move || format!("netem: \"{what}\" needs a value")
+/// The error of a keyword `what` that ends the list without its value.
+fn needs_value(what: &str) -> impl FnOnce() -> NetemError + '_ {
+    move || NetemError::NeedsValue(what.to_string())
 }
 
 /// Up to `labels.len()` optional percentages of `what`, each possibly
 /// preceded by its label (tc prints `gemodel p 1% r 10% ...`).
-fn percents(it: &mut Tokens, what: &str, labels: &[&str]) -> Result<Vec<f64>, String> {
+fn percents(it: &mut Tokens, what: &str, labels: &[&str]) -> Result<Vec<f64>, NetemError> {
     let mut v = Vec::new();
     for label in labels {
         let name = if label.is_empty() {
@@ -44,7 +98,7 @@ fn percents(it: &mut Tokens, what: &str, labels: &[&str]) -> Result<Vec<f64>, St
         }
         match it.number() {
             Some(t) => v.push(parse_percent(t, &name)?),
-            None if labelled => return Err(format!("netem: \"{name}\" needs a percentage")),
+            None if labelled => return Err(NetemError::NeedsPercent(name)),
             None => break,
         }
     }
@@ -61,11 +115,11 @@ fn percents(it: &mut Tokens, what: &str, labels: &[&str]) -> Result<Vec<f64>, St
 /// with `p` only is r = 1-p, 1-h = 100%, 1-k = 0; state with `p13` only is
 /// p31 = 1-p13, p32 = 0, p23 = 100%, p14 = 0; `reorder` without `gap`
 /// has gap 1. Times without a unit are µs as in tc.
-pub fn parse_netem(args: &[&str]) -> Result<Impairments, String> {
+pub fn parse_netem(args: &[&str]) -> Result<Impairments, NetemError> {
     let mut imp = Impairments::default();
     let mut distribution_given = false;
     let mut it = Tokens::new(args);
-    let time = |t: &str| parse_time_ns(t).map_err(|e| e.to_string());
+    let time = |t: &str| parse_time_ns(t).map_err(NetemError::from);
     while let Some(tok) = it.next() {
         match tok {
             "delay" | "latency" => {
@@ -83,11 +137,7 @@ pub fn parse_netem(args: &[&str]) -> Result<Impairments, String> {
                     "normal" => Distribution::Normal,
                     "pareto" => Distribution::Pareto,
                     "paretonormal" => Distribution::ParetoNormal,
-                    other => {
-                        return Err(format!(
-                            "netem: unknown distribution \"{other}\": expected uniform, normal, pareto or paretonormal (a custom .dist table is set through the config)"
-                        ))
-                    }
+                    other => return Err(NetemError::Distribution(other.to_string())),
                 };
                 distribution_given = true;
             }
@@ -114,34 +164,22 @@ pub fn parse_netem(args: &[&str]) -> Result<Impairments, String> {
                 if it.peek() == Some("gap") {
                     it.next();
                     let g = it.value(needs_value("gap"))?;
-                    r.gap = g.parse().map_err(|_| {
-                        format!("invalid reorder gap \"{g}\": expected a frame count 0..=4294967295")
-                    })?;
+                    r.gap = g.parse().map_err(|_| NetemError::Gap(g.to_string()))?;
                 }
                 imp.reorder = Some(r);
             }
             "seed" => {
                 let s = it.value(needs_value(tok))?;
-                imp.seed = s.parse().map_err(|_| {
-                    format!("invalid seed \"{s}\": expected an integer 0..=18446744073709551615")
-                })?;
+                imp.seed = s.parse().map_err(|_| NetemError::Seed(s.to_string()))?;
             }
             "limit" | "rate" | "slot" | "ecn" => {
-                return Err(format!(
-                    "netem: \"{tok}\" is not a wire impairment: set the link rate in the link parameters and the queue limit on the qdisc"
-                ))
+                return Err(NetemError::NotImpairment(tok.to_string()))
             }
-            other => {
-                return Err(format!(
-                    "netem: unknown option \"{other}\": expected delay, distribution, loss, duplicate, corrupt, reorder or seed"
-                ))
-            }
+            other => return Err(NetemError::Unknown(other.to_string())),
         }
     }
     if distribution_given && imp.jitter_ns == 0 {
-        return Err(
-            "netem: a distribution needs a jitter: delay TIME JITTER distribution NAME".into(),
-        );
+        return Err(NetemError::DistributionWithoutJitter);
     }
     // A correlation of a zero jitter, duplication or corruption acts on
     // nothing; like tc, which prints none then, it is not kept.
@@ -154,18 +192,16 @@ pub fn parse_netem(args: &[&str]) -> Result<Impairments, String> {
             *correlation = 0.0;
         }
     }
-    imp.validate().map_err(|e| e.to_string())?;
+    imp.validate()?;
     Ok(imp)
 }
 
-fn parse_loss(it: &mut Tokens) -> Result<Loss, String> {
+fn parse_loss(it: &mut Tokens) -> Result<Loss, NetemError> {
     match it.peek() {
         Some("gemodel") => {
             it.next();
             let v = percents(it, "gemodel", &GEMODEL_LABELS)?;
-            let p = *v
-                .first()
-                .ok_or("netem: \"loss gemodel\" needs at least p")?;
+            let p = *v.first().ok_or(NetemError::GemodelWithoutP)?;
             Ok(Loss::GilbertElliott {
                 p,
                 r: v.get(1).copied().unwrap_or(100.0 - p),
@@ -176,9 +212,7 @@ fn parse_loss(it: &mut Tokens) -> Result<Loss, String> {
         Some("state") => {
             it.next();
             let v = percents(it, "state", &STATE_LABELS)?;
-            let p13 = *v
-                .first()
-                .ok_or("netem: \"loss state\" needs at least p13")?;
+            let p13 = *v.first().ok_or(NetemError::StateWithoutP13)?;
             Ok(Loss::FourState {
                 p13,
                 p31: v.get(1).copied().unwrap_or(100.0 - p13),
@@ -192,9 +226,7 @@ fn parse_loss(it: &mut Tokens) -> Result<Loss, String> {
                 it.next();
             }
             let v = percents(it, "loss", &["", ""])?;
-            let percent = *v
-                .first()
-                .ok_or("netem: \"loss\" needs a percentage: loss [random] PERCENT [CORRELATION]")?;
+            let percent = *v.first().ok_or(NetemError::LossWithoutPercent)?;
             Ok(Loss::Random {
                 percent,
                 correlation: v.get(1).copied().unwrap_or(0.0),
@@ -418,7 +450,11 @@ mod tests {
 
     #[test]
     fn netem_errors_name_the_token_and_the_fix() {
-        let err = |s: &str| parse_netem(&s.split_whitespace().collect::<Vec<_>>()).unwrap_err();
+        let err = |s: &str| {
+            parse_netem(&s.split_whitespace().collect::<Vec<_>>())
+                .unwrap_err()
+                .to_string()
+        };
         assert!(err("loss 101%").contains("\"101%\""));
         assert!(err("loss 101%").contains("0..=100"));
         assert!(err("loss").contains("needs a percentage"));

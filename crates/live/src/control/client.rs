@@ -16,14 +16,31 @@ use crate::packet::DropReason;
 /// server's 2 s datapath timeout).
 const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The daemon's answer `{"error": ...}`: its refusal of a request, in the
+/// words it sent (the socket carries the daemon's typed error as text).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct DaemonRefusal {
+    /// What the daemon said.
+    pub message: String,
+}
+
+/// A reply that is not of the type the request's answer has: serde's
+/// error (in the message, not a source, so a chain does not repeat it).
+#[derive(Debug, thiserror::Error)]
+#[error("unexpected reply from the daemon: {0}")]
+pub struct DecodeError(pub serde_json::Error);
+
 /// One reply line read: the daemon's value (`{"ok": ...}`, inner `Ok`),
-/// its error (`{"error": ...}`, inner `Err`), or an error for a line that
-/// is neither.
-pub fn parse_reply(reply: &str) -> anyhow::Result<Result<serde_json::Value, String>> {
+/// its refusal (`{"error": ...}`, inner `Err`), or an error for a line
+/// that is neither.
+pub fn parse_reply(reply: &str) -> anyhow::Result<Result<serde_json::Value, DaemonRefusal>> {
     let mut value: serde_json::Value = serde_json::from_str(reply.trim())
         .map_err(|e| anyhow::anyhow!("the daemon's reply is not JSON ({e}): {reply:?}"))?;
     if let Some(err) = value.get("error") {
-        return Ok(Err(err.as_str().unwrap_or_default().to_string()));
+        return Ok(Err(DaemonRefusal {
+            message: err.as_str().unwrap_or_default().to_string(),
+        }));
     }
     match value.get_mut("ok") {
         Some(ok) => Ok(Ok(ok.take())),
@@ -60,7 +77,10 @@ impl Client {
 
     /// Sends one request. The outer error is the connection's; the inner
     /// one is the daemon's answer `{"error": ...}`.
-    pub fn call(&mut self, req: &Request) -> anyhow::Result<Result<serde_json::Value, String>> {
+    pub fn call(
+        &mut self,
+        req: &Request,
+    ) -> anyhow::Result<Result<serde_json::Value, DaemonRefusal>> {
         let mut line = serde_json::to_string(req)?;
         line.push('\n');
         self.reader.get_mut().write_all(line.as_bytes())?;
@@ -79,15 +99,15 @@ impl Client {
 
     /// `call_ok`, with the reply read as `T` (`decode`).
     pub fn request<T: serde::de::DeserializeOwned>(&mut self, req: &Request) -> anyhow::Result<T> {
-        decode(self.call_ok(req)?).map_err(|e| anyhow::anyhow!(e))
+        Ok(decode(self.call_ok(req)?)?)
     }
 }
 
 /// A reply read as the type the server serialized it from: `LiveSnapshot`
 /// for `snapshot` and `stats` (then `restore_drops_by_reason`), `TcReply`
 /// for `tc`, a `String` for `metrics`.
-pub fn decode<T: serde::de::DeserializeOwned>(reply: serde_json::Value) -> Result<T, String> {
-    serde_json::from_value(reply).map_err(|e| format!("unexpected reply from the daemon: {e}"))
+pub fn decode<T: serde::de::DeserializeOwned>(reply: serde_json::Value) -> Result<T, DecodeError> {
+    serde_json::from_value(reply).map_err(DecodeError)
 }
 
 /// Rebuilds each path's `drops_by_reason` of a snapshot read from a reply,

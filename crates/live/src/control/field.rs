@@ -8,6 +8,60 @@
 
 use crate::config::values::{DelayUnit, LinkRateUnit, UnitKind};
 use crate::dir::Dir;
+use crate::units::UnitError;
+
+/// A link field's value refused: the field, the value and what is allowed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FieldError {
+    /// A value in core units outside the field's range.
+    #[error("{} {value}: expected {min}..={max} {unit}", field.name())]
+    OutOfRange {
+        /// The field.
+        field: LinkField,
+        /// The value refused.
+        value: u64,
+        /// The smallest value allowed.
+        min: u64,
+        /// The largest value allowed.
+        max: u64,
+        /// The unit of the range.
+        unit: &'static str,
+    },
+    /// A rate above the fastest link allowed (bytes/s).
+    #[error("rate {}: above the maximum; expected at most 100gbit (or 0 for unlimited)", crate::units::print_rate(*.0))]
+    RateTooHigh(u64),
+    /// A delay above the longest allowed (ns).
+    #[error("delay {}: too long; expected at most 60s", crate::units::sprint_time(.0 / 1_000))]
+    DelayTooLong(u64),
+    /// A rate or delay that does not parse as the configuration reads it.
+    #[error(transparent)]
+    Unit(#[from] UnitError),
+    /// Text that is not a whole number up to `max`.
+    #[error("{} \"{text}\": expected a whole number 0..={max}", field.name())]
+    NotANumber {
+        /// The field.
+        field: LinkField,
+        /// The text as typed.
+        text: String,
+        /// The largest value allowed.
+        max: u64,
+    },
+    /// 0 for a field that needs at least one (ring, TX queues).
+    #[error("{} \"{text}\": expected 1..={max} {unit}", field.name())]
+    Zero {
+        /// The field.
+        field: LinkField,
+        /// The text as typed.
+        text: String,
+        /// The largest value allowed.
+        max: u64,
+        /// The unit of the range.
+        unit: &'static str,
+    },
+    /// BQL set to something other than on or off.
+    #[error("bql \"{0}\": expected on or off")]
+    NotOnOff(String),
+}
 
 /// A link setting that `set` and the TUI change one at a time, in core units.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -42,30 +96,29 @@ pub enum LinkField {
 impl LinkField {
     /// Sets this field of `p` to `value` (core units, as `LinkField::parse`
     /// gives them), within the ranges a configuration file allows.
-    pub fn apply(self, p: &mut crate::link::LinkParams, value: u64) -> Result<(), String> {
+    pub fn apply(self, p: &mut crate::link::LinkParams, value: u64) -> Result<(), FieldError> {
         use crate::config::{MAX_FRAMES, MAX_RATE_BYTES_PS, MAX_USECS, TX_RING};
         use crate::link::MAX_DELAY_NS;
-        let name = self.name();
-        let within = |min: u64, max: u64, unit: &str| {
+        let within = |min: u64, max: u64, unit: &'static str| {
             if (min..=max).contains(&value) {
                 Ok(value as u32)
             } else {
-                Err(format!("{name} {value}: expected {min}..={max} {unit}"))
+                Err(FieldError::OutOfRange {
+                    field: self,
+                    value,
+                    min,
+                    max,
+                    unit,
+                })
             }
         };
         match self {
             LinkField::Rate if value > MAX_RATE_BYTES_PS => {
-                return Err(format!(
-                    "rate {}: above the maximum; expected at most 100gbit (or 0 for unlimited)",
-                    crate::units::print_rate(value)
-                ))
+                return Err(FieldError::RateTooHigh(value))
             }
             LinkField::Rate => p.rate_bytes_ps = value,
             LinkField::Delay if value > MAX_DELAY_NS => {
-                return Err(format!(
-                    "delay {}: too long; expected at most 60s",
-                    crate::units::sprint_time(value / 1_000)
-                ))
+                return Err(FieldError::DelayTooLong(value))
             }
             LinkField::Delay => p.delay_ns = value,
             LinkField::TxRing => {
@@ -155,46 +208,44 @@ impl LinkField {
 
     /// Parses the value as people type it (tc units for rate and delay,
     /// on/off for BQL, plain numbers otherwise) into core units.
-    pub fn parse(self, text: &str) -> Result<u64, String> {
+    pub fn parse(self, text: &str) -> Result<u64, FieldError> {
         let number = |max: u64| {
             text.parse::<u64>()
                 .ok()
                 .filter(|v| *v <= max)
-                .ok_or_else(|| {
-                    format!(
-                        "{} \"{text}\": expected a whole number 0..={max}",
-                        self.name()
-                    )
+                .ok_or_else(|| FieldError::NotANumber {
+                    field: self,
+                    text: text.to_string(),
+                    max,
                 })
+        };
+        let at_least_one = |max: u64, unit: &'static str| {
+            number(max).and_then(|v| match v {
+                0 => Err(FieldError::Zero {
+                    field: self,
+                    text: text.to_string(),
+                    max,
+                    unit,
+                }),
+                v => Ok(v),
+            })
         };
         match self {
             // The configuration's rules for `rate` and `delay`, so that a
             // value means the same in both (`unlimited` included).
-            LinkField::Rate => LinkRateUnit::parse(text).map_err(|e| e.to_string()),
-            LinkField::Delay => DelayUnit::parse(text).map_err(|e| e.to_string()),
-            LinkField::TxRing => number(4096).and_then(|v| {
-                if v == 0 {
-                    Err(format!("ring \"{text}\": expected 1..=4096 descriptors"))
-                } else {
-                    Ok(v)
-                }
-            }),
+            LinkField::Rate => Ok(LinkRateUnit::parse(text)?),
+            LinkField::Delay => Ok(DelayUnit::parse(text)?),
+            LinkField::TxRing => at_least_one(4096, "descriptors"),
             LinkField::Bql => match text {
                 "on" | "1" | "true" => Ok(1),
                 "off" | "0" | "false" => Ok(0),
-                _ => Err(format!("bql \"{text}\": expected on or off")),
+                _ => Err(FieldError::NotOnOff(text.to_string())),
             },
             LinkField::TxUsecs | LinkField::RxUsecs => number(1_000_000),
             LinkField::TxFrames | LinkField::RxFrames => number(4096),
             LinkField::TxStopThreshold => number(4096),
             LinkField::TxPostNs => number(u64::from(crate::config::MAX_POST_NS)),
-            LinkField::TxQueues => {
-                let max = u64::from(crate::qdisc::mq::MAX_QUEUES);
-                number(max).and_then(|v| match v {
-                    0 => Err(format!("tx-queues \"{text}\": expected 1..={max} queues")),
-                    v => Ok(v),
-                })
-            }
+            LinkField::TxQueues => at_least_one(u64::from(crate::qdisc::mq::MAX_QUEUES), "queues"),
         }
     }
 
@@ -239,7 +290,10 @@ mod tests {
         LinkField::RxUsecs.apply(&mut p, 50).unwrap();
         assert_eq!((p.rate_bytes_ps, p.bql, p.rx_usecs), (1_000, false, 50));
         let err = LinkField::TxRing.apply(&mut p, u64::MAX).unwrap_err();
-        assert!(err.contains("ring"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            format!("ring {}: expected 1..=4096 descriptors", u64::MAX)
+        );
     }
 
     #[test]

@@ -16,5 +16,7 @@ pub mod field;
 pub mod proto;
 pub mod set;
 
-pub use client::{decode, parse_reply, request_stats, restore_drops_by_reason, Client};
+pub use client::{
+    decode, parse_reply, request_stats, restore_drops_by_reason, Client, DaemonRefusal, DecodeError,
+};
 pub use proto::{parse_request, ProtoError, Request, TcReply, MAX_LINE};

@@ -17,13 +17,15 @@
 //! contents as `left.trace_text=...` / `left.schedule_text=...`
 //! (`inline_files`).
 
-use super::field::{set_arg, LinkField};
+use super::field::{set_arg, FieldError, LinkField};
 use crate::config::ethtool::show::{self, EthtoolReply};
+use crate::config::{CoalescingError, ConfigError};
 use crate::dir::Dir;
 use crate::link::impair::Loss;
-use crate::link::{Framing, Impairments, LinkParams, LinkShape, Schedule};
+use crate::link::{Framing, Impairments, LinkParams, LinkShape, Schedule, ShapeError};
 use crate::tc::framing::parse_framing;
-use crate::tc::netem::{format_netem, parse_netem};
+use crate::tc::netem::{format_netem, parse_netem, NetemError};
+use std::path::PathBuf;
 
 const USAGE: &str =
     "expected DEV.FIELD=VALUE with DEV left or right and FIELD one of rate, delay, \
@@ -31,6 +33,116 @@ tx_ring, bql, tx_usecs, tx_frames, rx_usecs, rx_frames, tx_queues, tx_stop_thres
 (e.g. left.rate=10mbit), \
 or a shape key: netem, trace, schedule, framing, seed, jitter, distribution, loss, duplicate, \
 corrupt, reorder (e.g. left.loss=1%); or an ethtool -C/-G/-K/-L line or -k/-c/-g/-l query";
+
+/// Why `set` arguments were refused; each names the argument at fault (a
+/// file's contents by their key and size).
+#[derive(Debug, thiserror::Error)]
+pub enum SetError {
+    /// No arguments.
+    #[error("nothing to set: {USAGE}")]
+    Nothing,
+    /// An argument that is not `DEV.FIELD=VALUE`.
+    #[error("\"{0}\": {USAGE}")]
+    Malformed(String),
+    /// A device other than left or right.
+    #[error("\"{arg}\": device \"{dev}\" is unknown; {USAGE}")]
+    UnknownDevice {
+        /// The argument.
+        arg: String,
+        /// The device it names.
+        dev: String,
+    },
+    /// A field `set` does not have.
+    #[error("\"{arg}\": field \"{name}\" is unknown; {USAGE}")]
+    UnknownField {
+        /// The argument.
+        arg: String,
+        /// The field it names.
+        name: String,
+    },
+    /// A link field's value refused.
+    #[error("\"{arg}\": {error}")]
+    Field {
+        /// The argument (for a typed edit, the one that says the same).
+        arg: String,
+        /// Why.
+        error: FieldError,
+    },
+    /// A shape key's value refused.
+    #[error("\"{arg}\": {error}")]
+    Shape {
+        /// The argument as shown (a file's contents by key and size).
+        arg: String,
+        /// Why.
+        error: ShapeEditError,
+    },
+    /// An ethtool line refused.
+    #[error(transparent)]
+    Ethtool(#[from] ConfigError),
+    /// A direction's coalescing, after every argument, would not interrupt.
+    #[error("dev {}: {error}", dir.dev())]
+    Coalescing {
+        /// The direction.
+        dir: Dir,
+        /// Why.
+        error: CoalescingError,
+    },
+    /// A direction's stop threshold, after every argument, above its ring.
+    #[error("dev {}: tx_stop_threshold {threshold} is above tx_ring ({ring}): the queue would stop with more descriptors free than the ring has; set tx_stop_threshold to {ring} or less (19 is virtio_net's 2 + MAX_SKB_FRAGS), or a larger tx_ring", dir.dev())]
+    StopAboveRing {
+        /// The direction.
+        dir: Dir,
+        /// Its `tx_stop_threshold`.
+        threshold: u32,
+        /// Its `tx_ring`.
+        ring: u32,
+    },
+    /// A trace or schedule file the client cannot read.
+    #[error("\"{arg}\": cannot read the {name} file {}: {error}", path.display())]
+    ReadFile {
+        /// The argument.
+        arg: String,
+        /// `trace` or `schedule`.
+        name: String,
+        /// The file, relative to the client's directory.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A trace or schedule file that does not parse.
+    #[error("\"{arg}\": in {}: {error}", path.display())]
+    File {
+        /// The argument.
+        arg: String,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: ShapeError,
+    },
+}
+
+/// Why a shape key's value was refused (`SetError::Shape` names the
+/// argument).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeEditError {
+    /// Netem options (all of them, or a single impairment) refused.
+    #[error(transparent)]
+    Netem(#[from] NetemError),
+    /// A schedule, trace or framing refused, or a merged shape invalid.
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
+    /// A file named in a request (the client sends its contents).
+    #[error(
+        "the daemon opens no file a request names: `bloatbox set` reads the {0} file and sends its contents as {0}_text"
+    )]
+    FileNamed(String),
+    /// A seed that is not an unsigned 64-bit integer.
+    #[error("seed \"{0}\": expected an integer 0..=18446744073709551615")]
+    Seed(String),
+    /// A key that is no shape key.
+    #[error("field \"{0}\" is unknown; {USAGE}")]
+    UnknownKey(String),
+}
 
 /// The shape keys, as `set` takes them.
 const SHAPE_KEYS: [&str; 13] = [
@@ -70,7 +182,7 @@ enum ShapeEdit {
 
 impl ShapeEdit {
     /// Parses `value` for shape key `key`.
-    fn parse(key: &str, value: &str) -> Result<ShapeEdit, String> {
+    fn parse(key: &str, value: &str) -> Result<ShapeEdit, ShapeEditError> {
         let tokens: Vec<&str> = value.split_whitespace().collect();
         let none = tokens.is_empty() || tokens == ["none"];
         // A single netem option, through the netem parser.
@@ -116,24 +228,18 @@ impl ShapeEdit {
             // merged shape's delay when applied.
             "reorder" => ShapeEdit::Reorder(netem(&["delay", "1", "reorder"])?.reorder),
             "trace" | "schedule" if value.trim().is_empty() => ShapeEdit::Schedule(None),
-            "trace" | "schedule" => {
-                return Err(format!(
-                    "the daemon opens no file a request names: `bloatbox set` reads the \
-                     {key} file and sends its contents as {key}_text"
-                ))
-            }
-            "trace_text" => ShapeEdit::Schedule(Some(
-                Schedule::parse_mahimahi(value).map_err(|e| e.to_string())?,
-            )),
-            "schedule_text" => ShapeEdit::Schedule(Some(
-                Schedule::parse_native(value).map_err(|e| e.to_string())?,
-            )),
+            "trace" | "schedule" => return Err(ShapeEditError::FileNamed(key.to_string())),
+            "trace_text" => ShapeEdit::Schedule(Some(Schedule::parse_mahimahi(value)?)),
+            "schedule_text" => ShapeEdit::Schedule(Some(Schedule::parse_native(value)?)),
             "framing" if none => ShapeEdit::Framing(Framing::default()),
-            "framing" => ShapeEdit::Framing(parse_framing(&tokens).map_err(|e| e.to_string())?),
-            "seed" => ShapeEdit::Seed(value.trim().parse().map_err(|_| {
-                format!("seed \"{value}\": expected an integer 0..=18446744073709551615")
-            })?),
-            _ => return Err(format!("field \"{key}\" is unknown; {USAGE}")),
+            "framing" => ShapeEdit::Framing(parse_framing(&tokens)?),
+            "seed" => ShapeEdit::Seed(
+                value
+                    .trim()
+                    .parse()
+                    .map_err(|_| ShapeEditError::Seed(value.to_string()))?,
+            ),
+            _ => return Err(ShapeEditError::UnknownKey(key.to_string())),
         })
     }
 
@@ -303,9 +409,9 @@ pub struct ShapeReports {
 
 /// Parses `set` arguments; link fields are checked when applied. The error
 /// names the argument (a file's contents by their key and size).
-pub fn parse_set(args: &[String]) -> Result<SetPlan, String> {
+pub fn parse_set(args: &[String]) -> Result<SetPlan, SetError> {
     if args.is_empty() {
-        return Err(format!("nothing to set: {USAGE}"));
+        return Err(SetError::Nothing);
     }
     let mut plan = SetPlan::default();
     for arg in args {
@@ -315,15 +421,14 @@ pub fn parse_set(args: &[String]) -> Result<SetPlan, String> {
             .filter(|((_, name), _)| SHAPE_KEYS.contains(name));
         match shape_key {
             Some(((dev, name), value)) => {
-                let dir = Dir::from_dev(dev)
-                    .ok_or_else(|| format!("\"{arg}\": device \"{dev}\" is unknown; {USAGE}"))?;
+                let dir = Dir::from_dev(dev).ok_or_else(|| unknown_device(arg, dev))?;
                 let shown = if name.ends_with("_text") {
                     format!("{dev}.{name}=({} bytes)", value.len())
                 } else {
                     arg.clone()
                 };
-                let edit =
-                    ShapeEdit::parse(name, value).map_err(|e| format!("\"{shown}\": {e}"))?;
+                let edit = ShapeEdit::parse(name, value)
+                    .map_err(|error| SetError::Shape { arg: shown, error })?;
                 plan.shape.push((arg.clone(), dir, edit));
             }
             None => plan.link.push(LinkEdit::Arg(arg.clone())),
@@ -360,7 +465,7 @@ pub fn group_ethtool_words(words: &[String]) -> Vec<String> {
 /// parses, and replaces the argument with `DEV.trace_text=CONTENTS` (or
 /// `schedule_text`), so that the daemon never opens a path a request names.
 /// An empty value (clear the schedule) passes as it is.
-pub fn inline_files(args: &[String], cwd: &std::path::Path) -> Result<Vec<String>, String> {
+pub fn inline_files(args: &[String], cwd: &std::path::Path) -> Result<Vec<String>, SetError> {
     args.iter()
         .map(|arg| {
             let Some((key, value)) = arg.split_once('=') else {
@@ -373,18 +478,29 @@ pub fn inline_files(args: &[String], cwd: &std::path::Path) -> Result<Vec<String
                 return Ok(arg.clone());
             }
             let path = cwd.join(value.trim());
-            let text = crate::config::read_input_file(&path).map_err(|e| {
-                format!(
-                    "\"{arg}\": cannot read the {name} file {}: {e}",
-                    path.display()
-                )
-            })?;
+            let text = match crate::config::read_input_file(&path) {
+                Ok(text) => text,
+                Err(error) => {
+                    return Err(SetError::ReadFile {
+                        arg: arg.clone(),
+                        name: name.to_string(),
+                        path,
+                        error,
+                    })
+                }
+            };
             let parsed = if name == "trace" {
                 Schedule::parse_mahimahi(&text)
             } else {
                 Schedule::parse_native(&text)
             };
-            parsed.map_err(|e| format!("\"{arg}\": in {}: {e}", path.display()))?;
+            if let Err(error) = parsed {
+                return Err(SetError::File {
+                    arg: arg.clone(),
+                    path,
+                    error,
+                });
+            }
             Ok(format!("{dev}.{name}_text={text}"))
         })
         .collect()
@@ -409,7 +525,7 @@ impl SetPlan {
         &self,
         params: &mut [LinkParams; 2],
         shapes: &mut [LinkShape; 2],
-    ) -> Result<Vec<EthtoolReply>, String> {
+    ) -> Result<Vec<EthtoolReply>, SetError> {
         let mut next = *params;
         let mut replies = Vec::new();
         if !self.link.is_empty() {
@@ -419,7 +535,10 @@ impl SetPlan {
         for (arg, dir, edit) in &self.shape {
             let shape = &mut next_shapes[dir.index()];
             edit.apply(shape);
-            shape.validate().map_err(|e| format!("\"{arg}\": {e}"))?;
+            shape.validate().map_err(|e| SetError::Shape {
+                arg: arg.clone(),
+                error: e.into(),
+            })?;
         }
         *params = next;
         *shapes = next_shapes;
@@ -433,7 +552,7 @@ impl SetPlan {
         &self,
         params: [LinkParams; 2],
         shapes: [LinkShape; 2],
-    ) -> Result<Outcome, String> {
+    ) -> Result<Outcome, SetError> {
         let (mut next, mut next_shapes) = (params, shapes.clone());
         let ethtool = self.apply(&mut next, &mut next_shapes)?;
         let changes = Dir::ALL.map(|d| {
@@ -489,6 +608,14 @@ pub fn warnings(args: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The error of `arg`, whose device `dev` is neither left nor right.
+fn unknown_device(arg: &str, dev: &str) -> SetError {
+    SetError::UnknownDevice {
+        arg: arg.to_string(),
+        dev: dev.to_string(),
+    }
+}
+
 fn field_of(name: &str) -> Option<LinkField> {
     let name = name.replace('_', "-");
     let name = if name == "tx-ring" { "ring" } else { &name };
@@ -501,7 +628,7 @@ fn field_of(name: &str) -> Option<LinkField> {
 pub fn apply_set(
     args: &[String],
     params: &mut [LinkParams; 2],
-) -> Result<Vec<EthtoolReply>, String> {
+) -> Result<Vec<EthtoolReply>, SetError> {
     let edits: Vec<LinkEdit> = args.iter().cloned().map(LinkEdit::Arg).collect();
     apply_link(&edits, params)
 }
@@ -512,9 +639,9 @@ pub fn apply_set(
 fn apply_link(
     edits: &[LinkEdit],
     params: &mut [LinkParams; 2],
-) -> Result<Vec<EthtoolReply>, String> {
+) -> Result<Vec<EthtoolReply>, SetError> {
     if edits.is_empty() {
-        return Err(format!("nothing to set: {USAGE}"));
+        return Err(SetError::Nothing);
     }
     let mut next = *params;
     let mut replies = Vec::new();
@@ -524,42 +651,42 @@ fn apply_link(
                 (*dir, *field, *value, set_arg(*dir, *field, *value))
             }
             LinkEdit::Arg(arg) if arg.trim_start().starts_with("ethtool") => {
-                let cmd = crate::config::parse_ethtool(arg).map_err(|e| e.to_string())?;
+                let cmd = crate::config::parse_ethtool(arg)?;
                 let device = &mut next[cmd.direction.index()];
                 let before = *device;
-                cmd.apply(device).map_err(|e| e.to_string())?;
+                cmd.apply(device)?;
                 replies.push(show::reply(&cmd, &before, device));
                 continue;
             }
             LinkEdit::Arg(arg) => {
-                let (key, value) = arg
-                    .split_once('=')
-                    .ok_or_else(|| format!("\"{arg}\": {USAGE}"))?;
-                let (dev, name) = key
-                    .split_once('.')
-                    .ok_or_else(|| format!("\"{arg}\": {USAGE}"))?;
-                let dir = Dir::from_dev(dev)
-                    .ok_or_else(|| format!("\"{arg}\": device \"{dev}\" is unknown; {USAGE}"))?;
-                let field = field_of(name)
-                    .ok_or_else(|| format!("\"{arg}\": field \"{name}\" is unknown; {USAGE}"))?;
-                let v = field.parse(value).map_err(|e| format!("\"{arg}\": {e}"))?;
+                let malformed = || SetError::Malformed(arg.clone());
+                let (key, value) = arg.split_once('=').ok_or_else(malformed)?;
+                let (dev, name) = key.split_once('.').ok_or_else(malformed)?;
+                let dir = Dir::from_dev(dev).ok_or_else(|| unknown_device(arg, dev))?;
+                let field = field_of(name).ok_or_else(|| SetError::UnknownField {
+                    arg: arg.clone(),
+                    name: name.to_string(),
+                })?;
+                let v = field.parse(value).map_err(|error| SetError::Field {
+                    arg: arg.clone(),
+                    error,
+                })?;
                 (dir, field, v, arg.clone())
             }
         };
         field
             .apply(&mut next[dir.index()], v)
-            .map_err(|e| format!("\"{arg}\": {e}"))?;
+            .map_err(|error| SetError::Field { arg, error })?;
     }
     for (dir, p) in Dir::ALL.into_iter().zip(&next) {
-        crate::config::check_link_coalescing(p).map_err(|e| format!("dev {}: {e}", dir.dev()))?;
+        crate::config::check_link_coalescing(p)
+            .map_err(|error| SetError::Coalescing { dir, error })?;
         if p.tx_stop_threshold > p.tx_ring {
-            return Err(format!(
-                "dev {}: tx_stop_threshold {} is above tx_ring ({}): the queue would stop with more descriptors free than the ring has; set tx_stop_threshold to {} or less (19 is virtio_net's 2 + MAX_SKB_FRAGS), or a larger tx_ring",
-                dir.dev(),
-                p.tx_stop_threshold,
-                p.tx_ring,
-                p.tx_ring
-            ));
+            return Err(SetError::StopAboveRing {
+                dir,
+                threshold: p.tx_stop_threshold,
+                ring: p.tx_ring,
+            });
         }
     }
     *params = next;
@@ -613,14 +740,16 @@ mod tests {
             ["left.tx_stop_threshold=19", "left.tx_ring=10"],
         ] {
             let mut q = p;
-            let e = apply_set(&args(&order), &mut q).unwrap_err();
+            let e = apply_set(&args(&order), &mut q).unwrap_err().to_string();
             assert!(
                 e.contains("dev left") && e.contains("tx_stop_threshold 19 is above tx_ring (10)"),
                 "{e}"
             );
             assert_eq!(q, p, "a refused set changes nothing");
         }
-        let e = apply_set(&args(&["left.tx_post_ns=1000001"]), &mut p).unwrap_err();
+        let e = apply_set(&args(&["left.tx_post_ns=1000001"]), &mut p)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("tx-post-ns") && e.contains("1000000"), "{e}");
     }
 
@@ -737,7 +866,9 @@ mod tests {
             // Coalescing that would never interrupt.
             "left.rx_frames=0",
         ] {
-            let e = apply_set(&args(&["right.delay=5ms", bad]), &mut p).unwrap_err();
+            let e = apply_set(&args(&["right.delay=5ms", bad]), &mut p)
+                .unwrap_err()
+                .to_string();
             assert!(
                 e.contains("expected") || e.contains("unknown"),
                 "{bad}: {e}"
@@ -831,7 +962,9 @@ mod tests {
             "left.netem=limit 100",
             "middle.loss=1%",
         ] {
-            let e = parse_set(&args(&["right.delay=5ms", bad])).unwrap_err();
+            let e = parse_set(&args(&["right.delay=5ms", bad]))
+                .unwrap_err()
+                .to_string();
             let named = bad.split_once("_text=").map_or(bad, |(key, _)| key);
             assert!(e.contains(named), "{bad}: {e}");
         }
@@ -845,7 +978,8 @@ mod tests {
         let e = parse_set(&args(&["left.reorder=25%"]))
             .unwrap()
             .apply(&mut p, &mut s)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("left.reorder=25%") && e.contains("delay"), "{e}");
         assert_eq!(s, shapes());
     }
@@ -864,16 +998,22 @@ mod tests {
             out,
             args(&["left.trace_text=1\n2\n", "left.trace=", "left.rate=1mbit"])
         );
-        let e = inline_files(&args(&["left.trace=bad.trace"]), dir.path()).unwrap_err();
+        let e = inline_files(&args(&["left.trace=bad.trace"]), dir.path())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("left.trace=bad.trace") && e.contains("bad.trace:"),
             "{e}"
         );
-        let e = inline_files(&args(&["right.schedule=none.sched"]), dir.path()).unwrap_err();
+        let e = inline_files(&args(&["right.schedule=none.sched"]), dir.path())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cannot read the schedule file"), "{e}");
         // A path reaching the daemon is refused, whether or not it exists.
         let path = dir.path().join("t.trace").display().to_string();
-        let e = parse_set(&args(&[&format!("left.trace={path}")])).unwrap_err();
+        let e = parse_set(&args(&[&format!("left.trace={path}")]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("opens no file"), "{e}");
     }
 
@@ -902,7 +1042,8 @@ mod tests {
         let e = parse_set(&args(&["left.loss=2%", "left.tx_ring=none"]))
             .unwrap()
             .outcome(params, shapes.clone())
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("tx_ring"), "{e}");
         let same = parse_set(&args(&["left.rate=100mbit"]))
             .unwrap()
@@ -930,15 +1071,19 @@ mod tests {
             // Refused: a stop threshold above the ring.
             (Dir::RightToLeft, LinkField::TxStopThreshold, 4_000),
         ] {
-            let typed = SetPlan::field(dir, field, value).outcome(params, shapes.clone());
+            let typed = SetPlan::field(dir, field, value)
+                .outcome(params, shapes.clone())
+                .map_err(|e| e.to_string());
             let written = parse_set(&[set_arg(dir, field, value)])
                 .unwrap()
-                .outcome(params, shapes.clone());
+                .outcome(params, shapes.clone())
+                .map_err(|e| e.to_string());
             assert_eq!(typed, written, "{field:?} {value}");
         }
         let e = SetPlan::field(Dir::RightToLeft, LinkField::TxStopThreshold, 4_000)
             .outcome(params, shapes)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("dev right: tx_stop_threshold 4000"), "{e}");
     }
 }

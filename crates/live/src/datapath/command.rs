@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use nix::sys::eventfd::{EfdFlags, EventFd};
 
-use crate::control::set::{Change, Effective, SetPlan};
+use crate::control::set::{Change, Effective, SetError, SetPlan};
 use crate::dir::Dir;
 use crate::link::{LinkParams, LinkShape, ShapeError};
 use crate::qdisc::dump::QdiscDump;
@@ -70,7 +70,7 @@ pub enum Command {
         plan: SetPlan,
         /// Where the effective configuration, or the error naming the argument,
         /// is sent.
-        reply: SyncSender<Result<Effective, String>>,
+        reply: SyncSender<Result<Effective, EditError>>,
     },
     /// One tc command line (`tc qdisc|class|filter ... dev left|right ...`)
     /// for the qdisc tree of the direction its device names; the reply is
@@ -84,8 +84,61 @@ pub enum Command {
         /// fq_codel`).
         line: String,
         /// Where its output (`show`) or its error is sent.
-        reply: SyncSender<Result<String, String>>,
+        reply: SyncSender<Result<String, TcFailure>>,
     },
+}
+
+/// A direction's thread the commander could not reach: its queue refused
+/// the request, or no answer came in time.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreached {
+    /// The queue was full or the thread gone.
+    #[error(transparent)]
+    Queue(#[from] DatapathError),
+    /// No answer within this long.
+    #[error("the datapath did not answer within {0:?}")]
+    Timeout(Duration),
+}
+
+/// Why a `set` plan (`Command::EditLink`) was not put in force; nothing
+/// changed then.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    /// The plan's outcome was refused (the error names the argument;
+    /// boxed, being large).
+    #[error(transparent)]
+    Set(Box<SetError>),
+    /// A direction's thread could not be reached.
+    #[error(transparent)]
+    Unreached(#[from] Unreached),
+    /// A direction refused its part.
+    #[error("dev {}: {refused}", dir.dev())]
+    Refused {
+        /// The direction.
+        dir: Dir,
+        /// Why.
+        refused: Refused,
+    },
+}
+
+impl From<SetError> for EditError {
+    fn from(e: SetError) -> EditError {
+        EditError::Set(Box::new(e))
+    }
+}
+
+/// Why a tc line (`Command::Tc`) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TcFailure {
+    /// tc's error, as tc prints it.
+    #[error(transparent)]
+    Tc(#[from] TcError),
+    /// A direction's thread could not be reached.
+    #[error(transparent)]
+    Unreached(#[from] Unreached),
+    /// A line that names no device, other than `tc qdisc show`.
+    #[error("{0:?}: name a device: dev left or dev right")]
+    NoDevice(String),
 }
 
 /// An edit of one direction's link parameters, run by its thread.
@@ -135,23 +188,16 @@ pub(super) enum Request {
 }
 
 /// Why a direction refused a change of its link (`Request::Install`),
-/// typed: the commander words it on the caller's thread.
-pub(super) enum Refused {
+/// typed: it reads (in the `set` reply) as the queue count's refusal as tc
+/// prints it, or the shape's error.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
     /// The tree refused the TX queue count (an mq root of another count).
+    #[error("{}", TcError::from(.0.clone()))]
     Queues(Refusal),
     /// The shape was refused.
+    #[error(transparent)]
     Shape(ShapeError),
-}
-
-impl Refused {
-    /// What the `set` reply says of it: the queue count's refusal as tc
-    /// prints it, the shape's error as it reads.
-    fn text(self) -> String {
-        match self {
-            Refused::Queues(r) => TcError::from(r).0,
-            Refused::Shape(e) => e.to_string(),
-        }
-    }
 }
 
 /// A direction run on the caller's thread instead of its own
@@ -191,11 +237,11 @@ impl Queue {
 
     /// Sends the request `make` builds around a reply channel and waits
     /// for the reply.
-    fn ask<T>(&self, make: impl FnOnce(SyncSender<T>) -> Request) -> Result<T, String> {
+    fn ask<T>(&self, make: impl FnOnce(SyncSender<T>) -> Request) -> Result<T, Unreached> {
         let (tx, rx) = sync_channel(1);
-        self.send(make(tx)).map_err(|e| e.to_string())?;
+        self.send(make(tx))?;
         rx.recv_timeout(BOTH_TIMEOUT)
-            .map_err(|_| format!("the datapath did not answer within {BOTH_TIMEOUT:?}"))
+            .map_err(|_| Unreached::Timeout(BOTH_TIMEOUT))
     }
 }
 
@@ -290,7 +336,7 @@ impl Commander {
     /// A `set` plan over both directions: reads what each runs with,
     /// works out the plan's outcome (all or nothing), and installs in each
     /// what changed.
-    fn edit_link(&self, plan: &SetPlan) -> Result<Effective, String> {
+    fn edit_link(&self, plan: &SetPlan) -> Result<Effective, EditError> {
         let mut params = [LinkParams::default(); 2];
         let mut shapes = [LinkShape::default(), LinkShape::default()];
         for dir in Dir::ALL {
@@ -313,7 +359,7 @@ impl Commander {
                 change: Box::new(change),
                 reply,
             })?;
-            if let Err(e) = done {
+            if let Err(refused) = done {
                 // All or nothing: what the other direction took is undone.
                 for (d, back) in installed {
                     let _ = self.queue(d).ask(|reply| Request::Install {
@@ -321,7 +367,7 @@ impl Commander {
                         reply,
                     });
                 }
-                return Err(format!("dev {}: {}", dir.dev(), e.text()));
+                return Err(EditError::Refused { dir, refused });
             }
             installed.push((dir, back));
         }
@@ -332,17 +378,17 @@ impl Commander {
     /// to the direction its device names (`tc qdisc show` without a
     /// device: to both, listed as one), and its answer printed here: tc's
     /// output or its error.
-    fn tc(&self, line: &str) -> Result<String, String> {
-        let cmd = TcCommand::parse(line).map_err(|e| e.0)?;
+    fn tc(&self, line: &str) -> Result<String, TcFailure> {
+        let cmd = TcCommand::parse(line)?;
         match cmd.dev {
-            Some(dir) => crate::tc::talk(&mut Remote(self.queue(dir)), &cmd)?
-                .map(Option::unwrap_or_default)
-                .map_err(|e| e.0),
+            Some(dir) => {
+                Ok(crate::tc::talk(&mut Remote(self.queue(dir)), &cmd)??.unwrap_or_default())
+            }
             None if cmd.verb == Verb::Show && cmd.object == Object::Qdisc => {
                 let mut both = Dir::ALL.map(|dir| Remote(self.queue(dir)));
-                crate::tc::show_devices(&mut both, &cmd)?.map_err(|e| e.0)
+                Ok(crate::tc::show_devices(&mut both, &cmd)??)
             }
-            None => Err(format!("{line:?}: name a device: dev left or dev right")),
+            None => Err(TcFailure::NoDevice(line.to_string())),
         }
     }
 }
@@ -354,21 +400,21 @@ struct Remote<'q>(&'q Queue);
 
 impl Device for Remote<'_> {
     /// The queue was full or its thread gone, or no answer came in time.
-    type Unreached = String;
+    type Unreached = Unreached;
 
-    fn spec(&mut self) -> Result<DevSpec, String> {
+    fn spec(&mut self) -> Result<DevSpec, Unreached> {
         self.0.ask(|reply| Request::Device { reply })
     }
 
-    fn apply(&mut self, request: TreeRequest) -> Answer<Vec<String>, String> {
+    fn apply(&mut self, request: TreeRequest) -> Answer<Vec<String>, Unreached> {
         self.0.ask(|reply| Request::Apply { request, reply })
     }
 
-    fn dump(&mut self, dev: Option<Dir>) -> Answer<QdiscDump, String> {
+    fn dump(&mut self, dev: Option<Dir>) -> Answer<QdiscDump, Unreached> {
         self.0.ask(|reply| Request::Dump { dev, reply })
     }
 
-    fn filters(&mut self, request: TreeRequest) -> Answer<FilterListing, String> {
+    fn filters(&mut self, request: TreeRequest) -> Answer<FilterListing, Unreached> {
         self.0.ask(|reply| Request::Filters { request, reply })
     }
 }

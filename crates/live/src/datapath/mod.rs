@@ -88,7 +88,7 @@ mod realtime;
 mod snapshot;
 mod wait;
 
-pub use command::{Command, Commander, LinkChange};
+pub use command::{Command, Commander, EditError, LinkChange, Refused, TcFailure, Unreached};
 pub use config::{DatapathConfig, DEFAULT_SNAPSHOT_FLOWS, FRAME_OVERHEAD, GSO_FRAME_BUF};
 pub use error::{DatapathError, PORT_NAMES};
 pub use handle::Datapath;

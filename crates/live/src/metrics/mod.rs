@@ -28,5 +28,5 @@ mod render;
 
 pub use file::{write_atomically, MetricsFile};
 pub use http::{check_listen_addr, MetricsServer, CONTENT_TYPE};
-pub use parse::parse_samples;
+pub use parse::{parse_samples, LineProblem, MetricsTextError};
 pub use render::render;

@@ -3,18 +3,70 @@
 //! comment the format defines or a sample of a declared family, and the
 //! text must end with `# EOF`.
 
+/// Why OpenMetrics text was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MetricsTextError {
+    /// A line that breaks the format: its number (from 1), what is wrong
+    /// and the line itself.
+    #[error("line {number}: {problem}: {line:?}")]
+    Line {
+        /// The line's number, from 1.
+        number: usize,
+        /// What is wrong with it.
+        problem: LineProblem,
+        /// The line as written.
+        line: String,
+    },
+    /// The text does not end with `# EOF`.
+    #[error("no # EOF at the end")]
+    NoEof,
+}
+
+/// What is wrong with a line of OpenMetrics text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LineProblem {
+    /// Anything after the final `# EOF`.
+    #[error("text after # EOF")]
+    AfterEof,
+    /// A `# TYPE` line without exactly a name and a kind.
+    #[error("expected # TYPE NAME KIND")]
+    TypeLine,
+    /// A `# TYPE` line of a kind the format does not have.
+    #[error("unknown metric type")]
+    UnknownType,
+    /// A sample without a value.
+    #[error("expected NAME VALUE")]
+    NoValue,
+    /// A metric name with characters the format does not allow.
+    #[error("invalid metric name")]
+    Name,
+    /// A label set without its closing brace.
+    #[error("unterminated label set")]
+    Labels,
+    /// A sample of no family a `# TYPE` line declared before it.
+    #[error("sample of an undeclared metric")]
+    Undeclared,
+    /// A value that is not a number.
+    #[error("value is not a number")]
+    Value,
+}
+
 /// Parses OpenMetrics text strictly: every line is `# HELP`, `# TYPE`,
 /// `# UNIT`, the final `# EOF`, or `NAME{LABELS} VALUE` with a name declared
 /// by a `# TYPE` line before it. Returns each sample (`NAME{LABELS}` as
 /// written) with its value; the error names the line.
-pub fn parse_samples(text: &str) -> Result<Vec<(String, f64)>, String> {
+pub fn parse_samples(text: &str) -> Result<Vec<(String, f64)>, MetricsTextError> {
     let mut declared: Vec<String> = Vec::new();
     let mut samples = Vec::new();
     let mut eof = false;
     for (n, line) in text.lines().enumerate() {
-        let bad = |why: &str| format!("line {}: {why}: {line:?}", n + 1);
+        let bad = |problem| MetricsTextError::Line {
+            number: n + 1,
+            problem,
+            line: line.to_string(),
+        };
         if eof {
-            return Err(bad("text after # EOF"));
+            return Err(bad(LineProblem::AfterEof));
         }
         if line == "# EOF" {
             eof = true;
@@ -23,7 +75,7 @@ pub fn parse_samples(text: &str) -> Result<Vec<(String, f64)>, String> {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             let mut it = rest.split(' ');
             let (Some(name), Some(kind), None) = (it.next(), it.next(), it.next()) else {
-                return Err(bad("expected # TYPE NAME KIND"));
+                return Err(bad(LineProblem::TypeLine));
             };
             if ![
                 "counter",
@@ -35,7 +87,7 @@ pub fn parse_samples(text: &str) -> Result<Vec<(String, f64)>, String> {
             ]
             .contains(&kind)
             {
-                return Err(bad("unknown metric type"));
+                return Err(bad(LineProblem::UnknownType));
             }
             declared.push(name.to_string());
             continue;
@@ -45,17 +97,17 @@ pub fn parse_samples(text: &str) -> Result<Vec<(String, f64)>, String> {
         }
         let (series, value) = line
             .rsplit_once(' ')
-            .ok_or_else(|| bad("expected NAME VALUE"))?;
+            .ok_or_else(|| bad(LineProblem::NoValue))?;
         let name = series.split('{').next().unwrap_or("");
         let valid_name = !name.is_empty()
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':');
         if !valid_name {
-            return Err(bad("invalid metric name"));
+            return Err(bad(LineProblem::Name));
         }
         if series.contains('{') && !series.ends_with('}') {
-            return Err(bad("unterminated label set"));
+            return Err(bad(LineProblem::Labels));
         }
         let family_declared = declared.iter().any(|d| {
             name == d
@@ -64,13 +116,13 @@ pub fn parse_samples(text: &str) -> Result<Vec<(String, f64)>, String> {
                     .any(|s| name == format!("{d}{s}"))
         });
         if !family_declared {
-            return Err(bad("sample of an undeclared metric"));
+            return Err(bad(LineProblem::Undeclared));
         }
-        let v: f64 = value.parse().map_err(|_| bad("value is not a number"))?;
+        let v: f64 = value.parse().map_err(|_| bad(LineProblem::Value))?;
         samples.push((series.to_string(), v));
     }
     if !eof {
-        return Err("no # EOF at the end".into());
+        return Err(MetricsTextError::NoEof);
     }
     Ok(samples)
 }
@@ -93,5 +145,11 @@ mod tests {
         ] {
             assert!(parse_samples(bad).is_err(), "{bad:?}");
         }
+        assert_eq!(
+            parse_samples("# TYPE a counter\na_total one\n# EOF\n")
+                .unwrap_err()
+                .to_string(),
+            "line 2: value is not a number: \"a_total one\""
+        );
     }
 }

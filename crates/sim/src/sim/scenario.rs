@@ -53,7 +53,7 @@ use crate::link::impair::Impairments;
 use crate::link::LinkShape;
 use crate::qdisc::kinds::KindEntry;
 use crate::qdisc::tree::DevSpec;
-use crate::tc::netem::parse_netem;
+use crate::tc::netem::{parse_netem, NetemError};
 use crate::units;
 use serde::{Deserialize, Deserializer};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -792,7 +792,7 @@ impl Scenario {
         };
         let args: Vec<&str> = text.split_whitespace().collect();
         let imp = parse_netem(&args)
-            .and_then(|imp| imp.validate().map(|()| imp).map_err(|e| e.to_string()))
+            .and_then(|imp| imp.validate().map(|()| imp).map_err(NetemError::from))
             .map_err(|e| {
                 let line = self.table_line("[netem").unwrap_or(0);
                 SimError::Scenario(format!(

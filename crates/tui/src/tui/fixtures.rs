@@ -6,7 +6,7 @@
 //! changes and the qdisc presets the core has. Used by the TUI tests and for
 //! screenshots for the documents; everything is deterministic.
 
-use super::{Action, Control, Preset, Snapshot};
+use super::{Action, Control, ControlError, Preset, Snapshot};
 use crate::bridge::Bridge;
 use crate::dir::Dir;
 use crate::link::{LinkParams, Path};
@@ -20,8 +20,26 @@ use crate::qdisc::sfq::{Sfq, SfqOptions};
 use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::qdisc::FilterHost;
 use crate::qdisc::{tc_h_make, Classful, FlowListing, Qdisc, QdiscCtx, TC_H_ROOT};
+use crate::refusal::Refusal;
 use crate::time::{Instant, NS_PER_MS, NS_PER_SEC};
 use etherparse::{IpHeaders, IpNumber, Ipv4Ecn, Ipv4Header, PacketBuilder};
+
+/// Tc lines `SimControl` does not carry out: it applies the presets only.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FixtureError {
+    /// Lines that name neither device.
+    #[error("no device left or right in {0:?}")]
+    NoDevice(String),
+    /// Lines that are not a preset's.
+    #[error("the fixture applies only preset lines, not {0:?}")]
+    NotPreset(String),
+    /// A preset whose qdisc the fixture does not build.
+    #[error("{0}: not available in the fixture")]
+    Unavailable(String),
+    /// The preset's qdisc refused its options.
+    #[error("{0}")]
+    Refused(Refusal),
+}
 
 const LEFT_IP: [u8; 4] = [10, 77, 0, 1];
 const RIGHT_IP: [u8; 4] = [10, 77, 0, 2];
@@ -461,19 +479,19 @@ impl SimControl {
         }
     }
 
-    fn apply_tc(&mut self, lines: &str) -> Result<String, String> {
+    fn apply_tc(&mut self, lines: &str) -> Result<String, FixtureError> {
         let dir = if lines.contains(" dev left ") {
             Dir::LeftToRight
         } else if lines.contains(" dev right ") {
             Dir::RightToLeft
         } else {
-            return Err(format!("no device left or right in {lines:?}"));
+            return Err(FixtureError::NoDevice(lines.to_string()));
         };
         let rate = self.scenario.bridge.path(dir).params().rate_bytes_ps;
         let preset = Preset::all()
             .iter()
             .find(|p| p.tc_lines(dir, rate).join("\n") == lines)
-            .ok_or_else(|| format!("the fixture applies only preset lines, not {lines:?}"))?;
+            .ok_or_else(|| FixtureError::NotPreset(lines.to_string()))?;
         let major = 0x8001 + dir.index() as u16;
         let ctx = root_ctx(major);
         let q: Box<dyn Qdisc> = match preset.name() {
@@ -484,9 +502,9 @@ impl SimControl {
                     perturb_period: 10,
                     ..SfqOptions::default()
                 };
-                Box::new(Sfq::with_options(ctx, &perturb).map_err(|e| e.to_string())?)
+                Box::new(Sfq::with_options(ctx, &perturb).map_err(FixtureError::Refused)?)
             }
-            other => return Err(format!("{other}: not available in the fixture")),
+            other => return Err(FixtureError::Unavailable(other.to_string())),
         };
         let now = self.scenario.now();
         let path = self.scenario.bridge.path_mut(dir);
@@ -497,7 +515,7 @@ impl SimControl {
 }
 
 impl Control for SimControl {
-    fn send(&mut self, action: &Action) -> Result<String, String> {
+    fn send(&mut self, action: &Action) -> Result<String, ControlError> {
         self.sent.push(action.clone());
         match action {
             Action::Quit => Ok(String::new()),
@@ -505,7 +523,7 @@ impl Control for SimControl {
                 self.probes = *on;
                 Ok(String::new())
             }
-            Action::Tc(lines) => self.apply_tc(lines),
+            Action::Tc(lines) => Ok(self.apply_tc(lines)?),
             Action::SetLink { dir, field, value } => {
                 let now = self.scenario.now();
                 let path = self.scenario.bridge.path_mut(*dir);

@@ -34,6 +34,7 @@ pub mod run;
 pub mod state;
 pub mod widgets;
 
+pub use fixtures::FixtureError;
 pub use remote::RemoteControl;
 pub use render::{draw, text_capture};
 pub use run::{run, run_with_backend, EventSource};
@@ -43,7 +44,9 @@ pub use state::App;
 pub use crate::control::field::LinkField;
 
 use crate::bridge::BridgeSnapshot;
-use crate::datapath::LiveSnapshot;
+use crate::control::field::FieldError;
+use crate::control::{DaemonRefusal, DecodeError};
+use crate::datapath::{DatapathError, EditError, LiveSnapshot, TcFailure};
 use crate::dir::Dir;
 use crate::load::feed::Probe;
 use crate::load::stats::Sample;
@@ -51,7 +54,8 @@ use crate::qdisc::kinds;
 use crate::tc::syntax::{self, Example};
 use crate::time::{Instant, NS_PER_US};
 use std::fmt;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
 /// What the TUI receives from the daemon at each refresh: the bridge and
 /// the datapath's own health.
@@ -197,11 +201,56 @@ impl Action {
     }
 }
 
+/// Why an action was not carried out, as the event log shows it.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// The daemon refused the request over the control socket, in its
+    /// words.
+    #[error(transparent)]
+    Refused(#[from] DaemonRefusal),
+    /// The control socket could not be reached, even after reconnecting.
+    #[error("control socket: {0:#}")]
+    Socket(anyhow::Error),
+    /// A reply that is not of the type the request's answer has.
+    #[error(transparent)]
+    Reply(#[from] DecodeError),
+    /// Probes asked of `bloatbox top`.
+    #[error(
+        "the probes run inside the daemon's own TUI (`bloatbox up --tui`), not in `bloatbox top`"
+    )]
+    ProbesElsewhere,
+    /// No probes in this daemon, and why (told each time they are asked
+    /// for).
+    #[error("no probes: {0:#}")]
+    NoProbes(Arc<anyhow::Error>),
+    /// The probes did not start.
+    #[error("{0:#}")]
+    Probes(anyhow::Error),
+    /// The datapath did not take the command.
+    #[error(transparent)]
+    Datapath(#[from] DatapathError),
+    /// The datapath did not answer in time.
+    #[error("the datapath did not answer within {} s", .0.as_secs())]
+    NoAnswer(Duration),
+    /// A link edit the datapath refused.
+    #[error(transparent)]
+    Edit(#[from] EditError),
+    /// A tc line that failed.
+    #[error(transparent)]
+    Tc(#[from] TcFailure),
+    /// A link field's value refused.
+    #[error(transparent)]
+    Field(#[from] FieldError),
+    /// What the fixtures' simulated daemon does not do.
+    #[error(transparent)]
+    Fixture(#[from] FixtureError),
+}
+
 /// The daemon as the TUI sees it.
 pub trait Control {
-    /// Applies an action; `Ok` carries the daemon's reply text, `Err` its
-    /// error message (shown in the event log).
-    fn send(&mut self, action: &Action) -> Result<String, String>;
+    /// Applies an action; `Ok` carries the daemon's reply text, `Err` why
+    /// it was not carried out (shown in the event log).
+    fn send(&mut self, action: &Action) -> Result<String, ControlError>;
     /// The newest snapshot, or `None` when there is nothing new.
     fn snapshot(&mut self) -> Option<Snapshot>;
     /// The probes' samples since the last call (times in seconds of

@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use super::{Action, Control, Snapshot};
+use super::{Action, Control, ControlError, Snapshot};
 use crate::control::field::set_arg;
-use crate::control::{decode, restore_drops_by_reason, Client, Request, TcReply};
+use crate::control::{decode, restore_drops_by_reason, Client, DecodeError, Request, TcReply};
 use crate::datapath::LiveSnapshot;
 use crate::time::Instant;
 
@@ -35,7 +35,7 @@ impl RemoteControl {
 
     /// One request; after a connection error (the server closes idle
     /// connections, the daemon may have restarted) reconnects once.
-    fn call(&mut self, req: &Request) -> Result<serde_json::Value, String> {
+    fn call(&mut self, req: &Request) -> Result<serde_json::Value, ControlError> {
         let first = self.client.call(req);
         let reply = match first {
             Ok(r) => r,
@@ -45,29 +45,25 @@ impl RemoteControl {
                     self.client = c;
                     r
                 })
-                .map_err(|e| format!("control socket: {e:#}"))?,
+                .map_err(ControlError::Socket)?,
         };
-        reply
+        Ok(reply?)
     }
 }
 
 /// The TUI snapshot in a `snapshot` reply.
-fn tui_snapshot(reply: serde_json::Value) -> Result<Snapshot, String> {
+fn tui_snapshot(reply: serde_json::Value) -> Result<Snapshot, DecodeError> {
     let mut live: LiveSnapshot = decode(reply)?;
     restore_drops_by_reason(&mut live.bridge);
     Ok(Snapshot::of(&live))
 }
 
 impl Control for RemoteControl {
-    fn send(&mut self, action: &Action) -> Result<String, String> {
+    fn send(&mut self, action: &Action) -> Result<String, ControlError> {
         let mut call = |req: Request| self.call(&req);
         match action {
             Action::Quit => Ok(String::new()),
-            Action::Probes(_) => Err(
-                "the probes run inside the daemon's own TUI (`bloatbox up --tui`), not in \
-                 `bloatbox top`"
-                    .into(),
-            ),
+            Action::Probes(_) => Err(ControlError::ProbesElsewhere),
             Action::SetLink { dir, field, value } => {
                 call(Request::Set {
                     args: vec![set_arg(*dir, *field, *value)],

@@ -5,7 +5,8 @@
 //! Nothing here reads a clock or the terminal.
 
 use super::probes::{ProbeView, QueuePoint};
-use super::{Action, LinkField, Preset, Snapshot};
+use super::{Action, ControlError, LinkField, Preset, Snapshot};
+use crate::control::field::FieldError;
 use crate::dir::Dir;
 use crate::link::PathSnapshot;
 use crate::load::feed::Probe;
@@ -320,6 +321,26 @@ pub struct DirState {
     drops_base: Vec<u64>,
 }
 
+/// Why the set prompt's input was refused (shown in the status line).
+#[derive(Debug, thiserror::Error)]
+enum PromptError {
+    /// Not two words.
+    #[error("set \"{0}\": expected FIELD VALUE with FIELD one of {names}", names = field_names())]
+    Usage(String),
+    /// A field the prompt does not have.
+    #[error("set: unknown field \"{0}\": expected one of {names}", names = field_names())]
+    UnknownField(String),
+    /// The value refused.
+    #[error(transparent)]
+    Value(#[from] FieldError),
+}
+
+/// The fields the set prompt takes, for its errors.
+fn field_names() -> String {
+    let names: Vec<&str> = LinkField::ALL.iter().map(|f| f.name()).collect();
+    names.join(", ")
+}
+
 /// The whole TUI state.
 #[derive(Clone, Debug)]
 pub struct App {
@@ -496,7 +517,7 @@ impl App {
     }
 
     /// Records the daemon's answer to an action in the event log.
-    pub fn on_reply(&mut self, action: &Action, reply: Result<String, String>) {
+    pub fn on_reply(&mut self, action: &Action, reply: Result<String, ControlError>) {
         let at = self.latest.as_ref().map_or(Instant::ZERO, |s| s.bridge.at);
         let (what, dir) = (action.describe(), action.dir());
         if let (Action::Probes(on), Ok(_)) = (action, &reply) {
@@ -647,7 +668,7 @@ impl App {
                     return Some(action);
                 }
                 Err(e) => {
-                    self.status = Some(e);
+                    self.status = Some(e.to_string());
                     return None;
                 }
             },
@@ -663,24 +684,15 @@ impl App {
 
     /// `FIELD VALUE` as typed at the set prompt, with the warning for a
     /// likely typo.
-    fn parse_set(&self, input: &str) -> Result<(Action, Option<String>), String> {
-        let names: Vec<&str> = LinkField::ALL.iter().map(|f| f.name()).collect();
+    fn parse_set(&self, input: &str) -> Result<(Action, Option<String>), PromptError> {
         let mut words = input.split_whitespace();
         let (Some(name), Some(text), None) = (words.next(), words.next(), words.next()) else {
-            return Err(format!(
-                "set \"{input}\": expected FIELD VALUE with FIELD one of {}",
-                names.join(", ")
-            ));
+            return Err(PromptError::Usage(input.to_string()));
         };
         let field = LinkField::ALL
             .into_iter()
             .find(|f| f.name() == name)
-            .ok_or_else(|| {
-                format!(
-                    "set: unknown field \"{name}\": expected one of {}",
-                    names.join(", ")
-                )
-            })?;
+            .ok_or_else(|| PromptError::UnknownField(name.to_string()))?;
         let value = field.parse(text)?;
         let action = Action::SetLink {
             dir: self.dir,

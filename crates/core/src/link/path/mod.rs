@@ -31,7 +31,7 @@ mod testutil;
 mod txq;
 
 pub use observer::{DriverEvent, PathEvent, PathObserver};
-pub use snapshot::{PathCounters, PathSnapshot, TxQueueStats, STALL_NS};
+pub use snapshot::{ConservationError, PathCounters, PathSnapshot, TxQueueStats, STALL_NS};
 
 use super::coalesce::Coalescer;
 use super::delay::DelayLine;
@@ -198,7 +198,7 @@ impl Path {
     }
 
     /// `PathCounters::check_conservation` with the frames held now.
-    pub fn check_conservation(&self) -> Result<(), String> {
+    pub fn check_conservation(&self) -> Result<(), ConservationError> {
         self.counters.check_conservation(self.held())
     }
 

@@ -48,22 +48,52 @@ impl PathCounters {
 
     /// Checks `frames_in + duplicated = frames_out + drops + held`, with
     /// `held` the frames still inside the path; the error shows both sides.
-    pub fn check_conservation(&self, held: u64) -> Result<(), String> {
-        let (arrived, left) = (
-            u128::from(self.frames_in) + u128::from(self.duplicated),
-            u128::from(self.frames_out) + u128::from(self.total_drops()) + u128::from(held),
-        );
-        if arrived == left {
+    pub fn check_conservation(&self, held: u64) -> Result<(), ConservationError> {
+        let broken = ConservationError {
+            frames_in: self.frames_in,
+            duplicated: self.duplicated,
+            frames_out: self.frames_out,
+            dropped: self.total_drops(),
+            held,
+        };
+        if broken.arrived() == broken.left() {
             Ok(())
         } else {
-            Err(format!(
-                "conservation broken: in {} + duplicated {} = {arrived} but out {} + dropped {} + held {held} = {left}",
-                self.frames_in,
-                self.duplicated,
-                self.frames_out,
-                self.total_drops()
-            ))
+            Err(broken)
         }
+    }
+}
+
+/// Counters that break `frames_in + duplicated = frames_out + drops + held`:
+/// the five terms, each as counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "conservation broken: in {frames_in} + duplicated {duplicated} = {} but out {frames_out} + dropped {dropped} + held {held} = {}",
+    self.arrived(),
+    self.left()
+)]
+pub struct ConservationError {
+    /// Frames that entered the path.
+    pub frames_in: u64,
+    /// Extra copies made by the duplication impairment.
+    pub duplicated: u64,
+    /// Frames delivered to the receiving side.
+    pub frames_out: u64,
+    /// Frames dropped, whatever the reason.
+    pub dropped: u64,
+    /// Frames still inside the path.
+    pub held: u64,
+}
+
+impl ConservationError {
+    /// Frames that arrived: `frames_in + duplicated` (no overflow).
+    pub fn arrived(&self) -> u128 {
+        u128::from(self.frames_in) + u128::from(self.duplicated)
+    }
+
+    /// Frames accounted for: `frames_out + dropped + held` (no overflow).
+    pub fn left(&self) -> u128 {
+        u128::from(self.frames_out) + u128::from(self.dropped) + u128::from(self.held)
     }
 }
 
@@ -365,7 +395,11 @@ mod tests {
         c.drops[0] = 2;
         assert_eq!(c.check_conservation(1), Ok(()));
         let e = c.check_conservation(0).unwrap_err();
-        assert!(e.contains("= 6") && e.contains("= 5"), "{e}");
+        assert_eq!((e.arrived(), e.left()), (6, 5));
+        assert_eq!(
+            e.to_string(),
+            "conservation broken: in 5 + duplicated 1 = 6 but out 3 + dropped 2 + held 0 = 5"
+        );
         // Counters near u64::MAX do not overflow the sums.
         c.frames_in = u64::MAX;
         assert!(c.check_conservation(u64::MAX).is_err());

@@ -169,7 +169,7 @@ impl EthtoolCommand {
                 next.rx_frames = rx_frames.unwrap_or(next.rx_frames);
                 next.tx_usecs = tx_usecs.unwrap_or(next.tx_usecs);
                 next.tx_frames = tx_frames.unwrap_or(next.tx_frames);
-                check_link_coalescing(&next).map_err(err)?;
+                check_link_coalescing(&next).map_err(|e| err(e.to_string()))?;
             }
             EthtoolSetting::Ring { tx } => next.tx_ring = *tx,
             EthtoolSetting::Channels { tx } => next.tx_queues = *tx,

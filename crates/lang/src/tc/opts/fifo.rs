@@ -126,9 +126,9 @@ mod tests {
     use crate::tc::syntax::parse_qdisc;
     use crate::time::Instant;
 
-    fn fifo(kind: FifoKind, words: &[&str]) -> Result<Fifo, String> {
-        let o = parse_qdisc(BUILTIN, kind.name(), words).map_err(|e| e.0)?;
-        Fifo::build(kind, QdiscCtx::default(), &o).map_err(|e| crate::tc::TcError::from(e).0)
+    fn fifo(kind: FifoKind, words: &[&str]) -> Result<Fifo, crate::tc::TcError> {
+        let o = parse_qdisc(BUILTIN, kind.name(), words)?;
+        Ok(Fifo::build(kind, QdiscCtx::default(), &o)?)
     }
 
     fn plain(q: &Fifo) -> String {

@@ -450,17 +450,17 @@ mod tests {
     use crate::time::Instant;
 
     /// The options tc sends for `args`.
-    fn parsed(args: &str) -> Result<TbfOptions, String> {
+    fn parsed(args: &str) -> Result<TbfOptions, TcError> {
         let words: Vec<&str> = args.split_whitespace().collect();
-        match parse_qdisc(BUILTIN, "tbf", &words).map_err(|e| e.0)? {
+        match parse_qdisc(BUILTIN, "tbf", &words)? {
             QdiscOptions::Tbf(o) => Ok(o),
-            other => Err(format!("tbf parsed {other:?}")),
+            other => panic!("tbf parsed {other:?}"),
         }
     }
 
-    fn build(args: &str) -> Result<Tbf, String> {
+    fn build(args: &str) -> Result<Tbf, TcError> {
         let o = parsed(args)?;
-        Tbf::build(QdiscCtx::default(), &QdiscOptions::Tbf(o)).map_err(|e| TcError::from(e).0)
+        Ok(Tbf::build(QdiscCtx::default(), &QdiscOptions::Tbf(o))?)
     }
 
     fn tbf(args: &str) -> Tbf {
@@ -468,7 +468,7 @@ mod tests {
     }
 
     fn err(args: &str) -> String {
-        build(args).err().unwrap()
+        build(args).err().unwrap().0
     }
 
     fn printed(q: &Tbf) -> Printed {
