@@ -109,7 +109,11 @@ pub fn all() -> Vec<Discipline> {
         .iter()
         .flat_map(|kind| {
             let benches = syntax(kind.name).map_or(&[][..], |s| s.benches);
-            assert!(!benches.is_empty(), "kind {} has no benchmark tree", kind.name);
+            assert!(
+                !benches.is_empty(),
+                "kind {} has no benchmark tree",
+                kind.name
+            );
             benches.iter().map(Discipline::of)
         })
         .collect()

@@ -47,7 +47,7 @@ pub mod values;
 
 pub use error::ConfigError;
 pub use ethtool::{apply_ethtool, parse_ethtool, EthtoolCommand, EthtoolSetting, Query};
-pub use qdisc::{ClassTable, QdiscSpec, QdiscTable};
+pub use qdisc::{ClassTable, LiteralLineError, QdiscSpec, QdiscTable};
 pub use report::check_report;
 pub use source::Position;
 pub use validate::{

@@ -603,13 +603,35 @@ fn one_of(names: &[&str]) -> String {
     }
 }
 
+/// What is wrong with the shape of a literal tc line (`tc = [...]`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LiteralLineError {
+    /// The line does not start with `tc`.
+    #[error("a tc line starts with \"tc\"; {LITERAL_EXAMPLE}")]
+    NotTc,
+    /// The first word after the options is not qdisc, class or filter.
+    #[error("\"{0}\" is not a tc object; expected qdisc, class or filter; {LITERAL_EXAMPLE}")]
+    NotAnObject(String),
+    /// The device is neither left nor right.
+    #[error("device \"{0}\" is unknown; expected dev left (left→right egress) or dev right (right→left egress); {LITERAL_EXAMPLE}")]
+    UnknownDevice(String),
+    /// The line names no device.
+    #[error("the line names no device; expected dev left or dev right; {LITERAL_EXAMPLE}")]
+    NoDevice,
+    /// The line names more than one device.
+    #[error("the line names {0} devices; expected exactly one dev; {LITERAL_EXAMPLE}")]
+    Devices(usize),
+}
+
+/// The fix every shape error of a literal line suggests.
+const LITERAL_EXAMPLE: &str = "fix: write e.g. \"tc qdisc add dev left root fq_codel\"";
+
 /// Checks the shape of a literal tc line and returns the direction its
 /// device selects (`dev left` = left→right egress).
-pub fn literal_direction(line: &str) -> Result<Dir, String> {
+pub fn literal_direction(line: &str) -> Result<Dir, LiteralLineError> {
     let words: Vec<&str> = line.split_whitespace().collect();
-    let example = "fix: write e.g. \"tc qdisc add dev left root fq_codel\"";
     if words.first() != Some(&"tc") {
-        return Err(format!("a tc line starts with \"tc\"; {example}"));
+        return Err(LiteralLineError::NotTc);
     }
     // Options (-s, -d, -j...) may come first; objects may be abbreviated
     // ("tc q a", "tc cl add"), as iproute2 reads them.
@@ -620,9 +642,8 @@ pub fn literal_direction(line: &str) -> Result<Dir, String> {
                 .iter()
                 .any(|full| full.starts_with(o)) => {}
         other => {
-            return Err(format!(
-                "\"{}\" is not a tc object; expected qdisc, class or filter; {example}",
-                other.unwrap_or(&"")
+            return Err(LiteralLineError::NotAnObject(
+                other.unwrap_or(&"").to_string(),
             ))
         }
     }
@@ -632,13 +653,9 @@ pub fn literal_direction(line: &str) -> Result<Dir, String> {
         .map(|w| w[1])
         .collect();
     match devs.as_slice() {
-        [dev] => Dir::from_dev(dev).ok_or_else(|| {
-            format!("device \"{dev}\" is unknown; expected dev left (left→right egress) or dev right (right→left egress); {example}")
-        }),
-        [] => Err(format!(
-            "the line names no device; expected dev left or dev right; {example}"
-        )),
-        _ => Err(format!("the line names {} devices; expected exactly one dev; {example}", devs.len())),
+        [dev] => Dir::from_dev(dev).ok_or_else(|| LiteralLineError::UnknownDevice(dev.to_string())),
+        [] => Err(LiteralLineError::NoDevice),
+        _ => Err(LiteralLineError::Devices(devs.len())),
     }
 }
 
@@ -867,6 +884,7 @@ qdisc = { kind = "sfq", perturb = 10 }
         );
         assert!(literal_direction("qdisc add dev left root fq_codel")
             .unwrap_err()
+            .to_string()
             .contains("starts with \"tc\""));
         // Abbreviated objects and leading options, as iproute2 takes them.
         assert_eq!(
@@ -879,18 +897,23 @@ qdisc = { kind = "sfq", perturb = 10 }
         );
         assert!(literal_direction("tc -s")
             .unwrap_err()
+            .to_string()
             .contains("not a tc object"));
         assert!(literal_direction("tc qdisk add dev left root fq_codel")
             .unwrap_err()
+            .to_string()
             .contains("not a tc object"));
         assert!(literal_direction("tc qdisc add root fq_codel")
             .unwrap_err()
+            .to_string()
             .contains("names no device"));
         assert!(literal_direction("tc qdisc add dev eth0 root fq_codel")
             .unwrap_err()
+            .to_string()
             .contains("\"eth0\" is unknown"));
         assert!(literal_direction("tc qdisc add dev left dev right root")
             .unwrap_err()
+            .to_string()
             .contains("2 devices"));
         assert!(literal_direction("").is_err());
     }

@@ -397,7 +397,7 @@ fn link_table(prefix: &str, t: &LinkSettings) -> Result<(), ConfigError> {
             ConfigError::field(
                 format!("{prefix}.tc[{i}]"),
                 Some(toml_text(line.as_str())),
-                m,
+                m.to_string(),
             )
         })?;
     }
