@@ -19,10 +19,14 @@ fn xstats(tc: &str) -> (u64, u64, u64) {
 
 /// The scenario with the RED line's flags replaced by `flags`.
 fn with_flags(flags: &str) -> Scenario {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/red_ecn.toml");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/red_ecn.toml");
     let text = std::fs::read_to_string(path).unwrap();
-    Scenario::from_toml(&text.replace("bandwidth 20mbit ecn\"", &format!("bandwidth 20mbit {flags}\"")))
-        .unwrap()
+    Scenario::from_toml(&text.replace(
+        "bandwidth 20mbit ecn\"",
+        &format!("bandwidth 20mbit {flags}\""),
+    ))
+    .unwrap()
 }
 
 #[test]
@@ -69,5 +73,8 @@ fn red_marks_with_ecn_drops_with_harddrop_and_without_ecn() {
     let forced = l2r.drops.get("red_forced").copied().unwrap_or(0);
     assert!(forced > 0, "no forced drop above max: {}", l2r.tc);
     assert!(early >= forced);
-    assert_eq!(sim::run(&load("red_ecn.toml")).unwrap().trace_hash, ecn.trace_hash);
+    assert_eq!(
+        sim::run(&load("red_ecn.toml")).unwrap().trace_hash,
+        ecn.trace_hash
+    );
 }

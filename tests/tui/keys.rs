@@ -433,7 +433,15 @@ fn the_menu_reads_the_kind_table() {
     let names: Vec<&str> = Preset::all().iter().map(|p| p.name()).collect();
     assert_eq!(
         names,
-        ["pfifo_fast", "sfq", "codel", "fq_codel", "tbf", "htb"]
+        [
+            "pfifo_fast",
+            "sfq",
+            "codel",
+            "fq_codel",
+            "tbf",
+            "htb",
+            "red"
+        ]
     );
     assert_eq!(
         preset("codel").tc_lines(Dir::RightToLeft, 0),

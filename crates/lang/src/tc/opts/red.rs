@@ -318,8 +318,8 @@ fn c_to_u8(v: f64) -> u8 {
 /// `tc_red_eval_idle_damping`: the idle table and Scell_log for Wlog, the
 /// average packet and the bandwidth. lW = -ln(1 - 2^-Wlog) / xmit, xmit
 /// the ticks one avpkt takes (`tc_calc_xmittime`); Scell_log is the
-/// smallest with 31 / lW / 2^Scell_log < 512; Stab[i] = (i << Scell_log) ×
-/// lW, at most 31 (Stab[0] = 0, Stab[255] = 31). `None` when no Scell_log
+/// smallest with 31 / lW / 2^Scell_log < 512; `Stab[i] = (i << Scell_log) ×
+/// lW`, at most 31 (`Stab[0] = 0`, `Stab[255] = 31`). `None` when no Scell_log
 /// below 32 fits.
 pub fn tc_red_eval_idle_damping(wlog: u8, avpkt: u32, bps: u32) -> Option<(u8, Vec<u8>)> {
     let xmit_time = tc_calc_xmittime(u64::from(bps), u64::from(avpkt)) as u32 as f64;
@@ -342,7 +342,8 @@ pub fn tc_red_eval_idle_damping(wlog: u8, avpkt: u32, bps: u32) -> Option<(u8, V
 /// from Plog).
 fn max_p(probability: f64) -> u32 {
     let v = probability * 4_294_967_296.0;
-    if v.is_finite() && v > -9.223_372_036_854_775_808e18 && v < 9.223_372_036_854_775_808e18 {
+    let two_63 = 2f64.powi(63);
+    if v.is_finite() && v >= -two_63 && v < two_63 {
         v as i64 as u32
     } else {
         0
