@@ -221,11 +221,18 @@ impl RedVars {
         let start = self.idle_since.unwrap_or(now);
         let delta_us = now.signed_since(start) / NS_PER_US as i64;
         let us_idle = delta_us.min(i64::from(p.scell_max));
-        let shift = p.stab[((us_idle >> p.scell_log) & (RED_STAB_SIZE as i64 - 1)) as usize];
+        // Scell_log and the table's shifts are below 32 (red_check_params);
+        // the wrapping shifts only keep other values from panicking.
+        let scell_log = u32::from(p.scell_log);
+        let cell = us_idle.wrapping_shr(scell_log) & (RED_STAB_SIZE as i64 - 1);
+        let shift = p.stab[cell as usize];
         if shift != 0 {
-            return self.qavg >> (shift & 63);
+            return self.qavg.wrapping_shr(u32::from(shift));
         }
-        let linear = self.qavg.wrapping_mul(us_idle as u64) >> p.scell_log;
+        let linear = self
+            .qavg
+            .wrapping_mul(us_idle as u64)
+            .wrapping_shr(scell_log);
         if linear < self.qavg >> 1 {
             self.qavg - linear
         } else {
@@ -237,8 +244,9 @@ impl RedVars {
     /// fixed point with the point at Wlog: qavg + backlog - qavg >> Wlog
     /// (unsigned long arithmetic, wrapping as C's does).
     pub fn qavg_no_idle_time(&self, p: &RedParms, backlog: u32) -> u64 {
-        self.qavg
-            .wrapping_add(u64::from(backlog).wrapping_sub(self.qavg >> p.wlog))
+        self.qavg.wrapping_add(
+            u64::from(backlog).wrapping_sub(self.qavg.wrapping_shr(u32::from(p.wlog))),
+        )
     }
 
     /// `red_calc_qavg`: the new average for a packet arriving at `now` to
@@ -255,7 +263,9 @@ impl RedVars {
     /// ((qavg - min) >> Wlog) × qcount ≥ qR, the fixed-point form of
     /// max_P × (avg - min) / (max - min) ≥ rnd / qcount.
     pub fn mark_probability(&self, p: &RedParms, qavg: u64) -> bool {
-        let excess = qavg.wrapping_sub(u64::from(p.qth_min)) >> p.wlog;
+        let excess = qavg
+            .wrapping_sub(u64::from(p.qth_min))
+            .wrapping_shr(u32::from(p.wlog));
         excess.wrapping_mul(self.qcount as i64 as u64) >= u64::from(self.qr)
     }
 
@@ -300,7 +310,7 @@ pub fn red_adaptative_algo(p: &mut RedParms, v: &RedVars, now: Instant) {
     } else {
         v.qavg
     };
-    let qavg = qavg >> p.wlog;
+    let qavg = qavg.wrapping_shr(u32::from(p.wlog));
     if qavg > u64::from(p.target_max) && p.max_p <= MAX_P_MAX {
         p.max_p = p.max_p.wrapping_add(max_p_alpha(p.max_p));
     } else if qavg < u64::from(p.target_min) && p.max_p >= MAX_P_MIN {

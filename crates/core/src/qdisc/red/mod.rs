@@ -196,7 +196,10 @@ fn configure(o: &RedOptions, old_flags: u32) -> Result<Config, Refusal> {
 /// (`red_adaptative_timer`: `red_adaptative_algo`, re-armed HZ/2 later).
 /// Once a run changes nothing and the average cannot change before `now`
 /// (no idle period, or one older than the table's reach), the runs left
-/// would change nothing either and are skipped.
+/// would change nothing either and are skipped; so a catch-up costs at
+/// most the ticks of one idle period's first Scell_max µs (255 × 2^Scell_log,
+/// about a minute for tc's usual Scell_log 15) plus the few dozen runs that take
+/// max_P from any value to a bound.
 fn run_adaptive_timer(
     parms: &mut RedParms,
     vars: &RedVars,
@@ -213,7 +216,8 @@ fn run_adaptive_timer(
         if steady && before == (parms.max_p, parms.max_p_delta) && following <= now {
             following += (now.saturating_since(following) / ADAPT_PERIOD_NS) * ADAPT_PERIOD_NS;
         }
-        *next = Some(following);
+        // At the end of time (the instant saturates) the timer stops.
+        *next = (following > t).then_some(following);
     }
 }
 
@@ -321,8 +325,8 @@ impl Red {
         run_adaptive_timer(&mut parms, &self.vars, &mut next, now);
         RedOptions {
             limit: self.limit,
-            qth_min: parms.qth_min >> parms.wlog,
-            qth_max: parms.qth_max >> parms.wlog,
+            qth_min: parms.qth_min.wrapping_shr(u32::from(parms.wlog)),
+            qth_max: parms.qth_max.wrapping_shr(u32::from(parms.wlog)),
             wlog: parms.wlog,
             plog: parms.plog,
             scell_log: parms.scell_log,

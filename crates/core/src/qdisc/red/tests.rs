@@ -572,3 +572,36 @@ fn one_class_holds_a_grafted_child() {
     assert_eq!(d.since(d.len() - 1)[0].1, DropReason::NoQdisc);
     assert_eq!(xstats(&q, ms(2)).pdrop, 2);
 }
+
+/// No panic at the edges the kernel accepts: Wlog 31 with a zero min,
+/// Scell_log 31, every shift 31, max_P at both ends, instants far apart.
+#[test]
+fn extreme_parameters_do_not_panic() {
+    for (min, max, wlog, scell_log, shift, max_p) in [
+        (0u32, 0u32, 31u8, 31u8, 31u8, Some(u32::MAX)),
+        (0, 1, 30, 0, 0, Some(1)),
+        (1, (1 << 31) - 1, 0, 31, 31, None),
+        (0, 0, 0, 0, 1, Some(0)),
+    ] {
+        let mut o = opts(u32::MAX, min, max, wlog, TC_RED_ECN | TC_RED_NODROP);
+        o.scell_log = scell_log;
+        o.plog = 255;
+        o.max_p = max_p;
+        o.flags_attr = None;
+        o.flags = (TC_RED_ECN | TC_RED_ADAPTATIVE) as u8;
+        o.stab = Some(vec![shift; RED_STAB_SIZE]);
+        let mut q = red(o);
+        let mut d = Drops::new();
+        for (i, t) in [0, 1, 1 << 40, u64::MAX / 2, u64::MAX]
+            .into_iter()
+            .enumerate()
+        {
+            let t = Instant::from_nanos(t);
+            q.enqueue(ect_pkt(i as u64, u32::MAX, 2), t, &mut d);
+            q.enqueue(pkt(i as u64, 1), t, &mut d);
+            q.dequeue(t, &mut d);
+            q.dequeue(t, &mut d);
+            let _ = q.dump(t);
+        }
+    }
+}

@@ -268,7 +268,7 @@ pub fn tc_red_eval_ewma(qmin: u32, burst: u32, avpkt: u32) -> Result<u8, String>
     if a < 1.0 {
         return Err(format!(
             "tc_red_eval_ewma() burst {burst} is too small ? Try burst {}\n",
-            1 + qmin / avpkt
+            qmin.checked_div(avpkt).unwrap_or(0).wrapping_add(1)
         ));
     }
     let mut w = 0.5f64;
