@@ -16,6 +16,7 @@ mod edges;
 mod gso;
 mod mq;
 mod props;
+mod red;
 mod ring;
 mod seed_bulk_dequeue;
 mod seed_mq_fq_codel;

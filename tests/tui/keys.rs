@@ -386,11 +386,11 @@ fn preset_menu_keys() {
     app.on_key(ch('k'));
     assert_eq!(app.mode, Mode::Presets { selected: 0 });
     app.on_key(ch('k'));
-    assert_eq!(app.mode, Mode::Presets { selected: 5 }, "wraps");
+    assert_eq!(app.mode, Mode::Presets { selected: 6 }, "wraps");
     app.on_key(ch('x'));
     assert_eq!(
         app.mode,
-        Mode::Presets { selected: 5 },
+        Mode::Presets { selected: 6 },
         "other keys keep the menu"
     );
     for close in [key(KeyCode::Esc), ch('m'), ch('q')] {
@@ -434,7 +434,15 @@ fn the_menu_reads_the_kind_table() {
     let names: Vec<&str> = Preset::all().iter().map(|p| p.name()).collect();
     assert_eq!(
         names,
-        ["pfifo_fast", "sfq", "codel", "fq_codel", "tbf", "htb"]
+        [
+            "pfifo_fast",
+            "sfq",
+            "codel",
+            "fq_codel",
+            "tbf",
+            "htb",
+            "red"
+        ]
     );
     assert_eq!(
         preset("codel").tc_lines(Dir::RightToLeft, 0),

@@ -150,11 +150,11 @@ pub fn sprint_size(sz: u64) -> String {
         rem <= slack || unit - rem <= slack
     };
     if sz >= GIB && near(GIB, 1024) {
-        format!("{}Gb", fmt_g((sz as f64 / GIB as f64).round()))
+        format!("{}Gb", print_g((sz as f64 / GIB as f64).round()))
     } else if sz >= MIB && near(MIB, 1024) {
-        format!("{}Mb", fmt_g((sz as f64 / MIB as f64).round()))
+        format!("{}Mb", print_g((sz as f64 / MIB as f64).round()))
     } else if sz >= KIB && near(KIB, 16) {
-        format!("{}Kb", fmt_g((sz as f64 / KIB as f64).round()))
+        format!("{}Kb", print_g((sz as f64 / KIB as f64).round()))
     } else {
         format!("{sz}b")
     }
@@ -213,8 +213,9 @@ pub fn sprint_time_signed(usecs: i64) -> String {
     }
 }
 
-/// C's `%g` (6 significant digits) for the sizes printer.
-fn fmt_g(v: f64) -> String {
+/// C's `%g` (6 significant digits): the sizes printer's, RED's
+/// probability (tc/q_red.c prints max_P with `%lg`).
+pub fn print_g(v: f64) -> String {
     fmt_sig(v, 6)
 }
 
@@ -223,24 +224,33 @@ fn fmt_g3(v: f64) -> String {
     fmt_sig(v, 3)
 }
 
-/// `%.<sig>g` for values in the range tc prints (no exponent form needed
-/// below 10^sig).
-fn fmt_sig(v: f64, sig: i32) -> String {
+/// C's `%.<sig>g`: the value rounded to `sig` significant digits, in
+/// exponent form when its exponent (after rounding) is below -4 or at
+/// least `sig`, else in fixed form; trailing zeros dropped either way.
+fn fmt_sig(v: f64, sig: usize) -> String {
+    if v.is_nan() {
+        return if v.is_sign_negative() { "-nan" } else { "nan" }.into();
+    }
+    if v.is_infinite() {
+        return if v < 0.0 { "-inf" } else { "inf" }.into();
+    }
     if v == 0.0 {
-        return "0".into();
+        return if v.is_sign_negative() { "-0" } else { "0" }.into();
     }
-    let mag = v.abs().log10().floor() as i32;
-    if mag >= sig {
-        // %g would switch to exponent form; tc never reaches this for its
-        // ranges, but stay correct.
-        let decimals = (sig - 1).max(0) as usize;
-        let s = format!("{v:.decimals$e}");
-        return trim_exp(&s);
+    let sig = sig.max(1);
+    let e = format!("{:.*e}", sig - 1, v);
+    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if exp < -4 || exp >= sig as i32 {
+        return format!(
+            "{}e{}{:02}",
+            trim_zeros(mantissa),
+            if exp < 0 { '-' } else { '+' },
+            exp.unsigned_abs()
+        );
     }
-    let decimals = (sig - 1 - mag).max(0) as usize;
-    let s = format!("{v:.decimals$}");
-    // %g could round up to the next magnitude (9.999 → "10.0"); re-trim.
-    trim_zeros(&s)
+    let decimals = (sig as i32 - 1 - exp).max(0) as usize;
+    trim_zeros(&format!("{v:.decimals$}"))
 }
 
 fn trim_zeros(s: &str) -> String {
@@ -248,21 +258,6 @@ fn trim_zeros(s: &str) -> String {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         s.to_string()
-    }
-}
-
-fn trim_exp(s: &str) -> String {
-    match s.split_once('e') {
-        Some((m, e)) => {
-            let exp: i32 = e.parse().unwrap_or(0);
-            format!(
-                "{}e{}{:02}",
-                trim_zeros(m),
-                if exp < 0 { '-' } else { '+' },
-                exp.abs()
-            )
-        }
-        None => s.to_string(),
     }
 }
 

@@ -218,6 +218,12 @@ pub enum DropReason {
     SfqOverflow,
     /// TBF: the frame is larger than the bucket (max_size).
     TbfOversize,
+    /// RED's early drop: the average backlog in the band and the random
+    /// test chose the frame (`prob_drop`), and it could not be marked.
+    RedEarly,
+    /// RED's forced drop: the average backlog at or above `max`
+    /// (`forced_drop`), and the frame could not be marked (or `harddrop`).
+    RedForced,
     /// QFQ/filters: no class matched and there is no default; or SFQ or
     /// fq_codel filters placed the frame in no flow bucket.
     Unclassified,
@@ -242,7 +248,7 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in the order of the stats' counters (`index()`).
-    pub const ALL: [DropReason; 15] = [
+    pub const ALL: [DropReason; 17] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -250,6 +256,8 @@ impl DropReason {
         DropReason::FqCodelMemory,
         DropReason::SfqOverflow,
         DropReason::TbfOversize,
+        DropReason::RedEarly,
+        DropReason::RedForced,
         DropReason::Unclassified,
         DropReason::QdiscReset,
         DropReason::PoolExhausted,
@@ -279,6 +287,8 @@ impl DropReason {
             DropReason::FqCodelMemory => "fq_codel_memory",
             DropReason::SfqOverflow => "sfq_overflow",
             DropReason::TbfOversize => "tbf_oversize",
+            DropReason::RedEarly => "red_early",
+            DropReason::RedForced => "red_forced",
             DropReason::Unclassified => "unclassified",
             DropReason::QdiscReset => "qdisc_reset",
             DropReason::PoolExhausted => "pool_exhausted",

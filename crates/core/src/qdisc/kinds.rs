@@ -16,6 +16,7 @@ use super::htb::Htb;
 use super::mq::Mq;
 use super::pfifo_fast::PfifoFast;
 use super::qfq::Qfq;
+use super::red::Red;
 use super::sfq::Sfq;
 use super::tbf::Tbf;
 use super::tree::DevSpec;
@@ -162,5 +163,10 @@ pub static BUILTIN: &[KindEntry] = &[
     KindEntry {
         default_leaf: false,
         ..kind("qfq", |c, _, o| Ok(Box::new(Qfq::build(c, o)?)))
+    },
+    KindEntry {
+        default_leaf: false,
+        class_stats: false,
+        ..kind("red", |c, _, o| Ok(Box::new(Red::build(c, o)?)))
     },
 ];

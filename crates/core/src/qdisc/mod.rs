@@ -10,7 +10,8 @@
 //! `fifo/` holds pfifo, bfifo and pfifo_head_drop; `codel/algorithm.rs` is
 //! the CoDel core that `codel` and `fq_codel` share), and one row per kind
 //! in `kinds.rs`, the table of kinds; `options.rs` holds the enums of every
-//! kind's options and xstats. `park.rs` is the peek-by-dequeue plumbing of
+//! kind's options and xstats; `one_class.rs` is the one fixed class of
+//! TBF and RED; `red/algorithm.rs` is include/net/red.h. `park.rs` is the peek-by-dequeue plumbing of
 //! codel, fq_codel, sfq and tbf; `request.rs` is a tc request as rtnetlink
 //! carries it; `tree.rs` edits a device's tree by such requests; `noop.rs`
 //! is what a deleted child leaves where the kernel grafts nothing;
@@ -28,10 +29,12 @@ pub mod htb;
 pub mod kinds;
 pub mod mq;
 pub mod noop;
+pub mod one_class;
 pub mod options;
 mod park;
 pub mod pfifo_fast;
 pub mod qfq;
+pub mod red;
 pub mod request;
 pub mod requeue;
 pub mod sfq;
@@ -360,7 +363,7 @@ pub fn own_chain<'a>(
     }
 }
 
-/// Class operations of classful qdiscs (HTB, QFQ, TBF, mq).
+/// Class operations of classful qdiscs (HTB, QFQ, TBF, RED, mq).
 pub trait Classful {
     /// `tc class add ... classid C parent P <kind> OPTIONS`.
     fn add_class(

@@ -18,6 +18,7 @@ use super::fq_codel::{FqCodelClassXstats, FqCodelOptions, FqCodelXstats};
 use super::htb::{HtbClassOptions, HtbGlob, HtbXstats};
 use super::mq::MqOptions;
 use super::pfifo_fast::PfifoFastOptions;
+use super::red::{RedOptions, RedXstats};
 use super::sfq::{SfqOptions, SfqXstats};
 use super::tbf::TbfOptions;
 use super::{Errno, Refusal};
@@ -46,6 +47,8 @@ pub enum QdiscOptions {
     Codel(CodelOptions),
     /// `struct tc_sfq_qopt_v1`.
     Sfq(SfqOptions),
+    /// red: `tc_red_qopt` and the TCA_RED_* attributes.
+    Red(RedOptions),
     /// The options of a kind outside the built-in table, as netlink
     /// carries them.
     Other(Attrs),
@@ -135,6 +138,8 @@ pub enum Xstats {
     /// `struct tc_htb_xstats`, a class's (net/sched/sch_htb.c
     /// `htb_dump_class_stats`).
     HtbClass(HtbXstats),
+    /// `struct tc_red_xstats` (net/sched/sch_red.c `red_dump_stats`).
+    Red(RedXstats),
     /// The xstats of a kind outside the built-in table (its qdisc's or a
     /// class's), as attributes of its own numbering.
     Other(Attrs),

@@ -68,3 +68,17 @@ pub fn drain_codel_child(q: &mut dyn Qdisc, n: u64) -> Instant {
     assert_eq!((q.qlen(), q.backlog()), (0, 0));
     t
 }
+
+/// A frame of `len` bytes carrying a minimal IPv4 header (after a 14-byte
+/// Ethernet header) with ECN bits `ecn` (0 Not-ECT, 1 ECT(1), 2 ECT(0),
+/// 3 CE), which `packet::ecn::mark_ce` can mark.
+pub fn ect_pkt(id: u64, len: u32, ecn: u8) -> Packet {
+    let mut p = pkt(id, len);
+    let mut data = vec![0u8; 14 + 20];
+    data[14] = 0x45;
+    data[15] = ecn;
+    p.data = data;
+    p.meta.l3 = L3::Ipv4 { offset: 14 };
+    p.meta.dsfield = ecn;
+    p
+}

@@ -12,7 +12,8 @@
 //!
 //! Each discipline renders its own option text and `super::xstats` its
 //! extended statistics; this module adds the head (`qdisc KIND H: [dev X ]root|parent P [refcnt N ]`), the trailing
-//! space iproute2's option printer leaves (every kind but the fifos and htb),
+//! space iproute2's option printer leaves (every kind but the fifos and htb;
+//! RED's printer writes its own, after its plain text only),
 //! the generic counter lines and the JSON objects of `-j` (keys as iproute2:
 //! `kind handle root|parent refcnt options bytes packets drops overlimits
 //! requeues backlog qlen`, then the xstats keys at the same level).
@@ -168,13 +169,17 @@ pub fn class_options(c: &ClassDump) -> Printed {
         .unwrap_or_default()
 }
 
-fn options(p: &Printed, flags: Flags) -> &str {
+/// The text `flags` select (`-d`: the detail), trimmed, and whether the
+/// printer itself ended it with a space (RED's plain text does, its `-d`
+/// text does not: a kind-wide `Syntax::trailing_space` cannot say it).
+fn options(p: &Printed, flags: Flags) -> (&str, bool) {
     let o = if flags.details && !p.detail.is_empty() {
         &p.detail
     } else {
         &p.plain
     };
-    o.trim_end()
+    let trimmed = o.trim_end();
+    (trimmed, trimmed.len() != o.len())
 }
 
 fn qdisc_text(out: &mut String, q: &QdiscDump, dev: Option<Dir>, refcnt: u32, flags: Flags) {
@@ -191,10 +196,10 @@ fn qdisc_text(out: &mut String, q: &QdiscDump, dev: Option<Dir>, refcnt: u32, fl
         let _ = write!(out, "refcnt {refcnt} ");
     }
     let printed = qdisc_options(q);
-    let opts = options(&printed, flags);
+    let (opts, own_space) = options(&printed, flags);
     if !opts.is_empty() {
         out.push_str(opts);
-        if options_end_with_space(&q.kind) {
+        if own_space || options_end_with_space(&q.kind) {
             out.push(' ');
         }
     }
@@ -227,7 +232,7 @@ fn class_text(out: &mut String, c: &ClassDump, dev: Option<Dir>, flags: Flags) {
         let _ = write!(out, "leaf {:x}: ", tc_h_major(leaf));
     }
     let printed = class_options(c);
-    let opts = options(&printed, flags);
+    let (opts, _) = options(&printed, flags);
     if !opts.is_empty() {
         out.push_str(opts);
         out.push(' ');

@@ -454,8 +454,8 @@ pub fn parser_exit(e: TcError) -> TcError {
 /// does not build.
 const IPROUTE2_KINDS: &[&str] = &[
     "cake", "cbs", "choke", "clsact", "drr", "etf", "ets", "fq", "fq_pie", "gred", "hfsc", "hhf",
-    "ingress", "mqprio", "multiq", "netem", "pie", "plug", "prio", "red", "sfb", "skbprio",
-    "taprio", "cbq",
+    "ingress", "mqprio", "multiq", "netem", "pie", "plug", "prio", "sfb", "skbprio", "taprio",
+    "cbq",
 ];
 
 /// The entry of `name` in the table of kinds (`kinds`).
@@ -487,6 +487,7 @@ mod tests {
             // tbf has mandatory options
             let args: &[&str] = match kind {
                 "tbf" => &["rate", "1mbit", "burst", "10kb", "latency", "50ms"],
+                "red" => &["limit", "30kb", "avpkt", "1000"],
                 _ => &[],
             };
             let q = build(kind, &dev, args).unwrap();

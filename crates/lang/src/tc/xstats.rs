@@ -57,6 +57,7 @@ mod tests {
             Xstats::Codel(_) => "codel",
             Xstats::SfqClass(_) => "sfq",
             Xstats::HtbClass(_) => "htb",
+            Xstats::Red(_) => "red",
             Xstats::Other(_) => panic!("no built-in kind prints {x:?}"),
         }
     }

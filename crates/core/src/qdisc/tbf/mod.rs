@@ -7,16 +7,16 @@
 //! the deficit. Its options are `struct tc_tbf_qopt` with the
 //! TCA_TBF_RATE64/PRATE64/BURST/PBURST attributes (`TbfOptions`).
 
-use super::dump::{lift_hidden_child, QueueOccupancy};
+use super::dump::QueueOccupancy;
 use super::fifo::{Fifo, FifoKind, FifoOptions};
+use super::one_class;
 use super::options::foreign as foreign_options;
 use super::options::RateSpec;
 use super::park::ParkOnPeek;
 use super::ClassOptions;
 use super::QdiscOptions;
 use super::{
-    tc_h_major, tc_h_minor, ClassDump, Classful, Errno, FlowListing, Handle, Qdisc, QdiscCtx,
-    QdiscDump, QdiscStats, Refusal, Verdict,
+    Classful, Errno, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, Refusal, Verdict,
 };
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
@@ -411,17 +411,8 @@ impl Qdisc for Tbf {
 
     fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
         let child = self.child.dump_listing(now, listing);
-        let child_handle = child.handle;
-        let classid = self.ctx.handle | 1;
         let mut occupancy = QueueOccupancy::parked(self.parked.as_ref(), now);
-        let class = ClassDump {
-            kind: "tbf".into(),
-            classid,
-            parent: self.ctx.handle,
-            leaf: (child_handle != 0).then_some(child_handle),
-            stats: Some(QdiscStats::default()),
-            ..ClassDump::default()
-        };
+        let (class, children) = one_class::dump("tbf", self.ctx.handle, child, &mut occupancy);
         QdiscDump {
             kind: "tbf".into(),
             handle: self.ctx.handle,
@@ -429,14 +420,7 @@ impl Qdisc for Tbf {
             options: QdiscOptions::Tbf(self.dumped_options()),
             stats: self.stats(),
             classes: vec![class],
-            // The default bfifo (handle 0) is invisible in `tc qdisc show`;
-            // its frames are listed as the class's leaf queue.
-            children: if child.handle != 0 {
-                vec![child]
-            } else {
-                occupancy.extend(lift_hidden_child(child, classid));
-                Vec::new()
-            },
+            children,
             occupancy,
             ..QdiscDump::default()
         }
@@ -453,15 +437,6 @@ impl Qdisc for Tbf {
     }
 }
 
-/// tbf_class_ops has no change or delete: tc_ctl_tclass answers
-/// EOPNOTSUPP.
-fn one_class() -> Refusal {
-    Refusal::bare(Errno::EOPNOTSUPP).below(
-        "tbf has a single fixed class :1; attach a qdisc to it with \
-         `tc qdisc add ... parent <tbf handle>:1 ...`",
-    )
-}
-
 impl Classful for Tbf {
     fn add_class(
         &mut self,
@@ -469,15 +444,15 @@ impl Classful for Tbf {
         _parent: Handle,
         _options: &ClassOptions,
     ) -> Result<(), Refusal> {
-        Err(one_class())
+        Err(one_class::refuse("tbf"))
     }
 
     fn change_class(&mut self, _classid: Handle, _options: &ClassOptions) -> Result<(), Refusal> {
-        Err(one_class())
+        Err(one_class::refuse("tbf"))
     }
 
     fn delete_class(&mut self, _classid: Handle, _drops: &mut Drops) -> Result<(), Refusal> {
-        Err(one_class())
+        Err(one_class::refuse("tbf"))
     }
 
     /// Like the kernel's `tbf_find`, any minor selects the one class. The
@@ -488,17 +463,7 @@ impl Classful for Tbf {
         classid: Handle,
         child: Box<dyn Qdisc>,
     ) -> Result<Option<Box<dyn Qdisc>>, Refusal> {
-        if tc_h_major(classid) != tc_h_major(self.ctx.handle) {
-            let major = tc_h_major(self.ctx.handle);
-            return Err(Refusal::new(
-                Errno::EINVAL,
-                format!(
-                    "class {:x}:{:x} is not a class of tbf {major:x}: (use parent {major:x}:1).",
-                    tc_h_major(classid),
-                    tc_h_minor(classid),
-                ),
-            ));
-        }
+        one_class::check_graft("tbf", self.ctx.handle, classid)?;
         self.throttled_until = None;
         Ok(Some(std::mem::replace(&mut self.child, child)))
     }
@@ -518,19 +483,13 @@ impl Classful for Tbf {
     /// `tbf_find` answers 1 for any class id: `parent 1:5` is the one
     /// class 1:1 (the child keeps the parent id it was added with).
     fn find_class(&self, classid: Handle) -> Handle {
-        let major = tc_h_major(self.ctx.handle);
-        if tc_h_major(classid) == major {
-            crate::handle::tc_h_make(major, 1)
-        } else {
-            classid
-        }
+        one_class::find(self.ctx.handle, classid)
     }
 
     /// `tbf_graft` puts the noop qdisc where a deleted child was: TBF then
     /// drops every frame (counted in its own drops) until a qdisc is added.
     fn after_delete(&self, _classid: Handle) -> Box<dyn Qdisc> {
-        let class = crate::handle::tc_h_make(tc_h_major(self.ctx.handle), 1);
-        Box::new(crate::qdisc::noop::Noop::new(class))
+        one_class::after_delete(self.ctx.handle)
     }
 
     /// The kernel's "burst is lower than device mtu" log lines.

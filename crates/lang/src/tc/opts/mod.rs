@@ -12,6 +12,7 @@ pub mod htb;
 pub mod mq;
 pub mod pfifo_fast;
 pub mod qfq;
+pub mod red;
 pub mod sfq;
 pub mod tbf;
 
@@ -31,4 +32,5 @@ pub static BUILTIN: &[&Syntax] = &[
     &htb::SYNTAX,
     &mq::SYNTAX,
     &qfq::SYNTAX,
+    &red::SYNTAX,
 ];

@@ -1,0 +1,88 @@
+//! The one fixed class `X:1` of the qdiscs that wrap a single child (TBF,
+//! net/sched/sch_tbf.c, and RED, net/sched/sch_red.c): their
+//! `Qdisc_class_ops` have no `change` or `delete` (tc_ctl_tclass answers
+//! EOPNOTSUPP), `find` answers 1 for any minor of the qdisc's major,
+//! `graft` swaps the child (the noop qdisc where none is given) and
+//! `dump_class` reports the child as the class's leaf. The dump of that
+//! class and of the child (an invisible default bfifo, handle 0, shows as
+//! the class's leaf queue) is here too, so both kinds share it.
+
+use super::dump::{lift_hidden_child, QueueOccupancy};
+use super::{noop::Noop, Refusal};
+use super::{tc_h_major, tc_h_minor, ClassDump, Errno, Handle, Qdisc, QdiscDump, QdiscStats};
+use crate::handle::tc_h_make;
+
+/// The refusal of `tc class add|change|del` on a `kind` qdisc's one class.
+pub fn refuse(kind: &str) -> Refusal {
+    Refusal::bare(Errno::EOPNOTSUPP).below(format!(
+        "{kind} has a single fixed class :1; attach a qdisc to it with \
+         `tc qdisc add ... parent <{kind} handle>:1 ...`"
+    ))
+}
+
+/// The one class of the qdisc `handle`: `handle:1`.
+pub fn classid(handle: Handle) -> Handle {
+    tc_h_make(tc_h_major(handle), 1)
+}
+
+/// `find`: any minor of the qdisc's major is the one class (the child
+/// keeps the parent id it was added with); another major is left as is.
+pub fn find(handle: Handle, classid_asked: Handle) -> Handle {
+    if tc_h_major(classid_asked) == tc_h_major(handle) {
+        classid(handle)
+    } else {
+        classid_asked
+    }
+}
+
+/// Whether a child may be grafted under `classid` of the `kind` qdisc
+/// `handle`: only under its own major.
+pub fn check_graft(kind: &str, handle: Handle, classid_asked: Handle) -> Result<(), Refusal> {
+    if tc_h_major(classid_asked) == tc_h_major(handle) {
+        return Ok(());
+    }
+    let major = tc_h_major(handle);
+    Err(Refusal::new(
+        Errno::EINVAL,
+        format!(
+            "class {:x}:{:x} is not a class of {kind} {major:x}: (use parent {major:x}:1).",
+            tc_h_major(classid_asked),
+            tc_h_minor(classid_asked),
+        ),
+    ))
+}
+
+/// What `graft` with no new qdisc leaves in the class: the noop qdisc,
+/// which drops every frame until a qdisc is added.
+pub fn after_delete(handle: Handle) -> Box<dyn Qdisc> {
+    Box::new(Noop::new(classid(handle)))
+}
+
+/// The dump of the one class of the `kind` qdisc `handle` holding `child`
+/// (already dumped), with no counters of its own (the class ops have no
+/// `dump_stats`). Returns the class and the children the qdisc's dump
+/// lists; a default child (handle 0) is not listed, its frames are
+/// appended to `occupancy` as the class's leaf queue.
+pub fn dump(
+    kind: &str,
+    handle: Handle,
+    child: QdiscDump,
+    occupancy: &mut Vec<QueueOccupancy>,
+) -> (ClassDump, Vec<QdiscDump>) {
+    let classid = classid(handle);
+    let class = ClassDump {
+        kind: kind.into(),
+        classid,
+        parent: handle,
+        leaf: (child.handle != 0).then_some(child.handle),
+        stats: Some(QdiscStats::default()),
+        ..ClassDump::default()
+    };
+    let children = if child.handle != 0 {
+        vec![child]
+    } else {
+        occupancy.extend(lift_hidden_child(child, classid));
+        Vec::new()
+    };
+    (class, children)
+}
