@@ -86,6 +86,7 @@ struct Set {
 #[derive(Clone, Debug, PartialEq)]
 enum Written {
     Count(u32),
+    Decimal(f64),
     Size(Size),
     Rate(TcRate),
     Time(TcTime),
@@ -385,6 +386,7 @@ impl fmt::Display for Written {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
             Written::Count(n) => write!(f, "{n}"),
+            Written::Decimal(x) => write!(f, "{x}"),
             Written::Size(s) => write!(f, "{s}"),
             Written::Rate(r) => write!(f, "{r}"),
             Written::Time(t) => write!(f, "{t}"),
@@ -556,6 +558,7 @@ fn read_values(entries: Entries, keys: &'static [Key], names: &[&str]) -> Result
             .ok_or_else(|| unknown_field(&name, names))?;
         let value = match key.value {
             Value::Count | Value::Bounded { .. } => Written::Count(typed(value)?),
+            Value::Decimal => Written::Decimal(typed(value)?),
             Value::Size | Value::Size32 { .. } => Written::Size(typed(value)?),
             Value::Rate => Written::Rate(typed(value)?),
             Value::Time => Written::Time(typed(value)?),
@@ -696,6 +699,7 @@ fn serialize_values<M: SerializeMap>(m: &mut M, values: &[Set]) -> Result<(), M:
     for set in values {
         match &set.value {
             Written::Count(n) => m.serialize_entry(set.key.name, n)?,
+            Written::Decimal(x) => m.serialize_entry(set.key.name, x)?,
             Written::Flag(b) => m.serialize_entry(set.key.name, b)?,
             other => m.serialize_entry(set.key.name, &other.to_string())?,
         }
@@ -795,6 +799,32 @@ mod tests {
         assert!(e.contains("invalid time"), "{e}");
         let e = spec("qdisc = { kind = \"tbf\", rate = \"1mbit\" }").unwrap_err();
         assert!(e.contains("missing field `burst`"), "{e}");
+    }
+
+    #[test]
+    fn a_red_table_is_the_red_line_it_prints() {
+        let s = spec("qdisc = { kind = \"red\", limit = \"400000\", min = \"30000\", max = \"90000\", avpkt = 1000, burst = 55, probability = 0.02, bandwidth = \"10mbit\", ecn = true, adaptive = true }").unwrap();
+        assert_eq!(
+            lines(&s, Dir::LeftToRight, 1).unwrap(),
+            vec!["tc qdisc add dev left root red limit 400000 min 30000 max 90000 avpkt 1000 burst 55 probability 0.02 bandwidth 10mbit ecn adaptive"]
+        );
+        let e = spec("qdisc = { kind = \"red\", limit = \"400000\" }").unwrap_err();
+        assert!(e.contains("missing field `avpkt`"), "{e}");
+        let e = spec("qdisc = { kind = \"red\", limit = 1, avpkt = 1, probability = \"high\" }")
+            .unwrap_err();
+        assert!(
+            e.contains("invalid type: string \"high\", expected f64"),
+            "{e}"
+        );
+        let (field, m) = spec("qdisc = { kind = \"red\", limit = \"400000\", min = \"90000\", max = \"30000\", avpkt = 1000 }")
+            .unwrap()
+            .steps(Dir::LeftToRight, 1)
+            .unwrap_err();
+        assert_eq!(field, "");
+        assert!(
+            m.starts_with("tc rejects \"red limit 400000 min 90000 max 30000 avpkt 1000\": "),
+            "{m}"
+        );
     }
 
     #[test]
@@ -970,6 +1000,8 @@ qdisc = { kind = "sfq", perturb = 10 }
             "qdisc = \"fq_codel limit 1024 ecn\"",
             "qdisc = \"tbf rate 1mbit burst 10kb/8 lat 50ms mpu 64 linklayer atm\"",
             "qdisc = { kind = \"htb\", default = \"20\", r2q = 5, direct_qlen = 100 }",
+            "qdisc = { kind = \"red\", limit = \"400000\", min = \"30000\", max = \"90000\", avpkt = 1000, burst = 55, probability = 0.02, bandwidth = \"10mbit\", ecn = true, adaptive = true }",
+            "qdisc = { kind = \"red\", limit = \"60kb\", avpkt = \"1kb\", ecn = true, harddrop = true, nodrop = false }",
             r#"[qdisc]
 kind = "htb"
 default = "10"

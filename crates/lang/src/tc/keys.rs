@@ -75,6 +75,8 @@ pub enum Value {
         /// A value to suggest (`10`).
         example: &'static str,
     },
+    /// A decimal number (RED's `probability`): `name N`.
+    Decimal,
     /// A size in tc's units (`"64kb"`, or a bare integer of bytes): `name
     /// SIZE` as written.
     Size,

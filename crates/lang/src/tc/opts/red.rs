@@ -17,8 +17,9 @@ use crate::qdisc::red::{
     TC_RED_NODROP, TC_RED_SUPPORTED_FLAGS,
 };
 use crate::qdisc::{QdiscOptions, Xstats};
+use crate::tc::keys::{Key, KeyTable, Value};
 use crate::tc::syntax::XstatsPrinter;
-use crate::tc::syntax::{example_rate, replace_root, JsonObj, Printed, Sample, Syntax};
+use crate::tc::syntax::{example_rate, replace_root, Bench, JsonObj, Printed, Sample, Syntax};
 use crate::tc::tokens::{c_number, incomplete, Tokens};
 use crate::tc::TcError;
 use crate::units::{parse_rate, parse_size, print_g, print_rate, sprint_size, tc_calc_xmittime};
@@ -52,6 +53,11 @@ pub static SYNTAX: Syntax = Syntax {
     // flag), the `-d` text with `Scell_log N` and none (`red_print_opt`).
     trailing_space: false,
     xstats: Some(&XSTATS),
+    table: Some(&TABLE),
+    benches: &[Bench::new(
+        "red",
+        &["tc qdisc add dev D root red limit 64mb min 16mb max 32mb avpkt 256kb burst 65 bandwidth 10gbit"],
+    )],
     samples: &[
         Sample::new(
             "red",
@@ -70,6 +76,45 @@ pub static SYNTAX: Syntax = Syntax {
         ),
     ],
 };
+
+/// The keys of a `red` table in the configuration (tc-red(8)).
+static TABLE: KeyTable = KeyTable::qdisc(&[
+    Key::required("limit", Value::Size),
+    Key::opt("min", Value::Size),
+    Key::opt("max", Value::Size),
+    Key::required("avpkt", Value::Size),
+    Key::opt("burst", Value::Count),
+    Key::opt("probability", Value::Decimal),
+    Key::opt("bandwidth", Value::Rate),
+    Key::opt(
+        "ecn",
+        Value::Flag {
+            on: "ecn",
+            off: None,
+        },
+    ),
+    Key::opt(
+        "harddrop",
+        Value::Flag {
+            on: "harddrop",
+            off: None,
+        },
+    ),
+    Key::opt(
+        "adaptive",
+        Value::Flag {
+            on: "adaptive",
+            off: None,
+        },
+    ),
+    Key::opt(
+        "nodrop",
+        Value::Flag {
+            on: "nodrop",
+            off: None,
+        },
+    ),
+]);
 
 /// The qdisc menu's RED: on the link's rate (1gbit when unlimited), the
 /// band from 5 ms to 15 ms of queue (at least 3 and 9 frames of 1000
