@@ -3,14 +3,90 @@
 //! `Qdisc_class_ops` have no `change` or `delete` (tc_ctl_tclass answers
 //! EOPNOTSUPP), `find` answers 1 for any minor of the qdisc's major,
 //! `graft` swaps the child (the noop qdisc where none is given) and
-//! `dump_class` reports the child as the class's leaf. The dump of that
-//! class and of the child (an invisible default bfifo, handle 0, shows as
-//! the class's leaf queue) is here too, so both kinds share it.
+//! `dump_class` reports the child as the class's leaf. A kind that says
+//! where its child and its ctx are (`OneClass`) gets those class
+//! operations (`Classful`) from here; the dump of that class and of the
+//! child (an invisible default bfifo, handle 0, shows as the class's leaf
+//! queue) is here too, so both kinds share it.
 
 use super::dump::{lift_hidden_child, QueueOccupancy};
 use super::{noop::Noop, Refusal};
 use super::{tc_h_major, tc_h_minor, ClassDump, Errno, Handle, Qdisc, QdiscDump, QdiscStats};
+use super::{ClassOptions, Classful, QdiscCtx};
 use crate::handle::tc_h_make;
+use crate::packet::Drops;
+
+/// A qdisc with one fixed class holding its one child: what it must say,
+/// and what it may add, for the class operations it gets (`Classful`).
+pub trait OneClass {
+    /// Its kind (`TCA_KIND`), for the refusals.
+    const KIND: &'static str;
+    /// Its ctx (handle, device).
+    fn ctx(&self) -> &QdiscCtx;
+    /// Its child.
+    fn child(&mut self) -> &mut Box<dyn Qdisc>;
+    /// Called after a graft put a new child in the class (TBF forgets the
+    /// throttle it computed for the old one).
+    fn grafted(&mut self) {}
+    /// The warnings of its last change (`Classful::take_warnings`).
+    fn warnings(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// `tc class add|change|del` answer EOPNOTSUPP; `find` (`tbf_find`,
+/// `red_find`) answers the one class for any minor of the qdisc's major;
+/// `graft` swaps the child and returns the one it replaces with its frames
+/// (the caller moves them on or drops them); a deleted child leaves the
+/// noop qdisc, which drops every frame until a qdisc is added.
+impl<T: OneClass> Classful for T {
+    fn add_class(&mut self, _: Handle, _: Handle, _: &ClassOptions) -> Result<(), Refusal> {
+        Err(refuse(T::KIND))
+    }
+
+    fn change_class(&mut self, _: Handle, _: &ClassOptions) -> Result<(), Refusal> {
+        Err(refuse(T::KIND))
+    }
+
+    fn delete_class(&mut self, _: Handle, _: &mut Drops) -> Result<(), Refusal> {
+        Err(refuse(T::KIND))
+    }
+
+    fn graft(
+        &mut self,
+        classid: Handle,
+        child: Box<dyn Qdisc>,
+    ) -> Result<Option<Box<dyn Qdisc>>, Refusal> {
+        check_graft(T::KIND, self.ctx().handle, classid)?;
+        let old = std::mem::replace(self.child(), child);
+        self.grafted();
+        Ok(Some(old))
+    }
+
+    fn child_mut(&mut self, _: Handle) -> Option<&mut Box<dyn Qdisc>> {
+        Some(self.child())
+    }
+
+    fn children_mut(&mut self) -> Vec<&mut Box<dyn Qdisc>> {
+        vec![self.child()]
+    }
+
+    fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {
+        self.ctx().child(handle, parent)
+    }
+
+    fn find_class(&self, classid: Handle) -> Handle {
+        find(self.ctx().handle, classid)
+    }
+
+    fn after_delete(&self, _: Handle) -> Box<dyn Qdisc> {
+        after_delete(self.ctx().handle)
+    }
+
+    fn take_warnings(&mut self) -> Vec<String> {
+        self.warnings()
+    }
+}
 
 /// The refusal of `tc class add|change|del` on a `kind` qdisc's one class.
 pub fn refuse(kind: &str) -> Refusal {

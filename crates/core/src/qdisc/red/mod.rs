@@ -21,11 +21,11 @@ pub use xstats::RedXstats;
 
 use super::dump::QueueOccupancy;
 use super::fifo::{Fifo, FifoKind};
-use super::one_class;
+use super::one_class::{self, OneClass};
 use super::options::foreign as foreign_options;
 use super::{
-    ClassOptions, Classful, Errno, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions,
-    QdiscStats, Refusal, Verdict, Xstats,
+    Classful, Errno, FlowListing, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal,
+    Verdict, Xstats,
 };
 use crate::packet::ecn::mark_ce;
 use crate::packet::{DropReason, Drops, Packet};
@@ -509,55 +509,15 @@ impl Qdisc for Red {
     }
 }
 
-impl Classful for Red {
-    fn add_class(
-        &mut self,
-        _classid: Handle,
-        _parent: Handle,
-        _options: &ClassOptions,
-    ) -> Result<(), Refusal> {
-        Err(one_class::refuse("red"))
+impl OneClass for Red {
+    const KIND: &'static str = "red";
+
+    fn ctx(&self) -> &QdiscCtx {
+        &self.ctx
     }
 
-    fn change_class(&mut self, _classid: Handle, _options: &ClassOptions) -> Result<(), Refusal> {
-        Err(one_class::refuse("red"))
-    }
-
-    fn delete_class(&mut self, _classid: Handle, _drops: &mut Drops) -> Result<(), Refusal> {
-        Err(one_class::refuse("red"))
-    }
-
-    /// `red_graft`: `red_find` answers 1 for any minor. The replaced child
-    /// is returned with its frames; the caller moves them on or drops them.
-    fn graft(
-        &mut self,
-        classid: Handle,
-        child: Box<dyn Qdisc>,
-    ) -> Result<Option<Box<dyn Qdisc>>, Refusal> {
-        one_class::check_graft("red", self.ctx.handle, classid)?;
-        Ok(Some(std::mem::replace(&mut self.child, child)))
-    }
-
-    fn child_mut(&mut self, _classid: Handle) -> Option<&mut Box<dyn Qdisc>> {
-        Some(&mut self.child)
-    }
-
-    fn children_mut(&mut self) -> Vec<&mut Box<dyn Qdisc>> {
-        vec![&mut self.child]
-    }
-
-    fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {
-        self.ctx.child(handle, parent)
-    }
-
-    fn find_class(&self, classid: Handle) -> Handle {
-        one_class::find(self.ctx.handle, classid)
-    }
-
-    /// `red_graft` with no qdisc grafts the noop qdisc: RED then drops every
-    /// frame until a qdisc is added (its enqueue counts them as `pdrop`).
-    fn after_delete(&self, _classid: Handle) -> Box<dyn Qdisc> {
-        one_class::after_delete(self.ctx.handle)
+    fn child(&mut self) -> &mut Box<dyn Qdisc> {
+        &mut self.child
     }
 }
 

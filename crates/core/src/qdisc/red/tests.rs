@@ -538,7 +538,7 @@ fn one_class_holds_a_grafted_child() {
     let c = q.as_classful().unwrap();
     assert_eq!(c.find_class(0x8001_0007), 0x8001_0001);
     assert_eq!(
-        c.add_class(0x8001_0002, 0x8001_0000, &ClassOptions::None)
+        c.add_class(0x8001_0002, 0x8001_0000, &crate::qdisc::ClassOptions::None)
             .unwrap_err()
             .errno,
         Errno::EOPNOTSUPP

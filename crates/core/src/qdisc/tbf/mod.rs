@@ -9,14 +9,13 @@
 
 use super::dump::QueueOccupancy;
 use super::fifo::{Fifo, FifoKind, FifoOptions};
-use super::one_class;
+use super::one_class::{self, OneClass};
 use super::options::foreign as foreign_options;
 use super::options::RateSpec;
 use super::park::ParkOnPeek;
-use super::ClassOptions;
 use super::QdiscOptions;
 use super::{
-    Classful, Errno, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, Refusal, Verdict,
+    Classful, Errno, FlowListing, Qdisc, QdiscCtx, QdiscDump, QdiscStats, Refusal, Verdict,
 };
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
@@ -437,63 +436,23 @@ impl Qdisc for Tbf {
     }
 }
 
-impl Classful for Tbf {
-    fn add_class(
-        &mut self,
-        _classid: Handle,
-        _parent: Handle,
-        _options: &ClassOptions,
-    ) -> Result<(), Refusal> {
-        Err(one_class::refuse("tbf"))
+impl OneClass for Tbf {
+    const KIND: &'static str = "tbf";
+
+    fn ctx(&self) -> &QdiscCtx {
+        &self.ctx
     }
 
-    fn change_class(&mut self, _classid: Handle, _options: &ClassOptions) -> Result<(), Refusal> {
-        Err(one_class::refuse("tbf"))
+    fn child(&mut self) -> &mut Box<dyn Qdisc> {
+        &mut self.child
     }
 
-    fn delete_class(&mut self, _classid: Handle, _drops: &mut Drops) -> Result<(), Refusal> {
-        Err(one_class::refuse("tbf"))
-    }
-
-    /// Like the kernel's `tbf_find`, any minor selects the one class. The
-    /// replaced child is returned with its frames; the caller moves them on
-    /// (`drain_all`) or drops them.
-    fn graft(
-        &mut self,
-        classid: Handle,
-        child: Box<dyn Qdisc>,
-    ) -> Result<Option<Box<dyn Qdisc>>, Refusal> {
-        one_class::check_graft("tbf", self.ctx.handle, classid)?;
+    fn grafted(&mut self) {
         self.throttled_until = None;
-        Ok(Some(std::mem::replace(&mut self.child, child)))
-    }
-
-    fn child_mut(&mut self, _classid: Handle) -> Option<&mut Box<dyn Qdisc>> {
-        Some(&mut self.child)
-    }
-
-    fn children_mut(&mut self) -> Vec<&mut Box<dyn Qdisc>> {
-        vec![&mut self.child]
-    }
-
-    fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {
-        self.ctx.child(handle, parent)
-    }
-
-    /// `tbf_find` answers 1 for any class id: `parent 1:5` is the one
-    /// class 1:1 (the child keeps the parent id it was added with).
-    fn find_class(&self, classid: Handle) -> Handle {
-        one_class::find(self.ctx.handle, classid)
-    }
-
-    /// `tbf_graft` puts the noop qdisc where a deleted child was: TBF then
-    /// drops every frame (counted in its own drops) until a qdisc is added.
-    fn after_delete(&self, _classid: Handle) -> Box<dyn Qdisc> {
-        one_class::after_delete(self.ctx.handle)
     }
 
     /// The kernel's "burst is lower than device mtu" log lines.
-    fn take_warnings(&mut self) -> Vec<String> {
+    fn warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.warnings)
     }
 }

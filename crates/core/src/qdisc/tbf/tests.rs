@@ -352,7 +352,7 @@ fn child_replaced_keeps_shaping_and_limit_no_longer_applies() {
         .graft(0x0042_0001, Box::new(Fifo::new(FifoKind::Pfifo, ctx)))
         .is_err());
     assert!(q
-        .add_class(0x8001_0002, 0x8001_0000, &ClassOptions::None)
+        .add_class(0x8001_0002, 0x8001_0000, &crate::qdisc::ClassOptions::None)
         .is_err());
 }
 
