@@ -37,8 +37,9 @@ fn bridge() -> Bridge {
     )
 }
 
-/// A path of `params` whose tree has a bare pfifo_fast at its root.
-fn pfifo_fast(params: LinkParams, dir: Dir) -> Path {
+/// A path of `params` whose tree has a bare pfifo_fast at its root (the
+/// GSO tests' too).
+pub(crate) fn pfifo_fast(params: LinkParams, dir: Dir) -> Path {
     let root = Box::new(PfifoFast::new(QdiscCtx::default()));
     let dev = DevSpec::new(dir, bloatbox::qdisc::kinds::BUILTIN);
     Path::new(params, QdiscTree::with_root(dev, root))

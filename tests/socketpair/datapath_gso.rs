@@ -17,11 +17,9 @@ use bloatbox::dir::Dir;
 use bloatbox::link::{LinkParams, Path};
 use bloatbox::packet::gso::{Segmenter, VnetHdr, F_NEEDS_CSUM, GSO_TCPV4, GSO_TCPV6};
 use bloatbox::port::{FramePort, SocketPairPort};
-use bloatbox::qdisc::pfifo_fast::PfifoFast;
-use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
-use bloatbox::qdisc::QdiscCtx;
 use etherparse::{NetSlice, PacketBuilder, SlicedPacket, TransportSlice};
 
+use super::datapath::pfifo_fast;
 use crate::common;
 
 fn bridge(rate_bytes_ps: u64) -> Bridge {
@@ -34,13 +32,6 @@ fn bridge(rate_bytes_ps: u64) -> Bridge {
         pfifo_fast(params, Dir::LeftToRight),
         pfifo_fast(params, Dir::RightToLeft),
     )
-}
-
-/// A path of `params` whose tree has a bare pfifo_fast at its root.
-fn pfifo_fast(params: LinkParams, dir: Dir) -> Path {
-    let root = Box::new(PfifoFast::new(QdiscCtx::default()));
-    let dev = DevSpec::new(dir, bloatbox::qdisc::kinds::BUILTIN);
-    Path::new(params, QdiscTree::with_root(dev, root))
 }
 
 fn payload(n: usize) -> Vec<u8> {

@@ -24,8 +24,9 @@ use ratatui::widgets::Widget;
 
 const STEP: u64 = 100 * NS_PER_MS;
 
-/// The flow table of `app`'s selected direction in `w`×`h`, as text.
-fn table(app: &App, w: u16, h: u16) -> String {
+/// The flow table of `app`'s selected direction in `w`×`h`, as text (the
+/// head-of-line tests' too).
+pub(crate) fn table(app: &App, w: u16, h: u16) -> String {
     let v = app.view();
     let area = Rect::new(0, 0, w, h);
     let mut buf = Buffer::empty(area);

@@ -7,6 +7,7 @@
 //! flows (the requeue slot and RX coalescing included), and the queue
 //! column fits an 80-column screen.
 
+use crate::flows::table;
 use bloatbox::dir::Dir;
 use bloatbox::link::{LinkParams, PathSnapshot};
 use bloatbox::packet::{Drops, Packet};
@@ -17,12 +18,8 @@ use bloatbox::qdisc::Qdisc;
 use bloatbox::time::{Instant, NS_PER_MS};
 use bloatbox::tui::fixtures::{frame, link_params, root_ctx, Load, Proto, Scenario};
 use bloatbox::tui::state::FlowRow;
-use bloatbox::tui::widgets::FlowTable;
 use bloatbox::tui::App;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
-use ratatui::widgets::Widget;
 
 /// Bulk flows A, B, C (TCP to 5201), the ECN-less flow E (TCP to 5202),
 /// the ping P (UDP to 7) and an interactive flow I (TCP to 22, TOS 0x10:
@@ -89,31 +86,6 @@ fn counts(a: &Ahead) -> (u32, u64, u32, u64) {
 
 fn turn(r: &FlowRow) -> DrrTurn {
     r.ahead.as_ref().and_then(|a| a.drr).expect("a flow queue")
-}
-
-/// The flow table of `app` in `w`×`h`, as text, the first row selected.
-fn table(app: &App, w: u16, h: u16) -> String {
-    let v = app.view();
-    let area = Rect::new(0, 0, w, h);
-    let mut buf = Buffer::empty(area);
-    FlowTable {
-        rows: &v.flows,
-        unlisted: v.unlisted,
-        unlisted_tput_bps: v.unlisted_tput_bps,
-        selected: app.flow_sel,
-        focused: true,
-        sort: app.sort,
-        sort_desc: app.sort_desc,
-        selected_xstats: v.flows.get(app.flow_sel).and_then(|r| app.flow_xstats(r)),
-    }
-    .render(area, &mut buf);
-    (0..h)
-        .map(|y| {
-            let line: String = (0..w).map(|x| buf[(x, y)].symbol()).collect();
-            line.trim_end().to_string()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Selects the row of flow `src`.
