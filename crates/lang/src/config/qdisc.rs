@@ -180,26 +180,20 @@ impl QdiscSpec {
             }
             return Ok(steps);
         }
-        let QdiscSpec::Table(table) = self else {
-            return Ok(vec![qdisc_step(
-                dir,
-                TC_H_ROOT,
-                None,
-                self.kind(),
-                options,
-                format!("tc qdisc add dev {dev} root {args}"),
-            )]);
+        // A classful kind's table builds its tree under the root `1:`.
+        let table = match self {
+            QdiscSpec::Table(t) if t.keys.class.is_some() => t,
+            _ => {
+                return Ok(vec![qdisc_step(
+                    dir,
+                    TC_H_ROOT,
+                    None,
+                    self.kind(),
+                    options,
+                    format!("tc qdisc add dev {dev} root {args}"),
+                )])
+            }
         };
-        if table.keys.class.is_none() {
-            return Ok(vec![qdisc_step(
-                dir,
-                TC_H_ROOT,
-                None,
-                table.kind,
-                options,
-                format!("tc qdisc add dev {dev} root {args}"),
-            )]);
-        }
         let mut steps = vec![qdisc_step(
             dir,
             TC_H_ROOT,
@@ -267,22 +261,31 @@ impl QdiscSpec {
         if let QdiscSpec::Table(t) = self {
             check_values(&t.values)?;
         }
-        let args = self.args();
-        let mut words = args.split_whitespace();
-        let kind = words.next().unwrap_or("");
-        let words: Vec<&str> = words.collect();
-        syntax::parse_qdisc(syntax::kinds(), kind, &words)
-            .map_err(|e| (String::new(), format!("tc rejects \"{args}\": {e}")))
+        let words = self.words();
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let (kind, options) = words.split_first().unwrap_or((&"", &[]));
+        syntax::parse_qdisc(syntax::kinds(), kind, options).map_err(|e| {
+            (
+                String::new(),
+                format!("tc rejects \"{}\": {e}", self.args()),
+            )
+        })
     }
 
     /// `kind arg arg ...` as tc takes it after `root`/`parent X`.
     fn args(&self) -> String {
+        self.words().join(" ")
+    }
+
+    /// The kind and its tc words: those written, or those of the values a
+    /// table sets.
+    fn words(&self) -> Vec<String> {
         match self {
-            QdiscSpec::Line(line) => line.split_whitespace().collect::<Vec<_>>().join(" "),
+            QdiscSpec::Line(line) => line.split_whitespace().map(str::to_string).collect(),
             QdiscSpec::Table(t) => {
                 let mut w = vec![t.kind.to_string()];
                 w.extend(words(&t.values));
-                w.join(" ")
+                w
             }
         }
     }

@@ -92,10 +92,7 @@ impl Sample {
 
     /// Its lines for device `dev` (` D ` replaced).
     pub fn lines_for(&self, dev: Dir) -> Vec<String> {
-        self.lines
-            .iter()
-            .map(|l| l.replace(" D ", &format!(" {} ", dev.dev())))
-            .collect()
+        self.lines.iter().map(|l| on_device(l, dev)).collect()
     }
 }
 
@@ -138,15 +135,18 @@ impl Bench {
 
     /// Its lines for device `dev`, with `classes` classes `1..=classes`.
     pub fn lines_for(&self, dev: Dir, classes: u32) -> Vec<String> {
-        let on_dev = |l: &str| l.replace(" D ", &format!(" {} ", dev.dev()));
-        let mut lines: Vec<String> = self.lines.iter().map(|l| on_dev(l)).collect();
+        let mut lines: Vec<String> = self.lines.iter().map(|l| on_device(l, dev)).collect();
         if let Some(class) = self.classes {
-            lines.extend(
-                (1..=classes).map(|minor| on_dev(class).replace("MINOR", &format!("{minor:x}"))),
-            );
+            let class = on_device(class, dev);
+            lines.extend((1..=classes).map(|minor| class.replace("MINOR", &format!("{minor:x}"))));
         }
         lines
     }
+}
+
+/// A sample's or bench's line for device `dev`: ` D ` replaced.
+fn on_device(line: &str, dev: Dir) -> String {
+    line.replace(" D ", &format!(" {} ", dev.dev()))
 }
 
 /// Every sample of every kind of `table` that has a syntax, in the table's
