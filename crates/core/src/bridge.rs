@@ -26,7 +26,6 @@ use crate::link::Path;
 use crate::packet::gso::{self, Segmenter, VnetHdr};
 use crate::packet::pool::Buffers;
 use crate::packet::{DropReason, Packet, PacketMeta};
-use crate::qdisc::kinds::KindEntry;
 use crate::qdisc::{FlowListing, Qdisc};
 use crate::time::{earliest, Instant};
 
@@ -145,12 +144,19 @@ impl Lane {
     /// Decides which super-frames pass whole from now on, for the path as
     /// it is at `now`: `policy` None when the ports carry no offload
     /// headers (all are segmented), else `GsoPolicy::whole_up_to` for the
-    /// path's parameters, shape and qdisc tree (`kinds`: which kinds
-    /// shape). Called again whenever any of those changes.
-    pub fn set_gso(&mut self, policy: Option<&GsoPolicy>, kinds: &[KindEntry], now: Instant) {
+    /// path's parameters, shape and qdisc tree (its device's table of
+    /// kinds says which kinds shape). Called again whenever any of those
+    /// changes.
+    pub fn set_gso(&mut self, policy: Option<&GsoPolicy>, now: Instant) {
         let path = &self.path;
+        let tree = path.qdisc();
         self.whole_up_to = policy.and_then(|p| {
-            p.whole_up_to(path.params(), path.shape(), &path.qdisc().dump(now), kinds)
+            p.whole_up_to(
+                path.params(),
+                path.shape(),
+                &tree.dump(now),
+                tree.dev().kinds,
+            )
         });
     }
 
@@ -618,7 +624,7 @@ mod tests {
                 super_frames: PacketPool::new(GSO_FRAME_BUF, supers),
             };
             let lane = b.lane_mut(Dir::LeftToRight);
-            lane.set_gso(policy, &[], Instant::ZERO);
+            lane.set_gso(policy, Instant::ZERO);
             let (mut rx, n, hdr) = super_frame(5);
             lane.ingress_offloaded(&mut rx, n, hdr, Instant::ZERO, &mut bufs);
             assert_eq!(rx.len(), GSO_FRAME_BUF, "a receive buffer is left");

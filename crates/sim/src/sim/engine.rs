@@ -263,7 +263,7 @@ impl Sim {
         for dir in Dir::ALL {
             let lane = bridge.lane_mut(dir);
             lane.set_observer(Box::new(DequeueLog::default()));
-            lane.set_gso(gso.as_ref(), sc.kinds, Instant::ZERO);
+            lane.set_gso(gso.as_ref(), Instant::ZERO);
         }
         let flows = build_flows(sc, &mut rng)?;
         let dir_state = || DirState {

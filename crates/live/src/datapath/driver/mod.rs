@@ -209,8 +209,7 @@ impl Driver {
     /// link, shape and qdisc tree.
     fn refresh_gso(&mut self) {
         let policy = self.ports.offload.then_some(&self.cfg.gso);
-        self.lane
-            .set_gso(policy, crate::qdisc::kinds::BUILTIN, self.clock.now());
+        self.lane.set_gso(policy, self.clock.now());
     }
 
     /// The thread's body: sets up its scheduling, drops every capability,
