@@ -47,7 +47,7 @@ pub mod values;
 
 pub use error::ConfigError;
 pub use ethtool::{apply_ethtool, parse_ethtool, EthtoolCommand, EthtoolSetting, Query};
-pub use qdisc::{ClassTable, LiteralLineError, QdiscSpec, QdiscTable};
+pub use qdisc::{ClassTable, LiteralLineError, QdiscError, QdiscSpec, QdiscTable};
 pub use report::check_report;
 pub use source::Position;
 pub use validate::{
@@ -759,14 +759,19 @@ impl Config {
         let Some(spec) = self.pick(dir, "qdisc", |l| &l.qdisc) else {
             return Ok(Vec::new());
         };
-        let steps = spec.value.steps(dir, tx_queues).map_err(|(field, msg)| {
-            let path = if field.is_empty() {
-                spec.path.clone()
-            } else {
-                format!("{}.{field}", spec.path)
-            };
-            ConfigError::field(path, None, msg)
-        })?;
+        let steps = spec.value.steps(dir, tx_queues).map_err(
+            |QdiscError {
+                 field,
+                 message: msg,
+             }| {
+                let path = if field.is_empty() {
+                    spec.path.clone()
+                } else {
+                    format!("{}.{field}", spec.path)
+                };
+                ConfigError::field(path, None, msg)
+            },
+        )?;
         Ok(steps
             .into_iter()
             .map(|value| Sourced {

@@ -42,6 +42,27 @@ fn table_kinds() -> impl Iterator<Item = (&'static str, &'static KeyTable)> {
         .filter_map(|k| Some((k.name, syntax::syntax(k.name)?.table?)))
 }
 
+/// What is wrong with a qdisc as written: the field inside it
+/// (`class[1].parent`; empty for the qdisc itself) and the problem, with
+/// what is allowed and the fix.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct QdiscError {
+    /// The field inside the qdisc, empty for the qdisc itself.
+    pub field: String,
+    /// The problem, what is allowed and the fix.
+    pub message: String,
+}
+
+impl QdiscError {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> QdiscError {
+        QdiscError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
 /// The qdisc of a direction as written in the configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub enum QdiscSpec {
@@ -128,10 +149,10 @@ impl QdiscSpec {
     /// reads them into, class ids and parents, classless leaves. The error
     /// names the field inside the qdisc (`class[1].parent`, empty for the
     /// qdisc itself) and the message.
-    pub fn check(&self) -> Result<(), (String, String)> {
+    pub fn check(&self) -> Result<(), QdiscError> {
         match self {
             QdiscSpec::Line(line) => check_kind(line.split_whitespace().next().unwrap_or(""))
-                .map_err(|m| (String::new(), m)),
+                .map_err(|m| QdiscError::new("", m)),
             QdiscSpec::Table(t) => {
                 check_values(&t.values)?;
                 let mut seen: Vec<&str> = Vec::new();
@@ -148,11 +169,11 @@ impl QdiscSpec {
     /// (under an mq root with one copy per TX queue when `tx_queues > 1`):
     /// typed requests, each with the tc line that says the same. The error
     /// names the field inside the qdisc (empty for the qdisc itself).
-    pub fn steps(&self, dir: Dir, tx_queues: u32) -> Result<Vec<Step>, (String, String)> {
+    pub fn steps(&self, dir: Dir, tx_queues: u32) -> Result<Vec<Step>, QdiscError> {
         let dev = dir.dev();
         let args = self.args();
         if tx_queues > 1 && self.is_classful() {
-            return Err((String::new(), format!(
+            return Err(QdiscError::new("", format!(
                 "a {} tree cannot be repeated under mq (tx_queues = {tx_queues}); fix: use tx_queues = 1 or write tc lines",
                 self.kind()
             )));
@@ -205,17 +226,18 @@ impl QdiscSpec {
         let mut leaves = Vec::new();
         for (i, class) in table.classes.iter().enumerate() {
             let at = in_class(i);
-            let classid = class_handle(&class.classid).map_err(|m| at((CLASSID.into(), m)))?;
+            let classid =
+                class_handle(&class.classid).map_err(|m| at(QdiscError::new(CLASSID, m)))?;
             let parent_text = class.parent.as_deref().unwrap_or(ROOT_HANDLE);
-            let parent = class_handle(parent_text).map_err(|m| at((PARENT.into(), m)))?;
+            let parent = class_handle(parent_text).map_err(|m| at(QdiscError::new(PARENT, m)))?;
             check_values(&class.values).map_err(&at)?;
             let words = words(&class.values);
             let class_args = words.join(" ");
             let words: Vec<&str> = words.iter().map(String::as_str).collect();
             let options =
                 syntax::parse_class(syntax::kinds(), table.kind, &words).map_err(|e| {
-                    at((
-                        String::new(),
+                    at(QdiscError::new(
+                        "",
                         format!("tc rejects \"{} {class_args}\": {e}", table.kind),
                     ))
                 })?;
@@ -235,7 +257,9 @@ impl QdiscSpec {
                 ),
             });
             if let Some(leaf) = &class.qdisc {
-                let options = leaf.options().map_err(|(_, m)| at((LEAF.into(), m)))?;
+                let options = leaf
+                    .options()
+                    .map_err(|e| at(QdiscError::new(LEAF, e.message)))?;
                 leaves.push(qdisc_step(
                     dir,
                     classid,
@@ -257,19 +281,15 @@ impl QdiscSpec {
     /// The options tc would send for this qdisc: the words of the written
     /// form, or those a table's values make, read by the kind's own parser.
     /// The error names the field.
-    fn options(&self) -> Result<QdiscOptions, (String, String)> {
+    fn options(&self) -> Result<QdiscOptions, QdiscError> {
         if let QdiscSpec::Table(t) = self {
             check_values(&t.values)?;
         }
         let words = self.words();
         let words: Vec<&str> = words.iter().map(String::as_str).collect();
         let (kind, options) = words.split_first().unwrap_or((&"", &[]));
-        syntax::parse_qdisc(syntax::kinds(), kind, options).map_err(|e| {
-            (
-                String::new(),
-                format!("tc rejects \"{}\": {e}", self.args()),
-            )
-        })
+        syntax::parse_qdisc(syntax::kinds(), kind, options)
+            .map_err(|e| QdiscError::new("", format!("tc rejects \"{}\": {e}", self.args())))
     }
 
     /// `kind arg arg ...` as tc takes it after `root`/`parent X`.
@@ -292,7 +312,7 @@ impl QdiscSpec {
 }
 
 impl ClassTable {
-    fn check(&self, earlier: &[&str]) -> Result<(), (String, String)> {
+    fn check(&self, earlier: &[&str]) -> Result<(), QdiscError> {
         if tc_h_minor(class_handle(&self.classid).map_err(at(CLASSID))?) == 0 {
             return Err(at(CLASSID)(format!(
                 "classid \"{}\": minor 0 is the qdisc itself; fix: use 1:1 .. 1:ffff",
@@ -321,7 +341,7 @@ impl ClassTable {
                     leaf.kind()
                 )));
             }
-            leaf.check().map_err(|(_, m)| (LEAF.to_string(), m))?;
+            leaf.check().map_err(|e| QdiscError::new(LEAF, e.message))?;
         }
         Ok(())
     }
@@ -329,19 +349,20 @@ impl ClassTable {
 
 /// Puts a field of class `i` under `class[i]` (the class itself when the
 /// field is empty).
-fn in_class(i: usize) -> impl Fn((String, String)) -> (String, String) {
-    move |(field, m)| {
-        if field.is_empty() {
-            (format!("class[{i}]"), m)
+fn in_class(i: usize) -> impl Fn(QdiscError) -> QdiscError {
+    move |e| {
+        let field = if e.field.is_empty() {
+            format!("class[{i}]")
         } else {
-            (format!("class[{i}].{field}"), m)
-        }
+            format!("class[{i}].{}", e.field)
+        };
+        QdiscError { field, ..e }
     }
 }
 
 /// Checks what tc's parser would take differently from the file: a
 /// number beyond what tc reads it into, a class minor that is not one.
-fn check_values(values: &[Set]) -> Result<(), (String, String)> {
+fn check_values(values: &[Set]) -> Result<(), QdiscError> {
     for set in values {
         let name = set.key.name;
         match (set.key.value, &set.value) {
@@ -456,8 +477,8 @@ fn check_kind(kind: &str) -> Result<(), String> {
 }
 
 /// Attaches the field name to a check message.
-fn at(field: &'static str) -> impl Fn(String) -> (String, String) {
-    move |m| (field.to_string(), m)
+fn at(field: &'static str) -> impl Fn(String) -> QdiscError {
+    move |m| QdiscError::new(field, m)
 }
 
 /// A tc minor number: hexadecimal, 0..=ffff.
@@ -747,7 +768,7 @@ mod tests {
     fn lines(s: &QdiscSpec, dir: Dir, tx_queues: u32) -> Result<Vec<String>, String> {
         s.steps(dir, tx_queues)
             .map(|steps| steps.iter().map(|s| s.line().to_string()).collect())
-            .map_err(|(_, m)| m)
+            .map_err(|e| e.message)
     }
 
     impl QdiscSpec {
@@ -757,6 +778,11 @@ mod tests {
                 QdiscSpec::Line(_) => None,
             }
         }
+    }
+
+    /// An error's field and message, to compare as a pair.
+    fn pair(e: QdiscError) -> (String, String) {
+        (e.field, e.message)
     }
 
     fn spec(toml_text: &str) -> Result<QdiscSpec, String> {
@@ -819,10 +845,12 @@ mod tests {
             e.contains("invalid type: string \"high\", expected f64"),
             "{e}"
         );
-        let (field, m) = spec("qdisc = { kind = \"red\", limit = \"400000\", min = \"90000\", max = \"30000\", avpkt = 1000 }")
-            .unwrap()
-            .steps(Dir::LeftToRight, 1)
-            .unwrap_err();
+        let (field, m) = pair(
+            spec("qdisc = { kind = \"red\", limit = \"400000\", min = \"90000\", max = \"30000\", avpkt = 1000 }")
+                .unwrap()
+                .steps(Dir::LeftToRight, 1)
+                .unwrap_err(),
+        );
         assert_eq!(field, "");
         assert!(
             m.starts_with("tc rejects \"red limit 400000 min 90000 max 30000 avpkt 1000\": "),
@@ -876,10 +904,10 @@ qdisc = { kind = "sfq", perturb = 10 }
     #[test]
     fn htb_tree_checks_ids_parents_and_leaves() {
         let bad_parent = spec("qdisc = { kind = \"htb\", class = [{ classid = \"1:10\", parent = \"1:1\", rate = \"1mbit\" }] }").unwrap();
-        let (field, message) = bad_parent.check().unwrap_err();
+        let (field, message) = pair(bad_parent.check().unwrap_err());
         assert_eq!(field, "class[0].parent");
         assert!(message.starts_with("parent \"1:1\" is neither"));
-        let err = |text: &str| spec(text).unwrap().check().unwrap_err();
+        let err = |text: &str| pair(spec(text).unwrap().check().unwrap_err());
         let bad_id =
             err("qdisc = { kind = \"htb\", class = [{ classid = \"2:10\", rate = \"1mbit\" }] }");
         assert_eq!(bad_id.0, "class[0].classid");
@@ -1046,7 +1074,7 @@ qdisc = "fq_codel ecn"
 
     #[test]
     fn steps_refuse_what_tc_refuses_and_name_the_field() {
-        let err = |text: &str| spec(text).unwrap().steps(Dir::LeftToRight, 1).unwrap_err();
+        let err = |text: &str| pair(spec(text).unwrap().steps(Dir::LeftToRight, 1).unwrap_err());
         let (field, m) = err("qdisc = { kind = \"tbf\", rate = \"1mbit\", burst = \"10kb\" }");
         assert_eq!(field, "");
         assert!(

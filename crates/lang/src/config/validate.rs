@@ -4,7 +4,7 @@
 //! the value, the allowed range and a fix; the loader adds line and column.
 
 use super::error::{toml_text, ConfigError};
-use super::qdisc::literal_direction;
+use super::qdisc::{literal_direction, QdiscError};
 use super::{Config, Endpoint, LinkSettings, TcCheck};
 use crate::dir::Dir;
 use crate::link::MAX_DELAY_NS;
@@ -383,7 +383,7 @@ fn link_table(prefix: &str, t: &LinkSettings) -> Result<(), ConfigError> {
         }
     }
     if let Some(q) = &t.qdisc {
-        q.check().map_err(|(field, m)| {
+        q.check().map_err(|QdiscError { field, message: m }| {
             let path = if field.is_empty() {
                 p("qdisc")
             } else {
