@@ -304,17 +304,39 @@ fn parse(t: &mut Tokens) -> Result<RedArgs, TcError> {
     Ok(o)
 }
 
+/// Why `tc_red_eval_ewma` found no Wlog; its `Display` is the line tc
+/// prints before "RED: failed to calculate EWMA constant." (none when no
+/// Wlog below 32 fits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EwmaRefusal {
+    /// The burst is below what a queue at min takes.
+    BurstTooSmall { burst: u32, try_burst: u32 },
+    /// No Wlog in 1..32 lets the burst through.
+    NoWlog,
+}
+
+impl std::fmt::Display for EwmaRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            EwmaRefusal::BurstTooSmall { burst, try_burst } => writeln!(
+                f,
+                "tc_red_eval_ewma() burst {burst} is too small ? Try burst {try_burst}"
+            ),
+            EwmaRefusal::NoWlog => Ok(()),
+        }
+    }
+}
+
 /// `tc_red_eval_ewma`: the smallest Wlog in 1..32 whose weight W = 2^-Wlog
 /// lets a burst of `burst` packets of `avpkt` bytes through from an empty
-/// queue: burst + 1 - min/avpkt ≤ (1 - (1 - W)^burst) / W. `Err` with
-/// tc's message when the burst is below 1 + min/avpkt - 1 or no Wlog fits.
-pub fn tc_red_eval_ewma(qmin: u32, burst: u32, avpkt: u32) -> Result<u8, String> {
+/// queue: burst + 1 - min/avpkt ≤ (1 - (1 - W)^burst) / W.
+fn tc_red_eval_ewma(qmin: u32, burst: u32, avpkt: u32) -> Result<u8, EwmaRefusal> {
     let a = f64::from(burst) + 1.0 - f64::from(qmin) / f64::from(avpkt);
     if a < 1.0 {
-        return Err(format!(
-            "tc_red_eval_ewma() burst {burst} is too small ? Try burst {}\n",
-            qmin.checked_div(avpkt).unwrap_or(0).wrapping_add(1)
-        ));
+        return Err(EwmaRefusal::BurstTooSmall {
+            burst,
+            try_burst: qmin.checked_div(avpkt).unwrap_or(0).wrapping_add(1),
+        });
     }
     let mut w = 0.5f64;
     for wlog in 1..32u8 {
@@ -323,13 +345,13 @@ pub fn tc_red_eval_ewma(qmin: u32, burst: u32, avpkt: u32) -> Result<u8, String>
         }
         w /= 2.0;
     }
-    Err(String::new())
+    Err(EwmaRefusal::NoWlog)
 }
 
 /// `tc_red_eval_P`: Plog such that prob / (max - min) × 2^Plog is just
 /// above 1 (0 when min = max; `None` when max < min or the span is
 /// beyond 2^31, or no Plog below 32 fits).
-pub fn tc_red_eval_p(qmin: u32, qmax: u32, prob: f64) -> Option<u8> {
+fn tc_red_eval_p(qmin: u32, qmax: u32, prob: f64) -> Option<u8> {
     // `int i = qmax - qmin`.
     let span = qmax.wrapping_sub(qmin) as i32;
     if span == 0 {
@@ -366,7 +388,7 @@ fn c_to_u8(v: f64) -> u8 {
 /// smallest with 31 / lW / 2^Scell_log < 512; `Stab[i] = (i << Scell_log) ×
 /// lW`, at most 31 (`Stab[0] = 0`, `Stab[255] = 31`). `None` when no Scell_log
 /// below 32 fits.
-pub fn tc_red_eval_idle_damping(wlog: u8, avpkt: u32, bps: u32) -> Option<(u8, Vec<u8>)> {
+fn tc_red_eval_idle_damping(wlog: u8, avpkt: u32, bps: u32) -> Option<(u8, Vec<u8>)> {
     let xmit_time = tc_calc_xmittime(u64::from(bps), u64::from(avpkt)) as u32 as f64;
     let one = f64::from(1i32.wrapping_shl(u32::from(wlog)));
     let lw = -(1.0 - 1.0 / one).ln() / xmit_time;
@@ -441,8 +463,8 @@ pub fn options(a: &RedArgs) -> Result<RedOptions, TcError> {
     } else {
         DEFAULT_BANDWIDTH
     };
-    let wlog =
-        tc_red_eval_ewma(qth_min, burst, a.avpkt).map_err(|e| failed(&e, "EWMA constant"))?;
+    let wlog = tc_red_eval_ewma(qth_min, burst, a.avpkt)
+        .map_err(|e| failed(&e.to_string(), "EWMA constant"))?;
     let plog =
         tc_red_eval_p(qth_min, qth_max, a.probability).ok_or_else(|| failed("", "probability"))?;
     let (scell_log, stab) = tc_red_eval_idle_damping(wlog, a.avpkt, bandwidth)
