@@ -28,6 +28,13 @@ pub const fn tc_h_minor(h: Handle) -> u16 {
     (h & 0xFFFF) as u16
 }
 
+/// A qdisc's handle as iproute2 prints it (`tc qdisc show`'s `"%x:"` of the
+/// major number, as `print_qdisc` in tc/tc_qdisc.c does): `0:` for the
+/// handle 0 of a default qdisc, where a class id would print `none`.
+pub fn qdisc_handle(h: Handle) -> String {
+    format!("{:x}:", tc_h_major(h))
+}
+
 /// iproute2 `print_tc_classid`: `root`, `none`, `:m`, `M:`, `M:m` in hex.
 pub fn tc_handle(h: Handle) -> String {
     if h == TC_H_ROOT {

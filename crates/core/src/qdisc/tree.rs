@@ -50,7 +50,7 @@ use super::{
     seed_for, tc_h_make, tc_h_minor, Classful, Errno, FilterHost, FlowListing, Handle, Qdisc,
     QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict, TC_H_ROOT,
 };
-use crate::handle::tc_handle;
+use crate::handle::{qdisc_handle, tc_handle};
 use crate::packet::filter::Filter;
 use crate::packet::{Drops, Packet};
 use crate::time::Instant;
@@ -442,7 +442,7 @@ impl QdiscTree {
             return Err(not_classful().below(format!(
                 "{} {} has no classes to attach to",
                 p.dump.kind,
-                tc_handle(p.dump.handle)
+                qdisc_handle(p.dump.handle)
             )));
         };
         let class = cl.find_class(classid);
@@ -457,7 +457,7 @@ impl QdiscTree {
                     "no class {} under {} {}",
                     tc_handle(classid),
                     p.dump.kind,
-                    tc_handle(p.dump.handle)
+                    qdisc_handle(p.dump.handle)
                 )),
             );
         }
@@ -485,7 +485,7 @@ impl QdiscTree {
                 let p = find(&d, clid & 0xFFFF_0000).ok_or_else(|| {
                     Refusal::new(Errno::ENOENT, "Failed to find specified qdisc.").below(format!(
                         "no qdisc {} for parent {}",
-                        tc_handle(clid & 0xFFFF_0000),
+                        qdisc_handle(clid & 0xFFFF_0000),
                         tc_handle(clid)
                     ))
                 })?;
@@ -539,7 +539,7 @@ impl QdiscTree {
                         format!(
                             "qdisc {} already exists elsewhere in the tree; bloatbox does not \
                              move qdiscs between parents (delete it first)",
-                            tc_handle(handle)
+                            qdisc_handle(handle)
                         ),
                     ));
                 }
@@ -572,7 +572,7 @@ impl QdiscTree {
             }
             let q = find(&d, handle).ok_or_else(|| {
                 Refusal::new(Errno::ENOENT, "Specified qdisc not found.")
-                    .below(format!("no qdisc {}", tc_handle(handle)))
+                    .below(format!("no qdisc {}", qdisc_handle(handle)))
             })?;
             (Slot::Root, Some(q))
         };
@@ -592,7 +592,7 @@ impl QdiscTree {
                 )
                 .below(format!(
                     "{} is a {}; use replace to swap kinds",
-                    tc_handle(q.dump.handle),
+                    qdisc_handle(q.dump.handle),
                     q.dump.kind
                 )));
             }
@@ -657,7 +657,7 @@ impl QdiscTree {
                         Errno::ENOENT,
                         "Failed to find qdisc with specified classid.",
                     )
-                    .below(format!("no qdisc {}", tc_handle(clid & 0xFFFF_0000)))
+                    .below(format!("no qdisc {}", qdisc_handle(clid & 0xFFFF_0000)))
                 })?;
                 (
                     self.check_leaf(&p, clid)?,
@@ -689,8 +689,8 @@ impl QdiscTree {
                     Refusal::new(Errno::EINVAL, "Invalid handle.").below(format!(
                         "the qdisc there is {} {}, not {}",
                         q.kind,
-                        tc_handle(q.handle),
-                        tc_handle(handle)
+                        qdisc_handle(q.handle),
+                        qdisc_handle(handle)
                     )),
                 );
             }
@@ -698,7 +698,7 @@ impl QdiscTree {
         } else {
             let q = find(&d, handle).ok_or_else(|| {
                 Refusal::new(Errno::ENOENT, "Failed to find qdisc with specified handle.")
-                    .below(format!("no qdisc {}", tc_handle(handle)))
+                    .below(format!("no qdisc {}", qdisc_handle(handle)))
             })?;
             (q.dump, Slot::Root)
         };
@@ -707,7 +707,7 @@ impl QdiscTree {
                 Errno::EINVAL,
                 "Invalid qdisc name: must match existing qdisc.",
             )
-            .below(format!("{} is a {}", tc_handle(q.handle), q.kind)));
+            .below(format!("{} is a {}", qdisc_handle(q.handle), q.kind)));
         }
         if clid == 0 {
             return Err(Refusal::new(Errno::EINVAL, "Classid cannot be zero.")
@@ -767,7 +767,7 @@ impl QdiscTree {
         let q = find(&d, qid).ok_or_else(|| {
             Refusal::bare(Errno::ENOENT).below(format!(
                 "no qdisc {} on dev {}",
-                tc_handle(qid),
+                qdisc_handle(qid),
                 self.dev.dev.dev()
             ))
         })?;
@@ -775,7 +775,7 @@ impl QdiscTree {
             if k != q.dump.kind {
                 return Err(Refusal::bare(Errno::EINVAL).below(format!(
                     "qdisc {} is {}, not {k}",
-                    tc_handle(qid),
+                    qdisc_handle(qid),
                     q.dump.kind
                 )));
             }
@@ -791,13 +791,13 @@ impl QdiscTree {
         let (kind, path) = (q.dump.kind.clone(), q.path);
         let options = cmd.class_options();
         let cl = classful_at(&mut self.root, &path).ok_or_else(|| {
-            Refusal::bare(Errno::EINVAL).below(format!("{kind} {} has no classes", tc_handle(qid)))
+            Refusal::bare(Errno::EINVAL).below(format!("{kind} {} has no classes", qdisc_handle(qid)))
         })?;
         let missing = || {
             Refusal::bare(Errno::ENOENT).below(format!(
                 "no class {} under {kind} {}",
                 tc_handle(clid),
-                tc_handle(qid)
+                qdisc_handle(qid)
             ))
         };
         let add = |cl: &mut dyn Classful| {
@@ -906,7 +906,7 @@ impl QdiscTree {
             Some(p) => find(&d, p & 0xFFFF_0000).ok_or_else(|| {
                 Refusal::new(Errno::EINVAL, PARENT_QDISC).below(format!(
                     "no qdisc {} on dev {}",
-                    tc_handle(p & 0xFFFF_0000),
+                    qdisc_handle(p & 0xFFFF_0000),
                     self.dev.dev.dev()
                 ))
             })?,
@@ -918,7 +918,7 @@ impl QdiscTree {
                         "no class {} under {} {}",
                         tc_handle(p),
                         q.dump.kind,
-                        tc_handle(q.dump.handle)
+                        qdisc_handle(q.dump.handle)
                     )),
                 );
             }
@@ -979,7 +979,7 @@ impl QdiscTree {
                     "the root is mq {} with one child per TX queue ({}); \
                      replace it first (tc qdisc replace dev {} root pfifo_fast, or delete it), \
                      then change the queues and add mq again",
-                    tc_handle(root.handle),
+                    qdisc_handle(root.handle),
                     root.classes.len(),
                     self.dev.dev.dev(),
                 ),

@@ -347,6 +347,21 @@ fn unknown_kinds_and_bad_options_leave_tree_untouched() {
     assert_eq!(t.dump(T).handle, tc_h_make(0x8001, 0));
 }
 
+/// The hints print a qdisc's handle as `tc qdisc show` does: the default
+/// root's handle 0 is `0:`, never the class id form `none`.
+#[test]
+fn hints_print_qdisc_handles_as_tc() {
+    let mut t = tree();
+    assert_eq!(
+        fail(&mut t, "tc qdisc del dev left root handle 1:"),
+        "Error: Invalid handle.\n(the qdisc there is pfifo_fast 0:, not 1:)"
+    );
+    assert_eq!(
+        fail(&mut t, "tc qdisc del dev left root pfifo"),
+        "Error: Invalid qdisc name: must match existing qdisc.\n(0: is a pfifo_fast)"
+    );
+}
+
 #[test]
 fn delete_rules() {
     let mut t = tree();
