@@ -1,8 +1,9 @@
 //! Helpers shared by the integration tests (`#[path = "../common/mod.rs"]
 //! mod common;` in each tier's binary): the binary under test (`bloatbox`,
 //! `run_bin`), the root check of the root-only tests, which are marked
-//! `#[ignore = "needs root"]` and fail loudly when run without root
-//! (`require_root`, `skip_reason`, `require!`), bounded waits for a
+//! `#[ignore = "needs root"]` and fail loudly when run without root or
+//! without a tool they need, saying what to install (`require_root`,
+//! `missing`, `require!`), bounded waits for a
 //! condition instead of fixed sleeps (`wait_until`, `wait_for`,
 //! `tcp_listening`), `Daemon`, a `bloatbox up` on names and addresses
 //! unique to one test that cleans up on every exit path (the commands it
@@ -59,28 +60,42 @@ pub fn tool_exists(tool: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// Why this machine cannot run a root test needing `tools` (a missing
-/// tool, no /dev/net/tun), if it cannot. Panics unless root: see
-/// `require_root`.
-pub fn skip_reason(tools: &[&str]) -> Option<String> {
-    require_root();
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing".into());
+/// The Debian/Ubuntu package that puts `tool` on the PATH (what `.ci/run`
+/// installs).
+pub fn package_of(tool: &str) -> &str {
+    match tool {
+        "ip" => "iproute2",
+        "ping" => "iputils-ping",
+        "setcap" => "libcap2-bin",
+        "setpriv" | "unshare" | "chrt" | "taskset" | "setsid" | "mount" => "util-linux",
+        "sleep" | "timeout" | "mknod" => "coreutils",
+        other => other,
     }
-    tools
-        .iter()
-        .find(|tool| !tool_exists(tool))
-        .map(|tool| format!("`{tool}` is not installed"))
 }
 
-/// Fails unless root; returns from the test, saying why, unless `ip` plus
-/// the given tools are there.
+/// Why this machine cannot run a root test needing `tools` (a missing
+/// tool, no /dev/net/tun), with what to install, if it cannot. Panics
+/// unless root: see `require_root`.
+pub fn missing(tools: &[&str]) -> Option<String> {
+    require_root();
+    if !Path::new("/dev/net/tun").exists() {
+        return Some("/dev/net/tun is missing: load the tun module (modprobe tun)".into());
+    }
+    tools.iter().find(|tool| !tool_exists(tool)).map(|tool| {
+        format!(
+            "`{tool}` is not installed: apt-get install {} (.ci/run installs it)",
+            package_of(tool)
+        )
+    })
+}
+
+/// Fails unless root, and fails saying what to install unless `ip` plus
+/// the given tools are there: no test passes without checking anything.
 #[macro_export]
 macro_rules! require {
     ($($tool:expr),*) => {
-        if let Some(reason) = common::skip_reason(&["ip" $(, $tool)*]) {
-            eprintln!("SKIPPED: {reason}");
-            return;
+        if let Some(reason) = common::missing(&["ip" $(, $tool)*]) {
+            panic!("this test cannot run here: {reason}");
         }
     };
 }

@@ -6,8 +6,8 @@
 //! properties, reliability fuzzing, the documents against the code, the
 //! fuzz corpus, user-visible text against the insta snapshots in
 //! `tests/pure/snapshots/` (named `pure__MODULE__NAME.snap`). No root;
-//! `capture_tshark` uses tshark where it is installed and says when it
-//! skips.
+//! `capture_tshark` needs tshark: ignored by a plain `cargo test`, run by
+//! `--include-ignored`, where a missing tshark fails it.
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -89,3 +89,12 @@ pub fn serial() -> (Turn, MutexGuard<'static, ()>) {
     let turn = turn();
     (turn, SERIAL.lock().unwrap_or_else(PoisonError::into_inner))
 }
+
+/// A missing tool fails a test with the package to install, never a pass
+/// that checked nothing (`require!`).
+#[test]
+#[ignore = "needs root"]
+#[should_panic(expected = "apt-get install bb-no-such-tool")]
+fn a_missing_tool_fails_the_test_naming_its_package() {
+    require!("bb-no-such-tool");
+}

@@ -7,20 +7,23 @@
 //!
 //! The tests run as root and drop to uid/gid 65534 (`setpriv`), which is
 //! how they exercise the unprivileged path: they are `#[ignore = "needs
-//! root"]` and fail when run without root; as root they are skipped, with
-//! the reason printed, where a tool is missing or where this machine gives
-//! the user no user namespace.
+//! root"]` and fail when run without root, and as root they fail, saying
+//! why, where a tool is missing or where this machine gives the user no
+//! user namespace. The TAP tests do not depend on how this machine set
+//! /dev/net/tun: each mounts a node of the same device with the mode it
+//! needs over it in a private mount namespace.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use bloatbox::harness::unique_name;
 
 use crate::common;
 use crate::turn;
-use common::{text, tool_exists, BIN};
+use common::{text, BIN};
 
 /// Longest a single run may take in these tests.
 const RUN_LIMIT: Duration = Duration::from_secs(30);
@@ -38,15 +41,34 @@ fn as_nobody() -> Command {
     cmd
 }
 
-/// Why this machine cannot run these tests (a missing tool, no user
-/// namespace for uid 65534), if it cannot; panics unless root (to drop to
-/// an unprivileged uid with setpriv).
-fn skip_reason(tools: &[&str]) -> Option<String> {
-    common::require_root();
-    for tool in ["setpriv", "unshare", "ip"].iter().chain(tools) {
-        if !tool_exists(tool) {
-            return Some(format!("`{tool}` is not installed"));
-        }
+/// uid 65534 in a private mount namespace where /dev/net/tun is a node of
+/// the same device with `mode` (0o666: open to everyone, as on most
+/// distributions; 0o600: closed), bind-mounted over it for this command
+/// only; `dir` (see `shared_dir`) holds the node.
+fn as_nobody_with_tun(dir: &Path, mode: u32) -> Command {
+    static NODES: AtomicU32 = AtomicU32::new(0);
+    let node = dir.join(format!("tun{}", NODES.fetch_add(1, Ordering::Relaxed)));
+    let script = format!(
+        "mknod {node} c 10 200 && chmod {mode:o} {node} && mount --bind {node} /dev/net/tun && exec \"$@\"",
+        node = node.display()
+    );
+    let mut cmd = Command::new("unshare");
+    cmd.args(["-m", "sh", "-c", &script, "sh", "setpriv"])
+        .arg(format!("--reuid={NOBODY}"))
+        .arg(format!("--regid={NOBODY}"))
+        .arg("--clear-groups");
+    cmd
+}
+
+/// Why this machine cannot run these tests (a missing tool and what to
+/// install, no user namespace for uid 65534), if it cannot; panics unless
+/// root (to drop to an unprivileged uid with setpriv).
+fn missing(tools: &[&str]) -> Option<String> {
+    if let Some(reason) = common::missing(&["setpriv", "unshare", "ip", "mknod", "mount"]) {
+        return Some(reason);
+    }
+    if let Some(reason) = common::missing(tools) {
+        return Some(reason);
     }
     let userns = as_nobody()
         .args(["unshare", "-Ur", "true"])
@@ -55,20 +77,21 @@ fn skip_reason(tools: &[&str]) -> Option<String> {
     match userns {
         Ok(o) if o.status.success() => None,
         Ok(o) => Some(format!(
-            "this machine gives uid {NOBODY} no user namespace: {}",
+            "this machine gives uid {NOBODY} no user namespace ({}): allow unprivileged \
+             user namespaces (sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu \
+             kernel.apparmor_restrict_unprivileged_userns=0)",
             String::from_utf8_lossy(&o.stderr).trim()
         )),
         Err(e) => Some(format!("running setpriv: {e}")),
     }
 }
 
-/// Fails unless root; returns from the test, saying why, where a tool or
-/// the user namespace is missing.
+/// Fails unless root, and fails saying why where a tool or the user
+/// namespace is missing: no test passes without checking anything.
 macro_rules! require_rootless {
     ($($tool:expr),*) => {
-        if let Some(reason) = skip_reason(&[$($tool),*]) {
-            eprintln!("SKIPPED: {reason}");
-            return;
+        if let Some(reason) = missing(&[$($tool),*]) {
+            panic!("this test cannot run here: {reason}");
         }
     };
 }
@@ -96,7 +119,13 @@ fn finish(mut child: Child) -> Output {
 
 /// `bloatbox run --name NAME ARGS...` as uid 65534.
 fn run_as_nobody(name: &str, args: &[&str]) -> Output {
-    let child = as_nobody()
+    run_as(as_nobody(), name, args)
+}
+
+/// `bloatbox run --name NAME ARGS...` under `nobody` (`as_nobody` or
+/// `as_nobody_with_tun`).
+fn run_as(mut nobody: Command, name: &str, args: &[&str]) -> Output {
+    let child = nobody
         .arg(BIN)
         .args(["run", "--name", name])
         .args(args)
@@ -144,8 +173,14 @@ fn assert_nothing_named(name: &str) {
 
 /// A ping across a link of 20 ms each way, as uid 65534 with `backend`.
 fn ping_across(backend: &str) -> Output {
+    ping_across_as(as_nobody(), backend)
+}
+
+/// `ping_across` under `nobody` (`as_nobody` or `as_nobody_with_tun`).
+fn ping_across_as(nobody: Command, backend: &str) -> Output {
     let name = unique_name();
-    let out = run_as_nobody(
+    let out = run_as(
+        nobody,
         &name,
         &[
             &format!("--rootless={backend}"),
@@ -183,32 +218,21 @@ fn rootless_veth_ping_crosses_the_delayed_link() {
 #[test]
 #[ignore = "needs root"]
 fn rootless_tap_ping_crosses_the_delayed_link_where_tun_is_open() {
-    require_rootless!("ping", "mknod", "mount");
+    require_rootless!("ping");
     let _turn = turn();
     let dir = shared_dir();
-    let node = dir.path().join("tun");
-    let script = format!(
-        "mknod {node} c 10 200 && chmod 666 {node} && mount --bind {node} /dev/net/tun && exec \"$@\"",
-        node = node.display()
-    );
     let name = unique_name();
-    let child = Command::new("unshare")
-        .args(["-m", "sh", "-c", &script, "sh"])
-        .args([
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-        ])
-        .args([BIN, "run", "--name", &name, "--rootless=tap"])
-        .args(["--set", "link.delay=20ms", "--left"])
-        .arg("ip -d link show $BLOATBOX_DEV && ping -c 3 -i 0.2 -W 2 $BLOATBOX_PEER_V4")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = finish(child);
+    let out = run_as(
+        as_nobody_with_tun(dir.path(), 0o666),
+        &name,
+        &[
+            "--rootless=tap",
+            "--set",
+            "link.delay=20ms",
+            "--left",
+            "ip -d link show $BLOATBOX_DEV && ping -c 3 -i 0.2 -W 2 $BLOATBOX_PEER_V4",
+        ],
+    );
     assert_delayed_pings(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains(" tun "), "a TAP, not a veth: {stdout}");
@@ -225,18 +249,11 @@ fn rootless_tap_ping_crosses_the_delayed_link_where_tun_is_open() {
 #[test]
 #[ignore = "needs root"]
 fn rootless_tap_where_tun_is_closed_says_what_to_do() {
-    require_rootless!();
+    require_rootless!("ping");
     let _turn = turn();
-    let open = as_nobody()
-        .args(["sh", "-c", "exec 3<>/dev/net/tun"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if open {
-        eprintln!("SKIPPED: /dev/net/tun is open to uid {NOBODY} on this machine");
-        return;
-    }
-    let out = run_as_nobody(&unique_name(), &["--rootless=tap", "--left", "true"]);
+    let dir = shared_dir();
+    let closed = || as_nobody_with_tun(dir.path(), 0o600);
+    let out = run_as(closed(), &unique_name(), &["--rootless=tap", "--left", "true"]);
     assert_eq!(code(&out), 125, "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -244,7 +261,7 @@ fn rootless_tap_where_tun_is_closed_says_what_to_do() {
         "{stderr}"
     );
     // auto falls back to veth on the same machine.
-    assert_delayed_pings(&ping_across("auto"));
+    assert_delayed_pings(&ping_across_as(closed(), "auto"));
 }
 
 #[test]
@@ -410,9 +427,8 @@ fn rootless_link_guard_runs_commands_and_closures_in_its_namespaces() {
         bloatbox::netns::require_privileges().is_ok(),
         "needs CAP_SYS_ADMIN and CAP_NET_ADMIN: run as root or under `unshare -Ur`"
     );
-    if !tool_exists("ping") {
-        eprintln!("SKIPPED: `ping` is not installed");
-        return;
+    if let Some(reason) = common::missing(&["ping"]) {
+        panic!("this test cannot run here: {reason}");
     }
     let _turn = turn();
     let link = Link::builder()
