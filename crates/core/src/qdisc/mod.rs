@@ -302,6 +302,22 @@ pub trait Qdisc: Send {
         1
     }
 
+    /// The frames of this qdisc's TX queue waiting in the device's requeue
+    /// slot (`link::Path` parks the frames the driver refuses), and their
+    /// bytes. The kernel counts them in this qdisc's `sch->q.qlen` and
+    /// backlog (net/sched/sch_generic.c `dev_requeue_skb`), so its limit
+    /// checks at enqueue see them: the kinds whose checks read those keep
+    /// the count; the others ignore it.
+    fn set_requeued(&mut self, frames: u32, bytes: u64) {
+        let _ = (frames, bytes);
+    }
+
+    /// `set_requeued` of TX queue `queue`'s own qdisc.
+    fn queue_set_requeued(&mut self, queue: usize, frames: u32, bytes: u64) {
+        let _ = queue;
+        self.set_requeued(frames, bytes);
+    }
+
     /// `dequeue` of TX queue `queue`'s own qdisc (mq's child `queue`); the
     /// qdisc itself where `tx_queue_count` is 1.
     fn dequeue_queue(&mut self, queue: usize, now: Instant, drops: &mut Drops) -> Option<Packet> {

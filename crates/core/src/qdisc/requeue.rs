@@ -8,7 +8,9 @@
 //! or under mq the TX queue's own child, whose counters mq's dump adds up
 //! (net/sched/sch_mq.c `mq_dump`). `link::Path` holds the frames themselves;
 //! `RequeueSlot` is their tally, which the device's `tree::QdiscTree` folds
-//! into what it dumps, so `tc -s qdisc show` reads as the kernel's.
+//! into what it dumps, so `tc -s qdisc show` reads as the kernel's, and
+//! hands to the qdisc of each TX queue (`Qdisc::set_requeued`), whose
+//! limit checks count the frames as the kernel's `sch->q.qlen` does.
 
 use super::dump::QdiscDump;
 use super::{tc_h_major, tc_h_make, QdiscStats};
@@ -64,6 +66,16 @@ impl RequeueSlot {
         }
     }
 
+    /// Frames and bytes of TX queue `queue` waiting in the slot.
+    pub fn waiting(&self, queue: usize) -> (u32, u64) {
+        self.queues.get(queue).map_or((0, 0), |q| (q.frames, q.bytes))
+    }
+
+    /// Bytes waiting in the slot, over every TX queue.
+    pub fn bytes(&self) -> u64 {
+        self.queues.iter().map(|q| q.bytes).sum()
+    }
+
     /// Frames waiting in the slot, over every TX queue.
     pub fn frames(&self) -> u32 {
         self.queues.iter().map(|q| q.frames).sum()
@@ -109,7 +121,110 @@ fn add(s: &mut QdiscStats, q: &SlotQueue) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dir::Dir;
+    use crate::packet::{Drops, Packet};
+    use crate::qdisc::codel::{CodelOptions, CodelQdisc};
     use crate::qdisc::dump::ClassDump;
+    use crate::qdisc::fifo::{Fifo, FifoKind};
+    use crate::qdisc::fq_codel::{FqCodel, FqCodelOptions};
+    use crate::qdisc::kinds::BUILTIN;
+    use crate::qdisc::sfq::{Sfq, SfqOptions};
+    use crate::qdisc::testutil::pkt;
+    use crate::qdisc::tree::{DevSpec, QdiscTree};
+    use crate::qdisc::{Qdisc, QdiscCtx};
+    use crate::time::Instant;
+
+    /// Roots of limit 10 packets (bfifo: 10 frames of 1000 bytes).
+    fn roots() -> Vec<Box<dyn Qdisc>> {
+        let ctx = QdiscCtx::default;
+        vec![
+            Box::new(Fifo::with_limit(FifoKind::Pfifo, ctx(), 10)),
+            Box::new(Fifo::with_limit(FifoKind::Bfifo, ctx(), 10_000)),
+            Box::new(Fifo::with_limit(FifoKind::PfifoHeadDrop, ctx(), 10)),
+            Box::new(
+                Sfq::with_options(
+                    ctx(),
+                    &SfqOptions {
+                        limit: 10,
+                        ..SfqOptions::default()
+                    },
+                )
+                .unwrap(),
+            ),
+            Box::new(
+                FqCodel::with_options(
+                    ctx(),
+                    &FqCodelOptions {
+                        limit: Some(10),
+                        ..FqCodelOptions::default()
+                    },
+                )
+                .unwrap(),
+            ),
+            Box::new(CodelQdisc::with_options(
+                ctx(),
+                &CodelOptions {
+                    limit: Some(10),
+                    ..CodelOptions::default()
+                },
+            )),
+        ]
+    }
+
+    /// Ten 1000-byte frames of one flow into `root` with `parked` frames in
+    /// the requeue slot: how many the qdisc dropped, and what it holds.
+    fn fill(root: Box<dyn Qdisc>, parked: u32) -> (&'static str, usize, u32) {
+        let kind = root.kind();
+        let mut tree = QdiscTree::with_root(DevSpec::new(Dir::LeftToRight, BUILTIN), root);
+        for _ in 0..parked {
+            tree.requeued(0, 1000);
+        }
+        let mut drops = Drops::new();
+        for id in 0..10 {
+            tree.enqueue(pkt(id, 1000), Instant::ZERO, &mut drops);
+        }
+        // The qdisc's own frames (its dump adds the parked ones).
+        let held = tree.qlen();
+        (kind, drops.len(), held)
+    }
+
+    /// `dev_requeue_skb` counts the parked frame in the qdisc's `q.qlen`
+    /// and backlog, so ten frames into a limit of 10 with one parked lose
+    /// one (the arriving frame, the head, or SFQ's tail); fq_codel's
+    /// overlimit drops half the fattest flow (`fq_codel_drop`).
+    #[test]
+    fn requeued_frames_count_against_the_limit() {
+        for root in roots() {
+            let (kind, dropped, held) = fill(root, 0);
+            assert_eq!((dropped, held), (0, 10), "{kind} with nothing parked");
+        }
+        for root in roots() {
+            let (kind, dropped, held) = fill(root, 1);
+            let expected = if kind == "fq_codel" { (5, 5) } else { (1, 9) };
+            assert_eq!((dropped, held), expected, "{kind} with one frame parked");
+        }
+    }
+
+    /// A frame resent from the slot frees its place in the limit again.
+    #[test]
+    fn a_resent_frame_frees_its_place() {
+        let mut tree = QdiscTree::with_root(
+            DevSpec::new(Dir::LeftToRight, BUILTIN),
+            Box::new(Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 2)),
+        );
+        let mut drops = Drops::new();
+        tree.requeued(0, 1000);
+        tree.enqueue(pkt(1, 1000), Instant::ZERO, &mut drops);
+        tree.enqueue(pkt(2, 1000), Instant::ZERO, &mut drops);
+        assert_eq!(drops.len(), 1);
+        tree.resent(0, 1000);
+        tree.enqueue(pkt(3, 1000), Instant::ZERO, &mut drops);
+        assert_eq!(drops.len(), 1);
+        let ids: Vec<u64> = std::iter::from_fn(|| tree.dequeue(Instant::ZERO, &mut drops))
+            .map(|p: Packet| p.meta.id)
+            .collect();
+        assert_eq!(ids, [1, 3]);
+    }
 
     fn mq_dump() -> QdiscDump {
         let child = |n: u16| QdiscDump {

@@ -316,10 +316,32 @@ impl QdiscTree {
         }
     }
 
-    /// The requeue slot's tally, which `link::Path` keeps as it parks and
-    /// resends frames the driver refused.
-    pub fn requeue_slot(&mut self) -> &mut RequeueSlot {
-        &mut self.slot
+    /// A frame of `len` bytes of TX queue `queue` was refused by the driver
+    /// and parked in the requeue slot (`link::Path` holds the frame).
+    pub fn requeued(&mut self, queue: u16, len: u32) {
+        self.slot.requeued(queue, len);
+        self.tell_requeued();
+    }
+
+    /// A parked frame was handed to the driver again.
+    pub fn resent(&mut self, queue: u16, len: u32) {
+        self.slot.resent(queue, len);
+        self.tell_requeued();
+    }
+
+    /// Hands the slot's waiting frames to the qdisc of each TX queue
+    /// (`Qdisc::set_requeued`): mq's children one queue each, any other
+    /// root all of them.
+    fn tell_requeued(&mut self) {
+        let n = self.root.tx_queue_count();
+        if n > 1 {
+            for i in 0..n {
+                let (frames, bytes) = self.slot.waiting(i);
+                self.root.queue_set_requeued(i, frames, bytes);
+            }
+        } else {
+            self.root.set_requeued(self.slot.frames(), self.slot.bytes());
+        }
     }
 
     /// The root's dump with the requeue slot folded in.
@@ -391,6 +413,9 @@ impl QdiscTree {
                 ))
             }
         }
+        // A qdisc the command made (a new root, an mq child) learns what
+        // waits in the slot of its TX queue.
+        self.tell_requeued();
         Ok(self.take_warnings())
     }
 
@@ -995,6 +1020,7 @@ impl QdiscTree {
     fn swap_root(&mut self, new: Box<dyn Qdisc>, now: Instant, drops: &mut Drops) {
         self.slot.new_root();
         let mut old = std::mem::replace(&mut self.root, new);
+        self.tell_requeued();
         for pkt in old.drain_all() {
             self.root.enqueue(pkt, now, drops);
         }

@@ -512,7 +512,7 @@ mod tests {
 
     #[test]
     fn an_observer_sees_enqueue_bypass_dequeue_drops_and_delivery() {
-        // One frame on the ring at a time, a one-frame qdisc; 1000 B at
+        // One frame on the ring at a time, a two-frame pfifo; 1000 B at
         // 1 MB/s = 1 ms on the wire, then 2 ms of delay.
         let params = LinkParams {
             rate_bytes_ps: 1_000_000,
@@ -521,7 +521,7 @@ mod tests {
             bql: false,
             ..LinkParams::default()
         };
-        let mut p = Path::new(params, fifo(1));
+        let mut p = Path::new(params, fifo(2));
         assert!(p.observer_mut::<Recorder>().is_none());
         p.set_observer(Box::new(Recorder::default()));
         let t0 = Instant::from_millis(1);
@@ -530,9 +530,10 @@ mod tests {
         }
         // Frame 1 finds the qdisc empty and bypasses it, but the ring is
         // full: it waits in the requeue slot (`dev_requeue_skb`), goes out
-        // first at the next completion and is not dequeued again. Frame 2
-        // fills the one-frame pfifo, frame 3 is dropped. Each leaves the
-        // NIC 1 ms after it went onto the ring.
+        // first at the next completion and is not dequeued again. It takes
+        // one of the pfifo's two places (`dev_requeue_skb` counts it in the
+        // qdisc's qlen): frame 2 fills the pfifo, frame 3 is dropped. Each
+        // leaves the NIC 1 ms after it went onto the ring.
         assert_eq!((p.snapshot(t0).requeued, p.snapshot(t0).requeues), (1, 1));
         let (mut out, mut freed) = (Vec::new(), Vec::new());
         while let Some(t) = p.poll_at() {

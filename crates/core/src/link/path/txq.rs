@@ -135,9 +135,7 @@ impl Path {
         let mut batch = std::mem::take(&mut self.batch);
         while self.queues[i].ring.can_post() {
             if let Some(pkt) = self.queues[i].requeued.pop_front() {
-                self.qdisc
-                    .requeue_slot()
-                    .resent(pkt.meta.queue_mapping, pkt.len);
+                self.qdisc.resent(pkt.meta.queue_mapping, pkt.len);
                 batch.push(pkt);
             } else if let Some(first) = self.qdisc.dequeue_queue(i, t, &mut self.drops) {
                 notify(&mut self.observer, PathEvent::Dequeued, &first, t);
@@ -195,9 +193,7 @@ impl Path {
     /// `dev_requeue_skb`: parks a frame the driver refused at position `at`
     /// of the requeue slot, counted in the root's slot tally.
     pub(super) fn park(&mut self, i: usize, pkt: Packet, at: usize) {
-        self.qdisc
-            .requeue_slot()
-            .requeued(pkt.meta.queue_mapping, pkt.len);
+        self.qdisc.requeued(pkt.meta.queue_mapping, pkt.len);
         self.queues[i].requeued.insert(at, pkt);
         self.requeues += 1;
     }

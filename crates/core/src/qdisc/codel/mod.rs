@@ -72,6 +72,9 @@ pub struct CodelQdisc {
     fifo: Fifo,
     /// A frame dequeued by `peek` (qdisc_peek_dequeued), still counted.
     parked: Option<Packet>,
+    /// Frames of this qdisc's TX queue in the device's requeue slot and
+    /// their bytes, which its limit counts (`Qdisc::set_requeued`).
+    requeued: (u32, u64),
     stats: QdiscStats,
 }
 
@@ -92,6 +95,7 @@ impl CodelQdisc {
                 backlog: 0,
             },
             parked: None,
+            requeued: (0, 0),
             stats: QdiscStats::default(),
         }
     }
@@ -176,7 +180,8 @@ impl Qdisc for CodelQdisc {
     }
 
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
-        if self.qlen() < self.limit {
+        // `codel_qdisc_enqueue` reads `qdisc_qlen`, the requeued frames in.
+        if self.qlen().saturating_add(self.requeued.0) < self.limit {
             pkt.meta.enqueue_time = now;
             self.fifo.backlog += pkt.len as u64;
             self.fifo.queue.push_back(pkt);
@@ -184,6 +189,10 @@ impl Qdisc for CodelQdisc {
         }
         self.drop_overlimit += 1;
         self.stats.reject(pkt, DropReason::QueueFull, drops)
+    }
+
+    fn set_requeued(&mut self, frames: u32, bytes: u64) {
+        self.requeued = (frames, bytes);
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {

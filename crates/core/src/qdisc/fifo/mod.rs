@@ -59,6 +59,9 @@ pub struct Fifo {
     limit: u64,
     queue: VecDeque<Packet>,
     backlog: u64,
+    /// Frames of this qdisc's TX queue in the device's requeue slot and
+    /// their bytes, which its limit counts (`Qdisc::set_requeued`).
+    requeued: (u32, u64),
     stats: QdiscStats,
 }
 
@@ -83,6 +86,7 @@ impl Fifo {
             limit,
             queue: VecDeque::new(),
             backlog: 0,
+            requeued: (0, 0),
             stats: QdiscStats::default(),
         }
     }
@@ -102,11 +106,14 @@ impl Fifo {
         self.limit
     }
 
+    /// Whether a frame of `len` bytes finds the FIFO full: the kernel's
+    /// `sch->qstats.backlog` and `sch->q.qlen` include the requeued frames.
     fn is_full_for(&self, len: u32) -> bool {
+        let (frames, bytes) = self.requeued;
         if self.kind.counts_bytes() {
-            self.backlog + len as u64 > self.limit
+            self.backlog + bytes + len as u64 > self.limit
         } else {
-            self.queue.len() as u64 >= self.limit
+            self.queue.len() as u64 + u64::from(frames) >= self.limit
         }
     }
 
@@ -153,6 +160,10 @@ impl Qdisc for Fifo {
             return Verdict::Congested;
         }
         self.stats.reject(pkt, DropReason::QueueFull, drops)
+    }
+
+    fn set_requeued(&mut self, frames: u32, bytes: u64) {
+        self.requeued = (frames, bytes);
     }
 
     fn dequeue(&mut self, _now: Instant, _drops: &mut Drops) -> Option<Packet> {

@@ -201,6 +201,9 @@ pub struct FqCodel {
     new_flow_count: u64,
     /// A frame dequeued by `peek` (qdisc_peek_dequeued), still counted.
     parked: Option<Packet>,
+    /// Frames of this qdisc's TX queue in the device's requeue slot and
+    /// their bytes, which its limit counts (`Qdisc::set_requeued`).
+    requeued: (u32, u64),
     stats: QdiscStats,
 }
 
@@ -232,6 +235,7 @@ impl FqCodel {
             drop_overmemory: 0,
             new_flow_count: 0,
             parked: None,
+            requeued: (0, 0),
             stats: QdiscStats::default(),
         }
     }
@@ -460,6 +464,13 @@ impl FqCodel {
         self.qlen + self.parked.is_some() as u32
     }
 
+    /// The `sch->q.qlen` the enqueue's limit check reads: the requeued
+    /// frames of the device's slot in (net/sched/sch_generic.c
+    /// `dev_requeue_skb`).
+    fn qlen_at_enqueue(&self) -> u32 {
+        self.total_qlen().saturating_add(self.requeued.0)
+    }
+
     /// The queues of `list` (new_flows or old_flows) as `drr_ahead` runs
     /// them.
     fn drr_queues<'a>(&'a self, list: &'a VecDeque<u32>) -> impl Iterator<Item = DrrQueue<'a>> {
@@ -571,7 +582,7 @@ impl Qdisc for FqCodel {
         self.memory_usage += truesize(len) as u64;
         self.qlen += 1;
         let memory_limited = self.memory_usage > self.memory_limit as u64;
-        if self.total_qlen() <= self.limit && !memory_limited {
+        if self.qlen_at_enqueue() <= self.limit && !memory_limited {
             return Verdict::Queued;
         }
         let (fattest, own_lost) = self.drop_fattest(idx, memory_limited, drops);
@@ -580,6 +591,10 @@ impl Qdisc for FqCodel {
             (true, false) => Verdict::Congested,
             _ => Verdict::Queued,
         }
+    }
+
+    fn set_requeued(&mut self, frames: u32, bytes: u64) {
+        self.requeued = (frames, bytes);
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {

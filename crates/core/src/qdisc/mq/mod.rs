@@ -263,6 +263,12 @@ impl Qdisc for Mq {
         self.queues.get(queue).map_or(0, |q| q.qlen())
     }
 
+    fn queue_set_requeued(&mut self, queue: usize, frames: u32, bytes: u64) {
+        if let Some(q) = self.queues.get_mut(queue) {
+            q.set_requeued(frames, bytes);
+        }
+    }
+
     fn queue_wakeup(&self, queue: usize, now: Instant) -> Option<Instant> {
         self.queues.get(queue)?.next_wakeup(now)
     }

@@ -118,6 +118,9 @@ pub struct Sfq {
     stamp: u64,
     /// A frame dequeued by `peek` (qdisc_peek_dequeued), still counted.
     parked: Option<Packet>,
+    /// Frames of this qdisc's TX queue in the device's requeue slot and
+    /// their bytes, which its limit counts (`Qdisc::set_requeued`).
+    requeued: (u32, u64),
     stats: QdiscStats,
 }
 
@@ -212,6 +215,7 @@ impl Sfq {
             filters: FilterChain::new(),
             stamp: 0,
             parked: None,
+            requeued: (0, 0),
             stats: QdiscStats::default(),
         })
     }
@@ -428,6 +432,13 @@ impl Sfq {
         self.qlen + self.parked.is_some() as u32
     }
 
+    /// The `sch->q.qlen` the enqueue's limit check reads: the requeued
+    /// frames of the device's slot in (net/sched/sch_generic.c
+    /// `dev_requeue_skb`).
+    fn qlen_at_enqueue(&self) -> u32 {
+        self.total_qlen().saturating_add(self.requeued.0)
+    }
+
     /// The options as `sfq_dump` sends them.
     pub fn options(&self) -> SfqOptions {
         SfqOptions {
@@ -526,7 +537,7 @@ impl Qdisc for Sfq {
         self.backlog += pkt.len as u64;
         self.qlen += 1;
         self.slot_push(x, pkt);
-        if self.total_qlen() <= self.limit {
+        if self.qlen_at_enqueue() <= self.limit {
             return Verdict::Queued;
         }
         match self.drop_longest(drops) {
@@ -536,6 +547,10 @@ impl Qdisc for Sfq {
             Some((slot, _)) if slot == x => Verdict::Congested,
             _ => Verdict::Queued,
         }
+    }
+
+    fn set_requeued(&mut self, frames: u32, bytes: u64) {
+        self.requeued = (frames, bytes);
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
