@@ -52,7 +52,9 @@ pub(crate) fn setup(cfg: &Config) -> anyhow::Result<Setup> {
             txqueuelen: cfg.tap.txqueuelen,
             offload: cfg.tap.offload,
         },
-        addrs: vec![(e.ipv4.addr, e.ipv4.prefix), (e.ipv6.addr, e.ipv6.prefix)],
+        addrs: std::iter::once((e.ipv4.addr, e.ipv4.prefix))
+            .chain(cfg.ipv6_on_taps().then_some((e.ipv6.addr, e.ipv6.prefix)))
+            .collect(),
     };
     Ok(Setup {
         topology: Topology {

@@ -625,11 +625,13 @@ fn kill_probe(probe: Option<Child>) {
 
 fn endpoint_json(link: &Link, side: Side) -> Value {
     let e = link.endpoint(side);
+    // No IPv6 address below its least MTU (`Config::ipv6_on_taps`).
+    let ipv6 = link.config().ipv6_on_taps().then(|| e.ipv6.to_string());
     json!({
         "namespace": e.namespace,
         "tap": e.tap,
         "ipv4": e.ipv4.to_string(),
-        "ipv6": e.ipv6.to_string(),
+        "ipv6": ipv6,
     })
 }
 

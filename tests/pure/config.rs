@@ -914,3 +914,18 @@ fn the_cpus_the_configuration_allows_are_the_process_affinity() {
         .collect();
     assert_eq!(bloatbox::config::allowed_cpus(), Some(affinity));
 }
+
+/// A TAP MTU below 1280 is taken, IPv4 only, with a warning on `tap.mtu`
+/// (IPv6 needs 1280: RFC 8200); from 1280 the TAPs get both addresses.
+#[test]
+fn an_mtu_below_ipv6s_least_warns_and_runs_ipv4_only() {
+    let small = Config::from_str("[tap]\nmtu = 576\n", "t.toml").unwrap();
+    assert!(!small.ipv6_on_taps());
+    let warned = small.warnings();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert_eq!(warned[0].path, "tap.mtu");
+    assert!(warned[0].message.contains("1280"), "{}", warned[0]);
+    let v6 = Config::from_str("[tap]\nmtu = 1280\n", "t.toml").unwrap();
+    assert!(v6.ipv6_on_taps());
+    assert!(v6.warnings().is_empty());
+}

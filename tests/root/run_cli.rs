@@ -683,3 +683,26 @@ fn both_sides_reach_their_peer_over_ipv4_and_ipv6_from_the_environment() {
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert_gone(&name);
 }
+
+/// A TAP MTU below IPv6's least (1280) runs IPv4 only, with a warning
+/// naming the field, rather than failing to add the IPv6 address.
+#[test]
+#[ignore = "needs root"]
+fn a_small_mtu_runs_ipv4_only_with_a_warning() {
+    require!("ping");
+    let _turn = turn();
+    let (out, name) = Run::start(&[
+        "--set",
+        "tap.mtu=576",
+        "--left",
+        "ping -c 2 -i 0.2 -W 2 -s 540 -M do $BLOATBOX_PEER_V4 && ! ip -6 addr show dev $BLOATBOX_DEV | grep -q fd00",
+    ])
+    .finish();
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        text(&out).contains("tap.mtu") && text(&out).contains("1280"),
+        "the warning: {}",
+        text(&out)
+    );
+    assert_gone(&name);
+}

@@ -64,6 +64,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use source::SpanIndex;
 use std::path::{Path, PathBuf};
 
+/// The least MTU IPv6 allows on a link (RFC 8200 section 5).
+pub const IPV6_MIN_MTU: u32 = 1280;
+
 /// The most a configuration, scenario or trace file may hold.
 pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 
@@ -522,6 +525,16 @@ impl Config {
                 }
             }
         }
+        if !self.ipv6_on_taps() {
+            out.push(ConfigError::field(
+                "tap.mtu",
+                Some(self.tap.mtu.to_string()),
+                format!(
+                    "is below {IPV6_MIN_MTU}, the least MTU IPv6 allows (RFC 8200): the TAPs get their IPv4 addresses only, not {} and {}; for IPv6, set tap.mtu to {IPV6_MIN_MTU} or more",
+                    self.left.ipv6, self.right.ipv6
+                ),
+            ));
+        }
         // A shared qdisc that one side's tc lines override (both sides: an
         // error, see `validate`).
         if self.link.qdisc.is_some() {
@@ -543,6 +556,14 @@ impl Config {
             }
         }
         out
+    }
+
+    /// Whether the TAPs get their IPv6 addresses: IPv6 needs a link MTU of
+    /// at least 1280 (RFC 8200 section 5), and the kernel refuses an IPv6
+    /// address on a device with less; a smaller `tap.mtu` runs IPv4 only,
+    /// with a warning (`warnings`).
+    pub fn ipv6_on_taps(&self) -> bool {
+        self.tap.mtu >= IPV6_MIN_MTU
     }
 
     /// The configuration compiled into the binary (configs/default.toml).

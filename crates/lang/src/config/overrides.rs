@@ -51,6 +51,14 @@ impl Config {
             .try_into()
             .map_err(|e: toml::de::Error| err(&key, Some(raw), one_line(e.message())))?;
         next.validate().map_err(|e| e.with_origin(ORIGIN))?;
+        // The warnings a file would get for this key (a likely typo, an
+        // MTU too small for IPv6), said for the override too.
+        let before = self.warnings();
+        for warning in next.warnings() {
+            if !before.contains(&warning) {
+                tracing::warn!("{}", warning.with_origin(ORIGIN));
+            }
+        }
         *self = next;
         Ok(())
     }
