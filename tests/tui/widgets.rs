@@ -526,7 +526,7 @@ fn charts_label_the_latest_values_and_draw_the_history() {
 }
 
 #[test]
-fn event_log_shows_the_newest_that_fit() {
+fn event_log_shows_the_newest_that_fit_timed_from_the_links_start() {
     let events: VecDeque<Event> = (0..10u64)
         .map(|i| Event {
             at: Instant::from_millis(i * 1500),
@@ -535,13 +535,22 @@ fn event_log_shows_the_newest_that_fit() {
             text: format!("event {i}"),
         })
         .collect();
-    let lines = render(EventLog { events: &events }, 60, 3);
+    // Times count from the link's start, as the header's `t` does.
+    let since = Instant::from_millis(1000);
+    let lines = render(
+        EventLog {
+            events: &events,
+            since,
+        },
+        60,
+        3,
+    );
     assert_eq!(
         lines,
         vec![
-            "   10.500s     event 7",
-            "   12.000s R→L event 8",
-            "   13.500s     event 9"
+            "    9.500s     event 7",
+            "   11.000s R→L event 8",
+            "   12.500s     event 9"
         ]
     );
 }

@@ -10,6 +10,7 @@ use super::state::{App, Focus, Mode, PROBE_CHART_S, PROBE_STATS_S};
 use super::widgets::{fmt_at, Charts, EventLog, FlowTable, LinkPanel, TreePanel};
 use super::{dir_label, Preset};
 use crate::dir::Dir;
+use crate::time::Instant;
 use ratatui::backend::TestBackend;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -171,6 +172,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
     frame.render_widget(
         EventLog {
             events: &app.events,
+            since: app.link_up().unwrap_or(Instant::ZERO),
         },
         events_inner,
     );
@@ -275,14 +277,8 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
         Span::raw(" "),
         dir_span(Dir::RightToLeft),
     ];
-    if let Some(s) = &app.latest {
+    if let (Some(s), Some(up)) = (&app.latest, app.link_up()) {
         let root = &s.bridge.path(app.dir).qdisc.kind;
-        // Time since the link came up (the earlier direction's start).
-        let up = Dir::ALL
-            .iter()
-            .filter_map(|d| s.bridge.path(*d).up_since)
-            .min()
-            .unwrap_or(s.bridge.at);
         spans.push(Span::raw(format!(
             "  t {}  root {root}",
             fmt_at(s.bridge.at.saturating_since(up))

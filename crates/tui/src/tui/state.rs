@@ -533,6 +533,17 @@ impl App {
         }
     }
 
+    /// When the link came up (the earlier direction's start) by the latest
+    /// snapshot: the zero of the header's `t` and of the event log's times.
+    pub fn link_up(&self) -> Option<Instant> {
+        let s = self.latest.as_ref()?;
+        let up = Dir::ALL
+            .iter()
+            .filter_map(|d| s.bridge.path(*d).up_since)
+            .min();
+        Some(up.unwrap_or(s.bridge.at))
+    }
+
     fn log(&mut self, at: Instant, dir: Option<Dir>, kind: EventKind, text: String) {
         if self.events.len() == EVENTS_LEN {
             self.events.pop_front();

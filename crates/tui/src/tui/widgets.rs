@@ -10,7 +10,7 @@ use crate::dir::Dir;
 use crate::link::PathSnapshot;
 use crate::qdisc::drr_ahead::AHEAD_TURNS;
 use crate::qdisc::dump::FlowSummary;
-use crate::time::NS_PER_SEC;
+use crate::time::{Instant, NS_PER_SEC};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -791,6 +791,9 @@ impl Widget for Charts<'_> {
 pub struct EventLog<'a> {
     /// The event log, newest last.
     pub events: &'a VecDeque<Event>,
+    /// When the link came up: each event's time is counted from it, as the
+    /// header's `t` is.
+    pub since: Instant,
 }
 
 impl Widget for EventLog<'_> {
@@ -809,7 +812,7 @@ impl Widget for EventLog<'_> {
                     EventKind::Error => Color::LightRed,
                 };
                 Line::from(vec![
-                    Span::styled(format!("{:>10} ", fmt_at(e.at.nanos())), LABEL),
+                    Span::styled(format!("{:>10} ", fmt_at(e.at.saturating_since(self.since))), LABEL),
                     Span::styled(format!("{} ", e.dir.map_or("   ", dir_label)), LABEL),
                     Span::styled(e.text.clone(), Style::new().fg(color)),
                 ])
