@@ -24,7 +24,7 @@ impl clap::builder::TypedValueParser for DurationFlag {
         if let Some(hint) = crate::tc::hint::time(delay.text()) {
             let flag = arg.and_then(|a| a.get_long()).unwrap_or("value");
             // Logging is not set up while the arguments are parsed.
-            eprintln!("warning: --{flag} {}: {hint}", delay.text());
+            crate::errln!("warning: --{flag} {}: {hint}", delay.text());
         }
         Ok(std::time::Duration::from_nanos(delay.value()))
     }

@@ -56,7 +56,7 @@ pub mod live;
 pub mod progress;
 
 pub use bloatbox_core::{bridge, dir, handle, link, packet, qdisc, refusal, time, units};
-pub use bloatbox_lang::{config, out, outln, output, tc};
+pub use bloatbox_lang::{config, errln, out, outln, output, tc};
 pub use bloatbox_live::{
     capture, clock, control, control_server, datapath, fuzzing, load, metrics, netns, port,
     privilege, process, release, rootless,

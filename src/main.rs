@@ -286,7 +286,7 @@ fn run_test(cands: &[experiment::Candidate], load: &LoadArgs) -> anyhow::Result<
     // failed; the failure, naming its phase, comes last.
     let report = &outcome.report;
     if report.results.is_empty() {
-        eprintln!("no phase ended: no table, JSON or plots");
+        bloatbox::errln!("no phase ended: no table, JSON or plots");
     } else {
         bloatbox::out!("{}", experiment::table::render(report, load.wide))?;
         if let Some(path) = &load.json {
@@ -354,7 +354,7 @@ fn main() -> ExitCode {
         _ => "info",
     };
     if let Err(e) = init_logs(log_file, level) {
-        eprintln!("error: cannot open the log file: {e}");
+        bloatbox::errln!("error: cannot open the log file: {e}");
         return ExitCode::FAILURE;
     }
     let result = match cli.command {
@@ -417,7 +417,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            bloatbox::errln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -48,21 +48,26 @@ impl Bar {
     }
 }
 
-/// Where logs go on stderr: around the active bar.
+/// Where logs go on stderr: around the active bar. A line that cannot be
+/// written (the terminal hung up: EIO) is lost rather than reported:
+/// tracing-subscriber would report it with `eprintln!` to the same dead
+/// terminal, whose panic in the middle of logging aborts the process
+/// before its guards remove the link.
 pub struct LogWriter;
 
 impl Write for LogWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let bar = BAR.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        match bar {
-            Some(bar) => bar.suspend(|| io::stderr().write_all(buf))?,
-            None => io::stderr().write_all(buf)?,
-        }
+        let _ = match bar {
+            Some(bar) => bar.suspend(|| io::stderr().write_all(buf)),
+            None => io::stderr().write_all(buf),
+        };
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        io::stderr().flush()
+        let _ = io::stderr().flush();
+        Ok(())
     }
 }
 

@@ -33,7 +33,7 @@ pub fn tc(target: &Target, args: &[String]) -> anyhow::Result<u8> {
     });
     let answer = match &target.config {
         Some(file) if no_daemon => {
-            eprintln!(
+            crate::errln!(
                 "bloatbox tc: no daemon at {}: answering from {} as the link would start (offline; a change is not kept)",
                 socket.display(),
                 file.display()
@@ -69,12 +69,12 @@ pub fn set(target: &Target, args: &[String], json: bool) -> anyhow::Result<u8> {
     let args = match inline_files(&args, &std::env::current_dir()?) {
         Ok(args) => args,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::errln!("error: {e}");
             return Ok(TC_FAILED);
         }
     };
     for warning in crate::control::set::warnings(&args) {
-        eprintln!("warning: {warning}");
+        crate::errln!("warning: {warning}");
     }
     let only_ethtool = args.iter().all(|a| a.trim_start().starts_with("ethtool"));
     match client(target)?.call(&Request::Set { args })? {
@@ -88,7 +88,7 @@ pub fn set(target: &Target, args: &[String], json: bool) -> anyhow::Result<u8> {
             for r in &effective.ethtool {
                 crate::out!("{}", r.stdout)?;
                 if let Some(e) = &r.error {
-                    eprintln!("{e}");
+                    crate::errln!("{e}");
                     code = 1;
                 }
             }
@@ -98,7 +98,7 @@ pub fn set(target: &Target, args: &[String], json: bool) -> anyhow::Result<u8> {
             Ok(code)
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::errln!("error: {e}");
             Ok(TC_FAILED)
         }
     }

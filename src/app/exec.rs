@@ -18,7 +18,7 @@ pub fn exec(side: Side, config: Option<&Path>, cmd: &[String]) -> anyhow::Result
     };
     match netns::exec_in(ns, cmd) {
         Err(e @ netns::NetnsError::CommandNotFound(_)) => {
-            eprintln!("bloatbox exec: {e}");
+            crate::errln!("bloatbox exec: {e}");
             Ok(127)
         }
         Err(e) => Err(e.into()),

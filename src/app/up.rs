@@ -192,7 +192,7 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     };
     let stopped_by = loop {
         if let Some(sig) = signals.wait(WATCH_INTERVAL_MS) {
-            break format!("signal {sig}");
+            break format!("signal {}", TerminationSignals::name(sig));
         }
         if datapath.is_finished() {
             break "the datapath thread stopping".to_string();
@@ -205,17 +205,27 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
             break "the TUI quitting".to_string();
         }
     };
+    // A TUI that failed (its terminal hung up, a write failed) ends the
+    // run like a signal, with an error exit once everything is removed.
+    let mut tui_failed = None;
     if let Some(t) = tui {
         if t.is_finished() {
             match t.join() {
-                Ok(Err(e)) => tracing::error!("TUI: {e:#}"),
-                Err(_) => tracing::error!("the TUI thread panicked"),
+                Ok(Err(e)) => {
+                    tracing::error!("TUI: {e:#}");
+                    tui_failed = Some(e.context("the TUI ended"));
+                }
+                Err(_) => {
+                    tracing::error!("the TUI thread panicked");
+                    tui_failed = Some(anyhow::anyhow!("the TUI thread panicked"));
+                }
                 Ok(Ok(())) => {}
             }
         } else {
             // Stopped by a signal while the TUI owns the terminal: give the
-            // terminal back; the TUI thread ends with the process.
-            ratatui::restore();
+            // terminal back (without printing: it may be gone); the TUI
+            // thread ends with the process.
+            let _ = ratatui::try_restore();
         }
     }
     tracing::info!("shutting down after {stopped_by}");
@@ -253,7 +263,10 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
             "everything removed"
         }
     );
-    Ok(())
+    match tui_failed {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// `bloatbox down`: removes what a killed run left behind: the link of the

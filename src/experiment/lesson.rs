@@ -26,7 +26,7 @@ use crate::qdisc::Qdisc;
 use crate::time::Instant;
 use crate::tui::lesson::{Lesson, LessonAction, Phase, Stage};
 use crate::tui::lesson_screen::draw_lesson;
-use crate::tui::run::{EventSource, TerminalEvents};
+use crate::tui::run::{EventSource, TakenTerminal, TerminalEvents};
 use crate::tui::Snapshot;
 use crate::units::{print_rate, sprint_time};
 use crossterm::event::Event;
@@ -90,15 +90,14 @@ pub fn run(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Outcome> {
     let mut signals = crate::netns::TerminationSignals::block()?;
     let started = SystemTime::now();
     let kernel_release = super::kernel_release()?;
-    let mut terminal = ratatui::try_init()
+    let mut taken = TakenTerminal::take()
         .map_err(|e| anyhow::anyhow!("cannot take over the terminal for the lesson: {e}"))?;
-    let _restore = crate::tui::run::Restore;
     let mut stop = || signals.wait(0).is_some();
     let (results, failure) = run_with_backend(
-        &mut terminal,
+        taken.terminal(),
         cands,
         opts,
-        &mut TerminalEvents,
+        &mut TerminalEvents::new(),
         &mut stop,
         &mut live_phase,
     )?;

@@ -397,12 +397,15 @@ pub fn run_all(cands: &[Candidate], opts: &TestOptions) -> anyhow::Result<Outcom
     for (i, c) in cands.iter().enumerate() {
         let head = format!("[{}/{}] {}", i + 1, cands.len(), c.name);
         if !tty {
-            eprintln!("{head}: {total:.0} s");
+            crate::errln!("{head}: {total:.0} s");
         }
         let bar = tty.then(|| crate::progress::start(&head, total));
         let mut progress = |t: f64, _: &LiveLink| {
             if let Some(sig) = signals.wait(0) {
-                tracing::warn!("stopping after signal {sig}");
+                tracing::warn!(
+                    "stopping after signal {}",
+                    crate::netns::TerminationSignals::name(sig)
+                );
                 return false;
             }
             if let Some(bar) = &bar {

@@ -346,7 +346,7 @@ pub fn run(args: &RunArgs) -> u8 {
     match run_inner(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("bloatbox run: error: {e:#}");
+            crate::errln!("bloatbox run: error: {e:#}");
             if let Some(path) = &args.report {
                 // A CI job still finds out why, from the report alone.
                 let report = json!({
@@ -354,7 +354,7 @@ pub fn run(args: &RunArgs) -> u8 {
                     "outcome": format!("failed: {e:#}"),
                 });
                 if let Err(w) = std::fs::write(path, format!("{report:#}\n")) {
-                    eprintln!("bloatbox run: writing the report {}: {w}", path.display());
+                    crate::errln!("bloatbox run: writing the report {}: {w}", path.display());
                 }
             }
             EXIT_FAILED
@@ -418,15 +418,15 @@ fn run_inner(args: &RunArgs) -> anyhow::Result<u8> {
         Outcome::LeftExited(status) => exit_code(*status),
         Outcome::Signal(sig) => EXIT_SIGNAL_BASE.wrapping_add(*sig as u8),
         Outcome::NotReady(why) => {
-            eprintln!("bloatbox run: {why}");
+            crate::errln!("bloatbox run: {why}");
             EXIT_NOT_READY
         }
         Outcome::CannotRun(code, e) => {
-            eprintln!("bloatbox run: {e:#}");
+            crate::errln!("bloatbox run: {e:#}");
             *code
         }
         Outcome::Failed(e) => {
-            eprintln!("bloatbox run: error: {e:#}");
+            crate::errln!("bloatbox run: error: {e:#}");
             EXIT_FAILED
         }
     };
@@ -456,7 +456,7 @@ fn run_inner(args: &RunArgs) -> anyhow::Result<u8> {
             .with_context(|| format!("writing the report {}", path.display()))?;
     }
     if let Err(e) = last {
-        eprintln!("bloatbox run: the datapath: {e}");
+        crate::errln!("bloatbox run: the datapath: {e}");
     }
     Ok(code)
 }

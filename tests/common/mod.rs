@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 pub mod seed;
+pub mod tmux;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_bloatbox");
 

@@ -53,7 +53,10 @@ fn fuzz_script_installs_cargo_fuzz_where_it_is_missing() {
         let path = bin.path().join(name);
         std::fs::write(
             &path,
-            format!("#!/bin/sh\necho \"{name} $*\" >> {}\n{body}\n", log.display()),
+            format!(
+                "#!/bin/sh\necho \"{name} $*\" >> {}\n{body}\n",
+                log.display()
+            ),
         )
         .unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -68,7 +71,11 @@ fn fuzz_script_installs_cargo_fuzz_where_it_is_missing() {
             installed.display()
         ),
     );
-    let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap());
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
     let out = std::process::Command::new(root.join("scripts/fuzz.sh"))
         .arg(&target)
         .arg("1")
@@ -77,11 +84,18 @@ fn fuzz_script_installs_cargo_fuzz_where_it_is_missing() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("cargo-fuzz is missing: installing it"), "{stderr}");
+    assert!(
+        stderr.contains("cargo-fuzz is missing: installing it"),
+        "{stderr}"
+    );
     let log = std::fs::read_to_string(&log).unwrap();
     let calls: Vec<&str> = log.lines().collect();
-    let install = calls.iter().position(|c| *c == "cargo install cargo-fuzz --locked");
-    let run = calls.iter().position(|c| c.starts_with("cargo +nightly fuzz run "));
+    let install = calls
+        .iter()
+        .position(|c| *c == "cargo install cargo-fuzz --locked");
+    let run = calls
+        .iter()
+        .position(|c| c.starts_with("cargo +nightly fuzz run "));
     assert!(
         install.is_some() && run.is_some() && install < run,
         "install, then run: {log}"

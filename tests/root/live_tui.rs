@@ -11,8 +11,8 @@
 //! the table printed after `q`.
 //!
 //! Root only (`#[ignore = "needs root"]`: a plain `cargo test` reports them
-//! as ignored; run without root they fail). Skipped, with the reason
-//! printed, without /dev/net/tun, `ip`, `iperf3` or `tmux`. Every exit path,
+//! as ignored; run without root they fail, as they do, naming the package,
+//! without /dev/net/tun, `ip`, `iperf3` or `tmux`. Every exit path,
 //! panics included, kills the tmux server, the traffic and the daemon and
 //! removes the namespaces (guards' Drop).
 
@@ -23,107 +23,13 @@ use std::time::{Duration, Instant};
 use crate::common;
 use crate::turn;
 
+use common::tmux::Tmux;
 use common::{text, wait_until, Daemon, Names, Side, BIN};
 
 /// A daemon's configuration on names unique to this test, snapshots at
 /// 10 Hz, with `link` as the body of `[link]`.
 fn configure(link: &str) -> Daemon {
     Daemon::configure(Names::unique(), "snapshot_hz = 10", link)
-}
-
-/// A detached tmux session on a private server (`tmux -L NAME`, its own
-/// config), so the test never touches anyone's tmux; the server is killed
-/// on drop. Panes stay after their command ends (`remain-on-exit`), so
-/// what the command left on the screen can still be captured.
-struct Tmux {
-    server: String,
-    conf: PathBuf,
-}
-
-impl Tmux {
-    fn start(dir: &Path, width: u16, height: u16, command: &str) -> Tmux {
-        let conf = dir.join("tmux.conf");
-        std::fs::write(&conf, "set -g remain-on-exit on\nset -g status off\n").unwrap();
-        let t = Tmux {
-            server: format!(
-                "bbtui-{}-{}",
-                std::process::id(),
-                dir.file_name().unwrap().to_string_lossy()
-            ),
-            conf,
-        };
-        let out = t.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "tui",
-            "-x",
-            &width.to_string(),
-            "-y",
-            &height.to_string(),
-            command,
-        ]);
-        assert!(out.status.success(), "tmux new-session: {}", text(&out));
-        t
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .args(["-L", &self.server, "-f"])
-            .arg(&self.conf)
-            .args(args)
-            .env_remove("TMUX")
-            .output()
-            .unwrap()
-    }
-
-    fn capture(&self) -> String {
-        let out = self.run(&["capture-pane", "-p", "-t", "tui"]);
-        assert!(out.status.success(), "tmux capture-pane: {}", text(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Whether the command in the pane has ended.
-    fn dead(&self) -> bool {
-        let out = self.run(&["display-message", "-p", "-t", "tui", "#{pane_dead}"]);
-        String::from_utf8_lossy(&out.stdout).trim() == "1"
-    }
-
-    /// Sends `q` and waits (at most `limit`) for the command to end;
-    /// whether it did.
-    fn quit(&self, limit: Duration) -> bool {
-        let out = self.run(&["send-keys", "-t", "tui", "q"]);
-        assert!(out.status.success(), "tmux send-keys: {}", text(&out));
-        self.wait_dead(limit)
-    }
-
-    /// Waits (at most `limit`) for the command in the pane to end;
-    /// whether it did.
-    fn wait_dead(&self, limit: Duration) -> bool {
-        let t0 = Instant::now();
-        while !self.dead() && t0.elapsed() < limit {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        self.dead()
-    }
-
-    /// Captures until `ok` holds (at most `limit`), returning the last one.
-    fn wait_for(&self, limit: Duration, ok: impl Fn(&str) -> bool) -> String {
-        let t0 = Instant::now();
-        loop {
-            let pane = self.capture();
-            if ok(&pane) || t0.elapsed() > limit {
-                return pane;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
-    }
 }
 
 /// The tree panel's `Sent` line of the root qdisc.

@@ -5,8 +5,9 @@
 //! the seed experiments. Every test here that needs root is
 //! `#[ignore = "needs root"]`: a plain `cargo test` reports it as ignored,
 //! `cargo test -- --include-ignored` runs it and it fails, saying so, when
-//! not root. Each skips, printing the reason, where a tool it runs (`ip`,
-//! `ping`, `iperf3`, `tmux`, `setpriv`, ...) is missing. Each test's names
+//! not root. Each fails, naming the package to install, where a tool it
+//! runs (`ip`, `ping`, `iperf3`, `tmux`, `setpriv`, ...) is missing: none
+//! passes without checking (`.ci/run` installs them). Each test's names
 //! are its own, so they could run side by side, but they share the
 //! machine's cores and clock: a bulk transfer, a SIGSTOPped daemon or a
 //! SCHED_FIFO hog of one test would disturb another's timing. So, as when
@@ -23,6 +24,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 mod common;
 
 mod faults;
+mod hangup;
 mod live_export;
 mod live_gso;
 mod live_netem;

@@ -253,7 +253,11 @@ fn rootless_tap_where_tun_is_closed_says_what_to_do() {
     let _turn = turn();
     let dir = shared_dir();
     let closed = || as_nobody_with_tun(dir.path(), 0o600);
-    let out = run_as(closed(), &unique_name(), &["--rootless=tap", "--left", "true"]);
+    let out = run_as(
+        closed(),
+        &unique_name(),
+        &["--rootless=tap", "--left", "true"],
+    );
     assert_eq!(code(&out), 125, "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

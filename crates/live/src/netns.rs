@@ -497,6 +497,11 @@ impl TerminationSignals {
         Ok(TerminationSignals { fd })
     }
 
+    /// A signal number's name for the log (`SIGHUP`), or the number.
+    pub fn name(sig: i32) -> String {
+        Signal::try_from(sig).map_or_else(|_| sig.to_string(), |s| s.as_str().to_string())
+    }
+
     /// Waits up to `timeout_ms` for one of them; returns the signal
     /// number if one arrived.
     pub fn wait(&mut self, timeout_ms: u16) -> Option<i32> {

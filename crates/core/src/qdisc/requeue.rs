@@ -68,7 +68,9 @@ impl RequeueSlot {
 
     /// Frames and bytes of TX queue `queue` waiting in the slot.
     pub fn waiting(&self, queue: usize) -> (u32, u64) {
-        self.queues.get(queue).map_or((0, 0), |q| (q.frames, q.bytes))
+        self.queues
+            .get(queue)
+            .map_or((0, 0), |q| (q.frames, q.bytes))
     }
 
     /// Bytes waiting in the slot, over every TX queue.

@@ -340,7 +340,8 @@ impl QdiscTree {
                 self.root.queue_set_requeued(i, frames, bytes);
             }
         } else {
-            self.root.set_requeued(self.slot.frames(), self.slot.bytes());
+            self.root
+                .set_requeued(self.slot.frames(), self.slot.bytes());
         }
     }
 
@@ -816,7 +817,8 @@ impl QdiscTree {
         let (kind, path) = (q.dump.kind.clone(), q.path);
         let options = cmd.class_options();
         let cl = classful_at(&mut self.root, &path).ok_or_else(|| {
-            Refusal::bare(Errno::EINVAL).below(format!("{kind} {} has no classes", qdisc_handle(qid)))
+            Refusal::bare(Errno::EINVAL)
+                .below(format!("{kind} {} has no classes", qdisc_handle(qid)))
         })?;
         let missing = || {
             Refusal::bare(Errno::ENOENT).below(format!(

@@ -241,7 +241,7 @@ mod tests {
     fn probes_start_feed_stop_and_start_again_over_the_same_sockets() {
         // Both ends in this namespace, on loopback: needs CAP_NET_RAW only.
         let Ok(ping) = icmp::raw_socket() else {
-            eprintln!("skipped: no CAP_NET_RAW for a raw ICMP socket");
+            bloatbox_lang::errln!("skipped: no CAP_NET_RAW for a raw ICMP socket");
             return;
         };
         let ip = Ipv4Addr::LOCALHOST;

@@ -12,9 +12,12 @@ use super::render::draw;
 use super::state::App;
 use super::{Action, Control};
 use crossterm::event::Event;
-use ratatui::backend::Backend;
-use ratatui::Terminal;
-use std::io;
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use ratatui::backend::{Backend, CrosstermBackend};
+use ratatui::{DefaultTerminal, Terminal};
+use std::io::{self, IsTerminal};
+use std::os::fd::{AsFd, OwnedFd};
 use std::time::Duration;
 
 /// Where input events come from.
@@ -23,12 +26,71 @@ pub trait EventSource {
     fn next(&mut self, timeout: Duration) -> io::Result<Option<Event>>;
 }
 
-/// The terminal's own events (crossterm).
-pub struct TerminalEvents;
+/// The terminal's own events (crossterm), and its hang-up as an error.
+///
+/// crossterm's reader loops for ever, inside `poll`, on a terminal that hung
+/// up (its read returns EOF or EIO every time: a closed tmux pane or SSH
+/// session whose SIGHUP did not reach this process, e.g. under `setsid` or
+/// `nohup`), burning a core and never returning to notice a signal. So
+/// the terminal is watched here (poll(2) on the descriptor crossterm reads:
+/// standard input when it is a terminal, else /dev/tty), and crossterm is
+/// asked only for input that is there: a hang-up or error ends the TUI with
+/// an error, as a failed write does, and its caller tears down.
+pub struct TerminalEvents {
+    tty: Option<OwnedFd>,
+}
+
+impl TerminalEvents {
+    /// Watches the terminal crossterm reads (none found: crossterm alone).
+    pub fn new() -> TerminalEvents {
+        let stdin = io::stdin();
+        let tty = if stdin.is_terminal() {
+            stdin.as_fd().try_clone_to_owned().ok()
+        } else {
+            std::fs::File::open("/dev/tty").ok().map(OwnedFd::from)
+        };
+        TerminalEvents { tty }
+    }
+
+    /// Waits up to `timeout` for input on the terminal: whether some is
+    /// there, or an error where it hung up.
+    fn wait(&self, timeout: Duration) -> io::Result<bool> {
+        let Some(tty) = &self.tty else {
+            return Ok(true);
+        };
+        let mut fds = [PollFd::new(tty.as_fd(), PollFlags::POLLIN)];
+        let ms = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
+        match poll(&mut fds, ms) {
+            Ok(0) | Err(Errno::EINTR) => return Ok(false),
+            Ok(_) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let revents = fds[0].revents().unwrap_or(PollFlags::empty());
+        if revents.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL) {
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "the terminal hung up",
+            ));
+        }
+        Ok(revents.contains(PollFlags::POLLIN))
+    }
+}
+
+impl Default for TerminalEvents {
+    fn default() -> Self {
+        TerminalEvents::new()
+    }
+}
 
 impl EventSource for TerminalEvents {
     fn next(&mut self, timeout: Duration) -> io::Result<Option<Event>> {
-        if crossterm::event::poll(timeout)? {
+        // A hang-up first, then what crossterm already holds (a resize, a
+        // key parsed with an earlier one), then the terminal's input.
+        self.wait(Duration::ZERO)?;
+        if !crossterm::event::poll(Duration::ZERO)? && !self.wait(timeout)? {
+            return Ok(None);
+        }
+        if crossterm::event::poll(Duration::ZERO)? {
             crossterm::event::read().map(Some)
         } else {
             Ok(None)
@@ -36,26 +98,74 @@ impl EventSource for TerminalEvents {
     }
 }
 
-/// Restores the terminal when dropped: on return, on error and while
-/// unwinding.
-pub struct Restore;
+/// The process's terminal, taken over for a TUI (raw mode, the alternate
+/// screen) and given back when dropped: on return, on error and while
+/// unwinding, and by the panic hook before the panic message.
+///
+/// Nothing here prints to a terminal that is gone: ratatui's own
+/// `restore`, its panic hook and its terminal's drop `eprintln!` when the
+/// terminal fails, which panics on a hung-up terminal (EIO), and a panic in
+/// the panic hook aborts the process before any guard removes the link.
+pub struct TakenTerminal {
+    terminal: Option<DefaultTerminal>,
+}
 
-impl Drop for Restore {
+impl TakenTerminal {
+    /// Enters raw mode and the alternate screen (ratatui's `try_init`
+    /// without its panic hook), with a panic hook that gives the terminal
+    /// back without printing.
+    pub fn take() -> io::Result<TakenTerminal> {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let _ = ratatui::try_restore();
+            hook(info);
+        }));
+        crossterm::terminal::enable_raw_mode()?;
+        // From here, dropping it gives the terminal back (on an error too).
+        let mut taken = TakenTerminal { terminal: None };
+        crossterm::execute!(io::stdout(), crossterm::terminal::EnterAlternateScreen)?;
+        taken.terminal = Some(Terminal::new(CrosstermBackend::new(io::stdout()))?);
+        Ok(taken)
+    }
+
+    /// The terminal to draw on.
+    pub fn terminal(&mut self) -> &mut DefaultTerminal {
+        self.terminal.as_mut().expect("taken until dropped")
+    }
+}
+
+impl Drop for TakenTerminal {
     fn drop(&mut self) {
-        ratatui::restore();
+        if let Some(mut terminal) = self.terminal.take() {
+            let shown = terminal.show_cursor().is_ok();
+            let _ = ratatui::try_restore();
+            if !shown {
+                // The terminal is gone: its drop would print that it could
+                // not show the cursor (and panic doing so).
+                std::mem::forget(terminal);
+            }
+        } else {
+            let _ = ratatui::try_restore();
+        }
     }
 }
 
 /// Runs the TUI on the process's terminal until `q`, redrawing `hz` times
 /// a second (1..=60). Enters raw mode and the alternate screen; restores
-/// both on exit, on error and on panic (ratatui's panic hook restores
-/// before the panic message is printed). Tracing must go to a file.
+/// both on exit, on error and on panic (`TakenTerminal`). A terminal that
+/// hangs up ends it with an error (`TerminalEvents`). Tracing must go to a
+/// file.
 pub fn run(control: &mut dyn Control, hz: u32) -> anyhow::Result<()> {
-    let mut terminal = ratatui::try_init()
+    let mut taken = TakenTerminal::take()
         .map_err(|e| anyhow::anyhow!("cannot take over the terminal for the TUI: {e}"))?;
-    let _restore = Restore;
     let mut app = App::new();
-    run_with_backend(&mut terminal, &mut app, control, &mut TerminalEvents, hz)
+    run_with_backend(
+        taken.terminal(),
+        &mut app,
+        control,
+        &mut TerminalEvents::new(),
+        hz,
+    )
 }
 
 /// The loop of `run` over any backend and event source. Returns after the

@@ -812,7 +812,10 @@ impl Widget for EventLog<'_> {
                     EventKind::Error => Color::LightRed,
                 };
                 Line::from(vec![
-                    Span::styled(format!("{:>10} ", fmt_at(e.at.saturating_since(self.since))), LABEL),
+                    Span::styled(
+                        format!("{:>10} ", fmt_at(e.at.saturating_since(self.since))),
+                        LABEL,
+                    ),
                     Span::styled(format!("{} ", e.dir.map_or("   ", dir_label)), LABEL),
                     Span::styled(e.text.clone(), Style::new().fg(color)),
                 ])
