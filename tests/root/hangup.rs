@@ -158,17 +158,7 @@ fn the_lesson_whose_terminal_hangs_up_ends_and_removes_its_link() {
         true,
     );
     let tmux = Tmux::start(dir.path(), 100, 30, &command);
-    let mut ours = Vec::new();
-    assert!(
-        wait_until(Duration::from_secs(20), || {
-            ours = netns_names()
-                .into_iter()
-                .filter(|n| !before.contains(n))
-                .collect();
-            !ours.is_empty()
-        }),
-        "the lesson never brought its link up"
-    );
+    let ours = new_link(&before, "the lesson");
     tmux.kill();
     let code = exit_code(&rc);
     let output = std::fs::read_to_string(&out).unwrap_or_default();
@@ -178,6 +168,23 @@ fn the_lesson_whose_terminal_hangs_up_ends_and_removes_its_link() {
         wait_until(TEARDOWN, || netns_names().iter().all(|n| !ours.contains(n))),
         "left behind: {ours:?}"
     );
+}
+
+/// The two namespaces of the link `what` brings up (the named ones that
+/// were not there `before`), waiting for them (bounded).
+fn new_link(before: &[String], what: &str) -> Vec<String> {
+    let mut ours = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            ours = netns_names()
+                .into_iter()
+                .filter(|n| !before.contains(n))
+                .collect();
+            ours.len() == 2
+        }),
+        "{what} never brought its link up: {ours:?}"
+    );
+    ours
 }
 
 /// The named network namespaces (`ip netns`).
@@ -214,17 +221,7 @@ fn test_and_run_whose_tmux_session_is_killed_remove_their_links() {
         let before = netns_names();
         let rc = dir.path().join(format!("rc-{what}"));
         let tmux = Tmux::start(dir.path(), 100, 30, &shell(&command, &rc, false));
-        let mut ours = Vec::new();
-        assert!(
-            wait_until(Duration::from_secs(20), || {
-                ours = netns_names()
-                    .into_iter()
-                    .filter(|n| !before.contains(n))
-                    .collect();
-                ours.len() == 2
-            }),
-            "{what} never brought its link up"
-        );
+        let ours = new_link(&before, what);
         tmux.kill();
         let unique = if what == "test" {
             json.display().to_string()

@@ -16,9 +16,9 @@
 //! panics included, kills the tmux server, the traffic and the daemon and
 //! removes the namespaces (guards' Drop).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
 
 use crate::common;
 use crate::turn;

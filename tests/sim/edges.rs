@@ -101,8 +101,10 @@ fn simultaneous_packets_arrive_at_one_instant() {
 /// that instant. 20 frames of 1000 bytes at 1 ms into a 1-slot ring
 /// without BQL and a pfifo of 10 at 10 Mbit/s: the first bypasses into
 /// the ring, the second bypasses into the stopped queue (the requeue
-/// slot), ten queue and eight are dropped. At 5 ms five have left (800 µs
-/// each, the fifth at 5 ms exactly) and the ring took the sixth.
+/// slot), which takes one of the pfifo's ten places (`dev_requeue_skb`
+/// counts it in the qdisc's qlen), so nine queue and nine are dropped. At
+/// 5 ms five have left (800 µs each, the fifth at 5 ms exactly) and the
+/// ring took the sixth.
 #[test]
 fn snapshots_show_the_qdisc_at_their_instants() {
     let sc = Scenario::from_toml(
@@ -121,19 +123,19 @@ fn snapshots_show_the_qdisc_at_their_instants() {
         let s = &r.snapshots[i].directions[0].qdisc.stats;
         (s.packets, s.drops, s.requeues, s.qlen, s.backlog)
     };
-    assert_eq!(counts(0), (2, 8, 1, 11, 11_000));
-    assert_eq!(counts(1), (6, 8, 1, 6, 6_000));
-    assert_eq!(counts(2), (12, 8, 1, 0, 0));
+    assert_eq!(counts(0), (2, 9, 1, 10, 10_000));
+    assert_eq!(counts(1), (6, 9, 1, 5, 5_000));
+    assert_eq!(counts(2), (11, 9, 1, 0, 0));
     let text = r.snapshots[0].tc_text();
     assert!(
         text.contains("# left_to_right (left) at 1ms\nqdisc pfifo 8001: root"),
         "{text}"
     );
     assert!(
-        text.contains(" Sent 2000 bytes 2 pkt (dropped 8, overlimits 0 requeues 1)"),
+        text.contains(" Sent 2000 bytes 2 pkt (dropped 9, overlimits 0 requeues 1)"),
         "{text}"
     );
-    assert!(text.contains(" backlog 11000b 11p requeues 1"), "{text}");
+    assert!(text.contains(" backlog 10000b 10p requeues 1"), "{text}");
     // The last one is the end of the run: the report's own dump.
     assert_eq!(r.snapshots[2].directions[0].tc, r.directions[0].tc);
     // BQL is off on the left device; the right one has it, idle:

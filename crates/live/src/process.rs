@@ -2,8 +2,9 @@
 //! its own terminal: a command that enters a namespace (or fails at exec,
 //! saying why) and can be stopped although its parent reads the
 //! termination signals from a signalfd, a command that dies with its
-//! parent, signals to a child or its process group, and whether this
-//! process runs in its terminal's foreground. Each is a thin wrapper of
+//! parent, signals to a child or its process group, whether this process
+//! runs in its terminal's foreground, and whether that terminal has input
+//! or hung up (`TerminalWatch`). Each is a thin wrapper of
 //! the system call, so that the application crate needs no OS bindings.
 
 use std::fs::File;
@@ -92,4 +93,60 @@ fn unblock_termination_signals() -> nix::Result<()> {
 /// (tcgetpgrp(3) is its process group).
 pub fn in_foreground(tty: impl AsFd) -> bool {
     nix::unistd::tcgetpgrp(tty.as_fd()).is_ok_and(|pg| pg == nix::unistd::getpgrp())
+}
+
+/// The terminal a TUI reads its keys from (standard input when it is a
+/// terminal, else /dev/tty, as crossterm chooses), watched with poll(2):
+/// whether it has input, and an error where it hung up (a closed tmux pane
+/// or SSH session; also without a SIGHUP, under `setsid` or `nohup`),
+/// which crossterm's reader would read for ever.
+pub struct TerminalWatch {
+    tty: Option<std::os::fd::OwnedFd>,
+}
+
+impl TerminalWatch {
+    /// Watches this process's terminal; none found: `wait` answers that
+    /// input may be there, and the reader finds out.
+    pub fn new() -> TerminalWatch {
+        use std::io::IsTerminal;
+        let stdin = io::stdin();
+        let tty = if stdin.is_terminal() {
+            stdin.as_fd().try_clone_to_owned().ok()
+        } else {
+            File::open("/dev/tty").ok().map(std::os::fd::OwnedFd::from)
+        };
+        TerminalWatch { tty }
+    }
+
+    /// Waits up to `timeout` for input on the terminal: whether some is
+    /// there; an error (BrokenPipe, "the terminal hung up") where it hung
+    /// up or failed.
+    pub fn wait(&self, timeout: std::time::Duration) -> io::Result<bool> {
+        use nix::errno::Errno;
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let Some(tty) = &self.tty else {
+            return Ok(true);
+        };
+        let mut fds = [PollFd::new(tty.as_fd(), PollFlags::POLLIN)];
+        let ms = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
+        match poll(&mut fds, ms) {
+            Ok(0) | Err(Errno::EINTR) => return Ok(false),
+            Ok(_) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let revents = fds[0].revents().unwrap_or(PollFlags::empty());
+        if revents.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL) {
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "the terminal hung up",
+            ));
+        }
+        Ok(revents.contains(PollFlags::POLLIN))
+    }
+}
+
+impl Default for TerminalWatch {
+    fn default() -> Self {
+        TerminalWatch::new()
+    }
 }

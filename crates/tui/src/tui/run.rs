@@ -11,13 +11,11 @@
 use super::render::draw;
 use super::state::App;
 use super::{Action, Control};
+use bloatbox_live::process::TerminalWatch;
 use crossterm::event::Event;
-use nix::errno::Errno;
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use ratatui::backend::{Backend, CrosstermBackend};
 use ratatui::{DefaultTerminal, Terminal};
-use std::io::{self, IsTerminal};
-use std::os::fd::{AsFd, OwnedFd};
+use std::io;
 use std::time::Duration;
 
 /// Where input events come from.
@@ -32,53 +30,19 @@ pub trait EventSource {
 /// up (its read returns EOF or EIO every time: a closed tmux pane or SSH
 /// session whose SIGHUP did not reach this process, e.g. under `setsid` or
 /// `nohup`), burning a core and never returning to notice a signal. So
-/// the terminal is watched here (poll(2) on the descriptor crossterm reads:
-/// standard input when it is a terminal, else /dev/tty), and crossterm is
+/// the terminal is watched (`process::TerminalWatch`: poll(2) on the
+/// descriptor crossterm reads), and crossterm is
 /// asked only for input that is there: a hang-up or error ends the TUI with
 /// an error, as a failed write does, and its caller tears down.
+#[derive(Default)]
 pub struct TerminalEvents {
-    tty: Option<OwnedFd>,
+    tty: TerminalWatch,
 }
 
 impl TerminalEvents {
-    /// Watches the terminal crossterm reads (none found: crossterm alone).
+    /// Watches the terminal crossterm reads.
     pub fn new() -> TerminalEvents {
-        let stdin = io::stdin();
-        let tty = if stdin.is_terminal() {
-            stdin.as_fd().try_clone_to_owned().ok()
-        } else {
-            std::fs::File::open("/dev/tty").ok().map(OwnedFd::from)
-        };
-        TerminalEvents { tty }
-    }
-
-    /// Waits up to `timeout` for input on the terminal: whether some is
-    /// there, or an error where it hung up.
-    fn wait(&self, timeout: Duration) -> io::Result<bool> {
-        let Some(tty) = &self.tty else {
-            return Ok(true);
-        };
-        let mut fds = [PollFd::new(tty.as_fd(), PollFlags::POLLIN)];
-        let ms = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
-        match poll(&mut fds, ms) {
-            Ok(0) | Err(Errno::EINTR) => return Ok(false),
-            Ok(_) => {}
-            Err(e) => return Err(e.into()),
-        }
-        let revents = fds[0].revents().unwrap_or(PollFlags::empty());
-        if revents.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL) {
-            return Err(io::Error::new(
-                io::ErrorKind::BrokenPipe,
-                "the terminal hung up",
-            ));
-        }
-        Ok(revents.contains(PollFlags::POLLIN))
-    }
-}
-
-impl Default for TerminalEvents {
-    fn default() -> Self {
-        TerminalEvents::new()
+        TerminalEvents::default()
     }
 }
 
@@ -86,8 +50,8 @@ impl EventSource for TerminalEvents {
     fn next(&mut self, timeout: Duration) -> io::Result<Option<Event>> {
         // A hang-up first, then what crossterm already holds (a resize, a
         // key parsed with an earlier one), then the terminal's input.
-        self.wait(Duration::ZERO)?;
-        if !crossterm::event::poll(Duration::ZERO)? && !self.wait(timeout)? {
+        self.tty.wait(Duration::ZERO)?;
+        if !crossterm::event::poll(Duration::ZERO)? && !self.tty.wait(timeout)? {
             return Ok(None);
         }
         if crossterm::event::poll(Duration::ZERO)? {
