@@ -748,7 +748,8 @@ pub(crate) mod tests {
             let spec = CaptureSpec::in_dir(dir.path());
             let (tap, writer) = start(&spec, Some(0)).unwrap();
             let path = |dir| {
-                let pfifo = Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 1);
+                // Two places: the requeued frame takes one (dev_requeue_skb).
+                let pfifo = Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 2);
                 let dev = DevSpec::new(dir, crate::qdisc::kinds::BUILTIN);
                 Path::new(
                     LinkParams {

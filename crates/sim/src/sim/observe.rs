@@ -198,7 +198,9 @@ mod tests {
                 event: DriverEvent::RxInterrupt { frames: 1 }
             }
         );
-        // A full qdisc: the frame offered is dropped.
+        // A full qdisc: the frame offered is dropped. Its two places: the
+        // frame in the requeue slot takes one (dev_requeue_skb), the third
+        // frame the other.
         let mut full = Path::new(
             LinkParams {
                 rate_bytes_ps: 1_000,
@@ -206,7 +208,7 @@ mod tests {
                 bql: false,
                 ..params
             },
-            tree(Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 1)),
+            tree(Fifo::with_limit(FifoKind::Pfifo, QdiscCtx::default(), 2)),
         );
         full.set_observer(Box::new(DequeueLog::default()));
         let verdicts = [
