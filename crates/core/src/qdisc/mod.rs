@@ -11,7 +11,8 @@
 //! the CoDel core that `codel` and `fq_codel` share), and one row per kind
 //! in `kinds.rs`, the table of kinds; `options.rs` holds the enums of every
 //! kind's options and xstats; `one_class.rs` is the one fixed class of
-//! TBF and RED; `red/algorithm.rs` is include/net/red.h. `park.rs` is the peek-by-dequeue plumbing of
+//! TBF and RED; `red/algorithm.rs` is include/net/red.h; `pie/algorithm.rs` is
+//! include/net/pie.h and the PIE core that `pie` and `fq_pie` share. `park.rs` is the peek-by-dequeue plumbing of
 //! codel, fq_codel, sfq and tbf; `request.rs` is a tc request as rtnetlink
 //! carries it; `tree.rs` edits a device's tree by such requests; `noop.rs`
 //! is what a deleted child leaves where the kernel grafts nothing;
@@ -33,6 +34,7 @@ pub mod one_class;
 pub mod options;
 mod park;
 pub mod pfifo_fast;
+pub mod pie;
 pub mod qfq;
 pub mod red;
 pub mod request;

@@ -11,6 +11,7 @@ pub mod fq_codel;
 pub mod htb;
 pub mod mq;
 pub mod pfifo_fast;
+pub mod pie;
 pub mod qfq;
 pub mod red;
 pub mod sfq;
@@ -33,4 +34,5 @@ pub static BUILTIN: &[&Syntax] = &[
     &mq::SYNTAX,
     &qfq::SYNTAX,
     &red::SYNTAX,
+    &pie::SYNTAX,
 ];
