@@ -12,6 +12,7 @@
 use super::codel::CodelQdisc;
 use super::fifo::{Fifo, FifoKind};
 use super::fq_codel::FqCodel;
+use super::fq_pie::FqPie;
 use super::htb::Htb;
 use super::mq::Mq;
 use super::pfifo_fast::PfifoFast;
@@ -171,4 +172,5 @@ pub static BUILTIN: &[KindEntry] = &[
         ..kind("red", |c, _, o| Ok(Box::new(Red::build(c, o)?)))
     },
     kind("pie", |c, _, o| Ok(Box::new(Pie::build(c, o)?))),
+    kind("fq_pie", |c, _, o| Ok(Box::new(FqPie::build(c, o)?))),
 ];

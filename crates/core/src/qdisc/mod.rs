@@ -12,7 +12,8 @@
 //! in `kinds.rs`, the table of kinds; `options.rs` holds the enums of every
 //! kind's options and xstats; `one_class.rs` is the one fixed class of
 //! TBF and RED; `red/algorithm.rs` is include/net/red.h; `pie/algorithm.rs` is
-//! include/net/pie.h and the PIE core that `pie` and `fq_pie` share. `park.rs` is the peek-by-dequeue plumbing of
+//! include/net/pie.h and the PIE core that `pie` and `fq_pie` share;
+//! `flow_bucket` picks the flow queue of sfq, fq_codel and fq_pie. `park.rs` is the peek-by-dequeue plumbing of
 //! codel, fq_codel, sfq and tbf; `request.rs` is a tc request as rtnetlink
 //! carries it; `tree.rs` edits a device's tree by such requests; `noop.rs`
 //! is what a deleted child leaves where the kernel grafts nothing;
@@ -26,6 +27,7 @@ pub mod drr_ahead;
 pub mod dump;
 pub mod fifo;
 pub mod fq_codel;
+pub mod fq_pie;
 pub mod htb;
 pub mod kinds;
 pub mod mq;

@@ -15,6 +15,7 @@
 use super::codel::{CodelOptions, CodelXstats};
 use super::fifo::FifoOptions;
 use super::fq_codel::{FqCodelClassXstats, FqCodelOptions, FqCodelXstats};
+use super::fq_pie::{FqPieOptions, FqPieXstats};
 use super::htb::{HtbClassOptions, HtbGlob, HtbXstats};
 use super::mq::MqOptions;
 use super::pfifo_fast::PfifoFastOptions;
@@ -52,6 +53,8 @@ pub enum QdiscOptions {
     Red(RedOptions),
     /// The `TCA_PIE_*` attributes.
     Pie(PieOptions),
+    /// The `TCA_FQ_PIE_*` attributes.
+    FqPie(FqPieOptions),
     /// The options of a kind outside the built-in table, as netlink
     /// carries them.
     Other(Attrs),
@@ -145,6 +148,9 @@ pub enum Xstats {
     Red(RedXstats),
     /// `struct tc_pie_xstats` (net/sched/sch_pie.c `pie_dump_stats`).
     Pie(PieXstats),
+    /// `struct tc_fq_pie_xstats` (net/sched/sch_fq_pie.c
+    /// `fq_pie_dump_stats`).
+    FqPie(FqPieXstats),
     /// The xstats of a kind outside the built-in table (its qdisc's or a
     /// class's), as attributes of its own numbering.
     Other(Attrs),

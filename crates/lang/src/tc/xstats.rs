@@ -59,6 +59,7 @@ mod tests {
             Xstats::HtbClass(_) => "htb",
             Xstats::Red(_) => "red",
             Xstats::Pie(_) => "pie",
+            Xstats::FqPie(_) => "fq_pie",
             Xstats::Other(_) => panic!("no built-in kind prints {x:?}"),
         }
     }

@@ -8,6 +8,7 @@
 pub mod codel;
 pub mod fifo;
 pub mod fq_codel;
+pub mod fq_pie;
 pub mod htb;
 pub mod mq;
 pub mod pfifo_fast;
@@ -35,4 +36,5 @@ pub static BUILTIN: &[&Syntax] = &[
     &qfq::SYNTAX,
     &red::SYNTAX,
     &pie::SYNTAX,
+    &fq_pie::SYNTAX,
 ];

@@ -197,37 +197,51 @@ pub static SYNTAX: Syntax = Syntax {
 };
 
 /// The keys of a `pie` table in the configuration (tc-pie(8)).
-static TABLE: KeyTable = KeyTable::qdisc(&SHARED_KEYS);
+static TABLE: KeyTable = KeyTable::qdisc(&[
+    KEY_LIMIT,
+    KEY_TARGET,
+    KEY_TUPDATE,
+    KEY_ALPHA,
+    KEY_BETA,
+    KEY_ECN,
+    KEY_BYTEMODE,
+    KEY_DQ_RATE_ESTIMATOR,
+]);
 
-/// The keys `pie` and `fq_pie` tables share.
-pub const SHARED_KEYS: [Key; 8] = [
-    Key::opt("limit", Value::Count),
-    Key::opt("target", Value::Time),
-    Key::opt("tupdate", Value::Time),
-    Key::opt("alpha", Value::Count),
-    Key::opt("beta", Value::Count),
-    Key::opt(
-        "ecn",
-        Value::Flag {
-            on: "ecn",
-            off: Some("noecn"),
-        },
-    ),
-    Key::opt(
-        "bytemode",
-        Value::Flag {
-            on: "bytemode",
-            off: Some("nobytemode"),
-        },
-    ),
-    Key::opt(
-        "dq_rate_estimator",
-        Value::Flag {
-            on: "dq_rate_estimator",
-            off: Some("no_dq_rate_estimator"),
-        },
-    ),
-];
+/// `limit`, a key `pie` and `fq_pie` tables share.
+pub const KEY_LIMIT: Key = Key::opt("limit", Value::Count);
+/// `target`, shared.
+pub const KEY_TARGET: Key = Key::opt("target", Value::Time);
+/// `tupdate`, shared.
+pub const KEY_TUPDATE: Key = Key::opt("tupdate", Value::Time);
+/// `alpha`, shared.
+pub const KEY_ALPHA: Key = Key::opt("alpha", Value::Count);
+/// `beta`, shared.
+pub const KEY_BETA: Key = Key::opt("beta", Value::Count);
+/// `ecn` / `noecn`, shared.
+pub const KEY_ECN: Key = Key::opt(
+    "ecn",
+    Value::Flag {
+        on: "ecn",
+        off: Some("noecn"),
+    },
+);
+/// `bytemode` / `nobytemode`, shared.
+pub const KEY_BYTEMODE: Key = Key::opt(
+    "bytemode",
+    Value::Flag {
+        on: "bytemode",
+        off: Some("nobytemode"),
+    },
+);
+/// `dq_rate_estimator` / `no_dq_rate_estimator`, shared.
+pub const KEY_DQ_RATE_ESTIMATOR: Key = Key::opt(
+    "dq_rate_estimator",
+    Value::Flag {
+        on: "dq_rate_estimator",
+        off: Some("no_dq_rate_estimator"),
+    },
+);
 
 /// `pie_print_xstats`: `tc_pie_xstats`.
 static XSTATS: XstatsPrinter = XstatsPrinter {
