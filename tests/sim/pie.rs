@@ -52,7 +52,10 @@ fn pie_holds_the_queue_delay_near_its_target_under_cubic() {
     // The median queue delay after warm-up in a band around the 15 ms
     // target, and a tenth or less of the fifo's.
     let delay = p50 - base;
-    assert!((5.0..=30.0).contains(&delay), "PIE's median queue delay {delay:.2} ms");
+    assert!(
+        (5.0..=30.0).contains(&delay),
+        "PIE's median queue delay {delay:.2} ms"
+    );
     assert!(
         (f50 - base) > 10.0 * delay,
         "pfifo's {:.2} ms against PIE's {delay:.2} ms",
@@ -61,7 +64,11 @@ fn pie_holds_the_queue_delay_near_its_target_under_cubic() {
     // PIE decides by early drops, and the link stays busy.
     let early = l2r.drops.get("pie_early").copied().unwrap_or(0);
     assert!(early > 20, "early drops {early}");
-    assert_eq!(l2r.drops.get("pie_overlimit"), None, "the limit is never reached");
+    assert_eq!(
+        l2r.drops.get("pie_overlimit"),
+        None,
+        "the limit is never reached"
+    );
     assert!(l2r.utilisation > 0.85, "{}", l2r.utilisation);
     // The xstats count the same drops.
     let x = l2r
@@ -86,8 +93,14 @@ fn fq_pie_keeps_a_sparse_ping_near_the_idle_rtt() {
         l2r.utilisation * 100.0,
         l2r.drops
     );
-    assert!(p50 - base < 2.0, "ping p50 {p50:.2} ms over a base of {base:.2}");
-    assert!(p99 - base < 10.0, "ping p99 {p99:.2} ms over a base of {base:.2}");
+    assert!(
+        p50 - base < 2.0,
+        "ping p50 {p50:.2} ms over a base of {base:.2}"
+    );
+    assert!(
+        p99 - base < 10.0,
+        "ping p99 {p99:.2} ms over a base of {base:.2}"
+    );
     assert!(l2r.utilisation > 0.9, "{}", l2r.utilisation);
     let early = l2r.drops.get("pie_early").copied().unwrap_or(0);
     assert!(early > 20, "early drops {early}");

@@ -222,11 +222,8 @@ impl FqPie {
 
     /// The options as `fq_pie_dump` sends them.
     pub fn options(&self) -> FqPieOptions {
-        let mut pie = PieOptions::of(&self.params);
-        // fq_pie has no limit of its own: `sch->limit`, the same value.
-        pie.limit = Some(self.params.limit);
         FqPieOptions {
-            pie,
+            pie: PieOptions::of(&self.params),
             flows: Some(self.flows_cnt()),
             quantum: Some(self.quantum),
             memory_limit: Some(self.memory_limit),

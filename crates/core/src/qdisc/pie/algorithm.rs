@@ -322,11 +322,13 @@ pub fn calculate_probability(params: &PieParams, vars: &mut PieVars, backlog: u3
     let (qdelay, qdelay_old) = if params.dq_rate_estimator {
         let old = vars.qdelay;
         vars.qdelay_old = vars.qdelay;
-        let d = if vars.avg_dq_rate > 0 {
-            u64::from(backlog.wrapping_shl(PIE_SCALE) / vars.avg_dq_rate)
-        } else {
-            0
-        };
+        // `(backlog << PIE_SCALE) / avg_dq_rate` in u32 (the shift drops
+        // the top bits), 0 without a rate.
+        let d = u64::from(
+            (backlog << PIE_SCALE)
+                .checked_div(vars.avg_dq_rate)
+                .unwrap_or(0),
+        );
         (d, old)
     } else {
         (vars.qdelay, vars.qdelay_old)
