@@ -386,11 +386,11 @@ fn preset_menu_keys() {
     app.on_key(ch('k'));
     assert_eq!(app.mode, Mode::Presets { selected: 0 });
     app.on_key(ch('k'));
-    assert_eq!(app.mode, Mode::Presets { selected: 6 }, "wraps");
+    assert_eq!(app.mode, Mode::Presets { selected: 8 }, "wraps");
     app.on_key(ch('x'));
     assert_eq!(
         app.mode,
-        Mode::Presets { selected: 6 },
+        Mode::Presets { selected: 8 },
         "other keys keep the menu"
     );
     for close in [key(KeyCode::Esc), ch('m'), ch('q')] {
@@ -419,9 +419,10 @@ fn preset_menu_keys() {
         );
         assert_eq!(app.mode, Mode::Normal);
     }
+    // Nine kinds fill the digits 1 to 9; 0 picks none.
     app.on_key(ch('m'));
-    app.on_key(ch('9'));
-    assert!(matches!(app.mode, Mode::Presets { .. }), "9 is no preset");
+    app.on_key(ch('0'));
+    assert!(matches!(app.mode, Mode::Presets { .. }), "0 is no preset");
 }
 
 fn preset(kind: &str) -> Preset {
@@ -441,7 +442,9 @@ fn the_menu_reads_the_kind_table() {
             "fq_codel",
             "tbf",
             "htb",
-            "red"
+            "red",
+            "pie",
+            "fq_pie"
         ]
     );
     assert_eq!(

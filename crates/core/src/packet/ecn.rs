@@ -1,7 +1,7 @@
 //! ECN Congestion Experienced marking, the kernel's `INET_ECN_set_ce`: sets
 //! the two ECN bits of an ECN-capable IPv4 or IPv6 packet to CE in place
 //! (IPv4 header checksum fixed incrementally, RFC 1624) and keeps
-//! `meta.dsfield` in step. CoDel, fq_codel, the `codel` qdisc and RED mark with it
+//! `meta.dsfield` in step. CoDel, fq_codel, the `codel` qdisc, RED and PIE mark with it
 //! instead of dropping.
 
 use super::{Packet, L3};

@@ -224,6 +224,11 @@ pub enum DropReason {
     /// RED's forced drop: the average backlog at or above `max`
     /// (`forced_drop`), and the frame could not be marked (or `harddrop`).
     RedForced,
+    /// PIE's (or FQ-PIE's) early drop (`pie_drop_early`): the drop
+    /// probability chose the arriving frame, and it could not be marked.
+    PieEarly,
+    /// PIE's (or FQ-PIE's) packet limit: the arriving frame was dropped.
+    PieOverlimit,
     /// QFQ/filters: no class matched and there is no default; or SFQ or
     /// fq_codel filters placed the frame in no flow bucket.
     Unclassified,
@@ -248,7 +253,7 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in the order of the stats' counters (`index()`).
-    pub const ALL: [DropReason; 17] = [
+    pub const ALL: [DropReason; 19] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -258,6 +263,8 @@ impl DropReason {
         DropReason::TbfOversize,
         DropReason::RedEarly,
         DropReason::RedForced,
+        DropReason::PieEarly,
+        DropReason::PieOverlimit,
         DropReason::Unclassified,
         DropReason::QdiscReset,
         DropReason::PoolExhausted,
@@ -289,6 +296,8 @@ impl DropReason {
             DropReason::TbfOversize => "tbf_oversize",
             DropReason::RedEarly => "red_early",
             DropReason::RedForced => "red_forced",
+            DropReason::PieEarly => "pie_early",
+            DropReason::PieOverlimit => "pie_overlimit",
             DropReason::Unclassified => "unclassified",
             DropReason::QdiscReset => "qdisc_reset",
             DropReason::PoolExhausted => "pool_exhausted",

@@ -12,9 +12,11 @@
 use super::codel::CodelQdisc;
 use super::fifo::{Fifo, FifoKind};
 use super::fq_codel::FqCodel;
+use super::fq_pie::FqPie;
 use super::htb::Htb;
 use super::mq::Mq;
 use super::pfifo_fast::PfifoFast;
+use super::pie::Pie;
 use super::qfq::Qfq;
 use super::red::Red;
 use super::sfq::Sfq;
@@ -169,4 +171,6 @@ pub static BUILTIN: &[KindEntry] = &[
         class_stats: false,
         ..kind("red", |c, _, o| Ok(Box::new(Red::build(c, o)?)))
     },
+    kind("pie", |c, _, o| Ok(Box::new(Pie::build(c, o)?))),
+    kind("fq_pie", |c, _, o| Ok(Box::new(FqPie::build(c, o)?))),
 ];

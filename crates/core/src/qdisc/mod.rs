@@ -11,8 +11,11 @@
 //! the CoDel core that `codel` and `fq_codel` share), and one row per kind
 //! in `kinds.rs`, the table of kinds; `options.rs` holds the enums of every
 //! kind's options and xstats; `one_class.rs` is the one fixed class of
-//! TBF and RED; `red/algorithm.rs` is include/net/red.h. `park.rs` is the peek-by-dequeue plumbing of
-//! codel, fq_codel, sfq and tbf; `request.rs` is a tc request as rtnetlink
+//! TBF and RED; `red/algorithm.rs` is include/net/red.h; `pie/algorithm.rs`
+//! is include/net/pie.h, the PIE core that `pie` and `fq_pie` share;
+//! `flow_bucket` picks the flow queue of sfq, fq_codel and fq_pie.
+//! `park.rs` is the peek-by-dequeue plumbing of codel, fq_codel, sfq, tbf,
+//! pie and fq_pie; `request.rs` is a tc request as rtnetlink
 //! carries it; `tree.rs` edits a device's tree by such requests; `noop.rs`
 //! is what a deleted child leaves where the kernel grafts nothing;
 //! `dump.rs` is the data `tc -s -d show`, the TUI and the control socket
@@ -25,6 +28,7 @@ pub mod drr_ahead;
 pub mod dump;
 pub mod fifo;
 pub mod fq_codel;
+pub mod fq_pie;
 pub mod htb;
 pub mod kinds;
 pub mod mq;
@@ -33,6 +37,7 @@ pub mod one_class;
 pub mod options;
 mod park;
 pub mod pfifo_fast;
+pub mod pie;
 pub mod qfq;
 pub mod red;
 pub mod request;

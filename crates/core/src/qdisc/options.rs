@@ -15,9 +15,11 @@
 use super::codel::{CodelOptions, CodelXstats};
 use super::fifo::FifoOptions;
 use super::fq_codel::{FqCodelClassXstats, FqCodelOptions, FqCodelXstats};
+use super::fq_pie::{FqPieOptions, FqPieXstats};
 use super::htb::{HtbClassOptions, HtbGlob, HtbXstats};
 use super::mq::MqOptions;
 use super::pfifo_fast::PfifoFastOptions;
+use super::pie::{PieOptions, PieXstats};
 use super::red::{RedOptions, RedXstats};
 use super::sfq::{SfqOptions, SfqXstats};
 use super::tbf::TbfOptions;
@@ -49,6 +51,10 @@ pub enum QdiscOptions {
     Sfq(SfqOptions),
     /// red: `tc_red_qopt` and the TCA_RED_* attributes.
     Red(RedOptions),
+    /// The `TCA_PIE_*` attributes.
+    Pie(PieOptions),
+    /// The `TCA_FQ_PIE_*` attributes.
+    FqPie(FqPieOptions),
     /// The options of a kind outside the built-in table, as netlink
     /// carries them.
     Other(Attrs),
@@ -140,6 +146,11 @@ pub enum Xstats {
     HtbClass(HtbXstats),
     /// `struct tc_red_xstats` (net/sched/sch_red.c `red_dump_stats`).
     Red(RedXstats),
+    /// `struct tc_pie_xstats` (net/sched/sch_pie.c `pie_dump_stats`).
+    Pie(PieXstats),
+    /// `struct tc_fq_pie_xstats` (net/sched/sch_fq_pie.c
+    /// `fq_pie_dump_stats`).
+    FqPie(FqPieXstats),
     /// The xstats of a kind outside the built-in table (its qdisc's or a
     /// class's), as attributes of its own numbering.
     Other(Attrs),

@@ -1,6 +1,7 @@
 //! Peeking by dequeuing, the kernel's `qdisc_peek_dequeued`: codel, fq_codel,
-//! sfq and tbf only know their next frame by running their dequeue logic
-//! (CoDel drops, DRR rounds, perturbation, token checks), so `peek` takes the
+//! sfq, tbf, pie and fq_pie only know their next frame by running their
+//! dequeue logic (CoDel drops, DRR rounds, perturbation, token checks, PIE's
+//! delay and rate measurement), so `peek` takes the
 //! frame out and parks it until `dequeue` hands it out; a parked frame still
 //! counts in qlen/backlog. `ParkOnPeek` writes that plumbing once, and
 //! `drop_all_held` the emptying half of `Qdisc::reset`.

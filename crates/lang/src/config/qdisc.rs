@@ -831,6 +831,33 @@ mod tests {
     }
 
     #[test]
+    fn pie_and_fq_pie_tables_are_the_lines_they_print() {
+        let s = spec("qdisc = { kind = \"pie\", limit = 100, target = \"20ms\", tupdate = \"30ms\", alpha = 4, beta = 8, ecn = true, bytemode = false, dq_rate_estimator = false }").unwrap();
+        assert_eq!(
+            lines(&s, Dir::LeftToRight, 1).unwrap(),
+            vec!["tc qdisc add dev left root pie limit 100 target 20ms tupdate 30ms alpha 4 beta 8 ecn nobytemode no_dq_rate_estimator"]
+        );
+        let s = spec("qdisc = { kind = \"fq_pie\", flows = 64, quantum = \"3kb\", ecn_prob = 25 }")
+            .unwrap();
+        assert_eq!(
+            lines(&s, Dir::RightToLeft, 1).unwrap(),
+            vec!["tc qdisc add dev right root fq_pie flows 64 quantum 3kb ecn_prob 25"]
+        );
+        let (_, m) = pair(
+            spec("qdisc = { kind = \"pie\", alpha = 33 }")
+                .unwrap()
+                .steps(Dir::LeftToRight, 1)
+                .unwrap_err(),
+        );
+        assert!(
+            m.starts_with("tc rejects \"pie alpha 33\": Illegal \"alpha\""),
+            "{m}"
+        );
+        let e = spec("qdisc = { kind = \"fq_pie\", drop_batch = 3 }").unwrap_err();
+        assert!(e.contains("unknown field `drop_batch`"), "{e}");
+    }
+
+    #[test]
     fn a_red_table_is_the_red_line_it_prints() {
         let s = spec("qdisc = { kind = \"red\", limit = \"400000\", min = \"30000\", max = \"90000\", avpkt = 1000, burst = 55, probability = 0.02, bandwidth = \"10mbit\", ecn = true, adaptive = true }").unwrap();
         assert_eq!(
@@ -1033,6 +1060,8 @@ qdisc = { kind = "sfq", perturb = 10 }
             "qdisc = { kind = \"htb\", default = \"20\", r2q = 5, direct_qlen = 100 }",
             "qdisc = { kind = \"red\", limit = \"400000\", min = \"30000\", max = \"90000\", avpkt = 1000, burst = 55, probability = 0.02, bandwidth = \"10mbit\", ecn = true, adaptive = true }",
             "qdisc = { kind = \"red\", limit = \"60kb\", avpkt = \"1kb\", ecn = true, harddrop = true, nodrop = false }",
+            "qdisc = { kind = \"pie\", limit = 100, target = \"20ms\", tupdate = \"30ms\", alpha = 4, beta = 8, ecn = true, bytemode = false, dq_rate_estimator = true }",
+            "qdisc = { kind = \"fq_pie\", limit = 1000, flows = 64, quantum = \"3kb\", memory_limit = \"1mb\", ecn_prob = 25, ecn = false, dq_rate_estimator = false }",
             r#"[qdisc]
 kind = "htb"
 default = "10"

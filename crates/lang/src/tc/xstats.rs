@@ -58,6 +58,8 @@ mod tests {
             Xstats::SfqClass(_) => "sfq",
             Xstats::HtbClass(_) => "htb",
             Xstats::Red(_) => "red",
+            Xstats::Pie(_) => "pie",
+            Xstats::FqPie(_) => "fq_pie",
             Xstats::Other(_) => panic!("no built-in kind prints {x:?}"),
         }
     }

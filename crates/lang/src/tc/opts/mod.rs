@@ -8,9 +8,11 @@
 pub mod codel;
 pub mod fifo;
 pub mod fq_codel;
+pub mod fq_pie;
 pub mod htb;
 pub mod mq;
 pub mod pfifo_fast;
+pub mod pie;
 pub mod qfq;
 pub mod red;
 pub mod sfq;
@@ -33,4 +35,6 @@ pub static BUILTIN: &[&Syntax] = &[
     &mq::SYNTAX,
     &qfq::SYNTAX,
     &red::SYNTAX,
+    &pie::SYNTAX,
+    &fq_pie::SYNTAX,
 ];

@@ -1,0 +1,600 @@
+//! FQ-PIE (Linux net/sched/sch_fq_pie.c): frames hashed into `flows`
+//! buckets (`fq_pie_classify`: `skb->priority`, filters, else the flow
+//! hash scaled to the bucket count), each a FIFO with its own PIE variables
+//! (`super::pie::algorithm`); buckets served by deficit round robin of
+//! `quantum` bytes from two lists, new flows before old ones. Every arrival
+//! faces its flow's PIE early drop (CE-marked instead while the flow's
+//! probability is at most `ecn_prob` percent, with `ecn`), and the qdisc's
+//! packet `limit`; over `memory_limit` an arrival is only counted
+//! (`overmemory`). The timer updates every flow's probability each
+//! `tupdate`, 2048 flows a run. Defaults: limit 10240p, flows 1024, target
+//! 15ms, tupdate 15ms, alpha 2, beta 20, quantum = MTU, memory_limit 32Mb,
+//! ecn_prob 10, noecn.
+
+mod xstats;
+pub use xstats::FqPieXstats;
+
+use super::drr_ahead::{drr_ahead, DrrQueue};
+use super::dump::{list_flows, ClassDump, FlowDump, FlowListing, QueueOccupancy, Xstats};
+use super::fq_codel::truesize;
+use super::keyed_flow_hash;
+use super::park::{drop_all_held, ParkOnPeek};
+use super::pie::algorithm::{
+    calculate_probability, drop_early, process_dequeue, ticks, AdaptTimer, PieParams, PieStats,
+    PieVars, MAX_PROB,
+};
+use super::pie::PieOptions;
+use super::{Errno, FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats};
+use super::{Refusal, Verdict};
+use crate::packet::ecn::mark_ce;
+use crate::packet::filter::FilterChain;
+use crate::packet::{DropReason, Drops, FlowKey, Packet};
+use crate::time::Instant;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// Default `limit`, packets (`fq_pie_init`: 10 * 1024).
+pub const DEFAULT_LIMIT: u32 = 10 * 1024;
+/// Default number of flow buckets.
+pub const DEFAULT_FLOWS: u32 = 1024;
+/// Most flow buckets `fq_pie_change` accepts.
+pub const MAX_FLOWS: u32 = 65536;
+/// Default `memory_limit`, bytes (`SZ_32M`).
+pub const DEFAULT_MEMORY_LIMIT: u32 = 32 << 20;
+/// Default `ecn_prob`, percent.
+pub const DEFAULT_ECN_PROB: u32 = 10;
+/// `fq_pie_q_range`: the quantum's bounds in the netlink policy.
+pub const QUANTUM_RANGE: std::ops::RangeInclusive<u32> = 1..=1 << 20;
+/// Flows whose probability one run of the timer updates.
+pub const FLOWS_PER_RUN: u32 = 2048;
+
+/// The `TCA_FQ_PIE_*` attributes: PIE's own (`pie`: limit, target,
+/// tupdate, alpha, beta, ecn, bytemode, dq_rate_estimator, the same
+/// meaning and units) and FQ-PIE's. An absent attribute keeps the current
+/// value; `fq_pie_dump` sends all.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FqPieOptions {
+    /// The attributes `pie` has too.
+    pub pie: PieOptions,
+    /// `TCA_FQ_PIE_FLOWS` (at creation only, 1..=65536).
+    pub flows: Option<u32>,
+    /// `TCA_FQ_PIE_QUANTUM`, bytes (1..=2^20).
+    pub quantum: Option<u32>,
+    /// `TCA_FQ_PIE_MEMORY_LIMIT`, bytes.
+    pub memory_limit: Option<u32>,
+    /// `TCA_FQ_PIE_ECN_PROB`, percent.
+    pub ecn_prob: Option<u32>,
+}
+
+/// Which list a flow is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ListTag {
+    None,
+    New,
+    Old,
+}
+
+/// `struct fq_pie_flow`, with the counters the TUI's flow table shows.
+struct Flow {
+    queue: VecDeque<Packet>,
+    vars: PieVars,
+    deficit: i32,
+    /// Bytes queued (`flow->backlog`, a u32).
+    backlog: u32,
+    list: ListTag,
+    /// The 5-tuple of the last frame queued here.
+    key: Option<FlowKey>,
+    drops: u64,
+    ecn_marks: u64,
+    sent_bytes: u64,
+}
+
+impl Flow {
+    fn new() -> Self {
+        Flow {
+            queue: VecDeque::new(),
+            vars: PieVars::default(),
+            deficit: 0,
+            backlog: 0,
+            list: ListTag::None,
+            key: None,
+            drops: 0,
+            ecn_marks: 0,
+            sent_bytes: 0,
+        }
+    }
+}
+
+/// The `fq_pie` qdisc.
+pub struct FqPie {
+    handle: Handle,
+    parent: Handle,
+    mtu: u32,
+    params: PieParams,
+    ecn_prob: u32,
+    quantum: u32,
+    memory_limit: u32,
+    hash_key: u32,
+    filters: FilterChain,
+    flows: Vec<Flow>,
+    /// The next flow the timer updates.
+    flows_cursor: u32,
+    new_flows: VecDeque<u32>,
+    old_flows: VecDeque<u32>,
+    new_flow_count: u32,
+    /// `memory_usage` (a u32 in the kernel).
+    memory_usage: u32,
+    overmemory: u32,
+    pstats: PieStats,
+    timer: AdaptTimer,
+    /// Frames in the flows (the parked one not included).
+    qlen: u32,
+    /// Bytes in the flows (the parked one not included).
+    backlog: u64,
+    /// A frame dequeued by `peek` (qdisc_peek_dequeued), still counted.
+    parked: Option<Packet>,
+    stats: QdiscStats,
+    rng: SmallRng,
+}
+
+impl FqPie {
+    /// `fq_pie_init` with `options` (`QdiscOptions::None`: the defaults).
+    /// Built without a clock, its timer first runs at 500 ms.
+    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, Refusal> {
+        let o = match options {
+            QdiscOptions::None => &FqPieOptions::default(),
+            QdiscOptions::FqPie(o) => o,
+            _ => return Err(super::options::foreign("fq_pie")),
+        };
+        let seed = ctx.seed ^ 0x6671_5f70_6965; // "fq_pie"
+        let mut q = FqPie {
+            handle: ctx.handle,
+            parent: ctx.parent,
+            mtu: ctx.psched_mtu,
+            params: PieParams {
+                limit: DEFAULT_LIMIT,
+                ..PieParams::default()
+            },
+            ecn_prob: DEFAULT_ECN_PROB,
+            quantum: ctx.psched_mtu,
+            memory_limit: DEFAULT_MEMORY_LIMIT,
+            hash_key: (seed ^ (seed >> 32)) as u32,
+            filters: FilterChain::new(),
+            flows: Vec::new(),
+            flows_cursor: 0,
+            new_flows: VecDeque::new(),
+            old_flows: VecDeque::new(),
+            new_flow_count: 0,
+            memory_usage: 0,
+            overmemory: 0,
+            pstats: PieStats::default(),
+            timer: AdaptTimer::armed(Instant::ZERO),
+            qlen: 0,
+            backlog: 0,
+            parked: None,
+            stats: QdiscStats::default(),
+            rng: SmallRng::seed_from_u64(seed),
+        };
+        let flows = q.configure(o, DEFAULT_FLOWS)?;
+        q.flows = (0..flows).map(|_| Flow::new()).collect();
+        Ok(q)
+    }
+
+    /// `fq_pie_change`'s checks and assignments; returns the flow count
+    /// (`current` unless given at creation). Nothing changes on error.
+    fn configure(&mut self, o: &FqPieOptions, current: u32) -> Result<u32, Refusal> {
+        if let Some(q) = o.quantum {
+            if !QUANTUM_RANGE.contains(&q) {
+                return Err(Refusal::new(Errno::EINVAL, "integer out of range.")
+                    .beside(format!("quantum {q}: allowed 1..=1048576")));
+            }
+        }
+        let mut flows = current;
+        if let Some(f) = o.flows {
+            if !self.flows.is_empty() {
+                return Err(Refusal::new(
+                    Errno::EINVAL,
+                    "sch_fq_pie: Number of flows cannot be changed.",
+                ));
+            }
+            if f == 0 || f > MAX_FLOWS {
+                return Err(Refusal::new(
+                    Errno::EINVAL,
+                    "sch_fq_pie: Number of flows must range in [1..65536].",
+                ));
+            }
+            flows = f;
+        }
+        o.pie.apply_to(&mut self.params);
+        if let Some(v) = o.quantum {
+            self.quantum = v;
+        }
+        if let Some(v) = o.memory_limit {
+            self.memory_limit = v;
+        }
+        if let Some(v) = o.ecn_prob {
+            self.ecn_prob = v;
+        }
+        Ok(flows)
+    }
+
+    /// The options as `fq_pie_dump` sends them.
+    pub fn options(&self) -> FqPieOptions {
+        FqPieOptions {
+            pie: PieOptions::of(&self.params),
+            flows: Some(self.flows_cnt()),
+            quantum: Some(self.quantum),
+            memory_limit: Some(self.memory_limit),
+            ecn_prob: Some(self.ecn_prob),
+        }
+    }
+
+    /// The number of buckets.
+    pub fn flows_cnt(&self) -> u32 {
+        self.flows.len() as u32
+    }
+
+    /// The bucket of a frame (`fq_pie_classify`, `super::flow_bucket`):
+    /// without priority or filters steering it, the flow hash scaled to
+    /// the bucket count (`reciprocal_scale`). `None`: unclassified.
+    pub fn classify(&self, pkt: &mut Packet) -> Option<usize> {
+        let flows = self.flows_cnt();
+        super::flow_bucket(self.handle, &self.filters, pkt, flows, |pkt| {
+            let hash = keyed_flow_hash(pkt.meta.hash, self.hash_key);
+            ((u64::from(hash) * u64::from(flows)) >> 32) as usize
+        })
+    }
+
+    /// One run of `fq_pie_timer` on `flows` from `cursor`: the jiffies to
+    /// the next run (0 while flows are left in the round; `jiffies + 0`
+    /// expires at the next tick) and whether anything changed. Past 2048
+    /// flows a round spans runs, and every run reports a change so that no
+    /// run is skipped.
+    fn timer_run(params: &PieParams, flows: &mut [Flow], cursor: &mut u32) -> (Option<u32>, bool) {
+        let cnt = flows.len() as u32;
+        let max = cnt.saturating_sub(*cursor).min(FLOWS_PER_RUN);
+        let mut changed = cnt > FLOWS_PER_RUN;
+        for f in &mut flows[*cursor as usize..(*cursor + max) as usize] {
+            let before = f.vars;
+            calculate_probability(params, &mut f.vars, f.backlog);
+            changed |= f.vars != before;
+        }
+        *cursor += max;
+        let mut next = 0;
+        if *cursor >= cnt {
+            *cursor = 0;
+            next = params.tupdate;
+        }
+        ((params.tupdate != 0).then_some(next), changed)
+    }
+
+    fn catch_up(&mut self, now: Instant) {
+        let (params, flows, cursor) = (&self.params, &mut self.flows, &mut self.flows_cursor);
+        self.timer
+            .run_until(now, |_| FqPie::timer_run(params, flows, cursor));
+    }
+
+    fn total_qlen(&self) -> u32 {
+        self.qlen + u32::from(self.parked.is_some())
+    }
+
+    /// `fq_pie_qdisc_dequeue` without Sent counting.
+    fn dequeue_inner(&mut self, now: Instant) -> Option<Packet> {
+        self.catch_up(now);
+        loop {
+            let (idx, from_new) = match (self.new_flows.front(), self.old_flows.front()) {
+                (Some(&i), _) => (i as usize, true),
+                (None, Some(&i)) => (i as usize, false),
+                (None, None) => return None,
+            };
+            let flow = &mut self.flows[idx];
+            if flow.deficit <= 0 {
+                flow.deficit = flow.deficit.saturating_add(self.quantum as i32);
+                flow.list = ListTag::Old;
+                self.pop_list_head(from_new);
+                self.old_flows.push_back(idx as u32);
+                continue;
+            }
+            let Some(p) = flow.queue.pop_front() else {
+                self.pop_list_head(from_new);
+                if from_new && !self.old_flows.is_empty() {
+                    self.flows[idx].list = ListTag::Old;
+                    self.old_flows.push_back(idx as u32);
+                } else {
+                    self.flows[idx].list = ListTag::None;
+                }
+                continue;
+            };
+            self.qlen -= 1;
+            self.backlog -= u64::from(p.len);
+            flow.deficit = flow
+                .deficit
+                .saturating_sub(p.len.min(i32::MAX as u32) as i32);
+            flow.backlog = flow.backlog.wrapping_sub(p.len);
+            flow.sent_bytes += u64::from(p.len);
+            self.memory_usage = self.memory_usage.wrapping_sub(truesize(p.len));
+            process_dequeue(
+                &self.params,
+                &mut flow.vars,
+                ticks(now),
+                ticks(p.meta.enqueue_time),
+                p.len,
+                flow.backlog,
+            );
+            return Some(p);
+        }
+    }
+
+    fn pop_list_head(&mut self, from_new: bool) {
+        if from_new {
+            self.new_flows.pop_front();
+        } else {
+            self.old_flows.pop_front();
+        }
+    }
+
+    fn drr_queues<'a>(&'a self, list: &'a VecDeque<u32>) -> impl Iterator<Item = DrrQueue<'a>> {
+        list.iter()
+            .filter_map(|&i| Some((i, self.flows.get(i as usize)?)))
+            .map(|(i, f)| DrrQueue {
+                id: i,
+                deficit: i64::from(f.deficit),
+                frames: &f.queue,
+            })
+    }
+
+    fn flow_dump(&self, idx: usize, now: Instant) -> FlowDump {
+        let flow = &self.flows[idx];
+        FlowDump {
+            bucket: idx as u32,
+            flow: flow.key,
+            backlog: u64::from(flow.backlog),
+            qlen: flow.queue.len() as u32,
+            head_sojourn_ns: flow
+                .queue
+                .front()
+                .map_or(0, |p| now.saturating_since(p.meta.enqueue_time)),
+            deficit: i64::from(flow.deficit),
+            drops: flow.drops,
+            ecn_marks: flow.ecn_marks,
+            sent_bytes: flow.sent_bytes,
+            hash: super::dump::flow_queue_hash(flow.queue.front(), flow.key),
+            ..FlowDump::default()
+        }
+    }
+}
+
+impl ParkOnPeek for FqPie {
+    fn parked_slot(&mut self) -> &mut Option<Packet> {
+        &mut self.parked
+    }
+    fn sent_stats(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+    fn dequeue_next(&mut self, now: Instant, _drops: &mut Drops) -> Option<Packet> {
+        self.dequeue_inner(now)
+    }
+}
+
+impl FilterHost for FqPie {
+    fn filter_qdisc(&self) -> Handle {
+        self.handle
+    }
+
+    fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, Refusal> {
+        super::own_chain(&mut self.filters, "fq_pie", parent)
+    }
+}
+
+impl Qdisc for FqPie {
+    fn kind(&self) -> &'static str {
+        "fq_pie"
+    }
+
+    /// `fq_pie_qdisc_enqueue`.
+    fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
+        self.catch_up(now);
+        let Some(idx) = self.classify(&mut pkt) else {
+            return self.stats.reject(pkt, DropReason::Unclassified, drops);
+        };
+        let size = truesize(pkt.len);
+        let memory_limited = self.memory_usage > self.memory_limit.wrapping_add(size);
+        let reason = if self.total_qlen() >= self.params.limit {
+            self.pstats.overlimit = self.pstats.overlimit.wrapping_add(1);
+            DropReason::PieOverlimit
+        } else {
+            if memory_limited {
+                self.overmemory = self.overmemory.wrapping_add(1);
+            }
+            let flow = &mut self.flows[idx];
+            let rng = &mut self.rng;
+            let early = drop_early(
+                &self.params,
+                &mut flow.vars,
+                flow.backlog,
+                pkt.len,
+                self.mtu,
+                || rng.gen::<u64>(),
+            );
+            let queue = if !early {
+                true
+            } else if self.params.ecn
+                && flow.vars.prob <= (MAX_PROB / 100).wrapping_mul(u64::from(self.ecn_prob))
+                && mark_ce(&mut pkt)
+            {
+                self.pstats.ecn_mark = self.pstats.ecn_mark.wrapping_add(1);
+                flow.ecn_marks += 1;
+                true
+            } else {
+                false
+            };
+            if queue {
+                pkt.meta.enqueue_time = now;
+                self.pstats.packets_in = self.pstats.packets_in.wrapping_add(1);
+                self.memory_usage = self.memory_usage.wrapping_add(size);
+                self.qlen += 1;
+                self.backlog += u64::from(pkt.len);
+                flow.key = Some(pkt.meta.flow);
+                if flow.list == ListTag::None {
+                    flow.list = ListTag::New;
+                    flow.deficit = self.quantum.min(i32::MAX as u32) as i32;
+                    flow.backlog = 0;
+                    self.new_flows.push_back(idx as u32);
+                    self.new_flow_count = self.new_flow_count.wrapping_add(1);
+                }
+                flow.backlog = flow.backlog.wrapping_add(pkt.len);
+                flow.queue.push_back(pkt);
+                return Verdict::Queued;
+            }
+            DropReason::PieEarly
+        };
+        self.pstats.dropped = self.pstats.dropped.wrapping_add(1);
+        let flow = &mut self.flows[idx];
+        flow.vars.accu_prob = 0;
+        flow.drops += 1;
+        self.stats.reject(pkt, reason, drops)
+    }
+
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        self.dequeue_parked_first(now, drops)
+    }
+
+    fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
+        self.peek_parking(now, drops)
+    }
+
+    fn qlen(&self) -> u32 {
+        self.total_qlen()
+    }
+
+    fn backlog(&self) -> u64 {
+        self.backlog + self.parked.as_ref().map_or(0, |p| u64::from(p.len))
+    }
+
+    fn counters(&self) -> QdiscStats {
+        self.stats
+    }
+
+    /// `fq_pie_reset`: every flow emptied, off the lists, `pie_vars_init`.
+    fn reset(&mut self, drops: &mut Drops) {
+        drop_all_held(self, drops);
+        for f in &mut self.flows {
+            f.vars.init();
+        }
+    }
+
+    /// `fq_pie_change`: the checks, every attribute as given, then frames
+    /// dequeued (through the DRR, as `fq_pie_qdisc_dequeue`) and dropped
+    /// while over a lowered limit.
+    fn change(
+        &mut self,
+        options: &QdiscOptions,
+        now: Instant,
+        drops: &mut Drops,
+    ) -> Result<(), Refusal> {
+        let o = match options {
+            QdiscOptions::None => {
+                // `if (!opt) return -EINVAL;`
+                return Err(Refusal::bare(Errno::EINVAL));
+            }
+            QdiscOptions::FqPie(o) => o,
+            _ => return Err(super::options::foreign("fq_pie")),
+        };
+        self.catch_up(now);
+        self.configure(o, self.flows_cnt())?;
+        while self.total_qlen() > self.params.limit {
+            let p = match self.parked.take() {
+                Some(p) => p,
+                None => match self.dequeue_inner(now) {
+                    Some(p) => p,
+                    None => break,
+                },
+            };
+            self.stats.count_drop(p, DropReason::QdiscReset, drops);
+        }
+        Ok(())
+    }
+
+    fn dump(&self, now: Instant) -> QdiscDump {
+        self.dump_listing(now, FlowListing::All)
+    }
+
+    fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
+        let xstats = FqPieXstats {
+            packets_in: self.pstats.packets_in,
+            overlimit: self.pstats.overlimit,
+            overmemory: self.overmemory,
+            dropped: self.pstats.dropped,
+            ecn_mark: self.pstats.ecn_mark,
+            new_flow_count: self.new_flow_count,
+            new_flows_len: self.new_flows.len() as u32,
+            old_flows_len: self.old_flows.len() as u32,
+            memory_usage: self.memory_usage,
+        };
+        let active = self
+            .new_flows
+            .iter()
+            .chain(&self.old_flows)
+            .map(|&i| i as usize)
+            .filter(|&i| i < self.flows.len())
+            .map(|i| self.flow_dump(i, now));
+        // fq_pie has no classes (no `Qdisc_class_ops`).
+        let (mut flows, _, other_flows) = list_flows(listing, active, |_| ClassDump::default());
+        let mut listed: Vec<u32> = flows.iter().map(|f| f.bucket).collect();
+        listed.sort_unstable();
+        let mut ahead = drr_ahead(
+            self.quantum,
+            self.parked.as_ref(),
+            self.drr_queues(&self.new_flows),
+            self.drr_queues(&self.old_flows),
+            &listed,
+        );
+        for f in &mut flows {
+            f.ahead = ahead.take(f.bucket, f.qlen);
+        }
+        QdiscDump {
+            kind: "fq_pie".into(),
+            handle: self.handle,
+            parent: self.parent,
+            options: QdiscOptions::FqPie(self.options()),
+            stats: self.stats(),
+            xstats: Some(Xstats::FqPie(xstats)),
+            classes: Vec::new(),
+            children: Vec::new(),
+            flows,
+            other_flows,
+            occupancy: QueueOccupancy::parked(self.parked.as_ref(), now),
+        }
+    }
+
+    fn as_filter_host(&mut self) -> Option<&mut dyn FilterHost> {
+        Some(self)
+    }
+
+    fn drain_all(&mut self) -> Vec<Packet> {
+        let mut out: Vec<Packet> = self.parked.take().into_iter().collect();
+        let order: Vec<u32> = self
+            .new_flows
+            .drain(..)
+            .chain(self.old_flows.drain(..))
+            .collect();
+        for idx in order {
+            let f = &mut self.flows[idx as usize];
+            out.extend(f.queue.drain(..));
+            f.list = ListTag::None;
+        }
+        for f in &mut self.flows {
+            out.extend(f.queue.drain(..));
+            f.backlog = 0;
+        }
+        self.qlen = 0;
+        self.backlog = 0;
+        self.memory_usage = 0;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;
