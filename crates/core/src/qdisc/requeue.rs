@@ -129,11 +129,13 @@ mod tests {
     use crate::qdisc::dump::ClassDump;
     use crate::qdisc::fifo::{Fifo, FifoKind};
     use crate::qdisc::fq_codel::{FqCodel, FqCodelOptions};
+    use crate::qdisc::fq_pie::{FqPie, FqPieOptions};
     use crate::qdisc::kinds::BUILTIN;
+    use crate::qdisc::pie::{Pie, PieOptions};
     use crate::qdisc::sfq::{Sfq, SfqOptions};
     use crate::qdisc::testutil::pkt;
     use crate::qdisc::tree::{DevSpec, QdiscTree};
-    use crate::qdisc::{Qdisc, QdiscCtx};
+    use crate::qdisc::{Qdisc, QdiscCtx, QdiscOptions};
     use crate::time::Instant;
 
     /// Roots of limit 10 packets (bfifo: 10 frames of 1000 bytes).
@@ -160,6 +162,29 @@ mod tests {
                         limit: Some(10),
                         ..FqCodelOptions::default()
                     },
+                )
+                .unwrap(),
+            ),
+            Box::new(
+                Pie::build(
+                    ctx(),
+                    &QdiscOptions::Pie(PieOptions {
+                        limit: Some(10),
+                        ..PieOptions::default()
+                    }),
+                )
+                .unwrap(),
+            ),
+            Box::new(
+                FqPie::build(
+                    ctx(),
+                    &QdiscOptions::FqPie(FqPieOptions {
+                        pie: PieOptions {
+                            limit: Some(10),
+                            ..PieOptions::default()
+                        },
+                        ..FqPieOptions::default()
+                    }),
                 )
                 .unwrap(),
             ),
@@ -192,7 +217,8 @@ mod tests {
 
     /// `dev_requeue_skb` counts the parked frame in the qdisc's `q.qlen`
     /// and backlog, so ten frames into a limit of 10 with one parked lose
-    /// one (the arriving frame, the head, or SFQ's tail); fq_codel's
+    /// one (the arriving frame, the head, or SFQ's tail; PIE's and
+    /// FQ-PIE's `qdisc_qlen(sch) >= sch->limit`); fq_codel's
     /// overlimit drops half the fattest flow (`fq_codel_drop`).
     #[test]
     fn requeued_frames_count_against_the_limit() {

@@ -135,6 +135,9 @@ pub struct FqPie {
     backlog: u64,
     /// A frame dequeued by `peek` (qdisc_peek_dequeued), still counted.
     parked: Option<Packet>,
+    /// Frames of this qdisc's TX queue in the device's requeue slot and
+    /// their bytes, which its limit counts (`Qdisc::set_requeued`).
+    requeued: (u32, u64),
     stats: QdiscStats,
     rng: SmallRng,
 }
@@ -174,6 +177,7 @@ impl FqPie {
             qlen: 0,
             backlog: 0,
             parked: None,
+            requeued: (0, 0),
             stats: QdiscStats::default(),
             rng: SmallRng::seed_from_u64(seed),
         };
@@ -401,7 +405,7 @@ impl Qdisc for FqPie {
         };
         let size = truesize(pkt.len);
         let memory_limited = self.memory_usage > self.memory_limit.wrapping_add(size);
-        let reason = if self.total_qlen() >= self.params.limit {
+        let reason = if self.total_qlen().saturating_add(self.requeued.0) >= self.params.limit {
             self.pstats.overlimit = self.pstats.overlimit.wrapping_add(1);
             DropReason::PieOverlimit
         } else {
@@ -455,6 +459,10 @@ impl Qdisc for FqPie {
         flow.vars.accu_prob = 0;
         flow.drops += 1;
         self.stats.reject(pkt, reason, drops)
+    }
+
+    fn set_requeued(&mut self, frames: u32, bytes: u64) {
+        self.requeued = (frames, bytes);
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {

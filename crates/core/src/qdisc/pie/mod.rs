@@ -132,6 +132,9 @@ pub struct Pie {
     backlog: u64,
     /// A frame dequeued by `peek` (qdisc_peek_dequeued), still counted.
     parked: Option<Packet>,
+    /// Frames of this qdisc's TX queue in the device's requeue slot and
+    /// their bytes, which its limit counts (`Qdisc::set_requeued`).
+    requeued: (u32, u64),
     stats: QdiscStats,
     /// `get_random_bytes`, seeded.
     rng: SmallRng,
@@ -160,6 +163,7 @@ impl Pie {
             queue: VecDeque::new(),
             backlog: 0,
             parked: None,
+            requeued: (0, 0),
             stats: QdiscStats::default(),
             rng: SmallRng::seed_from_u64(ctx.seed ^ 0x0070_6965), // "pie"
         })
@@ -242,11 +246,13 @@ impl Qdisc for Pie {
     /// `pie_qdisc_enqueue`.
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
         self.catch_up(now);
-        let reason = if self.qlen() >= self.params.limit {
+        let reason = if self.qlen().saturating_add(self.requeued.0) >= self.params.limit {
             self.pstats.overlimit = self.pstats.overlimit.wrapping_add(1);
             DropReason::PieOverlimit
         } else {
-            let backlog = self.total_backlog();
+            // `sch->qstats.backlog`, the requeued bytes in.
+            let requeued = u32::try_from(self.requeued.1).unwrap_or(u32::MAX);
+            let backlog = self.total_backlog().saturating_add(requeued);
             let rng = &mut self.rng;
             let early = drop_early(
                 &self.params,
@@ -279,6 +285,10 @@ impl Qdisc for Pie {
         self.pstats.dropped = self.pstats.dropped.wrapping_add(1);
         self.vars.accu_prob = 0;
         self.stats.reject(pkt, reason, drops)
+    }
+
+    fn set_requeued(&mut self, frames: u32, bytes: u64) {
+        self.requeued = (frames, bytes);
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
