@@ -14,6 +14,7 @@ use super::fifo::{Fifo, FifoKind};
 use super::fq_codel::FqCodel;
 use super::htb::Htb;
 use super::mq::Mq;
+use super::netem::Netem;
 use super::pfifo_fast::PfifoFast;
 use super::qfq::Qfq;
 use super::red::Red;
@@ -168,5 +169,9 @@ pub static BUILTIN: &[KindEntry] = &[
         default_leaf: false,
         class_stats: false,
         ..kind("red", |c, _, o| Ok(Box::new(Red::build(c, o)?)))
+    },
+    KindEntry {
+        default_leaf: false,
+        ..kind("netem", |c, _, o| Ok(Box::new(Netem::build(c, o)?)))
     },
 ];

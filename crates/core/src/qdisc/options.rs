@@ -17,6 +17,7 @@ use super::fifo::FifoOptions;
 use super::fq_codel::{FqCodelClassXstats, FqCodelOptions, FqCodelXstats};
 use super::htb::{HtbClassOptions, HtbGlob, HtbXstats};
 use super::mq::MqOptions;
+use super::netem::NetemOptions;
 use super::pfifo_fast::PfifoFastOptions;
 use super::red::{RedOptions, RedXstats};
 use super::sfq::{SfqOptions, SfqXstats};
@@ -49,6 +50,8 @@ pub enum QdiscOptions {
     Sfq(SfqOptions),
     /// red: `tc_red_qopt` and the TCA_RED_* attributes.
     Red(RedOptions),
+    /// netem: `tc_netem_qopt` and the TCA_NETEM_* attributes.
+    Netem(NetemOptions),
     /// The options of a kind outside the built-in table, as netlink
     /// carries them.
     Other(Attrs),

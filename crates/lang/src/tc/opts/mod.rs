@@ -10,6 +10,7 @@ pub mod fifo;
 pub mod fq_codel;
 pub mod htb;
 pub mod mq;
+pub mod netem;
 pub mod pfifo_fast;
 pub mod qfq;
 pub mod red;
@@ -33,4 +34,5 @@ pub static BUILTIN: &[&Syntax] = &[
     &mq::SYNTAX,
     &qfq::SYNTAX,
     &red::SYNTAX,
+    &netem::SYNTAX,
 ];
