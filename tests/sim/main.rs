@@ -15,6 +15,7 @@ mod determinism;
 mod edges;
 mod gso;
 mod mq;
+mod netem;
 mod props;
 mod red;
 mod ring;
