@@ -50,8 +50,9 @@ pub enum QdiscOptions {
     Sfq(SfqOptions),
     /// red: `tc_red_qopt` and the TCA_RED_* attributes.
     Red(RedOptions),
-    /// netem: `tc_netem_qopt` and the TCA_NETEM_* attributes.
-    Netem(NetemOptions),
+    /// netem: `tc_netem_qopt` and the TCA_NETEM_* attributes (boxed: the
+    /// largest of the options by far).
+    Netem(Box<NetemOptions>),
     /// The options of a kind outside the built-in table, as netlink
     /// carries them.
     Other(Attrs),

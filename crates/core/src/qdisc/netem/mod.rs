@@ -27,6 +27,7 @@
 pub mod model;
 
 use super::options::foreign as foreign_options;
+use super::park::ParkOnPeek;
 use super::{
     Errno, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict, TC_H_ROOT,
 };
@@ -216,7 +217,10 @@ pub struct Netem {
     /// right, after those there).
     tree: BTreeMap<(u64, u64), Packet>,
     tree_seq: u64,
+    /// Bytes in `head`, `linear` and `tree`.
     backlog: u64,
+    /// The frame `peek` dequeued (`qdisc_peek_dequeued`).
+    parked: Option<Packet>,
     stats: QdiscStats,
 }
 
@@ -352,6 +356,7 @@ impl Netem {
             tree: BTreeMap::new(),
             tree_seq: 0,
             backlog: 0,
+            parked: None,
             stats: QdiscStats::default(),
         };
         q.prng = Prandom::seeded(q.seed);
@@ -633,7 +638,8 @@ impl Netem {
                 self.corrupt_frame(&mut pkt);
             }
         }
-        if self.held() >= self.limit as usize {
+        // `sch->q.qlen`: a parked frame counts.
+        if self.qlen() >= self.limit {
             if let Some(c) = copy {
                 drops.push(c, DropReason::NetemLimit);
             }
@@ -699,7 +705,7 @@ impl Netem {
                 LossModel::Random => None,
                 LossModel::FourState(m) | LossModel::GilbertElliott(m) => Some(m),
             },
-            slot: dump_slot.then(|| NetemSlot {
+            slot: dump_slot.then_some(NetemSlot {
                 max_packets: if slot.max_packets == i32::MAX {
                     0
                 } else {
@@ -719,18 +725,19 @@ impl Netem {
     }
 }
 
-impl Qdisc for Netem {
-    fn kind(&self) -> &'static str {
-        "netem"
+impl ParkOnPeek for Netem {
+    fn parked_slot(&mut self) -> &mut Option<Packet> {
+        &mut self.parked
     }
 
-    fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
-        self.enqueue_one(pkt, now, drops, true)
+    fn sent_stats(&mut self) -> &mut QdiscStats {
+        &mut self.stats
     }
 
-    /// `netem_dequeue`: a reordered frame first; else the tfifo's head
-    /// once its time has come and the slot is open.
-    fn dequeue(&mut self, now: Instant, _drops: &mut Drops) -> Option<Packet> {
+    /// `netem_dequeue` without the Sent count: a reordered frame first;
+    /// else the tfifo's head once its time has come and the slot is open
+    /// (a slot opened before the head's time is drawn again from now).
+    fn dequeue_next(&mut self, now: Instant, _drops: &mut Drops) -> Option<Packet> {
         let pkt = match self.head.pop_front() {
             Some((_, p)) => p,
             None => {
@@ -754,33 +761,34 @@ impl Qdisc for Netem {
             }
         };
         self.backlog = self.backlog.saturating_sub(u64::from(pkt.len));
-        self.stats.count_sent(&pkt);
         Some(pkt)
     }
+}
 
-    /// `qdisc_peek_dequeued` would run the dequeue; the frame dequeue
-    /// would give now, without taking it.
-    fn peek(&mut self, now: Instant, _drops: &mut Drops) -> Option<&Packet> {
-        if let Some((_, p)) = self.head.front() {
-            return Some(p);
-        }
-        let time_to_send = self.tfifo_head_time()?;
-        if time_to_send > now.nanos() || self.slot_next > now.nanos() {
-            return None;
-        }
-        let tree = self.tree.iter().next().map(|(k, p)| (k.0, p));
-        let lin = self.linear.front().map(|(t, p)| (*t, p));
-        match (tree, lin) {
-            (Some((t1, p)), Some((t2, _))) if t1 < t2 => Some(p),
-            (Some((_, p)), None) => Some(p),
-            (_, l) => l.map(|(_, p)| p),
-        }
+impl Qdisc for Netem {
+    fn kind(&self) -> &'static str {
+        "netem"
+    }
+
+    fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
+        self.enqueue_one(pkt, now, drops, true)
+    }
+
+    /// `netem_dequeue` (`ParkOnPeek`: a frame `peek` took first).
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        self.dequeue_parked_first(now, drops)
+    }
+
+    /// `qdisc_peek_dequeued`: runs the dequeue (slot budgets included) and
+    /// parks the frame until `dequeue`.
+    fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
+        self.peek_parking(now, drops)
     }
 
     /// The watchdog: the head's `time_to_send` or the slot's opening,
-    /// whichever is later; now when a reordered frame waits.
+    /// whichever is later; now when a reordered or parked frame waits.
     fn next_wakeup(&self, now: Instant) -> Option<Instant> {
-        if !self.head.is_empty() {
+        if !self.head.is_empty() || self.parked.is_some() {
             return Some(now);
         }
         let t = self.tfifo_head_time()?.max(self.slot_next);
@@ -788,11 +796,11 @@ impl Qdisc for Netem {
     }
 
     fn qlen(&self) -> u32 {
-        self.held() as u32
+        (self.held() + usize::from(self.parked.is_some())) as u32
     }
 
     fn backlog(&self) -> u64 {
-        self.backlog
+        self.backlog + self.parked.as_ref().map_or(0, |p| u64::from(p.len))
     }
 
     fn counters(&self) -> QdiscStats {
@@ -827,14 +835,15 @@ impl Qdisc for Netem {
             kind: "netem".into(),
             handle: self.ctx.handle,
             parent: self.ctx.parent,
-            options: QdiscOptions::Netem(self.dumped_options()),
+            options: QdiscOptions::Netem(Box::new(self.dumped_options())),
             stats: self.stats(),
             ..QdiscDump::default()
         }
     }
 
     fn drain_all(&mut self) -> Vec<Packet> {
-        let mut out: Vec<Packet> = self.head.drain(..).map(|(_, p)| p).collect();
+        let mut out: Vec<Packet> = self.parked.take().into_iter().collect();
+        out.extend(self.head.drain(..).map(|(_, p)| p));
         while let Some(p) = self.tfifo_take_head() {
             out.push(p);
         }

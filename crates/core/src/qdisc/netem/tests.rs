@@ -23,7 +23,7 @@ fn opts(limit: u32, latency_ms: i64) -> NetemOptions {
 }
 
 fn netem(o: NetemOptions) -> Netem {
-    Netem::build(QdiscCtx::default(), &QdiscOptions::Netem(o)).unwrap()
+    Netem::build(QdiscCtx::default(), &QdiscOptions::Netem(Box::new(o))).unwrap()
 }
 
 fn at(ms: u64) -> Instant {
@@ -89,7 +89,8 @@ fn tfifo_orders_by_time_linear_head_first_on_a_tie() {
     let mut send = |q: &mut Netem, id: u64, latency_ms: i64| {
         let mut o = opts(1000, latency_ms);
         o.seed = None;
-        q.change(&QdiscOptions::Netem(o), at(0), &mut d).unwrap();
+        q.change(&QdiscOptions::Netem(Box::new(o)), at(0), &mut d)
+            .unwrap();
         q.enqueue(pkt(id, 100), at(0), &mut d);
     };
     send(&mut q, 0, 10); // linear [10]
@@ -286,7 +287,7 @@ fn duplicate_at_the_root_enqueues_a_copy_first() {
     };
     let mut o = opts(5, 10);
     o.duplicate = ALL;
-    let mut q = Netem::build(ctx, &QdiscOptions::Netem(o)).unwrap();
+    let mut q = Netem::build(ctx, &QdiscOptions::Netem(Box::new(o))).unwrap();
     q.enqueue(pkt(0, 100), at(0), &mut d);
     assert_eq!(q.qlen(), 1);
 }
@@ -435,7 +436,7 @@ fn limit_drops_the_arriving_frame() {
 #[test]
 fn refusals_are_the_kernels() {
     let refuse = |o: NetemOptions| {
-        Netem::build(QdiscCtx::default(), &QdiscOptions::Netem(o))
+        Netem::build(QdiscCtx::default(), &QdiscOptions::Netem(Box::new(o)))
             .err()
             .unwrap()
             .to_string()
@@ -512,4 +513,33 @@ fn reset_drops_everything_held() {
     q.reset(&mut d);
     assert_eq!((q.qlen(), q.backlog(), d.len()), (0, 0, 3));
     assert_eq!(q.next_wakeup(at(0)), None);
+}
+
+/// `peek` runs the dequeue and parks the frame (`qdisc_peek_dequeued`):
+/// what it shows is what `dequeue` gives, the slot drawn once, and the
+/// parked frame still counts (in qlen, backlog and the limit).
+#[test]
+fn peek_parks_what_dequeue_gives() {
+    let mut o = opts(2, 0);
+    o.slot = Some(NetemSlot {
+        min_delay: 10 * MS as i64,
+        max_delay: 10 * MS as i64,
+        max_packets: 1,
+        ..NetemSlot::default()
+    });
+    let mut q = netem(o);
+    let mut d = Drops::new();
+    q.enqueue(pkt(0, 100), at(1), &mut d);
+    q.enqueue(pkt(1, 100), at(1), &mut d);
+    // The stale slot is drawn again from 1 ms: nothing before 11 ms.
+    assert!(q.peek(at(1), &mut d).is_none());
+    assert_eq!(q.next_wakeup(at(1)), Some(at(11)));
+    assert_eq!(q.peek(at(11), &mut d).map(|p| p.meta.id), Some(0));
+    assert_eq!((q.qlen(), q.backlog()), (2, 200));
+    assert_eq!(q.enqueue(pkt(2, 100), at(11), &mut d), Verdict::Dropped);
+    assert_eq!(q.dequeue(at(11), &mut d).map(|p| p.meta.id), Some(0));
+    // The slot's one packet is spent: the next opens at 21 ms.
+    assert!(q.peek(at(11), &mut d).is_none());
+    assert_eq!(due(&mut q, at(21)), [1]);
+    assert_eq!(q.stats().packets, 2);
 }

@@ -54,7 +54,7 @@ const USAGE: &str = "Usage: ... netem [ limit PACKETS ]\n\
 /// netem's syntax: iproute2's tc/q_netem.c for `NetemOptions`.
 pub static SYNTAX: Syntax = Syntax {
     kind: "netem",
-    qdisc: |t| Ok(QdiscOptions::Netem(parse(t)?)),
+    qdisc: |t| Ok(QdiscOptions::Netem(Box::new(parse(t)?))),
     class: None,
     print: |o| match o {
         QdiscOptions::Netem(o) => Some(print(o)),

@@ -15,7 +15,7 @@ use crate::time::Instant;
 fn parsed(args: &str) -> Result<NetemOptions, TcError> {
     let words: Vec<&str> = args.split_whitespace().collect();
     match parse_qdisc(BUILTIN, "netem", &words)? {
-        QdiscOptions::Netem(o) => Ok(o),
+        QdiscOptions::Netem(o) => Ok(*o),
         other => panic!("netem parsed {other:?}"),
     }
 }
