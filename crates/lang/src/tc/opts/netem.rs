@@ -70,6 +70,8 @@ pub static SYNTAX: Syntax = Syntax {
         "netem",
         &["tc qdisc add dev D root netem limit 20000 delay 1ms"],
     )],
+    // Each with netem at the root; no jitter or reorder (the property
+    // tests check per-flow order) and no duplicate (conservation).
     samples: &[
         Sample::new(
             "netem delay",
@@ -82,14 +84,6 @@ pub static SYNTAX: Syntax = Syntax {
         Sample::new(
             "netem gemodel slot",
             &["tc qdisc add dev D root netem limit 30 loss gemodel 5% 30% 50% 1% slot 1ms 2ms packets 4 seed 8"],
-        ),
-        Sample::new(
-            "netem htb leaf",
-            &[
-                "tc qdisc add dev D root handle 1: htb default 1",
-                "tc class add dev D parent 1: classid 1:1 htb rate 10mbit burst 15k",
-                "tc qdisc add dev D parent 1:1 handle 10: netem delay 3ms limit 20",
-            ],
         ),
     ],
 };
