@@ -124,8 +124,11 @@ pub enum NetemLossModel {
 }
 
 /// netem's `TCA_OPTIONS`: `struct tc_netem_qopt` (limit, loss, gap,
-/// duplicate; the old tick latency and jitter are not kept: tc sends the
-/// 64-bit ones) and the TCA_NETEM_* attributes, each `None` when absent.
+/// duplicate; the old tick latency and jitter are not kept: tc sends them
+/// as 0 and the 64-bit ones as attributes, so an absent attribute means 0)
+/// and the TCA_NETEM_* attributes, each `None` when absent. As in
+/// `netem_change`, a `change` keeps the corruption, rate, ECN, slot,
+/// tables and generator it does not carry.
 /// The dump fills every attribute the kernel's `netem_dump` puts.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetemOptions {
@@ -411,12 +414,11 @@ impl Netem {
         if let Some(r) = o.rate {
             self.rate = r;
         }
-        if let Some(l) = o.latency {
-            self.latency = l;
-        }
-        if let Some(j) = o.jitter {
-            self.jitter = j;
-        }
+        // `q->latency = PSCHED_TICKS2NS(qopt->latency)`, then the 64-bit
+        // attribute if present: tc leaves the old tick fields 0, so a
+        // change without `delay` sets no delay.
+        self.latency = o.latency.unwrap_or(0);
+        self.jitter = o.jitter.unwrap_or(0);
         if let Some(e) = o.ecn {
             self.ecn = e;
         }

@@ -286,9 +286,20 @@ fn change_keeps_what_is_not_sent_and_refuses_as_the_kernel() {
         "tc qdisc change dev left root netem limit 20 loss 1%",
         "tc qdisc show dev left",
     ]);
-    // No TCA_NETEM_LATENCY64 in the change: the delay stays.
+    // No TCA_NETEM_LATENCY64 in the change: the kernel takes the old
+    // tick field, which tc sends as 0, so the delay is gone; the seed (no
+    // TCA_NETEM_PRNG_SEED) and a corruption (no TCA_NETEM_CORRUPT) stay.
     assert_eq!(
         out,
-        "qdisc netem 8001: root refcnt 2 limit 20 delay 10ms loss 1% seed 4\n"
+        "qdisc netem 8001: root refcnt 2 limit 20 loss 1% seed 4\n"
+    );
+    let out = shown(&[
+        "tc qdisc add dev left root netem delay 10ms corrupt 1% seed 4",
+        "tc qdisc change dev left root netem delay 5ms",
+        "tc qdisc show dev left",
+    ]);
+    assert_eq!(
+        out,
+        "qdisc netem 8001: root refcnt 2 limit 1000 delay 5ms corrupt 1% seed 4\n"
     );
 }
