@@ -451,7 +451,10 @@ fn a_device_built_from_the_builtin_table_refuses_it() {
     let err = build_tree(dev(kinds()), &["tc qdisc add dev left root cake"])
         .err()
         .unwrap();
-    assert!(err.0.contains(", red, pie, fq_pie, passthrough)"), "{err}");
+    assert!(
+        err.0.contains(", red, pie, fq_pie, netem, passthrough)"),
+        "{err}"
+    );
 }
 
 const SCENARIO: &str = r#"

@@ -15,6 +15,7 @@ mod determinism;
 mod edges;
 mod gso;
 mod mq;
+mod netem;
 mod pie;
 mod props;
 mod red;

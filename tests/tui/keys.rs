@@ -386,11 +386,11 @@ fn preset_menu_keys() {
     app.on_key(ch('k'));
     assert_eq!(app.mode, Mode::Presets { selected: 0 });
     app.on_key(ch('k'));
-    assert_eq!(app.mode, Mode::Presets { selected: 8 }, "wraps");
+    assert_eq!(app.mode, Mode::Presets { selected: 9 }, "wraps");
     app.on_key(ch('x'));
     assert_eq!(
         app.mode,
-        Mode::Presets { selected: 8 },
+        Mode::Presets { selected: 9 },
         "other keys keep the menu"
     );
     for close in [key(KeyCode::Esc), ch('m'), ch('q')] {
@@ -406,7 +406,9 @@ fn preset_menu_keys() {
         panic!("Enter picks");
     };
     assert_eq!(lines, "tc qdisc replace dev left root sfq perturb 10");
-    for (i, p) in Preset::all().iter().enumerate() {
+    // Digits pick the first nine; the menu's arrows and Enter reach the
+    // rest.
+    for (i, p) in Preset::all().iter().enumerate().take(9) {
         app.on_key(ch('2'));
         app.on_key(ch('m'));
         let digit = char::from(b'1' + i as u8);
@@ -419,7 +421,24 @@ fn preset_menu_keys() {
         );
         assert_eq!(app.mode, Mode::Normal);
     }
-    // Nine kinds fill the digits 1 to 9; 0 picks none.
+    for (i, p) in Preset::all().iter().enumerate().skip(9) {
+        app.on_key(ch('2'));
+        app.on_key(ch('m'));
+        let Mode::Presets { selected } = app.mode else {
+            panic!("the menu is open");
+        };
+        let n = Preset::all().len();
+        for _ in 0..(i + n - selected) % n {
+            app.on_key(key(KeyCode::Down));
+        }
+        assert_eq!(
+            app.on_key(key(KeyCode::Enter)),
+            Some(Action::Tc(
+                p.tc_lines(Dir::RightToLeft, 1_250_000).join("\n")
+            ))
+        );
+    }
+    // The digits 1 to 9 are the first nine kinds; 0 picks none.
     app.on_key(ch('m'));
     app.on_key(ch('0'));
     assert!(matches!(app.mode, Mode::Presets { .. }), "0 is no preset");
@@ -444,7 +463,8 @@ fn the_menu_reads_the_kind_table() {
             "htb",
             "red",
             "pie",
-            "fq_pie"
+            "fq_pie",
+            "netem"
         ]
     );
     assert_eq!(

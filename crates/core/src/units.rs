@@ -204,6 +204,53 @@ pub fn sprint_time(usecs: u64) -> String {
     }
 }
 
+/// Prints a time given in ns the way tc prints 64-bit times
+/// (`sprint_time64`, lib/utils.c): `%.3g` seconds, milliseconds or
+/// microseconds, else whole nanoseconds.
+pub fn sprint_time64(ns: i64) -> String {
+    let t = ns as f64;
+    if ns >= 1_000_000_000 {
+        format!("{}s", fmt_g3(t / 1e9))
+    } else if ns >= 1_000_000 {
+        format!("{}ms", fmt_g3(t / 1e6))
+    } else if ns >= 1_000 {
+        format!("{}us", fmt_g3(t / 1e3))
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+/// The longest prefix of `word` that reads as a decimal float (C's
+/// `strtod`, without its hexadecimal floats), and the rest.
+pub fn strtod(word: &str) -> Option<(f64, &str)> {
+    (1..=word.len())
+        .rev()
+        .filter(|&i| word.is_char_boundary(i))
+        .find_map(|i| word[..i].parse::<f64>().ok().map(|v| (v, &word[i..])))
+}
+
+/// Reads a 64-bit time in ns as tc does (`get_time64`, lib/utils.c): a
+/// float, then `s`/`sec`/`secs`, `ms`/`msec`/`msecs`, `us`/`usec`/`usecs`,
+/// `ns`/`nsec`/`nsecs` (any case) or nothing, which is nanoseconds; no
+/// negative value; the product truncated into 64 bits.
+pub fn get_time64(word: &str) -> Option<i64> {
+    let (v, unit) = strtod(word)?;
+    if v < 0.0 || v.is_infinite() {
+        return None;
+    }
+    let mult = match unit.to_ascii_lowercase().as_str() {
+        "" | "ns" | "nsec" | "nsecs" => 1.0,
+        "s" | "sec" | "secs" => 1e9,
+        "ms" | "msec" | "msecs" => 1e6,
+        "us" | "usec" | "usecs" => 1e3,
+        _ => return None,
+    };
+    let ns = v * mult;
+    // C's (s64) of a double: NaN and out of range are undefined there;
+    // saturate here.
+    Some(if ns.is_nan() { 0 } else { ns as i64 })
+}
+
 /// Prints a signed time in µs (fq_codel's `drop_next` may be negative).
 pub fn sprint_time_signed(usecs: i64) -> String {
     if usecs < 0 {

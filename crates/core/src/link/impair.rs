@@ -20,13 +20,13 @@
 
 use super::ShapeError;
 use crate::packet::Packet;
+pub use crate::qdisc::netem::model::DIST_SCALE;
+use crate::qdisc::netem::model::{
+    self, threshold, Correlated, DistError, FourStateChain, GilbertElliottChain, LossTest,
+    NamedDist,
+};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
-
-/// netem's distribution tables: entries are signed, 8192 = one sigma.
-pub const DIST_SCALE: i64 = 8192;
-/// Entries of the tables built for `normal`, `pareto` and `paretonormal`.
-const TABLE_SIZE: usize = 4096;
 /// Bytes of the Ethernet header, never corrupted.
 const ETH_HLEN: usize = 14;
 
@@ -308,139 +308,32 @@ impl Impairments {
 }
 
 /// Parses the content of a netem `.dist` file: whitespace-separated signed
-/// integers (8192 = one sigma), `#` comments. The error names the line.
+/// integers (8192 = one sigma), `#` comments. The error names the line
+/// (`model::parse_dist_table`).
 pub fn parse_dist_table(text: &str) -> Result<Vec<i16>, ShapeError> {
-    let mut table = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("");
-        for tok in line.split_whitespace() {
-            table.push(tok.parse::<i16>().map_err(|_| {
-                ShapeError::new(
-                    &format!("distribution table line {}", n + 1),
-                    tok,
-                    "an integer in -32768..=32767",
-                )
-            })?);
+    model::parse_dist_table(text).map_err(|e| match e {
+        DistError::Value { line, token } => ShapeError::new(
+            &format!("distribution table line {line}"),
+            token,
+            "an integer in -32768..=32767",
+        ),
+        DistError::Empty | DistError::TooMuch => {
+            ShapeError::new("distribution table", "no values", "at least one value")
         }
-    }
-    if table.is_empty() {
-        return Err(ShapeError::new(
-            "distribution table",
-            "no values",
-            "at least one value",
-        ));
-    }
-    Ok(table)
+    })
 }
 
-/// A probability in percent as a threshold on a 32-bit random value.
-fn threshold(percent: f64) -> u64 {
-    (percent / 100.0 * (1u64 << 32) as f64).round() as u64
-}
-
-/// netem's correlated random numbers: each value is the fresh one mixed
-/// with the previous answer by `rho`.
-#[derive(Clone, Debug, Default)]
-struct Correlated {
-    rho: u64,
-    last: u64,
-}
-
-impl Correlated {
-    fn new(correlation_percent: f64) -> Self {
-        Correlated {
-            rho: threshold(correlation_percent),
-            last: 0,
-        }
-    }
-
-    fn next(&mut self, rng: &mut SmallRng) -> u64 {
-        let fresh = rng.next_u32() as u64;
-        if self.rho == 0 {
-            return fresh;
-        }
-        let mixed = (fresh * ((1u64 << 32) - self.rho) + self.last * self.rho) >> 32;
-        self.last = mixed;
-        mixed
-    }
-
-    /// True with probability `thr / 2^32`.
-    fn happens(&mut self, thr: u64, rng: &mut SmallRng) -> bool {
-        thr > 0 && self.next(rng) < thr
-    }
-}
-
-/// Builds the distribution table of a named distribution, standardized to
-/// mean 0 and standard deviation 1 (8192) after clipping to the i16 range.
+/// The table of the stage's distribution (`model::build_table` for the
+/// named ones); `None` for uniform.
 fn build_table(dist: &Distribution) -> Option<Vec<i16>> {
-    let n = TABLE_SIZE;
-    let q = |i: usize| (i as f64 + 0.5) / n as f64;
-    let pareto = |i: usize| (1.0 - q(i)).powf(-1.0 / 3.0);
-    let values: Vec<f64> = match dist {
+    let named = match dist {
         Distribution::Uniform => return None,
         Distribution::Table(t) => return Some(t.clone()),
-        Distribution::Normal => normal_quantiles(n),
-        Distribution::Pareto => (0..n).map(pareto).collect(),
-        Distribution::ParetoNormal => {
-            let normal = normal_quantiles(n);
-            let (pm, ps) = mean_std(&(0..n).map(pareto).collect::<Vec<_>>());
-            (0..n)
-                .map(|i| 0.25 * normal[i] + 0.75 * (pareto(i) - pm) / ps)
-                .collect()
-        }
+        Distribution::Normal => NamedDist::Normal,
+        Distribution::Pareto => NamedDist::Pareto,
+        Distribution::ParetoNormal => NamedDist::ParetoNormal,
     };
-    let mut z = values;
-    let mut table = Vec::new();
-    // Clipping the tail shrinks the spread; rescale until it is 1 again.
-    for _ in 0..8 {
-        let (m, s) = mean_std(&z);
-        z.iter_mut().for_each(|v| *v = (*v - m) / s);
-        table = z
-            .iter()
-            .map(|v| (v * DIST_SCALE as f64).round().clamp(-32768.0, 32767.0) as i16)
-            .collect();
-        let clipped: Vec<f64> = table
-            .iter()
-            .map(|&t| t as f64 / DIST_SCALE as f64)
-            .collect();
-        let (cm, cs) = mean_std(&clipped);
-        if (cs - 1.0).abs() < 1e-3 && cm.abs() < 1e-3 {
-            break;
-        }
-        z = z
-            .iter()
-            .map(|v| v.clamp(-4.0, 4.0) / cs - cm / cs)
-            .collect();
-    }
-    Some(table)
-}
-
-fn mean_std(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / n;
-    (m, var.sqrt().max(f64::MIN_POSITIVE))
-}
-
-/// Quantiles of the standard normal at (i + 1/2)/n, by integrating the
-/// density (Simpson steps of 1e-4) and interpolating inside a step.
-fn normal_quantiles(n: usize) -> Vec<f64> {
-    let pdf = |x: f64| (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
-    let h = 1e-4;
-    let (mut x, mut cdf) = (-8.0f64, 0.0f64);
-    let step = |x: f64| h * (pdf(x) + 4.0 * pdf(x + h / 2.0) + pdf(x + h)) / 6.0;
-    let mut next = cdf + step(x);
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let target = (i as f64 + 0.5) / n as f64;
-        while next < target && x < 8.0 {
-            x += h;
-            cdf = next;
-            next = cdf + step(x);
-        }
-        out.push(x + h * ((target - cdf) / (next - cdf)).clamp(0.0, 1.0));
-    }
-    out
+    Some(model::build_table(named))
 }
 
 /// What happened to a frame on the wire.
@@ -486,7 +379,7 @@ impl Impair {
         } else {
             None
         };
-        let corr = |c: f64| Correlated::new(c);
+        let corr = |c: f64| Correlated::new(threshold(c), 0);
         Impair {
             rng: SmallRng::seed_from_u64(params.seed),
             loss_rnd: match &params.loss {
@@ -530,7 +423,7 @@ impl Impair {
         }
         let dup = self
             .dup_rnd
-            .happens(threshold(self.params.duplicate), &mut self.rng);
+            .happens(threshold(self.params.duplicate), || self.rng.next_u32());
         let copy = dup.then(|| Packet {
             data: pkt.data.clone(),
             len: pkt.len,
@@ -544,7 +437,7 @@ impl Impair {
             }
             if self
                 .corrupt_rnd
-                .happens(threshold(self.params.corrupt), &mut self.rng)
+                .happens(threshold(self.params.corrupt), || self.rng.next_u32())
                 && self.flip_bit(&mut p)
             {
                 effects.corrupted += 1;
@@ -568,51 +461,41 @@ impl Impair {
         true
     }
 
-    /// The loss decision of the configured model.
+    /// The loss decision of the configured model (the chains of
+    /// `model`, on the stage's thresholds).
     fn lose(&mut self) -> bool {
         let rng = &mut self.rng;
         match self.params.loss {
             Loss::None => false,
-            Loss::Random { percent, .. } => self.loss_rnd.happens(threshold(percent), rng),
+            Loss::Random { percent, .. } => {
+                self.loss_rnd.happens(threshold(percent), || rng.next_u32())
+            }
             Loss::GilbertElliott {
                 p,
                 r,
                 one_minus_h,
                 one_minus_k,
-            } => {
-                let good = self.loss_state == 1;
-                let (leave, lose) = if good {
-                    (p, one_minus_k)
-                } else {
-                    (r, one_minus_h)
-                };
-                if (rng.next_u32() as u64) < threshold(leave) {
-                    self.loss_state = if good { 2 } else { 1 };
-                }
-                (rng.next_u32() as u64) < threshold(lose)
+            } => GilbertElliottChain {
+                p: threshold(p),
+                r: threshold(r),
+                good_loss: LossTest::Below(threshold(one_minus_k)),
+                bad_loss: LossTest::Below(threshold(one_minus_h)),
             }
+            .step(&mut self.loss_state, || rng.next_u32()),
             Loss::FourState {
                 p13,
                 p31,
                 p32,
                 p23,
                 p14,
-            } => {
-                let x = rng.next_u32() as u64;
-                let below = |a: f64| x < threshold(a);
-                self.loss_state = match self.loss_state {
-                    1 if below(p14) => 4,
-                    1 if below(p14 + p13) => 3,
-                    1 => 1,
-                    2 if below(p23) => 3,
-                    2 => 2,
-                    3 if below(p32) => 2,
-                    3 if below(p32 + p31) => 1,
-                    3 => 3,
-                    _ => 1,
-                };
-                self.loss_state >= 3
+            } => FourStateChain {
+                p14: threshold(p14),
+                p13_p14: threshold(p14 + p13),
+                p23: threshold(p23),
+                p32: threshold(p32),
+                p31_p32: threshold(p32 + p31),
             }
+            .step(&mut self.loss_state, rng.next_u32()),
         }
     }
 
@@ -624,7 +507,7 @@ impl Impair {
                 && self.reorder_count + 1 >= r.gap
                 && self
                     .reorder_rnd
-                    .happens(threshold(r.percent), &mut self.rng)
+                    .happens(threshold(r.percent), || self.rng.next_u32())
             {
                 self.reorder_count = 0;
                 return 0;
@@ -635,7 +518,7 @@ impl Impair {
         if sigma == 0 {
             return mu as u64;
         }
-        let rnd = self.jitter_rnd.next(&mut self.rng) as i128;
+        let rnd = self.jitter_rnd.next(|| self.rng.next_u32()) as i128;
         let v = match &self.table {
             None => mu - sigma + ((rnd * 2 * sigma) >> 32),
             Some(t) => {
@@ -652,6 +535,7 @@ impl Impair {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::netem::model::{mean_std, TABLE_SIZE};
     use crate::qdisc::testutil::pkt;
 
     /// Sends `n` frames through a stage; None = lost, Some(extra latency).

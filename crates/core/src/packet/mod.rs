@@ -249,11 +249,16 @@ pub enum DropReason {
     /// Reached a class whose qdisc was deleted: the noop qdisc the kernel
     /// leaves there drops everything (`qdisc::noop`).
     NoQdisc,
+    /// netem's loss model chose the frame (`loss`, `loss state`, `loss
+    /// gemodel`), and it could not be marked instead (`ecn`).
+    NetemLoss,
+    /// netem held `limit` frames already.
+    NetemLimit,
 }
 
 impl DropReason {
     /// Every reason, in the order of the stats' counters (`index()`).
-    pub const ALL: [DropReason; 19] = [
+    pub const ALL: [DropReason; 21] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -273,6 +278,8 @@ impl DropReason {
         DropReason::WireLoss,
         DropReason::BadOffload,
         DropReason::NoQdisc,
+        DropReason::NetemLoss,
+        DropReason::NetemLimit,
     ];
 
     /// Position of the reason in `ALL` (its counter's index).
@@ -306,6 +313,8 @@ impl DropReason {
             DropReason::WireLoss => "wire_loss",
             DropReason::BadOffload => "bad_offload",
             DropReason::NoQdisc => "noop",
+            DropReason::NetemLoss => "netem_loss",
+            DropReason::NetemLimit => "netem_limit",
         }
     }
 }

@@ -15,6 +15,7 @@ use super::fq_codel::FqCodel;
 use super::fq_pie::FqPie;
 use super::htb::Htb;
 use super::mq::Mq;
+use super::netem::Netem;
 use super::pfifo_fast::PfifoFast;
 use super::pie::Pie;
 use super::qfq::Qfq;
@@ -173,4 +174,8 @@ pub static BUILTIN: &[KindEntry] = &[
     },
     kind("pie", |c, _, o| Ok(Box::new(Pie::build(c, o)?))),
     kind("fq_pie", |c, _, o| Ok(Box::new(FqPie::build(c, o)?))),
+    KindEntry {
+        default_leaf: false,
+        ..kind("netem", |c, _, o| Ok(Box::new(Netem::build(c, o)?)))
+    },
 ];

@@ -32,6 +32,7 @@ pub mod fq_pie;
 pub mod htb;
 pub mod kinds;
 pub mod mq;
+pub mod netem;
 pub mod noop;
 pub mod one_class;
 pub mod options;

@@ -18,6 +18,7 @@ use super::fq_codel::{FqCodelClassXstats, FqCodelOptions, FqCodelXstats};
 use super::fq_pie::{FqPieOptions, FqPieXstats};
 use super::htb::{HtbClassOptions, HtbGlob, HtbXstats};
 use super::mq::MqOptions;
+use super::netem::NetemOptions;
 use super::pfifo_fast::PfifoFastOptions;
 use super::pie::{PieOptions, PieXstats};
 use super::red::{RedOptions, RedXstats};
@@ -55,6 +56,9 @@ pub enum QdiscOptions {
     Pie(PieOptions),
     /// The `TCA_FQ_PIE_*` attributes.
     FqPie(FqPieOptions),
+    /// netem: `tc_netem_qopt` and the TCA_NETEM_* attributes (boxed: the
+    /// largest of the options by far).
+    Netem(Box<NetemOptions>),
     /// The options of a kind outside the built-in table, as netlink
     /// carries them.
     Other(Attrs),

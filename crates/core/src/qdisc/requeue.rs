@@ -131,6 +131,7 @@ mod tests {
     use crate::qdisc::fq_codel::{FqCodel, FqCodelOptions};
     use crate::qdisc::fq_pie::{FqPie, FqPieOptions};
     use crate::qdisc::kinds::BUILTIN;
+    use crate::qdisc::netem::{Netem, NetemOptions};
     use crate::qdisc::pie::{Pie, PieOptions};
     use crate::qdisc::sfq::{Sfq, SfqOptions};
     use crate::qdisc::testutil::pkt;
@@ -188,6 +189,16 @@ mod tests {
                 )
                 .unwrap(),
             ),
+            Box::new(
+                Netem::build(
+                    ctx(),
+                    &QdiscOptions::Netem(Box::new(NetemOptions {
+                        limit: 10,
+                        ..NetemOptions::default()
+                    })),
+                )
+                .unwrap(),
+            ),
             Box::new(CodelQdisc::with_options(
                 ctx(),
                 &CodelOptions {
@@ -218,7 +229,7 @@ mod tests {
     /// `dev_requeue_skb` counts the parked frame in the qdisc's `q.qlen`
     /// and backlog, so ten frames into a limit of 10 with one parked lose
     /// one (the arriving frame, the head, or SFQ's tail; PIE's and
-    /// FQ-PIE's `qdisc_qlen(sch) >= sch->limit`); fq_codel's
+    /// FQ-PIE's and netem's `sch->q.qlen >= sch->limit`); fq_codel's
     /// overlimit drops half the fattest flow (`fq_codel_drop`).
     #[test]
     fn requeued_frames_count_against_the_limit() {

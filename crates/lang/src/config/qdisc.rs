@@ -400,6 +400,10 @@ fn words(values: &[Set]) -> Vec<String> {
             (Value::Size32 { plain: true }, Written::Size(s)) => {
                 w.extend([name, s.value().to_string()]);
             }
+            (Value::Words, Written::Text(t)) => {
+                w.push(name);
+                w.extend(t.split_whitespace().map(str::to_string));
+            }
             (_, value) => w.extend([name, value.to_string()]),
         }
     }
@@ -587,7 +591,7 @@ fn read_values(entries: Entries, keys: &'static [Key], names: &[&str]) -> Result
             Value::Rate => Written::Rate(typed(value)?),
             Value::Time => Written::Time(typed(value)?),
             Value::Flag { .. } => Written::Flag(typed(value)?),
-            Value::Minor => Written::Text(typed(value)?),
+            Value::Minor | Value::Words => Written::Text(typed(value)?),
         };
         values.push(Set { key, value });
     }
@@ -806,9 +810,9 @@ mod tests {
             .unwrap_err()
             .contains("unknown qdisc kind \"fq_kodel\""));
         assert!(spec("qdisc = \"mq\"").unwrap_err().contains("tx_queues"));
-        let e = spec("qdisc = \"netem delay 20ms\"").unwrap_err();
+        let e = spec("qdisc = \"cake bandwidth 10mbit\"").unwrap_err();
         assert!(
-            e.contains("unknown qdisc kind \"netem\" (bloatbox emulates netem"),
+            e.contains("unknown qdisc kind \"cake\" (bloatbox has no cake"),
             "{e}"
         );
     }

@@ -103,4 +103,7 @@ pub enum Value {
     /// A class minor number in hexadecimal as tc writes it (`"10"` for
     /// 1:10, HTB's `default`): `name MINOR`.
     Minor,
+    /// The words after the keyword as written, for an option of several
+    /// positional values (netem's `delay = "20ms 5ms 25%"`): `name WORDS`.
+    Words,
 }

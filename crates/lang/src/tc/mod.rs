@@ -528,13 +528,13 @@ mod tests {
                 .unwrap_err()
                 .0
         };
-        let e = err("tc qdisc add dev left root netem delay 20ms");
-        // iproute2 parses netem's options; the kernel (bloatbox) lacks it.
+        let e = err("tc qdisc add dev left root cake bandwidth 10mbit");
+        // iproute2 parses cake's options; the kernel (bloatbox) lacks it.
         assert!(
             e.starts_with("Error: Specified qdisc kind is unknown.\n"),
             "{e}"
         );
-        assert!(e.contains("bloatbox set left.netem="), "{e}");
+        assert!(e.contains("bloatbox has no cake"), "{e}");
         let e = err("tc qdisc add dev left root cake");
         assert!(
             e.starts_with("Error: Specified qdisc kind is unknown."),

@@ -454,8 +454,7 @@ pub fn parser_exit(e: TcError) -> TcError {
 /// does not build.
 const IPROUTE2_KINDS: &[&str] = &[
     "cake", "cbs", "choke", "clsact", "drr", "etf", "ets", "fq", "fq_pie", "gred", "hfsc", "hhf",
-    "ingress", "mqprio", "multiq", "netem", "pie", "plug", "prio", "sfb", "skbprio", "taprio",
-    "cbq",
+    "ingress", "mqprio", "multiq", "pie", "plug", "prio", "sfb", "skbprio", "taprio", "cbq",
 ];
 
 /// The entry of `name` in the table of kinds (`kinds`).

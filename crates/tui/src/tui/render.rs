@@ -425,10 +425,11 @@ fn draw_presets(frame: &mut Frame, app: &App, selected: usize, area: Rect) {
     frame.render_widget(Clear, box_area);
     frame.render_widget(
         Paragraph::new(lines).block(Block::bordered().title(Span::styled(
+            // Digits pick the first nine; the arrows reach every one.
             format!(
-                " root qdisc of {} (1-{}, Enter, Esc) ",
+                " root qdisc of {} (1-{}, ↑↓ Enter, Esc) ",
                 dir_label(app.dir),
-                menu.len()
+                menu.len().min(9)
             ),
             TITLE,
         ))),

@@ -12,7 +12,7 @@
 //! `LinkShape` adds to this: the framing and the schedule act in the
 //! serializer; impairments act on each frame as it leaves the serializer,
 //! after its TX completion is recorded and before the delay line (see
-//! `impair`). A duplicated frame adds one frame to the path, so
+//! `impair`, or a netem qdisc at the root). A duplicated frame adds one frame to the path, so
 //! conservation reads `frames_in + duplicated = frames_out + drops + held`.
 //!
 //! This module holds `Path` and its pipeline (a frame's ingress, `advance`
@@ -44,6 +44,7 @@ use super::{LinkParams, LinkShape};
 use crate::packet::{DropReason, Drops, Packet};
 use crate::qdisc::tree::QdiscTree;
 use crate::qdisc::Qdisc;
+use crate::qdisc::Verdict;
 use crate::time::{earliest, Instant};
 use observer::notify;
 use std::any::Any;
@@ -228,7 +229,7 @@ impl Path {
             }
         } else {
             notify(&mut self.observer, PathEvent::Enqueued, &pkt, t);
-            let verdict = self.qdisc.enqueue(pkt, t, &mut self.drops);
+            let verdict = self.enqueue_counting_copies(pkt, t);
             if let Some(o) = &mut self.observer {
                 o.verdict(verdict, t);
             }
@@ -236,6 +237,18 @@ impl Path {
             self.queues[q].ready = true;
         }
         self.advance(t);
+    }
+
+    /// Offers a frame to the qdisc tree, counting the copies a netem qdisc
+    /// at the root made of it (`duplicate`) as duplicated: one frame
+    /// offered adds one to the frames held plus those dropped, a copy one
+    /// more.
+    pub(super) fn enqueue_counting_copies(&mut self, pkt: Packet, t: Instant) -> Verdict {
+        let before = u64::from(self.qdisc.qlen()) + self.drops.len() as u64;
+        let verdict = self.qdisc.enqueue(pkt, t, &mut self.drops);
+        let after = u64::from(self.qdisc.qlen()) + self.drops.len() as u64;
+        self.counters.duplicated += after.saturating_sub(before + 1);
+        verdict
     }
 
     /// Counts a frame refused before the qdisc (runt, oversize) as in and
@@ -442,6 +455,34 @@ mod tests {
     use crate::qdisc::QdiscDump;
     use crate::time::{NS_PER_MS, NS_PER_US};
     use std::collections::VecDeque;
+
+    /// A netem qdisc at the root duplicating every frame (limit 30): the
+    /// copies count as duplicated, the limit's drops (copies included) as
+    /// drops, and conservation holds at every step.
+    #[test]
+    fn netem_qdisc_copies_count_as_duplicated() {
+        use crate::qdisc::netem::{Netem, NetemOptions};
+        use crate::qdisc::{QdiscCtx, QdiscOptions};
+        let o = NetemOptions {
+            limit: 30,
+            duplicate: u32::MAX,
+            latency: Some(NS_PER_MS as i64),
+            seed: Some(3),
+            ..NetemOptions::default()
+        };
+        let netem = Netem::build(QdiscCtx::default(), &QdiscOptions::Netem(Box::new(o))).unwrap();
+        let mut p = Path::new(LinkParams::default(), tree(Box::new(netem)));
+        for id in 0..20 {
+            p.ingress(pkt(id, 1000), Instant::ZERO);
+            assert_conserved(&p);
+        }
+        let got = drain(&mut p);
+        let c = p.counters();
+        // 15 frames and their copies fill the 30 places; the other 5 are
+        // dropped with their copies.
+        assert_eq!((c.duplicated, c.total_drops()), (20, 10));
+        assert_eq!(got.len(), 30);
+    }
 
     #[test]
     fn lone_frame_latency_is_serialization_delay_and_rx_usecs() {

@@ -110,7 +110,7 @@ impl Path {
         let requeued = self.queues.iter_mut().flat_map(|q| q.requeued.drain(..));
         let moved: Vec<Packet> = requeued.chain(old.drain_all()).collect();
         for pkt in moved {
-            self.qdisc.enqueue(pkt, t, &mut self.drops);
+            self.enqueue_counting_copies(pkt, t);
         }
         self.absorb();
         self.sync_queues();

@@ -11,6 +11,7 @@ pub mod fq_codel;
 pub mod fq_pie;
 pub mod htb;
 pub mod mq;
+pub mod netem;
 pub mod pfifo_fast;
 pub mod pie;
 pub mod qfq;
@@ -37,4 +38,5 @@ pub static BUILTIN: &[&Syntax] = &[
     &red::SYNTAX,
     &pie::SYNTAX,
     &fq_pie::SYNTAX,
+    &netem::SYNTAX,
 ];

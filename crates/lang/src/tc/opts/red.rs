@@ -170,7 +170,7 @@ impl Default for RedArgs {
 }
 
 /// tc's refusal of a value it cannot read, then what bloatbox expected.
-fn illegal(name: &str, value: &str, allowed: &str) -> TcError {
+pub(crate) fn illegal(name: &str, value: &str, allowed: &str) -> TcError {
     TcError::new(format!(
         "Illegal \"{name}\"\n(\"{value}\": expected {allowed})"
     ))

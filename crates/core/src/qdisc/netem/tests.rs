@@ -1,0 +1,545 @@
+//! netem's unit tests at explicit times: the tfifo's order (linear list,
+//! tree, ties), the rate's reference time, slot budgets, reorder and gap,
+//! duplication, corruption, the loss models' sequences with a fixed seed,
+//! ECN marking instead of loss, the limit, and the kernel's refusals.
+
+use super::model::{Correlated, Prandom};
+use super::*;
+use crate::qdisc::testutil::{ect_pkt, pkt};
+use crate::qdisc::{tc_h_make, Qdisc};
+use crate::time::NS_PER_MS;
+
+const MS: u64 = NS_PER_MS;
+/// tc's 100% (`set_percent(1.0)`).
+const ALL: u32 = u32::MAX;
+
+fn opts(limit: u32, latency_ms: i64) -> NetemOptions {
+    NetemOptions {
+        limit,
+        latency: Some(latency_ms * MS as i64),
+        seed: Some(1),
+        ..NetemOptions::default()
+    }
+}
+
+fn netem(o: NetemOptions) -> Netem {
+    Netem::build(QdiscCtx::default(), &QdiscOptions::Netem(Box::new(o))).unwrap()
+}
+
+fn at(ms: u64) -> Instant {
+    Instant::from_nanos(ms * MS)
+}
+
+/// Dequeues everything due at `t`: the frames' ids.
+fn due(q: &mut Netem, t: Instant) -> Vec<u64> {
+    let mut d = Drops::new();
+    std::iter::from_fn(|| q.dequeue(t, &mut d).map(|p| p.meta.id)).collect()
+}
+
+#[test]
+fn prandom_is_the_kernels_tausworthe() {
+    // prandom_seed_state + prandom_u32_state, worked out from lib/random32.c.
+    let mut r = Prandom::seeded(0);
+    let v: Vec<u32> = (0..4).map(|_| r.next_u32()).collect();
+    assert_eq!(v, [0x0018_0820, 0x0004_19c8, 0x4220_0624, 0x0082_8214]);
+    let mut r = Prandom::seeded(42);
+    let v: Vec<u32> = (0..4).map(|_| r.next_u32()).collect();
+    assert_eq!(v, [0xb5fe_b103, 0x2f5d_53d0, 0x2b0a_8459, 0x1d26_b77a]);
+}
+
+#[test]
+fn correlation_of_100_percent_repeats_the_last_value() {
+    // rho = 2^32 - 1: weight 2^32, the fresh value weighs nothing.
+    let mut c = Correlated::kernel(ALL, 1234);
+    assert_eq!(c.next(|| 99), 1234);
+    assert_eq!(c.next(|| 7), 1234);
+    // rho = 0: the fresh value.
+    let mut c = Correlated::kernel(0, 1234);
+    assert_eq!(c.next(|| 99), 99);
+    // rho = 2^31 - 1 (weight 2^31): the mean of the two.
+    let mut c = Correlated::kernel(0x7fff_ffff, 1000);
+    assert_eq!(c.next(|| 3000), 2000);
+}
+
+#[test]
+fn delay_releases_at_time_to_send_and_wakes_then() {
+    let mut q = netem(opts(1000, 10));
+    let mut d = Drops::new();
+    q.enqueue(pkt(0, 100), at(0), &mut d);
+    q.enqueue(pkt(1, 100), at(3), &mut d);
+    assert_eq!(q.qlen(), 2);
+    assert_eq!(q.backlog(), 200);
+    assert_eq!(q.next_wakeup(at(0)), Some(at(10)));
+    assert!(due(&mut q, Instant::from_nanos(10 * MS - 1)).is_empty());
+    assert_eq!(due(&mut q, at(10)), [0]);
+    assert_eq!(q.next_wakeup(at(10)), Some(at(13)));
+    assert_eq!(due(&mut q, at(13)), [1]);
+    assert_eq!(q.next_wakeup(at(13)), None);
+    assert_eq!((q.qlen(), q.backlog(), q.stats().packets), (0, 0, 2));
+}
+
+/// Times that grow go to the linear list; an earlier one to the tree; a
+/// tie between the tree's first and the linear head goes to the linear
+/// head (`netem_peek`: the tree only when strictly earlier); equal times
+/// in the tree keep their arrival order.
+#[test]
+fn tfifo_orders_by_time_linear_head_first_on_a_tie() {
+    let mut q = netem(opts(1000, 10));
+    let mut d = Drops::new();
+    let mut send = |q: &mut Netem, id: u64, latency_ms: i64| {
+        let mut o = opts(1000, latency_ms);
+        o.seed = None;
+        q.change(&QdiscOptions::Netem(Box::new(o)), at(0), &mut d)
+            .unwrap();
+        q.enqueue(pkt(id, 100), at(0), &mut d);
+    };
+    send(&mut q, 0, 10); // linear [10]
+    send(&mut q, 1, 20); // linear [10, 20]
+    send(&mut q, 2, 10); // tree {10}
+    send(&mut q, 3, 5); // tree {5, 10}
+    send(&mut q, 4, 5); // tree {5, 5, 10}
+    assert_eq!((q.linear.len(), q.tree.len()), (2, 3));
+    assert_eq!(q.next_wakeup(at(0)), Some(at(5)));
+    assert_eq!(due(&mut q, at(5)), [3, 4]);
+    assert_eq!(due(&mut q, at(10)), [0, 2]);
+    assert_eq!(due(&mut q, at(20)), [1]);
+}
+
+/// With a uniform jitter the frames leave in the order of their times,
+/// each not before its time.
+#[test]
+fn jitter_reorders_by_time_to_send() {
+    let mut o = opts(1000, 20);
+    o.jitter = Some(15 * MS as i64);
+    o.seed = Some(5);
+    let mut q = netem(o);
+    let mut d = Drops::new();
+    for id in 0..200 {
+        q.enqueue(pkt(id, 100), at(0), &mut d);
+    }
+    assert!(!q.tree.is_empty(), "jitter sends some frames to the tree");
+    let mut out = Vec::new();
+    let mut t = at(0);
+    while let Some(w) = q.next_wakeup(t) {
+        t = w;
+        let head = q.tfifo_head_time().unwrap();
+        assert_eq!(head, t.nanos().max(head));
+        out.extend(due(&mut q, t).into_iter().map(|id| (t, id)));
+    }
+    assert_eq!(out.len(), 200);
+    assert!(out.windows(2).all(|w| w[0].0 <= w[1].0));
+    assert!(out.iter().all(|(t, _)| *t >= at(5) && *t < at(35)));
+    let ids: Vec<u64> = out.iter().map(|x| x.1).collect();
+    assert_ne!(ids, (0..200).collect::<Vec<_>>(), "jitter reorders");
+}
+
+/// `packet_time_ns` after the last frame's time: 1000 B at 1 MB/s is 1 ms.
+#[test]
+fn rate_takes_the_last_frame_as_reference() {
+    let mut o = opts(1000, 10);
+    o.rate = Some(NetemRate {
+        rate: 1_000_000,
+        ..NetemRate::default()
+    });
+    let mut q = netem(o);
+    let mut d = Drops::new();
+    for id in 0..3 {
+        q.enqueue(pkt(id, 1000), at(0), &mut d);
+    }
+    // 10 + 1; then delay 10 - (11 - 0) < 0 → 0 after 11, + 1; + 1.
+    assert_eq!(due(&mut q, at(11)), [0]);
+    assert_eq!(due(&mut q, at(12)), [1]);
+    // At 5 ms: the last is at 13, the delay 10 - 8 = 2 after it, + 1.
+    q.enqueue(pkt(3, 1000), at(5), &mut d);
+    assert_eq!(due(&mut q, at(13)), [2]);
+    assert!(due(&mut q, Instant::from_nanos(16 * MS - 1)).is_empty());
+    assert_eq!(due(&mut q, at(16)), [3]);
+}
+
+#[test]
+fn rate_with_packet_overhead_and_cells() {
+    let mut o = opts(1000, 0);
+    o.rate = Some(NetemRate {
+        rate: 1000,
+        packet_overhead: 14,
+        cell_size: 48,
+        cell_overhead: 5,
+    });
+    let q = netem(o);
+    // 100 + 14 = 114 bytes: 2 cells of 48 and a remainder, 3 × 53 = 159
+    // bytes at 1000 B/s.
+    assert_eq!(q.packet_time_ns(100), 159 * MS);
+    // A negative overhead shortens: 100 - 4 = 96 = 2 cells exactly.
+    let mut o = opts(1000, 0);
+    o.rate = Some(NetemRate {
+        rate: 1000,
+        packet_overhead: -4,
+        cell_size: 48,
+        cell_overhead: 0,
+    });
+    assert_eq!(netem(o).packet_time_ns(100), 96 * MS);
+}
+
+/// `slot 10ms 10ms packets 2`: the slot opened when netem was made (time
+/// 0) is behind the first frame's time, so the first dequeue draws the
+/// next slot from then (`get_slot_next` when `slot_next < time_to_send`);
+/// each slot sends two frames and the next opens 10 ms later.
+#[test]
+fn slot_budget_of_packets() {
+    let mut o = opts(1000, 0);
+    o.slot = Some(NetemSlot {
+        min_delay: 10 * MS as i64,
+        max_delay: 10 * MS as i64,
+        max_packets: 2,
+        ..NetemSlot::default()
+    });
+    let mut q = netem(o);
+    let mut d = Drops::new();
+    for id in 0..5 {
+        q.enqueue(pkt(id, 100), at(1), &mut d);
+    }
+    assert!(due(&mut q, at(1)).is_empty());
+    assert_eq!(q.next_wakeup(at(1)), Some(at(11)));
+    assert!(due(&mut q, at(5)).is_empty());
+    assert_eq!(due(&mut q, at(11)), [0, 1]);
+    assert_eq!(q.next_wakeup(at(11)), Some(at(21)));
+    assert_eq!(due(&mut q, at(21)), [2, 3]);
+    assert_eq!(due(&mut q, at(31)), [4]);
+    // An idle netem's slot moves on when the next frame comes later.
+    q.enqueue(pkt(5, 100), at(100), &mut d);
+    assert_eq!(due(&mut q, at(100)), Vec::<u64>::new());
+    assert_eq!(due(&mut q, at(110)), [5]);
+}
+
+/// `slot ... bytes 250`: 100-byte frames, the third takes the budget to
+/// -50, which closes the slot.
+#[test]
+fn slot_budget_of_bytes() {
+    let mut o = opts(1000, 0);
+    o.slot = Some(NetemSlot {
+        min_delay: 4 * MS as i64,
+        max_delay: 4 * MS as i64,
+        max_bytes: 250,
+        ..NetemSlot::default()
+    });
+    let mut q = netem(o);
+    let mut d = Drops::new();
+    for id in 0..5 {
+        q.enqueue(pkt(id, 100), at(1), &mut d);
+    }
+    assert!(due(&mut q, at(1)).is_empty());
+    assert_eq!(due(&mut q, at(5)), [0, 1, 2]);
+    assert_eq!(due(&mut q, at(9)), [3, 4]);
+}
+
+/// `reorder 100% gap 3`: every third frame goes to the head at once (the
+/// later reordered one first, `__qdisc_enqueue_head`), counted as a
+/// requeue; the others wait the delay.
+#[test]
+fn reorder_with_gap_sends_every_third_frame_at_once() {
+    let mut o = opts(1000, 10);
+    o.gap = 3;
+    o.reorder = Some(NetemProb {
+        probability: ALL,
+        correlation: 0,
+    });
+    let mut q = netem(o);
+    let mut d = Drops::new();
+    for id in 0..7 {
+        q.enqueue(pkt(id, 100), at(0), &mut d);
+    }
+    assert_eq!(q.stats().requeues, 2);
+    assert_eq!(due(&mut q, at(0)), [5, 2]);
+    assert_eq!(due(&mut q, at(10)), [0, 1, 3, 4, 6]);
+    // reorder 0% with a gap: never.
+    let mut o = opts(1000, 10);
+    o.gap = 1;
+    o.reorder = Some(NetemProb::default());
+    let mut q = netem(o);
+    for id in 0..5 {
+        q.enqueue(pkt(id, 100), at(0), &mut d);
+    }
+    assert!(due(&mut q, at(0)).is_empty());
+}
+
+#[test]
+fn duplicate_at_the_root_enqueues_a_copy_first() {
+    let mut o = opts(5, 10);
+    o.duplicate = ALL;
+    let mut q = netem(o);
+    let mut d = Drops::new();
+    q.enqueue(pkt(0, 100), at(0), &mut d);
+    q.enqueue(pkt(1, 100), at(0), &mut d);
+    assert_eq!((q.qlen(), q.backlog()), (4, 400));
+    // The third finds 4 < 5: its copy takes the fifth place, then the
+    // original goes in too (the kernel checks the limit once).
+    q.enqueue(pkt(2, 100), at(0), &mut d);
+    assert_eq!(q.qlen(), 6);
+    // Full: the frame and its copy are dropped, one drop counted.
+    assert_eq!(q.enqueue(pkt(3, 100), at(0), &mut d), Verdict::Dropped);
+    assert_eq!(d.len(), 2);
+    assert_eq!(q.stats().drops, 1);
+    assert_eq!(due(&mut q, at(10)), [0, 0, 1, 1, 2, 2]);
+    // Under a parent no copy is made.
+    let ctx = QdiscCtx {
+        parent: tc_h_make(1, 1),
+        ..QdiscCtx::default()
+    };
+    let mut o = opts(5, 10);
+    o.duplicate = ALL;
+    let mut q = Netem::build(ctx, &QdiscOptions::Netem(Box::new(o))).unwrap();
+    q.enqueue(pkt(0, 100), at(0), &mut d);
+    assert_eq!(q.qlen(), 1);
+}
+
+#[test]
+fn corrupt_flips_one_bit() {
+    let mut o = opts(1000, 0);
+    o.corrupt = Some(NetemProb {
+        probability: ALL,
+        correlation: 0,
+    });
+    let mut q = netem(o);
+    let mut d = Drops::new();
+    let original: Vec<u8> = (0..64u8).collect();
+    for id in 0..50 {
+        let mut p = pkt(id, 64);
+        p.data = original.clone();
+        q.enqueue(p, at(0), &mut d);
+        let p = q.dequeue(at(0), &mut d).unwrap();
+        let bits: u32 = p
+            .data
+            .iter()
+            .zip(&original)
+            .map(|(a, b)| (a ^ b).count_ones())
+            .sum();
+        assert_eq!(bits, 1);
+    }
+    // No bytes: nothing to flip, the frame goes on.
+    q.enqueue(pkt(99, 64), at(0), &mut d);
+    assert_eq!(due(&mut q, at(0)), [99]);
+}
+
+/// `loss 50% seed 7`: lost where the kernel's generator seeded with 7
+/// draws at most 2^31 (`q->loss >= get_crandom()`), worked out from
+/// lib/random32.c (true = lost).
+#[test]
+fn random_loss_sequence_with_a_seed() {
+    let lost = [
+        true, true, true, true, true, false, false, true, true, false, false, true,
+    ];
+    let mut o = opts(1000, 0);
+    o.loss = 0x8000_0000;
+    o.seed = Some(7);
+    let mut q = netem(o);
+    let mut d = Drops::new();
+    let fates: Vec<bool> = (0..12)
+        .map(|id| q.enqueue(pkt(id, 100), at(0), &mut d) == Verdict::Dropped)
+        .collect();
+    assert_eq!(fates, lost);
+    assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::NetemLoss));
+    assert_eq!(q.stats().drops, 8);
+}
+
+/// `loss state 0% 0% 0% 0% 100%`: 1 → 4 (lost) → 1 (kept, a draw spent)
+/// → 4 ...; with p13 = 100%, 1 → 3 and 3 stays: all lost.
+#[test]
+fn four_state_sequences() {
+    let run = |m: NetemLossModel| {
+        let mut o = opts(1000, 0);
+        o.loss_model = Some(m);
+        let mut q = netem(o);
+        let mut d = Drops::new();
+        (0..6)
+            .map(|id| q.enqueue(pkt(id, 100), at(0), &mut d) == Verdict::Dropped)
+            .collect::<Vec<_>>()
+    };
+    let isolated = NetemLossModel::FourState {
+        p13: 0,
+        p31: 0,
+        p32: 0,
+        p14: ALL,
+        p23: 0,
+    };
+    assert_eq!(run(isolated), [true, false, true, false, true, false]);
+    let burst = NetemLossModel::FourState {
+        p13: ALL,
+        p31: 0,
+        p32: 0,
+        p14: 0,
+        p23: 0,
+    };
+    assert_eq!(run(burst), [true; 6]);
+}
+
+/// Gilbert–Elliott: `p 100%`, `r 0%`: the first frame is judged in the
+/// good state (1-k = 0: kept), then the chain is bad for good; with `1-h`
+/// 100% (h = 0, lost when the draw is above 0) every later frame is lost.
+#[test]
+fn gilbert_elliott_sequence() {
+    let mut o = opts(1000, 0);
+    o.loss_model = Some(NetemLossModel::GilbertElliott {
+        p: ALL,
+        r: 0,
+        h: 0,
+        k1: 0,
+    });
+    let mut q = netem(o);
+    let mut d = Drops::new();
+    let fates: Vec<bool> = (0..5)
+        .map(|id| q.enqueue(pkt(id, 100), at(0), &mut d) == Verdict::Dropped)
+        .collect();
+    assert_eq!(fates, [false, true, true, true, true]);
+}
+
+/// With `ecn` a lost ECN-capable frame is marked CE and queued (the
+/// kernel still counts a drop); a Not-ECT one is dropped.
+#[test]
+fn ecn_marks_instead_of_losing() {
+    let mut o = opts(1000, 0);
+    o.loss = ALL;
+    o.ecn = Some(1);
+    let mut q = netem(o);
+    let mut d = Drops::new();
+    assert_eq!(
+        q.enqueue(ect_pkt(0, 100, 2), at(0), &mut d),
+        Verdict::Queued
+    );
+    assert_eq!(
+        q.enqueue(ect_pkt(1, 100, 0), at(0), &mut d),
+        Verdict::Dropped
+    );
+    assert_eq!(q.stats().drops, 2);
+    assert_eq!(d.len(), 1);
+    let p = q.dequeue(at(0), &mut d).unwrap();
+    assert_eq!(p.meta.dsfield & 3, 3, "CE");
+}
+
+#[test]
+fn limit_drops_the_arriving_frame() {
+    let mut q = netem(opts(3, 10));
+    let mut d = Drops::new();
+    for id in 0..3 {
+        assert_eq!(q.enqueue(pkt(id, 100), at(0), &mut d), Verdict::Queued);
+    }
+    assert_eq!(q.enqueue(pkt(3, 100), at(0), &mut d), Verdict::Dropped);
+    assert_eq!(
+        d.since(0).iter().next().map(|(_, r)| *r),
+        Some(DropReason::NetemLimit)
+    );
+    assert_eq!((q.qlen(), q.stats().drops), (3, 1));
+    // limit 0 holds nothing.
+    let mut q = netem(opts(0, 10));
+    assert_eq!(q.enqueue(pkt(0, 100), at(0), &mut d), Verdict::Dropped);
+}
+
+#[test]
+fn refusals_are_the_kernels() {
+    let refuse = |o: NetemOptions| {
+        Netem::build(QdiscCtx::default(), &QdiscOptions::Netem(Box::new(o)))
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let mut o = opts(10, 0);
+    o.latency = Some(-1);
+    assert!(refuse(o).contains("negative latency"));
+    let mut o = opts(10, 0);
+    o.jitter = Some(-1);
+    assert!(refuse(o).contains("negative jitter"));
+    let slot = |s: NetemSlot| NetemOptions {
+        slot: Some(s),
+        ..opts(10, 0)
+    };
+    assert!(refuse(slot(NetemSlot {
+        min_delay: -1,
+        ..NetemSlot::default()
+    }))
+    .contains("negative slot delay"));
+    assert!(refuse(slot(NetemSlot {
+        min_delay: 2,
+        max_delay: 1,
+        ..NetemSlot::default()
+    }))
+    .contains("slot min delay greater than max delay"));
+    assert!(refuse(slot(NetemSlot {
+        dist_jitter: -1,
+        ..NetemSlot::default()
+    }))
+    .contains("negative dist delay"));
+    assert!(refuse(slot(NetemSlot {
+        max_bytes: -1,
+        ..NetemSlot::default()
+    }))
+    .contains("negative slot limit"));
+    let mut o = opts(10, 0);
+    o.delay_dist = Some(Vec::new());
+    assert!(!refuse(o).is_empty());
+    assert!(Netem::build(QdiscCtx::default(), &QdiscOptions::None).is_err());
+}
+
+/// The dump: every attribute `netem_dump` puts, the slot's "no limit"
+/// back as 0, the seed in force.
+#[test]
+fn dump_fills_the_attributes() {
+    let mut o = opts(77, 10);
+    o.jitter = Some(-3 * MS as i64 / -1);
+    o.slot = Some(NetemSlot {
+        min_delay: 1,
+        max_delay: 2,
+        ..NetemSlot::default()
+    });
+    o.seed = Some(9);
+    let q = netem(o);
+    let QdiscOptions::Netem(d) = q.dump(at(0)).options else {
+        panic!()
+    };
+    assert_eq!(d.limit, 77);
+    assert_eq!(d.latency, Some(10 * MS as i64));
+    assert_eq!(d.jitter, Some(3 * MS as i64));
+    assert_eq!(d.seed, Some(9));
+    assert_eq!(d.slot.map(|s| (s.max_packets, s.max_bytes)), Some((0, 0)));
+    assert_eq!(d.reorder, Some(NetemProb::default()));
+    assert_eq!(d.ecn, None);
+}
+
+#[test]
+fn reset_drops_everything_held() {
+    let mut q = netem(opts(10, 10));
+    let mut d = Drops::new();
+    for id in 0..3 {
+        q.enqueue(pkt(id, 100), at(0), &mut d);
+    }
+    q.reset(&mut d);
+    assert_eq!((q.qlen(), q.backlog(), d.len()), (0, 0, 3));
+    assert_eq!(q.next_wakeup(at(0)), None);
+}
+
+/// `peek` runs the dequeue and parks the frame (`qdisc_peek_dequeued`):
+/// what it shows is what `dequeue` gives, the slot drawn once, and the
+/// parked frame still counts (in qlen, backlog and the limit).
+#[test]
+fn peek_parks_what_dequeue_gives() {
+    let mut o = opts(2, 0);
+    o.slot = Some(NetemSlot {
+        min_delay: 10 * MS as i64,
+        max_delay: 10 * MS as i64,
+        max_packets: 1,
+        ..NetemSlot::default()
+    });
+    let mut q = netem(o);
+    let mut d = Drops::new();
+    q.enqueue(pkt(0, 100), at(1), &mut d);
+    q.enqueue(pkt(1, 100), at(1), &mut d);
+    // The stale slot is drawn again from 1 ms: nothing before 11 ms.
+    assert!(q.peek(at(1), &mut d).is_none());
+    assert_eq!(q.next_wakeup(at(1)), Some(at(11)));
+    assert_eq!(q.peek(at(11), &mut d).map(|p| p.meta.id), Some(0));
+    assert_eq!((q.qlen(), q.backlog()), (2, 200));
+    assert_eq!(q.enqueue(pkt(2, 100), at(11), &mut d), Verdict::Dropped);
+    assert_eq!(q.dequeue(at(11), &mut d).map(|p| p.meta.id), Some(0));
+    // The slot's one packet is spent: the next opens at 21 ms.
+    assert!(q.peek(at(11), &mut d).is_none());
+    assert_eq!(due(&mut q, at(21)), [1]);
+    assert_eq!(q.stats().packets, 2);
+}
