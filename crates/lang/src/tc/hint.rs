@@ -69,8 +69,8 @@ pub fn time(text: &str) -> Option<String> {
 pub fn missing_kind(kind: &str) -> Option<&'static str> {
     Some(match kind {
         "cake" => "bloatbox has no cake; the nearest here: fq_codel for the flow queueing and AQM, under htb or tbf to shape (see the htb menu entry, or qdisc = \"fq_codel\" with [link] rate)",
-        "fq" | "fq_pie" => "bloatbox has no fq or fq_pie; the nearest here: fq_codel (flow queueing with an AQM) or sfq",
-        "pie" | "red" | "choke" | "gred" | "sfb" => "bloatbox has no PIE or RED family; the nearest AQM here: codel, or fq_codel per flow",
+        "fq" => "bloatbox has no fq; the nearest here: fq_codel or fq_pie (flow queueing with an AQM), or sfq",
+        "choke" | "gred" | "sfb" => "bloatbox has no choke, gred or sfb; the nearest AQM here: red or pie, or fq_codel and fq_pie per flow",
         "prio" | "multiq" => "bloatbox has no prio; pfifo_fast has three priority bands (by TOS), qfq weighs classes picked by filters",
         "hfsc" | "cbq" | "drr" | "ets" => "bloatbox has no hfsc, cbq, drr or ets; htb shapes classes, qfq schedules them by weight",
         "ingress" | "clsact" => "bloatbox has no ingress hook: each direction's egress qdisc is the bottleneck (dev left for left→right, dev right for right→left)",
@@ -164,6 +164,8 @@ mod tests {
         assert_eq!(missing_kind("netem"), None, "bloatbox has netem");
         assert!(missing_kind("cake").unwrap().contains("fq_codel"));
         assert!(missing_kind("prio").unwrap().contains("pfifo_fast"));
+        assert_eq!(missing_kind("pie"), None, "bloatbox has pie");
+        assert!(missing_kind("sfb").unwrap().contains("red"));
         assert_eq!(missing_kind("fq_codel"), None);
     }
 
