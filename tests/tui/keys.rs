@@ -386,11 +386,11 @@ fn preset_menu_keys() {
     app.on_key(ch('k'));
     assert_eq!(app.mode, Mode::Presets { selected: 0 });
     app.on_key(ch('k'));
-    assert_eq!(app.mode, Mode::Presets { selected: 6 }, "wraps");
+    assert_eq!(app.mode, Mode::Presets { selected: 7 }, "wraps");
     app.on_key(ch('x'));
     assert_eq!(
         app.mode,
-        Mode::Presets { selected: 6 },
+        Mode::Presets { selected: 7 },
         "other keys keep the menu"
     );
     for close in [key(KeyCode::Esc), ch('m'), ch('q')] {
@@ -441,7 +441,8 @@ fn the_menu_reads_the_kind_table() {
             "fq_codel",
             "tbf",
             "htb",
-            "red"
+            "red",
+            "cake"
         ]
     );
     assert_eq!(

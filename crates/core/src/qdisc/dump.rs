@@ -91,6 +91,9 @@ impl QdiscDump {
             Some(Xstats::FqCodel(x)) => x.ecn_mark,
             Some(Xstats::Codel(x)) => x.ecn_mark,
             Some(Xstats::Red(x)) => u64::from(x.marked),
+            Some(Xstats::Cake(ref x)) => {
+                x.tins.iter().map(|t| u64::from(t.ecn_marked_packets)).sum()
+            }
             _ => 0,
         };
         own + self

@@ -9,6 +9,7 @@
 //! other list of kinds (the configuration's, the TUI's menu, fuzz set-ups,
 //! benches, property tests) is derived from a table like this one.
 
+use super::cake::Cake;
 use super::codel::CodelQdisc;
 use super::fifo::{Fifo, FifoKind};
 use super::fq_codel::FqCodel;
@@ -168,5 +169,10 @@ pub static BUILTIN: &[KindEntry] = &[
         default_leaf: false,
         class_stats: false,
         ..kind("red", |c, _, o| Ok(Box::new(Red::build(c, o)?)))
+    },
+    KindEntry {
+        shapes: true,
+        class_stats: false,
+        ..kind("cake", |c, _, o| Ok(Box::new(Cake::build(c, o)?)))
     },
 ];

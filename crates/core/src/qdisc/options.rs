@@ -12,6 +12,7 @@
 //! and what a kind from outside the built-in table carries in place of
 //! both (`Attrs`).
 
+use super::cake::{CakeOptions, CakeXstats};
 use super::codel::{CodelOptions, CodelXstats};
 use super::fifo::FifoOptions;
 use super::fq_codel::{FqCodelClassXstats, FqCodelOptions, FqCodelXstats};
@@ -49,6 +50,8 @@ pub enum QdiscOptions {
     Sfq(SfqOptions),
     /// red: `tc_red_qopt` and the TCA_RED_* attributes.
     Red(RedOptions),
+    /// The `TCA_CAKE_*` attributes.
+    Cake(CakeOptions),
     /// The options of a kind outside the built-in table, as netlink
     /// carries them.
     Other(Attrs),
@@ -140,6 +143,9 @@ pub enum Xstats {
     HtbClass(HtbXstats),
     /// `struct tc_red_xstats` (net/sched/sch_red.c `red_dump_stats`).
     Red(RedXstats),
+    /// CAKE's `TCA_CAKE_STATS_*` with its tins (net/sched/sch_cake.c
+    /// `cake_dump_stats`).
+    Cake(CakeXstats),
     /// The xstats of a kind outside the built-in table (its qdisc's or a
     /// class's), as attributes of its own numbering.
     Other(Attrs),

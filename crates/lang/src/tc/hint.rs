@@ -69,7 +69,6 @@ pub fn time(text: &str) -> Option<String> {
 pub fn missing_kind(kind: &str) -> Option<&'static str> {
     Some(match kind {
         "netem" => "bloatbox emulates netem on the link itself, below the qdisc: bloatbox set left.netem=\"delay 20ms loss 1%\", or netem = \"...\" in the configuration's [link]",
-        "cake" => "bloatbox has no cake; the nearest here: fq_codel for the flow queueing and AQM, under htb or tbf to shape (see the htb menu entry, or qdisc = \"fq_codel\" with [link] rate)",
         "fq" | "fq_pie" => "bloatbox has no fq or fq_pie; the nearest here: fq_codel (flow queueing with an AQM) or sfq",
         "pie" | "red" | "choke" | "gred" | "sfb" => "bloatbox has no PIE or RED family; the nearest AQM here: codel, or fq_codel per flow",
         "prio" | "multiq" => "bloatbox has no prio; pfifo_fast has three priority bands (by TOS), qfq weighs classes picked by filters",
@@ -163,7 +162,8 @@ mod tests {
     #[test]
     fn kernel_kinds_bloatbox_lacks_point_to_what_it_has() {
         assert!(missing_kind("netem").unwrap().contains("set left.netem="));
-        assert!(missing_kind("cake").unwrap().contains("fq_codel"));
+        assert!(missing_kind("fq").unwrap().contains("fq_codel"));
+        assert_eq!(missing_kind("cake"), None);
         assert!(missing_kind("prio").unwrap().contains("pfifo_fast"));
         assert_eq!(missing_kind("fq_codel"), None);
     }

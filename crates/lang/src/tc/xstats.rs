@@ -58,6 +58,7 @@ mod tests {
             Xstats::SfqClass(_) => "sfq",
             Xstats::HtbClass(_) => "htb",
             Xstats::Red(_) => "red",
+            Xstats::Cake(_) => "cake",
             Xstats::Other(_) => panic!("no built-in kind prints {x:?}"),
         }
     }
