@@ -380,6 +380,13 @@ fn check_values(values: &[Set]) -> Result<(), QdiscError> {
             (Value::Minor, Written::Text(t)) => {
                 parse_minor(t).map_err(at(name))?;
             }
+            (Value::Word { words }, Written::Text(t)) if !words.contains(&t.as_str()) => {
+                return Err(at(name)(format!(
+                    "\"{t}\" is not one of {}; fix: write {name} = \"{}\"",
+                    words.join(", "),
+                    words.first().copied().unwrap_or_default()
+                )));
+            }
             _ => {}
         }
     }
@@ -400,6 +407,7 @@ fn words(values: &[Set]) -> Vec<String> {
             (Value::Size32 { plain: true }, Written::Size(s)) => {
                 w.extend([name, s.value().to_string()]);
             }
+            (Value::Word { .. }, value) => w.push(value.to_string()),
             (_, value) => w.extend([name, value.to_string()]),
         }
     }
@@ -587,7 +595,7 @@ fn read_values(entries: Entries, keys: &'static [Key], names: &[&str]) -> Result
             Value::Rate => Written::Rate(typed(value)?),
             Value::Time => Written::Time(typed(value)?),
             Value::Flag { .. } => Written::Flag(typed(value)?),
-            Value::Minor => Written::Text(typed(value)?),
+            Value::Minor | Value::Word { .. } => Written::Text(typed(value)?),
         };
         values.push(Set { key, value });
     }
@@ -831,6 +839,33 @@ mod tests {
     }
 
     #[test]
+    fn a_cake_table_is_the_cake_line_it_prints() {
+        let s = spec("qdisc = { kind = \"cake\", bandwidth = \"20mbit\", rtt = \"50ms\", flowmode = \"triple-isolate\", diffserv = \"diffserv4\", nat = false, ack_filter = \"ack-filter\", framing = \"pppoe-ptm\", mpu = 64, memlimit = \"8mb\" }").unwrap();
+        assert_eq!(
+            lines(&s, Dir::LeftToRight, 1).unwrap(),
+            vec!["tc qdisc add dev left root cake bandwidth 20mbit rtt 50ms diffserv4 triple-isolate nonat ack-filter memlimit 8mb pppoe-ptm mpu 64"]
+        );
+        let (field, m) = pair(
+            spec("qdisc = { kind = \"cake\", diffserv = \"diffserv5\" }")
+                .unwrap()
+                .steps(Dir::LeftToRight, 1)
+                .unwrap_err(),
+        );
+        assert_eq!(field, "diffserv");
+        assert!(
+            m.starts_with("\"diffserv5\" is not one of besteffort, diffserv3"),
+            "{m}"
+        );
+        let (field, _) = pair(
+            spec("qdisc = { kind = \"cake\", overhead = 300 }")
+                .unwrap()
+                .steps(Dir::LeftToRight, 1)
+                .unwrap_err(),
+        );
+        assert_eq!(field, "overhead");
+    }
+
+    #[test]
     fn a_red_table_is_the_red_line_it_prints() {
         let s = spec("qdisc = { kind = \"red\", limit = \"400000\", min = \"30000\", max = \"90000\", avpkt = 1000, burst = 55, probability = 0.02, bandwidth = \"10mbit\", ecn = true, adaptive = true }").unwrap();
         assert_eq!(
@@ -1033,6 +1068,7 @@ qdisc = { kind = "sfq", perturb = 10 }
             "qdisc = { kind = \"htb\", default = \"20\", r2q = 5, direct_qlen = 100 }",
             "qdisc = { kind = \"red\", limit = \"400000\", min = \"30000\", max = \"90000\", avpkt = 1000, burst = 55, probability = 0.02, bandwidth = \"10mbit\", ecn = true, adaptive = true }",
             "qdisc = { kind = \"red\", limit = \"60kb\", avpkt = \"1kb\", ecn = true, harddrop = true, nodrop = false }",
+            "qdisc = { kind = \"cake\", bandwidth = \"10mbit\", diffserv = \"besteffort\", flowmode = \"dual-srchost\", wash = true, split_gso = false, atm = \"atm\", overhead = 44, ingress = true, autorate_ingress = true }",
             r#"[qdisc]
 kind = "htb"
 default = "10"

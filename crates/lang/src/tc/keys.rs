@@ -103,4 +103,10 @@ pub enum Value {
     /// A class minor number in hexadecimal as tc writes it (`"10"` for
     /// 1:10, HTB's `default`): `name MINOR`.
     Minor,
+    /// One of tc's words (CAKE's `diffserv = "diffserv4"`): the word
+    /// alone, which must be one of `words`.
+    Word {
+        /// The words the key takes.
+        words: &'static [&'static str],
+    },
 }

@@ -10,6 +10,7 @@ use crate::dir::Dir;
 use crate::qdisc::cake::{ack_mode, atm_mode, diffserv};
 use crate::qdisc::cake::{CakeOptions, CakeTinXstats, CakeXstats};
 use crate::qdisc::{QdiscOptions, Xstats};
+use crate::tc::keys::{Key, KeyTable, Value};
 use crate::tc::syntax::XstatsPrinter;
 use crate::tc::syntax::{example_rate, replace_root, Bench, JsonObj, Printed, Sample, Syntax};
 use crate::tc::tokens::{c_number, incomplete, Tokens};
@@ -531,7 +532,7 @@ pub static SYNTAX: Syntax = Syntax {
     print,
     print_class: |_| None,
     example: Some(example),
-    table: None,
+    table: Some(&TABLE),
     trailing_space: true,
     xstats: Some(&XSTATS),
     benches: &[Bench::new(
@@ -557,6 +558,124 @@ pub static SYNTAX: Syntax = Syntax {
         ),
     ],
 };
+
+/// The keys of a `cake` table in the configuration, in the order their
+/// words are written (a later word overrides an earlier one, as in tc).
+static TABLE: KeyTable = KeyTable::qdisc(&[
+    Key::opt("bandwidth", Value::Rate),
+    Key::opt(
+        "autorate_ingress",
+        Value::Flag {
+            on: "autorate-ingress",
+            off: None,
+        },
+    ),
+    Key::opt("rtt", Value::Time),
+    Key::opt(
+        "diffserv",
+        Value::Word {
+            words: &DIFFSERV_WORDS,
+        },
+    ),
+    Key::opt(
+        "flowmode",
+        Value::Word {
+            words: &FLOWMODE_NAMES,
+        },
+    ),
+    Key::opt(
+        "nat",
+        Value::Flag {
+            on: "nat",
+            off: Some("nonat"),
+        },
+    ),
+    Key::opt(
+        "wash",
+        Value::Flag {
+            on: "wash",
+            off: Some("nowash"),
+        },
+    ),
+    Key::opt(
+        "split_gso",
+        Value::Flag {
+            on: "split-gso",
+            off: Some("no-split-gso"),
+        },
+    ),
+    Key::opt(
+        "ack_filter",
+        Value::Word {
+            words: &["no-ack-filter", "ack-filter", "ack-filter-aggressive"],
+        },
+    ),
+    Key::opt("memlimit", Value::Size32 { plain: false }),
+    Key::opt(
+        "framing",
+        Value::Word {
+            words: &FRAMING_WORDS,
+        },
+    ),
+    Key::opt(
+        "atm",
+        Value::Word {
+            words: &["noatm", "atm", "ptm"],
+        },
+    ),
+    Key::opt(
+        "overhead",
+        Value::Bounded {
+            max: 256,
+            unit: "bytes (negative ones in the string form)",
+            example: "18",
+        },
+    ),
+    Key::opt(
+        "mpu",
+        Value::Bounded {
+            max: 256,
+            unit: "bytes",
+            example: "64",
+        },
+    ),
+    Key::opt(
+        "ingress",
+        Value::Flag {
+            on: "ingress",
+            off: Some("egress"),
+        },
+    ),
+]);
+
+/// The `diffserv` key's words.
+const DIFFSERV_WORDS: [&str; 5] = [
+    "besteffort",
+    "diffserv3",
+    "diffserv4",
+    "diffserv8",
+    "precedence",
+];
+
+/// The `framing` key's words: the keywords that set the overhead, ATM
+/// mode and mpu of a link layer.
+const FRAMING_WORDS: [&str; 15] = [
+    "raw",
+    "conservative",
+    "ethernet",
+    "docsis",
+    "ether-vlan",
+    "ipoa-vcmux",
+    "ipoa-llcsnap",
+    "bridged-vcmux",
+    "bridged-llcsnap",
+    "pppoa-vcmux",
+    "pppoa-llc",
+    "pppoe-vcmux",
+    "pppoe-llcsnap",
+    "pppoe-ptm",
+    "bridged-ptm",
+];
 
 #[cfg(test)]
 #[path = "cake_tests.rs"]
