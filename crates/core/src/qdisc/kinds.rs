@@ -172,7 +172,6 @@ pub static BUILTIN: &[KindEntry] = &[
     },
     KindEntry {
         shapes: true,
-        class_stats: false,
         ..kind("cake", |c, _, o| Ok(Box::new(Cake::build(c, o)?)))
     },
 ];

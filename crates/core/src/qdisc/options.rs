@@ -12,7 +12,7 @@
 //! and what a kind from outside the built-in table carries in place of
 //! both (`Attrs`).
 
-use super::cake::{CakeOptions, CakeXstats};
+use super::cake::{CakeClassXstats, CakeOptions, CakeXstats};
 use super::codel::{CodelOptions, CodelXstats};
 use super::fifo::FifoOptions;
 use super::fq_codel::{FqCodelClassXstats, FqCodelOptions, FqCodelXstats};
@@ -146,6 +146,8 @@ pub enum Xstats {
     /// CAKE's `TCA_CAKE_STATS_*` with its tins (net/sched/sch_cake.c
     /// `cake_dump_stats`).
     Cake(CakeXstats),
+    /// A CAKE flow's (`cake_dump_class_stats`).
+    CakeClass(CakeClassXstats),
     /// The xstats of a kind outside the built-in table (its qdisc's or a
     /// class's), as attributes of its own numbering.
     Other(Attrs),

@@ -58,7 +58,7 @@ mod tests {
             Xstats::SfqClass(_) => "sfq",
             Xstats::HtbClass(_) => "htb",
             Xstats::Red(_) => "red",
-            Xstats::Cake(_) => "cake",
+            Xstats::Cake(_) | Xstats::CakeClass(_) => "cake",
             Xstats::Other(_) => panic!("no built-in kind prints {x:?}"),
         }
     }

@@ -18,10 +18,10 @@
 mod ack;
 pub mod cobalt;
 mod xstats;
-pub use xstats::{CakeTinXstats, CakeXstats};
+pub use xstats::{CakeClassXstats, CakeTinXstats, CakeXstats};
 
 use self::cobalt::{CobaltParams, CobaltVars, REC_INV_SQRT_CACHE};
-use super::dump::{QueueOccupancy, Xstats};
+use super::dump::{ClassDump, QueueOccupancy, Xstats};
 use super::fq_codel::truesize;
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
@@ -1599,6 +1599,50 @@ impl Cake {
         }
     }
 
+    /// `cake_walk` and `cake_dump_class_stats`: every flow on a rotation,
+    /// tin by tin in `tin_order`, as class `i * 1024 + j + 1` with its
+    /// queue, drops and COBALT state (no byte counters).
+    fn class_dumps(&self, now: Instant) -> Vec<ClassDump> {
+        let now_ns = now.nanos() as i64;
+        let us = |ns: i64| (ns / 1000) as i32;
+        let mut out = Vec::new();
+        for (i, &t) in self.tin_order[..usize::from(self.tin_cnt)]
+            .iter()
+            .enumerate()
+        {
+            let b = &self.tins[usize::from(t)];
+            for (j, flow) in b.flows.iter().enumerate() {
+                if flow.list == List::None {
+                    continue;
+                }
+                let cv = &flow.cvars;
+                let minor = (i * CAKE_QUEUES + j + 1) as u32;
+                out.push(ClassDump {
+                    kind: "cake".into(),
+                    classid: self.handle | minor,
+                    parent: self.handle,
+                    queue: QdiscStats {
+                        qlen: flow.queue.len() as u32,
+                        backlog: u64::from(b.backlogs[j]),
+                        drops: u64::from(flow.dropped),
+                        ..QdiscStats::default()
+                    },
+                    xstats: Some(Xstats::CakeClass(CakeClassXstats {
+                        deficit: flow.deficit,
+                        dropping: cv.dropping,
+                        count: cv.count,
+                        p_drop: cv.p_drop,
+                        blue_timer_us: (cv.p_drop != 0)
+                            .then(|| us(now_ns.wrapping_sub(cv.blue_timer))),
+                        drop_next_us: cv.dropping.then(|| us(now_ns.wrapping_sub(cv.drop_next))),
+                    })),
+                    ..ClassDump::default()
+                });
+            }
+        }
+        out
+    }
+
     fn total_qlen(&self) -> u32 {
         self.qlen + u32::from(self.parked.is_some())
     }
@@ -1688,7 +1732,7 @@ impl Qdisc for Cake {
             options: QdiscOptions::Cake(self.options()),
             stats: self.stats(),
             xstats: Some(Xstats::Cake(self.xstats())),
-            classes: Vec::new(),
+            classes: self.class_dumps(now),
             children: Vec::new(),
             flows: Vec::new(),
             other_flows: Default::default(),

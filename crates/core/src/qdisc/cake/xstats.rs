@@ -1,6 +1,7 @@
 //! CAKE's extended statistics as the kernel dumps them (net/sched/sch_cake.c
 //! `cake_dump_stats`, the `TCA_CAKE_STATS_*` and `TCA_CAKE_TIN_STATS_*`
-//! attributes of include/uapi/linux/pkt_sched.h).
+//! attributes of include/uapi/linux/pkt_sched.h), and a flow's as
+//! `cake_dump_class_stats` dumps them.
 
 use serde::{Deserialize, Serialize};
 
@@ -70,4 +71,23 @@ pub struct CakeTinXstats {
     pub max_skblen: u32,
     /// `FLOW_QUANTUM`.
     pub flow_quantum: u32,
+}
+
+/// A flow's `TCA_CAKE_STATS_*` (`cake_dump_class_stats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CakeClassXstats {
+    /// `DEFICIT`.
+    pub deficit: i32,
+    /// `DROPPING`.
+    pub dropping: bool,
+    /// `COBALT_COUNT`.
+    pub count: u32,
+    /// `P_DROP`: BLUE's probability, Q0.32.
+    pub p_drop: u32,
+    /// `BLUE_TIMER_US`: µs since BLUE last moved, sent while `p_drop` is
+    /// not 0.
+    pub blue_timer_us: Option<i32>,
+    /// `DROP_NEXT_US`: µs since the next drop was due (negative: ahead),
+    /// sent while dropping.
+    pub drop_next_us: Option<i32>,
 }

@@ -8,7 +8,7 @@
 
 use crate::dir::Dir;
 use crate::qdisc::cake::{ack_mode, atm_mode, diffserv};
-use crate::qdisc::cake::{CakeOptions, CakeTinXstats, CakeXstats};
+use crate::qdisc::cake::{CakeClassXstats, CakeOptions, CakeTinXstats, CakeXstats};
 use crate::qdisc::{QdiscOptions, Xstats};
 use crate::tc::keys::{Key, KeyTable, Value};
 use crate::tc::syntax::XstatsPrinter;
@@ -399,12 +399,19 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
 /// `tins` in JSON).
 static XSTATS: XstatsPrinter = XstatsPrinter {
     text: |out, x| {
-        let Xstats::Cake(s) = x else { return None };
-        xstats_text(out, s);
+        match x {
+            Xstats::Cake(s) => xstats_text(out, s),
+            Xstats::CakeClass(s) => class_text(out, s),
+            _ => return None,
+        }
         Some(())
     },
     json: |x| {
-        let Xstats::Cake(s) = x else { return None };
+        let s = match x {
+            Xstats::Cake(s) => s,
+            Xstats::CakeClass(s) => return Some(class_json(s)),
+            _ => return None,
+        };
         let mut j = JsonObj::new();
         j.insert("memory_used", json!(s.memory_used));
         j.insert("memory_limit", json!(s.memory_limit));
@@ -420,6 +427,55 @@ static XSTATS: XstatsPrinter = XstatsPrinter {
         Some(j)
     },
 };
+
+/// A signed µs count as `cake_print_xstats` prints `drop_next` (negative:
+/// a minus and the magnitude) and `blue_timer` (negative: a minus and
+/// `sprint_time` of the value itself, taken as unsigned, as q_cake.c
+/// passes it).
+fn signed_time(us: i32, magnitude: bool) -> String {
+    if us >= 0 {
+        sprint_time(us as u64)
+    } else if magnitude {
+        format!("-{}", sprint_time(u64::from(us.unsigned_abs())))
+    } else {
+        format!("-{}", sprint_time(u64::from(us as u32)))
+    }
+}
+
+/// A flow's line (`cake_print_xstats` for `cake_dump_class_stats`).
+fn class_text(out: &mut String, s: &CakeClassXstats) {
+    let _ = write!(out, "  deficit {} count {}", s.deficit, s.count);
+    if s.dropping {
+        out.push_str(" dropping");
+        if let Some(d) = s.drop_next_us {
+            let _ = write!(out, " drop_next {}", signed_time(d, true));
+        }
+    }
+    let _ = write!(out, " blue_prob {}", s.p_drop);
+    if let Some(b) = s.blue_timer_us {
+        let _ = write!(out, " blue_timer {}", signed_time(b, false));
+    }
+    out.push('\n');
+}
+
+/// A flow's JSON (`cake_print_xstats`: `drop_next` and `blue_timer` only
+/// when not negative).
+fn class_json(s: &CakeClassXstats) -> JsonObj {
+    let mut j = JsonObj::new();
+    j.insert("deficit", json!(s.deficit));
+    j.insert("count", json!(s.count));
+    if s.dropping {
+        j.insert("dropping", json!(true));
+        if let Some(d) = s.drop_next_us.filter(|d| *d >= 0) {
+            j.insert("drop_next", json!(d));
+        }
+    }
+    j.insert("blue_prob", json!(s.p_drop));
+    if let Some(b) = s.blue_timer_us.filter(|b| *b >= 0) {
+        j.insert("blue_timer", json!(b));
+    }
+    j
+}
 
 /// `cake_print_json_tin`.
 fn tin_json(t: &CakeTinXstats) -> JsonObj {

@@ -210,3 +210,51 @@ fn modes_print_and_change() {
     ]);
     assert!(s.contains("\n                  Tin 0        Tin 1        Tin 2        Tin 3        Tin 4        Tin 5        Tin 6        Tin 7\n"), "{s}");
 }
+
+/// `tc -s class show` of a cake with two flows queued: each flow on a
+/// rotation is a class `tin * 1024 + flow + 1` (the best effort tin is
+/// the second dumped under diffserv3) with its queue, drops and COBALT
+/// state, no byte counters. A new flow's deficit is 1514 × (65535 / 1)
+/// >> 16 = 1513.
+#[test]
+fn flows_show_as_classes() {
+    use crate::qdisc::cake::Cake;
+    use crate::qdisc::{Qdisc, QdiscCtx};
+    use crate::tc::show::{render, DevDump};
+    let options = parse_qdisc(BUILTIN, "cake", &["flows"]).unwrap();
+    let mut q = Cake::build(QdiscCtx::default(), &options).unwrap();
+    let mut d = Drops::new();
+    for (id, port) in [(1u64, 1u16), (2, 1), (3, 2)] {
+        let mut p = crate::qdisc::testutil::pkt(id, 1000);
+        p.meta.flow.src_port = port;
+        p.meta.hash = u32::from(port).wrapping_mul(0x9E37_79B9);
+        q.enqueue(p, Instant::ZERO, &mut d);
+    }
+    let dump = q.dump(Instant::from_millis(1));
+    assert_eq!(dump.classes.len(), 2);
+    let devs = [DevDump {
+        dev: Dir::LeftToRight,
+        root: &dump,
+        tx_queues: 1,
+    }];
+    let cmd = TcCommand::parse("tc -s class show dev left").unwrap();
+    let text = render(&cmd, &devs).unwrap();
+    let flows: Vec<u32> = dump.classes.iter().map(|c| c.classid & 0xFFFF).collect();
+    assert!(flows.iter().all(|m| (1025..=2048).contains(m)), "{flows:?}");
+    let first = format!("class cake 8001:{:x} parent 8001: \n", flows[0]);
+    assert!(text.starts_with(&first), "{text}");
+    assert!(
+        text.contains(" (dropped 0, overlimits 0 requeues 0) \n backlog 2000b 2p requeues 0\n  deficit 1513 count 0 blue_prob 0\n")
+            || text.contains(" (dropped 0, overlimits 0 requeues 0) \n backlog 1000b 1p requeues 0\n  deficit 1513 count 0 blue_prob 0\n"),
+        "{text}"
+    );
+    let j = render(
+        &TcCommand::parse("tc -s -j class show dev left").unwrap(),
+        &devs,
+    )
+    .unwrap();
+    assert!(
+        j.contains("\"deficit\":1513,\"count\":0,\"blue_prob\":0"),
+        "{j}"
+    );
+}
