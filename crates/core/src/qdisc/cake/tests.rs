@@ -492,3 +492,27 @@ fn ack_filter_keeps_what_carries_information() {
     // An older SACK the newer does not cover stays.
     assert!(keep(tcp(1000, 0x10, 0, &sack(6000, 7000))));
 }
+
+#[test]
+fn autorate_ingress_estimates_from_the_first_gap() {
+    // The first frame, 1000 bytes at 1 s: the gap (capped at 1 s) is
+    // above the average (0), which moves a quarter of the way: 250 ms; a
+    // window of 1 s held 1000 bytes, so the peak moves a quarter of the
+    // way to 1000 B/s: 250; past 250 ms the rate becomes 250 x 15/16 =
+    // 234 B/s, and the tins are reconfigured from it.
+    let mut q = cake(CakeOptions {
+        autorate: Some(1),
+        diffserv_mode: Some(diffserv::BESTEFFORT),
+        ..CakeOptions::default()
+    });
+    let mut d = Drops::new();
+    q.enqueue(host_pkt(0, 1000, 1, 1), Instant::from_millis(1000), &mut d);
+    assert_eq!(q.avg_packet_interval, 250_000_000);
+    let x = q.xstats();
+    assert_eq!((x.capacity_estimate, x.tins[0].threshold_rate), (250, 234));
+    // 1 ms later: a gap below the average moves it by 1/256 only, and
+    // the estimate stays.
+    q.enqueue(host_pkt(1, 1000, 1, 1), Instant::from_millis(1001), &mut d);
+    assert_eq!(q.avg_packet_interval, 250_000_000 - 976_562 + 3_906);
+    assert_eq!(q.xstats().capacity_estimate, 250);
+}
