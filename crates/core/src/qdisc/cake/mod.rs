@@ -374,9 +374,9 @@ impl Tin {
     }
 }
 
-/// `cake_ewma`.
+/// `cake_ewma` (in the kernel's wrapping u64).
 fn ewma(avg: u64, sample: u64, shift: u32) -> u64 {
-    avg - (avg >> shift) + (sample >> shift)
+    (avg - (avg >> shift)).wrapping_add(sample >> shift)
 }
 
 /// The `cake` qdisc (net/sched/sch_cake.c).
@@ -726,7 +726,7 @@ impl Cake {
             len = u32::from(self.rate_mpu);
         }
         match u32::from(self.atm_mode) {
-            atm_mode::ATM => len = len.wrapping_add(47) / 48 * 53,
+            atm_mode::ATM => len = (len.wrapping_add(47) / 48).wrapping_mul(53),
             atm_mode::PTM => len = len.wrapping_add(len.wrapping_add(63) / 64),
             _ => {}
         }
@@ -1260,7 +1260,7 @@ impl Cake {
             // The kernel never advances last_reconfig_time: every update
             // after the first 250 ms reconfigures.
             if now > 250_000_000 {
-                self.rate_bps = (self.avg_peak_bandwidth * 15) >> 4;
+                self.rate_bps = self.avg_peak_bandwidth.wrapping_mul(15) >> 4;
                 self.reconfigure(&mut Drops::new());
             }
         }

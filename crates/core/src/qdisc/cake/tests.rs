@@ -516,3 +516,44 @@ fn autorate_ingress_estimates_from_the_first_gap() {
     assert_eq!(q.avg_packet_interval, 250_000_000 - 976_562 + 3_906);
     assert_eq!(q.xstats().capacity_estimate, 250);
 }
+
+#[test]
+fn extreme_lengths_and_options_do_not_panic() {
+    // Lengths near 2^32 wrap in the cell arithmetic as the kernel's u32:
+    // 2^32 - 1 - 64 = 4294967231 bytes, (that + 47) / 48 = 89478484 cells
+    // of 53 = 4742359652, which is 447392356 modulo 2^32.
+    let mut q = cake(CakeOptions {
+        overhead: Some(-64),
+        atm: Some(atm_mode::ATM),
+        ..CakeOptions::default()
+    });
+    assert_eq!(q.calc_overhead(u32::MAX, 0), 447_392_356);
+    // Every mode number, rates at both ends, a 1 us rtt.
+    for mode in [0, 1, 2, 3, 4, 5, 255, u32::MAX] {
+        for rate in [1, 64, u64::MAX] {
+            let mut q = cake(CakeOptions {
+                base_rate: Some(rate),
+                diffserv_mode: Some(mode),
+                flow_mode: Some(mode),
+                atm: Some(mode),
+                ack_filter: Some(mode),
+                rtt: Some(0),
+                target: Some(0),
+                autorate: Some(1),
+                ingress: Some(1),
+                ..CakeOptions::default()
+            });
+            let mut d = Drops::new();
+            for id in 0..20 {
+                let t = Instant::from_micros(id * 300);
+                q.enqueue(
+                    host_pkt(id, 1 + id as u32 * 97, (id % 3) as u8, id as u16),
+                    t,
+                    &mut d,
+                );
+                q.dequeue(t, &mut d);
+            }
+            let _ = q.dump(Instant::from_millis(10));
+        }
+    }
+}
