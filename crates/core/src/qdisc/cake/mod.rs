@@ -207,6 +207,41 @@ enum List {
     Decaying,
 }
 
+impl List {
+    /// The list's place in `Tin::chains`.
+    fn index(self) -> Option<usize> {
+        match self {
+            List::None => None,
+            List::New => Some(0),
+            List::Old => Some(1),
+            List::Decaying => Some(2),
+        }
+    }
+}
+
+/// The end of a flow chain (`Chain`, `Flow::prev`/`next`).
+const NIL: u16 = u16::MAX;
+
+/// One of a tin's flow lists (`struct list_head`): its first and last
+/// flow, linked through the flows' `prev` and `next`, so that a flow
+/// leaves the middle of a list in constant time as with `list_del`.
+#[derive(Clone, Copy)]
+struct Chain {
+    head: u16,
+    tail: u16,
+}
+
+impl Chain {
+    const EMPTY: Chain = Chain {
+        head: NIL,
+        tail: NIL,
+    };
+
+    fn front(&self) -> Option<usize> {
+        (self.head != NIL).then_some(usize::from(self.head))
+    }
+}
+
 /// `struct cake_flow`.
 #[derive(Default)]
 struct Flow {
@@ -221,6 +256,9 @@ struct Flow {
     dsthost: u16,
     set: FlowSet,
     list: List,
+    /// The flows before and after this one on `list` (`NIL`: none).
+    prev: u16,
+    next: u16,
 }
 
 /// `struct cake_host`.
@@ -247,9 +285,8 @@ struct Tin {
     decaying_flow_count: u16,
     unresponsive_flow_count: u16,
     max_skblen: u32,
-    new_flows: VecDeque<u16>,
-    old_flows: VecDeque<u16>,
-    decaying_flows: VecDeque<u16>,
+    /// new_flows, old_flows and decaying_flows, by `List::index`.
+    chains: [Chain; 3],
     time_next_packet: i64,
     tin_rate_ns: u64,
     tin_rate_bps: u64,
@@ -287,9 +324,7 @@ impl Tin {
             decaying_flow_count: 0,
             unresponsive_flow_count: 0,
             max_skblen: 0,
-            new_flows: VecDeque::new(),
-            old_flows: VecDeque::new(),
-            decaying_flows: VecDeque::new(),
+            chains: [Chain::EMPTY; 3],
             time_next_packet: 0,
             tin_rate_ns: 0,
             tin_rate_bps: 0,
@@ -317,29 +352,36 @@ impl Tin {
         u32::from(self.sparse_flow_count) + u32::from(self.bulk_flow_count) != 0
     }
 
-    fn list_mut(&mut self, l: List) -> Option<&mut VecDeque<u16>> {
-        match l {
-            List::New => Some(&mut self.new_flows),
-            List::Old => Some(&mut self.old_flows),
-            List::Decaying => Some(&mut self.decaying_flows),
-            List::None => None,
-        }
+    /// The first flow of list `l`.
+    fn front(&self, l: List) -> Option<usize> {
+        l.index().and_then(|i| self.chains[i].front())
     }
 
-    /// `list_move_tail` (`to` = `List::None`: `list_del_init`).
+    /// `list_move_tail` (`to` = `List::None`: `list_del_init`), in
+    /// constant time.
     fn move_flow(&mut self, idx: usize, to: List) {
-        let from = self.flows[idx].list;
-        if let Some(l) = self.list_mut(from) {
-            if l.front() == Some(&(idx as u16)) {
-                l.pop_front();
-            } else if let Some(at) = l.iter().position(|&i| usize::from(i) == idx) {
-                l.remove(at);
+        let (prev, next) = (self.flows[idx].prev, self.flows[idx].next);
+        if let Some(c) = self.flows[idx].list.index() {
+            match prev {
+                NIL => self.chains[c].head = next,
+                p => self.flows[usize::from(p)].next = next,
+            }
+            match next {
+                NIL => self.chains[c].tail = prev,
+                n => self.flows[usize::from(n)].prev = prev,
             }
         }
-        if let Some(l) = self.list_mut(to) {
-            l.push_back(idx as u16);
+        let (mut prev, next) = (NIL, NIL);
+        if let Some(c) = to.index() {
+            prev = self.chains[c].tail;
+            match prev {
+                NIL => self.chains[c].head = idx as u16,
+                p => self.flows[usize::from(p)].next = idx as u16,
+            }
+            self.chains[c].tail = idx as u16;
         }
-        self.flows[idx].list = to;
+        let flow = &mut self.flows[idx];
+        (flow.prev, flow.next, flow.list) = (prev, next, to);
     }
 
     /// `cake_set_rate`: the tin's rate in ns per byte (<< `tin_rate_shft`),
@@ -1290,23 +1332,18 @@ impl Cake {
             };
             'retry: loop {
                 let b = &mut self.tins[t];
-                let list = if first_flow && !b.decaying_flows.is_empty() {
-                    List::Decaying
-                } else if !b.new_flows.is_empty() {
-                    List::New
-                } else if !b.old_flows.is_empty() {
-                    List::Old
-                } else if !b.decaying_flows.is_empty() {
-                    List::Decaying
+                let first = if first_flow {
+                    b.front(List::Decaying)
                 } else {
+                    None
+                };
+                let Some(idx) = first
+                    .or_else(|| b.front(List::New))
+                    .or_else(|| b.front(List::Old))
+                    .or_else(|| b.front(List::Decaying))
+                else {
                     continue 'begin;
                 };
-                let idx = match list {
-                    List::Decaying => b.decaying_flows[0],
-                    List::New => b.new_flows[0],
-                    _ => b.old_flows[0],
-                };
-                let idx = usize::from(idx);
                 first_flow = false;
                 if b.flows[idx].deficit <= 0 {
                     self.refill(t, idx);
