@@ -448,11 +448,12 @@ fn a_device_built_from_the_builtin_table_refuses_it() {
     );
     assert!(!err.0.contains("passthrough,"), "{err}");
     // The extra table lists it among the kinds it knows.
-    let err = build_tree(dev(kinds()), &["tc qdisc add dev left root cake"])
+    let err = build_tree(dev(kinds()), &["tc qdisc add dev left root hfsc"])
         .err()
         .unwrap();
     assert!(
-        err.0.contains(", red, pie, fq_pie, netem, passthrough)"),
+        err.0
+            .contains(", red, pie, fq_pie, netem, cake, passthrough)"),
         "{err}"
     );
 }

@@ -7,6 +7,7 @@
 
 mod basic;
 mod bufferbloat;
+mod cake;
 mod cli;
 mod coalesce;
 #[path = "../common/mod.rs"]

@@ -386,11 +386,11 @@ fn preset_menu_keys() {
     app.on_key(ch('k'));
     assert_eq!(app.mode, Mode::Presets { selected: 0 });
     app.on_key(ch('k'));
-    assert_eq!(app.mode, Mode::Presets { selected: 9 }, "wraps");
+    assert_eq!(app.mode, Mode::Presets { selected: 10 }, "wraps");
     app.on_key(ch('x'));
     assert_eq!(
         app.mode,
-        Mode::Presets { selected: 9 },
+        Mode::Presets { selected: 10 },
         "other keys keep the menu"
     );
     for close in [key(KeyCode::Esc), ch('m'), ch('q')] {
@@ -464,7 +464,8 @@ fn the_menu_reads_the_kind_table() {
             "red",
             "pie",
             "fq_pie",
-            "netem"
+            "netem",
+            "cake"
         ]
     );
     assert_eq!(

@@ -60,6 +60,43 @@ fn mark_ipv4(data: &mut [u8], off: usize) -> Option<u8> {
     }
 }
 
+/// Clears the DSCP of an IPv4 or IPv6 packet, keeping its ECN bits (the
+/// kernel's `ipv4_change_dsfield(iph, INET_ECN_MASK, 0)` and
+/// `ipv6_change_dsfield`, as CAKE's `wash` does), the IPv4 header checksum
+/// fixed incrementally; `meta.dsfield` follows. Non-IP or truncated frames
+/// are left alone.
+pub fn wash_dscp(pkt: &mut Packet) {
+    let off = match pkt.meta.l3 {
+        L3::Ipv4 { offset } | L3::Ipv6 { offset } => offset as usize,
+        L3::Other => return,
+    };
+    let washed = match pkt.meta.l3 {
+        L3::Ipv4 { .. } => pkt.data.get_mut(off..off + 20).and_then(|hdr| {
+            (hdr[0] >> 4 == 4).then(|| {
+                let tos = hdr[1] & ECN_MASK;
+                let old_word = u16::from_be_bytes([hdr[0], hdr[1]]);
+                let new_word = u16::from_be_bytes([hdr[0], tos]);
+                let check = u16::from_be_bytes([hdr[10], hdr[11]]);
+                let new_check = checksum_update(check, old_word, new_word);
+                hdr[1] = tos;
+                hdr[10..12].copy_from_slice(&new_check.to_be_bytes());
+                tos
+            })
+        }),
+        _ => pkt.data.get_mut(off..off + 40).and_then(|hdr| {
+            (hdr[0] >> 4 == 6).then(|| {
+                let tclass = ((hdr[0] << 4) | (hdr[1] >> 4)) & ECN_MASK;
+                hdr[0] &= 0xF0;
+                hdr[1] = (hdr[1] & 0x0F) | (tclass << 4);
+                tclass
+            })
+        }),
+    };
+    if let Some(ds) = washed {
+        pkt.meta.dsfield = ds;
+    }
+}
+
 /// RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m') in one's complement arithmetic.
 fn checksum_update(check: u16, old: u16, new: u16) -> u16 {
     let mut sum = (!check) as u32 + (!old) as u32 + new as u32;

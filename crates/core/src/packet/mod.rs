@@ -232,6 +232,14 @@ pub enum DropReason {
     /// QFQ/filters: no class matched and there is no default; or SFQ or
     /// fq_codel filters placed the frame in no flow bucket.
     Unclassified,
+    /// CAKE's overflow drop from the head of the fattest flow (its
+    /// memory limit; `cake_drop`).
+    CakeOverlimit,
+    /// COBALT (CAKE's AQM) dropped the frame at dequeue: CoDel's schedule
+    /// and the frame not ECN-capable, or BLUE's random test.
+    Cobalt,
+    /// CAKE's ACK filter took out a pure ACK a newer one made redundant.
+    CakeAckFilter,
     /// The qdisc was reset, deleted or its limit lowered.
     QdiscReset,
     /// The packet pool is at its hard cap.
@@ -258,7 +266,7 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in the order of the stats' counters (`index()`).
-    pub const ALL: [DropReason; 21] = [
+    pub const ALL: [DropReason; 24] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -271,6 +279,9 @@ impl DropReason {
         DropReason::PieEarly,
         DropReason::PieOverlimit,
         DropReason::Unclassified,
+        DropReason::CakeOverlimit,
+        DropReason::Cobalt,
+        DropReason::CakeAckFilter,
         DropReason::QdiscReset,
         DropReason::PoolExhausted,
         DropReason::Runt,
@@ -306,6 +317,9 @@ impl DropReason {
             DropReason::PieEarly => "pie_early",
             DropReason::PieOverlimit => "pie_overlimit",
             DropReason::Unclassified => "unclassified",
+            DropReason::CakeOverlimit => "cake_overlimit",
+            DropReason::Cobalt => "cobalt",
+            DropReason::CakeAckFilter => "cake_ack_filter",
             DropReason::QdiscReset => "qdisc_reset",
             DropReason::PoolExhausted => "pool_exhausted",
             DropReason::Runt => "runt",

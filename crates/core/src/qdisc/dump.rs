@@ -93,6 +93,9 @@ impl QdiscDump {
             Some(Xstats::Red(x)) => u64::from(x.marked),
             Some(Xstats::Pie(x)) => u64::from(x.ecn_mark),
             Some(Xstats::FqPie(x)) => u64::from(x.ecn_mark),
+            Some(Xstats::Cake(ref x)) => {
+                x.tins.iter().map(|t| u64::from(t.ecn_marked_packets)).sum()
+            }
             _ => 0,
         };
         own + self

@@ -9,6 +9,7 @@
 //! other list of kinds (the configuration's, the TUI's menu, fuzz set-ups,
 //! benches, property tests) is derived from a table like this one.
 
+use super::cake::Cake;
 use super::codel::CodelQdisc;
 use super::fifo::{Fifo, FifoKind};
 use super::fq_codel::FqCodel;
@@ -177,5 +178,9 @@ pub static BUILTIN: &[KindEntry] = &[
     KindEntry {
         default_leaf: false,
         ..kind("netem", |c, _, o| Ok(Box::new(Netem::build(c, o)?)))
+    },
+    KindEntry {
+        shapes: true,
+        ..kind("cake", |c, _, o| Ok(Box::new(Cake::build(c, o)?)))
     },
 ];

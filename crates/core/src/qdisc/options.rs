@@ -12,6 +12,7 @@
 //! and what a kind from outside the built-in table carries in place of
 //! both (`Attrs`).
 
+use super::cake::{CakeClassXstats, CakeOptions, CakeXstats};
 use super::codel::{CodelOptions, CodelXstats};
 use super::fifo::FifoOptions;
 use super::fq_codel::{FqCodelClassXstats, FqCodelOptions, FqCodelXstats};
@@ -59,6 +60,8 @@ pub enum QdiscOptions {
     /// netem: `tc_netem_qopt` and the TCA_NETEM_* attributes (boxed: the
     /// largest of the options by far).
     Netem(Box<NetemOptions>),
+    /// The `TCA_CAKE_*` attributes.
+    Cake(CakeOptions),
     /// The options of a kind outside the built-in table, as netlink
     /// carries them.
     Other(Attrs),
@@ -155,6 +158,11 @@ pub enum Xstats {
     /// `struct tc_fq_pie_xstats` (net/sched/sch_fq_pie.c
     /// `fq_pie_dump_stats`).
     FqPie(FqPieXstats),
+    /// CAKE's `TCA_CAKE_STATS_*` with its tins (net/sched/sch_cake.c
+    /// `cake_dump_stats`).
+    Cake(CakeXstats),
+    /// A CAKE flow's (`cake_dump_class_stats`).
+    CakeClass(CakeClassXstats),
     /// The xstats of a kind outside the built-in table (its qdisc's or a
     /// class's), as attributes of its own numbering.
     Other(Attrs),

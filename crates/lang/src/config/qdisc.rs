@@ -380,6 +380,13 @@ fn check_values(values: &[Set]) -> Result<(), QdiscError> {
             (Value::Minor, Written::Text(t)) => {
                 parse_minor(t).map_err(at(name))?;
             }
+            (Value::Word { words }, Written::Text(t)) if !words.contains(&t.as_str()) => {
+                return Err(at(name)(format!(
+                    "\"{t}\" is not one of {}; fix: write {name} = \"{}\"",
+                    words.join(", "),
+                    words.first().copied().unwrap_or_default()
+                )));
+            }
             _ => {}
         }
     }
@@ -404,6 +411,7 @@ fn words(values: &[Set]) -> Vec<String> {
                 w.push(name);
                 w.extend(t.split_whitespace().map(str::to_string));
             }
+            (Value::Word { .. }, value) => w.push(value.to_string()),
             (_, value) => w.extend([name, value.to_string()]),
         }
     }
@@ -591,7 +599,7 @@ fn read_values(entries: Entries, keys: &'static [Key], names: &[&str]) -> Result
             Value::Rate => Written::Rate(typed(value)?),
             Value::Time => Written::Time(typed(value)?),
             Value::Flag { .. } => Written::Flag(typed(value)?),
-            Value::Minor | Value::Words => Written::Text(typed(value)?),
+            Value::Minor | Value::Words | Value::Word { .. } => Written::Text(typed(value)?),
         };
         values.push(Set { key, value });
     }
@@ -810,9 +818,9 @@ mod tests {
             .unwrap_err()
             .contains("unknown qdisc kind \"fq_kodel\""));
         assert!(spec("qdisc = \"mq\"").unwrap_err().contains("tx_queues"));
-        let e = spec("qdisc = \"cake bandwidth 10mbit\"").unwrap_err();
+        let e = spec("qdisc = \"fq maxrate 10mbit\"").unwrap_err();
         assert!(
-            e.contains("unknown qdisc kind \"cake\" (bloatbox has no cake"),
+            e.contains("unknown qdisc kind \"fq\" (bloatbox has no fq"),
             "{e}"
         );
     }
@@ -859,6 +867,33 @@ mod tests {
         );
         let e = spec("qdisc = { kind = \"fq_pie\", drop_batch = 3 }").unwrap_err();
         assert!(e.contains("unknown field `drop_batch`"), "{e}");
+    }
+
+    #[test]
+    fn a_cake_table_is_the_cake_line_it_prints() {
+        let s = spec("qdisc = { kind = \"cake\", bandwidth = \"20mbit\", rtt = \"50ms\", flowmode = \"triple-isolate\", diffserv = \"diffserv4\", nat = false, ack_filter = \"ack-filter\", framing = \"pppoe-ptm\", mpu = 64, memlimit = \"8mb\" }").unwrap();
+        assert_eq!(
+            lines(&s, Dir::LeftToRight, 1).unwrap(),
+            vec!["tc qdisc add dev left root cake bandwidth 20mbit rtt 50ms diffserv4 triple-isolate nonat ack-filter memlimit 8mb pppoe-ptm mpu 64"]
+        );
+        let (field, m) = pair(
+            spec("qdisc = { kind = \"cake\", diffserv = \"diffserv5\" }")
+                .unwrap()
+                .steps(Dir::LeftToRight, 1)
+                .unwrap_err(),
+        );
+        assert_eq!(field, "diffserv");
+        assert!(
+            m.starts_with("\"diffserv5\" is not one of besteffort, diffserv3"),
+            "{m}"
+        );
+        let (field, _) = pair(
+            spec("qdisc = { kind = \"cake\", overhead = 300 }")
+                .unwrap()
+                .steps(Dir::LeftToRight, 1)
+                .unwrap_err(),
+        );
+        assert_eq!(field, "overhead");
     }
 
     #[test]
@@ -1066,6 +1101,7 @@ qdisc = { kind = "sfq", perturb = 10 }
             "qdisc = { kind = \"red\", limit = \"60kb\", avpkt = \"1kb\", ecn = true, harddrop = true, nodrop = false }",
             "qdisc = { kind = \"pie\", limit = 100, target = \"20ms\", tupdate = \"30ms\", alpha = 4, beta = 8, ecn = true, bytemode = false, dq_rate_estimator = true }",
             "qdisc = { kind = \"fq_pie\", limit = 1000, flows = 64, quantum = \"3kb\", memory_limit = \"1mb\", ecn_prob = 25, ecn = false, dq_rate_estimator = false }",
+            "qdisc = { kind = \"cake\", bandwidth = \"10mbit\", diffserv = \"besteffort\", flowmode = \"dual-srchost\", wash = true, split_gso = false, atm = \"atm\", overhead = 44, ingress = true, autorate_ingress = true }",
             r#"[qdisc]
 kind = "htb"
 default = "10"

@@ -76,7 +76,7 @@ fn matches(prefix: &str, word: &str) -> bool {
     !prefix.is_empty() && word.starts_with(prefix)
 }
 
-fn duparg(key: &str, arg: &str) -> TcError {
+pub(crate) fn duparg(key: &str, arg: &str) -> TcError {
     TcError::new(format!(
         "Error: duplicate \"{key}\": \"{arg}\" is the second value."
     ))

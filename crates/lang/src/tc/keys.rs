@@ -106,4 +106,10 @@ pub enum Value {
     /// The words after the keyword as written, for an option of several
     /// positional values (netem's `delay = "20ms 5ms 25%"`): `name WORDS`.
     Words,
+    /// One of tc's words (CAKE's `diffserv = "diffserv4"`): the word
+    /// alone, which must be one of `words`.
+    Word {
+        /// The words the key takes.
+        words: &'static [&'static str],
+    },
 }

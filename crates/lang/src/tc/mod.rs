@@ -430,7 +430,7 @@ mod tests {
         assert!(check(&["tc qdisc add dev left root handle 1: mq"]).is_err());
         let (i, e) = check(&["tc qdisc add dev eth0 root pfifo"]).unwrap_err();
         assert!(i == Some(0) && e.contains("eth0"), "{e}");
-        assert!(check(&["tc qdisc add dev left root cake"])
+        assert!(check(&["tc qdisc add dev left root hfsc"])
             .unwrap_err()
             .1
             .contains("unknown"));
@@ -507,9 +507,9 @@ mod tests {
             assert_eq!(talk(&mut dev, &cmd), Err("gone"), "{line}");
         }
         // tc's own refusal needs no device answer, and is worded as tc's.
-        let cmd = TcCommand::parse("tc qdisc add dev left root cake limit 3").unwrap();
+        let cmd = TcCommand::parse("tc qdisc add dev left root hfsc limit 3").unwrap();
         let e = talk(&mut dev, &cmd).unwrap().unwrap_err();
-        assert!(e.0.contains("bloatbox has no cake"), "{}", e.0);
+        assert!(e.0.contains("bloatbox has no hfsc"), "{}", e.0);
     }
 
     /// A kernel kind bloatbox lacks gets tc's error and where bloatbox has
@@ -528,14 +528,14 @@ mod tests {
                 .unwrap_err()
                 .0
         };
-        let e = err("tc qdisc add dev left root cake bandwidth 10mbit");
-        // iproute2 parses cake's options; the kernel (bloatbox) lacks it.
+        let e = err("tc qdisc add dev left root fq maxrate 10mbit");
+        // iproute2 parses fq's options; the kernel (bloatbox) lacks it.
         assert!(
             e.starts_with("Error: Specified qdisc kind is unknown.\n"),
             "{e}"
         );
-        assert!(e.contains("bloatbox has no cake"), "{e}");
-        let e = err("tc qdisc add dev left root cake");
+        assert!(e.contains("bloatbox has no fq"), "{e}");
+        let e = err("tc qdisc add dev left root choke");
         assert!(
             e.starts_with("Error: Specified qdisc kind is unknown."),
             "{e}"

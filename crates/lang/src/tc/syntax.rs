@@ -222,6 +222,8 @@ pub enum JsonField {
     Value(serde_json::Value),
     /// A nested object whose keys keep their order.
     Obj(JsonObj),
+    /// An array of objects, each keeping its keys' order (CAKE's `tins`).
+    Objs(Vec<JsonObj>),
 }
 
 impl JsonObj {
@@ -238,6 +240,11 @@ impl JsonObj {
     /// Puts the object `o` under `key`, last or where `key` is.
     pub fn insert_obj(&mut self, key: impl Into<String>, o: JsonObj) {
         self.put(key.into(), JsonField::Obj(o));
+    }
+
+    /// Puts the array of objects `objs` under `key`, last or where `key` is.
+    pub fn insert_objs(&mut self, key: impl Into<String>, objs: Vec<JsonObj>) {
+        self.put(key.into(), JsonField::Objs(objs));
     }
 
     /// Appends `o` under `key` even if the key is there already: iproute2's
@@ -283,6 +290,7 @@ impl JsonObj {
                     let v = match v {
                         JsonField::Value(v) => v.clone(),
                         JsonField::Obj(o) => o.to_value(),
+                        JsonField::Objs(v) => v.iter().map(JsonObj::to_value).collect(),
                     };
                     (k.clone(), v)
                 })
@@ -308,6 +316,7 @@ impl serde::Serialize for JsonObj {
             match v {
                 JsonField::Value(v) => m.serialize_entry(k, v)?,
                 JsonField::Obj(o) => m.serialize_entry(k, o)?,
+                JsonField::Objs(v) => m.serialize_entry(k, v)?,
             }
         }
         m.end()
@@ -453,7 +462,7 @@ pub fn parser_exit(e: TcError) -> TcError {
 /// The qdisc kinds iproute2 6.1 has a parser for (tc/q_*.c) that bloatbox
 /// does not build.
 const IPROUTE2_KINDS: &[&str] = &[
-    "cake", "cbs", "choke", "clsact", "drr", "etf", "ets", "fq", "gred", "hfsc", "hhf", "ingress",
+    "cbs", "choke", "clsact", "drr", "etf", "ets", "fq", "gred", "hfsc", "hhf", "ingress",
     "mqprio", "multiq", "plug", "prio", "sfb", "skbprio", "taprio", "cbq",
 ];
 
@@ -497,9 +506,9 @@ mod tests {
     #[test]
     fn unknown_kinds_error_like_tc() {
         let dev = DevSpec::new(Dir::LeftToRight, BUILTIN);
-        // iproute2 6.1 has q_cake: it parses the options, the kernel
+        // iproute2 6.1 has q_hfsc: it parses the options, the kernel
         // refuses the kind; a kind iproute2 lacks cannot be parsed.
-        let e = build("cake", &dev, &["bandwidth", "1mbit"]).err().unwrap();
+        let e = build("hfsc", &dev, &["default", "1"]).err().unwrap();
         assert!(e.0.starts_with("Error: Specified qdisc kind is unknown.\n"));
         assert_eq!(e.code(), TcError::KERNEL);
         let e = build("bogus", &dev, &["limit", "1"]).err().unwrap();
@@ -507,7 +516,7 @@ mod tests {
             .0
             .starts_with("Unknown qdisc \"bogus\", hence option \"limit\" is unparsable"));
         assert_eq!(e.code(), TcError::PARSE);
-        let e = build("cake", &dev, &[]).err().unwrap();
+        let e = build("hfsc", &dev, &[]).err().unwrap();
         assert!(e.0.starts_with("Error: Specified qdisc kind is unknown."));
     }
 

@@ -59,6 +59,17 @@ pub struct Endpoints {
 }
 
 impl Endpoints {
+    /// Copy `copy` of a traffic entry with `count` flows: with a `src`
+    /// written, its source port is the written one plus `copy`, so that
+    /// each copy is a flow of its own (without one, each copy already has
+    /// a port of its own).
+    pub fn copy(mut self, copy: u32, src_written: bool) -> Endpoints {
+        if src_written {
+            self.src.set_port(self.src.port().wrapping_add(copy as u16));
+        }
+        self
+    }
+
     /// The same flow seen from the other end.
     pub fn reversed(&self) -> Endpoints {
         Endpoints {

@@ -43,7 +43,10 @@
 //! ```
 //!
 //! `direction` is `left_to_right` (default) or `right_to_left`: data and
-//! requests go that way, ACKs and replies come back the other way.
+//! requests go that way, ACKs and replies come back the other way. A
+//! `[[tcp]]` or `[[udp]]` entry with `count` copies and a `src` written
+//! gives copy N the source port of `src` plus N, so the copies are
+//! distinct flows from one host.
 
 use super::frame::{self, Endpoints, Proto};
 use super::SimError;

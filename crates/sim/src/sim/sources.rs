@@ -243,7 +243,9 @@ pub fn build_flows(sc: &Scenario, rng: &mut SmallRng) -> Result<Vec<Flow>, SimEr
     };
     for (i, spec) in sc.tcp.iter().map(|s| s.get_ref()).enumerate() {
         for copy in 0..spec.count {
-            let ep = sc.endpoints(&spec.addr(), spec.direction, Proto::Tcp, flows.len() as u32)?;
+            let ep = sc
+                .endpoints(&spec.addr(), spec.direction, Proto::Tcp, flows.len() as u32)?
+                .copy(copy, spec.src.is_some());
             let max_mss = sc.tap.mtu + 14 - ep.min_frame(Proto::Tcp) as u32;
             let mss = spec.mss.unwrap_or(max_mss);
             let total = spec.bytes.map(|b| b.0);
@@ -286,7 +288,9 @@ pub fn build_flows(sc: &Scenario, rng: &mut SmallRng) -> Result<Vec<Flow>, SimEr
     }
     for (i, spec) in sc.udp.iter().map(|s| s.get_ref()).enumerate() {
         for copy in 0..spec.count {
-            let ep = sc.endpoints(&spec.addr(), spec.direction, Proto::Udp, flows.len() as u32)?;
+            let ep = sc
+                .endpoints(&spec.addr(), spec.direction, Proto::Udp, flows.len() as u32)?
+                .copy(copy, spec.src.is_some());
             let src = UdpSource {
                 gap_ns: spec.size as f64 * NS_PER_SEC as f64 / spec.rate.value() as f64,
                 size: spec.size,

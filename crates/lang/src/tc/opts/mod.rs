@@ -5,6 +5,7 @@
 //! and the printer of the options a dump hands back, as `tc [-d] [-j]`
 //! prints them. `crate::qdisc::kinds::BUILTIN` ties each to its kind.
 
+pub mod cake;
 pub mod codel;
 pub mod fifo;
 pub mod fq_codel;
@@ -39,4 +40,5 @@ pub static BUILTIN: &[&Syntax] = &[
     &pie::SYNTAX,
     &fq_pie::SYNTAX,
     &netem::SYNTAX,
+    &cake::SYNTAX,
 ];
