@@ -533,16 +533,18 @@ fn shows_and_failed_commands_do_not_tick_a_throttled_tbf() {
     for seq in 0..5 {
         host_left.send(&frame(seq, 1000)).unwrap();
     }
+    // Held frames and a throttled head: a show may come between the
+    // enqueues and the run that finds the head too early.
     let t0 = StdInstant::now();
-    while stats().2 < 4 {
+    while !matches!(stats(), (_, over, held) if held >= 4 && over > 0) {
         assert!(
             t0.elapsed() < Duration::from_secs(5),
-            "the TBF never held 4 frames"
+            "the TBF never held 4 frames throttled: {:?}",
+            stats()
         );
         std::thread::sleep(Duration::from_millis(1));
     }
     let (sent0, over0, _) = stats();
-    assert!(over0 > 0, "the TBF is throttled");
     for _ in 0..10 {
         stats();
         tc("tc class add dev left parent 1: classid 1:9 htb rate 1mbit").unwrap_err();
