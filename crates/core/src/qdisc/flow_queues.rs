@@ -40,6 +40,30 @@ pub(super) trait DrrFlow {
     fn list_mut(&mut self) -> &mut ListTag;
 }
 
+/// `DrrFlow` for a bucket struct with fields `queue`, `deficit` and `list`.
+macro_rules! drr_flow {
+    ($flow:ty) => {
+        impl $crate::qdisc::flow_queues::DrrFlow for $flow {
+            fn queue(&self) -> &::std::collections::VecDeque<$crate::packet::Packet> {
+                &self.queue
+            }
+            fn queue_mut(&mut self) -> &mut ::std::collections::VecDeque<$crate::packet::Packet> {
+                &mut self.queue
+            }
+            fn deficit(&self) -> i32 {
+                self.deficit
+            }
+            fn deficit_mut(&mut self) -> &mut i32 {
+                &mut self.deficit
+            }
+            fn list_mut(&mut self) -> &mut $crate::qdisc::flow_queues::ListTag {
+                &mut self.list
+            }
+        }
+    };
+}
+pub(super) use drr_flow;
+
 /// The bucket of a frame among `buckets` (`fq_codel_classify`,
 /// `fq_pie_classify` through `super::flow_bucket`): without priority or
 /// filters steering it, the flow hash keyed by `hash_key` scaled to the
@@ -181,14 +205,16 @@ pub(super) fn fill_ahead<F: DrrFlow>(
     }
 }
 
-/// Every frame of the buckets into `out`, the listed buckets' first in list
-/// order (new_flows, then old_flows); the lists emptied.
-pub(super) fn drain_into<F: DrrFlow>(
+/// `Qdisc::drain_all` of the lists and buckets: the `parked` frame, then
+/// the listed buckets' frames in list order (new_flows, then old_flows),
+/// then any other bucket's; the lists emptied.
+pub(super) fn drain_all<F: DrrFlow>(
+    parked: &mut Option<Packet>,
     flows: &mut [F],
     new_flows: &mut VecDeque<u32>,
     old_flows: &mut VecDeque<u32>,
-    out: &mut Vec<Packet>,
-) {
+) -> Vec<Packet> {
+    let mut out: Vec<Packet> = parked.take().into_iter().collect();
     for idx in new_flows.drain(..).chain(old_flows.drain(..)) {
         let f = &mut flows[idx as usize];
         out.extend(f.queue_mut().drain(..));
@@ -198,4 +224,5 @@ pub(super) fn drain_into<F: DrrFlow>(
     for f in flows {
         out.extend(f.queue_mut().drain(..));
     }
+    out
 }

@@ -16,7 +16,7 @@ use super::codel::algorithm::{
     CODEL_DISABLED_THRESHOLD,
 };
 use super::dump::{list_flows, ClassDump, FlowDump, FlowListing, QueueOccupancy, Xstats};
-use super::flow_queues::{self, DrrFlow, ListTag};
+use super::flow_queues::{self, drr_flow, ListTag};
 use super::park::{drop_all_held, ParkOnPeek};
 use super::QdiscOptions;
 use super::{Errno, FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, Refusal, Verdict};
@@ -93,23 +93,7 @@ impl Flow {
     }
 }
 
-impl DrrFlow for Flow {
-    fn queue(&self) -> &VecDeque<Packet> {
-        &self.queue
-    }
-    fn queue_mut(&mut self) -> &mut VecDeque<Packet> {
-        &mut self.queue
-    }
-    fn deficit(&self) -> i32 {
-        self.deficit
-    }
-    fn deficit_mut(&mut self) -> &mut i32 {
-        &mut self.deficit
-    }
-    fn list_mut(&mut self) -> &mut ListTag {
-        &mut self.list
-    }
-}
+drr_flow!(Flow);
 
 /// A bucket's counters and last 5-tuple, for `tc -s` class lines and the
 /// TUI's flow table (one cache line).
@@ -619,16 +603,9 @@ impl Qdisc for FqCodel {
             )));
         }
         self.apply(o)?;
-        while self.total_qlen() > self.limit || self.memory_usage > self.memory_limit as u64 {
-            let p = match self.parked.take() {
-                Some(p) => p,
-                None => match self.dequeue_inner(now, drops) {
-                    Some(p) => p,
-                    None => break,
-                },
-            };
-            self.stats.count_drop(p, DropReason::QdiscReset, drops);
-        }
+        self.drop_while(now, drops, |q| {
+            q.total_qlen() > q.limit || q.memory_usage > q.memory_limit as u64
+        });
         Ok(())
     }
 
@@ -681,12 +658,11 @@ impl Qdisc for FqCodel {
     }
 
     fn drain_all(&mut self) -> Vec<Packet> {
-        let mut out: Vec<Packet> = self.parked.take().into_iter().collect();
-        flow_queues::drain_into(
+        let out = flow_queues::drain_all(
+            &mut self.parked,
             &mut self.flows,
             &mut self.new_flows,
             &mut self.old_flows,
-            &mut out,
         );
         self.backlogs.fill(0);
         self.qlen = 0;

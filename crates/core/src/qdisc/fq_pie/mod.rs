@@ -15,7 +15,7 @@ mod xstats;
 pub use xstats::FqPieXstats;
 
 use super::dump::{list_flows, ClassDump, FlowDump, FlowListing, QueueOccupancy, Xstats};
-use super::flow_queues::{self, DrrFlow, ListTag};
+use super::flow_queues::{self, drr_flow, ListTag};
 use super::fq_codel::truesize;
 use super::park::{drop_all_held, ParkOnPeek};
 use super::pie::algorithm::{
@@ -133,23 +133,7 @@ pub struct FqPie {
     rng: SmallRng,
 }
 
-impl DrrFlow for Flow {
-    fn queue(&self) -> &VecDeque<Packet> {
-        &self.queue
-    }
-    fn queue_mut(&mut self) -> &mut VecDeque<Packet> {
-        &mut self.queue
-    }
-    fn deficit(&self) -> i32 {
-        self.deficit
-    }
-    fn deficit_mut(&mut self) -> &mut i32 {
-        &mut self.deficit
-    }
-    fn list_mut(&mut self) -> &mut ListTag {
-        &mut self.list
-    }
-}
+drr_flow!(Flow);
 
 impl FqPie {
     /// `fq_pie_init` with `options` (`QdiscOptions::None`: the defaults).
@@ -485,16 +469,7 @@ impl Qdisc for FqPie {
         };
         self.catch_up(now);
         self.configure(o, self.flows_cnt())?;
-        while self.total_qlen() > self.params.limit {
-            let p = match self.parked.take() {
-                Some(p) => p,
-                None => match self.dequeue_inner(now) {
-                    Some(p) => p,
-                    None => break,
-                },
-            };
-            self.stats.count_drop(p, DropReason::QdiscReset, drops);
-        }
+        self.drop_while(now, drops, |q| q.total_qlen() > q.params.limit);
         Ok(())
     }
 
@@ -545,12 +520,11 @@ impl Qdisc for FqPie {
     }
 
     fn drain_all(&mut self) -> Vec<Packet> {
-        let mut out: Vec<Packet> = self.parked.take().into_iter().collect();
-        flow_queues::drain_into(
+        let out = flow_queues::drain_all(
+            &mut self.parked,
             &mut self.flows,
             &mut self.new_flows,
             &mut self.old_flows,
-            &mut out,
         );
         for f in &mut self.flows {
             f.backlog = 0;
