@@ -28,6 +28,7 @@ pub mod codel;
 pub mod drr_ahead;
 pub mod dump;
 pub mod fifo;
+mod flow_queues;
 pub mod fq_codel;
 pub mod fq_pie;
 pub mod htb;

@@ -39,6 +39,26 @@ pub(crate) trait ParkOnPeek {
         }
         self.parked_slot().as_ref()
     }
+
+    /// The trim of a `change` that lowered a limit (`fq_codel_change`,
+    /// `fq_pie_change`): while `over`, the parked frame, else the next one
+    /// of the discipline's dequeue, dropped as `QdiscReset`.
+    fn drop_while(&mut self, now: Instant, drops: &mut Drops, over: impl Fn(&Self) -> bool)
+    where
+        Self: Sized,
+    {
+        while over(self) {
+            let Some(p) = self
+                .parked_slot()
+                .take()
+                .or_else(|| self.dequeue_next(now, drops))
+            else {
+                break;
+            };
+            self.sent_stats()
+                .count_drop(p, DropReason::QdiscReset, drops);
+        }
+    }
 }
 
 /// Hands every frame `q` holds (its `drain_all`, parked one included) to

@@ -352,6 +352,41 @@ impl Tin {
         u32::from(self.sparse_flow_count) + u32::from(self.bulk_flow_count) != 0
     }
 
+    /// A flow of hosts `s` and `d` turns bulk (`up`) or stops being bulk:
+    /// the tin's count, and each host's in the dual modes `dual` (src, dst)
+    /// (net/sched/sch_cake.c `cake_inc_srchost_bulk_flow_count`,
+    /// `cake_dec_srchost_bulk_flow_count` and the dsthost pair).
+    fn count_bulk(&mut self, s: usize, d: usize, dual: (bool, bool), up: bool) {
+        let step = |n: &mut u16| {
+            *n = if up {
+                n.wrapping_add(1)
+            } else {
+                n.wrapping_sub(1)
+            }
+        };
+        step(&mut self.bulk_flow_count);
+        if dual.0 {
+            step(&mut self.hosts[s].srchost_bulk_flow_count);
+        }
+        if dual.1 {
+            step(&mut self.hosts[d].dsthost_bulk_flow_count);
+        }
+    }
+
+    /// The bulk load of hosts `s` and `d` in the dual modes `dual` (src,
+    /// dst), at least 1: what divides a flow's quantum
+    /// (`cake_get_flow_quantum`).
+    fn host_load(&self, s: usize, d: usize, dual: (bool, bool)) -> u16 {
+        let mut host_load = 1u16;
+        if dual.0 {
+            host_load = host_load.max(self.hosts[s].srchost_bulk_flow_count);
+        }
+        if dual.1 {
+            host_load = host_load.max(self.hosts[d].dsthost_bulk_flow_count);
+        }
+        host_load
+    }
+
     /// The first flow of list `l`.
     fn front(&self, l: List) -> Option<usize> {
         l.index().and_then(|i| self.chains[i].front())
@@ -1234,7 +1269,7 @@ impl Cake {
     /// joins the new (sparse) flows with a deficit of its host share of
     /// the quantum; a sparse-waiting one becomes bulk.
     fn join_rotation(&mut self, t: usize, idx: usize) {
-        let (dsrc, ddst) = (self.dual_src(), self.dual_dst());
+        let dual = (self.dual_src(), self.dual_dst());
         let b = &mut self.tins[t];
         let set = b.flows[idx].set;
         let (s, d) = (
@@ -1249,28 +1284,14 @@ impl Cake {
                 b.move_flow(idx, List::New);
                 b.flows[idx].set = FlowSet::Sparse;
                 b.sparse_flow_count = b.sparse_flow_count.wrapping_add(1);
-                let mut host_load = 1u16;
-                if dsrc {
-                    host_load = host_load.max(b.hosts[s].srchost_bulk_flow_count);
-                }
-                if ddst {
-                    host_load = host_load.max(b.hosts[d].dsthost_bulk_flow_count);
-                }
+                let host_load = b.host_load(s, d, dual);
                 let div = self.quantum_div[usize::from(host_load).min(CAKE_QUEUES)];
                 b.flows[idx].deficit = ((u32::from(b.flow_quantum) * u32::from(div)) >> 16) as i32;
             }
             FlowSet::SparseWait => {
                 b.flows[idx].set = FlowSet::Bulk;
                 b.sparse_flow_count = b.sparse_flow_count.wrapping_sub(1);
-                b.bulk_flow_count = b.bulk_flow_count.wrapping_add(1);
-                if dsrc {
-                    b.hosts[s].srchost_bulk_flow_count =
-                        b.hosts[s].srchost_bulk_flow_count.wrapping_add(1);
-                }
-                if ddst {
-                    b.hosts[d].dsthost_bulk_flow_count =
-                        b.hosts[d].dsthost_bulk_flow_count.wrapping_add(1);
-                }
+                b.count_bulk(s, d, dual, true);
             }
             FlowSet::Sparse | FlowSet::Bulk => {}
         }
@@ -1450,7 +1471,7 @@ impl Cake {
     /// share of the quantum, dithered, and the flow goes to the back of
     /// the old flows.
     fn refill(&mut self, t: usize, idx: usize) {
-        let (dsrc, ddst) = (self.dual_src(), self.dual_dst());
+        let dual = (self.dual_src(), self.dual_dst());
         let dither = self.rng.gen::<u32>() >> 16;
         let b = &mut self.tins[t];
         let (s, d) = (
@@ -1460,27 +1481,13 @@ impl Cake {
         if b.flows[idx].set == FlowSet::Sparse {
             if !b.flows[idx].queue.is_empty() {
                 b.sparse_flow_count = b.sparse_flow_count.wrapping_sub(1);
-                b.bulk_flow_count = b.bulk_flow_count.wrapping_add(1);
-                if dsrc {
-                    b.hosts[s].srchost_bulk_flow_count =
-                        b.hosts[s].srchost_bulk_flow_count.wrapping_add(1);
-                }
-                if ddst {
-                    b.hosts[d].dsthost_bulk_flow_count =
-                        b.hosts[d].dsthost_bulk_flow_count.wrapping_add(1);
-                }
+                b.count_bulk(s, d, dual, true);
                 b.flows[idx].set = FlowSet::Bulk;
             } else {
                 b.flows[idx].set = FlowSet::SparseWait;
             }
         }
-        let mut host_load = 1u16;
-        if dsrc {
-            host_load = host_load.max(b.hosts[s].srchost_bulk_flow_count);
-        }
-        if ddst {
-            host_load = host_load.max(b.hosts[d].dsthost_bulk_flow_count);
-        }
+        let host_load = b.host_load(s, d, dual);
         let div = self.quantum_div[usize::from(host_load).min(CAKE_QUEUES)];
         let add = (u32::from(b.flow_quantum) * u32::from(div)).wrapping_add(dither) >> 16;
         b.flows[idx].deficit = b.flows[idx].deficit.wrapping_add(add as i32);
@@ -1491,7 +1498,7 @@ impl Cake {
     /// on the decaying list while its state has not decayed to rest, else
     /// leaves the rotations.
     fn retire(&mut self, t: usize, idx: usize, now: i64) {
-        let (dsrc, ddst) = (self.dual_src(), self.dual_dst());
+        let dual = (self.dual_src(), self.dual_dst());
         let b = &mut self.tins[t];
         let (s, d) = (
             usize::from(b.flows[idx].srchost),
@@ -1503,17 +1510,7 @@ impl Cake {
         }
         let cv = &b.flows[idx].cvars;
         let set = b.flows[idx].set;
-        let leave_bulk = |b: &mut Tin| {
-            b.bulk_flow_count = b.bulk_flow_count.wrapping_sub(1);
-            if dsrc {
-                b.hosts[s].srchost_bulk_flow_count =
-                    b.hosts[s].srchost_bulk_flow_count.wrapping_sub(1);
-            }
-            if ddst {
-                b.hosts[d].dsthost_bulk_flow_count =
-                    b.hosts[d].dsthost_bulk_flow_count.wrapping_sub(1);
-            }
-        };
+        let leave_bulk = |b: &mut Tin| b.count_bulk(s, d, dual, false);
         if cv.p_drop != 0 || cv.count != 0 || now < cv.drop_next {
             b.move_flow(idx, List::Decaying);
             match set {

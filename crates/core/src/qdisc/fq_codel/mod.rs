@@ -15,9 +15,8 @@ use super::codel::algorithm::{
     codel_to_us, us_to_codel, CodelParams, CodelQueue, CodelStats, CodelVars,
     CODEL_DISABLED_THRESHOLD,
 };
-use super::drr_ahead::{drr_ahead, DrrQueue};
 use super::dump::{list_flows, ClassDump, FlowDump, FlowListing, QueueOccupancy, Xstats};
-use super::keyed_flow_hash;
+use super::flow_queues::{self, drr_flow, ListTag};
 use super::park::{drop_all_held, ParkOnPeek};
 use super::QdiscOptions;
 use super::{Errno, FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, Refusal, Verdict};
@@ -67,14 +66,6 @@ pub fn truesize(len: u32) -> u32 {
     slab.saturating_add(SKB_HEAD)
 }
 
-/// Which list a flow is on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ListTag {
-    None,
-    New,
-    Old,
-}
-
 /// One bucket's scheduling state (`struct fq_codel_flow`): what every
 /// enqueue and dequeue of the bucket reads and writes, in one cache line
 /// (with thousands of flows the table does not stay in L1, and a bucket
@@ -101,6 +92,8 @@ impl Flow {
         }
     }
 }
+
+drr_flow!(Flow);
 
 /// A bucket's counters and last 5-tuple, for `tc -s` class lines and the
 /// TUI's flow table (one cache line).
@@ -337,15 +330,17 @@ impl FqCodel {
         self.memory_usage
     }
 
-    /// The bucket of a frame (`fq_codel_classify`, `super::flow_bucket`):
-    /// without priority or filters steering it, the top bits of the keyed
-    /// flow hash. `None`: filters are attached and none placed it.
+    /// The bucket of a frame (`fq_codel_classify`,
+    /// `flow_queues::classify`). `None`: filters are attached and none
+    /// placed it.
     pub fn classify(&self, pkt: &mut Packet) -> Option<usize> {
-        let flows = self.flows_cnt();
-        super::flow_bucket(self.handle, &self.filters, pkt, flows, |pkt| {
-            let hash = keyed_flow_hash(pkt.meta.hash, self.hash_key);
-            ((hash as u64 * flows as u64) >> 32) as usize
-        })
+        flow_queues::classify(
+            self.handle,
+            &self.filters,
+            pkt,
+            self.flows_cnt(),
+            self.hash_key,
+        )
     }
 
     /// `fq_codel_drop`: drops from the head of the fattest flow up to
@@ -399,65 +394,37 @@ impl FqCodel {
 
     /// The DRR + CoDel dequeue (`fq_codel_dequeue`) without Sent counting.
     fn dequeue_inner(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        loop {
-            let (idx, from_new) = match (self.new_flows.front(), self.old_flows.front()) {
-                (Some(&i), _) => (i as usize, true),
-                (None, Some(&i)) => (i as usize, false),
-                (None, None) => return None,
-            };
-            let flow = &mut self.flows[idx];
-            if flow.deficit <= 0 {
-                flow.deficit += self.quantum as i32;
-                self.pop_list_head(from_new);
-                self.flows[idx].list = ListTag::Old;
-                self.old_flows.push_back(idx as u32);
-                continue;
-            }
-            let drops_before = self.cstats.drop_count;
-            let marks_before = self.cstats.ecn_mark + self.cstats.ce_mark;
-            let mut fq = FlowQueue {
-                queue: &mut flow.queue,
-                flow_backlog: &mut self.backlogs[idx],
-                qlen: &mut self.qlen,
-                backlog: &mut self.backlog,
-                memory_usage: &mut self.memory_usage,
-            };
-            let pkt = flow
-                .cvars
-                .dequeue(&mut fq, &self.params, &mut self.cstats, now, drops);
-            let dropped = self.cstats.drop_count - drops_before;
-            let marked = self.cstats.ecn_mark + self.cstats.ce_mark - marks_before;
-            let info = &mut self.info[idx];
-            info.drops += dropped;
-            info.ecn_marks += marked;
-            self.stats.drops += dropped;
-            match pkt {
-                Some(p) => {
-                    flow.deficit = flow
-                        .deficit
-                        .saturating_sub(p.len.min(i32::MAX as u32) as i32);
-                    info.sent_bytes += p.len as u64;
-                    return Some(p);
-                }
-                None => {
-                    self.pop_list_head(from_new);
-                    if from_new && !self.old_flows.is_empty() {
-                        self.flows[idx].list = ListTag::Old;
-                        self.old_flows.push_back(idx as u32);
-                    } else {
-                        self.flows[idx].list = ListTag::None;
-                    }
-                }
-            }
-        }
-    }
-
-    fn pop_list_head(&mut self, from_new: bool) {
-        if from_new {
-            self.new_flows.pop_front();
-        } else {
-            self.old_flows.pop_front();
-        }
+        let (backlogs, info, stats) = (&mut self.backlogs, &mut self.info, &mut self.stats);
+        let (qlen, backlog, memory_usage) =
+            (&mut self.qlen, &mut self.backlog, &mut self.memory_usage);
+        let (params, cstats) = (&self.params, &mut self.cstats);
+        flow_queues::dequeue(
+            &mut self.flows,
+            &mut self.new_flows,
+            &mut self.old_flows,
+            self.quantum,
+            |idx, flow| {
+                let drops_before = cstats.drop_count;
+                let marks_before = cstats.ecn_mark + cstats.ce_mark;
+                let mut fq = FlowQueue {
+                    queue: &mut flow.queue,
+                    flow_backlog: &mut backlogs[idx],
+                    qlen: &mut *qlen,
+                    backlog: &mut *backlog,
+                    memory_usage: &mut *memory_usage,
+                };
+                let pkt = flow.cvars.dequeue(&mut fq, params, cstats, now, drops);
+                let dropped = cstats.drop_count - drops_before;
+                let marked = cstats.ecn_mark + cstats.ce_mark - marks_before;
+                let info = &mut info[idx];
+                info.drops += dropped;
+                info.ecn_marks += marked;
+                stats.drops += dropped;
+                let p = pkt?;
+                info.sent_bytes += p.len as u64;
+                Some(p)
+            },
+        )
     }
 
     fn total_qlen(&self) -> u32 {
@@ -469,18 +436,6 @@ impl FqCodel {
     /// `dev_requeue_skb`).
     fn qlen_at_enqueue(&self) -> u32 {
         self.total_qlen().saturating_add(self.requeued.0)
-    }
-
-    /// The queues of `list` (new_flows or old_flows) as `drr_ahead` runs
-    /// them.
-    fn drr_queues<'a>(&'a self, list: &'a VecDeque<u32>) -> impl Iterator<Item = DrrQueue<'a>> {
-        list.iter()
-            .filter_map(|&i| Some((i, self.flows.get(i as usize)?)))
-            .map(|(i, f)| DrrQueue {
-                id: i,
-                deficit: i64::from(f.deficit),
-                frames: &f.queue,
-            })
     }
 
     fn class_dump(&self, idx: usize, now: Instant) -> ClassDump {
@@ -573,10 +528,7 @@ impl Qdisc for FqCodel {
         let flow = &mut self.flows[idx];
         flow.queue.push_back(pkt);
         self.backlog += len as u64;
-        if flow.list == ListTag::None {
-            flow.list = ListTag::New;
-            flow.deficit = self.quantum as i32;
-            self.new_flows.push_back(idx as u32);
+        if flow_queues::activate(flow, idx, self.quantum, &mut self.new_flows) {
             self.new_flow_count += 1;
         }
         self.memory_usage += truesize(len) as u64;
@@ -651,16 +603,9 @@ impl Qdisc for FqCodel {
             )));
         }
         self.apply(o)?;
-        while self.total_qlen() > self.limit || self.memory_usage > self.memory_limit as u64 {
-            let p = match self.parked.take() {
-                Some(p) => p,
-                None => match self.dequeue_inner(now, drops) {
-                    Some(p) => p,
-                    None => break,
-                },
-            };
-            self.stats.count_drop(p, DropReason::QdiscReset, drops);
-        }
+        self.drop_while(now, drops, |q| {
+            q.total_qlen() > q.limit || q.memory_usage > q.memory_limit as u64
+        });
         Ok(())
     }
 
@@ -682,27 +627,17 @@ impl Qdisc for FqCodel {
         };
         // The listed flows are exactly those on new_flows and old_flows:
         // walking the lists costs the active flows, not all the buckets.
-        let active = self
-            .new_flows
-            .iter()
-            .chain(&self.old_flows)
-            .map(|&i| i as usize)
-            .filter(|&i| i < self.flows.len())
+        let active = flow_queues::active(self.flows.len(), &self.new_flows, &self.old_flows)
             .map(|i| self.flow_dump(i, now));
         let (mut flows, classes, other_flows) =
             list_flows(listing, active, |b| self.class_dump(b as usize, now));
-        let mut listed: Vec<u32> = flows.iter().map(|f| f.bucket).collect();
-        listed.sort_unstable();
-        let mut ahead = drr_ahead(
+        flow_queues::fill_ahead(
+            &mut flows,
+            &self.flows,
+            (&self.new_flows, &self.old_flows),
             self.quantum,
             self.parked.as_ref(),
-            self.drr_queues(&self.new_flows),
-            self.drr_queues(&self.old_flows),
-            &listed,
         );
-        for f in &mut flows {
-            f.ahead = ahead.take(f.bucket, f.qlen);
-        }
         QdiscDump {
             kind: "fq_codel".into(),
             handle: self.handle,
@@ -723,21 +658,12 @@ impl Qdisc for FqCodel {
     }
 
     fn drain_all(&mut self) -> Vec<Packet> {
-        let mut out: Vec<Packet> = self.parked.take().into_iter().collect();
-        let order: Vec<u32> = self
-            .new_flows
-            .drain(..)
-            .chain(self.old_flows.drain(..))
-            .collect();
-        for idx in order {
-            let f = &mut self.flows[idx as usize];
-            out.extend(f.queue.drain(..));
-            f.list = ListTag::None;
-        }
-        // Frames can only sit in listed flows, but be thorough.
-        for f in &mut self.flows {
-            out.extend(f.queue.drain(..));
-        }
+        let out = flow_queues::drain_all(
+            &mut self.parked,
+            &mut self.flows,
+            &mut self.new_flows,
+            &mut self.old_flows,
+        );
         self.backlogs.fill(0);
         self.qlen = 0;
         self.backlog = 0;

@@ -14,10 +14,9 @@
 mod xstats;
 pub use xstats::FqPieXstats;
 
-use super::drr_ahead::{drr_ahead, DrrQueue};
 use super::dump::{list_flows, ClassDump, FlowDump, FlowListing, QueueOccupancy, Xstats};
+use super::flow_queues::{self, drr_flow, ListTag};
 use super::fq_codel::truesize;
-use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
 use super::pie::algorithm::{
     calculate_probability, drop_early, process_dequeue, ticks, AdaptTimer, PieParams, PieStats,
@@ -66,14 +65,6 @@ pub struct FqPieOptions {
     pub memory_limit: Option<u32>,
     /// `TCA_FQ_PIE_ECN_PROB`, percent.
     pub ecn_prob: Option<u32>,
-}
-
-/// Which list a flow is on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ListTag {
-    None,
-    New,
-    Old,
 }
 
 /// `struct fq_pie_flow`, with the counters the TUI's flow table shows.
@@ -141,6 +132,8 @@ pub struct FqPie {
     stats: QdiscStats,
     rng: SmallRng,
 }
+
+drr_flow!(Flow);
 
 impl FqPie {
     /// `fq_pie_init` with `options` (`QdiscOptions::None`: the defaults).
@@ -240,15 +233,16 @@ impl FqPie {
         self.flows.len() as u32
     }
 
-    /// The bucket of a frame (`fq_pie_classify`, `super::flow_bucket`):
-    /// without priority or filters steering it, the flow hash scaled to
-    /// the bucket count (`reciprocal_scale`). `None`: unclassified.
+    /// The bucket of a frame (`fq_pie_classify`, `flow_queues::classify`).
+    /// `None`: unclassified.
     pub fn classify(&self, pkt: &mut Packet) -> Option<usize> {
-        let flows = self.flows_cnt();
-        super::flow_bucket(self.handle, &self.filters, pkt, flows, |pkt| {
-            let hash = keyed_flow_hash(pkt.meta.hash, self.hash_key);
-            ((u64::from(hash) * u64::from(flows)) >> 32) as usize
-        })
+        flow_queues::classify(
+            self.handle,
+            &self.filters,
+            pkt,
+            self.flows_cnt(),
+            self.hash_key,
+        )
     }
 
     /// One run of `fq_pie_timer` on `flows` from `cursor`: the jiffies to
@@ -287,66 +281,32 @@ impl FqPie {
     /// `fq_pie_qdisc_dequeue` without Sent counting.
     fn dequeue_inner(&mut self, now: Instant) -> Option<Packet> {
         self.catch_up(now);
-        loop {
-            let (idx, from_new) = match (self.new_flows.front(), self.old_flows.front()) {
-                (Some(&i), _) => (i as usize, true),
-                (None, Some(&i)) => (i as usize, false),
-                (None, None) => return None,
-            };
-            let flow = &mut self.flows[idx];
-            if flow.deficit <= 0 {
-                flow.deficit = flow.deficit.saturating_add(self.quantum as i32);
-                flow.list = ListTag::Old;
-                self.pop_list_head(from_new);
-                self.old_flows.push_back(idx as u32);
-                continue;
-            }
-            let Some(p) = flow.queue.pop_front() else {
-                self.pop_list_head(from_new);
-                if from_new && !self.old_flows.is_empty() {
-                    self.flows[idx].list = ListTag::Old;
-                    self.old_flows.push_back(idx as u32);
-                } else {
-                    self.flows[idx].list = ListTag::None;
-                }
-                continue;
-            };
-            self.qlen -= 1;
-            self.backlog -= u64::from(p.len);
-            flow.deficit = flow
-                .deficit
-                .saturating_sub(p.len.min(i32::MAX as u32) as i32);
-            flow.backlog = flow.backlog.wrapping_sub(p.len);
-            flow.sent_bytes += u64::from(p.len);
-            self.memory_usage = self.memory_usage.wrapping_sub(truesize(p.len));
-            process_dequeue(
-                &self.params,
-                &mut flow.vars,
-                ticks(now),
-                ticks(p.meta.enqueue_time),
-                p.len,
-                flow.backlog,
-            );
-            return Some(p);
-        }
-    }
-
-    fn pop_list_head(&mut self, from_new: bool) {
-        if from_new {
-            self.new_flows.pop_front();
-        } else {
-            self.old_flows.pop_front();
-        }
-    }
-
-    fn drr_queues<'a>(&'a self, list: &'a VecDeque<u32>) -> impl Iterator<Item = DrrQueue<'a>> {
-        list.iter()
-            .filter_map(|&i| Some((i, self.flows.get(i as usize)?)))
-            .map(|(i, f)| DrrQueue {
-                id: i,
-                deficit: i64::from(f.deficit),
-                frames: &f.queue,
-            })
+        let (qlen, backlog, memory_usage) =
+            (&mut self.qlen, &mut self.backlog, &mut self.memory_usage);
+        let params = &self.params;
+        flow_queues::dequeue(
+            &mut self.flows,
+            &mut self.new_flows,
+            &mut self.old_flows,
+            self.quantum,
+            |_, flow| {
+                let p = flow.queue.pop_front()?;
+                *qlen -= 1;
+                *backlog -= u64::from(p.len);
+                flow.backlog = flow.backlog.wrapping_sub(p.len);
+                flow.sent_bytes += u64::from(p.len);
+                *memory_usage = memory_usage.wrapping_sub(truesize(p.len));
+                process_dequeue(
+                    params,
+                    &mut flow.vars,
+                    ticks(now),
+                    ticks(p.meta.enqueue_time),
+                    p.len,
+                    flow.backlog,
+                );
+                Some(p)
+            },
+        )
     }
 
     fn flow_dump(&self, idx: usize, now: Instant) -> FlowDump {
@@ -441,11 +401,8 @@ impl Qdisc for FqPie {
                 self.qlen += 1;
                 self.backlog += u64::from(pkt.len);
                 flow.key = Some(pkt.meta.flow);
-                if flow.list == ListTag::None {
-                    flow.list = ListTag::New;
-                    flow.deficit = self.quantum.min(i32::MAX as u32) as i32;
+                if flow_queues::activate(flow, idx, self.quantum, &mut self.new_flows) {
                     flow.backlog = 0;
-                    self.new_flows.push_back(idx as u32);
                     self.new_flow_count = self.new_flow_count.wrapping_add(1);
                 }
                 flow.backlog = flow.backlog.wrapping_add(pkt.len);
@@ -512,16 +469,7 @@ impl Qdisc for FqPie {
         };
         self.catch_up(now);
         self.configure(o, self.flows_cnt())?;
-        while self.total_qlen() > self.params.limit {
-            let p = match self.parked.take() {
-                Some(p) => p,
-                None => match self.dequeue_inner(now) {
-                    Some(p) => p,
-                    None => break,
-                },
-            };
-            self.stats.count_drop(p, DropReason::QdiscReset, drops);
-        }
+        self.drop_while(now, drops, |q| q.total_qlen() > q.params.limit);
         Ok(())
     }
 
@@ -541,27 +489,17 @@ impl Qdisc for FqPie {
             old_flows_len: self.old_flows.len() as u32,
             memory_usage: self.memory_usage,
         };
-        let active = self
-            .new_flows
-            .iter()
-            .chain(&self.old_flows)
-            .map(|&i| i as usize)
-            .filter(|&i| i < self.flows.len())
+        let active = flow_queues::active(self.flows.len(), &self.new_flows, &self.old_flows)
             .map(|i| self.flow_dump(i, now));
         // fq_pie has no classes (no `Qdisc_class_ops`).
         let (mut flows, _, other_flows) = list_flows(listing, active, |_| ClassDump::default());
-        let mut listed: Vec<u32> = flows.iter().map(|f| f.bucket).collect();
-        listed.sort_unstable();
-        let mut ahead = drr_ahead(
+        flow_queues::fill_ahead(
+            &mut flows,
+            &self.flows,
+            (&self.new_flows, &self.old_flows),
             self.quantum,
             self.parked.as_ref(),
-            self.drr_queues(&self.new_flows),
-            self.drr_queues(&self.old_flows),
-            &listed,
         );
-        for f in &mut flows {
-            f.ahead = ahead.take(f.bucket, f.qlen);
-        }
         QdiscDump {
             kind: "fq_pie".into(),
             handle: self.handle,
@@ -582,19 +520,13 @@ impl Qdisc for FqPie {
     }
 
     fn drain_all(&mut self) -> Vec<Packet> {
-        let mut out: Vec<Packet> = self.parked.take().into_iter().collect();
-        let order: Vec<u32> = self
-            .new_flows
-            .drain(..)
-            .chain(self.old_flows.drain(..))
-            .collect();
-        for idx in order {
-            let f = &mut self.flows[idx as usize];
-            out.extend(f.queue.drain(..));
-            f.list = ListTag::None;
-        }
+        let out = flow_queues::drain_all(
+            &mut self.parked,
+            &mut self.flows,
+            &mut self.new_flows,
+            &mut self.old_flows,
+        );
         for f in &mut self.flows {
-            out.extend(f.queue.drain(..));
             f.backlog = 0;
         }
         self.qlen = 0;

@@ -26,6 +26,35 @@ fn netem(o: NetemOptions) -> Netem {
     Netem::build(QdiscCtx::default(), &QdiscOptions::Netem(Box::new(o))).unwrap()
 }
 
+/// A netem with `o` holding frames `0..n` of 100 bytes that came at `t`,
+/// and the drops of those enqueues.
+fn holding(o: NetemOptions, n: u64, t: Instant) -> (Netem, Drops) {
+    let mut q = netem(o);
+    let mut d = Drops::new();
+    for id in 0..n {
+        q.enqueue(pkt(id, 100), t, &mut d);
+    }
+    (q, d)
+}
+
+/// A probability of 100% without correlation.
+const ALWAYS: NetemProb = NetemProb {
+    probability: ALL,
+    correlation: 0,
+};
+
+/// Options with `limit`, no delay and a slot of `delay_ms` (`min_delay` =
+/// `max_delay`) with the budgets of `slot`.
+fn slotted(limit: u32, delay_ms: u64, slot: NetemSlot) -> NetemOptions {
+    let mut o = opts(limit, 0);
+    o.slot = Some(NetemSlot {
+        min_delay: (delay_ms * MS) as i64,
+        max_delay: (delay_ms * MS) as i64,
+        ..slot
+    });
+    o
+}
+
 fn at(ms: u64) -> Instant {
     Instant::from_nanos(ms * MS)
 }
@@ -112,11 +141,7 @@ fn jitter_reorders_by_time_to_send() {
     let mut o = opts(1000, 20);
     o.jitter = Some(15 * MS as i64);
     o.seed = Some(5);
-    let mut q = netem(o);
-    let mut d = Drops::new();
-    for id in 0..200 {
-        q.enqueue(pkt(id, 100), at(0), &mut d);
-    }
+    let (mut q, _) = holding(o, 200, at(0));
     assert!(!q.tree.is_empty(), "jitter sends some frames to the tree");
     let mut out = Vec::new();
     let mut t = at(0);
@@ -186,18 +211,11 @@ fn rate_with_packet_overhead_and_cells() {
 /// each slot sends two frames and the next opens 10 ms later.
 #[test]
 fn slot_budget_of_packets() {
-    let mut o = opts(1000, 0);
-    o.slot = Some(NetemSlot {
-        min_delay: 10 * MS as i64,
-        max_delay: 10 * MS as i64,
+    let slot = NetemSlot {
         max_packets: 2,
         ..NetemSlot::default()
-    });
-    let mut q = netem(o);
-    let mut d = Drops::new();
-    for id in 0..5 {
-        q.enqueue(pkt(id, 100), at(1), &mut d);
-    }
+    };
+    let (mut q, mut d) = holding(slotted(1000, 10, slot), 5, at(1));
     assert!(due(&mut q, at(1)).is_empty());
     assert_eq!(q.next_wakeup(at(1)), Some(at(11)));
     assert!(due(&mut q, at(5)).is_empty());
@@ -215,18 +233,11 @@ fn slot_budget_of_packets() {
 /// -50, which closes the slot.
 #[test]
 fn slot_budget_of_bytes() {
-    let mut o = opts(1000, 0);
-    o.slot = Some(NetemSlot {
-        min_delay: 4 * MS as i64,
-        max_delay: 4 * MS as i64,
+    let slot = NetemSlot {
         max_bytes: 250,
         ..NetemSlot::default()
-    });
-    let mut q = netem(o);
-    let mut d = Drops::new();
-    for id in 0..5 {
-        q.enqueue(pkt(id, 100), at(1), &mut d);
-    }
+    };
+    let (mut q, _) = holding(slotted(1000, 4, slot), 5, at(1));
     assert!(due(&mut q, at(1)).is_empty());
     assert_eq!(due(&mut q, at(5)), [0, 1, 2]);
     assert_eq!(due(&mut q, at(9)), [3, 4]);
@@ -239,15 +250,8 @@ fn slot_budget_of_bytes() {
 fn reorder_with_gap_sends_every_third_frame_at_once() {
     let mut o = opts(1000, 10);
     o.gap = 3;
-    o.reorder = Some(NetemProb {
-        probability: ALL,
-        correlation: 0,
-    });
-    let mut q = netem(o);
-    let mut d = Drops::new();
-    for id in 0..7 {
-        q.enqueue(pkt(id, 100), at(0), &mut d);
-    }
+    o.reorder = Some(ALWAYS);
+    let (mut q, _) = holding(o, 7, at(0));
     assert_eq!(q.stats().requeues, 2);
     assert_eq!(due(&mut q, at(0)), [5, 2]);
     assert_eq!(due(&mut q, at(10)), [0, 1, 3, 4, 6]);
@@ -255,10 +259,7 @@ fn reorder_with_gap_sends_every_third_frame_at_once() {
     let mut o = opts(1000, 10);
     o.gap = 1;
     o.reorder = Some(NetemProb::default());
-    let mut q = netem(o);
-    for id in 0..5 {
-        q.enqueue(pkt(id, 100), at(0), &mut d);
-    }
+    let (mut q, _) = holding(o, 5, at(0));
     assert!(due(&mut q, at(0)).is_empty());
 }
 
@@ -295,10 +296,7 @@ fn duplicate_at_the_root_enqueues_a_copy_first() {
 #[test]
 fn corrupt_flips_one_bit() {
     let mut o = opts(1000, 0);
-    o.corrupt = Some(NetemProb {
-        probability: ALL,
-        correlation: 0,
-    });
+    o.corrupt = Some(ALWAYS);
     let mut q = netem(o);
     let mut d = Drops::new();
     let original: Vec<u8> = (0..64u8).collect();
@@ -520,17 +518,11 @@ fn reset_drops_everything_held() {
 /// parked frame still counts (in qlen, backlog and the limit).
 #[test]
 fn peek_parks_what_dequeue_gives() {
-    let mut o = opts(2, 0);
-    o.slot = Some(NetemSlot {
-        min_delay: 10 * MS as i64,
-        max_delay: 10 * MS as i64,
+    let slot = NetemSlot {
         max_packets: 1,
         ..NetemSlot::default()
-    });
-    let mut q = netem(o);
-    let mut d = Drops::new();
-    q.enqueue(pkt(0, 100), at(1), &mut d);
-    q.enqueue(pkt(1, 100), at(1), &mut d);
+    };
+    let (mut q, mut d) = holding(slotted(2, 10, slot), 2, at(1));
     // The stale slot is drawn again from 1 ms: nothing before 11 ms.
     assert!(q.peek(at(1), &mut d).is_none());
     assert_eq!(q.next_wakeup(at(1)), Some(at(11)));
