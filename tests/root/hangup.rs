@@ -236,3 +236,45 @@ fn test_and_run_whose_tmux_session_is_killed_remove_their_links() {
         );
     }
 }
+
+/// `bloatbox top` whose terminal goes away (with its SIGHUP, and without
+/// one under `setsid`) just exits: the daemon it watched keeps running and
+/// answering.
+#[test]
+#[ignore = "needs root"]
+fn top_whose_terminal_goes_away_exits_and_leaves_its_daemon() {
+    require!("tmux", "setsid", "pgrep");
+    let _serial = serial();
+    let mut d = Daemon::start("rate = \"20mbit\"");
+    for own_session in [false, true] {
+        let rc = d.dir.path().join(format!("rc-top-{own_session}"));
+        let top_log = d.dir.path().join(format!("top-{own_session}.log"));
+        let command = shell(
+            &format!(
+                "{BIN} top -c {} --log {}",
+                d.config.display(),
+                top_log.display()
+            ),
+            &rc,
+            own_session,
+        );
+        let tmux = Tmux::start(d.dir.path(), 120, 40, &command);
+        let pattern = top_log.display().to_string();
+        assert!(
+            wait_until(Duration::from_secs(10), || running(&pattern)),
+            "top never started"
+        );
+        tmux.kill();
+        assert!(
+            wait_until(TEARDOWN, || !running(&pattern)),
+            "top (own session: {own_session}) still runs after its terminal went away"
+        );
+        assert!(
+            d.cli(&["stats", "--json"]).status.success(),
+            "the daemon stopped with top: {}",
+            d.log_text()
+        );
+        assert_eq!(d.names.leftovers().len(), 2, "the daemon's namespaces stay");
+    }
+    d.stop();
+}
