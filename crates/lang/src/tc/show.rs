@@ -33,6 +33,7 @@ use super::command::{Flags, Object, TcCommand};
 use super::syntax::{self, JsonObj, Printed};
 use super::xstats;
 use super::TcError;
+use crate::handle::qdisc_handle;
 pub use crate::handle::tc_handle;
 use crate::qdisc::TC_H_ROOT;
 use crate::qdisc::{tc_h_major, ClassDump, Handle, QdiscDump, QdiscStats};
@@ -312,7 +313,7 @@ fn stats_json(o: &mut JsonObj, basic: Option<&QdiscStats>, q: &QdiscStats) {
 fn qdisc_json(q: &QdiscDump, dev: Option<Dir>, refcnt: u32, flags: Flags) -> JsonObj {
     let mut o = JsonObj::new();
     o.insert("kind", json!(q.kind));
-    o.insert("handle", json!(format!("{:x}:", tc_h_major(q.handle))));
+    o.insert("handle", json!(qdisc_handle(q.handle)));
     head_json(&mut o, dev, q.parent);
     if refcnt != 1 {
         o.insert("refcnt", json!(refcnt));
