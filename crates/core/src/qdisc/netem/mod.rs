@@ -27,7 +27,7 @@
 pub mod model;
 
 use super::options::foreign as foreign_options;
-use super::park::ParkOnPeek;
+use super::park::{drop_all_held, ParkOnPeek};
 use super::{
     Errno, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict, TC_H_ROOT,
 };
@@ -780,11 +780,11 @@ impl Qdisc for Netem {
         self.enqueue_one(pkt, now, drops, true)
     }
 
-    /// `netem_dequeue` (`ParkOnPeek`: a frame `peek` took first).
     fn set_requeued(&mut self, frames: u32, bytes: u64) {
         self.requeued = (frames, bytes);
     }
 
+    /// `netem_dequeue` (`ParkOnPeek`: a frame `peek` took first).
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
         self.dequeue_parked_first(now, drops)
     }
@@ -819,9 +819,7 @@ impl Qdisc for Netem {
 
     /// `netem_reset`.
     fn reset(&mut self, drops: &mut Drops) {
-        for p in self.drain_all() {
-            drops.push(p, DropReason::QdiscReset);
-        }
+        drop_all_held(self, drops);
     }
 
     /// `netem_change`: the checks first; a refused change leaves netem as
