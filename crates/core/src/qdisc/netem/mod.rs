@@ -27,7 +27,7 @@
 pub mod model;
 
 use super::options::foreign as foreign_options;
-use super::park::ParkOnPeek;
+use super::park::{drop_all_held, ParkOnPeek};
 use super::{
     Errno, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict, TC_H_ROOT,
 };
@@ -166,14 +166,6 @@ pub struct NetemOptions {
     pub slot_dist: Option<Vec<i16>>,
 }
 
-/// `q->loss_model` and its chain state (`clg`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum LossModel {
-    Random,
-    FourState(NetemLossModel),
-    GilbertElliott(NetemLossModel),
-}
-
 /// A frame with its `time_to_send` (`netem_skb_cb`).
 type Held = (u64, Packet);
 
@@ -206,7 +198,9 @@ pub struct Netem {
     rng: SmallRng,
     delay_dist: Option<Vec<i16>>,
     slot_dist: Option<Vec<i16>>,
-    loss_model: LossModel,
+    /// `q->loss_model`: `None` is random loss (`loss`, `loss_cor`).
+    loss_model: Option<NetemLossModel>,
+    /// The chain state of `loss_model` (`q->clg.state`).
     clg_state: u8,
     slot_config: NetemSlot,
     slot_next: u64,
@@ -351,7 +345,7 @@ impl Netem {
             rng,
             delay_dist: None,
             slot_dist: None,
-            loss_model: LossModel::Random,
+            loss_model: None,
             clg_state: 1,
             slot_config: NetemSlot::default(),
             slot_next: 0,
@@ -373,16 +367,9 @@ impl Netem {
 
     /// `netem_change` after its checks.
     fn install(&mut self, o: &NetemOptions, now: Instant) {
-        match o.loss_model {
-            Some(m @ NetemLossModel::FourState { .. }) => {
-                self.loss_model = LossModel::FourState(m);
-                self.clg_state = 1;
-            }
-            Some(m @ NetemLossModel::GilbertElliott { .. }) => {
-                self.loss_model = LossModel::GilbertElliott(m);
-                self.clg_state = 1;
-            }
-            None => self.loss_model = LossModel::Random,
+        self.loss_model = o.loss_model;
+        if o.loss_model.is_some() {
+            self.clg_state = 1;
         }
         if let Some(d) = &o.delay_dist {
             self.delay_dist = Some(d.clone());
@@ -505,13 +492,13 @@ impl Netem {
     fn loss_event(&mut self) -> bool {
         let prng = &mut self.prng;
         match self.loss_model {
-            LossModel::Random => {
+            None => {
                 self.loss != 0
                     && self
                         .loss_cor
                         .happens(u64::from(self.loss) + 1, || prng.next_u32())
             }
-            LossModel::FourState(NetemLossModel::FourState {
+            Some(NetemLossModel::FourState {
                 p13,
                 p31,
                 p32,
@@ -525,16 +512,13 @@ impl Netem {
                 p31_p32: u64::from(p31.wrapping_add(p32)),
             }
             .step(&mut self.clg_state, prng.next_u32()),
-            LossModel::GilbertElliott(NetemLossModel::GilbertElliott { p, r, h, k1 }) => {
-                GilbertElliottChain {
-                    p: u64::from(p),
-                    r: u64::from(r),
-                    good_loss: LossTest::Below(u64::from(k1)),
-                    bad_loss: LossTest::Above(h),
-                }
-                .step(&mut self.clg_state, || prng.next_u32())
+            Some(NetemLossModel::GilbertElliott { p, r, h, k1 }) => GilbertElliottChain {
+                p: u64::from(p),
+                r: u64::from(r),
+                good_loss: LossTest::Below(u64::from(k1)),
+                bad_loss: LossTest::Above(h),
             }
-            LossModel::FourState(_) | LossModel::GilbertElliott(_) => false,
+            .step(&mut self.clg_state, || prng.next_u32()),
         }
     }
 
@@ -707,10 +691,7 @@ impl Netem {
             }),
             rate: Some(self.rate),
             ecn: (self.ecn != 0).then_some(self.ecn),
-            loss_model: match self.loss_model {
-                LossModel::Random => None,
-                LossModel::FourState(m) | LossModel::GilbertElliott(m) => Some(m),
-            },
+            loss_model: self.loss_model,
             slot: dump_slot.then_some(NetemSlot {
                 max_packets: if slot.max_packets == i32::MAX {
                     0
@@ -780,11 +761,11 @@ impl Qdisc for Netem {
         self.enqueue_one(pkt, now, drops, true)
     }
 
-    /// `netem_dequeue` (`ParkOnPeek`: a frame `peek` took first).
     fn set_requeued(&mut self, frames: u32, bytes: u64) {
         self.requeued = (frames, bytes);
     }
 
+    /// `netem_dequeue` (`ParkOnPeek`: a frame `peek` took first).
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
         self.dequeue_parked_first(now, drops)
     }
@@ -819,9 +800,7 @@ impl Qdisc for Netem {
 
     /// `netem_reset`.
     fn reset(&mut self, drops: &mut Drops) {
-        for p in self.drain_all() {
-            drops.push(p, DropReason::QdiscReset);
-        }
+        drop_all_held(self, drops);
     }
 
     /// `netem_change`: the checks first; a refused change leaves netem as

@@ -188,12 +188,8 @@ fn fq_pie_text(out: &mut String, s: &FqPieXstats) {
 mod tests {
     use super::*;
     use crate::dir::Dir;
-    use crate::packet::Drops;
     use crate::qdisc::kinds::BUILTIN;
-    use crate::qdisc::tree::{DevSpec, QdiscTree};
     use crate::tc::syntax::parse_qdisc;
-    use crate::tc::TcCommand;
-    use crate::time::Instant;
 
     fn parsed(args: &str) -> Result<FqPieOptions, TcError> {
         let words: Vec<&str> = args.split_whitespace().collect();
@@ -207,16 +203,7 @@ mod tests {
         parsed(args).err().unwrap().0
     }
 
-    /// A fresh left device after `lines`; the output (or error) of the last.
-    fn run(lines: &[&str]) -> Result<Option<String>, TcError> {
-        let mut tree = QdiscTree::new(DevSpec::new(Dir::LeftToRight, BUILTIN)).unwrap();
-        let mut out = Ok(None);
-        for line in lines {
-            let cmd = TcCommand::parse(line).unwrap_or_else(|e| panic!("{line}: {e}"));
-            out = crate::tc::run(&mut tree, &cmd, Instant::ZERO, &mut Drops::new());
-        }
-        out
-    }
+    use super::super::run_on_left as run;
 
     fn shown(lines: &[&str]) -> String {
         run(lines).unwrap().unwrap()

@@ -22,6 +22,27 @@ pub mod tbf;
 
 use super::syntax::Syntax;
 
+/// The kinds' tests' tc session: a fresh single-queue left device after
+/// `lines`; the output (or error) of the last.
+#[cfg(test)]
+fn run_on_left(lines: &[&str]) -> Result<Option<String>, super::TcError> {
+    use crate::packet::Drops;
+    use crate::qdisc::kinds::BUILTIN;
+    use crate::qdisc::tree::{DevSpec, QdiscTree};
+    let mut tree = QdiscTree::new(DevSpec::new(crate::dir::Dir::LeftToRight, BUILTIN)).unwrap();
+    let mut out = Ok(None);
+    for line in lines {
+        let cmd = super::TcCommand::parse(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        out = super::run(
+            &mut tree,
+            &cmd,
+            crate::time::Instant::ZERO,
+            &mut Drops::new(),
+        );
+    }
+    out
+}
+
 /// The syntax of every built-in kind, each found by its kind's name
 /// (`crate::tc::syntax::syntax`).
 pub static BUILTIN: &[&Syntax] = &[

@@ -16,6 +16,7 @@
 //! stage's (`crate::tc::netem`, `set left.netem=...`) is another grammar
 //! with its own messages and stays apart.
 
+use super::pie::unknown;
 use super::red::illegal;
 use super::tbf::matches;
 use crate::dir::Dir;
@@ -330,10 +331,8 @@ fn parse(t: &mut Tokens) -> Result<NetemOptions, TcError> {
         } else if matches(tok, "slot") {
             slot_words(t, tok, &mut slot, &mut o.slot_dist)?;
             present.slot = true;
-        } else if tok == "help" {
-            return Err(TcError::new(USAGE));
         } else {
-            return Err(TcError::new(format!("What is \"{tok}\"?\n{USAGE}")));
+            return Err(unknown(tok, USAGE));
         }
     }
     if reorder.probability != 0 {

@@ -5,12 +5,8 @@
 //! `netem_print_opt` prints the kernel's dump.
 
 use super::*;
-use crate::packet::Drops;
 use crate::qdisc::kinds::BUILTIN;
-use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::tc::syntax::parse_qdisc;
-use crate::tc::TcCommand;
-use crate::time::Instant;
 
 fn parsed(args: &str) -> Result<NetemOptions, TcError> {
     let words: Vec<&str> = args.split_whitespace().collect();
@@ -24,18 +20,8 @@ fn err(args: &str) -> String {
     parsed(args).err().unwrap().to_string()
 }
 
-fn session(lines: &[&str]) -> Result<Option<String>, TcError> {
-    let mut tree = QdiscTree::new(DevSpec::new(Dir::LeftToRight, BUILTIN)).unwrap();
-    let mut out = Ok(None);
-    for line in lines {
-        let cmd = TcCommand::parse(line).unwrap_or_else(|e| panic!("{line}: {e}"));
-        out = crate::tc::run(&mut tree, &cmd, Instant::ZERO, &mut Drops::new());
-    }
-    out
-}
-
 fn shown(lines: &[&str]) -> String {
-    session(lines).unwrap().unwrap()
+    super::super::run_on_left(lines).unwrap().unwrap()
 }
 
 /// 25%: rint(0.25 × 4294967295) = rint(1073741823.75) = 1073741824;

@@ -5,12 +5,8 @@
 
 use super::*;
 use crate::dir::Dir;
-use crate::packet::Drops;
 use crate::qdisc::kinds::BUILTIN;
-use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::tc::syntax::parse_qdisc;
-use crate::tc::TcCommand;
-use crate::time::Instant;
 
 fn parsed(args: &str) -> Result<PieOptions, TcError> {
     let words: Vec<&str> = args.split_whitespace().collect();
@@ -26,13 +22,7 @@ fn err(args: &str) -> String {
 
 /// A fresh left device after `lines`; the output of the last line.
 fn shown(lines: &[&str]) -> String {
-    let mut tree = QdiscTree::new(DevSpec::new(Dir::LeftToRight, BUILTIN)).unwrap();
-    let mut out = Ok(None);
-    for line in lines {
-        let cmd = TcCommand::parse(line).unwrap_or_else(|e| panic!("{line}: {e}"));
-        out = crate::tc::run(&mut tree, &cmd, Instant::ZERO, &mut Drops::new());
-    }
-    out.unwrap().unwrap()
+    super::super::run_on_left(lines).unwrap().unwrap()
 }
 
 #[test]
