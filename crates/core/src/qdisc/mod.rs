@@ -320,6 +320,14 @@ pub trait Qdisc: Send {
         let _ = (frames, bytes);
     }
 
+    /// Frames this qdisc made of those offered to it, since it was built:
+    /// netem's `duplicate` at the root enqueues a copy into itself (the
+    /// kernel's `rootq->enqueue`). The path counts them as duplicated, so
+    /// that its frames stay conserved; no other kind makes any.
+    fn copies(&self) -> u64 {
+        0
+    }
+
     /// `set_requeued` of TX queue `queue`'s own qdisc.
     fn queue_set_requeued(&mut self, queue: usize, frames: u32, bytes: u64) {
         let _ = queue;

@@ -1115,6 +1115,9 @@ impl Qdisc for QdiscTree {
     fn queue_qlen(&self, queue: usize) -> u32 {
         self.root.queue_qlen(queue)
     }
+    fn copies(&self) -> u64 {
+        self.root.copies()
+    }
     fn queue_wakeup(&self, queue: usize, now: Instant) -> Option<Instant> {
         self.root.queue_wakeup(queue, now)
     }

@@ -240,14 +240,12 @@ impl Path {
     }
 
     /// Offers a frame to the qdisc tree, counting the copies a netem qdisc
-    /// at the root made of it (`duplicate`) as duplicated: one frame
-    /// offered adds one to the frames held plus those dropped, a copy one
-    /// more.
+    /// at the root made of it (`duplicate`, `Qdisc::copies`) as
+    /// duplicated.
     pub(super) fn enqueue_counting_copies(&mut self, pkt: Packet, t: Instant) -> Verdict {
-        let before = u64::from(self.qdisc.qlen()) + self.drops.len() as u64;
+        let before = self.qdisc.copies();
         let verdict = self.qdisc.enqueue(pkt, t, &mut self.drops);
-        let after = u64::from(self.qdisc.qlen()) + self.drops.len() as u64;
-        self.counters.duplicated += after.saturating_sub(before + 1);
+        self.counters.duplicated += self.qdisc.copies().wrapping_sub(before);
         verdict
     }
 

@@ -221,6 +221,8 @@ pub struct Netem {
     /// Frames of this qdisc's TX queue in the device's requeue slot and
     /// their bytes, which its limit counts (`Qdisc::set_requeued`).
     requeued: (u32, u64),
+    /// Copies made by `duplicate` at the root (`Qdisc::copies`).
+    copies: u64,
     stats: QdiscStats,
 }
 
@@ -358,6 +360,7 @@ impl Netem {
             backlog: 0,
             parked: None,
             requeued: (0, 0),
+            copies: 0,
             stats: QdiscStats::default(),
         };
         q.prng = Prandom::seeded(q.seed);
@@ -619,6 +622,7 @@ impl Netem {
             len: pkt.len,
             meta: pkt.meta,
         });
+        self.copies += u64::from(copy.is_some());
         if self.corrupt != 0 {
             let prng = &mut self.prng;
             if self
@@ -763,6 +767,10 @@ impl Qdisc for Netem {
 
     fn set_requeued(&mut self, frames: u32, bytes: u64) {
         self.requeued = (frames, bytes);
+    }
+
+    fn copies(&self) -> u64 {
+        self.copies
     }
 
     /// `netem_dequeue` (`ParkOnPeek`: a frame `peek` took first).
