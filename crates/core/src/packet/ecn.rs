@@ -251,6 +251,33 @@ mod tests {
     }
 
     #[test]
+    fn wash_clears_the_dscp_keeps_ecn_and_fixes_the_checksum() {
+        for tos in [0x00u8, 0x01, 0x02, 0x03, 0xB8, 0xB9, 0xBA, 0xFF] {
+            let mut p = v4_frame(tos);
+            let expect = v4_frame(tos & 3);
+            wash_dscp(&mut p);
+            assert_eq!(p.data, expect.data, "tos {tos:#x}");
+            assert_eq!(p.meta.dsfield, tos & 3);
+        }
+        for tclass in [0x00u8, 0x01, 0xB9, 0xFE, 0xFF] {
+            let mut p = v6_frame(tclass, 0xABCDE);
+            wash_dscp(&mut p);
+            assert_eq!(
+                p.data,
+                v6_frame(tclass & 3, 0xABCDE).data,
+                "tclass {tclass:#x}"
+            );
+            assert_eq!(p.meta.dsfield, tclass & 3);
+        }
+        // Truncated and non-IP frames are left alone.
+        let mut p = v4_frame(0xB8);
+        p.data.truncate(ETH + 10);
+        let before = p.data.clone();
+        wash_dscp(&mut p);
+        assert_eq!((p.data, p.meta.dsfield), (before, 0xB8));
+    }
+
+    #[test]
     fn garbage_and_short_frames_never_panic() {
         let mut p = v4_frame(0x02);
         p.data.truncate(ETH + 10);
