@@ -49,12 +49,7 @@ fn mark_ipv4(data: &mut [u8], off: usize) -> Option<u8> {
         ECN_CE => Some(tos),
         _ => {
             let new_tos = tos | ECN_CE;
-            let old_word = u16::from_be_bytes([hdr[0], tos]);
-            let new_word = u16::from_be_bytes([hdr[0], new_tos]);
-            let check = u16::from_be_bytes([hdr[10], hdr[11]]);
-            let new_check = checksum_update(check, old_word, new_word);
-            hdr[1] = new_tos;
-            hdr[10..12].copy_from_slice(&new_check.to_be_bytes());
+            set_ipv4_tos(hdr, new_tos);
             Some(new_tos)
         }
     }
@@ -66,35 +61,53 @@ fn mark_ipv4(data: &mut [u8], off: usize) -> Option<u8> {
 /// fixed incrementally; `meta.dsfield` follows. Non-IP or truncated frames
 /// are left alone.
 pub fn wash_dscp(pkt: &mut Packet) {
-    let off = match pkt.meta.l3 {
-        L3::Ipv4 { offset } | L3::Ipv6 { offset } => offset as usize,
-        L3::Other => return,
-    };
+    let data = &mut pkt.data;
     let washed = match pkt.meta.l3 {
-        L3::Ipv4 { .. } => pkt.data.get_mut(off..off + 20).and_then(|hdr| {
-            (hdr[0] >> 4 == 4).then(|| {
+        L3::Ipv4 { offset } => {
+            let off = usize::from(offset);
+            let hdr = data.get_mut(off..off + 20).filter(|h| h[0] >> 4 == 4);
+            hdr.map(|hdr| {
                 let tos = hdr[1] & ECN_MASK;
-                let old_word = u16::from_be_bytes([hdr[0], hdr[1]]);
-                let new_word = u16::from_be_bytes([hdr[0], tos]);
-                let check = u16::from_be_bytes([hdr[10], hdr[11]]);
-                let new_check = checksum_update(check, old_word, new_word);
-                hdr[1] = tos;
-                hdr[10..12].copy_from_slice(&new_check.to_be_bytes());
+                set_ipv4_tos(hdr, tos);
                 tos
             })
-        }),
-        _ => pkt.data.get_mut(off..off + 40).and_then(|hdr| {
-            (hdr[0] >> 4 == 6).then(|| {
-                let tclass = ((hdr[0] << 4) | (hdr[1] >> 4)) & ECN_MASK;
-                hdr[0] &= 0xF0;
-                hdr[1] = (hdr[1] & 0x0F) | (tclass << 4);
+        }
+        L3::Ipv6 { offset } => {
+            let off = usize::from(offset);
+            let hdr = data.get_mut(off..off + 40).filter(|h| h[0] >> 4 == 6);
+            hdr.map(|hdr| {
+                let tclass = ipv6_tclass(hdr) & ECN_MASK;
+                set_ipv6_tclass(hdr, tclass);
                 tclass
             })
-        }),
+        }
+        L3::Other => None,
     };
     if let Some(ds) = washed {
         pkt.meta.dsfield = ds;
     }
+}
+
+/// Writes `tos` into the IPv4 header `hdr`, its checksum fixed
+/// incrementally (the kernel's `ipv4_change_dsfield`).
+fn set_ipv4_tos(hdr: &mut [u8], tos: u8) {
+    let old_word = u16::from_be_bytes([hdr[0], hdr[1]]);
+    let new_word = u16::from_be_bytes([hdr[0], tos]);
+    let check = u16::from_be_bytes([hdr[10], hdr[11]]);
+    hdr[1] = tos;
+    hdr[10..12].copy_from_slice(&checksum_update(check, old_word, new_word).to_be_bytes());
+}
+
+/// The traffic class of the IPv6 header `hdr`: version(4) | traffic
+/// class(8) | flow label(20), the class straddling the first two bytes.
+fn ipv6_tclass(hdr: &[u8]) -> u8 {
+    (hdr[0] << 4) | (hdr[1] >> 4)
+}
+
+/// Writes `tclass` into the IPv6 header `hdr` (`ipv6_change_dsfield`).
+fn set_ipv6_tclass(hdr: &mut [u8], tclass: u8) {
+    hdr[0] = (hdr[0] & 0xF0) | (tclass >> 4);
+    hdr[1] = (hdr[1] & 0x0F) | (tclass << 4);
 }
 
 /// RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m') in one's complement arithmetic.
@@ -113,14 +126,13 @@ fn mark_ipv6(data: &mut [u8], off: usize) -> Option<u8> {
     if hdr[0] >> 4 != 6 {
         return None;
     }
-    let tclass = (hdr[0] << 4) | (hdr[1] >> 4);
+    let tclass = ipv6_tclass(hdr);
     match tclass & ECN_MASK {
         ECN_NOT_ECT => None,
         ECN_CE => Some(tclass),
         _ => {
             let new_tc = tclass | ECN_CE;
-            hdr[0] = (hdr[0] & 0xF0) | (new_tc >> 4);
-            hdr[1] = (hdr[1] & 0x0F) | (new_tc << 4);
+            set_ipv6_tclass(hdr, new_tc);
             Some(new_tc)
         }
     }
@@ -248,6 +260,33 @@ mod tests {
         let mut p = v6_frame(0xB8, 7);
         assert!(!mark_ce(&mut p));
         assert_eq!(p.meta.dsfield, 0xB8);
+    }
+
+    #[test]
+    fn wash_clears_the_dscp_keeps_ecn_and_fixes_the_checksum() {
+        for tos in [0x00u8, 0x01, 0x02, 0x03, 0xB8, 0xB9, 0xBA, 0xFF] {
+            let mut p = v4_frame(tos);
+            let expect = v4_frame(tos & 3);
+            wash_dscp(&mut p);
+            assert_eq!(p.data, expect.data, "tos {tos:#x}");
+            assert_eq!(p.meta.dsfield, tos & 3);
+        }
+        for tclass in [0x00u8, 0x01, 0xB9, 0xFE, 0xFF] {
+            let mut p = v6_frame(tclass, 0xABCDE);
+            wash_dscp(&mut p);
+            assert_eq!(
+                p.data,
+                v6_frame(tclass & 3, 0xABCDE).data,
+                "tclass {tclass:#x}"
+            );
+            assert_eq!(p.meta.dsfield, tclass & 3);
+        }
+        // Truncated and non-IP frames are left alone.
+        let mut p = v4_frame(0xB8);
+        p.data.truncate(ETH + 10);
+        let before = p.data.clone();
+        wash_dscp(&mut p);
+        assert_eq!((p.data, p.meta.dsfield), (before, 0xB8));
     }
 
     #[test]

@@ -186,6 +186,16 @@ pub fn example_rate(rate_bytes_ps: u64) -> u64 {
     }
 }
 
+/// C's `%#x`, as iproute2 prints a mask (`0` rather than `0x0`; its
+/// `print_0xhex` writes the same into JSON).
+pub fn c_hex(v: u32) -> String {
+    if v == 0 {
+        "0".into()
+    } else {
+        format!("{v:#x}")
+    }
+}
+
 /// Options as tc prints them: after `refcnt N ` without `-d` (no trailing
 /// space), with `-d`, and under "options" with `-j`.
 #[derive(Clone, Debug, Default, PartialEq)]

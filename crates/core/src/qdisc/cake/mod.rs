@@ -787,7 +787,7 @@ impl Cake {
 
     /// `cake_calc_overhead`: the length the shaper charges for `len`
     /// bytes at network offset `off`, with the length statistics.
-    pub fn calc_overhead(&mut self, len: u32, off: u32) -> u32 {
+    fn calc_overhead(&mut self, len: u32, off: u32) -> u32 {
         let mut len = len;
         if self.rate_flags & FLAG_OVERHEAD != 0 {
             len = len.wrapping_sub(off);

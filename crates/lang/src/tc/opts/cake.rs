@@ -12,7 +12,9 @@ use crate::qdisc::cake::{CakeClassXstats, CakeOptions, CakeTinXstats, CakeXstats
 use crate::qdisc::{QdiscOptions, Xstats};
 use crate::tc::keys::{Key, KeyTable, Value};
 use crate::tc::syntax::XstatsPrinter;
-use crate::tc::syntax::{example_rate, replace_root, Bench, JsonObj, Printed, Sample, Syntax};
+use crate::tc::syntax::{
+    c_hex, example_rate, replace_root, Bench, JsonObj, Printed, Sample, Syntax,
+};
 use crate::tc::tokens::{c_number, incomplete, Tokens};
 use crate::tc::TcError;
 use crate::units::{parse_rate, parse_size, parse_time, print_rate, sprint_size, sprint_time};
@@ -283,15 +285,6 @@ fn print_mode(text: &mut String, json: &mut JsonObj, value: u32, key: &str, name
             json.insert(key, json!("unknown"));
             let _ = write!(text, "(?{key}?)");
         }
-    }
-}
-
-/// C's `%#x`, as iproute2's `print_0xhex` writes JSON.
-fn c_hex(v: u32) -> String {
-    if v == 0 {
-        "0".into()
-    } else {
-        format!("{v:#x}")
     }
 }
 

@@ -10,7 +10,7 @@ use crate::qdisc::fq_codel::FqCodelOptions;
 use crate::qdisc::fq_codel::{FqCodelClassXstats, FqCodelXstats};
 use crate::qdisc::QdiscOptions;
 use crate::tc::keys::{Key, KeyTable, Value};
-use crate::tc::syntax::{replace_root, Bench, Printed, Sample, Syntax};
+use crate::tc::syntax::{c_hex, replace_root, Bench, Printed, Sample, Syntax};
 use crate::tc::syntax::{JsonObj, XstatsPrinter};
 use crate::tc::tokens::{c_number, Tokens};
 use crate::tc::TcError;
@@ -24,15 +24,6 @@ const USAGE: &str = "Usage: ... fq_codel [ limit PACKETS ] [ flows NUMBER ]\n\t\
 /// An 8-bit number (`get_u8(.., 0)`: decimal, 0x hex or 0 octal).
 fn parse_u8(s: &str) -> Option<u8> {
     c_number(s).and_then(|n| u8::try_from(n).ok())
-}
-
-/// C's `%#x`.
-fn c_hex(v: u8) -> String {
-    if v == 0 {
-        "0".into()
-    } else {
-        format!("{v:#x}")
-    }
 }
 
 /// `fq_codel_parse_opt`.
@@ -126,8 +117,8 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
         if mask != 0 {
             text.push(format!(
                 "ce_threshold_selector {}/{}",
-                c_hex(selector),
-                c_hex(mask)
+                c_hex(u32::from(selector)),
+                c_hex(u32::from(mask))
             ));
             json.insert("ce_threshold_selector", json!(selector));
             json.insert("ce_threshold_mask", json!(mask));
