@@ -197,6 +197,31 @@ impl Packet {
     }
 }
 
+/// The kernel's `skb->truesize` for a frame of `len` bytes as the TAP driver
+/// allocates it: the data buffer holds NET_SKB_PAD (64) headroom plus the
+/// frame, cache-line aligned, plus `struct skb_shared_info` (320 B); it comes
+/// from the next kmalloc size class; add the aligned `struct sk_buff` (256 B).
+/// 1514 B → 2304, 64 B → 768. GRO/TSO aggregates are not modelled. The memory
+/// fq_codel, fq_pie and CAKE charge a frame against their memory limits.
+pub fn truesize(len: u32) -> u32 {
+    const NET_SKB_PAD: u32 = 64;
+    const SHINFO: u32 = 320;
+    const SKB_HEAD: u32 = 256;
+    let data = (len.saturating_add(NET_SKB_PAD))
+        .div_ceil(64)
+        .saturating_mul(64)
+        + SHINFO;
+    let slab = match data {
+        0..=32 => 32,
+        33..=64 => 64,
+        65..=96 => 96,
+        97..=128 => 128,
+        129..=192 => 192,
+        _ => data.checked_next_power_of_two().unwrap_or(u32::MAX),
+    };
+    slab.saturating_add(SKB_HEAD)
+}
+
 /// Why the core freed a frame. Every variant is a counter in the stats.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,

@@ -22,13 +22,13 @@ pub use xstats::{CakeClassXstats, CakeTinXstats, CakeXstats};
 
 use self::cobalt::{CobaltParams, CobaltVars, REC_INV_SQRT_CACHE};
 use super::dump::{ClassDump, QueueOccupancy, Xstats};
-use super::fq_codel::truesize;
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
 use super::{tc_h_major, tc_h_minor, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions};
 use super::{QdiscStats, Refusal, Verdict};
 use crate::packet::classify::flow_hash;
 use crate::packet::gso::Segmenter;
+use crate::packet::truesize;
 use crate::packet::{ecn, DropReason, Drops, FlowKey, Packet, L3};
 use crate::time::{Instant, NS_PER_SEC};
 use rand::rngs::SmallRng;

@@ -21,7 +21,7 @@ use super::park::{drop_all_held, ParkOnPeek};
 use super::QdiscOptions;
 use super::{Errno, FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscStats, Refusal, Verdict};
 use crate::packet::filter::FilterChain;
-use crate::packet::{DropReason, Drops, FlowKey, Packet};
+use crate::packet::{truesize, DropReason, Drops, FlowKey, Packet};
 use crate::time::Instant;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -41,30 +41,6 @@ pub const DEFAULT_DROP_BATCH: u32 = 64;
 /// `FQ_CODEL_QUANTUM_MAX`.
 pub const QUANTUM_MAX: u32 = 1 << 20;
 const QUANTUM_MIN: u32 = 256;
-
-/// The kernel's `skb->truesize` for a frame of `len` bytes as the TAP driver
-/// allocates it: the data buffer holds NET_SKB_PAD (64) headroom plus the
-/// frame, cache-line aligned, plus `struct skb_shared_info` (320 B); it comes
-/// from the next kmalloc size class; add the aligned `struct sk_buff` (256 B).
-/// 1514 B → 2304, 64 B → 768. GRO/TSO aggregates are not modelled.
-pub fn truesize(len: u32) -> u32 {
-    const NET_SKB_PAD: u32 = 64;
-    const SHINFO: u32 = 320;
-    const SKB_HEAD: u32 = 256;
-    let data = (len.saturating_add(NET_SKB_PAD))
-        .div_ceil(64)
-        .saturating_mul(64)
-        + SHINFO;
-    let slab = match data {
-        0..=32 => 32,
-        33..=64 => 64,
-        65..=96 => 96,
-        97..=128 => 128,
-        129..=192 => 192,
-        _ => data.checked_next_power_of_two().unwrap_or(u32::MAX),
-    };
-    slab.saturating_add(SKB_HEAD)
-}
 
 /// One bucket's scheduling state (`struct fq_codel_flow`): what every
 /// enqueue and dequeue of the bucket reads and writes, in one cache line

@@ -16,7 +16,6 @@ pub use xstats::FqPieXstats;
 
 use super::dump::{list_flows, ClassDump, FlowDump, FlowListing, QueueOccupancy, Xstats};
 use super::flow_queues::{self, drr_flow, ListTag};
-use super::fq_codel::truesize;
 use super::park::{drop_all_held, ParkOnPeek};
 use super::pie::algorithm::{
     calculate_probability, drop_early, process_dequeue, ticks, AdaptTimer, PieParams, PieStats,
@@ -27,6 +26,7 @@ use super::{Errno, FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions,
 use super::{Refusal, Verdict};
 use crate::packet::ecn::mark_ce;
 use crate::packet::filter::FilterChain;
+use crate::packet::truesize;
 use crate::packet::{DropReason, Drops, FlowKey, Packet};
 use crate::time::Instant;
 use rand::rngs::SmallRng;
