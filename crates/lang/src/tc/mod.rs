@@ -49,7 +49,14 @@ use device::{Answer, At, Device};
 /// tc's "Unknown qdisc" when options follow it; without options the
 /// request goes on and the tree answers as the kernel does.
 pub fn request(kinds: &[KindEntry], cmd: &TcCommand) -> Result<Request, TcError> {
+    request_noting(kinds, cmd).map(|(request, _)| request)
+}
+
+/// `request`, with the lines tc's parser printed on standard error as it
+/// accepted the words (RED's "set bandwidth to 10Mbit"), in order.
+fn request_noting(kinds: &[KindEntry], cmd: &TcCommand) -> Result<(Request, Vec<String>), TcError> {
     let words = cmd.arg_strs();
+    let mut notices = Vec::new();
     let options = match (cmd.object, cmd.kind.as_deref()) {
         (Object::Filter, _) => match cmd.verb {
             Verb::Add | Verb::Replace => {
@@ -63,10 +70,14 @@ pub fn request(kinds: &[KindEntry], cmd: &TcCommand) -> Result<Request, TcError>
             _ => Options::None,
         },
         (_, None) => Options::None,
-        (Object::Qdisc, Some(kind)) => Options::Qdisc(syntax::parse_qdisc(kinds, kind, &words)?),
+        (Object::Qdisc, Some(kind)) => {
+            let (options, said) = syntax::parse_qdisc_noting(kinds, kind, &words)?;
+            notices = said;
+            Options::Qdisc(options)
+        }
         (Object::Class, Some(kind)) => Options::Class(syntax::parse_class(kinds, kind, &words)?),
     };
-    Ok(Request {
+    let request = Request {
         object: cmd.object,
         verb: cmd.verb,
         dev: cmd.dev,
@@ -74,7 +85,8 @@ pub fn request(kinds: &[KindEntry], cmd: &TcCommand) -> Result<Request, TcError>
         handle: cmd.handle,
         kind: cmd.kind.clone(),
         options,
-    })
+    };
+    Ok((request, notices))
 }
 
 /// Carries out one tc command on `tree` at `now` and returns what tc would
@@ -194,8 +206,20 @@ fn exchange<D: Device>(
     cmd: &TcCommand,
 ) -> Result<Option<String>, Failed<D::Unreached>> {
     if cmd.verb != Verb::Show {
-        let said = reached(dev.apply(request(spec.kinds, cmd)?))?;
-        return Ok(with_hints(&cmd.arg_strs(), said));
+        let (request, notices) = request_noting(spec.kinds, cmd)?;
+        // tc printed its notices while it parsed, before the kernel
+        // answered: they come first, on success and on a refusal alike.
+        let noted: String = notices.iter().map(|n| format!("{n}\n")).collect();
+        let said = match reached(dev.apply(request)) {
+            Ok(said) => said,
+            Err(Failed::Tc(e)) if !noted.is_empty() => {
+                return Err(Failed::Tc(TcError(format!("{noted}{}", e.0), e.1)))
+            }
+            Err(e) => return Err(e),
+        };
+        let hints = with_hints(&cmd.arg_strs(), said).unwrap_or_default();
+        let text = noted + &hints;
+        return Ok((!text.is_empty()).then_some(text));
     }
     if cmd.object == Object::Filter {
         let listing = reached(dev.filters(request(spec.kinds, cmd)?))?;

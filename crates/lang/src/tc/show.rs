@@ -318,7 +318,7 @@ fn qdisc_json(q: &QdiscDump, dev: Option<Dir>, refcnt: u32, flags: Flags) -> Jso
     if refcnt != 1 {
         o.insert("refcnt", json!(refcnt));
     }
-    o.insert_obj("options", qdisc_options(q).json);
+    o.insert_obj("options", qdisc_options(q).json_for(flags.details));
     if flags.stats {
         stats_json(&mut o, Some(&q.stats), &q.stats);
         if let Some(x) = &q.xstats {
@@ -336,7 +336,7 @@ fn class_json(c: &ClassDump, dev: Option<Dir>, flags: Flags) -> JsonObj {
     if let Some(leaf) = c.leaf.filter(|&l| l != 0) {
         o.insert("leaf", json!(format!("{:#x}", tc_h_major(leaf))));
     }
-    o.insert_obj("options", class_options(c).json);
+    o.insert_obj("options", class_options(c).json_for(flags.details));
     if flags.stats && class_dumps_stats(&c.kind) {
         stats_json(
             &mut o,

@@ -206,6 +206,10 @@ pub struct Printed {
     pub detail: String,
     /// The `options` object of `tc -j`.
     pub json: JsonObj,
+    /// The `options` object of `tc -d -j`, where the printer's
+    /// `show_details` fields make it differ from `json` (TBF, HTB, SFQ and
+    /// RED print some fields with `PRINT_ANY` under `-d` only).
+    pub detail_json: Option<JsonObj>,
 }
 
 impl Printed {
@@ -215,6 +219,15 @@ impl Printed {
             detail: text.clone(),
             plain: text,
             json,
+            detail_json: None,
+        }
+    }
+
+    /// The `options` object of `tc -j`, with `-d` or without.
+    pub fn json_for(self, details: bool) -> JsonObj {
+        match self.detail_json {
+            Some(j) if details => j,
+            _ => self.json,
         }
     }
 }
@@ -255,6 +268,13 @@ impl JsonObj {
     /// Puts the array of objects `objs` under `key`, last or where `key` is.
     pub fn insert_objs(&mut self, key: impl Into<String>, objs: Vec<JsonObj>) {
         self.put(key.into(), JsonField::Objs(objs));
+    }
+
+    /// Appends the value `v` under `key` even if the key is there already:
+    /// iproute2's JSON writer repeats a key a printer prints twice (TBF's
+    /// `mpu` under `-d` with a peak rate).
+    pub fn push(&mut self, key: impl Into<String>, v: serde_json::Value) {
+        self.0.push((key.into(), JsonField::Value(v)));
     }
 
     /// Appends `o` under `key` even if the key is there already: iproute2's
@@ -397,6 +417,16 @@ pub fn parse_qdisc(
     kind: &str,
     words: &[&str],
 ) -> Result<QdiscOptions, TcError> {
+    parse_qdisc_noting(table, kind, words).map(|(options, _)| options)
+}
+
+/// `parse_qdisc`, with the notices the kind's parser printed on standard
+/// error as it accepted the words (`Tokens::notice`), in order.
+pub fn parse_qdisc_noting(
+    table: &[KindEntry],
+    kind: &str,
+    words: &[&str],
+) -> Result<(QdiscOptions, Vec<String>), TcError> {
     match (kinds::lookup(table, kind), words.first()) {
         (Some(_), _) => {
             let syntax = syntax(kind).ok_or_else(|| {
@@ -404,9 +434,21 @@ pub fn parse_qdisc(
                     "Error: qdisc kind \"{kind}\" has no tc syntax in its table entry"
                 ))
             })?;
-            (syntax.qdisc)(&mut Tokens::new(words)).map_err(parser_exit)
+            let mut tokens = Tokens::new(words);
+            match (syntax.qdisc)(&mut tokens).map_err(parser_exit) {
+                Ok(options) => Ok((options, tokens.into_notices())),
+                // What tc printed before it gave up comes first.
+                Err(TcError(text, code)) => {
+                    let noted: String = tokens
+                        .into_notices()
+                        .into_iter()
+                        .map(|n| n + "\n")
+                        .collect();
+                    Err(TcError(noted + &text, code))
+                }
+            }
         }
-        (None, None) => Ok(QdiscOptions::None),
+        (None, None) => Ok((QdiscOptions::None, Vec::new())),
         // iproute2 finds no q_<kind> to parse the options with.
         // A kind iproute2 has a q_<kind> for: tc parses its options and
         // the kernel, which lacks the kind here, refuses it.

@@ -2,19 +2,37 @@
 //! whitespace-separated words of a tc, netem, framing or filter argument
 //! list, read front to back as iproute2's argument loops do (`NEXT_ARG()`,
 //! `PREV_ARG()`, `matches()`). Each parser brings its own messages: a word
-//! missing after a keyword is reported with the error the caller builds.
+//! missing after a keyword is reported with the error the caller builds,
+//! and what tc prints on standard error when it accepts the line (RED's
+//! "set bandwidth to 10Mbit") is kept as a notice beside the cursor.
 
 /// A cursor over the words of one argument list.
 #[derive(Clone, Debug)]
 pub struct Tokens<'a> {
     words: &'a [&'a str],
     pos: usize,
+    notices: Vec<String>,
 }
 
 impl<'a> Tokens<'a> {
     /// A cursor at the first of `words`.
     pub fn new(words: &'a [&'a str]) -> Self {
-        Tokens { words, pos: 0 }
+        Tokens {
+            words,
+            pos: 0,
+            notices: Vec::new(),
+        }
+    }
+
+    /// Keeps a line tc's parser prints on standard error for a line it
+    /// accepts (iproute2's `fprintf(stderr, ...)` followed by success).
+    pub fn notice(&mut self, line: impl Into<String>) {
+        self.notices.push(line.into());
+    }
+
+    /// The notices kept so far, in the order they were made.
+    pub fn into_notices(self) -> Vec<String> {
+        self.notices
     }
 
     /// The next word, consumed.

@@ -342,17 +342,24 @@ fn print(o: &QdiscOptions) -> Option<Printed> {
         .direct_qlen
         .map(|q| format!(" direct_qlen {q}"))
         .unwrap_or_default();
-    let mut json = crate::tc::syntax::JsonObj::new();
-    json.insert("r2q", json!(g.rate2quantum));
-    json.insert("default", json!(default));
-    json.insert("direct_packets_stat", json!(g.direct_pkts));
-    if let Some(q) = g.direct_qlen {
-        json.insert("direct_qlen", json!(q));
-    }
+    let json = |detail: bool| {
+        let mut json = crate::tc::syntax::JsonObj::new();
+        json.insert("r2q", json!(g.rate2quantum));
+        json.insert("default", json!(default));
+        json.insert("direct_packets_stat", json!(g.direct_pkts));
+        if detail {
+            json.insert("ver", json!(ver.trim_start_matches(" ver ")));
+        }
+        if let Some(q) = g.direct_qlen {
+            json.insert("direct_qlen", json!(q));
+        }
+        json
+    };
     Some(Printed {
         plain: format!("{head}{qlen}"),
         detail: format!("{head}{ver}{qlen}"),
-        json,
+        json: json(false),
+        detail_json: Some(json(true)),
     })
 }
 
@@ -384,8 +391,14 @@ fn class_text(o: &HtbClassOptions, detail: bool) -> (String, crate::tc::syntax::
     let burst = tc_calc_xmitsize(o.rate.rate, u64::from(o.buffer));
     let cburst = tc_calc_xmitsize(o.ceil.rate, u64::from(o.cbuffer));
     j.insert("burst", json!(burst));
+    if detail {
+        j.insert("burst_cell", json!(DUMPED_CELL));
+        j.insert("mpu_rate", json!(o.rate.mpu));
+    }
     j.insert("cburst", json!(cburst));
     if detail {
+        j.insert("cburst_cell", json!(DUMPED_CELL));
+        j.insert("mpu_ceil", json!(o.ceil.mpu));
         s.push(format!(
             "burst {}/{} mpu {} cburst {}/{} mpu {} level {}",
             sprint_size(burst),
@@ -412,11 +425,12 @@ fn print_class(o: &ClassOptions) -> Option<Printed> {
         return None;
     };
     let (plain, json) = class_text(o, false);
-    let (detail, _) = class_text(o, true);
+    let (detail, detail_json) = class_text(o, true);
     Some(Printed {
         plain,
         detail,
         json,
+        detail_json: Some(detail_json),
     })
 }
 
@@ -733,6 +747,39 @@ mod tests {
         assert!(crate::tc::syntax::parse_class(BUILTIN, "htb", &["rate", "x"]).is_err());
         let c = &q.dump(Instant::ZERO).classes[0];
         assert!(class_text(c).plain.contains("rate 20Mbit"));
+    }
+
+    /// `tc -d -j`: htb_print_opt's show_details fields (the class's
+    /// quantum, linklayer, cells, mpus and level; the qdisc's ver) where
+    /// the text has them, burst and cburst as numbers.
+    #[test]
+    fn detail_json_lists_the_detail_fields() {
+        let q = common("rate 30mbit ceil 100mbit", "rate 70mbit ceil 100mbit");
+        let d = q.dump(Instant::ZERO);
+        assert_eq!(
+            serde_json::to_string(&qdisc_text(&d).json_for(true)).unwrap(),
+            "{\"r2q\":10,\"default\":\"0x20\",\"direct_packets_stat\":0,\"ver\":\"3.17\",\
+             \"direct_qlen\":1000}"
+        );
+        let c = class_text(class(&d, "1:10"));
+        let plain = serde_json::to_string(&c.json).unwrap();
+        let detail = serde_json::to_string(&c.json_for(true)).unwrap();
+        assert!(
+            !plain.contains("quantum") && !plain.contains("level"),
+            "{plain}"
+        );
+        assert!(
+            detail.starts_with(
+                "{\"prio\":0,\"quantum\":200000,\"rate\":3750000,\"ceil\":12500000,\
+                 \"linklayer\":\"ethernet\",\"burst\":"
+            ),
+            "{detail}"
+        );
+        assert!(
+            detail.contains(",\"burst_cell\":1,\"mpu_rate\":0,\"cburst\":")
+                && detail.ends_with(",\"cburst_cell\":1,\"mpu_ceil\":0,\"level\":0}"),
+            "{detail}"
+        );
     }
 
     #[test]

@@ -40,7 +40,10 @@ pub const DEFAULT_BANDWIDTH: u32 = 1_250_000;
 /// RED's syntax: iproute2's tc/q_red.c for `RedOptions`.
 pub static SYNTAX: Syntax = Syntax {
     kind: "red",
-    qdisc: |t| Ok(QdiscOptions::Red(options(&parse(t)?)?)),
+    qdisc: |t| {
+        let a = parse(t)?;
+        options(&a, &mut |n| t.notice(n)).map(QdiscOptions::Red)
+    },
     class: None,
     print: |o| match o {
         QdiscOptions::Red(o) => Some(print(o)),
@@ -191,12 +194,15 @@ fn size(name: &str, v: &str) -> Result<u32, TcError> {
 }
 
 /// C's `sscanf(word, "%lg")`: the longest prefix that reads as a decimal
-/// float (or `inf`, `infinity`, `nan`), after leading white space; `None`
-/// when there is none. Hexadecimal floats are not read.
+/// or hexadecimal (`0x1p-4`) float, or `inf`, `infinity`, `nan`, after
+/// leading white space; `None` when there is none.
 fn scan_double(word: &str) -> Option<f64> {
     let s = word.trim_start();
     let b = s.as_bytes();
     let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
+    if let Some(v) = scan_hex_double(&b[i..]) {
+        return Some(if b[0] == b'-' { -v } else { v });
+    }
     let lower = s[i..].to_ascii_lowercase();
     for special in ["infinity", "inf", "nan"] {
         if lower.starts_with(special) {
@@ -231,6 +237,49 @@ fn scan_double(word: &str) -> Option<f64> {
     }
     let end = if i > mantissa { i } else { mantissa };
     s[..end].parse().ok()
+}
+
+/// The hexadecimal form of C's `strtod` (C99 7.20.1.3) after the sign:
+/// `0x`, hex digits with an optional point (at least one digit), an
+/// optional binary exponent `p[+-]N`; `None` when `b` does not start so
+/// (a bare `0x` is then read as the decimal 0 by the caller).
+fn scan_hex_double(b: &[u8]) -> Option<f64> {
+    let b = b.strip_prefix(b"0x").or_else(|| b.strip_prefix(b"0X"))?;
+    let mut mantissa = 0f64;
+    let mut scale = 0i32;
+    let mut digits = 0;
+    let mut i = 0;
+    let mut point = false;
+    while let Some(&c) = b.get(i) {
+        if c == b'.' && !point {
+            point = true;
+        } else if let Some(d) = char::from(c).to_digit(16) {
+            mantissa = mantissa * 16.0 + f64::from(d);
+            scale -= 4 * i32::from(point);
+            digits += 1;
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    if digits == 0 {
+        return None;
+    }
+    if matches!(b.get(i), Some(b'p' | b'P')) {
+        let mut j = i + 1;
+        let negative = b.get(j) == Some(&b'-');
+        j += usize::from(matches!(b.get(j), Some(b'+' | b'-')));
+        let start = j;
+        let mut exp = 0i32;
+        while let Some(d) = b.get(j).filter(|c| c.is_ascii_digit()) {
+            exp = exp.saturating_mul(10).saturating_add(i32::from(d - b'0'));
+            j += 1;
+        }
+        if j > start {
+            scale = scale.saturating_add(if negative { -exp } else { exp });
+        }
+    }
+    Some(mantissa * 2f64.powi(scale))
 }
 
 /// iproute2's `qevent` words: `qevent early_drop|mark block IDX`, read as
@@ -425,11 +474,11 @@ fn failed(before: &str, what: &str) -> TcError {
 
 /// The rest of `red_parse_opt`: the required words, the defaults and the
 /// client-side arithmetic, into what it sends (`tc_red_qopt` with flags 0,
-/// the Stab table, max_P, the flags in TCA_RED_FLAGS). tc also prints "RED:
-/// set bandwidth to 10Mbit" when no bandwidth is given, and a warning for
-/// a Wlog of 10 or more; bloatbox's parsers have no channel for a notice
-/// on success, so those two lines are not printed.
-pub fn options(a: &RedArgs) -> Result<RedOptions, TcError> {
+/// the Stab table, max_P, the flags in TCA_RED_FLAGS), handing `notice`
+/// the two lines tc prints on standard error for a line it accepts: "RED:
+/// set bandwidth to 10Mbit" when no bandwidth is given, and "RED: WARNING.
+/// Burst N seems to be too large." for a Wlog of 10 or more.
+pub fn options(a: &RedArgs, notice: &mut dyn FnMut(String)) -> Result<RedOptions, TcError> {
     if a.limit == 0 || a.avpkt == 0 {
         return Err(TcError::new(format!(
             "RED: Required parameter (limit, avpkt) is missing\n(e.g. red limit 400000 min \
@@ -461,10 +510,16 @@ pub fn options(a: &RedArgs) -> Result<RedOptions, TcError> {
     let bandwidth = if a.bandwidth != 0 {
         a.bandwidth
     } else {
+        notice("RED: set bandwidth to 10Mbit".to_string());
         DEFAULT_BANDWIDTH
     };
     let wlog = tc_red_eval_ewma(qth_min, burst, a.avpkt)
         .map_err(|e| failed(&e.to_string(), "EWMA constant"))?;
+    if wlog >= 10 {
+        notice(format!(
+            "RED: WARNING. Burst {burst} seems to be too large."
+        ));
+    }
     let plog =
         tc_red_eval_p(qth_min, qth_max, a.probability).ok_or_else(|| failed("", "probability"))?;
     let (scell_log, stab) = tc_red_eval_idle_damping(wlog, a.avpkt, bandwidth)
@@ -515,23 +570,28 @@ fn print(o: &RedOptions) -> Printed {
         json.insert(name, json!(set));
     }
     let mut detail = format!("{plain}ewma {} ", o.wlog);
+    let mut detail_json = json.clone();
+    detail_json.insert("ewma", json!(o.wlog));
     match o.max_p.filter(|p| *p != 0) {
         Some(p) => {
-            let _ = write!(
-                detail,
-                "probability {} ",
-                print_g(f64::from(p) / 4_294_967_296.0)
-            );
+            let p = f64::from(p) / 4_294_967_296.0;
+            let _ = write!(detail, "probability {} ", print_g(p));
+            // jsonw_float writes "%g": the number that text reads as.
+            let g: f64 = print_g(p).parse().unwrap_or(p);
+            detail_json.insert("probability", json!(g));
         }
         None => {
             let _ = write!(detail, "Plog {} ", o.plog);
+            detail_json.insert("Plog", json!(o.plog));
         }
     }
     let _ = write!(detail, "Scell_log {}", o.scell_log);
+    detail_json.insert("Scell_log", json!(o.scell_log));
     Printed {
         plain,
         detail,
         json,
+        detail_json: Some(detail_json),
     }
 }
 

@@ -155,6 +155,20 @@ fn c_conversions_at_the_edges() {
             .max_p,
         Some(214_748_364)
     );
+    // ... and hexadecimal floats, as strtod does.
+    assert_eq!(scan_double("0x1p-4"), Some(0.0625));
+    assert_eq!(scan_double("0x.8"), Some(0.5));
+    assert_eq!(scan_double("-0X1.8p1"), Some(-3.0));
+    assert_eq!(scan_double("+0xAp-2z"), Some(2.5));
+    assert_eq!(scan_double("0x1p"), Some(1.0));
+    assert_eq!(scan_double("0x"), Some(0.0));
+    assert_eq!(scan_double("0xg"), Some(0.0));
+    assert_eq!(
+        parsed("limit 400000 avpkt 1000 probability 0x1p-6")
+            .unwrap()
+            .max_p,
+        Some(1 << 26)
+    );
     assert_eq!(scan_double(".5"), Some(0.5));
     assert_eq!(scan_double("1e"), Some(1.0));
     assert_eq!(scan_double("2e-1x"), Some(0.2));
@@ -179,13 +193,19 @@ fn refusals_read_as_tc_prints_them() {
     assert_eq!(parser_code(&e), TcError::PARSE);
     assert!(err("avpkt 1000").0.starts_with("RED: Required parameter"));
     // min above max: tc_red_eval_P's negative span.
+    // tc told the bandwidth it assumed before it failed.
     let e = err("limit 400000 min 90000 max 30000 avpkt 1000 burst 100");
-    assert_eq!(e.0, "RED: failed to calculate probability.");
-    // A burst below min / avpkt: tc_red_eval_ewma's own line first.
+    assert_eq!(
+        e.0,
+        "RED: set bandwidth to 10Mbit\nRED: failed to calculate probability."
+    );
+    // A burst below min / avpkt: tc_red_eval_ewma's own line first
+    // (after the bandwidth notice, which red_parse_opt prints before).
     let e = err("limit 400000 min 30000 max 90000 avpkt 1000 burst 10");
     assert_eq!(
         e.0,
-        "tc_red_eval_ewma() burst 10 is too small ? Try burst 31\nRED: failed to calculate EWMA constant."
+        "RED: set bandwidth to 10Mbit\ntc_red_eval_ewma() burst 10 is too small ? Try burst 31\n\
+         RED: failed to calculate EWMA constant."
     );
     let e = err("limit 400000 avpkt 1000 bogus");
     assert!(
@@ -225,11 +245,12 @@ fn refusals_read_as_tc_prints_them() {
     // The kernel's: nodrop without ecn (red_validate_flags), thresholds
     // too large for their Wlog (red_check_params: 300mb has fls 29, and
     // the burst asks for Wlog 17).
+    // tc printed the bandwidth it assumed before the kernel answered.
     let (_, out) = session(&["tc qdisc add dev left root red limit 400000 avpkt 1000 nodrop"]);
     let e = out.unwrap_err();
     assert_eq!(
         e.0,
-        "Error: sch_red: nodrop mode is only meaningful with ECN."
+        "RED: set bandwidth to 10Mbit\nError: sch_red: nodrop mode is only meaningful with ECN."
     );
     assert_eq!(e.code(), TcError::KERNEL);
     let line = "limit 1000 min 100mb max 300mb avpkt 1000 burst 200000 probability 0.5";
@@ -237,7 +258,10 @@ fn refusals_read_as_tc_prints_them() {
     let (_, out) = session(&[&format!("tc qdisc add dev left root red {line}")]);
     let e = out.unwrap_err();
     assert!(
-        e.0.starts_with("RTNETLINK answers: Invalid argument\n(red_check_params"),
+        e.0.starts_with(
+            "RED: set bandwidth to 10Mbit\nRED: WARNING. Burst 200000 seems to be too large.\n\
+             RTNETLINK answers: Invalid argument\n(red_check_params"
+        ),
         "{e}"
     );
     // RED's class takes no options and cannot be added.
@@ -275,6 +299,14 @@ fn show_prints_as_iproute2() {
         shown(&[&add, "tc -j qdisc show dev left"]),
         "[{\"kind\":\"red\",\"handle\":\"1:\",\"root\":true,\"refcnt\":2,\"options\":{\"limit\":400000,\
          \"min\":30000,\"max\":90000,\"ecn\":true,\"harddrop\":false,\"adaptive\":true,\"nodrop\":false}}]\n"
+    );
+    // -d -j: red_print_opt's show_details fields, the probability as
+    // jsonw_float's "%g" writes it.
+    assert_eq!(
+        shown(&[&add, "tc -d -j qdisc show dev left"]),
+        "[{\"kind\":\"red\",\"handle\":\"1:\",\"root\":true,\"refcnt\":2,\"options\":{\"limit\":400000,\
+         \"min\":30000,\"max\":90000,\"ecn\":true,\"harddrop\":false,\"adaptive\":true,\"nodrop\":false,\
+         \"ewma\":5,\"probability\":0.02,\"Scell_log\":15}}]\n"
     );
     let j = shown(&[&add, "tc -s -j qdisc show dev left"]);
     assert!(
@@ -368,4 +400,58 @@ fn menu_example_parses() {
         example(Dir::LeftToRight, 12_500_000),
         ["tc qdisc replace dev left root red limit 1500000 min 62500 max 187500 avpkt 1000 bandwidth 100Mbit ecn"]
     );
+}
+
+/// What tc prints on standard error for a line it accepts (q_red.c
+/// `red_parse_opt`): the bandwidth it assumed, and the warning for a Wlog
+/// of 10 or more; before a refusal, what it printed first.
+#[test]
+fn notices_print_as_tc_prints_them() {
+    let (_, out) = session(&[
+        "tc qdisc add dev left root red limit 400000 min 30000 max 90000 avpkt 1000 burst 55",
+    ]);
+    assert_eq!(
+        out.unwrap().as_deref(),
+        Some("RED: set bandwidth to 10Mbit\n")
+    );
+    let (_, out) = session(&[&format!("tc qdisc add dev left root red {MAN}")]);
+    assert_eq!(out.unwrap(), None, "bandwidth given, Wlog 5: nothing");
+    // burst 200: a = 200 + 1 - 30 = 171 is first reached at Wlog 10
+    // (1024 × (1 - (1 - 2^-10)^200) = 181.8; 2^9 gives 165.7).
+    let (tree, out) = session(&[
+        "tc qdisc add dev left root red limit 400000 min 30000 max 90000 avpkt 1000 burst 200 bandwidth 10mbit",
+    ]);
+    assert_eq!(
+        out.unwrap().as_deref(),
+        Some("RED: WARNING. Burst 200 seems to be too large.\n")
+    );
+    let dump = tree.dump(Instant::ZERO);
+    let QdiscOptions::Red(o) = &dump.options else {
+        panic!("{dump:?}")
+    };
+    assert_eq!(o.wlog, 10);
+    // burst 1000 (Wlog 15): the warning, then the kernel's refusal
+    // (red_check_params: Scell_log 25 leaves the idle table's range).
+    let (_, out) = session(&[
+        "tc qdisc add dev left root red limit 400000 min 30000 max 90000 avpkt 1000 burst 1000 bandwidth 10mbit",
+    ]);
+    let e = out.unwrap_err();
+    assert!(
+        e.0.starts_with(
+            "RED: WARNING. Burst 1000 seems to be too large.\nRTNETLINK answers: Invalid argument"
+        ),
+        "{e}"
+    );
+    assert_eq!(e.code(), TcError::KERNEL);
+    // burst 5: a = 5 + 1 - 30 < 0, no Wlog: the notice, then the refusal.
+    let (_, out) = session(&[
+        "tc qdisc add dev left root red limit 400000 min 30000 max 90000 avpkt 1000 burst 5",
+    ]);
+    let e = out.unwrap_err();
+    assert_eq!(
+        e.0,
+        "RED: set bandwidth to 10Mbit\ntc_red_eval_ewma() burst 5 is too small ? Try burst 31\n\
+         RED: failed to calculate EWMA constant."
+    );
+    assert_eq!(e.code(), TcError::PARSE, "{e}");
 }

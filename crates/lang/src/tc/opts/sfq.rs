@@ -96,18 +96,32 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
         }
         text
     };
-    let mut json = crate::tc::syntax::JsonObj::new();
-    json.insert("limit", json!(o.limit));
-    json.insert("quantum", json!(o.quantum));
-    json.insert("depth", json!(o.depth));
-    json.insert("headdrop", json!(o.headdrop));
-    json.insert("flows", json!(o.flows));
-    json.insert("divisor", json!(o.divisor));
-    json.insert("perturb", json!(o.perturb_period));
+    // The same fields under the same conditions as the text: depth when
+    // not 0, headdrop when set, flows with -d only, perturb when not 0.
+    let json = |detail: bool| {
+        let mut json = crate::tc::syntax::JsonObj::new();
+        json.insert("limit", json!(o.limit));
+        json.insert("quantum", json!(o.quantum));
+        if o.depth != 0 {
+            json.insert("depth", json!(o.depth));
+        }
+        if o.headdrop {
+            json.insert("headdrop", json!(true));
+        }
+        if detail {
+            json.insert("flows", json!(o.flows));
+        }
+        json.insert("divisor", json!(o.divisor));
+        if o.perturb_period != 0 {
+            json.insert("perturb", json!(o.perturb_period));
+        }
+        json
+    };
     Some(Printed {
         plain: text(false),
         detail: text(true),
-        json,
+        json: json(false),
+        detail_json: Some(json(true)),
     })
 }
 
@@ -209,10 +223,20 @@ mod tests {
             p.detail,
             "limit 127p quantum 1514b depth 127 flows 128 divisor 1024"
         );
+        // sfq_print_opt: depth when not 0, headdrop when set, flows with
+        // -d only, perturb when not 0, in -j as in the text.
         assert_eq!(
             p.json.to_value(),
-            json!({"limit": 127, "quantum": 1514, "depth": 127, "headdrop": false,
-                   "flows": 128, "divisor": 1024, "perturb": 0})
+            json!({"limit": 127, "quantum": 1514, "depth": 127, "divisor": 1024})
+        );
+        assert_eq!(
+            p.clone().json_for(true).to_value(),
+            json!({"limit": 127, "quantum": 1514, "depth": 127, "flows": 128, "divisor": 1024})
+        );
+        assert_eq!(
+            shown(&["perturb", "10", "headdrop"]).json.to_value(),
+            json!({"limit": 127, "quantum": 1514, "depth": 127, "headdrop": true,
+                   "divisor": 1024, "perturb": 10})
         );
         assert_eq!(
             shown(&["perturb", "10"]).plain,

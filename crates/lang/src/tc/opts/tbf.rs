@@ -350,15 +350,16 @@ pub fn options(o: &TbfArgs) -> Result<TbfOptions, TcError> {
     })
 }
 
-/// `tbf_print_opt`: the plain and the `-d` text, and the `-j` object
-/// (the plain text's fields).
+/// `tbf_print_opt`: the plain and the `-d` text, and the `-j` object of
+/// each.
 fn print(o: &TbfOptions) -> Printed {
     let (plain, json) = print_text(o, false);
-    let (detail, _) = print_text(o, true);
+    let (detail, detail_json) = print_text(o, true);
     Printed {
         plain,
         detail,
         json,
+        detail_json: Some(detail_json),
     }
 }
 
@@ -404,6 +405,8 @@ fn print_text(o: &TbfOptions, detail: bool) -> (String, crate::tc::syntax::JsonO
                     "mtu",
                     json!(format!("{}/{}", sprint_size(mtu), DUMPED_CELL)),
                 );
+                // A second "mpu" key, as iproute2's writer prints it.
+                j.push("mpu", json!(pmpu));
             } else {
                 s.push(format!("minburst {}", sprint_size(mtu)));
                 j.insert("minburst", json!(mtu));
@@ -486,6 +489,18 @@ mod tests {
         assert_eq!(
             printed(&q).detail,
             "rate 3Mbit burst 4999b/1 mpu 0b peakrate 4Mbit mtu 1513b/1 mpu 0b lat 7ms linklayer ethernet"
+        );
+        // -d -j: tbf_print_opt's PRINT_ANY fields under show_details, in
+        // order, "mpu" twice as iproute2's writer repeats it; the peak
+        // rate is text only (PRINT_FP).
+        assert_eq!(
+            serde_json::to_string(&printed(&q).json_for(true)).unwrap(),
+            "{\"rate\":375000,\"burst\":\"4999b/1\",\"mpu\":0,\"mtu\":\"1513b/1\",\"mpu\":0,\
+             \"lat\":7001,\"linklayer\":\"ethernet\"}"
+        );
+        assert_eq!(
+            serde_json::to_string(&printed(&q).json).unwrap(),
+            "{\"rate\":375000,\"burst\":4999,\"minburst\":1513,\"lat\":7001}"
         );
     }
 
