@@ -136,6 +136,51 @@ fn every_config_file_loads_and_validates() {
     }
 }
 
+/// The AQM zoo's lesson (configs/zoo/, `bloatbox test --tui -c
+/// configs/zoo/*.toml`): every phase loads, has a caption, runs on one
+/// link (rate, delay, ring, BQL, framing: only the qdisc changes), and
+/// each puts a different kind at the root, in the order the files name.
+#[test]
+fn the_zoo_lesson_changes_only_the_qdisc() {
+    let files = toml_files("configs/zoo");
+    let kinds: Vec<String> = files
+        .iter()
+        .map(|path| {
+            let config = Config::load(path).unwrap_or_else(|e| panic!("{e}"));
+            config.validate().unwrap();
+            assert!(
+                config.lesson.caption.as_deref().is_some_and(|c| !c.is_empty()),
+                "{}: no caption",
+                path.display()
+            );
+            for dir in Dir::ALL {
+                assert_eq!(
+                    config.link_params(dir),
+                    Config::load(&files[0]).unwrap().link_params(dir),
+                    "{}: the link differs from the first phase's",
+                    path.display()
+                );
+            }
+            let line = &config.tc_lines(L)[0];
+            let kind = line
+                .split_whitespace()
+                .skip_while(|w| *w != "root")
+                .nth(1)
+                .unwrap_or_else(|| panic!("{}: {line}", path.display()));
+            let stem = path.file_stem().unwrap().to_string_lossy();
+            assert!(
+                stem.contains(&kind.replace('_', "-")),
+                "{stem}: root kind {kind}"
+            );
+            kind.to_string()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["pfifo_fast", "red", "codel", "pie", "fq_codel", "fq_pie", "cake"]
+    );
+}
+
 #[test]
 fn seed_configs_mean_what_they_say() {
     let deep = seed("pfifo-fast-deep-ring.toml");
