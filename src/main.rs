@@ -243,7 +243,8 @@ struct LoadArgs {
     #[arg(long, value_name = "DIR")]
     flent: Option<PathBuf>,
     /// Every column of the table (ping's min/max/mdev, UDP_RR's p50 and
-    /// rate, marks, the datapath's cost); the default fits 100 columns.
+    /// rate, Jain's fairness index of the flows each way, marks, the
+    /// datapath's cost); the default fits 100 columns.
     #[arg(long)]
     wide: bool,
     /// Run the phases as a lesson on the terminal UI: each configuration's
