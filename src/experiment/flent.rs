@@ -519,7 +519,7 @@ mod tests {
         data_file(&report, &report.results[0]).unwrap()
     }
 
-    fn series<'a>(data: &'a Value, name: &str) -> Vec<Option<f64>> {
+    fn series(data: &Value, name: &str) -> Vec<Option<f64>> {
         data["results"][name]
             .as_array()
             .unwrap_or_else(|| panic!("no series {name:?}"))
