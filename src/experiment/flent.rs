@@ -16,9 +16,9 @@
 //! interval from the start of the load; a flow's value at a step is its
 //! goodput over the step before it (its byte counter interpolated linearly
 //! between samples), ping's the round trips interpolated as flent's
-//! `TimeseriesAggregator` (flent/aggregators.py) does, UDP_RR's the mean
-//! round trip of the transactions sent in the step (what netperf's demo
-//! mode reports). Each series' `MEAN_VALUE` in `SERIES_META` is bloatbox's
+//! `TimeseriesAggregator` (flent/aggregators.py) does, UDP_RR's likewise
+//! from the mean round trip of the transactions sent in each step (what
+//! netperf's demo mode reports). Each series' `MEAN_VALUE` in `SERIES_META` is bloatbox's
 //! figure over the measured part (after the warm-up), the computed series'
 //! as flent's `ComputingRunner` derives it from those of the series it
 //! combines (Jain's index of the flows' goodput for the fairness series).
@@ -303,21 +303,25 @@ fn probe_series(r: &ConfigResult, x: &[f64], t0: f64) -> Vec<Series> {
                 slot.1 += 1;
             }
         }
-        let values: Vec<Option<f64>> = sums
+        // One raw point per step with transactions, at its end; the steps
+        // interpolated between them as ping's.
+        let points: Vec<(f64, f64)> = x
             .iter()
-            .map(|&(sum, n)| (n > 0).then(|| round(sum / f64::from(n), 3)))
+            .zip(&sums)
+            .filter(|(_, &(_, n))| n > 0)
+            .map(|(&t, &(sum, n))| (t, round(sum / f64::from(n), 3)))
             .collect();
         let l = &summary.latency;
         out.push(Series {
             name: "Ping (ms) UDP BE".into(),
-            raw: x
-                .iter()
-                .zip(&values)
-                .filter_map(|(&t, v)| {
-                    v.map(|v| json!({"t": round(t0 + t, 6), "val": v, "dur": round(step, 6)}))
-                })
+            values: interpolate(&points, x, step)
+                .into_iter()
+                .map(|v| v.map(|v| round(v, 3)))
                 .collect(),
-            values,
+            raw: points
+                .iter()
+                .map(|&(t, v)| json!({"t": round(t0 + t, 6), "val": v, "dur": round(step, 6)}))
+                .collect(),
             meta: json!({
                 "MEAN_VALUE": (l.samples > 0).then_some(round(l.avg_ms, 3)),
                 "RUNNER": "bloatbox",
