@@ -236,14 +236,21 @@ struct LoadArgs {
     /// udp-rr, latency-cdf and throughput (goodput).
     #[arg(long, value_name = "DIR")]
     plots: Option<PathBuf>,
+    /// Write one flent data file per config here (flent's rrul_be_nflows
+    /// series: each flow's goodput, their sums and Jain's fairness index,
+    /// ping and UDP_RR), for `flent -i FILE -p all_scaled`, `-f summary`
+    /// and flent's GUI.
+    #[arg(long, value_name = "DIR")]
+    flent: Option<PathBuf>,
     /// Every column of the table (ping's min/max/mdev, UDP_RR's p50 and
-    /// rate, marks, the datapath's cost); the default fits 100 columns.
+    /// rate, Jain's fairness index of the flows each way, marks, the
+    /// datapath's cost); the default fits 100 columns.
     #[arg(long)]
     wide: bool,
     /// Run the phases as a lesson on the terminal UI: each configuration's
     /// caption, the probes' round trips live beside the link's queue
     /// delay, each phase's row when it ends; keys p pause, n next phase,
-    /// r repeat phase, q quit. The table (and --json, --plots) follow on
+    /// r repeat phase, q quit. The table (and --json, --plots, --flent) follow on
     /// exit, for the phases that ended.
     #[arg(long)]
     tui: bool,
@@ -274,7 +281,8 @@ impl LoadArgs {
     }
 }
 
-/// `test` and `demo`: run, print the table, write JSON and plots.
+/// `test` and `demo`: run, print the table, write JSON, plots and flent
+/// data files.
 fn run_test(cands: &[experiment::Candidate], load: &LoadArgs) -> anyhow::Result<u8> {
     bloatbox::netns::require_privileges()?;
     let outcome = if load.tui {
@@ -286,7 +294,7 @@ fn run_test(cands: &[experiment::Candidate], load: &LoadArgs) -> anyhow::Result<
     // failed; the failure, naming its phase, comes last.
     let report = &outcome.report;
     if report.results.is_empty() {
-        bloatbox::errln!("no phase ended: no table, JSON or plots");
+        bloatbox::errln!("no phase ended: no table, JSON, plots or flent files");
     } else {
         bloatbox::out!("{}", experiment::table::render(report, load.wide))?;
         if let Some(path) = &load.json {
@@ -296,6 +304,11 @@ fn run_test(cands: &[experiment::Candidate], load: &LoadArgs) -> anyhow::Result<
         if let Some(dir) = &load.plots {
             for p in report.write_plots(dir)? {
                 bloatbox::outln!("plot written to {}", p.display())?;
+            }
+        }
+        if let Some(dir) = &load.flent {
+            for p in experiment::flent::write(report, dir)? {
+                bloatbox::outln!("flent data written to {}", p.display())?;
             }
         }
     }

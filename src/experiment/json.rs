@@ -5,7 +5,9 @@
 //! which options; each configuration carries its name and file, the link it
 //! set up per direction (effective parameters, shape and the tc lines of its
 //! qdisc tree), the summary, the daemon's counters with the final qdisc and
-//! class trees as `tc -s -j` prints them, and the raw samples. Directions
+//! class trees as `tc -s -j` prints them, the one-way delay each direction
+//! added, each TCP flow's goodput with Jain's fairness index per direction,
+//! and the raw samples (each flow's byte counter among them). Directions
 //! are named objects (`left_to_right`, `right_to_left`), every number with
 //! a unit has it in its key (`_s`, `_ms`, `_bytes`, `_mbit`, `_bit_s`), and
 //! floats are rounded: times in ms to the µs, in s to the µs, rates to
@@ -18,6 +20,7 @@ use serde_json::Value;
 use super::{ConfigResult, DatapathTotals, PathTotals, Report, TestOptions};
 use crate::config::Config;
 use crate::dir::Dir;
+use crate::link::transit::TransitSummary;
 use crate::load::icmp::PingResult;
 use crate::load::rrul::{Received, RrulSummary};
 use crate::load::stats::{DecadeHistogram, LatencyStats, Sample};
@@ -28,8 +31,9 @@ use crate::tc::show::{render, DevDump};
 use crate::units::print_rate;
 
 /// The version of the report's shape; docs/report.schema.json describes
-/// this one. Raised on any change a reader could trip over.
-pub const SCHEMA_VERSION: u32 = 1;
+/// this one. Raised on any change a reader could trip over (2: per-flow
+/// goodput, Jain's index, one-way delays).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// `v` rounded to `decimals` decimal places.
 fn round(v: f64, decimals: i32) -> f64 {
@@ -68,7 +72,7 @@ impl<T> PerDir<T> {
 /// The whole report.
 #[derive(Serialize)]
 pub struct ReportJson {
-    /// The version of docs/report.schema.json the report follows (1).
+    /// The version of docs/report.schema.json the report follows.
     pub schema_version: u32,
     /// The bloatbox version that wrote it (the crate's version).
     pub bloatbox_version: &'static str,
@@ -238,6 +242,8 @@ pub struct SummaryJson {
     pub measured_s: f64,
     /// Bytes the receivers read over the measured part.
     pub goodput_mbit: PerDir<f64>,
+    /// Each TCP flow's goodput and their fairness, per direction.
+    pub tcp_flows: PerDir<FlowsJson>,
     /// ping's summary; `null`: no ping.
     pub ping: Option<PingJson>,
     /// UDP_RR's summary; `null`: not run.
@@ -252,8 +258,32 @@ impl SummaryJson {
                 left_to_right: round(s.up_mbit, 2),
                 right_to_left: round(s.down_mbit, 2),
             },
+            tcp_flows: PerDir {
+                left_to_right: FlowsJson::of(&s.up_flows_mbit, s.up_fairness()),
+                right_to_left: FlowsJson::of(&s.down_flows_mbit, s.down_fairness()),
+            },
             ping: s.ping.as_ref().map(PingJson::of),
             udp_rr: s.udp_rr.as_ref().map(UdpRrJson::of),
+        }
+    }
+}
+
+/// A direction's TCP flows over the measured part.
+#[derive(Serialize)]
+pub struct FlowsJson {
+    /// Each flow's goodput (bytes its receiver read), Mbit/s, flow 0 first.
+    pub goodput_mbit: Vec<f64>,
+    /// Jain's fairness index of those goodputs, (Σx)² / (n·Σx²): 1 when
+    /// all are equal, 1/n when one has everything; `null`: no flow moved
+    /// data.
+    pub jain_index: Option<f64>,
+}
+
+impl FlowsJson {
+    fn of(goodput: &[f64], jain: Option<f64>) -> FlowsJson {
+        FlowsJson {
+            goodput_mbit: goodput.iter().map(|&g| round(g, 2)).collect(),
+            jain_index: jain.map(|j| round(j, 4)),
         }
     }
 }
@@ -399,6 +429,9 @@ pub struct CountersJson {
     pub bql_limit_bytes: Option<u32>,
     /// Median transit through the direction, all frames.
     pub transit_p50_ms: f64,
+    /// The one-way delay the direction added (transit from ingress to
+    /// delivery, queues and propagation), all frames of the run.
+    pub one_way_delay: OneWayDelayJson,
     /// `tc -s -j qdisc show dev DEV` at the end of the run.
     pub qdiscs: Value,
     /// `tc -s -j class show dev DEV` at the end of the run.
@@ -432,10 +465,49 @@ impl CountersJson {
             frames: p.frames,
             xmit_batches: p.xmit_batches,
             bql_limit_bytes: p.bql_limit,
-            transit_p50_ms: ms(p.transit_p50_ms),
+            transit_p50_ms: ms(p.transit.p50_ns as f64 / 1e6),
+            one_way_delay: OneWayDelayJson::of(&p.transit),
             qdiscs: show("qdisc")?,
             classes: show("class")?,
         })
+    }
+}
+
+/// A direction's transit times (`TransitSummary`): min, mean and max
+/// exact, percentiles within 1 %.
+#[derive(Serialize)]
+pub struct OneWayDelayJson {
+    /// Frames delivered (and timed).
+    pub frames: u64,
+    /// Shortest, ms.
+    pub min_ms: f64,
+    /// Mean, ms.
+    pub mean_ms: f64,
+    /// Median, ms.
+    pub p50_ms: f64,
+    /// 90th percentile, ms.
+    pub p90_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// 99.9th percentile, ms.
+    pub p999_ms: f64,
+    /// Longest, ms.
+    pub max_ms: f64,
+}
+
+impl OneWayDelayJson {
+    fn of(t: &TransitSummary) -> OneWayDelayJson {
+        let of_ns = |ns: u64| ms(ns as f64 / 1e6);
+        OneWayDelayJson {
+            frames: t.count,
+            min_ms: of_ns(t.min_ns),
+            mean_ms: ms(t.mean_ns / 1e6),
+            p50_ms: of_ns(t.p50_ns),
+            p90_ms: of_ns(t.p90_ns),
+            p99_ms: of_ns(t.p99_ns),
+            p999_ms: of_ns(t.p999_ns),
+            max_ms: of_ns(t.max_ns),
+        }
     }
 }
 
@@ -488,20 +560,23 @@ pub struct ThroughputJson {
     pub right_to_left: ReceivedJson,
 }
 
-/// A direction's receivers' byte counters so far, all flows together.
+/// A direction's receivers' byte counters so far.
 #[derive(Serialize)]
 pub struct ReceivedJson {
-    /// Read by the receivers, in order.
+    /// Read by the receivers, in order, all flows together.
     pub read_bytes: u64,
-    /// Reached the receiving TCP, in order or not.
+    /// Reached the receiving TCP, in order or not, all flows together.
     pub arrived_bytes: u64,
+    /// Read by each flow's receiver, flow 0 first.
+    pub flows_read_bytes: Vec<u64>,
 }
 
-impl From<Received> for ReceivedJson {
-    fn from(r: Received) -> ReceivedJson {
+impl ReceivedJson {
+    fn of(r: Received, flows: &[u64]) -> ReceivedJson {
         ReceivedJson {
             read_bytes: r.read,
             arrived_bytes: r.arrived,
+            flows_read_bytes: flows.to_vec(),
         }
     }
 }
@@ -596,8 +671,8 @@ impl ResultJson {
                     .iter()
                     .map(|s| ThroughputJson {
                         t_s: secs(s.t),
-                        left_to_right: s.up.into(),
-                        right_to_left: s.down.into(),
+                        left_to_right: ReceivedJson::of(s.up, &s.up_flows),
+                        right_to_left: ReceivedJson::of(s.down, &s.down_flows),
                     })
                     .collect(),
                 ping: r.raw.ping.as_ref().map(|p| PingSamplesJson {
@@ -756,6 +831,44 @@ mod tests {
             sample["left_to_right"]["arrived_bytes"],
             (testdata::ARRIVED_MBIT * 1e6 / 8.0 * 0.1) as u64
         );
+    }
+
+    #[test]
+    fn the_report_has_each_flows_goodput_their_fairness_and_one_way_delays() {
+        let r = report_value();
+        let fq = &r["results"][0];
+        let flows = &fq["summary"]["tcp_flows"]["left_to_right"];
+        let goodput: Vec<f64> = flows["goodput_mbit"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g.as_f64().unwrap())
+            .collect();
+        assert_eq!(goodput.len(), testdata::FLOWS);
+        // Flow 0 reads half of the direction's bytes, the other three a
+        // sixth each: (1/2 + 3/6)² / (4 · (1/4 + 3/36)) = 0.75.
+        assert!((goodput[0] - 3.0 * goodput[1]).abs() < 0.02, "{goodput:?}");
+        let total = fq["summary"]["goodput_mbit"]["left_to_right"]
+            .as_f64()
+            .unwrap();
+        assert!((goodput.iter().sum::<f64>() - total).abs() < 0.05);
+        assert_eq!(flows["jain_index"], 0.75);
+        // The per-flow counters of a sample add up to the direction's.
+        let sample = &fq["samples"]["throughput"][8]["right_to_left"];
+        let per_flow: u64 = sample["flows_read_bytes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b.as_u64().unwrap())
+            .sum();
+        assert_eq!(per_flow, sample["read_bytes"].as_u64().unwrap());
+        assert!(per_flow > 0);
+        let delay = &fq["counters"]["left_to_right"]["one_way_delay"];
+        assert_eq!(delay["frames"], 98_000);
+        assert_eq!(delay["min_ms"], 5.0);
+        assert_eq!(delay["p50_ms"], 5.3);
+        assert_eq!(delay["max_ms"], 7.95);
+        assert_eq!(fq["counters"]["left_to_right"]["transit_p50_ms"], 5.3);
     }
 
     #[test]

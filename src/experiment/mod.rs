@@ -2,9 +2,10 @@
 //! link up in fresh namespaces, run the RRUL-like test (`load::rrul`), take
 //! the daemon's drop and ECN-mark counters, tear the link down; then print a
 //! comparison table (`table`), and optionally write the report as JSON
-//! (`json`) and plots (`plot`). With `--tui` the same runs are a lesson on
+//! (`json`), plots (`plot`) and flent data files (`flent`). With `--tui` the same runs are a lesson on
 //! the terminal UI (`lesson`).
 
+pub mod flent;
 pub mod json;
 pub mod lesson;
 pub mod plot;
@@ -21,6 +22,7 @@ use anyhow::Context;
 
 use crate::config::Config;
 use crate::dir::Dir;
+use crate::link::transit::TransitSummary;
 use crate::live::LiveLink;
 use crate::load::feed::ProbeFeed;
 use crate::load::rrul::{self, RrulRaw, RrulSpec, RrulSummary, Steer};
@@ -145,8 +147,9 @@ pub struct PathTotals {
     /// The BQL limit at the end, bytes (`None` without BQL): how much the
     /// ring may hold ahead of the qdisc, i.e. queueing no qdisc controls.
     pub bql_limit: Option<u32>,
-    /// Transit through this direction (ingress to delivery), all frames.
-    pub transit_p50_ms: f64,
+    /// Transit through this direction (ingress to delivery), all frames:
+    /// the one-way delay the link added, queues and propagation.
+    pub transit: TransitSummary,
 }
 
 impl PathTotals {
@@ -352,7 +355,7 @@ pub fn run_one_steered(
             frames: p.counters.frames_in,
             xmit_batches: p.counters.xmit_batches,
             bql_limit: p.bql_limit,
-            transit_p50_ms: p.transit.p50_ns as f64 / 1e6,
+            transit: p.transit.clone(),
         }
     });
     let datapath = DatapathTotals {

@@ -1,6 +1,7 @@
 //! The comparison table of a test run, in the style of the netdev bufferbloat
 //! threads: ping's rtt min/avg/max/mdev, p50/p99 of ping and UDP_RR, UDP_RR
-//! transactions per second, TCP goodput per direction, and the daemon's
+//! transactions per second, TCP goodput per direction and Jain's fairness
+//! index of the flows of each direction, and the daemon's
 //! drops (in the link + refused by the receiving TAP) and ECN marks per
 //! direction (`>` = left→right, `<` = right→left); then the datapath
 //! thread's wake-ups and CPU time per frame over the whole run. By default
@@ -49,7 +50,7 @@ const fn col(head: &'static str, unit: &'static str, shown: Shown, group: u8) ->
 use Shown::{Always, Narrow, Wide};
 
 /// Every column, in order; `cells` makes a row's cells in the same order.
-const COLS: [Col; 16] = [
+const COLS: [Col; 17] = [
     Col {
         left: true,
         ..col("config", "", Always, 0)
@@ -67,6 +68,7 @@ const COLS: [Col; 16] = [
     col("trans/s", "", Wide, 3),
     col("up", "Mbit/s", Always, 4),
     col("down", "Mbit/s", Always, 4),
+    col("fair >/<", "jain", Wide, 4),
     col("drops >/<", "link+tap", Wide, 5),
     col("drops >/<", "link+tap", Narrow, 5),
     col("marks >/<", "", Wide, 6),
@@ -79,7 +81,7 @@ const GAP: u16 = 1;
 const GROUP_GAP: u16 = 3;
 
 /// The cells of one configuration's row, one per column of `COLS`.
-fn cells(r: &super::ConfigResult) -> [String; 16] {
+fn cells(r: &super::ConfigResult) -> [String; 17] {
     let s = &r.summary;
     let ping = s.ping.as_ref().filter(|p| p.latency.samples > 0);
     let ms = |v: f64| format!("{v:.2}");
@@ -108,6 +110,10 @@ fn cells(r: &super::ConfigResult) -> [String; 16] {
         or_dash(rr.map(|u| format!("{:.0}", u.transactions_per_s))),
         format!("{:.1}", s.up_mbit),
         format!("{:.1}", s.down_mbit),
+        {
+            let jain = |j: Option<f64>| j.map_or("-".into(), |j| format!("{j:.2}"));
+            format!("{}/{}", jain(s.up_fairness()), jain(s.down_fairness()))
+        },
         drops.clone(),
         drops,
         format!("{}/{}", l2r.marks, r2l.marks),
@@ -118,8 +124,8 @@ fn cells(r: &super::ConfigResult) -> [String; 16] {
 
 /// Renders the table (one row per configuration) and a line on how it was
 /// measured: the columns that fit 100 columns, or with `wide` all of them
-/// (ping's min/max/mdev, UDP_RR's p50 and rate, marks, the datapath's
-/// wake-ups and CPU per frame).
+/// (ping's min/max/mdev, UDP_RR's p50 and rate, the flows' fairness,
+/// marks, the datapath's wake-ups and CPU per frame).
 pub fn render(report: &Report, wide: bool) -> String {
     let o = &report.options;
     let mut out = String::new();
@@ -253,6 +259,24 @@ mod tests {
         // (the marks, the gap between groups, then the two cells).
         assert!(row("busy").ends_with("0/0     0.250    30.00"), "{text}");
         assert!(row("idle").ends_with("0/0     0.000     0.00"), "{text}");
+    }
+
+    #[test]
+    fn the_wide_table_has_jains_index_per_direction() {
+        let mut r = result("hog", Default::default());
+        r.summary.up_flows_mbit = vec![90.0, 0.0, 0.0];
+        r.summary.down_flows_mbit = vec![30.0, 30.0, 30.0];
+        let report = Report {
+            options: TestOptions::default(),
+            results: vec![r, result("no-flows", Default::default())],
+            started: std::time::SystemTime::UNIX_EPOCH,
+            kernel_release: String::new(),
+        };
+        let wide = render(&report, true);
+        assert!(wide.contains("fair >/<"), "{wide}");
+        assert!(wide.contains(" 0.33/1.00 "), "{wide}");
+        assert!(wide.contains(" -/- "), "{wide}");
+        assert!(!render(&report, false).contains("fair"));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use super::{Candidate, ConfigResult, DatapathTotals, PathTotals, Report, TestOptions};
 use crate::dir::Dir;
+use crate::link::transit::TransitSummary;
 use crate::load::icmp::PingRaw;
 use crate::load::rrul::{Received, RrulRaw, ThroughputSample};
 use crate::load::stats::Sample;
@@ -19,8 +20,20 @@ use crate::time::Instant;
 /// Mbit/s of data arriving in each direction.
 pub const ARRIVED_MBIT: f64 = 94.0;
 
+/// TCP flows per direction (`TestOptions::default`).
+pub const FLOWS: usize = 4;
+
 /// The receivers read nothing for this many samples, then all at once.
 const READ_EVERY: usize = 4;
+
+/// `read` split among `FLOWS` flows, the first getting half of it (a flow
+/// the others crowd out less).
+fn shares(read: u64) -> Vec<u64> {
+    let rest = read / 2 / (FLOWS as u64 - 1);
+    let mut flows = vec![rest; FLOWS];
+    flows[0] = read - rest * (FLOWS as u64 - 1);
+    flows
+}
 
 /// Samples 100 ms apart over `secs`: data arrives at `ARRIVED_MBIT`; the
 /// receivers read it every `READ_EVERY` samples.
@@ -36,6 +49,8 @@ fn throughput(secs: f64) -> Vec<ThroughputSample> {
                 t: i as f64 * 0.1,
                 up: r,
                 down: r,
+                up_flows: shares(read),
+                down_flows: shares(read),
             }
         })
         .collect()
@@ -56,6 +71,22 @@ fn probe(secs: f64, every: f64, idle_ms: f64, loaded_ms: f64) -> Vec<Sample> {
         .collect()
 }
 
+/// Transit times of 98 000 frames around `p50_ms`.
+fn transit(p50_ms: f64) -> TransitSummary {
+    let ns = |ms: f64| (ms * 1e6) as u64;
+    TransitSummary {
+        count: 98_000,
+        min_ns: ns(5.0),
+        mean_ns: p50_ms * 1e6,
+        p50_ns: ns(p50_ms),
+        p90_ns: ns(p50_ms * 1.1),
+        p99_ns: ns(p50_ms * 1.2),
+        p999_ns: ns(p50_ms * 1.3),
+        max_ns: ns(p50_ms * 1.5),
+        buckets: Vec::new(),
+    }
+}
+
 fn result(name: &str, loaded_ms: f64, opts: &TestOptions) -> ConfigResult {
     let cand = Candidate::demo()
         .unwrap()
@@ -65,6 +96,7 @@ fn result(name: &str, loaded_ms: f64, opts: &TestOptions) -> ConfigResult {
     let secs = opts.duration.as_secs_f64();
     let ping = probe(secs, 0.1, 10.1, loaded_ms);
     let raw = RrulRaw {
+        t0: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_600)),
         ping: Some(PingRaw {
             sent: ping.iter().map(|s| s.t).collect(),
             samples: ping,
@@ -88,7 +120,7 @@ fn result(name: &str, loaded_ms: f64, opts: &TestOptions) -> ConfigResult {
         frames: 98_765,
         xmit_batches: 97_000,
         bql_limit: None,
-        transit_p50_ms: loaded_ms / 2.0,
+        transit: transit(loaded_ms / 2.0),
     });
     ConfigResult {
         name: cand.name.clone(),

@@ -24,6 +24,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 mod common;
 
 mod faults;
+mod flent_export;
 mod hangup;
 mod live_export;
 mod live_gso;

@@ -72,7 +72,7 @@ fn with_coalescing_on_each_frame_waits_50_us_at_the_receiver() {
     for (setting, runs, lo, hi) in windows {
         for r in runs.iter() {
             for (d, p) in r.paths.iter().enumerate() {
-                let p50_us = p.transit_p50_ms * 1e3;
+                let p50_us = p.transit.p50_ns as f64 / 1e3;
                 eprintln!(
                     "coalescing {setting}, direction {d}: {} frames, transit p50 {p50_us:.2} us",
                     p.frames

@@ -90,6 +90,7 @@ fn empty_raw() -> RrulRaw {
         ping: Some(PingRaw::default()),
         udp_rr: Some(UdpRrRaw::default()),
         throughput: Vec::new(),
+        t0: None,
     }
 }
 
@@ -152,6 +153,7 @@ fn run_ticks(
             t,
             up: r(delivered[0]),
             down: r(delivered[1]),
+            ..ThroughputSample::default()
         });
     }
 }

@@ -1,10 +1,11 @@
 //! The RRUL-like test ("Realtime Response Under Load"): bulk TCP flows in
 //! both directions with an ICMP ping and a UDP_RR probe running throughout.
 //! A warm-up at the start (slow start, queues filling) is left out of every
-//! number; the time series keep it, for the plots.
+//! number; the time series keep it, for the plots. Each flow's bytes are
+//! sampled too: the summary has each flow's goodput and Jain's fairness
+//! index over the flows of each direction (`jain_index`).
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::feed::ProbeFeed;
@@ -29,7 +30,7 @@ const FIRST_SRC_PORT_DOWN: u16 = 42000;
 pub const MAX_FLOWS: usize = 1000;
 
 /// How often the throughput counters are sampled.
-const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
+pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
 
 /// What to run. "Up" is left→right (the left namespace sends), "down"
 /// right→left.
@@ -87,7 +88,7 @@ pub struct Received {
 }
 
 /// The receivers' counters per direction at one moment.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ThroughputSample {
     /// Seconds since the load started.
     pub t: f64,
@@ -95,11 +96,19 @@ pub struct ThroughputSample {
     pub up: Received,
     /// The right→left receivers' counters.
     pub down: Received,
+    /// Bytes read by each left→right flow's receiver, flow 0 first (they
+    /// add up to `up.read`).
+    pub up_flows: Vec<u64>,
+    /// Bytes read by each right→left flow's receiver.
+    pub down_flows: Vec<u64>,
 }
 
 /// Everything measured, unsummarised.
 #[derive(Clone, Debug, Default)]
 pub struct RrulRaw {
+    /// The wall-clock time of t = 0, when the load started (`None`: not
+    /// run).
+    pub t0: Option<std::time::SystemTime>,
     /// The ICMP probe's samples (None: no ping).
     pub ping: Option<PingRaw>,
     /// The UDP_RR probe's samples (None: not run).
@@ -121,30 +130,65 @@ pub struct RrulSummary {
     pub up_mbit: f64,
     /// Goodput right→left, Mbit/s.
     pub down_mbit: f64,
+    /// Each left→right flow's goodput, Mbit/s, flow 0 first.
+    pub up_flows_mbit: Vec<f64>,
+    /// Each right→left flow's goodput, Mbit/s.
+    pub down_flows_mbit: Vec<f64>,
+}
+
+impl RrulSummary {
+    /// Jain's fairness index of the left→right flows' goodput.
+    pub fn up_fairness(&self) -> Option<f64> {
+        jain_index(&self.up_flows_mbit)
+    }
+
+    /// Jain's fairness index of the right→left flows' goodput.
+    pub fn down_fairness(&self) -> Option<f64> {
+        jain_index(&self.down_flows_mbit)
+    }
+}
+
+/// Jain's fairness index of `x` (R. Jain, D. Chiu, W. Hawe, "A Quantitative
+/// Measure of Fairness and Discrimination for Resource Allocation in Shared
+/// Computer Systems", DEC-TR-301, 1984): (Σx)² / (n·Σx²), 1 when all are
+/// equal, 1/n when one has everything. `None` for no values or all zero
+/// (as flent's `FairnessRunner` in flent/runners.py).
+pub fn jain_index(x: &[f64]) -> Option<f64> {
+    let sum: f64 = x.iter().sum();
+    let squares: f64 = x.iter().map(|v| v * v).sum();
+    (!x.is_empty() && squares > 0.0).then(|| sum * sum / (x.len() as f64 * squares))
 }
 
 impl RrulRaw {
     /// The numbers after `warmup` seconds.
     pub fn summary(&self, warmup: f64) -> RrulSummary {
         let end = self.throughput.last().map_or(warmup, |s| s.t);
+        let none = ThroughputSample {
+            t: warmup,
+            ..ThroughputSample::default()
+        };
         let at_warmup = self
             .throughput
             .iter()
             .find(|s| s.t >= warmup)
-            .copied()
-            .unwrap_or(ThroughputSample {
-                t: warmup,
-                ..ThroughputSample::default()
-            });
-        let last = self.throughput.last().copied().unwrap_or(at_warmup);
+            .unwrap_or(&none);
+        let last = self.throughput.last().unwrap_or(at_warmup);
         let span = (last.t - at_warmup.t).max(1e-9);
         let mbit = |a: u64, b: u64| b.saturating_sub(a) as f64 * 8.0 / span / 1e6;
+        // A flow missing from the first sample had read nothing yet.
+        let flows = |a: &[u64], b: &[u64]| -> Vec<f64> {
+            (0..b.len())
+                .map(|i| mbit(a.get(i).copied().unwrap_or(0), b[i]))
+                .collect()
+        };
         RrulSummary {
             measured_s: end - warmup,
             ping: self.ping.as_ref().map(|p| p.summary(warmup)),
             udp_rr: self.udp_rr.as_ref().map(|u| u.summary(warmup, end)),
             up_mbit: mbit(at_warmup.up.read, last.up.read),
             down_mbit: mbit(at_warmup.down.read, last.down.read),
+            up_flows_mbit: flows(&at_warmup.up_flows, &last.up_flows),
+            down_flows_mbit: flows(&at_warmup.down_flows, &last.down_flows),
         }
     }
 }
@@ -244,25 +288,39 @@ fn run_started(
         .transpose()?;
     // Everything is connected and bound: the load and the clock start now.
     run.go();
-    let count = |b: &Option<Bulk>| -> anyhow::Result<Received> {
+    let t0 = std::time::SystemTime::now();
+    let count = |b: &Option<Bulk>| -> anyhow::Result<(Received, Vec<u64>)> {
         Ok(match b {
-            Some(b) => Received {
-                read: b.bytes.load(Ordering::Relaxed),
-                arrived: b.arrived()?,
-            },
-            None => Received::default(),
+            Some(b) => {
+                let flows = b.read_per_flow();
+                let received = Received {
+                    read: flows.iter().sum(),
+                    arrived: b.arrived()?,
+                };
+                (received, flows)
+            }
+            None => (Received::default(), Vec::new()),
         })
     };
-    let mut raw = RrulRaw::default();
+    let mut raw = RrulRaw {
+        t0: Some(t0),
+        ..RrulRaw::default()
+    };
     let total = spec.duration.as_secs_f64();
     let sampled = loop {
         let t = run.elapsed();
         let sample = count(&up).and_then(|u| Ok((u, count(&down)?)));
-        let (u, d) = match sample {
+        let ((up, up_flows), (down, down_flows)) = match sample {
             Ok(s) => s,
             Err(e) => break Err(e),
         };
-        raw.throughput.push(ThroughputSample { t, up: u, down: d });
+        raw.throughput.push(ThroughputSample {
+            t,
+            up,
+            down,
+            up_flows,
+            down_flows,
+        });
         match progress(t) {
             Steer::Continue => {}
             Steer::EndNow => break Ok(()),
@@ -285,4 +343,47 @@ fn run_started(
     down?;
     sampled?;
     Ok(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jains_index_is_one_for_equal_flows_and_one_over_n_for_a_hog() {
+        assert_eq!(jain_index(&[25.0, 25.0, 25.0, 25.0]), Some(1.0));
+        assert_eq!(jain_index(&[90.0, 0.0, 0.0]), Some(1.0 / 3.0));
+        // (10 + 30)² / (2 · (100 + 900)) = 1600 / 2000.
+        assert_eq!(jain_index(&[10.0, 30.0]), Some(0.8));
+        assert_eq!(jain_index(&[]), None);
+        assert_eq!(jain_index(&[0.0, 0.0]), None);
+    }
+
+    #[test]
+    fn the_summary_has_each_flows_goodput_after_the_warmup() {
+        let sample = |t: f64, up_flows: Vec<u64>| ThroughputSample {
+            t,
+            up: Received {
+                read: up_flows.iter().sum(),
+                arrived: 0,
+            },
+            up_flows,
+            ..ThroughputSample::default()
+        };
+        let raw = RrulRaw {
+            throughput: vec![
+                sample(0.0, vec![0, 0]),
+                sample(1.0, vec![1_000_000, 0]),
+                sample(3.0, vec![3_500_000, 250_000]),
+            ],
+            ..RrulRaw::default()
+        };
+        let s = raw.summary(1.0);
+        // 2.5 MB and 0.25 MB over 2 s.
+        assert_eq!(s.up_flows_mbit, vec![10.0, 1.0]);
+        assert_eq!(s.up_mbit, 11.0);
+        assert_eq!(s.up_fairness(), jain_index(&[10.0, 1.0]));
+        assert!(s.down_flows_mbit.is_empty());
+        assert_eq!(s.down_fairness(), None);
+    }
 }

@@ -6,7 +6,9 @@
 //! asks the receiving sockets' TCP how much data reached it in any order
 //! (`TCP_INFO`): after a loss the bytes behind the hole become readable
 //! all at once when the retransmission fills it, so bytes read per 100 ms
-//! can reach twice the line rate while arrivals cannot.
+//! can reach twice the line rate while arrivals cannot. The bytes read are
+//! counted per flow (`Bulk::read_per_flow`), so that a flow a qdisc starves
+//! shows, and Jain's fairness index can be taken over them.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -55,7 +57,7 @@ impl CongestionControl {
 }
 
 /// `n` bulk flows from namespace `src_ns` to `dst` (an address in
-/// `dst_ns`), counting received bytes into `bytes`.
+/// `dst_ns`), counting the bytes each flow's receiver reads.
 #[derive(Clone, Debug)]
 pub struct BulkSpec {
     /// The namespace the flows are sent from.
@@ -79,9 +81,18 @@ type Receivers = Arc<Mutex<Vec<TcpStream>>>;
 /// Running flows of one direction.
 pub struct Bulk {
     threads: Vec<JoinHandle<anyhow::Result<u64>>>,
-    /// Bytes read by the receivers so far, all flows together.
-    pub bytes: Arc<AtomicU64>,
+    /// Bytes read so far by each flow's receiver, by flow (flow i sends
+    /// from source port `first_src_port + i`).
+    read: Counters,
     receivers: Receivers,
+}
+
+/// One byte counter per flow, shared by the receivers and the sampler.
+type Counters = Arc<[AtomicU64]>;
+
+/// The counters' sum.
+fn total(read: &Counters) -> u64 {
+    read.iter().map(|b| b.load(Ordering::Relaxed)).sum()
 }
 
 impl Bulk {
@@ -89,19 +100,19 @@ impl Bulk {
     /// own thread); returns once every connection is established. The flows start
     /// sending at the run's gate (`Run::go`).
     pub fn start(spec: &BulkSpec, run: &Run) -> anyhow::Result<Bulk> {
-        let bytes = Arc::new(AtomicU64::new(0));
+        let read: Counters = (0..spec.flows).map(|_| AtomicU64::new(0)).collect();
         let receivers = Receivers::default();
         let mut threads = Vec::new();
         let (tx, rx) = std::sync::mpsc::channel();
         let dst = spec.dst;
-        let flows = spec.flows;
+        let (flows, first_src_port) = (spec.flows, spec.first_src_port);
         {
-            let (run, bytes, receivers) = (run.clone(), bytes.clone(), receivers.clone());
+            let (run, read, receivers) = (run.clone(), read.clone(), receivers.clone());
             threads.push(spawn_in(&spec.dst_ns, "tcp-listen", move || {
                 let listener =
                     listen(dst, flows).with_context(|| format!("listening on TCP {dst}"))?;
                 let _ = tx.send(());
-                accept_all(listener, flows, &run, &bytes, &receivers)
+                accept_all(listener, first_src_port, &run, &read, &receivers)
             })?);
         }
         rx.recv_timeout(Duration::from_secs(5))
@@ -139,9 +150,18 @@ impl Bulk {
         }
         Ok(Bulk {
             threads,
-            bytes,
+            read,
             receivers,
         })
+    }
+
+    /// Bytes read by the receivers so far, all flows together.
+    /// Bytes read so far by each flow's receiver, flow 0 first.
+    pub fn read_per_flow(&self) -> Vec<u64> {
+        self.read
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect()
     }
 
     /// Bytes of data that reached the receiving sockets' TCP so far, in
@@ -162,7 +182,7 @@ impl Bulk {
         }
         match first_err {
             Some(e) => Err(e),
-            None => Ok(self.bytes.load(Ordering::Relaxed)),
+            None => Ok(total(&self.read)),
         }
     }
 }
@@ -286,32 +306,39 @@ fn arrived(s: &TcpStream) -> anyhow::Result<u64> {
     Ok(segments.max(info.tcpi_bytes_received))
 }
 
-/// Accepts `flows` connections and starts one counting thread per
-/// connection (a second handle on each goes into `receivers`); returns
-/// when all of them end.
+/// Accepts a connection per counter of `read` and starts one counting
+/// thread per connection (a second handle on each goes into `receivers`);
+/// the flow from source port `first_src_port + i` counts into `read[i]`.
+/// Returns when all of them end.
 fn accept_all(
     listener: TcpListener,
-    flows: usize,
+    first_src_port: u16,
     run: &Run,
-    bytes: &Arc<AtomicU64>,
+    read: &Counters,
     receivers: &Receivers,
 ) -> anyhow::Result<u64> {
     listener.set_nonblocking(true)?;
     let mut readers = Vec::new();
-    while readers.len() < flows && !run.stopped() {
+    while readers.len() < read.len() && !run.stopped() {
         match listener.accept() {
-            Ok((s, _)) => {
+            Ok((s, peer)) => {
+                let flow = usize::from(peer.port().wrapping_sub(first_src_port));
+                anyhow::ensure!(
+                    flow < read.len(),
+                    "a TCP connection from {peer}: not one of the {} flows from port {first_src_port} up",
+                    read.len()
+                );
                 receivers
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .push(s.try_clone().context("a second handle on a TCP flow")?);
                 s.set_nonblocking(false)?;
                 s.set_read_timeout(Some(POLL_INTERVAL))?;
-                let (run, bytes) = (run.clone(), bytes.clone());
+                let (run, read) = (run.clone(), read.clone());
                 readers.push(
                     std::thread::Builder::new()
                         .name("tcp-recv".into())
-                        .spawn(move || receive(s, &run, &bytes))?,
+                        .spawn(move || receive(s, &run, &read[flow]))?,
                 );
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(POLL_INTERVAL / 20),
