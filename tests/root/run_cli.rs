@@ -596,6 +596,16 @@ fn netns_scripts_are_idempotent_and_exec_reaches_a_running_link() {
         &["exec.sh", "left", "ping -c 1 -W 2 $BLOATBOX_PEER_V4"],
     );
     assert_eq!(rc, 0, "{out}");
+    // down.sh, as `bloatbox down`, leaves a live run's link alone.
+    let (rc, out) = script(&run_name, &["down.sh"]);
+    assert_eq!(rc, 1, "{out}");
+    assert!(
+        out.contains("a bloatbox daemon is running this link"),
+        "{out}"
+    );
+    assert!(Path::new("/run/netns")
+        .join(format!("{run_name}l"))
+        .exists());
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(run.pid()),
         nix::sys::signal::Signal::SIGTERM,
