@@ -93,6 +93,11 @@ enum Cmd {
         /// Configuration files to compare (default: the embedded default).
         #[arg(short, long = "config", value_name = "FILE", num_args = 1..)]
         configs: Vec<PathBuf>,
+        /// Override a configuration value in every compared configuration,
+        /// e.g. --set link.rate=10mbit (repeatable; applied in order after
+        /// each file, as in `up` and `run`).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
         #[command(flatten)]
         load: LoadArgs,
     },
@@ -383,7 +388,11 @@ fn main() -> ExitCode {
         Cmd::Down { config, runs } => app::down(config.as_deref(), runs).map(|()| 0),
         Cmd::Exec { side, config, cmd } => app::exec(side, config.as_deref(), &cmd),
         Cmd::Check { file } => app::check(&file).map(|()| 0),
-        Cmd::Test { configs, load } => {
+        Cmd::Test {
+            configs,
+            sets,
+            load,
+        } => {
             let cands = if configs.is_empty() {
                 Ok(vec![experiment::Candidate {
                     name: "default".into(),
@@ -396,10 +405,16 @@ fn main() -> ExitCode {
                     .map(|p| experiment::Candidate::from_file(p))
                     .collect()
             };
-            cands.and_then(|c| run_test(&c, &load))
+            cands
+                .and_then(|c| experiment::Candidate::with_overrides(c, &sets))
+                .and_then(|c| run_test(&c, &load))
         }
         Cmd::Demo { load } => experiment::Candidate::demo().and_then(|c| run_test(&c, &load)),
-        Cmd::Sim { scenario, out } => bloatbox::sim::run_cli(&scenario, out.as_deref()).map(|()| 0),
+        Cmd::Sim {
+            scenario,
+            out,
+            trace,
+        } => bloatbox::sim::run_cli(&scenario, out.as_deref(), trace).map(|()| 0),
         Cmd::Metrics { target } => daemon::metrics(&target),
         Cmd::Stats { json, target } => app::stats(&target, json).map(|()| 0),
         Cmd::Run(args) => Ok(bloatbox::harness::run::run(&args)),
