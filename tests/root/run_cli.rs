@@ -268,6 +268,14 @@ fn a_failing_command_leaves_nothing_behind() {
         "it ended on SIGTERM"
     );
     assert_eq!(r["right"]["signal"], 15, "{r}");
+    assert_eq!(
+        r["right"]["stopped_by_bloatbox"], true,
+        "the teardown's SIGTERM ended it: {r}"
+    );
+    assert_eq!(
+        r["left"]["stopped_by_bloatbox"], false,
+        "it exited by itself: {r}"
+    );
 }
 
 #[test]
