@@ -70,7 +70,10 @@ enum Cmd {
     /// Run a command inside the left or right namespace; its exit code is
     /// passed through.
     Exec {
+        /// The namespace: left or right.
         side: Side,
+        /// Configuration naming the namespaces (default: $BLOATBOX_CONFIG,
+        /// else the embedded default).
         #[arg(short, long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// The command and its arguments, after `--`.
