@@ -437,7 +437,7 @@ fn main() -> ExitCode {
             .and_then(|(target, args)| daemon::set(&target, &args, json)),
         Cmd::Ethtool { args } => Target::default()
             .take_from(std::iter::once("ethtool".to_string()).chain(args).collect())
-            .and_then(|(target, args)| daemon::set(&target, &args, false)),
+            .and_then(|(target, args)| daemon::ethtool(&target, &args)),
         Cmd::Top { target, log: _ } => daemon::top(&target),
     };
     match result {
