@@ -59,6 +59,8 @@ enum Cmd {
     },
     /// Remove namespaces and TAPs a killed run left behind (needs root).
     Down {
+        /// Configuration naming the namespaces, TAPs and control socket
+        /// (default: the embedded default).
         #[arg(short, long, value_name = "FILE", conflicts_with = "runs")]
         config: Option<PathBuf>,
         /// Instead: clean up after every `bloatbox run` (or library guard)
@@ -82,6 +84,7 @@ enum Cmd {
     },
     /// Validate a configuration file and print what it sets up.
     Check {
+        /// The configuration file.
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
@@ -149,6 +152,7 @@ enum Cmd {
         /// Which daemon (in `tc` and `set` also after the command's words).
         #[command(flatten)]
         target: Target,
+        /// tc's words, as after `tc` (`-s qdisc show dev left`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         args: Vec<String>,
     },
@@ -165,6 +169,8 @@ enum Cmd {
         /// Which daemon (in `tc` and `set` also after the command's words).
         #[command(flatten)]
         target: Target,
+        /// Settings (`left.rate=10mbit`, `right.loss=1%`) and whole ethtool
+        /// lines (`ethtool -C left rx-usecs 20`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         args: Vec<String>,
     },
@@ -177,6 +183,7 @@ enum Cmd {
     /// (except right after `ethtool`, where `-c` is ethtool's),
     /// `--config FILE`, `--socket PATH`; `--json` prints JSON.
     Ethtool {
+        /// ethtool's words, as after `ethtool` (`-K left tso off`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         args: Vec<String>,
     },
