@@ -12,9 +12,11 @@ use bloatbox::app::{self, Side};
 use bloatbox::experiment;
 use clap::{Parser, Subcommand};
 
+/// The command line (also compiled into tests/pure, which parses the
+/// documents' commands with it).
 #[derive(Parser)]
 #[command(name = "bloatbox", version, about = "A bufferbloat emulator appliance")]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Cmd,
 }
