@@ -128,6 +128,14 @@ fn check_on_a_simulator_scenario_says_to_use_sim() {
 }
 
 #[test]
+fn checking_the_shipped_htb_configuration_warns_of_nothing() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/htb-sfq-100mbit.toml");
+    let out = run(&["check", file]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("WARN"), "{}", stderr(&out));
+}
+
+#[test]
 fn test_takes_set_as_up_and_run_do() {
     // Applied to each configuration before anything runs: a bad value is
     // refused naming the key, a good one gets past the overrides.
