@@ -11,6 +11,15 @@
 //! - The structured qdisc table's keys per kind, likewise.
 //! - No document or source file cites notes that a clone of the repository
 //!   does not have.
+//! - README's and docs/'s command and configuration blocks do what they
+//!   say as written: every ```toml block loads as a configuration, every
+//!   `bloatbox ...` command line (shell blocks and inline code) parses with
+//!   the command line's clap definitions (src/main.rs, compiled in as
+//!   `bloatbox_main`), every repository path they name exists; a block
+//!   meant only to illustrate is marked `<!-- illustrative -->` on the line
+//!   before its fence. Every option of the command line has a description.
+//! - testing.md lists what `.ci/run` installs; privileges.md names the
+//!   capabilities the main thread keeps (`privilege::TEARDOWN`).
 
 use bloatbox::config::{Config, DEFAULT_TOML};
 use std::collections::{BTreeMap, BTreeSet};
