@@ -297,7 +297,12 @@ fn ctrl_u_clears_the_set_prompt_and_other_control_keys_type_nothing() {
         }
     );
     app.on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
-    assert_eq!(app.mode, Mode::Set { input: "".into() });
+    assert_eq!(
+        app.mode,
+        Mode::Set {
+            input: String::new()
+        }
+    );
     typed(&mut app, "ring 0");
     app.on_key(key(KeyCode::Enter));
     assert_eq!(app.mode, Mode::Normal);
