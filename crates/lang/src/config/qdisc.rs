@@ -600,7 +600,15 @@ fn read_values(entries: Entries, keys: &'static [Key], names: &[&str]) -> Result
                  fix: write {name} = \"{value}\" for class 1:{value}"
             ));
         }
-        let value = written(key, value).map_err(|e| format!("`{name}`: {e}"))?;
+        // serde's "invalid type: ..., expected u32" does not say which
+        // key; the values' own messages quote what was written.
+        let value = written(key, value).map_err(|e| {
+            if e.starts_with("invalid type") {
+                format!("`{name}`: {e}")
+            } else {
+                e
+            }
+        })?;
         values.push(Set { key, value });
     }
     if let Some(key) = keys
