@@ -12,9 +12,11 @@ use bloatbox::app::{self, Side};
 use bloatbox::experiment;
 use clap::{Parser, Subcommand};
 
+/// The command line (also compiled into tests/pure, which parses the
+/// documents' commands with it).
 #[derive(Parser)]
 #[command(name = "bloatbox", version, about = "A bufferbloat emulator appliance")]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Cmd,
 }
@@ -59,6 +61,8 @@ enum Cmd {
     },
     /// Remove namespaces and TAPs a killed run left behind (needs root).
     Down {
+        /// Configuration naming the namespaces, TAPs and control socket
+        /// (default: the embedded default).
         #[arg(short, long, value_name = "FILE", conflicts_with = "runs")]
         config: Option<PathBuf>,
         /// Instead: clean up after every `bloatbox run` (or library guard)
@@ -70,7 +74,10 @@ enum Cmd {
     /// Run a command inside the left or right namespace; its exit code is
     /// passed through.
     Exec {
+        /// The namespace: left or right.
         side: Side,
+        /// Configuration naming the namespaces (default: $BLOATBOX_CONFIG,
+        /// else the embedded default).
         #[arg(short, long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// The command and its arguments, after `--`.
@@ -79,6 +86,7 @@ enum Cmd {
     },
     /// Validate a configuration file and print what it sets up.
     Check {
+        /// The configuration file.
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
@@ -93,6 +101,11 @@ enum Cmd {
         /// Configuration files to compare (default: the embedded default).
         #[arg(short, long = "config", value_name = "FILE", num_args = 1..)]
         configs: Vec<PathBuf>,
+        /// Override a configuration value in every compared configuration,
+        /// e.g. --set link.rate=10mbit (repeatable; applied in order after
+        /// each file, as in `up` and `run`).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
         #[command(flatten)]
         load: LoadArgs,
     },
@@ -105,11 +118,19 @@ enum Cmd {
     /// Run a simulation scenario (no root, no namespaces) and print its
     /// report.
     Sim {
+        /// The scenario file (tests/scenarios/*.toml, configs/sim/*.toml).
         #[arg(value_name = "SCENARIO")]
         scenario: PathBuf,
-        /// Also write trace.jsonl, summary.json and qdisc.json here.
+        /// Also write summary.json (the report, qdisc dumps included) and
+        /// tc.txt (the final tc statistics) here.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// With --out, also write trace.jsonl: every packet event as a JSON
+        /// line, about 93 bytes each (the 20 s scenario of eight CUBIC flows
+        /// at 100 Mbit/s, tests/scenarios/bloat_pfifo_fast.toml, writes
+        /// 184 MB).
+        #[arg(long, requires = "out")]
+        trace: bool,
     },
     /// Print every counter of the running daemon as OpenMetrics text
     /// (what `up --metrics-listen` serves).
@@ -133,6 +154,7 @@ enum Cmd {
         /// Which daemon (in `tc` and `set` also after the command's words).
         #[command(flatten)]
         target: Target,
+        /// tc's words, as after `tc` (`-s qdisc show dev left`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         args: Vec<String>,
     },
@@ -149,6 +171,8 @@ enum Cmd {
         /// Which daemon (in `tc` and `set` also after the command's words).
         #[command(flatten)]
         target: Target,
+        /// Settings (`left.rate=10mbit`, `right.loss=1%`) and whole ethtool
+        /// lines (`ethtool -C left rx-usecs 20`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         args: Vec<String>,
     },
@@ -161,6 +185,7 @@ enum Cmd {
     /// (except right after `ethtool`, where `-c` is ethtool's),
     /// `--config FILE`, `--socket PATH`; `--json` prints JSON.
     Ethtool {
+        /// ethtool's words, as after `ethtool` (`-K left tso off`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         args: Vec<String>,
     },
@@ -396,7 +421,11 @@ fn main() -> ExitCode {
         Cmd::Down { config, runs } => app::down(config.as_deref(), runs).map(|()| 0),
         Cmd::Exec { side, config, cmd } => app::exec(side, config.as_deref(), &cmd),
         Cmd::Check { file } => app::check(&file).map(|()| 0),
-        Cmd::Test { configs, load } => {
+        Cmd::Test {
+            configs,
+            sets,
+            load,
+        } => {
             let cands = if configs.is_empty() {
                 Ok(vec![experiment::Candidate {
                     name: "default".into(),
@@ -409,10 +438,16 @@ fn main() -> ExitCode {
                     .map(|p| experiment::Candidate::from_file(p))
                     .collect()
             };
-            cands.and_then(|c| run_test(&c, &load))
+            cands
+                .and_then(|c| experiment::Candidate::with_overrides(c, &sets))
+                .and_then(|c| run_test(&c, &load))
         }
         Cmd::Demo { load } => experiment::Candidate::demo().and_then(|c| run_test(&c, &load)),
-        Cmd::Sim { scenario, out } => bloatbox::sim::run_cli(&scenario, out.as_deref()).map(|()| 0),
+        Cmd::Sim {
+            scenario,
+            out,
+            trace,
+        } => bloatbox::sim::run_cli(&scenario, out.as_deref(), trace).map(|()| 0),
         Cmd::Metrics { target } => daemon::metrics(&target),
         Cmd::Stats { json, target } => app::stats(&target, json).map(|()| 0),
         Cmd::Run(args) => Ok(bloatbox::harness::run::run(&args)),
@@ -424,7 +459,7 @@ fn main() -> ExitCode {
             .and_then(|(target, args)| daemon::set(&target, &args, json)),
         Cmd::Ethtool { args } => Target::default()
             .take_from(std::iter::once("ethtool".to_string()).chain(args).collect())
-            .and_then(|(target, args)| daemon::set(&target, &args, false)),
+            .and_then(|(target, args)| daemon::ethtool(&target, &args)),
         Cmd::Top { target, log: _ } => daemon::top(&target),
     };
     match result {

@@ -57,12 +57,27 @@ pub fn tc(target: &Target, args: &[String]) -> anyhow::Result<u8> {
 }
 
 /// `bloatbox set left.rate=10mbit left.loss=1% ...` or `bloatbox set
-/// ethtool -K left tso off` (and `bloatbox ethtool ...`): prints what each
-/// ethtool line answers, in ethtool's text, and for other arguments the
-/// effective link of both directions; with `json` (or a `--json` among the
+/// ethtool -K left tso off`: prints what each ethtool line answers, in
+/// ethtool's text, then the effective link of both directions; with `json` (or a `--json` among the
 /// arguments) all of it as JSON. Exits 1 when an ethtool line failed as
-/// ethtool would (a `-K` that changed nothing), 2 when the daemon refused.
+/// ethtool would (a `-K` that could change nothing), 2 when the daemon
+/// refused.
 pub fn set(target: &Target, args: &[String], json: bool) -> anyhow::Result<u8> {
+    set_or_ethtool(target, args, json, false)
+}
+
+/// `bloatbox ethtool ...`: what ethtool prints, and nothing else (`set
+/// ethtool ...` adds the effective link).
+pub fn ethtool(target: &Target, args: &[String]) -> anyhow::Result<u8> {
+    set_or_ethtool(target, args, false, true)
+}
+
+fn set_or_ethtool(
+    target: &Target,
+    args: &[String],
+    json: bool,
+    as_ethtool: bool,
+) -> anyhow::Result<u8> {
     let json = json || args.iter().any(|a| a == "--json");
     let args: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
     let args = group_ethtool_words(&args);
@@ -76,7 +91,6 @@ pub fn set(target: &Target, args: &[String], json: bool) -> anyhow::Result<u8> {
     for warning in crate::control::set::warnings(&args) {
         crate::errln!("warning: {warning}");
     }
-    let only_ethtool = args.iter().all(|a| a.trim_start().starts_with("ethtool"));
     match client(target)?.call(&Request::Set { args })? {
         Ok(reply) if json => {
             crate::outln!("{}", serde_json::to_string_pretty(&reply)?)?;
@@ -92,7 +106,7 @@ pub fn set(target: &Target, args: &[String], json: bool) -> anyhow::Result<u8> {
                     code = 1;
                 }
             }
-            if !only_ethtool {
+            if !as_ethtool {
                 crate::out!("{}", effective.text())?;
             }
             Ok(code)

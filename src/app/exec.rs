@@ -8,9 +8,10 @@ use crate::netns::{self, Side};
 
 /// `bloatbox exec left|right -- CMD...`: the command's exit code, or 128 +
 /// the signal that ended it, or 127 if there is no such command (as a
-/// shell says).
+/// shell says). The configuration is `config`, else `$BLOATBOX_CONFIG`,
+/// as for `tc`, `set` and `stats`.
 pub fn exec(side: Side, config: Option<&Path>, cmd: &[String]) -> anyhow::Result<u8> {
-    let cfg = load(config)?;
+    let cfg = load(super::target::config_or_env(config).as_deref())?;
     let setup = setup(&cfg)?;
     let ns = match side {
         Side::Left => &setup.topology.left.netns,

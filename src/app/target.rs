@@ -13,6 +13,15 @@ use anyhow::{bail, Context};
 
 use crate::config::Config;
 
+/// The configuration file a command names: `config` (`-c`), else
+/// `BLOATBOX_CONFIG`; none: the embedded default. `exec` and the client
+/// subcommands read it alike.
+pub fn config_or_env(config: Option<&Path>) -> Option<PathBuf> {
+    config
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("BLOATBOX_CONFIG").map(PathBuf::from))
+}
+
 /// The client's options as given on the command line (before the
 /// command's words; `take_from` adds those after them).
 #[derive(clap::Args, Clone, Debug, Default, PartialEq)]
@@ -69,9 +78,7 @@ impl Target {
     /// The configuration file: `-c`, else `BLOATBOX_CONFIG` (none: the
     /// embedded default).
     fn config_path(&self) -> Option<PathBuf> {
-        self.config
-            .clone()
-            .or_else(|| std::env::var_os("BLOATBOX_CONFIG").map(PathBuf::from))
+        config_or_env(self.config.as_deref())
     }
 
     /// The control socket of `cfg`, or the one named by `--socket` (else

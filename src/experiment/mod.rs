@@ -110,6 +110,22 @@ impl Candidate {
         })
     }
 
+    /// `cands` with `--set KEY=VALUE` overrides applied in order to each
+    /// (as `up` and `run` apply theirs after loading the file).
+    pub fn with_overrides(
+        mut cands: Vec<Candidate>,
+        sets: &[String],
+    ) -> anyhow::Result<Vec<Candidate>> {
+        for cand in &mut cands {
+            for set in sets {
+                cand.config
+                    .apply_override(set)
+                    .with_context(|| format!("--set {set} on configuration {}", cand.name))?;
+            }
+        }
+        Ok(cands)
+    }
+
     /// The embedded demo configurations.
     pub fn demo() -> anyhow::Result<Vec<Candidate>> {
         DEMO_CONFIGS

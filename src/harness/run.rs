@@ -151,7 +151,10 @@ struct Record {
     started_s: Option<f64>,
     ended_s: Option<f64>,
     status: Option<ExitStatus>,
-    /// Stopped by bloatbox (teardown), not by itself.
+    /// Still running when bloatbox's teardown signalled it (SIGTERM to its
+    /// group): it did not end by itself.
+    stopped: bool,
+    /// Still running after the grace period: bloatbox had to SIGKILL it.
     killed: bool,
 }
 
@@ -168,6 +171,7 @@ impl Record {
             "duration_s": duration,
             "exit_code": self.status.and_then(|s| s.code()),
             "signal": self.status.and_then(|s| s.signal()),
+            "stopped_by_bloatbox": self.stopped,
             "killed_by_bloatbox": self.killed,
         })
     }
@@ -301,9 +305,11 @@ impl Proc {
     /// SIGTERM to it (its whole group if it has one), SIGKILL after the
     /// grace period; returns once it is reaped.
     fn stop(&mut self, t0: Instant) {
-        if self.poll(t0).is_some() && !self.own_group {
+        let ended = self.poll(t0).is_some();
+        if ended && !self.own_group {
             return;
         }
+        self.record.stopped = !ended;
         // Even when the leader has exited, its group may live on.
         self.signal(Signal::SIGTERM);
         let deadline = Instant::now() + KILL_GRACE;

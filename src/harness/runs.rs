@@ -35,12 +35,18 @@ pub struct RunRecord {
 }
 
 /// Start time of process `pid`, from the fields after its command name
-/// (which may hold spaces and parentheses).
+/// (which may hold spaces and parentheses); None if there is no such
+/// process or it has ended: a zombie (state `Z`, killed but not yet reaped
+/// by its parent) or dead (`X`) owner runs nothing any more
+/// (`fs/proc/array.c` `task_state_array`).
 fn start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_comm = &stat[stat.rfind(')')? + 1..];
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
     // Field 3 (state) comes first; field 22 is the start time.
-    after_comm.split_whitespace().nth(19)?.parse().ok()
+    if matches!(fields.next()?, "Z" | "X" | "x") {
+        return None;
+    }
+    fields.nth(18)?.parse().ok()
 }
 
 impl RunRecord {
@@ -224,6 +230,26 @@ mod tests {
         r.pid = u32::MAX;
         assert!(!r.owner_alive());
         assert_eq!(r.path(), Path::new(RUNS_DIR).join("bbtest.json"));
+    }
+
+    #[test]
+    fn an_unreaped_zombie_owner_is_dead() {
+        // A child that exits and is not waited for stays a zombie.
+        let mut child = Command::new("true").spawn().expect("spawn true");
+        let pid = child.id();
+        let zombie = (0..1_000_000).any(|_| {
+            std::thread::yield_now();
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|stat| stat.contains(") Z "))
+        });
+        assert!(zombie, "the child became a zombie");
+        let r = RunRecord {
+            pid,
+            started: None,
+            ..RunRecord::of("bbzombie", &Config::embedded_default())
+        };
+        assert!(!r.owner_alive(), "a killed owner its parent has not reaped");
+        child.wait().unwrap();
     }
 
     #[test]

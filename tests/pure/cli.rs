@@ -86,6 +86,77 @@ fn stats_and_exec_without_a_daemon_say_what_to_do() {
 }
 
 #[test]
+fn exec_reads_bloatbox_config_as_tc_set_and_stats_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("from-env.toml");
+    for args in [&["exec", "left", "--", "true"][..], &["stats"][..]] {
+        let out = crate::common::bloatbox()
+            .env("BLOATBOX_CONFIG", &missing)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr(&out).contains("from-env.toml"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn check_on_a_simulator_scenario_says_to_use_sim() {
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/scenarios/bloat_pfifo_fast.toml"
+    );
+    let out = run(&["check", scenario]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("unknown field `seed`")
+            && err.contains("is a simulator scenario")
+            && err.contains(&format!("`bloatbox sim {scenario}`")),
+        "{err}"
+    );
+    // A configuration with a bad key is not taken for one.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "seed = 1\n[link]\nrate = \"fast\"\n").unwrap();
+    let err = stderr(&run(&["check", bad.to_str().unwrap()]));
+    assert!(err.contains("seed") && !err.contains("scenario"), "{err}");
+}
+
+#[test]
+fn checking_the_shipped_htb_configuration_warns_of_nothing() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/htb-sfq-100mbit.toml");
+    let out = run(&["check", file]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("WARN"), "{}", stderr(&out));
+}
+
+#[test]
+fn test_takes_set_as_up_and_run_do() {
+    // Applied to each configuration before anything runs: a bad value is
+    // refused naming the key, a good one gets past the overrides.
+    let out = run(&[
+        "test",
+        "--set",
+        "link.rate=fast",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--set link.rate=fast") && err.contains("link.rate"),
+        "{err}"
+    );
+}
+
+#[test]
 fn up_without_privileges_refuses_clearly() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = private_config(dir.path());

@@ -11,6 +11,15 @@
 //! - The structured qdisc table's keys per kind, likewise.
 //! - No document or source file cites notes that a clone of the repository
 //!   does not have.
+//! - README's and docs/'s command and configuration blocks do what they
+//!   say as written: every ```toml block loads as a configuration, every
+//!   `bloatbox ...` command line (shell blocks and inline code) parses with
+//!   the command line's clap definitions (src/main.rs, compiled in as
+//!   `bloatbox_main`), every repository path they name exists; a block
+//!   meant only to illustrate is marked `<!-- illustrative -->` on the line
+//!   before its fence. Every option of the command line has a description.
+//! - testing.md lists what `.ci/run` installs; privileges.md names the
+//!   capabilities the main thread keeps (`privilege::TEARDOWN`).
 
 use bloatbox::config::{Config, DEFAULT_TOML};
 use std::collections::{BTreeMap, BTreeSet};
@@ -418,4 +427,411 @@ fn the_readme_and_benchmarks_stay_short() {
         let lines = read(doc).lines().count();
         assert!(lines <= max, "{doc} has {lines} lines, at most {max}");
     }
+}
+
+/// The documents whose commands, configuration blocks and paths are
+/// checked: the README and every page of docs/.
+fn user_documents() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs = vec!["README.md".to_string()];
+    let mut pages: Vec<String> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .map(|p| format!("docs/{}", p.file_name().unwrap().to_string_lossy()))
+        .collect();
+    pages.sort();
+    docs.extend(pages);
+    docs
+}
+
+/// What marks a fenced block as deliberately illustrative (not run as
+/// written): this comment on the line before its opening fence.
+const ILLUSTRATIVE: &str = "<!-- illustrative -->";
+
+/// A fenced code block of a document.
+#[derive(Debug)]
+struct Block {
+    /// Where: `docs/x.md:LINE` of the opening fence.
+    at: String,
+    /// The info string's first word (`toml`, `sh`, empty).
+    lang: String,
+    text: String,
+    illustrative: bool,
+}
+
+fn fenced_blocks(doc: &str) -> Vec<Block> {
+    let text = read(doc);
+    let lines: Vec<&str> = text.lines().collect();
+    let mut blocks = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let Some(info) = lines[i].trim_start().strip_prefix("```") else {
+            i += 1;
+            continue;
+        };
+        let end = (i + 1..lines.len())
+            .find(|&j| lines[j].trim_start().starts_with("```"))
+            .unwrap_or_else(|| panic!("{doc}:{}: a fence that is never closed", i + 1));
+        blocks.push(Block {
+            at: format!("{doc}:{}", i + 1),
+            lang: info.split_whitespace().next().unwrap_or("").to_string(),
+            text: lines[i + 1..end].join("\n"),
+            illustrative: i > 0 && lines[i - 1].trim() == ILLUSTRATIVE,
+        });
+        i = end + 1;
+    }
+    blocks
+}
+
+/// `text` loaded as a configuration file kept in `configs/`, whose
+/// relative paths (`trace = "traces/12-6mbit.up"`) reach the shipped
+/// traces: from a temporary folder holding it and a link to
+/// `configs/traces`.
+fn load_beside_configs(text: &str) -> Result<Config, String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let traces = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/traces");
+    std::os::unix::fs::symlink(traces, dir.path().join("traces")).map_err(|e| e.to_string())?;
+    let file = dir.path().join("block.toml");
+    std::fs::write(&file, text).map_err(|e| e.to_string())?;
+    Config::load(&file).map_err(|e| e.to_string())
+}
+
+/// Every ```toml block of the documents loads as a configuration (the
+/// whole file or a fragment of one: every key is optional), unless it is
+/// marked illustrative.
+#[test]
+fn every_toml_block_of_the_documents_loads_as_a_configuration() {
+    let mut failed = Vec::new();
+    let mut checked = 0;
+    for doc in user_documents() {
+        for b in fenced_blocks(&doc) {
+            if b.lang != "toml" || b.illustrative {
+                continue;
+            }
+            checked += 1;
+            if let Err(e) = load_beside_configs(&b.text) {
+                failed.push(format!("{}: {e}", b.at));
+            }
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "configuration blocks that do not load (fix the block or the code, or mark it \
+         `{ILLUSTRATIVE}`):\n{}",
+        failed.join("\n")
+    );
+    assert!(checked >= 2, "only {checked} toml blocks checked");
+}
+
+/// Whether a shell word separates commands or redirects.
+fn shell_operator(w: &str) -> bool {
+    matches!(w, "&&" | "||" | ";" | "|" | "&")
+        || w.starts_with('>')
+        || w.starts_with('<')
+        || w.starts_with("2>")
+        || w.starts_with("&>")
+}
+
+/// The `bloatbox` commands a shell line runs, each as its arguments after
+/// the program name: a command (first on the line or after an operator,
+/// past `sudo` and `VAR=value` words) that is `bloatbox`,
+/// `PATH/bloatbox` or `cargo run [--release] --`, up to the next operator
+/// or redirection.
+fn bloatbox_commands(line: &str) -> Vec<Vec<String>> {
+    let Some(words) = shlex::split(line) else {
+        return Vec::new();
+    };
+    let words: Vec<String> = words
+        .into_iter()
+        .take_while(|w| !w.starts_with('#'))
+        .collect();
+    let mut commands = Vec::new();
+    let mut rest = words.as_slice();
+    while !rest.is_empty() {
+        let end = rest
+            .iter()
+            .position(|w| shell_operator(w))
+            .unwrap_or(rest.len());
+        let mut command = &rest[..end];
+        while let Some((first, tail)) = command.split_first() {
+            if first == "sudo" || (first.contains('=') && !first.starts_with('-')) {
+                command = tail;
+            } else {
+                break;
+            }
+        }
+        let args = match command {
+            [program, args @ ..] if program == "bloatbox" || program.ends_with("/bloatbox") => {
+                Some(args)
+            }
+            [cargo, run, tail @ ..] if cargo == "cargo" && run == "run" => {
+                tail.iter().position(|w| w == "--").map(|i| &tail[i + 1..])
+            }
+            _ => None,
+        };
+        commands.extend(args.map(<[String]>::to_vec));
+        rest = rest.get(end + 1..).unwrap_or_default();
+    }
+    commands
+}
+
+/// The shell lines of a block, continuation lines (`\`) joined.
+fn shell_lines(text: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        match line.trim_end().strip_suffix('\\') {
+            Some(head) => {
+                current.push_str(head);
+                current.push(' ');
+            }
+            None => {
+                current.push_str(line);
+                lines.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    lines
+}
+
+/// The inline code spans of a document's prose (outside fenced blocks),
+/// a span broken over lines joined with a space.
+fn inline_spans(doc: &str) -> Vec<String> {
+    let mut prose = String::new();
+    let mut fenced = false;
+    for line in read(doc).lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            prose.push('\n');
+            continue;
+        }
+        if !fenced {
+            prose.push_str(line);
+            prose.push(' ');
+        }
+    }
+    prose
+        .split('\n')
+        .flat_map(|chunk| {
+            chunk
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Every `bloatbox ...` command line of the documents, in their shell
+/// blocks and their inline code, parses with the command line's clap
+/// definitions (src/main.rs): a renamed subcommand or option fails here.
+#[test]
+fn every_bloatbox_command_of_the_documents_parses() {
+    use clap::Parser;
+    let mut failed = Vec::new();
+    let mut checked = 0;
+    for doc in user_documents() {
+        // (where, the line, whether it is inline: prose may name a command
+        // without every argument it requires, never with a wrong one)
+        let mut commands: Vec<(String, String, bool)> = Vec::new();
+        for b in fenced_blocks(&doc) {
+            if !matches!(b.lang.as_str(), "sh" | "bash" | "console") || b.illustrative {
+                continue;
+            }
+            for line in shell_lines(&b.text) {
+                commands.push((b.at.clone(), line, false));
+            }
+        }
+        for span in inline_spans(&doc) {
+            let words = span.trim_start_matches("sudo ");
+            if words.starts_with("bloatbox ") {
+                commands.push((doc.clone(), span, true));
+            }
+        }
+        for (at, line, inline) in commands {
+            for args in bloatbox_commands(&line) {
+                checked += 1;
+                let argv = std::iter::once("bloatbox".to_string()).chain(args);
+                if let Err(e) = crate::bloatbox_main::Cli::try_parse_from(argv) {
+                    if inline && e.kind() == clap::error::ErrorKind::MissingRequiredArgument {
+                        continue;
+                    }
+                    let first = e.to_string();
+                    let first = first.lines().next().unwrap_or_default().to_string();
+                    failed.push(format!("{at}: `{line}`: {first}"));
+                }
+            }
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "documented commands the command line refuses:\n{}",
+        failed.join("\n")
+    );
+    assert!(checked >= 50, "only {checked} commands checked");
+}
+
+/// Every option and argument of every subcommand says what it is in
+/// `--help`.
+#[test]
+fn every_option_of_the_command_line_has_a_description() {
+    use clap::CommandFactory;
+    let cli = crate::bloatbox_main::Cli::command();
+    let mut bare = Vec::new();
+    for sub in cli.get_subcommands() {
+        for arg in sub.get_arguments() {
+            if arg.is_hide_set() || arg.get_id() == "help" {
+                continue;
+            }
+            if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                bare.push(format!("{} {}", sub.get_name(), arg.get_id()));
+            }
+        }
+    }
+    assert!(bare.is_empty(), "options without a description: {bare:?}");
+}
+
+/// The top-level folders of the repository whose files the documents name
+/// by path.
+const REPO_DIRS: [&str; 12] = [
+    "configs/",
+    "docs/",
+    "tests/",
+    "src/",
+    "crates/",
+    "scripts/",
+    "netns/",
+    "examples/",
+    "bench/",
+    "benches/",
+    "fuzz/",
+    ".ci/",
+];
+
+/// The repository paths a text names: words starting with one of
+/// `REPO_DIRS` (not inside another path or a URL), trailing punctuation
+/// left out. Globs (`seed_*.rs`) and placeholders in capitals (`NAME`)
+/// are left out too.
+fn named_paths(text: &str) -> Vec<String> {
+    let is_path_char = |c: char| c.is_ascii_alphanumeric() || "_./-*".contains(c);
+    let mut paths = Vec::new();
+    for (i, _) in text.char_indices() {
+        let before = text[..i].chars().next_back();
+        if before.is_some_and(|c| is_path_char(c) || c == ':') {
+            continue;
+        }
+        let rest = &text[i..];
+        if !REPO_DIRS.iter().any(|d| rest.starts_with(d)) {
+            continue;
+        }
+        let end = rest.find(|c: char| !is_path_char(c)).unwrap_or(rest.len());
+        let path = rest[..end].trim_end_matches(['.', '-']);
+        let placeholder = path
+            .split(['/', '.', '_', '-'])
+            .any(|part| part.len() >= 3 && part.chars().all(|c| c.is_ascii_uppercase()));
+        if !path.contains('*') && !placeholder {
+            paths.push(path.to_string());
+        }
+    }
+    paths
+}
+
+/// What the documents name that is made by running something, not kept
+/// in the repository: scripts/fuzz.sh's working folder.
+const MADE_BY_RUNNING: [&str; 1] = ["fuzz/work"];
+
+/// Every file or folder of the repository the documents name exists
+/// (from the repository's root, or from the document's folder), but for
+/// `MADE_BY_RUNNING`.
+#[test]
+fn every_path_the_documents_name_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut missing = BTreeSet::new();
+    let mut checked = 0;
+    for doc in user_documents() {
+        let base = root.join(Path::new(&doc).parent().unwrap_or(Path::new("")));
+        for path in named_paths(&read(&doc)) {
+            if MADE_BY_RUNNING.iter().any(|m| path.starts_with(m)) {
+                continue;
+            }
+            checked += 1;
+            if !root.join(&path).exists() && !base.join(&path).exists() {
+                missing.insert(format!("{doc}: {path}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "paths the documents name that do not exist:\n{}",
+        missing.into_iter().collect::<Vec<_>>().join("\n")
+    );
+    assert!(checked >= 50, "only {checked} paths checked");
+}
+
+/// docs/testing.md lists every package `.ci/run` installs (its `tool:package`
+/// pairs).
+#[test]
+fn the_testing_page_lists_what_ci_installs() {
+    let ci = read(".ci/run");
+    let packages: BTreeSet<&str> = ci
+        .split_whitespace()
+        .filter_map(|w| w.split_once(':'))
+        .filter(|(tool, pkg)| {
+            !tool.is_empty()
+                && !pkg.is_empty()
+                && pkg.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+        .map(|(_, pkg)| pkg)
+        .collect();
+    assert!(
+        packages.len() >= 5,
+        "no tool:package list in .ci/run: {packages:?}"
+    );
+    let testing = read("docs/testing.md");
+    let unlisted: Vec<_> = packages
+        .iter()
+        .filter(|p| !testing.contains(&format!("`{p}`")))
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "docs/testing.md does not list these packages .ci/run installs: {unlisted:?}"
+    );
+}
+
+/// docs/privileges.md's row of the main thread names exactly the
+/// capabilities it keeps for the tear-down (`privilege::TEARDOWN`), and
+/// the CapEff mask they make.
+#[test]
+fn the_privileges_page_names_what_the_main_thread_keeps() {
+    let doc = read("docs/privileges.md");
+    let row = tables(&doc, "thread")
+        .into_iter()
+        .find(|cells| cells.first().is_some_and(|c| c == "main"))
+        .expect("a `main` row in docs/privileges.md");
+    let documented: BTreeSet<String> = row[1]
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| w.starts_with("CAP_"))
+        .map(str::to_string)
+        .collect();
+    let kept: BTreeSet<String> = bloatbox::privilege::TEARDOWN
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    assert_eq!(
+        documented, kept,
+        "docs/privileges.md: the main thread's row"
+    );
+    let mask: u64 = bloatbox::privilege::TEARDOWN
+        .iter()
+        .map(|c| 1u64 << c.index())
+        .sum();
+    assert!(
+        row[1].contains(&format!("CapEff `{mask:#x}`")),
+        "docs/privileges.md: CapEff {mask:#x}: {}",
+        row[1]
+    );
 }

@@ -12,6 +12,11 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+/// The `bloatbox` binary's command line (src/main.rs), compiled in here
+/// so that `docs` parses the documents' commands with its clap definitions.
+#[allow(dead_code)]
+#[path = "../../src/main.rs"]
+mod bloatbox_main;
 mod capture_tshark;
 mod cli;
 mod config;

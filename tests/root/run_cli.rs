@@ -268,6 +268,14 @@ fn a_failing_command_leaves_nothing_behind() {
         "it ended on SIGTERM"
     );
     assert_eq!(r["right"]["signal"], 15, "{r}");
+    assert_eq!(
+        r["right"]["stopped_by_bloatbox"], true,
+        "the teardown's SIGTERM ended it: {r}"
+    );
+    assert_eq!(
+        r["left"]["stopped_by_bloatbox"], false,
+        "it exited by itself: {r}"
+    );
 }
 
 #[test]
@@ -596,6 +604,16 @@ fn netns_scripts_are_idempotent_and_exec_reaches_a_running_link() {
         &["exec.sh", "left", "ping -c 1 -W 2 $BLOATBOX_PEER_V4"],
     );
     assert_eq!(rc, 0, "{out}");
+    // down.sh, as `bloatbox down`, leaves a live run's link alone.
+    let (rc, out) = script(&run_name, &["down.sh"]);
+    assert_eq!(rc, 1, "{out}");
+    assert!(
+        out.contains("a bloatbox daemon is running this link"),
+        "{out}"
+    );
+    assert!(Path::new("/run/netns")
+        .join(format!("{run_name}l"))
+        .exists());
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(run.pid()),
         nix::sys::signal::Signal::SIGTERM,

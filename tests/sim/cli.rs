@@ -1,5 +1,5 @@
-//! `run_cli`: writes the trace, the summary and `tc -s -d` statistics; reports
-//! scenario errors with their position.
+//! `run_cli`: writes the summary and `tc -s -d` statistics, and the trace
+//! when asked; reports scenario errors with their position.
 
 use bloatbox::sim;
 
@@ -13,7 +13,7 @@ fn scenario_path(name: &str) -> std::path::PathBuf {
 fn writes_trace_summary_and_qdisc_stats() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    sim::run_cli(&scenario_path("mixed_sources.toml"), Some(&out)).unwrap();
+    sim::run_cli(&scenario_path("mixed_sources.toml"), Some(&out), true).unwrap();
     let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
@@ -48,6 +48,18 @@ fn writes_trace_summary_and_qdisc_stats() {
 }
 
 #[test]
+fn the_trace_is_written_only_when_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    sim::run_cli(&scenario_path("mixed_sources.toml"), Some(&out), false).unwrap();
+    assert!(out.join("summary.json").exists() && out.join("tc.txt").exists());
+    assert!(
+        !out.join("trace.jsonl").exists(),
+        "--out without --trace writes no trace"
+    );
+}
+
+#[test]
 fn scenario_errors_carry_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.toml");
@@ -56,7 +68,7 @@ fn scenario_errors_carry_file_and_line() {
         "seed = 1\nduration = \"1s\"\n[[tcp]]\ncc = \"vegas\"\n",
     )
     .unwrap();
-    let e = sim::run_cli(&path, None).unwrap_err().to_string();
+    let e = sim::run_cli(&path, None, false).unwrap_err().to_string();
     assert!(
         e.contains("bad.toml") && e.contains("line 4") && e.contains("vegas"),
         "{e}"
@@ -67,12 +79,12 @@ fn scenario_errors_carry_file_and_line() {
         "seed = 1\nduration = \"1s\"\n\n[link]\nrate = \"10mbit\"\n\ntx_ring = 0\n",
     )
     .unwrap();
-    let e = sim::run_cli(&path, None).unwrap_err().to_string();
+    let e = sim::run_cli(&path, None, false).unwrap_err().to_string();
     assert!(
         e.contains("bad.toml: line 7, column 11: link.tx_ring = 0: out of range"),
         "{e}"
     );
-    let e = sim::run_cli(&dir.path().join("missing.toml"), None)
+    let e = sim::run_cli(&dir.path().join("missing.toml"), None, false)
         .unwrap_err()
         .to_string();
     assert!(e.contains("missing.toml"), "{e}");

@@ -633,8 +633,9 @@ fn the_cli_clients_print_the_daemons_replies() {
     assert!(
         out.starts_with("Features for left:\n")
             && out.contains("\ntcp-segmentation-offload: off\n")
-            && out.contains("\ngeneric-segmentation-offload: off\n"),
-        "{out}"
+            && out.contains("\ngeneric-segmentation-offload: off\n")
+            && out.contains("\ndev left (left→right): rate "),
+        "`set ethtool` adds the effective link to ethtool's text: {out}"
     );
     let (code, out, err) = run(&["ethtool", "-K", "right", "lro", "on", "--config", cfg]);
     assert_eq!(code, Some(1), "{out}");

@@ -285,6 +285,32 @@ fn set_prompt_produces_link_actions_in_core_units() {
 }
 
 #[test]
+fn ctrl_u_clears_the_set_prompt_and_other_control_keys_type_nothing() {
+    let mut app = fq_app();
+    app.on_key(ch('r'));
+    typed(&mut app, "5mbit");
+    app.on_key(KeyEvent::new(KeyCode::Char('w'), KeyModifiers::CONTROL));
+    assert_eq!(
+        app.mode,
+        Mode::Set {
+            input: "rate 5mbit".into()
+        }
+    );
+    app.on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    assert_eq!(
+        app.mode,
+        Mode::Set {
+            input: String::new()
+        }
+    );
+    typed(&mut app, "ring 0");
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(app.mode, Mode::Normal);
+    let status = app.status.clone().unwrap_or_default();
+    assert!(status.contains("expected 1..=4096"), "{status}");
+}
+
+#[test]
 fn set_prompt_editing_and_errors() {
     let mut app = fq_app();
     app.on_key(ch('r'));
@@ -318,7 +344,7 @@ fn set_prompt_editing_and_errors() {
         ("rate fast", "invalid rate \"fast\""),
         ("speed 5", "unknown field \"speed\""),
         ("ring 0", "ring \"0\": expected 1..=4096"),
-        ("ring 5000", "0..=4096"),
+        ("ring 5000", "ring \"5000\": expected 1..=4096"),
         ("bql maybe", "expected on or off"),
         ("rate", "expected FIELD VALUE"),
         ("rate 1 2", "expected FIELD VALUE"),

@@ -616,11 +616,24 @@ impl QdiscTree {
                     Errno::EINVAL,
                     "Invalid qdisc name: must match existing qdisc.",
                 )
-                .below(format!(
-                    "{} is a {}; use replace to swap kinds",
-                    qdisc_handle(q.dump.handle),
-                    q.dump.kind
-                )));
+                .below(if handle == 0 {
+                    format!(
+                        "{} is a {}; use replace to swap kinds",
+                        qdisc_handle(q.dump.handle),
+                        q.dump.kind
+                    )
+                } else {
+                    // tc_modify_qdisc (net/sched/sch_api.c): a request that
+                    // names the handle of the qdisc in place changes that
+                    // qdisc, replace or not.
+                    format!(
+                        "{h} is a {}, and a request naming handle {h} changes it, even \
+                         replace; to swap kinds, replace without \"handle {h}\" (or with \
+                         another handle), or delete it first",
+                        q.dump.kind,
+                        h = qdisc_handle(q.dump.handle),
+                    )
+                }));
             }
             // A request without options changes nothing and succeeds,
             // whether or not the kind can change (`qdisc_change` calls

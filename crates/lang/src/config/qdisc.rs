@@ -592,15 +592,23 @@ fn read_values(entries: Entries, keys: &'static [Key], names: &[&str]) -> Result
             .iter()
             .find(|k| k.name == name)
             .ok_or_else(|| unknown_field(&name, names))?;
-        let value = match key.value {
-            Value::Count | Value::Bounded { .. } => Written::Count(typed(value)?),
-            Value::Decimal => Written::Decimal(typed(value)?),
-            Value::Size | Value::Size32 { .. } => Written::Size(typed(value)?),
-            Value::Rate => Written::Rate(typed(value)?),
-            Value::Time => Written::Time(typed(value)?),
-            Value::Flag { .. } => Written::Flag(typed(value)?),
-            Value::Minor | Value::Words | Value::Word { .. } => Written::Text(typed(value)?),
-        };
+        if key.value == Value::Minor && value.is_integer() {
+            // tc reads `default 10` as the hexadecimal minor 0x10: a TOML
+            // integer would say another number.
+            return Err(format!(
+                "`{name}` = {value}: a class minor is a string, hexadecimal as tc reads it; \
+                 fix: write {name} = \"{value}\" for class 1:{value}"
+            ));
+        }
+        // serde's "invalid type: ..., expected u32" does not say which
+        // key; the values' own messages quote what was written.
+        let value = written(key, value).map_err(|e| {
+            if e.starts_with("invalid type") {
+                format!("`{name}`: {e}")
+            } else {
+                e
+            }
+        })?;
         values.push(Set { key, value });
     }
     if let Some(key) = keys
@@ -611,6 +619,19 @@ fn read_values(entries: Entries, keys: &'static [Key], names: &[&str]) -> Result
     }
     values.sort_by_key(|s| keys.iter().position(|k| k.name == s.key.name));
     Ok(values)
+}
+
+/// A TOML value typed by its key.
+fn written(key: &Key, value: toml::Value) -> Result<Written, String> {
+    Ok(match key.value {
+        Value::Count | Value::Bounded { .. } => Written::Count(typed(value)?),
+        Value::Decimal => Written::Decimal(typed(value)?),
+        Value::Size | Value::Size32 { .. } => Written::Size(typed(value)?),
+        Value::Rate => Written::Rate(typed(value)?),
+        Value::Time => Written::Time(typed(value)?),
+        Value::Flag { .. } => Written::Flag(typed(value)?),
+        Value::Minor | Value::Words | Value::Word { .. } => Written::Text(typed(value)?),
+    })
 }
 
 /// A TOML value as `T`, or serde's message about it.
@@ -997,6 +1018,14 @@ qdisc = { kind = "sfq", perturb = 10 }
         assert!(classful_leaf.1.contains("classful"));
         let bad_default = err("qdisc = { kind = \"htb\", default = \"zz\" }");
         assert_eq!(bad_default.0, "default");
+        // An integer is refused naming the key and saying how tc reads it.
+        let e = spec("qdisc = { kind = \"htb\", default = 10 }").unwrap_err();
+        assert!(
+            e.contains("`default` = 10") && e.contains("default = \"10\" for class 1:10"),
+            "{e}"
+        );
+        let e = spec("qdisc = { kind = \"fq_codel\", limit = \"many\" }").unwrap_err();
+        assert!(e.starts_with("`limit`: invalid type"), "{e}");
     }
 
     #[test]

@@ -208,6 +208,20 @@ fn change_and_replace_same_kind_changes_in_place() {
         fail(&mut t, "tc qdisc change dev left handle 1: bfifo limit 5")
             .starts_with("Error: Invalid qdisc name: must match existing qdisc.")
     );
+    // Replace naming the handle in place changes it too: the hint says so
+    // rather than suggesting the replace that was used.
+    let e = fail(
+        &mut t,
+        "tc qdisc replace dev left root handle 1: bfifo limit 5",
+    );
+    assert!(
+        e.starts_with("Error: Invalid qdisc name: must match existing qdisc.")
+            && e.contains("a request naming handle 1: changes it, even replace")
+            && !e.contains("use replace"),
+        "{e}"
+    );
+    ok(&mut t, "tc qdisc replace dev left root bfifo limit 5");
+    assert_eq!(t.dump(T).kind, "bfifo");
     assert!(fail(&mut t, "tc qdisc change dev left root pfifo limit x").contains("limit"));
     assert!(fail(&mut t, "tc qdisc change dev left handle 7: pfifo")
         .starts_with("Error: Specified qdisc not found."));

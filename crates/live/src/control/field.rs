@@ -46,9 +46,10 @@ pub enum FieldError {
         /// The largest value allowed.
         max: u64,
     },
-    /// 0 for a field that needs at least one (ring, TX queues).
+    /// Text that is not a whole number 1..=`max`, for a field that needs at
+    /// least one (ring, TX queues).
     #[error("{} \"{text}\": expected 1..={max} {unit}", field.name())]
-    Zero {
+    NotACount {
         /// The field.
         field: LinkField,
         /// The text as typed.
@@ -220,15 +221,15 @@ impl LinkField {
                 })
         };
         let at_least_one = |max: u64, unit: &'static str| {
-            number(max).and_then(|v| match v {
-                0 => Err(FieldError::Zero {
+            text.parse::<u64>()
+                .ok()
+                .filter(|v| (1..=max).contains(v))
+                .ok_or_else(|| FieldError::NotACount {
                     field: self,
                     text: text.to_string(),
                     max,
                     unit,
-                }),
-                v => Ok(v),
-            })
+                })
         };
         match self {
             // The configuration's rules for `rate` and `delay`, so that a
@@ -294,6 +295,17 @@ mod tests {
             err.to_string(),
             format!("ring {}: expected 1..=4096 descriptors", u64::MAX)
         );
+    }
+
+    #[test]
+    fn a_field_that_needs_one_offers_its_own_range() {
+        for text in ["0", "ring", "4097"] {
+            assert_eq!(
+                LinkField::TxRing.parse(text).unwrap_err().to_string(),
+                format!("ring \"{text}\": expected 1..=4096 descriptors")
+            );
+        }
+        assert_eq!(LinkField::TxRing.parse("1"), Ok(1));
     }
 
     #[test]

@@ -314,7 +314,10 @@ impl ShapeReport {
                 Some(Schedule::Steps { steps, repeat_ns }) => format!(
                     "{} steps{}",
                     steps.len(),
-                    repeat_ns.map_or(String::new(), |r| format!(", repeating every {r} ns"))
+                    repeat_ns.map_or(String::new(), |r| format!(
+                        ", repeating every {}",
+                        crate::units::sprint_time(r / 1000)
+                    ))
                 ),
                 Some(Schedule::Trace { opportunities_ms }) => {
                     format!("mahimahi trace, {} opportunities", opportunities_ms.len())
@@ -373,6 +376,13 @@ impl Effective {
                 p.tx_frames,
                 crate::config::ethtool::show::coalesce_mode_words(p),
             );
+            if p.tx_stop_threshold != 0 || p.tx_post_ns != 0 {
+                out += &format!(
+                    "  driver tx-stop-threshold {} tx-post {}\n",
+                    p.tx_stop_threshold,
+                    crate::units::sprint_time64(p.tx_post_ns.try_into().unwrap_or(i64::MAX))
+                );
+            }
             if p.features != Default::default() {
                 out += &format!("  features {}\n", p.features);
             }
@@ -759,6 +769,8 @@ mod tests {
             "left.rate=10mbit",
             "right.delay=20ms",
             "left.loss=1%",
+            "left.tx_stop_threshold=19",
+            "left.tx_post_ns=2000",
             "ethtool -K right tso off gso off",
             "ethtool -k right",
         ]))
@@ -782,11 +794,27 @@ mod tests {
             lines,
             [
                 "dev left (left→right): rate 10Mbit delay 0us ring 256 bql on coalescing rx-usecs 0 rx-frames 1 tx-usecs 0 tx-frames 1",
+                "  driver tx-stop-threshold 19 tx-post 2us",
                 "  netem loss 1% seed 0",
                 "dev right (right→left): rate 100Mbit delay 20ms ring 256 bql on coalescing rx-usecs 0 rx-frames 1 tx-usecs 0 tx-frames 1",
                 "  features tx-generic-segmentation off tx-tcp-segmentation off tx-tcp-ecn-segmentation off tx-tcp6-segmentation off",
             ],
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_repeating_schedule_reads_in_time_units() {
+        let shape = LinkShape {
+            schedule: Some(Schedule::Steps {
+                steps: Vec::new(),
+                repeat_ns: Some(6_000_000_000),
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            ShapeReport::of(&shape).schedule,
+            "0 steps, repeating every 6s"
         );
     }
 

@@ -30,24 +30,30 @@ pub(super) fn set_up(cfg: &DatapathConfig, dir: Dir) {
     if let Err(e) = nix::sys::prctl::set_timerslack(1) {
         tracing::warn!("could not set timer slack to 1 ns: {e}");
     }
+    // Both directions' threads meet the same kernel and settings: what
+    // they would both say is said by the left→right one only.
+    let first = dir == Dir::LeftToRight;
     match (cfg.realtime_priority, cfg.busy_poll_us) {
         (Some(prio), 0) => match set_fifo_priority(prio) {
             Ok(()) => {
                 if let Some(warning) = rt_throttle_warning(cfg.spin_us, rt_budget_us()) {
-                    tracing::warn!("{warning}");
+                    if first {
+                        tracing::warn!("{warning}");
+                    }
                 }
             }
-            Err(e) => {
-                tracing::warn!("could not switch the datapath to SCHED_FIFO {prio}: {e}")
-            }
+            Err(e) => tracing::warn!(
+                "could not switch the {} datapath thread to SCHED_FIFO {prio}: {e}",
+                dir.arrow()
+            ),
         },
-        (Some(prio), us) => tracing::warn!(
+        (Some(prio), us) if first => tracing::warn!(
             "the datapath stays at normal priority, not SCHED_FIFO {prio}: with \
              daemon.busy_poll_us = {us} it polls without sleeping, and under SCHED_FIFO no \
              ordinary process (the traffic's own included) would run on its core for {us} µs \
              after each frame"
         ),
-        (None, _) => {}
+        _ => {}
     }
 }
 

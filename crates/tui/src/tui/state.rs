@@ -686,6 +686,10 @@ impl App {
             KeyCode::Backspace => {
                 input.pop();
             }
+            // Ctrl-U clears the line, as in a shell; other control keys
+            // type nothing.
+            KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => input.clear(),
+            KeyCode::Char(_) if key.modifiers.contains(KeyModifiers::CONTROL) => {}
             KeyCode::Char(c) if input.len() < 64 => input.push(c),
             _ => {}
         }
