@@ -416,17 +416,32 @@ impl Path {
     }
 
     /// Counts every frame in `drops` by reason and moves it to `freed`, the
-    /// reason noted in its metadata; they were dropped at `self.now`.
+    /// reason noted in its metadata; they were dropped at `self.now`. Then
+    /// enqueues at the root, counted as duplicated, each copy a netem
+    /// below the root left in `drops` (`Drops::push_copy`: the kernel's
+    /// `rootq->enqueue`, which reaches the root of the netem's TX queue;
+    /// under mq the copy's queue mapping leads it to the same queue), and
+    /// absorbs what that enqueue dropped.
     fn absorb(&mut self) {
         let t = self.now;
-        for (mut pkt, reason) in self.drops.drain() {
-            self.counters.drops[reason.index()] += 1;
-            if let Some(m) = &mut self.meter {
-                m.dropped(&pkt, reason, t);
+        loop {
+            for (mut pkt, reason) in self.drops.drain() {
+                self.counters.drops[reason.index()] += 1;
+                if let Some(m) = &mut self.meter {
+                    m.dropped(&pkt, reason, t);
+                }
+                pkt.meta.dropped = Some(reason);
+                notify(&mut self.observer, PathEvent::Dropped(reason), &pkt, t);
+                self.freed.push(pkt);
             }
-            pkt.meta.dropped = Some(reason);
-            notify(&mut self.observer, PathEvent::Dropped(reason), &pkt, t);
-            self.freed.push(pkt);
+            let Some(copy) = self.drops.take_copy() else {
+                return;
+            };
+            self.counters.duplicated += 1;
+            let q = self.queue_of(&copy);
+            self.qdisc.enqueue(copy, t, &mut self.drops);
+            self.queues[q].ready = true;
+            self.unsettle();
         }
     }
 }
