@@ -323,7 +323,9 @@ pub trait Qdisc: Send {
     /// Frames this qdisc made of those offered to it, since it was built:
     /// netem's `duplicate` at the root enqueues a copy into itself (the
     /// kernel's `rootq->enqueue`). The path counts them as duplicated, so
-    /// that its frames stay conserved; no other kind makes any.
+    /// that its frames stay conserved; no other kind makes any. (A netem
+    /// below the root leaves its copies in `Drops` instead, for the path
+    /// to enqueue at the root: `Drops::push_copy`.)
     fn copies(&self) -> u64 {
         0
     }

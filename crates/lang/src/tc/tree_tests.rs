@@ -807,7 +807,10 @@ mod props {
 #[test]
 fn netem_takes_a_child_under_its_one_class() {
     let mut t = tree();
-    ok(&mut t, "tc qdisc add dev left root handle 1: netem delay 100ms");
+    ok(
+        &mut t,
+        "tc qdisc add dev left root handle 1: netem delay 100ms",
+    );
     assert_eq!(show(&mut t, "tc class show dev left"), "");
     ok(
         &mut t,
@@ -839,7 +842,10 @@ fn netem_takes_a_child_under_its_one_class() {
     // iproute2 refuses first: q_netem.c has no `parse_copt`.
     let e = fail(&mut t, "tc class add dev left parent 1: classid 1:2 netem");
     assert!(e.contains("Qdisc \"netem\" is classless."), "{e}");
-    ok(&mut t, "tc qdisc replace dev left parent 1:1 handle 20: pfifo limit 5");
+    ok(
+        &mut t,
+        "tc qdisc replace dev left parent 1:1 handle 20: pfifo limit 5",
+    );
     let netem = format!("qdisc netem 1: root refcnt 2 limit 1000 delay 100ms {seed}\n");
     assert_eq!(
         show(&mut t, "tc qdisc show dev left"),
@@ -850,9 +856,15 @@ fn netem_takes_a_child_under_its_one_class() {
     assert_eq!(show(&mut t, "tc qdisc show dev left"), netem);
     // `tc_get_qdisc`: `netem_leaf` gives NULL.
     let e = fail(&mut t, "tc qdisc del dev left parent 1:1");
-    assert!(e.contains("Cannot find qdisc with specified handle."), "{e}");
+    assert!(
+        e.contains("Cannot find qdisc with specified handle."),
+        "{e}"
+    );
     // Any minor of 1: is the one class (`netem_find`).
-    ok(&mut t, "tc qdisc add dev left parent 1:7 handle 30: bfifo limit 3000");
+    ok(
+        &mut t,
+        "tc qdisc add dev left parent 1:7 handle 30: bfifo limit 3000",
+    );
     assert_eq!(
         show(&mut t, "tc class show dev left"),
         "class netem 1:1 parent 1: leaf 30: \n"

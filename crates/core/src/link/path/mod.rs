@@ -12,7 +12,8 @@
 //! `LinkShape` adds to this: the framing and the schedule act in the
 //! serializer; impairments act on each frame as it leaves the serializer,
 //! after its TX completion is recorded and before the delay line (see
-//! `impair`, or a netem qdisc at the root). A duplicated frame adds one frame to the path, so
+//! `impair`, or a netem qdisc anywhere in the tree, whose copies the path
+//! enqueues at the root). A duplicated frame adds one frame to the path, so
 //! conservation reads `frames_in + duplicated = frames_out + drops + held`.
 //!
 //! This module holds `Path` and its pipeline (a frame's ingress, `advance`
@@ -555,7 +556,10 @@ mod tests {
         let got = drain(&mut p);
         assert_eq!((p.counters().duplicated, got.len()), (4, 8));
         // Each copy passed the root netem's delay a second time.
-        let late = got.iter().filter(|(_, t)| t.nanos() >= 2 * NS_PER_MS).count();
+        let late = got
+            .iter()
+            .filter(|(_, t)| t.nanos() >= 2 * NS_PER_MS)
+            .count();
         assert_eq!(late, 4);
         let d = p.qdisc().dump(Instant::ZERO);
         assert_eq!((d.stats.packets, d.children[0].stats.packets), (8, 8));

@@ -443,7 +443,9 @@ fn class_graft_delete_and_replace() {
     assert!(d.classes.is_empty() && d.children.is_empty());
     assert!(q.undumped_class(class));
     assert_eq!(due(&mut q, at(15)), [0, 1]);
-    assert!(q.add_class(class, tc_h_make(1, 0), &ClassOptions::None).is_err());
+    assert!(q
+        .add_class(class, tc_h_make(1, 0), &ClassOptions::None)
+        .is_err());
     assert!(q.delete_class(class, &mut drops).is_err());
 }
 
