@@ -27,7 +27,7 @@
 //! dumped only while it holds a child (`netem_dump_class`).
 //!
 //! `duplicate` follows Linux 6.18.y with upstream commit 9552b11e3eda
-//! ("net/sched: netem: use tc_depth", 2026): the copy, marked so that no
+//! (May 2026, the copy's `skb->tc_depth` raised): the copy, marked so that no
 //! netem duplicates it again (`skb->tc_depth`, here `meta.duplicate`), is
 //! enqueued at the root of the netem's TX queue (`rootq->enqueue`). A
 //! netem at the root enqueues it into itself at once, as the kernel does;
@@ -659,7 +659,6 @@ impl Netem {
                 self.corrupt_frame(&mut pkt);
             }
         }
-        // `sch->q.qlen`: a parked frame counts, and a requeued one.
         // `sch->q.qlen`: the child's frames count, a parked frame, and a
         // requeued one. The kernel frees the clone unseen
         // (`__qdisc_drop`); a root's copy was counted as made, so it is
