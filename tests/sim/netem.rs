@@ -78,3 +78,72 @@ fn cs244_idle_ping_sees_the_minimum_rtt() {
     // the line rate, not in 0.52 ms at 1.5 Mbit/s.
     assert!((19.9..20.6).contains(&min) && max < 20.6, "{min} {max}");
 }
+
+/// A scenario whose left→right tree is built by `tc`, with a UDP load of
+/// 1000-byte datagrams at `rate` for 5 s and a ping every 100 ms.
+fn udp_through(tc: &[&str], rate: &str) -> Scenario {
+    let lines: Vec<String> = tc.iter().map(|l| format!("  \"{l}\",")).collect();
+    Scenario::from_toml(&format!(
+        "seed = 7\nduration = \"5s\"\n\n[link]\nrate = \"1000mbit\"\ndelay = \"0ms\"\n\n\
+         [link.left_to_right]\ntc = [\n{}\n]\n\n\
+         [[udp]]\nname = \"load\"\nrate = \"{rate}\"\nsize = 1000\n\n\
+         [[ping]]\nname = \"ping\"\ninterval = \"100ms\"\n",
+        lines.join("\n")
+    ))
+    .unwrap()
+}
+
+/// The classic recipe (tc-netem(8), "rate control"): netem's delay at the
+/// root, TBF under its class 1:1. A 20 Mbit/s load leaves at TBF's
+/// 10 Mbit/s, and the ping's RTT is the 100 ms of delay plus TBF's queue
+/// (at most its 400 ms of latency).
+#[test]
+fn netem_with_a_tbf_child_shapes_to_the_tbf_rate_after_the_delay() {
+    let sc = udp_through(
+        &[
+            "tc qdisc add dev left root handle 1: netem delay 100ms",
+            "tc qdisc add dev left parent 1:1 handle 10: tbf rate 10mbit burst 32kbit latency 400ms",
+        ],
+        "20mbit",
+    );
+    let r = sim::run(&sc).unwrap();
+    let (min, p50, max) = rtt_ms(&r);
+    let mbit = r.flow("load").map_or(0.0, |f| f.throughput_bps / 1e6);
+    let l2r = &r.directions[0];
+    println!("load {mbit:.3} Mbit/s; ping min {min:.1} p50 {p50:.1} max {max:.1} ms");
+    println!("{}", l2r.tc);
+    assert!((9.0..10.3).contains(&mbit), "{mbit:.3} Mbit/s");
+    assert!(min >= 99.9 && max < 520.0, "RTT {min:.1}..{max:.1} ms");
+    // TBF's queue overflows: its drops count in netem's too.
+    let netem = &l2r.qdisc;
+    let tbf = &netem.children[0];
+    assert_eq!(tbf.kind, "tbf");
+    assert!(tbf.stats.drops > 0);
+    assert!(netem.stats.drops >= tbf.stats.drops);
+}
+
+/// `duplicate 100%` on a netem leaf of HTB: each copy goes back to the
+/// root (`rootq->enqueue`), so HTB and netem each send every frame twice,
+/// and the path counts one duplicate per copy.
+#[test]
+fn duplicate_under_htb_sends_each_copy_through_the_root_once() {
+    let sc = udp_through(
+        &[
+            "tc qdisc add dev left root handle 1: htb default 1",
+            "tc class add dev left parent 1: classid 1:1 htb rate 100mbit",
+            "tc qdisc add dev left parent 1:1 handle 10: netem duplicate 100% limit 10000",
+        ],
+        "1mbit",
+    );
+    let r = sim::run(&sc).unwrap();
+    let l2r = &r.directions[0];
+    println!("{}", l2r.tc);
+    let htb = &l2r.qdisc;
+    let netem = &htb.children[0];
+    assert_eq!(netem.kind, "netem");
+    assert!(l2r.frames_in > 600, "{}", l2r.frames_in);
+    assert_eq!(l2r.drops.values().sum::<u64>(), 0, "{:?}", l2r.drops);
+    assert_eq!(2 * l2r.frames_in, l2r.frames_out + l2r.held);
+    assert_eq!(htb.stats.packets, netem.stats.packets);
+    assert!(htb.stats.packets >= l2r.frames_out);
+}

@@ -18,6 +18,7 @@ pub mod gso;
 pub mod pool;
 
 use crate::time::Instant;
+use std::collections::VecDeque;
 
 /// Mixes a frame's unkeyed flow hash (`meta.hash`) with a per-instance key
 /// (murmur3's finaliser): the keyed flow hash SFQ (perturbation) and
@@ -140,6 +141,10 @@ pub struct PacketMeta {
     /// An AQM of the path marked the frame CE (`ecn::mark_ce` returned
     /// true): the path's flow meter counts it as a mark when delivered.
     pub ce_marked: bool,
+    /// The frame is a copy netem's `duplicate` made (the kernel's
+    /// `skb->tc_depth` raised on the copy, net/sched/sch_netem.c
+    /// `netem_enqueue`): no netem duplicates it again.
+    pub duplicate: bool,
 }
 
 impl PacketMeta {
@@ -362,17 +367,33 @@ impl DropReason {
 /// path drains it, counts each frame by reason and recycles its buffer.
 /// Classful qdiscs learn what a child dropped from the growth of `len()`
 /// across the call (drops in a child count in every ancestor).
+///
+/// It also carries the copies a netem below the root made (`duplicate`):
+/// the kernel enqueues such a copy at the root of the netem's TX queue
+/// (`rootq->enqueue` in `netem_enqueue`), which a qdisc inside the tree
+/// cannot reach, so it leaves the copy here (`push_copy`) and the owner of
+/// the tree enqueues it at the root once the call returns (`take_copy`).
 #[derive(Debug, Default)]
 pub struct Drops {
     list: Vec<(Packet, DropReason)>,
+    copies: VecDeque<Packet>,
 }
 
 impl Drops {
-    /// An empty list with room for 256 drops.
+    /// An empty list with room for 256 drops and 8 copies.
     pub fn new() -> Self {
         Drops {
             list: Vec::with_capacity(256),
+            copies: VecDeque::with_capacity(8),
         }
+    }
+    /// Leaves a copy made below the root, for the root (oldest first).
+    pub fn push_copy(&mut self, pkt: Packet) {
+        self.copies.push_back(pkt);
+    }
+    /// The oldest copy waiting to be enqueued at the root.
+    pub fn take_copy(&mut self) -> Option<Packet> {
+        self.copies.pop_front()
     }
     /// Records that `pkt` was dropped for `reason`.
     pub fn push(&mut self, pkt: Packet, reason: DropReason) {

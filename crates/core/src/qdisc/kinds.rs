@@ -177,6 +177,7 @@ pub static BUILTIN: &[KindEntry] = &[
     kind("fq_pie", |c, _, o| Ok(Box::new(FqPie::build(c, o)?))),
     KindEntry {
         default_leaf: false,
+        class_stats: false,
         ..kind("netem", |c, _, o| Ok(Box::new(Netem::build(c, o)?)))
     },
     KindEntry {

@@ -11,7 +11,7 @@
 //! the CoDel core that `codel` and `fq_codel` share), and one row per kind
 //! in `kinds.rs`, the table of kinds; `options.rs` holds the enums of every
 //! kind's options and xstats; `one_class.rs` is the one fixed class of
-//! TBF and RED; `red/algorithm.rs` is include/net/red.h; `pie/algorithm.rs`
+//! TBF, RED and netem; `red/algorithm.rs` is include/net/red.h; `pie/algorithm.rs`
 //! is include/net/pie.h, the PIE core that `pie` and `fq_pie` share;
 //! `flow_bucket` picks the flow queue of sfq, fq_codel and fq_pie.
 //! `park.rs` is the peek-by-dequeue plumbing of codel, fq_codel, sfq, tbf,
@@ -323,7 +323,9 @@ pub trait Qdisc: Send {
     /// Frames this qdisc made of those offered to it, since it was built:
     /// netem's `duplicate` at the root enqueues a copy into itself (the
     /// kernel's `rootq->enqueue`). The path counts them as duplicated, so
-    /// that its frames stay conserved; no other kind makes any.
+    /// that its frames stay conserved; no other kind makes any. (A netem
+    /// below the root leaves its copies in `Drops` instead, for the path
+    /// to enqueue at the root: `Drops::push_copy`.)
     fn copies(&self) -> u64 {
         0
     }
@@ -395,7 +397,7 @@ pub fn own_chain<'a>(
     }
 }
 
-/// Class operations of classful qdiscs (HTB, QFQ, TBF, RED, mq).
+/// Class operations of classful qdiscs (HTB, QFQ, TBF, RED, netem, mq).
 pub trait Classful {
     /// `tc class add ... classid C parent P <kind> OPTIONS`.
     fn add_class(
@@ -431,6 +433,13 @@ pub trait Classful {
     fn find_class(&self, classid: Handle) -> Handle {
         classid
     }
+    /// Whether the class `find_class` named exists though the dump lists
+    /// it not: netem's one class while it holds no child (`netem_find`
+    /// answers 1 for any id, `netem_dump_class` ENOENT without a child).
+    fn undumped_class(&self, classid: Handle) -> bool {
+        let _ = classid;
+        false
+    }
     /// What class `classid` holds once its qdisc is deleted (the kernel's
     /// `graft` called with no new qdisc): a default pfifo, as HTB's and
     /// QFQ's create (`qdisc_create_dflt`); TBF and mq override it with the
@@ -440,6 +449,14 @@ pub trait Classful {
             fifo::FifoKind::Pfifo,
             self.child_ctx(0, classid),
         ))
+    }
+    /// `tc qdisc del` of the qdisc under `classid` (the kernel's `graft`
+    /// called with no new qdisc): returns the qdisc taken out. The class
+    /// then holds `after_delete`'s qdisc; netem's holds none
+    /// (`netem_graft` stores NULL: netem sends from its tfifo again).
+    fn ungraft(&mut self, classid: Handle) -> Result<Option<Box<dyn Qdisc>>, Refusal> {
+        let replacement = self.after_delete(classid);
+        self.graft(classid, replacement)
     }
     /// Warnings the kernel attaches to successful class operations (tc
     /// prints them as `Warning: ...`, e.g. HTB's "quantum of class 10010 is

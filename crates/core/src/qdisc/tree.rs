@@ -477,7 +477,7 @@ impl QdiscTree {
             .children
             .iter()
             .find(|c| cl.find_class(c.parent) == class);
-        if !p.dump.classes.iter().any(|c| c.classid == class) {
+        if !p.dump.classes.iter().any(|c| c.classid == class) && !cl.undumped_class(class) {
             return Err(
                 Refusal::new(Errno::ENOENT, "Specified class not found.").below(format!(
                     "no class {} under {} {}",
@@ -709,9 +709,22 @@ impl QdiscTree {
                 (Some(&d), Slot::Root)
             };
             // A class whose qdisc is not listed (a default pfifo, the noop
-            // qdisc) holds one with handle 0 in the kernel (qdisc_leaf).
+            // qdisc) holds one with handle 0 in the kernel (qdisc_leaf);
+            // netem's class without a child holds none (`netem_leaf`: NULL).
+            let empty = match &slot {
+                Slot::Class { parent, classid } => classful_at(&mut self.root, parent)
+                    .is_some_and(|cl| cl.undumped_class(cl.find_class(*classid))),
+                Slot::Root => false,
+            };
             let q = match (q, &slot) {
                 (Some(q), _) => q,
+                (None, Slot::Class { .. }) if empty => {
+                    return Err(Refusal::new(
+                        Errno::ENOENT,
+                        "Cannot find qdisc with specified handle.",
+                    )
+                    .below(format!("class {} holds no qdisc", tc_handle(clid))))
+                }
                 (None, Slot::Class { .. }) if handle != 0 => {
                     return Err(Refusal::new(Errno::EINVAL, "Invalid handle."))
                 }
@@ -763,8 +776,7 @@ impl QdiscTree {
             Slot::Class { parent, classid } => {
                 let node = node_at(&mut self.root, &parent).ok_or_else(vanished)?;
                 let cl = node.as_classful().ok_or_else(not_classful)?;
-                let replacement = cl.after_delete(classid);
-                let old = cl.graft(classid, replacement)?;
+                let old = cl.ungraft(classid)?;
                 self.requeue_at_root(old, now, drops);
             }
         }

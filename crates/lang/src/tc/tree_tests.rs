@@ -810,3 +810,80 @@ mod props {
         }
     }
 }
+
+/// netem's one class (sch_netem.c `netem_class_ops`): none listed until a
+/// child is added under `1:1` (`netem_dump_class` answers ENOENT without
+/// one), then `class netem 1:1 parent 1: leaf 10:` as iproute2's
+/// `print_class` prints a class without options; `tc class add|del`
+/// refused (no `change`/`delete`); deleting the child leaves netem
+/// without one, sending from its tfifo again (`netem_graft` stores NULL),
+/// and `replace` swaps the child.
+#[test]
+fn netem_takes_a_child_under_its_one_class() {
+    let mut t = tree();
+    ok(
+        &mut t,
+        "tc qdisc add dev left root handle 1: netem delay 100ms",
+    );
+    assert_eq!(show(&mut t, "tc class show dev left"), "");
+    ok(
+        &mut t,
+        "tc qdisc add dev left parent 1:1 handle 10: tbf rate 1mbit burst 32kbit latency 400ms",
+    );
+    let seed = "seed 12749439763240105985";
+    assert_eq!(
+        show(&mut t, "tc qdisc show dev left"),
+        format!(
+            "qdisc netem 1: root refcnt 2 limit 1000 delay 100ms {seed}\n\
+             qdisc tbf 10: parent 1:1 rate 1Mbit burst 4Kb lat 400ms \n"
+        )
+    );
+    // TBF's own class, holding its invisible default bfifo, is listed too.
+    assert_eq!(
+        show(&mut t, "tc class show dev left"),
+        "class netem 1:1 parent 1: leaf 10: \nclass tbf 10:1 parent 10: \n"
+    );
+    // No `dump_stats` in netem's class ops: an empty stats nest.
+    assert_eq!(
+        show(&mut t, "tc -s -d class show dev left"),
+        "class netem 1:1 parent 1: leaf 10: \n\nclass tbf 10:1 parent 10: \n\n"
+    );
+    let j = show(&mut t, "tc -j qdisc show dev left");
+    assert!(
+        j.contains(r#"{"kind":"tbf","handle":"10:","parent":"1:1","#),
+        "{j}"
+    );
+    // iproute2 refuses first: q_netem.c has no `parse_copt`.
+    let e = fail(&mut t, "tc class add dev left parent 1: classid 1:2 netem");
+    assert!(e.contains("Qdisc \"netem\" is classless."), "{e}");
+    ok(
+        &mut t,
+        "tc qdisc replace dev left parent 1:1 handle 20: pfifo limit 5",
+    );
+    let netem = format!("qdisc netem 1: root refcnt 2 limit 1000 delay 100ms {seed}\n");
+    assert_eq!(
+        show(&mut t, "tc qdisc show dev left"),
+        format!("{netem}qdisc pfifo 20: parent 1:1 limit 5p\n")
+    );
+    ok(&mut t, "tc qdisc del dev left parent 1:1");
+    assert_eq!(show(&mut t, "tc class show dev left"), "");
+    assert_eq!(show(&mut t, "tc qdisc show dev left"), netem);
+    // `tc_get_qdisc`: `netem_leaf` gives NULL.
+    let e = fail(&mut t, "tc qdisc del dev left parent 1:1");
+    assert!(
+        e.contains("Cannot find qdisc with specified handle."),
+        "{e}"
+    );
+    // Any minor of 1: is the one class (`netem_find`).
+    ok(
+        &mut t,
+        "tc qdisc add dev left parent 1:7 handle 30: bfifo limit 3000",
+    );
+    assert_eq!(
+        show(&mut t, "tc class show dev left"),
+        "class netem 1:1 parent 1: leaf 30: \n"
+    );
+    let mut drops = Drops::new();
+    assert_eq!(t.enqueue(pkt(0, 100), T, &mut drops), Verdict::Queued);
+    assert_eq!((t.qlen(), t.backlog()), (1, 100));
+}

@@ -12,7 +12,8 @@
 //! `LinkShape` adds to this: the framing and the schedule act in the
 //! serializer; impairments act on each frame as it leaves the serializer,
 //! after its TX completion is recorded and before the delay line (see
-//! `impair`, or a netem qdisc at the root). A duplicated frame adds one frame to the path, so
+//! `impair`, or a netem qdisc anywhere in the tree, whose copies the path
+//! enqueues at the root). A duplicated frame adds one frame to the path, so
 //! conservation reads `frames_in + duplicated = frames_out + drops + held`.
 //!
 //! This module holds `Path` and its pipeline (a frame's ingress, `advance`
@@ -416,17 +417,32 @@ impl Path {
     }
 
     /// Counts every frame in `drops` by reason and moves it to `freed`, the
-    /// reason noted in its metadata; they were dropped at `self.now`.
+    /// reason noted in its metadata; they were dropped at `self.now`. Then
+    /// enqueues at the root, counted as duplicated, each copy a netem
+    /// below the root left in `drops` (`Drops::push_copy`: the kernel's
+    /// `rootq->enqueue`, which reaches the root of the netem's TX queue;
+    /// under mq the copy's queue mapping leads it to the same queue), and
+    /// absorbs what that enqueue dropped.
     fn absorb(&mut self) {
         let t = self.now;
-        for (mut pkt, reason) in self.drops.drain() {
-            self.counters.drops[reason.index()] += 1;
-            if let Some(m) = &mut self.meter {
-                m.dropped(&pkt, reason, t);
+        loop {
+            for (mut pkt, reason) in self.drops.drain() {
+                self.counters.drops[reason.index()] += 1;
+                if let Some(m) = &mut self.meter {
+                    m.dropped(&pkt, reason, t);
+                }
+                pkt.meta.dropped = Some(reason);
+                notify(&mut self.observer, PathEvent::Dropped(reason), &pkt, t);
+                self.freed.push(pkt);
             }
-            pkt.meta.dropped = Some(reason);
-            notify(&mut self.observer, PathEvent::Dropped(reason), &pkt, t);
-            self.freed.push(pkt);
+            let Some(copy) = self.drops.take_copy() else {
+                return;
+            };
+            self.counters.duplicated += 1;
+            let q = self.queue_of(&copy);
+            self.qdisc.enqueue(copy, t, &mut self.drops);
+            self.queues[q].ready = true;
+            self.unsettle();
         }
     }
 }
@@ -480,6 +496,73 @@ mod tests {
         // dropped with their copies.
         assert_eq!((c.duplicated, c.total_drops()), (20, 10));
         assert_eq!(got.len(), 30);
+    }
+
+    /// netem options: `limit 1000`, `delay` ms, `duplicate 100%` or none.
+    fn netem_opts(delay_ms: i64, duplicate: bool) -> crate::qdisc::QdiscOptions {
+        crate::qdisc::QdiscOptions::Netem(Box::new(crate::qdisc::netem::NetemOptions {
+            limit: 1000,
+            duplicate: if duplicate { u32::MAX } else { 0 },
+            latency: Some(delay_ms * NS_PER_MS as i64),
+            seed: Some(5),
+            ..Default::default()
+        }))
+    }
+
+    /// mq over two netems duplicating every frame: each netem is below the
+    /// root, so its copies go to the root, which leads them by their queue
+    /// mapping back to the same TX queue's netem (the kernel's `rootq` is
+    /// that queue's own qdisc); each counts as duplicated once and is not
+    /// duplicated again.
+    #[test]
+    fn netem_copies_under_mq_return_to_their_queue() {
+        use crate::qdisc::netem::Netem;
+        let mq = crate::qdisc::mq::Mq::new(crate::qdisc::QdiscCtx::default(), 2, &mut |c| {
+            Box::new(Netem::build(c, &netem_opts(1, true)).unwrap()) as Box<dyn Qdisc>
+        });
+        let mut p = Path::new(LinkParams::default(), tree(Box::new(mq.unwrap())));
+        for id in 0..6 {
+            p.ingress(on_queue(id, 1000, (id % 2) as u16), Instant::ZERO);
+            assert_conserved(&p);
+        }
+        let got = drain(&mut p);
+        assert_eq!((p.counters().duplicated, got.len()), (6, 12));
+        let d = p.qdisc().dump(Instant::ZERO);
+        for child in &d.children {
+            assert_eq!(child.stats.packets, 6, "{}", child.kind);
+        }
+    }
+
+    /// A duplicating netem under a netem: its copies are made when the
+    /// root netem moves frames into it, at dequeue; each goes back to the
+    /// root netem (delayed once more), then through the child without
+    /// being duplicated again.
+    #[test]
+    fn netem_copies_made_at_dequeue_go_back_to_the_root() {
+        use crate::qdisc::netem::Netem;
+        use crate::qdisc::{tc_h_make, Classful, QdiscCtx};
+        let ctx = QdiscCtx {
+            handle: tc_h_make(1, 0),
+            ..QdiscCtx::default()
+        };
+        let mut root = Netem::build(ctx, &netem_opts(1, false)).unwrap();
+        let child_ctx = root.child_ctx(tc_h_make(2, 0), tc_h_make(1, 1));
+        let child = Netem::build(child_ctx, &netem_opts(0, true)).unwrap();
+        root.graft(tc_h_make(1, 1), Box::new(child)).unwrap();
+        let mut p = Path::new(LinkParams::default(), tree(Box::new(root)));
+        for id in 0..4 {
+            p.ingress(pkt(id, 1000), Instant::ZERO);
+        }
+        let got = drain(&mut p);
+        assert_eq!((p.counters().duplicated, got.len()), (4, 8));
+        // Each copy passed the root netem's delay a second time.
+        let late = got
+            .iter()
+            .filter(|(_, t)| t.nanos() >= 2 * NS_PER_MS)
+            .count();
+        assert_eq!(late, 4);
+        let d = p.qdisc().dump(Instant::ZERO);
+        assert_eq!((d.stats.packets, d.children[0].stats.packets), (8, 8));
     }
 
     #[test]

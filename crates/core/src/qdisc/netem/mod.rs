@@ -17,19 +17,34 @@
 //! options are `struct tc_netem_qopt` with the TCA_NETEM_* attributes
 //! (`NetemOptions`); it dumps no xstats.
 //!
-//! Two differences from the kernel, by the tree API: a duplicate is
-//! enqueued at the root in the kernel (`rootq->enqueue`); here a netem at
-//! the root enqueues it into itself (the same thing), and a netem under a
-//! parent makes no copy (its draw is still made), since a leaf cannot
-//! reach the root. netem's one class (a child qdisc fed by the tfifo) is
-//! not offered: netem is classless here.
+//! netem has one class, `X:1` (`netem_class_ops`): without a child the
+//! frames leave from the tfifo; with one (`tc qdisc add ... parent X:1`,
+//! e.g. TBF, the classic netem + TBF recipe) `netem_dequeue` moves every
+//! frame whose time has come into the child and sends what the child
+//! releases. netem's qlen, backlog and limit count the child's frames, and
+//! what the child drops counts in netem's drops too. Deleting the child
+//! leaves netem without one, as `netem_graft` stores NULL; the class is
+//! dumped only while it holds a child (`netem_dump_class`).
+//!
+//! `duplicate` follows Linux 6.18.y with upstream commit 9552b11e3eda
+//! (May 2026, the copy's `skb->tc_depth` raised): the copy, marked so that no
+//! netem duplicates it again (`skb->tc_depth`, here `meta.duplicate`), is
+//! enqueued at the root of the netem's TX queue (`rootq->enqueue`). A
+//! netem at the root enqueues it into itself at once, as the kernel does;
+//! a netem below a parent cannot reach the root from inside the tree, so
+//! it hands the copy to `Drops::push_copy` and the path enqueues it at the
+//! root when the call returns (after the original, where the kernel's
+//! copy goes first: the two swap their draws, and a copy that would take
+//! netem's last place is dropped at the limit instead of the original).
 
 pub mod model;
 
+use super::one_class;
 use super::options::foreign as foreign_options;
 use super::park::{drop_all_held, ParkOnPeek};
 use super::{
-    Errno, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict, TC_H_ROOT,
+    ClassOptions, Classful, Errno, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions,
+    QdiscStats, Refusal, Verdict, TC_H_ROOT,
 };
 use crate::packet::ecn::mark_ce;
 use crate::packet::{DropReason, Drops, Packet};
@@ -223,6 +238,8 @@ pub struct Netem {
     requeued: (u32, u64),
     /// Copies made by `duplicate` at the root (`Qdisc::copies`).
     copies: u64,
+    /// The child of class `X:1` (`q->qdisc`), fed by the tfifo.
+    child: Option<Box<dyn Qdisc>>,
     stats: QdiscStats,
 }
 
@@ -361,6 +378,7 @@ impl Netem {
             parked: None,
             requeued: (0, 0),
             copies: 0,
+            child: None,
             stats: QdiscStats::default(),
         };
         q.prng = Prandom::seeded(q.seed);
@@ -530,6 +548,13 @@ impl Netem {
         self.head.len() + self.linear.len() + self.tree.len()
     }
 
+    /// A frame taken out of `head` or the tfifo: its bytes leave
+    /// `backlog` (into the child, or out).
+    fn leaves(&mut self, pkt: Packet) -> Packet {
+        self.backlog = self.backlog.saturating_sub(u64::from(pkt.len));
+        pkt
+    }
+
     /// `tfifo_enqueue`: appended to the linear list when not earlier than
     /// its tail, else into the tree.
     fn tfifo_enqueue(&mut self, time: u64, pkt: Packet) {
@@ -588,16 +613,11 @@ impl Netem {
         pkt.data[byte] ^= 1 << bit;
     }
 
-    /// `netem_enqueue`; `may_duplicate` is false for the copy (`tc_depth`).
-    fn enqueue_one(
-        &mut self,
-        mut pkt: Packet,
-        now: Instant,
-        drops: &mut Drops,
-        may_duplicate: bool,
-    ) -> Verdict {
+    /// `netem_enqueue`: a copy (`meta.duplicate`, the kernel's
+    /// `tc_depth`) is not duplicated again, and draws nothing for it.
+    fn enqueue_one(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
         let mut count = 1;
-        if self.duplicate != 0 && may_duplicate {
+        if self.duplicate != 0 && !pkt.meta.duplicate {
             let prng = &mut self.prng;
             if self
                 .dup_cor
@@ -617,12 +637,19 @@ impl Netem {
         if count == 0 {
             return self.stats.reject(pkt, DropReason::NetemLoss, drops);
         }
-        let copy = (count > 1 && self.ctx.parent == TC_H_ROOT).then(|| Packet {
-            data: pkt.data.clone(),
-            len: pkt.len,
-            meta: pkt.meta,
+        // The clone is taken before the corruption (`skb_clone`, then
+        // `skb_unshare` of the original only).
+        let at_root = self.ctx.parent == TC_H_ROOT;
+        let copy = (count > 1).then(|| {
+            let mut meta = pkt.meta;
+            meta.duplicate = true;
+            Packet {
+                data: pkt.data.clone(),
+                len: pkt.len,
+                meta,
+            }
         });
-        self.copies += u64::from(copy.is_some());
+        self.copies += u64::from(copy.is_some() && at_root);
         if self.corrupt != 0 {
             let prng = &mut self.prng;
             if self
@@ -632,15 +659,22 @@ impl Netem {
                 self.corrupt_frame(&mut pkt);
             }
         }
-        // `sch->q.qlen`: a parked frame counts, and a requeued one.
+        // `sch->q.qlen`: the child's frames count, a parked frame, and a
+        // requeued one. The kernel frees the clone unseen
+        // (`__qdisc_drop`); a root's copy was counted as made, so it is
+        // dropped where the path sees it.
         if self.qlen().saturating_add(self.requeued.0) >= self.limit {
-            if let Some(c) = copy {
+            if let Some(c) = copy.filter(|_| at_root) {
                 drops.push(c, DropReason::NetemLimit);
             }
             return self.stats.reject(pkt, DropReason::NetemLimit, drops);
         }
         if let Some(c) = copy {
-            self.enqueue_one(c, now, drops, false);
+            if at_root {
+                self.enqueue_one(c, now, drops);
+            } else {
+                drops.push_copy(c);
+            }
         }
         self.backlog += u64::from(pkt.len);
         let reorder_now = self.gap != 0 && self.counter >= self.gap - 1 && {
@@ -728,31 +762,45 @@ impl ParkOnPeek for Netem {
     /// `netem_dequeue` without the Sent count: a reordered frame first;
     /// else the tfifo's head once its time has come and the slot is open
     /// (a slot opened before the head's time is drawn again from now).
-    fn dequeue_next(&mut self, now: Instant, _drops: &mut Drops) -> Option<Packet> {
-        let pkt = match self.head.pop_front() {
-            Some((_, p)) => p,
-            None => {
-                let time_to_send = self.tfifo_head_time()?;
-                let now = now.nanos();
-                if self.slot_next != 0 && self.slot_next < time_to_send {
-                    self.get_slot_next(now);
-                }
-                if time_to_send > now || self.slot_next > now {
-                    return None;
-                }
-                let p = self.tfifo_take_head()?;
-                if self.slot_next != 0 {
-                    self.packets_left = self.packets_left.wrapping_sub(1);
-                    self.bytes_left = self.bytes_left.wrapping_sub(p.len as i32);
-                    if self.packets_left <= 0 || self.bytes_left <= 0 {
-                        self.get_slot_next(now);
-                    }
-                }
-                p
+    /// With a child, each such frame goes into the child (what the child
+    /// drops counts in netem's drops) and the loop starts again; once no
+    /// frame is due, the child's next frame is sent.
+    fn dequeue_next(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        loop {
+            if let Some((_, p)) = self.head.pop_front() {
+                return Some(self.leaves(p));
             }
-        };
-        self.backlog = self.backlog.saturating_sub(u64::from(pkt.len));
-        Some(pkt)
+            let Some(time_to_send) = self.tfifo_head_time() else {
+                break;
+            };
+            let t = now.nanos();
+            if self.slot_next != 0 && self.slot_next < time_to_send {
+                self.get_slot_next(t);
+            }
+            if time_to_send > t || self.slot_next > t {
+                break;
+            }
+            let p = self.tfifo_take_head()?;
+            if self.slot_next != 0 {
+                self.packets_left = self.packets_left.wrapping_sub(1);
+                self.bytes_left = self.bytes_left.wrapping_sub(p.len as i32);
+                if self.packets_left <= 0 || self.bytes_left <= 0 {
+                    self.get_slot_next(t);
+                }
+            }
+            let p = self.leaves(p);
+            let Some(child) = self.child.as_mut() else {
+                return Some(p);
+            };
+            let before = drops.len();
+            child.enqueue(p, now, drops);
+            self.stats.drops += (drops.len() - before) as u64;
+        }
+        let child = self.child.as_mut()?;
+        let before = drops.len();
+        let p = child.dequeue(now, drops);
+        self.stats.drops += (drops.len() - before) as u64;
+        p
     }
 }
 
@@ -762,7 +810,7 @@ impl Qdisc for Netem {
     }
 
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
-        self.enqueue_one(pkt, now, drops, true)
+        self.enqueue_one(pkt, now, drops)
     }
 
     fn set_requeued(&mut self, frames: u32, bytes: u64) {
@@ -785,21 +833,36 @@ impl Qdisc for Netem {
     }
 
     /// The watchdog: the head's `time_to_send` or the slot's opening,
-    /// whichever is later; now when a reordered or parked frame waits.
+    /// whichever is later; now when a reordered or parked frame waits;
+    /// the child's own wake-up (TBF's watchdog) when it holds frames, if
+    /// earlier (now for a child that is not throttled).
     fn next_wakeup(&self, now: Instant) -> Option<Instant> {
         if !self.head.is_empty() || self.parked.is_some() {
             return Some(now);
         }
-        let t = self.tfifo_head_time()?.max(self.slot_next);
-        Some(Instant::from_nanos(t).max(now))
+        let tfifo = self
+            .tfifo_head_time()
+            .map(|t| Instant::from_nanos(t.max(self.slot_next)));
+        let child = self
+            .child
+            .as_ref()
+            .filter(|c| c.qlen() > 0)
+            .map(|c| c.next_wakeup(now).unwrap_or(now));
+        let t = match (tfifo, child) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        Some(t.max(now))
     }
 
     fn qlen(&self) -> u32 {
-        (self.held() + usize::from(self.parked.is_some())) as u32
+        let child = self.child.as_ref().map_or(0, |c| c.qlen());
+        (self.held() + usize::from(self.parked.is_some())) as u32 + child
     }
 
     fn backlog(&self) -> u64 {
-        self.backlog + self.parked.as_ref().map_or(0, |p| u64::from(p.len))
+        let child = self.child.as_ref().map_or(0, |c| c.backlog());
+        self.backlog + self.parked.as_ref().map_or(0, |p| u64::from(p.len)) + child
     }
 
     fn counters(&self) -> QdiscStats {
@@ -827,25 +890,98 @@ impl Qdisc for Netem {
         Ok(())
     }
 
-    fn dump(&self, _now: Instant) -> QdiscDump {
-        QdiscDump {
+    fn dump(&self, now: Instant) -> QdiscDump {
+        self.dump_listing(now, FlowListing::All)
+    }
+
+    /// With a child, its class `X:1` (`netem_dump_class`) and the child.
+    fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
+        let mut d = QdiscDump {
             kind: "netem".into(),
             handle: self.ctx.handle,
             parent: self.ctx.parent,
             options: QdiscOptions::Netem(Box::new(self.dumped_options())),
             stats: self.stats(),
             ..QdiscDump::default()
+        };
+        if let Some(child) = &self.child {
+            let child = child.dump_listing(now, listing);
+            let (class, children) =
+                one_class::dump("netem", self.ctx.handle, child, &mut d.occupancy);
+            d.classes = vec![class];
+            d.children = children;
         }
+        d
     }
 
+    fn as_classful(&mut self) -> Option<&mut dyn Classful> {
+        Some(self)
+    }
+
+    /// The parked frame, the reordered ones, the child's, then the tfifo.
     fn drain_all(&mut self) -> Vec<Packet> {
         let mut out: Vec<Packet> = self.parked.take().into_iter().collect();
         out.extend(self.head.drain(..).map(|(_, p)| p));
+        if let Some(c) = &mut self.child {
+            out.extend(c.drain_all());
+        }
         while let Some(p) = self.tfifo_take_head() {
             out.push(p);
         }
         self.backlog = 0;
         out
+    }
+}
+
+/// netem's one class `X:1` (`netem_class_ops`), through `one_class`'s
+/// find, graft check, refusals and dump, with the child optional: none
+/// until a qdisc is grafted, none again once it is deleted (`netem_graft`
+/// stores NULL), while `netem_find` answers 1 for any id.
+impl Classful for Netem {
+    fn add_class(&mut self, _: Handle, _: Handle, _: &ClassOptions) -> Result<(), Refusal> {
+        Err(one_class::refuse("netem"))
+    }
+
+    fn change_class(&mut self, _: Handle, _: &ClassOptions) -> Result<(), Refusal> {
+        Err(one_class::refuse("netem"))
+    }
+
+    fn delete_class(&mut self, _: Handle, _: &mut Drops) -> Result<(), Refusal> {
+        Err(one_class::refuse("netem"))
+    }
+
+    fn graft(
+        &mut self,
+        classid: Handle,
+        child: Box<dyn Qdisc>,
+    ) -> Result<Option<Box<dyn Qdisc>>, Refusal> {
+        one_class::check_graft("netem", self.ctx.handle, classid)?;
+        Ok(self.child.replace(child))
+    }
+
+    fn ungraft(&mut self, classid: Handle) -> Result<Option<Box<dyn Qdisc>>, Refusal> {
+        one_class::check_graft("netem", self.ctx.handle, classid)?;
+        Ok(self.child.take())
+    }
+
+    fn child_mut(&mut self, _: Handle) -> Option<&mut Box<dyn Qdisc>> {
+        self.child.as_mut()
+    }
+
+    fn children_mut(&mut self) -> Vec<&mut Box<dyn Qdisc>> {
+        self.child.iter_mut().collect()
+    }
+
+    fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {
+        self.ctx.child(handle, parent)
+    }
+
+    fn find_class(&self, classid: Handle) -> Handle {
+        one_class::find(self.ctx.handle, classid)
+    }
+
+    fn undumped_class(&self, classid: Handle) -> bool {
+        self.child.is_none() && classid == one_class::classid(self.ctx.handle)
     }
 }
 

@@ -281,7 +281,7 @@ fn duplicate_at_the_root_enqueues_a_copy_first() {
     assert_eq!(d.len(), 2);
     assert_eq!(q.stats().drops, 1);
     assert_eq!(due(&mut q, at(10)), [0, 0, 1, 1, 2, 2]);
-    // Under a parent no copy is made.
+    // Under a parent the copy is left for the root of the tree.
     let ctx = QdiscCtx {
         parent: tc_h_make(1, 1),
         ..QdiscCtx::default()
@@ -291,6 +291,162 @@ fn duplicate_at_the_root_enqueues_a_copy_first() {
     let mut q = Netem::build(ctx, &QdiscOptions::Netem(Box::new(o))).unwrap();
     q.enqueue(pkt(0, 100), at(0), &mut d);
     assert_eq!(q.qlen(), 1);
+    let copy = d.take_copy().expect("a copy for the root");
+    assert!(copy.meta.duplicate && copy.meta.id == 0);
+    assert!(d.take_copy().is_none());
+    // Offered back (the root's classification leads it here), the copy is
+    // queued and not duplicated again (`tc_depth`).
+    q.enqueue(copy, at(0), &mut d);
+    assert_eq!(q.qlen(), 2);
+    assert!(d.take_copy().is_none());
+    assert_eq!(q.copies(), 0);
+}
+
+/// A netem with handle 1: at the root holding `child` (built by `make`
+/// with the ctx netem gives class 1:1) as qdisc 10:.
+fn with_child(o: NetemOptions, make: impl FnOnce(QdiscCtx) -> Box<dyn Qdisc>) -> Netem {
+    let ctx = QdiscCtx {
+        handle: tc_h_make(1, 0),
+        ..QdiscCtx::default()
+    };
+    let mut q = Netem::build(ctx, &QdiscOptions::Netem(Box::new(o))).unwrap();
+    let child = make(q.child_ctx(tc_h_make(0x10, 0), tc_h_make(1, 1)));
+    assert!(q.graft(tc_h_make(1, 1), child).unwrap().is_none());
+    q
+}
+
+/// Every departure from `t` on, following the wake-ups: (ms, id).
+fn departures(q: &mut Netem, mut t: Instant, d: &mut Drops) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    while let Some(w) = q.next_wakeup(t) {
+        t = w;
+        while let Some(p) = q.dequeue(t, d) {
+            out.push((t.nanos() / MS, p.meta.id));
+        }
+        assert!(out.len() < 1000, "no progress at {t:?}");
+    }
+    out
+}
+
+/// The classic recipe, `netem delay 100ms` with `tbf rate 1mbit burst
+/// 32kbit` under 1:1: all ten 1000-byte frames are due at 100 ms and move
+/// into TBF (`netem_dequeue`'s `q->qdisc` path); TBF's full bucket (4000
+/// bytes, 32 ms) sends four at once, then one per 8 ms (1000 bytes at
+/// 125000 bytes/s), netem waking at TBF's watchdog.
+#[test]
+fn tbf_child_shapes_after_the_delay() {
+    use crate::qdisc::options::RateSpec;
+    use crate::qdisc::tbf::{Tbf, TbfOptions};
+    let tbf = TbfOptions {
+        rate: RateSpec::new(125_000),
+        burst: Some(4000),
+        limit: 1_000_000,
+        ..TbfOptions::default()
+    };
+    let mut q = with_child(opts(1000, 100), |c| {
+        Box::new(Tbf::build(c, &QdiscOptions::Tbf(tbf)).unwrap())
+    });
+    let mut d = Drops::new();
+    for id in 0..10 {
+        q.enqueue(pkt(id, 1000), at(0), &mut d);
+    }
+    assert_eq!(q.next_wakeup(at(0)), Some(at(100)));
+    let first: Vec<u64> = due(&mut q, at(100));
+    assert_eq!(first, [0, 1, 2, 3]);
+    // The other six wait in TBF and still count in netem.
+    assert_eq!((q.qlen(), q.backlog()), (6, 6000));
+    assert_eq!(q.next_wakeup(at(100)), Some(at(108)));
+    let rest = departures(&mut q, at(100), &mut d);
+    assert_eq!(
+        rest,
+        [(108, 4), (116, 5), (124, 6), (132, 7), (140, 8), (148, 9)]
+    );
+    assert_eq!((q.qlen(), q.backlog(), q.stats().packets), (0, 0, 10));
+    assert!(d.is_empty());
+}
+
+/// A child that refuses frames: `pfifo limit 2` under `netem delay 10ms`.
+/// At 10 ms the five due frames go into the pfifo, which takes two and
+/// drops three; each drop counts in netem too (`net_xmit_drop_count`).
+#[test]
+fn child_drops_count_in_netem() {
+    use crate::qdisc::fifo::{Fifo, FifoKind};
+    let mut q = with_child(opts(1000, 10), |c| {
+        Box::new(Fifo::with_limit(FifoKind::Pfifo, c, 2))
+    });
+    let mut d = Drops::new();
+    for id in 0..5 {
+        q.enqueue(pkt(id, 100), at(0), &mut d);
+    }
+    assert_eq!(q.qlen(), 5);
+    assert_eq!(due(&mut q, at(10)), [0, 1]);
+    let s = q.stats();
+    assert_eq!((s.drops, s.packets, s.qlen, s.backlog), (3, 2, 0, 0));
+    let child = q.dump(at(10)).children.remove(0);
+    assert_eq!(child.stats.drops, 3);
+}
+
+/// netem's limit counts the frames its child holds (`sch->q.qlen`): with
+/// `limit 3` and a slow TBF child, three frames moved into TBF still fill
+/// netem.
+#[test]
+fn limit_counts_the_childs_frames() {
+    use crate::qdisc::options::RateSpec;
+    use crate::qdisc::tbf::{Tbf, TbfOptions};
+    let tbf = TbfOptions {
+        rate: RateSpec::new(1000),
+        burst: Some(1000),
+        limit: 100_000,
+        ..TbfOptions::default()
+    };
+    let mut q = with_child(opts(3, 1), |c| {
+        Box::new(Tbf::build(c, &QdiscOptions::Tbf(tbf)).unwrap())
+    });
+    let mut d = Drops::new();
+    for id in 0..3 {
+        q.enqueue(pkt(id, 1000), at(0), &mut d);
+    }
+    assert_eq!(due(&mut q, at(1)), [0]);
+    assert_eq!(q.qlen(), 2);
+    assert_eq!(q.enqueue(pkt(3, 1000), at(1), &mut d), Verdict::Queued);
+    assert_eq!(q.enqueue(pkt(4, 1000), at(1), &mut d), Verdict::Dropped);
+    assert_eq!(q.stats().drops, 1);
+}
+
+/// The one class: listed only with a child (`netem_dump_class`), found
+/// for any minor (`netem_find`); a deleted child leaves netem sending from
+/// its tfifo again (`netem_graft` stores NULL); a new one replaces the
+/// old, which is returned with its frames.
+#[test]
+fn class_graft_delete_and_replace() {
+    use crate::qdisc::fifo::{Fifo, FifoKind};
+    let mut q = with_child(opts(1000, 10), |c| Box::new(Fifo::new(FifoKind::Pfifo, c)));
+    let class = tc_h_make(1, 1);
+    assert_eq!(q.find_class(tc_h_make(1, 7)), class);
+    let d = q.dump(at(0));
+    assert_eq!(d.classes.len(), 1);
+    assert_eq!(d.classes[0].leaf, Some(tc_h_make(0x10, 0)));
+    assert_eq!(d.children[0].kind, "pfifo");
+    assert!(!q.undumped_class(class));
+    let mut drops = Drops::new();
+    q.enqueue(pkt(0, 100), at(0), &mut drops);
+    assert_eq!(due(&mut q, at(9)), Vec::<u64>::new());
+    // Moved into the child at 10 ms, then a new child replaces it.
+    q.enqueue(pkt(1, 100), at(5), &mut drops);
+    let bfifo = Fifo::new(FifoKind::Bfifo, q.child_ctx(tc_h_make(0x20, 0), class));
+    let old = q.graft(class, Box::new(bfifo)).unwrap().unwrap();
+    assert_eq!(old.kind(), "pfifo");
+    assert_eq!(q.dump(at(5)).children[0].kind, "bfifo");
+    let old = q.ungraft(class).unwrap().unwrap();
+    assert_eq!(old.kind(), "bfifo");
+    let d = q.dump(at(5));
+    assert!(d.classes.is_empty() && d.children.is_empty());
+    assert!(q.undumped_class(class));
+    assert_eq!(due(&mut q, at(15)), [0, 1]);
+    assert!(q
+        .add_class(class, tc_h_make(1, 0), &ClassOptions::None)
+        .is_err());
+    assert!(q.delete_class(class, &mut drops).is_err());
 }
 
 #[test]
