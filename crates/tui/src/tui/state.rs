@@ -955,11 +955,12 @@ impl DirState {
         while let Some(q) = stack.pop() {
             self.unlisted.merge(&q.other_flows);
             if let Some(Xstats::Cake(x)) = &q.xstats {
-                self.tins.extend(x.tins.iter().enumerate().map(|(i, t)| TinSummary {
-                    qdisc: q.handle,
-                    name: tin_name(x.tins.len(), i),
-                    stats: *t,
-                }));
+                self.tins
+                    .extend(x.tins.iter().enumerate().map(|(i, t)| TinSummary {
+                        qdisc: q.handle,
+                        name: tin_name(x.tins.len(), i),
+                        stats: *t,
+                    }));
             }
             for f in &q.flows {
                 let class = handle_id(q.handle | f.bucket.wrapping_add(1), true);

@@ -31,8 +31,8 @@ use super::dump::{flow_queue_hash, list_flows, ClassDump, FlowDump, FlowListing}
 use super::dump::{QueueOccupancy, Xstats};
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
-use super::{tc_h_major, tc_h_minor, FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump};
 use super::{own_chain, QdiscOptions};
+use super::{tc_h_major, tc_h_minor, FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump};
 use super::{QdiscStats, Refusal, Verdict};
 use crate::packet::classify::flow_hash;
 use crate::packet::filter::FilterChain;
