@@ -977,7 +977,7 @@ impl Cake {
             srchost_hash = u32::from(host_override) - 1;
             dsthost_hash = srchost_hash;
         }
-        if !hash_flows {
+        if mode & flow_mode::FLOWS == 0 {
             if mode & flow_mode::SRC_IP != 0 {
                 flow_hash_v ^= srchost_hash;
             }

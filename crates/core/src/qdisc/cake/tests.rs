@@ -604,6 +604,17 @@ fn a_filter_minor_pins_flows_into_one_queue() {
     let c = &q.dump(Instant::ZERO).classes;
     assert_eq!(c.len(), 1);
     assert_eq!((c[0].classid, c[0].queue.backlog), (0x8001_0005, 1200));
+    // In triple-isolate (flows and hosts) the override is the flow hash
+    // alone: the host hashes are not mixed in (`cake_hash` mixes them only
+    // without `CAKE_FLOW_FLOWS`).
+    let mut q = cake(CakeOptions {
+        flow_mode: Some(u32::from(flow_mode::TRIPLE)),
+        ..opts.clone()
+    });
+    q.add_filter(matchall(0x8001_0005, None)).unwrap();
+    q.enqueue(host_pkt(1, 500, 2, 1000), Instant::ZERO, &mut d);
+    q.enqueue(host_pkt(2, 700, 3, 2000), Instant::ZERO, &mut d);
+    assert_eq!(rows(&q), vec![(0x8001_0005, 0, 2)]);
     // A minor above 1024 overrides nothing: the hash places them again.
     let mut q = cake(opts);
     q.add_filter(matchall(0x8001_0401, None)).unwrap();
