@@ -169,9 +169,9 @@ pub struct FlowDump {
     /// `None` for an empty queue.
     #[serde(default)]
     pub ahead: Option<Ahead>,
-    /// A CAKE flow queue's tin, hosts and BLUE state (`None` for the
-    /// other kinds).
-    #[serde(default)]
+    /// A CAKE flow queue's tin, hosts and BLUE state (`None`, and left
+    /// out of the JSON, for the other kinds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cake: Option<super::cake::CakeFlowInfo>,
 }
 

@@ -598,10 +598,21 @@ pub static SYNTAX: Syntax = Syntax {
     table: Some(&TABLE),
     trailing_space: true,
     xstats: Some(&XSTATS),
-    benches: &[Bench::new(
-        "cake",
-        &["tc qdisc add dev D root cake besteffort flows memlimit 64mb"],
-    )],
+    benches: &[
+        Bench::new(
+            "cake",
+            &["tc qdisc add dev D root cake besteffort flows memlimit 64mb"],
+        ),
+        // Filters on the per-packet path: every frame matched, its flow
+        // and tin overridden (cake_classify).
+        Bench::new(
+            "cake filters",
+            &[
+                "tc qdisc add dev D root handle 1: cake diffserv4 memlimit 64mb",
+                "tc filter add dev D parent 1: protocol all prio 1 matchall flowid 1:3 action skbedit priority 1:2",
+            ],
+        ),
+    ],
     // No shaping bound: CAKE's deficit-mode shaper advances its schedule
     // from where it was, so a dequeue that comes late sends what the rate
     // allowed since (cake_dequeue has no burst limit), as the kernel's
