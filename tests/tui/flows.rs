@@ -39,6 +39,7 @@ pub(crate) fn table(app: &App, w: u16, h: u16) -> String {
         sort: app.sort,
         sort_desc: app.sort_desc,
         selected_xstats: v.flows.get(app.flow_sel).and_then(|r| app.flow_xstats(r)),
+        tins: &v.tins,
     }
     .render(area, &mut buf);
     (0..h)
@@ -212,6 +213,68 @@ fn fq_codel_flow_queues_carry_the_meters_counts() {
     );
     assert!(row_marks > 0);
     insta::assert_snapshot!("flows_fq_codel_160", table(&app, 160, 14));
+}
+
+/// CAKE's flow queues get rows as fq_codel's do, each named by its class
+/// and tin (the ping in Voice, where a filter's skbedit priority sends it;
+/// the bulk flows in Best Effort), with the tins' delays and drops on a
+/// line of their own; the rows add up to the tins' backlogs and drops.
+#[test]
+fn cake_flow_queues_show_their_tin_and_the_tins_line() {
+    use bloatbox::qdisc::cake::CakeFlowSet;
+    let mut s = Scenario::cake_under_load();
+    let app = app_after(&mut s, 30, STEP);
+    let ping = rows_to(&app, 7);
+    assert_eq!(ping.len(), 1, "{:#?}", app.view().flows);
+    assert!(ping[0].queue.is_none(), "a flow queue, not a FIFO");
+    assert!(
+        ping[0].queue_label.ends_with(" Voice"),
+        "{}",
+        ping[0].queue_label
+    );
+    assert_eq!(ping[0].cake.unwrap().tin, 3);
+    let bulk: Vec<_> = rows_to(&app, 5201)
+        .into_iter()
+        .filter(|r| r.queue.is_none())
+        .collect();
+    assert_eq!(bulk.len(), 4, "{bulk:#?}");
+    assert!(bulk
+        .iter()
+        .all(|r| r.queue_label.ends_with(" Best Effort") && r.cake.unwrap().tin == 1));
+    assert!(bulk
+        .iter()
+        .any(|r| r.cake.unwrap().set == CakeFlowSet::Bulk));
+    let Some(Xstats::Cake(x)) = &l2r(&app).qdisc.xstats else {
+        panic!("cake xstats");
+    };
+    let v = app.view();
+    assert_eq!(v.tins.len(), 4);
+    let names: Vec<&str> = v.tins.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["Bulk", "Best Effort", "Video", "Voice"]);
+    let rows: Vec<_> = v.flows.iter().filter(|r| r.cake.is_some()).collect();
+    let row_backlog: u64 = rows.iter().map(|r| r.backlog).sum();
+    let tin_backlog: u64 = x.tins.iter().map(|t| u64::from(t.backlog_bytes)).sum();
+    assert_eq!(row_backlog, tin_backlog);
+    assert!(tin_backlog > 0);
+    // The flow detail keeps the class's xstats and adds tin and hosts.
+    let ping_at = v
+        .flows
+        .iter()
+        .position(|r| r.flow.is_some_and(|k| k.dst_port == 7));
+    let x = app.flow_xstats(ping[0]).unwrap();
+    assert!(x.starts_with("deficit ") && x.contains("count "), "{x}");
+    let mut app = app;
+    app.flow_sel = ping_at.unwrap();
+    let text = table(&app, 160, 14);
+    assert!(
+        text.lines().nth(1).unwrap().starts_with("cake 1: Bulk "),
+        "{text}"
+    );
+    assert!(
+        text.contains("Voice, sparse, triple-isolate src "),
+        "{text}"
+    );
+    insta::assert_snapshot!("flows_cake_160", text);
 }
 
 #[test]

@@ -470,3 +470,77 @@ fn a_dropping_flow_out_of_a_bounded_listing_is_not_said_to_leave() {
         texts(&app, EventKind::Codel)
     );
 }
+
+/// A CAKE snapshot: every flow on a rotation has a row (the same set as
+/// the classes `tc class show` lists), the sort keys order CAKE's rows as
+/// any others', each row's detail finds its class's xstats, and the tins
+/// are summed up in tc's order.
+#[test]
+fn a_cake_snapshot_gives_rows_sort_keys_xstats_and_tins() {
+    use bloatbox::qdisc::dump::Xstats;
+    use bloatbox::tui::state::SortKey;
+    let mut s = Scenario::cake_under_load();
+    let mut app = app_after(&mut s, 20, STEP);
+    let q = &app
+        .latest
+        .as_ref()
+        .unwrap()
+        .bridge
+        .path(Dir::LeftToRight)
+        .qdisc;
+    assert_eq!(q.kind, "cake");
+    let Some(Xstats::Cake(x)) = &q.xstats else {
+        panic!("cake xstats");
+    };
+    let classes: Vec<u32> = q.classes.iter().map(|c| c.classid).collect();
+    let mut rows: Vec<u32> = app.dirs[0]
+        .flows
+        .iter()
+        .filter(|r| r.cake.is_some() && r.gone_since.is_none())
+        .map(|r| r.qdisc | (r.bucket + 1))
+        .collect();
+    rows.sort_unstable();
+    assert_eq!(rows, classes);
+    assert!(rows.len() >= 5, "{rows:?}");
+    for r in app.dirs[0].flows.iter().filter(|r| r.cake.is_some()) {
+        let xs = app.flow_xstats(r).expect("the class's xstats");
+        assert!(xs.starts_with("deficit "), "{xs}");
+    }
+    let tins: Vec<(String, u32)> = app.dirs[0]
+        .tins
+        .iter()
+        .map(|t| (t.name.clone(), t.stats.dropped_packets))
+        .collect();
+    let want: Vec<(String, u32)> = ["Bulk", "Best Effort", "Video", "Voice"]
+        .iter()
+        .zip(&x.tins)
+        .map(|(n, t)| (n.to_string(), t.dropped_packets))
+        .collect();
+    assert_eq!(tins, want);
+    for _ in 0..SortKey::ALL.len() {
+        app.on_key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::NONE));
+        let value = |r: &bloatbox::tui::state::FlowRow| match app.sort {
+            SortKey::Backlog => r.backlog,
+            SortKey::Packets => u64::from(r.qlen),
+            SortKey::Sojourn => r.sojourn_ns,
+            SortKey::Drops => r.drops,
+            SortKey::Marks => r.ecn_marks,
+            SortKey::Throughput => r.throughput_bps,
+            SortKey::Flow => u64::from(r.bucket),
+        };
+        let cake: Vec<u64> = app.dirs[0]
+            .flows
+            .iter()
+            .filter(|r| r.cake.is_some())
+            .map(value)
+            .collect();
+        let mut sorted = cake.clone();
+        sorted.sort_unstable_by(|a, b| b.cmp(a));
+        if app.sort_desc {
+            assert_eq!(cake, sorted, "{:?}", app.sort);
+        } else {
+            sorted.reverse();
+            assert_eq!(cake, sorted, "{:?}", app.sort);
+        }
+    }
+}

@@ -75,18 +75,22 @@ pub struct FlowKey {
 /// `10.0.0.1:5201→10.0.0.2:40000 tcp`; IPv4-mapped addresses print as
 /// IPv4, flows without ports as `10.0.0.1→10.0.0.2 icmp`, non-IP flows
 /// (the all-zero key) as `non-IP`.
+/// An address of a `FlowKey` as its label prints it: dotted IPv4 for an
+/// IPv4-mapped address, else `[v6]`.
+pub fn addr_text(a: &[u8; 16]) -> String {
+    let v6 = std::net::Ipv6Addr::from(*a);
+    match v6.to_ipv4_mapped() {
+        Some(v4) => v4.to_string(),
+        None => format!("[{v6}]"),
+    }
+}
+
 impl std::fmt::Display for FlowKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if *self == FlowKey::default() {
             return f.write_str("non-IP");
         }
-        let addr = |a: &[u8; 16]| -> String {
-            let v6 = std::net::Ipv6Addr::from(*a);
-            match v6.to_ipv4_mapped() {
-                Some(v4) => v4.to_string(),
-                None => format!("[{v6}]"),
-            }
-        };
+        let addr = addr_text;
         let proto = match self.proto {
             6 => "tcp".to_string(),
             17 => "udp".to_string(),

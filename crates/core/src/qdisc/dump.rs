@@ -132,7 +132,8 @@ pub struct ClassDump {
 /// A flow queue as the TUI shows it.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct FlowDump {
-    /// The hash bucket (fq_codel) or slot (SFQ) of the flow.
+    /// The hash bucket (fq_codel) or slot (SFQ) of the flow; for CAKE
+    /// its class minor less one (`tin * 1024 + queue`, `cake_walk`).
     pub bucket: u32,
     /// The 5-tuple of a frame of the flow: the last one queued (fq_codel) or
     /// the head one (SFQ); None when none tells it.
@@ -145,9 +146,9 @@ pub struct FlowDump {
     pub head_sojourn_ns: u64,
     /// DRR deficit or SFQ allot.
     pub deficit: i64,
-    /// CoDel's `count` of the flow (0 for SFQ).
+    /// CoDel's (CAKE: COBALT's) `count` of the flow (0 for SFQ).
     pub codel_count: u32,
-    /// Whether the flow's CoDel is dropping (false for SFQ).
+    /// Whether the flow's CoDel (CAKE: COBALT) is dropping (false for SFQ).
     pub codel_dropping: bool,
     /// Frames dropped from the flow.
     pub drops: u64,
@@ -168,6 +169,10 @@ pub struct FlowDump {
     /// `None` for an empty queue.
     #[serde(default)]
     pub ahead: Option<Ahead>,
+    /// A CAKE flow queue's tin, hosts and BLUE state (`None`, and left
+    /// out of the JSON, for the other kinds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cake: Option<super::cake::CakeFlowInfo>,
 }
 
 /// Which of a qdisc's own queues (or of the link's stages) an occupancy

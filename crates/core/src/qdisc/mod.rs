@@ -292,7 +292,8 @@ pub trait Qdisc: Send {
     }
 
     /// The filter chains of qdiscs that classify with `tc filter`s (HTB,
-    /// QFQ, and SFQ and fq_codel, whose filters pick the flow bucket).
+    /// QFQ, and SFQ, fq_codel, FQ-PIE and CAKE, whose filters pick the flow
+    /// queue).
     fn as_filter_host(&mut self) -> Option<&mut dyn FilterHost> {
         None
     }

@@ -982,11 +982,11 @@ impl QdiscTree {
         let host = node.as_filter_host().ok_or_else(|| {
             if classful {
                 Refusal::new(Errno::EOPNOTSUPP, "Class doesn't support filters.").below(format!(
-                    "{kind} takes no filters; htb, qfq, sfq and fq_codel do"
+                    "{kind} takes no filters; htb, qfq, sfq, fq_codel, fq_pie and cake do"
                 ))
             } else {
                 Refusal::new(Errno::EINVAL, "Qdisc not classful.").below(format!(
-                    "{kind} cannot take filters; attach them to htb, qfq, sfq or fq_codel"
+                    "{kind} cannot take filters; attach them to htb, qfq, sfq, fq_codel, fq_pie or cake"
                 ))
             }
         });

@@ -586,6 +586,69 @@ fn sfq_and_fq_codel_filters_pick_the_bucket() {
     }
 }
 
+/// CAKE takes filters on the qdisc itself (`cake_tcf_block`,
+/// `cake_classify`): the class id's minor names the flow queue, so one
+/// filter pins every flow into one queue. Unlike SFQ and fq_codel, a
+/// frame no filter matches, or whose minor is past 1024, is not dropped:
+/// the hash places it. An skbedit priority `1:n` picks the n-th tin tc
+/// prints (`cake_select_tin`).
+#[test]
+fn cake_filters_pick_the_flow_queue_and_the_tin() {
+    let (mut t, mut d, _) = left_session(
+        "tc qdisc add dev left root handle 1: cake besteffort flows
+         tc filter add dev left parent 1: protocol all prio 1 matchall flowid 1:3",
+    );
+    for f in 0..5 {
+        t.enqueue(flow_pkt(f, 500, f as u16), T, &mut d);
+    }
+    let s = session(&mut t, "tc -s class show dev left", &mut d);
+    assert!(s.starts_with("class cake 1:3 parent 1: \n"), "{s}");
+    assert_eq!(s.matches("class cake").count(), 1, "{s}");
+    assert!(s.contains("backlog 2500b 5p"), "all five flows in 1:3: {s}");
+    let shown = session(&mut t, "tc filter show dev left", &mut d);
+    assert!(
+        shown.starts_with("filter parent 1: protocol all pref 1 matchall chain 0 \n"),
+        "{shown}"
+    );
+    let e = apply(
+        &mut t,
+        "tc filter add dev left parent 1:3 protocol all prio 2 matchall flowid 1:3",
+    )
+    .unwrap_err()
+    .0;
+    assert!(e.contains("Invalid argument"), "{e}");
+    // No filter matches, then one naming a queue past 1024: both hashed,
+    // each flow into a queue of its own, nothing dropped.
+    let (mut t, mut d, _) = left_session(
+        "tc qdisc add dev left root handle 1: cake besteffort flows
+         tc filter add dev left parent 1: protocol ip prio 1 u32 match ip dport 5001 0xffff flowid 1:3
+         tc filter add dev left parent 1: protocol all prio 2 matchall flowid 1:fffe",
+    );
+    for f in 0..3 {
+        t.enqueue(flow_pkt(f, 500, f as u16), T, &mut d);
+    }
+    assert!(d.is_empty());
+    let s = session(&mut t, "tc -s class show dev left", &mut d);
+    assert_eq!(s.matches("class cake").count(), 3, "{s}");
+    assert_eq!(s.matches("backlog 500b 1p").count(), 3, "{s}");
+    // diffserv4 prints Bulk, Best Effort, Video, Voice: priority 1:4 is
+    // Voice, the fourth tin, whose classes are 1:c01 and up.
+    let (mut t, mut d, _) = left_session(
+        "tc qdisc add dev left root handle 1: cake diffserv4
+         tc filter add dev left parent 1: protocol all prio 1 matchall action skbedit priority 1:4",
+    );
+    t.enqueue(flow_pkt(1, 500, 1), T, &mut d);
+    let s = session(&mut t, "tc -s class show dev left", &mut d);
+    assert!(s.starts_with("class cake 1:c"), "{s}");
+    let q = session(&mut t, "tc -s qdisc show dev left", &mut d);
+    let backlog = q.lines().find(|l| l.starts_with("  backlog ")).unwrap();
+    assert_eq!(
+        backlog.split_whitespace().collect::<Vec<_>>(),
+        ["backlog", "0b", "0b", "0b", "500b"],
+        "{q}"
+    );
+}
+
 /// Per-host fairness, the classic use of the `flow` classifier on SFQ and
 /// fq_codel: buckets by destination address, not by flow.
 #[test]

@@ -263,6 +263,26 @@ impl Scenario {
         s
     }
 
+    /// CAKE `1:` diffserv4 left→right under the same traffic, built by tc
+    /// lines: a filter sends the UDP ping (destination port 7) to the
+    /// Voice tin (skbedit priority 1:4, the fourth tin tc prints); the
+    /// bulk flows share Best Effort. pfifo_fast right→left.
+    pub fn cake_under_load() -> Scenario {
+        let lines = [
+            "tc qdisc add dev left root handle 1: cake diffserv4",
+            "tc filter add dev left parent 1: protocol ip prio 1 u32 match ip dport 7 0xffff action skbedit priority 1:4",
+        ];
+        let dev = crate::qdisc::tree::DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN);
+        let tree = crate::tc::build_tree(dev, &lines).expect("a valid CAKE set-up");
+        let mut s = Scenario::new(
+            Box::new(tree),
+            Box::new(PfifoFast::new(root_ctx(0))),
+            link_params(),
+        );
+        s.add_standard_loads();
+        s
+    }
+
     /// The loads of `pfifo_fast_under_load`.
     pub fn add_standard_loads(&mut self) {
         let rate = link_params().rate_bytes_ps;

@@ -162,6 +162,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
                 .flows
                 .get(app.flow_sel)
                 .and_then(|r| app.flow_xstats(r)),
+            tins: &view.tins,
         },
         flows_inner,
     );

@@ -10,10 +10,12 @@ use crate::control::field::FieldError;
 use crate::dir::Dir;
 use crate::link::PathSnapshot;
 use crate::load::feed::Probe;
-use crate::packet::{DropReason, FlowKey};
+use crate::packet::{addr_text, DropReason, FlowKey};
+use crate::qdisc::cake::{flow_mode, CakeFlowInfo, CakeFlowSet, CakeTinXstats};
 use crate::qdisc::codel::CodelXstats;
 use crate::qdisc::dump::{Ahead, FlowSummary, FlowTraffic, QueueId, QueueOccupancy, Xstats};
 use crate::qdisc::{ClassDump, Handle, QdiscDump, QdiscStats, TC_H_ROOT};
+use crate::tc::opts::cake::{flow_mode_name, tin_name};
 use crate::tc::show::{class_options, qdisc_options};
 use crate::tc::xstats::trimmed_lines;
 use crate::time::{Instant, NS_PER_SEC};
@@ -196,6 +198,8 @@ pub struct FlowRow {
     /// When the queue was last seen holding the flow, for a row kept
     /// (dimmed) for `GONE_KEEP_NS` after its queue emptied.
     pub gone_since: Option<Instant>,
+    /// A CAKE flow queue's tin, hosts and rotation (`FlowDump::cake`).
+    pub cake: Option<CakeFlowInfo>,
 }
 
 impl FlowRow {
@@ -283,6 +287,48 @@ pub struct Event {
     pub text: String,
 }
 
+/// One tin of a CAKE qdisc, for the flow table's tin lines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TinSummary {
+    /// The CAKE qdisc's handle.
+    pub qdisc: Handle,
+    /// The tin's name as tc prints it (`Bulk`, `Best Effort`, `Tin 3`).
+    pub name: String,
+    /// Its statistics (`TCA_CAKE_TIN_STATS_*`): delays, drops, marks.
+    pub stats: CakeTinXstats,
+}
+
+/// What a CAKE flow row's detail line adds: its tin, its rotation and the
+/// host(s) its isolation mode shares the link between, with the address
+/// of the frame at its head and the host slot the dual modes keep
+/// (`Bulk, bulk, dual-srchost 10.0.0.1 (host slot 17)`).
+pub fn cake_detail(c: &CakeFlowInfo, flow: Option<&FlowKey>) -> String {
+    let set = match c.set {
+        CakeFlowSet::Sparse => "sparse",
+        CakeFlowSet::Bulk => "bulk",
+        CakeFlowSet::Decaying => "decaying",
+    };
+    let addr = |a: fn(&FlowKey) -> &[u8; 16]| flow.map_or_else(|| "?".into(), |k| addr_text(a(k)));
+    let (src, dst) = (addr(|k| &k.src), addr(|k| &k.dst));
+    let hosts = match c.flow_mode {
+        flow_mode::SRC_IP => format!(" {src}"),
+        flow_mode::DST_IP => format!(" {dst}"),
+        flow_mode::HOSTS => format!(" {src}→{dst}"),
+        flow_mode::DUAL_SRC => format!(" {src} (host slot {})", c.srchost),
+        flow_mode::DUAL_DST => format!(" {dst} (host slot {})", c.dsthost),
+        flow_mode::TRIPLE => format!(
+            " src {src} (slot {}) dst {dst} (slot {})",
+            c.srchost, c.dsthost
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "{}, {set}, {}{hosts}",
+        tin_name(c.tins.into(), c.tin.into()),
+        flow_mode_name(c.flow_mode).unwrap_or("?"),
+    )
+}
+
 /// What one direction shows, derived from the latest snapshots.
 #[derive(Clone, Debug, Default)]
 pub struct DirState {
@@ -298,6 +344,9 @@ pub struct DirState {
     pub tree: Vec<TreeNode>,
     /// The time series of the charts, oldest first.
     pub history: VecDeque<Sample>,
+    /// The tins of every CAKE qdisc in the tree, in the order tc prints
+    /// them.
+    pub tins: Vec<TinSummary>,
     /// Delivered bits/s over the last `ACHIEVED_WINDOW_NS`.
     pub achieved_bps: u64,
     /// Whether `Sample::latency_us` comes from flow sojourn times (else it
@@ -903,18 +952,31 @@ impl DirState {
     fn collect_flows(&mut self, cur: &PathSnapshot) {
         let old = std::mem::take(&mut self.flows);
         self.unlisted = FlowSummary::default();
+        self.tins.clear();
         self.traffic.clone_from(&cur.flows);
         self.other_traffic = cur.other_flows.clone();
         let mut stack = vec![&cur.qdisc];
         while let Some(q) = stack.pop() {
             self.unlisted.merge(&q.other_flows);
+            if let Some(Xstats::Cake(x)) = &q.xstats {
+                self.tins
+                    .extend(x.tins.iter().enumerate().map(|(i, t)| TinSummary {
+                        qdisc: q.handle,
+                        name: tin_name(x.tins.len(), i),
+                        stats: *t,
+                    }));
+            }
             for f in &q.flows {
+                let class = handle_id(q.handle | f.bucket.wrapping_add(1), true);
                 let mut row = FlowRow {
                     qdisc: q.handle,
                     queue: None,
                     bucket: f.bucket,
-                    queue_label: handle_id(q.handle | f.bucket.wrapping_add(1), true),
-                    queue_short: handle_id(q.handle | f.bucket.wrapping_add(1), true),
+                    queue_label: match &f.cake {
+                        Some(c) => format!("{class} {}", tin_name(c.tins.into(), c.tin.into())),
+                        None => class.clone(),
+                    },
+                    queue_short: class,
                     flow: f.flow,
                     hash: f.hash,
                     backlog: f.backlog,
@@ -935,6 +997,7 @@ impl DirState {
                     ahead: f.ahead.clone(),
                     ahead_delay_ns: 0,
                     gone_since: None,
+                    cake: f.cake,
                 };
                 row.set_traffic(f.traffic.clone());
                 self.flows.push(row);
@@ -1180,6 +1243,7 @@ fn occupancy_rows<'a>(
             ahead: (!matches!(o.queue, QueueId::Wire | QueueId::RxHeld)).then(|| f.ahead.clone()),
             ahead_delay_ns: 0,
             gone_since: None,
+            cake: None,
         };
         row.set_traffic(f.traffic.clone());
         row

@@ -5,7 +5,7 @@
 //! event log. Also the number formats they share.
 
 use super::dir_label;
-use super::state::{Event, EventKind, FlowRow, Sample, SortKey, TreeNode};
+use super::state::{Event, EventKind, FlowRow, Sample, SortKey, TinSummary, TreeNode};
 use crate::dir::Dir;
 use crate::link::PathSnapshot;
 use crate::qdisc::drr_ahead::AHEAD_TURNS;
@@ -430,6 +430,39 @@ pub struct FlowTable<'a> {
     /// The selected flow's queue xstats (`App::flow_xstats`), shown in the
     /// detail line instead of its deficit and CoDel count.
     pub selected_xstats: Option<String>,
+    /// The tins of the CAKE qdiscs (`DirState::tins`): one line under the
+    /// header per CAKE qdisc, each tin's backlog, delays, drops and marks.
+    pub tins: &'a [TinSummary],
+}
+
+/// A CAKE qdisc's tin line: `cake 1: Bulk 0B av 1.2ms pk 3.0ms sp 0us
+/// 0 drops 0 marks │ Best Effort ...` (tc's `av_delay`, `pk_delay`,
+/// `sp_delay`, `drops`, `marks` of each tin).
+fn tin_line(tins: &[TinSummary]) -> String {
+    let Some(first) = tins.first() else {
+        return String::new();
+    };
+    let cells: Vec<String> = tins
+        .iter()
+        .map(|t| {
+            let x = &t.stats;
+            format!(
+                "{} {} av {} pk {} sp {} {} drops {} marks",
+                t.name,
+                fmt_bytes(x.backlog_bytes.into()),
+                fmt_us(x.avg_delay_us.into()),
+                fmt_us(x.peak_delay_us.into()),
+                fmt_us(x.base_delay_us.into()),
+                fmt_count(x.dropped_packets.into()),
+                fmt_count(x.ecn_marked_packets.into()),
+            )
+        })
+        .collect();
+    format!(
+        "cake {} {}",
+        super::state::handle_id(first.qdisc, false),
+        cells.join(" │ ")
+    )
 }
 
 impl FlowTable<'_> {
@@ -480,6 +513,10 @@ impl Widget for FlowTable<'_> {
             })
             .collect();
         let mut lines = vec![Line::from(header)];
+        for tins in self.tins.chunk_by(|a, b| a.qdisc == b.qdisc) {
+            lines.push(Line::styled(tin_line(tins), LABEL));
+        }
+        let tin_lines = lines.len() as u16 - 1;
         if self.rows.is_empty() && self.unlisted.flows == 0 {
             lines.push(Line::styled(
                 "no flows: nothing queued in the qdisc, the TX ring or on the wire",
@@ -488,7 +525,11 @@ impl Widget for FlowTable<'_> {
             Paragraph::new(lines).render(area, buf);
             return;
         }
-        let win = FlowTable::window(area.height, self.rows.len(), self.selected);
+        let win = FlowTable::window(
+            area.height.saturating_sub(tin_lines),
+            self.rows.len(),
+            self.selected,
+        );
         for (i, r) in self.rows[win.clone()].iter().enumerate() {
             let label = r
                 .flow
@@ -580,7 +621,14 @@ impl Widget for FlowTable<'_> {
                             if r.dropping { " dropping" } else { "" }
                         )
                     });
-                    format!("{xstats}  {}", r.queue_label)
+                    match &r.cake {
+                        Some(c) => format!(
+                            "{xstats}  {}  {}",
+                            r.queue_short,
+                            super::state::cake_detail(c, r.flow.as_ref())
+                        ),
+                        None => format!("{xstats}  {}", r.queue_label),
+                    }
                 }
             };
             let drops: String = r

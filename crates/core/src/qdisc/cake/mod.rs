@@ -10,6 +10,12 @@
 //! fattest queue over all tins (the kernel's max-heap, `cake_drop`); the ACK
 //! filter (`ack`) thins pure ACKs at enqueue.
 //!
+//! `tc filter`s attached to the qdisc override the hashes as
+//! `cake_classify` does: the class id's minor picks the flow queue, its
+//! major the host, and an skbedit priority of `handle:n` the n-th tin. A
+//! dump lists every flow on a rotation as a class (`cake_walk`) and as a
+//! flow row with its tin and hosts (`CakeFlowInfo`), for the TUI.
+//!
 //! Frames in a bridge carry no conntrack entry and no firewall mark, so
 //! `nat` and `fwmark` are accepted and dumped but change no hash or tin.
 //! The random draws of BLUE and of the deficit dithering come from a
@@ -18,15 +24,18 @@
 mod ack;
 pub mod cobalt;
 mod xstats;
-pub use xstats::{CakeClassXstats, CakeTinXstats, CakeXstats};
+pub use xstats::{CakeClassXstats, CakeFlowInfo, CakeFlowSet, CakeTinXstats, CakeXstats};
 
 use self::cobalt::{CobaltParams, CobaltVars, REC_INV_SQRT_CACHE};
-use super::dump::{ClassDump, QueueOccupancy, Xstats};
+use super::dump::{flow_queue_hash, list_flows, ClassDump, FlowDump, FlowListing};
+use super::dump::{QueueOccupancy, Xstats};
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
-use super::{tc_h_major, tc_h_minor, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions};
+use super::{own_chain, QdiscOptions};
+use super::{tc_h_major, tc_h_minor, FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump};
 use super::{QdiscStats, Refusal, Verdict};
 use crate::packet::classify::flow_hash;
+use crate::packet::filter::FilterChain;
 use crate::packet::gso::Segmenter;
 use crate::packet::truesize;
 use crate::packet::{ecn, DropReason, Drops, FlowKey, Packet, L3};
@@ -251,6 +260,10 @@ struct Flow {
     adjusted: VecDeque<u32>,
     deficit: i32,
     dropped: u32,
+    /// Frames sent CE-marked, and bytes sent (bloatbox's, for the flow
+    /// table: the kernel counts marks per tin only).
+    marks: u32,
+    sent_bytes: u64,
     cvars: CobaltVars,
     srchost: u16,
     dsthost: u16,
@@ -514,6 +527,8 @@ pub struct Cake {
     quantum_div: Vec<u16>,
     parked: Option<Packet>,
     stats: QdiscStats,
+    /// `tc filter`s that override the flow and host hashes (`classify`).
+    filters: FilterChain,
 }
 
 impl Cake {
@@ -572,6 +587,7 @@ impl Cake {
                 .collect(),
             parked: None,
             stats: QdiscStats::default(),
+            filters: FilterChain::new(),
         };
         for (i, tin) in q.tins.iter_mut().enumerate() {
             for j in 0..CAKE_QUEUES {
@@ -890,16 +906,46 @@ impl Cake {
         }
     }
 
+    /// `cake_classify`: the tin and flow queue of `pkt`. With filters
+    /// attached, the first match's class id overrides the flow hash with
+    /// its minor when that is at most `CAKE_QUEUES`, and both host hashes
+    /// with its major when that is at most `CAKE_QUEUES` (whatever the
+    /// qdisc's own handle: `1:5` is host 1, flow 5); a larger minor or
+    /// major overrides nothing and the hash decides, as for a frame no
+    /// filter matches. An skbedit priority is set before the tin is chosen
+    /// (`cake_select_tin` reads `skb->priority`). The kernel refuses a
+    /// frame here only for a shot or stolen verdict (`TC_ACT_SHOT`,
+    /// `TC_ACT_STOLEN`), which bloatbox's filters do not give: every frame
+    /// is placed.
+    fn classify(&mut self, pkt: &mut Packet) -> (usize, usize) {
+        let (mut flow, mut host) = (0u16, 0u16);
+        if let Some((classid, prio)) = self.filters.classify(&pkt.meta) {
+            if let Some(p) = prio {
+                pkt.meta.priority = p;
+            }
+            if usize::from(tc_h_minor(classid)) <= CAKE_QUEUES {
+                flow = tc_h_minor(classid);
+            }
+            if usize::from(tc_h_major(classid)) <= CAKE_QUEUES {
+                host = tc_h_major(classid);
+            }
+        }
+        let t = self.select_tin(pkt);
+        (t, self.hash(t, pkt, flow, host))
+    }
+
     /// `cake_hash`: the flow queue of `pkt` in tin `t`, by the 8-way
     /// set-associative lookup, allocating host slots for the dual and
-    /// triple modes.
-    fn hash(&mut self, t: usize, pkt: &Packet) -> usize {
+    /// triple modes. A non-zero `flow_override` (a filter's minor) stands
+    /// for the flow hash and a non-zero `host_override` (its major) for
+    /// both host hashes, each less one.
+    fn hash(&mut self, t: usize, pkt: &Packet, flow_override: u16, host_override: u16) -> usize {
         let mode = self.flow_mode;
         if mode & FLOW_MASK == flow_mode::NONE {
             return 0;
         }
-        let hash_flows = mode & flow_mode::FLOWS != 0;
-        let hash_hosts = mode & flow_mode::HOSTS != 0;
+        let hash_flows = flow_override == 0 && mode & flow_mode::FLOWS != 0;
+        let hash_hosts = host_override == 0 && mode & flow_mode::HOSTS != 0;
         let (mut flow_hash_v, mut srchost_hash, mut dsthost_hash) = (0u32, 0u32, 0u32);
         if hash_flows || hash_hosts {
             if hash_hosts && pkt.meta.l3 != L3::Other {
@@ -924,7 +970,14 @@ impl Cake {
                 flow_hash_v = keyed_flow_hash(pkt.meta.hash, self.hash_key);
             }
         }
-        if !hash_flows {
+        if flow_override != 0 {
+            flow_hash_v = u32::from(flow_override) - 1;
+        }
+        if host_override != 0 {
+            srchost_hash = u32::from(host_override) - 1;
+            dsthost_hash = srchost_hash;
+        }
+        if mode & flow_mode::FLOWS == 0 {
             if mode & flow_mode::SRC_IP != 0 {
                 flow_hash_v ^= srchost_hash;
             }
@@ -1168,8 +1221,7 @@ impl Cake {
     /// frames always hash).
     fn enqueue_inner(&mut self, mut pkt: Packet, at: Instant, drops: &mut Drops) -> Verdict {
         let now = at.nanos() as i64;
-        let t = self.select_tin(&mut pkt);
-        let idx = self.hash(t, &pkt);
+        let (t, idx) = self.classify(&mut pkt);
         let mut len = pkt.len;
         {
             let b = &mut self.tins[t];
@@ -1542,9 +1594,11 @@ impl Cake {
     /// tin's delay averages, the shaper and the deficits charged.
     fn deliver(&mut self, t: usize, idx: usize, skb: Packet, adjusted: u32, now: i64) -> Packet {
         let b = &mut self.tins[t];
-        b.tin_ecn_mark = b
-            .tin_ecn_mark
-            .wrapping_add(u32::from(b.flows[idx].cvars.ecn_marked));
+        let flow = &mut b.flows[idx];
+        let marked = u32::from(flow.cvars.ecn_marked);
+        flow.marks = flow.marks.wrapping_add(marked);
+        flow.sent_bytes = flow.sent_bytes.wrapping_add(u64::from(skb.len));
+        b.tin_ecn_mark = b.tin_ecn_mark.wrapping_add(marked);
         let delay = (now as u64).saturating_sub(skb.meta.enqueue_time.nanos());
         b.avge_delay = ewma(b.avge_delay, delay, 8);
         b.peak_delay = ewma(
@@ -1633,48 +1687,92 @@ impl Cake {
         }
     }
 
-    /// `cake_walk` and `cake_dump_class_stats`: every flow on a rotation,
-    /// tin by tin in `tin_order`, as class `i * 1024 + j + 1` with its
-    /// queue, drops and COBALT state (no byte counters).
-    fn class_dumps(&self, now: Instant) -> Vec<ClassDump> {
+    /// The flows of tin `t` on a rotation (`cake_walk` lists them), by
+    /// walking its three lists: the active flows, not the 1024 queues.
+    fn listed(&self, t: usize) -> impl Iterator<Item = usize> + '_ {
+        let b = &self.tins[t];
+        b.chains.iter().flat_map(move |c| {
+            std::iter::successors(c.front(), move |&i| {
+                let next = b.flows[i].next;
+                (next != NIL).then_some(usize::from(next))
+            })
+        })
+    }
+
+    /// Where the class minor less one, `bucket` (`i * 1024 + j`, tin `i`
+    /// in `tin_order`), points: the tin and the queue.
+    fn tin_queue(&self, bucket: u32) -> (usize, usize) {
+        let (i, j) = (bucket as usize / CAKE_QUEUES, bucket as usize % CAKE_QUEUES);
+        (usize::from(self.tin_order[i]), j)
+    }
+
+    /// `cake_dump_class_stats` of the flow at `bucket`: class
+    /// `bucket + 1` with its queue, drops and COBALT state (no byte
+    /// counters).
+    fn class_dump(&self, bucket: u32, now: Instant) -> ClassDump {
         let now_ns = now.nanos() as i64;
         let us = |ns: i64| (ns / 1000) as i32;
-        let mut out = Vec::new();
-        for (i, &t) in self.tin_order[..usize::from(self.tin_cnt)]
-            .iter()
-            .enumerate()
-        {
-            let b = &self.tins[usize::from(t)];
-            for (j, flow) in b.flows.iter().enumerate() {
-                if flow.list == List::None {
-                    continue;
-                }
-                let cv = &flow.cvars;
-                let minor = (i * CAKE_QUEUES + j + 1) as u32;
-                out.push(ClassDump {
-                    kind: "cake".into(),
-                    classid: self.handle | minor,
-                    parent: self.handle,
-                    queue: QdiscStats {
-                        qlen: flow.queue.len() as u32,
-                        backlog: u64::from(b.backlogs[j]),
-                        drops: u64::from(flow.dropped),
-                        ..QdiscStats::default()
-                    },
-                    xstats: Some(Xstats::CakeClass(CakeClassXstats {
-                        deficit: flow.deficit,
-                        dropping: cv.dropping,
-                        count: cv.count,
-                        p_drop: cv.p_drop,
-                        blue_timer_us: (cv.p_drop != 0)
-                            .then(|| us(now_ns.wrapping_sub(cv.blue_timer))),
-                        drop_next_us: cv.dropping.then(|| us(now_ns.wrapping_sub(cv.drop_next))),
-                    })),
-                    ..ClassDump::default()
-                });
-            }
+        let (t, j) = self.tin_queue(bucket);
+        let b = &self.tins[t];
+        let flow = &b.flows[j];
+        let cv = &flow.cvars;
+        ClassDump {
+            kind: "cake".into(),
+            classid: self.handle | (bucket + 1),
+            parent: self.handle,
+            queue: QdiscStats {
+                qlen: flow.queue.len() as u32,
+                backlog: u64::from(b.backlogs[j]),
+                drops: u64::from(flow.dropped),
+                ..QdiscStats::default()
+            },
+            xstats: Some(Xstats::CakeClass(CakeClassXstats {
+                deficit: flow.deficit,
+                dropping: cv.dropping,
+                count: cv.count,
+                p_drop: cv.p_drop,
+                blue_timer_us: (cv.p_drop != 0).then(|| us(now_ns.wrapping_sub(cv.blue_timer))),
+                drop_next_us: cv.dropping.then(|| us(now_ns.wrapping_sub(cv.drop_next))),
+            })),
+            ..ClassDump::default()
         }
-        out
+    }
+
+    /// The flow row of queue `j` of the tin at place `i` of `tin_order`.
+    fn flow_dump(&self, i: usize, j: usize, now: Instant) -> FlowDump {
+        let bucket = (i * CAKE_QUEUES + j) as u32;
+        let (t, _) = self.tin_queue(bucket);
+        let b = &self.tins[t];
+        let flow = &b.flows[j];
+        let head = flow.queue.front();
+        FlowDump {
+            bucket,
+            flow: head.map(|p| p.meta.flow),
+            backlog: u64::from(b.backlogs[j]),
+            qlen: flow.queue.len() as u32,
+            head_sojourn_ns: head.map_or(0, |p| now.saturating_since(p.meta.enqueue_time)),
+            deficit: i64::from(flow.deficit),
+            codel_count: flow.cvars.count,
+            codel_dropping: flow.cvars.dropping,
+            drops: u64::from(flow.dropped),
+            ecn_marks: u64::from(flow.marks),
+            sent_bytes: flow.sent_bytes,
+            hash: flow_queue_hash(head, None),
+            cake: Some(CakeFlowInfo {
+                tin: i as u8,
+                tins: self.tin_cnt as u8,
+                flow_mode: self.flow_mode & FLOW_MASK,
+                srchost: flow.srchost,
+                dsthost: flow.dsthost,
+                set: match flow.set {
+                    FlowSet::Bulk => CakeFlowSet::Bulk,
+                    FlowSet::Decaying => CakeFlowSet::Decaying,
+                    _ => CakeFlowSet::Sparse,
+                },
+                p_drop: flow.cvars.p_drop,
+            }),
+            ..FlowDump::default()
+        }
     }
 
     fn total_qlen(&self) -> u32 {
@@ -1691,6 +1789,17 @@ impl ParkOnPeek for Cake {
     }
     fn dequeue_next(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
         self.dequeue_inner(now, drops)
+    }
+}
+
+impl FilterHost for Cake {
+    fn filter_qdisc(&self) -> Handle {
+        self.handle
+    }
+
+    /// Only the qdisc's own block: `cake_tcf_block` has none for a class.
+    fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, Refusal> {
+        own_chain(&mut self.filters, "cake", parent)
     }
 }
 
@@ -1759,6 +1868,21 @@ impl Qdisc for Cake {
     }
 
     fn dump(&self, now: Instant) -> QdiscDump {
+        self.dump_listing(now, FlowListing::All)
+    }
+
+    /// The flows on a rotation, tin by tin in `tin_order`, as classes
+    /// (`cake_walk`) and flow rows. Their `ahead` stays `None`: CAKE's
+    /// tins and sparse/bulk rotations are not the round robin
+    /// `drr_ahead` replays.
+    fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
+        let order = &self.tin_order[..usize::from(self.tin_cnt)];
+        let active = order.iter().enumerate().flat_map(|(i, &t)| {
+            self.listed(usize::from(t))
+                .map(move |j| self.flow_dump(i, j, now))
+        });
+        let (flows, classes, other_flows) =
+            list_flows(listing, active, |bucket| self.class_dump(bucket, now));
         QdiscDump {
             kind: "cake".into(),
             handle: self.handle,
@@ -1766,12 +1890,16 @@ impl Qdisc for Cake {
             options: QdiscOptions::Cake(self.options()),
             stats: self.stats(),
             xstats: Some(Xstats::Cake(self.xstats())),
-            classes: self.class_dumps(now),
+            classes,
             children: Vec::new(),
-            flows: Vec::new(),
-            other_flows: Default::default(),
+            flows,
+            other_flows,
             occupancy: QueueOccupancy::parked(self.parked.as_ref(), now),
         }
+    }
+
+    fn as_filter_host(&mut self) -> Option<&mut dyn FilterHost> {
+        Some(self)
     }
 
     /// Every held frame, tin by tin and flow by flow (`cake_reset`'s

@@ -557,3 +557,159 @@ fn extreme_lengths_and_options_do_not_panic() {
         }
     }
 }
+
+/// A matchall filter sending every frame to `classid`, with an skbedit
+/// priority `prio` if given.
+fn matchall(classid: Handle, prio: Option<u32>) -> crate::packet::filter::Filter {
+    use crate::packet::filter::{Filter, FilterKind, FilterProtocol};
+    Filter {
+        skbedit_priority: prio,
+        ..Filter::new(FilterProtocol::All, FilterKind::Matchall, vec![], classid)
+    }
+}
+
+/// (class id, tin place, qlen) of each flow row of a dump, by class id.
+fn rows(q: &Cake) -> Vec<(Handle, u8, u32)> {
+    let d = q.dump(Instant::ZERO);
+    let mut rows: Vec<(Handle, u8, u32)> = d
+        .flows
+        .iter()
+        .map(|f| (d.handle | (f.bucket + 1), f.cake.unwrap().tin, f.qlen))
+        .collect();
+    rows.sort_unstable();
+    rows
+}
+
+#[test]
+fn a_filter_minor_pins_flows_into_one_queue() {
+    // besteffort, flows: without filters two flows take two queues.
+    let opts = CakeOptions {
+        diffserv_mode: Some(diffserv::BESTEFFORT),
+        flow_mode: Some(u32::from(flow_mode::FLOWS)),
+        ..CakeOptions::default()
+    };
+    let mut q = cake(opts.clone());
+    let mut d = Drops::new();
+    q.enqueue(host_pkt(1, 500, 2, 1000), Instant::ZERO, &mut d);
+    q.enqueue(host_pkt(2, 700, 3, 2000), Instant::ZERO, &mut d);
+    let free = rows(&q);
+    assert_eq!(free.len(), 2, "{free:?}");
+    // A filter's flowid 8001:5 stands for flow hash 4: queue 4, class
+    // 8001:5, both flows in it (the major, above 1024, is no host).
+    let mut q = cake(opts.clone());
+    q.add_filter(matchall(0x8001_0005, None)).unwrap();
+    q.enqueue(host_pkt(1, 500, 2, 1000), Instant::ZERO, &mut d);
+    q.enqueue(host_pkt(2, 700, 3, 2000), Instant::ZERO, &mut d);
+    assert_eq!(rows(&q), vec![(0x8001_0005, 0, 2)]);
+    let c = &q.dump(Instant::ZERO).classes;
+    assert_eq!(c.len(), 1);
+    assert_eq!((c[0].classid, c[0].queue.backlog), (0x8001_0005, 1200));
+    // In triple-isolate (flows and hosts) the override is the flow hash
+    // alone: the host hashes are not mixed in (`cake_hash` mixes them only
+    // without `CAKE_FLOW_FLOWS`).
+    let mut q = cake(CakeOptions {
+        flow_mode: Some(u32::from(flow_mode::TRIPLE)),
+        ..opts.clone()
+    });
+    q.add_filter(matchall(0x8001_0005, None)).unwrap();
+    q.enqueue(host_pkt(1, 500, 2, 1000), Instant::ZERO, &mut d);
+    q.enqueue(host_pkt(2, 700, 3, 2000), Instant::ZERO, &mut d);
+    assert_eq!(rows(&q), vec![(0x8001_0005, 0, 2)]);
+    // A minor above 1024 overrides nothing: the hash places them again.
+    let mut q = cake(opts);
+    q.add_filter(matchall(0x8001_0401, None)).unwrap();
+    q.enqueue(host_pkt(1, 500, 2, 1000), Instant::ZERO, &mut d);
+    q.enqueue(host_pkt(2, 700, 3, 2000), Instant::ZERO, &mut d);
+    assert_eq!(rows(&q), free);
+    assert!(d.is_empty(), "nothing dropped");
+}
+
+#[test]
+fn a_filter_major_up_to_1024_stands_for_the_host() {
+    // dual-srchost: two flows of two source hosts get two host slots; a
+    // classid 3:0 (host override 3, no flow override) puts both hosts in
+    // the slot of host hash 2 while their flows keep their queues.
+    let opts = CakeOptions {
+        diffserv_mode: Some(diffserv::BESTEFFORT),
+        flow_mode: Some(u32::from(flow_mode::DUAL_SRC)),
+        ..CakeOptions::default()
+    };
+    let hosts = |q: &Cake| -> Vec<u16> {
+        let mut h: Vec<u16> = q
+            .dump(Instant::ZERO)
+            .flows
+            .iter()
+            .map(|f| f.cake.unwrap().srchost)
+            .collect();
+        h.sort_unstable();
+        h
+    };
+    let mut d = Drops::new();
+    let mut q = cake(opts.clone());
+    q.enqueue(host_pkt(1, 500, 2, 1000), Instant::ZERO, &mut d);
+    q.enqueue(host_pkt(2, 700, 3, 2000), Instant::ZERO, &mut d);
+    let h = hosts(&q);
+    assert_eq!(h.len(), 2);
+    assert_ne!(h[0], h[1], "two hosts, two slots");
+    let mut q = cake(opts);
+    q.add_filter(matchall(0x0003_0000, None)).unwrap();
+    q.enqueue(host_pkt(1, 500, 2, 1000), Instant::ZERO, &mut d);
+    q.enqueue(host_pkt(2, 700, 3, 2000), Instant::ZERO, &mut d);
+    assert_eq!(hosts(&q), vec![2, 2], "host hash 3 - 1 = 2, slot 2");
+    assert_eq!(rows(&q).len(), 2, "the flows keep their own queues");
+}
+
+#[test]
+fn a_filter_skbedit_priority_picks_the_tin() {
+    // diffserv4 on 8001:: priority 8001:4 is the fourth tin tc prints
+    // (Voice, tin 3); 8001:5 is past the four tins and the DSCP (0: Best
+    // Effort, printed second) decides.
+    let opts = CakeOptions {
+        diffserv_mode: Some(diffserv::DIFFSERV4),
+        ..CakeOptions::default()
+    };
+    let mut d = Drops::new();
+    for (prio, place, tin) in [(0x8001_0004, 3u8, 3usize), (0x8001_0005, 1, 0)] {
+        let mut q = cake(opts.clone());
+        q.add_filter(matchall(0, Some(prio))).unwrap();
+        q.enqueue(host_pkt(1, 500, 2, 1000), Instant::ZERO, &mut d);
+        let r = rows(&q);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].1, place, "priority {prio:x}");
+        assert_eq!(q.tins[tin].tin_backlog, 500, "priority {prio:x}");
+        let x = q.xstats();
+        assert_eq!(x.tins[usize::from(place)].backlog_bytes, 500);
+    }
+}
+
+#[test]
+fn flow_rows_carry_tin_hosts_and_cobalt_state() {
+    // diffserv3 (Bulk, Best Effort, Voice): an unmarked frame goes to
+    // Best Effort, tin 0, printed second: class 8001:(1024 + j + 1).
+    let mut q = cake(CakeOptions::default());
+    let mut d = Drops::new();
+    q.enqueue(host_pkt(1, 500, 2, 1000), Instant::ZERO, &mut d);
+    q.enqueue(host_pkt(2, 500, 2, 1000), Instant::from_millis(1), &mut d);
+    let dump = q.dump(Instant::from_millis(3));
+    assert_eq!(dump.flows.len(), 1);
+    let f = &dump.flows[0];
+    let c = f.cake.unwrap();
+    assert_eq!((c.tin, c.tins, c.flow_mode), (1, 3, flow_mode::TRIPLE));
+    assert_eq!(c.set, CakeFlowSet::Sparse);
+    assert!(f.bucket >= 1024 && f.bucket < 2048, "{}", f.bucket);
+    assert_eq!((f.qlen, f.backlog), (2, 1000));
+    assert_eq!(f.head_sojourn_ns, 3_000_000);
+    assert_eq!(f.flow, Some(host_pkt(1, 500, 2, 1000).meta.flow));
+    // The row and the class are the same queue.
+    assert_eq!(dump.classes.len(), 1);
+    assert_eq!(dump.classes[0].classid, dump.handle | (f.bucket + 1));
+    assert_eq!(dump.classes[0].queue.backlog, f.backlog);
+    // Dequeued: the frame's bytes are counted sent; bounded listings sum
+    // the rest.
+    let p = q.dequeue(Instant::from_millis(3), &mut d).unwrap();
+    let dump = q.dump_listing(Instant::from_millis(3), FlowListing::Top(0));
+    assert!(dump.flows.is_empty() && dump.classes.is_empty());
+    assert_eq!(dump.other_flows.flows, 1);
+    assert_eq!(dump.other_flows.sent_bytes, u64::from(p.len));
+    assert_eq!(dump.other_flows.backlog, 500);
+}

@@ -1,7 +1,8 @@
 //! CAKE's extended statistics as the kernel dumps them (net/sched/sch_cake.c
 //! `cake_dump_stats`, the `TCA_CAKE_STATS_*` and `TCA_CAKE_TIN_STATS_*`
 //! attributes of include/uapi/linux/pkt_sched.h), and a flow's as
-//! `cake_dump_class_stats` dumps them.
+//! `cake_dump_class_stats` dumps them, and what a flow's row in the TUI's
+//! flow table adds (`CakeFlowInfo`).
 
 use serde::{Deserialize, Serialize};
 
@@ -90,4 +91,44 @@ pub struct CakeClassXstats {
     /// `DROP_NEXT_US`: µs since the next drop was due (negative: ahead),
     /// sent while dropping.
     pub drop_next_us: Option<i32>,
+}
+
+/// Which of its tin's rotations a CAKE flow is on (`CAKE_SET_*`; a
+/// sparse-waiting flow counts as sparse, as `cake_dump_stats` counts it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CakeFlowSet {
+    /// `CAKE_SET_SPARSE` or `CAKE_SET_SPARSE_WAIT`.
+    #[default]
+    Sparse,
+    /// `CAKE_SET_BULK`.
+    Bulk,
+    /// `CAKE_SET_DECAYING`: empty, waiting for COBALT to come to rest.
+    Decaying,
+}
+
+/// What a CAKE flow queue's row adds to a flow-queue row
+/// (`dump::FlowDump::cake`): its tin, its hosts and the rest of its COBALT
+/// state. The kernel dumps none of this per flow; it is read from `struct
+/// cake_flow` and `struct cake_tin_data` when the dump is taken.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CakeFlowInfo {
+    /// The tin's place in the order tc prints the tins (`tin_order`: the
+    /// bulk tin first in diffserv3 and diffserv4); the flow's class id is
+    /// `tin * 1024 + queue + 1`.
+    pub tin: u8,
+    /// How many tins the qdisc runs (`tin_cnt`): what tc names them by.
+    pub tins: u8,
+    /// The isolation mode (`flow_mode::*`, without the nat flag).
+    pub flow_mode: u8,
+    /// The flow's source-host slot (`cake_flow.srchost`): kept in the
+    /// dual-srchost and triple-isolate modes only, else 0.
+    pub srchost: u16,
+    /// The flow's destination-host slot (`cake_flow.dsthost`): kept in
+    /// the dual-dsthost and triple-isolate modes only, else 0.
+    pub dsthost: u16,
+    /// The rotation it is on.
+    pub set: CakeFlowSet,
+    /// BLUE's drop probability (`cobalt_vars.p_drop`), Q0.32.
+    pub p_drop: u32,
 }

@@ -462,6 +462,7 @@ impl FqCodel {
             hash: super::dump::flow_queue_hash(flow.queue.front(), info.key),
             traffic: None,
             ahead: None,
+            cake: None,
         }
     }
 }

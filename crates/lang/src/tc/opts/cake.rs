@@ -70,6 +70,26 @@ const FLOWMODE_NAMES: [&str; 8] = [
     "triple-isolate",
 ];
 
+/// The name tc gives the tin at place `i` of `tins` (`cake_print_xstats`
+/// heads its table with them): Bulk, Best Effort, (Video,) Voice for
+/// diffserv3 and diffserv4, else `Tin i`.
+pub fn tin_name(tins: usize, i: usize) -> String {
+    const DIFFSERV3: [&str; 3] = ["Bulk", "Best Effort", "Voice"];
+    const DIFFSERV4: [&str; 4] = ["Bulk", "Best Effort", "Video", "Voice"];
+    let named = match tins {
+        3 => DIFFSERV3.get(i),
+        4 => DIFFSERV4.get(i),
+        _ => None,
+    };
+    named.map_or_else(|| format!("Tin {i}"), |n| (*n).to_string())
+}
+
+/// The isolation mode's keyword (`flowmode_names[]`), `None` for a value
+/// tc has no name for.
+pub fn flow_mode_name(mode: u8) -> Option<&'static str> {
+    FLOWMODE_NAMES.get(usize::from(mode)).copied()
+}
+
 /// The framing keywords that add to the overhead: (word, ATM mode set,
 /// bytes added, mpu set). `conservative`, `raw`, `ethernet` and `docsis`
 /// are read apart (they set rather than add, or set the mpu).
@@ -522,17 +542,11 @@ fn xstats_text(out: &mut String, s: &CakeXstats) {
     if s.tins.is_empty() {
         return;
     }
-    match s.tins.len() {
-        3 => out.push_str("                   Bulk  Best Effort        Voice\n"),
-        4 => out.push_str("                   Bulk  Best Effort        Video        Voice\n"),
-        n => {
-            out.push_str("          ");
-            for i in 0..n {
-                let _ = write!(out, "        Tin {i}");
-            }
-            out.push('\n');
-        }
+    out.push_str("          ");
+    for i in 0..s.tins.len() {
+        let _ = write!(out, " {:>12}", tin_name(s.tins.len(), i));
     }
+    out.push('\n');
     let row = |out: &mut String, name: &str, cell: &dyn Fn(&CakeTinXstats) -> String| {
         out.push_str(name);
         for t in &s.tins {
@@ -584,10 +598,21 @@ pub static SYNTAX: Syntax = Syntax {
     table: Some(&TABLE),
     trailing_space: true,
     xstats: Some(&XSTATS),
-    benches: &[Bench::new(
-        "cake",
-        &["tc qdisc add dev D root cake besteffort flows memlimit 64mb"],
-    )],
+    benches: &[
+        Bench::new(
+            "cake",
+            &["tc qdisc add dev D root cake besteffort flows memlimit 64mb"],
+        ),
+        // Filters on the per-packet path: every frame matched, its flow
+        // and tin overridden (cake_classify).
+        Bench::new(
+            "cake filters",
+            &[
+                "tc qdisc add dev D root handle 1: cake diffserv4 memlimit 64mb",
+                "tc filter add dev D parent 1: protocol all prio 1 matchall flowid 1:3 action skbedit priority 1:2",
+            ],
+        ),
+    ],
     // No shaping bound: CAKE's deficit-mode shaper advances its schedule
     // from where it was, so a dequeue that comes late sends what the rate
     // allowed since (cake_dequeue has no burst limit), as the kernel's
