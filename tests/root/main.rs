@@ -25,6 +25,7 @@ mod common;
 
 mod faults;
 mod hangup;
+mod live_estimator;
 mod live_export;
 mod live_gso;
 mod live_netem;

@@ -250,6 +250,7 @@ impl QdiscSpec {
                     handle: Some(classid),
                     kind: Some(table.kind.into()),
                     options: Options::Class(options),
+                    rate: None,
                 },
                 line: format!(
                     "tc class add dev {dev} parent {parent_text} classid {} {} {class_args}",
@@ -464,6 +465,7 @@ fn qdisc_step(
             handle,
             kind: Some(kind.to_string()),
             options: Options::Qdisc(options),
+            rate: None,
         },
         line,
     }

@@ -19,6 +19,7 @@
 pub mod command;
 pub mod device;
 pub mod error;
+pub mod estimator;
 pub mod filter;
 pub mod framing;
 pub mod hint;
@@ -74,6 +75,7 @@ pub fn request(kinds: &[KindEntry], cmd: &TcCommand) -> Result<Request, TcError>
         handle: cmd.handle,
         kind: cmd.kind.clone(),
         options,
+        rate: cmd.est,
     })
 }
 
@@ -391,6 +393,8 @@ impl Printed {
 
 #[cfg(test)]
 mod battery_tests;
+#[cfg(test)]
+mod estimator_tests;
 #[cfg(test)]
 mod session_tests;
 #[cfg(test)]
