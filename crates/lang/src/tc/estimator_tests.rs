@@ -297,18 +297,3 @@ fn a_kind_that_ignores_tca_rate_on_classes_takes_the_line() {
     let shown = ok(&mut t, Instant::ZERO, "tc -s class show dev left");
     assert!(shown.contains(" rate 0bit 0pps backlog"), "{shown}");
 }
-
-#[test]
-fn the_configuration_s_literal_tc_lines_carry_estimators() {
-    let text = "[link]\nrate = \"100mbit\"\ntc = [\n\
-                \"tc qdisc add dev left root handle 1: est 1sec 4sec htb default 10\",\n\
-                \"tc class add dev left parent 1: classid 1:10 est 1sec 4sec htb rate 10mbit\",\n\
-                ]\n";
-    let config = crate::config::Config::from_str(text, "est.toml").unwrap();
-    let dev = DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN);
-    let mut t = super::build_tree_of(dev, &config.tc_steps(Dir::LeftToRight)).unwrap();
-    let shown = ok(&mut t, Instant::ZERO, "tc -s class show dev left");
-    assert!(shown.contains("\n rate 0bit 0pps backlog"), "{shown}");
-    let d = t.dump(Instant::ZERO);
-    assert!(d.stats.rate_est.is_some(), "{d:?}");
-}
