@@ -108,7 +108,7 @@ pub fn print_rate(bytes_per_sec: u64) -> String {
     const UNITS: [&str; 5] = ["", "K", "M", "G", "T"];
     let mut rate = bytes_per_sec.wrapping_shl(3);
     let mut i = 0;
-    while i < UNITS.len() - 1 && rate >= 1000 && (rate % 1000 == 0 || rate >= 1_000_000) {
+    while i < UNITS.len() - 1 && rate >= 1000 && (rate.is_multiple_of(1000) || rate >= 1_000_000) {
         rate /= 1000;
         i += 1;
     }
