@@ -81,6 +81,35 @@ fn no_discipline_allocates_per_packet_after_warm_up() {
     );
 }
 
+/// Rate estimators on the root and on classes add no allocation: the tree
+/// runs them (every 250 ms of the frames' clock, some 19 times in the
+/// measured steps) with what it holds.
+#[test]
+fn rate_estimators_allocate_nothing_per_packet() {
+    let est = "est 250ms 1sec";
+    let d = disciplines::Discipline {
+        name: "htb+est",
+        steer: disciplines::Steer::None,
+        tx_queues: 1,
+        lines: vec![
+            format!("tc qdisc add dev left root handle 1: {est} htb default 10"),
+            format!("tc class add dev left parent 1: classid 1:1 {est} htb rate 10gbit"),
+            format!("tc class add dev left parent 1:1 classid 1:10 {est} htb rate 10gbit"),
+            format!("tc qdisc add dev left parent 1:10 handle 10: {est} fq_codel"),
+        ],
+    };
+    let mut q = d.build();
+    let mut now = Instant::from_millis(1);
+    let n = steady_state_allocations(&mut q, &d, 100, &mut now);
+    assert_eq!(n, 0, "allocations in {MEASURED} packets");
+    let shown = q.dump(now);
+    assert!(
+        shown.stats.rate_est.is_some_and(|r| r.pps > 0),
+        "{:?}",
+        shown.stats
+    );
+}
+
 /// The counter works: a test that can fail.
 #[test]
 fn the_counting_allocator_sees_allocations() {

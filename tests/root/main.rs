@@ -26,6 +26,7 @@ mod common;
 mod faults;
 mod flent_export;
 mod hangup;
+mod live_estimator;
 mod live_export;
 mod live_gso;
 mod live_netem;

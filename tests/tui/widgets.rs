@@ -488,6 +488,33 @@ fn tree_scrolls_to_the_selected_node() {
 }
 
 #[test]
+fn a_node_with_a_rate_estimator_shows_its_rate_on_the_counters_line() {
+    let mut with = node(1);
+    with.stats.rate_est = Some(bloatbox::qdisc::estimator::RateEst {
+        bps: 1_240_000,
+        pps: 830,
+    });
+    let nodes = [with, node(2)];
+    let lines = render(
+        TreePanel {
+            nodes: &nodes,
+            selected: None,
+        },
+        100,
+        8,
+    );
+    assert_eq!(
+        lines[1],
+        "    Sent 977KB 1.0kp drop 1 over 0 req 0 backlog 3.0KB 2p rate 9.9Mbit 830pps"
+    );
+    // Without one, nothing is added.
+    assert_eq!(
+        lines[5],
+        "      Sent 977KB 1.0kp drop 2 over 0 req 0 backlog 3.0KB 2p"
+    );
+}
+
+#[test]
 fn charts_label_the_latest_values_and_draw_the_history() {
     let mut h0 = VecDeque::new();
     for i in 0..50u64 {

@@ -102,15 +102,17 @@ pub fn parse_rate(s: &str) -> Result<u64, UnitError> {
 
 /// Prints a rate given in bytes/s the way tc does (`print_rate`, SI units):
 /// 125000 → `1Mbit`, 187500 → `1500Kbit`, 12 → `96bit`.
+/// The division is an integer one, as iproute2's (75836536 bit/s prints
+/// `75836Kbit`).
 pub fn print_rate(bytes_per_sec: u64) -> String {
     const UNITS: [&str; 5] = ["", "K", "M", "G", "T"];
-    let mut rate = bytes_per_sec as f64 * 8.0;
+    let mut rate = bytes_per_sec.wrapping_shl(3);
     let mut i = 0;
-    while i < UNITS.len() - 1 && rate >= 1000.0 && (rate % 1000.0 == 0.0 || rate >= 1e6) {
-        rate /= 1000.0;
+    while i < UNITS.len() - 1 && rate >= 1000 && (rate.is_multiple_of(1000) || rate >= 1_000_000) {
+        rate /= 1000;
         i += 1;
     }
-    format!("{:.0}{}bit", rate, UNITS[i])
+    format!("{rate}{}bit", UNITS[i])
 }
 
 /// Parses a tc size into bytes (`get_size`): bare = bytes, `k`/`kb` ×1024,
@@ -456,6 +458,10 @@ mod tests {
         assert_eq!(parse_rate("1kibit").unwrap(), 128);
         assert_eq!(parse_rate("8bps").unwrap(), 8);
         assert_eq!(print_rate(1_250), "10Kbit");
+        // Estimated rates are rarely round: iproute2 divides as integers.
+        assert_eq!(print_rate(9_479_567), "75836Kbit");
+        assert_eq!(print_rate(124_999), "999992bit");
+        assert_eq!(print_rate(125_001), "1Mbit");
         assert!(parse_rate("fast").is_err());
         assert!(parse_rate("10 mbit").is_err());
         assert!(parse_rate("10furlongs").is_err());

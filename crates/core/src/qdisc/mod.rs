@@ -27,6 +27,7 @@ pub mod class_hash;
 pub mod codel;
 pub mod drr_ahead;
 pub mod dump;
+pub mod estimator;
 pub mod fifo;
 mod flow_queues;
 pub mod fq_codel;
@@ -169,6 +170,11 @@ pub struct QdiscStats {
     pub backlog: u64,
     /// Packets queued now (`gnet_stats_queue.qlen`).
     pub qlen: u32,
+    /// The rate estimator's reading (`TCA_STATS_RATE_EST`), in a dump of a
+    /// qdisc or class that has one (`estimator::Estimators`); `None` in
+    /// every count a discipline keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_est: Option<estimator::RateEst>,
 }
 
 impl QdiscStats {
@@ -409,6 +415,13 @@ pub trait Classful {
     ) -> Result<(), Refusal>;
     /// `tc class change`.
     fn change_class(&mut self, classid: Handle, options: &ClassOptions) -> Result<(), Refusal>;
+    /// The bytes and packets class `classid` sent (`cl->bstats`), for a
+    /// kind whose `change_class` attaches the class a rate estimator
+    /// (`TCA_RATE`: HTB, QFQ); `None` where the kernel's kind ignores it.
+    fn class_bstats(&self, classid: Handle) -> Option<(u64, u64)> {
+        let _ = classid;
+        None
+    }
     /// Hands frames that `add_class`/`change_class` purged (HTB turning a
     /// leaf into an inner class) to `drops`.
     fn flush_freed(&mut self, drops: &mut Drops) {

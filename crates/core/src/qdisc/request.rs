@@ -1,12 +1,13 @@
 //! A tc request as the kernel receives it over rtnetlink (`RTM_NEWQDISC`,
 //! `RTM_NEWTCLASS`, `RTM_NEWTFILTER` and their del/get twins): the object,
 //! the netlink flags its verb sends, the device, parent and handle, the kind,
-//! and the kind's options. `QdiscTree::apply` carries it out with the
+//! the kind's options and the rate estimator asked for. `QdiscTree::apply` carries it out with the
 //! kernel's rules; the tc front end (`crate::tc`) makes it from a command
 //! line and prints the answers. The options are typed: a kind's
 //! `TCA_OPTIONS` (`QdiscOptions`, `ClassOptions`), or a filter as `tc
 //! filter` sends it.
 
+use super::estimator::EstimatorSpec;
 use super::options::{ClassOptions, QdiscOptions};
 use crate::dir::Dir;
 use crate::handle::Handle;
@@ -74,6 +75,9 @@ pub struct Request {
     pub kind: Option<String>,
     /// The options after the kind.
     pub options: Options,
+    /// `TCA_RATE`: tc's `estimator INTERVAL TIME_CONSTANT` on a qdisc or
+    /// class (`None`: no estimator asked for).
+    pub rate: Option<EstimatorSpec>,
 }
 
 impl Request {

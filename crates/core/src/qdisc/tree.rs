@@ -43,6 +43,7 @@ use crate::dir::Dir;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 
+use super::estimator::{Estimators, RateEstimator, Target};
 use super::kinds;
 use super::request::{Object, Options, Request, Verb};
 use super::requeue::RequeueSlot;
@@ -242,6 +243,38 @@ fn find<'d>(d: &'d QdiscDump, handle: Handle) -> Option<Found<'d>> {
     })
 }
 
+/// The qdisc of `handle` in a dump, to write in.
+fn find_mut(d: &mut QdiscDump, handle: Handle) -> Option<&mut QdiscDump> {
+    if d.handle == handle {
+        return Some(d);
+    }
+    d.children.iter_mut().find_map(|c| find_mut(c, handle))
+}
+
+/// The bytes and packets an estimator's target has sent, its qdisc found
+/// at `path` below `root`.
+fn bstats(root: &mut Box<dyn Qdisc>, target: Target, path: &[Handle]) -> Option<(u64, u64)> {
+    let node = node_at(root, path)?;
+    match target {
+        Target::Qdisc(_) => {
+            let c = node.counters();
+            Some((c.bytes, c.packets))
+        }
+        Target::Class(_, classid) => node.as_classful()?.class_bstats(classid),
+    }
+}
+
+/// `qdisc_create`'s refusal of an estimator `gen_new_estimator` refuses.
+fn check_estimator(cmd: &Request) -> Result<(), Refusal> {
+    match cmd.rate {
+        Some(spec) => spec.check().map_err(|e| Refusal {
+            message: Some("Failed to generate new estimator.".into()),
+            ..e
+        }),
+        None => Ok(()),
+    }
+}
+
 /// The live qdisc at `path` below `root`.
 fn node_at<'a>(root: &'a mut Box<dyn Qdisc>, path: &[Handle]) -> Option<&'a mut Box<dyn Qdisc>> {
     let mut cur = root;
@@ -289,6 +322,8 @@ pub struct QdiscTree {
     root: Box<dyn Qdisc>,
     /// The frames the driver refused, as the root's counters show them.
     slot: RequeueSlot,
+    /// The rate estimators of the device's qdiscs and classes.
+    est: Estimators,
 }
 
 impl QdiscTree {
@@ -300,6 +335,7 @@ impl QdiscTree {
             dev,
             root,
             slot: RequeueSlot::default(),
+            est: Estimators::default(),
         })
     }
 
@@ -313,6 +349,7 @@ impl QdiscTree {
             dev,
             root,
             slot: RequeueSlot::default(),
+            est: Estimators::default(),
         }
     }
 
@@ -389,6 +426,11 @@ impl QdiscTree {
         drops: &mut Drops,
     ) -> Result<Vec<String>, Refusal> {
         self.check_dev(cmd.dev)?;
+        // The estimators' timers run on their own in the kernel: whatever
+        // ended by now has run before a request reads or replaces them.
+        if self.est.due(now) {
+            self.run_estimators(now);
+        }
         match (cmd.object, cmd.verb) {
             (Object::Filter, Verb::Show) => {
                 return Err(Refusal::new(
@@ -417,6 +459,7 @@ impl QdiscTree {
         // A qdisc the command made (a new root, an mq child) learns what
         // waits in the slot of its TX queue.
         self.tell_requeued();
+        self.sync_estimators(now);
         Ok(self.take_warnings())
     }
 
@@ -635,14 +678,24 @@ impl QdiscTree {
                     )
                 }));
             }
-            // A request without options changes nothing and succeeds,
-            // whether or not the kind can change (`qdisc_change` calls
-            // `ops->change` only for TCA_OPTIONS).
-            if *options == QdiscOptions::None {
-                return Ok(());
-            }
+            // A request without options changes nothing of the qdisc's and
+            // succeeds, whether or not the kind can change (`qdisc_change`
+            // calls `ops->change` only for TCA_OPTIONS).
             let node = node_at(&mut self.root, &q.path).ok_or_else(vanished)?;
-            return node.change(options, now, drops);
+            if *options != QdiscOptions::None {
+                node.change(options, now, drops)?;
+            }
+            // `qdisc_change` then replaces the estimator, ignoring its
+            // errors ("change can't be undone"); a multi-queue root keeps
+            // none.
+            let mq_root = q.path.is_empty() && node.tx_queue_count() > 1;
+            if let Some(spec) = cmd.rate.filter(|s| !mq_root && s.check().is_ok()) {
+                let target = Target::Qdisc(q.dump.handle);
+                let c = node.counters();
+                let est = RateEstimator::new(spec, c.bytes, c.packets, now, self.est.get(target));
+                self.est.set(target, q.path.clone(), est);
+            }
+            return Ok(());
         }
 
         // Create a new qdisc and graft it.
@@ -662,21 +715,107 @@ impl QdiscTree {
         } else {
             self.alloc_handle(&d)?
         };
-        match slot {
+        let path = match slot {
             Slot::Root => {
                 let ctx = self.dev.ctx(new_handle, TC_H_ROOT);
                 let new = kinds::new_qdisc(kind, ctx, &self.dev, options)?;
+                if cmd.rate.is_some() && new.tx_queue_count() > 1 {
+                    return Err(Refusal::new(
+                        Errno::EOPNOTSUPP,
+                        "Cannot attach rate estimator to a multi-queue root qdisc.",
+                    )
+                    .below("put the estimators on mq's children (parent 1:1, 1:2, ...)"));
+                }
+                check_estimator(cmd)?;
                 self.swap_root(new, now, drops);
+                Vec::new()
             }
             Slot::Class { parent, classid } => {
                 let cl = classful_at(&mut self.root, &parent).ok_or_else(not_classful)?;
                 let ctx = cl.child_ctx(new_handle, classid);
                 let new = kinds::new_qdisc(kind, ctx, &self.dev, options)?;
+                check_estimator(cmd)?;
                 let old = cl.graft(classid, new)?;
                 self.requeue_at_root(old, now, drops);
+                let mut path = parent;
+                path.push(classid);
+                path
             }
+        };
+        if let Some(spec) = cmd.rate {
+            self.start_estimator(Target::Qdisc(new_handle), path, spec, now);
         }
         Ok(())
+    }
+
+    /// Attaches a new estimator (`gen_new_estimator`) to `target`, reached
+    /// by `path`, on its counters as they stand.
+    fn start_estimator(
+        &mut self,
+        target: Target,
+        path: Vec<Handle>,
+        spec: super::estimator::EstimatorSpec,
+        now: Instant,
+    ) {
+        if let Some((bytes, packets)) = bstats(&mut self.root, target, &path) {
+            let est = RateEstimator::new(spec, bytes, packets, now, self.est.get(target));
+            self.est.set(target, path, est);
+        }
+    }
+
+    /// Drops the estimators of qdiscs and classes a command removed
+    /// (`gen_kill_estimator` in `qdisc_destroy` and the kinds'
+    /// `destroy_class`) and follows those that moved.
+    fn sync_estimators(&mut self, now: Instant) {
+        if self.est.entries.is_empty() {
+            return;
+        }
+        let d = self.root.dump(now);
+        self.est.retain(|target| match target {
+            Target::Qdisc(h) => find(&d, h).map(|f| f.path),
+            Target::Class(h, classid) => find(&d, h)
+                .filter(|f| f.dump.classes.iter().any(|c| c.classid == classid))
+                .map(|f| f.path),
+        });
+    }
+
+    /// Runs the estimators whose interval ended by `now` (`est_timer`),
+    /// before the frame that found the clock past it is counted.
+    fn run_estimators(&mut self, now: Instant) {
+        let root = &mut self.root;
+        self.est.entries.retain_mut(|e| {
+            if e.est.next() > now {
+                return true;
+            }
+            match bstats(root, e.target, &e.path) {
+                Some((bytes, packets)) => {
+                    e.est.run_until(now, bytes, packets);
+                    true
+                }
+                None => false,
+            }
+        });
+        self.est.reschedule();
+    }
+
+    /// The dump with each estimator's reading at `now` in the counters of
+    /// its qdisc or class (`gnet_stats_copy_rate_est`).
+    fn with_rates(&self, mut d: QdiscDump, now: Instant) -> QdiscDump {
+        for e in &self.est.entries {
+            let stats = match e.target {
+                Target::Qdisc(h) => find_mut(&mut d, h).map(|q| &mut q.stats),
+                Target::Class(h, classid) => find_mut(&mut d, h).and_then(|q| {
+                    q.classes
+                        .iter_mut()
+                        .find(|c| c.classid == classid)
+                        .and_then(|c| c.stats.as_mut())
+                }),
+            };
+            if let Some(s) = stats {
+                s.rate_est = Some(e.est.read_at(now, s.bytes, s.packets));
+            }
+        }
+        d
     }
 
     /// `tc qdisc del` (`tc_get_qdisc` with RTM_DELQDISC).
@@ -862,6 +1001,12 @@ impl QdiscTree {
             let parent = if portid == 0 { TC_H_ROOT } else { portid };
             cl.add_class(clid, parent, options)
         };
+        // gen_new_estimator's checks come before the class changes.
+        if cmd.rate.is_some() && cmd.verb != Verb::Delete {
+            if let Err(e) = check_estimator(cmd) {
+                return Err(Refusal::bare(e.errno));
+            }
+        }
         let result = match cmd.verb {
             Verb::Add if exists => Err(Refusal::bare(Errno::EEXIST).below(format!(
                 "class {} exists; use \"tc class change\" or \"replace\"",
@@ -879,7 +1024,17 @@ impl QdiscTree {
         // Frames a class operation purged (a leaf turned inner) are freed
         // now, not at the next enqueue or dequeue.
         cl.flush_freed(drops);
-        result
+        result?;
+        // A kind whose `change_class` reads TCA_RATE attaches (or
+        // replaces, keeping its averages) the class's estimator.
+        if let Some(spec) = cmd.rate.filter(|_| cmd.verb != Verb::Delete) {
+            if let Some((bytes, packets)) = cl.class_bstats(clid) {
+                let target = Target::Class(qid, clid);
+                let est = RateEstimator::new(spec, bytes, packets, now, self.est.get(target));
+                self.est.set(target, path, est);
+            }
+        }
+        Ok(())
     }
 
     /// `tc filter add`: the filter goes to the block `filter_target` names.
@@ -1040,6 +1195,7 @@ impl QdiscTree {
         self.dev = next;
         if default {
             self.swap_root(default_root(&self.dev), now, drops);
+            self.sync_estimators(now);
         }
         Ok(())
     }
@@ -1079,9 +1235,15 @@ impl Qdisc for QdiscTree {
         self.root.kind()
     }
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
+        if self.est.due(now) {
+            self.run_estimators(now);
+        }
         self.root.enqueue(pkt, now, drops)
     }
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        if self.est.due(now) {
+            self.run_estimators(now);
+        }
         self.root.dequeue(now, drops)
     }
     fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
@@ -1120,10 +1282,13 @@ impl Qdisc for QdiscTree {
         self.root.change(options, now, drops)
     }
     fn dump(&self, now: Instant) -> QdiscDump {
-        self.dump_with_slot(self.root.dump(now))
+        self.with_rates(self.dump_with_slot(self.root.dump(now)), now)
     }
     fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
-        self.dump_with_slot(self.root.dump_listing(now, listing))
+        self.with_rates(
+            self.dump_with_slot(self.root.dump_listing(now, listing)),
+            now,
+        )
     }
     fn as_classful(&mut self) -> Option<&mut dyn Classful> {
         self.root.as_classful()
@@ -1135,6 +1300,9 @@ impl Qdisc for QdiscTree {
         self.root.tx_queue_count()
     }
     fn dequeue_queue(&mut self, queue: usize, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        if self.est.due(now) {
+            self.run_estimators(now);
+        }
         self.root.dequeue_queue(queue, now, drops)
     }
     fn queue_qlen(&self, queue: usize) -> u32 {

@@ -250,6 +250,7 @@ impl QdiscSpec {
                     handle: Some(classid),
                     kind: Some(table.kind.into()),
                     options: Options::Class(options),
+                    rate: None,
                 },
                 line: format!(
                     "tc class add dev {dev} parent {parent_text} classid {} {} {class_args}",
@@ -464,6 +465,7 @@ fn qdisc_step(
             handle,
             kind: Some(kind.to_string()),
             options: Options::Qdisc(options),
+            rate: None,
         },
         line,
     }
@@ -1242,5 +1244,28 @@ qdisc = "fq_codel ecn"
                 }
             }
         }
+    }
+
+    #[test]
+    fn literal_tc_lines_carry_estimators() {
+        let text = "[link]\nrate = \"100mbit\"\ntc = [\n\
+                    \"tc qdisc add dev left root handle 1: est 1sec 4sec htb default 10\",\n\
+                    \"tc class add dev left parent 1: classid 1:10 est 1sec 4sec htb rate 10mbit\",\n\
+                    ]\n";
+        let config = super::super::Config::from_str(text, "est.toml").unwrap();
+        let dev = crate::qdisc::tree::DevSpec::new(Dir::LeftToRight, crate::qdisc::kinds::BUILTIN);
+        let mut t = crate::tc::build_tree_of(dev, &config.tc_steps(Dir::LeftToRight)).unwrap();
+        let cmd = crate::tc::TcCommand::parse("tc -s class show dev left").unwrap();
+        let shown = crate::tc::run(
+            &mut t,
+            &cmd,
+            crate::time::Instant::ZERO,
+            &mut crate::packet::Drops::new(),
+        )
+        .unwrap()
+        .unwrap_or_default();
+        assert!(shown.contains("\n rate 0bit 0pps backlog"), "{shown}");
+        let d = crate::qdisc::Qdisc::dump(&t, crate::time::Instant::ZERO);
+        assert!(d.stats.rate_est.is_some(), "{d:?}");
     }
 }

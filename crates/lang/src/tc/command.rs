@@ -9,6 +9,7 @@ use super::tokens::{incomplete, Tokens};
 use super::TcError;
 use crate::dir::Dir;
 use crate::handle::{Handle, TC_H_ROOT};
+use crate::qdisc::estimator::EstimatorSpec;
 pub use crate::qdisc::request::{Object, Verb};
 
 /// Global flags before the object.
@@ -50,6 +51,9 @@ pub struct TcCommand {
     pub args: Vec<String>,
     /// `tc qdisc show invisible`: also list default child qdiscs.
     pub invisible: bool,
+    /// `estimator INTERVAL TIME_CONSTANT` before the kind (qdisc and class
+    /// add/change/replace): the `TCA_RATE` tc sends.
+    pub est: Option<EstimatorSpec>,
 }
 
 impl TcCommand {
@@ -166,6 +170,7 @@ struct Parsed {
     kind: Option<String>,
     args: Vec<String>,
     invisible: bool,
+    est: Option<EstimatorSpec>,
 }
 
 impl Parsed {
@@ -254,6 +259,7 @@ impl TcCommand {
             kind: p.kind,
             args: p.args,
             invisible: p.invisible,
+            est: p.est,
         })
     }
 }
@@ -372,12 +378,6 @@ fn reject_unsupported_keyword(tok: &str) -> Result<(), TcError> {
             "bloatbox emulates egress qdiscs only (use root or parent M:m)",
         ));
     }
-    if matches(tok, "estimator") {
-        return Err(unsupported(
-            tok,
-            "rate estimators are not emulated; drop \"estimator INTERVAL TIME_CONSTANT\"",
-        ));
-    }
     if matches(tok, "stab") {
         return Err(unsupported(
             tok,
@@ -410,6 +410,7 @@ fn parse_qdisc_modify(t: &mut Tokens<'_>) -> Result<Parsed, TcError> {
             )?,
             "root" => p.set_root()?,
             "parent" => p.set_parent(t.value(|| incomplete("parent"))?)?,
+            _ if matches(tok, "estimator") => super::estimator::parse(t, &mut p.est)?,
             _ => {
                 reject_unsupported_keyword(tok)?;
                 p.kind = Some(tok.to_string());
@@ -435,6 +436,7 @@ fn parse_class_modify(t: &mut Tokens<'_>) -> Result<Parsed, TcError> {
             "handle" => return Err(TcError::new("Error: try \"classid\" instead of \"handle\"")),
             "root" => p.set_root()?,
             "parent" => p.set_parent(t.value(|| incomplete("parent"))?)?,
+            _ if matches(tok, "estimator") => super::estimator::parse(t, &mut p.est)?,
             _ => {
                 reject_unsupported_keyword(tok)?;
                 p.kind = Some(tok.to_string());
@@ -647,9 +649,15 @@ mod tests {
         assert!(err("tc qdisc frob dev left").starts_with("Command \"frob\" is unknown"));
         assert!(err("tc foo").starts_with("Object \"foo\" is unknown"));
         assert!(err("tc qdisc add root pfifo").contains("\"dev\" is required"));
-        assert!(
-            err("tc qdisc add dev left root estimator 1sec 8sec pfifo").contains("not supported")
+        assert_eq!(
+            parse("tc qdisc add dev left root estimator 1sec 8sec pfifo").est,
+            Some(EstimatorSpec {
+                interval: 0,
+                ewma_log: 3
+            })
         );
+        assert!(err("tc qdisc add dev left root est 1sec 1sec pfifo")
+            .starts_with("Error: estimator parameters are out of range."));
         assert!(err("tc qdisc add dev left ingress").contains("egress qdiscs only"));
         assert!(err("tc chain show").contains("not supported"));
     }

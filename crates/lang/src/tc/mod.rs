@@ -19,6 +19,7 @@
 pub mod command;
 pub mod device;
 pub mod error;
+pub mod estimator;
 pub mod filter;
 pub mod framing;
 pub mod hint;
@@ -85,6 +86,7 @@ fn request_noting(kinds: &[KindEntry], cmd: &TcCommand) -> Result<(Request, Vec<
         handle: cmd.handle,
         kind: cmd.kind.clone(),
         options,
+        rate: cmd.est,
     };
     Ok((request, notices))
 }
@@ -415,6 +417,8 @@ impl Printed {
 
 #[cfg(test)]
 mod battery_tests;
+#[cfg(test)]
+mod estimator_tests;
 #[cfg(test)]
 mod session_tests;
 #[cfg(test)]

@@ -18,6 +18,12 @@
 //! `kind handle root|parent refcnt options bytes packets drops overlimits
 //! requeues backlog qlen`, then the xstats keys at the same level).
 //!
+//! A qdisc or class with a rate estimator (`estimator INTERVAL
+//! TIME_CONSTANT`) has its reading between the counters and the backlog,
+//! ` rate 75836Kbit 6315pps backlog 0b 0p requeues 0` (`-j`: `rate` in
+//! bytes/s and `pps`, after `requeues`), as `print_tcstats2_attr` prints
+//! `TCA_STATS_RATE_EST`.
+//!
 //! With `-s`, an empty line follows every HTB class (`super::xstats`:
 //! iproute2's `htb_print_xstats` ends with its own newline).
 //!
@@ -37,7 +43,7 @@ use crate::handle::qdisc_handle;
 pub use crate::handle::tc_handle;
 use crate::qdisc::TC_H_ROOT;
 use crate::qdisc::{tc_h_major, ClassDump, Handle, QdiscDump, QdiscStats};
-use crate::units::sprint_size;
+use crate::units::{print_rate, sprint_size};
 use serde::ser::Serialize;
 use serde_json::json;
 use std::fmt::Write;
@@ -252,7 +258,9 @@ fn class_text(out: &mut String, c: &ClassDump, dev: Option<Dir>, flags: Flags) {
 }
 
 /// The Sent (or bare dropped) line and the backlog line, as
-/// `print_tcstats2_attr` prints them with prefix " ".
+/// `print_tcstats2_attr` prints them with prefix " ": with a rate
+/// estimator (`TCA_STATS_RATE_EST`) the backlog follows its `rate ...bit
+/// ...pps` on the same line.
 fn stats_lines(out: &mut String, basic: Option<&QdiscStats>, q: &QdiscStats) {
     if let Some(b) = basic {
         let _ = write!(out, " Sent {} bytes {} pkt", b.bytes, b.packets);
@@ -262,6 +270,9 @@ fn stats_lines(out: &mut String, basic: Option<&QdiscStats>, q: &QdiscStats) {
         " (dropped {}, overlimits {} requeues {}) ",
         q.drops, q.overlimits, q.requeues
     );
+    if let Some(r) = basic.and_then(|b| b.rate_est) {
+        let _ = write!(out, " rate {} {}pps", print_rate(r.bps), r.pps);
+    }
     let _ = writeln!(
         out,
         " backlog {} {}p requeues {}",
@@ -306,6 +317,11 @@ fn stats_json(o: &mut JsonObj, basic: Option<&QdiscStats>, q: &QdiscStats) {
     o.insert("drops", json!(q.drops));
     o.insert("overlimits", json!(q.overlimits));
     o.insert("requeues", json!(q.requeues));
+    if let Some(r) = basic.and_then(|b| b.rate_est) {
+        // print_tcstats2_attr: "rate" in bytes/s, as the kernel sends it.
+        o.insert("rate", json!(r.bps));
+        o.insert("pps", json!(r.pps));
+    }
     o.insert("backlog", json!(q.backlog));
     o.insert("qlen", json!(q.qlen));
 }

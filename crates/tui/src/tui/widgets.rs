@@ -270,7 +270,7 @@ impl TreePanel<'_> {
             Span::styled(format!(" {}", n.options), head_style),
         ])];
         let s = &n.stats;
-        lines.push(Line::from(vec![
+        let mut counters = vec![
             Span::raw(format!("{indent}  ")),
             Span::raw(format!(
                 "Sent {} {}p ",
@@ -294,7 +294,19 @@ impl TreePanel<'_> {
                 format!("backlog {} {}p", fmt_bytes(s.backlog), s.qlen),
                 Style::new().fg(Color::Yellow),
             ),
-        ]));
+        ];
+        if let Some(r) = s.rate_est {
+            // The rate estimator's reading (`est INTERVAL TIME_CONSTANT`).
+            counters.push(Span::styled(
+                format!(
+                    " rate {} {}pps",
+                    fmt_bits(r.bps.saturating_mul(8)),
+                    fmt_count(r.pps)
+                ),
+                Style::new().fg(Color::Green),
+            ));
+        }
+        lines.push(Line::from(counters));
         for x in &n.xstats {
             lines.push(Line::styled(format!("{indent}  {x}"), LABEL));
         }

@@ -69,9 +69,9 @@ impl Htb {
                 packets: cl.packets,
                 drops: cl.drops,
                 overlimits: cl.overlimits,
-                requeues: 0,
                 backlog,
                 qlen,
+                ..QdiscStats::default()
             }),
             queue: QdiscStats::default(),
             xstats: Some(Xstats::HtbClass(HtbXstats {
@@ -215,6 +215,12 @@ impl Classful for Htb {
         self.warnings.extend(warning);
         self.stalled = false;
         Ok(())
+    }
+
+    /// `htb_change_class` attaches `TCA_RATE` to the class.
+    fn class_bstats(&self, classid: Handle) -> Option<(u64, u64)> {
+        let cl = self.cl(self.find(self.full_id(classid))?);
+        Some((cl.bytes, cl.packets))
     }
 
     fn delete_class(&mut self, classid: Handle, drops: &mut Drops) -> Result<(), Refusal> {

@@ -648,6 +648,12 @@ impl Classful for Qfq {
         Ok(())
     }
 
+    /// `qfq_change_class` attaches `TCA_RATE` to the class.
+    fn class_bstats(&self, classid: Handle) -> Option<(u64, u64)> {
+        let c = &self.classes[self.find(classid).ok()?];
+        Some((c.bytes, c.packets))
+    }
+
     /// Like the kernel, an option left out of `tc class change` returns to
     /// its default (weight 1, maxpkt psched_mtu).
     fn change_class(&mut self, classid: Handle, options: &ClassOptions) -> Result<(), Refusal> {
