@@ -149,7 +149,11 @@ fn the_zoo_lesson_changes_only_the_qdisc() {
             let config = Config::load(path).unwrap_or_else(|e| panic!("{e}"));
             config.validate().unwrap();
             assert!(
-                config.lesson.caption.as_deref().is_some_and(|c| !c.is_empty()),
+                config
+                    .lesson
+                    .caption
+                    .as_deref()
+                    .is_some_and(|c| !c.is_empty()),
                 "{}: no caption",
                 path.display()
             );
@@ -177,7 +181,15 @@ fn the_zoo_lesson_changes_only_the_qdisc() {
         .collect();
     assert_eq!(
         kinds,
-        ["pfifo_fast", "red", "codel", "pie", "fq_codel", "fq_pie", "cake"]
+        [
+            "pfifo_fast",
+            "red",
+            "codel",
+            "pie",
+            "fq_codel",
+            "fq_pie",
+            "cake"
+        ]
     );
 }
 
