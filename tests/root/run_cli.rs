@@ -724,3 +724,28 @@ fn a_small_mtu_runs_ipv4_only_with_a_warning() {
     );
     assert_gone(&name);
 }
+
+/// A warning about the process as a whole (busy polling keeps the
+/// datapath off SCHED_FIFO) is said once, not once per direction's
+/// thread, and the run goes on at normal priority.
+#[test]
+#[ignore = "needs root"]
+fn a_process_wide_realtime_warning_is_said_once() {
+    let _turn = turn();
+    let run = Run::start(&[
+        "--realtime",
+        "10",
+        "--set",
+        "daemon.busy_poll_us=20",
+        "--",
+        "true",
+    ]);
+    let (out, name) = run.finish();
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said = stderr
+        .matches("the datapath stays at normal priority, not SCHED_FIFO 10")
+        .count();
+    assert_eq!(said, 1, "{}", text(&out));
+    assert_gone(&name);
+}
