@@ -258,6 +258,13 @@ pub enum DropReason {
     /// RED's forced drop: the average backlog at or above `max`
     /// (`forced_drop`), and the frame could not be marked (or `harddrop`).
     RedForced,
+    /// SFQ's per-flow RED early drop (`prob_drop` in net/sched/sch_sfq.c
+    /// `sfq_enqueue`): the slot's average in the band, the random test
+    /// chose, and no frame could be marked.
+    SfqRedProb,
+    /// SFQ's per-flow RED forced drop (`forced_drop`): the slot's average
+    /// at or above `max`, and no frame could be marked (or `harddrop`).
+    SfqRedForced,
     /// PIE's (or FQ-PIE's) early drop (`pie_drop_early`): the drop
     /// probability chose the arriving frame, and it could not be marked.
     PieEarly,
@@ -300,7 +307,7 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in the order of the stats' counters (`index()`).
-    pub const ALL: [DropReason; 24] = [
+    pub const ALL: [DropReason; 26] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -310,6 +317,8 @@ impl DropReason {
         DropReason::TbfOversize,
         DropReason::RedEarly,
         DropReason::RedForced,
+        DropReason::SfqRedProb,
+        DropReason::SfqRedForced,
         DropReason::PieEarly,
         DropReason::PieOverlimit,
         DropReason::Unclassified,
@@ -348,6 +357,8 @@ impl DropReason {
             DropReason::TbfOversize => "tbf_oversize",
             DropReason::RedEarly => "red_early",
             DropReason::RedForced => "red_forced",
+            DropReason::SfqRedProb => "sfq_red_prob",
+            DropReason::SfqRedForced => "sfq_red_forced",
             DropReason::PieEarly => "pie_early",
             DropReason::PieOverlimit => "pie_overlimit",
             DropReason::Unclassified => "unclassified",

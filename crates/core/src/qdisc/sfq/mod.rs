@@ -6,20 +6,27 @@
 //! that becomes active joins at the end of the round with a full quantum. Past
 //! `limit` frames, the longest slot loses its tail (or head with `headdrop`).
 //! With `perturb S` the hash key changes every S seconds (driven by the `now`
-//! of the calls) and queued frames are rehashed, keeping per-flow order. No RED
-//! (`redflowlimit`) support.
+//! of the calls) and queued frames are rehashed, keeping per-flow order. With
+//! per-flow RED (`tc_sfq_qopt_v1.qth_min` set; tc's `redflowlimit`) each slot
+//! keeps a RED average of its own backlog (`red::algorithm`, no idle decay)
+//! and an arrival to a busy slot may be marked CE (the slot's head instead
+//! with `headdrop`) or dropped before the depth check, counted in
+//! `tc_sfqred_stats`.
 
 mod xstats;
-pub use xstats::SfqXstats;
+pub use xstats::{SfqRedStats, SfqXstats};
 
 use super::drr_ahead::{drr_ahead, DrrQueue};
 use super::dump::{list_flows, ClassDump, FlowDump, FlowListing, QueueOccupancy, Xstats};
 use super::keyed_flow_hash;
 use super::park::{drop_all_held, ParkOnPeek};
+use super::red::algorithm::{red_check_params, RedAction, RedParms, RedVars, RED_STAB_SIZE};
+use super::red::{TC_RED_ECN, TC_RED_HARDDROP};
 use super::{
     Errno, FilterHost, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal,
     Verdict,
 };
+use crate::packet::ecn::mark_ce;
 use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::{Instant, NS_PER_SEC};
@@ -52,6 +59,8 @@ struct Slot {
     /// When the slot last changed depth (the kernel's dep[] lists keep the
     /// most recent first; ties for "longest" go to the latest).
     depth_stamp: u64,
+    /// The slot's RED state (`slot->vars`), used with per-flow RED.
+    vars: RedVars,
 }
 
 impl Slot {
@@ -63,14 +72,17 @@ impl Slot {
             next: 0,
             bucket: 0,
             depth_stamp: 0,
+            vars: RedVars::default(),
         }
     }
 }
 
-/// `struct tc_sfq_qopt_v1` (include/uapi/linux/pkt_sched.h) as far as
-/// bloatbox uses it: its `tc_sfq_qopt` part, `depth` and `headdrop` (no
-/// per-flow RED). A zero keeps the kernel's default (net/sched/sch_sfq.c
-/// `sfq_change`); `sfq_dump` sends every field as in effect.
+/// `struct tc_sfq_qopt_v1` (include/uapi/linux/pkt_sched.h): its
+/// `tc_sfq_qopt` part, `depth`, `headdrop` and the per-flow RED fields. A
+/// zero keeps the kernel's default (net/sched/sch_sfq.c `sfq_change`);
+/// `sfq_dump` sends every field as in effect, the thresholds unscaled
+/// (`qth_min >> Wlog`), `limit` (redflowlimit) as 0 and the RED counters in
+/// `red_stats`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SfqOptions {
     /// Bytes per round (default: psched_mtu).
@@ -87,6 +99,35 @@ pub struct SfqOptions {
     pub depth: u32,
     /// Drop from the head of a full slot, not the arriving frame.
     pub headdrop: bool,
+    /// `tc_sfq_qopt_v1.limit`: tc's `redflowlimit`, bytes. tc requires and
+    /// sends it; `sfq_change` never reads it and `sfq_dump` leaves it 0.
+    #[serde(default)]
+    pub red_limit: u32,
+    /// RED's lower threshold, bytes of a slot's backlog; 0: no RED.
+    #[serde(default)]
+    pub qth_min: u32,
+    /// RED's upper threshold, bytes.
+    #[serde(default)]
+    pub qth_max: u32,
+    /// log2(1/W) of the slot average's EWMA.
+    #[serde(default)]
+    pub wlog: u8,
+    /// log2 of span / max_P (used when `max_p` is 0).
+    #[serde(default)]
+    pub plog: u8,
+    /// log2 of the idle table's cell (kept and dumped; SFQ's RED has no
+    /// idle decay).
+    #[serde(default)]
+    pub scell_log: u8,
+    /// `TC_RED_ECN` / `TC_RED_HARDDROP` (other bits kept and dumped).
+    #[serde(default)]
+    pub flags: u32,
+    /// The largest marking probability, Q0.32 (0: from Plog).
+    #[serde(default)]
+    pub max_p: u32,
+    /// `tc_sfqred_stats` (dump only; ignored when building).
+    #[serde(default)]
+    pub red_stats: SfqRedStats,
 }
 
 /// The `sfq` qdisc (net/sched/sch_sfq.c): flows hashed into slots served round
@@ -101,6 +142,11 @@ pub struct Sfq {
     quantum: u32,
     perturb_secs: u32,
     headdrop: bool,
+    /// Per-flow RED's parameters (`q->red_parms`), when `qth_min` was set.
+    red: Option<RedParms>,
+    /// `q->flags`: TC_RED_ECN, TC_RED_HARDDROP.
+    flags: u32,
+    red_stats: SfqRedStats,
     /// bucket → slot index or EMPTY.
     ht: Vec<u16>,
     slots: Vec<Slot>,
@@ -160,6 +206,25 @@ impl Sfq {
                 )),
             );
         }
+        // Newer kernels' `sfq_change` (no Stab: SFQ has no idle decay).
+        if !red_check_params(a.qth_min, a.qth_max, a.wlog, a.scell_log, &[]) {
+            return Err(Refusal::bare(Errno::EINVAL).beside(format!(
+                "RED min {} max {} ewma {} Scell_log {}: the thresholds scaled by 2^ewma \
+                 must fit 31 bits, max not below min, Scell_log below 32",
+                a.qth_min, a.qth_max, a.wlog, a.scell_log
+            )));
+        }
+        let red = (a.qth_min != 0).then(|| {
+            RedParms::new(
+                a.qth_min,
+                a.qth_max,
+                a.wlog,
+                a.plog,
+                a.scell_log,
+                &[0; RED_STAB_SIZE],
+                a.max_p,
+            )
+        });
         let mut limit = MAX_DEPTH;
         let mut maxdepth = MAX_DEPTH;
         let mut maxflows = DEFAULT_FLOWS;
@@ -203,6 +268,9 @@ impl Sfq {
             quantum,
             perturb_secs: a.perturb_period.unsigned_abs(),
             headdrop: a.headdrop,
+            red,
+            flags: a.flags,
+            red_stats: SfqRedStats::default(),
             ht: vec![EMPTY; divisor as usize],
             slots: (0..maxflows).map(|_| Slot::new()).collect(),
             free: (0..maxflows as u16).collect(),
@@ -361,6 +429,7 @@ impl Sfq {
             }
             all.extend(self.slots[i].queue.drain(..));
             self.slots[i].backlog = 0;
+            self.slots[i].vars.restart();
             self.touch(i as u16);
             self.free_slot(i as u16);
         }
@@ -384,6 +453,12 @@ impl Sfq {
             if self.slots[x as usize].queue.len() >= self.maxdepth as usize {
                 self.rehash_drop(p, drops);
                 continue;
+            }
+            // `red_calc_qavg` on the backlog before this frame (the vars
+            // were just reset, so never idling).
+            if let Some(parms) = &self.red {
+                let s = &mut self.slots[x as usize];
+                s.vars.qavg = s.vars.qavg_no_idle_time(parms, s.backlog as u32);
             }
             self.slot_push(x, p);
         }
@@ -449,7 +524,58 @@ impl Sfq {
             flows: self.maxflows,
             depth: self.maxdepth,
             headdrop: self.headdrop,
+            red_limit: 0,
+            qth_min: self.red.as_ref().map_or(0, |p| p.qth_min >> p.wlog),
+            qth_max: self.red.as_ref().map_or(0, |p| p.qth_max >> p.wlog),
+            wlog: self.red.as_ref().map_or(0, |p| p.wlog),
+            plog: self.red.as_ref().map_or(0, |p| p.plog),
+            scell_log: self.red.as_ref().map_or(0, |p| p.scell_log),
+            max_p: self.red.as_ref().map_or(0, |p| p.max_p),
+            flags: self.flags,
+            red_stats: self.red_stats,
         }
+    }
+
+    /// `sfq_enqueue`'s RED block for an arrival to busy slot `x`: updates
+    /// the slot's average (`red_calc_qavg_no_idle_time` on its backlog) and
+    /// acts on `red_action`: a mark of the slot's head (`headdrop`) or of
+    /// `pkt` when ECN allows (`sfq_prob_mark`, `sfq_hard_mark`), else the
+    /// reason to drop. Each early or forced decision counts an overlimit.
+    fn red_verdict(&mut self, x: u16, pkt: &mut Packet) -> Option<DropReason> {
+        let parms = self.red.as_ref()?;
+        let slot = &mut self.slots[x as usize];
+        slot.vars.qavg = slot.vars.qavg_no_idle_time(parms, slot.backlog as u32);
+        let rng = &mut self.rng;
+        let action = slot
+            .vars
+            .action(parms, slot.vars.qavg, &mut || rng.gen::<u32>());
+        let (may_mark, reason) = match action {
+            RedAction::DontMark => return None,
+            RedAction::ProbMark => (self.flags & TC_RED_ECN != 0, DropReason::SfqRedProb),
+            RedAction::HardMark => (
+                self.flags & (TC_RED_ECN | TC_RED_HARDDROP) == TC_RED_ECN,
+                DropReason::SfqRedForced,
+            ),
+        };
+        self.stats.overlimits += 1;
+        let prob = reason == DropReason::SfqRedProb;
+        let st = &mut self.red_stats;
+        if may_mark {
+            // The slot holds at least one frame: it is busy.
+            if self.headdrop && slot.queue.front_mut().is_some_and(mark_ce) {
+                let n = if prob { &mut st.prob_mark_head } else { &mut st.forced_mark_head };
+                *n = n.wrapping_add(1);
+                return None;
+            }
+            if mark_ce(pkt) {
+                let n = if prob { &mut st.prob_mark } else { &mut st.forced_mark };
+                *n = n.wrapping_add(1);
+                return None;
+            }
+        }
+        let n = if prob { &mut st.prob_drop } else { &mut st.forced_drop };
+        *n = n.wrapping_add(1);
+        Some(reason)
     }
 
     /// The active slots in the order the round serves them, from
@@ -519,19 +645,33 @@ impl Qdisc for Sfq {
             x = f;
             self.ht[bucket] = x;
             self.slots[x as usize].bucket = bucket as u32;
-        } else if self.slots[x as usize].queue.len() >= self.maxdepth as usize {
-            if !self.headdrop {
-                return self.stats.reject(pkt, DropReason::QueueFull, drops);
+            // `red_set_vars`: qavg 0, qcount -1 (a slot is never idling).
+            self.slots[x as usize].vars.restart();
+        } else {
+            // RED first, then the depth check; both end in
+            // `congestion_drop`.
+            let congestion = self.red_verdict(x, &mut pkt).or_else(|| {
+                let full = self.slots[x as usize].queue.len() >= self.maxdepth as usize;
+                full.then_some(if self.headdrop {
+                    DropReason::HeadDrop
+                } else {
+                    DropReason::QueueFull
+                })
+            });
+            if let Some(reason) = congestion {
+                if !self.headdrop {
+                    return self.stats.reject(pkt, reason, drops);
+                }
+                let s = &mut self.slots[x as usize];
+                let Some(head) = s.queue.pop_front() else {
+                    return self.stats.reject(pkt, reason, drops);
+                };
+                s.backlog = s.backlog - head.len as u64 + pkt.len as u64;
+                self.backlog = self.backlog - head.len as u64 + pkt.len as u64;
+                s.queue.push_back(pkt);
+                self.stats.count_drop(head, reason, drops);
+                return Verdict::Congested;
             }
-            let s = &mut self.slots[x as usize];
-            let Some(head) = s.queue.pop_front() else {
-                return self.stats.reject(pkt, DropReason::QueueFull, drops);
-            };
-            s.backlog = s.backlog - head.len as u64 + pkt.len as u64;
-            self.backlog = self.backlog - head.len as u64 + pkt.len as u64;
-            s.queue.push_back(pkt);
-            self.stats.count_drop(head, DropReason::HeadDrop, drops);
-            return Verdict::Congested;
         }
         let id = pkt.meta.id;
         self.backlog += pkt.len as u64;

@@ -49,6 +49,7 @@ fn s6_dump() {
             flows: 128,
             depth: 127,
             headdrop: false,
+            ..SfqOptions::default()
         })
     );
     assert!(d.xstats.is_none());
@@ -644,4 +645,278 @@ mod prop {
             check(SfqOptions { limit: 20, depth: 6, flows: 5, divisor: 8, perturb_period: 1, ..none() }, ops, true)?;
         }
     }
+}
+
+// Per-flow RED (net/sched/sch_sfq.c `sfq_enqueue`'s `if (q->red_parms)`
+// block, include/net/red.h).
+
+/// RED options with the thresholds in bytes, Wlog 1 and max_P 1/2^32 (an
+/// early decision then needs a draw below excess × qcount, a chance of a
+/// few in a million per frame: the seeded draws of these tests make none).
+fn red_opts(min: u32, max: u32, flags: u32, headdrop: bool) -> SfqOptions {
+    SfqOptions {
+        qth_min: min,
+        qth_max: max,
+        wlog: 1,
+        max_p: 1,
+        flags,
+        headdrop,
+        ..none()
+    }
+}
+
+/// A frame with ECN field `ecn` steered into `bucket`.
+fn ecn_bpkt(id: u64, len: u32, bucket: u16, ecn: u8) -> Packet {
+    let mut p = crate::qdisc::testutil::ect_pkt(id, len, ecn);
+    p.meta.priority = tc_h_make(0x8001, bucket + 1);
+    p
+}
+
+fn slot_qavg(q: &Sfq, bucket: usize) -> u64 {
+    q.slots[q.ht[bucket] as usize].vars.qavg
+}
+
+fn red_stats(q: &Sfq) -> SfqRedStats {
+    match q.dump(t0()).options {
+        QdiscOptions::Sfq(o) => o.red_stats,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// With Wlog 1, qavg ← qavg + backlog - qavg / 2 (red_calc_qavg_no_idle_time
+/// on the slot's backlog before the arrival), thresholds scaled by 2: 4000
+/// and 12000. 1000-byte frames to one slot: the first takes the slot
+/// (red_set_vars, no RED), then qavg = 1000, 2500, 4250 (in the band,
+/// qcount 0: no decision), 6125, 8063, 10032, 12016 (at or above max: a
+/// forced drop of the arrival, counted as an overlimit), 13008.
+#[test]
+fn red_average_follows_the_slot_backlog_as_computed_by_hand() {
+    let mut q = sfq(red_opts(2000, 6000, 0, false));
+    let mut d = Drops::new();
+    let mut seen = vec![];
+    for id in 0..9 {
+        let v = q.enqueue(bpkt(id, 1000, 3), t0(), &mut d);
+        seen.push((slot_qavg(&q, 3), v));
+    }
+    let want_qavg = [0, 1000, 2500, 4250, 6125, 8063, 10032, 12016, 13008];
+    assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), want_qavg);
+    assert!(seen[..7].iter().all(|s| s.1 == Verdict::Queued), "{seen:?}");
+    assert_eq!(seen[7].1, Verdict::Dropped);
+    assert_eq!(seen[8].1, Verdict::Dropped);
+    let reasons: Vec<_> = d.since(0).iter().map(|(p, r)| (p.meta.id, *r)).collect();
+    assert_eq!(
+        reasons,
+        [(7, DropReason::SfqRedForced), (8, DropReason::SfqRedForced)]
+    );
+    let st = red_stats(&q);
+    assert_eq!((st.forced_drop, st.prob_drop, st.forced_mark), (2, 0, 0));
+    assert_eq!(q.counters().overlimits, 2);
+    assert_eq!(q.counters().drops, 2);
+    assert_eq!(q.qlen(), 7);
+}
+
+/// A slot emptied and taken again starts from qavg 0 (`red_set_vars` when
+/// `sfq_enqueue` takes a free slot).
+#[test]
+fn a_new_slot_starts_a_new_average() {
+    let mut q = sfq(red_opts(2000, 6000, 0, false));
+    let mut d = Drops::new();
+    for id in 0..3 {
+        q.enqueue(bpkt(id, 1000, 3), t0(), &mut d);
+    }
+    assert_eq!(slot_qavg(&q, 3), 2500);
+    assert_eq!(drain_ids(&mut q, &mut d).len(), 3);
+    q.enqueue(bpkt(10, 1000, 3), t0(), &mut d);
+    q.enqueue(bpkt(11, 1000, 3), t0(), &mut d);
+    assert_eq!(slot_qavg(&q, 3), 1000);
+}
+
+/// At or above max with `ecn`: an ECN-capable arrival is marked CE and
+/// queued (`forced_mark`), a Not-ECT one dropped (`forced_drop`); with
+/// `harddrop` too, ECN-capable arrivals are dropped (`sfq_hard_mark`).
+#[test]
+fn ecn_marks_above_max_and_harddrop_drops() {
+    // Thresholds 4000 / 6000 scaled: the fifth frame sees 6125.
+    for (flags, marked) in [(TC_RED_ECN, true), (TC_RED_ECN | TC_RED_HARDDROP, false)] {
+        let mut q = sfq(red_opts(2000, 3000, flags, false));
+        let mut d = Drops::new();
+        for id in 0..4 {
+            assert_eq!(q.enqueue(ecn_bpkt(id, 1000, 1, 2), t0(), &mut d), Verdict::Queued);
+        }
+        let v = q.enqueue(ecn_bpkt(4, 1000, 1, 2), t0(), &mut d);
+        let v_not_ect = q.enqueue(ecn_bpkt(5, 1000, 1, 0), t0(), &mut d);
+        assert_eq!(v_not_ect, Verdict::Dropped);
+        let st = red_stats(&q);
+        if marked {
+            assert_eq!(v, Verdict::Queued);
+            assert_eq!((st.forced_mark, st.forced_drop), (1, 1));
+            let out: Vec<_> = std::iter::from_fn(|| q.dequeue(t0(), &mut d)).collect();
+            assert_eq!(out.len(), 5);
+            assert!(out[4].meta.ce_marked && out[4].meta.ecn() == 3);
+            assert!(out[..4].iter().all(|p| !p.meta.ce_marked));
+        } else {
+            assert_eq!(v, Verdict::Dropped);
+            assert_eq!((st.forced_mark, st.forced_drop), (0, 2));
+        }
+        assert_eq!(q.counters().overlimits, 2);
+    }
+}
+
+/// With `headdrop` and `ecn`, the slot's head is marked rather than the
+/// arrival (`forced_mark_head`; a head already CE counts as marked, as
+/// INET_ECN_set_ce answers); a Not-ECT head leaves the mark to the arrival;
+/// with nothing markable, the head is dropped and the arrival queued
+/// (`congestion_drop` with headdrop, NET_XMIT_CN).
+#[test]
+fn headdrop_marks_or_drops_the_head() {
+    let mut q = sfq(red_opts(2000, 3000, TC_RED_ECN, true));
+    let mut d = Drops::new();
+    for id in 0..4 {
+        q.enqueue(ecn_bpkt(id, 1000, 1, 1), t0(), &mut d);
+    }
+    assert_eq!(q.enqueue(ecn_bpkt(4, 1000, 1, 2), t0(), &mut d), Verdict::Queued);
+    assert_eq!(q.enqueue(ecn_bpkt(5, 1000, 1, 2), t0(), &mut d), Verdict::Queued);
+    let st = red_stats(&q);
+    assert_eq!((st.forced_mark_head, st.forced_mark, st.forced_drop), (2, 0, 0));
+    let out: Vec<_> = std::iter::from_fn(|| q.dequeue(t0(), &mut d)).collect();
+    let ce: Vec<bool> = out.iter().map(|p| p.meta.ce_marked).collect();
+    assert_eq!(ce, [true, false, false, false, false, false]);
+
+    // Not-ECT head: the ECT arrival is marked; Not-ECT both: the head goes.
+    let mut q = sfq(red_opts(2000, 3000, TC_RED_ECN, true));
+    for id in 0..4 {
+        q.enqueue(ecn_bpkt(id, 1000, 1, 0), t0(), &mut d);
+    }
+    assert_eq!(q.enqueue(ecn_bpkt(4, 1000, 1, 2), t0(), &mut d), Verdict::Queued);
+    let before = d.since(0).len();
+    assert_eq!(q.enqueue(ecn_bpkt(5, 1000, 1, 0), t0(), &mut d), Verdict::Congested);
+    let dropped: Vec<_> = d.since(before).iter().map(|(p, r)| (p.meta.id, *r)).collect();
+    assert_eq!(dropped, [(0, DropReason::SfqRedForced)]);
+    let st = red_stats(&q);
+    assert_eq!((st.forced_mark_head, st.forced_mark, st.forced_drop), (0, 1, 1));
+    let ids = drain_ids(&mut q, &mut d);
+    assert_eq!(ids, [1, 2, 3, 4, 5]);
+}
+
+/// In the band, with ECN-capable traffic and max_P = 1 (100 %), early
+/// decisions mark and never drop (`prob_mark`); without ECN they drop
+/// (`prob_drop`, `sfq_red_prob`), tail drop without headdrop.
+#[test]
+fn early_decisions_mark_ecn_flows_and_drop_others() {
+    // Thresholds 20000 / 200000 bytes, Wlog 1: a slot of 20 kB to 100 kB
+    // keeps the average in the band; each round enqueues two and sends one.
+    for ecn in [2u8, 0] {
+        let mut q = sfq(SfqOptions {
+            max_p: u32::MAX,
+            depth: 127,
+            ..red_opts(20_000, 200_000, TC_RED_ECN, false)
+        });
+        let mut d = Drops::new();
+        let mut id = 0;
+        let mut marked = 0;
+        for _ in 0..60 {
+            for _ in 0..2 {
+                q.enqueue(ecn_bpkt(id, 1500, 2, ecn), t0(), &mut d);
+                id += 1;
+            }
+            if q.qlen() > 60 {
+                marked += q.dequeue(t0(), &mut d).map_or(0, |p| p.meta.ce_marked as u32);
+            }
+        }
+        let st = red_stats(&q);
+        assert_eq!(st.forced_drop + st.forced_mark, 0, "{st:?}");
+        if ecn == 2 {
+            assert!(st.prob_mark > 3, "{st:?}");
+            assert_eq!(st.prob_drop, 0);
+            let rest: u32 = std::iter::from_fn(|| q.dequeue(t0(), &mut d))
+                .map(|p| p.meta.ce_marked as u32)
+                .sum();
+            assert_eq!(marked + rest, st.prob_mark);
+            assert!(d.since(0).is_empty());
+        } else {
+            assert!(st.prob_drop > 3, "{st:?}");
+            assert_eq!(st.prob_mark, 0);
+            assert_eq!(d.since(0).len() as u32, st.prob_drop);
+            assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::SfqRedProb));
+        }
+        assert_eq!(q.counters().overlimits, u64::from(st.prob_drop + st.prob_mark));
+    }
+}
+
+/// `sfq_dump` sends the thresholds unscaled (`qth_min >> Wlog`), Wlog,
+/// Plog, Scell_log, max_P (derived from Plog when 0: `red_set_parms`),
+/// the flags and the counters; `limit` (redflowlimit) comes back 0.
+#[test]
+fn the_dump_carries_red_parameters_and_counters() {
+    let q = sfq(SfqOptions {
+        red_limit: 100_000,
+        qth_min: 8000,
+        qth_max: 60_000,
+        wlog: 6,
+        plog: 18,
+        scell_log: 3,
+        max_p: 0,
+        flags: TC_RED_ECN,
+        ..none()
+    });
+    let QdiscOptions::Sfq(o) = q.dump(t0()).options else {
+        panic!()
+    };
+    // max_P = (~0 >> 18) × 52000.
+    let max_p = (u32::MAX >> 18).wrapping_mul(52_000);
+    assert_eq!(
+        (o.red_limit, o.qth_min, o.qth_max, o.wlog, o.plog, o.scell_log, o.max_p, o.flags),
+        (0, 8000, 60_000, 6, 18, 3, max_p, TC_RED_ECN)
+    );
+    assert_eq!(o.red_stats, SfqRedStats::default());
+    // Without RED the fields stay 0 except the flags, which the kernel
+    // keeps as given.
+    let QdiscOptions::Sfq(o) = sfq(SfqOptions { flags: 3, ..none() }).dump(t0()).options else {
+        panic!()
+    };
+    assert_eq!((o.qth_min, o.qth_max, o.wlog, o.max_p, o.flags), (0, 0, 0, 0, 3));
+}
+
+/// `sfq_change`'s `red_check_params` (newer kernels): EINVAL when the
+/// scaled thresholds pass 31 bits, max is below min or Scell_log ≥ 32.
+#[test]
+fn red_parameters_are_checked() {
+    let bad = [
+        SfqOptions { qth_min: 1 << 20, qth_max: 1 << 21, wlog: 10, ..none() },
+        SfqOptions { qth_min: 5000, qth_max: 4000, wlog: 1, ..none() },
+        SfqOptions { qth_min: 1000, qth_max: 4000, scell_log: 32, ..none() },
+    ];
+    for o in bad {
+        let e = Sfq::with_options(ctx(), &o).err().unwrap();
+        assert_eq!(e.errno, Errno::EINVAL, "{o:?}");
+        assert!(e.says("RED min"), "{e:?}");
+    }
+    // max below min is checked even without RED (qth_min 0 is fine).
+    assert!(Sfq::with_options(ctx(), &SfqOptions { qth_max: 5, ..none() }).is_ok());
+}
+
+/// `sfq_rehash` resets each slot's RED state and recomputes the average
+/// as it puts the frames back (`red_calc_qavg` on the backlog before each).
+#[test]
+fn rehash_recomputes_the_averages() {
+    let mut q = sfq(SfqOptions {
+        perturb_period: 1,
+        ..red_opts(2000, 6000, 0, false)
+    });
+    let mut d = Drops::new();
+    for id in 0..5 {
+        q.enqueue(flow_pkt(id, 1000, 7), t0(), &mut d);
+    }
+    let bucket = q.ht.iter().position(|x| *x != EMPTY).unwrap();
+    assert_eq!(slot_qavg(&q, bucket), 6125);
+    // Past the perturbation: the five frames come back to one slot with
+    // qavg over 0, 1000, 2000, 3000, 4000 bytes: 0, 1000, 2500, 4250, 6125.
+    q.maybe_perturb(Instant::from_millis(1000), &mut d);
+    q.maybe_perturb(Instant::from_millis(2000), &mut d);
+    let bucket = q.ht.iter().position(|x| *x != EMPTY).unwrap();
+    assert_eq!(slot_qavg(&q, bucket), 6125);
+    q.slots[q.ht[bucket] as usize].vars.qavg = 99;
+    q.maybe_perturb(Instant::from_millis(3000), &mut d);
+    let bucket = q.ht.iter().position(|x| *x != EMPTY).unwrap();
+    assert_eq!(slot_qavg(&q, bucket), 6125);
 }
