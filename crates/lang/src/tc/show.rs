@@ -210,6 +210,10 @@ fn qdisc_text(out: &mut String, q: &QdiscDump, dev: Option<Dir>, refcnt: u32, fl
             out.push(' ');
         }
     }
+    // The printer's own `-s` lines (they end without a space).
+    if flags.stats {
+        out.push_str(&printed.stats);
+    }
     out.push('\n');
     if flags.stats {
         stats_lines(out, Some(&q.stats), &q.stats);
@@ -334,7 +338,13 @@ fn qdisc_json(q: &QdiscDump, dev: Option<Dir>, refcnt: u32, flags: Flags) -> Jso
     if refcnt != 1 {
         o.insert("refcnt", json!(refcnt));
     }
-    o.insert_obj("options", qdisc_options(q).json_for(flags.details));
+    let printed = qdisc_options(q);
+    let extra = printed.stats_json.clone();
+    let mut options = printed.json_for(flags.details);
+    if flags.stats {
+        options.extend(extra);
+    }
+    o.insert_obj("options", options);
     if flags.stats {
         stats_json(&mut o, Some(&q.stats), &q.stats);
         if let Some(x) = &q.xstats {

@@ -210,6 +210,13 @@ pub struct Printed {
     /// `show_details` fields make it differ from `json` (TBF, HTB, SFQ and
     /// RED print some fields with `PRINT_ANY` under `-d` only).
     pub detail_json: Option<JsonObj>,
+    /// What the printer adds with `-s` after the options, before the
+    /// " Sent" line (sfq's per-flow RED counters, `sfq_print_opt`'s
+    /// `show_stats` block; its keys join `json` under `-s -j`). Empty for
+    /// most kinds.
+    pub stats: String,
+    /// The `-s -j` keys of `stats`, added to the options object.
+    pub stats_json: JsonObj,
 }
 
 impl Printed {
@@ -220,6 +227,8 @@ impl Printed {
             plain: text,
             json,
             detail_json: None,
+            stats: String::new(),
+            stats_json: JsonObj::new(),
         }
     }
 

@@ -563,17 +563,29 @@ impl Sfq {
         if may_mark {
             // The slot holds at least one frame: it is busy.
             if self.headdrop && slot.queue.front_mut().is_some_and(mark_ce) {
-                let n = if prob { &mut st.prob_mark_head } else { &mut st.forced_mark_head };
+                let n = if prob {
+                    &mut st.prob_mark_head
+                } else {
+                    &mut st.forced_mark_head
+                };
                 *n = n.wrapping_add(1);
                 return None;
             }
             if mark_ce(pkt) {
-                let n = if prob { &mut st.prob_mark } else { &mut st.forced_mark };
+                let n = if prob {
+                    &mut st.prob_mark
+                } else {
+                    &mut st.forced_mark
+                };
                 *n = n.wrapping_add(1);
                 return None;
             }
         }
-        let n = if prob { &mut st.prob_drop } else { &mut st.forced_drop };
+        let n = if prob {
+            &mut st.prob_drop
+        } else {
+            &mut st.forced_drop
+        };
         *n = n.wrapping_add(1);
         Some(reason)
     }

@@ -741,7 +741,10 @@ fn ecn_marks_above_max_and_harddrop_drops() {
         let mut q = sfq(red_opts(2000, 3000, flags, false));
         let mut d = Drops::new();
         for id in 0..4 {
-            assert_eq!(q.enqueue(ecn_bpkt(id, 1000, 1, 2), t0(), &mut d), Verdict::Queued);
+            assert_eq!(
+                q.enqueue(ecn_bpkt(id, 1000, 1, 2), t0(), &mut d),
+                Verdict::Queued
+            );
         }
         let v = q.enqueue(ecn_bpkt(4, 1000, 1, 2), t0(), &mut d);
         let v_not_ect = q.enqueue(ecn_bpkt(5, 1000, 1, 0), t0(), &mut d);
@@ -774,10 +777,19 @@ fn headdrop_marks_or_drops_the_head() {
     for id in 0..4 {
         q.enqueue(ecn_bpkt(id, 1000, 1, 1), t0(), &mut d);
     }
-    assert_eq!(q.enqueue(ecn_bpkt(4, 1000, 1, 2), t0(), &mut d), Verdict::Queued);
-    assert_eq!(q.enqueue(ecn_bpkt(5, 1000, 1, 2), t0(), &mut d), Verdict::Queued);
+    assert_eq!(
+        q.enqueue(ecn_bpkt(4, 1000, 1, 2), t0(), &mut d),
+        Verdict::Queued
+    );
+    assert_eq!(
+        q.enqueue(ecn_bpkt(5, 1000, 1, 2), t0(), &mut d),
+        Verdict::Queued
+    );
     let st = red_stats(&q);
-    assert_eq!((st.forced_mark_head, st.forced_mark, st.forced_drop), (2, 0, 0));
+    assert_eq!(
+        (st.forced_mark_head, st.forced_mark, st.forced_drop),
+        (2, 0, 0)
+    );
     let out: Vec<_> = std::iter::from_fn(|| q.dequeue(t0(), &mut d)).collect();
     let ce: Vec<bool> = out.iter().map(|p| p.meta.ce_marked).collect();
     assert_eq!(ce, [true, false, false, false, false, false]);
@@ -787,13 +799,26 @@ fn headdrop_marks_or_drops_the_head() {
     for id in 0..4 {
         q.enqueue(ecn_bpkt(id, 1000, 1, 0), t0(), &mut d);
     }
-    assert_eq!(q.enqueue(ecn_bpkt(4, 1000, 1, 2), t0(), &mut d), Verdict::Queued);
+    assert_eq!(
+        q.enqueue(ecn_bpkt(4, 1000, 1, 2), t0(), &mut d),
+        Verdict::Queued
+    );
     let before = d.since(0).len();
-    assert_eq!(q.enqueue(ecn_bpkt(5, 1000, 1, 0), t0(), &mut d), Verdict::Congested);
-    let dropped: Vec<_> = d.since(before).iter().map(|(p, r)| (p.meta.id, *r)).collect();
+    assert_eq!(
+        q.enqueue(ecn_bpkt(5, 1000, 1, 0), t0(), &mut d),
+        Verdict::Congested
+    );
+    let dropped: Vec<_> = d
+        .since(before)
+        .iter()
+        .map(|(p, r)| (p.meta.id, *r))
+        .collect();
     assert_eq!(dropped, [(0, DropReason::SfqRedForced)]);
     let st = red_stats(&q);
-    assert_eq!((st.forced_mark_head, st.forced_mark, st.forced_drop), (0, 1, 1));
+    assert_eq!(
+        (st.forced_mark_head, st.forced_mark, st.forced_drop),
+        (0, 1, 1)
+    );
     let ids = drain_ids(&mut q, &mut d);
     assert_eq!(ids, [1, 2, 3, 4, 5]);
 }
@@ -820,7 +845,9 @@ fn early_decisions_mark_ecn_flows_and_drop_others() {
                 id += 1;
             }
             if q.qlen() > 60 {
-                marked += q.dequeue(t0(), &mut d).map_or(0, |p| p.meta.ce_marked as u32);
+                marked += q
+                    .dequeue(t0(), &mut d)
+                    .map_or(0, |p| p.meta.ce_marked as u32);
             }
         }
         let st = red_stats(&q);
@@ -839,7 +866,10 @@ fn early_decisions_mark_ecn_flows_and_drop_others() {
             assert_eq!(d.since(0).len() as u32, st.prob_drop);
             assert!(d.since(0).iter().all(|(_, r)| *r == DropReason::SfqRedProb));
         }
-        assert_eq!(q.counters().overlimits, u64::from(st.prob_drop + st.prob_mark));
+        assert_eq!(
+            q.counters().overlimits,
+            u64::from(st.prob_drop + st.prob_mark)
+        );
     }
 }
 
@@ -865,7 +895,16 @@ fn the_dump_carries_red_parameters_and_counters() {
     // max_P = (~0 >> 18) × 52000.
     let max_p = (u32::MAX >> 18).wrapping_mul(52_000);
     assert_eq!(
-        (o.red_limit, o.qth_min, o.qth_max, o.wlog, o.plog, o.scell_log, o.max_p, o.flags),
+        (
+            o.red_limit,
+            o.qth_min,
+            o.qth_max,
+            o.wlog,
+            o.plog,
+            o.scell_log,
+            o.max_p,
+            o.flags
+        ),
         (0, 8000, 60_000, 6, 18, 3, max_p, TC_RED_ECN)
     );
     assert_eq!(o.red_stats, SfqRedStats::default());
@@ -874,7 +913,10 @@ fn the_dump_carries_red_parameters_and_counters() {
     let QdiscOptions::Sfq(o) = sfq(SfqOptions { flags: 3, ..none() }).dump(t0()).options else {
         panic!()
     };
-    assert_eq!((o.qth_min, o.qth_max, o.wlog, o.max_p, o.flags), (0, 0, 0, 0, 3));
+    assert_eq!(
+        (o.qth_min, o.qth_max, o.wlog, o.max_p, o.flags),
+        (0, 0, 0, 0, 3)
+    );
 }
 
 /// `sfq_change`'s `red_check_params` (newer kernels): EINVAL when the
@@ -882,9 +924,24 @@ fn the_dump_carries_red_parameters_and_counters() {
 #[test]
 fn red_parameters_are_checked() {
     let bad = [
-        SfqOptions { qth_min: 1 << 20, qth_max: 1 << 21, wlog: 10, ..none() },
-        SfqOptions { qth_min: 5000, qth_max: 4000, wlog: 1, ..none() },
-        SfqOptions { qth_min: 1000, qth_max: 4000, scell_log: 32, ..none() },
+        SfqOptions {
+            qth_min: 1 << 20,
+            qth_max: 1 << 21,
+            wlog: 10,
+            ..none()
+        },
+        SfqOptions {
+            qth_min: 5000,
+            qth_max: 4000,
+            wlog: 1,
+            ..none()
+        },
+        SfqOptions {
+            qth_min: 1000,
+            qth_max: 4000,
+            scell_log: 32,
+            ..none()
+        },
     ];
     for o in bad {
         let e = Sfq::with_options(ctx(), &o).err().unwrap();
@@ -892,7 +949,14 @@ fn red_parameters_are_checked() {
         assert!(e.says("RED min"), "{e:?}");
     }
     // max below min is checked even without RED (qth_min 0 is fine).
-    assert!(Sfq::with_options(ctx(), &SfqOptions { qth_max: 5, ..none() }).is_ok());
+    assert!(Sfq::with_options(
+        ctx(),
+        &SfqOptions {
+            qth_max: 5,
+            ..none()
+        }
+    )
+    .is_ok());
 }
 
 /// `sfq_rehash` resets each slot's RED state and recomputes the average

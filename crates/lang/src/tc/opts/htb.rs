@@ -360,6 +360,7 @@ fn print(o: &QdiscOptions) -> Option<Printed> {
         detail: format!("{head}{ver}{qlen}"),
         json: json(false),
         detail_json: Some(json(true)),
+        ..Printed::default()
     })
 }
 
@@ -431,6 +432,7 @@ fn print_class(o: &ClassOptions) -> Option<Printed> {
         detail,
         json,
         detail_json: Some(detail_json),
+        ..Printed::default()
     })
 }
 

@@ -196,7 +196,7 @@ fn size(name: &str, v: &str) -> Result<u32, TcError> {
 /// C's `sscanf(word, "%lg")`: the longest prefix that reads as a decimal
 /// or hexadecimal (`0x1p-4`) float, or `inf`, `infinity`, `nan`, after
 /// leading white space; `None` when there is none.
-fn scan_double(word: &str) -> Option<f64> {
+pub(crate) fn scan_double(word: &str) -> Option<f64> {
     let s = word.trim_start();
     let b = s.as_bytes();
     let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
@@ -357,7 +357,7 @@ fn parse(t: &mut Tokens) -> Result<RedArgs, TcError> {
 /// prints before "RED: failed to calculate EWMA constant." (none when no
 /// Wlog below 32 fits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum EwmaRefusal {
+pub(crate) enum EwmaRefusal {
     /// The burst is below what a queue at min takes.
     BurstTooSmall { burst: u32, try_burst: u32 },
     /// No Wlog in 1..32 lets the burst through.
@@ -379,7 +379,7 @@ impl std::fmt::Display for EwmaRefusal {
 /// `tc_red_eval_ewma`: the smallest Wlog in 1..32 whose weight W = 2^-Wlog
 /// lets a burst of `burst` packets of `avpkt` bytes through from an empty
 /// queue: burst + 1 - min/avpkt ≤ (1 - (1 - W)^burst) / W.
-fn tc_red_eval_ewma(qmin: u32, burst: u32, avpkt: u32) -> Result<u8, EwmaRefusal> {
+pub(crate) fn tc_red_eval_ewma(qmin: u32, burst: u32, avpkt: u32) -> Result<u8, EwmaRefusal> {
     let a = f64::from(burst) + 1.0 - f64::from(qmin) / f64::from(avpkt);
     if a < 1.0 {
         return Err(EwmaRefusal::BurstTooSmall {
@@ -400,7 +400,7 @@ fn tc_red_eval_ewma(qmin: u32, burst: u32, avpkt: u32) -> Result<u8, EwmaRefusal
 /// `tc_red_eval_P`: Plog such that prob / (max - min) × 2^Plog is just
 /// above 1 (0 when min = max; `None` when max < min or the span is
 /// beyond 2^31, or no Plog below 32 fits).
-fn tc_red_eval_p(qmin: u32, qmax: u32, prob: f64) -> Option<u8> {
+pub(crate) fn tc_red_eval_p(qmin: u32, qmax: u32, prob: f64) -> Option<u8> {
     // `int i = qmax - qmin`.
     let span = qmax.wrapping_sub(qmin) as i32;
     if span == 0 {
@@ -456,7 +456,7 @@ fn tc_red_eval_idle_damping(wlog: u8, avpkt: u32, bps: u32) -> Option<(u8, Vec<u
 /// truncated into 64 bits (0x8000000000000000 when out of range or NaN),
 /// then its low 32 bits; so a probability of 1 sends 0 (max_P then comes
 /// from Plog).
-fn max_p(probability: f64) -> u32 {
+pub(crate) fn max_p(probability: f64) -> u32 {
     let v = probability * 4_294_967_296.0;
     let two_63 = 2f64.powi(63);
     if v.is_finite() && v >= -two_63 && v < two_63 {
@@ -556,19 +556,7 @@ fn print(o: &RedOptions) -> Printed {
     json.insert("limit", json!(o.limit));
     json.insert("min", json!(o.qth_min));
     json.insert("max", json!(o.qth_max));
-    // tc_red_print_flags: a word for each flag set, every flag in -j.
-    for (bit, name) in [
-        (TC_RED_ECN, "ecn"),
-        (TC_RED_HARDDROP, "harddrop"),
-        (TC_RED_ADAPTATIVE, "adaptive"),
-        (TC_RED_NODROP, "nodrop"),
-    ] {
-        let set = flags & bit != 0;
-        if set {
-            let _ = write!(plain, "{name} ");
-        }
-        json.insert(name, json!(set));
-    }
+    print_flags(flags, &mut plain, &mut json);
     let mut detail = format!("{plain}ewma {} ", o.wlog);
     let mut detail_json = json.clone();
     detail_json.insert("ewma", json!(o.wlog));
@@ -592,6 +580,24 @@ fn print(o: &RedOptions) -> Printed {
         detail,
         json,
         detail_json: Some(detail_json),
+        ..Printed::default()
+    }
+}
+
+/// `tc_red_print_flags` (tc/tc_red.c), shared with sfq's RED: a word for
+/// each flag set, every flag in -j.
+pub(crate) fn print_flags(flags: u32, plain: &mut String, json: &mut JsonObj) {
+    for (bit, name) in [
+        (TC_RED_ECN, "ecn"),
+        (TC_RED_HARDDROP, "harddrop"),
+        (TC_RED_ADAPTATIVE, "adaptive"),
+        (TC_RED_NODROP, "nodrop"),
+    ] {
+        let set = flags & bit != 0;
+        if set {
+            let _ = write!(plain, "{name} ");
+        }
+        json.insert(name, json!(set));
     }
 }
 

@@ -360,6 +360,7 @@ fn print(o: &TbfOptions) -> Printed {
         detail,
         json,
         detail_json: Some(detail_json),
+        ..Printed::default()
     }
 }
 
