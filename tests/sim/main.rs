@@ -24,6 +24,7 @@ mod ring;
 mod seed_bulk_dequeue;
 mod seed_mq_fq_codel;
 mod seed_tbf_fq_codel;
+mod sfq_red;
 mod tcp;
 
 use bloatbox::sim::{self, Scenario, SimReport};
