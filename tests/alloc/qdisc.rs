@@ -110,6 +110,34 @@ fn rate_estimators_allocate_nothing_per_packet() {
     );
 }
 
+/// SFQ's per-flow RED (averages, decisions, CE marks of the head with
+/// headdrop, early and forced drops) adds no allocation per packet.
+#[test]
+fn sfq_red_allocates_nothing_per_packet() {
+    let d = disciplines::Discipline {
+        name: "sfq+red",
+        steer: disciplines::Steer::None,
+        tx_queues: 1,
+        lines: vec![
+            "tc qdisc add dev left root sfq limit 3000 flows 512 divisor 16384 \
+                     redflowlimit 100000 min 8000 max 60000 probability 0.20 ecn headdrop"
+                .to_string(),
+        ],
+    };
+    let mut q = d.build();
+    let mut now = Instant::from_millis(1);
+    for flows in [1, 100] {
+        let n = steady_state_allocations(&mut q, &d, flows, &mut now);
+        assert_eq!(n, 0, "{flows} flows: allocations in {MEASURED} packets");
+    }
+    let shown = q.dump(now);
+    assert!(
+        shown.stats.overlimits > 0,
+        "RED never decided: {:?}",
+        shown.stats
+    );
+}
+
 /// The counter works: a test that can fail.
 #[test]
 fn the_counting_allocator_sees_allocations() {

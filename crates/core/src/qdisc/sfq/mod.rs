@@ -101,33 +101,39 @@ pub struct SfqOptions {
     pub headdrop: bool,
     /// `tc_sfq_qopt_v1.limit`: tc's `redflowlimit`, bytes. tc requires and
     /// sends it; `sfq_change` never reads it and `sfq_dump` leaves it 0.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub red_limit: u32,
     /// RED's lower threshold, bytes of a slot's backlog; 0: no RED.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub qth_min: u32,
     /// RED's upper threshold, bytes.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub qth_max: u32,
     /// log2(1/W) of the slot average's EWMA.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub wlog: u8,
     /// log2 of span / max_P (used when `max_p` is 0).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub plog: u8,
     /// log2 of the idle table's cell (kept and dumped; SFQ's RED has no
     /// idle decay).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub scell_log: u8,
     /// `TC_RED_ECN` / `TC_RED_HARDDROP` (other bits kept and dumped).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub flags: u32,
     /// The largest marking probability, Q0.32 (0: from Plog).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub max_p: u32,
     /// `tc_sfqred_stats` (dump only; ignored when building).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub red_stats: SfqRedStats,
+}
+
+/// Whether a RED field of `SfqOptions` holds its default (left out of the
+/// serialized options, so that sfq without RED serializes as before).
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// The `sfq` qdisc (net/sched/sch_sfq.c): flows hashed into slots served round

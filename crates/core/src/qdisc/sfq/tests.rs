@@ -984,3 +984,20 @@ fn rehash_recomputes_the_averages() {
     let bucket = q.ht.iter().position(|x| *x != EMPTY).unwrap();
     assert_eq!(slot_qavg(&q, bucket), 6125);
 }
+
+/// Without RED the serialized options (summaries, configurations) carry no
+/// RED field; with it they do.
+#[test]
+fn red_fields_serialize_only_when_set() {
+    let plain = serde_json::to_value(none()).unwrap();
+    assert!(
+        plain.get("qth_min").is_none() && plain.get("red_stats").is_none(),
+        "{plain}"
+    );
+    assert!(plain.get("headdrop").is_some());
+    let red = serde_json::to_value(red_opts(2000, 6000, TC_RED_ECN, false)).unwrap();
+    assert_eq!(red["qth_min"], 2000);
+    assert_eq!(red["flags"], TC_RED_ECN);
+    let back: SfqOptions = serde_json::from_value(red).unwrap();
+    assert_eq!(back, red_opts(2000, 6000, TC_RED_ECN, false));
+}
