@@ -948,7 +948,7 @@ fn red_parameters_are_checked() {
         assert_eq!(e.errno, Errno::EINVAL, "{o:?}");
         assert!(e.says("RED min"), "{e:?}");
     }
-    // max below min is checked even without RED (qth_min 0 is fine).
+    // Without RED (qth_min 0) any max passes: max ≥ min holds.
     assert!(Sfq::with_options(
         ctx(),
         &SfqOptions {
