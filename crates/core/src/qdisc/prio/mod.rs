@@ -216,9 +216,7 @@ impl Qdisc for Prio {
     /// `prio_peek`: the head of the first band that shows one.
     fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
         let band = (0..self.queues.len()).find(|&band| {
-            self.on_child(band, drops, |child, drops| {
-                child.peek(now, drops).is_some()
-            })
+            self.on_child(band, drops, |child, drops| child.peek(now, drops).is_some())
         })?;
         self.queues[band].peek(now, drops)
     }

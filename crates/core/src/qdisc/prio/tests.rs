@@ -186,7 +186,13 @@ fn refusals_name_the_value_and_leave_the_qdisc_alone() {
     let mut d = Drops::new();
     q.enqueue(with_priority(1, cid(3)), T, &mut d);
     assert!(q.change(&opts(2, map), T, &mut d).is_err());
-    assert_eq!(q.options(), PrioOptions { bands: 3, priomap: map });
+    assert_eq!(
+        q.options(),
+        PrioOptions {
+            bands: 3,
+            priomap: map
+        }
+    );
     assert_eq!(band_lens(&q), vec![0, 0, 1]);
     assert!(Prio::build(ctx(), &QdiscOptions::Fifo(Default::default())).is_err());
 }
@@ -239,7 +245,9 @@ fn classes_are_the_bands() {
     assert_eq!(e.errno, Errno::EOPNOTSUPP);
     assert!(e.says("bands N"), "{e}");
     assert_eq!(
-        q.change_class(cid(1), &ClassOptions::None).unwrap_err().errno,
+        q.change_class(cid(1), &ClassOptions::None)
+            .unwrap_err()
+            .errno,
         Errno::EOPNOTSUPP
     );
     assert_eq!(

@@ -147,10 +147,7 @@ mod tests {
         // Entries not given keep the initial priomap's.
         assert_eq!(
             parsed("bands 5 priomap 4 3 2 1"),
-            Ok(prio(
-                5,
-                [4, 3, 2, 1, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1]
-            ))
+            Ok(prio(5, [4, 3, 2, 1, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1]))
         );
         let all = "priomap 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1";
         let map: [u8; 16] = std::array::from_fn(|i| (i % 2) as u8);
@@ -168,12 +165,27 @@ mod tests {
     #[test]
     fn bad_words_get_tcs_messages() {
         for (words, expected) in [
-            ("bands x", "Illegal \"bands\"\n(\"x\" is not a whole number; prio takes 2..16)"),
-            ("limit 5", "What is \"limit\"?\nUsage: ... prio bands NUMBER priomap P1 P2...[multiqueue]"),
-            ("priomap 0 x", "Illegal \"priomap\" element\n(\"x\" is not a band number)"),
-            ("priomap 4", "\"priomap\" element is out of bands\n(band 4 with bands 3)"),
+            (
+                "bands x",
+                "Illegal \"bands\"\n(\"x\" is not a whole number; prio takes 2..16)",
+            ),
+            (
+                "limit 5",
+                "What is \"limit\"?\nUsage: ... prio bands NUMBER priomap P1 P2...[multiqueue]",
+            ),
+            (
+                "priomap 0 x",
+                "Illegal \"priomap\" element\n(\"x\" is not a band number)",
+            ),
+            (
+                "priomap 4",
+                "\"priomap\" element is out of bands\n(band 4 with bands 3)",
+            ),
             ("priomap 1 priomap", "Error: duplicate priomap"),
-            ("help", "Usage: ... prio bands NUMBER priomap P1 P2...[multiqueue]"),
+            (
+                "help",
+                "Usage: ... prio bands NUMBER priomap P1 P2...[multiqueue]",
+            ),
         ] {
             assert_eq!(parsed(words).unwrap_err(), expected, "{words}");
         }
@@ -192,12 +204,19 @@ mod tests {
             ("bands 17", "prio: bands 17: allowed 2..16 (TCQ_PRIO_BANDS)"),
             ("bands 1", "prio: bands 1: allowed 2..16"),
             ("bands -1", "prio: bands -1: allowed 2..16"),
-            ("bands 2", "prio: priomap entry 1 is band 2: with bands 2 each entry must be 0..1"),
+            (
+                "bands 2",
+                "prio: priomap entry 1 is band 2: with bands 2 each entry must be 0..1",
+            ),
             ("bands 3 priomap 3", "prio: priomap entry 0 is band 3"),
         ] {
             let e = run_on_left(&[&format!("tc qdisc add dev left root handle 1: prio {line}")])
                 .unwrap_err();
-            assert!(e.0.starts_with("RTNETLINK answers: Invalid argument"), "{line}: {}", e.0);
+            assert!(
+                e.0.starts_with("RTNETLINK answers: Invalid argument"),
+                "{line}: {}",
+                e.0
+            );
             assert!(e.0.contains(says), "{line}: {}", e.0);
         }
     }
@@ -205,7 +224,9 @@ mod tests {
     #[test]
     fn show_prints_like_tc() {
         let add = "tc qdisc add dev left root handle 1: prio";
-        let out = run_on_left(&[add, "tc qdisc show dev left"]).unwrap().unwrap();
+        let out = run_on_left(&[add, "tc qdisc show dev left"])
+            .unwrap()
+            .unwrap();
         assert_eq!(
             out,
             "qdisc prio 1: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1\n"
@@ -222,15 +243,22 @@ mod tests {
             "qdisc prio 1: root refcnt 2 bands 4 priomap 3 3 2 2 1 1 0 0 1 1 1 1 1 1 1 1\n\
              qdisc pfifo 20: parent 1:2 limit 10p\n"
         );
-        let json = run_on_left(&[add, "tc -j qdisc show dev left"]).unwrap().unwrap();
+        let json = run_on_left(&[add, "tc -j qdisc show dev left"])
+            .unwrap()
+            .unwrap();
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v[0]["kind"], "prio");
         assert_eq!(
             v[0]["options"],
             serde_json::json!({"bands": 3, "priomap": DEFAULT_MAP, "multiqueue": false})
         );
-        let detail = run_on_left(&[add, "tc -d qdisc show dev left"]).unwrap().unwrap();
-        assert!(detail.ends_with("bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1\n"), "{detail}");
+        let detail = run_on_left(&[add, "tc -d qdisc show dev left"])
+            .unwrap()
+            .unwrap();
+        assert!(
+            detail.ends_with("bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1\n"),
+            "{detail}"
+        );
     }
 
     #[test]
@@ -252,14 +280,22 @@ mod tests {
             "tc class add dev left parent 1: classid 1:4",
         ])
         .unwrap_err();
-        assert!(e.0.starts_with("RTNETLINK answers: Operation not supported"), "{}", e.0);
+        assert!(
+            e.0.starts_with("RTNETLINK answers: Operation not supported"),
+            "{}",
+            e.0
+        );
         // Options after the kind: q_prio.c has no class parser.
         let e = run_on_left(&[
             "tc qdisc add dev left root handle 1: prio",
             "tc class change dev left parent 1: classid 1:1 prio bands 2",
         ])
         .unwrap_err();
-        assert!(e.0.starts_with("Error: Qdisc \"prio\" is classless."), "{}", e.0);
+        assert!(
+            e.0.starts_with("Error: Qdisc \"prio\" is classless."),
+            "{}",
+            e.0
+        );
     }
 
     #[test]
