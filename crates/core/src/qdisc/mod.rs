@@ -11,7 +11,8 @@
 //! the CoDel core that `codel` and `fq_codel` share), and one row per kind
 //! in `kinds.rs`, the table of kinds; `options.rs` holds the enums of every
 //! kind's options and xstats; `one_class.rs` is the one fixed class of
-//! TBF, RED and netem; `prio/` shares pfifo_fast's `tc_prio_qopt`; `red/algorithm.rs` is include/net/red.h; `pie/algorithm.rs`
+//! TBF, RED and netem; `prio/` shares pfifo_fast's `tc_prio_qopt`;
+//! `red/algorithm.rs` is include/net/red.h; `pie/algorithm.rs`
 //! is include/net/pie.h, the PIE core that `pie` and `fq_pie` share;
 //! `flow_bucket` picks the flow queue of sfq, fq_codel and fq_pie.
 //! `park.rs` is the peek-by-dequeue plumbing of codel, fq_codel, sfq, tbf,
