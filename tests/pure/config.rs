@@ -480,6 +480,36 @@ fn tc_lines_are_checked_together_and_the_failing_one_located() {
     );
 }
 
+/// prio in both forms, checked by the real tc front end: the string form,
+/// a literal tree with a band's child and a filter, and a refusal the
+/// kernel makes (2 bands under the default priomap, which names band 2).
+#[test]
+fn prio_qdisc_string_and_tc_lines_build() {
+    let check = Some(&bloatbox::tc::check_steps as bloatbox::config::TcCheck);
+    let c = Config::from_str_with(
+        "[link]\nqdisc = \"prio bands 4 priomap 3 2 1 0\"\n",
+        "prio.toml",
+        check,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        c.tc_lines(L),
+        vec!["tc qdisc add dev left root prio bands 4 priomap 3 2 1 0"]
+    );
+    let text = "[link]\ntc = [\n  \"tc qdisc add dev left root handle 1: prio\",\n  \
+                \"tc qdisc add dev left parent 1:1 handle 10: pfifo limit 20\",\n  \
+                \"tc filter add dev left parent 1: protocol ip prio 1 u32 match ip dport 22 0xffff flowid 1:1\",\n]\n";
+    let c = Config::from_str_with(text, "prio.toml", check).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.tc_lines(L).len(), 3);
+    let err = Config::from_str_with("[link]\nqdisc = \"prio bands 2\"\n", "prio.toml", check)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("link.qdisc") && err.contains("priomap entry 1 is band 2"),
+        "{err}"
+    );
+}
+
 #[test]
 fn overrides_set_any_field_by_path() {
     let mut c = Config::default();

@@ -412,11 +412,11 @@ fn preset_menu_keys() {
     app.on_key(ch('k'));
     assert_eq!(app.mode, Mode::Presets { selected: 0 });
     app.on_key(ch('k'));
-    assert_eq!(app.mode, Mode::Presets { selected: 10 }, "wraps");
+    assert_eq!(app.mode, Mode::Presets { selected: 11 }, "wraps");
     app.on_key(ch('x'));
     assert_eq!(
         app.mode,
-        Mode::Presets { selected: 10 },
+        Mode::Presets { selected: 11 },
         "other keys keep the menu"
     );
     for close in [key(KeyCode::Esc), ch('m'), ch('q')] {
@@ -487,6 +487,7 @@ fn the_menu_reads_the_kind_table() {
             "fq_codel",
             "tbf",
             "htb",
+            "prio",
             "red",
             "pie",
             "fq_pie",

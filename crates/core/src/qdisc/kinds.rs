@@ -19,6 +19,7 @@ use super::mq::Mq;
 use super::netem::Netem;
 use super::pfifo_fast::PfifoFast;
 use super::pie::Pie;
+use super::prio::Prio;
 use super::qfq::Qfq;
 use super::red::Red;
 use super::sfq::Sfq;
@@ -167,6 +168,10 @@ pub static BUILTIN: &[KindEntry] = &[
     KindEntry {
         default_leaf: false,
         ..kind("qfq", |c, _, o| Ok(Box::new(Qfq::build(c, o)?)))
+    },
+    KindEntry {
+        default_leaf: false,
+        ..kind("prio", |c, _, o| Ok(Box::new(Prio::build(c, o)?)))
     },
     KindEntry {
         default_leaf: false,

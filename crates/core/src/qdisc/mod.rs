@@ -11,7 +11,8 @@
 //! the CoDel core that `codel` and `fq_codel` share), and one row per kind
 //! in `kinds.rs`, the table of kinds; `options.rs` holds the enums of every
 //! kind's options and xstats; `one_class.rs` is the one fixed class of
-//! TBF, RED and netem; `red/algorithm.rs` is include/net/red.h; `pie/algorithm.rs`
+//! TBF, RED and netem; `prio/` shares pfifo_fast's `tc_prio_qopt`;
+//! `red/algorithm.rs` is include/net/red.h; `pie/algorithm.rs`
 //! is include/net/pie.h, the PIE core that `pie` and `fq_pie` share;
 //! `flow_bucket` picks the flow queue of sfq, fq_codel and fq_pie.
 //! `park.rs` is the peek-by-dequeue plumbing of codel, fq_codel, sfq, tbf,
@@ -42,6 +43,7 @@ pub mod options;
 mod park;
 pub mod pfifo_fast;
 pub mod pie;
+pub mod prio;
 pub mod qfq;
 pub mod red;
 pub mod request;
@@ -298,7 +300,7 @@ pub trait Qdisc: Send {
     }
 
     /// The filter chains of qdiscs that classify with `tc filter`s (HTB,
-    /// QFQ, and SFQ, fq_codel, FQ-PIE and CAKE, whose filters pick the flow
+    /// QFQ, prio, and SFQ, fq_codel, FQ-PIE and CAKE, whose filters pick the flow
     /// queue).
     fn as_filter_host(&mut self) -> Option<&mut dyn FilterHost> {
         None
@@ -404,7 +406,7 @@ pub fn own_chain<'a>(
     }
 }
 
-/// Class operations of classful qdiscs (HTB, QFQ, TBF, RED, netem, mq).
+/// Class operations of classful qdiscs (HTB, QFQ, prio, TBF, RED, netem, mq).
 pub trait Classful {
     /// `tc class add ... classid C parent P <kind> OPTIONS`.
     fn add_class(

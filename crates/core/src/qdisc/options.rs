@@ -41,6 +41,8 @@ pub enum QdiscOptions {
     Fifo(FifoOptions),
     /// pfifo_fast (dumps only): `tc_prio_qopt`.
     PfifoFast(PfifoFastOptions),
+    /// prio: `tc_prio_qopt`.
+    Prio(super::prio::PrioOptions),
     /// tbf: `tc_tbf_qopt` and the TCA_TBF_* attributes.
     Tbf(TbfOptions),
     /// mq: the TX queue count (a bloatbox extension).

@@ -70,7 +70,7 @@ pub fn missing_kind(kind: &str) -> Option<&'static str> {
     Some(match kind {
         "fq" => "bloatbox has no fq; the nearest here: fq_codel or fq_pie (flow queueing with an AQM), or sfq",
         "choke" | "gred" | "sfb" => "bloatbox has no choke, gred or sfb; the nearest AQM here: red or pie, or fq_codel and fq_pie per flow",
-        "prio" | "multiq" => "bloatbox has no prio; pfifo_fast has three priority bands (by TOS), qfq weighs classes picked by filters",
+        "multiq" => "bloatbox has no multiq; prio has up to 16 priority bands (pfifo_fast three, by TOS), qfq weighs classes picked by filters",
         "hfsc" | "cbq" | "drr" | "ets" => "bloatbox has no hfsc, cbq, drr or ets; htb shapes classes, qfq schedules them by weight",
         "ingress" | "clsact" => "bloatbox has no ingress hook: each direction's egress qdisc is the bottleneck (dev left for left→right, dev right for right→left)",
         _ => return None,
@@ -163,7 +163,8 @@ mod tests {
         assert_eq!(missing_kind("netem"), None, "bloatbox has netem");
         assert_eq!(missing_kind("cake"), None, "bloatbox has cake");
         assert!(missing_kind("fq").unwrap().contains("fq_codel"));
-        assert!(missing_kind("prio").unwrap().contains("pfifo_fast"));
+        assert_eq!(missing_kind("prio"), None, "bloatbox has prio");
+        assert!(missing_kind("multiq").unwrap().contains("pfifo_fast"));
         assert_eq!(missing_kind("pie"), None, "bloatbox has pie");
         assert!(missing_kind("sfb").unwrap().contains("red"));
         assert_eq!(missing_kind("fq_codel"), None);

@@ -38,7 +38,7 @@ pub struct Syntax {
     pub print_class: fn(&ClassOptions) -> Option<Printed>,
     /// Whether the options printer leaves a trailing space after the last
     /// word, as most of iproute2's do (not the fifos', HTB's or
-    /// pfifo_fast's, tc/q_prio.c `prio_print_opt`).
+    /// pfifo_fast's and prio's, tc/q_prio.c `prio_print_opt`).
     pub trailing_space: bool,
     /// `print_xstats`: the kind's xstats (qdisc or class) as `tc -s`
     /// prints them, and their `-j` object; `None` for a kind without any.
@@ -524,7 +524,7 @@ pub fn parser_exit(e: TcError) -> TcError {
 /// does not build.
 const IPROUTE2_KINDS: &[&str] = &[
     "cbs", "choke", "clsact", "drr", "etf", "ets", "fq", "gred", "hfsc", "hhf", "ingress",
-    "mqprio", "multiq", "plug", "prio", "sfb", "skbprio", "taprio", "cbq",
+    "mqprio", "multiq", "plug", "sfb", "skbprio", "taprio", "cbq",
 ];
 
 /// The entry of `name` in the table of kinds (`kinds`).

@@ -15,6 +15,7 @@ pub mod mq;
 pub mod netem;
 pub mod pfifo_fast;
 pub mod pie;
+pub mod prio;
 pub mod qfq;
 pub mod red;
 pub mod sfq;
@@ -57,6 +58,7 @@ pub static BUILTIN: &[&Syntax] = &[
     &htb::SYNTAX,
     &mq::SYNTAX,
     &qfq::SYNTAX,
+    &prio::SYNTAX,
     &red::SYNTAX,
     &pie::SYNTAX,
     &fq_pie::SYNTAX,

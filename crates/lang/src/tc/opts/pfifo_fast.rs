@@ -2,6 +2,7 @@
 //! parser for it) and prints its bands and priomap as tc/q_prio.c
 //! `prio_print_opt` does (`bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1`).
 
+use crate::qdisc::pfifo_fast::PfifoFastOptions;
 use crate::qdisc::QdiscOptions;
 use crate::tc::keys::KeyTable;
 use crate::tc::syntax::{replace_root, Bench, Printed, Sample, Syntax};
@@ -43,20 +44,25 @@ fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
     }
 }
 
-/// `prio_print_opt`.
 fn print(o: &QdiscOptions) -> Option<Printed> {
     let QdiscOptions::PfifoFast(o) = o else {
         return None;
     };
+    Some(print_prio_qopt(o))
+}
+
+/// `prio_print_opt`: a `tc_prio_qopt` (pfifo_fast's and prio's).
+pub fn print_prio_qopt(o: &PfifoFastOptions) -> Printed {
     let map: Vec<String> = o.priomap.iter().map(|b| b.to_string()).collect();
     let text = format!("bands {} priomap {}", o.bands, map.join(" "));
     let mut json = crate::tc::syntax::JsonObj::new();
     json.insert("bands", json!(o.bands));
     json.insert("priomap", json!(o.priomap));
     // tc/q_prio.c prio_print_opt: "multiqueue" is false in JSON when the
-    // dump has no TCA_PRIO_MQ (pfifo_fast's never has).
+    // dump has no TCA_PRIO_MQ (pfifo_fast's never has, nor has prio's:
+    // prio_dump puts the struct alone).
     json.insert("multiqueue", json!(false));
-    Some(Printed::same(text, json))
+    Printed::same(text, json)
 }
 
 #[cfg(test)]

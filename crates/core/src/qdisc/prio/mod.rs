@@ -1,0 +1,387 @@
+//! prio (Linux net/sched/sch_prio.c): a classful strict-priority scheduler
+//! of 2..=16 bands, classes `X:1..X:bands`, each holding a child qdisc (a
+//! default pfifo, `qdisc_create_dflt`, until `tc qdisc add parent X:N`
+//! replaces it). `prio_classify` picks the band: a `skb->priority` whose
+//! major is the qdisc's handle names band `minor - 1`; else the first
+//! matching `tc filter` names it by its classid's minor; with no filter or
+//! no match, `priomap[skb->priority & TC_PRIO_MAX]` (a priority with any
+//! major bits counts as 0); a minor out of range falls back to
+//! `priomap[0]`. `prio_dequeue` serves the lowest band holding a frame, so
+//! band 0 starves the others while it has frames. The options are
+//! `struct tc_prio_qopt`, pfifo_fast's (`PfifoFastOptions`), whose fixed
+//! priomap is this qdisc's default; iproute2's `multiqueue` adds a
+//! `TCA_PRIO_MQ` attribute `prio_tune` never reads, so it changes nothing.
+
+use super::fifo::{Fifo, FifoKind};
+use super::pfifo_fast::{PfifoFastOptions, PRIOMAP};
+use super::{
+    tc_h_major, tc_h_make, tc_h_minor, ClassDump, ClassOptions, Classful, Errno, FilterHost,
+    FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict,
+};
+use crate::packet::filter::FilterChain;
+use crate::packet::{Drops, Packet};
+use crate::time::{earliest, Instant};
+
+/// `TCQ_PRIO_BANDS`: the most bands.
+pub const TCQ_PRIO_BANDS: u32 = 16;
+/// `TCQ_MIN_PRIO_BANDS`: the fewest bands.
+pub const TCQ_MIN_PRIO_BANDS: u32 = 2;
+/// `TC_PRIO_MAX`: the priomap covers `skb->priority & TC_PRIO_MAX`.
+pub const TC_PRIO_MAX: u32 = 15;
+
+/// prio's `TCA_OPTIONS`: `struct tc_prio_qopt`, the same struct
+/// pfifo_fast dumps.
+pub type PrioOptions = PfifoFastOptions;
+
+/// What tc sends for `prio` without words (tc/q_prio.c's initial
+/// `tc_prio_qopt`): 3 bands, pfifo_fast's priomap.
+pub const DEFAULT_OPTIONS: PrioOptions = PfifoFastOptions {
+    bands: 3,
+    priomap: PRIOMAP,
+};
+
+/// The prio qdisc.
+pub struct Prio {
+    ctx: QdiscCtx,
+    priomap: [u8; 16],
+    /// One child per band, band 0 first (`q->queues[0..bands]`).
+    queues: Vec<Box<dyn Qdisc>>,
+    filters: FilterChain,
+    stats: QdiscStats,
+}
+
+/// `prio_tune`'s checks: bands in 2..=16, every priomap entry a band.
+/// The kernel refuses with a bare EINVAL; the note says what was wrong.
+fn check(o: &PrioOptions) -> Result<(), Refusal> {
+    if !(TCQ_MIN_PRIO_BANDS..=TCQ_PRIO_BANDS).contains(&o.bands) {
+        return Err(Refusal::bare(Errno::EINVAL).below(format!(
+            "prio: bands {}: allowed {TCQ_MIN_PRIO_BANDS}..{TCQ_PRIO_BANDS} (TCQ_PRIO_BANDS)",
+            o.bands as i32
+        )));
+    }
+    if let Some((i, b)) = o
+        .priomap
+        .iter()
+        .enumerate()
+        .find(|(_, &b)| u32::from(b) >= o.bands)
+    {
+        return Err(Refusal::bare(Errno::EINVAL).below(format!(
+            "prio: priomap entry {i} is band {b}: with bands {} each entry must be 0..{}",
+            o.bands,
+            o.bands - 1
+        )));
+    }
+    Ok(())
+}
+
+impl Prio {
+    /// `prio_init`: checks the options and gives each band a default
+    /// pfifo. `QdiscOptions::None` is what tc sends for a bare `prio`.
+    pub fn build(ctx: QdiscCtx, options: &QdiscOptions) -> Result<Self, Refusal> {
+        let o = match options {
+            QdiscOptions::None => DEFAULT_OPTIONS,
+            QdiscOptions::Prio(o) => *o,
+            _ => return Err(super::options::foreign("prio")),
+        };
+        check(&o)?;
+        let mut q = Prio {
+            ctx,
+            priomap: o.priomap,
+            queues: Vec::with_capacity(TCQ_PRIO_BANDS as usize),
+            filters: FilterChain::new(),
+            stats: QdiscStats::default(),
+        };
+        q.set_bands(o.bands as usize, &mut Drops::new());
+        Ok(q)
+    }
+
+    /// The class id of band `band`: `X:band+1`.
+    fn classid(&self, band: usize) -> Handle {
+        tc_h_make(tc_h_major(self.ctx.handle), band as u16 + 1)
+    }
+
+    /// `prio_find`: the band of class `classid` (its minor, 1..=bands;
+    /// the kernel reads no major).
+    fn band(&self, classid: Handle) -> Result<usize, Refusal> {
+        let minor = tc_h_minor(classid) as usize;
+        if (1..=self.queues.len()).contains(&minor) {
+            return Ok(minor - 1);
+        }
+        Err(Refusal::new(
+            Errno::ENOENT,
+            format!(
+                "class {:x}:{:x} does not exist: this prio has classes {:x}:1..{:x}:{:x} \
+                 (one per band).",
+                tc_h_major(classid),
+                tc_h_minor(classid),
+                tc_h_major(self.ctx.handle),
+                tc_h_major(self.ctx.handle),
+                self.queues.len()
+            ),
+        ))
+    }
+
+    /// `prio_tune`'s bands: a band given up has its frames dropped
+    /// (`qdisc_tree_flush_backlog`, counted as this qdisc's drops) and its
+    /// child destroyed; a new band gets a default pfifo; the others keep
+    /// theirs.
+    fn set_bands(&mut self, bands: usize, drops: &mut Drops) {
+        while self.queues.len() > bands {
+            if let Some(mut child) = self.queues.pop() {
+                let before = drops.len();
+                child.reset(drops);
+                self.stats.drops += (drops.len() - before) as u64;
+            }
+        }
+        while self.queues.len() < bands {
+            let classid = self.classid(self.queues.len());
+            let child = Fifo::new(FifoKind::Pfifo, self.ctx.child(0, classid));
+            self.queues.push(Box::new(child));
+        }
+    }
+
+    /// `prio_classify`: the band a frame goes to (its skbedit action, when
+    /// a filter with one matches, applied).
+    fn classify(&self, pkt: &mut Packet) -> usize {
+        let prio = pkt.meta.priority;
+        let classid = if tc_h_major(prio) == tc_h_major(self.ctx.handle) {
+            prio
+        } else {
+            match self.filters.classify(&pkt.meta) {
+                Some((classid, skbedit)) => {
+                    if let Some(p) = skbedit {
+                        pkt.meta.priority = p;
+                    }
+                    classid
+                }
+                None => {
+                    let p = if tc_h_major(prio) != 0 { 0 } else { prio };
+                    return self.priomap[(p & TC_PRIO_MAX) as usize] as usize;
+                }
+            }
+        };
+        let band = (tc_h_minor(classid) as usize).wrapping_sub(1);
+        if band < self.queues.len() {
+            band
+        } else {
+            self.priomap[0] as usize
+        }
+    }
+
+    /// The options as `prio_dump` fills them.
+    fn options(&self) -> PrioOptions {
+        PfifoFastOptions {
+            bands: self.queues.len() as u32,
+            priomap: self.priomap,
+        }
+    }
+
+    /// Runs `f` on band `band`'s child, counting the frames it frees as
+    /// this qdisc's drops (the kernel's `qdisc_tree_reduce_backlog`).
+    fn on_child<T>(
+        &mut self,
+        band: usize,
+        drops: &mut Drops,
+        f: impl FnOnce(&mut dyn Qdisc, &mut Drops) -> T,
+    ) -> T {
+        let before = drops.len();
+        let out = f(self.queues[band].as_mut(), drops);
+        self.stats.drops += (drops.len() - before) as u64;
+        out
+    }
+}
+
+impl Qdisc for Prio {
+    fn kind(&self) -> &'static str {
+        "prio"
+    }
+
+    fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
+        let band = self.classify(&mut pkt);
+        self.on_child(band, drops, |child, drops| child.enqueue(pkt, now, drops))
+    }
+
+    /// `prio_dequeue`: the first band, lowest first, that releases a frame.
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        for band in 0..self.queues.len() {
+            if let Some(pkt) = self.on_child(band, drops, |child, drops| child.dequeue(now, drops))
+            {
+                self.stats.count_sent(&pkt);
+                return Some(pkt);
+            }
+        }
+        None
+    }
+
+    /// `prio_peek`: the head of the first band that shows one.
+    fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
+        let band = (0..self.queues.len()).find(|&band| {
+            self.on_child(band, drops, |child, drops| child.peek(now, drops).is_some())
+        })?;
+        self.queues[band].peek(now, drops)
+    }
+
+    fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+        self.queues
+            .iter()
+            .filter(|c| c.qlen() > 0)
+            .fold(None, |acc, c| earliest(acc, c.next_wakeup(now)))
+    }
+
+    fn qlen(&self) -> u32 {
+        self.queues.iter().map(|c| c.qlen()).sum()
+    }
+
+    fn backlog(&self) -> u64 {
+        self.queues.iter().map(|c| c.backlog()).sum()
+    }
+
+    fn counters(&self) -> QdiscStats {
+        self.stats
+    }
+
+    /// `prio_reset`: resets every band's child.
+    fn reset(&mut self, drops: &mut Drops) {
+        for c in &mut self.queues {
+            c.reset(drops);
+        }
+    }
+
+    /// `prio_tune` on a change: the whole `tc_prio_qopt` is replaced (tc
+    /// always sends all of it); a refused one changes nothing.
+    fn change(
+        &mut self,
+        options: &QdiscOptions,
+        _now: Instant,
+        drops: &mut Drops,
+    ) -> Result<(), Refusal> {
+        let o = match options {
+            QdiscOptions::None => DEFAULT_OPTIONS,
+            QdiscOptions::Prio(o) => *o,
+            _ => return Err(super::options::foreign("prio")),
+        };
+        check(&o)?;
+        self.priomap = o.priomap;
+        self.set_bands(o.bands as usize, drops);
+        Ok(())
+    }
+
+    fn dump(&self, now: Instant) -> QdiscDump {
+        self.dump_listing(now, FlowListing::All)
+    }
+
+    /// `prio_dump`, and per band `prio_dump_class` (parent: the qdisc;
+    /// leaf: the child's handle, none for a default child) with
+    /// `prio_dump_class_stats` (the child's counters).
+    fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
+        let children: Vec<QdiscDump> = self
+            .queues
+            .iter()
+            .map(|c| c.dump_listing(now, listing))
+            .collect();
+        let classes = children
+            .iter()
+            .enumerate()
+            .map(|(band, child)| ClassDump {
+                kind: "prio".into(),
+                classid: self.classid(band),
+                parent: self.ctx.handle,
+                leaf: (child.handle != 0).then_some(child.handle),
+                stats: Some(child.stats),
+                ..ClassDump::default()
+            })
+            .collect();
+        QdiscDump {
+            kind: "prio".into(),
+            handle: self.ctx.handle,
+            parent: self.ctx.parent,
+            options: QdiscOptions::Prio(self.options()),
+            stats: self.stats(),
+            classes,
+            children,
+            ..QdiscDump::default()
+        }
+    }
+
+    fn as_classful(&mut self) -> Option<&mut dyn Classful> {
+        Some(self)
+    }
+
+    fn as_filter_host(&mut self) -> Option<&mut dyn FilterHost> {
+        Some(self)
+    }
+
+    fn drain_all(&mut self) -> Vec<Packet> {
+        self.queues.iter_mut().flat_map(|c| c.drain_all()).collect()
+    }
+}
+
+impl FilterHost for Prio {
+    fn filter_qdisc(&self) -> Handle {
+        self.ctx.handle
+    }
+
+    /// `prio_tcf_block`: only the qdisc's own block.
+    fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, Refusal> {
+        super::own_chain(&mut self.filters, "prio", parent)
+    }
+}
+
+/// prio's class ops have no `change` or `delete`: `tc_ctl_tclass` answers
+/// EOPNOTSUPP (EEXIST for an add of a band that exists).
+fn fixed_classes(handle: Handle) -> Refusal {
+    let major = tc_h_major(handle);
+    Refusal::bare(Errno::EOPNOTSUPP).below(format!(
+        "prio's classes are its bands {major:x}:1..{major:x}:N, set by `tc qdisc change ... \
+         handle {major:x}: prio bands N`; attach a qdisc to one with `tc qdisc add ... parent \
+         {major:x}:1 ...`"
+    ))
+}
+
+impl Classful for Prio {
+    fn add_class(&mut self, classid: Handle, _: Handle, _: &ClassOptions) -> Result<(), Refusal> {
+        match self.band(classid) {
+            Ok(_) => Err(Refusal::bare(Errno::EEXIST).below(format!(
+                "class {:x}:{:x} is a band of this prio",
+                tc_h_major(classid),
+                tc_h_minor(classid)
+            ))),
+            Err(_) => Err(fixed_classes(self.ctx.handle)),
+        }
+    }
+
+    fn change_class(&mut self, _: Handle, _: &ClassOptions) -> Result<(), Refusal> {
+        Err(fixed_classes(self.ctx.handle))
+    }
+
+    fn delete_class(&mut self, _: Handle, _: &mut Drops) -> Result<(), Refusal> {
+        Err(fixed_classes(self.ctx.handle))
+    }
+
+    /// `prio_graft`: the band's child is replaced; the old one is returned
+    /// with what it holds, for the caller to drain or reset.
+    fn graft(
+        &mut self,
+        classid: Handle,
+        child: Box<dyn Qdisc>,
+    ) -> Result<Option<Box<dyn Qdisc>>, Refusal> {
+        let band = self.band(classid)?;
+        Ok(Some(std::mem::replace(&mut self.queues[band], child)))
+    }
+
+    fn child_mut(&mut self, classid: Handle) -> Option<&mut Box<dyn Qdisc>> {
+        let band = self.band(classid).ok()?;
+        Some(&mut self.queues[band])
+    }
+
+    fn children_mut(&mut self) -> Vec<&mut Box<dyn Qdisc>> {
+        self.queues.iter_mut().collect()
+    }
+
+    fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {
+        self.ctx.child(handle, parent)
+    }
+}
+
+#[cfg(test)]
+mod tests;
