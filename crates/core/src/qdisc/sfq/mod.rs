@@ -564,35 +564,28 @@ impl Sfq {
             ),
         };
         self.stats.overlimits += 1;
-        let prob = reason == DropReason::SfqRedProb;
         let st = &mut self.red_stats;
+        let (mark_head, mark, drop) = if reason == DropReason::SfqRedProb {
+            (&mut st.prob_mark_head, &mut st.prob_mark, &mut st.prob_drop)
+        } else {
+            (
+                &mut st.forced_mark_head,
+                &mut st.forced_mark,
+                &mut st.forced_drop,
+            )
+        };
         if may_mark {
             // The slot holds at least one frame: it is busy.
             if self.headdrop && slot.queue.front_mut().is_some_and(mark_ce) {
-                let n = if prob {
-                    &mut st.prob_mark_head
-                } else {
-                    &mut st.forced_mark_head
-                };
-                *n = n.wrapping_add(1);
+                *mark_head = mark_head.wrapping_add(1);
                 return None;
             }
             if mark_ce(pkt) {
-                let n = if prob {
-                    &mut st.prob_mark
-                } else {
-                    &mut st.forced_mark
-                };
-                *n = n.wrapping_add(1);
+                *mark = mark.wrapping_add(1);
                 return None;
             }
         }
-        let n = if prob {
-            &mut st.prob_drop
-        } else {
-            &mut st.forced_drop
-        };
-        *n = n.wrapping_add(1);
+        *drop = drop.wrapping_add(1);
         Some(reason)
     }
 
