@@ -38,7 +38,7 @@
 //! (crates/lang: `tc`, `config`, `output`), `bloatbox-sim` (crates/sim:
 //! `sim`), `bloatbox-live` (crates/live: `clock`, `port`, `netns`,
 //! `rootless`, `privilege`, `process`, `datapath`, `release`, `control`,
-//! `control_server`, `capture`, `metrics`, `load`, `fuzzing`),
+//! `control_server`, `capture`, `metrics`, `load`, `fuzzing`, `wire`),
 //! `bloatbox-tui` (crates/tui: `tui`), and this crate, the application:
 //! `app` (the command-line subcommands), `live` (a configuration's link
 //! brought up: namespaces, datapath, control socket), `experiment`
@@ -59,7 +59,7 @@ pub use bloatbox_core::{bridge, dir, handle, link, packet, qdisc, refusal, time,
 pub use bloatbox_lang::{config, errln, out, outln, output, tc};
 pub use bloatbox_live::{
     capture, clock, control, control_server, datapath, fuzzing, load, metrics, netns, port,
-    privilege, process, release, rootless,
+    privilege, process, release, rootless, wire,
 };
 pub use bloatbox_sim::sim;
 pub use bloatbox_tui::tui;

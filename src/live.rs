@@ -3,7 +3,7 @@
 //! socket. `setup` and `build_bridge` turn a `Config` into what the link is
 //! made of; `LiveLink` is a running link without signals or TUI, shared by
 //! `bloatbox up` (which adds signals, the TUI and metrics around the same
-//! pieces), `bloatbox test` (`crate::experiment`) and `crate::harness`.
+//! pieces; with `--wire` the two ports are existing interfaces instead), `bloatbox test` (`crate::experiment`) and `crate::harness`.
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +18,7 @@ use crate::link::Path as LinkPath;
 use crate::netns::{self, SideSpec, Topology};
 use crate::port::{FramePort, TapSpec};
 use crate::time::NS_PER_SEC;
+use crate::wire::Wire;
 
 /// The configuration file, or the embedded default without one.
 pub(crate) fn load(path: Option<&Path>) -> anyhow::Result<Config> {
@@ -135,7 +136,7 @@ impl LiveLink {
     /// Brings the link of `cfg` up as `up` does, without signals, TUI or
     /// capture; `realtime` as `up --realtime`.
     pub fn start(cfg: &Config, realtime: Option<u8>) -> anyhow::Result<LiveLink> {
-        start_link(cfg, realtime, None, None)
+        start_link(cfg, realtime, None, None, None)
     }
 
     /// Where the link's control socket listens (`crate::control::Client`).
@@ -161,24 +162,34 @@ impl LiveLink {
 
 /// Brings the link of `cfg` up as `up` does, without signals or the TUI;
 /// `realtime` and `capture` as in `crate::app::UpOptions`; with `rootless`, in anonymous
-/// namespaces (`crate::rootless::up`).
+/// namespaces (`crate::rootless::up`); with `wire`, between those two
+/// existing interfaces (`crate::wire`), creating no namespace.
 pub(crate) fn start_link(
     cfg: &Config,
     realtime: Option<u8>,
     capture: Option<&crate::capture::CaptureSpec>,
     rootless: Option<crate::rootless::Backend>,
+    wire: Option<&Wire>,
 ) -> anyhow::Result<LiveLink> {
     let mut setup = setup(cfg)?;
     setup.datapath.realtime_priority = realtime;
     let mut bridge = build_bridge(cfg)?;
     let capture = attach_capture(&mut bridge, capture)?;
     let (namespaces, left, right): (LinkNamespaces, Box<dyn FramePort>, Box<dyn FramePort>) =
-        match rootless {
-            Some(backend) => {
+        match (wire, rootless) {
+            (Some(wire), _) => {
+                let (guard, left, right) = wire.open(cfg.tap.mtu)?;
+                (
+                    LinkNamespaces::Wire { _guard: guard },
+                    Box::new(left),
+                    Box::new(right),
+                )
+            }
+            (None, Some(backend)) => {
                 let (ns, left, right) = crate::rootless::up(&setup.topology, backend)?;
                 (LinkNamespaces::Rootless(ns), left, right)
             }
-            None => {
+            (None, None) => {
                 netns::require_privileges()?;
                 let (guard, left, right) = setup.topology.up()?;
                 (
@@ -204,7 +215,8 @@ pub(crate) fn start_link(
 }
 
 /// The namespaces of a live link and what removes them: named ones by their
-/// guard (`ip netns del`), a rootless link's anonymous ones by being dropped.
+/// guard (`ip netns del`), a rootless link's anonymous ones by being dropped;
+/// a wire's, which bloatbox did not make, stay.
 #[derive(Debug)]
 pub(crate) enum LinkNamespaces {
     Named {
@@ -212,13 +224,18 @@ pub(crate) enum LinkNamespaces {
         _guard: netns::LinkGuard,
     },
     Rootless(crate::rootless::Namespaces),
+    /// A wire creates no namespace: it holds its ends' locks.
+    Wire {
+        /// Held for its locks.
+        _guard: crate::wire::WireGuard,
+    },
 }
 
 impl LinkNamespaces {
     /// A rootless link's namespaces (`None` for named ones).
     pub(crate) fn rootless(&self) -> Option<&crate::rootless::Namespaces> {
         match self {
-            LinkNamespaces::Named { .. } => None,
+            LinkNamespaces::Named { .. } | LinkNamespaces::Wire { .. } => None,
             LinkNamespaces::Rootless(ns) => Some(ns),
         }
     }

@@ -54,6 +54,14 @@ enum Cmd {
         /// left in place on exit (netns/down.sh removes them).
         #[arg(long)]
         attach: bool,
+        /// Bridge two existing interfaces instead, each NETNS:IFNAME (a
+        /// namespace of `ip netns`) or IFNAME (this namespace): frames read
+        /// on LEFT cross the left→right direction and leave on RIGHT, and
+        /// back. Both must be up, without addresses and not in a bridge;
+        /// nothing is created, and they are left as found.
+        #[arg(long, num_args = 2, value_names = ["LEFT", "RIGHT"], conflicts_with = "attach",
+              value_parser = clap::value_parser!(bloatbox::wire::WireEnd))]
+        wire: Option<Vec<bloatbox::wire::WireEnd>>,
         #[command(flatten)]
         capture: bloatbox::capture::CaptureArgs,
         #[command(flatten)]
@@ -404,6 +412,7 @@ fn main() -> ExitCode {
             headless: _,
             log: _,
             attach,
+            wire,
             capture,
             metrics: m,
         } => {
@@ -415,6 +424,10 @@ fn main() -> ExitCode {
                 metrics_listen: m.metrics_listen.map(|a| (a, m.metrics_allow_remote)),
                 metrics_file: m.metrics_file.map(|f| (f, m.metrics_period)),
                 attach,
+                wire: wire.map(|ends| bloatbox::wire::Wire {
+                    left: ends[0].clone(),
+                    right: ends[1].clone(),
+                }),
             };
             app::up(config.as_deref(), &opts).map(|()| 0)
         }

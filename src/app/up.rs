@@ -11,10 +11,12 @@ use crate::control::request_stats;
 use crate::control_server::ControlServer;
 use crate::datapath::Datapath;
 use crate::dir::Dir;
-use crate::live::{attach_capture, build_bridge, load, setup};
+use crate::live::{attach_capture, build_bridge, load, setup, LinkNamespaces};
 use crate::load::on_demand::{OnDemand, ProbeSockets, ProbeTargets};
 use crate::netns::{self, TerminationSignals, Topology};
+use crate::port::FramePort;
 use crate::privilege;
+use crate::wire::Wire;
 
 /// How often `up` checks on the datapath thread while waiting for a signal.
 const WATCH_INTERVAL_MS: u16 = 200;
@@ -37,9 +39,12 @@ fn prepare_privileges() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Why the link must stop on its own: a namespace of the topology that
-/// was deleted under the daemon.
-fn vanished_namespace(topo: &Topology) -> Option<String> {
+/// Why the link must stop on its own: a namespace of the topology (or of
+/// the wire) that was deleted under the daemon.
+fn vanished_namespace(topo: &Topology, wire: Option<&Wire>) -> Option<String> {
+    if let Some(wire) = wire {
+        return wire.vanished();
+    }
     [&topo.left, &topo.right]
         .into_iter()
         .find(|side| !netns::netns_exists(&side.netns))
@@ -51,9 +56,21 @@ fn vanished_namespace(topo: &Topology) -> Option<String> {
         })
 }
 
-/// The datapath's error, with the TAP and namespace behind a failed port.
-fn explain_datapath_error(e: crate::datapath::DatapathError, topo: &Topology) -> anyhow::Error {
+/// The datapath's error, with the TAP and namespace (or the wired
+/// interface) behind a failed port.
+fn explain_datapath_error(
+    e: crate::datapath::DatapathError,
+    topo: &Topology,
+    wire: Option<&Wire>,
+) -> anyhow::Error {
     match &e {
+        crate::datapath::DatapathError::PortFailed { port, .. } if wire.is_some() => {
+            let end = wire.map(|w| w.end(port));
+            anyhow::anyhow!(
+                "{e}; that port is {} (deleted or set down?)",
+                end.map(|e| e.to_string()).unwrap_or_default()
+            )
+        }
         crate::datapath::DatapathError::PortFailed { port, .. } => {
             let side = if *port == "left" {
                 &topo.left
@@ -73,7 +90,17 @@ fn explain_datapath_error(e: crate::datapath::DatapathError, topo: &Topology) ->
 /// The TUI's latency probes from the left namespace to the right one's
 /// IPv4 address, their sockets opened now; or why there are none (shown
 /// when the probes key is pressed).
-fn open_probes(cfg: &crate::config::Config, topo: &Topology) -> anyhow::Result<OnDemand> {
+fn open_probes(
+    cfg: &crate::config::Config,
+    topo: &Topology,
+    wire: Option<&Wire>,
+) -> anyhow::Result<OnDemand> {
+    if wire.is_some() {
+        anyhow::bail!(
+            "the probes run between bloatbox's own namespaces, which a wire has not: \
+             ping between the wired hosts instead"
+        );
+    }
     let right_ip = match cfg.right.ipv4.addr {
         std::net::IpAddr::V4(a) => a,
         std::net::IpAddr::V6(a) => anyhow::bail!("the right side's address {a} is not IPv4"),
@@ -109,6 +136,9 @@ pub struct UpOptions {
     /// Attach to namespaces and persistent TAPs made beforehand (netns/up.sh)
     /// instead of creating them; they are left in place on exit.
     pub attach: bool,
+    /// Join these two existing interfaces instead (`crate::wire`): no
+    /// namespace or TAP is made.
+    pub wire: Option<Wire>,
 }
 
 /// `bloatbox up`: runs until SIGINT/SIGTERM/SIGHUP, until the TUI quits or
@@ -135,17 +165,36 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     // Before any thread exists, so that all inherit the blocked mask.
     let mut signals = TerminationSignals::block()?;
     let capture = attach_capture(&mut bridge, opts.capture.as_ref())?;
-    let (guard, left, right) = if opts.attach {
-        setup.topology.attach()?
-    } else {
-        setup.topology.up()?
-    };
+    let wire = opts.wire.as_ref();
+    let (guard, left, right): (LinkNamespaces, Box<dyn FramePort>, Box<dyn FramePort>) =
+        match wire {
+            Some(w) => {
+                let (guard, left, right) = w.open(cfg.tap.mtu)?;
+                (
+                    LinkNamespaces::Wire { _guard: guard },
+                    Box::new(left),
+                    Box::new(right),
+                )
+            }
+            None => {
+                let (guard, left, right) = if opts.attach {
+                    setup.topology.attach()?
+                } else {
+                    setup.topology.up()?
+                };
+                (
+                    LinkNamespaces::Named { _guard: guard },
+                    Box::new(left),
+                    Box::new(right),
+                )
+            }
+        };
     // The TUI's probes: their sockets are opened now, while this thread
     // may still join the namespaces and open a raw socket.
-    let probes = opts.tui.then(|| open_probes(&cfg, &setup.topology));
+    let probes = opts.tui.then(|| open_probes(&cfg, &setup.topology, wire));
     // The TAPs are open: the socket is created with the user's own rights.
     privilege::lower_children_only()?;
-    let datapath = Datapath::spawn(bridge, Box::new(left), Box::new(right), setup.datapath)?;
+    let datapath = Datapath::spawn(bridge, left, right, setup.datapath)?;
     let control = ControlServer::start(
         &setup.control_socket,
         datapath.snapshots(),
@@ -170,12 +219,20 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
         )?),
         None => None,
     };
-    tracing::info!(
-        left = %setup.topology.left.netns,
-        right = %setup.topology.right.netns,
-        control = %setup.control_socket.display(),
-        "link up; stop with Ctrl-C (try `bloatbox exec left -- ping ...`)"
-    );
+    match wire {
+        Some(w) => tracing::info!(
+            left = %w.left,
+            right = %w.right,
+            control = %setup.control_socket.display(),
+            "wire up; stop with Ctrl-C"
+        ),
+        None => tracing::info!(
+            left = %setup.topology.left.netns,
+            right = %setup.topology.right.netns,
+            control = %setup.control_socket.display(),
+            "link up; stop with Ctrl-C (try `bloatbox exec left -- ping ...`)"
+        ),
+    }
     let tui = if let Some(probes) = probes {
         let mut local = LocalControl::new(&datapath, probes);
         let hz = cfg.daemon.snapshot_hz;
@@ -197,7 +254,7 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
         if datapath.is_finished() {
             break "the datapath thread stopping".to_string();
         }
-        if let Some(why) = vanished_namespace(&setup.topology) {
+        if let Some(why) = vanished_namespace(&setup.topology, wire) {
             tracing::error!("{why}");
             break why;
         }
@@ -245,19 +302,23 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
             );
         }
     }
-    let vanished = vanished_namespace(&setup.topology);
+    let vanished = vanished_namespace(&setup.topology, wire);
     drop(guard);
     let last = match (last, vanished) {
         (Ok(last), None) => last,
         (Ok(_), Some(why)) => anyhow::bail!("{why}; everything else was removed"),
-        (Err(e), None) => return Err(explain_datapath_error(e, &setup.topology)),
-        (Err(e), Some(why)) => return Err(explain_datapath_error(e, &setup.topology).context(why)),
+        (Err(e), None) => return Err(explain_datapath_error(e, &setup.topology, wire)),
+        (Err(e), Some(why)) => {
+            return Err(explain_datapath_error(e, &setup.topology, wire).context(why))
+        }
     };
     tracing::info!(
         wakeups = last.wakeups.total,
         lateness_p99_ns = last.lateness.p99_ns,
         "link down, {}",
-        if opts.attach {
+        if wire.is_some() {
+            "the wired interfaces left as found"
+        } else if opts.attach {
             "namespaces and TAPs left in place (attached)"
         } else {
             "everything removed"

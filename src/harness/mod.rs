@@ -16,6 +16,12 @@
 //! under `unshare -Ur`). `command`, `run_in` and teardown then use the
 //! namespace descriptors; the namespace names are labels only.
 //!
+//! `LinkBuilder::wire` joins two existing interfaces instead
+//! (`crate::wire`, `bloatbox run --wire`): no namespace is made, so
+//! `command` and `run_in` run in the caller's own namespace (reach the
+//! wired hosts with `ip netns exec`), the run is not recorded and teardown
+//! kills no process.
+//!
 //! ```no_run
 //! use bloatbox::harness::{Link, Side};
 //! use bloatbox::dir::Dir;
@@ -177,6 +183,7 @@ pub struct LinkBuilder {
     realtime: Option<u8>,
     capture: Option<crate::capture::CaptureSpec>,
     rootless: Option<Backend>,
+    wire: Option<crate::wire::Wire>,
 }
 
 impl Default for LinkBuilder {
@@ -188,6 +195,7 @@ impl Default for LinkBuilder {
             realtime: None,
             capture: None,
             rootless: None,
+            wire: None,
         }
     }
 }
@@ -237,6 +245,14 @@ impl LinkBuilder {
         self
     }
 
+    /// Join these two existing interfaces instead of making namespaces
+    /// and TAPs (see `crate::wire`, and the module doc for where commands
+    /// run then).
+    pub fn wire(mut self, wire: crate::wire::Wire) -> Self {
+        self.wire = Some(wire);
+        self
+    }
+
     /// The configuration the link would run with.
     pub fn resolve(&self) -> Result<(Config, String), HarnessError> {
         let name = self.name.clone().unwrap_or_else(unique_name);
@@ -267,7 +283,7 @@ impl LinkBuilder {
                 crate::rootless::prepare_private_dir(&dir)
                     .map_err(|e| HarnessError::Up(e.into()))?;
             }
-        } else if self.name.is_none() {
+        } else if self.name.is_none() && self.wire.is_none() {
             for what in RunRecord::of(&name, &cfg).remove_leftovers() {
                 tracing::warn!("removed {what}, left by a dead process");
             }
@@ -278,6 +294,7 @@ impl LinkBuilder {
             self.realtime,
             self.capture.as_ref(),
             self.rootless,
+            self.wire.as_ref(),
         )
     }
 }
@@ -309,11 +326,12 @@ impl Link {
         realtime: Option<u8>,
         capture: Option<&crate::capture::CaptureSpec>,
         rootless: Option<Backend>,
+        wire: Option<&crate::wire::Wire>,
     ) -> Result<Link, HarnessError> {
         // Recorded before anything exists, so that no kill leaves
         // unrecorded namespaces. Rootless namespaces are anonymous: they go
         // with their last process, nothing to record.
-        let record = if rootless.is_none() {
+        let record = if rootless.is_none() && wire.is_none() {
             match RunRecord::of(&name, &config).write() {
                 Ok(path) => Some(path),
                 Err(e) => {
@@ -324,7 +342,7 @@ impl Link {
         } else {
             None
         };
-        let live = crate::live::start_link(&config, realtime, capture, rootless).map_err(|e| {
+        let live = crate::live::start_link(&config, realtime, capture, rootless, wire).map_err(|e| {
             remove_record(record.as_deref());
             HarnessError::Up(e)
         })?;
@@ -357,6 +375,11 @@ impl Link {
     /// The namespaces of a rootless link (`None` for named ones).
     pub fn rootless(&self) -> Option<&crate::rootless::Namespaces> {
         self.live().namespaces.rootless()
+    }
+
+    /// The link joins two existing interfaces (`LinkBuilder::wire`).
+    pub fn is_wire(&self) -> bool {
+        matches!(self.live().namespaces, crate::live::LinkNamespaces::Wire { .. })
     }
 
     /// One side's namespace, TAP and addresses.
@@ -411,6 +434,9 @@ impl Link {
         T: Send,
         F: FnOnce() -> T + Send,
     {
+        if self.is_wire() {
+            return Ok(f());
+        }
         match self.rootless() {
             Some(r) => r
                 .side(side)
@@ -433,6 +459,9 @@ impl Link {
         let ns = &self.endpoint(side).namespace;
         let mut cmd = Command::new(program);
         cmd.envs(self.env(side));
+        if self.is_wire() {
+            return cmd;
+        }
         let netns = match self.rootless() {
             Some(r) => r.side(side).fd().try_clone().map(File::from),
             None => File::open(Path::new(NETNS_DIR).join(ns)),
@@ -554,6 +583,9 @@ impl Link {
     /// SIGKILLs every process inside either namespace and waits (bounded)
     /// until they are gone.
     fn kill_namespace_processes(&self) {
+        if self.is_wire() {
+            return;
+        }
         for side in [Side::Left, Side::Right] {
             match self.rootless() {
                 Some(r) => {

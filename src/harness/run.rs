@@ -104,6 +104,12 @@ pub struct RunArgs {
     /// named in /run/netns: `bloatbox exec` cannot reach the link.
     #[arg(long, value_name = "BACKEND", num_args = 0..=1, require_equals = true, default_missing_value = "auto")]
     pub rootless: Option<super::Backend>,
+    /// Join two existing interfaces instead of making namespaces, as
+    /// `bloatbox up --wire LEFT RIGHT`: the commands then run in this
+    /// namespace (reach the wired hosts with `ip netns exec`).
+    #[arg(long, num_args = 2, value_names = ["LEFT", "RIGHT"], conflicts_with = "rootless",
+          value_parser = clap::value_parser!(crate::wire::WireEnd))]
+    pub wire: Option<Vec<crate::wire::WireEnd>>,
     /// The left command and its arguments, run without a shell (default:
     /// --left, else $SHELL).
     #[arg(last = true, value_name = "CMD")]
@@ -390,6 +396,12 @@ fn run_inner(args: &RunArgs) -> anyhow::Result<u8> {
     }
     if let Some(backend) = args.rootless {
         builder = builder.rootless(backend);
+    }
+    if let Some([left, right]) = args.wire.as_deref() {
+        builder = builder.wire(crate::wire::Wire {
+            left: left.clone(),
+            right: right.clone(),
+        });
     }
     let t0 = Instant::now();
     let link = builder.up()?;

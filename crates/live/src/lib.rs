@@ -5,7 +5,8 @@
 //! the OS for the processes it starts), `datapath` (the threads, one per direction),
 //! `release` (pacing frames that fell due while the datapath was late),
 //! `control` (the daemon's socket protocol, `set` language and client),
-//! `control_server` (its server), `capture` (pcapng), `metrics`
+//! `control_server` (its server), `wire` (the link between two existing
+//! interfaces, `up --wire`), `capture` (pcapng), `metrics`
 //! (OpenMetrics), `load` (TCP/UDP_RR/ICMP generators and the RRUL-like
 //! test) and `fuzzing` (the fuzz targets' bodies and the reliability
 //! set-ups). The only crate that depends on nix, libc or tokio. The
@@ -25,6 +26,7 @@ pub mod privilege;
 pub mod process;
 pub mod release;
 pub mod rootless;
+pub mod wire;
 
 pub use bloatbox_lang::{bridge, dir, handle, link, packet, qdisc, refusal, time, units};
 pub use bloatbox_lang::{config, out, outln, output, tc};

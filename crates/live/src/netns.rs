@@ -72,6 +72,10 @@ pub enum NetnsError {
     /// `exec` into a namespace that does not exist (no link is up).
     #[error("network namespace {0:?} does not exist: start the link first with `bloatbox up`")]
     NoSuchNamespace(String),
+    /// `up --wire`: an interface that cannot be wired, named, and why
+    /// (`crate::wire`).
+    #[error("--wire: {0}")]
+    Wire(String),
     /// `up --attach`: the prepared namespaces or TAPs are not there.
     #[error("--attach: {0}")]
     NotPrepared(String),

@@ -4,7 +4,9 @@
 //! Linux TAP device (L2, `IFF_NO_PI`, created with tun-rs, or an existing
 //! persistent TAP attached to); `PacketPort` is an
 //! `AF_PACKET` socket bound to one interface (the hub end of a veth pair, for
-//! rootless links where /dev/net/tun is closed to the user); `SocketPairPort`
+//! rootless links where /dev/net/tun is closed to the user, and each end of
+//! a wire, `crate::wire`, promiscuous, past the qdisc and with offload
+//! headers, `PacketOptions`); `SocketPairPort`
 //! is one end of a `SOCK_SEQPACKET` Unix socketpair, which keeps frame
 //! boundaries and lets the real datapath thread run in tests without root.
 //!
@@ -432,6 +434,66 @@ impl OnFd for TapPort {
 /// `PACKET_IGNORE_OUTGOING` (linux/if_packet.h, Linux 4.20+): the socket
 /// does not see frames the interface sends.
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+/// `PACKET_VNET_HDR` (linux/if_packet.h): a `virtio_net_hdr` before every
+/// frame read and written (af_packet.c, `packet_rcv_vnet`/`packet_snd_vnet_parse`).
+const PACKET_VNET_HDR: libc::c_int = 15;
+/// `PACKET_QDISC_BYPASS` (Linux 3.14+): frames written go to the driver
+/// directly (`packet_direct_xmit`), past the interface's qdisc.
+const PACKET_QDISC_BYPASS: libc::c_int = 20;
+/// `PACKET_ADD_MEMBERSHIP` and its `PACKET_MR_PROMISC` type: promiscuous
+/// mode held by the socket; the kernel drops it when the socket closes
+/// (af_packet.c, `packet_flush_mclist`).
+const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
+const PACKET_MR_PROMISC: libc::c_ushort = 1;
+/// `SO_RCVBUFFORCE`/`SO_SNDBUFFORCE` (asm-generic/socket.h): buffer sizes
+/// past `net.core.rmem_max`/`wmem_max`, for CAP_NET_ADMIN.
+const SO_SNDBUFFORCE: libc::c_int = 32;
+const SO_RCVBUFFORCE: libc::c_int = 33;
+
+/// `struct packet_mreq` (linux/if_packet.h).
+#[repr(C)]
+struct PacketMreq {
+    mr_ifindex: libc::c_int,
+    mr_type: libc::c_ushort,
+    mr_alen: libc::c_ushort,
+    mr_address: [libc::c_uchar; 8],
+}
+
+/// How a `PacketPort` is opened beyond the plain socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PacketOptions {
+    /// Hold the interface in promiscuous mode while the socket is open
+    /// (`PACKET_MR_PROMISC` membership: restored by the kernel on close).
+    pub promisc: bool,
+    /// Read and write frames with a `virtio_net_hdr` (`PACKET_VNET_HDR`):
+    /// GSO super-frames and partial checksums pass with their header.
+    pub vnet: bool,
+    /// Send past the interface's qdisc (`PACKET_QDISC_BYPASS`).
+    pub qdisc_bypass: bool,
+    /// Socket receive and send buffers, bytes (`SO_RCVBUFFORCE`,
+    /// `SO_SNDBUFFORCE`); 0 keeps the kernel's default.
+    pub buffer_bytes: u32,
+}
+
+/// Sets an integer (or any plain struct) socket option.
+#[allow(unsafe_code)]
+fn set_sockopt<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, value: &T) -> io::Result<()> {
+    // SAFETY: `value` outlives the call and its size is passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
 
 /// A raw `AF_PACKET` socket bound to one interface of the calling thread's
 /// network namespace, non-blocking: each read is one whole Ethernet frame
@@ -445,8 +507,14 @@ pub struct PacketPort {
 impl PacketPort {
     /// Binds to interface `ifname` (which must exist in this thread's
     /// network namespace; needs CAP_NET_RAW in the user namespace owning it).
-    #[allow(unsafe_code)]
     pub fn bind(ifname: &str) -> io::Result<PacketPort> {
+        Self::bind_with(ifname, PacketOptions::default())
+    }
+
+    /// As `bind`, with `opts` (the wire's ports: promiscuous, offload
+    /// headers, past the qdisc).
+    #[allow(unsafe_code)]
+    pub fn bind_with(ifname: &str, opts: PacketOptions) -> io::Result<PacketPort> {
         let ifindex = nix::net::if_::if_nametoindex(ifname).map_err(|e| {
             io::Error::new(
                 io::Error::from(e).kind(),
@@ -472,19 +540,26 @@ impl PacketPort {
         }
         // SAFETY: `raw` is a fresh descriptor owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        let one: libc::c_int = 1;
-        // SAFETY: `one` outlives the call and its size is passed.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_PACKET,
-                PACKET_IGNORE_OUTGOING,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
+        let named = |what: &str, e: io::Error| {
+            io::Error::new(e.kind(), format!("{what} on the packet socket of {ifname:?}: {e}"))
         };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
+        let one: libc::c_int = 1;
+        set_sockopt(&fd, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, &one)
+            .map_err(|e| named("PACKET_IGNORE_OUTGOING", e))?;
+        if opts.vnet {
+            set_sockopt(&fd, libc::SOL_PACKET, PACKET_VNET_HDR, &one)
+                .map_err(|e| named("PACKET_VNET_HDR", e))?;
+        }
+        if opts.qdisc_bypass {
+            set_sockopt(&fd, libc::SOL_PACKET, PACKET_QDISC_BYPASS, &one)
+                .map_err(|e| named("PACKET_QDISC_BYPASS", e))?;
+        }
+        if opts.buffer_bytes > 0 {
+            let bytes = opts.buffer_bytes as libc::c_int;
+            set_sockopt(&fd, libc::SOL_SOCKET, SO_RCVBUFFORCE, &bytes)
+                .map_err(|e| named("SO_RCVBUFFORCE", e))?;
+            set_sockopt(&fd, libc::SOL_SOCKET, SO_SNDBUFFORCE, &bytes)
+                .map_err(|e| named("SO_SNDBUFFORCE", e))?;
         }
         // SAFETY: all-zero is a valid sockaddr_ll.
         let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
@@ -506,8 +581,18 @@ impl PacketPort {
                 format!("binding a packet socket to {ifname:?}: {e}"),
             ));
         }
+        if opts.promisc {
+            let mreq = PacketMreq {
+                mr_ifindex: ifindex as libc::c_int,
+                mr_type: PACKET_MR_PROMISC,
+                mr_alen: 0,
+                mr_address: [0; 8],
+            };
+            set_sockopt(&fd, libc::SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq)
+                .map_err(|e| named("PACKET_MR_PROMISC", e))?;
+        }
         Ok(PacketPort {
-            inner: FdPort::new(fd, false),
+            inner: FdPort::new(fd, opts.vnet),
         })
     }
 }
