@@ -1,6 +1,7 @@
 //! The root tier, one binary: end to end on this machine. Real TAPs in
 //! network namespaces, the live daemon (`bloatbox up`), `bloatbox run` and
-//! its rootless mode, the Rust guard `harness::Link`, faults and
+//! its rootless mode, the Rust guard `harness::Link`, the wire between
+//! existing interfaces (`up --wire`), faults and
 //! privileges under the daemon, the TUI in tmux, and the live halves of
 //! the seed experiments. Every test here that needs root is
 //! `#[ignore = "needs root"]`: a plain `cargo test` reports it as ignored,
@@ -41,6 +42,7 @@ mod seed_bulk_dequeue;
 mod seed_mq_fq_codel;
 mod seed_rx_usecs;
 mod seed_udp_rr_coalesce;
+mod wire;
 
 /// Which file's root tests run now, and how many of them.
 struct Gate {

@@ -1,0 +1,331 @@
+//! Root-only end-to-end tests of `bloatbox up --wire`: the shape
+//! containerlab (or Mininet) leaves, made with `ip` commands: namespaces
+//! h1 and h2 each with an `eth1` whose veth peer (`hs1`, `hs2`) sits in a
+//! third namespace (the "host") without addresses; bloatbox wires `hs1` to
+//! `hs2`, and ping and iperf3 between h1 and h2 show its delay, rate and
+//! qdisc. Then the bad inputs, each refused with the interface named, and
+//! an interface deleted under the running wire.
+//!
+//! Every namespace name holds the test's own prefix; `Lab`'s Drop kills
+//! the processes it started and deletes its namespaces on every exit path,
+//! a panic included. Each check also verifies that the wired interfaces
+//! are left as found (promiscuity count back to 0, qdisc untouched).
+
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use crate::common;
+use crate::turn;
+use common::{text, wait_timeout, wait_until};
+
+/// One containerlab-shaped topology of the test's own names.
+struct Lab {
+    prefix: String,
+    children: Vec<Child>,
+}
+
+impl Lab {
+    /// h1 (10.98.0.1/24 on eth1) ⟷ hs1 | hub | hs2 ⟷ h2 (10.98.0.2/24).
+    fn build() -> Lab {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let prefix = format!(
+            "bbw{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let lab = Lab {
+            prefix,
+            children: Vec::new(),
+        };
+        let (h1, h2, hub) = (lab.ns("h1"), lab.ns("h2"), lab.ns("hub"));
+        for ns in [&h1, &h2, &hub] {
+            ip(&["netns", "add", ns]);
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        for (host, hs, addr) in [(&h1, "hs1", "10.98.0.1/24"), (&h2, "hs2", "10.98.0.2/24")] {
+            ip(&[
+                "link", "add", "eth1", "netns", host, "type", "veth", "peer", "name", hs, "netns",
+                &hub,
+            ]);
+            ip(&["-n", host, "addr", "add", addr, "dev", "eth1"]);
+            ip(&["-n", host, "link", "set", "eth1", "up"]);
+            ip(&["-n", &hub, "link", "set", hs, "up"]);
+        }
+        lab
+    }
+
+    fn ns(&self, which: &str) -> String {
+        format!("{}{which}", self.prefix)
+    }
+
+    /// `HUB:IF`, an end of the wire.
+    fn end(&self, ifname: &str) -> String {
+        format!("{}:{ifname}", self.ns("hub"))
+    }
+
+    fn socket(&self) -> String {
+        format!("/run/bloatbox/{}.sock", self.prefix)
+    }
+
+    /// `bloatbox up --headless --wire LEFT RIGHT ARGS...`, its output
+    /// captured.
+    fn up(&self, left: &str, right: &str, args: &[&str]) -> Command {
+        let mut cmd = common::bloatbox();
+        cmd.args(["up", "--headless", "--wire", left, right])
+            .args(["--set", &format!("daemon.control_socket={}", self.socket())])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Starts the wire hs1 ⟷ hs2 and waits until its control socket
+    /// answers; the returned index is its place in `children`.
+    fn start(&mut self, args: &[&str]) -> usize {
+        let child = self
+            .up(&self.end("hs1"), &self.end("hs2"), args)
+            .spawn()
+            .expect("starting bloatbox up --wire");
+        self.children.push(child);
+        let socket = self.socket();
+        let ready = wait_until(Duration::from_secs(10), || {
+            common::run_bin(&["stats", "--socket", &socket])
+                .status
+                .success()
+        });
+        assert!(ready, "the wire did not answer on {socket}");
+        self.children.len() - 1
+    }
+
+    /// `ip netns exec NS ARGS...`.
+    fn exec(&self, which: &str, args: &[&str]) -> Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.ns(which)])
+            .args(args)
+            .output()
+            .expect("ip netns exec")
+    }
+
+    /// The promiscuity count of a hub interface (`ip -d link`).
+    fn promiscuity(&self, ifname: &str) -> u64 {
+        let out = Command::new("ip")
+            .args(["-n", &self.ns("hub"), "-d", "-j", "link", "show", "dev", ifname])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v[0]["promiscuity"].as_u64().expect("promiscuity")
+    }
+
+    /// The hub interface's qdisc line (`tc qdisc show dev IF`).
+    fn qdisc(&self, ifname: &str) -> String {
+        let out = Command::new("tc")
+            .args(["-n", &self.ns("hub"), "qdisc", "show", "dev", ifname])
+            .output()
+            .unwrap();
+        text(&out)
+    }
+
+    /// Sends SIGTERM to child `i` and waits (bounded) for its exit.
+    fn stop(&mut self, i: usize) -> (std::process::ExitStatus, String) {
+        let child = &mut self.children[i];
+        common::signal(child, nix::sys::signal::Signal::SIGTERM);
+        let status = wait_timeout(child, Duration::from_secs(10)).expect("the wire did not stop");
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            use std::io::Read;
+            let _ = e.read_to_string(&mut err);
+        }
+        (status, err)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for which in ["h1", "h2", "hub"] {
+            let ns = self.ns(which);
+            bloatbox::netns::kill_netns_processes(&ns);
+            let _ = Command::new("ip").args(["netns", "del", &ns]).status();
+        }
+    }
+}
+
+/// `ip ARGS...`, which must succeed.
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        text(&out)
+    );
+}
+
+/// The min and avg RTT of `ping`'s summary line, ms.
+fn rtt(out: &Output) -> (f64, f64) {
+    let s = text(out);
+    let line = s
+        .lines()
+        .find(|l| l.contains("min/avg/max"))
+        .unwrap_or_else(|| panic!("no ping summary: {s}"));
+    let nums: Vec<f64> = line
+        .split('=')
+        .nth(1)
+        .unwrap()
+        .trim()
+        .split('/')
+        .take(2)
+        .map(|v| v.trim_end_matches(" ms").parse().unwrap())
+        .collect();
+    (nums[0], nums[1])
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_wire_between_existing_veths_carries_its_delay_rate_and_qdisc() {
+    let _turn = turn();
+    require!("ping", "iperf3", "tc");
+    let mut lab = Lab::build();
+    assert!(lab.qdisc("hs1").contains("noqueue"), "{}", lab.qdisc("hs1"));
+    let i = lab.start(&[
+        "--set",
+        "link.rate=10mbit",
+        "--set",
+        "link.delay=20ms",
+        "--set",
+        "link.qdisc=fq_codel",
+    ]);
+    assert_eq!(lab.promiscuity("hs1"), 1, "the socket holds promiscuous mode");
+    let shown = common::run_bin(&["tc", "--socket", &lab.socket(), "qdisc", "show"]);
+    assert!(text(&shown).contains("fq_codel"), "{}", text(&shown));
+
+    // Idle RTT: 20 ms each way, and little more (the wire adds no queue).
+    let ping = lab.exec("h1", &["ping", "-c", "10", "-i", "0.2", "10.98.0.2"]);
+    assert!(ping.status.success(), "{}", text(&ping));
+    let (min, avg) = rtt(&ping);
+    assert!((40.0..45.0).contains(&min), "min RTT {min} ms");
+    assert!(avg < 50.0, "avg RTT {avg} ms");
+
+    // Goodput of one TCP flow: the 10 Mbit/s link rate.
+    let mut server = Command::new("ip")
+        .args(["netns", "exec", &lab.ns("h2"), "iperf3", "-s", "-1", "-p", "5301"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let h2 = lab.ns("h2");
+    assert!(wait_until(Duration::from_secs(5), || common::tcp_listening(&h2, 5301)));
+    let client = lab.exec(
+        "h1",
+        &["iperf3", "-c", "10.98.0.2", "-p", "5301", "-t", "4", "-J"],
+    );
+    let _ = server.wait();
+    assert!(client.status.success(), "{}", text(&client));
+    let report: serde_json::Value = serde_json::from_slice(&client.stdout).unwrap();
+    let bps = report["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (8.5e6..10.2e6).contains(&bps),
+        "goodput {:.2} Mbit/s on a 10 Mbit/s wire",
+        bps / 1e6
+    );
+
+    let (status, err) = lab.stop(i);
+    assert!(status.success(), "{err}");
+    assert!(err.contains("left as found"), "{err}");
+    assert_eq!(lab.promiscuity("hs1"), 0, "promiscuous mode restored");
+    assert_eq!(lab.promiscuity("hs2"), 0, "promiscuous mode restored");
+    assert!(lab.qdisc("hs1").contains("noqueue"), "{}", lab.qdisc("hs1"));
+    assert!(!std::path::Path::new(&lab.socket()).exists());
+}
+
+#[test]
+#[ignore = "needs root"]
+fn bad_wire_ends_are_refused_naming_the_interface() {
+    let _turn = turn();
+    require!("tc");
+    let mut lab = Lab::build();
+    let hub = lab.ns("hub");
+    // A third and fourth interface in the hub: a spare veth pair.
+    ip(&[
+        "-n", &hub, "link", "add", "x1", "type", "veth", "peer", "name", "x2",
+    ]);
+    ip(&["-n", &hub, "link", "set", "x1", "up"]);
+    let refused = |left: &str, right: &str, want: &str| {
+        let out = lab.up(left, right, &[]).output().unwrap();
+        let err = text(&out);
+        assert!(!out.status.success(), "{left} {right} accepted: {err}");
+        assert!(err.contains(want), "{left} {right}: {err}");
+    };
+    let (hs1, hs2) = (lab.end("hs1"), lab.end("hs2"));
+    refused(&lab.end("nope"), &hs2, "interface \"nope\" in namespace");
+    refused("bbw-no-such-ns:eth1", &hs2, "\"bbw-no-such-ns\" does not exist");
+    refused(&hs1, &hs1, "is both LEFT and RIGHT");
+    refused(&hs1, &lab.end("x2"), "interface \"x2\" in namespace");
+    refused(&hs1, &lab.end("x2"), "is down");
+    refused(&lab.end("lo"), &hs2, "loopback");
+    ip(&["-n", &hub, "addr", "add", "10.97.0.1/24", "dev", "x1"]);
+    refused(&hs1, &lab.end("x1"), "has addresses (10.97.0.1/24)");
+    ip(&["-n", &hub, "addr", "flush", "dev", "x1"]);
+    ip(&["-n", &hub, "link", "add", "br0", "type", "bridge"]);
+    ip(&["-n", &hub, "link", "set", "x1", "master", "br0"]);
+    refused(&hs1, &lab.end("x1"), "enslaved to \"br0\"");
+    ip(&["-n", &hub, "link", "set", "x1", "nomaster"]);
+    ip(&["-n", &hub, "link", "set", "x1", "mtu", "9000"]);
+    refused(&hs1, &lab.end("x1"), "--set tap.mtu=9000");
+    ip(&["-n", &hub, "link", "set", "x1", "mtu", "1500"]);
+
+    // hs1 wired by a running bloatbox: a second one may not take it.
+    let i = lab.start(&[]);
+    let pid = lab.children[i].id();
+    let out = common::bloatbox()
+        .args(["up", "--headless", "--wire", &lab.end("x1"), &hs1])
+        .args(["--set", "daemon.control_socket=/run/bloatbox/bbw-second.sock"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = text(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "interface \"hs1\" in namespace \"{hub}\" is already wired by another bloatbox (pid {pid})"
+        )),
+        "{err}"
+    );
+    assert_eq!(lab.promiscuity("x1"), 0, "the refused run left x1 as found");
+    assert_eq!(lab.promiscuity("hs1"), 1, "the first wire still holds hs1");
+    let (status, err) = lab.stop(i);
+    assert!(status.success(), "{err}");
+    assert_eq!(lab.promiscuity("hs1"), 0);
+}
+
+#[test]
+#[ignore = "needs root"]
+fn an_interface_deleted_under_the_wire_ends_the_run_with_an_error() {
+    let _turn = turn();
+    require!();
+    let mut lab = Lab::build();
+    let i = lab.start(&[]);
+    // A container stopped: its veth goes, and the host side with it.
+    ip(&["-n", &lab.ns("h1"), "link", "del", "eth1"]);
+    let child = &mut lab.children[i];
+    let status = wait_timeout(child, Duration::from_secs(10)).expect("the wire kept running");
+    let mut err = String::new();
+    use std::io::Read;
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(!status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "that port is interface \"hs1\" in namespace \"{}\"",
+            lab.ns("hub")
+        )),
+        "{err}"
+    );
+    assert_eq!(lab.promiscuity("hs2"), 0, "the other end left as found");
+    assert!(!std::path::Path::new(&lab.socket()).exists());
+}
