@@ -17,7 +17,10 @@
 # ends); the bare forwarder (one thread per direction, frame by frame), and
 # again with --queues 2 (two multi-queue queues per TAP, a thread each);
 # bloatbox unshaped with TAP offload off (frame by frame) and on (GSO
-# super-frames pass whole). Per path: 1 and 4 cubic TCP flows, full-size UDP
+# super-frames pass whole); bloatbox as a wire (`up --wire`) between the
+# host ends of two veth pairs whose other ends sit in two namespaces, the
+# shape containerlab leaves, with TSO and GSO off on the hosts' ends
+# (frame by frame) and on (super-frames pass whole). Per path: 1 and 4 cubic TCP flows, full-size UDP
 # as fast as iperf3 sends, full-size UDP offered at 400 and 800 Mbit/s
 # (iperf3's loss and the sending device's TX drops), 64-byte UDP packets per
 # second, and idle ping RTT (median, p99, added over the round's veth).
@@ -96,7 +99,7 @@ DAEMON=""
 FWDPID=""
 TCPDUMP=""
 MAIN=""
-NAMESPACES="bbb-vl bbb-vr bbb-fl bbb-fr bbb-bl bbb-br bbb-bs"
+NAMESPACES="bbb-vl bbb-vr bbb-fl bbb-fr bbb-bl bbb-br bbb-bs bbb-wl bbb-wr bbb-wh"
 
 # The processes below PID, deepest first.
 descendants() {
@@ -271,15 +274,18 @@ EOF
 # The left TAP of a bloatbox config (the sending side, left to right).
 left_tap() { sed -n '/^\[left\]/,/^\[/s/^tap = "\(.*\)"/\1/p' "$1"; }
 
+# start_daemon CFG [ARGS...]: `bloatbox up` of CFG with more ARGS.
 start_daemon() {
+  local c=$1
+  shift
   if [ "$RT" = 1 ]; then
-    "$BB" up --headless -c "$1" --realtime 20 2>"$TMP/daemon.log" &
+    "$BB" up --headless -c "$c" --realtime 20 "$@" 2>"$TMP/daemon.log" &
   else
-    "$BB" up --headless -c "$1" 2>"$TMP/daemon.log" &
+    "$BB" up --headless -c "$c" "$@" 2>"$TMP/daemon.log" &
   fi
   DAEMON=$!
   for _ in $(seq 100); do
-    "$BB" stats -c "$1" --json >/dev/null 2>&1 && return 0
+    "$BB" stats -c "$c" --json >/dev/null 2>&1 && return 0
     sleep 0.05
   done
   cat "$TMP/daemon.log" >&2
@@ -401,6 +407,37 @@ run_bloatbox() {
   start_daemon "$c"
   measure "$p" "$r" bbb-bl bbb-br 10.82.0.2 "$(left_tap "$c")"
   stop_daemon
+}
+
+# bloatbox as a wire, unshaped: run_wire PATH ROUND OFFLOAD. Hosts bbb-wl
+# (10.84.0.1 on eth1) and bbb-wr (10.84.0.2 on eth1), their veth peers
+# bbbw1 and bbbw2 in bbb-wh without addresses, wired by `up --wire`; with
+# OFFLOAD false the hosts' ends send frame by frame (TSO and GSO off).
+run_wire() {
+  local p=$1 r=$2 c s
+  ip netns add bbb-wl
+  ip netns add bbb-wr
+  ip netns add bbb-wh
+  for s in l r; do
+    local n=1
+    [ "$s" = r ] && n=2
+    ip link add eth1 netns bbb-w$s type veth peer name bbbw$n netns bbb-wh
+    in_ns bbb-w$s ip addr add 10.84.0.$n/24 dev eth1
+    if [ "$3" = false ]; then
+      in_ns bbb-w$s ethtool -K eth1 tso off gso off >/dev/null 2>&1 ||
+        echo "bench-live: ethtool -K eth1 in bbb-w$s failed" >&2
+    fi
+    in_ns bbb-w$s ip link set lo up
+    in_ns bbb-w$s ip link set eth1 up
+    in_ns bbb-wh ip link set bbbw$n up
+  done
+  c=$(config "$p" unlimited 0ms "$3")
+  start_daemon "$c" --wire bbb-wh:bbbw1 bbb-wh:bbbw2
+  measure "$p" "$r" bbb-wl bbb-wr 10.84.0.2 eth1
+  stop_daemon
+  ip netns del bbb-wl
+  ip netns del bbb-wr
+  ip netns del bbb-wh
 }
 
 # Once per round, bloatbox only: busy polling, spacing, lateness, seed 4:
@@ -529,6 +566,8 @@ round_steps() {
   echo "run_bloatbox nooff $r false"
   echo "run_bloatbox off $r true"
   echo "run_bare bare2 $r 2"
+  echo "run_wire wnooff $r false"
+  echo "run_wire woff $r true"
   echo "run_bloatbox_only $r bb"
   if [ -n "$BEFORE" ]; then
     echo "before run_bloatbox before-nooff $r false"
@@ -557,7 +596,7 @@ main() {
       "${cmd[@]}"
     done
     # The idle RTT each path adds over this round's veth pair, µs.
-    for p in bare bare2 nooff off before-nooff before-off; do
+    for p in bare bare2 nooff off wnooff woff before-nooff before-off; do
       [ -n "${R[$p/rtt50/$r]:-}" ] || continue
       R[$p/added/$r]=$(awk -v b="${R[$p/rtt50/$r]}" -v v="${R[veth/rtt50/$r]}" \
         'BEGIN {if (b == "-" || v == "-") print "-"; else printf "%.0f", (b - v) * 1000}')

@@ -35,12 +35,14 @@ LIVE_PATHS = [
     ("bare2", "bare forwarder, --queues 2"),
     ("nooff", "bloatbox, offload off"),
     ("off", "bloatbox, offload on"),
+    ("wnooff", "bloatbox --wire, frame by frame"),
+    ("woff", "bloatbox --wire, offload on"),
 ]
 LIVE_BEFORE_PATHS = [
     ("before-nooff", "bloatbox at {before}, offload off"),
     ("before-off", "bloatbox at {before}, offload on"),
 ]
-RATIO_PATHS = {"nooff", "off", "before-nooff", "before-off"}
+RATIO_PATHS = {"nooff", "off", "wnooff", "woff", "before-nooff", "before-off"}
 LIVE_ROWS = [
     ("1 TCP flow (cubic), Gbit/s", "tcp1"),
     ("4 TCP flows (cubic), Gbit/s", "tcp4"),

@@ -6,8 +6,9 @@
 //! properties, reliability fuzzing, the documents against the code, the
 //! fuzz corpus, user-visible text against the insta snapshots in
 //! `tests/pure/snapshots/` (named `pure__MODULE__NAME.snap`). No root;
-//! `capture_tshark` needs tshark: ignored by a plain `cargo test`, run by
-//! `--include-ignored`, where a missing tshark fails it.
+//! `capture_tshark` needs tshark and `mininet_link`'s Python test python3:
+//! ignored by a plain `cargo test`, run by `--include-ignored`, where a
+//! missing tool fails it.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -25,6 +26,7 @@ mod core_crate;
 mod custom_kind;
 mod docs;
 mod fuzz_corpus;
+mod mininet_link;
 mod qdisc_props;
 mod reliability;
 mod user_text;
