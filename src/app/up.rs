@@ -166,29 +166,29 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     let mut signals = TerminationSignals::block()?;
     let capture = attach_capture(&mut bridge, opts.capture.as_ref())?;
     let wire = opts.wire.as_ref();
-    let (guard, left, right): (LinkNamespaces, Box<dyn FramePort>, Box<dyn FramePort>) =
-        match wire {
-            Some(w) => {
-                let (guard, left, right) = w.open(cfg.tap.mtu)?;
-                (
-                    LinkNamespaces::Wire { _guard: guard },
-                    Box::new(left),
-                    Box::new(right),
-                )
-            }
-            None => {
-                let (guard, left, right) = if opts.attach {
-                    setup.topology.attach()?
-                } else {
-                    setup.topology.up()?
-                };
-                (
-                    LinkNamespaces::Named { _guard: guard },
-                    Box::new(left),
-                    Box::new(right),
-                )
-            }
-        };
+    let (guard, left, right): (LinkNamespaces, Box<dyn FramePort>, Box<dyn FramePort>) = match wire
+    {
+        Some(w) => {
+            let (guard, left, right) = w.open(cfg.tap.mtu)?;
+            (
+                LinkNamespaces::Wire { _guard: guard },
+                Box::new(left),
+                Box::new(right),
+            )
+        }
+        None => {
+            let (guard, left, right) = if opts.attach {
+                setup.topology.attach()?
+            } else {
+                setup.topology.up()?
+            };
+            (
+                LinkNamespaces::Named { _guard: guard },
+                Box::new(left),
+                Box::new(right),
+            )
+        }
+    };
     // The TUI's probes: their sockets are opened now, while this thread
     // may still join the namespaces and open a raw socket.
     let probes = opts.tui.then(|| open_probes(&cfg, &setup.topology, wire));

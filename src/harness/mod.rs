@@ -342,10 +342,11 @@ impl Link {
         } else {
             None
         };
-        let live = crate::live::start_link(&config, realtime, capture, rootless, wire).map_err(|e| {
-            remove_record(record.as_deref());
-            HarnessError::Up(e)
-        })?;
+        let live =
+            crate::live::start_link(&config, realtime, capture, rootless, wire).map_err(|e| {
+                remove_record(record.as_deref());
+                HarnessError::Up(e)
+            })?;
         tracing::info!(name = %name, "link up");
         Ok(Link {
             live: Some(live),
@@ -379,7 +380,10 @@ impl Link {
 
     /// The link joins two existing interfaces (`LinkBuilder::wire`).
     pub fn is_wire(&self) -> bool {
-        matches!(self.live().namespaces, crate::live::LinkNamespaces::Wire { .. })
+        matches!(
+            self.live().namespaces,
+            crate::live::LinkNamespaces::Wire { .. }
+        )
     }
 
     /// One side's namespace, TAP and addresses.

@@ -111,7 +111,16 @@ impl Lab {
     /// The promiscuity count of a hub interface (`ip -d link`).
     fn promiscuity(&self, ifname: &str) -> u64 {
         let out = Command::new("ip")
-            .args(["-n", &self.ns("hub"), "-d", "-j", "link", "show", "dev", ifname])
+            .args([
+                "-n",
+                &self.ns("hub"),
+                "-d",
+                "-j",
+                "link",
+                "show",
+                "dev",
+                ifname,
+            ])
             .output()
             .unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -200,7 +209,11 @@ fn a_wire_between_existing_veths_carries_its_delay_rate_and_qdisc() {
         "--set",
         "link.qdisc=fq_codel",
     ]);
-    assert_eq!(lab.promiscuity("hs1"), 1, "the socket holds promiscuous mode");
+    assert_eq!(
+        lab.promiscuity("hs1"),
+        1,
+        "the socket holds promiscuous mode"
+    );
     let shown = common::run_bin(&["tc", "--socket", &lab.socket(), "qdisc", "show"]);
     assert!(text(&shown).contains("fq_codel"), "{}", text(&shown));
 
@@ -213,12 +226,24 @@ fn a_wire_between_existing_veths_carries_its_delay_rate_and_qdisc() {
 
     // Goodput of one TCP flow: the 10 Mbit/s link rate.
     let mut server = Command::new("ip")
-        .args(["netns", "exec", &lab.ns("h2"), "iperf3", "-s", "-1", "-p", "5301"])
+        .args([
+            "netns",
+            "exec",
+            &lab.ns("h2"),
+            "iperf3",
+            "-s",
+            "-1",
+            "-p",
+            "5301",
+        ])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
     let h2 = lab.ns("h2");
-    assert!(wait_until(Duration::from_secs(5), || common::tcp_listening(&h2, 5301)));
+    assert!(wait_until(
+        Duration::from_secs(5),
+        || common::tcp_listening(&h2, 5301)
+    ));
     let client = lab.exec(
         "h1",
         &["iperf3", "-c", "10.98.0.2", "-p", "5301", "-t", "4", "-J"],
@@ -264,7 +289,11 @@ fn bad_wire_ends_are_refused_naming_the_interface() {
     };
     let (hs1, hs2) = (lab.end("hs1"), lab.end("hs2"));
     refused(&lab.end("nope"), &hs2, "interface \"nope\" in namespace");
-    refused("bbw-no-such-ns:eth1", &hs2, "\"bbw-no-such-ns\" does not exist");
+    refused(
+        "bbw-no-such-ns:eth1",
+        &hs2,
+        "\"bbw-no-such-ns\" does not exist",
+    );
     refused(&hs1, &hs1, "is both LEFT and RIGHT");
     refused(&hs1, &lab.end("x2"), "interface \"x2\" in namespace");
     refused(&hs1, &lab.end("x2"), "is down");
@@ -285,7 +314,10 @@ fn bad_wire_ends_are_refused_naming_the_interface() {
     let pid = lab.children[i].id();
     let out = common::bloatbox()
         .args(["up", "--headless", "--wire", &lab.end("x1"), &hs1])
-        .args(["--set", "daemon.control_socket=/run/bloatbox/bbw-second.sock"])
+        .args([
+            "--set",
+            "daemon.control_socket=/run/bloatbox/bbw-second.sock",
+        ])
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -317,7 +349,12 @@ fn an_interface_deleted_under_the_wire_ends_the_run_with_an_error() {
     let status = wait_timeout(child, Duration::from_secs(10)).expect("the wire kept running");
     let mut err = String::new();
     use std::io::Read;
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert!(!status.success(), "{err}");
     assert!(
         err.contains(&format!(
@@ -327,5 +364,43 @@ fn an_interface_deleted_under_the_wire_ends_the_run_with_an_error() {
         "{err}"
     );
     assert_eq!(lab.promiscuity("hs2"), 0, "the other end left as found");
+    assert!(!std::path::Path::new(&lab.socket()).exists());
+}
+
+#[test]
+#[ignore = "needs root"]
+fn run_wire_runs_a_command_across_existing_interfaces_and_passes_its_code() {
+    let _turn = turn();
+    require!("ping");
+    let lab = Lab::build();
+    let (hs1, hs2) = (lab.end("hs1"), lab.end("hs2"));
+    let h1 = lab.ns("h1");
+    let run = |cmd: &[&str]| {
+        common::bloatbox()
+            .args(["run", "--wire", &hs1, &hs2, "--set", "link.delay=20ms"])
+            .args(["--set", &format!("daemon.control_socket={}", lab.socket())])
+            .arg("--")
+            .args(cmd)
+            .output()
+            .unwrap()
+    };
+    let ping = run(&[
+        "ip",
+        "netns",
+        "exec",
+        &h1,
+        "ping",
+        "-c",
+        "3",
+        "-i",
+        "0.2",
+        "10.98.0.2",
+    ]);
+    assert!(ping.status.success(), "{}", text(&ping));
+    let (min, _) = rtt(&ping);
+    assert!(min >= 40.0, "min RTT {min} ms through a 20 ms wire");
+    let failing = run(&["sh", "-c", "exit 3"]);
+    assert_eq!(failing.status.code(), Some(3), "{}", text(&failing));
+    assert_eq!(lab.promiscuity("hs1"), 0);
     assert!(!std::path::Path::new(&lab.socket()).exists());
 }

@@ -477,7 +477,12 @@ pub struct PacketOptions {
 
 /// Sets an integer (or any plain struct) socket option.
 #[allow(unsafe_code)]
-fn set_sockopt<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, value: &T) -> io::Result<()> {
+fn set_sockopt<T>(
+    fd: &OwnedFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &T,
+) -> io::Result<()> {
     // SAFETY: `value` outlives the call and its size is passed.
     let rc = unsafe {
         libc::setsockopt(
@@ -541,7 +546,10 @@ impl PacketPort {
         // SAFETY: `raw` is a fresh descriptor owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let named = |what: &str, e: io::Error| {
-            io::Error::new(e.kind(), format!("{what} on the packet socket of {ifname:?}: {e}"))
+            io::Error::new(
+                e.kind(),
+                format!("{what} on the packet socket of {ifname:?}: {e}"),
+            )
         };
         let one: libc::c_int = 1;
         set_sockopt(&fd, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, &one)

@@ -40,8 +40,8 @@ use std::os::unix::fs::MetadataExt;
 use std::process::Command;
 
 use nix::sys::socket::{
-    bind, connect, getsockopt, listen, socket, sockopt, AddressFamily, Backlog, SockFlag,
-    SockType, UnixAddr,
+    bind, connect, getsockopt, listen, socket, sockopt, AddressFamily, Backlog, SockFlag, SockType,
+    UnixAddr,
 };
 
 use crate::netns::{in_netns, netns_exists, require_privileges, NetnsError};
@@ -75,9 +75,7 @@ impl std::str::FromStr for WireEnd {
     /// `NETNS:IFNAME` or `IFNAME`.
     fn from_str(s: &str) -> Result<WireEnd, String> {
         let (netns, ifname) = match s.split_once(':') {
-            Some(("", _)) => {
-                return Err(format!("{s:?}: the namespace before ':' is empty"))
-            }
+            Some(("", _)) => return Err(format!("{s:?}: the namespace before ':' is empty")),
             Some((ns, dev)) => (Some(ns.to_string()), dev),
             None => (None, s),
         };
