@@ -11,6 +11,9 @@
 # (scripts/bench-table.py).
 #   sudo DUR=1 ROUNDS=1 scripts/bench-live.sh      # a quick pass
 #   sudo BEFORE=REV scripts/bench-live.sh          # also bloatbox at REV
+#   sudo BARE=0 scripts/bench-live.sh              # without the bare forwarder
+#     (its example builds with the dev-dependencies' features: a second full
+#     release build of every crate)
 #
 # ROUNDS rounds (default 2) alternate the paths, each round measuring each
 # in turn (even rounds in the reverse order): a veth pair between two namespaces (TSO, GSO and GRO off on both
@@ -72,6 +75,7 @@ RT=${RT:-0}
 # SPIN=N sets daemon.spin_us (spin the last N µs before each deadline).
 SPIN=${SPIN:-0}
 BEFORE=${BEFORE:-}
+BARE=${BARE:-1}
 WRITE=""
 while [ $# -gt 0 ]; do
   case $1 in
@@ -88,7 +92,7 @@ for t in ip tc iperf3 ping tcpdump jq ethtool; do
 done
 
 cargo build --release -q
-cargo build --release -q --example bare_forward
+[ "$BARE" = 0 ] || cargo build --release -q --example bare_forward
 BIN=$PWD/target/release/bloatbox
 FWD=$PWD/target/release/examples/bare_forward
 TMP=$(mktemp -d)
@@ -562,10 +566,10 @@ IDEAL1G=$(awk 'BEGIN {printf "%.2f", 1514*8/1.2e9*1e6}')
 round_steps() {
   local r=$1
   echo "run_veth $r"
-  echo "run_bare bare $r 1"
+  [ "$BARE" = 0 ] || echo "run_bare bare $r 1"
   echo "run_bloatbox nooff $r false"
   echo "run_bloatbox off $r true"
-  echo "run_bare bare2 $r 2"
+  [ "$BARE" = 0 ] || echo "run_bare bare2 $r 2"
   echo "run_wire wnooff $r false"
   echo "run_wire woff $r true"
   echo "run_bloatbox_only $r bb"
@@ -610,7 +614,7 @@ main() {
   tsv=$(mktemp) meta=$(mktemp)
   for k in "${!R[@]}"; do printf '%s\t%s\n' "$k" "${R[$k]}"; done | sort >"$tsv"
   jq -n --arg date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
-    --arg command "${BEFORE:+BEFORE=$BEFORE }DUR=$DUR ROUNDS=$ROUNDS RT=$RT SPIN=$SPIN $COMMAND" \
+    --arg command "${BEFORE:+BEFORE=$BEFORE }BARE=$BARE DUR=$DUR ROUNDS=$ROUNDS RT=$RT SPIN=$SPIN $COMMAND" \
     --arg commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src crates || echo +changes)" \
     --arg before "$BEFORE" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
     --arg kernel "$(uname -r)" --argjson nproc "$(nproc)" \
