@@ -28,9 +28,8 @@ use super::dump::{lift_hidden_child, QueueOccupancy};
 use super::fifo::{Fifo, FifoKind};
 use super::park::{drop_all_held, ParkOnPeek};
 use super::{
-    tc_h_major, tc_h_make, ClassDump, ClassOptions, Classful, Errno, FilterHost,
-    FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict,
-    TC_H_ROOT,
+    tc_h_major, tc_h_make, ClassDump, ClassOptions, Classful, Errno, FilterHost, FlowListing,
+    Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict, TC_H_ROOT,
 };
 use crate::packet::filter::FilterChain;
 use crate::packet::{DropReason, Drops, Packet};
@@ -969,7 +968,9 @@ impl Classful for Hfsc {
         }
         let p = self.find(parent).ok_or_else(|| no_class(parent))?;
         if classid == 0 || tc_h_major(classid ^ self.ctx.handle) != 0 {
-            return Err(Refusal::bare(Errno::EINVAL).below("the classid's major is not the qdisc's"));
+            return Err(
+                Refusal::bare(Errno::EINVAL).below("the classid's major is not the qdisc's")
+            );
         }
         if self.find(classid).is_some() {
             return Err(Refusal::bare(Errno::EEXIST));
@@ -1092,7 +1093,11 @@ impl Classful for Hfsc {
     /// root are in use.
     fn delete_class(&mut self, classid: Handle, drops: &mut Drops) -> Result<(), Refusal> {
         let i = self.find(classid).ok_or_else(|| no_class(classid))?;
-        let targeted = self.slots.iter().flatten().any(|c| c.filters.targets(classid));
+        let targeted = self
+            .slots
+            .iter()
+            .flatten()
+            .any(|c| c.filters.targets(classid));
         if self.cl(i).level > 0 || targeted || i == 0 {
             return Err(Refusal::new(Errno::EBUSY, "HFSC class in use"));
         }
@@ -1132,7 +1137,11 @@ impl Classful for Hfsc {
     }
 
     fn children_mut(&mut self) -> Vec<&mut Box<dyn Qdisc>> {
-        self.slots.iter_mut().flatten().map(|c| &mut c.qdisc).collect()
+        self.slots
+            .iter_mut()
+            .flatten()
+            .map(|c| &mut c.qdisc)
+            .collect()
     }
 
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {

@@ -163,10 +163,7 @@ fn seg_and_rtsc_arithmetic() {
     assert_eq!(rt.x2y(1_000 + 9_766 + 7_812), 10_999);
     // y2x: 10000 bytes end the first segment (dy == y), 11000 are 1000
     // bytes into the second: 7812 ticks after it.
-    assert_eq!(
-        rt.y2x(5_000),
-        1_000 + seg_y2x(5_000, m2ism(1_000_000))
-    );
+    assert_eq!(rt.y2x(5_000), 1_000 + seg_y2x(5_000, m2ism(1_000_000)));
     assert_eq!(rt.y2x(11_000), 1_000 + 9_766 + 7_812);
     assert_eq!(rt.y2x(0), 1_000);
 }
@@ -194,7 +191,10 @@ fn rtsc_min_cuts_a_concave_curve_where_they_cross() {
     assert_eq!(rt, before);
     // Above everywhere (a restart far below): replaced whole.
     rt.min_with(&isc, 100_000, 0);
-    assert_eq!((rt.x, rt.y, rt.sc.dx, rt.sc.dy), (100_000, 0, 9_766, 10_000));
+    assert_eq!(
+        (rt.x, rt.y, rt.sc.dx, rt.sc.dy),
+        (100_000, 0, 9_766, 10_000)
+    );
     // A convex curve restarts at (x, y) unless the current one is below.
     let convex = InternalSc::new(&lin(1_000_000));
     let mut c = RuntimeSc::new(&convex, 0, 0);
@@ -217,7 +217,8 @@ fn concave_rt_curve_gives_its_burst_first() {
         d: 10_000,
         m2: 125_000,
     };
-    q.add_class(cid(1), H, &curves(Some(burst), None, None)).unwrap();
+    q.add_class(cid(1), H, &curves(Some(burst), None, None))
+        .unwrap();
     q.add_class(cid(2), H, &curves(None, Some(lin(9_000_000)), None))
         .unwrap();
     let mut arrivals = backlog(1, 100, 1000);
@@ -235,7 +236,10 @@ fn concave_rt_curve_gives_its_burst_first() {
         other => panic!("{other:?}"),
     };
     // All of A's service was real-time; it has no ls curve, no period.
-    assert_eq!((x.work, x.rtwork, x.period, x.level), (20_000, 20_000, 0, 0));
+    assert_eq!(
+        (x.work, x.rtwork, x.period, x.level),
+        (20_000, 20_000, 0, 0)
+    );
 }
 
 #[test]
@@ -244,8 +248,12 @@ fn link_share_splits_an_upper_limited_parent_three_to_one() {
     // a 100mbit link: the parent is held to 4mbit (500000 bytes/s) and
     // its children share it 3:1 by virtual time.
     let mut q = hfsc(0);
-    q.add_class(cid(1), H, &curves(None, Some(lin(4_000_000)), Some(lin(4_000_000))))
-        .unwrap();
+    q.add_class(
+        cid(1),
+        H,
+        &curves(None, Some(lin(4_000_000)), Some(lin(4_000_000))),
+    )
+    .unwrap();
     q.add_class(cid(0x10), cid(1), &curves(None, Some(lin(3_000_000)), None))
         .unwrap();
     q.add_class(cid(0x20), cid(1), &curves(None, Some(lin(1_000_000)), None))
@@ -277,8 +285,12 @@ fn upper_limit_caps_a_lone_class() {
     // ls 10mbit ul 2mbit on a 100mbit link: 250000 bytes/s, i.e. one
     // 1000-byte frame every 4 ms (3906.25 ticks).
     let mut q = hfsc(0);
-    q.add_class(cid(1), H, &curves(None, Some(lin(10_000_000)), Some(lin(2_000_000))))
-        .unwrap();
+    q.add_class(
+        cid(1),
+        H,
+        &curves(None, Some(lin(10_000_000)), Some(lin(2_000_000))),
+    )
+    .unwrap();
     let sent = run_link(&mut q, 12_500_000, ms(1000), backlog(1, 400, 1000));
     assert!((250..=251).contains(&sent.len()), "{}", sent.len());
     // Consecutive frames are 4 ms apart (to the tick).
@@ -286,8 +298,12 @@ fn upper_limit_caps_a_lone_class() {
     assert!((3_999_000..=4_001_000).contains(&gap), "{gap}");
     // The watchdog wakes the link where the next frame fits.
     let mut q2 = hfsc(0);
-    q2.add_class(cid(1), H, &curves(None, Some(lin(10_000_000)), Some(lin(2_000_000))))
-        .unwrap();
+    q2.add_class(
+        cid(1),
+        H,
+        &curves(None, Some(lin(10_000_000)), Some(lin(2_000_000))),
+    )
+    .unwrap();
     let mut d = Drops::new();
     q2.enqueue(to(1, 1, 1000), Instant::ZERO, &mut d);
     q2.enqueue(to(1, 2, 1000), Instant::ZERO, &mut d);
@@ -316,7 +332,8 @@ fn real_time_class_keeps_its_delay_beside_a_greedy_one() {
         d: 5_000,
         m2: 10_000,
     };
-    q.add_class(cid(1), H, &curves(Some(voip), None, None)).unwrap();
+    q.add_class(cid(1), H, &curves(Some(voip), None, None))
+        .unwrap();
     q.add_class(cid(2), H, &curves(None, Some(lin(10_000_000)), None))
         .unwrap();
     let mut arrivals = backlog(2, 1000, 1500);
@@ -341,13 +358,22 @@ fn default_class_takes_the_unclassified() {
         .unwrap();
     let mut d = Drops::new();
     // No default class yet: dropped, counted.
-    assert_eq!(q.enqueue(pkt(1, 100), Instant::ZERO, &mut d), Verdict::Dropped);
+    assert_eq!(
+        q.enqueue(pkt(1, 100), Instant::ZERO, &mut d),
+        Verdict::Dropped
+    );
     assert_eq!(q.stats().drops, 1);
     q.add_class(cid(0x20), H, &curves(None, Some(lin(1_000_000)), None))
         .unwrap();
-    assert_eq!(q.enqueue(pkt(2, 100), Instant::ZERO, &mut d), Verdict::Queued);
+    assert_eq!(
+        q.enqueue(pkt(2, 100), Instant::ZERO, &mut d),
+        Verdict::Queued
+    );
     // skb->priority naming a leaf wins.
-    assert_eq!(q.enqueue(to(0x10, 3, 100), Instant::ZERO, &mut d), Verdict::Queued);
+    assert_eq!(
+        q.enqueue(to(0x10, 3, 100), Instant::ZERO, &mut d),
+        Verdict::Queued
+    );
     let leaf_q = |q: &Hfsc, m| q.cl(q.find(cid(m)).unwrap()).qdisc.qlen();
     assert_eq!((leaf_q(&q, 0x10), leaf_q(&q, 0x20)), (1, 1));
     // `tc qdisc change ... hfsc default 10`.
@@ -405,7 +431,10 @@ fn class_refusals_are_the_kernels() {
     assert_eq!(errno(q.add_class(cid(1), H, &ul_only)), Errno::EINVAL);
     let zero = curves(Some(ServiceCurve::default()), None, None);
     assert_eq!(errno(q.add_class(cid(1), H, &zero)), Errno::EINVAL);
-    assert_eq!(errno(q.add_class(cid(1), H, &ClassOptions::None)), Errno::EINVAL);
+    assert_eq!(
+        errno(q.add_class(cid(1), H, &ClassOptions::None)),
+        Errno::EINVAL
+    );
     // An rt-only parent is upgraded with a warning.
     let rt = curves(Some(lin(2_000_000)), None, None);
     q.add_class(cid(1), H, &rt).unwrap();
@@ -421,15 +450,27 @@ fn class_refusals_are_the_kernels() {
     // Deleting an inner class, the root, or a class a filter points to.
     let mut d = Drops::new();
     let busy = q.delete_class(cid(1), &mut d).unwrap_err();
-    assert_eq!((busy.errno, busy.to_string().contains("HFSC class in use")), (Errno::EBUSY, true));
+    assert_eq!(
+        (busy.errno, busy.to_string().contains("HFSC class in use")),
+        (Errno::EBUSY, true)
+    );
     assert_eq!(q.delete_class(H, &mut d).unwrap_err().errno, Errno::EBUSY);
     q.add_filter(matchall(H, cid(0x10))).unwrap();
-    assert_eq!(q.delete_class(cid(0x10), &mut d).unwrap_err().errno, Errno::EBUSY);
+    assert_eq!(
+        q.delete_class(cid(0x10), &mut d).unwrap_err().errno,
+        Errno::EBUSY
+    );
     // Grafting onto an inner class.
     let fifo = Box::new(Fifo::new(FifoKind::Bfifo, q.child_ctx(0x20_0000, cid(1))));
-    assert_eq!(q.graft(cid(1), fifo).err().map(|e| e.errno), Some(Errno::EINVAL));
+    assert_eq!(
+        q.graft(cid(1), fifo).err().map(|e| e.errno),
+        Some(Errno::EINVAL)
+    );
     // Unknown classes.
-    assert_eq!(q.change_class(cid(7), &ls).unwrap_err().errno, Errno::ENOENT);
+    assert_eq!(
+        q.change_class(cid(7), &ls).unwrap_err().errno,
+        Errno::ENOENT
+    );
 }
 
 #[test]
@@ -447,14 +488,20 @@ fn a_new_child_purges_its_parents_queue_and_delete_restores_the_leaf() {
     q.flush_freed(&mut d);
     assert_eq!((q.qlen(), d.len(), q.stats().drops), (0, 3, 3));
     // 1:1 is inner now: a frame for it goes to the default (none): dropped.
-    assert_eq!(q.enqueue(to(1, 9, 100), Instant::ZERO, &mut d), Verdict::Dropped);
+    assert_eq!(
+        q.enqueue(to(1, 9, 100), Instant::ZERO, &mut d),
+        Verdict::Dropped
+    );
     q.enqueue(to(2, 10, 100), Instant::ZERO, &mut d);
     q.delete_class(cid(2), &mut d).unwrap();
     assert_eq!(q.qlen(), 0);
     assert_eq!(q.cl(q.find(cid(1)).unwrap()).level, 0);
     // The leaf again, scheduled as before.
     q.enqueue(to(1, 11, 100), Instant::ZERO, &mut d);
-    assert_eq!(q.dequeue(Instant::ZERO, &mut d).map(|p| p.meta.id), Some(11));
+    assert_eq!(
+        q.dequeue(Instant::ZERO, &mut d).map(|p| p.meta.id),
+        Some(11)
+    );
 }
 
 #[test]
@@ -462,19 +509,20 @@ fn change_class_reschedules_a_backlogged_class() {
     // A class with ls 1mbit ul 1mbit, backlogged and waiting on its upper
     // limit, is given ul 100mbit: it fits at once.
     let mut q = hfsc(0);
-    q.add_class(cid(1), H, &curves(None, Some(lin(1_000_000)), Some(lin(1_000_000))))
-        .unwrap();
+    q.add_class(
+        cid(1),
+        H,
+        &curves(None, Some(lin(1_000_000)), Some(lin(1_000_000))),
+    )
+    .unwrap();
     let mut d = Drops::new();
     for i in 0..3 {
         q.enqueue(to(1, i, 1000), Instant::ZERO, &mut d);
     }
     assert!(q.dequeue(Instant::ZERO, &mut d).is_some());
     assert!(q.dequeue(ms(1), &mut d).is_none());
-    q.change_class(
-        cid(1),
-        &curves(None, None, Some(lin(100_000_000))),
-    )
-    .unwrap();
+    q.change_class(cid(1), &curves(None, None, Some(lin(100_000_000))))
+        .unwrap();
     // The ulimit curve restarts at the present (1 ms) from the bytes sent
     // (hfsc_change_usc), and update_vf reads myf off it: the class fits
     // now; the frame after waits for the new curve to pass 1000 more
@@ -492,8 +540,12 @@ fn change_class_reschedules_a_backlogged_class() {
 #[test]
 fn reset_and_drain_forget_the_schedule() {
     let mut q = hfsc(1);
-    q.add_class(cid(1), H, &curves(Some(lin(1_000_000)), Some(lin(1_000_000)), None))
-        .unwrap();
+    q.add_class(
+        cid(1),
+        H,
+        &curves(Some(lin(1_000_000)), Some(lin(1_000_000)), None),
+    )
+    .unwrap();
     let mut d = Drops::new();
     for i in 0..4 {
         q.enqueue(pkt(i, 500), Instant::ZERO, &mut d);
@@ -509,5 +561,8 @@ fn reset_and_drain_forget_the_schedule() {
     assert_eq!((c.total, c.cumul, c.vtperiod, c.in_el), (0, 0, 0, false));
     // And it schedules again from scratch.
     q.enqueue(pkt(10, 500), Instant::ZERO, &mut d);
-    assert_eq!(q.dequeue(Instant::ZERO, &mut d).map(|p| p.meta.id), Some(10));
+    assert_eq!(
+        q.dequeue(Instant::ZERO, &mut d).map(|p| p.meta.id),
+        Some(10)
+    );
 }

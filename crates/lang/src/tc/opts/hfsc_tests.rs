@@ -29,7 +29,14 @@ fn shown(lines: &[&str]) -> String {
 #[test]
 fn curve_words_become_service_curves() {
     let o = class("sc m1 2mbit d 10ms m2 1mbit").unwrap();
-    assert_eq!((o.rsc, o.fsc, o.usc), (sc(250_000, 10_000, 125_000), sc(250_000, 10_000, 125_000), None));
+    assert_eq!(
+        (o.rsc, o.fsc, o.usc),
+        (
+            sc(250_000, 10_000, 125_000),
+            sc(250_000, 10_000, 125_000),
+            None
+        )
+    );
     let o = class("rt m2 1mbit ls m2 3mbit ul m2 4mbit").unwrap();
     assert_eq!(
         (o.rsc, o.fsc, o.usc),
@@ -54,11 +61,23 @@ fn curve_words_become_service_curves() {
 fn class_words_are_refused_with_tcs_messages() {
     let cases = [
         ("", "HFSC: no parameters given\nUsage: ... hfsc [ [ rt SC ]"),
-        ("ul m2 1mbit", "HFSC: Upper-limit Service Curve without Link-Share Service Curve\n"),
-        ("rt m1 0 d 1ms m2 0", "HFSC: Service Curve has two zero slopes\nHFSC: Illegal \"rt\""),
-        ("rt m1 x d 1ms m2 1mbit", "HFSC: Illegal \"m1\"\nHFSC: Illegal \"rt\""),
+        (
+            "ul m2 1mbit",
+            "HFSC: Upper-limit Service Curve without Link-Share Service Curve\n",
+        ),
+        (
+            "rt m1 0 d 1ms m2 0",
+            "HFSC: Service Curve has two zero slopes\nHFSC: Illegal \"rt\"",
+        ),
+        (
+            "rt m1 x d 1ms m2 1mbit",
+            "HFSC: Illegal \"m1\"\nHFSC: Illegal \"rt\"",
+        ),
         ("ls m2 1mbot", "HFSC: Illegal \"m2\"\nHFSC: Illegal \"ls\""),
-        ("sc umax 1500 rate 1mbit", "HFSC: umax given but dmax is zero.\nHFSC: Illegal \"sc\""),
+        (
+            "sc umax 1500 rate 1mbit",
+            "HFSC: umax given but dmax is zero.\nHFSC: Illegal \"sc\"",
+        ),
         ("sc d 10ms foo", "HFSC: Illegal \"sc\""),
         ("sc d 10ms", "Command line is not complete."),
         ("rate 1mbit", "HFSC: What is \"rate\" ?\nUsage: ... hfsc"),
@@ -83,9 +102,15 @@ fn qdisc_words() {
     assert_eq!(q(""), d(0));
     assert_eq!(q("default 10"), d(0x10));
     assert_eq!(q("def 0x8002"), d(0x8002));
-    assert!(q("default 10 default 11").unwrap_err().starts_with("HFSC: Double \"default\""));
-    assert!(q("default 1ffff").unwrap_err().starts_with("HFSC: Illegal \"default\""));
-    assert!(q("limit 5").unwrap_err().starts_with("HFSC: What is \"limit\" ?\nUsage: ... hfsc [ default CLASSID ]"));
+    assert!(q("default 10 default 11")
+        .unwrap_err()
+        .starts_with("HFSC: Double \"default\""));
+    assert!(q("default 1ffff")
+        .unwrap_err()
+        .starts_with("HFSC: Illegal \"default\""));
+    assert!(q("limit 5")
+        .unwrap_err()
+        .starts_with("HFSC: What is \"limit\" ?\nUsage: ... hfsc [ default CLASSID ]"));
 }
 
 #[test]
@@ -131,11 +156,15 @@ fn show_prints_like_tc() {
         "{out}"
     );
     assert!(
-        out.contains("class hfsc 1:20 parent 1:1 rt m1 0bit d 0us m2 1Mbit ls m1 0bit d 0us m2 3Mbit \n"),
+        out.contains(
+            "class hfsc 1:20 parent 1:1 rt m1 0bit d 0us m2 1Mbit ls m1 0bit d 0us m2 3Mbit \n"
+        ),
         "{out}"
     );
     assert!(
-        out.contains("class hfsc 1:1 parent 1: ls m1 0bit d 0us m2 4Mbit ul m1 0bit d 0us m2 4Mbit \n"),
+        out.contains(
+            "class hfsc 1:1 parent 1: ls m1 0bit d 0us m2 4Mbit ul m1 0bit d 0us m2 4Mbit \n"
+        ),
         "{out}"
     );
     assert!(out.contains("class hfsc 1: root \n"), "{out}");
@@ -144,7 +173,10 @@ fn show_prints_like_tc() {
     lines.pop();
     lines.push("tc -j class show dev left");
     let out = shown(&lines);
-    assert!(out.contains("\"class\":\"hfsc\",\"handle\":\"1:10\",\"parent\":\"1:1\",\"options\":{}"), "{out}");
+    assert!(
+        out.contains("\"class\":\"hfsc\",\"handle\":\"1:10\",\"parent\":\"1:1\",\"options\":{}"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -155,7 +187,10 @@ fn rt_parent_warning_and_class_refusals_through_tc() {
         "tc class add dev left parent 1:1 classid 1:10 hfsc ls m2 1mbit",
     ]);
     let warn = format!("{out:?}");
-    assert!(warn.contains("Forced curve change on parent 'rt' to 'sc'"), "{warn}");
+    assert!(
+        warn.contains("Forced curve change on parent 'rt' to 'sc'"),
+        "{warn}"
+    );
     let e = run_on_left(&[
         "tc qdisc add dev left root handle 1: hfsc",
         "tc class add dev left parent 1: classid 1:1 hfsc ls m2 1mbit",
