@@ -218,7 +218,7 @@ impl RuntimeSc {
         // The curves cross: seg_x2y(dx, sm1) == seg_x2y(dx, sm2) + (y1 - y).
         let mut dx = ((y1 - y) << SM_SHIFT) / (isc.sm1 - isc.sm2);
         if self.x.wrapping_add(self.sc.dx) > x {
-            dx += self.x.wrapping_add(self.sc.dx) - x;
+            dx = dx.wrapping_add(self.x.wrapping_add(self.sc.dx) - x);
         }
         self.x = x;
         self.y = y;

@@ -469,7 +469,7 @@ impl Hfsc {
                         // The average of the min and max classes; the vt
                         // does not go back within the parent's period.
                         let vt = if p_cvtmin != 0 {
-                            (p_cvtmin + max_vt) / 2
+                            p_cvtmin.wrapping_add(max_vt) / 2
                         } else {
                             max_vt
                         };
@@ -537,7 +537,7 @@ impl Hfsc {
             let c = self.cl_mut(i);
             // Skipped in the past for not fitting: catch up with cvtmin.
             if c.vt < p_cvtmin {
-                c.vtadj += p_cvtmin - c.vt;
+                c.vtadj = c.vtadj.wrapping_add(p_cvtmin - c.vt);
                 c.vt = p_cvtmin;
             }
             if go_passive {

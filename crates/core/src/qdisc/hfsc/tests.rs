@@ -566,3 +566,28 @@ fn reset_and_drain_forget_the_schedule() {
         Some(10)
     );
 }
+
+#[test]
+fn a_curve_ending_in_a_zero_slope_does_not_panic() {
+    // m2 0: the inverse slope is HT_INFINITY, and the kernel's sums of
+    // times wrap past it; the burst of m1 is all the class gets by
+    // real time.
+    let mut q = hfsc(0);
+    let sc = ServiceCurve {
+        m1: 125_000,
+        d: 10_000,
+        m2: 0,
+    };
+    q.add_class(cid(1), H, &curves(Some(sc), Some(sc), Some(sc)))
+        .unwrap();
+    q.add_class(cid(2), H, &curves(Some(sc), Some(sc), None))
+        .unwrap();
+    let mut arrivals = backlog(1, 50, 500);
+    arrivals.extend(backlog(2, 50, 500));
+    arrivals.push((ms(50), to(1, 999, 500)));
+    let sent = run_link(&mut q, 1_250_000, ms(100), arrivals);
+    // 10 ms at 1mbit is 1250 bytes: the first two 500-byte frames of
+    // each class fit the real-time curve by their deadlines.
+    assert!(count(&sent, 1, ms(0), ms(100)) >= 2);
+    assert!(count(&sent, 2, ms(0), ms(100)) >= 2);
+}
