@@ -510,6 +510,37 @@ fn prio_qdisc_string_and_tc_lines_build() {
     );
 }
 
+/// hfsc in both forms, checked by the real tc front end: the string form
+/// (a qdisc alone: its classes come as tc lines), a tree of classes with a
+/// filter, and tc's own refusal of an upper limit without a link-share
+/// curve.
+#[test]
+fn hfsc_qdisc_string_and_tc_lines_build() {
+    let check = Some(&bloatbox::tc::check_steps as bloatbox::config::TcCheck);
+    let c = Config::from_str_with("[link]\nqdisc = \"hfsc default 20\"\n", "hfsc.toml", check)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        c.tc_lines(L),
+        vec!["tc qdisc add dev left root hfsc default 20"]
+    );
+    let text = "[link]\ntc = [\n  \"tc qdisc add dev left root handle 1: hfsc default 20\",\n  \
+                \"tc class add dev left parent 1: classid 1:1 hfsc ls m2 20mbit ul m2 20mbit\",\n  \
+                \"tc class add dev left parent 1:1 classid 1:10 hfsc rt umax 200b dmax 5ms rate 100kbit\",\n  \
+                \"tc class add dev left parent 1:1 classid 1:20 hfsc ls m2 19mbit\",\n  \
+                \"tc filter add dev left parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff flowid 1:10\",\n]\n";
+    let c = Config::from_str_with(text, "hfsc.toml", check).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.tc_lines(L).len(), 5);
+    let text = "[link]\ntc = [\n  \"tc qdisc add dev left root handle 1: hfsc\",\n  \
+                \"tc class add dev left parent 1: classid 1:1 hfsc ul m2 1mbit\",\n]\n";
+    let err = Config::from_str_with(text, "hfsc.toml", check)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("Upper-limit Service Curve without Link-Share Service Curve"),
+        "{err}"
+    );
+}
+
 #[test]
 fn overrides_set_any_field_by_path() {
     let mut c = Config::default();

@@ -448,7 +448,7 @@ fn a_device_built_from_the_builtin_table_refuses_it() {
     );
     assert!(!err.0.contains("passthrough,"), "{err}");
     // The extra table lists it among the kinds it knows.
-    let err = build_tree(dev(kinds()), &["tc qdisc add dev left root hfsc"])
+    let err = build_tree(dev(kinds()), &["tc qdisc add dev left root cbq"])
         .err()
         .unwrap();
     assert!(

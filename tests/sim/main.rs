@@ -15,6 +15,7 @@ mod common;
 mod determinism;
 mod edges;
 mod gso;
+mod hfsc;
 mod mq;
 mod netem;
 mod pie;

@@ -14,6 +14,7 @@ use super::codel::CodelQdisc;
 use super::fifo::{Fifo, FifoKind};
 use super::fq_codel::FqCodel;
 use super::fq_pie::FqPie;
+use super::hfsc::Hfsc;
 use super::htb::Htb;
 use super::mq::Mq;
 use super::netem::Netem;
@@ -172,6 +173,11 @@ pub static BUILTIN: &[KindEntry] = &[
     KindEntry {
         default_leaf: false,
         ..kind("prio", |c, _, o| Ok(Box::new(Prio::build(c, o)?)))
+    },
+    KindEntry {
+        default_leaf: false,
+        shapes: true,
+        ..kind("hfsc", |c, _, o| Ok(Box::new(Hfsc::build(c, o)?)))
     },
     KindEntry {
         default_leaf: false,

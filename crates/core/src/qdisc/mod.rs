@@ -10,7 +10,8 @@
 //! `fifo/` holds pfifo, bfifo and pfifo_head_drop; `codel/algorithm.rs` is
 //! the CoDel core that `codel` and `fq_codel` share), and one row per kind
 //! in `kinds.rs`, the table of kinds; `options.rs` holds the enums of every
-//! kind's options and xstats; `one_class.rs` is the one fixed class of
+//! kind's options and xstats; `hfsc/curve.rs` is HFSC's service-curve
+//! arithmetic; `one_class.rs` is the one fixed class of
 //! TBF, RED and netem; `prio/` shares pfifo_fast's `tc_prio_qopt`;
 //! `red/algorithm.rs` is include/net/red.h; `pie/algorithm.rs`
 //! is include/net/pie.h, the PIE core that `pie` and `fq_pie` share;
@@ -33,6 +34,7 @@ pub mod fifo;
 mod flow_queues;
 pub mod fq_codel;
 pub mod fq_pie;
+pub mod hfsc;
 pub mod htb;
 pub mod kinds;
 pub mod mq;

@@ -43,6 +43,8 @@ pub enum QdiscOptions {
     PfifoFast(PfifoFastOptions),
     /// prio: `tc_prio_qopt`.
     Prio(super::prio::PrioOptions),
+    /// hfsc: `tc_hfsc_qopt`.
+    Hfsc(super::hfsc::HfscOptions),
     /// tbf: `tc_tbf_qopt` and the TCA_TBF_* attributes.
     Tbf(TbfOptions),
     /// mq: the TX queue count (a bloatbox extension).
@@ -79,6 +81,8 @@ pub enum ClassOptions {
     Htb(HtbClassOptions),
     /// A QFQ class's weight and lmax.
     Qfq(super::qfq::QfqClassOptions),
+    /// An HFSC class's service curves.
+    Hfsc(super::hfsc::HfscClassOptions),
     /// The class options of a kind outside the built-in table.
     Other(Attrs),
 }
@@ -153,6 +157,9 @@ pub enum Xstats {
     /// `struct tc_htb_xstats`, a class's (net/sched/sch_htb.c
     /// `htb_dump_class_stats`).
     HtbClass(HtbXstats),
+    /// `struct tc_hfsc_stats`, a class's (net/sched/sch_hfsc.c
+    /// `hfsc_dump_class_stats`).
+    HfscClass(super::hfsc::HfscXstats),
     /// `struct tc_red_xstats` (net/sched/sch_red.c `red_dump_stats`).
     Red(RedXstats),
     /// `struct tc_pie_xstats` (net/sched/sch_pie.c `pie_dump_stats`).

@@ -458,7 +458,7 @@ mod tests {
         assert!(check(&["tc qdisc add dev left root handle 1: mq"]).is_err());
         let (i, e) = check(&["tc qdisc add dev eth0 root pfifo"]).unwrap_err();
         assert!(i == Some(0) && e.contains("eth0"), "{e}");
-        assert!(check(&["tc qdisc add dev left root hfsc"])
+        assert!(check(&["tc qdisc add dev left root cbq"])
             .unwrap_err()
             .1
             .contains("unknown"));
@@ -535,9 +535,9 @@ mod tests {
             assert_eq!(talk(&mut dev, &cmd), Err("gone"), "{line}");
         }
         // tc's own refusal needs no device answer, and is worded as tc's.
-        let cmd = TcCommand::parse("tc qdisc add dev left root hfsc limit 3").unwrap();
+        let cmd = TcCommand::parse("tc qdisc add dev left root cbq limit 3").unwrap();
         let e = talk(&mut dev, &cmd).unwrap().unwrap_err();
-        assert!(e.0.contains("bloatbox has no hfsc"), "{}", e.0);
+        assert!(e.0.contains("bloatbox has no cbq"), "{}", e.0);
     }
 
     /// A kernel kind bloatbox lacks gets tc's error and where bloatbox has

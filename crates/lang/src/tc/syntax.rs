@@ -523,8 +523,8 @@ pub fn parser_exit(e: TcError) -> TcError {
 /// The qdisc kinds iproute2 6.1 has a parser for (tc/q_*.c) that bloatbox
 /// does not build.
 const IPROUTE2_KINDS: &[&str] = &[
-    "cbs", "choke", "clsact", "drr", "etf", "ets", "fq", "gred", "hfsc", "hhf", "ingress",
-    "mqprio", "multiq", "plug", "sfb", "skbprio", "taprio", "cbq",
+    "cbs", "choke", "clsact", "drr", "etf", "ets", "fq", "gred", "hhf", "ingress", "mqprio",
+    "multiq", "plug", "sfb", "skbprio", "taprio", "cbq",
 ];
 
 /// The entry of `name` in the table of kinds (`kinds`).
@@ -567,9 +567,9 @@ mod tests {
     #[test]
     fn unknown_kinds_error_like_tc() {
         let dev = DevSpec::new(Dir::LeftToRight, BUILTIN);
-        // iproute2 6.1 has q_hfsc: it parses the options, the kernel
+        // iproute2 has q_cbq: it parses the options, the kernel
         // refuses the kind; a kind iproute2 lacks cannot be parsed.
-        let e = build("hfsc", &dev, &["default", "1"]).err().unwrap();
+        let e = build("cbq", &dev, &["default", "1"]).err().unwrap();
         assert!(e.0.starts_with("Error: Specified qdisc kind is unknown.\n"));
         assert_eq!(e.code(), TcError::KERNEL);
         let e = build("bogus", &dev, &["limit", "1"]).err().unwrap();
@@ -577,7 +577,7 @@ mod tests {
             .0
             .starts_with("Unknown qdisc \"bogus\", hence option \"limit\" is unparsable"));
         assert_eq!(e.code(), TcError::PARSE);
-        let e = build("hfsc", &dev, &[]).err().unwrap();
+        let e = build("cbq", &dev, &[]).err().unwrap();
         assert!(e.0.starts_with("Error: Specified qdisc kind is unknown."));
     }
 

@@ -57,6 +57,7 @@ mod tests {
             Xstats::Codel(_) => "codel",
             Xstats::SfqClass(_) => "sfq",
             Xstats::HtbClass(_) => "htb",
+            Xstats::HfscClass(_) => "hfsc",
             Xstats::Red(_) => "red",
             Xstats::Pie(_) => "pie",
             Xstats::FqPie(_) => "fq_pie",

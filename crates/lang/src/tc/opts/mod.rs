@@ -10,6 +10,7 @@ pub mod codel;
 pub mod fifo;
 pub mod fq_codel;
 pub mod fq_pie;
+pub mod hfsc;
 pub mod htb;
 pub mod mq;
 pub mod netem;
@@ -59,6 +60,7 @@ pub static BUILTIN: &[&Syntax] = &[
     &mq::SYNTAX,
     &qfq::SYNTAX,
     &prio::SYNTAX,
+    &hfsc::SYNTAX,
     &red::SYNTAX,
     &pie::SYNTAX,
     &fq_pie::SYNTAX,
