@@ -167,6 +167,9 @@ pub enum CcAlgo {
     /// CUBIC (RFC 9438), with HyStart; the default.
     #[default]
     Cubic,
+    /// Prague-like scalable congestion control (RFC 9331 §4, DCTCP's
+    /// reaction of RFC 8257): ECT(1), accurate ECN; implies `ecn`.
+    Prague,
 }
 
 /// Optional addresses of a flow (the `src`, `dst` and `ipv6` keys of each
@@ -229,7 +232,8 @@ pub struct TcpSpec {
     /// Receive window in bytes (the receiver's buffer).
     #[serde(default = "default_rwnd")]
     pub rwnd: Size,
-    /// Negotiate ECN (ECT(0) on data, ECE/CWR).
+    /// Negotiate ECN (ECT(0) on data, ECE/CWR); `cc = "prague"` always
+    /// does, with ECT(1) and accurate ECN.
     #[serde(default)]
     pub ecn: bool,
     /// Receiver ACKs every second segment or after `delack_timeout`.
