@@ -15,6 +15,7 @@ mod common;
 mod determinism;
 mod edges;
 mod gso;
+mod l4s;
 mod mq;
 mod netem;
 mod pie;
