@@ -18,8 +18,8 @@
 //! [link.left_to_right]
 //! tc = ["tc qdisc add dev left root fq_codel"]
 //!
-//! [[tcp]]                   # bulk TCP: cc reno|cubic, count, start,
-//! cc = "cubic"              # start_jitter, stop, bytes, mss, init_cwnd,
+//! [[tcp]]                   # bulk TCP: cc reno|cubic|prague, count,
+//! cc = "cubic"              # start, start_jitter, stop, bytes, mss, init_cwnd,
 //! count = 8                 # rwnd, ecn, delayed_ack, delack_timeout,
 //! start_jitter = "100ms"    # min_rto, tos, direction, src/dst/ipv6
 //!
