@@ -247,6 +247,11 @@ struct LoadArgs {
     /// Let the TCP flows negotiate ECN (net.ipv4.tcp_ecn = 1 in both namespaces).
     #[arg(long)]
     ecn: bool,
+    /// Also run the ping and UDP_RR probes marked ECT(1), the L4S
+    /// identifier, and report their latency (L) apart from the classic
+    /// probes' (C).
+    #[arg(long)]
+    l4s: bool,
     /// SCHED_FIFO priority of the datapath thread (0 = normal scheduling).
     /// On a busy machine a normally scheduled datapath reads the TAPs late,
     /// their kernel queues (`[tap] txqueuelen`) overflow and TCP backs off
@@ -300,6 +305,7 @@ impl LoadArgs {
             cc: self.cc,
             ping_interval: (!self.ping_interval.is_zero()).then_some(self.ping_interval),
             udp_rr: !self.no_udp_rr,
+            l4s: self.l4s,
             ecn: self.ecn,
             realtime: (self.realtime > 0).then_some(self.realtime),
         })

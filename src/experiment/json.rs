@@ -33,7 +33,7 @@ use crate::units::print_rate;
 /// The version of the report's shape; docs/report.schema.json describes
 /// this one. Raised on any change a reader could trip over (2: per-flow
 /// goodput, Jain's index, one-way delays).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// `v` rounded to `decimals` decimal places.
 fn round(v: f64, decimals: i32) -> f64 {
@@ -103,6 +103,8 @@ pub struct OptionsJson {
     pub ping_interval_ms: Option<f64>,
     /// Whether a UDP_RR probe ran.
     pub udp_rr: bool,
+    /// Whether the L4S probes (ECT(1)) ran beside the classic ones.
+    pub l4s: bool,
     /// Whether the TCP flows negotiated ECN.
     pub ecn: bool,
     /// SCHED_FIFO priority of the datapath; `null`: normal scheduling.
@@ -248,6 +250,12 @@ pub struct SummaryJson {
     pub ping: Option<PingJson>,
     /// UDP_RR's summary; `null`: not run.
     pub udp_rr: Option<UdpRrJson>,
+    /// The L4S (ECT(1)) ping's summary; absent without `--l4s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ping_l4s: Option<PingJson>,
+    /// The L4S (ECT(1)) UDP_RR's summary; absent without `--l4s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub udp_rr_l4s: Option<UdpRrJson>,
 }
 
 impl SummaryJson {
@@ -264,6 +272,8 @@ impl SummaryJson {
             },
             ping: s.ping.as_ref().map(PingJson::of),
             udp_rr: s.udp_rr.as_ref().map(UdpRrJson::of),
+            ping_l4s: s.ping_l4s.as_ref().map(PingJson::of),
+            udp_rr_l4s: s.udp_rr_l4s.as_ref().map(UdpRrJson::of),
         }
     }
 }
@@ -632,6 +642,7 @@ impl OptionsJson {
             congestion_control: o.cc.name(),
             ping_interval_ms: o.ping_interval.map(|i| ms(i.as_secs_f64() * 1e3)),
             udp_rr: o.udp_rr,
+            l4s: o.l4s,
             ecn: o.ecn,
             realtime_priority: o.realtime,
         }
@@ -737,6 +748,34 @@ mod tests {
         let report = report_value();
         let errors = errors(&validator(), &report);
         assert!(errors.is_empty(), "{errors:#?}");
+    }
+
+    #[test]
+    fn l4s_probes_are_reported_apart_and_validate() {
+        let mut report = testdata::report();
+        report.options.l4s = true;
+        let s = &mut report.results[0].summary;
+        let mut ping = s.ping.clone().unwrap();
+        ping.latency.p99_ms = 1.25;
+        s.ping_l4s = Some(ping);
+        s.udp_rr_l4s = s.udp_rr.clone();
+        let r = serde_json::to_value(ReportJson::of(&report).unwrap()).unwrap();
+        let errors = errors(&validator(), &r);
+        assert!(errors.is_empty(), "{errors:#?}");
+        assert_eq!(r["options"]["l4s"], true);
+        let summary = &r["results"][0]["summary"];
+        assert_eq!(summary["ping_l4s"]["rtt"]["p99_ms"], 1.25);
+        assert!(summary["udp_rr_l4s"]["transactions_per_s"].is_number());
+        // Without them the keys are absent, not null.
+        let plain = report_value();
+        assert_eq!(plain["options"]["l4s"], false);
+        assert!(plain["results"][0]["summary"].get("ping_l4s").is_none());
+        // The table shows the L columns with --l4s only.
+        let table = crate::experiment::table::render(&report, false);
+        assert!(table.contains("L ping") && table.contains("L udp_rr"), "{table}");
+        assert!(table.contains(" 1.25 "), "{table}");
+        let table = crate::experiment::table::render(&testdata::report(), false);
+        assert!(!table.contains("L ping"), "{table}");
     }
 
     #[test]
