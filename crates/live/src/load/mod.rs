@@ -5,7 +5,8 @@
 //! and the RRUL-like test that runs them together (`rrul`); the probes can
 //! also hand each sample over as it is taken (`feed`), for a live view, and
 //! run on demand against a link that is up (`on_demand`, the live TUI's
-//! probes key). Each probe can mark its packets ECT(1), the L4S identifier
+//! probes key), and a scalable (L4S) UDP sender that reacts to CE marks
+//! as Prague does (`scalable`). Each probe can mark its packets ECT(1), the L4S identifier
 //! of RFC 9331 (`set_tos`), to run beside a classic one.
 //!
 //! Running inside a namespace: every generator runs on its own thread that
@@ -20,6 +21,7 @@ pub mod feed;
 pub mod icmp;
 pub mod on_demand;
 pub mod rrul;
+pub mod scalable;
 pub mod stats;
 pub mod tcp;
 pub mod udp_rr;
