@@ -252,6 +252,11 @@ struct LoadArgs {
     /// probes' (C).
     #[arg(long)]
     l4s: bool,
+    /// Run a scalable (L4S) UDP sender left to right beside the TCP flows:
+    /// ECT(1), Prague's reaction to the CE marks its receiver counts back;
+    /// its rate and marks are reported.
+    #[arg(long)]
+    scalable_udp: bool,
     /// SCHED_FIFO priority of the datapath thread (0 = normal scheduling).
     /// On a busy machine a normally scheduled datapath reads the TAPs late,
     /// their kernel queues (`[tap] txqueuelen`) overflow and TCP backs off
@@ -306,6 +311,7 @@ impl LoadArgs {
             ping_interval: (!self.ping_interval.is_zero()).then_some(self.ping_interval),
             udp_rr: !self.no_udp_rr,
             l4s: self.l4s,
+            scalable: self.scalable_udp,
             ecn: self.ecn,
             realtime: (self.realtime > 0).then_some(self.realtime),
         })

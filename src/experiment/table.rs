@@ -11,7 +11,8 @@
 //! default layout, wraps cells so that no line passes 100 columns. With
 //! the L4S probes (`--l4s`) the classic probes' columns are the C latency
 //! and two more give the L latency: the ECT(1) ping's and UDP_RR's p99,
-//! in every layout but the compact one.
+//! in every layout but the compact one; with the scalable UDP sender
+//! (`--scalable-udp`) a column gives its goodput and the CE marks it got.
 
 use std::fmt::Write;
 
@@ -30,6 +31,8 @@ enum Shown {
     Wide,
     /// Every layout but the compact one, when the L4S probes ran.
     L4s,
+    /// Every layout but the compact one, when the scalable sender ran.
+    Scalable,
 }
 
 /// One column: its two header lines, alignment, the layouts that show it,
@@ -52,10 +55,10 @@ const fn col(head: &'static str, unit: &'static str, shown: Shown, group: u8) ->
     }
 }
 
-use Shown::{Always, L4s, Narrow, Wide};
+use Shown::{Always, L4s, Narrow, Scalable, Wide};
 
 /// Every column, in order; `cells` makes a row's cells in the same order.
-const COLS: [Col; 19] = [
+const COLS: [Col; 20] = [
     Col {
         left: true,
         ..col("config", "", Always, 0)
@@ -75,6 +78,7 @@ const COLS: [Col; 19] = [
     col("L udp_rr", "p99 ms", L4s, 3),
     col("up", "Mbit/s", Always, 4),
     col("down", "Mbit/s", Always, 4),
+    col("L4S udp", "Mbit/s:CE", Scalable, 4),
     col("fair >/<", "jain", Wide, 4),
     col("drops >/<", "link+tap", Wide, 5),
     col("drops >/<", "link+tap", Narrow, 5),
@@ -88,7 +92,7 @@ const GAP: u16 = 1;
 const GROUP_GAP: u16 = 3;
 
 /// The cells of one configuration's row, one per column of `COLS`.
-fn cells(r: &super::ConfigResult) -> [String; 19] {
+fn cells(r: &super::ConfigResult) -> [String; 20] {
     let s = &r.summary;
     let ping = s.ping.as_ref().filter(|p| p.latency.samples > 0);
     let ms = |v: f64| format!("{v:.2}");
@@ -121,6 +125,11 @@ fn cells(r: &super::ConfigResult) -> [String; 19] {
         or_dash(rr_l.map(|u| ms(u.latency.p99_ms))),
         format!("{:.1}", s.up_mbit),
         format!("{:.1}", s.down_mbit),
+        or_dash(
+            s.scalable
+                .as_ref()
+                .map(|u| format!("{:.1}:{}", u.mbit, u.ce_marks)),
+        ),
         {
             let jain = |j: Option<f64>| j.map_or("-".into(), |j| format!("{j:.2}"));
             format!("{}/{}", jain(s.up_fairness()), jain(s.down_fairness()))
@@ -198,6 +207,7 @@ fn layout(report: &Report, wide: bool, compact: bool, width: u16) -> Table {
         Narrow => !wide && !compact,
         Wide => wide,
         L4s => report.options.l4s && !compact,
+        Scalable => report.options.scalable && !compact,
     };
     let visible: Vec<&Col> = COLS.iter().filter(|c| shown(c)).collect();
     for (column, c) in table.column_iter_mut().zip(&COLS) {

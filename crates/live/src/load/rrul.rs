@@ -6,13 +6,15 @@
 //! index over the flows of each direction (`jain_index`). With `l4s` a
 //! second ping and UDP_RR mark their packets ECT(1), so that a dual-queue
 //! AQM puts them in its L queue: their latency is kept and summarised
-//! apart from the classic (C) probes'.
+//! apart from the classic (C) probes'; with `scalable` a scalable UDP
+//! sender (`scalable`) runs left→right beside the TCP flows.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use super::feed::{Probe, ProbeFeed};
 use super::icmp::{Ping, PingRaw, PingResult, PingSpec};
+use super::scalable::{Scalable, ScalableRaw, ScalableResult, ScalableSpec};
 use super::tcp::{Bulk, BulkSpec, CongestionControl};
 use super::udp_rr::{UdpRr, UdpRrRaw, UdpRrResult, UdpRrSpec};
 use super::{join, set_net_sysctl, spawn_in, Run, ECT_1};
@@ -23,6 +25,8 @@ const PORT_DOWN: u16 = 5202;
 const PORT_UDP_RR: u16 = 5203;
 /// The L4S (ECT(1)) UDP_RR probe's server.
 const PORT_UDP_RR_L4S: u16 = 5204;
+/// The scalable UDP sender's receiver.
+const PORT_SCALABLE: u16 = 5205;
 /// The flows' own (source) ports: flow i of the left→right flows binds
 /// `FIRST_SRC_PORT_UP + i`, of the right→left ones `FIRST_SRC_PORT_DOWN + i`.
 /// Fixed ports make every run hash its flows into the same fq_codel/SFQ
@@ -68,6 +72,8 @@ pub struct RrulSpec {
     /// Also run each probe (ping, UDP_RR) a second time marked ECT(1): the
     /// L4S probes, whose latency is reported apart from the classic ones'.
     pub l4s: bool,
+    /// Run the scalable (L4S) UDP sender left→right beside the TCP flows.
+    pub scalable: bool,
     /// Where the probes also push each sample as they take it (a live
     /// view); `None`: only the raw record.
     pub feed: Option<ProbeFeed>,
@@ -125,6 +131,8 @@ pub struct RrulRaw {
     pub ping_l4s: Option<PingRaw>,
     /// The L4S (ECT(1)) UDP_RR probe's samples (None: not run).
     pub udp_rr_l4s: Option<UdpRrRaw>,
+    /// The scalable UDP sender's record (None: not run).
+    pub scalable: Option<ScalableRaw>,
     /// The receivers' counters every 100 ms.
     pub throughput: Vec<ThroughputSample>,
 }
@@ -142,6 +150,8 @@ pub struct RrulSummary {
     pub ping_l4s: Option<PingResult>,
     /// The L4S UDP_RR's summary (None: not run).
     pub udp_rr_l4s: Option<UdpRrResult>,
+    /// The scalable UDP sender's rate and marks (None: not run).
+    pub scalable: Option<ScalableResult>,
     /// Goodput left→right, Mbit/s (bytes read by the receivers).
     pub up_mbit: f64,
     /// Goodput right→left, Mbit/s.
@@ -203,6 +213,7 @@ impl RrulRaw {
             udp_rr: self.udp_rr.as_ref().map(|u| u.summary(warmup, end)),
             ping_l4s: self.ping_l4s.as_ref().map(|p| p.summary(warmup)),
             udp_rr_l4s: self.udp_rr_l4s.as_ref().map(|u| u.summary(warmup, end)),
+            scalable: self.scalable.as_ref().map(|s| s.summary(warmup)),
             up_mbit: mbit(at_warmup.up.read, last.up.read),
             down_mbit: mbit(at_warmup.down.read, last.down.read),
             up_flows_mbit: flows(&at_warmup.up_flows, &last.up_flows),
@@ -313,6 +324,17 @@ fn run_started(
     } else {
         (None, None)
     };
+    let scalable = spec
+        .scalable
+        .then(|| {
+            let s = ScalableSpec {
+                client_ns: spec.left_ns.clone(),
+                server_ns: spec.right_ns.clone(),
+                server: SocketAddr::from((spec.right_ip, PORT_SCALABLE)),
+            };
+            Scalable::start(&s, run)
+        })
+        .transpose()?;
     // Everything is connected and bound: the load and the clock start now.
     run.go();
     let t0 = std::time::SystemTime::now();
@@ -364,12 +386,14 @@ fn run_started(
     let udp = udp.map(UdpRr::finish).transpose();
     let ping_l4s = ping_l4s.map(Ping::finish).transpose();
     let udp_l4s = udp_l4s.map(UdpRr::finish).transpose();
+    let scalable = scalable.map(Scalable::finish).transpose();
     let up = up.map(Bulk::finish).transpose();
     let down = down.map(Bulk::finish).transpose();
     raw.ping = ping?;
     raw.udp_rr = udp?;
     raw.ping_l4s = ping_l4s?;
     raw.udp_rr_l4s = udp_l4s?;
+    raw.scalable = scalable?;
     up?;
     down?;
     sampled?;
