@@ -821,7 +821,10 @@ mod tests {
         assert!(plain["results"][0]["summary"].get("ping_l4s").is_none());
         // The table shows the L columns with --l4s only.
         let table = crate::experiment::table::render(&report, false);
-        assert!(table.contains("L ping") && table.contains("L udp_rr"), "{table}");
+        assert!(
+            table.contains("L ping") && table.contains("L udp_rr"),
+            "{table}"
+        );
         assert!(table.contains(" 1.25 "), "{table}");
         let table = crate::experiment::table::render(&testdata::report(), false);
         assert!(!table.contains("L ping"), "{table}");

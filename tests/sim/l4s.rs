@@ -49,7 +49,11 @@ fn prague_and_cubic_share_fq_codel_evenly_and_prague_queues_more() {
     let ptcp = prague.tcp.unwrap();
     // Marks, never drops: CoDel marks ECT(1) as it marks ECT(0).
     assert_eq!(ptcp.stats.retransmits, 0);
-    assert!(prague.forward.ce_marks > 1000, "{}", prague.forward.ce_marks);
+    assert!(
+        prague.forward.ce_marks > 1000,
+        "{}",
+        prague.forward.ce_marks
+    );
     // The receiver's count reached the sender, all but the marks whose ACK
     // was still in flight at the end.
     let unreported = prague.forward.ce_marks - ptcp.stats.ce_reported;
@@ -58,7 +62,11 @@ fn prague_and_cubic_share_fq_codel_evenly_and_prague_queues_more() {
     // CoDel's classic marking rate is too low for a scalable sender's
     // small reductions: Prague's queue stands well above the 5 ms target
     // (13.8 ms), CUBIC's near it (6.5 ms).
-    assert!((10.0..18.0).contains(&queue_ms(prague)), "{}", queue_ms(prague));
+    assert!(
+        (10.0..18.0).contains(&queue_ms(prague)),
+        "{}",
+        queue_ms(prague)
+    );
     assert!((4.0..9.0).contains(&queue_ms(cubic)), "{}", queue_ms(cubic));
     assert!(cubic.forward.ce_marks < 200, "{}", cubic.forward.ce_marks);
 }
@@ -78,7 +86,11 @@ fn fq_codel_ce_threshold_on_ect1_gives_prague_a_shallow_queue() {
     assert!((0.45..0.55).contains(&(p / (p + c))), "{p} vs {c}");
     let prague = r.flow("prague").unwrap();
     let cubic = r.flow("cubic").unwrap();
-    assert!(prague.forward.ce_marks > 3000, "{}", prague.forward.ce_marks);
+    assert!(
+        prague.forward.ce_marks > 3000,
+        "{}",
+        prague.forward.ce_marks
+    );
     assert!(cubic.forward.ce_marks < 200, "{}", cubic.forward.ce_marks);
     assert!(queue_ms(prague) < 4.0, "{}", queue_ms(prague));
     assert!(r.directions[0].tc.contains("ce_threshold_selector 0x1/0x3"));

@@ -298,7 +298,9 @@ mod tests {
         }
         // Without IP_RECVTOS no byte comes with it.
         let plain = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        plain.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        plain
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
         tx.send_to(b"x", plain.local_addr().unwrap()).unwrap();
         assert_eq!(recv_tos(&plain, &mut buf).unwrap(), (1, None));
     }

@@ -208,8 +208,9 @@ impl Scalable {
                 receive(&sock, &run)
             })?
         };
-        rx.recv_timeout(Duration::from_secs(5))
-            .map_err(|_| anyhow::anyhow!("the scalable sender's receiver on {addr} did not start"))?;
+        rx.recv_timeout(Duration::from_secs(5)).map_err(|_| {
+            anyhow::anyhow!("the scalable sender's receiver on {addr} did not start")
+        })?;
         let sender = {
             let run = run.clone();
             spawn_in(&spec.client_ns, "scalable-tx", move || {
@@ -324,7 +325,9 @@ pub fn send(sock: &UdpSocket, run: &Run) -> anyhow::Result<ScalableRaw> {
         let rtt = srtt.unwrap_or(0.1);
         // A window's worth outstanding a whole RTO (3 RTT or 1 s): restart
         // from the minimum window, as a timeout does.
-        let stalled = sent_at.front().is_some_and(|&t| now - t > (3.0 * rtt).max(1.0));
+        let stalled = sent_at
+            .front()
+            .is_some_and(|&t| now - t > (3.0 * rtt).max(1.0));
         if stalled {
             c.on_feedback(next_seq - 1, received, ce, next_seq - received, next_seq);
             highest = Some(next_seq - 1);

@@ -909,7 +909,8 @@ impl Sim {
                 let Source::Tcp(tcp) = &mut self.flows[i].source else {
                     return;
                 };
-                tcp.sender.on_ack(ack.ack, ack.sack_blocks(), ack.echo(), now);
+                tcp.sender
+                    .on_ack(ack.ack, ack.sack_blocks(), ack.echo(), now);
                 self.tcp_transmit(i);
             }
             What::Datagram => {}

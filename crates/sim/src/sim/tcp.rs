@@ -504,13 +504,7 @@ impl TcpSender {
     /// Processes an ACK: cumulative `ack` (next expected segment), SACK
     /// blocks `[left, right)` in segments, and the ECN feedback (the ECE
     /// flag, or Prague's CE count).
-    pub fn on_ack(
-        &mut self,
-        ack: u64,
-        sacks: &[(u64, u64)],
-        echo: impl Into<Echo>,
-        now: Instant,
-    ) {
+    pub fn on_ack(&mut self, ack: u64, sacks: &[(u64, u64)], echo: impl Into<Echo>, now: Instant) {
         if ack > self.high_tx {
             return;
         }
