@@ -363,9 +363,11 @@ mod tests {
 
     #[test]
     fn alpha_and_one_reduction_per_round_trip() {
-        let mut c = Controller::default();
         // Round trip 1: ten datagrams (0..10) sent; feedback for each, 3 CE.
-        c.ssthresh = 10.0;
+        let mut c = Controller {
+            ssthresh: 10.0,
+            ..Controller::default()
+        };
         for seq in 0..10u64 {
             let ce = [2u64, 5, 7].iter().filter(|&&m| m <= seq).count() as u64;
             c.on_feedback(seq, seq + 1, ce, 0, 10);

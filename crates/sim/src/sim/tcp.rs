@@ -1167,7 +1167,7 @@ mod tests {
     fn prague_cwnd_trajectory_over_four_round_trips() {
         // One cumulative ACK per round trip for everything sent.
         let mut s = prague(20);
-        let mut round = |s: &mut TcpSender, ms: u64, ce: u64| {
+        let round = |s: &mut TcpSender, ms: u64, ce: u64| {
             let n = drain(s, t(ms - 10)).len();
             let high = s.high_tx;
             s.on_ack(high, &[], Echo::CeCount(ce), t(ms));
