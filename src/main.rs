@@ -255,6 +255,16 @@ struct LoadArgs {
     /// Let the TCP flows negotiate ECN (net.ipv4.tcp_ecn = 1 in both namespaces).
     #[arg(long)]
     ecn: bool,
+    /// Also run the ping and UDP_RR probes marked ECT(1), the L4S
+    /// identifier, and report their latency (L) apart from the classic
+    /// probes' (C).
+    #[arg(long)]
+    l4s: bool,
+    /// Run a scalable (L4S) UDP sender left to right beside the TCP flows:
+    /// ECT(1), Prague's reaction to the CE marks its receiver counts back;
+    /// its rate and marks are reported.
+    #[arg(long)]
+    scalable_udp: bool,
     /// SCHED_FIFO priority of the datapath thread (0 = normal scheduling).
     /// On a busy machine a normally scheduled datapath reads the TAPs late,
     /// their kernel queues (`[tap] txqueuelen`) overflow and TCP backs off
@@ -308,6 +318,8 @@ impl LoadArgs {
             cc: self.cc,
             ping_interval: (!self.ping_interval.is_zero()).then_some(self.ping_interval),
             udp_rr: !self.no_udp_rr,
+            l4s: self.l4s,
+            scalable: self.scalable_udp,
             ecn: self.ecn,
             realtime: (self.realtime > 0).then_some(self.realtime),
         })

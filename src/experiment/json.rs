@@ -33,7 +33,7 @@ use crate::units::print_rate;
 /// The version of the report's shape; docs/report.schema.json describes
 /// this one. Raised on any change a reader could trip over (2: per-flow
 /// goodput, Jain's index, one-way delays).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// `v` rounded to `decimals` decimal places.
 fn round(v: f64, decimals: i32) -> f64 {
@@ -103,6 +103,10 @@ pub struct OptionsJson {
     pub ping_interval_ms: Option<f64>,
     /// Whether a UDP_RR probe ran.
     pub udp_rr: bool,
+    /// Whether the L4S probes (ECT(1)) ran beside the classic ones.
+    pub l4s: bool,
+    /// Whether the scalable (L4S) UDP sender ran.
+    pub scalable_udp: bool,
     /// Whether the TCP flows negotiated ECN.
     pub ecn: bool,
     /// SCHED_FIFO priority of the datapath; `null`: normal scheduling.
@@ -248,6 +252,46 @@ pub struct SummaryJson {
     pub ping: Option<PingJson>,
     /// UDP_RR's summary; `null`: not run.
     pub udp_rr: Option<UdpRrJson>,
+    /// The L4S (ECT(1)) ping's summary; absent without `--l4s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ping_l4s: Option<PingJson>,
+    /// The L4S (ECT(1)) UDP_RR's summary; absent without `--l4s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub udp_rr_l4s: Option<UdpRrJson>,
+    /// The scalable UDP sender's rate and marks; absent without
+    /// `--scalable-udp`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scalable_udp: Option<ScalableJson>,
+}
+
+/// The scalable UDP sender over the measured part.
+#[derive(Serialize)]
+pub struct ScalableJson {
+    /// Payload delivered, Mbit/s.
+    pub goodput_mbit: f64,
+    /// Datagrams delivered.
+    pub delivered: u64,
+    /// CE-marked among them.
+    pub ce_marks: u64,
+    /// Window reductions on marks over the whole run.
+    pub mark_reductions: u64,
+    /// Window reductions on losses over the whole run.
+    pub loss_reductions: u64,
+    /// Its estimate of the marked fraction at the end.
+    pub alpha: f64,
+}
+
+impl ScalableJson {
+    fn of(s: &crate::load::scalable::ScalableResult) -> ScalableJson {
+        ScalableJson {
+            goodput_mbit: round(s.mbit, 2),
+            delivered: s.delivered,
+            ce_marks: s.ce_marks,
+            mark_reductions: s.mark_reductions,
+            loss_reductions: s.loss_reductions,
+            alpha: round(s.alpha, 4),
+        }
+    }
 }
 
 impl SummaryJson {
@@ -264,6 +308,9 @@ impl SummaryJson {
             },
             ping: s.ping.as_ref().map(PingJson::of),
             udp_rr: s.udp_rr.as_ref().map(UdpRrJson::of),
+            ping_l4s: s.ping_l4s.as_ref().map(PingJson::of),
+            udp_rr_l4s: s.udp_rr_l4s.as_ref().map(UdpRrJson::of),
+            scalable_udp: s.scalable.as_ref().map(ScalableJson::of),
         }
     }
 }
@@ -632,6 +679,8 @@ impl OptionsJson {
             congestion_control: o.cc.name(),
             ping_interval_ms: o.ping_interval.map(|i| ms(i.as_secs_f64() * 1e3)),
             udp_rr: o.udp_rr,
+            l4s: o.l4s,
+            scalable_udp: o.scalable,
             ecn: o.ecn,
             realtime_priority: o.realtime,
         }
@@ -737,6 +786,48 @@ mod tests {
         let report = report_value();
         let errors = errors(&validator(), &report);
         assert!(errors.is_empty(), "{errors:#?}");
+    }
+
+    #[test]
+    fn l4s_probes_are_reported_apart_and_validate() {
+        let mut report = testdata::report();
+        report.options.l4s = true;
+        let s = &mut report.results[0].summary;
+        let mut ping = s.ping.clone().unwrap();
+        ping.latency.p99_ms = 1.25;
+        s.ping_l4s = Some(ping);
+        s.udp_rr_l4s = s.udp_rr.clone();
+        report.options.scalable = true;
+        s.scalable = Some(crate::load::scalable::ScalableResult {
+            mbit: 12.345,
+            delivered: 100,
+            ce_marks: 7,
+            mark_reductions: 3,
+            loss_reductions: 0,
+            alpha: 0.25,
+        });
+        let r = serde_json::to_value(ReportJson::of(&report).unwrap()).unwrap();
+        let errors = errors(&validator(), &r);
+        assert!(errors.is_empty(), "{errors:#?}");
+        assert_eq!(r["options"]["l4s"], true);
+        let summary = &r["results"][0]["summary"];
+        assert_eq!(summary["ping_l4s"]["rtt"]["p99_ms"], 1.25);
+        assert!(summary["udp_rr_l4s"]["transactions_per_s"].is_number());
+        assert_eq!(summary["scalable_udp"]["goodput_mbit"], 12.35);
+        assert_eq!(summary["scalable_udp"]["ce_marks"], 7);
+        // Without them the keys are absent, not null.
+        let plain = report_value();
+        assert_eq!(plain["options"]["l4s"], false);
+        assert!(plain["results"][0]["summary"].get("ping_l4s").is_none());
+        // The table shows the L columns with --l4s only.
+        let table = crate::experiment::table::render(&report, false);
+        assert!(
+            table.contains("L ping") && table.contains("L udp_rr"),
+            "{table}"
+        );
+        assert!(table.contains(" 1.25 "), "{table}");
+        let table = crate::experiment::table::render(&testdata::report(), false);
+        assert!(!table.contains("L ping"), "{table}");
     }
 
     #[test]

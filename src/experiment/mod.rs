@@ -59,6 +59,10 @@ pub struct TestOptions {
     pub ping_interval: Option<Duration>,
     /// Run a UDP_RR probe alongside.
     pub udp_rr: bool,
+    /// Also run the probes marked ECT(1) (L4S), reported apart.
+    pub l4s: bool,
+    /// Run the scalable (L4S) UDP sender left→right.
+    pub scalable: bool,
     /// Let the TCP flows negotiate ECN (net.ipv4.tcp_ecn = 1 in both
     /// namespaces).
     pub ecn: bool,
@@ -77,6 +81,8 @@ impl Default for TestOptions {
             cc: CongestionControl::Cubic,
             ping_interval: Some(Duration::from_millis(100)),
             udp_rr: true,
+            l4s: false,
+            scalable: false,
             ecn: false,
             realtime: None,
         }
@@ -345,6 +351,8 @@ pub fn run_one_steered(
         warmup: opts.warmup,
         ping_interval: opts.ping_interval,
         udp_rr: opts.udp_rr,
+        l4s: opts.l4s,
+        scalable: opts.scalable,
         ecn: opts.ecn,
         feed,
     };

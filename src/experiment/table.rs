@@ -8,7 +8,11 @@
 //! only the columns that fit a 100-column terminal (ping's avg, p50, p99,
 //! UDP_RR's p99, goodput, drops); `--wide` prints them all. comfy-table
 //! lays the table out: it sizes each column to its widest cell and, in the
-//! default layout, wraps cells so that no line passes 100 columns.
+//! default layout, wraps cells so that no line passes 100 columns. With
+//! the L4S probes (`--l4s`) the classic probes' columns are the C latency
+//! and two more give the L latency: the ECT(1) ping's and UDP_RR's p99,
+//! in every layout but the compact one; with the scalable UDP sender
+//! (`--scalable-udp`) a column gives its goodput and the CE marks it got.
 
 use std::fmt::Write;
 
@@ -25,6 +29,10 @@ enum Shown {
     Always,
     Narrow,
     Wide,
+    /// Every layout but the compact one, when the L4S probes ran.
+    L4s,
+    /// Every layout but the compact one, when the scalable sender ran.
+    Scalable,
 }
 
 /// One column: its two header lines, alignment, the layouts that show it,
@@ -47,10 +55,10 @@ const fn col(head: &'static str, unit: &'static str, shown: Shown, group: u8) ->
     }
 }
 
-use Shown::{Always, Narrow, Wide};
+use Shown::{Always, L4s, Narrow, Scalable, Wide};
 
 /// Every column, in order; `cells` makes a row's cells in the same order.
-const COLS: [Col; 17] = [
+const COLS: [Col; 20] = [
     Col {
         left: true,
         ..col("config", "", Always, 0)
@@ -63,11 +71,14 @@ const COLS: [Col; 17] = [
     col("ping", "avg ms", Narrow, 2),
     col("p50", "ms", Always, 2),
     col("p99", "ms", Always, 2),
+    col("L ping", "p99 ms", L4s, 2),
     col("udp_rr p50/p99", "ms", Wide, 3),
     col("udp_rr", "p99 ms", Narrow, 3),
     col("trans/s", "", Wide, 3),
+    col("L udp_rr", "p99 ms", L4s, 3),
     col("up", "Mbit/s", Always, 4),
     col("down", "Mbit/s", Always, 4),
+    col("L4S udp", "Mbit/s:CE", Scalable, 4),
     col("fair >/<", "jain", Wide, 4),
     col("drops >/<", "link+tap", Wide, 5),
     col("drops >/<", "link+tap", Narrow, 5),
@@ -81,12 +92,14 @@ const GAP: u16 = 1;
 const GROUP_GAP: u16 = 3;
 
 /// The cells of one configuration's row, one per column of `COLS`.
-fn cells(r: &super::ConfigResult) -> [String; 17] {
+fn cells(r: &super::ConfigResult) -> [String; 20] {
     let s = &r.summary;
     let ping = s.ping.as_ref().filter(|p| p.latency.samples > 0);
     let ms = |v: f64| format!("{v:.2}");
     let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     let rr = s.udp_rr.as_ref().filter(|u| u.latency.samples > 0);
+    let ping_l = s.ping_l4s.as_ref().filter(|p| p.latency.samples > 0);
+    let rr_l = s.udp_rr_l4s.as_ref().filter(|u| u.latency.samples > 0);
     let [l2r, r2l] = &r.paths;
     let drops = format!(
         "{}+{}/{}+{}",
@@ -105,11 +118,18 @@ fn cells(r: &super::ConfigResult) -> [String; 17] {
         or_dash(ping.map(|p| ms(p.latency.avg_ms))),
         or_dash(ping.map(|p| ms(p.latency.p50_ms))),
         or_dash(ping.map(|p| ms(p.latency.p99_ms))),
+        or_dash(ping_l.map(|p| ms(p.latency.p99_ms))),
         or_dash(rr.map(|u| format!("{:.2}/{:.2}", u.latency.p50_ms, u.latency.p99_ms))),
         or_dash(rr.map(|u| ms(u.latency.p99_ms))),
         or_dash(rr.map(|u| format!("{:.0}", u.transactions_per_s))),
+        or_dash(rr_l.map(|u| ms(u.latency.p99_ms))),
         format!("{:.1}", s.up_mbit),
         format!("{:.1}", s.down_mbit),
+        or_dash(
+            s.scalable
+                .as_ref()
+                .map(|u| format!("{:.1}:{}", u.mbit, u.ce_marks)),
+        ),
         {
             let jain = |j: Option<f64>| j.map_or("-".into(), |j| format!("{j:.2}"));
             format!("{}/{}", jain(s.up_fairness()), jain(s.down_fairness()))
@@ -142,6 +162,12 @@ pub fn render(report: &Report, wide: bool) -> String {
             .map_or("off".into(), |i| format!("every {} ms", i.as_millis())),
         if o.udp_rr { "on" } else { "off" },
     );
+    if o.l4s {
+        let _ = writeln!(
+            out,
+            "L4S probes (ECT(1)) beside the classic ones: L columns are theirs, the others classic (C)"
+        );
+    }
     for line in layout(report, wide, false, NARROW_WIDTH).lines() {
         let _ = writeln!(out, "{}", line.trim_end());
     }
@@ -180,6 +206,8 @@ fn layout(report: &Report, wide: bool, compact: bool, width: u16) -> Table {
         Always => true,
         Narrow => !wide && !compact,
         Wide => wide,
+        L4s => report.options.l4s && !compact,
+        Scalable => report.options.scalable && !compact,
     };
     let visible: Vec<&Col> = COLS.iter().filter(|c| shown(c)).collect();
     for (column, c) in table.column_iter_mut().zip(&COLS) {

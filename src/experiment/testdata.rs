@@ -106,6 +106,7 @@ fn result(name: &str, loaded_ms: f64, opts: &TestOptions) -> ConfigResult {
             lost: vec![3.25, 7.5],
         }),
         throughput: throughput(secs),
+        ..RrulRaw::default()
     };
     let final_qdiscs = Dir::ALL.map(|d| {
         crate::tc::build_tree(cand.config.dev_spec(d), &cand.config.tc_lines(d))

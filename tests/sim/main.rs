@@ -16,6 +16,7 @@ mod determinism;
 mod edges;
 mod gso;
 mod hfsc;
+mod l4s;
 mod mq;
 mod netem;
 mod pie;

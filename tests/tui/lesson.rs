@@ -91,6 +91,7 @@ fn empty_raw() -> RrulRaw {
         udp_rr: Some(UdpRrRaw::default()),
         throughput: Vec::new(),
         t0: None,
+        ..RrulRaw::default()
     }
 }
 

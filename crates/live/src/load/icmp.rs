@@ -35,6 +35,10 @@ pub struct PingSpec {
     pub dst: Ipv4Addr,
     /// Time between requests.
     pub interval: Duration,
+    /// The TOS byte of the requests (`ECT_1` for an L4S probe; 0 classic).
+    pub tos: u8,
+    /// The probe whose samples these are in the live feed; `None`: not fed.
+    pub feed_as: Option<Probe>,
 }
 
 /// What the probe recorded.
@@ -119,10 +123,13 @@ impl Ping {
         let (spec2, run) = (spec.clone(), run.clone());
         let thread = spawn_in(&spec.ns, "ping", move || {
             let fd = raw_socket()?;
+            if spec2.tos != 0 {
+                super::set_tos(&fd, false, spec2.tos)?;
+            }
             if !run.wait_go() {
                 return Ok(PingRaw::default());
             }
-            ping(&fd, spec2.dst, spec2.interval, &run, id)
+            ping(&fd, spec2.dst, spec2.interval, &run, id, spec2.feed_as)
         })?;
         Ok(Ping { thread })
     }
@@ -155,13 +162,14 @@ pub fn discard_pending(fd: &OwnedFd) {
 
 /// The probe's loop on the raw socket `fd` until `run` stops: an echo
 /// request to `dst` every `interval` with identifier `id`, each reply
-/// recorded (unless the run is feed-only) and fed.
+/// recorded (unless the run is feed-only) and fed as `feed_as`.
 pub fn ping(
     fd: &OwnedFd,
     dst: Ipv4Addr,
     interval: Duration,
     run: &Run,
     id: u16,
+    feed_as: Option<Probe>,
 ) -> anyhow::Result<PingRaw> {
     let dst = SockaddrIn::from(SocketAddrV4::new(dst, 0));
     let mut raw = PingRaw::default();
@@ -198,7 +206,9 @@ pub fn ping(
                 if run.keeps_record() {
                     raw.samples.push(sample);
                 }
-                run.feed(Probe::Ping, sample);
+                if let Some(probe) = feed_as {
+                    run.feed(probe, sample);
+                }
             }
         }
     }

@@ -5,7 +5,9 @@
 //! and the RRUL-like test that runs them together (`rrul`); the probes can
 //! also hand each sample over as it is taken (`feed`), for a live view, and
 //! run on demand against a link that is up (`on_demand`, the live TUI's
-//! probes key).
+//! probes key), and a scalable (L4S) UDP sender that reacts to CE marks
+//! as Prague does (`scalable`). Each probe can mark its packets ECT(1), the L4S identifier
+//! of RFC 9331 (`set_tos`), to run beside a classic one.
 //!
 //! Running inside a namespace: every generator runs on its own thread that
 //! first joins the namespace with `setns(2)` on `/run/netns/NAME`
@@ -19,6 +21,7 @@ pub mod feed;
 pub mod icmp;
 pub mod on_demand;
 pub mod rrul;
+pub mod scalable;
 pub mod stats;
 pub mod tcp;
 pub mod udp_rr;
@@ -33,6 +36,105 @@ use nix::sched::CloneFlags;
 
 /// Where `ip netns add` mounts named namespaces.
 const NETNS_DIR: &str = "/run/netns";
+
+/// The ECN field's ECT(1) codepoint, the L4S identifier (RFC 9331 §4.1),
+/// as the TOS / traffic-class byte of an L4S probe.
+pub const ECT_1: u8 = 0b01;
+
+/// Sets the TOS byte (IP_TOS) of what IPv4 socket `fd` sends, or the
+/// traffic class (IPV6_TCLASS) of an IPv6 one, ECN bits included: Linux
+/// keeps the ECN bits given on datagram and raw sockets (ip_sockglue.c
+/// `do_ip_setsockopt`, IP_TOS: only stream sockets keep their own).
+pub fn set_tos(fd: &impl std::os::fd::AsFd, v6: bool, tos: u8) -> anyhow::Result<()> {
+    use nix::sys::socket::{setsockopt, sockopt};
+    let tos = i32::from(tos);
+    let set = if v6 {
+        setsockopt(fd, sockopt::Ipv6TClass, &tos)
+    } else {
+        setsockopt(fd, sockopt::IpTos, &tos)
+    };
+    set.map_err(|e| anyhow::anyhow!("setting the TOS byte {tos:#04x}: {e}"))
+}
+
+/// Asks the kernel to hand over the TOS byte (IPv4: IP_RECVTOS) or the
+/// traffic class (IPv6: IPV6_RECVTCLASS) of each datagram `sock` receives,
+/// for `recv_tos`.
+#[allow(unsafe_code)]
+pub fn enable_recv_tos(sock: &std::net::UdpSocket, v6: bool) -> anyhow::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (level, name) = if v6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_RECVTOS)
+    };
+    let on: libc::c_int = 1;
+    // SAFETY: `on` is an int that outlives the call, its size passed with it.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            level,
+            name,
+            std::ptr::from_ref(&on).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    anyhow::ensure!(
+        rc == 0,
+        "asking for the received TOS byte: {}",
+        std::io::Error::last_os_error()
+    );
+    Ok(())
+}
+
+/// Receives one datagram into `buf`: its length and, when `enable_recv_tos`
+/// was set, its TOS / traffic-class byte (ECN bits included) from the
+/// IP_TOS or IPV6_TCLASS control message (ip_sockglue.c `ip_cmsg_recv_tos`).
+#[allow(unsafe_code)]
+pub fn recv_tos(
+    sock: &std::net::UdpSocket,
+    buf: &mut [u8],
+) -> std::io::Result<(usize, Option<u8>)> {
+    use std::os::fd::AsRawFd;
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // Room for one control message of an int, 8-byte aligned.
+    let mut control = [0u64; 8];
+    // SAFETY: an all-zero msghdr is valid (null pointers, zero lengths).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: msg points at `iov` (over `buf`) and `control`, both alive
+    // and writable for the call's duration, with their true lengths.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, 0) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut tos = None;
+    // SAFETY: msg is the header recvmsg filled; CMSG_FIRSTHDR/NXTHDR stay
+    // within msg_controllen and return null past the last message.
+    let mut c = unsafe { libc::CMSG_FIRSTHDR(&msg) };
+    while !c.is_null() {
+        // SAFETY: c is a control message header inside `control`.
+        let (level, kind) = unsafe { ((*c).cmsg_level, (*c).cmsg_type) };
+        // SAFETY: CMSG_DATA of a message the kernel wrote: IP_TOS carries
+        // one byte, IPV6_TCLASS an int (read unaligned).
+        let data = unsafe { libc::CMSG_DATA(c) };
+        if level == libc::IPPROTO_IP && kind == libc::IP_TOS {
+            // SAFETY: see above.
+            tos = Some(unsafe { *data });
+        } else if level == libc::IPPROTO_IPV6 && kind == libc::IPV6_TCLASS {
+            // SAFETY: see above.
+            tos = Some(unsafe { data.cast::<i32>().read_unaligned() } as u8);
+        }
+        // SAFETY: as CMSG_FIRSTHDR.
+        c = unsafe { libc::CMSG_NXTHDR(&msg, c) };
+    }
+    Ok((n as usize, tos))
+}
 
 /// How often blocked generator threads wake up to look at the stop flag.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
@@ -179,6 +281,29 @@ pub fn set_net_sysctl(key: &str, value: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ect1_socket_sends_ect1_and_the_receiver_reads_it() {
+        // On loopback, in whatever namespace the test runs.
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        enable_recv_tos(&rx, false).unwrap();
+        rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        let mut buf = [0u8; 16];
+        for tos in [0u8, ECT_1, 0x28 | ECT_1] {
+            set_tos(&tx, false, tos).unwrap();
+            tx.send(b"probe").unwrap();
+            assert_eq!(recv_tos(&rx, &mut buf).unwrap(), (5, Some(tos)));
+        }
+        // Without IP_RECVTOS no byte comes with it.
+        let plain = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        plain
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        tx.send_to(b"x", plain.local_addr().unwrap()).unwrap();
+        assert_eq!(recv_tos(&plain, &mut buf).unwrap(), (1, None));
+    }
 
     #[test]
     fn the_clock_starts_at_the_gate_and_waiters_go_together() {

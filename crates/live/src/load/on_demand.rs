@@ -108,12 +108,12 @@ fn spawn_probes(
         spawn("probe-udp-rr-server").spawn(move || (udp_rr::serve(&server, &r), server))?;
     let r = run.clone();
     let client = spawn("probe-udp-rr").spawn(move || {
-        let res = udp_rr::transact(&client, &r, Some(UDP_RR_PACE)).map(|_| ());
+        let res = udp_rr::transact(&client, &r, Some(UDP_RR_PACE), Some(Probe::UdpRr)).map(|_| ());
         (res, client)
     })?;
     let r = run.clone();
     let ping = spawn("probe-ping").spawn(move || {
-        let res = icmp::ping(&ping, dst, PING_INTERVAL, &r, id).map(|_| ());
+        let res = icmp::ping(&ping, dst, PING_INTERVAL, &r, id, Some(Probe::Ping)).map(|_| ());
         (res, ping)
     })?;
     Ok((ping, client, server))

@@ -3,21 +3,30 @@
 //! A warm-up at the start (slow start, queues filling) is left out of every
 //! number; the time series keep it, for the plots. Each flow's bytes are
 //! sampled too: the summary has each flow's goodput and Jain's fairness
-//! index over the flows of each direction (`jain_index`).
+//! index over the flows of each direction (`jain_index`). With `l4s` a
+//! second ping and UDP_RR mark their packets ECT(1), so that a dual-queue
+//! AQM puts them in its L queue: their latency is kept and summarised
+//! apart from the classic (C) probes'; with `scalable` a scalable UDP
+//! sender (`scalable`) runs left→right beside the TCP flows.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use super::feed::ProbeFeed;
+use super::feed::{Probe, ProbeFeed};
 use super::icmp::{Ping, PingRaw, PingResult, PingSpec};
+use super::scalable::{Scalable, ScalableRaw, ScalableResult, ScalableSpec};
 use super::tcp::{Bulk, BulkSpec, CongestionControl};
 use super::udp_rr::{UdpRr, UdpRrRaw, UdpRrResult, UdpRrSpec};
-use super::{join, set_net_sysctl, spawn_in, Run};
+use super::{join, set_net_sysctl, spawn_in, Run, ECT_1};
 
 /// Ports of the flows (left→right, right→left) and of the UDP_RR server.
 const PORT_UP: u16 = 5201;
 const PORT_DOWN: u16 = 5202;
 const PORT_UDP_RR: u16 = 5203;
+/// The L4S (ECT(1)) UDP_RR probe's server.
+const PORT_UDP_RR_L4S: u16 = 5204;
+/// The scalable UDP sender's receiver.
+const PORT_SCALABLE: u16 = 5205;
 /// The flows' own (source) ports: flow i of the left→right flows binds
 /// `FIRST_SRC_PORT_UP + i`, of the right→left ones `FIRST_SRC_PORT_DOWN + i`.
 /// Fixed ports make every run hash its flows into the same fq_codel/SFQ
@@ -60,6 +69,11 @@ pub struct RrulSpec {
     pub udp_rr: bool,
     /// Let TCP negotiate ECN (net.ipv4.tcp_ecn = 1 in both namespaces).
     pub ecn: bool,
+    /// Also run each probe (ping, UDP_RR) a second time marked ECT(1): the
+    /// L4S probes, whose latency is reported apart from the classic ones'.
+    pub l4s: bool,
+    /// Run the scalable (L4S) UDP sender left→right beside the TCP flows.
+    pub scalable: bool,
     /// Where the probes also push each sample as they take it (a live
     /// view); `None`: only the raw record.
     pub feed: Option<ProbeFeed>,
@@ -113,6 +127,12 @@ pub struct RrulRaw {
     pub ping: Option<PingRaw>,
     /// The UDP_RR probe's samples (None: not run).
     pub udp_rr: Option<UdpRrRaw>,
+    /// The L4S (ECT(1)) ICMP probe's samples (None: not run).
+    pub ping_l4s: Option<PingRaw>,
+    /// The L4S (ECT(1)) UDP_RR probe's samples (None: not run).
+    pub udp_rr_l4s: Option<UdpRrRaw>,
+    /// The scalable UDP sender's record (None: not run).
+    pub scalable: Option<ScalableRaw>,
     /// The receivers' counters every 100 ms.
     pub throughput: Vec<ThroughputSample>,
 }
@@ -126,6 +146,12 @@ pub struct RrulSummary {
     pub ping: Option<PingResult>,
     /// UDP_RR's summary (None: not run).
     pub udp_rr: Option<UdpRrResult>,
+    /// The L4S ping's summary (None: not run).
+    pub ping_l4s: Option<PingResult>,
+    /// The L4S UDP_RR's summary (None: not run).
+    pub udp_rr_l4s: Option<UdpRrResult>,
+    /// The scalable UDP sender's rate and marks (None: not run).
+    pub scalable: Option<ScalableResult>,
     /// Goodput left→right, Mbit/s (bytes read by the receivers).
     pub up_mbit: f64,
     /// Goodput right→left, Mbit/s.
@@ -185,6 +211,9 @@ impl RrulRaw {
             measured_s: end - warmup,
             ping: self.ping.as_ref().map(|p| p.summary(warmup)),
             udp_rr: self.udp_rr.as_ref().map(|u| u.summary(warmup, end)),
+            ping_l4s: self.ping_l4s.as_ref().map(|p| p.summary(warmup)),
+            udp_rr_l4s: self.udp_rr_l4s.as_ref().map(|u| u.summary(warmup, end)),
+            scalable: self.scalable.as_ref().map(|s| s.summary(warmup)),
             up_mbit: mbit(at_warmup.up.read, last.up.read),
             down_mbit: mbit(at_warmup.down.read, last.down.read),
             up_flows_mbit: flows(&at_warmup.up_flows, &last.up_flows),
@@ -258,32 +287,52 @@ fn run_started(
         spec.flows_down,
         FIRST_SRC_PORT_DOWN,
     )?;
-    let ping = spec
-        .ping_interval
-        .map(|interval| {
-            let id = (std::process::id() as u16) ^ (spec.left_ns.len() as u16).rotate_left(8);
-            Ping::start(
-                &PingSpec {
+    // The classic probes feed the live view; the L4S ones (ECT(1), another
+    // echo id and port) only keep their record.
+    let id = (std::process::id() as u16) ^ (spec.left_ns.len() as u16).rotate_left(8);
+    let ping_probe = |tos: u8, id: u16, feed_as: Option<Probe>| {
+        spec.ping_interval
+            .map(|interval| {
+                let ping = PingSpec {
                     ns: spec.left_ns.clone(),
                     dst: spec.right_ip,
                     interval,
-                },
-                run,
-                id,
-            )
-        })
-        .transpose()?;
-    let udp = spec
-        .udp_rr
+                    tos,
+                    feed_as,
+                };
+                Ping::start(&ping, run, id)
+            })
+            .transpose()
+    };
+    let rr_probe = |tos: u8, port: u16, feed_as: Option<Probe>| {
+        let rr = UdpRrSpec {
+            client_ns: spec.left_ns.clone(),
+            server_ns: spec.right_ns.clone(),
+            server: SocketAddr::from((spec.right_ip, port)),
+            tos,
+            feed_as,
+        };
+        spec.udp_rr.then(|| UdpRr::start(&rr, run)).transpose()
+    };
+    let ping = ping_probe(0, id, Some(Probe::Ping))?;
+    let udp = rr_probe(0, PORT_UDP_RR, Some(Probe::UdpRr))?;
+    let (ping_l4s, udp_l4s) = if spec.l4s {
+        (
+            ping_probe(ECT_1, id ^ 0x8000, None)?,
+            rr_probe(ECT_1, PORT_UDP_RR_L4S, None)?,
+        )
+    } else {
+        (None, None)
+    };
+    let scalable = spec
+        .scalable
         .then(|| {
-            UdpRr::start(
-                &UdpRrSpec {
-                    client_ns: spec.left_ns.clone(),
-                    server_ns: spec.right_ns.clone(),
-                    server: SocketAddr::from((spec.right_ip, PORT_UDP_RR)),
-                },
-                run,
-            )
+            let s = ScalableSpec {
+                client_ns: spec.left_ns.clone(),
+                server_ns: spec.right_ns.clone(),
+                server: SocketAddr::from((spec.right_ip, PORT_SCALABLE)),
+            };
+            Scalable::start(&s, run)
         })
         .transpose()?;
     // Everything is connected and bound: the load and the clock start now.
@@ -335,10 +384,16 @@ fn run_started(
     // Join everything before reporting the first error.
     let ping = ping.map(Ping::finish).transpose();
     let udp = udp.map(UdpRr::finish).transpose();
+    let ping_l4s = ping_l4s.map(Ping::finish).transpose();
+    let udp_l4s = udp_l4s.map(UdpRr::finish).transpose();
+    let scalable = scalable.map(Scalable::finish).transpose();
     let up = up.map(Bulk::finish).transpose();
     let down = down.map(Bulk::finish).transpose();
     raw.ping = ping?;
     raw.udp_rr = udp?;
+    raw.ping_l4s = ping_l4s?;
+    raw.udp_rr_l4s = udp_l4s?;
+    raw.scalable = scalable?;
     up?;
     down?;
     sampled?;

@@ -117,6 +117,11 @@ pub struct UdpRrSpec {
     pub server_ns: String,
     /// The server's address (in `server_ns`).
     pub server: SocketAddr,
+    /// The TOS byte of requests and responses (`ECT_1` for an L4S probe;
+    /// 0 classic).
+    pub tos: u8,
+    /// The probe whose samples these are in the live feed; `None`: not fed.
+    pub feed_as: Option<Probe>,
 }
 
 /// What the client measured: every transaction's time.
@@ -164,12 +169,18 @@ pub struct UdpRr {
 impl UdpRr {
     /// Starts the server and the client threads; they wait for `run`'s gate.
     pub fn start(spec: &UdpRrSpec, run: &Run) -> anyhow::Result<UdpRr> {
-        let addr = spec.server;
+        let (addr, tos, feed_as) = (spec.server, spec.tos, spec.feed_as);
+        let marked = move |sock: UdpSocket| -> anyhow::Result<UdpSocket> {
+            if tos != 0 {
+                super::set_tos(&sock, addr.is_ipv6(), tos)?;
+            }
+            Ok(sock)
+        };
         let (tx, rx) = std::sync::mpsc::channel();
         let server = {
             let run = run.clone();
             spawn_in(&spec.server_ns, "udp-rr-server", move || {
-                let sock = server_socket(addr)?;
+                let sock = marked(server_socket(addr)?)?;
                 let _ = tx.send(());
                 serve(&sock, &run)
             })?
@@ -179,11 +190,11 @@ impl UdpRr {
         let client = {
             let run = run.clone();
             spawn_in(&spec.client_ns, "udp-rr-client", move || {
-                let sock = client_socket(addr)?;
+                let sock = marked(client_socket(addr)?)?;
                 if !run.wait_go() {
                     return Ok(UdpRrRaw::default());
                 }
-                transact(&sock, &run, None)
+                transact(&sock, &run, None, feed_as)
             })?
         };
         Ok(UdpRr { server, client })
@@ -252,9 +263,14 @@ fn lost(raw: &mut UdpRrRaw, run: &Run, t: f64) {
 
 /// The client's loop until `run` stops: one transaction at a time, each
 /// recorded (unless the run is feed-only) and fed with its round trip and
-/// one-way delays. Back to back as netperf's UDP_RR (`pace` `None`), or
-/// one transaction every `pace` at most.
-pub fn transact(sock: &UdpSocket, run: &Run, pace: Option<Duration>) -> anyhow::Result<UdpRrRaw> {
+/// one-way delays as `feed_as`. Back to back as netperf's UDP_RR (`pace`
+/// `None`), or one transaction every `pace` at most.
+pub fn transact(
+    sock: &UdpSocket,
+    run: &Run,
+    pace: Option<Duration>,
+    feed_as: Option<Probe>,
+) -> anyhow::Result<UdpRrRaw> {
     let mut raw = UdpRrRaw::default();
     let mut buf = [0u8; 64];
     let mut seq = 0u64;
@@ -295,7 +311,9 @@ pub fn transact(sock: &UdpSocket, run: &Run, pace: Option<Duration>) -> anyhow::
                     if run.keeps_record() {
                         raw.samples.push(sample);
                     }
-                    run.feed(Probe::UdpRr, sample);
+                    if let Some(probe) = feed_as {
+                        run.feed(probe, sample);
+                    }
                     break;
                 }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
@@ -386,7 +404,7 @@ mod tests {
         let threads = [run.clone(), run.clone()];
         let [a, b] = threads;
         let serving = std::thread::spawn(move || serve(&server, &a));
-        let client = std::thread::spawn(move || transact(&client, &b, None));
+        let client = std::thread::spawn(move || transact(&client, &b, None, Some(Probe::UdpRr)));
         // Wait (bounded) for a few transactions to complete.
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         let mut fed = Vec::new();

@@ -19,7 +19,7 @@ use super::qdiscs::{build_qdisc, tc_show};
 use super::report::{
     per_queue, DirReport, DirTally, FlowReport, SimReport, SnapshotDir, SnapshotReport,
 };
-use super::scenario::Scenario;
+use super::scenario::{CcAlgo, Scenario};
 use super::sources::{build_flows, latency_histogram, seg_bytes, Flow, Source};
 use super::trace::{DriverTrace, EventKind, Trace, TraceEvent};
 use super::SimError;
@@ -468,6 +468,7 @@ impl Sim {
                     Proto::Tcp => L4::Tcp {
                         seq: 0,
                         ack: None,
+                        ae: false,
                         ece: false,
                         cwr: false,
                         sack: [None; 3],
@@ -499,9 +500,15 @@ impl Sim {
             segs.extend(std::iter::from_fn(|| tcp.sender.next_segment(now)));
         }
         let (isn, mss, ecn, total) = (tcp.isn, tcp.mss, tcp.ecn, tcp.total);
+        let scalable = tcp.cc == CcAlgo::Prague;
         for s in segs.drain(..) {
             let payload = seg_bytes(total, mss, s.seg);
-            let ds = if ecn && !s.retransmit {
+            // ECT(1) for the scalable sender, retransmissions included (RFC
+            // 9331 §4.1 identifier; RFC 8311 §4.3 lifts the ban on ECT on
+            // retransmissions); ECT(0) on new data otherwise (RFC 3168).
+            let ds = if scalable {
+                tos & !3 | 1
+            } else if ecn && !s.retransmit {
                 tos & !3 | 2
             } else {
                 tos & !3
@@ -509,6 +516,7 @@ impl Sim {
             let l4 = L4::Tcp {
                 seq: isn.wrapping_add((s.seg * mss as u64) as u32),
                 ack: Some(1),
+                ae: false,
                 ece: false,
                 cwr: s.cwr,
                 sack: [None; 3],
@@ -554,11 +562,13 @@ impl Sim {
         for (k, b) in info.sack_blocks().iter().enumerate() {
             sack[k] = Some((to_seq(b.0), to_seq(b.1)));
         }
+        let (ae, cwr, ece) = info.flags();
         let l4 = L4::Tcp {
             seq: 1,
             ack: Some(to_seq(info.ack)),
-            ece: info.ece,
-            cwr: false,
+            ae,
+            ece,
+            cwr,
             sack,
         };
         self.emit(i, dir, true, &ep, tos, 0, l4, What::Ack(info));
@@ -659,6 +669,7 @@ impl Sim {
         let l4 = L4::Tcp {
             seq: 0,
             ack: Some(1),
+            ae: false,
             ece: false,
             cwr: false,
             sack: [None; 3],
@@ -898,7 +909,8 @@ impl Sim {
                 let Source::Tcp(tcp) = &mut self.flows[i].source else {
                     return;
                 };
-                tcp.sender.on_ack(ack.ack, ack.sack_blocks(), ack.ece, now);
+                tcp.sender
+                    .on_ack(ack.ack, ack.sack_blocks(), ack.echo(), now);
                 self.tcp_transmit(i);
             }
             What::Datagram => {}

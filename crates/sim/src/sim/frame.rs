@@ -108,6 +108,8 @@ pub enum L4 {
         seq: u32,
         /// Acknowledgement number, if the ACK flag is set.
         ack: Option<u32>,
+        /// AE flag (the old NS bit; accurate ECN's top ACE bit).
+        ae: bool,
         /// ECN-Echo flag.
         ece: bool,
         /// Congestion Window Reduced flag.
@@ -145,6 +147,7 @@ pub fn write_frame(
         L4::Tcp {
             seq,
             ack,
+            ae,
             ece,
             cwr,
             sack,
@@ -152,6 +155,7 @@ pub fn write_frame(
             let mut h = TcpHeader::new(ep.src.port(), ep.dst.port(), seq, 0xFFFF);
             h.ack = ack.is_some();
             h.acknowledgment_number = ack.unwrap_or(0);
+            h.ns = ae;
             h.ece = ece;
             h.cwr = cwr;
             let ts = TcpOptionElement::Timestamp(tag.slot, tag.serial);
@@ -326,6 +330,7 @@ mod tests {
         let l4 = L4::Tcp {
             seq: 1000,
             ack: Some(77),
+            ae: false,
             ece: true,
             cwr: false,
             sack: [Some((5, 10)), Some((20, 30)), None],

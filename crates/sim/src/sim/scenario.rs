@@ -18,8 +18,8 @@
 //! [link.left_to_right]
 //! tc = ["tc qdisc add dev left root fq_codel"]
 //!
-//! [[tcp]]                   # bulk TCP: cc reno|cubic, count, start,
-//! cc = "cubic"              # start_jitter, stop, bytes, mss, init_cwnd,
+//! [[tcp]]                   # bulk TCP: cc reno|cubic|prague, count,
+//! cc = "cubic"              # start, start_jitter, stop, bytes, mss, init_cwnd,
 //! count = 8                 # rwnd, ecn, delayed_ack, delack_timeout,
 //! start_jitter = "100ms"    # min_rto, tos, direction, src/dst/ipv6
 //!
@@ -167,6 +167,9 @@ pub enum CcAlgo {
     /// CUBIC (RFC 9438), with HyStart; the default.
     #[default]
     Cubic,
+    /// Prague-like scalable congestion control (RFC 9331 §4, DCTCP's
+    /// reaction of RFC 8257): ECT(1), accurate ECN; implies `ecn`.
+    Prague,
 }
 
 /// Optional addresses of a flow (the `src`, `dst` and `ipv6` keys of each
@@ -229,7 +232,8 @@ pub struct TcpSpec {
     /// Receive window in bytes (the receiver's buffer).
     #[serde(default = "default_rwnd")]
     pub rwnd: Size,
-    /// Negotiate ECN (ECT(0) on data, ECE/CWR).
+    /// Negotiate ECN (ECT(0) on data, ECE/CWR); `cc = "prague"` always
+    /// does, with ECT(1) and accurate ECN.
     #[serde(default)]
     pub ecn: bool,
     /// Receiver ACKs every second segment or after `delack_timeout`.

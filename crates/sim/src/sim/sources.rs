@@ -33,7 +33,8 @@ pub struct TcpFlow {
     pub mss: u32,
     /// Total payload bytes, `None` for unlimited.
     pub total: Option<u64>,
-    /// The flow uses ECN: its data is ECN-capable and CE is echoed back.
+    /// The flow uses ECN: its data is ECN-capable (ECT(1) for Prague,
+    /// ECT(0) otherwise) and CE is echoed back.
     pub ecn: bool,
     /// Initial sequence number (byte sequence in headers).
     pub isn: u32,
@@ -265,10 +266,15 @@ pub fn build_flows(sc: &Scenario, rng: &mut SmallRng) -> Result<Vec<Flow>, SimEr
                     spec.min_rto.0,
                     spec.ecn,
                 ),
-                receiver: TcpReceiver::new(spec.delayed_ack, spec.delack_timeout.0),
+                receiver: match spec.cc {
+                    CcAlgo::Prague => {
+                        TcpReceiver::new(spec.delayed_ack, spec.delack_timeout.0).accurate_ecn()
+                    }
+                    _ => TcpReceiver::new(spec.delayed_ack, spec.delack_timeout.0),
+                },
                 mss,
                 total,
-                ecn: spec.ecn,
+                ecn: spec.ecn || spec.cc == CcAlgo::Prague,
                 isn: rng.gen(),
                 rto_event: None,
                 delack_event: None,

@@ -9,6 +9,12 @@
 //! second segment or a timeout). CUBIC leaves slow start early on a rising
 //! RTT as Linux's HyStart does (delay detection: the minimum RTT of a
 //! round's first eight ACKs above the flow's minimum plus a clamped eighth).
+//! Prague is the scalable (L4S) sender of RFC 9331 §4: ECT(1) data, accurate
+//! ECN feedback (RFC 9768: the receiver counts CE-marked segments and the
+//! ACK carries the count, not a sticky ECE), DCTCP's per-RTT estimate of the
+//! marked fraction (RFC 8257: alpha += g·(F − alpha), g = 1/16) and a
+//! reduction of cwnd by alpha/2 at most once per round trip on marks; it
+//! grows by one segment per RTT and treats loss as Reno does.
 //! No handshake: flows start established.
 //!
 //! Pure: every call takes `now`; the simulator owns timers and packets.
@@ -37,6 +43,8 @@ const HYSTART_LOW_WINDOW: f64 = 16.0;
 const HYSTART_MIN_SAMPLES: u32 = 8;
 const HYSTART_DELAY_MIN_NS: u64 = 4_000_000;
 const HYSTART_DELAY_MAX_NS: u64 = 16_000_000;
+/// DCTCP's EWMA gain g = 1/16 (RFC 8257 §3.3; Linux `dctcp_shift_g` = 4).
+const PRAGUE_G: f64 = 1.0 / 16.0;
 
 /// Counters of one sender.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -50,8 +58,10 @@ pub struct TcpStats {
     pub fast_recoveries: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
-    /// Window reductions in answer to ECN-Echo.
+    /// Window reductions in answer to ECN-Echo (Prague: to new CE counts).
     pub ecn_reductions: u64,
+    /// Prague: CE-marked segments the receiver reported (AccECN count).
+    pub ce_reported: u64,
     /// Slow starts CUBIC's HyStart ended on a rising RTT.
     pub hystart_exits: u64,
 }
@@ -65,6 +75,50 @@ pub struct Segment {
     pub retransmit: bool,
     /// Congestion Window Reduced: first new segment after an ECE reaction.
     pub cwr: bool,
+}
+
+/// The ECN feedback one ACK carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Echo {
+    /// Classic ECN (RFC 3168): the ECN-Echo flag.
+    Ece(bool),
+    /// Accurate ECN (RFC 9768): the receiver's count of CE-marked segments
+    /// since the flow began.
+    CeCount(u64),
+}
+
+impl From<bool> for Echo {
+    fn from(ece: bool) -> Echo {
+        Echo::Ece(ece)
+    }
+}
+
+/// Prague's observation window (one round trip) and its alpha estimate
+/// (Linux tcp_dctcp.c `dctcp_update_alpha`, in floating point).
+#[derive(Clone, Copy, Debug)]
+struct Prague {
+    /// The estimate of the marked fraction; starts at 1 as
+    /// `dctcp_alpha_on_init` does.
+    alpha: f64,
+    /// The window ends when this segment is acknowledged.
+    window_end: u64,
+    /// Segments acknowledged and CE counts reported in the window.
+    acked: u64,
+    marked: u64,
+    /// The last CE count the receiver reported.
+    ce_seen: u64,
+}
+
+impl Default for Prague {
+    fn default() -> Self {
+        Prague {
+            alpha: 1.0,
+            window_end: 0,
+            acked: 0,
+            marked: 0,
+            ce_seen: 0,
+        }
+    }
 }
 
 /// HyStart's per-round state.
@@ -141,6 +195,7 @@ pub struct TcpSender {
     fast_retransmit: bool,
     cubic: Cubic,
     hystart: HyStart,
+    prague: Prague,
     /// The sender's counters.
     pub stats: TcpStats,
 }
@@ -149,7 +204,7 @@ impl TcpSender {
     /// A sender with congestion control `cc`, `limit` segments to send (None:
     /// unbounded), an initial window of `init_cwnd` segments, the receiver's
     /// window of `rwnd_segs` segments, a minimum RTO of `min_rto_ns` and ECN on
-    /// or off.
+    /// or off (Prague always uses ECN).
     pub fn new(
         cc: CcAlgo,
         limit: Option<u64>,
@@ -182,12 +237,13 @@ impl TcpSender {
             backoff: 0,
             rto_at: None,
             rtt_probe: None,
-            ecn,
+            ecn: ecn || cc == CcAlgo::Prague,
             ecn_recover: 0,
             cwr_pending: false,
             fast_retransmit: false,
             cubic: Cubic::default(),
             hystart: HyStart::default(),
+            prague: Prague::default(),
             stats: TcpStats::default(),
         }
     }
@@ -211,6 +267,10 @@ impl TcpSender {
     /// When the retransmission timer fires, if armed.
     pub fn rto_at(&self) -> Option<Instant> {
         self.rto_at
+    }
+    /// Prague's estimate of the marked fraction (1 for other senders).
+    pub fn alpha(&self) -> f64 {
+        self.prague.alpha
     }
     /// In fast recovery.
     pub fn in_recovery(&self) -> bool {
@@ -318,7 +378,7 @@ impl TcpSender {
     /// The congestion reaction (loss or ECE): returns the new ssthresh.
     fn on_congestion(&mut self) -> f64 {
         match self.cc {
-            CcAlgo::Reno => (self.cwnd / 2.0).max(2.0),
+            CcAlgo::Reno | CcAlgo::Prague => (self.cwnd / 2.0).max(2.0),
             CcAlgo::Cubic => {
                 let c = &mut self.cubic;
                 c.epoch_start = None;
@@ -343,7 +403,7 @@ impl TcpSender {
             return;
         }
         match self.cc {
-            CcAlgo::Reno => self.cwnd += acked_f / self.cwnd,
+            CcAlgo::Reno | CcAlgo::Prague => self.cwnd += acked_f / self.cwnd,
             CcAlgo::Cubic => {
                 let rtt_s = self.srtt_ns.unwrap_or(INITIAL_RTO_NS) as f64 / 1e9;
                 let cwnd = self.cwnd;
@@ -418,12 +478,37 @@ impl TcpSender {
         }
     }
 
+    /// Prague's accounting of one ACK: the CE count it reports and the
+    /// segments it acknowledges; at the end of a round trip the marked
+    /// fraction F updates alpha (RFC 8257 §3.3). Returns whether the ACK
+    /// reports new marks.
+    fn prague_feedback(&mut self, ce_count: u64, acked: u64) -> bool {
+        let p = &mut self.prague;
+        let new_marks = ce_count.saturating_sub(p.ce_seen);
+        p.ce_seen = p.ce_seen.max(ce_count);
+        p.marked += new_marks;
+        p.acked += acked;
+        self.stats.ce_reported += new_marks;
+        if self.snd_una > p.window_end {
+            if p.acked > 0 {
+                let f = (p.marked as f64 / p.acked as f64).min(1.0);
+                p.alpha += PRAGUE_G * (f - p.alpha);
+            }
+            p.acked = 0;
+            p.marked = 0;
+            p.window_end = self.high_tx;
+        }
+        new_marks > 0
+    }
+
     /// Processes an ACK: cumulative `ack` (next expected segment), SACK
-    /// blocks `[left, right)` in segments, and the ECE flag.
-    pub fn on_ack(&mut self, ack: u64, sacks: &[(u64, u64)], ece: bool, now: Instant) {
+    /// blocks `[left, right)` in segments, and the ECN feedback (the ECE
+    /// flag, or Prague's CE count).
+    pub fn on_ack(&mut self, ack: u64, sacks: &[(u64, u64)], echo: impl Into<Echo>, now: Instant) {
         if ack > self.high_tx {
             return;
         }
+        let echo = echo.into();
         let mut acked = 0;
         if ack > self.snd_una {
             acked = ack - self.snd_una;
@@ -510,8 +595,23 @@ impl TcpSender {
         if self.in_recovery && (entered || newly_sacked > 0) {
             self.mark_losses();
         }
+        let ece = match echo {
+            Echo::Ece(ece) => ece,
+            Echo::CeCount(n) if self.cc == CcAlgo::Prague => self.prague_feedback(n, acked),
+            Echo::CeCount(_) => false,
+        };
         if acked > 0 && !self.in_recovery && !exited {
-            if ece && self.ecn {
+            if ece && self.ecn && self.cc == CcAlgo::Prague {
+                // DCTCP's reduction, once per round trip (RFC 8257 §3.3,
+                // Linux `dctcp_ssthresh`); AccECN needs no CWR.
+                if self.snd_una > self.ecn_recover {
+                    let reduced = self.cwnd * (1.0 - self.prague.alpha / 2.0);
+                    self.ssthresh = reduced.max(2.0);
+                    self.cwnd = self.ssthresh;
+                    self.ecn_recover = self.high_tx;
+                    self.stats.ecn_reductions += 1;
+                }
+            } else if ece && self.ecn {
                 // Reduce once per window; never grow on ECE (RFC 3168 6.1.2).
                 if self.snd_una > self.ecn_recover {
                     self.ssthresh = self.on_congestion();
@@ -577,9 +677,29 @@ pub struct AckInfo {
     pub nsacks: u8,
     /// ECN-Echo set.
     pub ece: bool,
+    /// An accurate-ECN receiver's count of CE-marked segments.
+    pub ce_count: Option<u64>,
 }
 
 impl AckInfo {
+    /// The ECN feedback for the sender.
+    pub fn echo(&self) -> Echo {
+        self.ce_count.map_or(Echo::Ece(self.ece), Echo::CeCount)
+    }
+
+    /// The AE, CWR and ECE flags as an accurate-ECN receiver sets them: the
+    /// ACE field, its CE count plus 5 modulo 8 (RFC 9768 §3.2.2.1, `r.cep`
+    /// starts at 5); the classic ECE flag otherwise.
+    pub fn flags(&self) -> (bool, bool, bool) {
+        match self.ce_count {
+            Some(n) => {
+                let ace = (n + 5) % 8;
+                (ace & 4 != 0, ace & 2 != 0, ace & 1 != 0)
+            }
+            None => (false, false, self.ece),
+        }
+    }
+
     /// The valid SACK blocks.
     pub fn sack_blocks(&self) -> &[(u64, u64)] {
         &self.sacks[..self.nsacks as usize]
@@ -595,6 +715,10 @@ pub struct TcpReceiver {
     /// The most recently arrived out-of-order segment (first SACK block).
     last_ooo: u64,
     ece_pending: bool,
+    /// Accurate ECN: count CE-marked segments (`Some`) instead of ECE.
+    ce_count: Option<u64>,
+    /// The last data segment was CE-marked (AccECN's change-triggered ACK).
+    last_ce: bool,
     delayed_ack: bool,
     delack_ns: u64,
     unacked: u32,
@@ -612,12 +736,21 @@ impl TcpReceiver {
             ooo: VecDeque::new(),
             last_ooo: 0,
             ece_pending: false,
+            ce_count: None,
+            last_ce: false,
             delayed_ack,
             delack_ns,
             unacked: 0,
             delack_at: None,
             segments_received: 0,
         }
+    }
+
+    /// The same receiver with accurate ECN feedback (RFC 9768): its ACKs
+    /// carry the count of CE-marked segments.
+    pub fn accurate_ecn(mut self) -> Self {
+        self.ce_count = Some(0);
+        self
     }
 
     /// Next expected segment (= segments received in order).
@@ -639,7 +772,16 @@ impl TcpReceiver {
         if ce {
             self.ece_pending = true;
         }
-        let mut immediate = ce || !self.delayed_ack;
+        let mut immediate = !self.delayed_ack;
+        if let Some(n) = &mut self.ce_count {
+            // Change-triggered ACK: when CE starts or stops (RFC 9768
+            // §3.2.2.5.1).
+            *n += u64::from(ce);
+            immediate |= ce != self.last_ce;
+            self.last_ce = ce;
+        } else {
+            immediate |= ce;
+        }
         if seg == self.rcv_nxt {
             self.rcv_nxt += 1;
             if !self.ooo.is_empty() {
@@ -689,7 +831,8 @@ impl TcpReceiver {
             ack: self.rcv_nxt,
             sacks: [(0, 0); 3],
             nsacks: 0,
-            ece: self.ece_pending,
+            ece: self.ece_pending && self.ce_count.is_none(),
+            ce_count: self.ce_count,
         };
         // Runs of received segments above the hole; the one holding the
         // latest arrival goes first (RFC 2018), then the lowest others.
@@ -959,6 +1102,119 @@ mod tests {
         let reno = run(CcAlgo::Reno);
         assert_eq!(reno.stats.hystart_exits, 0);
         assert_eq!(reno.ssthresh(), f64::MAX, "Reno stays in slow start");
+    }
+
+    /// A Prague sender in congestion avoidance with `cwnd` segments.
+    fn prague(cwnd: u32) -> TcpSender {
+        let mut s = TcpSender::new(CcAlgo::Prague, None, cwnd, 1000, 200_000_000, false);
+        s.ssthresh = cwnd as f64;
+        s
+    }
+
+    #[test]
+    fn prague_alpha_after_a_window_with_3_of_10_marked() {
+        let mut s = prague(10);
+        assert!(s.ecn, "Prague implies ECN");
+        drain(&mut s, t(0));
+        // One observation window over segments 0..10; 2, 5 and 7 are CE.
+        s.prague.window_end = 9;
+        let marked = [2u64, 5, 7];
+        for k in 1..=10u64 {
+            let ce = marked.iter().filter(|&&m| m < k).count() as u64;
+            s.on_ack(k, &[], Echo::CeCount(ce), t(10));
+            if k < 10 {
+                assert_eq!(s.alpha(), 1.0, "no update inside the window");
+            }
+        }
+        // alpha = (1 - 1/16)·1 + 1/16·3/10
+        assert!((s.alpha() - (15.0 / 16.0 + 0.3 / 16.0)).abs() < 1e-12);
+        assert_eq!(s.stats.ce_reported, 3);
+        // The next window, unmarked, decays it by 15/16.
+        drain(&mut s, t(10));
+        let high = s.high_tx;
+        s.on_ack(high, &[], Echo::CeCount(3), t(20));
+        assert!((s.alpha() - (15.0 / 16.0 + 0.3 / 16.0) * 15.0 / 16.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn prague_reduces_once_per_round_trip_without_cwr() {
+        let mut s = prague(10);
+        drain(&mut s, t(0));
+        // The first ACK closes the initial window fully marked: alpha stays
+        // 1 and cwnd halves.
+        s.on_ack(1, &[], Echo::CeCount(1), t(10));
+        assert_eq!(s.cwnd(), 5.0);
+        s.on_ack(2, &[], Echo::CeCount(2), t(10));
+        assert_eq!(s.cwnd(), 5.0, "a second mark in the same RTT is ignored");
+        assert_eq!(s.stats.ecn_reductions, 1);
+        for k in 3..=10 {
+            s.on_ack(k, &[], Echo::CeCount(2), t(11));
+        }
+        assert!(s.cwnd() > 5.0, "grows on unmarked ACKs: {}", s.cwnd());
+        let segs = drain(&mut s, t(11));
+        assert!(!segs.iter().any(|x| x.cwr), "accurate ECN sets no CWR");
+        // Segment 10 was sent after the reduction: its mark counts.
+        s.on_ack(11, &[], Echo::CeCount(3), t(20));
+        assert_eq!(s.stats.ecn_reductions, 2);
+        // A loss halves the window as Reno does.
+        let before = s.cwnd();
+        s.on_ack(11, &[(12, 15)], Echo::CeCount(3), t(21));
+        assert!(s.in_recovery());
+        assert_eq!(s.ssthresh(), (before / 2.0).max(2.0));
+    }
+
+    #[test]
+    fn prague_cwnd_trajectory_over_four_round_trips() {
+        // One cumulative ACK per round trip for everything sent.
+        let mut s = prague(20);
+        let round = |s: &mut TcpSender, ms: u64, ce: u64| {
+            let n = drain(s, t(ms - 10)).len();
+            let high = s.high_tx;
+            s.on_ack(high, &[], Echo::CeCount(ce), t(ms));
+            n
+        };
+        // 1: 20 unmarked: alpha = 15/16, cwnd = 20 + 20/20.
+        assert_eq!(round(&mut s, 10, 0), 20);
+        assert_eq!((s.alpha(), s.cwnd()), (0.9375, 21.0));
+        // 2: all 21 marked: alpha = 0.9375 + (1 - 0.9375)/16 = 0.94140625,
+        // cwnd = 21·(1 - alpha/2) = 11.115234375.
+        assert_eq!(round(&mut s, 20, 21), 21);
+        assert_eq!((s.alpha(), s.cwnd()), (0.94140625, 11.115234375));
+        // 3: 11 sent, unmarked: alpha·15/16 = 0.882568359375,
+        // cwnd = 11.115234375 + 11/11.115234375 = 12.104867128...
+        assert_eq!(round(&mut s, 30, 21), 11);
+        assert_eq!(s.alpha(), 0.882568359375);
+        assert!((s.cwnd() - 12.104_867_128_470_392).abs() < 1e-9);
+        // 4: 12 sent, 6 marked (F = 1/2): alpha = 0.8585578369140625,
+        // cwnd = 12.1048...·(1 - alpha/2) = 6.907897616...
+        assert_eq!(round(&mut s, 40, 27), 12);
+        assert!((s.alpha() - 0.858_657_836_914_062_5).abs() < 1e-12);
+        assert!((s.cwnd() - 6.907_897_616_138_129).abs() < 1e-9);
+        assert_eq!(s.stats.ecn_reductions, 2);
+    }
+
+    #[test]
+    fn accurate_ecn_receiver_counts_marks_and_acks_on_change() {
+        let mut r = TcpReceiver::new(true, 40_000_000).accurate_ecn();
+        assert_eq!(r.on_data(0, false, false, t(0)), AckNow::Delayed(t(40)));
+        // CE starts: an immediate ACK.
+        assert_eq!(r.on_data(1, true, false, t(1)), AckNow::Now);
+        let a = r.make_ack();
+        assert_eq!((a.ce_count, a.ece), (Some(1), false));
+        assert_eq!(a.echo(), Echo::CeCount(1));
+        // ACE = (1 + 5) mod 8 = 0b110: AE and CWR set, ECE clear.
+        assert_eq!(a.flags(), (true, true, false));
+        // CE continues: delayed ACK as usual; CE stops: immediate.
+        assert_eq!(r.on_data(2, true, false, t(2)), AckNow::Delayed(t(42)));
+        assert_eq!(r.on_data(3, false, false, t(3)), AckNow::Now);
+        assert_eq!(r.make_ack().echo(), Echo::CeCount(2));
+        // CWR does not clear anything.
+        r.on_data(4, false, true, t(4));
+        assert_eq!(r.make_ack().ce_count, Some(2));
+        // A classic receiver's flags are the ECE flag alone.
+        let mut c = TcpReceiver::new(false, 40_000_000);
+        c.on_data(0, true, false, t(0));
+        assert_eq!(c.make_ack().flags(), (false, false, true));
     }
 
     #[test]
