@@ -43,6 +43,8 @@ pub enum QdiscOptions {
     PfifoFast(PfifoFastOptions),
     /// prio: `tc_prio_qopt`.
     Prio(super::prio::PrioOptions),
+    /// The `TCA_ETS_*` attributes.
+    Ets(super::ets::EtsOptions),
     /// tbf: `tc_tbf_qopt` and the TCA_TBF_* attributes.
     Tbf(TbfOptions),
     /// mq: the TX queue count (a bloatbox extension).
@@ -79,6 +81,10 @@ pub enum ClassOptions {
     Htb(HtbClassOptions),
     /// A QFQ class's weight and lmax.
     Qfq(super::qfq::QfqClassOptions),
+    /// A DRR class's quantum (`TCA_DRR_QUANTUM`).
+    Drr(super::drr::DrrClassOptions),
+    /// An ETS band's quantum (`TCA_ETS_QUANTA_BAND`).
+    Ets(super::ets::EtsClassOptions),
     /// The class options of a kind outside the built-in table.
     Other(Attrs),
 }
@@ -153,6 +159,9 @@ pub enum Xstats {
     /// `struct tc_htb_xstats`, a class's (net/sched/sch_htb.c
     /// `htb_dump_class_stats`).
     HtbClass(HtbXstats),
+    /// `struct tc_drr_stats`, a class's (net/sched/sch_drr.c
+    /// `drr_dump_class_stats`).
+    DrrClass(super::drr::DrrXstats),
     /// `struct tc_red_xstats` (net/sched/sch_red.c `red_dump_stats`).
     Red(RedXstats),
     /// `struct tc_pie_xstats` (net/sched/sch_pie.c `pie_dump_stats`).
