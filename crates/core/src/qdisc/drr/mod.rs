@@ -85,14 +85,14 @@ fn index(classes: &[Class], classid: Handle) -> Option<usize> {
 }
 
 /// `drr_change_class`'s attributes: `None` where the request carried no
-/// `TCA_OPTIONS` ("DRR options are required for this operation").
+/// `TCA_OPTIONS` ("DRR options are required for this operation.").
 fn request(options: &ClassOptions) -> Result<DrrClassOptions, Refusal> {
     let o = match options {
         ClassOptions::Drr(o) => *o,
         ClassOptions::None => {
             return Err(Refusal::new(
                 Errno::EINVAL,
-                "DRR options are required for this operation",
+                "DRR options are required for this operation.",
             ))
         }
         _ => return Err(super::options::foreign("drr")),
@@ -100,7 +100,7 @@ fn request(options: &ClassOptions) -> Result<DrrClassOptions, Refusal> {
     if o.quantum == Some(0) {
         return Err(Refusal::new(
             Errno::EINVAL,
-            "Specified DRR quantum cannot be zero",
+            "Specified DRR quantum cannot be zero.",
         ));
     }
     Ok(o)
@@ -340,7 +340,7 @@ impl FilterHost for Drr {
     fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, Refusal> {
         match parent {
             Some(p) if p != TC_H_ROOT && super::tc_h_minor(p) != 0 => {
-                Err(Refusal::new(Errno::EINVAL, "DRR classid must be zero"))
+                Err(Refusal::new(Errno::EINVAL, "DRR classid must be zero."))
             }
             _ => Ok(&mut self.filters),
         }
@@ -410,7 +410,7 @@ impl Classful for Drr {
     fn delete_class(&mut self, classid: Handle, drops: &mut Drops) -> Result<(), Refusal> {
         let i = index(&self.classes, classid).ok_or_else(|| no_class(classid))?;
         if self.filters.targets(classid) {
-            return Err(Refusal::new(Errno::EBUSY, "DRR class is in use"));
+            return Err(Refusal::new(Errno::EBUSY, "DRR class is in use."));
         }
         self.on_child(i, drops, |child, drops| child.reset(drops));
         self.rounds.leave(classid);

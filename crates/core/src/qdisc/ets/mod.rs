@@ -87,14 +87,16 @@ pub struct Ets {
 }
 
 /// An `ets_qdisc_change` refusal: `NL_SET_ERR_MSG_MOD`'s module prefix.
+/// (Each message here ends with the period tc adds to an extack message
+/// that lacks one, lib/libnetlink.c `print_ext_ack_msg`.)
 fn refuse(msg: &str) -> Refusal {
     Refusal::new(Errno::EINVAL, format!("sch_ets: {msg}"))
 }
 
-/// "ETS quantum cannot be zero" (`ets_quantum_parse`).
+/// "ETS quantum cannot be zero." (`ets_quantum_parse`).
 fn check_quantum(q: u32) -> Result<u32, Refusal> {
     if q == 0 {
-        return Err(Refusal::new(Errno::EINVAL, "ETS quantum cannot be zero"));
+        return Err(Refusal::new(Errno::EINVAL, "ETS quantum cannot be zero."));
     }
     Ok(q)
 }
@@ -114,21 +116,21 @@ struct Plan {
 fn plan(o: &EtsOptions, psched_mtu: u32) -> Result<Plan, Refusal> {
     let nbands = o
         .bands
-        .ok_or_else(|| refuse("Number of bands is a required argument"))?;
+        .ok_or_else(|| refuse("Number of bands is a required argument."))?;
     if !(1..=TCQ_ETS_MAX_BANDS).contains(&nbands) {
-        return Err(refuse("Invalid number of bands"));
+        return Err(refuse("Invalid number of bands."));
     }
     let mut priomap = [nbands - 1; 16];
     let nstrict = o.strict.unwrap_or(0);
     if nstrict > nbands {
-        return Err(refuse("Invalid number of strict bands"));
+        return Err(refuse("Invalid number of strict bands."));
     }
     for (prio, &band) in o.priomap.iter().enumerate() {
         if prio > TC_PRIO_MAX as usize {
-            return Err(refuse("Too many priorities in ETS priomap"));
+            return Err(refuse("Too many priorities in ETS priomap."));
         }
         if band >= nbands {
-            return Err(refuse("Invalid band number in ETS priomap"));
+            return Err(refuse("Invalid band number in ETS priomap."));
         }
         priomap[prio] = band;
     }
@@ -137,7 +139,7 @@ fn plan(o: &EtsOptions, psched_mtu: u32) -> Result<Plan, Refusal> {
     for (i, &q) in o.quanta.iter().enumerate() {
         let band = nstrict + i;
         if band >= nbands {
-            return Err(refuse("ETS quanta has more values than bands"));
+            return Err(refuse("ETS quanta has more values than bands."));
         }
         quanta[band] = check_quantum(q)?;
     }
@@ -460,7 +462,7 @@ impl FilterHost for Ets {
     fn chain_mut(&mut self, parent: Option<Handle>) -> Result<&mut FilterChain, Refusal> {
         match parent {
             Some(p) if p != TC_H_ROOT && super::tc_h_minor(p) != 0 => {
-                Err(Refusal::new(Errno::EINVAL, "ETS classid must be zero"))
+                Err(Refusal::new(Errno::EINVAL, "ETS classid must be zero."))
             }
             _ => Ok(&mut self.filters),
         }
@@ -473,7 +475,7 @@ impl Classful for Ets {
     fn add_class(&mut self, _: Handle, _: Handle, _: &ClassOptions) -> Result<(), Refusal> {
         Err(Refusal::new(
             Errno::EOPNOTSUPP,
-            "Fine-grained class addition and removal is not supported",
+            "Fine-grained class addition and removal is not supported.",
         ))
     }
 
@@ -483,7 +485,7 @@ impl Classful for Ets {
         let band = self.band_of(classid).ok_or_else(|| {
             Refusal::new(
                 Errno::EOPNOTSUPP,
-                "Fine-grained class addition and removal is not supported",
+                "Fine-grained class addition and removal is not supported.",
             )
         })?;
         let o = match options {
@@ -491,7 +493,7 @@ impl Classful for Ets {
             ClassOptions::None => {
                 return Err(Refusal::new(
                     Errno::EINVAL,
-                    "ETS options are required for this operation",
+                    "ETS options are required for this operation.",
                 ))
             }
             _ => return Err(super::options::foreign("ets")),
@@ -502,7 +504,7 @@ impl Classful for Ets {
         if band < self.nstrict {
             return Err(Refusal::new(
                 Errno::EINVAL,
-                "Strict bands do not have a configurable quantum",
+                "Strict bands do not have a configurable quantum.",
             ));
         }
         self.bands[band].quantum = check_quantum(q)?;

@@ -159,35 +159,35 @@ fn qdisc_options_are_refused_as_ets_qdisc_change_does() {
     for (o, msg) in [
         (
             opts(None, None, &[], &[]),
-            "sch_ets: Number of bands is a required argument",
+            "sch_ets: Number of bands is a required argument.",
         ),
         (
             opts(Some(0), None, &[], &[]),
-            "sch_ets: Invalid number of bands",
+            "sch_ets: Invalid number of bands.",
         ),
         (
             opts(Some(17), None, &[], &[]),
-            "sch_ets: Invalid number of bands",
+            "sch_ets: Invalid number of bands.",
         ),
         (
             opts(Some(2), Some(3), &[], &[]),
-            "sch_ets: Invalid number of strict bands",
+            "sch_ets: Invalid number of strict bands.",
         ),
         (
             opts(Some(2), None, &[], &[0; 17]),
-            "sch_ets: Too many priorities in ETS priomap",
+            "sch_ets: Too many priorities in ETS priomap.",
         ),
         (
             opts(Some(2), None, &[], &[0, 2]),
-            "sch_ets: Invalid band number in ETS priomap",
+            "sch_ets: Invalid band number in ETS priomap.",
         ),
         (
             opts(Some(2), Some(1), &[10, 10], &[]),
-            "sch_ets: ETS quanta has more values than bands",
+            "sch_ets: ETS quanta has more values than bands.",
         ),
         (
             opts(Some(2), None, &[10, 0], &[]),
-            "ETS quantum cannot be zero",
+            "ETS quantum cannot be zero.",
         ),
     ] {
         let e = ets(o.clone()).err().unwrap();
@@ -241,17 +241,17 @@ fn class_requests_are_refused_as_ets_class_change_does() {
     let quantum = |q| ClassOptions::Ets(EtsClassOptions { quantum: q });
     let e = q.add_class(cid(4), H, &quantum(Some(10))).unwrap_err();
     assert_eq!(e.errno, Errno::EOPNOTSUPP);
-    assert!(e.says("Fine-grained class addition and removal is not supported"));
+    assert!(e.says("Fine-grained class addition and removal is not supported."));
     let e = q.change_class(cid(1), &quantum(Some(10))).unwrap_err();
     assert!(
-        e.says("Strict bands do not have a configurable quantum"),
+        e.says("Strict bands do not have a configurable quantum."),
         "{e:?}"
     );
     let e = q.change_class(cid(2), &quantum(Some(0))).unwrap_err();
-    assert!(e.says("ETS quantum cannot be zero"), "{e:?}");
+    assert!(e.says("ETS quantum cannot be zero."), "{e:?}");
     let e = q.change_class(cid(2), &ClassOptions::None).unwrap_err();
     assert!(
-        e.says("ETS options are required for this operation"),
+        e.says("ETS options are required for this operation."),
         "{e:?}"
     );
     // Nothing to configure, on a strict band too.
@@ -261,7 +261,7 @@ fn class_requests_are_refused_as_ets_class_change_does() {
     let e = q.delete_class(cid(2), &mut Drops::new()).unwrap_err();
     assert_eq!((e.errno, e.message.is_none()), (Errno::EOPNOTSUPP, true));
     let e = q.chain_mut(Some(cid(1))).unwrap_err();
-    assert!(e.says("ETS classid must be zero"), "{e:?}");
+    assert!(e.says("ETS classid must be zero."), "{e:?}");
     // ets_class_find reads the minor only.
     assert!(q.child_mut(tc_h_make(9, 3)).is_some());
     assert!(q.child_mut(cid(4)).is_none());

@@ -7,6 +7,8 @@
 
 pub mod cake;
 pub mod codel;
+pub mod drr;
+pub mod ets;
 pub mod fifo;
 pub mod fq_codel;
 pub mod fq_pie;
@@ -59,6 +61,8 @@ pub static BUILTIN: &[&Syntax] = &[
     &mq::SYNTAX,
     &qfq::SYNTAX,
     &prio::SYNTAX,
+    &drr::SYNTAX,
+    &ets::SYNTAX,
     &red::SYNTAX,
     &pie::SYNTAX,
     &fq_pie::SYNTAX,
