@@ -544,3 +544,89 @@ fn a_cake_snapshot_gives_rows_sort_keys_xstats_and_tins() {
         }
     }
 }
+
+/// The tree of `lines` on the left device, under the standard loads.
+fn tc_scenario(lines: &[&str]) -> Scenario {
+    let dev =
+        bloatbox::qdisc::tree::DevSpec::new(Dir::LeftToRight, bloatbox::qdisc::kinds::BUILTIN);
+    let tree = bloatbox::tc::build_tree(dev, lines).unwrap_or_else(|e| panic!("{e}"));
+    let mut s = Scenario::new(
+        Box::new(tree),
+        Box::new(PfifoFast::new(root_ctx(0))),
+        link_params(),
+    );
+    s.add_standard_loads();
+    s
+}
+
+/// DRR's and ETS's classes show as any kind's do: each class with its
+/// options, counters and xstats (DRR's deficit), its child below it.
+#[test]
+fn drr_and_ets_classes_are_flattened_with_their_options_and_deficits() {
+    let mut s = tc_scenario(&[
+        "tc qdisc add dev left root handle 1: drr",
+        "tc class add dev left parent 1: classid 1:1 drr quantum 3000",
+        "tc class add dev left parent 1: classid 1:2 drr",
+        "tc qdisc add dev left parent 1:1 handle 10: fq_codel",
+        "tc filter add dev left parent 1: protocol all prio 1 u32 match ip dport 5202 0xffff flowid 1:2",
+        "tc filter add dev left parent 1: protocol all prio 2 matchall flowid 1:1",
+    ]);
+    let app = app_after(&mut s, 10, STEP);
+    let tree = &app.dirs[0].tree;
+    let shape: Vec<(usize, bool, &str, &str)> = tree
+        .iter()
+        .map(|n| (n.depth, n.is_class, n.kind.as_str(), n.id.as_str()))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (0, false, "drr", "1:"),
+            (1, true, "drr", "1:1"),
+            (2, false, "fq_codel", "10:"),
+            (1, true, "drr", "1:2"),
+            (2, false, "pfifo", "0:"),
+        ]
+    );
+    assert_eq!(tree[1].options, "quantum 3000b");
+    assert_eq!(tree[3].options, "quantum 1514b");
+    assert!(tree[1].stats.packets > 0 && tree[3].stats.packets > 0);
+    assert!(
+        tree[1].xstats.len() == 1 && tree[1].xstats[0].starts_with("deficit "),
+        "{:?}",
+        tree[1].xstats
+    );
+
+    let mut s = tc_scenario(&[
+        "tc qdisc add dev left root handle 1: ets bands 3 strict 1 quanta 3000",
+        "tc filter add dev left parent 1: protocol all prio 1 u32 match ip dport 5202 0xffff flowid 1:2",
+    ]);
+    let app = app_after(&mut s, 10, STEP);
+    let tree = &app.dirs[0].tree;
+    let shape: Vec<(usize, bool, &str)> = tree
+        .iter()
+        .map(|n| (n.depth, n.is_class, n.id.as_str()))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (0, false, "1:"),
+            (1, true, "1:1"),
+            (2, false, "0:"),
+            (1, true, "1:2"),
+            (2, false, "0:"),
+            (1, true, "1:3"),
+            (2, false, "0:"),
+        ]
+    );
+    assert_eq!(
+        tree[0].options,
+        "bands 3 strict 1 quanta 3000 1514 priomap 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2"
+    );
+    assert_eq!(
+        (tree[1].options.as_str(), tree[3].options.as_str()),
+        ("", "quantum 3000")
+    );
+    // The default priomap sends everything but 5202 to the last band.
+    assert!(tree[3].stats.packets > 0 && tree[5].stats.packets > 0);
+    assert_eq!(tree[1].stats.packets, 0);
+}
