@@ -82,11 +82,9 @@ fn a_busy_strict_band_starves_the_sharing_bands() {
     for i in 0..20 {
         q.enqueue(to_band(1000 + i, 500, 2 + (i % 2) as u16), T, &mut d);
     }
-    let mut next = 0;
     // Under load: a strict frame arrives before each dequeue.
-    for _ in 0..100 {
+    for next in 0..100 {
         q.enqueue(to_band(next, 500, 1), T, &mut d);
-        next += 1;
         let p = q.dequeue(T, &mut d).unwrap();
         assert!(p.meta.id < 1000, "sharing band's {} went first", p.meta.id);
     }
