@@ -630,3 +630,29 @@ fn drr_and_ets_classes_are_flattened_with_their_options_and_deficits() {
     assert!(tree[3].stats.packets > 0 && tree[5].stats.packets > 0);
     assert_eq!(tree[1].stats.packets, 0);
 }
+
+/// prio's bands under load: each band is a class row whose counters line
+/// carries the band's backlog (its child's, `prio_dump_class_stats`), so
+/// the tree shows where the standing queue is.
+#[test]
+fn prio_band_rows_show_each_bands_backlog() {
+    let mut s = tc_scenario(&[
+        "tc qdisc add dev left root handle 1: prio",
+        "tc filter add dev left parent 1: protocol all prio 1 u32 match ip dport 5202 0xffff flowid 1:3",
+    ]);
+    let app = app_after(&mut s, 10, STEP);
+    let tree = &app.dirs[0].tree;
+    let bands: Vec<(&str, u64, u32)> = tree
+        .iter()
+        .filter(|n| n.is_class)
+        .map(|n| (n.id.as_str(), n.stats.backlog, n.stats.qlen))
+        .collect();
+    assert_eq!(bands.len(), 3, "{bands:?}");
+    // Priority 0 goes to band 1 (1:2), where the TCP flows build a queue;
+    // 5202 to band 2 (1:3), behind it; band 0 (1:1) stays empty.
+    assert_eq!((bands[0].1, bands[0].2), (0, 0), "{bands:?}");
+    assert!(bands[1].1 > 0 && bands[1].2 > 0, "{bands:?}");
+    let root = &tree[0].stats;
+    let sum: u64 = bands.iter().map(|b| b.1).sum();
+    assert_eq!(root.backlog, sum, "{bands:?}");
+}

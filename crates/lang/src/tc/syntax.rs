@@ -557,6 +557,8 @@ mod tests {
             let args: &[&str] = match kind {
                 "tbf" => &["rate", "1mbit", "burst", "10kb", "latency", "50ms"],
                 "red" => &["limit", "30kb", "avpkt", "1000"],
+                // ets needs bands, strict or quanta (tc/q_ets.c)
+                "ets" => &["bands", "3"],
                 _ => &[],
             };
             let q = build(kind, &dev, args).unwrap();
