@@ -234,4 +234,28 @@ mod tests {
             "qdisc drr 1: root refcnt 2 \n"
         );
     }
+
+    /// `tc qdisc add parent 1:1` grafts a child (the class shows its
+    /// leaf); `tc qdisc del` puts a default pfifo back (no leaf);
+    /// `tc class del` of a class no filter points to removes it.
+    #[test]
+    fn graft_delete_and_class_delete_through_tc() {
+        let mut lines = vec![
+            "tc qdisc add dev left root handle 1: drr",
+            "tc class add dev left parent 1: classid 1:1 drr",
+            "tc class add dev left parent 1: classid 1:2 drr quantum 2kb",
+            "tc qdisc add dev left parent 1:1 handle 10: sfq",
+            "tc class show dev left",
+        ];
+        assert_eq!(
+            run_on_left(&lines).unwrap().unwrap(),
+            "class drr 1:1 root leaf 10: quantum 1514b \nclass drr 1:2 root quantum 2Kb \n"
+        );
+        lines.insert(4, "tc qdisc del dev left parent 1:1 handle 10:");
+        lines.insert(5, "tc class del dev left classid 1:2");
+        assert_eq!(
+            run_on_left(&lines).unwrap().unwrap(),
+            "class drr 1:1 root quantum 1514b \n"
+        );
+    }
 }

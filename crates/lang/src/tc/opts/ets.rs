@@ -417,4 +417,26 @@ mod tests {
             assert!(e.starts_with(expected), "{line}: {e}");
         }
     }
+
+    /// `tc -d -j qdisc show` and `tc -s class show` of an ETS: the options
+    /// object of `ets_print_opt`, and each band's child's counters, no
+    /// xstats.
+    #[test]
+    fn details_and_stats_print_as_tc_does() {
+        let setup = "tc qdisc add dev left root handle 1: ets quanta 1000 2000";
+        let out = run_on_left(&[setup, "tc -d -j qdisc show dev left"])
+            .unwrap()
+            .unwrap();
+        assert!(
+            out.contains(r#""kind":"ets","handle":"1:","root":true,"refcnt":2,"options":{"bands":2,"quanta":[1000,2000],"priomap":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}"#),
+            "{out}"
+        );
+        let out = run_on_left(&[setup, "tc -s class show dev left"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            out,
+            "class ets 1:1 root quantum 1000 \n Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\nclass ets 1:2 root quantum 2000 \n Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n"
+        );
+    }
 }
