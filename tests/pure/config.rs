@@ -541,6 +541,57 @@ fn hfsc_qdisc_string_and_tc_lines_build() {
     );
 }
 
+/// DRR and ETS, checked by the real tc front end: ETS's string form, a
+/// DRR tree with classes, a child and filters in the tc form, and the
+/// refusals tc and the kernel make.
+#[test]
+fn drr_and_ets_string_and_tc_lines_build() {
+    let check = Some(&bloatbox::tc::check_steps as bloatbox::config::TcCheck);
+    let c = Config::from_str_with(
+        "[link]\nqdisc = \"ets bands 4 strict 1 quanta 3000 1514 priomap 0 1 2 3\"\n",
+        "ets.toml",
+        check,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        c.tc_lines(L),
+        vec!["tc qdisc add dev left root ets bands 4 strict 1 quanta 3000 1514 priomap 0 1 2 3"]
+    );
+    let text = "[link]\ntc = [\n  \"tc qdisc add dev left root handle 1: drr\",\n  \
+                \"tc class add dev left parent 1: classid 1:1 drr quantum 3000\",\n  \
+                \"tc class add dev left parent 1: classid 1:2 drr\",\n  \
+                \"tc qdisc add dev left parent 1:1 handle 10: fq_codel\",\n  \
+                \"tc filter add dev left parent 1: protocol ip prio 1 u32 match ip dport 22 0xffff flowid 1:1\",\n  \
+                \"tc filter add dev left parent 1: protocol all prio 2 matchall flowid 1:2\",\n]\n";
+    let c = Config::from_str_with(text, "drr.toml", check).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.tc_lines(L).len(), 6);
+    for (qdisc, says) in [
+        (
+            "ets bands 2 strict 1 quanta 10 20",
+            "Not enough total bands",
+        ),
+        ("ets", "needs to be specified"),
+        ("drr quantum 5", "Usage: ... drr"),
+    ] {
+        let err = Config::from_str_with(&format!("[link]\nqdisc = \"{qdisc}\"\n"), "x.toml", check)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("link.qdisc") && err.contains(says),
+            "{qdisc}: {err}"
+        );
+    }
+    let text = "[link]\ntc = [\n  \"tc qdisc add dev left root handle 1: drr\",\n  \
+                \"tc class add dev left parent 1: classid 1:1 drr quantum 0\",\n]\n";
+    let err = Config::from_str_with(text, "drr.toml", check)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("Specified DRR quantum cannot be zero."),
+        "{err}"
+    );
+}
+
 #[test]
 fn overrides_set_any_field_by_path() {
     let mut c = Config::default();

@@ -13,6 +13,7 @@ mod coalesce;
 #[path = "../common/mod.rs"]
 mod common;
 mod determinism;
+mod drr_ets;
 mod edges;
 mod gso;
 mod hfsc;

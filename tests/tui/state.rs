@@ -544,3 +544,115 @@ fn a_cake_snapshot_gives_rows_sort_keys_xstats_and_tins() {
         }
     }
 }
+
+/// The tree of `lines` on the left device, under the standard loads.
+fn tc_scenario(lines: &[&str]) -> Scenario {
+    let dev =
+        bloatbox::qdisc::tree::DevSpec::new(Dir::LeftToRight, bloatbox::qdisc::kinds::BUILTIN);
+    let tree = bloatbox::tc::build_tree(dev, lines).unwrap_or_else(|e| panic!("{e}"));
+    let mut s = Scenario::new(
+        Box::new(tree),
+        Box::new(PfifoFast::new(root_ctx(0))),
+        link_params(),
+    );
+    s.add_standard_loads();
+    s
+}
+
+/// DRR's and ETS's classes show as any kind's do: each class with its
+/// options, counters and xstats (DRR's deficit), its child below it.
+#[test]
+fn drr_and_ets_classes_are_flattened_with_their_options_and_deficits() {
+    let mut s = tc_scenario(&[
+        "tc qdisc add dev left root handle 1: drr",
+        "tc class add dev left parent 1: classid 1:1 drr quantum 3000",
+        "tc class add dev left parent 1: classid 1:2 drr",
+        "tc qdisc add dev left parent 1:1 handle 10: fq_codel",
+        "tc filter add dev left parent 1: protocol all prio 1 u32 match ip dport 5202 0xffff flowid 1:2",
+        "tc filter add dev left parent 1: protocol all prio 2 matchall flowid 1:1",
+    ]);
+    let app = app_after(&mut s, 10, STEP);
+    let tree = &app.dirs[0].tree;
+    let shape: Vec<(usize, bool, &str, &str)> = tree
+        .iter()
+        .map(|n| (n.depth, n.is_class, n.kind.as_str(), n.id.as_str()))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (0, false, "drr", "1:"),
+            (1, true, "drr", "1:1"),
+            (2, false, "fq_codel", "10:"),
+            (1, true, "drr", "1:2"),
+            (2, false, "pfifo", "0:"),
+        ]
+    );
+    assert_eq!(tree[1].options, "quantum 3000b");
+    assert_eq!(tree[3].options, "quantum 1514b");
+    assert!(tree[1].stats.packets > 0 && tree[3].stats.packets > 0);
+    assert!(
+        tree[1].xstats.len() == 1 && tree[1].xstats[0].starts_with("deficit "),
+        "{:?}",
+        tree[1].xstats
+    );
+
+    let mut s = tc_scenario(&[
+        "tc qdisc add dev left root handle 1: ets bands 3 strict 1 quanta 3000",
+        "tc filter add dev left parent 1: protocol all prio 1 u32 match ip dport 5202 0xffff flowid 1:2",
+    ]);
+    let app = app_after(&mut s, 10, STEP);
+    let tree = &app.dirs[0].tree;
+    let shape: Vec<(usize, bool, &str)> = tree
+        .iter()
+        .map(|n| (n.depth, n.is_class, n.id.as_str()))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (0, false, "1:"),
+            (1, true, "1:1"),
+            (2, false, "0:"),
+            (1, true, "1:2"),
+            (2, false, "0:"),
+            (1, true, "1:3"),
+            (2, false, "0:"),
+        ]
+    );
+    assert_eq!(
+        tree[0].options,
+        "bands 3 strict 1 quanta 3000 1514 priomap 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2"
+    );
+    assert_eq!(
+        (tree[1].options.as_str(), tree[3].options.as_str()),
+        ("", "quantum 3000")
+    );
+    // The default priomap sends everything but 5202 to the last band.
+    assert!(tree[3].stats.packets > 0 && tree[5].stats.packets > 0);
+    assert_eq!(tree[1].stats.packets, 0);
+}
+
+/// prio's bands under load: each band is a class row whose counters line
+/// carries the band's backlog (its child's, `prio_dump_class_stats`), so
+/// the tree shows where the standing queue is.
+#[test]
+fn prio_band_rows_show_each_bands_backlog() {
+    let mut s = tc_scenario(&[
+        "tc qdisc add dev left root handle 1: prio",
+        "tc filter add dev left parent 1: protocol all prio 1 u32 match ip dport 5202 0xffff flowid 1:3",
+    ]);
+    let app = app_after(&mut s, 10, STEP);
+    let tree = &app.dirs[0].tree;
+    let bands: Vec<(&str, u64, u32)> = tree
+        .iter()
+        .filter(|n| n.is_class)
+        .map(|n| (n.id.as_str(), n.stats.backlog, n.stats.qlen))
+        .collect();
+    assert_eq!(bands.len(), 3, "{bands:?}");
+    // Priority 0 goes to band 1 (1:2), where the TCP flows build a queue;
+    // 5202 to band 2 (1:3), behind it; band 0 (1:1) stays empty.
+    assert_eq!((bands[0].1, bands[0].2), (0, 0), "{bands:?}");
+    assert!(bands[1].1 > 0 && bands[1].2 > 0, "{bands:?}");
+    let root = &tree[0].stats;
+    let sum: u64 = bands.iter().map(|b| b.1).sum();
+    assert_eq!(root.backlog, sum, "{bands:?}");
+}

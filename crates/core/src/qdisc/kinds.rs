@@ -11,6 +11,8 @@
 
 use super::cake::Cake;
 use super::codel::CodelQdisc;
+use super::drr::Drr;
+use super::ets::Ets;
 use super::fifo::{Fifo, FifoKind};
 use super::fq_codel::FqCodel;
 use super::fq_pie::FqPie;
@@ -178,6 +180,14 @@ pub static BUILTIN: &[KindEntry] = &[
         default_leaf: false,
         shapes: true,
         ..kind("hfsc", |c, _, o| Ok(Box::new(Hfsc::build(c, o)?)))
+    },
+    KindEntry {
+        default_leaf: false,
+        ..kind("drr", |c, _, o| Ok(Box::new(Drr::build(c, o)?)))
+    },
+    KindEntry {
+        default_leaf: false,
+        ..kind("ets", |c, _, o| Ok(Box::new(Ets::build(c, o)?)))
     },
     KindEntry {
         default_leaf: false,

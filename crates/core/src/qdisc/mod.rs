@@ -12,7 +12,9 @@
 //! in `kinds.rs`, the table of kinds; `options.rs` holds the enums of every
 //! kind's options and xstats; `hfsc/curve.rs` is HFSC's service-curve
 //! arithmetic; `one_class.rs` is the one fixed class of
-//! TBF, RED and netem; `prio/` shares pfifo_fast's `tc_prio_qopt`;
+//! TBF, RED and netem; `prio/` shares pfifo_fast's `tc_prio_qopt`, and
+//! its band choice (`priomap.rs`) with `ets/`; `rounds.rs` is the deficit
+//! round robin of `drr/` and ETS's bandwidth-sharing bands;
 //! `red/algorithm.rs` is include/net/red.h; `pie/algorithm.rs`
 //! is include/net/pie.h, the PIE core that `pie` and `fq_pie` share;
 //! `flow_bucket` picks the flow queue of sfq, fq_codel and fq_pie.
@@ -27,9 +29,11 @@
 pub mod cake;
 pub mod class_hash;
 pub mod codel;
+pub mod drr;
 pub mod drr_ahead;
 pub mod dump;
 pub mod estimator;
+pub mod ets;
 pub mod fifo;
 mod flow_queues;
 pub mod fq_codel;
@@ -46,10 +50,12 @@ mod park;
 pub mod pfifo_fast;
 pub mod pie;
 pub mod prio;
+pub mod priomap;
 pub mod qfq;
 pub mod red;
 pub mod request;
 pub mod requeue;
+mod rounds;
 pub mod sfq;
 pub mod tbf;
 #[cfg(any(test, feature = "testutil"))]
@@ -302,7 +308,7 @@ pub trait Qdisc: Send {
     }
 
     /// The filter chains of qdiscs that classify with `tc filter`s (HTB,
-    /// QFQ, prio, and SFQ, fq_codel, FQ-PIE and CAKE, whose filters pick the flow
+    /// QFQ, prio, DRR, ETS, and SFQ, fq_codel, FQ-PIE and CAKE, whose filters pick the flow
     /// queue).
     fn as_filter_host(&mut self) -> Option<&mut dyn FilterHost> {
         None
@@ -408,7 +414,8 @@ pub fn own_chain<'a>(
     }
 }
 
-/// Class operations of classful qdiscs (HTB, QFQ, prio, TBF, RED, netem, mq).
+/// Class operations of classful qdiscs (HTB, QFQ, prio, DRR, ETS, TBF, RED,
+/// netem, mq).
 pub trait Classful {
     /// `tc class add ... classid C parent P <kind> OPTIONS`.
     fn add_class(

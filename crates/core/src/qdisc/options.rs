@@ -45,6 +45,8 @@ pub enum QdiscOptions {
     Prio(super::prio::PrioOptions),
     /// hfsc: `tc_hfsc_qopt`.
     Hfsc(super::hfsc::HfscOptions),
+    /// The `TCA_ETS_*` attributes.
+    Ets(super::ets::EtsOptions),
     /// tbf: `tc_tbf_qopt` and the TCA_TBF_* attributes.
     Tbf(TbfOptions),
     /// mq: the TX queue count (a bloatbox extension).
@@ -83,6 +85,10 @@ pub enum ClassOptions {
     Qfq(super::qfq::QfqClassOptions),
     /// An HFSC class's service curves.
     Hfsc(super::hfsc::HfscClassOptions),
+    /// A DRR class's quantum (`TCA_DRR_QUANTUM`).
+    Drr(super::drr::DrrClassOptions),
+    /// An ETS band's quantum (`TCA_ETS_QUANTA_BAND`).
+    Ets(super::ets::EtsClassOptions),
     /// The class options of a kind outside the built-in table.
     Other(Attrs),
 }
@@ -160,6 +166,9 @@ pub enum Xstats {
     /// `struct tc_hfsc_stats`, a class's (net/sched/sch_hfsc.c
     /// `hfsc_dump_class_stats`).
     HfscClass(super::hfsc::HfscXstats),
+    /// `struct tc_drr_stats`, a class's (net/sched/sch_drr.c
+    /// `drr_dump_class_stats`).
+    DrrClass(super::drr::DrrXstats),
     /// `struct tc_red_xstats` (net/sched/sch_red.c `red_dump_stats`).
     Red(RedXstats),
     /// `struct tc_pie_xstats` (net/sched/sch_pie.c `pie_dump_stats`).

@@ -71,7 +71,7 @@ pub fn missing_kind(kind: &str) -> Option<&'static str> {
         "fq" => "bloatbox has no fq; the nearest here: fq_codel or fq_pie (flow queueing with an AQM), or sfq",
         "choke" | "gred" | "sfb" => "bloatbox has no choke, gred or sfb; the nearest AQM here: red or pie, or fq_codel and fq_pie per flow",
         "multiq" => "bloatbox has no multiq; prio has up to 16 priority bands (pfifo_fast three, by TOS), qfq weighs classes picked by filters",
-        "cbq" | "drr" | "ets" => "bloatbox has no cbq, drr or ets; htb and hfsc shape classes, qfq schedules them by weight",
+        "cbq" => "bloatbox has no cbq; htb and hfsc shape classes, qfq, drr and ets schedule them by weight or quantum",
         "ingress" | "clsact" => "bloatbox has no ingress hook: each direction's egress qdisc is the bottleneck (dev left for left→right, dev right for right→left)",
         _ => return None,
     })

@@ -523,8 +523,8 @@ pub fn parser_exit(e: TcError) -> TcError {
 /// The qdisc kinds iproute2 6.1 has a parser for (tc/q_*.c) that bloatbox
 /// does not build.
 const IPROUTE2_KINDS: &[&str] = &[
-    "cbs", "choke", "clsact", "drr", "etf", "ets", "fq", "gred", "hhf", "ingress", "mqprio",
-    "multiq", "plug", "sfb", "skbprio", "taprio", "cbq",
+    "cbs", "choke", "clsact", "etf", "fq", "gred", "hhf", "ingress", "mqprio", "multiq",
+    "plug", "sfb", "skbprio", "taprio", "cbq",
 ];
 
 /// The entry of `name` in the table of kinds (`kinds`).
@@ -557,6 +557,8 @@ mod tests {
             let args: &[&str] = match kind {
                 "tbf" => &["rate", "1mbit", "burst", "10kb", "latency", "50ms"],
                 "red" => &["limit", "30kb", "avpkt", "1000"],
+                // ets needs bands, strict or quanta (tc/q_ets.c)
+                "ets" => &["bands", "3"],
                 _ => &[],
             };
             let q = build(kind, &dev, args).unwrap();

@@ -58,6 +58,7 @@ mod tests {
             Xstats::SfqClass(_) => "sfq",
             Xstats::HtbClass(_) => "htb",
             Xstats::HfscClass(_) => "hfsc",
+            Xstats::DrrClass(_) => "drr",
             Xstats::Red(_) => "red",
             Xstats::Pie(_) => "pie",
             Xstats::FqPie(_) => "fq_pie",
@@ -124,6 +125,14 @@ mod tests {
             ..f
         };
         assert!(text(Xstats::FqCodelClass(f)).ends_with(" dropping drop_next -3us\n"));
+    }
+
+    #[test]
+    fn drr_classes_print_the_deficit_as_a_size_in_text_only() {
+        // tc/q_drr.c drr_print_xstats: print_size(PRINT_FP, ..., " deficit %s ").
+        let x = Xstats::DrrClass(crate::qdisc::drr::DrrXstats { deficit: 3072 });
+        assert_eq!(text(x.clone()), " deficit 3Kb \n");
+        assert!(json("drr", &x).keys().next().is_none());
     }
 
     #[test]

@@ -1,19 +1,17 @@
 //! prio (Linux net/sched/sch_prio.c): a classful strict-priority scheduler
 //! of 2..=16 bands, classes `X:1..X:bands`, each holding a child qdisc (a
 //! default pfifo, `qdisc_create_dflt`, until `tc qdisc add parent X:N`
-//! replaces it). `prio_classify` picks the band: a `skb->priority` whose
-//! major is the qdisc's handle names band `minor - 1`; else the first
-//! matching `tc filter` names it by its classid's minor; with no filter or
-//! no match, `priomap[skb->priority & TC_PRIO_MAX]` (a priority with any
-//! major bits counts as 0); a minor out of range falls back to
-//! `priomap[0]`. `prio_dequeue` serves the lowest band holding a frame, so
-//! band 0 starves the others while it has frames. The options are
+//! replaces it). `prio_classify` picks the band as `super::priomap` says
+//! (priority X:N, filters, else the priomap), as ETS's does.
+//! `prio_dequeue` serves the lowest band holding a frame, so band 0
+//! starves the others while it has frames. The options are
 //! `struct tc_prio_qopt`, pfifo_fast's (`PfifoFastOptions`), whose fixed
 //! priomap is this qdisc's default; iproute2's `multiqueue` adds a
 //! `TCA_PRIO_MQ` attribute `prio_tune` never reads, so it changes nothing.
 
 use super::fifo::{Fifo, FifoKind};
 use super::pfifo_fast::{PfifoFastOptions, PRIOMAP};
+use super::priomap;
 use super::{
     tc_h_major, tc_h_make, tc_h_minor, ClassDump, ClassOptions, Classful, Errno, FilterHost,
     FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict,
@@ -26,8 +24,7 @@ use crate::time::{earliest, Instant};
 pub const TCQ_PRIO_BANDS: u32 = 16;
 /// `TCQ_MIN_PRIO_BANDS`: the fewest bands.
 pub const TCQ_MIN_PRIO_BANDS: u32 = 2;
-/// `TC_PRIO_MAX`: the priomap covers `skb->priority & TC_PRIO_MAX`.
-pub const TC_PRIO_MAX: u32 = 15;
+pub use super::priomap::TC_PRIO_MAX;
 
 /// prio's `TCA_OPTIONS`: `struct tc_prio_qopt`, the same struct
 /// pfifo_fast dumps.
@@ -140,32 +137,16 @@ impl Prio {
         }
     }
 
-    /// `prio_classify`: the band a frame goes to (its skbedit action, when
-    /// a filter with one matches, applied).
+    /// `prio_classify` (`super::priomap`): the band a frame goes to (its
+    /// skbedit action, when a filter with one matches, applied).
     fn classify(&self, pkt: &mut Packet) -> usize {
-        let prio = pkt.meta.priority;
-        let classid = if tc_h_major(prio) == tc_h_major(self.ctx.handle) {
-            prio
-        } else {
-            match self.filters.classify(&pkt.meta) {
-                Some((classid, skbedit)) => {
-                    if let Some(p) = skbedit {
-                        pkt.meta.priority = p;
-                    }
-                    classid
-                }
-                None => {
-                    let p = if tc_h_major(prio) != 0 { 0 } else { prio };
-                    return self.priomap[(p & TC_PRIO_MAX) as usize] as usize;
-                }
-            }
-        };
-        let band = (tc_h_minor(classid) as usize).wrapping_sub(1);
-        if band < self.queues.len() {
-            band
-        } else {
-            self.priomap[0] as usize
-        }
+        priomap::band(
+            self.ctx.handle,
+            &self.priomap,
+            self.queues.len(),
+            &self.filters,
+            pkt,
+        )
     }
 
     /// The options as `prio_dump` fills them.

@@ -7,6 +7,8 @@
 
 pub mod cake;
 pub mod codel;
+pub mod drr;
+pub mod ets;
 pub mod fifo;
 pub mod fq_codel;
 pub mod fq_pie;
@@ -61,6 +63,8 @@ pub static BUILTIN: &[&Syntax] = &[
     &qfq::SYNTAX,
     &prio::SYNTAX,
     &hfsc::SYNTAX,
+    &drr::SYNTAX,
+    &ets::SYNTAX,
     &red::SYNTAX,
     &pie::SYNTAX,
     &fq_pie::SYNTAX,
