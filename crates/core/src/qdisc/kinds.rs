@@ -12,6 +12,7 @@
 use super::cake::Cake;
 use super::codel::CodelQdisc;
 use super::fifo::{Fifo, FifoKind};
+use super::fq::Fq;
 use super::fq_codel::FqCodel;
 use super::fq_pie::FqPie;
 use super::htb::Htb;
@@ -180,6 +181,7 @@ pub static BUILTIN: &[KindEntry] = &[
     },
     kind("pie", |c, _, o| Ok(Box::new(Pie::build(c, o)?))),
     kind("fq_pie", |c, _, o| Ok(Box::new(FqPie::build(c, o)?))),
+    kind("fq", |c, _, o| Ok(Box::new(Fq::build(c, o)?))),
     KindEntry {
         default_leaf: false,
         class_stats: false,

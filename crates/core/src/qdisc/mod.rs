@@ -31,6 +31,7 @@ pub mod dump;
 pub mod estimator;
 pub mod fifo;
 mod flow_queues;
+pub mod fq;
 pub mod fq_codel;
 pub mod fq_pie;
 pub mod htb;
