@@ -8,6 +8,7 @@
 pub mod cake;
 pub mod codel;
 pub mod fifo;
+pub mod fq;
 pub mod fq_codel;
 pub mod fq_pie;
 pub mod htb;
@@ -62,6 +63,7 @@ pub static BUILTIN: &[&Syntax] = &[
     &red::SYNTAX,
     &pie::SYNTAX,
     &fq_pie::SYNTAX,
+    &fq::SYNTAX,
     &netem::SYNTAX,
     &cake::SYNTAX,
 ];
