@@ -14,6 +14,7 @@ mod coalesce;
 mod common;
 mod determinism;
 mod edges;
+mod fq;
 mod gso;
 mod mq;
 mod netem;
