@@ -22,14 +22,21 @@ fn fq_maxrate_paces_each_flow_to_five_mbit() {
     assert_eq!(bulk.len(), 4, "{bulk:?}");
     // Frames at most 5 Mbit/s per flow (and near it after slow start).
     for t in &bulk {
-        assert!((3.5e6..=5.05e6).contains(t), "a flow's throughput {t}: {bulk:?}");
+        assert!(
+            (3.5e6..=5.05e6).contains(t),
+            "a flow's throughput {t}: {bulk:?}"
+        );
     }
     let total: f64 = bulk.iter().sum();
     assert!(total < 20.2e6, "{total}");
     assert!(l2r.utilisation < 0.25, "{}", l2r.utilisation);
     // Pacing throttles flows; the qdisc holds no standing queue of the
     // link's size, so the ping stays near the base RTT.
-    let x = l2r.tc.lines().find(|l| l.trim_start().starts_with("gc ")).unwrap();
+    let x = l2r
+        .tc
+        .lines()
+        .find(|l| l.trim_start().starts_with("gc "))
+        .unwrap();
     let throttled: u64 = x
         .split_whitespace()
         .skip_while(|w| *w != "throttled")

@@ -20,6 +20,7 @@ use super::mq::Mq;
 use super::netem::Netem;
 use super::pfifo_fast::PfifoFast;
 use super::pie::Pie;
+use super::plug::Plug;
 use super::prio::Prio;
 use super::qfq::Qfq;
 use super::red::Red;
@@ -182,6 +183,10 @@ pub static BUILTIN: &[KindEntry] = &[
     kind("pie", |c, _, o| Ok(Box::new(Pie::build(c, o)?))),
     kind("fq_pie", |c, _, o| Ok(Box::new(FqPie::build(c, o)?))),
     kind("fq", |c, _, o| Ok(Box::new(Fq::build(c, o)?))),
+    KindEntry {
+        default_leaf: false,
+        ..kind("plug", |c, _, o| Ok(Box::new(Plug::build(c, o)?)))
+    },
     KindEntry {
         default_leaf: false,
         class_stats: false,

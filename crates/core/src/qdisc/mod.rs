@@ -44,6 +44,7 @@ pub mod options;
 mod park;
 pub mod pfifo_fast;
 pub mod pie;
+pub mod plug;
 pub mod prio;
 pub mod qfq;
 pub mod red;

@@ -62,6 +62,8 @@ pub enum QdiscOptions {
     FqPie(FqPieOptions),
     /// The `TCA_FQ_*` attributes.
     Fq(FqOptions),
+    /// plug: `struct tc_plug_qopt` (sent, never dumped).
+    Plug(super::plug::PlugOptions),
     /// netem: `tc_netem_qopt` and the TCA_NETEM_* attributes (boxed: the
     /// largest of the options by far).
     Netem(Box<NetemOptions>),

@@ -16,6 +16,7 @@ pub mod mq;
 pub mod netem;
 pub mod pfifo_fast;
 pub mod pie;
+pub mod plug;
 pub mod prio;
 pub mod qfq;
 pub mod red;
@@ -64,6 +65,7 @@ pub static BUILTIN: &[&Syntax] = &[
     &pie::SYNTAX,
     &fq_pie::SYNTAX,
     &fq::SYNTAX,
+    &plug::SYNTAX,
     &netem::SYNTAX,
     &cake::SYNTAX,
 ];
