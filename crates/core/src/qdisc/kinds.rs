@@ -25,6 +25,7 @@ use super::prio::Prio;
 use super::qfq::Qfq;
 use super::red::Red;
 use super::sfq::Sfq;
+use super::skbprio::Skbprio;
 use super::tbf::Tbf;
 use super::tree::DevSpec;
 use super::{Errno, Qdisc, QdiscCtx, QdiscOptions, Refusal};
@@ -187,6 +188,7 @@ pub static BUILTIN: &[KindEntry] = &[
         default_leaf: false,
         ..kind("plug", |c, _, o| Ok(Box::new(Plug::build(c, o)?)))
     },
+    kind("skbprio", |c, _, o| Ok(Box::new(Skbprio::build(c, o)?))),
     KindEntry {
         default_leaf: false,
         class_stats: false,

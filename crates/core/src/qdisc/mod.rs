@@ -51,6 +51,7 @@ pub mod red;
 pub mod request;
 pub mod requeue;
 pub mod sfq;
+pub mod skbprio;
 pub mod tbf;
 #[cfg(any(test, feature = "testutil"))]
 pub mod testutil;

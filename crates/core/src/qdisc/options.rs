@@ -64,6 +64,8 @@ pub enum QdiscOptions {
     Fq(FqOptions),
     /// plug: `struct tc_plug_qopt` (sent, never dumped).
     Plug(super::plug::PlugOptions),
+    /// skbprio: `struct tc_skbprio_qopt`.
+    Skbprio(super::skbprio::SkbprioOptions),
     /// netem: `tc_netem_qopt` and the TCA_NETEM_* attributes (boxed: the
     /// largest of the options by far).
     Netem(Box<NetemOptions>),

@@ -524,7 +524,7 @@ pub fn parser_exit(e: TcError) -> TcError {
 /// does not build.
 const IPROUTE2_KINDS: &[&str] = &[
     "cbs", "choke", "clsact", "drr", "etf", "ets", "gred", "hfsc", "hhf", "ingress", "mqprio",
-    "multiq", "sfb", "skbprio", "taprio", "cbq",
+    "multiq", "sfb", "taprio", "cbq",
 ];
 
 /// The entry of `name` in the table of kinds (`kinds`).

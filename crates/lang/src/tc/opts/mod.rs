@@ -21,6 +21,7 @@ pub mod prio;
 pub mod qfq;
 pub mod red;
 pub mod sfq;
+pub mod skbprio;
 pub mod tbf;
 
 use super::syntax::Syntax;
@@ -66,6 +67,7 @@ pub static BUILTIN: &[&Syntax] = &[
     &fq_pie::SYNTAX,
     &fq::SYNTAX,
     &plug::SYNTAX,
+    &skbprio::SYNTAX,
     &netem::SYNTAX,
     &cake::SYNTAX,
 ];
