@@ -60,8 +60,8 @@ pub enum QdiscOptions {
     Pie(PieOptions),
     /// The `TCA_FQ_PIE_*` attributes.
     FqPie(FqPieOptions),
-    /// The `TCA_FQ_*` attributes.
-    Fq(FqOptions),
+    /// The `TCA_FQ_*` attributes (boxed: the second largest).
+    Fq(Box<FqOptions>),
     /// plug: `struct tc_plug_qopt` (sent, never dumped).
     Plug(super::plug::PlugOptions),
     /// skbprio: `struct tc_skbprio_qopt`.

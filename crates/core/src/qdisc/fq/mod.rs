@@ -743,10 +743,9 @@ impl Fq {
             }
         }
         if rate != u64::MAX {
-            let mut len = u64::from(plen) * NS_PER_SEC;
-            if rate != 0 {
-                len /= rate;
-            }
+            let bytes_ns = u64::from(plen) * NS_PER_SEC;
+            // A rate of 0 leaves the length undivided (clamped below).
+            let mut len = bytes_ns.checked_div(rate).unwrap_or(bytes_ns);
             if len > NS_PER_SEC {
                 len = NS_PER_SEC;
                 self.x.pkts_too_long += 1;
@@ -762,7 +761,7 @@ impl Fq {
         Some(pkt)
     }
 
-    fn flow_dump(&self, f: &Flow, now: Instant) -> FlowDump {
+    fn flow_dump(f: &Flow, now: Instant) -> FlowDump {
         let head = f.queue.front().map(|(_, p)| p);
         FlowDump {
             bucket: (f.sk >> 1) as u32,
@@ -943,7 +942,7 @@ impl Qdisc for Fq {
             .flatten()
             .map(|&i| &self.flows[i as usize])
             .filter(|f| !f.queue.is_empty())
-            .map(|f| self.flow_dump(f, now));
+            .map(|f| Fq::flow_dump(f, now));
         // fq has no classes (no `Qdisc_class_ops`).
         let (flows, _, other_flows) = list_flows(listing, active, |_| ClassDump::default());
         let mut occupancy = QueueOccupancy::parked(self.parked.as_ref(), now);
@@ -958,7 +957,7 @@ impl Qdisc for Fq {
             kind: "fq".into(),
             handle: self.handle,
             parent: self.parent,
-            options: QdiscOptions::Fq(self.options()),
+            options: QdiscOptions::Fq(Box::new(self.options())),
             stats: self.stats(),
             xstats: Some(Xstats::Fq(self.xstats(now))),
             classes: Vec::new(),

@@ -11,7 +11,7 @@ use crate::qdisc::testutil::{ect_pkt, flow_pkt};
 use crate::time::NS_PER_MS;
 
 fn fq(o: FqOptions) -> Result<Fq, Refusal> {
-    Fq::build(QdiscCtx::default(), &QdiscOptions::Fq(o))
+    Fq::build(QdiscCtx::default(), &QdiscOptions::Fq(Box::new(o)))
 }
 
 /// Options that keep frames off the fast path (a maxrate) without pacing.
@@ -181,7 +181,8 @@ fn quantum_is_clamped_and_initial_quantum_limited() {
         quantum: Some(1 << 21),
         ..FqOptions::default()
     };
-    q.change(&QdiscOptions::Fq(big), at(0), &mut d).unwrap();
+    q.change(&QdiscOptions::Fq(Box::new(big)), at(0), &mut d)
+        .unwrap();
     assert_eq!(q.options().quantum, Some(1 << 20));
     let e = fq(FqOptions {
         initial_quantum: Some((1 << 20) + 1),
@@ -482,7 +483,9 @@ fn fq_change_refuses_as_the_kernel_does() {
         ..FqOptions::default()
     };
     let mut d = Drops::new();
-    assert!(q.change(&QdiscOptions::Fq(bad), at(0), &mut d).is_err());
+    assert!(q
+        .change(&QdiscOptions::Fq(Box::new(bad)), at(0), &mut d)
+        .is_err());
     assert_eq!(q.options().limit, Some(77));
     assert!(q.change(&QdiscOptions::None, at(0), &mut d).is_err());
 }

@@ -169,7 +169,7 @@ fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
     if buckets != 0 {
         o.buckets_log = Some(ilog2(buckets));
     }
-    Ok(QdiscOptions::Fq(o))
+    Ok(QdiscOptions::Fq(Box::new(o)))
 }
 
 /// The words and the `-j` object `fq_print_opt` writes.

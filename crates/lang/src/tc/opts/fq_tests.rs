@@ -12,7 +12,7 @@ use super::super::run_on_left as run;
 fn parsed(args: &str) -> Result<FqOptions, String> {
     let words: Vec<&str> = args.split_whitespace().collect();
     match parse_qdisc(BUILTIN, "fq", &words).map_err(|e| e.0)? {
-        QdiscOptions::Fq(o) => Ok(o),
+        QdiscOptions::Fq(o) => Ok(*o),
         other => panic!("fq parsed {other:?}"),
     }
 }
