@@ -15,6 +15,7 @@ mod common;
 mod determinism;
 mod drr_ets;
 mod edges;
+mod fq;
 mod gso;
 mod hfsc;
 mod l4s;

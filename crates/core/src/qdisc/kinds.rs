@@ -14,6 +14,7 @@ use super::codel::CodelQdisc;
 use super::drr::Drr;
 use super::ets::Ets;
 use super::fifo::{Fifo, FifoKind};
+use super::fq::Fq;
 use super::fq_codel::FqCodel;
 use super::fq_pie::FqPie;
 use super::hfsc::Hfsc;
@@ -22,10 +23,12 @@ use super::mq::Mq;
 use super::netem::Netem;
 use super::pfifo_fast::PfifoFast;
 use super::pie::Pie;
+use super::plug::Plug;
 use super::prio::Prio;
 use super::qfq::Qfq;
 use super::red::Red;
 use super::sfq::Sfq;
+use super::skbprio::Skbprio;
 use super::tbf::Tbf;
 use super::tree::DevSpec;
 use super::{Errno, Qdisc, QdiscCtx, QdiscOptions, Refusal};
@@ -196,6 +199,12 @@ pub static BUILTIN: &[KindEntry] = &[
     },
     kind("pie", |c, _, o| Ok(Box::new(Pie::build(c, o)?))),
     kind("fq_pie", |c, _, o| Ok(Box::new(FqPie::build(c, o)?))),
+    kind("fq", |c, _, o| Ok(Box::new(Fq::build(c, o)?))),
+    KindEntry {
+        default_leaf: false,
+        ..kind("plug", |c, _, o| Ok(Box::new(Plug::build(c, o)?)))
+    },
+    kind("skbprio", |c, _, o| Ok(Box::new(Skbprio::build(c, o)?))),
     KindEntry {
         default_leaf: false,
         class_stats: false,

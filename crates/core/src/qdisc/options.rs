@@ -15,6 +15,7 @@
 use super::cake::{CakeClassXstats, CakeOptions, CakeXstats};
 use super::codel::{CodelOptions, CodelXstats};
 use super::fifo::FifoOptions;
+use super::fq::{FqOptions, FqXstats};
 use super::fq_codel::{FqCodelClassXstats, FqCodelOptions, FqCodelXstats};
 use super::fq_pie::{FqPieOptions, FqPieXstats};
 use super::htb::{HtbClassOptions, HtbGlob, HtbXstats};
@@ -63,6 +64,12 @@ pub enum QdiscOptions {
     Pie(PieOptions),
     /// The `TCA_FQ_PIE_*` attributes.
     FqPie(FqPieOptions),
+    /// The `TCA_FQ_*` attributes (boxed: the second largest).
+    Fq(Box<FqOptions>),
+    /// plug: `struct tc_plug_qopt` (sent, never dumped).
+    Plug(super::plug::PlugOptions),
+    /// skbprio: `struct tc_skbprio_qopt`.
+    Skbprio(super::skbprio::SkbprioOptions),
     /// netem: `tc_netem_qopt` and the TCA_NETEM_* attributes (boxed: the
     /// largest of the options by far).
     Netem(Box<NetemOptions>),
@@ -176,6 +183,8 @@ pub enum Xstats {
     /// `struct tc_fq_pie_xstats` (net/sched/sch_fq_pie.c
     /// `fq_pie_dump_stats`).
     FqPie(FqPieXstats),
+    /// `struct tc_fq_qd_stats` (net/sched/sch_fq.c `fq_dump_stats`).
+    Fq(FqXstats),
     /// CAKE's `TCA_CAKE_STATS_*` with its tins (net/sched/sch_cake.c
     /// `cake_dump_stats`).
     Cake(CakeXstats),

@@ -841,9 +841,9 @@ mod tests {
             .unwrap_err()
             .contains("unknown qdisc kind \"fq_kodel\""));
         assert!(spec("qdisc = \"mq\"").unwrap_err().contains("tx_queues"));
-        let e = spec("qdisc = \"fq maxrate 10mbit\"").unwrap_err();
+        let e = spec("qdisc = \"hhf limit 1000\"").unwrap_err();
         assert!(
-            e.contains("unknown qdisc kind \"fq\" (bloatbox has no fq"),
+            e.contains("unknown qdisc kind \"hhf\" (bloatbox has no hhf"),
             "{e}"
         );
     }

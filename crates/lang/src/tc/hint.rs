@@ -68,7 +68,7 @@ pub fn time(text: &str) -> Option<String> {
 /// netdev threads paste most.
 pub fn missing_kind(kind: &str) -> Option<&'static str> {
     Some(match kind {
-        "fq" => "bloatbox has no fq; the nearest here: fq_codel or fq_pie (flow queueing with an AQM), or sfq",
+        "hhf" => "bloatbox has no hhf; the nearest here: fq_codel or fq_pie (flow queueing with an AQM), fq or sfq",
         "choke" | "gred" | "sfb" => "bloatbox has no choke, gred or sfb; the nearest AQM here: red or pie, or fq_codel and fq_pie per flow",
         "multiq" => "bloatbox has no multiq; prio has up to 16 priority bands (pfifo_fast three, by TOS), qfq weighs classes picked by filters",
         "cbq" => "bloatbox has no cbq; htb and hfsc shape classes, qfq, drr and ets schedule them by weight or quantum",
@@ -162,7 +162,8 @@ mod tests {
     fn kernel_kinds_bloatbox_lacks_point_to_what_it_has() {
         assert_eq!(missing_kind("netem"), None, "bloatbox has netem");
         assert_eq!(missing_kind("cake"), None, "bloatbox has cake");
-        assert!(missing_kind("fq").unwrap().contains("fq_codel"));
+        assert_eq!(missing_kind("fq"), None, "bloatbox has fq");
+        assert!(missing_kind("hhf").unwrap().contains("fq_codel"));
         assert_eq!(missing_kind("prio"), None, "bloatbox has prio");
         assert!(missing_kind("multiq").unwrap().contains("pfifo_fast"));
         assert_eq!(missing_kind("pie"), None, "bloatbox has pie");

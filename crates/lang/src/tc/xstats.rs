@@ -62,6 +62,7 @@ mod tests {
             Xstats::Red(_) => "red",
             Xstats::Pie(_) => "pie",
             Xstats::FqPie(_) => "fq_pie",
+            Xstats::Fq(_) => "fq",
             Xstats::Cake(_) | Xstats::CakeClass(_) => "cake",
             Xstats::Other(_) => panic!("no built-in kind prints {x:?}"),
         }

@@ -10,6 +10,7 @@ pub mod codel;
 pub mod drr;
 pub mod ets;
 pub mod fifo;
+pub mod fq;
 pub mod fq_codel;
 pub mod fq_pie;
 pub mod hfsc;
@@ -18,10 +19,12 @@ pub mod mq;
 pub mod netem;
 pub mod pfifo_fast;
 pub mod pie;
+pub mod plug;
 pub mod prio;
 pub mod qfq;
 pub mod red;
 pub mod sfq;
+pub mod skbprio;
 pub mod tbf;
 
 use super::syntax::Syntax;
@@ -68,6 +71,9 @@ pub static BUILTIN: &[&Syntax] = &[
     &red::SYNTAX,
     &pie::SYNTAX,
     &fq_pie::SYNTAX,
+    &fq::SYNTAX,
+    &plug::SYNTAX,
+    &skbprio::SYNTAX,
     &netem::SYNTAX,
     &cake::SYNTAX,
 ];
