@@ -11,6 +11,7 @@
 
 use super::cake::Cake;
 use super::codel::CodelQdisc;
+use super::dualpi2::Dualpi2;
 use super::fifo::{Fifo, FifoKind};
 use super::fq_codel::FqCodel;
 use super::fq_pie::FqPie;
@@ -180,6 +181,10 @@ pub static BUILTIN: &[KindEntry] = &[
     },
     kind("pie", |c, _, o| Ok(Box::new(Pie::build(c, o)?))),
     kind("fq_pie", |c, _, o| Ok(Box::new(FqPie::build(c, o)?))),
+    KindEntry {
+        class_stats: false,
+        ..kind("dualpi2", |c, _, o| Ok(Box::new(Dualpi2::build(c, o)?)))
+    },
     KindEntry {
         default_leaf: false,
         class_stats: false,

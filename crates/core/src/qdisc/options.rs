@@ -14,6 +14,7 @@
 
 use super::cake::{CakeClassXstats, CakeOptions, CakeXstats};
 use super::codel::{CodelOptions, CodelXstats};
+use super::dualpi2::{Dualpi2Options, Dualpi2Xstats};
 use super::fifo::FifoOptions;
 use super::fq_codel::{FqCodelClassXstats, FqCodelOptions, FqCodelXstats};
 use super::fq_pie::{FqPieOptions, FqPieXstats};
@@ -59,6 +60,8 @@ pub enum QdiscOptions {
     Pie(PieOptions),
     /// The `TCA_FQ_PIE_*` attributes.
     FqPie(FqPieOptions),
+    /// The `TCA_DUALPI2_*` attributes.
+    Dualpi2(Dualpi2Options),
     /// netem: `tc_netem_qopt` and the TCA_NETEM_* attributes (boxed: the
     /// largest of the options by far).
     Netem(Box<NetemOptions>),
@@ -160,6 +163,9 @@ pub enum Xstats {
     /// `struct tc_fq_pie_xstats` (net/sched/sch_fq_pie.c
     /// `fq_pie_dump_stats`).
     FqPie(FqPieXstats),
+    /// `struct tc_dualpi2_xstats` (net/sched/sch_dualpi2.c
+    /// `dualpi2_dump_stats`).
+    Dualpi2(Dualpi2Xstats),
     /// CAKE's `TCA_CAKE_STATS_*` with its tins (net/sched/sch_cake.c
     /// `cake_dump_stats`).
     Cake(CakeXstats),
