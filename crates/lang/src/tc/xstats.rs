@@ -60,6 +60,7 @@ mod tests {
             Xstats::Red(_) => "red",
             Xstats::Pie(_) => "pie",
             Xstats::FqPie(_) => "fq_pie",
+            Xstats::Dualpi2(_) => "dualpi2",
             Xstats::Cake(_) | Xstats::CakeClass(_) => "cake",
             Xstats::Other(_) => panic!("no built-in kind prints {x:?}"),
         }

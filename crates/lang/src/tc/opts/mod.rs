@@ -7,6 +7,7 @@
 
 pub mod cake;
 pub mod codel;
+pub mod dualpi2;
 pub mod fifo;
 pub mod fq_codel;
 pub mod fq_pie;
@@ -62,6 +63,7 @@ pub static BUILTIN: &[&Syntax] = &[
     &red::SYNTAX,
     &pie::SYNTAX,
     &fq_pie::SYNTAX,
+    &dualpi2::SYNTAX,
     &netem::SYNTAX,
     &cake::SYNTAX,
 ];
