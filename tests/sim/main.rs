@@ -13,6 +13,7 @@ mod coalesce;
 #[path = "../common/mod.rs"]
 mod common;
 mod determinism;
+mod dualpi2;
 mod edges;
 mod gso;
 mod mq;
