@@ -412,11 +412,11 @@ fn preset_menu_keys() {
     app.on_key(ch('k'));
     assert_eq!(app.mode, Mode::Presets { selected: 0 });
     app.on_key(ch('k'));
-    assert_eq!(app.mode, Mode::Presets { selected: 11 }, "wraps");
+    assert_eq!(app.mode, Mode::Presets { selected: 12 }, "wraps");
     app.on_key(ch('x'));
     assert_eq!(
         app.mode,
-        Mode::Presets { selected: 11 },
+        Mode::Presets { selected: 12 },
         "other keys keep the menu"
     );
     for close in [key(KeyCode::Esc), ch('m'), ch('q')] {
@@ -491,6 +491,7 @@ fn the_menu_reads_the_kind_table() {
             "red",
             "pie",
             "fq_pie",
+            "dualpi2",
             "netem",
             "cake"
         ]
