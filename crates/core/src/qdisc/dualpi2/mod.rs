@@ -103,12 +103,12 @@ pub struct Dualpi2Options {
 /// `dualpi2_scale_alpha_beta`: 1/256 Hz to the internal 64 ns units of
 /// `MAX_PROB`.
 pub fn scale_alpha_beta(param: u32) -> u32 {
-    ((u64::from(param) * u64::from(MAX_PROB) >> ALPHA_BETA_SCALING) / NS_PER_SEC) as u32
+    (((u64::from(param) * u64::from(MAX_PROB)) >> ALPHA_BETA_SCALING) / NS_PER_SEC) as u32
 }
 
 /// `dualpi2_unscale_alpha_beta`: back to 1/256 Hz (rounded down).
 pub fn unscale_alpha_beta(param: u32) -> u32 {
-    ((u64::from(param) * NS_PER_SEC << ALPHA_BETA_SCALING) / u64::from(MAX_PROB)) as u32
+    (((u64::from(param) * NS_PER_SEC) << ALPHA_BETA_SCALING) / u64::from(MAX_PROB)) as u32
 }
 
 /// `convert_us_to_nsec`, saturating at `u32::MAX`.
@@ -420,7 +420,7 @@ impl Dualpi2 {
             requeued: (0, 0),
             stats: QdiscStats::default(),
             filters: FilterChain::default(),
-            rng: SmallRng::seed_from_u64(ctx.seed ^ 0x6475_616c_7069_32), // "dualpi2"
+            rng: SmallRng::seed_from_u64(ctx.seed ^ 0x0064_7561_6c70_6932), // "dualpi2"
         })
     }
 
