@@ -7,6 +7,7 @@
 
 use super::*;
 use crate::packet::ecn::{ECN_CE, ECN_ECT0, ECN_ECT1};
+use crate::qdisc::tc_h_make;
 use crate::qdisc::testutil::{ect_pkt, pkt};
 
 const H: Handle = 0x0001_0000;
@@ -520,4 +521,62 @@ fn reset_clears_queues_probability_and_counters() {
         (0, 0, 0, 0, 0)
     );
     assert_eq!(x.credit, -121_120);
+}
+
+#[test]
+fn filters_pick_the_class_after_ecn_and_priority() {
+    use crate::packet::filter::{Family, Field, Filter, FilterKind, FilterProtocol, Match};
+    let mut q = q(Dualpi2Options::default());
+    // u32 match ip dport 5001 flowid 1:2 (LLLL), then matchall flowid 1:7
+    // (beyond 2: the C-queue).
+    let dport = Match::new(Family::V4, Field::Dport, 5001, 0xffff);
+    q.add_filter(Filter {
+        parent: Some(H),
+        prio: 1,
+        ..Filter::new(
+            FilterProtocol::All,
+            FilterKind::U32,
+            vec![dport],
+            tc_h_make(1, 2),
+        )
+    })
+    .unwrap();
+    q.add_filter(Filter {
+        parent: Some(H),
+        prio: 2,
+        ..Filter::new(
+            FilterProtocol::All,
+            FilterKind::Matchall,
+            vec![],
+            tc_h_make(1, 7),
+        )
+    })
+    .unwrap();
+    let mut d = Drops::new();
+    let ip = |id, dport, ecn| {
+        let mut p = ect_pkt(id, 100, ecn);
+        p.meta.flow.dst_port = dport;
+        p
+    };
+    q.enqueue(ip(1, 5001, ECN_NOT_ECT), Instant::ZERO, &mut d);
+    q.enqueue(ip(2, 80, ECN_NOT_ECT), Instant::ZERO, &mut d);
+    // ECT(1) is L4S before any filter is asked.
+    q.enqueue(ip(3, 80, ECN_ECT1), Instant::ZERO, &mut d);
+    let classes: Vec<(u64, Class)> = q
+        .l_queue
+        .iter()
+        .chain(&q.c_queue)
+        .map(|(p, cb)| (p.meta.id, cb.class))
+        .collect();
+    assert_eq!(
+        classes,
+        [(1, Class::Llll), (3, Class::L4s), (2, Class::Classic)]
+    );
+    // Only the qdisc has a block (`dualpi2_tcf_block`).
+    assert!(q
+        .add_filter(Filter {
+            parent: Some(tc_h_make(1, 1)),
+            ..Filter::new(FilterProtocol::All, FilterKind::Matchall, vec![], H)
+        })
+        .is_err());
 }
