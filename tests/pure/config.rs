@@ -1098,3 +1098,42 @@ fn an_mtu_below_ipv6s_least_warns_and_runs_ipv4_only() {
     assert!(v6.ipv6_on_taps());
     assert!(v6.warnings().is_empty());
 }
+
+/// dualpi2 in the string and table forms, checked by the real tc front
+/// end, and a refusal the kernel makes (coupling factor 0).
+#[test]
+fn dualpi2_qdisc_string_and_table_build() {
+    let check = Some(&bloatbox::tc::check_steps as bloatbox::config::TcCheck);
+    let c = Config::from_str_with(
+        "[link]\nqdisc = \"dualpi2 any_ect step_thresh 5p\"\n",
+        "dualpi2.toml",
+        check,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        c.tc_lines(L),
+        vec!["tc qdisc add dev left root dualpi2 any_ect step_thresh 5p"]
+    );
+    let table = "[link]\nqdisc = { kind = \"dualpi2\", limit = 500, alpha = 0.5, \
+                 step_thresh = \"5p\", classic_protection = \"30%\", ecn = \"any_ect\", \
+                 drop_on_overload = false, split_gso = false }\n";
+    let c = Config::from_str_with(table, "dualpi2.toml", check).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        c.tc_lines(L),
+        vec![
+            "tc qdisc add dev left root dualpi2 limit 500 alpha 0.5 step_thresh 5p \
+              classic_protection 30% any_ect overflow no_split_gso"
+        ]
+    );
+    let err = Config::from_str_with(
+        "[link]\nqdisc = \"dualpi2 coupling_factor 0\"\n",
+        "dualpi2.toml",
+        check,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("link.qdisc") && err.contains("integer out of range"),
+        "{err}"
+    );
+}

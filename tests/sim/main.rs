@@ -14,6 +14,7 @@ mod coalesce;
 mod common;
 mod determinism;
 mod drr_ets;
+mod dualpi2;
 mod edges;
 mod fq;
 mod gso;

@@ -492,6 +492,7 @@ fn the_menu_reads_the_kind_table() {
             "pie",
             "fq_pie",
             "fq",
+            "dualpi2",
             "netem",
             "cake"
         ]

@@ -656,3 +656,48 @@ fn prio_band_rows_show_each_bands_backlog() {
     let sum: u64 = bands.iter().map(|b| b.1).sum();
     assert_eq!(root.backlog, sum, "{bands:?}");
 }
+
+/// DualPI2's node adds a line with both queues' probability and delay
+/// (from its xstats' p' and the coupling factor: p_L = k·p', p_C = p'^2).
+#[test]
+fn a_dualpi2_root_shows_both_queues_probability_and_delay() {
+    use bloatbox::qdisc::dualpi2::Dualpi2;
+    use bloatbox::qdisc::dump::Xstats;
+    use bloatbox::qdisc::QdiscOptions;
+    let mut s = Scenario::new(
+        Box::new(Dualpi2::build(root_ctx(0x8001), &QdiscOptions::None).unwrap()),
+        Box::new(PfifoFast::new(root_ctx(0))),
+        link_params(),
+    );
+    s.add_standard_loads();
+    let app = app_after(&mut s, 10, STEP);
+    let q = &app
+        .latest
+        .as_ref()
+        .unwrap()
+        .bridge
+        .path(Dir::LeftToRight)
+        .qdisc;
+    let Some(Xstats::Dualpi2(x)) = &q.xstats else {
+        panic!("dualpi2 xstats");
+    };
+    let p = f64::from(x.prob) / f64::from(u32::MAX);
+    let root = &app.dirs[0].tree[0];
+    assert_eq!(root.kind, "dualpi2");
+    let line = root
+        .xstats
+        .iter()
+        .find(|l| l.starts_with("L-queue p_L "))
+        .unwrap_or_else(|| panic!("{:?}", root.xstats));
+    assert_eq!(
+        *line,
+        format!(
+            "L-queue p_L {:.4} delay {}  C-queue p_C {:.4} delay {}",
+            (2.0 * p).min(1.0),
+            bloatbox::units::sprint_time(x.delay_l.into()),
+            p * p,
+            bloatbox::units::sprint_time(x.delay_c.into())
+        )
+    );
+    assert!(root.xstats.iter().any(|l| l.starts_with("prob ")));
+}

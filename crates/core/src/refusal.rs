@@ -28,6 +28,9 @@ pub enum Errno {
     /// a child under a classless parent, filters on a class without a
     /// block).
     EOPNOTSUPP,
+    /// A number outside the range a netlink policy allows (`nla_validate`'s
+    /// "integer out of range").
+    ERANGE,
 }
 
 /// bloatbox's explanation after the kernel's refusal, and where it goes.

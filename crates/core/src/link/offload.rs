@@ -9,7 +9,8 @@
 //! shapes GRO packets whole, and TBF segments one its buckets cannot pass
 //! (`tbf_segment`, net/sched/sch_tbf.c), which here means segmenting, before
 //! the qdisc, a super-frame larger than the smallest TBF `max_size` in the
-//! tree.
+//! tree. A DualPI2 with `split_gso` (its default) in the tree makes the
+//! direction segment too, as `dualpi2_qdisc_enqueue` splits GSO packets.
 
 use super::{LinkParams, LinkShape};
 use crate::qdisc::kinds::{self, KindEntry};
@@ -61,6 +62,14 @@ fn tbf_max_size(d: &QdiscDump) -> Option<u64> {
     d.children.iter().filter_map(tbf_max_size).chain(own).min()
 }
 
+/// A DualPI2 with `split_gso` in the tree: `dualpi2_qdisc_enqueue`
+/// segments a GSO packet and queues each segment on its own (own mark or
+/// drop, finer WRR), which segmenting before the qdisc gives here.
+fn splits_gso(d: &QdiscDump) -> bool {
+    matches!(&d.options, QdiscOptions::Dualpi2(o) if o.split_gso != Some(false))
+        || d.children.iter().any(splits_gso)
+}
+
 impl GsoPolicy {
     /// Which super-frames pass this direction whole: None, none of them;
     /// otherwise those whose length (`Segmenter::wire_len`, what the qdisc
@@ -87,7 +96,7 @@ impl GsoPolicy {
             && shape.schedule.is_none()
             && shape.impairments.is_none()
             && shape.framing == Default::default();
-        if !passes {
+        if !passes || splits_gso(qdisc) {
             None
         } else if self.forward_gro {
             Some(tbf_max_size(qdisc).unwrap_or(u64::MAX))
@@ -176,6 +185,27 @@ mod tests {
             correlation: 0.0,
         };
         assert!(!passes(&policy, &at(0), &lossy, &fifo));
+    }
+
+    #[test]
+    fn dualpi2_with_split_gso_segments_before_the_qdisc() {
+        use crate::qdisc::dualpi2::Dualpi2Options;
+        let policy = GsoPolicy::default();
+        let shape = LinkShape::default();
+        let dualpi2 = |split_gso| QdiscDump {
+            options: QdiscOptions::Dualpi2(Dualpi2Options {
+                split_gso,
+                ..Dualpi2Options::default()
+            }),
+            ..dump("dualpi2")
+        };
+        assert!(!passes(&policy, &at(0), &shape, &dualpi2(Some(true))));
+        assert!(passes(&policy, &at(0), &shape, &dualpi2(Some(false))));
+        let under_mq = QdiscDump {
+            children: vec![dualpi2(Some(true))],
+            ..dump("mq")
+        };
+        assert!(!passes(&policy, &at(0), &shape, &under_mq));
     }
 
     /// A TBF dump with a `burst`-byte bucket at 100 Mbit/s.

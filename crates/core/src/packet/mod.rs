@@ -303,11 +303,21 @@ pub enum DropReason {
     NetemLoss,
     /// netem held `limit` frames already.
     NetemLimit,
+    /// DualPI2's `limit` or memory limit: the arriving frame was dropped
+    /// (the kernel's `QDISC_DROP_OVERLIMIT`).
+    Dualpi2Overlimit,
+    /// DualPI2's PI2 probability chose a frame it could not mark (Not-ECT,
+    /// or any frame on overload), at enqueue or dequeue
+    /// (`QDISC_DROP_CONGESTED`).
+    Dualpi2Congested,
+    /// DualPI2's step threshold on a Not-ECT frame of the L-queue
+    /// (`QDISC_DROP_L4S_STEP_NON_ECN`).
+    Dualpi2StepDrop,
 }
 
 impl DropReason {
     /// Every reason, in the order of the stats' counters (`index()`).
-    pub const ALL: [DropReason; 26] = [
+    pub const ALL: [DropReason; 29] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -334,6 +344,9 @@ impl DropReason {
         DropReason::NoQdisc,
         DropReason::NetemLoss,
         DropReason::NetemLimit,
+        DropReason::Dualpi2Overlimit,
+        DropReason::Dualpi2Congested,
+        DropReason::Dualpi2StepDrop,
     ];
 
     /// Position of the reason in `ALL` (its counter's index).
@@ -374,6 +387,9 @@ impl DropReason {
             DropReason::NoQdisc => "noop",
             DropReason::NetemLoss => "netem_loss",
             DropReason::NetemLimit => "netem_limit",
+            DropReason::Dualpi2Overlimit => "dualpi2_overlimit",
+            DropReason::Dualpi2Congested => "dualpi2_congested",
+            DropReason::Dualpi2StepDrop => "dualpi2_step_drop",
         }
     }
 }

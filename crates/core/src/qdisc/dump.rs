@@ -85,7 +85,7 @@ pub struct QdiscDump {
 
 impl QdiscDump {
     /// ECN marks counted by this qdisc and every qdisc below it (the
-    /// `ecn_mark` of fq_codel's, codel's, PIE's and FQ-PIE's xstats, fq's `ce_mark`, RED's `marked`).
+    /// `ecn_mark` of fq_codel's, codel's, PIE's, FQ-PIE's and DualPI2's xstats, fq's `ce_mark`, RED's `marked`).
     pub fn tree_ecn_marks(&self) -> u64 {
         let own = match self.xstats {
             Some(Xstats::FqCodel(x)) => x.ecn_mark,
@@ -94,6 +94,7 @@ impl QdiscDump {
             Some(Xstats::Pie(x)) => u64::from(x.ecn_mark),
             Some(Xstats::FqPie(x)) => u64::from(x.ecn_mark),
             Some(Xstats::Fq(x)) => x.ce_mark,
+            Some(Xstats::Dualpi2(x)) => u64::from(x.ecn_mark),
             Some(Xstats::Cake(ref x)) => {
                 x.tins.iter().map(|t| u64::from(t.ecn_marked_packets)).sum()
             }

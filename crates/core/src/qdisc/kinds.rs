@@ -13,6 +13,7 @@ use super::cake::Cake;
 use super::codel::CodelQdisc;
 use super::drr::Drr;
 use super::ets::Ets;
+use super::dualpi2::Dualpi2;
 use super::fifo::{Fifo, FifoKind};
 use super::fq::Fq;
 use super::fq_codel::FqCodel;
@@ -205,6 +206,10 @@ pub static BUILTIN: &[KindEntry] = &[
         ..kind("plug", |c, _, o| Ok(Box::new(Plug::build(c, o)?)))
     },
     kind("skbprio", |c, _, o| Ok(Box::new(Skbprio::build(c, o)?))),
+    KindEntry {
+        class_stats: false,
+        ..kind("dualpi2", |c, _, o| Ok(Box::new(Dualpi2::build(c, o)?)))
+    },
     KindEntry {
         default_leaf: false,
         class_stats: false,

@@ -16,7 +16,8 @@
 //! its band choice (`priomap.rs`) with `ets/`; `rounds.rs` is the deficit
 //! round robin of `drr/` and ETS's bandwidth-sharing bands;
 //! `red/algorithm.rs` is include/net/red.h; `pie/algorithm.rs`
-//! is include/net/pie.h, the PIE core that `pie` and `fq_pie` share;
+//! is include/net/pie.h, the PIE core that `pie` and `fq_pie` share
+//! (its timer runs `dualpi2`'s PI2 controller too);
 //! `flow_bucket` picks the flow queue of sfq, fq_codel and fq_pie.
 //! `park.rs` is the peek-by-dequeue plumbing of codel, fq_codel, sfq, tbf,
 //! pie and fq_pie; `request.rs` is a tc request as rtnetlink
@@ -31,6 +32,7 @@ pub mod class_hash;
 pub mod codel;
 pub mod drr;
 pub mod drr_ahead;
+pub mod dualpi2;
 pub mod dump;
 pub mod estimator;
 pub mod ets;

@@ -14,6 +14,7 @@
 
 use super::cake::{CakeClassXstats, CakeOptions, CakeXstats};
 use super::codel::{CodelOptions, CodelXstats};
+use super::dualpi2::{Dualpi2Options, Dualpi2Xstats};
 use super::fifo::FifoOptions;
 use super::fq::{FqOptions, FqXstats};
 use super::fq_codel::{FqCodelClassXstats, FqCodelOptions, FqCodelXstats};
@@ -70,6 +71,8 @@ pub enum QdiscOptions {
     Plug(super::plug::PlugOptions),
     /// skbprio: `struct tc_skbprio_qopt`.
     Skbprio(super::skbprio::SkbprioOptions),
+    /// The `TCA_DUALPI2_*` attributes.
+    Dualpi2(Dualpi2Options),
     /// netem: `tc_netem_qopt` and the TCA_NETEM_* attributes (boxed: the
     /// largest of the options by far).
     Netem(Box<NetemOptions>),
@@ -185,6 +188,9 @@ pub enum Xstats {
     FqPie(FqPieXstats),
     /// `struct tc_fq_qd_stats` (net/sched/sch_fq.c `fq_dump_stats`).
     Fq(FqXstats),
+    /// `struct tc_dualpi2_xstats` (net/sched/sch_dualpi2.c
+    /// `dualpi2_dump_stats`).
+    Dualpi2(Dualpi2Xstats),
     /// CAKE's `TCA_CAKE_STATS_*` with its tins (net/sched/sch_cake.c
     /// `cake_dump_stats`).
     Cake(CakeXstats),

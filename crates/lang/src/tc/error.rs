@@ -53,6 +53,7 @@ fn strerror(errno: Errno) -> &'static str {
         Errno::ENOENT => "No such file or directory",
         Errno::ENOSPC => "No space left on device",
         Errno::EOPNOTSUPP => "Operation not supported",
+        Errno::ERANGE => "Numerical result out of range",
     }
 }
 

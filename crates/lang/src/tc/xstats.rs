@@ -63,6 +63,7 @@ mod tests {
             Xstats::Pie(_) => "pie",
             Xstats::FqPie(_) => "fq_pie",
             Xstats::Fq(_) => "fq",
+            Xstats::Dualpi2(_) => "dualpi2",
             Xstats::Cake(_) | Xstats::CakeClass(_) => "cake",
             Xstats::Other(_) => panic!("no built-in kind prints {x:?}"),
         }

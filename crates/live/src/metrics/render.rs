@@ -10,7 +10,8 @@ use crate::datapath::{LiveSnapshot, SnapshotReader};
 use crate::dir::Dir;
 use crate::link::PathSnapshot;
 use crate::packet::DropReason;
-use crate::qdisc::dump::{FlowTraffic, QdiscDump};
+use crate::qdisc::dualpi2::Dualpi2Xstats;
+use crate::qdisc::dump::{FlowTraffic, QdiscDump, Xstats};
 use crate::qdisc::QdiscStats;
 use crate::tc::show::tc_handle;
 
@@ -76,6 +77,61 @@ impl Families {
         self.gauge(qlen.0, qlen.1, l.clone(), f64::from(s.qlen));
     }
 
+    /// DualPI2's xstats (`tc_dualpi2_xstats`): the base probability, both
+    /// queues' head delays, the WRR credit, and its counters.
+    fn dualpi2(&mut self, l: &Labels, x: &Dualpi2Xstats) {
+        self.gauges(
+            l,
+            &[
+                (
+                    "qdisc_dualpi2_prob",
+                    "DualPI2's base PI probability p' (C-queue marks at p'^2, L at k*p')",
+                    f64::from(x.prob) / f64::from(u32::MAX),
+                ),
+                (
+                    "qdisc_dualpi2_delay_c_seconds",
+                    "DualPI2's C-queue head delay",
+                    f64::from(x.delay_c) / 1e6,
+                ),
+                (
+                    "qdisc_dualpi2_delay_l_seconds",
+                    "DualPI2's L-queue head delay",
+                    f64::from(x.delay_l) / 1e6,
+                ),
+                (
+                    "qdisc_dualpi2_credit",
+                    "DualPI2's WRR credit (positive: the C-queue is served next)",
+                    f64::from(x.credit),
+                ),
+            ],
+        );
+        self.counters(
+            l,
+            &[
+                (
+                    "qdisc_dualpi2_pkts_in_c",
+                    "Packets DualPI2 queued in its C-queue",
+                    u64::from(x.packets_in_c),
+                ),
+                (
+                    "qdisc_dualpi2_pkts_in_l",
+                    "Packets DualPI2 queued in its L-queue",
+                    u64::from(x.packets_in_l),
+                ),
+                (
+                    "qdisc_dualpi2_ecn_marks",
+                    "Packets DualPI2 CE-marked",
+                    u64::from(x.ecn_mark),
+                ),
+                (
+                    "qdisc_dualpi2_step_marks",
+                    "Packets DualPI2 CE-marked at its L-queue step threshold",
+                    u64::from(x.step_marks),
+                ),
+            ],
+        );
+    }
+
     /// Every qdisc and class of the tree rooted at `q`, depth first.
     fn qdisc_tree(&mut self, dir: Dir, q: &QdiscDump) {
         let (handle, parent) = (tc_handle(q.handle), parent_name(q.parent));
@@ -86,6 +142,9 @@ impl Families {
             ("kind", &q.kind),
         ]);
         self.qdisc_stats(&QDISC_NAMES, &l, &q.stats);
+        if let Some(Xstats::Dualpi2(x)) = &q.xstats {
+            self.dualpi2(&l, x);
+        }
         for c in &q.classes {
             // Pseudo-classes (per-flow rows) have no counters of their own.
             let Some(stats) = &c.stats else { continue };

@@ -14,11 +14,12 @@ use crate::packet::{addr_text, DropReason, FlowKey};
 use crate::qdisc::cake::{flow_mode, CakeFlowInfo, CakeFlowSet, CakeTinXstats};
 use crate::qdisc::codel::CodelXstats;
 use crate::qdisc::dump::{Ahead, FlowSummary, FlowTraffic, QueueId, QueueOccupancy, Xstats};
-use crate::qdisc::{ClassDump, Handle, QdiscDump, QdiscStats, TC_H_ROOT};
+use crate::qdisc::{ClassDump, Handle, QdiscDump, QdiscOptions, QdiscStats, TC_H_ROOT};
 use crate::tc::opts::cake::{flow_mode_name, tin_name};
 use crate::tc::show::{class_options, qdisc_options};
 use crate::tc::xstats::trimmed_lines;
 use crate::time::{Instant, NS_PER_SEC};
+use crate::units::sprint_time;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -1346,6 +1347,12 @@ fn parent_label(h: Handle) -> String {
 /// Appends `q`, its real classes (pseudo-classes of flow queues are shown
 /// in the flow table instead) and child qdiscs, depth first.
 fn flatten(q: &QdiscDump, depth: usize, out: &mut Vec<TreeNode>) {
+    let mut xstats = q
+        .xstats
+        .as_ref()
+        .map(|x| trimmed_lines(&q.kind, x))
+        .unwrap_or_default();
+    xstats.extend(dualpi2_line(q));
     out.push(TreeNode {
         depth,
         is_class: false,
@@ -1354,11 +1361,7 @@ fn flatten(q: &QdiscDump, depth: usize, out: &mut Vec<TreeNode>) {
         parent: parent_label(q.parent),
         options: qdisc_options(q).plain,
         stats: q.stats,
-        xstats: q
-            .xstats
-            .as_ref()
-            .map(|x| trimmed_lines(&q.kind, x))
-            .unwrap_or_default(),
+        xstats,
     });
     let classes: Vec<&ClassDump> = q.classes.iter().filter(|c| c.stats.is_some()).collect();
     let mut placed = vec![false; q.children.len()];
@@ -1373,6 +1376,24 @@ fn flatten(q: &QdiscDump, depth: usize, out: &mut Vec<TreeNode>) {
             flatten(ch, depth + 1, out);
         }
     }
+}
+
+/// DualPI2's two queues side by side: the probabilities its base one
+/// gives each (net/sched/sch_dualpi2.c `must_drop`: the L-queue's k·p',
+/// at most 1, the C-queue's p'^2) and their head delays.
+fn dualpi2_line(q: &QdiscDump) -> Option<String> {
+    let (Some(Xstats::Dualpi2(x)), QdiscOptions::Dualpi2(o)) = (&q.xstats, &q.options) else {
+        return None;
+    };
+    let p = f64::from(x.prob) / f64::from(u32::MAX);
+    let k = f64::from(o.coupling.unwrap_or(2));
+    Some(format!(
+        "L-queue p_L {:.4} delay {}  C-queue p_C {:.4} delay {}",
+        (k * p).min(1.0),
+        sprint_time(x.delay_l.into()),
+        p * p,
+        sprint_time(x.delay_c.into())
+    ))
 }
 
 fn flatten_class(

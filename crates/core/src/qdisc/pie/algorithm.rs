@@ -399,17 +399,28 @@ impl AdaptTimer {
 
     /// Runs every expiry due by `now`: `run(at)` is one run and returns the
     /// jiffies to the next (`None`: not re-armed) and whether it changed any
-    /// state. Once a run changes nothing, the runs left before `now` would
-    /// change nothing either (nothing else moves between touches) and are
-    /// skipped, keeping the phase.
+    /// state (`run_every` in jiffies).
     pub fn run_until(&mut self, now: Instant, mut run: impl FnMut(Instant) -> (Option<u32>, bool)) {
+        self.run_every(now, |t| {
+            let (after, changed) = run(t);
+            (after.map(|j| u64::from(j).max(1) * JIFFY_NS), changed)
+        });
+    }
+
+    /// Runs every expiry due by `now`: `run(at)` is one run and returns the
+    /// nanoseconds to the next (`None`: not re-armed; an hrtimer's period
+    /// for DualPI2) and whether it changed any state. Once a run changes
+    /// nothing, the runs left before `now` would change nothing either
+    /// (nothing else moves between touches) and are skipped, keeping the
+    /// phase.
+    pub fn run_every(&mut self, now: Instant, mut run: impl FnMut(Instant) -> (Option<u64>, bool)) {
         while let Some(t) = self.next.filter(|t| *t <= now) {
             let (after, changed) = run(t);
-            let Some(j) = after else {
+            let Some(ns) = after else {
                 self.next = None;
                 return;
             };
-            let period = u64::from(j).max(1) * JIFFY_NS;
+            let period = ns.max(1);
             let mut following = t + period;
             if !changed && following <= now {
                 following += (now.saturating_since(following) / period) * period;

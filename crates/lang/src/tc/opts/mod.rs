@@ -9,6 +9,7 @@ pub mod cake;
 pub mod codel;
 pub mod drr;
 pub mod ets;
+pub mod dualpi2;
 pub mod fifo;
 pub mod fq;
 pub mod fq_codel;
@@ -74,6 +75,7 @@ pub static BUILTIN: &[&Syntax] = &[
     &fq::SYNTAX,
     &plug::SYNTAX,
     &skbprio::SYNTAX,
+    &dualpi2::SYNTAX,
     &netem::SYNTAX,
     &cake::SYNTAX,
 ];

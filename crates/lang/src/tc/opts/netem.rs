@@ -142,7 +142,7 @@ fn set_percent(fraction: f64) -> u32 {
 
 /// `parse_percent` (tc/tc_util.c): a float (`strtod`) divided by 100, in
 /// 0..=1, followed by nothing or `%`.
-fn parse_percent(word: &str) -> Option<f64> {
+pub(super) fn parse_percent(word: &str) -> Option<f64> {
     let (v, rest) = strtod(word)?;
     let v = v / 100.0;
     ((0.0..=1.0).contains(&v) && (rest.is_empty() || rest == "%")).then_some(v)
@@ -162,7 +162,7 @@ fn time64(word: &str, name: &str) -> Result<i64, TcError> {
 }
 
 /// `get_s32(.., 0)`: a C number, possibly negative, into 32 bits.
-fn get_s32(word: &str) -> Option<i32> {
+pub(super) fn get_s32(word: &str) -> Option<i32> {
     match word.strip_prefix('-') {
         Some(m) => c_number(m)
             .and_then(|n| i64::try_from(n).ok())

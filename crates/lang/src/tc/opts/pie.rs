@@ -272,7 +272,7 @@ static XSTATS: XstatsPrinter = XstatsPrinter {
 /// `print_float`'s JSON number (`%g`): the six significant digits tc
 /// prints, an integer where they are one (serde_json writes an exponent
 /// as `e-8` where C's `%g` writes `e-08`).
-fn json_g(v: f64) -> serde_json::Value {
+pub(super) fn json_g(v: f64) -> serde_json::Value {
     let g: f64 = print_g(v).parse().unwrap_or(v);
     if g.fract() == 0.0 && g.abs() < 1e15 {
         json!(g as i64)
