@@ -412,11 +412,11 @@ fn preset_menu_keys() {
     app.on_key(ch('k'));
     assert_eq!(app.mode, Mode::Presets { selected: 0 });
     app.on_key(ch('k'));
-    assert_eq!(app.mode, Mode::Presets { selected: 12 }, "wraps");
+    assert_eq!(app.mode, Mode::Presets { selected: 13 }, "wraps");
     app.on_key(ch('x'));
     assert_eq!(
         app.mode,
-        Mode::Presets { selected: 12 },
+        Mode::Presets { selected: 13 },
         "other keys keep the menu"
     );
     for close in [key(KeyCode::Esc), ch('m'), ch('q')] {
