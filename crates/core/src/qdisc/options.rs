@@ -70,6 +70,8 @@ pub enum QdiscOptions {
     Plug(super::plug::PlugOptions),
     /// skbprio: `struct tc_skbprio_qopt`.
     Skbprio(super::skbprio::SkbprioOptions),
+    /// multiq: `struct tc_multiq_qopt`.
+    Multiq(super::multiq::MultiqOptions),
     /// netem: `tc_netem_qopt` and the TCA_NETEM_* attributes (boxed: the
     /// largest of the options by far).
     Netem(Box<NetemOptions>),
