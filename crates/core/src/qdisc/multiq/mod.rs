@@ -18,7 +18,6 @@ use super::{
     tc_h_major, tc_h_make, tc_h_minor, ClassDump, ClassOptions, Classful, Errno, FilterHost,
     FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict,
 };
-use crate::link::serializer::queue_index;
 use crate::packet::filter::FilterChain;
 use crate::packet::{Drops, Packet};
 use crate::time::{earliest, Instant};
@@ -50,11 +49,7 @@ impl Multiq {
     /// EOPNOTSUPP unless `netif_is_multiqueue`, else one band per queue
     /// with a default pfifo. `QdiscOptions::None` stands for tc's zeroed
     /// struct (the configuration's defaults).
-    pub fn build(
-        ctx: QdiscCtx,
-        tx_queues: u16,
-        options: &QdiscOptions,
-    ) -> Result<Self, Refusal> {
+    pub fn build(ctx: QdiscCtx, tx_queues: u16, options: &QdiscOptions) -> Result<Self, Refusal> {
         match options {
             QdiscOptions::None | QdiscOptions::Multiq(_) => {}
             _ => return Err(super::options::foreign("multiq")),
@@ -111,7 +106,8 @@ impl Multiq {
         if let Some((_, Some(p))) = self.filters.classify(&pkt.meta) {
             pkt.meta.priority = p;
         }
-        queue_index(pkt.meta.queue_mapping, self.queues.len())
+        // The device's pick, as link::serializer's queue_index (bands >= 2).
+        usize::from(pkt.meta.queue_mapping) % self.queues.len()
     }
 
     /// The band after `band`, round robin (`curband++`, wrapping).
