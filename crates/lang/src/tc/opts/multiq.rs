@@ -134,6 +134,19 @@ mod tests {
              class multiq 1:3 parent 1: leaf 30: \n\
              class multiq 1:4 parent 1: \n"
         );
+        // multiq_dump_class_stats: each band's child's counters.
+        let stats = show(&[add, "tc -s class show dev left classid 1:2"]);
+        assert_eq!(
+            stats,
+            "class multiq 1:2 parent 1: \n Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n"
+        );
+        // multiq_tune on a change reads nothing: the bands stay.
+        let changed = show(&[
+            add,
+            "tc qdisc change dev left root multiq",
+            "tc -d qdisc show dev left",
+        ]);
+        assert_eq!(changed, "qdisc multiq 1: root refcnt 5 bands 4/4 \n");
         let e = run(1, &[add]).unwrap_err().0;
         assert!(e.contains("Operation not supported"), "{e}");
         assert!(e.contains("`bloatbox set left.tx_queues=4`"), "{e}");
