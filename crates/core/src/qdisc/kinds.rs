@@ -21,6 +21,7 @@ use super::fq_pie::FqPie;
 use super::hfsc::Hfsc;
 use super::htb::Htb;
 use super::mq::Mq;
+use super::multiq::Multiq;
 use super::netem::Netem;
 use super::pfifo_fast::PfifoFast;
 use super::pie::Pie;
@@ -170,6 +171,13 @@ pub static BUILTIN: &[KindEntry] = &[
             Ok(Box::new(Mq::build(c, dev.tx_queues, o, &mut |c| {
                 default_leaf(c, dev)
             })?))
+        })
+    },
+    KindEntry {
+        default_leaf: false,
+        configurable: false,
+        ..kind("multiq", |c, dev, o| {
+            Ok(Box::new(Multiq::build(c, dev.tx_queues, o)?))
         })
     },
     KindEntry {

@@ -45,6 +45,7 @@ pub mod hfsc;
 pub mod htb;
 pub mod kinds;
 pub mod mq;
+pub mod multiq;
 pub mod netem;
 pub mod noop;
 pub mod one_class;

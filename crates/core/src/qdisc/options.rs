@@ -73,6 +73,8 @@ pub enum QdiscOptions {
     Skbprio(super::skbprio::SkbprioOptions),
     /// The `TCA_DUALPI2_*` attributes.
     Dualpi2(Dualpi2Options),
+    /// multiq: `struct tc_multiq_qopt`.
+    Multiq(super::multiq::MultiqOptions),
     /// netem: `tc_netem_qopt` and the TCA_NETEM_* attributes (boxed: the
     /// largest of the options by far).
     Netem(Box<NetemOptions>),

@@ -70,7 +70,6 @@ pub fn missing_kind(kind: &str) -> Option<&'static str> {
     Some(match kind {
         "hhf" => "bloatbox has no hhf; the nearest here: fq_codel or fq_pie (flow queueing with an AQM), fq or sfq",
         "choke" | "gred" | "sfb" => "bloatbox has no choke, gred or sfb; the nearest AQM here: red or pie, or fq_codel and fq_pie per flow",
-        "multiq" => "bloatbox has no multiq; prio has up to 16 priority bands (pfifo_fast three, by TOS), qfq weighs classes picked by filters",
         "cbq" => "bloatbox has no cbq; htb and hfsc shape classes, qfq, drr and ets schedule them by weight or quantum",
         "ingress" | "clsact" => "bloatbox has no ingress hook: each direction's egress qdisc is the bottleneck (dev left for left→right, dev right for right→left)",
         _ => return None,
@@ -165,7 +164,7 @@ mod tests {
         assert_eq!(missing_kind("fq"), None, "bloatbox has fq");
         assert!(missing_kind("hhf").unwrap().contains("fq_codel"));
         assert_eq!(missing_kind("prio"), None, "bloatbox has prio");
-        assert!(missing_kind("multiq").unwrap().contains("pfifo_fast"));
+        assert!(missing_kind("cbq").unwrap().contains("htb"));
         assert_eq!(missing_kind("pie"), None, "bloatbox has pie");
         assert!(missing_kind("sfb").unwrap().contains("red"));
         assert_eq!(missing_kind("fq_codel"), None);

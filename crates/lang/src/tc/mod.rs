@@ -165,13 +165,14 @@ fn reached<T, U>(answer: Answer<T, U>) -> Result<T, Failed<U>> {
 
 /// tc's error for `cmd` on the device `spec` as tc words it: after the
 /// kernel's refusal of a filter change (`talking_to_the_kernel`), with
-/// bloatbox's hint for a kind the device lacks or mq on a single queue.
+/// bloatbox's hint for a kind the device lacks or mq or multiq on a single
+/// queue.
 fn worded(spec: &DevSpec, cmd: &TcCommand, e: TcError) -> TcError {
     let e = talking_to_the_kernel(cmd, e);
     let known = |k: &str| crate::qdisc::kinds::lookup(spec.kinds, k).is_some();
     let kind = cmd.kind.as_deref();
     let hint = match kind {
-        Some("mq") if spec.tx_queues == 1 => Some(hint::single_queue(spec.dev)),
+        Some("mq" | "multiq") if spec.tx_queues == 1 => Some(hint::single_queue(spec.dev)),
         _ => kind
             .filter(|k| !known(k))
             .and_then(hint::missing_kind)

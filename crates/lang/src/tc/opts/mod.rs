@@ -17,6 +17,7 @@ pub mod fq_pie;
 pub mod hfsc;
 pub mod htb;
 pub mod mq;
+pub mod multiq;
 pub mod netem;
 pub mod pfifo_fast;
 pub mod pie;
@@ -64,6 +65,7 @@ pub static BUILTIN: &[&Syntax] = &[
     &tbf::SYNTAX,
     &htb::SYNTAX,
     &mq::SYNTAX,
+    &multiq::SYNTAX,
     &qfq::SYNTAX,
     &prio::SYNTAX,
     &hfsc::SYNTAX,
