@@ -8,6 +8,7 @@
 use crate::qdisc::drr::DrrClassOptions;
 use crate::qdisc::dump::Xstats;
 use crate::qdisc::{ClassOptions, QdiscOptions};
+use crate::tc::keys::{Key, KeyTable, Value};
 use crate::tc::syntax::{Bench, JsonObj, Printed, Sample, Syntax, XstatsPrinter};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::tc::TcError;
@@ -22,7 +23,7 @@ pub static SYNTAX: Syntax = Syntax {
     print: |o| matches!(o, QdiscOptions::None).then(Printed::default),
     print_class,
     example: None,
-    table: None,
+    table: Some(&TABLE),
     trailing_space: true,
     xstats: Some(&XSTATS),
     benches: &[Bench::new(
@@ -54,6 +55,13 @@ pub static SYNTAX: Syntax = Syntax {
             ],
         ),
     ],
+};
+
+/// The keys of a `drr` table in the configuration: the qdisc has none, a
+/// class (`[[link.qdisc.class]]`) its `quantum`.
+static TABLE: KeyTable = KeyTable {
+    qdisc: &[],
+    class: Some(&[Key::opt("quantum", Value::Size)]),
 };
 
 const USAGE: &str = "Usage: ... drr";

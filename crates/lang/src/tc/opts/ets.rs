@@ -10,6 +10,7 @@
 use crate::qdisc::ets::{EtsClassOptions, EtsOptions, TCQ_ETS_MAX_BANDS};
 use crate::qdisc::prio::TC_PRIO_MAX;
 use crate::qdisc::{ClassOptions, QdiscOptions};
+use crate::tc::keys::{Key, KeyTable, Value};
 use crate::tc::syntax::{Bench, JsonObj, Printed, Sample, Syntax};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::tc::TcError;
@@ -23,7 +24,7 @@ pub static SYNTAX: Syntax = Syntax {
     print,
     print_class,
     example: None,
-    table: None,
+    table: Some(&TABLE),
     trailing_space: true,
     xstats: None,
     benches: &[Bench::new(
@@ -56,6 +57,17 @@ pub static SYNTAX: Syntax = Syntax {
         ),
     ],
 };
+
+/// The keys of an `ets` table in the configuration (tc-ets(8)): the words
+/// `ets_parse_opt` reads, `quanta` and `priomap` as their lists. A band's
+/// `quantum` is a `tc class change` of a class the qdisc made, which the
+/// table's classes (`tc class add`) cannot say: quanta set them.
+static TABLE: KeyTable = KeyTable::qdisc(&[
+    Key::opt("bands", Value::Count),
+    Key::opt("strict", Value::Count),
+    Key::opt("quanta", Value::Words),
+    Key::opt("priomap", Value::Words),
+]);
 
 const USAGE: &str =
     "Usage: ... ets [bands NUMBER] [strict NUMBER] [quanta Q1 Q2...] [priomap P1 P2...]";

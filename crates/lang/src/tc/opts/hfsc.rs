@@ -14,6 +14,7 @@
 use crate::qdisc::hfsc::curve::ServiceCurve;
 use crate::qdisc::hfsc::{HfscClassOptions, HfscOptions};
 use crate::qdisc::{ClassOptions, QdiscOptions, Xstats};
+use crate::tc::keys::{Key, KeyTable, Value};
 use crate::tc::opts::tbf::matches;
 use crate::tc::syntax::{Bench, JsonObj, Printed, Sample, Syntax, XstatsPrinter};
 use crate::tc::tokens::{incomplete, Tokens};
@@ -29,7 +30,7 @@ pub static SYNTAX: Syntax = Syntax {
     print,
     print_class,
     example: None,
-    table: None,
+    table: Some(&TABLE),
     trailing_space: true,
     xstats: Some(&XSTATS),
     benches: &[Bench::new(
@@ -68,6 +69,20 @@ pub static SYNTAX: Syntax = Syntax {
             ],
         ),
     ],
+};
+
+/// The keys of an `hfsc` table in the configuration: the qdisc's
+/// `default` minor, and a class's curves (`[[link.qdisc.class]]`), each
+/// the words of its service curve as tc takes them (`ls = "m2 10mbit"`,
+/// `rt = "umax 1500b dmax 5ms rate 1mbit"`).
+static TABLE: KeyTable = KeyTable {
+    qdisc: &[Key::opt("default", Value::Minor)],
+    class: Some(&[
+        Key::opt("rt", Value::Words),
+        Key::opt("ls", Value::Words),
+        Key::opt("sc", Value::Words),
+        Key::opt("ul", Value::Words),
+    ]),
 };
 
 const QDISC_USAGE: &str =
