@@ -11,7 +11,7 @@ use crate::qdisc::ets::{EtsClassOptions, EtsOptions, TCQ_ETS_MAX_BANDS};
 use crate::qdisc::prio::TC_PRIO_MAX;
 use crate::qdisc::{ClassOptions, QdiscOptions};
 use crate::tc::keys::{Key, KeyTable, Value};
-use crate::tc::syntax::{Bench, JsonObj, Printed, Sample, Syntax};
+use crate::tc::syntax::{replace_root, Bench, JsonObj, Printed, Sample, Syntax};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::tc::TcError;
 use serde_json::json;
@@ -23,7 +23,14 @@ pub static SYNTAX: Syntax = Syntax {
     class: Some(parse_class),
     print,
     print_class,
-    example: None,
+    example: Some(|dir, _| {
+        // Band 0 strict, bands 1 and 2 sharing 2:1, by pfifo_fast's
+        // priomap (band 0 for interactive traffic, 2 for bulk).
+        vec![format!(
+            "{} handle 1: ets bands 3 strict 1 quanta 3000 1500 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1",
+            replace_root(dir)
+        )]
+    }),
     table: Some(&TABLE),
     trailing_space: true,
     xstats: None,
