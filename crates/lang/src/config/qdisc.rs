@@ -1229,7 +1229,7 @@ quantum = "600"
 est = "1sec 8sec"
 [[qdisc.class]]
 classid = "1:2"
-qdisc = { kind = "pfifo", limit = 5, est = "2sec 8sec" }
+qdisc = { kind = "bfifo", limit = 6000, est = "2sec 8sec" }
 "#,
             r#"[qdisc]
 kind = "hfsc"
