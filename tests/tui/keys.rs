@@ -412,11 +412,11 @@ fn preset_menu_keys() {
     app.on_key(ch('k'));
     assert_eq!(app.mode, Mode::Presets { selected: 0 });
     app.on_key(ch('k'));
-    assert_eq!(app.mode, Mode::Presets { selected: 13 }, "wraps");
+    assert_eq!(app.mode, Mode::Presets { selected: 16 }, "wraps");
     app.on_key(ch('x'));
     assert_eq!(
         app.mode,
-        Mode::Presets { selected: 13 },
+        Mode::Presets { selected: 16 },
         "other keys keep the menu"
     );
     for close in [key(KeyCode::Esc), ch('m'), ch('q')] {
@@ -488,6 +488,9 @@ fn the_menu_reads_the_kind_table() {
             "tbf",
             "htb",
             "prio",
+            "hfsc",
+            "drr",
+            "ets",
             "red",
             "pie",
             "fq_pie",
@@ -502,6 +505,43 @@ fn the_menu_reads_the_kind_table() {
         vec!["tc qdisc replace dev right root codel"]
     );
     assert!(Preset::named("qfq").is_none() && Preset::named("mq").is_none());
+}
+
+/// Every entry's lines are taken by tc, on either device, at 10mbit,
+/// 100mbit and unlimited (1gbit; RED's entry is refused from 10gbit up),
+/// and the menu of 80×24 shows the ones of HFSC, DRR and ETS whole (ETS's
+/// priomap wrapped).
+#[test]
+fn every_menu_entry_is_taken_by_tc_and_shown_whole() {
+    use bloatbox::packet::Drops;
+    use bloatbox::qdisc::kinds::BUILTIN;
+    use bloatbox::qdisc::tree::{DevSpec, QdiscTree};
+    use bloatbox::tc::TcCommand;
+    use bloatbox::time::Instant;
+    for p in Preset::all() {
+        for dir in Dir::ALL {
+            for rate in [0, 1_250_000, 12_500_000] {
+                let mut tree = QdiscTree::new(DevSpec::new(dir, BUILTIN)).unwrap();
+                for line in p.tc_lines(dir, rate) {
+                    let cmd = TcCommand::parse(&line).unwrap_or_else(|e| panic!("{line}: {e:?}"));
+                    bloatbox::tc::run(&mut tree, &cmd, Instant::ZERO, &mut Drops::new())
+                        .unwrap_or_else(|e| panic!("{line}: {e:?}"));
+                }
+            }
+        }
+    }
+    let mut app = fq_app();
+    for (kind, last) in [
+        ("hfsc", "parent 1:10 handle 10: fq_codel"),
+        ("drr", "matchall flowid 1:1"),
+        ("ets", "0 0 1 1 1 1 1 1 1 1"),
+    ] {
+        let selected = Preset::all().iter().position(|p| p.name() == kind).unwrap();
+        app.mode = Mode::Presets { selected };
+        let text = bloatbox::tui::text_capture(&app, 80, 24);
+        assert!(text.contains(last), "{kind}:\n{text}");
+        assert!(text.contains("16 cake"), "{kind}:\n{text}");
+    }
 }
 
 #[test]

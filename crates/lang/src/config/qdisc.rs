@@ -16,12 +16,14 @@
 use super::values::{Size, TcRate, TcTime};
 use crate::dir::Dir;
 use crate::handle::{tc_h_make, tc_h_minor, Handle, TC_H_ROOT};
+use crate::qdisc::estimator::EstimatorSpec;
 use crate::qdisc::kinds::KindEntry;
 use crate::qdisc::request::{Object, Options, Request, Verb};
 use crate::qdisc::QdiscOptions;
 use crate::tc::keys::{Key, KeyTable, Value};
-use crate::tc::syntax;
+use crate::tc::tokens::Tokens;
 use crate::tc::Step;
+use crate::tc::{estimator, syntax};
 use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -81,6 +83,9 @@ pub struct QdiscTable {
     keys: &'static KeyTable,
     values: Vec<Set>,
     classes: Vec<ClassTable>,
+    /// `est = "1sec 4sec"`: a rate estimator, tc's `est INTERVAL
+    /// TIME_CONSTANT` before the kind.
+    est: Option<String>,
 }
 
 /// One class under the root `1:` (`[[link.qdisc.class]]`).
@@ -94,6 +99,8 @@ pub struct ClassTable {
     values: Vec<Set>,
     /// Leaf qdisc (classless), e.g. `"sfq perturb 10"`.
     qdisc: Option<QdiscSpec>,
+    /// The class's rate estimator, as the qdisc's.
+    est: Option<String>,
 }
 
 /// A key set in a table, with its value as read.
@@ -124,6 +131,8 @@ const ROOT: Handle = tc_h_make(1, 0);
 const CLASSID: &str = "classid";
 const PARENT: &str = "parent";
 const LEAF: &str = "qdisc";
+/// The key of a rate estimator, on a qdisc table and a class table alike.
+const EST: &str = "est";
 
 impl QdiscSpec {
     /// The default qdisc of a single-queue device.
@@ -179,6 +188,7 @@ impl QdiscSpec {
             )));
         }
         let options = self.options()?;
+        let (rate, est) = self.estimator()?;
         if tx_queues > 1 {
             // mq without options: what `tc qdisc add ... mq` sends.
             let mut steps = vec![qdisc_step(
@@ -187,6 +197,7 @@ impl QdiscSpec {
                 Some(ROOT),
                 "mq",
                 QdiscOptions::None,
+                None,
                 format!("tc qdisc add dev {dev} root handle {ROOT_HANDLE} mq"),
             )];
             for queue in 1..=tx_queues {
@@ -196,7 +207,8 @@ impl QdiscSpec {
                     None,
                     self.kind(),
                     options.clone(),
-                    format!("tc qdisc add dev {dev} parent {ROOT_HANDLE}{queue:x} {args}"),
+                    rate,
+                    format!("tc qdisc add dev {dev} parent {ROOT_HANDLE}{queue:x} {est}{args}"),
                 ));
             }
             return Ok(steps);
@@ -211,7 +223,8 @@ impl QdiscSpec {
                     None,
                     self.kind(),
                     options,
-                    format!("tc qdisc add dev {dev} root {args}"),
+                    rate,
+                    format!("tc qdisc add dev {dev} root {est}{args}"),
                 )])
             }
         };
@@ -221,7 +234,8 @@ impl QdiscSpec {
             Some(ROOT),
             table.kind,
             options,
-            format!("tc qdisc add dev {dev} root handle {ROOT_HANDLE} {args}"),
+            rate,
+            format!("tc qdisc add dev {dev} root handle {ROOT_HANDLE} {est}{args}"),
         )];
         let mut leaves = Vec::new();
         for (i, class) in table.classes.iter().enumerate() {
@@ -231,6 +245,7 @@ impl QdiscSpec {
             let parent_text = class.parent.as_deref().unwrap_or(ROOT_HANDLE);
             let parent = class_handle(parent_text).map_err(|m| at(QdiscError::new(PARENT, m)))?;
             check_values(&class.values).map_err(&at)?;
+            let (rate, est) = estimator(class.est.as_deref()).map_err(&at)?;
             let words = words(&class.values);
             let class_args = words.join(" ");
             let words: Vec<&str> = words.iter().map(String::as_str).collect();
@@ -250,25 +265,26 @@ impl QdiscSpec {
                     handle: Some(classid),
                     kind: Some(table.kind.into()),
                     options: Options::Class(options),
-                    rate: None,
+                    rate,
                 },
                 line: format!(
-                    "tc class add dev {dev} parent {parent_text} classid {} {} {class_args}",
+                    "tc class add dev {dev} parent {parent_text} classid {} {est}{} {class_args}",
                     class.classid, table.kind,
                 ),
             });
             if let Some(leaf) = &class.qdisc {
-                let options = leaf
-                    .options()
-                    .map_err(|e| at(QdiscError::new(LEAF, e.message)))?;
+                let in_leaf = |e: QdiscError| at(QdiscError::new(LEAF, e.message));
+                let options = leaf.options().map_err(in_leaf)?;
+                let (rate, est) = leaf.estimator().map_err(in_leaf)?;
                 leaves.push(qdisc_step(
                     dir,
                     classid,
                     None,
                     leaf.kind(),
                     options,
+                    rate,
                     format!(
-                        "tc qdisc add dev {dev} parent {} {}",
+                        "tc qdisc add dev {dev} parent {} {est}{}",
                         class.classid,
                         leaf.args()
                     ),
@@ -291,6 +307,15 @@ impl QdiscSpec {
         let (kind, options) = words.split_first().unwrap_or((&"", &[]));
         syntax::parse_qdisc(syntax::kinds(), kind, options)
             .map_err(|e| QdiscError::new("", format!("tc rejects \"{}\": {e}", self.args())))
+    }
+
+    /// The estimator a table asks for, and its tc words (`est 1sec 4sec `,
+    /// empty without).
+    fn estimator(&self) -> Result<(Option<EstimatorSpec>, String), QdiscError> {
+        match self {
+            QdiscSpec::Table(t) => estimator(t.est.as_deref()),
+            QdiscSpec::Line(_) => Ok((None, String::new())),
+        }
     }
 
     /// `kind arg arg ...` as tc takes it after `root`/`parent X`.
@@ -346,6 +371,26 @@ impl ClassTable {
         }
         Ok(())
     }
+}
+
+/// The estimator `est = "INTERVAL TIME_CONSTANT"` asks for, read as tc
+/// reads `est` (tc/tc_estimator.c `parse_estimator`), and the words it
+/// puts before the kind (`est 1sec 4sec `); the error names the key.
+fn estimator(est: Option<&str>) -> Result<(Option<EstimatorSpec>, String), QdiscError> {
+    let Some(text) = est else {
+        return Ok((None, String::new()));
+    };
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut tokens = Tokens::new(&words);
+    let mut spec = None;
+    estimator::parse(&mut tokens, &mut spec)
+        .map_err(|e| QdiscError::new(EST, format!("tc rejects \"{EST} {text}\": {e}")))?;
+    if let Some(extra) = tokens.next() {
+        return Err(QdiscError::new(EST, format!(
+            "\"{extra}\" follows the interval and the time constant; fix: write {EST} = \"1sec 4sec\""
+        )));
+    }
+    Ok((spec, format!("{EST} {} ", words.join(" "))))
 }
 
 /// Puts a field of class `i` under `class[i]` (the class itself when the
@@ -454,6 +499,7 @@ fn qdisc_step(
     handle: Option<Handle>,
     kind: &str,
     options: QdiscOptions,
+    rate: Option<EstimatorSpec>,
     line: String,
 ) -> Step {
     Step::Request {
@@ -465,7 +511,7 @@ fn qdisc_step(
             handle,
             kind: Some(kind.to_string()),
             options: Options::Qdisc(options),
-            rate: None,
+            rate,
         },
         line,
     }
@@ -513,13 +559,13 @@ impl QdiscTable {
     /// same mistakes (unknown or missing field, unknown kind, wrong type),
     /// so a table reads as a derived struct would.
     fn read(entries: Entries) -> Result<QdiscTable, String> {
-        let mut kind = None;
+        let (mut kind, mut est) = (None, None);
         let mut rest = Vec::new();
         for (key, value) in entries {
-            if key == "kind" {
-                kind = Some(value);
-            } else {
-                rest.push((key, value));
+            match key.as_str() {
+                "kind" => kind = Some(value),
+                EST => est = Some(typed(value)?),
+                _ => rest.push((key, value)),
             }
         }
         let kind: String = typed(kind.ok_or_else(|| missing("kind"))?)?;
@@ -531,6 +577,7 @@ impl QdiscTable {
             ));
         };
         let mut names: Vec<&str> = keys.qdisc.iter().map(|k| k.name).collect();
+        names.push(EST);
         let mut classes = Vec::new();
         let mut others = Vec::new();
         if let Some(class_keys) = keys.class {
@@ -554,6 +601,7 @@ impl QdiscTable {
             keys,
             values: read_values(others, keys.qdisc, &names)?,
             classes,
+            est,
         })
     }
 }
@@ -564,14 +612,15 @@ impl ClassTable {
     fn read(entries: Entries, keys: &'static [Key]) -> Result<ClassTable, String> {
         let mut names = vec![CLASSID, PARENT];
         names.extend(keys.iter().map(|k| k.name));
-        names.push(LEAF);
-        let (mut classid, mut parent, mut qdisc) = (None, None, None);
+        names.extend([LEAF, EST]);
+        let (mut classid, mut parent, mut qdisc, mut est) = (None, None, None, None);
         let mut others = Vec::new();
         for (key, value) in entries {
             match key.as_str() {
                 CLASSID => classid = Some(typed(value)?),
                 PARENT => parent = Some(typed(value)?),
                 LEAF => qdisc = Some(typed(value)?),
+                EST => est = Some(typed(value)?),
                 _ => others.push((key, value)),
             }
         }
@@ -581,6 +630,7 @@ impl ClassTable {
             parent,
             values,
             qdisc,
+            est,
         })
     }
 }
@@ -728,6 +778,9 @@ impl Serialize for QdiscSpec {
             QdiscSpec::Table(t) => {
                 let mut m = s.serialize_map(None)?;
                 m.serialize_entry("kind", t.kind)?;
+                if let Some(est) = &t.est {
+                    m.serialize_entry(EST, est)?;
+                }
                 serialize_values(&mut m, &t.values)?;
                 if !t.classes.is_empty() {
                     m.serialize_entry("class", &t.classes)?;
@@ -748,6 +801,9 @@ impl Serialize for ClassTable {
         serialize_values(&mut m, &self.values)?;
         if let Some(qdisc) = &self.qdisc {
             m.serialize_entry(LEAF, qdisc)?;
+        }
+        if let Some(est) = &self.est {
+            m.serialize_entry(EST, est)?;
         }
         m.end()
     }
@@ -1155,6 +1211,45 @@ parent = "1:1"
 rate = "40mbit"
 qdisc = "fq_codel ecn"
 "#,
+            "qdisc = { kind = \"prio\", bands = 5, priomap = \"4 3 2 1 0 0 1 2 3 4 4 3 2 1 0 0\" }",
+            "qdisc = { kind = \"prio\", bands = 2, priomap = \"1 1 0\", multiqueue = true }",
+            "qdisc = { kind = \"prio\", est = \"1sec 4sec\" }",
+            "qdisc = { kind = \"ets\", bands = 4, strict = 1, quanta = \"3000 1500\", priomap = \"0 1 2 3\" }",
+            "qdisc = { kind = \"ets\", quanta = \"1000 2000 4000\" }",
+            "qdisc = { kind = \"ets\", strict = 3 }",
+            "qdisc = { kind = \"fq\", limit = 40, flow_limit = 8, maxrate = \"5mbit\", defrate = \"1mbit\", bands = 3, priomap = \"2 2 1 1 0 0 0 0 1 1 1 1 1 1 1 1\", weights = \"30000 20000 16384\", horizon = \"1s\", offload_horizon = \"10ms\", horizon_drop = false }",
+            "qdisc = { kind = \"skbprio\", limit = 20, est = \"250ms 1sec\" }",
+            "qdisc = { kind = \"fq_codel\", est = \"1sec 4sec\" }",
+            r#"[qdisc]
+kind = "drr"
+est = "1sec 4sec"
+[[qdisc.class]]
+classid = "1:1"
+quantum = "600"
+est = "1sec 8sec"
+[[qdisc.class]]
+classid = "1:2"
+qdisc = { kind = "bfifo", limit = 6000, est = "2sec 8sec" }
+"#,
+            r#"[qdisc]
+kind = "hfsc"
+default = "20"
+[[qdisc.class]]
+classid = "1:1"
+ls = "m2 8mbit"
+ul = "m2 8mbit"
+[[qdisc.class]]
+classid = "1:10"
+parent = "1:1"
+rt = "umax 1500b dmax 5ms rate 1mbit"
+ls = "m2 2mbit"
+est = "1sec 4sec"
+[[qdisc.class]]
+classid = "1:20"
+parent = "1:1"
+sc = "m1 0 d 10ms m2 6mbit"
+qdisc = "pfifo limit 20"
+"#,
         ];
         for text in specs {
             let s = spec(text).unwrap_or_else(|e| panic!("{text}: {e}"));
@@ -1170,6 +1265,139 @@ qdisc = "fq_codel ecn"
                 }
             }
         }
+    }
+
+    #[test]
+    fn prio_ets_fq_drr_and_hfsc_tables_are_the_lines_they_print() {
+        let s = spec("qdisc = { kind = \"prio\", bands = 4, priomap = \"3 2 1 0\" }").unwrap();
+        assert_eq!(
+            lines(&s, Dir::LeftToRight, 1).unwrap(),
+            vec!["tc qdisc add dev left root prio bands 4 priomap 3 2 1 0"]
+        );
+        let s = spec(
+            "qdisc = { kind = \"ets\", priomap = \"0 1\", quanta = \"3000 1500\", strict = 1 }",
+        )
+        .unwrap();
+        assert_eq!(
+            lines(&s, Dir::RightToLeft, 1).unwrap(),
+            vec!["tc qdisc add dev right root ets strict 1 quanta 3000 1500 priomap 0 1"]
+        );
+        let s = spec("qdisc = { kind = \"fq\", priomap = \"1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1\", bands = 3, offload_horizon = \"1ms\" }").unwrap();
+        assert_eq!(
+            lines(&s, Dir::LeftToRight, 1).unwrap(),
+            vec!["tc qdisc add dev left root fq bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 offload_horizon 1ms"]
+        );
+        let s = spec("qdisc = { kind = \"drr\", class = [{ classid = \"1:1\", quantum = \"1.5kb\", qdisc = \"fq_codel\" }, { classid = \"1:2\" }] }").unwrap();
+        s.check().unwrap();
+        assert_eq!(
+            lines(&s, Dir::LeftToRight, 1).unwrap(),
+            vec![
+                "tc qdisc add dev left root handle 1: drr",
+                "tc class add dev left parent 1: classid 1:1 drr quantum 1.5kb",
+                "tc class add dev left parent 1: classid 1:2 drr ",
+                "tc qdisc add dev left parent 1:1 fq_codel",
+            ]
+        );
+        let s = spec("qdisc = { kind = \"hfsc\", default = \"a\", class = [{ classid = \"1:a\", ul = \"m2 2mbit\", sc = \"rate 1mbit\" }] }").unwrap();
+        assert_eq!(
+            lines(&s, Dir::LeftToRight, 1).unwrap(),
+            vec![
+                "tc qdisc add dev left root handle 1: hfsc default a",
+                "tc class add dev left parent 1: classid 1:a hfsc sc rate 1mbit ul m2 2mbit",
+            ]
+        );
+        let err = |text: &str| pair(spec(text).unwrap().steps(Dir::LeftToRight, 1).unwrap_err());
+        let (field, m) =
+            err("qdisc = { kind = \"hfsc\", class = [{ classid = \"1:1\", rt = \"m2\" }] }");
+        assert_eq!(field, "class[0]");
+        assert!(m.starts_with("tc rejects \"hfsc rt m2\": "), "{m}");
+        let (_, m) = err("qdisc = { kind = \"ets\", bands = 2, strict = 3 }");
+        assert!(
+            m.starts_with("tc rejects \"ets bands 2 strict 3\": "),
+            "{m}"
+        );
+        let e = spec("qdisc = { kind = \"drr\", quantum = 1514 }").unwrap_err();
+        assert!(
+            e.contains("unknown field `quantum`, expected one of `est`, `class`")
+                || e.contains("unknown field `quantum`, expected `est` or `class`"),
+            "{e}"
+        );
+        let e =
+            spec("qdisc = { kind = \"hfsc\", class = [{ classid = \"1:1\", m2 = \"1mbit\" }] }")
+                .unwrap_err();
+        assert!(e.contains("unknown field `m2`, expected one of `classid`, `parent`, `rt`, `ls`, `sc`, `ul`, `qdisc`, `est`"), "{e}");
+    }
+
+    #[test]
+    fn est_is_tcs_estimator_on_qdiscs_classes_and_leaves() {
+        let text = r#"
+[qdisc]
+kind = "htb"
+est = "1sec 4sec"
+[[qdisc.class]]
+classid = "1:10"
+rate = "10mbit"
+est = "250ms 2sec"
+qdisc = { kind = "sfq", est = "2sec 8sec" }
+"#;
+        let s = spec(text).unwrap();
+        let steps = s.steps(Dir::LeftToRight, 1).unwrap();
+        let got: Vec<(&str, Option<EstimatorSpec>)> = steps
+            .iter()
+            .map(|step| match step {
+                Step::Request { request, line } => (line.as_str(), request.rate),
+                _ => unreachable!(),
+            })
+            .collect();
+        // tc_setup_estimator: 1sec is 250ms << 2 (interval 0), and 4sec is
+        // 1sec / -ln(1 - 2^-e) <= 4sec up to e = 2; 250ms (interval -2)
+        // over 2sec gives e = 3; 2sec (interval 1) over 8sec gives e = 2.
+        let est = |interval, ewma_log| Some(EstimatorSpec { interval, ewma_log });
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "tc qdisc add dev left root handle 1: est 1sec 4sec htb",
+                    est(0, 2)
+                ),
+                (
+                    "tc class add dev left parent 1: classid 1:10 est 250ms 2sec htb rate 10mbit",
+                    est(-2, 3)
+                ),
+                (
+                    "tc qdisc add dev left parent 1:10 est 2sec 8sec sfq",
+                    est(1, 2)
+                ),
+            ]
+        );
+        assert_steps_are_their_lines(&steps);
+        let s = spec("qdisc = { kind = \"fq_codel\", est = \"1sec 4sec\" }").unwrap();
+        let lines = lines(&s, Dir::RightToLeft, 2).unwrap();
+        assert_eq!(lines[0], "tc qdisc add dev right root handle 1: mq");
+        assert_eq!(
+            lines[2],
+            "tc qdisc add dev right parent 1:2 est 1sec 4sec fq_codel"
+        );
+        let err = |text: &str| pair(spec(text).unwrap().steps(Dir::LeftToRight, 1).unwrap_err());
+        let (field, m) = err("qdisc = { kind = \"pfifo\", est = \"9sec 60sec\" }");
+        assert_eq!(field, "est");
+        assert!(
+            m.starts_with(
+                "tc rejects \"est 9sec 60sec\": Error: estimator parameters are out of range."
+            ),
+            "{m}"
+        );
+        let (field, _) =
+            err("qdisc = { kind = \"drr\", class = [{ classid = \"1:1\", est = \"1sec\" }] }");
+        assert_eq!(field, "class[0].est");
+        let (field, m) = err("qdisc = { kind = \"pfifo\", est = \"1sec 4sec 8sec\" }");
+        assert_eq!(field, "est");
+        assert!(m.starts_with("\"8sec\" follows"), "{m}");
+        let e = spec("qdisc = { kind = \"pfifo\", est = 1 }").unwrap_err();
+        assert!(
+            e.contains("invalid type: integer `1`, expected a string"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1208,24 +1436,35 @@ qdisc = "fq_codel ecn"
         /// refuses that line too.
         #[test]
         fn typed_conversion_agrees_with_tc(
-            kind in 0..5usize,
+            kind in 0..10usize,
             a in proptest::option::of(proptest::sample::select(vec![0u64, 1, 2, 3, 100, 1514, 65535, 65536, 4294967295])),
             b in proptest::option::of(proptest::sample::select(vec![0u64, 1, 2, 1500, 1_000_000, 4294967295])),
             t in proptest::option::of(proptest::sample::select(vec!["0", "1", "500us", "5ms", "1s", "4294s"])),
             r in proptest::sample::select(vec!["8bit", "1kbit", "10mbit", "1560mbit", "100gbit"]),
             flag in proptest::option::of(proptest::bool::ANY),
+            list in proptest::option::of(proptest::sample::select(vec!["", "0", "1 2", "3 2 1 0", "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 0", "2 2 1 1 0 0 0 0 1 1 1 1 1 1 1 1", "1500 0", "x"])),
+            curve in proptest::option::of(proptest::sample::select(vec!["m2 10mbit", "m1 0 d 10ms m2 1mbit", "umax 1500b dmax 5ms rate 1mbit", "rate 1mbit", "m2", "d 1ms", "m2 0"])),
+            est in proptest::option::of(proptest::sample::select(vec!["1sec 4sec", "250ms 1sec", "8sec 16sec", "9sec 9sec", "1sec 1sec", "1sec", "4sec 2000sec"])),
         ) {
             let opt = |k: &str, v: Option<String>| v.map(|v| format!(", {k} = {v}")).unwrap_or_default();
             let a_ = a.map(|v| v.to_string());
             let b_ = b.map(|v| v.to_string());
             let t_ = t.map(|v| format!("\"{v}\""));
             let f_ = flag.map(|v| v.to_string());
+            let l_ = list.map(|v| format!("\"{v}\""));
+            let c_ = curve.map(|v| format!("\"{v}\""));
+            let e_ = est.map(|v| format!("\"{v}\""));
             let text = match kind {
                 0 => format!("qdisc = {{ kind = \"fq_codel\"{}{}{}{}{} }}", opt("limit", a_.clone()), opt("quantum", b_.clone()), opt("target", t_.clone()), opt("ecn", f_), opt("memory_limit", b_)),
                 1 => format!("qdisc = {{ kind = \"codel\"{}{}{}{} }}", opt("limit", a_), opt("interval", t_.clone()), opt("ce_threshold", t_), opt("ecn", f_)),
                 2 => format!("qdisc = {{ kind = \"sfq\"{}{}{}{}{} }}", opt("limit", a_.clone()), opt("quantum", b_.clone()), opt("perturb", b_), opt("depth", a_), opt("headdrop", f_)),
                 3 => format!("qdisc = {{ kind = \"tbf\", rate = \"{r}\", burst = {}{}{}{} }}", b.unwrap_or(0), opt("limit", a_), opt("latency", t_), opt("mtu", f_.map(|_| "1514".into()))),
-                _ => format!("qdisc = {{ kind = \"htb\", class = [{{ classid = \"1:1\", rate = \"{r}\"{}{}{} }}] }}", opt("burst", b_), opt("quantum", a_.clone()), opt("prio", a_)),
+                4 => format!("qdisc = {{ kind = \"htb\", class = [{{ classid = \"1:1\", rate = \"{r}\"{}{}{} }}] }}", opt("burst", b_), opt("quantum", a_.clone()), opt("prio", a_)),
+                5 => format!("qdisc = {{ kind = \"prio\"{}{}{}{} }}", opt("bands", a_), opt("priomap", l_), opt("multiqueue", f_), opt("est", e_)),
+                6 => format!("qdisc = {{ kind = \"ets\"{}{}{}{}{} }}", opt("bands", a_), opt("strict", b_), opt("quanta", l_.clone()), opt("priomap", l_), opt("est", e_)),
+                7 => format!("qdisc = {{ kind = \"fq\"{}{}{}{}{} }}", opt("bands", a_), opt("priomap", l_), opt("defrate", f_.map(|_| format!("\"{r}\""))), opt("offload_horizon", t_), opt("est", e_)),
+                8 => format!("qdisc = {{ kind = \"drr\", class = [{{ classid = \"1:1\"{}{} }}] }}", opt("quantum", b_), opt("est", e_)),
+                _ => format!("qdisc = {{ kind = \"hfsc\"{}, class = [{{ classid = \"1:1\"{}{}{} }}] }}", opt("est", e_.clone()), opt("rt", c_.clone()), opt(if flag == Some(true) { "sc" } else { "ls" }, c_), opt("est", e_)),
             };
             // u32 fields the TOML refuses out of range, as serde does.
             let Ok(s) = spec(&text) else { return Ok(()); };
@@ -1233,11 +1472,13 @@ qdisc = "fq_codel ecn"
                 Ok(steps) => assert_steps_are_their_lines(&steps),
                 Err(e) => {
                     let mut lines = vec![];
-                    if let Some(class) = s.table().and_then(|t| t.classes.first()) {
-                        lines.push("tc qdisc add dev left root handle 1: htb".to_string());
-                        lines.push(format!("tc class add dev left parent 1: classid 1:1 htb {}", words(&class.values).join(" ")));
+                    let est = |e: &Option<String>| e.as_ref().map(|e| format!("est {e} ")).unwrap_or_default();
+                    let t = s.table().expect("a table");
+                    if let Some(class) = t.classes.first() {
+                        lines.push(format!("tc qdisc add dev left root handle 1: {}{}", est(&t.est), s.args()));
+                        lines.push(format!("tc class add dev left parent 1: classid 1:1 {}{} {}", est(&class.est), t.kind, words(&class.values).join(" ")));
                     } else {
-                        lines.push(format!("tc qdisc add dev left root {}", s.args()));
+                        lines.push(format!("tc qdisc add dev left root {}{}", est(&t.est), s.args()));
                     }
                     let refused = lines.iter().any(|l| tc_request(l).is_err());
                     proptest::prop_assert!(refused, "{text}: typed refused ({e:?}) what tc takes: {lines:?}");

@@ -17,7 +17,7 @@ use ratatui::Frame;
 
 /// Lines `text` takes wrapped at word boundaries to `width` columns (a
 /// word longer than a line takes as many as it needs).
-fn wrapped_lines(text: &str, width: u16) -> u16 {
+pub(super) fn wrapped_lines(text: &str, width: u16) -> u16 {
     let width = usize::from(width.max(1));
     let (mut lines, mut used) = (1usize, 0usize);
     for word in text.split_whitespace() {

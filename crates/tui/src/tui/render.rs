@@ -4,6 +4,7 @@
 //! `text_capture` renders into a test backend and returns the text, for
 //! snapshot tests and screenshots for the documents.
 
+use super::lesson_screen::wrapped_lines;
 use super::probe_panel::{draw_probe_panel, Panel, TimeAxis};
 use super::probes::ProbeView;
 use super::state::{App, Focus, Mode, PROBE_CHART_S, PROBE_STATS_S};
@@ -400,12 +401,17 @@ fn draw_confirm_quit(frame: &mut Frame, area: Rect) {
     );
 }
 
+/// The width of the qdisc menu's box.
+const MENU_WIDTH: u16 = 78;
+
 fn draw_presets(frame: &mut Frame, app: &App, selected: usize, area: Rect) {
     let rate = app.path().map_or(0, |p| p.params.rate_bytes_ps);
     let menu = Preset::all();
     let preset = menu[selected.min(menu.len() - 1)];
     let tc = preset.tc_lines(app.dir, rate);
-    let box_area = centred(area, 78, menu.len() as u16 + tc.len() as u16 + 5);
+    // A line longer than the box (ETS's priomap) wraps at its words.
+    let tc_rows: u16 = tc.iter().map(|l| wrapped_lines(l, MENU_WIDTH - 2)).sum();
+    let box_area = centred(area, MENU_WIDTH, menu.len() as u16 + tc_rows + 5);
     let mut lines: Vec<Line> = menu
         .iter()
         .enumerate()
@@ -425,15 +431,17 @@ fn draw_presets(frame: &mut Frame, app: &App, selected: usize, area: Rect) {
     );
     frame.render_widget(Clear, box_area);
     frame.render_widget(
-        Paragraph::new(lines).block(Block::bordered().title(Span::styled(
-            // Digits pick the first nine; the arrows reach every one.
-            format!(
-                " root qdisc of {} (1-{}, ↑↓ Enter, Esc) ",
-                dir_label(app.dir),
-                menu.len().min(9)
-            ),
-            TITLE,
-        ))),
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: true })
+            .block(Block::bordered().title(Span::styled(
+                // Digits pick the first nine; the arrows reach every one.
+                format!(
+                    " root qdisc of {} (1-{}, ↑↓ Enter, Esc) ",
+                    dir_label(app.dir),
+                    menu.len().min(9)
+                ),
+                TITLE,
+            ))),
         box_area,
     );
 }

@@ -5,10 +5,12 @@
 //! `drr_print_xstats` its deficit, both as sizes (`print_size`) and both
 //! with `PRINT_FP`: text only, nothing under `-j`.
 
+use crate::dir::Dir;
 use crate::qdisc::drr::DrrClassOptions;
 use crate::qdisc::dump::Xstats;
 use crate::qdisc::{ClassOptions, QdiscOptions};
-use crate::tc::syntax::{Bench, JsonObj, Printed, Sample, Syntax, XstatsPrinter};
+use crate::tc::keys::{Key, KeyTable, Value};
+use crate::tc::syntax::{replace_root, Bench, JsonObj, Printed, Sample, Syntax, XstatsPrinter};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::tc::TcError;
 use crate::units::{parse_size, sprint_size};
@@ -21,8 +23,8 @@ pub static SYNTAX: Syntax = Syntax {
     class: Some(parse_class),
     print: |o| matches!(o, QdiscOptions::None).then(Printed::default),
     print_class,
-    example: None,
-    table: None,
+    example: Some(example),
+    table: Some(&TABLE),
     trailing_space: true,
     xstats: Some(&XSTATS),
     benches: &[Bench::new(
@@ -55,6 +57,25 @@ pub static SYNTAX: Syntax = Syntax {
         ),
     ],
 };
+
+/// The keys of a `drr` table in the configuration: the qdisc has none, a
+/// class (`[[link.qdisc.class]]`) its `quantum`.
+static TABLE: KeyTable = KeyTable {
+    qdisc: &[],
+    class: Some(&[Key::opt("quantum", Value::Size)]),
+};
+
+/// The qdisc menu's DRR: one class of the default quantum (the device's
+/// MTU) and the default pfifo leaf, which a filter gives all traffic (DRR
+/// drops what no filter classifies); add classes and filters to share.
+fn example(dir: Dir, _rate_bytes_ps: u64) -> Vec<String> {
+    let dev = dir.dev();
+    vec![
+        format!("{} handle 1: drr", replace_root(dir)),
+        format!("tc class add dev {dev} parent 1: classid 1:1 drr"),
+        format!("tc filter add dev {dev} parent 1: protocol all prio 1 matchall flowid 1:1"),
+    ]
+}
 
 const USAGE: &str = "Usage: ... drr";
 const CLASS_USAGE: &str = "Usage: ... drr quantum SIZE";

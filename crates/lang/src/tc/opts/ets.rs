@@ -10,7 +10,8 @@
 use crate::qdisc::ets::{EtsClassOptions, EtsOptions, TCQ_ETS_MAX_BANDS};
 use crate::qdisc::prio::TC_PRIO_MAX;
 use crate::qdisc::{ClassOptions, QdiscOptions};
-use crate::tc::syntax::{Bench, JsonObj, Printed, Sample, Syntax};
+use crate::tc::keys::{Key, KeyTable, Value};
+use crate::tc::syntax::{replace_root, Bench, JsonObj, Printed, Sample, Syntax};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::tc::TcError;
 use serde_json::json;
@@ -22,8 +23,15 @@ pub static SYNTAX: Syntax = Syntax {
     class: Some(parse_class),
     print,
     print_class,
-    example: None,
-    table: None,
+    example: Some(|dir, _| {
+        // Band 0 strict, bands 1 and 2 sharing 2:1, by pfifo_fast's
+        // priomap (band 0 for interactive traffic, 2 for bulk).
+        vec![format!(
+            "{} handle 1: ets bands 3 strict 1 quanta 3000 1500 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1",
+            replace_root(dir)
+        )]
+    }),
+    table: Some(&TABLE),
     trailing_space: true,
     xstats: None,
     benches: &[Bench::new(
@@ -56,6 +64,17 @@ pub static SYNTAX: Syntax = Syntax {
         ),
     ],
 };
+
+/// The keys of an `ets` table in the configuration (tc-ets(8)): the words
+/// `ets_parse_opt` reads, `quanta` and `priomap` as their lists. A band's
+/// `quantum` is a `tc class change` of a class the qdisc made, which the
+/// table's classes (`tc class add`) cannot say: quanta set them.
+static TABLE: KeyTable = KeyTable::qdisc(&[
+    Key::opt("bands", Value::Count),
+    Key::opt("strict", Value::Count),
+    Key::opt("quanta", Value::Words),
+    Key::opt("priomap", Value::Words),
+]);
 
 const USAGE: &str =
     "Usage: ... ets [bands NUMBER] [strict NUMBER] [quanta Q1 Q2...] [priomap P1 P2...]";

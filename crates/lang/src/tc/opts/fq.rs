@@ -315,14 +315,16 @@ pub static SYNTAX: Syntax = Syntax {
     ],
 };
 
-/// The keys of an `fq` table in the configuration (tc-fq(8); `bands` and
-/// its priomap in the string form only).
+/// The keys of an `fq` table in the configuration (tc-fq(8)): `bands`
+/// and `priomap` follow each other as `fq_parse_opt` reads them (`bands 3
+/// priomap P0 ... P15`).
 static TABLE: KeyTable = KeyTable::qdisc(&[
     Key::opt("limit", Value::Count),
     Key::opt("flow_limit", Value::Count),
     Key::opt("quantum", Value::Count),
     Key::opt("initial_quantum", Value::Count),
     Key::opt("maxrate", Value::Rate),
+    Key::opt("defrate", Value::Rate),
     Key::opt("buckets", Value::Count),
     Key::opt(
         "pacing",
@@ -332,12 +334,15 @@ static TABLE: KeyTable = KeyTable::qdisc(&[
         },
     ),
     Key::opt("refill_delay", Value::Time),
+    Key::opt("bands", Value::Count),
+    Key::opt("priomap", Value::Words),
     Key::opt("weights", Value::Words),
     Key::opt("low_rate_threshold", Value::Rate),
     Key::opt("orphan_mask", Value::Count),
     Key::opt("timer_slack", Value::Time),
     Key::opt("ce_threshold", Value::Time),
     Key::opt("horizon", Value::Time),
+    Key::opt("offload_horizon", Value::Time),
     Key::opt(
         "horizon_drop",
         Value::Flag {

@@ -11,11 +11,15 @@
 //! which under `-j` puts bare text into the JSON; bloatbox's `-j` keeps its
 //! JSON valid and leaves HFSC's options and xstats objects empty there.
 
+use crate::dir::Dir;
 use crate::qdisc::hfsc::curve::ServiceCurve;
 use crate::qdisc::hfsc::{HfscClassOptions, HfscOptions};
 use crate::qdisc::{ClassOptions, QdiscOptions, Xstats};
+use crate::tc::keys::{Key, KeyTable, Value};
 use crate::tc::opts::tbf::matches;
-use crate::tc::syntax::{Bench, JsonObj, Printed, Sample, Syntax, XstatsPrinter};
+use crate::tc::syntax::{
+    example_rate, replace_root, Bench, JsonObj, Printed, Sample, Syntax, XstatsPrinter,
+};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::tc::TcError;
 use crate::units::{parse_rate, parse_size, parse_time, print_rate, sprint_time};
@@ -28,8 +32,8 @@ pub static SYNTAX: Syntax = Syntax {
     class: Some(parse_class),
     print,
     print_class,
-    example: None,
-    table: None,
+    example: Some(example),
+    table: Some(&TABLE),
     trailing_space: true,
     xstats: Some(&XSTATS),
     benches: &[Bench::new(
@@ -69,6 +73,35 @@ pub static SYNTAX: Syntax = Syntax {
         ),
     ],
 };
+
+/// The keys of an `hfsc` table in the configuration: the qdisc's
+/// `default` minor, and a class's curves (`[[link.qdisc.class]]`), each
+/// the words of its service curve as tc takes them (`ls = "m2 10mbit"`,
+/// `rt = "umax 1500b dmax 5ms rate 1mbit"`).
+static TABLE: KeyTable = KeyTable {
+    qdisc: &[Key::opt("default", Value::Minor)],
+    class: Some(&[
+        Key::opt("rt", Value::Words),
+        Key::opt("ls", Value::Words),
+        Key::opt("sc", Value::Words),
+        Key::opt("ul", Value::Words),
+    ]),
+};
+
+/// The qdisc menu's HFSC: one class whose link-share and upper-limit
+/// curves are the link rate (1gbit when unlimited), taking all traffic,
+/// with an fq_codel leaf. A curve's slope is a u32 of bytes/s
+/// (`struct tc_service_curve`), so a faster link is shaped to its most,
+/// 34359Mbit.
+fn example(dir: Dir, rate_bytes_ps: u64) -> Vec<String> {
+    let dev = dir.dev();
+    let rate = print_rate(example_rate(rate_bytes_ps).min(u32::MAX.into()));
+    vec![
+        format!("{} handle 1: hfsc default 10", replace_root(dir)),
+        format!("tc class add dev {dev} parent 1: classid 1:10 hfsc ls m2 {rate} ul m2 {rate}"),
+        format!("tc qdisc add dev {dev} parent 1:10 handle 10: fq_codel"),
+    ]
+}
 
 const QDISC_USAGE: &str =
     "Usage: ... hfsc [ default CLASSID ]\n\n default: default class for unclassified packets";

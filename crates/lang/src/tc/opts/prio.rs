@@ -9,6 +9,7 @@
 use super::pfifo_fast::print_prio_qopt;
 use crate::qdisc::prio::{DEFAULT_OPTIONS, TC_PRIO_MAX};
 use crate::qdisc::QdiscOptions;
+use crate::tc::keys::{Key, KeyTable, Value};
 use crate::tc::syntax::{replace_root, Bench, Printed, Sample, Syntax};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::tc::TcError;
@@ -21,7 +22,7 @@ pub static SYNTAX: Syntax = Syntax {
     print,
     print_class: |_| None,
     example: Some(|dir, _| vec![format!("{} handle 1: prio", replace_root(dir))]),
-    table: None,
+    table: Some(&TABLE),
     trailing_space: false,
     xstats: None,
     benches: &[Bench::new(
@@ -55,6 +56,20 @@ pub static SYNTAX: Syntax = Syntax {
         ),
     ],
 };
+
+/// The keys of a `prio` table in the configuration (tc-prio(8)): the words
+/// `prio_parse_opt` reads, `priomap` as its list of bands.
+static TABLE: KeyTable = KeyTable::qdisc(&[
+    Key::opt("bands", Value::Count),
+    Key::opt("priomap", Value::Words),
+    Key::opt(
+        "multiqueue",
+        Value::Flag {
+            on: "multiqueue",
+            off: None,
+        },
+    ),
+]);
 
 const USAGE: &str = "Usage: ... prio bands NUMBER priomap P1 P2...[multiqueue]";
 
