@@ -540,7 +540,7 @@ fn every_menu_entry_is_taken_by_tc_and_shown_whole() {
         app.mode = Mode::Presets { selected };
         let text = bloatbox::tui::text_capture(&app, 80, 24);
         assert!(text.contains(last), "{kind}:\n{text}");
-        assert!(text.contains("16 cake"), "{kind}:\n{text}");
+        assert!(text.contains("17 cake"), "{kind}:\n{text}");
     }
 }
 

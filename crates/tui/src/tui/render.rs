@@ -411,17 +411,32 @@ fn draw_presets(frame: &mut Frame, app: &App, selected: usize, area: Rect) {
     let tc = preset.tc_lines(app.dir, rate);
     // A line longer than the box (ETS's priomap) wraps at its words.
     let tc_rows: u16 = tc.iter().map(|l| wrapped_lines(l, MENU_WIDTH - 2)).sum();
-    let box_area = centred(area, MENU_WIDTH, menu.len() as u16 + tc_rows + 5);
-    let mut lines: Vec<Line> = menu
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let text = format!(" {} {}", i + 1, p.name());
-            if i == selected {
-                Line::styled(text, Style::new().add_modifier(Modifier::REVERSED))
-            } else {
-                Line::raw(text)
+    // The kinds in as many columns as the box needs to fit the screen,
+    // filled top to bottom, so that ↑↓ move down a column.
+    let spare = usize::from(area.height.saturating_sub(tc_rows + 5)).max(1);
+    let cols = menu.len().div_ceil(spare).clamp(1, 4);
+    let rows = menu.len().div_ceil(cols);
+    let cell = usize::from(MENU_WIDTH - 2) / cols;
+    let box_area = centred(area, MENU_WIDTH, rows as u16 + tc_rows + 5);
+    let mut lines: Vec<Line> = (0..rows)
+        .map(|row| {
+            let mut spans = Vec::new();
+            for (col, i) in (0..cols).map(|c| (c, c * rows + row)) {
+                let Some(p) = menu.get(i) else { break };
+                let text = format!(" {} {}", i + 1, p.name());
+                let pad = if col + 1 < cols {
+                    cell.saturating_sub(text.chars().count())
+                } else {
+                    0
+                };
+                spans.push(if i == selected {
+                    Span::styled(text, Style::new().add_modifier(Modifier::REVERSED))
+                } else {
+                    Span::raw(text)
+                });
+                spans.push(Span::raw(" ".repeat(pad)));
             }
+            Line::from(spans)
         })
         .collect();
     lines.push(Line::raw(""));
