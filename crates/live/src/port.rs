@@ -477,8 +477,8 @@ pub struct PacketOptions {
 
 /// Sets an integer (or any plain struct) socket option.
 #[allow(unsafe_code)]
-fn set_sockopt<T>(
-    fd: &OwnedFd,
+pub(crate) fn set_sockopt<T>(
+    fd: &impl AsFd,
     level: libc::c_int,
     name: libc::c_int,
     value: &T,
@@ -486,7 +486,7 @@ fn set_sockopt<T>(
     // SAFETY: `value` outlives the call and its size is passed.
     let rc = unsafe {
         libc::setsockopt(
-            fd.as_raw_fd(),
+            fd.as_fd().as_raw_fd(),
             level,
             name,
             (value as *const T).cast(),

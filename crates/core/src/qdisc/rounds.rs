@@ -49,8 +49,21 @@ impl<K: Copy + Eq> Rounds<K> {
     }
 
     /// `cl_is_active`.
-    pub fn contains(&self, k: K) -> bool {
+    fn contains(&self, k: K) -> bool {
         self.active.contains(&k)
+    }
+
+    /// Class `k` on the list exactly while its child `m` holds frames: it
+    /// joins the tail if the child holds some and it is not on the list
+    /// (the enqueue's `list_add_tail`), it leaves if the child holds none
+    /// (`qlen_notify`'s `list_del_init`).
+    pub fn sync(&mut self, k: K, m: Member<'_>) {
+        let on = self.contains(k);
+        if m.child.qlen() > 0 && !on {
+            self.join(k, m);
+        } else if m.child.qlen() == 0 && on {
+            self.leave(k);
+        }
     }
 
     /// `list_add_tail(&cl->alist, &q->active)` with `cl->deficit =

@@ -59,31 +59,15 @@ pub fn set_tos(fd: &impl std::os::fd::AsFd, v6: bool, tos: u8) -> anyhow::Result
 /// Asks the kernel to hand over the TOS byte (IPv4: IP_RECVTOS) or the
 /// traffic class (IPv6: IPV6_RECVTCLASS) of each datagram `sock` receives,
 /// for `recv_tos`.
-#[allow(unsafe_code)]
 pub fn enable_recv_tos(sock: &std::net::UdpSocket, v6: bool) -> anyhow::Result<()> {
-    use std::os::fd::AsRawFd;
     let (level, name) = if v6 {
         (libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS)
     } else {
         (libc::IPPROTO_IP, libc::IP_RECVTOS)
     };
     let on: libc::c_int = 1;
-    // SAFETY: `on` is an int that outlives the call, its size passed with it.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            level,
-            name,
-            std::ptr::from_ref(&on).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    anyhow::ensure!(
-        rc == 0,
-        "asking for the received TOS byte: {}",
-        std::io::Error::last_os_error()
-    );
-    Ok(())
+    crate::port::set_sockopt(sock, level, name, &on)
+        .map_err(|e| anyhow::anyhow!("asking for the received TOS byte: {e}"))
 }
 
 /// Receives one datagram into `buf`: its length and, when `enable_recv_tos`

@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::{enable_recv_tos, join, recv_tos, set_tos, spawn_in, Run, ECT_1, POLL_INTERVAL};
+use super::udp_rr::{connected_socket, server_socket};
+use super::{enable_recv_tos, join, recv_tos, set_tos, spawn_in, Run, ECT_1};
 
 /// Payload bytes of a data datagram.
 pub const DATAGRAM: usize = 1200;
@@ -201,8 +202,7 @@ impl Scalable {
         let receiver = {
             let run = run.clone();
             spawn_in(&spec.server_ns, "scalable-rx", move || {
-                let sock = UdpSocket::bind(addr).with_context(|| format!("binding UDP {addr}"))?;
-                sock.set_read_timeout(Some(POLL_INTERVAL))?;
+                let sock = server_socket(addr)?;
                 enable_recv_tos(&sock, addr.is_ipv6())?;
                 let _ = tx.send(());
                 receive(&sock, &run)
@@ -237,13 +237,7 @@ impl Scalable {
 /// The sender's socket: connected to `server`, ECT(1), non-blocking reads
 /// bounded by a short timeout.
 pub fn sender_socket(server: SocketAddr) -> anyhow::Result<UdpSocket> {
-    let bind: SocketAddr = match server {
-        SocketAddr::V4(_) => "0.0.0.0:0".parse()?,
-        SocketAddr::V6(_) => "[::]:0".parse()?,
-    };
-    let sock = UdpSocket::bind(bind)?;
-    sock.connect(server)
-        .with_context(|| format!("connecting UDP to {server}"))?;
+    let sock = connected_socket(server)?;
     set_tos(&sock, server.is_ipv6(), ECT_1)?;
     sock.set_nonblocking(true)?;
     Ok(sock)
@@ -359,6 +353,7 @@ pub fn send(sock: &UdpSocket, run: &Run) -> anyhow::Result<ScalableRaw> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::POLL_INTERVAL;
     use super::*;
 
     #[test]

@@ -223,6 +223,14 @@ pub fn server_socket(addr: SocketAddr) -> anyhow::Result<UdpSocket> {
 /// the server at `server`, with the response timeout as its receive
 /// timeout.
 pub fn client_socket(server: SocketAddr) -> anyhow::Result<UdpSocket> {
+    let sock = connected_socket(server)?;
+    sock.set_read_timeout(Some(RESPONSE_TIMEOUT))?;
+    Ok(sock)
+}
+
+/// A UDP socket (in the calling thread's namespace) bound to a free port
+/// of `server`'s family and connected to `server`.
+pub fn connected_socket(server: SocketAddr) -> anyhow::Result<UdpSocket> {
     let bind: SocketAddr = match server {
         SocketAddr::V4(_) => "0.0.0.0:0".parse()?,
         SocketAddr::V6(_) => "[::]:0".parse()?,
@@ -230,7 +238,6 @@ pub fn client_socket(server: SocketAddr) -> anyhow::Result<UdpSocket> {
     let sock = UdpSocket::bind(bind)?;
     sock.connect(server)
         .with_context(|| format!("connecting UDP to {server}"))?;
-    sock.set_read_timeout(Some(RESPONSE_TIMEOUT))?;
     Ok(sock)
 }
 

@@ -601,23 +601,19 @@ impl TcpSender {
             Echo::CeCount(_) => false,
         };
         if acked > 0 && !self.in_recovery && !exited {
-            if ece && self.ecn && self.cc == CcAlgo::Prague {
-                // DCTCP's reduction, once per round trip (RFC 8257 §3.3,
-                // Linux `dctcp_ssthresh`); AccECN needs no CWR.
-                if self.snd_una > self.ecn_recover {
-                    let reduced = self.cwnd * (1.0 - self.prague.alpha / 2.0);
-                    self.ssthresh = reduced.max(2.0);
-                    self.cwnd = self.ssthresh;
-                    self.ecn_recover = self.high_tx;
-                    self.stats.ecn_reductions += 1;
-                }
-            } else if ece && self.ecn {
+            if ece && self.ecn {
                 // Reduce once per window; never grow on ECE (RFC 3168 6.1.2).
                 if self.snd_una > self.ecn_recover {
-                    self.ssthresh = self.on_congestion();
+                    self.ssthresh = if self.cc == CcAlgo::Prague {
+                        // DCTCP's reduction (RFC 8257 §3.3, Linux
+                        // `dctcp_ssthresh`); AccECN needs no CWR.
+                        (self.cwnd * (1.0 - self.prague.alpha / 2.0)).max(2.0)
+                    } else {
+                        self.cwr_pending = true;
+                        self.on_congestion()
+                    };
                     self.cwnd = self.ssthresh;
                     self.ecn_recover = self.high_tx;
-                    self.cwr_pending = true;
                     self.stats.ecn_reductions += 1;
                 }
             } else {

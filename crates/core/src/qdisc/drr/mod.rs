@@ -157,12 +157,7 @@ impl Drr {
     /// is not there, or takes it off if its child is empty.
     fn sync_active(&mut self, i: usize) {
         let c = &mut self.classes[i];
-        let on = self.rounds.contains(c.classid);
-        if c.child.qlen() > 0 && !on {
-            self.rounds.join(c.classid, c.member());
-        } else if c.child.qlen() == 0 && on {
-            self.rounds.leave(c.classid);
-        }
+        self.rounds.sync(c.classid, c.member());
     }
 
     /// A class as `drr_dump_class` and `drr_dump_class_stats` give it;

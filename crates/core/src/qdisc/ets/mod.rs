@@ -252,13 +252,7 @@ impl Ets {
         if band < self.nstrict {
             return;
         }
-        let on = self.rounds.contains(band);
-        let b = &mut self.bands[band];
-        if b.child.qlen() > 0 && !on {
-            self.rounds.join(band, b.member());
-        } else if b.child.qlen() == 0 && on {
-            self.rounds.leave(band);
-        }
+        self.rounds.sync(band, self.bands[band].member());
     }
 
     /// The options as `ets_qdisc_dump` fills them.
