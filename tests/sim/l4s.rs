@@ -1,8 +1,9 @@
 //! L4S traffic in the simulator: a Prague-like scalable flow beside a CUBIC
 //! one at 20 Mbit/s, 10 ms each way, through fq_codel (with and without the
 //! ECT(1) CE threshold), through DualPI2 (its L and C delays, the split
-//! and the coupling, from the qdisc's xstats) and through a FIFO; and Heist and Morton's rate step
-//! from 50 to 1 Mbit/s under fq_codel. The figures are in
+//! and the coupling, from the qdisc's xstats; the split against the step's
+//! depth) and through a FIFO; and Heist and Morton's rate step from 50 to
+//! 1 Mbit/s under fq_codel. The figures are in
 //! docs/benchmarking.md ("L4S").
 
 use super::load;
@@ -262,4 +263,33 @@ fn prague_and_cubic_through_dualpi2_l_near_1ms_c_near_15ms_coupled() {
         (0.33..3.0).contains(&(p_c / coupled_c)),
         "{p_c} {coupled_c}"
     );
+}
+
+#[test]
+fn a_deeper_dualpi2_step_gives_prague_more() {
+    // The same flows with the L-queue's step at 3 and 5 ms (5 and 8 full
+    // frames at 20 Mbit/s instead of 1.65): an unpaced burst no longer
+    // crosses it, Prague's marks come from the coupling, and the split
+    // turns to Prague's favour, 1.8:1 and 2.1:1, near the 2:1 Heist and
+    // Morton measured. Prague's queueing stays under 3 ms (its frames go
+    // first; the step is a ceiling it seldom reaches).
+    for step in ["3ms", "5ms"] {
+        let r = sim::run(&with_qdisc(
+            "l4s_dualpi2.toml",
+            &format!("tc qdisc add dev left root dualpi2 step_thresh {step}"),
+        ))
+        .unwrap();
+        let (p, c) = split(&r);
+        let prague = r.flow("prague").unwrap();
+        println!(
+            "step {step}: split {:.3}; queue prague {:.2} cubic {:.2} ms; prague ce {}",
+            p / (p + c),
+            queue_ms(prague),
+            queue_ms(r.flow("cubic").unwrap()),
+            prague.forward.ce_marks
+        );
+        assert!((0.58..0.75).contains(&(p / (p + c))), "{p} vs {c}");
+        assert!(queue_ms(prague) < 4.0, "{}", queue_ms(prague));
+        assert_eq!(prague.tcp.unwrap().stats.retransmits, 0);
+    }
 }
