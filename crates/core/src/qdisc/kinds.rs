@@ -12,8 +12,8 @@
 use super::cake::Cake;
 use super::codel::CodelQdisc;
 use super::drr::Drr;
-use super::dualpi2::Dualpi2;
 use super::ets::Ets;
+use super::dualpi2::Dualpi2;
 use super::fifo::{Fifo, FifoKind};
 use super::fq::Fq;
 use super::fq_codel::FqCodel;

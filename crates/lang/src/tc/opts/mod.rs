@@ -8,8 +8,8 @@
 pub mod cake;
 pub mod codel;
 pub mod drr;
-pub mod dualpi2;
 pub mod ets;
+pub mod dualpi2;
 pub mod fifo;
 pub mod fq;
 pub mod fq_codel;
