@@ -143,6 +143,8 @@ fn run_ticks(
                     ping.samples.push(*s);
                 }
                 Probe::UdpRr => raw.udp_rr.as_mut().unwrap().samples.push(*s),
+                // The fixture runs no L4S probes.
+                Probe::PingL4s | Probe::UdpRrL4s => {}
             }
         }
         lesson.on_tick(t, None, samples);

@@ -19,17 +19,24 @@ pub enum Probe {
     Ping,
     /// The UDP request/response probe (`udp_rr`).
     UdpRr,
+    /// The ICMP echo probe marked ECT(1), the L4S identifier (`--l4s`).
+    PingL4s,
+    /// The UDP_RR probe marked ECT(1) (`--l4s`).
+    UdpRrL4s,
 }
 
 impl Probe {
-    /// Both probes, in the order the lesson keeps their samples.
-    pub const ALL: [Probe; 2] = [Probe::Ping, Probe::UdpRr];
+    /// Every probe, in the order the lesson keeps their samples.
+    pub const ALL: [Probe; 4] = [Probe::Ping, Probe::UdpRr, Probe::PingL4s, Probe::UdpRrL4s];
 
-    /// `ping`, `udp_rr`: the names the comparison table uses.
+    /// `ping`, `udp_rr` (the names the comparison table uses), and their
+    /// L4S twins with the table's `L` before them.
     pub fn name(self) -> &'static str {
         match self {
             Probe::Ping => "ping",
             Probe::UdpRr => "udp_rr",
+            Probe::PingL4s => "L ping",
+            Probe::UdpRrL4s => "L udp_rr",
         }
     }
 }

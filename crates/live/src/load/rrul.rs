@@ -287,8 +287,8 @@ fn run_started(
         spec.flows_down,
         FIRST_SRC_PORT_DOWN,
     )?;
-    // The classic probes feed the live view; the L4S ones (ECT(1), another
-    // echo id and port) only keep their record.
+    // Every probe feeds the live view, the L4S ones (ECT(1), another echo
+    // id and port) as their own series.
     let id = (std::process::id() as u16) ^ (spec.left_ns.len() as u16).rotate_left(8);
     let ping_probe = |tos: u8, id: u16, feed_as: Option<Probe>| {
         spec.ping_interval
@@ -318,8 +318,8 @@ fn run_started(
     let udp = rr_probe(0, PORT_UDP_RR, Some(Probe::UdpRr))?;
     let (ping_l4s, udp_l4s) = if spec.l4s {
         (
-            ping_probe(ECT_1, id ^ 0x8000, None)?,
-            rr_probe(ECT_1, PORT_UDP_RR_L4S, None)?,
+            ping_probe(ECT_1, id ^ 0x8000, Some(Probe::PingL4s))?,
+            rr_probe(ECT_1, PORT_UDP_RR_L4S, Some(Probe::UdpRrL4s))?,
         )
     } else {
         (None, None)

@@ -26,7 +26,8 @@ pub const BOLD: Style = Style::new().add_modifier(Modifier::BOLD);
 /// Hints and rules.
 pub const HINT: Style = Style::new().fg(Color::DarkGray);
 /// The colour of each probe (`Probe::ALL` order) and of the link's line.
-const PROBE_COLOUR: [Color; 2] = [Color::Red, Color::Magenta];
+const PROBE_COLOUR: [Color; Probe::ALL.len()] =
+    [Color::Red, Color::Magenta, Color::LightGreen, Color::Cyan];
 const LINK_COLOUR: Color = Color::Blue;
 /// Points drawn per probe at most (UDP_RR takes about 100 a second).
 const MAX_POINTS: usize = 2000;
@@ -160,7 +161,10 @@ fn draw_figures(frame: &mut Frame, panel: &Panel, area: Rect) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let mut lines = Vec::new();
-    for p in Probe::ALL {
+    // The L4S probes only when they run (`--l4s`): they have replied.
+    for p in Probe::ALL.into_iter().filter(|p| {
+        matches!(p, Probe::Ping | Probe::UdpRr) || !view.samples[*p as usize].is_empty()
+    }) {
         let colour = Style::new()
             .fg(PROBE_COLOUR[p as usize])
             .add_modifier(Modifier::BOLD);

@@ -57,9 +57,9 @@ pub fn link_rtt_ms(snapshot: Option<&Snapshot>, q: &QueuePoint) -> Option<f64> {
 #[derive(Clone, Debug, Default)]
 pub struct ProbeView {
     /// Each probe's samples (`Probe::ALL` order), oldest first.
-    pub samples: [Vec<Sample>; 2],
+    pub samples: [Vec<Sample>; Probe::ALL.len()],
     /// Their round trips' summary, from `from` on.
-    pub stats: [LatencyStats; 2],
+    pub stats: [LatencyStats; Probe::ALL.len()],
     /// The UDP_RR probe's one-way delays' summary per direction
     /// (left→right, right→left), from `from` on.
     pub one_way: [LatencyStats; 2],
@@ -167,6 +167,22 @@ mod tests {
             LatencyStats::one_way(&v.samples[Probe::Ping as usize], 0.0, 0).samples,
             0
         );
+    }
+
+    #[test]
+    fn the_l4s_probes_are_series_of_their_own() {
+        let mut v = ProbeView::default();
+        let mut samples = vec![(Probe::Ping, Sample::rtt(1.0, 40_000.0))];
+        samples.push((Probe::PingL4s, Sample::rtt(1.1, 22_000.0)));
+        samples.push((Probe::PingL4s, Sample::rtt(1.2, 24_000.0)));
+        v.add_samples(samples, 0.0);
+        assert_eq!(v.stats[Probe::Ping as usize].samples, 1);
+        let l = &v.stats[Probe::PingL4s as usize];
+        assert_eq!(l.samples, 2);
+        assert!(l.p99_ms < 25.0, "{l:?}");
+        assert_eq!(v.stats[Probe::UdpRrL4s as usize].samples, 0);
+        v.forget_before(1.15);
+        assert_eq!(v.samples[Probe::PingL4s as usize].len(), 1);
     }
 
     #[test]
