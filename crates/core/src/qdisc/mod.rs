@@ -27,6 +27,7 @@
 //! read; `drr_ahead.rs` works out, for that data, what fq_codel's and SFQ's
 //! round robin sends before a flow queue's newest frame.
 
+pub mod bands;
 pub mod cake;
 pub mod class_hash;
 pub mod codel;

@@ -13,14 +13,14 @@
 //! band is ever stopped and none is skipped. On a single-queue device the
 //! kernel refuses multiq (EOPNOTSUPP).
 
-use super::fifo::{Fifo, FifoKind};
+use super::bands::Bands;
 use super::{
-    tc_h_major, tc_h_make, tc_h_minor, ClassDump, ClassOptions, Classful, Errno, FilterHost,
-    FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict,
+    ClassOptions, Classful, Errno, FilterHost, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump,
+    QdiscOptions, QdiscStats, Refusal, Verdict,
 };
 use crate::packet::filter::FilterChain;
 use crate::packet::{Drops, Packet};
-use crate::time::{earliest, Instant};
+use crate::time::Instant;
 use serde::{Deserialize, Serialize};
 
 /// `struct tc_multiq_qopt`: what `multiq_dump` fills (tc sends it zeroed;
@@ -36,8 +36,8 @@ pub struct MultiqOptions {
 /// The multiq qdisc (`struct multiq_sched_data`).
 pub struct Multiq {
     ctx: QdiscCtx,
-    /// One child per band, band 0 first (`q->queues[0..bands]`).
-    queues: Vec<Box<dyn Qdisc>>,
+    /// One child per band (`q->queues[0..bands]`).
+    bands: Bands,
     /// The band served last (`q->curband`).
     curband: usize,
     filters: FilterChain,
@@ -60,44 +60,17 @@ impl Multiq {
                  tx_queues 2 or more",
             ));
         }
-        let queues = (0..tx_queues)
-            .map(|i| {
-                let classid = tc_h_make(tc_h_major(ctx.handle), i + 1);
-                Box::new(Fifo::new(FifoKind::Pfifo, ctx.child(0, classid))) as Box<dyn Qdisc>
-            })
-            .collect();
+        let mut bands = Bands::new("multiq", "one per TX queue", usize::from(tx_queues));
+        for _ in 0..tx_queues {
+            bands.push_default(&ctx);
+        }
         Ok(Multiq {
             ctx,
-            queues,
+            bands,
             curband: 0,
             filters: FilterChain::new(),
             stats: QdiscStats::default(),
         })
-    }
-
-    /// The class id of band `band`: `X:band+1`.
-    fn classid(&self, band: usize) -> Handle {
-        tc_h_make(tc_h_major(self.ctx.handle), band as u16 + 1)
-    }
-
-    /// `multiq_find`: the band of class `classid` (its minor, 1..=bands).
-    fn band(&self, classid: Handle) -> Result<usize, Refusal> {
-        let minor = tc_h_minor(classid) as usize;
-        if (1..=self.queues.len()).contains(&minor) {
-            return Ok(minor - 1);
-        }
-        Err(Refusal::new(
-            Errno::ENOENT,
-            format!(
-                "class {:x}:{:x} does not exist: this multiq has classes {:x}:1..{:x}:{:x} \
-                 (one per TX queue).",
-                tc_h_major(classid),
-                tc_h_minor(classid),
-                tc_h_major(self.ctx.handle),
-                tc_h_major(self.ctx.handle),
-                self.queues.len()
-            ),
-        ))
     }
 
     /// `multiq_classify`: the filters run for their skbedit action; the
@@ -107,30 +80,16 @@ impl Multiq {
             pkt.meta.priority = p;
         }
         // The device's pick, as link::serializer's queue_index (bands >= 2).
-        usize::from(pkt.meta.queue_mapping) % self.queues.len()
+        usize::from(pkt.meta.queue_mapping) % self.bands.queues.len()
     }
 
     /// The band after `band`, round robin (`curband++`, wrapping).
     fn next_band(&self, band: usize) -> usize {
-        if band + 1 >= self.queues.len() {
+        if band + 1 >= self.bands.queues.len() {
             0
         } else {
             band + 1
         }
-    }
-
-    /// Runs `f` on band `band`'s child, counting the frames it frees as
-    /// this qdisc's drops (`qdisc_tree_reduce_backlog`).
-    fn on_child<T>(
-        &mut self,
-        band: usize,
-        drops: &mut Drops,
-        f: impl FnOnce(&mut dyn Qdisc, &mut Drops) -> T,
-    ) -> T {
-        let before = drops.len();
-        let out = f(self.queues[band].as_mut(), drops);
-        self.stats.drops += (drops.len() - before) as u64;
-        out
     }
 }
 
@@ -142,16 +101,23 @@ impl Qdisc for Multiq {
     /// `multiq_enqueue`.
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
         let band = self.classify(&mut pkt);
-        self.on_child(band, drops, |child, drops| child.enqueue(pkt, now, drops))
+        self.bands
+            .on_child(band, &mut self.stats, drops, |child, drops| {
+                child.enqueue(pkt, now, drops)
+            })
     }
 
     /// `multiq_dequeue`: from the band after `curband` on, the first band
     /// whose child releases a frame; `curband` stays on it.
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        for _ in 0..self.queues.len() {
+        for _ in 0..self.bands.queues.len() {
             self.curband = self.next_band(self.curband);
             let band = self.curband;
-            if let Some(pkt) = self.on_child(band, drops, |child, drops| child.dequeue(now, drops))
+            if let Some(pkt) = self
+                .bands
+                .on_child(band, &mut self.stats, drops, |child, drops| {
+                    child.dequeue(now, drops)
+                })
             {
                 self.stats.count_sent(&pkt);
                 return Some(pkt);
@@ -164,29 +130,31 @@ impl Qdisc for Multiq {
     fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
         let mut band = self.curband;
         let mut found = None;
-        for _ in 0..self.queues.len() {
+        for _ in 0..self.bands.queues.len() {
             band = self.next_band(band);
-            if self.on_child(band, drops, |child, drops| child.peek(now, drops).is_some()) {
+            if self
+                .bands
+                .on_child(band, &mut self.stats, drops, |child, drops| {
+                    child.peek(now, drops).is_some()
+                })
+            {
                 found = Some(band);
                 break;
             }
         }
-        self.queues[found?].peek(now, drops)
+        self.bands.queues[found?].peek(now, drops)
     }
 
     fn next_wakeup(&self, now: Instant) -> Option<Instant> {
-        self.queues
-            .iter()
-            .filter(|c| c.qlen() > 0)
-            .fold(None, |acc, c| earliest(acc, c.next_wakeup(now)))
+        self.bands.next_wakeup(now)
     }
 
     fn qlen(&self) -> u32 {
-        self.queues.iter().map(|c| c.qlen()).sum()
+        self.bands.qlen()
     }
 
     fn backlog(&self) -> u64 {
-        self.queues.iter().map(|c| c.backlog()).sum()
+        self.bands.backlog()
     }
 
     fn counters(&self) -> QdiscStats {
@@ -195,9 +163,7 @@ impl Qdisc for Multiq {
 
     /// `multiq_reset`: every band's child reset, `curband` back to 0.
     fn reset(&mut self, drops: &mut Drops) {
-        for c in &mut self.queues {
-            c.reset(drops);
-        }
+        self.bands.reset(drops);
         self.curband = 0;
     }
 
@@ -222,24 +188,8 @@ impl Qdisc for Multiq {
     /// `multiq_dump`, and per band `multiq_dump_class` (leaf: the child's
     /// handle) with `multiq_dump_class_stats` (the child's counters).
     fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
-        let children: Vec<QdiscDump> = self
-            .queues
-            .iter()
-            .map(|c| c.dump_listing(now, listing))
-            .collect();
-        let classes = children
-            .iter()
-            .enumerate()
-            .map(|(band, child)| ClassDump {
-                kind: "multiq".into(),
-                classid: self.classid(band),
-                parent: self.ctx.handle,
-                leaf: (child.handle != 0).then_some(child.handle),
-                stats: Some(child.stats),
-                ..ClassDump::default()
-            })
-            .collect();
-        let bands = self.queues.len() as u16;
+        let (classes, children) = self.bands.dump(self.ctx.handle, now, listing);
+        let bands = self.bands.queues.len() as u16;
         QdiscDump {
             kind: "multiq".into(),
             handle: self.ctx.handle,
@@ -264,7 +214,7 @@ impl Qdisc for Multiq {
     }
 
     fn drain_all(&mut self) -> Vec<Packet> {
-        self.queues.iter_mut().flat_map(|c| c.drain_all()).collect()
+        self.bands.drain_all()
     }
 }
 
@@ -279,34 +229,21 @@ impl FilterHost for Multiq {
     }
 }
 
-/// multiq's class ops have no `change` or `delete`: `tc_ctl_tclass`
-/// answers EOPNOTSUPP.
-fn fixed_classes(handle: Handle) -> Refusal {
-    let major = tc_h_major(handle);
-    Refusal::bare(Errno::EOPNOTSUPP).below(format!(
-        "multiq's classes are its bands {major:x}:1..{major:x}:N, one per TX queue; attach a \
-         qdisc to one with `tc qdisc add ... parent {major:x}:1 ...`"
-    ))
-}
+/// How multiq's bands are set, in the refusal of a class add, change or
+/// delete (its class ops have neither `change` nor `delete`).
+const HOW: &str = "one per TX queue";
 
 impl Classful for Multiq {
     fn add_class(&mut self, classid: Handle, _: Handle, _: &ClassOptions) -> Result<(), Refusal> {
-        match self.band(classid) {
-            Ok(_) => Err(Refusal::bare(Errno::EEXIST).below(format!(
-                "class {:x}:{:x} is a band of this multiq",
-                tc_h_major(classid),
-                tc_h_minor(classid)
-            ))),
-            Err(_) => Err(fixed_classes(self.ctx.handle)),
-        }
+        Err(self.bands.add_class(self.ctx.handle, classid, HOW))
     }
 
     fn change_class(&mut self, _: Handle, _: &ClassOptions) -> Result<(), Refusal> {
-        Err(fixed_classes(self.ctx.handle))
+        Err(self.bands.fixed(self.ctx.handle, HOW))
     }
 
     fn delete_class(&mut self, _: Handle, _: &mut Drops) -> Result<(), Refusal> {
-        Err(fixed_classes(self.ctx.handle))
+        Err(self.bands.fixed(self.ctx.handle, HOW))
     }
 
     /// `multiq_graft`: the band's child is replaced; the old one is
@@ -316,17 +253,15 @@ impl Classful for Multiq {
         classid: Handle,
         child: Box<dyn Qdisc>,
     ) -> Result<Option<Box<dyn Qdisc>>, Refusal> {
-        let band = self.band(classid)?;
-        Ok(Some(std::mem::replace(&mut self.queues[band], child)))
+        self.bands.graft(self.ctx.handle, classid, child)
     }
 
     fn child_mut(&mut self, classid: Handle) -> Option<&mut Box<dyn Qdisc>> {
-        let band = self.band(classid).ok()?;
-        Some(&mut self.queues[band])
+        self.bands.child_mut(self.ctx.handle, classid)
     }
 
     fn children_mut(&mut self) -> Vec<&mut Box<dyn Qdisc>> {
-        self.queues.iter_mut().collect()
+        self.bands.queues.iter_mut().collect()
     }
 
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::packet::filter::{Filter, FilterKind, FilterProtocol};
+use crate::qdisc::tc_h_make;
 use crate::qdisc::testutil::pkt;
 
 const H: Handle = 0x0001_0000;
@@ -25,7 +26,7 @@ fn on_queue(id: u64, queue: u16) -> Packet {
 }
 
 fn band_lens(q: &Multiq) -> Vec<u32> {
-    q.queues.iter().map(|c| c.qlen()).collect()
+    q.bands.queues.iter().map(|c| c.qlen()).collect()
 }
 
 #[test]

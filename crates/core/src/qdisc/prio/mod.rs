@@ -9,16 +9,16 @@
 //! priomap is this qdisc's default; iproute2's `multiqueue` adds a
 //! `TCA_PRIO_MQ` attribute `prio_tune` never reads, so it changes nothing.
 
-use super::fifo::{Fifo, FifoKind};
+use super::bands::Bands;
 use super::pfifo_fast::{PfifoFastOptions, PRIOMAP};
 use super::priomap;
 use super::{
-    tc_h_major, tc_h_make, tc_h_minor, ClassDump, ClassOptions, Classful, Errno, FilterHost,
-    FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict,
+    tc_h_major, ClassOptions, Classful, Errno, FilterHost, FlowListing, Handle, Qdisc, QdiscCtx,
+    QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict,
 };
 use crate::packet::filter::FilterChain;
 use crate::packet::{Drops, Packet};
-use crate::time::{earliest, Instant};
+use crate::time::Instant;
 
 /// `TCQ_PRIO_BANDS`: the most bands.
 pub const TCQ_PRIO_BANDS: u32 = 16;
@@ -41,8 +41,8 @@ pub const DEFAULT_OPTIONS: PrioOptions = PfifoFastOptions {
 pub struct Prio {
     ctx: QdiscCtx,
     priomap: [u8; 16],
-    /// One child per band, band 0 first (`q->queues[0..bands]`).
-    queues: Vec<Box<dyn Qdisc>>,
+    /// One child per band (`q->queues[0..bands]`).
+    bands: Bands,
     filters: FilterChain,
     stats: QdiscStats,
 }
@@ -84,7 +84,7 @@ impl Prio {
         let mut q = Prio {
             ctx,
             priomap: o.priomap,
-            queues: Vec::with_capacity(TCQ_PRIO_BANDS as usize),
+            bands: Bands::new("prio", "one per band", TCQ_PRIO_BANDS as usize),
             filters: FilterChain::new(),
             stats: QdiscStats::default(),
         };
@@ -92,48 +92,20 @@ impl Prio {
         Ok(q)
     }
 
-    /// The class id of band `band`: `X:band+1`.
-    fn classid(&self, band: usize) -> Handle {
-        tc_h_make(tc_h_major(self.ctx.handle), band as u16 + 1)
-    }
-
-    /// `prio_find`: the band of class `classid` (its minor, 1..=bands;
-    /// the kernel reads no major).
-    fn band(&self, classid: Handle) -> Result<usize, Refusal> {
-        let minor = tc_h_minor(classid) as usize;
-        if (1..=self.queues.len()).contains(&minor) {
-            return Ok(minor - 1);
-        }
-        Err(Refusal::new(
-            Errno::ENOENT,
-            format!(
-                "class {:x}:{:x} does not exist: this prio has classes {:x}:1..{:x}:{:x} \
-                 (one per band).",
-                tc_h_major(classid),
-                tc_h_minor(classid),
-                tc_h_major(self.ctx.handle),
-                tc_h_major(self.ctx.handle),
-                self.queues.len()
-            ),
-        ))
-    }
-
     /// `prio_tune`'s bands: a band given up has its frames dropped
     /// (`qdisc_tree_flush_backlog`, counted as this qdisc's drops) and its
     /// child destroyed; a new band gets a default pfifo; the others keep
     /// theirs.
     fn set_bands(&mut self, bands: usize, drops: &mut Drops) {
-        while self.queues.len() > bands {
-            if let Some(mut child) = self.queues.pop() {
+        while self.bands.queues.len() > bands {
+            if let Some(mut child) = self.bands.queues.pop() {
                 let before = drops.len();
                 child.reset(drops);
                 self.stats.drops += (drops.len() - before) as u64;
             }
         }
-        while self.queues.len() < bands {
-            let classid = self.classid(self.queues.len());
-            let child = Fifo::new(FifoKind::Pfifo, self.ctx.child(0, classid));
-            self.queues.push(Box::new(child));
+        while self.bands.queues.len() < bands {
+            self.bands.push_default(&self.ctx);
         }
     }
 
@@ -143,7 +115,7 @@ impl Prio {
         priomap::band(
             self.ctx.handle,
             &self.priomap,
-            self.queues.len(),
+            self.bands.queues.len(),
             &self.filters,
             pkt,
         )
@@ -152,23 +124,9 @@ impl Prio {
     /// The options as `prio_dump` fills them.
     fn options(&self) -> PrioOptions {
         PfifoFastOptions {
-            bands: self.queues.len() as u32,
+            bands: self.bands.queues.len() as u32,
             priomap: self.priomap,
         }
-    }
-
-    /// Runs `f` on band `band`'s child, counting the frames it frees as
-    /// this qdisc's drops (the kernel's `qdisc_tree_reduce_backlog`).
-    fn on_child<T>(
-        &mut self,
-        band: usize,
-        drops: &mut Drops,
-        f: impl FnOnce(&mut dyn Qdisc, &mut Drops) -> T,
-    ) -> T {
-        let before = drops.len();
-        let out = f(self.queues[band].as_mut(), drops);
-        self.stats.drops += (drops.len() - before) as u64;
-        out
     }
 }
 
@@ -179,13 +137,20 @@ impl Qdisc for Prio {
 
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Verdict {
         let band = self.classify(&mut pkt);
-        self.on_child(band, drops, |child, drops| child.enqueue(pkt, now, drops))
+        self.bands
+            .on_child(band, &mut self.stats, drops, |child, drops| {
+                child.enqueue(pkt, now, drops)
+            })
     }
 
     /// `prio_dequeue`: the first band, lowest first, that releases a frame.
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        for band in 0..self.queues.len() {
-            if let Some(pkt) = self.on_child(band, drops, |child, drops| child.dequeue(now, drops))
+        for band in 0..self.bands.queues.len() {
+            if let Some(pkt) = self
+                .bands
+                .on_child(band, &mut self.stats, drops, |child, drops| {
+                    child.dequeue(now, drops)
+                })
             {
                 self.stats.count_sent(&pkt);
                 return Some(pkt);
@@ -196,25 +161,25 @@ impl Qdisc for Prio {
 
     /// `prio_peek`: the head of the first band that shows one.
     fn peek(&mut self, now: Instant, drops: &mut Drops) -> Option<&Packet> {
-        let band = (0..self.queues.len()).find(|&band| {
-            self.on_child(band, drops, |child, drops| child.peek(now, drops).is_some())
+        let band = (0..self.bands.queues.len()).find(|&band| {
+            self.bands
+                .on_child(band, &mut self.stats, drops, |child, drops| {
+                    child.peek(now, drops).is_some()
+                })
         })?;
-        self.queues[band].peek(now, drops)
+        self.bands.queues[band].peek(now, drops)
     }
 
     fn next_wakeup(&self, now: Instant) -> Option<Instant> {
-        self.queues
-            .iter()
-            .filter(|c| c.qlen() > 0)
-            .fold(None, |acc, c| earliest(acc, c.next_wakeup(now)))
+        self.bands.next_wakeup(now)
     }
 
     fn qlen(&self) -> u32 {
-        self.queues.iter().map(|c| c.qlen()).sum()
+        self.bands.qlen()
     }
 
     fn backlog(&self) -> u64 {
-        self.queues.iter().map(|c| c.backlog()).sum()
+        self.bands.backlog()
     }
 
     fn counters(&self) -> QdiscStats {
@@ -223,9 +188,7 @@ impl Qdisc for Prio {
 
     /// `prio_reset`: resets every band's child.
     fn reset(&mut self, drops: &mut Drops) {
-        for c in &mut self.queues {
-            c.reset(drops);
-        }
+        self.bands.reset(drops);
     }
 
     /// `prio_tune` on a change: the whole `tc_prio_qopt` is replaced (tc
@@ -255,23 +218,7 @@ impl Qdisc for Prio {
     /// leaf: the child's handle, none for a default child) with
     /// `prio_dump_class_stats` (the child's counters).
     fn dump_listing(&self, now: Instant, listing: FlowListing) -> QdiscDump {
-        let children: Vec<QdiscDump> = self
-            .queues
-            .iter()
-            .map(|c| c.dump_listing(now, listing))
-            .collect();
-        let classes = children
-            .iter()
-            .enumerate()
-            .map(|(band, child)| ClassDump {
-                kind: "prio".into(),
-                classid: self.classid(band),
-                parent: self.ctx.handle,
-                leaf: (child.handle != 0).then_some(child.handle),
-                stats: Some(child.stats),
-                ..ClassDump::default()
-            })
-            .collect();
+        let (classes, children) = self.bands.dump(self.ctx.handle, now, listing);
         QdiscDump {
             kind: "prio".into(),
             handle: self.ctx.handle,
@@ -293,7 +240,7 @@ impl Qdisc for Prio {
     }
 
     fn drain_all(&mut self) -> Vec<Packet> {
-        self.queues.iter_mut().flat_map(|c| c.drain_all()).collect()
+        self.bands.drain_all()
     }
 }
 
@@ -308,35 +255,28 @@ impl FilterHost for Prio {
     }
 }
 
-/// prio's class ops have no `change` or `delete`: `tc_ctl_tclass` answers
-/// EOPNOTSUPP (EEXIST for an add of a band that exists).
-fn fixed_classes(handle: Handle) -> Refusal {
-    let major = tc_h_major(handle);
-    Refusal::bare(Errno::EOPNOTSUPP).below(format!(
-        "prio's classes are its bands {major:x}:1..{major:x}:N, set by `tc qdisc change ... \
-         handle {major:x}: prio bands N`; attach a qdisc to one with `tc qdisc add ... parent \
-         {major:x}:1 ...`"
-    ))
+impl Prio {
+    /// prio's class ops have no `change` or `delete`: `tc_ctl_tclass`
+    /// answers EOPNOTSUPP (EEXIST for an add of a band that exists).
+    fn how(&self) -> String {
+        format!(
+            "set by `tc qdisc change ... handle {:x}: prio bands N`",
+            tc_h_major(self.ctx.handle)
+        )
+    }
 }
 
 impl Classful for Prio {
     fn add_class(&mut self, classid: Handle, _: Handle, _: &ClassOptions) -> Result<(), Refusal> {
-        match self.band(classid) {
-            Ok(_) => Err(Refusal::bare(Errno::EEXIST).below(format!(
-                "class {:x}:{:x} is a band of this prio",
-                tc_h_major(classid),
-                tc_h_minor(classid)
-            ))),
-            Err(_) => Err(fixed_classes(self.ctx.handle)),
-        }
+        Err(self.bands.add_class(self.ctx.handle, classid, &self.how()))
     }
 
     fn change_class(&mut self, _: Handle, _: &ClassOptions) -> Result<(), Refusal> {
-        Err(fixed_classes(self.ctx.handle))
+        Err(self.bands.fixed(self.ctx.handle, &self.how()))
     }
 
     fn delete_class(&mut self, _: Handle, _: &mut Drops) -> Result<(), Refusal> {
-        Err(fixed_classes(self.ctx.handle))
+        Err(self.bands.fixed(self.ctx.handle, &self.how()))
     }
 
     /// `prio_graft`: the band's child is replaced; the old one is returned
@@ -346,17 +286,15 @@ impl Classful for Prio {
         classid: Handle,
         child: Box<dyn Qdisc>,
     ) -> Result<Option<Box<dyn Qdisc>>, Refusal> {
-        let band = self.band(classid)?;
-        Ok(Some(std::mem::replace(&mut self.queues[band], child)))
+        self.bands.graft(self.ctx.handle, classid, child)
     }
 
     fn child_mut(&mut self, classid: Handle) -> Option<&mut Box<dyn Qdisc>> {
-        let band = self.band(classid).ok()?;
-        Some(&mut self.queues[band])
+        self.bands.child_mut(self.ctx.handle, classid)
     }
 
     fn children_mut(&mut self) -> Vec<&mut Box<dyn Qdisc>> {
-        self.queues.iter_mut().collect()
+        self.bands.queues.iter_mut().collect()
     }
 
     fn child_ctx(&self, handle: Handle, parent: Handle) -> QdiscCtx {

@@ -4,6 +4,8 @@
 use super::*;
 use crate::packet::filter::{Family, Field, Filter, FilterKind, FilterProtocol, Match};
 use crate::packet::L3;
+use crate::qdisc::fifo::{Fifo, FifoKind};
+use crate::qdisc::tc_h_make;
 use crate::qdisc::testutil::{pkt, tos_pkt};
 
 const H: Handle = 0x0001_0000;
@@ -37,7 +39,7 @@ fn with_priority(id: u64, priority: u32) -> Packet {
 
 /// Frames held per band.
 fn band_lens(q: &Prio) -> Vec<u32> {
-    q.queues.iter().map(|c| c.qlen()).collect()
+    q.bands.queues.iter().map(|c| c.qlen()).collect()
 }
 
 #[test]
