@@ -19,6 +19,7 @@
 //! is include/net/pie.h, the PIE core that `pie` and `fq_pie` share
 //! (its timer runs `dualpi2`'s PI2 controller too);
 //! `flow_bucket` picks the flow queue of sfq, fq_codel and fq_pie.
+//! `bands.rs` is the fixed bands of prio and multiq;
 //! `park.rs` is the peek-by-dequeue plumbing of codel, fq_codel, sfq, tbf,
 //! pie and fq_pie; `request.rs` is a tc request as rtnetlink
 //! carries it; `tree.rs` edits a device's tree by such requests; `noop.rs`
