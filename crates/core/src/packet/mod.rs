@@ -313,11 +313,18 @@ pub enum DropReason {
     /// DualPI2's step threshold on a Not-ECT frame of the L-queue
     /// (`QDISC_DROP_L4S_STEP_NON_ECN`).
     Dualpi2StepDrop,
+    /// fq's band held `limit` frames already (net/sched/sch_fq.c
+    /// `fq_enqueue`: `SKB_DROP_REASON_FQ_BAND_LIMIT`, counted in
+    /// `bandN_drops`).
+    FqBandLimit,
+    /// fq's flow held `flow_limit` frames already (`fq_enqueue`:
+    /// `SKB_DROP_REASON_FQ_FLOW_LIMIT`, counted in `flows_plimit`).
+    FqFlowLimit,
 }
 
 impl DropReason {
     /// Every reason, in the order of the stats' counters (`index()`).
-    pub const ALL: [DropReason; 29] = [
+    pub const ALL: [DropReason; 31] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -347,6 +354,8 @@ impl DropReason {
         DropReason::Dualpi2Overlimit,
         DropReason::Dualpi2Congested,
         DropReason::Dualpi2StepDrop,
+        DropReason::FqBandLimit,
+        DropReason::FqFlowLimit,
     ];
 
     /// Position of the reason in `ALL` (its counter's index).
@@ -390,6 +399,8 @@ impl DropReason {
             DropReason::Dualpi2Overlimit => "dualpi2_overlimit",
             DropReason::Dualpi2Congested => "dualpi2_congested",
             DropReason::Dualpi2StepDrop => "dualpi2_step_drop",
+            DropReason::FqBandLimit => "fq_band_limit",
+            DropReason::FqFlowLimit => "fq_flow_limit",
         }
     }
 }

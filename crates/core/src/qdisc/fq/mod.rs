@@ -830,7 +830,7 @@ impl Qdisc for Fq {
         let band = self.prio2band[(pkt.meta.priority & 15) as usize];
         if self.band_pkt_count[band as usize] >= self.limit {
             self.x.band_drops[band as usize] += 1;
-            return self.stats.reject(pkt, DropReason::QueueFull, drops);
+            return self.stats.reject(pkt, DropReason::FqBandLimit, drops);
         }
         // No tstamp: time_to_send is now, within any horizon.
         pkt.meta.enqueue_time = now;
@@ -847,7 +847,7 @@ impl Qdisc for Fq {
         if f.queue.len() >= self.flow_plimit as usize {
             self.x.flows_plimit += 1;
             f.drops += 1;
-            return self.stats.reject(pkt, DropReason::QueueFull, drops);
+            return self.stats.reject(pkt, DropReason::FqFlowLimit, drops);
         }
         if let Place::Detached { age } = f.place {
             // Onto the new list of the band the flow had (0 for a flow

@@ -142,6 +142,33 @@ fn band_limit_drops_per_band() {
     assert_eq!(s.band_pkt_count, [2, 2, 0]);
 }
 
+/// fq_enqueue drops with the kernel's reasons (Linux 6.14+, kept in
+/// 6.18): `FQ_BAND_LIMIT` when the frame's band holds `limit` frames,
+/// checked first, and `FQ_FLOW_LIMIT` when its flow holds `flow_limit`.
+#[test]
+fn drops_carry_fq_enqueues_reasons() {
+    let mut q = fq(FqOptions {
+        limit: Some(3),
+        flow_limit: Some(2),
+        ..no_fastpath()
+    })
+    .unwrap();
+    let mut d = Drops::new();
+    // Band 1 (priority 0): flow 1 takes 2, its third is over flow_limit;
+    // flow 2 takes the band's third slot, its second is over limit.
+    for (id, flow) in [(0, 1), (1, 1), (2, 1), (3, 2), (4, 2)] {
+        q.enqueue(prio_pkt(id, 100, flow, 0), at(0), &mut d);
+    }
+    let why: Vec<(u64, DropReason)> = d.since(0).iter().map(|(p, r)| (p.meta.id, *r)).collect();
+    assert_eq!(
+        why,
+        [(2, DropReason::FqFlowLimit), (4, DropReason::FqBandLimit)]
+    );
+    assert_eq!((x(&q).flows_plimit, x(&q).band_drops), (1, [0, 1, 0]));
+    assert_eq!(DropReason::FqBandLimit.name(), "fq_band_limit");
+    assert_eq!(DropReason::FqFlowLimit.name(), "fq_flow_limit");
+}
+
 #[test]
 fn initial_quantum_then_quantum_in_round_robin() {
     let mut q = fq(FqOptions {
