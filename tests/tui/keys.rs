@@ -412,11 +412,12 @@ fn preset_menu_keys() {
     app.on_key(ch('k'));
     assert_eq!(app.mode, Mode::Presets { selected: 0 });
     app.on_key(ch('k'));
-    assert_eq!(app.mode, Mode::Presets { selected: 16 }, "wraps");
+    let last = app.menu().len() - 1;
+    assert_eq!(app.mode, Mode::Presets { selected: last }, "wraps");
     app.on_key(ch('x'));
     assert_eq!(
         app.mode,
-        Mode::Presets { selected: 16 },
+        Mode::Presets { selected: last },
         "other keys keep the menu"
     );
     for close in [key(KeyCode::Esc), ch('m'), ch('q')] {
@@ -432,13 +433,16 @@ fn preset_menu_keys() {
         panic!("Enter picks");
     };
     assert_eq!(lines, "tc qdisc replace dev left root sfq perturb 10");
-    // Digits pick the first nine; the menu's arrows and Enter reach the
-    // rest.
-    for (i, p) in Preset::all().iter().enumerate().take(9) {
+    // Digits pick the first nine, letters the rest; the menu's arrows and
+    // Enter reach every one.
+    app.on_key(ch('2'));
+    let menu = app.menu();
+    for (i, p) in menu.iter().enumerate() {
         app.on_key(ch('2'));
         app.on_key(ch('m'));
-        let digit = char::from(b'1' + i as u8);
-        let got = app.on_key(ch(digit));
+        let k = Preset::key(i).unwrap();
+        assert_eq!(k, "123456789abcdefghilnopr".chars().nth(i).unwrap());
+        let got = app.on_key(ch(k));
         assert_eq!(
             got,
             Some(Action::Tc(
@@ -447,13 +451,13 @@ fn preset_menu_keys() {
         );
         assert_eq!(app.mode, Mode::Normal);
     }
-    for (i, p) in Preset::all().iter().enumerate().skip(9) {
+    for (i, p) in menu.iter().enumerate().skip(9) {
         app.on_key(ch('2'));
         app.on_key(ch('m'));
         let Mode::Presets { selected } = app.mode else {
             panic!("the menu is open");
         };
-        let n = Preset::all().len();
+        let n = menu.len();
         for _ in 0..(i + n - selected) % n {
             app.on_key(key(KeyCode::Down));
         }
@@ -487,6 +491,7 @@ fn the_menu_reads_the_kind_table() {
             "fq_codel",
             "tbf",
             "htb",
+            "multiq",
             "prio",
             "hfsc",
             "drr",
@@ -495,6 +500,8 @@ fn the_menu_reads_the_kind_table() {
             "pie",
             "fq_pie",
             "fq",
+            "plug",
+            "skbprio",
             "dualpi2",
             "netem",
             "cake"
@@ -519,9 +526,15 @@ fn every_menu_entry_is_taken_by_tc_and_shown_whole() {
     use bloatbox::tc::TcCommand;
     use bloatbox::time::Instant;
     for p in Preset::all() {
+        // multiq's entry is on the menu of multi-queue devices only.
+        let tx_queues = if Preset::menu(1).contains(p) { 1 } else { 4 };
         for dir in Dir::ALL {
             for rate in [0, 1_250_000, 12_500_000] {
-                let mut tree = QdiscTree::new(DevSpec::new(dir, BUILTIN)).unwrap();
+                let spec = DevSpec {
+                    tx_queues,
+                    ..DevSpec::new(dir, BUILTIN)
+                };
+                let mut tree = QdiscTree::new(spec).unwrap();
                 for line in p.tc_lines(dir, rate) {
                     let cmd = TcCommand::parse(&line).unwrap_or_else(|e| panic!("{line}: {e:?}"));
                     bloatbox::tc::run(&mut tree, &cmd, Instant::ZERO, &mut Drops::new())
@@ -536,11 +549,18 @@ fn every_menu_entry_is_taken_by_tc_and_shown_whole() {
         ("drr", "matchall flowid 1:1"),
         ("ets", "0 0 1 1 1 1 1 1 1 1"),
     ] {
-        let selected = Preset::all().iter().position(|p| p.name() == kind).unwrap();
+        let selected = app.menu().iter().position(|p| p.name() == kind).unwrap();
         app.mode = Mode::Presets { selected };
         let text = bloatbox::tui::text_capture(&app, 80, 24);
         assert!(text.contains(last), "{kind}:\n{text}");
-        assert!(text.contains("17 cake"), "{kind}:\n{text}");
+        // The last entry's label (its key and kind) is shown whole.
+        let n = app.menu().len();
+        let last = format!(
+            "{} {}",
+            Preset::key(n - 1).unwrap(),
+            app.menu()[n - 1].name()
+        );
+        assert!(text.contains(&last), "{kind}:\n{text}");
     }
 }
 

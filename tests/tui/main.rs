@@ -12,6 +12,7 @@ mod flows;
 mod head_of_line;
 mod keys;
 mod lesson;
+mod menu;
 mod probes;
 mod screens;
 mod session;

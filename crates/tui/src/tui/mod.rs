@@ -50,8 +50,11 @@ use crate::datapath::{DatapathError, EditError, LiveSnapshot, TcFailure};
 use crate::dir::Dir;
 use crate::load::feed::Probe;
 use crate::load::stats::Sample;
+use crate::packet::Drops;
 use crate::qdisc::kinds;
+use crate::qdisc::tree::{DevSpec, QdiscTree};
 use crate::tc::syntax::{self, Example};
+use crate::tc::TcCommand;
 use crate::time::{Instant, NS_PER_US};
 use std::fmt;
 use std::sync::{Arc, LazyLock};
@@ -95,6 +98,9 @@ impl Snapshot {
 pub struct Preset {
     name: &'static str,
     example: Example,
+    /// Its example is refused on a single-queue device (multiq's
+    /// EOPNOTSUPP): offered only where the device has more TX queues.
+    multi_queue: bool,
 }
 
 static MENU: LazyLock<Vec<Preset>> = LazyLock::new(|| {
@@ -105,15 +111,54 @@ static MENU: LazyLock<Vec<Preset>> = LazyLock::new(|| {
             Some(Preset {
                 name: entry.name,
                 example,
+                multi_queue: !takes_on_one_queue(example),
             })
         })
         .collect()
 });
 
+/// Whether a single-queue device takes the lines of `example` (on a link
+/// of 10mbit), as tc would on that device.
+fn takes_on_one_queue(example: Example) -> bool {
+    let dir = Dir::LeftToRight;
+    let Ok(mut tree) = QdiscTree::new(DevSpec::new(dir, kinds::BUILTIN)) else {
+        return false;
+    };
+    example(dir, 1_250_000).iter().all(|line| {
+        TcCommand::parse(line).is_ok_and(|cmd| {
+            crate::tc::run(&mut tree, &cmd, Instant::ZERO, &mut Drops::new()).is_ok()
+        })
+    })
+}
+
+/// The keys that pick a menu entry, in the menu's order: the digits, then
+/// the letters the menu does not use otherwise (j and k move, m and q
+/// close it).
+pub const MENU_KEYS: &str = "123456789abcdefghilnoprstuvwxyz";
+
 impl Preset {
     /// The menu, in the order of the kind table.
     pub fn all() -> &'static [Preset] {
         &MENU
+    }
+
+    /// The menu of a device with `tx_queues` TX queues: every entry whose
+    /// lines that device takes.
+    pub fn menu(tx_queues: u16) -> Vec<Preset> {
+        MENU.iter()
+            .copied()
+            .filter(|p| tx_queues > 1 || !p.multi_queue)
+            .collect()
+    }
+
+    /// The key that picks the menu's entry `index` (`MENU_KEYS`).
+    pub fn key(index: usize) -> Option<char> {
+        MENU_KEYS.chars().nth(index)
+    }
+
+    /// The menu entry key `c` picks (`MENU_KEYS`).
+    pub fn index_of_key(c: char) -> Option<usize> {
+        MENU_KEYS.chars().position(|k| k == c)
     }
 
     /// The menu entry of kind `name`.

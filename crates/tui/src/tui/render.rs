@@ -349,7 +349,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("Home End", "first / last flow or class"),
     ("s, S", "next sort column / reverse the order"),
     ("r l g c", "prompt: rate, delay, ring depth, rx-usecs"),
-    ("e, :", "prompt: FIELD VALUE, e.g. tx-frames 16"),
+    ("e, :", "prompt: FIELD VALUE (tx-frames 16) or a tc line"),
     ("b", "toggle BQL"),
     ("m", "switch the root qdisc (the menu of kinds)"),
     ("t", "start / stop the latency probes: ping, UDP_RR"),
@@ -406,24 +406,53 @@ const MENU_WIDTH: u16 = 78;
 
 fn draw_presets(frame: &mut Frame, app: &App, selected: usize, area: Rect) {
     let rate = app.path().map_or(0, |p| p.params.rate_bytes_ps);
-    let menu = Preset::all();
-    let preset = menu[selected.min(menu.len() - 1)];
-    let tc = preset.tc_lines(app.dir, rate);
+    let menu = app.menu();
+    let names: Vec<&str> = menu.iter().map(|p| p.name()).collect();
+    let selected = selected.min(menu.len() - 1);
+    let tc = menu[selected].tc_lines(app.dir, rate);
+    draw_menu(frame, area, app.dir, &names, selected, tc);
+}
+
+/// The columns and rows of a menu of `entries` labels at most `widest`
+/// characters wide, above `tc_rows` rows of tc lines, in `area`: as few
+/// columns as fit its height (filled top to bottom, so that ↑↓ move down
+/// a column), as many as fit the box's width at most.
+pub fn menu_grid(entries: usize, widest: usize, tc_rows: u16, area: Rect) -> (usize, usize) {
+    let spare = usize::from(area.height.saturating_sub(tc_rows + 5)).max(1);
+    let max_cols = (usize::from(MENU_WIDTH - 2) / (widest + 1)).max(1);
+    let cols = entries.div_ceil(spare).clamp(1, max_cols);
+    (cols, entries.div_ceil(cols))
+}
+
+/// The qdisc menu of direction `dir` over `area`: the kinds `names`, each
+/// with its key (`Preset::key`), `selected` highlighted, and its tc lines
+/// `tc` below.
+pub fn draw_menu(
+    frame: &mut Frame,
+    area: Rect,
+    dir: Dir,
+    names: &[&str],
+    selected: usize,
+    tc: Vec<String>,
+) {
+    let label = |i: usize| format!(" {} {}", Preset::key(i).unwrap_or(' '), names[i]);
+    let widest = (0..names.len())
+        .map(|i| label(i).chars().count())
+        .max()
+        .unwrap_or(0);
     // A line longer than the box (ETS's priomap) wraps at its words.
     let tc_rows: u16 = tc.iter().map(|l| wrapped_lines(l, MENU_WIDTH - 2)).sum();
-    // The kinds in as many columns as the box needs to fit the screen,
-    // filled top to bottom, so that ↑↓ move down a column.
-    let spare = usize::from(area.height.saturating_sub(tc_rows + 5)).max(1);
-    let cols = menu.len().div_ceil(spare).clamp(1, 4);
-    let rows = menu.len().div_ceil(cols);
+    let (cols, rows) = menu_grid(names.len(), widest, tc_rows, area);
     let cell = usize::from(MENU_WIDTH - 2) / cols;
     let box_area = centred(area, MENU_WIDTH, rows as u16 + tc_rows + 5);
     let mut lines: Vec<Line> = (0..rows)
         .map(|row| {
             let mut spans = Vec::new();
             for (col, i) in (0..cols).map(|c| (c, c * rows + row)) {
-                let Some(p) = menu.get(i) else { break };
-                let text = format!(" {} {}", i + 1, p.name());
+                if i >= names.len() {
+                    break;
+                }
+                let text = label(i);
                 let pad = if col + 1 < cols {
                     cell.saturating_sub(text.chars().count())
                 } else {
@@ -444,17 +473,18 @@ fn draw_presets(frame: &mut Frame, app: &App, selected: usize, area: Rect) {
         tc.into_iter()
             .map(|l| Line::styled(l, Style::new().fg(Color::DarkGray))),
     );
+    // The keys: the digits, then letters past nine entries.
+    let keys = match names.len() {
+        0..=9 => format!("1-{}", names.len()),
+        10 => "1-9 a".to_string(),
+        n => format!("1-9 a-{}", Preset::key(n - 1).unwrap_or('z')),
+    };
     frame.render_widget(Clear, box_area);
     frame.render_widget(
         Paragraph::new(lines)
             .wrap(Wrap { trim: true })
             .block(Block::bordered().title(Span::styled(
-                // Digits pick the first nine; the arrows reach every one.
-                format!(
-                    " root qdisc of {} (1-{}, ↑↓ Enter, Esc) ",
-                    dir_label(app.dir),
-                    menu.len().min(9)
-                ),
+                format!(" root qdisc of {} ({keys}, ↑↓ Enter, Esc) ", dir_label(dir)),
                 TITLE,
             ))),
         box_area,

@@ -700,7 +700,8 @@ impl App {
             KeyCode::Char('t') => return Some(Action::Probes(self.probes.is_none())),
             KeyCode::Char('m') => {
                 let kind = self.path().map(|p| p.qdisc.kind.as_str()).unwrap_or("");
-                let selected = Preset::all()
+                let selected = self
+                    .menu()
                     .iter()
                     .position(|p| p.name() == kind)
                     .unwrap_or(0);
@@ -748,8 +749,13 @@ impl App {
     }
 
     /// `FIELD VALUE` as typed at the set prompt, with the warning for a
-    /// likely typo.
+    /// likely typo; or a tc line.
     fn parse_set(&self, input: &str) -> Result<(Action, Option<String>), PromptError> {
+        // A tc line goes to the daemon as typed (`tc qdisc change dev
+        // left root plug block`), as the qdisc menu's lines do.
+        if input.split_whitespace().next() == Some("tc") {
+            return Ok((Action::Tc(input.trim().to_string()), None));
+        }
         let mut words = input.split_whitespace();
         let (Some(name), Some(text), None) = (words.next(), words.next(), words.next()) else {
             return Err(PromptError::Usage(input.to_string()));
@@ -767,8 +773,15 @@ impl App {
         Ok((action, field.hint(text)))
     }
 
+    /// The qdisc menu of the selected direction's device (`Preset::menu`:
+    /// multiq only on a multi-queue one).
+    pub fn menu(&self) -> Vec<Preset> {
+        Preset::menu(self.path().map_or(1, |p| p.params.tx_queues))
+    }
+
     fn key_presets(&mut self, key: KeyEvent, selected: usize) -> Option<Action> {
-        let n = Preset::all().len();
+        let menu = self.menu();
+        let n = menu.len();
         let pick = match key.code {
             KeyCode::Esc | KeyCode::Char('m') | KeyCode::Char('q') => return None,
             KeyCode::Up | KeyCode::Char('k') => {
@@ -784,8 +797,9 @@ impl App {
                 return None;
             }
             KeyCode::Enter => selected,
-            KeyCode::Char(c @ '1'..='9') if (c as usize - '1' as usize) < n => {
-                c as usize - '1' as usize
+            // Digits, then letters (`MENU_KEYS`), pick directly.
+            KeyCode::Char(c) if Preset::index_of_key(c).is_some_and(|i| i < n) => {
+                Preset::index_of_key(c).unwrap_or(selected)
             }
             _ => {
                 self.mode = Mode::Presets { selected };
@@ -793,7 +807,7 @@ impl App {
             }
         };
         let rate = self.path().map_or(0, |p| p.params.rate_bytes_ps);
-        let lines = Preset::all()[pick.min(n - 1)].tc_lines(self.dir, rate);
+        let lines = menu[pick.min(n - 1)].tc_lines(self.dir, rate);
         Some(Action::Tc(lines.join("\n")))
     }
 

@@ -8,7 +8,7 @@
 
 use crate::qdisc::multiq::MultiqOptions;
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{Bench, JsonObj, Printed, Sample, Syntax};
+use crate::tc::syntax::{replace_root, Bench, JsonObj, Printed, Sample, Syntax};
 use crate::tc::tokens::Tokens;
 use crate::tc::TcError;
 use serde_json::json;
@@ -39,14 +39,16 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
     ))
 }
 
-/// multiq's tc syntax: off the TUI's menu (it needs a multi-queue device).
+/// multiq's tc syntax; its menu entry (one band per TX queue, each with
+/// its default pfifo) is refused on a single-queue device, so the TUI
+/// offers it only on a multi-queue one.
 pub static SYNTAX: Syntax = Syntax {
     kind: "multiq",
     qdisc: parse,
     class: None,
     print,
     print_class: |_| None,
-    example: None,
+    example: Some(|dir, _| vec![format!("{} handle 1: multiq", replace_root(dir))]),
     table: None,
     trailing_space: true,
     xstats: None,

@@ -4,9 +4,10 @@
 //! word, no options), `plug_print_opt` prints nothing: the kernel's plug
 //! has no dump.
 
+use crate::dir::Dir;
 use crate::qdisc::plug::{PlugAction, PlugOptions};
 use crate::qdisc::QdiscOptions;
-use crate::tc::syntax::{Bench, Sample, Syntax};
+use crate::tc::syntax::{example_rate, replace_root, Bench, Sample, Syntax};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::tc::TcError;
 use crate::units::parse_size;
@@ -47,15 +48,31 @@ fn parse(t: &mut Tokens) -> Result<QdiscOptions, TcError> {
     })
 }
 
-/// plug's tc syntax: no classes, nothing printed, off the TUI's menu (a
-/// plugged queue holds everything until a command releases it).
+/// The qdisc menu's plug: a limit of 100 ms of the link (1gbit when
+/// unlimited; at least ten full frames), then released for good
+/// (`release_indefinite`: a new plug starts plugged, which would leave the
+/// link dead), so that it passes traffic as a byte FIFO until a `tc qdisc
+/// change ... plug block` (typed at the TUI's `e` prompt) holds it.
+fn example(dir: Dir, rate_bytes_ps: u64) -> Vec<String> {
+    let limit = (example_rate(rate_bytes_ps) / 10).clamp(15_140, u64::from(u32::MAX));
+    vec![
+        format!("{} plug limit {limit}", replace_root(dir)),
+        format!(
+            "tc qdisc change dev {} root plug release_indefinite",
+            dir.dev()
+        ),
+    ]
+}
+
+/// plug's tc syntax: no classes, nothing printed; its menu entry installs
+/// it released.
 pub static SYNTAX: Syntax = Syntax {
     kind: "plug",
     qdisc: parse,
     class: None,
     print: |_| None,
     print_class: |_| None,
-    example: None,
+    example: Some(example),
     table: None,
     trailing_space: true,
     xstats: None,

@@ -3,10 +3,11 @@
 //! `tc_skbprio_qopt`, sent only when given; `skbprio_print_opt` prints
 //! `limit N`. Its 64 classes take no options.
 
+use crate::dir::Dir;
 use crate::qdisc::skbprio::SkbprioOptions;
 use crate::qdisc::QdiscOptions;
 use crate::tc::keys::{Key, KeyTable, Value};
-use crate::tc::syntax::{Bench, JsonObj, Printed, Sample, Syntax};
+use crate::tc::syntax::{example_rate, replace_root, Bench, JsonObj, Printed, Sample, Syntax};
 use crate::tc::tokens::{incomplete, Tokens};
 use crate::tc::TcError;
 use crate::units::parse_size;
@@ -51,6 +52,14 @@ fn print(options: &QdiscOptions) -> Option<Printed> {
     Some(Printed::same(format!("limit {}", o.limit), json))
 }
 
+/// The qdisc menu's skbprio: a limit of 100 ms of the link (1gbit when
+/// unlimited) in full frames of 1514 bytes, at least the kernel's default
+/// 64.
+fn example(dir: Dir, rate_bytes_ps: u64) -> Vec<String> {
+    let limit = (example_rate(rate_bytes_ps) / 10 / 1514).clamp(64, u64::from(u32::MAX));
+    vec![format!("{} skbprio limit {limit}", replace_root(dir))]
+}
+
 /// skbprio's tc syntax.
 pub static SYNTAX: Syntax = Syntax {
     kind: "skbprio",
@@ -58,7 +67,7 @@ pub static SYNTAX: Syntax = Syntax {
     class: None,
     print,
     print_class: |_| None,
-    example: None,
+    example: Some(example),
     table: Some(&TABLE),
     trailing_space: true,
     xstats: None,
