@@ -23,6 +23,7 @@ mod l4s;
 mod mq;
 mod netem;
 mod pie;
+mod plug_skbprio_multiq;
 mod props;
 mod red;
 mod ring;

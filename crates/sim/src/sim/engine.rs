@@ -31,6 +31,7 @@ use crate::packet::pool::{Buffers, PacketPool, FRAME_OVERHEAD, GSO_FRAME_BUF};
 use crate::packet::{gro, gso, Packet};
 use crate::qdisc::tree::AutoHandles;
 use crate::qdisc::Verdict;
+use crate::tc::TcCommand;
 use crate::time::{earliest, Instant};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
@@ -218,6 +219,9 @@ pub struct Sim {
     unmatched_frames: u64,
     /// The `[[snapshot]]` instants not taken yet, earliest last.
     snapshot_at: Vec<Instant>,
+    /// The `[[tc]]` lines not run yet (instant, entry, command), earliest
+    /// last (at one instant, the file's first last).
+    tc_at: Vec<(Instant, usize, TcCommand)>,
     /// Each direction's TX queues (for the snapshots' tc text).
     tx_queues: [u32; 2],
     snapshots: Vec<SnapshotReport>,
@@ -298,6 +302,17 @@ impl Sim {
                 at.sort_unstable_by(|a, b| b.cmp(a));
                 at
             },
+            tc_at: {
+                let mut at = Vec::with_capacity(sc.tc.len());
+                for (i, c) in sc.tc.iter().enumerate() {
+                    let spec = c.get_ref();
+                    let cmd = TcCommand::parse(&spec.line)
+                        .map_err(|e| SimError::Scenario(format!("tc[{i}].line: {}", e.0)))?;
+                    at.push((Instant::from_nanos(spec.at.0), i, cmd));
+                }
+                at.sort_by_key(|(t, i, _)| Reverse((*t, *i)));
+                at
+            },
             tx_queues: Dir::ALL.map(|d| cfg.tx_queues(d)),
             snapshots: Vec::new(),
             bufs: super_frame_buffers(sc),
@@ -324,7 +339,11 @@ impl Sim {
         loop {
             let next_timer = self.timers.peek().map(|t| t.0.at());
             let path_due = Dir::ALL.map(|d| self.bridge.lane(d).poll_at());
-            let Some(t) = earliest(next_timer, earliest(path_due[0], path_due[1])) else {
+            let next_tc = self.tc_at.last().map(|c| c.0);
+            let Some(t) = earliest(
+                earliest(next_timer, next_tc),
+                earliest(path_due[0], path_due[1]),
+            ) else {
                 break;
             };
             // Everything up to a snapshot's instant has happened.
@@ -343,6 +362,10 @@ impl Sim {
                 same_instant = 0;
                 self.emitted_this_instant = 0;
                 self.now = t;
+            }
+            // `[[tc]]` lines due run before the instant's other events.
+            while let Some((_, i, cmd)) = self.tc_at.pop_if(|c| c.0 <= self.now) {
+                self.run_tc(i, &cmd)?;
             }
             while let Some(timer) = self
                 .timers
@@ -367,6 +390,24 @@ impl Sim {
         }
         self.take_snapshots(|_| true);
         self.trace.finish().map_err(SimError::Io)
+    }
+
+    /// Runs the `[[tc]]` line `i` now on its device; a refusal ends the
+    /// run with tc's message.
+    fn run_tc(&mut self, i: usize, cmd: &TcCommand) -> Result<(), SimError> {
+        let dir = cmd.dev.unwrap_or(Dir::LeftToRight);
+        let now = self.now;
+        self.bridge
+            .path_mut(dir)
+            .edit_qdisc(now, |tree, t, drops| crate::tc::run(tree, cmd, t, drops))
+            .map(|_| ())
+            .map_err(|e| {
+                SimError::Scenario(format!(
+                    "tc[{i}] at {}: {}",
+                    crate::units::sprint_time(now.nanos() / 1_000),
+                    e.0
+                ))
+            })
     }
 
     /// Takes the snapshots due by `due`, earliest first.

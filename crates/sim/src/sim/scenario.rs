@@ -40,6 +40,10 @@
 //!
 //! [[snapshot]]              # tc -s -d and JSON of both directions then
 //! at = "1.5s"
+//!
+//! [[tc]]                    # a tc line run at an instant of the run
+//! at = "2s"
+//! line = "tc qdisc change dev left root fq_codel target 1ms"
 //! ```
 //!
 //! `direction` is `left_to_right` (default) or `right_to_left`: data and
@@ -57,6 +61,7 @@ use crate::link::LinkShape;
 use crate::qdisc::kinds::KindEntry;
 use crate::qdisc::tree::DevSpec;
 use crate::tc::netem::{parse_netem, NetemError};
+use crate::tc::TcCommand;
 use crate::units;
 use serde::{Deserialize, Deserializer};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -133,6 +138,9 @@ pub struct Scenario {
     /// `[[snapshot]]`: both directions' statistics at chosen instants.
     #[serde(default)]
     pub snapshot: Vec<toml::Spanned<SnapshotSpec>>,
+    /// `[[tc]]`: tc lines run at chosen instants.
+    #[serde(default)]
+    pub tc: Vec<toml::Spanned<TcAtSpec>>,
     /// Source text, for line numbers in later checks.
     #[serde(skip)]
     source: String,
@@ -343,6 +351,20 @@ pub struct PingSpec {
 pub struct SnapshotSpec {
     /// `at`: when, at most the run's `duration`.
     pub at: SimTime,
+}
+
+/// `[[tc]] at = "2s" line = "tc qdisc change dev left root plug block"`:
+/// a tc line run on its device at that instant of the run, before
+/// everything else that happens at it (as `bloatbox tc` on a running
+/// link); lines at one instant run in the file's order.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcAtSpec {
+    /// `at`: when, at most the run's `duration`.
+    pub at: SimTime,
+    /// `line`: the tc command; it names its device (`dev left` or `dev
+    /// right`).
+    pub line: String,
 }
 
 /// An explicit packet (repeated `count` times every `interval`).
@@ -695,6 +717,29 @@ impl Scenario {
                     format!(
                         "{} is after the end of the run ({}); expected at most the duration",
                         units::sprint_time(s.get_ref().at.0 / 1_000),
+                        units::sprint_time(self.duration.0 / 1_000)
+                    ),
+                ));
+            }
+        }
+        for (i, c) in self.tc.iter().enumerate() {
+            let spec = c.get_ref();
+            let cmd = TcCommand::parse(&spec.line)
+                .map_err(|e| self.err_at(c.span(), format!("tc[{i}].line"), e.0))?;
+            if cmd.dev.is_none() {
+                return Err(self.err_at(
+                    c.span(),
+                    format!("tc[{i}].line"),
+                    "names no device; expected `dev left` or `dev right`".to_string(),
+                ));
+            }
+            if spec.at.0 > self.duration.0 {
+                return Err(self.err_at(
+                    c.span(),
+                    format!("tc[{i}].at"),
+                    format!(
+                        "{} is after the end of the run ({}); expected at most the duration",
+                        units::sprint_time(spec.at.0 / 1_000),
                         units::sprint_time(self.duration.0 / 1_000)
                     ),
                 ));
