@@ -252,11 +252,13 @@ pub enum DropReason {
     SfqOverflow,
     /// TBF: the frame is larger than the bucket (max_size).
     TbfOversize,
-    /// RED's early drop: the average backlog in the band and the random
-    /// test chose the frame (`prob_drop`), and it could not be marked.
+    /// RED's (or choke's) early drop: the average backlog in the band and
+    /// the random test chose the frame (`prob_drop`), and it could not be
+    /// marked.
     RedEarly,
-    /// RED's forced drop: the average backlog at or above `max`
-    /// (`forced_drop`), and the frame could not be marked (or `harddrop`).
+    /// RED's (or choke's) forced drop: the average backlog at or above
+    /// `max` (choke: above), and the frame could not be marked (or
+    /// `harddrop`).
     RedForced,
     /// SFQ's per-flow RED early drop (`prob_drop` in net/sched/sch_sfq.c
     /// `sfq_enqueue`): the slot's average in the band, the random test
@@ -313,11 +315,15 @@ pub enum DropReason {
     /// DualPI2's step threshold on a Not-ECT frame of the L-queue
     /// (`QDISC_DROP_L4S_STEP_NON_ECN`).
     Dualpi2StepDrop,
+    /// choke's flow match (`matched` in net/sched/sch_choke.c
+    /// `choke_enqueue`): the arriving frame and the queued one drawn at
+    /// random were of one flow, and both were dropped.
+    ChokeMatched,
 }
 
 impl DropReason {
     /// Every reason, in the order of the stats' counters (`index()`).
-    pub const ALL: [DropReason; 29] = [
+    pub const ALL: [DropReason; 30] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -347,6 +353,7 @@ impl DropReason {
         DropReason::Dualpi2Overlimit,
         DropReason::Dualpi2Congested,
         DropReason::Dualpi2StepDrop,
+        DropReason::ChokeMatched,
     ];
 
     /// Position of the reason in `ALL` (its counter's index).
@@ -390,6 +397,7 @@ impl DropReason {
             DropReason::Dualpi2Overlimit => "dualpi2_overlimit",
             DropReason::Dualpi2Congested => "dualpi2_congested",
             DropReason::Dualpi2StepDrop => "dualpi2_step_drop",
+            DropReason::ChokeMatched => "choke_matched",
         }
     }
 }
