@@ -160,6 +160,9 @@ fn configure(o: &ChokeOptions) -> Result<Config, Refusal> {
     })
 }
 
+/// Mixed into the instance's seed for its random source ("choke").
+const SEED_SALT: u64 = 0x0063_686f_6b65;
+
 /// `roundup_pow_of_two(limit + 1) - 1`: the ring's index mask.
 fn ring_mask(limit: u32) -> u32 {
     (limit + 1).next_power_of_two() - 1
@@ -217,7 +220,7 @@ impl Choke {
             qlen: 0,
             backlog: 0,
             stats: QdiscStats::default(),
-            rng: SmallRng::seed_from_u64(ctx.seed ^ 0x6368_6f6b_65), // "choke"
+            rng: SmallRng::seed_from_u64(ctx.seed ^ SEED_SALT),
         };
         choke.install(config, &mut Drops::new());
         Ok(choke)

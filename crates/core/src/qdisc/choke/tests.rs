@@ -113,7 +113,7 @@ fn the_drawn_frame_is_the_replayed_draws() {
     o.max_p = None;
     o.plog = 31;
     let mut q = Choke::build(ctx, &QdiscOptions::Choke(o)).unwrap();
-    let mut replay = SmallRng::seed_from_u64(42 ^ 0x6368_6f6b_65);
+    let mut replay = SmallRng::seed_from_u64(42 ^ SEED_SALT);
     // The model: the ring as slots (Some(id, flow)) from head to tail.
     let mut ring: Vec<Option<(u64, u16)>> = Vec::new();
     let mut d = Drops::new();
