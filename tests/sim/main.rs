@@ -8,6 +8,7 @@
 mod basic;
 mod bufferbloat;
 mod cake;
+mod choke;
 mod cli;
 mod coalesce;
 #[path = "../common/mod.rs"]

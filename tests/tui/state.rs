@@ -701,3 +701,42 @@ fn a_dualpi2_root_shows_both_queues_probability_and_delay() {
     );
     assert!(root.xstats.iter().any(|l| l.starts_with("prob ")));
 }
+
+/// choke's xstats (`choke_print_xstats`) reach the TUI's qdisc line: the
+/// fixtures' loads (1.25× the line rate, five flows) keep the average
+/// above min, so arrivals meet frames of their own flow and are matched.
+#[test]
+fn choke_shows_its_options_and_matches() {
+    let tree = |dir: Dir| {
+        let dev = bloatbox::qdisc::tree::DevSpec::new(dir, bloatbox::qdisc::kinds::BUILTIN);
+        let line = format!(
+            "tc qdisc add dev {} root choke limit 100 min 5 max 50 bandwidth 10mbit",
+            dir.dev()
+        );
+        Box::new(bloatbox::tc::build_tree(dev, &[line.as_str()]).expect("a valid tree"))
+    };
+    let mut s = Scenario::new(
+        tree(Dir::LeftToRight),
+        tree(Dir::RightToLeft),
+        link_params(),
+    );
+    s.add_standard_loads();
+    let app = app_after(&mut s, 20, STEP);
+    let root = &app.view().tree[0];
+    assert_eq!(root.kind, "choke");
+    assert!(
+        root.options.starts_with("limit 100p min 5p max 50p "),
+        "{}",
+        root.options
+    );
+    let line = root
+        .xstats
+        .iter()
+        .find(|l| l.starts_with("marked "))
+        .unwrap_or_else(|| panic!("no choke xstats in {:?}", root.xstats));
+    let matched: u64 = line
+        .rsplit_once("matched ")
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(matched > 0, "{line}");
+}

@@ -252,11 +252,13 @@ pub enum DropReason {
     SfqOverflow,
     /// TBF: the frame is larger than the bucket (max_size).
     TbfOversize,
-    /// RED's early drop: the average backlog in the band and the random
-    /// test chose the frame (`prob_drop`), and it could not be marked.
+    /// RED's (or choke's) early drop: the average backlog in the band and
+    /// the random test chose the frame (`prob_drop`), and it could not be
+    /// marked.
     RedEarly,
-    /// RED's forced drop: the average backlog at or above `max`
-    /// (`forced_drop`), and the frame could not be marked (or `harddrop`).
+    /// RED's (or choke's) forced drop: the average backlog at or above
+    /// `max` (choke: above), and the frame could not be marked (or
+    /// `harddrop`).
     RedForced,
     /// SFQ's per-flow RED early drop (`prob_drop` in net/sched/sch_sfq.c
     /// `sfq_enqueue`): the slot's average in the band, the random test
@@ -320,11 +322,15 @@ pub enum DropReason {
     /// fq's flow held `flow_limit` frames already (`fq_enqueue`:
     /// `SKB_DROP_REASON_FQ_FLOW_LIMIT`, counted in `flows_plimit`).
     FqFlowLimit,
+    /// choke's flow match (`matched` in net/sched/sch_choke.c
+    /// `choke_enqueue`): the arriving frame and the queued one drawn at
+    /// random were of one flow, and both were dropped.
+    ChokeMatched,
 }
 
 impl DropReason {
     /// Every reason, in the order of the stats' counters (`index()`).
-    pub const ALL: [DropReason; 31] = [
+    pub const ALL: [DropReason; 32] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -356,6 +362,7 @@ impl DropReason {
         DropReason::Dualpi2StepDrop,
         DropReason::FqBandLimit,
         DropReason::FqFlowLimit,
+        DropReason::ChokeMatched,
     ];
 
     /// Position of the reason in `ALL` (its counter's index).
@@ -401,6 +408,7 @@ impl DropReason {
             DropReason::Dualpi2StepDrop => "dualpi2_step_drop",
             DropReason::FqBandLimit => "fq_band_limit",
             DropReason::FqFlowLimit => "fq_flow_limit",
+            DropReason::ChokeMatched => "choke_matched",
         }
     }
 }

@@ -10,6 +10,7 @@
 //! benches, property tests) is derived from a table like this one.
 
 use super::cake::Cake;
+use super::choke::Choke;
 use super::codel::CodelQdisc;
 use super::drr::Drr;
 use super::dualpi2::Dualpi2;
@@ -205,6 +206,10 @@ pub static BUILTIN: &[KindEntry] = &[
         default_leaf: false,
         class_stats: false,
         ..kind("red", |c, _, o| Ok(Box::new(Red::build(c, o)?)))
+    },
+    KindEntry {
+        default_leaf: false,
+        ..kind("choke", |c, _, o| Ok(Box::new(Choke::build(c, o)?)))
     },
     kind("pie", |c, _, o| Ok(Box::new(Pie::build(c, o)?))),
     kind("fq_pie", |c, _, o| Ok(Box::new(FqPie::build(c, o)?))),

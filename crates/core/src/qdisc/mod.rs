@@ -15,7 +15,7 @@
 //! TBF, RED and netem; `prio/` shares pfifo_fast's `tc_prio_qopt`, and
 //! its band choice (`priomap.rs`) with `ets/`; `rounds.rs` is the deficit
 //! round robin of `drr/` and ETS's bandwidth-sharing bands;
-//! `red/algorithm.rs` is include/net/red.h; `pie/algorithm.rs`
+//! `red/algorithm.rs` is include/net/red.h (RED's and choke's); `pie/algorithm.rs`
 //! is include/net/pie.h, the PIE core that `pie` and `fq_pie` share
 //! (its timer runs `dualpi2`'s PI2 controller too);
 //! `flow_bucket` picks the flow queue of sfq, fq_codel and fq_pie.
@@ -30,6 +30,7 @@
 
 pub mod bands;
 pub mod cake;
+pub mod choke;
 pub mod class_hash;
 pub mod codel;
 pub mod drr;

@@ -61,6 +61,8 @@ pub enum QdiscOptions {
     Sfq(SfqOptions),
     /// red: `tc_red_qopt` and the TCA_RED_* attributes.
     Red(RedOptions),
+    /// choke: `struct tc_red_qopt` with TCA_CHOKE_STAB and TCA_CHOKE_MAX_P.
+    Choke(super::choke::ChokeOptions),
     /// The `TCA_PIE_*` attributes.
     Pie(PieOptions),
     /// The `TCA_FQ_PIE_*` attributes.
@@ -183,6 +185,8 @@ pub enum Xstats {
     DrrClass(super::drr::DrrXstats),
     /// `struct tc_red_xstats` (net/sched/sch_red.c `red_dump_stats`).
     Red(RedXstats),
+    /// `struct tc_choke_xstats` (net/sched/sch_choke.c `choke_dump_stats`).
+    Choke(super::choke::ChokeXstats),
     /// `struct tc_pie_xstats` (net/sched/sch_pie.c `pie_dump_stats`).
     Pie(PieXstats),
     /// `struct tc_fq_pie_xstats` (net/sched/sch_fq_pie.c

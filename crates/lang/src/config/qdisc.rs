@@ -1004,6 +1004,31 @@ mod tests {
     }
 
     #[test]
+    fn a_choke_table_is_the_choke_line_it_prints() {
+        let s = spec("qdisc = { kind = \"choke\", limit = 1000, bandwidth = \"10mbit\", min = 100, max = 300, burst = 150, avpkt = \"1500b\", probability = 0.05, ecn = true }").unwrap();
+        assert_eq!(
+            lines(&s, Dir::LeftToRight, 1).unwrap(),
+            vec!["tc qdisc add dev left root choke limit 1000 bandwidth 10mbit min 100 max 300 burst 150 avpkt 1500b probability 0.05 ecn"]
+        );
+        let e = spec("qdisc = { kind = \"choke\", limit = 100 }").unwrap_err();
+        assert!(e.contains("missing field `bandwidth`"), "{e}");
+        let (field, m) = pair(
+            spec("qdisc = { kind = \"choke\", limit = 100, bandwidth = \"1mbit\", max = 200 }")
+                .unwrap()
+                .steps(Dir::LeftToRight, 1)
+                .unwrap_err(),
+        );
+        assert_eq!(field, "");
+        assert!(m.contains("\"max\" is larger than \"limit\""), "{m}");
+        // The string form is the tc line.
+        let s = spec("qdisc = \"choke limit 100 bandwidth 1mbit\"").unwrap();
+        assert_eq!(
+            lines(&s, Dir::RightToLeft, 1).unwrap(),
+            vec!["tc qdisc add dev right root choke limit 100 bandwidth 1mbit"]
+        );
+    }
+
+    #[test]
     fn mq_repeats_classless_child_per_queue() {
         let s = spec("qdisc = \"fq_codel\"").unwrap();
         let lines = lines(&s, Dir::LeftToRight, 12).unwrap();
@@ -1219,6 +1244,7 @@ qdisc = "fq_codel ecn"
             "qdisc = { kind = \"ets\", strict = 3 }",
             "qdisc = { kind = \"fq\", limit = 40, flow_limit = 8, maxrate = \"5mbit\", defrate = \"1mbit\", bands = 3, priomap = \"2 2 1 1 0 0 0 0 1 1 1 1 1 1 1 1\", weights = \"30000 20000 16384\", horizon = \"1s\", offload_horizon = \"10ms\", horizon_drop = false }",
             "qdisc = { kind = \"skbprio\", limit = 20, est = \"250ms 1sec\" }",
+            "qdisc = { kind = \"choke\", limit = 300, bandwidth = \"10mbit\", min = 20, max = 60, est = \"1sec 4sec\" }",
             "qdisc = { kind = \"fq_codel\", est = \"1sec 4sec\" }",
             r#"[qdisc]
 kind = "drr"

@@ -69,7 +69,7 @@ pub fn time(text: &str) -> Option<String> {
 pub fn missing_kind(kind: &str) -> Option<&'static str> {
     Some(match kind {
         "hhf" => "bloatbox has no hhf; the nearest here: fq_codel or fq_pie (flow queueing with an AQM), fq or sfq",
-        "choke" | "gred" | "sfb" => "bloatbox has no choke, gred or sfb; the nearest AQM here: red or pie, or fq_codel and fq_pie per flow",
+        "gred" | "sfb" => "bloatbox has no gred or sfb; the nearest AQM here: red, choke or pie, or fq_codel and fq_pie per flow",
         "cbq" => "bloatbox has no cbq; htb and hfsc shape classes, qfq, drr and ets schedule them by weight or quantum",
         "ingress" | "clsact" => "bloatbox has no ingress hook: each direction's egress qdisc is the bottleneck (dev left for left→right, dev right for right→left)",
         _ => return None,

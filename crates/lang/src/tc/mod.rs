@@ -564,7 +564,7 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("bloatbox has no hhf"), "{e}");
-        let e = err("tc qdisc add dev left root choke");
+        let e = err("tc qdisc add dev left root cbs");
         assert!(
             e.starts_with("Error: Specified qdisc kind is unknown."),
             "{e}"

@@ -523,7 +523,7 @@ pub fn parser_exit(e: TcError) -> TcError {
 /// The qdisc kinds iproute2 6.1 has a parser for (tc/q_*.c) that bloatbox
 /// does not build.
 const IPROUTE2_KINDS: &[&str] = &[
-    "cbs", "choke", "clsact", "etf", "gred", "hhf", "ingress", "mqprio", "sfb", "taprio", "cbq",
+    "cbs", "clsact", "etf", "gred", "hhf", "ingress", "mqprio", "sfb", "taprio", "cbq",
 ];
 
 /// The entry of `name` in the table of kinds (`kinds`).
@@ -556,6 +556,7 @@ mod tests {
             let args: &[&str] = match kind {
                 "tbf" => &["rate", "1mbit", "burst", "10kb", "latency", "50ms"],
                 "red" => &["limit", "30kb", "avpkt", "1000"],
+                "choke" => &["limit", "100", "bandwidth", "10mbit"],
                 // ets needs bands, strict or quanta (tc/q_ets.c)
                 "ets" => &["bands", "3"],
                 _ => &[],

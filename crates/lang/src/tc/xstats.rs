@@ -60,6 +60,7 @@ mod tests {
             Xstats::HfscClass(_) => "hfsc",
             Xstats::DrrClass(_) => "drr",
             Xstats::Red(_) => "red",
+            Xstats::Choke(_) => "choke",
             Xstats::Pie(_) => "pie",
             Xstats::FqPie(_) => "fq_pie",
             Xstats::Fq(_) => "fq",

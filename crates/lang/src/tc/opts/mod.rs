@@ -6,6 +6,7 @@
 //! prints them. `crate::qdisc::kinds::BUILTIN` ties each to its kind.
 
 pub mod cake;
+pub mod choke;
 pub mod codel;
 pub mod drr;
 pub mod dualpi2;
@@ -72,6 +73,7 @@ pub static BUILTIN: &[&Syntax] = &[
     &drr::SYNTAX,
     &ets::SYNTAX,
     &red::SYNTAX,
+    &choke::SYNTAX,
     &pie::SYNTAX,
     &fq_pie::SYNTAX,
     &fq::SYNTAX,

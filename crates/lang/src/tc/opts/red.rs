@@ -282,6 +282,23 @@ fn scan_hex_double(b: &[u8]) -> Option<f64> {
     Some(mantissa * 2f64.powi(scale))
 }
 
+/// `bandwidth RATE` as q_red.c and q_choke.c read it: `get_rate` into 32
+/// bits, or `get_percent_rate` of the device's speed, which bloatbox's
+/// devices do not have.
+pub(crate) fn bandwidth(v: &str) -> Result<u32, TcError> {
+    if v.contains('%') {
+        return Err(illegal(
+            "bandwidth",
+            v,
+            "a rate like 10mbit: bloatbox's devices have no speed to take a percentage of",
+        ));
+    }
+    parse_rate(v)
+        .ok()
+        .and_then(|r| u32::try_from(r).ok())
+        .ok_or_else(|| illegal("bandwidth", v, "a rate of at most 34.3gbit"))
+}
+
 /// iproute2's `qevent` words: `qevent early_drop|mark block IDX`, read as
 /// `qevent_parse` reads them, then refused.
 fn qevent(t: &mut Tokens) -> Result<(), TcError> {
@@ -326,21 +343,7 @@ fn parse(t: &mut Tokens) -> Result<RedArgs, TcError> {
                 o.probability = scan_double(v)
                     .ok_or_else(|| illegal("probability", v, "a number like 0.02"))?;
             }
-            "bandwidth" => {
-                let v = value()?;
-                if v.contains('%') {
-                    return Err(illegal(
-                        "bandwidth",
-                        v,
-                        "a rate like 10mbit: bloatbox's devices have no speed to take a \
-                         percentage of",
-                    ));
-                }
-                o.bandwidth = parse_rate(v)
-                    .ok()
-                    .and_then(|r| u32::try_from(r).ok())
-                    .ok_or_else(|| illegal("bandwidth", v, "a rate of at most 34.3gbit"))?;
-            }
+            "bandwidth" => o.bandwidth = bandwidth(value()?)?,
             "ecn" => o.flags |= TC_RED_ECN,
             "harddrop" => o.flags |= TC_RED_HARDDROP,
             "nodrop" => o.flags |= TC_RED_NODROP,
@@ -437,7 +440,7 @@ fn c_to_u8(v: f64) -> u8 {
 /// smallest with 31 / lW / 2^Scell_log < 512; `Stab[i] = (i << Scell_log) ×
 /// lW`, at most 31 (`Stab[0] = 0`, `Stab[255] = 31`). `None` when no Scell_log
 /// below 32 fits.
-fn tc_red_eval_idle_damping(wlog: u8, avpkt: u32, bps: u32) -> Option<(u8, Vec<u8>)> {
+pub(crate) fn tc_red_eval_idle_damping(wlog: u8, avpkt: u32, bps: u32) -> Option<(u8, Vec<u8>)> {
     let xmit_time = tc_calc_xmittime(u64::from(bps), u64::from(avpkt)) as u32 as f64;
     let one = f64::from(1i32.wrapping_shl(u32::from(wlog)));
     let lw = -(1.0 - 1.0 / one).ln() / xmit_time;
@@ -467,9 +470,10 @@ pub(crate) fn max_p(probability: f64) -> u32 {
 }
 
 /// tc's refusal after a failed computation (stderr lines of tc_red.c
-/// first, if any).
-fn failed(before: &str, what: &str) -> TcError {
-    TcError::new(format!("{before}RED: failed to calculate {what}."))
+/// first, if any), as q_red.c (`who` "RED") and q_choke.c ("CHOKE")
+/// word it.
+pub(crate) fn failed(who: &str, before: &str, what: &str) -> TcError {
+    TcError::new(format!("{before}{who}: failed to calculate {what}."))
 }
 
 /// The rest of `red_parse_opt`: the required words, the defaults and the
@@ -514,16 +518,16 @@ pub fn options(a: &RedArgs, notice: &mut dyn FnMut(String)) -> Result<RedOptions
         DEFAULT_BANDWIDTH
     };
     let wlog = tc_red_eval_ewma(qth_min, burst, a.avpkt)
-        .map_err(|e| failed(&e.to_string(), "EWMA constant"))?;
+        .map_err(|e| failed("RED", &e.to_string(), "EWMA constant"))?;
     if wlog >= 10 {
         notice(format!(
             "RED: WARNING. Burst {burst} seems to be too large."
         ));
     }
-    let plog =
-        tc_red_eval_p(qth_min, qth_max, a.probability).ok_or_else(|| failed("", "probability"))?;
+    let plog = tc_red_eval_p(qth_min, qth_max, a.probability)
+        .ok_or_else(|| failed("RED", "", "probability"))?;
     let (scell_log, stab) = tc_red_eval_idle_damping(wlog, a.avpkt, bandwidth)
-        .ok_or_else(|| failed("", "idle damping table"))?;
+        .ok_or_else(|| failed("RED", "", "idle damping table"))?;
     Ok(RedOptions {
         limit: a.limit,
         qth_min,
@@ -557,10 +561,24 @@ fn print(o: &RedOptions) -> Printed {
     json.insert("min", json!(o.qth_min));
     json.insert("max", json!(o.qth_max));
     print_flags(flags, &mut plain, &mut json);
-    let mut detail = format!("{plain}ewma {} ", o.wlog);
+    with_details(plain, json, o.wlog, o.max_p, o.plog, o.scell_log)
+}
+
+/// The `show_details` tail of `red_print_opt` and `choke_print_opt` after
+/// the plain text and object: `ewma W`, `probability P` (max_P given and
+/// not 0) or `Plog L`, `Scell_log S`.
+pub(crate) fn with_details(
+    plain: String,
+    json: JsonObj,
+    wlog: u8,
+    max_p: Option<u32>,
+    plog: u8,
+    scell_log: u8,
+) -> Printed {
+    let mut detail = format!("{plain}ewma {wlog} ");
     let mut detail_json = json.clone();
-    detail_json.insert("ewma", json!(o.wlog));
-    match o.max_p.filter(|p| *p != 0) {
+    detail_json.insert("ewma", json!(wlog));
+    match max_p.filter(|p| *p != 0) {
         Some(p) => {
             let p = f64::from(p) / 4_294_967_296.0;
             let _ = write!(detail, "probability {} ", print_g(p));
@@ -569,12 +587,12 @@ fn print(o: &RedOptions) -> Printed {
             detail_json.insert("probability", json!(g));
         }
         None => {
-            let _ = write!(detail, "Plog {} ", o.plog);
-            detail_json.insert("Plog", json!(o.plog));
+            let _ = write!(detail, "Plog {plog} ");
+            detail_json.insert("Plog", json!(plog));
         }
     }
-    let _ = write!(detail, "Scell_log {}", o.scell_log);
-    detail_json.insert("Scell_log", json!(o.scell_log));
+    let _ = write!(detail, "Scell_log {scell_log}");
+    detail_json.insert("Scell_log", json!(scell_log));
     Printed {
         plain,
         detail,
