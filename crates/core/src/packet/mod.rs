@@ -313,11 +313,18 @@ pub enum DropReason {
     /// DualPI2's step threshold on a Not-ECT frame of the L-queue
     /// (`QDISC_DROP_L4S_STEP_NON_ECN`).
     Dualpi2StepDrop,
+    /// SFB's `limit`, a flow whose every bin holds `max` frames, or the
+    /// penalty box's rate (sch_sfb.c `sfb_enqueue`: queuedrop, bucketdrop,
+    /// penaltydrop; the kernel's `QDISC_DROP_OVERLIMIT`).
+    SfbOverlimit,
+    /// SFB's random test dropped the frame (above one half, or it could
+    /// not be marked: earlydrop; `QDISC_DROP_CONGESTED`).
+    SfbCongested,
 }
 
 impl DropReason {
     /// Every reason, in the order of the stats' counters (`index()`).
-    pub const ALL: [DropReason; 29] = [
+    pub const ALL: [DropReason; 31] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -347,6 +354,8 @@ impl DropReason {
         DropReason::Dualpi2Overlimit,
         DropReason::Dualpi2Congested,
         DropReason::Dualpi2StepDrop,
+        DropReason::SfbOverlimit,
+        DropReason::SfbCongested,
     ];
 
     /// Position of the reason in `ALL` (its counter's index).
@@ -390,6 +399,8 @@ impl DropReason {
             DropReason::Dualpi2Overlimit => "dualpi2_overlimit",
             DropReason::Dualpi2Congested => "dualpi2_congested",
             DropReason::Dualpi2StepDrop => "dualpi2_step_drop",
+            DropReason::SfbOverlimit => "sfb_overlimit",
+            DropReason::SfbCongested => "sfb_congested",
         }
     }
 }

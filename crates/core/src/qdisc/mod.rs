@@ -63,6 +63,7 @@ pub mod red;
 pub mod request;
 pub mod requeue;
 mod rounds;
+pub mod sfb;
 pub mod sfq;
 pub mod skbprio;
 pub mod tbf;

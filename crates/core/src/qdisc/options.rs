@@ -69,6 +69,8 @@ pub enum QdiscOptions {
     Fq(Box<FqOptions>),
     /// plug: `struct tc_plug_qopt` (sent, never dumped).
     Plug(super::plug::PlugOptions),
+    /// sfb: `struct tc_sfb_qopt` in `TCA_SFB_PARMS`.
+    Sfb(super::sfb::SfbOptions),
     /// skbprio: `struct tc_skbprio_qopt`.
     Skbprio(super::skbprio::SkbprioOptions),
     /// The `TCA_DUALPI2_*` attributes.
@@ -183,6 +185,8 @@ pub enum Xstats {
     DrrClass(super::drr::DrrXstats),
     /// `struct tc_red_xstats` (net/sched/sch_red.c `red_dump_stats`).
     Red(RedXstats),
+    /// `struct tc_sfb_xstats` (net/sched/sch_sfb.c `sfb_dump_stats`).
+    Sfb(super::sfb::SfbXstats),
     /// `struct tc_pie_xstats` (net/sched/sch_pie.c `pie_dump_stats`).
     Pie(PieXstats),
     /// `struct tc_fq_pie_xstats` (net/sched/sch_fq_pie.c
