@@ -69,7 +69,7 @@ pub fn time(text: &str) -> Option<String> {
 pub fn missing_kind(kind: &str) -> Option<&'static str> {
     Some(match kind {
         "hhf" => "bloatbox has no hhf; the nearest here: fq_codel or fq_pie (flow queueing with an AQM), fq or sfq",
-        "choke" | "gred" | "sfb" => "bloatbox has no choke, gred or sfb; the nearest AQM here: red or pie, or fq_codel and fq_pie per flow",
+        "choke" | "gred" => "bloatbox has no choke or gred; the nearest AQM here: red or pie, or fq_codel and fq_pie per flow",
         "cbq" => "bloatbox has no cbq; htb and hfsc shape classes, qfq, drr and ets schedule them by weight or quantum",
         "ingress" | "clsact" => "bloatbox has no ingress hook: each direction's egress qdisc is the bottleneck (dev left for left→right, dev right for right→left)",
         _ => return None,
@@ -166,7 +166,8 @@ mod tests {
         assert_eq!(missing_kind("prio"), None, "bloatbox has prio");
         assert!(missing_kind("cbq").unwrap().contains("htb"));
         assert_eq!(missing_kind("pie"), None, "bloatbox has pie");
-        assert!(missing_kind("sfb").unwrap().contains("red"));
+        assert!(missing_kind("gred").unwrap().contains("red"));
+        assert_eq!(missing_kind("sfb"), None, "bloatbox has sfb");
         assert_eq!(missing_kind("fq_codel"), None);
     }
 

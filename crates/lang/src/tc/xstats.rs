@@ -60,6 +60,7 @@ mod tests {
             Xstats::HfscClass(_) => "hfsc",
             Xstats::DrrClass(_) => "drr",
             Xstats::Red(_) => "red",
+            Xstats::Sfb(_) => "sfb",
             Xstats::Pie(_) => "pie",
             Xstats::FqPie(_) => "fq_pie",
             Xstats::Fq(_) => "fq",

@@ -638,6 +638,7 @@ impl Qdisc for Sfb {
 
 impl OneClass for Sfb {
     const KIND: &'static str = "sfb";
+    const DUMPS_CLASS: bool = false;
 
     fn ctx(&self) -> &QdiscCtx {
         &self.ctx

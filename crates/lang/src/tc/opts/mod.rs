@@ -26,6 +26,7 @@ pub mod prio;
 pub mod qfq;
 pub mod red;
 pub mod sfq;
+pub mod sfb;
 pub mod skbprio;
 pub mod tbf;
 
@@ -77,6 +78,7 @@ pub static BUILTIN: &[&Syntax] = &[
     &fq::SYNTAX,
     &plug::SYNTAX,
     &skbprio::SYNTAX,
+    &sfb::SYNTAX,
     &dualpi2::SYNTAX,
     &netem::SYNTAX,
     &cake::SYNTAX,
