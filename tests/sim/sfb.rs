@@ -52,7 +52,10 @@ fn sfb_holds_a_flood_to_a_fair_share_and_marks_the_tcp_flows() {
     assert_eq!(d.qdisc.stats.overlimits, reason("sfb_overlimit"));
     assert_eq!((x.childdrop, x.queuedrop), (0, 0));
     assert!(x.earlydrop > 50_000, "{x:?}");
-    assert!(x.penaltydrop > 0, "the flood reached the penalty box: {x:?}");
+    assert!(
+        x.penaltydrop > 0,
+        "the flood reached the penalty box: {x:?}"
+    );
     // The flood's drops are nearly all of them; the TCP flows are marked.
     let flood = r.flow("flood").unwrap();
     let tcp_drops: u64 = (0..4)
@@ -74,8 +77,8 @@ fn sfb_holds_a_flood_to_a_fair_share_and_marks_the_tcp_flows() {
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/sfb_flood.toml");
     let text = std::fs::read_to_string(path).unwrap();
-    let fifo = Scenario::from_toml(&text.replace("handle 1: sfb limit 200", "pfifo limit 200"))
-        .unwrap();
+    let fifo =
+        Scenario::from_toml(&text.replace("handle 1: sfb limit 200", "pfifo limit 200")).unwrap();
     let r = sim::run(&fifo).unwrap();
     println!("{}", r.table());
     let (tcp, flood) = shares(&r);

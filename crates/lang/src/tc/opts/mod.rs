@@ -25,8 +25,8 @@ pub mod plug;
 pub mod prio;
 pub mod qfq;
 pub mod red;
-pub mod sfq;
 pub mod sfb;
+pub mod sfq;
 pub mod skbprio;
 pub mod tbf;
 
