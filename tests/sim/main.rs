@@ -31,6 +31,7 @@ mod ring;
 mod seed_bulk_dequeue;
 mod seed_mq_fq_codel;
 mod seed_tbf_fq_codel;
+mod sfb;
 mod sfq_red;
 mod tcp;
 

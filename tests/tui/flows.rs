@@ -340,3 +340,37 @@ fn the_header_time_is_since_the_link_came_up() {
     let header = text.lines().next().unwrap();
     assert!(header.contains("t 1.000s"), "{header}");
 }
+
+/// SFB's xstats reach the tree's root node as `tc -s` prints them (the
+/// kind's printer: the drop counters, then the bins' maximum length and
+/// probabilities), under the standard load (a bulk flow's bins at the
+/// target, so BLUE raises their probability).
+#[test]
+fn sfb_xstats_show_on_the_root_node() {
+    use bloatbox::qdisc::sfb::Sfb;
+    use bloatbox::qdisc::QdiscOptions;
+    let sfb = Box::new(Sfb::build(root_ctx(0x8001), &QdiscOptions::None).unwrap());
+    let mut s = Scenario::new(
+        sfb,
+        Box::new(PfifoFast::new(root_ctx(0))),
+        bloatbox::tui::fixtures::link_params(),
+    );
+    s.add_standard_loads();
+    let app = app_after(&mut s, 20, STEP);
+    let root = &app.dirs[0].tree[0];
+    assert_eq!(root.kind, "sfb");
+    let Some(Xstats::Sfb(x)) = l2r(&app).qdisc.xstats else {
+        panic!("sfb xstats");
+    };
+    let want = format!(
+        "earlydrop {} penaltydrop {} bucketdrop {} queuedrop {} childdrop {} marked {}",
+        x.earlydrop, x.penaltydrop, x.bucketdrop, x.queuedrop, x.childdrop, x.marked
+    );
+    assert!(root.xstats.contains(&want), "{:?}", root.xstats);
+    assert!(
+        root.xstats.iter().any(|l| l.starts_with("maxqlen ")),
+        "{:?}",
+        root.xstats
+    );
+    assert!(x.maxprob > 0, "{x:?}");
+}

@@ -497,11 +497,13 @@ fn the_menu_reads_the_kind_table() {
             "drr",
             "ets",
             "red",
+            "choke",
             "pie",
             "fq_pie",
             "fq",
             "plug",
             "skbprio",
+            "sfb",
             "dualpi2",
             "netem",
             "cake"

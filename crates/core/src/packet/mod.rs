@@ -326,11 +326,18 @@ pub enum DropReason {
     /// `choke_enqueue`): the arriving frame and the queued one drawn at
     /// random were of one flow, and both were dropped.
     ChokeMatched,
+    /// SFB's `limit`, a flow whose every bin holds `max` frames, or the
+    /// penalty box's rate (sch_sfb.c `sfb_enqueue`: queuedrop, bucketdrop,
+    /// penaltydrop; the kernel's `QDISC_DROP_OVERLIMIT`).
+    SfbOverlimit,
+    /// SFB's random test dropped the frame (above one half, or it could
+    /// not be marked: earlydrop; `QDISC_DROP_CONGESTED`).
+    SfbCongested,
 }
 
 impl DropReason {
     /// Every reason, in the order of the stats' counters (`index()`).
-    pub const ALL: [DropReason; 32] = [
+    pub const ALL: [DropReason; 34] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -363,6 +370,8 @@ impl DropReason {
         DropReason::FqBandLimit,
         DropReason::FqFlowLimit,
         DropReason::ChokeMatched,
+        DropReason::SfbOverlimit,
+        DropReason::SfbCongested,
     ];
 
     /// Position of the reason in `ALL` (its counter's index).
@@ -409,6 +418,8 @@ impl DropReason {
             DropReason::FqBandLimit => "fq_band_limit",
             DropReason::FqFlowLimit => "fq_flow_limit",
             DropReason::ChokeMatched => "choke_matched",
+            DropReason::SfbOverlimit => "sfb_overlimit",
+            DropReason::SfbCongested => "sfb_congested",
         }
     }
 }

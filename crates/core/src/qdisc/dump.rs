@@ -85,13 +85,14 @@ pub struct QdiscDump {
 
 impl QdiscDump {
     /// ECN marks counted by this qdisc and every qdisc below it (the
-    /// `ecn_mark` of fq_codel's, codel's, PIE's, FQ-PIE's and DualPI2's xstats, fq's `ce_mark`, RED's and choke's `marked`).
+    /// `ecn_mark` of fq_codel's, codel's, PIE's, FQ-PIE's and DualPI2's xstats, fq's `ce_mark`, RED's, choke's and SFB's `marked`).
     pub fn tree_ecn_marks(&self) -> u64 {
         let own = match self.xstats {
             Some(Xstats::FqCodel(x)) => x.ecn_mark,
             Some(Xstats::Codel(x)) => x.ecn_mark,
             Some(Xstats::Red(x)) => u64::from(x.marked),
             Some(Xstats::Choke(x)) => u64::from(x.marked),
+            Some(Xstats::Sfb(x)) => u64::from(x.marked),
             Some(Xstats::Pie(x)) => u64::from(x.ecn_mark),
             Some(Xstats::FqPie(x)) => u64::from(x.ecn_mark),
             Some(Xstats::Fq(x)) => x.ce_mark,

@@ -30,6 +30,7 @@ use super::plug::Plug;
 use super::prio::Prio;
 use super::qfq::Qfq;
 use super::red::Red;
+use super::sfb::Sfb;
 use super::sfq::Sfq;
 use super::skbprio::Skbprio;
 use super::tbf::Tbf;
@@ -219,6 +220,11 @@ pub static BUILTIN: &[KindEntry] = &[
         ..kind("plug", |c, _, o| Ok(Box::new(Plug::build(c, o)?)))
     },
     kind("skbprio", |c, _, o| Ok(Box::new(Skbprio::build(c, o)?))),
+    KindEntry {
+        default_leaf: false,
+        class_stats: false,
+        ..kind("sfb", |c, _, o| Ok(Box::new(Sfb::build(c, o)?)))
+    },
     KindEntry {
         class_stats: false,
         ..kind("dualpi2", |c, _, o| Ok(Box::new(Dualpi2::build(c, o)?)))

@@ -64,6 +64,7 @@ pub mod red;
 pub mod request;
 pub mod requeue;
 mod rounds;
+pub mod sfb;
 pub mod sfq;
 pub mod skbprio;
 pub mod tbf;

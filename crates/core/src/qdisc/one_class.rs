@@ -21,6 +21,9 @@ use crate::packet::Drops;
 pub trait OneClass {
     /// Its kind (`TCA_KIND`), for the refusals.
     const KIND: &'static str;
+    /// Whether its dump lists the class (SFB's `sfb_dump_class` answers
+    /// ENOSYS: the class exists, `tc class show` lists it not).
+    const DUMPS_CLASS: bool = true;
     /// Its ctx (handle, device).
     fn ctx(&self) -> &QdiscCtx;
     /// Its child.
@@ -77,6 +80,10 @@ impl<T: OneClass> Classful for T {
 
     fn find_class(&self, classid: Handle) -> Handle {
         find(self.ctx().handle, classid)
+    }
+
+    fn undumped_class(&self, classid_asked: Handle) -> bool {
+        !T::DUMPS_CLASS && classid_asked == classid(self.ctx().handle)
     }
 
     fn after_delete(&self, _: Handle) -> Box<dyn Qdisc> {

@@ -71,6 +71,8 @@ pub enum QdiscOptions {
     Fq(Box<FqOptions>),
     /// plug: `struct tc_plug_qopt` (sent, never dumped).
     Plug(super::plug::PlugOptions),
+    /// sfb: `struct tc_sfb_qopt` in `TCA_SFB_PARMS`.
+    Sfb(super::sfb::SfbOptions),
     /// skbprio: `struct tc_skbprio_qopt`.
     Skbprio(super::skbprio::SkbprioOptions),
     /// The `TCA_DUALPI2_*` attributes.
@@ -187,6 +189,8 @@ pub enum Xstats {
     Red(RedXstats),
     /// `struct tc_choke_xstats` (net/sched/sch_choke.c `choke_dump_stats`).
     Choke(super::choke::ChokeXstats),
+    /// `struct tc_sfb_xstats` (net/sched/sch_sfb.c `sfb_dump_stats`).
+    Sfb(super::sfb::SfbXstats),
     /// `struct tc_pie_xstats` (net/sched/sch_pie.c `pie_dump_stats`).
     Pie(PieXstats),
     /// `struct tc_fq_pie_xstats` (net/sched/sch_fq_pie.c

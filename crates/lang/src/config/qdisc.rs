@@ -1245,6 +1245,8 @@ qdisc = "fq_codel ecn"
             "qdisc = { kind = \"fq\", limit = 40, flow_limit = 8, maxrate = \"5mbit\", defrate = \"1mbit\", bands = 3, priomap = \"2 2 1 1 0 0 0 0 1 1 1 1 1 1 1 1\", weights = \"30000 20000 16384\", horizon = \"1s\", offload_horizon = \"10ms\", horizon_drop = false }",
             "qdisc = { kind = \"skbprio\", limit = 20, est = \"250ms 1sec\" }",
             "qdisc = { kind = \"choke\", limit = 300, bandwidth = \"10mbit\", min = 20, max = 60, est = \"1sec 4sec\" }",
+            "qdisc = { kind = \"sfb\", rehash = 10000, db = 2000, limit = 200, max = 30, target = 10, increment = 0.01, decrement = 0.001, penalty_rate = 50, penalty_burst = 10, est = \"1sec 4sec\" }",
+            "qdisc = \"sfb limit 100 penalty_rate 20\"",
             "qdisc = { kind = \"fq_codel\", est = \"1sec 4sec\" }",
             r#"[qdisc]
 kind = "drr"
@@ -1291,6 +1293,23 @@ qdisc = "pfifo limit 20"
                 }
             }
         }
+    }
+
+    #[test]
+    fn an_sfb_table_is_the_line_tc_sfb_8_writes() {
+        let s = spec(
+            "qdisc = { kind = \"sfb\", target = 10, limit = 200, increment = 0.01, db = 2000 }",
+        )
+        .unwrap();
+        assert_eq!(
+            lines(&s, Dir::LeftToRight, 1).unwrap(),
+            vec!["tc qdisc add dev left root sfb db 2000 limit 200 target 10 increment 0.01"]
+        );
+        let s = spec("qdisc = \"sfb limit 100 penalty_rate 20\"").unwrap();
+        assert_eq!(
+            lines(&s, Dir::RightToLeft, 1).unwrap(),
+            vec!["tc qdisc add dev right root sfb limit 100 penalty_rate 20"]
+        );
     }
 
     #[test]

@@ -14,6 +14,9 @@ const SLOW_BITS_PS: u64 = 10_000;
 /// The tc keywords whose value is a rate, and those whose value is a time.
 const RATE_WORDS: [&str; 3] = ["rate", "ceil", "peakrate"];
 const TIME_WORDS: [&str; 5] = ["latency", "target", "interval", "ce_threshold", "delay"];
+/// The kinds whose `target` is a frame count, not a time (tc-sfb(8)'s
+/// bin target).
+const FRAME_TARGET_KINDS: [&str; 1] = ["sfb"];
 
 /// `text` as number and unit, when it starts with a number.
 fn number_and_unit(text: &str) -> Option<(&str, &str)> {
@@ -69,7 +72,7 @@ pub fn time(text: &str) -> Option<String> {
 pub fn missing_kind(kind: &str) -> Option<&'static str> {
     Some(match kind {
         "hhf" => "bloatbox has no hhf; the nearest here: fq_codel or fq_pie (flow queueing with an AQM), fq or sfq",
-        "gred" | "sfb" => "bloatbox has no gred or sfb; the nearest AQM here: red, choke or pie, or fq_codel and fq_pie per flow",
+        "gred" => "bloatbox has no gred; the nearest AQM here: red, choke, sfb or pie, or fq_codel and fq_pie per flow",
         "cbq" => "bloatbox has no cbq; htb and hfsc shape classes, qfq, drr and ets schedule them by weight or quantum",
         "ingress" | "clsact" => "bloatbox has no ingress hook: each direction's egress qdisc is the bottleneck (dev left for left→right, dev right for right→left)",
         _ => return None,
@@ -89,12 +92,13 @@ pub fn single_queue(dev: crate::dir::Dir) -> String {
 
 /// The hints for the values in tc words (`rate 100 burst 10kb ...`).
 pub fn words(words: &[&str]) -> Vec<String> {
+    let frame_target = words.iter().any(|w| FRAME_TARGET_KINDS.contains(w));
     words
         .windows(2)
         .filter_map(|w| {
             if RATE_WORDS.contains(&w[0]) {
                 rate(w[1])
-            } else if TIME_WORDS.contains(&w[0]) {
+            } else if TIME_WORDS.contains(&w[0]) && !(frame_target && w[0] == "target") {
                 time(w[1])
             } else {
                 None
@@ -166,7 +170,8 @@ mod tests {
         assert_eq!(missing_kind("prio"), None, "bloatbox has prio");
         assert!(missing_kind("cbq").unwrap().contains("htb"));
         assert_eq!(missing_kind("pie"), None, "bloatbox has pie");
-        assert!(missing_kind("sfb").unwrap().contains("red"));
+        assert!(missing_kind("gred").unwrap().contains("red"));
+        assert_eq!(missing_kind("sfb"), None, "bloatbox has sfb");
         assert_eq!(missing_kind("fq_codel"), None);
     }
 
@@ -179,5 +184,8 @@ mod tests {
         assert_eq!(hints.len(), 3, "{hints:?}");
         assert!(hints[0].contains("\"100\"") && hints[1].contains("\"50\""));
         assert!(words(&["rate", "100mbit", "burst", "10", "latency", "50ms"]).is_empty());
+        // sfb's target counts frames; codel's is a time.
+        assert!(words(&["sfb", "limit", "200", "target", "10"]).is_empty());
+        assert_eq!(words(&["codel", "target", "10"]).len(), 1);
     }
 }

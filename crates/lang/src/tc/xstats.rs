@@ -61,6 +61,7 @@ mod tests {
             Xstats::DrrClass(_) => "drr",
             Xstats::Red(_) => "red",
             Xstats::Choke(_) => "choke",
+            Xstats::Sfb(_) => "sfb",
             Xstats::Pie(_) => "pie",
             Xstats::FqPie(_) => "fq_pie",
             Xstats::Fq(_) => "fq",

@@ -38,6 +38,16 @@ pub const JIFFY_NS: u64 = NS_PER_SEC / HZ;
 /// jiffies.
 pub const FIRST_TIMER_NS: u64 = (HZ / 2) * JIFFY_NS;
 
+/// `jiffies` at `now` (HZ as `HZ`; fq's and sfb's clock).
+pub fn jiffies(now: Instant) -> u64 {
+    now.nanos() / JIFFY_NS
+}
+
+/// `time_after(a, b)`: jiffy `a` is after `b`.
+pub fn time_after(a: u64, b: u64) -> bool {
+    (b.wrapping_sub(a) as i64) < 0
+}
+
 /// `PSCHED_NS2TICKS`.
 pub fn ns_to_ticks(ns: u64) -> u64 {
     ns >> PSCHED_SHIFT

@@ -26,6 +26,7 @@ pub mod plug;
 pub mod prio;
 pub mod qfq;
 pub mod red;
+pub mod sfb;
 pub mod sfq;
 pub mod skbprio;
 pub mod tbf;
@@ -79,6 +80,7 @@ pub static BUILTIN: &[&Syntax] = &[
     &fq::SYNTAX,
     &plug::SYNTAX,
     &skbprio::SYNTAX,
+    &sfb::SYNTAX,
     &dualpi2::SYNTAX,
     &netem::SYNTAX,
     &cake::SYNTAX,
