@@ -313,11 +313,15 @@ pub enum DropReason {
     /// DualPI2's step threshold on a Not-ECT frame of the L-queue
     /// (`QDISC_DROP_L4S_STEP_NON_ECN`).
     Dualpi2StepDrop,
+    /// hhf's limit: the head of the heavy-hitter bucket (of the other
+    /// bucket when it is empty) dropped to make room (`hhf_drop`,
+    /// `qdisc_drop`: the kernel's `SKB_DROP_REASON_QDISC_DROP`).
+    HhfDrop,
 }
 
 impl DropReason {
     /// Every reason, in the order of the stats' counters (`index()`).
-    pub const ALL: [DropReason; 29] = [
+    pub const ALL: [DropReason; 30] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -347,6 +351,7 @@ impl DropReason {
         DropReason::Dualpi2Overlimit,
         DropReason::Dualpi2Congested,
         DropReason::Dualpi2StepDrop,
+        DropReason::HhfDrop,
     ];
 
     /// Position of the reason in `ALL` (its counter's index).
@@ -390,6 +395,7 @@ impl DropReason {
             DropReason::Dualpi2Overlimit => "dualpi2_overlimit",
             DropReason::Dualpi2Congested => "dualpi2_congested",
             DropReason::Dualpi2StepDrop => "dualpi2_step_drop",
+            DropReason::HhfDrop => "hhf_drop",
         }
     }
 }

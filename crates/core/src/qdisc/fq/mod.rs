@@ -27,7 +27,7 @@ pub use xstats::FqXstats;
 use super::dump::{list_flows, ClassDump, FlowDump, FlowListing, QueueId, QueueOccupancy, Xstats};
 use super::park::{drop_all_held, ParkOnPeek};
 use super::pfifo_fast::{PfifoFastOptions, PRIOMAP};
-use super::pie::algorithm::JIFFY_NS;
+use super::pie::algorithm::jiffies;
 use super::{Errno, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats};
 use super::{Refusal, Verdict};
 use crate::packet::ecn::mark_ce;
@@ -213,11 +213,6 @@ pub struct Fq {
 /// `hash_ptr(sk, bits)` on a 64-bit kernel (`hash_64`).
 fn hash_ptr(sk: u64, bits: u32) -> usize {
     (sk.wrapping_mul(GOLDEN_RATIO_64) >> (64 - bits)) as usize
-}
-
-/// `jiffies` at `now` (HZ as `pie::algorithm::HZ`).
-fn jiffies(now: Instant) -> u64 {
-    now.nanos() / JIFFY_NS
 }
 
 /// `time_after(a, b)`.
