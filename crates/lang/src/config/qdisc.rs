@@ -897,9 +897,9 @@ mod tests {
             .unwrap_err()
             .contains("unknown qdisc kind \"fq_kodel\""));
         assert!(spec("qdisc = \"mq\"").unwrap_err().contains("tx_queues"));
-        let e = spec("qdisc = \"hhf limit 1000\"").unwrap_err();
+        let e = spec("qdisc = \"cbq\"").unwrap_err();
         assert!(
-            e.contains("unknown qdisc kind \"hhf\" (bloatbox has no hhf"),
+            e.contains("unknown qdisc kind \"cbq\" (bloatbox has no cbq"),
             "{e}"
         );
     }

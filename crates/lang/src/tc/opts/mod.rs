@@ -15,6 +15,7 @@ pub mod fq;
 pub mod fq_codel;
 pub mod fq_pie;
 pub mod hfsc;
+pub mod hhf;
 pub mod htb;
 pub mod mq;
 pub mod multiq;
@@ -77,6 +78,7 @@ pub static BUILTIN: &[&Syntax] = &[
     &fq::SYNTAX,
     &plug::SYNTAX,
     &skbprio::SYNTAX,
+    &hhf::SYNTAX,
     &dualpi2::SYNTAX,
     &netem::SYNTAX,
     &cake::SYNTAX,
