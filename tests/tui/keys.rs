@@ -412,11 +412,11 @@ fn preset_menu_keys() {
     app.on_key(ch('k'));
     assert_eq!(app.mode, Mode::Presets { selected: 0 });
     app.on_key(ch('k'));
-    assert_eq!(app.mode, Mode::Presets { selected: 16 }, "wraps");
+    assert_eq!(app.mode, Mode::Presets { selected: 17 }, "wraps");
     app.on_key(ch('x'));
     assert_eq!(
         app.mode,
-        Mode::Presets { selected: 16 },
+        Mode::Presets { selected: 17 },
         "other keys keep the menu"
     );
     for close in [key(KeyCode::Esc), ch('m'), ch('q')] {
@@ -495,6 +495,7 @@ fn the_menu_reads_the_kind_table() {
             "pie",
             "fq_pie",
             "fq",
+            "hhf",
             "dualpi2",
             "netem",
             "cake"
@@ -540,7 +541,7 @@ fn every_menu_entry_is_taken_by_tc_and_shown_whole() {
         app.mode = Mode::Presets { selected };
         let text = bloatbox::tui::text_capture(&app, 80, 24);
         assert!(text.contains(last), "{kind}:\n{text}");
-        assert!(text.contains("17 cake"), "{kind}:\n{text}");
+        assert!(text.contains("18 cake"), "{kind}:\n{text}");
     }
 }
 
