@@ -976,6 +976,22 @@ mod tests {
     }
 
     #[test]
+    fn an_hhf_table_is_the_hhf_line_it_prints() {
+        let s = spec("qdisc = { kind = \"hhf\", limit = 500, quantum = \"3kb\", hh_limit = 64, reset_timeout = \"20ms\", admit_bytes = 20000, evict_timeout = \"500ms\", non_hh_weight = 4 }").unwrap();
+        assert_eq!(
+            lines(&s, Dir::LeftToRight, 1).unwrap(),
+            vec!["tc qdisc add dev left root hhf limit 500 quantum 3072 hh_limit 64 reset_timeout 20ms admit_bytes 20000 evict_timeout 500ms non_hh_weight 4"]
+        );
+        let s = spec("qdisc = \"hhf admit_bytes 65536\"").unwrap();
+        assert_eq!(
+            lines(&s, Dir::RightToLeft, 1).unwrap(),
+            vec!["tc qdisc add dev right root hhf admit_bytes 65536"]
+        );
+        let e = spec("qdisc = { kind = \"hhf\", reset_timeout = 3 }").unwrap_err();
+        assert!(e.contains("a bare number has no unit"), "{e}");
+    }
+
+    #[test]
     fn a_red_table_is_the_red_line_it_prints() {
         let s = spec("qdisc = { kind = \"red\", limit = \"400000\", min = \"30000\", max = \"90000\", avpkt = 1000, burst = 55, probability = 0.02, bandwidth = \"10mbit\", ecn = true, adaptive = true }").unwrap();
         assert_eq!(
