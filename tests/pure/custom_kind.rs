@@ -452,8 +452,9 @@ fn a_device_built_from_the_builtin_table_refuses_it() {
         .err()
         .unwrap();
     assert!(
-        err.0
-            .contains(", red, pie, fq_pie, fq, plug, skbprio, hhf, dualpi2, netem, cake, passthrough)"),
+        err.0.contains(
+            ", red, pie, fq_pie, fq, plug, skbprio, hhf, dualpi2, netem, cake, passthrough)"
+        ),
         "{err}"
     );
 }
