@@ -44,3 +44,47 @@ fn hhf_keeps_the_mice_fast_while_the_elephant_is_heavy() {
     assert!(rtt.p99 < 11_000_000, "ping rtt p99 {} ns", rtt.p99);
     assert_eq!(sim::run(&sc).unwrap().trace_hash, r.trace_hash);
 }
+
+/// The TUI's qdisc line and the control socket's snapshot carry hhf's
+/// options and xstats: the standard loads (a bulk flow among them) through
+/// hhf both ways.
+#[test]
+fn the_tui_and_the_control_socket_show_hhf_xstats() {
+    use bloatbox::dir::Dir;
+    use bloatbox::qdisc::kinds::BUILTIN;
+    use bloatbox::qdisc::tree::DevSpec;
+    use bloatbox::tui::fixtures::{link_params, Scenario as TuiScenario};
+    let tree = |dir: Dir| {
+        let line = format!(
+            "tc qdisc add dev {} root hhf limit 200 admit_bytes 3000",
+            dir.dev()
+        );
+        bloatbox::tc::build_tree(DevSpec::new(dir, BUILTIN), &[line]).unwrap()
+    };
+    let mut sc = TuiScenario::new(
+        Box::new(tree(Dir::LeftToRight)),
+        Box::new(tree(Dir::RightToLeft)),
+        link_params(),
+    );
+    sc.add_standard_loads();
+    let snaps = sc.snapshots(100, 1_000_000);
+    let json = serde_json::to_string(snaps.last().unwrap()).unwrap();
+    assert!(json.contains("\"hh_tot_count\":"), "{json}");
+    let mut app = bloatbox::tui::App::new();
+    for snap in snaps {
+        app.on_snapshot(snap);
+    }
+    let root = &app.view().tree[0];
+    assert_eq!(root.kind, "hhf");
+    assert_eq!(
+        root.options,
+        "limit 200p quantum 1514b hh_limit 2048 reset_timeout 40ms admit_bytes 3000b evict_timeout 1s non_hh_weight 2"
+    );
+    let line = root
+        .xstats
+        .iter()
+        .find(|l| l.starts_with("drop_overlimit "))
+        .unwrap_or_else(|| panic!("no hhf xstats in {:?}", root.xstats));
+    println!("{line}");
+    assert!(after(line, "tot_hh") >= 1, "{line}");
+}
