@@ -20,6 +20,7 @@ mod edges;
 mod fq;
 mod gso;
 mod hfsc;
+mod hhf;
 mod l4s;
 mod mq;
 mod netem;

@@ -504,6 +504,7 @@ fn the_menu_reads_the_kind_table() {
             "plug",
             "skbprio",
             "sfb",
+            "hhf",
             "dualpi2",
             "netem",
             "cake"

@@ -333,11 +333,15 @@ pub enum DropReason {
     /// SFB's random test dropped the frame (above one half, or it could
     /// not be marked: earlydrop; `QDISC_DROP_CONGESTED`).
     SfbCongested,
+    /// hhf's limit: the head of the heavy-hitter bucket (of the other
+    /// bucket when it is empty) dropped to make room (`hhf_drop`,
+    /// `qdisc_drop`: the kernel's `SKB_DROP_REASON_QDISC_DROP`).
+    HhfDrop,
 }
 
 impl DropReason {
     /// Every reason, in the order of the stats' counters (`index()`).
-    pub const ALL: [DropReason; 34] = [
+    pub const ALL: [DropReason; 35] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::Codel,
@@ -372,6 +376,7 @@ impl DropReason {
         DropReason::ChokeMatched,
         DropReason::SfbOverlimit,
         DropReason::SfbCongested,
+        DropReason::HhfDrop,
     ];
 
     /// Position of the reason in `ALL` (its counter's index).
@@ -420,6 +425,7 @@ impl DropReason {
             DropReason::ChokeMatched => "choke_matched",
             DropReason::SfbOverlimit => "sfb_overlimit",
             DropReason::SfbCongested => "sfb_congested",
+            DropReason::HhfDrop => "hhf_drop",
         }
     }
 }

@@ -106,12 +106,15 @@ pub(super) fn activate<F: DrrFlow>(
 
 /// One dequeue's round robin over the lists: `take` gives the next frame of
 /// a bucket with deficit (its AQM and accounting run there), or `None` when
-/// the bucket is empty. The frame's length is taken off the deficit.
+/// the bucket is empty. The frame's length is taken off the deficit; a
+/// bucket that has spent its deficit gets `quantum(idx)` more (the same
+/// quantum for every bucket in fq_codel and fq_pie; hhf's weighted two,
+/// `hhf_dequeue`).
 pub(super) fn dequeue<F: DrrFlow>(
     flows: &mut [F],
     new_flows: &mut VecDeque<u32>,
     old_flows: &mut VecDeque<u32>,
-    quantum: u32,
+    quantum: impl Fn(usize) -> u32,
     mut take: impl FnMut(usize, &mut F) -> Option<Packet>,
 ) -> Option<Packet> {
     loop {
@@ -123,7 +126,7 @@ pub(super) fn dequeue<F: DrrFlow>(
         let flow = &mut flows[idx];
         if flow.deficit() <= 0 {
             let deficit = flow.deficit_mut();
-            *deficit = deficit.saturating_add(credit(quantum));
+            *deficit = deficit.saturating_add(credit(quantum(idx)));
             *flow.list_mut() = ListTag::Old;
             pop_head(new_flows, old_flows, from_new);
             old_flows.push_back(idx as u32);

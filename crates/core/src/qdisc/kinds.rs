@@ -20,6 +20,7 @@ use super::fq::Fq;
 use super::fq_codel::FqCodel;
 use super::fq_pie::FqPie;
 use super::hfsc::Hfsc;
+use super::hhf::Hhf;
 use super::htb::Htb;
 use super::mq::Mq;
 use super::multiq::Multiq;
@@ -220,6 +221,7 @@ pub static BUILTIN: &[KindEntry] = &[
         ..kind("plug", |c, _, o| Ok(Box::new(Plug::build(c, o)?)))
     },
     kind("skbprio", |c, _, o| Ok(Box::new(Skbprio::build(c, o)?))),
+    kind("hhf", |c, _, o| Ok(Box::new(Hhf::build(c, o)?))),
     KindEntry {
         default_leaf: false,
         class_stats: false,

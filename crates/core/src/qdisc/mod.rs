@@ -45,6 +45,7 @@ pub mod fq;
 pub mod fq_codel;
 pub mod fq_pie;
 pub mod hfsc;
+pub mod hhf;
 pub mod htb;
 pub mod kinds;
 pub mod mq;

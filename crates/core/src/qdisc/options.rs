@@ -75,6 +75,8 @@ pub enum QdiscOptions {
     Sfb(super::sfb::SfbOptions),
     /// skbprio: `struct tc_skbprio_qopt`.
     Skbprio(super::skbprio::SkbprioOptions),
+    /// hhf: the TCA_HHF_* attributes.
+    Hhf(super::hhf::HhfOptions),
     /// The `TCA_DUALPI2_*` attributes.
     Dualpi2(Dualpi2Options),
     /// multiq: `struct tc_multiq_qopt`.
@@ -201,6 +203,8 @@ pub enum Xstats {
     /// `struct tc_dualpi2_xstats` (net/sched/sch_dualpi2.c
     /// `dualpi2_dump_stats`).
     Dualpi2(Dualpi2Xstats),
+    /// `struct tc_hhf_xstats` (net/sched/sch_hhf.c `hhf_dump_stats`).
+    Hhf(super::hhf::HhfXstats),
     /// CAKE's `TCA_CAKE_STATS_*` with its tins (net/sched/sch_cake.c
     /// `cake_dump_stats`).
     Cake(CakeXstats),

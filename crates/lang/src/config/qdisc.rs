@@ -897,9 +897,9 @@ mod tests {
             .unwrap_err()
             .contains("unknown qdisc kind \"fq_kodel\""));
         assert!(spec("qdisc = \"mq\"").unwrap_err().contains("tx_queues"));
-        let e = spec("qdisc = \"hhf limit 1000\"").unwrap_err();
+        let e = spec("qdisc = \"cbq\"").unwrap_err();
         assert!(
-            e.contains("unknown qdisc kind \"hhf\" (bloatbox has no hhf"),
+            e.contains("unknown qdisc kind \"cbq\" (bloatbox has no cbq"),
             "{e}"
         );
     }
@@ -973,6 +973,22 @@ mod tests {
                 .unwrap_err(),
         );
         assert_eq!(field, "overhead");
+    }
+
+    #[test]
+    fn an_hhf_table_is_the_hhf_line_it_prints() {
+        let s = spec("qdisc = { kind = \"hhf\", limit = 500, quantum = \"3kb\", hh_limit = 64, reset_timeout = \"20ms\", admit_bytes = 20000, evict_timeout = \"500ms\", non_hh_weight = 4 }").unwrap();
+        assert_eq!(
+            lines(&s, Dir::LeftToRight, 1).unwrap(),
+            vec!["tc qdisc add dev left root hhf limit 500 quantum 3072 hh_limit 64 reset_timeout 20ms admit_bytes 20000 evict_timeout 500ms non_hh_weight 4"]
+        );
+        let s = spec("qdisc = \"hhf admit_bytes 65536\"").unwrap();
+        assert_eq!(
+            lines(&s, Dir::RightToLeft, 1).unwrap(),
+            vec!["tc qdisc add dev right root hhf admit_bytes 65536"]
+        );
+        let e = spec("qdisc = { kind = \"hhf\", reset_timeout = 3 }").unwrap_err();
+        assert!(e.contains("a bare number has no unit"), "{e}");
     }
 
     #[test]

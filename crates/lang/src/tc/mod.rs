@@ -557,13 +557,13 @@ mod tests {
                 .unwrap_err()
                 .0
         };
-        let e = err("tc qdisc add dev left root hhf limit 1000");
-        // iproute2 parses hhf's options; the kernel (bloatbox) lacks it.
+        let e = err("tc qdisc add dev left root cbq");
+        // iproute2 sends cbq without options; the kernel (bloatbox) lacks it.
         assert!(
             e.starts_with("Error: Specified qdisc kind is unknown.\n"),
             "{e}"
         );
-        assert!(e.contains("bloatbox has no hhf"), "{e}");
+        assert!(e.contains("bloatbox has no cbq"), "{e}");
         let e = err("tc qdisc add dev left root cbs");
         assert!(
             e.starts_with("Error: Specified qdisc kind is unknown."),

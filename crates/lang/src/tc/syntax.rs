@@ -523,7 +523,7 @@ pub fn parser_exit(e: TcError) -> TcError {
 /// The qdisc kinds iproute2 6.1 has a parser for (tc/q_*.c) that bloatbox
 /// does not build.
 const IPROUTE2_KINDS: &[&str] = &[
-    "cbs", "clsact", "etf", "gred", "hhf", "ingress", "mqprio", "taprio", "cbq",
+    "cbs", "clsact", "etf", "gred", "ingress", "mqprio", "taprio", "cbq",
 ];
 
 /// The entry of `name` in the table of kinds (`kinds`).

@@ -66,6 +66,7 @@ mod tests {
             Xstats::FqPie(_) => "fq_pie",
             Xstats::Fq(_) => "fq",
             Xstats::Dualpi2(_) => "dualpi2",
+            Xstats::Hhf(_) => "hhf",
             Xstats::Cake(_) | Xstats::CakeClass(_) => "cake",
             Xstats::Other(_) => panic!("no built-in kind prints {x:?}"),
         }

@@ -378,7 +378,7 @@ impl FqCodel {
             &mut self.flows,
             &mut self.new_flows,
             &mut self.old_flows,
-            self.quantum,
+            |_| self.quantum,
             |idx, flow| {
                 let drops_before = cstats.drop_count;
                 let marks_before = cstats.ecn_mark + cstats.ce_mark;

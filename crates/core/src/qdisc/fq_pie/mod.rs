@@ -288,7 +288,7 @@ impl FqPie {
             &mut self.flows,
             &mut self.new_flows,
             &mut self.old_flows,
-            self.quantum,
+            |_| self.quantum,
             |_, flow| {
                 let p = flow.queue.pop_front()?;
                 *qlen -= 1;

@@ -70,6 +70,12 @@ pub fn ticks_to_us(t: u64) -> u32 {
     (t.wrapping_shl(PSCHED_SHIFT) as u32) / NS_PER_US as u32
 }
 
+/// `jiffies` at `now`: the clock's jiffies since its start (fq's flow
+/// ages, hhf's timestamps).
+pub fn jiffies(now: Instant) -> u64 {
+    now.nanos() / JIFFY_NS
+}
+
 /// `usecs_to_jiffies` (rounded up to the jiffy).
 pub fn usecs_to_jiffies(us: u32) -> u32 {
     u64::from(us).div_ceil(US_PER_JIFFY) as u32

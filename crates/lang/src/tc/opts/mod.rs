@@ -16,6 +16,7 @@ pub mod fq;
 pub mod fq_codel;
 pub mod fq_pie;
 pub mod hfsc;
+pub mod hhf;
 pub mod htb;
 pub mod mq;
 pub mod multiq;
@@ -81,6 +82,7 @@ pub static BUILTIN: &[&Syntax] = &[
     &plug::SYNTAX,
     &skbprio::SYNTAX,
     &sfb::SYNTAX,
+    &hhf::SYNTAX,
     &dualpi2::SYNTAX,
     &netem::SYNTAX,
     &cake::SYNTAX,
