@@ -201,7 +201,7 @@ mod tests {
     use crate::datapath::{LatenessSummary, PoolCounters, Wakeups};
     use crate::link::transit::TransitSummary;
     use crate::link::PathCounters;
-    use crate::packet::DropReason;
+    use crate::packet::{DropCounts, DropReason};
     use crate::port::PortCounters;
 
     /// A snapshot of an idle link on pfifo_fast, every counter zero.
@@ -257,7 +257,7 @@ mod tests {
         p.counters = PathCounters {
             frames_in: 10,
             frames_out: 7,
-            drops,
+            drops: DropCounts(drops),
             bytes_in: 1000,
             bytes_out: 700,
             ..PathCounters::default()
@@ -324,7 +324,7 @@ mod tests {
         p.counters = PathCounters {
             frames_in: 5,
             frames_out: 6,
-            drops,
+            drops: DropCounts(drops),
             duplicated: 2,
             corrupted: 1,
             ..PathCounters::default()

@@ -14,7 +14,7 @@
 //! first, so totals are never lost: the entries plus `others` always sum
 //! to every frame the meter saw.
 
-use crate::packet::{DropReason, FlowKey, Packet};
+use crate::packet::{DropCounts, DropReason, FlowKey, Packet};
 use crate::qdisc::dump::FlowTraffic;
 use crate::time::{Instant, NS_PER_SEC};
 use std::cmp::Reverse;
@@ -51,7 +51,7 @@ struct Entry {
     packets: u64,
     bytes: u64,
     marks: u64,
-    drops: [u64; DropReason::ALL.len()],
+    drops: DropCounts,
     /// Bytes delivered in second `win_sec` and in the second before it.
     win_sec: u64,
     win_bytes: u64,

@@ -489,6 +489,64 @@ impl Drops {
     }
 }
 
+/// A counter per drop reason, indexed by `DropReason::index()` (an array
+/// longer than 32, for which the standard library and serde give neither
+/// `Default` nor serialization: written here as a plain sequence, as an
+/// array would be).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DropCounts(pub [u64; DropReason::ALL.len()]);
+
+impl Default for DropCounts {
+    fn default() -> Self {
+        DropCounts([0; DropReason::ALL.len()])
+    }
+}
+
+impl std::ops::Deref for DropCounts {
+    type Target = [u64; DropReason::ALL.len()];
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for DropCounts {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl IntoIterator for DropCounts {
+    type Item = u64;
+    type IntoIter = std::array::IntoIter<u64, { DropReason::ALL.len() }>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a DropCounts {
+    type Item = &'a u64;
+    type IntoIter = std::slice::Iter<'a, u64>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl serde::Serialize for DropCounts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for DropCounts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Vec::<u64>::deserialize(d)?;
+        let n = v.len();
+        v.try_into()
+            .map(DropCounts)
+            .map_err(|_| serde::de::Error::invalid_length(n, &"one counter per drop reason"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use super::super::ring::TxRing;
 use super::super::transit::TransitSummary;
 use super::super::LinkParams;
 use super::Path;
-use crate::packet::{DropReason, Packet};
+use crate::packet::{DropCounts, DropReason, Packet};
 use crate::qdisc::dump::{FlowTraffic, QueueId, QueueOccupancy};
 use crate::qdisc::{FlowListing, Qdisc, QdiscDump};
 use crate::time::Instant;
@@ -33,7 +33,7 @@ pub struct PathCounters {
     /// Frames delivered with a flipped bit by the corruption impairment.
     pub corrupted: u64,
     /// Indexed by `DropReason::index()`.
-    pub drops: [u64; DropReason::ALL.len()],
+    pub drops: DropCounts,
     /// Batches handed to the NIC (`dev_hard_start_xmit` calls, one TX
     /// doorbell each): bulk dequeue makes them fewer per frame.
     #[serde(default)]

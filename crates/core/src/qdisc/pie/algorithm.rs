@@ -38,7 +38,8 @@ pub const JIFFY_NS: u64 = NS_PER_SEC / HZ;
 /// jiffies.
 pub const FIRST_TIMER_NS: u64 = (HZ / 2) * JIFFY_NS;
 
-/// `jiffies` at `now` (HZ as `HZ`; fq's and sfb's clock).
+/// `jiffies` at `now` (HZ as `HZ`): the clock of fq's flow ages, sfb's
+/// rehash and hhf's timestamps.
 pub fn jiffies(now: Instant) -> u64 {
     now.nanos() / JIFFY_NS
 }
@@ -68,12 +69,6 @@ pub fn us_to_ticks(us: u32) -> u64 {
 /// `((u32)PSCHED_TICKS2NS(t)) / NSEC_PER_USEC` (the cast truncates).
 pub fn ticks_to_us(t: u64) -> u32 {
     (t.wrapping_shl(PSCHED_SHIFT) as u32) / NS_PER_US as u32
-}
-
-/// `jiffies` at `now`: the clock's jiffies since its start (fq's flow
-/// ages, hhf's timestamps).
-pub fn jiffies(now: Instant) -> u64 {
-    now.nanos() / JIFFY_NS
 }
 
 /// `usecs_to_jiffies` (rounded up to the jiffy).
