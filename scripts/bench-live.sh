@@ -27,6 +27,12 @@
 # as fast as iperf3 sends, full-size UDP offered at 400 and 800 Mbit/s
 # (iperf3's loss and the sending device's TX drops), 64-byte UDP packets per
 # second, and idle ping RTT (median, p99, added over the round's veth).
+# irtt (Debian's package) through bloatbox's default idle link (100 Mbit/s,
+# 5 ms each way) and over a bare veth pair, in the same step: RTT median,
+# the excess per direction over the ideal (2 x 5 ms plus two 214-byte
+# frames at 100 Mbit/s) beyond the veth's RTT, and IPDV against the veth's
+# (run_irtt).
+
 # Full-size UDP offered at OFFERED through a link of RATE: the spacing of
 # COUNT frames on the receiving TAP (ideal IDEAL µs) and the daemon's
 # lateness, stored as R[KEY/NAME<figure>/ROUND]:
@@ -59,7 +65,8 @@ paced() {
 # its bloatbox-only runs, in every round beside this checkout's: two
 # commits compared in one run.
 #
-# Needs root, iproute2 (ip, tc), iperf3, ping, tcpdump, jq, ethtool. Everything it
+# Needs root, iproute2 (ip, tc), iperf3, ping, tcpdump, jq, ethtool, irtt,
+# python3. Everything it
 # creates is named bbb-* / bbb* and removed on every exit (including Ctrl-C
 # and kill). It is a benchmark, not a test: it asserts nothing.
 set -euo pipefail
@@ -74,6 +81,9 @@ ROUNDS=${ROUNDS:-2}
 RT=${RT:-0}
 # SPIN=N sets daemon.spin_us (spin the last N µs before each deadline).
 SPIN=${SPIN:-0}
+# ONLY=WORD runs only the steps whose command contains WORD (e.g.
+# ONLY=run_irtt: the irtt rows alone).
+ONLY=${ONLY:-}
 BEFORE=${BEFORE:-}
 BARE=${BARE:-1}
 WRITE=""
@@ -87,7 +97,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "bench-live.sh needs root" >&2; exit 1; }
-for t in ip tc iperf3 ping tcpdump jq ethtool; do
+for t in ip tc iperf3 ping tcpdump jq ethtool irtt python3; do
   command -v "$t" >/dev/null || { echo "missing tool: $t" >&2; exit 1; }
 done
 
@@ -103,7 +113,7 @@ DAEMON=""
 FWDPID=""
 TCPDUMP=""
 MAIN=""
-NAMESPACES="bbb-vl bbb-vr bbb-fl bbb-fr bbb-bl bbb-br bbb-bs bbb-wl bbb-wr bbb-wh"
+NAMESPACES="bbb-vl bbb-vr bbb-fl bbb-fr bbb-bl bbb-br bbb-bs bbb-wl bbb-wr bbb-wh bbb-il bbb-ir"
 
 # The processes below PID, deepest first.
 descendants() {
@@ -137,6 +147,7 @@ cleanup() {
   fi
   [ -n "$TCPDUMP" ] && kill "$TCPDUMP" 2>/dev/null && wait "$TCPDUMP" 2>/dev/null
   [ -f "$TMP/iperf.pid" ] && kill "$(cat "$TMP/iperf.pid")" 2>/dev/null
+  [ -f "$TMP/irtt.pid" ] && kill "$(cat "$TMP/irtt.pid")" 2>/dev/null
   [ -n "$DAEMON" ] && kill -TERM "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null
   [ -n "$FWDPID" ] && kill -TERM "$FWDPID" 2>/dev/null && wait "$FWDPID" 2>/dev/null
   for c in "$TMP"/*.toml; do [ -e "$c" ] && "$BIN" down -c "$c" >/dev/null 2>&1; done
@@ -548,6 +559,84 @@ seed4_kernel() {
   seed4_goodput "$r" "$k" ktbf "$a"
 }
 
+# ---- irtt ------------------------------------------------------------------
+
+# irtt's round trips, 1 ms apart, 172-byte packets (214-byte frames), for
+# DUR s from NS to DST, an irtt server started in SRV_NS on DST:
+# irtt_json NS SRV_NS DST FILE writes irtt's JSON to FILE.
+irtt_json() {
+  local ns=$1 srv=$2 dst=$3 f=$4
+  # -i 0: the server's default refuses intervals under 10 ms.
+  ip netns exec "$srv" irtt server -b "$dst" -i 0 >/dev/null 2>&1 &
+  echo $! >"$TMP/irtt.pid"
+  sleep 0.5
+  in_ns "$ns" irtt client -Q -i 1ms -l 172 -d "${DUR}s" -o "$f" "$dst" >/dev/null 2>&1 || rm -f "$f"
+  kill "$(cat "$TMP/irtt.pid")" 2>/dev/null || true
+  wait "$(cat "$TMP/irtt.pid")" 2>/dev/null || true
+  rm -f "$TMP/irtt.pid"
+}
+
+# The figures of two irtt runs, the link's and the veth's: irtt_figures
+# LINK.json VETH.json RATE_BIT DELAY_NS prints "rtt vrtt excess up down
+# ipdv vipdv": RTT medians (ms), the excess per direction (µs: half of the
+# link's RTT median minus the ideal minus the veth's RTT median), the
+# one-way excesses measured by irtt's timestamps (both namespaces share the
+# clock; µs, each direction's median minus delay and serialization minus
+# the veth's), and the round-trip IPDV medians (µs). "-" where a run failed.
+irtt_figures() {
+  python3 - "$@" <<'PY' 2>/dev/null || echo "- - - - - - -"
+import json, sys
+link, veth = (json.load(open(f))["stats"] for f in sys.argv[1:3])
+rate, delay = float(sys.argv[3]), float(sys.argv[4])
+ser = 214 * 8 / rate * 1e9            # one 214-byte frame, ns
+ideal = 2 * (delay + ser)
+med = lambda s, k: s[k]["median"]
+rtt, vrtt = med(link, "rtt"), med(veth, "rtt")
+excess = (rtt - ideal - vrtt) / 2
+up = med(link, "send_delay") - delay - ser - med(veth, "send_delay")
+down = med(link, "receive_delay") - delay - ser - med(veth, "receive_delay")
+print(f"{rtt/1e6:.3f} {vrtt/1e6:.3f} {excess/1e3:.1f} {up/1e3:.1f} {down/1e3:.1f} "
+      f"{med(link, 'ipdv_round_trip')/1e3:.1f} {med(veth, 'ipdv_round_trip')/1e3:.1f}")
+PY
+}
+
+# irtt through bloatbox's default idle link (100 Mbit/s, 5 ms each way)
+# and over a bare veth pair (TSO/GSO/GRO off) as its reference, in the
+# order the round's parity says: R[KEY/irtt.../ROUND]. run_irtt ROUND KEY.
+run_irtt() {
+  local r=$1 k=$2 c s
+  c=$(config irtt 100mbit 5ms)
+  veth_irtt() {
+    ip netns add bbb-il
+    ip netns add bbb-ir
+    ip link add bbbil0 netns bbb-il type veth peer name bbbir0 netns bbb-ir
+    in_ns bbb-il ip addr add 10.86.0.1/24 dev bbbil0
+    in_ns bbb-ir ip addr add 10.86.0.2/24 dev bbbir0
+    for s in l r; do
+      in_ns bbb-i$s ethtool -K bbbi${s}0 tso off gso off gro off >/dev/null 2>&1 || true
+      in_ns bbb-i$s ip link set lo up
+      in_ns bbb-i$s ip link set bbbi${s}0 up
+    done
+    in_ns bbb-il ping -c 1 -W 2 10.86.0.2 >/dev/null || true
+    irtt_json bbb-il bbb-ir 10.86.0.2 "$TMP/irtt-veth.json"
+    ip netns del bbb-il
+    ip netns del bbb-ir
+  }
+  link_irtt() {
+    start_daemon "$c"
+    in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
+    irtt_json bbb-bl bbb-br 10.82.0.2 "$TMP/irtt-link.json"
+    stop_daemon
+  }
+  if [ $((r % 2)) = 1 ]; then veth_irtt; link_irtt; else link_irtt; veth_irtt; fi
+  local a b d e f g h
+  read -r a b d e f g h <<<"$(irtt_figures "$TMP/irtt-link.json" "$TMP/irtt-veth.json" 100e6 5e6)"
+  R[$k/irttrtt/$r]=$a R[$k/irttvrtt/$r]=$b R[$k/irttx/$r]=$d
+  R[$k/irttup/$r]=$e R[$k/irttdown/$r]=$f R[$k/irttipdv/$r]=$g R[$k/irttvipdv/$r]=$h
+  R[$k/irttipdvx/$r]=$(awk -v a="$g" -v b="$h" 'BEGIN {if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b}')
+  rm -f "$TMP/irtt-link.json" "$TMP/irtt-veth.json"
+}
+
 IDEAL12=$(awk 'BEGIN {printf "%.2f", 1514*8/12e6*1e6}')
 IDEAL1G=$(awk 'BEGIN {printf "%.2f", 1514*8/1.2e9*1e6}')
 
@@ -573,10 +662,12 @@ round_steps() {
   echo "run_wire wnooff $r false"
   echo "run_wire woff $r true"
   echo "run_bloatbox_only $r bb"
+  echo "run_irtt $r bb"
   if [ -n "$BEFORE" ]; then
     echo "before run_bloatbox before-nooff $r false"
     echo "before run_bloatbox before-off $r true"
     echo "before run_bloatbox_only $r bb4"
+    echo "before run_irtt $r bb4"
   fi
 }
 
@@ -592,7 +683,7 @@ main() {
   local steps step i cmd
   for r in $(seq "$ROUNDS"); do
     echo "bench-live: round $r of $ROUNDS" >&2
-    mapfile -t steps < <(round_steps "$r")
+    mapfile -t steps < <(round_steps "$r" | grep -F -- "$ONLY")
     for i in "${!steps[@]}"; do
       step=${steps[$i]}
       [ $((r % 2)) = 0 ] && step=${steps[$((${#steps[@]} - 1 - i))]}
@@ -614,7 +705,7 @@ main() {
   tsv=$(mktemp) meta=$(mktemp)
   for k in "${!R[@]}"; do printf '%s\t%s\n' "$k" "${R[$k]}"; done | sort >"$tsv"
   jq -n --arg date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
-    --arg command "${BEFORE:+BEFORE=$BEFORE }BARE=$BARE DUR=$DUR ROUNDS=$ROUNDS RT=$RT SPIN=$SPIN $COMMAND" \
+    --arg command "${BEFORE:+BEFORE=$BEFORE }${ONLY:+ONLY=$ONLY }BARE=$BARE DUR=$DUR ROUNDS=$ROUNDS RT=$RT SPIN=$SPIN $COMMAND" \
     --arg commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src crates || echo +changes)" \
     --arg before "$BEFORE" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
     --arg kernel "$(uname -r)" --argjson nproc "$(nproc)" \

@@ -79,6 +79,14 @@ LIVE_BB_ROWS = [
     ("seed 4 TBF with GRO: goodput / 1560 Mbit/s", "tbfgroshare"),
     ("reference: seed 4's TBF in the kernel instead (on a router's egress veth one hop after bloatbox's 10gbit 5 ms link with GRO, which has no qdisc): 1 cubic flow goodput, Mbit/s", "ktbf"),
     ("reference: the kernel's TBF: goodput / 1560 Mbit/s", "ktbfshare"),
+    ("irtt (1 ms, 172-byte packets) through the idle 100 Mbit/s link, 5 ms each way: RTT median, ms (ideal 10.034)", "irttrtt"),
+    ("reference: irtt over a veth pair in the same step: RTT median, ms", "irttvrtt"),
+    ("irtt: excess per direction, µs ((RTT − ideal − veth's RTT) / 2)", "irttx"),
+    ("irtt: one-way excess left to right, µs (median minus delay, serialization and the veth's)", "irttup"),
+    ("irtt: one-way excess right to left, µs", "irttdown"),
+    ("irtt: IPDV (round trip) median, µs", "irttipdv"),
+    ("reference: irtt over the veth pair: IPDV median, µs", "irttvipdv"),
+    ("irtt: IPDV median / the veth's", "irttipdvx"),
 ]
 
 
