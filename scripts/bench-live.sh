@@ -81,6 +81,8 @@ ROUNDS=${ROUNDS:-2}
 RT=${RT:-0}
 # SPIN=N sets daemon.spin_us (spin the last N µs before each deadline).
 SPIN=${SPIN:-0}
+# WAIT=1 adds, once per round, the wait policies compared (run_wait).
+WAIT=${WAIT:-0}
 # ONLY=WORD runs only the steps whose command contains WORD (e.g.
 # ONLY=run_irtt: the irtt rows alone).
 ONLY=${ONLY:-}
@@ -637,8 +639,55 @@ run_irtt() {
   rm -f "$TMP/irtt-link.json" "$TMP/irtt-veth.json"
 }
 
+# ---- wait policies ---------------------------------------------------------
+
+# Sets the wait policy of config FILE: sleep (spin_budget_pct = 0: sleep to
+# each deadline, the default before the learned spin), learned (the
+# default) or spin300 (spin_us = 300). wait_policy FILE POLICY.
+wait_policy() {
+  case $2 in
+    sleep) sed -i 's/^spin_us = .*/spin_us = 0\nspin_budget_pct = 0/' "$1" ;;
+    learned) sed -i 's/^spin_us = .*/spin_us = 0/' "$1" ;;
+    spin300) sed -i 's/^spin_us = .*/spin_us = 300/' "$1" ;;
+  esac
+}
+
+# The wait policies compared, alternated (the order reversed in even
+# rounds): for each, full-size UDP offered above 12 Mbit/s, 100 Mbit/s and
+# 1.2 Gbit/s links (0 ms delay): the spacing on the receiving TAP, runs of
+# more than 4 back-to-back frames, wake-up and release lateness, and the
+# datapath threads' CPU over the 3 s of traffic (% of one core, both
+# directions): R[w<POLICY>/<w12|w100|w1g><figure>/ROUND]. run_wait ROUND.
+run_wait() {
+  local r=$1 pol spec n rate offered count ideal c a b d e f g h cpu0 pols=(sleep learned spin300)
+  [ $((r % 2)) = 0 ] && pols=(spin300 learned sleep)
+  for spec in "w12 12mbit 20M 2000 $IDEAL12" "w100 100mbit 200M 20000 $IDEAL100" \
+    "w1g 1200mbit 2G 20000 $IDEAL1G"; do
+    read -r n rate offered count ideal <<<"$spec"
+    for pol in "${pols[@]}"; do
+      local k=w$pol
+      c=$(config "wait-$pol" "$rate" 0ms)
+      wait_policy "$c" "$pol"
+      start_daemon "$c"
+      in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
+      cpu0=$("$BB" stats -c "$c" --json | jq '.wakeups.cpu_ns') || cpu0=0
+      read -r a b d e f g h <<<"$(spacing "$c" "$offered" "$count" "$ideal")"
+      R[$k/${n}p10/$r]=$a R[$k/${n}p50/$r]=$b R[$k/${n}p90/$r]=$d
+      R[$k/${n}runs4/$r]=$g R[$k/${n}rate/$r]=$h
+      R[$k/${n}cpu/$r]=$("$BB" stats -c "$c" --json |
+        jq --argjson c0 "$cpu0" '(.wakeups.cpu_ns - $c0) / 3e9 * 100 | round' | num) || R[$k/${n}cpu/$r]=-
+      read -r _ a _ _ _ <<<"$(lateness "$c" lateness)"
+      R[$k/${n}l99/$r]=$a
+      read -r _ a _ _ _ <<<"$(lateness "$c" release_lateness)"
+      R[$k/${n}r99/$r]=$a
+      stop_daemon
+    done
+  done
+}
+
 IDEAL12=$(awk 'BEGIN {printf "%.2f", 1514*8/12e6*1e6}')
 IDEAL1G=$(awk 'BEGIN {printf "%.2f", 1514*8/1.2e9*1e6}')
+IDEAL100=$(awk 'BEGIN {printf "%.2f", 1514*8/100e6*1e6}')
 
 # ---- report ----------------------------------------------------------------
 
@@ -663,6 +712,7 @@ round_steps() {
   echo "run_wire woff $r true"
   echo "run_bloatbox_only $r bb"
   echo "run_irtt $r bb"
+  [ "$WAIT" = 0 ] || echo "run_wait $r"
   if [ -n "$BEFORE" ]; then
     echo "before run_bloatbox before-nooff $r false"
     echo "before run_bloatbox before-off $r true"
@@ -705,16 +755,16 @@ main() {
   tsv=$(mktemp) meta=$(mktemp)
   for k in "${!R[@]}"; do printf '%s\t%s\n' "$k" "${R[$k]}"; done | sort >"$tsv"
   jq -n --arg date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
-    --arg command "${BEFORE:+BEFORE=$BEFORE }${ONLY:+ONLY=$ONLY }BARE=$BARE DUR=$DUR ROUNDS=$ROUNDS RT=$RT SPIN=$SPIN $COMMAND" \
+    --arg command "${BEFORE:+BEFORE=$BEFORE }${ONLY:+ONLY=$ONLY }WAIT=$WAIT BARE=$BARE DUR=$DUR ROUNDS=$ROUNDS RT=$RT SPIN=$SPIN $COMMAND" \
     --arg commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src crates || echo +changes)" \
     --arg before "$BEFORE" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
     --arg kernel "$(uname -r)" --argjson nproc "$(nproc)" \
     --argjson dur "$DUR" --argjson rounds "$ROUNDS" --arg rt "$RT" --arg spin "$SPIN" \
-    --arg ideal12 "$IDEAL12" --arg ideal1g "$IDEAL1G" \
+    --arg ideal12 "$IDEAL12" --arg ideal1g "$IDEAL1G" --arg ideal100 "$IDEAL100" \
     '{kind: "live", date: $date, command: $command, commit: $commit,
       machine: {nproc: $nproc, kernel: $kernel, "load average at the end": $load},
       settings: {DUR: $dur, ROUNDS: $rounds, RT: $rt, SPIN: $spin}, rounds: $rounds,
-      ideal12: $ideal12, ideal1g: $ideal1g}
+      ideal12: $ideal12, ideal1g: $ideal1g, ideal100: $ideal100}
      + (if $before == "" then {} else {before: $before} end)' >"$meta"
   REPORT=$(python3 scripts/bench-table.py --record-live "$tsv" "$meta")
   rm -f "$tsv" "$meta"
