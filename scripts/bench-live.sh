@@ -83,8 +83,8 @@ RT=${RT:-0}
 SPIN=${SPIN:-0}
 # WAIT=1 adds, once per round, the wait policies compared (run_wait).
 WAIT=${WAIT:-0}
-# ONLY=WORD runs only the steps whose command contains WORD (e.g.
-# ONLY=run_irtt: the irtt rows alone).
+# ONLY=REGEX runs only the steps whose command matches REGEX (e.g.
+# ONLY=run_irtt: the irtt rows alone; ONLY="run_irtt|run_wait").
 ONLY=${ONLY:-}
 BEFORE=${BEFORE:-}
 BARE=${BARE:-1}
@@ -733,7 +733,7 @@ main() {
   local steps step i cmd
   for r in $(seq "$ROUNDS"); do
     echo "bench-live: round $r of $ROUNDS" >&2
-    mapfile -t steps < <(round_steps "$r" | grep -F -- "$ONLY")
+    mapfile -t steps < <(round_steps "$r" | grep -E -- "$ONLY")
     for i in "${!steps[@]}"; do
       step=${steps[$i]}
       [ $((r % 2)) = 0 ] && step=${steps[$((${#steps[@]} - 1 - i))]}
