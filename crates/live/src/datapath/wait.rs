@@ -30,7 +30,8 @@ pub(super) const MIN_SAMPLES: u32 = 32;
 /// When the samples reach this many, every bucket is halved: the margin
 /// follows the last few thousand wake-ups.
 pub(super) const WINDOW: u32 = 1024;
-/// The most spin time saved up while no frame was due, ns.
+/// The budget's depth: at most `pct` % of this much spin time is saved up
+/// while no frame is due, ns.
 pub(super) const BUDGET_DEPTH_NS: u64 = 10 * NS_PER_MS;
 
 /// How the loop may wait, from `DatapathConfig::spin_us`,
