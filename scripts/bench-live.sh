@@ -27,6 +27,12 @@
 # as fast as iperf3 sends, full-size UDP offered at 400 and 800 Mbit/s
 # (iperf3's loss and the sending device's TX drops), 64-byte UDP packets per
 # second, and idle ping RTT (median, p99, added over the round's veth).
+# irtt (Debian's package) through bloatbox's default idle link (100 Mbit/s,
+# 5 ms each way) and over a bare veth pair, in the same step: RTT median,
+# the excess per direction over the ideal (2 x 5 ms plus two 214-byte
+# frames at 100 Mbit/s) beyond the veth's RTT, and IPDV against the veth's
+# (run_irtt).
+
 # Full-size UDP offered at OFFERED through a link of RATE: the spacing of
 # COUNT frames on the receiving TAP (ideal IDEAL µs) and the daemon's
 # lateness, stored as R[KEY/NAME<figure>/ROUND]:
@@ -59,7 +65,8 @@ paced() {
 # its bloatbox-only runs, in every round beside this checkout's: two
 # commits compared in one run.
 #
-# Needs root, iproute2 (ip, tc), iperf3, ping, tcpdump, jq, ethtool. Everything it
+# Needs root, iproute2 (ip, tc), iperf3, ping, tcpdump, jq, ethtool, irtt,
+# python3. Everything it
 # creates is named bbb-* / bbb* and removed on every exit (including Ctrl-C
 # and kill). It is a benchmark, not a test: it asserts nothing.
 set -euo pipefail
@@ -74,6 +81,11 @@ ROUNDS=${ROUNDS:-2}
 RT=${RT:-0}
 # SPIN=N sets daemon.spin_us (spin the last N µs before each deadline).
 SPIN=${SPIN:-0}
+# WAIT=1 adds, once per round, the wait policies compared (run_wait).
+WAIT=${WAIT:-0}
+# ONLY=REGEX runs only the steps whose command matches REGEX (e.g.
+# ONLY=run_irtt: the irtt rows alone; ONLY="run_irtt|run_wait").
+ONLY=${ONLY:-}
 BEFORE=${BEFORE:-}
 BARE=${BARE:-1}
 WRITE=""
@@ -87,7 +99,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "bench-live.sh needs root" >&2; exit 1; }
-for t in ip tc iperf3 ping tcpdump jq ethtool; do
+for t in ip tc iperf3 ping tcpdump jq ethtool irtt python3; do
   command -v "$t" >/dev/null || { echo "missing tool: $t" >&2; exit 1; }
 done
 
@@ -103,7 +115,7 @@ DAEMON=""
 FWDPID=""
 TCPDUMP=""
 MAIN=""
-NAMESPACES="bbb-vl bbb-vr bbb-fl bbb-fr bbb-bl bbb-br bbb-bs bbb-wl bbb-wr bbb-wh"
+NAMESPACES="bbb-vl bbb-vr bbb-fl bbb-fr bbb-bl bbb-br bbb-bs bbb-wl bbb-wr bbb-wh bbb-il bbb-ir"
 
 # The processes below PID, deepest first.
 descendants() {
@@ -137,6 +149,7 @@ cleanup() {
   fi
   [ -n "$TCPDUMP" ] && kill "$TCPDUMP" 2>/dev/null && wait "$TCPDUMP" 2>/dev/null
   [ -f "$TMP/iperf.pid" ] && kill "$(cat "$TMP/iperf.pid")" 2>/dev/null
+  [ -f "$TMP/irtt.pid" ] && kill "$(cat "$TMP/irtt.pid")" 2>/dev/null
   [ -n "$DAEMON" ] && kill -TERM "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null
   [ -n "$FWDPID" ] && kill -TERM "$FWDPID" 2>/dev/null && wait "$FWDPID" 2>/dev/null
   for c in "$TMP"/*.toml; do [ -e "$c" ] && "$BIN" down -c "$c" >/dev/null 2>&1; done
@@ -548,8 +561,133 @@ seed4_kernel() {
   seed4_goodput "$r" "$k" ktbf "$a"
 }
 
+# ---- irtt ------------------------------------------------------------------
+
+# irtt's round trips, 1 ms apart, 172-byte packets (214-byte frames), for
+# DUR s from NS to DST, an irtt server started in SRV_NS on DST:
+# irtt_json NS SRV_NS DST FILE writes irtt's JSON to FILE.
+irtt_json() {
+  local ns=$1 srv=$2 dst=$3 f=$4
+  # -i 0: the server's default refuses intervals under 10 ms.
+  ip netns exec "$srv" irtt server -b "$dst" -i 0 >/dev/null 2>&1 &
+  echo $! >"$TMP/irtt.pid"
+  sleep 0.5
+  in_ns "$ns" irtt client -Q -i 1ms -l 172 -d "${DUR}s" -o "$f" "$dst" >/dev/null 2>&1 || rm -f "$f"
+  kill "$(cat "$TMP/irtt.pid")" 2>/dev/null || true
+  wait "$(cat "$TMP/irtt.pid")" 2>/dev/null || true
+  rm -f "$TMP/irtt.pid"
+}
+
+# The figures of two irtt runs, the link's and the veth's: irtt_figures
+# LINK.json VETH.json RATE_BIT DELAY_NS prints "rtt vrtt excess up down
+# ipdv vipdv": RTT medians (ms), the excess per direction (µs: half of the
+# link's RTT median minus the ideal minus the veth's RTT median), the
+# one-way excesses measured by irtt's timestamps (both namespaces share the
+# clock; µs, each direction's median minus delay and serialization minus
+# the veth's), and the round-trip IPDV medians (µs). "-" where a run failed.
+irtt_figures() {
+  python3 - "$@" <<'PY' 2>/dev/null || echo "- - - - - - -"
+import json, sys
+link, veth = (json.load(open(f))["stats"] for f in sys.argv[1:3])
+rate, delay = float(sys.argv[3]), float(sys.argv[4])
+ser = 214 * 8 / rate * 1e9            # one 214-byte frame, ns
+ideal = 2 * (delay + ser)
+med = lambda s, k: s[k]["median"]
+rtt, vrtt = med(link, "rtt"), med(veth, "rtt")
+excess = (rtt - ideal - vrtt) / 2
+up = med(link, "send_delay") - delay - ser - med(veth, "send_delay")
+down = med(link, "receive_delay") - delay - ser - med(veth, "receive_delay")
+print(f"{rtt/1e6:.3f} {vrtt/1e6:.3f} {excess/1e3:.1f} {up/1e3:.1f} {down/1e3:.1f} "
+      f"{med(link, 'ipdv_round_trip')/1e3:.1f} {med(veth, 'ipdv_round_trip')/1e3:.1f}")
+PY
+}
+
+# irtt through bloatbox's default idle link (100 Mbit/s, 5 ms each way)
+# and over a bare veth pair (TSO/GSO/GRO off) as its reference, in the
+# order the round's parity says: R[KEY/irtt.../ROUND]. run_irtt ROUND KEY.
+run_irtt() {
+  local r=$1 k=$2 c s
+  c=$(config irtt 100mbit 5ms)
+  veth_irtt() {
+    ip netns add bbb-il
+    ip netns add bbb-ir
+    ip link add bbbil0 netns bbb-il type veth peer name bbbir0 netns bbb-ir
+    in_ns bbb-il ip addr add 10.86.0.1/24 dev bbbil0
+    in_ns bbb-ir ip addr add 10.86.0.2/24 dev bbbir0
+    for s in l r; do
+      in_ns bbb-i$s ethtool -K bbbi${s}0 tso off gso off gro off >/dev/null 2>&1 || true
+      in_ns bbb-i$s ip link set lo up
+      in_ns bbb-i$s ip link set bbbi${s}0 up
+    done
+    in_ns bbb-il ping -c 1 -W 2 10.86.0.2 >/dev/null || true
+    irtt_json bbb-il bbb-ir 10.86.0.2 "$TMP/irtt-veth.json"
+    ip netns del bbb-il
+    ip netns del bbb-ir
+  }
+  link_irtt() {
+    start_daemon "$c"
+    in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
+    irtt_json bbb-bl bbb-br 10.82.0.2 "$TMP/irtt-link.json"
+    stop_daemon
+  }
+  if [ $((r % 2)) = 1 ]; then veth_irtt; link_irtt; else link_irtt; veth_irtt; fi
+  local a b d e f g h
+  read -r a b d e f g h <<<"$(irtt_figures "$TMP/irtt-link.json" "$TMP/irtt-veth.json" 100e6 5e6)"
+  R[$k/irttrtt/$r]=$a R[$k/irttvrtt/$r]=$b R[$k/irttx/$r]=$d
+  R[$k/irttup/$r]=$e R[$k/irttdown/$r]=$f R[$k/irttipdv/$r]=$g R[$k/irttvipdv/$r]=$h
+  R[$k/irttipdvx/$r]=$(awk -v a="$g" -v b="$h" 'BEGIN {if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b}')
+  rm -f "$TMP/irtt-link.json" "$TMP/irtt-veth.json"
+}
+
+# ---- wait policies ---------------------------------------------------------
+
+# Sets the wait policy of config FILE: sleep (spin_budget_pct = 0: sleep to
+# each deadline, the default before the learned spin), learned (the
+# default) or spin300 (spin_us = 300). wait_policy FILE POLICY.
+wait_policy() {
+  case $2 in
+    sleep) sed -i 's/^spin_us = .*/spin_us = 0\nspin_budget_pct = 0/' "$1" ;;
+    learned) sed -i 's/^spin_us = .*/spin_us = 0/' "$1" ;;
+    spin300) sed -i 's/^spin_us = .*/spin_us = 300/' "$1" ;;
+  esac
+}
+
+# The wait policies compared, alternated (the order reversed in even
+# rounds): for each, full-size UDP offered above 12 Mbit/s, 100 Mbit/s and
+# 1.2 Gbit/s links (0 ms delay): the spacing on the receiving TAP, runs of
+# more than 4 back-to-back frames, wake-up and release lateness, and the
+# datapath threads' CPU over the 3 s of traffic (% of one core, both
+# directions): R[w<POLICY>/<w12|w100|w1g><figure>/ROUND]. run_wait ROUND.
+run_wait() {
+  local r=$1 pol spec n rate offered count ideal c a b d e f g h cpu0 pols=(sleep learned spin300)
+  [ $((r % 2)) = 0 ] && pols=(spin300 learned sleep)
+  for spec in "w12 12mbit 20M 2000 $IDEAL12" "w100 100mbit 200M 20000 $IDEAL100" \
+    "w1g 1200mbit 2G 20000 $IDEAL1G"; do
+    read -r n rate offered count ideal <<<"$spec"
+    for pol in "${pols[@]}"; do
+      local k=w$pol
+      c=$(config "wait-$pol" "$rate" 0ms)
+      wait_policy "$c" "$pol"
+      start_daemon "$c"
+      in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
+      cpu0=$("$BB" stats -c "$c" --json | jq '.wakeups.cpu_ns') || cpu0=0
+      read -r a b d e f g h <<<"$(spacing "$c" "$offered" "$count" "$ideal")"
+      R[$k/${n}p10/$r]=$a R[$k/${n}p50/$r]=$b R[$k/${n}p90/$r]=$d
+      R[$k/${n}runs4/$r]=$g R[$k/${n}rate/$r]=$h
+      R[$k/${n}cpu/$r]=$("$BB" stats -c "$c" --json |
+        jq --argjson c0 "$cpu0" '(.wakeups.cpu_ns - $c0) / 3e9 * 100 | round' | num) || R[$k/${n}cpu/$r]=-
+      read -r _ a _ _ _ <<<"$(lateness "$c" lateness)"
+      R[$k/${n}l99/$r]=$a
+      read -r _ a _ _ _ <<<"$(lateness "$c" release_lateness)"
+      R[$k/${n}r99/$r]=$a
+      stop_daemon
+    done
+  done
+}
+
 IDEAL12=$(awk 'BEGIN {printf "%.2f", 1514*8/12e6*1e6}')
 IDEAL1G=$(awk 'BEGIN {printf "%.2f", 1514*8/1.2e9*1e6}')
+IDEAL100=$(awk 'BEGIN {printf "%.2f", 1514*8/100e6*1e6}')
 
 # ---- report ----------------------------------------------------------------
 
@@ -573,10 +711,13 @@ round_steps() {
   echo "run_wire wnooff $r false"
   echo "run_wire woff $r true"
   echo "run_bloatbox_only $r bb"
+  echo "run_irtt $r bb"
+  [ "$WAIT" = 0 ] || echo "run_wait $r"
   if [ -n "$BEFORE" ]; then
     echo "before run_bloatbox before-nooff $r false"
     echo "before run_bloatbox before-off $r true"
     echo "before run_bloatbox_only $r bb4"
+    echo "before run_irtt $r bb4"
   fi
 }
 
@@ -592,7 +733,7 @@ main() {
   local steps step i cmd
   for r in $(seq "$ROUNDS"); do
     echo "bench-live: round $r of $ROUNDS" >&2
-    mapfile -t steps < <(round_steps "$r")
+    mapfile -t steps < <(round_steps "$r" | grep -E -- "$ONLY")
     for i in "${!steps[@]}"; do
       step=${steps[$i]}
       [ $((r % 2)) = 0 ] && step=${steps[$((${#steps[@]} - 1 - i))]}
@@ -614,16 +755,16 @@ main() {
   tsv=$(mktemp) meta=$(mktemp)
   for k in "${!R[@]}"; do printf '%s\t%s\n' "$k" "${R[$k]}"; done | sort >"$tsv"
   jq -n --arg date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
-    --arg command "${BEFORE:+BEFORE=$BEFORE }BARE=$BARE DUR=$DUR ROUNDS=$ROUNDS RT=$RT SPIN=$SPIN $COMMAND" \
+    --arg command "${BEFORE:+BEFORE=$BEFORE }${ONLY:+ONLY=$ONLY }WAIT=$WAIT BARE=$BARE DUR=$DUR ROUNDS=$ROUNDS RT=$RT SPIN=$SPIN $COMMAND" \
     --arg commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src crates || echo +changes)" \
     --arg before "$BEFORE" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
     --arg kernel "$(uname -r)" --argjson nproc "$(nproc)" \
     --argjson dur "$DUR" --argjson rounds "$ROUNDS" --arg rt "$RT" --arg spin "$SPIN" \
-    --arg ideal12 "$IDEAL12" --arg ideal1g "$IDEAL1G" \
+    --arg ideal12 "$IDEAL12" --arg ideal1g "$IDEAL1G" --arg ideal100 "$IDEAL100" \
     '{kind: "live", date: $date, command: $command, commit: $commit,
       machine: {nproc: $nproc, kernel: $kernel, "load average at the end": $load},
       settings: {DUR: $dur, ROUNDS: $rounds, RT: $rt, SPIN: $spin}, rounds: $rounds,
-      ideal12: $ideal12, ideal1g: $ideal1g}
+      ideal12: $ideal12, ideal1g: $ideal1g, ideal100: $ideal100}
      + (if $before == "" then {} else {before: $before} end)' >"$meta"
   REPORT=$(python3 scripts/bench-table.py --record-live "$tsv" "$meta")
   rm -f "$tsv" "$meta"

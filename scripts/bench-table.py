@@ -79,6 +79,14 @@ LIVE_BB_ROWS = [
     ("seed 4 TBF with GRO: goodput / 1560 Mbit/s", "tbfgroshare"),
     ("reference: seed 4's TBF in the kernel instead (on a router's egress veth one hop after bloatbox's 10gbit 5 ms link with GRO, which has no qdisc): 1 cubic flow goodput, Mbit/s", "ktbf"),
     ("reference: the kernel's TBF: goodput / 1560 Mbit/s", "ktbfshare"),
+    ("irtt (1 ms, 172-byte packets) through the idle 100 Mbit/s link, 5 ms each way: RTT median, ms (ideal 10.034)", "irttrtt"),
+    ("reference: irtt over a veth pair in the same step: RTT median, ms", "irttvrtt"),
+    ("irtt: excess per direction, µs ((RTT − ideal − veth's RTT) / 2)", "irttx"),
+    ("irtt: one-way excess left to right, µs (median minus delay, serialization and the veth's)", "irttup"),
+    ("irtt: one-way excess right to left, µs", "irttdown"),
+    ("irtt: IPDV (round trip) median, µs", "irttipdv"),
+    ("reference: irtt over the veth pair: IPDV median, µs", "irttvipdv"),
+    ("irtt: IPDV median / the veth's", "irttipdvx"),
 ]
 
 
@@ -143,6 +151,48 @@ def live_table(run):
         label = label.format(ideal12=run["ideal12"], ideal1g=run["ideal1g"])
         cells = ["", "", "", "", cell("bb", key)] + (["", cell("bb4", key)] if before else [])
         out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return out + wait_table(run)
+
+# bench-live.sh WAIT=1: the wait policies (columns) and their figures (rows),
+# per link rate.
+WAIT_POLICIES = [
+    ("wsleep", "sleep to each deadline (spin_budget_pct = 0)"),
+    ("wlearned", "learned spin (default)"),
+    ("wspin300", "spin_us = 300"),
+]
+WAIT_RATES = [("w12", "12 Mbit/s", "ideal12"), ("w100", "100 Mbit/s", "ideal100"), ("w1g", "1.2 Gbit/s", "ideal1g")]
+WAIT_ROWS = [
+    ("spacing p10, µs (ideal {ideal})", "p10"),
+    ("spacing p50, µs", "p50"),
+    ("spacing p90, µs", "p90"),
+    ("delivered, Mbit/s (tcpdump)", "rate"),
+    ("runs longer than 4 back-to-back frames", "runs4"),
+    ("wake-up lateness p99, µs", "l99"),
+    ("release lateness p99, µs", "r99"),
+    ("datapath CPU over the 3 s of traffic, % of one core", "cpu"),
+]
+
+
+def wait_table(run):
+    """The WAIT=1 rows of a live run, or nothing."""
+    r, rounds = run["R"], run["rounds"]
+    if not any(k.startswith("wsleep/") for k in r):
+        return []
+    out = [
+        "",
+        "Wait policies (full-size UDP offered above the link's rate; each cell: the rounds in order):",
+        "",
+        "| link | measurement | " + " | ".join(t for _, t in WAIT_POLICIES) + " |",
+        "|" + "---|" * (len(WAIT_POLICIES) + 2),
+    ]
+    for key, rate, ideal in WAIT_RATES:
+        for label, fig in WAIT_ROWS:
+            label = label.format(ideal=run.get(ideal, "-"))
+            cells = [
+                ", ".join(v for n in range(1, rounds + 1) if (v := r.get(f"{p}/{key}{fig}/{n}")) not in (None, ""))
+                for p, _ in WAIT_POLICIES
+            ]
+            out.append(f"| {rate} | {label} | " + " | ".join(cells) + " |")
     return out
 
 

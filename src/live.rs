@@ -65,6 +65,8 @@ pub(crate) fn setup(cfg: &Config) -> anyhow::Result<Setup> {
         control_socket: cfg.control_socket(),
         datapath: DatapathConfig {
             spin_us: cfg.daemon.spin_us,
+            // Validated to at most 100.
+            spin_budget_pct: u8::try_from(cfg.daemon.spin_budget_pct).unwrap_or(100),
             timer_slack_us: cfg.daemon.timer_slack_us,
             busy_poll_us: cfg.daemon.busy_poll_us,
             publish_interval_ns: NS_PER_SEC / u64::from(cfg.daemon.snapshot_hz.max(1)),

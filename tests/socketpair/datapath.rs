@@ -160,6 +160,19 @@ fn spinning_meets_close_deadlines_without_the_timer() {
 }
 
 #[test]
+fn the_learned_spin_carries_frames_in_order_at_the_link_rate() {
+    // The daemon's default: the margin learned from the timer, within a
+    // budget of 15 % of a core (its figures are the benchmark's, not a
+    // test's).
+    let snap = cross_both_ways(DatapathConfig {
+        spin_budget_pct: 15,
+        ..DatapathConfig::default()
+    });
+    assert!(snap.wakeups.timer > 0, "the timer never fired");
+    assert_eq!(snap.wakeups.polls, 0);
+}
+
+#[test]
 fn busy_polling_never_sleeps_while_frames_flow() {
     let snap = cross_both_ways(DatapathConfig {
         busy_poll_us: 1_000_000,

@@ -67,6 +67,12 @@ impl ReleasePacer {
         at
     }
 
+    /// Changes the longest wait (the datapath's spin margin of the moment;
+    /// zero turns pacing off).
+    pub fn set_max_wait(&mut self, max_wait_ns: u64) {
+        self.max_wait_ns = max_wait_ns;
+    }
+
     /// Records that the frame delivered at `delivered` was written at
     /// `now`.
     pub fn written(&mut self, delivered: Instant, now: Instant) {

@@ -387,7 +387,7 @@ impl LinkSettings {
 #[serde(
     default,
     deny_unknown_fields,
-    expecting = "a table with control_socket, snapshot_hz, snapshot_flows, spin_us, timer_slack_us, busy_poll_us, pool_size, cpus"
+    expecting = "a table with control_socket, snapshot_hz, snapshot_flows, spin_us, spin_budget_pct, timer_slack_us, busy_poll_us, pool_size, cpus"
 )]
 pub struct DaemonSettings {
     /// Control socket; unset = `/run/bloatbox/<left namespace>.sock`.
@@ -400,6 +400,10 @@ pub struct DaemonSettings {
     pub snapshot_flows: u32,
     /// Spin this many µs before a timer deadline (0 = off), ≤ 10000.
     pub spin_us: u32,
+    /// Without `spin_us` and `timer_slack_us`: spin before a frame's
+    /// deadline for as long as the timer has been late (its p99, learned),
+    /// using at most this % of a core (0 = never spin), ≤ 100.
+    pub spin_budget_pct: u32,
     /// Let a timer wake-up come up to this many µs after its deadline, so
     /// that one wake-up serves every deadline within it (0 = on time),
     /// ≤ 10000; not with `spin_us`.
@@ -422,6 +426,7 @@ impl Default for DaemonSettings {
             snapshot_hz: 20,
             snapshot_flows: 64,
             spin_us: 0,
+            spin_budget_pct: 15,
             timer_slack_us: 0,
             busy_poll_us: 0,
             pool_size: 65536,

@@ -54,7 +54,7 @@ pub fn check_report(config: &Config) -> String {
     let d = &config.daemon;
     let _ = writeln!(
         out,
-        "daemon control socket {}  snapshots {} Hz  spin {}  timer slack {}  busy poll {}  pool {} frames{}",
+        "daemon control socket {}  snapshots {} Hz  spin {}  timer slack {}  busy poll {}  pool {} frames{}{}",
         config.control_socket().display(),
         d.snapshot_hz,
         match d.spin_us {
@@ -68,6 +68,14 @@ pub fn check_report(config: &Config) -> String {
             [] => String::new(),
             [both] => format!("  threads on CPU {both}"),
             [l2r, r2l, ..] => format!("  threads on CPUs {l2r} (left→right), {r2l} (right→left)"),
+        },
+        // The learned spin (DaemonSettings::spin_budget_pct) applies only
+        // without a fixed spin and without slack.
+        match (d.spin_us, d.timer_slack_us, d.spin_budget_pct) {
+            (0, 0, pct) if pct > 0 => {
+                format!("  learned spin within {pct}% of a core (late releases paced)")
+            }
+            _ => String::new(),
         }
     );
     out
@@ -234,6 +242,21 @@ mod tests {
         c.daemon.spin_us = 0;
         c.daemon.timer_slack_us = 20;
         assert!(check_report(&c).contains("  spin off  timer slack 20us  busy poll off  "));
+    }
+
+    #[test]
+    fn the_daemon_line_names_the_learned_spin_only_when_it_applies() {
+        let mut c = Config::default();
+        let learned = "  learned spin within 15% of a core (late releases paced)";
+        assert!(check_report(&c).contains(learned));
+        c.daemon.spin_budget_pct = 0;
+        assert!(!check_report(&c).contains("learned spin"));
+        c.daemon.spin_budget_pct = 15;
+        c.daemon.spin_us = 50;
+        assert!(!check_report(&c).contains("learned spin"));
+        c.daemon.spin_us = 0;
+        c.daemon.timer_slack_us = 20;
+        assert!(!check_report(&c).contains("learned spin"));
     }
 
     #[test]

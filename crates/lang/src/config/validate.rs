@@ -28,6 +28,7 @@ const SNAPSHOT_HZ: RangeInclusive<u32> = 1..=1000;
 const SNAPSHOT_FLOWS: RangeInclusive<u32> = 0..=65_536;
 const SPIN_US: RangeInclusive<u32> = 0..=10_000;
 const TIMER_SLACK_US: RangeInclusive<u32> = 0..=10_000;
+const SPIN_BUDGET_PCT: RangeInclusive<u32> = 0..=100;
 const BUSY_POLL_US: RangeInclusive<u32> = 0..=1_000_000;
 /// The longest per-frame post cost, ns (1 ms: a driver slower than that
 /// is a stall, not a cost).
@@ -539,6 +540,12 @@ fn daemon(config: &Config) -> Result<(), ConfigError> {
         "flows",
     )?;
     in_range("daemon.spin_us", d.spin_us, SPIN_US, "µs")?;
+    in_range(
+        "daemon.spin_budget_pct",
+        d.spin_budget_pct,
+        SPIN_BUDGET_PCT,
+        "%",
+    )?;
     in_range(
         "daemon.timer_slack_us",
         d.timer_slack_us,

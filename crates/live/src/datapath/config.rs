@@ -14,8 +14,13 @@ pub const DEFAULT_SNAPSHOT_FLOWS: usize = 64;
 /// but for the CPU it is pinned to).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DatapathConfig {
-    /// Spin (instead of sleeping) for this long before each deadline; 0 = never.
+    /// Spin (instead of sleeping) for this long before each deadline; 0 =
+    /// a learned margin within `spin_budget_pct`.
     pub spin_us: u32,
+    /// Without `spin_us` and `timer_slack_us`: the most of a core (%) the
+    /// learned spin margin may use (`wait::AdaptiveSpin`); 0 = never spin.
+    /// 0 here; the daemon's default (`daemon.spin_budget_pct`) is 15.
+    pub spin_budget_pct: u8,
     /// Let the timer fire up to this long after a deadline, so that one
     /// wake-up serves every deadline within it; 0 = on time. Not with
     /// `spin_us` (the configuration refuses both).
@@ -58,6 +63,7 @@ impl Default for DatapathConfig {
     fn default() -> Self {
         DatapathConfig {
             spin_us: 0,
+            spin_budget_pct: 0,
             timer_slack_us: 0,
             busy_poll_us: 0,
             batch: 64,

@@ -13,9 +13,12 @@
 //! Each thread sleeps in `epoll_wait` over its read port, an absolute
 //! CLOCK_MONOTONIC timerfd armed at its lane's next deadline
 //! (`Lane::poll_at`), and an eventfd that signals its bounded command
-//! queue. Timer slack is set to 1 ns; optionally the last `spin_us` before a
-//! deadline are spun instead of slept: the timer is armed `spin_us` early,
-//! and a deadline already that close is spun to without arming it at all
+//! queue. Timer slack is set to 1 ns, and the last stretch before a
+//! frame's deadline is spun instead of slept: by default as long as the
+//! timer has been firing late (its p99, learned, capped), while a budget of
+//! `spin_budget_pct` of a core lasts (`wait::AdaptiveSpin`); with `spin_us`
+//! that long before every deadline. The timer is armed that much early, and
+//! a deadline already that close is spun to without arming it at all
 //! (`timerfd_settime` costs a VM exit on a virtual machine). With
 //! `timer_slack_us` the timer is armed that much late instead, and not
 //! re-armed for a deadline it already serves, so one wake-up meets every
@@ -37,8 +40,9 @@
 //! due, what it releases is written before the next read, so a batch never
 //! delays a departure by more than one read and an unshaped link costs one
 //! read and one write per frame, no epoll call. Then poll the lane, write
-//! what it releases to the other port (with `spin_us`, frames that fell due
-//! while the loop was late are spaced out by the `release::ReleasePacer`,
+//! what it releases to the other port (frames that fell due while the loop
+//! was late are spaced out by the `release::ReleasePacer` within the spin
+//! margin of the moment,
 //! and the first one held sets a deadline), return every sent or dropped
 //! buffer to the pool, and re-arm the timer.
 //!

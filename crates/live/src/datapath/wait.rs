@@ -1,28 +1,73 @@
-//! The datapath's wait decision, as a pure function: given the time, what
-//! the iteration left pending (a read batch cut short, the bridge's and the
-//! release pacer's next deadline, the next snapshot) and the `spin_us` /
-//! `busy_poll_us` / `timer_slack_us` settings, `WaitPolicy::plan` says how
-//! the loop waits for the next event: not at all, by busy polling, by
-//! spinning to a deadline without the timer, or by sleeping in
-//! `epoll_wait` on the timerfd, armed at the deadline (`spin_us` earlier,
-//! or up to `timer_slack_us` later, so that one wake-up serves every
-//! deadline within the slack, as `qdisc_watchdog_schedule_range_ns` in
-//! net/sched/sch_api.c does for sch_fq's `timer_slack`). It reads no clock
-//! and makes no system call; the driver carries the plan out.
+//! The datapath's wait decision, as a pure state machine: given the time,
+//! what the iteration left pending (a read batch cut short, the bridge's
+//! and the release pacer's next deadline, the next snapshot) and the
+//! `spin_us` / `spin_budget_pct` / `busy_poll_us` / `timer_slack_us`
+//! settings, `WaitPolicy::plan` says how the loop waits for the next event:
+//! not at all, by busy polling, by spinning to a deadline without the
+//! timer, or by sleeping in `epoll_wait` on the timerfd, armed at the
+//! deadline (a spin margin earlier, or up to `timer_slack_us` later, so
+//! that one wake-up serves every deadline within the slack, as
+//! `qdisc_watchdog_schedule_range_ns` in net/sched/sch_api.c does for
+//! sch_fq's `timer_slack`). By default (no `spin_us`, no slack) the margin
+//! is learned (`AdaptiveSpin`): the p99 of how late the timer has been
+//! firing, capped at `MARGIN_CAP_NS`, spent only before a frame's deadline
+//! and only while a per-second spin budget (`spin_budget_pct` of a core)
+//! lasts; once it is spent the loop sleeps to the deadline itself. The
+//! driver reports what happened (`timer_fired`, `spun`); the policy reads
+//! no clock and makes no system call.
 
-use crate::time::{earliest, Instant, NS_PER_US};
+use crate::time::{earliest, Instant, NS_PER_MS, NS_PER_US};
+
+/// Width of a timer-lateness bucket of `AdaptiveSpin`, ns.
+pub(super) const BUCKET_NS: u64 = 4 * NS_PER_US;
+/// Buckets of timer lateness (the last also holds every later sample).
+const BUCKETS: usize = 64;
+/// The learned margin never exceeds this: a timer later than that is a
+/// preemption, which spinning longer would not have helped.
+pub(super) const MARGIN_CAP_NS: u64 = 200 * NS_PER_US;
+/// Samples before the learned margin is used (until then: none).
+pub(super) const MIN_SAMPLES: u32 = 32;
+/// When the samples reach this many, every bucket is halved: the margin
+/// follows the last few thousand wake-ups.
+pub(super) const WINDOW: u32 = 1024;
+/// The budget's depth: at most `pct` % of this much spin time is saved up
+/// while no frame is due, ns.
+pub(super) const BUDGET_DEPTH_NS: u64 = 10 * NS_PER_MS;
 
 /// How the loop may wait, from `DatapathConfig::spin_us`,
-/// `DatapathConfig::busy_poll_us` and `DatapathConfig::timer_slack_us`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// `spin_budget_pct`, `busy_poll_us` and `timer_slack_us`, with the
+/// adaptive margin's state.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct WaitPolicy {
-    /// Spun (instead of slept) before each deadline, ns; 0 = never.
+    /// Spun (instead of slept) before each deadline, ns; 0 = never, or
+    /// learned (`adaptive`).
     spin_ns: u64,
     /// How late the timer may fire after a deadline, ns; 0 = on time.
     slack_ns: u64,
     /// How long after the last frame the loop polls instead of sleeping,
     /// ns; 0 = never.
     busy_poll_ns: u64,
+    /// The learned margin and its budget: without `spin_us` and slack,
+    /// with a budget.
+    adaptive: Option<AdaptiveSpin>,
+}
+
+/// The default's spin margin: learned from how late the timer fires
+/// (its p99 over the last `WINDOW` or so wake-ups, in `BUCKET_NS` steps,
+/// at most `MARGIN_CAP_NS`), and paid for from a budget of `pct` % of the
+/// time elapsed (a token bucket at most `BUDGET_DEPTH_NS` deep).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct AdaptiveSpin {
+    /// Timer lateness samples (time woken minus time armed for), by bucket.
+    hist: [u32; BUCKETS],
+    samples: u32,
+    /// The margin the samples give.
+    margin_ns: u64,
+    /// The budget: % of a core.
+    pct: u64,
+    /// Spin time left at `refilled_at`, ns.
+    tokens_ns: u64,
+    refilled_at: Instant,
 }
 
 /// What an iteration leaves for the next one to wait for.
@@ -54,57 +99,188 @@ pub(super) enum WaitPlan {
     /// timer (re-arming a timerfd costs a VM exit on a virtual machine),
     /// then look for I/O without blocking.
     Spin { deadline: Instant },
-    /// Arm the timer for the deadline (it fires `WaitPolicy::wake_at` it)
-    /// and block until it fires or I/O arrives.
-    Sleep { deadline: Instant },
+    /// Arm the timer to fire at `wake` (the deadline less the margin, or
+    /// plus the slack) and block until it fires or I/O arrives; when it
+    /// fires, spin the rest of the way to `deadline`.
+    Sleep { deadline: Instant, wake: Instant },
 }
 
 impl WaitPolicy {
-    pub(super) fn new(spin_us: u32, busy_poll_us: u32, timer_slack_us: u32) -> WaitPolicy {
+    /// `spin_us` fixes the margin; without it and without slack a
+    /// `spin_budget_pct` above 0 learns it (`AdaptiveSpin`).
+    pub(super) fn new(
+        spin_us: u32,
+        spin_budget_pct: u8,
+        busy_poll_us: u32,
+        timer_slack_us: u32,
+    ) -> WaitPolicy {
+        let adaptive = (spin_us == 0 && timer_slack_us == 0 && spin_budget_pct > 0)
+            .then(|| AdaptiveSpin::new(u64::from(spin_budget_pct.min(100))));
         WaitPolicy {
             spin_ns: u64::from(spin_us) * NS_PER_US,
             slack_ns: u64::from(timer_slack_us) * NS_PER_US,
             busy_poll_ns: u64::from(busy_poll_us) * NS_PER_US,
+            adaptive,
         }
     }
 
-    /// When the timer for `deadline` fires: the spin margin before it, or
-    /// the slack after it.
-    pub(super) fn wake_at(&self, deadline: Instant) -> Instant {
-        deadline.saturating_sub(self.spin_ns) + self.slack_ns
+    /// The spin margin before a deadline at `now`: `spin_us`, or (learned)
+    /// only before a frame's deadline and only while the budget holds it.
+    pub(super) fn margin(&self, now: Instant, frame_due: bool) -> u64 {
+        match &self.adaptive {
+            Some(a) if frame_due => a.margin_at(now),
+            Some(_) => 0,
+            None => self.spin_ns,
+        }
     }
 
-    /// Whether a timer armed for `armed` serves `deadline` as well: it is
-    /// the same, or (with slack) it fires within `deadline`'s slack, not
-    /// before `deadline`. Re-arming then would cost a `timerfd_settime` for
-    /// nothing (`qdisc_watchdog_schedule_range_ns` leaves a watchdog alone
-    /// for the same reason when it is already due within the new expiry's
-    /// slack).
-    pub(super) fn serves(&self, armed: Instant, deadline: Instant) -> bool {
-        armed <= deadline && deadline.saturating_sub(self.slack_ns) <= armed
+    /// When the timer for `deadline` fires with `margin`: that much before
+    /// it, or the slack after it.
+    pub(super) fn wake_at(&self, deadline: Instant, margin: u64) -> Instant {
+        deadline.saturating_sub(margin) + self.slack_ns
+    }
+
+    /// Whether a timer armed for `armed` (deadline, wake-up) serves
+    /// `deadline` waking at `wake` as well: the same, or (with slack) it
+    /// fires within `deadline`'s slack, not before `deadline`. Re-arming
+    /// then would cost a `timerfd_settime` for nothing
+    /// (`qdisc_watchdog_schedule_range_ns` leaves a watchdog alone for the
+    /// same reason when it is already due within the new expiry's slack).
+    pub(super) fn serves(
+        &self,
+        armed: (Instant, Instant),
+        deadline: Instant,
+        wake: Instant,
+    ) -> bool {
+        let (at, woke) = armed;
+        if self.slack_ns == 0 {
+            return at == deadline && woke == wake;
+        }
+        at <= deadline && deadline.saturating_sub(self.slack_ns) <= at
     }
 
     /// How to wait at `now` for what `p` leaves pending. The deadline is
     /// the earliest of the bridge's, the pacer's and the next snapshot's
-    /// (so there always is one).
+    /// (so there always is one); it is a frame's unless it is the
+    /// snapshot's alone.
     pub(super) fn plan(&self, now: Instant, p: &Pending) -> WaitPlan {
-        let deadline = earliest(p.bridge, p.release).map_or(p.publish, |d| d.min(p.publish));
+        let frame = earliest(p.bridge, p.release);
+        let deadline = frame.map_or(p.publish, |d| d.min(p.publish));
+        let frame_due = frame.is_some_and(|d| d <= p.publish);
         let polling = self.busy_poll_ns > 0 && now < p.last_frame + self.busy_poll_ns;
         if p.backlog || deadline <= now {
-            WaitPlan::Look
-        } else if polling {
-            WaitPlan::Poll { deadline }
-        } else if self.wake_at(deadline) <= now {
+            return WaitPlan::Look;
+        }
+        if polling {
+            return WaitPlan::Poll { deadline };
+        }
+        let wake = self.wake_at(deadline, self.margin(now, frame_due));
+        if wake <= now {
             WaitPlan::Spin { deadline }
         } else {
-            WaitPlan::Sleep { deadline }
+            WaitPlan::Sleep { deadline, wake }
         }
+    }
+
+    /// The timer armed to fire at `wake` woke the loop at `now`: a sample
+    /// of the timer's lateness for the learned margin.
+    pub(super) fn timer_fired(&mut self, wake: Instant, now: Instant) {
+        if let Some(a) = &mut self.adaptive {
+            a.sample(now.saturating_since(wake));
+        }
+    }
+
+    /// The loop spun from `from` to `to`: paid from the budget.
+    pub(super) fn spun(&mut self, from: Instant, to: Instant) {
+        if let Some(a) = &mut self.adaptive {
+            a.spend(to, to.saturating_since(from));
+        }
+    }
+
+    /// The longest wait the release pacer may impose at `now`: as long as
+    /// the loop would spin before a frame (`release::ReleasePacer`).
+    pub(super) fn pace_wait(&self, now: Instant) -> u64 {
+        self.margin(now, true)
+    }
+}
+
+impl AdaptiveSpin {
+    fn new(pct: u64) -> AdaptiveSpin {
+        AdaptiveSpin {
+            hist: [0; BUCKETS],
+            samples: 0,
+            margin_ns: 0,
+            pct,
+            tokens_ns: BUDGET_DEPTH_NS * pct / 100,
+            refilled_at: Instant::ZERO,
+        }
+    }
+
+    /// The budget left at `now` (`refilled_at` or later): what was left
+    /// plus `pct` % of the time since, at most the bucket's depth.
+    fn tokens_at(&self, now: Instant) -> u64 {
+        let earned = now
+            .saturating_since(self.refilled_at)
+            .saturating_mul(self.pct)
+            / 100;
+        self.tokens_ns
+            .saturating_add(earned)
+            .min(BUDGET_DEPTH_NS * self.pct / 100)
+    }
+
+    /// The learned margin if the budget left at `now` covers a whole one,
+    /// else none.
+    fn margin_at(&self, now: Instant) -> u64 {
+        if self.tokens_at(now) >= self.margin_ns {
+            self.margin_ns
+        } else {
+            0
+        }
+    }
+
+    /// `ns` of spinning, ended at `now`, paid from the budget.
+    fn spend(&mut self, now: Instant, ns: u64) {
+        if now >= self.refilled_at {
+            self.tokens_ns = self.tokens_at(now).saturating_sub(ns);
+            self.refilled_at = now;
+        } else {
+            self.tokens_ns = self.tokens_ns.saturating_sub(ns);
+        }
+    }
+
+    /// Records how late the timer fired and updates the margin: the upper
+    /// edge of the bucket holding the p99, capped.
+    fn sample(&mut self, late_ns: u64) {
+        let bucket =
+            usize::try_from(late_ns / BUCKET_NS).map_or(BUCKETS - 1, |b| b.min(BUCKETS - 1));
+        self.hist[bucket] += 1;
+        self.samples += 1;
+        if self.samples >= WINDOW {
+            self.hist.iter_mut().for_each(|n| *n /= 2);
+            self.samples = self.hist.iter().sum();
+        }
+        if self.samples < MIN_SAMPLES {
+            self.margin_ns = 0;
+            return;
+        }
+        let need = u64::from(self.samples) * 99;
+        let mut seen = 0u64;
+        let mut p99 = BUCKETS - 1;
+        for (i, &n) in self.hist.iter().enumerate() {
+            seen += u64::from(n) * 100;
+            if seen >= need {
+                p99 = i;
+                break;
+            }
+        }
+        self.margin_ns = ((p99 as u64 + 1) * BUCKET_NS).min(MARGIN_CAP_NS);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::NS_PER_SEC;
 
     const fn at(us: u64) -> Instant {
         Instant::from_micros(us)
@@ -120,13 +296,21 @@ mod tests {
     };
 
     fn plan(spin_us: u32, busy_poll_us: u32, now: Instant, p: Pending) -> WaitPlan {
-        WaitPolicy::new(spin_us, busy_poll_us, 0).plan(now, &p)
+        WaitPolicy::new(spin_us, 0, busy_poll_us, 0).plan(now, &p)
+    }
+
+    /// Sleeping to `deadline` with no margin: the timer fires at it.
+    const fn sleep_to(deadline: Instant) -> WaitPlan {
+        WaitPlan::Sleep {
+            deadline,
+            wake: deadline,
+        }
     }
 
     #[test]
     fn the_deadline_is_the_earliest_pending_one() {
         let now = at(1_000);
-        let sleep = |us| WaitPlan::Sleep { deadline: at(us) };
+        let sleep = |us| sleep_to(at(us));
         // No link deadline: the next snapshot is waited for.
         assert_eq!(plan(0, 0, now, IDLE), sleep(100_000));
         let bridge = Pending {
@@ -185,10 +369,7 @@ mod tests {
             bridge: Some(now + 1),
             ..IDLE
         };
-        assert_eq!(
-            plan(0, 0, now, ahead),
-            WaitPlan::Sleep { deadline: now + 1 }
-        );
+        assert_eq!(plan(0, 0, now, ahead), sleep_to(now + 1));
     }
 
     #[test]
@@ -201,9 +382,7 @@ mod tests {
         let poll = WaitPlan::Poll {
             deadline: at(50_000),
         };
-        let sleep = WaitPlan::Sleep {
-            deadline: at(50_000),
-        };
+        let sleep = sleep_to(at(50_000));
         // Open from the last frame to one nanosecond before its end.
         assert_eq!(plan(0, 100, at(1_000), p), poll);
         assert_eq!(plan(0, 100, at(1_100).saturating_sub(1), p), poll);
@@ -234,6 +413,7 @@ mod tests {
         };
         let sleep = WaitPlan::Sleep {
             deadline: at(1_050),
+            wake: at(1_000),
         };
         // Exactly the margin away: spun.
         assert_eq!(plan(50, 0, at(1_000), p), spin);
@@ -241,21 +421,23 @@ mod tests {
         assert_eq!(plan(50, 0, at(1_049), p), spin);
         // One nanosecond beyond the margin: slept (the timer fires 50 µs early).
         assert_eq!(plan(50, 0, at(1_000).saturating_sub(1), p), sleep);
-        // No margin: always slept.
-        assert_eq!(plan(0, 0, at(1_049), p), sleep);
+        // No margin: always slept, the timer firing at the deadline.
+        assert_eq!(plan(0, 0, at(1_049), p), sleep_to(at(1_050)));
         // A margin longer than the time since the epoch: spun.
         assert_eq!(plan(5_000, 0, at(0), p), spin);
     }
 
     #[test]
     fn the_timer_fires_the_spin_margin_early() {
-        let w = WaitPolicy::new(50, 0, 0);
-        assert_eq!(w.wake_at(at(1_050)), at(1_000));
-        assert_eq!(w.wake_at(at(10)), Instant::ZERO, "saturates at zero");
-        assert_eq!(WaitPolicy::new(0, 100, 0).wake_at(at(7)), at(7));
+        let w = WaitPolicy::new(50, 0, 0, 0);
+        let m = w.margin(at(0), true);
+        assert_eq!(w.wake_at(at(1_050), m), at(1_000));
+        assert_eq!(w.wake_at(at(10), m), Instant::ZERO, "saturates at zero");
+        let poll = WaitPolicy::new(0, 0, 100, 0);
+        assert_eq!(poll.wake_at(at(7), poll.margin(at(0), true)), at(7));
         // The largest settings do not overflow.
-        let max = WaitPolicy::new(u32::MAX, u32::MAX, 0);
-        assert_eq!(max.wake_at(at(1)), Instant::ZERO);
+        let max = WaitPolicy::new(u32::MAX, 0, u32::MAX, 0);
+        assert_eq!(max.wake_at(at(1), max.margin(at(0), true)), Instant::ZERO);
         let p = Pending {
             last_frame: Instant::from_nanos(u64::MAX),
             ..IDLE
@@ -270,8 +452,9 @@ mod tests {
 
     #[test]
     fn with_slack_the_timer_fires_late_and_one_arming_serves_the_slack() {
-        let w = WaitPolicy::new(0, 0, 20);
-        assert_eq!(w.wake_at(at(1_000)), at(1_020));
+        let w = WaitPolicy::new(0, 0, 0, 20);
+        assert_eq!(w.margin(at(0), true), 0);
+        assert_eq!(w.wake_at(at(1_000), 0), at(1_020));
         // A deadline ahead is slept to, never spun to: the wake-up comes
         // after it.
         let p = Pending {
@@ -281,25 +464,200 @@ mod tests {
         assert_eq!(
             w.plan(at(999), &p),
             WaitPlan::Sleep {
-                deadline: at(1_000)
+                deadline: at(1_000),
+                wake: at(1_020)
             }
         );
         // Armed for 1000 µs (firing at 1020): serves a deadline from 1000
         // to 1020, not one before 1000 (it would fire late by more than
         // the slack) nor one after 1020 (it would fire before it).
-        assert!(w.serves(at(1_000), at(1_000)));
-        assert!(w.serves(at(1_000), at(1_013)));
-        assert!(w.serves(at(1_000), at(1_020)));
-        assert!(!w.serves(at(1_000), at(1_021)));
-        assert!(!w.serves(at(1_000), at(999)));
+        let armed = (at(1_000), at(1_020));
+        let serves = |w: &WaitPolicy, d: Instant| w.serves(armed, d, w.wake_at(d, 0));
+        assert!(serves(&w, at(1_000)));
+        assert!(serves(&w, at(1_013)));
+        assert!(serves(&w, at(1_020)));
+        assert!(!serves(&w, at(1_021)));
+        assert!(!serves(&w, at(999)));
         // Without slack only the same deadline is served.
-        let exact = WaitPolicy::new(0, 0, 0);
-        assert!(exact.serves(at(1_000), at(1_000)));
-        assert!(!exact.serves(at(1_000), at(1_001)));
-        assert!(!exact.serves(at(1_001), at(1_000)));
+        let exact = WaitPolicy::new(0, 0, 0, 0);
+        let armed = (at(1_000), at(1_000));
+        assert!(exact.serves(armed, at(1_000), at(1_000)));
+        assert!(!exact.serves(armed, at(1_001), at(1_001)));
+        assert!(!exact.serves((at(1_001), at(1_001)), at(1_000), at(1_000)));
         // The largest slack does not overflow.
-        let max = WaitPolicy::new(0, 0, u32::MAX);
-        assert!(max.serves(at(0), at(5)));
-        assert_eq!(max.wake_at(at(1)), at(1) + u64::from(u32::MAX) * NS_PER_US);
+        let max = WaitPolicy::new(0, 0, 0, u32::MAX);
+        assert!(max.serves((at(0), at(0)), at(5), at(5)));
+        assert_eq!(
+            max.wake_at(at(1), 0),
+            at(1) + u64::from(u32::MAX) * NS_PER_US
+        );
+    }
+
+    /// The default policy: a 10 % budget, the margin learned.
+    fn adaptive() -> WaitPolicy {
+        WaitPolicy::new(0, 10, 0, 0)
+    }
+
+    /// Feeds `n` timer wake-ups `late_us` µs after the time armed for.
+    fn feed(w: &mut WaitPolicy, n: u32, late_us: u64) {
+        for _ in 0..n {
+            w.timer_fired(at(1_000), at(1_000) + late_us * NS_PER_US);
+        }
+    }
+
+    #[test]
+    fn the_margin_is_learned_from_the_timers_p99_and_capped() {
+        let mut w = adaptive();
+        let now = at(20_000);
+        // Too few samples: no margin yet.
+        feed(&mut w, MIN_SAMPLES - 1, 30);
+        assert_eq!(w.margin(now, true), 0);
+        // 30 µs late is bucket [28, 32): the margin is its upper edge.
+        feed(&mut w, 1, 30);
+        assert_eq!(w.margin(now, true), 32 * NS_PER_US);
+        // 99 wake-ups 10 µs late and one 150 µs late: the p99 is 10 µs's
+        // bucket [8, 12); two late ones of 100 and the p99 is [148, 152).
+        let mut w = adaptive();
+        feed(&mut w, 99, 10);
+        feed(&mut w, 1, 150);
+        assert_eq!(w.margin(now, true), 12 * NS_PER_US);
+        feed(&mut w, 1, 150);
+        assert_eq!(w.margin(now, true), 152 * NS_PER_US);
+        // A timer always 1 ms late: the cap.
+        let mut w = adaptive();
+        feed(&mut w, 100, 1_000);
+        assert_eq!(w.margin(now, true), MARGIN_CAP_NS);
+        // A timer that fired early counts as on time.
+        let mut w = adaptive();
+        for _ in 0..100 {
+            w.timer_fired(at(1_000), at(900));
+        }
+        assert_eq!(w.margin(now, true), BUCKET_NS);
+    }
+
+    #[test]
+    fn the_margin_follows_the_last_window_of_wake_ups() {
+        let mut w = adaptive();
+        let now = at(20_000);
+        feed(&mut w, WINDOW, 100);
+        assert_eq!(w.margin(now, true), 104 * NS_PER_US);
+        // The window halves at WINDOW samples: 512 old and 512 new become
+        // 256 and 256, and 88 more new leave the old ones 43 %.
+        feed(&mut w, 600, 10);
+        assert_eq!(w.margin(now, true), 104 * NS_PER_US);
+        // Six halvings later the old ones are under 1 %.
+        feed(&mut w, 3_000, 10);
+        assert_eq!(w.margin(now, true), 12 * NS_PER_US);
+    }
+
+    #[test]
+    fn the_learned_margin_is_spent_before_frames_only() {
+        let mut w = adaptive();
+        feed(&mut w, 100, 30);
+        let now = at(20_000);
+        let frame = Pending {
+            bridge: Some(at(20_100)),
+            ..IDLE
+        };
+        assert_eq!(
+            w.plan(now, &frame),
+            WaitPlan::Sleep {
+                deadline: at(20_100),
+                wake: at(20_068)
+            }
+        );
+        let paced = Pending {
+            release: Some(at(20_100)),
+            ..IDLE
+        };
+        assert_eq!(w.plan(now, &paced), w.plan(now, &frame));
+        // Within the margin: spun to.
+        assert_eq!(
+            w.plan(at(20_070), &frame),
+            WaitPlan::Spin {
+                deadline: at(20_100)
+            }
+        );
+        // The snapshot's deadline alone, or before the frame's: slept to.
+        let idle = Pending {
+            publish: at(20_100),
+            ..IDLE
+        };
+        assert_eq!(w.plan(now, &idle), sleep_to(at(20_100)));
+        let snapshot_first = Pending {
+            bridge: Some(at(20_200)),
+            ..idle
+        };
+        assert_eq!(w.plan(now, &snapshot_first), sleep_to(at(20_100)));
+        assert_eq!(w.plan(at(20_090), &snapshot_first), sleep_to(at(20_100)));
+        // The pacer may wait as long as the loop would spin.
+        assert_eq!(w.pace_wait(now), 32 * NS_PER_US);
+    }
+
+    #[test]
+    fn a_spent_budget_falls_back_to_sleeping_until_it_refills() {
+        // 10 % of a core: at most 1 ms saved up, refilled at 0.1 ns per ns.
+        let mut w = adaptive();
+        feed(&mut w, 100, 30);
+        let margin = 32 * NS_PER_US;
+        let start = at(10_000);
+        let mut now = start;
+        let frame = |now: Instant| Pending {
+            bridge: Some(now + margin),
+            ..IDLE
+        };
+        // Spinning back to back: the first spin leaves 968 µs, each later
+        // one 28.8 µs less (32 spent, 3.2 earned); the 34th leaves 17.6 µs,
+        // less than a margin.
+        let mut spins = 0;
+        while w.margin(now, true) == margin {
+            assert_eq!(
+                w.plan(now, &frame(now)),
+                WaitPlan::Spin {
+                    deadline: now + margin
+                }
+            );
+            w.spun(now, now + margin);
+            now += margin;
+            spins += 1;
+            assert!(spins < 100, "the budget never ran out");
+        }
+        assert_eq!(spins, 34);
+        // Spent: the frame's deadline is slept to, the timer armed for it.
+        assert_eq!(w.margin(now, true), 0);
+        assert_eq!(w.pace_wait(now), 0);
+        assert_eq!(w.plan(now, &frame(now)), sleep_to(now + margin));
+        // 14.4 µs more are earned in 144 µs.
+        assert_eq!(w.margin(now + 143 * NS_PER_US, true), 0);
+        assert_eq!(w.margin(now + 144 * NS_PER_US, true), margin);
+        // Idle for a minute: at most 1 ms saved up. A 968 µs spin (paid
+        // at its end, nothing earned while it is timed) leaves 32 µs, one
+        // margin; 1 µs more (0.1 earned) leaves less.
+        let later = now + 60 * NS_PER_SEC;
+        let spun = later + 968 * NS_PER_US;
+        w.spun(later, spun);
+        assert_eq!(w.margin(spun, true), margin);
+        w.spun(spun, spun + NS_PER_US);
+        assert_eq!(w.margin(spun + NS_PER_US, true), 0);
+    }
+
+    #[test]
+    fn spin_us_or_slack_or_no_budget_turn_the_learning_off() {
+        for w in [
+            WaitPolicy::new(50, 10, 0, 0),
+            WaitPolicy::new(0, 10, 0, 20),
+            WaitPolicy::new(0, 0, 0, 0),
+        ] {
+            let mut w = w;
+            let fixed = w.margin(at(0), false);
+            feed(&mut w, 100, 30);
+            w.spun(at(0), at(1_000_000));
+            assert_eq!(w.margin(at(0), true), fixed);
+            assert_eq!(w.margin(at(0), false), fixed);
+        }
+        assert_eq!(
+            WaitPolicy::new(50, 10, 0, 0).margin(at(0), false),
+            50 * NS_PER_US
+        );
     }
 }

@@ -86,9 +86,9 @@ pub(super) struct Driver {
     /// How the loop waits between iterations (`spin_us`, `busy_poll_us`,
     /// `timer_slack_us`).
     wait: WaitPolicy,
-    /// The deadline the timer is armed for (the spin margin not subtracted,
-    /// the slack not added).
-    armed: Option<Instant>,
+    /// The deadline the timer is armed for, and when it fires (the spin
+    /// margin before it, or the slack after it).
+    armed: Option<(Instant, Instant)>,
     /// The deadline the last busy-poll iteration was waiting for: its
     /// lateness is recorded when an iteration finds it passed.
     polled: Option<Instant>,
@@ -168,7 +168,12 @@ impl Driver {
             snapshots,
             epoll,
             timer,
-            wait: WaitPolicy::new(cfg.spin_us, cfg.busy_poll_us, cfg.timer_slack_us),
+            wait: WaitPolicy::new(
+                cfg.spin_us,
+                cfg.spin_budget_pct,
+                cfg.busy_poll_us,
+                cfg.timer_slack_us,
+            ),
             armed: None,
             polled: None,
             last_frame: Instant::ZERO,
@@ -238,6 +243,8 @@ impl Driver {
             }
             let now = self.clock.now();
             self.poll_lane(now);
+            // The pacer waits only as long as the loop would spin.
+            self.pacer.set_max_wait(self.wait.pace_wait(now));
             self.write_out(true, now);
             self.publish_if_due(now);
             let plan = self.wait.plan(now, &self.pending(readable));
@@ -311,8 +318,8 @@ impl Driver {
                 self.spin_until(deadline);
                 EpollTimeout::ZERO
             }
-            WaitPlan::Sleep { deadline } => {
-                self.arm(deadline)?;
+            WaitPlan::Sleep { deadline, wake } => {
+                self.arm(deadline, wake)?;
                 EpollTimeout::NONE
             }
         })
@@ -395,17 +402,16 @@ impl Driver {
         }
     }
 
-    /// Arms the timer for `deadline` (`WaitPolicy::wake_at`: minus the spin
+    /// Arms the timer to fire at `wake_at` for `deadline` (minus the spin
     /// margin, or plus the slack) unless the timer already armed serves it
     /// (`WaitPolicy::serves`).
-    fn arm(&mut self, deadline: Instant) -> io::Result<()> {
+    fn arm(&mut self, deadline: Instant, wake_at: Instant) -> io::Result<()> {
         if self
             .armed
-            .is_some_and(|armed| self.wait.serves(armed, deadline))
+            .is_some_and(|armed| self.wait.serves(armed, deadline, wake_at))
         {
             return Ok(());
         }
-        let wake_at = self.wait.wake_at(deadline);
         let ts = TimeSpec::new(
             (wake_at.nanos() / NS_PER_SEC) as i64,
             (wake_at.nanos() % NS_PER_SEC) as i64,
@@ -414,28 +420,33 @@ impl Driver {
             Expiration::OneShot(ts),
             TimerSetTimeFlags::TFD_TIMER_ABSTIME,
         )?;
-        self.armed = Some(deadline);
+        self.armed = Some((deadline, wake_at));
         Ok(())
     }
 
-    /// The timer fired: finish with a spin if configured, then record how
-    /// late we are.
+    /// The timer fired: tell the wait policy how late, finish with a spin
+    /// if it fired a margin early, then record how late we are.
     fn on_timer(&mut self) {
         // Non-blocking read of the expiry count; EAGAIN only if a re-arm raced.
         let _ = self.timer.wait();
         self.wakeups.timer += 1;
-        if let Some(deadline) = self.armed.take() {
+        if let Some((deadline, wake)) = self.armed.take() {
+            self.wait.timer_fired(wake, self.clock.now());
             self.spin_until(deadline);
         }
     }
 
     /// Spins until `deadline` (if it is still ahead), then records how late
-    /// the loop reached it.
+    /// the loop reached it; the wait policy is told how long it spun.
     fn spin_until(&mut self, deadline: Instant) {
-        let mut now = self.clock.now();
+        let start = self.clock.now();
+        let mut now = start;
         while now < deadline {
             std::hint::spin_loop();
             now = self.clock.now();
+        }
+        if now > start {
+            self.wait.spun(start, now);
         }
         self.reached(deadline, now);
     }
