@@ -453,7 +453,7 @@ fn a_device_built_from_the_builtin_table_refuses_it() {
         .unwrap();
     assert!(
         err.0.contains(
-            ", red, choke, pie, fq_pie, fq, plug, skbprio, sfb, hhf, dualpi2, netem, cake, passthrough)"
+            ", red, choke, pie, fq_pie, fq, plug, skbprio, hhf, sfb, dualpi2, netem, cake, passthrough)"
         ),
         "{err}"
     );

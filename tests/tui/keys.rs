@@ -503,8 +503,8 @@ fn the_menu_reads_the_kind_table() {
             "fq",
             "plug",
             "skbprio",
-            "sfb",
             "hhf",
+            "sfb",
             "dualpi2",
             "netem",
             "cake"
