@@ -439,7 +439,7 @@ fn the_band_marks_as_reds_test_with_the_replayed_draws() {
     o.max_p = Some(u32::MAX);
     let mut q = Choke::build(ctx, &QdiscOptions::Choke(o)).unwrap();
     let mut replay = SmallRng::seed_from_u64(5 ^ SEED_SALT);
-    let delta = (u32::MAX / 39).max(1);
+    let delta = u32::MAX / 39;
     let (mut qcount, mut qr, mut qlen, mut marks) = (-1i64, 0u32, 0u32, 0u32);
     let mut d = Drops::new();
     for id in 0..40u64 {
