@@ -422,3 +422,59 @@ fn the_draw_is_lemires() {
         b.gen::<u32>();
     }
 }
+
+/// In the band RED's test decides, with qR and the draw from the same
+/// seeded source: replayed here arrival by arrival (every flow distinct,
+/// so no draw matches; Wlog 0, so qavg is the queue length found), each
+/// verdict and counter is the model's. min 1, max 40, max_P = 1: qR =
+/// draw / (2^32 / 39), and an arrival is marked (ecn, ECT(0)) when
+/// (qavg - 1) × qcount ≥ qR.
+#[test]
+fn the_band_marks_as_reds_test_with_the_replayed_draws() {
+    let ctx = QdiscCtx {
+        seed: 5,
+        ..QdiscCtx::default()
+    };
+    let mut o = opts(64, 1, 40, TC_RED_ECN);
+    o.max_p = Some(u32::MAX);
+    let mut q = Choke::build(ctx, &QdiscOptions::Choke(o)).unwrap();
+    let mut replay = SmallRng::seed_from_u64(5 ^ SEED_SALT);
+    let delta = u32::MAX / 39;
+    let (mut qcount, mut qr, mut qlen, mut marks) = (-1i64, 0u32, 0u32, 0u32);
+    let mut d = Drops::new();
+    for id in 0..40u64 {
+        let mut p = ect_pkt(id, 100, 2);
+        p.meta.flow.src_port = id as u16;
+        let qavg = u64::from(qlen);
+        let mut marked = false;
+        if qavg <= 1 {
+            qcount = -1;
+        } else {
+            random_below(&mut replay, qlen);
+            qcount += 1;
+            if qcount != 0 {
+                if (qavg - 1) * qcount as u64 >= u64::from(qr) {
+                    qcount = 0;
+                    qr = replay.gen::<u32>() / delta;
+                    marked = true;
+                }
+            } else {
+                qr = replay.gen::<u32>() / delta;
+            }
+        }
+        assert_eq!(q.enqueue(p, T, &mut d), Verdict::Queued, "arrival {id}");
+        qlen += 1;
+        marks += u32::from(marked);
+        let Some(Xstats::Choke(x)) = q.dump(T).xstats else {
+            panic!("no xstats")
+        };
+        assert_eq!(
+            (x.marked, x.early, x.matched),
+            (marks, 0, 0),
+            "arrival {id}"
+        );
+        assert_eq!(i64::from(q.vars().qcount), qcount, "arrival {id}");
+    }
+    assert!(marks > 3, "{marks}");
+    assert_eq!(q.stats.overlimits, u64::from(marks));
+}
