@@ -58,6 +58,7 @@ const WIRE_PORT: PacketOptions = PacketOptions {
     vnet: true,
     qdisc_bypass: true,
     buffer_bytes: WIRE_BUFFER_BYTES,
+    ring_mtu: None,
 };
 
 /// One end of the wire: an interface and the namespace it is in.
@@ -225,12 +226,17 @@ impl WireEnd {
             .map_err(|e| io_err(&format!("reading {path}"), e))
     }
 
-    /// Its packet socket, opened in its namespace.
-    fn open_port(&self) -> Result<PacketPort, NetnsError> {
+    /// Its packet socket, opened in its namespace, batched for frames of
+    /// `mtu`.
+    fn open_port(&self, mtu: u32) -> Result<PacketPort, NetnsError> {
+        let opts = PacketOptions {
+            ring_mtu: Some(mtu),
+            ..WIRE_PORT
+        };
         let opened = match &self.netns {
-            Some(ns) => in_netns(ns, || PacketPort::bind_with(&self.ifname, WIRE_PORT))
+            Some(ns) => in_netns(ns, || PacketPort::bind_with(&self.ifname, opts))
                 .map_err(|e| io_err(&format!("entering network namespace {ns:?}"), e))?,
-            None => PacketPort::bind_with(&self.ifname, WIRE_PORT),
+            None => PacketPort::bind_with(&self.ifname, opts),
         };
         opened.map_err(|e| io_err(&format!("opening {self}"), e))
     }
@@ -329,8 +335,8 @@ impl Wire {
             WireLock::take(&self.left, l)?,
             WireLock::take(&self.right, r)?,
         ];
-        let left = self.left.open_port()?;
-        let right = self.right.open_port()?;
+        let left = self.left.open_port(mtu)?;
+        let right = self.right.open_port(mtu)?;
         tracing::info!(left = %self.left, right = %self.right, "wired");
         Ok((WireGuard { _locks: locks }, left, right))
     }
