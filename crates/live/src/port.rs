@@ -81,6 +81,10 @@ pub struct PortCounters {
     pub rx_errors: u64,
     /// Other write errors (the frame is lost).
     pub tx_errors: u64,
+    /// Frames the kernel dropped because a packet socket's receive ring
+    /// was full (`PACKET_STATISTICS`' `tp_drops`; the wire's ends).
+    #[serde(default)]
+    pub rx_ring_drops: u64,
 }
 
 /// A non-blocking source and sink of whole Ethernet frames.
@@ -143,6 +147,7 @@ impl PortCounters {
             tx_full_drops: self.tx_full_drops + other.tx_full_drops,
             rx_errors: self.rx_errors + other.rx_errors,
             tx_errors: self.tx_errors + other.tx_errors,
+            rx_ring_drops: self.rx_ring_drops + other.rx_ring_drops,
         }
     }
 }
@@ -645,8 +650,16 @@ impl FramePort for PacketPort {
     fn raw_fd(&self) -> RawFd {
         self.inner.fd.as_raw_fd()
     }
+    /// With a ring, also the frames the kernel dropped because it was full
+    /// so far (read, and reset, from the socket).
     fn counters(&self) -> PortCounters {
-        self.inner.counters
+        PortCounters {
+            rx_ring_drops: self
+                .ring
+                .as_ref()
+                .map_or(0, |r| r.kernel_drops(&self.inner.fd)),
+            ..self.inner.counters
+        }
     }
     fn offload(&self) -> bool {
         self.inner.vnet

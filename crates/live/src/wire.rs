@@ -61,6 +61,11 @@ const WIRE_PORT: PacketOptions = PacketOptions {
     ring_mtu: None,
 };
 
+/// The environment variable that, set to `off`, opens the ends without the
+/// receive ring and batched sends (`port::PacketOptions::ring_mtu`): one
+/// frame per system call, as before the ring, for comparison.
+pub const RING_ENV: &str = "BLOATBOX_WIRE_RING";
+
 /// One end of the wire: an interface and the namespace it is in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WireEnd {
@@ -227,10 +232,11 @@ impl WireEnd {
     }
 
     /// Its packet socket, opened in its namespace, batched for frames of
-    /// `mtu`.
+    /// `mtu` unless `BLOATBOX_WIRE_RING=off`.
     fn open_port(&self, mtu: u32) -> Result<PacketPort, NetnsError> {
+        let batched = std::env::var_os(RING_ENV).is_none_or(|v| v != "off");
         let opts = PacketOptions {
-            ring_mtu: Some(mtu),
+            ring_mtu: batched.then_some(mtu),
             ..WIRE_PORT
         };
         let opened = match &self.netns {

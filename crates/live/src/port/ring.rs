@@ -41,6 +41,7 @@
 //! A frame larger than a slot (a super-frame) is sent on its own after the
 //! batch before it, keeping the order.
 
+use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr::NonNull;
@@ -53,8 +54,10 @@ use crate::packet::gso::{VnetHdr, VNET_HDR_LEN};
 
 /// `PACKET_VERSION`'s `TPACKET_V2` (linux/if_packet.h `enum tpacket_versions`).
 const TPACKET_V2: libc::c_int = 1;
-/// `PACKET_RX_RING`, `PACKET_COPY_THRESH` and `PACKET_VERSION` (linux/if_packet.h).
+/// `PACKET_RX_RING`, `PACKET_STATISTICS`, `PACKET_COPY_THRESH` and
+/// `PACKET_VERSION` (linux/if_packet.h).
 const PACKET_RX_RING: libc::c_int = 5;
+const PACKET_STATISTICS: libc::c_int = 6;
 const PACKET_COPY_THRESH: libc::c_int = 7;
 const PACKET_VERSION: libc::c_int = 10;
 
@@ -211,6 +214,8 @@ pub(super) struct RxRing {
     base: NonNull<u8>,
     layout: Layout,
     head: usize,
+    /// The kernel's drops read so far (`kernel_drops`).
+    drops: Cell<u64>,
     /// The memory is an `mmap` of the socket's ring, unmapped on drop
     /// (false: memory a test owns).
     mapped: bool,
@@ -279,8 +284,34 @@ impl RxRing {
             base,
             layout,
             head: 0,
+            drops: Cell::new(0),
             mapped: true,
         })
+    }
+
+    /// The frames the kernel dropped so far because the ring was full:
+    /// `PACKET_STATISTICS` on `fd` (the ring's socket) gives `struct
+    /// tpacket_stats` and resets it (`packet_getsockopt`), so the sum is
+    /// kept here.
+    #[allow(unsafe_code)]
+    pub(super) fn kernel_drops(&self, fd: &OwnedFd) -> u64 {
+        let mut stats = [0u32; 2];
+        let mut len = std::mem::size_of_val(&stats) as libc::socklen_t;
+        // SAFETY: `stats` is a `struct tpacket_stats` (tp_packets, tp_drops)
+        // and `len` says its size; the kernel writes at most that.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                PACKET_STATISTICS,
+                stats.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        if rc == 0 {
+            self.drops.set(self.drops.get() + u64::from(stats[1]));
+        }
+        self.drops.get()
     }
 
     /// The status word of slot `i`.
@@ -574,6 +605,7 @@ mod tests {
                 base: NonNull::new(self.mem.as_mut_ptr().cast()).unwrap(),
                 layout: self.layout,
                 head: 0,
+                drops: Cell::new(0),
                 mapped: false,
             }
         }
