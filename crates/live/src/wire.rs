@@ -15,8 +15,11 @@
 //! super-frames and partial checksums of the sender's stack, which then
 //! take the datapath's offload path (`packet::gso::VnetHdr`) as a TAP's
 //! do, and are written out with their header so the far host's stack
-//! completes them. No offload setting of an interface is changed; bloatbox
-//! creates and removes nothing here.
+//! completes them. Each socket is batched (`PacketOptions::ring_mtu`, the
+//! port's `ring` module): frames are read from a `TPACKET_V2` receive ring
+//! without a system call per frame and written with one `sendmmsg` per
+//! datapath pass, unless `RING_ENV` says `off`. No offload setting of an
+//! interface is changed; bloatbox creates and removes nothing here.
 //!
 //! Frames must not leak around the emulated link: the kernel of the
 //! interface's namespace also receives every frame the socket reads, and

@@ -277,9 +277,8 @@ impl RxRing {
                 io::Error::last_os_error(),
             ));
         }
-        let base = NonNull::new(ptr.cast()).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::Other, "mmap of the receive ring gave null")
-        })?;
+        let base = NonNull::new(ptr.cast())
+            .ok_or_else(|| io::Error::other("mmap of the receive ring gave null"))?;
         Ok(RxRing {
             base,
             layout,
