@@ -23,7 +23,9 @@
 # super-frames pass whole); bloatbox as a wire (`up --wire`) between the
 # host ends of two veth pairs whose other ends sit in two namespaces, the
 # shape containerlab leaves, with TSO and GSO off on the hosts' ends
-# (frame by frame) and on (super-frames pass whole). Per path: 1 and 4 cubic TCP flows, full-size UDP
+# (frame by frame) and on (super-frames pass whole), and with offload on
+# again through unbatched sockets (BLOATBOX_WIRE_RING=off: one readv and
+# one writev per frame instead of the receive ring and sendmmsg). Per path: 1 and 4 cubic TCP flows, full-size UDP
 # as fast as iperf3 sends, full-size UDP offered at 400 and 800 Mbit/s
 # (iperf3's loss and the sending device's TX drops), 64-byte UDP packets per
 # second, and idle ping RTT (median, p99, added over the round's veth).
@@ -426,7 +428,8 @@ run_bloatbox() {
   stop_daemon
 }
 
-# bloatbox as a wire, unshaped: run_wire PATH ROUND OFFLOAD. Hosts bbb-wl
+# bloatbox as a wire, unshaped: run_wire PATH ROUND OFFLOAD [RING], RING
+# off for the unbatched sockets (BLOATBOX_WIRE_RING=off). Hosts bbb-wl
 # (10.84.0.1 on eth1) and bbb-wr (10.84.0.2 on eth1), their veth peers
 # bbbw1 and bbbw2 in bbb-wh without addresses, wired by `up --wire`; with
 # OFFLOAD false the hosts' ends send frame by frame (TSO and GSO off).
@@ -449,7 +452,7 @@ run_wire() {
     in_ns bbb-wh ip link set bbbw$n up
   done
   c=$(config "$p" unlimited 0ms "$3")
-  start_daemon "$c" --wire bbb-wh:bbbw1 bbb-wh:bbbw2
+  BLOATBOX_WIRE_RING=${4:-on} start_daemon "$c" --wire bbb-wh:bbbw1 bbb-wh:bbbw2
   measure "$p" "$r" bbb-wl bbb-wr 10.84.0.2 eth1
   stop_daemon
   ip netns del bbb-wl
@@ -710,6 +713,7 @@ round_steps() {
   [ "$BARE" = 0 ] || echo "run_bare bare2 $r 2"
   echo "run_wire wnooff $r false"
   echo "run_wire woff $r true"
+  echo "run_wire wold $r true off"
   echo "run_bloatbox_only $r bb"
   echo "run_irtt $r bb"
   [ "$WAIT" = 0 ] || echo "run_wait $r"
@@ -741,7 +745,7 @@ main() {
       "${cmd[@]}"
     done
     # The idle RTT each path adds over this round's veth pair, µs.
-    for p in bare bare2 nooff off wnooff woff before-nooff before-off; do
+    for p in bare bare2 nooff off wnooff woff wold before-nooff before-off; do
       [ -n "${R[$p/rtt50/$r]:-}" ] || continue
       R[$p/added/$r]=$(awk -v b="${R[$p/rtt50/$r]}" -v v="${R[veth/rtt50/$r]}" \
         'BEGIN {if (b == "-" || v == "-") print "-"; else printf "%.0f", (b - v) * 1000}')

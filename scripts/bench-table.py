@@ -37,12 +37,13 @@ LIVE_PATHS = [
     ("off", "bloatbox, offload on"),
     ("wnooff", "bloatbox --wire, frame by frame"),
     ("woff", "bloatbox --wire, offload on"),
+    ("wold", "bloatbox --wire, offload on, one frame per syscall (BLOATBOX_WIRE_RING=off)"),
 ]
 LIVE_BEFORE_PATHS = [
     ("before-nooff", "bloatbox at {before}, offload off"),
     ("before-off", "bloatbox at {before}, offload on"),
 ]
-RATIO_PATHS = {"nooff", "off", "wnooff", "woff", "before-nooff", "before-off"}
+RATIO_PATHS = {"nooff", "off", "wnooff", "woff", "wold", "before-nooff", "before-off"}
 LIVE_ROWS = [
     ("1 TCP flow (cubic), Gbit/s", "tcp1"),
     ("4 TCP flows (cubic), Gbit/s", "tcp4"),

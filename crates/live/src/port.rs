@@ -18,8 +18,15 @@
 //! `readv`/`writev` each). `recv`/`send` on such a port strip or add an
 //! all-zero header.
 //!
+//! A `PacketPort` opened with `PacketOptions::ring_mtu` (the wire's ends)
+//! is batched (`ring`): it reads from a `TPACKET_V2` ring mapped into the
+//! process, with no system call per frame, and its write half holds frames
+//! until `FramePort::flush` sends them with one `sendmmsg`.
+//!
 //! A full device or socket (`EAGAIN`/`ENOBUFS` on send) never blocks the
 //! datapath: the frame is counted in `PortCounters::tx_full_drops` and dropped.
+
+mod ring;
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
@@ -30,6 +37,8 @@ use nix::errno::Errno;
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 
 use crate::packet::gso::{VnetHdr, VNET_HDR_LEN};
+
+pub use ring::is_truncated;
 
 /// The TAP offloads bloatbox handles: checksum, TCP segmentation for IPv4
 /// and IPv6, and TSO of ECN flows (`gso` segments all of them). UDP
@@ -72,6 +81,10 @@ pub struct PortCounters {
     pub rx_errors: u64,
     /// Other write errors (the frame is lost).
     pub tx_errors: u64,
+    /// Frames the kernel dropped because a packet socket's receive ring
+    /// was full (`PACKET_STATISTICS`' `tp_drops`; the wire's ends).
+    #[serde(default)]
+    pub rx_ring_drops: u64,
 }
 
 /// A non-blocking source and sink of whole Ethernet frames.
@@ -98,6 +111,13 @@ pub trait FramePort: Send {
     /// writes the bare frame; only plain frames are sent to such a port).
     fn send_offload(&mut self, frame: &[u8], _hdr: &VnetHdr) -> io::Result<()> {
         self.send(frame)
+    }
+    /// Sends the frames a batching port holds (`send` and `send_offload`
+    /// may hold them until this is called); a port that writes each frame
+    /// at once has nothing to do. An error is the first write error of the
+    /// frames sent, every one of which was tried.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
     /// Splits the port into a half to read from and a half to write to,
     /// each with a descriptor of its own (the same open device or socket,
@@ -127,6 +147,7 @@ impl PortCounters {
             tx_full_drops: self.tx_full_drops + other.tx_full_drops,
             rx_errors: self.rx_errors + other.rx_errors,
             tx_errors: self.tx_errors + other.tx_errors,
+            rx_ring_drops: self.rx_ring_drops + other.rx_ring_drops,
         }
     }
 }
@@ -473,6 +494,9 @@ pub struct PacketOptions {
     /// Socket receive and send buffers, bytes (`SO_RCVBUFFORCE`,
     /// `SO_SNDBUFFORCE`); 0 keeps the kernel's default.
     pub buffer_bytes: u32,
+    /// Batched, for frames of up to this MTU: read through a receive ring
+    /// and, once split, written in batches (`ring`).
+    pub ring_mtu: Option<u32>,
 }
 
 /// Sets an integer (or any plain struct) socket option.
@@ -503,10 +527,13 @@ pub(crate) fn set_sockopt<T>(
 /// A raw `AF_PACKET` socket bound to one interface of the calling thread's
 /// network namespace, non-blocking: each read is one whole Ethernet frame
 /// the interface received, each write one frame it sends. Frames the
-/// interface sends are not read back (`PACKET_IGNORE_OUTGOING`).
+/// interface sends are not read back (`PACKET_IGNORE_OUTGOING`). With
+/// `PacketOptions::ring_mtu` it reads from a receive ring and its write half
+/// sends in batches (`ring`).
 #[derive(Debug)]
 pub struct PacketPort {
     inner: FdPort,
+    ring: Option<ring::RxRing>,
 }
 
 impl PacketPort {
@@ -569,6 +596,13 @@ impl PacketPort {
             set_sockopt(&fd, libc::SOL_SOCKET, SO_SNDBUFFORCE, &bytes)
                 .map_err(|e| named("SO_SNDBUFFORCE", e))?;
         }
+        // After PACKET_VNET_HDR (refused once a ring exists) and before the
+        // bind, so that no frame is queued outside the ring.
+        let ring = opts
+            .ring_mtu
+            .map(|mtu| ring::RxRing::attach(&fd, ring::Layout::for_mtu(mtu)))
+            .transpose()
+            .map_err(|e| named("the receive ring", e))?;
         // SAFETY: all-zero is a valid sockaddr_ll.
         let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         addr.sll_family = libc::AF_PACKET as u16;
@@ -601,16 +635,53 @@ impl PacketPort {
         }
         Ok(PacketPort {
             inner: FdPort::new(fd, opts.vnet),
+            ring,
         })
     }
 }
 
-impl OnFd for PacketPort {
-    fn fd_port(&self) -> &FdPort {
-        &self.inner
+impl FramePort for PacketPort {
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        Ok(self.recv_offload(buf)?.map(|(n, _)| n))
     }
-    fn fd_port_mut(&mut self) -> &mut FdPort {
-        &mut self.inner
+    fn send(&mut self, frame: &[u8]) -> io::Result<()> {
+        self.inner.send(frame)
+    }
+    fn raw_fd(&self) -> RawFd {
+        self.inner.fd.as_raw_fd()
+    }
+    /// With a ring, also the frames the kernel dropped because it was full
+    /// so far (read, and reset, from the socket).
+    fn counters(&self) -> PortCounters {
+        PortCounters {
+            rx_ring_drops: self
+                .ring
+                .as_ref()
+                .map_or(0, |r| r.kernel_drops(&self.inner.fd)),
+            ..self.inner.counters
+        }
+    }
+    fn offload(&self) -> bool {
+        self.inner.vnet
+    }
+    fn recv_offload(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, VnetHdr)>> {
+        match &mut self.ring {
+            Some(r) => ring::recv(r, &mut self.inner, buf),
+            None => self.inner.recv_offload(buf),
+        }
+    }
+    fn send_offload(&mut self, frame: &[u8], hdr: &VnetHdr) -> io::Result<()> {
+        self.inner.send_offload(frame, hdr)
+    }
+    /// The write half of a port with a ring sends in batches, in slots of
+    /// the ring's size.
+    fn split(self: Box<Self>) -> io::Result<PortHalves> {
+        let clone = self.inner.try_clone()?;
+        let tx: Box<dyn FramePort> = match &self.ring {
+            Some(r) => Box::new(ring::BatchSender::new(clone, r.frame_size())),
+            None => Box::new(clone),
+        };
+        Ok(PortHalves { rx: self, tx })
     }
 }
 

@@ -15,8 +15,11 @@
 //! super-frames and partial checksums of the sender's stack, which then
 //! take the datapath's offload path (`packet::gso::VnetHdr`) as a TAP's
 //! do, and are written out with their header so the far host's stack
-//! completes them. No offload setting of an interface is changed; bloatbox
-//! creates and removes nothing here.
+//! completes them. Each socket is batched (`PacketOptions::ring_mtu`, the
+//! port's `ring` module): frames are read from a `TPACKET_V2` receive ring
+//! without a system call per frame and written with one `sendmmsg` per
+//! datapath pass, unless `RING_ENV` says `off`. No offload setting of an
+//! interface is changed; bloatbox creates and removes nothing here.
 //!
 //! Frames must not leak around the emulated link: the kernel of the
 //! interface's namespace also receives every frame the socket reads, and
@@ -58,7 +61,13 @@ const WIRE_PORT: PacketOptions = PacketOptions {
     vnet: true,
     qdisc_bypass: true,
     buffer_bytes: WIRE_BUFFER_BYTES,
+    ring_mtu: None,
 };
+
+/// The environment variable that, set to `off`, opens the ends without the
+/// receive ring and batched sends (`port::PacketOptions::ring_mtu`): one
+/// frame per system call, as before the ring, for comparison.
+pub const RING_ENV: &str = "BLOATBOX_WIRE_RING";
 
 /// One end of the wire: an interface and the namespace it is in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -225,12 +234,18 @@ impl WireEnd {
             .map_err(|e| io_err(&format!("reading {path}"), e))
     }
 
-    /// Its packet socket, opened in its namespace.
-    fn open_port(&self) -> Result<PacketPort, NetnsError> {
+    /// Its packet socket, opened in its namespace, batched for frames of
+    /// `mtu` unless `BLOATBOX_WIRE_RING=off`.
+    fn open_port(&self, mtu: u32) -> Result<PacketPort, NetnsError> {
+        let batched = std::env::var_os(RING_ENV).is_none_or(|v| v != "off");
+        let opts = PacketOptions {
+            ring_mtu: batched.then_some(mtu),
+            ..WIRE_PORT
+        };
         let opened = match &self.netns {
-            Some(ns) => in_netns(ns, || PacketPort::bind_with(&self.ifname, WIRE_PORT))
+            Some(ns) => in_netns(ns, || PacketPort::bind_with(&self.ifname, opts))
                 .map_err(|e| io_err(&format!("entering network namespace {ns:?}"), e))?,
-            None => PacketPort::bind_with(&self.ifname, WIRE_PORT),
+            None => PacketPort::bind_with(&self.ifname, opts),
         };
         opened.map_err(|e| io_err(&format!("opening {self}"), e))
     }
@@ -329,8 +344,8 @@ impl Wire {
             WireLock::take(&self.left, l)?,
             WireLock::take(&self.right, r)?,
         ];
-        let left = self.left.open_port()?;
-        let right = self.right.open_port()?;
+        let left = self.left.open_port(mtu)?;
+        let right = self.right.open_port(mtu)?;
         tracing::info!(left = %self.left, right = %self.right, "wired");
         Ok((WireGuard { _locks: locks }, left, right))
     }

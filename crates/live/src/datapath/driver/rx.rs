@@ -4,7 +4,8 @@
 //! each stamped with the time it was read, and writing whatever falls due
 //! meanwhile without returning to epoll; for ports with offload headers,
 //! the lane takes each frame with its header (`Lane::ingress_offloaded`:
-//! plain frames, whole GSO super-frames or their segments).
+//! plain frames, whole GSO super-frames or their segments). A frame a
+//! receive ring cut short (`port::is_truncated`) is an `Oversize` drop.
 
 use std::io;
 
@@ -59,14 +60,15 @@ impl Driver {
         if crate::time::earliest(self.lane.poll_at(), self.release_at).is_some_and(|due| due <= now)
         {
             self.poll_lane(now);
-            self.write_out(true, now);
+            // A batching port sends these with the loop's pass after the
+            // batch read (`Driver::run_loop`).
+            self.write_unflushed(true, now);
         }
         self.failure.is_none()
     }
 
     /// Reads one frame from a port without offload.
     fn read_plain(&mut self, now: Instant) -> Read {
-        let port = self.rx_port();
         let Some(mut buf) = self.bufs.frames.get() else {
             return match self.ports.rx.recv(&mut self.discard) {
                 Ok(Some(n)) => {
@@ -75,10 +77,7 @@ impl Driver {
                     Read::Frame
                 }
                 Ok(None) => Read::Empty,
-                Err(e) => {
-                    self.fail(port, "reading frames", e);
-                    Read::Failed
-                }
+                Err(e) => self.read_failed(e),
             };
         };
         match self.ports.rx.recv(&mut buf) {
@@ -93,10 +92,21 @@ impl Driver {
             }
             Err(e) => {
                 self.bufs.frames.put(buf);
-                self.fail(port, "reading frames", e);
-                Read::Failed
+                self.read_failed(e)
             }
         }
+    }
+
+    /// A read error: a frame cut short is dropped (and counted), any other
+    /// error ends the loop.
+    fn read_failed(&mut self, e: io::Error) -> Read {
+        if crate::port::is_truncated(&e) {
+            self.lane.path_mut().count_rejected(0, DropReason::Oversize);
+            return Read::Frame;
+        }
+        let port = self.rx_port();
+        self.fail(port, "reading frames", e);
+        Read::Failed
     }
 
     /// Reads one frame from a port with offload headers.
@@ -115,11 +125,7 @@ impl Driver {
                     .count_rejected(0, DropReason::BadOffload);
                 Read::Frame
             }
-            Err(e) => {
-                let port = self.rx_port();
-                self.fail(port, "reading frames", e);
-                Read::Failed
-            }
+            Err(e) => self.read_failed(e),
         }
     }
 }

@@ -3,7 +3,9 @@
 //! was late, and returning every sent buffer to the pool it came from.
 //! With GRO on (`DatapathConfig::gro`, offload ports only), plain TCP
 //! segments written in one pass are merged into super-frames
-//! (`packet::gro`) first.
+//! (`packet::gro`) first. A batching port (`FramePort::flush`) sends what
+//! a pass wrote at the end of it; the receive side's passes leave theirs
+//! for the loop's own pass after the batch read.
 
 use std::collections::VecDeque;
 use std::io;
@@ -26,7 +28,19 @@ impl Driver {
     /// the pass starts (the caller has just read the clock): the first
     /// frame is written at it, each later one at a fresh reading, since a
     /// write takes as long as the receiving side's stack does with it.
-    pub(super) fn write_out(&mut self, pace: bool, mut now: Instant) {
+    pub(super) fn write_out(&mut self, pace: bool, now: Instant) {
+        self.write_unflushed(pace, now);
+        if let Err(e) = self.ports.tx.flush() {
+            if port_gone(&e) && self.failure.is_none() {
+                let port = self.tx_port();
+                self.fail(port, "writing frames", e);
+            }
+        }
+    }
+
+    /// `write_out` without the flush: a batching port may still hold the
+    /// frames.
+    pub(super) fn write_unflushed(&mut self, pace: bool, mut now: Instant) {
         if self.held.is_empty() {
             // Take the released frames as they lie (the two lists swap
             // buffers) rather than moving each one.
