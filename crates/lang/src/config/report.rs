@@ -54,12 +54,17 @@ pub fn check_report(config: &Config) -> String {
     let d = &config.daemon;
     let _ = writeln!(
         out,
-        "daemon control socket {}  snapshots {} Hz  spin {}  timer slack {}  busy poll {}  pool {} frames{}{}",
+        "daemon control socket {}  snapshots {} Hz  spin {}  timer slack {}  busy poll {}  pool {} frames{}",
         config.control_socket().display(),
         d.snapshot_hz,
-        match d.spin_us {
-            0 => off_or_us(0),
-            us => format!("{} (late releases paced)", off_or_us(us)),
+        // The learned spin (DaemonSettings::spin_budget_pct) applies only
+        // without a fixed spin and without slack.
+        match (d.spin_us, d.timer_slack_us, d.spin_budget_pct) {
+            (0, 0, pct) if pct > 0 => {
+                format!("learned within {pct}% of a core (late releases paced)")
+            }
+            (0, _, _) => off_or_us(0),
+            (us, _, _) => format!("{} (late releases paced)", off_or_us(us)),
         },
         off_or_us(d.timer_slack_us),
         off_or_us(d.busy_poll_us),
@@ -69,14 +74,6 @@ pub fn check_report(config: &Config) -> String {
             [both] => format!("  threads on CPU {both}"),
             [l2r, r2l, ..] => format!("  threads on CPUs {l2r} (left→right), {r2l} (right→left)"),
         },
-        // The learned spin (DaemonSettings::spin_budget_pct) applies only
-        // without a fixed spin and without slack.
-        match (d.spin_us, d.timer_slack_us, d.spin_budget_pct) {
-            (0, 0, pct) if pct > 0 => {
-                format!("  learned spin within {pct}% of a core (late releases paced)")
-            }
-            _ => String::new(),
-        }
     );
     out
 }
@@ -235,6 +232,7 @@ mod tests {
     #[test]
     fn the_daemon_line_says_when_late_releases_are_paced_and_the_timer_slack() {
         let mut c = Config::default();
+        c.daemon.spin_budget_pct = 0;
         assert!(check_report(&c).contains("  spin off  timer slack off  busy poll off  "));
         c.daemon.spin_us = 50;
         assert!(check_report(&c)
@@ -247,16 +245,17 @@ mod tests {
     #[test]
     fn the_daemon_line_names_the_learned_spin_only_when_it_applies() {
         let mut c = Config::default();
-        let learned = "  learned spin within 15% of a core (late releases paced)";
+        let learned =
+            "  spin learned within 15% of a core (late releases paced)  timer slack off  busy poll off  ";
         assert!(check_report(&c).contains(learned));
         c.daemon.spin_budget_pct = 0;
-        assert!(!check_report(&c).contains("learned spin"));
+        assert!(!check_report(&c).contains("learned"));
         c.daemon.spin_budget_pct = 15;
         c.daemon.spin_us = 50;
-        assert!(!check_report(&c).contains("learned spin"));
+        assert!(!check_report(&c).contains("learned"));
         c.daemon.spin_us = 0;
         c.daemon.timer_slack_us = 20;
-        assert!(!check_report(&c).contains("learned spin"));
+        assert!(!check_report(&c).contains("learned"));
     }
 
     #[test]
