@@ -47,6 +47,7 @@ pub mod fq_pie;
 pub mod hfsc;
 pub mod hhf;
 pub mod htb;
+pub mod jiffies;
 pub mod kinds;
 pub mod mq;
 pub mod multiq;

@@ -25,9 +25,9 @@ mod xstats;
 pub use xstats::FqXstats;
 
 use super::dump::{list_flows, ClassDump, FlowDump, FlowListing, QueueId, QueueOccupancy, Xstats};
+use super::jiffies::{jiffies, jiffies_to_usecs, time_after, usecs_to_jiffies, HZ};
 use super::park::{drop_all_held, ParkOnPeek};
 use super::pfifo_fast::{PfifoFastOptions, PRIOMAP};
-use super::pie::algorithm::{jiffies, time_after};
 use super::{Errno, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats};
 use super::{Refusal, Verdict};
 use crate::packet::ecn::mark_ce;
@@ -68,7 +68,7 @@ pub const UNLIMITED: u32 = u32::MAX;
 /// Detached flows one lookup frees at most (`FQ_GC_MAX`).
 const FQ_GC_MAX: usize = 8;
 /// Jiffies a detached flow waits before it may be freed (`FQ_GC_AGE`).
-const FQ_GC_AGE: u64 = 3 * super::pie::algorithm::HZ;
+const FQ_GC_AGE: u64 = 3 * HZ;
 /// `GOLDEN_RATIO_64` of include/linux/hash.h.
 const GOLDEN_RATIO_64: u64 = 0x61C8_8646_80B5_83EB;
 
@@ -231,7 +231,7 @@ impl Fq {
             flow_plimit: DEFAULT_FLOW_LIMIT,
             quantum: (2 * mtu).clamp(256, 1 << 20),
             initial_quantum: (10 * mtu).min(1 << 20),
-            flow_refill_delay: super::pie::algorithm::usecs_to_jiffies(DEFAULT_REFILL_DELAY_US),
+            flow_refill_delay: usecs_to_jiffies(DEFAULT_REFILL_DELAY_US),
             flow_max_rate: u64::MAX,
             low_rate_threshold: DEFAULT_LOW_RATE_THRESHOLD,
             ce_threshold: NS_PER_US * u64::from(u32::MAX),
@@ -323,7 +323,7 @@ impl Fq {
             }
         }
         if let Some(v) = o.refill_delay {
-            self.flow_refill_delay = super::pie::algorithm::usecs_to_jiffies(v);
+            self.flow_refill_delay = usecs_to_jiffies(v);
         }
         if err.is_none() {
             if let Some(map) = &o.priomap {
@@ -417,9 +417,7 @@ impl Fq {
             defrate: None,
             maxrate: Some(self.flow_max_rate.min(u64::from(UNLIMITED)) as u32),
             buckets_log: Some(self.trees_log),
-            refill_delay: Some(super::pie::algorithm::jiffies_to_usecs(
-                self.flow_refill_delay,
-            )),
+            refill_delay: Some(jiffies_to_usecs(self.flow_refill_delay)),
             orphan_mask: Some(self.orphan_mask),
             low_rate_threshold: Some(self.low_rate_threshold),
             ce_threshold: Some((self.ce_threshold / NS_PER_US) as u32),

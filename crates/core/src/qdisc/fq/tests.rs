@@ -7,7 +7,7 @@
 
 use super::*;
 use crate::packet::ecn::{ECN_CE, ECN_ECT0};
-use crate::qdisc::pie::algorithm::JIFFY_NS;
+use crate::qdisc::jiffies::JIFFY_NS;
 use crate::qdisc::testutil::{ect_pkt, flow_pkt};
 use crate::time::NS_PER_MS;
 

@@ -5,7 +5,8 @@
 
 use super::*;
 use crate::packet::ecn::{ECN_CE, ECN_ECT0};
-use crate::qdisc::pie::algorithm::{ns_to_ticks, JIFFY_NS};
+use crate::qdisc::jiffies::JIFFY_NS;
+use crate::qdisc::pie::algorithm::ns_to_ticks;
 use crate::qdisc::testutil::{flow_pkt, pkt};
 use crate::time::NS_PER_MS;
 

@@ -13,14 +13,14 @@
 //! conservatively (`hhf_classify`). Over `limit` frames the head of the
 //! heavy-hitter bucket (of the other when it is empty) is dropped
 //! (`hhf_drop`). Time is the kernel's jiffies at HZ 250, as everywhere in
-//! bloatbox (`pie::algorithm::HZ`): the default `reset_timeout` is
+//! bloatbox (`qdisc::jiffies::HZ`): the default `reset_timeout` is
 //! `HZ / 25` = 10 jiffies (40 ms), `evict_timeout` `HZ` (1 s), and the µs
 //! tc sends are rounded up to jiffies of 4 ms (`usecs_to_jiffies`).
 
 use super::dump::{QueueId, QueueOccupancy};
 use super::flow_queues::{self, drr_flow, ListTag};
+use super::jiffies::{jiffies, jiffies_to_usecs, usecs_to_jiffies, HZ};
 use super::park::{drop_all_held, ParkOnPeek};
-use super::pie::algorithm::{jiffies, jiffies_to_usecs, usecs_to_jiffies, HZ};
 use super::{keyed_flow_hash, Errno, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions};
 use super::{QdiscStats, Refusal, Verdict, Xstats};
 use crate::packet::{DropReason, Drops, Packet};

@@ -9,6 +9,8 @@
 //! fraction of `MAX_PROB` (2^56 - 1), the arithmetic the kernel's, wrapping
 //! where C's unsigned arithmetic wraps.
 
+use crate::qdisc::jiffies::HZ;
+use crate::qdisc::jiffies::{usecs_to_jiffies, JIFFY_NS};
 use crate::time::{Instant, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 
 /// `MAX_PROB`: a probability of 1 (`U64_MAX >> BITS_PER_BYTE`).
@@ -26,28 +28,9 @@ pub const PIE_SCALE: u32 = 8;
 pub const PSCHED_SHIFT: u32 = 6;
 /// `PSCHED_TICKS_PER_SEC`.
 pub const PSCHED_TICKS_PER_SEC: u64 = NS_PER_SEC >> PSCHED_SHIFT;
-/// The kernel's `HZ` this emulation assumes (CONFIG_HZ=250, the default of
-/// Debian's and older Ubuntu's kernels, and what tc-pie(8)'s examples show:
-/// `tupdate 30ms` dumped as 32ms): `tupdate` is kept in jiffies of 4 ms.
-pub const HZ: u64 = 250;
-/// µs per jiffy.
-const US_PER_JIFFY: u64 = NS_PER_SEC / HZ / NS_PER_US;
-/// A jiffy, ns.
-pub const JIFFY_NS: u64 = NS_PER_SEC / HZ;
 /// The first run of the timer after `pie_init` / `fq_pie_init`: `HZ / 2`
 /// jiffies.
 pub const FIRST_TIMER_NS: u64 = (HZ / 2) * JIFFY_NS;
-
-/// `jiffies` at `now` (HZ as `HZ`): the clock of fq's flow ages, sfb's
-/// rehash and hhf's timestamps.
-pub fn jiffies(now: Instant) -> u64 {
-    now.nanos() / JIFFY_NS
-}
-
-/// `time_after(a, b)`: jiffy `a` is after `b`.
-pub fn time_after(a: u64, b: u64) -> bool {
-    (b.wrapping_sub(a) as i64) < 0
-}
 
 /// `PSCHED_NS2TICKS`.
 pub fn ns_to_ticks(ns: u64) -> u64 {
@@ -69,16 +52,6 @@ pub fn us_to_ticks(us: u32) -> u64 {
 /// `((u32)PSCHED_TICKS2NS(t)) / NSEC_PER_USEC` (the cast truncates).
 pub fn ticks_to_us(t: u64) -> u32 {
     (t.wrapping_shl(PSCHED_SHIFT) as u32) / NS_PER_US as u32
-}
-
-/// `usecs_to_jiffies` (rounded up to the jiffy).
-pub fn usecs_to_jiffies(us: u32) -> u32 {
-    u64::from(us).div_ceil(US_PER_JIFFY) as u32
-}
-
-/// `jiffies_to_usecs` (an `unsigned int`: wraps above 2^32 - 1 µs).
-pub fn jiffies_to_usecs(j: u32) -> u32 {
-    j.wrapping_mul(US_PER_JIFFY as u32)
 }
 
 /// `struct pie_params`.

@@ -16,15 +16,15 @@ mod xstats;
 pub use xstats::PieXstats;
 
 use super::dump::{QueueId, QueueOccupancy, Xstats};
+use super::jiffies::{jiffies_to_usecs, usecs_to_jiffies};
 use super::park::{drop_all_held, ParkOnPeek};
 use super::{Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions, QdiscStats, Refusal, Verdict};
 use crate::packet::ecn::mark_ce;
 use crate::packet::{DropReason, Drops, Packet};
 use crate::time::Instant;
 use algorithm::{
-    calculate_probability, drop_early, jiffies_to_usecs, process_dequeue, ticks, ticks_to_us,
-    us_to_ticks, usecs_to_jiffies, AdaptTimer, PieParams, PieStats, PieVars, MAX_PROB, PIE_SCALE,
-    PSCHED_TICKS_PER_SEC,
+    calculate_probability, drop_early, process_dequeue, ticks, ticks_to_us, us_to_ticks,
+    AdaptTimer, PieParams, PieStats, PieVars, MAX_PROB, PIE_SCALE, PSCHED_TICKS_PER_SEC,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

@@ -26,9 +26,9 @@ pub use xstats::SfbXstats;
 
 use super::dump::QueueOccupancy;
 use super::fifo::{Fifo, FifoKind};
+use super::jiffies::{jiffies, jiffies_to_msecs, msecs_to_jiffies, time_after, HZ};
 use super::one_class::{self, OneClass};
 use super::options::foreign as foreign_options;
-use super::pie::algorithm::{jiffies, time_after, HZ};
 use super::{
     Classful, FilterHost, FlowListing, Handle, Qdisc, QdiscCtx, QdiscDump, QdiscOptions,
     QdiscStats, Refusal, Verdict, Xstats,
@@ -54,8 +54,6 @@ const SFB_BUCKET_MASK: u32 = SFB_NUMBUCKETS as u32 - 1;
 pub const SFB_LEVELS: usize = 32 / SFB_BUCKET_SHIFT as usize;
 /// `SFB_MAX_PROB`: probability 1 in Q0.16 (65535/65536).
 pub const SFB_MAX_PROB: u32 = 0xFFFF;
-/// ms per jiffy (HZ 250).
-const MS_PER_JIFFY: u64 = 1000 / HZ;
 
 /// SFB's `TCA_OPTIONS`: `struct tc_sfb_qopt` in `TCA_SFB_PARMS`
 /// (`sfb_change`, `sfb_dump`).
@@ -99,16 +97,6 @@ impl Default for SfbOptions {
             penalty_burst: 20,
         }
     }
-}
-
-/// `msecs_to_jiffies` (rounded up to the jiffy).
-fn msecs_to_jiffies(ms: u32) -> u64 {
-    u64::from(ms).div_ceil(MS_PER_JIFFY)
-}
-
-/// `jiffies_to_msecs` (an `unsigned int`: wraps).
-fn jiffies_to_msecs(j: u64) -> u32 {
-    j.wrapping_mul(MS_PER_JIFFY) as u32
 }
 
 /// `struct sfb_bucket`: a bin's virtual queue and marking probability.
