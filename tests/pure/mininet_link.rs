@@ -1,7 +1,8 @@
 //! examples/mininet/bloatbox_link.py, the Mininet `BloatboxLink`, against
 //! a stub of Mininet's `Link` (Mininet need not be installed): its Python
-//! unittest checks the commands the class issues (two veth pairs, `bloatbox
-//! up --wire` on their root ends, the readiness probe, the cleanup). It
+//! unittest checks the commands the class issues (the link's namespace and
+//! two veth pairs, `bloatbox up --wire` on their ends in it, the readiness
+//! probe, the cleanup); tests/root/mininet.rs runs it in a real Mininet. It
 //! needs python3, so a plain `cargo test` leaves it out as ignored, saying
 //! so; run (`--include-ignored`, as `.ci/run` does) without python3, it
 //! fails with the install hint. The `bloatbox` command line the class
@@ -32,10 +33,10 @@ fn the_command_the_mininet_link_starts_parses() {
         "up",
         "--headless",
         "--wire",
-        "bbm1_0l",
-        "bbm1_0r",
+        "bbm4194304_0:left",
+        "bbm4194304_0:right",
         "--set",
-        "daemon.control_socket=/run/bloatbox/bbm1_0.sock",
+        "daemon.control_socket=/run/bloatbox/bbm4194304_0.sock",
         "--set",
         "link.rate=10mbit",
     ];
