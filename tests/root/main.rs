@@ -1,7 +1,7 @@
 //! The root tier, one binary: end to end on this machine. Real TAPs in
 //! network namespaces, the live daemon (`bloatbox up`), `bloatbox run` and
 //! its rootless mode, the Rust guard `harness::Link`, the wire between
-//! existing interfaces (`up --wire`), faults and
+//! existing interfaces (`up --wire`) and in a real Mininet, faults and
 //! privileges under the daemon, the TUI in tmux, and the live halves of
 //! the seed experiments. Every test here that needs root is
 //! `#[ignore = "needs root"]`: a plain `cargo test` reports it as ignored,
@@ -33,6 +33,7 @@ mod live_gso;
 mod live_netem;
 mod live_netns;
 mod live_tui;
+mod mininet;
 mod reliability;
 mod rootless;
 mod run_cli;
