@@ -26,7 +26,8 @@ Ctrl-C at Mininet's CLI does not end it) and logs to the file ``log``.
 ``delete()`` (through ``stop()``, which Mininet calls at ``net.stop()``)
 ends bloatbox, deletes the namespace (the veth pairs go with it) and the
 log. What a killed script left behind, ``sudo mn -c --custom
-bloatbox_link.py`` removes (``cleanup()``).
+bloatbox_link.py`` removes (``remove_leftovers()``; the name
+is not ``cleanup``: mn makes every name of a --custom file one of its own).
 
 Needs root, as Mininet does. See docs/labs.md.
 """
@@ -208,7 +209,7 @@ def wired():
     return found
 
 
-def cleanup():
+def remove_leftovers():
     """Removes what BloatboxLinks of killed scripts left behind: ends their
     bloatbox processes, deletes their namespaces, sockets and logs. Like
     ``mn -c``, it takes every run's, not only this script's."""
@@ -236,4 +237,4 @@ def cleanup():
 
 # `mn -c` runs it when this file is loaded (`mn -c --custom bloatbox_link.py`),
 # and so does a script that calls mininet.clean.cleanup().
-Cleanup.addCleanupCallback(cleanup)
+Cleanup.addCleanupCallback(remove_leftovers)

@@ -135,7 +135,7 @@ class BloatboxLinkTest(unittest.TestCase):
         self.assertEqual(rec.commands[7], ['bloatbox', 'stats', '--socket', link.socket])
         self.assertEqual(link.socket, '/run/bloatbox/%s.sock' % ns)
         self.assertTrue(bloatbox_link.NAME.match(ns), ns)
-        self.assertIn(bloatbox_link.cleanup, StubCleanup.callbacks)
+        self.assertIn(bloatbox_link.remove_leftovers, StubCleanup.callbacks)
         link.stop()
 
     def test_stop_ends_bloatbox_then_deletes_the_namespace_and_log(self):
