@@ -202,10 +202,7 @@ impl Script {
             let _ = self.child.wait();
         }
         for pid in descendants {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                Signal::SIGKILL,
-            );
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGKILL);
         }
     }
 }
@@ -215,10 +212,7 @@ impl Drop for Script {
         self.end();
         let prefix = self.prefix();
         for (pid, _) in wired(&prefix) {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                Signal::SIGKILL,
-            );
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGKILL);
         }
         for left in leftovers(&prefix) {
             if let Some(name) = left.strip_prefix("namespace ") {
