@@ -16,7 +16,7 @@ import json
 import subprocess
 
 from mininet.cli import CLI
-from mininet.log import setLogLevel
+from mininet.log import info, setLogLevel
 from mininet.net import Mininet
 
 from bloatbox_link import BloatboxLink
@@ -62,6 +62,7 @@ def main():
         net.build()
         net.start()
         if args.cli:
+            info('*** The link: bloatbox tc --socket %s -s qdisc show\n' % link.socket)
             CLI(net)
             return
         found = measure(net, link, args.seconds)
