@@ -23,7 +23,7 @@ use nix::sys::signal::Signal;
 use serde_json::Value;
 
 use crate::common;
-use crate::turn;
+use crate::serial;
 use common::wait_timeout;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/mininet");
@@ -202,7 +202,7 @@ impl Script {
             let _ = self.child.wait();
         }
         for pid in descendants {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGKILL);
+            kill(pid);
         }
     }
 }
@@ -210,18 +210,27 @@ impl Script {
 impl Drop for Script {
     fn drop(&mut self) {
         self.end();
-        let prefix = self.prefix();
-        for (pid, _) in wired(&prefix) {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGKILL);
-        }
-        for left in leftovers(&prefix) {
-            if let Some(name) = left.strip_prefix("namespace ") {
-                let _ = Command::new("ip").args(["netns", "del", name]).status();
-            } else if let Some(path) = left.strip_prefix("file ") {
-                let _ = std::fs::remove_file(path);
-            }
+        clear(&self.prefix());
+    }
+}
+
+/// Kills what still runs of the links named `prefix…` and removes their
+/// namespaces, sockets and logs.
+fn clear(prefix: &str) {
+    for (pid, _) in wired(prefix) {
+        kill(pid);
+    }
+    for left in leftovers(prefix) {
+        if let Some(name) = left.strip_prefix("namespace ") {
+            let _ = Command::new("ip").args(["netns", "del", name]).status();
+        } else if let Some(path) = left.strip_prefix("file ") {
+            let _ = std::fs::remove_file(path);
         }
     }
+}
+
+fn kill(pid: u32) {
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGKILL);
 }
 
 /// The min and avg RTT of `ping`'s summary line, ms.
@@ -245,7 +254,7 @@ fn rtt(ping: &str) -> (f64, f64) {
 #[test]
 #[ignore = "needs root"]
 fn a_bloatbox_link_in_a_real_mininet_carries_its_delay_rate_and_qdisc_and_leaves_nothing() {
-    let _turn = turn();
+    let _serial = serial();
     require!("ping", "iperf3");
     let python = mininet_python();
     let mut script = Script::start(&[
@@ -326,4 +335,91 @@ fn a_bloatbox_link_in_a_real_mininet_carries_its_delay_rate_and_qdisc_and_leaves
             "{name} is left in the root namespace:\n{links}"
         );
     }
+}
+
+/// The Mininet of a tmux pane (two_hosts.py --cli, the pane's process):
+/// on drop it kills that script and its descendants (the hosts' shells,
+/// bloatbox) and clears its links, before the tmux server goes.
+struct Pane {
+    python: u32,
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let descendants = descendants(self.python);
+        kill(self.python);
+        for pid in descendants {
+            kill(pid);
+        }
+        clear(&format!("bbm{}_", self.python));
+    }
+}
+
+/// The text after the last `marker` on the screen, to the end of its word.
+fn word_after<'a>(screen: &'a str, marker: &str) -> Option<&'a str> {
+    let at = screen.rfind(marker)? + marker.len();
+    screen[at..].split_whitespace().next()
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_ctrl_c_at_mininets_cli_interrupts_the_command_not_the_link() {
+    let _serial = serial();
+    require!("ping", "tmux");
+    let python = mininet_python();
+    let dir = tempfile::tempdir().unwrap();
+    let command = format!(
+        "cd {DIR} && PYTHONDONTWRITEBYTECODE=1 exec {python} two_hosts.py --bloatbox {} --cli",
+        common::BIN
+    );
+    let tmux = common::tmux::Tmux::start(dir.path(), 160, 40, &command);
+    let pid = tmux.run(&["display-message", "-p", "-t", "tui", "#{pane_pid}"]);
+    let pane = Pane {
+        python: String::from_utf8_lossy(&pid.stdout).trim().parse().unwrap(),
+    };
+    let screen = tmux.wait_for(Duration::from_secs(20), |s| s.contains("mininet>"));
+    let socket = word_after(&screen, "bloatbox tc --socket ")
+        .unwrap_or_else(|| panic!("no socket shown:\n{screen}"))
+        .to_string();
+    assert!(socket.contains(&format!("bbm{}_", pane.python)), "{socket}");
+
+    // `h1 ping h2` until Ctrl-C: the ping ends with its summary...
+    tmux.run(&["send-keys", "-t", "tui", "h1 ping 10.0.0.2", "Enter"]);
+    let screen = tmux.wait_for(Duration::from_secs(10), |s| s.contains("icmp_seq=3"));
+    assert!(screen.contains("icmp_seq=3"), "{screen}");
+    tmux.run(&["send-keys", "-t", "tui", "C-c"]);
+    let screen = tmux.wait_for(Duration::from_secs(10), |s| {
+        s.contains("packet loss") && s.trim_end().ends_with("mininet>")
+    });
+    assert!(screen.contains("packet loss"), "{screen}");
+
+    // ...and the link is still there: bloatbox answers, the hosts reach
+    // each other at the link's delay.
+    let stats = common::run_bin(&["stats", "--socket", &socket]);
+    assert!(stats.status.success(), "{}", common::text(&stats));
+    tmux.run(&[
+        "send-keys",
+        "-t",
+        "tui",
+        "h1 ping -c 2 -W 2 10.0.0.2",
+        "Enter",
+    ]);
+    let screen = tmux.wait_for(Duration::from_secs(10), |s| {
+        s.contains("2 packets transmitted") && s.trim_end().ends_with("mininet>")
+    });
+    assert!(
+        screen.contains("2 packets transmitted, 2 received"),
+        "{screen}"
+    );
+    let min: f64 = word_after(&screen, "rtt min/avg/max/mdev = ")
+        .and_then(|w| w.split('/').next())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no RTT:\n{screen}"));
+    assert!((40.0..45.0).contains(&min), "min RTT {min} ms\n{screen}");
+
+    tmux.run(&["send-keys", "-t", "tui", "exit", "Enter"]);
+    let _ = tmux.wait_for(Duration::from_secs(20), |s| s.contains("*** Done"));
+    let prefix = format!("bbm{}_", pane.python);
+    let gone = common::wait_until(Duration::from_secs(10), || leftovers(&prefix).is_empty());
+    assert!(gone, "left: {:?}", leftovers(&prefix));
 }
