@@ -7,12 +7,14 @@
 //! fails unless the RTT and the goodput are the emulated link's, the qdisc
 //! shows through the control socket, and stopping the network left nothing
 //! behind: no process of the run, no namespace, socket or log of its
-//! links, no interface of its hosts in this namespace.
+//! links, no interface of its hosts in this namespace. A second test runs
+//! the script's `--cli` in tmux: a Ctrl-C interrupts `h1 ping h2`, not
+//! bloatbox (the link still carries the next ping at its delay).
 //!
 //! The link's names hold the script's pid (`bbm<PID>_<N>`); `Script`'s
 //! Drop ends a script still running (SIGINT, so that Mininet stops the
-//! network, then SIGKILL) and removes what is left of that pid's links on
-//! every exit path, a panic included.
+//! network, then SIGKILL), `Pane`'s kills the CLI's, and both remove what
+//! is left of that pid's links on every exit path, a panic included.
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
