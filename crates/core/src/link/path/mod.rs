@@ -170,6 +170,12 @@ impl Path {
         &self.params
     }
 
+    /// The line spaces frames out (`Serializer::spaces_frames`): a rate
+    /// or a schedule is in force.
+    pub fn serializes(&self) -> bool {
+        self.serializer.spaces_frames()
+    }
+
     /// The impairments, schedule and framing in force.
     pub fn shape(&self) -> &LinkShape {
         &self.shape
