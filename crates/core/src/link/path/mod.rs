@@ -1152,6 +1152,36 @@ mod tests {
         assert_eq!(c.corrupted, 0, "test frames carry no payload bytes");
     }
 
+    /// A line spaces frames out with a rate or under a schedule, not
+    /// unlimited without one; a rate set at run time counts.
+    #[test]
+    fn a_line_serializes_with_a_rate_or_a_schedule() {
+        let unlimited = LinkParams {
+            rate_bytes_ps: 0,
+            ..LinkParams::default()
+        };
+        let mut p = path(unlimited);
+        assert!(!p.serializes());
+        let schedule = Schedule::parse_native("0 1mbit\nrepeat 1s").unwrap();
+        let shape = LinkShape {
+            schedule: Some(schedule),
+            ..LinkShape::default()
+        };
+        p.set_shape(shape, Instant::ZERO).unwrap();
+        assert!(p.serializes());
+        p.set_shape(LinkShape::default(), Instant::ZERO).unwrap();
+        assert!(!p.serializes());
+        p.set_params(
+            LinkParams {
+                rate_bytes_ps: 12_500_000,
+                ..unlimited
+            },
+            Instant::ZERO,
+        );
+        assert!(p.serializes());
+        assert!(path(LinkParams::default()).serializes());
+    }
+
     #[test]
     fn schedule_rate_and_delay_through_the_path() {
         let mut p = path(LinkParams {
