@@ -131,6 +131,13 @@ impl Serializer {
         self.timeline.as_ref().and_then(|tl| tl.delay_at(t))
     }
 
+    /// The wire spaces frames out: it has a line rate, or a schedule
+    /// times it. An unlimited wire without one sends each frame the moment
+    /// it is posted.
+    pub fn spaces_frames(&self) -> bool {
+        self.timeline.is_some() || self.wire.rate_bytes_ps != 0
+    }
+
     /// Frames posted and not departed (waiting plus on the wire).
     pub fn len(&self) -> usize {
         self.waiting_len + self.on_wire.is_some() as usize

@@ -170,6 +170,12 @@ impl Path {
         &self.params
     }
 
+    /// The line spaces frames out (`Serializer::spaces_frames`): a rate
+    /// or a schedule is in force.
+    pub fn serializes(&self) -> bool {
+        self.serializer.spaces_frames()
+    }
+
     /// The impairments, schedule and framing in force.
     pub fn shape(&self) -> &LinkShape {
         &self.shape
@@ -1144,6 +1150,36 @@ mod tests {
         // A duplicate arrives with its original, in order.
         assert!(got.windows(2).all(|w| w[0].0 <= w[1].0));
         assert_eq!(c.corrupted, 0, "test frames carry no payload bytes");
+    }
+
+    /// A line spaces frames out with a rate or under a schedule, not
+    /// unlimited without one; a rate set at run time counts.
+    #[test]
+    fn a_line_serializes_with_a_rate_or_a_schedule() {
+        let unlimited = LinkParams {
+            rate_bytes_ps: 0,
+            ..LinkParams::default()
+        };
+        let mut p = path(unlimited);
+        assert!(!p.serializes());
+        let schedule = Schedule::parse_native("0 1mbit\nrepeat 1s").unwrap();
+        let shape = LinkShape {
+            schedule: Some(schedule),
+            ..LinkShape::default()
+        };
+        p.set_shape(shape, Instant::ZERO).unwrap();
+        assert!(p.serializes());
+        p.set_shape(LinkShape::default(), Instant::ZERO).unwrap();
+        assert!(!p.serializes());
+        p.set_params(
+            LinkParams {
+                rate_bytes_ps: 12_500_000,
+                ..unlimited
+            },
+            Instant::ZERO,
+        );
+        assert!(p.serializes());
+        assert!(path(LinkParams::default()).serializes());
     }
 
     #[test]

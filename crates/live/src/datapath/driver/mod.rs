@@ -196,6 +196,7 @@ impl Driver {
         };
         driver.gro_on = driver.cfg.gro && driver.ports.tx.offload();
         driver.refresh_gso();
+        driver.set_pacing(driver.clock.now());
         Ok(driver)
     }
 
@@ -243,8 +244,7 @@ impl Driver {
             }
             let now = self.clock.now();
             self.poll_lane(now);
-            // The pacer waits only as long as the loop would spin.
-            self.pacer.set_max_wait(self.wait.pace_wait(now));
+            self.set_pacing(now);
             self.write_out(true, now);
             self.publish_if_due(now);
             let plan = self.wait.plan(now, &self.pending(readable));
@@ -261,6 +261,23 @@ impl Driver {
                 return end;
             }
         }
+    }
+
+    /// Lets the release pacer wait as long as the loop would spin at `now`,
+    /// if the direction's line spaces frames out at all. The pacer follows
+    /// a NIC serializing at line rate (`crate::release`); an unlimited line
+    /// without a schedule serializes nothing, so frames it delivered while
+    /// the loop was late leave as they are due, as netem's `tfifo` and a
+    /// veth hand them on. Their logical gaps are then only the arrival
+    /// times this thread stamped, spaced by its own reads and writes:
+    /// pacing them made each write wait for the cost of the read before it.
+    fn set_pacing(&mut self, now: Instant) {
+        let wait = if self.lane.path().serializes() {
+            self.wait.pace_wait(now)
+        } else {
+            0
+        };
+        self.pacer.set_max_wait(wait);
     }
 
     /// Advances the lane to `now`: what it delivers joins `out`, the
