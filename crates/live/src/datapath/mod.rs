@@ -79,8 +79,9 @@
 //! their routing), `error`, `snapshot` (what is published, and the merge),
 //! `mailbox` (the snapshot slots), `handle` (the `Datapath` handle that
 //! spawns and stops the threads), `realtime` (a thread's scheduling),
-//! `wait` (the pure decision of how the loop waits) and `driver` (a
-//! thread's state and loop).
+//! `wait` (the pure decision of how the loop waits), `stages` (where a
+//! frame's time goes, stage by stage) and `driver` (a thread's state and
+//! loop).
 
 mod command;
 mod config;
@@ -90,6 +91,7 @@ mod handle;
 mod mailbox;
 mod realtime;
 mod snapshot;
+mod stages;
 mod wait;
 
 pub use command::{Command, Commander, EditError, LinkChange, Refused, TcFailure, Unreached};
@@ -102,3 +104,4 @@ pub(crate) use snapshot::lateness_histogram;
 pub use snapshot::{
     GroCounters, LaneSnapshot, LatenessSummary, LiveSnapshot, PoolCounters, Wakeups,
 };
+pub use stages::StageBreakdown;

@@ -336,6 +336,7 @@ impl Path {
                 let arrives = departed + self.delay.delay_ns();
                 if self.delay.is_empty() && arrives <= t {
                     let len = u64::from(pkt.len);
+                    notify(&mut self.observer, PathEvent::Received, &pkt, arrives);
                     self.rx.push(pkt, len, arrives);
                 } else {
                     self.delay.push(pkt, departed, 0);
@@ -389,6 +390,7 @@ impl Path {
         self.absorb();
         while let Some((pkt, arrived)) = self.delay.pop(t) {
             let len = u64::from(pkt.len);
+            notify(&mut self.observer, PathEvent::Received, &pkt, arrived);
             self.rx.push(pkt, len, arrived);
         }
         let (outbox, counters, transit, observer, meter) = (

@@ -29,6 +29,9 @@ pub enum PathEvent {
     /// Its last bit left the NIC (the serializer is done with it): it is
     /// on the wire, and its TX completion is pending.
     Departed,
+    /// It reached the receiving NIC (out of the delay line, into RX
+    /// coalescing), at the logical time it arrived.
+    Received,
 }
 
 /// What the driver does for a batch of frames, not for one frame.
