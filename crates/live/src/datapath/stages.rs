@@ -231,11 +231,6 @@ impl PathObserver for StageObserver {
                     t.departed = at;
                 }
             }
-            PathEvent::Received => {
-                if let Some(t) = self.slot(pkt) {
-                    t.received = at;
-                }
-            }
             PathEvent::Delivered => {
                 let Some(t) = self.slot(pkt).map(std::mem::take) else {
                     self.untracked += 1;
@@ -257,6 +252,12 @@ impl PathObserver for StageObserver {
                     *t = Track::default();
                 }
             }
+        }
+    }
+
+    fn received(&mut self, pkt: &Packet, at: Instant) {
+        if let Some(t) = self.slot(pkt) {
+            t.received = at;
         }
     }
 }

@@ -79,10 +79,7 @@ impl PathObserver for DequeueLog {
                 }))
             }
             PathEvent::Departed => self.entries.push(Logged::Departed { at, tag }),
-            PathEvent::Enqueued
-            | PathEvent::Dropped(_)
-            | PathEvent::Received
-            | PathEvent::Delivered => {}
+            PathEvent::Enqueued | PathEvent::Dropped(_) | PathEvent::Delivered => {}
         }
     }
 

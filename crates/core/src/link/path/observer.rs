@@ -29,9 +29,6 @@ pub enum PathEvent {
     /// Its last bit left the NIC (the serializer is done with it): it is
     /// on the wire, and its TX completion is pending.
     Departed,
-    /// It reached the receiving NIC (out of the delay line, into RX
-    /// coalescing), at the logical time it arrived.
-    Received,
 }
 
 /// What the driver does for a batch of frames, not for one frame.
@@ -74,6 +71,10 @@ pub trait PathObserver: Any + Send {
 
     /// The driver did `event` at `at`.
     fn driver(&mut self, _event: DriverEvent, _at: Instant) {}
+
+    /// `pkt` reached the receiving NIC (out of the delay line, into RX
+    /// coalescing) at `at`, the logical time it arrived.
+    fn received(&mut self, _pkt: &Packet, _at: Instant) {}
 }
 
 /// Tells `observer`, if there is one, of `event`.

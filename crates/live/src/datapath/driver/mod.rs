@@ -306,7 +306,9 @@ impl Driver {
     fn pending(&self, backlog: bool) -> Pending {
         Pending {
             backlog,
-            bridge: self.lane.poll_at(),
+            // Events inside the link that deliver nothing (an idle
+            // frame's departure) are run by the poll at the delivery.
+            bridge: self.lane.deliver_at(),
             release: self.release_at,
             publish: self.next_publish,
             last_frame: self.last_frame,
