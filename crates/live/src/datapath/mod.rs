@@ -11,9 +11,11 @@
 //! snapshots.
 //!
 //! Each thread sleeps in `epoll_wait` over its read port, an absolute
-//! CLOCK_MONOTONIC timerfd armed at its lane's next deadline
-//! (`Lane::poll_at`), and an eventfd that signals its bounded command
-//! queue. Timer slack is set to 1 ns, and the last stretch before a
+//! CLOCK_MONOTONIC timerfd armed at its lane's next deadline (the
+//! earliest time it can hand out a frame, `Lane::deliver_at`: events
+//! inside the link that deliver nothing, such as an idle frame's
+//! departure, are run by that poll), and an eventfd that signals its
+//! bounded command queue. Timer slack is set to 1 ns, and the last stretch before a
 //! frame's deadline is spun instead of slept: by default as long as the
 //! timer has been firing late (its p99, learned, capped), while a budget of
 //! `spin_budget_pct` of a core lasts (`wait::AdaptiveSpin`); with `spin_us`
