@@ -648,7 +648,9 @@ run_irtt() {
 # direction (`bloatbox stats`' stages: wall-clock read, classify, release,
 # write; emulated qdisc, ring, serializer, delay line, coalescing; the
 # release lateness): R[KEY/irttst_STAGE/ROUND] = "→P50/P99 ←P50/P99" in
-# µs, also printed as the step ends. irtt_stages ROUND KEY.
+# µs, printed as the step ends and kept in the raw results (not in
+# BENCHMARKS.md's table, which has no room for ten more rows).
+# irtt_stages ROUND KEY.
 irtt_stages() {
   local r=$1 k=$2 st line="bench-live: round $1 $2 irtt stages, p50/p99 µs (→ left to right, ← right to left):"
   for st in read classify qdisc ring serializer delay_line coalescing release write late; do

@@ -88,20 +88,6 @@ LIVE_BB_ROWS = [
     ("irtt: IPDV (round trip) median, µs", "irttipdv"),
     ("reference: irtt over the veth pair: IPDV median, µs", "irttvipdv"),
     ("irtt: IPDV median / the veth's", "irttipdvx"),
-] + [
-    (f"irtt through the link: {what}, p50/p99 µs, → left to right, ← right to left", f"irttst_{key}")
-    for what, key in [
-        ("read system call (wall clock)", "read"),
-        ("classify and enqueue (wall clock)", "classify"),
-        ("qdisc (emulated)", "qdisc"),
-        ("TX ring and BQL (emulated)", "ring"),
-        ("serializer (emulated)", "serializer"),
-        ("delay line (emulated)", "delay_line"),
-        ("RX coalescing (emulated)", "coalescing"),
-        ("the lane's poll that releases frames (wall clock)", "release"),
-        ("write system call (wall clock)", "write"),
-        ("release lateness: write time − link delivery time", "late"),
-    ]
 ]
 
 
