@@ -631,6 +631,7 @@ run_irtt() {
     start_daemon "$c"
     in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
     irtt_json bbb-bl bbb-br 10.82.0.2 "$TMP/irtt-link.json"
+    "$BB" stats -c "$c" --json >"$TMP/irtt-stats.json" 2>/dev/null || rm -f "$TMP/irtt-stats.json"
     stop_daemon
   }
   if [ $((r % 2)) = 1 ]; then veth_irtt; link_irtt; else link_irtt; veth_irtt; fi
@@ -639,7 +640,26 @@ run_irtt() {
   R[$k/irttrtt/$r]=$a R[$k/irttvrtt/$r]=$b R[$k/irttx/$r]=$d
   R[$k/irttup/$r]=$e R[$k/irttdown/$r]=$f R[$k/irttipdv/$r]=$g R[$k/irttvipdv/$r]=$h
   R[$k/irttipdvx/$r]=$(awk -v a="$g" -v b="$h" 'BEGIN {if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b}')
-  rm -f "$TMP/irtt-link.json" "$TMP/irtt-veth.json"
+  irtt_stages "$r" "$k"
+  rm -f "$TMP/irtt-link.json" "$TMP/irtt-veth.json" "$TMP/irtt-stats.json"
+}
+
+# Where the irtt frames' time went through the link, per stage and
+# direction (`bloatbox stats`' stages: wall-clock read, classify, release,
+# write; emulated qdisc, ring, serializer, delay line, coalescing; the
+# release lateness): R[KEY/irttst_STAGE/ROUND] = "→P50/P99 ←P50/P99" in
+# µs, printed as the step ends and kept in the raw results (not in
+# BENCHMARKS.md's table, which has no room for ten more rows).
+# irtt_stages ROUND KEY.
+irtt_stages() {
+  local r=$1 k=$2 st line="bench-live: round $1 $2 irtt stages, p50/p99 µs (→ left to right, ← right to left):"
+  for st in read classify qdisc ring serializer delay_line coalescing release write late; do
+    R[$k/irttst_$st/$r]=$(jq -re --arg s "$st" '.stages | map(.[$s] |
+      "\(.p50_ns / 100 | round / 10)/\(.p99_ns / 100 | round / 10)") | "→\(.[0]) ←\(.[1])"' \
+      "$TMP/irtt-stats.json" 2>/dev/null) || R[$k/irttst_$st/$r]=-
+    line+=" $st ${R[$k/irttst_$st/$r]}"
+  done
+  echo "$line" >&2
 }
 
 # ---- wait policies ---------------------------------------------------------

@@ -377,6 +377,13 @@ impl Lane {
         earliest(pending, self.path.poll_at())
     }
 
+    /// The earliest time `poll` may hand out a frame (`Path::deliver_at`):
+    /// when a driver that waits for nothing else needs to poll next.
+    pub fn deliver_at(&self) -> Option<Instant> {
+        let pending = (!self.rejected.is_empty()).then_some(self.now);
+        earliest(pending, self.path.deliver_at())
+    }
+
     /// The tap's counters, while one is installed.
     pub fn tap_counters(&self) -> Option<CaptureCounters> {
         self.tap.as_ref().map(|t| t.counters())

@@ -110,6 +110,10 @@ mod tests {
                 refused: 1,
             },
             gro: Default::default(),
+            stages: crate::datapath::StageBreakdown {
+                untracked: rx,
+                ..Default::default()
+            },
         }
     }
 
@@ -151,6 +155,11 @@ mod tests {
         assert_eq!(m.lateness.max_ns, 1000);
         assert_eq!(m.release_lateness, m.lateness);
         assert_eq!((m.wakeups.total, m.wakeups.cpu_ns), (2, 2000));
+        assert_eq!(
+            m.stages.map(|s| s.untracked),
+            [5, 9],
+            "each direction's stages apart, left→right first"
+        );
         assert_eq!(
             m.pool,
             PoolCounters {

@@ -11,9 +11,11 @@
 //! snapshots.
 //!
 //! Each thread sleeps in `epoll_wait` over its read port, an absolute
-//! CLOCK_MONOTONIC timerfd armed at its lane's next deadline
-//! (`Lane::poll_at`), and an eventfd that signals its bounded command
-//! queue. Timer slack is set to 1 ns, and the last stretch before a
+//! CLOCK_MONOTONIC timerfd armed at its lane's next deadline (the
+//! earliest time it can hand out a frame, `Lane::deliver_at`: events
+//! inside the link that deliver nothing, such as an idle frame's
+//! departure, are run by that poll), and an eventfd that signals its
+//! bounded command queue. Timer slack is set to 1 ns, and the last stretch before a
 //! frame's deadline is spun instead of slept: by default as long as the
 //! timer has been firing late (its p99, learned, capped), while a budget of
 //! `spin_budget_pct` of a core lasts (`wait::AdaptiveSpin`); with `spin_us`
@@ -79,8 +81,9 @@
 //! their routing), `error`, `snapshot` (what is published, and the merge),
 //! `mailbox` (the snapshot slots), `handle` (the `Datapath` handle that
 //! spawns and stops the threads), `realtime` (a thread's scheduling),
-//! `wait` (the pure decision of how the loop waits) and `driver` (a
-//! thread's state and loop).
+//! `wait` (the pure decision of how the loop waits), `stages` (where a
+//! frame's time goes, stage by stage) and `driver` (a thread's state and
+//! loop).
 
 mod command;
 mod config;
@@ -90,6 +93,7 @@ mod handle;
 mod mailbox;
 mod realtime;
 mod snapshot;
+mod stages;
 mod wait;
 
 pub use command::{Command, Commander, EditError, LinkChange, Refused, TcFailure, Unreached};
@@ -102,3 +106,4 @@ pub(crate) use snapshot::lateness_histogram;
 pub use snapshot::{
     GroCounters, LaneSnapshot, LatenessSummary, LiveSnapshot, PoolCounters, Wakeups,
 };
+pub use stages::StageBreakdown;

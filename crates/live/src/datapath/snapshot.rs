@@ -14,6 +14,8 @@ use crate::link::path::PathSnapshot;
 use crate::port::PortCounters;
 use crate::time::{Instant, NS_PER_SEC};
 
+use super::stages::StageBreakdown;
+
 /// A lateness histogram summed up, ns: wake-up lateness (time woken by
 /// the timer minus the deadline) or release lateness (time a frame was
 /// written minus the time the link delivered it).
@@ -164,6 +166,10 @@ pub struct LiveSnapshot {
     /// GRO at the receiving TAPs, both directions summed.
     #[serde(default)]
     pub gro: GroCounters,
+    /// Where each direction's frames spend their time, stage by stage, by
+    /// `Dir::index()` (left→right first).
+    #[serde(default)]
+    pub stages: [StageBreakdown; 2],
 }
 
 /// CPU time of the calling thread, ns (0 if the clock cannot be read).
@@ -202,6 +208,8 @@ pub struct LaneSnapshot {
     pub pool: PoolCounters,
     /// What GRO merged before writing (the direction's receiving TAP).
     pub gro: GroCounters,
+    /// Where the direction's frames spend their time, stage by stage.
+    pub stages: StageBreakdown,
 }
 
 impl LiveSnapshot {
@@ -260,6 +268,7 @@ impl LiveSnapshot {
                 super_frames: l2r.gro.super_frames + r2l.gro.super_frames,
                 segments: l2r.gro.segments + r2l.gro.segments,
             },
+            stages: [l2r.stages, r2l.stages],
         }
     }
 }
@@ -324,6 +333,7 @@ mod tests {
             tx_port: PortCounters::default(),
             pool: PoolCounters::default(),
             gro: GroCounters::default(),
+            stages: StageBreakdown::default(),
         };
         for (a, b, want) in [
             (&busy, &empty, LatenessSummary::walked(&busy)),

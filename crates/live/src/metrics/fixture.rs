@@ -85,6 +85,7 @@ pub(super) fn snapshot() -> LiveSnapshot {
             refused: 1,
         },
         gro: Default::default(),
+        stages: Default::default(),
     }
 }
 
@@ -118,6 +119,7 @@ pub(super) fn publish(reader: &SnapshotReader) -> Arc<LiveSnapshot> {
                 tx_port: PortCounters::default(),
                 pool: PoolCounters::default(),
                 gro: Default::default(),
+                stages: Default::default(),
             },
         );
     }

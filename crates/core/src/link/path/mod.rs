@@ -280,6 +280,34 @@ impl Path {
         self.settled.unwrap_or_else(|| self.next_event())
     }
 
+    /// The earliest time `poll` may hand out a frame or a freed one: no
+    /// earlier than `poll_at`, and later when the next event is inside
+    /// the link (a departure, a TX completion, a qdisc's dequeue), since
+    /// whatever it leads to still has the propagation delay to cross.
+    /// `poll` then runs those events in time order as `advance` always
+    /// does, so a driver that sleeps until this time instead of
+    /// `poll_at` hands out the same frames at the same logical times,
+    /// without waking up for events that deliver nothing (an idle
+    /// frame's departure 17 µs after it was read at 100 Mbit/s). With
+    /// impairments or a schedule, which may shorten a frame's delay, it
+    /// is `poll_at`. (A frame an AQM drops at dequeue is freed at this
+    /// time rather than its own.)
+    pub fn deliver_at(&self) -> Option<Instant> {
+        if !self.outbox.is_empty() || !self.freed.is_empty() {
+            return Some(self.now);
+        }
+        let next = self.settled.unwrap_or_else(|| self.next_event())?;
+        let reach = if self.impair.is_inactive() && self.shape.schedule.is_none() {
+            self.params.delay_ns
+        } else {
+            0
+        };
+        // What is already past the wire reaches the receiver at its own
+        // time; everything else no sooner than `reach` after the next event.
+        let past_the_wire = earliest(self.delay.next_event(), self.rx.next_event());
+        earliest(past_the_wire, Some(next + reach))
+    }
+
     /// The RX coalescer's `usecs` and `frames` in force: the fixed ones,
     /// or net_dim's current profile under `adaptive-rx`.
     pub fn rx_moderation(&self) -> (u32, u32) {
@@ -342,6 +370,9 @@ impl Path {
                 let arrives = departed + self.delay.delay_ns();
                 if self.delay.is_empty() && arrives <= t {
                     let len = u64::from(pkt.len);
+                    if let Some(o) = &mut self.observer {
+                        o.received(&pkt, arrives);
+                    }
                     self.rx.push(pkt, len, arrives);
                 } else {
                     self.delay.push(pkt, departed, 0);
@@ -395,6 +426,9 @@ impl Path {
         self.absorb();
         while let Some((pkt, arrived)) = self.delay.pop(t) {
             let len = u64::from(pkt.len);
+            if let Some(o) = &mut self.observer {
+                o.received(&pkt, arrived);
+            }
             self.rx.push(pkt, len, arrived);
         }
         let (outbox, counters, transit, observer, meter) = (
@@ -1003,6 +1037,71 @@ mod tests {
         p.ingress(pkt(2, 1514), Instant::from_millis(2));
         assert!(p.poll_at().unwrap() >= Instant::from_millis(10));
         assert_eq!(drain(&mut p).len(), 2);
+    }
+
+    /// Frames every 30 µs (1000 bytes, 80 µs on the wire: a backlog
+    /// builds) through a ring of 4 with TX and RX coalescing and 1 ms of
+    /// delay, the path polled whenever `next` says (or a frame arrives):
+    /// (id, logical delivery time) of every frame, and the polls.
+    fn polled_by(next: fn(&Path) -> Option<Instant>) -> (Vec<(u64, Instant)>, u32) {
+        let mut p = path(LinkParams {
+            delay_ns: NS_PER_MS,
+            tx_ring: 4,
+            tx_usecs: 20,
+            tx_frames: 2,
+            rx_usecs: 50,
+            rx_frames: 3,
+            ..LinkParams::default()
+        });
+        let (mut out, mut freed, mut got, mut polls) = (Vec::new(), Vec::new(), Vec::new(), 0);
+        let mut i = 0;
+        loop {
+            let arrival = (i < 40).then(|| Instant::from_micros(i * 30));
+            match (next(&p), arrival) {
+                (_, Some(a)) if next(&p).is_none_or(|t| a <= t) => {
+                    p.ingress(pkt(i, 1000), a);
+                    i += 1;
+                }
+                (Some(t), _) => {
+                    p.poll(t, &mut out, &mut freed);
+                    polls += 1;
+                    got.extend(
+                        out.drain(..)
+                            .map(|pk: Packet| (pk.meta.id, pk.meta.delivered())),
+                    );
+                    assert_conserved(&p);
+                }
+                (None, _) => return (got, polls),
+            }
+        }
+    }
+
+    /// A driver that polls only at `deliver_at` gets the same frames at
+    /// the same logical times as one that polls at every event, in fewer
+    /// polls; an idle frame's departure is not one of them.
+    #[test]
+    fn polling_at_deliver_at_delivers_as_polling_every_event_does() {
+        let (every, every_polls) = polled_by(Path::poll_at);
+        let (delivering, delivering_polls) = polled_by(Path::deliver_at);
+        assert_eq!(every.len(), 40);
+        assert_eq!(delivering, every);
+        assert!(
+            delivering_polls < every_polls,
+            "{delivering_polls} polls against {every_polls}"
+        );
+        // One 214-byte frame at 100 Mbit/s and 5 ms: it departs at 17.12
+        // µs (`poll_at`); nothing can be delivered before 5.01712 ms.
+        let mut p = path(LinkParams {
+            delay_ns: 5 * NS_PER_MS,
+            ..LinkParams::default()
+        });
+        p.ingress(pkt(0, 214), Instant::ZERO);
+        assert_eq!(p.poll_at(), Some(Instant::from_nanos(17_120)));
+        assert_eq!(p.deliver_at(), Some(Instant::from_nanos(5_017_120)));
+        // Impairments may shorten a frame's delay: every event counts.
+        p.set_impairments(normal_jitter(None), Instant::ZERO)
+            .unwrap();
+        assert_eq!(p.deliver_at(), p.poll_at());
     }
 
     /// Random loss of `percent` (no correlation) from generator `seed`.

@@ -71,6 +71,10 @@ pub trait PathObserver: Any + Send {
 
     /// The driver did `event` at `at`.
     fn driver(&mut self, _event: DriverEvent, _at: Instant) {}
+
+    /// `pkt` reached the receiving NIC (out of the delay line, into RX
+    /// coalescing) at `at`, the logical time it arrived.
+    fn received(&mut self, _pkt: &Packet, _at: Instant) {}
 }
 
 /// Tells `observer`, if there is one, of `event`.

@@ -42,6 +42,7 @@ use super::realtime;
 use super::snapshot::{
     thread_cpu_ns, GroCounters, LaneSnapshot, PoolCounters, RecordedLateness, Wakeups,
 };
+use super::stages::{StageBreakdown, StageObserver, Wall, WallStages};
 use super::wait::{Pending, WaitPlan, WaitPolicy};
 
 /// epoll tokens.
@@ -98,6 +99,9 @@ pub(super) struct Driver {
     clock: MonotonicClock,
     lateness: RecordedLateness,
     release_lateness: RecordedLateness,
+    /// The wall-clock stages of each frame (`stages`); the emulated ones
+    /// are timed by the `StageObserver` on the lane's path.
+    stages: WallStages,
     wakeups: Wakeups,
     next_publish: Instant,
     /// Frame buffers, and `GSO_FRAME_BUF`-byte ones for whole
@@ -180,6 +184,7 @@ impl Driver {
             clock: MonotonicClock,
             lateness: RecordedLateness::new("wake-up lateness")?,
             release_lateness: RecordedLateness::new("release lateness")?,
+            stages: WallStages::new()?,
             wakeups: Wakeups::default(),
             next_publish: Instant::ZERO,
             bufs,
@@ -195,6 +200,7 @@ impl Driver {
             gro_counts: GroCounters::default(),
         };
         driver.gro_on = driver.cfg.gro && driver.ports.tx.offload();
+        driver.lane.set_observer(Box::new(StageObserver::new()?));
         driver.refresh_gso();
         driver.set_pacing(driver.clock.now());
         Ok(driver)
@@ -283,7 +289,11 @@ impl Driver {
     /// Advances the lane to `now`: what it delivers joins `out`, the
     /// buffers it freed go back to their pools.
     fn poll_lane(&mut self, now: Instant) {
+        let before = self.out.len();
         self.lane.poll(now, &mut self.out, &mut self.freed);
+        if self.out.len() > before {
+            self.stages.span(Wall::Release, now, self.clock.now());
+        }
         for pkt in self.freed.drain(..) {
             self.bufs.put(pkt.data);
         }
@@ -313,7 +323,9 @@ impl Driver {
     fn pending(&self, backlog: bool) -> Pending {
         Pending {
             backlog,
-            bridge: self.lane.poll_at(),
+            // Events inside the link that deliver nothing (an idle
+            // frame's departure) are run by the poll at the delivery.
+            bridge: self.lane.deliver_at(),
             release: self.release_at,
             publish: self.next_publish,
             last_frame: self.last_frame,
@@ -494,6 +506,10 @@ impl Driver {
                 refused: self.bufs.exhausted(),
             },
             gro: self.gro_counts,
+            stages: StageBreakdown::of(
+                &mut self.stages,
+                self.lane.path_mut().observer_mut::<StageObserver>(),
+            ),
         }
     }
 

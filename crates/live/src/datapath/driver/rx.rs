@@ -36,6 +36,7 @@ impl Driver {
         let offload = self.ports.rx.offload();
         for i in 0..self.cfg.batch {
             let now = self.clock.now();
+            self.stages.ingressed(now);
             if i > 0 && !self.write_due(now) {
                 // The port written to is gone: the loop ends.
                 return false;
@@ -51,6 +52,7 @@ impl Driver {
             }
         }
         let now = self.clock.now();
+        self.stages.ingressed(now);
         self.write_due(now)
     }
 
@@ -82,6 +84,7 @@ impl Driver {
         };
         match self.ports.rx.recv(&mut buf) {
             Ok(Some(n)) => {
+                self.stages.read(now, self.clock.now());
                 buf.truncate(n);
                 self.lane.ingress(buf, now);
                 Read::Frame
@@ -113,6 +116,7 @@ impl Driver {
     fn read_offloaded(&mut self, now: Instant) -> Read {
         match self.ports.rx.recv_offload(&mut self.rx_gso) {
             Ok(Some((n, hdr))) => {
+                self.stages.read(now, self.clock.now());
                 self.lane
                     .ingress_offloaded(&mut self.rx_gso, n, hdr, now, &mut self.bufs);
                 Read::Frame

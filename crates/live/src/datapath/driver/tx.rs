@@ -15,6 +15,7 @@ use crate::packet::Packet;
 use crate::time::{Clock, Instant};
 
 use super::super::error::port_gone;
+use super::super::stages::Wall;
 use super::Driver;
 
 impl Driver {
@@ -51,11 +52,7 @@ impl Driver {
         }
         let mut gone = None;
         self.release_at = None;
-        let mut first = true;
         while let Some(delivered) = self.held.front().map(|p| p.meta.delivered()) {
-            if !std::mem::take(&mut first) {
-                now = self.clock.now();
-            }
             if pace {
                 let at = self.pacer.earliest(delivered, now);
                 if at > now {
@@ -74,6 +71,10 @@ impl Driver {
                 self.bufs.put(pkt.data);
                 sent
             };
+            // The next frame is written at this fresh reading.
+            let done = self.clock.now();
+            self.stages.span(Wall::Write, now, done);
+            now = done;
             if let Err(e) = sent {
                 if port_gone(&e) && gone.is_none() {
                     gone = Some(e);
@@ -90,6 +91,7 @@ impl Driver {
     fn written(&mut self, delivered: Instant, now: Instant) {
         self.last_frame = now;
         self.pacer.written(delivered, now);
+        self.stages.span(Wall::Late, delivered, now);
         self.release_lateness
             .record(now.saturating_since(delivered));
     }
