@@ -53,6 +53,8 @@ LIVE_ROWS = [
     ("UDP 1472-byte payload at 800 Mbit/s, % lost (iperf3)", "loss800"),
     ("UDP 1472-byte payload at 800 Mbit/s, sending device TX drops, % of sent", "drop800"),
     ("UDP 64-byte payload, kpps received", "kpps"),
+    ("UDP 64-byte payload, kpps sent (iperf3's sender)", "kppssent"),
+    ("UDP 64-byte payload, kpps reaching the receiving namespace's IP stack (nstat IpInReceives; before the receiving socket's drops)", "kppsip"),
     ("idle ping RTT median, ms", "rtt50"),
     ("idle ping RTT p99, ms", "rtt99"),
     ("idle ping RTT median added over veth, µs", "added"),
