@@ -25,7 +25,9 @@
 # shape containerlab leaves, with TSO and GSO off on the hosts' ends
 # (frame by frame) and on (super-frames pass whole), and with offload on
 # again through unbatched sockets (BLOATBOX_WIRE_RING=off: one readv and
-# one writev per frame instead of the receive ring and sendmmsg). Per path: 1 and 4 cubic TCP flows, full-size UDP
+# one writev per frame instead of the receive ring and sendmmsg), and the
+# kernel's own bump in that shape (a Linux bridge joining the two host
+# ends, frame by frame: what the shape's extra veth hops cost). Per path: 1 and 4 cubic TCP flows, full-size UDP
 # as fast as iperf3 sends, full-size UDP offered at 400 and 800 Mbit/s
 # (iperf3's loss and the sending device's TX drops), 64-byte UDP packets per
 # second (received by iperf3, sent by it, and reaching the receiving
@@ -448,15 +450,18 @@ run_bloatbox() {
 }
 
 # bloatbox as a wire, unshaped: run_wire PATH ROUND OFFLOAD [RING], RING
-# off for the unbatched sockets (BLOATBOX_WIRE_RING=off). Hosts bbb-wl
-# (10.84.0.1 on eth1) and bbb-wr (10.84.0.2 on eth1), their veth peers
-# bbbw1 and bbbw2 in bbb-wh without addresses, wired by `up --wire`; with
-# OFFLOAD false the hosts' ends send frame by frame (TSO and GSO off).
+# off for the unbatched sockets (BLOATBOX_WIRE_RING=off), bridge for the
+# kernel's own bump in the same shape instead of bloatbox (a Linux bridge
+# in bbb-wh enslaving the two ends: what the extra veth hops cost). Hosts
+# bbb-wl (10.84.0.1 on eth1) and bbb-wr (10.84.0.2 on eth1), their veth
+# peers bbbw1 and bbbw2 in bbb-wh without addresses, wired by `up --wire`;
+# with OFFLOAD false the hosts' ends send frame by frame (TSO and GSO off).
 run_wire() {
   local p=$1 r=$2 c s
   ip netns add bbb-wl
   ip netns add bbb-wr
   ip netns add bbb-wh
+  [ "${4:-}" != bridge ] || { in_ns bbb-wh ip link add bbbwbr type bridge && in_ns bbb-wh ip link set bbbwbr up; }
   for s in l r; do
     local n=1
     [ "$s" = r ] && n=2
@@ -466,14 +471,19 @@ run_wire() {
       in_ns bbb-w$s ethtool -K eth1 tso off gso off >/dev/null 2>&1 ||
         echo "bench-live: ethtool -K eth1 in bbb-w$s failed" >&2
     fi
+    [ "${4:-}" != bridge ] || in_ns bbb-wh ip link set bbbw$n master bbbwbr
     in_ns bbb-w$s ip link set lo up
     in_ns bbb-w$s ip link set eth1 up
     in_ns bbb-wh ip link set bbbw$n up
   done
-  c=$(config "$p" unlimited 0ms "$3")
-  BLOATBOX_WIRE_RING=${4:-on} start_daemon "$c" --wire bbb-wh:bbbw1 bbb-wh:bbbw2
-  measure "$p" "$r" bbb-wl bbb-wr 10.84.0.2 eth1
-  stop_daemon
+  if [ "${4:-}" = bridge ]; then
+    measure "$p" "$r" bbb-wl bbb-wr 10.84.0.2 eth1
+  else
+    c=$(config "$p" unlimited 0ms "$3")
+    BLOATBOX_WIRE_RING=${4:-on} start_daemon "$c" --wire bbb-wh:bbbw1 bbb-wh:bbbw2
+    measure "$p" "$r" bbb-wl bbb-wr 10.84.0.2 eth1
+    stop_daemon
+  fi
   ip netns del bbb-wl
   ip netns del bbb-wr
   ip netns del bbb-wh
@@ -733,6 +743,7 @@ round_steps() {
   echo "run_wire wnooff $r false"
   echo "run_wire woff $r true"
   echo "run_wire wold $r true off"
+  echo "run_wire wbr $r false bridge"
   echo "run_bloatbox_only $r bb"
   echo "run_irtt $r bb"
   [ "$WAIT" = 0 ] || echo "run_wait $r"
@@ -776,7 +787,7 @@ main() {
       "${cmd[@]}"
     done
     # The idle RTT each path adds over this round's veth pair, µs.
-    for p in bare bare2 nooff off wnooff woff wold before-nooff before-off; do
+    for p in bare bare2 nooff off wnooff woff wold wbr before-nooff before-off; do
       [ -n "${R[$p/rtt50/$r]:-}" ] || continue
       R[$p/added/$r]=$(awk -v b="${R[$p/rtt50/$r]}" -v v="${R[veth/rtt50/$r]}" \
         'BEGIN {if (b == "-" || v == "-") print "-"; else printf "%.0f", (b - v) * 1000}')
