@@ -25,10 +25,13 @@
 # shape containerlab leaves, with TSO and GSO off on the hosts' ends
 # (frame by frame) and on (super-frames pass whole), and with offload on
 # again through unbatched sockets (BLOATBOX_WIRE_RING=off: one readv and
-# one writev per frame instead of the receive ring and sendmmsg). Per path: 1 and 4 cubic TCP flows, full-size UDP
+# one writev per frame instead of the receive ring and sendmmsg), and the
+# kernel's own bump in that shape (a Linux bridge joining the two host
+# ends, frame by frame: what the shape's extra veth hops cost). Per path: 1 and 4 cubic TCP flows, full-size UDP
 # as fast as iperf3 sends, full-size UDP offered at 400 and 800 Mbit/s
 # (iperf3's loss and the sending device's TX drops), 64-byte UDP packets per
-# second, and idle ping RTT (median, p99, added over the round's veth).
+# second (received by iperf3, sent by it, and reaching the receiving
+# namespace's IP stack), and idle ping RTT (median, p99, added over the round's veth).
 # irtt (Debian's package) through bloatbox's default idle link (100 Mbit/s,
 # 5 ms each way) and over a bare veth pair, in the same step: RTT median,
 # the excess per direction over the ideal (2 x 5 ms plus two 214-byte
@@ -86,7 +89,9 @@ SPIN=${SPIN:-0}
 # WAIT=1 adds, once per round, the wait policies compared (run_wait).
 WAIT=${WAIT:-0}
 # ONLY=REGEX runs only the steps whose command matches REGEX (e.g.
-# ONLY=run_irtt: the irtt rows alone; ONLY="run_irtt|run_wait").
+# ONLY=run_irtt: the irtt rows alone; ONLY="run_irtt|run_wait"); one that
+# selects a wire step (ONLY=wire) keeps its references: the veth pair, the
+# bare forwarder and the TAP mode, offload off and on.
 ONLY=${ONLY:-}
 BEFORE=${BEFORE:-}
 BARE=${BARE:-1}
@@ -207,10 +212,25 @@ tcp_gbit() {
     jq '.end.sum_received.bits_per_second / 1e9' 2>/dev/null | num %.2f
 }
 
-# kpps received of 64-byte UDP payloads sent as fast as iperf3 can.
+# The IP packets NS's stack received so far (nstat's absolute IpInReceives,
+# its history file left alone).
+ip_in() { in_ns "$1" nstat -asz IpInReceives 2>/dev/null | awk '$1 == "IpInReceives" {print $2}'; }
+
+# 64-byte UDP payloads sent as fast as iperf3 can from NS to DST, received
+# in RNS: udp64_kpps NS DST RNS prints "received sent reached", kpps:
+# iperf3's receiver's count, its sender's, and the IP packets that reached
+# RNS's stack (what the path forwarded, before the receiving socket drops
+# what its reader has no CPU for: the generator's bound, not the path's).
 udp64_kpps() {
-  { in_ns "$1" iperf3 -c "$2" -t "$DUR" -u -l 64 -b 0 -J 2>/dev/null || true; } |
-    jq '(.end.sum.packets - .end.sum.lost_packets) / .end.sum.seconds / 1e3 | round' 2>/dev/null | num
+  local a b out
+  a=$(ip_in "$3")
+  out=$(in_ns "$1" iperf3 -c "$2" -t "$DUR" -u -l 64 -b 0 -J 2>/dev/null) || true
+  b=$(ip_in "$3")
+  [ -n "$out" ] || { echo "- - -"; return 0; }
+  jq -r --arg a "${a:-}" --arg b "${b:-}" '
+    .end.sum.seconds as $s | def k: . / $s / 1e3 | round;
+    "\((.end.sum.packets - .end.sum.lost_packets) | k) \((.end.sum_sent.packets // .end.sum.packets) | k) \(if $a == "" or $b == "" then "-" else ($b | tonumber) - ($a | tonumber) | k end)"' \
+    <<<"$out" 2>/dev/null || echo "- - -"
 }
 
 # Gbit/s of 1514-byte frames received, 1472-byte UDP payloads sent as fast
@@ -241,7 +261,7 @@ udp_loss() {
 # measure PATH ROUND NS_LEFT NS_RIGHT DST SENDING_DEV.
 declare -A R
 measure() {
-  local p=$1 r=$2 nsl=$3 nsr=$4 dst=$5 dev=$6 a b
+  local p=$1 r=$2 nsl=$3 nsr=$4 dst=$5 dev=$6 a b c
   in_ns "$nsl" ping -c 1 -W 2 "$dst" >/dev/null || echo "bench-live: $p: first ping failed" >&2
   start_iperf "$nsr" "$dst"
   R[$p/tcp1/$r]=$(tcp_gbit "$nsl" "$dst" 1)
@@ -251,7 +271,8 @@ measure() {
   R[$p/loss400/$r]=$a R[$p/drop400/$r]=$b
   read -r a b <<<"$(udp_loss "$nsl" "$dst" 800M "$dev")"
   R[$p/loss800/$r]=$a R[$p/drop800/$r]=$b
-  R[$p/kpps/$r]=$(udp64_kpps "$nsl" "$dst")
+  read -r a b c <<<"$(udp64_kpps "$nsl" "$dst" "$nsr")"
+  R[$p/kpps/$r]=$a R[$p/kppssent/$r]=$b R[$p/kppsip/$r]=$c
   stop_iperf
   read -r a b <<<"$(ping_stats "$nsl" "$dst")"
   R[$p/rtt50/$r]=$a R[$p/rtt99/$r]=$b
@@ -429,15 +450,18 @@ run_bloatbox() {
 }
 
 # bloatbox as a wire, unshaped: run_wire PATH ROUND OFFLOAD [RING], RING
-# off for the unbatched sockets (BLOATBOX_WIRE_RING=off). Hosts bbb-wl
-# (10.84.0.1 on eth1) and bbb-wr (10.84.0.2 on eth1), their veth peers
-# bbbw1 and bbbw2 in bbb-wh without addresses, wired by `up --wire`; with
-# OFFLOAD false the hosts' ends send frame by frame (TSO and GSO off).
+# off for the unbatched sockets (BLOATBOX_WIRE_RING=off), bridge for the
+# kernel's own bump in the same shape instead of bloatbox (a Linux bridge
+# in bbb-wh enslaving the two ends: what the extra veth hops cost). Hosts
+# bbb-wl (10.84.0.1 on eth1) and bbb-wr (10.84.0.2 on eth1), their veth
+# peers bbbw1 and bbbw2 in bbb-wh without addresses, wired by `up --wire`;
+# with OFFLOAD false the hosts' ends send frame by frame (TSO and GSO off).
 run_wire() {
   local p=$1 r=$2 c s
   ip netns add bbb-wl
   ip netns add bbb-wr
   ip netns add bbb-wh
+  [ "${4:-}" != bridge ] || { in_ns bbb-wh ip link add bbbwbr type bridge && in_ns bbb-wh ip link set bbbwbr up; }
   for s in l r; do
     local n=1
     [ "$s" = r ] && n=2
@@ -447,14 +471,19 @@ run_wire() {
       in_ns bbb-w$s ethtool -K eth1 tso off gso off >/dev/null 2>&1 ||
         echo "bench-live: ethtool -K eth1 in bbb-w$s failed" >&2
     fi
+    [ "${4:-}" != bridge ] || in_ns bbb-wh ip link set bbbw$n master bbbwbr
     in_ns bbb-w$s ip link set lo up
     in_ns bbb-w$s ip link set eth1 up
     in_ns bbb-wh ip link set bbbw$n up
   done
-  c=$(config "$p" unlimited 0ms "$3")
-  BLOATBOX_WIRE_RING=${4:-on} start_daemon "$c" --wire bbb-wh:bbbw1 bbb-wh:bbbw2
-  measure "$p" "$r" bbb-wl bbb-wr 10.84.0.2 eth1
-  stop_daemon
+  if [ "${4:-}" = bridge ]; then
+    measure "$p" "$r" bbb-wl bbb-wr 10.84.0.2 eth1
+  else
+    c=$(config "$p" unlimited 0ms "$3")
+    BLOATBOX_WIRE_RING=${4:-on} start_daemon "$c" --wire bbb-wh:bbbw1 bbb-wh:bbbw2
+    measure "$p" "$r" bbb-wl bbb-wr 10.84.0.2 eth1
+    stop_daemon
+  fi
   ip netns del bbb-wl
   ip netns del bbb-wr
   ip netns del bbb-wh
@@ -734,6 +763,7 @@ round_steps() {
   echo "run_wire wnooff $r false"
   echo "run_wire woff $r true"
   echo "run_wire wold $r true off"
+  echo "run_wire wbr $r false bridge"
   echo "run_bloatbox_only $r bb"
   echo "run_irtt $r bb"
   [ "$WAIT" = 0 ] || echo "run_wait $r"
@@ -752,12 +782,24 @@ before() {
   BB=$BIN
 }
 
+# The steps ONLY selects in round R: a selection with a wire step keeps
+# the wire's references too (the veth pair its added RTT is measured over,
+# the bare forwarder and the TAP mode), so that ONLY=wire gives ratios from
+# one run.
+only_regex() {
+  if [ -n "$ONLY" ] && round_steps "$1" | grep -E -- "$ONLY" | grep -q '^run_wire '; then
+    echo "$ONLY|^run_veth |^run_bare bare |^run_bloatbox (nooff|off) "
+  else
+    echo "$ONLY"
+  fi
+}
+
 # All rounds, then the report.
 main() {
   local steps step i cmd
   for r in $(seq "$ROUNDS"); do
     echo "bench-live: round $r of $ROUNDS" >&2
-    mapfile -t steps < <(round_steps "$r" | grep -E -- "$ONLY")
+    mapfile -t steps < <(round_steps "$r" | grep -E -- "$(only_regex "$r")")
     for i in "${!steps[@]}"; do
       step=${steps[$i]}
       [ $((r % 2)) = 0 ] && step=${steps[$((${#steps[@]} - 1 - i))]}
@@ -765,7 +807,7 @@ main() {
       "${cmd[@]}"
     done
     # The idle RTT each path adds over this round's veth pair, µs.
-    for p in bare bare2 nooff off wnooff woff wold before-nooff before-off; do
+    for p in bare bare2 nooff off wnooff woff wold wbr before-nooff before-off; do
       [ -n "${R[$p/rtt50/$r]:-}" ] || continue
       R[$p/added/$r]=$(awk -v b="${R[$p/rtt50/$r]}" -v v="${R[veth/rtt50/$r]}" \
         'BEGIN {if (b == "-" || v == "-") print "-"; else printf "%.0f", (b - v) * 1000}')

@@ -38,6 +38,7 @@ LIVE_PATHS = [
     ("wnooff", "bloatbox --wire, frame by frame"),
     ("woff", "bloatbox --wire, offload on"),
     ("wold", "bloatbox --wire, offload on, one frame per syscall (BLOATBOX_WIRE_RING=off)"),
+    ("wbr", "kernel bridge in the wire's shape, frame by frame"),
 ]
 LIVE_BEFORE_PATHS = [
     ("before-nooff", "bloatbox at {before}, offload off"),
@@ -53,6 +54,8 @@ LIVE_ROWS = [
     ("UDP 1472-byte payload at 800 Mbit/s, % lost (iperf3)", "loss800"),
     ("UDP 1472-byte payload at 800 Mbit/s, sending device TX drops, % of sent", "drop800"),
     ("UDP 64-byte payload, kpps received", "kpps"),
+    ("UDP 64-byte payload, kpps sent (iperf3's sender)", "kppssent"),
+    ("UDP 64-byte payload, kpps reaching the receiving namespace's IP stack (nstat IpInReceives; before the receiving socket's drops)", "kppsip"),
     ("idle ping RTT median, ms", "rtt50"),
     ("idle ping RTT p99, ms", "rtt99"),
     ("idle ping RTT median added over veth, µs", "added"),
@@ -137,6 +140,12 @@ def live_table(run):
         return text
 
     paths = LIVE_PATHS + ([(p, t.format(before=before)) for p, t in LIVE_BEFORE_PATHS] if before else [])
+    # Columns past bloatbox's own (which LIVE_BB_ROWS' cells line up with)
+    # and rows appear only where the run measured them (older runs lack
+    # the later ones).
+    measured = {k.split("/")[0] for k in r} | {k.split("/")[1] for k in r if k.count("/") == 2}
+    paths = [(p, t) for i, (p, t) in enumerate(paths) if i < 5 or p in measured]
+    rows = [(label, key) for label, key in LIVE_ROWS if key in measured]
     out = header(run) + [
         "",
         f"DUR={run['settings']['DUR']} s, ROUNDS={rounds}, RT={run['settings']['RT']}, "
@@ -146,7 +155,7 @@ def live_table(run):
         "| measurement | " + " | ".join(t for _, t in paths) + " |",
         "|" + "---|" * (len(paths) + 1),
     ]
-    for label, key in LIVE_ROWS:
+    for label, key in rows:
         out.append(f"| {label} | " + " | ".join(cell(p, key) for p, _ in paths) + " |")
     for label, key in LIVE_BB_ROWS:
         label = label.format(ideal12=run["ideal12"], ideal1g=run["ideal1g"])

@@ -180,7 +180,7 @@ pub(crate) fn start_link(
     let (namespaces, left, right): (LinkNamespaces, Box<dyn FramePort>, Box<dyn FramePort>) =
         match (wire, rootless) {
             (Some(wire), _) => {
-                let (guard, left, right) = wire.open(cfg.tap.mtu)?;
+                let (guard, left, right) = wire.open(cfg.tap.mtu, cfg.tap.wire_ring)?;
                 (
                     LinkNamespaces::Wire { _guard: guard },
                     Box::new(left),

@@ -181,8 +181,14 @@ fn render_stats(snap: &LiveSnapshot, tap_tx_dropped: [Option<u64>; 2]) -> String
     for (name, pc) in [("left", &snap.left_port), ("right", &snap.right_port)] {
         let _ = writeln!(
             out,
-            "  {name} port: rx {} tx {} frames, full-device drops {}, errors rx {} tx {}",
-            pc.rx_frames, pc.tx_frames, pc.tx_full_drops, pc.rx_errors, pc.tx_errors
+            "  {name} port: rx {} tx {} frames, full-device drops {}, full receive ring drops {}, \
+             errors rx {} tx {}",
+            pc.rx_frames,
+            pc.tx_frames,
+            pc.tx_full_drops,
+            pc.rx_ring_drops,
+            pc.rx_errors,
+            pc.tx_errors
         );
     }
     let show = |v: Option<u64>| v.map_or("?".to_string(), |n| n.to_string());
@@ -358,8 +364,15 @@ mod tests {
             ..Wakeups::default()
         };
         snap.left_port.rx_frames = 10;
+        snap.right_port.rx_ring_drops = 4;
         let snap = over_the_socket(&snap);
         let text = render_stats(&snap, [Some(3), None]);
+        assert!(
+            text.contains(
+                "right port: rx 0 tx 0 frames, full-device drops 0, full receive ring drops 4,"
+            ),
+            "{text}"
+        );
         assert!(
             text.contains("frames in 10  out 7  held 2  dropped 1"),
             "{text}"

@@ -169,7 +169,7 @@ pub fn up(config: Option<&Path>, opts: &UpOptions) -> anyhow::Result<()> {
     let (guard, left, right): (LinkNamespaces, Box<dyn FramePort>, Box<dyn FramePort>) = match wire
     {
         Some(w) => {
-            let (guard, left, right) = w.open(cfg.tap.mtu)?;
+            let (guard, left, right) = w.open(cfg.tap.mtu, cfg.tap.wire_ring)?;
             (
                 LinkNamespaces::Wire { _guard: guard },
                 Box::new(left),

@@ -521,3 +521,29 @@ fn twenty_four_thousand_small_frames_cross_the_batched_wire_each_one_accounted()
     assert!(status.success(), "{err}");
     assert_eq!(lab.promiscuity("hs1"), 0);
 }
+
+/// `tap.wire_ring` (true by default) maps each end's receive ring; false
+/// opens plain sockets, one frame per system call: the daemon's memory
+/// maps hold the two rings (`socket:[INODE]` mappings) or none, and a ping
+/// crosses either way.
+#[test]
+#[ignore = "needs root"]
+fn tap_wire_ring_maps_the_receive_rings_or_opens_plain_sockets() {
+    let _turn = turn();
+    require!("ping");
+    for (args, rings) in [(&[][..], 2), (&["--set", "tap.wire_ring=false"][..], 0)] {
+        let mut lab = Lab::build();
+        let i = lab.start(args);
+        let pid = lab.children[i].id();
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("the daemon's maps");
+        let mapped = maps.lines().filter(|l| l.contains("socket:[")).count();
+        assert_eq!(mapped, rings, "{args:?}: {maps}");
+        let ping = lab.exec(
+            "h1",
+            &["ping", "-c", "3", "-i", "0.2", "-W", "2", "10.98.0.2"],
+        );
+        assert!(ping.status.success(), "{args:?}: {}", text(&ping));
+        let (status, err) = lab.stop(i);
+        assert!(status.success(), "{err}");
+    }
+}

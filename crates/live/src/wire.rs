@@ -18,7 +18,8 @@
 //! completes them. Each socket is batched (`PacketOptions::ring_mtu`, the
 //! port's `ring` module): frames are read from a `TPACKET_V2` receive ring
 //! without a system call per frame and written with one `sendmmsg` per
-//! datapath pass, unless `RING_ENV` says `off`. No offload setting of an
+//! datapath pass, unless `tap.wire_ring` is false or `RING_ENV` says
+//! `off`. No offload setting of an
 //! interface is changed; bloatbox creates and removes nothing here.
 //!
 //! Frames must not leak around the emulated link: the kernel of the
@@ -65,8 +66,8 @@ const WIRE_PORT: PacketOptions = PacketOptions {
 };
 
 /// The environment variable that, set to `off`, opens the ends without the
-/// receive ring and batched sends (`port::PacketOptions::ring_mtu`): one
-/// frame per system call, as before the ring, for comparison.
+/// receive ring and batched sends (`port::PacketOptions::ring_mtu`) whatever
+/// `tap.wire_ring` says: one frame per system call, for comparison.
 pub const RING_ENV: &str = "BLOATBOX_WIRE_RING";
 
 /// One end of the wire: an interface and the namespace it is in.
@@ -235,9 +236,9 @@ impl WireEnd {
     }
 
     /// Its packet socket, opened in its namespace, batched for frames of
-    /// `mtu` unless `BLOATBOX_WIRE_RING=off`.
-    fn open_port(&self, mtu: u32) -> Result<PacketPort, NetnsError> {
-        let batched = std::env::var_os(RING_ENV).is_none_or(|v| v != "off");
+    /// `mtu` if `ring` (and `BLOATBOX_WIRE_RING` is not `off`).
+    fn open_port(&self, mtu: u32, ring: bool) -> Result<PacketPort, NetnsError> {
+        let batched = ring && std::env::var_os(RING_ENV).is_none_or(|v| v != "off");
         let opts = PacketOptions {
             ring_mtu: batched.then_some(mtu),
             ..WIRE_PORT
@@ -320,10 +321,14 @@ fn judge(end: &WireEnd, record: &serde_json::Value, mtu: u32) -> Result<u32, Str
 
 impl Wire {
     /// Checks both ends, locks them and opens their packet sockets
-    /// (left, right); with MTU `mtu` (`tap.mtu`). Nothing of the
-    /// interfaces changes but the promiscuous count, which the sockets
-    /// hold.
-    pub fn open(&self, mtu: u32) -> Result<(WireGuard, PacketPort, PacketPort), NetnsError> {
+    /// (left, right); with MTU `mtu` (`tap.mtu`), batched if `ring`
+    /// (`tap.wire_ring`). Nothing of the interfaces changes but the
+    /// promiscuous count, which the sockets hold.
+    pub fn open(
+        &self,
+        mtu: u32,
+        ring: bool,
+    ) -> Result<(WireGuard, PacketPort, PacketPort), NetnsError> {
         require_privileges()?;
         let found = |end: &WireEnd| -> Result<Found, NetnsError> {
             let record = end.inspect()?;
@@ -344,8 +349,8 @@ impl Wire {
             WireLock::take(&self.left, l)?,
             WireLock::take(&self.right, r)?,
         ];
-        let left = self.left.open_port(mtu)?;
-        let right = self.right.open_port(mtu)?;
+        let left = self.left.open_port(mtu, ring)?;
+        let right = self.right.open_port(mtu, ring)?;
         tracing::info!(left = %self.left, right = %self.right, "wired");
         Ok((WireGuard { _locks: locks }, left, right))
     }

@@ -227,7 +227,7 @@ impl Endpoint {
 #[serde(
     default,
     deny_unknown_fields,
-    expecting = "a table with mtu, txqueuelen, offload, gso_min_rate, gro, forward_gro"
+    expecting = "a table with mtu, txqueuelen, offload, gso_min_rate, gro, forward_gro, wire_ring"
 )]
 pub struct TapSettings {
     /// MTU of the TAPs and of the emulated devices, 68..=9000.
@@ -252,6 +252,10 @@ pub struct TapSettings {
     /// forwarding Linux router with GRO on its ingress NIC (TBF's bucket
     /// bounds them, `link::offload`).
     pub forward_gro: bool,
+    /// With `up --wire`: each end's packet socket reads through a mapped
+    /// `TPACKET_V2` receive ring and writes in `sendmmsg` batches; false,
+    /// one `readv` and one `writev` per frame.
+    pub wire_ring: bool,
 }
 
 impl TapSettings {
@@ -275,6 +279,7 @@ impl Default for TapSettings {
             gso_min_rate: LinkRate::parse(DEFAULT_GSO_MIN_RATE).expect("a valid rate"),
             gro: false,
             forward_gro: false,
+            wire_ring: true,
         }
     }
 }
