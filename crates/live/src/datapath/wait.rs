@@ -70,6 +70,15 @@ pub(super) struct AdaptiveSpin {
     refilled_at: Instant,
 }
 
+/// The learned margin's state (`WaitPolicy::learned`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Learned {
+    pub margin_ns: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub samples: u32,
+}
+
 /// What an iteration leaves for the next one to wait for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Pending {
@@ -197,6 +206,26 @@ impl WaitPolicy {
         }
     }
 
+    /// Whether the learned margin is refused at `now` for want of budget
+    /// (a margin learned, not covered): the deadline is slept to.
+    pub(super) fn budget_short(&self, now: Instant) -> bool {
+        self.adaptive
+            .as_ref()
+            .is_some_and(|a| a.margin_ns > 0 && a.margin_at(now) == 0)
+    }
+
+    /// The learned state, for the thread's closing log line: the margin
+    /// and the timer lateness's p50 and p99 over the current window (upper
+    /// bucket edges, ns) and the samples in it; None without learning.
+    pub(super) fn learned(&self) -> Option<Learned> {
+        self.adaptive.as_ref().map(|a| Learned {
+            margin_ns: a.margin_ns,
+            p50_ns: a.quantile_ns(500),
+            p99_ns: a.quantile_ns(990),
+            samples: a.samples,
+        })
+    }
+
     /// The longest wait the release pacer may impose at `now`: as long as
     /// the loop would spin before a frame (`release::ReleasePacer`).
     pub(super) fn pace_wait(&self, now: Instant) -> u64 {
@@ -259,21 +288,27 @@ impl AdaptiveSpin {
             self.hist.iter_mut().for_each(|n| *n /= 2);
             self.samples = self.hist.iter().sum();
         }
-        if self.samples < MIN_SAMPLES {
-            self.margin_ns = 0;
-            return;
-        }
-        let need = u64::from(self.samples) * 99;
+        self.margin_ns = if self.samples < MIN_SAMPLES {
+            0
+        } else {
+            self.quantile_ns(990).min(MARGIN_CAP_NS)
+        };
+    }
+
+    /// The upper edge of the bucket holding the quantile `permille` ‰ of
+    /// the samples, ns.
+    fn quantile_ns(&self, permille: u64) -> u64 {
+        let need = u64::from(self.samples) * permille;
         let mut seen = 0u64;
-        let mut p99 = BUCKETS - 1;
+        let mut at = BUCKETS - 1;
         for (i, &n) in self.hist.iter().enumerate() {
-            seen += u64::from(n) * 100;
+            seen += u64::from(n) * 1000;
             if seen >= need {
-                p99 = i;
+                at = i;
                 break;
             }
         }
-        self.margin_ns = ((p99 as u64 + 1) * BUCKET_NS).min(MARGIN_CAP_NS);
+        (at as u64 + 1) * BUCKET_NS
     }
 }
 
@@ -639,6 +674,32 @@ mod tests {
         assert_eq!(w.margin(spun, true), margin);
         w.spun(spun, spun + NS_PER_US);
         assert_eq!(w.margin(spun + NS_PER_US, true), 0);
+    }
+
+    #[test]
+    fn the_learned_state_and_a_short_budget_are_reported() {
+        let mut w = adaptive();
+        // 90 wake-ups 10 µs late, 10 wake-ups 150 µs late: p50 in [8, 12),
+        // p99 and the margin in [148, 152).
+        feed(&mut w, 90, 10);
+        feed(&mut w, 10, 150);
+        let learned = Learned {
+            margin_ns: 152 * NS_PER_US,
+            p50_ns: 12 * NS_PER_US,
+            p99_ns: 152 * NS_PER_US,
+            samples: 100,
+        };
+        assert_eq!(w.learned(), Some(learned));
+        // A full budget (1 ms at 10 %) covers the margin; 152 µs spun
+        // six times over leaves 88 µs, less than one.
+        let now = at(20_000);
+        assert!(!w.budget_short(now));
+        w.spun(now, now + 912 * NS_PER_US);
+        assert!(w.budget_short(now + 912 * NS_PER_US));
+        // Nothing learned yet: never short. Without learning: no state.
+        assert!(!adaptive().budget_short(now));
+        assert_eq!(WaitPolicy::new(50, 10, 0, 0).learned(), None);
+        assert!(!WaitPolicy::new(50, 10, 0, 0).budget_short(now));
     }
 
     #[test]
