@@ -11,8 +11,12 @@
 //! sch_fq's `timer_slack`). By default (no `spin_us`, no slack) the margin
 //! is learned (`AdaptiveSpin`): the p99 of how late the timer has been
 //! firing, capped at `MARGIN_CAP_NS`, spent only before a frame's deadline
-//! and only while a per-second spin budget (`spin_budget_pct` of a core)
-//! lasts; once it is spent the loop sleeps to the deadline itself. The
+//! and never beyond a spin budget (`spin_budget_pct` of a core): when what
+//! is left of it is less than the margin, the margin is cut to what is
+//! left, so that where the budget cannot pay a whole margin per frame each
+//! frame gets the same share of it (all or nothing made every few frames
+//! leave on time and the rest a timer's lateness late, which widened the
+//! spacing at 100 Mbit/s beyond sleeping to every deadline). The
 //! driver reports what happened (`timer_fired`, `spun`); the policy reads
 //! no clock and makes no system call.
 
@@ -134,7 +138,7 @@ impl WaitPolicy {
     }
 
     /// The spin margin before a deadline at `now`: `spin_us`, or (learned)
-    /// only before a frame's deadline and only while the budget holds it.
+    /// only before a frame's deadline and at most the budget left.
     pub(super) fn margin(&self, now: Instant, frame_due: bool) -> u64 {
         match &self.adaptive {
             Some(a) if frame_due => a.margin_at(now),
@@ -206,12 +210,12 @@ impl WaitPolicy {
         }
     }
 
-    /// Whether the learned margin is refused at `now` for want of budget
-    /// (a margin learned, not covered): the deadline is slept to.
+    /// Whether the budget left at `now` is short of the learned margin
+    /// (the margin is cut to it).
     pub(super) fn budget_short(&self, now: Instant) -> bool {
         self.adaptive
             .as_ref()
-            .is_some_and(|a| a.margin_ns > 0 && a.margin_at(now) == 0)
+            .is_some_and(|a| a.margin_at(now) < a.margin_ns)
     }
 
     /// The learned state, for the thread's closing log line: the margin
@@ -257,14 +261,12 @@ impl AdaptiveSpin {
             .min(BUDGET_DEPTH_NS * self.pct / 100)
     }
 
-    /// The learned margin if the budget left at `now` covers a whole one,
-    /// else none.
+    /// The learned margin, or the budget left at `now` if that is less.
+    /// Where spinning costs more than the budget earns between deadlines,
+    /// the budget runs down to what one interval earns, and each deadline
+    /// gets that much: the margin the budget can keep up.
     fn margin_at(&self, now: Instant) -> u64 {
-        if self.tokens_at(now) >= self.margin_ns {
-            self.margin_ns
-        } else {
-            0
-        }
+        self.margin_ns.min(self.tokens_at(now))
     }
 
     /// `ns` of spinning, ended at `now`, paid from the budget.
@@ -630,7 +632,7 @@ mod tests {
     }
 
     #[test]
-    fn a_spent_budget_falls_back_to_sleeping_until_it_refills() {
+    fn a_spent_budget_cuts_the_margin_to_what_is_left() {
         // 10 % of a core: at most 1 ms saved up, refilled at 0.1 ns per ns.
         let mut w = adaptive();
         feed(&mut w, 100, 30);
@@ -658,22 +660,39 @@ mod tests {
             assert!(spins < 100, "the budget never ran out");
         }
         assert_eq!(spins, 34);
-        // Spent: the frame's deadline is slept to, the timer armed for it.
-        assert_eq!(w.margin(now, true), 0);
-        assert_eq!(w.pace_wait(now), 0);
-        assert_eq!(w.plan(now, &frame(now)), sleep_to(now + margin));
-        // 14.4 µs more are earned in 144 µs.
-        assert_eq!(w.margin(now + 143 * NS_PER_US, true), 0);
-        assert_eq!(w.margin(now + 144 * NS_PER_US, true), margin);
+        // Short: the margin is the 17.6 µs left, the timer armed that much
+        // before the deadline, and the pacer waits no longer.
+        assert!(w.budget_short(now));
+        assert_eq!(w.margin(now, true), 17_600);
+        assert_eq!(w.pace_wait(now), 17_600);
+        let deadline = now + margin;
+        assert_eq!(
+            w.plan(now, &frame(now)),
+            WaitPlan::Sleep {
+                deadline,
+                wake: now + 14_400
+            }
+        );
+        // Spinning it all (the timer on time) leaves the 3.2 µs earned
+        // meanwhile: frames every 32 µs get 10 % of the gap each.
+        w.spun(now + 14_400, deadline);
+        assert_eq!(w.margin(deadline, true), 3_200);
+        w.spun(deadline + 28_800, deadline + margin);
+        assert_eq!(w.margin(deadline + margin, true), 3_200);
+        // 28.8 µs more are earned in 288 µs: a whole margin again.
+        let refilled = deadline + margin + 288 * NS_PER_US;
+        assert_eq!(w.margin(refilled.saturating_sub(1), true), margin - 1);
+        assert_eq!(w.margin(refilled, true), margin);
+        assert!(!w.budget_short(refilled));
         // Idle for a minute: at most 1 ms saved up. A 968 µs spin (paid
         // at its end, nothing earned while it is timed) leaves 32 µs, one
-        // margin; 1 µs more (0.1 earned) leaves less.
+        // margin; 1 µs more (0.1 earned) leaves 31.1.
         let later = now + 60 * NS_PER_SEC;
         let spun = later + 968 * NS_PER_US;
         w.spun(later, spun);
         assert_eq!(w.margin(spun, true), margin);
         w.spun(spun, spun + NS_PER_US);
-        assert_eq!(w.margin(spun + NS_PER_US, true), 0);
+        assert_eq!(w.margin(spun + NS_PER_US, true), 31_100);
     }
 
     #[test]
@@ -691,11 +710,12 @@ mod tests {
         };
         assert_eq!(w.learned(), Some(learned));
         // A full budget (1 ms at 10 %) covers the margin; 152 µs spun
-        // six times over leaves 88 µs, less than one.
+        // six times over leaves 88 µs, less than one: the margin is cut.
         let now = at(20_000);
         assert!(!w.budget_short(now));
         w.spun(now, now + 912 * NS_PER_US);
         assert!(w.budget_short(now + 912 * NS_PER_US));
+        assert_eq!(w.margin(now + 912 * NS_PER_US, true), 88 * NS_PER_US);
         // Nothing learned yet: never short. Without learning: no state.
         assert!(!adaptive().budget_short(now));
         assert_eq!(WaitPolicy::new(50, 10, 0, 0).learned(), None);
