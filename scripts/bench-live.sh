@@ -96,8 +96,9 @@ paced_htb() {
 
 # Once per round, bloatbox only: idle RTT with busy polling, the inter-
 # departure spacing of full-size frames at 12 Mbit/s and 1.2 Gbit/s as
-# tcpdump sees them on the receiving TAP, the datapath's wake-up and release
-# lateness (from `bloatbox stats`), and one cubic flow through seed 4's TBF
+# tcpdump sees them on the receiving TAP (at 12 Mbit/s beside the kernel's
+# HTB on a veth pair with the same traffic: `paced_htb`), the datapath's
+# wake-up and release lateness (from `bloatbox stats`) and CPU, and one cubic flow through seed 4's TBF
 # (tbf rate 1560mbit burst 20280b latency 5ms, left to right), without and
 # with GRO at the receiving TAP (`tap.gro`); and, as their reference, the
 # same flow through the kernel's own TBF with those settings on a router
