@@ -88,7 +88,7 @@ pub(super) struct Driver {
     wait: WaitPolicy,
     /// The PM QoS request the thread holds while it runs
     /// (`daemon.pm_qos_us`; dropped with the driver).
-    _pm_qos: Option<std::fs::File>,
+    pm_qos: Option<std::fs::File>,
     /// Sleeps planned, and those of them the learned margin's budget left
     /// without a margin (for the thread's closing log line).
     sleeps: (u64, u64),
@@ -180,7 +180,7 @@ impl Driver {
                 cfg.busy_poll_us,
                 cfg.timer_slack_us,
             ),
-            _pm_qos: None,
+            pm_qos: None,
             sleeps: (0, 0),
             armed: None,
             polled: None,
@@ -230,6 +230,8 @@ impl Driver {
     /// final snapshot) or a port failure.
     pub(super) fn run(&mut self) -> Result<LaneSnapshot, DatapathError> {
         let result = self.run_loop();
+        // The PM QoS request ends with the loop (closing its descriptor).
+        drop(self.pm_qos.take());
         if let Some(l) = self.wait.learned() {
             tracing::info!(
                 "{} wait policy: learned margin {} µs; timer lateness p50 {} µs, p99 {} µs \
@@ -250,7 +252,7 @@ impl Driver {
     }
 
     fn run_loop(&mut self) -> Result<LaneSnapshot, DatapathError> {
-        self._pm_qos = realtime::set_up(&self.cfg, self.dir);
+        self.pm_qos = realtime::set_up(&self.cfg, self.dir);
         // Everything that needed a privilege is done (the ports are open).
         crate::privilege::drop_all()?;
         let mut events = [EpollEvent::empty(); 4];
