@@ -87,10 +87,10 @@ pub(super) struct Driver {
     /// `timer_slack_us`).
     wait: WaitPolicy,
     /// The PM QoS request the thread holds while it runs
-    /// (`daemon.pm_qos_us`; dropped with the driver).
+    /// (`daemon.pm_qos_us`; dropped as the loop ends).
     pm_qos: Option<std::fs::File>,
-    /// Sleeps planned, and those of them the learned margin's budget left
-    /// without a margin (for the thread's closing log line).
+    /// Sleeps planned, and those of them before which the budget cut the
+    /// learned margin short (for the thread's closing log line).
     sleeps: (u64, u64),
     /// The deadline the timer is armed for, and when it fires (the spin
     /// margin before it, or the slack after it).
@@ -235,7 +235,7 @@ impl Driver {
         if let Some(l) = self.wait.learned() {
             tracing::info!(
                 "{} wait policy: learned margin {} µs; timer lateness p50 {} µs, p99 {} µs \
-                 ({} samples); {} of {} sleeps without the margin (budget spent)",
+                 ({} samples); the budget cut the margin short before {} of {} sleeps",
                 self.dir.arrow(),
                 l.margin_ns / NS_PER_US,
                 l.p50_ns / NS_PER_US,
