@@ -39,17 +39,26 @@
 # (run_irtt).
 
 # Full-size UDP offered at OFFERED through a link of RATE: the spacing of
-# COUNT frames on the receiving TAP (ideal IDEAL µs) and the daemon's
-# lateness, stored as R[KEY/NAME<figure>/ROUND]:
-# paced ROUND KEY NAME RATE OFFERED COUNT IDEAL.
+# COUNT frames on the receiving TAP (ideal IDEAL µs), the daemon's
+# lateness, and what the 3 s of traffic cost: the datapath threads' CPU
+# (% of one core, both directions) and the machine's idle time (% of all
+# its cores, from /proc/stat; an idle vCPU that polls, as under a PM QoS
+# request, counts as idle here but burns its host core), stored as
+# R[KEY/NAME<figure>/ROUND]: paced ROUND KEY NAME RATE OFFERED COUNT IDEAL.
 paced() {
-  local r=$1 k=$2 n=$3 c a b d e f g h
+  local r=$1 k=$2 n=$3 c a b d e f g h cpu0 idle0
   c=$(config "r$4" "$4" 0ms)
   start_daemon "$c"
   in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
-  read -r a b d e f g h <<<"$(spacing "$c" "$5" "$6" "$7")"
+  cpu0=$("$BB" stats -c "$c" --json | jq '.wakeups.cpu_ns') || cpu0=0
+  idle0=$(idle_ticks)
+  read -r a b d e f g h <<<"$(spacing "$5" "$6" "$7")"
   R[$k/${n}p10/$r]=$a R[$k/${n}p50/$r]=$b R[$k/${n}p90/$r]=$d
   R[$k/${n}run/$r]=$f R[$k/${n}runs4/$r]=$g R[$k/${n}rate/$r]=$h
+  R[$k/${n}spread/$r]=$(awk -v a="$a" -v b="$d" 'BEGIN {if (a == "-") print "-"; else printf "%.2f", b - a}')
+  R[$k/${n}cpu/$r]=$("$BB" stats -c "$c" --json |
+    jq --argjson c0 "$cpu0" --argjson t "$TRAFFIC_NS" '(.wakeups.cpu_ns - $c0) / $t * 100 | round' | num) || R[$k/${n}cpu/$r]=-
+  R[$k/${n}idle/$r]=$(idle_since "$idle0")
   read -r a b _ _ _ <<<"$(lateness "$c" lateness)"
   R[$k/${n}l50/$r]=$a R[$k/${n}l99/$r]=$b
   read -r _ a _ b _ <<<"$(lateness "$c" release_lateness)"
@@ -57,10 +66,42 @@ paced() {
   stop_daemon
 }
 
+# The kernel's HTB at RATE (one class, `htb rate RATE`, its default burst)
+# on the sending end of a veth pair between two namespaces (TSO, GSO and
+# GRO off), the same traffic and capture as `paced`: the reference for the
+# 12 Mbit/s spacing, R[KEY/NAMEhtb<figure>/ROUND] and R[KEY/NAMEspreadx/ROUND],
+# bloatbox's p10-p90 spread over HTB's (run after `paced` of the same NAME).
+# paced_htb ROUND KEY NAME RATE OFFERED COUNT IDEAL.
+paced_htb() {
+  local r=$1 k=$2 n=$3 a b d _
+  ip netns add bbb-hl
+  ip netns add bbb-hr
+  ip link add bbbh0 netns bbb-hl type veth peer name bbbh1 netns bbb-hr
+  in_ns bbb-hl ip addr add 10.84.0.1/24 dev bbbh0
+  in_ns bbb-hr ip addr add 10.84.0.2/24 dev bbbh1
+  in_ns bbb-hl ip link set bbbh0 up
+  in_ns bbb-hr ip link set bbbh1 up
+  in_ns bbb-hl ip link set lo up
+  in_ns bbb-hr ip link set lo up
+  in_ns bbb-hl ethtool -K bbbh0 tso off gso off gro off >/dev/null 2>&1 || true
+  in_ns bbb-hr ethtool -K bbbh1 tso off gso off gro off >/dev/null 2>&1 || true
+  in_ns bbb-hl tc qdisc add dev bbbh0 root handle 1: htb default 1
+  in_ns bbb-hl tc class add dev bbbh0 parent 1: classid 1:1 htb rate "$4"
+  in_ns bbb-hl ping -c 1 -W 2 10.84.0.2 >/dev/null || true
+  read -r a b d _ <<<"$(spacing "$5" "$6" "$7" bbb-hl bbb-hr 10.84.0.2 bbbh1)"
+  R[$k/${n}htbp10/$r]=$a R[$k/${n}htbp50/$r]=$b R[$k/${n}htbp90/$r]=$d
+  R[$k/${n}htbspread/$r]=$(awk -v a="$a" -v b="$d" 'BEGIN {if (a == "-") print "-"; else printf "%.2f", b - a}')
+  R[$k/${n}spreadx/$r]=$(awk -v a="${R[$k/${n}spread/$r]:--}" -v b="${R[$k/${n}htbspread/$r]}" \
+    'BEGIN {if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b}')
+  ip netns del bbb-hl
+  ip netns del bbb-hr
+}
+
 # Once per round, bloatbox only: idle RTT with busy polling, the inter-
 # departure spacing of full-size frames at 12 Mbit/s and 1.2 Gbit/s as
-# tcpdump sees them on the receiving TAP, the datapath's wake-up and release
-# lateness (from `bloatbox stats`), and one cubic flow through seed 4's TBF
+# tcpdump sees them on the receiving TAP (at 12 Mbit/s beside the kernel's
+# HTB on a veth pair with the same traffic: `paced_htb`), the datapath's
+# wake-up and release lateness (from `bloatbox stats`) and CPU, and one cubic flow through seed 4's TBF
 # (tbf rate 1560mbit burst 20280b latency 5ms, left to right), without and
 # with GRO at the receiving TAP (`tap.gro`); and, as their reference, the
 # same flow through the kernel's own TBF with those settings on a router
@@ -122,7 +163,7 @@ DAEMON=""
 FWDPID=""
 TCPDUMP=""
 MAIN=""
-NAMESPACES="bbb-vl bbb-vr bbb-fl bbb-fr bbb-bl bbb-br bbb-bs bbb-wl bbb-wr bbb-wh bbb-il bbb-ir"
+NAMESPACES="bbb-vl bbb-vr bbb-fl bbb-fr bbb-bl bbb-br bbb-bs bbb-wl bbb-wr bbb-wh bbb-il bbb-ir bbb-hl bbb-hr"
 
 # The processes below PID, deepest first.
 descendants() {
@@ -351,19 +392,22 @@ lateness() {
 # left to right through a link of RATE (ideal spacing IDEAL µs): prints
 # "p10 p50 p90 n longest_burst bursts_over_4 delivered_mbit", spacings in µs.
 # A burst is a run of frames each less than half the ideal spacing after the
-# one before (back to back, as far as the link is concerned).
+# one before (back to back, as far as the link is concerned). The sender's
+# and receiver's namespaces, the destination and the device captured on are
+# bloatbox's (bbb-bl, bbb-br, 10.82.0.2, bbbr0) unless given:
+# spacing OFFERED COUNT IDEAL [NS_FROM NS_TO DST DEV].
 spacing() {
-  local offered=$2 count=$3 ideal=$4
-  start_iperf bbb-br 10.82.0.2
+  local offered=$1 count=$2 ideal=$3 from=${4:-bbb-bl} to=${5:-bbb-br} dst=${6:-10.82.0.2} dev=${7:-bbbr0}
+  start_iperf "$to" "$dst"
   rm -f "$TMP/cap.pcap"
   # Not through in_ns: its subshell would be $!, and killing it would leave
   # tcpdump running (and holding this command substitution's output open,
   # so the script hung whenever fewer than COUNT frames arrived).
-  ip netns exec bbb-br tcpdump -i bbbr0 -nn -q --time-stamp-precision=nano -w "$TMP/cap.pcap" \
+  ip netns exec "$to" tcpdump -i "$dev" -nn -q --time-stamp-precision=nano -w "$TMP/cap.pcap" \
     -c "$count" 'udp and greater 1500' >/dev/null 2>&1 &
   TCPDUMP=$!
   sleep 1
-  in_ns bbb-bl iperf3 -c 10.82.0.2 -u -l 1472 -b "$offered" -t 3 >/dev/null 2>&1 || true
+  in_ns "$from" iperf3 -c "$dst" -u -l 1472 -b "$offered" -t "$((TRAFFIC_NS / 1000000000))" >/dev/null 2>&1 || true
   sleep 0.5
   kill "$TCPDUMP" 2>/dev/null || true
   wait "$TCPDUMP" 2>/dev/null || true
@@ -380,6 +424,20 @@ spacing() {
   rate=$(awk 'NR==1 {f=$1} {l=$1} END {if (NR > 1) printf "%.0f", (NR-1)*1514*8/(l-f)/1e6; else print "-"}' "$TMP/times")
   sort -g "$TMP/gaps" | awk -v tail="$bursts $rate" '{v[NR]=$1} END {if (NR == 0) {print "- - - 0 - - -"; exit}
       printf "%.2f %.2f %.2f %d %s", v[int(NR*0.1)+1], v[int(NR*0.5)+1], v[int(NR*0.9)+1], NR, tail}'
+}
+
+# How long `spacing` sends, ns.
+TRAFFIC_NS=3000000000
+
+# The machine's idle and iowait time so far, in ticks, and all its time.
+idle_ticks() { awk '/^cpu / {t = 0; for (i = 2; i <= NF; i++) t += $i; print $5 + $6, t}' /proc/stat; }
+
+# Idle time since TICKS (as idle_ticks printed them), % of all the cores'.
+idle_since() {
+  local i0 t0 i1 t1
+  read -r i0 t0 <<<"$1"
+  read -r i1 t1 <<<"$(idle_ticks)"
+  awk -v i="$((i1 - i0))" -v t="$((t1 - t0))" 'BEGIN {if (t <= 0) print "-"; else printf "%.0f", i / t * 100}'
 }
 
 # ---- the paths -------------------------------------------------------------
@@ -509,6 +567,7 @@ run_bloatbox_only() {
   stop_daemon
 
   paced "$r" "$k" s12 12mbit 20M 2000 "$IDEAL12"
+  paced_htb "$r" "$k" s12 12mbit 20M 2000 "$IDEAL12"
   paced "$r" "$k" s1g 1200mbit 2G 20000 "$IDEAL1G"
 
   seed4 "$r" "$k" tbf false
@@ -723,11 +782,11 @@ run_wait() {
       start_daemon "$c"
       in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
       cpu0=$("$BB" stats -c "$c" --json | jq '.wakeups.cpu_ns') || cpu0=0
-      read -r a b d e f g h <<<"$(spacing "$c" "$offered" "$count" "$ideal")"
+      read -r a b d e f g h <<<"$(spacing "$offered" "$count" "$ideal")"
       R[$k/${n}p10/$r]=$a R[$k/${n}p50/$r]=$b R[$k/${n}p90/$r]=$d
       R[$k/${n}runs4/$r]=$g R[$k/${n}rate/$r]=$h
       R[$k/${n}cpu/$r]=$("$BB" stats -c "$c" --json |
-        jq --argjson c0 "$cpu0" '(.wakeups.cpu_ns - $c0) / 3e9 * 100 | round' | num) || R[$k/${n}cpu/$r]=-
+        jq --argjson c0 "$cpu0" --argjson t "$TRAFFIC_NS" '(.wakeups.cpu_ns - $c0) / $t * 100 | round' | num) || R[$k/${n}cpu/$r]=-
       read -r _ a _ _ _ <<<"$(lateness "$c" lateness)"
       R[$k/${n}l99/$r]=$a
       read -r _ a _ _ _ <<<"$(lateness "$c" release_lateness)"

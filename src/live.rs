@@ -69,6 +69,7 @@ pub(crate) fn setup(cfg: &Config) -> anyhow::Result<Setup> {
             spin_budget_pct: u8::try_from(cfg.daemon.spin_budget_pct).unwrap_or(100),
             timer_slack_us: cfg.daemon.timer_slack_us,
             busy_poll_us: cfg.daemon.busy_poll_us,
+            pm_qos_us: cfg.daemon.pm_qos_us,
             publish_interval_ns: NS_PER_SEC / u64::from(cfg.daemon.snapshot_hz.max(1)),
             snapshot_flows: cfg.daemon.snapshot_flows as usize,
             frame_buf: cfg.tap.mtu as usize + FRAME_OVERHEAD,

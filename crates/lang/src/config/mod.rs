@@ -392,7 +392,7 @@ impl LinkSettings {
 #[serde(
     default,
     deny_unknown_fields,
-    expecting = "a table with control_socket, snapshot_hz, snapshot_flows, spin_us, spin_budget_pct, timer_slack_us, busy_poll_us, pool_size, cpus"
+    expecting = "a table with control_socket, snapshot_hz, snapshot_flows, spin_us, spin_budget_pct, timer_slack_us, busy_poll_us, pm_qos_us, pool_size, cpus"
 )]
 pub struct DaemonSettings {
     /// Control socket; unset = `/run/bloatbox/<left namespace>.sock`.
@@ -416,6 +416,12 @@ pub struct DaemonSettings {
     /// Keep polling the ports, without sleeping, for this many µs after
     /// the last frame read or written (0 = off), ≤ 1000000.
     pub busy_poll_us: u32,
+    /// While the datapath runs, hold a PM QoS CPU latency request of this
+    /// many µs (`/dev/cpu_dma_latency`): idle CPUs stay in idle states
+    /// that wake within it (0: they poll instead of halting), ≤ 1000000;
+    /// unset (the default) makes no request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pm_qos_us: Option<u32>,
     /// Frame buffers in each direction's pool, 64..=1048576.
     pub pool_size: u32,
     /// CPUs to pin the datapath threads to: `[L2R, R2L]`, or one CPU for
@@ -434,6 +440,7 @@ impl Default for DaemonSettings {
             spin_budget_pct: 15,
             timer_slack_us: 0,
             busy_poll_us: 0,
+            pm_qos_us: None,
             pool_size: 65536,
             cpus: Vec::new(),
         }

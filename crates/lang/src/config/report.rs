@@ -54,7 +54,7 @@ pub fn check_report(config: &Config) -> String {
     let d = &config.daemon;
     let _ = writeln!(
         out,
-        "daemon control socket {}  snapshots {} Hz  spin {}  timer slack {}  busy poll {}  pool {} frames{}",
+        "daemon control socket {}  snapshots {} Hz  spin {}  timer slack {}  busy poll {}{}  pool {} frames{}",
         config.control_socket().display(),
         d.snapshot_hz,
         // The learned spin (DaemonSettings::spin_budget_pct) applies only
@@ -68,6 +68,8 @@ pub fn check_report(config: &Config) -> String {
         },
         off_or_us(d.timer_slack_us),
         off_or_us(d.busy_poll_us),
+        d.pm_qos_us
+            .map_or_else(String::new, |us| format!("  PM QoS {us}us")),
         d.pool_size,
         match d.cpus[..] {
             [] => String::new(),
@@ -256,6 +258,14 @@ mod tests {
         c.daemon.spin_us = 0;
         c.daemon.timer_slack_us = 20;
         assert!(!check_report(&c).contains("learned"));
+    }
+
+    #[test]
+    fn the_daemon_line_names_a_pm_qos_request_only_when_one_is_held() {
+        let mut c = Config::default();
+        assert!(!check_report(&c).contains("PM QoS"));
+        c.daemon.pm_qos_us = Some(0);
+        assert!(check_report(&c).contains("  busy poll off  PM QoS 0us  pool 65536 frames"));
     }
 
     #[test]

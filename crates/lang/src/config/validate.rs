@@ -30,6 +30,7 @@ const SPIN_US: RangeInclusive<u32> = 0..=10_000;
 const TIMER_SLACK_US: RangeInclusive<u32> = 0..=10_000;
 const SPIN_BUDGET_PCT: RangeInclusive<u32> = 0..=100;
 const BUSY_POLL_US: RangeInclusive<u32> = 0..=1_000_000;
+const PM_QOS_US: RangeInclusive<u32> = 0..=1_000_000;
 /// The longest per-frame post cost, ns (1 ms: a driver slower than that
 /// is a stall, not a cost).
 pub const MAX_POST_NS: u32 = 1_000_000;
@@ -565,6 +566,9 @@ fn daemon(config: &Config) -> Result<(), ConfigError> {
         ));
     }
     in_range("daemon.busy_poll_us", d.busy_poll_us, BUSY_POLL_US, "µs")?;
+    if let Some(us) = d.pm_qos_us {
+        in_range("daemon.pm_qos_us", us, PM_QOS_US, "µs")?;
+    }
     in_range("daemon.pool_size", d.pool_size, POOL_SIZE, "frames")?;
     cpus(&d.cpus, allowed_cpus().as_deref())?;
     if let Some(path) = &d.control_socket {
@@ -733,6 +737,20 @@ mod tests {
         );
         let c = Config::from_str("[tap]\nforward_gro = true\n", "t.toml").unwrap();
         assert!(c.tap.forward_gro && !Config::default().tap.forward_gro);
+    }
+
+    #[test]
+    fn a_pm_qos_request_is_optional_and_in_range() {
+        assert_eq!(Config::default().daemon.pm_qos_us, None);
+        let c = Config::from_str("[daemon]\npm_qos_us = 0\n", "t.toml").unwrap();
+        assert_eq!(c.daemon.pm_qos_us, Some(0));
+        let e = Config::from_str("[daemon]\npm_qos_us = 2000000\n", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("daemon.pm_qos_us") && e.contains("fix: write pm_qos_us = 1000000"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub struct DatapathConfig {
     /// Poll the ports without sleeping for this long after the last frame
     /// read or written; 0 = never.
     pub busy_poll_us: u32,
+    /// Hold a PM QoS CPU latency request of this many µs while the
+    /// threads run (`realtime::hold_pm_qos`); None = no request.
+    pub pm_qos_us: Option<u32>,
     /// Most frames read from the port per loop iteration (NAPI's budget).
     pub batch: usize,
     /// How often a snapshot is published, ns.
@@ -66,6 +69,7 @@ impl Default for DatapathConfig {
             spin_budget_pct: 0,
             timer_slack_us: 0,
             busy_poll_us: 0,
+            pm_qos_us: None,
             batch: 64,
             publish_interval_ns: 100 * NS_PER_MS,
             snapshot_flows: DEFAULT_SNAPSHOT_FLOWS,

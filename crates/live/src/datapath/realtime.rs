@@ -4,9 +4,18 @@
 //! then starve the core's other processes), with a warning when spinning
 //! under the kernel's real-time throttling (`kernel.sched_rt_runtime_us`,
 //! see `Documentation/scheduler/sched-rt-group.rst`) would stop the thread
-//! for part of every period.
+//! for part of every period. With `daemon.pm_qos_us` it also holds a PM QoS
+//! CPU latency request while the thread runs, as cyclictest and tuned's
+//! latency-performance profile do (`/dev/cpu_dma_latency`,
+//! kernel/power/qos.c: `cpu_latency_qos_open` adds the request, the write
+//! sets it, `cpu_latency_qos_release` drops it when the descriptor
+//! closes, so nothing outlives the thread): the cpuidle governor then
+//! picks only idle states that wake within it, and with 0 an idle CPU
+//! polls instead of halting (on a virtual machine a halted vCPU costs a
+//! VM exit and the host's wake-up to reach again).
 
-use std::io;
+use std::fs::File;
+use std::io::{self, Write};
 
 use nix::sched::{sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
@@ -15,10 +24,41 @@ use crate::dir::Dir;
 
 use super::config::DatapathConfig;
 
+/// The PM QoS CPU latency device (include/linux/miscdevice.h's
+/// `cpu_dma_latency`, kernel/power/qos.c).
+const PM_QOS_DEVICE: &str = "/dev/cpu_dma_latency";
+
 /// Sets up the scheduling of the calling thread, which carries `dir`, as
 /// `cfg` asks; what cannot be done is logged, and the thread runs on
-/// without it.
-pub(super) fn set_up(cfg: &DatapathConfig, dir: Dir) {
+/// without it. Returns the PM QoS request the thread holds for as long as
+/// it keeps the descriptor (`daemon.pm_qos_us`), if any.
+pub(super) fn set_up(cfg: &DatapathConfig, dir: Dir) -> Option<File> {
+    let first = dir == Dir::LeftToRight;
+    let pm_qos = cfg.pm_qos_us.and_then(|us| match hold_pm_qos(us) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            if first {
+                tracing::warn!("could not hold a PM QoS request of {us} µs ({PM_QOS_DEVICE}, daemon.pm_qos_us): {e}");
+            }
+            None
+        }
+    });
+    schedule(cfg, dir);
+    pm_qos
+}
+
+/// Adds a PM QoS CPU latency request of `us` µs, held until the returned
+/// descriptor closes: the device takes the value as a native-endian s32
+/// (`cpu_latency_qos_write`).
+fn hold_pm_qos(us: u32) -> io::Result<File> {
+    let mut f = File::options().write(true).open(PM_QOS_DEVICE)?;
+    let value = i32::try_from(us).unwrap_or(i32::MAX);
+    f.write_all(&value.to_ne_bytes())?;
+    Ok(f)
+}
+
+/// Pinning, timer slack and SCHED_FIFO of the calling thread.
+fn schedule(cfg: &DatapathConfig, dir: Dir) {
     if let Some(cpu) = cfg.cpus[dir.index()] {
         if let Err(e) = pin_to(cpu) {
             tracing::warn!(

@@ -11,8 +11,12 @@
 //! sch_fq's `timer_slack`). By default (no `spin_us`, no slack) the margin
 //! is learned (`AdaptiveSpin`): the p99 of how late the timer has been
 //! firing, capped at `MARGIN_CAP_NS`, spent only before a frame's deadline
-//! and only while a per-second spin budget (`spin_budget_pct` of a core)
-//! lasts; once it is spent the loop sleeps to the deadline itself. The
+//! and never beyond a spin budget (`spin_budget_pct` of a core): when what
+//! is left of it is less than the margin, the margin is cut to what is
+//! left, so that where the budget cannot pay a whole margin per frame each
+//! frame gets the same share of it (all or nothing made every few frames
+//! leave on time and the rest a timer's lateness late, which widened the
+//! spacing at 100 Mbit/s beyond sleeping to every deadline). The
 //! driver reports what happened (`timer_fired`, `spun`); the policy reads
 //! no clock and makes no system call.
 
@@ -70,6 +74,15 @@ pub(super) struct AdaptiveSpin {
     refilled_at: Instant,
 }
 
+/// The learned margin's state (`WaitPolicy::learned`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Learned {
+    pub margin_ns: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub samples: u32,
+}
+
 /// What an iteration leaves for the next one to wait for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Pending {
@@ -125,7 +138,7 @@ impl WaitPolicy {
     }
 
     /// The spin margin before a deadline at `now`: `spin_us`, or (learned)
-    /// only before a frame's deadline and only while the budget holds it.
+    /// only before a frame's deadline and at most the budget left.
     pub(super) fn margin(&self, now: Instant, frame_due: bool) -> u64 {
         match &self.adaptive {
             Some(a) if frame_due => a.margin_at(now),
@@ -197,6 +210,26 @@ impl WaitPolicy {
         }
     }
 
+    /// Whether the budget left at `now` is short of the learned margin
+    /// (the margin is cut to it).
+    pub(super) fn budget_short(&self, now: Instant) -> bool {
+        self.adaptive
+            .as_ref()
+            .is_some_and(|a| a.margin_at(now) < a.margin_ns)
+    }
+
+    /// The learned state, for the thread's closing log line: the margin
+    /// and the timer lateness's p50 and p99 over the current window (upper
+    /// bucket edges, ns) and the samples in it; None without learning.
+    pub(super) fn learned(&self) -> Option<Learned> {
+        self.adaptive.as_ref().map(|a| Learned {
+            margin_ns: a.margin_ns,
+            p50_ns: a.quantile_ns(500),
+            p99_ns: a.quantile_ns(990),
+            samples: a.samples,
+        })
+    }
+
     /// The longest wait the release pacer may impose at `now`: as long as
     /// the loop would spin before a frame (`release::ReleasePacer`).
     pub(super) fn pace_wait(&self, now: Instant) -> u64 {
@@ -228,14 +261,12 @@ impl AdaptiveSpin {
             .min(BUDGET_DEPTH_NS * self.pct / 100)
     }
 
-    /// The learned margin if the budget left at `now` covers a whole one,
-    /// else none.
+    /// The learned margin, or the budget left at `now` if that is less.
+    /// Where spinning costs more than the budget earns between deadlines,
+    /// the budget runs down to what one interval earns, and each deadline
+    /// gets that much: the margin the budget can keep up.
     fn margin_at(&self, now: Instant) -> u64 {
-        if self.tokens_at(now) >= self.margin_ns {
-            self.margin_ns
-        } else {
-            0
-        }
+        self.margin_ns.min(self.tokens_at(now))
     }
 
     /// `ns` of spinning, ended at `now`, paid from the budget.
@@ -259,21 +290,27 @@ impl AdaptiveSpin {
             self.hist.iter_mut().for_each(|n| *n /= 2);
             self.samples = self.hist.iter().sum();
         }
-        if self.samples < MIN_SAMPLES {
-            self.margin_ns = 0;
-            return;
-        }
-        let need = u64::from(self.samples) * 99;
+        self.margin_ns = if self.samples < MIN_SAMPLES {
+            0
+        } else {
+            self.quantile_ns(990).min(MARGIN_CAP_NS)
+        };
+    }
+
+    /// The upper edge of the bucket holding the quantile `permille` ‰ of
+    /// the samples, ns.
+    fn quantile_ns(&self, permille: u64) -> u64 {
+        let need = u64::from(self.samples) * permille;
         let mut seen = 0u64;
-        let mut p99 = BUCKETS - 1;
+        let mut at = BUCKETS - 1;
         for (i, &n) in self.hist.iter().enumerate() {
-            seen += u64::from(n) * 100;
+            seen += u64::from(n) * 1000;
             if seen >= need {
-                p99 = i;
+                at = i;
                 break;
             }
         }
-        self.margin_ns = ((p99 as u64 + 1) * BUCKET_NS).min(MARGIN_CAP_NS);
+        (at as u64 + 1) * BUCKET_NS
     }
 }
 
@@ -595,7 +632,7 @@ mod tests {
     }
 
     #[test]
-    fn a_spent_budget_falls_back_to_sleeping_until_it_refills() {
+    fn a_spent_budget_cuts_the_margin_to_what_is_left() {
         // 10 % of a core: at most 1 ms saved up, refilled at 0.1 ns per ns.
         let mut w = adaptive();
         feed(&mut w, 100, 30);
@@ -623,22 +660,66 @@ mod tests {
             assert!(spins < 100, "the budget never ran out");
         }
         assert_eq!(spins, 34);
-        // Spent: the frame's deadline is slept to, the timer armed for it.
-        assert_eq!(w.margin(now, true), 0);
-        assert_eq!(w.pace_wait(now), 0);
-        assert_eq!(w.plan(now, &frame(now)), sleep_to(now + margin));
-        // 14.4 µs more are earned in 144 µs.
-        assert_eq!(w.margin(now + 143 * NS_PER_US, true), 0);
-        assert_eq!(w.margin(now + 144 * NS_PER_US, true), margin);
+        // Short: the margin is the 17.6 µs left, the timer armed that much
+        // before the deadline, and the pacer waits no longer.
+        assert!(w.budget_short(now));
+        assert_eq!(w.margin(now, true), 17_600);
+        assert_eq!(w.pace_wait(now), 17_600);
+        let deadline = now + margin;
+        assert_eq!(
+            w.plan(now, &frame(now)),
+            WaitPlan::Sleep {
+                deadline,
+                wake: now + 14_400
+            }
+        );
+        // Spinning it all (the timer on time) leaves the 3.2 µs earned
+        // meanwhile: frames every 32 µs get 10 % of the gap each.
+        w.spun(now + 14_400, deadline);
+        assert_eq!(w.margin(deadline, true), 3_200);
+        w.spun(deadline + 28_800, deadline + margin);
+        assert_eq!(w.margin(deadline + margin, true), 3_200);
+        // 28.8 µs more are earned in 288 µs: a whole margin again.
+        let refilled = deadline + margin + 288 * NS_PER_US;
+        assert_eq!(w.margin(refilled.saturating_sub(1), true), margin - 1);
+        assert_eq!(w.margin(refilled, true), margin);
+        assert!(!w.budget_short(refilled));
         // Idle for a minute: at most 1 ms saved up. A 968 µs spin (paid
         // at its end, nothing earned while it is timed) leaves 32 µs, one
-        // margin; 1 µs more (0.1 earned) leaves less.
+        // margin; 1 µs more (0.1 earned) leaves 31.1.
         let later = now + 60 * NS_PER_SEC;
         let spun = later + 968 * NS_PER_US;
         w.spun(later, spun);
         assert_eq!(w.margin(spun, true), margin);
         w.spun(spun, spun + NS_PER_US);
-        assert_eq!(w.margin(spun + NS_PER_US, true), 0);
+        assert_eq!(w.margin(spun + NS_PER_US, true), 31_100);
+    }
+
+    #[test]
+    fn the_learned_state_and_a_short_budget_are_reported() {
+        let mut w = adaptive();
+        // 90 wake-ups 10 µs late, 10 wake-ups 150 µs late: p50 in [8, 12),
+        // p99 and the margin in [148, 152).
+        feed(&mut w, 90, 10);
+        feed(&mut w, 10, 150);
+        let learned = Learned {
+            margin_ns: 152 * NS_PER_US,
+            p50_ns: 12 * NS_PER_US,
+            p99_ns: 152 * NS_PER_US,
+            samples: 100,
+        };
+        assert_eq!(w.learned(), Some(learned));
+        // A full budget (1 ms at 10 %) covers the margin; 152 µs spun
+        // six times over leaves 88 µs, less than one: the margin is cut.
+        let now = at(20_000);
+        assert!(!w.budget_short(now));
+        w.spun(now, now + 912 * NS_PER_US);
+        assert!(w.budget_short(now + 912 * NS_PER_US));
+        assert_eq!(w.margin(now + 912 * NS_PER_US, true), 88 * NS_PER_US);
+        // Nothing learned yet: never short. Without learning: no state.
+        assert!(!adaptive().budget_short(now));
+        assert_eq!(WaitPolicy::new(50, 10, 0, 0).learned(), None);
+        assert!(!WaitPolicy::new(50, 10, 0, 0).budget_short(now));
     }
 
     #[test]

@@ -87,6 +87,12 @@ pub(super) struct Driver {
     /// How the loop waits between iterations (`spin_us`, `busy_poll_us`,
     /// `timer_slack_us`).
     wait: WaitPolicy,
+    /// The PM QoS request the thread holds while it runs
+    /// (`daemon.pm_qos_us`; dropped as the loop ends).
+    pm_qos: Option<std::fs::File>,
+    /// Sleeps planned, and those of them before which the budget cut the
+    /// learned margin short (for the thread's closing log line).
+    sleeps: (u64, u64),
     /// The deadline the timer is armed for, and when it fires (the spin
     /// margin before it, or the slack after it).
     armed: Option<(Instant, Instant)>,
@@ -178,6 +184,8 @@ impl Driver {
                 cfg.busy_poll_us,
                 cfg.timer_slack_us,
             ),
+            pm_qos: None,
+            sleeps: (0, 0),
             armed: None,
             polled: None,
             last_frame: Instant::ZERO,
@@ -229,6 +237,21 @@ impl Driver {
     /// final snapshot) or a port failure.
     pub(super) fn run(&mut self) -> Result<LaneSnapshot, DatapathError> {
         let result = self.run_loop();
+        // The PM QoS request ends with the loop (closing its descriptor).
+        drop(self.pm_qos.take());
+        if let Some(l) = self.wait.learned() {
+            tracing::info!(
+                "{} wait policy: learned margin {} µs; timer lateness p50 {} µs, p99 {} µs \
+                 ({} samples); the budget cut the margin short before {} of {} sleeps",
+                self.dir.arrow(),
+                l.margin_ns / NS_PER_US,
+                l.p50_ns / NS_PER_US,
+                l.p99_ns / NS_PER_US,
+                l.samples,
+                self.sleeps.1,
+                self.sleeps.0
+            );
+        }
         // Whatever ended this direction ends the other.
         self.ending.ended.store(true, Ordering::Release);
         let _ = self.ending.peer.write(1);
@@ -236,7 +259,7 @@ impl Driver {
     }
 
     fn run_loop(&mut self) -> Result<LaneSnapshot, DatapathError> {
-        realtime::set_up(&self.cfg, self.dir);
+        self.pm_qos = realtime::set_up(&self.cfg, self.dir);
         // Everything that needed a privilege is done (the ports are open).
         crate::privilege::drop_all()?;
         let mut events = [EpollEvent::empty(); 4];
@@ -254,6 +277,10 @@ impl Driver {
             self.write_out(true, now);
             self.publish_if_due(now);
             let plan = self.wait.plan(now, &self.pending(readable));
+            if matches!(plan, WaitPlan::Sleep { .. }) {
+                self.sleeps.0 += 1;
+                self.sleeps.1 += u64::from(self.wait.budget_short(now));
+            }
             let timeout = self.begin_wait(plan)?;
             let n = self.wait_events(&mut events, timeout)?;
             if n == 0 && matches!(plan, WaitPlan::Poll { .. }) {
