@@ -503,6 +503,35 @@ pub fn netns_script(name: &str, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// The round-trip times of ping's summary line
+/// `rtt min/avg/max/mdev = a/b/c/d ms[, pipe N]` (iputils), in ms.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PingRtt {
+    pub min: f64,
+    pub avg: f64,
+    pub max: f64,
+    pub mdev: f64,
+}
+
+/// The RTT summary of ping's output `out`, if it has one (a ping that
+/// received nothing prints none).
+pub fn ping_rtt(out: &str) -> Option<PingRtt> {
+    let line = out.lines().find(|l| l.contains("min/avg/max"))?;
+    let mut values = line.split('=').nth(1)?.trim().split('/');
+    let mut next = || -> Option<f64> { values.next()?.split_whitespace().next()?.parse().ok() };
+    Some(PingRtt {
+        min: next()?,
+        avg: next()?,
+        max: next()?,
+        mdev: next()?,
+    })
+}
+
+/// `ping_rtt` of a ping that must have printed its summary.
+pub fn expect_ping_rtt(out: &str) -> PingRtt {
+    ping_rtt(out).unwrap_or_else(|| panic!("no ping RTT summary in {out}"))
+}
+
 /// A command's stdout and stderr, for assertion messages.
 pub fn text(out: &Output) -> String {
     format!(

@@ -41,13 +41,7 @@ fn ping_summary(out: &Output) -> (u32, u32, f64) {
         let at = words.iter().position(|w| w.starts_with(word)).unwrap();
         words[at - 1].parse().unwrap()
     };
-    let mdev = text
-        .lines()
-        .find(|l| l.starts_with("rtt") || l.starts_with("round-trip"))
-        .and_then(|l| l.split('=').nth(1))
-        .and_then(|v| v.trim().split('/').nth(3))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0.0);
+    let mdev = common::ping_rtt(&text).map_or(0.0, |r| r.mdev);
     (number("packets"), number("received"), mdev)
 }
 

@@ -235,24 +235,6 @@ fn kill(pid: u32) {
     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGKILL);
 }
 
-/// The min and avg RTT of `ping`'s summary line, ms.
-fn rtt(ping: &str) -> (f64, f64) {
-    let line = ping
-        .lines()
-        .find(|l| l.contains("min/avg/max"))
-        .unwrap_or_else(|| panic!("no ping summary: {ping}"));
-    let nums: Vec<f64> = line
-        .split('=')
-        .nth(1)
-        .unwrap_or_default()
-        .trim()
-        .split('/')
-        .take(2)
-        .map(|v| v.trim_end_matches(" ms").parse().unwrap())
-        .collect();
-    (nums[0], nums[1])
-}
-
 #[test]
 #[ignore = "needs root"]
 fn a_bloatbox_link_in_a_real_mininet_carries_its_delay_rate_and_qdisc_and_leaves_nothing() {
@@ -283,7 +265,7 @@ fn a_bloatbox_link_in_a_real_mininet_carries_its_delay_rate_and_qdisc_and_leaves
     // (the first echo also waits for ARP across the link, hence the avg's
     // room); without the link's delay it would be well under 1 ms.
     let ping = found["ping"].as_str().unwrap();
-    let (min, avg) = rtt(ping);
+    let common::PingRtt { min, avg, .. } = common::expect_ping_rtt(ping);
     assert!((40.0..45.0).contains(&min), "min RTT {min} ms\n{ping}");
     assert!(avg < 60.0, "avg RTT {avg} ms\n{ping}");
 

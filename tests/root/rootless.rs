@@ -141,13 +141,6 @@ fn code(out: &Output) -> i32 {
     out.status.code().unwrap_or(-1)
 }
 
-/// The `min` of ping's `rtt min/avg/max/mdev = a/b/c/d ms` line, in ms.
-fn ping_min_rtt_ms(out: &str) -> Option<f64> {
-    let line = out.lines().find(|l| l.contains("min/avg/max"))?;
-    let values = line.split('=').nth(1)?.trim();
-    values.split('/').next()?.trim().parse().ok()
-}
-
 /// Processes whose network namespace is `ns` (`net:[INODE]`).
 fn processes_in(ns: &str) -> Vec<String> {
     std::fs::read_dir("/proc")
@@ -197,7 +190,9 @@ fn ping_across_as(nobody: Command, backend: &str) -> Output {
 fn assert_delayed_pings(out: &Output) {
     assert_eq!(code(out), 0, "{}", text(out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let min = ping_min_rtt_ms(&stdout).unwrap_or_else(|| panic!("no RTT line: {}", text(out)));
+    let min = common::ping_rtt(&stdout)
+        .map(|r| r.min)
+        .unwrap_or_else(|| panic!("no RTT line: {}", text(out)));
     assert!(
         min >= 40.0,
         "RTT {min} ms under twice the 20 ms delay: {stdout}"
@@ -415,8 +410,16 @@ fn rootless_link_disappears_with_the_run_even_after_sigkill() {
 #[test]
 fn ping_summary_parses() {
     let out = "3 packets transmitted\nrtt min/avg/max/mdev = 40.506/59.164/92.210/23.431 ms\n";
-    assert_eq!(ping_min_rtt_ms(out), Some(40.506));
-    assert_eq!(ping_min_rtt_ms("no summary"), None);
+    assert_eq!(
+        common::ping_rtt(out),
+        Some(common::PingRtt {
+            min: 40.506,
+            avg: 59.164,
+            max: 92.210,
+            mdev: 23.431
+        })
+    );
+    assert_eq!(common::ping_rtt("no summary"), None);
 }
 
 /// The Rust guard in rootless mode, in this process (root, or uid 0 of a
@@ -450,7 +453,7 @@ fn rootless_link_guard_runs_commands_and_closures_in_its_namespaces() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    let min = ping_min_rtt_ms(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let min = common::expect_ping_rtt(&String::from_utf8_lossy(&out.stdout)).min;
     assert!(min >= 10.0, "RTT {min} ms under twice the 5 ms delay");
     let listener = link
         .run_in(Side::Right, || std::net::TcpListener::bind("0.0.0.0:7001"))

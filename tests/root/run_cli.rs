@@ -163,16 +163,6 @@ fn marker_seconds() -> String {
     format!("{}.{}{}", 900 + n, std::process::id(), n)
 }
 
-/// Smallest RTT ping printed (ms).
-fn min_rtt_ms(ping_output: &str) -> f64 {
-    let line = ping_output
-        .lines()
-        .find(|l| l.contains("min/avg/max"))
-        .unwrap_or_else(|| panic!("no RTT summary in {ping_output}"));
-    let values = line.split('=').nth(1).unwrap().trim();
-    values.split('/').next().unwrap().parse().unwrap()
-}
-
 #[test]
 #[ignore = "needs root"]
 fn two_runs_in_parallel_each_ping_their_own_peer() {
@@ -198,8 +188,8 @@ fn two_runs_in_parallel_each_ping_their_own_peer() {
     // Each run pinged through its own link: the RTT is at least twice its
     // own one-way delay.
     let (ra, rb) = (
-        min_rtt_ms(&String::from_utf8_lossy(&oa.stdout)),
-        min_rtt_ms(&String::from_utf8_lossy(&ob.stdout)),
+        common::expect_ping_rtt(&String::from_utf8_lossy(&oa.stdout)).min,
+        common::expect_ping_rtt(&String::from_utf8_lossy(&ob.stdout)).min,
     );
     assert!((20.0..80.0).contains(&ra), "10 ms link: RTT {ra} ms");
     assert!(rb >= 80.0, "40 ms link: RTT {rb} ms");

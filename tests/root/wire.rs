@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::common;
 use crate::turn;
-use common::{text, wait_timeout, wait_until};
+use common::{expect_ping_rtt, text, wait_timeout, wait_until, PingRtt};
 
 /// One containerlab-shaped topology of the test's own names.
 struct Lab {
@@ -175,25 +175,6 @@ fn ip(args: &[&str]) {
     );
 }
 
-/// The min and avg RTT of `ping`'s summary line, ms.
-fn rtt(out: &Output) -> (f64, f64) {
-    let s = text(out);
-    let line = s
-        .lines()
-        .find(|l| l.contains("min/avg/max"))
-        .unwrap_or_else(|| panic!("no ping summary: {s}"));
-    let nums: Vec<f64> = line
-        .split('=')
-        .nth(1)
-        .unwrap()
-        .trim()
-        .split('/')
-        .take(2)
-        .map(|v| v.trim_end_matches(" ms").parse().unwrap())
-        .collect();
-    (nums[0], nums[1])
-}
-
 #[test]
 #[ignore = "needs root"]
 fn a_wire_between_existing_veths_carries_its_delay_rate_and_qdisc() {
@@ -222,7 +203,7 @@ fn a_wire_between_existing_veths_carries_its_delay_rate_and_qdisc() {
     // on 2 cores gave 52 ms).
     let ping = lab.exec("h1", &["ping", "-c", "10", "-i", "0.2", "10.98.0.2"]);
     assert!(ping.status.success(), "{}", text(&ping));
-    let (min, avg) = rtt(&ping);
+    let PingRtt { min, avg, .. } = expect_ping_rtt(&text(&ping));
     assert!((40.0..45.0).contains(&min), "min RTT {min} ms");
     assert!(avg < 60.0, "avg RTT {avg} ms");
 
@@ -399,7 +380,7 @@ fn run_wire_runs_a_command_across_existing_interfaces_and_passes_its_code() {
         "10.98.0.2",
     ]);
     assert!(ping.status.success(), "{}", text(&ping));
-    let (min, _) = rtt(&ping);
+    let min = expect_ping_rtt(&text(&ping)).min;
     assert!(min >= 40.0, "min RTT {min} ms through a 20 ms wire");
     let failing = run(&["sh", "-c", "exit 3"]);
     assert_eq!(failing.status.code(), Some(3), "{}", text(&failing));
