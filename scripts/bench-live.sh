@@ -759,19 +759,20 @@ wait_policy() {
   case $2 in
     sleep) sed -i 's/^spin_us = .*/spin_us = 0\nspin_budget_pct = 0/' "$1" ;;
     learned) sed -i 's/^spin_us = .*/spin_us = 0/' "$1" ;;
+    pmqos) sed -i 's/^spin_us = .*/spin_us = 0\npm_qos_us = 0/' "$1" ;;
     spin300) sed -i 's/^spin_us = .*/spin_us = 300/' "$1" ;;
   esac
 }
 
 # The wait policies compared, alternated (the order reversed in even
-# rounds): for each, full-size UDP offered above 12 Mbit/s, 100 Mbit/s and
+# rounds; pmqos is the learned spin with daemon.pm_qos_us = 0): for each, full-size UDP offered above 12 Mbit/s, 100 Mbit/s and
 # 1.2 Gbit/s links (0 ms delay): the spacing on the receiving TAP, runs of
 # more than 4 back-to-back frames, wake-up and release lateness, and the
 # datapath threads' CPU over the 3 s of traffic (% of one core, both
 # directions): R[w<POLICY>/<w12|w100|w1g><figure>/ROUND]. run_wait ROUND.
 run_wait() {
-  local r=$1 pol spec n rate offered count ideal c a b d e f g h cpu0 pols=(sleep learned spin300)
-  [ $((r % 2)) = 0 ] && pols=(spin300 learned sleep)
+  local r=$1 pol spec n rate offered count ideal c a b d e f g h cpu0 pols=(sleep learned pmqos spin300)
+  [ $((r % 2)) = 0 ] && pols=(spin300 pmqos learned sleep)
   for spec in "w12 12mbit 20M 2000 $IDEAL12" "w100 100mbit 200M 20000 $IDEAL100" \
     "w1g 1200mbit 2G 20000 $IDEAL1G"; do
     read -r n rate offered count ideal <<<"$spec"

@@ -171,6 +171,7 @@ def live_table(run):
 WAIT_POLICIES = [
     ("wsleep", "sleep to each deadline (spin_budget_pct = 0)"),
     ("wlearned", "learned spin (default)"),
+    ("wpmqos", "learned spin and pm_qos_us = 0 (idle vCPUs poll)"),
     ("wspin300", "spin_us = 300"),
 ]
 WAIT_RATES = [("w12", "12 Mbit/s", "ideal12"), ("w100", "100 Mbit/s", "ideal100"), ("w1g", "1.2 Gbit/s", "ideal1g")]

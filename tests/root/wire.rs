@@ -459,8 +459,11 @@ fn twenty_four_thousand_small_frames_cross_the_batched_wire_each_one_accounted()
             "10.98.0.2",
         ],
     );
-    // "N packets transmitted, M received" (with a preload, ping may send
-    // a few more than -c).
+    // "N packets transmitted, M received". With a deadline (-w) ping
+    // sends until -c replies have come and exits then, so up to the
+    // preload's 64 requests (or their replies) may still be in flight
+    // at its exit: those are not lost, and the port and interface
+    // counters below, read once they have landed, must count every one.
     let out = text(&ping);
     let counts: Vec<u64> = out
         .lines()
@@ -471,7 +474,7 @@ fn twenty_four_thousand_small_frames_cross_the_batched_wire_each_one_accounted()
         .filter_map(|f| f.split_whitespace().next()?.parse().ok())
         .collect();
     assert!(
-        counts.len() == 2 && counts[0] >= 12_000 && counts[0] == counts[1],
+        counts.len() == 2 && counts[1] >= 12_000 && counts[0].saturating_sub(counts[1]) <= 64,
         "{out}"
     );
     // Let anything still in flight land before the counters are read.
