@@ -88,7 +88,8 @@ pub(super) struct Learned {
 pub(super) struct Pending {
     /// A port may still hold frames (a read batch stopped early).
     pub backlog: bool,
-    /// The bridge's next deadline (`Bridge::poll_at`).
+    /// The lane's next delivery (`Lane::deliver_at`): the earliest time
+    /// its poll can hand out a frame.
     pub bridge: Option<Instant>,
     /// When the first frame held by the release pacer may be written.
     pub release: Option<Instant>,
