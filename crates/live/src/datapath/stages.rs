@@ -6,7 +6,8 @@
 //! delay line, RX coalescing: logical times, told by a `PathObserver`
 //! installed on the lane's path, `StageObserver`), and the release
 //! lateness (the write's time minus the logical delivery: what the link
-//! adds by mistake). Each stage is a histogram allocated once (1 ns to
+//! adds by mistake; summed up from the driver's own `release_lateness`,
+//! not recorded a second time). Each other stage is a histogram allocated once (1 ns to
 //! 10 s, two significant digits, about 30 kB), into which recording never
 //! allocates; the wall-clock stages cost the datapath one clock read per
 //! frame read and one per poll that releases frames, the writes reuse the
@@ -49,8 +50,6 @@ pub(crate) enum Wall {
     Release,
     /// The write system call of a frame (or of a GRO super-frame).
     Write,
-    /// Release lateness: the write's time minus the logical delivery.
-    Late,
 }
 
 /// The stages the link emulates (indices into `StageObserver`'s recorder).
@@ -116,7 +115,7 @@ impl<const N: usize> Recorder<N> {
 /// The wall-clock stages of one direction's thread, with the frame read
 /// whose classify and enqueue are being timed.
 pub(crate) struct WallStages {
-    rec: Recorder<5>,
+    rec: Recorder<4>,
     /// When the read system call of the frame being ingressed returned.
     read_done: Option<Instant>,
 }
@@ -149,7 +148,7 @@ impl WallStages {
     }
 
     /// The stages summed up.
-    pub(crate) fn summary(&mut self) -> [LatenessSummary; 5] {
+    pub(crate) fn summary(&mut self) -> [LatenessSummary; 4] {
         self.rec.summary()
     }
 }
@@ -286,7 +285,8 @@ pub struct StageBreakdown {
     pub release: LatenessSummary,
     /// The write system call of a frame (wall clock).
     pub write: LatenessSummary,
-    /// Release lateness: the write's time minus the logical delivery.
+    /// Release lateness: the write's time minus the logical delivery
+    /// (the driver's `release_lateness`, recorded once per frame).
     pub late: LatenessSummary,
     /// Frames delivered whose emulated stages were not followed (more
     /// than `TRACKED` inside the path at once).
@@ -294,10 +294,15 @@ pub struct StageBreakdown {
 }
 
 impl StageBreakdown {
-    /// The breakdown from the thread's wall-clock stages and the path's
-    /// observer (an all-zero emulated part without one).
-    pub(crate) fn of(wall: &mut WallStages, observer: Option<&mut StageObserver>) -> Self {
-        let [read, classify, release, write, late] = wall.summary();
+    /// The breakdown from the thread's wall-clock stages, its release
+    /// lateness `late` and the path's observer (an all-zero emulated part
+    /// without one).
+    pub(crate) fn of(
+        wall: &mut WallStages,
+        late: LatenessSummary,
+        observer: Option<&mut StageObserver>,
+    ) -> Self {
+        let [read, classify, release, write] = wall.summary();
         let ([qdisc, ring, serializer, delay_line, coalescing], untracked) =
             observer.map_or(([LatenessSummary::default(); 5], 0), |o| o.summary());
         StageBreakdown {
@@ -378,8 +383,7 @@ mod tests {
         w.ingressed(t(12_700));
         w.span(Wall::Release, t(20_000), t(21_100));
         w.span(Wall::Write, t(21_100), t(33_100));
-        w.span(Wall::Late, t(15_000), t(21_100));
-        let [read, classify, release, write, late] = w.summary();
+        let [read, classify, release, write] = w.summary();
         assert_eq!((read.samples, classify.samples), (2, 2));
         assert!(
             near(read.p50_ns, 2_000) && near(read.max_ns, 2_500),
@@ -389,10 +393,9 @@ mod tests {
             near(classify.p50_ns, 700) && near(classify.p99_ns, 800),
             "{classify:?}"
         );
-        assert_eq!((release.samples, write.samples, late.samples), (1, 1, 1));
+        assert_eq!((release.samples, write.samples), (1, 1));
         assert!(near(release.p50_ns, 1_100), "{release:?}");
         assert!(near(write.p99_ns, 12_000), "{write:?}");
-        assert!(near(late.p50_ns, 6_100), "{late:?}");
         assert_eq!(w.summary()[0], read, "unchanged without new records");
         w.read(t(40_000), t(40_000));
         let again = w.summary()[0];

@@ -513,6 +513,7 @@ impl Driver {
     }
 
     fn snapshot(&mut self, now: Instant) -> LaneSnapshot {
+        let release_lateness = self.release_lateness.share();
         LaneSnapshot {
             at: now,
             path: self
@@ -521,7 +522,7 @@ impl Driver {
                 .snapshot_listing(now, FlowListing::Top(self.cfg.snapshot_flows)),
             capture: self.lane.tap_counters(),
             lateness: self.lateness.share(),
-            release_lateness: self.release_lateness.share(),
+            release_lateness,
             wakeups: Wakeups {
                 cpu_ns: thread_cpu_ns(),
                 ..self.wakeups
@@ -535,6 +536,7 @@ impl Driver {
             gro: self.gro_counts,
             stages: StageBreakdown::of(
                 &mut self.stages,
+                self.release_lateness.summary(),
                 self.lane.path_mut().observer_mut::<StageObserver>(),
             ),
         }

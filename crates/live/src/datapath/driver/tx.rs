@@ -91,7 +91,6 @@ impl Driver {
     fn written(&mut self, delivered: Instant, now: Instant) {
         self.last_frame = now;
         self.pacer.written(delivered, now);
-        self.stages.span(Wall::Late, delivered, now);
         self.release_lateness
             .record(now.saturating_since(delivered));
     }
