@@ -458,6 +458,10 @@ impl Drops {
     pub fn push_copy(&mut self, pkt: Packet) {
         self.copies.push_back(pkt);
     }
+    /// Whether a copy is waiting to be enqueued at the root.
+    pub fn has_copies(&self) -> bool {
+        !self.copies.is_empty()
+    }
     /// The oldest copy waiting to be enqueued at the root.
     pub fn take_copy(&mut self) -> Option<Packet> {
         self.copies.pop_front()

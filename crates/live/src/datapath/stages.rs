@@ -29,6 +29,7 @@ use std::io;
 use hdrhistogram::Histogram;
 
 use crate::link::path::{PathEvent, PathObserver};
+use crate::link::transit::RunHistogram;
 use crate::packet::Packet;
 use crate::time::{Instant, NS_PER_SEC};
 
@@ -68,9 +69,11 @@ pub(crate) enum Emulated {
     Coalescing,
 }
 
-/// `N` stage histograms and their last summaries.
+/// `N` stage histograms and their last summaries. Each holds back repeats
+/// of its last value (`RunHistogram`): on an unshaped link every emulated
+/// stage takes the same time for each frame.
 pub(crate) struct Recorder<const N: usize> {
-    hists: [Histogram<u64>; N],
+    hists: [RunHistogram; N],
     summary: [LatenessSummary; N],
     /// Something was recorded since `summary` was computed.
     recorded: bool,
@@ -82,7 +85,7 @@ impl<const N: usize> Recorder<N> {
         let one = Histogram::new_with_bounds(1, 10 * NS_PER_SEC, 2)
             .map_err(|e| io::Error::other(format!("stage histogram: {e}")))?;
         Ok(Recorder {
-            hists: std::array::from_fn(|_| one.clone()),
+            hists: std::array::from_fn(|_| RunHistogram::new(one.clone())),
             summary: [LatenessSummary::default(); N],
             recorded: false,
         })
@@ -91,7 +94,7 @@ impl<const N: usize> Recorder<N> {
     /// Records `ns` in stage `i` (clamped to 1 ns–10 s; 0 counts as 1 ns).
     pub(crate) fn record(&mut self, i: usize, ns: u64) {
         if let Some(h) = self.hists.get_mut(i) {
-            h.saturating_record(ns.max(1));
+            h.record(ns.max(1));
             self.recorded = true;
         }
     }
@@ -104,8 +107,8 @@ impl<const N: usize> Recorder<N> {
     /// Every stage summed up (recomputed only after new records).
     pub(crate) fn summary(&mut self) -> [LatenessSummary; N] {
         if std::mem::take(&mut self.recorded) {
-            for (s, h) in self.summary.iter_mut().zip(&self.hists) {
-                *s = LatenessSummary::of(h);
+            for (s, h) in self.summary.iter_mut().zip(&mut self.hists) {
+                *s = LatenessSummary::of(h.hist());
             }
         }
         self.summary

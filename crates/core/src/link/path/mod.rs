@@ -214,7 +214,6 @@ impl Path {
     /// `meta.arrival`, from which its transit time is measured).
     pub fn ingress(&mut self, mut pkt: Packet, now: Instant) {
         self.advance(now);
-        self.unsettle();
         let t = self.now;
         pkt.meta.arrival = t;
         self.counters.frames_in += 1;
@@ -231,10 +230,21 @@ impl Path {
                 self.queues[q].ring.post(pkt.len);
                 let at = self.queues[q].doorbell(t, 1, self.params.tx_post_ns);
                 self.serializer.post(pkt, at);
+                // The serializer is the only stage with a new event: queue
+                // `q`'s qdisc and requeue slots stay empty (no event with a
+                // full ring either), the other stages and queues are as
+                // `advance` just left them. So the next event is the
+                // earlier of the settled one and the serializer's, without
+                // a scan of every stage.
+                self.settled = self
+                    .settled
+                    .map(|next| earliest(next, self.serializer.next_event()));
             } else {
+                self.unsettle();
                 self.park(q, pkt, 0);
             }
         } else {
+            self.unsettle();
             notify(&mut self.observer, PathEvent::Enqueued, &pkt, t);
             let verdict = self.enqueue_counting_copies(pkt, t);
             if let Some(o) = &mut self.observer {
@@ -463,7 +473,15 @@ impl Path {
     /// `rootq->enqueue`, which reaches the root of the netem's TX queue;
     /// under mq the copy's queue mapping leads it to the same queue), and
     /// absorbs what that enqueue dropped.
+    #[inline]
     fn absorb(&mut self) {
+        if !self.drops.is_empty() || self.drops.has_copies() {
+            self.absorb_drops();
+        }
+    }
+
+    /// `absorb` once there is something to absorb.
+    fn absorb_drops(&mut self) {
         let t = self.now;
         loop {
             for (mut pkt, reason) in self.drops.drain() {
