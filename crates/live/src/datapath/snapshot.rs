@@ -11,6 +11,7 @@ use hdrhistogram::Histogram;
 
 use crate::bridge::{BridgeSnapshot, CaptureCounters};
 use crate::link::path::PathSnapshot;
+use crate::link::transit::Tally;
 use crate::port::PortCounters;
 use crate::time::{Instant, NS_PER_SEC};
 
@@ -55,9 +56,12 @@ impl LatenessSummary {
     }
 }
 
+/// The longest lateness told apart, ns, and the significant digits.
+const LATENESS_BOUNDS: (u64, u8) = (10 * NS_PER_SEC, 3);
+
 /// A lateness histogram: 1 ns to 10 s, three significant digits.
 pub(crate) fn lateness_histogram(what: &str) -> io::Result<Histogram<u64>> {
-    Histogram::new_with_bounds(1, 10 * NS_PER_SEC, 3)
+    Histogram::new_with_bounds(1, LATENESS_BOUNDS.0, LATENESS_BOUNDS.1)
         .map_err(|e| io::Error::other(format!("{what} histogram: {e}")))
 }
 
@@ -66,7 +70,8 @@ pub(crate) fn lateness_histogram(what: &str) -> io::Result<Histogram<u64>> {
 /// the last copy (a histogram is about 190 kB, and a stepped datapath
 /// publishes after every step).
 pub(crate) struct RecordedLateness {
-    live: Histogram<u64>,
+    /// Recorded into as a counter increment (`Tally`).
+    live: Tally,
     shared: Arc<Histogram<u64>>,
     /// `shared` summed up.
     summary: LatenessSummary,
@@ -76,9 +81,10 @@ pub(crate) struct RecordedLateness {
 impl RecordedLateness {
     /// An empty `lateness_histogram`.
     pub(crate) fn new(what: &str) -> io::Result<RecordedLateness> {
-        let live = lateness_histogram(what)?;
+        let live = Tally::new(LATENESS_BOUNDS.0, LATENESS_BOUNDS.1)
+            .map_err(|e| io::Error::other(format!("{what} histogram: {e}")))?;
         Ok(RecordedLateness {
-            shared: Arc::new(live.clone()),
+            shared: Arc::new(lateness_histogram(what)?),
             live,
             summary: LatenessSummary::default(),
             recorded: false,
@@ -87,14 +93,14 @@ impl RecordedLateness {
 
     /// Records `ns` (clamped to the histogram's 1 ns–10 s).
     pub(crate) fn record(&mut self, ns: u64) {
-        self.live.saturating_record(ns.max(1));
+        self.live.record(ns.max(1));
         self.recorded = true;
     }
 
     /// Everything recorded so far, for a snapshot.
     pub(crate) fn share(&mut self) -> Arc<Histogram<u64>> {
         if std::mem::take(&mut self.recorded) {
-            self.shared = Arc::new(self.live.clone());
+            self.shared = Arc::new(self.live.hist().clone());
             self.summary = LatenessSummary::of(&self.shared);
         }
         self.shared.clone()

@@ -26,10 +26,8 @@
 
 use std::io;
 
-use hdrhistogram::Histogram;
-
 use crate::link::path::{PathEvent, PathObserver};
-use crate::link::transit::RunHistogram;
+use crate::link::transit::Tally;
 use crate::packet::Packet;
 use crate::time::{Instant, NS_PER_SEC};
 
@@ -69,11 +67,10 @@ pub(crate) enum Emulated {
     Coalescing,
 }
 
-/// `N` stage histograms and their last summaries. Each holds back repeats
-/// of its last value (`RunHistogram`): on an unshaped link every emulated
-/// stage takes the same time for each frame.
+/// `N` stage histograms and their last summaries; a record is a counter
+/// increment (`Tally`).
 pub(crate) struct Recorder<const N: usize> {
-    hists: [RunHistogram; N],
+    hists: [Tally; N],
     summary: [LatenessSummary; N],
     /// Something was recorded since `summary` was computed.
     recorded: bool,
@@ -82,10 +79,10 @@ pub(crate) struct Recorder<const N: usize> {
 impl<const N: usize> Recorder<N> {
     /// `N` empty histograms (1 ns to 10 s, two significant digits).
     pub(crate) fn new() -> io::Result<Recorder<N>> {
-        let one = Histogram::new_with_bounds(1, 10 * NS_PER_SEC, 2)
+        let one = Tally::new(10 * NS_PER_SEC, 2)
             .map_err(|e| io::Error::other(format!("stage histogram: {e}")))?;
         Ok(Recorder {
-            hists: std::array::from_fn(|_| RunHistogram::new(one.clone())),
+            hists: std::array::from_fn(|_| one.clone()),
             summary: [LatenessSummary::default(); N],
             recorded: false,
         })
