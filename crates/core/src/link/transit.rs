@@ -3,7 +3,8 @@
 //! i.e. qdisc queueing + ring + serialization + propagation delay + RX
 //! coalescing. `Path` records every delivered frame at its logical delivery
 //! time, so no clock is read; the HDR histogram is allocated once (bounded
-//! range, about 30 KiB) and recording never allocates.
+//! range, about 30 KiB, with a table of counts as large: `Tally`) and
+//! recording never allocates.
 //!
 //! Two significant digits (values within 1 %): a summary then walks a few
 //! thousand counters instead of tens of thousands, which matters because the

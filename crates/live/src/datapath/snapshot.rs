@@ -65,10 +65,10 @@ pub(crate) fn lateness_histogram(what: &str) -> io::Result<Histogram<u64>> {
         .map_err(|e| io::Error::other(format!("{what} histogram: {e}")))
 }
 
-/// A lateness histogram a thread records into, and the copy its
-/// snapshots share: copied again only when something was recorded since
-/// the last copy (a histogram is about 190 kB, and a stepped datapath
-/// publishes after every step).
+/// A lateness histogram a thread records into (a counter increment,
+/// `Tally`), and the copy its snapshots share: copied again only when
+/// something was recorded since the last copy (a histogram is about 190 kB,
+/// and a stepped datapath publishes after every step).
 pub(crate) struct RecordedLateness {
     /// Recorded into as a counter increment (`Tally`).
     live: Tally,

@@ -8,7 +8,8 @@
 //! lateness (the write's time minus the logical delivery: what the link
 //! adds by mistake; summed up from the driver's own `release_lateness`,
 //! not recorded a second time). Each other stage is a histogram allocated once (1 ns to
-//! 10 s, two significant digits, about 30 kB), into which recording never
+//! 10 s, two significant digits, about 30 kB, and a table of counts as
+//! large that a record increments: `Tally`), into which recording never
 //! allocates; the wall-clock stages cost the datapath one clock read per
 //! frame read and one per poll that releases frames, the writes reuse the
 //! reading the next write needs anyway. A snapshot carries each stage as a
