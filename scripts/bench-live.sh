@@ -31,7 +31,10 @@
 # as fast as iperf3 sends, full-size UDP offered at 400 and 800 Mbit/s
 # (iperf3's loss and the sending device's TX drops), 64-byte UDP packets per
 # second (received by iperf3, sent by it, and reaching the receiving
-# namespace's IP stack), and idle ping RTT (median, p99, added over the round's veth).
+# namespace's IP stack; then from examples/pps_blast.rs, a batched sender
+# with no pacing of its own: sent, counted at the receiving interface and
+# IP stack, and bloatbox's datapath CPU per frame: `blast64`), and idle ping
+# RTT (median, p99, added over the round's veth).
 # irtt (Debian's package) through bloatbox's default idle link (100 Mbit/s,
 # 5 ms each way) and over a bare veth pair, in the same step: RTT median,
 # the excess per direction over the ideal (2 x 5 ms plus two 214-byte
@@ -49,7 +52,7 @@ paced() {
   local r=$1 k=$2 n=$3 c a b d e f g h cpu0 idle0
   c=$(config "r$4" "$4" 0ms)
   start_daemon "$c"
-  in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
+  in_ns "$NSP-bl" ping -c 1 -W 2 10.82.0.2 >/dev/null || true
   cpu0=$("$BB" stats -c "$c" --json | jq '.wakeups.cpu_ns') || cpu0=0
   idle0=$(idle_ticks)
   read -r a b d e f g h <<<"$(spacing "$5" "$6" "$7")"
@@ -74,27 +77,27 @@ paced() {
 # paced_htb ROUND KEY NAME RATE OFFERED COUNT IDEAL.
 paced_htb() {
   local r=$1 k=$2 n=$3 a b d _
-  ip netns add bbb-hl
-  ip netns add bbb-hr
-  ip link add bbbh0 netns bbb-hl type veth peer name bbbh1 netns bbb-hr
-  in_ns bbb-hl ip addr add 10.84.0.1/24 dev bbbh0
-  in_ns bbb-hr ip addr add 10.84.0.2/24 dev bbbh1
-  in_ns bbb-hl ip link set bbbh0 up
-  in_ns bbb-hr ip link set bbbh1 up
-  in_ns bbb-hl ip link set lo up
-  in_ns bbb-hr ip link set lo up
-  in_ns bbb-hl ethtool -K bbbh0 tso off gso off gro off >/dev/null 2>&1 || true
-  in_ns bbb-hr ethtool -K bbbh1 tso off gso off gro off >/dev/null 2>&1 || true
-  in_ns bbb-hl tc qdisc add dev bbbh0 root handle 1: htb default 1
-  in_ns bbb-hl tc class add dev bbbh0 parent 1: classid 1:1 htb rate "$4"
-  in_ns bbb-hl ping -c 1 -W 2 10.84.0.2 >/dev/null || true
-  read -r a b d _ <<<"$(spacing "$5" "$6" "$7" bbb-hl bbb-hr 10.84.0.2 bbbh1)"
+  ip netns add "$NSP-hl"
+  ip netns add "$NSP-hr"
+  ip link add bbbh0 netns "$NSP-hl" type veth peer name bbbh1 netns "$NSP-hr"
+  in_ns "$NSP-hl" ip addr add 10.84.0.1/24 dev bbbh0
+  in_ns "$NSP-hr" ip addr add 10.84.0.2/24 dev bbbh1
+  in_ns "$NSP-hl" ip link set bbbh0 up
+  in_ns "$NSP-hr" ip link set bbbh1 up
+  in_ns "$NSP-hl" ip link set lo up
+  in_ns "$NSP-hr" ip link set lo up
+  in_ns "$NSP-hl" ethtool -K bbbh0 tso off gso off gro off >/dev/null 2>&1 || true
+  in_ns "$NSP-hr" ethtool -K bbbh1 tso off gso off gro off >/dev/null 2>&1 || true
+  in_ns "$NSP-hl" tc qdisc add dev bbbh0 root handle 1: htb default 1
+  in_ns "$NSP-hl" tc class add dev bbbh0 parent 1: classid 1:1 htb rate "$4"
+  in_ns "$NSP-hl" ping -c 1 -W 2 10.84.0.2 >/dev/null || true
+  read -r a b d _ <<<"$(spacing "$5" "$6" "$7" "$NSP-hl" "$NSP-hr" 10.84.0.2 bbbh1)"
   R[$k/${n}htbp10/$r]=$a R[$k/${n}htbp50/$r]=$b R[$k/${n}htbp90/$r]=$d
   R[$k/${n}htbspread/$r]=$(awk -v a="$a" -v b="$d" 'BEGIN {if (a == "-") print "-"; else printf "%.2f", b - a}')
   R[$k/${n}spreadx/$r]=$(awk -v a="${R[$k/${n}spread/$r]:--}" -v b="${R[$k/${n}htbspread/$r]}" \
     'BEGIN {if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b}')
-  ip netns del bbb-hl
-  ip netns del bbb-hr
+  ip netns del "$NSP-hl"
+  ip netns del "$NSP-hr"
 }
 
 # Once per round, bloatbox only: idle RTT with busy polling, the inter-
@@ -112,9 +115,11 @@ paced_htb() {
 # commits compared in one run.
 #
 # Needs root, iproute2 (ip, tc), iperf3, ping, tcpdump, jq, ethtool, irtt,
-# python3. Everything it
-# creates is named bbb-* / bbb* and removed on every exit (including Ctrl-C
-# and kill). It is a benchmark, not a test: it asserts nothing.
+# python3. Everything it creates is named after the run (bbbPID-* for
+# namespaces, bbbPID* for the interfaces made outside them, PID this
+# script's), so that two runs do not meet, and removed on every exit
+# (including Ctrl-C and kill). It is a benchmark, not a test: it asserts
+# nothing.
 set -euo pipefail
 ORIG_PWD=$PWD
 COMMAND="$0${*:+ $*}"
@@ -136,6 +141,17 @@ WAIT=${WAIT:-0}
 ONLY=${ONLY:-}
 BEFORE=${BEFORE:-}
 BARE=${BARE:-1}
+# BLAST=udp sends the 64-byte packets of examples/pps_blast.rs through a UDP
+# socket instead of whole frames through an AF_PACKET socket with
+# PACKET_QDISC_BYPASS (packet, the default: less of the sender's CPU per
+# packet, docs/labs.md).
+BLAST=${BLAST:-packet}
+# PPS=1 measures the 64-byte packet rates alone on every path (iperf3's and
+# the generator's), nothing else: with ONLY=wire, the wire's small-packet
+# step and its references.
+PPS=${PPS:-0}
+# The prefix of every namespace and interface name this run makes.
+NSP=bbb$$
 WRITE=""
 while [ $# -gt 0 ]; do
   case $1 in
@@ -152,18 +168,25 @@ for t in ip tc iperf3 ping tcpdump jq ethtool irtt python3; do
 done
 
 cargo build --release -q
-[ "$BARE" = 0 ] || cargo build --release -q --example bare_forward
+if [ "$BARE" = 0 ]; then
+  cargo build --release -q --example pps_blast
+else
+  cargo build --release -q --example pps_blast --example bare_forward
+fi
 BIN=$PWD/target/release/bloatbox
 FWD=$PWD/target/release/examples/bare_forward
+BLASTER=$PWD/target/release/examples/pps_blast
 TMP=$(mktemp -d)
 # The bloatbox binary being measured (this checkout's, or BEFORE's).
 BB=$BIN
 BEFORE_BIN=""
 DAEMON=""
+# The config of the running daemon (start_daemon), "" when none runs.
+DAEMON_CFG=""
 FWDPID=""
 TCPDUMP=""
 MAIN=""
-NAMESPACES="bbb-vl bbb-vr bbb-fl bbb-fr bbb-bl bbb-br bbb-bs bbb-wl bbb-wr bbb-wh bbb-il bbb-ir bbb-hl bbb-hr"
+NAMESPACES="$NSP-vl $NSP-vr $NSP-fl $NSP-fr $NSP-bl $NSP-br $NSP-bs $NSP-wl $NSP-wr $NSP-wh $NSP-il $NSP-ir $NSP-hl $NSP-hr"
 
 # The processes below PID, deepest first.
 descendants() {
@@ -274,6 +297,43 @@ udp64_kpps() {
     <<<"$out" 2>/dev/null || echo "- - -"
 }
 
+# The packets DEV in NS has received so far.
+rx_packets() { in_ns "$1" ip -s -j link show "$2" | jq '.[0].stats64.rx.packets'; }
+
+# 64-byte UDP payloads from examples/pps_blast.rs, batched (`sendmmsg`), for
+# DUR s from NS's DEV to DST, received on RDEV in RNS, whose MAC the frames
+# carry (BLAST says through which socket), into a socket nobody reads
+# (`pps_blast --sink`: the receiving stack drops at the full socket rather
+# than answering each packet with ICMP): blast64 NS DEV DST RNS RDEV
+# prints "sent rx ip cpu refused": kpps the generator sent, that RDEV
+# received (rx_packets: what the path delivered, counted before any
+# socket) and that reached RNS's IP stack (IpInReceives), the generator's
+# CPU per packet sent (ns, user and system), and kpps the sending device
+# refused (a full TAP queue; a veth never refuses). Neither count needs a
+# reader to keep up, and the generator has no pacing or timing of its own:
+# the path's bound, not iperf3's.
+blast64() {
+  local mac rx0 ip0 rx1 ip1 out sink
+  mac=$(in_ns "$4" ip -j link show "$5" | jq -r '.[0].address')
+  rm -f "$TMP/sink.out"
+  ip netns exec "$4" "$BLASTER" --sink --dst "$3" --secs "$((DUR + 2))" >"$TMP/sink.out" 2>&1 &
+  sink=$!
+  for _ in $(seq 100); do grep -q '^ready$' "$TMP/sink.out" 2>/dev/null && break; sleep 0.02; done
+  rx0=$(rx_packets "$4" "$5") ip0=$(ip_in "$4")
+  out=$(in_ns "$1" "$BLASTER" --mode "$BLAST" --dev "$2" --dst "$3" --dst-mac "$mac" \
+    --secs "$DUR" 2>"$TMP/blast.log") || { cat "$TMP/blast.log" >&2; out=""; }
+  # Frames still on their way land before the counts are read.
+  sleep 0.2
+  rx1=$(rx_packets "$4" "$5") ip1=$(ip_in "$4")
+  kill "$sink" 2>/dev/null || true
+  wait "$sink" 2>/dev/null || true
+  [ -n "$out" ] || { echo "- - - - -"; return 0; }
+  jq -r --arg rx "$((rx1 - rx0))" --arg ip "$((${ip1:-0} - ${ip0:-0}))" --arg ipok "${ip0:+${ip1:+1}}" '
+    .secs as $s | def k: tonumber / $s / 1e3 | round;
+    "\(.sent | tostring | k) \($rx | k) \(if $ipok == "1" then $ip | k else "-" end) \(.cpu_ns) \(.errors | tostring | k)"' \
+    <<<"$out" 2>/dev/null || echo "- - - - -"
+}
+
 # Gbit/s of 1514-byte frames received, 1472-byte UDP payloads sent as fast
 # as iperf3 can (what the path moves frame by frame).
 udp_full_gbit() {
@@ -299,22 +359,35 @@ udp_loss() {
 }
 
 # All per-path figures, stored in R[PATH/FIGURE/ROUND]:
-# measure PATH ROUND NS_LEFT NS_RIGHT DST SENDING_DEV.
+# measure PATH ROUND NS_LEFT NS_RIGHT DST SENDING_DEV RECEIVING_DEV.
 declare -A R
 measure() {
-  local p=$1 r=$2 nsl=$3 nsr=$4 dst=$5 dev=$6 a b c
+  local p=$1 r=$2 nsl=$3 nsr=$4 dst=$5 dev=$6 rdev=$7 a b c d e
   in_ns "$nsl" ping -c 1 -W 2 "$dst" >/dev/null || echo "bench-live: $p: first ping failed" >&2
   start_iperf "$nsr" "$dst"
-  R[$p/tcp1/$r]=$(tcp_gbit "$nsl" "$dst" 1)
-  R[$p/tcp4/$r]=$(tcp_gbit "$nsl" "$dst" 4)
-  R[$p/udpf/$r]=$(udp_full_gbit "$nsl" "$dst")
-  read -r a b <<<"$(udp_loss "$nsl" "$dst" 400M "$dev")"
-  R[$p/loss400/$r]=$a R[$p/drop400/$r]=$b
-  read -r a b <<<"$(udp_loss "$nsl" "$dst" 800M "$dev")"
-  R[$p/loss800/$r]=$a R[$p/drop800/$r]=$b
+  if [ "$PPS" != 1 ]; then
+    R[$p/tcp1/$r]=$(tcp_gbit "$nsl" "$dst" 1)
+    R[$p/tcp4/$r]=$(tcp_gbit "$nsl" "$dst" 4)
+    R[$p/udpf/$r]=$(udp_full_gbit "$nsl" "$dst")
+    read -r a b <<<"$(udp_loss "$nsl" "$dst" 400M "$dev")"
+    R[$p/loss400/$r]=$a R[$p/drop400/$r]=$b
+    read -r a b <<<"$(udp_loss "$nsl" "$dst" 800M "$dev")"
+    R[$p/loss800/$r]=$a R[$p/drop800/$r]=$b
+  fi
   read -r a b c <<<"$(udp64_kpps "$nsl" "$dst" "$nsr")"
   R[$p/kpps/$r]=$a R[$p/kppssent/$r]=$b R[$p/kppsip/$r]=$c
   stop_iperf
+  # bloatbox's datapath CPU (all its threads, user and system: the
+  # receiving stack's softirq that its writes run included) per frame the
+  # receiving interface got from the generator, ns: what a frame costs the
+  # datapath, whatever share of the cores the load leaves it.
+  local cpu0=""
+  [ -z "$DAEMON_CFG" ] || cpu0=$(daemon_cpu_ns)
+  read -r a b c d e <<<"$(blast64 "$nsl" "$dev" "$dst" "$nsr" "$rdev")"
+  R[$p/bkppssent/$r]=$a R[$p/bkpps/$r]=$b R[$p/bkppsip/$r]=$c R[$p/bcpu/$r]=$d R[$p/bkppsrefused/$r]=$e
+  [ -z "$cpu0" ] || R[$p/bdpcpu/$r]=$(awk -v c0="$cpu0" -v c1="$(daemon_cpu_ns)" -v k="$b" -v d="$DUR" \
+    'BEGIN {if (c0 == "" || c1 == "" || k == "-" || k == 0) print "-"; else printf "%.0f", (c1 - c0) / (k * 1e3 * d)}')
+  [ "$PPS" != 1 ] || return 0
   read -r a b <<<"$(ping_stats "$nsl" "$dst")"
   R[$p/rtt50/$r]=$a R[$p/rtt99/$r]=$b
 }
@@ -328,14 +401,14 @@ config() {
 offload = ${4:-true}
 
 [left]
-namespace = "bbb-bl"
-tap = "bbbl0"
+namespace = "$NSP-bl"
+tap = "${NSP}l"
 ipv4 = "10.82.0.1/24"
 ipv6 = "fd00:82::1/64"
 
 [right]
-namespace = "bbb-br"
-tap = "bbbr0"
+namespace = "$NSP-br"
+tap = "${NSP}r"
 ipv4 = "10.82.0.2/24"
 ipv6 = "fd00:82::2/64"
 
@@ -354,6 +427,8 @@ EOF
 
 # The left TAP of a bloatbox config (the sending side, left to right).
 left_tap() { sed -n '/^\[left\]/,/^\[/s/^tap = "\(.*\)"/\1/p' "$1"; }
+# The right TAP of a bloatbox config (the receiving side).
+right_tap() { sed -n '/^\[right\]/,/^\[/s/^tap = "\(.*\)"/\1/p' "$1"; }
 
 # start_daemon CFG [ARGS...]: `bloatbox up` of CFG with more ARGS.
 start_daemon() {
@@ -365,6 +440,7 @@ start_daemon() {
     "$BB" up --headless -c "$c" "$@" 2>"$TMP/daemon.log" &
   fi
   DAEMON=$!
+  DAEMON_CFG=$c
   for _ in $(seq 100); do
     "$BB" stats -c "$c" --json >/dev/null 2>&1 && return 0
     sleep 0.05
@@ -373,10 +449,14 @@ start_daemon() {
   return 1
 }
 
+# The running daemon's datapath CPU so far, ns (`bloatbox stats`).
+daemon_cpu_ns() { "$BB" stats -c "$DAEMON_CFG" --json 2>/dev/null | jq '.wakeups.cpu_ns' || true; }
+
 stop_daemon() {
   kill -TERM "$DAEMON"
   wait "$DAEMON" || true
   DAEMON=""
+  DAEMON_CFG=""
 }
 
 # A lateness summary of the running daemon, "p50 p99 p99.9 max samples"
@@ -397,7 +477,7 @@ lateness() {
 # bloatbox's (bbb-bl, bbb-br, 10.82.0.2, bbbr0) unless given:
 # spacing OFFERED COUNT IDEAL [NS_FROM NS_TO DST DEV].
 spacing() {
-  local offered=$1 count=$2 ideal=$3 from=${4:-bbb-bl} to=${5:-bbb-br} dst=${6:-10.82.0.2} dev=${7:-bbbr0}
+  local offered=$1 count=$2 ideal=$3 from=${4:-"$NSP-bl"} to=${5:-"$NSP-br"} dst=${6:-10.82.0.2} dev=${7:-${NSP}r}
   start_iperf "$to" "$dst"
   rm -f "$TMP/cap.pcap"
   # Not through in_ns: its subshell would be $!, and killing it would leave
@@ -445,28 +525,26 @@ idle_since() {
 # veth pair, the kernel's own path, frame by frame (no TSO/GSO/GRO).
 run_veth() {
   local r=$1
-  ip netns add bbb-vl
-  ip netns add bbb-vr
-  ip link add bbbvl0 type veth peer name bbbvr0
-  ip link set bbbvl0 netns bbb-vl
-  ip link set bbbvr0 netns bbb-vr
-  in_ns bbb-vl ip addr add 10.81.0.1/24 dev bbbvl0
-  in_ns bbb-vr ip addr add 10.81.0.2/24 dev bbbvr0
+  ip netns add "$NSP-vl"
+  ip netns add "$NSP-vr"
+  ip link add bbbvl0 netns "$NSP-vl" type veth peer name bbbvr0 netns "$NSP-vr"
+  in_ns "$NSP-vl" ip addr add 10.81.0.1/24 dev bbbvl0
+  in_ns "$NSP-vr" ip addr add 10.81.0.2/24 dev bbbvr0
   for s in l r; do
-    in_ns bbb-v$s ethtool -K bbbv${s}0 tso off gso off gro off >/dev/null 2>&1 ||
+    in_ns "$NSP-v$s" ethtool -K bbbv${s}0 tso off gso off gro off >/dev/null 2>&1 ||
       echo "bench-live: ethtool -K bbbv${s}0 failed" >&2
-    in_ns bbb-v$s ip link set lo up
-    in_ns bbb-v$s ip link set bbbv${s}0 up
+    in_ns "$NSP-v$s" ip link set lo up
+    in_ns "$NSP-v$s" ip link set bbbv${s}0 up
   done
-  measure veth "$r" bbb-vl bbb-vr 10.81.0.2 bbbvl0
-  ip netns del bbb-vl
-  ip netns del bbb-vr
+  measure veth "$r" "$NSP-vl" "$NSP-vr" 10.81.0.2 bbbvl0 bbbvr0
+  ip netns del "$NSP-vl"
+  ip netns del "$NSP-vr"
 }
 
 # The bare forwarder with QUEUES queues per TAP: run_bare PATH ROUND QUEUES.
 run_bare() {
   local p=$1 r=$2 q=$3
-  "$FWD" --left bbbfl0 --right bbbfr0 --queues "$q" >"$TMP/fwd.out" 2>"$TMP/fwd.log" &
+  "$FWD" --left "$NSP"fl --right "$NSP"fr --queues "$q" >"$TMP/fwd.out" 2>"$TMP/fwd.log" &
   FWDPID=$!
   for _ in $(seq 100); do
     grep -q '^ready$' "$TMP/fwd.out" 2>/dev/null && break
@@ -480,22 +558,22 @@ run_bare() {
     FWDPID=""
     return 0
   fi
-  ip netns add bbb-fl
-  ip netns add bbb-fr
-  ip link set bbbfl0 netns bbb-fl
-  ip link set bbbfr0 netns bbb-fr
-  in_ns bbb-fl ip addr add 10.83.0.1/24 dev bbbfl0
-  in_ns bbb-fr ip addr add 10.83.0.2/24 dev bbbfr0
+  ip netns add "$NSP-fl"
+  ip netns add "$NSP-fr"
+  ip link set "$NSP"fl netns "$NSP-fl"
+  ip link set "$NSP"fr netns "$NSP-fr"
+  in_ns "$NSP-fl" ip addr add 10.83.0.1/24 dev "$NSP"fl
+  in_ns "$NSP-fr" ip addr add 10.83.0.2/24 dev "$NSP"fr
   for s in l r; do
-    in_ns bbb-f$s ip link set lo up
-    in_ns bbb-f$s ip link set bbbf${s}0 up
+    in_ns "$NSP-f$s" ip link set lo up
+    in_ns "$NSP-f$s" ip link set "$NSP"f$s up
   done
-  measure "$p" "$r" bbb-fl bbb-fr 10.83.0.2 bbbfl0
+  measure "$p" "$r" "$NSP-fl" "$NSP-fr" 10.83.0.2 "$NSP"fl "$NSP"fr
   kill -TERM "$FWDPID"
   wait "$FWDPID" || echo "bench-live: bare_forward exited $?: $(cat "$TMP/fwd.log")" >&2
   FWDPID=""
-  ip netns del bbb-fl
-  ip netns del bbb-fr
+  ip netns del "$NSP-fl"
+  ip netns del "$NSP-fr"
 }
 
 # bloatbox unshaped: run_bloatbox PATH ROUND OFFLOAD.
@@ -503,7 +581,7 @@ run_bloatbox() {
   local p=$1 r=$2 c
   c=$(config "$p" unlimited 0ms "$3")
   start_daemon "$c"
-  measure "$p" "$r" bbb-bl bbb-br 10.82.0.2 "$(left_tap "$c")"
+  measure "$p" "$r" "$NSP-bl" "$NSP-br" 10.82.0.2 "$(left_tap "$c")" "$(right_tap "$c")"
   stop_daemon
 }
 
@@ -516,35 +594,35 @@ run_bloatbox() {
 # with OFFLOAD false the hosts' ends send frame by frame (TSO and GSO off).
 run_wire() {
   local p=$1 r=$2 c s
-  ip netns add bbb-wl
-  ip netns add bbb-wr
-  ip netns add bbb-wh
-  [ "${4:-}" != bridge ] || { in_ns bbb-wh ip link add bbbwbr type bridge && in_ns bbb-wh ip link set bbbwbr up; }
+  ip netns add "$NSP-wl"
+  ip netns add "$NSP-wr"
+  ip netns add "$NSP-wh"
+  [ "${4:-}" != bridge ] || { in_ns "$NSP-wh" ip link add bbbwbr type bridge && in_ns "$NSP-wh" ip link set bbbwbr up; }
   for s in l r; do
     local n=1
     [ "$s" = r ] && n=2
-    ip link add eth1 netns bbb-w$s type veth peer name bbbw$n netns bbb-wh
-    in_ns bbb-w$s ip addr add 10.84.0.$n/24 dev eth1
+    ip link add eth1 netns "$NSP-w$s" type veth peer name bbbw$n netns "$NSP-wh"
+    in_ns "$NSP-w$s" ip addr add 10.84.0.$n/24 dev eth1
     if [ "$3" = false ]; then
-      in_ns bbb-w$s ethtool -K eth1 tso off gso off >/dev/null 2>&1 ||
-        echo "bench-live: ethtool -K eth1 in bbb-w$s failed" >&2
+      in_ns "$NSP-w$s" ethtool -K eth1 tso off gso off >/dev/null 2>&1 ||
+        echo "bench-live: ethtool -K eth1 in $NSP-w$s failed" >&2
     fi
-    [ "${4:-}" != bridge ] || in_ns bbb-wh ip link set bbbw$n master bbbwbr
-    in_ns bbb-w$s ip link set lo up
-    in_ns bbb-w$s ip link set eth1 up
-    in_ns bbb-wh ip link set bbbw$n up
+    [ "${4:-}" != bridge ] || in_ns "$NSP-wh" ip link set bbbw$n master bbbwbr
+    in_ns "$NSP-w$s" ip link set lo up
+    in_ns "$NSP-w$s" ip link set eth1 up
+    in_ns "$NSP-wh" ip link set bbbw$n up
   done
   if [ "${4:-}" = bridge ]; then
-    measure "$p" "$r" bbb-wl bbb-wr 10.84.0.2 eth1
+    measure "$p" "$r" "$NSP-wl" "$NSP-wr" 10.84.0.2 eth1 eth1
   else
     c=$(config "$p" unlimited 0ms "$3")
-    BLOATBOX_WIRE_RING=${4:-on} start_daemon "$c" --wire bbb-wh:bbbw1 bbb-wh:bbbw2
-    measure "$p" "$r" bbb-wl bbb-wr 10.84.0.2 eth1
+    BLOATBOX_WIRE_RING=${4:-on} start_daemon "$c" --wire "$NSP-wh":bbbw1 "$NSP-wh":bbbw2
+    measure "$p" "$r" "$NSP-wl" "$NSP-wr" 10.84.0.2 eth1 eth1
     stop_daemon
   fi
-  ip netns del bbb-wl
-  ip netns del bbb-wr
-  ip netns del bbb-wh
+  ip netns del "$NSP-wl"
+  ip netns del "$NSP-wr"
+  ip netns del "$NSP-wh"
 }
 
 # Once per round, bloatbox only: busy polling, spacing, lateness, seed 4:
@@ -556,11 +634,11 @@ run_bloatbox_only() {
   # datapath never sleeps, so no wake-up (of an idle vCPU, on a VM) is paid.
   c=$(config busy unlimited 0ms true 20000)
   start_daemon "$c"
-  in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
+  in_ns "$NSP-bl" ping -c 1 -W 2 10.82.0.2 >/dev/null || true
   local cpu0 t0
   cpu0=$("$BB" stats -c "$c" --json | jq '.wakeups.cpu_ns') || cpu0=0
   t0=$(date +%s%N)
-  read -r a _ <<<"$(ping_stats bbb-bl 10.82.0.2)"
+  read -r a _ <<<"$(ping_stats "$NSP-bl" 10.82.0.2)"
   R[$k/busyrtt/$r]=$a
   R[$k/busycpu/$r]=$("$BB" stats -c "$c" --json | jq --argjson c0 "$cpu0" --argjson t0 "$t0" \
     --argjson t1 "$(date +%s%N)" '(.wakeups.cpu_ns - $c0) / ($t1 - $t0) * 100 | floor' | num) || R[$k/busycpu/$r]=-
@@ -610,9 +688,9 @@ qdisc = \"$SEED4_TBF\"")
     return 0
   fi
   start_daemon "$c"
-  in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
-  start_iperf bbb-br 10.82.0.2
-  a=$(tcp_gbit bbb-bl 10.82.0.2 1)
+  in_ns "$NSP-bl" ping -c 1 -W 2 10.82.0.2 >/dev/null || true
+  start_iperf "$NSP-br" 10.82.0.2
+  a=$(tcp_gbit "$NSP-bl" 10.82.0.2 1)
   stop_iperf
   stop_daemon
   seed4_goodput "$r" "$k" "$n" "$a"
@@ -631,23 +709,23 @@ seed4_kernel() {
   c=$(config ktbf 10gbit 5ms true 0)
   with_gro "$c"
   start_daemon "$c"
-  ip netns add bbb-bs
-  ip link add bbbrs0 netns bbb-br type veth peer name bbbs0 netns bbb-bs
-  in_ns bbb-br ip addr add 10.87.0.1/24 dev bbbrs0
-  in_ns bbb-bs ip addr add 10.87.0.2/24 dev bbbs0
-  in_ns bbb-br ip link set bbbrs0 up
-  in_ns bbb-bs ip link set lo up
-  in_ns bbb-bs ip link set bbbs0 up
-  in_ns bbb-bs ip route add default via 10.87.0.1
-  in_ns bbb-bl ip route add 10.87.0.0/24 via 10.82.0.2
-  in_ns bbb-br sysctl -qw net.ipv4.ip_forward=1
+  ip netns add "$NSP-bs"
+  ip link add bbbrs0 netns "$NSP-br" type veth peer name bbbs0 netns "$NSP-bs"
+  in_ns "$NSP-br" ip addr add 10.87.0.1/24 dev bbbrs0
+  in_ns "$NSP-bs" ip addr add 10.87.0.2/24 dev bbbs0
+  in_ns "$NSP-br" ip link set bbbrs0 up
+  in_ns "$NSP-bs" ip link set lo up
+  in_ns "$NSP-bs" ip link set bbbs0 up
+  in_ns "$NSP-bs" ip route add default via 10.87.0.1
+  in_ns "$NSP-bl" ip route add 10.87.0.0/24 via 10.82.0.2
+  in_ns "$NSP-br" sysctl -qw net.ipv4.ip_forward=1
   # shellcheck disable=SC2086 # SEED4_TBF is words for tc
-  in_ns bbb-br tc qdisc replace dev bbbrs0 root $SEED4_TBF
-  in_ns bbb-bl ping -c 1 -W 2 10.87.0.2 >/dev/null || echo "bench-live: kernel TBF: first ping failed" >&2
-  start_iperf bbb-bs 10.87.0.2
-  a=$(tcp_gbit bbb-bl 10.87.0.2 1)
+  in_ns "$NSP-br" tc qdisc replace dev bbbrs0 root $SEED4_TBF
+  in_ns "$NSP-bl" ping -c 1 -W 2 10.87.0.2 >/dev/null || echo "bench-live: kernel TBF: first ping failed" >&2
+  start_iperf "$NSP-bs" 10.87.0.2
+  a=$(tcp_gbit "$NSP-bl" 10.87.0.2 1)
   stop_iperf
-  ip netns del bbb-bs
+  ip netns del "$NSP-bs"
   stop_daemon
   seed4_goodput "$r" "$k" ktbf "$a"
 }
@@ -700,25 +778,25 @@ run_irtt() {
   local r=$1 k=$2 c s
   c=$(config irtt 100mbit 5ms)
   veth_irtt() {
-    ip netns add bbb-il
-    ip netns add bbb-ir
-    ip link add bbbil0 netns bbb-il type veth peer name bbbir0 netns bbb-ir
-    in_ns bbb-il ip addr add 10.86.0.1/24 dev bbbil0
-    in_ns bbb-ir ip addr add 10.86.0.2/24 dev bbbir0
+    ip netns add "$NSP-il"
+    ip netns add "$NSP-ir"
+    ip link add bbbil0 netns "$NSP-il" type veth peer name bbbir0 netns "$NSP-ir"
+    in_ns "$NSP-il" ip addr add 10.86.0.1/24 dev bbbil0
+    in_ns "$NSP-ir" ip addr add 10.86.0.2/24 dev bbbir0
     for s in l r; do
-      in_ns bbb-i$s ethtool -K bbbi${s}0 tso off gso off gro off >/dev/null 2>&1 || true
-      in_ns bbb-i$s ip link set lo up
-      in_ns bbb-i$s ip link set bbbi${s}0 up
+      in_ns "$NSP-i$s" ethtool -K bbbi${s}0 tso off gso off gro off >/dev/null 2>&1 || true
+      in_ns "$NSP-i$s" ip link set lo up
+      in_ns "$NSP-i$s" ip link set bbbi${s}0 up
     done
-    in_ns bbb-il ping -c 1 -W 2 10.86.0.2 >/dev/null || true
-    irtt_json bbb-il bbb-ir 10.86.0.2 "$TMP/irtt-veth.json"
-    ip netns del bbb-il
-    ip netns del bbb-ir
+    in_ns "$NSP-il" ping -c 1 -W 2 10.86.0.2 >/dev/null || true
+    irtt_json "$NSP-il" "$NSP-ir" 10.86.0.2 "$TMP/irtt-veth.json"
+    ip netns del "$NSP-il"
+    ip netns del "$NSP-ir"
   }
   link_irtt() {
     start_daemon "$c"
-    in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
-    irtt_json bbb-bl bbb-br 10.82.0.2 "$TMP/irtt-link.json"
+    in_ns "$NSP-bl" ping -c 1 -W 2 10.82.0.2 >/dev/null || true
+    irtt_json "$NSP-bl" "$NSP-br" 10.82.0.2 "$TMP/irtt-link.json"
     "$BB" stats -c "$c" --json >"$TMP/irtt-stats.json" 2>/dev/null || rm -f "$TMP/irtt-stats.json"
     stop_daemon
   }
@@ -781,7 +859,7 @@ run_wait() {
       c=$(config "wait-$pol" "$rate" 0ms)
       wait_policy "$c" "$pol"
       start_daemon "$c"
-      in_ns bbb-bl ping -c 1 -W 2 10.82.0.2 >/dev/null || true
+      in_ns "$NSP-bl" ping -c 1 -W 2 10.82.0.2 >/dev/null || true
       cpu0=$("$BB" stats -c "$c" --json | jq '.wakeups.cpu_ns') || cpu0=0
       read -r a b d e f g h <<<"$(spacing "$offered" "$count" "$ideal")"
       R[$k/${n}p10/$r]=$a R[$k/${n}p50/$r]=$b R[$k/${n}p90/$r]=$d
@@ -881,7 +959,7 @@ main() {
   tsv=$(mktemp) meta=$(mktemp)
   for k in "${!R[@]}"; do printf '%s\t%s\n' "$k" "${R[$k]}"; done | sort >"$tsv"
   jq -n --arg date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
-    --arg command "${BEFORE:+BEFORE=$BEFORE }${ONLY:+ONLY=$ONLY }WAIT=$WAIT BARE=$BARE DUR=$DUR ROUNDS=$ROUNDS RT=$RT SPIN=$SPIN $COMMAND" \
+    --arg command "${BEFORE:+BEFORE=$BEFORE }${ONLY:+ONLY=$ONLY }PPS=$PPS BLAST=$BLAST WAIT=$WAIT BARE=$BARE DUR=$DUR ROUNDS=$ROUNDS RT=$RT SPIN=$SPIN $COMMAND" \
     --arg commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src crates || echo +changes)" \
     --arg before "$BEFORE" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
     --arg kernel "$(uname -r)" --argjson nproc "$(nproc)" \
