@@ -77,17 +77,7 @@ paced() {
 # paced_htb ROUND KEY NAME RATE OFFERED COUNT IDEAL.
 paced_htb() {
   local r=$1 k=$2 n=$3 a b d _
-  ip netns add "$NSP-hl"
-  ip netns add "$NSP-hr"
-  ip link add bbbh0 netns "$NSP-hl" type veth peer name bbbh1 netns "$NSP-hr"
-  in_ns "$NSP-hl" ip addr add 10.84.0.1/24 dev bbbh0
-  in_ns "$NSP-hr" ip addr add 10.84.0.2/24 dev bbbh1
-  in_ns "$NSP-hl" ip link set bbbh0 up
-  in_ns "$NSP-hr" ip link set bbbh1 up
-  in_ns "$NSP-hl" ip link set lo up
-  in_ns "$NSP-hr" ip link set lo up
-  in_ns "$NSP-hl" ethtool -K bbbh0 tso off gso off gro off >/dev/null 2>&1 || true
-  in_ns "$NSP-hr" ethtool -K bbbh1 tso off gso off gro off >/dev/null 2>&1 || true
+  veth_pair "$NSP-hl" bbbh0 "$NSP-hr" bbbh1 10.84.0
   in_ns "$NSP-hl" tc qdisc add dev bbbh0 root handle 1: htb default 1
   in_ns "$NSP-hl" tc class add dev bbbh0 parent 1: classid 1:1 htb rate "$4"
   in_ns "$NSP-hl" ping -c 1 -W 2 10.84.0.2 >/dev/null || true
@@ -242,6 +232,25 @@ fi
 
 # in NS CMD...: run in a namespace.
 in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+
+# A veth pair between two new namespaces, TSO, GSO and GRO off on both ends,
+# both ends and lo up, addresses NET.1 and NET.2 (/24):
+# veth_pair NS_A IF_A NS_B IF_B NET.
+veth_pair() {
+  ip netns add "$1"
+  ip netns add "$3"
+  ip link add "$2" netns "$1" type veth peer name "$4" netns "$3"
+  in_ns "$1" ip addr add "$5.1/24" dev "$2"
+  in_ns "$3" ip addr add "$5.2/24" dev "$4"
+  set -- "$1" "$2" "$3" "$4"
+  while [ $# -ge 2 ]; do
+    in_ns "$1" ethtool -K "$2" tso off gso off gro off >/dev/null 2>&1 ||
+      echo "bench-live: ethtool -K $2 failed" >&2
+    in_ns "$1" ip link set lo up
+    in_ns "$1" ip link set "$2" up
+    shift 2
+  done
+}
 
 # A figure or "-" when its measurement failed (empty or null).
 # num [FORMAT]: printf FORMAT (default %s) it.
@@ -525,17 +534,7 @@ idle_since() {
 # veth pair, the kernel's own path, frame by frame (no TSO/GSO/GRO).
 run_veth() {
   local r=$1
-  ip netns add "$NSP-vl"
-  ip netns add "$NSP-vr"
-  ip link add bbbvl0 netns "$NSP-vl" type veth peer name bbbvr0 netns "$NSP-vr"
-  in_ns "$NSP-vl" ip addr add 10.81.0.1/24 dev bbbvl0
-  in_ns "$NSP-vr" ip addr add 10.81.0.2/24 dev bbbvr0
-  for s in l r; do
-    in_ns "$NSP-v$s" ethtool -K bbbv${s}0 tso off gso off gro off >/dev/null 2>&1 ||
-      echo "bench-live: ethtool -K bbbv${s}0 failed" >&2
-    in_ns "$NSP-v$s" ip link set lo up
-    in_ns "$NSP-v$s" ip link set bbbv${s}0 up
-  done
+  veth_pair "$NSP-vl" bbbvl0 "$NSP-vr" bbbvr0 10.81.0
   measure veth "$r" "$NSP-vl" "$NSP-vr" 10.81.0.2 bbbvl0 bbbvr0
   ip netns del "$NSP-vl"
   ip netns del "$NSP-vr"
@@ -778,16 +777,7 @@ run_irtt() {
   local r=$1 k=$2 c s
   c=$(config irtt 100mbit 5ms)
   veth_irtt() {
-    ip netns add "$NSP-il"
-    ip netns add "$NSP-ir"
-    ip link add bbbil0 netns "$NSP-il" type veth peer name bbbir0 netns "$NSP-ir"
-    in_ns "$NSP-il" ip addr add 10.86.0.1/24 dev bbbil0
-    in_ns "$NSP-ir" ip addr add 10.86.0.2/24 dev bbbir0
-    for s in l r; do
-      in_ns "$NSP-i$s" ethtool -K bbbi${s}0 tso off gso off gro off >/dev/null 2>&1 || true
-      in_ns "$NSP-i$s" ip link set lo up
-      in_ns "$NSP-i$s" ip link set bbbi${s}0 up
-    done
+    veth_pair "$NSP-il" bbbil0 "$NSP-ir" bbbir0 10.86.0
     in_ns "$NSP-il" ping -c 1 -W 2 10.86.0.2 >/dev/null || true
     irtt_json "$NSP-il" "$NSP-ir" 10.86.0.2 "$TMP/irtt-veth.json"
     ip netns del "$NSP-il"
