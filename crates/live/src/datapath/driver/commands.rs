@@ -15,12 +15,11 @@ use super::super::command::{Refused, Request, Stepper};
 use super::Driver;
 
 /// A stepped direction (no thread of its own) does, when a request is
-/// queued, what its thread's loop does when the doorbell rings, the
-/// requests first (the loop writes first, so a frame never waits for
-/// them): it carries out the requests, reads what its port has, advances
-/// the lane to now, writes what it delivered and publishes a snapshot at
-/// once, so readers see the request's effect. (A shutdown request is left
-/// to `Datapath::shutdown`, which ends a stepped datapath.)
+/// queued, what its thread's loop does when the doorbell rings: it carries
+/// out the requests, reads what its port has, advances the lane to now,
+/// writes what it delivered and publishes a snapshot at once, so readers
+/// see the request's effect. (A shutdown request is left to
+/// `Datapath::shutdown`, which ends a stepped datapath.)
 impl Stepper for Driver {
     fn step(&mut self) {
         let _ = self.inbox.wake.read();

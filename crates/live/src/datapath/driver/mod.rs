@@ -3,12 +3,10 @@
 //! write half of the port they go to, its buffer pools, its epoll set with
 //! its timerfd and command eventfd) and its loop. One iteration reads a
 //! batch from the port (writing what falls due as it goes), polls the lane,
-//! writes what it released, then applies the queued commands and ends the
-//! loop on a port failure, a shutdown, or the other direction's end,
-//! publishes a snapshot when one is due, waits as `WaitPolicy::plan` says
-//! and handles what epoll reported: a frame that wakes the thread is read
-//! and written before anything else is done. Reading (`rx`), writing
-//! (`tx`) and commands (`commands`) are in submodules.
+//! writes what it released, publishes a snapshot when one is due, waits as
+//! `WaitPolicy::plan` says, handles what epoll reported, and ends the loop
+//! on a port failure, a shutdown, or the other direction's end. Reading
+//! (`rx`), writing (`tx`) and commands (`commands`) are in submodules.
 
 mod commands;
 mod rx;
@@ -277,13 +275,6 @@ impl Driver {
             self.poll_lane(now);
             self.set_pacing(now);
             self.write_out(true, now);
-            // Commands and the other direction's end are looked at after
-            // the frames are written, not between the wake-up and the
-            // read: on a CPU whose caches went cold while it idled, each
-            // step before the write adds to the frame's delay.
-            if let Some(end) = self.finish() {
-                return end;
-            }
             self.publish_if_due(now);
             let plan = self.wait.plan(now, &self.pending(readable));
             if matches!(plan, WaitPlan::Sleep { .. }) {
@@ -299,6 +290,9 @@ impl Driver {
                 std::thread::yield_now();
             }
             readable |= self.dispatch(&events[..n]);
+            if let Some(end) = self.finish() {
+                return end;
+            }
         }
     }
 
