@@ -23,8 +23,10 @@
 #                   (BYTES of one cubic flow, default 30M); the profiles
 #                   (one file per thread) stay in OUT (default
 #                   /tmp/frame-profile); `callgrind_annotate` reads them.
-# Namespaces bbp-fl, bbp-fr, bbp-bl and bbp-br are made and removed.
+# Namespaces bbpPID-fl, -fr, -bl and -br (PID: this script's) and their
+# TAPs are made and removed, so two runs at once do not collide.
 set -u
+P=bbp$$
 
 MODE=${MODE:-tput} DUR=${DUR:-3} ROUNDS=${ROUNDS:-2} TRAFFIC=${TRAFFIC:-udp}
 COUNT=${COUNT:-20000} RATE=${RATE:-20M} OUT=${OUT:-/tmp/frame-profile}
@@ -48,7 +50,7 @@ cleanup() {
   local p
   for p in $PIDS; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
   [ -f "$TMP/iperf.pid" ] && kill "$(cat "$TMP/iperf.pid")" 2>/dev/null
-  for ns in bbp-fl bbp-fr bbp-bl bbp-br; do ip netns del "$ns" 2>/dev/null; done
+  for ns in "$P-fl" "$P-fr" "$P-bl" "$P-br"; do ip netns del "$ns" 2>/dev/null; done
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -126,26 +128,26 @@ await() {
 }
 
 for r in $(seq "$ROUNDS"); do
-  wrap "r$r-bare" "$FWD" --left bbpfl0 --right bbpfr0 >"$TMP/fwd.out" 2>"$TMP/fwd.log" &
+  wrap "r$r-bare" "$FWD" --left "${P}fl0" --right "${P}fr0" >"$TMP/fwd.out" 2>"$TMP/fwd.log" &
   fp=$!
   PIDS="$fp"
   await fwd || exit 1
-  ip netns add bbp-fl
-  ip netns add bbp-fr
-  ip link set bbpfl0 netns bbp-fl
-  ip link set bbpfr0 netns bbp-fr
-  in_ns bbp-fl ip addr add 10.95.0.1/24 dev bbpfl0
-  in_ns bbp-fr ip addr add 10.95.0.2/24 dev bbpfr0
+  ip netns add "$P-fl"
+  ip netns add "$P-fr"
+  ip link set "${P}fl0" netns "$P-fl"
+  ip link set "${P}fr0" netns "$P-fr"
+  in_ns "$P-fl" ip addr add 10.95.0.1/24 dev "${P}fl0"
+  in_ns "$P-fr" ip addr add 10.95.0.2/24 dev "${P}fr0"
   for s in l r; do
-    in_ns "bbp-f$s" ip link set lo up
-    in_ns "bbp-f$s" ip link set "bbpf${s}0" up
+    in_ns "$P-f$s" ip link set lo up
+    in_ns "$P-f$s" ip link set "${P}f${s}0" up
   done
-  measure "round $r, bare forwarder" "$fp" bbp-fl bbp-fr 10.95.0.2 bbpfr0
+  measure "round $r, bare forwarder" "$fp" "$P-fl" "$P-fr" 10.95.0.2 "${P}fr0"
   kill -TERM "$fp"
   wait "$fp" 2>/dev/null
   PIDS=""
-  ip netns del bbp-fl
-  ip netns del bbp-fr
+  ip netns del "$P-fl"
+  ip netns del "$P-fr"
   i=0
   for bx in "$@"; do
     i=$((i + 1))
@@ -157,13 +159,13 @@ for r in $(seq "$ROUNDS"); do
 offload = false
 
 [left]
-namespace = "bbp-bl"
-tap = "bbpbl0"
+namespace = "$P-bl"
+tap = "${P}bl0"
 ipv4 = "10.96.0.1/24"
 
 [right]
-namespace = "bbp-br"
-tap = "bbpbr0"
+namespace = "$P-br"
+tap = "${P}br0"
 ipv4 = "10.96.0.2/24"
 
 [daemon]
@@ -180,12 +182,12 @@ EOF
     dp=$!
     PIDS="$dp"
     await bloatbox "$bin" || { cat "$TMP/daemon.log" >&2; exit 1; }
-    measure "round $r, bloatbox $i ($bx)" "$dp" bbp-bl bbp-br 10.96.0.2 bbpbr0
+    measure "round $r, bloatbox $i ($bx)" "$dp" "$P-bl" "$P-br" 10.96.0.2 "${P}br0"
     echo "  wake-ups: $("$bin" stats -c "$TMP/c.toml" --json | jq -c .wakeups)"
     kill -TERM "$dp"
     wait "$dp" 2>/dev/null
     PIDS=""
-    for ns in bbp-bl bbp-br; do ip netns del "$ns" 2>/dev/null; done
+    for ns in "$P-bl" "$P-br"; do ip netns del "$ns" 2>/dev/null; done
   done
 done
 [ "$MODE" = callgrind ] && echo "profiles in $OUT (thread 1 is main; see callgrind_annotate)"
