@@ -48,6 +48,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::{Parser, ValueEnum};
+use etherparse::PacketBuilder;
 
 /// How the packets are handed to the kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -95,8 +96,6 @@ struct Args {
 
 /// `PACKET_QDISC_BYPASS` (linux/if_packet.h).
 const PACKET_QDISC_BYPASS: libc::c_int = 20;
-/// `ETH_P_IP` (linux/if_ether.h).
-const ETH_P_IP: u16 = 0x0800;
 
 /// Parses `aa:bb:cc:dd:ee:ff`.
 fn parse_mac(s: &str) -> anyhow::Result<[u8; 6]> {
@@ -114,20 +113,9 @@ fn parse_mac(s: &str) -> anyhow::Result<[u8; 6]> {
     Ok(mac)
 }
 
-/// The RFC 1071 Internet checksum of `bytes` (an even number of them).
-fn checksum(bytes: &[u8]) -> u16 {
-    let mut sum: u32 = bytes
-        .chunks_exact(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 /// An Ethernet frame carrying one IPv4 UDP packet of `payload` zero bytes
-/// from `src` to `dst`, its UDP checksum 0 (none).
+/// from `src` to `dst` (built by etherparse), its UDP checksum 0: "no
+/// checksum" in RFC 768, which the receiving stack then does not verify.
 fn frame(
     (src_mac, dst_mac): ([u8; 6], [u8; 6]),
     src: SocketAddr,
@@ -138,26 +126,16 @@ fn frame(
     let SocketAddr::V4(src) = src else {
         bail!("the route to {dst} has an IPv6 source")
     };
-    let udp_len = u16::try_from(8 + payload).context("payload too large")?;
-    let ip_len = udp_len.checked_add(20).context("payload too large")?;
-    let mut f = Vec::with_capacity(14 + usize::from(ip_len));
-    f.extend_from_slice(&dst_mac);
-    f.extend_from_slice(&src_mac);
-    f.extend_from_slice(&ETH_P_IP.to_be_bytes());
-    // IPv4 (RFC 791): version 4, IHL 5, DF, TTL 64, protocol 17.
-    f.extend_from_slice(&[0x45, 0]);
-    f.extend_from_slice(&ip_len.to_be_bytes());
-    f.extend_from_slice(&[0, 0, 0x40, 0, 64, 17, 0, 0]);
-    f.extend_from_slice(&src.ip().octets());
-    f.extend_from_slice(&dst.octets());
-    let sum = checksum(&f[14..34]);
-    f[24..26].copy_from_slice(&sum.to_be_bytes());
-    // UDP (RFC 768).
-    f.extend_from_slice(&src.port().to_be_bytes());
-    f.extend_from_slice(&port.to_be_bytes());
-    f.extend_from_slice(&udp_len.to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
-    f.resize(14 + usize::from(ip_len), 0);
+    let builder = PacketBuilder::ethernet2(src_mac, dst_mac)
+        .ipv4(src.ip().octets(), dst.octets(), 64)
+        .udp(src.port(), port);
+    let mut f = Vec::with_capacity(builder.size(payload));
+    builder
+        .write(&mut f, &vec![0; payload])
+        .context("payload too large")?;
+    // The UDP checksum: after the Ethernet (14) and IPv4 (20) headers and
+    // the UDP header's ports and length (6).
+    f[40..42].fill(0);
     Ok(f)
 }
 
