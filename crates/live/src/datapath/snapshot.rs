@@ -44,6 +44,24 @@ impl LatenessSummary {
         LatenessSummary::walked(h)
     }
 
+    /// The same with every quantile and the maximum kept within the exact
+    /// extremes `lo` and `hi` of what was recorded: a histogram reads a
+    /// value as its bucket's highest, which can lie beyond the largest
+    /// value recorded (a constant 5 ms as 5 013 503 ns at two significant
+    /// digits).
+    pub(crate) fn within(self, lo: u64, hi: u64) -> LatenessSummary {
+        if self.samples == 0 || lo > hi {
+            return self;
+        }
+        LatenessSummary {
+            p50_ns: self.p50_ns.clamp(lo, hi),
+            p99_ns: self.p99_ns.clamp(lo, hi),
+            p999_ns: self.p999_ns.clamp(lo, hi),
+            max_ns: hi,
+            ..self
+        }
+    }
+
     /// The quantiles read off the histogram, one walk of its buckets each.
     fn walked(h: &Histogram<u64>) -> LatenessSummary {
         LatenessSummary {
