@@ -15,7 +15,10 @@
 //! the usual percentiles and max, plus log2 buckets from 1 µs.
 //!
 //! `Tally` is how every per-frame histogram records: a counter increment
-//! in the histogram's own layout, added to the histogram when it is read.
+//! in the histogram's own layout, added to the histogram when it is read,
+//! and the exact extremes beside it, which the histogram would round to
+//! its buckets' bounds (a quantile is its bucket's highest value, so it is
+//! capped at the exact maximum).
 
 use std::borrow::Cow;
 
@@ -75,9 +78,10 @@ pub struct TransitSummary {
 /// `saturating_record` clamps them, so the counts and the total are those
 /// of recording each value, and so is everything the histogram tells
 /// (its min, max, mean and quantiles are those of its buckets); only the
-/// exact extremes it keeps inside are those of the bucket. A
-/// `saturating_record` is some 60 instructions, most of them range
-/// checks and the tracking of those extremes; this is about 15.
+/// exact extremes it keeps inside are those of the bucket, and the exact
+/// ones are kept here (`min`, `max`). A `saturating_record` is some 60
+/// instructions, most of them range checks and the tracking of those
+/// extremes; this is about 15.
 #[derive(Clone, Debug)]
 pub struct Tally {
     hist: Histogram<u64>,
@@ -90,6 +94,9 @@ pub struct Tally {
     span: (usize, usize),
     /// The index `hist`'s highest trackable value falls in.
     top: usize,
+    /// The smallest and largest value recorded, exactly and unclamped
+    /// (`u64::MAX` and 0 before the first).
+    extremes: (u64, u64),
 }
 
 /// Where a histogram whose lowest discernible value is 1 counts a value:
@@ -137,14 +144,14 @@ impl Layout {
         (sub as u64) << bucket
     }
 
-    /// Adds the values counted in `counts[span]` to `hist`, clearing them.
-    fn add(self, counts: &mut [u64], span: (usize, usize), hist: &mut Histogram<u64>) {
-        let Some(counted) = counts.get_mut(span.0..=span.1) else {
+    /// Adds the values counted in `counts[span]` to `hist`.
+    fn add(self, counts: &[u64], span: (usize, usize), hist: &mut Histogram<u64>) {
+        let Some(counted) = counts.get(span.0..=span.1) else {
             return;
         };
-        for (i, c) in counted.iter_mut().enumerate() {
-            if *c > 0 {
-                hist.saturating_record_n(self.value_of(span.0 + i), std::mem::take(c));
+        for (i, &c) in counted.iter().enumerate() {
+            if c > 0 {
+                hist.saturating_record_n(self.value_of(span.0 + i), c);
             }
         }
     }
@@ -166,13 +173,15 @@ impl Tally {
             counts,
             pending: 0,
             span: (usize::MAX, 0),
+            extremes: (u64::MAX, 0),
         })
     }
 
     /// Records `value` once (clamped to the histogram's range as
-    /// `saturating_record` does).
+    /// `saturating_record` does; the extremes take it as it is).
     #[inline]
     pub fn record(&mut self, value: u64) {
+        self.extremes = (self.extremes.0.min(value), self.extremes.1.max(value));
         let mut i = self.layout.index(value);
         if i >= self.counts.len() {
             i = self.top;
@@ -187,7 +196,10 @@ impl Tally {
     /// Everything recorded so far.
     pub fn hist(&mut self) -> &Histogram<u64> {
         if self.pending > 0 {
-            self.layout.add(&mut self.counts, self.span, &mut self.hist);
+            self.layout.add(&self.counts, self.span, &mut self.hist);
+            if let Some(added) = self.counts.get_mut(self.span.0..=self.span.1) {
+                added.fill(0);
+            }
             self.pending = 0;
             self.span = (usize::MAX, 0);
         }
@@ -201,9 +213,24 @@ impl Tally {
             return Cow::Borrowed(&self.hist);
         }
         let mut h = self.hist.clone();
-        let mut counts = self.counts.clone();
-        self.layout.add(&mut counts, self.span, &mut h);
+        self.layout.add(&self.counts, self.span, &mut h);
         Cow::Owned(h)
+    }
+
+    /// The smallest value recorded, exactly (0 before the first).
+    pub fn min(&self) -> u64 {
+        if self.is_empty() {
+            0
+        } else {
+            self.extremes.0
+        }
+    }
+
+    /// The largest value recorded, exactly (0 before the first). No
+    /// quantile the histogram reads lies above it but for its bucket's
+    /// rounding, so quantiles are capped at it.
+    pub fn max(&self) -> u64 {
+        self.extremes.1
     }
 
     /// Values recorded so far.
@@ -220,11 +247,9 @@ impl Tally {
 /// The recorder a `Path` owns.
 #[derive(Debug)]
 pub struct Transit {
+    /// The histogram, with the exact extremes.
     hist: Tally,
-    /// Exact extremes and sum (the histogram would round them to its 1 %,
-    /// and its mean could fall below the minimum).
-    min_ns: u64,
-    max_ns: u64,
+    /// The exact sum (the histogram's mean could fall below the minimum).
     sum_ns: u128,
 }
 
@@ -240,8 +265,6 @@ impl Transit {
         Transit {
             hist: Tally::new(TRANSIT_MAX_NS, SIGNIFICANT_DIGITS)
                 .expect("constant bounds are valid"),
-            min_ns: u64::MAX,
-            max_ns: 0,
             sum_ns: 0,
         }
     }
@@ -250,8 +273,6 @@ impl Transit {
     pub fn record(&mut self, ns: u64) {
         // Beyond the range it counts as the longest; never fails.
         self.hist.record(ns);
-        self.min_ns = self.min_ns.min(ns);
-        self.max_ns = self.max_ns.max(ns);
         self.sum_ns += ns as u128;
     }
 
@@ -277,16 +298,16 @@ impl Transit {
             .collect();
         // A percentile is the top of its histogram bucket: never above the
         // exact maximum.
-        let at = |q: f64| h.value_at_quantile(q).min(self.max_ns);
+        let at = |q: f64| h.value_at_quantile(q).min(self.hist.max());
         TransitSummary {
             count: h.len(),
-            min_ns: self.min_ns,
+            min_ns: self.hist.min(),
             mean_ns: self.sum_ns as f64 / h.len() as f64,
             p50_ns: at(0.5),
             p90_ns: at(0.9),
             p99_ns: at(0.99),
             p999_ns: at(0.999),
-            max_ns: self.max_ns,
+            max_ns: self.hist.max(),
             buckets,
         }
     }
@@ -367,8 +388,9 @@ mod tests {
         /// Counting apart changes nothing: after any sequence of values (in
         /// range, zero, past the highest trackable, runs of one value),
         /// read at any points, in any layout in use (transit's, the stage
-        /// breakdown's, the lateness histograms' three digits, one digit), the histogram equals one that recorded each value, and
-        /// so does everything it tells.
+        /// breakdown's, the lateness histograms' three digits, one digit),
+        /// the histogram equals one that recorded each value, and so does
+        /// everything it tells; the extremes are exact.
         #[test]
         fn a_tally_equals_recording_each_value(
             bounds in proptest::prop_oneof![
@@ -402,11 +424,14 @@ mod tests {
                 };
                 a == b && told(a) == told(b)
             };
+            let mut extremes = (u64::MAX, 0);
             for (v, n, read) in values {
                 for _ in 0..n {
                     each.saturating_record(v);
                     tally.record(v);
                 }
+                extremes = (extremes.0.min(v), extremes.1.max(v));
+                proptest::prop_assert_eq!((tally.min(), tally.max()), extremes);
                 proptest::prop_assert_eq!(tally.len(), each.len());
                 match read {
                     0 => proptest::prop_assert!(same(&tally.view(), &each)),

@@ -44,21 +44,22 @@ impl LatenessSummary {
         LatenessSummary::walked(h)
     }
 
-    /// The same with every quantile and the maximum kept within the exact
-    /// extremes `lo` and `hi` of what was recorded: a histogram reads a
-    /// value as its bucket's highest, which can lie beyond the largest
-    /// value recorded (a constant 5 ms as 5 013 503 ns at two significant
-    /// digits).
-    pub(crate) fn within(self, lo: u64, hi: u64) -> LatenessSummary {
-        if self.samples == 0 || lo > hi {
-            return self;
+    /// `tally`'s, its quantiles and maximum capped at its exact maximum:
+    /// a histogram reads a value as its bucket's highest, which can lie
+    /// beyond the largest value recorded (a constant 5 ms as 5 013 503 ns
+    /// at two significant digits).
+    pub(crate) fn of_tally(tally: &mut Tally) -> LatenessSummary {
+        let max = tally.max();
+        let s = LatenessSummary::of(tally.hist());
+        if s.samples == 0 {
+            return s;
         }
         LatenessSummary {
-            p50_ns: self.p50_ns.clamp(lo, hi),
-            p99_ns: self.p99_ns.clamp(lo, hi),
-            p999_ns: self.p999_ns.clamp(lo, hi),
-            max_ns: hi,
-            ..self
+            p50_ns: s.p50_ns.min(max),
+            p99_ns: s.p99_ns.min(max),
+            p999_ns: s.p999_ns.min(max),
+            max_ns: max,
+            ..s
         }
     }
 

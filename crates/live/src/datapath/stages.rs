@@ -72,10 +72,6 @@ pub(crate) enum Emulated {
 /// increment (`Tally`).
 pub(crate) struct Recorder<const N: usize> {
     hists: [Tally; N],
-    /// Each stage's exact smallest and largest value: the histogram's own
-    /// are its buckets' bounds, up to 1 % off (a 5 ms delay line would
-    /// read 5013.5 µs), and no quantile lies outside them.
-    extremes: [(u64, u64); N],
     summary: [LatenessSummary; N],
     /// Something was recorded since `summary` was computed.
     recorded: bool,
@@ -88,7 +84,6 @@ impl<const N: usize> Recorder<N> {
             .map_err(|e| io::Error::other(format!("stage histogram: {e}")))?;
         Ok(Recorder {
             hists: std::array::from_fn(|_| one.clone()),
-            extremes: [(u64::MAX, 0); N],
             summary: [LatenessSummary::default(); N],
             recorded: false,
         })
@@ -96,10 +91,8 @@ impl<const N: usize> Recorder<N> {
 
     /// Records `ns` in stage `i` (clamped to 1 ns–10 s; 0 counts as 1 ns).
     pub(crate) fn record(&mut self, i: usize, ns: u64) {
-        let ns = ns.max(1);
-        if let (Some(h), Some(e)) = (self.hists.get_mut(i), self.extremes.get_mut(i)) {
-            h.record(ns);
-            *e = (e.0.min(ns), e.1.max(ns));
+        if let Some(h) = self.hists.get_mut(i) {
+            h.record(ns.max(1));
             self.recorded = true;
         }
     }
@@ -112,13 +105,8 @@ impl<const N: usize> Recorder<N> {
     /// Every stage summed up (recomputed only after new records).
     pub(crate) fn summary(&mut self) -> [LatenessSummary; N] {
         if std::mem::take(&mut self.recorded) {
-            for ((s, h), &(lo, hi)) in self
-                .summary
-                .iter_mut()
-                .zip(&mut self.hists)
-                .zip(&self.extremes)
-            {
-                *s = LatenessSummary::of(h.hist()).within(lo, hi);
+            for (s, h) in self.summary.iter_mut().zip(&mut self.hists) {
+                *s = LatenessSummary::of_tally(h);
             }
         }
         self.summary
