@@ -30,11 +30,11 @@
 # ends, frame by frame: what the shape's extra veth hops cost). Per path: 1 and 4 cubic TCP flows, full-size UDP
 # as fast as iperf3 sends, full-size UDP offered at 400 and 800 Mbit/s
 # (iperf3's loss and the sending device's TX drops), 64-byte UDP packets per
-# second (received by iperf3, sent by it, and reaching the receiving
-# namespace's IP stack; then from examples/pps_blast.rs, a batched sender
-# with no pacing of its own: sent, counted at the receiving interface and
-# IP stack, and bloatbox's datapath CPU per frame: `blast64`), and idle ping
-# RTT (median, p99, added over the round's veth).
+# second from examples/pps_blast.rs, a batched sender with no pacing of its
+# own (sent, counted at the receiving interface and IP stack, and
+# bloatbox's datapath CPU per frame: `blast64`; one iperf3 sender was the
+# bound of what it measured, not the path), and idle ping RTT (median, p99,
+# added over the round's veth).
 # irtt (Debian's package) through bloatbox's default idle link (100 Mbit/s,
 # 5 ms each way) and over a bare veth pair, in the same step: RTT median,
 # the excess per direction over the ideal (2 x 5 ms plus two 214-byte
@@ -136,9 +136,8 @@ BARE=${BARE:-1}
 # PACKET_QDISC_BYPASS (packet, the default: less of the sender's CPU per
 # packet, docs/labs.md).
 BLAST=${BLAST:-packet}
-# PPS=1 measures the 64-byte packet rates alone on every path (iperf3's and
-# the generator's), nothing else: with ONLY=wire, the wire's small-packet
-# step and its references.
+# PPS=1 measures the 64-byte packet rates alone on every path, nothing else:
+# with ONLY=wire, the wire's small-packet step and its references.
 PPS=${PPS:-0}
 # The prefix of every namespace and interface name this run makes.
 NSP=bbb$$
@@ -289,23 +288,6 @@ tcp_gbit() {
 # its history file left alone).
 ip_in() { in_ns "$1" nstat -asz IpInReceives 2>/dev/null | awk '$1 == "IpInReceives" {print $2}'; }
 
-# 64-byte UDP payloads sent as fast as iperf3 can from NS to DST, received
-# in RNS: udp64_kpps NS DST RNS prints "received sent reached", kpps:
-# iperf3's receiver's count, its sender's, and the IP packets that reached
-# RNS's stack (what the path forwarded, before the receiving socket drops
-# what its reader has no CPU for: the generator's bound, not the path's).
-udp64_kpps() {
-  local a b out
-  a=$(ip_in "$3")
-  out=$(in_ns "$1" iperf3 -c "$2" -t "$DUR" -u -l 64 -b 0 -J 2>/dev/null) || true
-  b=$(ip_in "$3")
-  [ -n "$out" ] || { echo "- - -"; return 0; }
-  jq -r --arg a "${a:-}" --arg b "${b:-}" '
-    .end.sum.seconds as $s | def k: . / $s / 1e3 | round;
-    "\((.end.sum.packets - .end.sum.lost_packets) | k) \((.end.sum_sent.packets // .end.sum.packets) | k) \(if $a == "" or $b == "" then "-" else ($b | tonumber) - ($a | tonumber) | k end)"' \
-    <<<"$out" 2>/dev/null || echo "- - -"
-}
-
 # The packets DEV in NS has received so far.
 rx_packets() { in_ns "$1" ip -s -j link show "$2" | jq '.[0].stats64.rx.packets'; }
 
@@ -373,8 +355,8 @@ declare -A R
 measure() {
   local p=$1 r=$2 nsl=$3 nsr=$4 dst=$5 dev=$6 rdev=$7 a b c d e
   in_ns "$nsl" ping -c 1 -W 2 "$dst" >/dev/null || echo "bench-live: $p: first ping failed" >&2
-  start_iperf "$nsr" "$dst"
   if [ "$PPS" != 1 ]; then
+    start_iperf "$nsr" "$dst"
     R[$p/tcp1/$r]=$(tcp_gbit "$nsl" "$dst" 1)
     R[$p/tcp4/$r]=$(tcp_gbit "$nsl" "$dst" 4)
     R[$p/udpf/$r]=$(udp_full_gbit "$nsl" "$dst")
@@ -382,10 +364,8 @@ measure() {
     R[$p/loss400/$r]=$a R[$p/drop400/$r]=$b
     read -r a b <<<"$(udp_loss "$nsl" "$dst" 800M "$dev")"
     R[$p/loss800/$r]=$a R[$p/drop800/$r]=$b
+    stop_iperf
   fi
-  read -r a b c <<<"$(udp64_kpps "$nsl" "$dst" "$nsr")"
-  R[$p/kpps/$r]=$a R[$p/kppssent/$r]=$b R[$p/kppsip/$r]=$c
-  stop_iperf
   # bloatbox's datapath CPU (all its threads, user and system: the
   # receiving stack's softirq that its writes run included) per frame the
   # receiving interface got from the generator, ns: what a frame costs the

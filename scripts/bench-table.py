@@ -138,7 +138,9 @@ def live_table(run):
             if path in RATIO_PATHS:
                 ratios.append(ratio(v, r.get(f"bare/{key}/{n}", "-")))
         text = ", ".join(vals)
-        if ratios:
+        # No ratio where the bare forwarder has no such figure (bloatbox's
+        # own datapath CPU).
+        if any(x != "-" for x in ratios):
             text += f" ({', '.join(ratios)} of bare)"
         return text
 
