@@ -388,7 +388,7 @@ mod tests {
         /// Counting apart changes nothing: after any sequence of values (in
         /// range, zero, past the highest trackable, runs of one value),
         /// read at any points, in any layout in use (transit's, the stage
-        /// breakdown's, the lateness histograms' three digits, one digit),
+        /// breakdown's and the lateness histograms', three digits, one digit),
         /// the histogram equals one that recorded each value, and so does
         /// everything it tells; the extremes are exact.
         #[test]

@@ -61,7 +61,7 @@ impl SnapshotReader {
 mod tests {
     use super::*;
     use crate::bridge::Bridge;
-    use crate::datapath::snapshot::lateness_histogram;
+    use crate::datapath::snapshot::RecordedLateness;
     use crate::datapath::{PoolCounters, Wakeups};
     use crate::port::PortCounters;
     use crate::time::Instant;
@@ -82,16 +82,17 @@ mod tests {
     /// having read `rx` frames and written `tx`.
     fn lane(dir: Dir, ms: u64, late: &[u64], rx: u64, tx: u64) -> LaneSnapshot {
         let at = Instant::from_millis(ms);
-        let mut lateness = lateness_histogram("test").unwrap();
+        let mut recorded = RecordedLateness::new("test").unwrap();
         for &ns in late {
-            lateness.record(ns).unwrap();
+            recorded.record(ns);
         }
+        let lateness = recorded.share();
         LaneSnapshot {
             at,
             path: idle_bridge().lane(dir).path().snapshot(at),
             capture: None,
-            release_lateness: std::sync::Arc::new(lateness.clone()),
-            lateness: std::sync::Arc::new(lateness),
+            release_lateness: lateness.clone(),
+            lateness,
             wakeups: Wakeups {
                 total: 1,
                 cpu_ns: 1000,

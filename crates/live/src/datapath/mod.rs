@@ -91,6 +91,7 @@ mod driver;
 mod error;
 mod handle;
 mod mailbox;
+mod publish;
 mod realtime;
 mod snapshot;
 mod stages;
@@ -102,8 +103,8 @@ pub use error::{DatapathError, PORT_NAMES};
 pub use handle::Datapath;
 pub use mailbox::SnapshotReader;
 #[cfg(test)]
-pub(crate) use snapshot::lateness_histogram;
+pub(crate) use snapshot::RecordedLateness;
 pub use snapshot::{
-    GroCounters, LaneSnapshot, LatenessSummary, LiveSnapshot, PoolCounters, Wakeups,
+    GroCounters, LaneSnapshot, LatenessSummary, LiveSnapshot, PoolCounters, SharedLateness, Wakeups,
 };
 pub use stages::StageBreakdown;

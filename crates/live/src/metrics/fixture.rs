@@ -7,7 +7,7 @@ use crate::bridge::Bridge;
 use std::sync::Arc;
 
 use crate::datapath::{
-    lateness_histogram, LaneSnapshot, LatenessSummary, LiveSnapshot, PoolCounters, SnapshotReader,
+    LaneSnapshot, LatenessSummary, LiveSnapshot, PoolCounters, RecordedLateness, SnapshotReader,
     Wakeups,
 };
 use crate::dir::Dir;
@@ -95,18 +95,19 @@ pub(super) fn snapshot() -> LiveSnapshot {
 pub(super) fn publish(reader: &SnapshotReader) -> Arc<LiveSnapshot> {
     let (b, now) = bridge();
     for dir in Dir::ALL {
-        let mut lateness = lateness_histogram("fixture").expect("valid bounds");
+        let mut recorded = RecordedLateness::new("fixture").expect("valid bounds");
         for ns in [1_000, 2_000, 4_000] {
-            lateness.saturating_record(ns);
+            recorded.record(ns);
         }
+        let lateness = recorded.share();
         reader.offer(
             dir,
             LaneSnapshot {
                 at: now,
                 path: b.lane(dir).path().snapshot(now),
                 capture: None,
-                release_lateness: Arc::new(lateness.clone()),
-                lateness: Arc::new(lateness),
+                release_lateness: lateness.clone(),
+                lateness,
                 wakeups: Wakeups {
                     total: 7,
                     cpu_ns: 5_000_000,

@@ -487,7 +487,7 @@ pub fn render(snap: &LiveSnapshot) -> String {
         (
             &snap.lateness,
             ["wakeup_lateness_seconds", "wakeup_lateness_samples"],
-            "Datapath timer wake-up lateness (time woken minus deadline)",
+            "Datapath wake-up lateness (time a frame's deadline was reached minus the deadline)",
             "Timer wake-ups measured for lateness",
         ),
         (

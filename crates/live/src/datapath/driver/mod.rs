@@ -32,12 +32,13 @@ use crate::packet::Packet;
 use crate::port::FramePort;
 use crate::qdisc::FlowListing;
 use crate::release::ReleasePacer;
-use crate::time::{Clock, Instant, NS_PER_SEC, NS_PER_US};
+use crate::time::{earliest, Clock, Instant, NS_PER_SEC, NS_PER_US};
 
 use super::command::Inbox;
 use super::config::{DatapathConfig, GSO_FRAME_BUF};
 use super::error::{DatapathError, PORT_NAMES};
 use super::mailbox::SnapshotReader;
+use super::publish::PublishSchedule;
 use super::realtime;
 use super::snapshot::{
     thread_cpu_ns, GroCounters, LaneSnapshot, PoolCounters, RecordedLateness, Wakeups,
@@ -99,6 +100,10 @@ pub(super) struct Driver {
     /// The deadline the last busy-poll iteration was waiting for: its
     /// lateness is recorded when an iteration finds it passed.
     polled: Option<Instant>,
+    /// The frame deadline (a delivery or a paced release) of the last
+    /// wait plan: only such deadlines count in the wake-up lateness, not
+    /// a wake-up for a snapshot, before which nothing is spun.
+    frame_deadline: Option<Instant>,
     /// When a frame was last read or written (busy polling lasts
     /// `busy_poll_us` from then).
     last_frame: Instant,
@@ -109,7 +114,7 @@ pub(super) struct Driver {
     /// are timed by the `StageObserver` on the lane's path.
     stages: WallStages,
     wakeups: Wakeups,
-    next_publish: Instant,
+    publishing: PublishSchedule,
     /// Frame buffers, and `GSO_FRAME_BUF`-byte ones for whole
     /// super-frames.
     bufs: Buffers,
@@ -188,13 +193,14 @@ impl Driver {
             sleeps: (0, 0),
             armed: None,
             polled: None,
+            frame_deadline: None,
             last_frame: Instant::ZERO,
             clock: MonotonicClock,
             lateness: RecordedLateness::new("wake-up lateness")?,
             release_lateness: RecordedLateness::new("release lateness")?,
             stages: WallStages::new()?,
             wakeups: Wakeups::default(),
-            next_publish: Instant::ZERO,
+            publishing: PublishSchedule::new(cfg.publish_interval_ns),
             bufs,
             rx_gso,
             discard: vec![0; DISCARD_BUF],
@@ -252,6 +258,16 @@ impl Driver {
                 self.sleeps.0
             );
         }
+        let p = &self.publishing;
+        tracing::info!(
+            "{} snapshots: {} published, {} µs each on average, at most {} µs; \
+             {} of them waited for a frame they would have held up",
+            self.dir.arrow(),
+            p.published,
+            p.total_ns / p.published.max(1) / NS_PER_US,
+            p.longest_ns / NS_PER_US,
+            p.deferred
+        );
         // Whatever ended this direction ends the other.
         self.ending.ended.store(true, Ordering::Release);
         let _ = self.ending.peer.write(1);
@@ -275,8 +291,10 @@ impl Driver {
             self.poll_lane(now);
             self.set_pacing(now);
             self.write_out(true, now);
-            self.publish_if_due(now);
-            let plan = self.wait.plan(now, &self.pending(readable));
+            self.publish_if_due();
+            let pending = self.pending(readable);
+            self.frame_deadline = earliest(pending.bridge, pending.release);
+            let plan = self.wait.plan(now, &pending);
             if matches!(plan, WaitPlan::Sleep { .. }) {
                 self.sleeps.0 += 1;
                 self.sleeps.1 += u64::from(self.wait.budget_short(now));
@@ -338,12 +356,21 @@ impl Driver {
         }
     }
 
-    /// Publishes a snapshot if the period is over, and starts the next one.
-    fn publish_if_due(&mut self, now: Instant) {
-        if now >= self.next_publish {
+    /// Publishes a snapshot if one is due and fits before the next frame
+    /// deadline (`PublishSchedule::due`), timing it for the next.
+    fn publish_if_due(&mut self) {
+        let now = self.clock.now();
+        if self.publishing.due(now, self.next_frame()) {
             self.publish(now);
-            self.next_publish = now + self.cfg.publish_interval_ns;
+            let cost = self.clock.now().saturating_since(now);
+            self.publishing.published(now, cost);
         }
+    }
+
+    /// The lane's next frame deadline: its next delivery or the pacer's
+    /// next release.
+    fn next_frame(&self) -> Option<Instant> {
+        earliest(self.lane.deliver_at(), self.release_at)
     }
 
     /// What this iteration leaves for the next one to wait for.
@@ -354,7 +381,7 @@ impl Driver {
             // frame's departure) are run by the poll at the delivery.
             bridge: self.lane.deliver_at(),
             release: self.release_at,
-            publish: self.next_publish,
+            publish: self.publishing.wake_at(self.next_frame()),
             last_frame: self.last_frame,
         }
     }
@@ -507,9 +534,12 @@ impl Driver {
         self.reached(deadline, now);
     }
 
-    /// Records how late the loop reached `deadline` (at `now`).
+    /// Records how late the loop reached `deadline` (at `now`), if it was
+    /// a frame's.
     fn reached(&mut self, deadline: Instant, now: Instant) {
-        self.lateness.record(now.saturating_since(deadline));
+        if self.frame_deadline == Some(deadline) {
+            self.lateness.record(now.saturating_since(deadline));
+        }
     }
 
     fn snapshot(&mut self, now: Instant) -> LaneSnapshot {
