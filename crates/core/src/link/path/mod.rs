@@ -338,15 +338,38 @@ impl Path {
         ev
     }
 
-    /// Processes every event up to `now` in time order.
+    /// Processes every event up to `now` in time order. Most calls find
+    /// the path settled with nothing due by `now` (all but one of the
+    /// three or four per frame of the live datapath): inlined, they cost a
+    /// few instructions rather than a call of the stepping loop
+    /// (`run_until`), whose frame saves and restores every register.
+    #[inline]
     fn advance(&mut self, now: Instant) {
         let now = now.max(self.now);
-        self.up_since.get_or_insert(now);
-        let mut next = match self.settled {
-            Some(next) => {
-                debug_assert_eq!(next, self.next_event(), "a change left the path unsettled");
-                next
+        match self.settled_event() {
+            Some(next) if next.is_none_or(|t| t > now) => {
+                self.up_since.get_or_insert(now);
+                self.now = now;
             }
+            _ => self.run_until(now),
+        }
+    }
+
+    /// The settled next event (None: to be computed), checked against a
+    /// full scan in debug builds.
+    fn settled_event(&self) -> Option<Option<Instant>> {
+        if let Some(next) = self.settled {
+            debug_assert_eq!(next, self.next_event(), "a change left the path unsettled");
+        }
+        self.settled
+    }
+
+    /// `advance` through every event due by `now` (not inlined: see there).
+    #[inline(never)]
+    fn run_until(&mut self, now: Instant) {
+        self.up_since.get_or_insert(now);
+        let mut next = match self.settled_event() {
+            Some(next) => next,
             None => self.next_event(),
         };
         while let Some(ev) = next.filter(|t| *t <= now) {
