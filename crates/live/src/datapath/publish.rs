@@ -69,6 +69,11 @@ impl PublishSchedule {
         true
     }
 
+    /// When the next snapshot is due.
+    pub(super) fn next_due(&self) -> Instant {
+        self.next
+    }
+
     /// A snapshot was published at `at` and took `cost_ns`: the next is
     /// due an interval later.
     pub(super) fn published(&mut self, at: Instant, cost_ns: u64) {
@@ -116,6 +121,7 @@ mod tests {
         let mut s = after_first(200);
         assert_eq!(s.published, 1);
         assert!(!s.due(at(49_999), None));
+        assert_eq!(s.next_due(), at(50_000));
         assert!(s.due(at(50_000), None));
         assert_eq!(s.wake_at(None), at(50_000));
         assert_eq!(s.deferred, 0);

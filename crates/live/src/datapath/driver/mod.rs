@@ -291,7 +291,7 @@ impl Driver {
             self.poll_lane(now);
             self.set_pacing(now);
             self.write_out(true, now);
-            self.publish_if_due();
+            self.publish_if_due(now);
             let pending = self.pending(readable);
             self.frame_deadline = earliest(pending.bridge, pending.release);
             let plan = self.wait.plan(now, &pending);
@@ -357,8 +357,13 @@ impl Driver {
     }
 
     /// Publishes a snapshot if one is due and fits before the next frame
-    /// deadline (`PublishSchedule::due`), timing it for the next.
-    fn publish_if_due(&mut self) {
+    /// deadline (`PublishSchedule::due`), timing it for the next. The
+    /// iteration's time (`now`) tells whether one is due; only then is
+    /// the clock read again, for the room left after the writes.
+    fn publish_if_due(&mut self, now: Instant) {
+        if now < self.publishing.next_due() {
+            return;
+        }
         let now = self.clock.now();
         if self.publishing.due(now, self.next_frame()) {
             self.publish(now);
