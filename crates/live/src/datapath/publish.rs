@@ -1,10 +1,10 @@
 //! When a datapath thread publishes its snapshot, as a pure schedule. A
 //! snapshot is due every `publish_interval_ns` (`daemon.snapshot_hz`), but
 //! making one is not free: it walks the qdisc's queues for the per-flow
-//! occupancy and copies the lateness histograms, some 50–300 µs on a 2-vCPU
-//! VM with a full queue. Made at a fixed time, it held up every frame due
-//! meanwhile: at 12 Mbit/s (a frame a millisecond) those frames were the
-//! slowest 1–2 % of every lateness figure. So a snapshot is made only where
+//! occupancy and copies the lateness histograms: about 250 µs at the median
+//! on a 2-vCPU VM with a full queue, up to 0.7 ms. Made at a fixed time, it
+//! held up every frame due meanwhile, and at 12 Mbit/s (a frame a
+//! millisecond) that set both lateness p99s. So a snapshot is made only where
 //! it fits: when the thread is awake anyway for a frame's deadline and the
 //! next frame's deadline is further away than the last snapshot took, or
 //! when no frame is due before the snapshot's own time (an idle link), and

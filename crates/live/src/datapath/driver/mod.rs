@@ -100,10 +100,6 @@ pub(super) struct Driver {
     /// The deadline the last busy-poll iteration was waiting for: its
     /// lateness is recorded when an iteration finds it passed.
     polled: Option<Instant>,
-    /// The frame deadline (a delivery or a paced release) of the last
-    /// wait plan: only such deadlines count in the wake-up lateness, not
-    /// a wake-up for a snapshot, before which nothing is spun.
-    frame_deadline: Option<Instant>,
     /// When a frame was last read or written (busy polling lasts
     /// `busy_poll_us` from then).
     last_frame: Instant,
@@ -193,7 +189,6 @@ impl Driver {
             sleeps: (0, 0),
             armed: None,
             polled: None,
-            frame_deadline: None,
             last_frame: Instant::ZERO,
             clock: MonotonicClock,
             lateness: RecordedLateness::new("wake-up lateness")?,
@@ -283,7 +278,6 @@ impl Driver {
         // with frames when the batch limit was hit.
         let mut readable = true;
         loop {
-            self.reach_polled_deadline();
             if readable && self.failure.is_none() {
                 readable = self.read_port();
             }
@@ -292,9 +286,7 @@ impl Driver {
             self.set_pacing(now);
             self.write_out(true, now);
             self.publish_if_due(now);
-            let pending = self.pending(readable);
-            self.frame_deadline = earliest(pending.bridge, pending.release);
-            let plan = self.wait.plan(now, &pending);
+            let plan = self.wait.plan(now, &self.pending(readable));
             if matches!(plan, WaitPlan::Sleep { .. }) {
                 self.sleeps.0 += 1;
                 self.sleeps.1 += u64::from(self.wait.budget_short(now));
@@ -308,6 +300,8 @@ impl Driver {
                 std::thread::yield_now();
             }
             readable |= self.dispatch(&events[..n]);
+            // Before `finish` applies commands that may change the lane.
+            self.reach_polled_deadline();
             if let Some(end) = self.finish() {
                 return end;
             }
@@ -380,13 +374,14 @@ impl Driver {
 
     /// What this iteration leaves for the next one to wait for.
     fn pending(&self, backlog: bool) -> Pending {
+        // Events inside the link that deliver nothing (an idle frame's
+        // departure) are run by the poll at the delivery.
+        let bridge = self.lane.deliver_at();
         Pending {
             backlog,
-            // Events inside the link that deliver nothing (an idle
-            // frame's departure) are run by the poll at the delivery.
-            bridge: self.lane.deliver_at(),
+            bridge,
             release: self.release_at,
-            publish: self.publishing.wake_at(self.next_frame()),
+            publish: self.publishing.wake_at(earliest(bridge, self.release_at)),
             last_frame: self.last_frame,
         }
     }
@@ -540,9 +535,12 @@ impl Driver {
     }
 
     /// Records how late the loop reached `deadline` (at `now`), if it was
-    /// a frame's.
+    /// a frame's (a delivery or a paced release), not a wake-up for a
+    /// snapshot alone, before which nothing is spun. Nothing has changed
+    /// the lane or the pacer since the wait for `deadline` was planned, so
+    /// their next deadline is still the one planned for.
     fn reached(&mut self, deadline: Instant, now: Instant) {
-        if self.frame_deadline == Some(deadline) {
+        if self.next_frame() == Some(deadline) {
             self.lateness.record(now.saturating_since(deadline));
         }
     }
