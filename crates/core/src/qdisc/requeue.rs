@@ -16,7 +16,10 @@ use super::dump::QdiscDump;
 use super::{tc_h_major, tc_h_make, QdiscStats};
 
 /// Frames waiting in the requeue slot, and how often frames were put
-/// there, per TX queue (`meta.queue_mapping`).
+/// there, per TX queue: its index among the device's TX queues (0 on a
+/// single-queue device), as `link::Path` keeps its rings, not a frame's
+/// `meta.queue_mapping` (the top 16 bits of its flow hash, which mq takes
+/// modulo its queue count).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequeueSlot {
     queues: Vec<SlotQueue>,
@@ -34,17 +37,16 @@ struct SlotQueue {
 }
 
 impl RequeueSlot {
-    fn queue(&mut self, queue: u16) -> &mut SlotQueue {
-        let i = usize::from(queue);
-        if self.queues.len() <= i {
-            self.queues.resize(i + 1, SlotQueue::default());
+    fn queue(&mut self, queue: usize) -> &mut SlotQueue {
+        if self.queues.len() <= queue {
+            self.queues.resize(queue + 1, SlotQueue::default());
         }
-        &mut self.queues[i]
+        &mut self.queues[queue]
     }
 
     /// A frame of `len` bytes of TX queue `queue` was refused by the
     /// driver and parked.
-    pub fn requeued(&mut self, queue: u16, len: u32) {
+    pub fn requeued(&mut self, queue: usize, len: u32) {
         let q = self.queue(queue);
         q.frames += 1;
         q.bytes += u64::from(len);
@@ -52,10 +54,20 @@ impl RequeueSlot {
     }
 
     /// A parked frame was handed to the driver again.
-    pub fn resent(&mut self, queue: u16, len: u32) {
+    pub fn resent(&mut self, queue: usize, len: u32) {
         let q = self.queue(queue);
         q.frames = q.frames.saturating_sub(1);
         q.bytes = q.bytes.saturating_sub(u64::from(len));
+    }
+
+    /// A parked frame moved from TX queue `from` to `to` (the device's
+    /// queue count changed): it waits on, counted once more as requeued
+    /// nowhere.
+    pub fn moved(&mut self, from: usize, to: usize, len: u32) {
+        self.resent(from, len);
+        let q = self.queue(to);
+        q.frames += 1;
+        q.bytes += u64::from(len);
     }
 
     /// A new root qdisc starts counting requeues from zero (the kernel's
@@ -312,6 +324,16 @@ mod tests {
         slot.fold_into(&mut d, false);
         assert_eq!(d.stats.qlen, 2);
         assert_eq!(d.children[1].stats.qlen, 0);
+
+        // The device's queue count changed: queue 1's frames wait in
+        // queue 0's slot now, requeued no more often.
+        let mut moved = slot.clone();
+        moved.moved(1, 0, 1000);
+        moved.moved(1, 0, 500);
+        assert_eq!((moved.waiting(0), moved.waiting(1)), ((2, 1500), (0, 0)));
+        let mut d = mq_dump();
+        moved.fold_into(&mut d, true);
+        assert_eq!((d.stats.qlen, d.stats.requeues), (2, 3));
 
         // A new root counts requeues anew; the waiting frames stay.
         slot.new_root();

@@ -353,16 +353,24 @@ impl QdiscTree {
         }
     }
 
-    /// A frame of `len` bytes of TX queue `queue` was refused by the driver
-    /// and parked in the requeue slot (`link::Path` holds the frame).
-    pub fn requeued(&mut self, queue: u16, len: u32) {
+    /// A frame of `len` bytes of TX queue `queue` (its index) was refused
+    /// by the driver and parked in the requeue slot (`link::Path` holds
+    /// the frame).
+    pub fn requeued(&mut self, queue: usize, len: u32) {
         self.slot.requeued(queue, len);
         self.tell_requeued();
     }
 
     /// A parked frame was handed to the driver again.
-    pub fn resent(&mut self, queue: u16, len: u32) {
+    pub fn resent(&mut self, queue: usize, len: u32) {
         self.slot.resent(queue, len);
+        self.tell_requeued();
+    }
+
+    /// A parked frame moved from TX queue `from` to `to`, the device's
+    /// queue count having changed.
+    pub fn requeued_moved(&mut self, from: usize, to: usize, len: u32) {
+        self.slot.moved(from, to, len);
         self.tell_requeued();
     }
 

@@ -87,10 +87,11 @@ impl Path {
             return;
         }
         let t = self.now;
-        let requeued: Vec<Packet> = self
+        let requeued: Vec<(usize, Packet)> = self
             .queues
             .iter_mut()
-            .flat_map(|q| q.requeued.drain(..))
+            .enumerate()
+            .flat_map(|(i, q)| q.requeued.drain(..).map(move |pkt| (i, pkt)))
             .collect();
         self.queues = (0..n).map(|_| TxQueue::new(&self.params, t)).collect();
         for (pkt, _) in self.serializer.queued() {
@@ -100,8 +101,11 @@ impl Path {
         for ((mapping, len), _) in self.tx_done.queued() {
             self.queues[usize::from(*mapping) % n].ring.adopt(*len);
         }
-        for pkt in requeued {
+        for (from, pkt) in requeued {
             let q = self.queue_of(&pkt);
+            if q != from {
+                self.qdisc.requeued_moved(from, q, pkt.len);
+            }
             self.queues[q].requeued.push_back(pkt);
         }
         self.serializer.set_queues(n);
@@ -135,7 +139,7 @@ impl Path {
         let mut batch = std::mem::take(&mut self.batch);
         while self.queues[i].ring.can_post() {
             if let Some(pkt) = self.queues[i].requeued.pop_front() {
-                self.qdisc.resent(pkt.meta.queue_mapping, pkt.len);
+                self.qdisc.resent(i, pkt.len);
                 batch.push(pkt);
             } else if let Some(first) = self.qdisc.dequeue_queue(i, t, &mut self.drops) {
                 notify(&mut self.observer, PathEvent::Dequeued, &first, t);
@@ -193,7 +197,7 @@ impl Path {
     /// `dev_requeue_skb`: parks a frame the driver refused at position `at`
     /// of the requeue slot, counted in the root's slot tally.
     pub(super) fn park(&mut self, i: usize, pkt: Packet, at: usize) {
-        self.qdisc.requeued(pkt.meta.queue_mapping, pkt.len);
+        self.qdisc.requeued(i, pkt.len);
         self.queues[i].requeued.insert(at, pkt);
         self.requeues += 1;
     }
@@ -418,6 +422,45 @@ mod tests {
         let s = p.snapshot(t1);
         assert_eq!((s.ring_used, s.requeued, s.requeues), (4, 0, 1));
         assert_eq!(s.qdisc.stats.qlen, 15);
+    }
+
+    /// A requeued frame counts in the slot of its TX queue, which is its
+    /// `queue_mapping` modulo the queue count, not the mapping itself (the
+    /// top bits of its flow hash): mapped to 40 003, a frame is queue 1's
+    /// of two, and mq's child and class of queue 1 (`1:2`) count it, as
+    /// `mq_dump` reads them from that queue's qdisc (and the root's
+    /// counters are the children's sums). As in
+    /// `bulk_batch_overrunning_the_ring_is_requeued`, a bulk batch larger
+    /// than the ring's free slots is partly requeued.
+    #[test]
+    fn a_requeued_frame_counts_in_its_tx_queue() {
+        let params = LinkParams {
+            rate_bytes_ps: 125_000_000,
+            tx_ring: 4,
+            tx_queues: 2,
+            ..LinkParams::default()
+        };
+        let mut p = Path::new(params, mq2(1000));
+        assert!(p.set_queue_bql_bounds(1, 10_000, 10_000));
+        for id in 0..20 {
+            p.ingress(on_queue(id, 1514, 40_003), Instant::ZERO);
+        }
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        let t1 = p.poll_at().unwrap();
+        p.poll(t1, &mut out, &mut freed);
+        let s = p.snapshot(t1);
+        // 3 of the batch requeued, 12 in queue 1's pfifo.
+        assert_eq!((s.ring_used, s.requeued, s.requeues), (4, 3, 3));
+        let (c0, c1) = (s.qdisc.children[0].stats, s.qdisc.children[1].stats);
+        assert_eq!((c0.qlen, c0.backlog, c0.requeues), (0, 0, 0));
+        assert_eq!((c1.qlen, c1.backlog, c1.requeues), (15, 15 * 1514, 3));
+        let class = &s.qdisc.classes[1];
+        assert_eq!((class.queue.qlen, class.stats.unwrap().requeues), (15, 3));
+        let root = s.qdisc.stats;
+        assert_eq!((root.qlen, root.backlog, root.requeues), (15, 15 * 1514, 3));
+        assert_conserved(&p);
+        let ids: Vec<u64> = drain(&mut p).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(ids, (1..20).collect::<Vec<_>>());
     }
 
     /// A completion that frees the only slot lets the qdisc send at that
