@@ -28,8 +28,9 @@ pub use super::options::Xstats;
 use super::{ClassOptions, Handle, QdiscOptions, QdiscStats};
 use crate::packet::{DropReason, FlowKey, Packet};
 use crate::time::Instant;
+use foldhash::HashMap;
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// How many flows a `QueueOccupancy` lists by name; the rest are summed up
 /// in its `others`.
@@ -383,41 +384,50 @@ impl QueueOccupancy {
         before: impl Iterator<Item = &'a Packet>,
         now: Instant,
     ) -> QueueOccupancy {
-        let mut by_hash: HashMap<u32, FlowOccupancy> = HashMap::new();
-        let mut newest: HashMap<u32, usize> = HashMap::new();
+        // Each flow's row and the position of its newest frame. The keys
+        // are flow hashes already: foldhash, not SipHash, for one lookup
+        // per frame on a busy thread.
+        let mut by_hash: HashMap<u32, (FlowOccupancy, usize)> = HashMap::default();
         let (mut packets, mut bytes) = (0u32, 0u64);
         for (i, (p, since)) in queued.clone().enumerate() {
-            newest.insert(p.meta.hash, i);
             packets += 1;
             bytes += u64::from(p.len);
-            let e = by_hash.entry(p.meta.hash).or_insert_with(|| FlowOccupancy {
-                flow: p.meta.flow,
-                hash: p.meta.hash,
-                ..FlowOccupancy::default()
+            let (e, newest) = by_hash.entry(p.meta.hash).or_insert_with(|| {
+                let row = FlowOccupancy {
+                    flow: p.meta.flow,
+                    hash: p.meta.hash,
+                    ..FlowOccupancy::default()
+                };
+                (row, i)
             });
+            *newest = i;
             e.packets += 1;
             e.bytes += u64::from(p.len);
             e.oldest_sojourn_ns = e.oldest_sojourn_ns.max(now.saturating_since(since));
         }
-        let mut flows: Vec<FlowOccupancy> = by_hash.into_values().collect();
-        flows.sort_unstable_by_key(|f| (Reverse(f.bytes), f.hash));
+        let mut flows: Vec<(FlowOccupancy, usize)> = by_hash.into_values().collect();
+        flows.sort_unstable_by_key(|(f, _)| (Reverse(f.bytes), f.hash));
         let mut others = OccupancyOthers::default();
-        for f in flows.iter().skip(OCCUPANCY_FLOWS) {
+        for (f, _) in flows.iter().skip(OCCUPANCY_FLOWS) {
             others.flows += 1;
             others.packets += f.packets;
             others.bytes += f.bytes;
             others.oldest_sojourn_ns = others.oldest_sojourn_ns.max(f.oldest_sojourn_ns);
         }
         flows.truncate(OCCUPANCY_FLOWS);
+        // The listed flows' newest frames by position in the queue, as the
+        // second pass meets them (each flow's is a different frame).
+        let mut listed_at: Vec<(usize, usize)> = flows
+            .iter()
+            .enumerate()
+            .map(|(row, (_, newest))| (*newest, row))
+            .collect();
+        listed_at.sort_unstable();
+        let mut flows: Vec<FlowOccupancy> = flows.into_iter().map(|(f, _)| f).collect();
         for f in &mut flows {
             f.share_permille = permille(f.bytes, bytes);
         }
-        let mut listed_at: HashMap<usize, usize> = flows
-            .iter()
-            .enumerate()
-            .filter_map(|(row, f)| Some((*newest.get(&f.hash)?, row)))
-            .collect();
-        let mut cum: HashMap<u32, AheadFlow> = HashMap::new();
+        let mut cum: HashMap<u32, AheadFlow> = HashMap::default();
         let mut ahead = (0u32, 0u64);
         fn count(cum: &mut HashMap<u32, AheadFlow>, ahead: &mut (u32, u64), p: &Packet) {
             let a = cum.entry(p.meta.hash).or_insert_with(|| AheadFlow {
@@ -435,11 +445,13 @@ impl QueueOccupancy {
                 count(&mut cum, &mut ahead, p);
             }
         }
+        let mut next = listed_at.iter().peekable();
         for (i, (p, _)) in queued.enumerate() {
-            if listed_at.is_empty() {
+            let Some(&&(at, row)) = next.peek() else {
                 break;
-            }
-            if let Some(row) = listed_at.remove(&i) {
+            };
+            if at == i {
+                next.next();
                 let mut by_bytes: Vec<&AheadFlow> = cum.values().collect();
                 by_bytes.sort_unstable_by_key(|a| (Reverse(a.bytes), a.hash));
                 let own = cum.get(&p.meta.hash);
@@ -795,6 +807,90 @@ mod tests {
         assert_eq!(o.others.packets, 1 + 2 + 3 + 4 + 5);
         let listed: u32 = o.flows.iter().map(|f| f.packets).sum();
         assert_eq!(listed + o.others.packets, o.packets);
+    }
+
+    proptest::proptest! {
+        /// The walk against a frame-by-frame recount of what it reports:
+        /// random queues of up to 40 flows (so that some are summed as
+        /// others) behind random frames of higher bands.
+        #[test]
+        fn occupancy_matches_a_recount(
+            frames in proptest::collection::vec((0u16..40, 60u32..1600, 0u64..5_000), 0..300),
+            before in proptest::collection::vec((0u16..40, 60u32..1600), 0..20),
+        ) {
+            use crate::qdisc::testutil::flow_pkt;
+            let queue: Vec<Packet> = frames
+                .iter()
+                .enumerate()
+                .map(|(i, &(f, len, t))| {
+                    let mut p = flow_pkt(i as u64, len, f);
+                    p.meta.enqueue_time = Instant::from_micros(t);
+                    p
+                })
+                .collect();
+            let higher: Vec<Packet> = before
+                .iter()
+                .enumerate()
+                .map(|(i, &(f, len))| flow_pkt(1_000 + i as u64, len, f))
+                .collect();
+            let now = Instant::from_millis(5);
+            let o = QueueOccupancy::of_qdisc_behind(QueueId::Band(2), queue.iter(), higher.iter(), now);
+            let total: u64 = queue.iter().map(|p| u64::from(p.len)).sum();
+            proptest::prop_assert_eq!((o.packets, o.bytes), (queue.len() as u32, total));
+            // Per flow: (bytes, hash, packets, oldest sojourn), most bytes first.
+            let of_hash = |h: u32| queue.iter().filter(move |p| p.meta.hash == h);
+            let mut hashes: Vec<u32> = queue.iter().map(|p| p.meta.hash).collect();
+            hashes.sort_unstable();
+            hashes.dedup();
+            let mut rows: Vec<(u64, u32, u32, u64)> = hashes
+                .iter()
+                .map(|&h| {
+                    let bytes = of_hash(h).map(|p| u64::from(p.len)).sum();
+                    let oldest = of_hash(h).map(|p| now.saturating_since(p.meta.enqueue_time)).max();
+                    (bytes, h, of_hash(h).count() as u32, oldest.unwrap_or(0))
+                })
+                .collect();
+            rows.sort_unstable_by_key(|r| (Reverse(r.0), r.1));
+            let listed = rows.len().min(OCCUPANCY_FLOWS);
+            proptest::prop_assert_eq!(o.flows.len(), listed);
+            for (f, &(bytes, hash, packets, oldest)) in o.flows.iter().zip(&rows) {
+                proptest::prop_assert_eq!((f.hash, f.packets, f.bytes), (hash, packets, bytes));
+                proptest::prop_assert_eq!(f.oldest_sojourn_ns, oldest);
+                proptest::prop_assert_eq!(f.share_permille, permille(bytes, total));
+                // Ahead of its newest frame: every higher band's frame and
+                // every frame before it in this queue.
+                let newest = queue.iter().rposition(|p| p.meta.hash == hash).unwrap();
+                let ahead: Vec<&Packet> = higher.iter().chain(&queue[..newest]).collect();
+                let sum = |h: Option<u32>| {
+                    let mine = ahead.iter().filter(|p| h.is_none_or(|h| p.meta.hash == h));
+                    (mine.clone().count() as u32, mine.map(|p| u64::from(p.len)).sum::<u64>())
+                };
+                proptest::prop_assert_eq!((f.ahead.packets, f.ahead.bytes), sum(None));
+                proptest::prop_assert_eq!((f.ahead.own_packets, f.ahead.own_bytes), sum(Some(hash)));
+                let mut by: Vec<(u64, u32, u32)> = ahead
+                    .iter()
+                    .map(|p| p.meta.hash)
+                    .collect::<std::collections::BTreeSet<u32>>()
+                    .into_iter()
+                    .map(|h| {
+                        let (n, b) = sum(Some(h));
+                        (b, h, n)
+                    })
+                    .collect();
+                by.sort_unstable_by_key(|r| (Reverse(r.0), r.1));
+                let got: Vec<(u64, u32, u32)> =
+                    f.ahead.flows.iter().map(|a| (a.bytes, a.hash, a.packets)).collect();
+                proptest::prop_assert_eq!(got, by.into_iter().take(AHEAD_FLOWS).collect::<Vec<_>>());
+            }
+            let rest = &rows[listed..];
+            let others = OccupancyOthers {
+                flows: rest.len() as u32,
+                packets: rest.iter().map(|r| r.2).sum(),
+                bytes: rest.iter().map(|r| r.0).sum(),
+                oldest_sojourn_ns: rest.iter().map(|r| r.3).max().unwrap_or(0),
+            };
+            proptest::prop_assert_eq!(o.others, others);
+        }
     }
 
     #[test]
