@@ -463,6 +463,48 @@ mod tests {
         assert_eq!(ids, (1..20).collect::<Vec<_>>());
     }
 
+    /// `ethtool -L` from three queues to two while frames wait in queue
+    /// 2's requeue slot: the default mq root is rebuilt with two children,
+    /// the frames (mapped to 40 004: queue 2 of three, 0 of two) move to
+    /// queue 0's slot and count in its child and in the root's qlen and
+    /// backlog (requeues count anew: the counters are the qdisc's), and
+    /// they still leave first, in order.
+    #[test]
+    fn requeued_frames_follow_a_change_of_queue_count() {
+        use crate::qdisc::tree::{DevSpec, QdiscTree};
+        let params = LinkParams {
+            rate_bytes_ps: 125_000_000,
+            tx_ring: 4,
+            tx_queues: 3,
+            ..LinkParams::default()
+        };
+        let dev = DevSpec {
+            tx_queues: 3,
+            ..DevSpec::new(crate::dir::Dir::LeftToRight, crate::qdisc::kinds::BUILTIN)
+        };
+        let mut p = Path::new(params, QdiscTree::new(dev).unwrap());
+        assert!(p.set_queue_bql_bounds(2, 10_000, 10_000));
+        for id in 0..20 {
+            p.ingress(on_queue(id, 1514, 40_004), Instant::ZERO);
+        }
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        let t1 = p.poll_at().unwrap();
+        p.poll(t1, &mut out, &mut freed);
+        let s = p.snapshot(t1);
+        assert_eq!((s.requeued, s.qdisc.children[2].stats.qlen), (3, 15));
+        p.set_tx_queues(2, t1).unwrap();
+        let s = p.snapshot(t1);
+        assert_eq!((s.qdisc.kind.as_str(), s.qdisc.children.len()), ("mq", 2));
+        let (c0, c1) = (s.qdisc.children[0].stats, s.qdisc.children[1].stats);
+        assert_eq!((c0.qlen, c0.backlog, c0.requeues), (15, 15 * 1514, 0));
+        assert_eq!((c1.qlen, c1.backlog), (0, 0));
+        assert_eq!((s.qdisc.stats.qlen, s.qdisc.stats.backlog), (15, 15 * 1514));
+        assert_eq!(s.requeued, 3);
+        assert_conserved(&p);
+        let ids: Vec<u64> = drain(&mut p).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(ids, (1..20).collect::<Vec<_>>());
+    }
+
     /// A completion that frees the only slot lets the qdisc send at that
     /// very instant, even when the driver polls much later.
     #[test]
