@@ -61,8 +61,8 @@ impl RequeueSlot {
     }
 
     /// A parked frame moved from TX queue `from` to `to` (the device's
-    /// queue count changed): it waits on, counted once more as requeued
-    /// nowhere.
+    /// queue count changed): it waits on in `to`'s slot, and the move is
+    /// not another requeue.
     pub fn moved(&mut self, from: usize, to: usize, len: u32) {
         self.resent(from, len);
         let q = self.queue(to);
