@@ -424,32 +424,47 @@ mod tests {
         assert_eq!(s.qdisc.stats.qlen, 15);
     }
 
+    /// Twenty 1514-byte frames mapped to `mapping` into a 1 Gbit/s path
+    /// of `queues` TX queues with rings of 4, its default root (mq) and
+    /// BQL pinned to 10 000 bytes on their queue, polled at the first
+    /// completion: as in `bulk_batch_overrunning_the_ring_is_requeued`,
+    /// the bulk batch then overruns the ring and 3 frames are requeued,
+    /// 12 wait in the queue's qdisc. Returns the path and the poll's time.
+    fn overrun_one_queue(queues: u16, mapping: u16) -> (Path, Instant) {
+        use crate::qdisc::tree::{DevSpec, QdiscTree};
+        let params = LinkParams {
+            rate_bytes_ps: 125_000_000,
+            tx_ring: 4,
+            tx_queues: queues,
+            ..LinkParams::default()
+        };
+        let dev = DevSpec {
+            tx_queues: queues,
+            ..DevSpec::new(crate::dir::Dir::LeftToRight, crate::qdisc::kinds::BUILTIN)
+        };
+        let mut p = Path::new(params, QdiscTree::new(dev).unwrap());
+        let q = usize::from(mapping) % usize::from(queues);
+        assert!(p.set_queue_bql_bounds(q, 10_000, 10_000));
+        for id in 0..20 {
+            p.ingress(on_queue(id, 1514, mapping), Instant::ZERO);
+        }
+        let (mut out, mut freed) = (Vec::new(), Vec::new());
+        let t1 = p.poll_at().unwrap();
+        p.poll(t1, &mut out, &mut freed);
+        (p, t1)
+    }
+
     /// A requeued frame counts in the slot of its TX queue, which is its
     /// `queue_mapping` modulo the queue count, not the mapping itself (the
     /// top bits of its flow hash): mapped to 40 003, a frame is queue 1's
     /// of two, and mq's child and class of queue 1 (`1:2`) count it, as
     /// `mq_dump` reads them from that queue's qdisc (and the root's
-    /// counters are the children's sums). As in
-    /// `bulk_batch_overrunning_the_ring_is_requeued`, a bulk batch larger
-    /// than the ring's free slots is partly requeued.
+    /// counters are the children's sums).
     #[test]
     fn a_requeued_frame_counts_in_its_tx_queue() {
-        let params = LinkParams {
-            rate_bytes_ps: 125_000_000,
-            tx_ring: 4,
-            tx_queues: 2,
-            ..LinkParams::default()
-        };
-        let mut p = Path::new(params, mq2(1000));
-        assert!(p.set_queue_bql_bounds(1, 10_000, 10_000));
-        for id in 0..20 {
-            p.ingress(on_queue(id, 1514, 40_003), Instant::ZERO);
-        }
-        let (mut out, mut freed) = (Vec::new(), Vec::new());
-        let t1 = p.poll_at().unwrap();
-        p.poll(t1, &mut out, &mut freed);
+        let (mut p, t1) = overrun_one_queue(2, 40_003);
         let s = p.snapshot(t1);
-        // 3 of the batch requeued, 12 in queue 1's pfifo.
+        // 3 of the batch requeued, 12 in queue 1's qdisc.
         assert_eq!((s.ring_used, s.requeued, s.requeues), (4, 3, 3));
         let (c0, c1) = (s.qdisc.children[0].stats, s.qdisc.children[1].stats);
         assert_eq!((c0.qlen, c0.backlog, c0.requeues), (0, 0, 0));
@@ -471,25 +486,7 @@ mod tests {
     /// they still leave first, in order.
     #[test]
     fn requeued_frames_follow_a_change_of_queue_count() {
-        use crate::qdisc::tree::{DevSpec, QdiscTree};
-        let params = LinkParams {
-            rate_bytes_ps: 125_000_000,
-            tx_ring: 4,
-            tx_queues: 3,
-            ..LinkParams::default()
-        };
-        let dev = DevSpec {
-            tx_queues: 3,
-            ..DevSpec::new(crate::dir::Dir::LeftToRight, crate::qdisc::kinds::BUILTIN)
-        };
-        let mut p = Path::new(params, QdiscTree::new(dev).unwrap());
-        assert!(p.set_queue_bql_bounds(2, 10_000, 10_000));
-        for id in 0..20 {
-            p.ingress(on_queue(id, 1514, 40_004), Instant::ZERO);
-        }
-        let (mut out, mut freed) = (Vec::new(), Vec::new());
-        let t1 = p.poll_at().unwrap();
-        p.poll(t1, &mut out, &mut freed);
+        let (mut p, t1) = overrun_one_queue(3, 40_004);
         let s = p.snapshot(t1);
         assert_eq!((s.requeued, s.qdisc.children[2].stats.qlen), (3, 15));
         p.set_tx_queues(2, t1).unwrap();
