@@ -1,8 +1,12 @@
 //! When a datapath thread publishes its snapshot, as a pure schedule. A
 //! snapshot is due every `publish_interval_ns` (`daemon.snapshot_hz`), but
 //! making one is not free: it walks the qdisc's queues for the per-flow
-//! occupancy and copies the lateness histograms: about 250 µs at the median
-//! on a 2-vCPU VM with a full queue, up to 0.7 ms. Made at a fixed time, it
+//! occupancy and copies the lateness histograms. On a 2-vCPU VM at 12
+//! Mbit/s with a full pfifo_fast queue that took about 250 µs at the median
+//! and up to 0.7 ms when first timed, and 98–111 µs on average since the
+//! histograms went to two digits and the walk to one hash lookup per frame
+//! and pass (docs/timing.md); the demo's 100 Mbit/s links with TCP flows
+//! took 150–190 µs. Made at a fixed time, it
 //! held up every frame due meanwhile, and at 12 Mbit/s (a frame a
 //! millisecond) that set both lateness p99s. So a snapshot is made only where
 //! it fits: when the thread is awake anyway for a frame's deadline and the
