@@ -223,27 +223,27 @@ impl Lane {
         self.ingress_accounted(frame, wire_len, segment_len, gso, now);
     }
 
-    /// The `n`-byte frame at the start of `rx` (a receive buffer of
-    /// `bufs.super_frames`' size), read at `now` with its offload header
-    /// `hdr`: a plain frame is copied into a frame buffer (its checksum
-    /// completed if the header asks); a super-frame within the bound
-    /// passes whole (`rx` is handed to the lane and replaced by a fresh
-    /// super-frame buffer), any other is segmented into frame buffers
+    /// The frame in `rx` (read at `now` into a buffer of
+    /// `bufs.super_frames`, up to its size) with its offload header `hdr`:
+    /// a plain frame is copied into a frame buffer (its checksum completed
+    /// if the header asks); a super-frame within the bound passes whole
+    /// (`rx` is handed to the lane and replaced by a fresh super-frame
+    /// buffer), any other is segmented into frame buffers
     /// (`packet::gso::Segmenter`, the kernel's `skb_segment`). What cannot
-    /// be taken is counted in and dropped: a read that filled `rx` or a
-    /// header that does not match the frame as `BadOffload`, a frame or
-    /// segment larger than a frame buffer as `Oversize`, one with no
-    /// buffer left as `PoolExhausted`.
+    /// be taken is counted in and dropped: a read that filled the buffer's
+    /// size or a header that does not match the frame as `BadOffload`, a
+    /// frame or segment larger than a frame buffer as `Oversize`, one with
+    /// no buffer left as `PoolExhausted`.
     pub fn ingress_offloaded(
         &mut self,
         rx: &mut Vec<u8>,
-        n: usize,
         hdr: VnetHdr,
         now: Instant,
         bufs: &mut Buffers,
     ) {
+        let n = rx.len();
         let len = u32::try_from(n).unwrap_or(u32::MAX);
-        if n >= rx.len() {
+        if n >= bufs.super_frames.buf_size() {
             // Filled the buffer: cut short, so its headers cannot be trusted.
             return self.path.count_rejected(len, DropReason::BadOffload);
         }
@@ -254,15 +254,14 @@ impl Lane {
             let Some(mut buf) = bufs.frames.get() else {
                 return self.path.count_rejected(len, DropReason::PoolExhausted);
             };
-            buf.clear();
-            buf.extend_from_slice(&rx[..n]);
+            buf.extend_from_slice(rx);
             if gso::complete_checksum(&mut buf, &hdr).is_err() {
                 bufs.frames.put(buf);
                 return self.path.count_rejected(len, DropReason::BadOffload);
             }
             return self.ingress(buf, now);
         }
-        let Ok(mut seg) = Segmenter::new(&rx[..n], &hdr) else {
+        let Ok(mut seg) = Segmenter::new(rx, &hdr) else {
             return self.path.count_rejected(len, DropReason::BadOffload);
         };
         if self
@@ -271,8 +270,7 @@ impl Lane {
         {
             let (wire, seg_len, segs) = (seg.wire_len(), seg.max_segment_len(), seg.segments());
             if let Some(fresh) = bufs.super_frames.get() {
-                let mut frame = std::mem::replace(rx, fresh);
-                frame.truncate(n);
+                let frame = std::mem::replace(rx, fresh);
                 let wire = u32::try_from(wire).unwrap_or(u32::MAX);
                 return self.ingress_whole(frame, hdr, wire, seg_len, segs, now);
             }
@@ -597,9 +595,9 @@ mod tests {
     }
 
     /// A TCP super-frame of `segs` segments of 1000 bytes of payload (1054
-    /// on the wire each), as a TAP with offload hands it over: in a receive
-    /// buffer of `GSO_FRAME_BUF` bytes, its length and its header.
-    fn super_frame(segs: usize) -> (Vec<u8>, usize, VnetHdr) {
+    /// on the wire each), as a TAP with offload hands it over, and its
+    /// header.
+    fn super_frame(segs: usize) -> (Vec<u8>, VnetHdr) {
         let mut f = Vec::new();
         etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
             .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
@@ -607,9 +605,7 @@ mod tests {
             .write(&mut f, &vec![7u8; segs * 1000])
             .unwrap();
         let hdr = gso::make_super_frame(&mut f, 1000).unwrap();
-        let n = f.len();
-        f.resize(GSO_FRAME_BUF, 0);
-        (f, n, hdr)
+        (f, hdr)
     }
 
     #[test]
@@ -632,9 +628,15 @@ mod tests {
             };
             let lane = b.lane_mut(Dir::LeftToRight);
             lane.set_gso(policy, Instant::ZERO);
-            let (mut rx, n, hdr) = super_frame(5);
-            lane.ingress_offloaded(&mut rx, n, hdr, Instant::ZERO, &mut bufs);
-            assert_eq!(rx.len(), GSO_FRAME_BUF, "a receive buffer is left");
+            let (mut rx, hdr) = super_frame(5);
+            let read = rx.clone();
+            lane.ingress_offloaded(&mut rx, hdr, Instant::ZERO, &mut bufs);
+            if frames_in == 1 {
+                assert!(rx.is_empty(), "a fresh receive buffer is left");
+                assert!(rx.capacity() >= GSO_FRAME_BUF);
+            } else {
+                assert_eq!(rx, read, "the receive buffer is left as read");
+            }
             let (got, freed) = run(&mut b);
             assert_eq!((got.len(), freed.len()), (frames_in, 0));
             let s = b.snapshot(Instant::from_millis(1000));
@@ -655,10 +657,12 @@ mod tests {
             super_frames: PacketPool::new(GSO_FRAME_BUF, 4),
         };
         let lane = b.lane_mut(Dir::LeftToRight);
-        let (mut rx, n, mut hdr) = super_frame(2);
-        lane.ingress_offloaded(&mut rx, GSO_FRAME_BUF, hdr, Instant::ZERO, &mut bufs);
+        let (mut rx, mut hdr) = super_frame(2);
+        let mut filled = rx.clone();
+        filled.resize(GSO_FRAME_BUF, 0);
+        lane.ingress_offloaded(&mut filled, hdr, Instant::ZERO, &mut bufs);
         hdr.gso_type = gso::GSO_TCPV6;
-        lane.ingress_offloaded(&mut rx, n, hdr, Instant::ZERO, &mut bufs);
+        lane.ingress_offloaded(&mut rx, hdr, Instant::ZERO, &mut bufs);
         let s = b.snapshot(Instant::ZERO);
         let c = &s.path(Dir::LeftToRight).counters;
         assert_eq!(c.frames_in, 2);

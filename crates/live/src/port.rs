@@ -31,7 +31,7 @@ mod ring;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 
-use std::io::{IoSlice, IoSliceMut};
+use std::io::IoSlice;
 
 use nix::errno::Errno;
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
@@ -107,6 +107,26 @@ pub trait FramePort: Send {
     fn recv_offload(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, VnetHdr)>> {
         Ok(self.recv(buf)?.map(|n| (n, VnetHdr::default())))
     }
+    /// Reads one frame with its offload header into `buf`, replacing what it
+    /// held: at most `limit` bytes (a longer frame is cut short), into the
+    /// buffer's spare capacity, which is not zeroed first, so a short frame
+    /// touches only the lines it fills. Returns the frame's length, which
+    /// is `buf`'s; `Ok(None)` (and `buf` empty) when nothing is waiting.
+    /// Ports that copy frames out of a slice go through `recv_offload`.
+    fn recv_vec(
+        &mut self,
+        buf: &mut Vec<u8>,
+        limit: usize,
+    ) -> io::Result<Option<(usize, VnetHdr)>> {
+        buf.clear();
+        buf.resize(limit, 0);
+        let read = self.recv_offload(buf);
+        buf.truncate(match read {
+            Ok(Some((n, _))) => n,
+            _ => 0,
+        });
+        read
+    }
     /// Writes one frame with its offload header (a port without offload
     /// writes the bare frame; only plain frames are sent to such a port).
     fn send_offload(&mut self, frame: &[u8], _hdr: &VnetHdr) -> io::Result<()> {
@@ -178,6 +198,13 @@ impl<T: OnFd + Send + 'static> FramePort for T {
     fn recv_offload(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, VnetHdr)>> {
         self.fd_port_mut().recv_offload(buf)
     }
+    fn recv_vec(
+        &mut self,
+        buf: &mut Vec<u8>,
+        limit: usize,
+    ) -> io::Result<Option<(usize, VnetHdr)>> {
+        self.fd_port_mut().recv_vec(buf, limit)
+    }
     fn send_offload(&mut self, frame: &[u8], hdr: &VnetHdr) -> io::Result<()> {
         self.fd_port_mut().send_offload(frame, hdr)
     }
@@ -235,16 +262,63 @@ impl FdPort {
     /// One `read` (or `readv` of header and frame). A read shorter than the
     /// header is an error (`InvalidData`), counted in `rx_errors`; with
     /// offload, end-of-file (a hung-up socket) reads as nothing waiting.
+    #[allow(unsafe_code)]
     fn recv_offload(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, VnetHdr)>> {
+        // SAFETY: `buf` is `buf.len()` writable bytes.
+        unsafe { self.read_into(buf.as_mut_ptr(), buf.len()) }
+    }
+
+    /// `recv_offload` into the spare capacity of `buf` (`FramePort::recv_vec`).
+    #[allow(unsafe_code)]
+    fn recv_vec(
+        &mut self,
+        buf: &mut Vec<u8>,
+        limit: usize,
+    ) -> io::Result<Option<(usize, VnetHdr)>> {
+        buf.clear();
+        buf.reserve(limit);
+        // SAFETY: `reserve` left room for `limit` bytes from the start.
+        let read = unsafe { self.read_into(buf.as_mut_ptr(), limit) };
+        if let Ok(Some((n, _))) = read {
+            // SAFETY: the kernel wrote the `n` (at most `limit`) bytes.
+            unsafe { buf.set_len(n) };
+        }
+        read
+    }
+
+    /// The read of `recv_offload` into the `len` bytes at `at`, which need
+    /// not be initialised.
+    ///
+    /// # Safety
+    /// `at` must be valid for writes of `len` bytes.
+    #[allow(unsafe_code)]
+    unsafe fn read_into(
+        &mut self,
+        at: *mut u8,
+        len: usize,
+    ) -> io::Result<Option<(usize, VnetHdr)>> {
         let mut hdr = [0u8; VNET_HDR_LEN];
-        let read = if self.vnet {
-            let mut iov = [IoSliceMut::new(&mut hdr), IoSliceMut::new(buf)];
-            match nix::sys::uio::readv(self.fd.as_fd(), &mut iov) {
-                Ok(0) => return Ok(None),
-                other => other.map(|n| n.checked_sub(VNET_HDR_LEN)),
-            }
+        let iov = [
+            libc::iovec {
+                iov_base: hdr.as_mut_ptr().cast(),
+                iov_len: VNET_HDR_LEN,
+            },
+            libc::iovec {
+                iov_base: at.cast(),
+                iov_len: len,
+            },
+        ];
+        let (iov, header) = if self.vnet {
+            (&iov[..], VNET_HDR_LEN)
         } else {
-            nix::unistd::read(self.fd.as_raw_fd(), buf).map(Some)
+            (&iov[1..], 0)
+        };
+        // SAFETY: the iovecs point at `hdr` and at the caller's `len` bytes.
+        let rc = unsafe { libc::readv(self.fd.as_raw_fd(), iov.as_ptr(), iov.len() as i32) };
+        let read = match rc {
+            0 if self.vnet => return Ok(None),
+            rc if rc >= 0 => Ok((rc as usize).checked_sub(header)),
+            _ => Err(Errno::last()),
         };
         match read {
             Ok(Some(n)) => {
@@ -670,6 +744,16 @@ impl FramePort for PacketPort {
             None => self.inner.recv_offload(buf),
         }
     }
+    fn recv_vec(
+        &mut self,
+        buf: &mut Vec<u8>,
+        limit: usize,
+    ) -> io::Result<Option<(usize, VnetHdr)>> {
+        match &mut self.ring {
+            Some(r) => ring::recv_vec(r, &mut self.inner, buf, limit),
+            None => self.inner.recv_vec(buf, limit),
+        }
+    }
     fn send_offload(&mut self, frame: &[u8], hdr: &VnetHdr) -> io::Result<()> {
         self.inner.send_offload(frame, hdr)
     }
@@ -799,6 +883,50 @@ mod tests {
             d.recv_offload(&mut buf).unwrap(),
             Some((80, VnetHdr::default()))
         );
+    }
+
+    #[test]
+    fn recv_vec_reads_into_spare_capacity_up_to_its_limit() {
+        for (vnet, (mut a, mut b)) in [
+            (false, SocketPairPort::pair().unwrap()),
+            (true, SocketPairPort::pair_offload().unwrap()),
+        ] {
+            let hdr = if vnet {
+                VnetHdr {
+                    flags: crate::packet::gso::F_NEEDS_CSUM,
+                    csum_start: 34,
+                    csum_offset: 16,
+                    ..VnetHdr::default()
+                }
+            } else {
+                VnetHdr::default()
+            };
+            // A buffer that held a longer frame, and one with no room yet.
+            let mut buf = vec![9u8; 1514];
+            let mut fresh = Vec::new();
+            assert_eq!(b.recv_vec(&mut buf, 1536).unwrap(), None);
+            assert!(buf.is_empty(), "nothing waiting leaves it empty");
+            a.send_offload(&[1u8; 60], &hdr).unwrap();
+            a.send_offload(&[2u8; 1514], &hdr).unwrap();
+            a.send_offload(&[3u8; 1600], &hdr).unwrap();
+            assert_eq!(b.recv_vec(&mut buf, 1536).unwrap(), Some((60, hdr)));
+            assert_eq!(buf, [1u8; 60], "vnet {vnet}: the frame, not the old bytes");
+            assert_eq!(b.recv_vec(&mut fresh, 1536).unwrap(), Some((1514, hdr)));
+            assert_eq!(fresh, [2u8; 1514]);
+            // Longer than the limit: cut short there, as a slice read is.
+            assert_eq!(b.recv_vec(&mut buf, 1536).unwrap(), Some((1536, hdr)));
+            assert_eq!(buf, [3u8; 1536]);
+            assert_eq!(b.recv_vec(&mut buf, 1536).unwrap(), None);
+            assert!(buf.is_empty());
+            assert_eq!(b.counters().rx_frames, 3);
+        }
+        // A read shorter than the offload header is the same error.
+        let (a, mut b) = SocketPairPort::pair_offload().unwrap();
+        nix::unistd::write(a.inner.fd.as_fd(), &[0u8; 4]).unwrap();
+        let mut buf = Vec::new();
+        let err = b.recv_vec(&mut buf, 64).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert!(buf.is_empty());
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! The bounded packet buffer pool of the live datapath: frames are read into
 //! buffers taken from here and the buffers come back when a frame is sent or
-//! dropped, so that after warm-up no frame allocates. The pool never holds
+//! dropped, so that after warm-up no frame allocates. A buffer is handed out
+//! empty, with room for `buf_size` bytes, and never zeroed: a frame is read
+//! or copied into its spare capacity (`port::FramePort::recv_vec`), so a
+//! short frame touches only the cache lines it fills. The pool never holds
 //! more than `max_buffers` buffers in total (in use plus free); at that cap
 //! `get` fails and counts the exhaustion (the caller drops the frame with
 //! `DropReason::PoolExhausted`). `Buffers` pairs a pool of frame-sized
@@ -41,17 +44,16 @@ impl PacketPool {
         }
     }
 
-    /// A buffer of exactly `buf_size` bytes (contents unspecified: a reused
-    /// buffer keeps the bytes of its last frame), or `None` when all
-    /// `max_buffers` are in use.
+    /// An empty buffer with room for at least `buf_size` bytes, or `None`
+    /// when all `max_buffers` are in use.
     pub fn get(&mut self) -> Option<Vec<u8>> {
         if let Some(mut buf) = self.free.pop() {
-            buf.resize(self.buf_size, 0);
+            buf.clear();
             return Some(buf);
         }
         if self.allocated < self.max_buffers {
             self.allocated += 1;
-            return Some(vec![0u8; self.buf_size]);
+            return Some(Vec::with_capacity(self.buf_size));
         }
         self.exhausted += 1;
         None
@@ -133,7 +135,7 @@ mod tests {
     fn hands_out_up_to_the_cap_then_counts_exhaustion() {
         let mut p = PacketPool::new(2048, 3);
         let bufs: Vec<Vec<u8>> = (0..3).map(|_| p.get().unwrap()).collect();
-        assert!(bufs.iter().all(|b| b.len() == 2048));
+        assert!(bufs.iter().all(|b| b.is_empty() && b.capacity() >= 2048));
         assert_eq!(p.in_use(), 3);
         assert!(p.get().is_none());
         assert!(p.get().is_none());
@@ -149,12 +151,13 @@ mod tests {
     fn reuses_returned_buffers_without_allocating() {
         let mut p = PacketPool::new(1600, 2);
         let mut b = p.get().unwrap();
-        b.truncate(60); // a short frame was read into it
+        b.extend_from_slice(&[7; 60]); // a short frame was read into it
         let ptr = b.as_ptr();
         p.put(b);
         let again = p.get().unwrap();
         assert_eq!(again.as_ptr(), ptr, "same allocation");
-        assert_eq!(again.len(), 1600, "full size again");
+        assert!(again.is_empty(), "handed out empty again");
+        assert!(again.capacity() >= 1600, "with room for a whole frame");
         assert_eq!(p.in_use(), 1);
     }
 

@@ -381,13 +381,66 @@ pub(super) fn recv(
     port: &mut FdPort,
     buf: &mut [u8],
 ) -> io::Result<Option<(usize, VnetHdr)>> {
+    take(ring, port, Dest::Slice(buf))
+}
+
+/// `recv` into `buf`'s spare capacity, at most `limit` bytes
+/// (`FramePort::recv_vec`).
+pub(super) fn recv_vec(
+    ring: &mut RxRing,
+    port: &mut FdPort,
+    buf: &mut Vec<u8>,
+    limit: usize,
+) -> io::Result<Option<(usize, VnetHdr)>> {
+    buf.clear();
+    take(ring, port, Dest::Vec(buf, limit))
+}
+
+/// Where `take` puts a frame.
+enum Dest<'a> {
+    Slice(&'a mut [u8]),
+    /// A buffer (empty) and the most it takes.
+    Vec(&'a mut Vec<u8>, usize),
+}
+
+impl Dest<'_> {
+    /// Copies `frame` in, cut short to the room there is; the bytes copied.
+    fn copy(self, frame: &[u8]) -> usize {
+        match self {
+            Dest::Slice(buf) => {
+                let n = frame.len().min(buf.len());
+                buf[..n].copy_from_slice(&frame[..n]);
+                n
+            }
+            Dest::Vec(buf, limit) => {
+                buf.extend_from_slice(&frame[..frame.len().min(limit)]);
+                buf.len()
+            }
+        }
+    }
+
+    /// Reads the next frame from the socket instead.
+    fn read(self, port: &mut FdPort) -> io::Result<Option<(usize, VnetHdr)>> {
+        match self {
+            Dest::Slice(buf) => port.recv_offload(buf),
+            Dest::Vec(buf, limit) => port.recv_vec(buf, limit),
+        }
+    }
+}
+
+/// The next frame of `ring` (or of the socket, for a copied one), put
+/// `into` a buffer.
+fn take(
+    ring: &mut RxRing,
+    port: &mut FdPort,
+    into: Dest<'_>,
+) -> io::Result<Option<(usize, VnetHdr)>> {
     let Some((slot, status)) = ring.peek() else {
         return Ok(None);
     };
     match parse(slot, status, port.vnet) {
         Slot::Frame { mac, len } => {
-            let n = len.min(buf.len());
-            buf[..n].copy_from_slice(&slot[mac..mac + n]);
+            let n = into.copy(&slot[mac..mac + len]);
             let hdr = if port.vnet {
                 slot.get(mac - VNET_HDR_LEN..mac)
                     .and_then(|b| b.try_into().ok())
@@ -403,7 +456,7 @@ pub(super) fn recv(
         }
         Slot::Copied => {
             ring.release();
-            port.recv_offload(buf)
+            into.read(port)
         }
         Slot::Truncated { .. } => {
             ring.release();
@@ -791,6 +844,52 @@ mod tests {
         assert_eq!(buf[29_999], 5);
         assert_eq!(recv(&mut ring, &mut port, &mut buf).unwrap().unwrap().0, 60);
         assert_eq!(port.counters.rx_frames, 2);
+    }
+
+    #[test]
+    fn recv_vec_takes_slot_and_copied_frames_up_to_its_limit() {
+        let mut fake = FakeRing::new(2048, 4, 4096);
+        let mut ring = fake.ring();
+        let (mut port, mut peer) = socket(true);
+        let gso = VnetHdr {
+            flags: crate::packet::gso::F_NEEDS_CSUM,
+            gso_type: crate::packet::gso::GSO_TCPV4,
+            hdr_len: 66,
+            gso_size: 1448,
+            csum_start: 34,
+            csum_offset: 16,
+        };
+        let super_frame = frame(30_000, 5);
+        let room = 2048 - (align(TPACKET2_HDRLEN + 16) + VNET_HDR_LEN - 14);
+        fake.fill(0, &frame(1514, 1), 1514, &VnetHdr::default(), 0);
+        fake.fill(1, &super_frame, room, &gso, TP_STATUS_COPY);
+        peer.send_offload(&super_frame, &gso).unwrap();
+        fake.fill(2, &frame(60, 6), 60, &VnetHdr::default(), 0);
+        // A buffer holding an older, longer frame.
+        let mut buf = vec![9u8; 40_000];
+        assert_eq!(
+            recv_vec(&mut ring, &mut port, &mut buf, 1000).unwrap(),
+            Some((1000, VnetHdr::default())),
+            "cut short at the limit"
+        );
+        assert_eq!(buf[..], frame(1514, 1)[..1000]);
+        assert_eq!(
+            recv_vec(&mut ring, &mut port, &mut buf, 65_536).unwrap(),
+            Some((30_000, gso)),
+            "read whole from the socket"
+        );
+        assert_eq!(buf, super_frame);
+        assert_eq!(
+            recv_vec(&mut ring, &mut port, &mut buf, 65_536).unwrap(),
+            Some((60, VnetHdr::default()))
+        );
+        assert_eq!(buf, frame(60, 6));
+        assert_eq!(
+            recv_vec(&mut ring, &mut port, &mut buf, 65_536).unwrap(),
+            None
+        );
+        assert!(buf.is_empty());
+        assert_eq!(port.counters.rx_frames, 3);
     }
 
     #[test]

@@ -732,10 +732,9 @@ impl Sim {
         let c = &mut self.flows[flow].counters[0];
         c.sent_pkts += segments as u64;
         c.sent_bytes += wire as u64;
-        rx.resize(GSO_FRAME_BUF, 0);
         self.bridge
             .lane_mut(Dir::ALL[dir])
-            .ingress_offloaded(&mut rx, total, hdr, now, bufs);
+            .ingress_offloaded(&mut rx, hdr, now, bufs);
         bufs.put(rx);
         self.trace_enqueue(flow, dir, trace_id, wire);
     }

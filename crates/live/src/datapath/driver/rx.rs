@@ -82,10 +82,13 @@ impl Driver {
                 Err(e) => self.read_failed(e),
             };
         };
-        match self.ports.rx.recv(&mut buf) {
-            Ok(Some(n)) => {
+        match self
+            .ports
+            .rx
+            .recv_vec(&mut buf, self.bufs.frames.buf_size())
+        {
+            Ok(Some(_)) => {
                 self.stages.read(now, self.clock.now());
-                buf.truncate(n);
                 self.lane.ingress(buf, now);
                 Read::Frame
             }
@@ -114,11 +117,12 @@ impl Driver {
 
     /// Reads one frame from a port with offload headers.
     fn read_offloaded(&mut self, now: Instant) -> Read {
-        match self.ports.rx.recv_offload(&mut self.rx_gso) {
-            Ok(Some((n, hdr))) => {
+        let limit = self.bufs.super_frames.buf_size();
+        match self.ports.rx.recv_vec(&mut self.rx_gso, limit) {
+            Ok(Some((_, hdr))) => {
                 self.stages.read(now, self.clock.now());
                 self.lane
-                    .ingress_offloaded(&mut self.rx_gso, n, hdr, now, &mut self.bufs);
+                    .ingress_offloaded(&mut self.rx_gso, hdr, now, &mut self.bufs);
                 Read::Frame
             }
             Ok(None) => Read::Empty,
