@@ -819,6 +819,18 @@ impl OnFd for SocketPairPort {
 mod tests {
     use super::*;
 
+    /// The header of a TSO'd IPv4 TCP super-frame (MSS 1448).
+    pub(super) fn tso_header() -> VnetHdr {
+        VnetHdr {
+            flags: crate::packet::gso::F_NEEDS_CSUM,
+            gso_type: crate::packet::gso::GSO_TCPV4,
+            hdr_len: 66,
+            gso_size: 1448,
+            csum_start: 34,
+            csum_offset: 16,
+        }
+    }
+
     #[test]
     fn socketpair_keeps_frame_boundaries_and_counts() {
         let (mut a, mut b) = SocketPairPort::pair().unwrap();
@@ -855,14 +867,7 @@ mod tests {
     fn offload_ports_carry_the_header_with_each_frame() {
         let (mut a, mut b) = SocketPairPort::pair_offload().unwrap();
         assert!(a.offload() && b.offload());
-        let hdr = VnetHdr {
-            flags: crate::packet::gso::F_NEEDS_CSUM,
-            gso_type: crate::packet::gso::GSO_TCPV4,
-            hdr_len: 66,
-            gso_size: 1448,
-            csum_start: 34,
-            csum_offset: 16,
-        };
+        let hdr = tso_header();
         let big = vec![7u8; 60_000];
         a.send_offload(&big, &hdr).unwrap();
         a.send(&[1u8; 60]).unwrap();

@@ -817,31 +817,32 @@ mod tests {
         assert_eq!((c.rx_frames, c.rx_errors), (1, 1));
     }
 
+    /// A 30,000-byte TSO super-frame too long for slot `i` of a
+    /// 2048-byte-slot ring: the kernel cuts the slot's copy to the slot
+    /// (`TP_STATUS_COPY`) and queues the whole frame on the socket
+    /// (`peer`'s other end). Returns the frame and its header.
+    fn copied_super_frame(fake: &mut FakeRing, i: usize, peer: &mut FdPort) -> (Vec<u8>, VnetHdr) {
+        let gso = super::super::tests::tso_header();
+        let super_frame = frame(30_000, 5);
+        let room = 2048 - (align(TPACKET2_HDRLEN + 16) + VNET_HDR_LEN - 14);
+        fake.fill(i, &super_frame, room, &gso, TP_STATUS_COPY);
+        peer.send_offload(&super_frame, &gso).unwrap();
+        (super_frame, gso)
+    }
+
     #[test]
     fn a_copied_frame_is_read_whole_from_the_socket_in_its_turn() {
         let mut fake = FakeRing::new(2048, 4, 4096);
         let mut ring = fake.ring();
         let (mut port, mut peer) = socket(true);
-        let gso = VnetHdr {
-            flags: crate::packet::gso::F_NEEDS_CSUM,
-            gso_type: crate::packet::gso::GSO_TCPV4,
-            hdr_len: 66,
-            gso_size: 1448,
-            csum_start: 34,
-            csum_offset: 16,
-        };
-        let super_frame = frame(30_000, 5);
-        // The kernel cuts the slot's copy to the slot and queues the whole.
-        let room = 2048 - (align(TPACKET2_HDRLEN + 16) + VNET_HDR_LEN - 14);
-        fake.fill(0, &super_frame, room, &gso, TP_STATUS_COPY);
-        peer.send_offload(&super_frame, &gso).unwrap();
+        let (super_frame, gso) = copied_super_frame(&mut fake, 0, &mut peer);
         fake.fill(1, &frame(60, 6), 60, &VnetHdr::default(), 0);
         let mut buf = vec![0u8; 65_536];
         assert_eq!(
             recv(&mut ring, &mut port, &mut buf).unwrap(),
             Some((30_000, gso))
         );
-        assert_eq!(buf[29_999], 5);
+        assert_eq!(buf[..30_000], super_frame[..]);
         assert_eq!(recv(&mut ring, &mut port, &mut buf).unwrap().unwrap().0, 60);
         assert_eq!(port.counters.rx_frames, 2);
     }
@@ -851,19 +852,8 @@ mod tests {
         let mut fake = FakeRing::new(2048, 4, 4096);
         let mut ring = fake.ring();
         let (mut port, mut peer) = socket(true);
-        let gso = VnetHdr {
-            flags: crate::packet::gso::F_NEEDS_CSUM,
-            gso_type: crate::packet::gso::GSO_TCPV4,
-            hdr_len: 66,
-            gso_size: 1448,
-            csum_start: 34,
-            csum_offset: 16,
-        };
-        let super_frame = frame(30_000, 5);
-        let room = 2048 - (align(TPACKET2_HDRLEN + 16) + VNET_HDR_LEN - 14);
         fake.fill(0, &frame(1514, 1), 1514, &VnetHdr::default(), 0);
-        fake.fill(1, &super_frame, room, &gso, TP_STATUS_COPY);
-        peer.send_offload(&super_frame, &gso).unwrap();
+        let (super_frame, gso) = copied_super_frame(&mut fake, 1, &mut peer);
         fake.fill(2, &frame(60, 6), 60, &VnetHdr::default(), 0);
         // A buffer holding an older, longer frame.
         let mut buf = vec![9u8; 40_000];
