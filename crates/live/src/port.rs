@@ -16,7 +16,8 @@
 //! over GSO super-frames of up to 64 KB and accepts them back; such frames
 //! are read with `recv_offload` and written with `send_offload` (one
 //! `readv`/`writev` each). `recv`/`send` on such a port strip or add an
-//! all-zero header.
+//! all-zero header. The datapath reads with `recv_vec`, into the spare
+//! room of a pool buffer, which is never zeroed first.
 //!
 //! A `PacketPort` opened with `PacketOptions::ring_mtu` (the wire's ends)
 //! is batched (`ring`): it reads from a `TPACKET_V2` ring mapped into the
