@@ -299,23 +299,25 @@ impl FdPort {
         len: usize,
     ) -> io::Result<Option<(usize, VnetHdr)>> {
         let mut hdr = [0u8; VNET_HDR_LEN];
-        let iov = [
-            libc::iovec {
-                iov_base: hdr.as_mut_ptr().cast(),
-                iov_len: VNET_HDR_LEN,
-            },
-            libc::iovec {
-                iov_base: at.cast(),
-                iov_len: len,
-            },
-        ];
-        let (iov, header) = if self.vnet {
-            (&iov[..], VNET_HDR_LEN)
+        let fd = self.fd.as_raw_fd();
+        let (rc, header) = if self.vnet {
+            let iov = [
+                libc::iovec {
+                    iov_base: hdr.as_mut_ptr().cast(),
+                    iov_len: VNET_HDR_LEN,
+                },
+                libc::iovec {
+                    iov_base: at.cast(),
+                    iov_len: len,
+                },
+            ];
+            // SAFETY: the iovecs point at `hdr` and at the caller's `len` bytes.
+            (unsafe { libc::readv(fd, iov.as_ptr(), 2) }, VNET_HDR_LEN)
         } else {
-            (&iov[1..], 0)
+            // A plain `read`: a frame by frame port's reads cost no iovec.
+            // SAFETY: `at` is valid for writes of `len` bytes.
+            (unsafe { libc::read(fd, at.cast(), len) }, 0)
         };
-        // SAFETY: the iovecs point at `hdr` and at the caller's `len` bytes.
-        let rc = unsafe { libc::readv(self.fd.as_raw_fd(), iov.as_ptr(), iov.len() as i32) };
         let read = match rc {
             0 if self.vnet => return Ok(None),
             rc if rc >= 0 => Ok((rc as usize).checked_sub(header)),
