@@ -17,7 +17,7 @@ use bloatbox::config::Config;
 use bloatbox::dir::Dir;
 use bloatbox::link::Path;
 use bloatbox::packet::gso::VnetHdr;
-use bloatbox::packet::pool::{Buffers, PacketPool, GSO_FRAME_BUF};
+use bloatbox::packet::pool::{Buffers, PacketPool, FRAME_OVERHEAD, GSO_FRAME_BUF};
 use bloatbox::packet::Packet;
 use bloatbox::time::Instant;
 
@@ -75,14 +75,16 @@ fn main() {
         None => Config::embedded_default(),
     };
     let dir = Dir::LeftToRight;
-    let tree = bloatbox::tc::build_tree_of(cfg.dev_specs()[0].clone(), &cfg.tc_steps(dir))
-        .expect("the configuration's qdisc");
+    let tree =
+        bloatbox::tc::build_tree_of(cfg.dev_specs()[dir.index()].clone(), &cfg.tc_steps(dir))
+            .expect("the configuration's qdisc");
     let mut path = Path::new(cfg.link_params(dir), tree);
     path.set_shape(cfg.link_shape(dir), Instant::ZERO)
         .expect("the configuration's link shape");
     let mut lane = Lane::new(path);
     let mut bufs = Buffers {
-        frames: PacketPool::new(1536 + 22, 4096),
+        // Sized as the daemon sizes them (`live::setup`).
+        frames: PacketPool::new(cfg.tap.mtu as usize + FRAME_OVERHEAD, 4096),
         super_frames: PacketPool::new(GSO_FRAME_BUF, 64),
     };
     let mut rx = bufs.super_frames.get().expect("a receive buffer");

@@ -6,7 +6,8 @@
 # direct-mapped instruction cache, which no frame's code fits), and its
 # instructions. The example runs 20 and 40 frames; the frames' share is
 # the difference of the two runs (cg_diff), divided by 20, without the
-# harness's own functions. Deterministic: compare two builds with it.
+# harness's own functions. Runs of one build agree within a tenth of a
+# line and a few instructions: compare two builds with it.
 #
 #   scripts/cold-frame.sh [CONFIG]           # this checkout's release build
 #   BIN=path/to/cold_frame scripts/cold-frame.sh [CONFIG]
