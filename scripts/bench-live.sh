@@ -38,8 +38,13 @@
 # irtt (Debian's package) through bloatbox's default idle link (100 Mbit/s,
 # 5 ms each way) and over a bare veth pair, in the same step: RTT median,
 # the excess per direction over the ideal (2 x 5 ms plus two 214-byte
-# frames at 100 Mbit/s) beyond the veth's RTT, and IPDV against the veth's
+# frames at 100 Mbit/s) beyond the veth's RTT, and IPDV against the veth's;
+# through the bare forwarder too, its excess over the veth and its IPDV
+# against the veth's: what forwarding in user space costs by itself
 # (run_irtt).
+
+# A / B to two decimals, "-" where either is missing or B is 0: ratio A B.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b}'; }
 
 # Full-size UDP offered at OFFERED through a link of RATE: the spacing of
 # COUNT frames on the receiving TAP (ideal IDEAL µs), the daemon's
@@ -84,8 +89,7 @@ paced_htb() {
   read -r a b d _ <<<"$(spacing "$5" "$6" "$7" "$NSP-hl" "$NSP-hr" 10.84.0.2 bbbh1)"
   R[$k/${n}htbp10/$r]=$a R[$k/${n}htbp50/$r]=$b R[$k/${n}htbp90/$r]=$d
   R[$k/${n}htbspread/$r]=$(awk -v a="$a" -v b="$d" 'BEGIN {if (a == "-") print "-"; else printf "%.2f", b - a}')
-  R[$k/${n}spreadx/$r]=$(awk -v a="${R[$k/${n}spread/$r]:--}" -v b="${R[$k/${n}htbspread/$r]}" \
-    'BEGIN {if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b}')
+  R[$k/${n}spreadx/$r]=$(ratio "${R[$k/${n}spread/$r]:--}" "${R[$k/${n}htbspread/$r]}")
   ip netns del "$NSP-hl"
   ip netns del "$NSP-hr"
 }
@@ -520,9 +524,11 @@ run_veth() {
   ip netns del "$NSP-vr"
 }
 
-# The bare forwarder with QUEUES queues per TAP: run_bare PATH ROUND QUEUES.
-run_bare() {
-  local p=$1 r=$2 q=$3
+# The bare forwarder with QUEUES queues per TAP between two new namespaces,
+# $NSP-fl (10.83.0.1) and $NSP-fr (10.83.0.2): bare_up QUEUES; false when it
+# did not start (said on stderr). bare_down stops it and removes them.
+bare_up() {
+  local q=$1
   "$FWD" --left "$NSP"fl --right "$NSP"fr --queues "$q" >"$TMP/fwd.out" 2>"$TMP/fwd.log" &
   FWDPID=$!
   for _ in $(seq 100); do
@@ -535,7 +541,7 @@ run_bare() {
     cat "$TMP/fwd.log" >&2
     kill -TERM "$FWDPID" 2>/dev/null; wait "$FWDPID" 2>/dev/null || true
     FWDPID=""
-    return 0
+    return 1
   fi
   ip netns add "$NSP-fl"
   ip netns add "$NSP-fr"
@@ -547,12 +553,22 @@ run_bare() {
     in_ns "$NSP-f$s" ip link set lo up
     in_ns "$NSP-f$s" ip link set "$NSP"f$s up
   done
-  measure "$p" "$r" "$NSP-fl" "$NSP-fr" 10.83.0.2 "$NSP"fl "$NSP"fr
+}
+
+bare_down() {
   kill -TERM "$FWDPID"
   wait "$FWDPID" || echo "bench-live: bare_forward exited $?: $(cat "$TMP/fwd.log")" >&2
   FWDPID=""
   ip netns del "$NSP-fl"
   ip netns del "$NSP-fr"
+}
+
+# The bare forwarder with QUEUES queues per TAP: run_bare PATH ROUND QUEUES.
+run_bare() {
+  local p=$1 r=$2 q=$3
+  bare_up "$q" || return 0
+  measure "$p" "$r" "$NSP-fl" "$NSP-fr" 10.83.0.2 "$NSP"fl "$NSP"fr
+  bare_down
 }
 
 # bloatbox unshaped: run_bloatbox PATH ROUND OFFLOAD.
@@ -733,12 +749,13 @@ irtt_json() {
 # one-way excesses measured by irtt's timestamps (both namespaces share the
 # clock; µs, each direction's median minus delay and serialization minus
 # the veth's), and the round-trip IPDV medians (µs). "-" where a run failed.
+# RATE_BIT 0 is a path that serializes nothing (the bare forwarder).
 irtt_figures() {
   python3 - "$@" <<'PY' 2>/dev/null || echo "- - - - - - -"
 import json, sys
 link, veth = (json.load(open(f))["stats"] for f in sys.argv[1:3])
 rate, delay = float(sys.argv[3]), float(sys.argv[4])
-ser = 214 * 8 / rate * 1e9            # one 214-byte frame, ns
+ser = 214 * 8 / rate * 1e9 if rate else 0.0   # one 214-byte frame, ns
 ideal = 2 * (delay + ser)
 med = lambda s, k: s[k]["median"]
 rtt, vrtt = med(link, "rtt"), med(veth, "rtt")
@@ -751,8 +768,10 @@ PY
 }
 
 # irtt through bloatbox's default idle link (100 Mbit/s, 5 ms each way)
-# and over a bare veth pair (TSO/GSO/GRO off) as its reference, in the
-# order the round's parity says: R[KEY/irtt.../ROUND]. run_irtt ROUND KEY.
+# and over a bare veth pair (TSO/GSO/GRO off) as its reference, and (unless
+# BARE=0) through the bare TAP-to-TAP forwarder, what any userspace
+# forwarder that sleeps between frames adds over the veth, in the order the
+# round's parity says: R[KEY/irtt.../ROUND]. run_irtt ROUND KEY.
 run_irtt() {
   local r=$1 k=$2 c s
   c=$(config irtt 100mbit 5ms)
@@ -763,6 +782,12 @@ run_irtt() {
     ip netns del "$NSP-il"
     ip netns del "$NSP-ir"
   }
+  bare_irtt() {
+    [ "$BARE" != 0 ] && bare_up 1 || return 0
+    in_ns "$NSP-fl" ping -c 1 -W 2 10.83.0.2 >/dev/null || true
+    irtt_json "$NSP-fl" "$NSP-fr" 10.83.0.2 "$TMP/irtt-bare.json"
+    bare_down
+  }
   link_irtt() {
     start_daemon "$c"
     in_ns "$NSP-bl" ping -c 1 -W 2 10.82.0.2 >/dev/null || true
@@ -770,15 +795,21 @@ run_irtt() {
     "$BB" stats -c "$c" --json >"$TMP/irtt-stats.json" 2>/dev/null || rm -f "$TMP/irtt-stats.json"
     stop_daemon
   }
-  if [ $((r % 2)) = 1 ]; then veth_irtt; link_irtt; else link_irtt; veth_irtt; fi
+  if [ $((r % 2)) = 1 ]; then veth_irtt; bare_irtt; link_irtt; else link_irtt; bare_irtt; veth_irtt; fi
   local a b d e f g h
   read -r a b d e f g h <<<"$(irtt_figures "$TMP/irtt-link.json" "$TMP/irtt-veth.json" 100e6 5e6)"
   R[$k/irttrtt/$r]=$a R[$k/irttvrtt/$r]=$b R[$k/irttx/$r]=$d
   R[$k/irttup/$r]=$e R[$k/irttdown/$r]=$f R[$k/irttipdv/$r]=$g R[$k/irttvipdv/$r]=$h
-  R[$k/irttipdvx/$r]=$(awk -v a="$g" -v b="$h" 'BEGIN {if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b}')
+  R[$k/irttipdvx/$r]=$(ratio "$g" "$h")
+  if [ -f "$TMP/irtt-bare.json" ]; then
+    read -r _ _ d e f g _ <<<"$(irtt_figures "$TMP/irtt-bare.json" "$TMP/irtt-veth.json" 0 0)"
+    R[$k/irttbx/$r]=$d R[$k/irttbup/$r]=$e R[$k/irttbdown/$r]=$f R[$k/irttbipdv/$r]=$g
+    R[$k/irttbipdvx/$r]=$(ratio "$g" "$h")
+  fi
   irtt_stages "$r" "$k"
-  rm -f "$TMP/irtt-link.json" "$TMP/irtt-veth.json" "$TMP/irtt-stats.json"
+  rm -f "$TMP/irtt-link.json" "$TMP/irtt-veth.json" "$TMP/irtt-bare.json" "$TMP/irtt-stats.json"
 }
+
 
 # Where the irtt frames' time went through the link, per stage and
 # direction (`bloatbox stats`' stages: wall-clock read, classify, release,
@@ -930,7 +961,7 @@ main() {
   for k in "${!R[@]}"; do printf '%s\t%s\n' "$k" "${R[$k]}"; done | sort >"$tsv"
   jq -n --arg date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
     --arg command "${BEFORE:+BEFORE=$BEFORE }${ONLY:+ONLY=$ONLY }PPS=$PPS BLAST=$BLAST WAIT=$WAIT BARE=$BARE DUR=$DUR ROUNDS=$ROUNDS RT=$RT SPIN=$SPIN $COMMAND" \
-    --arg commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src crates || echo +changes)" \
+    --arg commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src crates examples Cargo.toml Cargo.lock || echo +changes)" \
     --arg before "$BEFORE" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
     --arg kernel "$(uname -r)" --argjson nproc "$(nproc)" \
     --argjson dur "$DUR" --argjson rounds "$ROUNDS" --arg rt "$RT" --arg spin "$SPIN" \

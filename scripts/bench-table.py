@@ -94,6 +94,8 @@ LIVE_BB_ROWS = [
     ("irtt: IPDV (round trip) median, µs", "irttipdv"),
     ("reference: irtt over the veth pair: IPDV median, µs", "irttvipdv"),
     ("irtt: IPDV median / the veth's", "irttipdvx"),
+    ("reference: irtt through the bare forwarder (unshaped) in the same step: excess per direction over the veth's, µs ((RTT − veth's RTT) / 2)", "irttbx"),
+    ("reference: the bare forwarder's irtt IPDV median / the veth's", "irttbipdvx"),
 ]
 
 
@@ -151,18 +153,18 @@ def live_table(run):
     measured = {k.split("/")[0] for k in r} | {k.split("/")[1] for k in r if k.count("/") == 2}
     paths = [(p, t) for i, (p, t) in enumerate(paths) if i < 5 or p in measured]
     rows = [(label, key) for label, key in LIVE_ROWS if key in measured]
-    out = header(run) + [
-        "",
-        f"DUR={run['settings']['DUR']} s, ROUNDS={rounds}, RT={run['settings']['RT']}, "
-        f"SPIN={run['settings']['SPIN']}. Each cell: the rounds in order; a bloatbox "
-        "cell also gives its ratio to the bare forwarder of the same round.",
+    out = header(run)
+    # The settings are in the command above.
+    out[-1] += (" Each cell: the rounds in order; a bloatbox cell also gives its "
+                "ratio to the bare forwarder of the same round.")
+    out += [
         "",
         "| measurement | " + " | ".join(t for _, t in paths) + " |",
         "|" + "---|" * (len(paths) + 1),
     ]
     for label, key in rows:
         out.append(f"| {label} | " + " | ".join(cell(p, key) for p, _ in paths) + " |")
-    for label, key in LIVE_BB_ROWS:
+    for label, key in [(label, key) for label, key in LIVE_BB_ROWS if key in measured]:
         label = label.format(ideal12=run["ideal12"], ideal1g=run["ideal1g"])
         cells = ["", "", "", "", cell("bb", key)] + (["", cell("bb4", key)] if before else [])
         out.append(f"| {label} | " + " | ".join(cells) + " |")
