@@ -810,7 +810,6 @@ run_irtt() {
   rm -f "$TMP/irtt-link.json" "$TMP/irtt-veth.json" "$TMP/irtt-bare.json" "$TMP/irtt-stats.json"
 }
 
-
 # Where the irtt frames' time went through the link, per stage and
 # direction (`bloatbox stats`' stages: wall-clock read, classify, release,
 # write; emulated qdisc, ring, serializer, delay line, coalescing; the
