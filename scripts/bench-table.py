@@ -105,14 +105,15 @@ def latest(kind):
     return json.loads(files[-1].read_text()) if files else None
 
 
-def header(run):
-    """Date, command, commit and machine of a run, as Markdown."""
+def header(run, legend=""):
+    """Date, command, commit and machine of a run, as Markdown; LEGEND, a
+    sentence on how to read the table, follows the machine."""
     m = run.get("machine", {})
     machine = ", ".join(f"{k} {v}" for k, v in m.items())
     lines = [
         f"Run of {run['date']} at commit {run['commit']}: `{run['command']}`",
         "",
-        f"Machine: {machine}.",
+        f"Machine: {machine}." + (f" {legend}" if legend else ""),
     ]
     if run.get("note"):
         lines += ["", run["note"]]
@@ -153,18 +154,18 @@ def live_table(run):
     measured = {k.split("/")[0] for k in r} | {k.split("/")[1] for k in r if k.count("/") == 2}
     paths = [(p, t) for i, (p, t) in enumerate(paths) if i < 5 or p in measured]
     rows = [(label, key) for label, key in LIVE_ROWS if key in measured]
-    out = header(run)
-    # The settings are in the command above.
-    out[-1] += (" Each cell: the rounds in order; a bloatbox cell also gives its "
-                "ratio to the bare forwarder of the same round.")
-    out += [
+    # The settings (DUR, ROUNDS, RT, SPIN) are in the command.
+    out = header(run, "Each cell: the rounds in order; a bloatbox cell also gives its "
+                 "ratio to the bare forwarder of the same round.") + [
         "",
         "| measurement | " + " | ".join(t for _, t in paths) + " |",
         "|" + "---|" * (len(paths) + 1),
     ]
     for label, key in rows:
         out.append(f"| {label} | " + " | ".join(cell(p, key) for p, _ in paths) + " |")
-    for label, key in [(label, key) for label, key in LIVE_BB_ROWS if key in measured]:
+    for label, key in LIVE_BB_ROWS:
+        if key not in measured:
+            continue
         label = label.format(ideal12=run["ideal12"], ideal1g=run["ideal1g"])
         cells = ["", "", "", "", cell("bb", key)] + (["", cell("bb4", key)] if before else [])
         out.append(f"| {label} | " + " | ".join(cells) + " |")
