@@ -582,4 +582,31 @@ mod tests {
         let r0 = TxRing::new(0, false, Instant::ZERO);
         assert_eq!(r0.size(), 1);
     }
+
+    proptest::proptest! {
+        /// `Path::xmit` keeps the frames a ring takes at the head of the
+        /// batch: once a ring refuses a frame it refuses every later one
+        /// until a completion is reaped, whatever the sizes, stop
+        /// threshold and BQL, and a refusal changes nothing.
+        #[test]
+        fn a_refusing_ring_refuses_every_later_frame(
+            size in 0u32..12,
+            threshold in 0u32..14,
+            bql: bool,
+            lens in proptest::collection::vec(60u32..70_000, 1..40),
+        ) {
+            let mut ring = TxRing::new(size, bql, Instant::ZERO);
+            ring.set_stop_threshold(threshold);
+            let mut refused = false;
+            for len in lens {
+                let before = (ring.busy(), ring.busy_bytes(), ring.stops());
+                let took = ring.post(len);
+                proptest::prop_assert!(!(refused && took), "took a frame after refusing one");
+                if !took {
+                    proptest::prop_assert_eq!(before, (ring.busy(), ring.busy_bytes(), ring.stops()));
+                }
+                refused |= !took;
+            }
+        }
+    }
 }

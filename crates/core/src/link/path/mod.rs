@@ -71,8 +71,6 @@ pub struct Path {
     tx_done: Coalescer<(u16, u32)>,
     /// Frames and bytes per TX queue of the completion being reaped.
     reaped: Vec<(u32, u64)>,
-    /// The frames of a batch the ring took, waiting for its doorbell.
-    posted: Vec<Packet>,
     delay: DelayLine,
     rx: Coalescer<Packet>,
     drops: Drops,
@@ -110,7 +108,6 @@ impl Path {
             serializer: Serializer::new(params.rate_bytes_ps, params.overhead),
             tx_done: Coalescer::configured(params.tx_coalescing()),
             reaped: vec![(0, 0)],
-            posted: Vec::with_capacity(DEV_TX_WEIGHT as usize + 1),
             delay: DelayLine::new(params.delay_ns),
             rx: Coalescer::configured(params.rx_coalescing()),
             drops: Drops::new(),
@@ -411,15 +408,7 @@ impl Path {
                     self.delay.push(pkt, departed, 0);
                 }
             } else {
-                let effects = self.impair.transmit(pkt, &mut self.wire);
-                self.counters.duplicated += effects.duplicated as u64;
-                self.counters.corrupted += effects.corrupted as u64;
-                for (pkt, fate) in self.wire.drain(..) {
-                    match fate {
-                        Fate::Lost => self.drops.push(pkt, DropReason::WireLoss),
-                        Fate::Delayed(extra) => self.delay.push(pkt, departed, extra),
-                    }
-                }
+                self.transmit_impaired(pkt, departed);
             }
             self.absorb();
         }
@@ -486,6 +475,24 @@ impl Path {
         });
         if let (Some(at), Some(o)) = (fired, &mut self.observer) {
             o.driver(DriverEvent::RxInterrupt { frames }, at);
+        }
+    }
+
+    /// Puts `pkt`, off the wire at `departed`, through the impairments
+    /// into propagation (or the drops). Out of line: most links have no
+    /// impairments, and its locals would otherwise widen the stack frame
+    /// of every step.
+    #[cold]
+    #[inline(never)]
+    fn transmit_impaired(&mut self, pkt: Packet, departed: Instant) {
+        let effects = self.impair.transmit(pkt, &mut self.wire);
+        self.counters.duplicated += effects.duplicated as u64;
+        self.counters.corrupted += effects.corrupted as u64;
+        for (pkt, fate) in self.wire.drain(..) {
+            match fate {
+                Fate::Lost => self.drops.push(pkt, DropReason::WireLoss),
+                Fate::Delayed(extra) => self.delay.push(pkt, departed, extra),
+            }
         }
     }
 

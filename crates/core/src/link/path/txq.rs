@@ -176,20 +176,19 @@ impl Path {
     /// The frames the ring took reach the NIC at the batch's doorbell,
     /// rung after the last of them (`TxQueue::doorbell`; the driver also
     /// kicks when the queue stops, which ends the batch).
+    /// A ring that refuses a frame refuses every later one of the batch
+    /// (nothing frees a slot in between: `TxRing::post` fails only without
+    /// one), so the frames it takes are the batch's head and stay in it
+    /// until the doorbell.
     pub(super) fn xmit(&mut self, i: usize, batch: &mut Vec<Packet>, t: Instant) {
         self.counters.xmit_batches += 1;
-        let mut refused = 0;
-        for pkt in batch.drain(..) {
-            if self.queues[i].ring.post(pkt.len) {
-                self.posted.push(pkt);
-            } else {
-                self.park(i, pkt, refused);
-                refused += 1;
-            }
+        let ring = &mut self.queues[i].ring;
+        let taken = batch.iter().take_while(|p| ring.post(p.len)).count();
+        for (refused, pkt) in batch.drain(taken..).enumerate() {
+            self.park(i, pkt, refused);
         }
-        let k = self.posted.len() as u64;
-        let at = self.queues[i].doorbell(t, k, self.params.tx_post_ns);
-        for pkt in self.posted.drain(..) {
+        let at = self.queues[i].doorbell(t, taken as u64, self.params.tx_post_ns);
+        for pkt in batch.drain(..) {
             self.serializer.post(pkt, at);
         }
     }
