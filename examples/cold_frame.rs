@@ -8,9 +8,16 @@
 //! interval idles. `scripts/cold-frame.sh` runs it under cachegrind twice
 //! (the frames' share is the difference) and gives the lines of data and
 //! code and the instructions per frame; alone it prints the median and
-//! p90 wall time of a frame (`one_frame`).
+//! p90 wall time of a frame (`one_frame`). `EVICT` chooses what the
+//! sweep between frames empties: `all` (the default: 64 MB on 4 KB pages,
+//! so the caches and the TLB), `caches` (the same bytes on 2 MB pages,
+//! which leave the TLB's 4 KB entries mostly in place), `tlb` (one line
+//! of each 4 KB page of the 64 MB: the TLB, with 1 MB of lines, which the
+//! last-level cache keeps the lane beside) or `none`. With `PRINT_ENTRY`
+//! set it first prints `one_frame`'s address on stderr, where
+//! `scripts/cold-frame.sh` cuts a trace into frames.
 //!
-//! usage: cold_frame [FRAMES] [CONFIG]
+//! usage: [EVICT=all|caches|tlb|none] cold_frame [FRAMES] [CONFIG]
 
 use bloatbox::bridge::Lane;
 use bloatbox::config::Config;
@@ -23,6 +30,80 @@ use bloatbox::time::Instant;
 
 /// Bytes written between frames to push the lane out of every cache level.
 const EVICT: usize = 64 << 20;
+
+/// A huge page (x86-64's 2 MB).
+const HUGE: usize = 2 << 20;
+
+/// What the sweep between two frames empties (`EVICT`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Evict {
+    All,
+    Caches,
+    Tlb,
+    Nothing,
+}
+
+impl Evict {
+    fn from_env() -> Evict {
+        match std::env::var("EVICT").as_deref() {
+            Ok("caches") => Evict::Caches,
+            Ok("tlb") => Evict::Tlb,
+            Ok("none") => Evict::Nothing,
+            Ok("all") | Err(_) => Evict::All,
+            Ok(other) => {
+                eprintln!("cold_frame: EVICT={other}: expected all, caches, tlb or none");
+                std::process::exit(2);
+            }
+        }
+    }
+}
+
+/// The sweep's buffer: `EVICT` bytes aligned to a huge page, backed by
+/// huge pages for `Evict::Caches` and by 4 KB pages otherwise, whatever
+/// the system's transparent huge page default.
+struct Sweep {
+    buf: Vec<u8>,
+    start: usize,
+    stride: usize,
+}
+
+impl Sweep {
+    fn new(evict: Evict) -> Sweep {
+        if evict == Evict::Nothing {
+            return Sweep {
+                buf: Vec::new(),
+                start: 0,
+                stride: 64,
+            };
+        }
+        let mut buf = vec![0u8; EVICT + HUGE];
+        let start = buf.as_ptr().align_offset(HUGE);
+        let range = &mut buf[start..start + EVICT];
+        if evict == Evict::Caches {
+            if let Err(e) = advise(range, libc::MADV_HUGEPAGE) {
+                eprintln!("cold_frame: EVICT=caches needs transparent huge pages: {e}");
+                std::process::exit(2);
+            }
+        } else {
+            // Without transparent huge pages (EINVAL) the pages are 4 KB anyway.
+            let _ = advise(range, libc::MADV_NOHUGEPAGE);
+        }
+        let stride = if evict == Evict::Tlb { 4096 } else { 64 };
+        Sweep { buf, start, stride }
+    }
+
+    /// Writes one byte in each stride of the buffer.
+    fn run(&mut self, round: u8) {
+        let end = if self.buf.is_empty() {
+            0
+        } else {
+            self.start + EVICT
+        };
+        for line in self.buf[self.start..end].chunks_mut(self.stride) {
+            line[0] = line[0].wrapping_add(round);
+        }
+    }
+}
 
 /// An Ethernet + IPv4 + ICMP echo request of 98 bytes (ping's default).
 fn echo_request() -> Vec<u8> {
@@ -67,6 +148,19 @@ fn one_frame(
     at
 }
 
+/// `madvise(2)` on `buf`, which starts on a page boundary.
+#[allow(unsafe_code)]
+fn advise(buf: &mut [u8], advice: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: the range is `buf`'s own memory, borrowed for the call;
+    // the advice changes no byte of it.
+    let r = unsafe { libc::madvise(buf.as_mut_ptr().cast(), buf.len(), advice) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let frames: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(200);
@@ -90,14 +184,14 @@ fn main() {
     let mut rx = bufs.super_frames.get().expect("a receive buffer");
     let frame = echo_request();
     let (mut out, mut freed) = (Vec::with_capacity(64), Vec::with_capacity(64));
-    let warm = std::env::var_os("WARM").is_some();
-    let mut evict = vec![0u8; if warm { 64 } else { EVICT }];
+    let mut sweep = Sweep::new(Evict::from_env());
+    if std::env::var_os("PRINT_ENTRY").is_some() {
+        eprintln!("one_frame at {:#x}", one_frame as *const () as usize);
+    }
     let mut now = Instant::from_millis(1);
     let mut took = Vec::with_capacity(frames);
     for i in 0..frames {
-        for line in evict.chunks_mut(64).take(if warm { 0 } else { EVICT }) {
-            line[0] = line[0].wrapping_add(i as u8);
-        }
+        sweep.run(i as u8);
         rx.clear();
         rx.extend_from_slice(&frame);
         let t0 = std::time::Instant::now();
