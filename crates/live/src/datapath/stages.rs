@@ -201,6 +201,7 @@ impl StageObserver {
 }
 
 impl PathObserver for StageObserver {
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     fn event(&mut self, event: PathEvent, pkt: &Packet, at: Instant) {
         match event {
             PathEvent::Enqueued | PathEvent::Bypassed => {
@@ -255,6 +256,7 @@ impl PathObserver for StageObserver {
         }
     }
 
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     fn received(&mut self, pkt: &Packet, at: Instant) {
         if let Some(t) = self.slot(pkt) {
             t.received = at;
