@@ -15,12 +15,9 @@
 //! of each 4 KB page of the 64 MB: the TLB, with 1 MB of lines, which the
 //! last-level cache keeps the lane beside) or `none`. With `PRINT_ENTRY`
 //! set it first prints `one_frame`'s address on stderr, where
-//! `scripts/cold-frame.sh` cuts a trace into frames. With `WARM` set,
-//! each frame follows a 6 µs pause, as after a read system call, and
-//! every other one has its code fetched at the start of the pause
-//! (`datapath::warm_code`): it prints the two medians.
+//! `scripts/cold-frame.sh` cuts a trace into frames.
 //!
-//! usage: [EVICT=all|caches|tlb|none] [WARM=1] cold_frame [FRAMES] [CONFIG]
+//! usage: [EVICT=all|caches|tlb|none] cold_frame [FRAMES] [CONFIG]
 
 use bloatbox::bridge::Lane;
 use bloatbox::config::Config;
@@ -33,11 +30,6 @@ use bloatbox::time::Instant;
 
 /// Bytes written between frames to push the lane out of every cache level.
 const EVICT: usize = 64 << 20;
-
-/// With `WARM`: the pause before each frame, about a cold read system
-/// call's, during which the odd frames' code is fetched
-/// (`datapath::warm_code`, as a datapath thread does after a wake-up).
-const READ_SYSCALL: std::time::Duration = std::time::Duration::from_micros(6);
 
 /// A huge page (x86-64's 2 MB).
 const HUGE: usize = 2 << 20;
@@ -196,45 +188,24 @@ fn main() {
     if std::env::var_os("PRINT_ENTRY").is_some() {
         eprintln!("one_frame at {:#x}", one_frame as *const () as usize);
     }
-    let warm = std::env::var_os("WARM").is_some();
     let mut now = Instant::from_millis(1);
-    // Without WARM every frame is timed into `took[0]`; with it the odd
-    // ones, whose code was fetched first, into `took[1]`.
-    let mut took = [Vec::with_capacity(frames), Vec::with_capacity(frames)];
+    let mut took = Vec::with_capacity(frames);
     for i in 0..frames {
         sweep.run(i as u8);
         rx.clear();
         rx.extend_from_slice(&frame);
-        let fetched = warm && i % 2 == 1;
-        if warm {
-            let asked = std::time::Instant::now();
-            if fetched {
-                bloatbox::datapath::warm_code();
-            }
-            // What a read system call would take after the wake-up.
-            while asked.elapsed() < READ_SYSCALL {
-                std::hint::spin_loop();
-            }
-        }
         let t0 = std::time::Instant::now();
         let at = one_frame(&mut lane, &mut rx, now, &mut bufs, &mut out, &mut freed);
-        took[usize::from(fetched)].push(t0.elapsed().as_nanos() as u64);
+        took.push(t0.elapsed().as_nanos() as u64);
         now = at + 10_000_000;
     }
+    took.sort_unstable();
     let c = lane.path().counters();
-    println!("{} frames in, {} out", c.frames_in, c.frames_out);
-    for (times, what) in took
-        .iter_mut()
-        .zip(["a cold frame", "with its code fetched"])
-    {
-        if times.is_empty() {
-            continue;
-        }
-        times.sort_unstable();
-        println!(
-            "{what} took {} ns at the median, {} at p90",
-            times[times.len() / 2],
-            times[times.len() * 9 / 10]
-        );
-    }
+    println!(
+        "{} frames in, {} out; a cold frame took {} ns at the median, {} at p90",
+        c.frames_in,
+        c.frames_out,
+        took[took.len() / 2],
+        took[took.len() * 9 / 10]
+    );
 }

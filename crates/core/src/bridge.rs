@@ -234,7 +234,6 @@ impl Lane {
     /// size or a header that does not match the frame as `BadOffload`, a
     /// frame or segment larger than a frame buffer as `Oversize`, one with
     /// no buffer left as `PoolExhausted`.
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     pub fn ingress_offloaded(
         &mut self,
         rx: &mut Vec<u8>,
@@ -306,7 +305,6 @@ impl Lane {
     /// largest frame on the wire is `frame_len`; an admitted frame is
     /// numbered and handed to the path, a refused one counted and kept for
     /// recycling.
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     fn ingress_accounted(
         &mut self,
         frame: Vec<u8>,
@@ -354,7 +352,6 @@ impl Lane {
     /// Advances the lane to `now`: frames to write to the receiving side
     /// are appended to `out`, freed frames (refused at ingress or dropped
     /// by the path, `meta.dropped` saying why) to `freed`.
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     pub fn poll(&mut self, now: Instant, out: &mut Vec<Packet>, freed: &mut Vec<Packet>) {
         self.now = self.now.max(now);
         freed.append(&mut self.rejected);

@@ -199,7 +199,6 @@ impl<T: OnFd + Send + 'static> FramePort for T {
     fn recv_offload(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, VnetHdr)>> {
         self.fd_port_mut().recv_offload(buf)
     }
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     fn recv_vec(
         &mut self,
         buf: &mut Vec<u8>,
@@ -207,7 +206,6 @@ impl<T: OnFd + Send + 'static> FramePort for T {
     ) -> io::Result<Option<(usize, VnetHdr)>> {
         self.fd_port_mut().recv_vec(buf, limit)
     }
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     fn send_offload(&mut self, frame: &[u8], hdr: &VnetHdr) -> io::Result<()> {
         self.fd_port_mut().send_offload(frame, hdr)
     }
@@ -273,7 +271,6 @@ impl FdPort {
 
     /// `recv_offload` into the spare capacity of `buf` (`FramePort::recv_vec`).
     #[allow(unsafe_code)]
-    #[cfg_attr(target_os = "linux", link_section = "bloatbox_hot")]
     fn recv_vec(
         &mut self,
         buf: &mut Vec<u8>,
@@ -296,7 +293,6 @@ impl FdPort {
     /// # Safety
     /// `at` must be valid for writes of `len` bytes.
     #[allow(unsafe_code)]
-    #[cfg_attr(target_os = "linux", link_section = "bloatbox_hot")]
     unsafe fn read_into(
         &mut self,
         at: *mut u8,
@@ -349,7 +345,6 @@ impl FdPort {
     }
 
     /// One `write` (or `writev` of header and frame).
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     fn send_offload(&mut self, frame: &[u8], hdr: &VnetHdr) -> io::Result<()> {
         let written = if self.vnet {
             let hdr = hdr.to_bytes();

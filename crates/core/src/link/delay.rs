@@ -56,7 +56,6 @@ impl DelayLine {
 
     /// A frame left the serializer at `departed`; `extra_ns` is added to
     /// the delay.
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     pub fn push(&mut self, pkt: Packet, departed: Instant, extra_ns: u64) {
         let exit = departed + self.delay_ns + extra_ns;
         if self.reorder {

@@ -165,7 +165,6 @@ impl Serializer {
 
     /// The driver hands a frame to the NIC at `now` (into the ring of its
     /// TX queue).
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     pub fn post(&mut self, pkt: Packet, now: Instant) {
         let n = self.waiting.len();
         let q = queue_of(&pkt, n);
@@ -205,7 +204,6 @@ impl Serializer {
         Some(next)
     }
 
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     fn start(&mut self, pkt: Packet, posted: Instant) {
         if posted > self.busy_until {
             self.busy_until = posted;

@@ -66,7 +66,6 @@ const PORT_PROTOCOLS: [IpNumber; 5] = [
 /// needs. The TX queue mapping is derived from the flow hash (its top 16
 /// bits; mq takes it modulo its queue count), as `skb_tx_hash` picks a
 /// queue before the qdisc. Timestamps and id are left at their defaults.
-#[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
 pub fn classify(data: &[u8]) -> PacketMeta {
     let mut meta = PacketMeta::default();
     if let Some((ether_type, payload)) = ether_payload(data) {
@@ -114,7 +113,6 @@ fn ether_payload(data: &[u8]) -> Option<(EtherType, &[u8])> {
 /// (about 90 instructions a frame); filled in memory, each word is one
 /// load.
 #[inline(never)]
-#[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
 fn fill_from_ip(meta: &mut PacketMeta, frame: &[u8], net: &LaxIpSlice<'_>) {
     let header_start = match net {
         LaxIpSlice::Ipv4(ip) => {

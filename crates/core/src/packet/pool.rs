@@ -46,7 +46,6 @@ impl PacketPool {
 
     /// An empty buffer with room for at least `buf_size` bytes, or `None`
     /// when all `max_buffers` are in use.
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     pub fn get(&mut self) -> Option<Vec<u8>> {
         if let Some(mut buf) = self.free.pop() {
             buf.clear();
@@ -63,7 +62,6 @@ impl PacketPool {
     /// Returns a buffer (any length). Buffers the pool did not hand out, or
     /// that shrank below `buf_size` bytes of capacity, are freed instead of
     /// kept, so the pool never grows past its cap.
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     pub fn put(&mut self, buf: Vec<u8>) {
         if self.free.len() >= self.allocated {
             return; // not one of ours: every pool buffer is already home
@@ -110,7 +108,6 @@ pub struct Buffers {
 
 impl Buffers {
     /// Returns a buffer to the pool it came from (by its capacity).
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     pub fn put(&mut self, buf: Vec<u8>) {
         if buf.capacity() >= self.super_frames.buf_size() {
             self.super_frames.put(buf);

@@ -96,7 +96,6 @@ mod realtime;
 mod snapshot;
 mod stages;
 mod wait;
-mod warm;
 
 pub use command::{Command, Commander, EditError, LinkChange, Refused, TcFailure, Unreached};
 pub use config::{DatapathConfig, DEFAULT_SNAPSHOT_FLOWS, FRAME_OVERHEAD, GSO_FRAME_BUF};
@@ -109,4 +108,3 @@ pub use snapshot::{
     GroCounters, LaneSnapshot, LatenessSummary, LiveSnapshot, PoolCounters, SharedLateness, Wakeups,
 };
 pub use stages::StageBreakdown;
-pub use warm::code as warm_code;

@@ -201,7 +201,6 @@ impl StageObserver {
 }
 
 impl PathObserver for StageObserver {
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     fn event(&mut self, event: PathEvent, pkt: &Packet, at: Instant) {
         match event {
             PathEvent::Enqueued | PathEvent::Bypassed => {
@@ -256,7 +255,6 @@ impl PathObserver for StageObserver {
         }
     }
 
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     fn received(&mut self, pkt: &Packet, at: Instant) {
         if let Some(t) = self.slot(pkt) {
             t.received = at;

@@ -273,7 +273,6 @@ impl Path {
 
     /// Advances every stage to `now`; frames handed to the receiving side are
     /// appended to `out`; freed frames (drops) are appended to `freed`.
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     pub fn poll(&mut self, now: Instant, out: &mut Vec<Packet>, freed: &mut Vec<Packet>) {
         self.advance(now);
         hand_over(&mut self.outbox, out);
@@ -325,7 +324,6 @@ impl Path {
     /// The earliest event of any stage or TX queue (called several times
     /// per frame: written as a chain, without an iterator over the queues
     /// when there is only one).
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     fn next_event(&self) -> Option<Instant> {
         let mut ev = earliest(self.serializer.next_event(), self.tx_done.next_event());
         ev = earliest(ev, self.delay.next_event());
@@ -365,7 +363,6 @@ impl Path {
 
     /// `advance` through every event due by `now` (not inlined: see there).
     #[inline(never)]
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     fn run_until(&mut self, now: Instant) {
         self.up_since.get_or_insert(now);
         let mut next = match self.settled_event() {

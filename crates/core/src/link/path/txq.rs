@@ -114,7 +114,6 @@ impl Path {
 
     /// When TX queue `i`'s qdisc should be run: now if it may have
     /// something and the queue is not stopped, else its wake-up.
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     pub(super) fn queue_event(&self, i: usize) -> Option<Instant> {
         let q = &self.queues[i];
         if !q.ring.can_post() {
@@ -133,7 +132,6 @@ impl Path {
 
     /// `__qdisc_run` of TX queue `i`'s qdisc at `t`: `qdisc_restart` until
     /// the queue stops or its qdisc has nothing to give.
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     pub(super) fn run_queue(&mut self, i: usize, t: Instant) {
         self.queues[i].ready = true;
         self.queues[i].wakeup = None;
@@ -182,7 +180,6 @@ impl Path {
     /// (nothing frees a slot in between: `TxRing::post` fails only without
     /// one), so the frames it takes are the batch's head and stay in it
     /// until the doorbell.
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     pub(super) fn xmit(&mut self, i: usize, batch: &mut Vec<Packet>, t: Instant) {
         self.counters.xmit_batches += 1;
         let ring = &mut self.queues[i].ring;

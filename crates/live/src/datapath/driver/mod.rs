@@ -45,7 +45,6 @@ use super::snapshot::{
 };
 use super::stages::{StageBreakdown, StageObserver, Wall, WallStages};
 use super::wait::{Pending, WaitPlan, WaitPolicy};
-use super::warm;
 
 /// epoll tokens.
 const TOKEN_PORT: u64 = 0;
@@ -270,8 +269,6 @@ impl Driver {
         result
     }
 
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
-    #[inline(never)]
     fn run_loop(&mut self) -> Result<LaneSnapshot, DatapathError> {
         self.pm_qos = realtime::set_up(&self.cfg, self.dir);
         // Everything that needed a privilege is done (the ports are open).
@@ -296,10 +293,6 @@ impl Driver {
             }
             let timeout = self.begin_wait(plan)?;
             let n = self.wait_events(&mut events, timeout)?;
-            if timeout != EpollTimeout::ZERO && warm::slept_long(now, self.clock.now()) {
-                // The code has likely left the caches meanwhile.
-                warm::code();
-            }
             if n == 0 && matches!(plan, WaitPlan::Poll { .. }) {
                 // Nothing yet: let whatever else wants this core run (the
                 // traffic's own processes, the other direction's thread)
@@ -334,7 +327,6 @@ impl Driver {
 
     /// Advances the lane to `now`: what it delivers joins `out`, the
     /// buffers it freed go back to their pools.
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     fn poll_lane(&mut self, now: Instant) {
         let before = self.out.len();
         self.lane.poll(now, &mut self.out, &mut self.freed);

@@ -32,7 +32,6 @@ impl Driver {
     /// read per frame serves both: the time a frame is stamped with is the
     /// time the previous frames' due check used. Returns true if it stopped
     /// at the batch limit, with frames possibly still waiting.
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     pub(super) fn read_port(&mut self) -> bool {
         let offload = self.ports.rx.offload();
         for i in 0..self.cfg.batch {

@@ -29,7 +29,6 @@ impl Driver {
     /// the pass starts (the caller has just read the clock): the first
     /// frame is written at it, each later one at a fresh reading, since a
     /// write takes as long as the receiving side's stack does with it.
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     pub(super) fn write_out(&mut self, pace: bool, now: Instant) {
         self.write_unflushed(pace, now);
         if let Err(e) = self.ports.tx.flush() {
@@ -42,7 +41,6 @@ impl Driver {
 
     /// `write_out` without the flush: a batching port may still hold the
     /// frames.
-    #[cfg_attr(target_os = "linux", allow(unsafe_code), link_section = "bloatbox_hot")]
     pub(super) fn write_unflushed(&mut self, pace: bool, mut now: Instant) {
         if self.held.is_empty() {
             // Take the released frames as they lie (the two lists swap
