@@ -58,48 +58,44 @@ impl Evict {
     }
 }
 
-/// The sweep's buffer: `EVICT` bytes aligned to a huge page, backed by
-/// huge pages for `Evict::Caches` and by 4 KB pages otherwise, whatever
-/// the system's transparent huge page default.
+/// The sweep's buffer: `EVICT` bytes aligned to a huge page (`range`),
+/// backed by huge pages for `Evict::Caches` and by 4 KB pages otherwise,
+/// whatever the system's transparent huge page default; none for
+/// `Evict::Nothing`.
 struct Sweep {
     buf: Vec<u8>,
-    start: usize,
+    range: std::ops::Range<usize>,
     stride: usize,
 }
 
 impl Sweep {
     fn new(evict: Evict) -> Sweep {
+        let stride = if evict == Evict::Tlb { 4096 } else { 64 };
         if evict == Evict::Nothing {
             return Sweep {
                 buf: Vec::new(),
-                start: 0,
-                stride: 64,
+                range: 0..0,
+                stride,
             };
         }
         let mut buf = vec![0u8; EVICT + HUGE];
         let start = buf.as_ptr().align_offset(HUGE);
-        let range = &mut buf[start..start + EVICT];
+        let range = start..start + EVICT;
         if evict == Evict::Caches {
-            if let Err(e) = advise(range, libc::MADV_HUGEPAGE) {
+            if let Err(e) = advise(&mut buf[range.clone()], libc::MADV_HUGEPAGE) {
                 eprintln!("cold_frame: EVICT=caches needs transparent huge pages: {e}");
                 std::process::exit(2);
             }
         } else {
             // Without transparent huge pages (EINVAL) the pages are 4 KB anyway.
-            let _ = advise(range, libc::MADV_NOHUGEPAGE);
+            let _ = advise(&mut buf[range.clone()], libc::MADV_NOHUGEPAGE);
         }
-        let stride = if evict == Evict::Tlb { 4096 } else { 64 };
-        Sweep { buf, start, stride }
+        Sweep { buf, range, stride }
     }
 
-    /// Writes one byte in each stride of the buffer.
+    /// Writes one byte in each stride of the range.
     fn run(&mut self, round: u8) {
-        let end = if self.buf.is_empty() {
-            0
-        } else {
-            self.start + EVICT
-        };
-        for line in self.buf[self.start..end].chunks_mut(self.stride) {
+        for line in self.buf[self.range.clone()].chunks_mut(self.stride) {
             line[0] = line[0].wrapping_add(round);
         }
     }
