@@ -925,3 +925,96 @@ fn each_direction_s_thread_runs_on_the_cpu_it_is_pinned_to() {
     }
     dp.shutdown().unwrap();
 }
+
+/// A port whose every write takes at least `SLOW_WRITE` (as a TAP's write
+/// takes as long as the receiving namespace's stack does with the frame).
+struct SlowWriter {
+    inner: Box<dyn FramePort>,
+}
+
+const SLOW_WRITE: Duration = Duration::from_millis(2);
+
+impl FramePort for SlowWriter {
+    fn recv(&mut self, buf: &mut [u8]) -> std::io::Result<Option<usize>> {
+        self.inner.recv(buf)
+    }
+    fn send(&mut self, frame: &[u8]) -> std::io::Result<()> {
+        std::thread::sleep(SLOW_WRITE);
+        self.inner.send(frame)
+    }
+    fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.inner.raw_fd()
+    }
+    fn counters(&self) -> bloatbox::port::PortCounters {
+        self.inner.counters()
+    }
+    fn split(self: Box<Self>) -> std::io::Result<bloatbox::port::PortHalves> {
+        let halves = self.inner.split()?;
+        Ok(bloatbox::port::PortHalves {
+            rx: halves.rx,
+            tx: Box::new(SlowWriter { inner: halves.tx }),
+        })
+    }
+}
+
+#[test]
+fn the_read_stage_and_a_frames_time_leave_out_the_writes_before_the_read() {
+    // Frames waiting on an unlimited link of no delay: each falls due as
+    // soon as it is read, so the batch read writes the frame before each
+    // read. Every write takes 2 ms: the read stage must time the read
+    // system call alone (a socketpair's read takes microseconds), and
+    // each frame, stamped when its read began, is written one read and
+    // one classification later, not a write later.
+    let params = LinkParams {
+        rate_bytes_ps: 0,
+        ..LinkParams::default()
+    };
+    let path = |dir| pfifo_fast(params, dir);
+    let (dp_left, mut host_left) = SocketPairPort::pair().unwrap();
+    let (dp_right, mut host_right) = SocketPairPort::pair().unwrap();
+    for seq in 0..FRAMES_SLOW {
+        host_left.send(&frame(seq, 100)).unwrap();
+    }
+    let right = SlowWriter {
+        inner: Box::new(dp_right),
+    };
+    let dp = Datapath::spawn(
+        Bridge::new(path(Dir::LeftToRight), path(Dir::RightToLeft)),
+        Box::new(dp_left),
+        Box::new(right),
+        DatapathConfig::default(),
+    )
+    .unwrap();
+    let t0 = StdInstant::now();
+    let mut buf = vec![0u8; 2048];
+    let mut got = 0;
+    while got < FRAMES_SLOW {
+        assert!(t0.elapsed() < Duration::from_secs(10), "got {got}");
+        while host_right.recv(&mut buf).unwrap().is_some() {
+            got += 1;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let end = dp.shutdown().unwrap();
+    let stages = &end.stages[Dir::LeftToRight.index()];
+    let slow = SLOW_WRITE.as_nanos() as u64;
+    eprintln!(
+        "read p50 {} p99 {} ns, write p50 {} ns, late p50 {} ns",
+        stages.read.p50_ns, stages.read.p99_ns, stages.write.p50_ns, stages.late.p50_ns
+    );
+    assert_eq!(stages.read.samples, u64::from(FRAMES_SLOW));
+    assert!(stages.write.p50_ns >= slow, "{:?}", stages.write);
+    assert!(
+        stages.read.p50_ns < slow / 2,
+        "the read stage holds the write before it: {:?}",
+        stages.read
+    );
+    assert!(
+        stages.late.p50_ns < slow / 2,
+        "a frame's time is taken before the write ahead of its read: {:?}",
+        stages.late
+    );
+    assert_conserved(&end, Dir::LeftToRight);
+}
+
+const FRAMES_SLOW: u32 = 20;

@@ -28,8 +28,8 @@ impl Stepper for Driver {
             self.read_port();
         }
         let now = self.clock.now();
-        self.poll_lane(now);
-        self.write_out(false, now);
+        let released = self.poll_lane(now);
+        self.write_out(false, released);
         self.publish(now);
     }
 }

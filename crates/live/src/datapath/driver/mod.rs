@@ -282,9 +282,9 @@ impl Driver {
                 readable = self.read_port();
             }
             let now = self.clock.now();
-            self.poll_lane(now);
+            let released = self.poll_lane(now);
             self.set_pacing(now);
-            self.write_out(true, now);
+            self.write_out(true, released);
             self.publish_if_due(now);
             let plan = self.wait.plan(now, &self.pending(readable));
             if matches!(plan, WaitPlan::Sleep { .. }) {
@@ -326,16 +326,21 @@ impl Driver {
     }
 
     /// Advances the lane to `now`: what it delivers joins `out`, the
-    /// buffers it freed go back to their pools.
-    fn poll_lane(&mut self, now: Instant) {
+    /// buffers it freed go back to their pools. Returns the latest clock
+    /// reading: the one that ended the release stage when frames were
+    /// released, else `now`.
+    fn poll_lane(&mut self, now: Instant) -> Instant {
         let before = self.out.len();
         self.lane.poll(now, &mut self.out, &mut self.freed);
+        let mut latest = now;
         if self.out.len() > before {
-            self.stages.span(Wall::Release, now, self.clock.now());
+            latest = self.clock.now();
+            self.stages.span(Wall::Release, now, latest);
         }
         for pkt in self.freed.drain(..) {
             self.bufs.put(pkt.data);
         }
+        latest
     }
 
     /// Records the lateness of the deadline the last busy-poll iteration

@@ -26,47 +26,55 @@ enum Read {
 
 impl Driver {
     /// Reads up to `batch` frames from the port into the lane, each stamped
-    /// with the time it was read; whenever the lane (or the release pacer)
-    /// has something due, it is written before the next read, so reading a
-    /// batch never delays a departure by more than one read. One clock
-    /// read per frame serves both: the time a frame is stamped with is the
-    /// time the previous frames' due check used. Returns true if it stopped
-    /// at the batch limit, with frames possibly still waiting.
+    /// with the time its read began; whenever the lane (or the release
+    /// pacer) has something due, it is written before the next read, so
+    /// reading a batch never delays a departure by more than one read. One
+    /// clock reading per frame serves the due check and, when nothing was
+    /// written, the next read's start; after writes, the read starts at the
+    /// reading that ended the last one, so neither the read stage nor the
+    /// frame's time includes them. Returns true if it stopped at the batch
+    /// limit, with frames possibly still waiting.
     pub(super) fn read_port(&mut self) -> bool {
         let offload = self.ports.rx.offload();
         for i in 0..self.cfg.batch {
             let now = self.clock.now();
             self.stages.ingressed(now);
-            if i > 0 && !self.write_due(now) {
+            let start = if i == 0 {
+                now
+            } else if let Some(done) = self.write_due(now) {
+                done
+            } else {
                 // The port written to is gone: the loop ends.
                 return false;
-            }
+            };
             let read = if offload {
-                self.read_offloaded(now)
+                self.read_offloaded(start)
             } else {
-                self.read_plain(now)
+                self.read_plain(start)
             };
             match read {
-                Read::Frame => self.last_frame = now,
+                Read::Frame => self.last_frame = start,
                 Read::Empty | Read::Failed => return false,
             }
         }
         let now = self.clock.now();
         self.stages.ingressed(now);
-        self.write_due(now)
+        self.write_due(now).is_some()
     }
 
-    /// Writes what the lane (or the release pacer) has due by `now`; false
-    /// if the port written to is gone.
-    fn write_due(&mut self, now: Instant) -> bool {
+    /// Writes what the lane (or the release pacer) has due by `now`.
+    /// Returns the latest clock reading (when the last write ended, or
+    /// `now`), or None if the port written to is gone.
+    fn write_due(&mut self, now: Instant) -> Option<Instant> {
+        let mut latest = now;
         if crate::time::earliest(self.lane.poll_at(), self.release_at).is_some_and(|due| due <= now)
         {
-            self.poll_lane(now);
+            let released = self.poll_lane(now);
             // A batching port sends these with the loop's pass after the
             // batch read (`Driver::run_loop`).
-            self.write_unflushed(true, now);
+            latest = self.write_unflushed(true, released);
         }
-        self.failure.is_none()
+        self.failure.is_none().then_some(latest)
     }
 
     /// Reads one frame from a port without offload.

@@ -40,8 +40,9 @@ impl Driver {
     }
 
     /// `write_out` without the flush: a batching port may still hold the
-    /// frames.
-    pub(super) fn write_unflushed(&mut self, pace: bool, mut now: Instant) {
+    /// frames. Returns the last clock reading: when the last write ended,
+    /// or `now` if nothing was written.
+    pub(super) fn write_unflushed(&mut self, pace: bool, mut now: Instant) -> Instant {
         if self.held.is_empty() {
             // Take the released frames as they lie (the two lists swap
             // buffers) rather than moving each one.
@@ -85,6 +86,7 @@ impl Driver {
             let port = self.tx_port();
             self.fail(port, "writing frames", e);
         }
+        now
     }
 
     /// Records a frame delivered at `delivered` as written `now`.
