@@ -220,7 +220,15 @@ fn exchange<D: Device>(
             }
             Err(e) => return Err(e),
         };
-        let hints = with_hints(&cmd.arg_strs(), said).unwrap_or_default();
+        // The kind with its words: a word's meaning can depend on the kind
+        // (sfb's `target` counts frames).
+        let words: Vec<&str> = cmd
+            .kind
+            .as_deref()
+            .into_iter()
+            .chain(cmd.args.iter().map(String::as_str))
+            .collect();
+        let hints = with_hints(&words, said).unwrap_or_default();
         let text = noted + &hints;
         return Ok((!text.is_empty()).then_some(text));
     }
@@ -497,6 +505,23 @@ mod tests {
         assert_eq!(
             run(&mut tree, &fine, Instant::ZERO, &mut Drops::new()),
             Ok(None)
+        );
+        // sfb's `target` is a frame count (iproute2 tc/q_sfb.c reads it
+        // with get_u32 into `bin_size`): no time warning for it, while
+        // codel's bare target still gets one.
+        let sfb =
+            TcCommand::parse("tc qdisc replace dev left root sfb limit 50 target 10").unwrap();
+        assert_eq!(
+            run(&mut tree, &sfb, Instant::ZERO, &mut Drops::new()),
+            Ok(None)
+        );
+        let codel = TcCommand::parse("tc qdisc replace dev left root codel target 10").unwrap();
+        let said = run(&mut tree, &codel, Instant::ZERO, &mut Drops::new())
+            .unwrap()
+            .unwrap();
+        assert!(
+            said.starts_with("Warning: time \"10\" has no unit"),
+            "{said}"
         );
     }
 
