@@ -164,7 +164,11 @@ pub fn tc(data: &[u8]) {
             panic!("after {line:?}: {e}");
         }
     }
-    // Whatever the tree became, every frame leaves or is dropped.
+    // Whatever the tree became, every frame leaves or is dropped, once
+    // every plug has been told to let its frames go.
+    for dir in Dir::ALL {
+        release_plugs(&mut bridge, dir, now);
+    }
     let mut polls = 0;
     while let Some(due) = bridge.poll_at() {
         now = due.max(now);
@@ -178,6 +182,46 @@ pub fn tc(data: &[u8]) {
     }
     if let Err(e) = bridge.check_conservation() {
         panic!("at the end: {e}");
+    }
+}
+
+/// Lets every plug of `dir`'s tree go (`release_indefinite`), as its user
+/// would: a plug holds its frames on purpose until told to, and starts
+/// plugged (`plug_init` in net/sched/sch_plug.c), so only then must every
+/// frame leave. A plug has no options in its dump, so it is known by its
+/// kind.
+fn release_plugs(b: &mut crate::bridge::Bridge, dir: Dir, now: Instant) {
+    fn plugs(d: &crate::qdisc::QdiscDump, out: &mut Vec<(u32, u32)>) {
+        if d.kind == "plug" {
+            out.push((d.parent, d.handle));
+        }
+        for c in &d.children {
+            plugs(c, out);
+        }
+    }
+    let mut found = Vec::new();
+    let dump = b
+        .path_mut(dir)
+        .inspect_qdisc(now, |tree, t| Qdisc::dump(tree, t));
+    plugs(&dump, &mut found);
+    for (parent, handle) in found {
+        let at = if parent == crate::handle::TC_H_ROOT {
+            "root".to_string()
+        } else {
+            format!("parent {}", crate::handle::tc_handle(parent))
+        };
+        let line = format!(
+            "tc qdisc change dev {} {at} handle {} plug release_indefinite",
+            dir.dev(),
+            crate::handle::qdisc_handle(handle)
+        );
+        let cmd = crate::tc::TcCommand::parse(&line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        if let Err(e) = b
+            .path_mut(dir)
+            .edit_qdisc(now, |tree, t, drops| crate::tc::run(tree, &cmd, t, drops))
+        {
+            panic!("{line}: {e}");
+        }
     }
 }
 
