@@ -627,6 +627,26 @@ fn a_stepped_datapath_answers_at_once_and_forwards_when_stepped() {
     assert_eq!(end.bridge.path(Dir::LeftToRight).counters.frames_out, 3);
 }
 
+/// A datapath thread between two socketpairs on pfifo_fast links of
+/// `params`, its right port wrapped by `wrap`; and the host ends of its
+/// left and right ports.
+fn spawn_wrapping_right(
+    params: LinkParams,
+    wrap: impl FnOnce(SocketPairPort) -> Box<dyn FramePort>,
+) -> (Datapath, SocketPairPort, SocketPairPort) {
+    let path = |dir| pfifo_fast(params, dir);
+    let (dp_left, host_left) = SocketPairPort::pair().unwrap();
+    let (dp_right, host_right) = SocketPairPort::pair().unwrap();
+    let dp = Datapath::spawn(
+        Bridge::new(path(Dir::LeftToRight), path(Dir::RightToLeft)),
+        Box::new(dp_left),
+        wrap(dp_right),
+        DatapathConfig::default(),
+    )
+    .unwrap();
+    (dp, host_left, host_right)
+}
+
 /// A port whose device vanishes after `ok_writes` frames: every later write
 /// fails with ENODEV and is counted as a write error, as a TAP's is.
 struct Vanishing {
@@ -679,21 +699,13 @@ fn frames_behind_a_write_to_a_vanished_port_are_counted_not_lost() {
         rx_usecs: 1_000_000,
         ..LinkParams::default()
     };
-    let path = |dir| pfifo_fast(params, dir);
-    let (dp_left, mut host_left) = SocketPairPort::pair().unwrap();
-    let (dp_right, _host_right) = SocketPairPort::pair().unwrap();
-    let right = Vanishing {
-        inner: Box::new(dp_right),
-        ok_writes: 3,
-        errors: 0,
-    };
-    let dp = Datapath::spawn(
-        Bridge::new(path(Dir::LeftToRight), path(Dir::RightToLeft)),
-        Box::new(dp_left),
-        Box::new(right),
-        DatapathConfig::default(),
-    )
-    .unwrap();
+    let (dp, mut host_left, _host_right) = spawn_wrapping_right(params, |dp_right| {
+        Box::new(Vanishing {
+            inner: Box::new(dp_right),
+            ok_writes: 3,
+            errors: 0,
+        })
+    });
     for seq in 0..8 {
         host_left.send(&frame(seq, 100)).unwrap();
     }
@@ -969,22 +981,14 @@ fn the_read_stage_and_a_frames_time_leave_out_the_writes_before_the_read() {
         rate_bytes_ps: 0,
         ..LinkParams::default()
     };
-    let path = |dir| pfifo_fast(params, dir);
-    let (dp_left, mut host_left) = SocketPairPort::pair().unwrap();
-    let (dp_right, mut host_right) = SocketPairPort::pair().unwrap();
+    let (dp, mut host_left, mut host_right) = spawn_wrapping_right(params, |dp_right| {
+        Box::new(SlowWriter {
+            inner: Box::new(dp_right),
+        })
+    });
     for seq in 0..FRAMES_SLOW {
         host_left.send(&frame(seq, 100)).unwrap();
     }
-    let right = SlowWriter {
-        inner: Box::new(dp_right),
-    };
-    let dp = Datapath::spawn(
-        Bridge::new(path(Dir::LeftToRight), path(Dir::RightToLeft)),
-        Box::new(dp_left),
-        Box::new(right),
-        DatapathConfig::default(),
-    )
-    .unwrap();
     let t0 = StdInstant::now();
     let mut buf = vec![0u8; 2048];
     let mut got = 0;
