@@ -191,7 +191,8 @@ pub fn tc(data: &[u8]) {
 /// frame leave. A plug has no options in its dump, so it is known by its
 /// kind.
 fn release_plugs(b: &mut crate::bridge::Bridge, dir: Dir, now: Instant) {
-    fn plugs(d: &crate::qdisc::QdiscDump, out: &mut Vec<(u32, u32)>) {
+    use crate::handle::Handle;
+    fn plugs(d: &crate::qdisc::QdiscDump, out: &mut Vec<(Handle, Handle)>) {
         if d.kind == "plug" {
             out.push((d.parent, d.handle));
         }
