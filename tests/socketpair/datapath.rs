@@ -945,6 +945,8 @@ struct SlowWriter {
 }
 
 const SLOW_WRITE: Duration = Duration::from_millis(2);
+/// Frames sent through a `SlowWriter`.
+const FRAMES_SLOW: u32 = 20;
 
 impl FramePort for SlowWriter {
     fn recv(&mut self, buf: &mut [u8]) -> std::io::Result<Option<usize>> {
@@ -1020,5 +1022,3 @@ fn the_read_stage_and_a_frames_time_leave_out_the_writes_before_the_read() {
     );
     assert_conserved(&end, Dir::LeftToRight);
 }
-
-const FRAMES_SLOW: u32 = 20;
